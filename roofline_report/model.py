@@ -1,0 +1,186 @@
+"""The roofline model, without jax: kinds of numbers, the minimum-traffic contract, ceilings.
+
+Every number the report shows carries a :class:`Kind`:
+
+* ``analytic`` -- counted exactly from shapes and dtypes (work and minimum traffic);
+* ``hypothetical`` -- an assumed budget, such as the seed's 100 GFLOP/s and 20 GB/s;
+* ``spec_sheet`` -- a published figure of a real chip, with its source;
+* ``compiler_estimate`` -- what XLA's cost analysis says (backend- and version-dependent);
+* ``measured`` -- timed on this machine, in this run.
+
+The functions here are pure and fully determined by their arguments, so the report can be
+re-rendered from ``results.json`` and the model can be tested with hand-computed values.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+class Kind(enum.StrEnum):
+    """Where a number comes from. The string value is what results.json stores."""
+
+    ANALYTIC = "analytic"
+    HYPOTHETICAL = "hypothetical"
+    SPEC_SHEET = "spec_sheet"
+    COMPILER_ESTIMATE = "compiler_estimate"
+    MEASURED = "measured"
+
+    @property
+    def label(self) -> str:
+        return _KIND_LABELS[self]
+
+    @property
+    def description(self) -> str:
+        return _KIND_DESCRIPTIONS[self]
+
+
+_KIND_LABELS = {
+    Kind.ANALYTIC: "analytic",
+    Kind.HYPOTHETICAL: "hypothetical",
+    Kind.SPEC_SHEET: "spec sheet",
+    Kind.COMPILER_ESTIMATE: "compiler estimate",
+    Kind.MEASURED: "measured",
+}
+
+_KIND_DESCRIPTIONS = {
+    Kind.ANALYTIC: "counted exactly from shapes and dtypes; no machine involved",
+    Kind.HYPOTHETICAL: "an assumed budget, not a property of any device",
+    Kind.SPEC_SHEET: "a published figure for a real chip, with its source",
+    Kind.COMPILER_ESTIMATE: "XLA's cost analysis: backend- and version-dependent",
+    Kind.MEASURED: "timed on this machine in this run",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """A number with its unit and kind. ``value`` is None when unknown; ``note`` says why."""
+
+    value: float | None
+    unit: str
+    kind: Kind
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "unit": self.unit, "kind": self.kind.value, "note": self.note}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Quantity:
+        value = data["value"]
+        return cls(
+            value=None if value is None else float(value),
+            unit=str(data["unit"]),
+            kind=Kind(data["kind"]),
+            note=str(data.get("note", "")),
+        )
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    as_int = int(value)
+    if as_int <= 0:
+        raise ValueError("positive dimensions and itemsize required")
+    return as_int
+
+
+@dataclass(frozen=True, slots=True)
+class Contract:
+    """Work and minimum traffic of C[m,n] = A[m,k] @ B[k,n] (the seed's matmul-only accounting)."""
+
+    m: int
+    k: int
+    n: int
+    itemsize: int
+    flops: int
+    minimum_bytes: int
+
+    @property
+    def intensity(self) -> float:
+        """FLOP per byte of minimum traffic."""
+        return self.flops / self.minimum_bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "m": self.m,
+            "k": self.k,
+            "n": self.n,
+            "itemsize": self.itemsize,
+            "flops": self.flops,
+            "minimum_bytes": self.minimum_bytes,
+            "intensity": self.intensity,
+        }
+
+
+def contract(m: int, k: int, n: int, itemsize: int = 4) -> Contract:
+    """The seed's contract: flops 2mkn (multiply-add, excluding any epilogue such as tanh),
+    minimum bytes itemsize*(mk+kn+mn): each operand read once, the result written once.
+
+    Raises ValueError for non-positive or non-integer arguments.
+    """
+    m_, k_, n_, s_ = (
+        _positive_int("m", m),
+        _positive_int("k", k),
+        _positive_int("n", n),
+        _positive_int("itemsize", itemsize),
+    )
+    return Contract(m_, k_, n_, s_, 2 * m_ * k_ * n_, s_ * (m_ * k_ + k_ * n_ + m_ * n_))
+
+
+def square_intensity(n: int, itemsize: int = 4) -> float:
+    """Closed form of the square matmul's intensity: 2n^3 / (3 s n^2) = 2n / (3s)."""
+    return 2 * n / (3 * itemsize)
+
+
+def ridge(peak_flops: float, bandwidth: float) -> float:
+    """Intensity (FLOP/byte) where the bandwidth ceiling meets the compute ceiling."""
+    _check_budget(peak_flops, bandwidth)
+    return peak_flops / bandwidth
+
+
+def attainable(intensity: float, peak_flops: float, bandwidth: float) -> float:
+    """Roofline: min(peak, bandwidth x intensity)."""
+    _check_budget(peak_flops, bandwidth)
+    if not intensity > 0 or not math.isfinite(intensity):
+        raise ValueError(f"intensity must be positive and finite, got {intensity!r}")
+    return min(peak_flops, bandwidth * intensity)
+
+
+def attainable_series(
+    intensities: Sequence[float], peak_flops: float, bandwidth: float
+) -> list[float]:
+    return [attainable(x, peak_flops, bandwidth) for x in intensities]
+
+
+def bound_by(intensity: float, peak_flops: float, bandwidth: float) -> str:
+    """Which ceiling binds at this intensity: 'memory' below the ridge, 'compute' at or above."""
+    return "memory" if bandwidth * intensity < peak_flops else "compute"
+
+
+def predicted_seconds(
+    flops: float,
+    traffic_bytes: float,
+    peak_flops: float,
+    bandwidth: float,
+    dispatch_seconds: float = 0.0,
+) -> float:
+    """Lower-bound time: max(work / peak, traffic / bandwidth, dispatch floor)."""
+    _check_budget(peak_flops, bandwidth)
+    return max(flops / peak_flops, traffic_bytes / bandwidth, dispatch_seconds)
+
+
+def _check_budget(peak_flops: float, bandwidth: float) -> None:
+    for name, value in (("peak", peak_flops), ("bandwidth", bandwidth)):
+        if not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+
+
+# The seed's hypothetical budgets: assumptions for teaching, not device specifications.
+SEED_PEAK_FLOPS = 100e9
+SEED_BANDWIDTH = 20e9
+SEED_SIZES = (8, 16, 32, 64, 128)
