@@ -1,0 +1,317 @@
+"""The communication roofline of a sharded program, without jax.
+
+Per device, three times bound a step (the "How to Scale Your Model" view, jax-ml/scaling-book,
+chapters "All About Rooflines" and "Sharded Matrices and How to Multiply Them"):
+
+* ``t_math = flops / peak_flops``,
+* ``t_mem = hbm_bytes / hbm_bandwidth``,
+* ``t_comm = comm_bytes / interconnect_bandwidth``.
+
+``max`` of the three is a lower bound (perfect overlap), their sum an upper bound (no overlap).
+The critical intensity against the interconnect is ``peak_flops / interconnect_bandwidth`` FLOPs
+per byte communicated: a device computing fewer FLOPs per byte it sends is communication-bound.
+
+Bytes on the interconnect follow the bandwidth-optimal (ring) algorithms and count the bytes
+**each device sends**, as NVIDIA's nccl-tests derive them (NVIDIA/nccl-tests, doc/PERFORMANCE.md,
+"bus bandwidth"): for a group of ``g`` devices and a full array of ``S`` bytes,
+
+* all-gather ``S (g-1)/g`` (``S`` is the gathered result),
+* reduce-scatter ``S (g-1)/g`` (``S`` is the operand, ``g`` times the scattered result),
+* all-reduce ``2 S (g-1)/g`` (a reduce-scatter then an all-gather),
+* all-to-all ``S (g-1)/g`` (``S`` is the per-device buffer, of which ``1/g`` stays home),
+* collective-permute ``S`` (point to point: each sender ships its whole buffer once).
+
+Latency (per-hop setup) is ignored: these are bandwidth terms, right for large messages only.
+Every function here is pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+COLLECTIVE_OPS: tuple[str, ...] = (
+    "all-gather",
+    "reduce-scatter",
+    "all-reduce",
+    "all-to-all",
+    "collective-permute",
+)
+
+STRATEGIES: tuple[str, ...] = ("data", "contracting", "fsdp")
+"""Shardings of the matmul x[B, D] @ w[D, F] over N devices (see :func:`matmul_per_device`)."""
+
+STRATEGY_LABELS: dict[str, str] = {
+    "data": "data parallel: x sharded on B, w replicated",
+    "contracting": "contracting axis: x sharded on D, w sharded on D, all-reduce of the output",
+    "fsdp": "FSDP: x sharded on B, w sharded on D and all-gathered before the matmul",
+}
+
+
+def _count(name: str, value: object, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    as_int = int(value)
+    if as_int < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {as_int}")
+    return as_int
+
+
+def _ceil_div(numerator: int, denominator: int) -> int:
+    return -(-numerator // denominator)
+
+
+def collective_bytes(op: str, result_bytes: int, group_size: int) -> int:
+    """Bytes one device sends over the interconnect for one collective (ring algorithms).
+
+    ``result_bytes`` is the size of the instruction's result on one device, as the compiled HLO
+    declares it; ``group_size`` the number of devices in each replica group. Conventions (module
+    docstring; NVIDIA/nccl-tests doc/PERFORMANCE.md):
+
+    * ``all-gather``: ``result * (g-1)/g`` -- the result is the gathered array;
+    * ``reduce-scatter``: the operand is ``result * g``, so ``result * (g-1)``;
+    * ``all-reduce``: ``2 * result * (g-1)/g``;
+    * ``all-to-all``: ``result * (g-1)/g``;
+    * ``collective-permute``: ``result`` (``group_size`` is ignored, but must be positive).
+
+    A group of one sends nothing (except a permute). Fractions are rounded up to whole bytes.
+    Raises ValueError for an unknown op, a negative size or a non-positive group.
+    """
+    size = _count("result_bytes", result_bytes, minimum=0)
+    g = _count("group_size", group_size, minimum=1)
+    if op == "all-gather" or op == "all-to-all":
+        return _ceil_div(size * (g - 1), g)
+    if op == "reduce-scatter":
+        return size * (g - 1)
+    if op == "all-reduce":
+        return _ceil_div(2 * size * (g - 1), g)
+    if op == "collective-permute":
+        return size
+    raise ValueError(f"unknown collective {op!r}; expected one of {', '.join(COLLECTIVE_OPS)}")
+
+
+def _non_negative(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    as_float = float(value)
+    if not math.isfinite(as_float) or as_float < 0:
+        raise ValueError(f"{name} must be finite and non-negative, got {value!r}")
+    return as_float
+
+
+def _positive(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    as_float = float(value)
+    if not math.isfinite(as_float) or as_float <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return as_float
+
+
+def comm_bounds(
+    *,
+    flops: float,
+    hbm_bytes: float,
+    comm_bytes: float,
+    peak_flops: float,
+    hbm_bandwidth: float,
+    interconnect_bandwidth: float,
+) -> dict[str, Any]:
+    """Per-device time bounds from work, HBM traffic and interconnect traffic.
+
+    Returns ``{"t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding",
+    "critical_intensity", "comm_intensity"}``: times in seconds; ``lower_bound`` is the max of the
+    three, ``upper_bound`` their sum; ``binding`` is ``"compute"``, ``"memory"`` or
+    ``"communication"``, whichever time is largest (ties go in that order);
+    ``critical_intensity = peak_flops / interconnect_bandwidth``; ``comm_intensity =
+    flops / comm_bytes``, None when nothing is communicated.
+
+    Raises ValueError for negative or non-finite amounts and for non-positive budgets.
+    """
+    work = _non_negative("flops", flops)
+    traffic = _non_negative("hbm_bytes", hbm_bytes)
+    sent = _non_negative("comm_bytes", comm_bytes)
+    peak = _positive("peak_flops", peak_flops)
+    hbm = _positive("hbm_bandwidth", hbm_bandwidth)
+    link = _positive("interconnect_bandwidth", interconnect_bandwidth)
+
+    t_math = work / peak
+    t_mem = traffic / hbm
+    t_comm = sent / link
+    times = {"compute": t_math, "memory": t_mem, "communication": t_comm}
+    lower = max(times.values())
+    binding = next(name for name, t in times.items() if t == lower)
+    return {
+        "t_math": t_math,
+        "t_mem": t_mem,
+        "t_comm": t_comm,
+        "lower_bound": lower,
+        "upper_bound": t_math + t_mem + t_comm,
+        "binding": binding,
+        "critical_intensity": peak / link,
+        "comm_intensity": None if sent == 0 else work / sent,
+    }
+
+
+def _shard(name: str, size: int, devices: int) -> int:
+    if size % devices:
+        raise ValueError(f"{name}={size} is not divisible by {devices} devices")
+    return size // devices
+
+
+def matmul_per_device(
+    strategy: str, *, batch: int, d_model: int, d_ff: int, devices: int, itemsize: int = 4
+) -> dict[str, Any]:
+    """Analytic per-device work and traffic of the forward matmul x[B, D] @ w[D, F] on N devices.
+
+    Returns ``{"strategy", "flops", "hbm_bytes", "comm_bytes", "collective"}`` (ints, and the
+    collective as ``{"op", "result_bytes", "group_size"}`` or None). Every strategy does
+    ``2 B D F / N`` flops per device. ``hbm_bytes`` counts the operands once as the local matmul
+    reads them and its result written once (collective buffers are not counted):
+
+    * ``data``: x[B/N, D], w[D, F] (replicated) -> y[B/N, F]; nothing communicated;
+    * ``contracting``: x[B, D/N], w[D/N, F] -> partial y[B, F], then an all-reduce of y[B, F];
+    * ``fsdp``: x[B/N, D], w all-gathered from [D/N, F] to [D, F] -> y[B/N, F].
+
+    Raises ValueError for an unknown strategy, non-positive sizes, or a sharded dimension that
+    N does not divide.
+    """
+    b = _count("batch", batch, minimum=1)
+    d = _count("d_model", d_model, minimum=1)
+    f = _count("d_ff", d_ff, minimum=1)
+    n = _count("devices", devices, minimum=1)
+    s = _count("itemsize", itemsize, minimum=1)
+    collective: dict[str, Any] | None
+    if strategy == "data":
+        b_local = _shard("batch", b, n)
+        flops = 2 * b_local * d * f
+        hbm = s * (b_local * d + d * f + b_local * f)
+        collective = None
+    elif strategy == "contracting":
+        d_local = _shard("d_model", d, n)
+        flops = 2 * b * d_local * f
+        hbm = s * (b * d_local + d_local * f + b * f)
+        collective = {"op": "all-reduce", "result_bytes": s * b * f, "group_size": n}
+    elif strategy == "fsdp":
+        b_local = _shard("batch", b, n)
+        _shard("d_model", d, n)
+        flops = 2 * b_local * d * f
+        hbm = s * (b_local * d + d * f + b_local * f)
+        collective = {"op": "all-gather", "result_bytes": s * d * f, "group_size": n}
+    else:
+        raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+    comm = (
+        0
+        if collective is None
+        else collective_bytes(collective["op"], collective["result_bytes"], n)
+    )
+    return {
+        "strategy": strategy,
+        "flops": flops,
+        "hbm_bytes": hbm,
+        "comm_bytes": comm,
+        "collective": collective,
+    }
+
+
+def _series_point(
+    strategy: str,
+    *,
+    batch: int,
+    d_model: int,
+    d_ff: int,
+    devices: int,
+    itemsize: int,
+    budget: dict[str, float],
+) -> dict[str, Any]:
+    work = matmul_per_device(
+        strategy, batch=batch, d_model=d_model, d_ff=d_ff, devices=devices, itemsize=itemsize
+    )
+    bounds = comm_bounds(
+        flops=work["flops"], hbm_bytes=work["hbm_bytes"], comm_bytes=work["comm_bytes"], **budget
+    )
+    return {
+        "flops": work["flops"],
+        "hbm_bytes": work["hbm_bytes"],
+        "comm_bytes": work["comm_bytes"],
+        **bounds,
+    }
+
+
+def _columns(points: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    keys = ("t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding", "comm_bytes")
+    return {key: [p[key] for p in points] for key in keys}
+
+
+def scaling_series(
+    *,
+    d_model: int,
+    d_ff: int,
+    batch: int,
+    device_counts: Sequence[int],
+    batches: Sequence[int],
+    devices: int,
+    peak_flops: float,
+    hbm_bandwidth: float,
+    interconnect_bandwidth: float,
+    itemsize: int = 4,
+) -> dict[str, Any]:
+    """How t_math, t_mem and t_comm of x[B, D] @ w[D, F] move with N and with B, per strategy.
+
+    ``by_devices`` holds ``batch`` fixed and sweeps ``device_counts``; ``by_batch`` holds
+    ``devices`` fixed and sweeps ``batches``. Returns::
+
+        {"shapes": {"d_model", "d_ff", "batch", "devices", "itemsize"},
+         "budget": {"peak_flops", "hbm_bandwidth", "interconnect_bandwidth"},
+         "critical_intensity": peak / interconnect,
+         "strategies": {name: label},
+         "by_devices": {"devices": [...], name: {"t_math": [...], "t_mem": [...],
+                        "t_comm": [...], "lower_bound": [...], "upper_bound": [...],
+                        "binding": [...], "comm_bytes": [...]}},
+         "by_batch": {"batch": [...], name: {same columns}}}
+
+    Closed forms (itemsize s): data parallel never communicates in the forward pass; the
+    contracting-axis all-reduce sends ``2 s B F (N-1)/N`` whatever N, while the math shrinks as
+    1/N, so adding devices makes it communication-bound; FSDP sends ``s D F (N-1)/N`` and does
+    ``2 B D F / N`` flops, so it is compute-bound only when ``B > s peak (N-1) / (2 W)``.
+    Raises ValueError for an empty sweep or for sizes that a device count does not divide.
+    """
+    if not device_counts or not batches:
+        raise ValueError("device_counts and batches must be non-empty")
+    budget = {
+        "peak_flops": _positive("peak_flops", peak_flops),
+        "hbm_bandwidth": _positive("hbm_bandwidth", hbm_bandwidth),
+        "interconnect_bandwidth": _positive("interconnect_bandwidth", interconnect_bandwidth),
+    }
+    sizes = {"d_model": d_model, "d_ff": d_ff, "itemsize": itemsize}
+    by_devices: dict[str, Any] = {"devices": [int(n) for n in device_counts]}
+    by_batch: dict[str, Any] = {"batch": [int(b) for b in batches]}
+    for strategy in STRATEGIES:
+        by_devices[strategy] = _columns(
+            [
+                _series_point(strategy, batch=batch, devices=n, budget=budget, **sizes)
+                for n in device_counts
+            ]
+        )
+        by_batch[strategy] = _columns(
+            [
+                _series_point(strategy, batch=b, devices=devices, budget=budget, **sizes)
+                for b in batches
+            ]
+        )
+    return {
+        "shapes": {
+            "d_model": d_model,
+            "d_ff": d_ff,
+            "batch": batch,
+            "devices": devices,
+            "itemsize": itemsize,
+        },
+        "budget": budget,
+        "critical_intensity": budget["peak_flops"] / budget["interconnect_bandwidth"],
+        "strategies": dict(STRATEGY_LABELS),
+        "by_devices": by_devices,
+        "by_batch": by_batch,
+    }

@@ -1,0 +1,687 @@
+"""Measure sharded workloads: the collectives XLA inserts, their bytes, and the time they take.
+
+A GSPMD program's collectives appear only in the *compiled* HLO (``compiled.as_text()``), not
+in its StableHLO. This module lowers and compiles a function with ``NamedSharding`` in/out
+shardings, reads every ``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all`` and
+``collective-permute`` (synchronous, or as an async ``-start``/``-done`` pair) from that text,
+prices each with :func:`roofline_report.comm_model.collective_bytes`, checks the result against
+NumPy and times the executable.
+
+Several devices on a CPU need ``--xla_force_host_platform_device_count`` set before jax is
+imported, so the measurement runs in its own process: ``python -m roofline_report.sharding
+--devices 8 [--quick]`` prints one JSON document, and :func:`run_sharded_analysis` launches it.
+jax is imported lazily, so importing this module (and parsing HLO text) costs nothing.
+
+Collectives are counted once per appearance in the program text: one inside a loop body runs
+once per iteration, but is listed once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from roofline_report.comm_model import (
+    COLLECTIVE_OPS,
+    STRATEGIES,
+    STRATEGY_LABELS,
+    collective_bytes,
+    matmul_per_device,
+)
+from roofline_report.errors import InputError
+from roofline_report.model import Kind
+
+MESH_AXIS = "d"
+QUICK_SIZES = (64, 512, 256)  # B, D, F
+FULL_SIZES = (512, 2048, 1024)
+EMULATED_NOTE = (
+    "{n} host devices emulated on one CPU: timings say nothing about a real interconnect"
+)
+REAL_NOTE = "{n} {platform} devices: collectives run over the real interconnect"
+
+_PARTITION_SPECS: dict[str, tuple[tuple[str | None, ...], ...]] = {
+    # (x, w, y) partition specs of y = x @ w on a one-axis mesh.
+    "data": ((MESH_AXIS, None), (None, None), (MESH_AXIS, None)),
+    "contracting": ((None, MESH_AXIS), (MESH_AXIS, None), (None, None)),
+    "fsdp": ((MESH_AXIS, None), (MESH_AXIS, None), (MESH_AXIS, None)),
+}
+_WORKLOAD_NAMES = {
+    "data": "matmul, data parallel",
+    "contracting": "matmul, contracting axis sharded",
+    "fsdp": "matmul, FSDP (weights all-gathered)",
+}
+
+# --------------------------------------------------------------------------------------------
+# Reading collectives from compiled HLO text (pure)
+# --------------------------------------------------------------------------------------------
+
+_OPCODE = re.compile(
+    r"\s(?P<op>" + "|".join(re.escape(op) for op in COLLECTIVE_OPS) + r")(?P<phase>-start|-done)?\("
+)
+_NAME = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[^\s=]+)\s*=\s*")
+_ARRAY = re.compile(r"(?<![\w.])(?P<dtype>[a-z][a-z0-9]*)\[(?P<dims>[0-9,]*)\]")
+_COMMENT = re.compile(r"/\*.*?\*/")
+_OPERAND = re.compile(r"%(?P<name>[^\s,()]+)")
+_GROUPS_LIST = re.compile(r"replica_groups=\{(?P<body>(?:\{[0-9,\s]*\}\s*,?\s*)*)\}")
+_GROUPS_IOTA = re.compile(r"replica_groups=\[(?P<dims>[0-9,]+)\]<=\[")
+_GROUPS_MESH = re.compile(r"replica_groups=(?P<kind>maximal_mesh|mesh)\[(?P<axes>[^\]]*)\]")
+_PAIRS = re.compile(r"source_target_pairs=\{(?P<body>(?:\{[0-9,\s]*\}\s*,?\s*)*)\}")
+_MESH_AXIS = re.compile(r"^'?(?P<name>[^'=]+?)'?=(?P<size>\d+)$")
+_GROUP_AXIS = re.compile(r"^'?(?P<name>[^':]+?)'?(?::\((?P<pre>\d+)\)(?P<size>\d+))?$")
+_DTYPE_BITS = {"pred": 8, "bf16": 16, "c64": 64, "c128": 128}
+_WIDTH = re.compile(r"^[fsu](?P<bits>\d+)")
+
+
+def dtype_bits(dtype: str) -> int | None:
+    """Bits per element of an HLO element type (``f32``, ``bf16``, ``s4``, ``f8e4m3fn``, ...);
+    None for types that are not arrays of numbers (``token``, ``opaque``)."""
+    if dtype in _DTYPE_BITS:
+        return _DTYPE_BITS[dtype]
+    match = _WIDTH.match(dtype)
+    return int(match["bits"]) if match else None
+
+
+def parse_arrays(type_text: str) -> list[tuple[str, list[int]]]:
+    """The ``(dtype, dims)`` of every array in an HLO type such as ``(f32[8,16]{1,0}, u32[])``."""
+    arrays = []
+    for match in _ARRAY.finditer(_COMMENT.sub("", type_text)):
+        if dtype_bits(match["dtype"]) is None:
+            continue
+        dims = [int(d) for d in match["dims"].split(",") if d]
+        arrays.append((match["dtype"], dims))
+    return arrays
+
+
+def _array_bytes(dtype: str, dims: Sequence[int]) -> int | None:
+    bits = dtype_bits(dtype)
+    return None if bits is None else -(-math.prod(dims) * bits // 8)
+
+
+def _brace_groups(body: str) -> list[list[int]]:
+    return [
+        [int(v) for v in group.split(",") if v.strip()]
+        for group in re.findall(r"\{([^{}]*)\}", body)
+    ]
+
+
+def _mesh_axes_group(text: str) -> str | None:
+    """The ``{...}`` axes list that follows a mesh, skipping ``, device_ids=(...)`` (which may
+    nest parentheses, as in ``device_ids=([2,4]T(1,0))``)."""
+    position = 0
+    device_ids = re.match(r",\s*device_ids=\(", text)
+    if device_ids:
+        depth, position = 1, device_ids.end()
+        while depth and position < len(text):
+            depth += {"(": 1, ")": -1}.get(text[position], 0)
+            position += 1
+        if depth:
+            return None
+    group = re.match(r"\s*\{(?P<group>[^}]*)\}", text[position:])
+    return None if group is None else group["group"]
+
+
+def _mesh_group_size(axes_text: str, group_text: str) -> int | None:
+    sizes: dict[str, int] = {}
+    for entry in filter(None, (e.strip() for e in axes_text.split(","))):
+        match = _MESH_AXIS.match(entry)
+        if match is None:
+            return None
+        sizes[match["name"]] = int(match["size"])
+    size = 1
+    for entry in filter(None, (e.strip() for e in group_text.split(","))):
+        match = _GROUP_AXIS.match(entry)
+        if match is None:
+            return None
+        if match["size"] is not None:
+            size *= int(match["size"])
+        elif match["name"] in sizes:
+            size *= sizes[match["name"]]
+        else:
+            return None
+    return size
+
+
+def group_size(attributes: str, num_devices: int) -> int | None:
+    """Devices per replica group from an instruction's attributes, in any of XLA's spellings.
+
+    ``replica_groups={{0,1,2,3},{4,5,6,7}}`` (explicit lists; ``{}`` means all ``num_devices``),
+    ``replica_groups=[2,4]<=[8]`` (iota: groups x size), ``replica_groups=mesh['x'=2,'y'=4]
+    {'y'}`` (mesh axes; a sub-axis ``'y':(1)2`` counts its own size), and a permute's
+    ``source_target_pairs`` (the devices that take part). A collective without any of these
+    spans all devices. None when the text cannot be read.
+    """
+    match = _GROUPS_LIST.search(attributes)
+    if match:
+        groups = _brace_groups(match["body"])
+        return len(groups[0]) if groups and groups[0] else num_devices
+    match = _GROUPS_IOTA.search(attributes)
+    if match:
+        return int(match["dims"].split(",")[-1])
+    match = _GROUPS_MESH.search(attributes)
+    if match:
+        group = _mesh_axes_group(attributes[match.end() :])
+        if group is None:
+            return None
+        return 1 if match["kind"] == "maximal_mesh" else _mesh_group_size(match["axes"], group)
+    match = _PAIRS.search(attributes)
+    if match:
+        return len({device for pair in _brace_groups(match["body"]) for device in pair}) or 1
+    if "replica_groups=" in attributes:
+        return None
+    return num_devices
+
+
+def _async_result_arrays(op: str, type_text: str) -> list[tuple[str, list[int]]]:
+    """Result arrays of a ``-start`` whose ``-done`` is missing: its tuple holds the operands
+    then the results (then scalar contexts), except for all-reduce, which declares the result."""
+    arrays = [a for a in parse_arrays(type_text) if a[1]]
+    if op == "all-reduce" or len(arrays) < 2:
+        return arrays
+    return arrays[len(arrays) // 2 :]
+
+
+def parse_collectives(hlo_text: str, num_devices: int) -> list[dict[str, Any]]:
+    """Every collective in compiled HLO text, one record per result array, in program order.
+
+    Record: ``{"instruction", "op", "async", "shape", "dtype", "result_bytes", "group_size",
+    "bytes_per_device"}``. An async pair is one record: the ``-start`` gives the op and groups,
+    its ``-done`` the result type. A collective over a tuple (XLA combines small ones) gives
+    one record per element; the ring formulas are linear in bytes, so the sum is unchanged.
+    ``group_size`` and ``bytes_per_device`` are None when the groups cannot be read.
+    ``num_devices`` (the program's device count) sizes groups written as ``{}`` or left out.
+    """
+    if isinstance(num_devices, bool) or not isinstance(num_devices, int) or num_devices < 1:
+        raise ValueError(f"num_devices must be a positive integer, got {num_devices!r}")
+    found: list[tuple[str, str, str | None, str, str]] = []  # name, op, phase, type, attributes
+    done_types: dict[str, str] = {}
+    for line in hlo_text.splitlines():
+        opcode = _OPCODE.search(line)
+        name = _NAME.match(line)
+        if opcode is None or name is None or name.end() > opcode.start() + 1:
+            continue
+        type_text = line[name.end() : opcode.start()]
+        rest = line[opcode.end() :]
+        if opcode["phase"] == "-done":
+            operand = _OPERAND.search(rest)
+            if operand:
+                done_types[operand["name"]] = type_text
+            continue
+        found.append((name["name"], opcode["op"], opcode["phase"], type_text, rest))
+
+    records: list[dict[str, Any]] = []
+    for instruction, op, phase, type_text, rest in found:
+        is_async = phase == "-start"
+        if is_async and instruction in done_types:
+            arrays = parse_arrays(done_types[instruction])
+        elif is_async:
+            arrays = _async_result_arrays(op, type_text)
+        else:
+            arrays = parse_arrays(type_text)
+        size = group_size(rest, num_devices)
+        for dtype, dims in arrays:
+            result_bytes = _array_bytes(dtype, dims)
+            sent = (
+                None
+                if size is None or result_bytes is None
+                else collective_bytes(op, result_bytes, size)
+            )
+            records.append(
+                {
+                    "instruction": instruction,
+                    "op": op,
+                    "async": is_async,
+                    "shape": dims,
+                    "dtype": dtype,
+                    "result_bytes": result_bytes,
+                    "group_size": size,
+                    "bytes_per_device": sent,
+                }
+            )
+    return records
+
+
+# --------------------------------------------------------------------------------------------
+# Measuring with jax (imported lazily)
+# --------------------------------------------------------------------------------------------
+
+
+def _jax() -> Any:
+    import jax
+
+    return jax
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return _scrub_paths(f"{type(exc).__name__}: {text}"[:300])
+
+
+def _scrub_paths(text: str) -> str:
+    return re.sub(r"(?<![\w.])(?:[A-Za-z]:)?[/\\][^\s'\":]+(?:[/\\][^\s'\":]+)+", "<path>", text)
+
+
+def _unavailable(reason: str) -> dict[str, Any]:
+    return {"available": False, "reason": reason}
+
+
+def _median_seconds(
+    call: Callable[[], Any], *, warmup: int = 2, repeats: int = 5, inner: int = 5
+) -> float:
+    """Median over ``repeats`` of the mean time of ``inner`` calls enqueued, then blocked once.
+
+    Private and simple on purpose: the project's timing module will replace it.
+    """
+    jax = _jax()
+    for _ in range(warmup):
+        jax.block_until_ready(call())
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        outputs = [call() for _ in range(inner)]
+        jax.block_until_ready(outputs)
+        samples.append((time.perf_counter() - start) / inner)
+    return float(statistics.median(samples))
+
+
+def _xla_costs(compiled: Any) -> dict[str, Any]:
+    """XLA's per-device cost analysis: flops, bytes accessed, transcendentals, or None each."""
+    try:
+        costs = compiled.cost_analysis()
+    except Exception as exc:  # backend-dependent; an absent estimate is not an error
+        return {
+            "flops": None,
+            "bytes_accessed": None,
+            "transcendentals": None,
+            "note": f"cost analysis failed: {_one_line(exc)}",
+        }
+    if isinstance(costs, list | tuple):
+        costs = costs[0] if costs else None
+    if not isinstance(costs, dict):
+        return {
+            "flops": None,
+            "bytes_accessed": None,
+            "transcendentals": None,
+            "note": "no cost analysis on this backend",
+        }
+    out: dict[str, Any] = {"note": ""}
+    notes = []
+    for key, source in (
+        ("flops", "flops"),
+        ("bytes_accessed", "bytes accessed"),
+        ("transcendentals", "transcendentals"),
+    ):
+        value = float(costs.get(source, 0.0))
+        if value < 0 or not math.isfinite(value):
+            notes.append(f"{key} reported as {value:g} (custom calls are not costed)")
+            out[key] = None
+        else:
+            out[key] = value
+    out["note"] = "; ".join(notes)
+    return out
+
+
+def _device_count(shardings: Sequence[Any]) -> int:
+    devices: set[Any] = set()
+    for sharding in shardings:
+        devices.update(getattr(sharding, "device_set", ()))
+    return max(len(devices), 1)
+
+
+def _compare(outputs: Any, expected: Any) -> dict[str, Any]:
+    jax = _jax()
+    got = [np.asarray(leaf, dtype=np.float64) for leaf in jax.tree_util.tree_leaves(outputs)]
+    want = [np.asarray(leaf, dtype=np.float64) for leaf in jax.tree_util.tree_leaves(expected)]
+    if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want, strict=False)):
+        return {
+            "max_abs_err": None,
+            "tolerance": None,
+            "passed": False,
+            "error": "output structure or shapes differ from the reference",
+        }
+    err = max(
+        (float(np.max(np.abs(g - w), initial=0.0)) for g, w in zip(got, want, strict=True)),
+        default=0.0,
+    )
+    scale = max((float(np.max(np.abs(w), initial=0.0)) for w in want), default=0.0)
+    tolerance = 1e-4 * scale + 1e-6
+    passed = math.isfinite(err) and err <= tolerance
+    return {
+        "max_abs_err": err if math.isfinite(err) else None,
+        "tolerance": tolerance,
+        "passed": passed,
+    }
+
+
+def analyze_sharded(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    in_shardings: Sequence[Any],
+    out_shardings: Any,
+    *,
+    reference: Callable[..., Any] | None = None,
+    time_it: bool = True,
+    repeats: int = 5,
+    inner: int = 5,
+) -> dict[str, Any]:
+    """Compile ``fn`` with the given shardings and report its collectives, costs, check and time.
+
+    ``args`` are host arrays (NumPy or jax), placed with ``in_shardings`` (one per argument);
+    ``out_shardings`` is passed to ``jax.jit`` as is. ``reference`` (optional) computes the
+    expected outputs from the same arguments as NumPy arrays. Returns::
+
+        {"devices": int, "collectives": [parse_collectives records],
+         "comm_bytes": int (sum of bytes_per_device over readable records),
+         "xla_per_device": {"flops", "bytes_accessed", "transcendentals", "note"},
+         "check": {"max_abs_err", "tolerance", "passed"[, "error"]} or None,
+         "measured_seconds": float or None, "error": str (only if running failed)}
+
+    Raises InputError when the arguments do not match or the function does not compile with
+    these shardings; a failure to run or time is reported in the result instead.
+    """
+    if not callable(fn):
+        raise InputError(f"analyze_sharded: fn must be callable, got {type(fn).__name__}")
+    if isinstance(args, str | bytes) or not isinstance(args, Sequence):
+        raise InputError("analyze_sharded: args must be a sequence of arrays")
+    if isinstance(in_shardings, str | bytes) or not isinstance(in_shardings, Sequence):
+        raise InputError("analyze_sharded: in_shardings must be a sequence, one per argument")
+    if len(args) != len(in_shardings):
+        raise InputError(
+            f"analyze_sharded: {len(args)} arguments but {len(in_shardings)} in_shardings"
+        )
+    jax = _jax()
+    try:
+        placed = tuple(jax.device_put(a, s) for a, s in zip(args, in_shardings, strict=True))
+        jitted = jax.jit(fn, in_shardings=tuple(in_shardings), out_shardings=out_shardings)
+        compiled = jitted.lower(*placed).compile()
+    except Exception as exc:
+        raise InputError(f"the sharded function does not compile: {_one_line(exc)}") from exc
+
+    devices = _device_count(in_shardings)
+    collectives = parse_collectives(compiled.as_text(), devices)
+    result: dict[str, Any] = {
+        "devices": devices,
+        "collectives": collectives,
+        "comm_bytes": sum(c["bytes_per_device"] or 0 for c in collectives),
+        "xla_per_device": _xla_costs(compiled),
+        "check": None,
+        "measured_seconds": None,
+    }
+    try:
+        outputs = jax.block_until_ready(compiled(*placed))
+        if reference is not None:
+            expected = reference(*(np.asarray(a) for a in args))
+            result["check"] = _compare(outputs, expected)
+        if time_it:
+            result["measured_seconds"] = _median_seconds(
+                lambda: compiled(*placed), repeats=repeats, inner=inner
+            )
+    except Exception as exc:  # a measurement failure is reported, not raised
+        result["error"] = f"running the sharded function failed: {_one_line(exc)}"
+    return result
+
+
+def _make_mesh(jax: Any, devices: Sequence[Any]) -> Any:
+    """A one-axis mesh with Auto (GSPMD) axis types; jax 0.10 defaults make_mesh to Explicit."""
+    axis_type = getattr(jax.sharding, "AxisType", None)
+    kwargs: dict[str, Any] = {"devices": list(devices)}
+    if axis_type is not None:
+        kwargs["axis_types"] = (axis_type.Auto,)
+    try:
+        return jax.make_mesh((len(devices),), (MESH_AXIS,), **kwargs)
+    except TypeError:
+        kwargs.pop("devices")
+        return jax.sharding.Mesh(np.array(list(devices)), (MESH_AXIS,), **kwargs)
+
+
+def _matmul(x: Any, w: Any) -> Any:
+    jax = _jax()
+    return jax.numpy.matmul(x, w, precision=jax.lax.Precision.HIGHEST)
+
+
+def _reference_matmul(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    product: np.ndarray[Any, Any] = np.matmul(x.astype(np.float64), w.astype(np.float64))
+    return product
+
+
+def _spec_json(spec: tuple[str | None, ...]) -> list[str | None]:
+    return list(spec)
+
+
+def _matmul_workload(
+    strategy: str, mesh: Any, x: np.ndarray[Any, Any], w: np.ndarray[Any, Any], quick: bool
+) -> dict[str, Any]:
+    jax = _jax()
+    pspec = jax.sharding.PartitionSpec
+    x_spec, w_spec, y_spec = _PARTITION_SPECS[strategy]
+    shardings = [jax.sharding.NamedSharding(mesh, pspec(*s)) for s in (x_spec, w_spec, y_spec)]
+    measured = analyze_sharded(
+        _matmul,
+        (x, w),
+        shardings[:2],
+        shardings[2],
+        reference=_reference_matmul,
+        repeats=3 if quick else 5,
+        inner=5 if quick else 10,
+    )
+    (b, d), f = x.shape, w.shape[1]
+    n = int(mesh.devices.size)
+    analytic = matmul_per_device(
+        strategy, batch=b, d_model=d, d_ff=f, devices=n, itemsize=x.dtype.itemsize
+    )
+    workload: dict[str, Any] = {
+        "name": _WORKLOAD_NAMES[strategy],
+        "sharding": strategy,
+        "description": STRATEGY_LABELS[strategy],
+        "shapes": {"x": [b, d], "w": [d, f], "y": [b, f], "dtype": str(x.dtype)},
+        "partition_specs": {
+            "x": _spec_json(x_spec),
+            "w": _spec_json(w_spec),
+            "y": _spec_json(y_spec),
+        },
+        "mesh": {
+            "axis_names": [str(a) for a in mesh.axis_names],
+            "shape": [int(v) for v in mesh.devices.shape],
+            "axis_types": [
+                str(getattr(t, "name", t)).lower() for t in getattr(mesh, "axis_types", ())
+            ],
+        },
+        "collectives": measured["collectives"],
+        "per_device": {
+            "flops": analytic["flops"],
+            "hbm_bytes": analytic["hbm_bytes"],
+            "comm_bytes": analytic["comm_bytes"],
+            "comm_bytes_hlo": measured["comm_bytes"],
+        },
+        "expected_collective": analytic["collective"],
+        "xla_per_device": measured["xla_per_device"],
+        "check": measured["check"],
+        "measured_seconds": measured["measured_seconds"],
+    }
+    if "error" in measured:
+        workload["error"] = measured["error"]
+    return workload
+
+
+def _pick_devices(jax: Any, count: int) -> tuple[list[Any], bool]:
+    """Real accelerators when the default backend has enough of them, else emulated host CPUs."""
+    default = jax.devices()
+    if default and default[0].platform != "cpu" and len(default) >= count:
+        return list(default[:count]), False
+    return list(jax.devices("cpu")[:count]), True
+
+
+def measure(*, devices: int, quick: bool) -> dict[str, Any]:
+    """Run the three sharded matmul workloads on ``devices`` devices (in this process).
+
+    Needs the devices to exist: call it in a process started with the host-device flag (see
+    :func:`run_sharded_analysis`). Returns the document described in :func:`run_sharded_analysis`.
+    """
+    jax = _jax()
+    chosen, emulated = _pick_devices(jax, devices)
+    if len(chosen) < devices:
+        return _unavailable(
+            f"{devices} devices requested but only {len(chosen)} available; set "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count={devices} before jax is imported"
+        )
+    platform = str(chosen[0].platform)
+    mesh = _make_mesh(jax, chosen)
+    b, d, f = QUICK_SIZES if quick else FULL_SIZES
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((b, d), dtype=np.float32)
+    w = rng.standard_normal((d, f), dtype=np.float32)
+    note = (EMULATED_NOTE if emulated else REAL_NOTE).format(n=devices, platform=platform)
+    return {
+        "available": True,
+        "devices": devices,
+        "platform": platform,
+        "default_backend": str(jax.default_backend()),
+        "emulated": emulated,
+        "note": note,
+        "jax_version": str(jax.__version__),
+        "quick": quick,
+        "kinds": {
+            "collectives": Kind.ANALYTIC.value,
+            "per_device": Kind.ANALYTIC.value,
+            "xla_per_device": Kind.COMPILER_ESTIMATE.value,
+            "measured_seconds": Kind.MEASURED.value,
+        },
+        "workloads": [_matmul_workload(s, mesh, x, w, quick) for s in STRATEGIES],
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# The subprocess: entry point and launcher
+# --------------------------------------------------------------------------------------------
+
+_DEVICE_FLAG = "--xla_force_host_platform_device_count"
+
+
+def with_device_flag(xla_flags: str, devices: int) -> str:
+    """``xla_flags`` with the host-device count set to ``devices`` (replacing any earlier one)."""
+    kept = [flag for flag in xla_flags.split() if not flag.startswith(_DEVICE_FLAG)]
+    return " ".join([*kept, f"{_DEVICE_FLAG}={devices}"])
+
+
+def _child_env(devices: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = with_device_flag(env.get("XLA_FLAGS", ""), devices)
+    env["JAX_NUM_CPU_DEVICES"] = str(devices)  # it overrides the XLA flag when both are set
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # share a GPU with the parent
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _last_json(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{"):
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError:
+                return None
+            return doc if isinstance(doc, dict) else None
+    return None
+
+
+def run_sharded_analysis(*, devices: int = 8, quick: bool, timeout: float) -> dict[str, Any]:
+    """Run :func:`measure` in a fresh Python process with ``devices`` devices; return its JSON.
+
+    The child gets the host-device flag (``XLA_FLAGS`` and ``JAX_NUM_CPU_DEVICES``), so this
+    works whatever jax state the caller has; on a machine whose default backend has at least
+    ``devices`` accelerators, those are used instead (``"emulated": False``). Returns::
+
+        {"available": True, "devices", "platform", "default_backend", "emulated", "note",
+         "jax_version", "quick", "kinds": {field: Kind value},
+         "workloads": [{"name", "sharding": "data"|"contracting"|"fsdp", "description",
+                        "shapes": {"x", "w", "y", "dtype"}, "partition_specs": {"x", "w", "y"},
+                        "mesh": {"axis_names", "shape", "axis_types"},
+                        "collectives": [{"instruction", "op", "async", "shape", "dtype",
+                                         "result_bytes", "group_size", "bytes_per_device"}],
+                        "per_device": {"flops", "hbm_bytes", "comm_bytes", "comm_bytes_hlo"},
+                        "expected_collective": {"op", "result_bytes", "group_size"} | None,
+                        "xla_per_device": {"flops", "bytes_accessed", "transcendentals",
+                                           "note"},
+                        "check": {"max_abs_err", "tolerance", "passed"},
+                        "measured_seconds": float | None}]}
+
+    or ``{"available": False, "reason": str}`` when the child fails, times out or prints no
+    JSON: a measurement failure never raises. Raises InputError for a bad ``devices`` or
+    ``timeout``.
+    """
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+        raise InputError(f"devices must be a positive integer, got {devices!r}")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise InputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    command = [sys.executable, "-m", "roofline_report.sharding", "--devices", str(devices)]
+    if quick:
+        command.append("--quick")
+    env = _child_env(devices)
+    try:
+        proc = subprocess.run(
+            command,
+            env=env,
+            cwd=env["PYTHONPATH"].split(os.pathsep)[0],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return _unavailable(f"the sharded measurement timed out after {timeout:g} s")
+    except OSError as exc:
+        return _unavailable(f"could not start the sharded measurement: {_one_line(exc)}")
+    doc = _last_json(proc.stdout)
+    if doc is not None:
+        return doc
+    last = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
+    return _unavailable(
+        f"the sharded measurement exited with code {proc.returncode} and printed no result"
+        + (f": {_scrub_paths(last.strip())[:300]}" if last else "")
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m roofline_report.sharding --devices N [--quick]``: print one JSON document."""
+    parser = argparse.ArgumentParser(
+        prog="python -m roofline_report.sharding",
+        description="Measure sharded matmuls on N devices and print one JSON document.",
+    )
+    parser.add_argument("--devices", type=int, default=8, help="devices in the mesh (default 8)")
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
+    options = parser.parse_args(argv)
+    if options.devices < 1:
+        parser.error("--devices must be at least 1")
+    if "jax" not in sys.modules:  # the flag only counts before jax is imported
+        os.environ["XLA_FLAGS"] = with_device_flag(os.environ.get("XLA_FLAGS", ""), options.devices)
+        os.environ["JAX_NUM_CPU_DEVICES"] = str(options.devices)
+    try:
+        result = measure(devices=options.devices, quick=options.quick)
+    except Exception as exc:  # reported in the document, never a traceback on stdout
+        result = _unavailable(f"the sharded measurement failed: {_one_line(exc)}")
+    try:
+        text = json.dumps(result, sort_keys=True, allow_nan=False)
+    except ValueError as exc:  # a non-finite number slipped in
+        text = json.dumps(_unavailable(f"the result is not plain JSON: {_one_line(exc)}"))
+    sys.stdout.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

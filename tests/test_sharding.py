@@ -1,0 +1,456 @@
+"""Sharded workloads: collectives read from HLO text, and the 8-device measurement subprocess.
+
+The 8-device runs happen in child processes (the host-device flag must precede the jax import);
+this process keeps its default single CPU device.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from roofline_report.comm_model import comm_bounds
+from roofline_report.errors import InputError
+from roofline_report.sharding import (
+    _child_env,
+    _last_json,
+    analyze_sharded,
+    dtype_bits,
+    group_size,
+    main,
+    parse_arrays,
+    parse_collectives,
+    run_sharded_analysis,
+    with_device_flag,
+)
+
+# --------------------------------------------------------------------------------------------
+# HLO text parsing (pure)
+# --------------------------------------------------------------------------------------------
+
+# Lines in the spelling of XLA's optimized HLO (the first two copied from jax 0.10.2 CPU output,
+# metadata trimmed; the async pairs in the GPU spelling, with operand types printed).
+SYNC_HLO = "\n".join(
+    [
+        "HloModule jit_mm, entry_computation_layout={(f32[64,64]{1,0}, f32[64,256]{1,0})"
+        "->f32[64,256]{1,0}}",
+        "",
+        "ENTRY %main.1 (param: f32[64,64], param.1: f32[64,256]) -> f32[64,256] {",
+        "  %fusion = f32[64,256]{1,0} fusion(%param, %param.1), kind=kCustom, "
+        "calls=%fused_computation",
+        "  ROOT %all-reduce = f32[64,256]{1,0} all-reduce(%fusion), channel_id=1, "
+        "replica_groups=mesh['axis_0'=1,'axis_1'=8] {'axis_1'}, use_global_device_ids=true, "
+        "to_apply=%add.clone",
+        "}",
+    ]
+)
+
+ASYNC_HLO = "\n".join(
+    [
+        "  %all-gather-start = (f32[8,256]{1,0}, f32[64,256]{1,0}) all-gather-start("
+        "f32[8,256]{1,0} %p0), channel_id=1, replica_groups=[1,8]<=[8], dimensions={0}, "
+        "use_global_device_ids=true",
+        "  %all-reduce-start.3 = f32[64,256]{1,0} all-reduce-start(f32[64,256]{1,0} %fusion), "
+        "channel_id=2, replica_groups={{0,1,2,3},{4,5,6,7}}, use_global_device_ids=true, "
+        "to_apply=%add",
+        "  %all-gather-done = f32[64,256]{1,0} all-gather-done("
+        "(f32[8,256]{1,0}, f32[64,256]{1,0}) %all-gather-start)",
+        "  %all-reduce-done.3 = f32[64,256]{1,0} all-reduce-done("
+        "f32[64,256]{1,0} %all-reduce-start.3)",
+        "  %fusion.2 = f32[64,256]{1,0} fusion(%all-gather-done, %all-reduce-done.3), "
+        "kind=kLoop, calls=%f",
+    ]
+)
+
+
+class TestParseCollectives:
+    def test_sync_all_reduce_with_mesh_groups(self) -> None:
+        [c] = parse_collectives(SYNC_HLO, 8)
+        assert c == {
+            "instruction": "all-reduce",
+            "op": "all-reduce",
+            "async": False,
+            "shape": [64, 256],
+            "dtype": "f32",
+            "result_bytes": 65536,
+            "group_size": 8,
+            "bytes_per_device": 2 * 65536 * 7 // 8,
+        }
+
+    def test_async_pairs_take_the_result_from_done(self) -> None:
+        gather, reduce = parse_collectives(ASYNC_HLO, 8)
+        assert (gather["op"], gather["async"], gather["shape"]) == ("all-gather", True, [64, 256])
+        assert gather["group_size"] == 8
+        assert gather["bytes_per_device"] == 65536 * 7 // 8
+        assert (reduce["instruction"], reduce["op"]) == ("all-reduce-start.3", "all-reduce")
+        assert reduce["group_size"] == 4
+        assert reduce["bytes_per_device"] == 2 * 65536 * 3 // 4
+
+    def test_start_without_done_uses_the_result_half_of_its_tuple(self) -> None:
+        text = (
+            "  %cp = (f32[8,16]{1,0}, f32[8,16]{1,0}, u32[], u32[]) collective-permute-start("
+            "%x), channel_id=3, source_target_pairs={{0,1},{1,2},{2,3},{3,0}}"
+        )
+        [c] = parse_collectives(text, 8)
+        assert (c["op"], c["shape"], c["group_size"], c["bytes_per_device"]) == (
+            "collective-permute",
+            [8, 16],
+            4,
+            512,
+        )
+
+    def test_tuple_results_give_one_record_per_array(self) -> None:
+        text = (
+            "  %all-to-all = (f32[1,16]{1,0}, f32[1,16]{1,0}, /*index=2*/bf16[2,16]{1,0}) "
+            "all-to-all(%a, %b, /*index=2*/%c), channel_id=1, replica_groups={}"
+        )
+        records = parse_collectives(text, 4)
+        assert [r["dtype"] for r in records] == ["f32", "f32", "bf16"]
+        assert [r["result_bytes"] for r in records] == [64, 64, 64]
+        assert [r["group_size"] for r in records] == [4, 4, 4]  # {} means every device
+        assert sum(r["bytes_per_device"] for r in records) == 192 * 3 // 4
+
+    def test_reduce_scatter_and_ignored_lines(self) -> None:
+        text = "\n".join(
+            [
+                "  %reduce_scatter.7 = f32[1,16]{1,0} reduce-scatter(%param.1), channel_id=1, "
+                "replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, to_apply=%region_0.0",
+                "  %get-tuple-element.2 = f32[1,16]{1,0} get-tuple-element(%all-to-all), index=1",
+                "  %fusion = f32[8,256]{1,0} fusion(%all-gather), kind=kLoop, calls=%f",
+                '  %c = f32[2]{0} constant({1, 2}), metadata={op_name="all-reduce"}',
+            ]
+        )
+        [c] = parse_collectives(text, 8)
+        assert (c["op"], c["result_bytes"], c["bytes_per_device"]) == ("reduce-scatter", 64, 448)
+
+    def test_unreadable_groups_give_none(self) -> None:
+        text = "  %ar = f32[4]{0} all-reduce(%x), replica_groups=somethingnew, to_apply=%add"
+        [c] = parse_collectives(text, 8)
+        assert c["group_size"] is None and c["bytes_per_device"] is None
+        assert c["result_bytes"] == 16
+
+    def test_no_collectives(self) -> None:
+        assert parse_collectives("ENTRY %m { ROOT %d = f32[2]{0} add(%a, %b) }", 8) == []
+
+
+class TestGroupSize:
+    @pytest.mark.parametrize(
+        ("attributes", "expected"),
+        [
+            ("replica_groups={{0,1,2,3},{4,5,6,7}}, to_apply=%add", 4),
+            ("replica_groups={{0,1},{2,3},{4,5},{6,7}}", 2),
+            ("replica_groups={}", 8),
+            ("replica_groups=[2,4]<=[8], dimensions={0}", 4),
+            ("replica_groups=[4,2]<=[2,4]T(1,0)", 2),
+            ("replica_groups=mesh['a'=2,'b'=4] {'a','b'}", 8),
+            ("replica_groups=mesh['x'=2,'y'=4] {'y':(1)2}", 2),
+            # jax 0.10.2 CPU, a (2, 4) mesh with a transposed device order:
+            (
+                "replica_groups=mesh['axis_0'=4,'axis_1'=2], device_ids=([2,4]T(1,0)) "
+                "{'axis_1'}, use_global_device_ids=true",
+                2,
+            ),
+            ("replica_groups=mesh[x=8] {x}", 8),
+            ("replica_groups=maximal_mesh[device_id=3] {}", 1),
+            ("source_target_pairs={{0,1},{1,0}}", 2),
+            ("channel_id=1, to_apply=%add", 8),  # no groups: every device
+            ("replica_groups=mesh['x'=2] {'z'}", None),
+        ],
+    )
+    def test_spellings(self, attributes: str, expected: int | None) -> None:
+        assert group_size(attributes, 8) == expected
+
+
+def test_dtype_bits_and_arrays() -> None:
+    assert [dtype_bits(t) for t in ("pred", "s4", "bf16", "f8e4m3fn", "f32", "c128")] == [
+        8,
+        4,
+        16,
+        8,
+        32,
+        128,
+    ]
+    assert dtype_bits("token") is None
+    assert parse_arrays("(f32[8,16]{1,0:T(8,128)}, u32[], token[])") == [
+        ("f32", [8, 16]),
+        ("u32", []),
+    ]
+
+
+def test_device_flag_and_child_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    flags = "--xla_cpu_foo=1 --xla_force_host_platform_device_count=2"
+    assert with_device_flag(flags, 8) == "--xla_cpu_foo=1 --xla_force_host_platform_device_count=8"
+    assert with_device_flag("", 4) == "--xla_force_host_platform_device_count=4"
+    monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "1")
+    env = _child_env(8)
+    assert env["JAX_NUM_CPU_DEVICES"] == "8"
+    assert "--xla_force_host_platform_device_count=8" in env["XLA_FLAGS"]
+    package_parent = Path(env["PYTHONPATH"].split(os.pathsep)[0])
+    assert (package_parent / "roofline_report" / "sharding.py").is_file()
+
+
+def test_last_json_line() -> None:
+    assert _last_json('noise\n{"a": 1}\n') == {"a": 1}
+    assert _last_json('{"a": 1}\n{"b": 2}') == {"b": 2}
+    assert _last_json("no json here") is None
+    assert _last_json("{broken") is None
+
+
+# --------------------------------------------------------------------------------------------
+# The measurement subprocess on 8 emulated devices
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One quick run, started from an unrelated directory (the launcher must not need cwd)."""
+    here = Path.cwd()
+    os.chdir(tmp_path_factory.mktemp("elsewhere"))
+    try:
+        doc = run_sharded_analysis(devices=8, quick=True, timeout=120)
+    finally:
+        os.chdir(here)
+    assert doc.get("available") is True, doc.get("reason")
+    yield doc
+
+
+def _workload(doc: dict[str, Any], sharding: str) -> dict[str, Any]:
+    found: list[dict[str, Any]] = [w for w in doc["workloads"] if w["sharding"] == sharding]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_document_header(sharded: dict[str, Any]) -> None:
+    assert sharded["devices"] == 8
+    assert [w["sharding"] for w in sharded["workloads"]] == ["data", "contracting", "fsdp"]
+    if sharded["platform"] == "cpu":
+        assert sharded["emulated"] is True
+        assert "emulated" in sharded["note"]
+    assert sharded["kinds"]["measured_seconds"] == "measured"
+
+
+def test_document_is_plain_json_without_paths(sharded: dict[str, Any]) -> None:
+    text = json.dumps(sharded, allow_nan=False, sort_keys=True)
+    assert json.loads(text) == sharded
+
+    def strings(node: Any) -> Iterator[str]:
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                yield key
+                yield from strings(value)
+        elif isinstance(node, list):
+            for item in node:
+                yield from strings(item)
+
+    assert not [s for s in strings(sharded) if s.startswith("/") or str(Path.home()) in s]
+
+
+def test_data_parallel_needs_no_collective(sharded: dict[str, Any]) -> None:
+    w = _workload(sharded, "data")
+    assert w["collectives"] == []
+    assert w["per_device"]["comm_bytes"] == 0
+    assert w["per_device"]["comm_bytes_hlo"] == 0
+    assert w["mesh"]["shape"] == [8]
+    assert w["mesh"]["axis_types"] == ["auto"]
+
+
+def test_contracting_axis_all_reduces_the_output(sharded: dict[str, Any]) -> None:
+    w = _workload(sharded, "contracting")
+    assert w["shapes"]["x"] == [64, 512] and w["shapes"]["w"] == [512, 256]
+    [c] = w["collectives"]
+    assert (c["op"], c["shape"], c["dtype"]) == ("all-reduce", [64, 256], "f32")
+    assert c["result_bytes"] == 64 * 256 * 4 == 65536
+    assert c["group_size"] == 8
+    assert c["bytes_per_device"] == 2 * 65536 * 7 // 8 == 114688
+    assert w["per_device"]["comm_bytes"] == w["per_device"]["comm_bytes_hlo"] == 114688
+
+
+def test_fsdp_all_gathers_the_weights(sharded: dict[str, Any]) -> None:
+    w = _workload(sharded, "fsdp")
+    [c] = w["collectives"]
+    assert (c["op"], c["shape"], c["group_size"]) == ("all-gather", [512, 256], 8)
+    assert c["result_bytes"] == 524288
+    assert c["bytes_per_device"] == 524288 * 7 // 8 == 458752
+    assert w["per_device"]["comm_bytes_hlo"] == 458752
+
+
+@pytest.mark.parametrize("sharding", ["data", "contracting", "fsdp"])
+def test_results_match_numpy_and_costs_are_per_device(
+    sharded: dict[str, Any], sharding: str
+) -> None:
+    w = _workload(sharded, sharding)
+    assert w["check"]["passed"] is True, w["check"]
+    assert w["check"]["max_abs_err"] <= w["check"]["tolerance"]
+    flops = 2 * 64 * 512 * 256 // 8
+    assert w["per_device"]["flops"] == flops
+    xla_flops = w["xla_per_device"]["flops"]
+    if xla_flops is not None:  # per device; the contracting all-reduce adds its sums
+        assert flops <= xla_flops <= 1.05 * flops
+    seconds = w["measured_seconds"]
+    assert seconds is None or seconds > 0
+
+
+def test_measured_collectives_under_a_hypothetical_budget(sharded: dict[str, Any]) -> None:
+    # 100 GFLOP/s, 20 GB/s HBM, 5 GB/s interconnect (assumed, for round numbers).
+    w = _workload(sharded, "fsdp")
+    per = w["per_device"]
+    b = comm_bounds(
+        flops=per["flops"],
+        hbm_bytes=per["hbm_bytes"],
+        comm_bytes=per["comm_bytes_hlo"],
+        peak_flops=100e9,
+        hbm_bandwidth=20e9,
+        interconnect_bandwidth=5e9,
+    )
+    # flops 2097152 -> 20.97 us; hbm 4*(8*512 + 512*256 + 8*256) = 548864 -> 27.44 us;
+    # all-gather 458752 B -> 91.75 us.
+    assert b["t_math"] == pytest.approx(20.97152e-6)
+    assert b["t_mem"] == pytest.approx(27.4432e-6)
+    assert b["t_comm"] == pytest.approx(91.7504e-6)
+    assert b["binding"] == "communication"
+    assert b["upper_bound"] == pytest.approx((20.97152 + 27.4432 + 91.7504) * 1e-6)
+
+
+SHARD_MAP_SCRIPT = """
+import json
+import jax
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+from roofline_report.sharding import _make_mesh, analyze_sharded
+
+mesh = _make_mesh(jax, jax.devices("cpu")[:8])
+
+def body(x):
+    a = jax.lax.psum_scatter(x, "d", scatter_dimension=0, tiled=True)
+    b = jax.lax.all_to_all(x, "d", 0, 0, tiled=True)
+    c = jax.lax.ppermute(x, "d", [(i, (i + 1) % 8) for i in range(8)])
+    return a, b, c
+
+fn = jax.shard_map(body, mesh=mesh, in_specs=P("d"), out_specs=(P("d"), P("d"), P("d")))
+s = NamedSharding(mesh, P("d"))
+x = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
+print(json.dumps(analyze_sharded(fn, (x,), (s,), (s, s, s), time_it=False)))
+"""
+
+
+def test_explicit_collectives_in_real_hlo() -> None:
+    """psum_scatter, all_to_all and ppermute of a per-device f32[8,16] (512 bytes)."""
+    env = _child_env(8)
+    proc = subprocess.run(
+        [sys.executable, "-c", SHARD_MAP_SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = _last_json(proc.stdout)
+    assert result is not None
+    sent: dict[str, int] = {}
+    for c in result["collectives"]:
+        sent[c["op"]] = sent.get(c["op"], 0) + c["bytes_per_device"]
+    assert sent == {
+        "reduce-scatter": 64 * 7,  # result f32[1,16]; operand 8 times larger
+        "all-to-all": 512 * 7 // 8,
+        "collective-permute": 512,
+    }
+    assert result["comm_bytes"] == 448 + 448 + 512
+
+
+# --------------------------------------------------------------------------------------------
+# Failures are reported, not raised; bad input raises InputError
+# --------------------------------------------------------------------------------------------
+
+
+def test_timeout_is_reported() -> None:
+    doc = run_sharded_analysis(devices=8, quick=True, timeout=0.01)
+    assert doc["available"] is False
+    assert "timed out" in doc["reason"]
+
+
+def test_a_failing_child_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", "false")
+    doc = run_sharded_analysis(devices=2, quick=True, timeout=30)
+    assert doc["available"] is False
+    assert "printed no result" in doc["reason"] or "could not start" in doc["reason"]
+
+
+@pytest.mark.parametrize(
+    ("devices", "timeout"), [(0, 10.0), (True, 10.0), (2.5, 10.0), (8, 0), (8, float("nan"))]
+)
+def test_bad_launch_arguments(devices: Any, timeout: Any) -> None:
+    with pytest.raises(InputError):
+        run_sharded_analysis(devices=devices, quick=True, timeout=timeout)
+
+
+def test_cli_in_this_process_on_one_device(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--devices", "1", "--quick"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["available"] is True and doc["devices"] == 1
+    for w in doc["workloads"]:
+        assert w["collectives"] == []  # one device: nothing to communicate
+        assert w["per_device"]["comm_bytes"] == 0
+        assert w["check"]["passed"] is True
+
+
+def test_too_many_devices_is_unavailable(capsys: pytest.CaptureFixture[str]) -> None:
+    import jax
+
+    available = len(jax.devices("cpu"))
+    assert main(["--devices", str(available + 1), "--quick"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["available"] is False
+    assert "devices requested" in doc["reason"]
+
+
+class TestAnalyzeShardedInputs:
+    def sharding(self) -> Any:
+        import jax
+
+        spec: Any = jax.sharding.PartitionSpec
+        mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("d",))
+        return jax.sharding.NamedSharding(mesh, spec())
+
+    def test_single_device_function(self) -> None:
+        s = self.sharding()
+        x = np.ones((4, 4), np.float32)
+        result = analyze_sharded(
+            lambda a: a * 2, (x,), (s,), s, reference=lambda a: a * 2, time_it=False
+        )
+        assert result["devices"] == 1
+        assert result["collectives"] == [] and result["comm_bytes"] == 0
+        assert result["check"]["passed"] is True
+        assert result["measured_seconds"] is None
+
+    def test_a_wrong_result_fails_the_check(self) -> None:
+        s = self.sharding()
+        x = np.ones((4, 4), np.float32)
+        result = analyze_sharded(lambda a: a * 2, (x,), (s,), s, reference=lambda a: a * 3)
+        assert result["check"]["passed"] is False
+        assert result["check"]["max_abs_err"] == pytest.approx(1.0)
+
+    def test_bad_inputs_raise_input_error(self) -> None:
+        s = self.sharding()
+        x = np.ones((4, 4), np.float32)
+        with pytest.raises(InputError, match="callable"):
+            analyze_sharded("not a function", (x,), (s,), s)  # type: ignore[arg-type]
+        with pytest.raises(InputError, match="in_shardings"):
+            analyze_sharded(lambda a: a, (x, x), (s,), s)
+
+        def broken(a: Any) -> Any:
+            raise TypeError("unsupported operand")
+
+        with pytest.raises(InputError, match="does not compile") as info:
+            analyze_sharded(broken, (x,), (s,), s)
+        assert "\n" not in str(info.value)
