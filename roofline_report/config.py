@@ -1,0 +1,571 @@
+"""The user's workloads, read from a TOML file (``--config FILE``).
+
+Schema (every key not listed is an error, so typos are caught)::
+
+    schema = 1                       # optional; only 1 exists
+    preset = "H100"                  # optional; a chip preset name or alias (see presets.py)
+
+    [budgets]                        # optional; hypothetical budgets replacing 100 GFLOP/s, 20 GB/s
+    peak = "200 GFLOP/s"             # a rate string (roofline_report.units) or a number in FLOP/s
+    bandwidth = "25 GB/s"            # a rate string or a number in bytes/s
+
+    [[workload]]                     # one table per workload; at least one
+    name = "my matmul"               # optional display name; defaults to the function's name
+    function = "my_workloads:scaled_matmul"   # required: package.module:function
+    dims = { n = 256 }               # named dimensions: positive integers
+    args = [                         # the function's positional arguments, in order
+      { shape = ["n", "n"], dtype = "float32" },
+      { shape = ["n", 64], dtype = "bfloat16" },   # entries: a positive int or a name in dims
+    ]
+    sweep = { n = [64, 128, 256] }   # optional: values for named dims (each name must be in dims)
+    reference = "my_workloads:scaled_matmul_numpy"   # optional NumPy reference for the check
+    rtol = 2e-5                      # optional tolerances for the check (non-negative numbers)
+    atol = 2e-5
+
+Rules:
+
+* ``shape`` is a list (``[]`` is a scalar) whose entries are positive integers or names in
+  ``dims``; ``dtype`` is one of :data:`DTYPES`.
+* Dimensions are at most :data:`MAX_DIM`; a sweep gives at most :data:`MAX_SWEEP_POINTS` points
+  (the cartesian product of its value lists, duplicates removed).
+* Workload names are unique. Import paths are ``module.path:attribute`` with Python identifiers;
+  they are imported (by :func:`import_callable`) with the config file's folder and the current
+  directory on ``sys.path``, so ``my_workloads:f`` finds ``my_workloads.py`` next to the config.
+
+Every problem is an :class:`~roofline_report.errors.InputError` whose one-line message names the
+file, the workload (by name, or ``#k`` counting from 1) and the problem. Nothing here imports jax.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import math
+import numbers
+import os
+import re
+import reprlib
+import sys
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roofline_report.errors import InputError
+from roofline_report.presets import get_preset
+from roofline_report.units import RateKind, parse_rate
+
+SCHEMA_VERSION = 1
+MAX_SWEEP_POINTS = 64
+MAX_DIM = 2**31 - 1
+
+#: Allowed dtype names and their item sizes in bytes.
+DTYPES: Mapping[str, int] = {
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "float64": 8,
+    "int32": 4,
+    "int8": 1,
+    "int16": 2,
+    "int64": 8,
+    "uint8": 1,
+    "bool": 1,
+}
+
+_TOP_KEYS = ("schema", "preset", "budgets", "workload")
+_BUDGET_KEYS = ("peak", "bandwidth")
+_WORKLOAD_KEYS = ("name", "function", "dims", "args", "sweep", "reference", "rtol", "atol")
+_ARG_KEYS = ("shape", "dtype")
+
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_IMPORT_PATH_RE = re.compile(rf"{_IDENT}(?:\.{_IDENT})*:{_IDENT}(?:\.{_IDENT})*", re.ASCII)
+_DIM_NAME_RE = re.compile(_IDENT, re.ASCII)
+
+Shape = tuple[int, ...]
+DimRef = int | str
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """Hypothetical budgets from the config: FLOP/s and bytes/s, None where not given."""
+
+    peak: float | None = None
+    bandwidth: float | None = None
+
+    def to_json(self) -> dict[str, float | None]:
+        return {"peak": self.peak, "bandwidth": self.bandwidth}
+
+
+@dataclass(frozen=True, slots=True)
+class ArgSpec:
+    """One positional argument: a shape of ints and dim names, and a dtype name."""
+
+    shape: tuple[DimRef, ...]
+    dtype: str
+
+    def resolve(self, dims: Mapping[str, int]) -> Shape:
+        """The concrete shape. Raises InputError if a name is missing from ``dims``."""
+        out: list[int] = []
+        for entry in self.shape:
+            if isinstance(entry, str):
+                if entry not in dims:
+                    raise InputError(f"dimension {_show(entry)} has no value")
+                out.append(int(dims[entry]))
+            else:
+                out.append(entry)
+        return tuple(out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "dtype": self.dtype}
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """One ``[[workload]]`` table, validated. ``function``/``reference`` are import paths."""
+
+    name: str
+    function: str
+    dims: Mapping[str, int]
+    args: tuple[ArgSpec, ...]
+    sweep: Mapping[str, tuple[int, ...]] | None = None
+    reference: str | None = None
+    rtol: float | None = None
+    atol: float | None = None
+
+    def resolve_shapes(self, dims: Mapping[str, int] | None = None) -> list[tuple[Shape, str]]:
+        """``(shape, dtype)`` per argument, with ``dims`` overriding the workload's own dims."""
+        merged = {**self.dims, **(dims or {})}
+        return [(arg.resolve(merged), arg.dtype) for arg in self.args]
+
+    def sweep_points(self) -> list[dict[str, int]]:
+        """Full dim assignments, one per sweep point (the cartesian product of the sweep's
+        values, sorted); just ``[dims]`` without a sweep. At most MAX_SWEEP_POINTS entries."""
+        if not self.sweep:
+            return [dict(self.dims)]
+        names = sorted(self.sweep)
+        points = []
+        for values in itertools.product(*(sorted(set(self.sweep[n])) for n in names)):
+            points.append({**self.dims, **dict(zip(names, values, strict=True))})
+        return points[:MAX_SWEEP_POINTS]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "function": self.function,
+            "dims": dict(sorted(self.dims.items())),
+            "args": [arg.to_json() for arg in self.args],
+            "sweep": None
+            if self.sweep is None
+            else {k: list(v) for k, v in sorted(self.sweep.items())},
+            "reference": self.reference,
+            "rtol": self.rtol,
+            "atol": self.atol,
+        }
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated config file. ``source`` is the file's name only (no folder), for reports;
+    ``base_dir`` is the folder imports are resolved against (not part of equality or JSON)."""
+
+    preset: str | None
+    budgets: Budgets
+    workloads: tuple[WorkloadSpec, ...]
+    source: str
+    base_dir: Path | None = field(default=None, compare=False, repr=False)
+
+    def load_function(self, spec: WorkloadSpec) -> Callable[..., Any]:
+        """Import the workload's function (see :func:`import_callable`)."""
+        return import_callable(
+            spec.function, config_name=self.source, workload=spec.name, base_dir=self.base_dir
+        )
+
+    def load_reference(self, spec: WorkloadSpec) -> Callable[..., Any] | None:
+        """Import the workload's NumPy reference, or None if it has none."""
+        if spec.reference is None:
+            return None
+        return import_callable(
+            spec.reference, config_name=self.source, workload=spec.name, base_dir=self.base_dir
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as a TOML-shaped document (keys as in the file), None values left out."""
+        document: dict[str, Any] = {"schema": SCHEMA_VERSION}
+        if self.preset is not None:
+            document["preset"] = self.preset
+        budgets = {k: v for k, v in self.budgets.to_json().items() if v is not None}
+        if budgets:
+            document["budgets"] = budgets
+        document["workload"] = [
+            {k: v for k, v in w.to_json().items() if v is not None} for w in self.workloads
+        ]
+        return document
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON for results.json: every key present, None where not given."""
+        return {
+            "schema": SCHEMA_VERSION,
+            "source": self.source,
+            "preset": self.preset,
+            "budgets": self.budgets.to_json(),
+            "workloads": [w.to_json() for w in self.workloads],
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read and validate a TOML config file. Raises InputError (only) for any problem."""
+    file = Path(path)
+    name = file.name or str(path)
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{name}: config file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a folder, not a config file") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read the config file: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{name}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    return loads_config(text, source=name, base_dir=file.resolve().parent)
+
+
+def loads_config(text: str, *, source: str = "<config>", base_dir: Path | None = None) -> Config:
+    """Parse and validate TOML text; ``source`` names it in messages."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{source}: TOML syntax error: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{source}: TOML nested too deeply to read") from None
+    return config_from_dict(data, source=source, base_dir=base_dir)
+
+
+def config_from_dict(
+    data: Mapping[str, Any], *, source: str = "<config>", base_dir: Path | None = None
+) -> Config:
+    """Validate an already-parsed config (the TOML document as a dict). InputError only.
+
+    A None value counts as an absent key (TOML has no null), so
+    ``config_from_dict(config.to_dict())`` gives back an equal Config.
+    """
+    where = f"{source}:"
+    if not isinstance(data, Mapping):
+        raise InputError(f"{where} expected a table at the top level, got {_type(data)}")
+    data = _present(data)
+    _check_keys(data, _TOP_KEYS, where)
+    schema = data.get("schema", SCHEMA_VERSION)
+    if not _is_int(schema) or schema != SCHEMA_VERSION:
+        raise InputError(
+            f"{where} unsupported schema {_show(schema)}; this version reads schema = 1"
+        )
+    preset = data.get("preset")
+    if preset is not None:
+        if not isinstance(preset, str):
+            raise InputError(f"{where} preset must be a string, got {_type(preset)}")
+        try:
+            preset = get_preset(preset).name
+        except InputError as exc:
+            raise InputError(f"{where} {exc}") from None
+    budgets = _budgets(data.get("budgets"), where)
+    tables = data.get("workload")
+    if tables is None:
+        raise InputError(f"{where} no workloads: add at least one [[workload]] table")
+    if isinstance(tables, Mapping):
+        raise InputError(f"{where} write [[workload]] (an array of tables), not [workload]")
+    if not isinstance(tables, list):
+        raise InputError(f"{where} 'workload' must be an array of tables, got {_type(tables)}")
+    if not tables:
+        raise InputError(f"{where} no workloads: add at least one [[workload]] table")
+    workloads: list[WorkloadSpec] = []
+    seen: dict[str, int] = {}
+    for index, table in enumerate(tables, start=1):
+        spec = _workload(table, index, where)
+        if spec.name in seen:
+            raise InputError(
+                f"{where} workload #{index}: duplicate name {_show(spec.name)} "
+                f"(also workload #{seen[spec.name]}); give each a distinct 'name'"
+            )
+        seen[spec.name] = index
+        workloads.append(spec)
+    return Config(preset, budgets, tuple(workloads), source, base_dir)
+
+
+def _budgets(value: Any, where: str) -> Budgets:
+    if value is None:
+        return Budgets()
+    if not isinstance(value, Mapping):
+        raise InputError(f"{where} [budgets] must be a table, got {_type(value)}")
+    value = _present(value)
+    _check_keys(value, _BUDGET_KEYS, f"{where} [budgets]")
+    return Budgets(
+        peak=_rate(value.get("peak"), "flops", f"{where} [budgets] peak"),
+        bandwidth=_rate(value.get("bandwidth"), "bytes", f"{where} [budgets] bandwidth"),
+    )
+
+
+def _rate(value: Any, kind: RateKind, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return parse_rate(value, kind, what=what)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(f"{what}: expected a rate string or a number, got {_type(value)}")
+    number = _float(value)
+    if not math.isfinite(number) or number <= 0:
+        raise InputError(f"{what}: {_show(value)} must be positive and finite")
+    return number
+
+
+def _workload(table: Any, index: int, where: str) -> WorkloadSpec:
+    if not isinstance(table, Mapping):
+        raise InputError(f"{where} workload #{index}: expected a table, got {_type(table)}")
+    table = _present(table)
+    label = _workload_label(table, index)
+    here = f"{where} workload {label}:"
+    _check_keys(table, _WORKLOAD_KEYS, here)
+
+    function = table.get("function")
+    if function is None:
+        raise InputError(f"{here} missing 'function' (an import path such as 'module:function')")
+    function = _import_path(function, "function", here)
+    reference = table.get("reference")
+    if reference is not None:
+        reference = _import_path(reference, "reference", here)
+
+    name = table.get("name")
+    if name is None:
+        name = function.rsplit(":", 1)[1].rsplit(".", 1)[-1]
+    elif not isinstance(name, str) or not name.strip():
+        raise InputError(f"{here} 'name' must be a non-empty string")
+
+    dims = _dims(table.get("dims"), here)
+    args = _args(table.get("args"), dims, here)
+    sweep = _sweep(table.get("sweep"), dims, here)
+    return WorkloadSpec(
+        name=name,
+        function=function,
+        dims=dims,
+        args=args,
+        sweep=sweep,
+        reference=reference,
+        rtol=_tolerance(table.get("rtol"), "rtol", here),
+        atol=_tolerance(table.get("atol"), "atol", here),
+    )
+
+
+def _workload_label(table: Mapping[str, Any], index: int) -> str:
+    name = table.get("name")
+    if isinstance(name, str) and name.strip():
+        return _show(name)
+    function = table.get("function")
+    if isinstance(function, str) and _IMPORT_PATH_RE.fullmatch(function):
+        return _show(function.rsplit(":", 1)[1].rsplit(".", 1)[-1])
+    return f"#{index}"
+
+
+def _import_path(value: Any, key: str, here: str) -> str:
+    if not isinstance(value, str) or not _IMPORT_PATH_RE.fullmatch(value):
+        raise InputError(
+            f"{here} '{key}' must be an import path 'package.module:function', got {_show(value)}"
+        )
+    return value
+
+
+def _dims(value: Any, here: str) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError(f"{here} 'dims' must be a table of name = positive integer")
+    dims: dict[str, int] = {}
+    for name, size in _present(value).items():
+        if not isinstance(name, str) or not _DIM_NAME_RE.fullmatch(name):
+            raise InputError(f"{here} dims: {_show(name)} is not a valid name (letters, digits, _)")
+        dims[name] = _positive_int(size, f"{here} dims.{name}")
+    return dict(sorted(dims.items()))
+
+
+def _args(value: Any, dims: Mapping[str, int], here: str) -> tuple[ArgSpec, ...]:
+    if value is None:
+        raise InputError(f"{here} missing 'args' (a list of {{ shape = [...], dtype = ... }})")
+    if not isinstance(value, list):
+        raise InputError(f"{here} 'args' must be a list of tables, got {_type(value)}")
+    specs: list[ArgSpec] = []
+    for position, arg in enumerate(value):
+        at = f"{here} args[{position}]:"
+        if not isinstance(arg, Mapping):
+            raise InputError(f"{at} expected a table {{ shape = [...], dtype = ... }}")
+        arg = _present(arg)
+        _check_keys(arg, _ARG_KEYS, at)
+        if "shape" not in arg:
+            raise InputError(f"{at} missing 'shape'")
+        if "dtype" not in arg:
+            raise InputError(f"{at} missing 'dtype' (one of {', '.join(DTYPES)})")
+        shape = arg["shape"]
+        if not isinstance(shape, list):
+            raise InputError(f"{at} 'shape' must be a list of positive integers or dim names")
+        entries: list[DimRef] = []
+        for entry in shape:
+            if isinstance(entry, str):
+                if entry not in dims:
+                    defined = ", ".join(dims) or "none"
+                    raise InputError(
+                        f"{at} shape entry {_show(entry)} is not defined in dims "
+                        f"(defined: {defined})"
+                    )
+                entries.append(entry)
+            else:
+                entries.append(_positive_int(entry, f"{at} shape entry"))
+        dtype = arg["dtype"]
+        if not isinstance(dtype, str) or dtype not in DTYPES:
+            raise InputError(f"{at} unknown dtype {_show(dtype)}; allowed: {', '.join(DTYPES)}")
+        specs.append(ArgSpec(tuple(entries), dtype))
+    return tuple(specs)
+
+
+def _sweep(value: Any, dims: Mapping[str, int], here: str) -> dict[str, tuple[int, ...]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InputError(f"{here} 'sweep' must be a table of name = [values]")
+    value = _present(value)
+    if not value:
+        raise InputError(f"{here} 'sweep' is empty; remove it or give values for a dim")
+    sweep: dict[str, tuple[int, ...]] = {}
+    count = 1
+    for name, values in value.items():
+        if name not in dims:
+            defined = ", ".join(dims) or "none"
+            raise InputError(
+                f"{here} sweep name {_show(name)} is not in dims (defined: {defined}); "
+                "give it a default value in dims"
+            )
+        if not isinstance(values, list) or not values:
+            raise InputError(f"{here} sweep.{name} must be a non-empty list of positive integers")
+        ints = sorted({_positive_int(v, f"{here} sweep.{name}") for v in values})
+        sweep[name] = tuple(ints)
+        count *= len(ints)
+    if count > MAX_SWEEP_POINTS:
+        raise InputError(
+            f"{here} the sweep has {count} points; at most {MAX_SWEEP_POINTS} are allowed"
+        )
+    return dict(sorted(sweep.items()))
+
+
+def _tolerance(value: Any, key: str, here: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(f"{here} '{key}' must be a number, got {_type(value)}")
+    number = _float(value)
+    if not math.isfinite(number) or number < 0:
+        raise InputError(f"{here} '{key}' must be a non-negative finite number, got {_show(value)}")
+    return number
+
+
+def _float(value: numbers.Real) -> float:
+    """float(value), with integers too large for a float giving inf (rejected by the caller)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def _positive_int(value: Any, what: str) -> int:
+    if not _is_int(value) or not 0 < value <= MAX_DIM:
+        raise InputError(f"{what}: {_show(value)} is not a positive integer (at most {MAX_DIM})")
+    return int(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _present(table: Mapping[Any, Any]) -> dict[Any, Any]:
+    return {k: v for k, v in table.items() if v is not None}
+
+
+def _check_keys(table: Mapping[Any, Any], allowed: Sequence[str], where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise InputError(
+                f"{where} unknown key {_show(str(key))}; allowed: {', '.join(allowed)}"
+            )
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3
+_REPR.maxstring = 60
+_REPR.maxother = 60
+_REPR.maxlist = 6
+_REPR.maxdict = 6
+
+
+def _show(value: Any) -> str:
+    """A short repr for messages: bounded in length and nesting, whatever the user wrote."""
+    return _REPR.repr(value)
+
+
+def _type(value: Any) -> str:
+    return {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "a boolean",
+        list: "a list",
+        dict: "a table",
+        type(None): "nothing",
+    }.get(type(value), type(value).__name__)
+
+
+# ---------------------------------------------------------------------------------------------
+# Importing
+
+
+def import_callable(
+    path: str, *, config_name: str, workload: str, base_dir: str | os.PathLike[str] | None = None
+) -> Callable[..., Any]:
+    """Import ``package.module:attr`` and return it; it must be callable.
+
+    ``base_dir`` (the config file's folder) and the current directory are put at the front of
+    ``sys.path`` first (and left there, so the module's own later imports work). Any failure,
+    including an exception raised while the module runs, becomes an InputError such as
+    ``"workloads.toml: workload 'my matmul': cannot import 'examples.nope:f': No module named
+    'examples.nope'"``.
+    """
+    here = f"{config_name}: workload {_show(workload)}:"
+    if not isinstance(path, str) or not _IMPORT_PATH_RE.fullmatch(path):
+        raise InputError(f"{here} {_show(path)} is not an import path 'package.module:function'")
+    for folder in (Path.cwd(), None if base_dir is None else Path(base_dir)):
+        if folder is not None and str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
+    module_name, attribute = path.split(":", 1)
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InputError(f"{here} cannot import {_show(path)}: {exc}") from None
+    except (Exception, SystemExit) as exc:
+        raise InputError(
+            f"{here} cannot import {_show(path)}: {type(exc).__name__} while importing "
+            f"{module_name}: {exc}"
+        ) from None
+    for depth, part in enumerate(attribute.split(".")):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            owner = ".".join([module_name, *attribute.split(".")[:depth]])
+            raise InputError(
+                f"{here} cannot import {_show(path)}: {owner} has no {_show(part)}"
+            ) from None
+    if not callable(target):
+        raise InputError(f"{here} {_show(path)} is {_type(target)}, not a function")
+    return target  # type: ignore[no-any-return]

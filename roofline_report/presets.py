@@ -1,0 +1,369 @@
+"""Spec-sheet presets of real accelerators: published dense peaks, HBM and interconnect bandwidth.
+
+Every figure here is a :attr:`~roofline_report.model.Kind.SPEC_SHEET` number: what the vendor
+publishes for one chip (one GPU, one TPU chip), with its source. They are ceilings nobody reaches
+in practice (GPUs typically reach 80-85% of the claimed matmul peak), and they describe the chip
+named, not the machine the report runs on.
+
+Conventions:
+
+* Peaks are **dense**. NVIDIA's tables print tensor-core figures "with sparsity" (2:4 structured
+  sparsity doubles them); the dense figure is half of that and is the one used here.
+* Peak keys are the spec sheets' names: ``bf16``, ``fp16``, ``fp8``, ``int8``, ``tf32``, ``fp32``,
+  ``fp64``. :func:`normalize_dtype` also accepts numpy/JAX names (``bfloat16``, ``float32``...).
+  ``fp32`` is the non-tensor-core figure; JAX runs float32 matmuls on NVIDIA GPUs at TF32 by
+  default, so ``tf32`` is often the relevant ceiling there.
+* Integer peaks are in OP/s, floating-point peaks in FLOP/s, bandwidths in bytes/s.
+* Interconnect bandwidth is the vendor's per-chip figure, both directions added: NVLink per GPU,
+  ICI per TPU chip over all its ports.
+
+A dtype a chip does not publish a figure for gives None (:meth:`Preset.peak`), not an error.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_report.errors import InputError
+from roofline_report.model import Kind, Quantity
+
+# Spec-sheet dtype names, and the numpy/JAX dtype names that map onto them.
+SPEC_DTYPES = ("bf16", "fp16", "fp8", "int8", "tf32", "fp32", "fp64")
+_DTYPE_ALIASES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "float32": "fp32",
+    "single": "fp32",
+    "float64": "fp64",
+    "double": "fp64",
+    "float8_e4m3fn": "fp8",
+    "float8_e5m2": "fp8",
+    "float8_e4m3": "fp8",
+    "float8_e4m3fnuz": "fp8",
+    "float8_e5m2fnuz": "fp8",
+    "uint8": "int8",
+}
+
+
+def normalize_dtype(dtype: str) -> str:
+    """Map ``"bfloat16"``/``"bf16"``/``"BF16"`` to the spec-sheet name ``"bf16"``.
+
+    Raises InputError for a name that is neither a spec-sheet dtype nor a known alias.
+    """
+    key = str(dtype).strip().lower()
+    key = _DTYPE_ALIASES.get(key, key)
+    if key not in SPEC_DTYPES:
+        known = ", ".join(SPEC_DTYPES)
+        raise InputError(f"unknown dtype {dtype!r} for a chip peak; known: {known}")
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a published figure comes from."""
+
+    title: str
+    url: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"title": self.title, "url": self.url}
+
+
+@dataclass(frozen=True, slots=True)
+class Peak:
+    """One dense peak: ``value`` per second in ``unit`` (FLOP/s, or OP/s for integers)."""
+
+    dtype: str
+    value: float
+    unit: str = "FLOP/s"
+    note: str = ""
+
+    def quantity(self) -> Quantity:
+        return Quantity(self.value, self.unit, Kind.SPEC_SHEET, self.note)
+
+
+@dataclass(frozen=True, slots=True)
+class Interconnect:
+    """Chip-to-chip link: ``bandwidth`` in bytes/s per chip, both directions added."""
+
+    name: str
+    bandwidth: float
+    note: str = ""
+
+    def quantity(self) -> Quantity:
+        return Quantity(self.bandwidth, "B/s", Kind.SPEC_SHEET, self.note)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "bandwidth": self.quantity().to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    """A chip's published figures. ``kind`` is always spec_sheet."""
+
+    name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    peaks: tuple[Peak, ...]
+    hbm_bandwidth: float
+    hbm_note: str
+    interconnect: Interconnect | None
+    sources: tuple[Source, ...]
+    notes: str
+
+    @property
+    def kind(self) -> Kind:
+        return Kind.SPEC_SHEET
+
+    def peak(self, dtype: str = "bf16") -> float | None:
+        """Dense peak for ``dtype`` (spec or numpy name); None where none is published."""
+        key = normalize_dtype(dtype)
+        for peak in self.peaks:
+            if peak.dtype == key:
+                return peak.value
+        return None
+
+    def peak_quantity(self, dtype: str = "bf16") -> Quantity:
+        """The peak as a Quantity; value None, with a note, where none is published."""
+        key = normalize_dtype(dtype)
+        for peak in self.peaks:
+            if peak.dtype == key:
+                return peak.quantity()
+        unit = "OP/s" if key == "int8" else "FLOP/s"
+        note = f"{self.name}: no published {key} figure"
+        return Quantity(None, unit, Kind.SPEC_SHEET, note)
+
+    def hbm_quantity(self) -> Quantity:
+        return Quantity(self.hbm_bandwidth, "B/s", Kind.SPEC_SHEET, self.hbm_note)
+
+    def ridge(self, dtype: str = "bf16") -> float | None:
+        """Ridge intensity peak/HBM bandwidth in FLOP/byte; None where no peak is published."""
+        value = self.peak(dtype)
+        return None if value is None else value / self.hbm_bandwidth
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "aliases": list(self.aliases),
+            "vendor": self.vendor,
+            "kind": self.kind.value,
+            "peaks": {peak.dtype: peak.quantity().to_json() for peak in self.peaks},
+            "hbm_bandwidth": self.hbm_quantity().to_json(),
+            "interconnect": None if self.interconnect is None else self.interconnect.to_json(),
+            "sources": [source.to_json() for source in self.sources],
+            "notes": self.notes,
+        }
+
+
+_SPARSE = "dense; NVIDIA's table prints the 2:4-sparse figure, twice this"
+
+_SCALING_BOOK_GPUS = Source(
+    "How to Scale Your Model, 'How to Think About GPUs' (jax-ml/scaling-book)",
+    "https://jax-ml.github.io/scaling-book/gpus/",
+)
+_SCALING_BOOK_TPUS = Source(
+    "How to Scale Your Model, 'How to Think About TPUs' (jax-ml/scaling-book)",
+    "https://jax-ml.github.io/scaling-book/tpus/",
+)
+
+
+def _hopper_peaks() -> tuple[Peak, ...]:
+    """H100 SXM and H200 share the GH100 die and its compute figures."""
+    return (
+        Peak("bf16", 9.89e14, note=_SPARSE + " (1,979 TFLOP/s)"),
+        Peak("fp16", 9.89e14, note=_SPARSE + " (1,979 TFLOP/s)"),
+        Peak("fp8", 1.979e15, note=_SPARSE + " (3,958 TFLOP/s)"),
+        Peak("int8", 1.979e15, unit="OP/s", note=_SPARSE + " (3,958 TOPS)"),
+        Peak("tf32", 4.945e14, note=_SPARSE + " (989 TFLOP/s)"),
+        Peak("fp32", 6.7e13, note="non-tensor-core"),
+        Peak("fp64", 3.4e13, note="non-tensor-core; FP64 tensor core 67 TFLOP/s"),
+    )
+
+
+_PRESETS: tuple[Preset, ...] = (
+    Preset(
+        name="H100 SXM",
+        aliases=("h100", "h100-sxm", "h100-sxm5", "h100 80gb"),
+        vendor="NVIDIA",
+        peaks=_hopper_peaks(),
+        hbm_bandwidth=3.35e12,
+        hbm_note="80 GB HBM3",
+        interconnect=Interconnect("NVLink 4", 9.0e11, "per GPU, both directions"),
+        sources=(
+            Source("NVIDIA H100 Tensor Core GPU", "https://www.nvidia.com/en-us/data-center/h100/"),
+            _SCALING_BOOK_GPUS,
+        ),
+        notes="SXM5 board. Dense peaks; sparse figures are 2x. The PCIe and NVL boards have "
+        "lower clocks and bandwidth and are not this preset.",
+    ),
+    Preset(
+        name="H200",
+        aliases=("h200-sxm", "h200 sxm", "h200-141gb"),
+        vendor="NVIDIA",
+        peaks=_hopper_peaks(),
+        hbm_bandwidth=4.8e12,
+        hbm_note="141 GB HBM3e",
+        interconnect=Interconnect("NVLink 4", 9.0e11, "per GPU, both directions"),
+        sources=(
+            Source("NVIDIA H200 Tensor Core GPU", "https://www.nvidia.com/en-us/data-center/h200/"),
+            _SCALING_BOOK_GPUS,
+        ),
+        notes="SXM board; same compute as H100 SXM, more and faster HBM. Dense peaks; sparse "
+        "figures are 2x. The H200 NVL (PCIe) board is not this preset.",
+    ),
+    Preset(
+        name="A100",
+        aliases=("a100-sxm", "a100 sxm", "a100-80gb", "a100-sxm4-80gb", "a100 sxm 80gb"),
+        vendor="NVIDIA",
+        peaks=(
+            Peak("bf16", 3.12e14, note=_SPARSE + " (624 TFLOP/s)"),
+            Peak("fp16", 3.12e14, note=_SPARSE + " (624 TFLOP/s)"),
+            Peak("int8", 6.24e14, unit="OP/s", note=_SPARSE + " (1,248 TOPS)"),
+            Peak("tf32", 1.56e14, note=_SPARSE + " (312 TFLOP/s)"),
+            Peak("fp32", 1.95e13, note="non-tensor-core"),
+            Peak("fp64", 9.7e12, note="non-tensor-core; FP64 tensor core 19.5 TFLOP/s"),
+        ),
+        hbm_bandwidth=2.039e12,
+        hbm_note="80 GB HBM2e, SXM (2,039 GB/s; the scaling book rounds to 2.0e12)",
+        interconnect=Interconnect("NVLink 3", 6.0e11, "per GPU, both directions"),
+        sources=(
+            Source(
+                "NVIDIA A100 Tensor Core GPU datasheet",
+                "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+                "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf",
+            ),
+            _SCALING_BOOK_GPUS,
+        ),
+        notes="SXM4 80 GB board. Dense peaks; sparse figures are 2x. The 40 GB board "
+        "(1,555 GB/s) and the PCIe boards are not this preset. No FP8 support.",
+    ),
+    Preset(
+        name="B200",
+        aliases=("b200-sxm", "hgx b200", "hgx-b200"),
+        vendor="NVIDIA",
+        peaks=(
+            Peak("bf16", 2.25e15, note=_SPARSE + " (4.5 PFLOP/s)"),
+            Peak("fp16", 2.25e15, note=_SPARSE + " (4.5 PFLOP/s)"),
+            Peak("fp8", 4.5e15, note=_SPARSE + " (9 PFLOP/s)"),
+            Peak("int8", 4.5e15, unit="OP/s", note=_SPARSE + " (9 POPS)"),
+            Peak("tf32", 1.1e15, note=_SPARSE + " (2.2 PFLOP/s)"),
+            Peak("fp32", 8.0e13, note="non-tensor-core; a later table revision lists 75 TFLOP/s"),
+            Peak("fp64", 4.0e13, note="a later table revision lists 37 TFLOP/s"),
+        ),
+        hbm_bandwidth=8.0e12,
+        hbm_note="HBM3e, 192 GB (later HGX tables list 180 GB at 7.7 TB/s)",
+        interconnect=Interconnect("NVLink 5", 1.8e12, "per GPU, both directions"),
+        sources=(
+            Source(
+                "NVIDIA HGX platform (HGX B200 specifications)",
+                "https://www.nvidia.com/en-us/data-center/hgx/",
+            ),
+            _SCALING_BOOK_GPUS,
+        ),
+        notes="HGX B200 (1,000 W configuration), per GPU. Dense peaks; sparse figures are 2x. "
+        "GB200 parts run at higher power and publish higher peaks.",
+    ),
+    Preset(
+        name="TPU v5e",
+        aliases=("v5e", "tpu-v5e", "tpuv5e", "tpu v5 lite", "v5litepod"),
+        vendor="Google",
+        peaks=(
+            Peak("bf16", 1.97e14),
+            Peak("int8", 3.93e14, unit="OP/s", note="393 TOPS"),
+        ),
+        hbm_bandwidth=8.19e11,
+        hbm_note="16 GB HBM2, 819 GBps (the scaling book rounds to 8.2e11)",
+        interconnect=Interconnect(
+            "ICI", 4.0e11, "per chip, both directions, 4 ports (earlier page: 1,600 Gbps)"
+        ),
+        sources=(
+            Source(
+                "Google Cloud TPU documentation: TPU v5e", "https://cloud.google.com/tpu/docs/v5e"
+            ),
+            _SCALING_BOOK_TPUS,
+        ),
+        notes="One TensorCore per chip. No published FP32 matmul peak.",
+    ),
+    Preset(
+        name="TPU v6e",
+        aliases=("v6e", "tpu-v6e", "tpuv6e", "trillium", "tpu v6 lite"),
+        vendor="Google",
+        peaks=(
+            Peak("bf16", 9.18e14),
+            Peak("int8", 1.836e15, unit="OP/s", note="1,836 TOPS"),
+        ),
+        hbm_bandwidth=1.64e12,
+        hbm_note="32 GB HBM, 1,640 GBps (revisions of the page also print 1,638 and 1,600 GBps)",
+        interconnect=Interconnect(
+            "ICI",
+            8.0e11,
+            "per chip, both directions, 4 ports (an earlier revision listed 3,584 Gbps)",
+        ),
+        sources=(
+            Source(
+                "Google Cloud TPU documentation: TPU v6e (Trillium)",
+                "https://cloud.google.com/tpu/docs/v6e",
+            ),
+            _SCALING_BOOK_TPUS,
+        ),
+        notes="Trillium. One TensorCore per chip. No published FP32 matmul peak.",
+    ),
+)
+
+
+def list_presets() -> tuple[Preset, ...]:
+    """All presets, in a fixed order."""
+    return _PRESETS
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "", name.casefold())
+
+
+_BY_KEY: dict[str, Preset] = {}
+for _preset in _PRESETS:
+    for _name in (_preset.name, *_preset.aliases):
+        _existing = _BY_KEY.setdefault(_key(_name), _preset)
+        if _existing is not _preset:  # pragma: no cover - a table error, caught by the tests
+            raise AssertionError(f"preset alias {_name!r} is ambiguous")
+
+
+def get_preset(name: str) -> Preset:
+    """The preset named ``name`` or one of its aliases (case, spaces, '-' and '_' ignored).
+
+    Raises InputError listing the known names when there is none.
+    """
+    preset = _BY_KEY.get(_key(str(name)))
+    if preset is None:
+        known = ", ".join(p.name for p in _PRESETS)
+        raise InputError(f"unknown chip preset {str(name)!r}; known presets: {known}")
+    return preset
+
+
+def match_device_kind(device_kind: str) -> Preset | None:
+    """The preset describing a JAX ``device.device_kind`` string, or None if none does.
+
+    ``"NVIDIA H200"`` -> H200, ``"NVIDIA H100 80GB HBM3"`` -> H100 SXM, ``"TPU v5 lite"`` ->
+    TPU v5e. Boards with different figures (H100 PCIe/NVL, H200 NVL, A100 40 GB or PCIe, GH200)
+    and unknown strings give None rather than a wrong preset.
+    """
+    tokens = set(re.split(r"[\s_\-]+", str(device_kind).casefold().strip()))
+    if tokens & {"pcie", "nvl"}:
+        return None
+    if "h100" in tokens:
+        return get_preset("H100 SXM")
+    if "h200" in tokens:
+        return get_preset("H200")
+    if "a100" in tokens and "80gb" in tokens:
+        return get_preset("A100")
+    if "b200" in tokens:
+        return get_preset("B200")
+    if "tpu" in tokens:
+        if "v5e" in tokens or {"v5", "lite"} <= tokens:
+            return get_preset("TPU v5e")
+        if "v6e" in tokens or {"v6", "lite"} <= tokens:
+            return get_preset("TPU v6e")
+    return None
