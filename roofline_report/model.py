@@ -184,3 +184,6 @@ def _check_budget(peak_flops: float, bandwidth: float) -> None:
 SEED_PEAK_FLOPS = 100e9
 SEED_BANDWIDTH = 20e9
 SEED_SIZES = (8, 16, 32, 64, 128)
+# Not in the seed: an assumed interconnect budget for the communication roofline, a quarter of
+# the seed's memory bandwidth, so that sharded examples can be communication-bound.
+DEFAULT_INTERCONNECT = 5e9

@@ -6,18 +6,21 @@ numbers the project computed, never numbers typed into a template.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from roofline_report import model
+from roofline_report import comm_model, model
 from roofline_report.model import Kind
 
 
-def budgets_json(peak: float, bandwidth: float, *, source: str) -> dict[str, Any]:
+def budgets_json(peak: float, bandwidth: float, *, source: str,
+                 interconnect: float = model.DEFAULT_INTERCONNECT) -> dict[str, Any]:
     """Hypothetical budgets as stored in results.json."""
     return {
         "peak": model.Quantity(peak, "FLOP/s", Kind.HYPOTHETICAL, source).to_json(),
         "bandwidth": model.Quantity(bandwidth, "B/s", Kind.HYPOTHETICAL, source).to_json(),
+        "interconnect": model.Quantity(interconnect, "B/s", Kind.HYPOTHETICAL,
+                                       source).to_json(),
         "ridge": model.ridge(peak, bandwidth),
         "source": source,
     }
@@ -104,4 +107,38 @@ def exercise(
         "bound": model.bound_by(c.intensity, peak, bandwidth),
         "peak": peak,
         "bandwidth": bandwidth,
+    }
+
+
+def comm_study(
+    sharding: Mapping[str, Any], peak: float, bandwidth: float, interconnect: float,
+    *, kind: str = Kind.HYPOTHETICAL.value, source: str = "assumed budgets",
+) -> dict[str, Any]:
+    """Per-device T_math, T_mem, T_comm of each sharded workload under the given budgets, and
+    how they scale with the number of devices and the batch size (analytic series)."""
+    rows = []
+    for w in sharding.get("workloads", []):
+        per = w.get("per_device") or {}
+        if not {"flops", "hbm_bytes", "comm_bytes"} <= set(per):
+            continue
+        bounds = comm_model.comm_bounds(
+            flops=per["flops"], hbm_bytes=per["hbm_bytes"], comm_bytes=per["comm_bytes"],
+            peak_flops=peak, hbm_bandwidth=bandwidth, interconnect_bandwidth=interconnect,
+        )
+        rows.append({"name": w.get("name", ""), "sharding": w.get("sharding", ""), **bounds})
+    shapes = (sharding.get("workloads") or [{}])[0].get("shapes", {})
+    d_model, d_ff = (shapes.get("w") or [512, 256])[:2]
+    batch = (shapes.get("x") or [64])[0]
+    devices = int(sharding.get("devices", 8))
+    series = comm_model.scaling_series(
+        d_model=int(d_model), d_ff=int(d_ff), batch=int(batch) * 8,
+        device_counts=[1, 2, 4, 8], batches=[8 * 2**i for i in range(0, 9)], devices=devices,
+        peak_flops=peak, hbm_bandwidth=bandwidth, interconnect_bandwidth=interconnect,
+    )
+    return {
+        "kind": kind,
+        "source": source,
+        "budget": {"peak": peak, "bandwidth": bandwidth, "interconnect": interconnect},
+        "bounds": rows,
+        "series": series,
     }

@@ -1,0 +1,228 @@
+"""Command line: ``roofline-report`` / ``python generate.py``.
+
+Exit codes: 0 the report was built; 2 bad input (one line on stderr, nothing written);
+3 the report was built but some measurement was not available (listed in the report);
+1 an internal failure (short message; the traceback with --debug); 130 interrupted (the previous
+report is untouched).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any, Literal, NoReturn
+
+from roofline_report import __version__
+from roofline_report.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL, InputError
+
+DEFAULT_OUT = "build"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(f"{self.prog}: {message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="roofline-report",
+        description="Lower, check, account and time JAX workloads; write a roofline report "
+        "(HTML, Markdown, SVG figures and results.json).",
+        epilog="Also: 'roofline-report compare A/results.json B/results.json --out DIR' sets "
+        "saved runs side by side. Exit codes: 0 built; 2 bad input; 3 built with some "
+        "measurement not available; 1 internal error; 130 interrupted.",
+    )
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+                   help="folder to write the report into (default: build)")
+    p.add_argument("--from-json", metavar="FILE",
+                   help="re-render from a saved results.json without importing jax or measuring")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer timing samples and a reduced sweep, for fast iteration")
+    p.add_argument("--no-ceilings", action="store_true",
+                   help="do not measure this machine's ceilings")
+    p.add_argument("--no-sweeps", action="store_true", help="do not run the size sweeps")
+    p.add_argument("--no-sharding", action="store_true",
+                   help="do not analyse the sharded workloads")
+    p.add_argument("--config", metavar="FILE",
+                   help="a TOML file declaring your own workloads and budgets")
+    p.add_argument("--only-config", action="store_true",
+                   help="with --config: report only your workloads (and the seed's model)")
+    p.add_argument("--peak", metavar="RATE",
+                   help="hypothetical compute budget, e.g. '100 GFLOP/s' (default: the seed's)")
+    p.add_argument("--bandwidth", metavar="RATE",
+                   help="hypothetical memory bandwidth, e.g. '20 GB/s' (default: the seed's)")
+    p.add_argument("--interconnect", metavar="RATE",
+                   help="hypothetical interconnect bandwidth per device for sharded workloads, "
+                   "e.g. '5 GB/s' (default 5 GB/s, an assumption)")
+    p.add_argument("--preset", metavar="NAME",
+                   help="draw a real chip's spec-sheet budgets (e.g. H100, H200, A100, B200, "
+                   "'TPU v5e'); by default the preset matching this device, if any")
+    p.add_argument("--list-presets", action="store_true", help="list the chip presets and exit")
+    p.add_argument("--progress", choices=("auto", "bar", "plain", "none"), default="auto",
+                   help="progress on stderr: a live line on a terminal, plain lines otherwise")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    p.add_argument("--version", action="version", version=f"roofline-report {__version__}")
+    return p
+
+
+class Progress:
+    """Progress on stderr: one live line on a terminal, plain log lines otherwise."""
+
+    def __init__(self, mode: str, stream: IO[str] | None = None) -> None:
+        self.stream = stream or sys.stderr
+        if mode == "auto":
+            mode = "bar" if self.stream.isatty() else "plain"
+        self.mode = mode
+        self.start = time.perf_counter()
+        self._live = False
+
+    def __call__(self, message: str) -> None:
+        if self.mode == "none":
+            return
+        elapsed = time.perf_counter() - self.start
+        line = f"[{elapsed:6.1f}s] {message}"
+        if self.mode == "bar":
+            self.stream.write("\r\033[K" + line[:120])
+            self._live = True
+        else:
+            self.stream.write(f"roofline-report: {line}\n")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self._live:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self._live = False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args_list
+    try:
+        if args_list and args_list[0] == "compare":
+            from roofline_report import compare
+
+            return compare.main(args_list[1:])
+        return _build(build_parser().parse_args(args_list))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("\ninterrupted: nothing was written; any previous report is untouched",
+              file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"internal error: {type(exc).__name__}: {first} (run with --debug for details)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _build(ns: argparse.Namespace) -> int:
+    from roofline_report import output, results
+
+    if ns.list_presets:
+        from roofline_report import presets
+
+        for p in presets.list_presets():
+            print(p.name)
+        return EXIT_OK
+    out = Path(ns.out)
+    output.check_destination(out)  # refuse before measuring for minutes
+    if ns.from_json:
+        measuring_flags = [f for f, v in (("--quick", ns.quick), ("--config", ns.config),
+                                          ("--peak", ns.peak), ("--bandwidth", ns.bandwidth),
+                                          ("--interconnect", ns.interconnect),
+                                          ("--preset", ns.preset)) if v]
+        if measuring_flags:
+            raise InputError(f"--from-json re-renders saved results; {measuring_flags[0]} "
+                             "would need a new measurement")
+        data = results.load(ns.from_json)
+    else:
+        progress = Progress(ns.progress)
+        try:
+            data = _measure(ns, progress)
+        finally:
+            progress.done()
+    write(out, data, source=Path(ns.from_json).name if ns.from_json else None)
+    skipped = data.get("skipped", [])
+    print(f"wrote {out / 'report.html'} and {out / 'report.md'}"
+          + (f" ({len(skipped)} item(s) not available: see the report)" if skipped else ""),
+          file=sys.stderr)
+    return EXIT_PARTIAL if skipped else EXIT_OK
+
+
+def _measure(ns: argparse.Namespace, progress: Progress) -> dict[str, Any]:
+    from roofline_report import units
+
+    def rate(text: str | None, kind: Literal["flops", "bytes"], flag: str) -> float | None:
+        return units.parse_rate(text, kind, what=flag) if text else None
+
+    peak = rate(ns.peak, "flops", "--peak")
+    bandwidth = rate(ns.bandwidth, "bytes", "--bandwidth")
+    interconnect = rate(ns.interconnect, "bytes", "--interconnect")
+    preset = ns.preset
+    if preset:
+        from roofline_report import presets
+
+        preset = presets.get_preset(preset).name
+    config = None
+    if ns.config:
+        from roofline_report import config as config_mod
+
+        config = config_mod.load_config(ns.config)
+        peak = peak or config.budgets.peak
+        bandwidth = bandwidth or config.budgets.bandwidth
+        preset = preset or config.preset
+    elif ns.only_config:
+        raise InputError("--only-config needs --config FILE")
+    # jax is imported only from here on.
+    from roofline_report import measure, model, user
+
+    user_workloads = user.workloads_from_config(config) if config else ()
+    source = ("assumed budgets from the command line or config" if (peak or bandwidth)
+              else "the seed's assumed budgets")
+    options = measure.RunOptions(
+        quick=ns.quick,
+        ceilings=not ns.no_ceilings,
+        sweeps=not ns.no_sweeps,
+        sharding=not ns.no_sharding,
+        peak=peak or model.SEED_PEAK_FLOPS,
+        bandwidth=bandwidth or model.SEED_BANDWIDTH,
+        interconnect=interconnect or model.DEFAULT_INTERCONNECT,
+        budget_source=source,
+        preset=preset,
+        builtin=not ns.only_config,
+        user_workloads=tuple(user_workloads),
+        config_source=config.source if config else None,
+    )
+    return measure.run(options, progress)
+
+
+def write(out: Path, data: dict[str, Any], *, source: str | None = None) -> None:
+    """Render ``data`` and write the whole report folder atomically."""
+    from roofline_report import output, render, results
+
+    try:
+        rendered = render.render(data)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        if source is None:
+            raise
+        raise InputError(f"{source}: unexpected structure ({type(exc).__name__}: {exc})") from None
+    files = {"report.html": rendered.html, "report.md": rendered.markdown,
+             "results.json": results.dumps(data)}
+    for name, svg in rendered.figures.items():
+        files[f"figures/{name}.svg"] = svg
+    output.write_report(out, files)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

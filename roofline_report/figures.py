@@ -1,0 +1,323 @@
+"""Figures from results.json (no jax): byte-deterministic, accessible SVG plus a table each.
+
+Determinism: the Agg backend, a fixed ``svg.hashsalt`` per figure (so ids stay unique when several
+SVGs are inlined in one page), text kept as text (``svg.fonttype = "none"``), no date or creator in
+the metadata. Accessibility: every SVG gets a <title> and <desc> and ``role="img"``.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from xml.sax.saxutils import escape
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from roofline_report.model import Kind
+from roofline_report.units import format_si
+
+# One line style per kind, used by every figure and explained in the report's legend.
+KIND_STYLE: dict[str, dict[str, Any]] = {
+    Kind.MEASURED.value: {"linestyle": "-", "linewidth": 2.2},
+    Kind.HYPOTHETICAL.value: {"linestyle": "--", "linewidth": 1.6},
+    Kind.SPEC_SHEET.value: {"linestyle": ":", "linewidth": 1.8},
+    Kind.COMPILER_ESTIMATE.value: {"linestyle": "-.", "linewidth": 1.4},
+    Kind.ANALYTIC.value: {"linestyle": "-", "linewidth": 1.0},
+}
+PALETTE = ("#1f5fbf", "#c2410c", "#15803d", "#7e22ce", "#b91c1c", "#0e7490", "#a16207",
+           "#be185d", "#4d7c0f", "#475569")
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class FigureOut:
+    """A rendered figure: file name stem, caption, description, SVG text and its numbers."""
+
+    name: str
+    title: str
+    description: str
+    svg: str
+    table: Table
+    kinds: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _new_figure() -> tuple[Figure, Axes]:
+    fig, ax = plt.subplots(figsize=(7.2, 4.4), dpi=100)
+    ax.grid(True, which="major", alpha=0.35)
+    ax.grid(True, which="minor", alpha=0.12)
+    return fig, ax
+
+
+def _to_svg(fig: Figure, name: str, title: str, description: str) -> str:
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": f"roofline-report-{name}",
+                                "svg.fonttype": "none"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None},
+                    bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    # Drop the XML prolog and DOCTYPE so the SVG can be inlined in HTML; add title/desc.
+    text = text[text.index("<svg"):]
+    head_end = text.index(">") + 1
+    head = text[:head_end]
+    head = re.sub(r'\swidth="([\d.]+)pt"\s+height="([\d.]+)pt"', "", head, count=1)
+    head = head.replace(
+        "<svg", f'<svg role="img" aria-labelledby="{name}-title {name}-desc"', 1
+    )
+    extra = (f'<title id="{name}-title">{escape(title)}</title>'
+             f'<desc id="{name}-desc">{escape(description)}</desc>')
+    lines = [line.rstrip() for line in (head + extra + text[head_end:]).splitlines()]
+    return "\n".join(lines).strip() + "\n"
+
+
+def _log_axes(ax: Axes, xlabel: str, ylabel: str, *, y_unit: str | None = None) -> None:
+    """Log axes with plain tick labels (2, 4, 8 ... and 100, 1 G, ...), not powers."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=10)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.3g}"))
+    if y_unit:
+        ax.yaxis.set_major_formatter(
+            FuncFormatter(lambda v, _pos: format_si(v, y_unit, 2).replace(f" {y_unit}", "")
+                          or "0"))
+    else:
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
+def _legend(ax: Axes) -> None:
+    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+
+
+def fmt(value: float | None, unit: str) -> str:
+    return format_si(value, unit)
+
+
+def _g(x: float) -> str:
+    return f"{x:.4g}"
+
+
+# --- the seed's hypothetical figures --------------------------------------------------------
+
+def seed_roofline(seed_model: Mapping[str, Any]) -> FigureOut:
+    data = seed_model["figure"]
+    xs = data["x"]
+    fig, ax = _new_figure()
+    styles = ("bandwidth budget", "compute budget", "combined ceiling")
+    for i, series in enumerate(data["series"]):
+        lw = 3.0 if series["label"] == "combined ceiling" else 1.4
+        alpha = 0.45 if series["label"] == "combined ceiling" else 1.0
+        ax.plot(xs, series["y"], label=f"{series['label']} (hypothetical)", color=PALETTE[i],
+                linestyle="--" if series["label"] != "combined ceiling" else "-",
+                linewidth=lw, alpha=alpha, marker="o", markersize=3)
+    ridge = seed_model["ridge"]
+    ax.axvline(ridge, color="#64748b", linewidth=0.8, linestyle=":")
+    ax.annotate(f"ridge {_g(ridge)} FLOP/B", (ridge, data["series"][1]["y"][0]),
+                textcoords="offset points", xytext=(6, -14), fontsize=8)
+    for n, x, y in zip(seed_model["sizes"], seed_model["intensity"], seed_model["roofline"],
+                       strict=True):
+        ax.annotate(f"n={n}", (x, y / 1e9), textcoords="offset points", xytext=(-8, 6),
+                    fontsize=7)
+    _log_axes(ax, data["xlabel"], data["ylabel"])
+    ax.set_title("Hypothetical roofline: square f32 matmuls under assumed budgets", fontsize=10)
+    _legend(ax)
+    title = "Hypothetical roofline of square float32 matmuls"
+    desc = (f"Log-log plot of three hypothetical series against intensity: {', '.join(styles)}. "
+            f"The ridge is at {_g(ridge)} FLOP/byte; sizes 8 and 16 are memory-bound, "
+            "32 and above reach the compute budget.")
+    rows = tuple(
+        (str(n), _g(x), fmt(mc, "FLOP/s"), fmt(r, "FLOP/s"), b)
+        for n, x, mc, r, b in zip(seed_model["sizes"], seed_model["intensity"],
+                                  seed_model["memory_ceiling"], seed_model["roofline"],
+                                  seed_model["bound"], strict=True)
+    )
+    table = Table(("n", "intensity (FLOP/B)", "bandwidth × intensity", "ceiling", "bound"), rows)
+    return FigureOut("seed_roofline", title, desc, _to_svg(fig, "seed_roofline", title, desc),
+                     table, (Kind.HYPOTHETICAL.value,))
+
+
+def doubled_traffic(experiment: Mapping[str, Any], ridge: float) -> FigureOut:
+    fig, ax = _new_figure()
+    sizes = experiment["sizes"]
+    ax.plot(experiment["intensity"], [y / 1e9 for y in experiment["roofline"]], marker="o",
+            color=PALETTE[0], label="minimum traffic (hypothetical)", linestyle="--")
+    ax.plot(experiment["reduced_intensity"], [y / 1e9 for y in experiment["revised"]],
+            marker="s", color=PALETTE[1], label="twice the minimum traffic (hypothetical)",
+            linestyle="--")
+    for n, x, y in zip(sizes, experiment["reduced_intensity"], experiment["revised"],
+                       strict=True):
+        ax.annotate(f"n={n}", (x, y / 1e9), textcoords="offset points", xytext=(-6, -12),
+                    fontsize=7)
+    ax.axvline(ridge, color="#64748b", linewidth=0.8, linestyle=":")
+    _log_axes(ax, "operations per byte (FLOP/byte)", "hypothetical ceiling (GFLOP/s)")
+    ax.set_title("Doubling the data movement halves intensity", fontsize=10)
+    _legend(ax)
+    title = "Experiment: twice the minimum traffic"
+    desc = ("Each square matmul's point moves left by a factor of two in intensity; below the "
+            "ridge its ceiling halves, above it stays at the compute budget.")
+    rows = tuple(
+        (str(n), _g(x), _g(xr), fmt(r, "FLOP/s"), fmt(rv, "FLOP/s"), _g(q))
+        for n, x, xr, r, rv, q in zip(sizes, experiment["intensity"],
+                                      experiment["reduced_intensity"], experiment["roofline"],
+                                      experiment["revised"], experiment["ratio"], strict=True)
+    )
+    table = Table(("n", "intensity", "halved intensity", "ceiling", "revised ceiling", "ratio"),
+                  rows)
+    return FigureOut("doubled_traffic", title, desc, _to_svg(fig, "doubled_traffic", title, desc),
+                     table, (Kind.HYPOTHETICAL.value,))
+
+
+# --- measured roofline ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Roof:
+    label: str
+    kind: str
+    peak: float
+    bandwidth: float
+
+
+@dataclass(frozen=True)
+class Point:
+    label: str
+    intensity: float
+    flops_per_s: float
+
+
+def _draw_roof(ax: Axes, roof: Roof, xs: Sequence[float], color: str) -> None:
+    ys = [min(roof.peak, roof.bandwidth * x) for x in xs]
+    style = KIND_STYLE.get(roof.kind, {})
+    ax.plot(xs, ys, color=color, label=f"{roof.label} ({Kind(roof.kind).label})", **style)
+
+
+def _xrange(roofs: Sequence[Roof], points: Sequence[Point]) -> list[float]:
+    ridges = [r.peak / r.bandwidth for r in roofs]
+    candidates = [*ridges, *(p.intensity for p in points)]
+    lo = min(candidates) / 8
+    hi = max(candidates) * 8
+    lo_e, hi_e = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+    steps = 200
+    return [2 ** (lo_e + (hi_e - lo_e) * i / steps) for i in range(steps + 1)]
+
+
+def roofline_figure(name: str, title: str, description: str, roofs: Sequence[Roof],
+                    points: Sequence[Point], *, dispatch_floor: float | None = None,
+                    dispatch_work: float | None = None) -> tuple[str, Table]:
+    """A roofline with several roofs (styled by kind) and labelled measured points."""
+    fig, ax = _new_figure()
+    xs = _xrange(roofs, points)
+    for i, roof in enumerate(roofs):
+        _draw_roof(ax, roof, xs, PALETTE[i % len(PALETTE)])
+        ridge = roof.peak / roof.bandwidth
+        ax.plot([ridge], [roof.peak], marker="|", color=PALETTE[i % len(PALETTE)], markersize=10)
+    if dispatch_floor and dispatch_work:
+        rate = dispatch_work / dispatch_floor
+        ax.axhline(rate, color="#94a3b8", linewidth=1.2, linestyle=(0, (1, 1)),
+                   label="dispatch floor for the seed's work "
+                   f"(measured, {format_si(dispatch_floor, 's')}/call)")
+    # Points are numbered (labels of neighbours would collide); the table gives the names.
+    for j, p in enumerate(points, 1):
+        ax.plot([p.intensity], [p.flops_per_s], marker="o", linestyle="none",
+                color="#0f172a", markersize=5, markeredgecolor="white", markeredgewidth=0.6)
+        ax.annotate(str(j), (p.intensity, p.flops_per_s), textcoords="offset points",
+                    xytext=(4, 3 if j % 2 else -9), fontsize=7)
+    _log_axes(ax, "intensity (FLOP/byte of minimum traffic)", "FLOP/s", y_unit="FLOP/s")
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    svg = _to_svg(fig, name, title, description)
+    rows = [(r.label, Kind(r.kind).label, fmt(r.peak, "FLOP/s"), fmt(r.bandwidth, "B/s"),
+             _g(r.peak / r.bandwidth) + " FLOP/B") for r in roofs]
+    rows += [(f"point {j}: {p.label}", Kind.MEASURED.value.replace("_", " "),
+              fmt(p.flops_per_s, "FLOP/s"), "", _g(p.intensity) + " FLOP/B")
+             for j, p in enumerate(points, 1)]
+    table = Table(("roof or point", "kind", "compute (achieved)", "bandwidth", "intensity"),
+                  tuple(rows))
+    return svg, table
+
+
+# --- communication roofline -----------------------------------------------------------------
+
+def comm_times(study: Mapping[str, Any]) -> FigureOut:
+    """Bars of T_math, T_mem and T_comm per sharded workload, per device."""
+    rows = study["bounds"]
+    kind = study["kind"]
+    fig, ax = _new_figure()
+    terms = (("t_math", "T_math"), ("t_mem", "T_mem"), ("t_comm", "T_comm"))
+    width = 0.26
+    for j, (key, label) in enumerate(terms):
+        xs = [i + (j - 1) * width for i in range(len(rows))]
+        ys = [max(r[key], 1e-12) for r in rows]
+        ax.bar(xs, ys, width=width, label=f"{label} ({Kind(kind).label})", color=PALETTE[j])
+    ax.set_xticks(range(len(rows)), [r["sharding"] for r in rows])
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_si(v, "s", 2)))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
+    ax.set_ylabel("time per device")
+    ax.set_title("Per-device time bounds of the sharded matmuls", fontsize=10)
+    ax.legend(loc="upper left", fontsize=8)
+    budget = study["budget"]
+    title = "Communication roofline of the sharded matmuls"
+    desc = (f"Per device, under {Kind(kind).label} budgets of {format_si(budget['peak'], 'FLOP/s')}"
+            f", {format_si(budget['bandwidth'], 'B/s')} memory and "
+            f"{format_si(budget['interconnect'], 'B/s')} interconnect: the time the math, the "
+            "memory traffic and the collectives each need. The largest binds.")
+    table = Table(("sharding", "T_math", "T_mem", "T_comm", "lower bound (max)",
+                   "upper bound (sum)", "binding"),
+                  tuple((r["sharding"], fmt(r["t_math"], "s"), fmt(r["t_mem"], "s"),
+                         fmt(r["t_comm"], "s"), fmt(r["lower_bound"], "s"),
+                         fmt(r["upper_bound"], "s"), r["binding"]) for r in rows))
+    return FigureOut("comm_times", title, desc, _to_svg(fig, "comm_times", title, desc), table,
+                     (kind,))
+
+
+def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
+    """Lower-bound time per strategy as the device count and the batch size change."""
+    series = study["series"]
+    kind = study["kind"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 3.8), dpi=100)
+    rows = []
+    for i, strategy in enumerate(sorted(series["strategies"])):
+        by_n, by_b = series["by_devices"][strategy], series["by_batch"][strategy]
+        left.plot(series["by_devices"]["devices"], by_n["lower_bound"], marker="o",
+                  color=PALETTE[i], label=strategy)
+        right.plot(series["by_batch"]["batch"], by_b["lower_bound"], marker="o",
+                   color=PALETTE[i], label=strategy)
+        for n_dev, t, b in zip(series["by_devices"]["devices"], by_n["lower_bound"],
+                               by_n["binding"], strict=True):
+            rows.append((strategy, f"{n_dev} devices", fmt(t, "s"), b))
+    for ax, xlabel in ((left, "devices"), (right, "global batch")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_si(v, "s", 2)))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
+        ax.set_xlabel(xlabel)
+        ax.grid(True, alpha=0.3)
+    left.set_ylabel(f"lower bound per device ({Kind(kind).label})")
+    left.legend(fontsize=8)
+    left.set_title("batch fixed", fontsize=9)
+    right.set_title(f"{series['shapes'].get('devices', '')} devices", fontsize=9)
+    fig.tight_layout()
+    title = "How the sharded matmuls scale"
+    desc = ("Lower-bound time per device (the largest of T_math, T_mem, T_comm) for data-parallel, "
+            "contracting-axis and FSDP shardings, as the device count grows at a fixed batch "
+            "and as the batch grows on a fixed mesh.")
+    table = Table(("sharding", "devices", "lower bound", "binding"), tuple(rows))
+    return FigureOut("comm_scaling", title, desc, _to_svg(fig, "comm_scaling", title, desc),
+                     table, (kind,))

@@ -1,0 +1,516 @@
+"""Rendering (no jax): results.json -> view model -> HTML and Markdown, both pure functions.
+
+The view model holds display strings only (every number already formatted, with its kind), so the
+templates never compute or format numbers. Jinja2 runs with StrictUndefined and autoescaping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from roofline_report import figures as figs
+from roofline_report.model import Kind, predicted_seconds
+from roofline_report.units import format_intensity, format_si
+
+TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
+
+
+@dataclass(frozen=True)
+class Num:
+    """A formatted number and its kind; ``kind`` is a Kind value or '' for plain counts."""
+
+    text: str
+    kind: str = ""
+
+    @property
+    def kind_label(self) -> str:
+        return Kind(self.kind).label if self.kind else ""
+
+    @property
+    def marker(self) -> str:
+        return KIND_MARKERS.get(self.kind, "")
+
+
+KIND_MARKERS = {
+    Kind.ANALYTIC.value: "A",
+    Kind.HYPOTHETICAL.value: "H",
+    Kind.SPEC_SHEET.value: "S",
+    Kind.COMPILER_ESTIMATE.value: "C",
+    Kind.MEASURED.value: "M",
+}
+
+
+def n(value: float | None, unit: str, kind: Kind | str) -> Num:
+    return Num(format_si(value, unit), Kind(kind).value)
+
+
+def count(value: float | None, kind: Kind | str) -> Num:
+    if value is None:
+        return Num("unknown", Kind(kind).value)
+    if float(value).is_integer():
+        return Num(f"{int(value):,}", Kind(kind).value)
+    return Num(f"{value:.6g}", Kind(kind).value)
+
+
+def ratio(value: float | None, kind: Kind | str, digits: int = 4) -> Num:
+    return Num("unknown" if value is None else f"{value:.{digits}g}", Kind(kind).value)
+
+
+def _env() -> jinja2.Environment:
+    loader: jinja2.BaseLoader
+    if TEMPLATE_DIR.is_dir():
+        loader = jinja2.FileSystemLoader(str(TEMPLATE_DIR))
+    else:  # installed: templates ship as the package roofline_report.templates
+        loader = jinja2.FunctionLoader(_packaged_template)
+    env = jinja2.Environment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"),
+                                            default_for_string=False),
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["md"] = md_escape
+    env.filters["mdcell"] = md_cell
+    return env
+
+
+def _packaged_template(name: str) -> str | None:
+    try:
+        return (resources.files("roofline_report.templates") / name).read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError):
+        return None
+
+
+def md_escape(text: object) -> str:
+    """Escape Markdown and inline HTML in user-supplied text."""
+    out = []
+    for ch in str(text):
+        if ch in "\\`*_{}[]()#+!|<>&~":
+            out.append({"<": "&lt;", ">": "&gt;", "&": "&amp;"}.get(ch, "\\" + ch))
+        else:
+            out.append(ch)
+    return "".join(out).replace("\n", " ")
+
+
+def md_cell(text: object) -> str:
+    return md_escape(text)
+
+
+# --- the view model -------------------------------------------------------------------------
+
+def view_model(results: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything the templates show, as display strings and figure outputs."""
+    seed = results["seed"]
+    hyp = results["budgets"]["hypothetical"]
+    peak = float(hyp["peak"]["value"])
+    bandwidth = float(hyp["bandwidth"]["value"])
+    workloads = results["workloads"]
+    seed_w = next((w for w in workloads if w["name"] == "seed_tanh_matmul"), None)
+    figures: list[figs.FigureOut] = [
+        figs.seed_roofline(seed["model"]),
+        figs.doubled_traffic(seed["experiment"], seed["model"]["ridge"]),
+    ]
+    measured_fig = _measured_roofline(results, peak, bandwidth)
+    if measured_fig is not None:
+        figures.append(measured_fig)
+    sharding = results.get("sharding", {})
+    if sharding.get("available") and sharding.get("model", {}).get("bounds"):
+        figures.append(figs.comm_times(sharding["model"]))
+        figures.append(figs.comm_scaling(sharding["model"]))
+    return {
+        "generator": results["generator"],
+        "env": _environment(results["environment"]),
+        "kinds": [{"value": k.value, "label": k.label, "marker": KIND_MARKERS[k.value],
+                   "description": k.description} for k in Kind],
+        "budgets": {
+            "peak": n(peak, "FLOP/s", Kind.HYPOTHETICAL),
+            "bandwidth": n(bandwidth, "B/s", Kind.HYPOTHETICAL),
+            "ridge": Num(format_intensity(seed["model"]["ridge"]), Kind.HYPOTHETICAL.value),
+            "source": hyp.get("source", ""),
+        },
+        "seed": _seed_workload(seed_w) if seed_w else None,
+        "model": _model(seed["model"]),
+        "experiment": _experiment(seed["experiment"]),
+        "exercise": _exercise(seed["exercise"]),
+        "measured": _measured(results, seed_w),
+        "catalog": [_catalog_row(w) for w in workloads],
+        "reconciliation": [_reconciliation(w) for w in workloads if w.get("reconciliation")],
+        "sharding": _sharding(sharding),
+        "figures": {f.name: f for f in figures},
+        "skipped": list(results.get("skipped", [])),
+    }
+
+
+def _environment(env: Mapping[str, Any]) -> list[tuple[str, str]]:
+    names = [("backend", "backend"), ("device_kind", "device"), ("device_count", "devices"),
+             ("cpu_model", "CPU"), ("cpu_count", "CPU cores available"),
+             ("compute_capability", "compute capability"),
+             ("device_memory_bytes", "device memory"), ("platform", "platform"),
+             ("python", "Python"), ("jax", "jax"), ("jaxlib", "jaxlib"), ("numpy", "NumPy")]
+    rows = []
+    for key, label in names:
+        if key in env:
+            value = env[key]
+            text = format_si(value, "B") if key == "device_memory_bytes" else str(value)
+            rows.append((label, text))
+    return rows
+
+
+def _seed_workload(w: Mapping[str, Any]) -> dict[str, Any]:
+    low = w.get("lowering", {})
+    check = w.get("check", {})
+    xla = w.get("xla", {})
+    mem = w.get("memory", {})
+    ce = Kind.COMPILER_ESTIMATE
+    return {
+        "args": ", ".join(f"{a['dtype']}{a['shape']}" for a in w.get("args", [])),
+        "lowering_available": bool(low.get("available")),
+        "lowering_reason": low.get("reason", ""),
+        "ops": sorted(low.get("ops", {}).items()),
+        "required": [(op, op not in low.get("missing_ops", [])) for op in low.get(
+            "required_ops", [])],
+        "stablehlo_text": low.get("stablehlo_text", ""),
+        "compiled_text": low.get("compiled_text", ""),
+        "lower_s": n(low.get("lower_s"), "s", Kind.MEASURED),
+        "compile_s": n(low.get("compile_s"), "s", Kind.MEASURED),
+        "check": {
+            "available": check.get("available", True) and "passed" in check,
+            "reason": check.get("reason", ""),
+            "passed": check.get("passed", False),
+            "max_abs": ratio(check.get("max_abs_error"), Kind.MEASURED, 3),
+            "max_rel": ratio(check.get("max_rel_error"), Kind.MEASURED, 3),
+            "rtol": f"{check.get('rtol', 0):g}",
+            "atol": f"{check.get('atol', 0):g}",
+        },
+        "xla_available": bool(xla.get("available")),
+        "xla_reason": xla.get("reason", ""),
+        "xla": [(k, count(v, ce)) for k, v in sorted(xla.get("values", {}).items())],
+        "xla_raw": [(k, count(v, ce)) for k, v in sorted(xla.get("raw", {}).items())],
+        "memory_available": bool(mem.get("available")),
+        "memory": [(k.replace("_in_bytes", "").replace("_", " "), n(v, "B", ce))
+                   for k, v in sorted(mem.get("values", {}).items())],
+    }
+
+
+def _model(m: Mapping[str, Any]) -> dict[str, Any]:
+    rows = []
+    for c, x, mc, r, b in zip(m["contracts"], m["intensity"], m["memory_ceiling"],
+                              m["roofline"], m["bound"], strict=True):
+        rows.append({
+            "n": str(c["m"]),
+            "flops": count(c["flops"], Kind.ANALYTIC),
+            "bytes": count(c["minimum_bytes"], Kind.ANALYTIC),
+            "intensity": Num(format_intensity(x), Kind.ANALYTIC.value),
+            "memory_ceiling": n(mc, "FLOP/s", Kind.HYPOTHETICAL),
+            "ceiling": n(r, "FLOP/s", Kind.HYPOTHETICAL),
+            "bound": b,
+        })
+    return {"rows": rows, "ridge": Num(format_intensity(m["ridge"]), Kind.HYPOTHETICAL.value),
+            "ridge_size": Num(f"{m['ridge_square_size']:g}", Kind.HYPOTHETICAL.value)}
+
+
+def _experiment(e: Mapping[str, Any]) -> dict[str, Any]:
+    rows = []
+    for size, x, xr, r, rv, q in zip(e["sizes"], e["intensity"], e["reduced_intensity"],
+                                     e["roofline"], e["revised"], e["ratio"], strict=True):
+        rows.append({
+            "n": str(size),
+            "intensity": Num(format_intensity(x), Kind.ANALYTIC.value),
+            "reduced": Num(format_intensity(xr), Kind.ANALYTIC.value),
+            "ceiling": n(r, "FLOP/s", Kind.HYPOTHETICAL),
+            "revised": n(rv, "FLOP/s", Kind.HYPOTHETICAL),
+            "ratio": ratio(q, Kind.HYPOTHETICAL),
+        })
+    return {"rows": rows}
+
+
+def _exercise(x: Mapping[str, Any]) -> dict[str, Any]:
+    (m, k), (_, nn) = x["shapes"]
+    return {
+        "shapes": f"({m}, {k}) and ({k}, {nn})",
+        "itemsize": str(x["itemsize"]),
+        "flops": count(x["flops"], Kind.ANALYTIC),
+        "bytes": count(x["minimum_bytes"], Kind.ANALYTIC),
+        "intensity": Num(f"{x['intensity']:.6g} FLOP/B", Kind.ANALYTIC.value),
+        "bw_times_intensity": n(x["bandwidth_times_intensity"], "FLOP/s", Kind.HYPOTHETICAL),
+        "peak": n(x["peak"], "FLOP/s", Kind.HYPOTHETICAL),
+        "bandwidth": n(x["bandwidth"], "B/s", Kind.HYPOTHETICAL),
+        "bound": x["bound"],
+        "m": str(m), "k": str(k), "n": str(nn),
+    }
+
+
+def _timing_rows(t: Mapping[str, Any]) -> dict[str, Any]:
+    s = t["per_call"]
+    meas = Kind.MEASURED
+    return {
+        "median": n(s["median"], "s", meas),
+        "min": n(s["min"], "s", meas),
+        "q1": n(s["q1"], "s", meas),
+        "q3": n(s["q3"], "s", meas),
+        "iqr": n(s["iqr"], "s", meas),
+        "samples": str(s["n"]),
+        "outliers": str(s.get("outliers", 0)),
+        "inner": str(t.get("inner_reps", 1)),
+        "unstable": bool(s.get("unstable", False)),
+        "spread": f"{100 * s.get('spread', 0):.1f}%",
+        "method": t.get("method", ""),
+    }
+
+
+def _measured(results: Mapping[str, Any], seed_w: Mapping[str, Any] | None) -> dict[str, Any]:
+    ceilings = results.get("ceilings", {})
+    out: dict[str, Any] = {"timing": None, "timing_reason": "", "achieved": None,
+                           "ceilings": None,
+                           "ceilings_reason": ceilings.get("reason", ""), "placement": None}
+    if seed_w is not None:
+        t = seed_w.get("timing", {})
+        if t.get("available"):
+            out["timing"] = _timing_rows(t)
+        else:
+            out["timing_reason"] = t.get("reason", "not measured")
+        a = seed_w.get("achieved", {})
+        if a.get("available"):
+            out["achieved"] = {
+                "flops_per_s": n(a["flops_per_s"], "FLOP/s", Kind.MEASURED),
+                "bytes_per_s": n(a["bytes_per_s"], "B/s", Kind.MEASURED),
+            }
+    if ceilings.get("available"):
+        rows = []
+        for group, unit in (("compute", "FLOP/s"), ("bandwidth", "B/s")):
+            for e in ceilings.get(group, []):
+                rows.append({
+                    "group": group,
+                    "name": e.get("name", ""),
+                    "value": n(e.get("value"), unit, Kind.MEASURED),
+                    "available": bool(e.get("available")),
+                    "reason": e.get("reason", ""),
+                    "unstable": bool(((e.get("timing") or {}).get("per_call") or {})
+                                     .get("unstable", False)),
+                })
+        d = ceilings.get("dispatch", {})
+        rows.append({"group": "dispatch", "name": "one tiny call",
+                     "value": n(d.get("value"), "s", Kind.MEASURED),
+                     "available": bool(d.get("available")), "reason": d.get("reason", ""),
+                     "unstable": bool(((d.get("timing") or {}).get("per_call") or {})
+                                      .get("unstable", False))})
+        out["ceilings"] = rows
+        out["placement"] = _placements(results)
+    return out
+
+
+def _roofs(results: Mapping[str, Any]) -> tuple[figs.Roof | None, float | None]:
+    c = results.get("ceilings", {})
+    if not c.get("available"):
+        return None, None
+    peak = (c.get("peak_compute") or {}).get("value")
+    bw = (c.get("peak_bandwidth") or {}).get("value")
+    dispatch = (c.get("dispatch") or {}).get("value")
+    if not peak or not bw:
+        return None, dispatch
+    return figs.Roof("this machine", Kind.MEASURED.value, float(peak), float(bw)), dispatch
+
+
+def _placements(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    roof, dispatch = _roofs(results)
+    if roof is None:
+        return []
+    rows = []
+    for w in results["workloads"]:
+        a, an = w.get("achieved", {}), w.get("analytic", {})
+        if not a.get("available") or "flops" not in an:
+            continue
+        x = an["flops"] / an["minimum_bytes"]
+        roof_at = min(roof.peak, roof.bandwidth * x)
+        t_pred = predicted_seconds(an["flops"], an["minimum_bytes"], roof.peak, roof.bandwidth,
+                                   dispatch or 0.0)
+        terms = {"compute": an["flops"] / roof.peak,
+                 "memory": an["minimum_bytes"] / roof.bandwidth,
+                 "dispatch": dispatch or 0.0}
+        binding = max(terms, key=lambda k: terms[k])
+        rows.append({
+            "title": w["title"],
+            "intensity": Num(format_intensity(x), Kind.ANALYTIC.value),
+            "achieved": n(a["flops_per_s"], "FLOP/s", Kind.MEASURED),
+            "roof": n(roof_at, "FLOP/s", Kind.MEASURED),
+            "fraction": Num(f"{100 * a['flops_per_s'] / roof_at:.2g}%", Kind.MEASURED.value),
+            "binding": binding,
+            "predicted": n(t_pred, "s", Kind.MEASURED),
+            "measured": n(a["seconds"], "s", Kind.MEASURED),
+        })
+    return rows
+
+
+def _measured_roofline(results: Mapping[str, Any], peak: float,
+                       bandwidth: float) -> figs.FigureOut | None:
+    roof, dispatch = _roofs(results)
+    if roof is None:
+        return None
+    roofs = [roof, figs.Roof("assumed budgets", Kind.HYPOTHETICAL.value, peak, bandwidth)]
+    preset = results["budgets"].get("preset")
+    if preset:
+        roofs.append(_preset_roof(preset))
+    points = []
+    seed_flops = None
+    for w in results["workloads"]:
+        a, an = w.get("achieved", {}), w.get("analytic", {})
+        if a.get("available") and "flops" in an:
+            points.append(figs.Point(w["title"], an["flops"] / an["minimum_bytes"],
+                                     a["flops_per_s"]))
+            if w["name"] == "seed_tanh_matmul":
+                seed_flops = an["flops"]
+    title = "Measured roofline of this machine, with the workloads placed"
+    desc = (f"Measured ceilings: {format_si(roof.peak, 'FLOP/s')} compute and "
+            f"{format_si(roof.bandwidth, 'B/s')} memory bandwidth (solid); the assumed budgets "
+            f"dashed. {len(points)} workloads are placed at their analytic intensity and "
+            "measured FLOP/s.")
+    svg, table = figs.roofline_figure("measured_roofline", title, desc, roofs, points,
+                                      dispatch_floor=dispatch, dispatch_work=seed_flops)
+    return figs.FigureOut("measured_roofline", title, desc, svg, table,
+                          tuple(r.kind for r in roofs))
+
+
+def _preset_roof(preset: Mapping[str, Any]) -> figs.Roof:
+    peaks = {k: v for k, v in preset["peaks"].items() if v.get("value")}
+    dtype = "bf16" if "bf16" in peaks else sorted(peaks)[0]
+    return figs.Roof(f"{preset['name']} {dtype}", Kind.SPEC_SHEET.value,
+                     float(peaks[dtype]["value"]), float(preset["hbm_bandwidth"]["value"]))
+
+
+def _catalog_row(w: Mapping[str, Any]) -> dict[str, Any]:
+    an = w.get("analytic", {})
+    check = w.get("check", {})
+    a = w.get("achieved", {})
+    t = w.get("timing", {})
+    return {
+        "title": w["title"],
+        "dtype": w["dtype"],
+        "args": ", ".join(f"{x['dtype']}{x['shape']}" for x in w.get("args", [])),
+        "flops": count(an.get("flops"), Kind.ANALYTIC),
+        "bytes": n(an.get("minimum_bytes"), "B", Kind.ANALYTIC),
+        "intensity": Num(format_intensity(an["flops"] / an["minimum_bytes"]),
+                         Kind.ANALYTIC.value) if "flops" in an else Num("unknown"),
+        "check": ("passed" if check.get("passed") else
+                  "failed" if "passed" in check else "not run"),
+        "median": n(t["per_call"]["median"], "s", Kind.MEASURED) if t.get("available")
+        else Num("not measured"),
+        "unstable": bool(t.get("available") and t["per_call"].get("unstable")),
+        "achieved": n(a.get("flops_per_s"), "FLOP/s", Kind.MEASURED) if a.get("available")
+        else Num("not measured"),
+        "user": bool(w.get("user")),
+    }
+
+
+def _reconciliation(w: Mapping[str, Any]) -> dict[str, Any]:
+    rec = w["reconciliation"]
+    if not rec.get("rows"):
+        return {"title": w["title"], "rows": [], "reason": rec.get("reason", ""),
+                "efficiency": None}
+    rows = []
+    for r in rec["rows"]:
+        rows.append({
+            "quantity": r["quantity"],
+            "analytic": count(r.get("analytic"), Kind.ANALYTIC),
+            "ours": count(r.get("ours"), Kind.ANALYTIC),
+            "xla": count(r.get("xla"), Kind.COMPILER_ESTIMATE),
+            "agree": bool(r.get("agree")),
+            "flags": [(f.get("cause", ""), f.get("explanation", "")) for f in r.get("flags", [])],
+        })
+    eff = rec.get("traffic_efficiency")
+    return {"title": w["title"], "rows": rows, "reason": "",
+            "efficiency": ratio(eff, Kind.COMPILER_ESTIMATE, 3) if eff else None}
+
+
+def _sharding(sh: Mapping[str, Any]) -> dict[str, Any]:
+    if not sh.get("available"):
+        return {"available": False, "reason": sh.get("reason", "not measured")}
+    model = sh.get("model") or {}
+    kind = model.get("kind", Kind.HYPOTHETICAL.value)
+    bounds: dict[str, dict[str, Any]] = {b["sharding"]: b for b in model.get("bounds", [])}
+    budget = model.get("budget", {})
+    rows = []
+    for w in sh.get("workloads", []):
+        per = w.get("per_device") or {}
+        xla = w.get("xla_per_device") or {}
+        b = bounds.get(w.get("sharding", ""), {})
+        colls = "; ".join(
+            f"{c['op']} {c.get('dtype', '')}{c.get('shape', '')} over {c.get('group_size')} "
+            f"devices" for c in w.get("collectives", [])) or "none"
+        check = w.get("check") or {}
+        rows.append({
+            "name": w.get("name", ""),
+            "description": w.get("description", ""),
+            "collectives": colls,
+            "flops": count(per.get("flops"), Kind.ANALYTIC),
+            "hbm": n(per.get("hbm_bytes"), "B", Kind.ANALYTIC),
+            "comm": n(per.get("comm_bytes"), "B", Kind.ANALYTIC),
+            "comm_hlo": n(per.get("comm_bytes_hlo"), "B", Kind.ANALYTIC),
+            "xla_flops": count(xla.get("flops"), Kind.COMPILER_ESTIMATE),
+            "check": "passed" if check.get("passed") else "failed" if check else "not run",
+            "t_math": n(b.get("t_math"), "s", kind),
+            "t_mem": n(b.get("t_mem"), "s", kind),
+            "t_comm": n(b.get("t_comm"), "s", kind),
+            "lower": n(b.get("lower_bound"), "s", kind),
+            "upper": n(b.get("upper_bound"), "s", kind),
+            "binding": b.get("binding", ""),
+            "comm_intensity": Num(format_intensity(b["comm_intensity"]), Kind.ANALYTIC.value)
+            if b.get("comm_intensity") else Num("no communication"),
+            "measured": n(w.get("measured_seconds"), "s", Kind.MEASURED),
+        })
+    crit = next(iter(bounds.values()), {}).get("critical_intensity")
+    return {
+        "available": True,
+        "devices": str(sh.get("devices", "")),
+        "note": sh.get("note", ""),
+        "emulated": bool(sh.get("emulated")),
+        "rows": rows,
+        "peak": n(budget.get("peak"), "FLOP/s", kind),
+        "bandwidth": n(budget.get("bandwidth"), "B/s", kind),
+        "interconnect": n(budget.get("interconnect"), "B/s", kind),
+        "critical": Num(format_intensity(crit), kind) if crit else Num("unknown"),
+    }
+
+
+# --- entry points ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Rendered:
+    html: str
+    markdown: str
+    figures: dict[str, str]  # name -> SVG text
+
+
+def render(results: Mapping[str, Any]) -> Rendered:
+    """Render HTML, Markdown and SVGs from a validated results document."""
+    vm = view_model(results)
+    env = _env()
+    css = env.loader.get_source(env, "style.css")[0] if env.loader else ""
+    html = env.get_template("report.html.j2").render(vm=vm, css=css)
+    markdown = env.get_template("report.md.j2").render(vm=vm)
+    return Rendered(
+        html=_normalise(html),
+        markdown=_normalise(markdown),
+        figures={name: f.svg for name, f in vm["figures"].items()},
+    )
+
+
+def _normalise(text: str) -> str:
+    lines = [line.rstrip() for line in text.splitlines()]
+    out: list[str] = []
+    for line in lines:  # collapse runs of blank lines
+        if line == "" and out and out[-1] == "":
+            continue
+        out.append(line)
+    return "\n".join(out).strip() + "\n"
+
+
+def figure_names(vm: Mapping[str, Any]) -> Sequence[str]:
+    return list(vm["figures"])
