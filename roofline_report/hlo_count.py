@@ -1,0 +1,1385 @@
+"""Our own count of a JAX program's work and traffic, read from the program itself.
+
+Two views of one workload:
+
+* :func:`count_stablehlo` walks the StableHLO module (``jax.jit(f).lower(*args)
+  .compiler_ir('stablehlo')``) with the MLIR python bindings and counts what the program asks for:
+  an operation histogram, flops, transcendentals, and the minimum traffic (bytes of the entry
+  function's arguments and results). Unlike XLA's cost analysis it follows ``func.call`` into the
+  outlined scan/fori bodies and multiplies loop bodies by their trip count.
+* :func:`inspect_compiled` reads the optimized HLO text (``compiled.as_text()``): fusions, custom
+  calls, collectives, while loops with ``known_trip_count``, and how many kernels run.
+
+Counting conventions (chosen to match XLA's ``HloCostAnalysis`` where the program allows it):
+
+* ``dot_general``: 2 x output elements x contracted size (= 2 x batch x M x N x K).
+* ``convolution``: 2 x (input features / feature groups) x output features x (batch / batch
+  groups) x in-bounds kernel taps. With no padding, dilation or stride effects this is
+  2 x output elements x kernel spatial size x input features per group; with padding only the
+  taps that land on the input are counted, as XLA does.
+* Elementwise ops (add, subtract, multiply, divide, maximum, minimum, negate, abs, compare,
+  select, clamp, convert, logical and bitwise ops, ...): 1 flop per output element.
+* Transcendentals are counted apart, one per output element: exp, expm1, log, log1p, logistic,
+  power, sqrt, rsqrt, cbrt, tanh, sin, cos, tan, atan2, erf, acosh (XLA's list); other ``chlo``
+  special functions (asin, sinh, lgamma, ...) are counted as one transcendental per element too.
+* ``reduce``: the body's cost x (input elements - output elements). ``reduce_window``: the body's
+  cost x (window elements - 1) x output elements: padding taps count, as in the op's semantics
+  and in XLA (which, on CPU, may rewrite a cumulative reduce_window into a cheaper scan).
+  ``scatter``: body x update elements; ``map``: body x output elements; ``sort``: n x
+  ceil(log2 n) flops with n the operand's elements (XLA's formula); ``all_reduce``/
+  ``reduce_scatter``: body x (group size - 1) x elements.
+* ``while``: (condition + body) x trip count. The trip count is inferred from the condition region
+  (compare of the induction variable against a constant, a constant init, an add-by-constant step)
+  or taken from ``known_trip_count``; when neither is known the loop is counted once and a note
+  says so. ``case``/``if``: the most expensive branch (as XLA does).
+* Data movement (broadcast, reshape, transpose, slice, pad, concatenate, gather, iota, ...) and
+  constants cost no flops. Custom calls cannot be costed: they count 0 and are listed.
+* The op histogram counts executed op instances (loop bodies x trip count, callees once per call);
+  ops inside a reducer body belong to their reduce. ``ops_static`` counts each op once as written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from roofline_report.errors import InputError
+
+__all__ = [
+    "count_stablehlo",
+    "count_workload",
+    "inspect_compiled",
+    "strip_metadata",
+]
+
+_SH = "stablehlo."
+
+
+def _names(prefix: str, words: str) -> frozenset[str]:
+    return frozenset(prefix + word for word in words.split())
+
+
+_ELEMENTWISE = _names(
+    _SH,
+    "add subtract multiply divide remainder maximum minimum negate abs sign floor ceil "
+    "round_nearest_afz round_nearest_even compare select clamp convert and or xor not "
+    "shift_left shift_right_arithmetic shift_right_logical is_finite popcnt "
+    "count_leading_zeros real imag complex reduce_precision",
+)
+# XLA's transcendental opcodes (HloCostAnalysis::HandleElementwiseOp), in StableHLO spelling.
+_TRANSCENDENTAL = _names(
+    _SH,
+    "exponential exponential_minus_one log log_plus_one logistic power sqrt rsqrt cbrt "
+    "tanh sine cosine tan atan2",
+) | _names("chlo.", "erf acosh")
+# chlo special functions that XLA expands into several ops; counted as one transcendental each.
+_CHLO_SPECIAL = _names(
+    "chlo.",
+    "asin acos atan sinh cosh asinh atanh erf_inv erfc lgamma digamma polygamma zeta igamma "
+    "igammac bessel_i1e next_after",
+)
+_FREE = (
+    _names(
+        _SH,
+        "constant broadcast_in_dim broadcast dynamic_broadcast_in_dim reshape dynamic_reshape "
+        "transpose slice dynamic_slice dynamic_update_slice concatenate pad dynamic_pad iota "
+        "dynamic_iota gather dynamic_gather bitcast_convert get_tuple_element tuple "
+        "optimization_barrier reverse get_dimension_size set_dimension_size after_all "
+        "create_token partition_id replica_id all_gather all_to_all collective_permute "
+        "collective_broadcast send recv infeed outfeed uniform_quantize uniform_dequantize",
+    )
+    | _names("chlo.", "broadcast constant constant_like")
+    | _names("sdy.", "sharding_constraint mesh reshard")
+)
+_TERMINATORS = frozenset({"func.return", _SH + "return", "sdy.return"})
+_CONTAINERS = frozenset({"builtin.module", "func.func"})
+# Custom-call targets that only annotate sharding or placement: no work.
+_FREE_CUSTOM_CALLS = frozenset(
+    {
+        "Sharding",
+        "SPMDFullToShardShape",
+        "SPMDShardToFullShape",
+        "annotate_device_placement",
+        "MoveToHost",
+        "MoveToDevice",
+        "LayoutConstraint",
+        "X64Combine",
+        "X64SplitLow",
+        "X64SplitHigh",
+    }
+)
+
+
+# --------------------------------------------------------------------------------------------
+# MLIR helpers (the bindings are untyped: Any at the boundary, plain Python values inside)
+# --------------------------------------------------------------------------------------------
+
+
+def _ir() -> Any:
+    from jax.extend.mlir import ir
+
+    return ir
+
+
+def _stablehlo_dialect() -> Any | None:
+    try:
+        from jax.extend.mlir.dialects import stablehlo
+    except ImportError:  # pragma: no cover - depends on the jax build
+        return None
+    return stablehlo
+
+
+def _cast(cls: Any, value: Any) -> Any | None:
+    """``value`` as an instance of the binding class ``cls``, or None when it is not one."""
+    if isinstance(value, cls):
+        return value
+    try:
+        return cls(value)
+    except (ValueError, TypeError):
+        return None
+
+
+def _tensor_shape(mlir_type: Any) -> tuple[list[int], Any] | None:
+    """(static dims, element type) of a ranked tensor type; None for tokens, tuples, dynamic."""
+    ranked = _cast(_ir().RankedTensorType, mlir_type)
+    if ranked is None or not ranked.has_static_shape:
+        return None
+    return [int(d) for d in ranked.shape], ranked.element_type
+
+
+def _elements(mlir_type: Any) -> int | None:
+    shape = _tensor_shape(mlir_type)
+    return None if shape is None else math.prod(shape[0])
+
+
+def _itemsize(element_type: Any) -> int | None:
+    """Bytes per element: f32 4, bf16/f16 2, f64 8, i32 4, i8 1, i1 (pred) 1, complex<f32> 8."""
+    ir = _ir()
+    complex_type = _cast(ir.ComplexType, element_type)
+    if complex_type is not None:
+        inner = _itemsize(complex_type.element_type)
+        return None if inner is None else 2 * inner
+    for cls in (ir.IntegerType, ir.FloatType):
+        typed = _cast(cls, element_type)
+        if typed is not None:
+            return max(1, (int(typed.width) + 7) // 8)
+    if _cast(ir.IndexType, element_type) is not None:
+        return 8
+    match = re.fullmatch(r"(?:[su]?i|f|bf|tf)(\d+).*", str(element_type))
+    return max(1, (int(match.group(1)) + 7) // 8) if match else None
+
+
+def _int_attr(op: Any, name: str, default: int) -> int:
+    if name not in op.attributes:
+        return default
+    attr = _cast(_ir().IntegerAttr, op.attributes[name])
+    return default if attr is None else int(attr.value)
+
+
+def _int_list_attr(op: Any, name: str) -> list[int] | None:
+    """An ``array<i64: ...>`` or dense integer attribute as a flat list; None when absent."""
+    if name not in op.attributes:
+        return None
+    attr = op.attributes[name]
+    ir = _ir()
+    dense_array = _cast(ir.DenseI64ArrayAttr, attr)
+    if dense_array is not None:
+        return [int(v) for v in dense_array]
+    dense = _cast(ir.DenseIntElementsAttr, attr)
+    if dense is not None:
+        return [int(dense[i]) for i in range(len(dense))]
+    return [int(v) for v in re.findall(r"-?\d+", str(attr).split(":")[0])]
+
+
+def _symbol(attr: Any) -> str:
+    ref = _cast(_ir().FlatSymbolRefAttr, attr)
+    return str(ref.value) if ref is not None else str(attr).lstrip("@").strip('"')
+
+
+def _string_attr(op: Any, name: str) -> str:
+    if name not in op.attributes:
+        return ""
+    attr = _cast(_ir().StringAttr, op.attributes[name])
+    return str(attr.value) if attr is not None else str(op.attributes[name]).strip('"')
+
+
+def _const_int(value: Any) -> int | None:
+    """The integer held by a scalar (or splat) ``stablehlo.constant``; None otherwise."""
+    ir = _ir()
+    result = _cast(ir.OpResult, value)
+    if result is None:
+        return None
+    owner = result.owner.operation
+    if owner.name != _SH + "constant" or "value" not in owner.attributes:
+        return None
+    dense = _cast(ir.DenseIntElementsAttr, owner.attributes["value"])
+    if dense is None or len(dense) == 0:
+        return None
+    if len(dense) > 1 and not dense.is_splat:
+        return None
+    return int(dense[0])
+
+
+def _block_arg_index(value: Any, block: Any) -> int | None:
+    arg = _cast(_ir().BlockArgument, value)
+    if arg is None or arg.owner != block:
+        return None
+    return int(arg.arg_number)
+
+
+def _owner_op(value: Any) -> Any | None:
+    result = _cast(_ir().OpResult, value)
+    return None if result is None else result.owner.operation
+
+
+def _dot_contracting(op: Any) -> list[int] | None:
+    """lhs contracting dimensions of a ``dot_general``, via the dialect bindings or the text."""
+    attr = op.attributes["dot_dimension_numbers"]
+    dialect = _stablehlo_dialect()
+    if dialect is not None:
+        numbers = _cast(dialect.DotDimensionNumbers, attr)
+        if numbers is not None:
+            return [int(d) for d in numbers.lhs_contracting_dimensions]
+    return parse_dot_contracting(str(attr))
+
+
+def parse_dot_contracting(text: str) -> list[int] | None:
+    """lhs contracting dims from ``#stablehlo.dot<... lhs_contracting_dimensions = [1] ...>``."""
+    match = re.search(r"lhs_contracting_dimensions\s*=\s*\[([\d,\s]*)\]", text)
+    if match is None:
+        return None
+    return [int(d) for d in match.group(1).replace(",", " ").split()]
+
+
+@dataclass(frozen=True, slots=True)
+class _ConvDims:
+    input_batch: int
+    input_feature: int
+    input_spatial: list[int]
+    kernel_input_feature: int
+    kernel_spatial: list[int]
+    output_feature: int
+    output_spatial: list[int]
+
+
+def _conv_dims(op: Any) -> _ConvDims | None:
+    attr = op.attributes["dimension_numbers"]
+    dialect = _stablehlo_dialect()
+    if dialect is not None:
+        dn = _cast(dialect.ConvDimensionNumbers, attr)
+        if dn is not None:
+            return _ConvDims(
+                int(dn.input_batch_dimension),
+                int(dn.input_feature_dimension),
+                [int(d) for d in dn.input_spatial_dimensions],
+                int(dn.kernel_input_feature_dimension),
+                [int(d) for d in dn.kernel_spatial_dimensions],
+                int(dn.output_feature_dimension),
+                [int(d) for d in dn.output_spatial_dimensions],
+            )
+    return parse_conv_dims(str(attr))
+
+
+def parse_conv_dims(text: str) -> _ConvDims | None:
+    """Dimension numbers from ``#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>``."""
+    match = re.search(r"\[([^\]]*)\]x\[([^\]]*)\]->\[([^\]]*)\]", text)
+    if match is None:
+        return None
+    lhs, rhs, out = ([s.strip() for s in group.split(",")] for group in match.groups())
+
+    def spatial(labels: list[str]) -> list[int]:
+        digits = sorted((int(s), i) for i, s in enumerate(labels) if s.isdigit())
+        return [i for _, i in digits]
+
+    try:
+        return _ConvDims(
+            lhs.index("b"),
+            lhs.index("f"),
+            spatial(lhs),
+            rhs.index("i"),
+            spatial(rhs),
+            out.index("f"),
+            spatial(out),
+        )
+    except ValueError:
+        return None
+
+
+def _valid_taps(
+    in_size: int, out_size: int, window: int, stride: int, pad_lo: int, base: int, dilation: int
+) -> int:
+    """Kernel taps that land on the input (not on padding or base-dilation holes), summed over
+    the outputs along one spatial dimension: XLA's count of valid convolution positions."""
+    last = (in_size - 1) * base  # last index of the base-dilated input
+    total = 0
+    for o in range(out_size):
+        start = o * stride - pad_lo
+        if base == 1 and dilation > 0:
+            k_lo = 0 if start >= 0 else (-start + dilation - 1) // dilation
+            k_hi = min(window - 1, (last - start) // dilation)
+            total += max(0, k_hi - k_lo + 1)
+        else:
+            total += sum(
+                1
+                for k in range(window)
+                if 0 <= start + k * dilation <= last and (start + k * dilation) % base == 0
+            )
+    return total
+
+
+# --------------------------------------------------------------------------------------------
+# The StableHLO count
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Cost:
+    flops: int = 0
+    transcendentals: int = 0
+    flops_by_op: Counter[str] = field(default_factory=Counter)
+    transcendentals_by_op: Counter[str] = field(default_factory=Counter)
+    ops: Counter[str] = field(default_factory=Counter)
+
+    def charge(self, op: str, flops: int = 0, transcendentals: int = 0) -> None:
+        if flops:
+            self.flops += flops
+            self.flops_by_op[op] += flops
+        if transcendentals:
+            self.transcendentals += transcendentals
+            self.transcendentals_by_op[op] += transcendentals
+
+    def add(self, other: _Cost, times: int = 1) -> None:
+        self.flops += other.flops * times
+        self.transcendentals += other.transcendentals * times
+        for mine, theirs in (
+            (self.flops_by_op, other.flops_by_op),
+            (self.transcendentals_by_op, other.transcendentals_by_op),
+            (self.ops, other.ops),
+        ):
+            for key, value in theirs.items():
+                mine[key] += value * times
+
+
+class _Walker:
+    """Recursive cost of regions, following calls and multiplying loops by trip counts."""
+
+    def __init__(self, functions: Mapping[str, Any], known_trip_counts: Mapping[int, int]):
+        self.functions = functions
+        self.known = known_trip_counts
+        self.loops: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        self.custom_calls: set[str] = set()
+        self._stack: list[str] = []
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def region(self, region: Any) -> _Cost:
+        cost = _Cost()
+        for block in region.blocks:
+            for op in block.operations:
+                cost.add(self.op(op.operation))
+        return cost
+
+    def call(self, callee: str) -> _Cost:
+        func = self.functions.get(callee)
+        if func is None:
+            self.note(f"call to unknown function @{callee}: not counted")
+            return _Cost()
+        if callee in self._stack:
+            self.note(f"recursive call to @{callee}: counted once")
+            return _Cost()
+        self._stack.append(callee)
+        try:
+            return self.region(func.regions[0])
+        finally:
+            self._stack.pop()
+
+    def op(self, op: Any) -> _Cost:
+        name = str(op.name)
+        cost = _Cost()
+        if name in _TERMINATORS:
+            return cost
+        cost.ops[name] += 1
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            handler(self, op, cost)
+        elif name in _ELEMENTWISE:
+            cost.charge(name, flops=self.result_elements(op))
+        elif name in _TRANSCENDENTAL or name in _CHLO_SPECIAL:
+            if name in _CHLO_SPECIAL:
+                self.note(f"{name}: counted as 1 transcendental per element (XLA expands it)")
+            cost.charge(name, transcendentals=self.result_elements(op))
+        elif name in _FREE:
+            pass
+        elif len(op.regions) > 0:
+            self.note(f"{name}: regions counted once")
+            for region in op.regions:
+                cost.add(self.region(region))
+        else:
+            self.note(f"{name}: not costed (0 flops)")
+        return cost
+
+    def result_elements(self, op: Any) -> int:
+        if len(op.results) == 0:
+            return 0
+        count = _elements(op.results[0].type)
+        if count is None:
+            self.note(f"{op.name}: dynamic or non-tensor result, not costed")
+            return 0
+        return count
+
+    def body_per_application(self, op: Any, index: int = 0) -> _Cost:
+        """Cost of one application of a reducer/comparator region (its ops are scalars)."""
+        return self.region(op.regions[index])
+
+    # ---- while loops ------------------------------------------------------------------------
+
+    def while_loop(self, op: Any, cost: _Cost) -> None:
+        iteration = self.region(op.regions[0])
+        iteration.add(self.region(op.regions[1]))
+        index = len(self.loops)
+        inferred = _trip_from_cond(op)
+        known = self.known.get(index)
+        if inferred is not None:
+            trip, source = inferred, "cond"
+            if known is not None and known != inferred:
+                self.note(
+                    f"loop {index}: condition gives {inferred} trips, compiled HLO says "
+                    f"{known}; kept {inferred}"
+                )
+        elif known is not None:
+            trip, source = known, "known_trip_count"
+        else:
+            trip, source = None, "unknown"
+            self.note(f"loop {index}: trip count not found; its body is counted once")
+        self.loops.append(
+            {
+                "index": index,
+                "trip_count": trip,
+                "source": source,
+                "body_flops": iteration.flops,
+                "body_transcendentals": iteration.transcendentals,
+            }
+        )
+        cost.add(iteration, 1 if trip is None else trip)
+
+    def branches(self, op: Any, cost: _Cost) -> None:
+        """Each quantity from its most expensive branch, as XLA costs a conditional."""
+        options = [self.region(region) for region in op.regions]
+        if not options:
+            return
+        most_flops = max(options, key=lambda c: c.flops)
+        most_transcendentals = max(options, key=lambda c: c.transcendentals)
+        combined = _Cost(
+            flops=most_flops.flops,
+            transcendentals=most_transcendentals.transcendentals,
+            flops_by_op=most_flops.flops_by_op,
+            transcendentals_by_op=most_transcendentals.transcendentals_by_op,
+            ops=most_flops.ops,
+        )
+        cost.add(combined)
+        if len(options) > 1:
+            self.note(f"{op.name}: the most expensive branch is counted")
+
+
+def _trip_from_cond(op: Any) -> int | None:
+    """Trip count of a ``stablehlo.while`` from its regions, or None when the pattern differs.
+
+    Recognises ``compare DIR, iv, limit`` in the condition where ``iv`` is a carried value with a
+    constant initial value, stepped in the body by adding (or subtracting) a constant, and
+    ``limit`` is a constant or a carried value passed through unchanged from a constant.
+    """
+    cond_block = op.regions[0].blocks[0]
+    body_block = op.regions[1].blocks[0]
+    cond_ops = list(cond_block.operations)
+    body_ops = list(body_block.operations)
+    if not cond_ops or not body_ops:
+        return None
+    compare = _owner_op(cond_ops[-1].operation.operands[0])
+    if compare is None or compare.name != _SH + "compare":
+        return None
+    direction = _comparison_direction(compare)
+    body_return = body_ops[-1].operation
+    lhs, rhs = compare.operands[0], compare.operands[1]
+
+    def step_of(index: int) -> int | None:
+        stepped = _owner_op(body_return.operands[index])
+        if stepped is None or stepped.name not in (_SH + "add", _SH + "subtract"):
+            return None
+        a, b = stepped.operands[0], stepped.operands[1]
+        if _block_arg_index(a, body_block) == index and (c := _const_int(b)) is not None:
+            return c if stepped.name == _SH + "add" else -c
+        if stepped.name == _SH + "add" and _block_arg_index(b, body_block) == index:
+            return _const_int(a)
+        return None
+
+    def invariant(value: Any) -> int | None:
+        constant = _const_int(value)
+        if constant is not None:
+            return constant
+        index = _block_arg_index(value, cond_block)
+        if index is None or _block_arg_index(body_return.operands[index], body_block) != index:
+            return None
+        return _const_int(op.operands[index])
+
+    for iv, other, flipped in ((lhs, rhs, False), (rhs, lhs, True)):
+        index = _block_arg_index(iv, cond_block)
+        if index is None:
+            continue
+        init, step, limit = _const_int(op.operands[index]), step_of(index), invariant(other)
+        if init is None or step is None or limit is None or step == 0:
+            continue
+        trips = _count_trips(init, step, limit, _flip(direction) if flipped else direction)
+        if trips is not None:
+            return trips
+    return None
+
+
+def _comparison_direction(compare: Any) -> str:
+    attr = compare.attributes["comparison_direction"]
+    dialect = _stablehlo_dialect()
+    if dialect is not None:
+        typed = _cast(dialect.ComparisonDirectionAttr, attr)
+        if typed is not None:
+            return str(typed.value)
+    match = re.search(r"comparison_direction\s+(\w+)", str(attr))
+    return match.group(1) if match else ""
+
+
+def _flip(direction: str) -> str:
+    return {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE"}.get(direction, direction)
+
+
+def _count_trips(init: int, step: int, limit: int, direction: str) -> int | None:
+    """Iterations of ``for (i = init; i DIR limit; i += step)``; None if it would not end."""
+    if direction in ("LT", "LE") and step > 0:
+        span = limit - init + (1 if direction == "LE" else 0)
+        return max(0, -(-span // step))
+    if direction in ("GT", "GE") and step < 0:
+        span = init - limit + (1 if direction == "GE" else 0)
+        return max(0, -(-span // -step))
+    if direction == "NE":
+        span = limit - init
+        if span % step == 0 and span // step >= 0:
+            return span // step
+    return None
+
+
+# ---- op handlers ---------------------------------------------------------------------------
+
+
+def _handle_call(walker: _Walker, op: Any, cost: _Cost) -> None:
+    cost.add(walker.call(_symbol(op.attributes["callee"])))
+
+
+def _handle_composite(walker: _Walker, op: Any, cost: _Cost) -> None:
+    cost.add(walker.call(_symbol(op.attributes["decomposition"])))
+
+
+def _handle_while(walker: _Walker, op: Any, cost: _Cost) -> None:
+    walker.while_loop(op, cost)
+
+
+def _handle_branches(walker: _Walker, op: Any, cost: _Cost) -> None:
+    walker.branches(op, cost)
+
+
+def _handle_dot(walker: _Walker, op: Any, cost: _Cost) -> None:
+    lhs = _tensor_shape(op.operands[0].type)
+    out = _elements(op.results[0].type)
+    if op.name == _SH + "dot":
+        contracting: list[int] | None = [len(lhs[0]) - 1] if lhs and lhs[0] else []
+    else:
+        contracting = _dot_contracting(op)
+    if lhs is None or out is None or contracting is None:
+        walker.note(f"{op.name}: shapes or dimension numbers unreadable, not costed")
+        return
+    cost.charge(op.name, flops=2 * out * math.prod(lhs[0][d] for d in contracting))
+
+
+def _handle_convolution(walker: _Walker, op: Any, cost: _Cost) -> None:
+    lhs = _tensor_shape(op.operands[0].type)
+    rhs = _tensor_shape(op.operands[1].type)
+    out = _tensor_shape(op.results[0].type)
+    dims = _conv_dims(op)
+    if lhs is None or rhs is None or out is None or dims is None:
+        walker.note(f"{op.name}: shapes or dimension numbers unreadable, not costed")
+        return
+    n = len(dims.kernel_spatial)
+    strides = _int_list_attr(op, "window_strides") or [1] * n
+    padding = _int_list_attr(op, "padding") or [0] * (2 * n)
+    lhs_dil = _int_list_attr(op, "lhs_dilation") or [1] * n
+    rhs_dil = _int_list_attr(op, "rhs_dilation") or [1] * n
+    taps = 1
+    for i in range(n):
+        taps *= _valid_taps(
+            lhs[0][dims.input_spatial[i]],
+            out[0][dims.output_spatial[i]],
+            rhs[0][dims.kernel_spatial[i]],
+            strides[i],
+            padding[2 * i],
+            lhs_dil[i],
+            rhs_dil[i],
+        )
+    groups = _int_attr(op, "feature_group_count", 1)
+    batch_groups = _int_attr(op, "batch_group_count", 1)
+    fma = (
+        (lhs[0][dims.input_feature] // groups)
+        * out[0][dims.output_feature]
+        * (lhs[0][dims.input_batch] // batch_groups)
+        * taps
+    )
+    cost.charge(op.name, flops=2 * fma)
+
+
+def _charge_body(op: Any, cost: _Cost, body: _Cost, times: int) -> None:
+    cost.charge(op.name, flops=body.flops * times, transcendentals=body.transcendentals * times)
+
+
+def _handle_reduce(walker: _Walker, op: Any, cost: _Cost) -> None:
+    inputs = _elements(op.operands[0].type)
+    outputs = _elements(op.results[0].type)
+    if inputs is None or outputs is None:
+        walker.note(f"{op.name}: dynamic shape, not costed")
+        return
+    _charge_body(op, cost, walker.body_per_application(op), inputs - outputs)
+
+
+def _handle_reduce_window(walker: _Walker, op: Any, cost: _Cost) -> None:
+    outputs = _elements(op.results[0].type)
+    window = _int_list_attr(op, "window_dimensions")
+    if outputs is None or window is None:
+        walker.note(f"{op.name}: dynamic shape, not costed")
+        return
+    combines = (math.prod(window) - 1) * outputs
+    _charge_body(op, cost, walker.body_per_application(op), combines)
+
+
+def _handle_select_and_scatter(walker: _Walker, op: Any, cost: _Cost) -> None:
+    source = _elements(op.operands[1].type)
+    window = _int_list_attr(op, "window_dimensions")
+    if source is None or window is None:
+        walker.note(f"{op.name}: dynamic shape or no window, not costed")
+        return
+    _charge_body(op, cost, walker.body_per_application(op, 0), source * (math.prod(window) - 1))
+    _charge_body(op, cost, walker.body_per_application(op, 1), source)
+
+
+def _handle_scatter(walker: _Walker, op: Any, cost: _Cost) -> None:
+    n_inputs = (len(op.operands) - 1) // 2
+    updates = _elements(op.operands[n_inputs + 1].type)
+    if updates is None:
+        walker.note(f"{op.name}: dynamic shape, not costed")
+        return
+    _charge_body(op, cost, walker.body_per_application(op), updates)
+
+
+def _handle_map(walker: _Walker, op: Any, cost: _Cost) -> None:
+    _charge_body(op, cost, walker.body_per_application(op), walker.result_elements(op))
+
+
+def _handle_sort(walker: _Walker, op: Any, cost: _Cost) -> None:
+    n = _elements(op.operands[0].type)
+    if n is None:
+        walker.note(f"{op.name}: dynamic shape, not costed")
+        return
+    cost.charge(op.name, flops=n * max(0, math.ceil(math.log2(n))) if n > 0 else 0)
+
+
+def _handle_cross_replica(walker: _Walker, op: Any, cost: _Cost) -> None:
+    groups = op.attributes["replica_groups"] if "replica_groups" in op.attributes else None  # noqa: SIM401
+    dense = None if groups is None else _cast(_ir().DenseIntElementsAttr, groups)
+    shape = None if dense is None else _tensor_shape(dense.type)
+    if shape is None or len(shape[0]) != 2:
+        group_size = 2
+        walker.note(f"{op.name}: group size unreadable, 2 participants assumed (as XLA does)")
+    else:
+        group_size = shape[0][1]
+    body = walker.body_per_application(op)
+    elements = sum(_elements(result.type) or 0 for result in op.results)
+    _charge_body(op, cost, body, elements * max(0, group_size - 1))
+
+
+def _handle_fft(walker: _Walker, op: Any, cost: _Cost) -> None:
+    n = _elements(op.operands[0].type)
+    lengths = _int_list_attr(op, "fft_length") or []
+    if n is None:
+        walker.note(f"{op.name}: dynamic shape, not costed")
+        return
+    log_factors = math.prod(max(0, int(length).bit_length() - 1) for length in lengths)
+    cost.charge(op.name, flops=2 * 4 * log_factors * n)
+
+
+def _handle_cholesky(walker: _Walker, op: Any, cost: _Cost) -> None:
+    a = _tensor_shape(op.operands[0].type)
+    if a is None or not a[0]:
+        return
+    cost.charge(op.name, flops=a[0][-1] * math.prod(a[0]) // 3)
+
+
+def _handle_triangular_solve(walker: _Walker, op: Any, cost: _Cost) -> None:
+    a = _tensor_shape(op.operands[0].type)
+    b = _elements(op.operands[1].type)
+    if a is None or not a[0] or b is None:
+        return
+    cost.charge(op.name, flops=2 * a[0][-1] * b)
+
+
+def _handle_rng(walker: _Walker, op: Any, cost: _Cost) -> None:
+    count = sum(_elements(result.type) or 0 for result in op.results)
+    cost.charge(op.name, transcendentals=count)
+
+
+def _handle_manual_computation(walker: _Walker, op: Any, cost: _Cost) -> None:
+    walker.note(
+        f"{op.name} (shard_map): its body is counted once, for one device's shard, while the "
+        "minimum bytes are of the global arguments and results"
+    )
+    cost.add(walker.region(op.regions[0]))
+
+
+def _handle_custom_call(walker: _Walker, op: Any, cost: _Cost) -> None:
+    target = _string_attr(op, "call_target_name")
+    if target in _FREE_CUSTOM_CALLS:
+        return
+    walker.custom_calls.add(target)
+    walker.note(f"custom call {target!r}: not costed (0 flops)")
+
+
+_Handler = Callable[[_Walker, Any, _Cost], None]
+_HANDLERS: dict[str, _Handler] = {
+    "func.call": _handle_call,
+    _SH + "composite": _handle_composite,
+    _SH + "while": _handle_while,
+    _SH + "case": _handle_branches,
+    _SH + "if": _handle_branches,
+    _SH + "dot_general": _handle_dot,
+    _SH + "dot": _handle_dot,
+    _SH + "convolution": _handle_convolution,
+    _SH + "reduce": _handle_reduce,
+    _SH + "reduce_window": _handle_reduce_window,
+    _SH + "select_and_scatter": _handle_select_and_scatter,
+    _SH + "scatter": _handle_scatter,
+    _SH + "map": _handle_map,
+    _SH + "sort": _handle_sort,
+    _SH + "all_reduce": _handle_cross_replica,
+    _SH + "reduce_scatter": _handle_cross_replica,
+    _SH + "fft": _handle_fft,
+    _SH + "cholesky": _handle_cholesky,
+    _SH + "triangular_solve": _handle_triangular_solve,
+    _SH + "rng": _handle_rng,
+    _SH + "rng_bit_generator": _handle_rng,
+    _SH + "custom_call": _handle_custom_call,
+    "sdy.manual_computation": _handle_manual_computation,
+}
+
+
+def _signature_bytes(
+    types: Iterable[Any], by_dtype: Counter[str], notes: list[str], what: str
+) -> int:
+    total = 0
+    for mlir_type in types:
+        shape = _tensor_shape(mlir_type)
+        if shape is None:
+            if "token" not in str(mlir_type):
+                notes.append(f"{what} of type {mlir_type} has no static size: not counted")
+            continue
+        dims, element = shape
+        size = _itemsize(element)
+        if size is None:
+            notes.append(f"{what} element type {element} has no known size: not counted")
+            continue
+        nbytes = math.prod(dims) * size
+        by_dtype[str(element)] += nbytes
+        total += nbytes
+    return total
+
+
+def _as_module(module: Any) -> Any:
+    if hasattr(module, "compiler_ir"):  # a jax.stages.Lowered
+        module = module.compiler_ir("stablehlo")
+    ir = _ir()
+    if not isinstance(module, ir.Module):
+        raise InputError(
+            f"count_stablehlo needs a StableHLO MLIR module, got {type(module).__name__}"
+        )
+    return module
+
+
+def count_stablehlo(
+    module: Any, trip_counts: Mapping[int, int] | Sequence[int | None] | None = None
+) -> dict[str, Any]:
+    """Count a StableHLO module's work and minimum traffic (conventions: module docstring).
+
+    ``module``: ``lowered.compiler_ir('stablehlo')`` (or the ``Lowered`` itself).
+    ``trip_counts``: trip counts for loops whose condition region gives none: either loop index ->
+    count (the ``loops[i]["index"]`` order, a post-order walk from the entry function), or the
+    ``known_trip_count`` list of :func:`inspect_compiled`'s ``while_loops``, which is used only
+    when it pairs up one-to-one with the program's loops.
+
+    Returns plain JSON: ``{"entry", "ops", "ops_static", "flops", "transcendentals",
+    "flops_by_op", "transcendentals_by_op", "argument_bytes", "result_bytes", "minimum_bytes",
+    "bytes_by_dtype", "loops": [{"index", "trip_count", "source", "body_flops",
+    "body_transcendentals"}], "unknown_trip_counts", "custom_calls", "notes"}``.
+    Raises InputError when ``module`` is not a module or has no public function.
+    """
+    if trip_counts is None or isinstance(trip_counts, Mapping):
+        return _count_module(module, dict(trip_counts or {}))
+    listed = list(trip_counts)
+    counted = _count_module(module, {})
+    if not counted["unknown_trip_counts"] or not listed:
+        return counted
+    if len(listed) != len(counted["loops"]):
+        counted["notes"].append(
+            f"{len(listed)} compiled loops do not pair up with the program's "
+            f"{len(counted['loops'])}: known_trip_count not used"
+        )
+        return counted
+    known = {i: int(n) for i, n in enumerate(listed) if n is not None}
+    return _count_module(module, known)
+
+
+def _count_module(module: Any, known: dict[int, int]) -> dict[str, Any]:
+    module = _as_module(module)
+    with module.context:
+        functions: dict[str, Any] = {}
+        static: Counter[str] = Counter()
+
+        def visit(op: Any) -> Any:
+            operation = op.operation
+            name = str(operation.name)
+            if name == "func.func" and operation.parent is not None:
+                functions[_string_attr(operation, "sym_name")] = operation
+            if name not in _TERMINATORS and name not in _CONTAINERS:
+                static[name] += 1
+            return _ir().WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        entry = _entry_function(functions)
+        if entry is None:
+            raise InputError("the StableHLO module has no public function to count")
+        walker = _Walker(functions, known)
+        cost = walker.call(entry)
+        func_type = _ir().FunctionType(
+            _ir().TypeAttr(functions[entry].attributes["function_type"]).value
+        )
+        by_dtype: Counter[str] = Counter()
+        notes = list(walker.notes)
+        arg_bytes = _signature_bytes(func_type.inputs, by_dtype, notes, "argument")
+        res_bytes = _signature_bytes(func_type.results, by_dtype, notes, "result")
+    return {
+        "entry": entry,
+        "ops": dict(sorted(cost.ops.items())),
+        "ops_static": dict(sorted(static.items())),
+        "flops": cost.flops,
+        "transcendentals": cost.transcendentals,
+        "flops_by_op": dict(sorted(cost.flops_by_op.items())),
+        "transcendentals_by_op": dict(sorted(cost.transcendentals_by_op.items())),
+        "argument_bytes": arg_bytes,
+        "result_bytes": res_bytes,
+        "minimum_bytes": arg_bytes + res_bytes,
+        "bytes_by_dtype": dict(sorted(by_dtype.items())),
+        "loops": walker.loops,
+        "unknown_trip_counts": sum(1 for loop in walker.loops if loop["trip_count"] is None),
+        "custom_calls": sorted(walker.custom_calls),
+        "notes": notes,
+    }
+
+
+def _entry_function(functions: Mapping[str, Any]) -> str | None:
+    public = [
+        name
+        for name, func in functions.items()
+        if _string_attr(func, "sym_visibility") in ("", "public")
+    ]
+    if "main" in public:
+        return "main"
+    return public[0] if public else None
+
+
+# --------------------------------------------------------------------------------------------
+# The optimized HLO text
+# --------------------------------------------------------------------------------------------
+
+_HLO_ITEMSIZE = {
+    "pred": 1, "s2": 1, "u2": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2,
+    "s32": 4, "u32": 4, "s64": 8, "u64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8,
+    "c64": 8, "c128": 16, "tf32": 4,
+}  # fmt: skip
+_COLLECTIVES = (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+    "ragged-all-to-all",
+    "collective-broadcast",
+)
+_NOT_KERNELS = frozenset(
+    {
+        "parameter",
+        "constant",
+        "tuple",
+        "get-tuple-element",
+        "bitcast",
+        "after-all",
+        "add-dependency",
+        "opt-barrier",
+        "domain",
+        "partition-id",
+        "replica-id",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Instr:
+    name: str
+    shape: str
+    opcode: str
+    operands: list[str]
+    attrs: dict[str, str]
+
+
+@dataclass(slots=True)
+class _Computation:
+    name: str
+    entry: bool
+    instrs: list[_Instr] = field(default_factory=list)
+
+
+def _matching(text: str, start: int) -> int:
+    """Index just past the bracket that closes the one at ``text[start]`` (quotes respected)."""
+    depth = 0
+    i = start
+    quote = ""
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch == '"':
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return len(text)
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside brackets and quotes."""
+    parts: list[str] = []
+    depth = 0
+    quote = ""
+    current: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\" and i + 1 < len(text):
+                current.append(ch + text[i + 1])
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+            i += 1
+            continue
+        current.append(ch)
+        i += 1
+    if "".join(current).strip():
+        parts.append("".join(current).strip())
+    return parts
+
+
+_HEADER = re.compile(r"^(ENTRY\s+)?%?([^\s(]+)\s*\(.*\)\s*->\s*.*\{$")
+
+
+def _parse_instruction(line: str) -> _Instr | None:
+    if " = " not in line:
+        return None
+    left, right = line.split(" = ", 1)
+    left = left.strip()
+    if left.startswith("ROOT "):
+        left = left[5:].strip()
+    name = left.lstrip("%")
+    right = right.strip()
+    if right.startswith("("):
+        end = _matching(right, 0)
+        shape, rest = right[:end], right[end:].strip()
+    else:
+        shape, _, rest = right.partition(" ")
+    paren = rest.find("(")
+    if paren <= 0:
+        return None
+    opcode = rest[:paren].strip()
+    close = _matching(rest, paren)
+    operand_text = re.sub(r"/\*.*?\*/", "", rest[paren + 1 : close - 1])
+    operands = [part.split()[-1].lstrip("%") for part in _split_top(operand_text) if part.split()]
+    attrs: dict[str, str] = {}
+    for item in _split_top(rest[close:].lstrip(", ")):
+        key, sep, value = item.partition("=")
+        if sep:
+            attrs[key.strip()] = value.strip()
+    return _Instr(name, shape, opcode, operands, attrs)
+
+
+def _parse_hlo(text: str) -> tuple[dict[str, _Computation], str | None]:
+    computations: dict[str, _Computation] = {}
+    entry: str | None = None
+    current: _Computation | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if current is None:
+            header = _HEADER.match(line)
+            if header and " = " not in line:
+                current = _Computation(header.group(2), bool(header.group(1)))
+                computations[current.name] = current
+                if current.entry:
+                    entry = current.name
+            continue
+        if line == "}":
+            current = None
+            continue
+        instr = _parse_instruction(line)
+        if instr is not None:
+            current.instrs.append(instr)
+    return computations, entry
+
+
+def _shape_bytes(shape: str) -> int | None:
+    """Bytes of all arrays in an HLO shape text such as ``(f32[8,4]{1,0}, s32[])``."""
+    total = 0
+    for dtype, dims in re.findall(r"\b([a-z][a-z0-9]*)\[([^\]]*)\]", shape):
+        size = _HLO_ITEMSIZE.get(dtype)
+        if size is None and dtype.startswith("f8"):
+            size = 1
+        if size is None:
+            return None
+        extents = [d.replace("<=", "") for d in dims.split(",") if d.strip()]
+        if not all(e.strip().isdigit() for e in extents):
+            return None
+        total += math.prod(int(e) for e in extents) * size
+    return total
+
+
+def _unquote(value: str) -> str:
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
+
+
+def _backend_config(instr: _Instr) -> dict[str, Any]:
+    raw = instr.attrs.get("backend_config")
+    if not raw:
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _known_trip_count(instr: _Instr) -> int | None:
+    trip = _backend_config(instr).get("known_trip_count")
+    if isinstance(trip, dict):
+        try:
+            return int(trip.get("n", ""))
+        except ValueError:
+            return None
+    return None
+
+
+def _callees(instr: _Instr, *keys: str) -> list[str]:
+    names: list[str] = []
+    for key in keys:
+        value = instr.attrs.get(key)
+        if value:
+            names.extend(n.strip().lstrip("%") for n in value.strip("{}").split(",") if n.strip())
+    return names
+
+
+def inspect_compiled(hlo_text: str) -> dict[str, Any]:
+    """Describe the optimized HLO (``compiled.as_text()``) of CPU or GPU backends.
+
+    Returns plain JSON::
+
+        {"fusions": {"count", "by_kind": {"kLoop": n, ...}, "by_backend_kind": {...}},
+         "custom_calls": [{"name", "target", "shape", "bytes"}],
+         "collectives": [{"op", "async", "shape", "bytes", "replica_groups",
+                          "source_target_pairs"}],
+         "while_loops": [{"name", "known_trip_count", "condition", "body"}],
+         "kernels": int, "kernels_static": int, "converts": int,
+         "opcodes": {opcode: count}, "entry": str | None, "notes": [str]}
+
+    ``kernels`` counts ENTRY instructions that launch work (fusions, custom calls and other ops,
+    not parameter/constant/tuple/get-tuple-element/bitcast; an async ``-start``/``-done`` pair
+    once); a while loop adds (condition + body kernels) x known trip count, ``kernels_static``
+    counts each loop once. ``while_loops`` is in post-order from ENTRY (inner loops first), the
+    order of :func:`count_stablehlo`'s ``loops``.
+    Raises InputError when the text holds no HLO computation.
+    """
+    if not isinstance(hlo_text, str):
+        raise InputError(f"inspect_compiled needs HLO text, got {type(hlo_text).__name__}")
+    computations, entry = _parse_hlo(hlo_text)
+    if not computations:
+        raise InputError("the HLO text holds no computation")
+    notes: list[str] = []
+    opcodes: Counter[str] = Counter()
+    by_kind: Counter[str] = Counter()
+    by_backend: Counter[str] = Counter()
+    custom_calls: list[dict[str, Any]] = []
+    collectives: list[dict[str, Any]] = []
+    done_of: dict[str, _Instr] = {}
+    async_wrapped: set[str] = set()  # computations run by async-start: listed through the start
+    for comp in computations.values():
+        for instr in comp.instrs:
+            if instr.opcode.endswith("-done") and instr.operands:
+                done_of[instr.operands[0]] = instr
+            if instr.opcode == "async-start":
+                async_wrapped.update(_callees(instr, "calls"))
+    for comp in computations.values():
+        for instr in comp.instrs:
+            opcodes[instr.opcode] += 1
+            if instr.opcode == "fusion":
+                by_kind[instr.attrs.get("kind", "unknown")] += 1
+                config = _backend_config(instr)
+                for key in ("fusion_backend_config", "fusion_config"):
+                    section = config.get(key)
+                    if isinstance(section, dict) and "kind" in section:
+                        by_backend[str(section["kind"])] += 1
+            elif instr.opcode == "custom-call":
+                target = _unquote(instr.attrs.get("custom_call_target", ""))
+                custom_calls.append(
+                    {
+                        "name": instr.name,
+                        "target": target,
+                        "shape": instr.shape,
+                        "bytes": _shape_bytes(instr.shape),
+                    }
+                )
+            collective = _collective(instr, computations, done_of)
+            if collective is not None and comp.name not in async_wrapped:
+                collectives.append(collective)
+    while_loops: list[dict[str, Any]] = []
+    kernels = kernels_static = 0
+    if entry is None:
+        notes.append("no ENTRY computation: kernels not counted")
+    else:
+        kernels, kernels_static = _count_kernels(
+            computations, entry, while_loops, notes, frozenset()
+        )
+        if any(loop["known_trip_count"] is not None for loop in while_loops):
+            notes.append("kernels: each while loop counts (condition + body) x its trip count")
+    return {
+        "entry": entry,
+        "fusions": {
+            "count": sum(by_kind.values()),
+            "by_kind": dict(sorted(by_kind.items())),
+            "by_backend_kind": dict(sorted(by_backend.items())),
+        },
+        "custom_calls": custom_calls,
+        "collectives": collectives,
+        "while_loops": while_loops,
+        "kernels": kernels,
+        "kernels_static": kernels_static,
+        "converts": opcodes.get("convert", 0),
+        "opcodes": dict(sorted(opcodes.items())),
+        "notes": notes,
+    }
+
+
+def _collective(
+    instr: _Instr, computations: Mapping[str, _Computation], done_of: Mapping[str, _Instr]
+) -> dict[str, Any] | None:
+    opcode = instr.opcode
+    base: str | None = None
+    is_async = False
+    source = instr
+    if opcode in _COLLECTIVES:
+        base = opcode
+    elif opcode.endswith("-start") and opcode[: -len("-start")] in _COLLECTIVES:
+        base, is_async = opcode[: -len("-start")], True
+    elif opcode == "async-start":
+        for callee in _callees(instr, "calls"):
+            for inner in computations.get(callee, _Computation(callee, False)).instrs:
+                if inner.opcode in _COLLECTIVES:
+                    base, is_async, source = inner.opcode, True, inner
+                    break
+            if base is not None:
+                break
+    if base is None:
+        return None
+    shape = instr.shape
+    if is_async:
+        done = done_of.get(instr.name)
+        shape = done.shape if done is not None else source.shape
+    return {
+        "op": base,
+        "async": is_async,
+        "shape": shape,
+        "bytes": _shape_bytes(shape),
+        "replica_groups": source.attrs.get("replica_groups"),
+        "source_target_pairs": source.attrs.get("source_target_pairs"),
+    }
+
+
+def _count_kernels(
+    computations: Mapping[str, _Computation],
+    name: str,
+    loops: list[dict[str, Any]],
+    notes: list[str],
+    stack: frozenset[str],
+) -> tuple[int, int]:
+    """(kernels with loops x trip count, kernels with each loop once) of one computation."""
+    comp = computations.get(name)
+    if comp is None or name in stack:
+        return 0, 0
+    inner_stack = stack | {name}
+    dynamic = static = 0
+    for instr in comp.instrs:
+        op = instr.opcode
+        if op in _NOT_KERNELS or op.endswith("-done") or op in ("async-update",):
+            continue
+        if op == "while":
+            cond = _callees(instr, "condition")
+            body = _callees(instr, "body")
+            d = s = 0
+            for callee in cond + body:
+                cd, cs = _count_kernels(computations, callee, loops, notes, inner_stack)
+                d, s = d + cd, s + cs
+            trip = _known_trip_count(instr)
+            loops.append(
+                {
+                    "name": instr.name,
+                    "known_trip_count": trip,
+                    "condition": cond[0] if cond else None,
+                    "body": body[0] if body else None,
+                }
+            )
+            if trip is None:
+                notes.append(f"while {instr.name}: no known_trip_count; its kernels counted once")
+            dynamic += d * (1 if trip is None else trip)
+            static += s
+        elif op == "conditional":
+            branches = _callees(
+                instr, "branch_computations", "true_computation", "false_computation"
+            )
+            counts = [_count_kernels(computations, b, loops, notes, inner_stack) for b in branches]
+            dynamic += max((c[0] for c in counts), default=0)
+            static += max((c[1] for c in counts), default=0)
+        elif op == "call":
+            for callee in _callees(instr, "to_apply"):
+                cd, cs = _count_kernels(computations, callee, loops, notes, inner_stack)
+                dynamic, static = dynamic + cd, static + cs
+        else:
+            dynamic += 1
+            static += 1
+    return dynamic, static
+
+
+# --------------------------------------------------------------------------------------------
+# Publishing the HLO text
+# --------------------------------------------------------------------------------------------
+
+_BLOCK_HEADERS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
+_SOURCE_ATTR = re.compile(
+    r',?\s*\bsource_(?:file|line|end_line|column|end_column)=(?:"(?:[^"\\]|\\.)*"|-?\d+)'
+)
+_UNIX_PATH = re.compile(r"(?<![\w.*)\]>])/(?:[^\s/\"',;{}()\[\]<>]+/)+[^\s/\"',;{}()\[\]<>]*")
+_WINDOWS_PATH = re.compile(r"\b[A-Za-z]:\\[^\s\"',;{}()\[\]<>]*")
+_SOURCE_FILE = re.compile(r"\b[\w\-.]+\.(?:py|pyc|ipynb)\b")
+
+
+def _drop_metadata(line: str) -> str:
+    out: list[str] = []
+    i = 0
+    while True:
+        j = line.find("metadata={", i)
+        if j < 0:
+            out.append(line[i:])
+            break
+        cut = j
+        prefix = line[i:cut]
+        if prefix.rstrip().endswith(","):
+            prefix = prefix.rstrip()[:-1]
+        out.append(prefix)
+        i = _matching(line, j + len("metadata="))
+    return "".join(out)
+
+
+def strip_metadata(hlo_text: str) -> str:
+    """HLO text fit to publish: no FileNames/FunctionNames/FileLocations/StackFrames blocks, no
+    ``metadata={...}`` attributes, no ``source_file=``/``source_line=``, no absolute paths or
+    source file names (replaced by ``<path>`` / ``<file>``)."""
+    lines: list[str] = []
+    skipping = False
+    for line in hlo_text.splitlines():
+        stripped = line.strip()
+        if stripped in _BLOCK_HEADERS:
+            skipping = True
+            continue
+        if skipping:
+            if stripped == "":
+                skipping = False
+            continue
+        line = _drop_metadata(line)
+        line = _SOURCE_ATTR.sub("", line)
+        line = _WINDOWS_PATH.sub("<path>", line)
+        line = _UNIX_PATH.sub("<path>", line)
+        line = _SOURCE_FILE.sub("<file>", line)
+        lines.append(line.rstrip())
+    text = "\n".join(lines)
+    text = re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+    return text + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# One call for a workload
+# --------------------------------------------------------------------------------------------
+
+
+def count_workload(fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
+    """Lower and compile ``fn(*args)`` once; return ``{"stablehlo": count_stablehlo(...),
+    "compiled": inspect_compiled(...)}``, with the compiled HLO's ``known_trip_count`` used for
+    loops whose trip count the condition region does not give.
+
+    Raises InputError when ``fn`` is not callable or cannot be lowered/compiled with ``args``.
+    """
+    import jax
+
+    if not callable(fn):
+        raise InputError(f"the workload must be callable, got {type(fn).__name__}")
+    label = getattr(fn, "__name__", type(fn).__name__)
+    try:
+        lowered = fn.lower(*args) if hasattr(fn, "lower") else jax.jit(fn).lower(*args)
+        compiled = lowered.compile()
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise InputError(
+            f"workload {label} cannot be lowered: {type(exc).__name__}: {first}"
+        ) from exc
+    module = lowered.compiler_ir("stablehlo")
+    inspected = inspect_compiled(str(compiled.as_text()))
+    trips = [loop["known_trip_count"] for loop in inspected["while_loops"]]
+    counted = count_stablehlo(module, trips)
+    return {"stablehlo": counted, "compiled": inspected}

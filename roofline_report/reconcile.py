@@ -1,0 +1,503 @@
+"""Three-way reconciliation of work and traffic: the analytic model, our HLO count, XLA.
+
+Pure: works from saved JSON (no jax). Each quantity (flops, transcendentals, bytes) becomes a
+row with the three values, whether they agree, and flags that name the known cause of each
+disagreement with one plain sentence carrying the numbers.
+
+Reading XLA's cost analysis (see FACTS.md):
+
+* A negative value (-1 on the GPU for a custom call such as cuBLAS) or a non-finite one is never
+  used as a number: the row shows None and a ``negative_or_missing`` flag says why.
+* XLA omits zero-valued keys, so a key missing from an otherwise non-empty dict reads as 0.
+  A missing or empty dict (``None``/``{}``) means no cost analysis: every XLA value is None.
+* Custom calls are costed -1 each and *added into* XLA's flops and bytes totals, so for a
+  program with custom calls (or with ``optimal_seconds`` < 0) those totals are not used either
+  (``unknown_custom_call``).
+
+Values agree when every available value is within 0.1% of the others (at least two needed).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from roofline_report.errors import InputError
+
+__all__ = ["AGREE_RTOL", "CAUSES", "causes_of", "reconcile"]
+
+AGREE_RTOL = 1e-3
+
+CAUSES = (
+    "loop_counted_once",
+    "unknown_custom_call",
+    "unfused_intermediate",
+    "dtype_upcast",
+    "fusion_beyond_minimum",
+    "negative_or_missing",
+    "epilogue_not_in_analytic",
+    "reduce_window_rewritten",
+    "collective_group_size",
+    "below_minimum",
+    "analytic_scope",
+    "unexplained",
+)
+
+_GPU_BACKENDS = frozenset({"gpu", "cuda", "rocm"})
+_NARROW_FLOATS = ("bf16", "f16", "f8")
+_CONTRACTIONS = ("stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution")
+_XLA_KEYS = {"flops": "flops", "transcendentals": "transcendentals", "bytes": "bytes accessed"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """One XLA value: the number to use (or None) and, when None, why."""
+
+    value: float | None
+    raw: Any = None
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class _Row:
+    quantity: str
+    analytic: float | None
+    ours: float | None
+    xla: float | None
+    flags: list[dict[str, str]] = field(default_factory=list)
+
+    def flag(self, cause: str, explanation: str) -> None:
+        if cause not in CAUSES:  # pragma: no cover - a programming error
+            raise ValueError(f"unknown cause {cause!r}")
+        if all(f["explanation"] != explanation for f in self.flags):
+            self.flags.append({"cause": cause, "explanation": explanation})
+
+    def values(self) -> list[float]:
+        return [v for v in (self.analytic, self.ours, self.xla) if v is not None]
+
+    @property
+    def agree(self) -> bool:
+        values = self.values()
+        return len(values) >= 2 and all(_close(values[0], v) for v in values[1:])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "quantity": self.quantity,
+            "analytic": self.analytic,
+            "ours": self.ours,
+            "xla": self.xla,
+            "agree": self.agree,
+            "flags": list(self.flags),
+        }
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= AGREE_RTOL * max(abs(a), abs(b))
+
+
+def _fmt(value: float) -> str:
+    """A count for a sentence: integers without a fraction, others with 4 significant digits."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.4g}"
+
+
+def _number(source: str, key: str, value: Any, *, required: bool) -> float | None:
+    if value is None:
+        if required:
+            raise InputError(f"{source} has no {key!r}")
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(f"{source} {key!r} must be a number, got {value!r}")
+    as_float = float(value)
+    if not math.isfinite(as_float) or as_float < 0:
+        raise InputError(f"{source} {key!r} must be finite and non-negative, got {value!r}")
+    return int(value) if isinstance(value, numbers.Integral) else as_float
+
+
+def _mapping(name: str, value: Any) -> Mapping[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InputError(f"{name} must be a JSON object or null, got {type(value).__name__}")
+    return value
+
+
+def _read_xla(xla: Mapping[str, Any] | None, key: str, backend: str, contaminated: str) -> _Reading:
+    if not xla:
+        return _Reading(None, None, f"XLA gave no cost analysis on {backend}")
+    raw = xla.get(key, 0.0)  # XLA omits zero-valued keys
+    if isinstance(raw, bool) or not isinstance(raw, numbers.Real):
+        raise InputError(f"XLA cost analysis {key!r} must be a number, got {raw!r}")
+    value = float(raw)
+    if not math.isfinite(value):
+        return _Reading(None, raw, f"XLA reported {raw!r} {key}, which is not a count")
+    if value < 0:
+        if backend in _GPU_BACKENDS:
+            why = (
+                f"XLA reported {_fmt(value)} {key}: on the GPU that marks a custom call "
+                "(such as a cuBLAS gemm) that XLA cannot cost, so the value is unknown"
+            )
+        else:
+            why = f"XLA reported {_fmt(value)} {key}, which is not a count, so it is unknown"
+        return _Reading(None, raw, why)
+    if contaminated:
+        return _Reading(None, raw, contaminated)
+    return _Reading(value, raw)
+
+
+def _custom_call_targets(compiled: Mapping[str, Any] | None) -> list[str]:
+    if not compiled:
+        return []
+    calls = compiled.get("custom_calls") or []
+    targets: list[str] = []
+    for call in calls:
+        target = str(call.get("target", "?")) if isinstance(call, Mapping) else str(call)
+        if target not in targets:
+            targets.append(target)
+    return targets
+
+
+def _contamination(xla: Mapping[str, Any] | None, compiled: Mapping[str, Any] | None) -> str:
+    """Why XLA's totals cannot be used (custom calls costed -1 and summed in), or ''."""
+    targets = _custom_call_targets(compiled)
+    optimal = (xla or {}).get("optimal_seconds")
+    negative_time = (
+        isinstance(optimal, numbers.Real) and not isinstance(optimal, bool) and float(optimal) < 0
+    )
+    if targets:
+        count = len((compiled or {}).get("custom_calls") or [])
+        what = f"{count} custom call{'s' if count != 1 else ''} ({', '.join(targets)})"
+    elif negative_time:
+        what = "custom calls (its optimal_seconds is negative)"
+    else:
+        return ""
+    return f"XLA costs each of the program's {what} at -1 and adds that into its totals"
+
+
+def _xla_flag(row: _Row, reading: _Reading) -> None:
+    """Say why the XLA value is not shown: a -1/non-finite/absent value, or a tainted total."""
+    if reading.value is not None or not reading.reason:
+        return
+    raw = reading.raw
+    tainted = (
+        isinstance(raw, numbers.Real)
+        and not isinstance(raw, bool)
+        and math.isfinite(float(raw))
+        and float(raw) >= 0
+    )
+    row.flag("unknown_custom_call" if tainted else "negative_or_missing", reading.reason + ".")
+
+
+def _loops(ours: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    loops = ours.get("loops") or []
+    return [loop for loop in loops if isinstance(loop, Mapping)]
+
+
+def _loop_flags(row: _Row, ours: Mapping[str, Any], unit: str) -> None:
+    loops = _loops(ours)
+    unknown = [loop for loop in loops if loop.get("trip_count") is None]
+    if unknown:
+        row.flag(
+            "loop_counted_once",
+            f"{len(unknown)} loop(s) have no known trip count, so our count takes their body "
+            "once and is a lower bound.",
+        )
+    multi = [loop for loop in loops if (loop.get("trip_count") or 0) > 1]
+    if multi and row.ours is not None and row.xla is not None and row.ours > row.xla:
+        trips = ", ".join(str(loop["trip_count"]) for loop in multi)
+        ratio = f"{row.ours / row.xla:.1f}x" if row.xla > 0 else "more than"
+        row.flag(
+            "loop_counted_once",
+            f"XLA costs each loop as one iteration ({_fmt(row.xla)} {unit}); our count runs the "
+            f"body its trip count ({trips}) times, {_fmt(row.ours)} {unit}, {ratio} as much.",
+        )
+
+
+def _upcast(
+    row: _Row, ours: Mapping[str, Any], compiled: Mapping[str, Any] | None, backend: str
+) -> bool:
+    if backend != "cpu" or not compiled or not compiled.get("converts"):
+        return False
+    dtypes = [d for d in (ours.get("bytes_by_dtype") or {}) if str(d).startswith(_NARROW_FLOATS)]
+    if not dtypes or row.xla is None:
+        return False
+    reference = row.ours if row.quantity != "bytes" else None
+    extra = ""
+    if reference is not None and row.xla > reference:
+        extra = f", {_fmt(row.xla - reference)} more than ours"
+    row.flag(
+        "dtype_upcast",
+        f"On CPU XLA converts the {'/'.join(sorted(dtypes))} values to f32 "
+        f"({compiled['converts']} converts), so its {_fmt(row.xla)} {row.quantity} include the "
+        f"conversions{extra}.",
+    )
+    return True
+
+
+def _flops_row(
+    analytic: Mapping[str, Any] | None,
+    ours: Mapping[str, Any],
+    xla_reading: _Reading,
+    compiled: Mapping[str, Any] | None,
+    backend: str,
+) -> _Row:
+    row = _Row(
+        "flops",
+        _number("analytic", "flops", (analytic or {}).get("flops"), required=analytic is not None),
+        _number("our count", "flops", ours.get("flops"), required=False),
+        xla_reading.value,
+    )
+    _common_flags(row, ours, xla_reading, compiled, backend, "flops")
+    if row.analytic is not None and row.ours is not None and row.ours > row.analytic:
+        by_op = ours.get("flops_by_op") or {}
+        contraction = sum(float(by_op.get(op, 0)) for op in _CONTRACTIONS)
+        other = row.ours - contraction
+        diff = row.ours - row.analytic
+        if by_op and diff <= other * (1 + AGREE_RTOL) and _close(row.analytic, contraction):
+            row.flag(
+                "epilogue_not_in_analytic",
+                f"The analytic {_fmt(row.analytic)} flops cover the contraction only; the "
+                f"program adds {_fmt(diff)} elementwise or reduction flops around it.",
+            )
+    if (
+        row.ours is not None
+        and row.xla is not None
+        and row.ours > row.xla
+        and not _close(row.ours, row.xla)
+    ):
+        windowed = float((ours.get("flops_by_op") or {}).get("stablehlo.reduce_window", 0))
+        if windowed and row.ours - row.xla <= windowed:
+            row.flag(
+                "reduce_window_rewritten",
+                f"Our count takes the windowed reduction as written ({_fmt(windowed)} flops); "
+                f"XLA rewrites it (e.g. a cumsum into a scan) and counts {_fmt(row.xla)} in all.",
+            )
+        collective = sum(
+            float((ours.get("flops_by_op") or {}).get(op, 0))
+            for op in ("stablehlo.all_reduce", "stablehlo.reduce_scatter")
+        )
+        if collective and row.ours - row.xla <= collective:
+            row.flag(
+                "collective_group_size",
+                f"Our count gives the cross-device reductions {_fmt(collective)} flops, from "
+                "their group size; XLA costs an all-reduce as if two devices took part.",
+            )
+    return row
+
+
+def _transcendentals_row(
+    analytic: Mapping[str, Any] | None,
+    ours: Mapping[str, Any],
+    xla_reading: _Reading,
+    compiled: Mapping[str, Any] | None,
+    backend: str,
+) -> _Row:
+    row = _Row(
+        "transcendentals",
+        _number(
+            "analytic", "transcendentals", (analytic or {}).get("transcendentals"), required=False
+        ),
+        _number("our count", "transcendentals", ours.get("transcendentals"), required=False),
+        xla_reading.value,
+    )
+    _common_flags(row, ours, xla_reading, compiled, backend, "transcendentals")
+    if analytic is not None and row.analytic is None and row.ours:
+        ops = ", ".join(sorted((ours.get("transcendentals_by_op") or {}).keys())) or "the program"
+        row.flag(
+            "epilogue_not_in_analytic",
+            f"The analytic model counts no transcendentals; the program has {_fmt(row.ours)} "
+            f"({ops}).",
+        )
+    return row
+
+
+def _bytes_row(
+    analytic: Mapping[str, Any] | None,
+    ours: Mapping[str, Any],
+    xla_reading: _Reading,
+    compiled: Mapping[str, Any] | None,
+    backend: str,
+) -> _Row:
+    row = _Row(
+        "bytes",
+        _number(
+            "analytic",
+            "minimum_bytes",
+            (analytic or {}).get("minimum_bytes"),
+            required=analytic is not None,
+        ),
+        _number("our count", "minimum_bytes", ours.get("minimum_bytes"), required=False),
+        xla_reading.value,
+    )
+    _xla_flag(row, xla_reading)
+    minimum = row.analytic if row.analytic is not None else row.ours
+    if row.analytic is not None and row.ours is not None and not _close(row.analytic, row.ours):
+        row.flag(
+            "analytic_scope",
+            f"The analytic minimum ({_fmt(row.analytic)} bytes) and the program's arguments "
+            f"plus results ({_fmt(row.ours)} bytes) differ: the model leaves some out or adds "
+            "some in.",
+        )
+    if minimum is not None and row.xla is not None and not _close(row.xla, minimum):
+        _upcast(row, ours, compiled, backend)
+        kernels = (compiled or {}).get("kernels")
+        if row.xla > minimum:
+            extra = _fmt(row.xla - minimum)
+            if isinstance(kernels, int) and kernels > 1:
+                row.flag(
+                    "unfused_intermediate",
+                    f"XLA counts {_fmt(row.xla)} bytes, {extra} above the {_fmt(minimum)}-byte "
+                    f"minimum: the program runs as {kernels} kernels, so intermediates are "
+                    "written to memory and read back.",
+                )
+            else:
+                where = "one fused kernel" if kernels == 1 else "the compiled program"
+                row.flag(
+                    "fusion_beyond_minimum",
+                    f"XLA counts {_fmt(row.xla)} bytes, {extra} above the {_fmt(minimum)}-byte "
+                    f"minimum, in {where}: some operand is read more than once.",
+                )
+        elif row.xla < minimum:
+            if _loops(ours):
+                row.flag(
+                    "loop_counted_once",
+                    f"XLA counts {_fmt(row.xla)} bytes, under the {_fmt(minimum)}-byte minimum: "
+                    "it costs each loop as one iteration.",
+                )
+            else:
+                row.flag(
+                    "below_minimum",
+                    f"XLA counts {_fmt(row.xla)} bytes, under the {_fmt(minimum)}-byte minimum "
+                    "of arguments plus results (an output aliased to an input, or an unused "
+                    "argument).",
+                )
+    return row
+
+
+def _common_flags(
+    row: _Row,
+    ours: Mapping[str, Any],
+    xla_reading: _Reading,
+    compiled: Mapping[str, Any] | None,
+    backend: str,
+    unit: str,
+) -> None:
+    _xla_flag(row, xla_reading)
+    custom = list(ours.get("custom_calls") or [])
+    if custom and row.ours is not None:
+        row.flag(
+            "unknown_custom_call",
+            f"Our count has no cost for the custom call(s) {', '.join(map(str, custom))}, so "
+            f"its {_fmt(row.ours)} {unit} are a lower bound.",
+        )
+    _loop_flags(row, ours, unit)
+    if row.xla is not None and row.ours is not None and row.xla > row.ours and unit == "flops":
+        _upcast(row, ours, compiled, backend)
+
+
+def _unexplained(row: _Row) -> None:
+    if not row.agree and not row.flags and len(row.values()) >= 2:
+        shown = ", ".join(
+            f"{name} {_fmt(v)}"
+            for name, v in (("analytic", row.analytic), ("ours", row.ours), ("XLA", row.xla))
+            if v is not None
+        )
+        row.flag(
+            "unexplained", f"The {row.quantity} counts differ ({shown}); no known cause matched."
+        )
+
+
+def reconcile(
+    *,
+    analytic: Mapping[str, Any] | None,
+    ours: Mapping[str, Any] | None,
+    xla: Mapping[str, Any] | None,
+    compiled: Mapping[str, Any] | None,
+    measured_seconds: float | None,
+    backend: str,
+) -> dict[str, Any]:
+    """Reconcile the analytic model, our StableHLO count and XLA's cost analysis.
+
+    ``analytic``: ``{"flops", "minimum_bytes", "transcendentals" (optional)}`` or None.
+    ``ours``: :func:`roofline_report.hlo_count.count_stablehlo` output (None or ``{}``: absent).
+    ``xla``: the raw ``compiled.cost_analysis()`` dict, or None when unavailable.
+    ``compiled``: :func:`roofline_report.hlo_count.inspect_compiled` output, or None.
+    ``measured_seconds``: the measured time of one call, or None.
+    ``backend``: ``jax.default_backend()`` ("cpu", "gpu", "cuda", "rocm", "tpu").
+
+    Returns ``{"rows": [{"quantity", "analytic", "ours", "xla", "agree",
+    "flags": [{"cause", "explanation"}]}] (flops, transcendentals, bytes), "traffic_efficiency":
+    XLA bytes / minimum bytes or None, "measured": {"seconds", "achieved_flops_per_s",
+    "flops_basis"} or None}``. Raises InputError for malformed inputs (wrong types, negative or
+    non-finite analytic or measured values).
+    """
+    analytic = _mapping("analytic", analytic)
+    ours = _mapping("ours", ours) or {}
+    xla = _mapping("xla", xla)
+    compiled = _mapping("compiled", compiled)
+    if not isinstance(backend, str) or not backend.strip():
+        raise InputError(f"backend must be a name such as 'cpu' or 'gpu', got {backend!r}")
+    backend = backend.strip().lower()
+    tainted = _contamination(xla, compiled)
+    readings = {
+        quantity: _read_xla(
+            xla,
+            key,
+            backend,
+            # custom calls are costed -1 in flops and bytes, not in transcendentals
+            f"{tainted}, so its {key} total is not used"
+            if tainted and quantity != "transcendentals"
+            else "",
+        )
+        for quantity, key in _XLA_KEYS.items()
+    }
+    rows = [
+        _flops_row(analytic, ours, readings["flops"], compiled, backend),
+        _transcendentals_row(analytic, ours, readings["transcendentals"], compiled, backend),
+        _bytes_row(analytic, ours, readings["bytes"], compiled, backend),
+    ]
+    for row in rows:
+        _unexplained(row)
+    bytes_row = rows[2]
+    minimum = bytes_row.analytic if bytes_row.analytic is not None else bytes_row.ours
+    efficiency = (
+        bytes_row.xla / minimum
+        if bytes_row.xla is not None and minimum is not None and minimum > 0
+        else None
+    )
+    return {
+        "rows": [row.to_json() for row in rows],
+        "traffic_efficiency": efficiency,
+        "measured": _measured(measured_seconds, rows[0]),
+    }
+
+
+def _measured(seconds: float | None, flops_row: _Row) -> dict[str, Any] | None:
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+        raise InputError(f"measured seconds must be a number, got {seconds!r}")
+    if not math.isfinite(float(seconds)) or seconds <= 0:
+        raise InputError(f"measured seconds must be positive and finite, got {seconds!r}")
+    basis, flops = (
+        ("analytic", flops_row.analytic)
+        if flops_row.analytic is not None
+        else ("ours", flops_row.ours)
+    )
+    return {
+        "seconds": float(seconds),
+        "achieved_flops_per_s": None if flops is None else flops / float(seconds),
+        "flops_basis": basis if flops is not None else None,
+    }
+
+
+def causes_of(result: Mapping[str, Any], quantity: str) -> list[str]:
+    """The flag causes of one row of a :func:`reconcile` result (a convenience for callers)."""
+    for row in result.get("rows", []):
+        if row.get("quantity") == quantity:
+            return [flag["cause"] for flag in row.get("flags", [])]
+    return []

@@ -1,0 +1,356 @@
+"""The three-way reconciliation, from recorded numbers only (no jax).
+
+The XLA dicts below are what ``compiled.cost_analysis()`` returned (FACTS.md): the seed on CPU
+(jax 0.10.2), a 10-step scan on CPU, and a lone bf16 4096^2 cuBLAS matmul on the H200.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roofline_report import reconcile
+from roofline_report.errors import InputError
+
+SEED_ANALYTIC = {"flops": 8192, "minimum_bytes": 3584}
+SEED_OURS: dict[str, Any] = {
+    "flops": 8192,
+    "transcendentals": 256,
+    "flops_by_op": {"stablehlo.dot_general": 8192},
+    "transcendentals_by_op": {"stablehlo.tanh": 256},
+    "minimum_bytes": 3584,
+    "bytes_by_dtype": {"f32": 3584},
+    "loops": [],
+    "custom_calls": [],
+}
+SEED_XLA_CPU = {
+    "flops": 8192.0,
+    "transcendentals": 256.0,
+    "bytes accessed": 5632.0,
+    "bytes accessed0{}": 3072.0,
+    "bytes accessed1{}": 512.0,
+    "bytes accessedout{}": 2048.0,
+    "utilization0{}": 2.0,
+    "utilization1{}": 1.0,
+}
+SEED_COMPILED_CPU = {"kernels": 2, "converts": 0, "custom_calls": []}
+
+SCAN_OURS: dict[str, Any] = {
+    "flops": 5242900,
+    "transcendentals": 40960,
+    "flops_by_op": {"stablehlo.dot_general": 5242880, "stablehlo.add": 10, "stablehlo.compare": 10},
+    "minimum_bytes": 49152,
+    "bytes_by_dtype": {"f32": 49152},
+    "loops": [{"index": 0, "trip_count": 10, "source": "cond", "body_flops": 524290}],
+    "custom_calls": [],
+}
+SCAN_XLA_CPU = {"flops": 524290.0, "transcendentals": 4096.0, "bytes accessed": 114765.0}
+
+N = 4096
+GEMM_ANALYTIC = {"flops": 2 * N**3, "minimum_bytes": 2 * 3 * N * N}
+GEMM_OURS: dict[str, Any] = {
+    "flops": 2 * N**3,
+    "transcendentals": 0,
+    "flops_by_op": {"stablehlo.dot_general": 2 * N**3},
+    "minimum_bytes": 2 * 3 * N * N,
+    "bytes_by_dtype": {"bf16": 2 * 3 * N * N},
+    "loops": [],
+    "custom_calls": [],
+}
+GEMM_XLA_H200 = {"flops": -1.0, "bytes accessed": -1.0, "optimal_seconds": -1.0}
+GEMM_COMPILED_H200 = {
+    "kernels": 1,
+    "converts": 0,
+    "custom_calls": [{"name": "custom-call.1", "target": "__cublas$gemm"}],
+}
+
+
+def _run(**overrides: Any) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "analytic": SEED_ANALYTIC,
+        "ours": SEED_OURS,
+        "xla": SEED_XLA_CPU,
+        "compiled": SEED_COMPILED_CPU,
+        "measured_seconds": None,
+        "backend": "cpu",
+    }
+    kwargs.update(overrides)
+    return reconcile.reconcile(**kwargs)
+
+
+def _row(result: dict[str, Any], quantity: str) -> dict[str, Any]:
+    (row,) = [r for r in result["rows"] if r["quantity"] == quantity]
+    assert isinstance(row, dict)
+    return row
+
+
+def _causes(result: dict[str, Any], quantity: str) -> list[str]:
+    return [flag["cause"] for flag in _row(result, quantity)["flags"]]
+
+
+def _numbers(value: Any) -> list[float]:
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [float(value)]
+    return []
+
+
+def test_reconcile_does_not_import_jax() -> None:
+    code = "import sys, roofline_report.reconcile; print('jax' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert done.stdout.strip() == "False"
+
+
+def test_seed_on_cpu() -> None:
+    result = _run()
+    assert [r["quantity"] for r in result["rows"]] == ["flops", "transcendentals", "bytes"]
+    flops = _row(result, "flops")
+    assert (flops["analytic"], flops["ours"], flops["xla"]) == (8192, 8192, 8192.0)
+    assert flops["agree"] and flops["flags"] == []
+    trans = _row(result, "transcendentals")
+    assert trans["agree"] and trans["analytic"] is None
+    assert _causes(result, "transcendentals") == ["epilogue_not_in_analytic"]
+    assert "256" in trans["flags"][0]["explanation"]
+    traffic = _row(result, "bytes")
+    assert not traffic["agree"]
+    assert _causes(result, "bytes") == ["unfused_intermediate"]
+    explanation = traffic["flags"][0]["explanation"]
+    assert "5632" in explanation and "3584" in explanation and "2048" in explanation
+    assert "written" in explanation and "read back" in explanation
+    assert result["traffic_efficiency"] == pytest.approx(5632 / 3584)
+    assert result["measured"] is None
+
+
+def test_one_fused_kernel_above_the_minimum() -> None:
+    result = _run(
+        xla={**SEED_XLA_CPU, "bytes accessed": 4096.0}, compiled={**SEED_COMPILED_CPU, "kernels": 1}
+    )
+    assert _causes(result, "bytes") == ["fusion_beyond_minimum"]
+    exact = _run(
+        xla={**SEED_XLA_CPU, "bytes accessed": 3584.0}, compiled={**SEED_COMPILED_CPU, "kernels": 1}
+    )
+    assert _row(exact, "bytes")["agree"] and _row(exact, "bytes")["flags"] == []
+    assert exact["traffic_efficiency"] == 1.0
+
+
+def test_scan_loop_counted_once_by_xla() -> None:
+    result = _run(
+        analytic=None,
+        ours=SCAN_OURS,
+        xla=SCAN_XLA_CPU,
+        compiled={"kernels": 42, "converts": 0, "custom_calls": []},
+    )
+    for quantity in ("flops", "transcendentals"):
+        row = _row(result, quantity)
+        assert not row["agree"]
+        assert "loop_counted_once" in _causes(result, quantity)
+    flops = _row(result, "flops")
+    assert flops["ours"] == 10 * flops["xla"]
+    text = flops["flags"][0]["explanation"]
+    assert "524290" in text and "5242900" in text and "10.0x" in text
+
+
+def test_unknown_trip_count_makes_ours_a_lower_bound() -> None:
+    ours = {
+        **SCAN_OURS,
+        "flops": 524290,
+        "transcendentals": 4096,
+        "loops": [{"index": 0, "trip_count": None, "source": "unknown", "body_flops": 524290}],
+    }
+    result = _run(analytic=None, ours=ours, xla=SCAN_XLA_CPU)
+    flops = _row(result, "flops")
+    assert flops["agree"]  # both count one iteration ...
+    assert _causes(result, "flops") == ["loop_counted_once"]  # ... and we say so
+    assert "lower bound" in flops["flags"][0]["explanation"]
+
+
+def test_gpu_minus_one_is_never_a_number() -> None:
+    result = _run(
+        analytic=GEMM_ANALYTIC,
+        ours=GEMM_OURS,
+        xla=GEMM_XLA_H200,
+        compiled=GEMM_COMPILED_H200,
+        measured_seconds=0.2,
+        backend="gpu",
+    )
+    flops = _row(result, "flops")
+    assert flops["xla"] is None
+    assert "negative_or_missing" in _causes(result, "flops")
+    explanation = flops["flags"][0]["explanation"]
+    assert "-1" in explanation and "custom call" in explanation
+    assert flops["agree"]  # analytic and ours, the two numbers there are
+    assert _row(result, "bytes")["xla"] is None
+    assert "negative_or_missing" in _causes(result, "bytes")
+    assert result["traffic_efficiency"] is None
+    assert result["measured"]["achieved_flops_per_s"] == pytest.approx(2 * N**3 / 0.2)
+    assert -1.0 not in _numbers(result)
+    assert all(n >= 0 for n in _numbers(result))
+
+
+def test_gpu_total_with_custom_calls_summed_in_is_not_used() -> None:
+    # tanh(x @ w) @ v on the H200: two cuBLAS gemms costed -1 each, summed into a positive total.
+    xla = {
+        "flops": 1.0737e9,
+        "transcendentals": 4.2e6,
+        "bytes accessed": 5.0e7,
+        "optimal_seconds": -1.0,
+    }
+    compiled = {
+        "kernels": 3,
+        "converts": 0,
+        "custom_calls": [
+            {"name": "custom-call.1", "target": "__cublas$gemm"},
+            {"name": "custom-call.2", "target": "__cublas$gemm"},
+        ],
+    }
+    ours = {**GEMM_OURS, "flops": 2 * 2 * N**3 + N * N, "transcendentals": N * N}
+    result = _run(analytic=None, ours=ours, xla=xla, compiled=compiled, backend="cuda")
+    flops = _row(result, "flops")
+    assert flops["xla"] is None
+    assert _causes(result, "flops") == ["unknown_custom_call"]
+    assert "2 custom calls (__cublas$gemm)" in flops["flags"][0]["explanation"]
+    assert _row(result, "transcendentals")["xla"] == 4.2e6  # custom calls do not touch these
+    assert result["traffic_efficiency"] is None
+
+
+def test_missing_keys_read_as_zero_and_no_dict_as_unavailable() -> None:
+    no_trans = {"flops": 8192.0, "bytes accessed": 5632.0}  # XLA omits zero-valued keys
+    result = _run(ours={**SEED_OURS, "transcendentals": 0}, xla=no_trans)
+    assert _row(result, "transcendentals")["xla"] == 0.0
+    missing: dict[str, float] | None
+    for missing in (None, {}):
+        result = _run(xla=missing)
+        for row in result["rows"]:
+            assert row["xla"] is None
+            assert "negative_or_missing" in [f["cause"] for f in row["flags"]]
+        assert result["traffic_efficiency"] is None
+
+
+def test_non_finite_xla_value_is_unknown() -> None:
+    result = _run(xla={**SEED_XLA_CPU, "flops": math.nan})
+    assert _row(result, "flops")["xla"] is None
+    assert _causes(result, "flops") == ["negative_or_missing"]
+    json.dumps(result, allow_nan=False)
+
+
+def test_bf16_upcast_on_cpu_only() -> None:
+    ours = {
+        **SEED_OURS,
+        "transcendentals": 0,
+        "transcendentals_by_op": {},
+        "minimum_bytes": 1792,
+        "bytes_by_dtype": {"bf16": 1792},
+    }
+    xla = {"flops": 9088.0, "bytes accessed": 8960.0}
+    compiled = {"kernels": 4, "converts": 3, "custom_calls": []}
+    result = _run(
+        analytic={"flops": 8192, "minimum_bytes": 1792}, ours=ours, xla=xla, compiled=compiled
+    )
+    assert _causes(result, "flops") == ["dtype_upcast"]
+    assert "896 more than ours" in _row(result, "flops")["flags"][0]["explanation"]
+    assert "dtype_upcast" in _causes(result, "bytes")
+    on_gpu = _run(
+        analytic={"flops": 8192, "minimum_bytes": 1792},
+        ours=ours,
+        xla=xla,
+        compiled=compiled,
+        backend="gpu",
+    )
+    assert "dtype_upcast" not in _causes(on_gpu, "flops")
+
+
+def test_epilogue_beyond_the_analytic_contraction() -> None:
+    ours = {
+        **SEED_OURS,
+        "flops": 8192 + 256,
+        "flops_by_op": {"stablehlo.dot_general": 8192, "stablehlo.maximum": 256},
+    }
+    result = _run(ours=ours, xla={**SEED_XLA_CPU, "flops": 8448.0})
+    assert _causes(result, "flops") == ["epilogue_not_in_analytic"]
+    assert "256" in _row(result, "flops")["flags"][0]["explanation"]
+
+
+def test_all_reduce_group_size() -> None:
+    # shard_map psum(tanh(a @ b)) over 4 CPU devices: XLA assumes 2 participants per all-reduce.
+    ours = {
+        **SEED_OURS,
+        "flops": 16384 + 768,
+        "flops_by_op": {"stablehlo.dot_general": 16384, "stablehlo.all_reduce": 768},
+    }
+    result = _run(analytic=None, ours=ours, xla={**SEED_XLA_CPU, "flops": 16640.0})
+    assert _causes(result, "flops") == ["collective_group_size"]
+    assert "768" in _row(result, "flops")["flags"][0]["explanation"]
+
+
+def test_unexplained_difference_is_said() -> None:
+    result = _run(xla={**SEED_XLA_CPU, "flops": 9000.0})
+    assert _causes(result, "flops") == ["unexplained"]
+    assert "9000" in _row(result, "flops")["flags"][0]["explanation"]
+
+
+def test_agreement_tolerance() -> None:
+    close = _run(xla={**SEED_XLA_CPU, "flops": 8192.0 * (1 + 1e-4)})
+    assert _row(close, "flops")["agree"]
+    far = _run(xla={**SEED_XLA_CPU, "flops": 8192.0 * 1.01})
+    assert not _row(far, "flops")["agree"]
+    lonely = _run(analytic=None, xla=None)
+    assert not _row(lonely, "flops")["agree"]  # one value alone agrees with nothing
+
+
+def test_measured_throughput() -> None:
+    result = _run(measured_seconds=2e-6)
+    assert result["measured"] == {
+        "seconds": 2e-6,
+        "achieved_flops_per_s": pytest.approx(8192 / 2e-6),
+        "flops_basis": "analytic",
+    }
+    ours_only = _run(analytic=None, measured_seconds=1e-3)
+    assert ours_only["measured"]["flops_basis"] == "ours"
+
+
+def test_absent_count_is_tolerated() -> None:
+    result = _run(ours={}, analytic=None)
+    assert all(row["ours"] is None for row in result["rows"])
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"analytic": {"flops": "many", "minimum_bytes": 1}},
+        {"analytic": {"minimum_bytes": 1}},
+        {"analytic": {"flops": -5, "minimum_bytes": 1}},
+        {"ours": [1, 2]},
+        {"xla": {"flops": "x"}},
+        {"measured_seconds": -1.0},
+        {"measured_seconds": math.inf},
+        {"backend": ""},
+    ],
+)
+def test_bad_inputs_raise_input_error(overrides: dict[str, Any]) -> None:
+    with pytest.raises(InputError):
+        _run(**overrides)
+
+
+def test_plain_and_deterministic_json() -> None:
+    first = json.dumps(_run(measured_seconds=1e-3), sort_keys=True, allow_nan=False)
+    second = json.dumps(_run(measured_seconds=1e-3), sort_keys=True, allow_nan=False)
+    assert first == second
+    for row in json.loads(first)["rows"]:
+        for flag in row["flags"]:
+            assert flag["cause"] in reconcile.CAUSES
+            assert flag["explanation"].endswith(".") and "\n" not in flag["explanation"]
