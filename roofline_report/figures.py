@@ -85,11 +85,16 @@ def _to_svg(fig: Figure, name: str, title: str, description: str) -> str:
     return "\n".join(lines).strip() + "\n"
 
 
+def _tick(v: float) -> str:
+    """A plain tick label: 0.0156, 0.5, 2, 2048 (never 2.05e+03)."""
+    return f"{v:.0f}" if v >= 1 else f"{v:.3g}"
+
+
 def _log_axes(ax: Axes, xlabel: str, ylabel: str, *, y_unit: str | None = None) -> None:
     """Log axes with plain tick labels (2, 4, 8 ... and 100, 1 G, ...), not powers."""
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=10)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.3g}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v)))
     if y_unit:
         ax.yaxis.set_major_formatter(
             FuncFormatter(lambda v, _pos: format_si(v, y_unit, 2).replace(f" {y_unit}", "")
@@ -319,5 +324,141 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
             "contracting-axis and FSDP shardings, as the device count grows at a fixed batch "
             "and as the batch grows on a fixed mesh.")
     table = Table(("sharding", "devices", "lower bound", "binding"), tuple(rows))
-    return FigureOut("comm_scaling", title, desc, _to_svg(fig, "comm_scaling", title, desc),
-                     table, (kind,))
+    return FigureOut(
+        "comm_scaling", title, desc, _to_svg(fig, "comm_scaling", title, desc), table, (kind,)
+    )
+
+
+# --- sweeps ---------------------------------------------------------------------------------
+
+
+def _dims_text(dims: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(dims.items()))
+
+
+def sweep_trajectories(sweep_model: Mapping[str, Any]) -> FigureOut:
+    """Each workload's sweep as a connected trajectory on the measured roofline."""
+    b = sweep_model["budget"]
+    roof = Roof("this machine", Kind.MEASURED.value, b["peak"], b["bandwidth"])
+    fig, ax = _new_figure()
+    all_points = [pt for w in sweep_model["workloads"] for pt in w["points"]]
+    xs = _xrange(
+        [roof], [Point("", pt["intensity"], pt["achieved_flops_per_s"]) for pt in all_points]
+    )
+    _draw_roof(ax, roof, xs, "#334155")
+    rows = []
+    for i, w in enumerate(sweep_model["workloads"]):
+        pts = w["points"]
+        if not pts:
+            continue
+        color = PALETTE[i % len(PALETTE)]
+        ax.plot(
+            [p["intensity"] for p in pts],
+            [p["achieved_flops_per_s"] for p in pts],
+            marker="o",
+            markersize=4,
+            color=color,
+            linewidth=1.1,
+            label=w["title"],
+        )
+        for p in pts:
+            rows.append(
+                (
+                    w["title"],
+                    _dims_text(p["dims"]),
+                    _g(p["intensity"]),
+                    fmt(p["achieved_flops_per_s"], "FLOP/s"),
+                    p["observed_bound"],
+                )
+            )
+    _log_axes(ax, "intensity (FLOP/byte of minimum traffic)", "achieved FLOP/s", y_unit="FLOP/s")
+    ax.set_title("Size sweeps on the measured roofline", fontsize=10)
+    ax.legend(loc="upper left", fontsize=7, ncol=2, framealpha=0.9)
+    title = "Size sweeps on the measured roofline"
+    desc = (
+        "Each workload measured at growing sizes, joined in order of size: small sizes sit far "
+        "below the roof (dispatch-bound), larger ones approach the memory slope or the "
+        "compute roof."
+    )
+    table = Table(
+        ("workload", "size", "intensity (FLOP/B)", "achieved", "closest term"), tuple(rows)
+    )
+    return FigureOut(
+        "sweep_roofline",
+        title,
+        desc,
+        _to_svg(fig, "sweep_roofline", title, desc),
+        table,
+        (Kind.MEASURED.value,),
+    )
+
+
+def sweep_prediction(sweep_model: Mapping[str, Any]) -> FigureOut:
+    """Predicted against measured time of every sweep point, with the line of equality."""
+    fig, ax = _new_figure()
+    rows = []
+    lo, hi = math.inf, 0.0
+    for i, w in enumerate(sweep_model["workloads"]):
+        pts = w["points"]
+        if not pts:
+            continue
+        pred = [p["predicted_s"] for p in pts]
+        meas = [p["measured_s"] for p in pts]
+        lo, hi = min(lo, *pred, *meas), max(hi, *pred, *meas)
+        ax.plot(
+            pred,
+            meas,
+            marker="o",
+            linestyle="none",
+            markersize=4,
+            color=PALETTE[i % len(PALETTE)],
+            label=w["title"],
+        )
+        for p in pts:
+            rows.append(
+                (
+                    w["title"],
+                    _dims_text(p["dims"]),
+                    fmt(p["predicted_s"], "s"),
+                    fmt(p["measured_s"], "s"),
+                    f"{p['measured_s'] / p['predicted_s']:.2f}×",
+                    p["predicted_bound"],
+                )
+            )
+    if hi > 0:
+        ax.plot(
+            [lo / 2, hi * 2],
+            [lo / 2, hi * 2],
+            color="#64748b",
+            linewidth=0.9,
+            linestyle="--",
+            label="measured = predicted",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos: format_si(v, "s", 2)))
+        axis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
+    ax.set_xlabel("predicted time: max(work ÷ peak, traffic ÷ bandwidth, dispatch)")
+    ax.set_ylabel("measured time (median)")
+    ax.set_title("The roofline model's prediction against the stopwatch", fontsize=10)
+    ax.legend(loc="upper left", fontsize=7, ncol=2, framealpha=0.9)
+    med = sweep_model.get("median_abs_error")
+    title = "Predicted against measured time"
+    desc = (
+        "Every sweep point: the time the measured ceilings predict against the time measured. "
+        "Points above the dashed line ran slower than the roofline bound. "
+        + (f"Median absolute error {100 * med:.0f}%." if med is not None else "")
+    )
+    table = Table(
+        ("workload", "size", "predicted", "measured", "measured ÷ predicted", "predicted bound"),
+        tuple(rows),
+    )
+    return FigureOut(
+        "sweep_prediction",
+        title,
+        desc,
+        _to_svg(fig, "sweep_prediction", title, desc),
+        table,
+        (Kind.MEASURED.value,),
+    )

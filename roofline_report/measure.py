@@ -103,6 +103,9 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
         ]
     else:
         results["sweeps"] = []
+    roof = _measured_roof(results["ceilings"])
+    if results["sweeps"] and roof is not None:
+        results["sweep_model"] = study.sweep_study(results["sweeps"], *roof)
 
     if options.sharding:
         say("sharded workloads (subprocess)")
@@ -150,6 +153,18 @@ def _ceilings(quick: bool, say: Progress, skips: Skips) -> dict[str, Any]:
             if not entry.get("available", True):
                 skips.add(f"ceiling {entry.get('name')}", entry.get("reason", ""))
     return data
+
+
+def _measured_roof(ceilings: Mapping[str, Any]) -> tuple[float, float, float] | None:
+    """(peak FLOP/s, bandwidth B/s, dispatch s) measured on this machine, or None."""
+    if not ceilings.get("available"):
+        return None
+    peak = (ceilings.get("peak_compute") or {}).get("value")
+    bandwidth = (ceilings.get("peak_bandwidth") or {}).get("value")
+    dispatch = (ceilings.get("dispatch") or {}).get("value") or 0.0
+    if not peak or not bandwidth:
+        return None
+    return float(peak), float(bandwidth), float(dispatch)
 
 
 def _sharding(quick: bool, skips: Skips) -> dict[str, Any]:

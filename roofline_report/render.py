@@ -121,6 +121,10 @@ def view_model(results: Mapping[str, Any]) -> dict[str, Any]:
     measured_fig = _measured_roofline(results, peak, bandwidth)
     if measured_fig is not None:
         figures.append(measured_fig)
+    sweep_model = results.get("sweep_model")
+    if sweep_model and sweep_model.get("points"):
+        figures.append(figs.sweep_trajectories(sweep_model))
+        figures.append(figs.sweep_prediction(sweep_model))
     sharding = results.get("sharding", {})
     if sharding.get("available") and sharding.get("model", {}).get("bounds"):
         figures.append(figs.comm_times(sharding["model"]))
@@ -144,6 +148,8 @@ def view_model(results: Mapping[str, Any]) -> dict[str, Any]:
         "catalog": [_catalog_row(w) for w in workloads],
         "reconciliation": [_reconciliation(w) for w in workloads if w.get("reconciliation")],
         "sharding": _sharding(sharding),
+        "sweeps": _sweeps(results),
+        "preset": _preset(results["budgets"].get("preset"), results),
         "figures": {f.name: f for f in figures},
         "skipped": list(results.get("skipped", [])),
     }
@@ -427,6 +433,94 @@ def _reconciliation(w: Mapping[str, Any]) -> dict[str, Any]:
     eff = rec.get("traffic_efficiency")
     return {"title": w["title"], "rows": rows, "reason": "",
             "efficiency": ratio(eff, Kind.COMPILER_ESTIMATE, 3) if eff else None}
+
+
+def _dims_text(dims: Mapping[str, Any] | None) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in sorted(dims.items())) if dims else "not reached"
+
+
+def _sweeps(results: Mapping[str, Any]) -> dict[str, Any]:
+    sm = results.get("sweep_model")
+    if not results.get("sweeps"):
+        return {"available": False, "reason": "no sweeps in this run (--no-sweeps)"}
+    if not sm:
+        return {
+            "available": False,
+            "reason": "the sweeps need this machine's measured ceilings (--no-ceilings?)",
+        }
+    rows = []
+    for w in sm["workloads"]:
+        med = w.get("median_abs_error")
+        rows.append(
+            {
+                "title": w["title"],
+                "points": str(len(w["points"])),
+                "predicted": _dims_text(w.get("predicted_crossing")),
+                "observed": _dims_text(w.get("observed_crossing")),
+                "error": Num(f"{100 * med:.0f}%", Kind.MEASURED.value)
+                if med is not None
+                else Num("unknown"),
+            }
+        )
+    med = sm.get("median_abs_error")
+    return {
+        "available": True,
+        "rows": rows,
+        "points": str(sm.get("points", 0)),
+        "median_error": Num(f"{100 * med:.0f}%", Kind.MEASURED.value)
+        if med is not None
+        else Num("unknown"),
+    }
+
+
+def _preset(preset: Mapping[str, Any] | None, results: Mapping[str, Any]) -> dict[str, Any]:
+    if not preset:
+        return {"available": False}
+    sp = Kind.SPEC_SHEET
+    hbm = preset["hbm_bandwidth"]["value"]
+    peaks = []
+    for dtype, q in sorted(preset["peaks"].items()):
+        if q.get("value"):
+            peaks.append(
+                {
+                    "dtype": dtype,
+                    "value": n(q["value"], q.get("unit", "FLOP/s"), sp),
+                    "ridge": Num(format_intensity(q["value"] / hbm), sp.value),
+                    "note": q.get("note", ""),
+                }
+            )
+    ic = preset.get("interconnect") or {}
+    roof = _preset_roof(preset)
+    placed = []
+    for w in results["workloads"]:
+        an = w.get("analytic") or {}
+        if "flops" not in an:
+            continue
+        x = an["flops"] / an["minimum_bytes"]
+        t = predicted_seconds(an["flops"], an["minimum_bytes"], roof.peak, roof.bandwidth)
+        placed.append(
+            {
+                "title": w["title"],
+                "intensity": Num(format_intensity(x), Kind.ANALYTIC.value),
+                "bound": "memory" if x < roof.peak / roof.bandwidth else "compute",
+                "time": n(t, "s", sp),
+            }
+        )
+    return {
+        "available": True,
+        "name": preset["name"],
+        "chosen": preset.get("chosen", ""),
+        "peaks": peaks,
+        "hbm": n(hbm, "B/s", sp),
+        "interconnect": n((ic.get("bandwidth") or {}).get("value"), "B/s", sp)
+        if ic
+        else Num("not published"),
+        "interconnect_name": ic.get("name", ""),
+        "sources": [(s_["title"], s_["url"]) for s_ in preset.get("sources", [])],
+        "notes": preset.get("notes", ""),
+        "roof_label": roof.label,
+        "placed": placed,
+    }
 
 
 def _sharding(sh: Mapping[str, Any]) -> dict[str, Any]:
