@@ -1,0 +1,651 @@
+"""The lab notebook's pure half: verdicts, the knee, predictions, likely reasons and exercises.
+
+Recorded measurements are synthesised from the model's own predictions (scaled to hold or to
+fail), so every expected verdict below is computed, not typed in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from roofline_report import experiments as ex
+from roofline_report import model
+from roofline_report.errors import InputError
+from roofline_report.model import SEED_BANDWIDTH as BW
+from roofline_report.model import SEED_PEAK_FLOPS as PEAK
+from roofline_report.timing import Stats, Timing
+
+# ------------------------------------------------------------------------------- helpers
+
+
+def timing_json(seconds: float, spread: float = 0.0) -> dict[str, Any]:
+    """A timing record whose fastest sample is ``seconds``; ``spread`` widens the others."""
+    samples = [seconds * (1 + spread * i / 2) for i in range(5)]
+    return Timing(Stats(samples), 1, 1e-9, 1e-3, "synthetic").to_json()
+
+
+CEILINGS: dict[str, Any] = {
+    "peak_compute": {"value": 150e9, "name": "matmul float32"},
+    "peak_bandwidth": {"value": 40e9, "name": "scale"},
+    "dispatch": {"value": 6e-6, "available": True},
+    "compute": [
+        {"dtype": "float32", "value": 150e9, "available": True},
+        {"dtype": "bfloat16", "value": 140e9, "available": True},
+    ],
+}
+
+N = 1 << 20
+FUSION = (2048, 4, 2048)
+D = 1024
+BATCHES = [1 << i for i in range(10)]
+SIZES = [1 << i for i in range(4, 23, 2)]
+
+
+def ratio_raw(exp_id: str, ratio: float, **extra: Any) -> dict[str, Any]:
+    """Raw record of a two-timing experiment whose measured time ratio is ``ratio``."""
+    base = 1e-3
+    if exp_id == "doubled_traffic":
+        rec = {
+            "elements": N,
+            "itemsize": 4,
+            "one_array": timing_json(base),
+            "two_arrays": timing_json(base * ratio),
+        }
+    elif exp_id == "fusion":
+        m, k, n = FUSION
+        rec = {
+            "m": m,
+            "k": k,
+            "n": n,
+            "itemsize": 4,
+            "fused": timing_json(base),
+            "unfused": timing_json(base * ratio),
+            "kernels": {"fused": 1, "unfused": 2},
+        }
+    elif exp_id == "bf16_memory":
+        rec = {
+            "elements": N,
+            "float32": timing_json(base * ratio),
+            "bfloat16": timing_json(base),
+            "converts": {"float32": 0, "bfloat16": 0},
+        }
+    elif exp_id == "bf16_compute":
+        rec = {
+            "size": 1024,
+            "float32": timing_json(base * ratio),
+            "bfloat16": timing_json(base),
+            "converts": {"float32": 0, "bfloat16": 0},
+        }
+    elif exp_id == "scan":
+        flops = model.contract(256, 256, 256).flops
+        rec = {
+            "size": 256,
+            "steps": 10,
+            "body": timing_json(base),
+            "scan": timing_json(base * ratio),
+            "xla_flops": {"body": float(flops), "scan": float(flops + 2)},
+            "our_flops": {"body": flops, "scan": 10 * flops},
+            "kernels": {"body": 2, "scan": 42},
+        }
+    else:
+        raise AssertionError(exp_id)
+    rec.update(extra)
+    return {"available": True, **rec}
+
+
+def sweep_raw(exp_id: str, flat: float, slope: float, **extra: Any) -> dict[str, Any]:
+    xs = BATCHES if exp_id == "batching" else SIZES
+    times = [timing_json(max(flat, slope * x)) for x in xs]
+    if exp_id == "batching":
+        rec = {"d": D, "itemsize": 4, "batches": xs, "times": times}
+    else:
+        rec = {"itemsize": 4, "sizes": xs, "times": times}
+    return {"available": True, **rec, **extra}
+
+
+def analyse_one(
+    record: dict[str, Any],
+    exp_id: str,
+    ceilings: dict[str, Any] | None = None,
+    cache_bytes: int | None = None,
+) -> dict[str, Any]:
+    raw = {"experiments": {exp_id: record}, "cache_bytes": cache_bytes}
+    out = {e["id"]: e for e in ex.analyse(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW)}
+    return out[exp_id]
+
+
+def predicted_ratio(exp_id: str) -> float:
+    """The hypothetical-budget predictions, computed here from the model directly."""
+    disp = ex.HYPOTHETICAL_DISPATCH_S
+    if exp_id == "doubled_traffic":
+        return model.predicted_seconds(2 * N, 8 * N, PEAK, BW, disp) / model.predicted_seconds(
+            2 * N, 4 * N, PEAK, BW, disp
+        )
+    if exp_id == "fusion":
+        c = model.contract(*FUSION)
+        extra = 2 * 4 * FUSION[0] * FUSION[2]
+        return model.predicted_seconds(
+            c.flops, c.minimum_bytes + extra, PEAK, BW, disp
+        ) / model.predicted_seconds(c.flops, c.minimum_bytes, PEAK, BW, disp)
+    if exp_id == "bf16_memory":
+        return model.predicted_seconds(N, 8 * N, PEAK, BW, disp) / model.predicted_seconds(
+            N, 4 * N, PEAK, BW, disp
+        )
+    if exp_id == "bf16_compute":
+        c32, c16 = model.contract(1024, 1024, 1024, 4), model.contract(1024, 1024, 1024, 2)
+        return model.predicted_seconds(
+            c32.flops, c32.minimum_bytes, PEAK, BW, disp
+        ) / model.predicted_seconds(c16.flops, c16.minimum_bytes, 2 * PEAK, BW, disp)
+    c = model.contract(256, 256, 256)
+    return model.predicted_seconds(
+        10 * c.flops, c.minimum_bytes, PEAK, BW, disp
+    ) / model.predicted_seconds(c.flops, c.minimum_bytes, PEAK, BW, disp)
+
+
+RATIO_IDS = ["doubled_traffic", "fusion", "bf16_memory", "bf16_compute", "scan"]
+
+
+# ------------------------------------------------------------------------------- verdict
+
+
+def test_verdict_linear_held_and_failed() -> None:
+    held = ex.verdict(2.0, 1.76, tolerance=0.25)
+    assert held["status"] == "held"
+    assert held["error"] == pytest.approx(0.12)
+    assert held["text"] == "held within 12%"
+    failed = ex.verdict(2.0, 1.05, tolerance=0.25, reason_if_failed="XLA did not fuse")
+    assert failed["status"] == "failed"
+    assert failed["error"] == pytest.approx(0.475)
+    assert failed["text"] == (
+        "failed: measured 1.05× against a predicted 2.00× (error 48%); "
+        "likely reason: XLA did not fuse"
+    )
+
+
+def test_verdict_boundary_is_inclusive() -> None:
+    assert ex.verdict(4.0, 5.0, tolerance=0.25)["status"] == "held"
+    assert ex.verdict(4.0, 5.0 + 1e-9, tolerance=0.25)["status"] == "failed"
+
+
+def test_verdict_log_scale() -> None:
+    held = ex.verdict(10.0, 14.0, tolerance=2.0, log_scale=True, unit="columns")
+    assert held["status"] == "held"
+    assert held["error"] == pytest.approx(1.4)
+    assert held["text"] == "held within a factor of 1.40"
+    low = ex.verdict(10.0, 4.0, tolerance=2.0, log_scale=True, unit="columns")
+    assert low["status"] == "failed"
+    assert low["error"] == pytest.approx(2.5)
+    assert (
+        "measured 4 columns against a predicted 10 columns (off by a factor of 2.50)"
+        in (low["text"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("p", "m", "log"),
+    [
+        (None, 1.0, False),
+        (1.0, None, False),
+        (math.nan, 1.0, False),
+        (1.0, math.inf, False),
+        (0.0, 1.0, False),
+        (1.0, 0.0, True),
+        (-1.0, 1.0, True),
+    ],
+)
+def test_verdict_unavailable(p: float | None, m: float | None, log: bool) -> None:
+    v = ex.verdict(p, m, tolerance=2.0, log_scale=log)
+    assert v["status"] == "unavailable"
+    assert v["error"] is None
+    assert v["text"].startswith("unavailable: ")
+    json.dumps(v, allow_nan=False)
+
+
+@pytest.mark.parametrize(
+    ("tol", "log"), [(0.0, False), (-1.0, False), (math.nan, False), (1.0, True), (0.5, True)]
+)
+def test_verdict_rejects_bad_tolerance(tol: float, log: bool) -> None:
+    with pytest.raises(ValueError, match="tolerance"):
+        ex.verdict(1.0, 1.0, tolerance=tol, log_scale=log)
+
+
+# ---------------------------------------------------------------------------------- knee
+
+
+def test_knee_recovers_flat_then_proportional_exactly() -> None:
+    xs = [2.0**i for i in range(12)]
+    flat, slope = 1e-4, 1e-6  # knee at 100
+    fit = ex.knee_fit(xs, [max(flat, slope * x) for x in xs])
+    assert fit is not None
+    assert fit["knee"] == pytest.approx(100.0)
+    assert fit["flat"] == pytest.approx(flat)
+    assert fit["slope"] == pytest.approx(slope)
+    assert fit["split"] == 7  # 1..64 flat
+    assert fit["at_edge"] is False
+
+
+def test_knee_of_a_smooth_sum_and_noisy_data() -> None:
+    xs = [2.0**i for i in range(16)]
+    flat, slope = 5e-6, 5e-10  # knee 1e4
+    smooth = ex.knee([float(x) for x in xs], [flat + slope * x for x in xs])
+    assert smooth is not None and 1e4 / 2 < smooth < 1e4 * 2
+    # deterministic multiplicative noise of up to +-10%
+    noise = [1 + 0.1 * math.sin(7.3 * i) for i in range(len(xs))]
+    noisy = ex.knee(xs, [max(flat, slope * x) * e for x, e in zip(xs, noise, strict=True)])
+    assert noisy is not None and noisy == pytest.approx(1e4, rel=0.25)
+
+
+def test_knee_is_order_independent_and_flags_edges() -> None:
+    xs = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
+    times = [max(1.0, 0.125 * x) for x in xs]
+    assert ex.knee(xs[::-1], times[::-1]) == pytest.approx(ex.knee(xs, times) or 0)
+    flat_only = ex.knee_fit(xs, [1.0] * len(xs))
+    assert flat_only is not None and flat_only["at_edge"] is True
+    proportional = ex.knee_fit(xs, [3.0 * x for x in xs])
+    assert proportional is not None and proportional["at_edge"] is True
+
+
+@pytest.mark.parametrize(
+    ("xs", "ts"),
+    [
+        ([1.0, 2.0], [1.0, 2.0]),
+        ([1.0, 2.0, 4.0], [1.0, 0.0, 2.0]),
+        ([1.0, -2.0, 4.0], [1.0] * 3),
+        ([1.0, 2.0, 4.0], [1.0, math.nan, 2.0]),
+        ([1.0, 2.0, 4.0], [1.0, 2.0]),
+    ],
+)
+def test_knee_undefined(xs: list[float], ts: list[float]) -> None:
+    assert ex.knee(xs, ts) is None
+
+
+# --------------------------------------------------------------------------- closed forms
+
+
+@pytest.mark.parametrize(("d", "ridge"), [(1024, 5.0), (1024, 3.7), (8192, 82.0)])
+def test_batch_ridge_solves_the_contract_intensity(d: int, ridge: float) -> None:
+    b_star = ex.batch_ridge(d, ridge)
+    assert b_star is not None
+    assert b_star == pytest.approx(2 * ridge * d / (d - 4 * ridge))
+    assert 2 * d * d * b_star / (4 * (d * d + 2 * d * b_star)) == pytest.approx(ridge)
+    low, high = math.floor(b_star), math.ceil(b_star)
+    assert model.contract(d, d, high).intensity >= ridge
+    if low >= 1:
+        assert model.contract(d, d, low).intensity < ridge
+
+
+def test_batch_ridge_never_reached() -> None:
+    assert ex.batch_ridge(16, 4.0) is None  # intensity tends to d/4 = 4, never above
+    assert ex.batch_ridge(16, 3.9) is not None
+
+
+def test_dispatch_size() -> None:
+    assert ex.dispatch_size(5e-6, 20e9, 8) == pytest.approx(12500)
+    n = ex.dispatch_size(5e-6, 20e9, 8)
+    assert model.predicted_seconds(n, 8 * n, PEAK, BW) == pytest.approx(5e-6)
+
+
+def test_fusion_traffic() -> None:
+    t = ex.fusion_traffic(2048, 4, 2048, 4)
+    assert t["fused"] == model.contract(2048, 4, 2048).minimum_bytes
+    assert t["unfused"] - t["fused"] == 2 * 4 * 2048 * 2048
+    assert t["flops"] == 2 * 2048 * 4 * 2048
+
+
+# ------------------------------------------------------------------------------ budgets
+
+
+def test_budgets_measured_and_fallback() -> None:
+    measured = ex.budgets(CEILINGS, peak=PEAK, bandwidth=BW)
+    assert (measured.peak, measured.bandwidth, measured.dispatch) == (150e9, 40e9, 6e-6)
+    assert measured.kind is model.Kind.MEASURED
+    assert dict(measured.compute) == {"float32": 150e9, "bfloat16": 140e9}
+    fallback = ex.budgets(None, peak=PEAK, bandwidth=BW)
+    assert (fallback.peak, fallback.bandwidth) == (PEAK, BW)
+    assert fallback.kind is model.Kind.HYPOTHETICAL
+    assert fallback.dispatch == ex.HYPOTHETICAL_DISPATCH_S
+    assert "hypothetical" in fallback.note
+    half = ex.budgets(
+        {"peak_compute": {"value": 1e11}, "peak_bandwidth": {"value": None}},
+        peak=PEAK,
+        bandwidth=BW,
+    )
+    assert half.kind is model.Kind.HYPOTHETICAL and half.peak == PEAK
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.inf, math.nan])
+def test_budgets_reject_bad_hypothetical(bad: float) -> None:
+    with pytest.raises(InputError, match="hypothetical peak"):
+        ex.budgets(None, peak=bad, bandwidth=BW)
+
+
+# ------------------------------------------------------------------------------ analyse
+
+
+@pytest.mark.parametrize("exp_id", RATIO_IDS)
+def test_ratio_experiments_hold_near_and_fail_far_from_the_prediction(exp_id: str) -> None:
+    predicted = predicted_ratio(exp_id)
+    tol = ex.TOLERANCE[exp_id]
+    held = analyse_one(ratio_raw(exp_id, predicted * (1 + tol / 2)), exp_id)
+    assert held["prediction"]["value"] == pytest.approx(predicted)
+    assert held["prediction"]["kind"] == "hypothetical"
+    assert held["measurement"]["kind"] == "measured"
+    assert held["measurement"]["value"] == pytest.approx(predicted * (1 + tol / 2))
+    assert held["verdict"]["status"] == "held"
+    assert held["likely_reason"] == ""
+    failed = analyse_one(ratio_raw(exp_id, predicted * (1 - 2 * tol)), exp_id)
+    assert failed["verdict"]["status"] == "failed"
+    assert failed["likely_reason"]
+    assert failed["likely_reason"] in failed["verdict"]["text"]
+
+
+def test_doubled_traffic_predicts_two_when_both_are_memory_bound() -> None:
+    assert predicted_ratio("doubled_traffic") == pytest.approx(2.0)
+    rec = analyse_one(ratio_raw("doubled_traffic", 2.0), "doubled_traffic", ceilings=CEILINGS)
+    assert rec["prediction"]["kind"] == "measured"
+    assert rec["prediction"]["value"] == pytest.approx(2.0)
+    assert rec["details"]["bound"] == {"one_array": "memory", "two_arrays": "memory"}
+
+
+def test_doubled_traffic_blames_the_cache_when_the_data_fit() -> None:
+    rec = analyse_one(ratio_raw("doubled_traffic", 1.1), "doubled_traffic", cache_bytes=1 << 30)
+    assert "fit in the last-level cache" in rec["likely_reason"]
+
+
+def test_fusion_failure_blames_missing_fusion_from_the_kernel_count() -> None:
+    unfused = ratio_raw("fusion", 1.0, kernels={"fused": 2, "unfused": 2})
+    rec = analyse_one(unfused, "fusion")
+    assert rec["verdict"]["status"] == "failed"
+    assert rec["likely_reason"].startswith("XLA did not fuse the dot and the tanh")
+    assert "runs 2 kernels" in rec["likely_reason"]
+    # One kernel in the fused variant: the reason must come from other evidence.
+    fused = analyse_one(ratio_raw("fusion", 1.0), "fusion", cache_bytes=1 << 30)
+    assert "did not fuse" not in fused["likely_reason"]
+    assert "cache" in fused["likely_reason"]
+
+
+def test_fusion_prediction_is_the_traffic_ratio_when_memory_bound() -> None:
+    rec = analyse_one(ratio_raw("fusion", 1.0), "fusion")
+    assert rec["details"]["bound"] == "memory"
+    assert rec["prediction"]["value"] == pytest.approx(rec["details"]["traffic_ratio"])
+
+
+def test_bf16_memory_blames_converts() -> None:
+    rec = analyse_one(
+        ratio_raw("bf16_memory", 0.5, converts={"float32": 0, "bfloat16": 3}), "bf16_memory"
+    )
+    assert "computes bfloat16 arithmetic in float32" in rec["likely_reason"]
+    assert "3 converts" in rec["likely_reason"]
+
+
+def test_bf16_compute_prediction_from_measured_ceilings_and_upcast_reason() -> None:
+    c32, c16 = model.contract(1024, 1024, 1024, 4), model.contract(1024, 1024, 1024, 2)
+    expected = model.predicted_seconds(
+        c32.flops, c32.minimum_bytes, 150e9, 40e9, 6e-6
+    ) / model.predicted_seconds(c16.flops, c16.minimum_bytes, 140e9, 40e9, 6e-6)
+    held = analyse_one(ratio_raw("bf16_compute", expected), "bf16_compute", ceilings=CEILINGS)
+    assert held["prediction"]["kind"] == "measured"
+    assert held["prediction"]["value"] == pytest.approx(expected)
+    assert held["verdict"]["status"] == "held"
+    faster = {
+        **CEILINGS,
+        "compute": [{"dtype": "float32", "value": 150e9}, {"dtype": "bfloat16", "value": 300e9}],
+    }
+    wins = analyse_one(ratio_raw("bf16_compute", 2.0), "bf16_compute", ceilings=faster)
+    assert wins["verdict"]["status"] == "held"
+    # Measured bf16 ceiling at or under f32's, and a far-off measurement: the upcast reason.
+    slow = analyse_one(ratio_raw("bf16_compute", expected / 3), "bf16_compute", ceilings=CEILINGS)
+    assert slow["verdict"]["status"] == "failed"
+    assert "upcasts bfloat16 matmuls" in slow["likely_reason"]
+    # bfloat16 beating a prediction of no gain: an upcast cannot be the reason.
+    beat = analyse_one(ratio_raw("bf16_compute", expected * 3), "bf16_compute", ceilings=CEILINGS)
+    assert beat["verdict"]["status"] == "failed"
+    assert "upcast" not in beat["likely_reason"]
+    # No measured ceilings: the hypothetical 2x, and the converts as evidence.
+    hypo = analyse_one(
+        ratio_raw("bf16_compute", 0.9, converts={"float32": 0, "bfloat16": 3}), "bf16_compute"
+    )
+    assert hypo["prediction"]["kind"] == "hypothetical"
+    assert "3 converts" in hypo["likely_reason"]
+
+
+def _model_batch_slope(peak: float) -> float:
+    return 2 * D * D / peak
+
+
+@pytest.mark.parametrize("ceilings", [None, CEILINGS])
+def test_batching_knee_holds_and_fails(ceilings: dict[str, Any] | None) -> None:
+    b = ex.budgets(ceilings, peak=PEAK, bandwidth=BW)
+    b_star = ex.batch_ridge(D, model.ridge(b.peak, b.bandwidth))
+    assert b_star is not None
+    slope = _model_batch_slope(b.peak)
+    held = analyse_one(sweep_raw("batching", slope * b_star * 1.3, slope), "batching", ceilings)
+    assert held["prediction"]["value"] == pytest.approx(b_star)
+    assert held["prediction"]["kind"] == b.kind.value
+    assert held["measurement"]["value"] == pytest.approx(b_star * 1.3)
+    assert held["verdict"]["status"] == "held"
+    # The flat part 4x higher than the model's: slow small batches push the knee right.
+    slow_flat = analyse_one(sweep_raw("batching", slope * b_star * 4, slope), "batching", ceilings)
+    assert slow_flat["verdict"]["status"] == "failed"
+    assert "small batches read W at only" in slow_flat["likely_reason"]
+    # The flat part 4x lower, W in cache: the knee moves left and the cache is named.
+    cached = analyse_one(
+        sweep_raw("batching", slope * b_star / 4, slope), "batching", ceilings, cache_bytes=1 << 30
+    )
+    assert cached["verdict"]["status"] == "failed"
+    assert "fit in the last-level cache" in cached["likely_reason"]
+    # The proportional part 4x steeper: slow large batches push the knee left.
+    steep = analyse_one(sweep_raw("batching", slope * b_star, 4 * slope), "batching", ceilings)
+    assert "large batches reach only" in steep["likely_reason"]
+
+
+def test_batching_never_reaching_the_ridge_is_unavailable() -> None:
+    tiny = {"peak_compute": {"value": 1e15}, "peak_bandwidth": {"value": 1e9}}
+    rec = analyse_one(sweep_raw("batching", 1e-3, 1e-6), "batching", tiny)
+    assert rec["prediction"]["value"] is None
+    assert "never reached" in rec["prediction"]["note"]
+    assert rec["verdict"]["status"] == "unavailable"
+    assert "never reached" in rec["verdict"]["text"]
+
+
+def test_dispatch_knee_holds_and_fails() -> None:
+    n_star = ex.dispatch_size(ex.HYPOTHETICAL_DISPATCH_S, BW, 8)
+    slope = 8 / BW
+    held = analyse_one(sweep_raw("dispatch", ex.HYPOTHETICAL_DISPATCH_S * 1.5, slope), "dispatch")
+    assert held["prediction"]["value"] == pytest.approx(n_star)
+    assert held["verdict"]["status"] == "held"
+    slow = analyse_one(sweep_raw("dispatch", ex.HYPOTHETICAL_DISPATCH_S, slope * 5), "dispatch")
+    assert slow["verdict"]["status"] == "failed"
+    assert "freshly allocated output" in slow["likely_reason"]
+    costly = analyse_one(sweep_raw("dispatch", ex.HYPOTHETICAL_DISPATCH_S * 5, slope), "dispatch")
+    assert "above the" in costly["likely_reason"] and "dispatch floor" in costly["likely_reason"]
+
+
+def test_dispatch_prediction_kind_follows_its_inputs() -> None:
+    only_dispatch = {"dispatch": {"value": 6e-6}}
+    rec = analyse_one(sweep_raw("dispatch", 6e-6, 8 / BW), "dispatch", only_dispatch)
+    assert rec["prediction"]["kind"] == "hypothetical"  # the bandwidth is still assumed
+    assert rec["prediction"]["value"] == pytest.approx(ex.dispatch_size(6e-6, BW, 8))
+    rec = analyse_one(sweep_raw("dispatch", 6e-6, 8 / 40e9), "dispatch", CEILINGS)
+    assert rec["prediction"]["kind"] == "measured"
+
+
+def test_scan_reasons() -> None:
+    rec = analyse_one(ratio_raw("scan", 10.0), "scan")
+    assert rec["details"]["xla_ratio"] == pytest.approx(1.0, rel=1e-6)
+    assert rec["details"]["scan_flops"] == 10 * rec["details"]["body_flops"]
+    near_xla = analyse_one(ratio_raw("scan", 1.5), "scan")
+    assert "nearer XLA's implied" in near_xla["likely_reason"]
+    slow = analyse_one(ratio_raw("scan", 20.0), "scan")
+    assert "kernels" in slow["likely_reason"] and "per step" in slow["likely_reason"]
+
+
+def test_noise_is_named_when_nothing_else_explains_a_failure() -> None:
+    rec = ratio_raw("doubled_traffic", 3.0)
+    rec["two_arrays"] = timing_json(3e-3, spread=0.5)
+    out = analyse_one(rec, "doubled_traffic")
+    assert out["likely_reason"].startswith("timing noise")
+
+
+def test_analyse_covers_every_experiment_and_marks_missing_ones() -> None:
+    raw = {
+        "experiments": {
+            "fusion": {"available": False, "reason": "out of memory"},
+            "scan": ratio_raw("scan", 10.0),
+        }
+    }
+    out = ex.analyse(raw, ceilings=None, peak=PEAK, bandwidth=BW)
+    assert [e["id"] for e in out] == list(ex.EXPERIMENT_IDS)
+    by_id = {e["id"]: e for e in out}
+    assert by_id["fusion"]["verdict"] == {
+        **by_id["fusion"]["verdict"],
+        "status": "unavailable",
+        "text": "unavailable: out of memory",
+    }
+    assert by_id["batching"]["verdict"]["status"] == "unavailable"
+    assert by_id["scan"]["verdict"]["status"] == "held"
+    for e in out:
+        assert set(e) == {
+            "id",
+            "title",
+            "hypothesis",
+            "prediction",
+            "measurement",
+            "verdict",
+            "details",
+            "likely_reason",
+        }
+        assert model.Quantity.from_json(e["prediction"]).unit == e["measurement"]["unit"]
+
+
+def full_raw() -> dict[str, Any]:
+    slope = _model_batch_slope(PEAK)
+    exps = {i: ratio_raw(i, predicted_ratio(i)) for i in RATIO_IDS}
+    exps["batching"] = sweep_raw("batching", slope * 10, slope)
+    exps["dispatch"] = sweep_raw("dispatch", 5e-6, 8 / BW)
+    return {"backend": "cpu", "cache_bytes": 1 << 25, "experiments": exps}
+
+
+@pytest.mark.parametrize("ceilings", [None, CEILINGS])
+def test_analyse_is_plain_deterministic_json(ceilings: dict[str, Any] | None) -> None:
+    first = json.dumps(
+        ex.analyse(full_raw(), ceilings=ceilings, peak=PEAK, bandwidth=BW),
+        sort_keys=True,
+        allow_nan=False,
+    )
+    again = json.dumps(
+        ex.analyse(json.loads(json.dumps(full_raw())), ceilings=ceilings, peak=PEAK, bandwidth=BW),
+        sort_keys=True,
+        allow_nan=False,
+    )
+    assert first == again
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        [],
+        {},
+        {"experiments": []},
+        {"experiments": {"scan": 3}},
+        {"experiments": {"scan": {"available": True, "size": 0, "steps": 10}}},
+        {"experiments": {"scan": {**ratio_raw("scan", 1.0), "body": {"per_call": {}}}}},
+        {"experiments": {"batching": {**sweep_raw("batching", 1, 1), "times": []}}},
+        {"experiments": {"fusion": ratio_raw("fusion", 1.0, kernels={"fused": -1})}},
+    ],
+)
+def test_analyse_rejects_malformed_input(raw: Any) -> None:
+    with pytest.raises(InputError):
+        ex.analyse(raw, ceilings=None, peak=PEAK, bandwidth=BW)
+
+
+# ---------------------------------------------------------------------------- exercises
+
+
+def exercises_by_id(ceilings: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    return {x["id"]: x for x in ex.exercises(peak=PEAK, bandwidth=BW, ceilings=ceilings)}
+
+
+def test_every_exercise_follows_an_experiment() -> None:
+    out = ex.exercises(peak=PEAK, bandwidth=BW, ceilings=None)
+    assert {x["after"] for x in out} <= set(ex.EXPERIMENT_IDS)
+    for x in out:
+        assert set(x) == {"id", "after", "question", "solution", "answer"}
+        assert x["solution"] and all(isinstance(s, str) for s in x["solution"])
+
+
+def test_exercise_seed_shapes_in_bfloat16() -> None:
+    answer = exercises_by_id()["ex_bf16"]["answer"]
+    assert answer["float32"]["flops"] == answer["bfloat16"]["flops"] == 27648
+    assert answer["float32"]["minimum_bytes"] == 8064
+    assert answer["bfloat16"]["minimum_bytes"] == 4032
+    assert answer["float32"]["intensity"] == pytest.approx(24 / 7)
+    assert answer["bfloat16"]["intensity"] == pytest.approx(48 / 7)
+    assert answer["float32"]["bound"] == "memory"
+    assert answer["bfloat16"]["bound"] == "compute"  # 48/7 > the ridge 5
+    assert answer["bfloat16"]["attainable"] == PEAK
+
+
+def test_exercise_batch_at_the_ridge() -> None:
+    ridge = PEAK / BW
+    answer = exercises_by_id()["ex_batching"]["answer"]
+    assert answer["b_star"] == pytest.approx(2 * ridge * 1024 / (1024 - 4 * ridge))
+    assert answer["first_batch_at_ridge"] == math.ceil(answer["b_star"])
+    assert answer["intensity_at_first"] == model.contract(1024, 1024, 11).intensity >= ridge
+    assert answer["intensity_below_first"] == model.contract(1024, 1024, 10).intensity < ridge
+    assert answer["measured_b_star"] is None
+    measured = exercises_by_id(CEILINGS)["ex_batching"]["answer"]
+    assert measured["measured_b_star"] == pytest.approx(ex.batch_ridge(1024, 150 / 40))
+
+
+def test_exercise_dispatch_bound_size() -> None:
+    answer = exercises_by_id()["ex_dispatch"]["answer"]
+    assert answer["n_star"] == pytest.approx(12500)
+    assert answer["traffic_seconds_at_n_star"] == pytest.approx(5e-6)
+    assert exercises_by_id(CEILINGS)["ex_dispatch"]["answer"]["measured_n_star"] == (
+        pytest.approx(6e-6 * 40e9 / 8)
+    )
+
+
+def test_exercise_scan_flops() -> None:
+    answer = exercises_by_id()["ex_scan"]["answer"]
+    assert answer["body_flops"] == 2 * 256**3
+    assert answer["our_flops"] == 10 * answer["xla_flops"] == 10 * 2 * 256**3
+    assert answer["ratio"] == 10
+
+
+def test_exercise_doubled_and_fusion() -> None:
+    by_id = exercises_by_id()
+    doubled = by_id["ex_doubled_traffic"]["answer"]
+    assert doubled["one_array"]["intensity"] == 0.5
+    assert doubled["two_arrays"]["intensity"] == 0.25
+    assert doubled["two_arrays"]["attainable"] == BW * 0.25
+    assert doubled["time_ratio"] == pytest.approx(2.0)
+    fusion = by_id["ex_fusion"]["answer"]
+    c = model.contract(2048, 4, 2048)
+    assert fusion["fused_bytes"] == c.minimum_bytes
+    assert fusion["unfused_bytes"] == c.minimum_bytes + 2 * 4 * 2048 * 2048
+    assert fusion["time_ratio"] == pytest.approx(fusion["unfused_bytes"] / c.minimum_bytes)
+
+
+def test_exercise_answers_are_in_their_solutions() -> None:
+    by_id = exercises_by_id()
+    assert any("12500" in s for s in by_id["ex_dispatch"]["solution"])
+    assert any("27648" in s for s in by_id["ex_bf16"]["solution"])
+    assert any("b = 11" in s for s in by_id["ex_batching"]["solution"])
+
+
+def test_exercises_json_and_inputs() -> None:
+    a = json.dumps(
+        ex.exercises(peak=PEAK, bandwidth=BW, ceilings=CEILINGS), sort_keys=True, allow_nan=False
+    )
+    b = json.dumps(
+        ex.exercises(peak=PEAK, bandwidth=BW, ceilings=CEILINGS), sort_keys=True, allow_nan=False
+    )
+    assert a == b
+    with pytest.raises(InputError):
+        ex.exercises(peak=-1.0, bandwidth=BW, ceilings=None)
