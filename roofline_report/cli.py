@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sweeps", action="store_true", help="do not run the size sweeps")
     p.add_argument("--no-sharding", action="store_true",
                    help="do not analyse the sharded workloads")
+    p.add_argument("--no-experiments", action="store_true",
+                   help="do not run the lab notebook's experiments (exercises are still shown)")
     p.add_argument("--config", metavar="FILE",
                    help="a TOML file declaring your own workloads and budgets")
     p.add_argument("--only-config", action="store_true",
@@ -111,6 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return compare.main(args_list[1:])
         return _build(build_parser().parse_args(args_list))
     except InputError as exc:
+        if debug and exc.__cause__ is not None:
+            traceback.print_exception(exc.__cause__)
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
@@ -195,6 +199,7 @@ def _measure(ns: argparse.Namespace, progress: Progress) -> dict[str, Any]:
         ceilings=not ns.no_ceilings,
         sweeps=not ns.no_sweeps,
         sharding=not ns.no_sharding,
+        experiments=not ns.no_experiments,
         peak=peak or model.SEED_PEAK_FLOPS,
         bandwidth=bandwidth or model.SEED_BANDWIDTH,
         interconnect=interconnect or model.DEFAULT_INTERCONNECT,
@@ -213,10 +218,14 @@ def write(out: Path, data: dict[str, Any], *, source: str | None = None) -> None
 
     try:
         rendered = render.render(data)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+    except Exception as exc:
         if source is None:
             raise
-        raise InputError(f"{source}: unexpected structure ({type(exc).__name__}: {exc})") from None
+        # Saved data that passed validation but does not render: the file's shape is at fault
+        # (rendering is a pure function of it). The cause's traceback is shown with --debug.
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise InputError(f"{source}: unexpected structure ({type(exc).__name__}: {first})"
+                         ) from exc
     files = {"report.html": rendered.html, "report.md": rendered.markdown,
              "results.json": results.dumps(data)}
     for name, svg in rendered.figures.items():

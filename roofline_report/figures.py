@@ -70,9 +70,18 @@ def _to_svg(fig: Figure, name: str, title: str, description: str) -> str:
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None},
                     bbox_inches="tight")
     plt.close(fig)
-    text = buf.getvalue()
-    # Drop the XML prolog and DOCTYPE so the SVG can be inlined in HTML; add title/desc.
+    return _inlinable(buf.getvalue(), name, title, description)
+
+
+def _inlinable(text: str, name: str, title: str, description: str) -> str:
+    """Make matplotlib's SVG fit to inline in HTML: no XML prolog, DOCTYPE or RDF metadata,
+    every id prefixed with the figure's name (matplotlib reuses ids such as ``axes_1`` in every
+    figure) with the references to them, no fixed size, and a <title> and <desc>."""
     text = text[text.index("<svg"):]
+    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)
+    text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{name}-{m.group(1)}"', text)
+    text = re.sub(r'(href="#|url\(#)([^")]+)', lambda m: f"{m.group(1)}{name}-{m.group(2)}",
+                  text)
     head_end = text.index(">") + 1
     head = text[:head_end]
     head = re.sub(r'\swidth="([\d.]+)pt"\s+height="([\d.]+)pt"', "", head, count=1)
@@ -462,3 +471,37 @@ def sweep_prediction(sweep_model: Mapping[str, Any]) -> FigureOut:
         table,
         (Kind.MEASURED.value,),
     )
+
+
+# --- lab notebook ---------------------------------------------------------------------------
+
+def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> FigureOut:
+    """A lab experiment's sweep: measured times, the model's, and the fit, on log axes."""
+    name = f"lab_{exp_id}"
+    fig, ax = _new_figure()
+    xs = data["x"]
+    styles: dict[str, dict[str, Any]] = {"measured": {"marker": "o", "linestyle": "none"},
+              "model": {"linestyle": "--"}, "fit": {"linestyle": ":"}}
+    for i, s in enumerate(data["series"]):
+        key = "measured" if s["label"] == "measured" else "model" if "model" in s["label"] \
+            else "fit"
+        kind_label = Kind(s["kind"]).label
+        label = s["label"] if s["label"] == kind_label else f"{s['label']} ({kind_label})"
+        ax.plot(xs, s["y"], color=PALETTE[i % len(PALETTE)], label=label, **styles[key])
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_si(v, "s", 2)))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
+    ax.set_xlabel(data.get("xlabel", ""))
+    ax.set_ylabel(data.get("ylabel", ""))
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper left", fontsize=8)
+    desc = ("The measured times against the roofline model's, with a flat-then-proportional "
+            "fit whose knee is the observed crossing.")
+    headers = (data.get("xlabel", "x"), *(s["label"] for s in data["series"]))
+    rows = tuple((_tick(x), *(fmt(s["y"][i], "s") for s in data["series"]))
+                 for i, x in enumerate(xs))
+    kinds = tuple(sorted({s["kind"] for s in data["series"]}))
+    return FigureOut(name, title, desc, _to_svg(fig, name, title, desc), Table(headers, rows),
+                     kinds)

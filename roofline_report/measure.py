@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 
-from roofline_report import __version__, hlo_count, lowering, reconcile, study, timing
+from roofline_report import __version__, experiments, hlo_count, lowering, reconcile, study, timing
 from roofline_report.model import DEFAULT_INTERCONNECT, SEED_BANDWIDTH, SEED_PEAK_FLOPS
 from roofline_report.results import SCHEMA_VERSION
 from roofline_report.workloads import Workload, catalog
@@ -29,6 +29,7 @@ class RunOptions:
     ceilings: bool = True
     sweeps: bool = True
     sharding: bool = True
+    experiments: bool = True
     peak: float = SEED_PEAK_FLOPS
     bandwidth: float = SEED_BANDWIDTH
     interconnect: float = DEFAULT_INTERCONNECT
@@ -44,6 +45,7 @@ class RunOptions:
             "ceilings": self.ceilings,
             "sweeps": self.sweeps,
             "sharding": self.sharding,
+            "experiments": self.experiments,
             "builtin": self.builtin,
             "preset": self.preset,
             "config": self.config_source,
@@ -107,6 +109,22 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     if results["sweeps"] and roof is not None:
         results["sweep_model"] = study.sweep_study(results["sweeps"], *roof)
 
+    ceilings_json = results["ceilings"] if results["ceilings"].get("available") else None
+    if options.experiments:
+        say("lab notebook: experiments")
+        results["lab"] = _lab(options.quick, ceilings_json, say, skips)
+        results["experiments"] = experiments.analyse(
+            results["lab"], ceilings=ceilings_json, peak=options.peak,
+            bandwidth=options.bandwidth)
+        for e in results["experiments"]:
+            if e["verdict"]["status"] == "unavailable":
+                skips.add(f"experiment {e['title']}", e["verdict"]["text"])
+    else:
+        results["lab"] = {"available": False, "reason": "skipped with --no-experiments"}
+        results["experiments"] = []
+    results["exercises"] = experiments.exercises(
+        peak=options.peak, bandwidth=options.bandwidth, ceilings=ceilings_json)
+
     if options.sharding:
         say("sharded workloads (subprocess)")
         results["sharding"] = _sharding(options.quick, skips)
@@ -165,6 +183,16 @@ def _measured_roof(ceilings: Mapping[str, Any]) -> tuple[float, float, float] | 
     if not peak or not bandwidth:
         return None
     return float(peak), float(bandwidth), float(dispatch)
+
+
+def _lab(quick: bool, ceilings: Mapping[str, Any] | None, say: Progress,
+         skips: Skips) -> dict[str, Any]:
+    from roofline_report import lab
+
+    try:
+        return lab.run_lab(quick=quick, ceilings=ceilings, progress=say)
+    except Exception as exc:  # one experiment failing is handled inside; this is all of them
+        return {"experiments": {}, **skips.add("lab notebook", _why(exc))}
 
 
 def _sharding(quick: bool, skips: Skips) -> dict[str, Any]:

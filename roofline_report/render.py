@@ -125,6 +125,10 @@ def view_model(results: Mapping[str, Any]) -> dict[str, Any]:
     if sweep_model and sweep_model.get("points"):
         figures.append(figs.sweep_trajectories(sweep_model))
         figures.append(figs.sweep_prediction(sweep_model))
+    for e in results.get("experiments", []) or []:
+        fig_data = (e.get("details") or {}).get("figure")
+        if fig_data and fig_data.get("series"):
+            figures.append(figs.experiment_figure(e["id"], e["title"], fig_data))
     sharding = results.get("sharding", {})
     if sharding.get("available") and sharding.get("model", {}).get("bounds"):
         figures.append(figs.comm_times(sharding["model"]))
@@ -148,6 +152,7 @@ def view_model(results: Mapping[str, Any]) -> dict[str, Any]:
         "catalog": [_catalog_row(w) for w in workloads],
         "reconciliation": [_reconciliation(w) for w in workloads if w.get("reconciliation")],
         "sharding": _sharding(sharding),
+        "lab": _lab(results),
         "sweeps": _sweeps(results),
         "preset": _preset(results["budgets"].get("preset"), results),
         "figures": {f.name: f for f in figures},
@@ -433,6 +438,51 @@ def _reconciliation(w: Mapping[str, Any]) -> dict[str, Any]:
     eff = rec.get("traffic_efficiency")
     return {"title": w["title"], "rows": rows, "reason": "",
             "efficiency": ratio(eff, Kind.COMPILER_ESTIMATE, 3) if eff else None}
+
+
+def _quantity(q: Mapping[str, Any] | None) -> Num:
+    if not q:
+        return Num("unknown")
+    unit = q.get("unit", "")
+    value = q.get("value")
+    if value is None:
+        return Num("unknown", q.get("kind", ""))
+    if unit in ("×", "x", "ratio", "columns", "elements", "") or "FLOP/B" in unit:
+        text = f"{value:.3g}" + (f" {unit}" if unit not in ("", "ratio") else "")
+        if unit == "×":
+            text = f"{value:.3g}×"
+        return Num(text, q.get("kind", ""))
+    return Num(format_si(value, unit), q.get("kind", ""))
+
+
+def _lab(results: Mapping[str, Any]) -> dict[str, Any]:
+    exps = results.get("experiments") or []
+    exercises = results.get("exercises") or []
+    by_after: dict[str, list[dict[str, Any]]] = {}
+    for x in exercises:
+        by_after.setdefault(x.get("after", ""), []).append({
+            "id": x["id"], "question": x["question"], "solution": list(x.get("solution", []))})
+    rows = []
+    for e in exps:
+        v = e.get("verdict") or {}
+        rows.append({
+            "id": e["id"],
+            "title": e["title"],
+            "hypothesis": e.get("hypothesis", ""),
+            "prediction": _quantity(e.get("prediction")),
+            "prediction_note": (e.get("prediction") or {}).get("note", ""),
+            "measurement": _quantity(e.get("measurement")),
+            "measurement_note": (e.get("measurement") or {}).get("note", ""),
+            "status": v.get("status", "unavailable"),
+            "verdict": v.get("text", ""),
+            "figure": f"lab_{e['id']}",
+            "exercises": by_after.pop(e["id"], []),
+        })
+    leftover = [x for xs in by_after.values() for x in xs]
+    lab = results.get("lab") or {}
+    held = sum(1 for r in rows if r["status"] == "held")
+    return {"rows": rows, "exercises": leftover, "held": str(held), "count": str(len(rows)),
+            "reason": "" if rows else lab.get("reason", "not run")}
 
 
 def _dims_text(dims: Mapping[str, Any] | None) -> str:
