@@ -1,0 +1,53 @@
+"""Shared fixtures: one rendered report folder per test session.
+
+The report is rendered from a saved results file, the way ``python generate.py --from-json FILE
+--out DIR`` does it. The committed ``tests/fixtures/cpu_results.json`` is preferred; while it does
+not exist, the real pipeline is run once in a subprocess (``--quick --no-sweeps --no-sharding
+--no-ceilings``) to produce one, so jax runs in its own process, apart from this one's settings.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from roofline_report import cli
+from roofline_report.errors import EXIT_OK, EXIT_PARTIAL
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_RESULTS = REPO / "tests" / "fixtures" / "cpu_results.json"
+ARTIFACTS = REPO / ".test-artifacts"
+PIPELINE_FLAGS = ("--quick", "--no-sweeps", "--no-sharding", "--no-ceilings")
+
+
+def _results_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The committed results fixture, or a fresh one measured once on this machine."""
+    if FIXTURE_RESULTS.is_file():
+        return FIXTURE_RESULTS
+    out = tmp_path_factory.mktemp("measured") / "report"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "generate.py"), *PIPELINE_FLAGS, "--progress", "none",
+         "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    if proc.returncode not in (EXIT_OK, EXIT_PARTIAL):
+        pytest.fail(f"generate.py {' '.join(PIPELINE_FLAGS)} exited {proc.returncode}:\n"
+                    f"{proc.stderr[-2000:]}")
+    results = out / "results.json"
+    assert results.is_file(), f"the pipeline wrote no {results}"
+    return results
+
+
+@pytest.fixture(scope="session")
+def rendered_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A report folder (report.html, report.md, figures/*.svg, results.json) rendered once from a
+    saved results file with ``--from-json``; treat it as read-only."""
+    results = _results_file(tmp_path_factory)
+    out = tmp_path_factory.mktemp("rendered") / "report"
+    rc = cli.main(["--from-json", str(results), "--out", str(out)])
+    assert rc in (EXIT_OK, EXIT_PARTIAL), f"--from-json {results} exited {rc}"
+    for name in ("report.html", "report.md", "results.json"):
+        assert (out / name).is_file(), f"the rendered report has no {name}"
+    return out
