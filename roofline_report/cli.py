@@ -145,6 +145,11 @@ def _build(ns: argparse.Namespace) -> int:
         measuring_flags = [f for f, v in (("--quick", ns.quick), ("--config", ns.config),
                                           ("--peak", ns.peak), ("--bandwidth", ns.bandwidth),
                                           ("--interconnect", ns.interconnect),
+                                          ("--only-config", ns.only_config),
+                                          ("--no-ceilings", ns.no_ceilings),
+                                          ("--no-sweeps", ns.no_sweeps),
+                                          ("--no-sharding", ns.no_sharding),
+                                          ("--no-experiments", ns.no_experiments),
                                           ("--preset", ns.preset)) if v]
         if measuring_flags:
             raise InputError(f"--from-json re-renders saved results; {measuring_flags[0]} "

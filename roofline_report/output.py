@@ -108,10 +108,13 @@ def _swap(staging: Path, out: Path) -> None:
         return
     old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.resolve().parent))
     old.rmdir()
-    os.replace(out, old)
     try:
+        os.replace(out, old)
         os.replace(staging, out)
     except BaseException:
-        os.replace(old, out)
+        # An interrupt may land between the two renames: put the previous report back if it
+        # was moved aside and the new one is not in place.
+        if old.exists() and not out.exists():
+            os.replace(old, out)
         raise
     shutil.rmtree(old, ignore_errors=True)

@@ -48,15 +48,45 @@ def _finite(value: Any) -> Any:
     return value
 
 
+class _NotFinite(ValueError):
+    """A NaN or infinite number in the JSON text (dumps never writes one)."""
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotFinite(name)
+
+
 def loads(text: str, *, source: str = "results.json") -> dict[str, Any]:
-    """Parse and validate a results document; InputError names the file and the problem."""
+    """Parse and validate a results document; InputError names the file and the problem.
+
+    Raises InputError, and nothing else, for any ``text``: not JSON, NaN or infinite numbers,
+    text that cannot be written back as UTF-8 (lone surrogates), or a structure that
+    :func:`validate` refuses.
+    """
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+    except _NotFinite as exc:
+        raise InputError(f"{source}: non-finite number {exc} (unknown values are null)") from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise InputError(
+            f"{source}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
+        ) from None
     except RecursionError:
         raise InputError(f"{source}: not valid JSON (nested too deeply)") from None
+    except ValueError:  # e.g. an integer beyond Python's limit on digits
+        raise InputError(f"{source}: not valid JSON (a number has too many digits)") from None
     validate(data, source=source)
+    try:  # the report is written as UTF-8: refuse what cannot be (lone surrogates from \uD800)
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{source}: holds text that is not valid Unicode") from None
     return data  # type: ignore[no-any-return]
 
 
@@ -103,6 +133,11 @@ def validate(data: Any, *, source: str = "results.json") -> None:
         for key in ("name", "title", "dtype"):
             if not isinstance(w.get(key), str):
                 raise InputError(f"{where}: '{key}' must be a string")
+    for i, item in enumerate(data["skipped"]):
+        if not isinstance(item, dict) or not all(
+            isinstance(item.get(key), str) for key in ("what", "reason")
+        ):
+            raise InputError(f"{source}: skipped[{i}] must be an object with 'what' and 'reason'")
     seed = data["seed"]
     for key in ("model", "experiment", "exercise"):
         if not isinstance(seed.get(key), dict):

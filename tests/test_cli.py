@@ -1,0 +1,508 @@
+"""What a user of the command line sees: exit codes, one error line, and an untouched output folder.
+
+Bad input exits with 2, prints exactly one line starting with ``error:`` on stderr (no traceback)
+and creates or changes nothing. A failed or interrupted build leaves the previous report
+byte-identical. Most tests re-render a saved results.json (tests/fixtures/cpu_results.json, or
+while it is absent one measured once per module, in-process, from the seed and a small swept
+matmul with tiny ceilings) so that the file runs in seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roofline_report import cli, output, render
+from roofline_report.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+FIXTURE = REPO / "tests" / "fixtures" / "cpu_results.json"
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every path under ``root`` (hidden ones too): file bytes, or None for a folder."""
+    out: dict[str, bytes | None] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        out[rel] = None if p.is_dir() and not p.is_symlink() else (
+            p.read_bytes() if p.is_file() else os.readlink(p).encode())
+    return out
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Run the CLI in-process; returns (exit code, stderr)."""
+    capsys.readouterr()
+    code = cli.main(argv)
+    return code, capsys.readouterr().err
+
+
+def assert_one_error_line(err: str, *fragments: str) -> None:
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, err)
+
+
+def small_measurement(mp: pytest.MonkeyPatch) -> None:
+    """Make a measuring run small: the seed and a 64^3 matmul swept over 3 sizes, tiny ceilings."""
+    from roofline_report import ceilings, measure, workloads
+    from roofline_report.ceilings import MiB, Plan
+
+    tiny = Plan(matmul_sizes=(32, 64), matmul_max_call_s=1.0, matmul_dtypes=("float32",),
+                array_bytes=1 * MiB, samples=3, min_sample_s=1e-3, sweep_samples=2,
+                sweep_min_sample_s=5e-4, budget_s=0.2)
+    matmul = dataclasses.replace(workloads.by_name("matmul"), dims={"m": 64, "k": 64, "n": 64},
+                                 sweep={"m": (16, 32, 64), "k": (16, 32, 64), "n": (16, 32, 64)})
+    real = ceilings.measure_ceilings
+    mp.setattr(measure, "catalog", lambda: [workloads.SEED, matmul])
+    mp.setattr(ceilings, "measure_ceilings", lambda **kw: real(**{**kw, "plan": tiny}))
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A saved results.json: the committed fixture, else a small measurement on this machine."""
+    if FIXTURE.is_file():
+        return FIXTURE
+    out = tmp_path_factory.mktemp("saved") / "report"
+    with pytest.MonkeyPatch.context() as mp:
+        small_measurement(mp)
+        code = cli.main(["--quick", "--no-sharding", "--progress", "none", "--out", str(out)])
+    assert code in (EXIT_OK, EXIT_PARTIAL)
+    return out / "results.json"
+
+
+@pytest.fixture
+def cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Work in an empty folder (the default --out is relative), with sys.path restored after."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    had = set(sys.modules)
+    yield work
+    for name in ("my_workloads", "rr_raising_module"):  # imported from this test's folder
+        if name not in had:
+            sys.modules.pop(name, None)
+
+
+@pytest.fixture(scope="module")
+def rendered(saved: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("rendered") / "report"
+    assert cli.main(["--from-json", str(saved), "--out", str(out)]) in (EXIT_OK, EXIT_PARTIAL)
+    return out
+
+
+@pytest.fixture
+def previous(rendered: Path, cwd: Path) -> Path:
+    """A report folder written by the tool (the one later builds must leave untouched)."""
+    return Path(shutil.copytree(rendered, cwd / "report", symlinks=True))
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+def _write(path: Path, data: bytes | str) -> Path:
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    return path
+
+
+def _shape_variant(saved: Path, change: str) -> str:
+    doc: dict[str, Any] = json.loads(saved.read_text(encoding="utf-8"))
+    if change == "schema_version":
+        doc["schema_version"] = 99
+    elif change == "no_workloads":
+        del doc["workloads"]
+    elif change == "workloads_object":
+        doc["workloads"] = {"seed": 1}
+    elif change == "budget_zero":
+        doc["budgets"]["hypothetical"]["peak"]["value"] = 0
+    elif change == "skipped_strings":
+        doc["skipped"] = ["ceilings"]
+    elif change == "lone_surrogate":
+        doc["workloads"][0]["title"] = "\ud800"  # valid JSON ("\\ud800"), not valid Unicode
+    return json.dumps(doc)
+
+
+BAD_JSON: dict[str, tuple[bytes | str, str]] = {
+    "not_json": ("this is not JSON\n", "not valid JSON"),
+    "empty": ("", "not valid JSON"),
+    "list": ("[1, 2, 3]\n", "JSON object"),
+    "foreign_object": ('{"name": "some other tool"}\n', "schema_version"),
+    "non_utf8": (b"\xff\xfe{\x00}\x00", "UTF-8"),
+    "nan": ('{"schema_version": NaN}', "non-finite"),
+    "huge_integer": ("1" * 5000, "too many digits"),
+    "deep_nesting": ("[" * 100_000 + "]" * 100_000, "JSON"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_JSON))
+def test_from_json_refuses_a_bad_file(case: str, cwd: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    data, fragment = BAD_JSON[case]
+    path = _write(cwd / "results.json", data)
+    before = snapshot(cwd)
+    code, err = run(["--from-json", str(path), "--out", "report"], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "results.json", fragment)
+    assert snapshot(cwd) == before
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ("schema_version", "schema version 99 is not supported"),
+    ("no_workloads", "missing key 'workloads'"),
+    ("workloads_object", "'workloads' must be a list"),
+    ("budget_zero", "budgets.hypothetical.peak"),
+    ("skipped_strings", "skipped[0]"),
+    ("lone_surrogate", "not valid Unicode"),
+    ("truncated", "not valid JSON"),
+])
+def test_from_json_refuses_a_damaged_results_file(change: str, fragment: str, saved: Path,
+                                                  cwd: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    text = saved.read_text(encoding="utf-8")
+    text = text[: len(text) // 2] if change == "truncated" else _shape_variant(saved, change)
+    path = _write(cwd / "results.json", text)
+    before = snapshot(cwd)
+    code, err = run(["--from-json", str(path), "--out", "report"], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, fragment)
+    assert snapshot(cwd) == before
+
+
+def test_from_json_refuses_a_folder_and_a_missing_file(cwd: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    (cwd / "folder").mkdir()
+    before = snapshot(cwd)
+    code, err = run(["--from-json", str(cwd / "folder")], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "is a folder")
+    code, err = run(["--from-json", str(cwd / "missing.json")], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "no such file")
+    assert snapshot(cwd) == before
+
+
+@pytest.mark.parametrize("flag", [["--quick"], ["--peak", "1 TFLOP/s"], ["--preset", "H100"]])
+def test_from_json_refuses_measuring_flags(flag: list[str], saved: Path, cwd: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(cwd)
+    code, err = run(["--from-json", str(saved), *flag], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, flag[0], "new measurement")
+    assert snapshot(cwd) == before
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    (["--progress", "loud"], "invalid choice"),
+    (["--peak", "20GB/s"], "is a bandwidth"),
+    (["--peak", "abc"], "cannot read 'abc'"),
+    (["--bandwidth", "-1"], "must be positive"),
+    (["--bandwidth", "20 Gb/s"], "bits"),
+    (["--interconnect", "inf GB/s"], "--interconnect"),
+    (["--only-config"], "--only-config needs --config"),
+    (["--preset", "nosuchchip"], "unknown chip preset 'nosuchchip'"),
+])
+def test_bad_flags_are_one_line_and_write_nothing(argv: list[str], fragment: str, cwd: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run([*argv, "--no-ceilings", "--no-sweeps", "--no-sharding"], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, fragment)
+    assert snapshot(cwd) == {}
+
+
+CONFIGS = {
+    "toml_syntax": ("schema = 1\n[[workload]\n", "TOML syntax error"),
+    "unknown_key": ('schema = 1\ncolour = "red"\n', "unknown key 'colour'"),
+    "missing_module": ('[[workload]]\nfunction = "rr_no_such_module:f"\n'
+                       'args = [{ shape = [4], dtype = "float32" }]\n',
+                       "No module named 'rr_no_such_module'"),
+    "module_raises": ('[[workload]]\nfunction = "rr_raising_module:f"\n'
+                      'args = [{ shape = [4], dtype = "float32" }]\n',
+                      "RuntimeError while importing rr_raising_module"),
+    "missing_function": ('[[workload]]\nfunction = "my_workloads:no_such_function"\n'
+                         'args = [{ shape = [4], dtype = "float32" }]\n', "has no"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONFIGS))
+def test_bad_config_is_one_line_and_writes_nothing(case: str, cwd: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    text, fragment = CONFIGS[case]
+    folder = cwd / "cfg"
+    folder.mkdir()
+    _write(folder / "my_workloads.py", (EXAMPLES / "my_workloads.py").read_bytes())
+    _write(folder / "rr_raising_module.py", "raise RuntimeError('broken on import')\n")
+    _write(folder / "bad.toml", text)
+    before = snapshot(cwd)
+    code, err = run(["--config", str(folder / "bad.toml"), "--no-ceilings"], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "bad.toml", fragment)
+    after = {k: v for k, v in snapshot(cwd).items() if "__pycache__" not in k}
+    assert after == before
+
+
+def test_the_examples_config_is_valid() -> None:
+    """The bad-config cases above differ from a config that loads."""
+    from roofline_report import config
+
+    cfg = config.load_config(str(EXAMPLES / "workloads.toml"))
+    assert len(cfg.workloads) == 3
+
+
+# --------------------------------------------------------------------------- bad --out
+
+
+def test_out_refuses_a_file(saved: Path, cwd: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(cwd / "notes.txt", "mine\n")
+    before = snapshot(cwd)
+    code, err = run(["--from-json", str(saved), "--out", "notes.txt"], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "is a file")
+    assert snapshot(cwd) == before
+
+
+def test_out_refuses_a_foreign_folder(saved: Path, cwd: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    (cwd / "docs").mkdir()
+    _write(cwd / "docs" / "index.md", "mine\n")
+    before = snapshot(cwd)
+    code, err = run(["--from-json", str(saved), "--out", "docs"], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "not empty")
+    assert snapshot(cwd) == before
+
+
+def test_out_refuses_a_previous_report_holding_user_files(
+        saved: Path, previous: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(previous / "my-notes.txt", "mine\n")
+    before = snapshot(previous.parent)
+    code, err = run(["--from-json", str(saved), "--out", str(previous)], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "did not write", "my-notes.txt")
+    assert snapshot(previous.parent) == before
+
+
+def test_out_refuses_a_symlink(saved: Path, previous: Path,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    (previous.parent / "link").symlink_to(previous)
+    before = snapshot(previous.parent)
+    code, err = run(["--from-json", str(saved), "--out", "link"], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "symbolic link")
+    assert snapshot(previous.parent) == before
+
+
+def test_out_refuses_the_repository_root(saved: Path, cwd: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    beside = sorted(p.name for p in REPO.parent.iterdir())
+    code, err = run(["--from-json", str(saved), "--out", str(REPO)], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "project root")
+    assert not (REPO / output.MANIFEST).exists()
+    assert sorted(p.name for p in REPO.parent.iterdir()) == beside
+
+
+def test_out_under_a_file_is_refused(saved: Path, cwd: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    _write(cwd / "notes.txt", "mine\n")
+    before = snapshot(cwd)
+    code, err = run(["--from-json", str(saved), "--out", "notes.txt/report"], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "--out")
+    assert snapshot(cwd) == before
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_out_where_folders_cannot_be_created(saved: Path, cwd: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """/proc refuses new folders even for root."""
+    code, err = run(["--from-json", str(saved), "--out", "/proc/roofline-report-test"], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "cannot create")
+    assert not Path("/proc/roofline-report-test").exists()
+
+
+def _lock(folder: Path) -> bool:
+    """Make ``folder`` refuse new entries: chmod for a normal user; root ignores permissions, so
+    as root the folder is made immutable (chattr +i). False if that is not possible here."""
+    if os.geteuid() != 0:
+        os.chmod(folder, 0o555)
+        return not os.access(folder, os.W_OK)
+    try:
+        done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, check=False)
+    except OSError:
+        return False
+    return done.returncode == 0
+
+
+def _unlock(folder: Path) -> None:
+    if os.geteuid() != 0:
+        os.chmod(folder, 0o755)
+    else:
+        subprocess.run(["chattr", "-i", str(folder)], capture_output=True, check=False)
+
+
+def test_out_in_a_read_only_folder(saved: Path, cwd: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    locked = cwd / "locked"
+    locked.mkdir()
+    if not _lock(locked):
+        _unlock(locked)
+        pytest.skip("cannot make a folder read-only here (chmod or chattr +i)")
+    try:
+        code, err = run(["--from-json", str(saved), "--out", str(locked / "report")], capsys)
+        entries = list(locked.iterdir())
+    finally:
+        _unlock(locked)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "cannot write in locked")
+    assert entries == []
+
+
+def test_errors_in_a_real_process_have_no_traceback(tmp_path: Path) -> None:
+    """The same contract when run as ``python generate.py`` (argparse and the interpreter)."""
+    bad = _write(tmp_path / "results.json", b"\x00\x01 not json")
+    for argv, fragment in ((["--no-such-flag"], "unrecognized"),
+                           (["--from-json", str(bad)], "not valid JSON")):
+        proc = subprocess.run([sys.executable, str(REPO / "generate.py"), *argv],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                              check=False)
+        assert proc.returncode == EXIT_INPUT
+        assert proc.stdout == ""
+        assert_one_error_line(proc.stderr, fragment)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+
+
+# ------------------------------------------------------------------------- output safety
+
+
+def test_a_failed_render_leaves_the_previous_report(saved: Path, previous: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(previous.parent)
+
+    def broken(_results: Any) -> Any:
+        raise RuntimeError("the renderer broke")
+
+    monkeypatch.setattr(render, "render", broken)
+    code, err = run(["--from-json", str(saved), "--out", str(previous)], capsys)
+    # Saved data that does not render is reported as a problem of that file.
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, "unexpected structure", "RuntimeError: the renderer broke")
+    assert snapshot(previous.parent) == before
+
+
+def test_interrupt_while_measuring_leaves_the_previous_report(
+        previous: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from roofline_report import measure
+
+    before = snapshot(previous.parent)
+
+    def interrupted(*_args: Any, **_kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(measure, "run", interrupted)
+    code, err = run(["--out", str(previous), "--quick", "--progress", "none"], capsys)
+    assert code == 130
+    assert "interrupted" in err and "untouched" in err
+    assert "Traceback" not in err
+    assert snapshot(previous.parent) == before
+
+
+def test_interrupt_while_swapping_leaves_the_previous_report(
+        saved: Path, previous: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(previous.parent)
+    real_replace = os.replace
+    calls: list[str] = []
+
+    def replace_then_interrupt(src: Any, dst: Any) -> None:
+        real_replace(src, dst)
+        calls.append(str(dst))
+        if len(calls) == 1:  # the old report has been moved aside: the worst moment
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", replace_then_interrupt)
+    code, err = run(["--from-json", str(saved), "--out", str(previous)], capsys)
+    assert code == 130
+    assert "Traceback" not in err
+    assert snapshot(previous.parent) == before  # no staging or .old folder left either
+
+
+def _fresh(saved: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a measuring run return the saved results without measuring."""
+    from roofline_report import measure
+
+    doc = json.loads(saved.read_text(encoding="utf-8"))
+    monkeypatch.setattr(measure, "run", lambda *_a, **_k: doc)
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_internal_error_while_rendering_fresh_results(debug: bool, saved: Path, previous: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    _fresh(saved, monkeypatch)
+    before = snapshot(previous.parent)
+
+    def broken(_results: Any) -> Any:
+        raise ValueError("figure limits are inverted\nsecond line of detail")
+
+    monkeypatch.setattr(render, "render", broken)
+    argv = ["--out", str(previous), "--progress", "none", *(["--debug"] if debug else [])]
+    code, err = run(argv, capsys)
+    assert code == EXIT_INTERNAL
+    last = err.splitlines()[-1]
+    assert last.startswith("internal error: ValueError: figure limits are inverted")
+    assert "second line" not in last
+    if debug:
+        assert "Traceback (most recent call last)" in err
+        assert "second line of detail" in err
+    else:
+        assert err.splitlines() == [last]
+        assert "--debug" in last
+    assert snapshot(previous.parent) == before
+
+
+def test_debug_shows_the_cause_of_a_saved_file_that_does_not_render(
+        saved: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    def broken(_results: Any) -> Any:
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(render, "render", broken)
+    code, err = run(["--from-json", str(saved), "--out", "report", "--debug"], capsys)
+    assert code == EXIT_INPUT
+    assert "Traceback (most recent call last)" in err
+    assert err.splitlines()[-1].startswith(f"error: {saved.name}: unexpected structure")
+    assert not (cwd / "report").exists()
+
+
+def test_a_fresh_build_replaces_a_previous_report(saved: Path, previous: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The control case for the tests above: the same calls without a fault succeed."""
+    _fresh(saved, monkeypatch)
+    (previous / "report.md").write_text("stale\n", encoding="utf-8")
+    code, err = run(["--out", str(previous), "--progress", "none"], capsys)
+    assert code in (EXIT_OK, EXIT_PARTIAL), err
+    assert err.startswith(f"wrote {previous / 'report.html'} and {previous / 'report.md'}")
+    assert len(err.splitlines()) == 1
+    assert (previous / "report.md").read_text(encoding="utf-8") != "stale\n"
+    assert sorted(p.name for p in previous.parent.iterdir()) == ["report"]
