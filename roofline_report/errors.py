@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class InputError(Exception):
     """Bad input from the user. The message is one line that names the input and the problem."""
@@ -20,3 +22,29 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_INPUT = 2
 EXIT_PARTIAL = 3  # the report was built, but some measurement was skipped (said in the report)
+
+
+# An absolute path: a leading "/" (or a drive letter) not preceded by a word character, so
+# units such as GB/s or FLOP/B and ratios such as 3/4 are left alone.
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~/<>)\]}-])(?:[A-Za-z]:)?[/\\]+(?:[\w.@+~-]+[/\\]?)+")
+
+
+def scrub_paths(text: str) -> str:
+    """Replace absolute paths by ``<path>``, keeping a file name with an extension
+    (``/tmp/x/weights.npy`` -> ``<path>/weights.npy``), so that no user or host name that a
+    path may hold reaches a published report."""
+
+    def repl(m: re.Match[str]) -> str:
+        name = re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1]
+        return f"<path>/{name}" if "." in name.strip(".") else "<path>"
+
+    return _ABSOLUTE_PATH.sub(repl, text)
+
+
+def reason(exc: BaseException, limit: int = 300) -> str:
+    """One line for a failure, fit to publish: the exception's type and first line, paths
+    scrubbed, at most ``limit`` characters."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    out = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return scrub_paths(out)[:limit]

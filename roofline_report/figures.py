@@ -16,9 +16,6 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
@@ -57,7 +54,9 @@ class FigureOut:
 
 
 def _new_figure() -> tuple[Figure, Axes]:
-    fig, ax = plt.subplots(figsize=(7.2, 4.4), dpi=100)
+    # A Figure of its own, not pyplot's: no global backend or figure registry to touch or leak.
+    fig = Figure(figsize=(7.2, 4.4), dpi=100)
+    ax = fig.subplots()
     ax.grid(True, which="major", alpha=0.35)
     ax.grid(True, which="minor", alpha=0.12)
     return fig, ax
@@ -69,7 +68,6 @@ def _to_svg(fig: Figure, name: str, title: str, description: str) -> str:
                                 "svg.fonttype": "none"}):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None},
                     bbox_inches="tight")
-    plt.close(fig)
     return _inlinable(buf.getvalue(), name, title, description)
 
 
@@ -304,7 +302,8 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
     """Lower-bound time per strategy as the device count and the batch size change."""
     series = study["series"]
     kind = study["kind"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 3.8), dpi=100)
+    fig = Figure(figsize=(8.4, 3.8), dpi=100)
+    left, right = fig.subplots(1, 2)
     rows = []
     for i, strategy in enumerate(sorted(series["strategies"])):
         by_n, by_b = series["by_devices"][strategy], series["by_batch"][strategy]

@@ -22,6 +22,7 @@ from typing import Any
 
 from roofline_report import hlo_count, timing
 from roofline_report.ceilings import read_cache_bytes
+from roofline_report.errors import reason
 
 Progress = Callable[[str], None]
 _REASON_CHARS = 200
@@ -392,7 +393,4 @@ def _our_flops(lowered: Any) -> int | None:
 
 
 def _why(exc: BaseException) -> str:
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    out = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-    return out[:_REASON_CHARS]
+    return reason(exc, _REASON_CHARS)

@@ -8,7 +8,6 @@ Contract of every function here: a value the backend does not provide comes back
 from __future__ import annotations
 
 import platform
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -19,6 +18,8 @@ from typing import Any
 import jax
 import numpy as np
 from jax.extend.mlir import ir
+
+from roofline_report import errors
 
 # Keys of XLA's cost analysis that the report shows; everything else is kept raw in results.json.
 XLA_COST_KEYS = ("flops", "transcendentals", "bytes accessed", "optimal_seconds")
@@ -69,12 +70,7 @@ def stablehlo_text(module: Any) -> str:
     return str(text)
 
 
-_PATHLIKE = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.\-@+~]+){2,}")
-
-
-def scrub_paths(text: str) -> str:
-    """Replace anything that looks like an absolute path with its last component."""
-    return _PATHLIKE.sub(lambda m: Path(m.group(0)).name, text)
+scrub_paths = errors.scrub_paths
 
 
 def check_against_reference(
@@ -122,8 +118,8 @@ def xla_cost(compiled: Any) -> dict[str, Any]:
     try:
         cost = compiled.cost_analysis()
     except Exception as exc:  # backends may not implement it
-        return {"available": False, "reason": f"cost_analysis failed: {exc}", "values": {},
-                "raw": {}}
+        return {"available": False, "reason": f"cost_analysis failed: {errors.reason(exc)}",
+                "values": {}, "raw": {}}
     if isinstance(cost, list | tuple):  # jax < 0.4.38 returned a one-element list
         cost = cost[0] if cost else None
     if not cost:
@@ -148,7 +144,8 @@ def memory_stats(compiled: Any) -> dict[str, Any]:
     try:
         stats = compiled.memory_analysis()
     except Exception as exc:
-        return {"available": False, "reason": f"memory_analysis failed: {exc}", "values": {}}
+        return {"available": False, "reason": f"memory_analysis failed: {errors.reason(exc)}",
+                "values": {}}
     if stats is None:
         return {"available": False, "reason": "the backend returned no memory analysis",
                 "values": {}}

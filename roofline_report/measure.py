@@ -13,6 +13,7 @@ from typing import Any
 import jax
 
 from roofline_report import __version__, experiments, hlo_count, lowering, reconcile, study, timing
+from roofline_report.errors import reason
 from roofline_report.model import DEFAULT_INTERCONNECT, SEED_BANDWIDTH, SEED_PEAK_FLOPS
 from roofline_report.results import SCHEMA_VERSION
 from roofline_report.workloads import Workload, catalog
@@ -164,7 +165,7 @@ def _ceilings(quick: bool, say: Progress, skips: Skips) -> dict[str, Any]:
     try:
         data = ceilings.measure_ceilings(quick=quick, progress=say)
     except Exception as exc:  # a measurement failure must not stop the report
-        return skips.add("ceilings", f"{type(exc).__name__}: {exc}")
+        return skips.add("ceilings", _why(exc))
     data["available"] = True
     for group in ("compute", "bandwidth"):
         for entry in data.get(group, []):
@@ -230,21 +231,29 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
         record["lowering"] = skips.add(f"{label}: lowering", _why(exc))
         return record
 
-    module = lowering.stablehlo_module(low.lowered)
-    ops = lowering.stablehlo_ops(module)
-    compiled_text = hlo_count.strip_metadata(low.compiled.as_text())
-    record["lowering"] = {
-        "available": True,
-        "reason": "",
-        "lower_s": low.lower_seconds,
-        "compile_s": low.compile_seconds,
-        "ops": ops,
-        "required_ops": list(w.required_ops),
-        "missing_ops": [op for op in w.required_ops if op not in ops],
-        "stablehlo_text": _clip(lowering.scrub_paths(lowering.stablehlo_text(module)))
-        if keep_text else "",
-        "compiled_text": _clip(lowering.scrub_paths(compiled_text)) if keep_text else "",
-    }
+    module: Any = None
+    try:
+        module = lowering.stablehlo_module(low.lowered)
+        ops = lowering.stablehlo_ops(module)
+        compiled_text = hlo_count.strip_metadata(low.compiled.as_text())
+        record["lowering"] = {
+            "available": True,
+            "reason": "",
+            "lower_s": low.lower_seconds,
+            "compile_s": low.compile_seconds,
+            "ops": ops,
+            "required_ops": list(w.required_ops),
+            "missing_ops": [op for op in w.required_ops if op not in ops],
+            "stablehlo_text": _clip(lowering.scrub_paths(lowering.stablehlo_text(module)))
+            if keep_text else "",
+            "compiled_text": _clip(lowering.scrub_paths(compiled_text)) if keep_text else "",
+        }
+        if record["lowering"]["missing_ops"]:
+            skips.add(f"{label}: operations",
+                      "missing from the StableHLO: " + ", ".join(record["lowering"]["missing_ops"]))
+    except Exception as exc:
+        record["lowering"] = {**skips.add(f"{label}: StableHLO inspection", _why(exc)),
+                              "lower_s": low.lower_seconds, "compile_s": low.compile_seconds}
     try:
         out = low.compiled(*args)
         ran = True
@@ -269,9 +278,13 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     if not record["xla"]["available"]:
         skips.add(f"{label}: XLA cost analysis", record["xla"]["reason"])
     record["memory"] = lowering.memory_stats(low.compiled)
+    if not record["memory"]["available"]:
+        skips.add(f"{label}: XLA memory analysis", record["memory"]["reason"])
     try:
         record["compiled"] = hlo_count.inspect_compiled(low.compiled.as_text())
         trips = [loop.get("known_trip_count") for loop in record["compiled"].get("while_loops", [])]
+        if module is None:
+            raise RuntimeError("no StableHLO module to count")
         record["hlo_count"] = hlo_count.count_stablehlo(module, trip_counts=trips)
     except Exception as exc:
         record["hlo_count"] = skips.add(f"{label}: HLO count", _why(exc))
@@ -340,7 +353,5 @@ def _clip(text: str) -> str:
 
 
 def _why(exc: BaseException) -> str:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    msg = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-    return lowering.scrub_paths(msg)[:300]
+    return reason(exc)
 

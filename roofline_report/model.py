@@ -148,6 +148,9 @@ def attainable(intensity: float, peak_flops: float, bandwidth: float) -> float:
     _check_budget(peak_flops, bandwidth)
     if not intensity > 0 or not math.isfinite(intensity):
         raise ValueError(f"intensity must be positive and finite, got {intensity!r}")
+    # Compare intensities, not rates: bandwidth * (peak / bandwidth) may round below peak.
+    if intensity >= peak_flops / bandwidth:
+        return float(peak_flops)
     return min(peak_flops, bandwidth * intensity)
 
 
@@ -159,7 +162,7 @@ def attainable_series(
 
 def bound_by(intensity: float, peak_flops: float, bandwidth: float) -> str:
     """Which ceiling binds at this intensity: 'memory' below the ridge, 'compute' at or above."""
-    return "memory" if bandwidth * intensity < peak_flops else "compute"
+    return "memory" if intensity < peak_flops / bandwidth else "compute"
 
 
 def predicted_seconds(

@@ -6,6 +6,7 @@ templates never compute or format numbers. Jinja2 runs with StrictUndefined and 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -62,6 +63,7 @@ def ratio(value: float | None, kind: Kind | str, digits: int = 4) -> Num:
     return Num("unknown" if value is None else f"{value:.{digits}g}", Kind(kind).value)
 
 
+@functools.lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
     loader: jinja2.BaseLoader
     if TEMPLATE_DIR.is_dir():

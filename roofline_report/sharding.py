@@ -40,7 +40,7 @@ from roofline_report.comm_model import (
     collective_bytes,
     matmul_per_device,
 )
-from roofline_report.errors import InputError
+from roofline_report.errors import InputError, scrub_paths
 from roofline_report.model import Kind
 
 MESH_AXIS = "d"
@@ -269,7 +269,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _scrub_paths(text: str) -> str:
-    return re.sub(r"(?<![\w.])(?:[A-Za-z]:)?[/\\][^\s'\":]+(?:[/\\][^\s'\":]+)+", "<path>", text)
+    return scrub_paths(text)
 
 
 def _unavailable(reason: str) -> dict[str, Any]:
