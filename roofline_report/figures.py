@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator
 
 from roofline_report.model import Kind
 from roofline_report.units import format_si
@@ -56,6 +56,7 @@ class FigureOut:
 def _new_figure() -> tuple[Figure, Axes]:
     # A Figure of its own, not pyplot's: no global backend or figure registry to touch or leak.
     fig = Figure(figsize=(7.2, 4.4), dpi=100)
+    fig.subplots_adjust(left=0.16, right=0.97, bottom=0.12, top=0.92)
     ax = fig.subplots()
     ax.grid(True, which="major", alpha=0.35)
     ax.grid(True, which="minor", alpha=0.12)
@@ -66,8 +67,8 @@ def _to_svg(fig: Figure, name: str, title: str, description: str) -> str:
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": f"roofline-report-{name}",
                                 "svg.fonttype": "none"}):
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None},
-                    bbox_inches="tight")
+        # Fixed margins instead of bbox_inches="tight", which draws every figure twice.
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     return _inlinable(buf.getvalue(), name, title, description)
 
 
@@ -106,7 +107,8 @@ def _log_axes(ax: Axes, xlabel: str, ylabel: str, *, y_unit: str | None = None) 
         ax.yaxis.set_major_formatter(
             FuncFormatter(lambda v, _pos: format_si(v, y_unit, 2).replace(f" {y_unit}", "")
                           or "0"))
-    else:
+    else:  # a narrow range (the seed's figures): label 1, 2 and 5 of every decade
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
     ax.set_xlabel(xlabel)
@@ -303,6 +305,7 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
     series = study["series"]
     kind = study["kind"]
     fig = Figure(figsize=(8.4, 3.8), dpi=100)
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.14, top=0.9, wspace=0.28)
     left, right = fig.subplots(1, 2)
     rows = []
     for i, strategy in enumerate(sorted(series["strategies"])):
@@ -326,7 +329,6 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
     left.legend(fontsize=8)
     left.set_title("batch fixed", fontsize=9)
     right.set_title(f"{series['shapes'].get('devices', '')} devices", fontsize=9)
-    fig.tight_layout()
     title = "How the sharded matmuls scale"
     desc = ("Lower-bound time per device (the largest of T_math, T_mem, T_comm) for data-parallel, "
             "contracting-axis and FSDP shardings, as the device count grows at a fixed batch "

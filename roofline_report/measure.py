@@ -6,6 +6,7 @@ with its reason (and listed under ``skipped``), and the rest of the report still
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from roofline_report.workloads import Workload, catalog
 
 Progress = Callable[[str], None]
 TEXT_LIMIT = 40_000  # characters of HLO text kept per workload
+QUICK_SWEEPS = ("matmul", "scale", "attention")  # --quick sweeps these (and user workloads)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,9 @@ class RunOptions:
             "sweeps": self.sweeps,
             "sharding": self.sharding,
             "experiments": self.experiments,
+            "note": "quick mode: fewer samples and a reduced sweep; the sharded analysis ran "
+                    "alongside the other measurements, so timings are noisier"
+                    if self.quick else "",
             "builtin": self.builtin,
             "preset": self.preset,
             "config": self.config_source,
@@ -68,6 +73,13 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     """Measure everything the options ask for and return the results document."""
     say = progress or (lambda _msg: None)
     skips = Skips()
+    # The sharded analysis runs in a child process (it needs its own device count). In quick
+    # mode it starts now and runs alongside the rest, at the cost of noisier timings (the
+    # report says so); otherwise it runs last, on an otherwise idle machine.
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1) if options.sharding else None
+    pending_sharding = None
+    if pool is not None and options.quick:
+        pending_sharding = pool.submit(_run_sharding, options.quick)
     say("environment")
     env = lowering.environment()
     results: dict[str, Any] = {
@@ -101,9 +113,10 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     results["workloads"] = records
 
     if options.sweeps:
-        results["sweeps"] = [
-            _sweep(w, quick=options.quick, say=say, skips=skips) for w in workloads if w.sweep
-        ]
+        swept = [w for w in workloads
+                 if w.sweep and (not options.quick or w.user or w.name in QUICK_SWEEPS)]
+        results["sweeps"] = [_sweep(w, quick=options.quick, say=say, skips=skips)
+                             for w in swept]
     else:
         results["sweeps"] = []
     roof = _measured_roof(results["ceilings"])
@@ -123,12 +136,14 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     else:
         results["lab"] = {"available": False, "reason": "skipped with --no-experiments"}
         results["experiments"] = []
+    if pool is not None and pending_sharding is None:
+        pending_sharding = pool.submit(_run_sharding, options.quick)
     results["exercises"] = experiments.exercises(
         peak=options.peak, bandwidth=options.bandwidth, ceilings=ceilings_json)
 
-    if options.sharding:
+    if pending_sharding is not None:
         say("sharded workloads (subprocess)")
-        results["sharding"] = _sharding(options.quick, skips)
+        results["sharding"] = _sharding_result(pending_sharding.result(), skips)
         if results["sharding"].get("available"):
             results["sharding"]["model"] = study.comm_study(
                 results["sharding"], options.peak, options.bandwidth, options.interconnect,
@@ -136,6 +151,8 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     else:
         results["sharding"] = {"available": False, "reason": "skipped with --no-sharding"}
 
+    if pool is not None:
+        pool.shutdown(wait=True)
     results["skipped"] = skips.items
     return results
 
@@ -196,10 +213,13 @@ def _lab(quick: bool, ceilings: Mapping[str, Any] | None, say: Progress,
         return {"experiments": {}, **skips.add("lab notebook", _why(exc))}
 
 
-def _sharding(quick: bool, skips: Skips) -> dict[str, Any]:
+def _run_sharding(quick: bool) -> dict[str, Any]:
     from roofline_report import sharding
 
-    data = sharding.run_sharded_analysis(devices=8, quick=quick, timeout=180.0)
+    return sharding.run_sharded_analysis(devices=8, quick=quick, timeout=180.0)
+
+
+def _sharding_result(data: dict[str, Any], skips: Skips) -> dict[str, Any]:
     if not data.get("available", False):
         skips.add("sharded workloads", str(data.get("reason", "unknown")))
     return data

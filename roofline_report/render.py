@@ -151,6 +151,7 @@ def view_model(results: Mapping[str, Any]) -> dict[str, Any]:
         "experiment": _experiment(seed["experiment"]),
         "exercise": _exercise(seed["exercise"]),
         "measured": _measured(results, seed_w),
+        "run_note": str(results.get("options", {}).get("note", "")),
         "catalog": [_catalog_row(w) for w in workloads],
         "reconciliation": [_reconciliation(w) for w in workloads if w.get("reconciliation")],
         "sharding": _sharding(sharding),
