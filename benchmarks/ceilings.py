@@ -1,0 +1,312 @@
+"""How close are the project's measured ceilings to a reference measured in the same run?
+
+Usage, from the repository root: ``python benchmarks/ceilings.py [--quick]``.
+
+* CPU reference: NumPy's float32 matmul at each size the project sweeps, and NumPy's in-place
+  streaming kernels (``scale``: a <- -a; ``triad``: a <- b - a) run by one thread per core on
+  disjoint slices of arrays of the project's size (NumPy releases the GIL in its loops).
+* GPU reference (when torch is installed): cuBLAS matmul through torch (TF32 allowed for float32,
+  as jax's default precision does) and a device-to-device copy, timed with CUDA events.
+
+The order is reference, project (``measure_ceilings``), reference again, so drift on a shared
+machine hits both; the reference figure is the mean of its two passes. Every figure, project or
+reference, is work over the fastest sample, and bytes count reads plus writes. The last line
+printed is one JSON object with ``backend``, ``compute_ratio`` and ``bandwidth_ratio``
+(project / reference; None where no reference could be measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from roofline_report import ceilings, timing  # noqa: E402
+
+TARGETS = {"compute_ratio": 0.95, "bandwidth_ratio": 0.90}
+Rates = dict[str, float]
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class NumpyReference:
+    """NumPy's matmul and multithreaded in-place streaming kernels, timed with the harness."""
+
+    name = "numpy"
+
+    def __init__(self, plan: ceilings.Plan, samples: int, min_sample_s: float) -> None:
+        self.plan = plan
+        self.samples = samples
+        self.min_sample_s = min_sample_s
+        self.threads = _cores()
+        self.pool = ThreadPoolExecutor(self.threads)
+        elements = plan.array_bytes // 4
+        self.a: npt.NDArray[np.float32] = np.ones(elements, dtype=np.float32)
+        self.b: npt.NDArray[np.float32] = np.full(elements, 2.0, dtype=np.float32)
+        bounds = np.linspace(0, elements, self.threads + 1).astype(int) // 1024 * 1024
+        bounds[-1] = elements
+        self.slices = [slice(int(lo), int(hi)) for lo, hi in itertools.pairwise(bounds)]
+
+    def _rate(self, work: float, run: timing.Runner) -> float:
+        measured = timing.measure(
+            run, samples=self.samples, min_sample_seconds=self.min_sample_s, method="reference"
+        )
+        return work / measured.per_call.min
+
+    def compute(self, n: int, dtype: str) -> float | None:
+        if dtype != "float32":
+            return None
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((n, n), dtype=np.float32)
+        b = rng.standard_normal((n, n), dtype=np.float32)
+        out = np.empty((n, n), dtype=np.float32)
+
+        def run(k: int) -> None:
+            for _ in range(k):
+                np.matmul(a, b, out=out)
+
+        return self._rate(2 * n**3, run)
+
+    def _parallel(self, kernel: Callable[[slice], object]) -> timing.Runner:
+        def run(k: int) -> None:
+            for _ in range(k):
+                list(self.pool.map(kernel, self.slices))
+
+        return run
+
+    def bandwidth(self) -> Rates:
+        a, b = self.a, self.b
+        nbytes = a.nbytes
+
+        def scale(s: slice) -> object:
+            return np.multiply(a[s], np.float32(-1.0), out=a[s])
+
+        def triad(s: slice) -> object:
+            return np.subtract(b[s], a[s], out=a[s])
+
+        return {
+            "scale": self._rate(2 * nbytes, self._parallel(scale)),
+            "triad": self._rate(3 * nbytes, self._parallel(triad)),
+        }
+
+    def describe(self) -> str:
+        return f"numpy {np.__version__}, {self.threads} threads for streaming"
+
+
+class TorchReference:
+    """cuBLAS matmul and a device copy through torch, timed with CUDA events."""
+
+    name = "torch"
+
+    def __init__(self, plan: ceilings.Plan, samples: int, min_sample_s: float) -> None:
+        import torch
+
+        self.torch = torch
+        self.samples = samples
+        self.min_sample_s = min_sample_s
+        torch.backends.cuda.matmul.allow_tf32 = True  # jax's default float32 precision
+        elements = plan.array_bytes // 4
+        self.src = torch.ones(elements, device="cuda", dtype=torch.float32)
+        self.dst = torch.empty_like(self.src)
+
+    def _event_seconds(self, op: Callable[[], object], inner: int) -> float:
+        torch = self.torch
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(inner):
+            op()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end)) / 1e3
+
+    def _rate(self, work: float, op: Callable[[], object]) -> float:
+        op()
+        self.torch.cuda.synchronize()
+        inner = 1
+        while (
+            self._event_seconds(op, inner) < self.min_sample_s and inner < timing.DEFAULT_MAX_INNER
+        ):
+            inner *= 2
+        per_call = [self._event_seconds(op, inner) / inner for _ in range(self.samples)]
+        return work / timing.Stats(per_call).min
+
+    def compute(self, n: int, dtype: str) -> float | None:
+        torch = self.torch
+        kind = {"float32": torch.float32, "bfloat16": torch.bfloat16}.get(dtype)
+        if kind is None:
+            return None
+        a = torch.randn(n, n, device="cuda", dtype=kind)
+        b = torch.randn(n, n, device="cuda", dtype=kind)
+        out = torch.empty(n, n, device="cuda", dtype=kind)
+        return self._rate(2 * n**3, lambda: torch.matmul(a, b, out=out))
+
+    def bandwidth(self) -> Rates:
+        nbytes = self.src.numel() * self.src.element_size()
+        return {"copy": self._rate(2 * nbytes, lambda: self.dst.copy_(self.src))}
+
+    def describe(self) -> str:
+        return f"torch {self.torch.__version__} (cuBLAS, CUDA events)"
+
+
+Reference = NumpyReference | TorchReference
+
+
+def _reference(backend: str, plan: ceilings.Plan, quick: bool) -> tuple[Reference | None, str]:
+    samples = timing.QUICK_SAMPLES if quick else timing.DEFAULT_SAMPLES
+    min_sample = timing.QUICK_MIN_SAMPLE_SECONDS if quick else timing.DEFAULT_MIN_SAMPLE_SECONDS
+    if backend == "cpu":
+        return NumpyReference(plan, samples, min_sample), ""
+    if backend in ("gpu", "cuda", "rocm"):
+        try:
+            return TorchReference(plan, samples, min_sample), ""
+        except Exception as exc:
+            return None, f"no torch reference: {type(exc).__name__}: {exc}"
+    return None, f"no reference for backend {backend!r}"
+
+
+def _reference_pass(ref: Reference, plan: ceilings.Plan) -> dict[str, Rates]:
+    """One pass: matmul at every size the project sweeps, per dtype, then the streaming kernels."""
+    compute: Rates = {}
+    for dtype in plan.matmul_dtypes:
+        for n in plan.matmul_sizes:
+            rate = ref.compute(n, dtype)
+            if rate is not None:
+                compute[f"{dtype} {n}"] = rate
+    return {"compute": compute, "bandwidth": ref.bandwidth()}
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _ratio(project: float | None, reference: float | None) -> float | None:
+    if project is None or not reference:
+        return None
+    return project / reference
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    return "-" if value is None else f"{value / 1e9:8.1f} G{unit}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer samples")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+
+    import jax
+
+    backend = jax.default_backend()
+    device = jax.devices()[0]
+    cache = ceilings.read_cache_bytes() if backend == "cpu" else None
+    free = ceilings.free_memory_bytes(device)
+    plan = ceilings.plan_for(backend, quick=args.quick, cache_bytes=cache, free_bytes=free)
+
+    ref, why_not = _reference(backend, plan, args.quick)
+    passes: list[dict[str, Rates]] = []
+    if ref is not None:
+        passes.append(_reference_pass(ref, plan))
+    project_started = time.perf_counter()
+    project = ceilings.measure_ceilings(quick=args.quick, plan=plan)
+    project_seconds = time.perf_counter() - project_started
+    if ref is not None:
+        passes.append(_reference_pass(ref, plan))
+
+    f32 = next(e for e in project["compute"] if e["dtype"] == "float32")
+    compute_key = f"float32 {f32['size']}"
+    compute_refs = [p["compute"][compute_key] for p in passes if compute_key in p["compute"]]
+    compute_ref = _mean(compute_refs) if compute_refs else None
+    bandwidth_refs = [max(p["bandwidth"].values()) for p in passes if p["bandwidth"]]
+    bandwidth_ref = _mean(bandwidth_refs) if bandwidth_refs else None
+    compute_ratio = _ratio(project["peak_compute"]["value"], compute_ref)
+    bandwidth_ratio = _ratio(project["peak_bandwidth"]["value"], bandwidth_ref)
+
+    print(
+        f"backend {backend} ({project['device_kind']}); reference: "
+        f"{ref.describe() if ref else why_not}"
+    )
+    print(
+        f"plan: matmul sizes {plan.matmul_sizes}, arrays {plan.array_bytes // ceilings.MiB} MiB,"
+        f" last-level cache {cache} B, {plan.samples} samples"
+    )
+    print(f"{'quantity':<28}{'project':>16}{'reference 1':>16}{'reference 2':>16}{'ratio':>8}")
+    for entry in project["compute"]:
+        key = f"{entry['dtype']} {entry['size']}"
+        refs = [p["compute"].get(key) for p in passes]
+        mean = _mean([r for r in refs if r is not None]) if any(refs) else None
+        ratio = _ratio(entry["value"], mean)
+        print(
+            f"{'matmul ' + key:<28}{_fmt(entry['value'], 'FLOP/s'):>16}"
+            + "".join(f"{_fmt(r, 'FLOP/s'):>16}" for r in refs)
+            + (f"{ratio:8.3f}" if ratio is not None else f"{'-':>8}")
+        )
+    for entry in project["bandwidth"]:
+        print(f"{entry['name'] + ' (project)':<28}{_fmt(entry['value'], 'B/s'):>16}")
+    for name in passes[0]["bandwidth"] if passes else ():
+        refs = [p["bandwidth"][name] for p in passes]
+        print(
+            f"{name + ' (' + (ref.name if ref else '') + ')':<28}{'':>16}"
+            + "".join(f"{_fmt(r, 'B/s'):>16}" for r in refs)
+        )
+    dispatch = project["dispatch"]["value"]
+    print(f"dispatch floor: {dispatch * 1e6:.2f} us" if dispatch else "dispatch floor: -")
+    print(
+        f"compute ratio {compute_ratio}, bandwidth ratio {bandwidth_ratio}; "
+        f"measure_ceilings took {project_seconds:.1f} s, everything "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+
+    summary = {
+        "backend": backend,
+        "quick": args.quick,
+        "compute_ratio": compute_ratio,
+        "bandwidth_ratio": bandwidth_ratio,
+        "targets": TARGETS,
+        "met": {
+            key: (value is not None and value >= TARGETS[key])
+            for key, value in (
+                ("compute_ratio", compute_ratio),
+                ("bandwidth_ratio", bandwidth_ratio),
+            )
+        },
+        "compute": {
+            "project": project["peak_compute"],
+            "size": f32["size"],
+            "reference": compute_ref,
+            "reference_passes": compute_refs,
+        },
+        "bandwidth": {
+            "project": project["peak_bandwidth"],
+            "array_bytes": plan.array_bytes,
+            "reference": bandwidth_ref,
+            "reference_passes": bandwidth_refs,
+        },
+        "reference": ref.describe() if ref else why_not,
+        "measure_ceilings_seconds": round(project_seconds, 2),
+    }
+    print(json.dumps(summary, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

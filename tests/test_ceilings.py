@@ -1,0 +1,345 @@
+"""Measured ceilings: the plan, machine information parsing, and a tiny run of the measurement."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roofline_report import ceilings
+from roofline_report.ceilings import GiB, MiB, Plan
+
+TINY = Plan(
+    matmul_sizes=(32, 64),
+    matmul_max_call_s=1.0,
+    matmul_dtypes=("float32", "bfloat16"),
+    array_bytes=1 * MiB,
+    samples=3,
+    min_sample_s=1e-3,
+    sweep_samples=2,
+    sweep_min_sample_s=5e-4,
+    budget_s=0.2,
+    huge_pages=True,  # exercised, though 1 MiB holds no whole 2 MiB page
+)
+
+# ------------------------------------------------------------------------------------ plan
+
+
+def test_cpu_plan_scales_arrays_with_the_cache() -> None:
+    small_cache = ceilings.plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=None)
+    assert small_cache.array_bytes == 256 * MiB  # 4 x 32 MiB = 128 MiB, raised to the floor
+    mid_cache = ceilings.plan_for("cpu", quick=False, cache_bytes=96 * MiB, free_bytes=None)
+    assert mid_cache.array_bytes == 384 * MiB
+    big_cache = ceilings.plan_for("cpu", quick=False, cache_bytes=480 * MiB, free_bytes=None)
+    assert big_cache.array_bytes == 512 * MiB  # the cap
+    unknown = ceilings.plan_for("cpu", quick=False, cache_bytes=None, free_bytes=None)
+    assert unknown.array_bytes == 256 * MiB
+    assert big_cache.huge_pages
+
+
+def test_cpu_plan_quick_is_smaller_and_memory_bounded() -> None:
+    quick = ceilings.plan_for("cpu", quick=True, cache_bytes=480 * MiB, free_bytes=None)
+    full = ceilings.plan_for("cpu", quick=False, cache_bytes=480 * MiB, free_bytes=None)
+    assert quick.array_bytes == 256 * MiB
+    assert max(quick.matmul_sizes) <= max(full.matmul_sizes)
+    assert quick.samples < full.samples
+    assert quick.budget_s < full.budget_s
+    tight = ceilings.plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=1 * GiB)
+    assert tight.array_bytes == 128 * MiB  # an eighth of the free memory
+
+
+def test_gpu_plan_uses_large_matmuls_and_a_fraction_of_free_memory() -> None:
+    plan = ceilings.plan_for("gpu", quick=False, cache_bytes=None, free_bytes=130 * GiB)
+    assert max(plan.matmul_sizes) == 8192
+    assert plan.array_bytes == 4 * GiB
+    small = ceilings.plan_for("gpu", quick=False, cache_bytes=None, free_bytes=16 * GiB)
+    assert small.array_bytes == 1 * GiB
+    unknown = ceilings.plan_for("gpu", quick=True, cache_bytes=None, free_bytes=None)
+    assert unknown.array_bytes == 256 * MiB
+    assert list(plan.matmul_sizes) == sorted(plan.matmul_sizes)
+    assert not plan.huge_pages
+
+
+# ---------------------------------------------------------------------- machine information
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("491520K\n", 491520 * 1024),
+        ("32 MiB", 32 * MiB),
+        ("2048 KB", 2 * MiB),
+        ("1.5M", 3 * MiB // 2),
+        ("64", 64),
+        ("lots", None),
+        ("12 parsecs", None),
+    ],
+)
+def test_parse_size(text: str, expected: int | None) -> None:
+    assert ceilings.parse_size(text) == expected
+
+
+def test_parse_lscpu_takes_last_level_per_instance() -> None:
+    text = """Architecture:            x86_64
+L1d cache:               96 KiB (2 instances)
+L1i cache:               128 KiB (2 instances)
+L2 cache:                4 MiB (2 instances)
+L3 cache:                64 MiB (2 instances)
+NUMA node(s):            1
+"""
+    assert ceilings.parse_lscpu(text) == 32 * MiB
+    assert ceilings.parse_lscpu("L2 cache: 1024K\nL1d cache: 32K\n") == 1 * MiB
+    assert ceilings.parse_lscpu("Architecture: x86_64\n") is None
+
+
+def _cache_index(root: Path, index: int, level: int, kind: str, size: str) -> None:
+    folder = root / f"index{index}"
+    folder.mkdir(parents=True)
+    (folder / "level").write_text(f"{level}\n")
+    (folder / "type").write_text(f"{kind}\n")
+    (folder / "size").write_text(f"{size}\n")
+
+
+def test_read_cache_bytes_from_sysfs(tmp_path: Path) -> None:
+    _cache_index(tmp_path, 0, 1, "Data", "48K")
+    _cache_index(tmp_path, 1, 1, "Instruction", "64K")
+    _cache_index(tmp_path, 2, 2, "Unified", "2048K")
+    _cache_index(tmp_path, 3, 3, "Unified", "491520K")
+    assert ceilings.read_cache_bytes(tmp_path) == 480 * MiB
+
+
+def test_read_cache_bytes_ignores_instruction_caches(tmp_path: Path) -> None:
+    _cache_index(tmp_path, 0, 1, "Data", "32K")
+    _cache_index(tmp_path, 1, 2, "Instruction", "1024K")
+    assert ceilings.read_cache_bytes(tmp_path) == 32 * 1024
+
+
+def test_read_cache_bytes_falls_back_to_lscpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ceilings, "_lscpu_cache_bytes", lambda: 12345)
+    assert ceilings.read_cache_bytes(tmp_path / "missing") == 12345
+
+
+def test_free_memory_of_a_device_with_allocator_stats() -> None:
+    class Device:
+        platform = "gpu"
+
+        def memory_stats(self) -> dict[str, int]:
+            return {"bytes_limit": 100, "bytes_in_use": 30}
+
+    class Bare:
+        platform = "tpu"
+
+        def memory_stats(self) -> None:
+            return None
+
+    assert ceilings.free_memory_bytes(Device()) == 70
+    assert ceilings.free_memory_bytes(Bare()) is None
+
+
+# ----------------------------------------------------------------------------- measurement
+
+
+def _check_timing(record: dict[str, Any]) -> None:
+    assert record["samples"] == record["per_call"]["n"] >= 1
+    assert record["inner_reps"] >= 1
+    assert record["per_call"]["min"] > 0
+
+
+@pytest.fixture(scope="module")
+def tiny() -> dict[str, Any]:
+    messages: list[str] = []
+    data = ceilings.measure_ceilings(quick=True, progress=messages.append, plan=TINY)
+    data["_messages"] = messages
+    return data
+
+
+def test_tiny_run_structure(tiny: dict[str, Any]) -> None:
+    messages = tiny.pop("_messages")
+    try:
+        json.dumps(tiny, allow_nan=False)
+        assert tiny["backend"] == "cpu"
+        assert tiny["quick"] is True
+        assert set(tiny) == {
+            "backend",
+            "device_kind",
+            "compute",
+            "bandwidth",
+            "dispatch",
+            "peak_compute",
+            "peak_bandwidth",
+            "cache_bytes",
+            "quick",
+        }
+        assert any("matmul float32" in m for m in messages)
+    finally:
+        tiny["_messages"] = messages
+
+
+def test_tiny_run_compute_entries(tiny: dict[str, Any]) -> None:
+    names = [e["name"] for e in tiny["compute"]]
+    assert names == ["matmul float32", "matmul bfloat16"]
+    for entry in tiny["compute"]:
+        assert entry["available"], entry["reason"]
+        assert entry["kind"] == "measured" and entry["unit"] == "FLOP/s"
+        n = entry["size"]
+        assert n in TINY.matmul_sizes
+        assert entry["flops_per_call"] == 2 * n**3
+        _check_timing(entry["timing"])
+        # The value is the work over the fastest sample.
+        assert entry["value"] == pytest.approx(
+            entry["flops_per_call"] / entry["timing"]["per_call"]["min"]
+        )
+    bf16 = tiny["compute"][1]
+    assert "upcasts" in bf16["reason"]
+    assert tiny["peak_compute"] == {
+        "value": tiny["compute"][0]["value"],
+        "name": "matmul float32",
+    }
+
+
+def test_tiny_run_bandwidth_entries(tiny: dict[str, Any]) -> None:
+    entries = tiny["bandwidth"]
+    assert [e["name"] for e in entries] == ["reduce", "scale", "triad"]
+    for entry, arrays in zip(entries, (1, 2, 3), strict=True):
+        assert entry["available"], entry["reason"]
+        assert entry["array_bytes"] == 1 * MiB
+        assert entry["bytes_per_call"] == arrays * MiB
+        assert entry["value"] > 0 and math.isfinite(entry["value"])
+        assert entry["unit"] == "B/s" and entry["kind"] == "measured"
+        assert entry["huge_pages"] is False
+        _check_timing(entry["timing"])
+    best = max(entries, key=lambda e: e["value"])
+    assert tiny["peak_bandwidth"] == {"value": best["value"], "name": best["name"]}
+
+
+def test_tiny_run_dispatch(tiny: dict[str, Any]) -> None:
+    dispatch = tiny["dispatch"]
+    assert dispatch["available"]
+    assert dispatch["unit"] == "s"
+    assert 0 < dispatch["value"] < 1
+    _check_timing(dispatch["timing"])
+    assert "every call" in dispatch["timing"]["method"]
+
+
+def test_streaming_kernels_compute_what_they_claim() -> None:
+    import numpy as np
+
+    streams = ceilings._Streams(8)
+    streams.runner("scale")(3)  # x <- -x three times
+    np.testing.assert_array_equal(np.asarray(streams.x), -np.ones(8))
+    streams.runner("triad")(1)  # x <- y - x = 2 - (-1)
+    np.testing.assert_array_equal(np.asarray(streams.x), np.full(8, 3.0))
+    streams.runner("reduce")(2)
+    with pytest.raises(ValueError, match="unknown"):
+        streams.runner("copy")
+
+
+@pytest.mark.parametrize("huge", [False, True])
+def test_filled_arrays_hold_their_value(huge: bool) -> None:
+    import numpy as np
+
+    elements = 3 * ceilings.HUGE_PAGE_BYTES // 4 + 7  # spans whole huge pages, unaligned end
+    array, on_huge = ceilings._filled(elements, 2.5, huge)
+    np.testing.assert_array_equal(np.asarray(array), np.full(elements, 2.5, dtype=np.float32))
+    assert isinstance(on_huge, bool)
+    if not huge:
+        assert on_huge is False
+
+
+def test_request_huge_pages_declines_where_unsupported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert ceilings.request_huge_pages(4096, ceilings.HUGE_PAGE_BYTES) is False  # no whole page
+    never = tmp_path / "enabled"
+    never.write_text("always madvise [never]\n")
+    monkeypatch.setattr(ceilings, "_THP_ENABLED", never)
+    assert ceilings.request_huge_pages(0, 8 * ceilings.HUGE_PAGE_BYTES) is False
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert ceilings.request_huge_pages(0, 8 * ceilings.HUGE_PAGE_BYTES) is False
+
+
+# -------------------------------------------------------------------------------- failures
+
+
+def _raise_memory_error(*args: object, **kwargs: object) -> Any:
+    raise MemoryError("could not allocate")
+
+
+def test_failures_become_unavailable_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_operands = ceilings._matmul_operands
+
+    def operands(n: int, dtype: str) -> Any:
+        if dtype == "bfloat16":
+            raise MemoryError(f"no room for {n}x{n}")
+        return real_operands(n, dtype)
+
+    monkeypatch.setattr(ceilings, "_matmul_operands", operands)
+    monkeypatch.setattr(ceilings._Streams, "__init__", _raise_memory_error)
+    monkeypatch.setattr(ceilings, "_dispatch_runner", _raise_memory_error)
+    plan = Plan(**{**_fields(TINY), "matmul_sizes": (32,)})
+    data = ceilings.measure_ceilings(quick=True, plan=plan)
+
+    json.dumps(data, allow_nan=False)
+    f32, bf16 = data["compute"]
+    assert f32["available"]
+    assert not bf16["available"]
+    assert bf16["value"] is None and bf16["timing"] is None
+    assert "MemoryError: no room for 32x32" in bf16["reason"]
+    for entry in data["bandwidth"]:
+        assert not entry["available"] and entry["value"] is None
+        assert "MemoryError: could not allocate" in entry["reason"]
+        assert entry["bytes_per_call"] > 0  # still says what would have been moved
+    assert data["peak_bandwidth"] == {"value": None, "name": None}
+    assert not data["dispatch"]["available"]
+    assert "MemoryError" in data["dispatch"]["reason"]
+
+
+def test_one_failing_kernel_leaves_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_runner = ceilings._Streams.runner
+
+    def runner(self: ceilings._Streams, name: str) -> Any:
+        if name == "reduce":
+            return _raise_memory_error
+        return real_runner(self, name)
+
+    monkeypatch.setattr(ceilings._Streams, "runner", runner)
+    entries = ceilings._bandwidth_entries(TINY, None, lambda _m: None)
+    assert [e["available"] for e in entries] == [False, True, True]
+    assert entries[0]["reason"].startswith("reduce on 1 MiB failed: MemoryError")
+
+
+def test_sweep_keeps_the_sizes_that_worked(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_operands = ceilings._matmul_operands
+
+    def operands(n: int, dtype: str) -> Any:
+        if n > 32:
+            raise MemoryError("too big")
+        return real_operands(n, dtype)
+
+    monkeypatch.setattr(ceilings, "_matmul_operands", operands)
+    entry = ceilings._matmul_entry("float32", "cpu", TINY, lambda _m: None)
+    assert entry["available"] and entry["size"] == 32
+    assert "sweep stopped: n=64 failed (MemoryError: too big)" in entry["reason"]
+
+
+def test_caveats_say_why_figures_are_not_native() -> None:
+    assert "upcasts" in ceilings._matmul_caveat("cpu", "bfloat16")
+    assert "TF32" in ceilings._matmul_caveat("gpu", "float32")
+    assert ceilings._matmul_caveat("cpu", "float32") == ""
+
+
+def test_bandwidth_caveat_when_arrays_are_near_the_cache() -> None:
+    entries = ceilings._bandwidth_entries(TINY, 1 * MiB, lambda _m: None)
+    assert all("1x the last-level cache" in e["reason"] for e in entries)
+    clean = ceilings._bandwidth_entries(TINY, 64 * 1024, lambda _m: None)
+    assert all(e["reason"] == "" for e in clean)
+
+
+def _fields(plan: Plan) -> dict[str, Any]:
+    return {name: getattr(plan, name) for name in Plan.__dataclass_fields__}

@@ -1,0 +1,351 @@
+"""The timing harness: Stats against hand-computed values, the harness on a synthetic clock."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline_report import timing
+from roofline_report.errors import InputError
+from roofline_report.timing import Stats, Timing
+
+# ----------------------------------------------------------------------------------- Stats
+
+
+def test_stats_odd_count_by_hand() -> None:
+    s = Stats([5.0, 1.0, 4.0, 2.0, 3.0])
+    assert (s.n, s.min, s.max) == (5, 1.0, 5.0)
+    # sorted 1..5: median at position 2; q1 at (n-1)/4 = 1, q3 at 3.
+    assert (s.median, s.q1, s.q3, s.iqr) == (3.0, 2.0, 4.0, 2.0)
+    assert s.mean == 3.0
+    assert s.outliers == 0
+    assert s.spread == pytest.approx(2 / 3)
+    assert s.unstable  # spread 0.67 > 0.10
+
+
+def test_stats_even_count_interpolates() -> None:
+    s = Stats([4.0, 1.0, 3.0, 2.0])
+    # positions: median 1.5 -> 2.5; q1 0.75 -> 1 + 0.75 = 1.75; q3 2.25 -> 3 + 0.25 = 3.25.
+    assert s.median == 2.5
+    assert s.q1 == 1.75
+    assert s.q3 == 3.25
+    assert s.iqr == 1.5
+    assert s.mean == 2.5
+
+
+def test_stats_counts_outliers_beyond_fences() -> None:
+    s = Stats([1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 5.0])
+    # q1 at 2.25 -> 1.225, q3 at 6.75 -> 1.675, iqr 0.45: fences 0.55 and 2.35.
+    assert s.q1 == pytest.approx(1.225)
+    assert s.q3 == pytest.approx(1.675)
+    assert s.median == pytest.approx(1.45)
+    assert s.outliers == 1
+    low = Stats([0.01, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    assert low.iqr == 0.0 and low.outliers == 1
+
+
+def test_stats_stable_and_unstable_rules() -> None:
+    stable = Stats([1.00, 1.01, 1.02, 1.03, 1.04, 1.05])
+    assert stable.spread == pytest.approx(0.025 / 1.025)
+    assert not stable.unstable
+    # Exactly 0.10 is not above the threshold (binary-exact values: iqr 1, median 10).
+    edge = Stats([9.0, 9.5, 10.0, 10.5, 11.0])
+    assert edge.spread == 0.1
+    assert not edge.unstable
+    # Too few samples is unstable even with no spread at all.
+    few = Stats([1.0, 1.0, 1.0, 1.0])
+    assert few.spread == 0.0
+    assert few.unstable
+    assert not Stats([1.0] * 5).unstable
+
+
+def test_stats_keeps_sample_order_and_is_frozen() -> None:
+    s = Stats([3.0, 1.0, 2.0])
+    assert s.samples == (3.0, 1.0, 2.0)
+    with pytest.raises(AttributeError):
+        s.samples = (1.0,)  # type: ignore[misc]
+    assert Stats([1.0, 2.0]) == Stats((1.0, 2.0))
+
+
+@pytest.mark.parametrize("bad", [[], [0.0], [-1.0], [math.nan], [math.inf], [1.0, 0.0]])
+def test_stats_rejects_bad_values(bad: list[float]) -> None:
+    with pytest.raises(ValueError):
+        Stats(bad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=1e-9, max_value=1e3), min_size=1, max_size=40))
+def test_stats_quartiles_match_numpy_linear(values: list[float]) -> None:
+    s = Stats(values)
+    q1, median, q3 = np.percentile(values, [25, 50, 75])
+    assert s.q1 == pytest.approx(q1, rel=1e-12, abs=1e-15)
+    assert s.median == pytest.approx(median, rel=1e-12, abs=1e-15)
+    assert s.q3 == pytest.approx(q3, rel=1e-12, abs=1e-15)
+
+
+def test_stats_json_round_trip_is_plain() -> None:
+    s = Stats([2.0, 1.0, 3.0, 4.0, 10.0])
+    data = s.to_json()
+    text = json.dumps(data, allow_nan=False, sort_keys=True)
+    assert set(data) == {
+        "n",
+        "min",
+        "max",
+        "median",
+        "q1",
+        "q3",
+        "iqr",
+        "mean",
+        "outliers",
+        "spread",
+        "unstable",
+        "samples",
+    }
+    assert data["samples"] == [2.0, 1.0, 3.0, 4.0, 10.0]
+    assert data["median"] == 3.0 and data["outliers"] == 1 and data["unstable"] is True
+    assert Stats.from_json(json.loads(text)) == s
+
+
+@pytest.mark.parametrize(
+    "data", [{}, {"samples": "1"}, {"samples": [1.0, "x"]}, {"samples": [True]}, {"samples": []}]
+)
+def test_stats_from_json_rejects_malformed(data: dict[str, object]) -> None:
+    with pytest.raises(InputError, match="malformed"):
+        Stats.from_json(data)
+
+
+# ---------------------------------------------------------------------------------- Timing
+
+
+def _timing() -> Timing:
+    return Timing(Stats([1e-3, 2e-3, 3e-3]), 8, 1e-7, 0.03, "test")
+
+
+def test_timing_json_shape_and_round_trip() -> None:
+    t = _timing()
+    data = t.to_json()
+    assert set(data) == {
+        "per_call",
+        "inner_reps",
+        "samples",
+        "resolution_s",
+        "min_sample_s",
+        "method",
+    }
+    assert data["samples"] == 3 and data["inner_reps"] == 8
+    assert data["per_call"]["median"] == 2e-3
+    assert t.seconds == 2e-3
+    assert Timing.from_json(json.loads(json.dumps(data, allow_nan=False))) == t
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("inner_reps", 0), ("inner_reps", 1.5), ("samples", 4), ("method", 3), ("per_call", None)],
+)
+def test_timing_from_json_rejects_malformed(key: str, value: object) -> None:
+    data = _timing().to_json()
+    data[key] = value
+    with pytest.raises(InputError, match="malformed"):
+        Timing.from_json(data)
+    del data[key]
+    with pytest.raises(InputError):
+        Timing.from_json(data)
+
+
+# ----------------------------------------------------------------------- synthetic clock
+
+
+class Clock:
+    """A clock that advances ``tick`` on every read and ``cost`` seconds per workload call."""
+
+    def __init__(self, tick: float = 1e-9) -> None:
+        self.now = 0.0
+        self.tick = tick
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        self.reads += 1
+        return self.now
+
+
+class Workload:
+    """run(n) advances the clock by n * cost (or a scripted cost per call to run)."""
+
+    def __init__(self, clock: Clock, cost: float, first_call_cost: float | None = None) -> None:
+        self.clock = clock
+        self.cost = cost
+        self.first_call_cost = first_call_cost
+        self.calls: list[int] = []
+
+    def __call__(self, n: int) -> None:
+        if not self.calls and self.first_call_cost is not None:
+            self.clock.now += self.first_call_cost
+        else:
+            self.clock.now += n * self.cost
+        self.calls.append(n)
+
+
+def test_timer_resolution_on_synthetic_clock() -> None:
+    assert timing.timer_resolution(Clock(tick=1e-6), reads=100) == pytest.approx(1e-6)
+    frozen = lambda: 1.0  # noqa: E731
+    assert timing.timer_resolution(frozen, reads=10) > 0
+
+
+def test_timer_resolution_of_perf_counter_is_small() -> None:
+    assert 0 < timing.timer_resolution() < 1e-3
+
+
+def test_measure_calibrates_by_doubling_to_min_sample() -> None:
+    clock = Clock()
+    work = Workload(clock, cost=1e-4)
+    t = timing.measure(work, samples=5, min_sample_seconds=0.01, timer=clock)
+    # 1e-4 s per call: 64 calls give 6.4 ms, 128 give 12.8 ms >= 10 ms.
+    assert t.inner_reps == 128
+    assert work.calls[:1] == [1]  # the warm-up
+    assert work.calls[1:9] == [1, 2, 4, 8, 16, 32, 64, 128]  # calibration
+    assert work.calls[9:] == [128] * 5  # samples
+    assert t.samples == 5
+    assert t.min_sample_s == 0.01
+    # Each sample is one run(128) plus one tick of the clock, divided by 128.
+    assert t.per_call.median == pytest.approx(1e-4, rel=1e-6)
+    assert all(v * 128 >= 0.01 for v in t.per_call.samples)
+    assert t.resolution_s == pytest.approx(1e-9)
+
+
+def test_measure_excludes_a_slow_warm_up() -> None:
+    clock = Clock()
+    work = Workload(clock, cost=1e-3, first_call_cost=5.0)
+    t = timing.measure(work, samples=4, min_sample_seconds=0.004, timer=clock)
+    assert work.calls[0] == 1
+    assert t.inner_reps == 4
+    assert t.per_call.max == pytest.approx(1e-3, rel=1e-6)
+
+
+def test_measure_without_warm_up() -> None:
+    clock = Clock()
+    work = Workload(clock, cost=1e-3)
+    timing.measure(work, samples=1, min_sample_seconds=0.002, timer=clock, warmup=0)
+    assert work.calls == [1, 2, 2]
+
+
+def test_measure_stops_calibrating_at_max_inner() -> None:
+    clock = Clock()
+    work = Workload(clock, cost=1e-6)
+    t = timing.measure(work, samples=3, min_sample_seconds=1.0, max_inner=16, timer=clock)
+    assert t.inner_reps == 16
+    assert t.per_call.median == pytest.approx(1e-6, rel=1e-3)
+
+
+def test_measure_target_follows_a_coarse_timer() -> None:
+    clock = Clock(tick=1e-5)
+    work = Workload(clock, cost=1e-4)
+    t = timing.measure(work, samples=2, min_sample_seconds=1e-3, timer=clock)
+    # 1000 ticks of 10 us = 10 ms, above the requested 1 ms.
+    assert t.min_sample_s == pytest.approx(1e-2)
+    assert t.inner_reps == 128
+
+
+def test_measure_converts_each_sample_to_seconds_per_call() -> None:
+    clock = Clock(tick=0.0)
+    costs = iter([1.0, 1.0, 2.0, 3.0, 4.0])  # warm-up, calibration, three samples
+
+    def run(n: int) -> None:
+        clock.now += n * next(costs)
+
+    t = timing.measure(run, samples=3, min_sample_seconds=0.5, timer=clock)
+    assert t.inner_reps == 1
+    assert t.per_call.samples == (2.0, 3.0, 4.0)
+
+
+def test_measure_budget_stops_after_minimum_samples() -> None:
+    clock = Clock()
+    work = Workload(clock, cost=0.1)
+    t = timing.measure(work, samples=50, min_sample_seconds=0.05, timer=clock, budget_seconds=0.25)
+    assert t.samples == timing.MIN_BUDGET_SAMPLES
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"samples": 0},
+        {"samples": True},
+        {"min_sample_seconds": 0.0},
+        {"min_sample_seconds": math.nan},
+        {"max_inner": 0},
+        {"warmup": -1},
+    ],
+)
+def test_measure_rejects_bad_settings(kwargs: dict[str, object]) -> None:
+    settings_: dict[str, object] = {"samples": 3, "min_sample_seconds": 0.01} | kwargs
+    with pytest.raises(InputError):
+        timing.measure(lambda n: None, **settings_)  # type: ignore[arg-type]
+
+
+def test_measure_propagates_workload_errors() -> None:
+    def run(n: int) -> None:
+        raise MemoryError("out of memory")
+
+    with pytest.raises(MemoryError):
+        timing.measure(run, samples=3, min_sample_seconds=0.01)
+
+
+def test_quick_defaults_are_smaller() -> None:
+    assert timing.QUICK_SAMPLES < timing.DEFAULT_SAMPLES
+    assert timing.QUICK_MIN_SAMPLE_SECONDS < timing.DEFAULT_MIN_SAMPLE_SECONDS
+    assert 0.02 <= timing.DEFAULT_MIN_SAMPLE_SECONDS <= 0.05
+
+
+# -------------------------------------------------------------------------------------- jax
+
+
+class CountingExecutable:
+    """Stands in for a jax Compiled: counts calls and advances a synthetic clock."""
+
+    def __init__(self, clock: Clock, cost: float) -> None:
+        import jax.numpy as jnp
+
+        self.clock = clock
+        self.cost = cost
+        self.calls = 0
+        self.out = jnp.zeros((4,), dtype=jnp.float32)
+
+    def __call__(self, *args: object) -> object:
+        self.calls += 1
+        self.clock.now += self.cost
+        return self.out + 1
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_time_jitted_enqueues_and_counts_calls(keep: bool) -> None:
+    clock = Clock()
+    fake = CountingExecutable(clock, cost=1e-3)
+    t = timing.time_jitted(fake, (), quick=True, timer=clock, keep_outputs=keep)
+    # quick: 5 ms per sample -> 8 calls (8 ms) after 1, 2, 4 (too short).
+    assert t.inner_reps == 8
+    assert t.samples == timing.QUICK_SAMPLES
+    # probe + warm-up + calibration (1+2+4+8) + samples.
+    assert fake.calls == 1 + 1 + 15 + timing.QUICK_SAMPLES * 8
+    assert t.per_call.median == pytest.approx(1e-3, rel=1e-5)
+    assert "block_until_ready" in t.method
+    assert ("all outputs" in t.method) == keep
+
+
+def test_time_jitted_and_measure_compile_on_a_real_function() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.arange(16.0, dtype=jnp.float32)
+    lowered, compiled, lower_s, compile_s = timing.measure_compile(jax.jit(lambda v: v * 2), (x,))
+    assert "multiply" in lowered.as_text()
+    assert lower_s >= 0 and compile_s >= 0
+    assert float(compiled(x)[3]) == 6.0
+    t = timing.time_jitted(compiled, (x,), quick=True, samples=3, min_sample_seconds=1e-3)
+    assert t.samples == 3 and t.inner_reps >= 1
+    assert t.per_call.min > 0
+    json.dumps(t.to_json(), allow_nan=False)
