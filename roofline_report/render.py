@@ -451,10 +451,10 @@ def _quantity(q: Mapping[str, Any] | None) -> Num:
     if value is None:
         return Num("unknown", q.get("kind", ""))
     if unit in ("×", "x", "ratio", "columns", "elements", "") or "FLOP/B" in unit:
-        text = f"{value:.3g}" + (f" {unit}" if unit not in ("", "ratio") else "")
+        number = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
         if unit == "×":
-            text = f"{value:.3g}×"
-        return Num(text, q.get("kind", ""))
+            return Num(f"{number}×", q.get("kind", ""))
+        return Num(number + (f" {unit}" if unit not in ("", "ratio") else ""), q.get("kind", ""))
     return Num(format_si(value, unit), q.get("kind", ""))
 
 

@@ -115,7 +115,7 @@ def test_report_html_has_no_checker_errors(vnu_messages: dict[str, list[Message]
 
 # --- Markdown ------------------------------------------------------------------------------
 
-_IMAGE = re.compile(r"(!?)\[((?:\\.|[^\]\\])*)\]\((figures/[^)\s]+)\)")
+_IMAGE = re.compile(r"(?<!\\)(!?)\[((?:\\.|[^\]\\])*)\]\((figures/[^)\s]+)\)")
 
 
 def test_markdown_figure_links_exist_and_have_alt_text(rendered_report: Path) -> None:

@@ -1,0 +1,85 @@
+"""The GPU path, tested without a GPU: device facts, recorded GPU cost analyses, rendering.
+
+What these cannot show (real TF32 and bf16 ceilings, cuBLAS custom calls in real HLO, timings of
+enqueued calls) is what benchmarks/gpu_check.sh checks on a machine with a GPU.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roofline_report import reconcile, render, results
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = REPO / "tests" / "fixtures" / "cpu_results.json"
+
+# XLA's cost analysis of tanh(x @ w) @ v on an H200 (jax 0.11.2), as recorded in the project's
+# facts: the cuBLAS gemms are custom calls costed -1 and the totals silently add the -1s.
+H200_COST = {"flops": -1.0, "transcendentals": 256.0, "bytes accessed": -1.0,
+             "optimal_seconds": -1.0}
+
+
+def _as_gpu(data: dict[str, Any]) -> dict[str, Any]:
+    gpu = copy.deepcopy(data)
+    gpu["environment"].update({"backend": "gpu", "device_kind": "NVIDIA H200",
+                               "compute_capability": "9.0",
+                               "device_memory_bytes": 150_000_000_000})
+    seed = next(w for w in gpu["workloads"] if w["name"] == "seed_tanh_matmul")
+    seed["xla"] = {"available": True, "reason": "", "raw": dict(H200_COST),
+                   "values": {"flops": -1.0, "transcendentals": 256.0, "bytes accessed": -1.0}}
+    seed["reconciliation"] = reconcile.reconcile(
+        analytic=seed["analytic"], ours=seed["hlo_count"], xla=H200_COST,
+        compiled={"custom_calls": [{"name": "custom-call", "target": "__cublas$gemm",
+                                    "shape": "f32[32,8]", "bytes": 1024}], "kernels": 2},
+        measured_seconds=5e-5, backend="gpu")
+    from roofline_report import presets
+
+    preset = presets.match_device_kind("NVIDIA H200")
+    assert preset is not None
+    gpu["budgets"]["preset"] = {**preset.to_json(), "chosen": "matched to this device"}
+    return gpu
+
+
+@pytest.fixture(scope="module")
+def gpu_rendered() -> render.Rendered:
+    return render.render(_as_gpu(results.load(FIXTURE)))
+
+
+def test_cublas_minus_one_is_never_a_number(gpu_rendered: render.Rendered) -> None:
+    html = gpu_rendered.html
+    start = html.index('id="reconciliation"')
+    section = html[start:html.index("</section>", start)]
+    seed_table = section.split("<h3>")[1].split("</table>")[0]
+    assert '<span class="v">-1' not in seed_table  # never shown as a value
+    assert seed_table.count('<span class="v">unknown</span>') == 2  # flops and bytes
+    assert "cuBLAS" in seed_table  # and the reason is given
+
+
+def test_device_and_preset_are_shown(gpu_rendered: render.Rendered) -> None:
+    html = gpu_rendered.html
+    assert "NVIDIA H200" in html
+    assert "compute capability" in html
+    assert "Spec sheet: H200" in html
+    assert "matched to this device" in html
+    assert "H200 bf16 (spec sheet)" in gpu_rendered.figures["measured_roofline"]
+
+
+def test_preset_is_matched_automatically() -> None:
+    from roofline_report import measure
+
+    skips = measure.Skips()
+    got = measure._preset_json(None, {"device_kind": "NVIDIA H100 80GB HBM3"}, skips)
+    assert got is not None and got["name"] == "H100 SXM"
+    assert got["chosen"] == "matched to this device"
+    assert measure._preset_json(None, {"device_kind": "cpu"}, skips) is None
+
+
+def test_gpu_results_survive_a_round_trip(tmp_path: Path) -> None:
+    gpu = _as_gpu(results.load(FIXTURE))
+    text = results.dumps(gpu)
+    again = results.loads(text)
+    assert render.render(again).html == render.render(gpu).html

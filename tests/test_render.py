@@ -1,0 +1,180 @@
+"""Rendering from a fixed results file: structure, key numbers, gold Markdown, no jax.
+
+The gold file tests/gold/report.md is what the committed fixture renders to. When a change to the
+templates is intended, refresh it with ``REFRESH_GOLD=1 pytest tests/test_render.py``; on a
+mismatch the actual output is saved under .test-artifacts/ and the diff printed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from roofline_report import readme_figures, render, results
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = REPO / "tests" / "fixtures" / "cpu_results.json"
+GOLD = REPO / "tests" / "gold" / "report.md"
+ARTIFACTS = REPO / ".test-artifacts"
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def data() -> dict[str, object]:
+    return results.load(FIXTURE)
+
+
+@pytest.fixture(scope="module")
+def rendered(data: dict[str, object]) -> render.Rendered:
+    return render.render(data)
+
+
+class _Collector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.section_ids: list[str] = []
+        self.kind_markers: list[str] = []
+        self.details_open: list[bool] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(str(a["id"]))
+        if tag == "section" and a.get("id"):
+            self.section_ids.append(str(a["id"]))
+        if tag == "abbr" and "kind" in (a.get("class") or ""):
+            self.kind_markers.append(str(a.get("class")))
+        if tag == "details":
+            self.details_open.append("open" in a)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_sections_of_the_seed_are_present_in_order(rendered: render.Rendered) -> None:
+    c = _Collector()
+    c.feed(rendered.html)
+    seed_steps = ["lowered", "compiled", "model", "experiment", "exercise", "measured"]
+    assert [s for s in c.section_ids if s in seed_steps] == seed_steps
+    for extra in ("reconciliation", "catalog", "lab", "sweeps", "sharding"):
+        assert extra in c.section_ids
+
+
+def test_every_kind_has_a_marker_and_a_legend(rendered: render.Rendered) -> None:
+    c = _Collector()
+    c.feed(rendered.html)
+    classes = " ".join(c.kind_markers)
+    for kind in ("analytic", "hypothetical", "compiler_estimate", "measured"):
+        assert f"k-{kind}" in classes
+    assert 'id="legend"' in rendered.html
+    for label in ("analytic", "hypothetical", "spec sheet", "compiler estimate", "measured"):
+        assert f"<strong>{label}</strong>" in rendered.html
+
+
+def test_key_numbers_of_the_seed(rendered: render.Rendered) -> None:
+    html, md = rendered.html, rendered.markdown
+    for text in ("8,192", "3,584", "5,632", "256", "27,648", "8,064", "24/7", "5 FLOP/B",
+                 "26.7 GFLOP/s", "53.3 GFLOP/s", "100 GFLOP/s", "20 GB/s", "68.6 GFLOP/s",
+                 "memory-bound", "stablehlo.dot_general", "stablehlo.tanh"):
+        assert text in html, text
+        assert text in md, text
+
+
+def test_solutions_are_folded_and_stablehlo_is_shown(rendered: render.Rendered) -> None:
+    assert "Reference solution (try the exercise before reading this)" in rendered.html
+    c = _Collector()
+    c.feed(rendered.html)
+    # The StableHLO text is the only block open by default.
+    assert c.details_open.count(True) == 1
+    assert "func.func public @main" in rendered.html
+
+
+def test_hypothetical_and_measured_are_visibly_apart(rendered: render.Rendered) -> None:
+    html = rendered.html
+    assert 'section id="model" class="kind-hypothetical"' in html
+    assert 'section id="measured" class="kind-measured"' in html
+    assert "Hypothetical: assumed budgets, not a device" in html
+    assert "Measured: this machine, this run" in html
+
+
+def test_svgs_parse_and_label_their_series(rendered: render.Rendered) -> None:
+    assert {"seed_roofline", "doubled_traffic", "measured_roofline"} <= set(rendered.figures)
+    for name, svg in rendered.figures.items():
+        root = ET.fromstring(svg)
+        assert root.tag == f"{SVG_NS}svg", name
+        assert root.find(f"{SVG_NS}title") is not None, name
+        assert root.find(f"{SVG_NS}desc") is not None, name
+        ids = [e.get("id") for e in root.iter() if e.get("id")]
+        assert all(str(i).startswith(f"{name}-") for i in ids), name
+    seed = rendered.figures["seed_roofline"]
+    for label in ("bandwidth budget (hypothetical)", "compute budget (hypothetical)",
+                  "combined ceiling (hypothetical)", "ridge 5 FLOP/B"):
+        assert label in seed
+    measured = rendered.figures["measured_roofline"]
+    assert "this machine (measured)" in measured
+    assert "assumed budgets (hypothetical)" in measured
+
+
+def test_markdown_links_figures_relatively(rendered: render.Rendered) -> None:
+    for name in rendered.figures:
+        assert f"](figures/{name}.svg)" in rendered.markdown
+
+
+def test_markdown_matches_gold(rendered: render.Rendered) -> None:
+    actual = rendered.markdown
+    if os.environ.get("REFRESH_GOLD"):
+        GOLD.parent.mkdir(exist_ok=True)
+        GOLD.write_text(actual, encoding="utf-8")
+    expected = GOLD.read_text(encoding="utf-8")
+    if actual != expected:
+        ARTIFACTS.mkdir(exist_ok=True)
+        (ARTIFACTS / "report.md").write_text(actual, encoding="utf-8")
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True),
+                                            "gold/report.md", "actual", n=2))
+        pytest.fail(f"report.md differs from the gold file (REFRESH_GOLD=1 to accept):\n"
+                    f"{diff[:6000]}")
+
+
+def test_readme_figures_are_up_to_date() -> None:
+    assert readme_figures.main(["--check"]) == 0
+
+
+def test_rendering_does_not_import_jax(tmp_path: Path) -> None:
+    code = (
+        "import sys, json\n"
+        "from roofline_report import cli\n"
+        f"rc = cli.main(['--from-json', {str(FIXTURE)!r}, '--out', {str(tmp_path / 'r')!r}])\n"
+        "print(json.dumps({'rc': rc, 'jax': 'jax' in sys.modules}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                         text=True, check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["jax"] is False
+    assert got["rc"] in (0, 3)
+    assert (tmp_path / "r" / "report.html").is_file()
+
+
+def test_view_model_holds_display_strings_only(data: dict[str, object]) -> None:
+    vm = render.view_model(data)
+
+    def walk(x: object) -> None:
+        if isinstance(x, float):
+            raise AssertionError(f"unformatted float in the view model: {x!r}")
+        if isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list | tuple):
+            for v in x:
+                walk(v)
+
+    walk({k: v for k, v in vm.items() if k != "figures"})
