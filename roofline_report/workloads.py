@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jax
@@ -59,12 +59,11 @@ class Workload:
         """(JAX arguments in ``dtype``, the same values as float64 NumPy arrays)."""
         host = self.build(self.dims)
         dtypes = self.arg_dtypes or (self.dtype,) * len(host)
-        device = tuple(jnp.asarray(x, dtype=t) for x, t in zip(host, dtypes, strict=True))
-        rounded = tuple(
-            np.asarray(x.astype(jnp.float32), dtype=np.float64)
-            if jnp.issubdtype(x.dtype, jnp.floating) else np.asarray(x)
-            for x in device
-        )
+        # Cast on the host (ml_dtypes gives NumPy bfloat16), then transfer: casting with jnp
+        # would compile a conversion kernel for every shape.
+        cast = tuple(np.asarray(x).astype(jnp.dtype(t)) for x, t in zip(host, dtypes, strict=True))
+        device = tuple(jax.device_put(x) for x in cast)
+        rounded = tuple(x.astype(np.float64) for x in cast)
         return device, rounded
 
     def model(self) -> Analytic:
@@ -115,8 +114,15 @@ SEED = Workload(
 
 
 def catalog() -> list[Workload]:
-    """The built-in workloads, the seed first."""
-    return [SEED, *_CATALOG]
+    """The built-in workloads: the seed first, then each catalog workload in float32 and in
+    bfloat16 (the bfloat16 variants are checked at bfloat16's precision and not swept)."""
+    return [SEED, *_CATALOG, *(_bf16(w) for w in _CATALOG)]
+
+
+def _bf16(w: Workload) -> Workload:
+    # bfloat16 keeps 8 significant bits: results are checked to about 2 of its ulps.
+    return replace(w, name=f"{w.name}_bf16", title=f"{w.title} [bf16]", dtype="bfloat16",
+                   rtol=3e-2, atol=3e-2, sweep={})
 
 
 def by_name(name: str) -> Workload:

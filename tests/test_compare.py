@@ -1,0 +1,84 @@
+"""``roofline-report compare``: saved runs side by side, refused across schema versions."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roofline_report import cli, compare, results
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
+
+
+def _save(folder: Path, data: dict[str, Any]) -> Path:
+    folder.mkdir(parents=True)
+    path = folder / "results.json"
+    path.write_text(results.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path) -> tuple[Path, Path]:
+    cpu = results.load(FIXTURE)
+    fast = copy.deepcopy(cpu)
+    fast["environment"]["device_kind"] = "faster machine"
+    for group in ("compute", "bandwidth"):
+        for entry in fast["ceilings"][group]:
+            if entry.get("value"):
+                entry["value"] *= 2
+    fast["ceilings"]["peak_compute"]["value"] *= 2
+    fast["ceilings"]["peak_bandwidth"]["value"] *= 2
+    for w in fast["workloads"]:
+        if (w.get("timing") or {}).get("available"):
+            w["timing"]["per_call"]["median"] /= 4
+    fast["experiments"][0]["verdict"]["text"] = "failed: on purpose"
+    return _save(tmp_path / "cpu", cpu), _save(tmp_path / "fast", fast)
+
+
+def test_compare_writes_a_side_by_side_report(two_runs: tuple[Path, Path],
+                                              tmp_path: Path) -> None:
+    a, b = two_runs
+    out = tmp_path / "cmp"
+    assert cli.main(["compare", str(a), str(b), "--out", str(out)]) == 0
+    html = (out / "report.html").read_text(encoding="utf-8")
+    md = (out / "report.md").read_text(encoding="utf-8")
+    doc = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    assert (out / "figures" / "compare_roofline.svg").is_file()
+    assert "faster machine" in html and "faster machine" in md
+    # Ratios to run 1 are computed, not copied: the doubled ceilings read 2.
+    assert ">2<" in html.replace('<span class="v">', ">").replace("</span>", "<")
+    seed = doc["workloads"]["tanh(a @ b)"]
+    assert len(seed) == 2 and seed[0] != seed[1]
+    verdicts = doc["verdicts"]
+    assert any("failed: on purpose" in v for row in verdicts.values() for v in row)
+    assert "<script" not in html
+
+
+def test_compare_refuses_mixed_schema_versions(two_runs: tuple[Path, Path], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = two_runs
+    data = json.loads(b.read_text(encoding="utf-8"))
+    data["schema_version"] = 99
+    b.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "cmp"
+    assert cli.main(["compare", str(a), str(b), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "schema version" in err[0] and "99" in err[0]
+    assert not out.exists()
+
+
+def test_compare_needs_two_runs(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    a, _ = two_runs
+    assert cli.main(["compare", str(a), "--out", str(tmp_path / "x")]) == 2
+    assert cli.main(["compare", str(a), str(tmp_path / "missing.json"),
+                     "--out", str(tmp_path / "x")]) == 2
+    assert not (tmp_path / "x").exists()
+
+
+def test_comparison_is_deterministic(two_runs: tuple[Path, Path]) -> None:
+    runs = compare.load_runs([str(p) for p in two_runs])
+    assert compare.render_comparison(runs) == compare.render_comparison(runs)
