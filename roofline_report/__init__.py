@@ -17,4 +17,16 @@ def analyze(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     return _analyze(fn, *args, **kwargs)
 
 
-__all__ = ["__version__", "analyze"]
+__all__ = ["__version__", "analyze", "analyze_sharded"]
+
+
+def analyze_sharded(fn: Any, args: Any, in_shardings: Any, out_shardings: Any,
+                    **kwargs: Any) -> dict[str, Any]:
+    """Analyse a sharded ``fn`` (collectives and bytes per device from the compiled HLO,
+    per-device flops and XLA's estimate, a NumPy check and a timing); see
+    :func:`roofline_report.sharding.analyze_sharded`. Needs the devices to exist already: on CPU
+    set ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` before importing jax.
+    """
+    from roofline_report.sharding import analyze_sharded as _analyze_sharded
+
+    return _analyze_sharded(fn, args, in_shardings, out_shardings, **kwargs)
