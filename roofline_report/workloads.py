@@ -281,6 +281,35 @@ def _conv_analytic(d: Dims, s: int) -> Analytic:
             "minimum_bytes": s * (b * h * h * c + r * r * c * f + b * oh * oh * f)}
 
 
+SCAN_STEPS = 10
+
+
+def _scan(c: Any, x: Any) -> Any:
+    def step(carry: Any, _: Any) -> tuple[Any, None]:
+        return jnp.tanh(carry @ x), None
+
+    return jax.lax.scan(step, c, None, length=SCAN_STEPS)[0]
+
+
+def _scan_build(d: Dims) -> tuple[np.ndarray[Any, Any], ...]:
+    n = d["n"]
+    return _rand(14, n, n), _rand(15, n, n) / math.sqrt(n)
+
+
+def _scan_ref(c: np.ndarray[Any, Any], x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    for _ in range(SCAN_STEPS):
+        c = np.tanh(c @ x)
+    return c
+
+
+def _scan_analytic(d: Dims, s: int) -> Analytic:
+    n = d["n"]
+    # Every step is a full matmul and tanh; the carry stays on chip at best, so the minimum
+    # traffic is the two arguments read once and the result written once.
+    return {"flops": SCAN_STEPS * 2 * n**3, "transcendentals": SCAN_STEPS * n * n,
+            "minimum_bytes": 3 * s * n * n}
+
+
 _CATALOG: list[Workload] = [
     Workload("matmul", "a @ b", _matmul, _matmul_build, np.matmul, matmul_analytic,
              {"m": 256, "k": 256, "n": 256}, required_ops=("stablehlo.dot_general",),
@@ -318,6 +347,11 @@ _CATALOG: list[Workload] = [
              required_ops=("stablehlo.dot_general", "stablehlo.exponential"),
              description="Single-head attention without masking.", rtol=1e-4, atol=1e-4,
              sweep={"s": (32, 128, 512, 1024)}),
+    Workload("scan", f"lax.scan of tanh(c @ x), {SCAN_STEPS} steps", _scan, _scan_build,
+             _scan_ref, _scan_analytic, {"n": 256},
+             required_ops=("stablehlo.while", "stablehlo.dot_general", "stablehlo.tanh"),
+             description="A loop: XLA's cost analysis counts its body once.", rtol=1e-4,
+             atol=1e-4),
     Workload("conv2d", "conv2d(x, w) NHWC", _conv, _conv_build, _conv_ref, _conv_analytic,
              {"b": 4, "h": 32, "c": 32, "r": 3, "f": 32},
              required_ops=("stablehlo.convolution",),
