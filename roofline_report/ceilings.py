@@ -126,6 +126,9 @@ def measure_ceilings(
         )
 
     compute = [_matmul_entry(dtype, backend, plan, say) for dtype in plan.matmul_dtypes]
+    if backend in ("gpu", "cuda") and "float32" in plan.matmul_dtypes:
+        # float32 matmuls run as TF32 by default on NVIDIA GPUs: measure true float32 too.
+        compute.append(_matmul_entry("float32", backend, plan, say, highest=True))
     bandwidth = _bandwidth_entries(plan, cache_bytes, say)
     dispatch = _dispatch_entry(plan, say)
     return {
@@ -146,6 +149,12 @@ def measure_ceilings(
 
 def _matmul(a: Any, b: Any) -> Any:
     return a @ b
+
+
+def _matmul_highest(a: Any, b: Any) -> Any:
+    import jax
+
+    return jax.numpy.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
 
 
 def _matmul_operands(n: int, dtype: str) -> tuple[Any, Any]:
@@ -172,12 +181,16 @@ def _matmul_caveat(backend: str, dtype: str) -> str:
     return ""
 
 
-def _matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress) -> dict[str, Any]:
-    """Sweep the sizes with rough timings, then time the best size in full."""
+def _matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress, *,
+                  highest: bool = False) -> dict[str, Any]:
+    """Sweep the sizes with rough timings, then time the best size in full. ``highest``: at
+    ``Precision.HIGHEST`` instead of jax's default precision."""
     import jax
 
+    fn = _matmul_highest if highest else _matmul
     entry: dict[str, Any] = {
-        "name": f"matmul {dtype}",
+        "name": f"matmul {dtype}" + (" (highest precision)" if highest else ""),
+        "precision": "highest" if highest else "default",
         "dtype": dtype,
         "value": None,
         "unit": "FLOP/s",
@@ -188,13 +201,13 @@ def _matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress) -> dict[s
         "flops_per_call": None,
         "timing": None,
     }
-    caveat = _matmul_caveat(backend, dtype)
+    caveat = "" if highest else _matmul_caveat(backend, dtype)
     best: tuple[float, int, Any, tuple[Any, Any]] | None = None
     stopped = ""
     for n in plan.matmul_sizes:
         try:
             args = _matmul_operands(n, dtype)
-            _, compiled, _, _ = timing.measure_compile(jax.jit(_matmul), args)
+            _, compiled, _, _ = timing.measure_compile(jax.jit(fn), args)
             if len(plan.matmul_sizes) == 1:  # nothing to choose between
                 best = (0.0, n, compiled, args)
                 break

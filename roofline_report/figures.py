@@ -217,7 +217,9 @@ class Point:
 def _draw_roof(ax: Axes, roof: Roof, xs: Sequence[float], color: str) -> None:
     ys = [min(roof.peak, roof.bandwidth * x) for x in xs]
     style = KIND_STYLE.get(roof.kind, {})
-    ax.plot(xs, ys, color=color, label=f"{roof.label} ({Kind(roof.kind).label})", **style)
+    label = (f"{roof.label} ({Kind(roof.kind).label}): {format_si(roof.peak, 'FLOP/s')}, "
+             f"{format_si(roof.bandwidth, 'B/s')}")
+    ax.plot(xs, ys, color=color, label=label, **style)
 
 
 def _xrange(roofs: Sequence[Roof], points: Sequence[Point]) -> list[float]:

@@ -440,7 +440,32 @@ def _reconciliation(w: Mapping[str, Any]) -> dict[str, Any]:
         })
     eff = rec.get("traffic_efficiency")
     return {"title": w["title"], "rows": rows, "reason": "",
-            "efficiency": ratio(eff, Kind.COMPILER_ESTIMATE, 3) if eff else None}
+            "efficiency": ratio(eff, Kind.COMPILER_ESTIMATE, 3) if eff else None,
+            "program": _program(w.get("compiled") or {})}
+
+
+def _plural(count: object, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def _program(c: Mapping[str, Any]) -> str:
+    """One sentence on the optimized program: kernels, fusions, custom calls, loops."""
+    if not c:
+        return ""
+    parts = [_plural(c.get("kernels"), "kernel launch", "kernel launches")]
+    fusions = (c.get("fusions") or {}).get("count")
+    if fusions:
+        parts.append(_plural(fusions, "fusion", "fusions"))
+    calls = sorted({str(x.get("target", "")) for x in c.get("custom_calls", [])})
+    if calls:
+        parts.append("custom calls " + ", ".join(calls))
+    loops = [x.get("known_trip_count") for x in c.get("while_loops", [])]
+    if loops:
+        parts.append("loops with trip counts " + ", ".join(str(t) for t in loops))
+    colls = c.get("collectives", [])
+    if colls:
+        parts.append(_plural(len(colls), "collective", "collectives"))
+    return "The optimized program: " + "; ".join(parts) + "."
 
 
 def _quantity(q: Mapping[str, Any] | None) -> Num:

@@ -83,3 +83,21 @@ def test_gpu_results_survive_a_round_trip(tmp_path: Path) -> None:
     text = results.dumps(gpu)
     again = results.loads(text)
     assert render.render(again).html == render.render(gpu).html
+
+
+def test_gpu_ceilings_measure_float32_at_default_and_highest_precision(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    jax = pytest.importorskip("jax")
+    from roofline_report import ceilings
+
+    tiny = ceilings.Plan(matmul_sizes=(32,), matmul_max_call_s=1.0,
+                         matmul_dtypes=("float32", "bfloat16"), array_bytes=1 << 20, samples=3,
+                         min_sample_s=1e-3, sweep_samples=2, sweep_min_sample_s=5e-4,
+                         budget_s=0.2, huge_pages=False)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    data = ceilings.measure_ceilings(quick=True, plan=tiny)
+    names = [e["name"] for e in data["compute"]]
+    assert names == ["matmul float32", "matmul bfloat16", "matmul float32 (highest precision)"]
+    default, highest = data["compute"][0], data["compute"][2]
+    assert "TF32" in default["reason"]
+    assert highest["precision"] == "highest" and highest["available"]
