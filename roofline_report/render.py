@@ -66,7 +66,7 @@ def ratio(value: float | None, kind: Kind | str, digits: int = 4) -> Num:
 @functools.lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
     loader: jinja2.BaseLoader
-    if TEMPLATE_DIR.is_dir():
+    if (TEMPLATE_DIR / "report.html.j2").is_file():  # a source checkout
         loader = jinja2.FileSystemLoader(str(TEMPLATE_DIR))
     else:  # installed: templates ship as the package roofline_report.templates
         loader = jinja2.FunctionLoader(_packaged_template)

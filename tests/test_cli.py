@@ -10,6 +10,7 @@ matmul with tiny ceilings) so that the file runs in seconds.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import os
 import shutil
@@ -506,3 +507,38 @@ def test_a_fresh_build_replaces_a_previous_report(saved: Path, previous: Path,
     assert len(err.splitlines()) == 1
     assert (previous / "report.md").read_text(encoding="utf-8") != "stale\n"
     assert sorted(p.name for p in previous.parent.iterdir()) == ["report"]
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
+
+
+def test_progress_is_a_live_line_on_a_terminal_and_plain_lines_otherwise() -> None:
+    from roofline_report.cli import Progress
+
+    term = _Stream(tty=True)
+    p = Progress("auto", term)
+    p("ceilings of this machine")
+    p("workload 1/3: tanh(a @ b)")
+    p.done()
+    text = term.getvalue()
+    assert "\r\033[K" in text and "\n" not in text
+    assert "workload 1/3" in text
+
+    log = _Stream(tty=False)
+    p = Progress("auto", log)
+    p("ceilings of this machine")
+    p("workload 1/3: tanh(a @ b)")
+    p.done()
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 2 and all(line.startswith("roofline-report: [") for line in lines)
+    assert "\033" not in log.getvalue()
+
+    quiet = _Stream(tty=True)
+    Progress("none", quiet)("anything")
+    assert quiet.getvalue() == ""
