@@ -56,7 +56,7 @@ class FigureOut:
 def _new_figure() -> tuple[Figure, Axes]:
     # A Figure of its own, not pyplot's: no global backend or figure registry to touch or leak.
     fig = Figure(figsize=(7.2, 4.4), dpi=100)
-    fig.subplots_adjust(left=0.16, right=0.97, bottom=0.12, top=0.92)
+    fig.subplots_adjust(left=0.18, right=0.97, bottom=0.12, top=0.92)
     ax = fig.subplots()
     ax.grid(True, which="major", alpha=0.35)
     ax.grid(True, which="minor", alpha=0.12)
@@ -113,6 +113,14 @@ def _log_axes(ax: Axes, xlabel: str, ylabel: str, *, y_unit: str | None = None) 
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+
+
+def _legend_below(fig: Figure, ax: Axes, *, ncol: int) -> None:
+    """The legend under the axes: inside, it would hide a roof or a point wherever it went."""
+    fig.set_size_inches(7.2, 5.4)
+    fig.subplots_adjust(bottom=0.28, top=0.93)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.45, -0.13), ncol=ncol, fontsize=8,
+              frameon=False)
 
 
 def _legend(ax: Axes) -> None:
@@ -255,7 +263,7 @@ def roofline_figure(name: str, title: str, description: str, roofs: Sequence[Roo
                     xytext=(4, 3 if j % 2 else -9), fontsize=7)
     _log_axes(ax, "intensity (FLOP/byte of minimum traffic)", "FLOP/s", y_unit="FLOP/s")
     ax.set_title(title, fontsize=10)
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    _legend_below(fig, ax, ncol=1)
     svg = _to_svg(fig, name, title, description)
     rows = [(r.label, Kind(r.kind).label, fmt(r.peak, "FLOP/s"), fmt(r.bandwidth, "B/s"),
              _g(r.peak / r.bandwidth) + " FLOP/B") for r in roofs]
@@ -385,7 +393,7 @@ def sweep_trajectories(sweep_model: Mapping[str, Any]) -> FigureOut:
             )
     _log_axes(ax, "intensity (FLOP/byte of minimum traffic)", "achieved FLOP/s", y_unit="FLOP/s")
     ax.set_title("Size sweeps on the measured roofline", fontsize=10)
-    ax.legend(loc="upper left", fontsize=7, ncol=2, framealpha=0.9)
+    _legend_below(fig, ax, ncol=3)
     title = "Size sweeps on the measured roofline"
     desc = (
         "Each workload measured at growing sizes, joined in order of size: small sizes sit far "
@@ -454,7 +462,7 @@ def sweep_prediction(sweep_model: Mapping[str, Any]) -> FigureOut:
     ax.set_xlabel("predicted time: max(work ÷ peak, traffic ÷ bandwidth, dispatch)")
     ax.set_ylabel("measured time (median)")
     ax.set_title("The roofline model's prediction against the stopwatch", fontsize=10)
-    ax.legend(loc="upper left", fontsize=7, ncol=2, framealpha=0.9)
+    _legend_below(fig, ax, ncol=3)
     med = sweep_model.get("median_abs_error")
     title = "Predicted against measured time"
     desc = (
