@@ -115,6 +115,17 @@ def _log_axes(ax: Axes, xlabel: str, ylabel: str, *, y_unit: str | None = None) 
     ax.set_ylabel(ylabel)
 
 
+def _seconds_axis(axis: Any) -> None:
+    """Log-scale seconds labelled 1 ms, 100 µs ..., minor ticks unlabelled."""
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: format_si(v, "s", 2)))
+    axis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
+
+
+def _finish(fig: Figure, name: str, title: str, desc: str, table: Table,
+            kinds: tuple[str, ...]) -> FigureOut:
+    return FigureOut(name, title, desc, _to_svg(fig, name, title, desc), table, kinds)
+
+
 def _legend_below(fig: Figure, ax: Axes, *, ncol: int) -> None:
     """The legend under the axes: inside, it would hide a roof or a point wherever it went."""
     fig.set_size_inches(7.2, 5.4)
@@ -170,8 +181,7 @@ def seed_roofline(seed_model: Mapping[str, Any]) -> FigureOut:
                                   seed_model["bound"], strict=True)
     )
     table = Table(("n", "intensity (FLOP/B)", "bandwidth × intensity", "ceiling", "bound"), rows)
-    return FigureOut("seed_roofline", title, desc, _to_svg(fig, "seed_roofline", title, desc),
-                     table, (Kind.HYPOTHETICAL.value,))
+    return _finish(fig, "seed_roofline", title, desc, table, (Kind.HYPOTHETICAL.value,))
 
 
 def doubled_traffic(experiment: Mapping[str, Any], ridge: float) -> FigureOut:
@@ -201,8 +211,7 @@ def doubled_traffic(experiment: Mapping[str, Any], ridge: float) -> FigureOut:
     )
     table = Table(("n", "intensity", "halved intensity", "ceiling", "revised ceiling", "ratio"),
                   rows)
-    return FigureOut("doubled_traffic", title, desc, _to_svg(fig, "doubled_traffic", title, desc),
-                     table, (Kind.HYPOTHETICAL.value,))
+    return _finish(fig, "doubled_traffic", title, desc, table, (Kind.HYPOTHETICAL.value,))
 
 
 # --- measured roofline ----------------------------------------------------------------------
@@ -290,8 +299,7 @@ def comm_times(study: Mapping[str, Any]) -> FigureOut:
         ax.bar(xs, ys, width=width, label=f"{label} ({Kind(kind).label})", color=PALETTE[j])
     ax.set_xticks(range(len(rows)), [r["sharding"] for r in rows])
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_si(v, "s", 2)))
-    ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
+    _seconds_axis(ax.yaxis)
     ax.set_ylabel("time per device")
     ax.set_title("Per-device time bounds of the sharded matmuls", fontsize=10)
     ax.legend(loc="upper left", fontsize=8)
@@ -306,7 +314,7 @@ def comm_times(study: Mapping[str, Any]) -> FigureOut:
                   tuple((r["sharding"], fmt(r["t_math"], "s"), fmt(r["t_mem"], "s"),
                          fmt(r["t_comm"], "s"), fmt(r["lower_bound"], "s"),
                          fmt(r["upper_bound"], "s"), r["binding"]) for r in rows))
-    return FigureOut("comm_times", title, desc, _to_svg(fig, "comm_times", title, desc), table,
+    return _finish(fig, "comm_times", title, desc, table,
                      (kind,))
 
 
@@ -331,8 +339,7 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_si(v, "s", 2)))
-        ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
+        _seconds_axis(ax.yaxis)
         ax.set_xlabel(xlabel)
         ax.grid(True, alpha=0.3)
     left.set_ylabel(f"lower bound per device ({Kind(kind).label})")
@@ -344,8 +351,7 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
             "contracting-axis and FSDP shardings, as the device count grows at a fixed batch "
             "and as the batch grows on a fixed mesh.")
     table = Table(("sharding", "devices", "lower bound", "binding"), tuple(rows))
-    return FigureOut(
-        "comm_scaling", title, desc, _to_svg(fig, "comm_scaling", title, desc), table, (kind,)
+    return _finish(fig, "comm_scaling", title, desc, table, (kind,)
     )
 
 
@@ -403,12 +409,7 @@ def sweep_trajectories(sweep_model: Mapping[str, Any]) -> FigureOut:
     table = Table(
         ("workload", "size", "intensity (FLOP/B)", "achieved", "closest term"), tuple(rows)
     )
-    return FigureOut(
-        "sweep_roofline",
-        title,
-        desc,
-        _to_svg(fig, "sweep_roofline", title, desc),
-        table,
+    return _finish(fig, "sweep_roofline", title, desc, table,
         (Kind.MEASURED.value,),
     )
 
@@ -457,8 +458,7 @@ def sweep_prediction(sweep_model: Mapping[str, Any]) -> FigureOut:
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(FuncFormatter(lambda v, _pos: format_si(v, "s", 2)))
-        axis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
+        _seconds_axis(axis)
     ax.set_xlabel("predicted time: max(work ÷ peak, traffic ÷ bandwidth, dispatch)")
     ax.set_ylabel("measured time (median)")
     ax.set_title("The roofline model's prediction against the stopwatch", fontsize=10)
@@ -474,12 +474,7 @@ def sweep_prediction(sweep_model: Mapping[str, Any]) -> FigureOut:
         ("workload", "size", "predicted", "measured", "measured ÷ predicted", "predicted bound"),
         tuple(rows),
     )
-    return FigureOut(
-        "sweep_prediction",
-        title,
-        desc,
-        _to_svg(fig, "sweep_prediction", title, desc),
-        table,
+    return _finish(fig, "sweep_prediction", title, desc, table,
         (Kind.MEASURED.value,),
     )
 
@@ -502,8 +497,7 @@ def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> Figur
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_si(v, "s", 2)))
-    ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
+    _seconds_axis(ax.yaxis)
     ax.set_xlabel(data.get("xlabel", ""))
     ax.set_ylabel(data.get("ylabel", ""))
     ax.set_title(title, fontsize=10)
@@ -514,5 +508,5 @@ def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> Figur
     rows = tuple((_tick(x), *(fmt(s["y"][i], "s") for s in data["series"]))
                  for i, x in enumerate(xs))
     kinds = tuple(sorted({s["kind"] for s in data["series"]}))
-    return FigureOut(name, title, desc, _to_svg(fig, name, title, desc), Table(headers, rows),
+    return _finish(fig, name, title, desc, Table(headers, rows),
                      kinds)
