@@ -213,6 +213,7 @@ def _measure(ns: argparse.Namespace, progress: Progress) -> dict[str, Any]:
         builtin=not ns.only_config,
         user_workloads=tuple(user_workloads),
         config_source=config.source if config else None,
+        config_path=ns.config,
     )
     return measure.run(options, progress)
 

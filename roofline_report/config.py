@@ -22,12 +22,28 @@ Schema (every key not listed is an error, so typos are caught)::
     rtol = 2e-5                      # optional tolerances for the check (non-negative numbers)
     atol = 2e-5
 
+    [[workload]]                     # a sharded workload: analysed on a mesh of devices
+    name = "matmul, contracting axis"
+    function = "my_workloads:scaled_matmul"
+    dims = { m = 256, k = 512, n = 128 }
+    args = [ { shape = ["m", "k"], dtype = "float32" }, { shape = ["k", "n"], dtype = "float32" } ]
+    mesh = { d = 8 }                 # mesh axis name = size; at most MAX_MESH_DEVICES devices
+    partition = [ ["", "d"], ["d", ""] ]   # per argument, per dimension: an axis or "" (whole)
+    out_partition = ["", ""]         # optional, same form for the result; default replicated
+
 Rules:
 
 * ``shape`` is a list (``[]`` is a scalar) whose entries are positive integers or names in
   ``dims``; ``dtype`` is one of :data:`DTYPES`.
 * Dimensions are at most :data:`MAX_DIM`; a sweep gives at most :data:`MAX_SWEEP_POINTS` points
   (the cartesian product of its value lists, duplicates removed).
+* ``mesh`` makes a workload sharded: it is not measured in the main process (``workloads``
+  holds only the unsharded ones) but listed in ``Config.sharded`` and analysed in the sharding
+  child process (``roofline_report.sharding``), which has :data:`MAX_MESH_DEVICES` devices.
+  ``partition`` is required with a mesh and refused without one; each dimension it shards must
+  be divisible by the axis size at the declared dims, an axis shards at most one dimension of an
+  argument, and a sharded workload cannot have a ``sweep``. ``out_partition`` is checked against
+  the result (its rank, divisibility) only in the child, where the result's shape is known.
 * Workload names are unique. Import paths are ``module.path:attribute`` with Python identifiers;
   they are imported (by :func:`import_callable`) with the config file's folder and the current
   directory on ``sys.path``, so ``my_workloads:f`` finds ``my_workloads.py`` next to the config.
@@ -59,6 +75,8 @@ from roofline_report.units import RateKind, parse_rate
 SCHEMA_VERSION = 1
 MAX_SWEEP_POINTS = 64
 MAX_DIM = 2**31 - 1
+#: Devices the sharding child process is started with: the largest mesh a config may declare.
+MAX_MESH_DEVICES = 8
 
 #: Allowed dtype names and their item sizes in bytes.
 DTYPES: Mapping[str, int] = {
@@ -76,7 +94,10 @@ DTYPES: Mapping[str, int] = {
 
 _TOP_KEYS = ("schema", "preset", "budgets", "workload")
 _BUDGET_KEYS = ("peak", "bandwidth")
-_WORKLOAD_KEYS = ("name", "function", "dims", "args", "sweep", "reference", "rtol", "atol")
+_WORKLOAD_KEYS = (
+    "name", "function", "dims", "args", "sweep", "reference", "rtol", "atol",
+    "mesh", "partition", "out_partition",
+)  # fmt: skip
 _ARG_KEYS = ("shape", "dtype")
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -85,6 +106,8 @@ _DIM_NAME_RE = re.compile(_IDENT, re.ASCII)
 
 Shape = tuple[int, ...]
 DimRef = int | str
+#: One entry per dimension: a mesh axis name, or "" for a dimension that is not sharded.
+Partition = tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +146,11 @@ class ArgSpec:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """One ``[[workload]]`` table, validated. ``function``/``reference`` are import paths."""
+    """One ``[[workload]]`` table, validated. ``function``/``reference`` are import paths.
+
+    ``mesh`` (axis name, size) pairs in the file's order, ``partition`` one :data:`Partition` per
+    argument and ``out_partition`` the result's: all None for an unsharded workload.
+    """
 
     name: str
     function: str
@@ -133,6 +160,19 @@ class WorkloadSpec:
     reference: str | None = None
     rtol: float | None = None
     atol: float | None = None
+    mesh: tuple[tuple[str, int], ...] | None = None
+    partition: tuple[Partition, ...] | None = None
+    out_partition: Partition | None = None
+
+    @property
+    def is_sharded(self) -> bool:
+        """True when the workload declares a mesh (it runs in the sharding child)."""
+        return self.mesh is not None
+
+    @property
+    def mesh_devices(self) -> int:
+        """Devices in the mesh (the product of its axis sizes); 1 without a mesh."""
+        return math.prod(size for _, size in self.mesh or ())
 
     def resolve_shapes(self, dims: Mapping[str, int] | None = None) -> list[tuple[Shape, str]]:
         """``(shape, dtype)`` per argument, with ``dims`` overriding the workload's own dims."""
@@ -162,19 +202,39 @@ class WorkloadSpec:
             "reference": self.reference,
             "rtol": self.rtol,
             "atol": self.atol,
+            "mesh": None
+            if self.mesh is None
+            else {
+                "axis_names": [a for a, _ in self.mesh],
+                "shape": [size for _, size in self.mesh],
+            },
+            "partition": None if self.partition is None else [list(p) for p in self.partition],
+            "out_partition": None if self.out_partition is None else list(self.out_partition),
         }
+
+    def to_table(self) -> dict[str, Any]:
+        """The workload as a TOML-shaped table (keys as in the file), None values left out."""
+        table = {k: v for k, v in self.to_json().items() if v is not None}
+        if self.mesh is not None:
+            table["mesh"] = dict(self.mesh)
+        return table
 
 
 @dataclass(frozen=True)
 class Config:
     """A validated config file. ``source`` is the file's name only (no folder), for reports;
-    ``base_dir`` is the folder imports are resolved against (not part of equality or JSON)."""
+    ``base_dir`` is the folder imports are resolved against (not part of equality or JSON).
+
+    ``workloads`` are the unsharded workloads, measured in the main process; ``sharded`` those
+    with a ``mesh``, analysed only in the sharding child process. Each keeps the file's order.
+    """
 
     preset: str | None
     budgets: Budgets
     workloads: tuple[WorkloadSpec, ...]
     source: str
     base_dir: Path | None = field(default=None, compare=False, repr=False)
+    sharded: tuple[WorkloadSpec, ...] = ()
 
     def load_function(self, spec: WorkloadSpec) -> Callable[..., Any]:
         """Import the workload's function (see :func:`import_callable`)."""
@@ -198,9 +258,7 @@ class Config:
         budgets = {k: v for k, v in self.budgets.to_json().items() if v is not None}
         if budgets:
             document["budgets"] = budgets
-        document["workload"] = [
-            {k: v for k, v in w.to_json().items() if v is not None} for w in self.workloads
-        ]
+        document["workload"] = [w.to_table() for w in (*self.workloads, *self.sharded)]
         return document
 
     def to_json(self) -> dict[str, Any]:
@@ -211,6 +269,7 @@ class Config:
             "preset": self.preset,
             "budgets": self.budgets.to_json(),
             "workloads": [w.to_json() for w in self.workloads],
+            "sharded": [w.to_json() for w in self.sharded],
         }
 
 
@@ -297,7 +356,9 @@ def config_from_dict(
             )
         seen[spec.name] = index
         workloads.append(spec)
-    return Config(preset, budgets, tuple(workloads), source, base_dir)
+    unsharded = tuple(w for w in workloads if not w.is_sharded)
+    sharded = tuple(w for w in workloads if w.is_sharded)
+    return Config(preset, budgets, unsharded, source, base_dir, sharded)
 
 
 def _budgets(value: Any, where: str) -> Budgets:
@@ -351,6 +412,26 @@ def _workload(table: Any, index: int, where: str) -> WorkloadSpec:
     dims = _dims(table.get("dims"), here)
     args = _args(table.get("args"), dims, here)
     sweep = _sweep(table.get("sweep"), dims, here)
+    mesh = _mesh(table.get("mesh"), here)
+    partition: tuple[Partition, ...] | None = None
+    out_partition: Partition | None = None
+    if mesh is None:
+        for key in ("partition", "out_partition"):
+            if key in table:
+                raise InputError(f"{here} '{key}' needs a 'mesh' (such as mesh = {{ d = 8 }})")
+    else:
+        if sweep is not None:
+            raise InputError(
+                f"{here} sweeps of sharded workloads are not supported; remove 'sweep' or 'mesh'"
+            )
+        if "partition" not in table:
+            raise InputError(
+                f"{here} 'mesh' needs 'partition': one list per argument, with an axis name "
+                'or "" for each dimension'
+            )
+        partition = _partition(table["partition"], mesh, args, dims, here)
+        if "out_partition" in table:
+            out_partition = _axes(table["out_partition"], dict(mesh), f"{here} out_partition:")
     return WorkloadSpec(
         name=name,
         function=function,
@@ -360,6 +441,9 @@ def _workload(table: Any, index: int, where: str) -> WorkloadSpec:
         reference=reference,
         rtol=_tolerance(table.get("rtol"), "rtol", here),
         atol=_tolerance(table.get("atol"), "atol", here),
+        mesh=mesh,
+        partition=partition,
+        out_partition=out_partition,
     )
 
 
@@ -459,6 +543,87 @@ def _sweep(value: Any, dims: Mapping[str, int], here: str) -> dict[str, tuple[in
             f"{here} the sweep has {count} points; at most {MAX_SWEEP_POINTS} are allowed"
         )
     return dict(sorted(sweep.items()))
+
+
+def _mesh(value: Any, here: str) -> tuple[tuple[str, int], ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InputError(f"{here} 'mesh' must be a table of axis name = size, such as {{ d = 8 }}")
+    value = _present(value)
+    if not value:
+        raise InputError(f"{here} 'mesh' is empty; give at least one axis, such as {{ d = 8 }}")
+    axes: list[tuple[str, int]] = []
+    for name, size in value.items():
+        if not isinstance(name, str) or not _DIM_NAME_RE.fullmatch(name):
+            raise InputError(
+                f"{here} mesh: {_show(name)} is not a valid axis name (letters, digits, _)"
+            )
+        axes.append((name, _positive_int(size, f"{here} mesh.{name}")))
+    devices = math.prod(size for _, size in axes)
+    if devices > MAX_MESH_DEVICES:
+        raise InputError(
+            f"{here} the mesh has {devices} devices; the sharded analysis runs on "
+            f"{MAX_MESH_DEVICES}"
+        )
+    return tuple(axes)
+
+
+def _partition(
+    value: Any,
+    mesh: Sequence[tuple[str, int]],
+    args: Sequence[ArgSpec],
+    dims: Mapping[str, int],
+    here: str,
+) -> tuple[Partition, ...]:
+    if not isinstance(value, list):
+        raise InputError(
+            f"{here} 'partition' must be a list with one list per argument, got {_type(value)}"
+        )
+    if len(value) != len(args):
+        raise InputError(
+            f"{here} 'partition' has {len(value)} entries but the workload has {len(args)} args"
+        )
+    sizes = dict(mesh)
+    out: list[Partition] = []
+    for position, (entry, arg) in enumerate(zip(value, args, strict=True)):
+        at = f"{here} partition[{position}]:"
+        shape = arg.resolve(dims)
+        axes = _axes(entry, sizes, at)
+        if len(axes) != len(shape):
+            raise InputError(
+                f"{at} has {len(axes)} entries but args[{position}] has {len(shape)} dimensions"
+            )
+        for dim, (axis, size) in enumerate(zip(axes, shape, strict=True)):
+            if axis and size % sizes[axis]:
+                raise InputError(
+                    f"{at} dimension {dim} of args[{position}] ({size} at the declared dims) "
+                    f"is not divisible by mesh axis {_show(axis)} ({sizes[axis]})"
+                )
+        out.append(axes)
+    return tuple(out)
+
+
+def _axes(value: Any, sizes: Mapping[str, int], at: str) -> Partition:
+    """One partition list: a mesh axis name or "" per dimension, no axis twice."""
+    if not isinstance(value, list):
+        raise InputError(
+            f'{at} expected a list with one mesh axis name or "" per dimension, got {_type(value)}'
+        )
+    seen: set[str] = set()
+    for axis in value:
+        if not isinstance(axis, str):
+            raise InputError(
+                f'{at} entries must be mesh axis names or "" (not sharded), got {_type(axis)}'
+            )
+        if axis and axis not in sizes:
+            raise InputError(
+                f"{at} unknown axis {_show(axis)} (mesh axes: {', '.join(sizes)})"
+            )
+        if axis and axis in seen:
+            raise InputError(f"{at} axis {_show(axis)} shards more than one dimension")
+        seen.add(axis)
+    return tuple(value)
 
 
 def _tolerance(value: Any, key: str, here: str) -> float | None:

@@ -41,6 +41,7 @@ class RunOptions:
     builtin: bool = True
     user_workloads: tuple[Workload, ...] = ()
     config_source: str | None = None
+    config_path: str | None = None  # the config file, for the sharding child; not in JSON
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,7 +80,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1) if options.sharding else None
     pending_sharding = None
     if pool is not None and options.quick:
-        pending_sharding = pool.submit(_run_sharding, options.quick)
+        pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path)
     say("environment")
     env = lowering.environment()
     results: dict[str, Any] = {
@@ -137,7 +138,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
         results["lab"] = {"available": False, "reason": "skipped with --no-experiments"}
         results["experiments"] = []
     if pool is not None and pending_sharding is None:
-        pending_sharding = pool.submit(_run_sharding, options.quick)
+        pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path)
     results["exercises"] = experiments.exercises(
         peak=options.peak, bandwidth=options.bandwidth, ceilings=ceilings_json)
 
@@ -213,10 +214,11 @@ def _lab(quick: bool, ceilings: Mapping[str, Any] | None, say: Progress,
         return {"experiments": {}, **skips.add("lab notebook", _why(exc))}
 
 
-def _run_sharding(quick: bool) -> dict[str, Any]:
+def _run_sharding(quick: bool, config_path: str | None = None) -> dict[str, Any]:
     from roofline_report import sharding
 
-    return sharding.run_sharded_analysis(devices=8, quick=quick, timeout=180.0)
+    return sharding.run_sharded_analysis(devices=8, quick=quick, timeout=180.0,
+                                         config_path=config_path)
 
 
 def _sharding_result(data: dict[str, Any], skips: Skips) -> dict[str, Any]:

@@ -14,11 +14,19 @@ jax is imported lazily, so importing this module (and parsing HLO text) costs no
 
 Collectives are counted once per appearance in the program text: one inside a loop body runs
 once per iteration, but is listed once.
+
+The user's own sharded workloads (``[[workload]]`` tables with a ``mesh``, see
+:mod:`roofline_report.config`) are analysed in the same child, started with ``--config FILE``:
+each becomes one more entry of ``"workloads"`` with ``"sharding": "user"``, its per-device work
+and traffic computed as :func:`user_workload` describes. A failure in one of them (an import
+error, a function that does not compile with its partitions) becomes an entry with an
+``"error"`` for that workload only.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -27,9 +35,10 @@ import statistics
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,7 +52,11 @@ from roofline_report.comm_model import (
 from roofline_report.errors import InputError, scrub_paths
 from roofline_report.model import Kind
 
+if TYPE_CHECKING:
+    from roofline_report.config import Config, WorkloadSpec
+
 MESH_AXIS = "d"
+USER_SHARDING = "user"  # the "sharding" of a workload declared in a config file
 QUICK_SIZES = (64, 512, 256)  # B, D, F
 FULL_SIZES = (512, 2048, 1024)
 EMULATED_NOTE = (
@@ -339,7 +352,8 @@ def _device_count(shardings: Sequence[Any]) -> int:
     return max(len(devices), 1)
 
 
-def _compare(outputs: Any, expected: Any) -> dict[str, Any]:
+def _compare(outputs: Any, expected: Any, rtol: float = 1e-4, atol: float = 1e-6
+             ) -> dict[str, Any]:
     jax = _jax()
     got = [np.asarray(leaf, dtype=np.float64) for leaf in jax.tree_util.tree_leaves(outputs)]
     want = [np.asarray(leaf, dtype=np.float64) for leaf in jax.tree_util.tree_leaves(expected)]
@@ -355,7 +369,7 @@ def _compare(outputs: Any, expected: Any) -> dict[str, Any]:
         default=0.0,
     )
     scale = max((float(np.max(np.abs(w), initial=0.0)) for w in want), default=0.0)
-    tolerance = 1e-4 * scale + 1e-6
+    tolerance = rtol * scale + atol
     passed = math.isfinite(err) and err <= tolerance
     return {
         "max_abs_err": err if math.isfinite(err) else None,
@@ -374,12 +388,15 @@ def analyze_sharded(
     time_it: bool = True,
     repeats: int = 5,
     inner: int = 5,
+    rtol: float = 1e-4,
+    atol: float = 1e-6,
 ) -> dict[str, Any]:
     """Compile ``fn`` with the given shardings and report its collectives, costs, check and time.
 
     ``args`` are host arrays (NumPy or jax), placed with ``in_shardings`` (one per argument);
     ``out_shardings`` is passed to ``jax.jit`` as is. ``reference`` (optional) computes the
-    expected outputs from the same arguments as NumPy arrays. Returns::
+    expected outputs from the same arguments as NumPy arrays; the check passes when the largest
+    absolute error is at most ``rtol`` x (largest reference magnitude) + ``atol``. Returns::
 
         {"devices": int, "collectives": [parse_collectives records],
          "comm_bytes": int (sum of bytes_per_device over readable records),
@@ -422,7 +439,7 @@ def analyze_sharded(
         outputs = jax.block_until_ready(compiled(*placed))
         if reference is not None:
             expected = reference(*(np.asarray(a) for a in args))
-            result["check"] = _compare(outputs, expected)
+            result["check"] = _compare(outputs, expected, rtol, atol)
         if time_it:
             result["measured_seconds"] = _median_seconds(
                 lambda: compiled(*placed), repeats=repeats, inner=inner
@@ -432,17 +449,35 @@ def analyze_sharded(
     return result
 
 
-def _make_mesh(jax: Any, devices: Sequence[Any]) -> Any:
-    """A one-axis mesh with Auto (GSPMD) axis types; jax 0.10 defaults make_mesh to Explicit."""
+def _make_mesh(
+    jax: Any, devices: Sequence[Any], axes: Sequence[tuple[str, int]] | None = None
+) -> Any:
+    """A mesh of ``devices`` with Auto (GSPMD) axis types (jax 0.10 defaults make_mesh to
+    Explicit). ``axes``: (name, size) pairs whose sizes multiply to ``len(devices)``; default
+    one axis :data:`MESH_AXIS` over all of them."""
+    axes = tuple(axes) if axes is not None else ((MESH_AXIS, len(devices)),)
+    names = tuple(name for name, _ in axes)
+    shape = tuple(size for _, size in axes)
     axis_type = getattr(jax.sharding, "AxisType", None)
     kwargs: dict[str, Any] = {"devices": list(devices)}
     if axis_type is not None:
-        kwargs["axis_types"] = (axis_type.Auto,)
+        kwargs["axis_types"] = (axis_type.Auto,) * len(axes)
     try:
-        return jax.make_mesh((len(devices),), (MESH_AXIS,), **kwargs)
+        return jax.make_mesh(shape, names, **kwargs)
     except TypeError:
         kwargs.pop("devices")
-        return jax.sharding.Mesh(np.array(list(devices)), (MESH_AXIS,), **kwargs)
+        grid = np.array(list(devices), dtype=object).reshape(shape)
+        return jax.sharding.Mesh(grid, names, **kwargs)
+
+
+def _mesh_json(mesh: Any) -> dict[str, Any]:
+    return {
+        "axis_names": [str(a) for a in mesh.axis_names],
+        "shape": [int(v) for v in mesh.devices.shape],
+        "axis_types": [
+            str(getattr(t, "name", t)).lower() for t in getattr(mesh, "axis_types", ())
+        ],
+    }
 
 
 def _matmul(x: Any, w: Any) -> Any:
@@ -490,13 +525,7 @@ def _matmul_workload(
             "w": _spec_json(w_spec),
             "y": _spec_json(y_spec),
         },
-        "mesh": {
-            "axis_names": [str(a) for a in mesh.axis_names],
-            "shape": [int(v) for v in mesh.devices.shape],
-            "axis_types": [
-                str(getattr(t, "name", t)).lower() for t in getattr(mesh, "axis_types", ())
-            ],
-        },
+        "mesh": _mesh_json(mesh),
         "collectives": measured["collectives"],
         "per_device": {
             "flops": analytic["flops"],
@@ -514,6 +543,228 @@ def _matmul_workload(
     return workload
 
 
+# --------------------------------------------------------------------------------------------
+# The user's sharded workloads, from a config file
+# --------------------------------------------------------------------------------------------
+
+
+def _user_inputs(
+    jax: Any, shapes: Sequence[tuple[tuple[int, ...], str]], seed: int
+) -> tuple[np.ndarray[Any, Any], ...]:
+    """Deterministic random host arrays of the declared shapes, in the dtypes jax will use
+    (``float64`` is ``float32`` unless x64 is enabled; ``bfloat16`` via jax's NumPy dtype)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    canonical = getattr(jax.dtypes, "canonicalize_dtype", None)
+    for shape, name in shapes:
+        dtype = jax.numpy.dtype(name)
+        # the dtype jax computes in; device_put canonicalises the same way where the helper is gone
+        dtype = canonical(dtype) if canonical else jax.device_put(np.zeros((), dtype)).dtype
+        if name == "bool":
+            values = rng.integers(0, 2, size=shape).astype(bool)
+        elif name.startswith(("int", "uint")):
+            values = rng.integers(0, 8, size=shape)
+        else:
+            values = rng.standard_normal(shape)
+        out.append(np.asarray(values).astype(dtype))
+    return tuple(out)
+
+
+def _spec_text(partition: Sequence[str | None]) -> str:
+    return "P(" + ",".join("None" if not a else repr(a) for a in partition) + ")"
+
+
+def _shard_bytes(sharding: Any, shape: Sequence[int], dtype: Any) -> int:
+    elements = math.prod(int(d) for d in sharding.shard_shape(tuple(shape)))
+    return elements * int(np.dtype(dtype).itemsize)
+
+
+def _exact_share(total: int, parts: int) -> int | float:
+    """``total / parts``, as an int when it divides evenly."""
+    return total // parts if total % parts == 0 else total / parts
+
+
+def user_workload(
+    config: Config, spec: WorkloadSpec, devices: Sequence[Any], *, quick: bool
+) -> dict[str, Any]:
+    """Analyse one sharded ``[[workload]]`` of ``config`` on the first devices of ``devices``.
+
+    Builds the declared mesh (Auto axes), a ``NamedSharding`` per argument from ``partition``
+    and one for the result from ``out_partition`` (replicated when absent), deterministic
+    random inputs (seeded by the workload's name), and runs :func:`analyze_sharded` (checked
+    against the NumPy reference when one is declared, with the workload's tolerances).
+
+    Per-device figures, kind analytic:
+
+    * ``flops``: our own count of the whole, unpartitioned program
+      (:func:`roofline_report.hlo_count.count_stablehlo`) divided by the devices that split
+      the work, taken to be the product of the sizes of the mesh axes that shard at least one
+      argument or the result (devices along an unused axis repeat the same work). This assumes
+      an even split; XLA's own per-device flops are kept beside it as a cross-check.
+    * ``hbm_bytes``: each argument's and result's shard (``sharding.shard_shape``) x itemsize,
+      summed: every shard read or written once.
+    * ``comm_bytes``: the bytes each device sends in the compiled program's collectives.
+
+    Raises InputError (or whatever the user's code raises) when the workload cannot be
+    analysed; :func:`_user_workloads` turns that into an error entry.
+    """
+    from roofline_report import hlo_count, lowering
+
+    jax = _jax()
+    fn = config.load_function(spec)
+    reference = config.load_reference(spec)
+    axes = spec.mesh or ()
+    needed = spec.mesh_devices
+    if needed > len(devices):
+        raise InputError(f"the mesh needs {needed} devices but {len(devices)} are available")
+    mesh = _make_mesh(jax, list(devices)[:needed], axes)
+    named, pspec = jax.sharding.NamedSharding, jax.sharding.PartitionSpec
+    partitions = [tuple(a or None for a in p) for p in spec.partition or ()]
+    args = _user_inputs(jax, spec.resolve_shapes(), zlib.crc32(spec.name.encode("utf-8")))
+    if len(partitions) != len(args):
+        raise InputError(f"{len(partitions)} partitions for {len(args)} arguments")
+    in_shardings = [named(mesh, pspec(*p)) for p in partitions]
+    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]
+    try:
+        out_leaves = jax.tree_util.tree_leaves(jax.eval_shape(fn, *structs))
+    except Exception as exc:
+        raise InputError(f"the function does not trace at the declared shapes: {_one_line(exc)}"
+                         ) from exc
+    out_partition: tuple[str | None, ...] = ()
+    if spec.out_partition is not None:
+        out_partition = tuple(a or None for a in spec.out_partition)
+        if len(out_leaves) != 1:
+            raise InputError(
+                f"'out_partition' needs a function returning one array; it returns "
+                f"{len(out_leaves)}"
+            )
+        rank = len(out_leaves[0].shape)
+        if len(out_partition) != rank:
+            raise InputError(
+                f"'out_partition' has {len(out_partition)} entries but the result has "
+                f"{rank} dimensions"
+            )
+        sizes = dict(axes)
+        for dim, (axis, size) in enumerate(zip(out_partition, out_leaves[0].shape, strict=True)):
+            if axis and size % sizes[axis]:
+                raise InputError(
+                    f"'out_partition': dimension {dim} of the result ({size}) is not divisible "
+                    f"by mesh axis {axis!r} ({sizes[axis]})"
+                )
+    out_sharding = named(mesh, pspec(*out_partition))
+
+    count = hlo_count.count_stablehlo(lowering.stablehlo_module(jax.jit(fn).lower(*structs)))
+    used = {a for p in (*partitions, out_partition) for a in p if a}
+    split = math.prod(size for name, size in axes if name in used)
+    rtol = spec.rtol if spec.rtol is not None else 1e-4
+    atol = spec.atol if spec.atol is not None else 1e-6
+    measured = analyze_sharded(
+        fn, args, in_shardings, out_sharding, reference=reference, rtol=rtol, atol=atol,
+        repeats=3 if quick else 5, inner=5 if quick else 10,
+    )  # fmt: skip
+
+    arguments = [
+        {
+            "shape": list(a.shape),
+            "dtype": str(a.dtype),
+            "partition": list(p),
+            "shard_shape": list(s.shard_shape(a.shape)),
+        }
+        for a, p, s in zip(args, partitions, in_shardings, strict=True)
+    ]
+    results = [
+        {
+            "shape": list(leaf.shape),
+            "dtype": str(leaf.dtype),
+            "partition": list(out_partition) or [None] * len(leaf.shape),
+            "shard_shape": list(out_sharding.shard_shape(tuple(leaf.shape))),
+        }
+        for leaf in out_leaves
+    ]
+    hbm = sum(_shard_bytes(s, a.shape, a.dtype) for a, s in zip(args, in_shardings, strict=True))
+    hbm += sum(_shard_bytes(out_sharding, leaf.shape, leaf.dtype) for leaf in out_leaves)
+    flops = _exact_share(int(count["flops"]), split)
+    xla_flops = measured["xla_per_device"]["flops"]
+    mesh_text = ", ".join(f"{name}={size}" for name, size in axes)
+    parts = ", ".join(
+        f"{a['dtype']}[{','.join(map(str, a['shape']))}] {_spec_text(a['partition'])}"
+        for a in arguments
+    )
+    result_text = _spec_text(out_partition) if out_partition else "replicated"
+    workload: dict[str, Any] = {
+        "name": spec.name,
+        "sharding": USER_SHARDING,
+        "description": (
+            f"{spec.name} ({spec.function}), mesh {mesh_text}: {parts} -> {result_text}; "
+            "per-device FLOPs = "
+            f"our count / {split} (the devices on mesh axes that shard an argument or the result)"
+        ),
+        "function": spec.function,
+        "mesh": _mesh_json(mesh),
+        "arguments": arguments,
+        "results": results,
+        "collectives": measured["collectives"],
+        "per_device": {
+            "flops": flops,
+            "hbm_bytes": hbm,
+            "comm_bytes": measured["comm_bytes"],
+            "comm_bytes_hlo": measured["comm_bytes"],
+        },
+        "counted": {
+            "flops": int(count["flops"]),
+            "transcendentals": int(count["transcendentals"]),
+            "split_devices": split,
+            "notes": [scrub_paths(str(n)) for n in count.get("notes", [])],
+        },
+        "flops_cross_check": {
+            "xla_per_device": xla_flops,
+            "ratio": xla_flops / flops if xla_flops is not None and flops else None,
+        },
+        "expected_collective": None,
+        "xla_per_device": measured["xla_per_device"],
+        "check": measured["check"],
+        "measured_seconds": measured["measured_seconds"],
+    }
+    if "error" in measured:
+        workload["error"] = measured["error"]
+    return workload
+
+
+def _failure(exc: BaseException) -> str:
+    if isinstance(exc, InputError):
+        return _scrub_paths(str(exc))[:300]
+    return _one_line(exc)
+
+
+def _failed_workload(name: str, function: str, reason: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "sharding": USER_SHARDING,
+        "description": f"{name} ({function or 'the config'}): not analysed: {reason}",
+        "function": function,
+        "collectives": [],
+        "error": reason,
+    }
+
+
+def _user_workloads(config_path: str, devices: Sequence[Any], quick: bool
+                    ) -> list[dict[str, Any]]:
+    """One entry per sharded workload of the config; failures become error entries."""
+    from roofline_report.config import load_config
+
+    try:
+        config = load_config(config_path)
+    except Exception as exc:
+        return [_failed_workload(f"config {Path(config_path).name}", "", _failure(exc))]
+    entries = []
+    for spec in config.sharded:
+        try:
+            entries.append(user_workload(config, spec, devices, quick=quick))
+        except (Exception, SystemExit) as exc:  # the user's code may raise anything
+            entries.append(_failed_workload(spec.name, spec.function, _failure(exc)))
+    return entries
+
+
 def _pick_devices(jax: Any, count: int) -> tuple[list[Any], bool]:
     """Real accelerators when the default backend has enough of them, else emulated host CPUs."""
     default = jax.devices()
@@ -522,8 +773,9 @@ def _pick_devices(jax: Any, count: int) -> tuple[list[Any], bool]:
     return list(jax.devices("cpu")[:count]), True
 
 
-def measure(*, devices: int, quick: bool) -> dict[str, Any]:
-    """Run the three sharded matmul workloads on ``devices`` devices (in this process).
+def measure(*, devices: int, quick: bool, config_path: str | None = None) -> dict[str, Any]:
+    """Run the three sharded matmul workloads on ``devices`` devices (in this process), then the
+    sharded workloads of the config file at ``config_path`` (if given).
 
     Needs the devices to exist: call it in a process started with the host-device flag (see
     :func:`run_sharded_analysis`). Returns the document described in :func:`run_sharded_analysis`.
@@ -542,6 +794,9 @@ def measure(*, devices: int, quick: bool) -> dict[str, Any]:
     x = rng.standard_normal((b, d), dtype=np.float32)
     w = rng.standard_normal((d, f), dtype=np.float32)
     note = (EMULATED_NOTE if emulated else REAL_NOTE).format(n=devices, platform=platform)
+    workloads = [_matmul_workload(s, mesh, x, w, quick) for s in STRATEGIES]
+    if config_path is not None:
+        workloads += _user_workloads(config_path, chosen, quick)
     return {
         "available": True,
         "devices": devices,
@@ -556,8 +811,9 @@ def measure(*, devices: int, quick: bool) -> dict[str, Any]:
             "per_device": Kind.ANALYTIC.value,
             "xla_per_device": Kind.COMPILER_ESTIMATE.value,
             "measured_seconds": Kind.MEASURED.value,
+            "flops_cross_check": Kind.COMPILER_ESTIMATE.value,
         },
-        "workloads": [_matmul_workload(s, mesh, x, w, quick) for s in STRATEGIES],
+        "workloads": workloads,
     }
 
 
@@ -595,12 +851,21 @@ def _last_json(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def run_sharded_analysis(*, devices: int = 8, quick: bool, timeout: float) -> dict[str, Any]:
+def run_sharded_analysis(
+    *,
+    devices: int = 8,
+    quick: bool,
+    timeout: float,
+    config_path: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
     """Run :func:`measure` in a fresh Python process with ``devices`` devices; return its JSON.
 
     The child gets the host-device flag (``XLA_FLAGS`` and ``JAX_NUM_CPU_DEVICES``), so this
     works whatever jax state the caller has; on a machine whose default backend has at least
-    ``devices`` accelerators, those are used instead (``"emulated": False``). Returns::
+    ``devices`` accelerators, those are used instead (``"emulated": False``). With
+    ``config_path``, the child also analyses the config's sharded workloads (it gets the file's
+    absolute path and runs in the caller's current directory, so imports resolve as they do
+    here); they follow the built-ins in ``"workloads"``. Returns::
 
         {"available": True, "devices", "platform", "default_backend", "emulated", "note",
          "jax_version", "quick", "kinds": {field: Kind value},
@@ -614,7 +879,19 @@ def run_sharded_analysis(*, devices: int = 8, quick: bool, timeout: float) -> di
                         "xla_per_device": {"flops", "bytes_accessed", "transcendentals",
                                            "note"},
                         "check": {"max_abs_err", "tolerance", "passed"},
-                        "measured_seconds": float | None}]}
+                        "measured_seconds": float | None}, ...,
+                       # then one per sharded workload of the config:
+                       {"name", "sharding": "user", "description", "function",
+                        "mesh", "collectives", "expected_collective": None,
+                        "arguments": [{"shape", "dtype", "partition", "shard_shape"}],
+                        "results": [{"shape", "dtype", "partition", "shard_shape"}],
+                        "per_device": {"flops", "hbm_bytes", "comm_bytes", "comm_bytes_hlo"},
+                        "counted": {"flops", "transcendentals", "split_devices", "notes"},
+                        "flops_cross_check": {"xla_per_device", "ratio"},
+                        "xla_per_device", "check", "measured_seconds"[, "error"]}
+                       # or, when it could not be analysed:
+                       {"name", "sharding": "user", "description", "function",
+                        "collectives": [], "error": str}]}
 
     or ``{"available": False, "reason": str}`` when the child fails, times out or prints no
     JSON: a measurement failure never raises. Raises InputError for a bad ``devices`` or
@@ -629,15 +906,22 @@ def run_sharded_analysis(*, devices: int = 8, quick: bool, timeout: float) -> di
         or timeout <= 0
     ):
         raise InputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if config_path is not None and not isinstance(config_path, str | os.PathLike):
+        raise InputError(f"config_path must be a path, got {type(config_path).__name__}")
     command = [sys.executable, "-m", "roofline_report.sharding", "--devices", str(devices)]
     if quick:
         command.append("--quick")
     env = _child_env(devices)
+    cwd = env["PYTHONPATH"].split(os.pathsep)[0]
+    if config_path is not None:
+        command += ["--config", str(Path(config_path).resolve())]
+        with contextlib.suppress(OSError):  # a removed current directory: keep the package's
+            cwd = str(Path.cwd())
     try:
         proc = subprocess.run(
             command,
             env=env,
-            cwd=env["PYTHONPATH"].split(os.pathsep)[0],
+            cwd=cwd,
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -658,13 +942,16 @@ def run_sharded_analysis(*, devices: int = 8, quick: bool, timeout: float) -> di
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m roofline_report.sharding --devices N [--quick]``: print one JSON document."""
+    """``python -m roofline_report.sharding --devices N [--quick] [--config FILE]``: print one
+    JSON document."""
     parser = argparse.ArgumentParser(
         prog="python -m roofline_report.sharding",
         description="Measure sharded matmuls on N devices and print one JSON document.",
     )
     parser.add_argument("--devices", type=int, default=8, help="devices in the mesh (default 8)")
     parser.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="also analyse this TOML config's workloads that declare a mesh")
     options = parser.parse_args(argv)
     if options.devices < 1:
         parser.error("--devices must be at least 1")
@@ -672,7 +959,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["XLA_FLAGS"] = with_device_flag(os.environ.get("XLA_FLAGS", ""), options.devices)
         os.environ["JAX_NUM_CPU_DEVICES"] = str(options.devices)
     try:
-        result = measure(devices=options.devices, quick=options.quick)
+        result = measure(devices=options.devices, quick=options.quick, config_path=options.config)
     except Exception as exc:  # reported in the document, never a traceback on stdout
         result = _unavailable(f"the sharded measurement failed: {_one_line(exc)}")
     try:

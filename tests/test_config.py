@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from roofline_report.config import (
     DTYPES,
+    MAX_MESH_DEVICES,
     MAX_SWEEP_POINTS,
     ArgSpec,
     Budgets,
@@ -113,7 +114,54 @@ def test_example_config_loads() -> None:
     config = load_config(EXAMPLE)
     assert config.source == "workloads.toml"
     assert [w.name for w in config.workloads] == ["scaled matmul", "gelu mlp", "row softmax"]
+    assert [w.name for w in config.sharded] == ["gelu mlp, tensor parallel"]
     assert config_from_dict(config.to_dict(), source=config.source) == config
+
+
+VALID_SHARDED = """[[workload]]
+name = "plain"
+function = "m:f"
+args = [ { shape = [4], dtype = "float32" } ]
+
+[[workload]]
+name = "sharded"
+function = "m:g"
+reference = "m:g_numpy"
+dims = { m = 32, k = 64 }
+args = [ { shape = ["m", "k"], dtype = "float32" }, { shape = ["k", 16], dtype = "bfloat16" } ]
+mesh = { y = 2, x = 4 }
+partition = [ ["y", "x"], ["x", ""] ]
+out_partition = ["", "y"]
+"""
+
+
+def test_sharded_workload_is_kept_apart() -> None:
+    config = loads_config(VALID_SHARDED, source="s.toml")
+    assert [w.name for w in config.workloads] == ["plain"]  # what the main process measures
+    [spec] = config.sharded
+    assert spec.is_sharded and not config.workloads[0].is_sharded
+    assert spec.mesh == (("y", 2), ("x", 4))  # the file's order: it lays out the devices
+    assert spec.mesh_devices == 8 <= MAX_MESH_DEVICES
+    assert spec.partition == (("y", "x"), ("x", ""))
+    assert spec.out_partition == ("", "y")
+    assert spec.resolve_shapes() == [((32, 64), "float32"), ((64, 16), "bfloat16")]
+    again = config_from_dict(config.to_dict(), source="s.toml")
+    assert again == config
+    assert again.sharded[0].mesh == (("y", 2), ("x", 4))
+    assert config.to_dict()["workload"][1]["mesh"] == {"y": 2, "x": 4}
+    data = config.to_json()
+    assert data["sharded"][0]["mesh"] == {"axis_names": ["y", "x"], "shape": [2, 4]}
+    assert data["sharded"][0]["partition"] == [["y", "x"], ["x", ""]]
+    assert data["workloads"][0]["mesh"] is None
+    json.dumps(data, allow_nan=False)
+
+
+def test_a_config_of_sharded_workloads_only() -> None:
+    only = VALID_SHARDED.split("\n\n", 1)[1]
+    config = loads_config(only, source="s.toml")
+    assert config.workloads == () and len(config.sharded) == 1
+    with pytest.raises(InputError, match="duplicate name 'sharded'"):
+        loads_config(only + "\n" + only, source="s.toml")
 
 
 def test_sweep_points_cartesian_sorted() -> None:
@@ -229,6 +277,81 @@ WORKLOAD_ERRORS = [
     ("atol string", _workload('atol = "small"'), "'atol' must be a number"),
     ("rtol huge int", _workload(f"rtol = {10**400}"), "'rtol' must be a non-negative finite"),
     ("name empty", _workload().replace('name = "w1"', 'name = "  "'), "non-empty string"),
+    # sharded workloads (the default arg is f32[n=4, 2])
+    ("partition without mesh", _workload('partition = [["", ""]]'), "'partition' needs a 'mesh'"),
+    ("out_partition without mesh", _workload('out_partition = [""]'), "'out_partition' needs a"),
+    ("mesh without partition", _workload("mesh = { d = 2 }"), "'mesh' needs 'partition'"),
+    ("mesh not table", _workload("mesh = 8"), "'mesh' must be a table of axis name = size"),
+    ("mesh empty", _workload("mesh = {}"), "'mesh' is empty"),
+    ("mesh size zero", _workload("mesh = { d = 0 }"), "mesh.d: 0 is not a positive integer"),
+    ("mesh size string", _workload('mesh = { d = "2" }'), "mesh.d"),
+    ("mesh bad axis name", _workload('mesh = { "a b" = 2 }'), "not a valid axis name"),
+    (
+        "mesh too large",
+        _workload("mesh = { x = 4, y = 4 }"),
+        f"the mesh has 16 devices; the sharded analysis runs on {MAX_MESH_DEVICES}",
+    ),
+    (
+        "sweep with mesh",
+        _workload('mesh = { d = 2 }\npartition = [["d", ""]]\nsweep = { n = [2, 4] }'),
+        "sweeps of sharded workloads are not supported",
+    ),
+    (
+        "partition not list",
+        _workload('mesh = { d = 2 }\npartition = "d"'),
+        "'partition' must be a list with one list per argument",
+    ),
+    (
+        "partition count",
+        _workload('mesh = { d = 2 }\npartition = [["d", ""], ["", ""]]'),
+        "'partition' has 2 entries but the workload has 1 args",
+    ),
+    (
+        "partition entry not list",
+        _workload('mesh = { d = 2 }\npartition = ["d"]'),
+        "partition[0]: expected a list with one mesh axis name",
+    ),
+    (
+        "partition wrong rank",
+        _workload('mesh = { d = 2 }\npartition = [["d"]]'),
+        "partition[0]: has 1 entries but args[0] has 2 dimensions",
+    ),
+    (
+        "partition entry not string",
+        _workload('mesh = { d = 2 }\npartition = [[1, ""]]'),
+        "partition[0]: entries must be mesh axis names",
+    ),
+    (
+        "unknown axis",
+        _workload('mesh = { d = 2 }\npartition = [["x", ""]]'),
+        "partition[0]: unknown axis 'x' (mesh axes: d)",
+    ),
+    (
+        "axis twice",
+        _workload('mesh = { d = 2 }\npartition = [["d", "d"]]'),
+        "partition[0]: axis 'd' shards more than one dimension",
+    ),
+    (
+        "not divisible",
+        _workload('mesh = { d = 8 }\npartition = [["d", ""]]'),
+        "partition[0]: dimension 0 of args[0] (4 at the declared dims) is not divisible by "
+        "mesh axis 'd' (8)",
+    ),
+    (
+        "not divisible, literal dim",
+        _workload('mesh = { d = 4 }\npartition = [["", "d"]]'),
+        "dimension 1 of args[0] (2 at the declared dims) is not divisible by mesh axis 'd' (4)",
+    ),
+    (
+        "out_partition unknown axis",
+        _workload('mesh = { d = 2 }\npartition = [["d", ""]]\nout_partition = ["e"]'),
+        "out_partition: unknown axis 'e' (mesh axes: d)",
+    ),
+    (
+        "out_partition not list",
+        _workload('mesh = { d = 2 }\npartition = [["d", ""]]\nout_partition = "d"'),
+        "out_partition: expected a list",
+    ),
 ]
 
 
@@ -434,14 +557,22 @@ def test_import_callable_bad_targets(tmp_path: Path) -> None:
 
 
 def _check_usable(config: Config) -> None:
-    assert config.workloads
-    for spec in config.workloads:
+    assert config.workloads or config.sharded
+    assert not any(w.is_sharded for w in config.workloads)
+    for spec in (*config.workloads, *config.sharded):
         points = spec.sweep_points()
         assert 1 <= len(points) <= MAX_SWEEP_POINTS
         for point in points:
             for shape, dtype in spec.resolve_shapes(point):
                 assert all(isinstance(d, int) and d > 0 for d in shape)
                 assert dtype in DTYPES
+    for spec in config.sharded:
+        assert spec.sweep is None and spec.partition is not None
+        assert 1 <= spec.mesh_devices <= MAX_MESH_DEVICES
+        sizes = dict(spec.mesh or ())
+        for axes, (shape, _) in zip(spec.partition, spec.resolve_shapes(), strict=True):
+            assert len(axes) == len(shape)
+            assert all(not a or n % sizes[a] == 0 for a, n in zip(axes, shape, strict=True))
     json.dumps(config.to_json(), allow_nan=False)
 
 
@@ -449,6 +580,7 @@ _KEYS = st.sampled_from(
     [
         "schema", "preset", "budgets", "peak", "bandwidth", "workload", "name", "function",
         "dims", "args", "shape", "dtype", "sweep", "reference", "rtol", "atol", "n", "m", "x y",
+        "mesh", "partition", "out_partition", "x", "y",
     ]
 ) | st.text(max_size=6)  # fmt: skip
 _SCALARS = (
@@ -458,7 +590,9 @@ _SCALARS = (
     | st.integers()
     | st.floats()
     | st.text(max_size=12)
-    | st.sampled_from(["float32", "bfloat16", "n", "m", "a.b:c", "20 GB/s", "1 GFLOP/s", "H100"])
+    | st.sampled_from(
+        ["float32", "bfloat16", "n", "m", "a.b:c", "20 GB/s", "1 GFLOP/s", "H100", "x", "y", ""]
+    )
 )
 _VALUES = st.recursive(
     _SCALARS,
@@ -467,14 +601,14 @@ _VALUES = st.recursive(
 )
 
 
-def _valid_document() -> dict[str, Any]:
-    return loads_config(VALID).to_dict()
+def _valid_document(text: str) -> dict[str, Any]:
+    return loads_config(text).to_dict()
 
 
 @st.composite
 def _mutated(draw: st.DrawFn) -> dict[str, Any]:
-    """A valid document with a few random edits somewhere inside it."""
-    document = copy.deepcopy(_valid_document())
+    """A valid document (with or without sharded workloads) with a few random edits inside."""
+    document = copy.deepcopy(_valid_document(draw(st.sampled_from([VALID, VALID_SHARDED]))))
     for _ in range(draw(st.integers(min_value=1, max_value=3))):
         node: Any = document
         while True:
@@ -522,7 +656,8 @@ _TOML_PIECES = st.sampled_from(
         "schema = 1\n", 'preset = "H100"\n', "[budgets]\n", 'peak = "1 GFLOP/s"\n',
         "bandwidth = 3e9\n", "[[workload]]\n", 'function = "m:f"\n', 'name = "a"\n',
         "dims = { n = 4 }\n", 'args = [ { shape = ["n"], dtype = "float32" } ]\n',
-        "sweep = { n = [1, 2] }\n", "rtol = 1e-3\n", "[workload]\n", "=", "[", "]", "{", "}",
+        "sweep = { n = [1, 2] }\n", "rtol = 1e-3\n", "mesh = { x = 2 }\n",
+        'partition = [["x"]]\n', 'out_partition = [""]\n', "[workload]\n", "=", "[", "]", "{", "}",
         '"', "\n", "nan", "inf", "0", "-1", "x = ", "\x00", "\u00e9", "'''", "#",
     ]
 )  # fmt: skip
@@ -545,3 +680,7 @@ def test_fuzz_checks_can_fail() -> None:
     config = Config(None, Budgets(), (bad,), "x.toml")
     with pytest.raises(AssertionError):
         _check_usable(config)
+    uneven = WorkloadSpec("s", "m:f", {}, (ArgSpec((3,), "float32"),), mesh=(("d", 2),),
+                          partition=(("d",),))  # fmt: skip
+    with pytest.raises(AssertionError):
+        _check_usable(Config(None, Budgets(), (), "x.toml", sharded=(uneven,)))

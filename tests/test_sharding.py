@@ -1,7 +1,8 @@
 """Sharded workloads: collectives read from HLO text, and the 8-device measurement subprocess.
 
 The 8-device runs happen in child processes (the host-device flag must precede the jax import);
-this process keeps its default single CPU device.
+this process keeps its default single CPU device. The one quick child run also analyses a config
+file's sharded workloads (``--config``), next to the three built-in matmuls.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import numpy as np
 import pytest
 
 from roofline_report.comm_model import comm_bounds
-from roofline_report.errors import InputError
+from roofline_report.config import load_config
+from roofline_report.errors import EXIT_INTERNAL, InputError
 from roofline_report.sharding import (
     _child_env,
     _last_json,
@@ -209,17 +211,80 @@ def test_last_json_line() -> None:
 # --------------------------------------------------------------------------------------------
 
 
+REPO = Path(__file__).resolve().parent.parent
+
+# The config the child reads. m, k, n = 32, 64, 16 (distinct, so a transposed shape shows).
+SHARDED_CONFIG = """
+[[workload]]
+name = "contracting"
+function = "my_workloads:scaled_matmul"
+reference = "my_workloads:scaled_matmul_numpy"
+dims = { m = 32, k = 64, n = 16 }
+args = [ { shape = ["m", "k"], dtype = "float32" }, { shape = ["k", "n"], dtype = "float32" } ]
+mesh = { d = 4 }
+partition = [ ["", "d"], ["d", ""] ]
+
+[[workload]]
+name = "rows over x, y unused"
+function = "my_workloads:scaled_matmul"
+dims = { m = 32, k = 64, n = 16 }
+args = [ { shape = ["m", "k"], dtype = "float32" }, { shape = ["k", "n"], dtype = "float32" } ]
+mesh = { x = 2, y = 2 }
+partition = [ ["x", ""], ["", ""] ]
+out_partition = ["x", ""]
+
+[[workload]]
+name = "missing function"
+function = "my_workloads:no_such_function"
+args = [ { shape = [8], dtype = "float32" } ]
+mesh = { d = 2 }
+partition = [ ["d"] ]
+
+[[workload]]
+name = "result rank"
+function = "my_workloads:row_softmax"
+args = [ { shape = [8, 6], dtype = "float32" } ]
+mesh = { d = 2 }
+partition = [ ["d", ""] ]
+out_partition = ["d"]
+
+[[workload]]
+name = "not sharded"
+function = "my_workloads:row_softmax"
+args = [ { shape = [8, 6], dtype = "float32" } ]
+"""
+
+
+def _config_folder(base: Path, text: str = SHARDED_CONFIG) -> Path:
+    """``base/cfg/sharded.toml`` next to a copy of the examples' module."""
+    folder = base / "cfg"
+    folder.mkdir()
+    (folder / "my_workloads.py").write_bytes((REPO / "examples" / "my_workloads.py").read_bytes())
+    (folder / "sharded.toml").write_text(text, encoding="utf-8")
+    return folder / "sharded.toml"
+
+
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """One quick run, started from an unrelated directory (the launcher must not need cwd)."""
+    """One quick run with a config, started from an unrelated directory (the launcher must not
+    need cwd; the config's own folder is enough to import its module)."""
+    config = _config_folder(tmp_path_factory.mktemp("config"))
     here = Path.cwd()
     os.chdir(tmp_path_factory.mktemp("elsewhere"))
     try:
-        doc = run_sharded_analysis(devices=8, quick=True, timeout=120)
+        doc = run_sharded_analysis(devices=8, quick=True, timeout=120, config_path=config)
     finally:
         os.chdir(here)
     assert doc.get("available") is True, doc.get("reason")
     yield doc
+
+
+def _user(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    found: list[dict[str, Any]] = [
+        w for w in doc["workloads"] if w["sharding"] == "user" and w["name"] == name
+    ]
+    assert len(found) == 1
+    return found[0]
 
 
 def _workload(doc: dict[str, Any], sharding: str) -> dict[str, Any]:
@@ -230,7 +295,12 @@ def _workload(doc: dict[str, Any], sharding: str) -> dict[str, Any]:
 
 def test_document_header(sharded: dict[str, Any]) -> None:
     assert sharded["devices"] == 8
-    assert [w["sharding"] for w in sharded["workloads"]] == ["data", "contracting", "fsdp"]
+    assert [w["sharding"] for w in sharded["workloads"]] == [
+        "data", "contracting", "fsdp", "user", "user", "user", "user"
+    ]  # fmt: skip
+    assert [w["name"] for w in sharded["workloads"][3:]] == [
+        "contracting", "rows over x, y unused", "missing function", "result rank"
+    ]  # fmt: skip
     if sharded["platform"] == "cpu":
         assert sharded["emulated"] is True
         assert "emulated" in sharded["note"]
@@ -319,6 +389,193 @@ def test_measured_collectives_under_a_hypothetical_budget(sharded: dict[str, Any
     assert b["t_comm"] == pytest.approx(91.7504e-6)
     assert b["binding"] == "communication"
     assert b["upper_bound"] == pytest.approx((20.97152 + 27.4432 + 91.7504) * 1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# The config's sharded workloads, analysed in the same child
+# --------------------------------------------------------------------------------------------
+
+
+def test_user_contracting_matmul_all_reduces_the_output(sharded: dict[str, Any]) -> None:
+    """a[32,64] split on k, b[64,16] split on k, over d=4: one all-reduce of f32[32,16]."""
+    w = _user(sharded, "contracting")
+    [c] = w["collectives"]
+    assert (c["op"], c["shape"], c["dtype"], c["group_size"]) == ("all-reduce", [32, 16], "f32", 4)
+    assert c["result_bytes"] == 32 * 16 * 4 == 2048
+    assert c["bytes_per_device"] == 2 * 2048 * 3 // 4 == 3072  # ring: 2 (n-1)/n x bytes
+    per = w["per_device"]
+    assert per["comm_bytes"] == per["comm_bytes_hlo"] == 3072
+    # shards: a 32x16, b 16x16, the replicated result 32x16, float32
+    assert per["hbm_bytes"] == 4 * (32 * 16 + 16 * 16 + 32 * 16) == 5120
+    # our count: 2mkn for the matmul and mn for the scaling, split over 4 devices
+    assert w["counted"]["flops"] == 2 * 32 * 64 * 16 + 32 * 16 == 66048
+    assert w["counted"]["split_devices"] == 4
+    assert per["flops"] == 66048 // 4
+    assert [a["shard_shape"] for a in w["arguments"]] == [[32, 16], [16, 16]]
+    assert [a["partition"] for a in w["arguments"]] == [[None, "d"], ["d", None]]
+    assert w["results"] == [
+        {"shape": [32, 16], "dtype": "float32", "partition": [None, None], "shard_shape": [32, 16]}
+    ]
+    assert w["mesh"] == {"axis_names": ["d"], "shape": [4], "axis_types": ["auto"]}
+    assert w["check"]["passed"] is True, w["check"]
+    assert "my_workloads:scaled_matmul" in w["description"]
+    assert "P(None,'d'), float32[64,16] P('d',None)" in w["description"]
+    assert "our count / 4" in w["description"]
+    xla = w["flops_cross_check"]["xla_per_device"]
+    if xla is not None:  # XLA also counts the all-reduce's sums and the unsplit scaling
+        assert w["flops_cross_check"]["ratio"] == pytest.approx(xla / per["flops"])
+        assert per["flops"] <= xla <= 1.1 * per["flops"]
+    assert "error" not in w
+
+
+def test_user_unused_mesh_axis_does_not_split_the_work(sharded: dict[str, Any]) -> None:
+    """Rows of a over x=2 of a 2x2 mesh; y shards nothing, so its devices repeat the work."""
+    w = _user(sharded, "rows over x, y unused")
+    assert w["collectives"] == []
+    assert w["counted"]["split_devices"] == 2
+    assert w["per_device"]["flops"] == 66048 // 2
+    # a's shard 16x64, b whole 64x16, the result's shard 16x16
+    assert w["per_device"]["hbm_bytes"] == 4 * (16 * 64 + 64 * 16 + 16 * 16) == 9216
+    assert w["per_device"]["comm_bytes"] == 0
+    assert w["mesh"]["axis_names"] == ["x", "y"] and w["mesh"]["shape"] == [2, 2]
+    assert w["check"] is None  # no reference declared
+
+
+def test_user_failures_stay_with_their_workload(sharded: dict[str, Any]) -> None:
+    missing = _user(sharded, "missing function")
+    assert "has no 'no_such_function'" in missing["error"]
+    assert "per_device" not in missing and missing["collectives"] == []
+    assert "not analysed" in missing["description"]
+    rank = _user(sharded, "result rank")
+    assert rank["error"] == "'out_partition' has 1 entries but the result has 2 dimensions"
+    # the built-ins and the good user workloads still report, and bounds skip the failures
+    assert all("error" not in w for w in sharded["workloads"][:5])
+
+
+def test_main_process_skips_sharded_workloads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from roofline_report import measure, user
+
+    path = _config_folder(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    had = "my_workloads" in sys.modules
+    try:
+        config = load_config(path)
+        assert [w.name for w in config.workloads] == ["not sharded"]
+        workloads = user.workloads_from_config(config)
+        options = measure.RunOptions(
+            quick=True, ceilings=False, sweeps=False, sharding=False, experiments=False,
+            builtin=False, user_workloads=tuple(workloads), config_source=config.source,
+            config_path=str(path),
+        )  # fmt: skip
+        data = measure.run(options)
+    finally:
+        if not had:
+            sys.modules.pop("my_workloads", None)
+    assert [r["title"] for r in data["workloads"]] == ["not sharded"]
+    assert data["workloads"][0]["timing"]
+    assert "config_path" not in data["options"] and str(tmp_path) not in json.dumps(data)
+
+
+def test_cli_passes_the_config_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from roofline_report import cli, measure
+
+    path = _config_folder(tmp_path)
+    seen: list[Any] = []
+
+    def fake_run(options: Any, progress: Any = None) -> dict[str, Any]:
+        seen.append(options)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(measure, "run", fake_run)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    had = "my_workloads" in sys.modules
+    try:
+        code = cli.main(["--config", str(path), "--progress", "none",
+                         "--out", str(tmp_path / "out")])  # fmt: skip
+    finally:
+        if not had:
+            sys.modules.pop("my_workloads", None)
+    assert code == EXIT_INTERNAL
+    [options] = seen
+    assert options.config_path == str(path)
+    assert [w.title for w in options.user_workloads] == ["not sharded"]
+
+
+def test_child_on_one_device_reports_config_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In this process (one device): a mesh too large for it, and a config that cannot load,
+    become error entries; the built-ins still report."""
+    two_devices = """
+[[workload]]
+function = "my_workloads:row_softmax"
+args = [ { shape = [8, 6], dtype = "float32" } ]
+mesh = { d = 2 }
+partition = [ ["d", ""] ]
+"""
+    path = _config_folder(tmp_path, two_devices)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    had = "my_workloads" in sys.modules
+    try:
+        assert main(["--devices", "1", "--quick", "--config", str(path)]) == 0
+    finally:
+        if not had:
+            sys.modules.pop("my_workloads", None)
+    doc = json.loads(capsys.readouterr().out)
+    assert [w["sharding"] for w in doc["workloads"]] == ["data", "contracting", "fsdp", "user"]
+    assert doc["workloads"][3]["error"] == "the mesh needs 2 devices but 1 are available"
+    assert main(["--devices", "1", "--quick", "--config", str(tmp_path / "gone.toml")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    [failed] = doc["workloads"][3:]
+    assert failed["name"] == "config gone.toml"
+    assert failed["error"] == "gone.toml: config file not found"
+    assert str(tmp_path) not in json.dumps(doc)
+
+
+MIXED_MODULE = """
+import jax.numpy as jnp
+
+def mixed(a, i):
+    return a.astype(jnp.float32) + i.astype(jnp.float32)
+"""
+
+
+def test_user_workload_in_this_process_uses_each_dtype(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-device mesh: nothing is split, and every shard is the whole array."""
+    import jax
+
+    from roofline_report.sharding import user_workload
+
+    (tmp_path / "rr_mixed_mod.py").write_text(MIXED_MODULE, encoding="utf-8")
+    (tmp_path / "m.toml").write_text(
+        '[[workload]]\nfunction = "rr_mixed_mod:mixed"\nmesh = { d = 1 }\n'
+        'args = [ { shape = [8, 4], dtype = "bfloat16" }, { shape = [8, 4], dtype = "int32" } ]\n'
+        'partition = [ ["d", ""], ["", ""] ]\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        config = load_config(tmp_path / "m.toml")
+        [spec] = config.sharded
+        w = user_workload(config, spec, jax.devices()[:1], quick=True)
+    finally:
+        sys.modules.pop("rr_mixed_mod", None)
+    assert [a["dtype"] for a in w["arguments"]] == ["bfloat16", "int32"]
+    assert w["results"][0]["dtype"] == "float32"
+    assert w["per_device"]["hbm_bytes"] == 8 * 4 * (2 + 4 + 4) == 320
+    assert w["counted"]["split_devices"] == 1
+    assert w["per_device"]["flops"] == w["counted"]["flops"] > 0
+    assert w["collectives"] == [] and w["per_device"]["comm_bytes"] == 0
+    assert w["name"] == "mixed" and "error" not in w
+
+
+def test_bad_config_path_argument() -> None:
+    with pytest.raises(InputError, match="config_path must be a path"):
+        run_sharded_analysis(devices=8, quick=True, timeout=10, config_path=3)  # type: ignore[arg-type]
 
 
 SHARD_MAP_SCRIPT = """
