@@ -297,7 +297,8 @@ def comm_times(study: Mapping[str, Any]) -> FigureOut:
         xs = [i + (j - 1) * width for i in range(len(rows))]
         ys = [max(r[key], 1e-12) for r in rows]
         ax.bar(xs, ys, width=width, label=f"{label} ({Kind(kind).label})", color=PALETTE[j])
-    ax.set_xticks(range(len(rows)), [r["sharding"] for r in rows])
+    labels = [r["name"] if r["sharding"] == "user" else r["sharding"] for r in rows]
+    ax.set_xticks(range(len(rows)), labels, fontsize=8)
     ax.set_yscale("log")
     _seconds_axis(ax.yaxis)
     ax.set_ylabel("time per device")
@@ -311,9 +312,10 @@ def comm_times(study: Mapping[str, Any]) -> FigureOut:
             "memory traffic and the collectives each need. The largest binds.")
     table = Table(("sharding", "T_math", "T_mem", "T_comm", "lower bound (max)",
                    "upper bound (sum)", "binding"),
-                  tuple((r["sharding"], fmt(r["t_math"], "s"), fmt(r["t_mem"], "s"),
+                  tuple((label, fmt(r["t_math"], "s"), fmt(r["t_mem"], "s"),
                          fmt(r["t_comm"], "s"), fmt(r["lower_bound"], "s"),
-                         fmt(r["upper_bound"], "s"), r["binding"]) for r in rows))
+                         fmt(r["upper_bound"], "s"), r["binding"])
+                        for label, r in zip(labels, rows, strict=True)))
     return _finish(fig, "comm_times", title, desc, table,
                      (kind,))
 

@@ -222,6 +222,9 @@ def _run_sharding(quick: bool, config_path: str | None = None) -> dict[str, Any]
 
 
 def _sharding_result(data: dict[str, Any], skips: Skips) -> dict[str, Any]:
+    for w in data.get("workloads", []):
+        if w.get("error"):
+            skips.add(f"sharded workload {w.get('name', '?')}", str(w["error"]))
     if not data.get("available", False):
         skips.add("sharded workloads", str(data.get("reason", "unknown")))
     return data

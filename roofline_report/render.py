@@ -606,13 +606,16 @@ def _sharding(sh: Mapping[str, Any]) -> dict[str, Any]:
         return {"available": False, "reason": sh.get("reason", "not measured")}
     model = sh.get("model") or {}
     kind = model.get("kind", Kind.HYPOTHETICAL.value)
-    bounds: dict[str, dict[str, Any]] = {b["sharding"]: b for b in model.get("bounds", [])}
+    # Bounds rows point back at their workload by index (several user workloads share the
+    # sharding "user"); results saved before the index existed are matched by sharding.
+    bounds: dict[Any, dict[str, Any]] = {b.get("index", b["sharding"]): b
+                                         for b in model.get("bounds", [])}
     budget = model.get("budget", {})
     rows = []
-    for w in sh.get("workloads", []):
+    for i, w in enumerate(sh.get("workloads", [])):
         per = w.get("per_device") or {}
         xla = w.get("xla_per_device") or {}
-        b = bounds.get(w.get("sharding", ""), {})
+        b = bounds.get(i, bounds.get(w.get("sharding", ""), {}))
         colls = "; ".join(
             f"{c['op']} {c.get('dtype', '')}{c.get('shape', '')} over {c.get('group_size')} "
             f"devices" for c in w.get("collectives", [])) or "none"

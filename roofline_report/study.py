@@ -118,7 +118,7 @@ def comm_study(
     """Per-device T_math, T_mem, T_comm of each sharded workload under the given budgets, and
     how they scale with the number of devices and the batch size (analytic series)."""
     rows = []
-    for w in sharding.get("workloads", []):
+    for index, w in enumerate(sharding.get("workloads", [])):
         per = w.get("per_device") or {}
         if not {"flops", "hbm_bytes", "comm_bytes"} <= set(per):
             continue
@@ -126,7 +126,8 @@ def comm_study(
             flops=per["flops"], hbm_bytes=per["hbm_bytes"], comm_bytes=per["comm_bytes"],
             peak_flops=peak, hbm_bandwidth=bandwidth, interconnect_bandwidth=interconnect,
         )
-        rows.append({"name": w.get("name", ""), "sharding": w.get("sharding", ""), **bounds})
+        rows.append({"index": index, "name": w.get("name", ""),
+                     "sharding": w.get("sharding", ""), **bounds})
     shapes = (sharding.get("workloads") or [{}])[0].get("shapes", {})
     d_model, d_ff = (shapes.get("w") or [512, 256])[:2]
     batch = (shapes.get("x") or [64])[0]

@@ -178,3 +178,30 @@ def test_view_model_holds_display_strings_only(data: dict[str, object]) -> None:
                 walk(v)
 
     walk({k: v for k, v in vm.items() if k != "figures"})
+
+
+def test_each_sharded_row_shows_its_own_bounds(data: dict[str, object]) -> None:
+    import copy
+
+    from roofline_report import study
+
+    doc = copy.deepcopy(data)
+    sharding = doc["sharding"]
+    assert isinstance(sharding, dict)
+    for name, flops in (("first mine", 2e9), ("second mine", 8e9)):
+        sharding["workloads"].append({
+            "name": name, "sharding": "user", "description": f"{name} (my:fn)",
+            "collectives": [], "per_device": {"flops": flops, "hbm_bytes": 1e6,
+                                              "comm_bytes": 0, "comm_bytes_hlo": 0}})
+    sharding["workloads"].append({"name": "broken", "sharding": "user",
+                                  "description": "broken: not analysed", "collectives": [],
+                                  "error": "ImportError: no module"})
+    budget = sharding["model"]["budget"]
+    sharding["model"] = study.comm_study(sharding, budget["peak"], budget["bandwidth"],
+                                         budget["interconnect"])
+    vm = render.view_model(doc)
+    rows = {r["name"]: r for r in vm["sharding"]["rows"]}
+    assert rows["first mine"]["t_math"].text == "20 ms"  # 2e9 / 100 GFLOP/s
+    assert rows["second mine"]["t_math"].text == "80 ms"
+    assert rows["broken"]["t_math"].text == "unknown"
+    assert "first mine" in vm["figures"]["comm_times"].svg
