@@ -7,7 +7,7 @@ templates never compute or format numbers. Jinja2 runs with StrictUndefined and 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -283,6 +283,7 @@ def _timing_rows(t: Mapping[str, Any]) -> dict[str, Any]:
 def _measured(results: Mapping[str, Any], seed_w: Mapping[str, Any] | None) -> dict[str, Any]:
     ceilings = results.get("ceilings", {})
     out: dict[str, Any] = {"timing": None, "timing_reason": "", "achieved": None,
+                           "seed_binding": "",
                            "ceilings": None,
                            "ceilings_reason": ceilings.get("reason", ""), "placement": None}
     if seed_w is not None:
@@ -318,7 +319,19 @@ def _measured(results: Mapping[str, Any], seed_w: Mapping[str, Any] | None) -> d
                                       .get("unstable", False))})
         out["ceilings"] = rows
         out["placement"] = _placements(results)
+        seed_row = next((p for p in out["placement"] if seed_w and p["title"] == seed_w["title"]),
+                        None)
+        if seed_row is not None:
+            out["seed_binding"] = _BINDING_SENTENCES[seed_row["binding"]]
     return out
+
+
+_BINDING_SENTENCES = {
+    "dispatch": "On this machine the seed is bound by the cost of one call (the dispatch floor), "
+                "not by the compute or memory ceilings.",
+    "memory": "On this machine the seed's largest term is memory traffic.",
+    "compute": "On this machine the seed's largest term is compute.",
+}
 
 
 def _roofs(results: Mapping[str, Any]) -> tuple[figs.Roof | None, float | None]:
@@ -685,7 +698,3 @@ def _normalise(text: str) -> str:
             continue
         out.append(line)
     return "\n".join(out).strip() + "\n"
-
-
-def figure_names(vm: Mapping[str, Any]) -> Sequence[str]:
-    return list(vm["figures"])
