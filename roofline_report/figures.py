@@ -142,6 +142,10 @@ def fmt(value: float | None, unit: str) -> str:
     return format_si(value, unit)
 
 
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _g(x: float) -> str:
     return f"{x:.4g}"
 
@@ -171,9 +175,13 @@ def seed_roofline(seed_model: Mapping[str, Any]) -> FigureOut:
     ax.set_title("Hypothetical roofline: square f32 matmuls under assumed budgets", fontsize=10)
     _legend(ax)
     title = "Hypothetical roofline of square float32 matmuls"
+    by_bound = {b: [str(n) for n, bb in zip(seed_model["sizes"], seed_model["bound"],
+                                            strict=True) if bb == b]
+                for b in ("memory", "compute")}
+    verdicts = "; ".join(f"{_and(by_bound[b])} {'is' if len(by_bound[b]) == 1 else 'are'} "
+                         f"{b}-bound" for b in ("memory", "compute") if by_bound[b])
     desc = (f"Log-log plot of three hypothetical series against intensity: {', '.join(styles)}. "
-            f"The ridge is at {_g(ridge)} FLOP/byte; sizes 8 and 16 are memory-bound, "
-            "32 and above reach the compute budget.")
+            f"The ridge is at {_g(ridge)} FLOP/byte; sizes {verdicts}.")
     rows = tuple(
         (str(n), _g(x), fmt(mc, "FLOP/s"), fmt(r, "FLOP/s"), b)
         for n, x, mc, r, b in zip(seed_model["sizes"], seed_model["intensity"],

@@ -7,6 +7,7 @@ templates never compute or format numbers. Jinja2 runs with StrictUndefined and 
 from __future__ import annotations
 
 import functools
+from fractions import Fraction
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -254,6 +255,7 @@ def _exercise(x: Mapping[str, Any]) -> dict[str, Any]:
         "flops": count(x["flops"], Kind.ANALYTIC),
         "bytes": count(x["minimum_bytes"], Kind.ANALYTIC),
         "intensity": Num(f"{x['intensity']:.6g} FLOP/B", Kind.ANALYTIC.value),
+        "fraction": str(Fraction(int(x["flops"]), int(x["minimum_bytes"]))),
         "bw_times_intensity": n(x["bandwidth_times_intensity"], "FLOP/s", Kind.HYPOTHETICAL),
         "peak": n(x["peak"], "FLOP/s", Kind.HYPOTHETICAL),
         "bandwidth": n(x["bandwidth"], "B/s", Kind.HYPOTHETICAL),
