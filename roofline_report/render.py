@@ -7,9 +7,9 @@ templates never compute or format numbers. Jinja2 runs with StrictUndefined and 
 from __future__ import annotations
 
 import functools
-from fractions import Fraction
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from typing import Any
