@@ -301,17 +301,25 @@ def comm_times(study: Mapping[str, Any]) -> FigureOut:
     fig, ax = _new_figure()
     terms = (("t_math", "T_math"), ("t_mem", "T_mem"), ("t_comm", "T_comm"))
     width = 0.26
+    positive = [r[key] for r in rows for key, _ in terms if r[key] > 0]
+    floor = min(positive, default=1e-6) / 4  # bars start here on the log axis
     for j, (key, label) in enumerate(terms):
         xs = [i + (j - 1) * width for i in range(len(rows))]
-        ys = [max(r[key], 1e-12) for r in rows]
-        ax.bar(xs, ys, width=width, label=f"{label} ({Kind(kind).label})", color=PALETTE[j])
+        ys = [r[key] - floor if r[key] > floor else 0.0 for r in rows]
+        ax.bar(xs, ys, bottom=floor, width=width, label=f"{label} ({Kind(kind).label})",
+               color=PALETTE[j])
+        for x, r in zip(xs, rows, strict=True):
+            if r[key] == 0:  # nothing to draw on a log axis: say so
+                ax.annotate("none", (x, floor), textcoords="offset points", xytext=(0, 3),
+                            ha="center", fontsize=7, rotation=90)
     labels = [r["name"] if r["sharding"] == "user" else r["sharding"] for r in rows]
     ax.set_xticks(range(len(rows)), labels, fontsize=8)
     ax.set_yscale("log")
+    ax.set_ylim(floor, max(positive, default=1.0) * 3)
     _seconds_axis(ax.yaxis)
     ax.set_ylabel("time per device")
     ax.set_title("Per-device time bounds of the sharded matmuls", fontsize=10)
-    ax.legend(loc="upper left", fontsize=8)
+    _legend_below(fig, ax, ncol=3)
     budget = study["budget"]
     title = "Communication roofline of the sharded matmuls"
     desc = (f"Per device, under {Kind(kind).label} budgets of {format_si(budget['peak'], 'FLOP/s')}"
@@ -360,6 +368,10 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
     desc = ("Lower-bound time per device (the largest of T_math, T_mem, T_comm) for data-parallel, "
             "contracting-axis and FSDP shardings, as the device count grows at a fixed batch "
             "and as the batch grows on a fixed mesh.")
+    fixed_batch = [series["by_devices"][s]["binding"] for s in series["strategies"]]
+    if all(b == "compute" for bindings in fixed_batch for b in bindings):
+        desc += (" At the fixed batch every sharding is compute-bound at every device count, so "
+                 "the three lines of the left panel coincide.")
     table = Table(("sharding", "devices", "lower bound", "binding"), tuple(rows))
     return _finish(fig, "comm_scaling", title, desc, table, (kind,)
     )
