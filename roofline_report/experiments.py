@@ -334,13 +334,18 @@ class _Entry:
             raise self._fail(key, f"must be a positive integer, got {value!r}")
         return value
 
-    def opt_count(self, *keys: str) -> int | None:
-        """A non-negative integer under nested ``keys``, or None when absent."""
+    def _lookup(self, keys: tuple[str, ...]) -> Any:
+        """The value under nested ``keys``, or None when any level is absent."""
         value: Any = self.data
         for key in keys:
             if not isinstance(value, Mapping) or key not in value:
                 return None
             value = value[key]
+        return value
+
+    def opt_count(self, *keys: str) -> int | None:
+        """A non-negative integer under nested ``keys``, or None when absent."""
+        value = self._lookup(keys)
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -348,11 +353,7 @@ class _Entry:
         return value
 
     def opt_number(self, *keys: str) -> float | None:
-        value: Any = self.data
-        for key in keys:
-            if not isinstance(value, Mapping) or key not in value:
-                return None
-            value = value[key]
+        value = self._lookup(keys)
         if value is None:
             return None
         number = _finite(value)
