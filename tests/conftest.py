@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as _hypothesis_settings
 
 from roofline_report import cli
 from roofline_report.errors import EXIT_OK, EXIT_PARTIAL
@@ -51,3 +52,8 @@ def rendered_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("report.html", "report.md", "results.json"):
         assert (out / name).is_file(), f"the rendered report has no {name}"
     return out
+
+
+# Shared, loaded machines: a property test must never fail for being slow.
+_hypothesis_settings.register_profile("roofline-report", deadline=None)
+_hypothesis_settings.load_profile("roofline-report")
