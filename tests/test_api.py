@@ -34,7 +34,10 @@ def test_analyze_counts_checks_and_times() -> None:
     assert record["analytic"]["minimum_bytes"] == 4 * (64 * 32 + 32 * 16 + 64 * 16)
     assert record["check"]["passed"] is True
     assert record["timing"]["per_call"]["median"] > 0
-    assert record["xla"]["values"]["flops"] == 2 * 64 * 32 * 16
+    import jax
+
+    if jax.default_backend() == "cpu":  # a GPU may cost the matmul as a custom call (-1)
+        assert record["xla"]["values"]["flops"] == 2 * 64 * 32 * 16
     assert "stablehlo.dot_general" in record["lowering"]["ops"]
 
 
