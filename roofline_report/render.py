@@ -204,6 +204,7 @@ def _seed_workload(w: Mapping[str, Any]) -> dict[str, Any]:
             "max_rel": ratio(check.get("max_rel_error"), Kind.MEASURED, 3),
             "rtol": f"{check.get('rtol', 0):g}",
             "atol": f"{check.get('atol', 0):g}",
+            "note": str(check.get("note", "")),
         },
         "xla_available": bool(xla.get("available")),
         "xla_reason": xla.get("reason", ""),

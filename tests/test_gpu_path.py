@@ -7,6 +7,7 @@ enqueued calls) is what benchmarks/gpu_check.sh checks on a machine with a GPU.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +102,20 @@ def test_gpu_ceilings_measure_float32_at_default_and_highest_precision(
     default, highest = data["compute"][0], data["compute"][2]
     assert "TF32" in default["reason"]
     assert highest["precision"] == "highest" and highest["available"]
+
+
+def test_a_failed_float32_check_on_gpu_names_tf32(monkeypatch: pytest.MonkeyPatch) -> None:
+    jax = pytest.importorskip("jax")
+    import numpy as np
+
+    from roofline_report import measure, workloads
+
+    seed = workloads.SEED
+    # A reference a little off, as TF32 would make it, on a backend that says it is a GPU.
+    off = dataclasses.replace(seed, reference=lambda a, b: np.tanh(a @ b) * (1 + 1e-3))
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    skips = measure.Skips()
+    record = measure.measure_workload(off, quick=True, skips=skips, keep_text=False)
+    assert record["check"]["passed"] is False
+    assert "TF32" in record["check"]["note"]
+    assert any("TF32" in s["reason"] for s in skips.items)
