@@ -70,9 +70,6 @@ def stablehlo_text(module: Any) -> str:
     return str(text)
 
 
-scrub_paths = errors.scrub_paths
-
-
 def check_against_reference(
     actual: Any, expected: np.ndarray[Any, Any], *, rtol: float, atol: float
 ) -> dict[str, Any]:

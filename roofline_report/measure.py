@@ -14,7 +14,7 @@ from typing import Any
 import jax
 
 from roofline_report import __version__, experiments, hlo_count, lowering, reconcile, study, timing
-from roofline_report.errors import reason
+from roofline_report.errors import reason, scrub_paths
 from roofline_report.model import DEFAULT_INTERCONNECT, SEED_BANDWIDTH, SEED_PEAK_FLOPS
 from roofline_report.results import SCHEMA_VERSION
 from roofline_report.workloads import Workload, catalog
@@ -96,7 +96,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
         },
         "seed": seed_study(options.peak, options.bandwidth),
     }
-    preset = _preset_json(options.preset, env, skips)
+    preset = _preset_json(options.preset, env)
     if preset is not None:
         results["budgets"]["preset"] = preset
 
@@ -166,7 +166,7 @@ def seed_study(peak: float, bandwidth: float) -> dict[str, Any]:
     }
 
 
-def _preset_json(name: str | None, env: Mapping[str, Any], skips: Skips) -> dict[str, Any] | None:
+def _preset_json(name: str | None, env: Mapping[str, Any]) -> dict[str, Any] | None:
     from roofline_report import presets
 
     preset = presets.get_preset(name) if name else presets.match_device_kind(env["device_kind"])
@@ -258,10 +258,11 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
 
     module: Any = None
     ops: dict[str, int] = {}
+    optimized_hlo = low.compiled.as_text()  # read once: both the text and the inspection use it
     try:
         module = lowering.stablehlo_module(low.lowered)
         ops = lowering.stablehlo_ops(module)
-        compiled_text = hlo_count.strip_metadata(low.compiled.as_text())
+        compiled_text = hlo_count.strip_metadata(optimized_hlo)
         record["lowering"] = {
             "available": True,
             "reason": "",
@@ -270,9 +271,9 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
             "ops": ops,
             "required_ops": list(w.required_ops),
             "missing_ops": [op for op in w.required_ops if op not in ops],
-            "stablehlo_text": _clip(lowering.scrub_paths(lowering.stablehlo_text(module)))
+            "stablehlo_text": _clip(scrub_paths(lowering.stablehlo_text(module)))
             if keep_text else "",
-            "compiled_text": _clip(lowering.scrub_paths(compiled_text)) if keep_text else "",
+            "compiled_text": _clip(scrub_paths(compiled_text)) if keep_text else "",
         }
         if record["lowering"]["missing_ops"]:
             skips.add(f"{label}: operations",
@@ -312,7 +313,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     if not record["memory"]["available"]:
         skips.add(f"{label}: XLA memory analysis", record["memory"]["reason"])
     try:
-        record["compiled"] = hlo_count.inspect_compiled(low.compiled.as_text())
+        record["compiled"] = hlo_count.inspect_compiled(optimized_hlo)
         trips = [loop.get("known_trip_count") for loop in record["compiled"].get("while_loops", [])]
         if module is None:
             raise RuntimeError("no StableHLO module to count")

@@ -81,7 +81,6 @@ def _env() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["md"] = md_escape
-    env.filters["mdcell"] = md_cell
     return env
 
 
@@ -101,10 +100,6 @@ def md_escape(text: object) -> str:
         else:
             out.append(ch)
     return "".join(out).replace("\n", " ")
-
-
-def md_cell(text: object) -> str:
-    return md_escape(text)
 
 
 # --- the view model -------------------------------------------------------------------------

@@ -278,11 +278,7 @@ def _jax() -> Any:
 
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return _scrub_paths(f"{type(exc).__name__}: {text}"[:300])
-
-
-def _scrub_paths(text: str) -> str:
-    return scrub_paths(text)
+    return scrub_paths(f"{type(exc).__name__}: {text}"[:300])
 
 
 def _unavailable(reason: str) -> dict[str, Any]:
@@ -732,7 +728,7 @@ def user_workload(
 
 def _failure(exc: BaseException) -> str:
     if isinstance(exc, InputError):
-        return _scrub_paths(str(exc))[:300]
+        return scrub_paths(str(exc))[:300]
     return _one_line(exc)
 
 
@@ -937,7 +933,7 @@ def run_sharded_analysis(
     last = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
     return _unavailable(
         f"the sharded measurement exited with code {proc.returncode} and printed no result"
-        + (f": {_scrub_paths(last.strip())[:300]}" if last else "")
+        + (f": {scrub_paths(last.strip())[:300]}" if last else "")
     )
 
 

@@ -72,11 +72,10 @@ def test_device_and_preset_are_shown(gpu_rendered: render.Rendered) -> None:
 def test_preset_is_matched_automatically() -> None:
     from roofline_report import measure
 
-    skips = measure.Skips()
-    got = measure._preset_json(None, {"device_kind": "NVIDIA H100 80GB HBM3"}, skips)
+    got = measure._preset_json(None, {"device_kind": "NVIDIA H100 80GB HBM3"})
     assert got is not None and got["name"] == "H100 SXM"
     assert got["chosen"] == "matched to this device"
-    assert measure._preset_json(None, {"device_kind": "cpu"}, skips) is None
+    assert measure._preset_json(None, {"device_kind": "cpu"}) is None
 
 
 def test_gpu_results_survive_a_round_trip(tmp_path: Path) -> None:
