@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Literal, NoReturn
 
-from roofline_report import __version__
+from roofline_report import __version__, analysis
 from roofline_report.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL, InputError
 
 DEFAULT_OUT = "build"
@@ -141,48 +141,57 @@ def _build(ns: argparse.Namespace) -> int:
         return EXIT_OK
     out = Path(ns.out)
     output.check_destination(out)  # refuse before measuring for minutes
+    assumed = _assumed_rates(ns)
     if ns.from_json:
         measuring_flags = [f for f, v in (("--quick", ns.quick), ("--config", ns.config),
-                                          ("--peak", ns.peak), ("--bandwidth", ns.bandwidth),
-                                          ("--interconnect", ns.interconnect),
                                           ("--only-config", ns.only_config),
                                           ("--no-ceilings", ns.no_ceilings),
                                           ("--no-sweeps", ns.no_sweeps),
                                           ("--no-sharding", ns.no_sharding),
-                                          ("--no-experiments", ns.no_experiments),
-                                          ("--preset", ns.preset)) if v]
+                                          ("--no-experiments", ns.no_experiments)) if v]
         if measuring_flags:
             raise InputError(f"--from-json re-renders saved results; {measuring_flags[0]} "
-                             "would need a new measurement")
+                             "would need a new measurement (budgets and --preset are "
+                             "assumptions: those may be given)")
         data = results.load(ns.from_json)
+        render_assumptions = analysis.assumptions_for(data, **assumed)
     else:
         progress = Progress(ns.progress)
         try:
-            data = _measure(ns, progress)
+            data = _measure(ns, progress, assumed)
         finally:
             progress.done()
-    write(out, data, source=Path(ns.from_json).name if ns.from_json else None)
-    skipped = data.get("skipped", [])
+        render_assumptions = analysis.assumptions_for(data, preset=assumed["preset"])
+    skipped = write(out, data, source=Path(ns.from_json).name if ns.from_json else None,
+                    assumptions=render_assumptions)
     print(f"wrote {out / 'report.html'} and {out / 'report.md'}"
           + (f" ({len(skipped)} item(s) not available: see the report)" if skipped else ""),
           file=sys.stderr)
     return EXIT_PARTIAL if skipped else EXIT_OK
 
 
-def _measure(ns: argparse.Namespace, progress: Progress) -> dict[str, Any]:
+def _assumed_rates(ns: argparse.Namespace) -> dict[str, Any]:
+    """The budgets and preset given on the command line (None where not given), checked."""
     from roofline_report import units
 
     def rate(text: str | None, kind: Literal["flops", "bytes"], flag: str) -> float | None:
         return units.parse_rate(text, kind, what=flag) if text else None
 
-    peak = rate(ns.peak, "flops", "--peak")
-    bandwidth = rate(ns.bandwidth, "bytes", "--bandwidth")
-    interconnect = rate(ns.interconnect, "bytes", "--interconnect")
     preset = ns.preset
     if preset:
         from roofline_report import presets
 
         preset = presets.get_preset(preset).name
+    return {"peak": rate(ns.peak, "flops", "--peak"),
+            "bandwidth": rate(ns.bandwidth, "bytes", "--bandwidth"),
+            "interconnect": rate(ns.interconnect, "bytes", "--interconnect"),
+            "preset": preset}
+
+
+def _measure(ns: argparse.Namespace, progress: Progress,
+             assumed: dict[str, Any]) -> dict[str, Any]:
+    peak, bandwidth = assumed["peak"], assumed["bandwidth"]
+    interconnect, preset = assumed["interconnect"], assumed["preset"]
     config = None
     if ns.config:
         from roofline_report import config as config_mod
@@ -218,12 +227,14 @@ def _measure(ns: argparse.Namespace, progress: Progress) -> dict[str, Any]:
     return measure.run(options, progress)
 
 
-def write(out: Path, data: dict[str, Any], *, source: str | None = None) -> None:
-    """Render ``data`` and write the whole report folder atomically."""
+def write(out: Path, data: dict[str, Any], *, source: str | None = None,
+          assumptions: analysis.Assumptions | None = None) -> list[dict[str, str]]:
+    """Render ``data`` under ``assumptions`` (default: the run's own) and write the whole report
+    folder atomically; returns what was not available (measured or derived)."""
     from roofline_report import output, render, results
 
     try:
-        rendered = render.render(data)
+        rendered = render.render(data, assumptions)
     except Exception as exc:
         if source is None:
             raise
@@ -237,6 +248,7 @@ def write(out: Path, data: dict[str, Any], *, source: str | None = None) -> None
     for name, svg in rendered.figures.items():
         files[f"figures/{name}.svg"] = svg
     output.write_report(out, files)
+    return rendered.skipped
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from roofline_report import analysis
 from roofline_report import figures as figs
 from roofline_report import results as results_mod
 from roofline_report.errors import EXIT_OK, InputError
@@ -51,7 +52,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def load_runs(paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
-    """Load each file; refuse mixed schema versions with one line naming both."""
+    """Load and analyse each file; refuse mixed schema versions with one line naming both."""
     raw: list[tuple[str, dict[str, Any]]] = []
     versions: dict[Any, str] = {}
     for path in paths:
@@ -74,7 +75,10 @@ def load_runs(paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
     runs: list[tuple[str, dict[str, Any]]] = []
     for path, data in raw:
         results_mod.validate(data, source=Path(path).name)
-        runs.append((_label(path, data, len(runs)), data))
+        # Each run is analysed as a report of it would be: the same derived values, under the
+        # budgets that run was given.
+        derived = analysis.analyse(data, analysis.assumptions_for(data))
+        runs.append((_label(path, data, len(runs)), derived))
     return runs
 
 

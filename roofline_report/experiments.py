@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report import model
+from roofline_report.analysis import words
 from roofline_report.errors import InputError
 from roofline_report.model import Kind, Quantity
 from roofline_report.timing import Timing
@@ -1191,6 +1192,8 @@ def _ex_doubled(b: Budgets) -> dict[str, Any]:
             }
         )
     ratio = rows[1]["seconds"] / rows[0]["seconds"]
+    xs = [rows[0]["intensity"], rows[1]["intensity"]]
+    ridge = model.ridge(b.peak, b.bandwidth)
     return {
         "id": "ex_doubled_traffic",
         "after": "doubled_traffic",
@@ -1203,8 +1206,8 @@ def _ex_doubled(b: Budgets) -> dict[str, Any]:
         "solution": [
             f"work: 2n = {flops} flops for both",
             f"traffic: {rows[0]['bytes']} B for one array, {rows[1]['bytes']} B for two",
-            f"intensity: {rows[0]['intensity']:.3g} and {rows[1]['intensity']:.3g} FLOP/B, both "
-            f"under the ridge {model.ridge(b.peak, b.bandwidth):.3g} FLOP/B: memory-bound",
+            f"intensity: {rows[0]['intensity']:.3g} and {rows[1]['intensity']:.3g} FLOP/B, "
+            f"{words.sides(xs, ridge)} {ridge:.3g} FLOP/B: {words.bounds_text(xs, ridge)}",
             f"attainable: {_gflops(rows[0]['attainable'])} and {_gflops(rows[1]['attainable'])}",
             f"times: {format_si(rows[0]['seconds'], 's')} and "
             f"{format_si(rows[1]['seconds'], 's')}, ratio {ratio:.3g}",
@@ -1226,6 +1229,9 @@ def _ex_fusion(b: Budgets) -> dict[str, Any]:
         for key in ("fused", "unfused")
     }
     ratio = seconds["unfused"] / seconds["fused"]
+    fused_x = t["flops"] / t["fused"]
+    unfused_x = t["flops"] / t["unfused"]
+    ridge = model.ridge(b.peak, b.bandwidth)
     return {
         "id": "ex_fusion",
         "after": "fusion",
@@ -1240,8 +1246,12 @@ def _ex_fusion(b: Budgets) -> dict[str, Any]:
             f"fused: 4(mk + kn + mn) = {t['fused']} B",
             f"unfused: add the product written and read back, 2 × 4mn = "
             f"{2 * t['intermediate']} B, for {t['unfused']} B",
-            f"intensity fused: {t['flops'] / t['fused']:.3g} FLOP/B, under the ridge "
-            f"{model.ridge(b.peak, b.bandwidth):.3g}: memory-bound, so time follows traffic",
+            f"intensity: {fused_x:.3g} FLOP/B fused and {unfused_x:.3g} FLOP/B unfused, "
+            f"{words.sides([fused_x, unfused_x], ridge)} {ridge:.3g} FLOP/B: "
+            f"{words.bounds_text([fused_x, unfused_x], ridge)}"
+            + (", so time follows traffic"
+               if words.bound(unfused_x, ridge) == words.bound(fused_x, ridge) == "memory"
+               else ""),
             f"times: {format_si(seconds['fused'], 's')} and {format_si(seconds['unfused'], 's')}"
             f", ratio {ratio:.3g}",
         ],

@@ -20,6 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
+from roofline_report.analysis.roofs import RoofSet
 from roofline_report.model import Kind
 from roofline_report.units import format_si
 
@@ -128,10 +129,15 @@ def _finish(fig: Figure, name: str, title: str, desc: str, table: Table,
 
 def _legend_below(fig: Figure, ax: Axes, *, ncol: int) -> None:
     """The legend under the axes: inside, it would hide a roof or a point wherever it went."""
-    fig.set_size_inches(7.2, 5.4)
-    fig.subplots_adjust(bottom=0.28, top=0.93)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.45, -0.13), ncol=ncol, fontsize=8,
-              frameon=False)
+    # The figure grows with the legend's rows, so that no entry falls off the canvas.
+    entries = len(ax.get_legend_handles_labels()[0])
+    rows = max(1, math.ceil(entries / ncol))
+    legend_in = 0.75 + 0.19 * rows  # the x label and the legend's rows
+    height = 3.9 + legend_in
+    fig.set_size_inches(7.2, height)
+    fig.subplots_adjust(bottom=legend_in / height, top=1 - 0.38 / height)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.45, -0.5 / (height - legend_in - 0.38)),
+              ncol=ncol, fontsize=8, frameon=False)
 
 
 def _legend(ax: Axes) -> None:
@@ -257,10 +263,75 @@ def _xrange(roofs: Sequence[Roof], points: Sequence[Point]) -> list[float]:
     return [2 ** (lo_e + (hi_e - lo_e) * i / steps) for i in range(steps + 1)]
 
 
+def roofset_figure(name: str, title: str, description: str, sets: Sequence[RoofSet],
+                   points: Sequence[Point], *, dispatch_floor: float | None = None,
+                   dispatch_work: float | None = None) -> tuple[str, Table]:
+    """A roofline that draws every roof of every set: compute roofs as horizontal lines from
+    where the set's main-memory slope meets them, bandwidth roofs as slopes up to the set's
+    highest compute roof (one colour per set, one line style per kind), and numbered points."""
+    fig, ax = _new_figure()
+    pairs = [(s.peak or 0.0, s.memory_bandwidth or 0.0) for s in sets]
+    xs = _xrange([Roof(s.label, s.kind.value, p, b) for s, (p, b) in zip(sets, pairs, strict=True)
+                  if p and b], points)
+    rows: list[tuple[str, ...]] = []
+    for i, roof_set in enumerate(sets):
+        color = PALETTE[i % len(PALETTE)]
+        style = KIND_STYLE.get(roof_set.kind.value, {})
+        main_bw = roof_set.memory_bandwidth
+        top = max((c.value for c in roof_set.compute), default=None)
+        for c in sorted(roof_set.compute, key=lambda r: -r.value):
+            start = c.value / main_bw if main_bw else xs[0]
+            line = [x for x in xs if x >= start] or [xs[-1]]
+            ax.plot([start, *line], [c.value] * (len(line) + 1), color=color,
+                    label=f"{roof_set.label}: {c.name} {format_si(c.value, 'FLOP/s')}", **style)
+            rows.append((f"{roof_set.label}: {c.name}", Kind(c.kind).label,
+                         fmt(c.value, "FLOP/s"), "",
+                         _g(c.value / main_bw) + " FLOP/B" if main_bw else ""))
+        for bw in sorted(roof_set.bandwidth, key=lambda r: -r.value):
+            end = top / bw.value if top else xs[-1]
+            line = [x for x in xs if x <= end]
+            ax.plot([*line, end], [bw.value * x for x in [*line, end]], color=color, alpha=0.85,
+                    label=f"{roof_set.label}: {bw.name} ({bw.level}) "
+                    f"{format_si(bw.value, 'B/s')}", **style)
+            rows.append((f"{roof_set.label}: {bw.name} ({bw.level})", Kind(bw.kind).label, "",
+                         fmt(bw.value, "B/s"), _g(top / bw.value) + " FLOP/B" if top else ""))
+        peak, bandwidth = pairs[i]
+        if peak and bandwidth:
+            ax.plot([peak / bandwidth], [peak], marker="|", color=color, markersize=10)
+    if dispatch_floor and dispatch_work:
+        rate = dispatch_work / dispatch_floor
+        ax.axhline(rate, color="#94a3b8", linewidth=1.2, linestyle=(0, (1, 1)),
+                   label="dispatch floor for the seed's work "
+                   f"(measured, {format_si(dispatch_floor, 's')}/call)")
+    _draw_points(ax, points)
+    _log_axes(ax, "intensity (FLOP/byte of minimum traffic)", "FLOP/s", y_unit="FLOP/s")
+    ax.set_title(title, fontsize=10)
+    _legend_below(fig, ax, ncol=1)
+    svg = _to_svg(fig, name, title, description)
+    rows += _point_rows(points)
+    table = Table(("roof or point", "kind", "compute (achieved)", "bandwidth",
+                   "intensity (ridge with the top compute roof)"), tuple(rows))
+    return svg, table
+
+
+def _draw_points(ax: Axes, points: Sequence[Point]) -> None:
+    # Points are numbered (labels of neighbours would collide); the table gives the names.
+    for j, p in enumerate(points, 1):
+        ax.plot([p.intensity], [p.flops_per_s], marker="o", linestyle="none",
+                color="#0f172a", markersize=5, markeredgecolor="white", markeredgewidth=0.6)
+        ax.annotate(str(j), (p.intensity, p.flops_per_s), textcoords="offset points",
+                    xytext=(4, 3 if j % 2 else -9), fontsize=7)
+
+
+def _point_rows(points: Sequence[Point]) -> list[tuple[str, ...]]:
+    return [(f"point {j}: {p.label}", Kind.MEASURED.label, fmt(p.flops_per_s, "FLOP/s"), "",
+             _g(p.intensity) + " FLOP/B") for j, p in enumerate(points, 1)]
+
+
 def roofline_figure(name: str, title: str, description: str, roofs: Sequence[Roof],
                     points: Sequence[Point], *, dispatch_floor: float | None = None,
                     dispatch_work: float | None = None) -> tuple[str, Table]:
-    """A roofline with several roofs (styled by kind) and labelled measured points."""
+    """A roofline of (peak, bandwidth) pairs, one per run or budget, and labelled points."""
     fig, ax = _new_figure()
     xs = _xrange(roofs, points)
     for i, roof in enumerate(roofs):
@@ -272,21 +343,15 @@ def roofline_figure(name: str, title: str, description: str, roofs: Sequence[Roo
         ax.axhline(rate, color="#94a3b8", linewidth=1.2, linestyle=(0, (1, 1)),
                    label="dispatch floor for the seed's work "
                    f"(measured, {format_si(dispatch_floor, 's')}/call)")
-    # Points are numbered (labels of neighbours would collide); the table gives the names.
-    for j, p in enumerate(points, 1):
-        ax.plot([p.intensity], [p.flops_per_s], marker="o", linestyle="none",
-                color="#0f172a", markersize=5, markeredgecolor="white", markeredgewidth=0.6)
-        ax.annotate(str(j), (p.intensity, p.flops_per_s), textcoords="offset points",
-                    xytext=(4, 3 if j % 2 else -9), fontsize=7)
+    _draw_points(ax, points)
     _log_axes(ax, "intensity (FLOP/byte of minimum traffic)", "FLOP/s", y_unit="FLOP/s")
     ax.set_title(title, fontsize=10)
     _legend_below(fig, ax, ncol=1)
     svg = _to_svg(fig, name, title, description)
-    rows = [(r.label, Kind(r.kind).label, fmt(r.peak, "FLOP/s"), fmt(r.bandwidth, "B/s"),
-             _g(r.peak / r.bandwidth) + " FLOP/B") for r in roofs]
-    rows += [(f"point {j}: {p.label}", Kind.MEASURED.value.replace("_", " "),
-              fmt(p.flops_per_s, "FLOP/s"), "", _g(p.intensity) + " FLOP/B")
-             for j, p in enumerate(points, 1)]
+    rows: list[tuple[str, ...]] = [
+        (r.label, Kind(r.kind).label, fmt(r.peak, "FLOP/s"), fmt(r.bandwidth, "B/s"),
+         _g(r.peak / r.bandwidth) + " FLOP/B") for r in roofs]
+    rows += _point_rows(points)
     table = Table(("roof or point", "kind", "compute (achieved)", "bandwidth", "intensity"),
                   tuple(rows))
     return svg, table

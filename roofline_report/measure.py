@@ -13,10 +13,11 @@ from typing import Any
 
 import jax
 
-from roofline_report import __version__, experiments, hlo_count, lowering, reconcile, study, timing
-from roofline_report.errors import reason, scrub_paths
+from roofline_report import __version__, hlo_count, lowering, timing
+from roofline_report import results as results_mod
+from roofline_report.errors import InputError, reason, scrub_paths
 from roofline_report.model import DEFAULT_INTERCONNECT, SEED_BANDWIDTH, SEED_PEAK_FLOPS
-from roofline_report.results import SCHEMA_VERSION
+from roofline_report.schema import SCHEMA_VERSION
 from roofline_report.workloads import Workload, catalog
 
 Progress = Callable[[str], None]
@@ -50,13 +51,14 @@ class RunOptions:
             "sweeps": self.sweeps,
             "sharding": self.sharding,
             "experiments": self.experiments,
-            "note": "quick mode: fewer samples and a reduced sweep; the sharded analysis ran "
-                    "alongside the other measurements, so timings are noisier"
-                    if self.quick else "",
             "builtin": self.builtin,
             "preset": self.preset,
             "config": self.config_source,
         }
+
+    def assumptions_json(self) -> dict[str, Any]:
+        return {"peak": self.peak, "bandwidth": self.bandwidth,
+                "interconnect": self.interconnect, "source": self.budget_source}
 
 
 @dataclass
@@ -87,18 +89,9 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
         "schema_version": SCHEMA_VERSION,
         "generator": {"name": "roofline-report", "version": __version__},
         "options": options.to_json(),
+        "assumptions": options.assumptions_json(),
         "environment": env,
-        "budgets": {
-            "hypothetical": study.budgets_json(
-                options.peak, options.bandwidth, source=options.budget_source,
-                interconnect=options.interconnect,
-            ),
-        },
-        "seed": seed_study(options.peak, options.bandwidth),
     }
-    preset = _preset_json(options.preset, env)
-    if preset is not None:
-        results["budgets"]["preset"] = preset
 
     if options.ceilings:
         say("ceilings of this machine")
@@ -120,61 +113,31 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
                              for w in swept]
     else:
         results["sweeps"] = []
-    roof = _measured_roof(results["ceilings"])
-    if results["sweeps"] and roof is not None:
-        results["sweep_model"] = study.sweep_study(results["sweeps"], *roof)
 
     ceilings_json = results["ceilings"] if results["ceilings"].get("available") else None
     if options.experiments:
         say("lab notebook: experiments")
         results["lab"] = _lab(options.quick, ceilings_json, say, skips)
-        results["experiments"] = experiments.analyse(
-            results["lab"], ceilings=ceilings_json, peak=options.peak,
-            bandwidth=options.bandwidth)
-        for e in results["experiments"]:
-            if e["verdict"]["status"] == "unavailable":
-                skips.add(f"experiment {e['title']}", e["verdict"]["text"])
     else:
         results["lab"] = {"available": False, "reason": "skipped with --no-experiments"}
-        results["experiments"] = []
     if pool is not None and pending_sharding is None:
         pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path)
-    results["exercises"] = experiments.exercises(
-        peak=options.peak, bandwidth=options.bandwidth, ceilings=ceilings_json)
 
     if pending_sharding is not None:
         say("sharded workloads (subprocess)")
         results["sharding"] = _sharding_result(pending_sharding.result(), skips)
-        if results["sharding"].get("available"):
-            results["sharding"]["model"] = study.comm_study(
-                results["sharding"], options.peak, options.bandwidth, options.interconnect,
-                source=options.budget_source)
     else:
         results["sharding"] = {"available": False, "reason": "skipped with --no-sharding"}
 
     if pool is not None:
         pool.shutdown(wait=True)
     results["skipped"] = skips.items
+    # What is written must be what the loader accepts: a mismatch is a bug here, not bad input.
+    try:
+        results_mod.validate(results, source="the measured results")
+    except InputError as exc:
+        raise RuntimeError(str(exc)) from None
     return results
-
-
-def seed_study(peak: float, bandwidth: float) -> dict[str, Any]:
-    return {
-        "model": study.hypothetical_model(peak, bandwidth),
-        "experiment": study.doubled_traffic_experiment(peak, bandwidth),
-        "exercise": study.exercise(48, 24, 12, peak, bandwidth),
-    }
-
-
-def _preset_json(name: str | None, env: Mapping[str, Any]) -> dict[str, Any] | None:
-    from roofline_report import presets
-
-    preset = presets.get_preset(name) if name else presets.match_device_kind(env["device_kind"])
-    if preset is None:
-        return None
-    data = preset.to_json()
-    data["chosen"] = "by name" if name else "matched to this device"
-    return data
 
 
 def _ceilings(quick: bool, say: Progress, skips: Skips) -> dict[str, Any]:
@@ -185,23 +148,14 @@ def _ceilings(quick: bool, say: Progress, skips: Skips) -> dict[str, Any]:
     except Exception as exc:  # a measurement failure must not stop the report
         return skips.add("ceilings", _why(exc))
     data["available"] = True
+    # The roofs a report uses are chosen at render time from all the entries.
+    data.pop("peak_compute", None)
+    data.pop("peak_bandwidth", None)
     for group in ("compute", "bandwidth"):
         for entry in data.get(group, []):
             if not entry.get("available", True):
                 skips.add(f"ceiling {entry.get('name')}", entry.get("reason", ""))
     return data
-
-
-def _measured_roof(ceilings: Mapping[str, Any]) -> tuple[float, float, float] | None:
-    """(peak FLOP/s, bandwidth B/s, dispatch s) measured on this machine, or None."""
-    if not ceilings.get("available"):
-        return None
-    peak = (ceilings.get("peak_compute") or {}).get("value")
-    bandwidth = (ceilings.get("peak_bandwidth") or {}).get("value")
-    dispatch = (ceilings.get("dispatch") or {}).get("value") or 0.0
-    if not peak or not bandwidth:
-        return None
-    return float(peak), float(bandwidth), float(dispatch)
 
 
 def _lab(quick: bool, ceilings: Mapping[str, Any] | None, say: Progress,
@@ -227,6 +181,7 @@ def _sharding_result(data: dict[str, Any], skips: Skips) -> dict[str, Any]:
             skips.add(f"sharded workload {w.get('name', '?')}", str(w["error"]))
     if not data.get("available", False):
         skips.add("sharded workloads", str(data.get("reason", "unknown")))
+        return {"available": False, "reason": str(data.get("reason", "unknown"))}
     return data
 
 
@@ -243,9 +198,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     }
     label = f"workload {w.title}"
     try:
-        analytic: dict[str, Any] = dict(w.model())
-        analytic["intensity"] = analytic["flops"] / analytic["minimum_bytes"]
-        record["analytic"] = analytic
+        record["analytic"] = {key: int(value) for key, value in w.model().items()}
     except Exception as exc:
         record["analytic"] = skips.add(f"{label}: analytic model", _why(exc))
     try:
@@ -270,14 +223,13 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
             "compile_s": low.compile_seconds,
             "ops": ops,
             "required_ops": list(w.required_ops),
-            "missing_ops": [op for op in w.required_ops if op not in ops],
             "stablehlo_text": _clip(scrub_paths(lowering.stablehlo_text(module)))
             if keep_text else "",
             "compiled_text": _clip(scrub_paths(compiled_text)) if keep_text else "",
         }
-        if record["lowering"]["missing_ops"]:
-            skips.add(f"{label}: operations",
-                      "missing from the StableHLO: " + ", ".join(record["lowering"]["missing_ops"]))
+        missing = [op for op in w.required_ops if op not in ops]
+        if missing:
+            skips.add(f"{label}: operations", "missing from the StableHLO: " + ", ".join(missing))
     except Exception as exc:
         record["lowering"] = {**skips.add(f"{label}: StableHLO inspection", _why(exc)),
                               "lower_s": low.lower_seconds, "compile_s": low.compile_seconds}
@@ -330,19 +282,6 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
             record["timing"] = skips.add(f"{label}: timing", _why(exc))
     else:
         record["timing"] = {"available": False, "reason": "the workload did not run"}
-    seconds = timing_json["per_call"]["median"] if timing_json else None
-    record["achieved"] = _achieved(record.get("analytic", {}), seconds)
-    try:
-        record["reconciliation"] = reconcile.reconcile(
-            analytic=record["analytic"] if "flops" in record.get("analytic", {}) else None,
-            ours=record["hlo_count"] if record["hlo_count"].get("available", True) else {},
-            xla=record["xla"]["raw"] if record["xla"]["available"] else None,
-            compiled=record.get("compiled"),
-            measured_seconds=seconds,
-            backend=jax.default_backend(),
-        )
-    except Exception as exc:
-        record["reconciliation"] = skips.add(f"{label}: reconciliation", _why(exc))
     return record
 
 
@@ -351,18 +290,6 @@ def _tf32_likely(w: Workload, ops: Mapping[str, int]) -> bool:
     matmul = any(op in ops for op in ("stablehlo.dot_general", "stablehlo.convolution"))
     return (jax.default_backend() in ("gpu", "cuda") and w.dtype == "float32" and matmul
             and getattr(jax.config, "jax_default_matmul_precision", None) in (None, "default"))
-
-
-def _achieved(analytic: Mapping[str, Any], seconds: float | None) -> dict[str, Any]:
-    if not seconds or "flops" not in analytic:
-        return {"available": False, "reason": "no timing or no analytic model"}
-    return {
-        "available": True,
-        "seconds": seconds,
-        "flops_per_s": analytic["flops"] / seconds,
-        "bytes_per_s": analytic["minimum_bytes"] / seconds,
-        "intensity": analytic["flops"] / analytic["minimum_bytes"],
-    }
 
 
 def _sweep(w: Workload, *, quick: bool, say: Progress, skips: Skips) -> dict[str, Any]:
@@ -377,7 +304,6 @@ def _sweep(w: Workload, *, quick: bool, say: Progress, skips: Skips) -> dict[str
         points.append({
             "dims": dims,
             "analytic": rec.get("analytic"),
-            "achieved": rec.get("achieved"),
             "timing": rec.get("timing"),
             "check": rec.get("check"),
         })

@@ -16,7 +16,10 @@ from typing import Any
 
 import jinja2
 
+from roofline_report import analysis
 from roofline_report import figures as figs
+from roofline_report.analysis import words
+from roofline_report.analysis.roofs import RoofSet
 from roofline_report.model import Kind, predicted_seconds
 from roofline_report.units import format_intensity, format_si
 
@@ -147,7 +150,7 @@ def view_model(results: Mapping[str, Any]) -> dict[str, Any]:
         "experiment": _experiment(seed["experiment"]),
         "exercise": _exercise(seed["exercise"]),
         "measured": _measured(results, seed_w),
-        "run_note": str(results.get("options", {}).get("note", "")),
+        "run_note": str(results.get("run_note", "")),
         "catalog": [_catalog_row(w) for w in workloads],
         "reconciliation": [_reconciliation(w) for w in workloads if w.get("reconciliation")],
         "sharding": _sharding(sharding),
@@ -256,6 +259,8 @@ def _exercise(x: Mapping[str, Any]) -> dict[str, Any]:
         "peak": n(x["peak"], "FLOP/s", Kind.HYPOTHETICAL),
         "bandwidth": n(x["bandwidth"], "B/s", Kind.HYPOTHETICAL),
         "bound": x["bound"],
+        # The comparison the solution states, from the numbers it states.
+        "relation": words.relation(x["intensity"], x["peak"] / x["bandwidth"]),
         "m": str(m), "k": str(k), "n": str(nn),
     }
 
@@ -332,57 +337,74 @@ _BINDING_SENTENCES = {
 }
 
 
-def _roofs(results: Mapping[str, Any]) -> tuple[figs.Roof | None, float | None]:
-    c = results.get("ceilings", {})
-    if not c.get("available"):
-        return None, None
-    peak = (c.get("peak_compute") or {}).get("value")
-    bw = (c.get("peak_bandwidth") or {}).get("value")
-    dispatch = (c.get("dispatch") or {}).get("value")
-    if not peak or not bw:
-        return None, dispatch
-    return figs.Roof("this machine", Kind.MEASURED.value, float(peak), float(bw)), dispatch
+def _roof_sets(results: Mapping[str, Any]) -> analysis.Roofs:
+    roofs: analysis.Roofs = results["roofs"]
+    return roofs
+
+
+def _placement(w: Mapping[str, Any], roof_set: RoofSet) -> dict[str, Any] | None:
+    """Where a workload sits under ``roof_set``: the compute roof of its dtype, the bandwidth
+    roof of the level holding its minimum traffic, the dispatch floor; None without a model."""
+    an = w.get("analytic") or {}
+    if "flops" not in an:
+        return None
+    compute = roof_set.compute_for(str(w.get("dtype", "")))
+    memory = roof_set.bandwidth_for(an["minimum_bytes"])
+    if compute is None or memory is None:
+        return None
+    x = an["flops"] / an["minimum_bytes"]
+    dispatch = roof_set.dispatch or 0.0
+    terms = {"compute": an["flops"] / compute.value,
+             "memory": an["minimum_bytes"] / memory.value,
+             "dispatch": dispatch}
+    binding = max(terms, key=lambda k: terms[k])
+    return {"intensity": x, "roof_at": min(compute.value, memory.value * x),
+            "predicted": predicted_seconds(an["flops"], an["minimum_bytes"], compute.value,
+                                           memory.value, dispatch),
+            "binding": binding, "compute": compute, "memory": memory,
+            "ridge": compute.value / memory.value}
 
 
 def _placements(results: Mapping[str, Any]) -> list[dict[str, Any]]:
-    roof, dispatch = _roofs(results)
-    if roof is None:
+    roof_set = _roof_sets(results).measured
+    if roof_set is None:
         return []
     rows = []
     for w in results["workloads"]:
-        a, an = w.get("achieved", {}), w.get("analytic", {})
-        if not a.get("available") or "flops" not in an:
+        a = w.get("achieved", {})
+        p = _placement(w, roof_set)
+        if not a.get("available") or p is None:
             continue
-        x = an["flops"] / an["minimum_bytes"]
-        roof_at = min(roof.peak, roof.bandwidth * x)
-        t_pred = predicted_seconds(an["flops"], an["minimum_bytes"], roof.peak, roof.bandwidth,
-                                   dispatch or 0.0)
-        terms = {"compute": an["flops"] / roof.peak,
-                 "memory": an["minimum_bytes"] / roof.bandwidth,
-                 "dispatch": dispatch or 0.0}
-        binding = max(terms, key=lambda k: terms[k])
         rows.append({
             "title": w["title"],
-            "intensity": Num(format_intensity(x), Kind.ANALYTIC.value),
+            "intensity": Num(format_intensity(p["intensity"]), Kind.ANALYTIC.value),
             "achieved": n(a["flops_per_s"], "FLOP/s", Kind.MEASURED),
-            "roof": n(roof_at, "FLOP/s", Kind.MEASURED),
-            "fraction": Num(f"{100 * a['flops_per_s'] / roof_at:.2g}%", Kind.MEASURED.value),
-            "binding": binding,
-            "predicted": n(t_pred, "s", Kind.MEASURED),
+            "roof": n(p["roof_at"], "FLOP/s", Kind.MEASURED),
+            "roof_name": f"{p['compute'].name}, {p['memory'].name}",
+            "fraction": Num(_percent(a["flops_per_s"] / p["roof_at"]), Kind.MEASURED.value),
+            "binding": p["binding"],
+            "predicted": n(p["predicted"], "s", Kind.MEASURED),
             "measured": n(a["seconds"], "s", Kind.MEASURED),
         })
     return rows
 
 
+def _percent(fraction: float) -> str:
+    """A share as a percentage, never in exponent notation: '220%', '45%', '0.52%'."""
+    value = 100 * fraction
+    if value >= 10 or value == 0:
+        return f"{value:,.0f}%"
+    return f"{value:.2g}%" if value >= 0.01 else "<0.01%"
+
+
 def _measured_roofline(results: Mapping[str, Any], peak: float,
                        bandwidth: float) -> figs.FigureOut | None:
-    roof, dispatch = _roofs(results)
-    if roof is None:
+    roofs = _roof_sets(results)
+    if roofs.measured is None:
         return None
-    roofs = [roof, figs.Roof("assumed budgets", Kind.HYPOTHETICAL.value, peak, bandwidth)]
-    preset = results["budgets"].get("preset")
-    if preset:
-        roofs.append(_preset_roof(preset))
+    sets = [roofs.measured, roofs.hypothetical]
+    if roofs.spec_sheet is not None and roofs.spec_sheet.complete:
+        sets.append(roofs.spec_sheet)
     points = []
     seed_flops = None
     for w in results["workloads"]:
@@ -390,24 +412,21 @@ def _measured_roofline(results: Mapping[str, Any], peak: float,
         if a.get("available") and "flops" in an:
             points.append(figs.Point(w["title"], an["flops"] / an["minimum_bytes"],
                                      a["flops_per_s"]))
-            if w["name"] == "seed_tanh_matmul":
+            if w["name"] == analysis.SEED_NAME:
                 seed_flops = an["flops"]
+    m = roofs.measured
     title = "Measured roofline of this machine, with the workloads placed"
-    desc = (f"Measured ceilings: {format_si(roof.peak, 'FLOP/s')} compute and "
-            f"{format_si(roof.bandwidth, 'B/s')} memory bandwidth (solid); the assumed budgets "
-            f"dashed. {len(points)} workloads are placed at their analytic intensity and "
-            "measured FLOP/s.")
-    svg, table = figs.roofline_figure("measured_roofline", title, desc, roofs, points,
-                                      dispatch_floor=dispatch, dispatch_work=seed_flops)
+    compute = ", ".join(f"{r.name} {format_si(r.value, 'FLOP/s')}" for r in m.compute)
+    memory = ", ".join(f"{r.name} {format_si(r.value, 'B/s')}" for r in m.bandwidth)
+    placed = len(points)
+    desc = (f"Measured roofs (solid): {compute}; {memory}. The assumed budgets dashed"
+            + (", the spec sheet dotted" if len(sets) > 2 else "") + ". "
+            + f"{placed} {'workload is' if placed == 1 else 'workloads are'} placed at "
+            "their analytic intensity and measured FLOP/s.")
+    svg, table = figs.roofset_figure("measured_roofline", title, desc, sets, points,
+                                     dispatch_floor=m.dispatch, dispatch_work=seed_flops)
     return figs.FigureOut("measured_roofline", title, desc, svg, table,
-                          tuple(r.kind for r in roofs))
-
-
-def _preset_roof(preset: Mapping[str, Any]) -> figs.Roof:
-    peaks = {k: v for k, v in preset["peaks"].items() if v.get("value")}
-    dtype = "bf16" if "bf16" in peaks else sorted(peaks)[0]
-    return figs.Roof(f"{preset['name']} {dtype}", Kind.SPEC_SHEET.value,
-                     float(peaks[dtype]["value"]), float(preset["hbm_bandwidth"]["value"]))
+                          tuple(dict.fromkeys(r.kind.value for r in sets)))
 
 
 def _catalog_row(w: Mapping[str, Any]) -> dict[str, Any]:
@@ -579,22 +598,22 @@ def _preset(preset: Mapping[str, Any] | None, results: Mapping[str, Any]) -> dic
                 }
             )
     ic = preset.get("interconnect") or {}
-    roof = _preset_roof(preset)
+    roof_set = _roof_sets(results).spec_sheet
     placed = []
-    for w in results["workloads"]:
-        an = w.get("analytic") or {}
-        if "flops" not in an:
+    for w in results["workloads"] if roof_set is not None else []:
+        p = _placement(w, roof_set) if roof_set is not None else None
+        if p is None:
             continue
-        x = an["flops"] / an["minimum_bytes"]
-        t = predicted_seconds(an["flops"], an["minimum_bytes"], roof.peak, roof.bandwidth)
         placed.append(
             {
                 "title": w["title"],
-                "intensity": Num(format_intensity(x), Kind.ANALYTIC.value),
-                "bound": "memory" if x < roof.peak / roof.bandwidth else "compute",
-                "time": n(t, "s", sp),
+                "intensity": Num(format_intensity(p["intensity"]), Kind.ANALYTIC.value),
+                "roof_name": p["compute"].name,
+                "bound": words.bound(p["intensity"], p["ridge"]),
+                "time": n(p["predicted"], "s", sp),
             }
         )
+    default = roof_set.compute_for("float32") if roof_set is not None else None
     return {
         "available": True,
         "name": preset["name"],
@@ -607,7 +626,7 @@ def _preset(preset: Mapping[str, Any] | None, results: Mapping[str, Any]) -> dic
         "interconnect_name": ic.get("name", ""),
         "sources": [(s_["title"], s_["url"]) for s_ in preset.get("sources", [])],
         "notes": preset.get("notes", ""),
-        "roof_label": roof.label,
+        "roof_label": default.name if default is not None else "",
         "placed": placed,
     }
 
@@ -672,11 +691,16 @@ class Rendered:
     html: str
     markdown: str
     figures: dict[str, str]  # name -> SVG text
+    skipped: list[dict[str, str]]  # what was not available, measured or derived
 
 
-def render(results: Mapping[str, Any]) -> Rendered:
-    """Render HTML, Markdown and SVGs from a validated results document."""
-    vm = view_model(results)
+def render(results: Mapping[str, Any], assumptions: analysis.Assumptions | None = None
+           ) -> Rendered:
+    """Render HTML, Markdown and SVGs from a validated results document (observations), under
+    ``assumptions`` (default: the budgets the run was given)."""
+    a = assumptions or analysis.assumptions_for(results)
+    derived = analysis.analyse(results, a)
+    vm = view_model(derived)
     env = _env()
     css = env.loader.get_source(env, "style.css")[0] if env.loader else ""
     html = env.get_template("report.html.j2").render(vm=vm, css=css)
@@ -685,6 +709,7 @@ def render(results: Mapping[str, Any]) -> Rendered:
         html=_normalise(html),
         markdown=_normalise(markdown),
         figures={name: f.svg for name, f in vm["figures"].items()},
+        skipped=list(derived["skipped"]),
     )
 
 

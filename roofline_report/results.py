@@ -12,24 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pydantic
+
+from roofline_report import schema
 from roofline_report.errors import InputError
 
-SCHEMA_VERSION = 1
-
-# Top-level keys and the JSON type each must have.
-_REQUIRED: dict[str, type | tuple[type, ...]] = {
-    "schema_version": int,
-    "generator": dict,
-    "options": dict,
-    "environment": dict,
-    "budgets": dict,
-    "seed": dict,
-    "workloads": list,
-    "ceilings": dict,
-    "sweeps": list,
-    "sharding": dict,
-    "skipped": list,
-}
+SCHEMA_VERSION = schema.SCHEMA_VERSION
 
 
 def dumps(results: Mapping[str, Any]) -> str:
@@ -107,7 +95,8 @@ def load(path: str | Path) -> dict[str, Any]:
 
 
 def validate(data: Any, *, source: str = "results.json") -> None:
-    """Check the structure the renderer relies on; raise InputError on the first problem."""
+    """Check every field against :class:`roofline_report.schema.Results`; raise InputError naming
+    the key path of the first problem."""
     if not isinstance(data, dict):
         raise InputError(f"{source}: expected a JSON object at the top level")
     version = data.get("schema_version")
@@ -115,41 +104,58 @@ def validate(data: Any, *, source: str = "results.json") -> None:
         raise InputError(f"{source}: no schema_version; is this a roofline-report results file?")
     if not isinstance(version, int) or isinstance(version, bool):
         raise InputError(f"{source}: schema_version must be an integer")
+    if version == 1:
+        raise InputError(
+            f"{source}: schema version 1 stored derived values (verdicts, predictions, sentences) "
+            "that version 2 computes at render time; measure again with this roofline-report"
+        )
     if version != SCHEMA_VERSION:
         raise InputError(
             f"{source}: schema version {version} is not supported (this roofline-report reads "
             f"version {SCHEMA_VERSION}); re-measure with this version"
         )
-    for key, kind in _REQUIRED.items():
-        if key not in data:
-            raise InputError(f"{source}: missing key '{key}'")
-        if not isinstance(data[key], kind):
-            expected = "an object" if kind is dict else "a list" if kind is list else "an integer"
-            raise InputError(f"{source}: '{key}' must be {expected}")
-    for i, w in enumerate(data["workloads"]):
-        where = f"{source}: workloads[{i}]"
-        if not isinstance(w, dict):
-            raise InputError(f"{where} must be an object")
-        for key in ("name", "title", "dtype"):
-            if not isinstance(w.get(key), str):
-                raise InputError(f"{where}: '{key}' must be a string")
-    for i, item in enumerate(data["skipped"]):
-        if not isinstance(item, dict) or not all(
-            isinstance(item.get(key), str) for key in ("what", "reason")
-        ):
-            raise InputError(f"{source}: skipped[{i}] must be an object with 'what' and 'reason'")
-    seed = data["seed"]
-    for key in ("model", "experiment", "exercise"):
-        if not isinstance(seed.get(key), dict):
-            raise InputError(f"{source}: seed.{key} must be an object")
-    hyp = data["budgets"].get("hypothetical")
-    if not isinstance(hyp, dict):
-        raise InputError(f"{source}: budgets.hypothetical must be an object")
-    for key in ("peak", "bandwidth"):
-        q = hyp.get(key)
-        if not isinstance(q, dict) or not _positive(q.get("value")):
-            raise InputError(f"{source}: budgets.hypothetical.{key} must have a positive value")
+    try:
+        schema.Results.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise InputError(f"{source}: {describe(exc)}") from None
 
 
-def _positive(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+_TAGS = {"yes", "no"}
+
+
+def key_path(loc: tuple[str | int, ...]) -> str:
+    """A pydantic error location as a key path: ``workloads[3].timing.per_call.median``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in _TAGS or "[" in part or part in ("function-after", "nullable"):
+            continue  # union branches and validators, not keys of the document
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+def describe(exc: pydantic.ValidationError) -> str:
+    """The first error of a validation as one line: key path, problem, and the value given."""
+    first = exc.errors(include_url=False)[0]
+    loc = tuple(first.get("loc", ()))
+    more = exc.error_count() - 1
+    tail = f"; {more} more problem{'s' if more != 1 else ''}" if more > 0 else ""
+    if first.get("type") == "missing" and loc:
+        parent = key_path(loc[:-1])
+        prefix = "" if parent == "(top level)" else f"{parent}: "
+        return f"{prefix}missing key '{loc[-1]}'{tail}"
+    if first.get("type") == "extra_forbidden" and loc:
+        return f"{key_path(loc)}: unknown key (a misspelling, or a file of another version?){tail}"
+    where = key_path(loc)
+    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    given = first.get("input")
+    shown = "" if isinstance(given, dict | list) or first.get("type") == "missing" \
+        else f" (got {_short(given)})"
+    return f"{where}: {message}{shown}{tail}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

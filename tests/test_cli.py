@@ -131,7 +131,15 @@ def _shape_variant(saved: Path, change: str) -> str:
     elif change == "workloads_object":
         doc["workloads"] = {"seed": 1}
     elif change == "budget_zero":
-        doc["budgets"]["hypothetical"]["peak"]["value"] = 0
+        doc["assumptions"]["peak"] = 0
+    elif change == "negative_median":
+        doc["workloads"][0]["timing"]["per_call"]["median"] = -1e-3
+    elif change == "string_flops":
+        doc["workloads"][0]["analytic"]["flops"] = "8192"
+    elif change == "misspelt_key":
+        doc["options"]["quik"] = doc["options"].pop("quick")
+    elif change == "version_1":
+        doc["schema_version"] = 1
     elif change == "skipped_strings":
         doc["skipped"] = ["ceilings"]
     elif change == "lone_surrogate":
@@ -166,8 +174,12 @@ def test_from_json_refuses_a_bad_file(case: str, cwd: Path,
 @pytest.mark.parametrize(("change", "fragment"), [
     ("schema_version", "schema version 99 is not supported"),
     ("no_workloads", "missing key 'workloads'"),
-    ("workloads_object", "'workloads' must be a list"),
-    ("budget_zero", "budgets.hypothetical.peak"),
+    ("workloads_object", "workloads: Input should be a valid list"),
+    ("budget_zero", "assumptions.peak: Input should be greater than 0"),
+    ("negative_median", "workloads[0].timing.per_call.median: Input should be greater than or"),
+    ("string_flops", "workloads[0].analytic.flops: Input should be a valid integer"),
+    ("misspelt_key", "options: missing key 'quick'; 1 more problem"),
+    ("version_1", "schema version 1 stored derived values"),
     ("skipped_strings", "skipped[0]"),
     ("lone_surrogate", "not valid Unicode"),
     ("truncated", "not valid JSON"),
@@ -198,7 +210,28 @@ def test_from_json_refuses_a_folder_and_a_missing_file(cwd: Path,
     assert snapshot(cwd) == before
 
 
-@pytest.mark.parametrize("flag", [["--quick"], ["--peak", "1 TFLOP/s"], ["--preset", "H100"]])
+@pytest.mark.parametrize(("flags", "expected"), [
+    (["--bandwidth", "100 GB/s"], "1 TB/s"),
+    (["--peak", "10 GFLOP/s", "--bandwidth", "1 TB/s"], "compute-bound"),
+])
+def test_from_json_takes_assumptions(flags: list[str], expected: str, saved: Path, cwd: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Budgets are assumptions, not measurements: a saved run re-renders under others, and the
+    sentences follow the new numbers."""
+    code, _ = run(["--from-json", str(saved), "--out", "other", *flags], capsys)
+    assert code in (EXIT_OK, EXIT_PARTIAL)
+    md = (cwd / "other" / "report.md").read_text(encoding="utf-8")
+    if "--peak" not in flags:  # 100 GB/s x 24/7 FLOP/B = 343 GFLOP/s, above the 100 GFLOP/s
+        assert "343 GFLOP/s `H`, above the compute budget" in md
+        assert "**compute-bound**" in md
+    else:  # the ridge is 0.01 FLOP/B: every exercise intensity is over it
+        assert "under the ridge" not in md
+        assert expected in md
+    saved_again = json.loads((cwd / "other" / "results.json").read_text(encoding="utf-8"))
+    assert saved_again == json.loads(saved.read_text(encoding="utf-8"))  # observations only
+
+
+@pytest.mark.parametrize("flag", [["--quick"], ["--no-sweeps"], ["--config", "x.toml"]])
 def test_from_json_refuses_measuring_flags(flag: list[str], saved: Path, cwd: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     before = snapshot(cwd)
@@ -398,7 +431,7 @@ def test_a_failed_render_leaves_the_previous_report(saved: Path, previous: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     before = snapshot(previous.parent)
 
-    def broken(_results: Any) -> Any:
+    def broken(_results: Any, _assumptions: Any = None) -> Any:
         raise RuntimeError("the renderer broke")
 
     monkeypatch.setattr(render, "render", broken)
@@ -462,7 +495,7 @@ def test_internal_error_while_rendering_fresh_results(debug: bool, saved: Path, 
     _fresh(saved, monkeypatch)
     before = snapshot(previous.parent)
 
-    def broken(_results: Any) -> Any:
+    def broken(_results: Any, _assumptions: Any = None) -> Any:
         raise ValueError("figure limits are inverted\nsecond line of detail")
 
     monkeypatch.setattr(render, "render", broken)
@@ -484,7 +517,7 @@ def test_internal_error_while_rendering_fresh_results(debug: bool, saved: Path, 
 def test_debug_shows_the_cause_of_a_saved_file_that_does_not_render(
         saved: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    def broken(_results: Any) -> Any:
+    def broken(_results: Any, _assumptions: Any = None) -> Any:
         raise ZeroDivisionError("float division by zero")
 
     monkeypatch.setattr(render, "render", broken)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from roofline_report import reconcile, render, results
+from roofline_report import render, results
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "cpu_results.json"
@@ -32,16 +32,10 @@ def _as_gpu(data: dict[str, Any]) -> dict[str, Any]:
     seed = next(w for w in gpu["workloads"] if w["name"] == "seed_tanh_matmul")
     seed["xla"] = {"available": True, "reason": "", "raw": dict(H200_COST),
                    "values": {"flops": -1.0, "transcendentals": 256.0, "bytes accessed": -1.0}}
-    seed["reconciliation"] = reconcile.reconcile(
-        analytic=seed["analytic"], ours=seed["hlo_count"], xla=H200_COST,
-        compiled={"custom_calls": [{"name": "custom-call", "target": "__cublas$gemm",
-                                    "shape": "f32[32,8]", "bytes": 1024}], "kernels": 2},
-        measured_seconds=5e-5, backend="gpu")
-    from roofline_report import presets
-
-    preset = presets.match_device_kind("NVIDIA H200")
-    assert preset is not None
-    gpu["budgets"]["preset"] = {**preset.to_json(), "chosen": "matched to this device"}
+    # The reconciliation is derived at render time from these observations.
+    seed["compiled"] = {**seed["compiled"], "kernels": 2,
+                        "custom_calls": [{"name": "custom-call", "target": "__cublas$gemm",
+                                          "shape": "f32[32,8]", "bytes": 1024}]}
     return gpu
 
 
@@ -66,16 +60,23 @@ def test_device_and_preset_are_shown(gpu_rendered: render.Rendered) -> None:
     assert "compute capability" in html
     assert "Spec sheet: H200" in html
     assert "matched to this device" in html
-    assert "H200 bf16 (spec sheet)" in gpu_rendered.figures["measured_roofline"]
+    # Every spec-sheet roof of the matched chip is drawn, each with its value.
+    figure = gpu_rendered.figures["measured_roofline"]
+    assert "H200: H200 bf16 989 TFLOP/s" in figure
+    assert "H200: H200 HBM (HBM) 4.8 TB/s" in figure
 
 
 def test_preset_is_matched_automatically() -> None:
-    from roofline_report import measure
+    from roofline_report import analysis
 
-    got = measure._preset_json(None, {"device_kind": "NVIDIA H100 80GB HBM3"})
+    a = analysis.Assumptions()
+    got = analysis.preset_record({"environment": {"device_kind": "NVIDIA H100 80GB HBM3"}}, a)
     assert got is not None and got["name"] == "H100 SXM"
     assert got["chosen"] == "matched to this device"
-    assert measure._preset_json(None, {"device_kind": "cpu"}) is None
+    assert analysis.preset_record({"environment": {"device_kind": "cpu"}}, a) is None
+    chosen = analysis.preset_record({"environment": {"device_kind": "cpu"},
+                                     "options": {"preset": "A100"}}, a)
+    assert chosen is not None and chosen["name"] == "A100" and chosen["chosen"] == "by name"
 
 
 def test_gpu_results_survive_a_round_trip(tmp_path: Path) -> None:

@@ -185,7 +185,7 @@ def test_failure_reasons_do_not_leak_paths(probe: str, tmp_path: Path,
         monkeypatch.setattr(ceilings, "_matmul_operands", fail)
         monkeypatch.setattr(ceilings, "_bandwidth_entries", lambda *_a: [])
         monkeypatch.setattr(ceilings, "_dispatch_entry",
-                            lambda *_a: {"name": "dispatch", "value": None, "available": False,
+                            lambda *_a: {"value": None, "available": False,
                                          "reason": "not measured in this test"})
     monkeypatch.setattr(measure, "catalog", lambda: [seed])
     with_ceilings = probe in ("ceilings", "ceiling_entry")

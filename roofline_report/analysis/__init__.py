@@ -1,0 +1,245 @@
+"""Analysis at render time (no jax): observations + this render's assumptions -> what to show.
+
+results.json holds observations only. Everything derived from them, the seed's model, achieved
+rates, reconciliations, placements on the roofs, sweep predictions, the lab's verdicts and
+exercises, the communication model, and the list of what was not available, is computed here
+from the saved observations and the budgets of *this* render, so ``--from-json`` with
+``--peak``/``--bandwidth``/``--interconnect``/``--preset`` re-renders a saved run under other
+assumptions, and a fix to the model reaches every saved run and ``compare``.
+
+:func:`analyse` returns the observations extended by the derived values (a plain dict, the shape
+the view model reads); the observations themselves are not changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_report import experiments, reconcile, study
+from roofline_report.analysis import roofs as roofs_mod
+from roofline_report.analysis.roofs import RoofSet
+from roofline_report.errors import InputError, reason
+from roofline_report.model import DEFAULT_INTERCONNECT, SEED_BANDWIDTH, SEED_PEAK_FLOPS, Kind
+
+SEED_NAME = "seed_tanh_matmul"
+
+
+@dataclass(frozen=True, slots=True)
+class Assumptions:
+    """The hypothetical budgets and chip preset one render uses."""
+
+    peak: float = SEED_PEAK_FLOPS
+    bandwidth: float = SEED_BANDWIDTH
+    interconnect: float = DEFAULT_INTERCONNECT
+    source: str = "the seed's assumed budgets"
+    preset: str | None = None  # a preset by name; None: the run's, or matched to the device
+
+    def __post_init__(self) -> None:
+        for name in ("peak", "bandwidth", "interconnect"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise InputError(f"the assumed {name} must be a positive number, got {value!r}")
+
+
+def assumptions_for(results: Mapping[str, Any], *, peak: float | None = None,
+                    bandwidth: float | None = None, interconnect: float | None = None,
+                    preset: str | None = None) -> Assumptions:
+    """The run's own assumptions, each overridden where this render gives one."""
+    saved = results.get("assumptions") or {}
+    overridden = any(v is not None for v in (peak, bandwidth, interconnect))
+    source = ("assumed budgets given for this rendering" if overridden
+              else str(saved.get("source", "the seed's assumed budgets")))
+    return Assumptions(
+        peak=peak if peak is not None else float(saved.get("peak", SEED_PEAK_FLOPS)),
+        bandwidth=bandwidth if bandwidth is not None
+        else float(saved.get("bandwidth", SEED_BANDWIDTH)),
+        interconnect=interconnect if interconnect is not None
+        else float(saved.get("interconnect", DEFAULT_INTERCONNECT)),
+        source=source,
+        preset=preset,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Roofs:
+    """The roof sets of one render."""
+
+    hypothetical: RoofSet
+    measured: RoofSet | None
+    spec_sheet: RoofSet | None
+
+
+def roof_sets(results: Mapping[str, Any], a: Assumptions) -> Roofs:
+    preset = preset_record(results, a)
+    measured = roofs_mod.measured(results.get("ceilings") or {})
+    return Roofs(
+        hypothetical=roofs_mod.hypothetical(a.peak, a.bandwidth, a.source),
+        measured=measured if measured is not None and measured.complete else None,
+        spec_sheet=roofs_mod.spec_sheet(preset) if preset else None,
+    )
+
+
+def preset_record(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any] | None:
+    """The chip preset to draw: this render's, else the run's, else the one matching the
+    device; with how it was chosen."""
+    from roofline_report import presets
+
+    name = a.preset or (results.get("options") or {}).get("preset")
+    if name:
+        data = presets.get_preset(str(name)).to_json()
+        data["chosen"] = "by name"
+        return data
+    kind = (results.get("environment") or {}).get("device_kind")
+    match = presets.match_device_kind(str(kind)) if kind else None
+    if match is None:
+        return None
+    data = match.to_json()
+    data["chosen"] = "matched to this device"
+    return data
+
+
+def analyse(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any]:
+    """The observations with every derived value added, under the assumptions ``a``."""
+    out: dict[str, Any] = copy.deepcopy(dict(results))
+    skipped: list[dict[str, str]] = list(out.get("skipped", []))
+    roofs = roof_sets(out, a)
+    out["roofs"] = roofs
+    out["budgets"] = {"hypothetical": study.budgets_json(
+        a.peak, a.bandwidth, source=a.source, interconnect=a.interconnect)}
+    preset = preset_record(out, a)
+    if preset is not None:
+        out["budgets"]["preset"] = preset
+    out["seed"] = {
+        "model": study.hypothetical_model(a.peak, a.bandwidth),
+        "experiment": study.doubled_traffic_experiment(a.peak, a.bandwidth),
+        "exercise": study.exercise(48, 24, 12, a.peak, a.bandwidth),
+    }
+    ceilings = out.get("ceilings") or {}
+    if ceilings.get("available") and roofs.measured is not None:
+        _default_roofs(ceilings, roofs.measured)
+    backend = str((out.get("environment") or {}).get("backend", "cpu"))
+    for w in out.get("workloads", []):
+        _workload(w, backend)
+    for sw in out.get("sweeps", []):
+        for p in sw.get("points", []):
+            p["analytic"] = _analytic(p.get("analytic"))
+            p["achieved"] = _achieved(p["analytic"], p.get("timing"))
+    m = roofs.measured
+    if out.get("sweeps") and m is not None and m.peak and m.memory_bandwidth:
+        out["sweep_model"] = study.sweep_study(out["sweeps"], m.peak, m.memory_bandwidth,
+                                               m.dispatch or 0.0)
+    measured_ceilings = ceilings if ceilings.get("available") else None
+    lab = out.get("lab") or {}
+    if lab.get("available", True) and lab.get("experiments"):
+        out["experiments"] = experiments.analyse(lab, ceilings=measured_ceilings, peak=a.peak,
+                                                 bandwidth=a.bandwidth)
+        for e in out["experiments"]:
+            if e["verdict"]["status"] == "unavailable":
+                skipped.append({"what": f"experiment {e['title']}", "reason": e["verdict"]["text"]})
+    else:
+        out["experiments"] = []
+    out["exercises"] = experiments.exercises(peak=a.peak, bandwidth=a.bandwidth,
+                                             ceilings=measured_ceilings)
+    sharding = out.get("sharding") or {}
+    if sharding.get("available"):
+        sharding["model"] = study.comm_study(sharding, a.peak, a.bandwidth, a.interconnect,
+                                             source=a.source)
+        for w in sharding.get("workloads", []):
+            check = w.get("check") or {}
+            if check and check.get("passed") is False:
+                skipped.append({"what": f"sharded workload {w.get('name', '?')}: check",
+                                "reason": "result differs from the NumPy reference"})
+    out["skipped"] = _unique(skipped)
+    out["run_note"] = _run_note(out.get("options") or {})
+    return out
+
+
+def _default_roofs(ceilings: dict[str, Any], measured: RoofSet) -> None:
+    """The roofs the single-roof consumers (the lab, compare) use, named in the ceilings."""
+    compute = measured.compute_for("float32")
+    bandwidth = measured.bandwidth_for(None)
+    ceilings["peak_compute"] = {"value": compute.value if compute else None,
+                                "name": compute.name if compute else None}
+    ceilings["peak_bandwidth"] = {"value": bandwidth.value if bandwidth else None,
+                                  "name": bandwidth.name.removesuffix(" stream")
+                                  if bandwidth else None}
+
+
+def _analytic(a: Any) -> Any:
+    if isinstance(a, dict) and "flops" in a and a.get("minimum_bytes"):
+        return {**a, "intensity": a["flops"] / a["minimum_bytes"]}
+    return a
+
+
+def _achieved(analytic: Any, timing: Any) -> dict[str, Any]:
+    t = timing if isinstance(timing, dict) else {}
+    seconds = (t.get("per_call") or {}).get("median") if t.get("available", True) else None
+    if not seconds or not isinstance(analytic, dict) or "flops" not in analytic:
+        return {"available": False, "reason": "no timing or no analytic model"}
+    return {
+        "available": True,
+        "seconds": seconds,
+        "flops_per_s": analytic["flops"] / seconds,
+        "bytes_per_s": analytic["minimum_bytes"] / seconds,
+        "intensity": analytic["flops"] / analytic["minimum_bytes"],
+    }
+
+
+def _workload(w: dict[str, Any], backend: str) -> None:
+    w["analytic"] = _analytic(w.get("analytic"))
+    low = w.get("lowering") or {}
+    if low.get("available"):
+        low["missing_ops"] = [op for op in low.get("required_ops", [])
+                              if op not in low.get("ops", {})]
+    timing = w.get("timing")
+    w["achieved"] = _achieved(w["analytic"], timing)
+    ours = w.get("hlo_count") or {}
+    xla = w.get("xla") or {}
+    analytic = w["analytic"] if isinstance(w["analytic"], dict) and "flops" in w["analytic"] \
+        else None
+    seconds = w["achieved"].get("seconds")
+    if not low.get("available"):
+        return
+    try:
+        w["reconciliation"] = reconcile.reconcile(
+            analytic=analytic,
+            ours=ours if ours.get("available", True) else {},
+            xla=xla.get("raw") if xla.get("available") else None,
+            compiled=w.get("compiled"),
+            measured_seconds=seconds,
+            backend=backend,
+        )
+    except InputError as exc:
+        w["reconciliation"] = {"available": False, "reason": reason(exc)}
+
+
+def _run_note(options: Mapping[str, Any]) -> str:
+    """What this run's options mean for its numbers; only what happened."""
+    if not options.get("quick"):
+        return ""
+    note = "quick mode: fewer timing samples"
+    if options.get("sweeps"):
+        note += " and a reduced sweep"
+    if options.get("sharding"):
+        note += "; the sharded analysis ran alongside the other measurements, so timings are " \
+                "noisier"
+    return note
+
+
+def _unique(items: list[dict[str, str]]) -> list[dict[str, str]]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for item in items:
+        key = (item["what"], item["reason"])
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+__all__ = ["Assumptions", "Kind", "Roofs", "analyse", "assumptions_for", "preset_record",
+           "roof_sets"]

@@ -1,0 +1,205 @@
+"""Roofs as data: any number of compute roofs, bandwidth roofs and floors, each with its kind.
+
+A roofline is not one (peak, bandwidth) pair. A machine has a compute roof per dtype (and per
+precision: float32 runs as TF32 by default on NVIDIA GPUs), a bandwidth roof per memory level,
+each holding for a range of working-set sizes, and floors below which no call finishes (the
+per-call dispatch cost, the launch of one kernel). A :class:`RoofSet` holds them all with their
+kind (hypothetical, spec sheet, measured) and where each came from; predictions ask it for the
+roof that applies to a given dtype and working set, and figures draw every roof in it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_report.model import Kind
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeRoof:
+    """A compute ceiling in FLOP/s; ``dtype`` None means it applies to any dtype."""
+
+    name: str
+    value: float
+    dtype: str | None
+    kind: Kind
+    provenance: str
+    precision: str = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class BandwidthRoof:
+    """A bandwidth ceiling in B/s of one memory level, for working sets in
+    [``min_bytes``, ``max_bytes``) (None: unbounded on that side)."""
+
+    name: str
+    value: float
+    level: str
+    kind: Kind
+    provenance: str
+    min_bytes: int | None = None
+    max_bytes: int | None = None
+
+    def holds(self, working_set: float) -> bool:
+        low = self.min_bytes if self.min_bytes is not None else 0
+        high = self.max_bytes if self.max_bytes is not None else math.inf
+        return low <= working_set < high
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """A time no call (``dispatch``) or kernel (``launch``) goes below, in seconds."""
+
+    name: str
+    seconds: float
+    kind: Kind
+    provenance: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoofSet:
+    """All the roofs of one machine or budget, with the label figures show."""
+
+    label: str
+    kind: Kind
+    compute: tuple[ComputeRoof, ...]
+    bandwidth: tuple[BandwidthRoof, ...]
+    floors: tuple[Floor, ...] = ()
+
+    def compute_for(self, dtype: str | None = None) -> ComputeRoof | None:
+        """The roof a ``dtype``'s work runs under: that dtype's at default precision, else a
+        roof for any dtype, else the float32 one; None if the set has no compute roof."""
+        if not self.compute:
+            return None
+        ranked = sorted(self.compute, key=lambda r: (r.precision != "default", -r.value))
+        for wanted in (dtype, None, "float32"):
+            match = next((r for r in ranked if r.dtype == wanted), None)
+            if match is not None:
+                return match
+        return ranked[0]
+
+    def bandwidth_for(self, working_set: float | None = None) -> BandwidthRoof | None:
+        """The fastest roof of the innermost level whose range holds ``working_set``; with no
+        working set (or none holding it), the fastest roof of the outermost level (main
+        memory), never a cache's just because it is faster."""
+        if not self.bandwidth:
+            return None
+        candidates: Sequence[BandwidthRoof] = ()
+        if working_set is not None:
+            candidates = [r for r in self.bandwidth if r.holds(working_set)]
+        if not candidates:
+            outer = max(r.min_bytes or 0 for r in self.bandwidth)
+            candidates = [r for r in self.bandwidth if (r.min_bytes or 0) == outer]
+        inner = min(r.min_bytes or 0 for r in candidates)
+        level = [r for r in candidates if (r.min_bytes or 0) == inner]
+        return max(level, key=lambda r: r.value)
+
+    def floor(self, name: str) -> Floor | None:
+        return next((f for f in self.floors if f.name == name), None)
+
+    @property
+    def peak(self) -> float | None:
+        roof = self.compute_for("float32")
+        return roof.value if roof else None
+
+    @property
+    def memory_bandwidth(self) -> float | None:
+        roof = self.bandwidth_for(None)
+        return roof.value if roof else None
+
+    @property
+    def dispatch(self) -> float | None:
+        f = self.floor("dispatch")
+        return f.seconds if f else None
+
+    @property
+    def complete(self) -> bool:
+        """Whether the set has both a compute and a bandwidth roof (a roofline can be drawn)."""
+        return bool(self.compute) and bool(self.bandwidth)
+
+
+def hypothetical(peak: float, bandwidth: float, source: str) -> RoofSet:
+    """The assumed budgets: one compute roof and one bandwidth roof for every working set."""
+    return RoofSet(
+        label="assumed budgets",
+        kind=Kind.HYPOTHETICAL,
+        compute=(ComputeRoof("assumed compute budget", peak, None, Kind.HYPOTHETICAL, source),),
+        bandwidth=(BandwidthRoof("assumed memory bandwidth", bandwidth, "memory",
+                                 Kind.HYPOTHETICAL, source),),
+    )
+
+
+def _positive(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
+def measured(ceilings: Mapping[str, Any]) -> RoofSet | None:
+    """This machine's measured roofs from the ceilings record, or None when none was measured.
+
+    Streaming kernels run on arrays larger than the last-level cache measure main memory: their
+    roofs hold for working sets from that cache's size up (from 0 when the size is unknown).
+    """
+    if not ceilings.get("available"):
+        return None
+    backend = str(ceilings.get("backend", ""))
+    level = "HBM" if backend in ("gpu", "cuda", "rocm", "tpu") else "DRAM"
+    cache = ceilings.get("cache_bytes")
+    cache_bytes = cache if isinstance(cache, int) and not isinstance(cache, bool) else None
+    compute = []
+    for e in ceilings.get("compute", []):
+        value = _positive(e.get("value")) if e.get("available") else None
+        if value is None:
+            continue
+        compute.append(ComputeRoof(
+            str(e.get("name", "")), value, str(e.get("dtype")) if e.get("dtype") else None,
+            Kind.MEASURED, f"measured: {e.get('name', '')}" + (
+                f" ({e['reason']})" if e.get("reason") else ""),
+            precision=str(e.get("precision", "default"))))
+    bandwidth = []
+    for e in ceilings.get("bandwidth", []):
+        value = _positive(e.get("value")) if e.get("available") else None
+        if value is None:
+            continue
+        bandwidth.append(BandwidthRoof(
+            f"{e.get('name', '')} stream", value, level, Kind.MEASURED,
+            f"measured: {e.get('name', '')} on {e.get('array_bytes', '?')} B",
+            min_bytes=cache_bytes))
+    floors = []
+    d = ceilings.get("dispatch") or {}
+    seconds = _positive(d.get("value")) if d.get("available") else None
+    if seconds is not None:
+        floors.append(Floor("dispatch", seconds, Kind.MEASURED,
+                            "measured: one tiny call, blocked after every call"))
+    return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
+                   tuple(floors))
+
+
+_PRESET_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32",
+                  "fp8": "float8", "int8": "int8"}
+
+
+def spec_sheet(preset: Mapping[str, Any]) -> RoofSet:
+    """A chip's published roofs: a compute roof per dtype, HBM bandwidth."""
+    compute = []
+    for key, q in sorted(preset.get("peaks", {}).items()):
+        value = _positive((q or {}).get("value"))
+        if value is None:
+            continue
+        dtype = _PRESET_DTYPES.get(key, key)
+        # jax runs float32 matmuls as TF32 on NVIDIA GPUs by default; full float32 is the
+        # "highest" precision there.
+        precision = {"tf32": "default", "fp32": "highest"}.get(key, "default")
+        compute.append(ComputeRoof(f"{preset['name']} {key}", value, dtype, Kind.SPEC_SHEET,
+                                   str((q or {}).get("note", "")) or "spec sheet",
+                                   precision=precision))
+    bandwidth = []
+    hbm = _positive((preset.get("hbm_bandwidth") or {}).get("value"))
+    if hbm is not None:
+        bandwidth.append(BandwidthRoof(f"{preset['name']} HBM", hbm, "HBM", Kind.SPEC_SHEET,
+                                       "spec sheet"))
+    return RoofSet(str(preset["name"]), Kind.SPEC_SHEET, tuple(compute), tuple(bandwidth))

@@ -1,0 +1,364 @@
+"""The results document, version 2: observations only, as typed classes (no jax).
+
+results.json is what a run observed and the inputs it ran with: the options, the assumed budgets
+it was given, the environment, the compiled programs' facts (operations, our HLO count, XLA's cost
+and memory analyses), NumPy checks, timing samples and their statistics, ceiling measurements, the
+lab's raw measurements and the sharded programs' collectives. Nothing derived from them is stored:
+rooflines, predictions, reconciliations, verdicts, exercises and every sentence are computed at
+render time (``roofline_report.analysis``), so a saved run re-renders under other budgets and a fix
+to the model reaches old runs.
+
+The classes are pydantic models: pydantic checks every field of a nested document in one pass and
+names the key path of the first problem, which is what a hand-edited or truncated file needs, and
+a hand-written validator of this many records would be longer than the records themselves.
+Numbers are checked strictly (no "1" for 1, no true for 1); times and byte counts cannot be
+negative; a record that was not available is ``{"available": false, "reason": ...}``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+SCHEMA_VERSION = 2
+
+NonNeg = Annotated[float, Field(ge=0)]
+Pos = Annotated[float, Field(gt=0)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class Record(BaseModel):
+    """A closed record: unknown keys are refused, so a misspelt key is an error."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class OpenRecord(BaseModel):
+    """A record whose known keys are checked and whose further keys are kept as they are
+    (facts read from the compiled program, which grow with the HLO reader)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+
+class Unavailable(Record):
+    """A measurement that could not be made, with the reason (shown in the report)."""
+
+    available: Literal[False]
+    reason: str
+    ran: bool | None = None  # for checks: the workload ran but could not be compared
+
+
+def _available(value: Any) -> str:
+    if isinstance(value, dict):
+        return "yes" if value.get("available", True) is not False else "no"
+    return "yes" if getattr(value, "available", True) is not False else "no"
+
+
+def maybe(model: type[BaseModel]) -> Any:
+    """``model | Unavailable``, told apart by the ``available`` key (errors name one branch)."""
+    return Annotated[
+        Annotated[model, Tag("yes")] | Annotated[Unavailable, Tag("no")],
+        Discriminator(_available),
+    ]
+
+
+# ----------------------------------------------------------------------------- timing
+
+
+class Stats(Record):
+    """Per-call statistics of timing samples (seconds)."""
+
+    samples: list[NonNeg]
+    n: Count
+    min: NonNeg
+    max: NonNeg
+    mean: NonNeg
+    median: NonNeg
+    q1: NonNeg
+    q3: NonNeg
+    iqr: NonNeg
+    outliers: Count
+    spread: NonNeg
+    unstable: bool
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Stats:
+        if not self.min <= self.median <= self.max:
+            raise ValueError("min <= median <= max does not hold")
+        if self.n != len(self.samples):
+            raise ValueError(f"n is {self.n} but there are {len(self.samples)} samples")
+        return self
+
+
+class Timing(Record):
+    """A timed executable: samples of enqueued calls, per-call statistics, how it was timed."""
+
+    available: Literal[True] = True
+    inner_reps: Annotated[int, Field(ge=1)]
+    method: str
+    min_sample_s: NonNeg
+    per_call: Stats
+    resolution_s: NonNeg
+    samples: Count
+
+
+# ----------------------------------------------------------------------------- run inputs
+
+
+class Generator(Record):
+    name: str
+    version: str
+
+
+class Options(Record):
+    """What the run was asked to measure."""
+
+    quick: bool
+    ceilings: bool
+    sweeps: bool
+    sharding: bool
+    experiments: bool
+    builtin: bool
+    preset: str | None  # a chip preset asked for by name (else matched to the device)
+    config: str | None  # the config file's name, when one was given
+
+
+class Assumptions(Record):
+    """The hypothetical budgets the run was given (render can override them)."""
+
+    peak: Pos
+    bandwidth: Pos
+    interconnect: Pos
+    source: str
+
+
+class Environment(OpenRecord):
+    backend: str
+    device_kind: str
+    device_count: Count
+    python: str
+    jax: str
+    jaxlib: str
+    numpy: str
+    platform: str
+
+
+# ----------------------------------------------------------------------------- ceilings
+
+
+class ComputeCeiling(Record):
+    name: str
+    dtype: str
+    precision: str = "default"
+    available: bool
+    reason: str = ""
+    kind: Literal["measured"] = "measured"
+    unit: Literal["FLOP/s"] = "FLOP/s"
+    value: Pos | None = None
+    flops_per_call: Count | None = None
+    size: Count | None = None
+    timing: Timing | None = None
+
+
+class BandwidthCeiling(Record):
+    name: str
+    available: bool
+    reason: str = ""
+    kind: Literal["measured"] = "measured"
+    unit: Literal["B/s"] = "B/s"
+    value: Pos | None = None
+    array_bytes: Count | None = None
+    bytes_per_call: Count | None = None
+    huge_pages: bool | None = None
+    timing: Timing | None = None
+
+
+class DispatchCeiling(Record):
+    available: bool
+    reason: str = ""
+    kind: Literal["measured"] = "measured"
+    unit: Literal["s"] = "s"
+    value: Pos | None = None
+    timing: Timing | None = None
+
+
+class Ceilings(Record):
+    available: Literal[True] = True
+    backend: str
+    device_kind: str
+    cache_bytes: Count | None
+    quick: bool
+    compute: list[ComputeCeiling]
+    bandwidth: list[BandwidthCeiling]
+    dispatch: DispatchCeiling
+
+
+# ----------------------------------------------------------------------------- workloads
+
+
+class Analytic(Record):
+    """A workload's hand model: work and the minimum traffic (every input read, output written
+    once)."""
+
+    available: Literal[True] = True
+    flops: Count
+    minimum_bytes: Annotated[int, Field(gt=0)]
+    transcendentals: Count = 0
+
+
+class Arg(Record):
+    shape: list[Count]
+    dtype: str
+
+
+class Lowering(Record):
+    available: Literal[True] = True
+    reason: str = ""
+    lower_s: NonNeg
+    compile_s: NonNeg
+    ops: dict[str, Count]
+    required_ops: list[str]
+    stablehlo_text: str
+    compiled_text: str
+
+
+class LoweringFailed(Record):
+    available: Literal[False]
+    reason: str
+    lower_s: NonNeg | None = None
+    compile_s: NonNeg | None = None
+
+
+class Check(Record):
+    """The result compared with a NumPy reference at a tolerance."""
+
+    available: Literal[True] = True
+    passed: bool
+    shape: list[Count]
+    expected_shape: list[Count]
+    max_abs_error: NonNeg | None
+    max_rel_error: NonNeg | None
+    rtol: NonNeg
+    atol: NonNeg
+    note: str = ""
+
+
+class XlaCost(Record):
+    """XLA's cost analysis as the backend returned it (keys as XLA names them; -1 kept)."""
+
+    available: bool
+    reason: str = ""
+    raw: dict[str, float]
+    values: dict[str, float]
+
+
+class MemoryStats(Record):
+    available: bool
+    reason: str = ""
+    values: dict[str, Count]
+
+
+class Workload(Record):
+    name: str
+    title: str
+    description: str
+    dtype: str
+    dims: dict[str, int]
+    user: bool
+    analytic: maybe(Analytic)  # type: ignore[valid-type]
+    args: list[Arg] = []
+    lowering: Annotated[
+        Annotated[Lowering, Tag("yes")] | Annotated[LoweringFailed, Tag("no")],
+        Discriminator(_available),
+    ]
+    check: maybe(Check) | None = None  # type: ignore[valid-type]
+    xla: XlaCost | None = None
+    memory: MemoryStats | None = None
+    compiled: dict[str, Any] | None = None  # facts of the optimized HLO
+    hlo_count: dict[str, Any] | None = None  # our own count (or {"available": false, ...})
+    timing: maybe(Timing) | None = None  # type: ignore[valid-type]
+
+
+class SweepPoint(Record):
+    dims: dict[str, int]
+    analytic: maybe(Analytic) | None = None  # type: ignore[valid-type]
+    timing: maybe(Timing) | None = None  # type: ignore[valid-type]
+    check: maybe(Check) | None = None  # type: ignore[valid-type]
+
+
+class Sweep(Record):
+    name: str
+    title: str
+    dtype: str
+    parameters: list[str]
+    points: list[SweepPoint]
+
+
+# ----------------------------------------------------------------------------- the lab
+
+
+class LabExperiment(OpenRecord):
+    """One experiment's raw measurements; the analysis checks the fields it reads and names
+    any that is missing or malformed."""
+
+    available: bool
+    reason: str = ""
+
+
+class Lab(Record):
+    available: Literal[True] = True
+    backend: str
+    device_kind: str
+    quick: bool
+    cache_bytes: Count | None
+    plan: dict[str, Any]
+    experiments: dict[str, LabExperiment]
+
+
+# ----------------------------------------------------------------------------- sharding
+
+
+class ShardedWorkload(OpenRecord):
+    name: str
+    description: str = ""
+    sharding: str = ""
+    collectives: list[dict[str, Any]] = []
+    per_device: dict[str, Any] = {}
+    xla_per_device: dict[str, Any] = {}
+    check: dict[str, Any] = {}
+    measured_seconds: NonNeg | None = None
+    error: str | None = None
+
+
+class Sharding(OpenRecord):
+    available: Literal[True] = True
+    devices: Annotated[int, Field(ge=1)]
+    emulated: bool
+    platform: str = ""
+    quick: bool = False
+    workloads: list[ShardedWorkload]
+
+
+class Skip(Record):
+    what: str
+    reason: str
+
+
+# ----------------------------------------------------------------------------- the document
+
+
+class Results(Record):
+    """The whole results.json."""
+
+    schema_version: Literal[2]
+    generator: Generator
+    options: Options
+    assumptions: Assumptions
+    environment: Environment
+    ceilings: maybe(Ceilings)  # type: ignore[valid-type]
+    workloads: list[Workload]
+    sweeps: list[Sweep]
+    lab: maybe(Lab)  # type: ignore[valid-type]
+    sharding: maybe(Sharding)  # type: ignore[valid-type]
+    skipped: list[Skip]
