@@ -161,7 +161,7 @@ def _build(ns: argparse.Namespace) -> int:
             data = _measure(ns, progress)
         finally:
             progress.done()
-    write(out, data, source=Path(ns.from_json).name if ns.from_json else None)
+    output.write_results(out, data, source=Path(ns.from_json).name if ns.from_json else None)
     skipped = data.get("skipped", [])
     print(f"wrote {out / 'report.html'} and {out / 'report.md'}"
           + (f" ({len(skipped)} item(s) not available: see the report)" if skipped else ""),
@@ -219,24 +219,11 @@ def _measure(ns: argparse.Namespace, progress: Progress) -> dict[str, Any]:
 
 
 def write(out: Path, data: dict[str, Any], *, source: str | None = None) -> None:
-    """Render ``data`` and write the whole report folder atomically."""
-    from roofline_report import output, render, results
+    """Render ``data`` and write the whole report folder atomically (see
+    :func:`roofline_report.output.write_results`)."""
+    from roofline_report import output
 
-    try:
-        rendered = render.render(data)
-    except Exception as exc:
-        if source is None:
-            raise
-        # Saved data that passed validation but does not render: the file's shape is at fault
-        # (rendering is a pure function of it). The cause's traceback is shown with --debug.
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        raise InputError(f"{source}: unexpected structure ({type(exc).__name__}: {first})"
-                         ) from exc
-    files = {"report.html": rendered.html, "report.md": rendered.markdown,
-             "results.json": results.dumps(data)}
-    for name, svg in rendered.figures.items():
-        files[f"figures/{name}.svg"] = svg
-    output.write_report(out, files)
+    output.write_results(out, data, source=source)
 
 
 if __name__ == "__main__":  # pragma: no cover

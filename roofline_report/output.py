@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from roofline_report.errors import InputError
 
@@ -190,6 +191,32 @@ def write_report(out: Path, files: Mapping[str, str]) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def write_results(out: Path, data: dict[str, Any], *, source: str | None = None) -> None:
+    """Render a results document (as in results.json) and write the whole report folder
+    atomically: report.html, report.md, results.json and figures/*.svg.
+
+    ``source`` names saved data (``--from-json FILE``): a failure to render it is then the data's
+    fault and becomes an InputError naming it; with None (fresh measurements) it propagates.
+    """
+    from roofline_report import render, results
+
+    try:
+        rendered = render.render(data)
+    except Exception as exc:
+        if source is None:
+            raise
+        # Saved data that passed validation but does not render: the file's shape is at fault
+        # (rendering is a pure function of it). The cause's traceback is shown with --debug.
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise InputError(f"{source}: unexpected structure ({type(exc).__name__}: {first})"
+                         ) from exc
+    files = {"report.html": rendered.html, "report.md": rendered.markdown,
+             "results.json": results.dumps(data)}
+    for name, svg in rendered.figures.items():
+        files[f"figures/{name}.svg"] = svg
+    write_report(out, files)
 
 
 def _swap(staging: Path, out: Path) -> None:

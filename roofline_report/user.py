@@ -143,9 +143,9 @@ def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
     options = measure.RunOptions(quick=quick, ceilings=ceilings, sweeps=False, sharding=False,
                                  builtin=False, user_workloads=(w,))
     data = measure.run(options)
-    from roofline_report.cli import write
+    from roofline_report import output
 
-    write(Path(out), data)
+    output.write_results(Path(out), data)
     record: dict[str, Any] = data["workloads"][0]
     return record
 

@@ -86,3 +86,17 @@ print(json.dumps({"ops": [c["op"] for c in out["collectives"]],
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got == {"ops": ["all-reduce"], "bytes": [16 * 32 * 4], "passed": True}
+
+
+def test_the_api_does_not_import_the_command_line() -> None:
+    """user (the API) and cli (the command line) share helpers through output, not each other."""
+    import ast
+
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse((REPO / "roofline_report" / "user.py").read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+            imported.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names)
+    assert "roofline_report.cli" not in imported
