@@ -684,3 +684,35 @@ def test_fuzz_checks_can_fail() -> None:
                           partition=(("d",),))  # fmt: skip
     with pytest.raises(AssertionError):
         _check_usable(Config(None, Budgets(), (), "x.toml", sharded=(uneven,)))
+
+
+# ----------------------------------------------------------------------- check tolerances
+
+
+@pytest.mark.parametrize(("line", "key"), [
+    ("rtol = -1e-3", "rtol"), ("atol = -0.0001", "atol"), ("rtol = inf", "rtol"),
+    ("atol = -inf", "atol"), ("rtol = nan", "rtol"), ("atol = true", "atol"),
+])
+def test_bad_tolerances_name_the_workload_and_the_key(line: str, key: str) -> None:
+    with pytest.raises(InputError) as info:
+        loads_config(_workload(line), source="mine.toml")
+    message = str(info.value)
+    assert message.startswith("mine.toml: workload 'w1':")
+    assert f"'{key}' must be" in message
+    assert "\n" not in message
+
+
+def test_the_tolerance_table() -> None:
+    from roofline_report import tolerances
+
+    assert tolerances.for_dtype("float32") == (2e-5, 2e-5)
+    assert tolerances.for_dtype("bfloat16").rtol > tolerances.for_dtype("float16").rtol
+    assert tolerances.for_dtype("float16").rtol > tolerances.for_dtype("float32").rtol
+    assert tolerances.for_dtype("float32").rtol > tolerances.for_dtype("float64").rtol
+    assert tolerances.for_dtype("complex64") == tolerances.for_dtype("float32")
+    assert tolerances.for_dtype("complex128") == tolerances.for_dtype("float64")
+    for exact in ("int8", "int32", "uint8", "bool"):
+        assert tolerances.for_dtype(exact) == (0.0, 0.0)
+    assert tolerances.for_dtype("float8_e4m3fn") == tolerances.LOOSE
+    assert tolerances.for_dtypes(["float32", "bfloat16"]) == tolerances.for_dtype("bfloat16")
+    assert all(name in DTYPES for name in tolerances.DEFAULTS if not name.startswith("complex"))
