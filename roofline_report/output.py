@@ -109,7 +109,7 @@ def _is_empty(folder: Path) -> bool:
         return next(entries, None) is None
 
 
-def _probe_writable(out: Path) -> None:
+def _probe_writable(out: Path, label: str) -> None:
     """Create and remove a temporary folder where the report's staging folder will go (the
     nearest existing ancestor of ``out``'s parent): permissions alone do not tell, on /proc or
     a read-only mount."""
@@ -117,16 +117,16 @@ def _probe_writable(out: Path) -> None:
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if not probe.is_dir():
-        raise InputError(f"--out {out}: {probe.name or probe} is a file, not a folder")
+        raise InputError(f"{label}: {probe.name or probe} is a file, not a folder")
     try:
         made = tempfile.mkdtemp(prefix=".roofline-report-probe-", dir=probe)
     except OSError:
-        raise InputError(f"--out {out}: cannot write in {probe.name or probe}") from None
+        raise InputError(f"{label}: cannot write in {probe.name or probe}") from None
     with contextlib.suppress(OSError):
         os.rmdir(made)
 
 
-def check_destination(out: Path) -> None:
+def check_destination(out: Path, *, label: str | None = None) -> None:
     """Refuse a destination the tool must not replace; InputError names it and why.
 
     Allowed: a folder that does not exist yet (its nearest existing ancestor must accept new
@@ -134,49 +134,53 @@ def check_destination(out: Path) -> None:
     at once, from the path alone: the file system's root, the home folder and system folders.
     Never walks a large tree: a folder is refused at its first entry that no previous report's
     manifest names.
+
+    ``label`` starts each message; by default ``--out OUT`` (the command line's flag).
     """
+    label = f"--out {out}" if label is None else label
     why = _system_refusal(out)
     if why is not None:
-        raise InputError(f"--out {out}: {why}")
+        raise InputError(f"{label}: {why}")
     if out.is_symlink():
-        raise InputError(f"--out {out}: is a symbolic link; give the real folder")
+        raise InputError(f"{label}: is a symbolic link; give the real folder")
     if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: is a file, not a folder")
+        raise InputError(f"{label}: is a file, not a folder")
     if out.is_dir():
         if (out / ".git").exists() or (out / "pyproject.toml").exists():
-            raise InputError(f"--out {out}: looks like a project root; give a folder of its own")
+            raise InputError(f"{label}: looks like a project root; give a folder of its own")
         try:
             empty = _is_empty(out)
             ours = None if empty else _manifest_files(out)
             foreign = None if empty or ours is None else _first_foreign(out, ours)
         except OSError as exc:
-            raise InputError(f"--out {out}: cannot read the folder ({exc.strerror})") from None
+            raise InputError(f"{label}: cannot read the folder ({exc.strerror})") from None
         if not empty and ours is None:
             raise InputError(
-                f"--out {out}: folder is not empty and holds no previous report; "
+                f"{label}: folder is not empty and holds no previous report; "
                 "give an empty or new folder"
             )
         if foreign is not None:
             raise InputError(
-                f"--out {out}: holds {foreign}, which roofline-report did not write; "
+                f"{label}: holds {foreign}, which roofline-report did not write; "
                 "move it or give another folder"
             )
-    _probe_writable(out)
+    _probe_writable(out, label)
 
 
-def write_report(out: Path, files: Mapping[str, str]) -> None:
+def write_report(out: Path, files: Mapping[str, str], *, label: str | None = None) -> None:
     """Write ``files`` (relative path -> text) as the folder ``out``, atomically replacing it.
 
     Text is written as UTF-8 with "\\n" line ends. On any failure the temporary folder is removed
     and ``out`` is as it was.
     """
-    check_destination(out)
+    label = f"--out {out}" if label is None else label
+    check_destination(out, label=label)
     parent = out.resolve().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
     except OSError as exc:
-        raise InputError(f"--out {out}: cannot create ({exc.strerror})") from None
+        raise InputError(f"{label}: cannot create ({exc.strerror})") from None
     try:
         for rel, text in sorted(files.items()):
             target = staging / rel
@@ -193,12 +197,14 @@ def write_report(out: Path, files: Mapping[str, str]) -> None:
         raise
 
 
-def write_results(out: Path, data: dict[str, Any], *, source: str | None = None) -> None:
+def write_results(out: Path, data: dict[str, Any], *, source: str | None = None,
+                  label: str | None = None) -> None:
     """Render a results document (as in results.json) and write the whole report folder
     atomically: report.html, report.md, results.json and figures/*.svg.
 
     ``source`` names saved data (``--from-json FILE``): a failure to render it is then the data's
     fault and becomes an InputError naming it; with None (fresh measurements) it propagates.
+    ``label`` names the destination in messages (see :func:`check_destination`).
     """
     from roofline_report import render, results
 
@@ -216,7 +222,7 @@ def write_results(out: Path, data: dict[str, Any], *, source: str | None = None)
              "results.json": results.dumps(data)}
     for name, svg in rendered.figures.items():
         files[f"figures/{name}.svg"] = svg
-    write_report(out, files)
+    write_report(out, files, label=label)
 
 
 def _swap(staging: Path, out: Path) -> None:

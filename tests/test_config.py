@@ -702,6 +702,42 @@ def test_bad_tolerances_name_the_workload_and_the_key(line: str, key: str) -> No
     assert "\n" not in message
 
 
+def _tolerance_config(dtype: str, extra: str = "") -> Config:
+    return loads_config(f"""
+[[workload]]
+name = "mm"
+function = "roofline_report.workloads:_matmul"
+dims = {{ n = 8 }}
+args = [ {{ shape = ["n", "n"], dtype = "{dtype}" }}, {{ shape = ["n", "n"], dtype = "{dtype}" }} ]
+reference = "numpy:matmul"
+{extra}
+""")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32"])
+def test_config_tolerances_default_to_the_result_dtype(dtype: str) -> None:
+    jax = pytest.importorskip("jax")
+    from roofline_report import tolerances, user
+
+    cfg = _tolerance_config(dtype)
+    w = user.workload_from_spec(cfg, cfg.workloads[0])
+    # Without jax_enable_x64 a float64 workload computes, and is checked, in float32.
+    result = "float32" if dtype == "float64" and not jax.config.jax_enable_x64 else dtype
+    assert (w.rtol, w.atol) == tolerances.for_dtype(result)
+
+
+def test_config_tolerances_given_are_kept() -> None:
+    pytest.importorskip("jax")
+    from roofline_report import user
+
+    cfg = _tolerance_config("bfloat16", "rtol = 0.5")
+    w = user.workload_from_spec(cfg, cfg.workloads[0])
+    assert (w.rtol, w.atol) == (0.5, 3e-2)
+    cfg = _tolerance_config("float16", "rtol = 0\natol = 0")
+    w = user.workload_from_spec(cfg, cfg.workloads[0])
+    assert (w.rtol, w.atol) == (0.0, 0.0)
+
+
 def test_the_tolerance_table() -> None:
     from roofline_report import tolerances
 
