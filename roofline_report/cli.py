@@ -229,26 +229,11 @@ def _measure(ns: argparse.Namespace, progress: Progress,
 
 def write(out: Path, data: dict[str, Any], *, source: str | None = None,
           assumptions: analysis.Assumptions | None = None) -> list[dict[str, str]]:
-    """Render ``data`` under ``assumptions`` (default: the run's own) and write the whole report
-    folder atomically; returns what was not available (measured or derived)."""
-    from roofline_report import output, render, results
+    """Render ``data`` and write the whole report folder atomically (see
+    :func:`roofline_report.output.write_results`); returns what was not available."""
+    from roofline_report import output
 
-    try:
-        rendered = render.render(data, assumptions)
-    except Exception as exc:
-        if source is None:
-            raise
-        # Saved data that passed validation but does not render: the file's shape is at fault
-        # (rendering is a pure function of it). The cause's traceback is shown with --debug.
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        raise InputError(f"{source}: unexpected structure ({type(exc).__name__}: {first})"
-                         ) from exc
-    files = {"report.html": rendered.html, "report.md": rendered.markdown,
-             "results.json": results.dumps(data)}
-    for name, svg in rendered.figures.items():
-        files[f"figures/{name}.svg"] = svg
-    output.write_report(out, files)
-    return rendered.skipped
+    return output.write_results(out, data, source=source, assumptions=assumptions)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,8 +19,8 @@ Schema (every key not listed is an error, so typos are caught)::
     ]
     sweep = { n = [64, 128, 256] }   # optional: values for named dims (each name must be in dims)
     reference = "my_workloads:scaled_matmul_numpy"   # optional NumPy reference for the check
-    rtol = 2e-5                      # optional tolerances for the check (non-negative numbers)
-    atol = 2e-5
+    rtol = 2e-5                      # optional tolerances for the check (non-negative, finite);
+    atol = 2e-5                      # by default the result dtype's (roofline_report.tolerances)
 
     [[workload]]                     # a sharded workload: analysed on a mesh of devices
     name = "matmul, contracting axis"
@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roofline_report import tolerances
 from roofline_report.errors import InputError
 from roofline_report.presets import get_preset
 from roofline_report.units import RateKind, parse_rate
@@ -627,14 +628,13 @@ def _axes(value: Any, sizes: Mapping[str, int], at: str) -> Partition:
 
 
 def _tolerance(value: Any, key: str, here: str) -> float | None:
+    """A workload's rtol/atol, None where not given (the result dtype's default applies)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InputError(f"{here} '{key}' must be a number, got {_type(value)}")
-    number = _float(value)
-    if not math.isfinite(number) or number < 0:
-        raise InputError(f"{here} '{key}' must be a non-negative finite number, got {_show(value)}")
-    return number
+    why = tolerances.problem(value)
+    if why is not None:
+        raise InputError(f"{here} '{key}' {why}")
+    return float(value)
 
 
 def _float(value: numbers.Real) -> float:

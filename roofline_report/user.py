@@ -15,6 +15,7 @@ Python API::
 
 from __future__ import annotations
 
+import reprlib
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from roofline_report import tolerances
 from roofline_report.config import Config, WorkloadSpec
 from roofline_report.errors import InputError
 from roofline_report.workloads import Dims, Workload
@@ -54,8 +56,25 @@ def _random_inputs(shapes: Sequence[tuple[tuple[int, ...], str]], seed: int
     return tuple(out)
 
 
+def result_tolerance(fn: Callable[..., Any], shapes: Sequence[tuple[tuple[int, ...], str]]
+                     ) -> tolerances.Tolerance:
+    """The default check tolerance for ``fn``'s result at these shapes: its dtype's (the loosest
+    of several results). If ``fn`` cannot be traced here, the dtype the arguments promote to
+    stands in for it; the failure itself is reported when the workload is measured."""
+    specs = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in shapes]  # type: ignore[no-untyped-call]
+    try:
+        result = jax.eval_shape(fn, *specs)
+        names = [np.dtype(leaf.dtype).name for leaf in jax.tree_util.tree_leaves(result)]
+    except Exception:
+        names = [np.dtype(jax.numpy.result_type(*(d for _, d in shapes))).name] if shapes else []
+    return tolerances.for_dtypes(names)
+
+
 def workload_from_spec(config: Config, spec: WorkloadSpec) -> Workload:
-    """A Workload for one ``[[workload]]`` of a config; imports fail with InputError."""
+    """A Workload for one ``[[workload]]`` of a config; imports fail with InputError.
+
+    Tolerances the config leaves out are the result dtype's defaults (at the declared dims).
+    """
     fn = config.load_function(spec)
     reference = config.load_reference(spec)
     seed = zlib.crc32(spec.name.encode("utf-8"))
@@ -71,6 +90,11 @@ def workload_from_spec(config: Config, spec: WorkloadSpec) -> Workload:
     if spec.sweep:
         points = spec.sweep_points()
         sweep = {k: tuple(p[k] for p in points) for k in sorted(spec.sweep)}
+    rtol, atol = spec.rtol, spec.atol
+    if rtol is None or atol is None:
+        default = result_tolerance(fn, spec.resolve_shapes())
+        rtol = default.rtol if rtol is None else rtol
+        atol = default.atol if atol is None else atol
     return Workload(
         name=f"user:{spec.name}",
         title=spec.name,
@@ -81,8 +105,8 @@ def workload_from_spec(config: Config, spec: WorkloadSpec) -> Workload:
         dims=dict(spec.dims),
         dtype=dtypes[0] if dtypes else "float32",
         description=f"Declared in {config.source} as {spec.function}.",
-        rtol=spec.rtol if spec.rtol is not None else 2e-5,
-        atol=spec.atol if spec.atol is not None else 2e-5,
+        rtol=rtol,
+        atol=atol,
         sweep=sweep,
         user=True,
         arg_dtypes=dtypes,
@@ -93,23 +117,65 @@ def workloads_from_config(config: Config) -> list[Workload]:
     return [workload_from_spec(config, spec) for spec in config.workloads]
 
 
+_API = "analyze():"
+
+
+def _check_tolerance(value: float | None, key: str, label: str) -> float | None:
+    if value is None:
+        return None
+    why = tolerances.problem(value)
+    if why is not None:
+        raise InputError(f"{_API} {key} {why} (workload {label!r})")
+    return float(value)
+
+
+def _label(fn: Callable[..., Any], name: str | None) -> str:
+    if name is None:
+        return str(getattr(fn, "__name__", None) or "workload")
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(f"{_API} name= must be a non-empty string, got {reprlib.repr(name)}")
+    return name
+
+
+def _arg_dtype(i: int, a: Any) -> tuple[tuple[int, ...], str]:
+    """(shape, dtype name) of positional argument ``i``; InputError if it is not an array."""
+    shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
+    if shape is None or dtype is None:
+        raise InputError(f"{_API} argument {i} is {type(a).__name__}, not an array; pass arrays "
+                         "(NumPy or jax) or jax.ShapeDtypeStruct")
+    try:
+        np_dtype = np.dtype(dtype)
+        dims = tuple(int(s) for s in shape)
+    except (TypeError, ValueError):
+        raise InputError(f"{_API} argument {i} has an unusable shape or dtype "
+                         f"({reprlib.repr(shape)}, {reprlib.repr(dtype)})") from None
+    if np_dtype.kind in "OUSMmV" and np_dtype.name not in tolerances.DEFAULTS:
+        raise InputError(f"{_API} argument {i} has dtype {np_dtype.name}; pass numeric arrays")
+    return dims, np_dtype.name
+
+
 def workload_from_arrays(fn: Callable[..., Any], args: Sequence[Any], *, name: str | None = None,
                          reference: Callable[..., Any] | None = None,
-                         rtol: float = 2e-5, atol: float = 2e-5) -> Workload:
-    """A Workload for ``fn`` at the given example arguments (arrays or ShapeDtypeStructs)."""
+                         rtol: float | None = None, atol: float | None = None) -> Workload:
+    """A Workload for ``fn`` at the given example arguments (arrays or ShapeDtypeStructs).
+
+    ``rtol``/``atol`` None: the default for the dtype of ``fn``'s result (roofline_report.
+    tolerances). Bad input raises an InputError that speaks of :func:`analyze`'s parameters.
+    """
     if not callable(fn):
-        raise InputError(f"analyze: {fn!r} is not callable")
+        raise InputError(f"{_API} fn (the first argument) must be callable, got "
+                         f"{type(fn).__name__} {reprlib.repr(fn)}")
+    label = _label(fn, name)
+    if reference is not None and not callable(reference):
+        raise InputError(f"{_API} reference= must be callable (a NumPy function of the same "
+                         f"arguments), got {type(reference).__name__}")
+    checked_rtol = _check_tolerance(rtol, "rtol", label)
+    checked_atol = _check_tolerance(atol, "atol", label)
     shapes: list[tuple[tuple[int, ...], str]] = []
     host: list[np.ndarray[Any, Any] | None] = []
     for i, a in enumerate(args):
-        shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
-        if shape is None or dtype is None:
-            raise InputError(f"analyze: argument {i} has no shape/dtype (pass arrays)")
-        shapes.append((tuple(int(s) for s in shape), str(np.dtype(dtype).name
-                                                          if dtype != jax.numpy.bfloat16
-                                                          else "bfloat16")))
-        host.append(np.asarray(a, dtype=np.float64) if hasattr(a, "__array__") else None)
-    label = str(name or getattr(fn, "__name__", None) or "workload")
+        shapes.append(_arg_dtype(i, a))
+        host.append(_host_copy(a) if hasattr(a, "__array__") else None)
     seed = zlib.crc32(label.encode("utf-8"))
 
     def build(_d: Dims) -> tuple[np.ndarray[Any, Any], ...]:
@@ -120,32 +186,53 @@ def workload_from_arrays(fn: Callable[..., Any], args: Sequence[Any], *, name: s
     def analytic(_d: Dims, _s: int) -> dict[str, int]:
         return counted_model(fn, shapes)
 
+    if checked_rtol is None or checked_atol is None:
+        default = result_tolerance(fn, shapes)
+        checked_rtol = default.rtol if checked_rtol is None else checked_rtol
+        checked_atol = default.atol if checked_atol is None else checked_atol
     dtypes = tuple(d for _, d in shapes)
     return Workload(name=f"user:{label}", title=label, fn=fn, build=build, reference=reference,
                     analytic=analytic, dims={}, dtype=dtypes[0] if dtypes else "float32",
-                    description="Analysed through the Python API.", rtol=rtol, atol=atol,
-                    user=True, arg_dtypes=dtypes)
+                    description="Analysed through the Python API.", rtol=checked_rtol,
+                    atol=checked_atol, user=True, arg_dtypes=dtypes)
+
+
+def _host_copy(a: Any) -> np.ndarray[Any, Any]:
+    array = np.asarray(a)
+    return array.astype(np.complex128 if np.iscomplexobj(array) else np.float64)
 
 
 def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
             reference: Callable[..., Any] | None = None, quick: bool = True,
-            out: str | Path | None = None, ceilings: bool = False) -> dict[str, Any]:
+            out: str | Path | None = None, ceilings: bool = False,
+            rtol: float | None = None, atol: float | None = None) -> dict[str, Any]:
     """Lower, check (if ``reference`` is given), account and time ``fn`` at ``args``.
 
     Returns the workload's record as stored in results.json. With ``out``, also writes a full
-    report folder for this workload (the seed's model included), like ``generate.py`` does.
-    """
-    from roofline_report import measure
+    report folder for this workload (the seed's model included), like ``generate.py`` does; a
+    destination that must not be replaced is refused before anything is measured.
 
-    w = workload_from_arrays(fn, args, name=name, reference=reference)
+    The check passes when ``|result - reference| <= atol + rtol * |reference|`` everywhere;
+    ``rtol``/``atol`` None take the default for the dtype of ``fn``'s result
+    (:mod:`roofline_report.tolerances`: 2e-5 for float32, 3e-2 for bfloat16, ...).
+
+    Bad input raises :class:`~roofline_report.errors.InputError` with one line naming the
+    parameter, such as ``analyze(): argument 1 is int, not an array; ...``.
+    """
+    from roofline_report import measure, output
+
+    w = workload_from_arrays(fn, args, name=name, reference=reference, rtol=rtol, atol=atol)
     if out is None:
         return measure.measure_workload(w, quick=quick, skips=measure.Skips())
+    if not isinstance(out, str | Path) or not str(out):
+        raise InputError(f"{_API} out= must be a folder path (str or pathlib.Path), got "
+                         f"{type(out).__name__} {reprlib.repr(out)}")
+    destination = Path(out)
+    label = f"{_API} out={str(out)!r}"
+    output.check_destination(destination, label=label)
     options = measure.RunOptions(quick=quick, ceilings=ceilings, sweeps=False, sharding=False,
                                  builtin=False, user_workloads=(w,))
     data = measure.run(options)
-    from roofline_report.cli import write
-
-    write(Path(out), data)
+    output.write_results(destination, data, label=label)
     record: dict[str, Any] = data["workloads"][0]
     return record
-

@@ -15,8 +15,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from roofline_report import tolerances
+
 Dims = Mapping[str, int]
 Analytic = dict[str, int]
+
+#: A tolerance left out: the workload's dtype gives it (see roofline_report.tolerances).
+FROM_DTYPE = math.nan
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,9 @@ class Workload:
 
     ``build`` returns NumPy float64 inputs for the given dims (deterministic); the inputs are cast
     to ``dtype`` for JAX, and the reference sees the same rounded values in float64.
+
+    ``rtol``/``atol`` are the check's tolerances; left out, they are ``dtype``'s defaults
+    (:mod:`roofline_report.tolerances`).
     """
 
     name: str
@@ -37,33 +45,49 @@ class Workload:
     dtype: str = "float32"
     required_ops: tuple[str, ...] = ()
     description: str = ""
-    rtol: float = 2e-5
-    atol: float = 2e-5
+    rtol: float = FROM_DTYPE
+    atol: float = FROM_DTYPE
     sweep: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     user: bool = False
     arg_dtypes: tuple[str, ...] | None = None  # per-argument dtypes when they differ
+
+    def __post_init__(self) -> None:
+        default = tolerances.for_dtype(self.dtype)
+        for key in ("rtol", "atol"):
+            value = getattr(self, key)
+            if math.isnan(value):
+                object.__setattr__(self, key, getattr(default, key))
+            elif tolerances.problem(value) is not None:
+                raise ValueError(f"workload {self.name}: {key} {tolerances.problem(value)}")
 
     @property
     def itemsize(self) -> int:
         return int(jnp.dtype(self.dtype).itemsize)
 
     def with_dims(self, dims: Mapping[str, int], *, dtype: str | None = None) -> Workload:
+        """The same workload at other dims (and dtype). Tolerances that were the old dtype's
+        defaults become the new dtype's; tolerances set explicitly are kept."""
         merged = {**self.dims, **dims}
+        default = tolerances.for_dtype(self.dtype)
+        rtol = FROM_DTYPE if dtype and self.rtol == default.rtol else self.rtol
+        atol = FROM_DTYPE if dtype and self.atol == default.atol else self.atol
         return Workload(
             self.name, self.title, self.fn, self.build, self.reference, self.analytic, merged,
-            dtype or self.dtype, self.required_ops, self.description, self.rtol, self.atol,
+            dtype or self.dtype, self.required_ops, self.description, rtol, atol,
             self.sweep, self.user, self.arg_dtypes,
         )
 
     def inputs(self) -> tuple[tuple[Any, ...], tuple[np.ndarray[Any, Any], ...]]:
-        """(JAX arguments in ``dtype``, the same values as float64 NumPy arrays)."""
+        """(JAX arguments in ``dtype``, the same values as float64 (complex128 for complex
+        arguments) NumPy arrays)."""
         host = self.build(self.dims)
         dtypes = self.arg_dtypes or (self.dtype,) * len(host)
         # Cast on the host (ml_dtypes gives NumPy bfloat16), then transfer: casting with jnp
         # would compile a conversion kernel for every shape.
         cast = tuple(np.asarray(x).astype(jnp.dtype(t)) for x, t in zip(host, dtypes, strict=True))
         device = tuple(jax.device_put(x) for x in cast)
-        rounded = tuple(x.astype(np.float64) for x in cast)
+        rounded = tuple(x.astype(np.complex128 if np.iscomplexobj(x) else np.float64)
+                        for x in cast)
         return device, rounded
 
     def model(self) -> Analytic:
@@ -120,9 +144,10 @@ def catalog() -> list[Workload]:
 
 
 def _bf16(w: Workload) -> Workload:
-    # bfloat16 keeps 8 significant bits: results are checked to about 2 of its ulps.
+    # bfloat16 keeps 8 significant bits: checked at its default tolerances, whatever the float32
+    # workload set.
     return replace(w, name=f"{w.name}_bf16", title=f"{w.title} [bf16]", dtype="bfloat16",
-                   rtol=3e-2, atol=3e-2, sweep={})
+                   rtol=FROM_DTYPE, atol=FROM_DTYPE, sweep={})
 
 
 def by_name(name: str) -> Workload:

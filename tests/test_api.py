@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,3 +87,119 @@ print(json.dumps({"ops": [c["op"] for c in out["collectives"]],
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got == {"ops": ["all-reduce"], "bytes": [16 * 32 * 4], "passed": True}
+
+
+def test_the_api_does_not_import_the_command_line() -> None:
+    """user (the API) and cli (the command line) share helpers through output, not each other."""
+    import ast
+
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse((REPO / "roofline_report" / "user.py").read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+            imported.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names)
+    assert "roofline_report.cli" not in imported
+
+
+# ------------------------------------------------------------------ tolerances per dtype
+
+
+def _matmul(a: object, b: object) -> object:
+    return a @ b  # type: ignore[operator]
+
+
+def _low_precision_args(dtype: str) -> tuple[object, object]:
+    rng = np.random.default_rng(0)
+    a = jnp.asarray(rng.standard_normal((64, 128)) / np.sqrt(128), dtype=dtype)
+    b = jnp.asarray(rng.standard_normal((128, 32)), dtype=dtype)
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_low_precision_matmuls_pass_at_their_dtype_tolerance(dtype: str) -> None:
+    from roofline_report import tolerances
+
+    a, b = _low_precision_args(dtype)
+    record = roofline_report.analyze(_matmul, a, b, name=f"matmul {dtype}",
+                                     reference=np.matmul)
+    check = record["check"]
+    assert check["passed"] is True, check
+    assert (check["rtol"], check["atol"]) == tolerances.for_dtype(dtype)
+    assert check["max_abs_error"] > 2e-5  # the old one-size tolerance would have failed it
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_low_precision_matmuls_fail_at_a_tiny_tolerance(dtype: str) -> None:
+    a, b = _low_precision_args(dtype)
+    record = roofline_report.analyze(_matmul, a, b, name=f"matmul {dtype}",
+                                     reference=np.matmul, rtol=1e-7, atol=1e-7)
+    assert record["check"]["passed"] is False
+    assert (record["check"]["rtol"], record["check"]["atol"]) == (1e-7, 1e-7)
+
+
+def test_the_default_follows_the_result_dtype_not_the_arguments() -> None:
+    from roofline_report import user
+
+    x = jnp.ones((4, 4), dtype="bfloat16")
+    w = user.workload_from_arrays(lambda a: a.astype("float32") * 2, [x])
+    assert (w.rtol, w.atol) == (2e-5, 2e-5)
+    w = user.workload_from_arrays(lambda a: (a > 0).astype("int32"), [jnp.ones(3)])
+    assert (w.rtol, w.atol) == (0.0, 0.0)
+    w = user.workload_from_arrays(_matmul, [x, x], rtol=0.5)
+    assert (w.rtol, w.atol) == (0.5, 3e-2)  # one given, the other the dtype's
+
+
+# ---------------------------------------------------------------- errors speak of the API
+
+
+@pytest.mark.parametrize(("call", "fragment"), [
+    (lambda: roofline_report.analyze("not a function", jnp.ones(3)),
+     "analyze(): fn (the first argument) must be callable"),
+    (lambda: roofline_report.analyze(_layer, jnp.ones((2, 2)), 4),
+     "analyze(): argument 1 is int, not an array"),
+    (lambda: roofline_report.analyze(_layer, np.array(["a", "b"]), jnp.ones(2)),
+     "analyze(): argument 0 has dtype"),
+    (lambda: roofline_report.analyze(_layer, jnp.ones(3), jnp.ones(3), name=""),
+     "analyze(): name= must be a non-empty string"),
+    (lambda: roofline_report.analyze(_layer, jnp.ones(3), jnp.ones(3), name=7),
+     "analyze(): name= must be a non-empty string"),
+    (lambda: roofline_report.analyze(_layer, jnp.ones(3), jnp.ones(3), reference="np.tanh"),
+     "analyze(): reference= must be callable"),
+    (lambda: roofline_report.analyze(_layer, jnp.ones(3), jnp.ones(3), name="mine", rtol=-1.0),
+     "analyze(): rtol must be a non-negative finite number, got -1.0 (workload 'mine')"),
+    (lambda: roofline_report.analyze(_layer, jnp.ones(3), jnp.ones(3), name="mine",
+                                     atol=float("nan")),
+     "analyze(): atol must be a non-negative finite number, got nan (workload 'mine')"),
+    (lambda: roofline_report.analyze(_layer, jnp.ones(3), jnp.ones(3), atol=float("inf")),
+     "analyze(): atol must be a non-negative finite number, got inf (workload '_layer')"),
+    (lambda: roofline_report.analyze(_layer, jnp.ones(3), jnp.ones(3), rtol="1e-3"),
+     "analyze(): rtol must be a number, got str"),
+    (lambda: roofline_report.analyze(_layer, jnp.ones(3), jnp.ones(3), out="/usr"),
+     "analyze(): out='/usr': is the system folder /usr"),
+    (lambda: roofline_report.analyze(_layer, jnp.ones(3), jnp.ones(3), out=3),
+     "analyze(): out= must be a folder path"),
+])
+def test_api_errors_name_api_parameters(call: Any, fragment: str) -> None:
+    with pytest.raises(InputError) as info:
+        call()
+    message = str(info.value)
+    assert fragment in message
+    assert "\n" not in message
+    for cli_or_toml in ("--", "'rtol'", "'atol'", "[[workload]]", ".toml"):
+        assert cli_or_toml not in message, message
+
+
+def test_api_refuses_a_bad_out_before_measuring(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from roofline_report import measure
+
+    def measuring(*_a: object, **_k: object) -> None:
+        raise AssertionError("measured before refusing out=")
+
+    monkeypatch.setattr(measure, "run", measuring)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("mine")
+    with pytest.raises(InputError, match=r"^analyze\(\): out='.*docs': folder is not empty"):
+        roofline_report.analyze(_layer, jnp.ones(3), jnp.ones(3), out=tmp_path / "docs")

@@ -365,11 +365,33 @@ def test_out_under_a_file_is_refused(saved: Path, cwd: Path,
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
 def test_out_where_folders_cannot_be_created(saved: Path, cwd: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    """/proc refuses new folders even for root."""
+    """/proc refuses new folders even for root: refused from the path alone."""
     code, err = run(["--from-json", str(saved), "--out", "/proc/roofline-report-test"], capsys)
     assert code == EXIT_INPUT
-    assert_one_error_line(err, "cannot create")
+    assert_one_error_line(err, "system folder /proc")
     assert not Path("/proc/roofline-report-test").exists()
+
+
+@pytest.mark.parametrize("out", ["/", "/usr", "/proc/roofline-report-test"])
+def test_out_in_system_places_is_refused_before_measuring(
+        out: str, cwd: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    def measuring(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("measured before refusing --out")
+
+    monkeypatch.setattr(cli, "_measure", measuring)
+    monkeypatch.setattr(Path, "rglob", measuring)
+    code, err = run(["--out", out, "--quick", "--progress", "none"], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, f"--out {out}:")
+
+
+@pytest.mark.parametrize("out", ["/", "/usr"])
+def test_compare_out_goes_through_the_same_check(
+        out: str, saved: Path, cwd: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run(["compare", str(saved), str(saved), "--out", out], capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, f"--out {out}:")
 
 
 def _lock(folder: Path) -> bool:

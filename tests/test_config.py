@@ -684,3 +684,71 @@ def test_fuzz_checks_can_fail() -> None:
                           partition=(("d",),))  # fmt: skip
     with pytest.raises(AssertionError):
         _check_usable(Config(None, Budgets(), (), "x.toml", sharded=(uneven,)))
+
+
+# ----------------------------------------------------------------------- check tolerances
+
+
+@pytest.mark.parametrize(("line", "key"), [
+    ("rtol = -1e-3", "rtol"), ("atol = -0.0001", "atol"), ("rtol = inf", "rtol"),
+    ("atol = -inf", "atol"), ("rtol = nan", "rtol"), ("atol = true", "atol"),
+])
+def test_bad_tolerances_name_the_workload_and_the_key(line: str, key: str) -> None:
+    with pytest.raises(InputError) as info:
+        loads_config(_workload(line), source="mine.toml")
+    message = str(info.value)
+    assert message.startswith("mine.toml: workload 'w1':")
+    assert f"'{key}' must be" in message
+    assert "\n" not in message
+
+
+def _tolerance_config(dtype: str, extra: str = "") -> Config:
+    return loads_config(f"""
+[[workload]]
+name = "mm"
+function = "roofline_report.workloads:_matmul"
+dims = {{ n = 8 }}
+args = [ {{ shape = ["n", "n"], dtype = "{dtype}" }}, {{ shape = ["n", "n"], dtype = "{dtype}" }} ]
+reference = "numpy:matmul"
+{extra}
+""")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32"])
+def test_config_tolerances_default_to_the_result_dtype(dtype: str) -> None:
+    jax = pytest.importorskip("jax")
+    from roofline_report import tolerances, user
+
+    cfg = _tolerance_config(dtype)
+    w = user.workload_from_spec(cfg, cfg.workloads[0])
+    # Without jax_enable_x64 a float64 workload computes, and is checked, in float32.
+    result = "float32" if dtype == "float64" and not jax.config.jax_enable_x64 else dtype
+    assert (w.rtol, w.atol) == tolerances.for_dtype(result)
+
+
+def test_config_tolerances_given_are_kept() -> None:
+    pytest.importorskip("jax")
+    from roofline_report import user
+
+    cfg = _tolerance_config("bfloat16", "rtol = 0.5")
+    w = user.workload_from_spec(cfg, cfg.workloads[0])
+    assert (w.rtol, w.atol) == (0.5, 3e-2)
+    cfg = _tolerance_config("float16", "rtol = 0\natol = 0")
+    w = user.workload_from_spec(cfg, cfg.workloads[0])
+    assert (w.rtol, w.atol) == (0.0, 0.0)
+
+
+def test_the_tolerance_table() -> None:
+    from roofline_report import tolerances
+
+    assert tolerances.for_dtype("float32") == (2e-5, 2e-5)
+    assert tolerances.for_dtype("bfloat16").rtol > tolerances.for_dtype("float16").rtol
+    assert tolerances.for_dtype("float16").rtol > tolerances.for_dtype("float32").rtol
+    assert tolerances.for_dtype("float32").rtol > tolerances.for_dtype("float64").rtol
+    assert tolerances.for_dtype("complex64") == tolerances.for_dtype("float32")
+    assert tolerances.for_dtype("complex128") == tolerances.for_dtype("float64")
+    for exact in ("int8", "int32", "uint8", "bool"):
+        assert tolerances.for_dtype(exact) == (0.0, 0.0)
+    assert tolerances.for_dtype("float8_e4m3fn") == tolerances.LOOSE
+    assert tolerances.for_dtypes(["float32", "bfloat16"]) == tolerances.for_dtype("bfloat16")
+    assert all(name in DTYPES for name in tolerances.DEFAULTS if not name.startswith("complex"))
