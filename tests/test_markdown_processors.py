@@ -158,3 +158,15 @@ def test_a_failed_check_shows_its_errors_and_tolerance(data: dict[str, object]) 
             .replace("</span>", "")
         assert "rtol = 0.0001, atol = 0.0001" in page
         assert "ran on a shared machine." in page
+
+
+@pytest.mark.parametrize("processor", sorted(PROCESSORS))
+def test_comparison_tables_survive_both_processors(data: dict[str, object],
+                                                   processor: str) -> None:
+    from roofline_report import compare
+
+    html_page, md, _, _ = compare.render_comparison([("1: a (cpu, x)", data),
+                                                     ("2: b (cpu, y)", data)])
+    page = _parse(PROCESSORS[processor](md))
+    assert page.tables == html_page.count("<table>") >= 4
+    assert not [t for t in "".join(page.text).splitlines() if t.lstrip().startswith("|")]
