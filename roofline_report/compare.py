@@ -19,7 +19,7 @@ from roofline_report.errors import EXIT_OK, InputError
 from roofline_report.model import Kind
 from roofline_report.report import page
 from roofline_report.report.blocks import Document, Figure, Group, Section
-from roofline_report.report.format import n, ratio
+from roofline_report.report.format import n, plural, ratio
 from roofline_report.report.sections import c, num, p, table
 
 
@@ -153,8 +153,8 @@ def render_comparison(runs: Sequence[tuple[str, Mapping[str, Any]]]
     figure = None
     if roofs:
         title = "Measured rooflines of the compared runs"
-        desc = (f"{len(roofs)} measured roofs (solid) with the workloads each run placed; "
-                "labels in brackets give the run number.")
+        desc = (f"{plural(len(roofs), 'measured roof', 'measured roofs')} (solid) with the "
+                "workloads each run placed; labels in brackets give the run number.")
         svg, table = figs.roofline_figure("compare_roofline", title, desc, roofs, points)
         figure = figs.FigureOut("compare_roofline", title, desc, svg, table,
                                 (Kind.MEASURED.value,))
