@@ -18,7 +18,10 @@ from roofline_report import figures as figs
 from roofline_report import results as results_mod
 from roofline_report.errors import EXIT_OK, InputError
 from roofline_report.model import Kind
-from roofline_report.render import _env, _normalise, n, ratio
+from roofline_report.report import page
+from roofline_report.report.blocks import Document, Figure, Group, Section
+from roofline_report.report.format import n, plural, ratio
+from roofline_report.report.sections import c, num, p, table
 
 
 class _Parser(argparse.ArgumentParser):
@@ -154,24 +157,55 @@ def render_comparison(runs: Sequence[tuple[str, Mapping[str, Any]]]
     figure = None
     if roofs:
         title = "Measured rooflines of the compared runs"
-        desc = (f"{len(roofs)} measured roofs (solid) with the workloads each run placed; "
-                "labels in brackets give the run number.")
+        desc = (f"{plural(len(roofs), 'measured roof', 'measured roofs')} (solid) with the "
+                "workloads each run placed; labels in brackets give the run number.")
         svg, table = figs.roofline_figure("compare_roofline", title, desc, roofs, points)
         figure = figs.FigureOut("compare_roofline", title, desc, svg, table,
                                 (Kind.MEASURED.value,))
         svgs["compare_roofline"] = svg
     vm = {"labels": labels, "env": list(zip(env_keys, envs, strict=True)),
           "ceilings": ceiling_rows, "workloads": workload_rows, "verdicts": verdict_rows,
-          "figure": figure, "version": runs[0][1].get("generator", {}).get("version", "")}
-    env = _env()
-    css = env.loader.get_source(env, "style.css")[0] if env.loader else ""
-    html = _normalise(env.get_template("compare.html.j2").render(vm=vm, css=css))
-    md = _normalise(env.get_template("compare.md.j2").render(vm=vm))
+          "figure": figure}
+    tree = comparison_document(vm)
+    context = {"runs": len(labels), "version": runs[0][1].get("generator", {}).get("version", "")}
+    html = page.render_html("compare.html.j2", tree, **context)
+    md = page.render_markdown("compare.md.j2", tree, **context)
     doc = {"runs": labels,
            "ceilings": {r["name"]: [c.text for c in r["cells"]] for r in ceiling_rows},
            "workloads": {r["title"]: [t.text for t in r["times"]] for r in workload_rows},
            "verdicts": {r["title"]: r["verdicts"] for r in verdict_rows}}
     return html, md, svgs, doc
+
+
+def comparison_document(vm: Mapping[str, Any]) -> Document:
+    """The comparison's sections from its view model (labels, env, ceilings, workloads,
+    verdicts, figure), rendered by the same renderers as the report."""
+    labels: list[str] = vm["labels"]
+    runs = range(1, len(labels) + 1)
+    measured = Kind.MEASURED.value
+    sections = [Section("Runs", (table(("", *labels), [(c(k), *(c(v) for v in values))
+                                                       for k, values in vm["env"]],
+                                       row_headers=True),), id="runs")]
+    figure = (Figure(vm["figure"]),) if vm["figure"] else ()
+    ceilings = (table(("ceiling", *labels, *(f"ratio {i}" for i in runs)),
+                      [(c(r["name"]), *(num(x) for x in r["cells"]),
+                        *(num(x) for x in r["ratios"])) for r in vm["ceilings"]])
+                if vm["ceilings"] else p("No run measured its ceilings."))
+    sections.append(Section("Measured ceilings", (ceilings, *figure), id="ceilings",
+                            kind=measured))
+    sections.append(Section("Workloads in every run", (table(
+        ("workload", *(f"median time, run {i}" for i in runs),
+         *(f"achieved, run {i}" for i in runs), *(f"speed-up {i}" for i in runs)),
+        [(c(w["title"]), *(num(x) for x in w["times"]), *(num(x) for x in w["rates"]),
+          *(num(x) for x in w["speedups"])) for w in vm["workloads"]]),), id="workloads",
+        kind=measured))
+    if vm["verdicts"]:
+        sections.append(Section("Where the model held", (table(
+            ("experiment", *labels),
+            [(c(r["title"]), *(c(v) for v in r["verdicts"])) for r in vm["verdicts"]]),),
+            id="verdicts"))
+    return Document((Group("", tuple(sections)),),
+                    figures=(vm["figure"].name,) if vm["figure"] else ())
 
 
 def _verdicts(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:

@@ -1,108 +1,38 @@
-"""Rendering (no jax): results.json -> view model -> HTML and Markdown, both pure functions.
+"""Rendering (no jax): results.json -> view model -> one section tree -> HTML and Markdown, all
+pure functions.
 
-The view model holds display strings only (every number already formatted, with its kind), so the
-templates never compute or format numbers. Jinja2 runs with StrictUndefined and autoescaping.
+The view model holds display strings only (every number already formatted, with its kind, by
+``report/format.py``); ``report/sections.py`` turns it into one tree of blocks, which
+``report/html.py`` and ``report/markdown.py`` render. Jinja2 (StrictUndefined, autoescaping)
+only lays out the page around it.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from importlib import resources
-from pathlib import Path
 from typing import Any
-
-import jinja2
 
 from roofline_report import analysis
 from roofline_report import figures as figs
 from roofline_report.analysis import words
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.model import Kind, predicted_seconds
+from roofline_report.report import page, sections
+from roofline_report.report.format import (
+    KIND_MARKERS,
+    Num,
+    count,
+    n,
+    percent,
+    percent_text,
+    plural,
+    ratio,
+)
 from roofline_report.units import format_intensity, format_si
 
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
-
-
-@dataclass(frozen=True)
-class Num:
-    """A formatted number and its kind; ``kind`` is a Kind value or '' for plain counts."""
-
-    text: str
-    kind: str = ""
-
-    @property
-    def kind_label(self) -> str:
-        return Kind(self.kind).label if self.kind else ""
-
-    @property
-    def marker(self) -> str:
-        return KIND_MARKERS.get(self.kind, "")
-
-
-KIND_MARKERS = {
-    Kind.ANALYTIC.value: "A",
-    Kind.HYPOTHETICAL.value: "H",
-    Kind.SPEC_SHEET.value: "S",
-    Kind.COMPILER_ESTIMATE.value: "C",
-    Kind.MEASURED.value: "M",
-}
-
-
-def n(value: float | None, unit: str, kind: Kind | str) -> Num:
-    return Num(format_si(value, unit), Kind(kind).value)
-
-
-def count(value: float | None, kind: Kind | str) -> Num:
-    if value is None:
-        return Num("unknown", Kind(kind).value)
-    if float(value).is_integer():
-        return Num(f"{int(value):,}", Kind(kind).value)
-    return Num(f"{value:.6g}", Kind(kind).value)
-
-
-def ratio(value: float | None, kind: Kind | str, digits: int = 4) -> Num:
-    return Num("unknown" if value is None else f"{value:.{digits}g}", Kind(kind).value)
-
-
-@functools.lru_cache(maxsize=1)
-def _env() -> jinja2.Environment:
-    loader: jinja2.BaseLoader
-    if (TEMPLATE_DIR / "report.html.j2").is_file():  # a source checkout
-        loader = jinja2.FileSystemLoader(str(TEMPLATE_DIR))
-    else:  # installed: templates ship as the package roofline_report.templates
-        loader = jinja2.FunctionLoader(_packaged_template)
-    env = jinja2.Environment(
-        loader=loader,
-        undefined=jinja2.StrictUndefined,
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"),
-                                            default_for_string=False),
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["md"] = md_escape
-    return env
-
-
-def _packaged_template(name: str) -> str | None:
-    try:
-        return (resources.files("roofline_report.templates") / name).read_text(encoding="utf-8")
-    except (FileNotFoundError, ModuleNotFoundError):
-        return None
-
-
-def md_escape(text: object) -> str:
-    """Escape Markdown and inline HTML in user-supplied text."""
-    out = []
-    for ch in str(text):
-        if ch in "\\`*_{}[]()#+!|<>&~":
-            out.append({"<": "&lt;", ">": "&gt;", "&": "&amp;"}.get(ch, "\\" + ch))
-        else:
-            out.append(ch)
-    return "".join(out).replace("\n", " ")
+__all__ = ["KIND_MARKERS", "Num", "Rendered", "count", "n", "ratio", "render", "view_model"]
 
 
 # --- the view model -------------------------------------------------------------------------
@@ -202,6 +132,7 @@ def _seed_workload(w: Mapping[str, Any]) -> dict[str, Any]:
             "max_rel": ratio(check.get("max_rel_error"), Kind.MEASURED, 3),
             "rtol": f"{check.get('rtol', 0):g}",
             "atol": f"{check.get('atol', 0):g}",
+            "tolerance": _tolerance(check),
             "note": str(check.get("note", "")),
         },
         "xla_available": bool(xla.get("available")),
@@ -278,7 +209,7 @@ def _timing_rows(t: Mapping[str, Any]) -> dict[str, Any]:
         "outliers": str(s.get("outliers", 0)),
         "inner": str(t.get("inner_reps", 1)),
         "unstable": bool(s.get("unstable", False)),
-        "spread": f"{100 * s.get('spread', 0):.1f}%",
+        "spread": percent_text(s.get("spread", 0)),
         "method": t.get("method", ""),
     }
 
@@ -381,20 +312,12 @@ def _placements(results: Mapping[str, Any]) -> list[dict[str, Any]]:
             "achieved": n(a["flops_per_s"], "FLOP/s", Kind.MEASURED),
             "roof": n(p["roof_at"], "FLOP/s", Kind.MEASURED),
             "roof_name": f"{p['compute'].name}, {p['memory'].name}",
-            "fraction": Num(_percent(a["flops_per_s"] / p["roof_at"]), Kind.MEASURED.value),
+            "fraction": percent(a["flops_per_s"] / p["roof_at"], Kind.MEASURED),
             "binding": p["binding"],
             "predicted": n(p["predicted"], "s", Kind.MEASURED),
             "measured": n(a["seconds"], "s", Kind.MEASURED),
         })
     return rows
-
-
-def _percent(fraction: float) -> str:
-    """A share as a percentage, never in exponent notation: '220%', '45%', '0.52%'."""
-    value = 100 * fraction
-    if value >= 10 or value == 0:
-        return f"{value:,.0f}%"
-    return f"{value:.2g}%" if value >= 0.01 else "<0.01%"
 
 
 def _measured_roofline(results: Mapping[str, Any], peak: float,
@@ -421,7 +344,7 @@ def _measured_roofline(results: Mapping[str, Any], peak: float,
     placed = len(points)
     desc = (f"Measured roofs (solid): {compute}; {memory}. The assumed budgets dashed"
             + (", the spec sheet dotted" if len(sets) > 2 else "") + ". "
-            + f"{placed} {'workload is' if placed == 1 else 'workloads are'} placed at "
+            + f"{plural(placed, 'workload is', 'workloads are')} placed at "
             "their analytic intensity and measured FLOP/s.")
     svg, table = figs.roofset_figure("measured_roofline", title, desc, sets, points,
                                      dispatch_floor=m.dispatch, dispatch_work=seed_flops)
@@ -444,6 +367,10 @@ def _catalog_row(w: Mapping[str, Any]) -> dict[str, Any]:
                          Kind.ANALYTIC.value) if "flops" in an else Num("unknown"),
         "check": ("passed" if check.get("passed") else
                   "failed" if "passed" in check else "not run"),
+        "check_max_abs": ratio(check.get("max_abs_error"), Kind.MEASURED, 3),
+        "check_max_rel": ratio(check.get("max_rel_error"), Kind.MEASURED, 3),
+        "check_tolerance": _tolerance(check),
+        "check_note": str(check.get("note") or ""),
         "median": n(t["per_call"]["median"], "s", Kind.MEASURED) if t.get("available")
         else Num("not measured"),
         "unstable": bool(t.get("available") and t["per_call"].get("unstable")),
@@ -451,6 +378,10 @@ def _catalog_row(w: Mapping[str, Any]) -> dict[str, Any]:
         else Num("not measured"),
         "user": bool(w.get("user")),
     }
+
+
+def _tolerance(check: Mapping[str, Any]) -> str:
+    return f"rtol = {check.get('rtol', 0):g}, atol = {check.get('atol', 0):g}"
 
 
 def _reconciliation(w: Mapping[str, Any]) -> dict[str, Any]:
@@ -474,18 +405,14 @@ def _reconciliation(w: Mapping[str, Any]) -> dict[str, Any]:
             "program": _program(w.get("compiled") or {})}
 
 
-def _plural(count: object, one: str, many: str) -> str:
-    return f"{count} {one if count == 1 else many}"
-
-
 def _program(c: Mapping[str, Any]) -> str:
     """One sentence on the optimized program: kernels, fusions, custom calls, loops."""
     if not c:
         return ""
-    parts = [_plural(c.get("kernels"), "kernel launch", "kernel launches")]
+    parts = [plural(c.get("kernels"), "kernel launch", "kernel launches")]
     fusions = (c.get("fusions") or {}).get("count")
     if fusions:
-        parts.append(_plural(fusions, "fusion", "fusions"))
+        parts.append(plural(fusions, "fusion", "fusions"))
     calls = sorted({str(x.get("target", "")) for x in c.get("custom_calls", [])})
     if calls:
         parts.append("custom calls " + ", ".join(calls))
@@ -494,7 +421,7 @@ def _program(c: Mapping[str, Any]) -> str:
         parts.append("loops with trip counts " + ", ".join(str(t) for t in loops))
     colls = c.get("collectives", [])
     if colls:
-        parts.append(_plural(len(colls), "collective", "collectives"))
+        parts.append(plural(len(colls), "collective", "collectives"))
     return "The optimized program: " + "; ".join(parts) + "."
 
 
@@ -565,9 +492,7 @@ def _sweeps(results: Mapping[str, Any]) -> dict[str, Any]:
                 "points": str(len(w["points"])),
                 "predicted": _dims_text(w.get("predicted_crossing")),
                 "observed": _dims_text(w.get("observed_crossing")),
-                "error": Num(f"{100 * med:.0f}%", Kind.MEASURED.value)
-                if med is not None
-                else Num("unknown"),
+                "error": percent(med, Kind.MEASURED) if med is not None else Num("unknown"),
             }
         )
     med = sm.get("median_abs_error")
@@ -575,9 +500,7 @@ def _sweeps(results: Mapping[str, Any]) -> dict[str, Any]:
         "available": True,
         "rows": rows,
         "points": str(sm.get("points", 0)),
-        "median_error": Num(f"{100 * med:.0f}%", Kind.MEASURED.value)
-        if med is not None
-        else Num("unknown"),
+        "median_error": percent(med, Kind.MEASURED) if med is not None else Num("unknown"),
     }
 
 
@@ -647,8 +570,9 @@ def _sharding(sh: Mapping[str, Any]) -> dict[str, Any]:
         xla = w.get("xla_per_device") or {}
         b = bounds.get(i, bounds.get(w.get("sharding", ""), {}))
         colls = "; ".join(
-            f"{c['op']} {c.get('dtype', '')}{c.get('shape', '')} over {c.get('group_size')} "
-            f"devices" for c in w.get("collectives", [])) or "none"
+            f"{c['op']} {c.get('dtype', '')}{c.get('shape', '')} over "
+            f"{plural(c.get('group_size'), 'device', 'devices')}"
+            for c in w.get("collectives", [])) or "none"
         check = w.get("check") or {}
         rows.append({
             "name": w.get("name", ""),
@@ -701,23 +625,11 @@ def render(results: Mapping[str, Any], assumptions: analysis.Assumptions | None 
     a = assumptions or analysis.assumptions_for(results)
     derived = analysis.analyse(results, a)
     vm = view_model(derived)
-    env = _env()
-    css = env.loader.get_source(env, "style.css")[0] if env.loader else ""
-    html = env.get_template("report.html.j2").render(vm=vm, css=css)
-    markdown = env.get_template("report.md.j2").render(vm=vm)
+    doc = sections.document(vm)
+    context = {"generator": vm["generator"], "kinds": vm["kinds"]}
     return Rendered(
-        html=_normalise(html),
-        markdown=_normalise(markdown),
+        html=page.render_html("report.html.j2", doc, **context),
+        markdown=page.render_markdown("report.md.j2", doc, **context),
         figures={name: f.svg for name, f in vm["figures"].items()},
         skipped=list(derived["skipped"]),
     )
-
-
-def _normalise(text: str) -> str:
-    lines = [line.rstrip() for line in text.splitlines()]
-    out: list[str] = []
-    for line in lines:  # collapse runs of blank lines
-        if line == "" and out and out[-1] == "":
-            continue
-        out.append(line)
-    return "\n".join(out).strip() + "\n"

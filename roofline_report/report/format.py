@@ -1,0 +1,96 @@
+"""The one home of number formatting for the report: every number shown is made here.
+
+A number leaves this module as a :class:`Num`: its display text and its kind (a
+:class:`~roofline_report.model.Kind` value, or '' for a plain count), so renderers only place
+text and markers and never format. Percentages and counts with a noun have one rule each:
+:func:`percent` and :func:`plural`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from roofline_report.model import Kind
+from roofline_report.units import format_si
+
+KIND_MARKERS: dict[str, str] = {
+    Kind.ANALYTIC.value: "A",
+    Kind.HYPOTHETICAL.value: "H",
+    Kind.SPEC_SHEET.value: "S",
+    Kind.COMPILER_ESTIMATE.value: "C",
+    Kind.MEASURED.value: "M",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Num:
+    """A formatted number and its kind; ``kind`` is a Kind value or '' for plain counts."""
+
+    text: str
+    kind: str = ""
+
+    @property
+    def kind_label(self) -> str:
+        return Kind(self.kind).label if self.kind else ""
+
+    @property
+    def marker(self) -> str:
+        return KIND_MARKERS.get(self.kind, "")
+
+
+def n(value: float | None, unit: str, kind: Kind | str) -> Num:
+    """``value`` with an SI prefix and ``unit`` ('unknown' for None)."""
+    return Num(format_si(value, unit), Kind(kind).value)
+
+
+def count(value: float | None, kind: Kind | str) -> Num:
+    """A count: integers with thousands separators, others to six significant digits."""
+    if value is None:
+        return Num("unknown", Kind(kind).value)
+    if float(value).is_integer():
+        return Num(f"{int(value):,}", Kind(kind).value)
+    return Num(f"{value:.6g}", Kind(kind).value)
+
+
+def ratio(value: float | None, kind: Kind | str, digits: int = 4) -> Num:
+    """A dimensionless ratio to ``digits`` significant digits ('unknown' for None)."""
+    return Num("unknown" if value is None else f"{value:.{digits}g}", Kind(kind).value)
+
+
+def percent_text(fraction: float | None) -> str:
+    """``fraction`` as a percentage, never in exponent notation.
+
+    The rule: at and above 10% a whole number ("220%", "100%", "12%"); below 10% two
+    significant digits ("4.6%", "0.5%", "0.012%"), trailing zeros dropped; 0 is "0%".
+    None, NaN and infinities are "unknown".
+    """
+    if fraction is None or not math.isfinite(fraction):
+        return "unknown"
+    p = 100.0 * fraction
+    size = abs(p)
+    if size == 0:
+        return "0%"
+    if round(size) >= 10:
+        return f"{p:.0f}%"
+    digits = max(0, 1 - math.floor(math.log10(size)))
+    text = f"{p:.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    if round(float(text), digits) >= 10:  # 9.96 rounds up to "10.0": one rule above 10%
+        text = f"{p:.0f}"
+    return f"{text}%"
+
+
+def percent(fraction: float | None, kind: Kind | str = "") -> Num:
+    """``fraction`` (1.0 is 100%) as a :class:`Num` with :func:`percent_text`'s rule."""
+    return Num(percent_text(fraction), Kind(kind).value if kind else "")
+
+
+def plural(number: object, one: str, many: str) -> str:
+    """"1 device", "8 devices": the noun agrees with ``number`` (an int or its display text)."""
+    singular = str(number).strip() in ("1", "1.0") if not isinstance(number, int) else number == 1
+    return f"{number} {one if singular else many}"
+
+
+__all__ = ["KIND_MARKERS", "Num", "count", "n", "percent", "percent_text", "plural", "ratio"]

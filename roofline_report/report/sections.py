@@ -1,0 +1,488 @@
+"""Each section of the report, defined once: a function from the view model to a
+:class:`~roofline_report.report.blocks.Section`. Both formats are rendered from these.
+
+The view model is :func:`roofline_report.render.view_model`'s dict of display strings and
+:class:`~roofline_report.report.format.Num` values. A figure a section always shows is looked up
+with :func:`_figure`, which raises :class:`MissingFigure`; one that a run may lack is looked up
+with :func:`_optional_figure`, and :meth:`Document.check` then fails on any figure produced but
+not placed, so a renamed figure is an error in either case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from roofline_report.model import Kind
+from roofline_report.report.blocks import (
+    Aside,
+    Banner,
+    Block,
+    Break,
+    BulletList,
+    Cell,
+    Code,
+    CodeBlock,
+    Details,
+    Document,
+    Emph,
+    Figure,
+    Group,
+    Inline,
+    Link,
+    Marker,
+    Note,
+    Paragraph,
+    Section,
+    Status,
+    Strong,
+    Table,
+    text,
+)
+from roofline_report.report.format import Num, plural
+
+VM = Mapping[str, Any]
+SOLUTION = "Reference solution (try the exercise before reading this)"
+UNSTABLE = Status("(may be unstable)", "warn")
+
+
+class MissingFigure(LookupError):
+    """A section asked for a figure the view model does not hold."""
+
+
+def _figure(vm: VM, name: str) -> Figure:
+    try:
+        return Figure(vm["figures"][name])
+    except KeyError:
+        raise MissingFigure(f"the report shows the figure {name!r}, which was not produced "
+                            f"(produced: {sorted(vm['figures'])})") from None
+
+
+def _optional_figure(vm: VM, name: str) -> tuple[Figure, ...]:
+    f = vm["figures"].get(name)
+    return (Figure(f),) if f is not None else ()
+
+
+def p(*parts: Inline | None) -> Paragraph:
+    """A paragraph of inline parts (None and '' dropped)."""
+    return Paragraph(text(*parts))
+
+
+def c(*parts: Inline | None) -> Cell:
+    """A text cell."""
+    return Cell(text(*parts))
+
+
+def num(x: Num, *after: Inline | None) -> Cell:
+    """A numeric cell: the number, then anything after it."""
+    return Cell(text(x, *after), numeric=True)
+
+
+def table(header: Sequence[str] | None, rows: Sequence[Sequence[Cell]], *, caption: str = "",
+          row_headers: bool = False) -> Table:
+    return Table(tuple(header) if header is not None else None,
+                 tuple(tuple(r) for r in rows), caption, row_headers)
+
+
+def yes_no(ok: bool) -> Status:
+    return Status("yes", "ok") if ok else Status("no", "bad")
+
+
+HYPOTHETICAL = Banner(Kind.HYPOTHETICAL.value, "Hypothetical", "assumed budgets, not a device")
+MEASURED = Banner(Kind.MEASURED.value, "Measured", "this machine, this run")
+
+
+# --- the seed, step by step -----------------------------------------------------------------
+
+
+def lowered(vm: VM) -> Section:
+    s = vm["seed"]
+    body: list[Block] = []
+    if not s:
+        body.append(p("The seed workload is not part of this run."))
+        return Section("Lowered computation", tuple(body), id="lowered")
+    body.append(p("The workload is ", Code("tanh(a @ b)"), " with ", Code(s["args"]),
+                  ", built as in the seed (", Code("arange / 512"), " and ",
+                  Code("arange / 128"), "). Lowering specialises it to these shapes and dtypes: "
+                  "the StableHLO below is the operation and shape contract."))
+    if s["lowering_available"]:
+        body.append(Section("Operations present (found by walking the MLIR module)", (
+            table(("required operation", "present"),
+                  [(c(Code(op)), c(yes_no(ok))) for op, ok in s["required"]]),
+            table(("operation", "count"),
+                  [(c(Code(op)), Cell((str(k),), numeric=True)) for op, k in s["ops"]]),
+        )))
+        body.append(Details(("StableHLO text",), (CodeBlock(s["stablehlo_text"], "mlir"),),
+                            open=True))
+    else:
+        body.append(Note(text("Lowering failed: ", s["lowering_reason"]), "bad"))
+    return Section("Lowered computation", tuple(body), id="lowered")
+
+
+def _check_sentence(check: Mapping[str, Any]) -> Paragraph:
+    verdict = Status("Passed", "ok") if check["passed"] else Status("Failed", "bad")
+    note = f" {check['note']}." if check["note"] else ""
+    return p(verdict, f" at {check['tolerance']}: max absolute error ", check["max_abs"],
+             ", max relative error ", check["max_rel"], ".", note)
+
+
+def compiled(vm: VM) -> Section:
+    s = vm["seed"]
+    if not (s and s["lowering_available"]):
+        return Section("Compiled executable", (p("No compiled executable in this run."),),
+                       id="compiled")
+    ce = Kind.COMPILER_ESTIMATE.value
+    check = s["check"]
+    checked: Block = (_check_sentence(check) if check["available"]
+                      else Note(text("Not checked: ", check["reason"]), "bad"))
+    xla: tuple[Block, ...]
+    if s["xla_available"]:
+        xla = (
+            p("A compiler estimate for this backend and jax version: it is neither a "
+              "measurement nor the minimum the computation needs (see ",
+              Link("three-way accounting", "#reconciliation"), ")."),
+            table(("key", "value"), [(c(k), num(v)) for k, v in s["xla"]]),
+            Details(("All keys XLA returned",),
+                    (table(("key", "value"), [(c(Code(k)), num(v)) for k, v in s["xla_raw"]]),)),
+        )
+    else:
+        xla = (p("Not available: ", s["xla_reason"]),)
+    memory: tuple[Block, ...] = (
+        (table(("buffer", "size"), [(c(k), num(v)) for k, v in s["memory"]]),)
+        if s["memory_available"] else (p("Not available."),))
+    return Section("Compiled executable", (
+        Section("Result checked against NumPy", (checked,)),
+        p("Lowering took ", s["lower_s"], " and compiling ", s["compile_s"],
+          ", measured apart from the run time."),
+        Section(("XLA's cost analysis ", Marker(ce)), xla),
+        Section(("Memory analysis ", Marker(ce)), memory),
+        Details(("Optimized HLO (source metadata removed)",),
+                (CodeBlock(s["compiled_text"], "text"),)),
+    ), id="compiled")
+
+
+def model(vm: VM) -> Section:
+    b, m = vm["budgets"], vm["model"]
+    return Section("Hypothetical model", (
+        HYPOTHETICAL,
+        p("The contract of ", Code("C[m,n] = A[m,k] @ B[k,n]"), ": work 2·m·k·n flops "
+          "(multiply-add; the tanh epilogue is not counted), minimum traffic "
+          "itemsize·(m·k + k·n + m·n) bytes (each operand read once, the result written once), "
+          "intensity = work ÷ traffic. For square float32 matrices the intensity is "
+          "2n³ ÷ (3·4·n²) = n/6."),
+        p("Budgets: compute ", b["peak"], " and bandwidth ", b["bandwidth"], " (", b["source"],
+          "). The ridge point, where bandwidth × intensity reaches the compute budget, is at ",
+          m["ridge"], ": a square float32 matmul of size n = ", m["ridge_size"], "."),
+        table(("n", "flops", "minimum bytes", "intensity", "bandwidth × intensity", "ceiling",
+               "bound"),
+              [(c(r["n"]), num(r["flops"]), num(r["bytes"]), num(r["intensity"]),
+                num(r["memory_ceiling"]), num(r["ceiling"]), c(r["bound"]))
+               for r in m["rows"]]),
+        _figure(vm, "seed_roofline"),
+    ), id="model", kind=Kind.HYPOTHETICAL.value)
+
+
+def experiment(vm: VM) -> Section:
+    return Section("Experiment: double the assumed data movement", (
+        HYPOTHETICAL,
+        p("The work is unchanged; doubling the bytes moved halves the intensity. Below the "
+          "ridge the ceiling halves with it; at or above the ridge after halving, the compute "
+          "budget still binds."),
+        table(("n", "intensity", "halved intensity", "ceiling", "revised ceiling",
+               "revised ÷ ceiling"),
+              [(c(r["n"]), num(r["intensity"]), num(r["reduced"]), num(r["ceiling"]),
+                num(r["revised"]), num(r["ratio"])) for r in vm["experiment"]["rows"]]),
+        _figure(vm, "doubled_traffic"),
+    ), id="experiment", kind=Kind.HYPOTHETICAL.value)
+
+
+def exercise(vm: VM) -> Section:
+    x = vm["exercise"]
+    m, k, n = x["m"], x["k"], x["n"]
+    return Section("Exercise", (
+        p(Strong(f"Derive the work and minimum traffic for shapes {x['shapes']}"),
+          f" (float32, itemsize {x['itemsize']}): how many flops, how many bytes at minimum, "
+          "what intensity, and is it compute- or memory-bound under the budgets of ", x["peak"],
+          " and ", x["bandwidth"], "?"),
+        Details((SOLUTION,), (
+            p(f"Work: 2 · {m} · {k} · {n} = ", x["flops"], " flops."),
+            p(f"Minimum traffic: {x['itemsize']} · ({m}·{k} + {k}·{n} + {m}·{n}) = ", x["bytes"],
+              " bytes."),
+            p("Intensity: ", x["intensity"], f" (that is {x['fraction']})."),
+            p("Bandwidth × intensity = ", x["bw_times_intensity"],
+              f", {x['relation']} the compute budget of ", x["peak"], ": the exercise is ",
+              Strong(f"{x['bound']}-bound"), "."),
+        )),
+    ), id="exercise")
+
+
+def _timed(vm: VM) -> Section:
+    m = vm["measured"]
+    t = m["timing"]
+    if not t:
+        return Section("The seed workload, timed", (p("Not measured: ", m["timing_reason"]),))
+    body: list[Block] = [
+        p("Warm samples of the compiled executable, each sample ",
+          plural(t["inner"], "call", "calls"), f" enqueued and blocked once ({t['method']}). "
+          "Compile time is reported apart, above."),
+        table(("median", "min", "Q1", "Q3", "IQR", "samples", "outliers"),
+              [(num(t["median"]), num(t["min"]), num(t["q1"]), num(t["q3"]), num(t["iqr"]),
+                num(Num(t["samples"])), num(Num(t["outliers"])))]),
+    ]
+    if t["unstable"]:
+        body.append(Note(text("This result may be unstable: the spread (IQR ÷ median) is ",
+                              t["spread"], ".")))
+    a = m["achieved"]
+    if a:
+        body.append(p("Achieved: ", a["flops_per_s"], " of matmul work and ", a["bytes_per_s"],
+                      " of minimum traffic.",
+                      f" {m['seed_binding']}" if m["seed_binding"] else None))
+    return Section("The seed workload, timed", tuple(body))
+
+
+def measured(vm: VM) -> Section:
+    m = vm["measured"]
+    body: list[Block] = [MEASURED]
+    if vm["run_note"]:
+        body.append(Note((f"{vm['run_note']}.",)))
+    body.append(Section("Environment", (
+        table(None, [(c(k), c(v)) for k, v in vm["env"]], row_headers=True),)))
+    body.append(_timed(vm))
+    if not m["ceilings"]:
+        body.append(Section("Ceilings of this machine",
+                            (p("Ceilings not measured: ", m["ceilings_reason"]),)))
+        return Section("Measured on this machine", tuple(body), id="measured",
+                       kind=Kind.MEASURED.value)
+    rows = []
+    for r in m["ceilings"]:
+        value = (num(r["value"], " " if r["unstable"] else None,
+                     UNSTABLE if r["unstable"] else None)
+                 if r["available"] else Cell(text("not available: ", r["reason"]), numeric=True))
+        rows.append((c(r["group"]), c(r["name"]), value))
+    body.append(Section("Ceilings of this machine", (
+        table(("ceiling", "kernel", "value"), rows),
+        *_optional_figure(vm, "measured_roofline"),
+    )))
+    if m["placement"]:
+        body.append(Section("Workloads on the measured roofline", (table(
+            ("workload", "intensity", "achieved", "roof at this intensity", "of roof",
+             "binding (largest term)", "predicted time", "measured time"),
+            [(c(r["title"]), num(r["intensity"]), num(r["achieved"]), num(r["roof"]),
+              num(r["fraction"]), c(r["binding"]), num(r["predicted"]), num(r["measured"]))
+             for r in m["placement"]]),)))
+    return Section("Measured on this machine", tuple(body), id="measured",
+                   kind=Kind.MEASURED.value)
+
+
+def _flags(flags: Sequence[tuple[str, str]]) -> Cell:
+    parts: list[Inline] = []
+    for i, (cause, why) in enumerate(flags):
+        parts += [Break()] if i else []
+        parts += [Strong(cause), f": {why}"]
+    return Cell(tuple(parts), css_class="flag")
+
+
+def _accounting(r: Mapping[str, Any]) -> Section:
+    if not r["rows"]:
+        return Section(r["title"], (p("Not available: ", r["reason"]),))
+    body: list[Block] = [table(
+        ("quantity", "analytic", "our HLO count", "XLA", "agree", "why they differ"),
+        [(c(row["quantity"]), num(row["analytic"]), num(row["ours"]), num(row["xla"]),
+          c(yes_no(row["agree"])), _flags(row["flags"])) for row in r["rows"]])]
+    if r["efficiency"]:
+        body.append(p("Traffic efficiency (XLA bytes ÷ minimum bytes): ", r["efficiency"], ".",
+                      f" {r['program']}" if r["program"] else None))
+    elif r["program"]:
+        body.append(p(r["program"]))
+    return Section(r["title"], tuple(body))
+
+
+def _agreement(r: Mapping[str, Any]) -> str:
+    if not r["rows"]:
+        return "not available"
+    differ = [row["quantity"] for row in r["rows"] if not row["agree"]]
+    return f"{', '.join(differ)} differ" if differ else "all three agree"
+
+
+def reconciliation(vm: VM) -> Section:
+    body: list[Block] = [p(
+        "The analytic model counts the work and the minimum traffic from shapes; our count "
+        "walks the StableHLO program (following calls, multiplying loop bodies by their trip "
+        "counts); XLA's cost analysis is the compiler's estimate. Where they disagree the cause "
+        "is named.")]
+    for i, r in enumerate(vm["reconciliation"]):
+        sub = _accounting(r)
+        body.append(sub if i == 0 else Details((f"{r['title']}: {_agreement(r)}",), (sub,)))
+    return Section("Three-way accounting: analytic, our HLO count, XLA", tuple(body),
+                   id="reconciliation")
+
+
+def _check_cell(w: Mapping[str, Any]) -> Cell:
+    return c(Status("passed", "ok") if w["check"] == "passed" else Status(w["check"], "bad"))
+
+
+def catalog(vm: VM) -> Section:
+    rows = [(c(w["title"], " (yours)" if w["user"] else None), c(Code(w["args"])),
+             num(w["flops"]), num(w["bytes"]), num(w["intensity"]), _check_cell(w),
+             num(w["median"], " " if w["unstable"] else None, UNSTABLE if w["unstable"] else None),
+             num(w["achieved"]))
+            for w in vm["catalog"]]
+    body: list[Block] = [table(("workload", "arguments", "flops", "minimum traffic",
+                                "intensity", "check", "median time", "achieved"), rows)]
+    failed = [w for w in vm["catalog"] if w["check"] == "failed"]
+    if failed:
+        body.append(p(Status("Checks that failed", "bad"), " against NumPy, with the largest "
+                      "errors and the tolerance they were held to:"))
+        body.append(BulletList(tuple(
+            text(Strong(w["title"]), ": max absolute error ", w["check_max_abs"],
+                 ", max relative error ", w["check_max_rel"], f" at {w['check_tolerance']}.",
+                 f" {w['check_note']}." if w["check_note"] else None)
+            for w in failed)))
+    return Section("Workload catalog", tuple(body), id="catalog")
+
+
+# --- beyond the seed ------------------------------------------------------------------------
+
+
+def _exercise_aside(x: Mapping[str, Any]) -> Aside:
+    return Aside("exercise", (
+        p(Strong("Exercise."), " ", x["question"]),
+        Details((SOLUTION,), (BulletList(tuple((step,) for step in x["solution"]),
+                                         ordered=True),)),
+    ))
+
+
+def _verdict(r: Mapping[str, Any]) -> Inline:
+    tone = {"held": "ok", "failed": "bad"}.get(r["status"])
+    return Status(r["verdict"], tone) if tone else r["verdict"]
+
+
+def _experiment(vm: VM, r: Mapping[str, Any]) -> Section:
+    return Section(r["title"], (
+        p(Emph("Hypothesis."), " ", r["hypothesis"]),
+        table(None, [
+            (c("prediction"), num(r["prediction"]), c(r["prediction_note"])),
+            (c("measurement"), num(r["measurement"]), c(r["measurement_note"])),
+            (c("verdict"), Cell((_verdict(r),), span=2)),
+        ], row_headers=True),
+        *_optional_figure(vm, r["figure"]),
+        *(_exercise_aside(x) for x in r["exercises"]),
+    ), id=f"exp-{r['id']}")
+
+
+def lab(vm: VM) -> Section:
+    lb = vm["lab"]
+    body: list[Block] = []
+    if lb["rows"]:
+        body.append(p(
+            "Each experiment states a hypothesis and the roofline model's prediction, measures it "
+            "here and says whether the model held. The verdict is computed from the numbers, "
+            f"with the likely reason when it failed. {lb['held']} of {lb['count']} held in this "
+            "run."))
+        body += [_experiment(vm, r) for r in lb["rows"]]
+    else:
+        body.append(p("Not run: ", lb["reason"]))
+    body += [_exercise_aside(x) for x in lb["exercises"]]
+    return Section("Lab notebook: the model's predictions, tested on this machine", tuple(body),
+                   id="lab")
+
+
+def sweeps(vm: VM) -> Section:
+    sw = vm["sweeps"]
+    body: list[Block] = [MEASURED]
+    if not sw["available"]:
+        body.append(p("Not available: ", sw["reason"]))
+    else:
+        body += [
+            p("Each catalog workload at growing sizes. The model predicts each point's time as "
+              "max(work ÷ peak, traffic ÷ bandwidth, dispatch floor) with this machine's "
+              "measured ceilings; the predicted crossing is the first size where the compute term "
+              "is the largest, the observed one the first size whose measured time is closest to "
+              f"the compute term. Over {plural(sw['points'], 'point', 'points')} the median "
+              "prediction error is ", sw["median_error"], "."),
+            table(("workload", "points", "crosses the ridge: predicted", "observed",
+                   "median error"),
+                  [(c(r["title"]), num(Num(r["points"])), c(r["predicted"]), c(r["observed"]),
+                    num(r["error"])) for r in sw["rows"]]),
+            *_optional_figure(vm, "sweep_roofline"),
+            *_optional_figure(vm, "sweep_prediction"),
+        ]
+    return Section("Size sweeps across the ridge", tuple(body), id="sweeps",
+                   kind=Kind.MEASURED.value)
+
+
+def preset(vm: VM) -> Section | None:
+    """The spec-sheet section, or None when the run chose no preset."""
+    pr = vm["preset"]
+    if not pr["available"]:
+        return None
+    sources: list[Inline] = []
+    for i, (title, url) in enumerate(pr["sources"]):
+        sources += ["; "] if i else []
+        sources.append(Link(title, url))
+    return Section(f"Spec sheet: {pr['name']}", (
+        p(f"Published dense figures of a real chip ({pr['chosen']}), not measured here: the "
+          "workloads above placed against its roof show where they would be bound on it."),
+        table(("dtype", "dense peak", "ridge", "note"),
+              [(c(r["dtype"]), num(r["value"]), num(r["ridge"]), c(r["note"]))
+               for r in pr["peaks"]]),
+        p("Memory bandwidth ", pr["hbm"], "; interconnect ", pr["interconnect_name"], " ",
+          pr["interconnect"], ".", f" {pr['notes']}" if pr["notes"] else None),
+        *((p("Sources: ", *sources, "."),) if sources else ()),
+        table(("workload", "intensity", f"bound on {pr['roof_label']}", "roofline time on it"),
+              [(c(r["title"]), num(r["intensity"]), c(r["bound"]), num(r["time"]))
+               for r in pr["placed"]]),
+    ), id="preset")
+
+
+def sharding(vm: VM) -> Section:
+    sh = vm["sharding"]
+    title = "Past one device: the communication roofline"
+    if not sh["available"]:
+        return Section(title, (p("Not available: ", sh["reason"]),), id="sharding")
+    body: list[Block] = [p(
+        "A matmul ", Code("x[B, D] @ w[D, F]"),
+        f" sharded over {plural(sh['devices'], 'device', 'devices')} three ways, lowered with "
+        "XLA's SPMD partitioner. The collectives and the bytes each device sends are read from "
+        "the compiled HLO (ring algorithms); per device, T_math = flops ÷ peak, T_mem = bytes ÷ "
+        "memory bandwidth, T_comm = bytes sent ÷ interconnect bandwidth. The largest is a lower "
+        "bound on the step time (perfect overlap), their sum an upper bound (no overlap). "
+        "Budgets: ", sh["peak"], ", ", sh["bandwidth"], " memory, ", sh["interconnect"],
+        " interconnect; a device that computes fewer than ", sh["critical"],
+        " per byte it sends is communication-bound.")]
+    if sh["emulated"]:
+        body.append(Note((f"{sh['note']}.",)))
+    body.append(table(
+        ("sharding", "collectives (compiled HLO)", "flops / device", "memory traffic / device",
+         "sent / device", "XLA flops / device", "check"),
+        [(c(r["description"]), c(Code(r["collectives"])), num(r["flops"]), num(r["hbm"]),
+          num(r["comm_hlo"]), num(r["xla_flops"]), c(r["check"])) for r in sh["rows"]],
+        caption="What each device computes, moves and sends"))
+    body.append(table(
+        ("sharding", "T_math", "T_mem", "T_comm", "lower bound", "upper bound", "binds",
+         "flops per byte sent", "measured"),
+        [(c(r["name"]), num(r["t_math"]), num(r["t_mem"]), num(r["t_comm"]), num(r["lower"]),
+          num(r["upper"]), c(r["binding"]), num(r["comm_intensity"]), num(r["measured"]))
+         for r in sh["rows"]],
+        caption="Time bounds per step"))
+    body += [*_optional_figure(vm, "comm_times"), *_optional_figure(vm, "comm_scaling")]
+    return Section(title, tuple(body), id="sharding")
+
+
+def skipped(vm: VM) -> Section | None:
+    """What this run left out, or None when it left nothing out."""
+    if not vm["skipped"]:
+        return None
+    return Section("Not available in this run", (BulletList(tuple(
+        text(Strong(str(item["what"])), ": ", str(item["reason"])) for item in vm["skipped"])),),
+        id="skipped")
+
+
+def document(vm: VM) -> Document:
+    """The whole report body: the seed's steps, numbered, then what lies beyond the seed."""
+    seed = (lowered(vm), compiled(vm), model(vm), experiment(vm), exercise(vm), measured(vm),
+            reconciliation(vm), catalog(vm))
+    beyond = tuple(s for s in (lab(vm), sweeps(vm), preset(vm), sharding(vm), skipped(vm))
+                   if s is not None)
+    return Document((Group("", seed, numbered=True), Group("Beyond the seed", beyond)),
+                    figures=tuple(vm["figures"]))
