@@ -55,7 +55,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def load_runs(paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
-    """Load and analyse each file; refuse mixed schema versions with one line naming both."""
+    """Load and validate each file; refuse mixed schema versions with one line naming both."""
     raw: list[tuple[str, dict[str, Any]]] = []
     versions: dict[Any, str] = {}
     for path in paths:
@@ -78,10 +78,7 @@ def load_runs(paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
     runs: list[tuple[str, dict[str, Any]]] = []
     for path, data in raw:
         results_mod.validate(data, source=Path(path).name)
-        # Each run is analysed as a report of it would be: the same derived values, under the
-        # budgets that run was given.
-        derived = analysis.analyse(data, analysis.assumptions_for(data))
-        runs.append((_label(path, data, len(runs)), derived))
+        runs.append((_label(path, data, len(runs)), data))
     return runs
 
 
@@ -108,6 +105,10 @@ def _ceiling_values(data: Mapping[str, Any]) -> dict[str, tuple[float | None, st
 def render_comparison(runs: Sequence[tuple[str, Mapping[str, Any]]]
                       ) -> tuple[str, str, dict[str, str], dict[str, Any]]:
     """HTML, Markdown, SVGs and a JSON summary of the comparison (pure)."""
+    # Each run is analysed as its own report would be: the same derived values, under the
+    # budgets that run was given.
+    runs = [(label, analysis.analyse(data, analysis.assumptions_for(data)))
+            for label, data in runs]
     labels = [label for label, _ in runs]
     env_keys = ("backend", "device_kind", "cpu_model", "jax", "jaxlib", "python")
     envs = [[str(data.get("environment", {}).get(k, "")) for _, data in runs] for k in env_keys]

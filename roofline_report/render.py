@@ -37,8 +37,16 @@ __all__ = ["KIND_MARKERS", "Num", "Rendered", "count", "n", "ratio", "render", "
 
 # --- the view model -------------------------------------------------------------------------
 
-def view_model(results: Mapping[str, Any]) -> dict[str, Any]:
-    """Everything the templates show, as display strings and figure outputs."""
+def view_model(results: Mapping[str, Any], assumptions: analysis.Assumptions | None = None
+               ) -> dict[str, Any]:
+    """Everything the report shows, as display strings and figure outputs: the observations in
+    ``results`` analysed under ``assumptions`` (default: the budgets the run was given)."""
+    a = assumptions or analysis.assumptions_for(results)
+    return _view_model(analysis.analyse(results, a))
+
+
+def _view_model(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The view model of observations already extended by :func:`analysis.analyse`."""
     seed = results["seed"]
     hyp = results["budgets"]["hypothetical"]
     peak = float(hyp["peak"]["value"])
@@ -622,14 +630,12 @@ def render(results: Mapping[str, Any], assumptions: analysis.Assumptions | None 
            ) -> Rendered:
     """Render HTML, Markdown and SVGs from a validated results document (observations), under
     ``assumptions`` (default: the budgets the run was given)."""
-    a = assumptions or analysis.assumptions_for(results)
-    derived = analysis.analyse(results, a)
-    vm = view_model(derived)
+    vm = view_model(results, assumptions)
     doc = sections.document(vm)
     context = {"generator": vm["generator"], "kinds": vm["kinds"]}
     return Rendered(
         html=page.render_html("report.html.j2", doc, **context),
         markdown=page.render_markdown("report.md.j2", doc, **context),
         figures={name: f.svg for name, f in vm["figures"].items()},
-        skipped=list(derived["skipped"]),
+        skipped=list(vm["skipped"]),
     )
