@@ -593,7 +593,7 @@ def user_workload(
     Per-device figures, kind analytic:
 
     * ``flops``: our own count of the whole, unpartitioned program
-      (:func:`roofline_report.hlo_count.count_stablehlo`) divided by the devices that split
+      (:func:`roofline_report.hlo.count_stablehlo`) divided by the devices that split
       the work, taken to be the product of the sizes of the mesh axes that shard at least one
       argument or the result (devices along an unused axis repeat the same work). This assumes
       an even split; XLA's own per-device flops are kept beside it as a cross-check.
@@ -604,7 +604,8 @@ def user_workload(
     Raises InputError (or whatever the user's code raises) when the workload cannot be
     analysed; :func:`_user_workloads` turns that into an error entry.
     """
-    from roofline_report import hlo_count, lowering
+    from roofline_report import lowering
+    from roofline_report.hlo import count_stablehlo
 
     jax = _jax()
     fn = config.load_function(spec)
@@ -649,7 +650,7 @@ def user_workload(
                 )
     out_sharding = named(mesh, pspec(*out_partition))
 
-    count = hlo_count.count_stablehlo(lowering.stablehlo_module(jax.jit(fn).lower(*structs)))
+    count = count_stablehlo(lowering.stablehlo_module(jax.jit(fn).lower(*structs)))
     used = {a for p in (*partitions, out_partition) for a in p if a}
     split = math.prod(size for name, size in axes if name in used)
     rtol = spec.rtol if spec.rtol is not None else 1e-4
