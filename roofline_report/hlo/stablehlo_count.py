@@ -985,7 +985,7 @@ def count_stablehlo(
         )
     known = {int(i): int(n) for i, n in (trip_counts or {}).items()}
     counted, identities = _count_module(module, known, {})
-    if compiled_loops is None:
+    if compiled_loops is None or not identities:
         return counted
     theirs = [LoopIdentity.of_compiled(loop) for loop in compiled_loops]
     pairs, notes = match_loops(identities, theirs)
