@@ -6,8 +6,8 @@ verdicts. Nothing here predicts or judges; it only measures and counts:
 
 * times as :meth:`roofline_report.timing.Timing.to_json` records (n enqueued calls per sample);
 * sizes, and what the compiled programs say about themselves: kernel counts and converts
-  (:func:`roofline_report.hlo_count.inspect_compiled`), XLA's flops (``cost_analysis``) and ours
-  (:func:`roofline_report.hlo_count.count_stablehlo`).
+  (:func:`roofline_report.hlo.inspect_compiled`), XLA's flops (``cost_analysis``) and ours
+  (:func:`roofline_report.hlo.count_stablehlo`).
 
 Each experiment runs on its own: one that fails is recorded ``{"available": False, "reason"}``
 and the others still run.
@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from roofline_report import hlo_count, timing
+from roofline_report import timing
 from roofline_report.ceilings import read_cache_bytes
 from roofline_report.errors import reason
+from roofline_report.hlo import count_stablehlo, inspect_compiled
 
 Progress = Callable[[str], None]
 _REASON_CHARS = 200
@@ -359,7 +360,7 @@ def _compile(fn: Callable[..., Any], *args: Any) -> Any:
 def _inspect(compiled: Any) -> dict[str, Any]:
     """inspect_compiled of the optimized HLO, or {} when the text cannot be read."""
     try:
-        return hlo_count.inspect_compiled(compiled.as_text())
+        return inspect_compiled(compiled.as_text())
     except Exception:
         return {}
 
@@ -385,7 +386,7 @@ def _xla_flops(compiled: Any) -> float | None:
 
 def _our_flops(lowered: Any) -> int | None:
     try:
-        counted = hlo_count.count_stablehlo(lowered.compiler_ir("stablehlo"))
+        counted = count_stablehlo(lowered.compiler_ir("stablehlo"))
     except Exception:
         return None
     flops = counted.get("flops")

@@ -13,9 +13,10 @@ from typing import Any
 
 import jax
 
-from roofline_report import __version__, hlo_count, lowering, timing
+from roofline_report import __version__, lowering, timing
 from roofline_report import results as results_mod
 from roofline_report.errors import InputError, reason, scrub_paths
+from roofline_report.hlo import count_stablehlo, inspect_compiled, strip_metadata
 from roofline_report.model import DEFAULT_INTERCONNECT, SEED_BANDWIDTH, SEED_PEAK_FLOPS
 from roofline_report.schema import SCHEMA_VERSION
 from roofline_report.workloads import Workload, catalog
@@ -215,7 +216,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     try:
         module = lowering.stablehlo_module(low.lowered)
         ops = lowering.stablehlo_ops(module)
-        compiled_text = hlo_count.strip_metadata(optimized_hlo)
+        compiled_text = strip_metadata(optimized_hlo)
         record["lowering"] = {
             "available": True,
             "reason": "",
@@ -265,11 +266,12 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     if not record["memory"]["available"]:
         skips.add(f"{label}: XLA memory analysis", record["memory"]["reason"])
     try:
-        record["compiled"] = hlo_count.inspect_compiled(optimized_hlo)
-        trips = [loop.get("known_trip_count") for loop in record["compiled"].get("while_loops", [])]
+        record["compiled"] = inspect_compiled(optimized_hlo)
         if module is None:
             raise RuntimeError("no StableHLO module to count")
-        record["hlo_count"] = hlo_count.count_stablehlo(module, trip_counts=trips)
+        record["hlo_count"] = count_stablehlo(
+            module, compiled_loops=record["compiled"].get("while_loops", [])
+        )
     except Exception as exc:
         record["hlo_count"] = skips.add(f"{label}: HLO count", _why(exc))
     timing_json: dict[str, Any] | None = None

@@ -423,9 +423,9 @@ def reconcile(
     """Reconcile the analytic model, our StableHLO count and XLA's cost analysis.
 
     ``analytic``: ``{"flops", "minimum_bytes", "transcendentals" (optional)}`` or None.
-    ``ours``: :func:`roofline_report.hlo_count.count_stablehlo` output (None or ``{}``: absent).
+    ``ours``: :func:`roofline_report.hlo.count_stablehlo` output (None or ``{}``: absent).
     ``xla``: the raw ``compiled.cost_analysis()`` dict, or None when unavailable.
-    ``compiled``: :func:`roofline_report.hlo_count.inspect_compiled` output, or None.
+    ``compiled``: :func:`roofline_report.hlo.inspect_compiled` output, or None.
     ``measured_seconds``: the measured time of one call, or None.
     ``backend``: ``jax.default_backend()`` ("cpu", "gpu", "cuda", "rocm", "tpu").
 

@@ -2,15 +2,16 @@
 
 A GSPMD program's collectives appear only in the *compiled* HLO (``compiled.as_text()``), not
 in its StableHLO. This module lowers and compiles a function with ``NamedSharding`` in/out
-shardings, reads every ``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all`` and
-``collective-permute`` (synchronous, or as an async ``-start``/``-done`` pair) from that text,
+shardings, takes every ``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all`` and
+``collective-permute`` (synchronous, or as an async ``-start``/``-done`` pair) from the IR of
+that text (:mod:`roofline_report.hlo`),
 prices each with :func:`roofline_report.comm_model.collective_bytes`, checks the result against
 NumPy and times the executable.
 
 Several devices on a CPU need ``--xla_force_host_platform_device_count`` set before jax is
 imported, so the measurement runs in its own process: ``python -m roofline_report.sharding
 --devices 8 [--quick]`` prints one JSON document, and :func:`run_sharded_analysis` launches it.
-jax is imported lazily, so importing this module (and parsing HLO text) costs nothing.
+jax is imported lazily, so importing this module (and reading HLO text) costs nothing.
 
 Collectives are counted once per appearance in the program text: one inside a loop body runs
 once per iteration, but is listed once.
@@ -30,7 +31,6 @@ import contextlib
 import json
 import math
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -50,6 +50,7 @@ from roofline_report.comm_model import (
     matmul_per_device,
 )
 from roofline_report.errors import InputError, scrub_paths
+from roofline_report.hlo.compiled import collective_records
 from roofline_report.model import Kind
 
 if TYPE_CHECKING:
@@ -77,186 +78,40 @@ _WORKLOAD_NAMES = {
 }
 
 # --------------------------------------------------------------------------------------------
-# Reading collectives from compiled HLO text (pure)
+# Collectives, from the IR of the compiled HLO (pure)
 # --------------------------------------------------------------------------------------------
-
-_OPCODE = re.compile(
-    r"\s(?P<op>" + "|".join(re.escape(op) for op in COLLECTIVE_OPS) + r")(?P<phase>-start|-done)?\("
-)
-_NAME = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[^\s=]+)\s*=\s*")
-_ARRAY = re.compile(r"(?<![\w.])(?P<dtype>[a-z][a-z0-9]*)\[(?P<dims>[0-9,]*)\]")
-_COMMENT = re.compile(r"/\*.*?\*/")
-_OPERAND = re.compile(r"%(?P<name>[^\s,()]+)")
-_GROUPS_LIST = re.compile(r"replica_groups=\{(?P<body>(?:\{[0-9,\s]*\}\s*,?\s*)*)\}")
-_GROUPS_IOTA = re.compile(r"replica_groups=\[(?P<dims>[0-9,]+)\]<=\[")
-_GROUPS_MESH = re.compile(r"replica_groups=(?P<kind>maximal_mesh|mesh)\[(?P<axes>[^\]]*)\]")
-_PAIRS = re.compile(r"source_target_pairs=\{(?P<body>(?:\{[0-9,\s]*\}\s*,?\s*)*)\}")
-_MESH_AXIS = re.compile(r"^'?(?P<name>[^'=]+?)'?=(?P<size>\d+)$")
-_GROUP_AXIS = re.compile(r"^'?(?P<name>[^':]+?)'?(?::\((?P<pre>\d+)\)(?P<size>\d+))?$")
-_DTYPE_BITS = {"pred": 8, "bf16": 16, "c64": 64, "c128": 128}
-_WIDTH = re.compile(r"^[fsu](?P<bits>\d+)")
-
-
-def dtype_bits(dtype: str) -> int | None:
-    """Bits per element of an HLO element type (``f32``, ``bf16``, ``s4``, ``f8e4m3fn``, ...);
-    None for types that are not arrays of numbers (``token``, ``opaque``)."""
-    if dtype in _DTYPE_BITS:
-        return _DTYPE_BITS[dtype]
-    match = _WIDTH.match(dtype)
-    return int(match["bits"]) if match else None
-
-
-def parse_arrays(type_text: str) -> list[tuple[str, list[int]]]:
-    """The ``(dtype, dims)`` of every array in an HLO type such as ``(f32[8,16]{1,0}, u32[])``."""
-    arrays = []
-    for match in _ARRAY.finditer(_COMMENT.sub("", type_text)):
-        if dtype_bits(match["dtype"]) is None:
-            continue
-        dims = [int(d) for d in match["dims"].split(",") if d]
-        arrays.append((match["dtype"], dims))
-    return arrays
-
-
-def _array_bytes(dtype: str, dims: Sequence[int]) -> int | None:
-    bits = dtype_bits(dtype)
-    return None if bits is None else -(-math.prod(dims) * bits // 8)
-
-
-def _brace_groups(body: str) -> list[list[int]]:
-    return [
-        [int(v) for v in group.split(",") if v.strip()]
-        for group in re.findall(r"\{([^{}]*)\}", body)
-    ]
-
-
-def _mesh_axes_group(text: str) -> str | None:
-    """The ``{...}`` axes list that follows a mesh, skipping ``, device_ids=(...)`` (which may
-    nest parentheses, as in ``device_ids=([2,4]T(1,0))``)."""
-    position = 0
-    device_ids = re.match(r",\s*device_ids=\(", text)
-    if device_ids:
-        depth, position = 1, device_ids.end()
-        while depth and position < len(text):
-            depth += {"(": 1, ")": -1}.get(text[position], 0)
-            position += 1
-        if depth:
-            return None
-    group = re.match(r"\s*\{(?P<group>[^}]*)\}", text[position:])
-    return None if group is None else group["group"]
-
-
-def _mesh_group_size(axes_text: str, group_text: str) -> int | None:
-    sizes: dict[str, int] = {}
-    for entry in filter(None, (e.strip() for e in axes_text.split(","))):
-        match = _MESH_AXIS.match(entry)
-        if match is None:
-            return None
-        sizes[match["name"]] = int(match["size"])
-    size = 1
-    for entry in filter(None, (e.strip() for e in group_text.split(","))):
-        match = _GROUP_AXIS.match(entry)
-        if match is None:
-            return None
-        if match["size"] is not None:
-            size *= int(match["size"])
-        elif match["name"] in sizes:
-            size *= sizes[match["name"]]
-        else:
-            return None
-    return size
-
-
-def group_size(attributes: str, num_devices: int) -> int | None:
-    """Devices per replica group from an instruction's attributes, in any of XLA's spellings.
-
-    ``replica_groups={{0,1,2,3},{4,5,6,7}}`` (explicit lists; ``{}`` means all ``num_devices``),
-    ``replica_groups=[2,4]<=[8]`` (iota: groups x size), ``replica_groups=mesh['x'=2,'y'=4]
-    {'y'}`` (mesh axes; a sub-axis ``'y':(1)2`` counts its own size), and a permute's
-    ``source_target_pairs`` (the devices that take part). A collective without any of these
-    spans all devices. None when the text cannot be read.
-    """
-    match = _GROUPS_LIST.search(attributes)
-    if match:
-        groups = _brace_groups(match["body"])
-        return len(groups[0]) if groups and groups[0] else num_devices
-    match = _GROUPS_IOTA.search(attributes)
-    if match:
-        return int(match["dims"].split(",")[-1])
-    match = _GROUPS_MESH.search(attributes)
-    if match:
-        group = _mesh_axes_group(attributes[match.end() :])
-        if group is None:
-            return None
-        return 1 if match["kind"] == "maximal_mesh" else _mesh_group_size(match["axes"], group)
-    match = _PAIRS.search(attributes)
-    if match:
-        return len({device for pair in _brace_groups(match["body"]) for device in pair}) or 1
-    if "replica_groups=" in attributes:
-        return None
-    return num_devices
-
-
-def _async_result_arrays(op: str, type_text: str) -> list[tuple[str, list[int]]]:
-    """Result arrays of a ``-start`` whose ``-done`` is missing: its tuple holds the operands
-    then the results (then scalar contexts), except for all-reduce, which declares the result."""
-    arrays = [a for a in parse_arrays(type_text) if a[1]]
-    if op == "all-reduce" or len(arrays) < 2:
-        return arrays
-    return arrays[len(arrays) // 2 :]
 
 
 def parse_collectives(hlo_text: str, num_devices: int) -> list[dict[str, Any]]:
     """Every collective in compiled HLO text, one record per result array, in program order.
 
     Record: ``{"instruction", "op", "async", "shape", "dtype", "result_bytes", "group_size",
-    "bytes_per_device"}``. An async pair is one record: the ``-start`` gives the op and groups,
-    its ``-done`` the result type. A collective over a tuple (XLA combines small ones) gives
-    one record per element; the ring formulas are linear in bytes, so the sum is unchanged.
-    ``group_size`` and ``bytes_per_device`` are None when the groups cannot be read.
-    ``num_devices`` (the program's device count) sizes groups written as ``{}`` or left out.
+    "bytes_per_device"}``, one per array of a
+    :func:`roofline_report.hlo.compiled.collective_records` record (an async pair is one
+    record; a collective over a tuple, as XLA combines small ones, gives one per element: the
+    ring formulas are linear in bytes, so the sum is unchanged). ``group_size`` and
+    ``bytes_per_device`` are None when the groups cannot be read. ``num_devices`` (the
+    program's device count) sizes groups written as ``{}`` or left out.
     """
     if isinstance(num_devices, bool) or not isinstance(num_devices, int) or num_devices < 1:
         raise ValueError(f"num_devices must be a positive integer, got {num_devices!r}")
-    found: list[tuple[str, str, str | None, str, str]] = []  # name, op, phase, type, attributes
-    done_types: dict[str, str] = {}
-    for line in hlo_text.splitlines():
-        opcode = _OPCODE.search(line)
-        name = _NAME.match(line)
-        if opcode is None or name is None or name.end() > opcode.start() + 1:
-            continue
-        type_text = line[name.end() : opcode.start()]
-        rest = line[opcode.end() :]
-        if opcode["phase"] == "-done":
-            operand = _OPERAND.search(rest)
-            if operand:
-                done_types[operand["name"]] = type_text
-            continue
-        found.append((name["name"], opcode["op"], opcode["phase"], type_text, rest))
-
     records: list[dict[str, Any]] = []
-    for instruction, op, phase, type_text, rest in found:
-        is_async = phase == "-start"
-        if is_async and instruction in done_types:
-            arrays = parse_arrays(done_types[instruction])
-        elif is_async:
-            arrays = _async_result_arrays(op, type_text)
-        else:
-            arrays = parse_arrays(type_text)
-        size = group_size(rest, num_devices)
-        for dtype, dims in arrays:
-            result_bytes = _array_bytes(dtype, dims)
+    for record in collective_records(hlo_text, num_devices):
+        size = record["group_size"]
+        for array in record["arrays"]:
+            result_bytes = array["bytes"]
             sent = (
                 None
-                if size is None or result_bytes is None
-                else collective_bytes(op, result_bytes, size)
+                if size is None or result_bytes is None or record["op"] not in COLLECTIVE_OPS
+                else collective_bytes(record["op"], result_bytes, size)
             )
             records.append(
                 {
-                    "instruction": instruction,
-                    "op": op,
-                    "async": is_async,
-                    "shape": dims,
-                    "dtype": dtype,
+                    "instruction": record["instruction"],
+                    "op": record["op"],
+                    "async": record["async"],
+                    "shape": array["shape"],
+                    "dtype": array["dtype"],
                     "result_bytes": result_bytes,
                     "group_size": size,
                     "bytes_per_device": sent,
@@ -593,7 +448,7 @@ def user_workload(
     Per-device figures, kind analytic:
 
     * ``flops``: our own count of the whole, unpartitioned program
-      (:func:`roofline_report.hlo_count.count_stablehlo`) divided by the devices that split
+      (:func:`roofline_report.hlo.count_stablehlo`) divided by the devices that split
       the work, taken to be the product of the sizes of the mesh axes that shard at least one
       argument or the result (devices along an unused axis repeat the same work). This assumes
       an even split; XLA's own per-device flops are kept beside it as a cross-check.
@@ -604,7 +459,8 @@ def user_workload(
     Raises InputError (or whatever the user's code raises) when the workload cannot be
     analysed; :func:`_user_workloads` turns that into an error entry.
     """
-    from roofline_report import hlo_count, lowering
+    from roofline_report import lowering
+    from roofline_report.hlo import count_stablehlo
 
     jax = _jax()
     fn = config.load_function(spec)
@@ -649,7 +505,7 @@ def user_workload(
                 )
     out_sharding = named(mesh, pspec(*out_partition))
 
-    count = hlo_count.count_stablehlo(lowering.stablehlo_module(jax.jit(fn).lower(*structs)))
+    count = count_stablehlo(lowering.stablehlo_module(jax.jit(fn).lower(*structs)))
     used = {a for p in (*partitions, out_partition) for a in p if a}
     split = math.prod(size for name, size in axes if name in used)
     rtol = spec.rtol if spec.rtol is not None else 1e-4

@@ -33,11 +33,12 @@ from roofline_report.workloads import Dims, Workload
 def counted_model(fn: Callable[..., Any], shapes: Sequence[tuple[tuple[int, ...], str]]
                   ) -> dict[str, int]:
     """Work and minimum traffic of ``fn`` at these shapes, from our own StableHLO count."""
-    from roofline_report import hlo_count, lowering
+    from roofline_report import lowering
+    from roofline_report.hlo import count_stablehlo
 
     specs = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in shapes]  # type: ignore[no-untyped-call]
     lowered = jax.jit(fn).lower(*specs)
-    count = hlo_count.count_stablehlo(lowering.stablehlo_module(lowered))
+    count = count_stablehlo(lowering.stablehlo_module(lowered))
     return {"flops": int(count["flops"]), "transcendentals": int(count["transcendentals"]),
             "minimum_bytes": int(count["minimum_bytes"])}
 

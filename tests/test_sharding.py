@@ -25,17 +25,14 @@ from roofline_report.sharding import (
     _child_env,
     _last_json,
     analyze_sharded,
-    dtype_bits,
-    group_size,
     main,
-    parse_arrays,
     parse_collectives,
     run_sharded_analysis,
     with_device_flag,
 )
 
 # --------------------------------------------------------------------------------------------
-# HLO text parsing (pure)
+# Collectives from the IR of the HLO text (pure)
 # --------------------------------------------------------------------------------------------
 
 # Lines in the spelling of XLA's optimized HLO (the first two copied from jax 0.10.2 CPU output,
@@ -55,21 +52,25 @@ SYNC_HLO = "\n".join(
     ]
 )
 
-ASYNC_HLO = "\n".join(
-    [
-        "  %all-gather-start = (f32[8,256]{1,0}, f32[64,256]{1,0}) all-gather-start("
-        "f32[8,256]{1,0} %p0), channel_id=1, replica_groups=[1,8]<=[8], dimensions={0}, "
-        "use_global_device_ids=true",
-        "  %all-reduce-start.3 = f32[64,256]{1,0} all-reduce-start(f32[64,256]{1,0} %fusion), "
-        "channel_id=2, replica_groups={{0,1,2,3},{4,5,6,7}}, use_global_device_ids=true, "
-        "to_apply=%add",
-        "  %all-gather-done = f32[64,256]{1,0} all-gather-done("
-        "(f32[8,256]{1,0}, f32[64,256]{1,0}) %all-gather-start)",
-        "  %all-reduce-done.3 = f32[64,256]{1,0} all-reduce-done("
-        "f32[64,256]{1,0} %all-reduce-start.3)",
-        "  %fusion.2 = f32[64,256]{1,0} fusion(%all-gather-done, %all-reduce-done.3), "
-        "kind=kLoop, calls=%f",
-    ]
+
+def _entry(*lines: str) -> str:
+    """Instruction lines as the body of an ENTRY computation (the IR reads whole modules)."""
+    return "\n".join(["ENTRY %main (p0: f32[8,256]) -> f32[8] {", *lines, "}"])
+
+
+ASYNC_HLO = _entry(
+    "  %all-gather-start = (f32[8,256]{1,0}, f32[64,256]{1,0}) all-gather-start("
+    "f32[8,256]{1,0} %p0), channel_id=1, replica_groups=[1,8]<=[8], dimensions={0}, "
+    "use_global_device_ids=true",
+    "  %all-reduce-start.3 = f32[64,256]{1,0} all-reduce-start(f32[64,256]{1,0} %fusion), "
+    "channel_id=2, replica_groups={{0,1,2,3},{4,5,6,7}}, use_global_device_ids=true, "
+    "to_apply=%add",
+    "  %all-gather-done = f32[64,256]{1,0} all-gather-done("
+    "(f32[8,256]{1,0}, f32[64,256]{1,0}) %all-gather-start)",
+    "  %all-reduce-done.3 = f32[64,256]{1,0} all-reduce-done("
+    "f32[64,256]{1,0} %all-reduce-start.3)",
+    "  %fusion.2 = f32[64,256]{1,0} fusion(%all-gather-done, %all-reduce-done.3), "
+    "kind=kLoop, calls=%f",
 )
 
 
@@ -101,7 +102,7 @@ class TestParseCollectives:
             "  %cp = (f32[8,16]{1,0}, f32[8,16]{1,0}, u32[], u32[]) collective-permute-start("
             "%x), channel_id=3, source_target_pairs={{0,1},{1,2},{2,3},{3,0}}"
         )
-        [c] = parse_collectives(text, 8)
+        [c] = parse_collectives(_entry(text), 8)
         assert (c["op"], c["shape"], c["group_size"], c["bytes_per_device"]) == (
             "collective-permute",
             [8, 16],
@@ -114,77 +115,32 @@ class TestParseCollectives:
             "  %all-to-all = (f32[1,16]{1,0}, f32[1,16]{1,0}, /*index=2*/bf16[2,16]{1,0}) "
             "all-to-all(%a, %b, /*index=2*/%c), channel_id=1, replica_groups={}"
         )
-        records = parse_collectives(text, 4)
+        records = parse_collectives(_entry(text), 4)
         assert [r["dtype"] for r in records] == ["f32", "f32", "bf16"]
         assert [r["result_bytes"] for r in records] == [64, 64, 64]
         assert [r["group_size"] for r in records] == [4, 4, 4]  # {} means every device
         assert sum(r["bytes_per_device"] for r in records) == 192 * 3 // 4
 
     def test_reduce_scatter_and_ignored_lines(self) -> None:
-        text = "\n".join(
-            [
-                "  %reduce_scatter.7 = f32[1,16]{1,0} reduce-scatter(%param.1), channel_id=1, "
-                "replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, to_apply=%region_0.0",
-                "  %get-tuple-element.2 = f32[1,16]{1,0} get-tuple-element(%all-to-all), index=1",
-                "  %fusion = f32[8,256]{1,0} fusion(%all-gather), kind=kLoop, calls=%f",
-                '  %c = f32[2]{0} constant({1, 2}), metadata={op_name="all-reduce"}',
-            ]
+        text = _entry(
+            "  %reduce_scatter.7 = f32[1,16]{1,0} reduce-scatter(%param.1), channel_id=1, "
+            "replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, to_apply=%region_0.0",
+            "  %get-tuple-element.2 = f32[1,16]{1,0} get-tuple-element(%all-to-all), index=1",
+            "  %fusion = f32[8,256]{1,0} fusion(%all-gather), kind=kLoop, calls=%f",
+            '  %c = f32[2]{0} constant({1, 2}), metadata={op_name="all-reduce"}',
         )
         [c] = parse_collectives(text, 8)
         assert (c["op"], c["result_bytes"], c["bytes_per_device"]) == ("reduce-scatter", 64, 448)
 
     def test_unreadable_groups_give_none(self) -> None:
         text = "  %ar = f32[4]{0} all-reduce(%x), replica_groups=somethingnew, to_apply=%add"
-        [c] = parse_collectives(text, 8)
+        [c] = parse_collectives(_entry(text), 8)
         assert c["group_size"] is None and c["bytes_per_device"] is None
         assert c["result_bytes"] == 16
 
     def test_no_collectives(self) -> None:
-        assert parse_collectives("ENTRY %m { ROOT %d = f32[2]{0} add(%a, %b) }", 8) == []
-
-
-class TestGroupSize:
-    @pytest.mark.parametrize(
-        ("attributes", "expected"),
-        [
-            ("replica_groups={{0,1,2,3},{4,5,6,7}}, to_apply=%add", 4),
-            ("replica_groups={{0,1},{2,3},{4,5},{6,7}}", 2),
-            ("replica_groups={}", 8),
-            ("replica_groups=[2,4]<=[8], dimensions={0}", 4),
-            ("replica_groups=[4,2]<=[2,4]T(1,0)", 2),
-            ("replica_groups=mesh['a'=2,'b'=4] {'a','b'}", 8),
-            ("replica_groups=mesh['x'=2,'y'=4] {'y':(1)2}", 2),
-            # jax 0.10.2 CPU, a (2, 4) mesh with a transposed device order:
-            (
-                "replica_groups=mesh['axis_0'=4,'axis_1'=2], device_ids=([2,4]T(1,0)) "
-                "{'axis_1'}, use_global_device_ids=true",
-                2,
-            ),
-            ("replica_groups=mesh[x=8] {x}", 8),
-            ("replica_groups=maximal_mesh[device_id=3] {}", 1),
-            ("source_target_pairs={{0,1},{1,0}}", 2),
-            ("channel_id=1, to_apply=%add", 8),  # no groups: every device
-            ("replica_groups=mesh['x'=2] {'z'}", None),
-        ],
-    )
-    def test_spellings(self, attributes: str, expected: int | None) -> None:
-        assert group_size(attributes, 8) == expected
-
-
-def test_dtype_bits_and_arrays() -> None:
-    assert [dtype_bits(t) for t in ("pred", "s4", "bf16", "f8e4m3fn", "f32", "c128")] == [
-        8,
-        4,
-        16,
-        8,
-        32,
-        128,
-    ]
-    assert dtype_bits("token") is None
-    assert parse_arrays("(f32[8,16]{1,0:T(8,128)}, u32[], token[])") == [
-        ("f32", [8, 16]),
-        ("u32", []),
-    ]
+        assert parse_collectives(_entry("  ROOT %d = f32[2]{0} add(%a, %b)"), 8) == []
+        assert parse_collectives("not HLO", 8) == []
 
 
 def test_device_flag_and_child_env(monkeypatch: pytest.MonkeyPatch) -> None:

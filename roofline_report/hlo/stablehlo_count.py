@@ -1,14 +1,16 @@
-"""Our own count of a JAX program's work and traffic, read from the program itself.
+"""Our own count of a JAX program's work and traffic, read from its StableHLO.
 
-Two views of one workload:
+:func:`count_stablehlo` walks the StableHLO module (``jax.jit(f).lower(*args)
+.compiler_ir('stablehlo')``) with the MLIR python bindings and counts what the program asks for:
+an operation histogram, flops, transcendentals, and the minimum traffic (bytes of the entry
+function's arguments and results). Unlike XLA's cost analysis it follows ``func.call`` into the
+outlined scan/fori bodies and multiplies loop bodies by their trip count.
+:func:`count_workload` lowers and compiles once and returns this count beside
+:func:`roofline_report.hlo.compiled.inspect_compiled` of the optimized HLO.
 
-* :func:`count_stablehlo` walks the StableHLO module (``jax.jit(f).lower(*args)
-  .compiler_ir('stablehlo')``) with the MLIR python bindings and counts what the program asks for:
-  an operation histogram, flops, transcendentals, and the minimum traffic (bytes of the entry
-  function's arguments and results). Unlike XLA's cost analysis it follows ``func.call`` into the
-  outlined scan/fori bodies and multiplies loop bodies by their trip count.
-* :func:`inspect_compiled` reads the optimized HLO text (``compiled.as_text()``): fusions, custom
-  calls, collectives, while loops with ``known_trip_count``, and how many kernels run.
+Loops are paired with the compiled program's while loops by identity (:func:`match_loops`): the
+same source file, line and column, or the same op_name; by position only when the two programs
+have as many loops and the metadata leaves some unpaired (a note says so).
 
 Counting conventions (chosen to match XLA's ``HloCostAnalysis`` where the program allows it):
 
@@ -40,7 +42,6 @@ Counting conventions (chosen to match XLA's ``HloCostAnalysis`` where the progra
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -49,12 +50,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_report.errors import InputError
+from roofline_report.hlo.compiled import inspect_compiled
 
 __all__ = [
+    "LoopIdentity",
     "count_stablehlo",
     "count_workload",
-    "inspect_compiled",
-    "strip_metadata",
+    "loop_identity",
+    "match_loops",
+    "parse_conv_dims",
+    "parse_dot_contracting",
 ]
 
 _SH = "stablehlo."
@@ -368,10 +373,17 @@ class _Cost:
 class _Walker:
     """Recursive cost of regions, following calls and multiplying loops by trip counts."""
 
-    def __init__(self, functions: Mapping[str, Any], known_trip_counts: Mapping[int, int]):
+    def __init__(
+        self,
+        functions: Mapping[str, Any],
+        known_trip_counts: Mapping[int, int],
+        compiled: Mapping[int, Mapping[str, Any]],
+    ):
         self.functions = functions
         self.known = known_trip_counts
+        self.compiled = compiled
         self.loops: list[dict[str, Any]] = []
+        self.identities: list[LoopIdentity] = []
         self.notes: list[str] = []
         self.custom_calls: set[str] = set()
         self._stack: list[str] = []
@@ -446,7 +458,10 @@ class _Walker:
         iteration.add(self.region(op.regions[1]))
         index = len(self.loops)
         inferred = _trip_from_cond(op)
+        paired = self.compiled.get(index) or {}
         known = self.known.get(index)
+        if known is None and paired.get("known_trip_count") is not None:
+            known = int(paired["known_trip_count"])
         if inferred is not None:
             trip, source = inferred, "cond"
             if known is not None and known != inferred:
@@ -459,6 +474,8 @@ class _Walker:
         else:
             trip, source = None, "unknown"
             self.note(f"loop {index}: trip count not found; its body is counted once")
+        identity = loop_identity(op)
+        self.identities.append(identity)
         self.loops.append(
             {
                 "index": index,
@@ -466,6 +483,10 @@ class _Walker:
                 "source": source,
                 "body_flops": iteration.flops,
                 "body_transcendentals": iteration.transcendentals,
+                "op_name": identity.op_name,
+                "location": identity.text(),
+                "compiled_while": paired.get("name"),
+                "matched_by": paired.get("matched_by"),
             }
         )
         cost.add(iteration, 1 if trip is None else trip)
@@ -813,40 +834,177 @@ def _as_module(module: Any) -> Any:
     return module
 
 
+@dataclass(frozen=True, slots=True)
+class LoopIdentity:
+    """What names a loop across the two programs: op_name and the innermost source location
+    (file base name, line, column), each None when the metadata does not give it."""
+
+    op_name: str | None = None
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    def text(self) -> str | None:
+        """``name.py:12`` or None."""
+        if self.file is None:
+            return None
+        return self.file if self.line is None else f"{self.file}:{self.line}"
+
+    @staticmethod
+    def of_compiled(loop: Mapping[str, Any]) -> LoopIdentity:
+        """The identity of one :func:`~roofline_report.hlo.compiled.while_loops` record."""
+        file = loop.get("source_file")
+        line, column = loop.get("source_line"), loop.get("source_column")
+        return LoopIdentity(
+            loop.get("op_name") or None,
+            re.split(r"[/\\]", file)[-1] if isinstance(file, str) and file else None,
+            line if isinstance(line, int) and line > 0 else None,
+            column if isinstance(column, int) and column > 0 else None,
+        )
+
+
+_LOC_NAME = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"(?=[()])')
+_LOC_FILE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+def loop_identity(op: Any) -> LoopIdentity:
+    """The :class:`LoopIdentity` of an MLIR op from its location: the name of a name location
+    and the first file location in it (the innermost frame of a call-site chain)."""
+    text = str(op.location)
+    name = _LOC_NAME.match(text)
+    where = _LOC_FILE.search(text)
+    return LoopIdentity(
+        name.group(1) if name else None,
+        re.split(r"[/\\]", where.group(1))[-1] if where else None,
+        int(where.group(2)) if where else None,
+        int(where.group(3)) if where else None,
+    )
+
+
+def _location_key(identity: LoopIdentity) -> Any:
+    if identity.file is None or identity.line is None or identity.column is None:
+        return None
+    return (identity.file, identity.line, identity.column)
+
+
+def _line_key(identity: LoopIdentity) -> Any:
+    if identity.file is None or identity.line is None:
+        return None
+    return (identity.file, identity.line)
+
+
+def _name_key(identity: LoopIdentity) -> Any:
+    return identity.op_name
+
+
+_PASSES: tuple[tuple[str, Callable[[LoopIdentity], Any]], ...] = (
+    ("source location", _location_key),
+    ("source line", _line_key),
+    ("op_name", _name_key),
+)
+
+
+def match_loops(
+    ours: Sequence[LoopIdentity], theirs: Sequence[LoopIdentity]
+) -> tuple[dict[int, tuple[int, str]], list[str]]:
+    """Pair the program's loops (``ours``) with the compiled while loops (``theirs``).
+
+    Pass by pass (same file, line and column; same file and line; same op_name), the loops
+    sharing a key are paired in order when both sides hold as many of them. Loops left over are
+    paired by position only when both programs have as many loops; a note then says so.
+    Returns ({our index: (their index, how)}, notes); ``how`` is ``"source location"``,
+    ``"source line"``, ``"op_name"`` or ``"position"``.
+    """
+    pairs: dict[int, tuple[int, str]] = {}
+    taken: set[int] = set()
+    for how, key in _PASSES:
+        mine: dict[Any, list[int]] = {}
+        other: dict[Any, list[int]] = {}
+        for i, identity in enumerate(ours):
+            if i not in pairs and key(identity) is not None:
+                mine.setdefault(key(identity), []).append(i)
+        for j, identity in enumerate(theirs):
+            if j not in taken and key(identity) is not None:
+                other.setdefault(key(identity), []).append(j)
+        for value, indices in mine.items():
+            candidates = other.get(value, [])
+            if len(candidates) == len(indices):
+                for i, j in zip(indices, candidates, strict=True):
+                    pairs[i] = (j, how)
+                    taken.add(j)
+    notes: list[str] = []
+    left = [i for i in range(len(ours)) if i not in pairs]
+    left_theirs = [j for j in range(len(theirs)) if j not in taken]
+    if not left:
+        return pairs, notes
+    if len(ours) == len(theirs):
+        for i, j in zip(left, left_theirs, strict=True):
+            pairs[i] = (j, "position")
+        notes.append(
+            f"loop{'s' if len(left) > 1 else ''} {', '.join(map(str, left))} paired with the "
+            "compiled while loops by position: the metadata does not identify them"
+        )
+    else:
+        notes.append(
+            f"{len(theirs)} compiled loops do not pair up with the program's {len(ours)}: "
+            f"loop{'s' if len(left) > 1 else ''} {', '.join(map(str, left))} matched by "
+            "neither source location nor op_name, their known_trip_count not used"
+        )
+    return pairs, notes
+
+
 def count_stablehlo(
-    module: Any, trip_counts: Mapping[int, int] | Sequence[int | None] | None = None
+    module: Any,
+    trip_counts: Mapping[int, int] | None = None,
+    *,
+    compiled_loops: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Count a StableHLO module's work and minimum traffic (conventions: module docstring).
 
     ``module``: ``lowered.compiler_ir('stablehlo')`` (or the ``Lowered`` itself).
-    ``trip_counts``: trip counts for loops whose condition region gives none: either loop index ->
-    count (the ``loops[i]["index"]`` order, a post-order walk from the entry function), or the
-    ``known_trip_count`` list of :func:`inspect_compiled`'s ``while_loops``, which is used only
-    when it pairs up one-to-one with the program's loops.
+    ``trip_counts``: loop index (the ``loops[i]["index"]`` order, a post-order walk from the
+    entry function) -> trip count, for loops whose condition region gives none.
+    ``compiled_loops``: the compiled program's while loops
+    (:func:`~roofline_report.hlo.compiled.inspect_compiled`'s ``while_loops``), paired with the
+    program's loops by :func:`match_loops`; a paired loop's ``known_trip_count`` serves when the
+    condition region gives none (and ``trip_counts`` does not either), and is checked against it
+    when it does.
 
     Returns plain JSON: ``{"entry", "ops", "ops_static", "flops", "transcendentals",
     "flops_by_op", "transcendentals_by_op", "argument_bytes", "result_bytes", "minimum_bytes",
     "bytes_by_dtype", "loops": [{"index", "trip_count", "source", "body_flops",
-    "body_transcendentals"}], "unknown_trip_counts", "custom_calls", "notes"}``.
-    Raises InputError when ``module`` is not a module or has no public function.
+    "body_transcendentals", "op_name", "location", "compiled_while", "matched_by"}],
+    "unknown_trip_counts", "custom_calls", "notes"}``.
+    Raises InputError when ``module`` is not a module or has no public function, or when
+    ``trip_counts`` is not a mapping.
     """
-    if trip_counts is None or isinstance(trip_counts, Mapping):
-        return _count_module(module, dict(trip_counts or {}))
-    listed = list(trip_counts)
-    counted = _count_module(module, {})
-    if not counted["unknown_trip_counts"] or not listed:
-        return counted
-    if len(listed) != len(counted["loops"]):
-        counted["notes"].append(
-            f"{len(listed)} compiled loops do not pair up with the program's "
-            f"{len(counted['loops'])}: known_trip_count not used"
+    if trip_counts is not None and not isinstance(trip_counts, Mapping):
+        raise InputError(
+            "trip_counts must map loop indices to trip counts; pass the compiled while loops "
+            "as compiled_loops"
         )
+    known = {int(i): int(n) for i, n in (trip_counts or {}).items()}
+    counted, identities = _count_module(module, known, {})
+    if compiled_loops is None or not identities:
         return counted
-    known = {i: int(n) for i, n in enumerate(listed) if n is not None}
-    return _count_module(module, known)
+    theirs = [LoopIdentity.of_compiled(loop) for loop in compiled_loops]
+    pairs, notes = match_loops(identities, theirs)
+    paired = {
+        i: {
+            "name": compiled_loops[j].get("name"),
+            "known_trip_count": compiled_loops[j].get("known_trip_count"),
+            "matched_by": how,
+        }
+        for i, (j, how) in pairs.items()
+    }
+    counted, _ = _count_module(module, known, paired)
+    counted["notes"].extend(notes)
+    return counted
 
 
-def _count_module(module: Any, known: dict[int, int]) -> dict[str, Any]:
+def _count_module(
+    module: Any, known: Mapping[int, int], compiled: Mapping[int, Mapping[str, Any]]
+) -> tuple[dict[str, Any], list[LoopIdentity]]:
     module = _as_module(module)
     with module.context:
         functions: dict[str, Any] = {}
@@ -865,7 +1023,7 @@ def _count_module(module: Any, known: dict[int, int]) -> dict[str, Any]:
         entry = _entry_function(functions)
         if entry is None:
             raise InputError("the StableHLO module has no public function to count")
-        walker = _Walker(functions, known)
+        walker = _Walker(functions, known, compiled)
         cost = walker.call(entry)
         func_type = _ir().FunctionType(
             _ir().TypeAttr(functions[entry].attributes["function_type"]).value
@@ -874,7 +1032,7 @@ def _count_module(module: Any, known: dict[int, int]) -> dict[str, Any]:
         notes = list(walker.notes)
         arg_bytes = _signature_bytes(func_type.inputs, by_dtype, notes, "argument")
         res_bytes = _signature_bytes(func_type.results, by_dtype, notes, "result")
-    return {
+    counted = {
         "entry": entry,
         "ops": dict(sorted(cost.ops.items())),
         "ops_static": dict(sorted(static.items())),
@@ -891,6 +1049,7 @@ def _count_module(module: Any, known: dict[int, int]) -> dict[str, Any]:
         "custom_calls": sorted(walker.custom_calls),
         "notes": notes,
     }
+    return counted, walker.identities
 
 
 def _entry_function(functions: Mapping[str, Any]) -> str | None:
@@ -905,463 +1064,15 @@ def _entry_function(functions: Mapping[str, Any]) -> str | None:
 
 
 # --------------------------------------------------------------------------------------------
-# The optimized HLO text
-# --------------------------------------------------------------------------------------------
-
-_HLO_ITEMSIZE = {
-    "pred": 1, "s2": 1, "u2": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2,
-    "s32": 4, "u32": 4, "s64": 8, "u64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8,
-    "c64": 8, "c128": 16, "tf32": 4,
-}  # fmt: skip
-_COLLECTIVES = (
-    "all-reduce",
-    "all-gather",
-    "reduce-scatter",
-    "collective-permute",
-    "all-to-all",
-    "ragged-all-to-all",
-    "collective-broadcast",
-)
-_NOT_KERNELS = frozenset(
-    {
-        "parameter",
-        "constant",
-        "tuple",
-        "get-tuple-element",
-        "bitcast",
-        "after-all",
-        "add-dependency",
-        "opt-barrier",
-        "domain",
-        "partition-id",
-        "replica-id",
-    }
-)
-
-
-@dataclass(frozen=True, slots=True)
-class _Instr:
-    name: str
-    shape: str
-    opcode: str
-    operands: list[str]
-    attrs: dict[str, str]
-
-
-@dataclass(slots=True)
-class _Computation:
-    name: str
-    entry: bool
-    instrs: list[_Instr] = field(default_factory=list)
-
-
-def _matching(text: str, start: int) -> int:
-    """Index just past the bracket that closes the one at ``text[start]`` (quotes respected)."""
-    depth = 0
-    i = start
-    quote = ""
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch == '"':
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return len(text)
-
-
-def _split_top(text: str) -> list[str]:
-    """Split at commas outside brackets and quotes."""
-    parts: list[str] = []
-    depth = 0
-    quote = ""
-    current: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\" and i + 1 < len(text):
-                current.append(ch + text[i + 1])
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-            i += 1
-            continue
-        current.append(ch)
-        i += 1
-    if "".join(current).strip():
-        parts.append("".join(current).strip())
-    return parts
-
-
-_HEADER = re.compile(r"^(ENTRY\s+)?%?([^\s(]+)\s*\(.*\)\s*->\s*.*\{$")
-
-
-def _parse_instruction(line: str) -> _Instr | None:
-    if " = " not in line:
-        return None
-    left, right = line.split(" = ", 1)
-    left = left.strip()
-    if left.startswith("ROOT "):
-        left = left[5:].strip()
-    name = left.lstrip("%")
-    right = right.strip()
-    if right.startswith("("):
-        end = _matching(right, 0)
-        shape, rest = right[:end], right[end:].strip()
-    else:
-        shape, _, rest = right.partition(" ")
-    paren = rest.find("(")
-    if paren <= 0:
-        return None
-    opcode = rest[:paren].strip()
-    close = _matching(rest, paren)
-    operand_text = re.sub(r"/\*.*?\*/", "", rest[paren + 1 : close - 1])
-    operands = [part.split()[-1].lstrip("%") for part in _split_top(operand_text) if part.split()]
-    attrs: dict[str, str] = {}
-    for item in _split_top(rest[close:].lstrip(", ")):
-        key, sep, value = item.partition("=")
-        if sep:
-            attrs[key.strip()] = value.strip()
-    return _Instr(name, shape, opcode, operands, attrs)
-
-
-def _parse_hlo(text: str) -> tuple[dict[str, _Computation], str | None]:
-    computations: dict[str, _Computation] = {}
-    entry: str | None = None
-    current: _Computation | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if current is None:
-            header = _HEADER.match(line)
-            if header and " = " not in line:
-                current = _Computation(header.group(2), bool(header.group(1)))
-                computations[current.name] = current
-                if current.entry:
-                    entry = current.name
-            continue
-        if line == "}":
-            current = None
-            continue
-        instr = _parse_instruction(line)
-        if instr is not None:
-            current.instrs.append(instr)
-    return computations, entry
-
-
-def _shape_bytes(shape: str) -> int | None:
-    """Bytes of all arrays in an HLO shape text such as ``(f32[8,4]{1,0}, s32[])``."""
-    total = 0
-    for dtype, dims in re.findall(r"\b([a-z][a-z0-9]*)\[([^\]]*)\]", shape):
-        size = _HLO_ITEMSIZE.get(dtype)
-        if size is None and dtype.startswith("f8"):
-            size = 1
-        if size is None:
-            return None
-        extents = [d.replace("<=", "") for d in dims.split(",") if d.strip()]
-        if not all(e.strip().isdigit() for e in extents):
-            return None
-        total += math.prod(int(e) for e in extents) * size
-    return total
-
-
-def _unquote(value: str) -> str:
-    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
-
-
-def _backend_config(instr: _Instr) -> dict[str, Any]:
-    raw = instr.attrs.get("backend_config")
-    if not raw:
-        return {}
-    try:
-        parsed = json.loads(raw)
-    except json.JSONDecodeError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
-def _known_trip_count(instr: _Instr) -> int | None:
-    trip = _backend_config(instr).get("known_trip_count")
-    if isinstance(trip, dict):
-        try:
-            return int(trip.get("n", ""))
-        except ValueError:
-            return None
-    return None
-
-
-def _callees(instr: _Instr, *keys: str) -> list[str]:
-    names: list[str] = []
-    for key in keys:
-        value = instr.attrs.get(key)
-        if value:
-            names.extend(n.strip().lstrip("%") for n in value.strip("{}").split(",") if n.strip())
-    return names
-
-
-def inspect_compiled(hlo_text: str) -> dict[str, Any]:
-    """Describe the optimized HLO (``compiled.as_text()``) of CPU or GPU backends.
-
-    Returns plain JSON::
-
-        {"fusions": {"count", "by_kind": {"kLoop": n, ...}, "by_backend_kind": {...}},
-         "custom_calls": [{"name", "target", "shape", "bytes"}],
-         "collectives": [{"op", "async", "shape", "bytes", "replica_groups",
-                          "source_target_pairs"}],
-         "while_loops": [{"name", "known_trip_count", "condition", "body"}],
-         "kernels": int, "kernels_static": int, "converts": int,
-         "opcodes": {opcode: count}, "entry": str | None, "notes": [str]}
-
-    ``kernels`` counts ENTRY instructions that launch work (fusions, custom calls and other ops,
-    not parameter/constant/tuple/get-tuple-element/bitcast; an async ``-start``/``-done`` pair
-    once); a while loop adds (condition + body kernels) x known trip count, ``kernels_static``
-    counts each loop once. ``while_loops`` is in post-order from ENTRY (inner loops first), the
-    order of :func:`count_stablehlo`'s ``loops``.
-    Raises InputError when the text holds no HLO computation.
-    """
-    if not isinstance(hlo_text, str):
-        raise InputError(f"inspect_compiled needs HLO text, got {type(hlo_text).__name__}")
-    computations, entry = _parse_hlo(hlo_text)
-    if not computations:
-        raise InputError("the HLO text holds no computation")
-    notes: list[str] = []
-    opcodes: Counter[str] = Counter()
-    by_kind: Counter[str] = Counter()
-    by_backend: Counter[str] = Counter()
-    custom_calls: list[dict[str, Any]] = []
-    collectives: list[dict[str, Any]] = []
-    done_of: dict[str, _Instr] = {}
-    async_wrapped: set[str] = set()  # computations run by async-start: listed through the start
-    for comp in computations.values():
-        for instr in comp.instrs:
-            if instr.opcode.endswith("-done") and instr.operands:
-                done_of[instr.operands[0]] = instr
-            if instr.opcode == "async-start":
-                async_wrapped.update(_callees(instr, "calls"))
-    for comp in computations.values():
-        for instr in comp.instrs:
-            opcodes[instr.opcode] += 1
-            if instr.opcode == "fusion":
-                by_kind[instr.attrs.get("kind", "unknown")] += 1
-                config = _backend_config(instr)
-                for key in ("fusion_backend_config", "fusion_config"):
-                    section = config.get(key)
-                    if isinstance(section, dict) and "kind" in section:
-                        by_backend[str(section["kind"])] += 1
-            elif instr.opcode == "custom-call":
-                target = _unquote(instr.attrs.get("custom_call_target", ""))
-                custom_calls.append(
-                    {
-                        "name": instr.name,
-                        "target": target,
-                        "shape": instr.shape,
-                        "bytes": _shape_bytes(instr.shape),
-                    }
-                )
-            collective = _collective(instr, computations, done_of)
-            if collective is not None and comp.name not in async_wrapped:
-                collectives.append(collective)
-    while_loops: list[dict[str, Any]] = []
-    kernels = kernels_static = 0
-    if entry is None:
-        notes.append("no ENTRY computation: kernels not counted")
-    else:
-        kernels, kernels_static = _count_kernels(
-            computations, entry, while_loops, notes, frozenset()
-        )
-        if any(loop["known_trip_count"] is not None for loop in while_loops):
-            notes.append("kernels: each while loop counts (condition + body) x its trip count")
-    return {
-        "entry": entry,
-        "fusions": {
-            "count": sum(by_kind.values()),
-            "by_kind": dict(sorted(by_kind.items())),
-            "by_backend_kind": dict(sorted(by_backend.items())),
-        },
-        "custom_calls": custom_calls,
-        "collectives": collectives,
-        "while_loops": while_loops,
-        "kernels": kernels,
-        "kernels_static": kernels_static,
-        "converts": opcodes.get("convert", 0),
-        "opcodes": dict(sorted(opcodes.items())),
-        "notes": notes,
-    }
-
-
-def _collective(
-    instr: _Instr, computations: Mapping[str, _Computation], done_of: Mapping[str, _Instr]
-) -> dict[str, Any] | None:
-    opcode = instr.opcode
-    base: str | None = None
-    is_async = False
-    source = instr
-    if opcode in _COLLECTIVES:
-        base = opcode
-    elif opcode.endswith("-start") and opcode[: -len("-start")] in _COLLECTIVES:
-        base, is_async = opcode[: -len("-start")], True
-    elif opcode == "async-start":
-        for callee in _callees(instr, "calls"):
-            for inner in computations.get(callee, _Computation(callee, False)).instrs:
-                if inner.opcode in _COLLECTIVES:
-                    base, is_async, source = inner.opcode, True, inner
-                    break
-            if base is not None:
-                break
-    if base is None:
-        return None
-    shape = instr.shape
-    if is_async:
-        done = done_of.get(instr.name)
-        shape = done.shape if done is not None else source.shape
-    return {
-        "op": base,
-        "async": is_async,
-        "shape": shape,
-        "bytes": _shape_bytes(shape),
-        "replica_groups": source.attrs.get("replica_groups"),
-        "source_target_pairs": source.attrs.get("source_target_pairs"),
-    }
-
-
-def _count_kernels(
-    computations: Mapping[str, _Computation],
-    name: str,
-    loops: list[dict[str, Any]],
-    notes: list[str],
-    stack: frozenset[str],
-) -> tuple[int, int]:
-    """(kernels with loops x trip count, kernels with each loop once) of one computation."""
-    comp = computations.get(name)
-    if comp is None or name in stack:
-        return 0, 0
-    inner_stack = stack | {name}
-    dynamic = static = 0
-    for instr in comp.instrs:
-        op = instr.opcode
-        if op in _NOT_KERNELS or op.endswith("-done") or op in ("async-update",):
-            continue
-        if op == "while":
-            cond = _callees(instr, "condition")
-            body = _callees(instr, "body")
-            d = s = 0
-            for callee in cond + body:
-                cd, cs = _count_kernels(computations, callee, loops, notes, inner_stack)
-                d, s = d + cd, s + cs
-            trip = _known_trip_count(instr)
-            loops.append(
-                {
-                    "name": instr.name,
-                    "known_trip_count": trip,
-                    "condition": cond[0] if cond else None,
-                    "body": body[0] if body else None,
-                }
-            )
-            if trip is None:
-                notes.append(f"while {instr.name}: no known_trip_count; its kernels counted once")
-            dynamic += d * (1 if trip is None else trip)
-            static += s
-        elif op == "conditional":
-            branches = _callees(
-                instr, "branch_computations", "true_computation", "false_computation"
-            )
-            counts = [_count_kernels(computations, b, loops, notes, inner_stack) for b in branches]
-            dynamic += max((c[0] for c in counts), default=0)
-            static += max((c[1] for c in counts), default=0)
-        elif op == "call":
-            for callee in _callees(instr, "to_apply"):
-                cd, cs = _count_kernels(computations, callee, loops, notes, inner_stack)
-                dynamic, static = dynamic + cd, static + cs
-        else:
-            dynamic += 1
-            static += 1
-    return dynamic, static
-
-
-# --------------------------------------------------------------------------------------------
-# Publishing the HLO text
-# --------------------------------------------------------------------------------------------
-
-_BLOCK_HEADERS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
-_SOURCE_ATTR = re.compile(
-    r',?\s*\bsource_(?:file|line|end_line|column|end_column)=(?:"(?:[^"\\]|\\.)*"|-?\d+)'
-)
-_UNIX_PATH = re.compile(r"(?<![\w.*)\]>])/(?:[^\s/\"',;{}()\[\]<>]+/)+[^\s/\"',;{}()\[\]<>]*")
-_WINDOWS_PATH = re.compile(r"\b[A-Za-z]:\\[^\s\"',;{}()\[\]<>]*")
-_SOURCE_FILE = re.compile(r"\b[\w\-.]+\.(?:py|pyc|ipynb)\b")
-
-
-def _drop_metadata(line: str) -> str:
-    out: list[str] = []
-    i = 0
-    while True:
-        j = line.find("metadata={", i)
-        if j < 0:
-            out.append(line[i:])
-            break
-        cut = j
-        prefix = line[i:cut]
-        if prefix.rstrip().endswith(","):
-            prefix = prefix.rstrip()[:-1]
-        out.append(prefix)
-        i = _matching(line, j + len("metadata="))
-    return "".join(out)
-
-
-def strip_metadata(hlo_text: str) -> str:
-    """HLO text fit to publish: no FileNames/FunctionNames/FileLocations/StackFrames blocks, no
-    ``metadata={...}`` attributes, no ``source_file=``/``source_line=``, no absolute paths or
-    source file names (replaced by ``<path>`` / ``<file>``)."""
-    lines: list[str] = []
-    skipping = False
-    for line in hlo_text.splitlines():
-        stripped = line.strip()
-        if stripped in _BLOCK_HEADERS:
-            skipping = True
-            continue
-        if skipping:
-            if stripped == "":
-                skipping = False
-            continue
-        line = _drop_metadata(line)
-        line = _SOURCE_ATTR.sub("", line)
-        line = _WINDOWS_PATH.sub("<path>", line)
-        line = _UNIX_PATH.sub("<path>", line)
-        line = _SOURCE_FILE.sub("<file>", line)
-        lines.append(line.rstrip())
-    text = "\n".join(lines)
-    text = re.sub(r"\n{3,}", "\n\n", text).strip("\n")
-    return text + "\n"
-
-
-# --------------------------------------------------------------------------------------------
 # One call for a workload
 # --------------------------------------------------------------------------------------------
 
 
 def count_workload(fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
     """Lower and compile ``fn(*args)`` once; return ``{"stablehlo": count_stablehlo(...),
-    "compiled": inspect_compiled(...)}``, with the compiled HLO's ``known_trip_count`` used for
-    loops whose trip count the condition region does not give.
+    "compiled": inspect_compiled(...)}``, the program's loops paired with the compiled while
+    loops (:func:`match_loops`), whose ``known_trip_count`` serves loops whose trip count the
+    condition region does not give.
 
     Raises InputError when ``fn`` is not callable or cannot be lowered/compiled with ``args``.
     """
@@ -1380,6 +1091,5 @@ def count_workload(fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
         ) from exc
     module = lowered.compiler_ir("stablehlo")
     inspected = inspect_compiled(str(compiled.as_text()))
-    trips = [loop["known_trip_count"] for loop in inspected["while_loops"]]
-    counted = count_stablehlo(module, trips)
+    counted = count_stablehlo(module, compiled_loops=inspected["while_loops"])
     return {"stablehlo": counted, "compiled": inspected}

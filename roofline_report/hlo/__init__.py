@@ -1,0 +1,34 @@
+"""Reading XLA programs: the optimized HLO as an IR, what the compiled program runs, and our own
+count of the StableHLO.
+
+* :mod:`roofline_report.hlo.ir`: the one reader of optimized HLO text (:func:`parse_module`).
+* :mod:`roofline_report.hlo.compiled`: :func:`inspect_compiled`, :func:`collective_records`,
+  :func:`while_loops` and :func:`strip_metadata`, all on top of the IR.
+* :mod:`roofline_report.hlo.stablehlo_count`: :func:`count_stablehlo` (the MLIR walk),
+  :func:`match_loops` and :func:`count_workload`.
+
+Importing this package does not import jax.
+"""
+
+from __future__ import annotations
+
+from roofline_report.hlo.compiled import (
+    collective_records,
+    inspect_compiled,
+    strip_metadata,
+    while_loops,
+)
+from roofline_report.hlo.ir import Module, parse_module
+from roofline_report.hlo.stablehlo_count import count_stablehlo, count_workload, match_loops
+
+__all__ = [
+    "Module",
+    "collective_records",
+    "count_stablehlo",
+    "count_workload",
+    "inspect_compiled",
+    "match_loops",
+    "parse_module",
+    "strip_metadata",
+    "while_loops",
+]

@@ -1,0 +1,857 @@
+"""The optimized HLO text (``compiled.as_text()``) read into frozen dataclasses.
+
+:func:`parse_module` is the one reader of that text in the project. It keeps what a later pass
+needs to reason about the program the runtime launches:
+
+* the module: its name, header attributes (``num_partitions``, ``replica_count``, ...), the entry
+  computation, every computation in order, and the source tables printed above them
+  (``FileNames``, ``FunctionNames``, ``FileLocations``, ``StackFrames``);
+* each computation: its instructions in order, its root, and the roles its callers give it
+  (fusion body, loop body, loop condition, reducer, branch, called, async-wrapped);
+* each instruction: name, opcode, typed result :class:`Shape` (tuples nested), operand names and
+  their shapes resolved from the defining instruction in the same computation (or from the type
+  printed beside the operand), raw attributes, the computations it calls by role, fusion kind,
+  custom-call target, JSON backend config, ``known_trip_count``, metadata ``op_name``, the source
+  file/line/column (from ``source_file=``/``source_line=`` or by resolving ``stack_frame_id``
+  through the tables), replica groups decoded, ``source_target_pairs`` and ``channel_id``.
+
+File paths are kept as written in the text: scrubbing them is the caller's job. Nothing here
+imports jax. A line the reader does not understand is skipped, never an error: the text is
+XLA's, and its spelling drifts between versions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Array",
+    "Callee",
+    "Computation",
+    "Instruction",
+    "Module",
+    "ReplicaGroups",
+    "Shape",
+    "SourceLocation",
+    "dtype_bits",
+    "parse_module",
+    "parse_replica_groups",
+    "parse_shape",
+]
+
+# --------------------------------------------------------------------------------------------
+# Element types and shapes
+# --------------------------------------------------------------------------------------------
+
+_FIXED_BITS = {"pred": 8, "bf16": 16, "tf32": 32, "c64": 64, "c128": 128, "token": 0}
+_WIDTH = re.compile(r"^(?:[su]|f)(?P<bits>\d+)(?:e\d+m\d+\w*)?$")
+
+
+def dtype_bits(dtype: str) -> int | None:
+    """Bits of one value of an HLO element type: ``pred`` 8, ``s4`` 4, ``bf16`` 16,
+    ``f8e4m3fn`` 8, ``c64`` 64, ``token`` 0; None for types of unknown width (``opaque``)."""
+    if dtype in _FIXED_BITS:
+        return _FIXED_BITS[dtype]
+    match = _WIDTH.match(dtype)
+    return int(match["bits"]) if match else None
+
+
+def _storage_bits(dtype: str, layout: str) -> int | None:
+    """Bits one element occupies in memory: sub-byte types take a whole byte unless the layout
+    packs them (``{0:E(4)}``), as XLA's ``ShapeUtil::ByteSizeOf`` counts them."""
+    bits = dtype_bits(dtype)
+    if bits is None or bits == 0:
+        return bits
+    packed = re.search(r"E\((\d+)\)", layout)
+    if packed:
+        return int(packed.group(1))
+    return max(8, bits)
+
+
+@dataclass(frozen=True, slots=True)
+class Array:
+    """One dense array of a shape: element type, dimensions (bounds for dynamic ones)."""
+
+    dtype: str
+    dims: tuple[int, ...]
+    layout: str = ""
+    dynamic: bool = False
+
+    @property
+    def elements(self) -> int:
+        return math.prod(self.dims)
+
+    @property
+    def nbytes(self) -> int | None:
+        """Bytes in memory (tokens 0); None for an element type of unknown width."""
+        bits = _storage_bits(self.dtype, self.layout)
+        return None if bits is None else -(-self.elements * bits // 8)
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """An HLO shape: an array (``array`` set) or a tuple of shapes (``elements``)."""
+
+    array: Array | None = None
+    elements: tuple[Shape, ...] = ()
+    text: str = ""
+
+    @property
+    def is_tuple(self) -> bool:
+        return self.array is None
+
+    def arrays(self) -> Iterator[Array]:
+        """Every array, tuples flattened in order (tokens included)."""
+        if self.array is not None:
+            yield self.array
+        for element in self.elements:
+            yield from element.arrays()
+
+    @property
+    def nbytes(self) -> int | None:
+        """Bytes of all arrays (a tuple sums its elements); None when one is of unknown width."""
+        total = 0
+        for array in self.arrays():
+            size = array.nbytes
+            if size is None:
+                return None
+            total += size
+        return total
+
+    def bytes_by_dtype(self) -> dict[str, int]:
+        """Bytes per element type (types of unknown width and tokens left out)."""
+        out: dict[str, int] = {}
+        for array in self.arrays():
+            size = array.nbytes
+            if size:
+                out[array.dtype] = out.get(array.dtype, 0) + size
+        return out
+
+    def element(self, index: int) -> Shape | None:
+        """The ``index``-th element of a tuple shape, or None."""
+        return self.elements[index] if 0 <= index < len(self.elements) else None
+
+
+_ARRAY_TEXT = re.compile(
+    r"(?P<dtype>[a-z][a-z0-9]*)\[(?P<dims>[^\]]*)\](?P<layout>\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})?"
+)
+
+
+def parse_shape(text: str) -> Shape | None:
+    """The :class:`Shape` of an HLO shape text (``f32[8,4]{1,0}``, ``(s32[], bf16[2]{0})``,
+    ``token[]``); None when the text is not a shape."""
+    text = re.sub(r"/\*.*?\*/", "", text).strip()
+    shape, end = _shape_at(text, 0)
+    if shape is None or text[end:].strip():
+        return None
+    return shape
+
+
+def _shape_at(text: str, start: int) -> tuple[Shape | None, int]:
+    i = start
+    while i < len(text) and text[i] == " ":
+        i += 1
+    if i < len(text) and text[i] == "(":
+        elements: list[Shape] = []
+        i += 1
+        while True:
+            while i < len(text) and text[i] in " ,":
+                i += 1
+            if i < len(text) and text[i] == ")":
+                return Shape(None, tuple(elements), text[start:i + 1].strip()), i + 1
+            element, i = _shape_at(text, i)
+            if element is None:
+                return None, i
+            elements.append(element)
+    match = _ARRAY_TEXT.match(text, i)
+    if match is None:
+        return None, i
+    dims: list[int] = []
+    dynamic = False
+    for part in (p.strip() for p in match["dims"].split(",")):
+        if not part:
+            continue
+        if part.startswith("<="):
+            dynamic, part = True, part[2:]
+        if part == "?":
+            dynamic, part = True, "0"
+        if not part.isdigit():
+            return None, i
+        dims.append(int(part))
+    array = Array(match["dtype"], tuple(dims), match["layout"] or "", dynamic)
+    return Shape(array, (), match.group(0)), match.end()
+
+
+# --------------------------------------------------------------------------------------------
+# Replica groups
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaGroups:
+    """Decoded ``replica_groups``: ``groups`` lists each group's devices (``()`` for ``{}``:
+    one group of every device); None when only the size could be read. ``size`` is the
+    devices per group, None when every device (``{}``) or unreadable (``text`` is kept)."""
+
+    groups: tuple[tuple[int, ...], ...] | None
+    size: int | None
+    text: str
+
+    def group_size(self, num_devices: int) -> int | None:
+        """Devices per group, ``num_devices`` for ``{}``; None when unreadable."""
+        if self.groups == ():
+            return num_devices
+        return self.size
+
+
+def _iota(dims: Sequence[int], perm: Sequence[int] | None) -> list[int]:
+    devices = np.arange(math.prod(dims)).reshape(tuple(dims))
+    if perm is not None:
+        devices = devices.transpose(tuple(perm))
+    return [int(d) for d in devices.reshape(-1)]
+
+
+_IOTA = re.compile(r"^\[(?P<shape>[\d,\s]+)\]<=\[(?P<dims>[\d,\s]+)\](?:T\((?P<perm>[\d,\s]+)\))?")
+_MESH = re.compile(r"^(?P<kind>maximal_mesh|mesh)\[(?P<axes>[^\]]*)\]")
+_MESH_AXIS = re.compile(r"^'?(?P<name>[^'=]+?)'?=(?P<size>\d+)$")
+_GROUP_AXIS = re.compile(r"^'?(?P<name>[^':]+?)'?(?::\((?P<pre>\d+)\)(?P<size>\d+))?$")
+
+
+def _ints(text: str) -> list[int]:
+    return [int(v) for v in re.findall(r"\d+", text)]
+
+
+def parse_replica_groups(text: str) -> ReplicaGroups:
+    """Decode a ``replica_groups`` value in any of XLA's spellings.
+
+    ``{{0,1,2,3},{4,5,6,7}}`` (explicit; ``{}`` means all devices), ``[2,4]<=[8]`` and
+    ``[4,2]<=[2,4]T(1,0)`` (iota: groups x size over a reshaped, transposed iota),
+    ``mesh['x'=2,'y'=4] {'y'}`` (the devices along the named axes; ``device_ids=(...)`` gives the
+    mesh's device order; a sub-axis ``'y':(1)2`` its own part of an axis) and
+    ``maximal_mesh[device_id=3] {}`` (one device). Never raises: an unreadable value gives
+    ``ReplicaGroups(None, None, text)``.
+    """
+    text = text.strip()
+    unreadable = ReplicaGroups(None, None, text)
+    if text.startswith("{"):
+        body = text[1:-1].strip() if text.endswith("}") else ""
+        if not body:
+            return ReplicaGroups((), None, text)
+        found = re.findall(r"\{([^{}]*)\}", body)
+        if not found:
+            return unreadable
+        groups = tuple(tuple(_ints(g)) for g in found)
+        return ReplicaGroups(groups, len(groups[0]), text)
+    iota = _IOTA.match(text)
+    if iota:
+        shape = _ints(iota["shape"])
+        dims = _ints(iota["dims"])
+        perm = _ints(iota["perm"]) if iota["perm"] else None
+        if len(shape) != 2 or math.prod(shape) != math.prod(dims):
+            return ReplicaGroups(None, shape[-1] if shape else None, text)
+        flat = _iota(dims, perm)
+        groups = tuple(tuple(flat[g * shape[1] : (g + 1) * shape[1]]) for g in range(shape[0]))
+        return ReplicaGroups(groups, shape[1], text)
+    mesh = _MESH.match(text)
+    if mesh:
+        return _mesh_groups(mesh, text)
+    return unreadable
+
+
+def _mesh_groups(mesh: re.Match[str], text: str) -> ReplicaGroups:
+    unreadable = ReplicaGroups(None, None, text)
+    rest = text[mesh.end() :]
+    device_text = None
+    device_ids = re.match(r",?\s*device_ids=\(", rest)
+    position = 0
+    if device_ids:
+        depth, position = 1, device_ids.end()
+        while depth and position < len(rest):
+            depth += {"(": 1, ")": -1}.get(rest[position], 0)
+            position += 1
+        if depth:
+            return unreadable
+        device_text = rest[device_ids.end() : position - 1]
+    selected_match = re.match(r"\s*\{(?P<group>[^}]*)\}", rest[position:])
+    if selected_match is None:
+        return unreadable
+    if mesh["kind"] == "maximal_mesh":
+        ids = _ints(mesh["axes"])
+        return ReplicaGroups(((ids[0],),) if ids else None, 1, text)
+    axes: list[tuple[str, int]] = []
+    for entry in filter(None, (e.strip() for e in mesh["axes"].split(","))):
+        axis = _MESH_AXIS.match(entry)
+        if axis is None:
+            return unreadable
+        axes.append((axis["name"], int(axis["size"])))
+    sizes = dict(axes)
+    selected: list[tuple[str, int | None, int | None]] = []  # name, pre, size of a sub-axis
+    for entry in filter(None, (e.strip() for e in selected_match["group"].split(","))):
+        axis = _GROUP_AXIS.match(entry)
+        if axis is None or axis["name"] not in sizes:
+            return unreadable
+        pre = int(axis["pre"]) if axis["pre"] is not None else None
+        size = int(axis["size"]) if axis["size"] is not None else None
+        selected.append((axis["name"], pre, size))
+    group_size = math.prod(s if s is not None else sizes[n] for n, _, s in selected)
+    total = math.prod(sizes.values())
+    devices = list(range(total))
+    if device_text is not None:
+        iota = _IOTA.match(f"[{total}]<=" + device_text.strip()) if device_text.strip(
+        ).startswith("[") else None
+        if iota:
+            devices = _iota(_ints(iota["dims"]), _ints(iota["perm"]) if iota["perm"] else None)
+        else:
+            devices = _ints(device_text)
+        if len(devices) != total:
+            return ReplicaGroups(None, group_size, text)
+    # Split each mesh axis around the sub-axes chosen from it (one sub-axis per axis is read).
+    dims: list[int] = []
+    names: list[str | None] = []
+    for name, size in axes:
+        subs = [(p, s) for n, p, s in selected if n == name and s is not None]
+        if len(subs) > 1 or (subs and size % ((subs[0][0] or 1) * subs[0][1])):
+            return ReplicaGroups(None, group_size, text)
+        if subs:
+            pre, sub = subs[0][0] or 1, subs[0][1]
+            dims += [pre, sub, size // (pre * sub)]
+            names += [None, name, None]
+        else:
+            dims.append(size)
+            names.append(name)
+    grid = np.array(devices).reshape(tuple(dims))
+    group_axes = [names.index(n) for n, _, _ in selected]
+    other_axes = [i for i in range(len(dims)) if i not in group_axes]
+    ordered = grid.transpose((*other_axes, *group_axes)).reshape(-1, group_size)
+    groups = tuple(tuple(int(d) for d in row) for row in ordered)
+    return ReplicaGroups(groups, group_size, text)
+
+
+# --------------------------------------------------------------------------------------------
+# Module, computations, instructions
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """Where an instruction came from: the file as written in the IR, line and column (0 when
+    not given), and the function name when the stack-frame tables give it."""
+
+    file: str
+    line: int
+    column: int = 0
+    function: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Callee:
+    """A computation an instruction calls, and how: ``calls`` (fusion, async, custom call),
+    ``to_apply``, ``body``, ``condition``, ``branch_computations``, ``true_computation``, ..."""
+
+    role: str
+    computation: str
+
+
+_CALLEE_KEYS = (
+    "calls",
+    "to_apply",
+    "body",
+    "condition",
+    "branch_computations",
+    "true_computation",
+    "false_computation",
+    "select",
+    "scatter",
+    "called_computations",
+)
+_REDUCER_OPCODES = frozenset(
+    {
+        "reduce",
+        "reduce-window",
+        "all-reduce",
+        "all-reduce-start",
+        "reduce-scatter",
+        "scatter",
+        "select-and-scatter",
+        "sort",
+        "map",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Instruction:
+    """One HLO instruction as written; derived fields are read once at parse time."""
+
+    name: str
+    opcode: str
+    shape: Shape
+    operands: tuple[str, ...]
+    operand_shapes: tuple[Shape | None, ...]
+    attributes: Mapping[str, str]
+    is_root: bool = False
+    callees: tuple[Callee, ...] = ()
+    fusion_kind: str | None = None
+    custom_call_target: str | None = None
+    backend_config: Mapping[str, Any] | None = None
+    known_trip_count: int | None = None
+    op_name: str | None = None
+    source: SourceLocation | None = None
+    replica_groups: ReplicaGroups | None = None
+    source_target_pairs: tuple[tuple[int, int], ...] | None = None
+    channel_id: int | None = None
+    parameter_number: int | None = None
+
+    def called(self, *roles: str) -> list[str]:
+        """Names of the computations called in these roles (all roles when none given)."""
+        return [c.computation for c in self.callees if not roles or c.role in roles]
+
+    @property
+    def operand_bytes(self) -> int | None:
+        """Bytes of all operands; None when one's shape is unknown."""
+        total = 0
+        for shape in self.operand_shapes:
+            size = None if shape is None else shape.nbytes
+            if size is None:
+                return None
+            total += size
+        return total
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Computation:
+    """A computation: its instructions in order, its root, and the roles its callers give it
+    (``fusion``, ``loop_body``, ``loop_condition``, ``reducer``, ``branch``, ``called``,
+    ``async``)."""
+
+    name: str
+    instructions: tuple[Instruction, ...]
+    is_entry: bool = False
+    roles: frozenset[str] = frozenset()
+    _by_name: Mapping[str, Instruction] = field(default_factory=dict, repr=False)
+
+    @property
+    def root(self) -> Instruction | None:
+        for instr in self.instructions:
+            if instr.is_root:
+                return instr
+        return self.instructions[-1] if self.instructions else None
+
+    @property
+    def is_fusion_body(self) -> bool:
+        return "fusion" in self.roles
+
+    @property
+    def is_loop_body(self) -> bool:
+        return "loop_body" in self.roles
+
+    @property
+    def is_loop_condition(self) -> bool:
+        return "loop_condition" in self.roles
+
+    @property
+    def is_reducer(self) -> bool:
+        return "reducer" in self.roles
+
+    def instruction(self, name: str) -> Instruction | None:
+        return self._by_name.get(name)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Module:
+    """An HLO module: header attributes, source tables, computations in order."""
+
+    name: str
+    attributes: Mapping[str, str]
+    entry: str | None
+    computations: Mapping[str, Computation]
+    file_names: Mapping[int, str] = field(default_factory=dict)
+    function_names: Mapping[int, str] = field(default_factory=dict)
+    file_locations: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
+    stack_frames: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
+
+    @property
+    def entry_computation(self) -> Computation | None:
+        return None if self.entry is None else self.computations.get(self.entry)
+
+    @property
+    def device_count(self) -> int:
+        """``num_partitions`` x ``replica_count`` from the header (1 each when absent)."""
+        count = 1
+        for key in ("num_partitions", "replica_count"):
+            value = self.attributes.get(key, "1")
+            count *= int(value) if value.isdigit() else 1
+        return count
+
+    def instructions(self) -> Iterator[tuple[Computation, Instruction]]:
+        """Every (computation, instruction) in text order."""
+        for comp in self.computations.values():
+            for instr in comp.instructions:
+                yield comp, instr
+
+    def stack_location(self, frame_id: int) -> SourceLocation | None:
+        """The innermost source location of a ``stack_frame_id`` (the frame's own location)."""
+        frame = self.stack_frames.get(frame_id)
+        if frame is None:
+            return None
+        location = self.file_locations.get(frame.get("file_location_id", -1))
+        if location is None:
+            return None
+        file = self.file_names.get(location.get("file_name_id", -1))
+        if file is None:
+            return None
+        return SourceLocation(
+            file,
+            location.get("line", 0),
+            location.get("column", 0),
+            self.function_names.get(location.get("function_name_id", -1), ""),
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Text helpers
+# --------------------------------------------------------------------------------------------
+
+
+def matching(text: str, start: int) -> int:
+    """Index just past the bracket that closes the one at ``text[start]`` (quotes respected)."""
+    depth = 0
+    i = start
+    quote = ""
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch == '"':
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return len(text)
+
+
+def split_top(text: str) -> list[str]:
+    """Split at commas outside brackets and quotes."""
+    parts: list[str] = []
+    depth = 0
+    quote = ""
+    current: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\" and i + 1 < len(text):
+                current.append(ch + text[i + 1])
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+            i += 1
+            continue
+        current.append(ch)
+        i += 1
+    if "".join(current).strip():
+        parts.append("".join(current).strip())
+    return parts
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value
+
+
+_META_ITEM = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
+
+
+def _metadata(raw: str) -> dict[str, str]:
+    body = raw.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    return {key: _unquote(value) for key, value in _META_ITEM.findall(body)}
+
+
+def _as_int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# The parser
+# --------------------------------------------------------------------------------------------
+
+_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+_HEADER = re.compile(r"^(ENTRY\s+)?%?([^\s(]+)\s*\(.*\)\s*->\s*.*\{$")
+
+
+@dataclass(slots=True)
+class _RawInstr:
+    name: str
+    shape: Shape
+    opcode: str
+    operands: list[str]
+    typed_operands: list[Shape | None]
+    attributes: dict[str, str]
+    is_root: bool
+    parameter_number: int | None
+
+
+@dataclass(slots=True)
+class _RawComp:
+    name: str
+    is_entry: bool
+    instrs: list[_RawInstr] = field(default_factory=list)
+
+
+def _parse_line(line: str) -> _RawInstr | None:
+    if " = " not in line:
+        return None
+    left, right = line.split(" = ", 1)
+    left = left.strip()
+    is_root = left.startswith("ROOT ")
+    if is_root:
+        left = left[5:].strip()
+    name = left.lstrip("%")
+    if not name or " " in name:
+        return None
+    right = right.strip()
+    if right.startswith("("):
+        end = matching(right, 0)
+        shape_text, rest = right[:end], right[end:].strip()
+    else:
+        shape_text, _, rest = right.partition(" ")
+    shape = parse_shape(shape_text)
+    paren = rest.find("(")
+    if shape is None or paren <= 0:
+        return None
+    opcode = rest[:paren].strip()
+    close = matching(rest, paren)
+    inside = re.sub(r"/\*.*?\*/", "", rest[paren + 1 : close - 1])
+    operands: list[str] = []
+    typed: list[Shape | None] = []
+    parameter_number = None
+    if opcode == "parameter":
+        parameter_number = _as_int(inside.strip())
+    elif opcode != "constant":
+        for part in split_top(inside):
+            words = part.split()
+            if not words:
+                continue
+            operands.append(words[-1].lstrip("%"))
+            typed.append(parse_shape(part[: part.rfind(words[-1])]) if len(words) > 1 else None)
+    attributes: dict[str, str] = {}
+    for item in split_top(rest[close:].lstrip(", ")):
+        key, sep, value = item.partition("=")
+        if sep:
+            attributes[key.strip()] = value.strip()
+    return _RawInstr(name, shape, opcode, operands, typed, attributes, is_root, parameter_number)
+
+
+def _table_entry(line: str) -> tuple[int, str] | None:
+    number, _, value = line.strip().partition(" ")
+    return (int(number), value.strip()) if number.isdigit() else None
+
+
+def parse_module(text: str) -> Module:
+    """Read optimized HLO text into a :class:`Module` (see the module docstring).
+
+    Raises TypeError when ``text`` is not a string; text without any computation gives a module
+    with none (the caller decides whether that is an error).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"HLO text must be a string, got {type(text).__name__}")
+    name = ""
+    header: dict[str, str] = {}
+    tables: dict[str, dict[int, str]] = {t: {} for t in _TABLES}
+    table: str | None = None
+    raws: list[_RawComp] = []
+    current: _RawComp | None = None
+    for raw_line in text.splitlines():
+        line = raw_line.strip()
+        if current is None:
+            if line.startswith("HloModule "):
+                first, *rest = split_top(line[len("HloModule ") :])
+                name = first.strip()
+                for item in rest:
+                    key, sep, value = item.partition("=")
+                    if sep:
+                        header[key.strip()] = value.strip()
+                continue
+            if line in _TABLES:
+                table = line
+                continue
+            if table is not None:
+                entry = _table_entry(line) if line else None
+                if entry is None:
+                    table = None
+                else:
+                    tables[table][entry[0]] = entry[1]
+                    continue
+            match = _HEADER.match(line)
+            if match and " = " not in line:
+                current = _RawComp(match.group(2), bool(match.group(1)))
+                raws.append(current)
+            continue
+        if line == "}":
+            current = None
+            continue
+        instr = _parse_line(line)
+        if instr is not None:
+            current.instrs.append(instr)
+    return _build(name, header, tables, raws)
+
+
+def _numbers(value: str) -> dict[str, int]:
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(-?\d+)", value)}
+
+
+def _build(
+    name: str, header: dict[str, str], tables: dict[str, dict[int, str]], raws: list[_RawComp]
+) -> Module:
+    roles: dict[str, set[str]] = {}
+    for comp in raws:
+        for instr in comp.instrs:
+            for callee in _callees(instr.attributes):
+                roles.setdefault(callee.computation, set()).add(_role(instr.opcode, callee.role))
+    shell = Module(
+        name,
+        MappingProxyType(dict(header)),
+        None,
+        {},
+        file_names={k: _unquote(v) for k, v in tables["FileNames"].items()},
+        function_names={k: _unquote(v) for k, v in tables["FunctionNames"].items()},
+        file_locations={k: _numbers(v) for k, v in tables["FileLocations"].items()},
+        stack_frames={k: _numbers(v) for k, v in tables["StackFrames"].items()},
+    )
+    computations: dict[str, Computation] = {}
+    entry: str | None = None
+    for comp in raws:
+        shapes = {raw.name: raw.shape for raw in comp.instrs}
+        instrs = [_instruction(raw, shapes, shell) for raw in comp.instrs]
+        computations[comp.name] = Computation(
+            comp.name,
+            tuple(instrs),
+            comp.is_entry,
+            frozenset(roles.get(comp.name, set())),
+            MappingProxyType({i.name: i for i in instrs}),
+        )
+        if comp.is_entry:
+            entry = comp.name
+    return Module(
+        name,
+        shell.attributes,
+        entry,
+        MappingProxyType(computations),
+        shell.file_names,
+        shell.function_names,
+        shell.file_locations,
+        shell.stack_frames,
+    )
+
+
+def _role(opcode: str, key: str) -> str:
+    if opcode == "fusion":
+        return "fusion"
+    if opcode == "while":
+        return "loop_body" if key == "body" else "loop_condition"
+    if opcode in _REDUCER_OPCODES and key in ("to_apply", "select", "scatter"):
+        return "reducer"
+    if opcode == "conditional":
+        return "branch"
+    if opcode.startswith("async") or opcode.endswith("-start"):
+        return "async"
+    return "called"
+
+
+def _callees(attributes: Mapping[str, str]) -> list[Callee]:
+    out: list[Callee] = []
+    for key in _CALLEE_KEYS:
+        value = attributes.get(key)
+        if value:
+            for part in value.strip("{}").split(","):
+                if part.strip():
+                    out.append(Callee(key, part.strip().lstrip("%")))
+    return out
+
+
+def _instruction(raw: _RawInstr, shapes: Mapping[str, Shape], module: Module) -> Instruction:
+    attrs = raw.attributes
+    meta = _metadata(attrs.get("metadata", ""))
+    config: Mapping[str, Any] | None = None
+    raw_config = attrs.get("backend_config")
+    if raw_config:
+        try:
+            parsed = json.loads(raw_config)
+        except json.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict):
+            config = MappingProxyType(parsed)
+    trip = None
+    if config is not None and isinstance(config.get("known_trip_count"), dict):
+        trip = _as_int(str(config["known_trip_count"].get("n", "")))
+    source: SourceLocation | None = None
+    if "source_file" in meta:
+        source = SourceLocation(meta["source_file"], _as_int(meta.get("source_line")) or 0)
+    elif "stack_frame_id" in meta:
+        frame = _as_int(meta["stack_frame_id"])
+        source = None if frame is None else module.stack_location(frame)
+    groups_text = attrs.get("replica_groups")
+    if groups_text is not None and "device_ids" in attrs:  # split at its comma by split_top
+        groups_text = f"{groups_text}, device_ids={attrs['device_ids']}"
+    pairs = None
+    if "source_target_pairs" in attrs:
+        found = re.findall(r"\{\s*(\d+)\s*,\s*(\d+)\s*\}", attrs["source_target_pairs"])
+        pairs = tuple((int(a), int(b)) for a, b in found)
+    operand_shapes = tuple(
+        typed if typed is not None else shapes.get(name)
+        for name, typed in zip(raw.operands, raw.typed_operands, strict=True)
+    )
+    target = attrs.get("custom_call_target")
+    return Instruction(
+        name=raw.name,
+        opcode=raw.opcode,
+        shape=raw.shape,
+        operands=tuple(raw.operands),
+        operand_shapes=operand_shapes,
+        attributes=MappingProxyType(dict(attrs)),
+        is_root=raw.is_root,
+        callees=tuple(_callees(attrs)),
+        fusion_kind=attrs.get("kind") if raw.opcode == "fusion" else None,
+        custom_call_target=None if target is None else _unquote(target),
+        backend_config=config,
+        known_trip_count=trip,
+        op_name=meta.get("op_name"),
+        source=source,
+        replica_groups=None if groups_text is None else parse_replica_groups(groups_text),
+        source_target_pairs=pairs,
+        channel_id=_as_int(attrs.get("channel_id")),
+        parameter_number=raw.parameter_number,
+    )
