@@ -9,7 +9,7 @@ from __future__ import annotations
 import concurrent.futures
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import jax
 
@@ -44,6 +44,13 @@ class RunOptions:
     user_workloads: tuple[Workload, ...] = ()
     config_source: str | None = None
     config_path: str | None = None  # the config file, for the sharding child; not in JSON
+    origin: Literal["command line", "python"] = "command line"  # who asked: words of reasons
+
+    def not_asked(self, flag: str) -> str:
+        """Why a part was not measured, in the words of whoever asked for this run."""
+        if self.origin == "python":
+            return "not measured by roofline_report.analyze()"
+        return f"skipped with {flag}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +62,7 @@ class RunOptions:
             "builtin": self.builtin,
             "preset": self.preset,
             "config": self.config_source,
+            "origin": self.origin,
         }
 
     def assumptions_json(self) -> dict[str, Any]:
@@ -98,7 +106,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
         say("ceilings of this machine")
         results["ceilings"] = _ceilings(options.quick, say, skips)
     else:
-        results["ceilings"] = {"available": False, "reason": "skipped with --no-ceilings"}
+        results["ceilings"] = {"available": False, "reason": options.not_asked("--no-ceilings")}
 
     workloads = [*(catalog() if options.builtin else []), *options.user_workloads]
     records = []
@@ -120,7 +128,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
         say("lab notebook: experiments")
         results["lab"] = _lab(options.quick, ceilings_json, say, skips)
     else:
-        results["lab"] = {"available": False, "reason": "skipped with --no-experiments"}
+        results["lab"] = {"available": False, "reason": options.not_asked("--no-experiments")}
     if pool is not None and pending_sharding is None:
         pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path)
 
@@ -128,7 +136,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
         say("sharded workloads (subprocess)")
         results["sharding"] = _sharding_result(pending_sharding.result(), skips)
     else:
-        results["sharding"] = {"available": False, "reason": "skipped with --no-sharding"}
+        results["sharding"] = {"available": False, "reason": options.not_asked("--no-sharding")}
 
     if pool is not None:
         pool.shutdown(wait=True)

@@ -485,11 +485,21 @@ def _dims_text(dims: Mapping[str, Any] | None) -> str:
 def _sweeps(results: Mapping[str, Any]) -> dict[str, Any]:
     sm = results.get("sweep_model")
     if not results.get("sweeps"):
-        return {"available": False, "reason": "no sweeps in this run (--no-sweeps)"}
+        options = results.get("options") or {}
+        if options.get("sweeps", True):
+            why = "no workload in this run declares a sweep"
+        elif options.get("origin") == "python":
+            why = "roofline_report.analyze() runs no sweeps"
+        else:
+            why = "no sweeps in this run (--no-sweeps)"
+        return {"available": False, "reason": why}
     if not sm:
         return {
             "available": False,
-            "reason": "the sweeps need this machine's measured ceilings (--no-ceilings?)",
+            "reason": "the sweeps are predicted from this machine's measured ceilings, "
+            + ("which this run did not measure"
+               if not (results.get("options") or {}).get("ceilings", True)
+               else "which could not be measured (see what was not available)"),
         }
     rows = []
     for w in sm["workloads"]:

@@ -122,6 +122,7 @@ class Options(Record):
     builtin: bool
     preset: str | None  # a chip preset asked for by name (else matched to the device)
     config: str | None  # the config file's name, when one was given
+    origin: Literal["command line", "python"] = "command line"  # who asked for the run
 
 
 class Assumptions(Record):

@@ -232,6 +232,7 @@ def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
     label = f"{_API} out={str(out)!r}"
     output.check_destination(destination, label=label)
     options = measure.RunOptions(quick=quick, ceilings=ceilings, sweeps=False, sharding=False,
+                                 origin="python",
                                  builtin=False, user_workloads=(w,))
     data = measure.run(options)
     output.write_results(destination, data, label=label)

@@ -55,6 +55,10 @@ def test_analyze_writes_a_report(tmp_path: Path) -> None:
     roofline_report.analyze(_layer, x, x, name="<b>mine</b>", out=tmp_path / "r")
     html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert "&lt;b&gt;mine&lt;/b&gt;" in html and "<b>mine</b>" not in html
+    # The report speaks of what this call did, not of command-line flags nobody passed.
+    md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert "not measured by roofline\\_report.analyze()" in md
+    assert "--no-" not in md and "--no-" not in html
 
 
 def test_analyze_rejects_bad_arguments() -> None:
