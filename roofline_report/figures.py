@@ -178,7 +178,8 @@ def seed_roofline(seed_model: Mapping[str, Any]) -> FigureOut:
         ax.annotate(f"n={n}", (x, y / 1e9), textcoords="offset points", xytext=(-8, 6),
                     fontsize=7)
     _log_axes(ax, data["xlabel"], data["ylabel"])
-    ax.set_title("Hypothetical roofline: square f32 matmuls under assumed budgets", fontsize=10)
+    ax.set_title("Hypothetical roofline: square f32 matmuls under assumed budgets", fontsize=10,
+                 y=1.0, pad=6)
     _legend(ax)
     title = "Hypothetical roofline of square float32 matmuls"
     by_bound = {b: [str(n) for n, bb in zip(seed_model["sizes"], seed_model["bound"],
@@ -212,7 +213,7 @@ def doubled_traffic(experiment: Mapping[str, Any], ridge: float) -> FigureOut:
                     fontsize=7)
     ax.axvline(ridge, color="#64748b", linewidth=0.8, linestyle=":")
     _log_axes(ax, "operations per byte (FLOP/byte)", "hypothetical ceiling (GFLOP/s)")
-    ax.set_title("Doubling the data movement halves intensity", fontsize=10)
+    ax.set_title("Doubling the data movement halves intensity", fontsize=10, y=1.0, pad=6)
     _legend(ax)
     title = "Experiment: twice the minimum traffic"
     desc = ("Each square matmul's point moves left by a factor of two in intensity; below the "
@@ -305,7 +306,7 @@ def roofset_figure(name: str, title: str, description: str, sets: Sequence[RoofS
                    f"(measured, {format_si(dispatch_floor, 's')}/call)")
     _draw_points(ax, points)
     _log_axes(ax, "intensity (FLOP/byte of minimum traffic)", "FLOP/s", y_unit="FLOP/s")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, y=1.0, pad=6)
     _legend_below(fig, ax, ncol=1)
     svg = _to_svg(fig, name, title, description)
     rows += _point_rows(points)
@@ -345,7 +346,7 @@ def roofline_figure(name: str, title: str, description: str, roofs: Sequence[Roo
                    f"(measured, {format_si(dispatch_floor, 's')}/call)")
     _draw_points(ax, points)
     _log_axes(ax, "intensity (FLOP/byte of minimum traffic)", "FLOP/s", y_unit="FLOP/s")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, y=1.0, pad=6)
     _legend_below(fig, ax, ncol=1)
     svg = _to_svg(fig, name, title, description)
     rows: list[tuple[str, ...]] = [
@@ -383,7 +384,7 @@ def comm_times(study: Mapping[str, Any]) -> FigureOut:
     ax.set_ylim(floor, max(positive, default=1.0) * 3)
     _seconds_axis(ax.yaxis)
     ax.set_ylabel("time per device")
-    ax.set_title("Per-device time bounds of the sharded matmuls", fontsize=10)
+    ax.set_title("Per-device time bounds of the sharded matmuls", fontsize=10, y=1.0, pad=6)
     _legend_below(fig, ax, ncol=3)
     budget = study["budget"]
     title = "Communication roofline of the sharded matmuls"
@@ -427,8 +428,8 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
         ax.grid(True, alpha=0.3)
     left.set_ylabel(f"lower bound per device ({Kind(kind).label})")
     left.legend(fontsize=8)
-    left.set_title("batch fixed", fontsize=9)
-    right.set_title(f"{series['shapes'].get('devices', '')} devices", fontsize=9)
+    left.set_title("batch fixed", fontsize=9, y=1.0, pad=6)
+    right.set_title(f"{series['shapes'].get('devices', '')} devices", fontsize=9, y=1.0, pad=6)
     title = "How the sharded matmuls scale"
     desc = ("Lower-bound time per device (the largest of T_math, T_mem, T_comm) for data-parallel, "
             "contracting-axis and FSDP shardings, as the device count grows at a fixed batch "
@@ -485,7 +486,7 @@ def sweep_trajectories(sweep_model: Mapping[str, Any]) -> FigureOut:
                 )
             )
     _log_axes(ax, "intensity (FLOP/byte of minimum traffic)", "achieved FLOP/s", y_unit="FLOP/s")
-    ax.set_title("Size sweeps on the measured roofline", fontsize=10)
+    ax.set_title("Size sweeps on the measured roofline", fontsize=10, y=1.0, pad=6)
     _legend_below(fig, ax, ncol=3)
     title = "Size sweeps on the measured roofline"
     desc = (
@@ -548,7 +549,7 @@ def sweep_prediction(sweep_model: Mapping[str, Any]) -> FigureOut:
         _seconds_axis(axis)
     ax.set_xlabel("predicted time: max(work ÷ peak, traffic ÷ bandwidth, dispatch)")
     ax.set_ylabel("measured time (median)")
-    ax.set_title("The roofline model's prediction against the stopwatch", fontsize=10)
+    ax.set_title("The roofline model's prediction against the stopwatch", fontsize=10, y=1.0, pad=6)
     _legend_below(fig, ax, ncol=3)
     med = sweep_model.get("median_abs_error")
     title = "Predicted against measured time"
@@ -587,7 +588,7 @@ def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> Figur
     _seconds_axis(ax.yaxis)
     ax.set_xlabel(data.get("xlabel", ""))
     ax.set_ylabel(data.get("ylabel", ""))
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, y=1.0, pad=6)
     ax.legend(loc="upper left", fontsize=8)
     desc = ("The measured times against the roofline model's, with a flat-then-proportional "
             "fit whose knee is the observed crossing.")
