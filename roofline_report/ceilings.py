@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roofline_report import timing
+from roofline_report import cache_sweep, rate_ceilings, timing
 from roofline_report.errors import reason
 from roofline_report.model import Kind
 
@@ -65,6 +65,10 @@ class Plan:
     sweep_min_sample_s: float
     budget_s: float
     huge_pages: bool = False
+    # The working-set sweep (memory levels) and the transcendental/conversion rates; off in
+    # hand-made plans unless asked for, on in plan_for's.
+    levels: cache_sweep.SweepPlan | None = None
+    rates: rate_ceilings.RatePlan | None = None
 
 
 def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: int | None) -> Plan:
@@ -92,6 +96,8 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         cap = 1 * GiB if quick else 4 * GiB
         array = min(cap, free_bytes // 16) if free_bytes else cap // 4
     array = max(MiB, array // MiB * MiB)
+    levels = cache_sweep.sweep_plan(backend, quick=quick, cache_bytes=cache_bytes,
+                                    free_bytes=free_bytes)
     return Plan(
         matmul_sizes=sizes,
         matmul_max_call_s=max_call,
@@ -103,6 +109,8 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         sweep_min_sample_s=0.002 if quick else 0.005,
         budget_s=0.3 if quick else 2.0,
         huge_pages=backend == "cpu",
+        levels=levels,
+        rates=rate_ceilings.rate_plan(backend, quick=quick),
     )
 
 
@@ -131,7 +139,16 @@ def measure_ceilings(
         compute.append(_matmul_entry("float32", backend, plan, say, highest=True))
     bandwidth = _bandwidth_entries(plan, cache_bytes, say)
     dispatch = _dispatch_entry(plan, say)
+    extra: dict[str, Any] = {"caches": read_cache_hierarchy() if backend == "cpu" else []}
+    if plan.levels is not None:
+        try:
+            extra["working_set"] = cache_sweep.measure_sweep(plan.levels, say)
+        except Exception as exc:  # a failure of the sweep as a whole
+            extra["working_set"] = {"available": False, "reason": _why(exc)}
+    if plan.rates is not None:
+        extra["rates"] = rate_ceilings.measure_rates(plan.rates, say)
     return {
+        **extra,
         "backend": backend,
         "device_kind": str(device.device_kind),
         "compute": compute,
@@ -476,6 +493,26 @@ def read_cache_bytes(root: Path = CPU_SYSFS_CACHE) -> int | None:
     """
     found = _sysfs_cache_bytes(root)
     return found if found is not None else _lscpu_cache_bytes()
+
+
+def read_cache_hierarchy(root: Path = CPU_SYSFS_CACHE) -> list[dict[str, Any]]:
+    """The data and unified caches of CPU 0 from sysfs: ``[{"level", "type", "size"}]`` by
+    level, one entry per level (the largest where several share one); [] when unknown."""
+    by_level: dict[int, dict[str, Any]] = {}
+    try:
+        for index in sorted(root.glob("index*")):
+            kind = (index / "type").read_text().strip()
+            if kind == "Instruction":
+                continue
+            level = int((index / "level").read_text().strip())
+            size = parse_size((index / "size").read_text())
+            if size is None:
+                continue
+            if level not in by_level or size > by_level[level]["size"]:
+                by_level[level] = {"level": level, "type": kind, "size": size}
+    except (OSError, ValueError):
+        return []
+    return [by_level[k] for k in sorted(by_level)]
 
 
 def _sysfs_cache_bytes(root: Path) -> int | None:

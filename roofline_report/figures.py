@@ -22,7 +22,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.model import Kind
-from roofline_report.units import format_si
+from roofline_report.units import format_binary, format_si
 
 # One line style per kind, used by every figure and explained in the report's legend.
 KIND_STYLE: dict[str, dict[str, Any]] = {
@@ -288,14 +288,20 @@ def roofset_figure(name: str, title: str, description: str, sets: Sequence[RoofS
             rows.append((f"{roof_set.label}: {c.name}", Kind(c.kind).label,
                          fmt(c.value, "FLOP/s"), "",
                          _g(c.value / main_bw) + " FLOP/B" if main_bw else ""))
+        drawn = {level: max((r for r in roof_set.bandwidth if r.level == level),
+                            key=lambda r: r.value) for level in roof_set.levels()}
         for bw in sorted(roof_set.bandwidth, key=lambda r: -r.value):
-            end = top / bw.value if top else xs[-1]
-            line = [x for x in xs if x <= end]
-            ax.plot([*line, end], [bw.value * x for x in [*line, end]], color=color, alpha=0.85,
-                    label=f"{roof_set.label}: {bw.name} ({bw.level}) "
-                    f"{format_si(bw.value, 'B/s')}", **style)
-            rows.append((f"{roof_set.label}: {bw.name} ({bw.level})", Kind(bw.kind).label, "",
-                         fmt(bw.value, "B/s"), _g(top / bw.value) + " FLOP/B" if top else ""))
+            if drawn[bw.level] is bw:  # one slope per memory level: its fastest roof
+                end = top / bw.value if top else xs[-1]
+                line = [x for x in xs if x <= end]
+                ax.plot([*line, end], [bw.value * x for x in [*line, end]], color=color,
+                        alpha=0.85, label=f"{roof_set.label}: {bw.level} ({bw.name}) "
+                        f"{format_si(bw.value, 'B/s')}", **style)
+            rows.append((f"{roof_set.label}: {bw.name} ({bw.level}"
+                         + (f", working sets {_range(bw.min_bytes, bw.max_bytes)}"
+                            if bw.min_bytes or bw.max_bytes else "") + ")",
+                         Kind(bw.kind).label, "", fmt(bw.value, "B/s"),
+                         _g(top / bw.value) + " FLOP/B" if top else ""))
         peak, bandwidth = pairs[i]
         if peak and bandwidth:
             ax.plot([peak / bandwidth], [peak], marker="|", color=color, markersize=10)
@@ -313,6 +319,80 @@ def roofset_figure(name: str, title: str, description: str, sets: Sequence[RoofS
     table = Table(("roof or point", "kind", "compute (achieved)", "bandwidth",
                    "intensity (ridge with the top compute roof)"), tuple(rows))
     return svg, table
+
+
+def _range(low: int | None, high: int | None) -> str:
+    if low and high:
+        return f"{format_binary(low)} to {format_binary(high)}"
+    if high:
+        return f"up to {format_binary(high)}"
+    return f"from {format_binary(low)}" if low else "any"
+
+
+@dataclass(frozen=True)
+class SweepSeries:
+    """One kernel of the working-set sweep: (bytes, B/s) points."""
+
+    name: str
+    points: tuple[tuple[int, float], ...]
+
+
+@dataclass(frozen=True)
+class LevelBand:
+    """A level found in the sweep: its bandwidth over its working-set range."""
+
+    name: str
+    kernel: str
+    value: float
+    min_bytes: int | None
+    max_bytes: int | None
+
+
+def working_set(series: Sequence[SweepSeries], levels: Sequence[LevelBand],
+                caches: Sequence[tuple[str, int]]) -> FigureOut:
+    """Bandwidth against working-set size, one line per kernel, each level found drawn as a
+    horizontal band over its range and each cache's capacity as a dotted vertical line."""
+    fig, ax = _new_figure()
+    sizes = [b for s in series for b, _ in s.points]
+    lo, hi = (min(sizes), max(sizes)) if sizes else (1 << 12, 1 << 28)
+    for i, s in enumerate(series):
+        ax.plot([b for b, _ in s.points], [v for _, v in s.points], marker="o", markersize=3.5,
+                color=PALETTE[i % len(PALETTE)], label=f"{s.name} (measured)",
+                **KIND_STYLE[Kind.MEASURED.value])
+    for lv in levels:
+        i = next((j for j, s in enumerate(series) if s.name == lv.kernel), 0)
+        start = lv.min_bytes or lo
+        end = lv.max_bytes or hi
+        ax.plot([start, end], [lv.value, lv.value], color=PALETTE[i % len(PALETTE)],
+                linewidth=5, alpha=0.25, solid_capstyle="butt")
+        ax.annotate(f"{lv.name} {format_si(lv.value, 'B/s', 2)}", (start, lv.value),
+                    textcoords="offset points", xytext=(2, 4), fontsize=7)
+    for name, size in caches:
+        ax.axvline(size, color="#94a3b8", linewidth=1.0, linestyle=(0, (1, 2)))
+        ax.annotate(name, (size, 1), xycoords=("data", "axes fraction"),
+                    textcoords="offset points", xytext=(2, -10), fontsize=7, color="#475569")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=10)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: format_binary(v, 2)))
+    ax.yaxis.set_major_formatter(FuncFormatter(
+        lambda v, _p: format_si(v, "B/s", 2).replace(" B/s", "")))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _p: ""))
+    ax.set_xlabel("working set (bytes)")
+    ax.set_ylabel("bandwidth (B/s)")
+    title = "Bandwidth against working-set size"
+    ax.set_title(title, fontsize=10, y=1.0, pad=6)
+    _legend_below(fig, ax, ncol=2)
+    found = ", ".join(f"{lv.name} {format_si(lv.value, 'B/s')} ({lv.kernel})" for lv in levels)
+    desc = ("Streaming kernels over working sets of growing size, each point the fastest "
+            "sample; shaded bands are the memory levels found"
+            + (f": {found}." if found else ": none was found."))
+    svg = _to_svg(fig, "working_set", title, desc)
+    rows = [(s.name, format_binary(b), fmt(v, "B/s")) for s in series for b, v in s.points]
+    rows += [(f"level {lv.name} ({lv.kernel})", _range(lv.min_bytes, lv.max_bytes),
+              fmt(lv.value, "B/s")) for lv in levels]
+    return FigureOut("working_set", title, desc, svg,
+                     Table(("kernel or level", "working set", "bandwidth"), tuple(rows)),
+                     (Kind.MEASURED.value,))
 
 
 def _draw_points(ax: Axes, points: Sequence[Point]) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from roofline_report import analysis
 from roofline_report import figures as figs
+from roofline_report.analysis import levels as levels_mod
 from roofline_report.analysis import words
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.model import Kind, predicted_seconds
@@ -30,7 +31,7 @@ from roofline_report.report.format import (
     plural,
     ratio,
 )
-from roofline_report.units import format_intensity, format_si
+from roofline_report.units import format_binary, format_intensity, format_si
 
 __all__ = ["KIND_MARKERS", "Num", "Rendered", "count", "n", "ratio", "render", "view_model"]
 
@@ -60,6 +61,9 @@ def _view_model(results: Mapping[str, Any]) -> dict[str, Any]:
     measured_fig = _measured_roofline(results, peak, bandwidth)
     if measured_fig is not None:
         figures.append(measured_fig)
+    sweep_fig = _working_set_figure(results)
+    if sweep_fig is not None:
+        figures.append(sweep_fig)
     sweep_model = results.get("sweep_model")
     if sweep_model and sweep_model.get("points"):
         figures.append(figs.sweep_trajectories(sweep_model))
@@ -261,6 +265,7 @@ def _measured(results: Mapping[str, Any], seed_w: Mapping[str, Any] | None) -> d
                                       .get("unstable", False))})
         out["ceilings"] = rows
         out["placement"] = _placements(results)
+        out.update(_levels_and_rates(results))
         seed_row = next((p for p in out["placement"] if seed_w and p["title"] == seed_w["title"]),
                         None)
         if seed_row is not None:
@@ -319,13 +324,60 @@ def _placements(results: Mapping[str, Any]) -> list[dict[str, Any]]:
             "intensity": Num(format_intensity(p["intensity"]), Kind.ANALYTIC.value),
             "achieved": n(a["flops_per_s"], "FLOP/s", Kind.MEASURED),
             "roof": n(p["roof_at"], "FLOP/s", Kind.MEASURED),
-            "roof_name": f"{p['compute'].name}, {p['memory'].name}",
+            "roof_name": f"{p['compute'].name}; {p['memory'].level} ({p['memory'].name})",
             "fraction": percent(a["flops_per_s"] / p["roof_at"], Kind.MEASURED),
             "binding": p["binding"],
             "predicted": n(p["predicted"], "s", Kind.MEASURED),
             "measured": n(a["seconds"], "s", Kind.MEASURED),
         })
     return rows
+
+
+def _levels(results: Mapping[str, Any]) -> list[levels_mod.Level]:
+    c = results.get("ceilings") or {}
+    backend = str((results.get("environment") or {}).get("backend", "cpu"))
+    return levels_mod.find_levels(c.get("working_set"), c.get("caches") or [], backend)
+
+
+def _levels_and_rates(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The memory levels found in the working-set sweep and the measured operation rates."""
+    c = results.get("ceilings") or {}
+    sweep = c.get("working_set")
+    levels = [{"level": lv.name, "kernel": lv.kernel,
+               "range": figs._range(lv.min_bytes, lv.max_bytes),
+               "value": n(lv.value, "B/s", Kind.MEASURED), "rule": lv.rule}
+              for lv in _levels(results)]
+    if not sweep:
+        why = "not measured in this run"
+    elif not sweep.get("available"):
+        why = str(sweep.get("reason", "not available"))
+    else:
+        why = "" if levels else "no level found: the rates did not form plateaus"
+    rates = [{"name": str(e.get("name", "")),
+              "value": n(e.get("value"), "/s", Kind.MEASURED) if e.get("available")
+              else Num("not available"),
+              "reason": str(e.get("reason", "")),
+              "available": bool(e.get("available")),
+              "unstable": bool(((e.get("timing") or {}).get("per_call") or {})
+                               .get("unstable", False))}
+             for e in c.get("rates", [])]
+    caches = [f"L{x['level']} {format_binary(x['size'])}" for x in c.get("caches", [])]
+    return {"levels": levels, "levels_reason": why, "rates": rates, "caches": caches,
+            "level_rule": levels_mod.RULE}
+
+
+def _working_set_figure(results: Mapping[str, Any]) -> figs.FigureOut | None:
+    sweep = (results.get("ceilings") or {}).get("working_set") or {}
+    if not sweep.get("available"):
+        return None
+    series = [figs.SweepSeries(str(k["name"]), tuple(
+        (int(p["bytes"]), float(p["value"])) for p in k["points"]
+        if p.get("available") and p.get("value"))) for k in sweep["kernels"]]
+    bands = [figs.LevelBand(lv.name, lv.kernel, lv.value, lv.min_bytes, lv.max_bytes)
+             for lv in _levels(results)]
+    caches = [(f"L{x['level']}", int(x["size"]))
+              for x in (results.get("ceilings") or {}).get("caches", [])]
+    return figs.working_set(series, bands, caches)
 
 
 def _measured_roofline(results: Mapping[str, Any], peak: float,

@@ -184,6 +184,56 @@ class DispatchCeiling(Record):
     timing: Timing | None = None
 
 
+class CacheLevel(Record):
+    """One level of the CPU's data caches, as the operating system describes it."""
+
+    level: Annotated[int, Field(ge=1)]
+    type: str
+    size: Annotated[int, Field(gt=0)]
+
+
+class SweepBandwidth(Record):
+    """One working-set size of the sweep: bytes moved per call and the fastest rate."""
+
+    bytes: Annotated[int, Field(gt=0)]
+    reps: Annotated[int, Field(ge=1)]
+    bytes_per_call: Annotated[int, Field(gt=0)]
+    available: bool
+    reason: str = ""
+    value: Pos | None = None
+    timing: Timing | None = None
+
+
+class SweepKernel(Record):
+    name: Literal["read-write", "read"]
+    points: list[SweepBandwidth]
+
+
+class WorkingSetSweep(Record):
+    """Bandwidth against working-set size (the levels are found at render time)."""
+
+    available: Literal[True] = True
+    plan: dict[str, Any]
+    kernels: list[SweepKernel]
+
+
+class RateCeiling(Record):
+    """Operations per second of a transcendental function or a dtype conversion."""
+
+    name: str
+    op: Literal["exp", "tanh", "log", "convert"]
+    dtype: str
+    unit: Literal["1/s"] = "1/s"
+    kind: Literal["measured"] = "measured"
+    available: bool
+    reason: str = ""
+    value: Pos | None = None
+    elements: Annotated[int, Field(gt=0)]
+    reps: Annotated[int, Field(ge=1)]
+    ops_per_call: Annotated[int, Field(gt=0)]
+    timing: Timing | None = None
+
+
 class Ceilings(Record):
     available: Literal[True] = True
     backend: str
@@ -193,6 +243,9 @@ class Ceilings(Record):
     compute: list[ComputeCeiling]
     bandwidth: list[BandwidthCeiling]
     dispatch: DispatchCeiling
+    caches: list[CacheLevel] = []
+    working_set: maybe(WorkingSetSweep) | None = None  # type: ignore[valid-type]
+    rates: list[RateCeiling] = []
 
 
 # ----------------------------------------------------------------------------- workloads

@@ -140,6 +140,23 @@ def format_si(value: float | None, unit: str, digits: int = 3) -> str:
     return _join(f"{sign}{magnitude:.{digits}g}", unit)
 
 
+_BINARY_PREFIXES = ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
+
+
+def format_binary(value: float | None, digits: int = 3) -> str:
+    """A size in bytes with a binary prefix, as caches and arrays are sized:
+    ``format_binary(32768) == "32 KiB"``, ``format_binary(1536) == "1.5 KiB"``; below 1 KiB in
+    bytes; None and non-finite values give ``"unknown"``."""
+    if value is None or not math.isfinite(value):
+        return "unknown"
+    magnitude = abs(value)
+    for scale, prefix in _BINARY_PREFIXES:
+        if magnitude >= scale:
+            return _join(("-" if value < 0 else "")
+                         + _plain(_round_significant(magnitude / scale, digits), digits), prefix)
+    return _join(f"{value:g}", "B")
+
+
 def format_intensity(value: float | None, digits: int = 3) -> str:
     """Arithmetic intensity for display: ``"5 FLOP/B"``, ``"3.43 FLOP/B"``, ``"2731 FLOP/B"``.
 

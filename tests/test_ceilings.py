@@ -174,8 +174,9 @@ def test_tiny_run_structure(tiny: dict[str, Any]) -> None:
             "peak_compute",
             "peak_bandwidth",
             "cache_bytes",
+            "caches",
             "quick",
-        }
+        }  # a hand-made plan asks for no working-set sweep and no rates
         assert any("matmul float32" in m for m in messages)
     finally:
         tiny["_messages"] = messages

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_report.analysis import levels as levels_mod
 from roofline_report.model import Kind
 
 
@@ -60,6 +61,19 @@ class Floor:
 
 
 @dataclass(frozen=True, slots=True)
+class RateRoof:
+    """Operations per second of one operation (``exp``, ``tanh``, ``log``, ``convert``) in one
+    dtype: the ceiling of kernels that evaluate many transcendentals or conversions."""
+
+    name: str
+    op: str
+    dtype: str
+    value: float
+    kind: Kind
+    provenance: str
+
+
+@dataclass(frozen=True, slots=True)
 class RoofSet:
     """All the roofs of one machine or budget, with the label figures show."""
 
@@ -68,6 +82,22 @@ class RoofSet:
     compute: tuple[ComputeRoof, ...]
     bandwidth: tuple[BandwidthRoof, ...]
     floors: tuple[Floor, ...] = ()
+    rates: tuple[RateRoof, ...] = ()
+
+    def rate_for(self, op: str, dtype: str) -> RateRoof | None:
+        """The measured rate of ``op`` in ``dtype`` (float32's when that dtype has none)."""
+        for wanted in (dtype, "float32"):
+            match = next((r for r in self.rates if r.op == op and r.dtype == wanted), None)
+            if match is not None:
+                return match
+        return None
+
+    def levels(self) -> list[str]:
+        """The memory levels of the bandwidth roofs, innermost first."""
+        lower: dict[str, int] = {}
+        for r in self.bandwidth:
+            lower[r.level] = min(lower.get(r.level, r.min_bytes or 0), r.min_bytes or 0)
+        return sorted(lower, key=lambda name: lower[name])
 
     def compute_for(self, dtype: str | None = None) -> ComputeRoof | None:
         """The roof a ``dtype``'s work runs under: that dtype's at default precision, else a
@@ -87,15 +117,15 @@ class RoofSet:
         memory), never a cache's just because it is faster."""
         if not self.bandwidth:
             return None
+        order = self.levels()
         candidates: Sequence[BandwidthRoof] = ()
         if working_set is not None:
             candidates = [r for r in self.bandwidth if r.holds(working_set)]
         if not candidates:
-            outer = max(r.min_bytes or 0 for r in self.bandwidth)
-            candidates = [r for r in self.bandwidth if (r.min_bytes or 0) == outer]
-        inner = min(r.min_bytes or 0 for r in candidates)
-        level = [r for r in candidates if (r.min_bytes or 0) == inner]
-        return max(level, key=lambda r: r.value)
+            candidates = [r for r in self.bandwidth if r.level == order[-1]]
+        inner = min(order.index(r.level) for r in candidates)
+        return max((r for r in candidates if order.index(r.level) == inner),
+                   key=lambda r: r.value)
 
     def floor(self, name: str) -> Floor | None:
         return next((f for f in self.floors if f.name == name), None)
@@ -160,7 +190,15 @@ def measured(ceilings: Mapping[str, Any]) -> RoofSet | None:
             Kind.MEASURED, f"measured: {e.get('name', '')}" + (
                 f" ({e['reason']})" if e.get("reason") else ""),
             precision=str(e.get("precision", "default"))))
-    bandwidth = []
+    found = levels_mod.find_levels(ceilings.get("working_set"), ceilings.get("caches") or [],
+                                   backend)
+    bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
+                               f"measured: working-set sweep, {lv.rule}",
+                               min_bytes=lv.min_bytes, max_bytes=lv.max_bytes)
+                 for lv in found]
+    # The streams on arrays past the last-level cache measure main memory: their roofs hold
+    # where the sweep's main-memory level starts (else from the last-level cache's size).
+    main_start = next((lv.min_bytes for lv in found if lv.name == level), cache_bytes)
     for e in ceilings.get("bandwidth", []):
         value = _positive(e.get("value")) if e.get("available") else None
         if value is None:
@@ -168,15 +206,22 @@ def measured(ceilings: Mapping[str, Any]) -> RoofSet | None:
         bandwidth.append(BandwidthRoof(
             f"{e.get('name', '')} stream", value, level, Kind.MEASURED,
             f"measured: {e.get('name', '')} on {e.get('array_bytes', '?')} B",
-            min_bytes=cache_bytes))
+            min_bytes=main_start))
     floors = []
     d = ceilings.get("dispatch") or {}
     seconds = _positive(d.get("value")) if d.get("available") else None
     if seconds is not None:
         floors.append(Floor("dispatch", seconds, Kind.MEASURED,
                             "measured: one tiny call, blocked after every call"))
+    rates = []
+    for e in ceilings.get("rates", []):
+        value = _positive(e.get("value")) if e.get("available") else None
+        if value is not None:
+            rates.append(RateRoof(str(e.get("name", "")), str(e.get("op", "")),
+                                  str(e.get("dtype", "")), value, Kind.MEASURED,
+                                  f"measured: {e.get('name', '')}"))
     return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
-                   tuple(floors))
+                   tuple(floors), tuple(rates))
 
 
 _PRESET_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32",

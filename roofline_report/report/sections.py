@@ -263,15 +263,50 @@ def measured(vm: VM) -> Section:
         table(("ceiling", "kernel", "value"), rows),
         *_optional_figure(vm, "measured_roofline"),
     )))
+    body.append(_levels(vm))
+    if m["rates"]:
+        body.append(Section("Transcendental functions and conversions", (
+            p("Kernels of exp, tanh or log, and bfloat16 kernels a backend computes in float32, "
+              "are bound by how many of these operations run per second, not by multiply-adds "
+              "or bytes. Each rate is measured on an array held in cache, the operation applied "
+              "many times inside one call."),
+            table(("operation", "rate"),
+                  [(c(r["name"]), num(r["value"], " " if r["unstable"] else None,
+                                      UNSTABLE if r["unstable"] else None)
+                    if r["available"]
+                    else Cell(text("not available: ", r["reason"]), numeric=True))
+                   for r in m["rates"]]),
+        )))
     if m["placement"]:
-        body.append(Section("Workloads on the measured roofline", (table(
-            ("workload", "intensity", "achieved", "roof at this intensity", "of roof",
-             "binding (largest term)", "predicted time", "measured time"),
-            [(c(r["title"]), num(r["intensity"]), num(r["achieved"]), num(r["roof"]),
-              num(r["fraction"]), c(r["binding"]), num(r["predicted"]), num(r["measured"]))
-             for r in m["placement"]]),)))
+        body.append(Section("Workloads on the measured roofline", (
+            p("Each workload is held to the compute roof of its dtype and the bandwidth roof of "
+              "the memory level that holds its minimum traffic."),
+            table(
+                ("workload", "intensity", "achieved", "roof at this intensity", "of roof",
+                 "roofs used", "binding (largest term)", "predicted time", "measured time"),
+                [(c(r["title"]), num(r["intensity"]), num(r["achieved"]), num(r["roof"]),
+                  num(r["fraction"]), c(r["roof_name"]), c(r["binding"]), num(r["predicted"]),
+                  num(r["measured"]))
+                 for r in m["placement"]]),)))
     return Section("Measured on this machine", tuple(body), id="measured",
                    kind=Kind.MEASURED.value)
+
+
+def _levels(vm: VM) -> Section:
+    m = vm["measured"]
+    body: list[Block] = [p(
+        "A working-set sweep streams over arrays of growing size: while they fit in a cache the "
+        "stream runs at that cache's bandwidth, past it at the next level's. ", m["level_rule"],
+        (" The caches this machine reports: " + ", ".join(m["caches"]) + ".")
+        if m["caches"] else None)]
+    if m["levels"]:
+        body.append(table(("level", "kernel", "working sets", "bandwidth"),
+                          [(c(r["level"]), c(r["kernel"]), c(r["range"]), num(r["value"]))
+                           for r in m["levels"]]))
+    else:
+        body.append(p("Memory levels not available: ", m["levels_reason"], "."))
+    body.extend(_optional_figure(vm, "working_set"))
+    return Section("Memory levels", tuple(body))
 
 
 def _flags(flags: Sequence[tuple[str, str]]) -> Cell:

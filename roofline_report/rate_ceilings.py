@@ -1,0 +1,128 @@
+"""Throughput of transcendental functions and dtype conversions, measured (imports jax when run).
+
+A kernel of exp, tanh or log is limited neither by multiply-adds (XLA counts transcendentals
+apart from flops) nor, when its data sit in cache, by memory: by how many of those functions the
+device evaluates per second. Likewise a bfloat16 kernel on a CPU that computes in float32 pays
+for the conversions. These ceilings let a prediction charge such kernels for what they do.
+
+Each kernel applies its operation to a float array held in cache (64 Ki elements), ``reps``
+times inside one jitted call (a ``fori_loop`` carrying the array, so each application depends on
+the previous one and none can be hoisted or fused away), so the work per call dwarfs dispatch:
+
+* ``exp``: x <- exp(-x); ``tanh``: x <- tanh(x); ``log``: x <- log(x + 2): each one evaluation per
+  element (the negation or the add is one flop beside it);
+* ``convert``: x <- float32(bfloat16(x)) · c, two conversions per element.
+
+Rates are operations per second from the fastest sample, as for every ceiling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_report import timing
+from roofline_report.errors import reason
+
+Progress = Callable[[str], None]
+ELEMENTS = 1 << 16
+OPS_PER_ELEMENT = {"exp": 1, "tanh": 1, "log": 1, "convert": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class RatePlan:
+    """Which operations in which dtypes, elements per application, operations per call."""
+
+    transcendentals: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    elements: int
+    ops_per_call: int
+    samples: int
+    min_sample_s: float
+
+
+def rate_plan(backend: str, *, quick: bool) -> RatePlan:
+    """exp/tanh/log in float32 and bfloat16 and the float32<->bfloat16 conversion; 2^25 (CPU)
+    or 2^30 (accelerators) operations per call. Quick mode: float32 only, a quarter of the
+    operations per call. Pure."""
+    per_call = (1 << 25) if backend == "cpu" else (1 << 30)
+    return RatePlan(
+        transcendentals=("exp", "tanh", "log"),
+        dtypes=("float32",) if quick else ("float32", "bfloat16"),
+        elements=ELEMENTS if backend == "cpu" else ELEMENTS * 64,
+        ops_per_call=per_call // 4 if quick else per_call,
+        samples=5 if quick else 7,
+        min_sample_s=0.003 if quick else 0.005,
+    )
+
+
+def _step(op: str) -> Callable[[Any, Any], Any]:
+    import jax.numpy as jnp
+
+    if op == "exp":
+        return lambda x, _c: jnp.exp(-x)
+    if op == "tanh":
+        return lambda x, _c: jnp.tanh(x)
+    if op == "log":
+        return lambda x, c: jnp.log(x + c)
+    if op == "convert":
+        return lambda x, c: x.astype(jnp.bfloat16).astype(jnp.float32) * c
+    raise ValueError(f"unknown operation {op!r}")
+
+
+def _entry(op: str, dtype: str, plan: RatePlan) -> dict[str, Any]:
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    ops = OPS_PER_ELEMENT[op]
+    reps = max(1, plan.ops_per_call // (ops * plan.elements))
+    entry: dict[str, Any] = {
+        "name": f"{op} {dtype}" if op != "convert" else "convert float32<->bfloat16",
+        "op": op, "dtype": dtype, "unit": "1/s", "kind": "measured", "value": None,
+        "available": False, "reason": "", "elements": plan.elements, "reps": reps,
+        "ops_per_call": ops * plan.elements * reps, "timing": None,
+    }
+    step = _step(op)
+    kind = jnp.dtype(dtype)
+
+    def kernel(x: Any, c: Any) -> Any:
+        return lax.fori_loop(0, reps, lambda _i, y: step(y, c).astype(kind), x)
+
+    try:
+        x = timing.block(jnp.full((plan.elements,), 0.5, dtype=kind))
+        c = jnp.asarray(2.0 if op == "log" else -1.0 if op == "convert" else 0.0, dtype=kind)
+        compiled = jax.jit(kernel).lower(x, c).compile()
+
+        def run(n: int) -> None:
+            timing.block([compiled(x, c) for _ in range(n)])
+
+        measured = timing.measure(run, samples=plan.samples,
+                                  min_sample_seconds=plan.min_sample_s,
+                                  method="jax: a fori_loop of the operation per call, "
+                                         "n calls enqueued")
+    except Exception as exc:
+        entry["reason"] = f"{entry['name']} failed: {reason(exc)}"
+        return entry
+    entry.update(value=entry["ops_per_call"] / measured.per_call.min, available=True,
+                 timing=measured.to_json())
+    return entry
+
+
+def measure_rates(plan: RatePlan, say: Progress | None = None) -> list[dict[str, Any]]:
+    """One entry per (operation, dtype) and one for the conversion; never raises for a
+    measurement failure (the entry is unavailable with its reason)."""
+    tell = say or (lambda _m: None)
+    entries = []
+    for op in plan.transcendentals:
+        for dtype in plan.dtypes:
+            e = _entry(op, dtype, plan)
+            entries.append(e)
+            if e["available"]:
+                tell(f"{e['name']}: {e['value'] / 1e9:.3g} G/s")
+    e = _entry("convert", "float32", plan)
+    entries.append(e)
+    if e["available"]:
+        tell(f"{e['name']}: {e['value'] / 1e9:.3g} G/s")
+    return entries

@@ -1,0 +1,141 @@
+"""Memory levels, transcendental and conversion ceilings: the rule on hand-made sweeps, the roofs
+they give, and the measuring kernels on tiny plans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from roofline_report import cache_sweep, rate_ceilings
+from roofline_report.analysis import levels, roofs
+from roofline_report.units import format_binary
+
+KiB, MiB = 1 << 10, 1 << 20
+CACHES = [{"level": 1, "type": "Data", "size": 32 * KiB},
+          {"level": 2, "type": "Unified", "size": 512 * KiB},
+          {"level": 3, "type": "Unified", "size": 32 * MiB}]
+
+
+def _sweep(points: dict[int, float], name: str = "read-write") -> dict[str, Any]:
+    return {"available": True, "plan": {}, "kernels": [{"name": name, "points": [
+        {"bytes": b, "reps": 1, "bytes_per_call": b, "available": True, "reason": "",
+         "value": v, "timing": None} for b, v in sorted(points.items())]}]}
+
+
+# Rates in GB/s by working set: L1 fast, L2 a little slower, L3 slower, DRAM slowest, with the
+# transitions (the upper half of each cache) in between.
+POINTS = {4 * KiB: 150e9, 16 * KiB: 160e9, 32 * KiB: 120e9, 64 * KiB: 110e9, 256 * KiB: 100e9,
+          512 * KiB: 80e9, 1 * MiB: 70e9, 8 * MiB: 65e9, 16 * MiB: 60e9, 64 * MiB: 40e9,
+          128 * MiB: 31e9, 256 * MiB: 30e9}
+
+
+def test_levels_follow_the_cache_windows() -> None:
+    found = levels.find_levels(_sweep(POINTS), CACHES, "cpu")
+    by_name = {lv.name: lv for lv in found}
+    assert list(by_name) == ["L1", "L2", "L3", "DRAM"]
+    # L1: working sets up to half its 32 KiB: the 4 and 16 KiB points; the fastest wins.
+    assert by_name["L1"].value == 160e9 and by_name["L1"].points == 2
+    assert by_name["L1"].min_bytes is None and by_name["L1"].max_bytes == 32 * KiB
+    # L2: (32 KiB, 256 KiB]: 64 and 256 KiB.
+    assert by_name["L2"].value == 110e9 and by_name["L2"].points == 2
+    # L3: (512 KiB, 16 MiB]: 1, 8 and 16 MiB.
+    assert by_name["L3"].value == 70e9 and by_name["L3"].points == 3
+    # DRAM: at least 4 x 32 MiB = 128 MiB.
+    assert by_name["DRAM"].value == 31e9 and by_name["DRAM"].min_bytes == 32 * MiB
+    assert by_name["DRAM"].max_bytes is None
+
+
+def test_levels_without_cache_sizes_follow_the_drops() -> None:
+    pts = {1 * MiB: 9e12, 4 * MiB: 9.5e12, 16 * MiB: 8.8e12, 256 * MiB: 3e12, 1024 * MiB: 3.3e12,
+           4096 * MiB: 3.2e12}
+    found = levels.find_levels(_sweep(pts), [], "gpu")
+    assert [(lv.name, lv.value) for lv in found] == [("level 1", 9.5e12), ("HBM", 3.3e12)]
+    assert found[0].max_bytes == 256 * MiB and found[1].min_bytes == 256 * MiB
+    # One slow point alone is noise, not a new level.
+    noisy = {**pts, 4 * MiB: 4e12}
+    assert [lv.name for lv in levels.find_levels(_sweep(noisy), [], "gpu")] == ["level 1", "HBM"]
+
+
+@pytest.mark.parametrize("sweep", [None, {"available": False, "reason": "out of memory"}])
+def test_no_sweep_no_levels(sweep: dict[str, Any] | None) -> None:
+    assert levels.find_levels(sweep, CACHES, "cpu") == []
+
+
+def _ceilings() -> dict[str, Any]:
+    return {
+        "available": True, "backend": "cpu", "cache_bytes": 32 * MiB, "caches": CACHES,
+        "compute": [{"name": "matmul float32", "dtype": "float32", "available": True,
+                     "value": 2e11}],
+        "bandwidth": [{"name": "scale", "available": True, "value": 35e9,
+                       "array_bytes": 512 * MiB}],
+        "dispatch": {"available": True, "value": 8e-6},
+        "working_set": _sweep(POINTS),
+        "rates": [{"name": "tanh float32", "op": "tanh", "dtype": "float32", "available": True,
+                   "value": 2.5e9},
+                  {"name": "exp float32", "op": "exp", "dtype": "float32", "available": False,
+                   "value": None}],
+    }
+
+
+def test_measured_roofs_pick_the_level_that_holds_the_working_set() -> None:
+    m = roofs.measured(_ceilings())
+    assert m is not None
+    assert m.levels() == ["L1", "L2", "L3", "DRAM"]
+    l1, l3, dram = (m.bandwidth_for(ws) for ws in (8 * KiB, 4 * MiB, 1 << 30))
+    assert l1 is not None and l1.level == "L1" and l1.value == 160e9
+    assert l3 is not None and l3.level == "L3" and l3.value == 70e9
+    # Main memory: the faster of the sweep's DRAM level (31 GB/s) and the 512 MiB stream.
+    assert dram is not None and dram.level == "DRAM" and dram.value == 35e9
+    # With no working set, main memory: never a cache just because it is faster.
+    default = m.bandwidth_for(None)
+    assert default is not None and default.level == "DRAM"
+    assert m.memory_bandwidth == 35e9
+    tanh = m.rate_for("tanh", "bfloat16")  # falls back on float32's rate
+    assert tanh is not None and tanh.value == 2.5e9
+    assert m.rate_for("exp", "float32") is None  # not available: no roof
+
+
+def test_without_a_sweep_the_streams_hold_from_the_last_level_cache() -> None:
+    c = _ceilings()
+    del c["working_set"]
+    m = roofs.measured(c)
+    assert m is not None and m.levels() == ["DRAM"]
+    only = m.bandwidth_for(4 * KiB)  # nothing holds it: main memory, as before levels existed
+    assert only is not None and only.level == "DRAM"
+
+
+def test_binary_sizes() -> None:
+    assert [format_binary(x) for x in (4096, 32 * KiB, 512 * KiB, 32 * MiB, 1536, 1000, None)] \
+        == ["4 KiB", "32 KiB", "512 KiB", "32 MiB", "1.5 KiB", "1000 B", "unknown"]
+
+
+def test_sweep_plans() -> None:
+    cpu = cache_sweep.sweep_plan("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=None)
+    assert cpu.sizes[0] == 4 * KiB and cpu.sizes[-1] == 256 * MiB
+    assert all(b == 2 * a for a, b in zip(cpu.sizes, cpu.sizes[1:], strict=False))
+    assert cpu.kernels == ("read-write", "read")
+    quick = cache_sweep.sweep_plan("cpu", quick=True, cache_bytes=32 * MiB, free_bytes=None)
+    assert quick.kernels == ("read-write",) and quick.bytes_per_call < cpu.bytes_per_call
+    small = cache_sweep.sweep_plan("cpu", quick=False, cache_bytes=None, free_bytes=64 * MiB)
+    assert small.sizes[-1] <= 8 * MiB  # an eighth of the free memory
+    gpu = cache_sweep.sweep_plan("gpu", quick=False, cache_bytes=None, free_bytes=None)
+    assert gpu.sizes[0] == MiB
+
+
+def test_tiny_sweep_and_rates_measure() -> None:
+    pytest.importorskip("jax")
+    plan = cache_sweep.SweepPlan((4 * KiB, 64 * KiB), bytes_per_call=1 * MiB, samples=3,
+                                 min_sample_s=1e-3)
+    data = cache_sweep.measure_sweep(plan)
+    assert [k["name"] for k in data["kernels"]] == ["read-write", "read"]
+    for k in data["kernels"]:
+        for p in k["points"]:
+            assert p["available"], p["reason"]
+            assert p["value"] > 0 and p["bytes_per_call"] >= MiB // 2
+    rates = rate_ceilings.measure_rates(rate_ceilings.RatePlan(
+        ("tanh",), ("float32",), elements=1024, ops_per_call=1 << 16, samples=3,
+        min_sample_s=1e-3))
+    assert [r["name"] for r in rates] == ["tanh float32", "convert float32<->bfloat16"]
+    assert all(r["available"] and r["value"] > 0 for r in rates)
+    assert rates[1]["ops_per_call"] == 2 * 1024 * rates[1]["reps"]
