@@ -69,6 +69,7 @@ class Plan:
     # hand-made plans unless asked for, on in plan_for's.
     levels: cache_sweep.SweepPlan | None = None
     rates: rate_ceilings.RatePlan | None = None
+    launch: bool = False  # the cost of one more kernel inside a program
 
 
 def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: int | None) -> Plan:
@@ -111,6 +112,7 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         huge_pages=backend == "cpu",
         levels=levels,
         rates=rate_ceilings.rate_plan(backend, quick=quick),
+        launch=True,
     )
 
 
@@ -147,6 +149,8 @@ def measure_ceilings(
             extra["working_set"] = {"available": False, "reason": _why(exc)}
     if plan.rates is not None:
         extra["rates"] = rate_ceilings.measure_rates(plan.rates, say)
+    if plan.launch:
+        extra["launch"] = _launch_entry(plan, say)
     return {
         **extra,
         "backend": backend,
@@ -480,6 +484,65 @@ def _dispatch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
     floor = measured.per_call.min
     entry.update(value=floor, available=True, timing=measured.to_json())
     say(f"dispatch: {floor * 1e6:.3g} us per call")
+    return entry
+
+
+# ----------------------------------------------------------------------------------- launch
+
+LAUNCH_CHAIN = 33  # steps of the long program; the short one has one
+
+
+def _launch_program(steps: int) -> Callable[[Any], Any]:
+    """``steps`` row-wise max-subtractions of a tiny array: each a reduction feeding an
+    elementwise op, which the compiler keeps as separate kernels in sequence."""
+    import jax.numpy as jnp
+
+    def program(x: Any) -> Any:
+        for _ in range(steps):
+            x = x - 0.5 * jnp.max(x, axis=-1, keepdims=True)
+        return x
+
+    return program
+
+
+def _launch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
+    """The time one more kernel adds inside one compiled program, apart from the per-call
+    dispatch: (t(long) - t(short)) / (kernels(long) - kernels(short)), both programs on an 8x8
+    float32 array (nothing to stream), kernel counts read from their optimized HLO."""
+    import jax
+    import jax.numpy as jnp
+
+    from roofline_report.hlo import inspect_compiled
+
+    entry: dict[str, Any] = {"value": None, "unit": "s", "kind": Kind.MEASURED.value,
+                             "available": False, "reason": "", "kernels": [],
+                             "timing": None, "timing_short": None}
+    try:
+        x = jax.device_put(jnp.full((8, 8), 0.1, dtype=jnp.float32))
+        runs = []
+        for steps in (1, LAUNCH_CHAIN):
+            compiled = jax.jit(_launch_program(steps)).lower(x).compile()
+            kernels = int(inspect_compiled(str(compiled.as_text()))["kernels"])
+            measured = timing.time_jitted(compiled, (x,), quick=False, samples=plan.samples,
+                                          min_sample_seconds=plan.min_sample_s)
+            runs.append((kernels, measured))
+    except Exception as exc:
+        entry["reason"] = f"launch timing failed: {_why(exc)}"
+        return entry
+    (k_short, short), (k_long, long) = runs
+    entry["kernels"] = [k_short, k_long]
+    entry["timing_short"] = short.to_json()
+    entry["timing"] = long.to_json()
+    if k_long <= k_short:
+        entry["reason"] = (f"the compiler fused the chain ({k_long} kernels against "
+                           f"{k_short}): no launch cost to measure")
+        return entry
+    value = (long.per_call.min - short.per_call.min) / (k_long - k_short)
+    if value <= 0:
+        entry["reason"] = "the longer program was not slower: launch cost below the noise"
+        return entry
+    entry.update(value=value, available=True)
+    say(f"launch: {value * 1e6:.3g} us per kernel ({k_long} against {k_short} kernels)")
     return entry
 
 

@@ -316,6 +316,10 @@ def _sweep(w: Workload, *, quick: bool, say: Progress, skips: Skips) -> dict[str
             "analytic": rec.get("analytic"),
             "timing": rec.get("timing"),
             "check": rec.get("check"),
+            # What the prediction needs of the compiled program at this size.
+            "hlo_count": rec.get("hlo_count"),
+            "compiled": rec.get("compiled"),
+            "xla": rec.get("xla"),
         })
     return {"name": w.name, "title": w.title, "dtype": w.dtype, "parameters": names,
             "points": points}

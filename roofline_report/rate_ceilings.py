@@ -11,7 +11,9 @@ the previous one and none can be hoisted or fused away), so the work per call dw
 
 * ``exp``: x <- exp(-x); ``tanh``: x <- tanh(x); ``log``: x <- log(x + 2): each one evaluation per
   element (the negation or the add is one flop beside it);
-* ``convert``: x <- float32(bfloat16(x)) · c, two conversions per element.
+* ``convert``: x <- float32(bfloat16(x)) · c, two conversions per element;
+* ``multiply-add``: x <- x · c + d, two flops per element: the rate of elementwise arithmetic,
+  the compute roof of work that is not a matrix product (a matmul's peak is far above it).
 
 Rates are operations per second from the fastest sample, as for every ceiling.
 """
@@ -27,7 +29,7 @@ from roofline_report.errors import reason
 
 Progress = Callable[[str], None]
 ELEMENTS = 1 << 16
-OPS_PER_ELEMENT = {"exp": 1, "tanh": 1, "log": 1, "convert": 2}
+OPS_PER_ELEMENT = {"exp": 1, "tanh": 1, "log": 1, "convert": 2, "multiply-add": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,8 @@ def _step(op: str) -> Callable[[Any, Any], Any]:
         return lambda x, c: jnp.log(x + c)
     if op == "convert":
         return lambda x, c: x.astype(jnp.bfloat16).astype(jnp.float32) * c
+    if op == "multiply-add":
+        return lambda x, c: x * c + jnp.asarray(0.25, x.dtype)
     raise ValueError(f"unknown operation {op!r}")
 
 
@@ -92,7 +96,8 @@ def _entry(op: str, dtype: str, plan: RatePlan) -> dict[str, Any]:
 
     try:
         x = timing.block(jnp.full((plan.elements,), 0.5, dtype=kind))
-        c = jnp.asarray(2.0 if op == "log" else -1.0 if op == "convert" else 0.0, dtype=kind)
+        c = jnp.asarray({"log": 2.0, "convert": -1.0, "multiply-add": -0.5}.get(op, 0.0),
+                        dtype=kind)
         compiled = jax.jit(kernel).lower(x, c).compile()
 
         def run(n: int) -> None:
@@ -115,7 +120,7 @@ def measure_rates(plan: RatePlan, say: Progress | None = None) -> list[dict[str,
     measurement failure (the entry is unavailable with its reason)."""
     tell = say or (lambda _m: None)
     entries = []
-    for op in plan.transcendentals:
+    for op in (*plan.transcendentals, "multiply-add"):
         for dtype in plan.dtypes:
             e = _entry(op, dtype, plan)
             entries.append(e)

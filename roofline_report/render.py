@@ -257,6 +257,14 @@ def _measured(results: Mapping[str, Any], seed_w: Mapping[str, Any] | None) -> d
                     "unstable": bool(((e.get("timing") or {}).get("per_call") or {})
                                      .get("unstable", False)),
                 })
+        launch = ceilings.get("launch") or {}
+        if launch:
+            rows.append({"group": "launch", "name": "one more kernel in a program",
+                         "value": n(launch.get("value"), "s", Kind.MEASURED),
+                         "available": bool(launch.get("available")),
+                         "reason": launch.get("reason", ""),
+                         "unstable": bool(((launch.get("timing") or {}).get("per_call") or {})
+                                          .get("unstable", False))})
         d = ceilings.get("dispatch", {})
         rows.append({"group": "dispatch", "name": "one tiny call",
                      "value": n(d.get("value"), "s", Kind.MEASURED),
@@ -274,8 +282,8 @@ def _measured(results: Mapping[str, Any], seed_w: Mapping[str, Any] | None) -> d
 
 
 _BINDING_SENTENCES = {
-    "dispatch": "On this machine the seed is bound by the cost of one call (the dispatch floor), "
-                "not by the compute or memory ceilings.",
+    "dispatch": "On this machine the seed is bound by the cost of one call (the dispatch floor "
+                "and its kernels' launches), not by the compute or memory ceilings.",
     "memory": "On this machine the seed's largest term is memory traffic.",
     "compute": "On this machine the seed's largest term is compute.",
 }
@@ -302,10 +310,15 @@ def _placement(w: Mapping[str, Any], roof_set: RoofSet) -> dict[str, Any] | None
              "memory": an["minimum_bytes"] / memory.value,
              "dispatch": dispatch}
     binding = max(terms, key=lambda k: terms[k])
+    predicted = predicted_seconds(an["flops"], an["minimum_bytes"], compute.value,
+                                  memory.value, dispatch)
+    model = w.get("prediction") if roof_set.kind is Kind.MEASURED else None
+    if model:  # the model of the compiled program (kernels, rates, levels), when it has one
+        predicted = float(model["seconds"])
+        binding = {"alu": "compute", "overhead": "dispatch"}.get(
+            model["binding"], model["binding"])
     return {"intensity": x, "roof_at": min(compute.value, memory.value * x),
-            "predicted": predicted_seconds(an["flops"], an["minimum_bytes"], compute.value,
-                                           memory.value, dispatch),
-            "binding": binding, "compute": compute, "memory": memory,
+            "predicted": predicted, "binding": binding, "compute": compute, "memory": memory,
             "ridge": compute.value / memory.value}
 
 

@@ -221,7 +221,7 @@ class RateCeiling(Record):
     """Operations per second of a transcendental function or a dtype conversion."""
 
     name: str
-    op: Literal["exp", "tanh", "log", "convert"]
+    op: Literal["exp", "tanh", "log", "convert", "multiply-add"]
     dtype: str
     unit: Literal["1/s"] = "1/s"
     kind: Literal["measured"] = "measured"
@@ -232,6 +232,19 @@ class RateCeiling(Record):
     reps: Annotated[int, Field(ge=1)]
     ops_per_call: Annotated[int, Field(gt=0)]
     timing: Timing | None = None
+
+
+class LaunchCeiling(Record):
+    """The time one more kernel adds inside a compiled program (the dispatch floor apart)."""
+
+    available: bool
+    reason: str = ""
+    kind: Literal["measured"] = "measured"
+    unit: Literal["s"] = "s"
+    value: Pos | None = None
+    kernels: list[Count] = []  # kernels of the short and the long program
+    timing: Timing | None = None  # the long program
+    timing_short: Timing | None = None
 
 
 class Ceilings(Record):
@@ -246,6 +259,7 @@ class Ceilings(Record):
     caches: list[CacheLevel] = []
     working_set: maybe(WorkingSetSweep) | None = None  # type: ignore[valid-type]
     rates: list[RateCeiling] = []
+    launch: LaunchCeiling | None = None
 
 
 # ----------------------------------------------------------------------------- workloads
@@ -339,6 +353,9 @@ class SweepPoint(Record):
     analytic: maybe(Analytic) | None = None  # type: ignore[valid-type]
     timing: maybe(Timing) | None = None  # type: ignore[valid-type]
     check: maybe(Check) | None = None  # type: ignore[valid-type]
+    hlo_count: dict[str, Any] | None = None
+    compiled: dict[str, Any] | None = None
+    xla: XlaCost | None = None
 
 
 class Sweep(Record):

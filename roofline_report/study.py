@@ -7,7 +7,7 @@ numbers the project computed, never numbers typed into a template.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from roofline_report import comm_model, model
@@ -159,6 +159,8 @@ def sweep_study(
     dispatch: float,
     *,
     kind: str = Kind.MEASURED.value,
+    predictor: Callable[[Mapping[str, Any], Mapping[str, Any]],
+                        tuple[float, dict[str, float]] | None] | None = None,
 ) -> dict[str, Any]:
     """Predicted against measured time for every sweep point, and where each workload crosses
     the ridge, predicted (largest term of the model) and observed (the term the measured time
@@ -181,6 +183,9 @@ def sweep_study(
                 "dispatch": dispatch,
             }
             predicted = max(terms.values())
+            model_time = predictor(sw, p) if predictor is not None else None
+            if model_time is not None:  # the model of the compiled program, when it has one
+                predicted, terms = model_time
             measured = float(ach["seconds"])
             error = measured / predicted - 1.0
             errors.append(abs(error))

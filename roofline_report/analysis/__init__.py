@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report import experiments, reconcile, study
+from roofline_report.analysis import predict as predict_mod
 from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.errors import InputError, reason
@@ -129,9 +130,13 @@ def analyse(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any]:
             p["analytic"] = _analytic(p.get("analytic"))
             p["achieved"] = _achieved(p["analytic"], p.get("timing"))
     m = roofs.measured
+    if m is not None:
+        for w in out.get("workloads", []):
+            w["prediction"] = _prediction(w, str(w.get("dtype", "float32")), m)
     if out.get("sweeps") and m is not None and m.peak and m.memory_bandwidth:
         out["sweep_model"] = study.sweep_study(out["sweeps"], m.peak, m.memory_bandwidth,
-                                               m.dispatch or 0.0)
+                                               m.dispatch or 0.0,
+                                               predictor=_sweep_predictor(m))
     measured_ceilings = ceilings if ceilings.get("available") else None
     lab = out.get("lab") or {}
     if lab.get("available", True) and lab.get("experiments"):
@@ -156,6 +161,32 @@ def analyse(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any]:
     out["skipped"] = _unique(skipped)
     out["run_note"] = _run_note(out.get("options") or {})
     return out
+
+
+def _prediction(record: Mapping[str, Any], dtype: str, roof_set: RoofSet
+                ) -> dict[str, Any] | None:
+    """The model's prediction for a workload or sweep point, as plain data; None without the
+    facts it needs."""
+    f = predict_mod.facts(record, dtype)
+    p = predict_mod.predict(f, roof_set) if f is not None else None
+    if p is None:
+        return None
+    return {"seconds": p.seconds, "terms": dict(p.terms), "binding": p.binding,
+            "bytes": p.bytes, "bytes_source": p.bytes_source, "level": p.level,
+            "roofs": list(p.roofs), "notes": list(p.notes)}
+
+
+def _sweep_predictor(roof_set: RoofSet) -> Any:
+    def predictor(sweep: Mapping[str, Any], point: Mapping[str, Any]
+                  ) -> tuple[float, dict[str, float]] | None:
+        p = _prediction(point, str(sweep.get("dtype", "float32")), roof_set)
+        if p is None:
+            return None
+        t = p["terms"]
+        return p["seconds"], {"compute": t["alu"], "memory": t["memory"],
+                              "dispatch": t["overhead"]}
+
+    return predictor
 
 
 def _default_roofs(ceilings: dict[str, Any], measured: RoofSet) -> None:

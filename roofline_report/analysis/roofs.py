@@ -146,6 +146,11 @@ class RoofSet:
         return f.seconds if f else None
 
     @property
+    def launch(self) -> float | None:
+        f = self.floor("launch")
+        return f.seconds if f else None
+
+    @property
     def complete(self) -> bool:
         """Whether the set has both a compute and a bandwidth roof (a roofline can be drawn)."""
         return bool(self.compute) and bool(self.bandwidth)
@@ -213,6 +218,11 @@ def measured(ceilings: Mapping[str, Any]) -> RoofSet | None:
     if seconds is not None:
         floors.append(Floor("dispatch", seconds, Kind.MEASURED,
                             "measured: one tiny call, blocked after every call"))
+    launch = ceilings.get("launch") or {}
+    seconds = _positive(launch.get("value")) if launch.get("available") else None
+    if seconds is not None:
+        floors.append(Floor("launch", seconds, Kind.MEASURED,
+                            "measured: one more kernel inside a program"))
     rates = []
     for e in ceilings.get("rates", []):
         value = _positive(e.get("value")) if e.get("available") else None

@@ -1,0 +1,98 @@
+"""How well the roofline model predicts this machine: relative errors of predicted times.
+
+    python benchmarks/prediction.py                  # measure (catalog and sweeps), then score
+    python benchmarks/prediction.py --from-json FILE # score a saved results.json
+
+Scores every catalog workload and every sweep point with a measured time and a prediction:
+error = |predicted − measured| ÷ measured. Prints one line per workload, then a last line of JSON
+with ``median_error`` (target ≤ 0.25 on the 2-core CPU), ``p90_error``, ``points``, and
+``kernel_median_error`` over the kernels of at least 50 µs where per-kernel times were measured
+(null where none were).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from roofline_report import analysis, results  # noqa: E402
+from roofline_report.analysis import predict  # noqa: E402
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    h = (len(ordered) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
+
+
+def _measured(record: dict[str, Any]) -> float | None:
+    t = record.get("timing") or {}
+    if not t.get("available", True):
+        return None
+    return (t.get("per_call") or {}).get("median")
+
+
+def score(data: dict[str, Any]) -> dict[str, Any]:
+    derived = analysis.analyse(data, analysis.assumptions_for(data))
+    errors: list[float] = []
+    rows = []
+    for w in derived.get("workloads", []):
+        p, m = w.get("prediction"), _measured(w)
+        if p and m:
+            e = predict.error(p["seconds"], m)
+            errors.append(e)
+            rows.append((w["title"], p["seconds"], m, e, p["binding"]))
+    sm = derived.get("sweep_model") or {}
+    for sw in sm.get("workloads", []):
+        for pt in sw.get("points", []):
+            e = abs(pt["predicted_s"] - pt["measured_s"]) / pt["measured_s"]
+            errors.append(e)
+            rows.append((f"{sw['title']} {pt['dims']}", pt["predicted_s"], pt["measured_s"], e,
+                         pt["predicted_bound"]))
+    kernel_errors: list[float] = []
+    for w in derived.get("workloads", []):
+        for k in (w.get("kernel_rows") or []):
+            if k.get("measured_s") and k["measured_s"] >= 50e-6 and k.get("predicted_s"):
+                kernel_errors.append(predict.error(k["predicted_s"], k["measured_s"]))
+    for title, pred, meas, e, bound in rows:
+        print(f"{title[:48]:48} predicted {pred * 1e6:10.1f} us  measured {meas * 1e6:10.1f} us"
+              f"  error {e:6.0%}  {bound}")
+    return {"median_error": _quantile(errors, 0.5), "p90_error": _quantile(errors, 0.9),
+            "points": len(errors), "kernel_median_error": _quantile(kernel_errors, 0.5),
+            "kernels": len(kernel_errors)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--from-json", metavar="FILE")
+    ns = parser.parse_args()
+    if ns.from_json:
+        data = results.load(ns.from_json)
+    else:
+        from roofline_report import cli
+
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "report"
+            code = cli.main(["--no-sharding", "--no-experiments", "--progress", "none",
+                             "--out", str(out)])
+            if code not in (0, 3):
+                return code
+            data = results.load(out / "results.json")
+    print(json.dumps(score(data), sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,145 @@
+"""Predicted run time of a compiled program from its facts and a set of roofs (no jax).
+
+The model, stated as the report states it::
+
+    t_alu  = dot flops ÷ the matmul roof of the dtype
+           + other flops ÷ the elementwise (multiply-add) rate of the dtype
+           + Σ transcendentals of each function ÷ that function's rate in the dtype
+    t_mem  = bytes moved ÷ the bandwidth of the memory level that holds them
+    t      = max(t_alu, t_mem) + (kernels − 1) × launch + dispatch
+
+* *dot flops* are those of matrix products and convolutions; everything else is elementwise or
+  a reduction, which no backend runs at its matmul peak.
+* *bytes moved* are, in order of preference: the sum over the program's kernels of the bytes at
+  their boundaries (times the trip count of their loops) when the kernel inventory is known;
+  else XLA's bytes accessed, when it is positive and the program has no loop (XLA costs a loop
+  body once); else the minimum traffic.
+* Rates measured in float32 stand in for a dtype that has none; a roof that is missing drops its
+  term and the prediction says so in ``notes``.
+
+A dtype's rates already include what the backend does to run it (bfloat16 through float32
+conversions on CPU, TF32 on NVIDIA GPUs), since they are measured in that dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from roofline_report.analysis.roofs import RoofSet
+
+DOT_OPS = ("dot_general", "dot", "convolution")
+TRANSCENDENTAL_RATE = {"tanh": "tanh", "exp": "exp", "exponential": "exp", "log": "log",
+                       "logistic": "exp", "exponential_minus_one": "exp", "log_plus_one": "log",
+                       "rsqrt": "exp", "sqrt": "exp", "power": "log", "sine": "exp",
+                       "cosine": "exp", "tan": "tanh", "erf": "tanh", "atan2": "tanh"}
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the model needs of one program (a workload or a sweep point)."""
+
+    dtype: str
+    dot_flops: float
+    other_flops: float
+    transcendentals: Mapping[str, float]  # by function name (tanh, exp, ...)
+    bytes: float
+    bytes_source: str
+    kernels: int
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A predicted time, its terms in seconds, the term that binds and the roofs used."""
+
+    seconds: float
+    terms: Mapping[str, float]  # alu, memory, overhead
+    binding: str
+    bytes: float
+    bytes_source: str
+    level: str
+    roofs: tuple[str, ...]
+    notes: tuple[str, ...] = field(default=())
+
+
+def _op_name(key: str) -> str:
+    return key.rsplit(".", 1)[-1]
+
+
+def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
+    """The facts of a workload record or sweep point (keys ``hlo_count``, ``compiled``, ``xla``,
+    ``analytic``, optionally ``kernels``); None without our count or a minimum traffic."""
+    ours = record.get("hlo_count") or {}
+    if not ours or ours.get("available") is False or "flops" not in ours:
+        return None
+    by_op = {_op_name(k): float(v) for k, v in (ours.get("flops_by_op") or {}).items()}
+    dot = sum(v for k, v in by_op.items() if k in DOT_OPS)
+    other = max(0.0, float(ours["flops"]) - dot)
+    trans = {_op_name(k): float(v)
+             for k, v in (ours.get("transcendentals_by_op") or {}).items() if v}
+    compiled = record.get("compiled") or {}
+    kernels = int(compiled.get("kernels") or 1)
+    moved, source = _bytes(record, compiled)
+    if moved is None:
+        return None
+    return Facts(dtype, dot, other, trans, moved, source, max(1, kernels))
+
+
+def _bytes(record: Mapping[str, Any], compiled: Mapping[str, Any]) -> tuple[float | None, str]:
+    inventory = record.get("kernels") or {}
+    total = inventory.get("total_bytes") if isinstance(inventory, Mapping) else None
+    if isinstance(total, int | float) and total > 0:
+        return float(total), "the kernels' boundary bytes"
+    xla = record.get("xla") or {}
+    accessed = (xla.get("raw") or {}).get("bytes accessed") if xla.get("available") else None
+    if isinstance(accessed, int | float) and accessed > 0 and not compiled.get("while_loops"):
+        return float(accessed), "XLA's bytes accessed"
+    ours = record.get("hlo_count") or {}
+    analytic = record.get("analytic") or {}
+    minimum = analytic.get("minimum_bytes") or ours.get("minimum_bytes")
+    if isinstance(minimum, int | float) and minimum > 0:
+        return float(minimum), "the minimum traffic"
+    return None, ""
+
+
+def predict(f: Facts, roofs: RoofSet) -> Prediction | None:
+    """The model's time for ``f`` under ``roofs``; None when the set has no compute or no
+    bandwidth roof."""
+    compute = roofs.compute_for(f.dtype)
+    memory = roofs.bandwidth_for(f.bytes)
+    if compute is None or memory is None:
+        return None
+    notes: list[str] = []
+    used = [compute.name, f"{memory.level} ({memory.name})"]
+    alu = f.dot_flops / compute.value
+    if f.other_flops:
+        fma = roofs.rate_for("multiply-add", f.dtype)
+        if fma is not None:
+            alu += f.other_flops / fma.value
+            used.append(fma.name)
+        else:
+            alu += f.other_flops / compute.value
+            notes.append("no elementwise rate: elementwise flops at the matmul roof")
+    for op, count in sorted(f.transcendentals.items()):
+        rate = roofs.rate_for(TRANSCENDENTAL_RATE.get(op, "tanh"), f.dtype)
+        if rate is None:
+            notes.append(f"no rate for {op}: its {count:.0f} evaluations not charged")
+            continue
+        alu += count / rate.value
+        used.append(rate.name)
+    mem = f.bytes / memory.value
+    launch = roofs.launch or 0.0
+    dispatch = roofs.dispatch or 0.0
+    overhead = (f.kernels - 1) * launch + dispatch
+    if not roofs.launch and f.kernels > 1:
+        notes.append("no launch cost measured: kernels after the first not charged")
+    terms = {"alu": alu, "memory": mem, "overhead": overhead}
+    binding = max(terms, key=lambda k: terms[k])
+    return Prediction(max(alu, mem) + overhead, terms, binding, f.bytes, f.bytes_source,
+                      memory.level, tuple(dict.fromkeys(used)), tuple(notes))
+
+
+def error(predicted: float, measured: float) -> float:
+    """|predicted − measured| ÷ measured."""
+    return abs(predicted - measured) / measured

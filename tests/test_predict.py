@@ -1,0 +1,87 @@
+"""The prediction model on hand-computed cases: every term, the roofs it picks, its fallbacks."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline_report.analysis import predict
+from roofline_report.analysis.roofs import (
+    BandwidthRoof,
+    ComputeRoof,
+    Floor,
+    RateRoof,
+    RoofSet,
+)
+from roofline_report.model import Kind
+
+M = Kind.MEASURED
+KiB, MiB = 1 << 10, 1 << 20
+ROOFS = RoofSet(
+    "this machine", M,
+    compute=(ComputeRoof("matmul float32", 100e9, "float32", M, ""),
+             ComputeRoof("matmul bfloat16", 50e9, "bfloat16", M, "")),
+    bandwidth=(BandwidthRoof("L2 read-write", 100e9, "L2", M, "", None, 512 * KiB),
+               BandwidthRoof("scale stream", 20e9, "DRAM", M, "", 512 * KiB, None)),
+    floors=(Floor("dispatch", 10e-6, M, ""), Floor("launch", 1e-6, M, "")),
+    rates=(RateRoof("multiply-add float32", "multiply-add", "float32", 10e9, M, ""),
+           RateRoof("tanh float32", "tanh", "float32", 1e9, M, "")),
+)
+
+
+def _record(**over: object) -> dict[str, object]:
+    record: dict[str, object] = {
+        "hlo_count": {"flops": 2_000_000 + 500_000, "flops_by_op": {
+            "stablehlo.dot_general": 2_000_000, "stablehlo.add": 500_000},
+            "transcendentals_by_op": {"stablehlo.tanh": 100_000}, "minimum_bytes": 200 * KiB},
+        "compiled": {"kernels": 3, "while_loops": []},
+        "xla": {"available": True, "raw": {"bytes accessed": 300.0 * KiB}},
+        "analytic": {"flops": 2_000_000, "minimum_bytes": 200 * KiB},
+    }
+    record.update(over)
+    return record
+
+
+def test_every_term_by_hand() -> None:
+    f = predict.facts(_record(), "float32")
+    assert f is not None
+    assert (f.dot_flops, f.other_flops, f.kernels) == (2e6, 5e5, 3)
+    assert f.bytes == 300 * KiB and f.bytes_source == "XLA's bytes accessed"
+    p = predict.predict(f, ROOFS)
+    assert p is not None
+    # alu: 2e6 / 100e9 + 5e5 / 10e9 + 1e5 / 1e9 = 20 us + 50 us + 100 us = 170 us
+    assert p.terms["alu"] == pytest.approx(170e-6)
+    # memory: 300 KiB in L2 (under 512 KiB) at 100 GB/s
+    assert p.terms["memory"] == pytest.approx(300 * KiB / 100e9)
+    assert p.level == "L2"
+    # overhead: 2 more kernels at 1 us, and the 10 us dispatch
+    assert p.terms["overhead"] == pytest.approx(12e-6)
+    assert p.seconds == pytest.approx(170e-6 + 12e-6)
+    assert p.binding == "alu" and p.notes == ()
+
+
+def test_loops_and_missing_rates_fall_back() -> None:
+    # A loop: XLA's bytes (a body costed once) are not used; the minimum traffic is.
+    f = predict.facts(_record(compiled={"kernels": 1, "while_loops": [{"name": "while"}]}),
+                      "bfloat16")
+    assert f is not None and f.bytes_source == "the minimum traffic" and f.bytes == 200 * KiB
+    p = predict.predict(f, ROOFS)
+    assert p is not None
+    # bfloat16 dots on the bfloat16 roof; float32 rates stand in for bfloat16's.
+    assert p.terms["alu"] == pytest.approx(2e6 / 50e9 + 5e5 / 10e9 + 1e5 / 1e9)
+    bare = RoofSet("bare", M, ROOFS.compute, ROOFS.bandwidth)
+    q = predict.predict(f, bare)
+    assert q is not None
+    assert q.terms["alu"] == pytest.approx(2.5e6 / 50e9)  # tanh not charged, said so
+    assert any("tanh" in n for n in q.notes) and any("elementwise" in n for n in q.notes)
+    assert q.terms["overhead"] == 0.0
+
+
+def test_big_traffic_goes_to_main_memory_and_no_count_no_prediction() -> None:
+    f = predict.facts(_record(xla={"available": True, "raw": {"bytes accessed": 64.0 * MiB}}),
+                      "float32")
+    assert f is not None
+    p = predict.predict(f, ROOFS)
+    assert p is not None and p.level == "DRAM" and p.binding == "memory"
+    assert predict.facts(_record(hlo_count={"available": False, "reason": "x"}), "float32") \
+        is None
+    assert predict.error(120.0, 100.0) == pytest.approx(0.2)
