@@ -16,6 +16,7 @@ from typing import Any
 
 from roofline_report import analysis
 from roofline_report import figures as figs
+from roofline_report.analysis import explain
 from roofline_report.analysis import levels as levels_mod
 from roofline_report.analysis import words
 from roofline_report.analysis.roofs import RoofSet
@@ -327,12 +328,22 @@ def _placements(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     if roof_set is None:
         return []
     rows = []
+    backend = str((results.get("environment") or {}).get("backend", "cpu"))
+    cache = (results.get("ceilings") or {}).get("cache_bytes")
     for w in results["workloads"]:
         a = w.get("achieved", {})
         p = _placement(w, roof_set)
         if not a.get("available") or p is None:
             continue
+        measured = float(a["seconds"])
+        model = w.get("prediction")
+        why = explain.explain(model, measured, w, backend,
+                              above_roof=a["flops_per_s"] > p["roof_at"],
+                              cache_bytes=cache if isinstance(cache, int) else None) \
+            if model else "no model of the compiled program (no HLO count)"
         rows.append({
+            "error": percent(abs(p["predicted"] - measured) / measured, Kind.MEASURED),
+            "why": why,
             "title": w["title"],
             "intensity": Num(format_intensity(p["intensity"]), Kind.ANALYTIC.value),
             "achieved": n(a["flops_per_s"], "FLOP/s", Kind.MEASURED),

@@ -280,13 +280,20 @@ def measured(vm: VM) -> Section:
     if m["placement"]:
         body.append(Section("Workloads on the measured roofline", (
             p("Each workload is held to the compute roof of its dtype and the bandwidth roof of "
-              "the memory level that holds its minimum traffic."),
+              "the memory level that holds its minimum traffic. The predicted time is the "
+              "model of the compiled program: max(t_alu, t_mem) + (kernels − 1) × launch + "
+              "dispatch, where t_alu charges matrix-product flops to the matmul roof of the "
+              "dtype, other flops to the measured multiply-add rate and each transcendental to "
+              "its function's rate, and t_mem the bytes the program moves to the bandwidth of "
+              "the level that holds them. A prediction off by more than 50%, or a point above "
+              "its roof, gets the likeliest reason from the evidence."),
             table(
                 ("workload", "intensity", "achieved", "roof at this intensity", "of roof",
-                 "roofs used", "binding (largest term)", "predicted time", "measured time"),
+                 "roofs used", "binding (largest term)", "predicted time", "measured time",
+                 "error", "why they differ"),
                 [(c(r["title"]), num(r["intensity"]), num(r["achieved"]), num(r["roof"]),
                   num(r["fraction"]), c(r["roof_name"]), c(r["binding"]), num(r["predicted"]),
-                  num(r["measured"]))
+                  num(r["measured"]), num(r["error"]), c(r["why"]))
                  for r in m["placement"]]),)))
     return Section("Measured on this machine", tuple(body), id="measured",
                    kind=Kind.MEASURED.value)
@@ -464,9 +471,14 @@ def preset(vm: VM) -> Section | None:
         p("Memory bandwidth ", pr["hbm"], "; interconnect ", pr["interconnect_name"], " ",
           pr["interconnect"], ".", f" {pr['notes']}" if pr["notes"] else None),
         *((p("Sources: ", *sources, "."),) if sources else ()),
-        table(("workload", "intensity", f"bound on {pr['roof_label']}", "roofline time on it"),
-              [(c(r["title"]), num(r["intensity"]), c(r["bound"]), num(r["time"]))
-               for r in pr["placed"]]),
+        p("Each workload is held to the roof of its own dtype (float32 work to the TF32 roof, "
+          "at which jax runs float32 matrix products on NVIDIA GPUs by default; bfloat16 to "
+          "bfloat16's). The times are the roofline's alone: the spec sheet publishes no launch "
+          "or dispatch cost, which on a real chip adds microseconds to every call, so a time "
+          "far below that says the workload would be bound by the launch, not by this roof."),
+        table(("workload", "intensity", "roof", "bound", "roofline time on it"),
+              [(c(r["title"]), num(r["intensity"]), c(r["roof_name"]), c(r["bound"]),
+                num(r["time"])) for r in pr["placed"]]),
     ), id="preset")
 
 

@@ -1,0 +1,64 @@
+"""Why a prediction missed, from the evidence (no jax).
+
+A point above its roof, or a prediction off by more than :data:`OFF` of the measured time, gets a
+reason built from the numbers at hand, never silence:
+
+* **unstable**: the measurement's spread (IQR ÷ median) is over 10%, so the median itself moves;
+* **cache level**: faster than predicted while the bytes were charged to main memory, although
+  they would fit the last-level cache;
+* **unfused intermediates**: slower, and the compiled program moves at least 1.5× the bytes the
+  prediction charged (XLA's bytes accessed against the minimum traffic);
+* **launch-bound**: slower, with many kernels for the work, the overhead term the largest;
+* **conversions**: slower, a bfloat16 program on a CPU that computes in float32;
+* **loop**: the program runs a loop, whose bodies may not overlap as the model assumes;
+* otherwise **unknown**, with the direction of the miss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from roofline_report.report.format import percent_text
+
+OFF = 0.5
+
+
+def explain(prediction: Mapping[str, Any], measured: float, record: Mapping[str, Any],
+            backend: str, *, above_roof: bool = False,
+            cache_bytes: int | None = None) -> str:
+    """'' when the prediction is within :data:`OFF` and the point is under its roof; else the
+    likeliest reasons, most specific first, joined by '; '."""
+    predicted = float(prediction["seconds"])
+    error = abs(predicted - measured) / measured
+    if error <= OFF and not above_roof:
+        return ""
+    slower = measured > predicted
+    reasons: list[str] = []
+    timing = (record.get("timing") or {}).get("per_call") or {}
+    if timing.get("unstable"):
+        reasons.append(f"unstable: the timing's spread is {percent_text(timing.get('spread'))}")
+    moved = float(prediction.get("bytes") or 0)
+    if not slower and prediction.get("level") in ("DRAM", "HBM") and cache_bytes \
+            and moved and moved < cache_bytes:
+        reasons.append("cache level: the bytes were charged to main memory but would fit the "
+                       "last-level cache")
+    xla = ((record.get("xla") or {}).get("raw") or {}).get("bytes accessed")
+    if slower and isinstance(xla, int | float) and moved and xla >= 1.5 * moved:
+        reasons.append(f"unfused intermediates: the compiled program accesses {xla / moved:.3g}×"
+                       " the bytes charged")
+    terms = prediction.get("terms") or {}
+    kernels = int((record.get("compiled") or {}).get("kernels") or 1)
+    if slower and kernels > 1 and terms and max(terms, key=lambda k: terms[k]) == "overhead":
+        reasons.append(f"launch-bound: {kernels} kernels, each with a cost the model takes from "
+                       "one measured chain")
+    if slower and backend == "cpu" and record.get("dtype") == "bfloat16":
+        reasons.append("conversions: the CPU computes bfloat16 in float32, converting every "
+                       "operand and result")
+    if (record.get("compiled") or {}).get("while_loops"):
+        reasons.append("loop: its iterations run one after the other, each with its own "
+                       "launches")
+    if not reasons:
+        direction = "slower" if slower else "faster"
+        reasons.append(f"unknown: {direction} than predicted, with no evidence of a cause here")
+    return "; ".join(reasons)
