@@ -147,7 +147,9 @@ class Program:
         def program(*args: Any, **kwargs: Any) -> Any:
             full_a, full_k = jax.tree.map(lambda d, h: h if d is None else d, (args, kwargs),
                                           held, is_leaf=_none)
-            return inner(*full_a, **full_k)
+            # Functions in the result (an updated Equinox module's activation) are dropped.
+            return jax.tree.map(lambda x: None if _is_static_leaf(x) else x,
+                                inner(*full_a, **full_k))
 
         program.__name__ = program.__qualname__ = self.name
         return jax.jit(program)
