@@ -729,6 +729,11 @@ def _leaf_row(leaf: Mapping[str, Any]) -> dict[str, Any]:
             "dtype": str(leaf["dtype"]), "bytes": n(leaf["bytes"], "B", Kind.MEASURED)}
 
 
+def _bare(leaves: Sequence[Mapping[str, Any]]) -> bool:
+    """An argument that is one array (no tree to show)."""
+    return len(leaves) == 1 and not leaves[0].get("path")
+
+
 def _type_name(name: str, leaves: int) -> str:
     return "array" if name in ("ArrayImpl", "ndarray", "ShapeDtypeStruct") and leaves == 1 \
         else name
@@ -741,7 +746,9 @@ def _argument_view(node: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "name": str(node["name"]),
         "role": role,
-        "type": _type_name(str(node.get("type", "")), count_),
+        "type": (f"{leaves[0]['dtype']}{list(leaves[0]['shape'])}" if _bare(leaves)
+                 else _type_name(str(node.get("type", "")), count_)),
+        "bare": _bare(leaves),
         "value": str(node.get("value", "")),
         "leaves": str(count_),
         "bytes": n(node.get("bytes", 0), "B", Kind.MEASURED),

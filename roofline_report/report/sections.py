@@ -491,7 +491,7 @@ def _leaf_table(rows: Sequence[Mapping[str, Any]], caption: str = "") -> Table:
 def _tree(a: Mapping[str, Any]) -> tuple[Block, ...]:
     """One argument's tree: its leaves when few; folded when long, the top levels with counts
     and bytes, and every leaf in a fold."""
-    if a["role"] == "static" or not a["rows"]:
+    if a["role"] == "static" or not a["rows"] or a["bare"]:
         return ()
     if not a["folded"]:
         return (_leaf_table(a["rows"], caption=a["name"]),)
