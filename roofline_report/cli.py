@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="FILE",
                    help="a TOML file declaring your own workloads and budgets")
     p.add_argument("--only-config", action="store_true",
-                   help="with --config: report only your workloads (and the seed's model)")
+                   help="with --config: a report about your workloads only (no seed, catalog "
+                   "or lab notebook)")
     p.add_argument("--peak", metavar="RATE",
                    help="hypothetical compute budget, e.g. '100 GFLOP/s' (default: the seed's)")
     p.add_argument("--bandwidth", metavar="RATE",
@@ -212,8 +213,8 @@ def _measure(ns: argparse.Namespace, progress: Progress,
         quick=ns.quick,
         ceilings=not ns.no_ceilings,
         sweeps=not ns.no_sweeps,
-        sharding=not ns.no_sharding,
-        experiments=not ns.no_experiments,
+        sharding=not ns.no_sharding and not (ns.only_config and config and not config.sharded),
+        experiments=not ns.no_experiments and not ns.only_config,
         peak=peak or model.SEED_PEAK_FLOPS,
         bandwidth=bandwidth or model.SEED_BANDWIDTH,
         interconnect=interconnect or model.DEFAULT_INTERCONNECT,
@@ -223,6 +224,7 @@ def _measure(ns: argparse.Namespace, progress: Progress,
         user_workloads=tuple(user_workloads),
         config_source=config.source if config else None,
         config_path=ns.config,
+        teaching=not ns.only_config,
     )
     return measure.run(options, progress)
 

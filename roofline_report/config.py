@@ -22,6 +22,13 @@ Schema (every key not listed is an error, so typos are caught)::
     rtol = 2e-5                      # optional tolerances for the check (non-negative, finite);
     atol = 2e-5                      # by default the result dtype's (roofline_report.tolerances)
 
+    [[workload]]                     # a program whose arguments are made by code
+    name = "transformer step"
+    setup = "transformer:setup"      # returns (fn, args) or (fn, args, kwargs); called with
+    dims = { batch = 8 }             # the dims as keyword arguments (or none); no 'args',
+                                     # 'function', 'sweep' or 'mesh'; 'reference', 'rtol'
+                                     # and 'atol' as above
+
     [[workload]]                     # a sharded workload: analysed on a mesh of devices
     name = "matmul, contracting axis"
     function = "my_workloads:scaled_matmul"
@@ -97,7 +104,7 @@ _TOP_KEYS = ("schema", "preset", "budgets", "workload")
 _BUDGET_KEYS = ("peak", "bandwidth")
 _WORKLOAD_KEYS = (
     "name", "function", "dims", "args", "sweep", "reference", "rtol", "atol",
-    "mesh", "partition", "out_partition",
+    "mesh", "partition", "out_partition", "setup",
 )  # fmt: skip
 _ARG_KEYS = ("shape", "dtype")
 
@@ -164,6 +171,7 @@ class WorkloadSpec:
     mesh: tuple[tuple[str, int], ...] | None = None
     partition: tuple[Partition, ...] | None = None
     out_partition: Partition | None = None
+    setup: str | None = None  # a setup function making (fn, args[, kwargs]); then no args
 
     @property
     def is_sharded(self) -> bool:
@@ -211,11 +219,15 @@ class WorkloadSpec:
             },
             "partition": None if self.partition is None else [list(p) for p in self.partition],
             "out_partition": None if self.out_partition is None else list(self.out_partition),
+            **({"setup": self.setup} if self.setup is not None else {}),
         }
 
     def to_table(self) -> dict[str, Any]:
         """The workload as a TOML-shaped table (keys as in the file), None values left out."""
         table = {k: v for k, v in self.to_json().items() if v is not None}
+        if self.setup is not None:
+            table.pop("function", None)
+            table.pop("args", None)
         if self.mesh is not None:
             table["mesh"] = dict(self.mesh)
         return table
@@ -241,6 +253,14 @@ class Config:
         """Import the workload's function (see :func:`import_callable`)."""
         return import_callable(
             spec.function, config_name=self.source, workload=spec.name, base_dir=self.base_dir
+        )
+
+    def load_setup(self, spec: WorkloadSpec) -> Callable[..., Any]:
+        """Import the workload's setup function (see :func:`import_callable`)."""
+        if spec.setup is None:
+            raise InputError(f"{self.source}: workload {_show(spec.name)}: has no 'setup'")
+        return import_callable(
+            spec.setup, config_name=self.source, workload=spec.name, base_dir=self.base_dir
         )
 
     def load_reference(self, spec: WorkloadSpec) -> Callable[..., Any] | None:
@@ -395,10 +415,13 @@ def _workload(table: Any, index: int, where: str) -> WorkloadSpec:
     label = _workload_label(table, index)
     here = f"{where} workload {label}:"
     _check_keys(table, _WORKLOAD_KEYS, here)
+    if table.get("setup") is not None:
+        return _setup_workload(table, here)
 
     function = table.get("function")
     if function is None:
-        raise InputError(f"{here} missing 'function' (an import path such as 'module:function')")
+        raise InputError(f"{here} missing 'function' (an import path such as 'module:function') "
+                         "or 'setup' (one that returns the function and its arguments)")
     function = _import_path(function, "function", here)
     reference = table.get("reference")
     if reference is not None:
@@ -448,13 +471,42 @@ def _workload(table: Any, index: int, where: str) -> WorkloadSpec:
     )
 
 
+def _setup_workload(table: Mapping[str, Any], here: str) -> WorkloadSpec:
+    """A ``setup = "module:function"`` workload: the function and its arguments are made by
+    code, so the keys that declare them (and sweeps and meshes, which need them) are refused."""
+    setup = _import_path(table["setup"], "setup", here)
+    for key in ("function", "args", "sweep", "mesh", "partition", "out_partition"):
+        if key in table:
+            raise InputError(f"{here} '{key}' cannot be used with 'setup' (the setup function "
+                             "returns the function and its arguments)")
+    reference = table.get("reference")
+    if reference is not None:
+        reference = _import_path(reference, "reference", here)
+    name = table.get("name")
+    if name is None:
+        name = setup.rsplit(":", 1)[1].rsplit(".", 1)[-1]
+    elif not isinstance(name, str) or not name.strip():
+        raise InputError(f"{here} 'name' must be a non-empty string")
+    return WorkloadSpec(
+        name=name,
+        function="",
+        dims=_dims(table.get("dims"), here),
+        args=(),
+        reference=reference,
+        rtol=_tolerance(table.get("rtol"), "rtol", here),
+        atol=_tolerance(table.get("atol"), "atol", here),
+        setup=setup,
+    )
+
+
 def _workload_label(table: Mapping[str, Any], index: int) -> str:
     name = table.get("name")
     if isinstance(name, str) and name.strip():
         return _show(name)
-    function = table.get("function")
-    if isinstance(function, str) and _IMPORT_PATH_RE.fullmatch(function):
-        return _show(function.rsplit(":", 1)[1].rsplit(".", 1)[-1])
+    for key in ("function", "setup"):
+        function = table.get(key)
+        if isinstance(function, str) and _IMPORT_PATH_RE.fullmatch(function):
+            return _show(function.rsplit(":", 1)[1].rsplit(".", 1)[-1])
     return f"#{index}"
 
 

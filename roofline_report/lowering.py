@@ -7,10 +7,11 @@ Contract of every function here: a value the backend does not provide comes back
 
 from __future__ import annotations
 
+import math
 import platform
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,17 @@ def lower_and_compile(fn: Callable[..., Any], args: Sequence[Any]) -> Lowered:
     """jit, lower and compile ``fn`` for ``args``; compile time is measured apart from running."""
     start = time.perf_counter()
     lowered = jax.jit(fn).lower(*args)
+    lowered_at = time.perf_counter()
+    compiled = lowered.compile()
+    done = time.perf_counter()
+    return Lowered(lowered, compiled, lowered_at - start, done - lowered_at)
+
+
+def lower_and_compile_jitted(jitted: Any, args: Sequence[Any],
+                             kwargs: Mapping[str, Any]) -> Lowered:
+    """Lower and compile an already jitted function at pytree ``args`` and ``kwargs``."""
+    start = time.perf_counter()
+    lowered = jitted.lower(*args, **kwargs)
     lowered_at = time.perf_counter()
     compiled = lowered.compile()
     done = time.perf_counter()
@@ -103,6 +115,52 @@ def check_against_reference(
         "atol": atol,
         "note": "" if finite else "the result has non-finite values",
     }
+
+
+def check_tree_against_reference(actual: Any, expected: Any, *, rtol: float,
+                                 atol: float) -> dict[str, Any]:
+    """Compare a result pytree with a NumPy reference's, leaf by leaf (in flattening order).
+
+    A single array gives :func:`check_against_reference`'s record; a pytree the record of its
+    worst leaf (a failing leaf first, then the one furthest past its tolerance) with ``leaf``,
+    that leaf's path, and ``leaves``, how many were compared.
+    """
+    got = jax.tree_util.tree_flatten_with_path(actual)[0]
+    want = [leaf for leaf in jax.tree_util.tree_leaves(expected)
+            if hasattr(leaf, "shape") or not callable(leaf)]  # functions are not results
+    if len(got) == 1 and len(want) == 1 and not got[0][0]:
+        return check_against_reference(got[0][1], want[0], rtol=rtol, atol=atol)
+    if len(got) != len(want):
+        return {"passed": False, "shape": [], "expected_shape": [], "max_abs_error": None,
+                "max_rel_error": None, "rtol": rtol, "atol": atol, "leaves": len(got),
+                "note": f"the result has {len(got)} arrays, the reference {len(want)}"}
+    worst: tuple[tuple[bool, float], str, dict[str, Any]] | None = None
+    for (path, leaf), ref in zip(got, want, strict=True):
+        record = check_against_reference(leaf, ref, rtol=rtol, atol=atol)
+        key = (not record["passed"], _excess(leaf, ref, rtol, atol))
+        if worst is None or key > worst[0]:
+            worst = (key, jax.tree_util.keystr(path), record)
+    if worst is None:
+        return {"passed": True, "shape": [], "expected_shape": [], "max_abs_error": 0.0,
+                "max_rel_error": 0.0, "rtol": rtol, "atol": atol, "leaves": 0,
+                "note": "the result holds no arrays"}
+    _, where, worst_record = worst
+    return {**worst_record, "leaf": where, "leaves": len(got)}
+
+
+def _excess(actual: Any, expected: Any, rtol: float, atol: float) -> float:
+    """How far a leaf is past its tolerance: max |got - want| / (atol + rtol |want|)."""
+    try:
+        got = np.asarray(actual, dtype=np.float64)
+        want = np.asarray(expected, dtype=np.float64)
+        if got.shape != want.shape or not got.size:
+            return math.inf if got.shape != want.shape else 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.abs(got - want) / (atol + rtol * np.abs(want))
+        value = float(np.nanmax(np.where(np.isfinite(got), ratio, np.inf)))
+    except (TypeError, ValueError):
+        return math.inf
+    return value if not math.isnan(value) else math.inf
 
 
 def xla_cost(compiled: Any) -> dict[str, Any]:

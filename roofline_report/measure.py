@@ -7,6 +7,7 @@ with its reason (and listed under ``skipped``), and the rest of the report still
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -18,8 +19,9 @@ from roofline_report import results as results_mod
 from roofline_report.errors import InputError, reason, scrub_paths
 from roofline_report.hlo import count_stablehlo, inspect_compiled, strip_metadata
 from roofline_report.model import DEFAULT_INTERCONNECT, SEED_BANDWIDTH, SEED_PEAK_FLOPS
+from roofline_report.program import Program
 from roofline_report.schema import SCHEMA_VERSION
-from roofline_report.workloads import Workload, catalog
+from roofline_report.workloads import NoAnalyticModel, Workload, catalog
 
 Progress = Callable[[str], None]
 TEXT_LIMIT = 40_000  # characters of HLO text kept per workload
@@ -45,6 +47,7 @@ class RunOptions:
     config_source: str | None = None
     config_path: str | None = None  # the config file, for the sharding child; not in JSON
     origin: Literal["command line", "python"] = "command line"  # who asked: words of reasons
+    teaching: bool = True  # the seed's teaching sections belong in the report
 
     def not_asked(self, flag: str) -> str:
         """Why a part was not measured, in the words of whoever asked for this run."""
@@ -63,6 +66,7 @@ class RunOptions:
             "preset": self.preset,
             "config": self.config_source,
             "origin": self.origin,
+            "teaching": self.teaching,
         }
 
     def assumptions_json(self) -> dict[str, Any]:
@@ -208,12 +212,21 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     label = f"workload {w.title}"
     try:
         record["analytic"] = {key: int(value) for key, value in w.model().items()}
+    except NoAnalyticModel as exc:
+        record["analytic"] = {"available": False, "reason": str(exc)}
     except Exception as exc:
         record["analytic"] = skips.add(f"{label}: analytic model", _why(exc))
+    kwargs: dict[str, Any] = {}
+    host_kwargs: dict[str, Any] = {}
     try:
-        args, host = w.inputs()
-        record["args"] = [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in args]
-        low = lowering.lower_and_compile(w.fn, args)
+        if w.program is not None:
+            low, args, kwargs, host, host_kwargs = _program_inputs(w.program, record)
+        else:
+            args, host = w.inputs()
+            record["args"] = [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in args]
+            low = lowering.lower_and_compile(w.fn, args)
+            if w.user:
+                record["arguments"] = _arrays_tree(w, args, low)
     except Exception as exc:
         record["lowering"] = skips.add(f"{label}: lowering", _why(exc))
         return record
@@ -243,7 +256,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
         record["lowering"] = {**skips.add(f"{label}: StableHLO inspection", _why(exc)),
                               "lower_s": low.lower_seconds, "compile_s": low.compile_seconds}
     try:
-        out = low.compiled(*args)
+        out = low.compiled(*args, **kwargs)
         ran = True
     except Exception as exc:
         record["check"] = skips.add(f"{label}: run", _why(exc))
@@ -253,8 +266,8 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
                            "reason": "no NumPy reference was declared"}
     elif ran and w.reference is not None:
         try:
-            record["check"] = lowering.check_against_reference(
-                out, w.reference(*host), rtol=w.rtol, atol=w.atol
+            record["check"] = lowering.check_tree_against_reference(
+                out, w.reference(*host, **host_kwargs), rtol=w.rtol, atol=w.atol
             )
             if not record["check"]["passed"]:
                 why = "result differs from the NumPy reference"
@@ -285,7 +298,8 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     timing_json: dict[str, Any] | None = None
     if ran:
         try:
-            timing_json = timing.time_jitted(low.compiled, args, quick=quick).to_json()
+            call = functools.partial(low.compiled, **kwargs) if kwargs else low.compiled
+            timing_json = timing.time_jitted(call, args, quick=quick).to_json()
             timing_json["available"] = True
             record["timing"] = timing_json
         except Exception as exc:
@@ -293,6 +307,24 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     else:
         record["timing"] = {"available": False, "reason": "the workload did not run"}
     return record
+
+
+def _program_inputs(p: Program, record: dict[str, Any]
+                    ) -> tuple[lowering.Lowered, tuple[Any, ...], dict[str, Any],
+                               tuple[Any, ...], dict[str, Any]]:
+    """Lower and compile a user's program through its pytrees; record its argument tree.
+    Returns (lowered, arguments, keyword arguments, and both as NumPy for a reference)."""
+    low, args, kwargs = p.lower_and_compile()
+    record["arguments"] = p.arguments_json(low.lowered.out_info)
+    host, host_kwargs = p.host_inputs(args, kwargs)
+    return low, args, kwargs, host, host_kwargs
+
+
+def _arrays_tree(w: Workload, args: tuple[Any, ...], low: lowering.Lowered) -> dict[str, Any]:
+    """The argument tree of a user's workload of plain arrays (a TOML ``function``)."""
+    from roofline_report.program import arrays_tree
+
+    return arrays_tree(args, [f"args[{i}]" for i in range(len(args))], low.lowered.out_info)
 
 
 def _tf32_likely(w: Workload, ops: Mapping[str, int]) -> bool:

@@ -9,7 +9,8 @@ only lays out the page around it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -55,10 +56,11 @@ def _view_model(results: Mapping[str, Any]) -> dict[str, Any]:
     bandwidth = float(hyp["bandwidth"]["value"])
     workloads = results["workloads"]
     seed_w = next((w for w in workloads if w["name"] == "seed_tanh_matmul"), None)
+    teaching = _teaching(results)
     figures: list[figs.FigureOut] = [
         figs.seed_roofline(seed["model"]),
         figs.doubled_traffic(seed["experiment"], seed["model"]["ridge"]),
-    ]
+    ] if teaching else []
     measured_fig = _measured_roofline(results, peak, bandwidth)
     if measured_fig is not None:
         figures.append(measured_fig)
@@ -94,14 +96,17 @@ def _view_model(results: Mapping[str, Any]) -> dict[str, Any]:
         "exercise": _exercise(seed["exercise"]),
         "measured": _measured(results, seed_w),
         "run_note": str(results.get("run_note", "")),
-        "catalog": [_catalog_row(w) for w in workloads],
-        "reconciliation": [_reconciliation(w) for w in workloads if w.get("reconciliation")],
+        "catalog": [_without_model(_catalog_row(w), w) for w in workloads],
+        "reconciliation": [_accounting_without_model(_reconciliation(w), w)
+                           for w in workloads if w.get("reconciliation")],
         "sharding": _sharding(sharding),
         "lab": _lab(results),
         "sweeps": _sweeps(results),
         "preset": _preset(results["budgets"].get("preset"), results),
         "figures": {f.name: f for f in figures},
         "skipped": list(results.get("skipped", [])),
+        "parts": {"teaching": teaching},
+        "programs": [_program_view(w) for w in workloads if w.get("user")],
     }
 
 
@@ -699,6 +704,181 @@ def _sharding(sh: Mapping[str, Any]) -> dict[str, Any]:
         "bandwidth": n(budget.get("bandwidth"), "B/s", kind),
         "interconnect": n(budget.get("interconnect"), "B/s", kind),
         "critical": Num(format_intensity(crit), kind) if crit else Num("unknown"),
+    }
+
+
+# --- a user's programs ----------------------------------------------------------------------
+
+NO_MODEL = "no analytic model"
+#: Leaves an argument may have before its tree is folded to its top levels.
+FOLD_AFTER = 8
+#: Rows of a folded tree's top levels at most (the rest are summed in one row).
+MAX_GROUPS = 24
+_PATH_PART = re.compile(r"\[[^\]]*\]|\.[^.\[]+")
+
+
+def _teaching(results: Mapping[str, Any]) -> bool:
+    """Whether the run asked for the seed's teaching sections (runs saved before the option
+    existed did: they always had them)."""
+    return bool((results.get("options") or {}).get("teaching", True))
+
+
+def _no_model(w: Mapping[str, Any]) -> bool:
+    an = w.get("analytic")
+    return not (isinstance(an, Mapping) and "flops" in an)
+
+
+def _traffic_num(w: Mapping[str, Any]) -> Num:
+    t = w.get("argument_traffic") or {}
+    if not t:
+        return Num(NO_MODEL)
+    return Num(f"{format_si(t['minimum_bytes'], 'B')} ({t['basis']})", Kind.ANALYTIC.value)
+
+
+def _without_model(row: dict[str, Any], w: Mapping[str, Any]) -> dict[str, Any]:
+    """A catalog row of a workload without a hand model: says so, shows the argument + result
+    bytes (labelled) as its minimum traffic, and its arguments as a summary of their trees."""
+    tree = w.get("arguments") or {}
+    if tree and not w.get("args"):
+        row["args"] = _tree_summary(tree)
+    if not _no_model(w):
+        return row
+    row["flops"] = Num(NO_MODEL)
+    row["bytes"] = _traffic_num(w)
+    row["intensity"] = Num(NO_MODEL)
+    return row
+
+
+def _accounting_without_model(r: dict[str, Any], w: Mapping[str, Any]) -> dict[str, Any]:
+    """Three-way rows of a workload without a hand model: the analytic column says so, and the
+    bytes row shows the argument + result bytes, labelled; never a copy of our count."""
+    if not _no_model(w) or not r.get("rows"):
+        return r
+    rows = []
+    for row in r["rows"]:
+        analytic = _traffic_num(w) if row["quantity"] == "bytes" else Num(NO_MODEL)
+        rows.append({**row, "analytic": analytic})
+    return {**r, "rows": rows}
+
+
+def _tree_summary(tree: Mapping[str, Any]) -> str:
+    nodes = [a for a in tree.get("arguments", []) if not a.get("static")]
+    return (f"{plural(len(nodes), 'argument', 'arguments')}, "
+            f"{plural(tree.get('leaf_count', 0), 'array', 'arrays')}, "
+            f"{format_si(tree.get('bytes', 0), 'B')}")
+
+
+def _path_parts(path: str) -> list[str]:
+    return _PATH_PART.findall(path) or ([path] if path else [])
+
+
+def _groups(leaves: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The top levels of a tree: the shallowest depth (1 to 3) with at least 3 groups, each
+    with its leaf count, bytes and dtypes."""
+    chosen: dict[str, list[Mapping[str, Any]]] = {}
+    for depth in (1, 2, 3):
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        for leaf in leaves:
+            parts = _path_parts(str(leaf["path"]))
+            groups.setdefault("".join(parts[:depth]) or "(the argument itself)", []).append(leaf)
+        chosen = groups
+        if len(groups) >= 3:
+            break
+    items = sorted(chosen.items(), key=lambda kv: -sum(int(x["bytes"]) for x in kv[1]))
+    rows = []
+    for prefix, members in items[:MAX_GROUPS]:
+        rows.append(_group_row(prefix, members))
+    rest = [x for _, members in items[MAX_GROUPS:] for x in members]
+    if rest:
+        rows.append(_group_row(f"{len(items) - MAX_GROUPS} more", rest))
+    return rows
+
+
+def _group_row(prefix: str, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {"path": prefix, "leaves": str(len(members)),
+            "bytes": n(sum(int(x["bytes"]) for x in members), "B", Kind.MEASURED),
+            "dtypes": ", ".join(sorted({str(x["dtype"]) for x in members}))}
+
+
+def _leaf_row(leaf: Mapping[str, Any]) -> dict[str, Any]:
+    return {"path": str(leaf["path"]) or "(the argument itself)", "shape": str(list(leaf["shape"])),
+            "dtype": str(leaf["dtype"]), "bytes": n(leaf["bytes"], "B", Kind.MEASURED)}
+
+
+def _bare(leaves: Sequence[Mapping[str, Any]]) -> bool:
+    """An argument that is one array (no tree to show)."""
+    return len(leaves) == 1 and not leaves[0].get("path")
+
+
+def _type_name(name: str, leaves: int) -> str:
+    return "array" if name in ("ArrayImpl", "ndarray", "ShapeDtypeStruct") and leaves == 1 \
+        else name
+
+
+def _argument_view(node: Mapping[str, Any]) -> dict[str, Any]:
+    leaves = list(node.get("leaves", []))
+    count_ = int(node.get("leaf_count", 0))
+    role = "static" if node.get("static") else "keyword" if node.get("keyword") else ""
+    return {
+        "name": str(node["name"]),
+        "role": role,
+        "type": (f"{leaves[0]['dtype']}{list(leaves[0]['shape'])}" if _bare(leaves)
+                 else _type_name(str(node.get("type", "")), count_)),
+        "bare": _bare(leaves),
+        "value": str(node.get("value", "")),
+        "leaves": str(count_),
+        "bytes": n(node.get("bytes", 0), "B", Kind.MEASURED),
+        "held": str(node.get("held_leaves", 0)),
+        "omitted": str(node.get("omitted", 0)),
+        "folded": count_ > FOLD_AFTER,
+        "groups": _groups(leaves) if count_ > FOLD_AFTER else [],
+        "rows": [_leaf_row(x) for x in leaves],
+    }
+
+
+def _program_view(w: Mapping[str, Any]) -> dict[str, Any]:
+    """One of the user's workloads as the subject of the report."""
+    tree = w.get("arguments") or {}
+    low = w.get("lowering") or {}
+    check = w.get("check") or {}
+    t = w.get("timing") or {}
+    ours = w.get("hlo_count") or {}
+    xla = (w.get("xla") or {}).get("values") or {}
+    an = w.get("analytic") or {}
+    return {
+        "title": str(w["title"]),
+        "description": str(w.get("description", "")),
+        "has_tree": bool(tree),
+        "arguments": [_argument_view(a) for a in tree.get("arguments", [])],
+        "result": _argument_view(tree["result"]) if tree.get("result") else None,
+        "summary": _tree_summary(tree) if tree else "",
+        "args": ", ".join(f"{a['dtype']}{a['shape']}" for a in w.get("args", [])),
+        "lowering_available": bool(low.get("available")),
+        "lowering_reason": str(low.get("reason", "")),
+        "lower_s": n(low.get("lower_s"), "s", Kind.MEASURED),
+        "compile_s": n(low.get("compile_s"), "s", Kind.MEASURED),
+        "program": _program(w.get("compiled") or {}),
+        "model": NO_MODEL if _no_model(w) else "",
+        "flops_analytic": count(an.get("flops"), Kind.ANALYTIC),
+        "flops_ours": count(ours.get("flops") if ours.get("available", True) else None,
+                            Kind.ANALYTIC),
+        "flops_xla": count(xla.get("flops"), Kind.COMPILER_ESTIMATE),
+        "traffic": _traffic_num(w) if _no_model(w) else n(an.get("minimum_bytes"), "B",
+                                                            Kind.ANALYTIC),
+        "xla_bytes": n(xla.get("bytes accessed"), "B", Kind.COMPILER_ESTIMATE),
+        "bytes_ours": n(ours.get("minimum_bytes") if ours.get("available", True) else None,
+                        "B", Kind.ANALYTIC),
+        "check_available": check.get("available", True) and "passed" in check,
+        "check_reason": str(check.get("reason", "")),
+        "check_passed": bool(check.get("passed")),
+        "check_max_abs": ratio(check.get("max_abs_error"), Kind.MEASURED, 3),
+        "check_max_rel": ratio(check.get("max_rel_error"), Kind.MEASURED, 3),
+        "check_tolerance": _tolerance(check) if check else "",
+        "check_note": str(check.get("note") or ""),
+        "check_leaf": str(check.get("leaf") or ""),
+        "check_leaves": str(check.get("leaves") or ""),
+        "timing": _timing_rows(t) if t.get("available") else None,
+        "timing_reason": str(t.get("reason", "not measured")),
     }
 
 

@@ -123,6 +123,7 @@ class Options(Record):
     preset: str | None  # a chip preset asked for by name (else matched to the device)
     config: str | None  # the config file's name, when one was given
     origin: Literal["command line", "python"] = "command line"  # who asked for the run
+    teaching: bool = True  # the seed's teaching sections were asked for (a report about them)
 
 
 class Assumptions(Record):
@@ -310,6 +311,8 @@ class Check(Record):
     rtol: NonNeg
     atol: NonNeg
     note: str = ""
+    leaf: str | None = None  # a pytree result: the path of the worst leaf (the one shown)
+    leaves: Count | None = None  # a pytree result: how many leaves were compared
 
 
 class XlaCost(Record):
@@ -325,6 +328,39 @@ class MemoryStats(Record):
     available: bool
     reason: str = ""
     values: dict[str, Count]
+
+
+class ArgumentLeaf(Record):
+    """One array in an argument's pytree: its path (``jax.tree_util.keystr``) and size."""
+
+    path: str
+    shape: list[Count]
+    dtype: str
+    bytes: Count
+
+
+class ArgumentNode(Record):
+    """One argument (positional, keyword or the result) as a pytree of arrays."""
+
+    name: str
+    keyword: bool = False
+    static: bool = False  # held as a Python value, not traced
+    type: str
+    leaves: list[ArgumentLeaf]
+    leaf_count: Count
+    bytes: Count
+    held_leaves: Count = 0  # leaves held as Python values (functions), not traced
+    omitted: Count = 0  # leaves counted but not listed (very large trees)
+    value: str = ""  # a static argument's value, shortened
+
+
+class ArgumentTree(Record):
+    """A program's arguments and result as pytrees, with counts and total bytes."""
+
+    arguments: list[ArgumentNode]
+    leaf_count: Count
+    bytes: Count
+    result: ArgumentNode | None = None
 
 
 class Workload(Record):
@@ -346,6 +382,7 @@ class Workload(Record):
     compiled: dict[str, Any] | None = None  # facts of the optimized HLO
     hlo_count: dict[str, Any] | None = None  # our own count (or {"available": false, ...})
     timing: maybe(Timing) | None = None  # type: ignore[valid-type]
+    arguments: ArgumentTree | None = None  # a user's program: arguments and result as trees
 
 
 class SweepPoint(Record):

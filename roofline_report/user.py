@@ -1,8 +1,8 @@
 """Your own workloads: from a TOML config or from Python (imports jax).
 
-A user's function has no hand-written analytic model, so its work is our own count from its
-StableHLO (loops multiplied out, transcendentals apart) and its minimum traffic the bytes of its
-arguments and results: both exact for the program as lowered, hence kind ``analytic``.
+A user's function has no hand-written analytic model: the report says "no analytic model" and
+shows, labelled as such, the minimum traffic of reading every argument and writing every result
+once. Its work is our own count of its StableHLO and XLA's estimate, shown as what they are.
 
 Python API::
 
@@ -10,14 +10,19 @@ Python API::
     import roofline_report
 
     record = roofline_report.analyze(lambda x, w: jnp.tanh(x @ w), x, w, name="my layer")
-    roofline_report.analyze(f, x, w, out="my-report")   # also writes a full report folder
+    roofline_report.analyze(train_step, params, opt_state, batch=batch)   # pytrees, keywords
+    roofline_report.analyze(f, x, w, out="my-report")   # also writes a report of this program
+
+A TOML workload either declares ``function`` and ``args`` (random inputs of those shapes) or
+names a ``setup`` function that returns the function and its example arguments (see
+:func:`workload_from_setup`).
 """
 
 from __future__ import annotations
 
 import reprlib
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +31,9 @@ import numpy as np
 
 from roofline_report import tolerances
 from roofline_report.config import Config, WorkloadSpec
-from roofline_report.errors import InputError
-from roofline_report.workloads import Dims, Workload
-
-
-def counted_model(fn: Callable[..., Any], shapes: Sequence[tuple[tuple[int, ...], str]]
-                  ) -> dict[str, int]:
-    """Work and minimum traffic of ``fn`` at these shapes, from our own StableHLO count."""
-    from roofline_report import lowering
-    from roofline_report.hlo import count_stablehlo
-
-    specs = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in shapes]  # type: ignore[no-untyped-call]
-    lowered = jax.jit(fn).lower(*specs)
-    count = count_stablehlo(lowering.stablehlo_module(lowered))
-    return {"flops": int(count["flops"]), "transcendentals": int(count["transcendentals"]),
-            "minimum_bytes": int(count["minimum_bytes"])}
+from roofline_report.errors import InputError, reason
+from roofline_report.program import Program, function_name, make_program
+from roofline_report.workloads import Dims, Workload, no_analytic_model
 
 
 def _random_inputs(shapes: Sequence[tuple[tuple[int, ...], str]], seed: int
@@ -76,6 +69,8 @@ def workload_from_spec(config: Config, spec: WorkloadSpec) -> Workload:
 
     Tolerances the config leaves out are the result dtype's defaults (at the declared dims).
     """
+    if spec.setup is not None:
+        return workload_from_setup(config, spec)
     fn = config.load_function(spec)
     reference = config.load_reference(spec)
     seed = zlib.crc32(spec.name.encode("utf-8"))
@@ -83,9 +78,6 @@ def workload_from_spec(config: Config, spec: WorkloadSpec) -> Workload:
 
     def build(d: Dims) -> tuple[np.ndarray[Any, Any], ...]:
         return _random_inputs(spec.resolve_shapes(d), seed)
-
-    def analytic(d: Dims, _itemsize: int) -> dict[str, int]:
-        return counted_model(fn, spec.resolve_shapes(d))
 
     sweep: dict[str, tuple[int, ...]] = {}
     if spec.sweep:
@@ -102,7 +94,7 @@ def workload_from_spec(config: Config, spec: WorkloadSpec) -> Workload:
         fn=fn,
         build=build,
         reference=reference,
-        analytic=analytic,
+        analytic=no_analytic_model,
         dims=dict(spec.dims),
         dtype=dtypes[0] if dtypes else "float32",
         description=f"Declared in {config.source} as {spec.function}.",
@@ -132,33 +124,93 @@ def _check_tolerance(value: float | None, key: str, label: str) -> float | None:
 
 def _label(fn: Callable[..., Any], name: str | None) -> str:
     if name is None:
-        return str(getattr(fn, "__name__", None) or "workload")
+        name = function_name(fn)
+        return name if name.isidentifier() else "workload"
     if not isinstance(name, str) or not name.strip():
         raise InputError(f"{_API} name= must be a non-empty string, got {reprlib.repr(name)}")
     return name
 
 
-def _arg_dtype(i: int, a: Any) -> tuple[tuple[int, ...], str]:
-    """(shape, dtype name) of positional argument ``i``; InputError if it is not an array."""
-    shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
-    if shape is None or dtype is None:
-        raise InputError(f"{_API} argument {i} is {type(a).__name__}, not an array; pass arrays "
-                         "(NumPy or jax) or jax.ShapeDtypeStruct")
+def program_tolerance(p: Program, where: str) -> tolerances.Tolerance:
+    """The default check tolerance for a program's result: its dtype's (the loosest of several
+    leaves). A program that cannot be traced at its arguments is an InputError."""
+    args, kwargs = p.device_inputs()
     try:
-        np_dtype = np.dtype(dtype)
-        dims = tuple(int(s) for s in shape)
-    except (TypeError, ValueError):
-        raise InputError(f"{_API} argument {i} has an unusable shape or dtype "
-                         f"({reprlib.repr(shape)}, {reprlib.repr(dtype)})") from None
-    if np_dtype.kind in "OUSMmV" and np_dtype.name not in tolerances.DEFAULTS:
-        raise InputError(f"{_API} argument {i} has dtype {np_dtype.name}; pass numeric arrays")
-    return dims, np_dtype.name
+        result = jax.eval_shape(p.jitted(), *args, **kwargs)
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(f"{where} {p.name} cannot be traced at these arguments: "
+                         f"{reason(exc)}") from None
+    names = [np.dtype(leaf.dtype).name for leaf in jax.tree_util.tree_leaves(result)]
+    return tolerances.for_dtypes(names)
+
+
+def workload_from_program(p: Program, *, where: str, description: str,
+                          reference: Callable[..., Any] | None, rtol: float | None,
+                          atol: float | None, dims: Mapping[str, int] | None = None) -> Workload:
+    """A Workload measuring ``p`` at its own arguments; tolerances left out are the result
+    dtype's."""
+    if rtol is None or atol is None:
+        default = program_tolerance(p, where)
+        rtol = default.rtol if rtol is None else rtol
+        atol = default.atol if atol is None else atol
+    dtypes = [np.dtype(leaf.dtype).name for leaf in
+              jax.tree_util.tree_leaves((p.args, dict(p.kwargs)))
+              if hasattr(leaf, "dtype") and hasattr(leaf, "shape")]
+    return Workload(name=f"user:{p.name}", title=p.name, fn=p.fn, build=_no_build,
+                    reference=reference, analytic=no_analytic_model, dims=dict(dims or {}),
+                    dtype=dtypes[0] if dtypes else "float32", description=description,
+                    rtol=rtol, atol=atol, user=True, program=p)
+
+
+def _no_build(_d: Dims) -> tuple[np.ndarray[Any, Any], ...]:
+    raise RuntimeError("a program workload brings its own arguments")
+
+
+def workload_from_setup(config: Config, spec: WorkloadSpec) -> Workload:
+    """A Workload for a ``setup = "module:function"`` table: the setup function, called with
+    the workload's ``dims`` as keyword arguments (or none), returns ``(fn, args)`` or
+    ``(fn, args, kwargs)``: the function and its example arguments (arrays or pytrees of
+    arrays). Any problem is one InputError naming the file and the workload."""
+    here = f"{config.source}: workload {spec.name!r}:"
+    setup = config.load_setup(spec)
+    reference = config.load_reference(spec)
+    try:
+        made = setup(**spec.dims)
+    except Exception as exc:
+        raise InputError(f"{here} setup {spec.setup} raised {reason(exc)}") from None
+    if not isinstance(made, tuple) or len(made) not in (2, 3):
+        got = f"a tuple of {len(made)}" if isinstance(made, tuple) else type(made).__name__
+        raise InputError(f"{here} setup {spec.setup} must return (fn, args) or "
+                         f"(fn, args, kwargs), got {got}")
+    fn, args = made[0], made[1]
+    kwargs = made[2] if len(made) == 3 else {}
+    if not callable(fn):
+        raise InputError(f"{here} setup {spec.setup} returned {type(fn).__name__} as the "
+                         "function; the first item must be callable")
+    if not isinstance(args, tuple | list):
+        raise InputError(f"{here} setup {spec.setup} returned {type(args).__name__} as the "
+                         "arguments; the second item must be a tuple or list of the "
+                         "function's positional arguments")
+    if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+        raise InputError(f"{here} setup {spec.setup} returned {type(kwargs).__name__} as the "
+                         "keyword arguments; the third item must be a dict of name: value")
+    program = make_program(fn, tuple(args), dict(kwargs), name=spec.name, where=here)
+    return workload_from_program(
+        program, where=here, description=f"Made in {config.source} by {spec.setup}.",
+        reference=reference, rtol=spec.rtol, atol=spec.atol, dims=spec.dims)
 
 
 def workload_from_arrays(fn: Callable[..., Any], args: Sequence[Any], *, name: str | None = None,
                          reference: Callable[..., Any] | None = None,
-                         rtol: float | None = None, atol: float | None = None) -> Workload:
-    """A Workload for ``fn`` at the given example arguments (arrays or ShapeDtypeStructs).
+                         rtol: float | None = None, atol: float | None = None,
+                         kwargs: Mapping[str, Any] | None = None,
+                         static_argnums: int | Sequence[int] | None = None,
+                         static_argnames: str | Sequence[str] | None = None) -> Workload:
+    """A Workload for ``fn`` at the given example arguments: arrays, ShapeDtypeStructs or
+    pytrees of them, keyword arguments and static arguments (see
+    :mod:`roofline_report.program`).
 
     ``rtol``/``atol`` None: the default for the dtype of ``fn``'s result (roofline_report.
     tolerances). Bad input raises an InputError that speaks of :func:`analyze`'s parameters.
@@ -172,48 +224,37 @@ def workload_from_arrays(fn: Callable[..., Any], args: Sequence[Any], *, name: s
                          f"arguments), got {type(reference).__name__}")
     checked_rtol = _check_tolerance(rtol, "rtol", label)
     checked_atol = _check_tolerance(atol, "atol", label)
-    shapes: list[tuple[tuple[int, ...], str]] = []
-    host: list[np.ndarray[Any, Any] | None] = []
-    for i, a in enumerate(args):
-        shapes.append(_arg_dtype(i, a))
-        host.append(_host_copy(a) if hasattr(a, "__array__") else None)
-    seed = zlib.crc32(label.encode("utf-8"))
-
-    def build(_d: Dims) -> tuple[np.ndarray[Any, Any], ...]:
-        if all(h is not None for h in host):
-            return tuple(h for h in host if h is not None)
-        return _random_inputs(shapes, seed)
-
-    def analytic(_d: Dims, _s: int) -> dict[str, int]:
-        return counted_model(fn, shapes)
-
-    if checked_rtol is None or checked_atol is None:
-        default = result_tolerance(fn, shapes)
-        checked_rtol = default.rtol if checked_rtol is None else checked_rtol
-        checked_atol = default.atol if checked_atol is None else checked_atol
-    dtypes = tuple(d for _, d in shapes)
-    return Workload(name=f"user:{label}", title=label, fn=fn, build=build, reference=reference,
-                    analytic=analytic, dims={}, dtype=dtypes[0] if dtypes else "float32",
-                    description="Analysed through the Python API.", rtol=checked_rtol,
-                    atol=checked_atol, user=True, arg_dtypes=dtypes)
-
-
-def _host_copy(a: Any) -> np.ndarray[Any, Any]:
-    array = np.asarray(a)
-    return array.astype(np.complex128 if np.iscomplexobj(array) else np.float64)
+    program = make_program(fn, tuple(args), dict(kwargs or {}), name=label, where=_API,
+                           static_argnums=static_argnums, static_argnames=static_argnames)
+    return workload_from_program(program, where=_API, description="Analysed through the "
+                                 "Python API.", reference=reference, rtol=checked_rtol,
+                                 atol=checked_atol)
 
 
 def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
             reference: Callable[..., Any] | None = None, quick: bool = True,
             out: str | Path | None = None, ceilings: bool = False,
-            rtol: float | None = None, atol: float | None = None) -> dict[str, Any]:
-    """Lower, check (if ``reference`` is given), account and time ``fn`` at ``args``.
+            rtol: float | None = None, atol: float | None = None,
+            static_argnums: int | Sequence[int] | None = None,
+            static_argnames: str | Sequence[str] | None = None,
+            teaching: bool = False, fn_kwargs: Mapping[str, Any] | None = None,
+            **kwargs: Any) -> dict[str, Any]:
+    """Lower, check (if ``reference`` is given), account and time ``fn`` at ``args`` and
+    ``kwargs``.
 
-    Returns the workload's record as stored in results.json. With ``out``, also writes a full
-    report folder for this workload (the seed's model included), like ``generate.py`` does; a
-    destination that must not be replaced is refused before anything is measured.
+    The arguments are arrays or pytrees of arrays (dicts, lists, tuples, NamedTuples,
+    registered dataclasses, Flax NNX states, Equinox modules, optax states); ``fn`` may be
+    already jitted. ``static_argnums``/``static_argnames`` name arguments held as Python values
+    (not traced), as in ``jax.jit``. Keyword arguments whose names clash with this function's
+    own go in ``fn_kwargs``.
 
-    The check passes when ``|result - reference| <= atol + rtol * |reference|`` everywhere;
+    Returns the workload's record as stored in results.json. With ``out``, also writes a report
+    folder whose subject is this program; ``teaching=True`` adds the seed's teaching sections,
+    the catalog and the lab notebook (measured too: minutes). A destination that must not be
+    replaced is refused before anything is measured.
+
+    The check passes when ``|result - reference| <= atol + rtol * |reference|`` for every leaf
+    of the result; ``reference`` is called with the same arguments as float64 NumPy arrays;
     ``rtol``/``atol`` None take the default for the dtype of ``fn``'s result
     (:mod:`roofline_report.tolerances`: 2e-5 for float32, 3e-2 for bfloat16, ...).
 
@@ -222,19 +263,27 @@ def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
     """
     from roofline_report import measure, output
 
-    w = workload_from_arrays(fn, args, name=name, reference=reference, rtol=rtol, atol=atol)
+    if not isinstance(teaching, bool):
+        raise InputError(f"{_API} teaching= must be True or False, got {reprlib.repr(teaching)}")
+    if fn_kwargs is not None and not isinstance(fn_kwargs, Mapping):
+        raise InputError(f"{_API} fn_kwargs= must be a dict, got {type(fn_kwargs).__name__}")
+    all_kwargs = {**dict(fn_kwargs or {}), **kwargs}
+    if out is not None:
+        if not isinstance(out, str | Path) or not str(out):
+            raise InputError(f"{_API} out= must be a folder path (str or pathlib.Path), got "
+                             f"{type(out).__name__} {reprlib.repr(out)}")
+        output.check_destination(Path(out), label=f"{_API} out={str(out)!r}")
+    w = workload_from_arrays(fn, args, name=name, reference=reference, rtol=rtol, atol=atol,
+                             kwargs=all_kwargs, static_argnums=static_argnums,
+                             static_argnames=static_argnames)
     if out is None:
         return measure.measure_workload(w, quick=quick, skips=measure.Skips())
-    if not isinstance(out, str | Path) or not str(out):
-        raise InputError(f"{_API} out= must be a folder path (str or pathlib.Path), got "
-                         f"{type(out).__name__} {reprlib.repr(out)}")
     destination = Path(out)
     label = f"{_API} out={str(out)!r}"
-    output.check_destination(destination, label=label)
     options = measure.RunOptions(quick=quick, ceilings=ceilings, sweeps=False, sharding=False,
-                                 origin="python",
-                                 builtin=False, user_workloads=(w,))
+                                 experiments=teaching, origin="python", builtin=teaching,
+                                 teaching=teaching, user_workloads=(w,))
     data = measure.run(options)
     output.write_results(destination, data, label=label)
-    record: dict[str, Any] = data["workloads"][0]
+    record: dict[str, Any] = data["workloads"][-1]
     return record

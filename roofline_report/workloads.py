@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -17,8 +17,20 @@ import numpy as np
 
 from roofline_report import tolerances
 
+if TYPE_CHECKING:
+    from roofline_report.program import Program
+
 Dims = Mapping[str, int]
 Analytic = dict[str, int]
+
+class NoAnalyticModel(Exception):
+    """Raised by a workload's ``analytic`` when it has no hand-written model (a user's
+    function): the report says so instead of copying a count of the program."""
+
+
+def no_analytic_model(_d: Dims, _itemsize: int) -> Analytic:
+    raise NoAnalyticModel("no analytic model")
+
 
 #: A tolerance left out: the workload's dtype gives it (see roofline_report.tolerances).
 FROM_DTYPE = math.nan
@@ -50,6 +62,7 @@ class Workload:
     sweep: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     user: bool = False
     arg_dtypes: tuple[str, ...] | None = None  # per-argument dtypes when they differ
+    program: Program | None = None  # a user's program at its own (pytree) arguments
 
     def __post_init__(self) -> None:
         default = tolerances.for_dtype(self.dtype)
@@ -74,7 +87,7 @@ class Workload:
         return Workload(
             self.name, self.title, self.fn, self.build, self.reference, self.analytic, merged,
             dtype or self.dtype, self.required_ops, self.description, rtol, atol,
-            self.sweep, self.user, self.arg_dtypes,
+            self.sweep, self.user, self.arg_dtypes, self.program,
         )
 
     def inputs(self) -> tuple[tuple[Any, ...], tuple[np.ndarray[Any, Any], ...]]:

@@ -30,9 +30,12 @@ def test_analyze_counts_checks_and_times() -> None:
     record = roofline_report.analyze(_layer, x, w, name="layer",
                                      reference=lambda a, b: np.tanh(a @ b))
     assert record["title"] == "layer"
-    assert record["analytic"]["flops"] == 2 * 64 * 32 * 16
-    assert record["analytic"]["transcendentals"] == 64 * 16
-    assert record["analytic"]["minimum_bytes"] == 4 * (64 * 32 + 32 * 16 + 64 * 16)
+    # A user's function has no hand model: our count is the HLO count, never "analytic".
+    assert record["analytic"] == {"available": False, "reason": "no analytic model"}
+    assert record["hlo_count"]["flops"] == 2 * 64 * 32 * 16
+    assert record["hlo_count"]["transcendentals"] == 64 * 16
+    assert record["arguments"]["bytes"] == 4 * (64 * 32 + 32 * 16)
+    assert record["arguments"]["result"]["bytes"] == 4 * 64 * 16
     assert record["check"]["passed"] is True
     assert record["timing"]["per_call"]["median"] > 0
     import jax

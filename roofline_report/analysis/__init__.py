@@ -125,6 +125,7 @@ def analyse(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any]:
     backend = str((out.get("environment") or {}).get("backend", "cpu"))
     for w in out.get("workloads", []):
         _workload(w, backend)
+        _argument_traffic(w)
     for sw in out.get("sweeps", []):
         for p in sw.get("points", []):
             p["analytic"] = _analytic(p.get("analytic"))
@@ -246,6 +247,25 @@ def _workload(w: dict[str, Any], backend: str) -> None:
         )
     except InputError as exc:
         w["reconciliation"] = {"available": False, "reason": reason(exc)}
+
+
+ARGUMENT_TRAFFIC = "argument + result bytes"
+
+
+def _argument_traffic(w: dict[str, Any]) -> None:
+    """For a workload without a hand model: the least traffic any implementation needs, every
+    argument read once and every result written once, from its argument tree. Labelled as what
+    it is; it is not a model of the work."""
+    an = w.get("analytic")
+    tree = w.get("arguments")
+    if (isinstance(an, dict) and "flops" in an) or not isinstance(tree, dict):
+        return
+    read = int(tree.get("bytes", 0))
+    written = int((tree.get("result") or {}).get("bytes", 0))
+    if read + written <= 0:
+        return
+    w["argument_traffic"] = {"minimum_bytes": read + written, "read": read, "written": written,
+                             "basis": ARGUMENT_TRAFFIC, "kind": Kind.ANALYTIC.value}
 
 
 def _run_note(options: Mapping[str, Any]) -> str:

@@ -247,7 +247,8 @@ def measured(vm: VM) -> Section:
         body.append(Note((f"{vm['run_note']}.",)))
     body.append(Section("Environment", (
         table(None, [(c(k), c(v)) for k, v in vm["env"]], row_headers=True),)))
-    body.append(_timed(vm))
+    if vm["seed"] or vm["parts"]["teaching"]:
+        body.append(_timed(vm))
     if not m["ceilings"]:
         body.append(Section("Ceilings of this machine",
                             (p("Ceilings not measured: ", m["ceilings_reason"]),)))
@@ -525,11 +526,121 @@ def skipped(vm: VM) -> Section | None:
         id="skipped")
 
 
+# --- the user's programs --------------------------------------------------------------------
+
+
+def _leaf_table(rows: Sequence[Mapping[str, Any]], caption: str = "") -> Table:
+    return table(("path", "shape", "dtype", "bytes"),
+                 [(c(Code(r["path"])), c(Code(r["shape"])), c(r["dtype"]), num(r["bytes"]))
+                  for r in rows], caption=caption)
+
+
+def _tree(a: Mapping[str, Any]) -> tuple[Block, ...]:
+    """One argument's tree: its leaves when few; folded when long, the top levels with counts
+    and bytes, and every leaf in a fold."""
+    if a["role"] == "static" or not a["rows"] or a["bare"]:
+        return ()
+    if not a["folded"]:
+        return (_leaf_table(a["rows"], caption=a["name"]),)
+    more = (p(f"{a['omitted']} more leaves are counted above but not listed."),
+            ) if a["omitted"] != "0" else ()
+    return (
+        table(("top level", "arrays", "bytes", "dtypes"),
+              [(c(Code(g["path"])), num(Num(g["leaves"])), num(g["bytes"]), c(g["dtypes"]))
+               for g in a["groups"]], caption=f"{a['name']}: top levels"),
+        Details((f"{a['name']}: every array ({a['leaves']})",),
+                (_leaf_table(a["rows"]), *more)),
+    )
+
+
+def _argument_row(a: Mapping[str, Any]) -> tuple[Cell, ...]:
+    role = f" ({a['role']})" if a["role"] else ""
+    if a["role"] == "static":
+        return (c(Code(a["name"]), role), c(a["type"], " = ", Code(a["value"])), num(Num("0")),
+                num(Num("not traced")))
+    held = (f" ({plural(a['held'], 'function', 'functions')} held as Python values)"
+            if a["held"] != "0" else "")
+    return (c(Code(a["name"]), role), c(a["type"], held), num(Num(a["leaves"])),
+            num(a["bytes"]))
+
+
+def _program(vm: VM, w: Mapping[str, Any]) -> Section:
+    body: list[Block] = [p(w["description"])] if w["description"] else []
+    if w["has_tree"]:
+        rows = [_argument_row(a) for a in w["arguments"]]
+        if w["result"] is not None:
+            rows.append(_argument_row({**w["result"], "name": "result", "role": ""}))
+        body.append(p("Arguments and result (", w["summary"], "):"))
+        body.append(table(("argument", "type", "arrays", "bytes"), rows))
+        for a in (*w["arguments"], *((w["result"],) if w["result"] else ())):
+            body += _tree(a)
+    elif w["args"]:
+        body.append(p("Arguments: ", Code(w["args"]), "."))
+    if not w["lowering_available"]:
+        body.append(Note(text("Lowering failed: ", w["lowering_reason"]), "bad"))
+        return Section(w["title"], tuple(body))
+    body.append(p("Lowering took ", w["lower_s"], " and compiling ", w["compile_s"], ".",
+                  f" {w['program']}" if w["program"] else None))
+    if w["check_available"]:
+        verdict = Status("Passed", "ok") if w["check_passed"] else Status("Failed", "bad")
+        leaf = (f" (the worst of {w['check_leaves']} result arrays: {w['check_leaf']})"
+                if w["check_leaf"] else "")
+        note = f" {w['check_note']}." if w["check_note"] else ""
+        body.append(p("Checked against NumPy: ", verdict, f" at {w['check_tolerance']}: max "
+                      "absolute error ", w["check_max_abs"], ", max relative error ",
+                      w["check_max_rel"], f"{leaf}.{note}"))
+    else:
+        body.append(p("Not checked against NumPy: ", w["check_reason"], "."))
+    work = [
+        (c("flops"), num(w["flops_analytic"]) if not w["model"] else c(w["model"]),
+         num(w["flops_ours"]), num(w["flops_xla"])),
+        (c("bytes"), num(w["traffic"]), num(w["bytes_ours"]), num(w["xla_bytes"])),
+    ]
+    body.append(table(("quantity", "analytic", "our HLO count", "XLA"), work,
+                      caption="Work and traffic (details in the three-way accounting)"))
+    t = w["timing"]
+    if t:
+        body.append(p("Median time per call ", t["median"], " (IQR ", t["iqr"], ", ",
+                      plural(t["samples"], "sample", "samples"), f", {t['method']})."))
+    else:
+        body.append(p("Not timed: ", w["timing_reason"], "."))
+    return Section(w["title"], tuple(body))
+
+
+def programs(vm: VM) -> Section | None:
+    """The user's workloads, as the subject of the report; None when there are none."""
+    if not vm["programs"]:
+        return None
+    return Section("Your programs", (
+        p("Each program as it was lowered: its arguments and result as trees of arrays, the "
+          "NumPy check, the work and traffic counted three ways and its time on this machine. A "
+          "program without a hand-written model shows none: its least traffic is every argument "
+          "read once and every result written once (argument + result bytes)."),
+        *(_program(vm, w) for w in vm["programs"]),
+    ), id="programs")
+
+
+def _user_document(vm: VM) -> Document:
+    """A report about the user's programs: theirs first, then this machine and the accounting;
+    the seed's teaching sections, the catalog and the lab only when the run asked for them."""
+    main = tuple(s for s in (programs(vm), measured(vm), reconciliation(vm)) if s is not None)
+    also = tuple(s for s in (lab(vm) if vm["lab"]["rows"] else None,
+                             sweeps(vm) if vm["sweeps"]["available"] else None, preset(vm),
+                             sharding(vm) if vm["sharding"]["available"] else None,
+                             skipped(vm)) if s is not None)
+    groups = [Group("", main, numbered=True)]
+    if also:
+        groups.append(Group("Also in this run", also))
+    return Document(tuple(groups), figures=tuple(vm["figures"]))
+
+
 def document(vm: VM) -> Document:
     """The whole report body: the seed's steps, numbered, then what lies beyond the seed."""
+    if not vm["parts"]["teaching"]:
+        return _user_document(vm)
     seed = (lowered(vm), compiled(vm), model(vm), experiment(vm), exercise(vm), measured(vm),
             reconciliation(vm), catalog(vm))
-    beyond = tuple(s for s in (lab(vm), sweeps(vm), preset(vm), sharding(vm), skipped(vm))
-                   if s is not None)
+    beyond = tuple(s for s in (programs(vm), lab(vm), sweeps(vm), preset(vm), sharding(vm),
+                               skipped(vm)) if s is not None)
     return Document((Group("", seed, numbered=True), Group("Beyond the seed", beyond)),
                     figures=tuple(vm["figures"]))
