@@ -17,9 +17,8 @@ from typing import Any
 
 from roofline_report import analysis
 from roofline_report import figures as figs
-from roofline_report.analysis import explain
+from roofline_report.analysis import explain, words
 from roofline_report.analysis import levels as levels_mod
-from roofline_report.analysis import words
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.model import Kind, predicted_seconds
 from roofline_report.report import page, sections
