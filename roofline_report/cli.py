@@ -35,8 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Lower, check, account and time JAX workloads; write a roofline report "
         "(HTML, Markdown, SVG figures and results.json).",
         epilog="Also: 'roofline-report compare A/results.json B/results.json --out DIR' sets "
-        "saved runs side by side. Exit codes: 0 built; 2 bad input; 3 built with some "
-        "measurement not available; 1 internal error; 130 interrupted.",
+        "saved runs side by side ('--fail-if COND' gates B against A: exit code 4). Exit "
+        "codes: 0 built; 2 bad input; 3 built with some measurement not available; 1 internal "
+        "error; 130 interrupted.",
     )
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help="folder to write the report into (default: build)")
