@@ -98,3 +98,23 @@ def test_a_malformed_date_is_refused(data: dict[str, Any]) -> None:
     bad["generator"]["measured_at"] = "yesterday"
     with pytest.raises(Exception, match="measured_at"):
         results.validate(bad)
+
+
+def test_anchored_cells_render_and_are_checked() -> None:
+    from roofline_report.report import html, markdown
+    from roofline_report.report.blocks import Cell, Document, Group, Section, Table
+
+    t = Table(("workload",), ((Cell(("a @ b",), id="w-matmul"),),))
+    assert '<td id="w-matmul">a @ b</td>' in html.table(t)
+    assert '| <a id="w-matmul"></a>a @ b |' in markdown.table(t)
+    Document((Group("", (Section("S", (t,), id="s"),)),)).check()
+    with pytest.raises(ValueError, match="more than once"):
+        Document((Group("", (Section("S", (t, t), id="s"),)),)).check()
+
+
+def test_measuring_records_the_date_in_the_schemas_form() -> None:
+    from roofline_report import measure, schema
+
+    at = measure.measured_at()
+    assert re.fullmatch(schema.MEASURED_AT_PATTERN, at)
+    schema.Generator(name="roofline-report", version="0", measured_at=at)
