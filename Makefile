@@ -5,8 +5,12 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 ARGS ?=
+# make docs: the results.json the site's report is rendered from (a saved run; e.g.
+# build/results.json after make report) and the report page's title.
+DOCS_RESULTS ?= tests/fixtures/cpu_results.json
+DOCS_TITLE ?= Example report
 
-.PHONY: report test lint typecheck browser clean-venv
+.PHONY: report test docs lint typecheck browser clean-venv
 
 report: $(VENV)/.installed-report
 	$(PY) generate.py $(ARGS)
@@ -17,6 +21,17 @@ test: $(VENV)/.installed-test browser
 	@# pytest exits 5 when it collects no test: that is a broken suite, not a pass.
 	$(PY) -m pytest -q $(ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
+
+# The docs site: render the report from DOCS_RESULTS (exit 3, some measurement not available,
+# still renders), copy its Markdown and figures into docs/report/ and build the site with
+# mkdocs --strict into build/site/.
+docs: $(VENV)/.installed-test
+	$(PY) generate.py --from-json $(DOCS_RESULTS) --out build/docs-report --title "$(DOCS_TITLE)" \
+	  || [ $$? -eq 3 ]
+	rm -rf docs/report
+	mkdir -p docs/report
+	cp -R build/docs-report/report.md build/docs-report/figures docs/report/
+	$(PY) -m mkdocs build --strict
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)

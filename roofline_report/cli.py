@@ -35,8 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Lower, check, account and time JAX workloads; write a roofline report "
         "(HTML, Markdown, SVG figures and results.json).",
         epilog="Also: 'roofline-report compare A/results.json B/results.json --out DIR' sets "
-        "saved runs side by side. Exit codes: 0 built; 2 bad input; 3 built with some "
-        "measurement not available; 1 internal error; 130 interrupted.",
+        "saved runs side by side ('--fail-if COND' gates B against A: exit code 4). Exit "
+        "codes: 0 built; 2 bad input; 3 built with some measurement not available; 1 internal "
+        "error; 130 interrupted.",
     )
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help="folder to write the report into (default: build)")
@@ -67,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="draw a real chip's spec-sheet budgets (e.g. H100, H200, A100, B200, "
                    "'TPU v5e'); by default the preset matching this device, if any")
     p.add_argument("--list-presets", action="store_true", help="list the chip presets and exit")
+    p.add_argument("--title", metavar="TEXT",
+                   help="the page's title (a rendering option: --from-json accepts it)")
     p.add_argument("--progress", choices=("auto", "bar", "plain", "none"), default="auto",
                    help="progress on stderr: a live line on a terminal, plain lines otherwise")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -133,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _build(ns: argparse.Namespace) -> int:
     from roofline_report import output, results
+    from roofline_report.report import meta
 
     if ns.list_presets:
         from roofline_report import presets
@@ -142,6 +146,7 @@ def _build(ns: argparse.Namespace) -> int:
         return EXIT_OK
     out = Path(ns.out)
     output.check_destination(out)  # refuse before measuring for minutes
+    title = meta.check_title(ns.title)
     assumed = _assumed_rates(ns)
     if ns.from_json:
         measuring_flags = [f for f, v in (("--quick", ns.quick), ("--config", ns.config),
@@ -164,7 +169,7 @@ def _build(ns: argparse.Namespace) -> int:
             progress.done()
         render_assumptions = analysis.assumptions_for(data, preset=assumed["preset"])
     skipped = write(out, data, source=Path(ns.from_json).name if ns.from_json else None,
-                    assumptions=render_assumptions)
+                    assumptions=render_assumptions, title=title)
     print(f"wrote {out / 'report.html'} and {out / 'report.md'}"
           + (f" ({len(skipped)} item(s) not available: see the report)" if skipped else ""),
           file=sys.stderr)
@@ -230,12 +235,14 @@ def _measure(ns: argparse.Namespace, progress: Progress,
 
 
 def write(out: Path, data: dict[str, Any], *, source: str | None = None,
-          assumptions: analysis.Assumptions | None = None) -> list[dict[str, str]]:
+          assumptions: analysis.Assumptions | None = None,
+          title: str | None = None) -> list[dict[str, str]]:
     """Render ``data`` and write the whole report folder atomically (see
     :func:`roofline_report.output.write_results`); returns what was not available."""
     from roofline_report import output
 
-    return output.write_results(out, data, source=source, assumptions=assumptions)
+    return output.write_results(out, data, source=source, assumptions=assumptions,
+                                title=title)
 
 
 if __name__ == "__main__":  # pragma: no cover

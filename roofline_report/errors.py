@@ -22,6 +22,7 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_INPUT = 2
 EXIT_PARTIAL = 3  # the report was built, but some measurement was skipped (said in the report)
+EXIT_REGRESSION = 4  # compare --fail-if: the report was built and a condition fired
 
 
 # An absolute path: a leading "/" (or a drive letter) not preceded by a word character, so

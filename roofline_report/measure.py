@@ -7,6 +7,7 @@ with its reason (and listed under ``skipped``), and the rest of the report still
 from __future__ import annotations
 
 import concurrent.futures
+import datetime
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -100,7 +101,8 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     env = lowering.environment()
     results: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "generator": {"name": "roofline-report", "version": __version__},
+        "generator": {"name": "roofline-report", "version": __version__,
+                      "measured_at": measured_at()},
         "options": options.to_json(),
         "assumptions": options.assumptions_json(),
         "environment": env,
@@ -366,3 +368,8 @@ def _clip(text: str) -> str:
 def _why(exc: BaseException) -> str:
     return reason(exc)
 
+
+def measured_at() -> str:
+    """The time of this measurement, UTC, ISO 8601 to the second (recorded in results.json, so
+    that a report rendered again from it shows the same date)."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

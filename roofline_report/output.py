@@ -201,8 +201,8 @@ def write_report(out: Path, files: Mapping[str, str], *, label: str | None = Non
 
 
 def write_results(out: Path, data: dict[str, Any], *, source: str | None = None,
-                  label: str | None = None, assumptions: Assumptions | None = None
-                  ) -> list[dict[str, str]]:
+                  label: str | None = None, assumptions: Assumptions | None = None,
+                  title: str | None = None) -> list[dict[str, str]]:
     """Render a results document (as in results.json) under ``assumptions`` (default: the
     budgets the run was given) and write the whole report folder atomically: report.html,
     report.md, results.json and figures/*.svg. Returns what was not available, measured or
@@ -210,12 +210,15 @@ def write_results(out: Path, data: dict[str, Any], *, source: str | None = None,
 
     ``source`` names saved data (``--from-json FILE``): a failure to render it is then the data's
     fault and becomes an InputError naming it; with None (fresh measurements) it propagates.
-    ``label`` names the destination in messages (see :func:`check_destination`).
+    ``label`` names the destination in messages (see :func:`check_destination`); ``title``
+    replaces the page's default title (a rendering option, not recorded in results.json).
     """
     from roofline_report import render, results
 
     try:
-        rendered = render.render(data, assumptions)
+        # Without a title, the call is the one a renderer stand-in in a test also accepts.
+        rendered = (render.render(data, assumptions) if title is None
+                    else render.render(data, assumptions, title=title))
     except Exception as exc:
         if source is None:
             raise

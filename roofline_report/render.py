@@ -21,7 +21,7 @@ from roofline_report.analysis import explain, words
 from roofline_report.analysis import levels as levels_mod
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.model import Kind, predicted_seconds
-from roofline_report.report import page, sections
+from roofline_report.report import meta, page, sections
 from roofline_report.report.format import (
     KIND_MARKERS,
     Num,
@@ -465,6 +465,7 @@ def _catalog_row(w: Mapping[str, Any]) -> dict[str, Any]:
         "achieved": n(a.get("flops_per_s"), "FLOP/s", Kind.MEASURED) if a.get("available")
         else Num("not measured"),
         "user": bool(w.get("user")),
+        "anchor": meta.workload_anchor(str(w["name"])),
     }
 
 
@@ -891,16 +892,19 @@ class Rendered:
     skipped: list[dict[str, str]]  # what was not available, measured or derived
 
 
-def render(results: Mapping[str, Any], assumptions: analysis.Assumptions | None = None
-           ) -> Rendered:
+def render(results: Mapping[str, Any], assumptions: analysis.Assumptions | None = None,
+           *, title: str | None = None) -> Rendered:
     """Render HTML, Markdown and SVGs from a validated results document (observations), under
-    ``assumptions`` (default: the budgets the run was given)."""
+    ``assumptions`` (default: the budgets the run was given); ``title`` replaces the page's
+    default title."""
     vm = view_model(results, assumptions)
     doc = sections.document(vm)
     context = {"generator": vm["generator"], "kinds": vm["kinds"]}
+    page_meta = meta.page_meta(results, title)
     return Rendered(
-        html=page.render_html("report.html.j2", doc, **context),
-        markdown=page.render_markdown("report.md.j2", doc, **context),
+        html=page.render_html("report.html.j2", doc, meta=page_meta, **context),
+        markdown=page.render_markdown("report.md.j2", doc, meta=page_meta.for_markdown(),
+                                      **context),
         figures={name: f.svg for name, f in vm["figures"].items()},
         skipped=list(vm["skipped"]),
     )

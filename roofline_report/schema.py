@@ -105,10 +105,15 @@ class Timing(Record):
 
 # ----------------------------------------------------------------------------- run inputs
 
+MEASURED_AT_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+
 
 class Generator(Record):
     name: str
     version: str
+    # When the measurement was made (UTC, ISO 8601, e.g. 2025-01-31T12:00:00Z); rendering shows
+    # it and never reads the clock. None in runs saved before it was recorded.
+    measured_at: Annotated[str, Field(pattern=MEASURED_AT_PATTERN)] | None = None
 
 
 class Options(Record):

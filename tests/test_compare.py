@@ -90,3 +90,60 @@ def test_compare_needs_two_runs(two_runs: tuple[Path, Path], tmp_path: Path) -> 
 def test_comparison_is_deterministic(two_runs: tuple[Path, Path]) -> None:
     runs = compare.load_runs([str(p) for p in two_runs])
     assert compare.render_comparison(runs) == compare.render_comparison(runs)
+
+
+def test_runs_with_different_workload_sets_show_each_runs_workloads(
+        two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    a, _ = two_runs
+    mine = results.load(FIXTURE)
+    mine["workloads"] = [dict(mine["workloads"][1], name="my step", title="my model step",
+                              user=True)]
+    mine["ceilings"] = {"available": False, "reason": "not asked (--no-ceilings)"}
+    b = _save(tmp_path / "mine", mine)
+    out = tmp_path / "cmp"
+    assert cli.main(["compare", str(a), str(b), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "No workload is in every run" in md
+    some = md[md.index('<a id="workloads-some">'):]
+    assert "my model step | 2 | not in this run |" in some
+    assert '<a id="w-matmul"></a>a @ b | 1 |' in some
+    # Ceilings the second run did not measure say so, with no kind marker.
+    assert "| not measured | not measured |" in md and "unknown" not in md
+    doc = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    assert doc["only"]["2"] == ["my step"] and len(doc["only"]["1"]) == 21
+
+
+def test_no_column_is_one_by_construction(two_runs: tuple[Path, Path]) -> None:
+    runs = compare.load_runs([str(p) for p in two_runs])
+    html, md, _, _ = compare.render_comparison(runs)
+    for page in (html, md):
+        assert "ratio 1" not in page and "speed-up 1" not in page
+        assert "run 2 ÷ run 1" in page and "speed-up, run 2 vs 1" in page
+        assert "run 1 ÷ run 1" not in page and "speed-up, run 1" not in page
+
+
+def test_the_same_file_twice_is_refused(two_runs: tuple[Path, Path], tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    a, _ = two_runs
+    out = tmp_path / "cmp"
+    via_dots = str(a.parent / ".." / a.parent.name / "results.json")
+    for twice in ([str(a), str(a)], [str(a), via_dots]):
+        assert cli.main(["compare", *twice, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "the same file is given twice" in err[0]
+        assert not out.exists()
+
+
+def test_compare_takes_a_title_and_names_each_runs_date(two_runs: tuple[Path, Path],
+                                                        tmp_path: Path) -> None:
+    a, b = two_runs
+    data = json.loads(b.read_text(encoding="utf-8"))
+    data["generator"]["measured_at"] = "2025-03-04T05:06:07Z"
+    b.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "cmp"
+    assert cli.main(["compare", str(a), str(b), "--out", str(out), "--title", "Before/after"]) == 0
+    md = (out / "report.md").read_text(encoding="utf-8")
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert md.startswith("# Before/after\n") and "<title>Before/after</title>" in html
+    assert "measured 2025-03-04T05:06:07Z on cpu: faster machine" in md
+    assert "measured (date not recorded) on cpu: AMD EPYC" in md

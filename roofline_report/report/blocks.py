@@ -116,13 +116,14 @@ class Banner:
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """A table cell; ``numeric`` cells align their digits, ``span`` > 1 spans columns, and
-    ``css_class`` is a style hint for HTML (Markdown has none)."""
+    """A table cell; ``numeric`` cells align their digits, ``span`` > 1 spans columns,
+    ``css_class`` is a style hint for HTML (Markdown has none), and ``id`` anchors the cell."""
 
     parts: Text
     numeric: bool = False
     span: int = 1
     css_class: str = ""
+    id: str = ""  # an anchor on the cell (a workload's row), for links from elsewhere
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +256,8 @@ class Document:
             elif isinstance(b, Figure):
                 ids.append(b.id)
                 placed.append(b.figure.name)
+            elif isinstance(b, Table):
+                ids += cell_ids(b)
             links += [p.href[1:] for p in inline_parts(b)
                       if isinstance(p, Link) and p.href.startswith("#")]
         bad = [i for i in ids if not _ID.fullmatch(i)]
@@ -275,6 +278,11 @@ class Document:
 
 
 _ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+def cell_ids(t: Table) -> list[str]:
+    """The anchors on the cells of ``t``."""
+    return [c.id for row in t.rows for c in row if c.id]
 
 
 def walk(block: Block) -> Iterator[Block]:

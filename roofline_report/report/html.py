@@ -76,7 +76,8 @@ def inlines(parts: Text) -> str:
 
 def _cell(c: Cell, tag: str = "td", scope: str = "") -> str:
     classes = " ".join(x for x in ("num" if c.numeric and tag == "td" else "", c.css_class) if x)
-    attrs = f' class="{escape(classes)}"' if classes else ""
+    attrs = f' id="{escape(c.id)}"' if c.id else ""
+    attrs += f' class="{escape(classes)}"' if classes else ""
     attrs += f' colspan="{c.span}"' if c.span > 1 else ""
     attrs += f' scope="{scope}"' if scope else ""
     return f"<{tag}{attrs}>{inlines(c.parts)}</{tag}>"

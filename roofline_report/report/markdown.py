@@ -120,7 +120,8 @@ def _row(cells: list[str]) -> str:
 def _cells(row: tuple[Cell, ...]) -> list[str]:
     out: list[str] = []
     for c in row:
-        out.append(inlines(c.parts, in_table=True))
+        anchor = f'<a id="{c.id}"></a>' if c.id else ""
+        out.append(anchor + inlines(c.parts, in_table=True))
         out += [""] * (c.span - 1)
     return out
 

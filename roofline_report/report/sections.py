@@ -11,6 +11,7 @@ not placed, so a renamed figure is an error in either case.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from roofline_report.model import Kind
@@ -364,8 +365,14 @@ def _check_cell(w: Mapping[str, Any]) -> Cell:
     return c(Status("passed", "ok") if w["check"] == "passed" else Status(w["check"], "bad"))
 
 
+def _anchored(cell: Cell, anchor: str) -> Cell:
+    """``cell`` carrying the anchor ``anchor`` (a workload's, stable across runs)."""
+    return replace(cell, id=anchor)
+
+
 def catalog(vm: VM) -> Section:
-    rows = [(c(w["title"], " (yours)" if w["user"] else None), c(Code(w["args"])),
+    rows = [(_anchored(c(w["title"], " (yours)" if w["user"] else None), w.get("anchor", "")),
+             c(Code(w["args"])),
              num(w["flops"]), num(w["bytes"]), num(w["intensity"]), _check_cell(w),
              num(w["median"], " " if w["unstable"] else None, UNSTABLE if w["unstable"] else None),
              num(w["achieved"]))

@@ -1,0 +1,110 @@
+"""What a published page says about itself: its title, stable anchors, and the footer's date
+and machine, all taken from results.json (the clock is never read while rendering).
+
+Anchors that people link to must not move between runs: a workload's anchor is derived from its
+name alone (:func:`workload_anchor`), never from its position in a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+DEFAULT_TITLE = "Reasoning with HLO and the roofline model"
+DEFAULT_HTML_TITLE = "Roofline report: reasoning with HLO and the roofline model"
+DEFAULT_COMPARE_TITLE = "Roofline comparison of {runs} runs"
+
+_PLAIN = re.compile(r"[A-Za-z0-9_-]+")
+_LOSSY = re.compile(r"[^a-z0-9]+")
+
+
+def workload_anchor(name: str) -> str:
+    """The anchor of the workload called ``name``, the same in every run and every report.
+
+    A name of letters, digits, '_' and '-' is kept as it is (``w-matmul_bf16``); any other name
+    is lowered to such a slug and suffixed with six hex digits of its SHA-1, so two names never
+    share an anchor (``"scaled matmul"`` -> ``w-scaled-matmul-`` + 6 hex digits).
+    """
+    if _PLAIN.fullmatch(name):
+        return f"w-{name}"
+    slug = _LOSSY.sub("-", name.lower()).strip("-")
+    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:6]
+    return f"w-{slug}-{digest}" if slug else f"w-{digest}"
+
+
+def check_title(title: str | None) -> str | None:
+    """A page title from the command line: one line of text, or None for the default."""
+    from roofline_report.errors import InputError
+
+    if title is None:
+        return None
+    cleaned = " ".join(title.split())
+    if not cleaned:
+        raise InputError("--title: give some text (or leave the option out for the default)")
+    if len(cleaned) > 200:
+        raise InputError(f"--title: at most 200 characters, got {len(cleaned)}")
+    return cleaned
+
+
+def machine(env: Mapping[str, Any]) -> str:
+    """One line naming the machine a run measured: backend, device (the CPU model where the
+    device is just 'cpu'), device count and jax version."""
+    backend = str(env.get("backend", "unknown backend"))
+    device = str(env.get("device_kind", ""))
+    cpu = str(env.get("cpu_model", ""))
+    if cpu and device.lower() in ("", "cpu"):
+        device = cpu
+    count = env.get("device_count")
+    many = f" ×{count}" if isinstance(count, int) and count > 1 else ""
+    jax = f", jax {env['jax']}" if env.get("jax") else ""
+    return f"{backend}: {device or 'unknown device'}{many}{jax}"
+
+
+def measured_date(results: Mapping[str, Any]) -> str:
+    """The recorded measurement time (UTC, ISO 8601), or '' where it was not recorded."""
+    at = (results.get("generator") or {}).get("measured_at")
+    return str(at) if at else ""
+
+
+@dataclass(frozen=True, slots=True)
+class PageMeta:
+    """The page's title (the heading, and the HTML <title>) and its footer's facts."""
+
+    title: str
+    html_title: str
+    version: str
+    measured_at: str
+    machine: str
+
+    @property
+    def provenance(self) -> str:
+        """One sentence: when and on what the run was measured."""
+        if self.measured_at:
+            return f"Measured {self.measured_at} on {self.machine}."
+        return f"Measured on {self.machine} (the date of the measurement was not recorded)."
+
+    def for_markdown(self) -> PageMeta:
+        """The same facts escaped for Markdown text."""
+        from roofline_report.report.markdown import escape
+
+        return replace(self, title=escape(self.title), html_title=escape(self.html_title),
+                       version=escape(self.version), measured_at=escape(self.measured_at),
+                       machine=escape(self.machine))
+
+
+def page_meta(results: Mapping[str, Any], title: str | None = None) -> PageMeta:
+    """The report page's title and footer facts from a results document."""
+    return PageMeta(
+        title=title or DEFAULT_TITLE,
+        html_title=title or DEFAULT_HTML_TITLE,
+        version=str((results.get("generator") or {}).get("version", "")),
+        measured_at=measured_date(results),
+        machine=machine(results.get("environment") or {}),
+    )
+
+
+__all__ = ["DEFAULT_TITLE", "PageMeta", "check_title", "machine", "measured_date", "page_meta",
+           "workload_anchor"]
