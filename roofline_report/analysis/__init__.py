@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report import experiments, reconcile, study
+from roofline_report.analysis import kernels as kernels_analysis
 from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.errors import InputError, reason
@@ -124,6 +125,7 @@ def analyse(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any]:
     backend = str((out.get("environment") or {}).get("backend", "cpu"))
     for w in out.get("workloads", []):
         _workload(w, backend)
+    _kernel_views(out, roofs)
     for sw in out.get("sweeps", []):
         for p in sw.get("points", []):
             p["analytic"] = _analytic(p.get("analytic"))
@@ -215,6 +217,23 @@ def _workload(w: dict[str, Any], backend: str) -> None:
         )
     except InputError as exc:
         w["reconciliation"] = {"available": False, "reason": reason(exc)}
+
+
+def _kernel_views(out: dict[str, Any], roofs: Roofs) -> None:
+    """Each workload's per-kernel roofline, on the measured roofs (else the assumed budgets),
+    and the kernel sum and JAX's estimate added to its accounting."""
+    roof_set = roofs.measured if roofs.measured is not None else roofs.hypothetical
+    for w in out.get("workloads", []):
+        view = kernels_analysis.kernel_analysis(w, roof_set)
+        if view is not None:
+            w["kernel_view"] = view
+        rec = w.get("reconciliation")
+        if rec and rec.get("rows") and (view is not None or w.get("jax_roofline")):
+            ours = w.get("hlo_count") or {}
+            reconcile.add_kernel_columns(
+                rec, kernels=w.get("kernels"), jax_estimate=w.get("jax_roofline"),
+                ours=ours if ours.get("available", True) else {},
+                rewrites=view["reconciliation"]["rewrites"] if view is not None else None)
 
 
 def _run_note(options: Mapping[str, Any]) -> str:
