@@ -293,12 +293,12 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     else:
         record["timing"] = {"available": False, "reason": "the workload did not run"}
     if kernels:
-        _measure_kernels(record, w, low, args, optimized_hlo, ran=ran, skips=skips)
+        _measure_kernels(record, w, low, args, optimized_hlo, ran=ran, skips=skips, quick=quick)
     return record
 
 
 def _measure_kernels(record: dict[str, Any], w: Workload, low: Any, args: Any,
-                     optimized_hlo: str, *, ran: bool, skips: Skips) -> None:
+                     optimized_hlo: str, *, ran: bool, skips: Skips, quick: bool) -> None:
     """The kernel inventory, each kernel timed from a profiler trace, and JAX's own roofline
     estimate; each may fail on its own (the inventory stays when the trace yields nothing)."""
     from roofline_report import kernel_timing
@@ -317,7 +317,8 @@ def _measure_kernels(record: dict[str, Any], w: Workload, low: Any, args: Any,
         try:
             record["kernel_timing"] = kernel_timing.trace_kernels(
                 low.compiled, args, module=inventory["module"],
-                kernels=[k["name"] for k in inventory["kernels"]], calls=KERNEL_TRACE_CALLS)
+                kernels=[k["name"] for k in inventory["kernels"]],
+                calls=KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS)
         except Exception as exc:
             record["kernel_timing"] = {"available": False, "reason": _why(exc)}
         if not record["kernel_timing"].get("available", True):
@@ -326,6 +327,7 @@ def _measure_kernels(record: dict[str, Any], w: Workload, low: Any, args: Any,
 
 
 KERNEL_TRACE_CALLS = 5  # calls traced per workload for per-kernel times
+KERNEL_TRACE_CALLS_QUICK = 3
 
 
 def _jax_roofline(w: Workload, args: Any) -> dict[str, Any]:

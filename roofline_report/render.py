@@ -170,7 +170,9 @@ def _kernel_view(w: Mapping[str, Any], roof_set: RoofSet, index: int) -> dict[st
               if r["intensity"] and r["achieved"] and r["share"]]
     name = f"kernels_{index}_" + "".join(ch if ch.isascii() and (ch.isalnum() or ch in "_-")
                                           else "_" for ch in str(w["name"]))
-    if points:
+    # A figure for the user's workloads and the seed: a figure per catalog workload would
+    # double the time to re-render; their tables hold the same numbers.
+    if points and (w.get("user") or w["name"] == analysis.SEED_NAME):
         title = f"Kernels of {w['title']} on the roofline"
         desc = (f"The {plural(len(points), 'kernel', 'kernels')} with the most time, placed at "
                 "their boundary intensity and measured FLOP/s under "
