@@ -166,3 +166,21 @@ def test_catalog_kernel_sum_reconciles_with_program_count(name: str) -> None:
         assert "converts_inserted" not in kinds
         # apart only by strength reduction (x / c -> x * (1/c)) and ops simplified away
         assert abs(r["flops"]["difference"]) <= 0.001 * program["flops"]
+
+
+def test_measure_workload_records_kernels_times_and_jax_estimate() -> None:
+    from roofline_report import measure
+    from roofline_report.schema import Workload
+    from roofline_report.workloads import by_name
+
+    skips = measure.Skips()
+    record = measure.measure_workload(by_name("scan"), quick=True, skips=skips)
+    Workload.model_validate(record)
+    assert record["kernels"]["launches"] == 2 + 4 * 10
+    timing = record["kernel_timing"]
+    if timing.get("available"):  # a profiler left running elsewhere would say why instead
+        launches = {k["name"]: k["launches"] for k in timing["kernels"]}
+        assert launches["ynn_fusion"] == 10
+    else:
+        assert timing["reason"]
+    assert record["jax_roofline"]["flops"] == 2 * 256**3  # JAX counts the scan body once
