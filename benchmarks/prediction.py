@@ -63,9 +63,9 @@ def score(data: dict[str, Any]) -> dict[str, Any]:
                          pt["predicted_bound"]))
     kernel_errors: list[float] = []
     for w in derived.get("workloads", []):
-        for k in (w.get("kernel_rows") or []):
-            if k.get("measured_s") and k["measured_s"] >= 50e-6 and k.get("predicted_s"):
-                kernel_errors.append(predict.error(k["predicted_s"], k["measured_s"]))
+        for k in ((w.get("kernel_view") or {}).get("rows") or []):
+            if k.get("seconds") and k["seconds"] >= 50e-6 and k.get("predicted"):
+                kernel_errors.append(predict.error(k["predicted"], k["seconds"]))
     for title, pred, meas, e, bound in rows:
         print(f"{title[:48]:48} predicted {pred * 1e6:10.1f} us  measured {meas * 1e6:10.1f} us"
               f"  error {e:6.0%}  {bound}")

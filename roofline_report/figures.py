@@ -678,3 +678,50 @@ def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> Figur
     kinds = tuple(sorted({s["kind"] for s in data["series"]}))
     return _finish(fig, name, title, desc, Table(headers, rows),
                      kinds)
+
+
+@dataclass(frozen=True)
+class KernelPoint:
+    """A kernel on the roofline: its intensity, achieved FLOP/s and share of the kernel time."""
+
+    label: str
+    intensity: float
+    flops_per_s: float
+    share: float
+
+
+def kernel_roofline(name: str, title: str, description: str, roof_set: RoofSet,
+                    points: Sequence[KernelPoint], dtype: str | None = None) -> FigureOut:
+    """The top kernels of one workload on one set of roofs (the compute roof of ``dtype``, the
+    main-memory bandwidth), marker area by time share, numbered (the table names them)."""
+    fig, ax = _new_figure()
+    compute = roof_set.compute_for(dtype)
+    bandwidth = roof_set.bandwidth_for(None)
+    roofs = [Roof(roof_set.label, roof_set.kind.value, compute.value, bandwidth.value)] \
+        if compute is not None and bandwidth is not None else []
+    xs = _xrange(roofs, [Point(p.label, p.intensity, p.flops_per_s) for p in points])
+    rows: list[tuple[str, ...]] = []
+    if compute is not None and bandwidth is not None:
+        ridge = compute.value / bandwidth.value
+        ax.plot(xs, [min(compute.value, bandwidth.value * x) for x in xs], color=PALETTE[0],
+                label=f"{roof_set.label}: {compute.name} {format_si(compute.value, 'FLOP/s')}, "
+                f"{bandwidth.name} {format_si(bandwidth.value, 'B/s')}",
+                **KIND_STYLE.get(roof_set.kind.value, {}))
+        rows.append((roof_set.label, roof_set.kind.label, fmt(compute.value, "FLOP/s"),
+                     fmt(bandwidth.value, "B/s"), _g(ridge) + " FLOP/B", ""))
+    for j, p in enumerate(points, 1):
+        ax.scatter([p.intensity], [p.flops_per_s], s=20 + 600 * p.share, color="#0f172a",
+                   alpha=0.55, edgecolors="white", linewidths=0.6)
+        ax.annotate(str(j), (p.intensity, p.flops_per_s), textcoords="offset points",
+                    xytext=(5, 3 if j % 2 else -9), fontsize=7)
+        rows.append((f"kernel {j}: {p.label}", Kind.MEASURED.label, fmt(p.flops_per_s, "FLOP/s"),
+                     "", _g(p.intensity) + " FLOP/B", f"{100 * p.share:.1f}%"))
+    _log_axes(ax, "intensity (FLOP/byte at the kernel's boundary)", "FLOP/s", y_unit="FLOP/s")
+    ax.set_title(title, fontsize=10, y=1.0, pad=6)
+    if roofs:
+        _legend_below(fig, ax, ncol=1)
+    svg = _to_svg(fig, name, title, description)
+    table = Table(("roof or kernel", "kind", "compute (achieved)", "bandwidth", "intensity",
+                   "time share"), tuple(rows))
+    return FigureOut(name, title, description, svg, table,
+                     (roof_set.kind.value, Kind.MEASURED.value))

@@ -201,7 +201,7 @@ def _sharding_result(data: dict[str, Any], skips: Skips) -> dict[str, Any]:
 
 
 def measure_workload(w: Workload, *, quick: bool, skips: Skips,
-                     keep_text: bool = True) -> dict[str, Any]:
+                     keep_text: bool = True, kernels: bool = True) -> dict[str, Any]:
     """Lower, compile, check, account and time one workload; each step may fail on its own."""
     record: dict[str, Any] = {
         "name": w.name,
@@ -308,6 +308,8 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
             record["timing"] = skips.add(f"{label}: timing", _why(exc))
     else:
         record["timing"] = {"available": False, "reason": "the workload did not run"}
+    if kernels:
+        _measure_kernels(record, w, low, args, optimized_hlo, ran=ran, skips=skips, quick=quick)
     return record
 
 
@@ -329,6 +331,58 @@ def _arrays_tree(w: Workload, args: tuple[Any, ...], low: lowering.Lowered) -> d
     return arrays_tree(args, [f"args[{i}]" for i in range(len(args))], low.lowered.out_info)
 
 
+def _measure_kernels(record: dict[str, Any], w: Workload, low: Any, args: Any,
+                     optimized_hlo: str, *, ran: bool, skips: Skips, quick: bool) -> None:
+    """The kernel inventory, each kernel timed from a profiler trace, and JAX's own roofline
+    estimate; each may fail on its own (the inventory stays when the trace yields nothing)."""
+    from roofline_report import kernel_timing
+    from roofline_report.hlo.kernels import kernel_inventory
+
+    label = f"workload {w.title}"
+    inventory: dict[str, Any] | None = None
+    try:
+        inventory = kernel_inventory(optimized_hlo)
+        record["kernels"] = inventory
+    except Exception as exc:
+        record["kernels"] = skips.add(f"{label}: kernel inventory", _why(exc))
+    if not ran:
+        record["kernel_timing"] = {"available": False, "reason": "the workload did not run"}
+    elif inventory is not None:
+        try:
+            record["kernel_timing"] = kernel_timing.trace_kernels(
+                low.compiled, args, module=inventory["module"],
+                kernels=[k["name"] for k in inventory["kernels"]],
+                calls=KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS)
+        except Exception as exc:
+            record["kernel_timing"] = {"available": False, "reason": _why(exc)}
+        if not record["kernel_timing"].get("available", True):
+            skips.add(f"{label}: per-kernel times", record["kernel_timing"]["reason"])
+    record["jax_roofline"] = _jax_roofline(w, args)
+
+
+KERNEL_TRACE_CALLS = 5  # calls traced per workload for per-kernel times
+KERNEL_TRACE_CALLS_QUICK = 3
+
+
+def _jax_roofline(w: Workload, args: Any) -> dict[str, Any]:
+    """``jax.experimental.roofline`` of the workload as JAX reports it, or why not."""
+    try:
+        from jax.experimental import roofline as jax_roofline
+
+        _, result = jax_roofline.roofline(w.fn)(*args)
+        return {
+            "available": True,
+            "flops": float(result.flops),
+            "unfused_flops": float(result.unfused_flops),
+            "hbm_bytes": float(result.hbm_bytes),
+            "unfused_hbm_bytes": float(result.unfused_hbm_bytes),
+            "peak_hbm_bytes": None if getattr(result, "peak_hbm_bytes", None) is None
+            else float(result.peak_hbm_bytes),
+        }
+    except Exception as exc:  # an estimator without a rule for some primitive
+        return {"available": False, "reason": _why(exc)}
+
+
 def _tf32_likely(w: Workload, ops: Mapping[str, int]) -> bool:
     """A float32 product on a GPU at jax's default precision (TF32 on NVIDIA)."""
     matmul = any(op in ops for op in ("stablehlo.dot_general", "stablehlo.convolution"))
@@ -344,7 +398,8 @@ def _sweep(w: Workload, *, quick: bool, say: Progress, skips: Skips) -> dict[str
     for i in indices:
         dims = {n: w.sweep[n][i] for n in names}
         say(f"sweep {w.title}: {dims}")
-        rec = measure_workload(w.with_dims(dims), quick=True, skips=skips, keep_text=False)
+        rec = measure_workload(w.with_dims(dims), quick=True, skips=skips, keep_text=False,
+                               kernels=False)
         points.append({
             "dims": dims,
             "analytic": rec.get("analytic"),

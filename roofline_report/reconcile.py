@@ -27,7 +27,7 @@ from typing import Any
 
 from roofline_report.errors import InputError
 
-__all__ = ["AGREE_RTOL", "CAUSES", "causes_of", "reconcile"]
+__all__ = ["AGREE_RTOL", "CAUSES", "add_kernel_columns", "causes_of", "reconcile"]
 
 AGREE_RTOL = 1e-3
 
@@ -44,6 +44,9 @@ CAUSES = (
     "below_minimum",
     "analytic_scope",
     "unexplained",
+    "compiler_rewrites",
+    "estimator_loop_counted_once",
+    "estimator_scope",
 )
 
 _GPU_BACKENDS = frozenset({"gpu", "cuda", "rocm"})
@@ -501,3 +504,82 @@ def causes_of(result: Mapping[str, Any], quantity: str) -> list[str]:
         if row.get("quantity") == quantity:
             return [flag["cause"] for flag in row.get("flags", [])]
     return []
+
+
+# --------------------------------------------------------------------------------------------
+# Two more columns: the sum over the compiled kernels, and JAX's own estimator
+# --------------------------------------------------------------------------------------------
+
+_JAX_KEYS = {"flops": "flops", "transcendentals": None, "bytes": "hbm_bytes"}
+
+
+def _kernel_value(kernels: Mapping[str, Any], quantity: str) -> float | None:
+    if quantity == "bytes":
+        return float(kernels.get("bytes_read", 0)) + float(kernels.get("bytes_written", 0))
+    value = kernels.get(quantity)
+    return None if value is None else float(value)
+
+
+def add_kernel_columns(
+    result: dict[str, Any],
+    *,
+    kernels: Mapping[str, Any] | None,
+    jax_estimate: Mapping[str, Any] | None,
+    ours: Mapping[str, Any] | None,
+    rewrites: list[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Add to each row of a :func:`reconcile` result the kernel sum (``kernels``: the kernel
+    inventory; bytes are every kernel's boundary bytes) and JAX's estimate (``jax_estimate``:
+    ``jax.experimental.roofline``'s flops and HBM bytes; it has no transcendentals), with
+    flags: the compiler's rewrites that set the kernel sum apart from our program count
+    (``rewrites`` from :func:`roofline_report.hlo.kernels.reconcile_kernels`), and the
+    estimator's miscounts (a loop body counted once; ops it does not cost).
+    The rows' ``agree`` stays the three-way agreement. Returns ``result``, changed in place."""
+    kernels = kernels if kernels and kernels.get("available", True) is not False else None
+    jax_estimate = jax_estimate if jax_estimate and jax_estimate.get("available", True) \
+        is not False else None
+    ours = ours or {}
+    for row in result.get("rows", []):
+        quantity = row["quantity"]
+        k_value = _kernel_value(kernels, quantity) if kernels is not None else None
+        key = _JAX_KEYS.get(quantity)
+        j_value = None if jax_estimate is None or key is None else jax_estimate.get(key)
+        row["kernels"] = k_value
+        row["jax"] = None if j_value is None else float(j_value)
+        flags: list[dict[str, str]] = row.setdefault("flags", [])
+        program = ours.get(quantity) if quantity != "bytes" else None
+        if k_value is not None and program is not None and not _close(k_value, float(program)):
+            amounts = [r for r in rewrites or [] if r.get("quantity") == quantity]
+            named = "; ".join(f"{r['cause']}: {int(r['amount']):+d}" for r in amounts)
+            flags.append({"cause": "compiler_rewrites", "explanation":
+                          f"The compiled kernels sum to {_fmt(k_value)} {quantity}, our program "
+                          f"count {_fmt(float(program))}"
+                          + (f" ({named})." if named else ".")})
+        if row["jax"] is not None and quantity == "flops":
+            _estimator_flags(flags, row["jax"], ours)
+    return result
+
+
+def _estimator_flags(flags: list[dict[str, str]], estimate: float,
+                     ours: Mapping[str, Any]) -> None:
+    program = ours.get("flops")
+    if program is None or _close(estimate, float(program)):
+        return
+    by_op = ours.get("flops_by_op") or {}
+    loops = [loop for loop in _loops(ours) if (loop.get("trip_count") or 0) > 1]
+    once = sum(float(loop.get("body_flops") or 0) * (int(loop["trip_count"]) - 1)
+               for loop in loops)
+    if loops and _close(estimate, float(program) - once):
+        trips = ", ".join(str(loop["trip_count"]) for loop in loops)
+        flags.append({"cause": "estimator_loop_counted_once", "explanation":
+                      f"jax.experimental.roofline counts each loop body once ({_fmt(estimate)} "
+                      f"flops); the body runs {trips} times, {_fmt(float(program))} flops."})
+        return
+    contraction = sum(float(by_op.get(op, 0)) for op in _CONTRACTIONS)
+    if estimate < float(program):
+        scope = ("only the contractions" if _close(estimate, contraction) and contraction
+                 else "only some operations")
+        flags.append({"cause": "estimator_scope", "explanation":
+                      f"jax.experimental.roofline costs {scope}: {_fmt(estimate)} flops of "
+                      f"our {_fmt(float(program))}"
+                      + (", and counts each loop body once." if loops else ".")})

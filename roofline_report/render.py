@@ -74,6 +74,8 @@ def _view_model(results: Mapping[str, Any]) -> dict[str, Any]:
         fig_data = (e.get("details") or {}).get("figure")
         if fig_data and fig_data.get("series"):
             figures.append(figs.experiment_figure(e["id"], e["title"], fig_data))
+    kernel_views = _kernel_views(results)
+    figures += [v["figure_out"] for v in kernel_views if v["figure_out"] is not None]
     sharding = results.get("sharding", {})
     if sharding.get("available") and sharding.get("model", {}).get("bounds"):
         figures.append(figs.comm_times(sharding["model"]))
@@ -106,7 +108,132 @@ def _view_model(results: Mapping[str, Any]) -> dict[str, Any]:
         "skipped": list(results.get("skipped", [])),
         "parts": {"teaching": teaching},
         "programs": [_program_view(w) for w in workloads if w.get("user")],
+        "kernels": kernel_views,
     }
+
+
+# --- the per-kernel roofline ---------------------------------------------------------------
+
+KERNEL_ROWS = 15  # kernels shown per workload (the rest are summed in one line)
+KERNEL_POINTS = 12  # kernels placed on the figure
+
+
+def _kernel_views(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The per-kernel view of every workload that has one: the user's first."""
+    roofs = _roof_sets(results)
+    roof_set = roofs.measured if roofs.measured is not None else roofs.hypothetical
+    views = [_kernel_view(w, roof_set, i) for i, w in enumerate(results["workloads"])
+             if w.get("kernel_view")]
+    return sorted(views, key=lambda v: not v["user"])
+
+
+def _kernel_view(w: Mapping[str, Any], roof_set: RoofSet, index: int) -> dict[str, Any]:
+    kv = w["kernel_view"]
+    timing = kv.get("timing")
+    rows = []
+    for r in kv["rows"][:KERNEL_ROWS]:
+        rows.append({
+            "name": str(r["name"]), "category": str(r["category"]),
+            "kind": str(r.get("kind") or ""),
+            "source": str(r.get("source") or r.get("op_name") or ""),
+            "launches": count(r["launches"], Kind.MEASURED) if r["launches"] is not None
+            else count(r["trips"], Kind.ANALYTIC),
+            "time": n(r["seconds"], "s", Kind.MEASURED),
+            "share": percent(r["share"], Kind.MEASURED),
+            "flops": count(r["flops"], Kind.ANALYTIC),
+            "bytes": n(r["bytes"], "B", Kind.ANALYTIC),
+            "intensity": Num(format_intensity(r["intensity"]) if r["intensity"] else "0",
+                             Kind.ANALYTIC.value),
+            "achieved": n(r["achieved"], "FLOP/s", Kind.MEASURED) if r["achieved"]
+            else Num("—"),
+            "fraction": percent(r["fraction"], Kind.MEASURED),
+            "binding": str(r["binding"] or "unknown"),
+            "predicted": n(r.get("predicted"), "s", Kind.MEASURED),
+            "error": percent(r.get("error"), Kind.MEASURED),
+        })
+    rest = kv["rows"][KERNEL_ROWS:]
+    more = ""
+    if rest:
+        share = sum(r["share"] or 0.0 for r in rest)
+        more = (f"{plural(len(rest), 'more kernel', 'more kernels')} take "
+                f"{percent_text(share)} of the summed kernel time.")
+    categories = [{"title": c["title"], "kernels": count(c["kernels"], Kind.ANALYTIC),
+                   "time": n(c["seconds"], "s", Kind.MEASURED),
+                   "share": percent(c["share"], Kind.MEASURED),
+                   "flops": count(c["flops"], Kind.ANALYTIC),
+                   "bytes": n(c["bytes"], "B", Kind.ANALYTIC)} for c in kv["categories"]]
+    coverage = ""
+    if timing:
+        rem = timing["remainder"]
+        coverage = (
+            f"Traced over {plural(timing['calls'], 'call', 'calls')}: per call the program ran "
+            f"{format_si(timing['program_s'], 's')}, at least one kernel ran during "
+            f"{format_si(timing['busy_s'], 's')} (coverage {percent_text(timing['coverage'])}), "
+            f"and the kernels' times sum to {format_si(timing['kernel_sum_s'], 's')}. The rest: "
+            f"dispatch {format_si(rem['dispatch_s'], 's')}, loop control "
+            f"{format_si(rem['loop_control_s'], 's')}, gaps between kernels "
+            f"{format_si(rem['gaps_s'], 's')}.")
+        if timing.get("overhead"):
+            coverage += f" A traced call took {timing['overhead']:.2f}× an untraced one."
+    figure_out = None
+    points = [figs.KernelPoint(r["name"], r["intensity"], r["achieved"], r["share"] or 0.0)
+              for r in kv["rows"][:KERNEL_POINTS]
+              if r["intensity"] and r["achieved"] and r["share"]]
+    name = f"kernels_{index}_" + "".join(ch if ch.isascii() and (ch.isalnum() or ch in "_-")
+                                          else "_" for ch in str(w["name"]))
+    # A figure for the user's workloads and the seed: a figure per catalog workload would
+    # double the time to re-render; their tables hold the same numbers.
+    if points and (w.get("user") or w["name"] == analysis.SEED_NAME):
+        title = f"Kernels of {w['title']} on the roofline"
+        desc = (f"The {plural(len(points), 'kernel', 'kernels')} with the most time, placed at "
+                "their boundary intensity and measured FLOP/s under "
+                f"{roof_set.label}; marker area grows with the time share.")
+        figure_out = figs.kernel_roofline(name, title, desc, roof_set, points,
+                                          str(w.get("dtype", "")))
+    return {
+        "title": str(w["title"]), "user": bool(w.get("user")),
+        "summary": (f"{plural(kv['count'], 'kernel', 'kernels')}, "
+                    f"{plural(kv['launches'], 'launch', 'launches')} per call; roofs: "
+                    f"{kv['roofs'] or 'none'}."),
+        "coverage": coverage,
+        "unavailable": "" if timing else f"Per-kernel times not available: {kv['timing_reason']}.",
+        "rows": rows, "more": more, "categories": categories,
+        "opportunities": [_opportunity(o) for o in kv["opportunities"]],
+        "reconciliation": _kernel_reconciliation(kv["reconciliation"]),
+        "figure": name if figure_out is not None else None, "figure_out": figure_out,
+    }
+
+
+def _opportunity(o: Mapping[str, Any]) -> str:
+    share = percent_text(o.get("share"))
+    if o["what"] == "launch-bound":
+        return (f"{plural(o['kernels'], 'launch-bound kernel takes', 'launch-bound kernels take')}"
+                f" {share} of the summed kernel time: each does less work than one launch's "
+                "fixed cost, so fusing it into a neighbour removes that time.")
+    if o["what"] == "data movement":
+        return (f"Copies, transposes and other data movement take {share} of the summed kernel "
+                f"time ({plural(o['kernels'], 'kernel', 'kernels')}, "
+                f"{format_si(o['bytes'], 'B')} per call moved, no arithmetic).")
+    if o["what"] == "furthest below its roof":
+        return (f"{o['kernel']} is the kernel furthest below its roof: "
+                f"{percent_text(o['fraction'])} of its {o['binding']} roof, {share} of the "
+                "summed kernel time.")
+    return f"The largest kernel, {o['kernel']} ({o['category']}), takes {share} of the time."
+
+
+def _kernel_reconciliation(r: Mapping[str, Any]) -> str:
+    flops = r["flops"]
+    if flops["program"] is None:
+        return "No program count to reconcile the kernel sum with."
+    if flops["equal"] and r["transcendentals"]["equal"] and not r["rewrites"]:
+        return (f"The kernels' flops sum to {flops['kernels']:,}, equal to our program count.")
+    parts = [f"{x['cause']} ({x['amount']:+,} {x['quantity']})" for x in r["rewrites"]]
+    text = (f"The kernels' flops sum to {flops['kernels']:,}, our program count is "
+            f"{flops['program']:,}; the compiler's rewrites: " + "; ".join(parts) + ".")
+    left = [f"{q} {v:+,}" for q, v in r["unexplained"].items() if v]
+    if left:
+        text += " Not explained by a rewrite: " + ", ".join(left) + "."
+    return text
 
 
 def _environment(env: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -491,7 +618,17 @@ def _reconciliation(w: Mapping[str, Any]) -> dict[str, Any]:
     eff = rec.get("traffic_efficiency")
     return {"title": w["title"], "rows": rows, "reason": "",
             "efficiency": ratio(eff, Kind.COMPILER_ESTIMATE, 3) if eff else None,
-            "program": _program(w.get("compiled") or {})}
+            "program": _program(w.get("compiled") or {}),
+            "extra": _extra_columns(rec, rows)}
+
+
+def _extra_columns(rec: Mapping[str, Any], rows: list[dict[str, Any]]) -> bool:
+    """The kernel sum and JAX's estimate beside the three columns, when the run has them."""
+    extra = any("kernels" in r or "jax" in r for r in rec["rows"])
+    for shown, r in zip(rows, rec["rows"], strict=True):
+        shown["kernels"] = count(r.get("kernels"), Kind.ANALYTIC)
+        shown["jax"] = count(r.get("jax"), Kind.COMPILER_ESTIMATE)
+    return extra
 
 
 def _program(c: Mapping[str, Any]) -> str:

@@ -368,6 +368,102 @@ class ArgumentTree(Record):
     result: ArgumentNode | None = None
 
 
+class KernelRecord(Record):
+    """One kernel of the compiled program (:func:`roofline_report.hlo.kernels.kernel_inventory`):
+    per launch flops, transcendentals and boundary bytes, launches per call (``trips``)."""
+
+    name: str
+    opcode: str
+    category: Literal["matmul", "elementwise", "reduction", "data movement", "collective",
+                      "other"]
+    kind: str | None
+    fusion_kind: str | None
+    computation: str
+    loop: str | None
+    trips: Annotated[int, Field(ge=1)]
+    flops: Count
+    transcendentals: Count
+    bytes_read: Count
+    bytes_written: Count
+    read_by_dtype: dict[str, Count]
+    written_by_dtype: dict[str, Count]
+    flops_by_op: dict[str, Count]
+    transcendentals_by_op: dict[str, Count]
+    ops: dict[str, Count]
+    uncosted: list[str]
+    op_name: str | None
+    source: str | None  # path relative to the user's project, with the line
+
+
+class KernelInventory(Record):
+    """Every kernel the runtime launches, with sums (loop kernels x their launches)."""
+
+    available: Literal[True] = True
+    module: str
+    count: Count
+    launches: Count
+    flops: Count
+    transcendentals: Count
+    bytes_read: Count
+    bytes_written: Count
+    flops_by_op: dict[str, Count]
+    transcendentals_by_op: dict[str, Count]
+    by_category: dict[str, Count]
+    kernels: list[KernelRecord]
+    notes: list[str]
+
+
+class KernelTime(Record):
+    """One kernel's time per call of the program, from the profiler trace (medians over calls;
+    q1/q3 the spread; ``samples_s`` one per traced call)."""
+
+    name: str
+    launches: NonNeg
+    total_s: NonNeg
+    per_launch_s: NonNeg
+    q1_s: NonNeg
+    q3_s: NonNeg
+    samples_s: list[NonNeg]
+
+
+class TraceRemainder(Record):
+    """The program's time per call in which no kernel runs, by cause (seconds, medians)."""
+
+    dispatch_s: NonNeg
+    loop_control_s: NonNeg
+    gaps_s: NonNeg
+
+
+class KernelTiming(Record):
+    """Per-kernel times read from a profiler trace of repeated calls."""
+
+    available: Literal[True] = True
+    source: Literal["host", "device"]
+    calls: Annotated[int, Field(ge=1)]
+    launches_per_call: NonNeg
+    program_s: NonNeg
+    kernel_sum_s: NonNeg
+    busy_s: NonNeg
+    coverage: Annotated[float, Field(ge=0, le=1)]
+    coverage_per_call: list[NonNeg]
+    remainder: TraceRemainder
+    overhead: NonNeg | None
+    kernels: list[KernelTime]
+    unmatched: list[str]
+    notes: list[str]
+
+
+class JaxRoofline(Record):
+    """``jax.experimental.roofline`` of the workload, as it reports it."""
+
+    available: Literal[True] = True
+    flops: NonNeg
+    unfused_flops: NonNeg
+    hbm_bytes: NonNeg
+    unfused_hbm_bytes: NonNeg
+    peak_hbm_bytes: NonNeg | None = None
+
+
 class Workload(Record):
     name: str
     title: str
@@ -388,6 +484,9 @@ class Workload(Record):
     hlo_count: dict[str, Any] | None = None  # our own count (or {"available": false, ...})
     timing: maybe(Timing) | None = None  # type: ignore[valid-type]
     arguments: ArgumentTree | None = None  # a user's program: arguments and result as trees
+    kernels: maybe(KernelInventory) | None = None  # type: ignore[valid-type]
+    kernel_timing: maybe(KernelTiming) | None = None  # type: ignore[valid-type]
+    jax_roofline: maybe(JaxRoofline) | None = None  # type: ignore[valid-type]
 
 
 class SweepPoint(Record):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report import experiments, reconcile, study
+from roofline_report.analysis import kernels as kernels_analysis
 from roofline_report.analysis import predict as predict_mod
 from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.roofs import RoofSet
@@ -126,6 +127,7 @@ def analyse(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any]:
     for w in out.get("workloads", []):
         _workload(w, backend)
         _argument_traffic(w)
+    _kernel_views(out, roofs)
     for sw in out.get("sweeps", []):
         for p in sw.get("points", []):
             p["analytic"] = _analytic(p.get("analytic"))
@@ -168,8 +170,14 @@ def _prediction(record: Mapping[str, Any], dtype: str, roof_set: RoofSet
                 ) -> dict[str, Any] | None:
     """The model's prediction for a workload or sweep point, as plain data; None without the
     facts it needs."""
-    f = predict_mod.facts(record, dtype)
-    p = predict_mod.predict(f, roof_set) if f is not None else None
+    inventory = record.get("kernels")
+    p = None
+    if isinstance(inventory, Mapping) and inventory.get("available", True) \
+            and inventory.get("kernels"):
+        p = predict_mod.predict_from_kernels(inventory, dtype, roof_set)
+    if p is None:
+        f = predict_mod.facts(record, dtype)
+        p = predict_mod.predict(f, roof_set) if f is not None else None
     if p is None:
         return None
     return {"seconds": p.seconds, "terms": dict(p.terms), "binding": p.binding,
@@ -266,6 +274,23 @@ def _argument_traffic(w: dict[str, Any]) -> None:
         return
     w["argument_traffic"] = {"minimum_bytes": read + written, "read": read, "written": written,
                              "basis": ARGUMENT_TRAFFIC, "kind": Kind.ANALYTIC.value}
+
+
+def _kernel_views(out: dict[str, Any], roofs: Roofs) -> None:
+    """Each workload's per-kernel roofline, on the measured roofs (else the assumed budgets),
+    and the kernel sum and JAX's estimate added to its accounting."""
+    roof_set = roofs.measured if roofs.measured is not None else roofs.hypothetical
+    for w in out.get("workloads", []):
+        view = kernels_analysis.kernel_analysis(w, roof_set)
+        if view is not None:
+            w["kernel_view"] = view
+        rec = w.get("reconciliation")
+        if rec and rec.get("rows") and (view is not None or w.get("jax_roofline")):
+            ours = w.get("hlo_count") or {}
+            reconcile.add_kernel_columns(
+                rec, kernels=w.get("kernels"), jax_estimate=w.get("jax_roofline"),
+                ours=ours if ours.get("available", True) else {},
+                rewrites=view["reconciliation"]["rewrites"] if view is not None else None)
 
 
 def _run_note(options: Mapping[str, Any]) -> str:

@@ -88,9 +88,11 @@ def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
 
 def _bytes(record: Mapping[str, Any], compiled: Mapping[str, Any]) -> tuple[float | None, str]:
     inventory = record.get("kernels") or {}
-    total = inventory.get("total_bytes") if isinstance(inventory, Mapping) else None
-    if isinstance(total, int | float) and total > 0:
-        return float(total), "the kernels' boundary bytes"
+    if isinstance(inventory, Mapping) and inventory.get("available", True) \
+            and "bytes_read" in inventory:
+        total = float(inventory["bytes_read"]) + float(inventory["bytes_written"])
+        if total > 0:
+            return total, "the kernels' boundary bytes"
     xla = record.get("xla") or {}
     accessed = (xla.get("raw") or {}).get("bytes accessed") if xla.get("available") else None
     if isinstance(accessed, int | float) and accessed > 0 and not compiled.get("while_loops"):
@@ -138,6 +140,54 @@ def predict(f: Facts, roofs: RoofSet) -> Prediction | None:
     binding = max(terms, key=lambda k: terms[k])
     return Prediction(max(alu, mem) + overhead, terms, binding, f.bytes, f.bytes_source,
                       memory.level, tuple(dict.fromkeys(used)), tuple(notes))
+
+
+def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
+    """The facts of one launch of a kernel of the inventory (its loop's trips apart)."""
+    by_op = {str(op): float(v) for op, v in (k.get("flops_by_op") or {}).items()}
+    dot = sum(v for op, v in by_op.items() if op in DOT_OPS)
+    other = max(0.0, float(k.get("flops", 0)) - dot)
+    trans = {str(op): float(v) for op, v in (k.get("transcendentals_by_op") or {}).items() if v}
+    moved = float(k.get("bytes_read", 0)) + float(k.get("bytes_written", 0))
+    return Facts(dtype, dot, other, trans, moved, "the kernel's boundary bytes", 1)
+
+
+def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Prediction | None:
+    """A kernel's time per call of its program: trips × max(its roofline time per launch, the
+    launch cost), since no launch finishes faster than the runtime launches it."""
+    f = kernel_facts(k, dtype)
+    alone = RoofSet(roofs.label, roofs.kind, roofs.compute, roofs.bandwidth, (), roofs.rates)
+    p = predict(f, alone)
+    if p is None:
+        return None
+    trips = int(k.get("trips", 1))
+    roof = max(p.terms["alu"], p.terms["memory"])
+    launch = roofs.launch or 0.0
+    terms = {"alu": p.terms["alu"] * trips, "memory": p.terms["memory"] * trips,
+             "overhead": launch * trips}
+    binding = "overhead" if launch > roof else p.binding
+    return Prediction(max(roof, launch) * trips, terms, binding, p.bytes * trips, p.bytes_source,
+                      p.level, p.roofs, p.notes)
+
+
+def predict_from_kernels(inventory: Mapping[str, Any], dtype: str, roofs: RoofSet
+                         ) -> Prediction | None:
+    """A program's time as the sum of its kernels' (loops × trip count) and the dispatch
+    floor: the kernels are taken to run one after another."""
+    parts = [predict_kernel(k, dtype, roofs) for k in inventory.get("kernels", [])]
+    if not parts or any(p is None for p in parts):
+        return None
+    known = [p for p in parts if p is not None]
+    dispatch = roofs.dispatch or 0.0
+    terms = {key: sum(p.terms[key] for p in known) for key in ("alu", "memory", "overhead")}
+    terms["overhead"] += dispatch
+    seconds = sum(p.seconds for p in known) + dispatch
+    binding = max(terms, key=lambda key: terms[key])
+    levels = sorted({p.level for p in known})
+    notes = tuple(dict.fromkeys(n for p in known for n in p.notes))
+    return Prediction(seconds, terms, binding, sum(p.bytes for p in known),
+                      "the kernels' boundary bytes", ", ".join(levels),
+                      tuple(dict.fromkeys(r for p in known for r in p.roofs)), notes)
 
 
 def error(predicted: float, measured: float) -> float:

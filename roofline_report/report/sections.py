@@ -329,7 +329,7 @@ def _flags(flags: Sequence[tuple[str, str]]) -> Cell:
 def _accounting(r: Mapping[str, Any]) -> Section:
     if not r["rows"]:
         return Section(r["title"], (p("Not available: ", r["reason"]),))
-    body: list[Block] = [table(
+    body: list[Block] = [_accounting_wide(r)] if r.get("extra") else [table(
         ("quantity", "analytic", "our HLO count", "XLA", "agree", "why they differ"),
         [(c(row["quantity"]), num(row["analytic"]), num(row["ours"]), num(row["xla"]),
           c(yes_no(row["agree"])), _flags(row["flags"])) for row in r["rows"]])]
@@ -339,6 +339,17 @@ def _accounting(r: Mapping[str, Any]) -> Section:
     elif r["program"]:
         body.append(p(r["program"]))
     return Section(r["title"], tuple(body))
+
+
+def _accounting_wide(r: Mapping[str, Any]) -> Table:
+    """The accounting with two more columns: the sum over the compiled kernels and
+    ``jax.experimental.roofline``'s estimate."""
+    return table(
+        ("quantity", "analytic", "our HLO count", "XLA", "kernel sum", "jax roofline", "agree",
+         "why they differ"),
+        [(c(row["quantity"]), num(row["analytic"]), num(row["ours"]), num(row["xla"]),
+          num(row["kernels"]), num(row["jax"]), c(yes_no(row["agree"])), _flags(row["flags"]))
+         for row in r["rows"]])
 
 
 def _agreement(r: Mapping[str, Any]) -> str:
@@ -359,6 +370,49 @@ def reconciliation(vm: VM) -> Section:
         body.append(sub if i == 0 else Details((f"{r['title']}: {_agreement(r)}",), (sub,)))
     return Section("Three-way accounting: analytic, our HLO count, XLA", tuple(body),
                    id="reconciliation")
+
+
+def _kernel_workload(vm: VM, k: Mapping[str, Any]) -> Section:
+    body: list[Block] = [p(k["summary"], " ", k["coverage"] or k["unavailable"])]
+    body.append(table(
+        ("kernel", "category", "source", "launches", "time", "share", "flops", "bytes",
+         "intensity", "achieved", "of roof", "binding", "predicted", "error", "kind"),
+        [(c(Code(r["name"])), c(r["category"]), c(r["source"]), num(r["launches"]),
+          num(r["time"]), num(r["share"]), num(r["flops"]), num(r["bytes"]),
+          num(r["intensity"]), num(r["achieved"]), num(r["fraction"]), c(r["binding"]),
+          num(r["predicted"]), num(r["error"]), c(r["kind"])) for r in k["rows"]]))
+    if k["more"]:
+        body.append(p(k["more"]))
+    if k["figure"]:
+        body.append(_figure(vm, k["figure"]))
+    body.append(p(Strong("Where the time goes.")))
+    body.append(table(("category", "kernels", "time", "share", "flops", "bytes"),
+                      [(c(x["title"]), num(x["kernels"]), num(x["time"]), num(x["share"]),
+                        num(x["flops"]), num(x["bytes"])) for x in k["categories"]]))
+    if k["opportunities"]:
+        body.append(p(Strong("Largest opportunities.")))
+        body.append(BulletList(tuple(text(o) for o in k["opportunities"])))
+    body.append(p(k["reconciliation"]))
+    return Section(k["title"], tuple(body))
+
+
+def kernels(vm: VM) -> Section | None:
+    """The per-kernel roofline of every workload: the user's first and open, the catalog's
+    folded."""
+    views = vm.get("kernels") or []
+    if not views:
+        return None
+    body: list[Block] = [p(
+        "Each compiled kernel, counted from the optimized HLO and timed from a profiler trace "
+        "of repeated calls. Kernels can overlap, so shares are of the summed kernel time; "
+        "binding says which roof the kernel's work and bytes meet first, launch when its work "
+        "is below the shortest launch of the program. Predicted: launches × max(the kernel's "
+        "roofline time per launch, the measured launch cost), its roofline time from its own "
+        "flops, transcendentals and boundary bytes under the roofs of this machine.")]
+    for i, k in enumerate(views):
+        sub = _kernel_workload(vm, k)
+        body.append(sub if i == 0 or k["user"] else Details((k["title"],), (sub,)))
+    return Section("Per-kernel roofline", tuple(body), id="kernels", kind=Kind.MEASURED.value)
 
 
 def _check_cell(w: Mapping[str, Any]) -> Cell:
@@ -630,7 +684,8 @@ def programs(vm: VM) -> Section | None:
 def _user_document(vm: VM) -> Document:
     """A report about the user's programs: theirs first, then this machine and the accounting;
     the seed's teaching sections, the catalog and the lab only when the run asked for them."""
-    main = tuple(s for s in (programs(vm), measured(vm), reconciliation(vm)) if s is not None)
+    main = tuple(s for s in (programs(vm), kernels(vm), measured(vm), reconciliation(vm))
+                 if s is not None)
     also = tuple(s for s in (lab(vm) if vm["lab"]["rows"] else None,
                              sweeps(vm) if vm["sweeps"]["available"] else None, preset(vm),
                              sharding(vm) if vm["sharding"]["available"] else None,
@@ -645,8 +700,9 @@ def document(vm: VM) -> Document:
     """The whole report body: the seed's steps, numbered, then what lies beyond the seed."""
     if not vm["parts"]["teaching"]:
         return _user_document(vm)
-    seed = (lowered(vm), compiled(vm), model(vm), experiment(vm), exercise(vm), measured(vm),
-            reconciliation(vm), catalog(vm))
+    seed = tuple(s for s in (lowered(vm), compiled(vm), model(vm), experiment(vm), exercise(vm),
+                             measured(vm), reconciliation(vm), kernels(vm), catalog(vm))
+                 if s is not None)
     beyond = tuple(s for s in (programs(vm), lab(vm), sweeps(vm), preset(vm), sharding(vm),
                                skipped(vm)) if s is not None)
     return Document((Group("", seed, numbered=True), Group("Beyond the seed", beyond)),

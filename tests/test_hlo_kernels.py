@@ -1,0 +1,186 @@
+"""The kernel inventory (roofline_report.hlo.kernels) and per-kernel times from traces
+(roofline_report.kernel_timing.kernel_times) on recorded and hand-made traces.
+
+tests/fixtures/cpu_scan_* were recorded on CPU (jax 0.10.2) by tests/fixtures/record_cpu_trace.py;
+tests/fixtures/gpu_step_* are written by hand in the GPU spelling (a cuBLAS gemm custom call,
+a kInput reduce fusion, a transpose on a second stream overlapping it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roofline_report.hlo.ir import SourceLocation
+from roofline_report.hlo.kernels import kernel_inventory, reconcile_kernels, relative_source
+from roofline_report.kernel_timing import kernel_times, xspace_text
+from roofline_report.schema import KernelInventory, KernelTiming
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _profile(text: str) -> Any:
+    from jax.profiler import ProfileData
+
+    return ProfileData.from_text_proto(text)
+
+
+def test_gpu_inventory_counts_library_gemm_reduce_and_transpose() -> None:
+    inv = kernel_inventory((FIXTURES / "gpu_step_hlo.txt").read_text(), cwd="/home/someone/project")
+    KernelInventory.model_validate(inv)
+    by_name = {k["name"]: k for k in inv["kernels"]}
+    assert list(by_name) == ["custom-call.1", "input_reduce_fusion", "transpose.1"]
+    gemm = by_name["custom-call.1"]
+    assert (gemm["category"], gemm["kind"], gemm["flops"]) == ("matmul", "__cublas$gemm",
+                                                               2 * 64 * 128 * 256)
+    assert gemm["bytes_read"] == (64 * 128 + 128 * 256) * 4
+    assert gemm["bytes_written"] == 64 * 256 * 4  # the s8 workspace is not output
+    reduce = by_name["input_reduce_fusion"]
+    assert (reduce["category"], reduce["kind"]) == ("reduction", "kInput")
+    assert reduce["flops"] == 64 * 256 - 64 and reduce["transcendentals"] == 64 * 256
+    assert by_name["transpose.1"]["category"] == "data movement"
+    # paths relative to the project or site-packages, never absolute
+    assert gemm["source"] == "model.py:12"
+    assert by_name["transpose.1"]["source"] == "flax/core.py:40"
+    assert inv["flops"] == gemm["flops"] + reduce["flops"]
+
+
+def test_relative_source_never_absolute() -> None:
+    assert relative_source(SourceLocation("/a/b/proj/x/m.py", 3), cwd="/a/b/proj") == "x/m.py:3"
+    outside = relative_source(SourceLocation("/home/u/other/m.py", 7), cwd="/a/b/proj")
+    assert outside is not None and not outside.startswith("/") and outside.endswith("m.py:7")
+    assert relative_source(None) is None
+
+
+def test_cpu_scan_inventory_multiplies_loop_kernels_by_trip_count() -> None:
+    inv = kernel_inventory((FIXTURES / "cpu_scan_hlo.txt").read_text())
+    loop = [k for k in inv["kernels"] if k["loop"] == "while.5"]
+    assert {k["name"] for k in loop} == {"ynn_fusion", "wrapped_add", "wrapped_tanh",
+                                         "wrapped_compare"}
+    assert all(k["trips"] == 10 for k in loop)
+    matmul = next(k for k in loop if k["name"] == "ynn_fusion")
+    assert (matmul["category"], matmul["kind"]) == ("matmul", "__ynn_fusion")
+    assert inv["flops"] == 10 * (2 * 256**3 + 2)  # the dot and the counter's add and compare
+    assert inv["transcendentals"] == 10 * 256 * 256
+
+
+def test_reconcile_names_each_rewrite_with_its_amount() -> None:
+    inv = {"flops": 110, "transcendentals": 5,
+           "flops_by_op": {"stablehlo.convert": 12, "stablehlo.multiply": 98},
+           "transcendentals_by_op": {"stablehlo.tanh": 5}}
+    program = {"flops": 100, "transcendentals": 5,
+               "flops_by_op": {"stablehlo.multiply": 90, "stablehlo.divide": 10},
+               "transcendentals_by_op": {"stablehlo.tanh": 5}}
+    r = reconcile_kernels(inv, program)
+    kinds = {(x["op"], x["kind"], x["amount"]) for x in r["rewrites"]}
+    assert kinds == {("stablehlo.convert", "converts_inserted", 12),
+                     ("stablehlo.multiply", "duplicated", 8),
+                     ("stablehlo.divide", "simplified_away", -10)}
+    assert r["unexplained"] == {"flops": 0, "transcendentals": 0}
+    assert r["transcendentals"]["equal"] and not r["flops"]["equal"]
+    assert reconcile_kernels(inv, {"available": False})["flops"]["program"] is None
+
+
+def test_cpu_trace_matches_kernels_and_end_events() -> None:
+    inv = kernel_inventory((FIXTURES / "cpu_scan_hlo.txt").read_text())
+    profile = _profile((FIXTURES / "cpu_scan_trace.pbtxt").read_text())
+    r = kernel_times(profile, module=inv["module"], kernels=[k["name"] for k in inv["kernels"]])
+    KernelTiming.model_validate(r)
+    assert r["source"] == "host" and r["calls"] == 3
+    names = {k["name"]: k for k in r["kernels"]}
+    assert names["ynn_fusion"]["launches"] == 10 and names["wrapped_tanh"]["launches"] == 10
+    assert r["unmatched"] == ["while.5"]  # the loop thunk: its self time is loop control
+    assert 0.9 < r["coverage"] <= 1
+    assert r["kernel_sum_s"] <= r["program_s"] * 1.001  # one thread: no overlap
+    assert r["remainder"]["dispatch_s"] > 0
+
+
+def test_gpu_trace_overlapping_streams() -> None:
+    inv = kernel_inventory((FIXTURES / "gpu_step_hlo.txt").read_text())
+    profile = _profile((FIXTURES / "gpu_step_trace.pbtxt").read_text())
+    r = kernel_times(profile, module="jit_step", kernels=[k["name"] for k in inv["kernels"]])
+    KernelTiming.model_validate(r)
+    assert r["source"] == "device" and r["calls"] == 3
+    # middle call: execute at 0, gemm 6-27 us, reduce 28-33 us, transpose 29-37 us (overlap)
+    assert r["program_s"] == pytest.approx(37e-6)
+    assert r["busy_s"] == pytest.approx(30e-6)
+    assert r["kernel_sum_s"] == pytest.approx(34e-6)
+    assert r["coverage"] == pytest.approx(30 / 37)
+    assert r["remainder"]["dispatch_s"] == pytest.approx(6e-6)
+    assert [k["name"] for k in r["kernels"]] == ["custom-call.1", "transpose.1",
+                                                 "input_reduce_fusion"]
+
+
+def test_trace_without_kernel_events_says_why() -> None:
+    empty = _profile(xspace_text({"/host:CPU": {"python": [
+        {"name": "PjitFunction(f)", "start_ns": 0, "duration_ns": 10, "stats": {}}]}}))
+    r = kernel_times(empty, module="jit_f", kernels=["fusion"])
+    assert r["available"] is False and "no kernel event" in r["reason"]
+    other = _profile(xspace_text({"/host:CPU": {"t": [
+        {"name": "fusion", "start_ns": 0, "duration_ns": 10,
+         "stats": {"hlo_op": "fusion", "hlo_module": "jit_g"}}]}}))
+    r = kernel_times(other, module="jit_f", kernels=["fusion"])
+    assert r["available"] is False and "jit_g" in r["reason"]
+
+
+def test_nested_events_count_self_time() -> None:
+    events = [
+        {"name": "while.1", "start_ns": 0, "duration_ns": 100,
+         "stats": {"hlo_op": "while.1", "hlo_module": "jit_f", "run_id": 1}},
+        {"name": "fusion", "start_ns": 10, "duration_ns": 30,
+         "stats": {"hlo_op": "fusion", "hlo_module": "jit_f", "run_id": 1}},
+        {"name": "fusion", "start_ns": 50, "duration_ns": 30,
+         "stats": {"hlo_op": "fusion", "hlo_module": "jit_f", "run_id": 1}},
+    ]
+    r = kernel_times(_profile(xspace_text({"/host:CPU": {"t": events}})), module="jit_f",
+                     kernels=["fusion"])
+    assert r["kernels"][0]["launches"] == 2
+    assert r["kernels"][0]["total_s"] == pytest.approx(60e-9)
+    assert r["remainder"]["loop_control_s"] == pytest.approx(40e-9)
+    assert r["coverage"] == pytest.approx(60 / 100)
+
+
+@pytest.mark.parametrize("name", [w.name for w in __import__(
+    "roofline_report.workloads", fromlist=["catalog"]).catalog()])
+def test_catalog_kernel_sum_reconciles_with_program_count(name: str) -> None:
+    from roofline_report import lowering
+    from roofline_report.hlo import count_stablehlo, inspect_compiled
+    from roofline_report.workloads import by_name
+
+    w = by_name(name)
+    args, _ = w.inputs()
+    low = lowering.lower_and_compile(w.fn, args)
+    text = low.compiled.as_text()
+    program = count_stablehlo(lowering.stablehlo_module(low.lowered),
+                              compiled_loops=inspect_compiled(text)["while_loops"])
+    inv = kernel_inventory(text)
+    KernelInventory.model_validate(inv)
+    r = reconcile_kernels(inv, program)
+    assert r["unexplained"] == {"flops": 0, "transcendentals": 0}
+    assert r["transcendentals"]["equal"]
+    kinds = {x["kind"] for x in r["rewrites"]}
+    if w.dtype == "bfloat16":
+        assert r["flops"]["equal"] or "converts_inserted" in kinds
+    else:
+        assert "converts_inserted" not in kinds
+        # apart only by strength reduction (x / c -> x * (1/c)) and ops simplified away
+        assert abs(r["flops"]["difference"]) <= 0.001 * program["flops"]
+
+
+def test_measure_workload_records_kernels_times_and_jax_estimate() -> None:
+    from roofline_report import measure
+    from roofline_report.schema import Workload
+    from roofline_report.workloads import by_name
+
+    skips = measure.Skips()
+    record = measure.measure_workload(by_name("scan"), quick=True, skips=skips)
+    Workload.model_validate(record)
+    assert record["kernels"]["launches"] == 2 + 4 * 10
+    timing = record["kernel_timing"]
+    if timing.get("available"):  # a profiler left running elsewhere would say why instead
+        launches = {k["name"]: k["launches"] for k in timing["kernels"]}
+        assert launches["ynn_fusion"] == 10
+    else:
+        assert timing["reason"]
+    assert record["jax_roofline"]["flops"] == 2 * 256**3  # JAX counts the scan body once

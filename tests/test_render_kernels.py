@@ -1,0 +1,76 @@
+"""The per-kernel roofline rendered from recorded observations: the CPU fixture's scan workload
+given the inventory and trace recorded in tests/fixtures (cpu_scan_*), and the GPU-shaped trace,
+so both paths render without measuring."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roofline_report import render, results
+from roofline_report.hlo.kernels import kernel_inventory
+from roofline_report.kernel_timing import kernel_times
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _profile(name: str) -> Any:
+    from jax.profiler import ProfileData
+
+    return ProfileData.from_text_proto((FIXTURES / name).read_text())
+
+
+@pytest.fixture(scope="module")
+def with_kernels() -> dict[str, Any]:
+    data = results.load(FIXTURES / "cpu_results.json")
+    inv = kernel_inventory((FIXTURES / "cpu_scan_hlo.txt").read_text())
+    names = [k["name"] for k in inv["kernels"]]
+    for w in data["workloads"]:  # type: ignore[attr-defined]
+        if w["name"] == "scan":
+            w["kernels"] = inv
+            w["kernel_timing"] = kernel_times(_profile("cpu_scan_trace.pbtxt"),
+                                              module=inv["module"], kernels=names)
+            w["jax_roofline"] = {"available": True, "flops": 33554432.0,
+                                 "unfused_flops": 33554432.0, "hbm_bytes": 786432.0,
+                                 "unfused_hbm_bytes": 786432.0}
+    results.validate(data)
+    return data
+
+
+def test_per_kernel_section_table_and_accounting_columns(with_kernels: dict[str, Any]) -> None:
+    md = render.render(with_kernels).markdown
+    assert "Per-kernel roofline" in md
+    section = md[md.index("Per-kernel roofline"):]
+    assert "ynn_fusion" in section and "wrapped_tanh" in section
+    assert "Where the time goes" in section and "coverage" in section
+    assert "| kernel sum | jax roofline |" in md
+    assert "estimator_loop_counted_once" in md.replace("\\_", "_")  # JAX: scan body once
+    assert not re.search(r"(?<![\w<])/(home|root|tmp|usr)/", md)
+
+
+def test_trace_not_available_keeps_the_inventory(with_kernels: dict[str, Any]) -> None:
+    data = copy.deepcopy(with_kernels)
+    for w in data["workloads"]:
+        if w["name"] == "scan":
+            w["kernel_timing"] = {"available": False,
+                                  "reason": "the trace holds no kernel event"}
+    md = render.render(data).markdown
+    assert "Per-kernel times not available: the trace holds no kernel event." in md
+    assert "ynn_fusion" in md[md.index("Per-kernel roofline"):]
+
+
+def test_gpu_shaped_trace_renders(with_kernels: dict[str, Any]) -> None:
+    data = copy.deepcopy(with_kernels)
+    inv = kernel_inventory((FIXTURES / "gpu_step_hlo.txt").read_text(), cwd="/home/someone/project")
+    timing = kernel_times(_profile("gpu_step_trace.pbtxt"), module="jit_step",
+                          kernels=[k["name"] for k in inv["kernels"]])
+    seed = next(w for w in data["workloads"] if w["name"] == "seed_tanh_matmul")
+    seed["kernels"], seed["kernel_timing"] = inv, timing
+    results.validate(data)
+    out = render.render(data)
+    assert "custom-call.1" in out.markdown and "model.py:12" in out.markdown
+    assert any(name.startswith("kernels_") for name in out.figures)
