@@ -13,8 +13,9 @@ imported, so the measurement runs in its own process: ``python -m roofline_repor
 --devices 8 [--quick]`` prints one JSON document, and :func:`run_sharded_analysis` launches it.
 jax is imported lazily, so importing this module (and reading HLO text) costs nothing.
 
-Collectives are counted once per appearance in the program text: one inside a loop body runs
-once per iteration, but is listed once.
+Collectives are listed once per appearance in the program text, each with the trip count of
+the loops around it (a collective in a loop body runs once per iteration): per-step totals
+multiply by it.
 
 The user's own sharded workloads (``[[workload]]`` tables with a ``mesh``, see
 :mod:`roofline_report.config`) are analysed in the same child, started with ``--config FILE``:
@@ -91,7 +92,11 @@ def parse_collectives(hlo_text: str, num_devices: int) -> list[dict[str, Any]]:
     record; a collective over a tuple, as XLA combines small ones, gives one per element: the
     ring formulas are linear in bytes, so the sum is unchanged). ``group_size`` and
     ``bytes_per_device`` are None when the groups cannot be read. ``num_devices`` (the
-    program's device count) sizes groups written as ``{}`` or left out.
+    program's device count) sizes groups written as ``{}`` or left out. Each record also
+    carries ``"replica_groups"`` (``[[device, ...]]`` or None), ``"trip_count"`` (how many
+    times it runs per call: the product of the known trip counts of the while loops around
+    it, 1 outside loops, None when unknown) and ``"loops"`` (those loops' names, outermost
+    first): ``bytes_per_device`` is per execution.
     """
     if isinstance(num_devices, bool) or not isinstance(num_devices, int) or num_devices < 1:
         raise ValueError(f"num_devices must be a positive integer, got {num_devices!r}")
@@ -115,6 +120,9 @@ def parse_collectives(hlo_text: str, num_devices: int) -> list[dict[str, Any]]:
                     "result_bytes": result_bytes,
                     "group_size": size,
                     "bytes_per_device": sent,
+                    "replica_groups": record["replica_groups"],
+                    "trip_count": record["trip_count"],
+                    "loops": [loop["name"] for loop in record["loops"]],
                 }
             )
     return records
@@ -250,7 +258,7 @@ def analyze_sharded(
     absolute error is at most ``rtol`` x (largest reference magnitude) + ``atol``. Returns::
 
         {"devices": int, "collectives": [parse_collectives records],
-         "comm_bytes": int (sum of bytes_per_device over readable records),
+         "comm_bytes": int (bytes_per_device x trip_count, summed over readable records),
          "xla_per_device": {"flops", "bytes_accessed", "transcendentals", "note"},
          "check": {"max_abs_err", "tolerance", "passed"[, "error"]} or None,
          "measured_seconds": float or None, "error": str (only if running failed)}
@@ -281,7 +289,9 @@ def analyze_sharded(
     result: dict[str, Any] = {
         "devices": devices,
         "collectives": collectives,
-        "comm_bytes": sum(c["bytes_per_device"] or 0 for c in collectives),
+        "comm_bytes": sum(
+            (c["bytes_per_device"] or 0) * (c["trip_count"] or 1) for c in collectives
+        ),
         "xla_per_device": _xla_costs(compiled),
         "check": None,
         "measured_seconds": None,
