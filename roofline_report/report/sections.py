@@ -516,11 +516,13 @@ def _sharded_steps(st: VM) -> list[Block]:
         body.append(p(
             "What the emulated timings can show: the devices are threads of one process on this "
             "machine's cores, so their work runs one after another and their collectives are "
-            "memory copies. The measured time is then about the devices' work added up at this "
-            "machine's measured rates (devices × the larger of flops ÷ measured peak and bytes "
-            "÷ measured bandwidth): measured ÷ that prediction is ", st["emulated_range"],
-            " here. It cannot show the interconnect, the overlap of communication with "
-            "compute, or the time one real device would take: T_comm above is a model."))
+            "memory copies. The prediction is the devices' work added up at this machine's "
+            "measured rates (devices × the larger of flops ÷ measured peak and bytes ÷ measured "
+            "bandwidth); measured ÷ predicted is ", st["emulated_range"], " here, where 1 would "
+            "mean the serialised work explains the whole time and the rest is the runtime's "
+            "threads, copies and dispatch. It cannot show the interconnect, the overlap of "
+            "communication with compute, or the time one real device would take: T_comm above "
+            "is a model."))
         body.append(table(
             ("workload", "devices", "T_math of one device at the measured peak",
              "predicted, devices serialised", "measured", "measured ÷ predicted"),
