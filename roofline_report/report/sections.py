@@ -531,7 +531,7 @@ def _sharded_steps(st: VM) -> list[Block]:
             caption="The emulated measurement, predicted from this machine's measured roofs"))
     if st["projection"]:
         body.append(p(
-            Strong("Projection, not a measurement: "),
+            Strong("Projection, not a measurement:"), " ",
             f"the compiled 8-device training steps carried to more devices on {st['preset']} "
             "(peak ", st["peak"], f" {st['peak_dtype']}, HBM ", st["hbm"], "; links: ",
             "; ".join(st["links"]), f"; beyond one domain of {st['domain']} chips a collective "
