@@ -490,6 +490,7 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
     fig.subplots_adjust(left=0.11, right=0.98, bottom=0.14, top=0.9, wspace=0.28)
     left, right = fig.subplots(1, 2)
     rows = []
+    shapes_batch = series["shapes"].get("batch", "")
     for i, strategy in enumerate(sorted(series["strategies"])):
         by_n, by_b = series["by_devices"][strategy], series["by_batch"][strategy]
         left.plot(series["by_devices"]["devices"], by_n["lower_bound"], marker="o",
@@ -498,7 +499,7 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
                    color=PALETTE[i], label=strategy)
         for n_dev, t, b in zip(series["by_devices"]["devices"], by_n["lower_bound"],
                                by_n["binding"], strict=True):
-            rows.append((strategy, f"{n_dev} devices", fmt(t, "s"), b))
+            rows.append((strategy, f"{n_dev} devices, B={shapes_batch}", fmt(t, "s"), b))
     for ax, xlabel in ((left, "devices"), (right, "global batch")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -508,12 +509,17 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
         ax.grid(True, alpha=0.3)
     left.set_ylabel(f"lower bound per device ({Kind(kind).label})")
     left.legend(fontsize=8)
-    left.set_title("batch fixed", fontsize=9, y=1.0, pad=6)
+    left.set_title(f"global batch {series['shapes'].get('batch', '')} fixed", fontsize=9,
+                   y=1.0, pad=6)
     right.set_title(f"{series['shapes'].get('devices', '')} devices", fontsize=9, y=1.0, pad=6)
     title = "How the sharded matmuls scale"
-    desc = ("Lower-bound time per device (the largest of T_math, T_mem, T_comm) for data-parallel, "
-            "contracting-axis and FSDP shardings, as the device count grows at a fixed batch "
-            "and as the batch grows on a fixed mesh.")
+    shapes = series["shapes"]
+    desc = ("Lower-bound time per device (the largest of T_math, T_mem, T_comm, bandwidth terms "
+            "only) of the forward matmul x[B, D] @ w[D, F] with "
+            f"D={shapes.get('d_model')}, F={shapes.get('d_ff')}, for data-parallel, "
+            "contracting-axis and FSDP shardings, as the device count grows at the global batch "
+            f"B={shapes.get('batch')} the matmuls were compiled at, and as the batch grows on "
+            f"{shapes.get('devices')} devices.")
     fixed_batch = [series["by_devices"][s]["binding"] for s in series["strategies"]]
     if all(b == "compute" for bindings in fixed_batch for b in bindings):
         desc += (" At the fixed batch every sharding is compute-bound at every device count, so "
@@ -521,6 +527,58 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
     table = Table(("sharding", "devices", "lower bound", "binding"), tuple(rows))
     return _finish(fig, "comm_scaling", title, desc, table, (kind,)
     )
+
+
+def comm_projection(projection: Mapping[str, Any]) -> FigureOut:
+    """Projected step time (lower bound) and its T_comm per training step against the device
+    count, on one chip preset: a projection from the compiled 8-device program, not a run."""
+    fig, ax = _new_figure()
+    kind = projection["kind"]
+    names = list(dict.fromkeys(r["name"] for r in projection["rows"]))
+    rows = []
+    for i, name in enumerate(names):
+        points = [r for r in projection["rows"] if r["name"] == name and r["available"]]
+        xs = [r["devices"] for r in points]
+        ax.plot(xs, [r["lower_bound"] for r in points], marker="o", color=PALETTE[i],
+                label=f"{name}: step (max)", **KIND_STYLE[kind])
+        ax.plot(xs, [r["t_comm"] for r in points], marker="x", color=PALETTE[i],
+                linestyle=":", linewidth=1.2, label=f"{name}: T_comm")
+        for r in projection["rows"]:
+            if r["name"] != name:
+                continue
+            if not r["available"]:
+                rows.append((name, str(r["devices"]), "", "", "", "", "", r["reason"]))
+                continue
+            rows.append((name, str(r["devices"]), r["link"], str(r["global_batch"]),
+                         fmt(r["t_math"], "s"), fmt(r["t_comm_latency"], "s") + " + "
+                         + fmt(r["t_comm_bandwidth"], "s"), fmt(r["lower_bound"], "s"),
+                         r["binding"]))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    _seconds_axis(ax.yaxis)
+    ax.set_xlabel("devices (projected, not run)")
+    ax.set_ylabel("time per step, per device")
+    ax.grid(True, alpha=0.3)
+    domain = projection.get("domain")
+    if domain:
+        ax.axvline(domain, color="#475569", linewidth=0.8)
+        ax.annotate(f"one {projection['preset']} domain ({domain})", (domain, 1),
+                    xycoords=("data", "axes fraction"), xytext=(3, -12),
+                    textcoords="offset points", fontsize=7)
+    preset = projection["preset"]
+    ax.set_title(f"Projection on {preset}: step time as the mesh grows", fontsize=10, y=1.0,
+                 pad=6)
+    _legend_below(fig, ax, ncol=2)
+    title = f"Projected training steps on {preset} (projection, not measured)"
+    desc = (f"A projection, not a run: the per-device FLOPs, HBM bytes and collectives of the "
+            f"compiled 8-device steps carried to {_and([str(d) for d in projection['devices']])}"
+            f" devices with each device keeping its share of the batch (weak scaling), on "
+            f"{preset}'s published peak ({projection['peak_dtype']}) and HBM bandwidth; "
+            "collectives priced by the alpha-beta model on the slowest link they cross.")
+    table = Table(("step", "devices", "link", "global batch", "T_math", "T_comm (latency + "
+                   "bandwidth)", "step lower bound", "binding"), tuple(rows))
+    return _finish(fig, "comm_projection", title, desc, table, (kind,))
 
 
 # --- sweeps ---------------------------------------------------------------------------------

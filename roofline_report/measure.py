@@ -96,7 +96,8 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1) if options.sharding else None
     pending_sharding = None
     if pool is not None and options.quick:
-        pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path)
+        pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path,
+                                       options.builtin)
     say("environment")
     env = lowering.environment()
     results: dict[str, Any] = {
@@ -136,7 +137,8 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     else:
         results["lab"] = {"available": False, "reason": options.not_asked("--no-experiments")}
     if pool is not None and pending_sharding is None:
-        pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path)
+        pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path,
+                                       options.builtin)
 
     if pending_sharding is not None:
         say("sharded workloads (subprocess)")
@@ -183,11 +185,12 @@ def _lab(quick: bool, ceilings: Mapping[str, Any] | None, say: Progress,
         return {"experiments": {}, **skips.add("lab notebook", _why(exc))}
 
 
-def _run_sharding(quick: bool, config_path: str | None = None) -> dict[str, Any]:
+def _run_sharding(quick: bool, config_path: str | None = None,
+                  builtin: bool = True) -> dict[str, Any]:
     from roofline_report import sharding
 
     return sharding.run_sharded_analysis(devices=8, quick=quick, timeout=180.0,
-                                         config_path=config_path)
+                                         config_path=config_path, builtin=builtin)
 
 
 def _sharding_result(data: dict[str, Any], skips: Skips) -> dict[str, Any]:

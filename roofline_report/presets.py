@@ -15,7 +15,11 @@ Conventions:
   default, so ``tf32`` is often the relevant ceiling there.
 * Integer peaks are in OP/s, floating-point peaks in FLOP/s, bandwidths in bytes/s.
 * Interconnect bandwidth is the vendor's per-chip figure, both directions added: NVLink per GPU,
-  ICI per TPU chip over all its ports.
+  ICI per TPU chip over all its ports; a chip sends at half of it (``Interconnect.egress``).
+  ``domain`` chips share that link (an 8-GPU NVLink node, a 256-chip TPU pod); beyond it a
+  collective crosses ``scale_out`` (InfiniBand, one port per GPU), where published.
+* Interconnect latencies are assumptions (kind hypothetical): no vendor publishes the per-step
+  latency of a collective; each note says where its order of magnitude comes from.
 
 A dtype a chip does not publish a figure for gives None (:meth:`Preset.peak`), not an error.
 """
@@ -87,17 +91,36 @@ class Peak:
 
 @dataclass(frozen=True, slots=True)
 class Interconnect:
-    """Chip-to-chip link: ``bandwidth`` in bytes/s per chip, both directions added."""
+    """Chip-to-chip link: ``bandwidth`` in bytes/s per chip, both directions added.
+
+    ``latency`` is the seconds one step of a collective costs whatever its size (the alpha of
+    the alpha-beta model). Vendors publish no per-step collective latency for these links, so
+    it is an assumption (kind hypothetical) whose ``latency_note`` says where its order of
+    magnitude comes from; ``sources`` cite the link's published figures.
+    """
 
     name: str
     bandwidth: float
     note: str = ""
+    latency: float | None = None
+    latency_note: str = ""
+    sources: tuple[Source, ...] = ()
 
     def quantity(self) -> Quantity:
         return Quantity(self.bandwidth, "B/s", Kind.SPEC_SHEET, self.note)
 
+    @property
+    def egress(self) -> float:
+        """Bytes/s one chip sends: half the both-directions figure."""
+        return self.bandwidth / 2
+
+    def latency_quantity(self) -> Quantity:
+        return Quantity(self.latency, "s", Kind.HYPOTHETICAL, self.latency_note)
+
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "bandwidth": self.quantity().to_json()}
+        return {"name": self.name, "bandwidth": self.quantity().to_json(),
+                "egress": self.egress, "latency": self.latency_quantity().to_json(),
+                "sources": [source.to_json() for source in self.sources]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +136,8 @@ class Preset:
     interconnect: Interconnect | None
     sources: tuple[Source, ...]
     notes: str
+    domain: int | None = None  # chips on the scale-up link (one NVLink node, one TPU pod)
+    scale_out: Interconnect | None = None  # the link between domains, where published
 
     @property
     def kind(self) -> Kind:
@@ -155,7 +180,16 @@ class Preset:
             "interconnect": None if self.interconnect is None else self.interconnect.to_json(),
             "sources": [source.to_json() for source in self.sources],
             "notes": self.notes,
+            "domain": self.domain,
+            "scale_out": None if self.scale_out is None else self.scale_out.to_json(),
         }
+
+    def link_for(self, devices: int) -> Interconnect | None:
+        """The slowest link a collective over ``devices`` chips crosses: the scale-up link
+        within one domain, the scale-out link beyond it (None where none is published)."""
+        if self.domain is None or devices <= self.domain:
+            return self.interconnect
+        return self.scale_out
 
 
 _SPARSE = "dense; NVIDIA's table prints the 2:4-sparse figure, twice this"
@@ -183,6 +217,56 @@ def _hopper_peaks() -> tuple[Peak, ...]:
     )
 
 
+_NCCL_TESTS = Source(
+    "NVIDIA nccl-tests, doc/PERFORMANCE.md (algorithm and bus bandwidth of each collective)",
+    "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",
+)
+_SCALING_BOOK_SHARDING = Source(
+    "How to Scale Your Model, 'Sharded Matrices', a note on ICI latency (jax-ml/scaling-book)",
+    "https://jax-ml.github.io/scaling-book/sharding/",
+)
+_NVLINK_LATENCY = (
+    "assumed 1 us per step: NVIDIA publishes no NVLink collective latency; small-message NCCL "
+    "steps over NVSwitch take the order of a microsecond (measure with nccl-tests)"
+)
+_IB_LATENCY = (
+    "assumed 5 us per step: NVIDIA quotes sub-microsecond switch port-to-port latency for "
+    "Quantum-2; GPU to GPU across nodes adds PCIe, the NIC and the software, a few microseconds"
+)
+_ICI_LATENCY = (
+    "assumed 1 us per hop, the order the scaling book gives for ICI (a single byte costs about "
+    "as long as ~45 kB at full bandwidth)"
+)
+
+
+def _nvlink(name: str, bandwidth: float, source: Source) -> Interconnect:
+    return Interconnect(name, bandwidth, "per GPU, both directions", latency=1e-6,
+                        latency_note=_NVLINK_LATENCY, sources=(source, _NCCL_TESTS))
+
+
+def _infiniband(name: str, gbit: int, source: Source) -> Interconnect:
+    per_direction = gbit * 1e9 / 8
+    return Interconnect(
+        name, 2 * per_direction,
+        f"one {gbit} Gb/s port per GPU ({per_direction / 1e9:g} GB/s each way), both directions",
+        latency=5e-6, latency_note=_IB_LATENCY,
+        sources=(source, Source("NVIDIA Quantum-2 InfiniBand platform",
+                                "https://www.nvidia.com/en-us/networking/quantum2/")),
+    )  # fmt: skip
+
+
+def _ici(bandwidth: float, note: str, source: Source) -> Interconnect:
+    return Interconnect("ICI", bandwidth, note, latency=1e-6, latency_note=_ICI_LATENCY,
+                        sources=(source, _SCALING_BOOK_SHARDING))
+
+
+_DGX_H100 = Source("NVIDIA DGX H100 (8 GPUs; 8 x 400 Gb/s ConnectX-7 InfiniBand ports)",
+                   "https://www.nvidia.com/en-us/data-center/dgx-h100/")
+_DGX_A100 = Source("NVIDIA DGX A100 (8 GPUs; 8 x 200 Gb/s ConnectX-6 InfiniBand ports)",
+                   "https://www.nvidia.com/en-us/data-center/dgx-a100/")
+_HGX = Source("NVIDIA HGX platform (8-GPU boards; NVLink and networking)",
+              "https://www.nvidia.com/en-us/data-center/hgx/")
+
 _PRESETS: tuple[Preset, ...] = (
     Preset(
         name="H100 SXM",
@@ -191,13 +275,16 @@ _PRESETS: tuple[Preset, ...] = (
         peaks=_hopper_peaks(),
         hbm_bandwidth=3.35e12,
         hbm_note="80 GB HBM3",
-        interconnect=Interconnect("NVLink 4", 9.0e11, "per GPU, both directions"),
+        interconnect=_nvlink("NVLink 4", 9.0e11, Source(
+            "NVIDIA H100 Tensor Core GPU", "https://www.nvidia.com/en-us/data-center/h100/")),
         sources=(
             Source("NVIDIA H100 Tensor Core GPU", "https://www.nvidia.com/en-us/data-center/h100/"),
             _SCALING_BOOK_GPUS,
         ),
         notes="SXM5 board. Dense peaks; sparse figures are 2x. The PCIe and NVL boards have "
         "lower clocks and bandwidth and are not this preset.",
+        domain=8,
+        scale_out=_infiniband("InfiniBand NDR", 400, _DGX_H100),
     ),
     Preset(
         name="H200",
@@ -206,13 +293,16 @@ _PRESETS: tuple[Preset, ...] = (
         peaks=_hopper_peaks(),
         hbm_bandwidth=4.8e12,
         hbm_note="141 GB HBM3e",
-        interconnect=Interconnect("NVLink 4", 9.0e11, "per GPU, both directions"),
+        interconnect=_nvlink("NVLink 4", 9.0e11, Source(
+            "NVIDIA H200 Tensor Core GPU", "https://www.nvidia.com/en-us/data-center/h200/")),
         sources=(
             Source("NVIDIA H200 Tensor Core GPU", "https://www.nvidia.com/en-us/data-center/h200/"),
             _SCALING_BOOK_GPUS,
         ),
         notes="SXM board; same compute as H100 SXM, more and faster HBM. Dense peaks; sparse "
         "figures are 2x. The H200 NVL (PCIe) board is not this preset.",
+        domain=8,
+        scale_out=_infiniband("InfiniBand NDR", 400, _HGX),
     ),
     Preset(
         name="A100",
@@ -228,7 +318,7 @@ _PRESETS: tuple[Preset, ...] = (
         ),
         hbm_bandwidth=2.039e12,
         hbm_note="80 GB HBM2e, SXM (2,039 GB/s; the scaling book rounds to 2.0e12)",
-        interconnect=Interconnect("NVLink 3", 6.0e11, "per GPU, both directions"),
+        interconnect=_nvlink("NVLink 3", 6.0e11, _DGX_A100),
         sources=(
             Source(
                 "NVIDIA A100 Tensor Core GPU datasheet",
@@ -239,6 +329,8 @@ _PRESETS: tuple[Preset, ...] = (
         ),
         notes="SXM4 80 GB board. Dense peaks; sparse figures are 2x. The 40 GB board "
         "(1,555 GB/s) and the PCIe boards are not this preset. No FP8 support.",
+        domain=8,
+        scale_out=_infiniband("InfiniBand HDR", 200, _DGX_A100),
     ),
     Preset(
         name="B200",
@@ -255,7 +347,7 @@ _PRESETS: tuple[Preset, ...] = (
         ),
         hbm_bandwidth=8.0e12,
         hbm_note="HBM3e, 192 GB (later HGX tables list 180 GB at 7.7 TB/s)",
-        interconnect=Interconnect("NVLink 5", 1.8e12, "per GPU, both directions"),
+        interconnect=_nvlink("NVLink 5", 1.8e12, _HGX),
         sources=(
             Source(
                 "NVIDIA HGX platform (HGX B200 specifications)",
@@ -265,6 +357,8 @@ _PRESETS: tuple[Preset, ...] = (
         ),
         notes="HGX B200 (1,000 W configuration), per GPU. Dense peaks; sparse figures are 2x. "
         "GB200 parts run at higher power and publish higher peaks.",
+        domain=8,
+        scale_out=_infiniband("InfiniBand NDR", 400, _HGX),
     ),
     Preset(
         name="TPU v5e",
@@ -276,8 +370,10 @@ _PRESETS: tuple[Preset, ...] = (
         ),
         hbm_bandwidth=8.19e11,
         hbm_note="16 GB HBM2, 819 GBps (the scaling book rounds to 8.2e11)",
-        interconnect=Interconnect(
-            "ICI", 4.0e11, "per chip, both directions, 4 ports (earlier page: 1,600 Gbps)"
+        interconnect=_ici(
+            4.0e11, "per chip, both directions, 4 ports (earlier page: 1,600 Gbps)",
+            Source("Google Cloud TPU documentation: TPU v5e",
+                   "https://cloud.google.com/tpu/docs/v5e"),
         ),
         sources=(
             Source(
@@ -286,6 +382,7 @@ _PRESETS: tuple[Preset, ...] = (
             _SCALING_BOOK_TPUS,
         ),
         notes="One TensorCore per chip. No published FP32 matmul peak.",
+        domain=256,
     ),
     Preset(
         name="TPU v6e",
@@ -297,10 +394,11 @@ _PRESETS: tuple[Preset, ...] = (
         ),
         hbm_bandwidth=1.64e12,
         hbm_note="32 GB HBM, 1,640 GBps (revisions of the page also print 1,638 and 1,600 GBps)",
-        interconnect=Interconnect(
-            "ICI",
+        interconnect=_ici(
             8.0e11,
             "per chip, both directions, 4 ports (an earlier revision listed 3,584 Gbps)",
+            Source("Google Cloud TPU documentation: TPU v6e (Trillium)",
+                   "https://cloud.google.com/tpu/docs/v6e"),
         ),
         sources=(
             Source(
@@ -310,6 +408,7 @@ _PRESETS: tuple[Preset, ...] = (
             _SCALING_BOOK_TPUS,
         ),
         notes="Trillium. One TensorCore per chip. No published FP32 matmul peak.",
+        domain=256,
     ),
 )
 

@@ -13,8 +13,9 @@ imported, so the measurement runs in its own process: ``python -m roofline_repor
 --devices 8 [--quick]`` prints one JSON document, and :func:`run_sharded_analysis` launches it.
 jax is imported lazily, so importing this module (and reading HLO text) costs nothing.
 
-Collectives are counted once per appearance in the program text: one inside a loop body runs
-once per iteration, but is listed once.
+Collectives are listed once per appearance in the program text, each with the trip count of
+the loops around it (a collective in a loop body runs once per iteration): per-step totals
+multiply by it.
 
 The user's own sharded workloads (``[[workload]]`` tables with a ``mesh``, see
 :mod:`roofline_report.config`) are analysed in the same child, started with ``--config FILE``:
@@ -52,6 +53,7 @@ from roofline_report.comm_model import (
 from roofline_report.errors import InputError, scrub_paths
 from roofline_report.hlo.compiled import collective_records
 from roofline_report.model import Kind
+from roofline_report.training_steps import STEP_STRATEGIES
 
 if TYPE_CHECKING:
     from roofline_report.config import Config, WorkloadSpec
@@ -91,7 +93,11 @@ def parse_collectives(hlo_text: str, num_devices: int) -> list[dict[str, Any]]:
     record; a collective over a tuple, as XLA combines small ones, gives one per element: the
     ring formulas are linear in bytes, so the sum is unchanged). ``group_size`` and
     ``bytes_per_device`` are None when the groups cannot be read. ``num_devices`` (the
-    program's device count) sizes groups written as ``{}`` or left out.
+    program's device count) sizes groups written as ``{}`` or left out. Each record also
+    carries ``"replica_groups"`` (``[[device, ...]]`` or None), ``"trip_count"`` (how many
+    times it runs per call: the product of the known trip counts of the while loops around
+    it, 1 outside loops, None when unknown) and ``"loops"`` (those loops' names, outermost
+    first): ``bytes_per_device`` is per execution.
     """
     if isinstance(num_devices, bool) or not isinstance(num_devices, int) or num_devices < 1:
         raise ValueError(f"num_devices must be a positive integer, got {num_devices!r}")
@@ -115,6 +121,9 @@ def parse_collectives(hlo_text: str, num_devices: int) -> list[dict[str, Any]]:
                     "result_bytes": result_bytes,
                     "group_size": size,
                     "bytes_per_device": sent,
+                    "replica_groups": record["replica_groups"],
+                    "trip_count": record["trip_count"],
+                    "loops": [loop["name"] for loop in record["loops"]],
                 }
             )
     return records
@@ -244,13 +253,15 @@ def analyze_sharded(
 ) -> dict[str, Any]:
     """Compile ``fn`` with the given shardings and report its collectives, costs, check and time.
 
-    ``args`` are host arrays (NumPy or jax), placed with ``in_shardings`` (one per argument);
-    ``out_shardings`` is passed to ``jax.jit`` as is. ``reference`` (optional) computes the
+    ``args`` are host arrays (NumPy or jax) or pytrees of them (dicts, lists, tuples: a
+    model's parameters, an optimizer state), placed with ``in_shardings`` (one per argument: a
+    sharding, or a pytree of shardings of the argument's structure); ``out_shardings`` is
+    passed to ``jax.jit`` as is. ``reference`` (optional) computes the
     expected outputs from the same arguments as NumPy arrays; the check passes when the largest
     absolute error is at most ``rtol`` x (largest reference magnitude) + ``atol``. Returns::
 
         {"devices": int, "collectives": [parse_collectives records],
-         "comm_bytes": int (sum of bytes_per_device over readable records),
+         "comm_bytes": int (bytes_per_device x trip_count, summed over readable records),
          "xla_per_device": {"flops", "bytes_accessed", "transcendentals", "note"},
          "check": {"max_abs_err", "tolerance", "passed"[, "error"]} or None,
          "measured_seconds": float or None, "error": str (only if running failed)}
@@ -276,12 +287,14 @@ def analyze_sharded(
     except Exception as exc:
         raise InputError(f"the sharded function does not compile: {_one_line(exc)}") from exc
 
-    devices = _device_count(in_shardings)
+    devices = _device_count(jax.tree_util.tree_leaves(tuple(in_shardings)))
     collectives = parse_collectives(compiled.as_text(), devices)
     result: dict[str, Any] = {
         "devices": devices,
         "collectives": collectives,
-        "comm_bytes": sum(c["bytes_per_device"] or 0 for c in collectives),
+        "comm_bytes": sum(
+            (c["bytes_per_device"] or 0) * (c["trip_count"] or 1) for c in collectives
+        ),
         "xla_per_device": _xla_costs(compiled),
         "check": None,
         "measured_seconds": None,
@@ -289,7 +302,7 @@ def analyze_sharded(
     try:
         outputs = jax.block_until_ready(compiled(*placed))
         if reference is not None:
-            expected = reference(*(np.asarray(a) for a in args))
+            expected = reference(*(jax.tree_util.tree_map(np.asarray, a) for a in args))
             result["check"] = _compare(outputs, expected, rtol, atol)
         if time_it:
             result["measured_seconds"] = _median_seconds(
@@ -386,6 +399,111 @@ def _matmul_workload(
         },
         "expected_collective": analytic["collective"],
         "xla_per_device": measured["xla_per_device"],
+        "check": measured["check"],
+        "measured_seconds": measured["measured_seconds"],
+    }
+    if "error" in measured:
+        workload["error"] = measured["error"]
+    return workload
+
+
+# --------------------------------------------------------------------------------------------
+# The training steps (roofline_report.training_steps)
+# --------------------------------------------------------------------------------------------
+
+
+def _named_tree(jax: Any, mesh: Any, specs: Any) -> Any:
+    pspec = jax.sharding.PartitionSpec
+    return jax.tree_util.tree_map(
+        lambda spec: jax.sharding.NamedSharding(mesh, spec), specs,
+        is_leaf=lambda node: isinstance(node, pspec),
+    )  # fmt: skip
+
+
+def _jax_roofline(jax: Any, body: Any, mesh: Any, in_specs: Any, out_specs: Any,
+                  args: Sequence[Any]) -> dict[str, Any]:
+    """``jax.experimental.roofline`` on the per-device body: its FLOPs, ICI bytes and latency
+    (hops) per mesh axis, and unfused HBM bytes; ``{"available": False, "reason"}`` when the
+    module is missing or fails on the program."""
+    import logging
+
+    try:
+        from jax.experimental import roofline as jax_roofline
+    except ImportError as exc:
+        return {"available": False, "reason": f"jax.experimental.roofline: {_one_line(exc)}"}
+    logger = logging.getLogger("jax")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # it warns once per primitive without a rule
+    try:
+        _, result = jax_roofline.roofline(body, mesh, in_specs, out_specs)(*args)
+    except Exception as exc:
+        return {"available": False, "reason": f"jax.experimental.roofline: {_one_line(exc)}"}
+    finally:
+        logger.setLevel(level)
+    return {
+        "available": True,
+        "flops": int(result.flops),
+        "unfused_hbm_bytes": int(result.unfused_hbm_bytes),
+        "ici_bytes": {str(k): int(v) for k, v in result.ici_bytes.items()},
+        "ici_latency": {str(k): int(v) for k, v in result.ici_latency.items()},
+    }
+
+
+def _step_workload(strategy: str, mesh: Any, quick: bool) -> dict[str, Any]:
+    """One training step of :mod:`roofline_report.training_steps`, compiled and run on
+    ``mesh`` (one axis).
+
+    Keys beyond a matmul entry's: ``"step": True``, ``"sizes"`` (batch, d_model, d_ff,
+    layers), ``"batch": {"global", "per_device"}``, ``"comm_scales_with_batch"``,
+    ``"expected_collectives"`` (by hand, with counts), ``"jax_roofline"``. Per device, kind
+    analytic: ``flops`` the matmul FLOPs of :func:`~roofline_report.training_steps.matmul_flops`
+    (Adam and tanh left out); ``hbm_bytes`` every argument and result shard read or written
+    once; ``comm_bytes`` the hand-derived bytes sent (x counts); ``comm_bytes_hlo`` the same
+    from the compiled HLO (x trip counts).
+    """
+    from roofline_report import training_steps as ts
+
+    jax = _jax()
+    sizes = ts.step_sizes(quick)
+    n = int(mesh.devices.size)
+    step, body, in_specs, out_specs = ts.build_step(strategy, mesh, sizes, MESH_AXIS)
+    args = ts.initial_state(strategy, sizes)
+    in_shardings = [_named_tree(jax, mesh, spec) for spec in in_specs]
+    out_shardings = _named_tree(jax, mesh, out_specs)
+    measured = analyze_sharded(
+        step, args, in_shardings, out_shardings, reference=ts.reference_step, rtol=1e-5,
+        atol=1e-6, repeats=3, inner=2 if quick else 3,
+    )  # fmt: skip  # few calls: the emulated time is explained, not the headline
+    leaves = jax.tree_util.tree_leaves(args)
+    shardings = jax.tree_util.tree_leaves(tuple(in_shardings))
+    hbm = sum(_shard_bytes(sh, a.shape, a.dtype) for a, sh in zip(leaves, shardings, strict=True))
+    out_leaves = jax.tree_util.tree_leaves(args[:2])
+    out_sh = jax.tree_util.tree_leaves(out_shardings)
+    hbm += sum(_shard_bytes(sh, a.shape, a.dtype) for a, sh in zip(out_leaves, out_sh,
+                                                                     strict=True))
+    expected = ts.expected_collectives(strategy, sizes, n)
+    split_batch = in_specs[2] != jax.sharding.PartitionSpec()
+    workload: dict[str, Any] = {
+        "name": ts.STEP_NAMES[strategy],
+        "sharding": strategy,
+        "description": ts.STEP_LABELS[strategy],
+        "step": True,
+        "sizes": sizes.to_json(),
+        "batch": {"global": sizes.batch,
+                  "per_device": sizes.batch // n if split_batch else sizes.batch},
+        "mesh": _mesh_json(mesh),
+        "collectives": measured["collectives"],
+        "per_device": {
+            "flops": ts.matmul_flops(strategy, sizes, n),
+            "hbm_bytes": hbm,
+            "comm_bytes": sum(c["bytes_per_device"] * c["count"] for c in expected),
+            "comm_bytes_hlo": measured["comm_bytes"],
+        },
+        "expected_collective": None,
+        "expected_collectives": expected,
+        "comm_scales_with_batch": ts.COMM_SCALES_WITH_BATCH[strategy],
+        "xla_per_device": measured["xla_per_device"],
+        "jax_roofline": _jax_roofline(jax, body, mesh, in_specs, out_specs, args),
         "check": measured["check"],
         "measured_seconds": measured["measured_seconds"],
     }
@@ -625,9 +743,12 @@ def _pick_devices(jax: Any, count: int) -> tuple[list[Any], bool]:
     return list(jax.devices("cpu")[:count]), True
 
 
-def measure(*, devices: int, quick: bool, config_path: str | None = None) -> dict[str, Any]:
-    """Run the three sharded matmul workloads on ``devices`` devices (in this process), then the
-    sharded workloads of the config file at ``config_path`` (if given).
+def measure(*, devices: int, quick: bool, config_path: str | None = None,
+            builtin: bool = True) -> dict[str, Any]:
+    """Run the three sharded matmul workloads and the training steps of
+    :mod:`roofline_report.training_steps` on ``devices`` devices (in this process; with
+    ``builtin=False`` none of them), then the sharded workloads of the config file at
+    ``config_path`` (if given).
 
     Needs the devices to exist: call it in a process started with the host-device flag (see
     :func:`run_sharded_analysis`). Returns the document described in :func:`run_sharded_analysis`.
@@ -646,7 +767,10 @@ def measure(*, devices: int, quick: bool, config_path: str | None = None) -> dic
     x = rng.standard_normal((b, d), dtype=np.float32)
     w = rng.standard_normal((d, f), dtype=np.float32)
     note = (EMULATED_NOTE if emulated else REAL_NOTE).format(n=devices, platform=platform)
-    workloads = [_matmul_workload(s, mesh, x, w, quick) for s in STRATEGIES]
+    workloads = []
+    if builtin:
+        workloads += [_matmul_workload(s, mesh, x, w, quick) for s in STRATEGIES]
+        workloads += [_step_workload(s, mesh, quick) for s in STEP_STRATEGIES]
     if config_path is not None:
         workloads += _user_workloads(config_path, chosen, quick)
     return {
@@ -658,6 +782,7 @@ def measure(*, devices: int, quick: bool, config_path: str | None = None) -> dic
         "note": note,
         "jax_version": str(jax.__version__),
         "quick": quick,
+        "builtin": builtin,
         "kinds": {
             "collectives": Kind.ANALYTIC.value,
             "per_device": Kind.ANALYTIC.value,
@@ -709,6 +834,7 @@ def run_sharded_analysis(
     quick: bool,
     timeout: float,
     config_path: str | os.PathLike[str] | None = None,
+    builtin: bool = True,
 ) -> dict[str, Any]:
     """Run :func:`measure` in a fresh Python process with ``devices`` devices; return its JSON.
 
@@ -717,7 +843,10 @@ def run_sharded_analysis(
     ``devices`` accelerators, those are used instead (``"emulated": False``). With
     ``config_path``, the child also analyses the config's sharded workloads (it gets the file's
     absolute path and runs in the caller's current directory, so imports resolve as they do
-    here); they follow the built-ins in ``"workloads"``. Returns::
+    here); they follow the built-ins in ``"workloads"``; ``builtin=False`` (``--no-builtin``)
+    leaves the built-ins out. The training steps (``"sharding"`` one of
+    :data:`roofline_report.training_steps.STEP_STRATEGIES`) follow the matmuls, with the keys
+    :func:`_step_workload` lists. Returns::
 
         {"available": True, "devices", "platform", "default_backend", "emulated", "note",
          "jax_version", "quick", "kinds": {field: Kind value},
@@ -763,6 +892,8 @@ def run_sharded_analysis(
     command = [sys.executable, "-m", "roofline_report.sharding", "--devices", str(devices)]
     if quick:
         command.append("--quick")
+    if not builtin:
+        command.append("--no-builtin")
     env = _child_env(devices)
     cwd = env["PYTHONPATH"].split(os.pathsep)[0]
     if config_path is not None:
@@ -804,6 +935,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="also analyse this TOML config's workloads that declare a mesh")
+    parser.add_argument("--no-builtin", action="store_true",
+                        help="leave out the built-in matmuls and training steps")
     options = parser.parse_args(argv)
     if options.devices < 1:
         parser.error("--devices must be at least 1")
@@ -811,7 +944,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["XLA_FLAGS"] = with_device_flag(os.environ.get("XLA_FLAGS", ""), options.devices)
         os.environ["JAX_NUM_CPU_DEVICES"] = str(options.devices)
     try:
-        result = measure(devices=options.devices, quick=options.quick, config_path=options.config)
+        result = measure(devices=options.devices, quick=options.quick, config_path=options.config,
+                         builtin=not options.no_builtin)
     except Exception as exc:  # reported in the document, never a traceback on stdout
         result = _unavailable(f"the sharded measurement failed: {_one_line(exc)}")
     try:

@@ -128,15 +128,22 @@ def comm_study(
         )
         rows.append({"index": index, "name": w.get("name", ""),
                      "sharding": w.get("sharding", ""), **bounds})
-    shapes = (sharding.get("workloads") or [{}])[0].get("shapes", {})
-    d_model, d_ff = (shapes.get("w") or [512, 256])[:2]
-    batch = (shapes.get("x") or [64])[0]
-    devices = int(sharding.get("devices", 8))
-    series = comm_model.scaling_series(
-        d_model=int(d_model), d_ff=int(d_ff), batch=int(batch) * 8,
-        device_counts=[1, 2, 4, 8], batches=[8 * 2**i for i in range(0, 9)], devices=devices,
-        peak_flops=peak, hbm_bandwidth=bandwidth, interconnect_bandwidth=interconnect,
-    )
+    # The analytic series of the built-in matmul, at the batch the matmuls were measured at
+    # (none when the run has no built-in matmul, as with --only-config).
+    matmul = next((w for w in sharding.get("workloads", [])
+                   if w.get("sharding") in comm_model.STRATEGIES and w.get("shapes")), None)
+    series = None
+    if matmul is not None:
+        shapes = matmul["shapes"]
+        d_model, d_ff = shapes["w"][:2]
+        batch = int(shapes["x"][0])
+        devices = int(sharding.get("devices", 8))
+        series = comm_model.scaling_series(
+            d_model=int(d_model), d_ff=int(d_ff), batch=batch,
+            device_counts=[1, 2, 4, 8], batches=sorted({8 * 2**i for i in range(0, 9)} | {batch}),
+            devices=devices, peak_flops=peak, hbm_bandwidth=bandwidth,
+            interconnect_bandwidth=interconnect,
+        )
     return {
         "kind": kind,
         "source": source,
@@ -235,3 +242,188 @@ def _median(values: Sequence[float]) -> float | None:
     ordered = sorted(values)
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+# --------------------------------------------------------------------------------------------
+# Sharded steps: the alpha-beta model, the projection, the emulated measurement
+# --------------------------------------------------------------------------------------------
+
+DEFAULT_LATENCY = 1e-6
+"""Assumed latency of one collective step under the hypothetical budgets (seconds)."""
+DEFAULT_PROJECTION_PRESET = "H100 SXM"
+
+#: Whether the collective arrays of a built-in sharding grow with the batch.
+_MATMUL_COMM_SCALES = {"data": False, "contracting": True, "fsdp": False}
+_SPLIT_BATCH = {"data": True, "contracting": False, "fsdp": True}
+
+
+def _mesh_text(w: Mapping[str, Any]) -> str:
+    mesh = w.get("mesh") or {}
+    names, shape = mesh.get("axis_names") or [], mesh.get("shape") or []
+    return ", ".join(f"{a}={s}" for a, s in zip(names, shape, strict=False)) or "unknown"
+
+
+def _devices_of(w: Mapping[str, Any], default: int) -> int:
+    shape = (w.get("mesh") or {}).get("shape") or []
+    return math.prod(int(s) for s in shape) if shape else default
+
+
+def workload_batch(w: Mapping[str, Any], devices: int) -> dict[str, Any] | None:
+    """``{"global", "per_device", "comm_scales"}`` of a sharded workload, None when it has no
+    batch the tool knows (a user's function: its arguments are as declared)."""
+    if isinstance(w.get("batch"), Mapping):
+        b = w["batch"]
+        return {"global": int(b["global"]), "per_device": int(b["per_device"]),
+                "comm_scales": bool(w.get("comm_scales_with_batch"))}
+    strategy = w.get("sharding", "")
+    x = (w.get("shapes") or {}).get("x")
+    if strategy in _MATMUL_COMM_SCALES and x:
+        batch = int(x[0])
+        return {"global": batch,
+                "per_device": batch // devices if _SPLIT_BATCH[strategy] else batch,
+                "comm_scales": _MATMUL_COMM_SCALES[strategy]}
+    return None
+
+
+def _collective_rows(w: Mapping[str, Any], interconnect: float, latency: float
+                     ) -> list[dict[str, Any]]:
+    rows = []
+    for c in w.get("collectives", []):
+        priced = None
+        if c.get("op") in comm_model.COLLECTIVE_OPS and c.get("result_bytes") is not None \
+                and c.get("group_size") is not None:
+            trips = c.get("trip_count")
+            priced = comm_model.collective_time(
+                c["op"], int(c["result_bytes"]), int(c["group_size"]), bandwidth=interconnect,
+                latency=latency, count=1 if trips is None else int(trips))
+        rows.append({"workload": w.get("name", ""), "collective": c, "priced": priced})
+    return rows
+
+
+def _preset_peak(preset: Any) -> tuple[float, str]:
+    """The preset's float32 peak (the steps run f32 at HIGHEST precision), else bf16."""
+    value = preset.peak("fp32")
+    if value is not None:
+        return float(value), "fp32"
+    return float(preset.peak("bf16")), "bf16 (no published fp32 figure)"
+
+
+def step_study(
+    sharding: Mapping[str, Any],
+    peak: float,
+    bandwidth: float,
+    interconnect: float,
+    *,
+    latency: float = DEFAULT_LATENCY,
+    preset: str | None = None,
+    measured_peak: float | None = None,
+    measured_bandwidth: float | None = None,
+    kind: str = Kind.HYPOTHETICAL.value,
+    source: str = "assumed budgets",
+) -> dict[str, Any]:
+    """The alpha-beta view of every sharded workload, under this render's budgets.
+
+    Returns ``{"kind", "source", "budget": {"peak", "bandwidth", "interconnect", "latency"},
+    "algorithms": notes, "rows": [per workload: index, name, sharding, mesh, devices, batch,
+    step_bounds(...) keys, critical_batch], "collectives": [per collective: workload,
+    collective record, priced alpha-beta time], "jax_roofline": [per workload that has it:
+    ours against jax.experimental.roofline], "emulated": {...}, "projection": {...}}``.
+    The HLO's collectives (x their loop trip counts) are priced one after another (no overlap
+    between collectives).
+    """
+    from roofline_report import presets
+
+    rows: list[dict[str, Any]] = []
+    collectives: list[dict[str, Any]] = []
+    compare: list[dict[str, Any]] = []
+    emulated: list[dict[str, Any]] = []
+    default_devices = int(sharding.get("devices", 8))
+    for index, w in enumerate(sharding.get("workloads", [])):
+        per = w.get("per_device") or {}
+        if not {"flops", "hbm_bytes"} <= set(per):
+            continue
+        devices = _devices_of(w, default_devices)
+        batch = workload_batch(w, devices)
+        bounds = comm_model.step_bounds(
+            flops=per["flops"], hbm_bytes=per["hbm_bytes"], collectives=w.get("collectives", []),
+            peak_flops=peak, hbm_bandwidth=bandwidth, interconnect_bandwidth=interconnect,
+            latency=latency,
+        )
+        critical = None if batch is None else comm_model.critical_batch(
+            batch=batch["global"], t_math=bounds["t_math"], t_latency=bounds["t_comm_latency"],
+            t_bandwidth=bounds["t_comm_bandwidth"], comm_scales=batch["comm_scales"])
+        rows.append({"index": index, "name": w.get("name", ""), "sharding": w.get("sharding", ""),
+                     "step": bool(w.get("step")), "mesh": _mesh_text(w), "devices": devices,
+                     "batch": batch, "critical_batch": critical, **bounds})
+        collectives += _collective_rows(w, interconnect, latency)
+        jr = w.get("jax_roofline") or {}
+        if jr.get("available"):
+            trips = [c.get("trip_count") or 1 for c in w.get("collectives", [])]
+            compare.append({
+                "name": w.get("name", ""),
+                "ours_bytes": per.get("comm_bytes_hlo"),
+                "jax_bytes": sum(jr.get("ici_bytes", {}).values()),
+                "ours_steps": bounds["comm_steps"],
+                "jax_latency": sum(jr.get("ici_latency", {}).values()),
+                "ours_flops": per["flops"],
+                "jax_flops": jr.get("flops"),
+                "in_loops": any(t > 1 for t in trips),
+                "collectives": sum(trips),
+            })
+        seconds = w.get("measured_seconds")
+        if seconds and measured_peak and measured_bandwidth:
+            serial = devices * max(per["flops"] / measured_peak,
+                                   per["hbm_bytes"] / measured_bandwidth)
+            emulated.append({"name": w.get("name", ""), "devices": devices,
+                             "measured": float(seconds), "serialised": serial,
+                             "ratio": float(seconds) / serial if serial else None,
+                             "t_math_measured_peak": per["flops"] / measured_peak})
+    chosen = presets.get_preset(preset or DEFAULT_PROJECTION_PRESET)
+    chip_peak, peak_dtype = _preset_peak(chosen)
+    projection_rows = []
+    for r in rows:
+        w = sharding["workloads"][r["index"]]
+        if not r["step"]:
+            continue
+        per = w["per_device"]
+        batch = r["batch"] or {"comm_scales": False, "global": 0}
+        for n in comm_model.PROJECTION_DEVICES:
+            link = chosen.link_for(n)
+            if link is None or link.latency is None:
+                projection_rows.append({"name": r["name"], "devices": n, "available": False,
+                                        "reason": f"beyond one {chosen.name} domain of "
+                                        f"{chosen.domain} chips: no published scale-out link"})
+                continue
+            point = comm_model.project_step(
+                flops=per["flops"], hbm_bytes=per["hbm_bytes"],
+                collectives=w.get("collectives", []), devices=r["devices"], to_devices=n,
+                comm_scales=batch["comm_scales"], peak_flops=chip_peak,
+                hbm_bandwidth=chosen.hbm_bandwidth, interconnect_bandwidth=link.egress,
+                latency=link.latency,
+            )
+            projection_rows.append({"name": r["name"], "available": True, "link": link.name,
+                                    "global_batch": int(batch["global"] * n / r["devices"]),
+                                    **point})
+    return {
+        "kind": kind,
+        "source": source,
+        "budget": {"peak": peak, "bandwidth": bandwidth, "interconnect": interconnect,
+                   "latency": latency},
+        "algorithms": dict(comm_model.ALGORITHM_NOTES),
+        "rows": rows,
+        "collectives": collectives,
+        "jax_roofline": compare,
+        "emulated": {"available": bool(emulated), "rows": emulated},
+        "projection": {
+            "kind": Kind.SPEC_SHEET.value,
+            "preset": chosen.name,
+            "peak": chip_peak,
+            "peak_dtype": peak_dtype,
+            "hbm_bandwidth": chosen.hbm_bandwidth,
+            "domain": chosen.domain,
+            "links": [link.to_json() for link in (chosen.interconnect, chosen.scale_out)
+                      if link is not None],
+            "devices": list(comm_model.PROJECTION_DEVICES),
+            "rows": projection_rows,
+        },
+    }

@@ -457,6 +457,8 @@ def test_collectives_on_eight_devices() -> None:
         "bytes_per_device": 2 * 512 * 3 // 4,
         "op_name": "jit(f)/shard_map/psum_invariant",
         "source": "shard.py:11",
+        "loops": [],
+        "trip_count": 1,
     }
     assert gather["replica_groups"] == [[0, 4], [1, 5], [2, 6], [3, 7]]
     assert (gather["operand_bytes"], gather["result_bytes"]) == (512, 1024)

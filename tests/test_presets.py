@@ -178,6 +178,8 @@ def test_to_json_is_plain_and_complete(preset: Preset) -> None:
         "interconnect",
         "sources",
         "notes",
+        "domain",
+        "scale_out",
     }
     assert data["kind"] == "spec_sheet"
     assert "bf16" in data["peaks"]
@@ -203,3 +205,27 @@ def test_vendor_sources_are_cited() -> None:
         domains = {source.url.split("/")[2] for source in preset.sources}
         expected = "www.nvidia.com" if preset.vendor == "NVIDIA" else "cloud.google.com"
         assert expected in domains, preset.name
+
+
+@pytest.mark.parametrize("preset", list_presets(), ids=lambda p: p.name)
+def test_links_carry_latency_and_sources(preset: Preset) -> None:
+    links = [link for link in (preset.interconnect, preset.scale_out) if link is not None]
+    assert links
+    for link in links:
+        assert link.latency is not None and 1e-7 <= link.latency <= 1e-4
+        assert link.latency_note.startswith("assumed")
+        assert link.egress == link.bandwidth / 2
+        assert link.sources and all(s.url.startswith("https://") for s in link.sources)
+        data = link.to_json()
+        assert data["latency"]["kind"] == "hypothetical" and data["latency"]["unit"] == "s"
+    assert preset.domain in (8, 256)
+
+
+def test_links_by_device_count() -> None:
+    h100 = get_preset("H100")
+    assert h100.link_for(8) is h100.interconnect
+    scale_out = h100.link_for(64)
+    assert scale_out is not None and scale_out.name == "InfiniBand NDR"
+    assert scale_out.egress == 400e9 / 8  # one 400 Gb/s port per GPU, 50 GB/s each way
+    v5e = get_preset("TPU v5e")
+    assert v5e.link_for(256) is v5e.interconnect and v5e.link_for(1024) is None

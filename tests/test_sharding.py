@@ -86,6 +86,9 @@ class TestParseCollectives:
             "result_bytes": 65536,
             "group_size": 8,
             "bytes_per_device": 2 * 65536 * 7 // 8,
+            "replica_groups": [[0, 1, 2, 3, 4, 5, 6, 7]],
+            "trip_count": 1,
+            "loops": [],
         }
 
     def test_async_pairs_take_the_result_from_done(self) -> None:
@@ -252,9 +255,10 @@ def _workload(doc: dict[str, Any], sharding: str) -> dict[str, Any]:
 def test_document_header(sharded: dict[str, Any]) -> None:
     assert sharded["devices"] == 8
     assert [w["sharding"] for w in sharded["workloads"]] == [
-        "data", "contracting", "fsdp", "user", "user", "user", "user"
+        "data", "contracting", "fsdp", "dp-step", "fsdp-step", "tp-step", "fsdp-scan-step",
+        "user", "user", "user", "user"
     ]  # fmt: skip
-    assert [w["name"] for w in sharded["workloads"][3:]] == [
+    assert [w["name"] for w in sharded["workloads"][7:]] == [
         "contracting", "rows over x, y unused", "missing function", "result rank"
     ]  # fmt: skip
     if sharded["platform"] == "cpu":
@@ -308,6 +312,57 @@ def test_fsdp_all_gathers_the_weights(sharded: dict[str, Any]) -> None:
     assert c["result_bytes"] == 524288
     assert c["bytes_per_device"] == 524288 * 7 // 8 == 458752
     assert w["per_device"]["comm_bytes_hlo"] == 458752
+
+
+def test_fsdp_step_bytes_by_hand(sharded: dict[str, Any]) -> None:
+    """Quick sizes: B=64, D=128, F=512, f32, 8 devices. w1[128,512] and w2[512,128] are
+    262144 B each; each all-gather sends 262144 x 7/8 = 229376 B per device; each gradient
+    reduce-scatter has the operand 262144 B and the result 262144 / 8 = 32768 B, and sends
+    32768 x 7 = 229376 B. Per step: 2 x 229376 gathered + 2 x 229376 scattered = 917504 B."""
+    w = _workload(sharded, "fsdp-step")
+    assert w["check"]["passed"] is True, w["check"]
+    ops = sorted((c["op"], c["result_bytes"], c["bytes_per_device"], c["group_size"],
+                  c["trip_count"]) for c in w["collectives"])  # fmt: skip
+    assert ops == [
+        ("all-gather", 262144, 229376, 8, 1), ("all-gather", 262144, 229376, 8, 1),
+        ("reduce-scatter", 32768, 229376, 8, 1), ("reduce-scatter", 32768, 229376, 8, 1),
+    ]  # fmt: skip
+    gathered = sum(c["bytes_per_device"] for c in w["collectives"] if c["op"] == "all-gather")
+    scattered = sum(c["bytes_per_device"] for c in w["collectives"]
+                    if c["op"] == "reduce-scatter")  # fmt: skip
+    assert (gathered, scattered) == (458752, 458752)
+    assert w["per_device"]["comm_bytes"] == w["per_device"]["comm_bytes_hlo"] == 917504
+    assert w["batch"] == {"global": 64, "per_device": 8}
+    assert w["jax_roofline"]["ici_bytes"] == {"d": 917504}  # jax's ring formulas agree
+
+
+def test_fsdp_scan_step_counts_the_loop(sharded: dict[str, Any]) -> None:
+    """4 scanned layers of w[128,128] (65536 B): per layer an all-gather sending 65536 x 7/8 =
+    57344 B and a reduce-scatter (result 8192 B) sending 8192 x 7 = 57344 B, in two while loops
+    of trip count 4: 8 x 57344 = 458752 B per step. jax.experimental.roofline, which costs a
+    scan body once, reports a quarter of it."""
+    w = _workload(sharded, "fsdp-scan-step")
+    assert w["check"]["passed"] is True, w["check"]
+    got = sorted((c["op"], c["bytes_per_device"], c["trip_count"], len(c["loops"]))
+                 for c in w["collectives"])  # fmt: skip
+    assert got == [("all-gather", 57344, 4, 1), ("reduce-scatter", 57344, 4, 1)]
+    assert w["per_device"]["comm_bytes_hlo"] == w["per_device"]["comm_bytes"] == 458752
+    assert w["jax_roofline"]["ici_bytes"] == {"d": 458752 // 4}
+
+
+@pytest.mark.parametrize(
+    ("step", "expected"),
+    [("dp-step", [("all-reduce", 458752)] * 2), ("tp-step", [("all-reduce", 57344)])],
+)
+def test_dp_and_tp_steps(sharded: dict[str, Any], step: str,
+                         expected: list[tuple[str, int]]) -> None:
+    """DP: each gradient (262144 B) all-reduced, 2 x 262144 x 7/8 = 458752 B; TP: the output
+    [64,128] (32768 B) all-reduced, 2 x 32768 x 7/8 = 57344 B."""
+    w = _workload(sharded, step)
+    assert w["check"]["passed"] is True, w["check"]
+    assert sorted((c["op"], c["bytes_per_device"]) for c in w["collectives"]) == expected
+    assert w["per_device"]["flops"] == 10 * 8 * 128 * 512  # the same matmuls per device
+    assert w["comm_scales_with_batch"] is (step == "tp-step")
 
 
 @pytest.mark.parametrize("sharding", ["data", "contracting", "fsdp"])
@@ -405,7 +460,7 @@ def test_user_failures_stay_with_their_workload(sharded: dict[str, Any]) -> None
     rank = _user(sharded, "result rank")
     assert rank["error"] == "'out_partition' has 1 entries but the result has 2 dimensions"
     # the built-ins and the good user workloads still report, and bounds skip the failures
-    assert all("error" not in w for w in sharded["workloads"][:5])
+    assert all("error" not in w for w in sharded["workloads"][:9])
 
 
 def test_main_process_skips_sharded_workloads(
@@ -463,7 +518,7 @@ def test_child_on_one_device_reports_config_problems(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In this process (one device): a mesh too large for it, and a config that cannot load,
-    become error entries; the built-ins still report."""
+    become error entries; ``--no-builtin`` leaves the built-ins out, as --only-config asks."""
     two_devices = """
 [[workload]]
 function = "my_workloads:row_softmax"
@@ -475,16 +530,18 @@ partition = [ ["d", ""] ]
     monkeypatch.setattr(sys, "path", list(sys.path))
     had = "my_workloads" in sys.modules
     try:
-        assert main(["--devices", "1", "--quick", "--config", str(path)]) == 0
+        assert main(["--devices", "1", "--quick", "--no-builtin", "--config", str(path)]) == 0
     finally:
         if not had:
             sys.modules.pop("my_workloads", None)
     doc = json.loads(capsys.readouterr().out)
-    assert [w["sharding"] for w in doc["workloads"]] == ["data", "contracting", "fsdp", "user"]
-    assert doc["workloads"][3]["error"] == "the mesh needs 2 devices but 1 are available"
-    assert main(["--devices", "1", "--quick", "--config", str(tmp_path / "gone.toml")]) == 0
+    assert doc["builtin"] is False
+    assert [w["sharding"] for w in doc["workloads"]] == ["user"]
+    assert doc["workloads"][0]["error"] == "the mesh needs 2 devices but 1 are available"
+    assert main(["--devices", "1", "--quick", "--no-builtin", "--config",
+                 str(tmp_path / "gone.toml")]) == 0  # fmt: skip
     doc = json.loads(capsys.readouterr().out)
-    [failed] = doc["workloads"][3:]
+    [failed] = doc["workloads"]
     assert failed["name"] == "config gone.toml"
     assert failed["error"] == "gone.toml: config file not found"
     assert str(tmp_path) not in json.dumps(doc)
@@ -612,7 +669,9 @@ def test_cli_in_this_process_on_one_device(capsys: pytest.CaptureFixture[str]) -
     doc = json.loads(capsys.readouterr().out)
     assert doc["available"] is True and doc["devices"] == 1
     for w in doc["workloads"]:
-        assert w["collectives"] == []  # one device: nothing to communicate
+        # one device: nothing to communicate (a collective left in a loop has a group of one)
+        assert all(c["group_size"] == 1 and c["bytes_per_device"] == 0
+                   for c in w["collectives"])  # fmt: skip
         assert w["per_device"]["comm_bytes"] == 0
         assert w["check"]["passed"] is True
 

@@ -156,6 +156,7 @@ def analyse(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any]:
     if sharding.get("available"):
         sharding["model"] = study.comm_study(sharding, a.peak, a.bandwidth, a.interconnect,
                                              source=a.source)
+        sharding["steps_model"] = _steps_model(sharding, a, preset, roofs.measured)
         for w in sharding.get("workloads", []):
             check = w.get("check") or {}
             if check and check.get("passed") is False:
@@ -196,6 +197,19 @@ def _sweep_predictor(roof_set: RoofSet) -> Any:
                               "dispatch": t["overhead"]}
 
     return predictor
+
+
+def _steps_model(sharding: Mapping[str, Any], a: Assumptions, preset: Mapping[str, Any] | None,
+                 measured: RoofSet | None) -> dict[str, Any]:
+    """The alpha-beta model of the sharded workloads under this render's budgets, projected on
+    this render's chip preset (or the default one), the emulated timings set against this
+    machine's measured roofs."""
+    return study.step_study(
+        sharding, a.peak, a.bandwidth, a.interconnect, source=a.source,
+        preset=str(preset["name"]) if preset else None,
+        measured_peak=measured.peak if measured is not None else None,
+        measured_bandwidth=measured.memory_bandwidth if measured is not None else None,
+    )  # fmt: skip
 
 
 def _default_roofs(ceilings: dict[str, Any], measured: RoofSet) -> None:

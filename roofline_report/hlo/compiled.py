@@ -15,6 +15,7 @@ Source files in the JSON written here are scrubbed (``<path>/name.py``): it is p
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -36,6 +37,7 @@ __all__ = [
     "COLLECTIVE_OPCODES",
     "collective_records",
     "inspect_compiled",
+    "loop_context",
     "source_text",
     "strip_metadata",
     "while_loops",
@@ -139,12 +141,16 @@ def collective_records(
     element of its tuple (element 1: operands, result, then contexts). ``num_devices`` sizes
     groups written ``{}`` or left out (default: the header's partitions x replicas);
     ``group_size`` and ``bytes_per_device`` are None when the groups cannot be read or the op
-    has no cost formula. A collective in a loop body is listed once.
+    has no cost formula. A collective in a loop body is listed once, with ``"loops"`` (the
+    while loops around it, outermost first: ``{"name", "known_trip_count"}``) and
+    ``"trip_count"`` (how many times it runs per call: the product of their trip counts, 1
+    outside loops, None when a loop's trip count is unknown); see :func:`loop_context`.
     """
     module = _module(hlo)
     devices = module.device_count if num_devices is None else num_devices
     wrapped = _async_wrapped(module)
     done_of = _done_of(module)
+    loops = loop_context(module)
     records: list[dict[str, Any]] = []
     for comp, instr in module.instructions():
         found = _collective_of(instr, module)
@@ -158,8 +164,54 @@ def collective_records(
                 shape = done.shape
             elif op != "all-reduce" and shape.is_tuple and len(shape.elements) >= 2:
                 shape = shape.elements[1]
-        records.append(_record(op, is_async, comp, instr, source, shape, devices))
+        record = _record(op, is_async, comp, instr, source, shape, devices)
+        record.update(_loop_fields(loops.get(comp.name)))
+        records.append(record)
     return records
+
+
+def _loop_fields(context: tuple[tuple[str, int | None], ...] | None) -> dict[str, Any]:
+    """The loop fields of a collective record: ``"loops"`` (each enclosing while loop,
+    outermost first, as ``{"name", "known_trip_count"}``) and ``"trip_count"``, the product of
+    their trip counts (1 outside any loop; None when one has no known trip count)."""
+    loops = context or ()
+    trips = [trip for _, trip in loops]
+    product: int | None = None if any(t is None for t in trips) else math.prod(
+        t for t in trips if t is not None
+    )
+    return {
+        "loops": [{"name": name, "known_trip_count": trip} for name, trip in loops],
+        "trip_count": product,
+    }
+
+
+def loop_context(module: Module) -> dict[str, tuple[tuple[str, int | None], ...]]:
+    """For each computation reached from ENTRY, the while loops around it, outermost first, as
+    (while instruction name, known trip count or None).
+
+    Walks the call graph from ENTRY: a while's condition and body are inside that loop; calls,
+    conditionals, fusions and async wrappers keep their caller's loops. A computation reached
+    along several paths keeps the first path found (XLA's computations have one caller each
+    once compiled). ENTRY itself maps to ``()``.
+    """
+    out: dict[str, tuple[tuple[str, int | None], ...]] = {}
+    if module.entry is None:
+        return out
+    pending: list[tuple[str, tuple[tuple[str, int | None], ...]]] = [(module.entry, ())]
+    while pending:
+        name, context = pending.pop()
+        comp = module.computations.get(name)
+        if comp is None or name in out:
+            continue
+        out[name] = context
+        for instr in comp.instructions:
+            for callee in instr.callees:
+                if instr.opcode == "while" and callee.role in ("body", "condition"):
+                    inner = (*context, (instr.name, instr.known_trip_count))
+                else:
+                    inner = context
+                pending.append((callee.computation, inner))
+    return out
 
 
 def _record(

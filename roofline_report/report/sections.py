@@ -549,33 +549,116 @@ def sharding(vm: VM) -> Section:
     title = "Past one device: the communication roofline"
     if not sh["available"]:
         return Section(title, (p("Not available: ", sh["reason"]),), id="sharding")
+    st = sh["steps"]
     body: list[Block] = [p(
-        "A matmul ", Code("x[B, D] @ w[D, F]"),
-        f" sharded over {plural(sh['devices'], 'device', 'devices')} three ways, lowered with "
-        "XLA's SPMD partitioner. The collectives and the bytes each device sends are read from "
-        "the compiled HLO (ring algorithms); per device, T_math = flops ÷ peak, T_mem = bytes ÷ "
-        "memory bandwidth, T_comm = bytes sent ÷ interconnect bandwidth. The largest is a lower "
-        "bound on the step time (perfect overlap), their sum an upper bound (no overlap). "
-        "Budgets: ", sh["peak"], ", ", sh["bandwidth"], " memory, ", sh["interconnect"],
-        " interconnect; a device that computes fewer than ", sh["critical"],
+        f"Each workload below is compiled for {plural(sh['devices'], 'device', 'devices')} "
+        "(the built-ins: a matmul ", Code("x[B, D] @ w[D, F]"), " sharded three ways, and "
+        "whole training steps: forward, backward and an Adam update, data parallel, FSDP, a "
+        "tensor-parallel MLP and FSDP over scanned layers). Every collective is read from the "
+        "compiled HLO with its replica groups and the trip count of any loop around it; per "
+        "device, T_math = flops ÷ peak, T_mem = bytes ÷ memory bandwidth, and T_comm = the sum "
+        "over collectives of latency × steps + bytes sent ÷ interconnect bandwidth (the α–β "
+        "model). The largest is a lower bound on the step time (perfect overlap), their sum an "
+        "upper bound (no overlap). Budgets: ", sh["peak"], ", ", sh["bandwidth"], " memory, ",
+        sh["interconnect"], " interconnect, ", st["latency"] if st["available"] else "no",
+        " latency per step; a device that computes fewer than ", sh["critical"],
         " per byte it sends is communication-bound.")]
     if sh["emulated"]:
         body.append(Note((f"{sh['note']}.",)))
+    batches = {r["name"]: r["batch"] for r in st.get("rows", [])}
     body.append(table(
-        ("sharding", "collectives (compiled HLO)", "flops / device", "memory traffic / device",
-         "sent / device", "XLA flops / device", "check"),
-        [(c(r["description"]), c(Code(r["collectives"])), num(r["flops"]), num(r["hbm"]),
-          num(r["comm_hlo"]), num(r["xla_flops"]), c(r["check"])) for r in sh["rows"]],
-        caption="What each device computes, moves and sends"))
-    body.append(table(
-        ("sharding", "T_math", "T_mem", "T_comm", "lower bound", "upper bound", "binds",
-         "flops per byte sent", "measured"),
-        [(c(r["name"]), num(r["t_math"]), num(r["t_mem"]), num(r["t_comm"]), num(r["lower"]),
-          num(r["upper"]), c(r["binding"]), num(r["comm_intensity"]), num(r["measured"]))
-         for r in sh["rows"]],
-        caption="Time bounds per step"))
-    body += [*_optional_figure(vm, "comm_times"), *_optional_figure(vm, "comm_scaling")]
+        ("sharding", "batch, mesh", "collectives (compiled HLO)", "flops / device",
+         "memory traffic / device", "sent / device", "XLA flops / device", "check"),
+        [(c(r["description"]), c(batches.get(r["name"], "not analysed")),
+          c(Code(r["collectives"])), num(r["flops"]), num(r["hbm"]), num(r["comm_hlo"]),
+          num(r["xla_flops"]), c(r["check"])) for r in sh["rows"]],
+        caption="What each device computes, moves and sends, per step"))
+    if st["available"]:
+        body += _sharded_steps(st)
+    body += [*_optional_figure(vm, "comm_times"), *_optional_figure(vm, "comm_scaling"),
+             *_optional_figure(vm, "comm_projection")]
     return Section(title, tuple(body), id="sharding")
+
+
+def _sharded_steps(st: VM) -> list[Block]:
+    """The alpha-beta tables, the comparison with jax.experimental.roofline, the emulated
+    measurement and the projection beyond this machine."""
+    body: list[Block] = []
+    if st["collectives"]:
+        body.append(table(
+            ("workload", "collective", "array (per device)", "replica groups",
+             "sent / device, each run", "runs per step", "steps each (ring)",
+             "latency × steps", "bytes ÷ bandwidth"),
+            [(c(r["workload"]), c(r["op"]), c(Code(r["array"])), c(r["groups"]), num(r["sent"]),
+              c(r["runs"]), num(r["steps"]), num(r["t_latency"]), num(r["t_bandwidth"]))
+             for r in st["collectives"]],
+            caption="Every collective of the compiled programs, priced by the α–β model"))
+    body.append(p("Algorithm factors, for a group of N devices: ", "; ".join(st["algorithms"]),
+                  ". The table prices the ring; bytes are what one device sends."))
+    body.append(table(
+        ("workload", "batch, mesh", "T_math", "T_mem", "T_comm latency", "T_comm bandwidth",
+         "lower bound (max)", "upper bound (sum)", "binds", "critical batch"),
+        [(c(r["name"]), c(r["batch"]), num(r["t_math"]), num(r["t_mem"]), num(r["t_latency"]),
+          num(r["t_bandwidth"]), num(r["lower"]), num(r["upper"]), c(r["binding"]),
+          num(r["critical"])) for r in st["rows"]],
+        caption="Time bounds per step (α–β), each at the batch and mesh it was compiled at"))
+    body.append(p(
+        "The critical batch is the global batch at which T_math catches up with T_comm, the "
+        "math growing with the batch: gradients and weights (data parallel, FSDP) cost the same "
+        "at any batch; activations (tensor parallel, the contracting-axis matmul) grow with it, "
+        "so only their latency is left to amortise."))
+    if st["jax_roofline"]:
+        body.append(table(
+            ("workload", "sent / device (ours, HLO)", "ICI bytes (jax)", "latency steps (ours)",
+             "ICI latency (jax, hops)", "matmul flops (ours)", "flops (jax)", "why they differ"),
+            [(c(r["name"]), num(r["ours_bytes"]), num(r["jax_bytes"]), num(r["ours_steps"]),
+              num(r["jax_latency"]), num(r["ours_flops"]), num(r["jax_flops"]), c(r["why"]))
+             for r in st["jax_roofline"]],
+            caption="Beside jax.experimental.roofline, which costs the shard_map body"))
+        body.append(p(
+            "jax.experimental.roofline prices each collective of the traced program with the "
+            "same ring formulas, so the bytes agree where no loop intervenes; it counts N hops "
+            "of latency per all-gather or reduce-scatter (2N per all-reduce) where the ring "
+            "takes N − 1 steps, and it costs the body of a scan once, as XLA's cost analysis "
+            "does, where the compiled loop runs it once per iteration."))
+    if st["emulated"]:
+        body.append(p(
+            "What the emulated timings can show: the devices are threads of one process on this "
+            "machine's cores, so their work runs one after another and their collectives are "
+            "memory copies. The prediction is the devices' work added up at this machine's "
+            "measured rates (devices × the larger of flops ÷ measured peak and bytes ÷ measured "
+            "bandwidth); measured ÷ predicted is ", st["emulated_range"], " here, where 1 would "
+            "mean the serialised work explains the whole time and the rest is the runtime's "
+            "threads, copies and dispatch. It cannot show the interconnect, the overlap of "
+            "communication with compute, or the time one real device would take: T_comm above "
+            "is a model."))
+        body.append(table(
+            ("workload", "devices", "T_math of one device at the measured peak",
+             "predicted, devices serialised", "measured", "measured ÷ predicted"),
+            [(c(r["name"]), c(r["devices"]), num(r["per_device"]), num(r["serialised"]),
+              num(r["measured"]), num(r["ratio"])) for r in st["emulated"]],
+            caption="The emulated measurement, predicted from this machine's measured roofs"))
+    if st["projection"]:
+        body.append(p(
+            Strong("Projection, not a measurement:"), " ",
+            f"the compiled 8-device training steps carried to more devices on {st['preset']} "
+            "(peak ", st["peak"], f" {st['peak_dtype']}, HBM ", st["hbm"], "; links: ",
+            "; ".join(st["links"]), f"; beyond one domain of {st['domain']} chips a collective "
+            "crosses the slower link). Each device keeps its share of the batch (weak scaling), "
+            "so its flops and memory traffic stay those compiled here; a collective over the "
+            "whole mesh grows its group, keeps its array (activations grow with the global "
+            "batch), and pays latency on every ring step."))
+        body.append(table(
+            ("training step", "devices", "global batch", "link", "T_math", "T_mem",
+             "T_comm latency", "T_comm bandwidth", "step lower bound", "binds"),
+            [(c(r["name"]), c(r["devices"]), c(r.get("batch", "")), c(r.get("link", "")),
+              num(r["t_math"]), num(r["t_mem"]), num(r["t_latency"]), num(r["t_bandwidth"]),
+              num(r["lower"]), c(r["binding"])) if r["available"] else
+             (c(r["name"]), c(r["devices"]), c(""), c(r["reason"]), c(""), c(""), c(""), c(""),
+              c(""), c(""))
+             for r in st["projection"]],
+            caption=f"Projected step time on {st['preset']} for 8 to 1024 devices (projection)"))
+    return [*body]
 
 
 def skipped(vm: VM) -> Section | None:
