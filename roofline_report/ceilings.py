@@ -85,7 +85,9 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
     min_sample = timing.QUICK_MIN_SAMPLE_SECONDS if quick else timing.DEFAULT_MIN_SAMPLE_SECONDS
     sizes: tuple[int, ...]
     if backend == "cpu":
-        sizes = (1024,) if quick else (512, 1024, 2048)
+        # Small sizes too: a matmul's rate grows with its size, and the prediction of a small
+        # product uses the rate measured near its size.
+        sizes = (128, 1024) if quick else (128, 256, 512, 1024, 2048)
         max_call = 0.01 if quick else 0.05
         wanted = CACHE_MULTIPLE * cache_bytes if cache_bytes else 0
         array = min(max(wanted, 256 * MiB), 256 * MiB if quick else 512 * MiB)
@@ -221,6 +223,7 @@ def _matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress, *,
         "size": None,
         "flops_per_call": None,
         "timing": None,
+        "by_size": [],
     }
     caveat = "" if highest else _matmul_caveat(backend, dtype)
     best: tuple[float, int, Any, tuple[Any, Any]] | None = None
@@ -243,6 +246,7 @@ def _matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress, *,
             stopped = f"n={n} failed ({_why(exc)})"
             break
         rate = _rate(2 * n**3, rough)
+        entry["by_size"].append({"n": n, "flops": 2 * n**3, "value": rate})
         say(f"matmul {dtype} n={n}: about {rate / 1e9:.3g} GFLOP/s")
         if best is None or rate > best[0]:
             best = (rate, n, compiled, args)

@@ -183,8 +183,9 @@ def _kernel_view(w: Mapping[str, Any], roof_set: RoofSet, index: int) -> dict[st
     points = [figs.KernelPoint(r["name"], r["intensity"], r["achieved"], r["share"] or 0.0)
               for r in kv["rows"][:KERNEL_POINTS]
               if r["intensity"] and r["achieved"] and r["share"]]
-    name = f"kernels_{index}_" + "".join(ch if ch.isascii() and (ch.isalnum() or ch in "_-")
-                                          else "_" for ch in str(w["name"]))
+    # Named from the workload's name alone (unique in a run), so its anchor stays when the
+    # workload set changes.
+    name = "kernels_" + meta.workload_anchor(str(w["name"])).removeprefix("w-")
     # A figure for the user's workloads and the seed: a figure per catalog workload would
     # double the time to re-render; their tables hold the same numbers.
     if points and (w.get("user") or w["name"] == analysis.SEED_NAME):

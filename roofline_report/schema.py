@@ -154,6 +154,14 @@ class Environment(OpenRecord):
 # ----------------------------------------------------------------------------- ceilings
 
 
+class MatmulSize(Record):
+    """A rough rate of a square matmul of one size, from the sweep that picks the size."""
+
+    n: Annotated[int, Field(gt=0)]
+    flops: Annotated[int, Field(gt=0)]
+    value: Pos
+
+
 class ComputeCeiling(Record):
     name: str
     dtype: str
@@ -166,6 +174,7 @@ class ComputeCeiling(Record):
     flops_per_call: Count | None = None
     size: Count | None = None
     timing: Timing | None = None
+    by_size: list[MatmulSize] = []
 
 
 class BandwidthCeiling(Record):

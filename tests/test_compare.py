@@ -140,6 +140,9 @@ def test_compare_takes_a_title_and_names_each_runs_date(two_runs: tuple[Path, Pa
     data = json.loads(b.read_text(encoding="utf-8"))
     data["generator"]["measured_at"] = "2025-03-04T05:06:07Z"
     b.write_text(json.dumps(data), encoding="utf-8")
+    first = json.loads(a.read_text(encoding="utf-8"))
+    first["generator"].pop("measured_at", None)  # a run saved before dates were recorded
+    a.write_text(json.dumps(first), encoding="utf-8")
     out = tmp_path / "cmp"
     assert cli.main(["compare", str(a), str(b), "--out", str(out), "--title", "Before/after"]) == 0
     md = (out / "report.md").read_text(encoding="utf-8")

@@ -25,9 +25,21 @@ def _scale(w: dict[str, Any], factor: float) -> None:
     stats["samples"] = [x * factor for x in stats["samples"]]
 
 
-def _derive(factors: dict[str, float]) -> dict[str, Any]:
+def _spread(w: dict[str, Any], half_width: float) -> None:
+    """Give a workload's timing quartiles at median × (1 ∓ half_width): a noisy measurement."""
+    stats = w["timing"]["per_call"]
+    med = stats["median"]
+    stats["q1"], stats["q3"] = med * (1 - half_width), med * (1 + half_width)
+    stats["iqr"] = stats["q3"] - stats["q1"]
+    stats["min"], stats["max"] = min(stats["min"], stats["q1"]), max(stats["max"], stats["q3"])
+
+
+def _derive(factors: dict[str, float], *, noisy: dict[str, float] | None = None
+            ) -> dict[str, Any]:
     data = results.load(FIXTURE)
     for w in data["workloads"]:
+        if noisy and w["name"] in noisy:
+            _spread(w, noisy[w["name"]])
         if w["name"] in factors:
             _scale(w, factors[w["name"]])
     results.validate(data)
@@ -99,8 +111,10 @@ def test_a_slower_run_fails_the_gate(base: str, tmp_path: Path,
 
 def test_a_change_inside_the_spread_is_noise(base: str, tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    # scan's IQR is 48% of its median: 20% slower is past the threshold, inside the noise.
-    new = _save(tmp_path / "new", _derive({"scan": 1.2}))
+    # scan's IQR is made 48% of its median in both runs: 20% slower is past the threshold,
+    # inside the noise.
+    base = _save(tmp_path / "noisy-base", _derive({}, noisy={"scan": 0.24}))
+    new = _save(tmp_path / "new", _derive({"scan": 1.2}, noisy={"scan": 0.24}))
     out = tmp_path / "gate"
     assert cli.main(["compare", base, new, "--out", str(out), *CONDITIONS]) == EXIT_OK
     assert "regression:" not in capsys.readouterr().err

@@ -50,7 +50,8 @@ def test_cublas_minus_one_is_never_a_number(gpu_rendered: render.Rendered) -> No
     section = html[start:html.index("</section>", start)]
     seed_table = section.split("<h3>")[1].split("</table>")[0]
     assert '<span class="v">-1' not in seed_table  # never shown as a value
-    assert seed_table.count('<span class="v">unknown</span>') == 2  # flops and bytes
+    # XLA's flops and bytes (the kernel-sum and JAX-estimate columns may add their own)
+    assert seed_table.count('<span class="v">unknown</span>') >= 2
     assert "cuBLAS" in seed_table  # and the reason is given
 
 

@@ -2,8 +2,10 @@
 
 The model, stated as the report states it::
 
-    t_alu  = dot flops ÷ the matmul roof of the dtype
-           + other flops ÷ the elementwise (multiply-add) rate of the dtype
+    t_alu  = dot flops ÷ the matmul rate of the dtype at the product's size
+           + conversions ÷ the conversion rate
+           + other flops ÷ the elementwise (multiply-add) rate of the dtype (float32's in a
+             kernel that converts: it computes in float32)
            + Σ transcendentals of each function ÷ that function's rate in the dtype
     t_mem  = bytes moved ÷ the bandwidth of the memory level that holds them
     t      = max(t_alu, t_mem) + (kernels − 1) × launch + dispatch
@@ -47,6 +49,7 @@ class Facts:
     bytes: float
     bytes_source: str
     kernels: int
+    converts: float = 0.0  # elements converted between dtypes (counted apart from flops)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +117,19 @@ def predict(f: Facts, roofs: RoofSet) -> Prediction | None:
         return None
     notes: list[str] = []
     used = [compute.name, f"{memory.level} ({memory.name})"]
-    alu = f.dot_flops / compute.value
+    alu = f.dot_flops / compute.rate_at(f.dot_flops) if f.dot_flops else 0.0
+    # A kernel that converts computes in the wider type: its arithmetic runs at float32's
+    # rate, each conversion at the measured conversion rate.
+    arithmetic = "float32" if f.converts else f.dtype
+    if f.converts:
+        convert = roofs.rate_for("convert", "float32")
+        if convert is not None:
+            alu += f.converts / convert.value
+            used.append(convert.name)
+        else:
+            notes.append("no conversion rate: conversions not charged")
     if f.other_flops:
-        fma = roofs.rate_for("multiply-add", f.dtype)
+        fma = roofs.rate_for("multiply-add", arithmetic)
         if fma is not None:
             alu += f.other_flops / fma.value
             used.append(fma.name)
@@ -124,7 +137,7 @@ def predict(f: Facts, roofs: RoofSet) -> Prediction | None:
             alu += f.other_flops / compute.value
             notes.append("no elementwise rate: elementwise flops at the matmul roof")
     for op, count in sorted(f.transcendentals.items()):
-        rate = roofs.rate_for(TRANSCENDENTAL_RATE.get(op, "tanh"), f.dtype)
+        rate = roofs.rate_for(TRANSCENDENTAL_RATE.get(op, "tanh"), arithmetic)
         if rate is None:
             notes.append(f"no rate for {op}: its {count:.0f} evaluations not charged")
             continue
@@ -144,12 +157,14 @@ def predict(f: Facts, roofs: RoofSet) -> Prediction | None:
 
 def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     """The facts of one launch of a kernel of the inventory (its loop's trips apart)."""
-    by_op = {str(op): float(v) for op, v in (k.get("flops_by_op") or {}).items()}
+    by_op = {_op_name(str(op)): float(v) for op, v in (k.get("flops_by_op") or {}).items()}
     dot = sum(v for op, v in by_op.items() if op in DOT_OPS)
-    other = max(0.0, float(k.get("flops", 0)) - dot)
-    trans = {str(op): float(v) for op, v in (k.get("transcendentals_by_op") or {}).items() if v}
+    converts = by_op.get("convert", 0.0)
+    other = max(0.0, float(k.get("flops", 0)) - dot - converts)
+    trans = {_op_name(str(op)): float(v)
+             for op, v in (k.get("transcendentals_by_op") or {}).items() if v}
     moved = float(k.get("bytes_read", 0)) + float(k.get("bytes_written", 0))
-    return Facts(dtype, dot, other, trans, moved, "the kernel's boundary bytes", 1)
+    return Facts(dtype, dot, other, trans, moved, "the kernel's boundary bytes", 1, converts)
 
 
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Prediction | None:

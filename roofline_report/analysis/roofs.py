@@ -10,6 +10,7 @@ roof that applies to a given dtype and working set, and figures draw every roof 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,23 @@ class ComputeRoof:
     kind: Kind
     provenance: str
     precision: str = "default"
+    # (flops per call, FLOP/s) of smaller products, ascending: a product's rate grows with its
+    # size, so one of a given size runs at the rate measured near it.
+    by_flops: tuple[tuple[float, float], ...] = ()
+
+    def rate_at(self, flops: float | None) -> float:
+        """The rate of a product of ``flops``: interpolated (in log flops) between the sizes
+        measured, the roof's value at and beyond the largest, the smallest's below it."""
+        points = [*self.by_flops]
+        if not points or flops is None or flops <= 0:
+            return self.value
+        if flops <= points[0][0]:
+            return min(points[0][1], self.value)
+        for (f0, r0), (f1, r1) in itertools.pairwise(points):
+            if f0 <= flops <= f1:
+                w = (math.log(flops) - math.log(f0)) / (math.log(f1) - math.log(f0))
+                return min(r0 + w * (r1 - r0), self.value)
+        return self.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,11 +208,14 @@ def measured(ceilings: Mapping[str, Any]) -> RoofSet | None:
         value = _positive(e.get("value")) if e.get("available") else None
         if value is None:
             continue
+        by_flops = tuple(sorted((float(x["flops"]), float(x["value"]))
+                                for x in e.get("by_size") or []
+                                if x.get("value") and x.get("flops")))
         compute.append(ComputeRoof(
             str(e.get("name", "")), value, str(e.get("dtype")) if e.get("dtype") else None,
             Kind.MEASURED, f"measured: {e.get('name', '')}" + (
                 f" ({e['reason']})" if e.get("reason") else ""),
-            precision=str(e.get("precision", "default"))))
+            precision=str(e.get("precision", "default")), by_flops=by_flops))
     found = levels_mod.find_levels(ceilings.get("working_set"), ceilings.get("caches") or [],
                                    backend)
     bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
