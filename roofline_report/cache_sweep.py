@@ -12,7 +12,11 @@ moved per call dwarf the cost of dispatching the call:
 * ``read-write``: ``x <- c · x`` on a donated float32 array, 2 × size bytes per iteration
   (read and write);
 * ``read``: ``acc <- sum(x + acc) · ε``, size bytes per iteration; a reduction, so on some
-  backends it is limited by the adds rather than by the memory.
+  backends it is limited by the adds rather than by the memory;
+* ``write-new``: ``y = c · x`` once per call into a fresh output, as a program writes its
+  results: the runtime allocates the output every call (page faults where the allocator maps
+  new memory) and the call pays its dispatch, which the analysis subtracts. Its rates are what
+  a single kernel streaming into new memory attains.
 
 Sizes grow by a fixed factor from a few KiB to past the last-level cache (several times it where
 memory allows). Each point is timed like every other ceiling: calibrated enqueued calls, the
@@ -32,8 +36,8 @@ Progress = Callable[[str], None]
 KiB = 1 << 10
 MiB = 1 << 20
 ITEMSIZE = 4  # float32
-KERNELS = ("read-write", "read")
-TRAFFIC_FACTOR = {"read-write": 2, "read": 1}
+KERNELS = ("read-write", "read", "write-new")
+TRAFFIC_FACTOR = {"read-write": 2, "read": 1, "write-new": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +61,8 @@ def sweep_plan(backend: str, *, quick: bool, cache_bytes: int | None,
     """Sizes from 4 KiB (CPU) or 1 MiB (accelerators, where a kernel launch costs more than
     streaming a cache) growing by 2 (4 in quick mode) to 8× the last-level cache, at least
     256 MiB, at most 512 MiB (CPU) or 4 GiB, and an eighth of the free memory. Quick mode
-    measures the read-write kernel only, moving a quarter of the bytes per call. Pure."""
+    measures the read-write and write-new kernels only, moving a quarter of the bytes per call.
+    Pure."""
     factor = 4 if quick else 2
     if backend == "cpu":
         first, cap, per_call = 4 * KiB, 512 * MiB, 32 * MiB
@@ -72,7 +77,7 @@ def sweep_plan(backend: str, *, quick: bool, cache_bytes: int | None,
         size *= factor
     return SweepPlan(tuple(sizes), per_call // 4 if quick else per_call,
                      samples=5 if quick else 7, min_sample_s=0.003 if quick else 0.005,
-                     kernels=KERNELS[:1] if quick else KERNELS)
+                     kernels=("read-write", "write-new") if quick else KERNELS)
 
 
 def _kernel(kind: str, reps: int) -> Any:
@@ -80,6 +85,8 @@ def _kernel(kind: str, reps: int) -> Any:
     import jax.numpy as jnp
     from jax import lax
 
+    if kind == "write-new":
+        return jax.jit(lambda x, c: x * c)
     if kind == "read-write":
         def read_write(x: Any, c: Any) -> Any:
             return lax.fori_loop(0, reps, lambda _i, y: y * c, x)
@@ -93,7 +100,7 @@ def _kernel(kind: str, reps: int) -> Any:
 
 
 def _runner(kind: str, compiled: Any, x: Any, c: Any) -> timing.Runner:
-    if kind == "read":
+    if kind in ("read", "write-new"):
         def run_read(n: int) -> None:
             timing.block([compiled(x, c) for _ in range(n)])
 
@@ -128,7 +135,7 @@ def measure_sweep(plan: SweepPlan, say: Progress | None = None) -> dict[str, Any
         points = []
         for size in plan.sizes:
             traffic = TRAFFIC_FACTOR[kind] * size
-            reps = max(1, plan.bytes_per_call // traffic)
+            reps = 1 if kind == "write-new" else max(1, plan.bytes_per_call // traffic)
             point: dict[str, Any] = {"bytes": size, "reps": reps,
                                      "bytes_per_call": traffic * reps, "value": None,
                                      "available": False, "reason": "", "timing": None}

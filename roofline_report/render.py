@@ -496,7 +496,10 @@ def _placements(results: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _levels(results: Mapping[str, Any]) -> list[levels_mod.Level]:
     c = results.get("ceilings") or {}
     backend = str((results.get("environment") or {}).get("backend", "cpu"))
-    return levels_mod.find_levels(c.get("working_set"), c.get("caches") or [], backend)
+    d = c.get("dispatch") or {}
+    dispatch = d.get("value") if d.get("available") else None
+    return levels_mod.find_levels(c.get("working_set"), c.get("caches") or [], backend,
+                                  float(dispatch) if dispatch else None)
 
 
 def _levels_and_rates(results: Mapping[str, Any]) -> dict[str, Any]:

@@ -220,7 +220,7 @@ class SweepBandwidth(Record):
 
 
 class SweepKernel(Record):
-    name: Literal["read-write", "read"]
+    name: Literal["read-write", "read", "write-new"]
     points: list[SweepBandwidth]
 
 

@@ -114,9 +114,10 @@ def test_sweep_plans() -> None:
     cpu = cache_sweep.sweep_plan("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=None)
     assert cpu.sizes[0] == 4 * KiB and cpu.sizes[-1] == 256 * MiB
     assert all(b == 2 * a for a, b in zip(cpu.sizes, cpu.sizes[1:], strict=False))
-    assert cpu.kernels == ("read-write", "read")
+    assert cpu.kernels == ("read-write", "read", "write-new")
     quick = cache_sweep.sweep_plan("cpu", quick=True, cache_bytes=32 * MiB, free_bytes=None)
-    assert quick.kernels == ("read-write",) and quick.bytes_per_call < cpu.bytes_per_call
+    assert quick.kernels == ("read-write", "write-new")
+    assert quick.bytes_per_call < cpu.bytes_per_call
     small = cache_sweep.sweep_plan("cpu", quick=False, cache_bytes=None, free_bytes=64 * MiB)
     assert small.sizes[-1] <= 8 * MiB  # an eighth of the free memory
     gpu = cache_sweep.sweep_plan("gpu", quick=False, cache_bytes=None, free_bytes=None)
@@ -128,11 +129,14 @@ def test_tiny_sweep_and_rates_measure() -> None:
     plan = cache_sweep.SweepPlan((4 * KiB, 64 * KiB), bytes_per_call=1 * MiB, samples=3,
                                  min_sample_s=1e-3)
     data = cache_sweep.measure_sweep(plan)
-    assert [k["name"] for k in data["kernels"]] == ["read-write", "read"]
+    assert [k["name"] for k in data["kernels"]] == ["read-write", "read", "write-new"]
     for k in data["kernels"]:
         for p in k["points"]:
             assert p["available"], p["reason"]
-            assert p["value"] > 0 and p["bytes_per_call"] >= MiB // 2
+            if k["name"] == "write-new":  # one application per call, into a fresh output
+                assert p["reps"] == 1 and p["bytes_per_call"] == 2 * p["bytes"]
+            else:
+                assert p["value"] > 0 and p["bytes_per_call"] >= MiB // 2
     rates = rate_ceilings.measure_rates(rate_ceilings.RatePlan(
         ("tanh",), ("float32",), elements=1024, ops_per_call=1 << 16, samples=3,
         min_sample_s=1e-3))
@@ -140,3 +144,28 @@ def test_tiny_sweep_and_rates_measure() -> None:
                                           "convert float32<->bfloat16"]
     assert all(r["available"] and r["value"] > 0 for r in rates)
     assert rates[2]["ops_per_call"] == 2 * 1024 * rates[2]["reps"]
+
+
+def test_write_new_calls_lose_their_dispatch_and_become_the_levels_roof() -> None:
+    sweep = _sweep(POINTS)
+    # One call each: 2 x size bytes in (size / 20 GB/s + 10 us): dispatch included.
+    sweep["kernels"].append({"name": "write-new", "points": [
+        {"bytes": b, "reps": 1, "bytes_per_call": 2 * b, "available": True, "reason": "",
+         "value": 2 * b / (2 * b / 20e9 + 10e-6), "timing": None}
+        for b in (4 * KiB, 64 * KiB, 8 * MiB, 256 * MiB)]})
+    found = levels.find_levels(sweep, CACHES, "cpu", dispatch=10e-6)
+    fresh = {lv.name: lv for lv in found if lv.kernel == "write-new"}
+    # The 4 KiB call (10.4 us) is mostly dispatch: left out; 64 KiB takes 16.6 us, past
+    # 1.5 dispatches. Every level kept streams at 20 GB/s exactly once dispatch is taken off.
+    assert sorted(fresh) == ["DRAM", "L2", "L3"]
+    assert fresh["L3"].value == pytest.approx(20e9) and fresh["DRAM"].value == pytest.approx(20e9)
+    assert not [lv for lv in levels.find_levels(sweep, CACHES, "cpu") if lv.kernel == "write-new"]
+    c = _ceilings()
+    c["working_set"] = sweep
+    c["dispatch"] = {"available": True, "value": 10e-6}
+    m = roofs.measured(c)
+    assert m is not None
+    l3 = m.bandwidth_for(4 * MiB)
+    assert l3 is not None and l3.name == "L3 write-new" and l3.value == pytest.approx(20e9)
+    l1 = m.bandwidth_for(8 * KiB)  # no write-new roof there: the level's fastest
+    assert l1 is not None and l1.name == "L1 read-write"

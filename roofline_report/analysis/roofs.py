@@ -68,6 +68,9 @@ class BandwidthRoof:
         return low <= working_set < high
 
 
+FRESH = "write-new"  # the sweep kernel that writes a fresh output once per call
+
+
 @dataclass(frozen=True, slots=True)
 class Floor:
     """A time no call (``dispatch``) or kernel (``launch``) goes below, in seconds."""
@@ -130,9 +133,10 @@ class RoofSet:
         return ranked[0]
 
     def bandwidth_for(self, working_set: float | None = None) -> BandwidthRoof | None:
-        """The fastest roof of the innermost level whose range holds ``working_set``; with no
-        working set (or none holding it), the fastest roof of the outermost level (main
-        memory), never a cache's just because it is faster."""
+        """The roof of the innermost level whose range holds ``working_set``: the level's
+        write-new roof where the sweep measured one (a program writes fresh outputs, one call
+        at a time), else its fastest; with no working set (or none holding it), the outermost
+        level (main memory), never a cache's just because it is faster."""
         if not self.bandwidth:
             return None
         order = self.levels()
@@ -142,8 +146,11 @@ class RoofSet:
         if not candidates:
             candidates = [r for r in self.bandwidth if r.level == order[-1]]
         inner = min(order.index(r.level) for r in candidates)
-        return max((r for r in candidates if order.index(r.level) == inner),
-                   key=lambda r: r.value)
+        level = [r for r in candidates if order.index(r.level) == inner]
+        # A program streams into freshly allocated outputs, one call at a time: where the
+        # level was measured that way, that is its roof; else the level's fastest.
+        fresh = [r for r in level if r.name.endswith(FRESH)]
+        return max(fresh or level, key=lambda r: r.value)
 
     def floor(self, name: str) -> Floor | None:
         return next((f for f in self.floors if f.name == name), None)
@@ -216,8 +223,10 @@ def measured(ceilings: Mapping[str, Any]) -> RoofSet | None:
             Kind.MEASURED, f"measured: {e.get('name', '')}" + (
                 f" ({e['reason']})" if e.get("reason") else ""),
             precision=str(e.get("precision", "default")), by_flops=by_flops))
+    d = ceilings.get("dispatch") or {}
+    dispatch = _positive(d.get("value")) if d.get("available") else None
     found = levels_mod.find_levels(ceilings.get("working_set"), ceilings.get("caches") or [],
-                                   backend)
+                                   backend, dispatch)
     bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
                                f"measured: working-set sweep, {lv.rule}",
                                min_bytes=lv.min_bytes, max_bytes=lv.max_bytes)
