@@ -368,7 +368,8 @@ def _measured(results: Mapping[str, Any], seed_w: Mapping[str, Any] | None) -> d
     out: dict[str, Any] = {"timing": None, "timing_reason": "", "achieved": None,
                            "seed_binding": "",
                            "ceilings": None,
-                           "ceilings_reason": ceilings.get("reason", ""), "placement": None}
+                           "ceilings_reason": ceilings.get("reason", ""), "placement": None,
+                           "accuracy": ""}
     if seed_w is not None:
         t = seed_w.get("timing", {})
         if t.get("available"):
@@ -410,6 +411,7 @@ def _measured(results: Mapping[str, Any], seed_w: Mapping[str, Any] | None) -> d
                                       .get("unstable", False))})
         out["ceilings"] = rows
         out["placement"] = _placements(results)
+        out["accuracy"] = _accuracy(results)
         out.update(_levels_and_rates(results))
         seed_row = next((p for p in out["placement"] if seed_w and p["title"] == seed_w["title"]),
                         None)
@@ -484,13 +486,48 @@ def _placements(results: Mapping[str, Any]) -> list[dict[str, Any]]:
             "intensity": Num(format_intensity(p["intensity"]), Kind.ANALYTIC.value),
             "achieved": n(a["flops_per_s"], "FLOP/s", Kind.MEASURED),
             "roof": n(p["roof_at"], "FLOP/s", Kind.MEASURED),
-            "roof_name": f"{p['compute'].name}; {p['memory'].level} ({p['memory'].name})",
+            "roof_name": f"{p['compute'].name}; {p['memory'].level}",
             "fraction": percent(a["flops_per_s"] / p["roof_at"], Kind.MEASURED),
             "binding": p["binding"],
             "predicted": n(p["predicted"], "s", Kind.MEASURED),
             "measured": n(a["seconds"], "s", Kind.MEASURED),
         })
     return rows
+
+
+def _accuracy(results: Mapping[str, Any]) -> str:
+    """One sentence on how well the model predicted this run: the median and 90th percentile
+    of |predicted - measured| / measured over the workloads and sweep points, and over the
+    kernels of at least 50 us."""
+    errors = []
+    for w in results.get("workloads", []):
+        p, t = w.get("prediction"), w.get("timing") or {}
+        median = (t.get("per_call") or {}).get("median") if t.get("available", True) else None
+        if p and median:
+            errors.append(abs(p["seconds"] - median) / median)
+    for sw in (results.get("sweep_model") or {}).get("workloads", []):
+        errors += [abs(pt["predicted_s"] - pt["measured_s"]) / pt["measured_s"]
+                   for pt in sw.get("points", [])]
+    kernels = [r["error"] for w in results.get("workloads", [])
+               for r in (w.get("kernel_view") or {}).get("rows", [])
+               if r.get("error") is not None and (r.get("seconds") or 0) >= 50e-6]
+    if not errors:
+        return ""
+    text = (f"Over {plural(len(errors), 'prediction', 'predictions')} of this run (workloads "
+            f"and sweep points), the median error is {percent_text(_quantile(errors, 0.5))} "
+            f"and the 90th percentile {percent_text(_quantile(errors, 0.9))}")
+    if kernels:
+        text += (f"; over {plural(len(kernels), 'kernel', 'kernels')} of at least 50 µs, the "
+                 f"median error is {percent_text(_quantile(kernels, 0.5))}")
+    return text + "."
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    h = (len(ordered) - 1) * q
+    lo = int(h)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
 def _levels(results: Mapping[str, Any]) -> list[levels_mod.Level]:

@@ -296,7 +296,8 @@ def measured(vm: VM) -> Section:
                 [(c(r["title"]), num(r["intensity"]), num(r["achieved"]), num(r["roof"]),
                   num(r["fraction"]), c(r["roof_name"]), c(r["binding"]), num(r["predicted"]),
                   num(r["measured"]), num(r["error"]), c(r["why"]))
-                 for r in m["placement"]]),)))
+                 for r in m["placement"]]),
+            *((p(m["accuracy"]),) if m["accuracy"] else ()))))
     return Section("Measured on this machine", tuple(body), id="measured",
                    kind=Kind.MEASURED.value)
 
