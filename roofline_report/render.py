@@ -404,6 +404,12 @@ def _measured(results: Mapping[str, Any], seed_w: Mapping[str, Any] | None) -> d
                          "unstable": bool(((launch.get("timing") or {}).get("per_call") or {})
                                           .get("unstable", False))})
         d = ceilings.get("dispatch", {})
+        if d.get("enqueued"):
+            rows.append({"group": "dispatch", "name": "one tiny call among many enqueued",
+                         "value": n(d.get("enqueued"), "s", Kind.MEASURED), "available": True,
+                         "reason": "",
+                         "unstable": bool(((d.get("timing_enqueued") or {}).get("per_call")
+                                           or {}).get("unstable", False))})
         rows.append({"group": "dispatch", "name": "one tiny call",
                      "value": n(d.get("value"), "s", Kind.MEASURED),
                      "available": bool(d.get("available")), "reason": d.get("reason", ""),

@@ -197,6 +197,10 @@ class DispatchCeiling(Record):
     unit: Literal["s"] = "s"
     value: Pos | None = None
     timing: Timing | None = None
+    # Per call when calls are enqueued and blocked once (as workloads are timed).
+    enqueued: Pos | None = None
+    timing_enqueued: Timing | None = None
+    enqueued_reason: str = ""
 
 
 class CacheLevel(Record):

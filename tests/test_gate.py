@@ -137,8 +137,10 @@ def test_a_faster_or_equal_run_passes(base: str, tmp_path: Path) -> None:
 def test_thresholds_are_thresholds(base: str, tmp_path: Path) -> None:
     new = _save(tmp_path / "new", _derive({"matmul": 1.5}))
     out = tmp_path / "gate"
+    # 1.5x slower: 50% more time, and a share of roof a third lower (at most 60 points below
+    # a share under 180%): neither passes thresholds of 60% and 60 points.
     assert cli.main(["compare", base, new, "--out", str(out), "--fail-if", "time>60%",
-                     "--fail-if", "roof<-20pp"]) == EXIT_OK
+                     "--fail-if", "roof<-60pp"]) == EXIT_OK
 
 
 def test_workloads_in_one_run_only_are_listed_not_gated(base: str, tmp_path: Path,

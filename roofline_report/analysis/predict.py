@@ -8,7 +8,7 @@ The model, stated as the report states it::
              kernel that converts: it computes in float32)
            + Σ transcendentals of each function ÷ that function's rate in the dtype
     t_mem  = bytes moved ÷ the bandwidth of the memory level that holds them
-    t      = max(t_alu, t_mem) + (kernels − 1) × launch + dispatch
+    t      = max(t_alu, t_mem) + (kernels − 1) × launch + dispatch (enqueued, as timed)
 
 * *dot flops* are those of matrix products and convolutions; everything else is elementwise or
   a reduction, which no backend runs at its matmul peak.
@@ -145,7 +145,7 @@ def predict(f: Facts, roofs: RoofSet) -> Prediction | None:
         used.append(rate.name)
     mem = f.bytes / memory.value
     launch = roofs.launch or 0.0
-    dispatch = roofs.dispatch or 0.0
+    dispatch = roofs.dispatch_enqueued or 0.0  # workloads are timed with calls enqueued
     overhead = (f.kernels - 1) * launch + dispatch
     if not roofs.launch and f.kernels > 1:
         notes.append("no launch cost measured: kernels after the first not charged")
@@ -193,7 +193,7 @@ def predict_from_kernels(inventory: Mapping[str, Any], dtype: str, roofs: RoofSe
     if not parts or any(p is None for p in parts):
         return None
     known = [p for p in parts if p is not None]
-    dispatch = roofs.dispatch or 0.0
+    dispatch = roofs.dispatch_enqueued or 0.0  # workloads are timed with calls enqueued
     terms = {key: sum(p.terms[key] for p in known) for key in ("alu", "memory", "overhead")}
     terms["overhead"] += dispatch
     seconds = sum(p.seconds for p in known) + dispatch

@@ -171,6 +171,13 @@ class RoofSet:
         return f.seconds if f else None
 
     @property
+    def dispatch_enqueued(self) -> float | None:
+        """The cost per call when calls are enqueued (how workloads are timed); the blocking
+        floor where that was not measured."""
+        f = self.floor("dispatch enqueued")
+        return f.seconds if f else self.dispatch
+
+    @property
     def launch(self) -> float | None:
         f = self.floor("launch")
         return f.seconds if f else None
@@ -248,6 +255,10 @@ def measured(ceilings: Mapping[str, Any]) -> RoofSet | None:
     if seconds is not None:
         floors.append(Floor("dispatch", seconds, Kind.MEASURED,
                             "measured: one tiny call, blocked after every call"))
+    pipelined = _positive(d.get("enqueued")) if d.get("available") else None
+    if pipelined is not None:
+        floors.append(Floor("dispatch enqueued", pipelined, Kind.MEASURED,
+                            "measured: one tiny call among many enqueued, blocked once"))
     launch = ceilings.get("launch") or {}
     seconds = _positive(launch.get("value")) if launch.get("available") else None
     if seconds is not None:
