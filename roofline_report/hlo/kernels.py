@@ -34,6 +34,7 @@ from typing import Any
 
 from roofline_report.errors import scrub_paths
 from roofline_report.hlo.compiled import COLLECTIVE_OPCODES
+from roofline_report.hlo.cost import Cost
 from roofline_report.hlo.ir import Computation, Instruction, Module, SourceLocation, parse_module
 from roofline_report.hlo.stablehlo_count import _valid_taps
 
@@ -86,36 +87,6 @@ def _stablehlo(opcode: str) -> str:
 # --------------------------------------------------------------------------------------------
 # Cost of HLO instructions
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Cost:
-    """Flops and transcendentals, with the amount charged to each op (StableHLO names)."""
-
-    flops: int = 0
-    transcendentals: int = 0
-    flops_by_op: Counter[str] = field(default_factory=Counter)
-    transcendentals_by_op: Counter[str] = field(default_factory=Counter)
-    ops: Counter[str] = field(default_factory=Counter)  # HLO opcodes inside, fused ones too
-    uncosted: set[str] = field(default_factory=set)
-
-    def charge(self, op: str, flops: int = 0, transcendentals: int = 0) -> None:
-        if flops:
-            self.flops += flops
-            self.flops_by_op[op] += flops
-        if transcendentals:
-            self.transcendentals += transcendentals
-            self.transcendentals_by_op[op] += transcendentals
-
-    def add(self, other: Cost, times: int = 1) -> None:
-        self.flops += other.flops * times
-        self.transcendentals += other.transcendentals * times
-        for key, value in other.flops_by_op.items():
-            self.flops_by_op[key] += value * times
-        for key, value in other.transcendentals_by_op.items():
-            self.transcendentals_by_op[key] += value * times
-        self.ops.update(other.ops)
-        self.uncosted |= other.uncosted
 
 
 def _elements(instr: Instruction) -> int:
@@ -237,7 +208,7 @@ class _Coster:
         self._stack.add(name)
         cost = Cost()
         for instr in comp.instructions:
-            cost.add(instruction_cost(instr, self))
+            cost.add(instruction_cost(instr, self), scale_ops=False)
         self._stack.discard(name)
         self._done[name] = cost
         return cost
@@ -245,7 +216,7 @@ class _Coster:
     def body(self, instr: Instruction, role: str = "to_apply") -> Cost:
         total = Cost()
         for callee in instr.called(role):
-            total.add(self.computation(callee))
+            total.add(self.computation(callee), scale_ops=False)
         return total
 
 
@@ -267,7 +238,7 @@ def instruction_cost(instr: Instruction, coster: _Coster) -> Cost:
     name = _stablehlo(op)
     if op == "fusion" or op == "call" or op.startswith("async-start"):
         for callee in instr.called("calls", "to_apply"):
-            cost.add(coster.computation(callee))
+            cost.add(coster.computation(callee), scale_ops=False)
     elif op in _ELEMENTWISE:
         cost.charge(name, flops=_elements(instr))
     elif op in _TRANSCENDENTAL:

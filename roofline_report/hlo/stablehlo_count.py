@@ -46,11 +46,12 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.errors import InputError
 from roofline_report.hlo.compiled import inspect_compiled
+from roofline_report.hlo.cost import Cost
 
 __all__ = [
     "LoopIdentity",
@@ -342,34 +343,6 @@ def _valid_taps(
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Cost:
-    flops: int = 0
-    transcendentals: int = 0
-    flops_by_op: Counter[str] = field(default_factory=Counter)
-    transcendentals_by_op: Counter[str] = field(default_factory=Counter)
-    ops: Counter[str] = field(default_factory=Counter)
-
-    def charge(self, op: str, flops: int = 0, transcendentals: int = 0) -> None:
-        if flops:
-            self.flops += flops
-            self.flops_by_op[op] += flops
-        if transcendentals:
-            self.transcendentals += transcendentals
-            self.transcendentals_by_op[op] += transcendentals
-
-    def add(self, other: _Cost, times: int = 1) -> None:
-        self.flops += other.flops * times
-        self.transcendentals += other.transcendentals * times
-        for mine, theirs in (
-            (self.flops_by_op, other.flops_by_op),
-            (self.transcendentals_by_op, other.transcendentals_by_op),
-            (self.ops, other.ops),
-        ):
-            for key, value in theirs.items():
-                mine[key] += value * times
-
-
 class _Walker:
     """Recursive cost of regions, following calls and multiplying loops by trip counts."""
 
@@ -392,30 +365,30 @@ class _Walker:
         if text not in self.notes:
             self.notes.append(text)
 
-    def region(self, region: Any) -> _Cost:
-        cost = _Cost()
+    def region(self, region: Any) -> Cost:
+        cost = Cost()
         for block in region.blocks:
             for op in block.operations:
                 cost.add(self.op(op.operation))
         return cost
 
-    def call(self, callee: str) -> _Cost:
+    def call(self, callee: str) -> Cost:
         func = self.functions.get(callee)
         if func is None:
             self.note(f"call to unknown function @{callee}: not counted")
-            return _Cost()
+            return Cost()
         if callee in self._stack:
             self.note(f"recursive call to @{callee}: counted once")
-            return _Cost()
+            return Cost()
         self._stack.append(callee)
         try:
             return self.region(func.regions[0])
         finally:
             self._stack.pop()
 
-    def op(self, op: Any) -> _Cost:
+    def op(self, op: Any) -> Cost:
         name = str(op.name)
-        cost = _Cost()
+        cost = Cost()
         if name in _TERMINATORS:
             return cost
         cost.ops[name] += 1
@@ -447,13 +420,13 @@ class _Walker:
             return 0
         return count
 
-    def body_per_application(self, op: Any, index: int = 0) -> _Cost:
+    def body_per_application(self, op: Any, index: int = 0) -> Cost:
         """Cost of one application of a reducer/comparator region (its ops are scalars)."""
         return self.region(op.regions[index])
 
     # ---- while loops ------------------------------------------------------------------------
 
-    def while_loop(self, op: Any, cost: _Cost) -> None:
+    def while_loop(self, op: Any, cost: Cost) -> None:
         iteration = self.region(op.regions[0])
         iteration.add(self.region(op.regions[1]))
         index = len(self.loops)
@@ -491,14 +464,14 @@ class _Walker:
         )
         cost.add(iteration, 1 if trip is None else trip)
 
-    def branches(self, op: Any, cost: _Cost) -> None:
+    def branches(self, op: Any, cost: Cost) -> None:
         """Each quantity from its most expensive branch, as XLA costs a conditional."""
         options = [self.region(region) for region in op.regions]
         if not options:
             return
         most_flops = max(options, key=lambda c: c.flops)
         most_transcendentals = max(options, key=lambda c: c.transcendentals)
-        combined = _Cost(
+        combined = Cost(
             flops=most_flops.flops,
             transcendentals=most_transcendentals.transcendentals,
             flops_by_op=most_flops.flops_by_op,
@@ -596,23 +569,23 @@ def _count_trips(init: int, step: int, limit: int, direction: str) -> int | None
 # ---- op handlers ---------------------------------------------------------------------------
 
 
-def _handle_call(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_call(walker: _Walker, op: Any, cost: Cost) -> None:
     cost.add(walker.call(_symbol(op.attributes["callee"])))
 
 
-def _handle_composite(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_composite(walker: _Walker, op: Any, cost: Cost) -> None:
     cost.add(walker.call(_symbol(op.attributes["decomposition"])))
 
 
-def _handle_while(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_while(walker: _Walker, op: Any, cost: Cost) -> None:
     walker.while_loop(op, cost)
 
 
-def _handle_branches(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_branches(walker: _Walker, op: Any, cost: Cost) -> None:
     walker.branches(op, cost)
 
 
-def _handle_dot(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_dot(walker: _Walker, op: Any, cost: Cost) -> None:
     lhs = _tensor_shape(op.operands[0].type)
     out = _elements(op.results[0].type)
     if op.name == _SH + "dot":
@@ -625,7 +598,7 @@ def _handle_dot(walker: _Walker, op: Any, cost: _Cost) -> None:
     cost.charge(op.name, flops=2 * out * math.prod(lhs[0][d] for d in contracting))
 
 
-def _handle_convolution(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_convolution(walker: _Walker, op: Any, cost: Cost) -> None:
     lhs = _tensor_shape(op.operands[0].type)
     rhs = _tensor_shape(op.operands[1].type)
     out = _tensor_shape(op.results[0].type)
@@ -660,11 +633,11 @@ def _handle_convolution(walker: _Walker, op: Any, cost: _Cost) -> None:
     cost.charge(op.name, flops=2 * fma)
 
 
-def _charge_body(op: Any, cost: _Cost, body: _Cost, times: int) -> None:
+def _charge_body(op: Any, cost: Cost, body: Cost, times: int) -> None:
     cost.charge(op.name, flops=body.flops * times, transcendentals=body.transcendentals * times)
 
 
-def _handle_reduce(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_reduce(walker: _Walker, op: Any, cost: Cost) -> None:
     inputs = _elements(op.operands[0].type)
     outputs = _elements(op.results[0].type)
     if inputs is None or outputs is None:
@@ -673,7 +646,7 @@ def _handle_reduce(walker: _Walker, op: Any, cost: _Cost) -> None:
     _charge_body(op, cost, walker.body_per_application(op), inputs - outputs)
 
 
-def _handle_reduce_window(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_reduce_window(walker: _Walker, op: Any, cost: Cost) -> None:
     outputs = _elements(op.results[0].type)
     window = _int_list_attr(op, "window_dimensions")
     if outputs is None or window is None:
@@ -683,7 +656,7 @@ def _handle_reduce_window(walker: _Walker, op: Any, cost: _Cost) -> None:
     _charge_body(op, cost, walker.body_per_application(op), combines)
 
 
-def _handle_select_and_scatter(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_select_and_scatter(walker: _Walker, op: Any, cost: Cost) -> None:
     source = _elements(op.operands[1].type)
     window = _int_list_attr(op, "window_dimensions")
     if source is None or window is None:
@@ -693,7 +666,7 @@ def _handle_select_and_scatter(walker: _Walker, op: Any, cost: _Cost) -> None:
     _charge_body(op, cost, walker.body_per_application(op, 1), source)
 
 
-def _handle_scatter(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_scatter(walker: _Walker, op: Any, cost: Cost) -> None:
     n_inputs = (len(op.operands) - 1) // 2
     updates = _elements(op.operands[n_inputs + 1].type)
     if updates is None:
@@ -702,11 +675,11 @@ def _handle_scatter(walker: _Walker, op: Any, cost: _Cost) -> None:
     _charge_body(op, cost, walker.body_per_application(op), updates)
 
 
-def _handle_map(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_map(walker: _Walker, op: Any, cost: Cost) -> None:
     _charge_body(op, cost, walker.body_per_application(op), walker.result_elements(op))
 
 
-def _handle_sort(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_sort(walker: _Walker, op: Any, cost: Cost) -> None:
     n = _elements(op.operands[0].type)
     if n is None:
         walker.note(f"{op.name}: dynamic shape, not costed")
@@ -714,7 +687,7 @@ def _handle_sort(walker: _Walker, op: Any, cost: _Cost) -> None:
     cost.charge(op.name, flops=n * max(0, math.ceil(math.log2(n))) if n > 0 else 0)
 
 
-def _handle_cross_replica(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_cross_replica(walker: _Walker, op: Any, cost: Cost) -> None:
     groups = op.attributes["replica_groups"] if "replica_groups" in op.attributes else None  # noqa: SIM401
     dense = None if groups is None else _cast(_ir().DenseIntElementsAttr, groups)
     shape = None if dense is None else _tensor_shape(dense.type)
@@ -728,7 +701,7 @@ def _handle_cross_replica(walker: _Walker, op: Any, cost: _Cost) -> None:
     _charge_body(op, cost, body, elements * max(0, group_size - 1))
 
 
-def _handle_fft(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_fft(walker: _Walker, op: Any, cost: Cost) -> None:
     n = _elements(op.operands[0].type)
     lengths = _int_list_attr(op, "fft_length") or []
     if n is None:
@@ -738,14 +711,14 @@ def _handle_fft(walker: _Walker, op: Any, cost: _Cost) -> None:
     cost.charge(op.name, flops=2 * 4 * log_factors * n)
 
 
-def _handle_cholesky(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_cholesky(walker: _Walker, op: Any, cost: Cost) -> None:
     a = _tensor_shape(op.operands[0].type)
     if a is None or not a[0]:
         return
     cost.charge(op.name, flops=a[0][-1] * math.prod(a[0]) // 3)
 
 
-def _handle_triangular_solve(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_triangular_solve(walker: _Walker, op: Any, cost: Cost) -> None:
     a = _tensor_shape(op.operands[0].type)
     b = _elements(op.operands[1].type)
     if a is None or not a[0] or b is None:
@@ -753,12 +726,12 @@ def _handle_triangular_solve(walker: _Walker, op: Any, cost: _Cost) -> None:
     cost.charge(op.name, flops=2 * a[0][-1] * b)
 
 
-def _handle_rng(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_rng(walker: _Walker, op: Any, cost: Cost) -> None:
     count = sum(_elements(result.type) or 0 for result in op.results)
     cost.charge(op.name, transcendentals=count)
 
 
-def _handle_manual_computation(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_manual_computation(walker: _Walker, op: Any, cost: Cost) -> None:
     walker.note(
         f"{op.name} (shard_map): its body is counted once, for one device's shard, while the "
         "minimum bytes are of the global arguments and results"
@@ -766,7 +739,7 @@ def _handle_manual_computation(walker: _Walker, op: Any, cost: _Cost) -> None:
     cost.add(walker.region(op.regions[0]))
 
 
-def _handle_custom_call(walker: _Walker, op: Any, cost: _Cost) -> None:
+def _handle_custom_call(walker: _Walker, op: Any, cost: Cost) -> None:
     target = _string_attr(op, "call_target_name")
     if target in _FREE_CUSTOM_CALLS:
         return
@@ -774,7 +747,7 @@ def _handle_custom_call(walker: _Walker, op: Any, cost: _Cost) -> None:
     walker.note(f"custom call {target!r}: not costed (0 flops)")
 
 
-_Handler = Callable[[_Walker, Any, _Cost], None]
+_Handler = Callable[[_Walker, Any, Cost], None]
 _HANDLERS: dict[str, _Handler] = {
     "func.call": _handle_call,
     _SH + "composite": _handle_composite,
