@@ -111,7 +111,8 @@ def _view_model(results: Mapping[str, Any]) -> dict[str, Any]:
         "figures": {f.name: f for f in figures},
         "skipped": list(results.get("skipped", [])),
         "parts": {"teaching": teaching},
-        "programs": [_program_view(w) for w in workloads if w.get("user")],
+        "programs": [_program_view(w, str(results["environment"].get("backend", "")))
+                     for w in workloads if w.get("user")],
         "kernels": kernel_views,
     }
 
@@ -1127,13 +1128,13 @@ def _groups(leaves: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def _group_row(prefix: str, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"path": prefix, "leaves": str(len(members)),
-            "bytes": n(sum(int(x["bytes"]) for x in members), "B", Kind.MEASURED),
+            "bytes": n(sum(int(x["bytes"]) for x in members), "B", Kind.ANALYTIC),
             "dtypes": ", ".join(sorted({str(x["dtype"]) for x in members}))}
 
 
 def _leaf_row(leaf: Mapping[str, Any]) -> dict[str, Any]:
     return {"path": str(leaf["path"]) or "(the argument itself)", "shape": str(list(leaf["shape"])),
-            "dtype": str(leaf["dtype"]), "bytes": n(leaf["bytes"], "B", Kind.MEASURED)}
+            "dtype": str(leaf["dtype"]), "bytes": n(leaf["bytes"], "B", Kind.ANALYTIC)}
 
 
 def _bare(leaves: Sequence[Mapping[str, Any]]) -> bool:
@@ -1158,7 +1159,7 @@ def _argument_view(node: Mapping[str, Any]) -> dict[str, Any]:
         "bare": _bare(leaves),
         "value": str(node.get("value", "")),
         "leaves": str(count_),
-        "bytes": n(node.get("bytes", 0), "B", Kind.MEASURED),
+        "bytes": n(node.get("bytes", 0), "B", Kind.ANALYTIC),
         "held": str(node.get("held_leaves", 0)),
         "omitted": str(node.get("omitted", 0)),
         "folded": count_ > FOLD_AFTER,
@@ -1167,7 +1168,7 @@ def _argument_view(node: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _program_view(w: Mapping[str, Any]) -> dict[str, Any]:
+def _program_view(w: Mapping[str, Any], backend: str) -> dict[str, Any]:
     """One of the user's workloads as the subject of the report."""
     tree = w.get("arguments") or {}
     low = w.get("lowering") or {}
@@ -1210,6 +1211,27 @@ def _program_view(w: Mapping[str, Any]) -> dict[str, Any]:
         "check_leaves": str(check.get("leaves") or ""),
         "timing": _timing_rows(t) if t.get("available") else None,
         "timing_reason": str(t.get("reason", "not measured")),
+        "prediction": _prediction_view(w, backend),
+    }
+
+
+def _prediction_view(w: Mapping[str, Any], backend: str) -> dict[str, Any] | None:
+    """The model's time for a workload beside its measured median, with the error and, when
+    off by more than half, why."""
+    model = w.get("prediction")
+    t = w.get("timing") or {}
+    median = (t.get("per_call") or {}).get("median") if t.get("available") else None
+    if not model or not median:
+        return None
+    terms = model["terms"]
+    largest = max(terms, key=lambda k: terms[k])
+    return {
+        "predicted": n(model["seconds"], "s", Kind.MEASURED),
+        "error": percent(abs(model["seconds"] - median) / median, Kind.MEASURED),
+        "binding": {"alu": "compute", "memory": "memory traffic",
+                    "overhead": "dispatch and launches"}[largest],
+        "bytes_source": str(model.get("bytes_source", "")),
+        "why": explain.explain(model, float(median), w, backend),
     }
 
 

@@ -499,9 +499,10 @@ def sweeps(vm: VM) -> Section:
         body.append(p("Not available: ", sw["reason"]))
     else:
         body += [
-            p("Each catalog workload at growing sizes. The model predicts each point's time as "
-              "max(work ÷ peak, traffic ÷ bandwidth, dispatch floor) with this machine's "
-              "measured ceilings; the predicted crossing is the first size where the compute term "
+            p("Each workload at growing sizes. The model of the compiled program predicts each "
+              "point's time from this machine's measured roofs (max(t_alu, t_mem) + launches + "
+              "dispatch, as in the measured section); the predicted crossing is the first size "
+              "where the compute term "
               "is the largest, the observed one the first size whose measured time is closest to "
               f"the compute term. Over {plural(sw['points'], 'point', 'points')} the median "
               "prediction error is ", sw["median_error"], "."),
@@ -749,6 +750,11 @@ def _program(vm: VM, w: Mapping[str, Any]) -> Section:
                       plural(t["samples"], "sample", "samples"), f", {t['method']})."))
     else:
         body.append(p("Not timed: ", w["timing_reason"], "."))
+    pr = w["prediction"]
+    if pr:
+        body.append(p("The model of the compiled program predicts ", pr["predicted"],
+                      f", bound by {pr['binding']} (bytes: {pr['bytes_source']}); error ",
+                      pr["error"], "." + (f" Why: {pr['why']}." if pr["why"] else "")))
     return Section(w["title"], tuple(body))
 
 
