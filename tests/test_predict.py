@@ -85,3 +85,42 @@ def test_big_traffic_goes_to_main_memory_and_no_count_no_prediction() -> None:
     assert predict.facts(_record(hlo_count={"available": False, "reason": "x"}), "float32") \
         is None
     assert predict.error(120.0, 100.0) == pytest.approx(0.2)
+
+
+def test_sweeps_without_a_hand_model_are_placed_by_our_count() -> None:
+    import copy
+    from pathlib import Path
+
+    from roofline_report import analysis, results
+
+    data = results.load(Path(__file__).parent / "fixtures" / "cpu_results.json")
+    doc = copy.deepcopy(data)
+    sweep = doc["sweeps"][0]
+    for point in sweep["points"]:
+        point["analytic"] = {"available": False, "reason": "no analytic model"}
+    derived = analysis.analyse(doc, analysis.assumptions_for(doc))
+    placed = next(w for w in derived["sweep_model"]["workloads"] if w["name"] == sweep["name"])
+    assert len(placed["points"]) == len(sweep["points"])
+    for point, raw in zip(placed["points"], sweep["points"], strict=True):
+        assert point["flops"] == raw["hlo_count"]["flops"]
+
+
+def test_a_users_program_shows_its_prediction() -> None:
+    import copy
+    from pathlib import Path
+
+    from roofline_report import render, results
+
+    data = results.load(Path(__file__).parent / "fixtures" / "cpu_results.json")
+    doc = copy.deepcopy(data)
+    w = next(x for x in doc["workloads"] if x["name"] == "matmul")
+    w["user"] = True
+    vm = render.view_model(doc)
+    shown = next(x for x in vm["programs"] if x["title"] == w["title"])
+    pr = shown["prediction"]
+    assert pr is not None and pr["binding"] in ("compute", "memory traffic",
+                                                "dispatch and launches")
+    median = w["timing"]["per_call"]["median"]
+    model = next(x for x in render.analysis.analyse(doc, render.analysis.assumptions_for(doc))
+                 ["workloads"] if x["name"] == "matmul")["prediction"]["seconds"]
+    assert pr["error"].text == render.percent_text(abs(model - median) / median)
