@@ -165,7 +165,12 @@ def test_write_new_calls_lose_their_dispatch_and_become_the_levels_roof() -> Non
     c["dispatch"] = {"available": True, "value": 10e-6}
     m = roofs.measured(c)
     assert m is not None
-    l3 = m.bandwidth_for(4 * MiB)
+    # 4 MiB moved, 2 MiB of it written to a fresh output: the write-new roof of L3.
+    l3 = m.bandwidth_for(4 * MiB, written=2 * MiB)
     assert l3 is not None and l3.name == "L3 write-new" and l3.value == pytest.approx(20e9)
-    l1 = m.bandwidth_for(8 * KiB)  # no write-new roof there: the level's fastest
+    # The same traffic writing almost nothing (a reduction): not the fresh-output roof.
+    reduction = m.bandwidth_for(4 * MiB, written=4 * KiB)
+    assert reduction is not None and reduction.name == "L3 read-write"
+    assert m.bandwidth_for(4 * MiB) is reduction  # nothing said of writes: the same
+    l1 = m.bandwidth_for(8 * KiB, written=4 * KiB)  # no write-new roof there: the fastest
     assert l1 is not None and l1.name == "L1 read-write"

@@ -50,6 +50,7 @@ class Facts:
     bytes_source: str
     kernels: int
     converts: float = 0.0  # elements converted between dtypes (counted apart from flops)
+    written: float | None = None  # bytes written to fresh outputs, where known
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +87,9 @@ def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
     moved, source = _bytes(record, compiled)
     if moved is None:
         return None
-    return Facts(dtype, dot, other, trans, moved, source, max(1, kernels))
+    written = ours.get("result_bytes")
+    return Facts(dtype, dot, other, trans, moved, source, max(1, kernels),
+                 written=float(written) if isinstance(written, int | float) else None)
 
 
 def _bytes(record: Mapping[str, Any], compiled: Mapping[str, Any]) -> tuple[float | None, str]:
@@ -112,7 +115,7 @@ def predict(f: Facts, roofs: RoofSet) -> Prediction | None:
     """The model's time for ``f`` under ``roofs``; None when the set has no compute or no
     bandwidth roof."""
     compute = roofs.compute_for(f.dtype)
-    memory = roofs.bandwidth_for(f.bytes)
+    memory = roofs.bandwidth_for(f.bytes, f.written)
     if compute is None or memory is None:
         return None
     notes: list[str] = []
@@ -164,7 +167,8 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     trans = {_op_name(str(op)): float(v)
              for op, v in (k.get("transcendentals_by_op") or {}).items() if v}
     moved = float(k.get("bytes_read", 0)) + float(k.get("bytes_written", 0))
-    return Facts(dtype, dot, other, trans, moved, "the kernel's boundary bytes", 1, converts)
+    return Facts(dtype, dot, other, trans, moved, "the kernel's boundary bytes", 1, converts,
+                 written=float(k.get("bytes_written", 0)))
 
 
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Prediction | None:

@@ -132,11 +132,13 @@ class RoofSet:
                 return match
         return ranked[0]
 
-    def bandwidth_for(self, working_set: float | None = None) -> BandwidthRoof | None:
-        """The roof of the innermost level whose range holds ``working_set``: the level's
-        write-new roof where the sweep measured one (a program writes fresh outputs, one call
-        at a time), else its fastest; with no working set (or none holding it), the outermost
-        level (main memory), never a cache's just because it is faster."""
+    def bandwidth_for(self, working_set: float | None = None,
+                      written: float | None = None) -> BandwidthRoof | None:
+        """The roof of the innermost level whose range holds ``working_set``; with no working
+        set (or none holding it), the outermost level (main memory), never a cache's just
+        because it is faster. Within the level, the write-new roof (measured writing a fresh
+        output of half its working set, once per call) when ``written`` fresh bytes are of the
+        size it was measured for, else the level's fastest other roof."""
         if not self.bandwidth:
             return None
         order = self.levels()
@@ -150,7 +152,12 @@ class RoofSet:
         # A program streams into freshly allocated outputs, one call at a time: where the
         # level was measured that way, that is its roof; else the level's fastest.
         fresh = [r for r in level if r.name.endswith(FRESH)]
-        return max(fresh or level, key=lambda r: r.value)
+        if written is not None and written > 0:
+            fresh = [r for r in fresh if r.holds(2 * written)]
+        else:
+            fresh = []
+        others = [r for r in level if not r.name.endswith(FRESH)] or level
+        return max(fresh or others, key=lambda r: r.value)
 
     def floor(self, name: str) -> Floor | None:
         return next((f for f in self.floors if f.name == name), None)
