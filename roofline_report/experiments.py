@@ -67,7 +67,8 @@ LOG_SCALE = frozenset({"batching", "dispatch"})
 
 # Assumed budgets where no measured ceiling exists (assumptions for teaching, like the seed's).
 HYPOTHETICAL_DISPATCH_S = 5e-6
-"""An assumed cost of launching one call: the order of a CPU dispatch (FACTS.md: about 5 us)."""
+"""An assumed cost of launching one call: the order of a jitted call's dispatch on a CPU (about
+5 us measured on a 2-core machine)."""
 HYPOTHETICAL_BF16_SPEEDUP = 2.0
 """Assumed bfloat16 : float32 compute-ceiling ratio, as on chips with native bfloat16 units."""
 
@@ -1400,7 +1401,7 @@ def _ex_scan(b: Budgets) -> dict[str, Any]:
     n, steps = EX_SCAN_SIZE, EX_SCAN_STEPS
     body = model.contract(n, n, n, F32)
     ours = steps * body.flops
-    xla = body.flops  # XLA costs a loop as one iteration of its body (FACTS.md)
+    xla = body.flops  # XLA costs a loop as one iteration of its body
     t_ours = model.predicted_seconds(ours, body.minimum_bytes, b.peak, b.bandwidth)
     t_xla = model.predicted_seconds(xla, body.minimum_bytes, b.peak, b.bandwidth)
     return {

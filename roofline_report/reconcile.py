@@ -4,7 +4,8 @@ Pure: works from saved JSON (no jax). Each quantity (flops, transcendentals, byt
 row with the three values, whether they agree, and flags that name the known cause of each
 disagreement with one plain sentence carrying the numbers.
 
-Reading XLA's cost analysis (see FACTS.md):
+Reading XLA's cost analysis (JAX documents it as backend- and version-dependent; the known
+miscounts below are discussed in jax-ml/jax issues 13956, 16008, 20184 and 22249):
 
 * A negative value (-1 on the GPU for a custom call such as cuBLAS) or a non-finite one is never
   used as a number: the row shows None and a ``negative_or_missing`` flag says why.

@@ -68,7 +68,7 @@ def test_counts_from_the_compiled_programs(raw: dict[str, Any]) -> None:
     body = 2 * TINY.scan_size**3
     assert e["scan"]["our_flops"]["body"] == body
     assert e["scan"]["our_flops"]["scan"] >= TINY.scan_steps * body
-    # XLA costs the loop as one iteration (FACTS.md): far under our count.
+    # XLA costs the loop as one iteration: far under our count.
     assert e["scan"]["xla_flops"]["scan"] < 2 * body
     assert e["bf16_compute"]["converts"]["float32"] == 0
 
