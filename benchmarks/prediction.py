@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
 from pathlib import Path
@@ -26,16 +25,6 @@ sys.path.insert(0, str(REPO))
 
 from roofline_report import analysis, results  # noqa: E402
 from roofline_report.analysis import predict  # noqa: E402
-
-
-def _quantile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    h = (len(ordered) - 1) * q
-    lo = math.floor(h)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
 def _measured(record: dict[str, Any]) -> float | None:
@@ -86,8 +75,9 @@ def score(data: dict[str, Any], step: str | None = None) -> dict[str, Any]:
     for title, pred, meas, e, bound in rows:
         print(f"{title[:48]:48} predicted {pred * 1e6:10.1f} us  measured {meas * 1e6:10.1f} us"
               f"  error {e:6.0%}  {bound}")
-    return {"median_error": _quantile(errors, 0.5), "p90_error": _quantile(errors, 0.9),
-            "points": len(errors), "kernel_median_error": _quantile(kernel_errors, 0.5),
+    median, p90 = predict.error_summary(errors)
+    return {"median_error": median, "p90_error": p90,
+            "points": len(errors), "kernel_median_error": predict.error_summary(kernel_errors)[0],
             "kernels": len(kernel_errors), "kernels_of": step or "the catalog"}
 
 

@@ -563,8 +563,7 @@ def project_collective(
     size = int(record["result_bytes"])
     new_group = m if group == n else group
     if record["op"] == "reduce-scatter":
-        size = size * group // new_group if (size * group) % new_group == 0 else math.ceil(
-            size * group / new_group)
+        size = _ceil_div(size * group, new_group)
     size = math.ceil(size * batch_factor)
     return {**record, "group_size": new_group, "result_bytes": size}
 

@@ -22,6 +22,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.model import Kind
+from roofline_report.report.format import percent_text
 from roofline_report.units import format_binary, format_si
 
 # One line style per kind, used by every figure and explained in the report's legend.
@@ -773,7 +774,7 @@ def kernel_roofline(name: str, title: str, description: str, roof_set: RoofSet,
         ax.annotate(str(j), (p.intensity, p.flops_per_s), textcoords="offset points",
                     xytext=(5, 3 if j % 2 else -9), fontsize=7)
         rows.append((f"kernel {j}: {p.label}", Kind.MEASURED.label, fmt(p.flops_per_s, "FLOP/s"),
-                     "", _g(p.intensity) + " FLOP/B", f"{100 * p.share:.1f}%"))
+                     "", _g(p.intensity) + " FLOP/B", percent_text(p.share)))
     _log_axes(ax, "intensity (FLOP/byte at the kernel's boundary)", "FLOP/s", y_unit="FLOP/s")
     ax.set_title(title, fontsize=10, y=1.0, pad=6)
     if roofs:

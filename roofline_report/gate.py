@@ -145,11 +145,9 @@ def _roof_at(w: Mapping[str, Any], results: Mapping[str, Any]) -> float | None:
     roof_set = getattr(roofs, "measured", None)
     if roof_set is None or "flops" not in an or not an.get("minimum_bytes"):
         return None
-    compute = roof_set.compute_for(str(w.get("dtype", "")))
-    memory = roof_set.bandwidth_for(an["minimum_bytes"])
-    if compute is None or memory is None:
-        return None
-    return float(min(compute.value, memory.value * an["flops"] / an["minimum_bytes"]))
+    roof: float | None = roof_set.roof_at(an["flops"], an["minimum_bytes"],
+                                          str(w.get("dtype", "")))
+    return roof
 
 
 def top_kernels(w: Mapping[str, Any], count: int) -> list[str] | None:

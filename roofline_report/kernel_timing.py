@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_report import timing
+
 __all__ = ["kernel_times", "trace_kernels", "xspace_text"]
 
 _CONTROL_OPS = ("while", "conditional", "call")
@@ -324,12 +326,6 @@ def kernel_times(
     }
 
 
-def _block(out: Any) -> None:
-    import jax
-
-    jax.block_until_ready(out)  # type: ignore[no-untyped-call]
-
-
 def trace_kernels(
     compiled: Callable[..., Any],
     args: Sequence[Any],
@@ -347,11 +343,11 @@ def trace_kernels(
     import jax
     from jax.profiler import ProfileData
 
-    _block(compiled(*args))
+    timing.block(compiled(*args))
     untraced: list[float] = []
     for _ in range(calls):
         t0 = time.perf_counter()
-        _block(compiled(*args))
+        timing.block(compiled(*args))
         untraced.append(time.perf_counter() - t0)
     traced: list[float] = []
     with tempfile.TemporaryDirectory(prefix="roofline-trace-") as tmp:
@@ -359,7 +355,7 @@ def trace_kernels(
             with jax.profiler.trace(tmp):
                 for _ in range(calls):
                     t0 = time.perf_counter()
-                    _block(compiled(*args))
+                    timing.block(compiled(*args))
                     traced.append(time.perf_counter() - t0)
         except Exception as exc:  # a profiler already running, or none in this build
             from roofline_report.errors import reason

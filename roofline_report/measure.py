@@ -19,6 +19,7 @@ from roofline_report import __version__, lowering, timing
 from roofline_report import results as results_mod
 from roofline_report.errors import InputError, reason, scrub_paths
 from roofline_report.hlo import count_stablehlo, inspect_compiled, strip_metadata
+from roofline_report.hlo.ir import Module, parse_module
 from roofline_report.model import DEFAULT_INTERCONNECT, SEED_BANDWIDTH, SEED_PEAK_FLOPS
 from roofline_report.program import Program
 from roofline_report.schema import SCHEMA_VERSION
@@ -231,7 +232,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
             record["args"] = [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in args]
             low = lowering.lower_and_compile(w.fn, args)
             if w.user:
-                record["arguments"] = _arrays_tree(w, args, low)
+                record["arguments"] = _arrays_tree(args, low)
     except Exception as exc:
         record["lowering"] = skips.add(f"{label}: lowering", _why(exc))
         return record
@@ -239,6 +240,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     module: Any = None
     ops: dict[str, int] = {}
     optimized_hlo = low.compiled.as_text()  # read once: both the text and the inspection use it
+    program = parse_module(optimized_hlo)  # parsed once: the inspection and the inventory
     try:
         module = lowering.stablehlo_module(low.lowered)
         ops = lowering.stablehlo_ops(module)
@@ -292,7 +294,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     if not record["memory"]["available"]:
         skips.add(f"{label}: XLA memory analysis", record["memory"]["reason"])
     try:
-        record["compiled"] = inspect_compiled(optimized_hlo)
+        record["compiled"] = inspect_compiled(program)
         if module is None:
             raise RuntimeError("no StableHLO module to count")
         record["hlo_count"] = count_stablehlo(
@@ -301,9 +303,10 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     except Exception as exc:
         record["hlo_count"] = skips.add(f"{label}: HLO count", _why(exc))
     timing_json: dict[str, Any] | None = None
+    # The compiled program with its keyword arguments bound: timed, and traced per kernel.
+    call = functools.partial(low.compiled, **kwargs) if kwargs else low.compiled
     if ran:
         try:
-            call = functools.partial(low.compiled, **kwargs) if kwargs else low.compiled
             timing_json = timing.time_jitted(call, args, quick=quick).to_json()
             timing_json["available"] = True
             record["timing"] = timing_json
@@ -312,7 +315,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     else:
         record["timing"] = {"available": False, "reason": "the workload did not run"}
     if kernels:
-        _measure_kernels(record, w, low, args, optimized_hlo, ran=ran, skips=skips, quick=quick)
+        _measure_kernels(record, w, call, args, program, ran=ran, skips=skips, quick=quick)
     return record
 
 
@@ -327,15 +330,16 @@ def _program_inputs(p: Program, record: dict[str, Any]
     return low, args, kwargs, host, host_kwargs
 
 
-def _arrays_tree(w: Workload, args: tuple[Any, ...], low: lowering.Lowered) -> dict[str, Any]:
+def _arrays_tree(args: tuple[Any, ...], low: lowering.Lowered) -> dict[str, Any]:
     """The argument tree of a user's workload of plain arrays (a TOML ``function``)."""
     from roofline_report.program import arrays_tree
 
     return arrays_tree(args, [f"args[{i}]" for i in range(len(args))], low.lowered.out_info)
 
 
-def _measure_kernels(record: dict[str, Any], w: Workload, low: Any, args: Any,
-                     optimized_hlo: str, *, ran: bool, skips: Skips, quick: bool) -> None:
+def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., Any],
+                     args: Any, program: Module, *, ran: bool, skips: Skips,
+                     quick: bool) -> None:
     """The kernel inventory, each kernel timed from a profiler trace, and JAX's own roofline
     estimate; each may fail on its own (the inventory stays when the trace yields nothing)."""
     from roofline_report import kernel_timing
@@ -344,7 +348,7 @@ def _measure_kernels(record: dict[str, Any], w: Workload, low: Any, args: Any,
     label = f"workload {w.title}"
     inventory: dict[str, Any] | None = None
     try:
-        inventory = kernel_inventory(optimized_hlo)
+        inventory = kernel_inventory(program)
         record["kernels"] = inventory
     except Exception as exc:
         record["kernels"] = skips.add(f"{label}: kernel inventory", _why(exc))
@@ -353,7 +357,7 @@ def _measure_kernels(record: dict[str, Any], w: Workload, low: Any, args: Any,
     elif inventory is not None:
         try:
             record["kernel_timing"] = kernel_timing.trace_kernels(
-                low.compiled, args, module=inventory["module"],
+                call, args, module=inventory["module"],
                 kernels=[k["name"] for k in inventory["kernels"]],
                 calls=KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS)
         except Exception as exc:

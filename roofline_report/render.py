@@ -17,8 +17,8 @@ from typing import Any
 
 from roofline_report import analysis
 from roofline_report import figures as figs
-from roofline_report.analysis import explain, words
 from roofline_report.analysis import levels as levels_mod
+from roofline_report.analysis import predict, words
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.model import Kind, predicted_seconds
 from roofline_report.report import meta, page, sections
@@ -111,8 +111,7 @@ def _view_model(results: Mapping[str, Any]) -> dict[str, Any]:
         "figures": {f.name: f for f in figures},
         "skipped": list(results.get("skipped", [])),
         "parts": {"teaching": teaching},
-        "programs": [_program_view(w, str(results["environment"].get("backend", "")))
-                     for w in workloads if w.get("user")],
+        "programs": [_program_view(w) for w in workloads if w.get("user")],
         "kernels": kernel_views,
     }
 
@@ -167,19 +166,21 @@ def _kernel_view(w: Mapping[str, Any], roof_set: RoofSet, index: int) -> dict[st
                    "share": percent(c["share"], Kind.MEASURED),
                    "flops": count(c["flops"], Kind.ANALYTIC),
                    "bytes": n(c["bytes"], "B", Kind.ANALYTIC)} for c in kv["categories"]]
-    coverage = ""
+    coverage: tuple[str | Num, ...] = ()
     if timing:
         rem = timing["remainder"]
+        m = Kind.MEASURED
         coverage = (
-            f"Traced over {plural(timing['calls'], 'call', 'calls')}: per call the program ran "
-            f"{format_si(timing['program_s'], 's')}, at least one kernel ran during "
-            f"{format_si(timing['busy_s'], 's')} (coverage {percent_text(timing['coverage'])}), "
-            f"and the kernels' times sum to {format_si(timing['kernel_sum_s'], 's')}. The rest: "
-            f"dispatch {format_si(rem['dispatch_s'], 's')}, loop control "
-            f"{format_si(rem['loop_control_s'], 's')}, gaps between kernels "
-            f"{format_si(rem['gaps_s'], 's')}.")
+            f"Traced over {plural(timing['calls'], 'call', 'calls')}: per call the program ran ",
+            n(timing["program_s"], "s", m), ", at least one kernel ran during ",
+            n(timing["busy_s"], "s", m), " (coverage ", percent(timing["coverage"], m),
+            "), and the kernels' times sum to ", n(timing["kernel_sum_s"], "s", m),
+            ". The rest: dispatch ", n(rem["dispatch_s"], "s", m), ", loop control ",
+            n(rem["loop_control_s"], "s", m), ", gaps between kernels ",
+            n(rem["gaps_s"], "s", m), ".")
         if timing.get("overhead"):
-            coverage += f" A traced call took {timing['overhead']:.2f}× an untraced one."
+            coverage += (" A traced call took ", ratio(timing["overhead"], m, 3),
+                         "× an untraced one.")
     figure_out = None
     points = [figs.KernelPoint(r["name"], r["intensity"], r["achieved"], r["share"] or 0.0)
               for r in kv["rows"][:KERNEL_POINTS]
@@ -370,7 +371,7 @@ def _measured(results: Mapping[str, Any], seed_w: Mapping[str, Any] | None) -> d
                            "seed_binding": "",
                            "ceilings": None,
                            "ceilings_reason": ceilings.get("reason", ""), "placement": None,
-                           "accuracy": ""}
+                           "accuracy": ()}
     if seed_w is not None:
         t = seed_w.get("timing", {})
         if t.get("available"):
@@ -451,6 +452,7 @@ def _placement(w: Mapping[str, Any], roof_set: RoofSet) -> dict[str, Any] | None
     if compute is None or memory is None:
         return None
     x = an["flops"] / an["minimum_bytes"]
+    roof_at = roof_set.roof_at(an["flops"], an["minimum_bytes"], str(w.get("dtype", "")))
     dispatch = roof_set.dispatch or 0.0
     terms = {"compute": an["flops"] / compute.value,
              "memory": an["minimum_bytes"] / memory.value,
@@ -463,7 +465,7 @@ def _placement(w: Mapping[str, Any], roof_set: RoofSet) -> dict[str, Any] | None
         predicted = float(model["seconds"])
         binding = {"alu": "compute", "overhead": "dispatch"}.get(
             model["binding"], model["binding"])
-    return {"intensity": x, "roof_at": min(compute.value, memory.value * x),
+    return {"intensity": x, "roof_at": roof_at,
             "predicted": predicted, "binding": binding, "compute": compute, "memory": memory,
             "ridge": compute.value / memory.value}
 
@@ -473,22 +475,17 @@ def _placements(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     if roof_set is None:
         return []
     rows = []
-    backend = str((results.get("environment") or {}).get("backend", "cpu"))
-    cache = (results.get("ceilings") or {}).get("cache_bytes")
     for w in results["workloads"]:
         a = w.get("achieved", {})
         p = _placement(w, roof_set)
         if not a.get("available") or p is None:
             continue
         measured = float(a["seconds"])
-        model = w.get("prediction")
-        why = explain.explain(model, measured, w, backend,
-                              above_roof=a["flops_per_s"] > p["roof_at"],
-                              cache_bytes=cache if isinstance(cache, int) else None) \
-            if model else "no model of the compiled program (no HLO count)"
+        model = w.get("prediction") or {}
         rows.append({
-            "error": percent(abs(p["predicted"] - measured) / measured, Kind.MEASURED),
-            "why": why,
+            "error": percent(model.get("error", abs(p["predicted"] - measured) / measured),
+                             Kind.MEASURED),
+            "why": model.get("why", "no model of the compiled program (no HLO count)"),
             "title": w["title"],
             "intensity": Num(format_intensity(p["intensity"]), Kind.ANALYTIC.value),
             "achieved": n(a["flops_per_s"], "FLOP/s", Kind.MEASURED),
@@ -502,16 +499,12 @@ def _placements(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _accuracy(results: Mapping[str, Any]) -> str:
+def _accuracy(results: Mapping[str, Any]) -> tuple[str | Num, ...]:
     """One sentence on how well the model predicted this run: the median and 90th percentile
     of |predicted - measured| / measured over the workloads and sweep points, and over the
     kernels of at least 50 us."""
-    errors = []
-    for w in results.get("workloads", []):
-        p, t = w.get("prediction"), w.get("timing") or {}
-        median = (t.get("per_call") or {}).get("median") if t.get("available", True) else None
-        if p and median:
-            errors.append(abs(p["seconds"] - median) / median)
+    errors = [w["prediction"]["error"] for w in results.get("workloads", [])
+              if "error" in (w.get("prediction") or {})]
     for sw in (results.get("sweep_model") or {}).get("workloads", []):
         errors += [abs(pt["predicted_s"] - pt["measured_s"]) / pt["measured_s"]
                    for pt in sw.get("points", [])]
@@ -519,31 +512,20 @@ def _accuracy(results: Mapping[str, Any]) -> str:
                for r in (w.get("kernel_view") or {}).get("rows", [])
                if r.get("error") is not None and (r.get("seconds") or 0) >= 50e-6]
     if not errors:
-        return ""
-    text = (f"Over {plural(len(errors), 'prediction', 'predictions')} of this run (workloads "
-            f"and sweep points), the median error is {percent_text(_quantile(errors, 0.5))} "
-            f"and the 90th percentile {percent_text(_quantile(errors, 0.9))}")
+        return ()
+    median, p90 = predict.error_summary(errors)
+    parts: list[str | Num] = [
+        f"Over {plural(len(errors), 'prediction', 'predictions')} of this run (workloads and "
+        "sweep points), the median error is ", percent(median, Kind.MEASURED),
+        " and the 90th percentile ", percent(p90, Kind.MEASURED)]
     if kernels:
-        text += (f"; over {plural(len(kernels), 'kernel', 'kernels')} of at least 50 µs, the "
-                 f"median error is {percent_text(_quantile(kernels, 0.5))}")
-    return text + "."
+        parts += [f"; over {plural(len(kernels), 'kernel', 'kernels')} of at least 50 µs, the "
+                  "median error is ", percent(predict.error_summary(kernels)[0], Kind.MEASURED)]
+    return (*parts, ".")
 
 
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    h = (len(ordered) - 1) * q
-    lo = int(h)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
-
-
-def _levels(results: Mapping[str, Any]) -> list[levels_mod.Level]:
-    c = results.get("ceilings") or {}
-    backend = str((results.get("environment") or {}).get("backend", "cpu"))
-    d = c.get("dispatch") or {}
-    dispatch = d.get("value") if d.get("available") else None
-    return levels_mod.find_levels(c.get("working_set"), c.get("caches") or [], backend,
-                                  float(dispatch) if dispatch else None)
+def _levels(results: Mapping[str, Any]) -> tuple[levels_mod.Level, ...]:
+    return _roof_sets(results).levels  # found once, by the analysis
 
 
 def _levels_and_rates(results: Mapping[str, Any]) -> dict[str, Any]:
@@ -1168,7 +1150,7 @@ def _argument_view(node: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _program_view(w: Mapping[str, Any], backend: str) -> dict[str, Any]:
+def _program_view(w: Mapping[str, Any]) -> dict[str, Any]:
     """One of the user's workloads as the subject of the report."""
     tree = w.get("arguments") or {}
     low = w.get("lowering") or {}
@@ -1211,27 +1193,25 @@ def _program_view(w: Mapping[str, Any], backend: str) -> dict[str, Any]:
         "check_leaves": str(check.get("leaves") or ""),
         "timing": _timing_rows(t) if t.get("available") else None,
         "timing_reason": str(t.get("reason", "not measured")),
-        "prediction": _prediction_view(w, backend),
+        "prediction": _prediction_view(w),
     }
 
 
-def _prediction_view(w: Mapping[str, Any], backend: str) -> dict[str, Any] | None:
+def _prediction_view(w: Mapping[str, Any]) -> dict[str, Any] | None:
     """The model's time for a workload beside its measured median, with the error and, when
     off by more than half, why."""
     model = w.get("prediction")
-    t = w.get("timing") or {}
-    median = (t.get("per_call") or {}).get("median") if t.get("available") else None
-    if not model or not median:
+    if not model or "error" not in model:
         return None
     terms = model["terms"]
     largest = max(terms, key=lambda k: terms[k])
     return {
         "predicted": n(model["seconds"], "s", Kind.MEASURED),
-        "error": percent(abs(model["seconds"] - median) / median, Kind.MEASURED),
+        "error": percent(model["error"], Kind.MEASURED),
         "binding": {"alu": "compute", "memory": "memory traffic",
                     "overhead": "dispatch and launches"}[largest],
         "bytes_source": str(model.get("bytes_source", "")),
-        "why": explain.explain(model, float(median), w, backend),
+        "why": str(model["why"]),
     }
 
 

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report import experiments, reconcile, study
+from roofline_report.analysis import explain
 from roofline_report.analysis import kernels as kernels_analysis
 from roofline_report.analysis import predict as predict_mod
 from roofline_report.analysis import roofs as roofs_mod
+from roofline_report.analysis.levels import Level
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.errors import InputError, reason
 from roofline_report.model import DEFAULT_INTERCONNECT, SEED_BANDWIDTH, SEED_PEAK_FLOPS, Kind
@@ -73,15 +75,21 @@ class Roofs:
     hypothetical: RoofSet
     measured: RoofSet | None
     spec_sheet: RoofSet | None
+    levels: tuple[Level, ...] = ()  # the memory levels found in the working-set sweep
+    preset: dict[str, Any] | None = None  # the chip preset drawn, with how it was chosen
 
 
 def roof_sets(results: Mapping[str, Any], a: Assumptions) -> Roofs:
     preset = preset_record(results, a)
-    measured = roofs_mod.measured(results.get("ceilings") or {})
+    ceilings = results.get("ceilings") or {}
+    levels = roofs_mod.measured_levels(ceilings)
+    measured = roofs_mod.measured(ceilings, levels)
     return Roofs(
         hypothetical=roofs_mod.hypothetical(a.peak, a.bandwidth, a.source),
         measured=measured if measured is not None and measured.complete else None,
         spec_sheet=roofs_mod.spec_sheet(preset) if preset else None,
+        levels=tuple(levels),
+        preset=preset,
     )
 
 
@@ -112,9 +120,8 @@ def analyse(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any]:
     out["roofs"] = roofs
     out["budgets"] = {"hypothetical": study.budgets_json(
         a.peak, a.bandwidth, source=a.source, interconnect=a.interconnect)}
-    preset = preset_record(out, a)
-    if preset is not None:
-        out["budgets"]["preset"] = preset
+    if roofs.preset is not None:
+        out["budgets"]["preset"] = roofs.preset
     out["seed"] = {
         "model": study.hypothetical_model(a.peak, a.bandwidth),
         "experiment": study.doubled_traffic_experiment(a.peak, a.bandwidth),
@@ -134,8 +141,10 @@ def analyse(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any]:
             p["achieved"] = _achieved(p["analytic"], p.get("timing"))
     m = roofs.measured
     if m is not None:
+        cache = ceilings.get("cache_bytes")
         for w in out.get("workloads", []):
             w["prediction"] = _prediction(w, str(w.get("dtype", "float32")), m)
+            _judge(w, m, backend, cache if isinstance(cache, int) else None)
     if out.get("sweeps") and m is not None and m.peak and m.memory_bandwidth:
         out["sweep_model"] = study.sweep_study(out["sweeps"], m.peak, m.memory_bandwidth,
                                                m.dispatch or 0.0,
@@ -156,7 +165,7 @@ def analyse(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any]:
     if sharding.get("available"):
         sharding["model"] = study.comm_study(sharding, a.peak, a.bandwidth, a.interconnect,
                                              source=a.source)
-        sharding["steps_model"] = _steps_model(sharding, a, preset, roofs.measured)
+        sharding["steps_model"] = _steps_model(sharding, a, roofs.preset, roofs.measured)
         for w in sharding.get("workloads", []):
             check = w.get("check") or {}
             if check and check.get("passed") is False:
@@ -184,6 +193,24 @@ def _prediction(record: Mapping[str, Any], dtype: str, roof_set: RoofSet
     return {"seconds": p.seconds, "terms": dict(p.terms), "binding": p.binding,
             "bytes": p.bytes, "bytes_source": p.bytes_source, "level": p.level,
             "roofs": list(p.roofs), "notes": list(p.notes)}
+
+
+def _judge(w: dict[str, Any], roof_set: RoofSet, backend: str, cache_bytes: int | None) -> None:
+    """The prediction's error against the measured median and, when off or above its roof, the
+    likeliest reason: computed once, for every place that shows them."""
+    model = w.get("prediction")
+    t = w.get("timing") or {}
+    median = (t.get("per_call") or {}).get("median") if t.get("available", True) else None
+    if not model or not median:
+        return
+    achieved = w.get("achieved") or {}
+    an = w.get("analytic") or {}
+    roof = roof_set.roof_at(an["flops"], an["minimum_bytes"], str(w.get("dtype", ""))) \
+        if "flops" in an and an.get("minimum_bytes") else None
+    above = bool(roof and achieved.get("available") and achieved["flops_per_s"] > roof)
+    model["error"] = predict_mod.error(model["seconds"], median)
+    model["why"] = explain.explain(model, float(median), w, backend, above_roof=above,
+                                   cache_bytes=cache_bytes)
 
 
 def _sweep_predictor(roof_set: RoofSet) -> Any:

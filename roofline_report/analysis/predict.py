@@ -25,7 +25,8 @@ conversions on CPU, TF32 on NVIDIA GPUs), since they are measured in that dtype.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,3 +213,14 @@ def predict_from_kernels(inventory: Mapping[str, Any], dtype: str, roofs: RoofSe
 def error(predicted: float, measured: float) -> float:
     """|predicted − measured| ÷ measured."""
     return abs(predicted - measured) / measured
+
+
+def error_summary(errors: Sequence[float]) -> tuple[float | None, float | None]:
+    """(median, 90th percentile) of relative errors, quantiles interpolated linearly between
+    order statistics (numpy's default); (None, None) for none."""
+    if not errors:
+        return None, None
+    if len(errors) == 1:
+        return errors[0], errors[0]
+    return (statistics.median(errors),
+            statistics.quantiles(errors, n=10, method="inclusive")[-1])

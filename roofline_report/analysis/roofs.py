@@ -159,6 +159,16 @@ class RoofSet:
         others = [r for r in level if not r.name.endswith(FRESH)] or level
         return max(fresh or others, key=lambda r: r.value)
 
+    def roof_at(self, flops: float, nbytes: float, dtype: str | None = None) -> float | None:
+        """The roofline's attainable FLOP/s for ``flops`` over ``nbytes`` of traffic: the compute
+        roof of the dtype, or the bandwidth of the level holding the bytes times the intensity;
+        None when the set lacks either roof."""
+        compute = self.compute_for(dtype)
+        memory = self.bandwidth_for(nbytes)
+        if compute is None or memory is None or nbytes <= 0:
+            return None
+        return min(compute.value, memory.value * flops / nbytes)
+
     def floor(self, name: str) -> Floor | None:
         return next((f for f in self.floors if f.name == name), None)
 
@@ -212,8 +222,21 @@ def _positive(value: object) -> float | None:
     return float(value) if math.isfinite(value) and value > 0 else None
 
 
-def measured(ceilings: Mapping[str, Any]) -> RoofSet | None:
+def measured_levels(ceilings: Mapping[str, Any]) -> list[levels_mod.Level]:
+    """The memory levels of the ceilings' working-set sweep (the dispatch floor taken off the
+    write-new calls); [] without a sweep."""
+    if not ceilings.get("available"):
+        return []
+    d = ceilings.get("dispatch") or {}
+    dispatch = _positive(d.get("value")) if d.get("available") else None
+    return levels_mod.find_levels(ceilings.get("working_set"), ceilings.get("caches") or [],
+                                  str(ceilings.get("backend", "")), dispatch)
+
+
+def measured(ceilings: Mapping[str, Any],
+             levels: Sequence[levels_mod.Level] | None = None) -> RoofSet | None:
     """This machine's measured roofs from the ceilings record, or None when none was measured.
+    ``levels``: those of :func:`measured_levels`, when the caller already has them.
 
     Streaming kernels run on arrays larger than the last-level cache measure main memory: their
     roofs hold for working sets from that cache's size up (from 0 when the size is unknown).
@@ -237,10 +260,7 @@ def measured(ceilings: Mapping[str, Any]) -> RoofSet | None:
             Kind.MEASURED, f"measured: {e.get('name', '')}" + (
                 f" ({e['reason']})" if e.get("reason") else ""),
             precision=str(e.get("precision", "default")), by_flops=by_flops))
-    d = ceilings.get("dispatch") or {}
-    dispatch = _positive(d.get("value")) if d.get("available") else None
-    found = levels_mod.find_levels(ceilings.get("working_set"), ceilings.get("caches") or [],
-                                   backend, dispatch)
+    found = measured_levels(ceilings) if levels is None else levels
     bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
                                f"measured: working-set sweep, {lv.rule}",
                                min_bytes=lv.min_bytes, max_bytes=lv.max_bytes)

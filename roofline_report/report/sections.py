@@ -297,7 +297,7 @@ def measured(vm: VM) -> Section:
                   num(r["fraction"]), c(r["roof_name"]), c(r["binding"]), num(r["predicted"]),
                   num(r["measured"]), num(r["error"]), c(r["why"]))
                  for r in m["placement"]]),
-            *((p(m["accuracy"]),) if m["accuracy"] else ()))))
+            *((p(*m["accuracy"]),) if m["accuracy"] else ()))))
     return Section("Measured on this machine", tuple(body), id="measured",
                    kind=Kind.MEASURED.value)
 
@@ -374,7 +374,7 @@ def reconciliation(vm: VM) -> Section:
 
 
 def _kernel_workload(vm: VM, k: Mapping[str, Any]) -> Section:
-    body: list[Block] = [p(k["summary"], " ", k["coverage"] or k["unavailable"])]
+    body: list[Block] = [p(k["summary"], " ", *(k["coverage"] or (k["unavailable"],)))]
     body.append(table(
         ("kernel", "category", "source", "launches", "time", "share", "flops", "bytes",
          "intensity", "achieved", "of roof", "binding", "predicted", "error", "kind"),
