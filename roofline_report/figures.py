@@ -385,7 +385,9 @@ def working_set(series: Sequence[SweepSeries], levels: Sequence[LevelBand],
     _legend_below(fig, ax, ncol=2)
     found = ", ".join(f"{lv.name} {format_si(lv.value, 'B/s')} ({lv.kernel})" for lv in levels)
     desc = ("Streaming kernels over working sets of growing size, each point the fastest "
-            "sample; shaded bands are the memory levels found"
+            "sample (a write-new point is a whole call, dispatch included; its levels take "
+            "the dispatch floor off, so their bands sit above its points); shaded bands are "
+            "the memory levels found"
             + (f": {found}." if found else ": none was found."))
     svg = _to_svg(fig, "working_set", title, desc)
     rows = [(s.name, format_binary(b), fmt(v, "B/s")) for s in series for b, v in s.points]
