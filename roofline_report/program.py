@@ -48,8 +48,11 @@ def _is_array(leaf: Any) -> bool:
 
 
 def _is_static_leaf(leaf: Any) -> bool:
-    """A leaf that is held as a Python value rather than traced: a function."""
-    return not _is_array(leaf) and not isinstance(leaf, _NUMBERS) and callable(leaf)
+    """A leaf that is held as a Python value rather than traced: a function, or a Python number
+    inside an argument's pytree (an Equinox module's ``MaxPool2d.init``, a layer's ``eps``), as
+    ``equinox.filter_jit`` holds them. A bare number as a whole argument is refused before
+    this is asked (:func:`_check_tree`): it must be named static."""
+    return not _is_array(leaf) and (callable(leaf) or isinstance(leaf, _NUMBERS))
 
 
 def _none(x: Any) -> bool:
@@ -210,9 +213,10 @@ def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype[An
 # --------------------------------------------------------------------------- validation
 
 
-def _leaf_problem(leaf: Any) -> str | None:
-    """Why a leaf cannot be an argument, or None."""
-    if _is_static_leaf(leaf):
+def _leaf_problem(leaf: Any, nested: bool = True) -> str | None:
+    """Why a leaf cannot be an argument, or None; a number is a problem only as a whole
+    argument (``nested`` False)."""
+    if _is_static_leaf(leaf) and (nested or not isinstance(leaf, _NUMBERS)):
         return None
     if not _is_array(leaf):
         return f"is {type(leaf).__name__}, not an array"
@@ -258,7 +262,7 @@ def _check_tree(value: Any, what: str) -> None:
         raise InputError(f"{what} cannot be flattened as a pytree: {type(exc).__name__}: "
                          f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
     for path, leaf in flat:
-        why = _leaf_problem(leaf)
+        why = _leaf_problem(leaf, nested=bool(path))
         if why is not None:
             at = f" at {jax.tree_util.keystr(path)}" if path else ""
             raise InputError(f"{what}{at} {why}; pass arrays or pytrees of arrays (dicts, "

@@ -367,7 +367,7 @@ class ArgumentNode(Record):
     leaves: list[ArgumentLeaf]
     leaf_count: Count
     bytes: Count
-    held_leaves: Count = 0  # leaves held as Python values (functions), not traced
+    held_leaves: Count = 0  # leaves held as Python values (functions, numbers), not traced
     omitted: Count = 0  # leaves counted but not listed (very large trees)
     value: str = ""  # a static argument's value, shortened
 

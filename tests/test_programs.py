@@ -372,3 +372,19 @@ def test_the_shipped_transformer_step_end_to_end(tmp_path: Path,
     assert w["analytic"]["available"] is False
     md = (out / "report.md").read_text(encoding="utf-8")
     assert "opt\\_state: top levels" in md and "(#lab)" not in md
+
+
+def test_numbers_inside_a_pytree_are_held_like_equinox_fields() -> None:
+    """An Equinox module carries Python numbers as fields (MaxPool2d's ``init``, a norm's
+    ``eps``): held as values, as ``equinox.filter_jit`` holds them; a bare number stays refused."""
+    import jax.numpy as jnp
+
+    def scaled(params: dict[str, Any], x: Any) -> Any:
+        return params["w"] * x + params["eps"]
+
+    params = {"w": jnp.ones((4,)), "eps": 1e-5}
+    record = roofline_report.analyze(scaled, params, jnp.ones((4,)), quick=True)
+    node = record["arguments"]["arguments"][0]
+    assert node["leaf_count"] == 1 and node["held_leaves"] == 1
+    with pytest.raises(InputError, match="argument 1 is float, not an array"):
+        roofline_report.analyze(scaled, params, 2.0, quick=True)

@@ -301,19 +301,20 @@ def _charge(cost: Cost, name: str, body: Cost, times: int) -> None:
 
 
 def relative_source(source: SourceLocation | None, cwd: str | None = None) -> str | None:
-    """``path:line`` with the path relative to the user's project: the part after the current
-    working directory, or after ``site-packages/``; any other absolute path keeps only its file
-    name (``<path>/name.py``). Never an absolute path."""
+    """``path:line`` with the path as its reader knows it: an installed library's from its
+    package (the part after ``site-packages/``, even when that folder sits inside the project,
+    as a virtual environment does), else relative to the current working directory; any other
+    absolute path keeps only its file name (``<path>/name.py``). Never an absolute path."""
     if source is None or not source.file:
         return None
     path = source.file.replace("\\", "/")
     base = (cwd if cwd is not None else os.getcwd()).replace("\\", "/").rstrip("/") + "/"
-    if base != "/" and path.startswith(base):
-        path = path[len(base) :]
-    elif "site-packages/" in path:
+    if "site-packages/" in path:
         path = path.rsplit("site-packages/", 1)[1]
     elif "dist-packages/" in path:
         path = path.rsplit("dist-packages/", 1)[1]
+    elif base != "/" and path.startswith(base):
+        path = path[len(base) :]
     path = scrub_paths(path)
     return f"{path}:{source.line}" if source.line else path
 

@@ -704,7 +704,7 @@ def _argument_row(a: Mapping[str, Any]) -> tuple[Cell, ...]:
     if a["role"] == "static":
         return (c(Code(a["name"]), role), c(a["type"], " = ", Code(a["value"])), num(Num("0")),
                 num(Num("not traced")))
-    held = (f" ({plural(a['held'], 'function', 'functions')} held as Python values)"
+    held = (f" ({plural(a['held'], 'leaf', 'leaves')} held as Python values, not traced)"
             if a["held"] != "0" else "")
     return (c(Code(a["name"]), role), c(a["type"], held), num(Num(a["leaves"])),
             num(a["bytes"]))
