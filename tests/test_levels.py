@@ -144,6 +144,34 @@ def test_tiny_sweep_and_rates_measure() -> None:
                                           "convert float32<->bfloat16"]
     assert all(r["available"] and r["value"] > 0 for r in rates)
     assert rates[2]["ops_per_call"] == 2 * 1024 * rates[2]["reps"]
+    # The multiply-add kernel chains FMA_CHAIN multiply-adds per element and pass.
+    assert rates[1]["ops_per_call"] == 2 * rate_ceilings.FMA_CHAIN * 1024 * rates[1]["reps"]
+
+
+def test_multiply_add_kernel_computes_its_chain() -> None:
+    jnp = pytest.importorskip("jax.numpy")
+    step = rate_ceilings._step("multiply-add")
+    x, c = jnp.asarray([0.5, 2.0], jnp.float32), jnp.float32(-0.5)
+    expected = [0.5, 2.0]
+    for _ in range(rate_ceilings.FMA_CHAIN):
+        expected = [v * -0.5 + 0.25 for v in expected]
+    assert [float(v) for v in step(x, c)] == pytest.approx(expected)
+
+
+def test_write_new_runner_drops_each_output_as_a_program_loop_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[object] = []
+    blocked: list[object] = []
+
+    def compiled(x: object, c: object) -> object:
+        out = object()
+        made.append(out)
+        return out
+
+    monkeypatch.setattr(cache_sweep.timing, "block", lambda tree: blocked.append(tree) or tree)
+    cache_sweep._runner("write-new", compiled, None, None)(4)
+    # Four calls, and only the last output waited on: earlier ones are not held alive.
+    assert len(made) == 4 and blocked == [made[-1]]
 
 
 def test_write_new_calls_lose_their_dispatch_and_become_the_levels_roof() -> None:
