@@ -2,7 +2,8 @@
 
 * Compute: square matmuls per dtype (float32 always, bfloat16 where the backend runs it). The size
   is swept upwards from a small one until a call is long enough or a cap is reached; the size with
-  the best rough rate is then timed in full. Work per call is 2 n^3 FLOP.
+  the best rough rate is then timed in full. Work per call is 2 n^3 FLOP. Convolutions likewise
+  (3x3 NHWC, by image side): they run through other library code, at a rate of their own.
 * Bandwidth: streaming kernels (``reduce``: sum x; ``scale``: x <- c x; ``triad``: x <- y + s x)
   on float32 arrays beyond the last-level cache, with donated buffers so that no call allocates
   its output, and many calls enqueued per sample. Bytes per call count reads plus writes.
@@ -70,6 +71,7 @@ class Plan:
     levels: cache_sweep.SweepPlan | None = None
     rates: rate_ceilings.RatePlan | None = None
     launch: bool = False  # the cost of one more kernel inside a program
+    conv_sizes: tuple[int, ...] = ()  # image sides of the convolution roof; () measures none
 
 
 def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: int | None) -> Plan:
@@ -84,10 +86,12 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
     samples = timing.QUICK_SAMPLES if quick else timing.DEFAULT_SAMPLES
     min_sample = timing.QUICK_MIN_SAMPLE_SECONDS if quick else timing.DEFAULT_MIN_SAMPLE_SECONDS
     sizes: tuple[int, ...]
+    conv: tuple[int, ...]
     if backend == "cpu":
         # Small sizes too: a matmul's rate grows with its size, and the prediction of a small
         # product uses the rate measured near its size.
         sizes = (128, 1024) if quick else (128, 256, 512, 1024, 2048)
+        conv = (16, 64) if quick else (8, 16, 32, 64, 128)
         max_call = 0.01 if quick else 0.05
         wanted = CACHE_MULTIPLE * cache_bytes if cache_bytes else 0
         array = min(max(wanted, 256 * MiB), 256 * MiB if quick else 512 * MiB)
@@ -95,6 +99,7 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
             array = min(array, free_bytes // 8)
     else:
         sizes = (2048, 4096, 8192) if quick else (1024, 2048, 4096, 8192)
+        conv = (64, 256) if quick else (32, 64, 128, 256)
         max_call = 0.05
         cap = 1 * GiB if quick else 4 * GiB
         array = min(cap, free_bytes // 16) if free_bytes else cap // 4
@@ -115,6 +120,7 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         levels=levels,
         rates=rate_ceilings.rate_plan(backend, quick=quick),
         launch=True,
+        conv_sizes=conv,
     )
 
 
@@ -141,6 +147,8 @@ def measure_ceilings(
     if backend in ("gpu", "cuda") and "float32" in plan.matmul_dtypes:
         # float32 matmuls run as TF32 by default on NVIDIA GPUs: measure true float32 too.
         compute.append(_matmul_entry("float32", backend, plan, say, highest=True))
+    if plan.conv_sizes:
+        compute.append(_conv_entry("float32", backend, plan, say))
     bandwidth = _bandwidth_entries(plan, cache_bytes, say)
     dispatch = _dispatch_entry(plan, say)
     extra: dict[str, Any] = {"caches": read_cache_hierarchy() if backend == "cpu" else []}
@@ -160,7 +168,8 @@ def measure_ceilings(
         "compute": compute,
         "bandwidth": bandwidth,
         "dispatch": dispatch,
-        "peak_compute": _best(e for e in compute if e["dtype"] == "float32"),
+        "peak_compute": _best(e for e in compute
+                              if e["dtype"] == "float32" and e["op"] == "matmul"),
         "peak_bandwidth": _best(bandwidth),
         "cache_bytes": cache_bytes,
         "quick": quick,
@@ -208,31 +217,37 @@ def _matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress, *,
                   highest: bool = False) -> dict[str, Any]:
     """Sweep the sizes with rough timings, then time the best size in full. ``highest``: at
     ``Precision.HIGHEST`` instead of jax's default precision."""
+    entry = _compute_entry(f"matmul {dtype}" + (" (highest precision)" if highest else ""),
+                           "matmul", dtype, "highest" if highest else "default")
+    caveat = "" if highest else _matmul_caveat(backend, dtype)
+    return _sized_rates(entry, _matmul_highest if highest else _matmul, plan.matmul_sizes,
+                        lambda n: _matmul_operands(n, dtype), lambda n: 2 * n**3, plan, say,
+                        caveat)
+
+
+def _compute_entry(name: str, op: str, dtype: str, precision: str) -> dict[str, Any]:
+    return {"name": name, "op": op, "precision": precision, "dtype": dtype, "value": None,
+            "unit": "FLOP/s", "kind": Kind.MEASURED.value, "available": False, "reason": "",
+            "size": None, "flops_per_call": None, "timing": None, "by_size": []}
+
+
+def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int, ...],
+                 operands: Callable[[int], tuple[Any, ...]], flops_of: Callable[[int], int],
+                 plan: Plan, say: Progress, caveat: str = "") -> dict[str, Any]:
+    """Fill ``entry`` with the rate of ``fn`` by size: each size of ``sizes`` timed roughly
+    (stopping after the first whose call lasts ``plan.matmul_max_call_s``), then the best
+    size timed in full; the rough rates stay in ``by_size`` (a rate grows with the size, and
+    a prediction uses the rate measured near a product's size)."""
     import jax
 
-    fn = _matmul_highest if highest else _matmul
-    entry: dict[str, Any] = {
-        "name": f"matmul {dtype}" + (" (highest precision)" if highest else ""),
-        "precision": "highest" if highest else "default",
-        "dtype": dtype,
-        "value": None,
-        "unit": "FLOP/s",
-        "kind": Kind.MEASURED.value,
-        "available": False,
-        "reason": "",
-        "size": None,
-        "flops_per_call": None,
-        "timing": None,
-        "by_size": [],
-    }
-    caveat = "" if highest else _matmul_caveat(backend, dtype)
-    best: tuple[float, int, Any, tuple[Any, Any]] | None = None
+    name = entry["name"]
+    best: tuple[float, int, Any, tuple[Any, ...]] | None = None
     stopped = ""
-    for n in plan.matmul_sizes:
+    for n in sizes:
         try:
-            args = _matmul_operands(n, dtype)
+            args = operands(n)
             _, compiled, _, _ = timing.measure_compile(jax.jit(fn), args)
-            if len(plan.matmul_sizes) == 1:  # nothing to choose between
+            if len(sizes) == 1:  # nothing to choose between
                 best = (0.0, n, compiled, args)
                 break
             rough = timing.time_jitted(
@@ -245,15 +260,15 @@ def _matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress, *,
         except Exception as exc:
             stopped = f"n={n} failed ({_why(exc)})"
             break
-        rate = _rate(2 * n**3, rough)
-        entry["by_size"].append({"n": n, "flops": 2 * n**3, "value": rate})
-        say(f"matmul {dtype} n={n}: about {rate / 1e9:.3g} GFLOP/s")
+        rate = _rate(flops_of(n), rough)
+        entry["by_size"].append({"n": n, "flops": flops_of(n), "value": rate})
+        say(f"{name} n={n}: about {rate / 1e9:.3g} GFLOP/s")
         if best is None or rate > best[0]:
             best = (rate, n, compiled, args)
         if rough.per_call.min >= plan.matmul_max_call_s:
             break
     if best is None:
-        entry["reason"] = _join(f"matmul {dtype} unavailable: {stopped}", caveat)
+        entry["reason"] = _join(f"{name} unavailable: {stopped}", caveat)
         return entry
     _, n, compiled, args = best
     try:
@@ -266,9 +281,9 @@ def _matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress, *,
             budget_seconds=plan.budget_s,
         )
     except Exception as exc:
-        entry["reason"] = _join(f"matmul {dtype} n={n} failed ({_why(exc)})", caveat)
+        entry["reason"] = _join(f"{name} n={n} failed ({_why(exc)})", caveat)
         return entry
-    flops = 2 * n**3
+    flops = flops_of(n)
     entry.update(
         value=_rate(flops, final),
         available=True,
@@ -277,8 +292,55 @@ def _matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress, *,
         flops_per_call=flops,
         timing=final.to_json(),
     )
-    say(f"matmul {dtype} n={n}: {entry['value'] / 1e9:.3g} GFLOP/s")
+    say(f"{name} n={n}: {entry['value'] / 1e9:.3g} GFLOP/s")
     return entry
+
+
+# A convolution runs through other library code than a matmul of the same flops, at a rate of
+# its own: 3x3 NHWC convolutions (HWIO filters, "valid" padding) of CONV_CHANNELS channels in
+# and out, a batch of CONV_BATCH images of n x n pixels, by n. Its rate depends on the channel
+# counts too; the prediction of another convolution uses this family's rate at its flops.
+CONV_WINDOW = 3
+
+
+def conv_shape(backend: str) -> tuple[int, int]:
+    """(batch, channels) of the convolution ceiling's kernels on ``backend``."""
+    return (4, 32) if backend == "cpu" else (8, 128)
+
+
+def conv_flops(n: int, batch: int, channels: int) -> int:
+    """2 · batch · (n - 2)² · channels² · 3 · 3: the multiply-adds of a valid 3x3 convolution."""
+    side = n - CONV_WINDOW + 1
+    return 2 * batch * side * side * channels * channels * CONV_WINDOW * CONV_WINDOW
+
+
+def _convolution(x: Any, w: Any) -> Any:
+    import jax
+
+    return jax.lax.conv_general_dilated(x, w, window_strides=(1, 1), padding="VALID",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+def _conv_entry(dtype: str, backend: str, plan: Plan, say: Progress) -> dict[str, Any]:
+    """The convolution roof of ``dtype`` by size (see :data:`CONV_WINDOW`)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    batch, channels = conv_shape(backend)
+    kind = jnp.dtype(dtype)
+
+    def operands(n: int) -> tuple[Any, Any]:
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((batch, n, n, channels), dtype=np.float32)
+        w = rng.standard_normal((CONV_WINDOW, CONV_WINDOW, channels, channels),
+                                dtype=np.float32) / (3 * channels**0.5)
+        return jax.device_put(x.astype(kind)), jax.device_put(w.astype(kind))
+
+    entry = _compute_entry(f"convolution {dtype}", "convolution", dtype, "default")
+    return _sized_rates(entry, _convolution, plan.conv_sizes, operands,
+                        lambda n: conv_flops(n, batch, channels), plan, say,
+                        _matmul_caveat(backend, dtype))
 
 
 # -------------------------------------------------------------------------------- bandwidth

@@ -155,7 +155,8 @@ class Environment(OpenRecord):
 
 
 class MatmulSize(Record):
-    """A rough rate of a square matmul of one size, from the sweep that picks the size."""
+    """A rough rate of one size (a square matmul's n, a convolution's image side), from the
+    sweep that picks the size."""
 
     n: Annotated[int, Field(gt=0)]
     flops: Annotated[int, Field(gt=0)]
@@ -164,6 +165,7 @@ class MatmulSize(Record):
 
 class ComputeCeiling(Record):
     name: str
+    op: Literal["matmul", "convolution"] = "matmul"
     dtype: str
     precision: str = "default"
     available: bool
@@ -510,6 +512,7 @@ class SweepPoint(Record):
     hlo_count: dict[str, Any] | None = None
     compiled: dict[str, Any] | None = None
     xla: XlaCost | None = None
+    kernels: maybe(KernelInventory) | None = None  # type: ignore[valid-type]
 
 
 class Sweep(Record):

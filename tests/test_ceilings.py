@@ -344,3 +344,26 @@ def test_bandwidth_caveat_when_arrays_are_near_the_cache() -> None:
 
 def _fields(plan: Plan) -> dict[str, Any]:
     return {name: getattr(plan, name) for name in Plan.__dataclass_fields__}
+
+
+# ------------------------------------------------------------------------------ convolution
+
+
+def test_conv_flops_by_hand() -> None:
+    # 3x3 valid convolution of 4 images of 10x10 pixels, 32 channels in and out: 8x8 outputs,
+    # each 32 output channels x 32 input channels x 9 taps multiply-adds.
+    assert ceilings.conv_flops(10, 4, 32) == 2 * 4 * 8 * 8 * 32 * 32 * 9
+    assert ceilings.conv_shape("cpu") == (4, 32)
+
+
+def test_tiny_convolution_roof_is_measured_apart() -> None:
+    plan = Plan(**{**_fields(TINY), "matmul_sizes": (32,), "matmul_dtypes": ("float32",),
+                   "conv_sizes": (6, 10)})
+    data = ceilings.measure_ceilings(quick=True, plan=plan)
+    conv = [e for e in data["compute"] if e["op"] == "convolution"]
+    assert len(conv) == 1 and conv[0]["available"] and conv[0]["dtype"] == "float32"
+    assert [s["n"] for s in conv[0]["by_size"]] == [6, 10]
+    assert [s["flops"] for s in conv[0]["by_size"]] == [ceilings.conv_flops(n, 4, 32)
+                                                        for n in (6, 10)]
+    # The default float32 roof is the matmul's, never the convolution's.
+    assert data["peak_compute"]["name"] == "matmul float32"

@@ -124,3 +124,23 @@ def test_a_users_program_shows_its_prediction() -> None:
     model = next(x for x in render.analysis.analyse(doc, render.analysis.assumptions_for(doc))
                  ["workloads"] if x["name"] == "matmul")["prediction"]["seconds"]
     assert pr["error"].text == render.percent_text(abs(model - median) / median)
+
+
+def test_convolution_flops_go_to_the_convolution_roof() -> None:
+    conv_roof = ComputeRoof("convolution float32", 25e9, "float32", M, "", op="convolution")
+    roofs = RoofSet("this machine", M, (*ROOFS.compute, conv_roof), ROOFS.bandwidth,
+                    ROOFS.floors, ROOFS.rates)
+    kernel = {"flops": 3_000_000, "flops_by_op": {"stablehlo.convolution": 2_000_000,
+                                                   "stablehlo.dot_general": 1_000_000},
+              "bytes_read": 0, "bytes_written": 0, "trips": 1}
+    p = predict.predict_kernel(kernel, "float32", roofs)
+    assert p is not None
+    # 1e6 matmul flops at 100 GFLOP/s and 2e6 convolution flops at 25 GFLOP/s: 10 + 80 us.
+    assert p.terms["alu"] == pytest.approx(1e6 / 100e9 + 2e6 / 25e9)
+    assert "convolution float32" in p.roofs
+    # The convolution roof is never the compute roof a roofline draws for the dtype.
+    assert roofs.compute_for("float32") is not None
+    assert roofs.compute_for("float32").name == "matmul float32"  # type: ignore[union-attr]
+    # Without a convolution roof, convolutions run at the matmul rate.
+    q = predict.predict_kernel(kernel, "float32", ROOFS)
+    assert q is not None and q.terms["alu"] == pytest.approx(3e6 / 100e9)

@@ -3,6 +3,8 @@
 The model, stated as the report states it::
 
     t_alu  = dot flops ÷ the matmul rate of the dtype at the product's size
+           + convolution flops ÷ the convolution rate at its size (the matmul rate where no
+             convolution was measured)
            + conversions ÷ the conversion rate
            + other flops ÷ the elementwise (multiply-add) rate of the dtype (float32's in a
              kernel that converts: it computes in float32)
@@ -10,8 +12,9 @@ The model, stated as the report states it::
     t_mem  = bytes moved ÷ the bandwidth of the memory level that holds them
     t      = max(t_alu, t_mem) + (kernels − 1) × launch + dispatch (enqueued, as timed)
 
-* *dot flops* are those of matrix products and convolutions; everything else is elementwise or
-  a reduction, which no backend runs at its matmul peak.
+* *dot flops* are those of matrix products, *convolution flops* those of convolutions (they run
+  through other library code, at a rate measured apart); everything else is elementwise or a
+  reduction, which no backend runs at its matmul peak.
 * *bytes moved* are, in order of preference: the sum over the program's kernels of the bytes at
   their boundaries (times the trip count of their loops) when the kernel inventory is known;
   else XLA's bytes accessed, when it is positive and the program has no loop (XLA costs a loop
@@ -33,6 +36,7 @@ from typing import Any
 from roofline_report.analysis.roofs import RoofSet
 
 DOT_OPS = ("dot_general", "dot", "convolution")
+CONV_OPS = ("convolution",)
 TRANSCENDENTAL_RATE = {"tanh": "tanh", "exp": "exp", "exponential": "exp", "log": "log",
                        "logistic": "exp", "exponential_minus_one": "exp", "log_plus_one": "log",
                        "rsqrt": "exp", "sqrt": "exp", "power": "log", "sine": "exp",
@@ -52,6 +56,7 @@ class Facts:
     kernels: int
     converts: float = 0.0  # elements converted between dtypes (counted apart from flops)
     written: float | None = None  # bytes written to fresh outputs, where known
+    conv_flops: float = 0.0  # the part of dot_flops done by convolutions
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +85,7 @@ def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
         return None
     by_op = {_op_name(k): float(v) for k, v in (ours.get("flops_by_op") or {}).items()}
     dot = sum(v for k, v in by_op.items() if k in DOT_OPS)
+    conv = sum(v for k, v in by_op.items() if k in CONV_OPS)
     other = max(0.0, float(ours["flops"]) - dot)
     trans = {_op_name(k): float(v)
              for k, v in (ours.get("transcendentals_by_op") or {}).items() if v}
@@ -90,7 +96,8 @@ def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
         return None
     written = ours.get("result_bytes")
     return Facts(dtype, dot, other, trans, moved, source, max(1, kernels),
-                 written=float(written) if isinstance(written, int | float) else None)
+                 written=float(written) if isinstance(written, int | float) else None,
+                 conv_flops=conv)
 
 
 def _bytes(record: Mapping[str, Any], compiled: Mapping[str, Any]) -> tuple[float | None, str]:
@@ -121,7 +128,13 @@ def predict(f: Facts, roofs: RoofSet) -> Prediction | None:
         return None
     notes: list[str] = []
     used = [compute.name, f"{memory.level} ({memory.name})"]
-    alu = f.dot_flops / compute.rate_at(f.dot_flops) if f.dot_flops else 0.0
+    matmul = f.dot_flops - f.conv_flops
+    alu = matmul / compute.rate_at(matmul) if matmul else 0.0
+    if f.conv_flops:
+        conv = roofs.compute_for(f.dtype, op="convolution")
+        alu += f.conv_flops / (conv or compute).rate_at(f.conv_flops)
+        if conv is not None:
+            used.append(conv.name)
     # A kernel that converts computes in the wider type: its arithmetic runs at float32's
     # rate, each conversion at the measured conversion rate.
     arithmetic = "float32" if f.converts else f.dtype
@@ -163,13 +176,14 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     """The facts of one launch of a kernel of the inventory (its loop's trips apart)."""
     by_op = {_op_name(str(op)): float(v) for op, v in (k.get("flops_by_op") or {}).items()}
     dot = sum(v for op, v in by_op.items() if op in DOT_OPS)
+    conv = sum(v for op, v in by_op.items() if op in CONV_OPS)
     converts = by_op.get("convert", 0.0)
     other = max(0.0, float(k.get("flops", 0)) - dot - converts)
     trans = {_op_name(str(op)): float(v)
              for op, v in (k.get("transcendentals_by_op") or {}).items() if v}
     moved = float(k.get("bytes_read", 0)) + float(k.get("bytes_written", 0))
     return Facts(dtype, dot, other, trans, moved, "the kernel's boundary bytes", 1, converts,
-                 written=float(k.get("bytes_written", 0)))
+                 written=float(k.get("bytes_written", 0)), conv_flops=conv)
 
 
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Prediction | None:

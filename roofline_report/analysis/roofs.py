@@ -22,7 +22,9 @@ from roofline_report.model import Kind
 
 @dataclass(frozen=True, slots=True)
 class ComputeRoof:
-    """A compute ceiling in FLOP/s; ``dtype`` None means it applies to any dtype."""
+    """A compute ceiling in FLOP/s; ``dtype`` None means it applies to any dtype. ``op``: the
+    operation it was measured on, ``matmul`` (the roof of matrix products, and the compute roof
+    a roofline draws) or ``convolution`` (measured apart: another library path)."""
 
     name: str
     value: float
@@ -30,6 +32,7 @@ class ComputeRoof:
     kind: Kind
     provenance: str
     precision: str = "default"
+    op: str = "matmul"
     # (flops per call, FLOP/s) of smaller products, ascending: a product's rate grows with its
     # size, so one of a given size runs at the rate measured near it.
     by_flops: tuple[tuple[float, float], ...] = ()
@@ -120,12 +123,13 @@ class RoofSet:
             lower[r.level] = min(lower.get(r.level, r.min_bytes or 0), r.min_bytes or 0)
         return sorted(lower, key=lambda name: lower[name])
 
-    def compute_for(self, dtype: str | None = None) -> ComputeRoof | None:
-        """The roof a ``dtype``'s work runs under: that dtype's at default precision, else a
-        roof for any dtype, else the float32 one; None if the set has no compute roof."""
-        if not self.compute:
+    def compute_for(self, dtype: str | None = None, op: str = "matmul") -> ComputeRoof | None:
+        """The roof a ``dtype``'s ``op`` runs under: that dtype's at default precision, else a
+        roof for any dtype, else the float32 one; None if the set has no roof of ``op``."""
+        roofs = [r for r in self.compute if r.op == op]
+        if not roofs:
             return None
-        ranked = sorted(self.compute, key=lambda r: (r.precision != "default", -r.value))
+        ranked = sorted(roofs, key=lambda r: (r.precision != "default", -r.value))
         for wanted in (dtype, None, "float32"):
             match = next((r for r in ranked if r.dtype == wanted), None)
             if match is not None:
@@ -259,7 +263,8 @@ def measured(ceilings: Mapping[str, Any],
             str(e.get("name", "")), value, str(e.get("dtype")) if e.get("dtype") else None,
             Kind.MEASURED, f"measured: {e.get('name', '')}" + (
                 f" ({e['reason']})" if e.get("reason") else ""),
-            precision=str(e.get("precision", "default")), by_flops=by_flops))
+            precision=str(e.get("precision", "default")), by_flops=by_flops,
+            op=str(e.get("op", "matmul"))))
     found = measured_levels(ceilings) if levels is None else levels
     bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
                                f"measured: working-set sweep, {lv.rule}",
@@ -307,7 +312,9 @@ _PRESET_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf3
 
 
 def spec_sheet(preset: Mapping[str, Any]) -> RoofSet:
-    """A chip's published roofs: a compute roof per dtype, HBM bandwidth."""
+    """A chip's published roofs: a compute roof per dtype, HBM bandwidth; and, where the preset
+    carries one, its kernel launch floor (``launch``, an assumption: kind hypothetical, the
+    preset's note its provenance). A preset without ``launch`` gives a set without floors."""
     compute = []
     for key, q in sorted(preset.get("peaks", {}).items()):
         value = _positive((q or {}).get("value"))
@@ -325,4 +332,11 @@ def spec_sheet(preset: Mapping[str, Any]) -> RoofSet:
     if hbm is not None:
         bandwidth.append(BandwidthRoof(f"{preset['name']} HBM", hbm, "HBM", Kind.SPEC_SHEET,
                                        "spec sheet"))
-    return RoofSet(str(preset["name"]), Kind.SPEC_SHEET, tuple(compute), tuple(bandwidth))
+    floors = []
+    launch = preset.get("launch") or {}
+    seconds = _positive(launch.get("value"))
+    if seconds is not None:
+        floors.append(Floor("launch", seconds, Kind.HYPOTHETICAL,
+                            str(launch.get("note", "")) or "assumed launch floor"))
+    return RoofSet(str(preset["name"]), Kind.SPEC_SHEET, tuple(compute), tuple(bandwidth),
+                   tuple(floors))
