@@ -205,8 +205,11 @@ def _sharding_result(data: dict[str, Any], skips: Skips) -> dict[str, Any]:
 
 
 def measure_workload(w: Workload, *, quick: bool, skips: Skips,
-                     keep_text: bool = True, kernels: bool = True) -> dict[str, Any]:
-    """Lower, compile, check, account and time one workload; each step may fail on its own."""
+                     keep_text: bool = True, kernels: bool = True,
+                     trace: bool = True) -> dict[str, Any]:
+    """Lower, compile, check, account and time one workload; each step may fail on its own.
+    ``kernels``: record the kernel inventory; ``trace``: also time each kernel from a profiler
+    trace and ask JAX's own roofline estimate."""
     record: dict[str, Any] = {
         "name": w.name,
         "title": w.title,
@@ -315,7 +318,8 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     else:
         record["timing"] = {"available": False, "reason": "the workload did not run"}
     if kernels:
-        _measure_kernels(record, w, call, args, program, ran=ran, skips=skips, quick=quick)
+        _measure_kernels(record, w, call, args, program, ran=ran, skips=skips, quick=quick,
+                         trace=trace)
     return record
 
 
@@ -339,9 +343,10 @@ def _arrays_tree(args: tuple[Any, ...], low: lowering.Lowered) -> dict[str, Any]
 
 def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., Any],
                      args: Any, program: Module, *, ran: bool, skips: Skips,
-                     quick: bool) -> None:
-    """The kernel inventory, each kernel timed from a profiler trace, and JAX's own roofline
-    estimate; each may fail on its own (the inventory stays when the trace yields nothing)."""
+                     quick: bool, trace: bool = True) -> None:
+    """The kernel inventory and, with ``trace``, each kernel timed from a profiler trace and
+    JAX's own roofline estimate; each may fail on its own (the inventory stays when the trace
+    yields nothing)."""
     from roofline_report import kernel_timing
     from roofline_report.hlo.kernels import kernel_inventory
 
@@ -352,6 +357,8 @@ def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., An
         record["kernels"] = inventory
     except Exception as exc:
         record["kernels"] = skips.add(f"{label}: kernel inventory", _why(exc))
+    if not trace:
+        return
     if not ran:
         record["kernel_timing"] = {"available": False, "reason": "the workload did not run"}
     elif inventory is not None:
@@ -405,8 +412,10 @@ def _sweep(w: Workload, *, quick: bool, say: Progress, skips: Skips) -> dict[str
     for i in indices:
         dims = {n: w.sweep[n][i] for n in names}
         say(f"sweep {w.title}: {dims}")
+        # The inventory (parsed from the compiled text, no trace) is what the prediction of
+        # each point is built from, as for the catalog's workloads.
         rec = measure_workload(w.with_dims(dims), quick=True, skips=skips, keep_text=False,
-                               kernels=False)
+                               trace=False)
         points.append({
             "dims": dims,
             "analytic": rec.get("analytic"),
@@ -416,6 +425,7 @@ def _sweep(w: Workload, *, quick: bool, say: Progress, skips: Skips) -> dict[str
             "hlo_count": rec.get("hlo_count"),
             "compiled": rec.get("compiled"),
             "xla": rec.get("xla"),
+            "kernels": rec.get("kernels"),
         })
     return {"name": w.name, "title": w.title, "dtype": w.dtype, "parameters": names,
             "points": points}
