@@ -20,6 +20,10 @@ Conventions:
   collective crosses ``scale_out`` (InfiniBand, one port per GPU), where published.
 * Interconnect latencies are assumptions (kind hypothetical): no vendor publishes the per-step
   latency of a collective; each note says where its order of magnitude comes from.
+* The kernel launch floor of a GPU (``Preset.launch``, seconds one kernel launch costs at the
+  least) is an assumption too (kind hypothetical): no vendor publishes it, and its note says
+  where its order of magnitude comes from. TPU presets have none (None): no launch floor is
+  known for those chips.
 
 A dtype a chip does not publish a figure for gives None (:meth:`Preset.peak`), not an error.
 """
@@ -138,6 +142,12 @@ class Preset:
     notes: str
     domain: int | None = None  # chips on the scale-up link (one NVLink node, one TPU pod)
     scale_out: Interconnect | None = None  # the link between domains, where published
+    # Seconds one kernel launch costs at the least (an assumption, kind hypothetical); None
+    # where no launch floor is known for the chip. ``launch_note`` says where its order of
+    # magnitude comes from, ``launch_sources`` cite it.
+    launch: float | None = None
+    launch_note: str = ""
+    launch_sources: tuple[Source, ...] = ()
 
     @property
     def kind(self) -> Kind:
@@ -164,6 +174,19 @@ class Preset:
     def hbm_quantity(self) -> Quantity:
         return Quantity(self.hbm_bandwidth, "B/s", Kind.SPEC_SHEET, self.hbm_note)
 
+    def launch_quantity(self) -> Quantity | None:
+        """The launch floor in seconds, kind hypothetical; None where none is known."""
+        if self.launch is None:
+            return None
+        return Quantity(self.launch, "s", Kind.HYPOTHETICAL, self.launch_note)
+
+    def launch_json(self) -> dict[str, Any] | None:
+        """The launch floor's quantity with its sources; None where none is known."""
+        quantity = self.launch_quantity()
+        if quantity is None:
+            return None
+        return {**quantity.to_json(), "sources": [s.to_json() for s in self.launch_sources]}
+
     def ridge(self, dtype: str = "bf16") -> float | None:
         """Ridge intensity peak/HBM bandwidth in FLOP/byte; None where no peak is published."""
         value = self.peak(dtype)
@@ -182,6 +205,7 @@ class Preset:
             "notes": self.notes,
             "domain": self.domain,
             "scale_out": None if self.scale_out is None else self.scale_out.to_json(),
+            "launch": self.launch_json(),
         }
 
     def link_for(self, devices: int) -> Interconnect | None:
@@ -239,6 +263,17 @@ _ICI_LATENCY = (
 )
 
 
+_CUDA_GRAPHS = Source("NVIDIA Technical Blog, 'Getting Started with CUDA Graphs'",
+                      "https://developer.nvidia.com/blog/cuda-graphs/")
+_GPU_LAUNCH = 2e-6
+_GPU_LAUNCH_NOTE = (
+    "assumed 2 us per kernel launch: NVIDIA publishes no launch cost; its blog 'Getting Started "
+    "with CUDA Graphs' times short kernels launched back to back on a stream at a few "
+    "microseconds per launch, the overhead CUDA Graphs were made to cut; the low end of that "
+    "is taken, so that the floor does not overstate the cost"
+)
+
+
 def _nvlink(name: str, bandwidth: float, source: Source) -> Interconnect:
     return Interconnect(name, bandwidth, "per GPU, both directions", latency=1e-6,
                         latency_note=_NVLINK_LATENCY, sources=(source, _NCCL_TESTS))
@@ -284,6 +319,7 @@ _PRESETS: tuple[Preset, ...] = (
         notes="SXM5 board. Dense peaks; sparse figures are 2x. The PCIe and NVL boards have "
         "lower clocks and bandwidth and are not this preset.",
         domain=8,
+        launch=_GPU_LAUNCH, launch_note=_GPU_LAUNCH_NOTE, launch_sources=(_CUDA_GRAPHS,),
         scale_out=_infiniband("InfiniBand NDR", 400, _DGX_H100),
     ),
     Preset(
@@ -302,6 +338,7 @@ _PRESETS: tuple[Preset, ...] = (
         notes="SXM board; same compute as H100 SXM, more and faster HBM. Dense peaks; sparse "
         "figures are 2x. The H200 NVL (PCIe) board is not this preset.",
         domain=8,
+        launch=_GPU_LAUNCH, launch_note=_GPU_LAUNCH_NOTE, launch_sources=(_CUDA_GRAPHS,),
         scale_out=_infiniband("InfiniBand NDR", 400, _HGX),
     ),
     Preset(
@@ -330,6 +367,7 @@ _PRESETS: tuple[Preset, ...] = (
         notes="SXM4 80 GB board. Dense peaks; sparse figures are 2x. The 40 GB board "
         "(1,555 GB/s) and the PCIe boards are not this preset. No FP8 support.",
         domain=8,
+        launch=_GPU_LAUNCH, launch_note=_GPU_LAUNCH_NOTE, launch_sources=(_CUDA_GRAPHS,),
         scale_out=_infiniband("InfiniBand HDR", 200, _DGX_A100),
     ),
     Preset(
@@ -358,6 +396,7 @@ _PRESETS: tuple[Preset, ...] = (
         notes="HGX B200 (1,000 W configuration), per GPU. Dense peaks; sparse figures are 2x. "
         "GB200 parts run at higher power and publish higher peaks.",
         domain=8,
+        launch=_GPU_LAUNCH, launch_note=_GPU_LAUNCH_NOTE, launch_sources=(_CUDA_GRAPHS,),
         scale_out=_infiniband("InfiniBand NDR", 400, _HGX),
     ),
     Preset(

@@ -19,7 +19,7 @@ from roofline_report import analysis
 from roofline_report import figures as figs
 from roofline_report.analysis import levels as levels_mod
 from roofline_report.analysis import predict, words
-from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.roofs import Floor, RoofSet
 from roofline_report.model import Kind, predicted_seconds
 from roofline_report.report import meta, page, sections
 from roofline_report.report.format import (
@@ -792,21 +792,25 @@ def _preset(preset: Mapping[str, Any] | None, results: Mapping[str, Any]) -> dic
             )
     ic = preset.get("interconnect") or {}
     roof_set = _roof_sets(results).spec_sheet
+    launch = roof_set.floor("launch") if roof_set is not None else None
     placed = []
     for w in results["workloads"] if roof_set is not None else []:
         p = _placement(w, roof_set) if roof_set is not None else None
         if p is None:
             continue
+        roofline, predicted, binding, kind = _spec_prediction(w, p, launch)
         placed.append(
             {
                 "title": w["title"],
                 "intensity": Num(format_intensity(p["intensity"]), Kind.ANALYTIC.value),
                 "roof_name": p["compute"].name,
-                "bound": words.bound(p["intensity"], p["ridge"]),
-                "time": n(p["predicted"], "s", sp),
+                "bound": binding,
+                "roofline": n(roofline, "s", sp),
+                "time": n(predicted, "s", kind),
             }
         )
     default = roof_set.compute_for("float32") if roof_set is not None else None
+    launch_record = preset.get("launch") or {}
     return {
         "available": True,
         "name": preset["name"],
@@ -821,7 +825,46 @@ def _preset(preset: Mapping[str, Any] | None, results: Mapping[str, Any]) -> dic
         "notes": preset.get("notes", ""),
         "roof_label": default.name if default is not None else "",
         "placed": placed,
+        "launch": n(launch.seconds, "s", launch.kind) if launch is not None else None,
+        "launch_note": launch.provenance if launch is not None else "",
+        "launch_sources": [(s_["title"], s_["url"])
+                           for s_ in launch_record.get("sources", [])] if launch else [],
+        "launch_binds": _launch_binds(placed) if launch is not None else "",
     }
+
+
+def _spec_prediction(w: Mapping[str, Any], p: Mapping[str, Any], launch: Floor | None
+                     ) -> tuple[float, float, str, Kind]:
+    """A workload's time on a spec sheet: (the roofline's time max(flops / compute roof,
+    minimum bytes / HBM), the predicted time max(that, launch floor), what binds, the predicted
+    time's kind). The launch binds only where its floor is above the roofline's time; the kind
+    is then the floor's (the weakest input), else spec sheet."""
+    an = w["analytic"]
+    roofline = max(an["flops"] / p["compute"].value, an["minimum_bytes"] / p["memory"].value)
+    if launch is not None and words.relation(launch.seconds, roofline) == "above":
+        return roofline, launch.seconds, "launch", launch.kind
+    return roofline, roofline, words.bound(p["intensity"], p["ridge"]), Kind.SPEC_SHEET
+
+
+def _launch_binds(placed: Sequence[Mapping[str, Any]]) -> str:
+    """How many of the placed workloads the launch floor binds (those whose roofline time is
+    below it), as a sentence; '' when none is placed."""
+    total = len(placed)
+    bound = sum(1 for r in placed if r["bound"] == "launch")
+    if total == 0:
+        return ""
+    if total == 1:
+        return ("The launch floor binds the one workload placed: its roofline time is below it."
+                if bound else "The launch floor does not bind the one workload placed: its "
+                "roofline time is at or above it.")
+    workloads = plural(total, "workload", "workloads")
+    if bound == 0:
+        return f"The launch floor binds none of the {workloads}: no roofline time is below it."
+    if bound == total:
+        return f"The launch floor binds all {workloads}: every roofline time is below it."
+    times = "time is" if bound == 1 else "times are"
+    return (f"The launch floor binds {bound} of the {workloads}, whose roofline {times} below "
+            "it; the others keep their roofline time.")
 
 
 def _sharding(sh: Mapping[str, Any]) -> dict[str, Any]:

@@ -180,6 +180,7 @@ def test_to_json_is_plain_and_complete(preset: Preset) -> None:
         "notes",
         "domain",
         "scale_out",
+        "launch",
     }
     assert data["kind"] == "spec_sheet"
     assert "bf16" in data["peaks"]
@@ -188,6 +189,10 @@ def test_to_json_is_plain_and_complete(preset: Preset) -> None:
         assert quantity["value"] > 0
     assert data["hbm_bandwidth"]["unit"] == "B/s"
     assert data["interconnect"]["bandwidth"]["unit"] == "B/s"
+    if data["launch"] is not None:  # an assumption: kind hypothetical, with its sources
+        assert Quantity.from_json(data["launch"]).kind is Kind.HYPOTHETICAL
+        assert data["launch"]["unit"] == "s" and data["launch"]["sources"]
+    assert (data["launch"] is None) == (preset.vendor == "Google")
     assert data["sources"], "every preset cites a source"
     for source in data["sources"]:
         assert set(source) == {"title", "url"}

@@ -518,7 +518,9 @@ def sweeps(vm: VM) -> Section:
 
 
 def preset(vm: VM) -> Section | None:
-    """The spec-sheet section, or None when the run chose no preset."""
+    """The spec-sheet section, or None when the run chose no preset. Each workload's predicted
+    time there is at least the chip's launch floor where one is known; a chip without one is
+    said to have no launch floor known."""
     pr = vm["preset"]
     if not pr["available"]:
         return None
@@ -526,6 +528,35 @@ def preset(vm: VM) -> Section | None:
     for i, (title, url) in enumerate(pr["sources"]):
         sources += ["; "] if i else []
         sources.append(Link(title, url))
+    launch = pr["launch"]
+    held = ("Each workload is held to the roof of its own dtype (float32 work to the TF32 roof, "
+            "at which jax runs float32 matrix products on NVIDIA GPUs by default; bfloat16 to "
+            "bfloat16's). ")
+    if launch is not None:
+        cited: list[Inline] = []
+        for i, (title, url) in enumerate(pr["launch_sources"]):
+            cited += ["; "] if i else [" ("]
+            cited.append(Link(title, url))
+        cited += [")"] if cited else []
+        floor_line: tuple[Inline, ...] = ("; kernel launch floor ", launch, " (assumed)")
+        times = p(held, "Its predicted time is the largest of flops ÷ that roof, minimum bytes "
+                  "÷ HBM bandwidth and the launch floor, ", launch, ": a program runs at least "
+                  "one kernel, and no kernel finishes sooner than its launch. Where the floor "
+                  "comes from: ", pr["launch_note"], *cited, ". ", pr["launch_binds"])
+        columns: tuple[str, ...] = ("workload", "intensity", "roof", "roofline time", "binds",
+                                    "predicted time on it")
+        rows: list[tuple[Cell, ...]] = [
+            (c(r["title"]), num(r["intensity"]), c(r["roof_name"]), num(r["roofline"]),
+             c(r["bound"]), num(r["time"])) for r in pr["placed"]]
+    else:
+        floor_line = ("; no launch floor known for this chip",)
+        times = p(held, "The times are the roofline's alone (flops ÷ that roof or minimum bytes "
+                  "÷ HBM bandwidth, whichever is larger): no launch floor known for this chip, "
+                  "so they leave out the cost of starting a kernel on it, which its spec sheet "
+                  "does not publish.")
+        columns = ("workload", "intensity", "roof", "bound", "roofline time on it")
+        rows = [(c(r["title"]), num(r["intensity"]), c(r["roof_name"]), c(r["bound"]),
+                 num(r["time"])) for r in pr["placed"]]
     return Section(f"Spec sheet: {pr['name']}", (
         p(f"Published dense figures of a real chip ({pr['chosen']}), not measured here: the "
           "workloads above placed against its roof show where they would be bound on it."),
@@ -533,16 +564,10 @@ def preset(vm: VM) -> Section | None:
               [(c(r["dtype"]), num(r["value"]), num(r["ridge"]), c(r["note"]))
                for r in pr["peaks"]]),
         p("Memory bandwidth ", pr["hbm"], "; interconnect ", pr["interconnect_name"], " ",
-          pr["interconnect"], ".", f" {pr['notes']}" if pr["notes"] else None),
+          pr["interconnect"], *floor_line, ".", f" {pr['notes']}" if pr["notes"] else None),
         *((p("Sources: ", *sources, "."),) if sources else ()),
-        p("Each workload is held to the roof of its own dtype (float32 work to the TF32 roof, "
-          "at which jax runs float32 matrix products on NVIDIA GPUs by default; bfloat16 to "
-          "bfloat16's). The times are the roofline's alone: the spec sheet publishes no launch "
-          "or dispatch cost, which on a real chip adds microseconds to every call, so a time "
-          "far below that says the workload would be bound by the launch, not by this roof."),
-        table(("workload", "intensity", "roof", "bound", "roofline time on it"),
-              [(c(r["title"]), num(r["intensity"]), c(r["roof_name"]), c(r["bound"]),
-                num(r["time"])) for r in pr["placed"]]),
+        times,
+        table(columns, rows),
     ), id="preset")
 
 
