@@ -144,3 +144,12 @@ def test_convolution_flops_go_to_the_convolution_roof() -> None:
     # Without a convolution roof, convolutions run at the matmul rate.
     q = predict.predict_kernel(kernel, "float32", ROOFS)
     assert q is not None and q.terms["alu"] == pytest.approx(3e6 / 100e9)
+
+
+def test_a_dtype_without_a_roof_takes_a_float_roof_never_an_integer_one() -> None:
+    from roofline_report import presets
+    from roofline_report.analysis import roofs as roofs_mod
+
+    tpu = roofs_mod.spec_sheet(presets.get_preset("TPU v5e").to_json())
+    roof = tpu.compute_for("float32")
+    assert roof is not None and roof.dtype == "bfloat16"

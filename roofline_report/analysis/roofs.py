@@ -125,12 +125,14 @@ class RoofSet:
 
     def compute_for(self, dtype: str | None = None, op: str = "matmul") -> ComputeRoof | None:
         """The roof a ``dtype``'s ``op`` runs under: that dtype's at default precision, else a
-        roof for any dtype, else the float32 one; None if the set has no roof of ``op``."""
+        roof for any dtype, else the float32 one, else a 16-bit float's (a TPU runs float32
+        matmuls in bfloat16 passes by default), never an integer or 8-bit roof while a float one
+        exists; None if the set has no roof of ``op``."""
         roofs = [r for r in self.compute if r.op == op]
         if not roofs:
             return None
         ranked = sorted(roofs, key=lambda r: (r.precision != "default", -r.value))
-        for wanted in (dtype, None, "float32"):
+        for wanted in (dtype, None, "float32", "bfloat16", "float16"):
             match = next((r for r in ranked if r.dtype == wanted), None)
             if match is not None:
                 return match
