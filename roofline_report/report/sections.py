@@ -271,7 +271,8 @@ def measured(vm: VM) -> Section:
             p("Kernels of exp, tanh or log, and bfloat16 kernels a backend computes in float32, "
               "are bound by how many of these operations run per second, not by multiply-adds "
               "or bytes. Each rate is measured on an array held in cache, the operation applied "
-              "many times inside one call."),
+              "many times inside one call; multiply-adds as a chain of several per element "
+              "loaded, so that arithmetic, not the cache, bounds them."),
             table(("operation", "rate"),
                   [(c(r["name"]), num(r["value"], " " if r["unstable"] else None,
                                       UNSTABLE if r["unstable"] else None)
@@ -283,12 +284,16 @@ def measured(vm: VM) -> Section:
         body.append(Section("Workloads on the measured roofline", (
             p("Each workload is held to the compute roof of its dtype and the bandwidth roof of "
               "the memory level that holds its minimum traffic. The predicted time is the "
-              "model of the compiled program: max(t_alu, t_mem) + (kernels − 1) × launch + "
-              "dispatch, where t_alu charges matrix-product flops to the matmul roof of the "
-              "dtype, other flops to the measured multiply-add rate and each transcendental to "
-              "its function's rate, and t_mem the bytes the program moves to the bandwidth of "
-              "the level that holds them. A prediction off by more than 50%, or a point above "
-              "its roof, gets the likeliest reason from the evidence."),
+              "model of the compiled program, kernel by kernel: Σ over its kernels of trips × "
+              "max(t_alu, t_mem, launch) + dispatch, where a kernel's t_alu charges "
+              "matrix-product flops to the matmul roof of the dtype at the product's size, "
+              "convolution flops to the convolution roof at theirs, conversions to the "
+              "conversion rate, other flops to the measured multiply-add rate and each "
+              "transcendental to its function's rate, and t_mem the bytes at the kernel's "
+              "boundary to the bandwidth of the memory level that holds them (a program "
+              "without a kernel inventory: the same terms from its totals, plus (kernels − 1) "
+              "× launch). A prediction off by more than 50%, or a point above its roof, gets "
+              "the likeliest reason from the evidence."),
             table(
                 ("workload", "intensity", "achieved", "roof at this intensity", "of roof",
                  "roofs used", "binding (largest term)", "predicted time", "measured time",
