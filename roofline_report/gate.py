@@ -6,7 +6,8 @@ A condition is one of (spaces allowed around the parts, case ignored)::
     roof<-Qpp    its share of the roof fell by more than Q percentage points (share = achieved
                  rate ÷ the run's own measured roof at the workload's intensity)
     topN-new     a kernel is among the workload's N longest kernels in NEW but not in BASE
-                 (needs per-kernel times in both runs; skipped, with a note, where absent)
+                 (read from both runs' profiler traces, ``kernel_timing``; skipped, with a
+                 note, where absent), and outranks BASE's N-th beyond both spreads
 
 The gate is aware of noise: a change counts only when it lies beyond both runs' spread, the
 interquartile range (Q1..Q3) of the timing samples. A slowdown fires when NEW's Q1 is above
@@ -150,31 +151,25 @@ def _roof_at(w: Mapping[str, Any], results: Mapping[str, Any]) -> float | None:
     return roof
 
 
-def top_kernels(w: Mapping[str, Any], count: int) -> list[str] | None:
-    """The names of the workload's ``count`` longest kernels, or None without per-kernel times.
+def _kernel_times(w: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    """The kernels of the workload's profiler trace (``kernel_timing.kernels``), longest first
+    (ties by name), each with its ``total_s`` per call of the program and its quartiles; None
+    for a run without a trace (or whose trace was not available)."""
+    trace = w.get("kernel_timing")
+    if not isinstance(trace, Mapping) or trace.get("available", True) is False:
+        return None
+    kernels = [k for k in trace.get("kernels") or []
+               if isinstance(k, Mapping) and "name" in k
+               and isinstance(k.get("total_s"), int | float)]
+    kernels.sort(key=lambda k: (-float(k["total_s"]), str(k["name"])))
+    return kernels or None
 
-    Reads ``kernels``: a list of records with a ``name`` and a time in seconds (``seconds``, or
-    the median of a ``timing.per_call``), the form per-kernel measurements take in a workload
-    record; a run without them gives None.
-    """
-    kernels = w.get("kernels")
-    if isinstance(kernels, Mapping):
-        kernels = kernels.get("kernels") if kernels.get("available", True) else None
-    if not isinstance(kernels, list) or not kernels:
-        return None
-    timed: list[tuple[float, str]] = []
-    for k in kernels:
-        if not isinstance(k, Mapping) or "name" not in k:
-            continue
-        seconds = k.get("seconds")
-        if seconds is None:
-            seconds = (((k.get("timing") or {}).get("per_call")) or {}).get("median")
-        if isinstance(seconds, int | float):
-            timed.append((float(seconds), str(k["name"])))
-    if not timed:
-        return None
-    timed.sort(key=lambda x: (-x[0], x[1]))
-    return [name for _, name in timed[:count]]
+
+def top_kernels(w: Mapping[str, Any], count: int) -> list[str] | None:
+    """The names of the workload's ``count`` longest kernels, from the per-kernel times a run
+    records from its profiler trace; None without them."""
+    kernels = _kernel_times(w)
+    return None if kernels is None else [str(k["name"]) for k in kernels[:count]]
 
 
 def _time(c: Condition, name: str, title: str, b: Mapping[str, Any],
@@ -236,18 +231,35 @@ def _roof(c: Condition, name: str, title: str, b: Mapping[str, Any], nw: Mapping
 
 def _top(c: Condition, name: str, title: str, b: Mapping[str, Any],
          nw: Mapping[str, Any]) -> Finding | None:
+    """A kernel among NEW's ``count`` longest that is not among BASE's: a regression when it
+    outranks BASE's last one beyond both spreads (its first quartile in NEW above the third
+    quartile of BASE's ``count``-th longest), else noise (near-ties trade places)."""
     count = int(c.threshold)
-    kb, kn = top_kernels(b, count), top_kernels(nw, count)
+    kb, kn = _kernel_times(b), _kernel_times(nw)
     if kb is None or kn is None:
         which = "either run" if kb is None and kn is None else "BASE" if kb is None else "NEW"
         return Finding(name, title, c.text, "skipped", Num(""), Num(""), Num(""),
                        f"no per-kernel times in {which}")
-    new = [k for k in kn if k not in kb]
-    if not new:
+    top_b = [str(k["name"]) for k in kb[:count]]
+    top_n = [str(k["name"]) for k in kn[:count]]
+    entered = [k for k in kn[:count] if str(k["name"]) not in top_b]
+    if not entered:
         return None
-    return Finding(name, title, c.text, "regression", Num(", ".join(kb)), Num(", ".join(kn)),
-                   Num(f"new: {', '.join(new)}"),
-                   f"{', '.join(new)} entered the {count} longest kernels")
+    last_b = kb[:count][-1]
+    bar = float(last_b.get("q3_s", last_b["total_s"]))
+    clear = [k for k in entered if float(k.get("q1_s", k["total_s"])) > bar]
+    names = ", ".join(str(k["name"]) for k in entered)
+    shown = (Num(", ".join(top_b)), Num(", ".join(top_n)), Num(f"new: {names}"))
+    bar_text = n(bar, "s", Kind.MEASURED).text
+    if clear:
+        return Finding(name, title, c.text, "regression", *shown,
+                       f"{', '.join(str(k['name']) for k in clear)} entered the {count} longest "
+                       f"kernels beyond both spreads (NEW's Q1 above the Q3 of BASE's "
+                       f"{count}-th longest, {bar_text})")
+    return Finding(name, title, c.text, "noise", *shown,
+                   f"{names} entered the {count} longest kernels inside the spread (NEW's Q1 "
+                   f"at or below the Q3 of BASE's {count}-th longest, {bar_text}): near-ties "
+                   "trading places, not a regression")
 
 
 def evaluate(conditions: Sequence[Condition], base: Mapping[str, Any],

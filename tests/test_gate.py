@@ -103,7 +103,8 @@ def test_a_slower_run_fails_the_gate(base: str, tmp_path: Path,
     common = md[md.index('<a id="workloads">'):]
     assert common.split("\n| ", 4)[3].startswith('<a id="w-matmul"></a>a @ b')
     assert "[a @ b](#w-matmul)" in md and 'href="#w-matmul"' in html
-    assert "top5-new was not checked: no per-kernel times in either run" in md
+    # Both runs hold the traces a real run records: top5-new was checked and found nothing.
+    assert "top5-new was not checked" not in md
     doc = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
     assert len(doc["gate"]["regressions"]) == 2 and doc["gate"]["conditions"] == [
         "time>10%", "roof<-5pp", "top5-new"]
@@ -162,17 +163,39 @@ def test_the_gate_reads_per_kernel_times_where_they_exist() -> None:
     data = results.load(FIXTURE)
     a = analysis.analyse(data, analysis.assumptions_for(data))
     b = copy.deepcopy(a)
-    kernels = [{"name": f"fusion.{i}", "seconds": 1e-4 * (6 - i)} for i in range(6)]
-    a["workloads"][1]["kernels"] = kernels
-    b["workloads"][1]["kernels"] = [*kernels[:4], {"name": "copy.9", "seconds": 9e-4}]
+    # The form a traced run records: kernel_timing.kernels, each kernel's time per call.
+    def trace(kernels: list[tuple[str, float]]) -> dict[str, object]:
+        return {"available": True, "kernels": [
+            {"name": n, "launches": 1.0, "total_s": t, "per_launch_s": t, "q1_s": t,
+             "q3_s": t, "samples_s": [t]} for n, t in kernels]}
+
+    kernels = [(f"fusion.{i}", 1e-4 * (6 - i)) for i in range(6)]
+    a["workloads"][1]["kernel_timing"] = trace(kernels)
+    b["workloads"][1]["kernel_timing"] = trace([*kernels[:4], ("copy.9", 9e-4)])
+    c = copy.deepcopy(b)  # a near-tie trading places: copy.9 just above BASE's fifth
+    c["workloads"][1]["kernel_timing"] = trace([*kernels[:4], ("copy.9", 2.01e-4)])
+    c["workloads"][1]["kernel_timing"]["kernels"][-1]["q1_s"] = 1.5e-4
+    tied = gate.evaluate([gate.parse("top5-new")], a, c)
+    assert tied.findings[0].status == "noise" and "near-ties" in tied.findings[0].why
+    for w in (*a["workloads"][2:], *b["workloads"][2:]):
+        w["kernel_timing"] = {"available": False, "reason": "not traced"}
     top5 = gate.parse("top5-new")
     found = gate.evaluate([top5], a, b)
     assert [f.status for f in found.findings][:1] == ["regression"]
     assert found.findings[0].name == "matmul" and "copy.9" in found.findings[0].why
-    # Workloads without kernels in one run are skipped with a reason, not silently.
+    # Workloads without kernel times in one run are skipped with a reason, not silently.
     assert all(f.status == "skipped" for f in found.findings[1:]) or not found.findings[1:]
     assert gate.top_kernels(b["workloads"][1], 2) == ["copy.9", "fusion.0"]
     assert gate.top_kernels(b["workloads"][2], 5) is None
+
+
+def test_the_gate_reads_the_traces_a_real_run_records() -> None:
+    data = results.load(FIXTURE)
+    w = next(w for w in data["workloads"] if w["name"] == "softmax")
+    times = {k["name"]: k["total_s"] for k in w["kernel_timing"]["kernels"]}
+    top = gate.top_kernels(w, 2)
+    assert top is not None and len(top) == 2
+    assert times[top[0]] >= times[top[1]] >= max(t for n, t in times.items() if n not in top)
 
 
 # --- bad input: one line, exit 2, nothing written ------------------------------------------
