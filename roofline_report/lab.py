@@ -7,7 +7,13 @@ verdicts. Nothing here predicts or judges; it only measures and counts:
 * times as :meth:`roofline_report.timing.Timing.to_json` records (n enqueued calls per sample);
 * sizes, and what the compiled programs say about themselves: kernel counts and converts
   (:func:`roofline_report.hlo.inspect_compiled`), XLA's flops (``cost_analysis``) and ours
-  (:func:`roofline_report.hlo.count_stablehlo`).
+  (:func:`roofline_report.hlo.count_stablehlo`);
+* the kernel inventory of every compiled program an experiment times
+  (:func:`roofline_report.hlo.kernels.kernel_inventory` of its optimized HLO), under
+  ``programs``: an object by variant (``{"one_array": inventory, "two_arrays": inventory}``),
+  or for a sweep a list aligned with its points; an inventory that cannot be read is recorded
+  ``{"available": False, "reason"}`` and the experiment still runs. The bfloat16 experiments
+  also record each variant's dtype under ``dtypes``.
 
 Each experiment runs on its own: one that fails is recorded ``{"available": False, "reason"}``
 and the others still run.
@@ -24,6 +30,7 @@ from roofline_report import timing
 from roofline_report.ceilings import read_cache_bytes
 from roofline_report.errors import reason
 from roofline_report.hlo import count_stablehlo, inspect_compiled
+from roofline_report.hlo.kernels import kernel_inventory
 
 Progress = Callable[[str], None]
 _REASON_CHARS = 200
@@ -182,6 +189,7 @@ class _Lab:
             "itemsize": 4,
             "one_array": self._time(one, (x,)),
             "two_arrays": self._time(two, (x, w)),
+            "programs": {"one_array": _inventory(one), "two_arrays": _inventory(two)},
         }
 
     def fusion(self) -> dict[str, Any]:
@@ -206,6 +214,7 @@ class _Lab:
             "kernels": {"fused": _kernels(c_fused), "unfused": _kernels(c_unfused)},
             "fused": self._time(c_fused, (a, b)),
             "unfused": self._time(c_unfused, (a, b)),
+            "programs": {"fused": _inventory(c_fused), "unfused": _inventory(c_unfused)},
         }
 
     def bf16_memory(self) -> dict[str, Any]:
@@ -213,11 +222,13 @@ class _Lab:
         import jax
 
         n = self.plan.bf16_elements
-        out: dict[str, Any] = {"elements": n, "converts": {}}
+        out: dict[str, Any] = {"elements": n, "converts": {}, "programs": {}, "dtypes": {}}
         for dtype in ("float32", "bfloat16"):
             x, factor = _full((n,), 1.0, dtype), _full((), -1.0, dtype)
             compiled = jax.jit(lambda x, c: c * x, donate_argnums=0).lower(x, factor).compile()
             out["converts"][dtype] = _inspect(compiled).get("converts")
+            out["programs"][dtype] = _inventory(compiled)
+            out["dtypes"][dtype] = dtype
             out[dtype] = timing.measure(
                 _InPlace(compiled, x, factor).run,
                 samples=self.plan.samples,
@@ -229,11 +240,13 @@ class _Lab:
     def bf16_compute(self) -> dict[str, Any]:
 
         size = self.plan.bf16_matmul
-        out: dict[str, Any] = {"size": size, "converts": {}}
+        out: dict[str, Any] = {"size": size, "converts": {}, "programs": {}, "dtypes": {}}
         for dtype in ("float32", "bfloat16"):
             a, b = _normal((size, size), dtype, 3), _normal((size, size), dtype, 4)
             compiled = _compile(lambda a, b: a @ b, a, b)
             out["converts"][dtype] = _inspect(compiled).get("converts")
+            out["programs"][dtype] = _inventory(compiled)
+            out["dtypes"][dtype] = dtype
             out[dtype] = self._time(compiled, (a, b))
         return out
 
@@ -241,23 +254,23 @@ class _Lab:
 
         d = self.plan.batch_d
         w = _normal((d, d), "float32", 5)
-        batches, times = self._sweep(
+        batches, times, programs = self._sweep(
             self.plan.batches,
             lambda b: (_normal((d, b), "float32", 6),),
             lambda x: _compile(lambda w, x: w @ x, w, x),
             lambda x: (w, x),
         )
-        return {"d": d, "itemsize": 4, "batches": batches, "times": times}
+        return {"d": d, "itemsize": 4, "batches": batches, "times": times, "programs": programs}
 
     def dispatch(self) -> dict[str, Any]:
 
-        sizes, times = self._sweep(
+        sizes, times, programs = self._sweep(
             self.plan.dispatch_sizes,
             lambda n: (_full((n,), 1.0, "float32"),),
             lambda x: _compile(lambda x: 2.0 * x, x),
             lambda x: (x,),
         )
-        return {"itemsize": 4, "sizes": sizes, "times": times}
+        return {"itemsize": 4, "sizes": sizes, "times": times, "programs": programs}
 
     def _sweep(
         self,
@@ -265,21 +278,26 @@ class _Lab:
         make: Callable[[int], tuple[Any, ...]],
         build: Callable[[Any], Any],
         args: Callable[[Any], tuple[Any, ...]],
-    ) -> tuple[list[int], list[dict[str, Any]]]:
-        """Time each sweep point; stop at the first that fails (out of memory, usually) once
-        at least three points are in, else re-raise."""
+    ) -> tuple[list[int], list[dict[str, Any]], list[dict[str, Any]]]:
+        """Time each sweep point and read its program's kernel inventory; stop at the first
+        point that fails (out of memory, usually) once at least three are in, else re-raise.
+        Returns the points done, their timings and their inventories, aligned."""
         done: list[int] = []
         times: list[dict[str, Any]] = []
+        programs: list[dict[str, Any]] = []
         for value in values:
             try:
                 (data,) = make(value)
-                times.append(self._time(build(data), args(data)))
-                done.append(value)
+                compiled = build(data)
+                measured = self._time(compiled, args(data))
             except Exception:
                 if len(done) >= 3:
                     break
                 raise
-        return done, times
+            times.append(measured)
+            programs.append(_inventory(compiled))
+            done.append(value)
+        return done, times, programs
 
     def scan(self) -> dict[str, Any]:
         import jax
@@ -304,6 +322,7 @@ class _Lab:
             "xla_flops": {},
             "our_flops": {},
             "kernels": {},
+            "programs": {},
         }
         for name, fn in (("body", body), ("scan", scanned)):
             lowered = jax.jit(fn).lower(c, x)
@@ -311,6 +330,7 @@ class _Lab:
             out["xla_flops"][name] = _xla_flops(compiled)
             out["our_flops"][name] = _our_flops(lowered)
             out["kernels"][name] = _kernels(compiled)
+            out["programs"][name] = _inventory(compiled)
             out[name] = self._time(compiled, (c, x))
         return out
 
@@ -363,6 +383,15 @@ def _inspect(compiled: Any) -> dict[str, Any]:
         return inspect_compiled(compiled.as_text())
     except Exception:
         return {}
+
+
+def _inventory(compiled: Any) -> dict[str, Any]:
+    """The kernel inventory of a compiled program's optimized HLO (plain JSON), or
+    ``{"available": False, "reason"}`` when it cannot be read."""
+    try:
+        return kernel_inventory(compiled.as_text())
+    except Exception as exc:
+        return {"available": False, "reason": _why(exc)}
 
 
 def _kernels(compiled: Any) -> int | None:

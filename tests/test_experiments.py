@@ -6,14 +6,23 @@ fail), so every expected verdict below is computed, not typed in.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from roofline_report import experiments as ex
 from roofline_report import model
+from roofline_report.analysis.roofs import (
+    BandwidthRoof,
+    ComputeRoof,
+    Floor,
+    RateRoof,
+    RoofSet,
+)
 from roofline_report.errors import InputError
 from roofline_report.model import SEED_BANDWIDTH as BW
 from roofline_report.model import SEED_PEAK_FLOPS as PEAK
@@ -649,3 +658,431 @@ def test_exercises_json_and_inputs() -> None:
     assert a == b
     with pytest.raises(InputError):
         ex.exercises(peak=-1.0, bandwidth=BW, ceilings=None)
+
+
+# ------------------------------------------------------------------- the per-kernel model
+#
+# A hand-built measured roof set and hand-built kernel inventories (the shape of a workload's
+# "kernels" record): every expected time below is written out from the roofs' numbers.
+
+MEAS = model.Kind.MEASURED
+MiB = 1 << 20
+ROOFS = RoofSet(
+    "this machine",
+    MEAS,
+    compute=(
+        ComputeRoof("matmul float32", 100e9, "float32", MEAS, ""),
+        ComputeRoof("matmul bfloat16", 200e9, "bfloat16", MEAS, ""),
+    ),
+    bandwidth=(
+        BandwidthRoof("L2 read-write", 100e9, "L2", MEAS, "", None, MiB),
+        BandwidthRoof("DRAM read-write", 20e9, "DRAM", MEAS, "", MiB, None),
+    ),
+    floors=(
+        Floor("dispatch", 10e-6, MEAS, ""),
+        Floor("dispatch enqueued", 5e-6, MEAS, ""),
+        Floor("launch", 1e-6, MEAS, ""),
+    ),
+    rates=(
+        RateRoof("multiply-add float32", "multiply-add", "float32", 100e9, MEAS, ""),
+        RateRoof("tanh float32", "tanh", "float32", 1e9, MEAS, ""),
+    ),
+)
+BW_L2, BW_DRAM, DOT, FMA, TANH = 100e9, 20e9, 100e9, 100e9, 1e9
+LAUNCH, ENQUEUED = 1e-6, 5e-6
+
+
+def kernel(
+    name: str,
+    *,
+    flops_by_op: dict[str, int] | None = None,
+    trans: dict[str, int] | None = None,
+    read: int = 0,
+    written: int = 0,
+    trips: int = 1,
+    category: str = "elementwise",
+) -> dict[str, Any]:
+    """One kernel of an inventory, as kernel_inventory writes it."""
+    by_op = flops_by_op or {}
+    by_trans = trans or {}
+    return {
+        "name": name, "opcode": "fusion", "category": category, "kind": "kLoop",
+        "fusion_kind": "kLoop", "computation": "main.1", "loop": None if trips == 1 else "while",
+        "trips": trips, "flops": sum(by_op.values()), "transcendentals": sum(by_trans.values()),
+        "bytes_read": read, "bytes_written": written, "read_by_dtype": {"f32": read},
+        "written_by_dtype": {"f32": written}, "flops_by_op": by_op,
+        "transcendentals_by_op": by_trans, "ops": {"fusion": 1}, "uncosted": [],
+        "op_name": f"jit(f)/{name}", "source": None,
+    }
+
+
+def inventory(*kernels: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "module": "jit_f", "kernels": list(kernels), "count": len(kernels),
+        "launches": sum(k["trips"] for k in kernels),
+        "flops": sum(k["flops"] * k["trips"] for k in kernels),
+        "bytes_read": sum(k["bytes_read"] * k["trips"] for k in kernels),
+        "bytes_written": sum(k["bytes_written"] * k["trips"] for k in kernels),
+        "flops_by_op": {}, "transcendentals_by_op": {}, "by_category": {}, "notes": [],
+    }
+
+
+def reduction(n: int, arrays: int) -> dict[str, Any]:
+    """sum(2·x) (one array) or sum(w·x) (two) on n float32 elements: one reduction kernel."""
+    return inventory(kernel("ynn_fusion", flops_by_op={"stablehlo.multiply": n,
+                                                       "stablehlo.reduce": n - 1},
+                            read=4 * n * arrays, written=4, category="reduction"))
+
+
+def matmul(m: int, k: int, n: int, itemsize: int = 4, trips: int = 1) -> dict[str, Any]:
+    return kernel("ynn_fusion", flops_by_op={"stablehlo.dot_general": 2 * m * k * n},
+                  read=itemsize * (m * k + k * n), written=itemsize * m * n, trips=trips,
+                  category="matmul")
+
+
+def tanh_kernel(elements: int, trips: int = 1) -> dict[str, Any]:
+    return kernel("wrapped_tanh", trans={"stablehlo.tanh": elements}, read=4 * elements,
+                  written=4 * elements, trips=trips)
+
+
+def doubled_programs() -> dict[str, Any]:
+    return {"one_array": reduction(N, 1), "two_arrays": reduction(N, 2)}
+
+
+def doubled_by_hand() -> float:
+    # Both read over 1 MiB (DRAM); memory binds: 4N B at 20 GB/s against 2N flops at 100 GFLOP/s.
+    t_one = (4 * N + 4) / BW_DRAM + ENQUEUED
+    t_two = (8 * N + 4) / BW_DRAM + ENQUEUED
+    return t_two / t_one
+
+
+def analyse_with(record: dict[str, Any], exp_id: str, roofs: RoofSet | None = ROOFS,
+                 ceilings: dict[str, Any] | None = None,
+                 cache_bytes: int | None = None) -> dict[str, Any]:
+    raw = {"experiments": {exp_id: record}, "cache_bytes": cache_bytes}
+    out = ex.analyse(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW, roofs=roofs)
+    return {e["id"]: e for e in out}[exp_id]
+
+
+def test_doubled_traffic_per_kernel_ratio_by_hand() -> None:
+    expected = doubled_by_hand()
+    assert expected == pytest.approx(1.9767, abs=1e-4)  # the dispatch floor pulls it under 2
+    rec = analyse_with(ratio_raw("doubled_traffic", expected, programs=doubled_programs()),
+                       "doubled_traffic")
+    assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
+    assert rec["prediction"]["kind"] == "measured"
+    note = rec["prediction"]["note"]
+    assert "the per-kernel model on this machine's measured roofs" in note
+    assert "one array: 1 kernel, bound by memory (DRAM)" in note
+    assert rec["verdict"]["status"] == "held"
+    assert rec["details"]["bound"] == {"one_array": "memory", "two_arrays": "memory"}
+    assert rec["details"]["predicted_seconds"]["one_array"] == pytest.approx(
+        (4 * N + 4) / BW_DRAM + ENQUEUED, rel=1e-12)
+    assert rec["details"]["model"]["two_arrays"]["bandwidth"] == pytest.approx(BW_DRAM)
+    assert rec["details"]["single_roof_reason"] == ""
+
+
+def test_doubled_traffic_reason_compares_with_the_level_the_model_charged() -> None:
+    # Measured 1.0 (one array at 1 ms, 4.19 GB/s): under half the DRAM roof the model charged.
+    rec = analyse_with(ratio_raw("doubled_traffic", 1.0, programs=doubled_programs()),
+                       "doubled_traffic")
+    assert rec["verdict"]["status"] == "failed"
+    assert rec["likely_reason"] == (
+        "the one-array kernel reaches only 4.19 GB/s of the 20 GB/s the model charges for DRAM: "
+        "something other than memory bounds it, so more bytes cost less than proportionally "
+        "more time"
+    )
+    # Arrays the model already placed in L2 (under 1 MiB): a large cache explains nothing more.
+    small = 1 << 16
+    programs = {"one_array": reduction(small, 1), "two_arrays": reduction(small, 2)}
+    raw = ratio_raw("doubled_traffic", 1.0, programs=programs, elements=small)
+    raw["one_array"] = timing_json(4 * small / BW_L2)  # at the L2 roof: not "well below" it
+    raw["two_arrays"] = timing_json(4 * small / BW_L2)
+    cached = analyse_with(raw, "doubled_traffic", cache_bytes=1 << 30)
+    assert cached["details"]["model"]["one_array"]["level"] == "L2"
+    assert cached["verdict"]["status"] == "failed"
+    assert "last-level cache" not in cached["likely_reason"]
+    # The same arrays priced by the single-roof model: the cache is the reason.
+    single = analyse_with(raw, "doubled_traffic", roofs=None, cache_bytes=1 << 30)
+    assert "fit in the last-level cache" in single["likely_reason"]
+
+
+def test_fusion_per_kernel_ratio_by_hand() -> None:
+    m, k, n = FUSION
+    ab, product = 4 * (m * k + k * n), 4 * m * n
+    fused = inventory(kernel("fusion", flops_by_op={"stablehlo.dot_general": 2 * m * k * n},
+                             trans={"stablehlo.tanh": m * n}, read=ab, written=product))
+    unfused = inventory(matmul(m, k, n), tanh_kernel(m * n))
+    # fused: alu 2mkn / 100 GFLOP/s + mn / 1 G tanh/s = 335.5 us + 4194 us, memory 842 us.
+    t_f = 2 * m * k * n / DOT + m * n / TANH + ENQUEUED
+    # unfused: the matmul is memory-bound (842 us), the tanh's 4194 us of tanh bind its kernel.
+    t_u = (ab + product) / BW_DRAM + m * n / TANH + ENQUEUED
+    expected = t_u / t_f
+    rec = analyse_with(
+        ratio_raw("fusion", expected, programs={"fused": fused, "unfused": unfused}), "fusion")
+    assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
+    assert expected == pytest.approx(1.1117, abs=1e-4)  # far under the traffic ratio
+    assert rec["details"]["bound"] == "compute"
+    assert rec["details"]["model_bytes"] == {"fused": ab + product,
+                                             "unfused": ab + 3 * product}
+    assert "move 2.99× the bytes" in rec["prediction"]["note"]
+    assert rec["verdict"]["status"] == "held"
+    far = analyse_with(
+        ratio_raw("fusion", 3.0, programs={"fused": fused, "unfused": unfused}), "fusion")
+    assert far["likely_reason"] == "the fused kernel is compute-bound under the per-kernel model"
+
+
+def bf16_matmul_programs(size: int) -> dict[str, Any]:
+    return {"float32": inventory(matmul(size, size, size, 4)),
+            "bfloat16": inventory(matmul(size, size, size, 2))}
+
+
+def test_bf16_compute_per_kernel_ratio_and_upcast_reason() -> None:
+    size = 1024
+    flops = 2 * size**3
+    # Both compute-bound: 21.5 ms at 100 GFLOP/s against 10.7 ms at 200 GFLOP/s.
+    expected = (flops / 100e9 + ENQUEUED) / (flops / 200e9 + ENQUEUED)
+    programs = bf16_matmul_programs(size)
+    rec = analyse_with(ratio_raw("bf16_compute", expected, programs=programs,
+                                 dtypes={"float32": "float32", "bfloat16": "bfloat16"}),
+                       "bf16_compute")
+    assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
+    assert rec["prediction"]["kind"] == "measured"
+    assert rec["details"]["ceilings"] == {"float32": 100e9, "bfloat16": 200e9}
+    # A bfloat16 roof under float32's: the model predicts a loss, and a slower bfloat16 than
+    # even that is blamed on the rates the model used.
+    slow_roofs = replace(ROOFS, compute=(ROOFS.compute[0],
+                                         ComputeRoof("matmul bfloat16", 80e9, "bfloat16",
+                                                     MEAS, "")))
+    slower = (flops / 100e9 + ENQUEUED) / (flops / 80e9 + ENQUEUED)
+    slow = analyse_with(ratio_raw("bf16_compute", slower / 3, programs=programs),
+                        "bf16_compute", roofs=slow_roofs)
+    assert slow["prediction"]["value"] == pytest.approx(slower, rel=1e-12)
+    assert slow["verdict"]["status"] == "failed"
+    assert (
+        "its measured bfloat16 matmul rate at this size (80 GFLOP/s) is no higher than "
+        "float32's (100 GFLOP/s)" in slow["likely_reason"]
+    )
+
+
+def test_bf16_memory_prices_each_variant_in_its_dtype() -> None:
+    n = N
+    f32 = inventory(kernel("scale", flops_by_op={"stablehlo.multiply": n}, read=4 * n + 4,
+                           written=4 * n))
+    bf16 = inventory(kernel("scale", flops_by_op={"stablehlo.multiply": n,
+                                                  "stablehlo.convert": 2 * n},
+                            read=2 * n + 2, written=2 * n))
+    convert = RateRoof("convert float32", "convert", "float32", 1e9, MEAS, "")
+    roofs = replace(ROOFS, rates=(*ROOFS.rates, convert))
+    # float32: 8N B in DRAM, 420 us; bfloat16: 4N B (210 us) but 2N conversions at 1 G/s and
+    # its multiplies at float32's rate: 2.1 ms + 10.5 us, so conversions bind.
+    t32 = (8 * n + 4) / BW_DRAM + ENQUEUED
+    t16 = 2 * n / 1e9 + n / FMA + ENQUEUED
+    expected = t32 / t16
+    rec = analyse_with(
+        ratio_raw("bf16_memory", expected, programs={"float32": f32, "bfloat16": bf16},
+                  converts={"float32": 0, "bfloat16": 3}),
+        "bf16_memory", roofs=roofs)
+    assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
+    assert rec["details"]["model"]["bfloat16"]["binding"] == "alu"
+    assert "bfloat16: 1 kernel, bound by compute" in rec["prediction"]["note"]
+    assert rec["verdict"]["status"] == "held"
+    # bfloat16 faster than predicted: its converts cannot be the reason.
+    fast = analyse_with(
+        ratio_raw("bf16_memory", 4 * expected, programs={"float32": f32, "bfloat16": bf16},
+                  converts={"float32": 0, "bfloat16": 3}),
+        "bf16_memory", roofs=roofs)
+    assert fast["verdict"]["status"] == "failed"
+    assert "converts" not in fast["likely_reason"]
+
+
+def batching_programs() -> list[dict[str, Any]]:
+    return [inventory(matmul(D, D, b)) for b in BATCHES]
+
+
+def batching_by_hand() -> list[float]:
+    """max(2d²b / 100 GFLOP/s, 4(d² + 2db) B / 20 GB/s) + the enqueued dispatch, per batch."""
+    return [max(2 * D * D * b / DOT, 4 * (D * D + 2 * D * b) / BW_DRAM) + ENQUEUED
+            for b in BATCHES]
+
+
+def test_batching_knee_is_the_fit_of_the_models_times() -> None:
+    hand = batching_by_hand()
+    model_fit = ex.knee_fit(BATCHES, hand)
+    assert model_fit is not None
+    slope = model_fit["slope"]
+    raw = sweep_raw("batching", model_fit["flat"] * 1.3, slope, programs=batching_programs())
+    rec = analyse_with(raw, "batching")
+    assert rec["prediction"]["value"] == pytest.approx(model_fit["knee"], rel=1e-12)
+    assert rec["prediction"]["kind"] == "measured"
+    assert rec["prediction"]["note"].startswith(
+        "knee of the per-kernel model's predicted times over the same sweep points, by the fit "
+        "that gives the measured knee (knee_fit)")
+    assert rec["details"]["model_seconds"] == pytest.approx(hand, rel=1e-12)
+    series = {s["label"]: s for s in rec["details"]["figure"]["series"]}
+    assert series["model"]["y"] == pytest.approx(hand, rel=1e-12)
+    assert series["model"]["kind"] == "measured"
+    assert rec["measurement"]["value"] == pytest.approx(model_fit["knee"] * 1.3)
+    assert rec["verdict"]["status"] == "held"
+    # Not the closed form at the budgets' ridge (which these roofs share: 5 FLOP/B), though
+    # near it: the fit sees the dispatch floor and the discrete batches.
+    closed = ex.batch_ridge(D, model.ridge(PEAK, BW))
+    assert closed is not None and rec["details"]["closed_form_knee"] == pytest.approx(closed)
+    assert rec["prediction"]["value"] != pytest.approx(closed, rel=1e-3)
+    # A flat part 4x the model's: the knee moves right, and the reason says so from the fits.
+    slow = analyse_with(sweep_raw("batching", model_fit["flat"] * 4, slope,
+                                  programs=batching_programs()), "batching")
+    assert slow["verdict"]["status"] == "failed"
+    assert "is higher than the model's" in slow["likely_reason"]
+    assert "the model charges for DRAM" in slow["likely_reason"]
+
+
+def dispatch_programs() -> list[dict[str, Any]]:
+    return [inventory(kernel("multiply", flops_by_op={"stablehlo.multiply": n}, read=4 * n,
+                             written=4 * n)) for n in SIZES]
+
+
+def dispatch_by_hand() -> list[float]:
+    """max(n / 100 GFLOP/s, 8n B at L2's 100 GB/s under 1 MiB else DRAM's 20 GB/s, launch)
+    + the enqueued dispatch, per size."""
+    return [max(n / FMA, 8 * n / (BW_L2 if 8 * n < MiB else BW_DRAM), LAUNCH) + ENQUEUED
+            for n in SIZES]
+
+
+def test_dispatch_knee_is_the_fit_of_the_models_times() -> None:
+    hand = dispatch_by_hand()
+    model_fit = ex.knee_fit(SIZES, hand)
+    assert model_fit is not None
+    raw = sweep_raw("dispatch", model_fit["flat"], model_fit["slope"] * 1.5,
+                    programs=dispatch_programs())
+    rec = analyse_with(raw, "dispatch")
+    assert rec["prediction"]["value"] == pytest.approx(model_fit["knee"], rel=1e-12)
+    assert rec["details"]["model_seconds"] == pytest.approx(hand, rel=1e-12)
+    assert rec["verdict"]["status"] == "held"
+    assert "n=16: 1 kernel, bound by overhead" in rec["prediction"]["note"]
+    assert "bound by memory (DRAM)" in rec["prediction"]["note"]
+    # Costly calls: the flat part against the model's (the enqueued floor and one kernel).
+    costly = analyse_with(sweep_raw("dispatch", model_fit["flat"] * 5, model_fit["slope"],
+                                    programs=dispatch_programs()), "dispatch")
+    assert costly["verdict"]["status"] == "failed"
+    assert "enqueued calls cost" in costly["likely_reason"]
+    assert "above the model's" in costly["likely_reason"]
+    # Roofs without a dispatch floor: the closed form, and the note says why.
+    bare = replace(ROOFS, floors=(Floor("launch", 1e-6, MEAS, ""),))
+    closed = analyse_with(raw, "dispatch", roofs=bare)
+    assert closed["prediction"]["value"] == pytest.approx(
+        ex.dispatch_size(ex.HYPOTHETICAL_DISPATCH_S, BW, 8))
+    assert "single-roof model: the measured roofs hold no dispatch floor" in (
+        closed["prediction"]["note"])
+
+
+def test_scan_per_kernel_ratio_by_hand() -> None:
+    size, steps = 256, 10
+    body = inventory(matmul(size, size, size), tanh_kernel(size * size))
+    copy = kernel("copy", read=4 * size * size, written=4 * size * size,
+                  category="data movement")
+    counter = kernel("wrapped_compare", flops_by_op={"stablehlo.compare": 1}, read=8,
+                     written=1, trips=steps)
+    scanned = inventory(copy, counter, matmul(size, size, size, trips=steps),
+                        tanh_kernel(size * size, trips=steps))
+    dot = 2 * size**3 / DOT  # 335.5 us, over the 7.9 us its 768 KiB take in L2
+    tanh = size * size / TANH  # 65.5 us, over its 5.2 us in L2
+    t_body = dot + tanh + ENQUEUED
+    # The copy moves 512 KiB in L2 (5.2 us); the counter's kernel costs a launch each trip.
+    t_scan = 2 * 4 * size * size / BW_L2 + steps * (LAUNCH + dot + tanh) + ENQUEUED
+    expected = t_scan / t_body
+    rec = analyse_with(ratio_raw("scan", expected, programs={"body": body, "scan": scanned}),
+                       "scan")
+    assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
+    assert "scan: 4 kernels (31 launches), bound by compute" in rec["prediction"]["note"]
+    assert rec["details"]["model"]["scan"]["launches"] == 31
+    assert rec["verdict"]["status"] == "held"
+    slow = analyse_with(ratio_raw("scan", 2 * expected, programs={"body": body,
+                                                                  "scan": scanned}), "scan")
+    assert "per step" in slow["likely_reason"]
+    assert "the model charges its 31 launches at 1 µs each" in slow["likely_reason"]
+
+
+def test_without_roofs_or_inventories_the_single_roof_model_predicts() -> None:
+    predicted = predicted_ratio("doubled_traffic")
+    # Inventories recorded, no measured roofs: the hypothetical budgets, as before.
+    no_roofs = analyse_with(ratio_raw("doubled_traffic", 2.0, programs=doubled_programs()),
+                            "doubled_traffic", roofs=None)
+    assert no_roofs["prediction"]["value"] == pytest.approx(predicted, rel=1e-12)
+    assert no_roofs["prediction"]["kind"] == "hypothetical"
+    assert no_roofs["prediction"]["note"].endswith("; single-roof model: no measured roofs")
+    assert no_roofs["details"]["model"] is None
+    # An old-format record (no "programs") with measured roofs and ceilings: the measured
+    # budgets' prediction, unchanged, and the note says no inventory was recorded.
+    old = analyse_with(ratio_raw("doubled_traffic", 2.0), "doubled_traffic", ceilings=CEILINGS)
+    expected = model.predicted_seconds(2 * N, 8 * N, 150e9, 40e9, 6e-6) / (
+        model.predicted_seconds(2 * N, 4 * N, 150e9, 40e9, 6e-6))
+    assert old["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
+    assert old["prediction"]["kind"] == "measured"
+    assert old["prediction"]["note"].endswith(
+        "single-roof model: no kernel inventory recorded (results saved before the lab "
+        "recorded them)")
+    # One variant's inventory failed: both fall back (a ratio of two models measures neither).
+    broken = {"one_array": reduction(N, 1),
+              "two_arrays": {"available": False, "reason": "unparsable HLO"}}
+    one_missing = analyse_with(ratio_raw("doubled_traffic", 2.0, programs=broken),
+                               "doubled_traffic")
+    assert one_missing["prediction"]["value"] == pytest.approx(predicted, rel=1e-12)
+    assert one_missing["prediction"]["note"].endswith(
+        "single-roof model: the two arrays program: its kernel inventory failed: unparsable HLO")
+    # An incomplete roof set is no roof set.
+    no_bandwidth = replace(ROOFS, bandwidth=())
+    partial = analyse_with(ratio_raw("doubled_traffic", 2.0, programs=doubled_programs()),
+                           "doubled_traffic", roofs=no_bandwidth)
+    assert partial["prediction"]["value"] == pytest.approx(predicted, rel=1e-12)
+    assert "lack a compute or a bandwidth roof" in partial["prediction"]["note"]
+    # A sweep recorded before the lab kept inventories: the closed-form knee.
+    sweep = analyse_with(sweep_raw("batching", 1e-3, 1e-6), "batching")
+    b_star = ex.batch_ridge(D, model.ridge(PEAK, BW))
+    assert sweep["prediction"]["value"] == pytest.approx(b_star)
+    assert sweep["prediction"]["kind"] == "hypothetical"
+
+
+def test_an_inventory_without_kernels_is_not_priced() -> None:
+    programs = {"one_array": inventory(), "two_arrays": reduction(N, 2)}
+    rec = analyse_with(ratio_raw("doubled_traffic", 2.0, programs=programs), "doubled_traffic")
+    assert rec["prediction"]["kind"] == "hypothetical"
+    assert rec["prediction"]["note"].endswith(
+        "the per-kernel model gives no time for the one array program: its inventory lists no "
+        "kernels")
+
+
+@pytest.mark.parametrize(
+    ("exp_id", "programs"),
+    [
+        ("doubled_traffic", []),
+        ("doubled_traffic", {"one_array": 3, "two_arrays": {"kernels": []}}),
+        ("doubled_traffic", {"one_array": {"kernels": {}}}),
+        ("doubled_traffic", {"one_array": inventory(kernel("k", read=-1))}),
+        ("doubled_traffic", {"one_array": inventory({**kernel("k"), "trips": 0})}),
+        ("doubled_traffic", {"one_array": inventory({**kernel("k"), "flops_by_op": {"x": "2"}})}),
+        ("batching", {"b=1": inventory()}),
+        ("batching", [inventory()]),
+    ],
+)
+def test_malformed_inventories_are_rejected(exp_id: str, programs: Any) -> None:
+    raw = (ratio_raw(exp_id, 2.0, programs=programs) if exp_id != "batching"
+           else sweep_raw(exp_id, 1e-3, 1e-6, programs=programs))
+    with pytest.raises(InputError, match="programs"):
+        analyse_with(raw, exp_id)
+
+
+def test_the_package_reexports_what_callers_use() -> None:
+    from roofline_report.experiments import bf16, common, times
+
+    # The package's ``exercises`` is the function; its module stays importable by name.
+    module = importlib.import_module("roofline_report.experiments.exercises")
+    assert ex.exercises is module.exercises
+    assert ex.verdict is common.verdict and ex.knee_fit is common.knee_fit
+    assert ex.Budgets is common.Budgets
+    assert callable(bf16.memory) and callable(bf16.compute)
+    km, why = times.kernel_model(ROOFS, doubled_programs(), dict.fromkeys(
+        ("one_array", "two_arrays"), "float32"))
+    assert km is not None and why == ""
+    assert km.seconds("one_array") == pytest.approx((4 * N + 4) / BW_DRAM + ENQUEUED)
+    assert km.main_memory("one_array") and not km.fresh_roof("one_array")

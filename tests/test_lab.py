@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from roofline_report import experiments, lab
-from roofline_report.model import SEED_BANDWIDTH, SEED_PEAK_FLOPS
+from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, Floor, RoofSet
+from roofline_report.model import SEED_BANDWIDTH, SEED_PEAK_FLOPS, Kind
 from roofline_report.timing import Timing
 
 TINY = lab.LabPlan(
@@ -85,6 +86,87 @@ def test_analyse_gives_a_verdict_for_each_experiment(raw: dict[str, Any]) -> Non
     json.dumps(out, allow_nan=False)
 
 
+VARIANTS = {
+    "doubled_traffic": ("one_array", "two_arrays"),
+    "fusion": ("fused", "unfused"),
+    "bf16_memory": ("float32", "bfloat16"),
+    "bf16_compute": ("float32", "bfloat16"),
+    "scan": ("body", "scan"),
+}
+
+
+def test_every_timed_program_has_its_kernel_inventory(raw: dict[str, Any]) -> None:
+    e = raw["experiments"]
+    for exp_id, variants in VARIANTS.items():
+        programs = e[exp_id]["programs"]
+        assert set(programs) == set(variants), exp_id
+        for v in variants:
+            assert programs[v].get("available", True) is not False, (exp_id, v, programs[v])
+            assert programs[v]["kernels"], (exp_id, v)
+    for exp_id in ("bf16_memory", "bf16_compute"):
+        assert e[exp_id]["dtypes"] == {"float32": "float32", "bfloat16": "bfloat16"}
+    # Sweeps: one inventory per point, aligned with the points.
+    assert len(e["batching"]["programs"]) == len(e["batching"]["batches"])
+    assert len(e["dispatch"]["programs"]) == len(e["dispatch"]["sizes"])
+    for b, inv in zip(e["batching"]["batches"], e["batching"]["programs"], strict=True):
+        dots = sum(k["flops_by_op"].get("stablehlo.dot_general", 0) * k["trips"]
+                   for k in inv["kernels"])
+        assert dots == 2 * TINY.batch_d**2 * b
+    for n, inv in zip(e["dispatch"]["sizes"], e["dispatch"]["programs"], strict=True):
+        assert inv["bytes_written"] == 4 * n  # y = 2·x writes its n float32 results
+    # The scan's loop kernels run once per step.
+    assert max(k["trips"] for k in e["scan"]["programs"]["scan"]["kernels"]) == TINY.scan_steps
+    assert e["scan"]["programs"]["body"]["launches"] == e["scan"]["programs"]["body"]["count"]
+
+
+M = Kind.MEASURED
+ROOFS = RoofSet(
+    "this machine", M,
+    compute=(ComputeRoof("matmul float32", 50e9, "float32", M, ""),),
+    bandwidth=(BandwidthRoof("DRAM read-write", 10e9, "DRAM", M, ""),),
+    floors=(Floor("dispatch enqueued", 5e-6, M, ""), Floor("launch", 1e-6, M, "")),
+)
+
+
+def test_the_per_kernel_model_predicts_every_recorded_experiment(raw: dict[str, Any]) -> None:
+    out = experiments.analyse(raw, ceilings=None, peak=SEED_PEAK_FLOPS,
+                              bandwidth=SEED_BANDWIDTH, roofs=ROOFS)
+    for e in out:
+        assert e["prediction"]["kind"] == "measured", e["id"]
+        assert "the per-kernel model on this machine's measured roofs" in e["prediction"]["note"]
+        assert e["details"]["single_roof_reason"] == ""
+        assert e["verdict"]["status"] in {"held", "failed"}, (e["id"], e["verdict"]["text"])
+        assert (e["likely_reason"] != "") == (e["verdict"]["status"] == "failed")
+    by_id = {e["id"]: e for e in out}
+    # The ratios are ratios of the model's times.
+    doubled = by_id["doubled_traffic"]["details"]
+    assert by_id["doubled_traffic"]["prediction"]["value"] == pytest.approx(
+        doubled["model"]["two_arrays"]["seconds"] / doubled["model"]["one_array"]["seconds"])
+    json.dumps(out, allow_nan=False)
+
+
+def test_an_unreadable_inventory_is_recorded_and_the_experiment_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def fail(_text: str) -> dict[str, Any]:
+        raise ValueError("no HLO today")
+
+    monkeypatch.setattr(lab, "kernel_inventory", fail)
+    record = lab._Lab(TINY, quick=True).doubled_traffic()
+    assert record["programs"] == {
+        "one_array": {"available": False, "reason": "ValueError: no HLO today"},
+        "two_arrays": {"available": False, "reason": "ValueError: no HLO today"},
+    }
+    assert Timing.from_json(record["two_arrays"]).per_call.min > 0
+    out = experiments.analyse({"experiments": {"doubled_traffic": {"available": True, **record}}},
+                              ceilings=None, peak=SEED_PEAK_FLOPS, bandwidth=SEED_BANDWIDTH,
+                              roofs=ROOFS)
+    assert out[0]["prediction"]["kind"] == "hypothetical"
+    assert out[0]["prediction"]["note"].endswith(
+        "single-roof model: the one array program: its kernel inventory failed: "
+        "ValueError: no HLO today")
+
+
 def test_a_failing_experiment_is_recorded_and_the_others_run() -> None:
     broken = replace(TINY, fusion_shape=(-1, 4, 64), batches=(1, 4), dispatch_sizes=(16,))
     raw = lab.run_lab(quick=True, ceilings={"cache_bytes": 12345}, plan=broken)
@@ -94,6 +176,7 @@ def test_a_failing_experiment_is_recorded_and_the_others_run() -> None:
     assert e["doubled_traffic"]["available"] is True
     assert e["scan"]["available"] is True
     assert raw["cache_bytes"] == 12345
+    assert len(e["batching"]["programs"]) == len(e["batching"]["batches"]) == 2
     out = {
         x["id"]: x
         for x in experiments.analyse(

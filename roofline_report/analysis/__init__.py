@@ -153,7 +153,7 @@ def analyse(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any]:
     lab = out.get("lab") or {}
     if lab.get("available", True) and lab.get("experiments"):
         out["experiments"] = experiments.analyse(lab, ceilings=measured_ceilings, peak=a.peak,
-                                                 bandwidth=a.bandwidth)
+                                                 bandwidth=a.bandwidth, roofs=roofs.measured)
         for e in out["experiments"]:
             if e["verdict"]["status"] == "unavailable":
                 skipped.append({"what": f"experiment {e['title']}", "reason": e["verdict"]["text"]})
