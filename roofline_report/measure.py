@@ -28,6 +28,10 @@ from roofline_report.workloads import NoAnalyticModel, Workload, catalog
 Progress = Callable[[str], None]
 TEXT_LIMIT = 40_000  # characters of HLO text kept per workload
 QUICK_SWEEPS = ("matmul", "scale", "attention")  # --quick sweeps these (and user workloads)
+# A sweep point's timing: more, longer samples than --quick's (5 of 5 ms), fewer than a
+# workload's (15 of 30 ms). 5 samples of 5 ms span 25 ms, so one burst of load elsewhere on
+# the machine moved a point's median by 1.5-2x; 9 of 10 ms span 90 ms.
+SWEEP_SAMPLES, SWEEP_MIN_SAMPLE_S = 9, 0.01
 
 
 @dataclass(frozen=True)
@@ -206,10 +210,12 @@ def _sharding_result(data: dict[str, Any], skips: Skips) -> dict[str, Any]:
 
 def measure_workload(w: Workload, *, quick: bool, skips: Skips,
                      keep_text: bool = True, kernels: bool = True,
-                     trace: bool = True) -> dict[str, Any]:
+                     trace: bool = True,
+                     sampling: tuple[int, float] | None = None) -> dict[str, Any]:
     """Lower, compile, check, account and time one workload; each step may fail on its own.
     ``kernels``: record the kernel inventory; ``trace``: also time each kernel from a profiler
-    trace and ask JAX's own roofline estimate."""
+    trace and ask JAX's own roofline estimate; ``sampling``: (samples, seconds per sample) of
+    the timing, instead of those ``quick`` sets."""
     record: dict[str, Any] = {
         "name": w.name,
         "title": w.title,
@@ -310,7 +316,9 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     call = functools.partial(low.compiled, **kwargs) if kwargs else low.compiled
     if ran:
         try:
-            timing_json = timing.time_jitted(call, args, quick=quick).to_json()
+            samples, min_sample = sampling if sampling is not None else (None, None)
+            timing_json = timing.time_jitted(call, args, quick=quick, samples=samples,
+                                             min_sample_seconds=min_sample).to_json()
             timing_json["available"] = True
             record["timing"] = timing_json
         except Exception as exc:
@@ -415,7 +423,8 @@ def _sweep(w: Workload, *, quick: bool, say: Progress, skips: Skips) -> dict[str
         # The inventory (parsed from the compiled text, no trace) is what the prediction of
         # each point is built from, as for the catalog's workloads.
         rec = measure_workload(w.with_dims(dims), quick=True, skips=skips, keep_text=False,
-                               trace=False)
+                               trace=False,
+                               sampling=None if quick else (SWEEP_SAMPLES, SWEEP_MIN_SAMPLE_S))
         points.append({
             "dims": dims,
             "analytic": rec.get("analytic"),
