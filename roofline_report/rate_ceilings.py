@@ -18,6 +18,12 @@ the previous one and none can be hoisted or fused away), so the work per call dw
   would measure the cache's bandwidth instead (2 flops per 8 bytes moved); a chain fused into
   one loop does several per element loaded, so arithmetic, not the cache, bounds it.
 
+* ``reduce``: ``sum(x, axis=-1)`` over float32 rows of :data:`REDUCE_COLUMNS`, once per call,
+  by size (a few KiB to past the last-level cache): a reduction runs through library code whose
+  fixed cost per kernel dominates small arrays and whose streaming rate differs from a copy's,
+  so its rate is measured by size, as a matmul's is. Each point records its time per call
+  (dispatch included: the analysis takes the dispatch floor off) and the elements it reduced.
+
 Rates are operations per second from the fastest sample, as for every ceiling.
 """
 
@@ -33,6 +39,7 @@ from roofline_report.errors import reason
 Progress = Callable[[str], None]
 ELEMENTS = 1 << 16
 FMA_CHAIN = 8  # multiply-adds per element per pass of the multiply-add kernel
+REDUCE_COLUMNS = 1024  # elements per row of the reduction kernel
 OPS_PER_ELEMENT = {"exp": 1, "tanh": 1, "log": 1, "convert": 2, "multiply-add": 2 * FMA_CHAIN}
 
 
@@ -46,13 +53,22 @@ class RatePlan:
     ops_per_call: int
     samples: int
     min_sample_s: float
+    reduce_sizes: tuple[int, ...] = ()  # bytes of the reduction kernel's array; () for none
 
 
 def rate_plan(backend: str, *, quick: bool) -> RatePlan:
     """exp/tanh/log in float32 and bfloat16 and the float32<->bfloat16 conversion; 2^25 (CPU)
-    or 2^30 (accelerators) operations per call. Quick mode: float32 only, a quarter of the
-    operations per call. Pure."""
+    or 2^30 (accelerators) operations per call; the row reduction from 64 KiB to 64 MiB (CPU)
+    or 1 MiB to 1 GiB, by 4. Quick mode: float32 only, a quarter of the operations per call,
+    the reduction by 16. Pure."""
     per_call = (1 << 25) if backend == "cpu" else (1 << 30)
+    first, last = (1 << 16, 1 << 26) if backend == "cpu" else (1 << 20, 1 << 30)
+    step = 16 if quick else 4
+    sizes = []
+    size = first
+    while size <= last:
+        sizes.append(size)
+        size *= step
     return RatePlan(
         transcendentals=("exp", "tanh", "log"),
         dtypes=("float32",) if quick else ("float32", "bfloat16"),
@@ -60,6 +76,7 @@ def rate_plan(backend: str, *, quick: bool) -> RatePlan:
         ops_per_call=per_call // 4 if quick else per_call,
         samples=5 if quick else 7,
         min_sample_s=0.003 if quick else 0.005,
+        reduce_sizes=tuple(sizes),
     )
 
 
@@ -124,9 +141,44 @@ def _entry(op: str, dtype: str, plan: RatePlan) -> dict[str, Any]:
     return entry
 
 
+def _reduce_entry(plan: RatePlan) -> dict[str, Any]:
+    """The row reduction by size (see the module docstring); a size that fails ends the sweep,
+    and the entry is unavailable only when no size worked."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    entry: dict[str, Any] = {
+        "name": "row reduction float32", "op": "reduce", "dtype": "float32", "unit": "1/s",
+        "kind": "measured", "value": None, "available": False, "reason": "",
+        "elements": REDUCE_COLUMNS, "reps": 1, "ops_per_call": REDUCE_COLUMNS, "timing": None,
+        "by_size": [],
+    }
+    compiled_sum = jax.jit(lambda x: jnp.sum(x, axis=-1))
+    for size in plan.reduce_sizes:
+        elements = size // 4
+        try:
+            x = jax.device_put(np.ones((elements // REDUCE_COLUMNS, REDUCE_COLUMNS), np.float32))
+            compiled = compiled_sum.lower(x).compile()
+            measured = timing.time_jitted(compiled, (x,), quick=True, samples=plan.samples,
+                                          min_sample_seconds=plan.min_sample_s)
+        except Exception as exc:
+            entry["reason"] = f"row reduction of {size} B failed: {reason(exc)}"
+            break
+        seconds = measured.per_call.min
+        entry["by_size"].append({"elements": elements, "bytes": size, "seconds": seconds,
+                                 "value": elements / seconds})
+        if entry["value"] is None or elements / seconds > entry["value"]:
+            entry.update(value=elements / seconds, ops_per_call=elements,
+                         timing=measured.to_json())
+    entry["available"] = bool(entry["by_size"])
+    return entry
+
+
 def measure_rates(plan: RatePlan, say: Progress | None = None) -> list[dict[str, Any]]:
-    """One entry per (operation, dtype) and one for the conversion; never raises for a
-    measurement failure (the entry is unavailable with its reason)."""
+    """One entry per (operation, dtype), one for the conversion and one for the row reduction
+    (where the plan has sizes); never raises for a measurement failure (the entry is
+    unavailable with its reason)."""
     tell = say or (lambda _m: None)
     entries = []
     for op in (*plan.transcendentals, "multiply-add"):
@@ -139,4 +191,9 @@ def measure_rates(plan: RatePlan, say: Progress | None = None) -> list[dict[str,
     entries.append(e)
     if e["available"]:
         tell(f"{e['name']}: {e['value'] / 1e9:.3g} G/s")
+    if plan.reduce_sizes:
+        e = _reduce_entry(plan)
+        entries.append(e)
+        if e["available"]:
+            tell(f"{e['name']}: up to {e['value'] / 1e9:.3g} G elements/s")
     return entries

@@ -238,11 +238,22 @@ class WorkingSetSweep(Record):
     kernels: list[SweepKernel]
 
 
+class RateSize(Record):
+    """One size of a rate measured by size: elements per call, bytes, the fastest time per
+    call (dispatch included) and elements ÷ that time."""
+
+    elements: Annotated[int, Field(gt=0)]
+    bytes: Annotated[int, Field(gt=0)]
+    seconds: Pos
+    value: Pos
+
+
 class RateCeiling(Record):
-    """Operations per second of a transcendental function or a dtype conversion."""
+    """Operations per second of a transcendental function, a dtype conversion, elementwise
+    arithmetic, or (by size) a row reduction."""
 
     name: str
-    op: Literal["exp", "tanh", "log", "convert", "multiply-add"]
+    op: Literal["exp", "tanh", "log", "convert", "multiply-add", "reduce"]
     dtype: str
     unit: Literal["1/s"] = "1/s"
     kind: Literal["measured"] = "measured"
@@ -253,6 +264,7 @@ class RateCeiling(Record):
     reps: Annotated[int, Field(ge=1)]
     ops_per_call: Annotated[int, Field(gt=0)]
     timing: Timing | None = None
+    by_size: list[RateSize] = []
 
 
 class LaunchCeiling(Record):

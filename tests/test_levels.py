@@ -142,6 +142,13 @@ def test_tiny_sweep_and_rates_measure() -> None:
         min_sample_s=1e-3))
     assert [r["name"] for r in rates] == ["tanh float32", "multiply-add float32",
                                           "convert float32<->bfloat16"]
+    reduce = rate_ceilings.measure_rates(rate_ceilings.RatePlan(
+        (), ("float32",), elements=1024, ops_per_call=1 << 16, samples=3, min_sample_s=1e-3,
+        reduce_sizes=(1 << 14, 1 << 16)))[-1]
+    assert reduce["op"] == "reduce" and reduce["available"]
+    assert [p["elements"] for p in reduce["by_size"]] == [1 << 12, 1 << 14]
+    assert all(p["value"] == pytest.approx(p["elements"] / p["seconds"])
+               for p in reduce["by_size"])
     assert all(r["available"] and r["value"] > 0 for r in rates)
     assert rates[2]["ops_per_call"] == 2 * 1024 * rates[2]["reps"]
     # The multiply-add kernel chains FMA_CHAIN multiply-adds per element and pass.
@@ -202,3 +209,10 @@ def test_write_new_calls_lose_their_dispatch_and_become_the_levels_roof() -> Non
     assert m.bandwidth_for(4 * MiB) is reduction  # nothing said of writes: the same
     l1 = m.bandwidth_for(8 * KiB, written=4 * KiB)  # no write-new roof there: the fastest
     assert l1 is not None and l1.name == "L1 read-write"
+
+
+def test_rate_plan_sizes_the_reduction_by_backend() -> None:
+    cpu = rate_ceilings.rate_plan("cpu", quick=False).reduce_sizes
+    assert cpu == tuple(1 << b for b in range(16, 27, 2))  # 64 KiB .. 64 MiB by 4
+    assert rate_ceilings.rate_plan("cpu", quick=True).reduce_sizes == (1 << 16, 1 << 20, 1 << 24)
+    assert rate_ceilings.rate_plan("gpu", quick=False).reduce_sizes[0] == 1 << 20

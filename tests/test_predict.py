@@ -153,3 +153,53 @@ def test_a_dtype_without_a_roof_takes_a_float_roof_never_an_integer_one() -> Non
     tpu = roofs_mod.spec_sheet(presets.get_preset("TPU v5e").to_json())
     roof = tpu.compute_for("float32")
     assert roof is not None and roof.dtype == "bfloat16"
+
+
+def test_a_reduction_kernel_runs_at_the_row_reduction_rate_of_its_size() -> None:
+    reduce = RateRoof("row reduction float32", "reduce", "float32", 40e9, M, "",
+                      by_size=((1e4, 1e9), (1e6, 10e9), (1e8, 40e9)))
+    roofs = RoofSet("this machine", M, ROOFS.compute, ROOFS.bandwidth, ROOFS.floors,
+                    (*ROOFS.rates, reduce))
+    # 1e5 float32 elements read: between 1e4 (1 G/s) and 1e6 (10 G/s), halfway in log size.
+    assert reduce.rate_at(1e5) == pytest.approx(5.5e9)
+    assert reduce.rate_at(1e3) == 1e9 and reduce.rate_at(1e9) == 40e9
+    kernel = {"flops": 100_000, "flops_by_op": {"stablehlo.add": 100_000},
+              "bytes_read": 400_000, "bytes_written": 4_000, "read_by_dtype": {"f32": 400_000},
+              "category": "reduction", "trips": 1}
+    p = predict.predict_kernel(kernel, "float32", roofs)
+    assert p is not None
+    # The level's bandwidth would give 404 kB / 100 GB/s = 4.04 us; the reduction rate
+    # 1e5 / 5.5e9 = 18.2 us binds.
+    assert p.terms["memory"] == pytest.approx(1e5 / 5.5e9)
+    assert "row reduction float32" in p.roofs
+    # Not a reduction: the level's bandwidth alone.
+    q = predict.predict_kernel({**kernel, "category": "elementwise"}, "float32", roofs)
+    assert q is not None and q.terms["memory"] == pytest.approx(404_000 / 100e9)
+
+
+def test_a_rate_measured_by_size_loses_the_dispatch_floor() -> None:
+    from roofline_report.analysis import roofs as roofs_mod
+
+    ceilings = {"available": True, "backend": "cpu", "compute": [], "bandwidth": [],
+                "dispatch": {"available": True, "value": 8e-6, "enqueued": 5e-6},
+                "rates": [{"name": "row reduction float32", "op": "reduce", "dtype": "float32",
+                           "available": True, "value": 1e9, "by_size": [
+                               {"elements": 1000, "bytes": 4000, "seconds": 6e-6, "value": 1},
+                               {"elements": 10**6, "bytes": 4 * 10**6, "seconds": 105e-6,
+                                "value": 1}]}]}
+    rate = roofs_mod.measured(ceilings, []).rate_for("reduce", "float32")  # type: ignore[union-attr]
+    # 6 us is under 1.5 dispatches (7.5 us): left out; 1e6 elements in 105 - 5 = 100 us.
+    assert rate is not None and rate.by_size == ((1e6, 1e10),) and rate.value == 1e10
+
+
+def test_a_kernel_computes_in_the_dtype_of_its_operands_not_the_programs() -> None:
+    reduction = {"flops": 1_000_000, "flops_by_op": {"stablehlo.add": 1_000_000},
+                 "bytes_read": 4_000_000, "bytes_written": 4_000,
+                 "read_by_dtype": {"f32": 4_000_000}, "written_by_dtype": {"f32": 4_000},
+                 "category": "elementwise", "trips": 1}
+    # A bfloat16 program's kernel reading float32 (converted before it) runs float32 adds.
+    assert predict.kernel_dtype(reduction, "bfloat16") == "float32"
+    assert predict.kernel_facts(reduction, "bfloat16").dtype == "float32"
+    mixed = {**reduction, "read_by_dtype": {"bf16": 3_000_000, "f32": 1_000}}
+    assert predict.kernel_dtype(mixed, "float32") == "bfloat16"
+    assert predict.kernel_dtype({"read_by_dtype": {"s32": 8}}, "bfloat16") == "bfloat16"

@@ -9,7 +9,8 @@ The model, stated as the report states it::
            + other flops ÷ the elementwise (multiply-add) rate of the dtype (float32's in a
              kernel that converts: it computes in float32)
            + Σ transcendentals of each function ÷ that function's rate in the dtype
-    t_mem  = bytes moved ÷ the bandwidth of the memory level that holds them
+    t_mem  = bytes moved ÷ the bandwidth of the memory level that holds them; for a reduction
+             kernel, at least its elements read ÷ the row-reduction rate at that size
     t      = max(t_alu, t_mem) + (kernels − 1) × launch + dispatch (enqueued, as timed)
 
 * *dot flops* are those of matrix products, *convolution flops* those of convolutions (they run
@@ -57,6 +58,7 @@ class Facts:
     converts: float = 0.0  # elements converted between dtypes (counted apart from flops)
     written: float | None = None  # bytes written to fresh outputs, where known
     conv_flops: float = 0.0  # the part of dot_flops done by convolutions
+    reduced: float = 0.0  # elements a reduction kernel reads (0: not a reduction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +163,11 @@ def predict(f: Facts, roofs: RoofSet) -> Prediction | None:
         alu += count / rate.value
         used.append(rate.name)
     mem = f.bytes / memory.value
+    if f.reduced:
+        reduce = roofs.rate_for("reduce", f.dtype)
+        if reduce is not None:
+            mem = max(mem, f.reduced / reduce.rate_at(f.reduced))
+            used.append(reduce.name)
     launch = roofs.launch or 0.0
     dispatch = roofs.dispatch_enqueued or 0.0  # workloads are timed with calls enqueued
     overhead = (f.kernels - 1) * launch + dispatch
@@ -172,8 +179,25 @@ def predict(f: Facts, roofs: RoofSet) -> Prediction | None:
                       memory.level, tuple(dict.fromkeys(used)), tuple(notes))
 
 
+FLOAT_TYPES = {"f64": "float64", "f32": "float32", "bf16": "bfloat16", "f16": "float16"}
+
+
+def kernel_dtype(k: Mapping[str, Any], program_dtype: str) -> str:
+    """The dtype a kernel computes in: the floating type of most of the bytes it reads (else
+    writes), not the program's: a bfloat16 program on a CPU runs its reductions and matmuls on
+    float32 operands it converted first. The program's dtype where the kernel moves no float."""
+    for by_dtype in (k.get("read_by_dtype") or {}, k.get("written_by_dtype") or {}):
+        floats = {FLOAT_TYPES[t]: float(b) for t, b in by_dtype.items() if t in FLOAT_TYPES}
+        if floats:
+            return max(sorted(floats), key=lambda t: floats[t])
+    return program_dtype
+
+
 def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
-    """The facts of one launch of a kernel of the inventory (its loop's trips apart)."""
+    """The facts of one launch of a kernel of the inventory (its loop's trips apart), in the
+    dtype it computes in (:func:`kernel_dtype`; ``dtype``, the program's, where it moves no
+    float)."""
+    dtype = kernel_dtype(k, dtype)
     by_op = {_op_name(str(op)): float(v) for op, v in (k.get("flops_by_op") or {}).items()}
     dot = sum(v for op, v in by_op.items() if op in DOT_OPS)
     conv = sum(v for op, v in by_op.items() if op in CONV_OPS)
@@ -182,8 +206,22 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     trans = {_op_name(str(op)): float(v)
              for op, v in (k.get("transcendentals_by_op") or {}).items() if v}
     moved = float(k.get("bytes_read", 0)) + float(k.get("bytes_written", 0))
+    reduced = _elements(k.get("read_by_dtype") or {}, float(k.get("bytes_read", 0))) \
+        if k.get("category") == "reduction" else 0.0
     return Facts(dtype, dot, other, trans, moved, "the kernel's boundary bytes", 1, converts,
-                 written=float(k.get("bytes_written", 0)), conv_flops=conv)
+                 written=float(k.get("bytes_written", 0)), conv_flops=conv, reduced=reduced)
+
+
+ITEMSIZE = {"f64": 8, "s64": 8, "u64": 8, "c64": 8, "f32": 4, "s32": 4, "u32": 4, "bf16": 2,
+            "f16": 2, "s16": 2, "u16": 2, "s8": 1, "u8": 1, "pred": 1, "f8e4m3fn": 1,
+            "f8e5m2": 1}
+
+
+def _elements(by_dtype: Mapping[str, Any], total: float) -> float:
+    """Elements in bytes given by HLO element type; a type not listed counts 4 bytes."""
+    if not by_dtype:
+        return total / 4
+    return sum(float(b) / ITEMSIZE.get(str(t), 4) for t, b in by_dtype.items())
 
 
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Prediction | None:

@@ -95,6 +95,23 @@ class RateRoof:
     value: float
     kind: Kind
     provenance: str
+    # (operations per call, operations per second) by size, ascending, where the rate was
+    # measured by size (a row reduction): its rate at a size is interpolated between them.
+    by_size: tuple[tuple[float, float], ...] = ()
+
+    def rate_at(self, ops: float) -> float:
+        """The rate at ``ops`` operations per call: interpolated (in log size) between the
+        sizes measured, the nearest end's beyond them; ``value`` without sizes."""
+        points = self.by_size
+        if not points or ops <= 0:
+            return self.value
+        if ops <= points[0][0]:
+            return points[0][1]
+        for (s0, r0), (s1, r1) in itertools.pairwise(points):
+            if s0 <= ops <= s1:
+                w = (math.log(ops) - math.log(s0)) / (math.log(s1) - math.log(s0))
+                return r0 + w * (r1 - r0)
+        return points[-1][1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,12 +318,38 @@ def measured(ceilings: Mapping[str, Any],
     rates = []
     for e in ceilings.get("rates", []):
         value = _positive(e.get("value")) if e.get("available") else None
-        if value is not None:
-            rates.append(RateRoof(str(e.get("name", "")), str(e.get("op", "")),
-                                  str(e.get("dtype", "")), value, Kind.MEASURED,
-                                  f"measured: {e.get('name', '')}"))
+        if value is None:
+            continue
+        by_size = _net_of_dispatch(e.get("by_size") or [], pipelined)
+        if e.get("by_size") and not by_size:
+            continue  # every size was mostly dispatch: no rate of the kernel itself
+        rates.append(RateRoof(str(e.get("name", "")), str(e.get("op", "")),
+                              str(e.get("dtype", "")),
+                              max((r for _, r in by_size), default=value), Kind.MEASURED,
+                              f"measured: {e.get('name', '')}"
+                              + (", by size, the dispatch floor taken off" if by_size else ""),
+                              by_size=by_size))
     return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
                    tuple(floors), tuple(rates))
+
+
+def _net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: float | None
+                     ) -> tuple[tuple[float, float], ...]:
+    """(elements, elements per second) of a rate measured by size, one call per sample, with
+    the enqueued dispatch floor taken off each call's time; a point under
+    :data:`~roofline_report.analysis.levels.DISPATCH_MARGIN` dispatches is mostly dispatch
+    and left out, as the write-new sweep's are."""
+    out = []
+    for p in points:
+        seconds, elements = _positive(p.get("seconds")), _positive(p.get("elements"))
+        if seconds is None or elements is None:
+            continue
+        if dispatch:
+            if seconds < levels_mod.DISPATCH_MARGIN * dispatch:
+                continue
+            seconds -= dispatch
+        out.append((elements, elements / seconds))
+    return tuple(sorted(out))
 
 
 _PRESET_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32",
