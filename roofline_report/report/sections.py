@@ -272,7 +272,10 @@ def measured(vm: VM) -> Section:
               "are bound by how many of these operations run per second, not by multiply-adds "
               "or bytes. Each rate is measured on an array held in cache, the operation applied "
               "many times inside one call; multiply-adds as a chain of several per element "
-              "loaded, so that arithmetic, not the cache, bounds them."),
+              "loaded, so that arithmetic, not the cache, bounds them. The row reduction "
+              "(sum over rows of 1024 float32) is timed once per call at sizes from a few KiB "
+              "past the last-level cache: its best rate is shown; a reduction kernel is charged "
+              "the rate measured nearest its size, the dispatch floor taken off."),
             table(("operation", "rate"),
                   [(c(r["name"]), num(r["value"], " " if r["unstable"] else None,
                                       UNSTABLE if r["unstable"] else None)
