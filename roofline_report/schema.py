@@ -420,6 +420,7 @@ class KernelRecord(Record):
     uncosted: list[str]
     op_name: str | None
     source: str | None  # path relative to the user's project, with the line
+    in_place: bool = False  # writes a donated argument's buffer, not a fresh output
 
 
 class KernelInventory(Record):

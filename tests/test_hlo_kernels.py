@@ -184,3 +184,49 @@ def test_measure_workload_records_kernels_times_and_jax_estimate() -> None:
     else:
         assert timing["reason"]
     assert record["jax_roofline"]["flops"] == 2 * 256**3  # JAX counts the scan body once
+
+
+DONATED_HLO = """\
+HloModule jit_step, is_scheduled=true, input_output_alias={ {1}: (0, {}, may-alias) }, \
+entry_computation_layout={(f32[1024]{0}, f32[])->(f32[1024]{0}, f32[1024]{0})}
+
+%fused_scale (param_0.1: f32[1024], param_1.1: f32[]) -> f32[1024] {
+  %param_1.1 = f32[] parameter(1)
+  %b.1 = f32[1024]{0} broadcast(%param_1.1), dimensions={}
+  %param_0.1 = f32[1024]{0} parameter(0)
+  ROOT %m.0 = f32[1024]{0} multiply(%b.1, %param_0.1)
+}
+
+%fused_add (param_0.2: f32[1024]) -> f32[1024] {
+  %param_0.2 = f32[1024]{0} parameter(0)
+  %constant.0 = f32[] constant(1)
+  %bc.1 = f32[1024]{0} broadcast(%constant.0), dimensions={}
+  ROOT %a.0 = f32[1024]{0} add(%param_0.2, %bc.1)
+}
+
+ENTRY %main.1 (x.1: f32[1024], s.1: f32[]) -> (f32[1024], f32[1024]) {
+  %x.1 = f32[1024]{0} parameter(0)
+  %s.1 = f32[] parameter(1)
+  %added = f32[1024]{0} fusion(%x.1), kind=kLoop, calls=%fused_add
+  %scaled = f32[1024]{0} fusion(%x.1, %s.1), kind=kLoop, calls=%fused_scale
+  %cast = f32[1024]{0} bitcast(%scaled)
+  ROOT %tuple = (f32[1024]{0}, f32[1024]{0}) tuple(%added, %cast)
+}
+"""
+
+
+def test_a_kernel_writing_a_donated_buffer_is_in_place() -> None:
+    from roofline_report.hlo import parse_module
+
+    module = parse_module(DONATED_HLO)
+    assert module.aliased_outputs == ((1,),)
+    inv = kernel_inventory(module)
+    KernelInventory.model_validate(inv)
+    by_name = {k["name"]: k for k in inv["kernels"]}
+    # Output 1 (through the bitcast) aliases parameter 0: the scaling writes in place.
+    assert by_name["scaled"]["in_place"] is True
+    assert by_name["added"]["in_place"] is False
+    single = DONATED_HLO.replace("{ {1}: (0, {}, may-alias) }", "{ {}: (0, {}, may-alias) }")
+    assert parse_module(single).aliased_outputs == ((),)
+    assert parse_module(DONATED_HLO.replace("input_output_alias={ {1}: (0, {}, may-alias) }, ",
+                                            "")).aliased_outputs == ()

@@ -203,3 +203,18 @@ def test_a_kernel_computes_in_the_dtype_of_its_operands_not_the_programs() -> No
     mixed = {**reduction, "read_by_dtype": {"bf16": 3_000_000, "f32": 1_000}}
     assert predict.kernel_dtype(mixed, "float32") == "bfloat16"
     assert predict.kernel_dtype({"read_by_dtype": {"s32": 8}}, "bfloat16") == "bfloat16"
+
+
+def test_a_kernel_writing_in_place_is_not_charged_the_fresh_output_roof() -> None:
+    fresh = BandwidthRoof("DRAM write-new", 5e9, "DRAM", M, "", 512 * KiB, None)
+    roofs = RoofSet("this machine", M, ROOFS.compute, (*ROOFS.bandwidth, fresh), ROOFS.floors,
+                    ROOFS.rates)
+    kernel = {"flops": 1_000, "flops_by_op": {"stablehlo.multiply": 1_000},
+              "bytes_read": 1 * MiB, "bytes_written": 1 * MiB, "read_by_dtype": {"f32": MiB},
+              "category": "elementwise", "trips": 1}
+    new = predict.predict_kernel(kernel, "float32", roofs)
+    donated = predict.predict_kernel({**kernel, "in_place": True}, "float32", roofs)
+    assert new is not None and donated is not None
+    # A fresh 1 MiB output: the write-new roof (it holds for 2 x 1 MiB); in place: the stream.
+    assert new.terms["memory"] == pytest.approx(2 * MiB / 5e9)
+    assert donated.terms["memory"] == pytest.approx(2 * MiB / 20e9)

@@ -208,8 +208,10 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     moved = float(k.get("bytes_read", 0)) + float(k.get("bytes_written", 0))
     reduced = _elements(k.get("read_by_dtype") or {}, float(k.get("bytes_read", 0))) \
         if k.get("category") == "reduction" else 0.0
+    # A kernel writing a donated argument's buffer writes in place: no fresh output.
+    fresh = 0.0 if k.get("in_place") else float(k.get("bytes_written", 0))
     return Facts(dtype, dot, other, trans, moved, "the kernel's boundary bytes", 1, converts,
-                 written=float(k.get("bytes_written", 0)), conv_flops=conv, reduced=reduced)
+                 written=fresh, conv_flops=conv, reduced=reduced)
 
 
 ITEMSIZE = {"f64": 8, "s64": 8, "u64": 8, "c64": 8, "f32": 4, "s32": 4, "u32": 4, "bf16": 2,

@@ -465,6 +465,9 @@ class Computation:
         return self._by_name.get(name)
 
 
+_ALIAS_ENTRY = re.compile(r"\{([\d,\s]*)\}\s*:\s*\(")
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Module:
     """An HLO module: header attributes, source tables, computations in order."""
@@ -481,6 +484,15 @@ class Module:
     @property
     def entry_computation(self) -> Computation | None:
         return None if self.entry is None else self.computations.get(self.entry)
+
+    @property
+    def aliased_outputs(self) -> tuple[tuple[int, ...], ...]:
+        """The output indices (``()`` for a single output, ``(i,)`` for the i-th of a tuple)
+        that alias a parameter's buffer (``input_output_alias``: donated arguments): those
+        outputs are written in place, into no fresh memory."""
+        text = self.attributes.get("input_output_alias", "")
+        return tuple(tuple(int(i) for i in m.group(1).replace(" ", "").split(",") if i)
+                     for m in _ALIAS_ENTRY.finditer(text))
 
     @property
     def device_count(self) -> int:

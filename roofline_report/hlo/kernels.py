@@ -373,6 +373,8 @@ class _Walk:
     notes: list[str] = field(default_factory=list)
     done_of: dict[tuple[str, str], Instruction] = field(default_factory=dict)
 
+    in_place: frozenset[str] = frozenset()
+
     def computation(self, name: str, trips: int, loop: str | None, stack: frozenset[str]) -> None:
         comp = self.module.computations.get(name)
         if comp is None or name in stack:
@@ -443,7 +445,33 @@ class _Walk:
             "uncosted": sorted(cost.uncosted),
             "op_name": instr.op_name,
             "source": relative_source(instr.source, self.cwd),
+            "in_place": comp.is_entry and instr.name in self.in_place,
         }
+
+
+_PASS_THROUGH = ("bitcast", "get-tuple-element")
+
+
+def in_place_kernels(module: Module) -> frozenset[str]:
+    """The entry instructions whose result is an output aliasing a parameter (a donated
+    argument): they write in place, into memory the program already holds, not a fresh
+    output. Bitcasts and tuple elements are followed to the instruction that writes."""
+    entry = module.entry_computation
+    root = entry.root if entry is not None else None
+    if entry is None or root is None:
+        return frozenset()
+    by_name = {i.name: i for i in entry.instructions}
+    names = set()
+    for index in module.aliased_outputs:
+        instr: Instruction | None = root
+        if index and root.opcode == "tuple":
+            instr = by_name.get(root.operands[index[0]]) if index[0] < len(root.operands) \
+                else None
+        while instr is not None and instr.opcode in _PASS_THROUGH and instr.operands:
+            instr = by_name.get(instr.operands[0])
+        if instr is not None:
+            names.add(instr.name)
+    return frozenset(names)
 
 
 def kernel_inventory(hlo: str | Module, cwd: str | None = None) -> dict[str, Any]:
@@ -452,7 +480,8 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None) -> dict[str, Any
         {"module", "kernels": [{"name", "opcode", "category", "kind", "fusion_kind", "computation",
                       "loop", "trips", "flops", "transcendentals", "bytes_read",
                       "bytes_written", "read_by_dtype", "written_by_dtype", "flops_by_op",
-                      "transcendentals_by_op", "ops", "uncosted", "op_name", "source"}],
+                      "transcendentals_by_op", "ops", "uncosted", "op_name", "source",
+                      "in_place"}],
          "count", "launches", "flops", "transcendentals", "bytes_read", "bytes_written",
          "flops_by_op", "transcendentals_by_op", "by_category": {category: kernels},
          "notes"}
@@ -463,7 +492,7 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None) -> dict[str, Any
     paths (default: the current working directory).
     """
     module = hlo if isinstance(hlo, Module) else parse_module(hlo)
-    walk = _Walk(module, _Coster(module), cwd)
+    walk = _Walk(module, _Coster(module), cwd, in_place=in_place_kernels(module))
     for comp, instr in module.instructions():
         if instr.opcode.endswith("-done") and instr.operands:
             walk.done_of[(comp.name, instr.operands[0])] = instr
