@@ -218,3 +218,15 @@ def test_a_kernel_writing_in_place_is_not_charged_the_fresh_output_roof() -> Non
     # A fresh 1 MiB output: the write-new roof (it holds for 2 x 1 MiB); in place: the stream.
     assert new.terms["memory"] == pytest.approx(2 * MiB / 5e9)
     assert donated.terms["memory"] == pytest.approx(2 * MiB / 20e9)
+
+
+def test_a_program_meets_the_sweeps_roof_not_the_huge_page_streams() -> None:
+    stream = BandwidthRoof("scale stream", 40e9, "DRAM", M, "", 512 * KiB, None)
+    roofs = RoofSet("this machine", M, ROOFS.compute, (*ROOFS.bandwidth, stream))
+    # The roofline's ceiling is the level's fastest; a program is predicted on the sweep's.
+    assert roofs.bandwidth_for(8 * MiB).name == "scale stream"  # type: ignore[union-attr]
+    assert roofs.bandwidth_for(8 * MiB, program=True).name == "scale stream"  # type: ignore[union-attr]
+    swept = BandwidthRoof("DRAM read-write", 25e9, "DRAM", M, "", 512 * KiB, None)
+    both = RoofSet("this machine", M, ROOFS.compute, (*ROOFS.bandwidth, stream, swept))
+    assert both.bandwidth_for(8 * MiB).name == "scale stream"  # type: ignore[union-attr]
+    assert both.bandwidth_for(8 * MiB, program=True).name == "DRAM read-write"  # type: ignore[union-attr]

@@ -125,7 +125,7 @@ def predict(f: Facts, roofs: RoofSet) -> Prediction | None:
     """The model's time for ``f`` under ``roofs``; None when the set has no compute or no
     bandwidth roof."""
     compute = roofs.compute_for(f.dtype)
-    memory = roofs.bandwidth_for(f.bytes, f.written)
+    memory = roofs.bandwidth_for(f.bytes, f.written, program=True)
     if compute is None or memory is None:
         return None
     notes: list[str] = []
