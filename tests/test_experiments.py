@@ -701,16 +701,18 @@ def kernel(
     written: int = 0,
     trips: int = 1,
     category: str = "elementwise",
+    dtype: str = "f32",
 ) -> dict[str, Any]:
-    """One kernel of an inventory, as kernel_inventory writes it."""
+    """One kernel of an inventory, as kernel_inventory writes it (its bytes of HLO type
+    ``dtype``)."""
     by_op = flops_by_op or {}
     by_trans = trans or {}
     return {
         "name": name, "opcode": "fusion", "category": category, "kind": "kLoop",
         "fusion_kind": "kLoop", "computation": "main.1", "loop": None if trips == 1 else "while",
         "trips": trips, "flops": sum(by_op.values()), "transcendentals": sum(by_trans.values()),
-        "bytes_read": read, "bytes_written": written, "read_by_dtype": {"f32": read},
-        "written_by_dtype": {"f32": written}, "flops_by_op": by_op,
+        "bytes_read": read, "bytes_written": written, "read_by_dtype": {dtype: read},
+        "written_by_dtype": {dtype: written}, "flops_by_op": by_op,
         "transcendentals_by_op": by_trans, "ops": {"fusion": 1}, "uncosted": [],
         "op_name": f"jit(f)/{name}", "source": None,
     }
@@ -737,7 +739,7 @@ def reduction(n: int, arrays: int) -> dict[str, Any]:
 def matmul(m: int, k: int, n: int, itemsize: int = 4, trips: int = 1) -> dict[str, Any]:
     return kernel("ynn_fusion", flops_by_op={"stablehlo.dot_general": 2 * m * k * n},
                   read=itemsize * (m * k + k * n), written=itemsize * m * n, trips=trips,
-                  category="matmul")
+                  category="matmul", dtype={4: "f32", 2: "bf16"}[itemsize])
 
 
 def tanh_kernel(elements: int, trips: int = 1) -> dict[str, Any]:
