@@ -274,8 +274,9 @@ def measured(vm: VM) -> Section:
               "many times inside one call; multiply-adds as a chain of several per element "
               "loaded, so that arithmetic, not the cache, bounds them. The row reduction "
               "(sum over rows of 1024 float32) is timed once per call at sizes from a few KiB "
-              "past the last-level cache: its best rate is shown; a reduction kernel is charged "
-              "the rate measured nearest its size, the dispatch floor taken off."),
+              "past the last-level cache: its best rate per call is shown, dispatch included; a "
+              "reduction kernel is charged the rate measured nearest its size, with the "
+              "dispatch floor taken off."),
             table(("operation", "rate"),
                   [(c(r["name"]), num(r["value"], " " if r["unstable"] else None,
                                       UNSTABLE if r["unstable"] else None)
