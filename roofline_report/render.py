@@ -765,10 +765,18 @@ def _sweeps(results: Mapping[str, Any]) -> dict[str, Any]:
                 "error": percent(med, Kind.MEASURED) if med is not None else Num("unknown"),
             }
         )
+    points = [{"title": w["title"], "size": _dims_text(pt["dims"]),
+               "predicted": n(pt["predicted_s"], "s", Kind.MEASURED),
+               "measured": n(pt["measured_s"], "s", Kind.MEASURED),
+               "error": percent(abs(pt["error"]) * pt["predicted_s"] / pt["measured_s"],
+                                Kind.MEASURED),
+               "bound": str(pt["predicted_bound"]), "why": str(pt.get("why", ""))}
+              for w in sm["workloads"] for pt in w["points"]]
     med = sm.get("median_abs_error")
     return {
         "available": True,
         "rows": rows,
+        "point_rows": points,
         "points": str(sm.get("points", 0)),
         "median_error": percent(med, Kind.MEASURED) if med is not None else Num("unknown"),
     }

@@ -166,7 +166,7 @@ def sweep_study(
     dispatch: float,
     *,
     kind: str = Kind.MEASURED.value,
-    predictor: Callable[[Mapping[str, Any], Mapping[str, Any]],
+    predictor: Callable[[Mapping[str, Any], dict[str, Any]],
                         tuple[float, dict[str, float]] | None] | None = None,
 ) -> dict[str, Any]:
     """Predicted against measured time for every sweep point, and where each workload crosses

@@ -230,3 +230,20 @@ def test_a_program_meets_the_sweeps_roof_not_the_huge_page_streams() -> None:
     both = RoofSet("this machine", M, ROOFS.compute, (*ROOFS.bandwidth, stream, swept))
     assert both.bandwidth_for(8 * MiB).name == "scale stream"  # type: ignore[union-attr]
     assert both.bandwidth_for(8 * MiB, program=True).name == "DRAM read-write"  # type: ignore[union-attr]
+
+
+def test_every_sweep_point_off_by_more_than_half_says_why() -> None:
+    from pathlib import Path
+
+    from roofline_report import analysis, render, results
+
+    data = results.load(Path(__file__).parent / "fixtures" / "cpu_results.json")
+    derived = analysis.analyse(data, analysis.assumptions_for(data))
+    points = [pt for w in derived["sweep_model"]["workloads"] for pt in w["points"]]
+    assert points and all("why" in pt for pt in points)
+    for pt in points:
+        off = abs(pt["predicted_s"] - pt["measured_s"]) / pt["measured_s"]
+        if off > 0.5:
+            assert pt["why"], pt
+    md = render.render(data).markdown
+    assert "Every point: predicted against measured, and why they differ" in md

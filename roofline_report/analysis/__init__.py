@@ -149,6 +149,9 @@ def analyse(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any]:
         out["sweep_model"] = study.sweep_study(out["sweeps"], m.peak, m.memory_bandwidth,
                                                m.dispatch or 0.0,
                                                predictor=_sweep_predictor(m))
+        cache = ceilings.get("cache_bytes")
+        _explain_sweeps(out["sweeps"], out["sweep_model"], m, backend,
+                        cache if isinstance(cache, int) else None)
     measured_ceilings = ceilings if ceilings.get("available") else None
     lab = out.get("lab") or {}
     if lab.get("available", True) and lab.get("experiments"):
@@ -214,16 +217,46 @@ def _judge(w: dict[str, Any], roof_set: RoofSet, backend: str, cache_bytes: int 
 
 
 def _sweep_predictor(roof_set: RoofSet) -> Any:
-    def predictor(sweep: Mapping[str, Any], point: Mapping[str, Any]
+    def predictor(sweep: Mapping[str, Any], point: dict[str, Any]
                   ) -> tuple[float, dict[str, float]] | None:
         p = _prediction(point, str(sweep.get("dtype", "float32")), roof_set)
         if p is None:
             return None
+        point["prediction"] = p  # kept for the point's explanation
         t = p["terms"]
         return p["seconds"], {"compute": t["alu"], "memory": t["memory"],
                               "dispatch": t["overhead"]}
 
     return predictor
+
+
+def _explain_sweeps(sweeps: list[dict[str, Any]], model: Mapping[str, Any], roof_set: RoofSet,
+                    backend: str, cache_bytes: int | None) -> None:
+    """Each predicted sweep point's reason, when off by more than half or above its roof, from
+    the evidence of that point (as a workload's): added to the model's point as ``why``."""
+    by_name = {sw.get("name"): sw for sw in sweeps}
+    for row in model.get("workloads", []):
+        sw = by_name.get(row.get("name"))
+        if sw is None:
+            continue
+        raw = {_dims_key(p["dims"]): p for p in sw.get("points", [])}
+        for pt in row.get("points", []):
+            point = raw.get(_dims_key(pt["dims"]))
+            prediction = (point or {}).get("prediction")
+            if point is None or not prediction:
+                pt["why"] = ""
+                continue
+            dtype = str(sw.get("dtype", ""))
+            roof = roof_set.roof_at(pt["flops"], pt["minimum_bytes"], dtype)
+            record = {**point, "dtype": dtype}
+            pt["why"] = explain.explain(prediction, float(pt["measured_s"]), record, backend,
+                                        above_roof=bool(roof and pt["achieved_flops_per_s"] > roof),
+                                        cache_bytes=cache_bytes)
+
+
+def _dims_key(dims: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """A sweep point's dims as a key (the same sizes, in any order)."""
+    return tuple(sorted(dims.items()))
 
 
 def _steps_model(sharding: Mapping[str, Any], a: Assumptions, preset: Mapping[str, Any] | None,

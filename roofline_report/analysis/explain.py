@@ -9,6 +9,8 @@ reason built from the numbers at hand, never silence:
 * **unfused intermediates**: slower, and the compiled program moves at least 1.5× the bytes the
   prediction charged (XLA's bytes accessed against the minimum traffic);
 * **launch-bound**: slower, with many kernels for the work, the overhead term the largest;
+* **dispatch-bound**: faster than the overhead term alone (dispatch and launches), which the
+  prediction takes from separate measurements of the floor: the floor itself moved;
 * **conversions**: slower, a bfloat16 program on a CPU that computes in float32;
 * **loop**: the program runs a loop, whose bodies may not overlap as the model assumes;
 * otherwise **unknown**, with the direction of the miss.
@@ -20,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from roofline_report.report.format import percent_text
+from roofline_report.units import format_si
 
 OFF = 0.5
 
@@ -52,6 +55,11 @@ def explain(prediction: Mapping[str, Any], measured: float, record: Mapping[str,
     if slower and kernels > 1 and terms and max(terms, key=lambda k: terms[k]) == "overhead":
         reasons.append(f"launch-bound: {kernels} kernels, each with a cost the model takes from "
                        "one measured chain")
+    overhead = float(terms.get("overhead", 0.0)) if terms else 0.0
+    if not slower and overhead and measured < overhead:
+        reasons.append(f"dispatch-bound: the call took {format_si(measured, 's')}, under the "
+                       f"{format_si(overhead, 's')} of dispatch and launches the model takes "
+                       "from its own measurements of the floor, which moved between them")
     if slower and backend == "cpu" and record.get("dtype") == "bfloat16":
         reasons.append("conversions: the CPU computes bfloat16 in float32, converting every "
                        "operand and result")

@@ -509,16 +509,21 @@ def sweeps(vm: VM) -> Section:
     else:
         body += [
             p("Each workload at growing sizes. The model of the compiled program predicts each "
-              "point's time from this machine's measured roofs (max(t_alu, t_mem) + launches + "
-              "dispatch, as in the measured section); the predicted crossing is the first size "
-              "where the compute term "
-              "is the largest, the observed one the first size whose measured time is closest to "
-              f"the compute term. Over {plural(sw['points'], 'point', 'points')} the median "
-              "prediction error is ", sw["median_error"], "."),
+              "point's time from this machine's measured roofs, kernel by kernel as in the "
+              "measured section; the predicted crossing is the first size where the compute "
+              "term is the largest, the observed one the first size whose measured time is "
+              f"closest to the compute term. Over {plural(sw['points'], 'point', 'points')} "
+              "the median prediction error is ", sw["median_error"], "."),
             table(("workload", "points", "crosses the ridge: predicted", "observed",
                    "median error"),
                   [(c(r["title"]), num(Num(r["points"])), c(r["predicted"]), c(r["observed"]),
                     num(r["error"])) for r in sw["rows"]]),
+            Details(("Every point: predicted against measured, and why they differ",), (
+                table(("workload", "size", "predicted time", "measured time", "error",
+                       "binding (largest term)", "why they differ"),
+                      [(c(r["title"]), c(r["size"]), num(r["predicted"]), num(r["measured"]),
+                        num(r["error"]), c(r["bound"]), c(r["why"]))
+                       for r in sw["point_rows"]]),)),
             *_optional_figure(vm, "sweep_roofline"),
             *_optional_figure(vm, "sweep_prediction"),
         ]
