@@ -267,7 +267,7 @@ _CUDA_GRAPHS = Source("NVIDIA Technical Blog, 'Getting Started with CUDA Graphs'
                       "https://developer.nvidia.com/blog/cuda-graphs/")
 _GPU_LAUNCH = 2e-6
 _GPU_LAUNCH_NOTE = (
-    "assumed 2 us per kernel launch: NVIDIA publishes no launch cost; its blog 'Getting Started "
+    "assumed 2 µs per kernel launch: NVIDIA publishes no launch cost; its blog 'Getting Started "
     "with CUDA Graphs' times short kernels launched back to back on a stream at a few "
     "microseconds per launch, the overhead CUDA Graphs were made to cut; the low end of that "
     "is taken, so that the floor does not overstate the cost"
