@@ -232,7 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ref is not None:
         passes.append(_reference_pass(ref, plan))
 
-    f32 = next(e for e in project["compute"] if e["dtype"] == "float32")
+    matmuls = [e for e in project["compute"] if e.get("op", "matmul") == "matmul"]
+    f32 = next(e for e in matmuls if e["dtype"] == "float32")
     compute_key = f"float32 {f32['size']}"
     compute_refs = [p["compute"][compute_key] for p in passes if compute_key in p["compute"]]
     compute_ref = _mean(compute_refs) if compute_refs else None
@@ -251,6 +252,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(f"{'quantity':<28}{'project':>16}{'reference 1':>16}{'reference 2':>16}{'ratio':>8}")
     for entry in project["compute"]:
+        if entry.get("op", "matmul") != "matmul":  # no NumPy or torch reference for it
+            print(f"{entry['name'] + ' ' + str(entry['size']):<28}"
+                  f"{_fmt(entry['value'], 'FLOP/s'):>16}")
+            continue
         key = f"{entry['dtype']} {entry['size']}"
         refs = [p["compute"].get(key) for p in passes]
         mean = _mean([r for r in refs if r is not None]) if any(refs) else None
