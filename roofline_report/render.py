@@ -150,10 +150,12 @@ def _kernel_view(w: Mapping[str, Any], roof_set: RoofSet, index: int) -> dict[st
                              Kind.ANALYTIC.value),
             "achieved": n(r["achieved"], "FLOP/s", Kind.MEASURED) if r["achieved"]
             else Num("—"),
-            "fraction": percent(r["fraction"], Kind.MEASURED),
+            # Held to assumed budgets, a share of roof, a prediction and its error are as
+            # hypothetical as the budgets; to this machine's roofs, measured.
+            "fraction": percent(r["fraction"], roof_set.kind),
             "binding": str(r["binding"] or "unknown"),
-            "predicted": n(r.get("predicted"), "s", Kind.MEASURED),
-            "error": percent(r.get("error"), Kind.MEASURED),
+            "predicted": n(r.get("predicted"), "s", roof_set.kind),
+            "error": percent(r.get("error"), roof_set.kind),
         })
     rest = kv["rows"][KERNEL_ROWS:]
     more = ""
@@ -201,7 +203,12 @@ def _kernel_view(w: Mapping[str, Any], roof_set: RoofSet, index: int) -> dict[st
         "title": str(w["title"]), "user": bool(w.get("user")),
         "summary": (f"{plural(kv['count'], 'kernel', 'kernels')}, "
                     f"{plural(kv['launches'], 'launch', 'launches')} per call; roofs: "
-                    f"{kv['roofs'] or 'none'}."),
+                    f"{kv['roofs'] or 'none'}."
+                    + ("" if roof_set.kind is Kind.MEASURED else
+                       " This run measured no ceilings of this machine, so the kernels are held "
+                       "to the assumed budgets, without a launch cost; their predictions are as "
+                       "hypothetical as the budgets (roofline_report.analyze(..., ceilings=True)"
+                       " or a run of generate.py measures them).")),
         "coverage": coverage,
         "unavailable": "" if timing else f"Per-kernel times not available: {kv['timing_reason']}.",
         "rows": rows, "more": more, "categories": categories,

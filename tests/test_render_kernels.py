@@ -74,3 +74,22 @@ def test_gpu_shaped_trace_renders(with_kernels: dict[str, Any]) -> None:
     out = render.render(data)
     assert "custom-call.1" in out.markdown and "model.py:12" in out.markdown
     assert any(name.startswith("kernels_") for name in out.figures)
+
+
+def test_kernels_held_to_assumed_budgets_are_marked_hypothetical(
+        with_kernels: dict[str, Any]) -> None:
+    import copy
+
+    data = copy.deepcopy(with_kernels)
+    data["ceilings"] = {"available": False, "reason": "not asked for"}
+    md = render.render(data).markdown
+    section = md[md.index('<a id="kernels">'):]
+    section = section[:section.index("\n## ")]
+    assert "This run measured no ceilings of this machine" in section
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert rows
+    for row in rows:  # predicted and error: the last two numeric columns before the kind
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[-3].endswith("`H`") and cells[-2].endswith("`H`"), row
+    measured = render.render(with_kernels).markdown
+    assert "This run measured no ceilings of this machine" not in measured

@@ -418,7 +418,8 @@ def kernels(vm: VM) -> Section | None:
         "binding says which roof the kernel's work and bytes meet first, launch when its work "
         "is below the shortest launch of the program. Predicted: launches × max(the kernel's "
         "roofline time per launch, the measured launch cost), its roofline time from its own "
-        "flops, transcendentals and boundary bytes under the roofs of this machine.")]
+        "flops, transcendentals and boundary bytes under the roofs named below each program "
+        "(this machine's where this run measured them).")]
     for i, k in enumerate(views):
         sub = _kernel_workload(vm, k)
         body.append(sub if i == 0 or k["user"] else Details((k["title"],), (sub,)))
