@@ -56,3 +56,24 @@ def test_faster_than_the_dispatch_floor_is_said_so() -> None:
     assert why.startswith("dispatch-bound: the call took 5.5 µs, under the 8 µs of dispatch")
     # Faster than predicted but above the overhead: no such claim.
     assert "dispatch-bound" not in explain(_prediction(100e-6), 30e-6, _record(), "cpu")
+
+
+def test_the_kernels_behind_most_of_a_miss_are_named() -> None:
+    rows = [{"name": "wrapped_reduce-window", "category": "reduction", "seconds": 2.7e-3,
+             "predicted": 0.2e-3},
+            {"name": "copy_fusion", "category": "data movement", "seconds": 0.8e-3,
+             "predicted": 0.01e-3},
+            {"name": "ynn_fusion", "category": "matmul", "seconds": 0.3e-3, "predicted": 0.3e-3},
+            {"name": "untimed", "category": "elementwise", "seconds": None, "predicted": 1e-6}]
+    record = _record(kernel_view={"rows": rows})
+    why = explain(_prediction(1e-3), 4e-3, record, "cpu")
+    assert why.startswith("slow kernels: wrapped_reduce-window (reduction, 2.7 ms against "
+                          "200 µs predicted), copy_fusion (data movement, 800 µs against "
+                          "10 µs predicted) account for 100% of the time")
+    # Spread over many kernels, none a few of which explains half: not named.
+    even = [{"name": f"k{i}", "category": "elementwise", "seconds": 2e-4, "predicted": 1e-4}
+            for i in range(10)]
+    assert "slow kernels" not in explain(_prediction(1e-3), 4e-3,
+                                         _record(kernel_view={"rows": even}), "cpu")
+    # Faster than predicted: the kernels are not blamed.
+    assert "slow kernels" not in explain(_prediction(4e-3), 1e-3, record, "cpu")

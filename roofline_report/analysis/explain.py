@@ -3,6 +3,9 @@
 A point above its roof, or a prediction off by more than :data:`OFF` of the measured time, gets a
 reason built from the numbers at hand, never silence:
 
+* **slow kernels**: slower, and the profiler trace shows a few kernels (at most
+  :data:`NAMED_KERNELS`) that account for most of the gap between their measured and predicted
+  times: they run far below their roofs (a code path slower than the roofs it was held to);
 * **unstable**: the measurement's spread (IQR ÷ median) is over 10%, so the median itself moves;
 * **cache level**: faster than predicted while the bytes were charged to main memory, although
   they would fit the last-level cache;
@@ -25,6 +28,7 @@ from roofline_report.report.format import percent_text
 from roofline_report.units import format_si
 
 OFF = 0.5
+NAMED_KERNELS = 3  # at most this many kernels are named as the cause of a miss
 
 
 def explain(prediction: Mapping[str, Any], measured: float, record: Mapping[str, Any],
@@ -38,6 +42,8 @@ def explain(prediction: Mapping[str, Any], measured: float, record: Mapping[str,
         return ""
     slower = measured > predicted
     reasons: list[str] = []
+    if slower:
+        reasons += _slow_kernels(record)
     timing = (record.get("timing") or {}).get("per_call") or {}
     if timing.get("unstable"):
         reasons.append(f"unstable: the timing's spread is {percent_text(timing.get('spread'))}")
@@ -70,3 +76,22 @@ def explain(prediction: Mapping[str, Any], measured: float, record: Mapping[str,
         direction = "slower" if slower else "faster"
         reasons.append(f"unknown: {direction} than predicted, with no evidence of a cause here")
     return "; ".join(reasons)
+
+
+def _slow_kernels(record: Mapping[str, Any]) -> list[str]:
+    """The few kernels of the trace behind most of the time the model did not predict, or
+    nothing without per-kernel times or when no few of them explain half the gap."""
+    rows = (record.get("kernel_view") or {}).get("rows") or []
+    timed = [r for r in rows if r.get("seconds") is not None and r.get("predicted") is not None]
+    gaps = sorted(((float(r["seconds"]) - float(r["predicted"]), r) for r in timed),
+                  key=lambda g: (-g[0], str(g[1].get("name"))))
+    total = sum(g for g, _ in gaps if g > 0)
+    named = [(g, r) for g, r in gaps[:NAMED_KERNELS] if g > 0]
+    share = sum(g for g, _ in named) / total if total > 0 else 0.0
+    if not named or share < 0.5:
+        return []
+    parts = ", ".join(
+        f"{r['name']} ({r.get('category', 'kernel')}, {format_si(float(r['seconds']), 's')} "
+        f"against {format_si(float(r['predicted']), 's')} predicted)" for _, r in named)
+    return [f"slow kernels: {parts} account for {percent_text(share)} of the time the kernels "
+            "took beyond their predictions: they run far below their roofs"]
