@@ -77,3 +77,10 @@ def test_the_kernels_behind_most_of_a_miss_are_named() -> None:
                                          _record(kernel_view={"rows": even}), "cpu")
     # Faster than predicted: the kernels are not blamed.
     assert "slow kernels" not in explain(_prediction(4e-3), 1e-3, record, "cpu")
+
+
+def test_a_point_above_its_roof_says_so_first() -> None:
+    why = explain(_prediction(100e-6), 110e-6, _record(), "cpu", above_roof=True)
+    assert why.startswith("above its roof: ") and "unknown" not in why  # within 50%
+    off = explain(_prediction(100e-6), 300e-6, _record(), "cpu", above_roof=True)
+    assert off.startswith("above its roof: ") and "; unknown: slower" in off

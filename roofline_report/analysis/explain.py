@@ -16,7 +16,9 @@ reason built from the numbers at hand, never silence:
   prediction takes from separate measurements of the floor: the floor itself moved;
 * **conversions**: slower, a bfloat16 program on a CPU that computes in float32;
 * **loop**: the program runs a loop, whose bodies may not overlap as the model assumes;
-* otherwise **unknown**, with the direction of the miss.
+* otherwise **unknown**, with the direction of the miss;
+
+and a point above its roof says so first (**above its roof**).
 """
 
 from __future__ import annotations
@@ -72,9 +74,13 @@ def explain(prediction: Mapping[str, Any], measured: float, record: Mapping[str,
     if (record.get("compiled") or {}).get("while_loops"):
         reasons.append("loop: its iterations run one after the other, each with its own "
                        "launches")
-    if not reasons:
+    if not reasons and error > OFF:
         direction = "slower" if slower else "faster"
         reasons.append(f"unknown: {direction} than predicted, with no evidence of a cause here")
+    if above_roof:
+        # Said first: the point is above the roof it is drawn under, whatever else is off.
+        reasons.insert(0, "above its roof: it ran faster than the roofline at its intensity "
+                          "allows (a roof measured lower than this program met)")
     return "; ".join(reasons)
 
 
