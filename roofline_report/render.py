@@ -212,42 +212,55 @@ def _kernel_view(w: Mapping[str, Any], roof_set: RoofSet, index: int) -> dict[st
         "coverage": coverage,
         "unavailable": "" if timing else f"Per-kernel times not available: {kv['timing_reason']}.",
         "rows": rows, "more": more, "categories": categories,
-        "opportunities": [_opportunity(o) for o in kv["opportunities"]],
+        "opportunities": [_opportunity(o, roof_set.kind) for o in kv["opportunities"]],
         "reconciliation": _kernel_reconciliation(kv["reconciliation"]),
         "figure": name if figure_out is not None else None, "figure_out": figure_out,
     }
 
 
-def _opportunity(o: Mapping[str, Any]) -> str:
-    share = percent_text(o.get("share"))
+def _opportunity(o: Mapping[str, Any], roofs: Kind) -> tuple[str | Num, ...]:
+    """One opportunity as inline parts, each number with its kind (``roofs``: the kind of the
+    roofs the kernels are held to)."""
+    share = percent(o.get("share"), Kind.MEASURED)
     if o["what"] == "launch-bound":
-        return (f"{plural(o['kernels'], 'launch-bound kernel takes', 'launch-bound kernels take')}"
-                f" {share} of the summed kernel time: each does less work than one launch's "
-                "fixed cost, so fusing it into a neighbour removes that time.")
+        return (plural(o["kernels"], "launch-bound kernel takes", "launch-bound kernels take")
+                + " ", share, " of the summed kernel time: each does less work than one "
+                "launch's fixed cost, so fusing it into a neighbour removes that time.")
     if o["what"] == "data movement":
-        return (f"Copies, transposes and other data movement take {share} of the summed kernel "
-                f"time ({plural(o['kernels'], 'kernel', 'kernels')}, "
-                f"{format_si(o['bytes'], 'B')} per call moved, no arithmetic).")
+        return ("Copies, transposes and other data movement take ", share, " of the summed "
+                f"kernel time ({plural(o['kernels'], 'kernel', 'kernels')}, ",
+                n(o["bytes"], "B", Kind.ANALYTIC), " per call moved, no arithmetic).")
     if o["what"] == "furthest below its roof":
-        return (f"{o['kernel']} is the kernel furthest below its roof: "
-                f"{percent_text(o['fraction'])} of its {o['binding']} roof, {share} of the "
-                "summed kernel time.")
-    return f"The largest kernel, {o['kernel']} ({o['category']}), takes {share} of the time."
+        return (f"{o['kernel']} is the kernel furthest below its roof: ",
+                percent(o["fraction"], roofs), f" of its {o['binding']} roof, ", share,
+                " of the summed kernel time.")
+    return (f"The largest kernel, {o['kernel']} ({o['category']}), takes ", share,
+            " of the time.")
 
 
-def _kernel_reconciliation(r: Mapping[str, Any]) -> str:
+def _kernel_reconciliation(r: Mapping[str, Any]) -> tuple[str | Num, ...]:
+    """The kernels' flops against our program count, as inline parts (counts: analytic)."""
+    a = Kind.ANALYTIC
     flops = r["flops"]
     if flops["program"] is None:
-        return "No program count to reconcile the kernel sum with."
+        return ("No program count to reconcile the kernel sum with.",)
     if flops["equal"] and r["transcendentals"]["equal"] and not r["rewrites"]:
-        return (f"The kernels' flops sum to {flops['kernels']:,}, equal to our program count.")
-    parts = [f"{x['cause']} ({x['amount']:+,} {x['quantity']})" for x in r["rewrites"]]
-    text = (f"The kernels' flops sum to {flops['kernels']:,}, our program count is "
-            f"{flops['program']:,}; the compiler's rewrites: " + "; ".join(parts) + ".")
-    left = [f"{q} {v:+,}" for q, v in r["unexplained"].items() if v]
+        return ("The kernels' flops sum to ", count(flops["kernels"], a),
+                ", equal to our program count.")
+    parts: list[str | Num] = ["The kernels' flops sum to ", count(flops["kernels"], a),
+                              ", our program count is ", count(flops["program"], a),
+                              "; the compiler's rewrites: "]
+    for i, x in enumerate(r["rewrites"]):
+        parts += ["; " if i else "", f"{x['cause']} (",
+                  Num(f"{x['amount']:+,} {x['quantity']}", a.value), ")"]
+    parts.append(".")
+    left = [(q, v) for q, v in r["unexplained"].items() if v]
     if left:
-        text += " Not explained by a rewrite: " + ", ".join(left) + "."
-    return text
+        parts.append(" Not explained by a rewrite: ")
+        for i, (q, v) in enumerate(left):
+            parts += [", " if i else "", f"{q} ", Num(f"{v:+,}", a.value)]
+        parts.append(".")
+    return tuple(parts)
 
 
 def _environment(env: Mapping[str, Any]) -> list[tuple[str, str]]:

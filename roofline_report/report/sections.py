@@ -401,8 +401,8 @@ def _kernel_workload(vm: VM, k: Mapping[str, Any]) -> Section:
                         num(x["flops"]), num(x["bytes"])) for x in k["categories"]]))
     if k["opportunities"]:
         body.append(p(Strong("Largest opportunities.")))
-        body.append(BulletList(tuple(text(o) for o in k["opportunities"])))
-    body.append(p(k["reconciliation"]))
+        body.append(BulletList(tuple(text(*o) for o in k["opportunities"])))
+    body.append(p(*k["reconciliation"]))
     return Section(k["title"], tuple(body))
 
 
