@@ -13,6 +13,11 @@ The model, stated as the report states it::
              kernel, at least its elements read ÷ the row-reduction rate at that size
     t      = max(t_alu, t_mem) + (kernels − 1) × launch + dispatch (enqueued, as timed)
 
+for a program known only by its totals; with a kernel inventory, each kernel is predicted
+alone, trips × max(t_alu, t_mem, launch), and the program is their sum + dispatch. A kernel's
+terms are in the dtype of the bytes it reads (:func:`kernel_dtype`), and a kernel writing a
+donated argument's buffer writes in place: it is not charged the fresh-output roof.
+
 * *dot flops* are those of matrix products, *convolution flops* those of convolutions (they run
   through other library code, at a rate measured apart); everything else is elementwise or a
   reduction, which no backend runs at its matmul peak.
