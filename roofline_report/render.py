@@ -180,6 +180,15 @@ def _kernel_view(w: Mapping[str, Any], roof_set: RoofSet, index: int) -> dict[st
             ". The rest: dispatch ", n(rem["dispatch_s"], "s", m), ", loop control ",
             n(rem["loop_control_s"], "s", m), ", gaps between kernels ",
             n(rem["gaps_s"], "s", m), ".")
+        launches = float(timing.get("launches_per_call") or 0)
+        if launches > 1 and rem["gaps_s"] > 0:
+            # The gaps between kernels, per launch after the first: the launch cost as this
+            # program's trace shows it, beside the launch ceiling measured on a chain.
+            per = rem["gaps_s"] / (launches - 1)
+            coverage += (" That is ", n(per, "s", m), " of gap per launch after the first",
+                         *((" (the launch ceiling measured on a chain of kernels: ",
+                            n(roof_set.launch, "s", m), ")")
+                           if roof_set.launch and roof_set.kind is Kind.MEASURED else ()), ".")
         if timing.get("overhead"):
             coverage += (" A traced call took ", ratio(timing["overhead"], m, 3),
                          "× an untraced one.")

@@ -93,3 +93,14 @@ def test_kernels_held_to_assumed_budgets_are_marked_hypothetical(
         assert cells[-3].endswith("`H`") and cells[-2].endswith("`H`"), row
     measured = render.render(with_kernels).markdown
     assert "This run measured no ceilings of this machine" not in measured
+
+
+def test_the_trace_shows_the_launch_cost_beside_the_ceiling(with_kernels: dict[str, Any]) -> None:
+    md = render.render(with_kernels).markdown
+    scan = next(w for w in with_kernels["workloads"] if w["name"] == "scan")
+    t = scan["kernel_timing"]
+    per = t["remainder"]["gaps_s"] / (t["launches_per_call"] - 1)
+    from roofline_report.model import Kind
+    from roofline_report.report.format import n
+
+    assert f"That is {n(per, 's', Kind.MEASURED).text} `M` of gap per launch after the first" in md
