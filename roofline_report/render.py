@@ -119,6 +119,7 @@ def _view_model(results: Mapping[str, Any]) -> dict[str, Any]:
 # --- the per-kernel roofline ---------------------------------------------------------------
 
 KERNEL_ROWS = 15  # kernels shown per workload (the rest are summed in one line)
+OVERLAP_SAID = 1.05  # summed kernel time over busy time above which the overlap is stated
 KERNEL_POINTS = 12  # kernels placed on the figure
 
 
@@ -180,6 +181,14 @@ def _kernel_view(w: Mapping[str, Any], roof_set: RoofSet, index: int) -> dict[st
             ". The rest: dispatch ", n(rem["dispatch_s"], "s", m), ", loop control ",
             n(rem["loop_control_s"], "s", m), ", gaps between kernels ",
             n(rem["gaps_s"], "s", m), ".")
+        overlap = timing["kernel_sum_s"] / timing["busy_s"] if timing["busy_s"] > 0 else 0.0
+        if overlap > OVERLAP_SAID:
+            # Kernels that ran beside others shared the cores: each one's time is stretched,
+            # and its prediction (made as if it ran alone) falls short by as much.
+            coverage += (" Kernels ran side by side: their times sum to ", ratio(overlap, m, 3),
+                         "× the time at least one ran, so a kernel that shared the device with "
+                         "another took longer than it would alone, and its error against the "
+                         "prediction (made for a kernel alone) includes that.")
         launches = float(timing.get("launches_per_call") or 0)
         if launches > 1 and rem["gaps_s"] > 0:
             # The gaps between kernels, per launch after the first: the launch cost as this

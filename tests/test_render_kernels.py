@@ -104,3 +104,21 @@ def test_the_trace_shows_the_launch_cost_beside_the_ceiling(with_kernels: dict[s
     from roofline_report.report.format import n
 
     assert f"That is {n(per, 's', Kind.MEASURED).text} `M` of gap per launch after the first" in md
+
+
+def test_kernels_that_ran_side_by_side_are_said_to(with_kernels: dict[str, Any]) -> None:
+    import copy
+
+    data = copy.deepcopy(with_kernels)
+    scan = next(w for w in data["workloads"] if w["name"] == "scan")
+    scan["kernel_timing"]["kernel_sum_s"] = scan["kernel_timing"]["busy_s"]
+    alone = render.render(data).markdown
+    alone = alone[alone.index('<a id="kernels">'):]
+    section = alone[alone.index("### lax.scan"):]
+    assert "Kernels ran side by side" not in section[:section.index("\n### ")]
+    scan["kernel_timing"]["kernel_sum_s"] = 2 * scan["kernel_timing"]["busy_s"]
+    shared = render.render(data).markdown
+    shared = shared[shared.index('<a id="kernels">'):]
+    section = shared[shared.index("### lax.scan"):]
+    assert "Kernels ran side by side: their times sum to 2 `M`× the time at least one ran" \
+        in section[:section.index("\n### ")]
