@@ -25,11 +25,9 @@ from roofline_report.experiments.common import (
     Entry,
     cache_note,
     dtype_of,
-    first_reason,
+    knee_failure,
     knee_fit,
-    knee_reason,
     model_knee_note,
-    noise,
     number,
     record,
     seconds_of,
@@ -159,17 +157,8 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
                 f"smaller batches"
             )
 
-        return first_reason(
-            knee_reason(
-                m,
-                predicted,
-                fit["flat"] / model_flat,
-                fit["slope"] / model_slope,
-                flat_text,
-                slope_text,
-            ),
-            noise({f"b={x}": t for x, t in zip(batches, times_t, strict=True)}),
-        )
+        return knee_failure(m, predicted, fit, model_flat, model_slope, flat_text, slope_text,
+                            {f"b={x}": t for x, t in zip(batches, times_t, strict=True)})
 
     details = {
         "d": d,

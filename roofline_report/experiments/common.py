@@ -627,6 +627,25 @@ def model_knee_note(fit: Mapping[str, Any] | None) -> str:
     return MODEL_KNEE_NOTE + (" (outside the sweep's range)" if fit["at_edge"] else "")
 
 
+def knee_failure(
+    measured: float,
+    predicted: float,
+    fit: Mapping[str, Any],
+    model_flat: float,
+    model_slope: float,
+    flat_text: Callable[[bool], str],
+    slope_text: Callable[[bool], str],
+    timings: Mapping[str, Timing],
+) -> str:
+    """Why a knee missed: the side of the fit (flat part or slope, against the model's) that
+    moved it the way it moved, else noise in the sweep's ``timings``, else unexplained."""
+    return first_reason(
+        knee_reason(measured, predicted, fit["flat"] / model_flat, fit["slope"] / model_slope,
+                    flat_text, slope_text),
+        noise(timings),
+    )
+
+
 def knee_reason(
     measured: float,
     predicted: float,

@@ -24,11 +24,9 @@ from roofline_report.experiments.common import (
     Budgets,
     Entry,
     dtype_of,
-    first_reason,
+    knee_failure,
     knee_fit,
-    knee_reason,
     model_knee_note,
-    noise,
     number,
     record,
     seconds_of,
@@ -152,17 +150,8 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
                 f"is measured in place"
             )
 
-        return first_reason(
-            knee_reason(
-                m,
-                predicted,
-                fit["flat"] / model_flat,
-                fit["slope"] / model_slope,
-                flat_text,
-                slope_text,
-            ),
-            noise({f"n={x}": t for x, t in zip(sizes, times_t, strict=True)}),
-        )
+        return knee_failure(m, predicted, fit, model_flat, model_slope, flat_text, slope_text,
+                            {f"n={x}": t for x, t in zip(sizes, times_t, strict=True)})
 
     details = {
         "itemsize": s,
