@@ -173,8 +173,15 @@ class _Lab:
             quick=self.quick,
             samples=self.plan.samples,
             min_sample_seconds=self.plan.min_sample_s,
+            warmup_seconds=self.warmup,
         )
         return measured.to_json()
+
+    @property
+    def warmup(self) -> float:
+        """Untimed running of each new program before its samples, as for workloads."""
+        return timing.QUICK_PROGRAM_WARMUP_SECONDS if self.quick \
+            else timing.PROGRAM_WARMUP_SECONDS
 
     def doubled_traffic(self) -> dict[str, Any]:
         import jax.numpy as jnp
@@ -233,6 +240,7 @@ class _Lab:
                 _InPlace(compiled, x, factor).run,
                 samples=self.plan.samples,
                 min_sample_seconds=self.plan.min_sample_s,
+                warmup_seconds=self.warmup,
                 method="jax: n enqueued calls on a donated buffer, block once per sample",
             ).to_json()
         return out

@@ -317,8 +317,11 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     if ran:
         try:
             samples, min_sample = sampling if sampling is not None else (None, None)
+            warm = timing.QUICK_PROGRAM_WARMUP_SECONDS if quick and sampling is None \
+                else timing.PROGRAM_WARMUP_SECONDS
             timing_json = timing.time_jitted(call, args, quick=quick, samples=samples,
-                                             min_sample_seconds=min_sample).to_json()
+                                             min_sample_seconds=min_sample,
+                                             warmup_seconds=warm).to_json()
             timing_json["available"] = True
             record["timing"] = timing_json
         except Exception as exc:

@@ -34,6 +34,10 @@ DEFAULT_MIN_SAMPLE_SECONDS = 0.03
 # Quick mode: a rough figure in a fraction of the time.
 QUICK_SAMPLES = 5
 QUICK_MIN_SAMPLE_SECONDS = 0.005
+# Time a freshly compiled program runs untimed before its samples: on the 2-core CPU a new
+# 256^3 matmul executable ran its first ~80 ms of calls at 350 us and then at 200 us.
+PROGRAM_WARMUP_SECONDS = 0.1
+QUICK_PROGRAM_WARMUP_SECONDS = 0.02
 # Upper bound on the calibrated inner count (a 1 us call reaches 0.03 s at 32768).
 DEFAULT_MAX_INNER = 1 << 16
 # A sample must also last this many timer ticks, whatever min_sample_seconds says.
@@ -239,13 +243,15 @@ def measure(
     warmup: int = 1,
     budget_seconds: float | None = None,
     method: str = "enqueued calls, one block per sample",
+    warmup_seconds: float = 0.0,
 ) -> Timing:
     """Time ``run`` and return per-call statistics.
 
     ``run(n)`` must execute the workload n times and block once at the end. Steps: ``warmup``
     untimed ``run(1)`` calls; calibration of n by doubling from 1 until one ``run(n)`` lasts at
     least max(min_sample_seconds, RESOLUTION_MULTIPLE timer ticks) or n reaches ``max_inner``;
-    then ``samples`` timed ``run(n)``, each divided by n. With ``budget_seconds``, sampling stops
+    untimed ``run(n)`` until ``warmup_seconds`` have passed since the calibration began; then
+    ``samples`` timed ``run(n)``, each divided by n. With ``budget_seconds``, sampling stops
     once that much time has been spent on samples (but after at least MIN_BUDGET_SAMPLES).
     A sample shorter than one timer tick is recorded as one tick.
 
@@ -267,6 +273,7 @@ def measure(
         run(1)
 
     inner = 1
+    calibration_started = timer()
     while True:
         start = timer()
         run(inner)
@@ -274,6 +281,8 @@ def measure(
         if elapsed >= target or inner >= max_inner:
             break
         inner = min(2 * inner, max_inner)
+    while timer() - calibration_started < warmup_seconds:
+        run(inner)
 
     per_call: list[float] = []
     sampling_started = timer()
@@ -301,6 +310,7 @@ def time_jitted(
     min_sample_seconds: float | None = None,
     budget_seconds: float | None = None,
     keep_outputs: bool = False,
+    warmup_seconds: float = 0.0,
 ) -> Timing:
     """Time a compiled jax executable (``jax.stages.Compiled``) called with ``args``.
 
@@ -333,6 +343,7 @@ def time_jitted(
         min_sample_seconds=min_seconds,
         timer=timer,
         budget_seconds=budget_seconds,
+        warmup_seconds=warmup_seconds,
         method="jax: n enqueued calls, block_until_ready "
         + ("on all outputs" if keep_outputs else "on the last")
         + " once per sample",

@@ -216,3 +216,19 @@ def test_rate_plan_sizes_the_reduction_by_backend() -> None:
     assert cpu == tuple(1 << b for b in range(16, 27, 2))  # 64 KiB .. 64 MiB by 4
     assert rate_ceilings.rate_plan("cpu", quick=True).reduce_sizes == (1 << 16, 1 << 20, 1 << 24)
     assert rate_ceilings.rate_plan("gpu", quick=False).reduce_sizes[0] == 1 << 20
+
+
+def test_each_rate_keeps_its_best_round() -> None:
+    slow = {"name": "exp float32", "op": "exp", "available": True, "value": 1e9}
+    fast = {**slow, "value": 3e9}
+    assert rate_ceilings._best_round([slow, fast])["value"] == 3e9
+    failed = {**slow, "available": False, "value": None}
+    assert rate_ceilings._best_round([failed, slow]) == slow
+    assert rate_ceilings._best_round([failed, failed]) == failed
+    # A rate by size: each size from its fastest round.
+    a = {"name": "row reduction float32", "op": "reduce", "available": True, "value": 2e9,
+         "by_size": [{"elements": 1, "seconds": 5.0}, {"elements": 2, "seconds": 9.0}]}
+    b = {**a, "value": 1e9,
+         "by_size": [{"elements": 1, "seconds": 4.0}, {"elements": 2, "seconds": 12.0}]}
+    assert rate_ceilings._best_round([a, b])["by_size"] == [{"elements": 1, "seconds": 4.0},
+                                                            {"elements": 2, "seconds": 9.0}]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -232,6 +233,36 @@ def test_measure_without_warm_up() -> None:
     work = Workload(clock, cost=1e-3)
     timing.measure(work, samples=1, min_sample_seconds=0.002, timer=clock, warmup=0)
     assert work.calls == [1, 2, 2]
+
+
+def test_measure_runs_untimed_until_the_warm_up_time_has_passed() -> None:
+    clock = Clock()
+    work = Workload(clock, cost=1e-4)
+    t = timing.measure(work, samples=3, min_sample_seconds=0.01, timer=clock,
+                       warmup_seconds=0.1)
+    # Calibration ends at run(128) after 25.5 ms; 6 more untimed run(128) (12.8 ms each) bring
+    # it past 100 ms; then the 3 samples.
+    assert work.calls[1:9] == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert work.calls[9:] == [128] * 6 + [128] * 3
+    assert t.samples == 3
+
+
+def test_a_freshly_compiled_program_is_warmed_up_before_it_is_timed() -> None:
+    # A program slow for its first 50 ms of calls (as a new executable on the CPU can be):
+    # with the warm-up, no sample sees the slow phase; without it, the samples do.
+    def program(clock: Clock) -> Callable[[int], None]:
+        def run(n: int) -> None:
+            clock.now += n * (3e-4 if clock.now < 0.05 else 2e-4)
+
+        return run
+
+    warm_clock, cold_clock = Clock(), Clock()
+    warm = timing.measure(program(warm_clock), samples=5, min_sample_seconds=0.01,
+                          timer=warm_clock, warmup_seconds=0.1)
+    assert warm.per_call.max == pytest.approx(2e-4, rel=1e-3)
+    cold = timing.measure(program(cold_clock), samples=5, min_sample_seconds=0.01,
+                          timer=cold_clock)
+    assert cold.per_call.max == pytest.approx(3e-4, rel=1e-3)
 
 
 def test_measure_stops_calibrating_at_max_inner() -> None:
