@@ -358,7 +358,6 @@ def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., An
     """The kernel inventory and, with ``trace``, each kernel timed from a profiler trace and
     JAX's own roofline estimate; each may fail on its own (the inventory stays when the trace
     yields nothing)."""
-    from roofline_report import kernel_timing
     from roofline_report.hlo.kernels import kernel_inventory
 
     label = f"workload {w.title}"
@@ -374,10 +373,8 @@ def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., An
         record["kernel_timing"] = {"available": False, "reason": "the workload did not run"}
     elif inventory is not None:
         try:
-            record["kernel_timing"] = kernel_timing.trace_kernels(
-                call, args, module=inventory["module"],
-                kernels=[k["name"] for k in inventory["kernels"]],
-                calls=KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS)
+            record["kernel_timing"] = _trace(call, args, inventory, record.get("timing"),
+                                             quick=quick)
         except Exception as exc:
             record["kernel_timing"] = {"available": False, "reason": _why(exc)}
         if not record["kernel_timing"].get("available", True):
@@ -387,6 +384,37 @@ def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., An
 
 KERNEL_TRACE_CALLS = 5  # calls traced per workload for per-kernel times
 KERNEL_TRACE_CALLS_QUICK = 3
+# A trace whose calls ran this many times the timed median caught a burst of load elsewhere:
+# it is taken again (at most RETRACES times) and the trace nearest the timing is kept.
+RETRACE_FACTOR = 1.5
+RETRACES = 2
+
+
+def _trace(call: Callable[..., Any], args: Any, inventory: Mapping[str, Any],
+           timed: Mapping[str, Any] | None, *, quick: bool) -> dict[str, Any]:
+    """Per-kernel times from a profiler trace of a few calls; traced again when its calls ran
+    :data:`RETRACE_FACTOR` times slower than the program's timed median, with a note."""
+    from roofline_report import kernel_timing
+
+    median = ((timed or {}).get("per_call") or {}).get("median") \
+        if (timed or {}).get("available") else None
+    names = [k["name"] for k in inventory["kernels"]]
+    calls = KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS
+    traces = []
+    for _ in range(1 + RETRACES):
+        t = kernel_timing.trace_kernels(call, args, module=inventory["module"], kernels=names,
+                                        calls=calls)
+        traces.append(t)
+        if not t.get("available") or not median or t["program_s"] <= RETRACE_FACTOR * median:
+            break
+    if len(traces) == 1 or not median:
+        return traces[-1]
+    best = min((t for t in traces if t.get("available")), key=lambda t: t["program_s"])
+    first = traces[0]["program_s"] / median
+    best["notes"] = [*best["notes"],
+                     f"traced {len(traces)} times: the first trace's calls ran {first:.3g}× the "
+                     "timed median (load elsewhere on the machine); the fastest trace is kept"]
+    return best
 
 
 def _jax_roofline(w: Workload, args: Any) -> dict[str, Any]:

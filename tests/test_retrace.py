@@ -1,0 +1,47 @@
+"""A trace that caught a burst of load is taken again (roofline_report.measure._trace)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from roofline_report import kernel_timing, measure
+
+INVENTORY = {"module": "jit_f", "kernels": [{"name": "fusion"}]}
+TIMED = {"available": True, "per_call": {"median": 1e-3}}
+
+
+def _scripted(monkeypatch: pytest.MonkeyPatch, programs: list[float]) -> list[int]:
+    calls: list[int] = []
+
+    def trace(*_a: Any, **_k: Any) -> dict[str, Any]:
+        calls.append(1)
+        return {"available": True, "program_s": programs[len(calls) - 1], "notes": []}
+
+    monkeypatch.setattr(kernel_timing, "trace_kernels", trace)
+    return calls
+
+
+def test_a_trace_near_the_timing_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _scripted(monkeypatch, [1.2e-3])
+    t = measure._trace(lambda: None, (), INVENTORY, TIMED, quick=False)
+    assert len(calls) == 1 and t["program_s"] == 1.2e-3 and t["notes"] == []
+
+
+def test_a_slow_trace_is_taken_again_and_the_fastest_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _scripted(monkeypatch, [2.5e-3, 1.9e-3, 1.6e-3])
+    t = measure._trace(lambda: None, (), INVENTORY, TIMED, quick=False)
+    assert len(calls) == 1 + measure.RETRACES and t["program_s"] == 1.6e-3
+    assert t["notes"] == ["traced 3 times: the first trace's calls ran 2.5× the timed median "
+                          "(load elsewhere on the machine); the fastest trace is kept"]
+    calls = _scripted(monkeypatch, [2.5e-3, 1.1e-3, 9.9])
+    assert measure._trace(lambda: None, (), INVENTORY, TIMED, quick=False)["program_s"] == 1.1e-3
+    assert len(calls) == 2
+
+
+def test_without_a_timing_a_trace_is_taken_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _scripted(monkeypatch, [9.0])
+    measure._trace(lambda: None, (), INVENTORY, {"available": False}, quick=False)
+    assert len(calls) == 1
