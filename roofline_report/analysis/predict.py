@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_report.analysis.roofs import RoofSet
+from roofline_report.hlo.ir import dtype_bits
 
 DOT_OPS = ("dot_general", "dot", "convolution")
 CONV_OPS = ("convolution",)
@@ -219,16 +220,13 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
                  written=fresh, conv_flops=conv, reduced=reduced)
 
 
-ITEMSIZE = {"f64": 8, "s64": 8, "u64": 8, "c64": 8, "f32": 4, "s32": 4, "u32": 4, "bf16": 2,
-            "f16": 2, "s16": 2, "u16": 2, "s8": 1, "u8": 1, "pred": 1, "f8e4m3fn": 1,
-            "f8e5m2": 1}
-
-
 def _elements(by_dtype: Mapping[str, Any], total: float) -> float:
-    """Elements in bytes given by HLO element type; a type not listed counts 4 bytes."""
+    """Elements in bytes given by HLO element type (a sub-byte type stored a byte each); a
+    type of unknown width counts 4 bytes."""
     if not by_dtype:
         return total / 4
-    return sum(float(b) / ITEMSIZE.get(str(t), 4) for t, b in by_dtype.items())
+    return sum(float(b) / max(1, (dtype_bits(str(t)) or 32) // 8)
+               for t, b in by_dtype.items())
 
 
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Prediction | None:
