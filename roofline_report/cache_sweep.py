@@ -73,12 +73,7 @@ def sweep_plan(backend: str, *, quick: bool, cache_bytes: int | None,
         first, cap, per_call = 1 * MiB, 4096 * MiB, 1024 * MiB
     last = max(256 * MiB, 8 * cache_bytes) if cache_bytes else 256 * MiB
     last = min(last, cap, free_bytes // 8 if free_bytes else cap)
-    sizes = []
-    size = first
-    while size <= last:
-        sizes.append(size)
-        size *= factor
-    return SweepPlan(tuple(sizes), per_call // 4 if quick else per_call,
+    return SweepPlan(timing.geometric(first, last, factor), per_call // 4 if quick else per_call,
                      samples=5 if quick else 7, min_sample_s=0.003 if quick else 0.005,
                      kernels=("read-write", "write-new") if quick else KERNELS)
 

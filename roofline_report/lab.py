@@ -60,16 +60,6 @@ class LabPlan:
         return data
 
 
-def _powers(first: int, last: int, step: int) -> tuple[int, ...]:
-    """first, first*step, ... up to last (inclusive); first, last, step powers of two."""
-    out = []
-    value = first
-    while value <= last:
-        out.append(value)
-        value *= step
-    return tuple(out)
-
-
 def plan_for(backend: str, *, quick: bool) -> LabPlan:
     """The lab's sizes for a backend. Pure.
 
@@ -83,8 +73,8 @@ def plan_for(backend: str, *, quick: bool) -> LabPlan:
             bf16_elements=1 << (22 if quick else 24),
             bf16_matmul=512 if quick else 1024,
             batch_d=1024,
-            batches=_powers(1, 256, 4) if quick else _powers(1, 512, 2),
-            dispatch_sizes=_powers(1 << 4, 1 << 22, 8 if quick else 4),
+            batches=timing.geometric(1, 256, 4) if quick else timing.geometric(1, 512, 2),
+            dispatch_sizes=timing.geometric(1 << 4, 1 << 22, 8 if quick else 4),
             scan_size=256,
             scan_steps=10,
             samples=5 if quick else 7,
@@ -96,8 +86,8 @@ def plan_for(backend: str, *, quick: bool) -> LabPlan:
         bf16_elements=1 << (26 if quick else 28),
         bf16_matmul=4096 if quick else 8192,
         batch_d=8192,
-        batches=_powers(1, 8192, 4 if quick else 2),
-        dispatch_sizes=_powers(1 << 4, 1 << (26 if quick else 28), 4),
+        batches=timing.geometric(1, 8192, 4 if quick else 2),
+        dispatch_sizes=timing.geometric(1 << 4, 1 << (26 if quick else 28), 4),
         scan_size=4096,
         scan_steps=10,
         samples=timing.QUICK_SAMPLES if quick else 10,

@@ -63,12 +63,6 @@ def rate_plan(backend: str, *, quick: bool) -> RatePlan:
     the reduction by 16. Pure."""
     per_call = (1 << 25) if backend == "cpu" else (1 << 30)
     first, last = (1 << 16, 1 << 26) if backend == "cpu" else (1 << 20, 1 << 30)
-    step = 16 if quick else 4
-    sizes = []
-    size = first
-    while size <= last:
-        sizes.append(size)
-        size *= step
     return RatePlan(
         transcendentals=("exp", "tanh", "log"),
         dtypes=("float32",) if quick else ("float32", "bfloat16"),
@@ -76,7 +70,7 @@ def rate_plan(backend: str, *, quick: bool) -> RatePlan:
         ops_per_call=per_call // 4 if quick else per_call,
         samples=5 if quick else 7,
         min_sample_s=0.003 if quick else 0.005,
-        reduce_sizes=tuple(sizes),
+        reduce_sizes=timing.geometric(first, last, 16 if quick else 4),
     )
 
 

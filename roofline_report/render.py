@@ -806,7 +806,7 @@ def _sweeps(results: Mapping[str, Any]) -> dict[str, Any]:
     points = [{"title": w["title"], "size": _dims_text(pt["dims"]),
                "predicted": n(pt["predicted_s"], "s", Kind.MEASURED),
                "measured": n(pt["measured_s"], "s", Kind.MEASURED),
-               "error": percent(abs(pt["error"]) * pt["predicted_s"] / pt["measured_s"],
+               "error": percent(predict.error(pt["predicted_s"], pt["measured_s"]),
                                 Kind.MEASURED),
                "bound": str(pt["predicted_bound"]), "why": str(pt.get("why", ""))}
               for w in sm["workloads"] for pt in w["points"]]
@@ -844,7 +844,7 @@ def _preset(preset: Mapping[str, Any] | None, results: Mapping[str, Any]) -> dic
         p = _placement(w, roof_set) if roof_set is not None else None
         if p is None:
             continue
-        roofline, predicted, binding, kind = _spec_prediction(w, p, launch)
+        roofline, predicted, binding, kind = _spec_prediction(p, launch)
         placed.append(
             {
                 "title": w["title"],
@@ -879,14 +879,13 @@ def _preset(preset: Mapping[str, Any] | None, results: Mapping[str, Any]) -> dic
     }
 
 
-def _spec_prediction(w: Mapping[str, Any], p: Mapping[str, Any], launch: Floor | None
+def _spec_prediction(p: Mapping[str, Any], launch: Floor | None
                      ) -> tuple[float, float, str, Kind]:
     """A workload's time on a spec sheet: (the roofline's time max(flops / compute roof,
     minimum bytes / HBM), the predicted time max(that, launch floor), what binds, the predicted
     time's kind). The launch binds only where its floor is above the roofline's time; the kind
     is then the floor's (the weakest input), else spec sheet."""
-    an = w["analytic"]
-    roofline = max(an["flops"] / p["compute"].value, an["minimum_bytes"] / p["memory"].value)
+    roofline = float(p["predicted"])  # a spec sheet has no dispatch floor: the roofline alone
     if launch is not None and words.relation(launch.seconds, roofline) == "above":
         return roofline, launch.seconds, "launch", launch.kind
     return roofline, roofline, words.bound(p["intensity"], p["ridge"]), Kind.SPEC_SHEET

@@ -350,6 +350,17 @@ def time_jitted(
     )
 
 
+def geometric(first: int, last: int, factor: int) -> tuple[int, ...]:
+    """first, first·factor, first·factor², ... up to ``last`` (inclusive): the sizes of a
+    measurement sweep."""
+    out = []
+    value = first
+    while value <= last:
+        out.append(value)
+        value *= factor
+    return tuple(out)
+
+
 def block(tree: Any) -> Any:
     """``jax.block_until_ready`` on every array in ``tree``; returns ``tree``."""
     import jax

@@ -20,6 +20,21 @@ from roofline_report.analysis import levels as levels_mod
 from roofline_report.model import Kind
 
 
+def _log_interpolate(points: Sequence[tuple[float, float]], size: float) -> float | None:
+    """The rate at ``size`` from (size, rate) points in ascending size: interpolated linearly
+    in log size between the two around it, the smallest's at or below it; None past the
+    largest (each roof says what holds there) or without points or a positive size."""
+    if not points or size <= 0:
+        return None
+    if size <= points[0][0]:
+        return points[0][1]
+    for (s0, r0), (s1, r1) in itertools.pairwise(points):
+        if s0 <= size <= s1:
+            w = (math.log(size) - math.log(s0)) / (math.log(s1) - math.log(s0))
+            return r0 + w * (r1 - r0)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class ComputeRoof:
     """A compute ceiling in FLOP/s; ``dtype`` None means it applies to any dtype. ``op``: the
@@ -40,16 +55,8 @@ class ComputeRoof:
     def rate_at(self, flops: float | None) -> float:
         """The rate of a product of ``flops``: interpolated (in log flops) between the sizes
         measured, the roof's value at and beyond the largest, the smallest's below it."""
-        points = [*self.by_flops]
-        if not points or flops is None or flops <= 0:
-            return self.value
-        if flops <= points[0][0]:
-            return min(points[0][1], self.value)
-        for (f0, r0), (f1, r1) in itertools.pairwise(points):
-            if f0 <= flops <= f1:
-                w = (math.log(flops) - math.log(f0)) / (math.log(f1) - math.log(f0))
-                return min(r0 + w * (r1 - r0), self.value)
-        return self.value
+        rate = _log_interpolate(self.by_flops, flops) if flops else None
+        return self.value if rate is None else min(rate, self.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,16 +110,10 @@ class RateRoof:
     def rate_at(self, ops: float) -> float:
         """The rate at ``ops`` operations per call: interpolated (in log size) between the
         sizes measured, the nearest end's beyond them; ``value`` without sizes."""
-        points = self.by_size
-        if not points or ops <= 0:
+        if not self.by_size:
             return self.value
-        if ops <= points[0][0]:
-            return points[0][1]
-        for (s0, r0), (s1, r1) in itertools.pairwise(points):
-            if s0 <= ops <= s1:
-                w = (math.log(ops) - math.log(s0)) / (math.log(s1) - math.log(s0))
-                return r0 + w * (r1 - r0)
-        return points[-1][1]
+        rate = _log_interpolate(self.by_size, ops)
+        return self.by_size[-1][1] if rate is None else rate
 
 
 @dataclass(frozen=True, slots=True)
