@@ -19,7 +19,7 @@ from roofline_report import analysis
 from roofline_report import figures as figs
 from roofline_report.analysis import levels as levels_mod
 from roofline_report.analysis import predict, words
-from roofline_report.analysis.roofs import Floor, RoofSet
+from roofline_report.analysis.roofs import ComputeRoof, Floor, RoofSet
 from roofline_report.model import Kind, predicted_seconds
 from roofline_report.report import meta, page, sections
 from roofline_report.report.format import (
@@ -870,6 +870,7 @@ def _preset(preset: Mapping[str, Any] | None, results: Mapping[str, Any]) -> dic
         "sources": [(s_["title"], s_["url"]) for s_ in preset.get("sources", [])],
         "notes": preset.get("notes", ""),
         "roof_label": default.name if default is not None else "",
+        "float32_roof": _float32_roof_text(default),
         "placed": placed,
         "launch": n(launch.seconds, "s", launch.kind) if launch is not None else None,
         "launch_note": launch.provenance if launch is not None else "",
@@ -877,6 +878,19 @@ def _preset(preset: Mapping[str, Any] | None, results: Mapping[str, Any]) -> dic
                            for s_ in launch_record.get("sources", [])] if launch else [],
         "launch_binds": _launch_binds(placed) if launch is not None else "",
     }
+
+
+def _float32_roof_text(roof: ComputeRoof | None) -> str:
+    """Which spec-sheet roof float32 work is held to, and why that one."""
+    if roof is None:
+        return "float32 work to no published roof"
+    if roof.dtype == "float32" and roof.name.endswith(" tf32"):
+        return (f"float32 work to the {roof.name} roof, at which jax runs float32 matrix "
+                "products on NVIDIA GPUs by default")
+    if roof.dtype == "float32":
+        return f"float32 work to the {roof.name} roof"
+    return (f"float32 work to the {roof.name} roof: the chip publishes no float32 figure, and "
+            "jax runs float32 matrix products there in 16-bit passes by default")
 
 
 def _spec_prediction(p: Mapping[str, Any], launch: Floor | None

@@ -163,3 +163,14 @@ def test_gpu_section_shows_the_floor_in_both_formats(data: dict[str, Any]) -> No
         assert "https://developer.nvidia.com/blog/cuda-graphs/" in out
         assert "predicted time on it" in out
         assert "The launch floor binds" in out
+
+
+def test_the_float32_roof_sentence_follows_the_chip() -> None:
+    from roofline_report import analysis, render, results
+
+    data = results.load(FIXTURE)
+    h100 = render.render(data, analysis.assumptions_for(data, preset="H100")).markdown
+    assert "float32 work to the H100 SXM tf32 roof, at which jax runs float32" in h100
+    tpu = render.render(data, analysis.assumptions_for(data, preset="TPU v5e")).markdown
+    assert "float32 work to the TPU v5e bf16 roof: the chip publishes no float32 figure" in tpu
+    assert "NVIDIA" not in tpu[tpu.index('<a id="preset">'):tpu.index('<a id="sharding">')]

@@ -544,9 +544,8 @@ def preset(vm: VM) -> Section | None:
         sources += ["; "] if i else []
         sources.append(Link(title, url))
     launch = pr["launch"]
-    held = ("Each workload is held to the roof of its own dtype (float32 work to the TF32 roof, "
-            "at which jax runs float32 matrix products on NVIDIA GPUs by default; bfloat16 to "
-            "bfloat16's). ")
+    held = (f"Each workload is held to the roof of its own dtype ({pr['float32_roof']}; "
+            "bfloat16 to bfloat16's). ")
     if launch is not None:
         cited: list[Inline] = []
         for i, (title, url) in enumerate(pr["launch_sources"]):
