@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from roofline_report import ceilings, timing  # noqa: E402
+from roofline_report.observe import timer as timing  # noqa: E402
+from roofline_report.observe.ceilings import machine as ceilings  # noqa: E402
 
 TARGETS = {"compute_ratio": 0.95, "bandwidth_ratio": 0.90}
 Rates = dict[str, float]

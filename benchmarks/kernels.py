@@ -48,7 +48,7 @@ def main() -> int:
 
     from roofline_report.analysis.kernels import kernel_analysis
     from roofline_report.hlo.kernels import kernel_inventory
-    from roofline_report.kernel_timing import trace_kernels
+    from roofline_report.observe.trace import trace_kernels
 
     fn, args = _setup(ns.setup)
     compiled = (fn if hasattr(fn, "lower") else jax.jit(fn)).lower(*args).compile()

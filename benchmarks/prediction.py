@@ -23,8 +23,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from roofline_report import analysis, results  # noqa: E402
+from roofline_report import analysis  # noqa: E402
 from roofline_report.analysis import predict  # noqa: E402
+from roofline_report.results import io as results  # noqa: E402
 
 
 def _measured(record: dict[str, Any]) -> float | None:

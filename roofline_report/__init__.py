@@ -8,11 +8,11 @@ from typing import Any
 
 
 def analyze(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-    """Analyse ``fn`` at example ``args``; see :func:`roofline_report.user.analyze`.
+    """Analyse ``fn`` at example ``args``; see :func:`roofline_report.observe.user.analyze`.
 
     Imports jax only when called, so ``import roofline_report`` stays light.
     """
-    from roofline_report.user import analyze as _analyze
+    from roofline_report.observe.user import analyze as _analyze
 
     return _analyze(fn, *args, **kwargs)
 
@@ -24,9 +24,10 @@ def analyze_sharded(fn: Any, args: Any, in_shardings: Any, out_shardings: Any,
                     **kwargs: Any) -> dict[str, Any]:
     """Analyse a sharded ``fn`` (collectives and bytes per device from the compiled HLO,
     per-device flops and XLA's estimate, a NumPy check and a timing); see
-    :func:`roofline_report.sharding.analyze_sharded`. Needs the devices to exist already: on CPU
+    :func:`roofline_report.observe.sharding.analyze_sharded`. Needs the devices to exist already:
+    on CPU
     set ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` before importing jax.
     """
-    from roofline_report.sharding import analyze_sharded as _analyze_sharded
+    from roofline_report.observe.sharding import analyze_sharded as _analyze_sharded
 
     return _analyze_sharded(fn, args, in_shardings, out_shardings, **kwargs)

@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in args_list
     try:
         if args_list and args_list[0] == "compare":
-            from roofline_report import compare
+            from roofline_report.report import compare
 
             return compare.main(args_list[1:])
         return _build(build_parser().parse_args(args_list))
@@ -135,8 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _build(ns: argparse.Namespace) -> int:
-    from roofline_report import output, results
+    from roofline_report import output
     from roofline_report.report import meta
+    from roofline_report.results import io as results
 
     if ns.list_presets:
         from roofline_report import presets
@@ -209,7 +210,9 @@ def _measure(ns: argparse.Namespace, progress: Progress,
     elif ns.only_config:
         raise InputError("--only-config needs --config FILE")
     # jax is imported only from here on.
-    from roofline_report import measure, model, user
+    from roofline_report.analysis import seed_model as model
+    from roofline_report.observe import run as measure
+    from roofline_report.observe import user
 
     user_workloads = user.workloads_from_config(config) if config else ()
     source = ("assumed budgets from the command line or config" if (peak or bandwidth)

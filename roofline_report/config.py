@@ -46,7 +46,7 @@ Rules:
   (the cartesian product of its value lists, duplicates removed).
 * ``mesh`` makes a workload sharded: it is not measured in the main process (``workloads``
   holds only the unsharded ones) but listed in ``Config.sharded`` and analysed in the sharding
-  child process (``roofline_report.sharding``), which has :data:`MAX_MESH_DEVICES` devices.
+  child process (``roofline_report.observe.sharding``), which has :data:`MAX_MESH_DEVICES` devices.
   ``partition`` is required with a mesh and refused without one; each dimension it shards must
   be divisible by the axis size at the declared dims, an axis shards at most one dimension of an
   argument, and a sharded workload cannot have a ``sweep``. ``out_partition`` is checked against

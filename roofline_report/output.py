@@ -213,7 +213,8 @@ def write_results(out: Path, data: dict[str, Any], *, source: str | None = None,
     ``label`` names the destination in messages (see :func:`check_destination`); ``title``
     replaces the page's default title (a rendering option, not recorded in results.json).
     """
-    from roofline_report import render, results
+    from roofline_report.report import views as render
+    from roofline_report.results import io as results
 
     try:
         # Without a title, the call is the one a renderer stand-in in a test also accepts.

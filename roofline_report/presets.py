@@ -1,6 +1,7 @@
 """Spec-sheet presets of real accelerators: published dense peaks, HBM and interconnect bandwidth.
 
-Every figure here is a :attr:`~roofline_report.model.Kind.SPEC_SHEET` number: what the vendor
+Every figure here is a :attr:`~roofline_report.analysis.kinds.Kind.SPEC_SHEET` number: what the
+vendor
 publishes for one chip (one GPU, one TPU chip), with its source. They are ceilings nobody reaches
 in practice (GPUs typically reach 80-85% of the claimed matmul peak), and they describe the chip
 named, not the machine the report runs on.
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.errors import InputError
-from roofline_report.model import Kind, Quantity
+from roofline_report.kinds import Kind, Quantity
 
 # Spec-sheet dtype names, and the numpy/JAX dtype names that map onto them.
 SPEC_DTYPES = ("bf16", "fp16", "fp8", "int8", "tf32", "fp32", "fp64")

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from roofline_report.comm_model import (
+from roofline_report.analysis.comm import (
     algorithm_bytes,
     algorithm_steps,
     collective_time,

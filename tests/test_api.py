@@ -101,7 +101,7 @@ def test_the_api_does_not_import_the_command_line() -> None:
     import ast
 
     imported: set[str] = set()
-    for node in ast.walk(ast.parse((REPO / "roofline_report" / "user.py").read_text())):
+    for node in ast.walk(ast.parse((REPO / "roofline_report" / "observe" / "user.py").read_text())):
         if isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module)
             imported.update(f"{node.module}.{a.name}" for a in node.names)
@@ -147,7 +147,7 @@ def test_low_precision_matmuls_fail_at_a_tiny_tolerance(dtype: str) -> None:
 
 
 def test_the_default_follows_the_result_dtype_not_the_arguments() -> None:
-    from roofline_report import user
+    from roofline_report.observe import user
 
     x = jnp.ones((4, 4), dtype="bfloat16")
     w = user.workload_from_arrays(lambda a: a.astype("float32") * 2, [x])
@@ -200,7 +200,7 @@ def test_api_errors_name_api_parameters(call: Any, fragment: str) -> None:
 
 def test_api_refuses_a_bad_out_before_measuring(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from roofline_report import measure
+    from roofline_report.observe import run as measure
 
     def measuring(*_a: object, **_k: object) -> None:
         raise AssertionError("measured before refusing out=")

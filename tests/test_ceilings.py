@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from roofline_report import ceilings
-from roofline_report.ceilings import GiB, MiB, Plan
+from roofline_report.observe.ceilings import machine as ceilings
+from roofline_report.observe.ceilings.machine import GiB, MiB, Plan
 
 TINY = Plan(
     matmul_sizes=(32, 64),

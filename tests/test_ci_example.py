@@ -84,7 +84,7 @@ def test_it_uploads_the_report_folder_and_can_deploy_it(workflow: dict[Any, Any]
 
 
 def test_the_gate_step_uses_the_documented_conditions(workflow: dict[Any, Any]) -> None:
-    from roofline_report import gate
+    from roofline_report.analysis import gate
 
     step = next(s for s in _steps(workflow, "report") if "compare" in str(s.get("run", "")))
     words = str(step["run"]).split()

@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
-from roofline_report import cli, output, render
+from roofline_report import cli, output
 from roofline_report.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL
+from roofline_report.report import views as render
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -61,8 +62,10 @@ def assert_one_error_line(err: str, *fragments: str) -> None:
 
 def small_measurement(mp: pytest.MonkeyPatch) -> None:
     """Make a measuring run small: the seed and a 64^3 matmul swept over 3 sizes, tiny ceilings."""
-    from roofline_report import ceilings, measure, workloads
-    from roofline_report.ceilings import MiB, Plan
+    from roofline_report.observe import run as measure
+    from roofline_report.observe import workloads
+    from roofline_report.observe.ceilings import machine as ceilings
+    from roofline_report.observe.ceilings.machine import MiB, Plan
 
     tiny = Plan(matmul_sizes=(32, 64), matmul_max_call_s=1.0, matmul_dtypes=("float32",),
                 array_bytes=1 * MiB, samples=3, min_sample_s=1e-3, sweep_samples=2,
@@ -467,7 +470,7 @@ def test_a_failed_render_leaves_the_previous_report(saved: Path, previous: Path,
 def test_interrupt_while_measuring_leaves_the_previous_report(
         previous: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from roofline_report import measure
+    from roofline_report.observe import run as measure
 
     before = snapshot(previous.parent)
 
@@ -504,7 +507,7 @@ def test_interrupt_while_swapping_leaves_the_previous_report(
 
 def _fresh(saved: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make a measuring run return the saved results without measuring."""
-    from roofline_report import measure
+    from roofline_report.observe import run as measure
 
     doc = json.loads(saved.read_text(encoding="utf-8"))
     monkeypatch.setattr(measure, "run", lambda *_a, **_k: doc)

@@ -8,14 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline_report.comm_model import (
-    COLLECTIVE_OPS,
+from roofline_report.analysis.comm import (
     STRATEGIES,
-    collective_bytes,
     comm_bounds,
     matmul_per_device,
     scaling_series,
 )
+from roofline_report.hlo.collectives import COLLECTIVE_OPS, collective_bytes
 
 # A hypothetical budget, chosen for round numbers: not any device's specification.
 PEAK = 100e9  # FLOP/s

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from roofline_report import cli, compare, results
+from roofline_report import cli
+from roofline_report.report import compare
+from roofline_report.results import io as results
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
 

@@ -706,7 +706,7 @@ def _tolerance_config(dtype: str, extra: str = "") -> Config:
     return loads_config(f"""
 [[workload]]
 name = "mm"
-function = "roofline_report.workloads:_matmul"
+function = "roofline_report.observe.workloads:_matmul"
 dims = {{ n = 8 }}
 args = [ {{ shape = ["n", "n"], dtype = "{dtype}" }}, {{ shape = ["n", "n"], dtype = "{dtype}" }} ]
 reference = "numpy:matmul"
@@ -717,7 +717,8 @@ reference = "numpy:matmul"
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32"])
 def test_config_tolerances_default_to_the_result_dtype(dtype: str) -> None:
     jax = pytest.importorskip("jax")
-    from roofline_report import tolerances, user
+    from roofline_report import tolerances
+    from roofline_report.observe import user
 
     cfg = _tolerance_config(dtype)
     w = user.workload_from_spec(cfg, cfg.workloads[0])
@@ -728,7 +729,7 @@ def test_config_tolerances_default_to_the_result_dtype(dtype: str) -> None:
 
 def test_config_tolerances_given_are_kept() -> None:
     pytest.importorskip("jax")
-    from roofline_report import user
+    from roofline_report.observe import user
 
     cfg = _tolerance_config("bfloat16", "rtol = 0.5")
     w = user.workload_from_spec(cfg, cfg.workloads[0])

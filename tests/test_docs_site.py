@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from roofline_report import cli, render, results
+from roofline_report import cli
 from roofline_report.report import sections
+from roofline_report.report import views as render
 from roofline_report.report.blocks import count_tables
+from roofline_report.results import io as results
 
 pytest.importorskip("mkdocs", reason="mkdocs is in the test extra; the docs site is not built")
 

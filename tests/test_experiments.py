@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from roofline_report import experiments as ex
-from roofline_report import model
+from roofline_report.analysis import experiments as ex
+from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.roofs import (
     BandwidthRoof,
     ComputeRoof,
@@ -23,10 +23,11 @@ from roofline_report.analysis.roofs import (
     RateRoof,
     RoofSet,
 )
+from roofline_report.analysis.seed_model import SEED_BANDWIDTH as BW
+from roofline_report.analysis.seed_model import SEED_PEAK_FLOPS as PEAK
 from roofline_report.errors import InputError
-from roofline_report.model import SEED_BANDWIDTH as BW
-from roofline_report.model import SEED_PEAK_FLOPS as PEAK
-from roofline_report.timing import Stats, Timing
+from roofline_report.kinds import Kind, Quantity
+from roofline_report.observe.timer import Stats, Timing
 
 # ------------------------------------------------------------------------------- helpers
 
@@ -311,11 +312,11 @@ def test_fusion_traffic() -> None:
 def test_budgets_measured_and_fallback() -> None:
     measured = ex.budgets(CEILINGS, peak=PEAK, bandwidth=BW)
     assert (measured.peak, measured.bandwidth, measured.dispatch) == (150e9, 40e9, 6e-6)
-    assert measured.kind is model.Kind.MEASURED
+    assert measured.kind is Kind.MEASURED
     assert dict(measured.compute) == {"float32": 150e9, "bfloat16": 140e9}
     fallback = ex.budgets(None, peak=PEAK, bandwidth=BW)
     assert (fallback.peak, fallback.bandwidth) == (PEAK, BW)
-    assert fallback.kind is model.Kind.HYPOTHETICAL
+    assert fallback.kind is Kind.HYPOTHETICAL
     assert fallback.dispatch == ex.HYPOTHETICAL_DISPATCH_S
     assert "hypothetical" in fallback.note
     half = ex.budgets(
@@ -323,7 +324,7 @@ def test_budgets_measured_and_fallback() -> None:
         peak=PEAK,
         bandwidth=BW,
     )
-    assert half.kind is model.Kind.HYPOTHETICAL and half.peak == PEAK
+    assert half.kind is Kind.HYPOTHETICAL and half.peak == PEAK
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, math.inf, math.nan])
@@ -528,7 +529,7 @@ def test_analyse_covers_every_experiment_and_marks_missing_ones() -> None:
             "details",
             "likely_reason",
         }
-        assert model.Quantity.from_json(e["prediction"]).unit == e["measurement"]["unit"]
+        assert Quantity.from_json(e["prediction"]).unit == e["measurement"]["unit"]
 
 
 def full_raw() -> dict[str, Any]:
@@ -665,7 +666,7 @@ def test_exercises_json_and_inputs() -> None:
 # A hand-built measured roof set and hand-built kernel inventories (the shape of a workload's
 # "kernels" record): every expected time below is written out from the roofs' numbers.
 
-MEAS = model.Kind.MEASURED
+MEAS = Kind.MEASURED
 MiB = 1 << 20
 ROOFS = RoofSet(
     "this machine",
@@ -1075,10 +1076,10 @@ def test_malformed_inventories_are_rejected(exp_id: str, programs: Any) -> None:
 
 
 def test_the_package_reexports_what_callers_use() -> None:
-    from roofline_report.experiments import bf16, common, times
+    from roofline_report.analysis.experiments import bf16, common, times
 
     # The package's ``exercises`` is the function; its module stays importable by name.
-    module = importlib.import_module("roofline_report.experiments.exercises")
+    module = importlib.import_module("roofline_report.analysis.experiments.exercises")
     assert ex.exercises is module.exercises
     assert ex.verdict is common.verdict and ex.knee_fit is common.knee_fit
     assert ex.Budgets is common.Budgets

@@ -1,6 +1,7 @@
 """Faults while measuring: the report still builds, the part says "not available" and why.
 
-Each test breaks one collaborator of ``roofline_report.measure`` in-process (a workload that does
+Each test breaks one collaborator of ``roofline_report.observe.run`` in-process (a workload that
+does
 not lower, a wrong result, XLA's cost analysis missing, timing out of memory, the ceilings failing)
 and runs the real command line on the seed workload. Expected: exit code 3, the reason in
 results.json's ``skipped`` and in report.html's text, and the rest of the report intact.
@@ -17,8 +18,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from roofline_report import ceilings, cli, lowering, measure, timing, workloads
+from roofline_report import cli
 from roofline_report.errors import EXIT_OK, EXIT_PARTIAL
+from roofline_report.observe import lower as lowering
+from roofline_report.observe import run as measure
+from roofline_report.observe import timer as timing
+from roofline_report.observe import workloads
+from roofline_report.observe.ceilings import machine as ceilings
 
 SEED_TITLE = workloads.SEED.title
 

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from roofline_report import analysis, cli, gate, results
+from roofline_report import analysis, cli
+from roofline_report.analysis import gate
 from roofline_report.errors import EXIT_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
+from roofline_report.results import io as results
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
 CONDITIONS = ["--fail-if", "time>10%", "--fail-if", "roof<-5pp", "--fail-if", "top5-new"]

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from roofline_report import render, results
+from roofline_report.report import views as render
+from roofline_report.results import io as results
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "cpu_results.json"
@@ -90,7 +91,7 @@ def test_gpu_results_survive_a_round_trip(tmp_path: Path) -> None:
 def test_gpu_ceilings_measure_float32_at_default_and_highest_precision(
         monkeypatch: pytest.MonkeyPatch) -> None:
     jax = pytest.importorskip("jax")
-    from roofline_report import ceilings
+    from roofline_report.observe.ceilings import machine as ceilings
 
     tiny = ceilings.Plan(matmul_sizes=(32,), matmul_max_call_s=1.0,
                          matmul_dtypes=("float32", "bfloat16"), array_bytes=1 << 20, samples=3,
@@ -109,7 +110,8 @@ def test_a_failed_float32_check_on_gpu_names_tf32(monkeypatch: pytest.MonkeyPatc
     jax = pytest.importorskip("jax")
     import numpy as np
 
-    from roofline_report import measure, workloads
+    from roofline_report.observe import run as measure
+    from roofline_report.observe import workloads
 
     seed = workloads.SEED
     # A reference a little off, as TF32 would make it, on a backend that says it is a GPU.

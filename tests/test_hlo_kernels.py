@@ -1,5 +1,5 @@
 """The kernel inventory (roofline_report.hlo.kernels) and per-kernel times from traces
-(roofline_report.kernel_timing.kernel_times) on recorded and hand-made traces.
+(roofline_report.observe.trace.kernel_times) on recorded and hand-made traces.
 
 tests/fixtures/cpu_scan_* were recorded on CPU (jax 0.10.2) by tests/fixtures/record_cpu_trace.py;
 tests/fixtures/gpu_step_* are written by hand in the GPU spelling (a cuBLAS gemm custom call,
@@ -14,8 +14,8 @@ import pytest
 
 from roofline_report.hlo.ir import SourceLocation
 from roofline_report.hlo.kernels import kernel_inventory, reconcile_kernels, relative_source
-from roofline_report.kernel_timing import kernel_times, xspace_text
-from roofline_report.schema import KernelInventory, KernelTiming
+from roofline_report.observe.trace import kernel_times, xspace_text
+from roofline_report.results.schema import KernelInventory, KernelTiming
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -142,11 +142,11 @@ def test_nested_events_count_self_time() -> None:
 
 
 @pytest.mark.parametrize("name", [w.name for w in __import__(
-    "roofline_report.workloads", fromlist=["catalog"]).catalog()])
+    "roofline_report.observe.workloads", fromlist=["catalog"]).catalog()])
 def test_catalog_kernel_sum_reconciles_with_program_count(name: str) -> None:
-    from roofline_report import lowering
     from roofline_report.hlo import count_stablehlo, inspect_compiled
-    from roofline_report.workloads import by_name
+    from roofline_report.observe import lower as lowering
+    from roofline_report.observe.workloads import by_name
 
     w = by_name(name)
     args, _ = w.inputs()
@@ -169,9 +169,9 @@ def test_catalog_kernel_sum_reconciles_with_program_count(name: str) -> None:
 
 
 def test_measure_workload_records_kernels_times_and_jax_estimate() -> None:
-    from roofline_report import measure
-    from roofline_report.schema import Workload
-    from roofline_report.workloads import by_name
+    from roofline_report.observe import run as measure
+    from roofline_report.observe.workloads import by_name
+    from roofline_report.results.schema import Workload
 
     skips = measure.Skips()
     record = measure.measure_workload(by_name("scan"), quick=True, skips=skips)

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
-from roofline_report import experiments, lab
+from roofline_report.analysis import experiments
 from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, Floor, RoofSet
-from roofline_report.model import SEED_BANDWIDTH, SEED_PEAK_FLOPS, Kind
-from roofline_report.timing import Timing
+from roofline_report.analysis.seed_model import SEED_BANDWIDTH, SEED_PEAK_FLOPS
+from roofline_report.kinds import Kind
+from roofline_report.observe import lab
+from roofline_report.observe.timer import Timing
 
 TINY = lab.LabPlan(
     stream_elements=1 << 12,

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from roofline_report import cli
-from roofline_report import results as results_module
 from roofline_report.errors import EXIT_OK, EXIT_PARTIAL
+from roofline_report.results import io as results_module
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = "<script>alert(1)</script>"
@@ -62,8 +62,10 @@ COMMON_NAMES = frozenset({"root", "user", "admin", "runner", "ubuntu", "test", "
 
 def _small_run(mp: pytest.MonkeyPatch) -> None:
     """The seed only, and ceilings with a tiny plan (so the measured roofline is drawn)."""
-    from roofline_report import ceilings, measure, workloads
-    from roofline_report.ceilings import MiB, Plan
+    from roofline_report.observe import run as measure
+    from roofline_report.observe import workloads
+    from roofline_report.observe.ceilings import machine as ceilings
+    from roofline_report.observe.ceilings.machine import MiB, Plan
 
     tiny = Plan(matmul_sizes=(32, 64), matmul_max_call_s=1.0, matmul_dtypes=("float32",),
                 array_bytes=1 * MiB, samples=3, min_sample_s=1e-3, sweep_samples=2,
@@ -160,7 +162,10 @@ def test_failure_reasons_do_not_leak_paths(probe: str, tmp_path: Path,
 
     import jax
 
-    from roofline_report import ceilings, measure, timing, workloads
+    from roofline_report.observe import run as measure
+    from roofline_report.observe import timer as timing
+    from roofline_report.observe import workloads
+    from roofline_report.observe.ceilings import machine as ceilings
 
     secret = tmp_path / "private" / "weights.npy"
     message = f"cannot open {secret}"

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from roofline_report import cache_sweep, rate_ceilings
 from roofline_report.analysis import levels, roofs
+from roofline_report.observe.ceilings import rates as rate_ceilings
+from roofline_report.observe.ceilings import working_set as cache_sweep
 from roofline_report.units import format_binary
 
 KiB, MiB = 1 << 10, 1 << 20

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from roofline_report import render, results
 from roofline_report.report import sections
+from roofline_report.report import views as render
 from roofline_report.report.blocks import Document, Section, count_tables
+from roofline_report.results import io as results
 
 cmarkgfm = pytest.importorskip("cmarkgfm")
 markdown_pkg = pytest.importorskip("markdown")
@@ -163,7 +164,7 @@ def test_a_failed_check_shows_its_errors_and_tolerance(data: dict[str, object]) 
 @pytest.mark.parametrize("processor", sorted(PROCESSORS))
 def test_comparison_tables_survive_both_processors(data: dict[str, object],
                                                    processor: str) -> None:
-    from roofline_report import compare
+    from roofline_report.report import compare
 
     html_page, md, _, _ = compare.render_comparison([("1: a (cpu, x)", data),
                                                      ("2: b (cpu, y)", data)])

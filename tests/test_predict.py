@@ -12,7 +12,7 @@ from roofline_report.analysis.roofs import (
     RateRoof,
     RoofSet,
 )
-from roofline_report.model import Kind
+from roofline_report.kinds import Kind
 
 M = Kind.MEASURED
 KiB, MiB = 1 << 10, 1 << 20
@@ -91,7 +91,8 @@ def test_sweeps_without_a_hand_model_are_placed_by_our_count() -> None:
     import copy
     from pathlib import Path
 
-    from roofline_report import analysis, results
+    from roofline_report import analysis
+    from roofline_report.results import io as results
 
     data = results.load(Path(__file__).parent / "fixtures" / "cpu_results.json")
     doc = copy.deepcopy(data)
@@ -109,7 +110,8 @@ def test_a_users_program_shows_its_prediction() -> None:
     import copy
     from pathlib import Path
 
-    from roofline_report import render, results
+    from roofline_report.report import views as render
+    from roofline_report.results import io as results
 
     data = results.load(Path(__file__).parent / "fixtures" / "cpu_results.json")
     doc = copy.deepcopy(data)
@@ -235,7 +237,9 @@ def test_a_program_meets_the_sweeps_roof_not_the_huge_page_streams() -> None:
 def test_every_sweep_point_off_by_more_than_half_says_why() -> None:
     from pathlib import Path
 
-    from roofline_report import analysis, render, results
+    from roofline_report import analysis
+    from roofline_report.report import views as render
+    from roofline_report.results import io as results
 
     data = results.load(Path(__file__).parent / "fixtures" / "cpu_results.json")
     derived = analysis.analyse(data, analysis.assumptions_for(data))

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from roofline_report.errors import InputError
-from roofline_report.model import Kind, Quantity
+from roofline_report.kinds import Kind, Quantity
 from roofline_report.presets import (
     Preset,
     get_preset,

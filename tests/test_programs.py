@@ -18,8 +18,9 @@ jnp = pytest.importorskip("jax.numpy")
 np = pytest.importorskip("numpy")
 
 import roofline_report  # noqa: E402
-from roofline_report import cli, render  # noqa: E402
+from roofline_report import cli  # noqa: E402
 from roofline_report.errors import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, InputError  # noqa: E402
+from roofline_report.report import views as render  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 

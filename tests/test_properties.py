@@ -22,8 +22,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from roofline_report import cli, figures, model, results
+from roofline_report import cli
+from roofline_report.analysis import seed_model as model
 from roofline_report.errors import InputError
+from roofline_report.report import figures
+from roofline_report.results import io as results
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "cpu_results.json"
@@ -157,7 +160,8 @@ def document(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A real results document: the committed fixture, else a small measurement here."""
     if FIXTURE.is_file():
         return results.load(FIXTURE)
-    from roofline_report import measure, workloads
+    from roofline_report.observe import run as measure
+    from roofline_report.observe import workloads
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(measure, "catalog", lambda: [workloads.SEED])
@@ -276,7 +280,7 @@ def test_accepted_documents_render_or_give_input_error(document: dict[str, Any],
 
     import matplotlib.pyplot as plt
 
-    from roofline_report import figures
+    from roofline_report.report import figures
 
     mutated = data.draw(mutations(_trimmed(document)))
     loaded = _expect_input_error_or_document(json.dumps(mutated))

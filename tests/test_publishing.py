@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from roofline_report import cli, render, results
+from roofline_report import cli
 from roofline_report.report import meta
+from roofline_report.report import views as render
+from roofline_report.results import io as results
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
 WHEN = "2025-01-31T12:00:00Z"
@@ -117,7 +119,8 @@ def test_anchored_cells_render_and_are_checked() -> None:
 
 
 def test_measuring_records_the_date_in_the_schemas_form() -> None:
-    from roofline_report import measure, schema
+    from roofline_report.observe import run as measure
+    from roofline_report.results import schema
 
     at = measure.measured_at()
     assert re.fullmatch(schema.MEASURED_AT_PATTERN, at)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from roofline_report import reconcile
+from roofline_report.analysis import reconcile
 from roofline_report.errors import InputError
 
 SEED_ANALYTIC = {"flops": 8192, "minimum_bytes": 3584}
@@ -105,7 +105,7 @@ def _numbers(value: Any) -> list[float]:
 
 
 def test_reconcile_does_not_import_jax() -> None:
-    code = "import sys, roofline_report.reconcile; print('jax' in sys.modules)"
+    code = "import sys, roofline_report.analysis.reconcile; print('jax' in sys.modules)"
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline_report import readme_figures, render, results
+from roofline_report.report import readme_figures
+from roofline_report.report import views as render
+from roofline_report.results import io as results
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "cpu_results.json"

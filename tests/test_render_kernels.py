@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from roofline_report import render, results
 from roofline_report.hlo.kernels import kernel_inventory
-from roofline_report.kernel_timing import kernel_times
+from roofline_report.observe.trace import kernel_times
+from roofline_report.report import views as render
+from roofline_report.results import io as results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -100,7 +101,7 @@ def test_the_trace_shows_the_launch_cost_beside_the_ceiling(with_kernels: dict[s
     scan = next(w for w in with_kernels["workloads"] if w["name"] == "scan")
     t = scan["kernel_timing"]
     per = t["remainder"]["gaps_s"] / (t["launches_per_call"] - 1)
-    from roofline_report.model import Kind
+    from roofline_report.kinds import Kind
     from roofline_report.report.format import n
 
     assert f"That is {n(per, 's', Kind.MEASURED).text} `M` of gap per launch after the first" in md

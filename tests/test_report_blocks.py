@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from roofline_report.figures import FigureOut
-from roofline_report.figures import Table as FigureTable
 from roofline_report.report import html, markdown
 from roofline_report.report.blocks import (
     Aside,
@@ -34,6 +32,8 @@ from roofline_report.report.blocks import (
     Table,
     count_tables,
 )
+from roofline_report.report.figures import FigureOut
+from roofline_report.report.figures import Table as FigureTable
 from roofline_report.report.format import Num, percent, percent_text, plural
 from roofline_report.report.sections import MissingFigure, _figure
 

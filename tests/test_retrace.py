@@ -1,4 +1,4 @@
-"""A trace that caught a burst of load is taken again (roofline_report.measure._trace)."""
+"""A trace that caught a burst of load is taken again (roofline_report.observe.run._trace)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from roofline_report import kernel_timing, measure
+from roofline_report.observe import run as measure
+from roofline_report.observe import trace as kernel_timing
 
 INVENTORY = {"module": "jit_f", "kernels": [{"name": "fusion"}]}
 TIMED = {"available": True, "per_call": {"median": 1e-3}}

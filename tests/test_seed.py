@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from roofline_report import model, study
-from roofline_report.model import SEED_BANDWIDTH as BANDWIDTH
-from roofline_report.model import SEED_PEAK_FLOPS as PEAK
+from roofline_report.analysis import seed_model as model
+from roofline_report.analysis import study
+from roofline_report.analysis.seed_model import SEED_BANDWIDTH as BANDWIDTH
+from roofline_report.analysis.seed_model import SEED_PEAK_FLOPS as PEAK
 
 
 def test_budgets_are_the_seeds() -> None:

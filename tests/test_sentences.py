@@ -13,8 +13,9 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline_report import experiments, model, render, study
-from roofline_report.analysis import words
+from roofline_report.analysis import experiments, study, words
+from roofline_report.analysis import seed_model as model
+from roofline_report.report import views as render
 
 rates = st.floats(min_value=6.0, max_value=16.0).map(lambda e: 10.0 ** e)  # 1 MFLOP/s .. 10 P
 budgets = st.tuples(rates, rates)

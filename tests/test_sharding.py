@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from roofline_report.comm_model import comm_bounds
+from roofline_report.analysis.comm import comm_bounds
 from roofline_report.config import load_config
 from roofline_report.errors import EXIT_INTERNAL, InputError
-from roofline_report.sharding import (
+from roofline_report.observe.sharding import (
     _child_env,
     _last_json,
     analyze_sharded,
@@ -155,7 +155,7 @@ def test_device_flag_and_child_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert env["JAX_NUM_CPU_DEVICES"] == "8"
     assert "--xla_force_host_platform_device_count=8" in env["XLA_FLAGS"]
     package_parent = Path(env["PYTHONPATH"].split(os.pathsep)[0])
-    assert (package_parent / "roofline_report" / "sharding.py").is_file()
+    assert (package_parent / "roofline_report" / "observe" / "sharding.py").is_file()
 
 
 def test_last_json_line() -> None:
@@ -466,7 +466,8 @@ def test_user_failures_stay_with_their_workload(sharded: dict[str, Any]) -> None
 def test_main_process_skips_sharded_workloads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from roofline_report import measure, user
+    from roofline_report.observe import run as measure
+    from roofline_report.observe import user
 
     path = _config_folder(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
@@ -490,7 +491,8 @@ def test_main_process_skips_sharded_workloads(
 
 
 def test_cli_passes_the_config_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from roofline_report import cli, measure
+    from roofline_report import cli
+    from roofline_report.observe import run as measure
 
     path = _config_folder(tmp_path)
     seen: list[Any] = []
@@ -561,7 +563,7 @@ def test_user_workload_in_this_process_uses_each_dtype(
     """A one-device mesh: nothing is split, and every shard is the whole array."""
     import jax
 
-    from roofline_report.sharding import user_workload
+    from roofline_report.observe.sharding import user_workload
 
     (tmp_path / "rr_mixed_mod.py").write_text(MIXED_MODULE, encoding="utf-8")
     (tmp_path / "m.toml").write_text(
@@ -596,7 +598,7 @@ import json
 import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
-from roofline_report.sharding import _make_mesh, analyze_sharded
+from roofline_report.observe.sharding import _make_mesh, analyze_sharded
 
 mesh = _make_mesh(jax, jax.devices("cpu")[:8])
 

@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
-from roofline_report import analysis, render, results
+from roofline_report import analysis
 from roofline_report.analysis import roofs
-from roofline_report.model import Kind, Quantity
+from roofline_report.kinds import Kind, Quantity
 from roofline_report.presets import get_preset, list_presets
+from roofline_report.report import views as render
 from roofline_report.report.format import Num
+from roofline_report.results import io as results
 from roofline_report.units import format_si
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
@@ -166,7 +168,9 @@ def test_gpu_section_shows_the_floor_in_both_formats(data: dict[str, Any]) -> No
 
 
 def test_the_float32_roof_sentence_follows_the_chip() -> None:
-    from roofline_report import analysis, render, results
+    from roofline_report import analysis
+    from roofline_report.report import views as render
+    from roofline_report.results import io as results
 
     data = results.load(FIXTURE)
     h100 = render.render(data, analysis.assumptions_for(data, preset="H100")).markdown

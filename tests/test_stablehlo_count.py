@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import pytest
 from jax import lax
 
-from roofline_report import reconcile
+from roofline_report.analysis import reconcile
 from roofline_report.errors import InputError
 from roofline_report.hlo import stablehlo_count
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline_report import timing
 from roofline_report.errors import InputError
-from roofline_report.timing import Stats, Timing
+from roofline_report.observe import timer as timing
+from roofline_report.observe.timer import Stats, Timing
 
 # ----------------------------------------------------------------------------------- Stats
 

@@ -19,15 +19,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_report import experiments, reconcile, study
-from roofline_report.analysis import explain
+from roofline_report.analysis import experiments, explain, reconcile, study
 from roofline_report.analysis import kernels as kernels_analysis
 from roofline_report.analysis import predict as predict_mod
 from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.levels import Level
 from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.seed_model import (
+    DEFAULT_INTERCONNECT,
+    SEED_BANDWIDTH,
+    SEED_PEAK_FLOPS,
+)
 from roofline_report.errors import InputError, reason
-from roofline_report.model import DEFAULT_INTERCONNECT, SEED_BANDWIDTH, SEED_PEAK_FLOPS, Kind
+from roofline_report.kinds import Kind
 
 SEED_NAME = "seed_tanh_matmul"
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis import levels as levels_mod
-from roofline_report.model import Kind
+from roofline_report.kinds import Kind
 
 
 def _log_interpolate(points: Sequence[tuple[float, float]], size: float) -> float | None:

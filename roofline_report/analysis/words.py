@@ -2,7 +2,8 @@
 
 A sentence that says "below", "under the ridge" or "memory-bound" must follow from the values it
 states, for any budgets a user passes; these helpers are the only place such words are chosen.
-The boundary follows :func:`roofline_report.model.bound_by`: at the ridge, compute binds.
+The boundary follows :func:`roofline_report.analysis.seed_model.bound_by`: at the ridge, compute
+binds.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ HLO: fusions, custom calls, collectives, while loops and the kernels launched.
 * :func:`inspect_compiled`: one JSON summary of the program (the shape the report reads).
 * :func:`collective_records`: every collective once (an async ``-start``/``-done`` pair once),
   with its bytes, replica groups and the bytes each device sends
-  (:func:`roofline_report.comm_model.collective_bytes`).
+  (:func:`roofline_report.analysis.comm.collective_bytes`).
 * :func:`while_loops`: the program's while loops in post-order from ENTRY, with the identity
   (op_name, source location) that pairs them with the StableHLO's loops.
 * :func:`strip_metadata`: the text fit to publish (a text pass: it must scrub paths wherever
@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from roofline_report.comm_model import collective_bytes
 from roofline_report.errors import InputError, scrub_paths
+from roofline_report.hlo.collectives import collective_bytes
 from roofline_report.hlo.ir import (
     Computation,
     Instruction,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from roofline_report.report.format import Num
 
 if TYPE_CHECKING:
-    from roofline_report.figures import FigureOut
+    from roofline_report.report.figures import FigureOut
 
 # --- inline parts ---------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The one home of number formatting for the report: every number shown is made here.
 
 A number leaves this module as a :class:`Num`: its display text and its kind (a
-:class:`~roofline_report.model.Kind` value, or '' for a plain count), so renderers only place
+:class:`~roofline_report.analysis.kinds.Kind` value, or '' for a plain count), so renderers only
+place
 text and markers and never format. Percentages and counts with a noun have one rule each:
 :func:`percent` and :func:`plural`.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from roofline_report.model import Kind
+from roofline_report.kinds import Kind
 from roofline_report.units import format_si
 
 KIND_MARKERS: dict[str, str] = {

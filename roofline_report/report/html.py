@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from roofline_report.model import Kind
+from roofline_report.kinds import Kind
 from roofline_report.report.blocks import (
     Aside,
     Banner,

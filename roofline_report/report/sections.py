@@ -1,7 +1,7 @@
 """Each section of the report, defined once: a function from the view model to a
 :class:`~roofline_report.report.blocks.Section`. Both formats are rendered from these.
 
-The view model is :func:`roofline_report.render.view_model`'s dict of display strings and
+The view model is :func:`roofline_report.report.views.view_model`'s dict of display strings and
 :class:`~roofline_report.report.format.Num` values. A figure a section always shows is looked up
 with :func:`_figure`, which raises :class:`MissingFigure`; one that a run may lack is looked up
 with :func:`_optional_figure`, and :meth:`Document.check` then fails on any figure produced but
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from roofline_report.model import Kind
+from roofline_report.kinds import Kind
 from roofline_report.report.blocks import (
     Aside,
     Banner,

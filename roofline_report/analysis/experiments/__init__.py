@@ -1,0 +1,161 @@
+"""The lab notebook (no jax): experiments that state a prediction, test it, and say why it failed.
+
+Each experiment states a hypothesis, the model's prediction (a
+:class:`~roofline_report.analysis.seed_model.
+Quantity` with its kind), the measurement on this machine (``kind: measured``), and a verdict
+computed by :func:`verdict`. When a prediction fails, the likely reason is chosen by code from the
+recorded evidence (kernel counts, converts in the HLO, cache size, achieved rates against the
+roofs the model used, timing spread), never typed in for a given machine.
+
+Predictions: when :func:`analyse` gets this machine's measured roof set and the lab recorded the
+kernel inventory of every program an experiment times, each program's time is the per-kernel
+model's (:func:`roofline_report.analysis.predict.predict_from_kernels`, ``kind: measured``); a
+ratio is the ratio of those times, a knee the knee of those times over the sweep. Otherwise the
+single-roof model predicts on the budgets: this machine's measured ceilings (``kind: measured``)
+or the hypothetical ones (``kind: hypothetical``), with closed forms for the knees. The
+prediction's note names the model and, for the single-roof one, why the per-kernel model did
+not predict.
+
+:func:`exercises` poses one exercise after each group of experiments; every number in it comes
+from :mod:`roofline_report.analysis.seed_model`. Everything returned is plain, deterministic JSON.
+
+One module per experiment (:mod:`.doubled_traffic`, :mod:`.fusion`, :mod:`.bf16` for both
+bfloat16 experiments, :mod:`.batching`, :mod:`.dispatch`, :mod:`.scan`), what they share in
+:mod:`.common`, the choice of model in :mod:`.times`, the exercises in :mod:`.exercises`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from roofline_report.analysis.experiments import (
+    batching,
+    bf16,
+    dispatch,
+    doubled_traffic,
+    fusion,
+    scan,
+)
+from roofline_report.analysis.experiments.batching import batch_ridge
+from roofline_report.analysis.experiments.common import (
+    BF16,
+    EXPERIMENT_IDS,
+    F32,
+    HYPOTHETICAL_BF16_SPEEDUP,
+    HYPOTHETICAL_DISPATCH_S,
+    LOG_SCALE,
+    LOW_EFFICIENCY,
+    NEAR_DISPATCH,
+    STATISTIC,
+    TITLES,
+    TOLERANCE,
+    Budgets,
+    Entry,
+    budgets,
+    knee,
+    knee_fit,
+    unavailable,
+    verdict,
+)
+from roofline_report.analysis.experiments.dispatch import dispatch_size
+from roofline_report.analysis.experiments.exercises import (
+    EX_BATCH_D,
+    EX_FUSION_SHAPE,
+    EX_SCAN_SIZE,
+    EX_SCAN_STEPS,
+    EX_SEED_SHAPE,
+    EX_STREAM_ELEMENTS,
+    exercises,
+)
+from roofline_report.analysis.experiments.fusion import fusion_traffic
+from roofline_report.analysis.roofs import RoofSet
+from roofline_report.errors import InputError
+
+__all__ = [
+    "BF16",
+    "EXPERIMENT_IDS",
+    "EX_BATCH_D",
+    "EX_FUSION_SHAPE",
+    "EX_SCAN_SIZE",
+    "EX_SCAN_STEPS",
+    "EX_SEED_SHAPE",
+    "EX_STREAM_ELEMENTS",
+    "F32",
+    "HYPOTHETICAL_BF16_SPEEDUP",
+    "HYPOTHETICAL_DISPATCH_S",
+    "LOG_SCALE",
+    "LOW_EFFICIENCY",
+    "NEAR_DISPATCH",
+    "STATISTIC",
+    "TITLES",
+    "TOLERANCE",
+    "Budgets",
+    "analyse",
+    "batch_ridge",
+    "budgets",
+    "dispatch_size",
+    "exercises",
+    "fusion_traffic",
+    "knee",
+    "knee_fit",
+    "verdict",
+]
+
+Builder = Callable[[Entry, Budgets, RoofSet | None, int | None], dict[str, Any]]
+
+_BUILDERS: dict[str, Builder] = {
+    "doubled_traffic": doubled_traffic.build,
+    "fusion": fusion.build,
+    "bf16_memory": bf16.memory,
+    "bf16_compute": bf16.compute,
+    "batching": batching.build,
+    "dispatch": dispatch.build,
+    "scan": scan.build,
+}
+
+
+def analyse(
+    raw: Mapping[str, Any],
+    *,
+    ceilings: Mapping[str, Any] | None,
+    peak: float,
+    bandwidth: float,
+    roofs: RoofSet | None = None,
+) -> list[dict[str, Any]]:
+    """Turn the lab's raw measurements (see :func:`roofline_report.observe.lab.run_lab`) into the
+    notebook.
+
+    ``roofs`` is this machine's measured roof set (None: none measured); with it, and the kernel
+    inventories the lab recorded, the per-kernel model predicts. ``ceilings`` (the measured
+    ceilings record, or None) and the hypothetical ``peak`` and ``bandwidth`` give the budgets
+    of the single-roof model, which predicts otherwise.
+
+    Returns one record per experiment in :data:`EXPERIMENT_IDS` order::
+
+        {"id", "title", "hypothesis", "prediction": Quantity json, "measurement": Quantity json
+         (kind measured), "verdict": verdict(...), "details": {...}, "likely_reason": str}
+
+    ``likely_reason`` is '' unless the verdict failed. An experiment that is missing from
+    ``raw`` or recorded ``available: False`` gets ``verdict.status == "unavailable"``.
+    Raises InputError when ``raw`` (or a present experiment's record) is malformed.
+    """
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("experiments"), Mapping):
+        raise InputError("lab measurements: expected an object with an 'experiments' object")
+    b = budgets(ceilings, peak=peak, bandwidth=bandwidth)
+    cache = raw.get("cache_bytes")
+    cache_bytes = cache if isinstance(cache, int) and not isinstance(cache, bool) else None
+    records = []
+    for exp_id in EXPERIMENT_IDS:
+        data = raw["experiments"].get(exp_id)
+        if data is None:
+            records.append(unavailable(exp_id, "not in the recorded measurements"))
+            continue
+        if not isinstance(data, Mapping):
+            raise InputError(f"lab measurements: experiment {exp_id!r} must be an object")
+        if data.get("available") is not True:
+            reason = data.get("reason")
+            records.append(unavailable(exp_id, str(reason) if reason else "not measured"))
+            continue
+        records.append(_BUILDERS[exp_id](Entry(exp_id, data), b, roofs, cache_bytes))
+    return records

@@ -1,0 +1,137 @@
+"""Loops fool the compiler's estimate (no jax): a k-step lax.scan of tanh(c@x) against one body.
+
+A loop of k steps costs k body calls, as our count says, not one, as XLA's cost analysis says.
+The prediction is the scan's predicted time over one body call's: the per-kernel model's on the
+measured roofs when both kernel inventories were recorded (the loop's kernels priced once per
+trip, with their launches), else the single-roof model's on our count (k bodies over one
+contract's traffic: the carry stays on the device). A failed verdict is explained, in order, by
+a measurement nearer XLA's implied ratio (the compiler hoisted or simplified the body), by a body
+call within a few dispatch floors (mostly overhead), by the loop's per-step bookkeeping, or by
+timing noise.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from roofline_report.analysis import seed_model as model
+from roofline_report.analysis.experiments.common import (
+    F32,
+    NEAR_DISPATCH,
+    Budgets,
+    Entry,
+    first_reason,
+    noise,
+    ratio_note,
+    record,
+    seconds_of,
+    time_json,
+    weaker,
+)
+from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
+from roofline_report.analysis.roofs import RoofSet
+from roofline_report.kinds import Quantity
+from roofline_report.units import format_si
+
+VARIANTS = ("body", "scan")
+
+
+def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) -> dict[str, Any]:
+    size, steps = e.count("size"), e.count("steps")
+    scan, body = e.timing("scan"), e.timing("body")
+    c = model.contract(size, size, size, F32)
+    km, why = kernel_model(roofs, e.programs(VARIANTS), dict.fromkeys(VARIANTS, "float32"))
+    if km is not None:
+        t_body, t_scan = km.seconds("body"), km.seconds("scan")
+        prediction = Quantity(
+            t_scan / t_body,
+            "×",
+            km.kind,
+            f"predicted time of the {steps}-step scan ÷ that of one body call, each loop "
+            f"kernel once per trip; {km.note()}",
+        )
+        floor = km.roofs.dispatch_enqueued or 0.0
+        floor_name = "enqueued dispatch floor"
+        launch = km.roofs.launch
+        launches = km.counts("scan")[1]
+        charged = (
+            f"; the model charges its {launches} launches at {format_si(launch, 's')} each"
+            if launch else ""
+        )
+    else:
+        t_body = model.predicted_seconds(c.flops, c.minimum_bytes, b.peak, b.bandwidth, b.dispatch)
+        # The carry stays on the device between steps: the scan's minimum traffic is one contract.
+        t_scan = model.predicted_seconds(
+            steps * c.flops, c.minimum_bytes, b.peak, b.bandwidth, b.dispatch
+        )
+        prediction = Quantity(
+            t_scan / t_body,
+            "×",
+            weaker(b.kind, b.dispatch_kind),
+            single_roof_note(
+                f"predicted_seconds of {steps} bodies ÷ one body, our count ({steps} × "
+                f"{c.flops} flops); {b.note}",
+                why,
+            ),
+        )
+        floor, floor_name, charged = b.dispatch, "dispatch floor", ""
+    predicted = t_scan / t_body
+    measured = seconds_of(scan) / seconds_of(body)
+    xla = {"scan": e.opt_number("xla_flops", "scan"), "body": e.opt_number("xla_flops", "body")}
+    ours = {"scan": e.opt_number("our_flops", "scan"), "body": e.opt_number("our_flops", "body")}
+    kernels = {"scan": e.opt_count("kernels", "scan"), "body": e.opt_count("kernels", "body")}
+    xla_ratio = xla["scan"] / xla["body"] if xla["scan"] is not None and xla["body"] else None
+
+    def reason(m: float) -> str:
+        p = predicted
+        closer_to_xla = ""
+        if (
+            xla_ratio is not None
+            and xla_ratio > 0
+            and abs(math.log(m / xla_ratio)) < abs(math.log(m / p))
+        ):
+            closer_to_xla = (
+                f"the scan ran about as fast as {m:.2g} body calls, nearer XLA's implied "
+                f"{xla_ratio:.2g}×: the body may have been hoisted or simplified by the compiler"
+            )
+        overhead = ""
+        if m < p and seconds_of(body) < NEAR_DISPATCH * floor:
+            overhead = (
+                f"one body call ({format_si(seconds_of(body), 's')}) is within "
+                f"{NEAR_DISPATCH:g}× of the {floor_name} ({format_si(floor, 's')}): its "
+                f"time is mostly overhead, so the ratio comes out low"
+            )
+        per_step = ""
+        if m > p and kernels["scan"] is not None and kernels["body"]:
+            per_step = (
+                f"the scan runs {kernels['scan']} kernels ({kernels['scan'] / steps:.2g} per "
+                f"step) against {kernels['body']} for one body call: the loop's bookkeeping "
+                f"(carry copies, the counter) adds work each step{charged}"
+            )
+        return first_reason(closer_to_xla, overhead, per_step, noise({"scan": scan, "body": body}))
+
+    details = {
+        "size": size,
+        "steps": steps,
+        "body_flops": c.flops,
+        "scan_flops": steps * c.flops,
+        "xla_flops": xla,
+        "our_flops": ours,
+        "xla_ratio": xla_ratio,
+        "kernels": kernels,
+        "predicted_seconds": {"scan": t_scan, "body": t_body},
+        "seconds": {"scan": time_json(scan), "body": time_json(body)},
+        "median_ratio": scan.per_call.median / body.per_call.median,
+        "model": km.to_json() if km is not None else None,
+        "single_roof_reason": why,
+        "budgets": b.to_json(),
+    }
+    return record(
+        "scan",
+        prediction,
+        measured,
+        ratio_note(f"the {steps}-step scan", "one body call"),
+        reason,
+        details,
+    )

@@ -1,0 +1,221 @@
+"""Throughput of transcendental functions and dtype conversions, measured (imports jax when run).
+
+A kernel of exp, tanh or log is limited neither by multiply-adds (XLA counts transcendentals
+apart from flops) nor, when its data sit in cache, by memory: by how many of those functions the
+device evaluates per second. Likewise a bfloat16 kernel on a CPU that computes in float32 pays
+for the conversions. These ceilings let a prediction charge such kernels for what they do.
+
+Each kernel applies its operation to a float array held in cache (64 Ki elements), ``reps``
+times inside one jitted call (a ``fori_loop`` carrying the array, so each application depends on
+the previous one and none can be hoisted or fused away), so the work per call dwarfs dispatch:
+
+* ``exp``: x <- exp(-x); ``tanh``: x <- tanh(x); ``log``: x <- log(x + 2): each one evaluation per
+  element (the negation or the add is one flop beside it);
+* ``convert``: x <- float32(bfloat16(x)) · c, two conversions per element;
+* ``multiply-add``: x <- x · c + d applied :data:`FMA_CHAIN` times in a row, two flops per
+  element each: the rate of elementwise arithmetic, the compute roof of work that is not a
+  matrix product (a matmul's peak is far above it). One multiply-add per element per pass
+  would measure the cache's bandwidth instead (2 flops per 8 bytes moved); a chain fused into
+  one loop does several per element loaded, so arithmetic, not the cache, bounds it.
+
+* ``reduce``: ``sum(x, axis=-1)`` over float32 rows of :data:`REDUCE_COLUMNS`, once per call,
+  by size (a few KiB to past the last-level cache): a reduction runs through library code whose
+  fixed cost per kernel dominates small arrays and whose streaming rate differs from a copy's,
+  so its rate is measured by size, as a matmul's is. Each point records its time per call
+  (dispatch included: the analysis takes the dispatch floor off) and the elements it reduced.
+
+Rates are operations per second from the fastest sample, as for every ceiling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from roofline_report.errors import reason
+from roofline_report.observe import timer as timing
+
+Progress = Callable[[str], None]
+ELEMENTS = 1 << 16
+FMA_CHAIN = 8  # multiply-adds per element per pass of the multiply-add kernel
+REDUCE_COLUMNS = 1024  # elements per row of the reduction kernel
+OPS_PER_ELEMENT = {"exp": 1, "tanh": 1, "log": 1, "convert": 2, "multiply-add": 2 * FMA_CHAIN}
+
+
+@dataclass(frozen=True, slots=True)
+class RatePlan:
+    """Which operations in which dtypes, elements per application, operations per call."""
+
+    transcendentals: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    elements: int
+    ops_per_call: int
+    samples: int
+    min_sample_s: float
+    reduce_sizes: tuple[int, ...] = ()  # bytes of the reduction kernel's array; () for none
+
+
+def rate_plan(backend: str, *, quick: bool) -> RatePlan:
+    """exp/tanh/log in float32 and bfloat16 and the float32<->bfloat16 conversion; 2^25 (CPU)
+    or 2^30 (accelerators) operations per call; the row reduction from 64 KiB to 64 MiB (CPU)
+    or 1 MiB to 1 GiB, by 4. Quick mode: float32 only, a quarter of the operations per call,
+    the reduction by 16. Pure."""
+    per_call = (1 << 25) if backend == "cpu" else (1 << 30)
+    first, last = (1 << 16, 1 << 26) if backend == "cpu" else (1 << 20, 1 << 30)
+    return RatePlan(
+        transcendentals=("exp", "tanh", "log"),
+        dtypes=("float32",) if quick else ("float32", "bfloat16"),
+        elements=ELEMENTS if backend == "cpu" else ELEMENTS * 64,
+        ops_per_call=per_call // 4 if quick else per_call,
+        samples=5 if quick else 7,
+        min_sample_s=0.003 if quick else 0.005,
+        reduce_sizes=timing.geometric(first, last, 16 if quick else 4),
+    )
+
+
+def _step(op: str) -> Callable[[Any, Any], Any]:
+    import jax.numpy as jnp
+
+    if op == "exp":
+        return lambda x, _c: jnp.exp(-x)
+    if op == "tanh":
+        return lambda x, _c: jnp.tanh(x)
+    if op == "log":
+        return lambda x, c: jnp.log(x + c)
+    if op == "convert":
+        return lambda x, c: x.astype(jnp.bfloat16).astype(jnp.float32) * c
+    if op == "multiply-add":
+        def chain(x: Any, c: Any) -> Any:
+            for _ in range(FMA_CHAIN):
+                x = x * c + jnp.asarray(0.25, x.dtype)
+            return x
+
+        return chain
+    raise ValueError(f"unknown operation {op!r}")
+
+
+def _entry(op: str, dtype: str, plan: RatePlan) -> dict[str, Any]:
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    ops = OPS_PER_ELEMENT[op]
+    reps = max(1, plan.ops_per_call // (ops * plan.elements))
+    entry: dict[str, Any] = {
+        "name": f"{op} {dtype}" if op != "convert" else "convert float32<->bfloat16",
+        "op": op, "dtype": dtype, "unit": "1/s", "kind": "measured", "value": None,
+        "available": False, "reason": "", "elements": plan.elements, "reps": reps,
+        "ops_per_call": ops * plan.elements * reps, "timing": None,
+    }
+    step = _step(op)
+    kind = jnp.dtype(dtype)
+
+    def kernel(x: Any, c: Any) -> Any:
+        return lax.fori_loop(0, reps, lambda _i, y: step(y, c).astype(kind), x)
+
+    try:
+        x = timing.block(jnp.full((plan.elements,), 0.5, dtype=kind))
+        c = jnp.asarray({"log": 2.0, "convert": -1.0, "multiply-add": -0.5}.get(op, 0.0),
+                        dtype=kind)
+        compiled = jax.jit(kernel).lower(x, c).compile()
+
+        def run(n: int) -> None:
+            timing.block([compiled(x, c) for _ in range(n)])
+
+        measured = timing.measure(run, samples=plan.samples,
+                                  min_sample_seconds=plan.min_sample_s,
+                                  method="jax: a fori_loop of the operation per call, "
+                                         "n calls enqueued")
+    except Exception as exc:
+        entry["reason"] = f"{entry['name']} failed: {reason(exc)}"
+        return entry
+    entry.update(value=entry["ops_per_call"] / measured.per_call.min, available=True,
+                 timing=measured.to_json())
+    return entry
+
+
+def _reduce_entry(plan: RatePlan) -> dict[str, Any]:
+    """The row reduction by size (see the module docstring); a size that fails ends the sweep,
+    and the entry is unavailable only when no size worked."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    entry: dict[str, Any] = {
+        "name": "row reduction float32", "op": "reduce", "dtype": "float32", "unit": "1/s",
+        "kind": "measured", "value": None, "available": False, "reason": "",
+        "elements": REDUCE_COLUMNS, "reps": 1, "ops_per_call": REDUCE_COLUMNS, "timing": None,
+        "by_size": [],
+    }
+    compiled_sum = jax.jit(lambda x: jnp.sum(x, axis=-1))
+    for size in plan.reduce_sizes:
+        elements = size // 4
+        try:
+            x = jax.device_put(np.ones((elements // REDUCE_COLUMNS, REDUCE_COLUMNS), np.float32))
+            compiled = compiled_sum.lower(x).compile()
+            measured = timing.time_jitted(compiled, (x,), quick=True, samples=plan.samples,
+                                          min_sample_seconds=plan.min_sample_s)
+        except Exception as exc:
+            entry["reason"] = f"row reduction of {size} B failed: {reason(exc)}"
+            break
+        seconds = measured.per_call.min
+        entry["by_size"].append({"elements": elements, "bytes": size, "seconds": seconds,
+                                 "value": elements / seconds})
+        if entry["value"] is None or elements / seconds > entry["value"]:
+            entry.update(value=elements / seconds, ops_per_call=elements,
+                         timing=measured.to_json())
+    entry["available"] = bool(entry["by_size"])
+    return entry
+
+
+def measure_rates(plan: RatePlan, say: Progress | None = None) -> list[dict[str, Any]]:
+    """One entry per (operation, dtype), one for the conversion and one for the row reduction
+    (where the plan has sizes); never raises for a measurement failure (the entry is
+    unavailable with its reason).
+
+    Every entry is measured in :data:`ROUNDS` rounds, a whole pass over the operations apart,
+    with the plan's samples split between them, and keeps its best round (a row reduction,
+    its best round at each size): a burst of load elsewhere on a shared machine slows the
+    samples of one window, rarely those of two."""
+    tell = say or (lambda _m: None)
+    per_round = replace(plan, samples=max(MIN_ROUND_SAMPLES, -(-plan.samples // ROUNDS)))
+    rounds = [_one_round(per_round) for _ in range(ROUNDS)]
+    entries = [_best_round([r[i] for r in rounds]) for i in range(len(rounds[0]))]
+    for e in entries:
+        if e["available"]:
+            unit = "G elements/s" if e["op"] == "reduce" else "G/s"
+            tell(f"{e['name']}: {'up to ' if e['op'] == 'reduce' else ''}"
+                 f"{e['value'] / 1e9:.3g} {unit}")
+    return entries
+
+
+ROUNDS = 2
+MIN_ROUND_SAMPLES = 3
+
+
+def _one_round(plan: RatePlan) -> list[dict[str, Any]]:
+    entries = [_entry(op, dtype, plan)
+               for op in (*plan.transcendentals, "multiply-add") for dtype in plan.dtypes]
+    entries.append(_entry("convert", "float32", plan))
+    if plan.reduce_sizes:
+        entries.append(_reduce_entry(plan))
+    return entries
+
+
+def _best_round(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The round with the highest rate; for a rate by size, each size's fastest round."""
+    available = [r for r in rounds if r["available"]]
+    if not available:
+        return rounds[0]
+    best = dict(max(available, key=lambda r: r["value"]))
+    if best.get("by_size"):
+        by_size: dict[int, dict[str, Any]] = {}
+        for r in available:
+            for point in r["by_size"]:
+                kept = by_size.get(point["elements"])
+                if kept is None or point["seconds"] < kept["seconds"]:
+                    by_size[point["elements"]] = point
+        best["by_size"] = [by_size[k] for k in sorted(by_size)]
+        best["value"] = max(p.get("value", best["value"]) for p in best["by_size"])
+    return best

@@ -1,0 +1,493 @@
+"""The measuring pipeline (imports jax): lower, check, account, time; returns results.json's dict.
+
+Each step of each workload is attempted on its own: a step that fails is recorded as not available
+with its reason (and listed under ``skipped``), and the rest of the report still builds.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import datetime
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import jax
+
+from roofline_report import __version__
+from roofline_report.analysis.seed_model import (
+    DEFAULT_INTERCONNECT,
+    SEED_BANDWIDTH,
+    SEED_PEAK_FLOPS,
+)
+from roofline_report.errors import InputError, reason, scrub_paths
+from roofline_report.hlo import count_stablehlo, inspect_compiled, strip_metadata
+from roofline_report.hlo.ir import Module, parse_module
+from roofline_report.observe import lower as lowering
+from roofline_report.observe import timer as timing
+from roofline_report.observe.program import Program
+from roofline_report.observe.workloads import NoAnalyticModel, Workload, catalog
+from roofline_report.results import io as results_mod
+from roofline_report.results.schema import SCHEMA_VERSION
+
+Progress = Callable[[str], None]
+TEXT_LIMIT = 40_000  # characters of HLO text kept per workload
+QUICK_SWEEPS = ("matmul", "scale", "attention")  # --quick sweeps these (and user workloads)
+# A sweep point's timing: more, longer samples than --quick's (5 of 5 ms), fewer than a
+# workload's (15 of 30 ms). 5 samples of 5 ms span 25 ms, so one burst of load elsewhere on
+# the machine moved a point's median by 1.5-2x; 9 of 10 ms span 90 ms.
+SWEEP_SAMPLES, SWEEP_MIN_SAMPLE_S = 9, 0.01
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What to measure. ``peak``/``bandwidth`` are the hypothetical budgets."""
+
+    quick: bool = False
+    ceilings: bool = True
+    sweeps: bool = True
+    sharding: bool = True
+    experiments: bool = True
+    peak: float = SEED_PEAK_FLOPS
+    bandwidth: float = SEED_BANDWIDTH
+    interconnect: float = DEFAULT_INTERCONNECT
+    budget_source: str = "the seed's assumed budgets"
+    preset: str | None = None
+    builtin: bool = True
+    user_workloads: tuple[Workload, ...] = ()
+    config_source: str | None = None
+    config_path: str | None = None  # the config file, for the sharding child; not in JSON
+    origin: Literal["command line", "python"] = "command line"  # who asked: words of reasons
+    teaching: bool = True  # the seed's teaching sections belong in the report
+
+    def not_asked(self, flag: str) -> str:
+        """Why a part was not measured, in the words of whoever asked for this run."""
+        if self.origin == "python":
+            return "not measured by roofline_report.analyze()"
+        return f"skipped with {flag}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "quick": self.quick,
+            "ceilings": self.ceilings,
+            "sweeps": self.sweeps,
+            "sharding": self.sharding,
+            "experiments": self.experiments,
+            "builtin": self.builtin,
+            "preset": self.preset,
+            "config": self.config_source,
+            "origin": self.origin,
+            "teaching": self.teaching,
+        }
+
+    def assumptions_json(self) -> dict[str, Any]:
+        return {"peak": self.peak, "bandwidth": self.bandwidth,
+                "interconnect": self.interconnect, "source": self.budget_source}
+
+
+@dataclass
+class Skips:
+    """Collects what could not be done, for the report and the exit code."""
+
+    items: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, what: str, reason: str) -> dict[str, Any]:
+        self.items.append({"what": what, "reason": reason})
+        return {"available": False, "reason": reason}
+
+
+def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]:
+    """Measure everything the options ask for and return the results document."""
+    say = progress or (lambda _msg: None)
+    skips = Skips()
+    # The sharded analysis runs in a child process (it needs its own device count). In quick
+    # mode it starts now and runs alongside the rest, at the cost of noisier timings (the
+    # report says so); otherwise it runs last, on an otherwise idle machine.
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1) if options.sharding else None
+    pending_sharding = None
+    if pool is not None and options.quick:
+        pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path,
+                                       options.builtin)
+    say("environment")
+    env = lowering.environment()
+    results: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "generator": {"name": "roofline-report", "version": __version__,
+                      "measured_at": measured_at()},
+        "options": options.to_json(),
+        "assumptions": options.assumptions_json(),
+        "environment": env,
+    }
+
+    if options.ceilings:
+        say("ceilings of this machine")
+        results["ceilings"] = _ceilings(options.quick, say, skips)
+    else:
+        results["ceilings"] = {"available": False, "reason": options.not_asked("--no-ceilings")}
+
+    workloads = [*(catalog() if options.builtin else []), *options.user_workloads]
+    records = []
+    for i, w in enumerate(workloads, 1):
+        say(f"workload {i}/{len(workloads)}: {w.title}")
+        records.append(measure_workload(w, quick=options.quick, skips=skips))
+    results["workloads"] = records
+
+    if options.sweeps:
+        swept = [w for w in workloads
+                 if w.sweep and (not options.quick or w.user or w.name in QUICK_SWEEPS)]
+        results["sweeps"] = [_sweep(w, quick=options.quick, say=say, skips=skips)
+                             for w in swept]
+    else:
+        results["sweeps"] = []
+
+    ceilings_json = results["ceilings"] if results["ceilings"].get("available") else None
+    if options.experiments:
+        say("lab notebook: experiments")
+        results["lab"] = _lab(options.quick, ceilings_json, say, skips)
+    else:
+        results["lab"] = {"available": False, "reason": options.not_asked("--no-experiments")}
+    if pool is not None and pending_sharding is None:
+        pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path,
+                                       options.builtin)
+
+    if pending_sharding is not None:
+        say("sharded workloads (subprocess)")
+        results["sharding"] = _sharding_result(pending_sharding.result(), skips)
+    else:
+        results["sharding"] = {"available": False, "reason": options.not_asked("--no-sharding")}
+
+    if pool is not None:
+        pool.shutdown(wait=True)
+    results["skipped"] = skips.items
+    # What is written must be what the loader accepts: a mismatch is a bug here, not bad input.
+    try:
+        results_mod.validate(results, source="the measured results")
+    except InputError as exc:
+        raise RuntimeError(str(exc)) from None
+    return results
+
+
+def _ceilings(quick: bool, say: Progress, skips: Skips) -> dict[str, Any]:
+    from roofline_report.observe.ceilings import machine as ceilings
+
+    try:
+        data = ceilings.measure_ceilings(quick=quick, progress=say)
+    except Exception as exc:  # a measurement failure must not stop the report
+        return skips.add("ceilings", _why(exc))
+    data["available"] = True
+    # The roofs a report uses are chosen at render time from all the entries.
+    data.pop("peak_compute", None)
+    data.pop("peak_bandwidth", None)
+    for group in ("compute", "bandwidth"):
+        for entry in data.get(group, []):
+            if not entry.get("available", True):
+                skips.add(f"ceiling {entry.get('name')}", entry.get("reason", ""))
+    return data
+
+
+def _lab(quick: bool, ceilings: Mapping[str, Any] | None, say: Progress,
+         skips: Skips) -> dict[str, Any]:
+    from roofline_report.observe import lab
+
+    try:
+        return lab.run_lab(quick=quick, ceilings=ceilings, progress=say)
+    except Exception as exc:  # one experiment failing is handled inside; this is all of them
+        return {"experiments": {}, **skips.add("lab notebook", _why(exc))}
+
+
+def _run_sharding(quick: bool, config_path: str | None = None,
+                  builtin: bool = True) -> dict[str, Any]:
+    from roofline_report.observe import sharding
+
+    return sharding.run_sharded_analysis(devices=8, quick=quick, timeout=180.0,
+                                         config_path=config_path, builtin=builtin)
+
+
+def _sharding_result(data: dict[str, Any], skips: Skips) -> dict[str, Any]:
+    for w in data.get("workloads", []):
+        if w.get("error"):
+            skips.add(f"sharded workload {w.get('name', '?')}", str(w["error"]))
+    if not data.get("available", False):
+        skips.add("sharded workloads", str(data.get("reason", "unknown")))
+        return {"available": False, "reason": str(data.get("reason", "unknown"))}
+    return data
+
+
+def measure_workload(w: Workload, *, quick: bool, skips: Skips,
+                     keep_text: bool = True, kernels: bool = True,
+                     trace: bool = True,
+                     sampling: tuple[int, float] | None = None) -> dict[str, Any]:
+    """Lower, compile, check, account and time one workload; each step may fail on its own.
+    ``kernels``: record the kernel inventory; ``trace``: also time each kernel from a profiler
+    trace and ask JAX's own roofline estimate; ``sampling``: (samples, seconds per sample) of
+    the timing, instead of those ``quick`` sets."""
+    record: dict[str, Any] = {
+        "name": w.name,
+        "title": w.title,
+        "description": w.description,
+        "dtype": w.dtype,
+        "dims": dict(sorted(w.dims.items())),
+        "user": w.user,
+    }
+    label = f"workload {w.title}"
+    try:
+        record["analytic"] = {key: int(value) for key, value in w.model().items()}
+    except NoAnalyticModel as exc:
+        record["analytic"] = {"available": False, "reason": str(exc)}
+    except Exception as exc:
+        record["analytic"] = skips.add(f"{label}: analytic model", _why(exc))
+    kwargs: dict[str, Any] = {}
+    host_kwargs: dict[str, Any] = {}
+    try:
+        if w.program is not None:
+            low, args, kwargs, host, host_kwargs = _program_inputs(w.program, record)
+        else:
+            args, host = w.inputs()
+            record["args"] = [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in args]
+            low = lowering.lower_and_compile(w.fn, args)
+            if w.user:
+                record["arguments"] = _arrays_tree(args, low)
+    except Exception as exc:
+        record["lowering"] = skips.add(f"{label}: lowering", _why(exc))
+        return record
+
+    module: Any = None
+    ops: dict[str, int] = {}
+    optimized_hlo = low.compiled.as_text()  # read once: both the text and the inspection use it
+    program = parse_module(optimized_hlo)  # parsed once: the inspection and the inventory
+    try:
+        module = lowering.stablehlo_module(low.lowered)
+        ops = lowering.stablehlo_ops(module)
+        compiled_text = strip_metadata(optimized_hlo)
+        record["lowering"] = {
+            "available": True,
+            "reason": "",
+            "lower_s": low.lower_seconds,
+            "compile_s": low.compile_seconds,
+            "ops": ops,
+            "required_ops": list(w.required_ops),
+            "stablehlo_text": _clip(scrub_paths(lowering.stablehlo_text(module)))
+            if keep_text else "",
+            "compiled_text": _clip(scrub_paths(compiled_text)) if keep_text else "",
+        }
+        missing = [op for op in w.required_ops if op not in ops]
+        if missing:
+            skips.add(f"{label}: operations", "missing from the StableHLO: " + ", ".join(missing))
+    except Exception as exc:
+        record["lowering"] = {**skips.add(f"{label}: StableHLO inspection", _why(exc)),
+                              "lower_s": low.lower_seconds, "compile_s": low.compile_seconds}
+    try:
+        out = low.compiled(*args, **kwargs)
+        ran = True
+    except Exception as exc:
+        record["check"] = skips.add(f"{label}: run", _why(exc))
+        ran = False
+    if ran and w.reference is None:
+        record["check"] = {"available": False, "ran": True,
+                           "reason": "no NumPy reference was declared"}
+    elif ran and w.reference is not None:
+        try:
+            record["check"] = lowering.check_tree_against_reference(
+                out, w.reference(*host, **host_kwargs), rtol=w.rtol, atol=w.atol
+            )
+            if not record["check"]["passed"]:
+                why = "result differs from the NumPy reference"
+                if _tf32_likely(w, ops):
+                    why += (": jax runs float32 matmuls as TF32 on NVIDIA GPUs by default; "
+                            "JAX_DEFAULT_MATMUL_PRECISION=highest checks at full precision")
+                    record["check"]["note"] = why
+                skips.add(f"{label}: check", why)
+        except Exception as exc:
+            record["check"] = skips.add(f"{label}: NumPy reference", _why(exc))
+            record["check"]["ran"] = True
+
+    record["xla"] = lowering.xla_cost(low.compiled)
+    if not record["xla"]["available"]:
+        skips.add(f"{label}: XLA cost analysis", record["xla"]["reason"])
+    record["memory"] = lowering.memory_stats(low.compiled)
+    if not record["memory"]["available"]:
+        skips.add(f"{label}: XLA memory analysis", record["memory"]["reason"])
+    try:
+        record["compiled"] = inspect_compiled(program)
+        if module is None:
+            raise RuntimeError("no StableHLO module to count")
+        record["hlo_count"] = count_stablehlo(
+            module, compiled_loops=record["compiled"].get("while_loops", [])
+        )
+    except Exception as exc:
+        record["hlo_count"] = skips.add(f"{label}: HLO count", _why(exc))
+    timing_json: dict[str, Any] | None = None
+    # The compiled program with its keyword arguments bound: timed, and traced per kernel.
+    call = functools.partial(low.compiled, **kwargs) if kwargs else low.compiled
+    if ran:
+        try:
+            samples, min_sample = sampling if sampling is not None else (None, None)
+            warm = timing.QUICK_PROGRAM_WARMUP_SECONDS if quick and sampling is None \
+                else timing.PROGRAM_WARMUP_SECONDS
+            timing_json = timing.time_jitted(call, args, quick=quick, samples=samples,
+                                             min_sample_seconds=min_sample,
+                                             warmup_seconds=warm).to_json()
+            timing_json["available"] = True
+            record["timing"] = timing_json
+        except Exception as exc:
+            record["timing"] = skips.add(f"{label}: timing", _why(exc))
+    else:
+        record["timing"] = {"available": False, "reason": "the workload did not run"}
+    if kernels:
+        _measure_kernels(record, w, call, args, program, ran=ran, skips=skips, quick=quick,
+                         trace=trace)
+    return record
+
+
+def _program_inputs(p: Program, record: dict[str, Any]
+                    ) -> tuple[lowering.Lowered, tuple[Any, ...], dict[str, Any],
+                               tuple[Any, ...], dict[str, Any]]:
+    """Lower and compile a user's program through its pytrees; record its argument tree.
+    Returns (lowered, arguments, keyword arguments, and both as NumPy for a reference)."""
+    low, args, kwargs = p.lower_and_compile()
+    record["arguments"] = p.arguments_json(low.lowered.out_info)
+    host, host_kwargs = p.host_inputs(args, kwargs)
+    return low, args, kwargs, host, host_kwargs
+
+
+def _arrays_tree(args: tuple[Any, ...], low: lowering.Lowered) -> dict[str, Any]:
+    """The argument tree of a user's workload of plain arrays (a TOML ``function``)."""
+    from roofline_report.observe.program import arrays_tree
+
+    return arrays_tree(args, [f"args[{i}]" for i in range(len(args))], low.lowered.out_info)
+
+
+def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., Any],
+                     args: Any, program: Module, *, ran: bool, skips: Skips,
+                     quick: bool, trace: bool = True) -> None:
+    """The kernel inventory and, with ``trace``, each kernel timed from a profiler trace and
+    JAX's own roofline estimate; each may fail on its own (the inventory stays when the trace
+    yields nothing)."""
+    from roofline_report.hlo.kernels import kernel_inventory
+
+    label = f"workload {w.title}"
+    inventory: dict[str, Any] | None = None
+    try:
+        inventory = kernel_inventory(program)
+        record["kernels"] = inventory
+    except Exception as exc:
+        record["kernels"] = skips.add(f"{label}: kernel inventory", _why(exc))
+    if not trace:
+        return
+    if not ran:
+        record["kernel_timing"] = {"available": False, "reason": "the workload did not run"}
+    elif inventory is not None:
+        try:
+            record["kernel_timing"] = _trace(call, args, inventory, record.get("timing"),
+                                             quick=quick)
+        except Exception as exc:
+            record["kernel_timing"] = {"available": False, "reason": _why(exc)}
+        if not record["kernel_timing"].get("available", True):
+            skips.add(f"{label}: per-kernel times", record["kernel_timing"]["reason"])
+    record["jax_roofline"] = _jax_roofline(w, args)
+
+
+KERNEL_TRACE_CALLS = 5  # calls traced per workload for per-kernel times
+KERNEL_TRACE_CALLS_QUICK = 3
+# A trace whose calls ran this many times the timed median caught a burst of load elsewhere:
+# it is taken again (at most RETRACES times) and the trace nearest the timing is kept.
+RETRACE_FACTOR = 1.5
+RETRACES = 2
+
+
+def _trace(call: Callable[..., Any], args: Any, inventory: Mapping[str, Any],
+           timed: Mapping[str, Any] | None, *, quick: bool) -> dict[str, Any]:
+    """Per-kernel times from a profiler trace of a few calls; traced again when its calls ran
+    :data:`RETRACE_FACTOR` times slower than the program's timed median, with a note."""
+    from roofline_report.observe import trace as kernel_timing
+
+    median = ((timed or {}).get("per_call") or {}).get("median") \
+        if (timed or {}).get("available") else None
+    names = [k["name"] for k in inventory["kernels"]]
+    calls = KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS
+    traces = []
+    for _ in range(1 + RETRACES):
+        t = kernel_timing.trace_kernels(call, args, module=inventory["module"], kernels=names,
+                                        calls=calls)
+        traces.append(t)
+        if not t.get("available") or not median or t["program_s"] <= RETRACE_FACTOR * median:
+            break
+    if len(traces) == 1 or not median:
+        return traces[-1]
+    best = min((t for t in traces if t.get("available")), key=lambda t: t["program_s"])
+    first = traces[0]["program_s"] / median
+    best["notes"] = [*best["notes"],
+                     f"traced {len(traces)} times: the first trace's calls ran {first:.3g}× the "
+                     "timed median (load elsewhere on the machine); the fastest trace is kept"]
+    return best
+
+
+def _jax_roofline(w: Workload, args: Any) -> dict[str, Any]:
+    """``jax.experimental.roofline`` of the workload as JAX reports it, or why not."""
+    try:
+        from jax.experimental import roofline as jax_roofline
+
+        _, result = jax_roofline.roofline(w.fn)(*args)
+        return {
+            "available": True,
+            "flops": float(result.flops),
+            "unfused_flops": float(result.unfused_flops),
+            "hbm_bytes": float(result.hbm_bytes),
+            "unfused_hbm_bytes": float(result.unfused_hbm_bytes),
+            "peak_hbm_bytes": None if getattr(result, "peak_hbm_bytes", None) is None
+            else float(result.peak_hbm_bytes),
+        }
+    except Exception as exc:  # an estimator without a rule for some primitive
+        return {"available": False, "reason": _why(exc)}
+
+
+def _tf32_likely(w: Workload, ops: Mapping[str, int]) -> bool:
+    """A float32 product on a GPU at jax's default precision (TF32 on NVIDIA)."""
+    matmul = any(op in ops for op in ("stablehlo.dot_general", "stablehlo.convolution"))
+    return (jax.default_backend() in ("gpu", "cuda") and w.dtype == "float32" and matmul
+            and getattr(jax.config, "jax_default_matmul_precision", None) in (None, "default"))
+
+
+def _sweep(w: Workload, *, quick: bool, say: Progress, skips: Skips) -> dict[str, Any]:
+    names = sorted(w.sweep)
+    count = min(len(w.sweep[n]) for n in names)
+    indices = range(count) if not quick else sorted({0, count // 2, count - 1})
+    points = []
+    for i in indices:
+        dims = {n: w.sweep[n][i] for n in names}
+        say(f"sweep {w.title}: {dims}")
+        # The inventory (parsed from the compiled text, no trace) is what the prediction of
+        # each point is built from, as for the catalog's workloads.
+        rec = measure_workload(w.with_dims(dims), quick=True, skips=skips, keep_text=False,
+                               trace=False,
+                               sampling=None if quick else (SWEEP_SAMPLES, SWEEP_MIN_SAMPLE_S))
+        points.append({
+            "dims": dims,
+            "analytic": rec.get("analytic"),
+            "timing": rec.get("timing"),
+            "check": rec.get("check"),
+            # What the prediction needs of the compiled program at this size.
+            "hlo_count": rec.get("hlo_count"),
+            "compiled": rec.get("compiled"),
+            "xla": rec.get("xla"),
+            "kernels": rec.get("kernels"),
+        })
+    return {"name": w.name, "title": w.title, "dtype": w.dtype, "parameters": names,
+            "points": points}
+
+
+def _clip(text: str) -> str:
+    if len(text) <= TEXT_LIMIT:
+        return text
+    return text[:TEXT_LIMIT] + f"\n... ({len(text) - TEXT_LIMIT} more characters not shown)\n"
+
+
+def _why(exc: BaseException) -> str:
+    return reason(exc)
+
+
+def measured_at() -> str:
+    """The time of this measurement, UTC, ISO 8601 to the second (recorded in results.json, so
+    that a report rendered again from it shows the same date)."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

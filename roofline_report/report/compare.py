@@ -1,0 +1,406 @@
+"""``roofline-report compare A/results.json B/results.json ... --out DIR`` (no jax).
+
+Sets saved runs side by side: their environments, measured ceilings with ratios to the first run,
+the workloads every run holds (times, achieved rates, speed-ups against run 1), each run's own
+workloads apart, the experiments' verdicts, and one roofline figure with every run's measured roof
+and points. Runs must share one schema version; one file given twice is refused.
+
+``--fail-if COND`` (see :mod:`roofline_report.analysis.gate`) gates run 2 (NEW) against run 1
+(BASE): the
+report then opens with the regressions, each is one line on stderr, and the exit code is 4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from roofline_report import analysis
+from roofline_report.analysis import gate
+from roofline_report.errors import EXIT_OK, EXIT_REGRESSION, InputError
+from roofline_report.kinds import Kind
+from roofline_report.report import figures as figs
+from roofline_report.report import meta, page
+from roofline_report.report.blocks import (
+    Block,
+    BulletList,
+    Cell,
+    Code,
+    Document,
+    Figure,
+    Group,
+    Link,
+    Note,
+    Section,
+    Status,
+    Strong,
+    text,
+)
+from roofline_report.report.format import Num, n, plural, ratio
+from roofline_report.report.markdown import escape as md_escape
+from roofline_report.report.sections import c, num, p, table
+from roofline_report.results import io as results_mod
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise InputError(f"compare: {message} (see compare --help)")
+
+
+def main(argv: Sequence[str]) -> int:
+    p = _Parser(prog="roofline-report compare",
+                description="Set two or more saved runs (results.json files) side by side; "
+                "with --fail-if, gate NEW against BASE.",
+                epilog=f"A --fail-if condition is {gate.GRAMMAR}. A change inside both runs' "
+                "spread (the IQR of the timing samples) is noise, not a regression. Exit codes: "
+                "0 written; 4 written and a --fail-if condition fired; 2 bad input (nothing "
+                "written); 1 internal error.")
+    p.add_argument("results", nargs="+", metavar="RESULTS_JSON")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--fail-if", action="append", default=[], metavar="COND",
+                   help="exit 4 when COND holds for a workload of NEW against BASE (repeatable)")
+    p.add_argument("--title", metavar="TEXT", help="the page's title")
+    p.add_argument("--debug", action="store_true")
+    ns = p.parse_args(list(argv))
+    if len(ns.results) < 2:
+        raise InputError("compare: give at least two results.json files")
+    conditions = [gate.parse(text) for text in ns.fail_if]
+    if conditions and len(ns.results) != 2:
+        raise InputError(f"compare: --fail-if gates NEW against BASE: give exactly two "
+                         f"results.json files, not {len(ns.results)}")
+    title = meta.check_title(ns.title)
+    from roofline_report import output
+
+    out = Path(ns.out)
+    output.check_destination(out)
+    runs = load_runs(ns.results)
+    if conditions:
+        common, only_base, only_new = gate.common_workloads(runs[0][1], runs[1][1])
+        if not common:
+            raise InputError(f"compare: no workload is in both runs, so --fail-if has nothing "
+                             f"to gate (BASE has {_names(only_base)}; NEW has "
+                             f"{_names(only_new)})")
+    html, md, svgs, doc = render_comparison(runs, conditions=conditions, title=title)
+    files = {"report.html": html, "report.md": md,
+             "comparison.json": json.dumps(doc, sort_keys=True, indent=1) + "\n"}
+    files.update({f"figures/{k}.svg": v for k, v in svgs.items()})
+    output.write_report(out, files)
+    import sys
+
+    print(f"wrote {out / 'report.html'} comparing {len(runs)} runs", file=sys.stderr)
+    for label, names in (("only in BASE", doc["only"].get("1", [])),
+                         ("only in NEW", doc["only"].get("2", []))) if conditions else ():
+        if names:
+            print(f"note: {len(names)} workload(s) {label}, not gated: {', '.join(names)}",
+                  file=sys.stderr)
+    if not conditions:
+        return EXIT_OK
+    for line in doc["gate"]["regressions"]:
+        print(f"regression: {line}", file=sys.stderr)
+    return EXIT_REGRESSION if doc["gate"]["regressions"] else EXIT_OK
+
+
+def _names(names: Sequence[str], limit: int = 6) -> str:
+    if not names:
+        return "none"
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def load_runs(paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Load and validate each file; refuse mixed schema versions with one line naming both."""
+    raw: list[tuple[str, dict[str, Any]]] = []
+    versions: dict[Any, str] = {}
+    _refuse_repeats(paths)
+    for path in paths:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+            data = json.loads(text)
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file") from None
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            # let the validating loader produce its precise message
+            data = results_mod.load(p)
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        versions.setdefault(version, path)
+        raw.append((path, data))
+    if len(versions) > 1:
+        (va, pa), (vb, pb) = list(versions.items())[:2]
+        raise InputError(f"compare: {Path(pa).name} has schema version {va} but "
+                         f"{Path(pb).name} has {vb}; compare runs of one version")
+    runs: list[tuple[str, dict[str, Any]]] = []
+    for path, data in raw:
+        results_mod.validate(data, source=Path(path).name)
+        runs.append((_label(path, data, len(runs)), data))
+    return runs
+
+
+def _refuse_repeats(paths: Sequence[str]) -> None:
+    """One file given twice compares a run with itself: refuse it, naming the file."""
+    seen: dict[Path, str] = {}
+    for path in paths:
+        try:
+            key = Path(path).resolve()
+        except (OSError, RuntimeError):
+            key = Path(path).absolute()
+        if key in seen:
+            same = f"{path}" if seen[key] == path else f"{seen[key]} and {path}"
+            raise InputError(f"compare: {same}: the same file is given twice; compare "
+                             "different runs")
+        seen[key] = path
+
+
+NOT_MEASURED = "not measured"
+NOT_IN_RUN = "not in this run"
+
+
+def _label(path: str, data: Mapping[str, Any], index: int) -> str:
+    env = data.get("environment", {})
+    folder = Path(path).resolve().parent.name
+    return f"{index + 1}: {folder} ({env.get('backend', '?')}, {env.get('device_kind', '?')})"
+
+
+def _ceiling_values(data: Mapping[str, Any]) -> dict[str, tuple[float | None, str]]:
+    c = data.get("ceilings", {})
+    out: dict[str, tuple[float | None, str]] = {}
+    if not c.get("available"):
+        return out
+    for group, unit in (("compute", "FLOP/s"), ("bandwidth", "B/s")):
+        for e in c.get(group, []):
+            out[f"{group}: {e.get('name')}"] = (e.get("value") if e.get("available") else None,
+                                                unit)
+    d = c.get("dispatch", {})
+    out["dispatch: one tiny call"] = (d.get("value") if d.get("available") else None, "s")
+    return out
+
+
+def _measured(value: float | None, unit: str) -> Num:
+    """A measured value, or 'not measured' where the run has none (never 'unknown M')."""
+    return n(value, unit, Kind.MEASURED) if value is not None else Num(NOT_MEASURED)
+
+
+def _ratio(value: float | None, base: float | None) -> Num:
+    if value is None or not base:
+        return Num(NOT_MEASURED)
+    return ratio(value / base, Kind.MEASURED, 3)
+
+
+def _workload_values(w: Mapping[str, Any] | None) -> tuple[float | None, float | None]:
+    """A workload record's median time and achieved FLOP/s (None where not measured)."""
+    if w is None:
+        return None, None
+    t, a = w.get("timing") or {}, w.get("achieved") or {}
+    time = t.get("per_call", {}).get("median") if t.get("available") else None
+    rate = a.get("flops_per_s") if a.get("available") else None
+    return time, rate
+
+
+def _workload_rows(runs: Sequence[tuple[str, Mapping[str, Any]]], names: Sequence[str]
+                   ) -> list[dict[str, Any]]:
+    """One row per workload name: its title, anchor, and per run its time and rate (or None
+    when the run does not hold it)."""
+    by_run = [{str(w["name"]): w for w in d["workloads"]} for _, d in runs]
+    rows = []
+    for name in names:
+        recs = [b.get(name) for b in by_run]
+        first = next(r for r in recs if r is not None)
+        values = [_workload_values(r) for r in recs]
+        rows.append({"name": name, "title": str(first["title"]),
+                     "anchor": meta.workload_anchor(name),
+                     "present": [r is not None for r in recs],
+                     "times": [v[0] for v in values], "rates": [v[1] for v in values]})
+    return rows
+
+
+def render_comparison(runs: Sequence[tuple[str, Mapping[str, Any]]],
+                      conditions: Sequence[gate.Condition] = (), title: str | None = None,
+                      ) -> tuple[str, str, dict[str, str], dict[str, Any]]:
+    """HTML, Markdown, SVGs and a JSON summary of the comparison (pure). With ``conditions``,
+    run 2 (NEW) is gated against run 1 (BASE) and the summary holds the gate's findings."""
+    # Each run is analysed as its own report would be: the same derived values, under the
+    # budgets that run was given.
+    runs = [(label, analysis.analyse(data, analysis.assumptions_for(data)))
+            for label, data in runs]
+    labels = [label for label, _ in runs]
+    env_keys = ("backend", "device_kind", "cpu_model", "jax", "jaxlib", "python")
+    envs = [[str(data.get("environment", {}).get(k, "")) for _, data in runs] for k in env_keys]
+    envs.append([meta.measured_date(data) or "not recorded" for _, data in runs])
+    envs.append([plural(len(data["workloads"]), "workload", "workloads") for _, data in runs])
+    env_rows = list(zip((*env_keys, "measured (UTC)", "workloads"), envs, strict=True))
+
+    ceilings_by_run = [_ceiling_values(data) for _, data in runs]
+    names = sorted({k for c in ceilings_by_run for k in c})
+    ceiling_rows: list[dict[str, Any]] = []
+    for name in names:
+        values = [c.get(name, (None, ""))[0] for c in ceilings_by_run]
+        unit = next((c[name][1] for c in ceilings_by_run if name in c), "")
+        ceiling_rows.append({"name": name, "cells": [_measured(v, unit) for v in values],
+                             "ratios": [_ratio(v, values[0]) for v in values[1:]]})
+
+    result = (gate.evaluate(conditions, runs[0][1], runs[1][1]) if conditions else None)
+    offenders = result.offenders if result else ()
+    all_names = list(dict.fromkeys(str(w["name"]) for _, d in runs for w in d["workloads"]))
+    rows = _workload_rows(runs, all_names)
+    common = [r for r in rows if all(r["present"])]
+    common.sort(key=lambda r: r["name"] not in offenders)  # offenders first, else run order
+    some = [r for r in rows if not all(r["present"])]
+    workload_rows = [{**r, "times": [_measured(t, "s") for t in r["times"]],
+                      "rates": [_measured(x, "FLOP/s") for x in r["rates"]],
+                      "speedups": [_ratio(r["times"][0], t) for t in r["times"][1:]],
+                      "offender": r["name"] in offenders} for r in common]
+    partial_rows = [{**r, "times": [_measured(t, "s") if here else Num(NOT_IN_RUN)
+                                    for t, here in zip(r["times"], r["present"], strict=True)],
+                     "runs": ", ".join(str(i) for i, here in enumerate(r["present"], 1)
+                                       if here)} for r in some]
+
+    verdict_rows = _verdicts(runs)
+    roofs, points = [], []
+    for label, data in runs:
+        c = data.get("ceilings", {})
+        peak = (c.get("peak_compute") or {}).get("value") if c.get("available") else None
+        bw = (c.get("peak_bandwidth") or {}).get("value") if c.get("available") else None
+        if peak and bw:
+            roofs.append(figs.Roof(label, Kind.MEASURED.value, float(peak), float(bw)))
+        for w in data["workloads"]:
+            a, an = w.get("achieved") or {}, w.get("analytic") or {}
+            if a.get("available") and "flops" in an:
+                points.append(figs.Point(f"{w['title']} [{label.split(':')[0]}]",
+                                         an["flops"] / an["minimum_bytes"], a["flops_per_s"]))
+    svgs: dict[str, str] = {}
+    figure = None
+    if roofs:
+        fig_title = "Measured rooflines of the compared runs"
+        desc = (f"{plural(len(roofs), 'measured roof', 'measured roofs')} (solid) with the "
+                "workloads each run placed; labels in brackets give the run number.")
+        svg, fig_table = figs.roofline_figure("compare_roofline", fig_title, desc, roofs, points)
+        figure = figs.FigureOut("compare_roofline", fig_title, desc, svg, fig_table,
+                                (Kind.MEASURED.value,))
+        svgs["compare_roofline"] = svg
+    vm = {"labels": labels, "env": env_rows,
+          "ceilings": ceiling_rows, "workloads": workload_rows, "partial": partial_rows,
+          "verdicts": verdict_rows, "figure": figure, "gate": result}
+    tree = comparison_document(vm)
+    default = meta.DEFAULT_COMPARE_TITLE.format(runs=len(labels))
+    provenance = [f"Run {label}: measured {meta.measured_date(data) or '(date not recorded)'} "
+                  f"on {meta.machine(data.get('environment') or {})}."
+                  for label, data in runs]
+    context = {"runs": len(labels), "title": title or default,
+               "version": runs[0][1].get("generator", {}).get("version", "")}
+    html = page.render_html("compare.html.j2", tree, provenance=provenance, **context)
+    md = page.render_markdown("compare.md.j2", tree,
+                              provenance=[md_escape(x) for x in provenance],
+                              **{**context, "title": md_escape(context["title"])})
+    doc: dict[str, Any] = {
+        "runs": labels,
+        "ceilings": {r["name"]: [c.text for c in r["cells"]] for r in ceiling_rows},
+        "workloads": {r["title"]: [t.text for t in r["times"]] for r in workload_rows},
+        "only": {str(i): [r["name"] for r in some if r["present"][i - 1]]
+                 for i in range(1, len(labels) + 1)},
+        "verdicts": {r["title"]: r["verdicts"] for r in verdict_rows}}
+    if result is not None:
+        doc["gate"] = result.to_json()
+    return html, md, svgs, doc
+
+
+def _workload_link(r: Mapping[str, Any]) -> Cell:
+    """A workload's title cell, carrying its anchor (stable across runs)."""
+    return Cell(text(r["title"]), id=r["anchor"])
+
+
+def _gate_section(result: gate.GateResult, labels: Sequence[str]) -> Section:
+    conds = "; ".join(f"{x.text} ({x.meaning})" for x in result.conditions)
+    body: list[Block] = [p(f"NEW (run {labels[1]}) is gated against BASE (run {labels[0]}) on "
+                           f"{plural(len(result.gated), 'workload', 'workloads')} that both "
+                           f"hold, by {conds}. A change inside both runs' spread (the "
+                           "interquartile range of the timing samples) is noise, not a "
+                           "regression.")]
+
+    def rows(findings: Sequence[gate.Finding]) -> list[tuple[Cell, ...]]:
+        return [(c(Link(f.title, f"#{meta.workload_anchor(f.name)}")), c(Code(f.condition)),
+                 num(f.base), num(f.new), num(f.change), c(f.why)) for f in findings]
+
+    header = ("workload", "condition", "BASE", "NEW", "change", "why")
+    regressions = result.regressions
+    if regressions:
+        titles = dict.fromkeys(f.title for f in regressions)
+        body.append(Note(text(Status(plural(len(titles), "workload regressed",
+                                            "workloads regressed"), "bad"),
+                              ": ", ", ".join(titles), "."), "bad"))
+        body.append(table(header, rows(regressions), caption="Regressions"))
+    else:
+        body.append(p(Status("No regression", "ok"), ": no condition fired beyond the noise."))
+    noise = [f for f in result.findings if f.status == "noise"]
+    if noise:
+        body.append(table(header, rows(noise),
+                          caption="Past a threshold but inside the noise (not regressions)"))
+    skipped = [f for f in result.findings if f.status == "skipped"]
+    notes = [text(x) for x in result.notes]
+    notes += [text(Strong(f.title), f": {f.condition} not checked: {f.why}") for f in skipped]
+    for label, names in (("only in BASE", result.only_base), ("only in NEW", result.only_new)):
+        if names:
+            notes.append(text(f"Not gated, {label}: ", ", ".join(names), "."))
+    if notes:
+        body.append(BulletList(tuple(notes)))
+    return Section("Regression gate", tuple(body), id="gate")
+
+
+def comparison_document(vm: Mapping[str, Any]) -> Document:
+    """The comparison's sections from its view model (labels, env, ceilings, workloads,
+    partial, verdicts, figure, gate), rendered by the same renderers as the report."""
+    labels: list[str] = vm["labels"]
+    runs = range(1, len(labels) + 1)
+    later = range(2, len(labels) + 1)
+    measured = Kind.MEASURED.value
+    sections: list[Section] = []
+    if vm.get("gate") is not None:
+        sections.append(_gate_section(vm["gate"], labels))
+    sections.append(Section("Runs", (table(("", *labels), [(c(k), *(c(v) for v in values))
+                                                           for k, values in vm["env"]],
+                                           row_headers=True),), id="runs"))
+    figure = (Figure(vm["figure"]),) if vm["figure"] else ()
+    ceilings = (table(("ceiling", *labels, *(f"run {i} ÷ run 1" for i in later)),
+                      [(c(r["name"]), *(num(x) for x in r["cells"]),
+                        *(num(x) for x in r["ratios"])) for r in vm["ceilings"]])
+                if vm["ceilings"] else p("No run measured its ceilings."))
+    sections.append(Section("Measured ceilings", (ceilings, *figure), id="ceilings",
+                            kind=measured))
+    common: Block = (table(
+        ("workload", *(f"median time, run {i}" for i in runs),
+         *(f"achieved, run {i}" for i in runs), *(f"speed-up, run {i} vs 1" for i in later)),
+        [(_workload_link(w), *(num(x) for x in w["times"]), *(num(x) for x in w["rates"]),
+          *(num(x) for x in w["speedups"])) for w in vm["workloads"]])
+        if vm["workloads"] else
+        p("No workload is in every run: each run's own workloads are listed in ",
+          Link("workloads in some runs only", "#workloads-some"), "."))
+    sections.append(Section("Workloads in every run", (common,), id="workloads", kind=measured))
+    if vm["partial"]:
+        sections.append(Section("Workloads in some runs only", (
+            p("The workloads that not every run holds, each with its median time in the runs "
+              "that hold it: no workload of a run is left out."),
+            table(("workload", "in runs", *(f"median time, run {i}" for i in runs)),
+                  [(_workload_link(w), c(w["runs"]), *(num(x) for x in w["times"]))
+                   for w in vm["partial"]])), id="workloads-some", kind=measured))
+    if vm["verdicts"]:
+        sections.append(Section("Where the model held", (table(
+            ("experiment", *labels),
+            [(c(r["title"]), *(c(v) for v in r["verdicts"])) for r in vm["verdicts"]]),),
+            id="verdicts"))
+    return Document((Group("", tuple(sections)),),
+                    figures=(vm["figure"].name,) if vm["figure"] else ())
+
+
+def _verdicts(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    by_id: dict[str, dict[str, Any]] = {}
+    for i, (_, data) in enumerate(runs):
+        for e in data.get("experiments", []) or []:
+            row = by_id.setdefault(e.get("id", e.get("title", "?")),
+                                   {"title": e.get("title", "?"), "verdicts": [""] * len(runs)})
+            row["verdicts"][i] = str((e.get("verdict") or {}).get("text", ""))
+    return [by_id[k] for k in sorted(by_id)]
+
+
+__all__ = ["load_runs", "main", "render_comparison"]

@@ -1,0 +1,162 @@
+"""results.json: the one file between measuring and rendering (no jax).
+
+Written with sorted keys and a schema version; loaded with validation, so a hand-edited, truncated
+or foreign file gives one clear line (InputError) instead of a traceback deep in the renderer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from roofline_report.errors import InputError
+from roofline_report.results import schema
+
+SCHEMA_VERSION = schema.SCHEMA_VERSION
+
+
+def dumps(results: Mapping[str, Any]) -> str:
+    """Deterministic JSON text: sorted keys, no NaN/inf (they become null), one final newline."""
+    return json.dumps(_finite(results), sort_keys=True, indent=1, ensure_ascii=False,
+                      allow_nan=False) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+class _NotFinite(ValueError):
+    """A NaN or infinite number in the JSON text (dumps never writes one)."""
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotFinite(name)
+
+
+def loads(text: str, *, source: str = "results.json") -> dict[str, Any]:
+    """Parse and validate a results document; InputError names the file and the problem.
+
+    Raises InputError, and nothing else, for any ``text``: not JSON, NaN or infinite numbers,
+    text that cannot be written back as UTF-8 (lone surrogates), or a structure that
+    :func:`validate` refuses.
+    """
+    try:
+        data = json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+    except _NotFinite as exc:
+        raise InputError(f"{source}: non-finite number {exc} (unknown values are null)") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{source}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
+        ) from None
+    except RecursionError:
+        raise InputError(f"{source}: not valid JSON (nested too deeply)") from None
+    except ValueError:  # e.g. an integer beyond Python's limit on digits
+        raise InputError(f"{source}: not valid JSON (a number has too many digits)") from None
+    validate(data, source=source)
+    try:  # the report is written as UTF-8: refuse what cannot be (lone surrogates from \uD800)
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{source}: holds text that is not valid Unicode") from None
+    return data  # type: ignore[no-any-return]
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    name = p.name or str(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, not a results.json file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{name}: not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    return loads(text, source=name)
+
+
+def validate(data: Any, *, source: str = "results.json") -> None:
+    """Check every field against :class:`roofline_report.results.schema.Results`; raise InputError
+    naming
+    the key path of the first problem."""
+    if not isinstance(data, dict):
+        raise InputError(f"{source}: expected a JSON object at the top level")
+    version = data.get("schema_version")
+    if version is None:
+        raise InputError(f"{source}: no schema_version; is this a roofline-report results file?")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise InputError(f"{source}: schema_version must be an integer")
+    if version == 1:
+        raise InputError(
+            f"{source}: schema version 1 stored derived values (verdicts, predictions, sentences) "
+            "that version 2 computes at render time; measure again with this roofline-report"
+        )
+    if version != SCHEMA_VERSION:
+        raise InputError(
+            f"{source}: schema version {version} is not supported (this roofline-report reads "
+            f"version {SCHEMA_VERSION}); re-measure with this version"
+        )
+    try:
+        schema.Results.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise InputError(f"{source}: {describe(exc)}") from None
+
+
+_TAGS = {"yes", "no"}
+
+
+def key_path(loc: tuple[str | int, ...]) -> str:
+    """A pydantic error location as a key path: ``workloads[3].timing.per_call.median``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in _TAGS or "[" in part or part in ("function-after", "nullable"):
+            continue  # union branches and validators, not keys of the document
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+def describe(exc: pydantic.ValidationError) -> str:
+    """The first error of a validation as one line: key path, problem, and the value given."""
+    first = exc.errors(include_url=False)[0]
+    loc = tuple(first.get("loc", ()))
+    more = exc.error_count() - 1
+    tail = f"; {more} more problem{'s' if more != 1 else ''}" if more > 0 else ""
+    if first.get("type") == "missing" and loc:
+        parent = key_path(loc[:-1])
+        prefix = "" if parent == "(top level)" else f"{parent}: "
+        return f"{prefix}missing key '{loc[-1]}'{tail}"
+    if first.get("type") == "extra_forbidden" and loc:
+        return f"{key_path(loc)}: unknown key (a misspelling, or a file of another version?){tail}"
+    where = key_path(loc)
+    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    given = first.get("input")
+    shown = "" if isinstance(given, dict | list) or first.get("type") == "missing" \
+        else f" (got {_short(given)})"
+    return f"{where}: {message}{shown}{tail}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
