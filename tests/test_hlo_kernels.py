@@ -1,5 +1,5 @@
 """The kernel inventory (roofline_report.hlo.kernels) and per-kernel times from traces
-(roofline_report.observe.trace.kernel_times) on recorded and hand-made traces.
+(roofline_report.traces.events.kernel_times) on recorded and hand-made traces.
 
 tests/fixtures/cpu_scan_* were recorded on CPU (jax 0.10.2) by tests/fixtures/record_cpu_trace.py;
 tests/fixtures/gpu_step_* are written by hand in the GPU spelling (a cuBLAS gemm custom call,
@@ -14,8 +14,8 @@ import pytest
 
 from roofline_report.hlo.ir import SourceLocation
 from roofline_report.hlo.kernels import kernel_inventory, reconcile_kernels, relative_source
-from roofline_report.observe.trace import kernel_times, xspace_text
 from roofline_report.results.schema import KernelInventory, KernelTiming
+from roofline_report.traces.events import kernel_times, xspace_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from roofline_report.hlo.kernels import kernel_inventory
-from roofline_report.observe.trace import kernel_times
 from roofline_report.report import views as render
 from roofline_report.results import io as results
+from roofline_report.traces.events import kernel_times
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
