@@ -37,7 +37,7 @@ def test_analyze_counts_checks_and_times() -> None:
     assert record["arguments"]["bytes"] == 4 * (64 * 32 + 32 * 16)
     assert record["arguments"]["result"]["bytes"] == 4 * 64 * 16
     assert record["check"]["passed"] is True
-    assert record["timing"]["per_call"]["median"] > 0
+    assert min(record["timing"]["per_call_s"]) > 0
     import jax
 
     if jax.default_backend() == "cpu":  # a GPU may cost the matmul as a custom call (-1)

@@ -146,9 +146,9 @@ def test_free_memory_of_a_device_with_allocator_stats() -> None:
 
 
 def _check_timing(record: dict[str, Any]) -> None:
-    assert record["samples"] == record["per_call"]["n"] >= 1
+    assert len(record["per_call_s"]) >= 1 and "per_call" not in record
     assert record["inner_reps"] >= 1
-    assert record["per_call"]["min"] > 0
+    assert min(record["per_call_s"]) > 0
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +194,7 @@ def test_tiny_run_compute_entries(tiny: dict[str, Any]) -> None:
         _check_timing(entry["timing"])
         # The value is the work over the fastest sample.
         assert entry["value"] == pytest.approx(
-            entry["flops_per_call"] / entry["timing"]["per_call"]["min"]
+            entry["flops_per_call"] / min(entry["timing"]["per_call_s"])
         )
     bf16 = tiny["compute"][1]
     assert "upcasts" in bf16["reason"]

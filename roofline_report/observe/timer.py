@@ -8,8 +8,9 @@ Concepts:
 * A *sample* is one timed ``run(n)``; its duration divided by ``n`` is one per-call time. The inner
   count ``n`` is calibrated by doubling until one sample lasts at least ``min_sample_seconds`` and
   :data:`RESOLUTION_MULTIPLE` ticks of the timer.
-* :class:`Stats` summarises the per-call times (median, quartiles, IQR, 1.5 IQR outliers) and flags
-  unstable results instead of printing a confident number; :class:`Timing` adds how it was taken.
+* The per-call times and how they were taken are a :class:`~roofline_report.analysis.stats.Timing`
+  (its statistics, derived from the samples, live in :mod:`roofline_report.analysis.stats`); the
+  record results.json keeps is the samples, not the statistics.
 
 The clock is injectable (``timer=``) so the harness can be tested on a synthetic clock. The
 module imports jax only when :func:`block` (and so :func:`time_jitted`) is called.
@@ -19,10 +20,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from roofline_report.analysis.stats import Stats, Timing
 from roofline_report.errors import InputError
 
 Timer = Callable[[], float]
@@ -42,178 +43,8 @@ QUICK_PROGRAM_WARMUP_SECONDS = 0.02
 DEFAULT_MAX_INNER = 1 << 16
 # A sample must also last this many timer ticks, whatever min_sample_seconds says.
 RESOLUTION_MULTIPLE = 1000
-# Stats.unstable: spread (IQR / median) above this, or fewer samples than MIN_STABLE_SAMPLES.
-UNSTABLE_SPREAD = 0.10
-MIN_STABLE_SAMPLES = 5
 # With a time budget, at least this many samples are taken.
 MIN_BUDGET_SAMPLES = 3
-
-
-def _quantile(ordered: Sequence[float], p: float) -> float:
-    """Quantile of sorted data by linear interpolation between order statistics.
-
-    This is numpy's default method ('linear', Hyndman & Fan type 7): position h = (n - 1) p.
-    """
-    h = (len(ordered) - 1) * p
-    lo = math.floor(h)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
-
-
-@dataclass(frozen=True, slots=True)
-class Stats:
-    """Statistics of per-call times in seconds (positive, finite; at least one).
-
-    Quartiles use linear interpolation (numpy's default). ``outliers`` counts samples outside
-    [q1 - 1.5 iqr, q3 + 1.5 iqr]. ``spread`` = iqr / median. The result is ``unstable`` when
-    spread > UNSTABLE_SPREAD (0.10) or there are fewer than MIN_STABLE_SAMPLES (5) samples.
-
-    Raises ValueError for an empty sequence or a non-positive or non-finite time.
-    """
-
-    samples: Sequence[float]
-    _sorted: tuple[float, ...] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        values = tuple(float(v) for v in self.samples)
-        if not values:
-            raise ValueError("Stats needs at least one sample")
-        if not all(math.isfinite(v) and v > 0 for v in values):
-            raise ValueError(f"per-call times must be positive and finite, got {values!r}")
-        object.__setattr__(self, "samples", values)
-        object.__setattr__(self, "_sorted", tuple(sorted(values)))
-
-    @property
-    def n(self) -> int:
-        return len(self._sorted)
-
-    @property
-    def min(self) -> float:
-        return self._sorted[0]
-
-    @property
-    def max(self) -> float:
-        return self._sorted[-1]
-
-    @property
-    def median(self) -> float:
-        return _quantile(self._sorted, 0.5)
-
-    @property
-    def q1(self) -> float:
-        return _quantile(self._sorted, 0.25)
-
-    @property
-    def q3(self) -> float:
-        return _quantile(self._sorted, 0.75)
-
-    @property
-    def iqr(self) -> float:
-        return self.q3 - self.q1
-
-    @property
-    def mean(self) -> float:
-        return math.fsum(self._sorted) / self.n
-
-    @property
-    def outliers(self) -> int:
-        low, high = self.q1 - 1.5 * self.iqr, self.q3 + 1.5 * self.iqr
-        return sum(1 for v in self._sorted if v < low or v > high)
-
-    @property
-    def spread(self) -> float:
-        return self.iqr / self.median
-
-    @property
-    def unstable(self) -> bool:
-        return self.spread > UNSTABLE_SPREAD or self.n < MIN_STABLE_SAMPLES
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON: the derived figures, then the samples in the order they were taken."""
-        return {
-            "n": self.n,
-            "min": self.min,
-            "max": self.max,
-            "median": self.median,
-            "q1": self.q1,
-            "q3": self.q3,
-            "iqr": self.iqr,
-            "mean": self.mean,
-            "outliers": self.outliers,
-            "spread": self.spread,
-            "unstable": self.unstable,
-            "samples": list(self.samples),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Stats:
-        """Rebuild from ``to_json`` output (only ``samples`` is read; the rest is derived).
-
-        Raises InputError when the record is malformed.
-        """
-        try:
-            raw = data["samples"]
-            if not isinstance(raw, list) or not all(
-                isinstance(v, int | float) and not isinstance(v, bool) for v in raw
-            ):
-                raise ValueError("samples must be a list of numbers")
-            return cls(raw)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"timing statistics record is malformed: {_one_line(exc)}") from exc
-
-
-@dataclass(frozen=True, slots=True)
-class Timing:
-    """A measurement: per-call statistics and how they were taken.
-
-    ``min_sample_s`` is the minimum sample duration calibration aimed at (the larger of the
-    requested one and RESOLUTION_MULTIPLE timer ticks); ``inner_reps`` the calls per sample.
-    """
-
-    per_call: Stats
-    inner_reps: int
-    resolution_s: float
-    min_sample_s: float
-    method: str
-
-    @property
-    def samples(self) -> int:
-        return self.per_call.n
-
-    @property
-    def seconds(self) -> float:
-        """The headline per-call time: the median."""
-        return self.per_call.median
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "per_call": self.per_call.to_json(),
-            "inner_reps": self.inner_reps,
-            "samples": self.samples,
-            "resolution_s": self.resolution_s,
-            "min_sample_s": self.min_sample_s,
-            "method": self.method,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Timing:
-        """Rebuild from ``to_json`` output. Raises InputError when the record is malformed."""
-        try:
-            per_call = Stats.from_json(data["per_call"])
-            inner = data["inner_reps"]
-            if isinstance(inner, bool) or not isinstance(inner, int) or inner < 1:
-                raise ValueError(f"inner_reps must be a positive integer, got {inner!r}")
-            if data["samples"] != per_call.n:
-                raise ValueError(f"samples is {data['samples']!r} but per_call holds {per_call.n}")
-            resolution, min_sample = float(data["resolution_s"]), float(data["min_sample_s"])
-            if not (math.isfinite(resolution) and math.isfinite(min_sample)):
-                raise ValueError("resolution_s and min_sample_s must be finite")
-            method = data["method"]
-            if not isinstance(method, str):
-                raise ValueError("method must be a string")
-            return cls(per_call, inner, resolution, min_sample, method)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"timing record is malformed: {_one_line(exc)}") from exc
 
 
 def timer_resolution(timer: Timer = time.perf_counter, reads: int = 10_000) -> float:

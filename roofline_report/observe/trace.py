@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import glob
 import os
-import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -33,9 +32,10 @@ def trace_kernels(
 ) -> dict[str, Any]:
     """Trace ``calls`` calls of ``compiled(*args)`` and time each kernel (:func:`kernel_times`).
 
-    The same number of calls is timed untraced first; ``overhead`` is the median call under
-    the trace divided by the median untraced. Never raises for a trace problem: a profiler
-    that cannot start or a trace without kernel events gives ``{"available": false, ...}``.
+    The same number of calls is timed untraced first: the record keeps both sets of call
+    times (``untraced_s``, ``traced_s``), whose ratio is the trace's overhead. Never raises for
+    a trace problem: a profiler that cannot start or a trace without kernel events gives
+    ``{"available": false, ...}``.
     """
     import jax
     from jax.profiler import ProfileData
@@ -62,6 +62,8 @@ def trace_kernels(
         if not files:
             return {"available": False, "reason": "the profiler wrote no trace"}
         profile = ProfileData.from_file(files[-1])
-        ratio = statistics.median(traced) / max(statistics.median(untraced), 1e-12)
-        return kernel_times(profile, module=module, kernels=kernels, calls=calls,
-                            overhead=ratio)
+        record = kernel_times(profile, module=module, kernels=kernels, calls=calls)
+        if record.get("available"):
+            record["untraced_s"] = [max(s, 1e-12) for s in untraced]
+            record["traced_s"] = [max(s, 1e-12) for s in traced]
+        return record

@@ -15,7 +15,7 @@ from typing import Any
 import pydantic
 
 from roofline_report.errors import InputError
-from roofline_report.results import schema
+from roofline_report.results import convert, schema
 
 SCHEMA_VERSION = schema.SCHEMA_VERSION
 
@@ -52,11 +52,12 @@ def _no_constant(name: str) -> Any:
 
 
 def loads(text: str, *, source: str = "results.json") -> dict[str, Any]:
-    """Parse and validate a results document; InputError names the file and the problem.
+    """Parse and validate a results document, returned as the plain version-3 document (a
+    version-2 one converted); InputError names the file and the problem.
 
     Raises InputError, and nothing else, for any ``text``: not JSON, NaN or infinite numbers,
     text that cannot be written back as UTF-8 (lone surrogates), or a structure that
-    :func:`validate` refuses.
+    :func:`parse` refuses.
     """
     try:
         data = json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
@@ -70,17 +71,31 @@ def loads(text: str, *, source: str = "results.json") -> dict[str, Any]:
         raise InputError(f"{source}: not valid JSON (nested too deeply)") from None
     except ValueError:  # e.g. an integer beyond Python's limit on digits
         raise InputError(f"{source}: not valid JSON (a number has too many digits)") from None
-    validate(data, source=source)
     try:  # the report is written as UTF-8: refuse what cannot be (lone surrogates from \uD800)
         json.dumps(data, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         raise InputError(f"{source}: holds text that is not valid Unicode") from None
+    return _converted(data, source)
+
+
+def _converted(data: Any, source: str) -> dict[str, Any]:
+    """``data`` validated, as the version-3 document."""
+    if isinstance(data, dict) and data.get("schema_version") == 2 \
+            and not isinstance(data.get("schema_version"), bool):
+        data = convert.upgrade(data)
+    parse(data, source=source)
     return data  # type: ignore[no-any-return]
 
 
+def read(path: str | Path) -> schema.Results:
+    """The typed document of the results.json at ``path`` (converted, validated)."""
+    return parse(load(path), source=str(path))
+
+
 def load(path: str | Path) -> dict[str, Any]:
+    """Read, convert (version 2) and validate the results.json at ``path``: the plain
+    version-3 document."""
     p = Path(path)
-    name = p.name or str(path)
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -88,37 +103,51 @@ def load(path: str | Path) -> dict[str, Any]:
     except IsADirectoryError:
         raise InputError(f"{path}: is a folder, not a results.json file") from None
     except UnicodeDecodeError:
-        raise InputError(f"{name}: not UTF-8 text") from None
+        raise InputError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    return loads(text, source=name)
+    return loads(text, source=str(path))
 
 
-def validate(data: Any, *, source: str = "results.json") -> None:
-    """Check every field against :class:`roofline_report.results.schema.Results`; raise InputError
-    naming
-    the key path of the first problem."""
+def document(results: schema.Results) -> dict[str, Any]:
+    """The plain JSON form of a validated document (what results.json holds)."""
+    return results.model_dump(mode="json", exclude_unset=True)
+
+
+def parse(data: Any, *, source: str = "results.json") -> schema.Results:
+    """The typed document of ``data``: a version-3 document validated, a version-2 one converted
+    first (:func:`roofline_report.results.convert.upgrade`); InputError naming the key path of
+    the first problem, or the version, quoted as written."""
     if not isinstance(data, dict):
         raise InputError(f"{source}: expected a JSON object at the top level")
-    version = data.get("schema_version")
-    if version is None:
+    if "schema_version" not in data:
         raise InputError(f"{source}: no schema_version; is this a roofline-report results file?")
+    version = data["schema_version"]
     if not isinstance(version, int) or isinstance(version, bool):
-        raise InputError(f"{source}: schema_version must be an integer")
+        raise InputError(f"{source}: schema_version must be an integer, got "
+                         f"{json.dumps(version, ensure_ascii=False)[:40]}")
     if version == 1:
         raise InputError(
             f"{source}: schema version 1 stored derived values (verdicts, predictions, sentences) "
-            "that version 2 computes at render time; measure again with this roofline-report"
+            f"that version {SCHEMA_VERSION} computes at render time; measure again with this "
+            "roofline-report"
         )
-    if version != SCHEMA_VERSION:
+    if version == 2:
+        data = convert.upgrade(data)
+    elif version != SCHEMA_VERSION:
         raise InputError(
             f"{source}: schema version {version} is not supported (this roofline-report reads "
-            f"version {SCHEMA_VERSION}); re-measure with this version"
+            f"versions 2 and {SCHEMA_VERSION}); re-measure with this version"
         )
     try:
-        schema.Results.model_validate(data)
+        return schema.Results.model_validate(data)
     except pydantic.ValidationError as exc:
         raise InputError(f"{source}: {describe(exc)}") from None
+
+
+def validate(data: Any, *, source: str = "results.json") -> None:
+    """Check ``data`` as :func:`parse` does, keeping nothing."""
+    parse(data, source=source)
 
 
 _TAGS = {"yes", "no"}

@@ -1,12 +1,19 @@
-"""The results document, version 2: observations only, as typed classes (no jax).
+"""The results document, version 3: observations only, as closed typed records (no jax).
 
 results.json is what a run observed and the inputs it ran with: the options, the assumed budgets
 it was given, the environment, the compiled programs' facts (operations, our HLO count, XLA's cost
-and memory analyses), NumPy checks, timing samples and their statistics, ceiling measurements, the
-lab's raw measurements and the sharded programs' collectives. Nothing derived from them is stored:
-rooflines, predictions, reconciliations, verdicts, exercises and every sentence are computed at
-render time (``roofline_report.analysis``), so a saved run re-renders under other budgets and a fix
-to the model reaches old runs.
+and memory analyses), NumPy checks, timing samples, per-kernel samples from profiler traces,
+ceiling measurements, the lab's raw measurements and the sharded programs' collectives. Nothing
+derived from them is stored: statistics (medians, quartiles, the judgement "unstable"),
+rooflines, predictions, reconciliations, verdicts, exercises and every sentence are computed when
+the run is rendered (``roofline_report.analysis``), so a saved run re-renders under other budgets
+and a fix to the model reaches old runs.
+
+Version 3 differs from version 2 in what is kept of a measurement: timings keep their per-call
+samples (``per_call_s``) and no statistics; per-kernel times keep one sample per traced call of
+each kernel's busy time (the events' own durations) and of its launch-to-completion time; every
+record is closed (an unknown key is refused with its key path). A version-2 file is converted on
+reading (:mod:`roofline_report.results.convert`).
 
 The classes are pydantic models: pydantic checks every field of a nested document in one pass and
 names the key path of the first problem, which is what a hand-edited or truncated file needs, and
@@ -21,7 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 NonNeg = Annotated[float, Field(ge=0)]
 Pos = Annotated[float, Field(gt=0)]
@@ -66,41 +73,17 @@ def maybe(model: type[BaseModel]) -> Any:
 # ----------------------------------------------------------------------------- timing
 
 
-class Stats(Record):
-    """Per-call statistics of timing samples (seconds)."""
-
-    samples: list[NonNeg]
-    n: Count
-    min: NonNeg
-    max: NonNeg
-    mean: NonNeg
-    median: NonNeg
-    q1: NonNeg
-    q3: NonNeg
-    iqr: NonNeg
-    outliers: Count
-    spread: NonNeg
-    unstable: bool
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Stats:
-        if not self.min <= self.median <= self.max:
-            raise ValueError("min <= median <= max does not hold")
-        if self.n != len(self.samples):
-            raise ValueError(f"n is {self.n} but there are {len(self.samples)} samples")
-        return self
-
-
 class Timing(Record):
-    """A timed executable: samples of enqueued calls, per-call statistics, how it was timed."""
+    """A timed executable: the per-call time of each sample (a sample enqueues ``inner_reps``
+    calls and blocks once), in the order taken, and how it was timed. Statistics are derived
+    (:class:`roofline_report.analysis.stats.Stats`)."""
 
     available: Literal[True] = True
     inner_reps: Annotated[int, Field(ge=1)]
     method: str
     min_sample_s: NonNeg
-    per_call: Stats
+    per_call_s: Annotated[list[Pos], Field(min_length=1)]
     resolution_s: NonNeg
-    samples: Count
 
 
 # ----------------------------------------------------------------------------- run inputs
@@ -140,7 +123,9 @@ class Assumptions(Record):
     source: str
 
 
-class Environment(OpenRecord):
+class Environment(Record):
+    """The software and device a run measured on (no host or user names)."""
+
     backend: str
     device_kind: str
     device_count: Count
@@ -149,6 +134,10 @@ class Environment(OpenRecord):
     jaxlib: str
     numpy: str
     platform: str
+    cpu_model: str | None = None
+    cpu_count: Count | None = None
+    compute_capability: str | None = None
+    device_memory_bytes: Count | None = None
 
 
 # ----------------------------------------------------------------------------- ceilings
@@ -230,11 +219,21 @@ class SweepKernel(Record):
     points: list[SweepBandwidth]
 
 
+class WorkingSetPlan(Record):
+    """The sweep's sizes (bytes, ascending), bytes moved per call, sampling, kernels."""
+
+    sizes: list[Annotated[int, Field(gt=0)]]
+    bytes_per_call: Annotated[int, Field(gt=0)]
+    samples: Annotated[int, Field(ge=1)]
+    min_sample_s: Pos
+    kernels: list[Literal["read-write", "read", "write-new"]]
+
+
 class WorkingSetSweep(Record):
     """Bandwidth against working-set size (the levels are found at render time)."""
 
     available: Literal[True] = True
-    plan: dict[str, Any]
+    plan: WorkingSetPlan
     kernels: list[SweepKernel]
 
 
@@ -442,43 +441,53 @@ class KernelInventory(Record):
 
 
 class KernelTime(Record):
-    """One kernel's time per call of the program, from the profiler trace (medians over calls;
-    q1/q3 the spread; ``samples_s`` one per traced call)."""
+    """One kernel's samples from a profiler trace, one per traced call of the program:
+    ``launches`` its launches in that call, ``busy_s`` the sum of its events' own durations
+    (the time the kernel itself ran; None in runs converted from version 2, which did not keep
+    it), ``span_s`` the sum from each launch to its completion (an asynchronous thunk's ``end:``
+    event: includes waiting for busy worker threads). Nested events count their self time."""
 
     name: str
-    launches: NonNeg
-    total_s: NonNeg
-    per_launch_s: NonNeg
-    q1_s: NonNeg
-    q3_s: NonNeg
-    samples_s: list[NonNeg]
+    launches: list[NonNeg]
+    busy_s: list[NonNeg] | None = None
+    span_s: list[NonNeg]
+
+    @model_validator(mode="after")
+    def _one_per_call(self) -> KernelTime:
+        lengths = {len(self.launches), len(self.span_s)}
+        if self.busy_s is not None:
+            lengths.add(len(self.busy_s))
+        if len(lengths) != 1:
+            raise ValueError("launches, busy_s and span_s must hold one sample per traced call")
+        return self
 
 
-class TraceRemainder(Record):
-    """The program's time per call in which no kernel runs, by cause (seconds, medians)."""
+class TraceCall(Record):
+    """One traced call of the program (seconds): its wall time from the runtime's execute event
+    to the end of its last kernel, the time during which at least one kernel ran, and the rest
+    by cause: dispatch (execute to the first kernel), loop control (the self time of control
+    flow), gaps between kernels."""
 
+    program_s: NonNeg
+    busy_s: NonNeg
     dispatch_s: NonNeg
     loop_control_s: NonNeg
     gaps_s: NonNeg
 
 
 class KernelTiming(Record):
-    """Per-kernel times read from a profiler trace of repeated calls."""
+    """Per-kernel samples read from a profiler trace of repeated calls."""
 
     available: Literal[True] = True
     source: Literal["host", "device"]
-    calls: Annotated[int, Field(ge=1)]
-    launches_per_call: NonNeg
-    program_s: NonNeg
-    kernel_sum_s: NonNeg
-    busy_s: NonNeg
-    coverage: Annotated[float, Field(ge=0, le=1)]
-    coverage_per_call: list[NonNeg]
-    remainder: TraceRemainder
-    overhead: NonNeg | None
+    calls: list[TraceCall]
     kernels: list[KernelTime]
     unmatched: list[str]
     notes: list[str]
+    # Calls of the same program timed just before the trace, untraced and traced (seconds),
+    # when the run measured them: the trace's overhead is their ratio.
+    untraced_s: list[Pos] = []
+    traced_s: list[Pos] = []
 
 
 class JaxRoofline(Record):
@@ -490,6 +499,87 @@ class JaxRoofline(Record):
     hbm_bytes: NonNeg
     unfused_hbm_bytes: NonNeg
     peak_hbm_bytes: NonNeg | None = None
+
+
+class FusionCounts(Record):
+    count: Count
+    by_kind: dict[str, Count]
+    by_backend_kind: dict[str, Count]
+
+
+class CustomCall(Record):
+    """A library call of the optimized HLO (cuBLAS, oneDNN, ...)."""
+
+    name: str
+    target: str
+    shape: str
+    bytes: Count | None = None
+    op_name: str | None = None
+    source: str | None = None
+
+
+class WhileLoop(Record):
+    """A while loop of the optimized HLO, with the identity that pairs it with the StableHLO's."""
+
+    name: str
+    known_trip_count: Count | None
+    condition: str | None
+    body: str | None
+    op_name: str | None
+    source_file: str | None
+    source_line: Count | None
+    source_column: Count | None
+
+
+class Compiled(Record):
+    """Facts of the optimized HLO (:func:`roofline_report.hlo.compiled.inspect_compiled`)."""
+
+    entry: str | None
+    fusions: FusionCounts
+    custom_calls: list[CustomCall]
+    collectives: list[dict[str, Any]]
+    while_loops: list[WhileLoop]
+    kernels: Count
+    kernels_static: Count
+    converts: Count
+    opcodes: dict[str, Count]
+    notes: list[str]
+
+
+class CountedLoop(Record):
+    """A loop of the StableHLO as our count found it, with its trip count and how it was
+    paired with the compiled program's while loop."""
+
+    index: Count
+    trip_count: Count | None
+    source: str
+    body_flops: NonNeg
+    body_transcendentals: NonNeg
+    op_name: str | None
+    location: str | None
+    compiled_while: str | None
+    matched_by: str | None
+
+
+class HloCount(Record):
+    """Our own count of the lowered program (:mod:`roofline_report.hlo.stablehlo_count`)."""
+
+    available: Literal[True] = True
+    entry: str | None
+    ops: dict[str, Count]
+    ops_static: dict[str, Count]
+    flops: NonNeg
+    transcendentals: NonNeg
+    flops_by_op: dict[str, NonNeg]
+    transcendentals_by_op: dict[str, NonNeg]
+    argument_bytes: Count
+    result_bytes: Count
+    minimum_bytes: Count
+    bytes_by_dtype: dict[str, Count]
+    loops: list[CountedLoop]
+    unknown_trip_counts: Count
+    custom_calls: list[str]
+    notes: list[str]
 
 
 class Workload(Record):
@@ -508,8 +598,8 @@ class Workload(Record):
     check: maybe(Check) | None = None  # type: ignore[valid-type]
     xla: XlaCost | None = None
     memory: MemoryStats | None = None
-    compiled: dict[str, Any] | None = None  # facts of the optimized HLO
-    hlo_count: dict[str, Any] | None = None  # our own count (or {"available": false, ...})
+    compiled: Compiled | None = None  # facts of the optimized HLO
+    hlo_count: maybe(HloCount) | None = None  # type: ignore[valid-type]
     timing: maybe(Timing) | None = None  # type: ignore[valid-type]
     arguments: ArgumentTree | None = None  # a user's program: arguments and result as trees
     kernels: maybe(KernelInventory) | None = None  # type: ignore[valid-type]
@@ -522,8 +612,8 @@ class SweepPoint(Record):
     analytic: maybe(Analytic) | None = None  # type: ignore[valid-type]
     timing: maybe(Timing) | None = None  # type: ignore[valid-type]
     check: maybe(Check) | None = None  # type: ignore[valid-type]
-    hlo_count: dict[str, Any] | None = None
-    compiled: dict[str, Any] | None = None
+    hlo_count: maybe(HloCount) | None = None  # type: ignore[valid-type]
+    compiled: Compiled | None = None
     xla: XlaCost | None = None
     kernels: maybe(KernelInventory) | None = None  # type: ignore[valid-type]
 
@@ -539,12 +629,104 @@ class Sweep(Record):
 # ----------------------------------------------------------------------------- the lab
 
 
-class LabExperiment(OpenRecord):
-    """One experiment's raw measurements; the analysis checks the fields it reads and names
-    any that is missing or malformed."""
+Inventory = maybe(KernelInventory)
+MaybeTiming = maybe(Timing)
 
-    available: bool
-    reason: str = ""
+
+class DoubledTraffic(Record):
+    """sum(2x) against sum(w x): the same flops over one and two streamed arrays."""
+
+    available: Literal[True] = True
+    elements: Annotated[int, Field(gt=0)]
+    itemsize: Annotated[int, Field(gt=0)]
+    one_array: Timing
+    two_arrays: Timing
+    programs: dict[Literal["one_array", "two_arrays"], Inventory]  # type: ignore[valid-type]
+
+
+class Fusion(Record):
+    """tanh(a @ b) fused, against the same with an optimization barrier between its parts."""
+
+    available: Literal[True] = True
+    m: Annotated[int, Field(gt=0)]
+    k: Annotated[int, Field(gt=0)]
+    n: Annotated[int, Field(gt=0)]
+    itemsize: Annotated[int, Field(gt=0)]
+    kernels: dict[Literal["fused", "unfused"], Count | None]
+    fused: Timing
+    unfused: Timing
+    programs: dict[Literal["fused", "unfused"], Inventory]  # type: ignore[valid-type]
+
+
+class Bf16Pair(Record):
+    """One program in float32 and in bfloat16 (an in-place scale, or a square matmul)."""
+
+    available: Literal[True] = True
+    elements: Annotated[int, Field(gt=0)] | None = None  # the in-place scale's size
+    size: Annotated[int, Field(gt=0)] | None = None  # the matmul's n
+    converts: dict[str, Count | None]
+    programs: dict[str, Inventory]  # type: ignore[valid-type]
+    dtypes: dict[str, str]
+    float32: Timing
+    bfloat16: Timing
+
+
+class Sweep1D(Record):
+    """Programs timed at growing sizes (batch columns, or elements), aligned lists."""
+
+    available: Literal[True] = True
+    itemsize: Annotated[int, Field(gt=0)]
+    d: Annotated[int, Field(gt=0)] | None = None  # batching: W is d x d
+    batches: list[Annotated[int, Field(gt=0)]] | None = None
+    sizes: list[Annotated[int, Field(gt=0)]] | None = None
+    times: list[Timing]
+    programs: list[Inventory]  # type: ignore[valid-type]
+
+
+class Scan(Record):
+    """A scan of ``steps`` tanh(c @ x) steps against one step."""
+
+    available: Literal[True] = True
+    size: Annotated[int, Field(gt=0)]
+    steps: Annotated[int, Field(gt=0)]
+    xla_flops: dict[Literal["body", "scan"], float | None]
+    our_flops: dict[Literal["body", "scan"], Count | None]
+    kernels: dict[Literal["body", "scan"], Count | None]
+    programs: dict[Literal["body", "scan"], Inventory]  # type: ignore[valid-type]
+    body: Timing
+    scan: Timing
+
+
+def _lab(model: type[BaseModel]) -> Any:
+    return maybe(model) | None
+
+
+class LabExperiments(Record):
+    """Each experiment's raw measurements, or why it could not run."""
+
+    doubled_traffic: _lab(DoubledTraffic) = None  # type: ignore[valid-type]
+    fusion: _lab(Fusion) = None  # type: ignore[valid-type]
+    bf16_memory: _lab(Bf16Pair) = None  # type: ignore[valid-type]
+    bf16_compute: _lab(Bf16Pair) = None  # type: ignore[valid-type]
+    batching: _lab(Sweep1D) = None  # type: ignore[valid-type]
+    dispatch: _lab(Sweep1D) = None  # type: ignore[valid-type]
+    scan: _lab(Scan) = None  # type: ignore[valid-type]
+
+
+class LabPlan(Record):
+    """The sizes and sampling the lab ran with."""
+
+    samples: Annotated[int, Field(ge=1)]
+    min_sample_s: Pos
+    stream_elements: Annotated[int, Field(gt=0)]
+    fusion_shape: list[Annotated[int, Field(gt=0)]]
+    bf16_elements: Annotated[int, Field(gt=0)]
+    bf16_matmul: Annotated[int, Field(gt=0)]
+    batch_d: Annotated[int, Field(gt=0)]
+    batches: list[Annotated[int, Field(gt=0)]]
+    dispatch_sizes: list[Annotated[int, Field(gt=0)]]
+    scan_size: Annotated[int, Field(gt=0)]
+    scan_steps: Annotated[int, Field(gt=0)]
 
 
 class Lab(Record):
@@ -553,8 +735,8 @@ class Lab(Record):
     device_kind: str
     quick: bool
     cache_bytes: Count | None
-    plan: dict[str, Any]
-    experiments: dict[str, LabExperiment]
+    plan: LabPlan
+    experiments: LabExperiments
 
 
 # ----------------------------------------------------------------------------- sharding
@@ -592,7 +774,7 @@ class Skip(Record):
 class Results(Record):
     """The whole results.json."""
 
-    schema_version: Literal[2]
+    schema_version: Literal[3]
     generator: Generator
     options: Options
     assumptions: Assumptions
@@ -603,3 +785,13 @@ class Results(Record):
     lab: maybe(Lab)  # type: ignore[valid-type]
     sharding: maybe(Sharding)  # type: ignore[valid-type]
     skipped: list[Skip]
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Results:
+        seen: dict[str, int] = {}
+        for i, w in enumerate(self.workloads):
+            if w.name in seen:
+                raise ValueError(f"workloads[{i}].name {w.name!r} is also the name of "
+                                 f"workloads[{seen[w.name]}]; workload names are unique in a run")
+            seen[w.name] = i
+        return self

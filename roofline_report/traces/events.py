@@ -13,14 +13,16 @@ machine, into per-kernel times:
   self time of control flow (``while``, ``conditional``, ``call``: events whose ``hlo_op`` is not
   a kernel of the inventory) is loop control.
 * Calls are told apart by the ``run_id`` stat (else the trace is one call per ``calls``).
-  Per kernel and call: launches and summed time; per kernel: the median over calls, the spread
-  (first to third quartile), the median time per launch.
-* Kernels can run concurrently, so shares are of the summed kernel time, and the coverage of a
-  call is the wall time during which at least one kernel runs divided by the call's program
-  time: from the runtime's last execute event (``...Execute...`` on a host line) before the
-  call's first kernel to the end of its last kernel. The remainder is named: dispatch (execute start
-  to the first kernel), loop control, and the gaps between kernels (the runtime's scheduling and
-  idle threads).
+  Per kernel and call: launches, and two times: **busy**, the sum of its events' own durations
+  (what the kernel itself cost), and **span**, the sum of the times from each launch to its
+  completion (for an asynchronous thunk this includes waiting for a busy worker thread, so on a
+  machine with few cores small kernels beside a large one look long). Statistics over calls are
+  derived when the run is analysed, not here.
+* Per call: the program's wall time, from the runtime's last execute event (``...Execute...``
+  on a host line) before the call's first kernel to the end of its last kernel; the time during
+  which at least one kernel runs; and the rest, named: dispatch (execute start to the first
+  kernel), loop control, and the gaps between kernels (the runtime's scheduling and idle
+  threads).
 
 A trace with no matching event gives ``{"available": false, "reason": ...}`` (for example when
 another profiler was already running).
@@ -58,7 +60,8 @@ class _Kernel:
     op: str
     run: Any
     end: float
-    self_ns: float = 0.0
+    self_ns: float = 0.0  # launch to completion, less nested kernels
+    busy_ns: float = 0.0  # the event's own duration, less nested kernels
 
 
 def _events(plane: Any, line_offset: int) -> tuple[list[_Event], int]:
@@ -70,14 +73,6 @@ def _events(plane: Any, line_offset: int) -> tuple[list[_Event], int]:
             out.append(_Event(line_offset + i, str(e.name), start, start + float(e.duration_ns),
                               dict(e.stats)))
     return out, len(lines)
-
-
-def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
-    ordered = sorted(values)
-    if len(ordered) == 1:
-        return ordered[0], ordered[0], ordered[0]
-    q = statistics.quantiles(ordered, n=4, method="inclusive")
-    return q[0], q[1], q[2]
 
 
 def _union(intervals: Iterable[tuple[float, float]]) -> float:
@@ -103,7 +98,8 @@ def _module_matches(stat: Any, module: str | None) -> bool:
 
 
 def _self_times(kernels: list[_Kernel]) -> None:
-    """Self time of nested events on one line: own duration less the children's."""
+    """Self times of nested events on one line: launch to completion, and the event's own
+    duration, each less the children's durations."""
     by_line: dict[int, list[_Kernel]] = defaultdict(list)
     for k in kernels:
         by_line[k.event.line].append(k)
@@ -112,13 +108,16 @@ def _self_times(kernels: list[_Kernel]) -> None:
         stack: list[_Kernel] = []
         for k in items:
             k.self_ns = k.end - k.event.start
+            k.busy_ns = k.event.duration
             while stack and stack[-1].event.end <= k.event.start:
                 stack.pop()
             if stack and k.event.end <= stack[-1].event.end:
                 stack[-1].self_ns -= k.event.duration
+                stack[-1].busy_ns -= k.event.duration
             stack.append(k)
     for k in kernels:
         k.self_ns = max(0.0, k.self_ns)
+        k.busy_ns = max(0.0, min(k.busy_ns, k.self_ns))
 
 
 def _end_events(events: list[_Event]) -> dict[tuple[Any, str], list[_Event]]:
@@ -148,7 +147,6 @@ def kernel_times(
     module: str | None,
     kernels: Iterable[str] | None = None,
     calls: int = 1,
-    overhead: float | None = None,
 ) -> dict[str, Any]:
     """Per-kernel times from a ProfileData (see the module docstring).
 
@@ -156,15 +154,16 @@ def kernel_times(
     ``kernels``: the inventory's kernel names (other matched ops are control flow);
     ``calls``: calls traced, when the events carry no ``run_id``.
 
-    Returns plain JSON::
+    Returns the ``kernel_timing`` record of results.json (samples, no statistics)::
 
-        {"available": true, "source": "host" | "device", "calls", "launches_per_call",
-         "program_s", "kernel_sum_s", "busy_s", "coverage", "coverage_per_call",
-         "remainder": {"dispatch_s", "loop_control_s", "gaps_s"}, "overhead",
-         "kernels": [{"name", "launches", "total_s", "per_launch_s", "q1_s", "q3_s",
-                      "samples_s"}], "unmatched": [op names], "notes"}
+        {"available": true, "source": "host" | "device",
+         "calls": [{"program_s", "busy_s", "dispatch_s", "loop_control_s", "gaps_s"}],
+         "kernels": [{"name", "launches": [...], "busy_s": [...], "span_s": [...]}],
+         "unmatched": [op names], "notes"}
 
-    All times are medians over calls (seconds per call).
+    one entry per traced call (seconds per call); a kernel's lists hold one sample per call in
+    which it ran: ``busy_s`` the sum of its events' own durations, ``span_s`` of the times from
+    each launch to its completion.
     """
     planes = list(getattr(profile, "planes", []))
     device = [p for p in planes if str(p.name).startswith("/device:")]
@@ -232,17 +231,13 @@ def kernel_times(
         key=lambda e: e.start,
     )
 
-    per_kernel: dict[str, list[float]] = defaultdict(list)
-    launches: dict[str, list[int]] = defaultdict(list)
-    coverage: list[float] = []
-    program: list[float] = []
-    kernel_sum: list[float] = []
-    busy: list[float] = []
-    dispatch: list[float] = []
-    control: list[float] = []
-    gaps: list[float] = []
+    span: dict[str, list[float]] = defaultdict(list)
+    own: dict[str, list[float]] = defaultdict(list)
+    launches: dict[str, list[float]] = defaultdict(list)
+    per_call: list[dict[str, float]] = []
     unmatched: set[str] = set()
     previous_end = float("-inf")
+    ns = 1e-9 / per_call_div
     for run in ordered_runs:
         leaves = [k for k in run if is_kernel(k.op)]
         unmatched |= {k.op for k in run if not is_kernel(k.op)}
@@ -259,60 +254,42 @@ def kernel_times(
         previous_end = last
         wall = max(last - start, 1e-9)
         union = _union((k.event.start, k.end) for k in leaves)
-        loop_control = sum(k.self_ns for k in run if not is_kernel(k.op))
-        totals: dict[str, float] = defaultdict(float)
+        loop_control = min(sum(k.self_ns for k in run if not is_kernel(k.op)),
+                           max(0.0, wall - union))
+        spans: dict[str, float] = defaultdict(float)
+        busy: dict[str, float] = defaultdict(float)
         counts: dict[str, int] = defaultdict(int)
         for k in leaves:
-            totals[k.op] += k.self_ns
+            spans[k.op] += k.self_ns
+            busy[k.op] += k.busy_ns
             counts[k.op] += 1
-        for op in totals:
-            per_kernel[op].append(totals[op] / per_call_div * 1e-9)
-            launches[op].append(counts[op])
-        program.append(wall / per_call_div * 1e-9)
-        kernel_sum.append(sum(totals.values()) / per_call_div * 1e-9)
-        busy.append(union / per_call_div * 1e-9)
-        coverage.append(min(1.0, union / wall))
-        dispatch.append((first - start) / per_call_div * 1e-9)
-        control.append(min(loop_control, max(0.0, wall - union)) / per_call_div * 1e-9)
-        gaps.append(max(0.0, wall - union - (first - start) - min(loop_control, wall - union))
-                    / per_call_div * 1e-9)
-    if not program:
+        for op in spans:
+            span[op].append(round(spans[op] * ns, 12))
+            own[op].append(round(busy[op] * ns, 12))
+            launches[op].append(counts[op] / per_call_div)
+        per_call.append({
+            "program_s": wall * ns,
+            "busy_s": union * ns,
+            "dispatch_s": (first - start) * ns,
+            "loop_control_s": loop_control * ns,
+            "gaps_s": max(0.0, wall - union - (first - start) - loop_control) * ns,
+        })
+    if not per_call:
         return {"available": False,
                 "reason": "the trace's events match no kernel of the compiled program"}
-    n_calls = len(program) if per_call_div == 1 else calls
-    rows: list[dict[str, Any]] = []
-    for op, samples in per_kernel.items():
-        q1, med, q3 = _quartiles(samples)
-        launch = statistics.median(launches[op]) / per_call_div
-        rows.append({
-            "name": op,
-            "launches": launch,
-            "total_s": med,
-            "per_launch_s": med / launch if launch else med,
-            "q1_s": q1,
-            "q3_s": q3,
-            "samples_s": [round(s, 12) for s in samples],
-        })
-    rows.sort(key=lambda r: (-r["total_s"], r["name"]))
+    order = sorted(span, key=lambda op: (-statistics.median(own[op]), op))
+    rows = [{"name": op, "launches": launches[op], "busy_s": own[op], "span_s": span[op]}
+            for op in order]
     notes = []
-    if len(program) < len(ordered_runs):
-        notes.append(f"{len(ordered_runs) - len(program)} traced call(s) held no kernel event")
+    if len(per_call) < len(ordered_runs):
+        notes.append(f"{len(ordered_runs) - len(per_call)} traced call(s) held no kernel event")
+    if per_call_div > 1:
+        notes.append(f"the trace's events carry no run id: its {calls} calls are one sample, "
+                     "divided by the number of calls")
     return {
         "available": True,
         "source": source,
-        "calls": n_calls,
-        "launches_per_call": sum(r["launches"] for r in rows),
-        "program_s": statistics.median(program),
-        "kernel_sum_s": statistics.median(kernel_sum),
-        "busy_s": statistics.median(busy),
-        "coverage": statistics.median(coverage),
-        "coverage_per_call": [round(c, 6) for c in coverage],
-        "remainder": {
-            "dispatch_s": statistics.median(dispatch),
-            "loop_control_s": statistics.median(control),
-            "gaps_s": statistics.median(gaps),
-        },
-        "overhead": overhead,
+        "calls": per_call,
         "kernels": rows,
         "unmatched": sorted(unmatched),
         "notes": notes,

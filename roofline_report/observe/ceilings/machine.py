@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from roofline_report.analysis.stats import Timing
 from roofline_report.errors import reason
 from roofline_report.kinds import Kind
 from roofline_report.observe import timer as timing
@@ -755,7 +756,7 @@ def free_memory_bytes(device: Any) -> int | None:
 # ------------------------------------------------------------------------------------ helpers
 
 
-def _rate(work: float, measured: timing.Timing) -> float:
+def _rate(work: float, measured: Timing) -> float:
     """Work per second of the fastest sample: a ceiling is what the device reaches, and noise
     from other processes only ever slows it. The median and spread stay in the timing record."""
     return work / measured.per_call.min

@@ -1,0 +1,183 @@
+"""Statistics of samples (no jax): the one home of quantiles, medians and the judgement of a
+timing's stability.
+
+Every quantile in roofline-report is :func:`quantile`: linear interpolation between order
+statistics (numpy's default, Hyndman & Fan type 7). A :class:`Stats` derives everything from its
+samples, as pytest-benchmark's ``Stats`` does, so results.json keeps only the samples and a saved
+run's statistics are recomputed the same way when it is rendered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from roofline_report.errors import InputError
+
+# Stats.unstable: spread (IQR / median) above this, or fewer samples than MIN_STABLE_SAMPLES.
+UNSTABLE_SPREAD = 0.10
+MIN_STABLE_SAMPLES = 5
+
+
+def quantile(ordered: Sequence[float], p: float) -> float:
+    """Quantile of sorted data by linear interpolation between order statistics.
+
+    This is numpy's default method ('linear', Hyndman & Fan type 7): position h = (n - 1) p.
+    """
+    h = (len(ordered) - 1) * p
+    lo = math.floor(h)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Statistics of per-call times in seconds (positive, finite; at least one).
+
+    Quartiles use linear interpolation (numpy's default). ``outliers`` counts samples outside
+    [q1 - 1.5 iqr, q3 + 1.5 iqr]. ``spread`` = iqr / median. The result is ``unstable`` when
+    spread > UNSTABLE_SPREAD (0.10) or there are fewer than MIN_STABLE_SAMPLES (5) samples.
+
+    Raises ValueError for an empty sequence or a non-positive or non-finite time.
+    """
+
+    samples: Sequence[float]
+    _sorted: tuple[float, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        values = tuple(float(v) for v in self.samples)
+        if not values:
+            raise ValueError("Stats needs at least one sample")
+        if not all(math.isfinite(v) and v > 0 for v in values):
+            raise ValueError(f"per-call times must be positive and finite, got {values!r}")
+        object.__setattr__(self, "samples", values)
+        object.__setattr__(self, "_sorted", tuple(sorted(values)))
+
+    @property
+    def n(self) -> int:
+        return len(self._sorted)
+
+    @property
+    def min(self) -> float:
+        return self._sorted[0]
+
+    @property
+    def max(self) -> float:
+        return self._sorted[-1]
+
+    @property
+    def median(self) -> float:
+        return quantile(self._sorted, 0.5)
+
+    @property
+    def q1(self) -> float:
+        return quantile(self._sorted, 0.25)
+
+    @property
+    def q3(self) -> float:
+        return quantile(self._sorted, 0.75)
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+    @property
+    def mean(self) -> float:
+        return math.fsum(self._sorted) / self.n
+
+    @property
+    def outliers(self) -> int:
+        low, high = self.q1 - 1.5 * self.iqr, self.q3 + 1.5 * self.iqr
+        return sum(1 for v in self._sorted if v < low or v > high)
+
+    @property
+    def spread(self) -> float:
+        return self.iqr / self.median
+
+    @property
+    def unstable(self) -> bool:
+        return self.spread > UNSTABLE_SPREAD or self.n < MIN_STABLE_SAMPLES
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """A measurement: per-call statistics and how they were taken.
+
+    ``min_sample_s`` is the minimum sample duration calibration aimed at (the larger of the
+    requested one and RESOLUTION_MULTIPLE timer ticks); ``inner_reps`` the calls per sample.
+    """
+
+    per_call: Stats
+    inner_reps: int
+    resolution_s: float
+    min_sample_s: float
+    method: str
+
+    @property
+    def samples(self) -> int:
+        return self.per_call.n
+
+    @property
+    def seconds(self) -> float:
+        """The headline per-call time: the median."""
+        return self.per_call.median
+
+    def to_json(self) -> dict[str, Any]:
+        """The record results.json keeps: the samples in the order they were taken and how they
+        were taken; no statistic (they are derived when the run is rendered)."""
+        return {
+            "per_call_s": list(self.per_call.samples),
+            "inner_reps": self.inner_reps,
+            "resolution_s": self.resolution_s,
+            "min_sample_s": self.min_sample_s,
+            "method": self.method,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Timing:
+        """Rebuild from a timing record of results.json (version 3: ``per_call_s``). Raises
+        InputError when the record is malformed."""
+        try:
+            raw = data["per_call_s"]
+            if not isinstance(raw, list) or not all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in raw
+            ):
+                raise ValueError("per_call_s must be a list of numbers")
+            per_call = Stats(raw)
+            inner = data["inner_reps"]
+            if isinstance(inner, bool) or not isinstance(inner, int) or inner < 1:
+                raise ValueError(f"inner_reps must be a positive integer, got {inner!r}")
+            resolution, min_sample = float(data["resolution_s"]), float(data["min_sample_s"])
+            if not (math.isfinite(resolution) and math.isfinite(min_sample)):
+                raise ValueError("resolution_s and min_sample_s must be finite")
+            method = data["method"]
+            if not isinstance(method, str):
+                raise ValueError("method must be a string")
+            return cls(per_call, inner, resolution, min_sample, method)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"timing record is malformed: {_one_line(exc)}") from exc
+
+
+def error_summary(errors: Sequence[float]) -> tuple[float | None, float | None]:
+    """(median, 90th percentile) of errors by :func:`quantile`; (None, None) for none."""
+    if not errors:
+        return None, None
+    ordered = sorted(errors)
+    return quantile(ordered, 0.5), quantile(ordered, 0.9)
+
+
+def median(values: Sequence[float]) -> float | None:
+    """The median by :func:`quantile`; None for no values."""
+    return quantile(sorted(values), 0.5) if values else None
+
+
+def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """(Q1, median, Q3) of at least one value, by :func:`quantile`."""
+    ordered = sorted(values)
+    return quantile(ordered, 0.25), quantile(ordered, 0.5), quantile(ordered, 0.75)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if text else type(exc).__name__
