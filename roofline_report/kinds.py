@@ -23,6 +23,7 @@ class Kind(enum.StrEnum):
     HYPOTHETICAL = "hypothetical"
     SPEC_SHEET = "spec_sheet"
     COMPILER_ESTIMATE = "compiler_estimate"
+    PREDICTED = "predicted"
     MEASURED = "measured"
 
     @property
@@ -39,6 +40,7 @@ _KIND_LABELS = {
     Kind.HYPOTHETICAL: "hypothetical",
     Kind.SPEC_SHEET: "spec sheet",
     Kind.COMPILER_ESTIMATE: "compiler estimate",
+    Kind.PREDICTED: "predicted",
     Kind.MEASURED: "measured",
 }
 
@@ -47,6 +49,8 @@ _KIND_DESCRIPTIONS = {
     Kind.HYPOTHETICAL: "an assumed budget, not a property of any device",
     Kind.SPEC_SHEET: "a published figure for a real chip, with its source",
     Kind.COMPILER_ESTIMATE: "XLA's cost analysis: backend- and version-dependent",
+    Kind.PREDICTED: "predicted by the model from the roofs shown beside it (measured, spec "
+                    "sheet or assumed: each roof carries its own kind)",
     Kind.MEASURED: "timed on this machine in this run",
 }
 

@@ -64,6 +64,9 @@ def parse_rate(text: str, kind: RateKind, *, what: str = "") -> float:
     if not isinstance(text, str):
         raise InputError(f"{label}{text!r} is not a string; {expected}")
     shown = _shorten(text)
+    # A power of ten as the report writes one ("6.71×10⁷ FLOP/s") reads as 6.71e7.
+    text = _POWER_RE.sub(lambda m: f"{m.group(1)}e{m.group(2).translate(_FROM_SUPERSCRIPT)}",
+                         text)
     match = _RATE_RE.fullmatch(text)
     if match is None:
         raise InputError(f"{label}cannot read {shown} as a rate; {expected}")
@@ -136,8 +139,11 @@ def format_si(value: float | None, unit: str, digits: int = 3) -> str:
             if mantissa < _SCIENTIFIC_ABOVE:
                 return _join(sign + _plain(mantissa, digits), prefix + unit)
             break
-    # Beyond the prefixes at either end: plain scientific notation, still parseable.
-    return _join(f"{sign}{magnitude:.{digits}g}", unit)
+    # Beyond the prefixes at either end: a plain decimal down to 0.001, else a power of ten
+    # (parse_rate reads both back).
+    if 1e-3 <= magnitude < 1:
+        return _join(sign + _plain(_round_significant(magnitude, digits), digits), unit)
+    return _join(sign + scientific(magnitude, digits), unit)
 
 
 _BINARY_PREFIXES = ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
@@ -165,6 +171,8 @@ def format_intensity(value: float | None, digits: int = 3) -> str:
     """
     if value is None or not math.isfinite(value):
         return "unknown"
+    if abs(value) >= 1e6 or (value and abs(value) < 10.0 ** -(digits + 1)):
+        return f"{scientific(value, digits)} FLOP/B"
     if abs(value) >= 10 ** (digits - 1):
         return f"{round(value):d} FLOP/B"
     if value == 0:
@@ -183,6 +191,20 @@ def _plain(value: float, digits: int) -> str:
     if abs(value) < 10.0 ** -(digits + 1):
         return f"{value:.{digits}g}"
     return format(decimal.Decimal(f"{value:.{digits}g}"), "f")
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+_FROM_SUPERSCRIPT = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
+_POWER_RE = re.compile(r"([0-9.]+)\s*[×x]\s*10([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)")
+
+
+def scientific(value: float, digits: int = 3) -> str:
+    """A number as a power of ten, for values no prefix reaches: ``"6.71×10⁷"``,
+    ``"2.18×10⁻⁷"`` (``digits`` significant digits, trailing zeros dropped)."""
+    mantissa, exponent = f"{value:.{max(1, digits - 1)}e}".split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
 def _join(number: str, unit: str) -> str:

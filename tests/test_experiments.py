@@ -887,7 +887,7 @@ def test_bf16_memory_prices_each_variant_in_its_dtype() -> None:
                   converts={"float32": 0, "bfloat16": 3}),
         "bf16_memory", roofs=roofs)
     assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
-    assert rec["details"]["model"]["bfloat16"]["binding"] == "alu"
+    assert rec["details"]["model"]["bfloat16"]["binding"] == "compute"
     assert "bfloat16: 1 kernel, bound by compute" in rec["prediction"]["note"]
     assert rec["verdict"]["status"] == "held"
     # bfloat16 faster than predicted: its converts cannot be the reason.

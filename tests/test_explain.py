@@ -2,85 +2,108 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from roofline_report.analysis.explain import explain
+from roofline_report.analysis.explain import Evidence, kernel_reason, program_reason
+from roofline_report.analysis.miss import Miss
+from roofline_report.analysis.predict import Prediction, Term
+from roofline_report.analysis.records import KernelRow
+from roofline_report.analysis.stats import Stats
+from roofline_report.backends import describe
+from roofline_report.kinds import Kind
 
 MiB = 1 << 20
+M = Kind.MEASURED
+CPU, GPU = describe("cpu"), describe("cuda")
 
 
-def _prediction(seconds: float, **over: Any) -> dict[str, Any]:
-    p: dict[str, Any] = {"seconds": seconds, "bytes": 4 * MiB, "level": "L3",
-                         "terms": {"alu": seconds / 2, "memory": seconds, "overhead": 5e-6}}
-    p.update(over)
-    return p
+def _prediction(seconds: float, *, level: str = "L3", compute: float | None = None,
+                memory: float | None = None, overhead: float = 5e-6) -> Prediction:
+    terms = (Term("elementwise", "compute", seconds / 2 if compute is None else compute,
+                  "multiply-add float32", M),
+             Term("memory", "memory", seconds if memory is None else memory, f"{level} read",
+                  M, level),
+             Term("dispatch", "overhead", overhead, "dispatch enqueued", M))
+    binding = max(terms, key=lambda t: t.seconds)
+    return Prediction(seconds, terms, binding, 1e6, 4 * MiB, "the kernels' touched bytes", level)
 
 
-def _record(**over: Any) -> dict[str, Any]:
-    r: dict[str, Any] = {"dtype": "float32", "compiled": {"kernels": 1},
-                         "timing": {"per_call": {"spread": 0.02, "unstable": False}}}
-    r.update(over)
-    return r
+def _evidence(**over: object) -> Evidence:
+    base: dict[str, object] = {"backend": CPU, "dtype": "float32",
+                               "timing": Stats([1.0, 1.01, 1.02, 0.99, 1.0])}
+    base.update(over)
+    return Evidence(**base)  # type: ignore[arg-type]
+
+
+def _why(p: Prediction, measured: float, **over: object) -> str:
+    return program_reason(p, Miss(p.seconds, measured), _evidence(**over))
 
 
 def test_within_half_and_under_its_roof_says_nothing() -> None:
-    assert explain(_prediction(100e-6), 140e-6, _record(), "cpu") == ""
-    assert explain(_prediction(100e-6), 140e-6, _record(), "cpu", above_roof=True) != ""
+    assert _why(_prediction(100e-6), 140e-6) == ""
+    # 10% faster than predicted: above the roof its prediction used.
+    assert _why(_prediction(100e-6), 90e-6).startswith("above its roof: ")
 
 
 def test_each_reason_follows_from_its_evidence() -> None:
-    noisy = _record(timing={"per_call": {"spread": 0.3, "unstable": True}})
-    assert explain(_prediction(100e-6), 300e-6, noisy, "cpu").startswith("unstable: ")
+    noisy = Stats([1.0, 1.5, 2.0, 0.7, 1.2])
+    assert _why(_prediction(100e-6), 300e-6, timing=noisy).startswith("unstable: ")
     dram = _prediction(100e-6, level="DRAM")
-    why = explain(dram, 30e-6, _record(), "cpu", cache_bytes=32 * MiB)
-    assert why.startswith("cache level: ")
-    unfused = _record(xla={"raw": {"bytes accessed": 12.0 * MiB}})
-    assert "unfused intermediates: the compiled program accesses 3×" in explain(
-        _prediction(100e-6), 300e-6, unfused, "cpu")
-    launches = _prediction(10e-6, terms={"alu": 1e-6, "memory": 2e-6, "overhead": 10e-6})
-    assert "launch-bound: 40 kernels" in explain(launches, 40e-6,
-                                                 _record(compiled={"kernels": 40}), "cpu")
-    assert "conversions: " in explain(_prediction(100e-6), 300e-6,
-                                      _record(dtype="bfloat16"), "cpu")
-    assert "conversions: " not in explain(_prediction(100e-6), 300e-6,
-                                          _record(dtype="bfloat16"), "gpu")
-    loop = _record(compiled={"kernels": 3, "while_loops": [{"name": "while"}]})
-    assert "loop: " in explain(_prediction(100e-6), 300e-6, loop, "cpu")
-    assert explain(_prediction(100e-6), 300e-6, _record(), "cpu") == (
+    assert "cache level: " in _why(dram, 30e-6, cache_bytes=32 * MiB)
+    assert "unfused intermediates: the compiled program accesses 3×" in _why(
+        _prediction(100e-6), 300e-6, xla_bytes=12.0 * MiB)
+    launches = _prediction(10e-6, compute=1e-6, memory=2e-6, overhead=10e-6)
+    assert "launch-bound: 40 kernels" in _why(launches, 40e-6, kernels=40)
+    assert "conversions: the CPU computes" in _why(_prediction(100e-6), 300e-6,
+                                                   dtype="bfloat16")
+    assert "conversions: " not in _why(_prediction(100e-6), 300e-6, dtype="bfloat16",
+                                       backend=GPU)
+    assert "loop: " in _why(_prediction(100e-6), 300e-6, loops=True)
+    assert _why(_prediction(100e-6), 300e-6) == (
         "unknown: slower than predicted, with no evidence of a cause here")
 
 
 def test_faster_than_the_dispatch_floor_is_said_so() -> None:
-    tiny = _prediction(9e-6, terms={"alu": 1e-7, "memory": 1e-6, "overhead": 8e-6})
-    why = explain(tiny, 5.5e-6, _record(), "cpu")
-    assert why.startswith("dispatch-bound: the call took 5.5 µs, under the 8 µs of dispatch")
+    tiny = _prediction(9e-6, compute=1e-7, memory=1e-6, overhead=8e-6)
+    why = _why(tiny, 5.5e-6)
+    assert "dispatch-bound: the call took 5.5 µs, under the 8 µs of dispatch" in why
     # Faster than predicted but above the overhead: no such claim.
-    assert "dispatch-bound" not in explain(_prediction(100e-6), 30e-6, _record(), "cpu")
+    assert "dispatch-bound" not in _why(_prediction(100e-6), 30e-6)
+
+
+def _row(name: str, category: str, seconds: float | None, predicted: float) -> KernelRow:
+    p = _prediction(predicted)
+    m = Miss(predicted, seconds) if seconds else None
+    return KernelRow(name, category, None, None, None, 1, 1.0, seconds, seconds, "busy",
+                     None, None, 1e6, 0, 4 * MiB, p, m)
 
 
 def test_the_kernels_behind_most_of_a_miss_are_named() -> None:
-    rows = [{"name": "wrapped_reduce-window", "category": "reduction", "seconds": 2.7e-3,
-             "predicted": 0.2e-3},
-            {"name": "copy_fusion", "category": "data movement", "seconds": 0.8e-3,
-             "predicted": 0.01e-3},
-            {"name": "ynn_fusion", "category": "matmul", "seconds": 0.3e-3, "predicted": 0.3e-3},
-            {"name": "untimed", "category": "elementwise", "seconds": None, "predicted": 1e-6}]
-    record = _record(kernel_view={"rows": rows})
-    why = explain(_prediction(1e-3), 4e-3, record, "cpu")
+    rows = [_row("wrapped_reduce-window", "reduction", 2.7e-3, 0.2e-3),
+            _row("copy_fusion", "data movement", 0.8e-3, 0.01e-3),
+            _row("ynn_fusion", "matmul", 0.3e-3, 0.3e-3),
+            _row("untimed", "elementwise", None, 1e-6)]
+    why = _why(_prediction(1e-3), 4e-3, rows=rows)
     assert why.startswith("slow kernels: wrapped_reduce-window (reduction, 2.7 ms against "
                           "200 µs predicted), copy_fusion (data movement, 800 µs against "
                           "10 µs predicted) account for 100% of the time")
     # Spread over many kernels, none a few of which explains half: not named.
-    even = [{"name": f"k{i}", "category": "elementwise", "seconds": 2e-4, "predicted": 1e-4}
-            for i in range(10)]
-    assert "slow kernels" not in explain(_prediction(1e-3), 4e-3,
-                                         _record(kernel_view={"rows": even}), "cpu")
+    even = [_row(f"k{i}", "elementwise", 2e-4, 1e-4) for i in range(10)]
+    assert "slow kernels" not in _why(_prediction(1e-3), 4e-3, rows=even)
     # Faster than predicted: the kernels are not blamed.
-    assert "slow kernels" not in explain(_prediction(4e-3), 1e-3, record, "cpu")
+    assert "slow kernels" not in _why(_prediction(4e-3), 1e-3, rows=rows)
 
 
 def test_a_point_above_its_roof_says_so_first() -> None:
-    why = explain(_prediction(100e-6), 110e-6, _record(), "cpu", above_roof=True)
+    why = _why(_prediction(100e-6), 90e-6)
     assert why.startswith("above its roof: ") and "unknown" not in why  # within 50%
-    off = explain(_prediction(100e-6), 300e-6, _record(), "cpu", above_roof=True)
-    assert off.startswith("above its roof: ") and "; unknown: slower" in off
+    off = _why(_prediction(300e-6), 100e-6)
+    assert off.startswith("above its roof: ") and "; unknown: faster" in off
+
+
+def test_a_kernel_reason_names_its_roof_and_a_kind_without_one() -> None:
+    slow = _row("copy_bitcast_fusion", "data movement", 11e-3, 0.3e-3)
+    assert kernel_reason(slow) == "37× slower than predicted at its memory: L3 roof (L3 read)"
+    transpose = KernelRow(**{**{f: getattr(slow, f) for f in slow.__slots__},
+                             "pattern": "transpose"})
+    assert kernel_reason(transpose).endswith(
+        "; no roof measured for this kind (a transposing copy)")
+    assert kernel_reason(_row("ok", "elementwise", 1.1e-3, 1e-3)) == ""

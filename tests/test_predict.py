@@ -28,6 +28,19 @@ ROOFS = RoofSet(
 )
 
 
+def term(p: predict.Prediction, name: str) -> float:
+    """The summed seconds of a prediction's terms called ``name``."""
+    return sum(t.seconds for t in p.terms if t.name == name)
+
+
+def alu(p: predict.Prediction) -> float:
+    return p.group_seconds("compute")
+
+
+def memory(p: predict.Prediction) -> float:
+    return max((t.seconds for t in p.terms if t.group == "memory"), default=0.0)
+
+
 def _record(**over: object) -> dict[str, object]:
     record: dict[str, object] = {
         "hlo_count": {"flops": 2_000_000 + 500_000, "flops_by_op": {
@@ -46,17 +59,22 @@ def test_every_term_by_hand() -> None:
     assert f is not None
     assert (f.dot_flops, f.other_flops, f.kernels) == (2e6, 5e5, 3)
     assert f.bytes == 300 * KiB and f.bytes_source == "XLA's bytes accessed"
-    p = predict.predict(f, ROOFS)
+    p = predict.predict_facts(f, ROOFS)
     assert p is not None
-    # alu: 2e6 / 100e9 + 5e5 / 10e9 + 1e5 / 1e9 = 20 us + 50 us + 100 us = 170 us
-    assert p.terms["alu"] == pytest.approx(170e-6)
+    # compute: 2e6 / 100e9 + 5e5 / 10e9 + 1e5 / 1e9 = 20 us + 50 us + 100 us = 170 us
+    assert alu(p) == pytest.approx(170e-6)
+    assert (term(p, "matmul"), term(p, "elementwise"), term(p, "transcendental")) == (
+        pytest.approx(20e-6), pytest.approx(50e-6), pytest.approx(100e-6))
     # memory: 300 KiB in L2 (under 512 KiB) at 100 GB/s
-    assert p.terms["memory"] == pytest.approx(300 * KiB / 100e9)
+    assert memory(p) == pytest.approx(300 * KiB / 100e9)
     assert p.level == "L2"
     # overhead: 2 more kernels at 1 us, and the 10 us dispatch
-    assert p.terms["overhead"] == pytest.approx(12e-6)
+    assert p.group_seconds("overhead") == pytest.approx(12e-6)
     assert p.seconds == pytest.approx(170e-6 + 12e-6)
-    assert p.binding == "alu" and p.notes == ()
+    # The binding: the largest term of the group that sets the time (compute: tanh).
+    assert p.binding.group == "compute" and p.binding.name == "transcendental"
+    assert p.binding.label == "compute: tanh" and p.notes == ()
+    assert p.kind is Kind.PREDICTED and set(p.roof_kinds) == {M}
 
 
 def test_loops_and_missing_rates_fall_back() -> None:
@@ -64,34 +82,33 @@ def test_loops_and_missing_rates_fall_back() -> None:
     f = predict.facts(_record(compiled={"kernels": 1, "while_loops": [{"name": "while"}]}),
                       "bfloat16")
     assert f is not None and f.bytes_source == "the minimum traffic" and f.bytes == 200 * KiB
-    p = predict.predict(f, ROOFS)
+    p = predict.predict_facts(f, ROOFS)
     assert p is not None
     # bfloat16 dots on the bfloat16 roof; float32 rates stand in for bfloat16's.
-    assert p.terms["alu"] == pytest.approx(2e6 / 50e9 + 5e5 / 10e9 + 1e5 / 1e9)
+    assert alu(p) == pytest.approx(2e6 / 50e9 + 5e5 / 10e9 + 1e5 / 1e9)
     bare = RoofSet("bare", M, ROOFS.compute, ROOFS.bandwidth)
-    q = predict.predict(f, bare)
+    q = predict.predict_facts(f, bare)
     assert q is not None
-    assert q.terms["alu"] == pytest.approx(2.5e6 / 50e9)  # tanh not charged, said so
+    assert alu(q) == pytest.approx(2.5e6 / 50e9)  # tanh not charged, said so
     assert any("tanh" in n for n in q.notes) and any("elementwise" in n for n in q.notes)
-    assert q.terms["overhead"] == 0.0
+    assert q.group_seconds("overhead") == 0.0
 
 
 def test_big_traffic_goes_to_main_memory_and_no_count_no_prediction() -> None:
     f = predict.facts(_record(xla={"available": True, "raw": {"bytes accessed": 64.0 * MiB}}),
                       "float32")
     assert f is not None
-    p = predict.predict(f, ROOFS)
-    assert p is not None and p.level == "DRAM" and p.binding == "memory"
+    p = predict.predict_facts(f, ROOFS)
+    assert p is not None and p.level == "DRAM" and p.binding.group == "memory"
     assert predict.facts(_record(hlo_count={"available": False, "reason": "x"}), "float32") \
         is None
-    assert predict.error(120.0, 100.0) == pytest.approx(0.2)
 
 
-def test_sweeps_without_a_hand_model_are_placed_by_our_count() -> None:
+def test_sweeps_without_a_hand_model_are_placed_by_their_kernels() -> None:
     import copy
     from pathlib import Path
 
-    from roofline_report import analysis
+    from roofline_report.analysis.analyse import analyse
     from roofline_report.results import io as results
 
     data = results.load(Path(__file__).parent / "fixtures" / "cpu_results.json")
@@ -99,18 +116,20 @@ def test_sweeps_without_a_hand_model_are_placed_by_our_count() -> None:
     sweep = doc["sweeps"][0]
     for point in sweep["points"]:
         point["analytic"] = {"available": False, "reason": "no analytic model"}
-    derived = analysis.analyse(doc, analysis.assumptions_for(doc))
-    placed = next(w for w in derived["sweep_model"]["workloads"] if w["name"] == sweep["name"])
-    assert len(placed["points"]) == len(sweep["points"])
-    for point, raw in zip(placed["points"], sweep["points"], strict=True):
-        assert point["flops"] == raw["hlo_count"]["flops"]
+    placed = next(sw for sw in analyse(doc).sweeps if sw.name == sweep["name"])
+    assert len(placed.points) == len(sweep["points"])
+    for point, raw in zip(placed.points, sweep["points"], strict=True):
+        assert point.flops == raw["kernels"]["flops"]
+        assert point.bytes == raw["kernels"]["bytes_read"] + raw["kernels"]["bytes_written"]
 
 
 def test_a_users_program_shows_its_prediction() -> None:
     import copy
     from pathlib import Path
 
+    from roofline_report.analysis.analyse import analyse
     from roofline_report.report import views as render
+    from roofline_report.report.format import miss_text
     from roofline_report.results import io as results
 
     data = results.load(Path(__file__).parent / "fixtures" / "cpu_results.json")
@@ -120,12 +139,10 @@ def test_a_users_program_shows_its_prediction() -> None:
     vm = render.view_model(doc)
     shown = next(x for x in vm["programs"] if x["title"] == w["title"])
     pr = shown["prediction"]
-    assert pr is not None and pr["binding"] in ("compute", "memory traffic",
-                                                "dispatch and launches")
-    median = w["timing"]["per_call"]["median"]
-    model = next(x for x in render.analysis.analyse(doc, render.analysis.assumptions_for(doc))
-                 ["workloads"] if x["name"] == "matmul")["prediction"]["seconds"]
-    assert pr["error"].text == render.percent_text(abs(model - median) / median)
+    program = analyse(doc).program("matmul")
+    assert program is not None and program.prediction is not None
+    assert pr is not None and pr["binding"] == program.prediction.binding.label
+    assert pr["miss"] == miss_text(program.miss) and pr["predicted"].kind == "predicted"
 
 
 def test_convolution_flops_go_to_the_convolution_roof() -> None:
@@ -138,14 +155,15 @@ def test_convolution_flops_go_to_the_convolution_roof() -> None:
     p = predict.predict_kernel(kernel, "float32", roofs)
     assert p is not None
     # 1e6 matmul flops at 100 GFLOP/s and 2e6 convolution flops at 25 GFLOP/s: 10 + 80 us.
-    assert p.terms["alu"] == pytest.approx(1e6 / 100e9 + 2e6 / 25e9)
+    assert alu(p) == pytest.approx(1e6 / 100e9 + 2e6 / 25e9)
+    assert p.binding.name == "convolution"
     assert "convolution float32" in p.roofs
     # The convolution roof is never the compute roof a roofline draws for the dtype.
     assert roofs.compute_for("float32") is not None
     assert roofs.compute_for("float32").name == "matmul float32"  # type: ignore[union-attr]
     # Without a convolution roof, convolutions run at the matmul rate.
     q = predict.predict_kernel(kernel, "float32", ROOFS)
-    assert q is not None and q.terms["alu"] == pytest.approx(3e6 / 100e9)
+    assert q is not None and alu(q) == pytest.approx(3e6 / 100e9)
 
 
 def test_a_dtype_without_a_roof_takes_a_float_roof_never_an_integer_one() -> None:
@@ -172,11 +190,11 @@ def test_a_reduction_kernel_runs_at_the_row_reduction_rate_of_its_size() -> None
     assert p is not None
     # The level's bandwidth would give 404 kB / 100 GB/s = 4.04 us; the reduction rate
     # 1e5 / 5.5e9 = 18.2 us binds.
-    assert p.terms["memory"] == pytest.approx(1e5 / 5.5e9)
-    assert "row reduction float32" in p.roofs
+    assert memory(p) == pytest.approx(1e5 / 5.5e9)
+    assert "row reduction float32" in p.roofs and p.binding.name == "reduction"
     # Not a reduction: the level's bandwidth alone.
     q = predict.predict_kernel({**kernel, "category": "elementwise"}, "float32", roofs)
-    assert q is not None and q.terms["memory"] == pytest.approx(404_000 / 100e9)
+    assert q is not None and memory(q) == pytest.approx(404_000 / 100e9)
 
 
 def test_a_rate_measured_by_size_loses_the_dispatch_floor() -> None:
@@ -218,8 +236,8 @@ def test_a_kernel_writing_in_place_is_not_charged_the_fresh_output_roof() -> Non
     donated = predict.predict_kernel({**kernel, "in_place": True}, "float32", roofs)
     assert new is not None and donated is not None
     # A fresh 1 MiB output: the write-new roof (it holds for 2 x 1 MiB); in place: the stream.
-    assert new.terms["memory"] == pytest.approx(2 * MiB / 5e9)
-    assert donated.terms["memory"] == pytest.approx(2 * MiB / 20e9)
+    assert memory(new) == pytest.approx(2 * MiB / 5e9)
+    assert memory(donated) == pytest.approx(2 * MiB / 20e9)
 
 
 def test_a_program_meets_the_sweeps_roof_not_the_huge_page_streams() -> None:
@@ -237,17 +255,38 @@ def test_a_program_meets_the_sweeps_roof_not_the_huge_page_streams() -> None:
 def test_every_sweep_point_off_by_more_than_half_says_why() -> None:
     from pathlib import Path
 
-    from roofline_report import analysis
+    from roofline_report.analysis.analyse import analyse
     from roofline_report.report import views as render
     from roofline_report.results import io as results
 
     data = results.load(Path(__file__).parent / "fixtures" / "cpu_results.json")
-    derived = analysis.analyse(data, analysis.assumptions_for(data))
-    points = [pt for w in derived["sweep_model"]["workloads"] for pt in w["points"]]
-    assert points and all("why" in pt for pt in points)
+    points = [pt for sw in analyse(data).sweeps for pt in sw.points]
+    assert points
     for pt in points:
-        off = abs(pt["predicted_s"] - pt["measured_s"]) / pt["measured_s"]
-        if off > 0.5:
-            assert pt["why"], pt
+        assert pt.miss is not None
+        if pt.miss.error > 0.5:
+            assert pt.why, pt
     md = render.render(data).markdown
     assert "Every point: predicted against measured, and why they differ" in md
+
+
+def test_a_program_is_the_sum_of_its_kernels_and_its_binding_its_largest_term() -> None:
+    launch_bound = {"flops": 10, "flops_by_op": {"stablehlo.add": 10}, "bytes_read": 40,
+                    "bytes_written": 40, "trips": 3, "category": "elementwise"}
+    matmul = {"flops": 2_000_000, "flops_by_op": {"stablehlo.dot_general": 2_000_000},
+              "bytes_read": 1000, "bytes_written": 1000, "trips": 1, "category": "matmul"}
+    a = predict.predict_kernel(launch_bound, "float32", ROOFS)
+    b = predict.predict_kernel(matmul, "float32", ROOFS)
+    assert a is not None and b is not None
+    # A tiny kernel: 3 launches of max(its roofline time, the 1 us launch floor).
+    assert a.binding.name == "launch" and a.seconds == pytest.approx(3e-6)
+    program = predict.predict_program([a, b], ROOFS)
+    assert program is not None
+    # Σ kernels + the 10 us dispatch; each kernel's time charged to its binding term.
+    assert program.seconds == pytest.approx(a.seconds + b.seconds + 10e-6)
+    assert sum(t.seconds for t in program.terms) == pytest.approx(program.seconds)
+    assert program.binding == max(program.terms, key=lambda t: t.seconds)
+    assert program.binding.name == "matmul"
+    rate = program.roof_rate
+    assert rate is not None and rate[1] == "FLOP/s"
+    assert rate[0] == pytest.approx((30 + 2_000_000) / program.seconds)

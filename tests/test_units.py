@@ -107,8 +107,8 @@ def test_parse_rate_bad_kind_is_a_programming_error() -> None:
         (math.nan, "B", "unknown"),
         (math.inf, "B", "unknown"),
         (-2048, "B", "-2.05 kB"),
-        (1e30, "FLOP/s", "1e+30 FLOP/s"),
-        (1e-15, "s", "1e-15 s"),
+        (1e30, "FLOP/s", "1×10³⁰ FLOP/s"),
+        (1e-15, "s", "1×10⁻¹⁵ s"),
         (3.14159e15, "", "3.14 P"),
     ],
 )

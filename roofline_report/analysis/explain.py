@@ -1,7 +1,8 @@
 """Why a prediction missed, from the evidence (no jax).
 
-A point above its roof, or a prediction off by more than :data:`OFF` of the measured time, gets a
-reason built from the numbers at hand, never silence:
+A program above its roof (it ran faster than its prediction allows), or one whose prediction is
+off by more than :data:`OFF` of the measured time, gets a reason built from the numbers at hand,
+never silence:
 
 * **slow kernels**: slower, and the profiler trace shows a few kernels (at most
   :data:`NAMED_KERNELS`) that account for most of the gap between their measured and predicted
@@ -10,94 +11,136 @@ reason built from the numbers at hand, never silence:
 * **cache level**: faster than predicted while the bytes were charged to main memory, although
   they would fit the last-level cache;
 * **unfused intermediates**: slower, and the compiled program moves at least 1.5× the bytes the
-  prediction charged (XLA's bytes accessed against the minimum traffic);
-* **launch-bound**: slower, with many kernels for the work, the overhead term the largest;
-* **dispatch-bound**: faster than the overhead term alone (dispatch and launches), which the
+  prediction charged (XLA's bytes accessed against the bytes priced);
+* **launch-bound**: slower, with many kernels for the work, launches the largest term;
+* **dispatch-bound**: faster than the overhead alone (dispatch and launches), which the
   prediction takes from separate measurements of the floor: the floor itself moved;
-* **conversions**: slower, a bfloat16 program on a CPU that computes in float32;
+* **conversions**: slower, a bfloat16 program on a backend that computes bfloat16 in float32;
 * **loop**: the program runs a loop, whose bodies may not overlap as the model assumes;
 * otherwise **unknown**, with the direction of the miss;
 
-and a point above its roof says so first (**above its roof**).
+and a program above its roof says so first (**above its roof**). A kernel's own reason
+(:func:`kernel_reason`) names the roof it was held to and how far below it ran, and says so
+when its kind of kernel has no roof of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from roofline_report.report.format import percent_text
+from roofline_report.analysis.miss import AS_PREDICTED, Miss
+from roofline_report.analysis.predict import Prediction
+from roofline_report.analysis.records import KernelRow
+from roofline_report.analysis.stats import Stats
+from roofline_report.backends import Backend
+from roofline_report.report.format import decimal, miss_text, percent_text
 from roofline_report.units import format_si
 
 OFF = 0.5
 NAMED_KERNELS = 3  # at most this many kernels are named as the cause of a miss
 
 
-def explain(prediction: Mapping[str, Any], measured: float, record: Mapping[str, Any],
-            backend: str, *, above_roof: bool = False,
-            cache_bytes: int | None = None) -> str:
-    """'' when the prediction is within :data:`OFF` and the point is under its roof; else the
-    likeliest reasons, most specific first, joined by '; '."""
-    predicted = float(prediction["seconds"])
-    error = abs(predicted - measured) / measured
-    if error <= OFF and not above_roof:
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a program's reason may draw on."""
+
+    backend: Backend
+    dtype: str
+    timing: Stats | None = None
+    xla_bytes: float | None = None
+    kernels: int = 1
+    loops: bool = False
+    cache_bytes: int | None = None
+    rows: Sequence[KernelRow] = ()
+
+
+def above_roof(prediction: Prediction, measured: float) -> bool:
+    """Faster than the prediction by more than :data:`~roofline_report.analysis.miss
+    .AS_PREDICTED`: above the roof its prediction used."""
+    return measured * (1.0 + AS_PREDICTED) < prediction.seconds
+
+
+def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
+    """'' when the prediction is within :data:`OFF` and the program is not above its roof;
+    else the likeliest reasons, most specific first, joined by '; '."""
+    above = above_roof(prediction, m.measured)
+    if m.error <= OFF and not above:
         return ""
-    slower = measured > predicted
+    slower = m.measured > m.predicted
     reasons: list[str] = []
     if slower:
-        reasons += _slow_kernels(record)
-    timing = (record.get("timing") or {}).get("per_call") or {}
-    if timing.get("unstable"):
-        reasons.append(f"unstable: the timing's spread is {percent_text(timing.get('spread'))}")
-    moved = float(prediction.get("bytes") or 0)
-    if not slower and prediction.get("level") in ("DRAM", "HBM") and cache_bytes \
-            and moved and moved < cache_bytes:
+        reasons += _slow_kernels(e.rows)
+    if e.timing is not None and e.timing.unstable:
+        reasons.append(f"unstable: the timing's spread is {percent_text(e.timing.spread)}")
+    moved = prediction.bytes
+    main = e.backend.main_memory
+    if not slower and main in prediction.level.split(", ") and e.cache_bytes and moved \
+            and moved < e.cache_bytes:
         reasons.append("cache level: the bytes were charged to main memory but would fit the "
                        "last-level cache")
-    xla = ((record.get("xla") or {}).get("raw") or {}).get("bytes accessed")
-    if slower and isinstance(xla, int | float) and moved and xla >= 1.5 * moved:
-        reasons.append(f"unfused intermediates: the compiled program accesses {xla / moved:.3g}×"
-                       " the bytes charged")
-    terms = prediction.get("terms") or {}
-    kernels = int((record.get("compiled") or {}).get("kernels") or 1)
-    if slower and kernels > 1 and terms and max(terms, key=lambda k: terms[k]) == "overhead":
-        reasons.append(f"launch-bound: {kernels} kernels, each with a cost the model takes from "
-                       "one measured chain")
-    overhead = float(terms.get("overhead", 0.0)) if terms else 0.0
-    if not slower and overhead and measured < overhead:
-        reasons.append(f"dispatch-bound: the call took {format_si(measured, 's')}, under the "
+    if slower and e.xla_bytes is not None and moved and e.xla_bytes >= 1.5 * moved:
+        reasons.append(f"unfused intermediates: the compiled program accesses "
+                       f"{decimal(e.xla_bytes / moved, 3)}× the bytes charged")
+    overhead = prediction.group_seconds("overhead")
+    if slower and e.kernels > 1 and prediction.binding.group == "overhead":
+        reasons.append(f"launch-bound: {e.kernels} kernels, each with a cost the model takes "
+                       "from one measured chain")
+    if not slower and overhead and m.measured < overhead:
+        reasons.append(f"dispatch-bound: the call took {format_si(m.measured, 's')}, under the "
                        f"{format_si(overhead, 's')} of dispatch and launches the model takes "
                        "from its own measurements of the floor, which moved between them")
-    if slower and backend == "cpu" and record.get("dtype") == "bfloat16":
-        reasons.append("conversions: the CPU computes bfloat16 in float32, converting every "
-                       "operand and result")
-    if (record.get("compiled") or {}).get("while_loops"):
+    if slower and e.backend.converts_bfloat16 and e.dtype == "bfloat16":
+        reasons.append(f"conversions: the {e.backend.title} computes bfloat16 in float32, "
+                       "converting every operand and result")
+    if e.loops:
         reasons.append("loop: its iterations run one after the other, each with its own "
                        "launches")
-    if not reasons and error > OFF:
-        direction = "slower" if slower else "faster"
-        reasons.append(f"unknown: {direction} than predicted, with no evidence of a cause here")
-    if above_roof:
-        # Said first: the point is above the roof it is drawn under, whatever else is off.
-        reasons.insert(0, "above its roof: it ran faster than the roofline at its intensity "
-                          "allows (a roof measured lower than this program met)")
+    if not reasons and m.error > OFF:
+        reasons.append(f"unknown: {'slower' if slower else 'faster'} than predicted, with no "
+                       "evidence of a cause here")
+    if above:
+        # Said first: the program is above the roof it is held to, whatever else is off.
+        reasons.insert(0, "above its roof: it ran faster than its prediction allows (a roof "
+                          "measured lower than this program met)")
     return "; ".join(reasons)
 
 
-def _slow_kernels(record: Mapping[str, Any]) -> list[str]:
+def _slow_kernels(rows: Sequence[KernelRow]) -> list[str]:
     """The few kernels of the trace behind most of the time the model did not predict, or
     nothing without per-kernel times or when no few of them explain half the gap."""
-    rows = (record.get("kernel_view") or {}).get("rows") or []
-    timed = [r for r in rows if r.get("seconds") is not None and r.get("predicted") is not None]
-    gaps = sorted(((float(r["seconds"]) - float(r["predicted"]), r) for r in timed),
-                  key=lambda g: (-g[0], str(g[1].get("name"))))
+    timed = [r for r in rows if r.seconds is not None and r.prediction is not None]
+    gaps = sorted(((float(r.seconds or 0.0) - r.prediction.seconds, r) for r in timed
+                   if r.prediction is not None), key=lambda g: (-g[0], g[1].name))
     total = sum(g for g, _ in gaps if g > 0)
     named = [(g, r) for g, r in gaps[:NAMED_KERNELS] if g > 0]
     share = sum(g for g, _ in named) / total if total > 0 else 0.0
     if not named or share < 0.5:
         return []
     parts = ", ".join(
-        f"{r['name']} ({r.get('category', 'kernel')}, {format_si(float(r['seconds']), 's')} "
-        f"against {format_si(float(r['predicted']), 's')} predicted)" for _, r in named)
+        f"{r.name} ({r.category}, {format_si(r.seconds, 's')} against "
+        f"{format_si(r.prediction.seconds if r.prediction else None, 's')} predicted)"
+        for _, r in named)
     return [f"slow kernels: {parts} account for {percent_text(share)} of the time the kernels "
             "took beyond their predictions: they run far below their roofs"]
+
+
+PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside the matmul "
+                 "library", "strided-reduction": "a reduction along a non-minor axis",
+                 "gather": "a gather", "scatter": "a scatter"}
+
+
+def kernel_reason(r: KernelRow) -> str:
+    """A kernel's reason, when its prediction is off by more than :data:`OFF` or it ran above
+    its roof: how far from which roof, and a kind of kernel that has no roof of its own."""
+    p, m = r.prediction, r.miss
+    if p is None or m is None:
+        return ""
+    if m.error <= OFF and not above_roof(p, m.measured):
+        return ""
+    b = p.binding
+    text = f"{miss_text(m).text} than predicted at its {b.label} roof ({b.roof})"
+    if r.pattern and not any(t.name == "pattern" for t in p.terms):
+        text += (f"; no roof measured for this kind ({PATTERN_WORDS.get(r.pattern, r.pattern)})"
+                 if m.direction == "slower" else "")
+    return text

@@ -3,8 +3,9 @@
 A condition is one of (spaces allowed around the parts, case ignored)::
 
     time>P%      a workload's median time grew by more than P percent (NEW ÷ BASE − 1 > P/100)
-    roof<-Qpp    its share of the roof fell by more than Q percentage points (share = achieved
-                 rate ÷ the run's own measured roof at the workload's intensity)
+    roof<-Qpp    its share of the roof fell by more than Q percentage points (share = the
+                 program's predicted time on the run's own measured roofs ÷ its measured time:
+                 the share of the roof its prediction uses)
     topN-new     a kernel is among the workload's N longest kernels in NEW but not in BASE
                  (read from both runs' profiler traces, ``kernel_timing``; skipped, with a
                  note, where absent), and outranks BASE's N-th beyond both spreads
@@ -13,19 +14,21 @@ The gate is aware of noise: a change counts only when it lies beyond both runs' 
 interquartile range (Q1..Q3) of the timing samples. A slowdown fires when NEW's Q1 is above
 BASE's Q3; a drop of the share when the share at NEW's fastest quartile (Q1) is below the share at
 BASE's slowest (Q3). A change past the threshold but inside the spread is reported as noise, not
-as a regression. Only workloads present in both runs are gated; the others are listed.
+as a regression. Only workloads present in both runs are gated; the others are listed. A
+measurement BASE had and NEW lost (a timing, a prediction) fires: a lost number is not a pass.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from roofline_report.analysis.records import Analysis, KernelRow, Program
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind
-from roofline_report.report.format import Num, n, percent, percent_text
+from roofline_report.report.format import Num, n, ordinal, percent, percent_text
 
 GRAMMAR = ("time>P% (median time up by more than P percent), roof<-Qpp (share of the roof down "
            "by more than Q percentage points) or topN-new (a kernel new among the N longest)")
@@ -122,115 +125,103 @@ class GateResult:
         }
 
 
-def _by_name(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    return {str(w["name"]): w for w in results.get("workloads", [])}
+def _by_name(an: Analysis) -> dict[str, Program]:
+    return {p.name: p for p in an.programs}
 
 
-def common_workloads(base: Mapping[str, Any], new: Mapping[str, Any]
-                     ) -> tuple[list[str], list[str], list[str]]:
+def common_workloads(base: Analysis, new: Analysis) -> tuple[list[str], list[str], list[str]]:
     """Names in both runs (BASE's order), only in BASE, only in NEW."""
     b, nw = _by_name(base), _by_name(new)
     return ([k for k in b if k in nw], [k for k in b if k not in nw],
             [k for k in nw if k not in b])
 
 
-def _stats(w: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    t = w.get("timing") or {}
-    return t.get("per_call") if t.get("available") else None
-
-
-def _roof_at(w: Mapping[str, Any], results: Mapping[str, Any]) -> float | None:
-    """The run's own measured roof at the workload's analytic intensity (FLOP/s), or None."""
-    an = w.get("analytic") or {}
-    roofs = results.get("roofs")
-    roof_set = getattr(roofs, "measured", None)
-    if roof_set is None or "flops" not in an or not an.get("minimum_bytes"):
+def _kernel_times(p: Program) -> list[KernelRow] | None:
+    """The kernels of the program's profiler trace, longest first (ties by name); None for a
+    run without a trace (or whose trace was not available)."""
+    if p.kernels is None or p.kernels.trace is None:
         return None
-    roof: float | None = roof_set.roof_at(an["flops"], an["minimum_bytes"],
-                                          str(w.get("dtype", "")))
-    return roof
+    rows = [r for r in p.kernels.rows if r.seconds is not None]
+    rows.sort(key=lambda r: (-(r.seconds or 0.0), r.name))
+    return rows or None
 
 
-def _kernel_times(w: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
-    """The kernels of the workload's profiler trace (``kernel_timing.kernels``), longest first
-    (ties by name), each with its ``total_s`` per call of the program and its quartiles; None
-    for a run without a trace (or whose trace was not available)."""
-    trace = w.get("kernel_timing")
-    if not isinstance(trace, Mapping) or trace.get("available", True) is False:
-        return None
-    kernels = [k for k in trace.get("kernels") or []
-               if isinstance(k, Mapping) and "name" in k
-               and isinstance(k.get("total_s"), int | float)]
-    kernels.sort(key=lambda k: (-float(k["total_s"]), str(k["name"])))
-    return kernels or None
+def top_kernels(p: Program, count: int) -> list[str] | None:
+    """The names of the program's ``count`` longest kernels; None without a trace."""
+    kernels = _kernel_times(p)
+    return None if kernels is None else [r.name for r in kernels[:count]]
 
 
-def top_kernels(w: Mapping[str, Any], count: int) -> list[str] | None:
-    """The names of the workload's ``count`` longest kernels, from the per-kernel times a run
-    records from its profiler trace; None without them."""
-    kernels = _kernel_times(w)
-    return None if kernels is None else [str(k["name"]) for k in kernels[:count]]
+def _lost(c: Condition, name: str, title: str, what: str, base: Num) -> Finding:
+    """NEW lost a measurement BASE had: the gate cannot say it did not regress."""
+    return Finding(name, title, c.text, "regression", base, Num("not measured"), Num(""),
+                   f"NEW has no {what} for it while BASE had one: a lost measurement is not a "
+                   "pass")
 
 
-def _time(c: Condition, name: str, title: str, b: Mapping[str, Any],
-          nw: Mapping[str, Any]) -> Finding | None:
-    sb, sn = _stats(b), _stats(nw)
+def _time(c: Condition, name: str, title: str, b: Program, nw: Program) -> Finding | None:
+    sb, sn = b.timing, nw.timing
+    if sb is not None and sn is None:
+        return _lost(c, name, title, "timing", n(sb.median, "s", Kind.MEASURED))
     if sb is None or sn is None:
-        which = "either run" if sb is None and sn is None else "BASE" if sb is None else "NEW"
+        which = "either run" if sb is None and sn is None else "BASE"
         return Finding(name, title, c.text, "skipped", Num("not measured"), Num("not measured"),
                        Num(""), f"the time was not measured in {which}")
-    change = sn["median"] / sb["median"] - 1.0 if sb["median"] > 0 else None
+    change = sn.median / sb.median - 1.0 if sb.median > 0 else None
     if change is None or change <= c.threshold:
         return None
-    base, new = n(sb["median"], "s", Kind.MEASURED), n(sn["median"], "s", Kind.MEASURED)
+    base, new = n(sb.median, "s", Kind.MEASURED), n(sn.median, "s", Kind.MEASURED)
     shown = Num(f"+{percent_text(change)}", Kind.MEASURED.value)
-    if sn["q1"] > sb["q3"]:
+    if sn.q1 > sb.q3:
         return Finding(name, title, c.text, "regression", base, new, shown,
-                       f"beyond both runs' spread (NEW's Q1 {n(sn['q1'], 's', Kind.MEASURED).text}"
-                       f" > BASE's Q3 {n(sb['q3'], 's', Kind.MEASURED).text})")
+                       f"beyond both runs' spread (NEW's Q1 {n(sn.q1, 's', Kind.MEASURED).text}"
+                       f" > BASE's Q3 {n(sb.q3, 's', Kind.MEASURED).text})")
     return Finding(name, title, c.text, "noise", base, new, shown,
                    "inside both runs' spread: the interquartile ranges of the samples overlap "
-                   f"(NEW's Q1 {n(sn['q1'], 's', Kind.MEASURED).text} ≤ BASE's Q3 "
-                   f"{n(sb['q3'], 's', Kind.MEASURED).text}); not a regression")
+                   f"(NEW's Q1 {n(sn.q1, 's', Kind.MEASURED).text} ≤ BASE's Q3 "
+                   f"{n(sb.q3, 's', Kind.MEASURED).text}); not a regression")
 
 
-def _roof(c: Condition, name: str, title: str, b: Mapping[str, Any], nw: Mapping[str, Any],
-          base_run: Mapping[str, Any], new_run: Mapping[str, Any]) -> Finding | None:
-    sb, sn = _stats(b), _stats(nw)
-    rb, rn = _roof_at(b, base_run), _roof_at(nw, new_run)
-    flops_b, flops_n = (b.get("analytic") or {}).get("flops"), (nw.get("analytic") or {}).get(
-        "flops")
+def _roof(c: Condition, name: str, title: str, b: Program, nw: Program, base: Analysis,
+          new: Analysis) -> Finding | None:
+    """Each run's share of roof: its predicted time on its own measured roofs ÷ its measured
+    time (the share of the roof its prediction uses)."""
+    sb, sn = b.timing, nw.timing
+    pb, pn = b.prediction, nw.prediction
+    if sb is not None and pb is not None and base.roofs.measured is not None \
+            and (sn is None or pn is None):
+        return _lost(c, name, title, "timing" if sn is None else "prediction",
+                     percent(b.share_of_roof, Kind.PREDICTED))
     missing = [why for why, bad in (
-        ("the time was not measured in BASE", sb is None), ("the time was not measured in NEW",
-                                                            sn is None),
-        ("BASE has no measured roof for it", rb is None), ("NEW has no measured roof for it",
-                                                          rn is None),
-        ("no analytic work count", not flops_b or not flops_n)) if bad]
-    if missing or sb is None or sn is None or rb is None or rn is None:
+        ("the time was not measured in BASE", sb is None),
+        ("the time was not measured in NEW", sn is None),
+        ("BASE measured no roofs", base.roofs.measured is None),
+        ("NEW measured no roofs", new.roofs.measured is None),
+        ("no prediction in BASE (its work was not counted)", pb is None),
+        ("no prediction in NEW (its work was not counted)", pn is None)) if bad]
+    if missing or sb is None or sn is None or pb is None or pn is None:
         return Finding(name, title, c.text, "skipped", Num("not measured"), Num("not measured"),
                        Num(""), "; ".join(missing))
-    share_b = flops_b / sb["median"] / rb
-    share_n = flops_n / sn["median"] / rn
+    share_b, share_n = pb.seconds / sb.median, pn.seconds / sn.median
     drop_pp = (share_n - share_b) * 100.0
     if drop_pp >= -c.threshold:
         return None
-    base, new = percent(share_b, Kind.MEASURED), percent(share_n, Kind.MEASURED)
-    shown = Num(f"{drop_pp:.1f} pp", Kind.MEASURED.value)
-    best_new = flops_n / sn["q1"] / rn if sn["q1"] > 0 else float("inf")
-    worst_base = flops_b / sb["q3"] / rb if sb["q3"] > 0 else float("inf")
+    base_num, new_num = percent(share_b, Kind.PREDICTED), percent(share_n, Kind.PREDICTED)
+    shown = Num(f"{drop_pp:.1f} pp", Kind.PREDICTED.value)
+    best_new = pn.seconds / sn.q1 if sn.q1 > 0 else float("inf")
+    worst_base = pb.seconds / sb.q3 if sb.q3 > 0 else float("inf")
     if best_new < worst_base:
-        return Finding(name, title, c.text, "regression", base, new, shown,
+        return Finding(name, title, c.text, "regression", base_num, new_num, shown,
                        f"beyond both runs' spread (NEW at its Q1 time reaches "
                        f"{percent_text(best_new)} < BASE at its Q3 time "
                        f"{percent_text(worst_base)})")
-    return Finding(name, title, c.text, "noise", base, new, shown,
+    return Finding(name, title, c.text, "noise", base_num, new_num, shown,
                    "inside both runs' spread: the shares at the quartile times overlap "
                    f"(NEW up to {percent_text(best_new)}, BASE down to "
                    f"{percent_text(worst_base)}); not a regression")
 
 
-def _top(c: Condition, name: str, title: str, b: Mapping[str, Any],
-         nw: Mapping[str, Any]) -> Finding | None:
+def _top(c: Condition, name: str, title: str, b: Program, nw: Program) -> Finding | None:
     """A kernel among NEW's ``count`` longest that is not among BASE's: a regression when it
     outranks BASE's last one beyond both spreads (its first quartile in NEW above the third
     quartile of BASE's ``count``-th longest), else noise (near-ties trade places)."""
@@ -240,32 +231,31 @@ def _top(c: Condition, name: str, title: str, b: Mapping[str, Any],
         which = "either run" if kb is None and kn is None else "BASE" if kb is None else "NEW"
         return Finding(name, title, c.text, "skipped", Num(""), Num(""), Num(""),
                        f"no per-kernel times in {which}")
-    top_b = [str(k["name"]) for k in kb[:count]]
-    top_n = [str(k["name"]) for k in kn[:count]]
-    entered = [k for k in kn[:count] if str(k["name"]) not in top_b]
+    top_b = [r.name for r in kb[:count]]
+    top_n = [r.name for r in kn[:count]]
+    entered = [r for r in kn[:count] if r.name not in top_b]
     if not entered:
         return None
     last_b = kb[:count][-1]
-    bar = float(last_b.get("q3_s", last_b["total_s"]))
-    clear = [k for k in entered if float(k.get("q1_s", k["total_s"])) > bar]
-    names = ", ".join(str(k["name"]) for k in entered)
+    bar = last_b.spread[1] if last_b.spread else float(last_b.seconds or 0.0)
+    clear = [r for r in entered if (r.spread[0] if r.spread else (r.seconds or 0.0)) > bar]
+    names = ", ".join(r.name for r in entered)
     shown = (Num(", ".join(top_b)), Num(", ".join(top_n)), Num(f"new: {names}"))
     bar_text = n(bar, "s", Kind.MEASURED).text
+    longest = f"the {ordinal(count)} longest kernel of BASE"
     if clear:
         return Finding(name, title, c.text, "regression", *shown,
-                       f"{', '.join(str(k['name']) for k in clear)} entered the {count} longest "
-                       f"kernels beyond both spreads (NEW's Q1 above the Q3 of BASE's "
-                       f"{count}-th longest, {bar_text})")
+                       f"{', '.join(r.name for r in clear)} entered the {count} longest "
+                       f"kernels beyond both spreads (NEW's Q1 above the Q3 of {longest}, "
+                       f"{bar_text})")
     return Finding(name, title, c.text, "noise", *shown,
                    f"{names} entered the {count} longest kernels inside the spread (NEW's Q1 "
-                   f"at or below the Q3 of BASE's {count}-th longest, {bar_text}): near-ties "
-                   "trading places, not a regression")
+                   f"at or below the Q3 of {longest}, {bar_text}): near-ties trading places, "
+                   "not a regression")
 
 
-def evaluate(conditions: Sequence[Condition], base: Mapping[str, Any],
-             new: Mapping[str, Any]) -> GateResult:
-    """Every condition on every workload in both runs. ``base`` and ``new`` are analysed
-    results (:func:`roofline_report.analysis.analyse`), so each run's roofs are its own."""
+def evaluate(conditions: Sequence[Condition], base: Analysis, new: Analysis) -> GateResult:
+    """Every condition on every program in both runs, each run analysed on its own roofs."""
     common, only_base, only_new = common_workloads(base, new)
     b, nw = _by_name(base), _by_name(new)
     findings: list[Finding] = []
@@ -273,7 +263,7 @@ def evaluate(conditions: Sequence[Condition], base: Mapping[str, Any],
     for cond in conditions:
         found: list[Finding] = []
         for name in common:
-            title = str(b[name].get("title", name))
+            title = b[name].title
             if cond.metric == "time":
                 f = _time(cond, name, title, b[name], nw[name])
             elif cond.metric == "roof":

@@ -1,33 +1,37 @@
-"""The per-kernel roofline of a workload, derived at render time from its observations.
+"""The per-kernel view of a program (no jax): its kernel inventory (our count of each kernel's
+work and the bytes it touches) with the times of its profiler trace, under one roof set.
 
-From the kernel inventory (our count of each kernel's work and boundary bytes) and the
-per-kernel times of the profiler trace, under a :class:`~roofline_report.analysis.roofs.RoofSet`:
-
-* one row per kernel, by time share: time per call, share of the summed kernel time (kernels
-  can overlap, so shares are of that sum), flops and bytes per call, intensity, achieved rate,
-  the roof at that intensity (the compute roof of the workload's dtype, the bandwidth roof of
-  the level that holds the kernel's bytes per launch), the fraction of it reached and the
-  binding term (compute, memory, or launch: the roof's time for one launch is below the
-  shortest time per launch seen in this program, the runtime's fixed cost of a launch);
-* where the time goes, by category (matmul and convolution, elementwise, reductions, data
-  movement, collectives, other; launch-bound kernels counted apart);
-* the largest opportunities, as numbers (the report words them);
-* the kernel sum reconciled with the program count (:func:`~roofline_report.hlo.kernels
+* One :class:`~roofline_report.analysis.records.KernelRow` per kernel, longest first: time
+  per call (median over the traced calls of the kernel's busy time, the events' own durations;
+  launch to completion where the trace kept only that), its spread, its share of the summed
+  kernel time (kernels can overlap, so shares are of that sum), its prediction
+  (:func:`~roofline_report.analysis.predict.predict_kernel`) and the share of the roof that
+  same prediction used.
+* Where the time goes, by category; launch-bound kernels (bound by the launch floor) apart.
+* Opportunities, ranked by the time they could save: measured minus predicted at the roof.
+* The kernel sum reconciled with the program count (:func:`~roofline_report.hlo.kernels
   .reconcile_kernels`).
-
-Pure: no jax.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from roofline_report.analysis import predict
+from roofline_report.analysis import explain, predict
+from roofline_report.analysis.miss import miss
+from roofline_report.analysis.records import (
+    Category,
+    KernelRow,
+    KernelTable,
+    Opportunity,
+    TraceSummary,
+)
 from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.stats import median, quartiles
 from roofline_report.hlo.kernels import reconcile_kernels
 
-__all__ = ["CATEGORY_TITLES", "kernel_analysis"]
+__all__ = ["CATEGORY_TITLES", "kernel_table", "trace_summary"]
 
 CATEGORY_TITLES = {
     "matmul": "matmul and convolution",
@@ -38,121 +42,151 @@ CATEGORY_TITLES = {
     "other": "other",
     "launch-bound": "launch-bound",
 }
-OPPORTUNITY_MIN_SHARE = 0.02  # a kernel below its roof is named when it takes this much time
+OPPORTUNITIES = 5  # opportunities listed per program
 
 
 def _available(record: Any) -> bool:
     return isinstance(record, Mapping) and record.get("available", True) is not False
 
 
-def kernel_analysis(w: Mapping[str, Any], roof_set: RoofSet | None) -> dict[str, Any] | None:
-    """The per-kernel view of one workload (see the module docstring); None when the workload
+def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
+    """The medians of a ``kernel_timing`` record's traced calls; None when it has none."""
+    calls = timing.get("calls") or []
+    if not calls:
+        return None
+
+    def med(key: str) -> float:
+        return median([float(c[key]) for c in calls]) or 0.0
+
+    kernels = timing.get("kernels") or []
+    per_call: dict[int, float] = {}
+    launches: dict[int, float] = {}
+    for k in kernels:
+        samples = _seconds(k)
+        for i, s in enumerate(samples):
+            per_call[i] = per_call.get(i, 0.0) + s
+        for i, n in enumerate(k.get("launches") or []):
+            launches[i] = launches.get(i, 0.0) + float(n)
+    untraced, traced = timing.get("untraced_s") or [], timing.get("traced_s") or []
+    overhead = None
+    if untraced and traced:
+        overhead = (median([float(x) for x in traced]) or 0.0) / \
+            (median([float(x) for x in untraced]) or 1.0)
+    basis = "busy" if all(k.get("busy_s") is not None for k in kernels) else \
+        "launch to completion"
+    return TraceSummary(
+        calls=len(calls), source=str(timing.get("source", "host")),
+        program_s=med("program_s"), busy_s=med("busy_s"),
+        kernel_sum_s=median(list(per_call.values())) or 0.0,
+        dispatch_s=med("dispatch_s"), loop_control_s=med("loop_control_s"),
+        gaps_s=med("gaps_s"), launches=median(list(launches.values())) or 0.0,
+        overhead=overhead, basis=basis, notes=tuple(str(n) for n in timing.get("notes") or []))
+
+
+def _seconds(k: Mapping[str, Any]) -> list[float]:
+    """A kernel's time samples: busy where kept, else launch to completion."""
+    busy = k.get("busy_s")
+    return [float(x) for x in (busy if busy is not None else k.get("span_s") or [])]
+
+
+def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTable | None:
+    """The per-kernel view of one workload record (see the module docstring); None when it
     has no kernel inventory. Times are per call of the program."""
     found = w.get("kernels")
     if not isinstance(found, Mapping) or not _available(found):
         return None
     inventory: Mapping[str, Any] = found
-    raw_timing = w.get("kernel_timing")
-    timing: Mapping[str, Any] = raw_timing if isinstance(raw_timing, Mapping) else {}
+    raw = w.get("kernel_timing")
+    timing: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     timed = bool(timing) and _available(timing)
-    times: dict[str, Mapping[str, Any]] = {}
-    if timed:
-        times = {str(k["name"]): k for k in timing.get("kernels", [])}
+    trace = trace_summary(timing) if timed else None
+    times = {str(k["name"]): k for k in timing.get("kernels", [])} if trace else {}
     dtype = str(w.get("dtype", ""))
-    compute = roof_set.compute_for(dtype) if roof_set is not None else None
-    per_launch = [float(t["per_launch_s"]) for t in times.values() if t.get("per_launch_s")]
-    launch_floor = min(per_launch) if per_launch else None
-    total = sum(float(t["total_s"]) for t in times.values()) if times else 0.0
-    rows: list[dict[str, Any]] = []
-    for k in inventory["kernels"]:
-        trips = int(k["trips"])
-        flops = int(k["flops"]) * trips
-        nbytes = (int(k["bytes_read"]) + int(k["bytes_written"])) * trips
-        t = times.get(str(k["name"]))
-        seconds = float(t["total_s"]) if t is not None else None
-        row: dict[str, Any] = {
-            "name": k["name"], "category": k["category"], "kind": k.get("kind"),
-            "source": k.get("source"), "op_name": k.get("op_name"), "trips": trips,
-            "launches": float(t["launches"]) if t is not None else None,
-            "seconds": seconds, "spread": (float(t["q1_s"]), float(t["q3_s"])) if t else None,
-            "share": seconds / total if seconds is not None and total > 0 else None,
-            "flops": flops, "transcendentals": int(k["transcendentals"]) * trips,
-            "bytes": nbytes, "intensity": flops / nbytes if nbytes and flops else None,
-            "achieved": flops / seconds if seconds and flops else None,
-            "roof": None, "fraction": None, "binding": None, "roof_seconds": None,
-        }
-        model = predict.predict_kernel(k, dtype, roof_set) if roof_set is not None else None
-        row["predicted"] = model.seconds if model is not None else None
-        row["error"] = (abs(model.seconds - seconds) / seconds
-                        if model is not None and seconds else None)
-        memory = roof_set.bandwidth_for(nbytes / trips) if roof_set is not None else None
-        if compute is not None and memory is not None and nbytes:
-            terms = {"compute": flops / compute.value, "memory": nbytes / memory.value}
-            binding = max(terms, key=lambda key: terms[key])
-            roof_seconds = max(terms.values())
-            if launch_floor is not None and roof_seconds / trips < launch_floor:
-                binding = "launch"
-            row["binding"] = binding
-            row["roof_seconds"] = roof_seconds
-            if row["intensity"] is not None:
-                row["roof"] = min(compute.value, memory.value * row["intensity"])
-            if seconds:
-                row["fraction"] = roof_seconds / seconds  # of the roof's rate (time ratio)
-        rows.append(row)
-    rows.sort(key=lambda r: (-(r["seconds"] or 0.0), -r["flops"], str(r["name"])))
-    by_category: dict[str, dict[str, float]] = {}
+    rows = [_row(k, times.get(str(k["name"])), dtype, roofs, trace) for k in
+            inventory["kernels"]]
+    total = sum(r.seconds or 0.0 for r in rows)
+    rows = [_with_share(r, total) for r in rows]
+    rows.sort(key=lambda r: (-(r.seconds or 0.0), -r.flops, r.name))
+    categories = _categories(rows, total)
+    reason = "" if trace else str(timing.get("reason", "the workload was not traced"))
+    return KernelTable(
+        count=int(inventory["count"]), launches=int(inventory["launches"]), rows=tuple(rows),
+        categories=categories, opportunities=_opportunities(rows, categories, total),
+        trace=trace, trace_reason=reason, roofs=roofs,
+        reconciliation=reconcile_kernels(inventory, w.get("hlo_count")),
+        notes=tuple(str(n) for n in inventory.get("notes", [])))
+
+
+def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,
+         trace: TraceSummary | None) -> KernelRow:
+    trips = int(k["trips"])
+    prediction = predict.predict_kernel(k, dtype, roofs)
+    seconds = span = None
+    spread = None
+    launches = None
+    if t is not None:
+        samples = _seconds(t)
+        q1, seconds, q3 = quartiles(samples)
+        spread = (q1, q3)
+        span = median([float(x) for x in t.get("span_s") or []])
+        launches = median([float(x) for x in t.get("launches") or []])
+    row = KernelRow(
+        name=str(k["name"]), category=str(k["category"]), fusion=k.get("kind"),
+        source=k.get("source"), op_name=k.get("op_name"), trips=trips, launches=launches,
+        seconds=seconds, span_seconds=span, basis=trace.basis if trace else "",
+        spread=spread, share=None,
+        flops=float(k["flops"]) * trips, transcendentals=float(k["transcendentals"]) * trips,
+        bytes=(float(k["bytes_read"]) + float(k["bytes_written"])) * trips,
+        prediction=prediction, miss=miss(prediction.seconds if prediction else None, seconds),
+        pattern=k.get("pattern"))
+    return row
+
+
+def _with_share(r: KernelRow, total: float) -> KernelRow:
+    from dataclasses import replace
+
+    share = r.seconds / total if r.seconds is not None and total > 0 else None
+    why = explain.kernel_reason(r) if r.prediction is not None and r.seconds else ""
+    return replace(r, share=share, why=why)
+
+
+def _category_key(r: KernelRow) -> str:
+    if r.prediction is not None and r.prediction.binding.name == "launch":
+        return "launch-bound"
+    return r.category
+
+
+def _categories(rows: Sequence[KernelRow], total: float) -> tuple[Category, ...]:
+    sums: dict[str, list[float]] = {}
     for r in rows:
-        key = "launch-bound" if r["binding"] == "launch" else str(r["category"])
-        entry = by_category.setdefault(key, {"kernels": 0, "seconds": 0.0, "flops": 0.0,
-                                             "bytes": 0.0})
-        entry["kernels"] += 1
-        entry["seconds"] += r["seconds"] or 0.0
-        entry["flops"] += r["flops"]
-        entry["bytes"] += r["bytes"]
-    for entry in by_category.values():
-        entry["share"] = entry["seconds"] / total if total > 0 else 0.0
-    categories = [{"category": key, "title": CATEGORY_TITLES.get(key, key), **value}
-                  for key, value in sorted(by_category.items(),
-                                           key=lambda kv: (-kv[1]["seconds"], kv[0]))]
-    return {
-        "count": inventory["count"],
-        "launches": inventory["launches"],
-        "rows": rows,
-        "categories": categories,
-        "opportunities": _opportunities(rows, by_category, total) if total > 0 else [],
-        "timing": timing if timed else None,
-        "timing_reason": None if timed else str(timing.get("reason",
-                                                           "the workload was not traced")),
-        "launch_floor": launch_floor,
-        "kernel_seconds": total,
-        "roofs": None if roof_set is None else roof_set.label,
-        "reconciliation": reconcile_kernels(inventory, w.get("hlo_count")),
-        "notes": list(inventory.get("notes", [])),
-    }
+        entry = sums.setdefault(_category_key(r), [0, 0.0, 0.0, 0.0])
+        entry[0] += 1
+        entry[1] += r.seconds or 0.0
+        entry[2] += r.flops
+        entry[3] += r.bytes
+    out = [Category(key, CATEGORY_TITLES.get(key, key), int(v[0]), v[1],
+                    v[1] / total if total > 0 else 0.0, v[2], v[3])
+           for key, v in sums.items()]
+    return tuple(sorted(out, key=lambda c: (-c.seconds, c.key)))
 
 
-def _opportunities(rows: list[dict[str, Any]], by_category: Mapping[str, Mapping[str, float]],
-                   total: float) -> list[dict[str, Any]]:
-    """The largest opportunities as numbers (the report words them): launch-bound kernels,
-    data movement, the kernel furthest below its roof, the largest kernel."""
-    out: list[dict[str, Any]] = []
-    launch = by_category.get("launch-bound")
-    if launch and launch["seconds"] > 0:
-        out.append({"what": "launch-bound", "kernels": int(launch["kernels"]),
-                    "share": launch["share"]})
-    movement = by_category.get("data movement")
-    if movement and movement["seconds"] > 0:
-        out.append({"what": "data movement", "kernels": int(movement["kernels"]),
-                    "share": movement["share"], "bytes": movement["bytes"]})
-    below = [r for r in rows if r["fraction"] is not None and (r["share"] or 0.0)
-             >= OPPORTUNITY_MIN_SHARE and r["binding"] != "launch"]
-    if below:
-        worst = min(below, key=lambda r: r["fraction"])
-        out.append({"what": "furthest below its roof", "kernel": worst["name"],
-                    "fraction": worst["fraction"], "binding": worst["binding"],
-                    "share": worst["share"]})
-    top = rows[0] if rows and rows[0]["share"] else None
-    if top is not None:
-        out.append({"what": "largest", "kernel": top["name"], "category": top["category"],
-                    "share": top["share"]})
-    return out
+def _opportunities(rows: Sequence[KernelRow], categories: Sequence[Category], total: float
+                   ) -> tuple[Opportunity, ...]:
+    """The kernels and categories that could save the most time (measured − predicted at
+    their roof), largest first, whatever their category."""
+    if total <= 0:
+        return ()
+    found: list[Opportunity] = []
+    for r in rows:
+        if r.saving:
+            found.append(Opportunity("kernel", r.name, r.saving, r.share or 0.0, r.binding))
+    by_category: dict[str, list[KernelRow]] = {}
+    for r in rows:
+        by_category.setdefault(_category_key(r), []).append(r)
+    for c in categories:
+        members = by_category.get(c.key, [])
+        saving = sum(r.saving or 0.0 for r in members)
+        if len(members) > 1 and saving > 0:
+            found.append(Opportunity(c.key, c.title, saving, c.share, c.key, len(members)))
+    found.sort(key=lambda o: (-o.saving, o.what != "kernel", o.name))
+    return tuple(found[:OPPORTUNITIES])

@@ -1,46 +1,47 @@
-"""Predicted run time of a compiled program from its facts and a set of roofs (no jax).
+"""The model (no jax): the predicted time of a kernel and of a program from a set of roofs.
 
-The model, stated as the report states it::
+One launch of a kernel is predicted from its counted work and the bytes it touches::
 
-    t_alu  = dot flops ÷ the matmul rate of the dtype at the product's size
-           + convolution flops ÷ the convolution rate at its size (the matmul rate where no
-             convolution was measured)
-           + conversions ÷ the conversion rate
-           + other flops ÷ the elementwise (multiply-add) rate of the dtype (float32's in a
-             kernel that converts: it computes in float32)
-           + Σ transcendentals of each function ÷ that function's rate in the dtype
-    t_mem  = bytes moved ÷ the bandwidth of the memory level that holds them; for a reduction
-             kernel, at least its elements read ÷ the row-reduction rate at that size
-    t      = max(t_alu, t_mem) + (kernels − 1) × launch + dispatch (enqueued, as timed)
+    compute  = matmul flops ÷ the matmul rate of its dtype at the product's size
+             + convolution flops ÷ the convolution rate at its size (the matmul's where no
+               convolution was measured)
+             + conversions ÷ the conversion rate
+             + other flops ÷ the elementwise (multiply-add) rate of its dtype (float32's in a
+               kernel that converts: it computes in float32)
+             + Σ transcendentals of each function ÷ that function's rate
+    memory   = the largest of: bytes ÷ the bandwidth of the memory level holding them (fresh
+               outputs at the write-new roof, donated buffers in place); for a reduction, its
+               elements ÷ the row-reduction rate at that size
+    launch   = the launch floor (no launch finishes sooner than the runtime launches it)
+    kernel   = trips × max(compute, memory, launch)
+    program  = Σ kernels + the dispatch floor of one call (calls enqueued, as programs are timed)
 
-for a program known only by its totals; with a kernel inventory, each kernel is predicted
-alone, trips × max(t_alu, t_mem, launch), and the program is their sum + dispatch. A kernel's
-terms are in the dtype of the bytes it reads (:func:`kernel_dtype`), and a kernel writing a
-donated argument's buffer writes in place: it is not charged the fresh-output roof.
+A kernel computes in the dtype of the bytes it reads (:func:`kernel_dtype`): a bfloat16 program
+on a CPU runs its reductions and matmuls on float32 operands it converted first.
 
-* *dot flops* are those of matrix products, *convolution flops* those of convolutions (they run
-  through other library code, at a rate measured apart); everything else is elementwise or a
-  reduction, which no backend runs at its matmul peak.
-* *bytes moved* are, in order of preference: the sum over the program's kernels of the bytes at
-  their boundaries (times the trip count of their loops) when the kernel inventory is known;
-  else XLA's bytes accessed, when it is positive and the program has no loop (XLA costs a loop
-  body once); else the minimum traffic.
-* Rates measured in float32 stand in for a dtype that has none; a roof that is missing drops its
-  term and the prediction says so in ``notes``.
+Every part of a prediction is a :class:`Term` with the roof it was priced at and that roof's
+kind. A kernel's **binding** is the largest term of the group that sets its time (the compute
+terms add; of the memory terms the largest counts); a program's terms are its kernels' times,
+each charged to its kernel's binding term, plus the dispatch floor, so that a program's binding
+is simply its largest term. The prediction's kind is always *predicted*; the roofs' kinds say
+whether they were measured, assumed or read from a spec sheet.
 
-A dtype's rates already include what the backend does to run it (bfloat16 through float32
-conversions on CPU, TF32 on NVIDIA GPUs), since they are measured in that dtype.
+Programs known only by their totals (runs saved without a kernel inventory) are predicted as one
+kernel of their totals, with (kernels − 1) launches added.
 """
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.hlo.ir import dtype_bits
+from roofline_report.kinds import Kind
+
+__all__ = ["Facts", "Prediction", "Term", "facts", "kernel_dtype", "kernel_facts",
+           "predict_facts", "predict_kernel", "predict_program"]
 
 DOT_OPS = ("dot_general", "dot", "convolution")
 CONV_OPS = ("convolution",)
@@ -49,10 +50,34 @@ TRANSCENDENTAL_RATE = {"tanh": "tanh", "exp": "exp", "exponential": "exp", "log"
                        "rsqrt": "exp", "sqrt": "exp", "power": "log", "sine": "exp",
                        "cosine": "exp", "tan": "tanh", "erf": "tanh", "atan2": "tanh"}
 
+Group = Literal["compute", "memory", "overhead"]
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One part of a prediction: ``seconds`` per call of the program, priced at ``roof`` (its
+    name) of ``kind``. ``name``: matmul, convolution, conversion, elementwise, transcendental,
+    memory, reduction, launch or dispatch; ``detail``: the function, level or pattern."""
+
+    name: str
+    group: Group
+    seconds: float
+    roof: str
+    kind: Kind
+    detail: str = ""
+
+    @property
+    def label(self) -> str:
+        """The words for what binds: 'compute: tanh', 'memory: L2', 'launch'."""
+        if self.name in ("launch", "dispatch"):
+            return self.name
+        what = self.detail or self.name
+        return f"{self.group}: {what}" if what != self.group else self.group
+
 
 @dataclass(frozen=True, slots=True)
 class Facts:
-    """What the model needs of one program (a workload or a sweep point)."""
+    """What the model needs of one launch of a kernel (or of a program known by its totals)."""
 
     dtype: str
     dot_flops: float
@@ -60,129 +85,61 @@ class Facts:
     transcendentals: Mapping[str, float]  # by function name (tanh, exp, ...)
     bytes: float
     bytes_source: str
-    kernels: int
+    kernels: int = 1
     converts: float = 0.0  # elements converted between dtypes (counted apart from flops)
     written: float | None = None  # bytes written to fresh outputs, where known
     conv_flops: float = 0.0  # the part of dot_flops done by convolutions
     reduced: float = 0.0  # elements a reduction kernel reads (0: not a reduction)
 
+    @property
+    def flops(self) -> float:
+        return self.dot_flops + self.other_flops + self.converts
+
 
 @dataclass(frozen=True, slots=True)
 class Prediction:
-    """A predicted time, its terms in seconds, the term that binds and the roofs used."""
+    """A predicted time per call, its terms, the term that binds, and what it was priced on."""
 
     seconds: float
-    terms: Mapping[str, float]  # alu, memory, overhead
-    binding: str
-    bytes: float
+    terms: tuple[Term, ...]
+    binding: Term
+    flops: float  # the work priced, per call
+    bytes: float  # the bytes priced, per call
     bytes_source: str
-    level: str
-    roofs: tuple[str, ...]
+    level: str  # the memory level(s) holding the bytes
     notes: tuple[str, ...] = field(default=())
+    kind: Kind = Kind.PREDICTED
+
+    def group_seconds(self, group: Group) -> float:
+        """The summed seconds of one group's terms."""
+        return sum(t.seconds for t in self.terms if t.group == group)
+
+    @property
+    def roofs(self) -> tuple[str, ...]:
+        """The names of the roofs priced, in order, once each."""
+        return tuple(dict.fromkeys(t.roof for t in self.terms if t.seconds > 0 or t.roof))
+
+    @property
+    def roof_kinds(self) -> tuple[Kind, ...]:
+        """The kinds of the roofs priced, once each."""
+        return tuple(dict.fromkeys(t.kind for t in self.terms))
+
+    @property
+    def roof_rate(self) -> tuple[float, str] | None:
+        """The rate the prediction implies, the roof it holds the program or kernel to: its
+        flops ÷ its time in FLOP/s, or for one that computes nothing its bytes ÷ its time in
+        B/s; None for a zero time or no work and no bytes."""
+        if self.seconds <= 0:
+            return None
+        if self.flops > 0:
+            return self.flops / self.seconds, "FLOP/s"
+        if self.bytes > 0:
+            return self.bytes / self.seconds, "B/s"
+        return None
 
 
 def _op_name(key: str) -> str:
     return key.rsplit(".", 1)[-1]
-
-
-def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
-    """The facts of a workload record or sweep point (keys ``hlo_count``, ``compiled``, ``xla``,
-    ``analytic``, optionally ``kernels``); None without our count or a minimum traffic."""
-    ours = record.get("hlo_count") or {}
-    if not ours or ours.get("available") is False or "flops" not in ours:
-        return None
-    by_op = {_op_name(k): float(v) for k, v in (ours.get("flops_by_op") or {}).items()}
-    dot = sum(v for k, v in by_op.items() if k in DOT_OPS)
-    conv = sum(v for k, v in by_op.items() if k in CONV_OPS)
-    other = max(0.0, float(ours["flops"]) - dot)
-    trans = {_op_name(k): float(v)
-             for k, v in (ours.get("transcendentals_by_op") or {}).items() if v}
-    compiled = record.get("compiled") or {}
-    kernels = int(compiled.get("kernels") or 1)
-    moved, source = _bytes(record, compiled)
-    if moved is None:
-        return None
-    written = ours.get("result_bytes")
-    return Facts(dtype, dot, other, trans, moved, source, max(1, kernels),
-                 written=float(written) if isinstance(written, int | float) else None,
-                 conv_flops=conv)
-
-
-def _bytes(record: Mapping[str, Any], compiled: Mapping[str, Any]) -> tuple[float | None, str]:
-    inventory = record.get("kernels") or {}
-    if isinstance(inventory, Mapping) and inventory.get("available", True) \
-            and "bytes_read" in inventory:
-        total = float(inventory["bytes_read"]) + float(inventory["bytes_written"])
-        if total > 0:
-            return total, "the kernels' boundary bytes"
-    xla = record.get("xla") or {}
-    accessed = (xla.get("raw") or {}).get("bytes accessed") if xla.get("available") else None
-    if isinstance(accessed, int | float) and accessed > 0 and not compiled.get("while_loops"):
-        return float(accessed), "XLA's bytes accessed"
-    ours = record.get("hlo_count") or {}
-    analytic = record.get("analytic") or {}
-    minimum = analytic.get("minimum_bytes") or ours.get("minimum_bytes")
-    if isinstance(minimum, int | float) and minimum > 0:
-        return float(minimum), "the minimum traffic"
-    return None, ""
-
-
-def predict(f: Facts, roofs: RoofSet) -> Prediction | None:
-    """The model's time for ``f`` under ``roofs``; None when the set has no compute or no
-    bandwidth roof."""
-    compute = roofs.compute_for(f.dtype)
-    memory = roofs.bandwidth_for(f.bytes, f.written, program=True)
-    if compute is None or memory is None:
-        return None
-    notes: list[str] = []
-    used = [compute.name, f"{memory.level} ({memory.name})"]
-    matmul = f.dot_flops - f.conv_flops
-    alu = matmul / compute.rate_at(matmul) if matmul else 0.0
-    if f.conv_flops:
-        conv = roofs.compute_for(f.dtype, op="convolution")
-        alu += f.conv_flops / (conv or compute).rate_at(f.conv_flops)
-        if conv is not None:
-            used.append(conv.name)
-    # A kernel that converts computes in the wider type: its arithmetic runs at float32's
-    # rate, each conversion at the measured conversion rate.
-    arithmetic = "float32" if f.converts else f.dtype
-    if f.converts:
-        convert = roofs.rate_for("convert", "float32")
-        if convert is not None:
-            alu += f.converts / convert.value
-            used.append(convert.name)
-        else:
-            notes.append("no conversion rate: conversions not charged")
-    if f.other_flops:
-        fma = roofs.rate_for("multiply-add", arithmetic)
-        if fma is not None:
-            alu += f.other_flops / fma.value
-            used.append(fma.name)
-        else:
-            alu += f.other_flops / compute.value
-            notes.append("no elementwise rate: elementwise flops at the matmul roof")
-    for op, count in sorted(f.transcendentals.items()):
-        rate = roofs.rate_for(TRANSCENDENTAL_RATE.get(op, "tanh"), arithmetic)
-        if rate is None:
-            notes.append(f"no rate for {op}: its {count:.0f} evaluations not charged")
-            continue
-        alu += count / rate.value
-        used.append(rate.name)
-    mem = f.bytes / memory.value
-    if f.reduced:
-        reduce = roofs.rate_for("reduce", f.dtype)
-        if reduce is not None:
-            mem = max(mem, f.reduced / reduce.rate_at(f.reduced))
-            used.append(reduce.name)
-    launch = roofs.launch or 0.0
-    dispatch = roofs.dispatch_enqueued or 0.0  # workloads are timed with calls enqueued
-    overhead = (f.kernels - 1) * launch + dispatch
-    if not roofs.launch and f.kernels > 1:
-        notes.append("no launch cost measured: kernels after the first not charged")
-    terms = {"alu": alu, "memory": mem, "overhead": overhead}
-    binding = max(terms, key=lambda k: terms[k])
-    return Prediction(max(alu, mem) + overhead, terms, binding, f.bytes, f.bytes_source,
-                      memory.level, tuple(dict.fromkeys(used)), tuple(notes))
 
 
 FLOAT_TYPES = {"f64": "float64", "f32": "float32", "bf16": "bfloat16", "f16": "float16"}
@@ -190,8 +147,7 @@ FLOAT_TYPES = {"f64": "float64", "f32": "float32", "bf16": "bfloat16", "f16": "f
 
 def kernel_dtype(k: Mapping[str, Any], program_dtype: str) -> str:
     """The dtype a kernel computes in: the floating type of most of the bytes it reads (else
-    writes), not the program's: a bfloat16 program on a CPU runs its reductions and matmuls on
-    float32 operands it converted first. The program's dtype where the kernel moves no float."""
+    writes), not the program's. The program's dtype where the kernel moves no float."""
     for by_dtype in (k.get("read_by_dtype") or {}, k.get("written_by_dtype") or {}):
         floats = {FLOAT_TYPES[t]: float(b) for t, b in by_dtype.items() if t in FLOAT_TYPES}
         if floats:
@@ -199,10 +155,18 @@ def kernel_dtype(k: Mapping[str, Any], program_dtype: str) -> str:
     return program_dtype
 
 
+def _elements(by_dtype: Mapping[str, Any], total: float) -> float:
+    """Elements in bytes given by HLO element type (a sub-byte type stored a byte each); a
+    type of unknown width counts 4 bytes."""
+    if not by_dtype:
+        return total / 4
+    return sum(float(b) / max(1, (dtype_bits(str(t)) or 32) // 8)
+               for t, b in by_dtype.items())
+
+
 def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
-    """The facts of one launch of a kernel of the inventory (its loop's trips apart), in the
-    dtype it computes in (:func:`kernel_dtype`; ``dtype``, the program's, where it moves no
-    float)."""
+    """The facts of one launch of a kernel of the inventory, in the dtype it computes in
+    (:func:`kernel_dtype`; ``dtype``, the program's, where it moves no float)."""
     dtype = kernel_dtype(k, dtype)
     by_op = {_op_name(str(op)): float(v) for op, v in (k.get("flops_by_op") or {}).items()}
     dot = sum(v for op, v in by_op.items() if op in DOT_OPS)
@@ -220,64 +184,192 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
                  written=fresh, conv_flops=conv, reduced=reduced)
 
 
-def _elements(by_dtype: Mapping[str, Any], total: float) -> float:
-    """Elements in bytes given by HLO element type (a sub-byte type stored a byte each); a
-    type of unknown width counts 4 bytes."""
-    if not by_dtype:
-        return total / 4
-    return sum(float(b) / max(1, (dtype_bits(str(t)) or 32) // 8)
-               for t, b in by_dtype.items())
+def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
+    """The facts of a program known by its totals (keys ``hlo_count``, ``compiled``, ``xla``,
+    ``analytic``): our count's work, and XLA's bytes accessed where it has no loop (XLA costs a
+    loop body once), else the minimum traffic; None without our count or any traffic."""
+    ours = record.get("hlo_count") or {}
+    if not ours or ours.get("available") is False or "flops" not in ours:
+        return None
+    by_op = {_op_name(k): float(v) for k, v in (ours.get("flops_by_op") or {}).items()}
+    dot = sum(v for k, v in by_op.items() if k in DOT_OPS)
+    conv = sum(v for k, v in by_op.items() if k in CONV_OPS)
+    other = max(0.0, float(ours["flops"]) - dot)
+    trans = {_op_name(k): float(v)
+             for k, v in (ours.get("transcendentals_by_op") or {}).items() if v}
+    compiled = record.get("compiled") or {}
+    kernels = int(compiled.get("kernels") or 1)
+    moved, source = _total_bytes(record, compiled)
+    if moved is None:
+        return None
+    written = ours.get("result_bytes")
+    return Facts(dtype, dot, other, trans, moved, source, max(1, kernels),
+                 written=float(written) if isinstance(written, int | float) else None,
+                 conv_flops=conv)
+
+
+def _total_bytes(record: Mapping[str, Any], compiled: Mapping[str, Any]
+                 ) -> tuple[float | None, str]:
+    xla = record.get("xla") or {}
+    accessed = (xla.get("raw") or {}).get("bytes accessed") if xla.get("available") else None
+    if isinstance(accessed, int | float) and accessed > 0 and not compiled.get("while_loops"):
+        return float(accessed), "XLA's bytes accessed"
+    ours = record.get("hlo_count") or {}
+    analytic = record.get("analytic") or {}
+    minimum = analytic.get("minimum_bytes") or ours.get("minimum_bytes")
+    if isinstance(minimum, int | float) and minimum > 0:
+        return float(minimum), "the minimum traffic"
+    return None, ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Launch:
+    """One launch priced: its terms (seconds per launch), notes and the level of its bytes."""
+
+    terms: tuple[Term, ...]
+    level: str
+    notes: tuple[str, ...]
+
+
+def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
+    """The compute and memory terms of one launch of ``f``; None without a compute or a
+    bandwidth roof."""
+    compute = roofs.compute_for(f.dtype)
+    memory = roofs.bandwidth_for(f.bytes, f.written, program=True)
+    if compute is None or memory is None:
+        return None
+    notes: list[str] = []
+    terms: list[Term] = []
+    matmul = f.dot_flops - f.conv_flops
+    if matmul:
+        terms.append(Term("matmul", "compute", matmul / compute.rate_at(matmul), compute.name,
+                          compute.kind))
+    if f.conv_flops:
+        conv = roofs.compute_for(f.dtype, op="convolution") or compute
+        terms.append(Term("convolution", "compute", f.conv_flops / conv.rate_at(f.conv_flops),
+                          conv.name, conv.kind))
+    # A kernel that converts computes in the wider type: its arithmetic runs at float32's
+    # rate, each conversion at the measured conversion rate.
+    arithmetic = "float32" if f.converts else f.dtype
+    if f.converts:
+        convert = roofs.rate_for("convert", "float32")
+        if convert is not None:
+            terms.append(Term("conversion", "compute", f.converts / convert.value, convert.name,
+                              convert.kind))
+        else:
+            notes.append("no conversion rate: conversions not charged")
+    if f.other_flops:
+        fma = roofs.rate_for("multiply-add", arithmetic)
+        if fma is not None:
+            terms.append(Term("elementwise", "compute", f.other_flops / fma.value, fma.name,
+                              fma.kind))
+        else:
+            terms.append(Term("elementwise", "compute", f.other_flops / compute.value,
+                              compute.name, compute.kind))
+            notes.append("no elementwise rate: elementwise flops at the matmul roof")
+    for op, count in sorted(f.transcendentals.items()):
+        rate = roofs.rate_for(TRANSCENDENTAL_RATE.get(op, "tanh"), arithmetic)
+        if rate is None:
+            notes.append(f"no rate for {op}: its {count:.0f} evaluations not charged")
+            continue
+        terms.append(Term("transcendental", "compute", count / rate.value, rate.name, rate.kind,
+                          op))
+    terms.append(Term("memory", "memory", f.bytes / memory.value if f.bytes else 0.0,
+                      memory.name, memory.kind, memory.level))
+    if f.reduced:
+        reduce = roofs.rate_for("reduce", f.dtype)
+        if reduce is not None:
+            terms.append(Term("reduction", "memory", f.reduced / reduce.rate_at(f.reduced),
+                              reduce.name, reduce.kind, "row reduction"))
+    return _Launch(tuple(terms), memory.level, tuple(notes))
+
+
+def _bound(terms: tuple[Term, ...]) -> tuple[float, Term]:
+    """(seconds, binding) of terms combined as max(Σ compute, max memory, max overhead)."""
+    compute = [t for t in terms if t.group == "compute"]
+    groups: list[tuple[float, Term]] = []
+    if compute:
+        groups.append((sum(t.seconds for t in compute), max(compute, key=lambda t: t.seconds)))
+    for group in ("memory", "overhead"):
+        members = [t for t in terms if t.group == group]
+        if members:
+            top = max(members, key=lambda t: t.seconds)
+            groups.append((top.seconds, top))
+    return max(groups, key=lambda g: g[0])
 
 
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Prediction | None:
-    """A kernel's time per call of its program: trips × max(its roofline time per launch, the
-    launch cost), since no launch finishes faster than the runtime launches it."""
+    """A kernel's time per call of its program: trips × max(compute, memory, launch), each
+    term per call; None when the roofs lack a compute or a bandwidth roof."""
     f = kernel_facts(k, dtype)
-    alone = RoofSet(roofs.label, roofs.kind, roofs.compute, roofs.bandwidth, (), roofs.rates)
-    p = predict(f, alone)
-    if p is None:
+    one = _launch(f, roofs)
+    if one is None:
         return None
     trips = int(k.get("trips", 1))
-    roof = max(p.terms["alu"], p.terms["memory"])
-    launch = roofs.launch or 0.0
-    terms = {"alu": p.terms["alu"] * trips, "memory": p.terms["memory"] * trips,
-             "overhead": launch * trips}
-    binding = "overhead" if launch > roof else p.binding
-    return Prediction(max(roof, launch) * trips, terms, binding, p.bytes * trips, p.bytes_source,
-                      p.level, p.roofs, p.notes)
+    terms = list(one.terms)
+    launch = roofs.floor("launch")
+    if launch is not None:
+        terms.append(Term("launch", "overhead", launch.seconds, "launch", launch.kind))
+    seconds, binding = _bound(tuple(terms))
+    scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)
+                   for t in terms)
+    binding = scaled[terms.index(binding)]
+    return Prediction(seconds * trips, scaled, binding, f.flops * trips, f.bytes * trips,
+                      f.bytes_source, one.level, one.notes)
 
 
-def predict_from_kernels(inventory: Mapping[str, Any], dtype: str, roofs: RoofSet
-                         ) -> Prediction | None:
-    """A program's time as the sum of its kernels' (loops × trip count) and the dispatch
-    floor: the kernels are taken to run one after another."""
-    parts = [predict_kernel(k, dtype, roofs) for k in inventory.get("kernels", [])]
-    if not parts or any(p is None for p in parts):
+def _dispatch(roofs: RoofSet) -> Term | None:
+    floor = roofs.floor("dispatch enqueued") or roofs.floor("dispatch")
+    if floor is None:
         return None
-    known = [p for p in parts if p is not None]
-    dispatch = roofs.dispatch_enqueued or 0.0  # workloads are timed with calls enqueued
-    terms = {key: sum(p.terms[key] for p in known) for key in ("alu", "memory", "overhead")}
-    terms["overhead"] += dispatch
-    seconds = sum(p.seconds for p in known) + dispatch
-    binding = max(terms, key=lambda key: terms[key])
-    levels = sorted({p.level for p in known})
-    notes = tuple(dict.fromkeys(n for p in known for n in p.notes))
-    return Prediction(seconds, terms, binding, sum(p.bytes for p in known),
-                      "the kernels' boundary bytes", ", ".join(levels),
-                      tuple(dict.fromkeys(r for p in known for r in p.roofs)), notes)
+    return Term("dispatch", "overhead", floor.seconds, floor.name, floor.kind)
 
 
-def error(predicted: float, measured: float) -> float:
-    """|predicted − measured| ÷ measured."""
-    return abs(predicted - measured) / measured
+def predict_program(kernels: list[Prediction], roofs: RoofSet) -> Prediction | None:
+    """A program's time as the sum of its kernels' and one call's dispatch floor (the kernels
+    taken to run one after another): each kernel's time charged to its binding term."""
+    if not kernels:
+        return None
+    charged: dict[tuple[str, Group, str, Kind, str], float] = {}
+    for p in kernels:
+        b = p.binding
+        key = (b.name, b.group, b.roof, b.kind, b.detail)
+        charged[key] = charged.get(key, 0.0) + p.seconds
+    terms = [Term(name, group, seconds, roof, kind, detail)
+             for (name, group, roof, kind, detail), seconds in charged.items()]
+    dispatch = _dispatch(roofs)
+    if dispatch is not None:
+        terms.append(dispatch)
+    ordered = tuple(sorted(terms, key=lambda t: (-t.seconds, t.name, t.roof)))
+    levels = sorted({p.level for p in kernels})
+    notes = tuple(dict.fromkeys(n for p in kernels for n in p.notes))
+    return Prediction(sum(t.seconds for t in ordered), ordered, ordered[0],
+                      sum(p.flops for p in kernels), sum(p.bytes for p in kernels),
+                      "the kernels' touched bytes", ", ".join(levels), notes)
 
 
-def error_summary(errors: Sequence[float]) -> tuple[float | None, float | None]:
-    """(median, 90th percentile) of relative errors, quantiles interpolated linearly between
-    order statistics (numpy's default); (None, None) for none."""
-    if not errors:
-        return None, None
-    if len(errors) == 1:
-        return errors[0], errors[0]
-    return (statistics.median(errors),
-            statistics.quantiles(errors, n=10, method="inclusive")[-1])
+def predict_facts(f: Facts, roofs: RoofSet) -> Prediction | None:
+    """A program known only by its totals: max(compute, memory) of its totals, plus (kernels −
+    1) launches and the dispatch floor."""
+    one = _launch(f, roofs)
+    if one is None:
+        return None
+    terms = list(one.terms)
+    launch = roofs.floor("launch")
+    notes = list(one.notes)
+    if launch is not None and f.kernels > 1:
+        terms.append(Term("launch", "overhead", (f.kernels - 1) * launch.seconds, "launch",
+                          launch.kind, f"{f.kernels - 1} more launches"))
+    elif f.kernels > 1:
+        notes.append("no launch cost measured: kernels after the first not charged")
+    seconds, binding = _bound(tuple(t for t in terms if t.group != "overhead"))
+    overhead = [t for t in terms if t.group == "overhead"]
+    dispatch = _dispatch(roofs)
+    if dispatch is not None:
+        overhead.append(dispatch)
+        terms.append(dispatch)
+    total = seconds + sum(t.seconds for t in overhead)
+    if overhead and sum(t.seconds for t in overhead) > seconds:
+        binding = max(overhead, key=lambda t: t.seconds)
+    return Prediction(total, tuple(terms), binding, f.flops, f.bytes, f.bytes_source,
+                      one.level, tuple(notes))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from roofline_report.report.format import decimal
+
 
 def relation(value: float, other: float) -> Literal["below", "equal to", "above"]:
     """How ``value`` stands to ``other``."""
@@ -35,7 +37,7 @@ def sides(intensities: list[float], ridge: float) -> str:
     if len(kinds) == 1:
         quantifier = "both" if len(intensities) == 2 else "all"
         return f"{quantifier} {kinds.pop()}"
-    return "; ".join(f"{x:.3g} FLOP/B {ridge_side(x, ridge)}" for x in intensities)
+    return "; ".join(f"{decimal(x, 3)} FLOP/B {ridge_side(x, ridge)}" for x in intensities)
 
 
 def bounds_text(intensities: list[float], ridge: float) -> str:

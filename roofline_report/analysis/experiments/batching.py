@@ -36,6 +36,7 @@ from roofline_report.analysis.experiments.common import (
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
+from roofline_report.report.format import decimal
 from roofline_report.units import format_si
 
 
@@ -89,10 +90,11 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         ]
         predicted = b_star
         note = (
-            f"b* = s·R·d / (2(d − s·R)) at the ridge R = {ridge:.3g} FLOP/B; {b.note}"
+            f"b* = s·R·d / (2(d − s·R)) at the ridge R = {decimal(ridge, 3)} FLOP/B; {b.note}"
             if b_star is not None
-            else f"never reached: the intensity tends to d/s = {d / s:.3g} FLOP/B, under the "
-            f"ridge {ridge:.3g} FLOP/B; {b.note}"
+            else f"never reached: the intensity tends to d/s = {decimal(d / s, 3)} FLOP/B, "
+            "under the "
+            f"ridge {decimal(ridge, 3)} FLOP/B; {b.note}"
         )
         prediction = Quantity(b_star, "columns", b.kind, single_roof_note(note, why))
         w_moved = float(contracts[0].minimum_bytes)

@@ -37,6 +37,7 @@ from roofline_report.analysis.experiments.common import (
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Kind, Quantity
+from roofline_report.report.format import decimal
 from roofline_report.units import format_si
 
 VARIANTS = ("float32", "bfloat16")
@@ -159,7 +160,8 @@ def compute(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None
             p16 = HYPOTHETICAL_BF16_SPEEDUP * p32
             note = (
                 f"no measured bfloat16 and float32 compute ceilings: assumes bfloat16 runs at "
-                f"{HYPOTHETICAL_BF16_SPEEDUP:g}× the float32 peak ({format_si(p32, 'FLOP/s')})"
+                f"{decimal(HYPOTHETICAL_BF16_SPEEDUP, 6)}× the float32 peak "
+                f"({format_si(p32, 'FLOP/s')})"
             )
         t32 = model.predicted_seconds(c32.flops, c32.minimum_bytes, p32, b.bandwidth, b.dispatch)
         t16 = model.predicted_seconds(c16.flops, c16.minimum_bytes, p16, b.bandwidth, b.dispatch)

@@ -22,9 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_report.analysis.stats import Timing
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind, Quantity
-from roofline_report.observe.timer import Timing
+from roofline_report.report.format import decimal
 from roofline_report.units import format_si
 
 # Experiment ids, in the order of the notebook.
@@ -146,7 +147,7 @@ def verdict(
 
 def _pct(fraction: float) -> str:
     percent = 100 * fraction
-    return f"{percent:.0f}%" if percent >= 1 else f"{percent:.1g}%"
+    return f"{percent:.0f}%" if percent >= 1 else f"{decimal(percent, 1)}%"
 
 
 def _show(value: float, unit: str) -> str:
@@ -159,7 +160,7 @@ def number(value: float) -> str:
     """Three significant digits, positional below 1e7: '12500', '10.2', '0.00123'."""
     if abs(value) >= 100 and abs(value) < 1e7:
         return f"{value:.0f}"
-    return f"{value:.3g}"
+    return f"{decimal(value, 3)}"
 
 
 def finite(value: object) -> float | None:

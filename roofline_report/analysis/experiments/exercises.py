@@ -26,6 +26,7 @@ from roofline_report.analysis.experiments.common import (
 from roofline_report.analysis.experiments.dispatch import dispatch_size
 from roofline_report.analysis.experiments.fusion import fusion_traffic
 from roofline_report.kinds import Kind
+from roofline_report.report.format import decimal
 from roofline_report.units import format_si
 
 # The exercises' inputs (sizes and the budgets they assume); every answer is computed.
@@ -93,11 +94,12 @@ def _ex_doubled(b: Budgets) -> dict[str, Any]:
         "solution": [
             f"work: 2n = {flops} flops for both",
             f"traffic: {rows[0]['bytes']} B for one array, {rows[1]['bytes']} B for two",
-            f"intensity: {rows[0]['intensity']:.3g} and {rows[1]['intensity']:.3g} FLOP/B, "
-            f"{words.sides(xs, ridge)} {ridge:.3g} FLOP/B: {words.bounds_text(xs, ridge)}",
+            f"intensity: {decimal(rows[0]['intensity'], 3)} and "
+            f"{decimal(rows[1]['intensity'], 3)} FLOP/B, "
+            f"{words.sides(xs, ridge)} {decimal(ridge, 3)} FLOP/B: {words.bounds_text(xs, ridge)}",
             f"attainable: {_gflops(rows[0]['attainable'])} and {_gflops(rows[1]['attainable'])}",
             f"times: {format_si(rows[0]['seconds'], 's')} and "
-            f"{format_si(rows[1]['seconds'], 's')}, ratio {ratio:.3g}",
+            f"{format_si(rows[1]['seconds'], 's')}, ratio {decimal(ratio, 3)}",
         ],
         "answer": {
             "flops": flops,
@@ -133,14 +135,15 @@ def _ex_fusion(b: Budgets) -> dict[str, Any]:
             f"fused: 4(mk + kn + mn) = {t['fused']} B",
             f"unfused: add the product written and read back, 2 × 4mn = "
             f"{2 * t['intermediate']} B, for {t['unfused']} B",
-            f"intensity: {fused_x:.3g} FLOP/B fused and {unfused_x:.3g} FLOP/B unfused, "
-            f"{words.sides([fused_x, unfused_x], ridge)} {ridge:.3g} FLOP/B: "
+            f"intensity: {decimal(fused_x, 3)} FLOP/B fused and {decimal(unfused_x, 3)} FLOP/B "
+            "unfused, "
+            f"{words.sides([fused_x, unfused_x], ridge)} {decimal(ridge, 3)} FLOP/B: "
             f"{words.bounds_text([fused_x, unfused_x], ridge)}"
             + (", so time follows traffic"
                if words.bound(unfused_x, ridge) == words.bound(fused_x, ridge) == "memory"
                else ""),
             f"times: {format_si(seconds['fused'], 's')} and {format_si(seconds['unfused'], 's')}"
-            f", ratio {ratio:.3g}",
+            f", ratio {decimal(ratio, 3)}",
         ],
         "answer": {
             "flops": t["flops"],
@@ -178,8 +181,9 @@ def _ex_bf16(b: Budgets) -> dict[str, Any]:
             f"work is unchanged: 2mkn = {h['flops']} flops",
             f"traffic halves: 2(mk + kn + mn) = {h['minimum_bytes']} B (float32: "
             f"{f['minimum_bytes']} B)",
-            f"intensity doubles: {h['intensity']:.4g} FLOP/B (float32: {f['intensity']:.4g})",
-            f"against the ridge {model.ridge(b.peak, b.bandwidth):.3g} FLOP/B: bfloat16 is "
+            f"intensity doubles: {decimal(h['intensity'], 4)} FLOP/B (float32: "
+            f"{decimal(f['intensity'], 4)})",
+            f"against the ridge {decimal(model.ridge(b.peak, b.bandwidth), 3)} FLOP/B: bfloat16 is "
             f"{h['bound']}-bound at {_gflops(h['attainable'])}; float32 is {f['bound']}-bound at "
             f"{_gflops(f['attainable'])}",
         ],
@@ -207,23 +211,23 @@ def _ex_batching(b: Budgets, measured: Budgets | None) -> dict[str, Any]:
     steps = [
         f"intensity of W[{d},{d}] @ X[{d},b]: 2d²b / (4(d² + 2db)) (the contract with m = k = "
         f"{d}, n = b)",
-        f"ridge: {_gflops(b.peak)} ÷ {format_si(b.bandwidth, 'B/s')} = {ridge:.3g} FLOP/B",
+        f"ridge: {_gflops(b.peak)} ÷ {format_si(b.bandwidth, 'B/s')} = {decimal(ridge, 3)} FLOP/B",
         "solve 2d²b = 4R(d² + 2db): b* = 4Rd / (2(d − 4R)) = 2Rd / (d − 4R)",
     ]
     if b_star is not None and at is not None:
-        steps.append(f"b* = {b_star:.4g}: the first whole batch at the ridge is b = {at.n}")
+        steps.append(f"b* = {decimal(b_star, 4)}: the first whole batch at the ridge is b = {at.n}")
         steps.append(
-            f"check: intensity {at.intensity:.4g} FLOP/B at b = {at.n}"
-            + ("" if below is None else f", {below.intensity:.4g} at b = {below.n}")
+            f"check: intensity {decimal(at.intensity, 4)} FLOP/B at b = {at.n}"
+            + ("" if below is None else f", {decimal(below.intensity, 4)} at b = {below.n}")
         )
     else:
-        steps.append(f"d/4 = {d / 4:g} FLOP/B is under the ridge: no batch reaches it")
+        steps.append(f"d/4 = {decimal(d / 4, 6)} FLOP/B is under the ridge: no batch reaches it")
     if measured is not None:
         m_ridge = model.ridge(measured.peak, measured.bandwidth)
         answer["measured_ridge"] = m_ridge
         answer["measured_b_star"] = batch_ridge(d, m_ridge, F32)
         steps.append(
-            f"on this machine (measured ridge {m_ridge:.3g} FLOP/B): b* = "
+            f"on this machine (measured ridge {decimal(m_ridge, 3)} FLOP/B): b* = "
             + (
                 "never reached"
                 if answer["measured_b_star"] is None
@@ -303,7 +307,7 @@ def _ex_scan(b: Budgets) -> dict[str, Any]:
             f"our count: {steps} × {body.flops} = {ours} flops",
             f"XLA's: one iteration, {xla} flops (plus a few for the loop counter)",
             f"predicted times: {format_si(t_ours, 's')} by our count, {format_si(t_xla, 's')} "
-            f"by XLA's, a factor {ours / xla:.3g} apart",
+            f"by XLA's, a factor {decimal(ours / xla, 3)} apart",
         ],
         "answer": {
             "body_flops": body.flops,

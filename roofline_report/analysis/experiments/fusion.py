@@ -29,6 +29,7 @@ from roofline_report.analysis.experiments.common import (
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
+from roofline_report.report.format import decimal
 from roofline_report.units import format_si
 
 VARIANTS = ("fused", "unfused")
@@ -62,7 +63,7 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
             "×",
             km.kind,
             f"predicted time of the forced-to-memory program ÷ that of tanh(a@b), whose kernels "
-            f"move {moved['unfused'] / moved['fused']:.3g}× the bytes; {km.note()}",
+            f"move {decimal(moved['unfused'] / moved['fused'], 3)}× the bytes; {km.note()}",
         )
     else:
         t_f = model.predicted_seconds(
@@ -79,7 +80,8 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
             "×",
             b.kind,
             single_roof_note(
-                f"traffic ratio {traffic['unfused'] / traffic['fused']:.3g} (unfused ÷ fused "
+                f"traffic ratio {decimal(traffic['unfused'] / traffic['fused'], 3)} "
+                "(unfused ÷ fused "
                 f"minimum bytes) through predicted_seconds; the fused shape is {bound}-bound; "
                 f"{b.note}",
                 why,

@@ -32,6 +32,7 @@ from roofline_report.analysis.experiments.common import (
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
+from roofline_report.report.format import decimal
 from roofline_report.units import format_si
 
 VARIANTS = ("body", "scan")
@@ -92,20 +93,22 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
             and abs(math.log(m / xla_ratio)) < abs(math.log(m / p))
         ):
             closer_to_xla = (
-                f"the scan ran about as fast as {m:.2g} body calls, nearer XLA's implied "
-                f"{xla_ratio:.2g}×: the body may have been hoisted or simplified by the compiler"
+                f"the scan ran about as fast as {decimal(m, 2)} body calls, nearer XLA's implied "
+                f"{decimal(xla_ratio, 2)}×: the body may have been hoisted or simplified by the "
+                "compiler"
             )
         overhead = ""
         if m < p and seconds_of(body) < NEAR_DISPATCH * floor:
             overhead = (
                 f"one body call ({format_si(seconds_of(body), 's')}) is within "
-                f"{NEAR_DISPATCH:g}× of the {floor_name} ({format_si(floor, 's')}): its "
+                f"{decimal(NEAR_DISPATCH, 6)}× of the {floor_name} ({format_si(floor, 's')}): its "
                 f"time is mostly overhead, so the ratio comes out low"
             )
         per_step = ""
         if m > p and kernels["scan"] is not None and kernels["body"]:
             per_step = (
-                f"the scan runs {kernels['scan']} kernels ({kernels['scan'] / steps:.2g} per "
+                f"the scan runs {kernels['scan']} kernels "
+                f"({decimal(kernels['scan'] / steps, 2)} per "
                 f"step) against {kernels['body']} for one body call: the loop's bookkeeping "
                 f"(carry copies, the counter) adds work each step{charged}"
             )

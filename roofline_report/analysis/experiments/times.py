@@ -2,7 +2,7 @@
 
 :func:`kernel_model` prices an experiment's variants (one array against two, fused against
 unfused, the points of a sweep, ...) with the per-kernel model,
-:func:`roofline_report.analysis.predict.predict_from_kernels` on each variant's kernel inventory
+:func:`roofline_report.analysis.predict.predict_program` of each variant's kernels
 in its dtype under the measured roof set, when that set is given and complete and every variant
 has an inventory the model can price. Otherwise it returns None with the reason, and the
 experiment prices every variant with the single-roof model of its
@@ -22,13 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.experiments.common import NOT_RECORDED
-from roofline_report.analysis.predict import Prediction, predict_from_kernels
+from roofline_report.analysis.predict import Prediction, predict_kernel, predict_program
 from roofline_report.analysis.roofs import FRESH, RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.units import format_si
-
-BINDING = {"alu": "compute", "memory": "memory", "overhead": "overhead"}
-"""The word for the term that binds a prediction (arithmetic, traffic, launches and dispatch)."""
 
 Programs = Mapping[str, Mapping[str, Any] | str]
 """A kernel inventory by variant, or the reason a variant has none."""
@@ -52,15 +49,14 @@ class KernelModel:
 
     def bound(self, variant: str) -> str:
         """'compute', 'memory' or 'overhead': the term that binds the variant's time."""
-        binding = self.predictions[variant].binding
-        return BINDING.get(binding, binding)
+        return self.predictions[variant].binding.group
 
     def bandwidth(self, variant: str) -> float | None:
         """The bandwidth the model streams the variant's bytes at: its bytes ÷ its memory time
         (over several kernels, their levels' bandwidths averaged by bytes, harmonically); None
         when it moves nothing."""
         p = self.predictions[variant]
-        memory = p.terms.get("memory", 0.0)
+        memory = p.group_seconds("memory")
         return p.bytes / memory if memory > 0 and p.bytes > 0 else None
 
     def level(self, variant: str) -> str:
@@ -120,8 +116,8 @@ class KernelModel:
             kernels, launches = self.counts(v)
             out[v] = {
                 "seconds": p.seconds,
-                "terms": dict(p.terms),
-                "binding": p.binding,
+                "terms": {g: p.group_seconds(g) for g in ("compute", "memory", "overhead")},
+                "binding": p.binding.group,
                 "bytes": p.bytes,
                 "level": p.level,
                 "bandwidth": self.bandwidth(v),
@@ -166,7 +162,9 @@ def kernel_model(
         return None, f"the {names[v]} program: {why}"
     predictions: dict[str, Prediction] = {}
     for v, inv in inventories.items():
-        p = predict_from_kernels(inv, dtypes[v], roofs)
+        parts = [predict_kernel(k, dtypes[v], roofs) for k in inv.get("kernels") or []]
+        p = predict_program([q for q in parts if q is not None], roofs) \
+            if parts and all(q is not None for q in parts) else None
         if p is None:
             why = "its inventory lists no kernels" if not inv.get("kernels") else (
                 "a roof it needs is missing")

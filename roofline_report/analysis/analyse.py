@@ -1,0 +1,463 @@
+"""The analysis (no jax): one results document and this render's assumptions in, one typed
+:class:`~roofline_report.analysis.records.Analysis` out.
+
+results.json holds observations only. Everything derived from them, the roofs, every program's
+and kernel's prediction, miss and share of roof, the placements on the rooflines, the sweeps'
+predictions, the accuracy of the model, the seed's teaching studies, the lab's verdicts and
+exercises and the communication model, is computed here from the saved observations and the
+budgets of *this* render, so ``--from-json`` with ``--peak``/``--bandwidth``/``--interconnect``/
+``--preset`` re-renders a saved run under other assumptions, and a fix to the model reaches
+every saved run and ``compare``. The observations are never changed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_report import backends
+from roofline_report.analysis import experiments, reconcile, study
+from roofline_report.analysis import roofs as roofs_mod
+from roofline_report.analysis.explain import Evidence, program_reason
+from roofline_report.analysis.kernels import kernel_table
+from roofline_report.analysis.miss import miss
+from roofline_report.analysis.predict import (
+    Prediction,
+    facts,
+    predict_facts,
+    predict_kernel,
+    predict_program,
+)
+from roofline_report.analysis.records import (
+    SIGNIFICANT_KERNEL_S,
+    Accuracy,
+    Analysis,
+    Exercise,
+    Experiment,
+    KernelTable,
+    Program,
+    Roofs,
+    SpecPlacement,
+    Sweep,
+    SweepPoint,
+)
+from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.seed_model import (
+    DEFAULT_INTERCONNECT,
+    SEED_BANDWIDTH,
+    SEED_PEAK_FLOPS,
+)
+from roofline_report.analysis.stats import Stats, Timing
+from roofline_report.backends import Backend
+from roofline_report.errors import InputError, reason
+from roofline_report.kinds import Kind, Quantity
+from roofline_report.results import schema
+
+__all__ = ["ARGUMENT_TRAFFIC", "SEED_NAME", "Assumptions", "analyse", "assumptions_for",
+           "preset_record", "roof_sets"]
+
+SEED_NAME = "seed_tanh_matmul"
+ARGUMENT_TRAFFIC = "argument + result bytes"
+
+
+@dataclass(frozen=True, slots=True)
+class Assumptions:
+    """The hypothetical budgets and chip preset one render uses."""
+
+    peak: float = SEED_PEAK_FLOPS
+    bandwidth: float = SEED_BANDWIDTH
+    interconnect: float = DEFAULT_INTERCONNECT
+    source: str = "the seed's assumed budgets"
+    preset: str | None = None  # a preset by name; None: the run's, or matched to the device
+
+    def __post_init__(self) -> None:
+        for name in ("peak", "bandwidth", "interconnect"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise InputError(f"the assumed {name} must be a positive number, got {value!r}")
+
+
+def _document(results: schema.Results | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(results, schema.Results):
+        return results.model_dump(mode="json")
+    return results
+
+
+def assumptions_for(results: schema.Results | Mapping[str, Any], *, peak: float | None = None,
+                    bandwidth: float | None = None, interconnect: float | None = None,
+                    preset: str | None = None) -> Assumptions:
+    """The run's own assumptions, each overridden where this render gives one."""
+    doc = _document(results)
+    saved = doc.get("assumptions") or {}
+    overridden = any(v is not None for v in (peak, bandwidth, interconnect))
+    source = ("assumed budgets given for this rendering" if overridden
+              else str(saved.get("source", "the seed's assumed budgets")))
+    return Assumptions(
+        peak=peak if peak is not None else float(saved.get("peak", SEED_PEAK_FLOPS)),
+        bandwidth=bandwidth if bandwidth is not None
+        else float(saved.get("bandwidth", SEED_BANDWIDTH)),
+        interconnect=interconnect if interconnect is not None
+        else float(saved.get("interconnect", DEFAULT_INTERCONNECT)),
+        source=source,
+        preset=preset,
+    )
+
+
+def preset_record(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any] | None:
+    """The chip preset to draw: this render's, else the run's, else the one matching the
+    device; with how it was chosen."""
+    from roofline_report import presets
+
+    name = a.preset or (results.get("options") or {}).get("preset")
+    if name:
+        data = presets.get_preset(str(name)).to_json()
+        data["chosen"] = "by name"
+        return data
+    kind = (results.get("environment") or {}).get("device_kind")
+    match = presets.match_device_kind(str(kind)) if kind else None
+    if match is None:
+        return None
+    data = match.to_json()
+    data["chosen"] = "matched to this device"
+    return data
+
+
+def roof_sets(results: Mapping[str, Any], a: Assumptions) -> Roofs:
+    """The hypothetical, measured and spec-sheet roof sets of one render."""
+    preset = preset_record(results, a)
+    ceilings = results.get("ceilings") or {}
+    levels = roofs_mod.measured_levels(ceilings)
+    measured = roofs_mod.measured(ceilings, levels)
+    return Roofs(
+        hypothetical=roofs_mod.hypothetical(a.peak, a.bandwidth, a.source),
+        measured=measured if measured is not None and measured.complete else None,
+        spec_sheet=roofs_mod.spec_sheet(preset) if preset else None,
+        levels=tuple(levels),
+        preset=preset,
+    )
+
+
+def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None = None
+            ) -> Analysis:
+    """Everything the report shows, from the observations under the assumptions ``a``
+    (default: the budgets the run was given)."""
+    doc = _document(results)
+    a = a or assumptions_for(doc)
+    backend = backends.describe(str((doc.get("environment") or {}).get("backend", "cpu")))
+    roofs = roof_sets(doc, a)
+    ceilings = doc.get("ceilings") or {}
+    cache = ceilings.get("cache_bytes") if ceilings.get("available") else None
+    cache_bytes = cache if isinstance(cache, int) and not isinstance(cache, bool) else None
+    skipped: list[dict[str, str]] = [dict(s) for s in doc.get("skipped", [])]
+    programs = tuple(_program(w, roofs, backend, cache_bytes)
+                     for w in doc.get("workloads", []))
+    sweeps = tuple(_sweep(sw, roofs.kernels, backend, cache_bytes)
+                   for sw in doc.get("sweeps", []))
+    accuracy = _accuracy(programs, sweeps) if roofs.measured is not None else Accuracy((), ())
+    exps, exercises = _lab(doc, a, roofs, skipped)
+    sharding = _sharding(doc, a, roofs, skipped)
+    budgets: dict[str, Any] = {"hypothetical": study.budgets_json(
+        a.peak, a.bandwidth, source=a.source, interconnect=a.interconnect)}
+    if roofs.preset is not None:
+        budgets["preset"] = roofs.preset
+    seed = {
+        "model": study.hypothetical_model(a.peak, a.bandwidth),
+        "experiment": study.doubled_traffic_experiment(a.peak, a.bandwidth),
+        "exercise": study.exercise(48, 24, 12, a.peak, a.bandwidth),
+    }
+    return Analysis(
+        assumptions=a, backend=backend, roofs=roofs, programs=programs, sweeps=sweeps,
+        accuracy=accuracy, seed=seed, budgets=budgets, experiments=exps, exercises=exercises,
+        sharding=sharding, skipped=tuple(_unique(skipped)),
+        run_note=_run_note(doc.get("options") or {}), observations=doc)
+
+
+# --- programs --------------------------------------------------------------------------------
+
+def _timing(record: Any) -> tuple[Stats | None, str]:
+    if not isinstance(record, Mapping):
+        return None, "not measured"
+    if record.get("available", True) is False:
+        return None, str(record.get("reason", "not measured"))
+    return Timing.from_json(record).per_call, ""
+
+
+def _available(record: Any) -> bool:
+    return isinstance(record, Mapping) and record.get("available", True) is not False
+
+
+def _program_prediction(w: Mapping[str, Any], table: KernelTable | None, roofs: RoofSet
+                        ) -> Prediction | None:
+    """The per-kernel model of the compiled program when its inventory is known, else the
+    model of its totals."""
+    dtype = str(w.get("dtype", "float32"))
+    if table is not None and table.rows:
+        parts = [r.prediction for r in table.rows]
+        if all(p is not None for p in parts):
+            return predict_program([p for p in parts if p is not None], roofs)
+        return None
+    f = facts(w, dtype)
+    return predict_facts(f, roofs) if f is not None else None
+
+
+def _work(w: Mapping[str, Any]) -> tuple[float | None, float | None, str]:
+    """(flops, bytes, basis) of the compiled program: its kernels' sums where the inventory
+    is known, else our count's work and minimum traffic."""
+    inventory = w.get("kernels")
+    if _available(inventory) and isinstance(inventory, Mapping):
+        moved = float(inventory.get("bytes_read", 0)) + float(inventory.get("bytes_written", 0))
+        return float(inventory.get("flops", 0)), moved or None, "the bytes its kernels touch"
+    ours = w.get("hlo_count") or {}
+    if _available(ours) and "flops" in ours:
+        minimum = ours.get("minimum_bytes")
+        return float(ours["flops"]), float(minimum) if minimum else None, \
+            "our count's minimum traffic"
+    return None, None, ""
+
+
+def _minimum(w: Mapping[str, Any]) -> tuple[float | None, str]:
+    """The least traffic: the hand model's, else every argument read and every result
+    written once (labelled as such)."""
+    an = w.get("analytic") or {}
+    if _available(an) and an.get("minimum_bytes"):
+        return float(an["minimum_bytes"]), "analytic minimum traffic"
+    tree = w.get("arguments")
+    if isinstance(tree, Mapping):
+        read = int(tree.get("bytes", 0))
+        written = int((tree.get("result") or {}).get("bytes", 0))
+        if read + written > 0:
+            return float(read + written), ARGUMENT_TRAFFIC
+    return None, ""
+
+
+def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: int | None
+             ) -> Program:
+    stats, timing_reason = _timing(w.get("timing"))
+    table = kernel_table(w, roofs.kernels, backend.name)
+    prediction = _program_prediction(w, table, roofs.kernels)
+    flops, moved, basis = _work(w)
+    m = miss(prediction.seconds if prediction else None, stats.median if stats else None)
+    why = ""
+    if prediction is not None and m is not None:
+        compiled = w.get("compiled") or {}
+        xla = w.get("xla") or {}
+        accessed = (xla.get("raw") or {}).get("bytes accessed") if xla.get("available") \
+            else None
+        why = program_reason(prediction, m, Evidence(
+            backend=backend, dtype=str(w.get("dtype", "")), timing=stats,
+            xla_bytes=float(accessed) if isinstance(accessed, int | float) else None,
+            kernels=int(compiled.get("kernels") or 1),
+            loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
+            rows=table.rows if table is not None else ()))
+    minimum, minimum_basis = _minimum(w)
+    low = w.get("lowering") or {}
+    missing = tuple(op for op in low.get("required_ops", []) if op not in low.get("ops", {}))
+    return Program(
+        name=str(w["name"]), title=str(w["title"]), dtype=str(w.get("dtype", "")),
+        user=bool(w.get("user")), timing=stats, timing_reason=timing_reason, flops=flops,
+        bytes=moved, bytes_basis=basis, minimum_bytes=minimum, minimum_basis=minimum_basis,
+        prediction=prediction, miss=m, why=why, kernels=table, observation=w,
+        reconciliation=_reconciliation(w, table, stats, backend),
+        spec_sheet=_spec(flops, moved, str(w.get("dtype", "")), roofs.spec_sheet),
+        missing_ops=missing)
+
+
+def _reconciliation(w: Mapping[str, Any], table: KernelTable | None, stats: Stats | None,
+                    backend: Backend) -> dict[str, Any] | None:
+    low = w.get("lowering") or {}
+    if not low.get("available"):
+        return None
+    ours = w.get("hlo_count") or {}
+    xla = w.get("xla") or {}
+    an = w.get("analytic") or {}
+    analytic = an if _available(an) and "flops" in an else None
+    try:
+        rec = reconcile.reconcile(
+            analytic=analytic, ours=ours if _available(ours) else {},
+            xla=xla.get("raw") if xla.get("available") else None,
+            compiled=w.get("compiled"), measured_seconds=stats.median if stats else None,
+            backend=backend.name)
+    except InputError as exc:
+        return {"available": False, "reason": reason(exc)}
+    if rec.get("rows") and (table is not None or w.get("jax_roofline")):
+        reconcile.add_kernel_columns(
+            rec, kernels=w.get("kernels"), jax_estimate=w.get("jax_roofline"),
+            ours=ours if _available(ours) else {},
+            rewrites=table.reconciliation["rewrites"] if table is not None else None)
+    return rec
+
+
+def _spec(flops: float | None, moved: float | None, dtype: str, spec: RoofSet | None
+          ) -> SpecPlacement | None:
+    """A program's time on a chip's spec sheet: max(flops ÷ its dtype's compute roof, the
+    bytes its kernels touch ÷ HBM), no less than one launch floor."""
+    if spec is None or flops is None or not moved:
+        return None
+    compute = spec.compute_for(dtype)
+    memory = spec.bandwidth_for(None)
+    if compute is None or memory is None:
+        return None
+    t_compute, t_memory = flops / compute.value, moved / memory.value
+    roofline = max(t_compute, t_memory)
+    launch = spec.floor("launch")
+    if launch is not None and launch.seconds > roofline:
+        return SpecPlacement(compute.name, roofline, launch.seconds, "launch", launch.kind)
+    return SpecPlacement(compute.name, roofline, roofline,
+                         "compute" if t_compute >= t_memory else "memory", Kind.SPEC_SHEET)
+
+
+# --- sweeps -----------------------------------------------------------------------------------
+
+def _closest_group(seconds: float, p: Prediction) -> str:
+    """The group (compute, memory, overhead) whose predicted time is closest to ``seconds``
+    on a log scale."""
+    times = {g: p.group_seconds(g) for g in ("compute", "memory", "overhead")}  # type: ignore[arg-type]
+    positive = {g: t for g, t in times.items() if t > 0}
+    if not positive:
+        return "unknown"
+    return min(positive, key=lambda g: (abs(math.log(seconds / positive[g])), g))
+
+
+def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend: Backend,
+           cache_bytes: int | None) -> SweepPoint | None:
+    stats, _ = _timing(pt.get("timing"))
+    dtype = str(sw.get("dtype", "float32"))
+    record = {**pt, "dtype": dtype}
+    flops, moved, _ = _work(record)
+    an = pt.get("analytic") or {}
+    if (flops is None or not moved) and _available(an) and "flops" in an:
+        flops, moved = float(an["flops"]), float(an["minimum_bytes"])
+    if stats is None or flops is None or not moved:
+        return None
+    inventory = pt.get("kernels")
+    prediction: Prediction | None = None
+    if _available(inventory) and isinstance(inventory, Mapping) and inventory.get("kernels"):
+        parts = [predict_kernel(k, dtype, roofs) for k in inventory["kernels"]]
+        if all(p is not None for p in parts):
+            prediction = predict_program([p for p in parts if p is not None], roofs)
+    else:
+        f = facts(record, dtype)
+        prediction = predict_facts(f, roofs) if f is not None else None
+    m = miss(prediction.seconds if prediction else None, stats.median)
+    why = ""
+    observed = "unknown"
+    if prediction is not None and m is not None:
+        compiled = pt.get("compiled") or {}
+        why = program_reason(prediction, m, Evidence(
+            backend=backend, dtype=dtype, timing=stats, kernels=int(compiled.get("kernels") or 1),
+            loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes))
+        observed = _closest_group(stats.median, prediction)
+    return SweepPoint(dict(pt["dims"]), flops, moved, stats.median, prediction, observed, why)
+
+
+def _sweep(sw: Mapping[str, Any], roofs: RoofSet, backend: Backend, cache_bytes: int | None
+           ) -> Sweep:
+    points = tuple(p for p in (_point(sw, pt, roofs, backend, cache_bytes)
+                               for pt in sw.get("points", [])) if p is not None)
+    predicted = next((p.dims for p in points if p.predicted_bound == "compute"), None)
+    observed = next((p.dims for p in points if p.observed_bound == "compute"), None)
+    return Sweep(str(sw.get("name", "")), str(sw.get("title", "")), str(sw.get("dtype", "")),
+                 tuple(sw.get("parameters", [])), points, predicted, observed)
+
+
+def _accuracy(programs: Sequence[Program], sweeps: Sequence[Sweep]) -> Accuracy:
+    errors = [p.miss.error for p in programs if p.miss is not None]
+    errors += [m.error for sw in sweeps for pt in sw.points if (m := pt.miss) is not None]
+    kernels = [r.miss.error for p in programs if p.kernels is not None for r in p.kernels.rows
+               if r.miss is not None and (r.seconds or 0.0) >= SIGNIFICANT_KERNEL_S]
+    return Accuracy(tuple(errors), tuple(kernels))
+
+
+# --- the lab, the sharded workloads ------------------------------------------------------------
+
+def _lab(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs, skipped: list[dict[str, str]]
+         ) -> tuple[tuple[Experiment, ...], tuple[Exercise, ...]]:
+    ceilings = doc.get("ceilings") or {}
+    measured_ceilings = _with_default_roofs(ceilings, roofs.measured) \
+        if ceilings.get("available") else None
+    lab = doc.get("lab") or {}
+    exps: list[Experiment] = []
+    if lab.get("available", True) and lab.get("experiments"):
+        raw = {**lab, "experiments": {k: v for k, v in lab["experiments"].items()
+                                      if v is not None}}
+        for e in experiments.analyse(raw, ceilings=measured_ceilings, peak=a.peak,
+                                     bandwidth=a.bandwidth, roofs=roofs.measured):
+            verdict = e.get("verdict") or {}
+            exps.append(Experiment(
+                str(e["id"]), str(e["title"]), str(e.get("hypothesis", "")),
+                Quantity.from_json(e["prediction"]), Quantity.from_json(e["measurement"]),
+                str(verdict.get("status", "unavailable")), str(verdict.get("text", "")),
+                dict(e.get("details") or {})))
+            if verdict.get("status") == "unavailable":
+                skipped.append({"what": f"experiment {e['title']}",
+                                "reason": str(verdict.get("text", ""))})
+    exercises = tuple(
+        Exercise(str(x["id"]), str(x.get("after", "")), str(x["question"]),
+                 tuple(str(s) for s in x.get("solution", [])))
+        for x in experiments.exercises(peak=a.peak, bandwidth=a.bandwidth,
+                                       ceilings=measured_ceilings))
+    return tuple(exps), exercises
+
+
+def _with_default_roofs(ceilings: Mapping[str, Any], measured: RoofSet | None
+                        ) -> dict[str, Any]:
+    """The ceilings with the roofs the lab's budgets use named (a copy)."""
+    out = dict(ceilings)
+    if measured is None:
+        return out
+    compute = measured.compute_for("float32")
+    bandwidth = measured.bandwidth_for(None)
+    out["peak_compute"] = {"value": compute.value if compute else None,
+                           "name": compute.name if compute else None}
+    out["peak_bandwidth"] = {"value": bandwidth.value if bandwidth else None,
+                             "name": bandwidth.name.removesuffix(" stream")
+                             if bandwidth else None}
+    return out
+
+
+def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
+              skipped: list[dict[str, str]]) -> dict[str, Any]:
+    sharding = dict(doc.get("sharding") or {})
+    if not sharding.get("available"):
+        return sharding
+    sharding["model"] = study.comm_study(sharding, a.peak, a.bandwidth, a.interconnect,
+                                         source=a.source)
+    preset = roofs.preset
+    measured = roofs.measured
+    sharding["steps_model"] = study.step_study(
+        sharding, a.peak, a.bandwidth, a.interconnect, source=a.source,
+        preset=str(preset["name"]) if preset else None,
+        measured_peak=measured.peak if measured is not None else None,
+        measured_bandwidth=measured.memory_bandwidth if measured is not None else None)
+    for w in sharding.get("workloads", []):
+        check = w.get("check") or {}
+        if check and check.get("passed") is False:
+            skipped.append({"what": f"sharded workload {w.get('name', '?')}: check",
+                            "reason": "result differs from the NumPy reference"})
+    return sharding
+
+
+def _run_note(options: Mapping[str, Any]) -> str:
+    """What this run's options mean for its numbers; only what happened."""
+    if not options.get("quick"):
+        return ""
+    note = "quick mode: fewer timing samples"
+    if options.get("sweeps"):
+        note += " and a reduced sweep"
+    if options.get("sharding"):
+        note += "; the sharded analysis ran alongside the other measurements, so timings are " \
+                "noisier"
+    return note
+
+
+def _unique(items: list[dict[str, str]]) -> list[dict[str, str]]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for item in items:
+        key = (item["what"], item["reason"])
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out

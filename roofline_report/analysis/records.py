@@ -1,0 +1,427 @@
+"""What the analysis hands the report (no jax): frozen, typed records, one per thing the report
+shows, each number computed once and carrying its kind.
+
+* :class:`KernelRow`: one kernel of a program: its counted work and bytes (analytic), its
+  measured time from a profiler trace, its prediction (kind *predicted*, with the roofs it was
+  priced at, each of its own kind), the miss, the share of roof and the reason for a large miss.
+* :class:`KernelTable`: every kernel of a program, by time; categories; opportunities; the
+  trace's coverage of the program's time.
+* :class:`Program`: one program (a catalog workload, the user's, or one read from a trace): its
+  timing statistics, counted work and traffic, its place on the roofline, its prediction and
+  kernels.
+* :class:`SweepPoint` and :class:`Sweep`: a workload at growing sizes, each point predicted.
+* :class:`Accuracy`: how well the model predicted this run.
+* :class:`Analysis`: all of it, with the roofs, the seed's teaching studies, the lab's
+  experiments and the sharded workloads.
+
+Two identities hold for every kernel and program and are what the tests check:
+
+* ``achieved ÷ share_of_roof == roof`` where ``roof`` is the rate of the prediction
+  (:attr:`~roofline_report.analysis.predict.Prediction.roof_rate`): a row's share of roof is
+  measured against the roof its own prediction used;
+* the binding is the largest term of that same prediction (its group's total for a kernel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from roofline_report.analysis.levels import Level
+from roofline_report.analysis.miss import Miss
+from roofline_report.analysis.predict import Prediction
+from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.stats import Stats
+from roofline_report.backends import Backend
+from roofline_report.kinds import Kind, Quantity
+
+__all__ = [
+    "Accuracy",
+    "Analysis",
+    "Category",
+    "Exercise",
+    "Experiment",
+    "KernelRow",
+    "KernelTable",
+    "Opportunity",
+    "Placement",
+    "Program",
+    "Roofs",
+    "Sweep",
+    "SweepPoint",
+    "TraceSummary",
+]
+
+SIGNIFICANT_KERNEL_S = 50e-6  # kernels at least this long enter the kernel accuracy figures
+
+
+def share_of_roof(prediction: Prediction | None, measured: float | None) -> float | None:
+    """The share of its roof a kernel or program reached: its predicted time ÷ its measured
+    time (its achieved rate ÷ the rate its prediction implies)."""
+    if prediction is None or not measured or measured <= 0 or prediction.seconds <= 0:
+        return None
+    return prediction.seconds / measured
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRow:
+    """One kernel of a program (times per call of the program).
+
+    ``seconds``: the kernel's measured time per call: its events' own durations (``busy``)
+    where the trace kept them, else from launch to completion (``span``); ``basis`` says which.
+    ``flops``/``bytes``: counted per call (trips included), kind analytic.
+    """
+
+    name: str
+    category: str
+    fusion: str | None
+    source: str | None
+    op_name: str | None
+    trips: int
+    launches: float | None
+    seconds: float | None
+    span_seconds: float | None
+    basis: str
+    spread: tuple[float, float] | None
+    share: float | None
+    flops: float
+    transcendentals: float
+    bytes: float
+    prediction: Prediction | None
+    miss: Miss | None
+    why: str = ""
+    pattern: str | None = None
+
+    @property
+    def intensity(self) -> float | None:
+        return self.flops / self.bytes if self.bytes and self.flops else None
+
+    @property
+    def achieved(self) -> float | None:
+        """Measured FLOP/s."""
+        return self.flops / self.seconds if self.seconds and self.flops else None
+
+    @property
+    def share_of_roof(self) -> float | None:
+        return share_of_roof(self.prediction, self.seconds)
+
+    @property
+    def roof(self) -> tuple[float, str] | None:
+        """The rate of the prediction: the roof this kernel is held to."""
+        return self.prediction.roof_rate if self.prediction is not None else None
+
+    @property
+    def binding(self) -> str:
+        return self.prediction.binding.label if self.prediction is not None else "unknown"
+
+    @property
+    def saving(self) -> float | None:
+        """Time it could save per call: measured − predicted at its roof (0 when at or above
+        it); None without both."""
+        if self.seconds is None or self.prediction is None:
+            return None
+        return max(0.0, self.seconds - self.prediction.seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class Category:
+    """Kernels of one category (launch-bound kernels counted apart)."""
+
+    key: str
+    title: str
+    kernels: int
+    seconds: float
+    share: float
+    flops: float
+    bytes: float
+
+
+@dataclass(frozen=True, slots=True)
+class Opportunity:
+    """A kernel or a category that could save time: ``saving`` seconds per call at its roof."""
+
+    what: str  # "kernel" or a category key
+    name: str
+    saving: float
+    share: float  # of the summed kernel time
+    binding: str
+    kernels: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSummary:
+    """A program's profiler trace, medians over the traced calls (seconds per call)."""
+
+    calls: int
+    source: str
+    program_s: float
+    busy_s: float
+    kernel_sum_s: float
+    dispatch_s: float
+    loop_control_s: float
+    gaps_s: float
+    launches: float
+    overhead: float | None  # traced ÷ untraced call time
+    basis: str  # what a kernel's time is: "busy" or "launch to completion"
+    notes: tuple[str, ...] = ()
+
+    @property
+    def coverage(self) -> float:
+        return min(1.0, self.busy_s / self.program_s) if self.program_s > 0 else 0.0
+
+    @property
+    def overlap(self) -> float:
+        """Summed kernel time ÷ the time at least one kernel ran."""
+        return self.kernel_sum_s / self.busy_s if self.busy_s > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class KernelTable:
+    """Every kernel of a program, longest first, under one roof set."""
+
+    count: int
+    launches: int
+    rows: tuple[KernelRow, ...]
+    categories: tuple[Category, ...]
+    opportunities: tuple[Opportunity, ...]
+    trace: TraceSummary | None
+    trace_reason: str
+    roofs: RoofSet
+    reconciliation: Mapping[str, Any]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def kernel_seconds(self) -> float:
+        return sum(r.seconds or 0.0 for r in self.rows)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A program on a roofline: its compiled-program intensity (counted flops over the bytes
+    its kernels touch), the rate it achieved and the rate its prediction implies."""
+
+    intensity: float
+    achieved: float | None
+    predicted_rate: float | None
+    roofs: RoofSet
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """One program of the run and everything derived from its observations."""
+
+    name: str
+    title: str
+    dtype: str
+    user: bool
+    timing: Stats | None
+    timing_reason: str
+    flops: float | None  # counted (the kernels' sum, else our count), per call
+    bytes: float | None  # the bytes its kernels touch, per call (else the minimum traffic)
+    bytes_basis: str
+    minimum_bytes: float | None  # the analytic minimum, or every argument and result once
+    minimum_basis: str
+    prediction: Prediction | None
+    miss: Miss | None
+    why: str
+    kernels: KernelTable | None
+    observation: Mapping[str, Any]  # the workload's record in results.json
+    reconciliation: Mapping[str, Any] | None = None
+    spec_sheet: SpecPlacement | None = None
+    missing_ops: tuple[str, ...] = ()  # operations the workload requires that its lowering lacks
+
+    @property
+    def seconds(self) -> float | None:
+        return self.timing.median if self.timing is not None else None
+
+    @property
+    def intensity(self) -> float | None:
+        if self.flops is None or not self.bytes:
+            return None
+        return self.flops / self.bytes
+
+    @property
+    def achieved(self) -> float | None:
+        """Measured FLOP/s of the counted work."""
+        if self.flops is None or not self.seconds:
+            return None
+        return self.flops / self.seconds
+
+    @property
+    def share_of_roof(self) -> float | None:
+        return share_of_roof(self.prediction, self.seconds)
+
+    @property
+    def roof(self) -> tuple[float, str] | None:
+        return self.prediction.roof_rate if self.prediction is not None else None
+
+    @property
+    def binding(self) -> str:
+        return self.prediction.binding.label if self.prediction is not None else "unknown"
+
+    def placement(self, roofs: RoofSet) -> Placement | None:
+        """Where it sits on ``roofs``' roofline (its prediction's rate when priced on them)."""
+        x = self.intensity
+        if x is None:
+            return None
+        rate = self.roof
+        predicted = rate[0] if rate is not None and rate[1] == "FLOP/s" else None
+        return Placement(x, self.achieved, predicted, roofs)
+
+
+@dataclass(frozen=True, slots=True)
+class SpecPlacement:
+    """A program on a chip's spec sheet: the roofline's time max(flops ÷ the dtype's compute
+    roof, bytes ÷ HBM), the predicted time (no less than one launch floor), what binds, and
+    the kind of the predicted time (the launch floor's where it binds: an assumption)."""
+
+    roof_name: str
+    roofline_s: float
+    predicted_s: float
+    binding: str
+    kind: Kind
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPoint:
+    dims: Mapping[str, int]
+    flops: float
+    bytes: float
+    measured: float
+    prediction: Prediction | None
+    observed_bound: str
+    why: str
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes if self.bytes else 0.0
+
+    @property
+    def achieved(self) -> float:
+        return self.flops / self.measured
+
+    @property
+    def miss(self) -> Miss | None:
+        from roofline_report.analysis.miss import miss
+
+        return miss(self.prediction.seconds if self.prediction else None, self.measured)
+
+    @property
+    def predicted_bound(self) -> str:
+        return self.prediction.binding.group if self.prediction is not None else "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    name: str
+    title: str
+    dtype: str
+    parameters: tuple[str, ...]
+    points: tuple[SweepPoint, ...]
+    predicted_crossing: Mapping[str, int] | None
+    observed_crossing: Mapping[str, int] | None
+
+    @property
+    def median_error(self) -> float | None:
+        from roofline_report.analysis.stats import median
+
+        errors = [m.error for p in self.points if (m := p.miss) is not None]
+        return median(errors)
+
+
+@dataclass(frozen=True, slots=True)
+class Accuracy:
+    """How well the model predicted this run: errors of programs and sweep points, and of the
+    kernels of at least :data:`SIGNIFICANT_KERNEL_S`."""
+
+    errors: tuple[float, ...]
+    kernel_errors: tuple[float, ...]
+
+    @property
+    def median(self) -> float | None:
+        from roofline_report.analysis.stats import error_summary
+
+        return error_summary(self.errors)[0]
+
+    @property
+    def p90(self) -> float | None:
+        from roofline_report.analysis.stats import error_summary
+
+        return error_summary(self.errors)[1]
+
+    @property
+    def kernel_median(self) -> float | None:
+        from roofline_report.analysis.stats import error_summary
+
+        return error_summary(self.kernel_errors)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Roofs:
+    """The roof sets of one render."""
+
+    hypothetical: RoofSet
+    measured: RoofSet | None
+    spec_sheet: RoofSet | None
+    levels: tuple[Level, ...] = ()  # the memory levels found in the working-set sweep
+    preset: Mapping[str, Any] | None = None  # the chip preset drawn, with how it was chosen
+
+    @property
+    def kernels(self) -> RoofSet:
+        """The set kernels and programs are predicted on: measured, else the assumed budgets."""
+        return self.measured if self.measured is not None else self.hypothetical
+
+
+@dataclass(frozen=True, slots=True)
+class Experiment:
+    """One lab experiment: the model's prediction, the measurement, the verdict."""
+
+    id: str
+    title: str
+    hypothesis: str
+    prediction: Quantity
+    measurement: Quantity
+    status: str
+    verdict: str
+    details: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Exercise:
+    id: str
+    after: str
+    question: str
+    solution: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """Everything the report shows, derived from one results document under one set of
+    assumptions."""
+
+    assumptions: Any  # roofline_report.analysis.analyse.Assumptions
+    backend: Backend
+    roofs: Roofs
+    programs: tuple[Program, ...]
+    sweeps: tuple[Sweep, ...]
+    accuracy: Accuracy
+    seed: Mapping[str, Any]  # the seed's hypothetical model, experiment and exercise
+    budgets: Mapping[str, Any]
+    experiments: tuple[Experiment, ...]
+    exercises: tuple[Exercise, ...]
+    sharding: Mapping[str, Any]
+    skipped: tuple[Mapping[str, str], ...]
+    run_note: str
+    observations: Mapping[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def accuracy_of_sweeps(self) -> float | None:
+        """The median error over every predicted sweep point."""
+        from roofline_report.analysis.stats import median
+
+        return median([m.error for sw in self.sweeps for pt in sw.points
+                       if (m := pt.miss) is not None])
+
+    def program(self, name: str) -> Program | None:
+        return next((p for p in self.programs if p.name == name), None)
