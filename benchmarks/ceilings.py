@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from roofline_report.analysis.stats import Stats  # noqa: E402
 from roofline_report.observe import timer as timing  # noqa: E402
 from roofline_report.observe.ceilings import machine as ceilings  # noqa: E402
 
@@ -148,7 +149,7 @@ class TorchReference:
         ):
             inner *= 2
         per_call = [self._event_seconds(op, inner) / inner for _ in range(self.samples)]
-        return work / timing.Stats(per_call).min
+        return work / Stats(per_call).min
 
     def compute(self, n: int, dtype: str) -> float | None:
         torch = self.torch

@@ -46,7 +46,8 @@ def main() -> int:
     ns = parser.parse_args()
     import jax
 
-    from roofline_report.analysis.kernels import kernel_analysis
+    from roofline_report.analysis.kernels import kernel_table
+    from roofline_report.analysis.roofs import hypothetical
     from roofline_report.hlo.kernels import kernel_inventory
     from roofline_report.observe.trace import trace_kernels
 
@@ -56,25 +57,27 @@ def main() -> int:
     inventory = kernel_inventory(str(compiled.as_text()))
     timing = trace_kernels(compiled, args, module=inventory["module"],
                            kernels=[k["name"] for k in inventory["kernels"]], calls=ns.calls)
-    view = kernel_analysis({"kernels": inventory, "kernel_timing": timing, "dtype": "float32"},
-                           None)
+    table = kernel_table({"kernels": inventory, "kernel_timing": timing, "dtype": "float32"},
+                         hypothetical(1e11, 2e10, "assumed budgets"), "cpu")
     seconds = time.perf_counter() - start
     if not timing.get("available"):
         print(f"per-kernel times not available: {timing.get('reason')}")
-    elif view is not None:
-        for row in view["rows"][:10]:
-            print(f"{row['name']:<40} {row['category']:<14} {row['seconds'] * 1e6:9.1f} us "
-                  f"{100 * (row['share'] or 0):5.1f} %  {row.get('source') or ''}")
-        for c in view["categories"]:
-            print(f"{c['title']:<24} {c['kernels']:4.0f} kernels {100 * c['share']:5.1f} %")
+    elif table is not None:
+        for row in table.rows[:10]:
+            print(f"{row.name:<40} {row.category:<14} {(row.seconds or 0) * 1e6:9.1f} us "
+                  f"{100 * (row.share or 0):5.1f} %  {row.source or ''}")
+        for c in table.categories:
+            print(f"{c.title:<24} {c.kernels:4d} kernels {100 * c.share:5.1f} %")
+    trace = table.trace if table is not None else None
     print(json.dumps({
         "kernels": inventory["count"],
-        "launches": timing.get("launches_per_call"),
-        "coverage": timing.get("coverage"),
-        "overhead": timing.get("overhead"),
+        "launches": trace.launches if trace else None,
+        "coverage": trace.coverage if trace else None,
+        "overhead": trace.overhead if trace else None,
         "seconds": round(seconds, 3),
-        "program_s": timing.get("program_s"),
-        "remainder": timing.get("remainder"),
+        "program_s": trace.program_s if trace else None,
+        "busy_s": trace.busy_s if trace else None,
+        "kernel_sum_s": trace.kernel_sum_s if trace else None,
     }))
     return 0
 

@@ -23,16 +23,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from roofline_report import analysis  # noqa: E402
-from roofline_report.analysis import predict  # noqa: E402
+from roofline_report.analysis.analyse import analyse  # noqa: E402
+from roofline_report.analysis.stats import error_summary  # noqa: E402
 from roofline_report.results import io as results  # noqa: E402
-
-
-def _measured(record: dict[str, Any]) -> float | None:
-    t = record.get("timing") or {}
-    if not t.get("available", True):
-        return None
-    return (t.get("per_call") or {}).get("median")
 
 
 def _with_step(data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -50,35 +43,34 @@ def _with_step(data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
 
 
 def score(data: dict[str, Any], step: str | None = None) -> dict[str, Any]:
-    derived = analysis.analyse(data, analysis.assumptions_for(data))
+    """The model's errors over the programs and sweep points of ``data`` (the training step
+    ``step`` apart), and over the kernels of at least 50 µs of ``step`` (else of every
+    program)."""
+    an = analyse(data)
     errors: list[float] = []
     rows = []
-    for w in derived.get("workloads", []):
-        p, m = w.get("prediction"), _measured(w)
-        if p and m and w.get("name") != step:
-            e = predict.error(p["seconds"], m)
-            errors.append(e)
-            rows.append((w["title"], p["seconds"], m, e, p["binding"]))
-    sm = derived.get("sweep_model") or {}
-    for sw in sm.get("workloads", []):
-        for pt in sw.get("points", []):
-            e = abs(pt["predicted_s"] - pt["measured_s"]) / pt["measured_s"]
-            errors.append(e)
-            rows.append((f"{sw['title']} {pt['dims']}", pt["predicted_s"], pt["measured_s"], e,
-                         pt["predicted_bound"]))
+    for p in an.programs:
+        if p.miss is not None and p.prediction is not None and p.name != step:
+            errors.append(p.miss.error)
+            rows.append((p.title, p.miss.predicted, p.miss.measured, p.miss.error, p.binding))
+    for sw in an.sweeps:
+        for pt in sw.points:
+            if pt.miss is not None:
+                errors.append(pt.miss.error)
+                rows.append((f"{sw.title} {pt.dims}", pt.miss.predicted, pt.miss.measured,
+                             pt.miss.error, pt.predicted_bound))
     kernel_errors: list[float] = []
-    for w in derived.get("workloads", []):
-        if step is not None and w.get("name") != step:
+    for p in an.programs:
+        if (step is not None and p.name != step) or p.kernels is None:
             continue
-        for k in ((w.get("kernel_view") or {}).get("rows") or []):
-            if k.get("seconds") and k["seconds"] >= 50e-6 and k.get("predicted"):
-                kernel_errors.append(predict.error(k["predicted"], k["seconds"]))
+        kernel_errors += [r.miss.error for r in p.kernels.rows
+                          if r.miss is not None and (r.seconds or 0.0) >= 50e-6]
     for title, pred, meas, e, bound in rows:
         print(f"{title[:48]:48} predicted {pred * 1e6:10.1f} us  measured {meas * 1e6:10.1f} us"
               f"  error {e:6.0%}  {bound}")
-    median, p90 = predict.error_summary(errors)
+    median, p90 = error_summary(errors)
     return {"median_error": median, "p90_error": p90,
-            "points": len(errors), "kernel_median_error": predict.error_summary(kernel_errors)[0],
+            "points": len(errors), "kernel_median_error": error_summary(kernel_errors)[0],
             "kernels": len(kernel_errors), "kernels_of": step or "the catalog"}
 
 
@@ -89,7 +81,7 @@ def main() -> int:
                         help="leave out the shipped training step")
     ns = parser.parse_args()
     if ns.from_json:
-        data = results.load(ns.from_json)
+        data = (results.load(ns.from_json))
     else:
         from roofline_report import cli
 
@@ -99,7 +91,7 @@ def main() -> int:
                              "--out", str(out)])
             if code not in (0, 3):
                 return code
-            data = results.load(out / "results.json")
+            data = (results.load(out / "results.json"))
     step = None
     if not ns.no_step:
         data, step = _with_step(data)

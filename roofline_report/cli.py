@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Literal, NoReturn
 
-from roofline_report import __version__, analysis
+from roofline_report import __version__
+from roofline_report.analysis.analyse import Assumptions, assumptions_for
 from roofline_report.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL, InputError
 
 DEFAULT_OUT = "build"
@@ -160,15 +161,15 @@ def _build(ns: argparse.Namespace) -> int:
             raise InputError(f"--from-json re-renders saved results; {measuring_flags[0]} "
                              "would need a new measurement (budgets and --preset are "
                              "assumptions: those may be given)")
-        data = results.load(ns.from_json)
-        render_assumptions = analysis.assumptions_for(data, **assumed)
+        data: Any = results.load(ns.from_json)
+        render_assumptions = assumptions_for(data, **assumed)
     else:
         progress = Progress(ns.progress)
         try:
             data = _measure(ns, progress, assumed)
         finally:
             progress.done()
-        render_assumptions = analysis.assumptions_for(data, preset=assumed["preset"])
+        render_assumptions = assumptions_for(data, preset=assumed["preset"])
     skipped = write(out, data, source=Path(ns.from_json).name if ns.from_json else None,
                     assumptions=render_assumptions, title=title)
     print(f"wrote {out / 'report.html'} and {out / 'report.md'}"
@@ -237,8 +238,8 @@ def _measure(ns: argparse.Namespace, progress: Progress,
     return measure.run(options, progress)
 
 
-def write(out: Path, data: dict[str, Any], *, source: str | None = None,
-          assumptions: analysis.Assumptions | None = None,
+def write(out: Path, data: Any, *, source: str | None = None,
+          assumptions: Assumptions | None = None,
           title: str | None = None) -> list[dict[str, str]]:
     """Render ``data`` and write the whole report folder atomically (see
     :func:`roofline_report.output.write_results`); returns what was not available."""

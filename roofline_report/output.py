@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from roofline_report.errors import InputError
 
 if TYPE_CHECKING:
-    from roofline_report.analysis import Assumptions
+    from roofline_report.analysis.analyse import Assumptions
+    from roofline_report.results.schema import Results
 
 MANIFEST = ".roofline-report.json"
 
@@ -200,7 +201,7 @@ def write_report(out: Path, files: Mapping[str, str], *, label: str | None = Non
         raise
 
 
-def write_results(out: Path, data: dict[str, Any], *, source: str | None = None,
+def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str | None = None,
                   label: str | None = None, assumptions: Assumptions | None = None,
                   title: str | None = None) -> list[dict[str, str]]:
     """Render a results document (as in results.json) under ``assumptions`` (default: the
@@ -228,8 +229,9 @@ def write_results(out: Path, data: dict[str, Any], *, source: str | None = None,
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         raise InputError(f"{source}: unexpected structure ({type(exc).__name__}: {first})"
                          ) from exc
+    document = data if isinstance(data, Mapping) else results.document(data)
     files = {"report.html": rendered.html, "report.md": rendered.markdown,
-             "results.json": results.dumps(data)}
+             "results.json": results.dumps(document)}
     for name, svg in rendered.figures.items():
         files[f"figures/{name}.svg"] = svg
     write_report(out, files, label=label)

@@ -136,7 +136,7 @@ def _shape_variant(saved: Path, change: str) -> str:
     elif change == "budget_zero":
         doc["assumptions"]["peak"] = 0
     elif change == "negative_median":
-        doc["workloads"][0]["timing"]["per_call"]["median"] = -1e-3
+        doc["workloads"][0]["timing"]["per_call_s"][0] = -1e-3
     elif change == "string_flops":
         doc["workloads"][0]["analytic"]["flops"] = "8192"
     elif change == "misspelt_key":
@@ -179,7 +179,7 @@ def test_from_json_refuses_a_bad_file(case: str, cwd: Path,
     ("no_workloads", "missing key 'workloads'"),
     ("workloads_object", "workloads: Input should be a valid list"),
     ("budget_zero", "assumptions.peak: Input should be greater than 0"),
-    ("negative_median", "workloads[0].timing.per_call.median: Input should be greater than or"),
+    ("negative_median", "workloads[0].timing.per_call_s[0]: Input should be greater than 0"),
     ("string_flops", "workloads[0].analytic.flops: Input should be a valid integer"),
     ("misspelt_key", "options: missing key 'quick'; 1 more problem"),
     ("version_1", "schema version 1 stored derived values"),

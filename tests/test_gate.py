@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from roofline_report import analysis, cli
+from roofline_report import cli
 from roofline_report.analysis import gate
+from roofline_report.analysis.analyse import analyse
+from roofline_report.analysis.stats import Stats
 from roofline_report.errors import EXIT_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
 from roofline_report.results import io as results
 
@@ -21,19 +23,17 @@ CONDITIONS = ["--fail-if", "time>10%", "--fail-if", "roof<-5pp", "--fail-if", "t
 
 
 def _scale(w: dict[str, Any], factor: float) -> None:
-    stats = w["timing"]["per_call"]
-    for key in ("min", "max", "mean", "median", "q1", "q3", "iqr"):
-        stats[key] *= factor
-    stats["samples"] = [x * factor for x in stats["samples"]]
+    timing = w["timing"]
+    timing["per_call_s"] = [x * factor for x in timing["per_call_s"]]
 
 
 def _spread(w: dict[str, Any], half_width: float) -> None:
-    """Give a workload's timing quartiles at median × (1 ∓ half_width): a noisy measurement."""
-    stats = w["timing"]["per_call"]
-    med = stats["median"]
-    stats["q1"], stats["q3"] = med * (1 - half_width), med * (1 + half_width)
-    stats["iqr"] = stats["q3"] - stats["q1"]
-    stats["min"], stats["max"] = min(stats["min"], stats["q1"]), max(stats["max"], stats["q3"])
+    """Give a workload's timing quartiles at median × (1 ∓ half_width): a noisy measurement
+    (five samples whose first and third quartiles, by linear interpolation, are those)."""
+    timing = w["timing"]
+    med = Stats(timing["per_call_s"]).median
+    low, high = med * (1 - half_width), med * (1 + half_width)
+    timing["per_call_s"] = [low, low, med, high, high]
 
 
 def _derive(factors: dict[str, float], *, noisy: dict[str, float] | None = None
@@ -161,43 +161,83 @@ def test_workloads_in_one_run_only_are_listed_not_gated(base: str, tmp_path: Pat
     assert '<a id="w-softmax"></a>softmax(x, axis=-1) | 1 |' in md
 
 
-def test_the_gate_reads_per_kernel_times_where_they_exist() -> None:
-    data = results.load(FIXTURE)
-    a = analysis.analyse(data, analysis.assumptions_for(data))
-    b = copy.deepcopy(a)
-    # The form a traced run records: kernel_timing.kernels, each kernel's time per call.
-    def trace(kernels: list[tuple[str, float]]) -> dict[str, object]:
-        return {"available": True, "kernels": [
-            {"name": n, "launches": 1.0, "total_s": t, "per_launch_s": t, "q1_s": t,
-             "q3_s": t, "samples_s": [t]} for n, t in kernels]}
+def _trace(kernels: list[tuple[str, float]]) -> dict[str, object]:
+    """The form a traced run records: per kernel, one sample per traced call."""
+    return {"available": True, "source": "host",
+            "calls": [{"program_s": 1e-3, "busy_s": 1e-3, "dispatch_s": 0.0,
+                       "loop_control_s": 0.0, "gaps_s": 0.0}],
+            "kernels": [{"name": n, "launches": [1.0], "busy_s": [t], "span_s": [t]}
+                        for n, t in kernels], "unmatched": [], "notes": []}
 
+
+def test_the_gate_reads_per_kernel_times_where_they_exist() -> None:
+    a = results.load(FIXTURE)
     kernels = [(f"fusion.{i}", 1e-4 * (6 - i)) for i in range(6)]
-    a["workloads"][1]["kernel_timing"] = trace(kernels)
-    b["workloads"][1]["kernel_timing"] = trace([*kernels[:4], ("copy.9", 9e-4)])
+    matmul = next(i for i, w in enumerate(a["workloads"]) if w["name"] == "matmul")
+    a["workloads"][matmul]["kernels"]["kernels"] = [
+        {**a["workloads"][matmul]["kernels"]["kernels"][0], "name": n} for n, _ in
+        [*kernels, ("copy.9", 0.0)]]
+    a["workloads"][matmul]["kernel_timing"] = _trace(kernels)
+    b = copy.deepcopy(a)
+    b["workloads"][matmul]["kernel_timing"] = _trace([*kernels[:4], ("copy.9", 9e-4)])
     c = copy.deepcopy(b)  # a near-tie trading places: copy.9 just above BASE's fifth
-    c["workloads"][1]["kernel_timing"] = trace([*kernels[:4], ("copy.9", 2.01e-4)])
-    c["workloads"][1]["kernel_timing"]["kernels"][-1]["q1_s"] = 1.5e-4
-    tied = gate.evaluate([gate.parse("top5-new")], a, c)
-    assert tied.findings[0].status == "noise" and "near-ties" in tied.findings[0].why
-    for w in (*a["workloads"][2:], *b["workloads"][2:]):
-        w["kernel_timing"] = {"available": False, "reason": "not traced"}
+    tie = _trace([*kernels[:4], ("copy.9", 2.01e-4)])
+    # copy.9's first quartile below BASE's fifth (2e-4): inside the spread.
+    tie["kernels"][-1]["busy_s"] = [1.5e-4, 1.5e-4, 2.01e-4, 2.01e-4, 2.5e-4]  # type: ignore[index]
+    tie["kernels"][-1]["span_s"] = tie["kernels"][-1]["busy_s"]  # type: ignore[index]
+    tie["kernels"][-1]["launches"] = [1.0] * 5  # type: ignore[index]
+    c["workloads"][matmul]["kernel_timing"] = tie
+    for doc in (a, b, c):
+        for i, w in enumerate(doc["workloads"]):
+            if i != matmul:
+                w["kernel_timing"] = {"available": False, "reason": "not traced"}
+    an, bn, cn = analyse(a), analyse(b), analyse(c)
     top5 = gate.parse("top5-new")
-    found = gate.evaluate([top5], a, b)
+    tied = gate.evaluate([top5], an, cn)
+    assert tied.findings[0].status == "noise" and "near-ties" in tied.findings[0].why
+    found = gate.evaluate([top5], an, bn)
     assert [f.status for f in found.findings][:1] == ["regression"]
     assert found.findings[0].name == "matmul" and "copy.9" in found.findings[0].why
-    # Workloads without kernel times in one run are skipped with a reason, not silently.
-    assert all(f.status == "skipped" for f in found.findings[1:]) or not found.findings[1:]
-    assert gate.top_kernels(b["workloads"][1], 2) == ["copy.9", "fusion.0"]
-    assert gate.top_kernels(b["workloads"][2], 5) is None
+    assert "the 5th longest kernel of BASE" in found.findings[0].why
+    matmul_b = bn.program("matmul")
+    assert matmul_b is not None and gate.top_kernels(matmul_b, 2) == ["copy.9", "fusion.0"]
+    softmax = bn.program("softmax")
+    assert softmax is not None and gate.top_kernels(softmax, 5) is None
 
 
 def test_the_gate_reads_the_traces_a_real_run_records() -> None:
-    data = results.load(FIXTURE)
-    w = next(w for w in data["workloads"] if w["name"] == "softmax")
-    times = {k["name"]: k["total_s"] for k in w["kernel_timing"]["kernels"]}
-    top = gate.top_kernels(w, 2)
+    an = analyse(results.load(FIXTURE))
+    p = an.program("softmax")
+    assert p is not None and p.kernels is not None
+    times = {r.name: r.seconds or 0.0 for r in p.kernels.rows}
+    top = gate.top_kernels(p, 2)
     assert top is not None and len(top) == 2
     assert times[top[0]] >= times[top[1]] >= max(t for n, t in times.items() if n not in top)
+
+
+def test_a_program_that_lost_its_timing_fails_the_gate() -> None:
+    base = results.load(FIXTURE)
+    new = copy.deepcopy(base)
+    w = next(w for w in new["workloads"] if w["name"] == "softmax")
+    w["timing"] = {"available": False, "reason": "out of memory"}
+    for cond in ("time>10%", "roof<-5pp"):
+        found = gate.evaluate([gate.parse(cond)], analyse(base), analyse(new))
+        lost = [f for f in found.findings if f.name == "softmax"]
+        assert lost and lost[0].status == "regression", cond
+        assert "NEW has no timing for it while BASE had one" in lost[0].why
+
+
+def test_the_roof_gate_checks_user_programs() -> None:
+    """A user's program (no hand model) is gated on the share of the roof its prediction
+    uses: slower in NEW beyond the spread is a regression."""
+    base = results.load(FIXTURE)
+    base["workloads"][1] = {**base["workloads"][1], "user": True, "name": "user:mine",
+                            "analytic": {"available": False, "reason": "no analytic model"}}
+    new = copy.deepcopy(base)
+    _scale(new["workloads"][1], 2.0)
+    found = gate.evaluate([gate.parse("roof<-5pp")], analyse(base), analyse(new))
+    mine = [f for f in found.findings if f.name == "user:mine"]
+    assert mine and mine[0].status == "regression"
 
 
 # --- bad input: one line, exit 2, nothing written ------------------------------------------

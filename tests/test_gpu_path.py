@@ -69,7 +69,7 @@ def test_device_and_preset_are_shown(gpu_rendered: render.Rendered) -> None:
 
 
 def test_preset_is_matched_automatically() -> None:
-    from roofline_report import analysis
+    from roofline_report.analysis import analyse as analysis
 
     a = analysis.Assumptions()
     got = analysis.preset_record({"environment": {"device_kind": "NVIDIA H100 80GB HBM3"}}, a)

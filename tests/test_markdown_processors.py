@@ -155,9 +155,9 @@ def test_a_failed_check_shows_its_errors_and_tolerance(data: dict[str, object]) 
     out = render.render(doc)
     for page in (out.html, out.markdown):
         assert "failed" in page
-        assert "max absolute error 2.3e-06" in page.replace('<span class="v">', "") \
+        assert "max absolute error 2.3×10⁻⁶" in page.replace('<span class="v">', "") \
             .replace("</span>", "")
-        assert "rtol = 0.0001, atol = 0.0001" in page
+        assert "rtol = 1×10⁻⁴, atol = 1×10⁻⁴" in page
         assert "ran on a shared machine." in page
 
 

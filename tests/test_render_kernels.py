@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from roofline_report.analysis.kernels import trace_summary
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.report import views as render
 from roofline_report.results import io as results
@@ -87,11 +88,13 @@ def test_kernels_held_to_assumed_budgets_are_marked_hypothetical(
     section = md[md.index('<a id="kernels">'):]
     section = section[:section.index("\n## ")]
     assert "This run measured no ceilings of this machine" in section
+    assert "predicted on assumed budgets (hypothetical)" in section
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     assert rows
-    for row in rows:  # predicted and error: the last two numeric columns before the kind
+    for row in rows:  # roof, share of roof, predicted and miss: predicted, never measured
         cells = [cell.strip() for cell in row.strip("|").split("|")]
-        assert cells[-3].endswith("`H`") and cells[-2].endswith("`H`"), row
+        for i in (10, 11, 13, 14):
+            assert cells[i].endswith("`P`"), (i, row)
     measured = render.render(with_kernels).markdown
     assert "This run measured no ceilings of this machine" not in measured
 
@@ -99,8 +102,9 @@ def test_kernels_held_to_assumed_budgets_are_marked_hypothetical(
 def test_the_trace_shows_the_launch_cost_beside_the_ceiling(with_kernels: dict[str, Any]) -> None:
     md = render.render(with_kernels).markdown
     scan = next(w for w in with_kernels["workloads"] if w["name"] == "scan")
-    t = scan["kernel_timing"]
-    per = t["remainder"]["gaps_s"] / (t["launches_per_call"] - 1)
+    t = trace_summary(scan["kernel_timing"])
+    assert t is not None
+    per = t.gaps_s / (t.launches - 1)
     from roofline_report.kinds import Kind
     from roofline_report.report.format import n
 
@@ -112,14 +116,20 @@ def test_kernels_that_ran_side_by_side_are_said_to(with_kernels: dict[str, Any])
 
     data = copy.deepcopy(with_kernels)
     scan = next(w for w in data["workloads"] if w["name"] == "scan")
-    scan["kernel_timing"]["kernel_sum_s"] = scan["kernel_timing"]["busy_s"]
+    timing = scan["kernel_timing"]
+    # One kernel at a time: the kernels' times sum to the time at least one ran.
+    for call in timing["calls"]:
+        call["busy_s"] = 1e-3
+    for k in timing["kernels"]:
+        k["span_s"] = k["busy_s"] = [1e-3 / len(timing["kernels"])] * len(k["span_s"])
     alone = render.render(data).markdown
     alone = alone[alone.index('<a id="kernels">'):]
-    section = alone[alone.index("### lax.scan"):]
+    section = alone[alone.index("w-scan-kernels\"></a>lax.scan"):]
     assert "Kernels ran side by side" not in section[:section.index("\n### ")]
-    scan["kernel_timing"]["kernel_sum_s"] = 2 * scan["kernel_timing"]["busy_s"]
+    for k in timing["kernels"]:
+        k["span_s"] = k["busy_s"] = [2e-3 / len(timing["kernels"])] * len(k["span_s"])
     shared = render.render(data).markdown
     shared = shared[shared.index('<a id="kernels">'):]
-    section = shared[shared.index("### lax.scan"):]
+    section = shared[shared.index("w-scan-kernels\"></a>lax.scan"):]
     assert "Kernels ran side by side: their times sum to 2 `M`× the time at least one ran" \
         in section[:section.index("\n### ")]

@@ -3,7 +3,8 @@
 Sets saved runs side by side: their environments, measured ceilings with ratios to the first run,
 the workloads every run holds (times, achieved rates, speed-ups against run 1), each run's own
 workloads apart, the experiments' verdicts, and one roofline figure with every run's measured roof
-and points. Runs must share one schema version; one file given twice is refused.
+and points. Each run is analysed on its own roofs, as its own report would be; version-2 files are
+converted on reading. One file given twice is refused.
 
 ``--fail-if COND`` (see :mod:`roofline_report.analysis.gate`) gates run 2 (NEW) against run 1
 (BASE): the
@@ -18,8 +19,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from roofline_report import analysis
 from roofline_report.analysis import gate
+from roofline_report.analysis.analyse import analyse
+from roofline_report.analysis.records import Analysis, Program
+from roofline_report.analysis.roofs import RoofSet
 from roofline_report.errors import EXIT_OK, EXIT_REGRESSION, InputError
 from roofline_report.kinds import Kind
 from roofline_report.report import figures as figs
@@ -43,6 +46,8 @@ from roofline_report.report.format import Num, n, plural, ratio
 from roofline_report.report.markdown import escape as md_escape
 from roofline_report.report.sections import c, num, p, table
 from roofline_report.results import io as results_mod
+from roofline_report.results.schema import Results
+from roofline_report.units import format_si
 
 
 class _Parser(argparse.ArgumentParser):
@@ -78,7 +83,8 @@ def main(argv: Sequence[str]) -> int:
     output.check_destination(out)
     runs = load_runs(ns.results)
     if conditions:
-        common, only_base, only_new = gate.common_workloads(runs[0][1], runs[1][1])
+        common, only_base, only_new = gate.common_workloads(analyse(runs[0][1]),
+                                                            analyse(runs[1][1]))
         if not common:
             raise InputError(f"compare: no workload is in both runs, so --fail-if has nothing "
                              f"to gate (BASE has {_names(only_base)}; NEW has "
@@ -110,32 +116,15 @@ def _names(names: Sequence[str], limit: int = 6) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def load_runs(paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
-    """Load and validate each file; refuse mixed schema versions with one line naming both."""
-    raw: list[tuple[str, dict[str, Any]]] = []
-    versions: dict[Any, str] = {}
+def load_runs(paths: Sequence[str]) -> list[tuple[str, Results]]:
+    """Load, convert (version 2) and validate each file; each problem is one line naming the
+    file as given."""
     _refuse_repeats(paths)
+    runs: list[tuple[str, Results]] = []
     for path in paths:
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-            data = json.loads(text)
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file") from None
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-            # let the validating loader produce its precise message
-            data = results_mod.load(p)
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        versions.setdefault(version, path)
-        raw.append((path, data))
-    if len(versions) > 1:
-        (va, pa), (vb, pb) = list(versions.items())[:2]
-        raise InputError(f"compare: {Path(pa).name} has schema version {va} but "
-                         f"{Path(pb).name} has {vb}; compare runs of one version")
-    runs: list[tuple[str, dict[str, Any]]] = []
-    for path, data in raw:
-        results_mod.validate(data, source=Path(path).name)
-        runs.append((_label(path, data, len(runs)), data))
+        data = results_mod.read(path)
+        runs.append((_label(path, data.environment.backend, data.environment.device_kind,
+                            len(runs)), data))
     return runs
 
 
@@ -158,10 +147,9 @@ NOT_MEASURED = "not measured"
 NOT_IN_RUN = "not in this run"
 
 
-def _label(path: str, data: Mapping[str, Any], index: int) -> str:
-    env = data.get("environment", {})
+def _label(path: str, backend: str, device: str, index: int) -> str:
     folder = Path(path).resolve().parent.name
-    return f"{index + 1}: {folder} ({env.get('backend', '?')}, {env.get('device_kind', '?')})"
+    return f"{index + 1}: {folder} ({backend}, {device})"
 
 
 def _ceiling_values(data: Mapping[str, Any]) -> dict[str, tuple[float | None, str]]:
@@ -189,50 +177,39 @@ def _ratio(value: float | None, base: float | None) -> Num:
     return ratio(value / base, Kind.MEASURED, 3)
 
 
-def _workload_values(w: Mapping[str, Any] | None) -> tuple[float | None, float | None]:
-    """A workload record's median time and achieved FLOP/s (None where not measured)."""
-    if w is None:
-        return None, None
-    t, a = w.get("timing") or {}, w.get("achieved") or {}
-    time = t.get("per_call", {}).get("median") if t.get("available") else None
-    rate = a.get("flops_per_s") if a.get("available") else None
-    return time, rate
-
-
-def _workload_rows(runs: Sequence[tuple[str, Mapping[str, Any]]], names: Sequence[str]
+def _workload_rows(runs: Sequence[tuple[str, Analysis]], names: Sequence[str]
                    ) -> list[dict[str, Any]]:
-    """One row per workload name: its title, anchor, and per run its time and rate (or None
+    """One row per program name: its title, anchor, and per run its time and rate (or None
     when the run does not hold it)."""
-    by_run = [{str(w["name"]): w for w in d["workloads"]} for _, d in runs]
+    by_run = [{p.name: p for p in an.programs} for _, an in runs]
     rows = []
     for name in names:
-        recs = [b.get(name) for b in by_run]
+        recs: list[Program | None] = [b.get(name) for b in by_run]
         first = next(r for r in recs if r is not None)
-        values = [_workload_values(r) for r in recs]
-        rows.append({"name": name, "title": str(first["title"]),
-                     "anchor": meta.workload_anchor(name),
+        rows.append({"name": name, "title": first.title, "anchor": meta.workload_anchor(name),
                      "present": [r is not None for r in recs],
-                     "times": [v[0] for v in values], "rates": [v[1] for v in values]})
+                     "times": [r.seconds if r is not None else None for r in recs],
+                     "rates": [r.achieved if r is not None else None for r in recs]})
     return rows
 
 
-def render_comparison(runs: Sequence[tuple[str, Mapping[str, Any]]],
+def render_comparison(loaded: Sequence[tuple[str, Results | Mapping[str, Any]]],
                       conditions: Sequence[gate.Condition] = (), title: str | None = None,
                       ) -> tuple[str, str, dict[str, str], dict[str, Any]]:
     """HTML, Markdown, SVGs and a JSON summary of the comparison (pure). With ``conditions``,
     run 2 (NEW) is gated against run 1 (BASE) and the summary holds the gate's findings."""
     # Each run is analysed as its own report would be: the same derived values, under the
     # budgets that run was given.
-    runs = [(label, analysis.analyse(data, analysis.assumptions_for(data)))
-            for label, data in runs]
+    runs = [(label, analyse(data)) for label, data in loaded]
     labels = [label for label, _ in runs]
     env_keys = ("backend", "device_kind", "cpu_model", "jax", "jaxlib", "python")
-    envs = [[str(data.get("environment", {}).get(k, "")) for _, data in runs] for k in env_keys]
-    envs.append([meta.measured_date(data) or "not recorded" for _, data in runs])
-    envs.append([plural(len(data["workloads"]), "workload", "workloads") for _, data in runs])
+    envs = [[str(an.observations.get("environment", {}).get(k, "") or "") for _, an in runs]
+            for k in env_keys]
+    envs.append([meta.measured_date(an.observations) or "not recorded" for _, an in runs])
+    envs.append([plural(len(an.programs), "workload", "workloads") for _, an in runs])
     env_rows = list(zip((*env_keys, "measured (UTC)", "workloads"), envs, strict=True))
 
-    ceilings_by_run = [_ceiling_values(data) for _, data in runs]
+    ceilings_by_run = [_ceiling_values(an.observations) for _, an in runs]
     names = sorted({k for c in ceilings_by_run for k in c})
     ceiling_rows: list[dict[str, Any]] = []
     for name in names:
@@ -243,7 +220,7 @@ def render_comparison(runs: Sequence[tuple[str, Mapping[str, Any]]],
 
     result = (gate.evaluate(conditions, runs[0][1], runs[1][1]) if conditions else None)
     offenders = result.offenders if result else ()
-    all_names = list(dict.fromkeys(str(w["name"]) for _, d in runs for w in d["workloads"]))
+    all_names = list(dict.fromkeys(p.name for _, an in runs for p in an.programs))
     rows = _workload_rows(runs, all_names)
     common = [r for r in rows if all(r["present"])]
     common.sort(key=lambda r: r["name"] not in offenders)  # offenders first, else run order
@@ -258,38 +235,36 @@ def render_comparison(runs: Sequence[tuple[str, Mapping[str, Any]]],
                                        if here)} for r in some]
 
     verdict_rows = _verdicts(runs)
-    roofs, points = [], []
-    for label, data in runs:
-        c = data.get("ceilings", {})
-        peak = (c.get("peak_compute") or {}).get("value") if c.get("available") else None
-        bw = (c.get("peak_bandwidth") or {}).get("value") if c.get("available") else None
-        if peak and bw:
-            roofs.append(figs.Roof(label, Kind.MEASURED.value, float(peak), float(bw)))
-        for w in data["workloads"]:
-            a, an = w.get("achieved") or {}, w.get("analytic") or {}
-            if a.get("available") and "flops" in an:
-                points.append(figs.Point(f"{w['title']} [{label.split(':')[0]}]",
-                                         an["flops"] / an["minimum_bytes"], a["flops_per_s"]))
+    sets, points = [], []
+    for i, (_, an) in enumerate(runs, 1):
+        if an.roofs.measured is not None:
+            m = an.roofs.measured
+            sets.append(RoofSet(f"run {i}", m.kind, m.compute, m.bandwidth, m.floors, m.rates))
+        for prog in an.programs:
+            if prog.intensity is not None and prog.achieved is not None:
+                points.append(figs.PlotPoint(
+                    f"{prog.title} [run {i}]", prog.intensity, prog.achieved, f"run {i}", 0.0,
+                    f"{prog.title}, run {i}: {format_si(prog.seconds, 's')} per call"))
     svgs: dict[str, str] = {}
     figure = None
-    if roofs:
+    if sets:
         fig_title = "Measured rooflines of the compared runs"
-        desc = (f"{plural(len(roofs), 'measured roof', 'measured roofs')} (solid) with the "
-                "workloads each run placed; labels in brackets give the run number.")
-        svg, fig_table = figs.roofline_figure("compare_roofline", fig_title, desc, roofs, points)
-        figure = figs.FigureOut("compare_roofline", fig_title, desc, svg, fig_table,
-                                (Kind.MEASURED.value,))
-        svgs["compare_roofline"] = svg
+        desc = (f"{plural(len(sets), 'measured roof set', 'measured roof sets')} with the "
+                "programs each run placed at their compiled-program intensity; the colour "
+                "and the label in brackets give the run.")
+        figure = figs.roofline("compare_roofline", fig_title, desc, sets, points)
+        svgs["compare_roofline"] = figure.svg
     vm = {"labels": labels, "env": env_rows,
           "ceilings": ceiling_rows, "workloads": workload_rows, "partial": partial_rows,
           "verdicts": verdict_rows, "figure": figure, "gate": result}
     tree = comparison_document(vm)
     default = meta.DEFAULT_COMPARE_TITLE.format(runs=len(labels))
-    provenance = [f"Run {label}: measured {meta.measured_date(data) or '(date not recorded)'} "
-                  f"on {meta.machine(data.get('environment') or {})}."
-                  for label, data in runs]
+    provenance = [f"Run {label}: measured "
+                  f"{meta.measured_date(an.observations) or '(date not recorded)'} "
+                  f"on {meta.machine(an.observations.get('environment') or {})}."
+                  for label, an in runs]
     context = {"runs": len(labels), "title": title or default,
-               "version": runs[0][1].get("generator", {}).get("version", "")}
+               "version": runs[0][1].observations.get("generator", {}).get("version", "")}
     html = page.render_html("compare.html.j2", tree, provenance=provenance, **context)
     md = page.render_markdown("compare.md.j2", tree,
                               provenance=[md_escape(x) for x in provenance],
@@ -393,13 +368,12 @@ def comparison_document(vm: Mapping[str, Any]) -> Document:
                     figures=(vm["figure"].name,) if vm["figure"] else ())
 
 
-def _verdicts(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+def _verdicts(runs: Sequence[tuple[str, Analysis]]) -> list[dict[str, Any]]:
     by_id: dict[str, dict[str, Any]] = {}
-    for i, (_, data) in enumerate(runs):
-        for e in data.get("experiments", []) or []:
-            row = by_id.setdefault(e.get("id", e.get("title", "?")),
-                                   {"title": e.get("title", "?"), "verdicts": [""] * len(runs)})
-            row["verdicts"][i] = str((e.get("verdict") or {}).get("text", ""))
+    for i, (_, an) in enumerate(runs):
+        for e in an.experiments:
+            row = by_id.setdefault(e.id, {"title": e.title, "verdicts": [""] * len(runs)})
+            row["verdicts"][i] = e.verdict
     return [by_id[k] for k in sorted(by_id)]
 
 

@@ -20,6 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
+from roofline_report.analysis.records import Sweep
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.report.format import percent_text
@@ -230,98 +231,6 @@ def doubled_traffic(experiment: Mapping[str, Any], ridge: float) -> FigureOut:
     return _finish(fig, "doubled_traffic", title, desc, table, (Kind.HYPOTHETICAL.value,))
 
 
-# --- measured roofline ----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Roof:
-    label: str
-    kind: str
-    peak: float
-    bandwidth: float
-
-
-@dataclass(frozen=True)
-class Point:
-    label: str
-    intensity: float
-    flops_per_s: float
-
-
-def _draw_roof(ax: Axes, roof: Roof, xs: Sequence[float], color: str) -> None:
-    ys = [min(roof.peak, roof.bandwidth * x) for x in xs]
-    style = KIND_STYLE.get(roof.kind, {})
-    label = (f"{roof.label} ({Kind(roof.kind).label}): {format_si(roof.peak, 'FLOP/s')}, "
-             f"{format_si(roof.bandwidth, 'B/s')}")
-    ax.plot(xs, ys, color=color, label=label, **style)
-
-
-def _xrange(roofs: Sequence[Roof], points: Sequence[Point]) -> list[float]:
-    ridges = [r.peak / r.bandwidth for r in roofs]
-    candidates = [*ridges, *(p.intensity for p in points)]
-    lo = min(candidates) / 8
-    hi = max(candidates) * 8
-    lo_e, hi_e = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
-    steps = 200
-    return [2 ** (lo_e + (hi_e - lo_e) * i / steps) for i in range(steps + 1)]
-
-
-def roofset_figure(name: str, title: str, description: str, sets: Sequence[RoofSet],
-                   points: Sequence[Point], *, dispatch_floor: float | None = None,
-                   dispatch_work: float | None = None) -> tuple[str, Table]:
-    """A roofline that draws every roof of every set: compute roofs as horizontal lines from
-    where the set's main-memory slope meets them, bandwidth roofs as slopes up to the set's
-    highest compute roof (one colour per set, one line style per kind), and numbered points."""
-    fig, ax = _new_figure()
-    pairs = [(s.peak or 0.0, s.memory_bandwidth or 0.0) for s in sets]
-    xs = _xrange([Roof(s.label, s.kind.value, p, b) for s, (p, b) in zip(sets, pairs, strict=True)
-                  if p and b], points)
-    rows: list[tuple[str, ...]] = []
-    for i, roof_set in enumerate(sets):
-        color = PALETTE[i % len(PALETTE)]
-        style = KIND_STYLE.get(roof_set.kind.value, {})
-        main_bw = roof_set.memory_bandwidth
-        top = max((c.value for c in roof_set.compute), default=None)
-        for c in sorted(roof_set.compute, key=lambda r: -r.value):
-            start = c.value / main_bw if main_bw else xs[0]
-            line = [x for x in xs if x >= start] or [xs[-1]]
-            ax.plot([start, *line], [c.value] * (len(line) + 1), color=color,
-                    label=f"{roof_set.label}: {c.name} {format_si(c.value, 'FLOP/s')}", **style)
-            rows.append((f"{roof_set.label}: {c.name}", Kind(c.kind).label,
-                         fmt(c.value, "FLOP/s"), "",
-                         _g(c.value / main_bw) + " FLOP/B" if main_bw else ""))
-        drawn = {level: max((r for r in roof_set.bandwidth if r.level == level),
-                            key=lambda r: r.value) for level in roof_set.levels()}
-        for bw in sorted(roof_set.bandwidth, key=lambda r: -r.value):
-            if drawn[bw.level] is bw:  # one slope per memory level: its fastest roof
-                end = top / bw.value if top else xs[-1]
-                line = [x for x in xs if x <= end]
-                ax.plot([*line, end], [bw.value * x for x in [*line, end]], color=color,
-                        alpha=0.85, label=f"{roof_set.label}: {bw.level} ({bw.name}) "
-                        f"{format_si(bw.value, 'B/s')}", **style)
-            rows.append((f"{roof_set.label}: {bw.name} ({bw.level}"
-                         + (f", working sets {_range(bw.min_bytes, bw.max_bytes)}"
-                            if bw.min_bytes or bw.max_bytes else "") + ")",
-                         Kind(bw.kind).label, "", fmt(bw.value, "B/s"),
-                         _g(top / bw.value) + " FLOP/B" if top else ""))
-        peak, bandwidth = pairs[i]
-        if peak and bandwidth:
-            ax.plot([peak / bandwidth], [peak], marker="|", color=color, markersize=10)
-    if dispatch_floor and dispatch_work:
-        rate = dispatch_work / dispatch_floor
-        ax.axhline(rate, color="#94a3b8", linewidth=1.2, linestyle=(0, (1, 1)),
-                   label="dispatch floor for the seed's work "
-                   f"(measured, {format_si(dispatch_floor, 's')}/call)")
-    _draw_points(ax, points)
-    _log_axes(ax, "intensity (FLOP/byte of minimum traffic)", "FLOP/s", y_unit="FLOP/s")
-    ax.set_title(title, fontsize=10, y=1.0, pad=6)
-    _legend_below(fig, ax, ncol=1)
-    svg = _to_svg(fig, name, title, description)
-    rows += _point_rows(points)
-    table = Table(("roof or point", "kind", "compute (achieved)", "bandwidth",
-                   "intensity (ridge with the top compute roof)"), tuple(rows))
-    return svg, table
-
-
 def _range(low: int | None, high: int | None) -> str:
     if low and high:
         return f"{format_binary(low)} to {format_binary(high)}"
@@ -396,49 +305,6 @@ def working_set(series: Sequence[SweepSeries], levels: Sequence[LevelBand],
     return FigureOut("working_set", title, desc, svg,
                      Table(("kernel or level", "working set", "bandwidth"), tuple(rows)),
                      (Kind.MEASURED.value,))
-
-
-def _draw_points(ax: Axes, points: Sequence[Point]) -> None:
-    # Points are numbered (labels of neighbours would collide); the table gives the names.
-    for j, p in enumerate(points, 1):
-        ax.plot([p.intensity], [p.flops_per_s], marker="o", linestyle="none",
-                color="#0f172a", markersize=5, markeredgecolor="white", markeredgewidth=0.6)
-        ax.annotate(str(j), (p.intensity, p.flops_per_s), textcoords="offset points",
-                    xytext=(4, 3 if j % 2 else -9), fontsize=7)
-
-
-def _point_rows(points: Sequence[Point]) -> list[tuple[str, ...]]:
-    return [(f"point {j}: {p.label}", Kind.MEASURED.label, fmt(p.flops_per_s, "FLOP/s"), "",
-             _g(p.intensity) + " FLOP/B") for j, p in enumerate(points, 1)]
-
-
-def roofline_figure(name: str, title: str, description: str, roofs: Sequence[Roof],
-                    points: Sequence[Point], *, dispatch_floor: float | None = None,
-                    dispatch_work: float | None = None) -> tuple[str, Table]:
-    """A roofline of (peak, bandwidth) pairs, one per run or budget, and labelled points."""
-    fig, ax = _new_figure()
-    xs = _xrange(roofs, points)
-    for i, roof in enumerate(roofs):
-        _draw_roof(ax, roof, xs, PALETTE[i % len(PALETTE)])
-        ridge = roof.peak / roof.bandwidth
-        ax.plot([ridge], [roof.peak], marker="|", color=PALETTE[i % len(PALETTE)], markersize=10)
-    if dispatch_floor and dispatch_work:
-        rate = dispatch_work / dispatch_floor
-        ax.axhline(rate, color="#94a3b8", linewidth=1.2, linestyle=(0, (1, 1)),
-                   label="dispatch floor for the seed's work "
-                   f"(measured, {format_si(dispatch_floor, 's')}/call)")
-    _draw_points(ax, points)
-    _log_axes(ax, "intensity (FLOP/byte of minimum traffic)", "FLOP/s", y_unit="FLOP/s")
-    ax.set_title(title, fontsize=10, y=1.0, pad=6)
-    _legend_below(fig, ax, ncol=1)
-    svg = _to_svg(fig, name, title, description)
-    rows: list[tuple[str, ...]] = [
-        (r.label, Kind(r.kind).label, fmt(r.peak, "FLOP/s"), fmt(r.bandwidth, "B/s"),
-         _g(r.peak / r.bandwidth) + " FLOP/B") for r in roofs]
-    rows += _point_rows(points)
-    table = Table(("roof or point", "kind", "compute (achieved)", "bandwidth", "intensity"),
-                  tuple(rows))
-    return svg, table
 
 
 # --- communication roofline -----------------------------------------------------------------
@@ -591,121 +457,58 @@ def _dims_text(dims: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(dims.items()))
 
 
-def sweep_trajectories(sweep_model: Mapping[str, Any]) -> FigureOut:
-    """Each workload's sweep as a connected trajectory on the measured roofline."""
-    b = sweep_model["budget"]
-    roof = Roof("this machine", Kind.MEASURED.value, b["peak"], b["bandwidth"])
-    fig, ax = _new_figure()
-    all_points = [pt for w in sweep_model["workloads"] for pt in w["points"]]
-    xs = _xrange(
-        [roof], [Point("", pt["intensity"], pt["achieved_flops_per_s"]) for pt in all_points]
-    )
-    _draw_roof(ax, roof, xs, "#334155")
-    rows = []
-    for i, w in enumerate(sweep_model["workloads"]):
-        pts = w["points"]
-        if not pts:
-            continue
-        color = PALETTE[i % len(PALETTE)]
-        ax.plot(
-            [p["intensity"] for p in pts],
-            [p["achieved_flops_per_s"] for p in pts],
-            marker="o",
-            markersize=4,
-            color=color,
-            linewidth=1.1,
-            label=w["title"],
-        )
-        for p in pts:
-            rows.append(
-                (
-                    w["title"],
-                    _dims_text(p["dims"]),
-                    _g(p["intensity"]),
-                    fmt(p["achieved_flops_per_s"], "FLOP/s"),
-                    p["observed_bound"],
-                )
-            )
-    _log_axes(ax, "intensity (FLOP/byte of minimum traffic)", "achieved FLOP/s", y_unit="FLOP/s")
-    ax.set_title("Size sweeps on the measured roofline", fontsize=10, y=1.0, pad=6)
-    _legend_below(fig, ax, ncol=3)
+def sweep_trajectories(sweeps: Sequence[Sweep], roofs: RoofSet) -> FigureOut:
+    """Each workload's sweep on the roofline it is predicted on, its points joined in order of
+    size."""
+    points = [PlotPoint(f"{sw.title} {_dims_text(pt.dims)}", pt.intensity, pt.achieved,
+                        sw.title, 0.0,
+                        f"{sw.title}, {_dims_text(pt.dims)}: {format_si(pt.measured, 's')} "
+                        f"measured; closest to its {pt.observed_bound} time", series=sw.title)
+              for sw in sweeps for pt in sw.points if pt.intensity > 0]
     title = "Size sweeps on the measured roofline"
-    desc = (
-        "Each workload measured at growing sizes, joined in order of size: small sizes sit far "
-        "below the roof (dispatch-bound), larger ones approach the memory slope or the "
-        "compute roof."
-    )
-    table = Table(
-        ("workload", "size", "intensity (FLOP/B)", "achieved", "closest term"), tuple(rows)
-    )
-    return _finish(fig, "sweep_roofline", title, desc, table,
-        (Kind.MEASURED.value,),
-    )
+    desc = ("Each workload measured at growing sizes, joined in order of size, at its "
+            "compiled-program intensity: small sizes sit far below the roof (dispatch-bound), "
+            "larger ones approach the memory slope or the compute roof.")
+    return roofline("sweep_roofline", title, desc, [roofs], points)
 
 
-def sweep_prediction(sweep_model: Mapping[str, Any]) -> FigureOut:
+def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> FigureOut:
     """Predicted against measured time of every sweep point, with the line of equality."""
     fig, ax = _new_figure()
     rows = []
     lo, hi = math.inf, 0.0
-    for i, w in enumerate(sweep_model["workloads"]):
-        pts = w["points"]
+    for i, sw in enumerate(sweeps):
+        pts = [pt for pt in sw.points if pt.prediction is not None]
         if not pts:
             continue
-        pred = [p["predicted_s"] for p in pts]
-        meas = [p["measured_s"] for p in pts]
+        pred = [pt.prediction.seconds for pt in pts if pt.prediction is not None]
+        meas = [pt.measured for pt in pts]
         lo, hi = min(lo, *pred, *meas), max(hi, *pred, *meas)
-        ax.plot(
-            pred,
-            meas,
-            marker="o",
-            linestyle="none",
-            markersize=4,
-            color=PALETTE[i % len(PALETTE)],
-            label=w["title"],
-        )
-        for p in pts:
-            rows.append(
-                (
-                    w["title"],
-                    _dims_text(p["dims"]),
-                    fmt(p["predicted_s"], "s"),
-                    fmt(p["measured_s"], "s"),
-                    f"{p['measured_s'] / p['predicted_s']:.2f}×",
-                    p["predicted_bound"],
-                )
-            )
+        ax.plot(pred, meas, marker="o", linestyle="none", markersize=4,
+                color=PALETTE[i % len(PALETTE)], label=sw.title)
+        for pt, t_pred in zip(pts, pred, strict=True):
+            rows.append((sw.title, _dims_text(pt.dims), fmt(t_pred, "s"), fmt(pt.measured, "s"),
+                         f"{pt.measured / t_pred:.2f}×", pt.predicted_bound))
     if hi > 0:
-        ax.plot(
-            [lo / 2, hi * 2],
-            [lo / 2, hi * 2],
-            color="#64748b",
-            linewidth=0.9,
-            linestyle="--",
-            label="measured = predicted",
-        )
+        ax.plot([lo / 2, hi * 2], [lo / 2, hi * 2], color="#64748b", linewidth=0.9,
+                linestyle="--", label="measured = predicted")
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis in (ax.xaxis, ax.yaxis):
         _seconds_axis(axis)
-    ax.set_xlabel("predicted time: max(work ÷ peak, traffic ÷ bandwidth, dispatch)")
+    ax.set_xlabel("predicted time: the model of the compiled program")
     ax.set_ylabel("measured time (median)")
-    ax.set_title("The roofline model's prediction against the stopwatch", fontsize=10, y=1.0, pad=6)
+    ax.set_title("The model's prediction against the stopwatch", fontsize=10, y=1.0, pad=6)
     _legend_below(fig, ax, ncol=3)
-    med = sweep_model.get("median_abs_error")
     title = "Predicted against measured time"
-    desc = (
-        "Every sweep point: the time the measured ceilings predict against the time measured. "
-        "Points above the dashed line ran slower than the roofline bound. "
-        + (f"Median absolute error {100 * med:.0f}%." if med is not None else "")
-    )
-    table = Table(
-        ("workload", "size", "predicted", "measured", "measured ÷ predicted", "predicted bound"),
-        tuple(rows),
-    )
+    desc = ("Each sweep point's predicted time (the per-kernel model on this machine's roofs) "
+            "against its measured median; points on the dashed line were predicted exactly. "
+            + (f"Median error {percent_text(median_error)}." if median_error is not None
+               else ""))
+    table = Table(("workload", "size", "predicted", "measured", "measured ÷ predicted",
+                   "predicted bound"), tuple(rows))
     return _finish(fig, "sweep_prediction", title, desc, table,
-        (Kind.MEASURED.value,),
-    )
+                   (Kind.PREDICTED.value, Kind.MEASURED.value))
 
 
 # --- lab notebook ---------------------------------------------------------------------------
@@ -741,48 +544,131 @@ def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> Figur
                      kinds)
 
 
+# --- the roofline ----------------------------------------------------------------------------
+
+#: One colour per category of point, the same in every figure and explained in its legend.
+CATEGORY_COLOURS: dict[str, str] = {
+    "matmul": "#1f5fbf", "elementwise": "#15803d", "reduction": "#c2410c",
+    "data movement": "#7e22ce", "collective": "#b91c1c", "other": "#475569",
+    "yours": "#0e7490", "catalog": "#1f5fbf", "predicted": "#a16207",
+}
+_POINT_INK = "#0f172a"
+
+
 @dataclass(frozen=True)
-class KernelPoint:
-    """A kernel on the roofline: its intensity, achieved FLOP/s and share of the kernel time."""
+class PlotPoint:
+    """A point on a roofline: a kernel or a program at its intensity and rate. ``size``: its
+    share of the time (0 draws the smallest marker); ``tooltip``: the text a reader sees when
+    pointing at it; ``predicted``: drawn as an open marker (a prediction, not a measurement)."""
 
     label: str
     intensity: float
-    flops_per_s: float
-    share: float
+    rate: float
+    category: str
+    size: float
+    tooltip: str
+    predicted: bool = False
+    series: str = ""  # points of one series are joined in order
 
 
-def kernel_roofline(name: str, title: str, description: str, roof_set: RoofSet,
-                    points: Sequence[KernelPoint], dtype: str | None = None) -> FigureOut:
-    """The top kernels of one workload on one set of roofs (the compute roof of ``dtype``, the
-    main-memory bandwidth), marker area by time share, numbered (the table names them)."""
-    fig, ax = _new_figure()
-    compute = roof_set.compute_for(dtype)
-    bandwidth = roof_set.bandwidth_for(None)
-    roofs = [Roof(roof_set.label, roof_set.kind.value, compute.value, bandwidth.value)] \
-        if compute is not None and bandwidth is not None else []
-    xs = _xrange(roofs, [Point(p.label, p.intensity, p.flops_per_s) for p in points])
+def _xrange(sets: Sequence[RoofSet], points: Sequence[PlotPoint]) -> list[float]:
+    ridges = [s.peak / s.memory_bandwidth for s in sets if s.peak and s.memory_bandwidth]
+    candidates = [*ridges, *(p.intensity for p in points if p.intensity > 0)] or [1.0]
+    lo = min(candidates) / 8
+    hi = max(candidates) * 8
+    lo_e, hi_e = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+    steps = 200
+    return [2 ** (lo_e + (hi_e - lo_e) * i / steps) for i in range(steps + 1)]
+
+
+def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
+              dtype: str | None) -> list[tuple[str, ...]]:
+    """Every roof of one set: compute roofs flat from where the set's main-memory slope meets
+    them, one bandwidth slope per memory level (its fastest roof). With ``dtype``, only the
+    compute roof that dtype runs under."""
+    style = KIND_STYLE.get(roof_set.kind.value, {})
+    main_bw = roof_set.memory_bandwidth
+    computes = list(roof_set.compute)
+    if dtype is not None:
+        chosen = roof_set.compute_for(dtype)
+        computes = [chosen] if chosen is not None else []
+    top = max((c.value for c in computes), default=None)
     rows: list[tuple[str, ...]] = []
-    if compute is not None and bandwidth is not None:
-        ridge = compute.value / bandwidth.value
-        ax.plot(xs, [min(compute.value, bandwidth.value * x) for x in xs], color=PALETTE[0],
-                label=f"{roof_set.label}: {compute.name} {format_si(compute.value, 'FLOP/s')}, "
-                f"{bandwidth.name} {format_si(bandwidth.value, 'B/s')}",
-                **KIND_STYLE.get(roof_set.kind.value, {}))
-        rows.append((roof_set.label, roof_set.kind.label, fmt(compute.value, "FLOP/s"),
-                     fmt(bandwidth.value, "B/s"), _g(ridge) + " FLOP/B", ""))
+    for c in sorted(computes, key=lambda r: -r.value):
+        start = c.value / main_bw if main_bw else xs[0]
+        line = [x for x in xs if x >= start] or [xs[-1]]
+        ax.plot([start, *line], [c.value] * (len(line) + 1), color=color,
+                label=f"{roof_set.label}: {c.name} {format_si(c.value, 'FLOP/s')}", **style)
+        rows.append((f"{roof_set.label}: {c.name}", Kind(c.kind).label, fmt(c.value, "FLOP/s"),
+                     "", _g(c.value / main_bw) + " FLOP/B" if main_bw else "", ""))
+    drawn = {level: max((r for r in roof_set.bandwidth if r.level == level),
+                        key=lambda r: r.value) for level in roof_set.levels()}
+    for bw in sorted(roof_set.bandwidth, key=lambda r: -r.value):
+        if drawn[bw.level] is bw:  # one slope per memory level: its fastest roof
+            end = top / bw.value if top else xs[-1]
+            line = [x for x in xs if x <= end]
+            ax.plot([*line, end], [bw.value * x for x in [*line, end]], color=color, alpha=0.85,
+                    label=f"{roof_set.label}: {bw.level} ({bw.name}) "
+                    f"{format_si(bw.value, 'B/s')}", **style)
+        rows.append((f"{roof_set.label}: {bw.name} ({bw.level}"
+                     + (f", working sets {_range(bw.min_bytes, bw.max_bytes)}"
+                        if bw.min_bytes or bw.max_bytes else "") + ")",
+                     Kind(bw.kind).label, "", fmt(bw.value, "B/s"),
+                     _g(top / bw.value) + " FLOP/B" if top else "", ""))
+    return rows
+
+
+def roofline(name: str, title: str, description: str, sets: Sequence[RoofSet],
+             points: Sequence[PlotPoint], *, dtype: str | None = None) -> FigureOut:
+    """The one roofline plotter: every roof of every set (one colour per set, one line style
+    per kind), and points coloured by category, numbered, each carrying its tooltip (an SVG
+    <title>), measured points filled and predicted ones open. The table beside it is the
+    figure's text alternative: every roof and every point with its numbers."""
+    fig, ax = _new_figure()
+    xs = _xrange(sets, points)
+    rows: list[tuple[str, ...]] = []
+    for i, roof_set in enumerate(sets):
+        rows += _draw_set(ax, roof_set, xs, PALETTE[i % len(PALETTE)],
+                          dtype if i == 0 else None)
+    colours = dict(CATEGORY_COLOURS)
+    for p in points:  # categories without a colour of their own, in order of appearance
+        colours.setdefault(p.category, PALETTE[(len(colours) - len(CATEGORY_COLOURS))
+                                               % len(PALETTE)])
+    series: dict[str, list[PlotPoint]] = {}
+    for p in points:
+        if p.series:
+            series.setdefault(p.series, []).append(p)
+    for members in series.values():
+        ax.plot([p.intensity for p in members], [p.rate for p in members], linewidth=1.0,
+                color=colours[members[0].category], alpha=0.7, zorder=2)
+    seen: set[str] = set()
     for j, p in enumerate(points, 1):
-        ax.scatter([p.intensity], [p.flops_per_s], s=20 + 600 * p.share, color="#0f172a",
-                   alpha=0.55, edgecolors="white", linewidths=0.6)
-        ax.annotate(str(j), (p.intensity, p.flops_per_s), textcoords="offset points",
-                    xytext=(5, 3 if j % 2 else -9), fontsize=7)
-        rows.append((f"kernel {j}: {p.label}", Kind.MEASURED.label, fmt(p.flops_per_s, "FLOP/s"),
-                     "", _g(p.intensity) + " FLOP/B", percent_text(p.share)))
-    _log_axes(ax, "intensity (FLOP/byte at the kernel's boundary)", "FLOP/s", y_unit="FLOP/s")
+        color = colours[p.category]
+        label = None if p.category in seen else p.category
+        seen.add(p.category)
+        ax.scatter([p.intensity], [p.rate], s=24 + 600 * p.size, label=label,
+                   facecolors="none" if p.predicted else color, edgecolors=color,
+                   linewidths=1.2 if p.predicted else 0.6, alpha=0.85, zorder=3,
+                   gid=f"point-{j}")
+        ax.annotate(str(j), (p.intensity, p.rate), textcoords="offset points",
+                    xytext=(5, 3 if j % 2 else -9), fontsize=7, color=_POINT_INK)
+        rows.append((f"point {j}: {p.label}", "predicted" if p.predicted else "measured",
+                     fmt(p.rate, "FLOP/s"), "", _g(p.intensity) + " FLOP/B", p.category))
+    _log_axes(ax, "intensity (FLOP per byte moved)", "FLOP/s", y_unit="FLOP/s")
     ax.set_title(title, fontsize=10, y=1.0, pad=6)
-    if roofs:
-        _legend_below(fig, ax, ncol=1)
-    svg = _to_svg(fig, name, title, description)
-    table = Table(("roof or kernel", "kind", "compute (achieved)", "bandwidth", "intensity",
-                   "time share"), tuple(rows))
-    return FigureOut(name, title, description, svg, table,
-                     (roof_set.kind.value, Kind.MEASURED.value))
+    _legend_below(fig, ax, ncol=2)
+    svg = _with_tooltips(_to_svg(fig, name, title, description), name, points)
+    table = Table(("roof or point", "kind", "compute (rate)", "bandwidth", "intensity",
+                   "category"), tuple(rows))
+    kinds = tuple(dict.fromkeys([*(s.kind.value for s in sets),
+                                 *(Kind.PREDICTED.value if p.predicted else Kind.MEASURED.value
+                                   for p in points)]))
+    return FigureOut(name, title, description, svg, table, kinds)
+
+
+def _with_tooltips(svg: str, name: str, points: Sequence[PlotPoint]) -> str:
+    """Each point's group gets a <title> (browsers show it when pointing at the point)."""
+    for j, p in enumerate(points, 1):
+        marker = f'<g id="{name}-point-{j}">'
+        svg = svg.replace(marker, f"{marker}<title>{escape(p.tooltip)}</title>", 1)
+    return svg

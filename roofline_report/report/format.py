@@ -12,14 +12,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from roofline_report.analysis.miss import Miss
 from roofline_report.kinds import Kind
-from roofline_report.units import format_si
+from roofline_report.units import format_si, scientific
 
 KIND_MARKERS: dict[str, str] = {
     Kind.ANALYTIC.value: "A",
     Kind.HYPOTHETICAL.value: "H",
     Kind.SPEC_SHEET.value: "S",
     Kind.COMPILER_ESTIMATE.value: "C",
+    Kind.PREDICTED.value: "P",
     Kind.MEASURED.value: "M",
 }
 
@@ -54,9 +56,25 @@ def count(value: float | None, kind: Kind | str) -> Num:
     return Num(f"{value:.6g}", Kind(kind).value)
 
 
+def decimal(value: float, digits: int = 4) -> str:
+    """A plain number to ``digits`` significant digits, never in exponent notation: from 10⁻³
+    to below 10⁶ as a decimal ("0.0156", "2048"), beyond as a power of ten ("2.18×10⁻⁷")."""
+    if not math.isfinite(value):
+        return "unknown"
+    if value == 0:
+        return "0"
+    size = abs(value)
+    if 1e-3 <= size < 1e6:
+        text = f"{value:.{digits}g}"
+        if "e" not in text:
+            return text
+    return scientific(value, digits)
+
+
 def ratio(value: float | None, kind: Kind | str, digits: int = 4) -> Num:
-    """A dimensionless ratio to ``digits`` significant digits ('unknown' for None)."""
-    return Num("unknown" if value is None else f"{value:.{digits}g}", Kind(kind).value)
+    """A dimensionless ratio to ``digits`` significant digits ('unknown' for None), never in
+    exponent notation (:func:`decimal`)."""
+    return Num("unknown" if value is None else decimal(value, digits), Kind(kind).value)
 
 
 def percent_text(fraction: float | None) -> str:
@@ -94,4 +112,31 @@ def plural(number: object, one: str, many: str) -> str:
     return f"{number} {one if singular else many}"
 
 
-__all__ = ["KIND_MARKERS", "Num", "count", "n", "percent", "percent_text", "plural", "ratio"]
+__all__ = ["KIND_MARKERS", "Num", "count", "decimal", "miss_text", "n", "ordinal", "percent",
+           "percent_text", "plural", "rate", "ratio"]
+
+
+def miss_text(m: Miss | None) -> Num:
+    """A prediction's miss as a ratio: '2.3× slower', '1.4× faster', 'as predicted' (within
+    5%), kind predicted; 'unknown' without one."""
+    if m is None:
+        return Num("unknown", Kind.PREDICTED.value)
+    if m.direction == "as predicted":
+        return Num("as predicted", Kind.PREDICTED.value)
+    return Num(f"{m.factor:.2g}× {m.direction}", Kind.PREDICTED.value)
+
+
+def rate(value: tuple[float, str] | None, kind: Kind | str) -> Num:
+    """A (rate, unit) pair such as a prediction's roof: '86 GFLOP/s' or '12 GB/s'."""
+    if value is None:
+        return Num("unknown", Kind(kind).value)
+    return n(value[0], value[1], kind)
+
+
+def ordinal(number: int) -> str:
+    """'1st', '2nd', '3rd', '4th', '11th', '21st'."""
+    if 10 <= number % 100 <= 20:
+        suffix = "th"
+    else:
+        suffix = {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"

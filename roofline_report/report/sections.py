@@ -253,6 +253,7 @@ def measured(vm: VM) -> Section:
     if not m["ceilings"]:
         body.append(Section("Ceilings of this machine",
                             (p("Ceilings not measured: ", m["ceilings_reason"]),)))
+        body.append(_placements(vm))
         return Section("Measured on this machine", tuple(body), id="measured",
                        kind=Kind.MEASURED.value)
     rows = []
@@ -263,7 +264,6 @@ def measured(vm: VM) -> Section:
         rows.append((c(r["group"]), c(r["name"]), value))
     body.append(Section("Ceilings of this machine", (
         table(("ceiling", "kernel", "value"), rows),
-        *_optional_figure(vm, "measured_roofline"),
     )))
     body.append(_levels(vm))
     if m["rates"]:
@@ -284,31 +284,43 @@ def measured(vm: VM) -> Section:
                     else Cell(text("not available: ", r["reason"]), numeric=True))
                    for r in m["rates"]]),
         )))
-    if m["placement"]:
-        body.append(Section("Workloads on the measured roofline", (
-            p("Each workload is held to the compute roof of its dtype and the bandwidth roof of "
-              "the memory level that holds its minimum traffic. The predicted time is the "
-              "model of the compiled program, kernel by kernel: Σ over its kernels of trips × "
-              "max(t_alu, t_mem, launch) + dispatch, where a kernel's t_alu charges "
-              "matrix-product flops to the matmul roof of the dtype at the product's size, "
-              "convolution flops to the convolution roof at theirs, conversions to the "
-              "conversion rate, other flops to the measured multiply-add rate and each "
-              "transcendental to its function's rate, and t_mem the bytes at the kernel's "
-              "boundary to the bandwidth of the memory level that holds them (a program "
-              "without a kernel inventory: the same terms from its totals, plus (kernels − 1) "
-              "× launch). A prediction off by more than 50%, or a point above its roof, gets "
-              "the likeliest reason from the evidence."),
-            table(
-                ("workload", "intensity", "achieved", "roof at this intensity", "of roof",
-                 "roofs used", "binding (largest term)", "predicted time", "measured time",
-                 "error", "why they differ"),
-                [(c(r["title"]), num(r["intensity"]), num(r["achieved"]), num(r["roof"]),
-                  num(r["fraction"]), c(r["roof_name"]), c(r["binding"]), num(r["predicted"]),
-                  num(r["measured"]), num(r["error"]), c(r["why"]))
-                 for r in m["placement"]]),
-            *((p(*m["accuracy"]),) if m["accuracy"] else ()))))
+    body.append(_placements(vm))
     return Section("Measured on this machine", tuple(body), id="measured",
                    kind=Kind.MEASURED.value)
+
+
+MODEL_TEXT = (
+    "The predicted time is the model of the compiled program, kernel by kernel: Σ over its "
+    "kernels of trips × max(compute, memory, launch) + the dispatch floor of one call, where a "
+    "kernel's compute charges matrix-product flops to the matmul roof of its dtype at the "
+    "product's size, convolution flops to the convolution roof, conversions to the conversion "
+    "rate, other flops to the measured multiply-add rate and each transcendental to its "
+    "function's rate, and its memory time is the bytes it touches at the bandwidth of the "
+    "memory level that holds them. Its roof is the rate that prediction implies (flops ÷ "
+    "predicted time); the share of roof is the achieved rate ÷ that roof, which is the "
+    "predicted time ÷ the measured time; the binding is the prediction's largest term. A "
+    "prediction off by more than 50%, or a program above its roof, gets the likeliest reason "
+    "from the evidence.")
+
+
+def _placements(vm: VM) -> Block:
+    m = vm["measured"]
+    if not m["placement"]:
+        return Section("Programs on the roofline", (p("No program of this run was timed."),))
+    return Section("Programs on the roofline", (
+        p(f"Every timed program, on {m['placement_roofs']}, at its compiled-program "
+          "intensity: the flops its kernels count over the bytes they touch. ", MODEL_TEXT),
+        table(
+            ("program", "intensity", "achieved", "roof (its prediction's)", "of roof",
+             "binding (largest term)", "predicted time", "measured time", "miss",
+             "why they differ"),
+            [(_anchored(c(r["title"]), r["anchor"] + "-roofline"), num(r["intensity"]),
+              num(r["achieved"]), num(r["roof"]), num(r["of_roof"]), c(r["binding"]),
+              num(r["predicted"]), num(r["measured"]), num(r["miss"]), c(r["why"]))
+             for r in m["placement"]]),
+        *((p(*m["accuracy"]),) if m["accuracy"] else ()),
+        *_optional_figure(vm, "measured_roofline"),
+        *_optional_figure(vm, "programs_roofline")))
 
 
 def _levels(vm: VM) -> Section:
@@ -382,28 +394,36 @@ def reconciliation(vm: VM) -> Section:
                    id="reconciliation")
 
 
+KERNEL_COLUMNS = ("kernel", "category", "source", "launches", "time", "share", "flops", "bytes",
+                  "intensity", "achieved", "roof (its prediction's)", "of roof", "binding",
+                  "predicted", "miss", "why")
+
+
+def _kernel_cells(r: Mapping[str, Any]) -> tuple[Cell, ...]:
+    return (c(Code(r["name"])), c(r["category"]), c(r["source"]), num(r["launches"]),
+            num(r["time"]), num(r["share"]), num(r["flops"]), num(r["bytes"]),
+            num(r["intensity"]), num(r["achieved"]), num(r["roof"]), num(r["of_roof"]),
+            c(r["binding"]), num(r["predicted"]), num(r["miss"]), c(r["why"]))
+
+
 def _kernel_workload(vm: VM, k: Mapping[str, Any]) -> Section:
     body: list[Block] = [p(k["summary"], " ", *(k["coverage"] or (k["unavailable"],)))]
-    body.append(table(
-        ("kernel", "category", "source", "launches", "time", "share", "flops", "bytes",
-         "intensity", "achieved", "of roof", "binding", "predicted", "error", "kind"),
-        [(c(Code(r["name"])), c(r["category"]), c(r["source"]), num(r["launches"]),
-          num(r["time"]), num(r["share"]), num(r["flops"]), num(r["bytes"]),
-          num(r["intensity"]), num(r["achieved"]), num(r["fraction"]), c(r["binding"]),
-          num(r["predicted"]), num(r["error"]), c(r["kind"])) for r in k["rows"]]))
-    if k["more"]:
-        body.append(p(k["more"]))
+    if k["opportunities"]:
+        body.append(p(Strong("Largest opportunities"), " (time each could save per call: "
+                      "measured minus predicted at its roof):"))
+        body.append(BulletList(tuple(text(*o) for o in k["opportunities"])))
+    body.append(table(KERNEL_COLUMNS, [_kernel_cells(r) for r in k["rows"]]))
+    if k["rest"]:
+        body.append(Details((k["more"], " Every kernel:"),
+                            (table(KERNEL_COLUMNS, [_kernel_cells(r) for r in k["rest"]]),)))
     if k["figure"]:
         body.append(_figure(vm, k["figure"]))
     body.append(p(Strong("Where the time goes.")))
     body.append(table(("category", "kernels", "time", "share", "flops", "bytes"),
                       [(c(x["title"]), num(x["kernels"]), num(x["time"]), num(x["share"]),
                         num(x["flops"]), num(x["bytes"])) for x in k["categories"]]))
-    if k["opportunities"]:
-        body.append(p(Strong("Largest opportunities.")))
-        body.append(BulletList(tuple(text(*o) for o in k["opportunities"])))
     body.append(p(*k["reconciliation"]))
-    return Section(k["title"], tuple(body))
+    return Section(k["title"], tuple(body), id=k["anchor"] + "-kernels")
 
 
 def kernels(vm: VM) -> Section | None:
@@ -414,12 +434,13 @@ def kernels(vm: VM) -> Section | None:
         return None
     body: list[Block] = [p(
         "Each compiled kernel, counted from the optimized HLO and timed from a profiler trace "
-        "of repeated calls. Kernels can overlap, so shares are of the summed kernel time; "
-        "binding says which roof the kernel's work and bytes meet first, launch when its work "
-        "is below the shortest launch of the program. Predicted: launches × max(the kernel's "
-        "roofline time per launch, the measured launch cost), its roofline time from its own "
-        "flops, transcendentals and boundary bytes under the roofs named below each program "
-        "(this machine's where this run measured them).")]
+        "of repeated calls. Kernels can overlap, so shares are of the summed kernel time. "
+        "Predicted: launches × max(compute, memory, launch) from the kernel's own flops, "
+        "transcendentals and the bytes it touches, under the roofs named below each program "
+        "(this machine's where this run measured them). Its roof is the rate that prediction "
+        "implies, the share of roof the achieved rate ÷ that roof, the binding the largest "
+        "term of that same prediction; the miss says how many times slower or faster than "
+        "predicted it ran.")]
     for i, k in enumerate(views):
         sub = _kernel_workload(vm, k)
         body.append(sub if i == 0 or k["user"] else Details((k["title"],), (sub,)))
@@ -511,19 +532,19 @@ def sweeps(vm: VM) -> Section:
         body += [
             p("Each workload at growing sizes. The model of the compiled program predicts each "
               "point's time from this machine's measured roofs, kernel by kernel as in the "
-              "measured section; the predicted crossing is the first size where the compute "
-              "term is the largest, the observed one the first size whose measured time is "
-              f"closest to the compute term. Over {plural(sw['points'], 'point', 'points')} "
+              "measured section; the predicted crossing is the first size whose prediction is "
+              "bound by compute, the observed one the first size whose measured time is "
+              f"closest to its compute time. Over {plural(sw['points'], 'point', 'points')} "
               "the median prediction error is ", sw["median_error"], "."),
             table(("workload", "points", "crosses the ridge: predicted", "observed",
                    "median error"),
                   [(c(r["title"]), num(Num(r["points"])), c(r["predicted"]), c(r["observed"]),
                     num(r["error"])) for r in sw["rows"]]),
             Details(("Every point: predicted against measured, and why they differ",), (
-                table(("workload", "size", "predicted time", "measured time", "error",
+                table(("workload", "size", "predicted time", "measured time", "miss",
                        "binding (largest term)", "why they differ"),
                       [(c(r["title"]), c(r["size"]), num(r["predicted"]), num(r["measured"]),
-                        num(r["error"]), c(r["bound"]), c(r["why"]))
+                        num(r["miss"]), c(r["bound"]), c(r["why"]))
                        for r in sw["point_rows"]]),)),
             *_optional_figure(vm, "sweep_roofline"),
             *_optional_figure(vm, "sweep_prediction"),
@@ -792,8 +813,9 @@ def _program(vm: VM, w: Mapping[str, Any]) -> Section:
     pr = w["prediction"]
     if pr:
         body.append(p("The model of the compiled program predicts ", pr["predicted"],
-                      f", bound by {pr['binding']} (bytes: {pr['bytes_source']}); error ",
-                      pr["error"], "." + (f" Why: {pr['why']}." if pr["why"] else "")))
+                      f" on {pr['roofs']}, bound by {pr['binding']} (bytes: "
+                      f"{pr['bytes_source']}); measured: ", pr["miss"], "."
+                      + (f" Why: {pr['why']}." if pr["why"] else "")))
     return Section(w["title"], tuple(body))
 
 

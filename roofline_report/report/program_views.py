@@ -1,0 +1,479 @@
+"""The views of programs and their kernels (no jax): display strings of the analysis's
+:class:`~roofline_report.analysis.records.Program` and
+:class:`~roofline_report.analysis.records.KernelTable` records. Nothing is computed here but the
+text of numbers the analysis computed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from roofline_report.analysis.analyse import SEED_NAME
+from roofline_report.analysis.predict import Prediction
+from roofline_report.analysis.records import (
+    SIGNIFICANT_KERNEL_S,
+    Analysis,
+    KernelRow,
+    KernelTable,
+    Opportunity,
+    Program,
+)
+from roofline_report.analysis.roofs import RoofSet
+from roofline_report.kinds import Kind
+from roofline_report.report import figures as figs
+from roofline_report.report import meta
+from roofline_report.report.format import (
+    Num,
+    count,
+    decimal,
+    miss_text,
+    n,
+    percent,
+    percent_text,
+    plural,
+    rate,
+    ratio,
+)
+from roofline_report.units import format_intensity, format_si
+
+__all__ = ["accuracy", "kernel_views", "placements", "program_view", "programs_figure"]
+
+P = Kind.PREDICTED
+M = Kind.MEASURED
+A = Kind.ANALYTIC
+KERNEL_ROWS = 15  # kernels shown open per program; the rest in a fold
+OVERLAP_SAID = 1.05  # summed kernel time over busy time above which the overlap is stated
+KERNEL_POINTS = 40  # kernels placed on a program's figure
+
+
+def roofs_words(roofs: RoofSet) -> str:
+    """'this machine's measured roofs' or 'the assumed budgets (hypothetical)'."""
+    if roofs.kind is Kind.MEASURED:
+        return "this machine's measured roofs"
+    return f"{roofs.label} ({roofs.kind.label})"
+
+
+def prediction_cells(p: Prediction | None) -> dict[str, Num | str]:
+    """The cells every prediction shows: time, roof rate, binding, roofs used."""
+    if p is None:
+        return {"predicted": Num("no roof", P.value), "roof": Num("no roof", P.value),
+                "binding": "unknown", "roofs": ""}
+    kinds = ", ".join(k.label for k in p.roof_kinds)
+    return {"predicted": n(p.seconds, "s", P), "roof": rate(p.roof_rate, P),
+            "binding": p.binding.label,
+            "roofs": f"{'; '.join(p.roofs)} ({kinds})"}
+
+
+# --- kernels ---------------------------------------------------------------------------------
+
+def _kernel_row(r: KernelRow) -> dict[str, Any]:
+    cells = prediction_cells(r.prediction)
+    return {
+        "name": r.name, "category": r.category, "kind": r.fusion or "",
+        "source": r.source or r.op_name or "",
+        "launches": count(r.launches, M) if r.launches is not None else count(r.trips, A),
+        "time": n(r.seconds, "s", M), "share": percent(r.share, M),
+        "flops": count(r.flops, A), "bytes": n(r.bytes, "B", A),
+        "intensity": Num(format_intensity(r.intensity) if r.intensity else "0", A.value),
+        "achieved": n(r.achieved, "FLOP/s", M) if r.achieved else Num("—"),
+        "roof": cells["roof"], "of_roof": percent(r.share_of_roof, P),
+        "binding": cells["binding"], "predicted": cells["predicted"],
+        "miss": miss_text(r.miss), "why": r.why,
+    }
+
+
+def _coverage(t: Any, roofs: RoofSet) -> tuple[str | Num, ...]:
+    basis = ("each kernel's time is its events' own durations (busy time)" if t.basis == "busy"
+             else "each kernel's time runs from its launch to its completion (this trace kept "
+                  "no busy time): waiting for a worker thread counts")
+    parts: tuple[str | Num, ...] = (
+        f"Traced over {plural(t.calls, 'call', 'calls')}; {basis}. Per call the program ran ",
+        n(t.program_s, "s", M), ", at least one kernel ran during ", n(t.busy_s, "s", M),
+        " (coverage ", percent(t.coverage, M), "), and the kernels' times sum to ",
+        n(t.kernel_sum_s, "s", M), ". The rest: dispatch ", n(t.dispatch_s, "s", M),
+        ", loop control ", n(t.loop_control_s, "s", M), ", gaps between kernels ",
+        n(t.gaps_s, "s", M), ".")
+    if t.overlap > OVERLAP_SAID:
+        parts += (" Kernels ran side by side: their times sum to ", ratio(t.overlap, M, 3),
+                  "× the time at least one ran, so a kernel that shared the device with "
+                  "another took longer than it would alone, and its miss against the "
+                  "prediction (made for a kernel alone) includes that.")
+    if t.launches > 1 and t.gaps_s > 0:
+        per = t.gaps_s / (t.launches - 1)
+        launch = roofs.floor("launch")
+        parts += (" That is ", n(per, "s", M), " of gap per launch after the first",
+                  *((" (the launch ceiling measured on a chain of kernels: ",
+                     n(launch.seconds, "s", launch.kind), ")") if launch is not None else ()),
+                  ".")
+    if t.overhead:
+        parts += (" A traced call took ", ratio(t.overhead, M, 3), "× an untraced one.")
+    return parts
+
+
+def _opportunity(o: Opportunity) -> tuple[str | Num, ...]:
+    if o.what == "kernel":
+        return (f"{o.name} ({o.binding}) could save ", n(o.saving, "s", P), " per call: it "
+                "takes ", percent(o.share, M), " of the summed kernel time.")
+    return (f"The {plural(o.kernels, 'kernel', 'kernels')} of {o.name} could save ",
+            n(o.saving, "s", P), " per call together (", percent(o.share, M),
+            " of the summed kernel time).")
+
+
+def _figure(p: Program, table: KernelTable) -> figs.FigureOut | None:
+    points = [figs.PlotPoint(
+        label=r.name, intensity=r.intensity or 0.0, rate=r.achieved or 0.0,
+        category=r.category, size=r.share or 0.0,
+        tooltip=_tooltip(r.name, r.seconds, r.share, r.source, r.share_of_roof))
+        for r in table.rows[:KERNEL_POINTS] if r.intensity and r.achieved and r.share]
+    # A figure for the user's programs and the seed: one per catalog workload would double
+    # the time to re-render; their tables hold the same numbers.
+    if not points or not (p.user or p.name == SEED_NAME):
+        return None
+    name = "kernels_" + meta.workload_anchor(p.name).removeprefix("w-")
+    title = f"Kernels of {p.title} on the roofline"
+    desc = (f"The {plural(len(points), 'kernel', 'kernels')} with the most time, placed at "
+            f"their intensity (flops over the bytes they touch) and measured FLOP/s under "
+            f"{roofs_words(table.roofs)}; marker area grows with the time share, colour "
+            "shows the category.")
+    return figs.roofline(name, title, desc, [table.roofs], points, dtype=p.dtype)
+
+
+def _tooltip(name: str, seconds: float | None, share: float | None, source: str | None,
+             of_roof: float | None) -> str:
+    parts = [name, format_si(seconds, "s") + " per call"]
+    if share is not None:
+        parts.append(percent_text(share) + " of the time")
+    if of_roof is not None:
+        parts.append(percent_text(of_roof) + " of its roof")
+    if source:
+        parts.append(source)
+    return "; ".join(parts)
+
+
+def kernel_view(p: Program) -> dict[str, Any] | None:
+    table = p.kernels
+    if table is None:
+        return None
+    t = table.trace
+    figure = _figure(p, table)
+    rows = [_kernel_row(r) for r in table.rows]
+    rest = table.rows[KERNEL_ROWS:]
+    summary = (f"{plural(table.count, 'kernel', 'kernels')}, "
+               f"{plural(table.launches, 'launch', 'launches')} per call; predicted on "
+               f"{roofs_words(table.roofs)}.")
+    if table.roofs.kind is not Kind.MEASURED:
+        summary += (" This run measured no ceilings of this machine, so the kernels are held "
+                    "to the assumed budgets, without a launch cost; their predictions are as "
+                    "hypothetical as the budgets (roofline_report.analyze(..., ceilings=True)"
+                    " or a run of generate.py measures them).")
+    return {
+        "title": p.title, "user": p.user, "anchor": meta.workload_anchor(p.name),
+        "summary": summary,
+        "coverage": _coverage(t, table.roofs) if t is not None else (),
+        "unavailable": "" if t else f"Per-kernel times not available: {table.trace_reason}.",
+        "rows": rows[:KERNEL_ROWS], "rest": rows[KERNEL_ROWS:],
+        "more": (f"{plural(len(rest), 'more kernel', 'more kernels')} take "
+                 f"{percent_text(sum(r.share or 0.0 for r in rest))} of the summed kernel "
+                 "time.") if rest else "",
+        "categories": [{"title": c.title, "kernels": count(c.kernels, A),
+                        "time": n(c.seconds, "s", M), "share": percent(c.share, M),
+                        "flops": count(c.flops, A), "bytes": n(c.bytes, "B", A)}
+                       for c in table.categories],
+        "opportunities": [_opportunity(o) for o in table.opportunities],
+        "reconciliation": _kernel_reconciliation(table.reconciliation),
+        "figure": figure.name if figure is not None else None, "figure_out": figure,
+    }
+
+
+def kernel_views(an: Analysis) -> list[dict[str, Any]]:
+    """The per-kernel view of every program that has one: the user's first."""
+    views = [v for v in (kernel_view(p) for p in an.programs) if v is not None]
+    return sorted(views, key=lambda v: not v["user"])
+
+
+def _kernel_reconciliation(r: Mapping[str, Any]) -> tuple[str | Num, ...]:
+    """The kernels' flops against our program count, as inline parts (counts: analytic)."""
+    flops = r["flops"]
+    if flops["program"] is None:
+        return ("No program count to reconcile the kernel sum with.",)
+    if flops["equal"] and r["transcendentals"]["equal"] and not r["rewrites"]:
+        return ("The kernels' flops sum to ", count(flops["kernels"], A),
+                ", equal to our program count.")
+    parts: list[str | Num] = ["The kernels' flops sum to ", count(flops["kernels"], A),
+                              ", our program count is ", count(flops["program"], A),
+                              "; the compiler's rewrites: "]
+    for i, x in enumerate(r["rewrites"]):
+        parts += ["; " if i else "", f"{x['cause']} (",
+                  Num(f"{x['amount']:+,} {x['quantity']}", A.value), ")"]
+    parts.append(".")
+    left = [(q, v) for q, v in r["unexplained"].items() if v]
+    if left:
+        parts.append(" Not explained by a rewrite: ")
+        for i, (q, v) in enumerate(left):
+            parts += [", " if i else "", f"{q} ", Num(f"{v:+,}", A.value)]
+        parts.append(".")
+    return tuple(parts)
+
+
+# --- programs on the roofline ----------------------------------------------------------------
+
+def placements(an: Analysis) -> list[dict[str, Any]]:
+    """Every timed program on the roofline it is predicted on (this machine's, where
+    measured): compiled-program intensity, achieved rate, the prediction's roof, share."""
+    rows = []
+    for p in an.programs:
+        if p.seconds is None or p.intensity is None:
+            continue
+        cells = prediction_cells(p.prediction)
+        rows.append({
+            "title": p.title, "anchor": meta.workload_anchor(p.name),
+            "intensity": Num(format_intensity(p.intensity), A.value),
+            "achieved": n(p.achieved, "FLOP/s", M), "roof": cells["roof"],
+            "of_roof": percent(p.share_of_roof, P), "binding": cells["binding"],
+            "roofs": cells["roofs"], "predicted": cells["predicted"],
+            "measured": n(p.seconds, "s", M), "miss": miss_text(p.miss),
+            "why": p.why or ("" if p.prediction is not None else
+                             "no prediction: the program's work was not counted"),
+        })
+    return rows
+
+
+def accuracy(an: Analysis) -> tuple[str | Num, ...]:
+    """One sentence on how well the model predicted this run."""
+    acc = an.accuracy
+    if not acc.errors:
+        return ()
+    parts: list[str | Num] = [
+        f"Over {plural(len(acc.errors), 'prediction', 'predictions')} of this run (programs "
+        "and sweep points), the median error |predicted − measured| ÷ measured is ",
+        percent(acc.median, P), " and the 90th percentile ", percent(acc.p90, P)]
+    if acc.kernel_errors:
+        parts += [f"; over {plural(len(acc.kernel_errors), 'kernel', 'kernels')} of at least "
+                  f"{format_si(SIGNIFICANT_KERNEL_S, 's')}, the median error is ",
+                  percent(acc.kernel_median, P)]
+    return (*parts, ".")
+
+
+def programs_figure(an: Analysis) -> figs.FigureOut | None:
+    """Every timed program on the roofline it is predicted on, with the assumed budgets and
+    the spec sheet beside it: measured points and predicted points."""
+    roofs = an.roofs
+    main = roofs.kernels
+    sets = [main] + ([roofs.hypothetical] if roofs.measured is not None else [])
+    if roofs.spec_sheet is not None and roofs.spec_sheet.complete:
+        sets.append(roofs.spec_sheet)
+    points: list[figs.PlotPoint] = []
+    for p in an.programs:
+        x, achieved = p.intensity, p.achieved
+        if x is None or achieved is None:
+            continue
+        category = "yours" if p.user else "catalog"
+        points.append(figs.PlotPoint(
+            label=p.title, intensity=x, rate=achieved, category=category, size=0.0,
+            tooltip=_tooltip(p.title, p.seconds, None, None, p.share_of_roof)))
+        roof = p.roof
+        if roof is not None and roof[1] == "FLOP/s":
+            points.append(figs.PlotPoint(
+                label=f"{p.title} (predicted)", intensity=x, rate=roof[0], category="predicted",
+                size=0.0, tooltip=f"{p.title}: predicted {format_si(p.prediction.seconds, 's')}"
+                if p.prediction else p.title, predicted=True))
+    if not points:
+        return None
+    measured = roofs.measured is not None
+    name = "measured_roofline" if measured else "programs_roofline"
+    title = ("Measured roofline of this machine, with every program placed" if measured
+             else "The programs on the assumed budgets")
+    placed = sum(1 for q in points if not q.predicted)
+    desc = (f"{plural(placed, 'program is', 'programs are')} placed at their compiled-program "
+            "intensity (the flops their kernels count over the bytes their kernels touch) and "
+            "measured FLOP/s; an open marker is each one's predicted rate at the same "
+            f"intensity. Roofs: {_roof_list(main)}"
+            + ("; the assumed budgets dashed" if measured else "")
+            + ("; the spec sheet dotted" if len(sets) > (2 if measured else 1) else "") + ".")
+    return figs.roofline(name, title, desc, sets, points)
+
+
+def _roof_list(s: RoofSet) -> str:
+    compute = ", ".join(f"{r.name} {format_si(r.value, 'FLOP/s')}" for r in s.compute)
+    memory = ", ".join(f"{r.name} {format_si(r.value, 'B/s')}" for r in s.bandwidth)
+    return f"{compute}; {memory}"
+
+
+# --- a user's program ------------------------------------------------------------------------
+
+NO_MODEL = "no analytic model"
+#: Leaves an argument may have before its tree is folded to its top levels.
+FOLD_AFTER = 8
+#: Rows of a folded tree's top levels at most (the rest are summed in one row).
+MAX_GROUPS = 24
+_PATH_PART = re.compile(r"\[[^\]]*\]|\.[^.\[]+")
+
+
+def tree_summary(tree: Mapping[str, Any]) -> str:
+    nodes = [a for a in tree.get("arguments", []) if not a.get("static")]
+    return (f"{plural(len(nodes), 'argument', 'arguments')}, "
+            f"{plural(tree.get('leaf_count', 0), 'array', 'arrays')}, "
+            f"{format_si(tree.get('bytes', 0), 'B')}")
+
+
+def _path_parts(path: str) -> list[str]:
+    return _PATH_PART.findall(path) or ([path] if path else [])
+
+
+def _groups(leaves: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The top levels of a tree: the shallowest depth (1 to 3) with at least 3 groups, each
+    with its leaf count, bytes and dtypes."""
+    chosen: dict[str, list[Mapping[str, Any]]] = {}
+    for depth in (1, 2, 3):
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        for leaf in leaves:
+            parts = _path_parts(str(leaf["path"]))
+            groups.setdefault("".join(parts[:depth]) or "(the argument itself)", []).append(leaf)
+        chosen = groups
+        if len(groups) >= 3:
+            break
+    items = sorted(chosen.items(), key=lambda kv: -sum(int(x["bytes"]) for x in kv[1]))
+    rows = [_group_row(prefix, members) for prefix, members in items[:MAX_GROUPS]]
+    rest = [x for _, members in items[MAX_GROUPS:] for x in members]
+    if rest:
+        rows.append(_group_row(f"{len(items) - MAX_GROUPS} more", rest))
+    return rows
+
+
+def _group_row(prefix: str, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {"path": prefix, "leaves": str(len(members)),
+            "bytes": n(sum(int(x["bytes"]) for x in members), "B", A),
+            "dtypes": ", ".join(sorted({str(x["dtype"]) for x in members}))}
+
+
+def _leaf_row(leaf: Mapping[str, Any]) -> dict[str, Any]:
+    return {"path": str(leaf["path"]) or "(the argument itself)", "shape": str(list(leaf["shape"])),
+            "dtype": str(leaf["dtype"]), "bytes": n(leaf["bytes"], "B", A)}
+
+
+def _bare(leaves: Sequence[Mapping[str, Any]]) -> bool:
+    """An argument that is one array (no tree to show)."""
+    return len(leaves) == 1 and not leaves[0].get("path")
+
+
+def _type_name(name: str, leaves: int) -> str:
+    return "array" if name in ("ArrayImpl", "ndarray", "ShapeDtypeStruct") and leaves == 1 \
+        else name
+
+
+def _argument_view(node: Mapping[str, Any]) -> dict[str, Any]:
+    leaves = list(node.get("leaves", []))
+    count_ = int(node.get("leaf_count", 0))
+    role = "static" if node.get("static") else "keyword" if node.get("keyword") else ""
+    return {
+        "name": str(node["name"]), "role": role,
+        "type": (f"{leaves[0]['dtype']}{list(leaves[0]['shape'])}" if _bare(leaves)
+                 else _type_name(str(node.get("type", "")), count_)),
+        "bare": _bare(leaves), "value": str(node.get("value", "")), "leaves": str(count_),
+        "bytes": n(node.get("bytes", 0), "B", A), "held": str(node.get("held_leaves", 0)),
+        "omitted": str(node.get("omitted", 0)), "folded": count_ > FOLD_AFTER,
+        "groups": _groups(leaves) if count_ > FOLD_AFTER else [],
+        "rows": [_leaf_row(x) for x in leaves],
+    }
+
+
+def traffic_num(p: Program) -> Num:
+    """The least traffic shown for a program, labelled with its basis."""
+    if p.minimum_bytes is None:
+        return Num(NO_MODEL)
+    if p.minimum_basis == "analytic minimum traffic":
+        return n(p.minimum_bytes, "B", A)
+    return Num(f"{format_si(p.minimum_bytes, 'B')} ({p.minimum_basis})", A.value)
+
+
+def has_model(p: Program) -> bool:
+    an = p.observation.get("analytic")
+    return isinstance(an, Mapping) and "flops" in an
+
+
+def timing_rows(p: Program) -> dict[str, Any] | None:
+    s = p.timing
+    if s is None:
+        return None
+    t = p.observation.get("timing") or {}
+    return {
+        "median": n(s.median, "s", M), "min": n(s.min, "s", M), "q1": n(s.q1, "s", M),
+        "q3": n(s.q3, "s", M), "iqr": n(s.iqr, "s", M), "samples": str(s.n),
+        "outliers": str(s.outliers), "inner": str(t.get("inner_reps", 1)),
+        "unstable": s.unstable, "spread": percent_text(s.spread),
+        "method": str(t.get("method", "")),
+    }
+
+
+def tolerance(check: Mapping[str, Any]) -> str:
+    return (f"rtol = {decimal(float(check.get('rtol', 0)), 3)}, "
+            f"atol = {decimal(float(check.get('atol', 0)), 3)}")
+
+
+def program_sentence(c: Mapping[str, Any]) -> str:
+    """One sentence on the optimized program: kernels, fusions, custom calls, loops."""
+    if not c:
+        return ""
+    parts = [plural(c.get("kernels"), "kernel launch", "kernel launches")]
+    fusions = (c.get("fusions") or {}).get("count")
+    if fusions:
+        parts.append(plural(fusions, "fusion", "fusions"))
+    calls = sorted({str(x.get("target", "")) for x in c.get("custom_calls", [])})
+    if calls:
+        parts.append("custom calls " + ", ".join(calls))
+    loops = [x.get("known_trip_count") for x in c.get("while_loops", [])]
+    if loops:
+        parts.append("loops with trip counts " + ", ".join(str(t) for t in loops))
+    colls = c.get("collectives", [])
+    if colls:
+        parts.append(plural(len(colls), "collective", "collectives"))
+    return "The optimized program: " + "; ".join(parts) + "."
+
+
+def program_view(p: Program) -> dict[str, Any]:
+    """One of the user's programs as the subject of the report."""
+    w = p.observation
+    tree = w.get("arguments") or {}
+    low = w.get("lowering") or {}
+    check = w.get("check") or {}
+    ours = w.get("hlo_count") or {}
+    xla = (w.get("xla") or {}).get("values") or {}
+    an = w.get("analytic") or {}
+    cells = prediction_cells(p.prediction)
+    return {
+        "title": p.title, "description": str(w.get("description", "")),
+        "has_tree": bool(tree),
+        "arguments": [_argument_view(a) for a in tree.get("arguments", [])],
+        "result": _argument_view(tree["result"]) if tree.get("result") else None,
+        "summary": tree_summary(tree) if tree else "",
+        "args": ", ".join(f"{a['dtype']}{a['shape']}" for a in w.get("args", [])),
+        "lowering_available": bool(low.get("available")),
+        "lowering_reason": str(low.get("reason", "")),
+        "lower_s": n(low.get("lower_s"), "s", M), "compile_s": n(low.get("compile_s"), "s", M),
+        "program": program_sentence(w.get("compiled") or {}),
+        "model": "" if has_model(p) else NO_MODEL,
+        "flops_analytic": count(an.get("flops"), A),
+        "flops_ours": count(ours.get("flops") if ours.get("available", True) else None, A),
+        "flops_xla": count(xla.get("flops"), Kind.COMPILER_ESTIMATE),
+        "traffic": traffic_num(p),
+        "xla_bytes": n(xla.get("bytes accessed"), "B", Kind.COMPILER_ESTIMATE),
+        "bytes_ours": n(ours.get("minimum_bytes") if ours.get("available", True) else None,
+                        "B", A),
+        "check_available": check.get("available", True) and "passed" in check,
+        "check_reason": str(check.get("reason", "")),
+        "check_passed": bool(check.get("passed")),
+        "check_max_abs": ratio(check.get("max_abs_error"), M, 3),
+        "check_max_rel": ratio(check.get("max_rel_error"), M, 3),
+        "check_tolerance": tolerance(check) if check else "",
+        "check_note": str(check.get("note") or ""),
+        "check_leaf": str(check.get("leaf") or ""),
+        "check_leaves": str(check.get("leaves") or ""),
+        "timing": timing_rows(p), "timing_reason": p.timing_reason or "not measured",
+        "prediction": None if p.prediction is None or p.miss is None else {
+            "predicted": cells["predicted"], "miss": miss_text(p.miss),
+            "binding": cells["binding"], "bytes_source": p.prediction.bytes_source,
+            "roofs": roofs_words(p.kernels.roofs) if p.kernels else "",
+            "why": p.why},
+    }

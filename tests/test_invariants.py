@@ -1,0 +1,175 @@
+"""What the analysis must mean, checked on every kernel and program of a real run rather than
+pinned page by page (no jax).
+
+* A kernel's or program's share of roof is measured against the roof its own prediction uses:
+  achieved ÷ share of roof = the rate its prediction implies.
+* The binding is the largest term of that same prediction.
+* No predicted number carries the measured kind, and predictions carry the predicted kind
+  whatever roofs they were priced on.
+* Sentences that compare numbers follow from the numbers, for any budgets.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline_report.analysis.analyse import Assumptions, analyse
+from roofline_report.analysis.predict import Prediction
+from roofline_report.analysis.records import Analysis
+from roofline_report.kinds import Kind
+from roofline_report.report import views as render
+from roofline_report.report.format import KIND_MARKERS
+from roofline_report.results import io as results
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
+
+
+@pytest.fixture(scope="module")
+def data() -> dict[str, Any]:
+    return results.load(FIXTURE)
+
+
+@pytest.fixture(scope="module")
+def an(data: dict[str, Any]) -> Analysis:
+    return analyse(data)
+
+
+def _rows(an: Analysis) -> list[Any]:
+    return [r for p in an.programs if p.kernels is not None for r in p.kernels.rows]
+
+
+def _check_share(achieved: float | None, share: float | None, p: Prediction | None) -> None:
+    assert p is not None and achieved is not None and share is not None
+    roof = p.roof_rate
+    assert roof is not None and roof[1] == "FLOP/s"
+    assert achieved / share == pytest.approx(roof[0], rel=1e-9)
+
+
+def _check_binding(p: Prediction) -> None:
+    b = p.binding
+    assert b in p.terms
+    assert b.seconds == max(t.seconds for t in p.terms if t.group == b.group)
+
+
+def test_every_kernel_rows_share_of_roof_uses_its_predictions_roof(an: Analysis) -> None:
+    rows = [r for r in _rows(an) if r.seconds and r.flops and r.prediction is not None]
+    assert len(rows) > 50
+    for r in rows:
+        _check_share(r.achieved, r.share_of_roof, r.prediction)
+        assert r.roof == r.prediction.roof_rate
+
+
+def test_every_programs_share_of_roof_uses_its_predictions_roof(an: Analysis) -> None:
+    programs = [p for p in an.programs if p.seconds and p.flops and p.prediction is not None]
+    assert len(programs) == len(an.programs)
+    for p in programs:
+        _check_share(p.achieved, p.share_of_roof, p.prediction)
+
+
+def test_a_kernels_binding_is_the_largest_term_of_its_prediction(an: Analysis) -> None:
+    for r in _rows(an):
+        p = r.prediction
+        assert p is not None
+        _check_binding(p)
+        # A kernel's time is trips x max(compute sum, memory max, launch): the binding's group.
+        totals = {"compute": p.group_seconds("compute"),
+                  "memory": max((t.seconds for t in p.terms if t.group == "memory"),
+                                default=0.0),
+                  "overhead": max((t.seconds for t in p.terms if t.group == "overhead"),
+                                  default=0.0)}
+        assert p.seconds == pytest.approx(totals[p.binding.group], rel=1e-12)
+        assert totals[p.binding.group] == pytest.approx(max(totals.values()), rel=1e-12)
+
+
+def test_a_programs_binding_is_its_largest_term_and_its_terms_its_time(an: Analysis) -> None:
+    for prog in an.programs:
+        p = prog.prediction
+        assert p is not None
+        assert p.binding.seconds == max(t.seconds for t in p.terms)
+        assert sum(t.seconds for t in p.terms) == pytest.approx(p.seconds, rel=1e-12)
+        if prog.kernels is not None:
+            kernels = [r.prediction for r in prog.kernels.rows]
+            dispatch = sum(t.seconds for t in p.terms if t.name == "dispatch")
+            assert p.seconds == pytest.approx(
+                sum(k.seconds for k in kernels if k is not None) + dispatch, rel=1e-12)
+
+
+def test_predictions_carry_their_own_kind(an: Analysis, data: dict[str, Any]) -> None:
+    for p in [*(q.prediction for q in an.programs), *(r.prediction for r in _rows(an))]:
+        assert p is not None and p.kind is Kind.PREDICTED
+        assert Kind.PREDICTED not in p.roof_kinds  # the roofs are measured or assumed
+    md = render.render(data).markdown
+    marker = KIND_MARKERS[Kind.MEASURED.value]
+    table = md[md.index("| kernel | category |"):]
+    header = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
+    predicted = [header.index(c) for c in ("roof (its prediction's)", "of roof", "predicted",
+                                           "miss")]
+    for line in table.splitlines()[2:]:
+        if not line.startswith("| `"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        for i in predicted:
+            assert not cells[i].endswith(f"`{marker}`"), (header[i], line)
+            assert cells[i].endswith("`P`") or cells[i] == "", (header[i], line)
+
+
+def test_predictions_on_assumed_budgets_are_still_predictions(data: dict[str, Any]) -> None:
+    doc = copy.deepcopy(data)
+    doc["ceilings"] = {"available": False, "reason": "not asked for"}
+    an = analyse(doc)
+    assert an.roofs.measured is None
+    for prog in an.programs:
+        assert prog.prediction is not None and prog.prediction.kind is Kind.PREDICTED
+        assert set(prog.prediction.roof_kinds) == {Kind.HYPOTHETICAL}
+    # With no measured roofs the accuracy of the model is not claimed.
+    assert an.accuracy.errors == ()
+
+
+def test_every_program_is_placed_on_the_measured_roofline(an: Analysis,
+                                                         data: dict[str, Any]) -> None:
+    rendered = render.render(data)
+    svg = rendered.figures["measured_roofline"]
+    for p in an.programs:
+        assert p.intensity is not None and p.achieved is not None
+        # Each point carries its tooltip: a reader pointing at it sees which program it is.
+        assert f"<title>{escape(p.title)}; " in svg, p.title
+    # The caption counts what it places.
+    placed = len(an.programs)
+    assert f"{placed} programs are placed at their compiled-program intensity" in \
+        rendered.markdown
+
+
+@settings(max_examples=25, deadline=None)
+@given(peak=st.floats(min_value=1e3, max_value=1e16),
+       bandwidth=st.floats(min_value=1e3, max_value=1e14))
+def test_sentences_follow_from_their_numbers_under_any_budgets(peak: float,
+                                                              bandwidth: float) -> None:
+    doc = results.load(FIXTURE)
+    a = Assumptions(peak=peak, bandwidth=bandwidth)
+    vm = render.view_model(doc, a)
+    x = vm["exercise"]
+    intensity = 27648 / 8064
+    ridge = peak / bandwidth
+    expected = "below" if intensity < ridge else "equal to" if intensity == ridge else "above"
+    assert x["relation"] == expected
+    assert x["bound"] == ("memory" if intensity < ridge else "compute")
+    for row in vm["model"]["rows"]:
+        n = int(row["n"])
+        assert row["bound"] == ("memory" if n / 6 < ridge else "compute")
+
+
+def test_no_number_is_formatted_outside_the_formatter(data: dict[str, Any]) -> None:
+    """Exponent notation and raw floats never reach the page, whatever the budgets."""
+    for budgets in ((100.0, 1e-30 * 1e30), (1e18, 1e-3), (1e12, 1e12)):
+        md = render.render(data, Assumptions(peak=budgets[0], bandwidth=budgets[1])).markdown
+        prose = re.sub(r"```.*?```", "", md, flags=re.S)
+        assert not re.search(r"\d\.\d+e[+-]\d\d", prose), budgets
+        assert not re.search(r"\d{16,}", prose), budgets
