@@ -36,7 +36,7 @@ from roofline_report.errors import scrub_paths
 from roofline_report.hlo.compiled import COLLECTIVE_OPCODES
 from roofline_report.hlo.cost import Cost
 from roofline_report.hlo.ir import Computation, Instruction, Module, SourceLocation, parse_module
-from roofline_report.hlo.stablehlo_count import _valid_taps
+from roofline_report.hlo.taps import valid_taps
 
 __all__ = [
     "CATEGORIES",
@@ -57,7 +57,7 @@ _ELEMENTWISE = _words(
     "add subtract multiply divide remainder maximum minimum negate abs sign floor ceil "
     "round-nearest-afz round-nearest-even compare select clamp convert and or xor not "
     "shift-left shift-right-arithmetic shift-right-logical is-finite popcnt "
-    "count-leading-zeros real imag complex reduce-precision"
+    "count-leading-zeros real imag complex reduce-precision mulhi"
 )
 # XLA's transcendental opcodes (HloCostAnalysis::HandleElementwiseOp).
 _TRANSCENDENTAL = _words(
@@ -152,7 +152,7 @@ def _conv_flops(instr: Instruction) -> int | None:
     taps = 1
     for i, digit in enumerate(sorted(spatial)):
         size, stride, pad_lo, lhs_dil, rhs_dil = window[i]
-        taps *= _valid_taps(
+        taps *= valid_taps(
             lhs.array.dims[lhs_l.index(digit)],
             out.dims[out_l.index(digit)],
             rhs.array.dims[rhs_l.index(digit)] if size == 0 else size,
