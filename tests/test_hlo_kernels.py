@@ -258,3 +258,173 @@ def test_a_kernel_writing_a_donated_buffer_is_in_place() -> None:
     assert parse_module(single).aliased_outputs == ((),)
     assert parse_module(DONATED_HLO.replace("input_output_alias={ {1}: (0, {}, may-alias) }, ",
                                             "")).aliased_outputs == ()
+
+
+# ---- bytes a kernel touches ------------------------------------------------------------------
+
+
+def _inventory(fn: Any, *args: Any) -> dict[str, Any]:
+    import jax
+
+    inv = kernel_inventory(jax.jit(fn).lower(*args).compile().as_text())
+    KernelInventory.model_validate(inv)
+    return inv
+
+
+def _holding(inv: dict[str, Any], op: str) -> dict[str, Any]:
+    [kernel] = [k for k in inv["kernels"] if op in k["ops"]]
+    return kernel
+
+
+def test_scan_updates_and_slices_charge_one_row_per_iteration() -> None:
+    import jax.numpy as jnp
+    from jax import lax
+
+    def rnn(xs: Any, h0: Any, w: Any) -> Any:
+        return lax.scan(lambda h, x: (jnp.tanh(h * w + x),) * 2, h0, xs)[1]
+
+    # 100 steps, rows of 4096 f32 (16 KiB) in a [100, 4096] buffer (1.6 MB).
+    inv = _inventory(rnn, jnp.ones((100, 4096)), jnp.ones((4096,)), jnp.ones((4096,)))
+    row, buffer = 4096 * 4, 100 * 4096 * 4
+    update = _holding(inv, "dynamic-update-slice")
+    assert update["trips"] == 100 and update["in_place"] is True
+    assert update["bytes_written"] == row  # one row per iteration, written in place
+    assert update["bytes_read"] == row + 4  # the row and its start index, not the buffer
+    assert update["boundary_bytes_read"] == buffer + 4 + row
+    assert update["boundary_bytes_written"] == buffer
+    assert update["bytes_rule"] is not None and "in place" in update["bytes_rule"]
+    # The step's fusion reads one row of the inputs (dynamic-slice), h and w whole.
+    step = _holding(inv, "dynamic-slice")
+    assert step["bytes_read"] == row + 4 + row + row and step["bytes_written"] == row
+    assert step["boundary_bytes_read"] == buffer + 4 + row + row
+    # Per call: 100 x (16 KiB read + 16 KiB written) for the updates, against 328 MB whole.
+    moved = 100 * (update["bytes_read"] + update["bytes_written"])
+    assert moved == 100 * (2 * row + 4)
+    assert 100 * (update["boundary_bytes_read"] + update["boundary_bytes_written"]) > 328e6
+    assert inv["boundary_bytes_read"] > inv["bytes_read"]
+
+
+def test_gru_scan_buffer_rows() -> None:
+    import jax.numpy as jnp
+    from jax import lax
+
+    def gru(xs: Any, h0: Any, w: Any) -> Any:
+        return lax.scan(lambda h, x: (jnp.tanh(x @ w + h),) * 2, h0, xs)[1]
+
+    inv = _inventory(gru, jnp.ones((32, 32, 256)), jnp.ones((32, 256)), jnp.ones((256, 256)))
+    row = 32 * 256 * 4  # one [32, 256] slice of the [32, 32, 256] buffer
+    update = _holding(inv, "dynamic-update-slice")
+    sliced = _holding(inv, "dynamic-slice")
+    assert (update["trips"], sliced["trips"]) == (32, 32)
+    assert (update["bytes_read"], update["bytes_written"]) == (row + 4, row)
+    assert (sliced["bytes_read"], sliced["bytes_written"]) == (row + 4, row)
+    assert update["boundary_bytes_written"] == 32 * row
+
+
+def test_gather_and_scatter_charge_their_elements() -> None:
+    import jax.numpy as jnp
+
+    x = jnp.ones((512, 1024))
+    idx = jnp.array([3, 1, 7, 7], jnp.int32)
+    take = _holding(_inventory(lambda x, i: jnp.take(x, i, axis=0), x, idx), "gather")
+    rows = 4 * 1024 * 4
+    assert take["bytes_read"] == rows + 4 * 4  # the gathered rows and the indices
+    assert take["bytes_written"] == rows
+    assert take["boundary_bytes_read"] == 512 * 1024 * 4 + 16
+    # x.at[i].add(1): the operand's rows read and written, the updates and indices read
+    # (jax.experimental.roofline's rule: 3 x updates + indices).
+    added = _holding(_inventory(lambda x, i: x.at[i].add(1.0), x, idx), "scatter")
+    assert added["bytes_read"] == 2 * rows + 4 * 4 and added["bytes_written"] == rows
+    assert added["in_place"] is True
+    # x.at[i].set(1): an overwrite reads nothing of the operand.
+    put = _holding(_inventory(lambda x, i: x.at[i].set(1.0), x, idx), "scatter")
+    assert put["bytes_read"] == rows + 4 * 4 and put["bytes_written"] == rows
+
+
+EDGE_HLO = """HloModule edges
+
+%dus_not_root (b: f32[64,16], u: f32[1,16], i: s32[]) -> f32[64,16] {
+  %b = f32[64,16]{1,0} parameter(0)
+  %u = f32[1,16]{1,0} parameter(1)
+  %i = s32[] parameter(2)
+  %z = s32[] constant(0)
+  %d = f32[64,16]{1,0} dynamic-update-slice(%b, %u, %i, %z)
+  ROOT %n = f32[64,16]{1,0} negate(%d)
+}
+
+%slice_and_more (b: f32[64,16]) -> f32[8,16] {
+  %b = f32[64,16]{1,0} parameter(0)
+  %s = f32[8,16]{1,0} slice(%b), slice={[0:8], [0:16]}
+  %r = f32[8,16]{1,0} slice(%b), slice={[8:16], [0:16]}
+  ROOT %a = f32[8,16]{1,0} add(%s, %r)
+}
+
+%slice_and_whole (b: f32[64,16]) -> (f32[8,16], f32[64,16]) {
+  %b = f32[64,16]{1,0} parameter(0)
+  %s = f32[8,16]{1,0} slice(%b), slice={[0:8], [0:16]}
+  %n = f32[64,16]{1,0} negate(%b)
+  ROOT %t = (f32[8,16]{1,0}, f32[64,16]{1,0}) tuple(%s, %n)
+}
+
+%two_outputs (b: f32[64,16], u: f32[1,16], i: s32[]) -> (f32[64,16], f32[1,16]) {
+  %b = f32[64,16]{1,0} parameter(0)
+  %u = f32[1,16]{1,0} parameter(1)
+  %i = s32[] parameter(2)
+  %z = s32[] constant(0)
+  %old = f32[1,16]{1,0} dynamic-slice(%b, %i, %z), dynamic_slice_sizes={1,16}
+  %new = f32[1,16]{1,0} add(%old, %u)
+  %d = f32[64,16]{1,0} dynamic-update-slice(%b, %new, %i, %z)
+  ROOT %t = (f32[64,16]{1,0}, f32[1,16]{1,0}) tuple(%d, %old)
+}
+
+%onto_fresh (u: f32[1,16], i: s32[]) -> f32[64,16] {
+  %u = f32[1,16]{1,0} parameter(0)
+  %i = s32[] parameter(1)
+  %zero = f32[] constant(0)
+  %b = f32[64,16]{1,0} broadcast(%zero), dimensions={}
+  %z = s32[] constant(0)
+  ROOT %d = f32[64,16]{1,0} dynamic-update-slice(%b, %u, %i, %z)
+}
+
+ENTRY %main (b: f32[64,16], u: f32[1,16], i: s32[]) -> (f32[64,16], f32[1,16], f32[1,16], f32[64,16], f32[8,16]) {
+  %b = f32[64,16]{1,0} parameter(0)
+  %u = f32[1,16]{1,0} parameter(1)
+  %i = s32[] parameter(2)
+  %z = s32[] constant(0)
+  %ds = f32[1,16]{1,0} dynamic-slice(%b, %i, %z), dynamic_slice_sizes={1,16}
+  %dus = f32[64,16]{1,0} dynamic-update-slice(%b, %u, %i, %z)
+  %not_root = f32[64,16]{1,0} fusion(%dus, %u, %i), kind=kLoop, calls=%dus_not_root
+  %slices = f32[8,16]{1,0} fusion(%b), kind=kLoop, calls=%slice_and_more
+  %mixed = (f32[8,16]{1,0}, f32[64,16]{1,0}) fusion(%b), kind=kLoop, calls=%slice_and_whole
+  %pair = (f32[64,16]{1,0}, f32[1,16]{1,0}) fusion(%not_root, %u, %i), kind=kLoop, calls=%two_outputs
+  %fresh = f32[64,16]{1,0} fusion(%u, %i), kind=kLoop, calls=%onto_fresh
+  %p0 = f32[64,16]{1,0} get-tuple-element(%pair), index=0
+  %p1 = f32[1,16]{1,0} get-tuple-element(%pair), index=1
+  ROOT %out = (f32[64,16]{1,0}, f32[1,16]{1,0}, f32[1,16]{1,0}, f32[64,16]{1,0}, f32[8,16]{1,0}) tuple(%p0, %ds, %p1, %fresh, %slices)
+}
+"""  # noqa: E501
+
+
+def test_byte_rules_on_hand_written_edges() -> None:
+    inv = kernel_inventory(EDGE_HLO)
+    KernelInventory.model_validate(inv)
+    k = {x["name"]: x for x in inv["kernels"]}
+    buf, row = 64 * 16 * 4, 16 * 4
+    # Unfused: the slice reads its row; the update writes its row in place.
+    assert (k["ds"]["bytes_read"], k["ds"]["bytes_written"]) == (row + 4 + 4, row)
+    assert (k["dus"]["bytes_read"], k["dus"]["bytes_written"]) == (row + 4 + 4, row)
+    assert k["dus"]["in_place"] is True and k["ds"]["in_place"] is False
+    # An update that is not the fusion's root computes a fresh value: whole buffers.
+    assert (k["not_root"]["bytes_read"], k["not_root"]["bytes_written"]) == (buf + row + 4, buf)
+    assert k["not_root"]["bytes_rule"] is None and k["not_root"]["in_place"] is False
+    # Two slices of a parameter read their rows (8 + 8 of 64); a parameter also used whole
+    # (negated) is read whole.
+    assert k["slices"]["bytes_read"] == 16 * 16 * 4
+    assert k["mixed"]["bytes_read"] == buf
+    # A read-modify-write of one row, with a second output: the row read, the row written in
+    # place, and the second output whole.
+    assert k["pair"]["bytes_read"] == row + row + 4
+    assert k["pair"]["bytes_written"] == row + row and k["pair"]["in_place"] is True
+    assert k["pair"]["boundary_bytes_written"] == buf + row
+    # An update onto a broadcast, not a parameter: the whole result is written.
+    assert k["fresh"]["bytes_written"] == buf and k["fresh"]["in_place"] is False

@@ -430,3 +430,142 @@ def test_shard_map_counts_one_shard_and_the_all_reduce_group() -> None:
     (collective,) = compiled["collectives"]
     assert (collective["op"], collective["result_bytes"]) == ("all-reduce", 4 * 16 * 16)
     assert (collective["group_size"], collective["replica_groups"]) == (4, [[0, 1, 2, 3]])
+
+
+# ---- counting that always returns ----------------------------------------------------------
+
+_VERY_LARGE = 512 * 1024  # JAX's own roofline tests use this size
+
+
+def _conv1d(stride: int, pad: int, lhs_dilation: int) -> Callable[..., Any]:
+    def conv(x: jax.Array, k: jax.Array) -> jax.Array:
+        return lax.conv_general_dilated(x, k, (stride,), [(pad, pad)],
+                                        lhs_dilation=(lhs_dilation,))
+
+    return conv
+
+
+@pytest.mark.parametrize(
+    ("conv", "x", "k", "flops"),
+    [
+        # Two inputs 524,288 apart on the dilated grid, one tap each: 2 of 524,289 outputs work.
+        (_conv1d(1, 0, _VERY_LARGE), (1, 1, 2), (1, 1, 1), 2 * 2),
+        # One input padded by 524,287 on each side, a 524,288-tap kernel: one tap per output.
+        (_conv1d(1, _VERY_LARGE - 1, 1), (1, 1, 1), (1, 1, _VERY_LARGE), 2 * _VERY_LARGE),
+        # 524,288 inputs 524,288 apart, stride 524,287: each output meets one input.
+        (_conv1d(_VERY_LARGE - 1, 0, _VERY_LARGE), (1, 1, _VERY_LARGE), (1, 1, _VERY_LARGE),
+         2 * _VERY_LARGE),
+    ],
+)
+def test_huge_dilations_and_windows_count_in_closed_form(
+    conv: Callable[..., Any], x: tuple[int, ...], k: tuple[int, ...], flops: int
+) -> None:
+    import time
+
+    from roofline_report.hlo.kernels import kernel_inventory
+
+    lowered = _lower(conv, _f32(*x), _f32(*k))
+    module = lowered.compiler_ir("stablehlo")
+    start = time.perf_counter()
+    count = stablehlo_count.count_stablehlo(module)
+    assert time.perf_counter() - start < 1.0
+    assert count["flops"] == flops
+    compiled = lowered.compile()
+    if ON_CPU:
+        assert _xla_flops(compiled) == flops
+    assert kernel_inventory(compiled.as_text())["flops"] == flops
+
+
+def _xla_flops(compiled: Any) -> float:
+    cost = compiled.cost_analysis()
+    assert isinstance(cost, dict)
+    return float(cost.get("flops", 0.0))
+
+
+def test_square_counts_its_multiplies() -> None:
+    count = _count(lax.square, _f32(8, 16))
+    assert count["flops_by_op"] == {"chlo.square": 8 * 16}
+    assert count["flops"] == 128 and count["transcendentals"] == 0
+    if ON_CPU:
+        assert _xla(lax.square, _f32(8, 16))["flops"] == 128
+
+
+_CHLO_UNARY: dict[str, Callable[..., Any]] = {
+    "square": lax.square, "erf": lax.erf, "erf_inv": lax.erf_inv, "erfc": lax.erfc,
+    "lgamma": lax.lgamma, "digamma": lax.digamma, "bessel_i1e": lax.bessel_i1e,
+    "sinh": lax.sinh, "cosh": lax.cosh, "asin": lax.asin, "acos": lax.acos, "atan": lax.atan,
+    "asinh": lax.asinh, "acosh": lax.acosh, "atanh": lax.atanh,
+}
+_CHLO_BINARY: dict[str, Callable[..., Any]] = {
+    "polygamma": lax.polygamma, "zeta": lax.zeta, "next_after": lax.nextafter,
+}
+
+
+@cpu_only
+@pytest.mark.parametrize("name", [*_CHLO_UNARY, *_CHLO_BINARY])
+def test_chlo_ops_are_charged_what_xla_compiles_them_into(name: str) -> None:
+    from roofline_report.hlo.kernels import kernel_inventory
+
+    fn = _CHLO_UNARY.get(name) or _CHLO_BINARY[name]
+    n = 1024
+    args = [_f32(n) * 1.5] * (1 if name in _CHLO_UNARY else 2)
+    lowered = _lower(fn, *args)
+    assert f"chlo.{name}" in lowered.as_text()
+    count = stablehlo_count.count_stablehlo(lowered.compiler_ir("stablehlo"))
+    flops, transcendentals = stablehlo_count.CHLO_CHARGES[f"chlo.{name}"]
+    assert (count["flops"], count["transcendentals"]) == (flops * n, transcendentals * n)
+    # The compiled program's kernels, counted by the same rules, hold the same work.
+    compiled = lowered.compile()
+    inventory = kernel_inventory(compiled.as_text())
+    assert (inventory["flops"], inventory["transcendentals"]) == (flops * n, transcendentals * n)
+    if name != "next_after":  # XLA charges next_after's bitcast-converts a flop each
+        xla = compiled.cost_analysis()
+        assert xla.get("flops", 0.0) == flops * n
+        assert xla.get("transcendentals", 0.0) == transcendentals * n
+
+
+def test_float64_expansions_cost_more() -> None:
+    jax.config.update("jax_enable_x64", True)
+    try:
+        count = _count(lax.erf_inv, jnp.ones((10,), jnp.float64))
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    assert count["flops"] == 100 * 10 and count["transcendentals"] == 2 * 10
+
+
+def test_ragged_dot_counts_a_dot_per_group_row() -> None:
+    jax.config.update("jax_ragged_dot_use_ragged_dot_instruction", True)
+    try:
+        lowered = jax.jit(lambda a, b, g: lax.ragged_dot(a, b, g)).trace(
+            _f32(64, 32), _f32(4, 32, 16), jnp.array([16, 16, 16, 16], jnp.int32)
+        ).lower(lowering_platforms=("tpu",))
+    finally:
+        jax.config.update("jax_ragged_dot_use_ragged_dot_instruction", False)
+    assert "chlo.ragged_dot" in lowered.as_text()
+    count = stablehlo_count.count_stablehlo(lowered.compiler_ir("stablehlo"))
+    assert count["flops_by_op"] == {"chlo.ragged_dot": 2 * 64 * 16 * 32}
+
+
+def test_top_k_is_listed_not_costed() -> None:
+    count = _count(lambda x: lax.top_k(x, 3), _f32(8, 16))
+    assert count["flops"] == 0 and count["custom_calls"] == ["chlo.top_k"]
+    assert any("TopK" in note for note in count["notes"])
+
+
+def test_a_count_past_its_time_limit_says_not_counted_and_why() -> None:
+    module = _lower(scan_tanh, _f32(8, 8), _f32(8, 8)).compiler_ir("stablehlo")
+    stopped = stablehlo_count.count_stablehlo(module, time_limit_s=1e-9)
+    assert stopped["available"] is False
+    assert stopped["reason"].startswith("not counted: the count passed its 1e-09 s time limit")
+    assert "operations" in stopped["reason"]
+    inspected = _lower(scan_tanh, _f32(8, 8), _f32(8, 8)).compile().as_text()
+    from roofline_report.hlo.compiled import inspect_compiled
+
+    loops = inspect_compiled(inspected)["while_loops"]
+    assert stablehlo_count.count_stablehlo(module, compiled_loops=loops,
+                                           time_limit_s=1e-9)["available"] is False
+    full = stablehlo_count.count_stablehlo(module, time_limit_s=None)
+    assert full["flops"] == 10 * (2 * 8**3 + 2)  # the dot, the counter's add and compare
+    for bad in (0, -1.0, "10", True):
+        with pytest.raises(InputError, match="time_limit_s"):
+            stablehlo_count.count_stablehlo(module, time_limit_s=bad)  # type: ignore[arg-type]

@@ -2,8 +2,12 @@
 count of the StableHLO.
 
 * :mod:`roofline_report.hlo.ir`: the one reader of optimized HLO text (:func:`parse_module`).
+* :mod:`roofline_report.hlo.walk`: the one walk of the compiled call graph (loops, branches,
+  calls, async wrappers, fusions) that the compiled facts and the kernel inventory read.
 * :mod:`roofline_report.hlo.compiled`: :func:`inspect_compiled`, :func:`collective_records`,
   :func:`while_loops` and :func:`strip_metadata`, all on top of the IR.
+* :mod:`roofline_report.hlo.kernels`: the kernel inventory (costs, bytes touched, patterns).
+* :mod:`roofline_report.hlo.taps`: convolution taps in closed form.
 * :mod:`roofline_report.hlo.stablehlo_count`: :func:`count_stablehlo` (the MLIR walk),
   :func:`match_loops` and :func:`count_workload`.
 

@@ -10,6 +10,10 @@ HLO: fusions, custom calls, collectives, while loops and the kernels launched.
 * :func:`strip_metadata`: the text fit to publish (a text pass: it must scrub paths wherever
   they appear, including attributes the IR does not model).
 
+The kernel count, the loops and the loops around each collective come from the one walk of the
+call graph (:mod:`roofline_report.hlo.walk`), the walk the kernel inventory
+(:func:`roofline_report.hlo.kernels.kernel_inventory`) lists: the two always agree.
+
 Source files in the JSON written here are scrubbed (``<path>/name.py``): it is published.
 """
 
@@ -32,6 +36,8 @@ from roofline_report.hlo.ir import (
     matching,
     parse_module,
 )
+from roofline_report.hlo.kernels import program_walk
+from roofline_report.hlo.walk import COLLECTIVE_OPCODES, Walk, walk
 
 __all__ = [
     "COLLECTIVE_OPCODES",
@@ -42,32 +48,6 @@ __all__ = [
     "strip_metadata",
     "while_loops",
 ]
-
-COLLECTIVE_OPCODES = (
-    "all-reduce",
-    "all-gather",
-    "reduce-scatter",
-    "collective-permute",
-    "all-to-all",
-    "ragged-all-to-all",
-    "collective-broadcast",
-)
-_NOT_KERNELS = frozenset(
-    {
-        "parameter",
-        "constant",
-        "tuple",
-        "get-tuple-element",
-        "bitcast",
-        "after-all",
-        "add-dependency",
-        "opt-barrier",
-        "domain",
-        "partition-id",
-        "replica-id",
-    }
-)
-
 
 def source_text(source: SourceLocation | None) -> str | None:
     """``name.py:12`` for a source location (the file's base name only), or None."""
@@ -150,7 +130,7 @@ def collective_records(
     devices = module.device_count if num_devices is None else num_devices
     wrapped = _async_wrapped(module)
     done_of = _done_of(module)
-    loops = loop_context(module)
+    loops = _loop_context(walk(module))
     records: list[dict[str, Any]] = []
     for comp, instr in module.instructions():
         found = _collective_of(instr, module)
@@ -189,29 +169,20 @@ def loop_context(module: Module) -> dict[str, tuple[tuple[str, int | None], ...]
     """For each computation reached from ENTRY, the while loops around it, outermost first, as
     (while instruction name, known trip count or None).
 
-    Walks the call graph from ENTRY: a while's condition and body are inside that loop; calls,
-    conditionals, fusions and async wrappers keep their caller's loops. A computation reached
-    along several paths keeps the first path found (XLA's computations have one caller each
-    once compiled). ENTRY itself maps to ``()``.
+    Read from the one walk of the call graph (:func:`roofline_report.hlo.walk.walk`): a while's
+    condition and body are inside that loop; calls, conditionals, fusions, reducers and async
+    wrappers keep their caller's loops. A computation reached along several paths keeps the
+    first path found (XLA's computations have one caller each once compiled). ENTRY itself
+    maps to ``()``.
     """
-    out: dict[str, tuple[tuple[str, int | None], ...]] = {}
-    if module.entry is None:
-        return out
-    pending: list[tuple[str, tuple[tuple[str, int | None], ...]]] = [(module.entry, ())]
-    while pending:
-        name, context = pending.pop()
-        comp = module.computations.get(name)
-        if comp is None or name in out:
-            continue
-        out[name] = context
-        for instr in comp.instructions:
-            for callee in instr.callees:
-                if instr.opcode == "while" and callee.role in ("body", "condition"):
-                    inner = (*context, (instr.name, instr.known_trip_count))
-                else:
-                    inner = context
-                pending.append((callee.computation, inner))
-    return out
+    return _loop_context(walk(module))
+
+
+def _loop_context(walked: Walk) -> dict[str, tuple[tuple[str, int | None], ...]]:
+    return {
+        name: tuple((loop.name, loop.known_trip_count) for loop in visit.context.loops)
+        for name, visit in walked.visits.items()
+    }
 
 
 def _record(
@@ -287,60 +258,11 @@ def _loop_record(instr: Instruction) -> dict[str, Any]:
     }
 
 
-def _count_kernels(
-    module: Module,
-    name: str,
-    loops: list[dict[str, Any]],
-    notes: list[str],
-    stack: frozenset[str],
-) -> tuple[int, int]:
-    """(kernels with loops x trip count, kernels with each loop once) of one computation."""
-    comp = module.computations.get(name)
-    if comp is None or name in stack:
-        return 0, 0
-    inner_stack = stack | {name}
-    dynamic = static = 0
-    for instr in comp.instructions:
-        op = instr.opcode
-        if op in _NOT_KERNELS or op.endswith("-done") or op == "async-update":
-            continue
-        if op == "while":
-            d = s = 0
-            for callee in instr.called("condition") + instr.called("body"):
-                cd, cs = _count_kernels(module, callee, loops, notes, inner_stack)
-                d, s = d + cd, s + cs
-            trip = instr.known_trip_count
-            loops.append(_loop_record(instr))
-            if trip is None:
-                notes.append(f"while {instr.name}: no known_trip_count; its kernels counted once")
-            dynamic += d * (1 if trip is None else trip)
-            static += s
-        elif op == "conditional":
-            branches = instr.called(
-                "branch_computations", "true_computation", "false_computation"
-            )
-            counts = [_count_kernels(module, b, loops, notes, inner_stack) for b in branches]
-            dynamic += max((c[0] for c in counts), default=0)
-            static += max((c[1] for c in counts), default=0)
-        elif op == "call":
-            for callee in instr.called("to_apply"):
-                cd, cs = _count_kernels(module, callee, loops, notes, inner_stack)
-                dynamic, static = dynamic + cd, static + cs
-        else:
-            dynamic += 1
-            static += 1
-    return dynamic, static
-
-
 def while_loops(hlo: str | Module) -> list[dict[str, Any]]:
     """The while loops reached from ENTRY, in post-order (inner loops first): ``{"name",
     "known_trip_count", "condition", "body", "op_name", "source_file" (scrubbed),
     "source_line", "source_column"}``."""
-    module = _module(hlo)
-    loops: list[dict[str, Any]] = []
-    if module.entry is not None:
-        _count_kernels(module, module.entry, loops, [], frozenset())
-    return loops
+    return [_loop_record(loop.instruction) for loop in walk(_module(hlo)).loops]
 
 
 # --------------------------------------------------------------------------------------------
@@ -363,9 +285,11 @@ def inspect_compiled(hlo_text: str | Module) -> dict[str, Any]:
 
     ``kernels`` counts ENTRY instructions that launch work (fusions, custom calls and other ops,
     not parameter/constant/tuple/get-tuple-element/bitcast; an async ``-start``/``-done`` pair
-    once); a while loop adds (condition + body kernels) x known trip count, ``kernels_static``
-    counts each loop once. ``while_loops`` is in post-order from ENTRY (inner loops first), the
-    order of the StableHLO count's ``loops``.
+    once); a while loop adds (condition + body kernels) x known trip count (once when unknown, a
+    note says so); a conditional adds its most expensive branch (the one
+    :func:`roofline_report.hlo.kernels.program_walk` charges). ``kernels_static`` counts each
+    loop once. ``kernels`` is the kernel inventory's ``launches``. ``while_loops`` is in
+    post-order from ENTRY (inner loops first), the order of the StableHLO count's ``loops``.
     Raises InputError when the text holds no HLO computation.
     """
     module = _module(hlo_text)
@@ -396,13 +320,13 @@ def inspect_compiled(hlo_text: str | Module) -> dict[str, Any]:
                     "source": source_text(instr.source),
                 }
             )
-    loops: list[dict[str, Any]] = []
-    kernels = kernels_static = 0
+    walked = program_walk(module)
+    loops = [_loop_record(loop.instruction) for loop in walked.loops]
     if module.entry is None:
         notes.append("no ENTRY computation: kernels not counted")
     else:
-        kernels, kernels_static = _count_kernels(module, module.entry, loops, notes, frozenset())
-        if any(loop["known_trip_count"] is not None for loop in loops):
+        notes.extend(walked.notes)
+        if any(loop.known for loop in walked.loops):
             notes.append("kernels: each while loop counts (condition + body) x its trip count")
     return {
         "entry": module.entry,
@@ -414,8 +338,8 @@ def inspect_compiled(hlo_text: str | Module) -> dict[str, Any]:
         "custom_calls": custom_calls,
         "collectives": collective_records(module),
         "while_loops": loops,
-        "kernels": kernels,
-        "kernels_static": kernels_static,
+        "kernels": walked.launches,
+        "kernels_static": walked.launches_static,
         "converts": opcodes.get("convert", 0),
         "opcodes": dict(sorted(opcodes.items())),
         "notes": notes,

@@ -1,20 +1,68 @@
 """The kernel inventory of a compiled program: every kernel the runtime launches, with our count.
 
-:func:`kernel_inventory` walks the :mod:`roofline_report.hlo.ir` of the optimized HLO from ENTRY
-and lists each instruction that launches work: fusions (with their kind: ``kLoop``, ``kInput``,
-``kOutput``, ``kCustom`` and the backend's kind such as ``__ynn_fusion`` or a Triton gemm),
-library custom calls (oneDNN, cuBLAS, cuDNN, ...), copies and transposes, sorts, collectives (an
-async ``-start``/``-done`` pair once), and the kernels inside while-loop bodies and conditions with
-the loop's trip count. Control flow (``while``, ``conditional``, ``call``) is not a kernel: the
-walk enters it.
+:func:`kernel_inventory` lists the kernel sites of the one walk of the program's call graph
+(:mod:`roofline_report.hlo.walk`, also read by
+:func:`roofline_report.hlo.compiled.inspect_compiled`, so the two agree): fusions (with their
+kind: ``kLoop``, ``kInput``, ``kOutput``, ``kCustom`` and the backend's kind such as
+``__ynn_fusion`` or a Triton gemm), library custom calls (oneDNN, cuBLAS, cuDNN, ...), copies and
+transposes, sorts, collectives (an async ``-start``/``-done`` pair once), and the kernels inside
+while-loop bodies and conditions with the loop's trip count (``trips_known`` false when a loop
+around it has none: counted once). Control flow (``while``, ``conditional``, ``call``) is not a
+kernel: the walk enters it. Every branch of a conditional is listed, each kernel marked with its
+``branch``; the totals charge the most expensive branch only (``charged``), weighing each kernel
+by (flops + transcendentals, bytes touched, one launch).
 
 Each kernel gets flops and transcendentals from our own count of the HLO it runs (the rules of
 :func:`instruction_cost`, which follow the conventions of
 :mod:`roofline_report.hlo.stablehlo_count`: 2 x output x contracted size for a dot, one flop per
 element for elementwise ops including ``convert``, transcendental opcodes counted apart, a reduce
-charged its body x (input - output elements), ...), the bytes read and written at its boundary
-(operands and result, by dtype), how many times one call of the program runs it, its op_name and
-its source file and line, the path made relative to the user's project (never absolute).
+charged its body x (input - output elements), ...), how many times one call of the program runs
+it, its op_name and its source file and line, the path made relative to the user's project
+(never absolute).
+
+Bytes (:func:`kernel_traffic`): ``bytes_read``/``bytes_written`` are the bytes a launch TOUCHES,
+what the model charges; ``boundary_bytes_read``/``boundary_bytes_written`` keep the old figure,
+its operand and result buffers whole; ``bytes_rule`` says why they differ. The rules, those of
+XLA's emitters and of JAX's own roofline (``jax.experimental.roofline``: a gather reads the
+gathered elements, a scatter 3 x its updates plus its indices):
+
+* ``slice``/``dynamic-slice``: reads the slice's elements of operand 0 (and its indices).
+* ``gather``: reads the gathered elements of operand 0 (the result's count), and the indices.
+* ``dynamic-update-slice``, alone or as the root of a fusion (through bitcasts) whose operand 0
+  is a fusion parameter: XLA runs it in place (copy insertion gives the update and its operand
+  one buffer, and the emitter loops over the update only), so it does not read operand 0 and
+  writes the update's elements only; ``in_place`` is true.
+* ``scatter`` (alone or as a fusion root, in place alike): reads and writes the updated elements
+  of its operand (not read when the combiner only overwrites), reads the indices and updates.
+* A fusion parameter used only by slices, dynamic slices, gathers and in-place updates inside the
+  fusion, possibly through index-only ops (bitcast, reshape, transpose, copy), is read for those
+  elements only (their sum, at most the whole parameter); any other use reads it whole.
+* Everything else: operands and results whole (a library call's s8 workspace is not output).
+
+Inside a loop, these are per launch: a dynamic-update-slice writing one row of a [32, 32, 256]
+buffer per iteration charges one row (32 KiB) per launch, not the buffer (1 MiB).
+
+Patterns (:func:`kernel_pattern`), the kinds of kernel with roofs of their own; a kernel takes the
+first that applies, in this order, with ``pattern_size`` per launch and ``pattern_detail``:
+
+* ``loop-dot``: a dot computed by XLA's own loop emitter, an HLO ``dot`` kernel or a fusion
+  holding one, not handed to a library (no custom call, no ``kCustom`` fusion, no backend fusion
+  kind such as ``__ynn_fusion``, oneDNN or a Triton gemm); size: its flops. On XLA:CPU
+  (jax 0.10.2) these stay plain ``dot`` kernels: f32 matrix products below 8 x 8 (4 x 4),
+  integer dots (s32 x s32, s8 x s8 -> s8, u8), complex dots and matrix-vector products (a
+  1024 x 1024 matrix by a vector); f32, f64 and f16 products from 8 x 8 up, batched products
+  and s8 x s8 -> s32 go to ``__ynn_fusion``, inside loops too.
+* ``scatter``: a kernel holding a scatter; size: the update elements scattered.
+* ``gather``: a kernel holding a gather; size: the elements gathered (its result).
+* ``strided-reduction``: a kernel holding a reduce whose reduced dimensions leave out the
+  minor-most dimension (of size above 1) of its operand's layout, as ``x.sum(axis=0)`` of a
+  row-major matrix; size: the operand elements read. A library fusion counts too (XLA:CPU hands
+  that reduce to ``__ynn_fusion``).
+* ``transpose``: a copy or transpose kernel, or a loop fusion whose root (bitcasts aside) is a
+  copy or transpose, that puts its data in another order in memory: the source's axes (size-1
+  axes aside) come out of the root's layout in another order, followed through bitcasts,
+  reshapes, broadcasts and elementwise ops; size: the output elements. A copy that only moves a
+  size-1 axis is no transpose.
 
 :func:`reconcile_kernels` sets the sum over the kernels beside our program count (the StableHLO
 count): equal, or apart only by named rewrites the compiler made, each with its amount.
@@ -28,20 +76,35 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_report.errors import scrub_paths
-from roofline_report.hlo.compiled import COLLECTIVE_OPCODES
 from roofline_report.hlo.cost import Cost
-from roofline_report.hlo.ir import Computation, Instruction, Module, SourceLocation, parse_module
-from roofline_report.hlo.stablehlo_count import _valid_taps
+from roofline_report.hlo.ir import (
+    Array,
+    Computation,
+    Instruction,
+    Module,
+    Shape,
+    SourceLocation,
+    parse_module,
+)
+from roofline_report.hlo.taps import valid_taps
+from roofline_report.hlo.walk import COLLECTIVE_OPCODES, Site, Walk, walk
 
 __all__ = [
     "CATEGORIES",
+    "PATTERNS",
+    "Pattern",
+    "Traffic",
+    "in_place_kernels",
     "instruction_cost",
     "kernel_inventory",
+    "kernel_pattern",
+    "kernel_traffic",
+    "program_walk",
     "reconcile_kernels",
     "relative_source",
 ]
@@ -57,7 +120,7 @@ _ELEMENTWISE = _words(
     "add subtract multiply divide remainder maximum minimum negate abs sign floor ceil "
     "round-nearest-afz round-nearest-even compare select clamp convert and or xor not "
     "shift-left shift-right-arithmetic shift-right-logical is-finite popcnt "
-    "count-leading-zeros real imag complex reduce-precision"
+    "count-leading-zeros real imag complex reduce-precision mulhi"
 )
 # XLA's transcendental opcodes (HloCostAnalysis::HandleElementwiseOp).
 _TRANSCENDENTAL = _words(
@@ -152,7 +215,7 @@ def _conv_flops(instr: Instruction) -> int | None:
     taps = 1
     for i, digit in enumerate(sorted(spatial)):
         size, stride, pad_lo, lhs_dil, rhs_dil = window[i]
-        taps *= _valid_taps(
+        taps *= valid_taps(
             lhs.array.dims[lhs_l.index(digit)],
             out.dims[out_l.index(digit)],
             rhs.array.dims[rhs_l.index(digit)] if size == 0 else size,
@@ -296,6 +359,475 @@ def _charge(cost: Cost, name: str, body: Cost, times: int) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# Bytes a kernel touches
+# --------------------------------------------------------------------------------------------
+
+# Ops that only map indices inside a fusion: a slice of their result reads the slice's elements
+# of their operand, nothing more.
+_INDEX_MAPS = frozenset({"bitcast", "reshape", "transpose", "copy", "get-tuple-element"})
+
+
+def _array_bytes(array: Array, elements: int) -> int:
+    """Bytes of ``elements`` elements of ``array``'s type (sub-byte types as it stores them)."""
+    size = Array(array.dtype, (max(0, elements),), array.layout).nbytes
+    return size or 0
+
+
+def _full(shape: Shape | None) -> Counter[str]:
+    return Counter(shape.bytes_by_dtype()) if shape is not None else Counter()
+
+
+def _part(array: Array | None, elements: int) -> Counter[str]:
+    if array is None:
+        return Counter()
+    nbytes = _array_bytes(array, min(elements, array.elements))
+    return Counter({array.dtype: nbytes}) if nbytes else Counter()
+
+
+def _elements_of(shape: Shape | None) -> int:
+    return shape.array.elements if shape is not None and shape.array is not None else 0
+
+
+def _reads_old_value(module: Module, scatter: Instruction) -> bool:
+    """Whether a scatter's combiner reads the value it replaces (an add does; an overwrite,
+    whose root is its second parameter, does not)."""
+    for name in scatter.called("to_apply"):
+        comp = module.computations.get(name)
+        root = comp.root if comp is not None else None
+        if root is not None and root.opcode == "parameter":
+            return root.parameter_number == 0
+    return True
+
+
+def _scatter_parts(instr: Instruction) -> tuple[int, list[Shape | None]]:
+    """(number of inputs, update shapes) of a scatter: operands are inputs..., indices,
+    updates..."""
+    inputs = max(1, (len(instr.operands) - 1) // 2)
+    return inputs, list(instr.operand_shapes[inputs + 1:])
+
+
+@dataclass
+class Traffic:
+    """The bytes one launch of a kernel reads and writes: touched (what it moves) and at its
+    boundary (its operand and result buffers), by element type, with the rules that made them
+    differ and whether it writes a buffer it was given (in place)."""
+
+    read: Counter[str] = field(default_factory=Counter)
+    written: Counter[str] = field(default_factory=Counter)
+    boundary_read: Counter[str] = field(default_factory=Counter)
+    boundary_written: Counter[str] = field(default_factory=Counter)
+    rules: list[str] = field(default_factory=list)
+    in_place: bool = False
+
+    @property
+    def touched(self) -> int:
+        return sum(self.read.values()) + sum(self.written.values())
+
+
+class _Fused:
+    """What a fusion's own computation says about the bytes it touches: per parameter, the
+    elements it reads; per output, the elements it writes (in-place updates)."""
+
+    def __init__(self, module: Module, comp: Computation) -> None:
+        self.module = module
+        self.comp = comp
+        self.users: dict[str, list[tuple[Instruction, int]]] = {}
+        for instr in comp.instructions:
+            for index, name in enumerate(instr.operands):
+                self.users.setdefault(name, []).append((instr, index))
+        root = comp.root
+        self.outputs: list[str] = []
+        if root is not None:
+            self.outputs = list(root.operands) if root.opcode == "tuple" else [root.name]
+        self.updates: dict[str, Instruction] = {}  # in-place update by the output it gives
+        for name in self.outputs:
+            update = self._in_place_update(name)
+            if update is not None:
+                self.updates[name] = update
+
+    def _through_maps(self, name: str, maps: frozenset[str]) -> Instruction | None:
+        instr = self.comp.instruction(name)
+        while instr is not None and instr.opcode in maps and instr.operands:
+            instr = self.comp.instruction(instr.operands[0])
+        return instr
+
+    def _is_parameter_view(self, name: str) -> bool:
+        source = self._through_maps(name, frozenset({"bitcast", "get-tuple-element"}))
+        return source is not None and source.opcode == "parameter"
+
+    def _in_place_update(self, output: str) -> Instruction | None:
+        """The dynamic-update-slice or scatter that gives this output in place: it writes into
+        the buffer of a fusion parameter (operand 0 of the update, bitcasts and tuple elements
+        aside), which XLA's buffer assignment shares with the output."""
+        instr = self._through_maps(output, frozenset({"bitcast"}))
+        if instr is None:
+            return None
+        if instr.opcode == "dynamic-update-slice" and instr.operands \
+                and self._is_parameter_view(instr.operands[0]):
+            return instr
+        if instr.opcode == "scatter":
+            inputs, _ = _scatter_parts(instr)
+            if all(self._is_parameter_view(n) for n in instr.operands[:inputs]):
+                return instr
+        return None
+
+    def read_elements(self, param: Instruction) -> int:
+        """Elements of a fusion parameter the fusion reads: all of them, unless every use only
+        slices, gathers from or updates in place the parameter (through index maps)."""
+        full = _elements_of(param.shape)
+        in_place = set(id(u) for u in self.updates.values())
+        total = 0
+        pending = [param]
+        seen: set[str] = set()
+        while pending:
+            value = pending.pop()
+            if value.name in seen:
+                continue
+            seen.add(value.name)
+            if value.name in self.outputs:
+                return full
+            for user, index in self.users.get(value.name, []):
+                op = user.opcode
+                if op in _INDEX_MAPS:
+                    pending.append(user)
+                elif op in ("slice", "dynamic-slice", "gather") and index == 0:
+                    total += _elements_of(user.shape)  # the slice or the gathered elements
+                elif op == "dynamic-update-slice" and index == 0 and id(user) in in_place:
+                    pass  # written in place, never read
+                elif op == "scatter" and id(user) in in_place \
+                        and index < _scatter_parts(user)[0]:
+                    _, updates = _scatter_parts(user)
+                    if _reads_old_value(self.module, user):
+                        total += _elements_of(updates[index] if index < len(updates) else None)
+                elif op in ("dynamic-slice", "dynamic-update-slice", "gather") and index > 0:
+                    total += _elements_of(value.shape)  # start indices: read whole
+                else:
+                    return full
+            if total >= full:
+                return full
+        return min(total, full)
+
+
+def kernel_traffic(instr: Instruction, module: Module, done: Instruction | None = None,
+                   fused: dict[str, _Fused] | None = None) -> Traffic:
+    """The bytes one launch of a kernel reads and writes (rules in the module docstring)."""
+    traffic = Traffic()
+    result = done.shape if done is not None else instr.shape
+    for shape in instr.operand_shapes:
+        traffic.boundary_read.update(_full(shape))
+    outputs: list[Shape] = list(result.elements) if result.is_tuple else [result]
+    last = outputs[-1] if result.is_tuple and outputs else None
+    if instr.opcode == "custom-call" and last is not None and last.array is not None \
+            and last.array.dtype in ("s8", "u8"):
+        outputs = outputs[:-1]  # a library call's scratch workspace
+    for shape in outputs:
+        traffic.boundary_written.update(_full(shape))
+    op = instr.opcode
+    operands = list(instr.operand_shapes)
+    reads: list[Counter[str]] = [_full(s) for s in operands]
+    writes: list[Counter[str]] = [_full(s) for s in outputs]
+    first = operands[0].array if operands and operands[0] is not None else None
+    if op in ("slice", "dynamic-slice") and operands:
+        reads[0] = _part(first, _elements_of(result))
+        traffic.rules.append(f"{op}: reads only the slice of operand 0")
+    elif op == "gather" and operands:
+        reads[0] = _part(first, _elements_of(result))
+        traffic.rules.append("gather: reads only the gathered elements of operand 0")
+    elif op == "dynamic-update-slice" and len(operands) > 1:
+        reads[0] = Counter()
+        writes = [_part(result.array, _elements_of(operands[1]))]
+        traffic.in_place = True
+        traffic.rules.append("dynamic-update-slice in place: writes only the update")
+    elif op == "scatter":
+        inputs, updates = _scatter_parts(instr)
+        old = _reads_old_value(module, instr)
+        for i in range(min(inputs, len(operands))):
+            given = operands[i]
+            arr = given.array if given is not None else None
+            count = _elements_of(updates[i] if i < len(updates) else None)
+            reads[i] = _part(arr, count) if old else Counter()
+        writes = [_part(r.array, _elements_of(updates[i] if i < len(updates) else None))
+                  for i, r in enumerate(outputs)]
+        traffic.in_place = True
+        traffic.rules.append("scatter in place: reads and writes only the scattered elements")
+    elif op == "fusion":
+        _fusion_traffic(instr, module, fused, reads, writes, outputs, traffic)
+    for counter in reads:
+        traffic.read.update(counter)
+    for counter in writes:
+        traffic.written.update(counter)
+    return traffic
+
+
+def _fusion_traffic(instr: Instruction, module: Module, cache: dict[str, _Fused] | None,
+                    reads: list[Counter[str]], writes: list[Counter[str]],
+                    outputs: list[Shape], traffic: Traffic) -> None:
+    names = instr.called("calls")
+    comp = module.computations.get(names[0]) if names else None
+    if comp is None:
+        return
+    fused = cache.get(comp.name) if cache is not None else None
+    if fused is None:
+        fused = _Fused(module, comp)
+        if cache is not None:
+            cache[comp.name] = fused
+    for param in comp.instructions:
+        index = param.parameter_number
+        if param.opcode != "parameter" or index is None or index >= len(reads):
+            continue
+        shape = instr.operand_shapes[index]
+        if shape is None or shape.array is None or param.shape.array is None:
+            continue
+        elements = fused.read_elements(param)
+        if elements < shape.array.elements:
+            reads[index] = _part(shape.array, elements)
+            traffic.rules.append(
+                f"operand {index}: not read (updated in place)" if elements == 0 else
+                f"operand {index}: {elements} of its {shape.array.elements} elements read "
+                "(sliced, gathered or updated in place)"
+            )
+    results = outputs
+    for i, name in enumerate(fused.outputs):
+        update = fused.updates.get(name)
+        if update is None or i >= len(results) or i >= len(writes):
+            continue
+        if update.opcode == "dynamic-update-slice":
+            count = _elements_of(update.operand_shapes[1] if len(update.operand_shapes) > 1
+                                 else None)
+        else:
+            _, updates = _scatter_parts(update)
+            count = _elements_of(updates[0] if updates else None)
+        writes[i] = _part(results[i].array, count)
+        traffic.in_place = True
+        traffic.rules.append(f"output {i}: {update.opcode} in place, only the update written")
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel patterns (the kinds of kernel measured with roofs of their own)
+# --------------------------------------------------------------------------------------------
+
+PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter")
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A kernel's pattern: its name (one of :data:`PATTERNS`, None for none), its size per
+    launch (elements moved, or flops for ``loop-dot``; 0 with no pattern) and a short text."""
+
+    name: str | None = None
+    size: int = 0
+    detail: str | None = None
+
+
+def _plain(shape: Shape | None) -> str:
+    if shape is None or shape.array is None:
+        return "?"
+    return f"{shape.array.dtype}[{','.join(map(str, shape.array.dims))}]"
+
+
+def _minor_to_major(array: Array) -> list[int]:
+    """The array's dimensions, minor-most first (its layout, or row-major when none)."""
+    rank = len(array.dims)
+    found = re.match(r"\{([\d,\s]*)", array.layout or "")
+    order = [int(v) for v in found.group(1).replace(" ", "").split(",") if v] if found else []
+    return order if sorted(order) == list(range(rank)) else list(range(rank - 1, -1, -1))
+
+
+def _is_library(instr: Instruction) -> bool:
+    return instr.opcode == "custom-call" or instr.fusion_kind == "kCustom" \
+        or _backend_kind(instr) is not None
+
+
+def _fused_instructions(instr: Instruction, module: Module) -> list[Instruction]:
+    if instr.opcode != "fusion":
+        return [instr]
+    out: list[Instruction] = []
+    for name in instr.called("calls"):
+        comp = module.computations.get(name)
+        if comp is not None:
+            out.extend(comp.instructions)
+    return out
+
+
+def _strided(reduce: Instruction) -> bool:
+    operand = reduce.operand_shapes[0] if reduce.operand_shapes else None
+    if operand is None or operand.array is None:
+        return False
+    array = operand.array
+    reduced = set(_ints(reduce.attributes.get("dimensions")))
+    minor = next((d for d in _minor_to_major(array) if array.dims[d] != 1), None)
+    return minor is not None and bool(reduced) and minor not in reduced
+
+
+# An atom: (source parameter, source axis, size). A value's logical dimension is a tuple of
+# atoms (major to minor); None when the walk cannot follow it.
+_Atom = tuple[int, int, int]
+_Axes = list[tuple[_Atom, ...]]
+
+
+def _regroup(atoms: list[_Atom], dims: Sequence[int]) -> _Axes | None:
+    """Cut a sequence of atoms (size-1 atoms dropped) into dimensions of these sizes, in
+    order; None when a dimension would split an atom."""
+    seq = [a for a in atoms if a[2] != 1]
+    out: _Axes = []
+    position = 0
+    for size in dims:
+        group: list[_Atom] = []
+        product = 1
+        while product < size and position < len(seq):
+            group.append(seq[position])
+            product *= seq[position][2]
+            position += 1
+        if product != size:
+            return None
+        out.append(tuple(group))
+    return out if position == len(seq) else None
+
+
+def _physical(axes: _Axes, array: Array) -> list[_Atom]:
+    return [atom for d in reversed(_minor_to_major(array)) for atom in axes[d]]
+
+
+def _logical(axes: _Axes) -> list[_Atom]:
+    return [atom for dim in axes for atom in dim]
+
+
+def _follow(instr: Instruction, known: Mapping[str, _Axes]) -> _Axes | None:
+    """The atoms of an instruction's result from those of its operands, for the ops that move
+    elements without combining them; None for any other."""
+    op = instr.opcode
+    array = instr.shape.array
+    if array is None:
+        return None
+    if op == "transpose":
+        source = known.get(instr.operands[0]) if instr.operands else None
+        perm = _ints(instr.attributes.get("dimensions"))
+        if source is None or sorted(perm) != list(range(len(source))):
+            return None
+        return [source[p] for p in perm]
+    if op == "broadcast":
+        source = known.get(instr.operands[0]) if instr.operands else None
+        if source is None:
+            return None
+        mapped = dict(zip(_ints(instr.attributes.get("dimensions")), source, strict=False))
+        return [mapped.get(d, ((-1, d, size),) if size != 1 else ())
+                for d, size in enumerate(array.dims)]
+    if op in ("bitcast", "reshape"):
+        source = known.get(instr.operands[0]) if instr.operands else None
+        operand = instr.operand_shapes[0] if instr.operand_shapes else None
+        if source is None or operand is None or operand.array is None:
+            return None
+        if op == "bitcast":
+            order = list(reversed(_minor_to_major(array)))
+            groups = _regroup(_physical(source, operand.array), [array.dims[d] for d in order])
+            if groups is None:
+                return None
+            axes: _Axes = [()] * len(array.dims)
+            for d, group in zip(order, groups, strict=True):
+                axes[d] = group
+            return axes
+        return _regroup(_logical(source), list(array.dims))
+    if op in _ELEMENTWISE or op in _TRANSCENDENTAL or op == "copy":
+        for name in instr.operands:
+            source = known.get(name)
+            if source is not None and len(source) == len(array.dims) \
+                    and any(a[0] >= 0 for a in _logical(source)):
+                return source
+    return None
+
+
+def _transpose(instr: Instruction, module: Module) -> Pattern:
+    """A copy or transpose kernel, or a loop fusion whose root is one, that changes the order
+    of its data in memory: the source's axes (size-1 axes aside) come out in another order."""
+    if instr.opcode == "fusion":
+        if _is_library(instr):
+            return Pattern()
+        names = instr.called("calls")
+        comp = module.computations.get(names[0]) if names else None
+        root = comp.root if comp is not None else None
+        while root is not None and root.opcode == "bitcast" and comp is not None:
+            root = comp.instruction(root.operands[0]) if root.operands else None
+        if comp is None or root is None or root.opcode not in ("copy", "transpose"):
+            return Pattern()
+        program = list(comp.instructions)
+        target = comp.root
+    elif instr.opcode in ("copy", "transpose"):
+        program = [instr]
+        target = instr
+    else:
+        return Pattern()
+    known: dict[str, _Axes] = {}
+    sources: dict[int, Array] = {}
+    for step in program:
+        if step.opcode == "parameter" and step.shape.array is not None \
+                and step.parameter_number is not None:
+            n = step.parameter_number
+            sources[n] = step.shape.array
+            known[step.name] = [((n, d, size),) for d, size in enumerate(step.shape.array.dims)]
+            continue
+        if step is instr and instr.opcode != "fusion":  # an unfused kernel: operand 0 is source
+            operand = instr.operand_shapes[0] if instr.operand_shapes else None
+            if operand is None or operand.array is None or not instr.operands:
+                return Pattern()
+            sources[0] = operand.array
+            known[instr.operands[0]] = [((0, d, size),)
+                                        for d, size in enumerate(operand.array.dims)]
+        axes = _follow(step, known)
+        if axes is not None:
+            known[step.name] = axes
+    if target is None or target.shape.array is None or target.name not in known:
+        return Pattern()
+    out = _physical(known[target.name], target.shape.array)
+    for n, source in sorted(sources.items()):
+        came = [a[1] for a in out if a[0] == n and a[2] != 1]
+        if not came:
+            continue
+        base = [d for d in reversed(_minor_to_major(source)) if source.dims[d] != 1]
+        if came != base:
+            dims = ",".join(map(str, source.dims))
+            return Pattern("transpose", target.shape.array.elements,
+                           f"axes {tuple(came)} of {source.dtype}[{dims}]")
+    return Pattern()
+
+
+def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
+    """The kernel's pattern (the first that applies, in this order): ``loop-dot``, ``scatter``,
+    ``gather``, ``strided-reduction``, ``transpose``; see the module docstring."""
+    inside = _fused_instructions(instr, module)
+    dots = [i for i in inside if i.opcode == "dot"]
+    if dots and not _is_library(instr):
+        flops = sum(_dot_flops(d) or 0 for d in dots)
+        first = dots[0]
+        detail = " x ".join(_plain(s) for s in first.operand_shapes) + " -> " + \
+            _plain(first.shape)
+        return Pattern("loop-dot", flops, f"dot {detail}")
+    scatters = [i for i in inside if i.opcode == "scatter"]
+    if scatters:
+        size = sum(_elements_of(s) for i in scatters for s in _scatter_parts(i)[1])
+        first = scatters[0]
+        updates = _scatter_parts(first)[1]
+        return Pattern("scatter", size, f"updates {_plain(updates[0] if updates else None)} "
+                                        f"into {_plain(first.operand_shapes[0])}")
+    gathers = [i for i in inside if i.opcode == "gather"]
+    if gathers:
+        size = sum(_elements_of(i.shape) for i in gathers)
+        first = gathers[0]
+        return Pattern("gather", size, f"{_plain(first.shape)} gathered from "
+                                       f"{_plain(first.operand_shapes[0])}")
+    strided = [i for i in inside if i.opcode == "reduce" and _strided(i)]
+    if strided:
+        size = sum(_elements_of(s) for i in strided
+                   for s in i.operand_shapes[: max(1, len(i.operands) // 2)])
+        first = strided[0]
+        dims = tuple(_ints(first.attributes.get("dimensions")))
+        operand = first.operand_shapes[0]
+        layout = operand.array.layout if operand is not None and operand.array else ""
+        return Pattern("strided-reduction", size,
+                       f"dimensions {dims} of {_plain(operand)}{layout}")
+    return _transpose(instr, module)
+
+
+# --------------------------------------------------------------------------------------------
 # Kernels
 # --------------------------------------------------------------------------------------------
 
@@ -356,97 +888,90 @@ def _category(instr: Instruction, cost: Cost) -> str:
     return "other"
 
 
-def _bytes(shapes: Any) -> dict[str, int]:
-    out: Counter[str] = Counter()
-    for shape in shapes:
-        if shape is not None:
-            out.update(shape.bytes_by_dtype())
-    return dict(sorted(out.items()))
+class _Program:
+    """One module's kernels, each costed once: the walk (with the conditional rule's weights),
+    the costs, the traffic and the patterns."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.coster = _Coster(module)
+        self.fused: dict[str, _Fused] = {}
+        self._costs: dict[int, Cost] = {}
+        self._traffic: dict[int, Traffic] = {}
+        self.walk = walk(module, self.weigh)
+
+    def cost(self, site: Site) -> Cost:
+        key = id(site.instruction)
+        if key not in self._costs:
+            self._costs[key] = instruction_cost(site.instruction, self.coster)
+        return self._costs[key]
+
+    def traffic(self, site: Site) -> Traffic:
+        key = id(site.instruction)
+        if key not in self._traffic:
+            self._traffic[key] = kernel_traffic(site.instruction, self.module, site.done,
+                                                self.fused)
+        return self._traffic[key]
+
+    def weigh(self, site: Site) -> tuple[float, float, float]:
+        """A kernel's weight for the conditional rule: (flops + transcendentals, bytes it
+        touches, one launch)."""
+        cost = self.cost(site)
+        return (float(cost.flops + cost.transcendentals), float(self.traffic(site).touched), 1.0)
 
 
-@dataclass
-class _Walk:
-    module: Module
-    coster: _Coster
-    cwd: str | None
-    kernels: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    done_of: dict[tuple[str, str], Instruction] = field(default_factory=dict)
+def program_walk(module: Module) -> Walk:
+    """The walk of ``module`` (:func:`roofline_report.hlo.walk.walk`) with the kernel
+    inventory's weights: the one walk both the compiled facts and the inventory read."""
+    return _Program(module).walk
 
-    in_place: frozenset[str] = frozenset()
 
-    def computation(self, name: str, trips: int, loop: str | None, stack: frozenset[str]) -> None:
-        comp = self.module.computations.get(name)
-        if comp is None or name in stack:
-            return
-        inner = stack | {name}
-        for instr in comp.instructions:
-            op = instr.opcode
-            if op in _NOT_KERNELS or op.endswith("-done") or op == "async-update":
-                continue
-            if op == "while":
-                n = instr.known_trip_count
-                if n is None:
-                    self.notes.append(
-                        f"while {instr.name}: no known trip count; its kernels counted once"
-                    )
-                for callee in instr.called("condition") + instr.called("body"):
-                    self.computation(callee, trips * (1 if n is None else n), instr.name, inner)
-            elif op == "conditional":
-                branches = instr.called(
-                    "branch_computations", "true_computation", "false_computation"
-                )
-                self.notes.append(
-                    f"conditional {instr.name}: the kernels of all {len(branches)} branches are "
-                    "listed, each as if it ran"
-                )
-                for branch in branches:
-                    self.computation(branch, trips, loop, inner)
-            elif op == "call":
-                for callee in instr.called("to_apply"):
-                    self.computation(callee, trips, loop, inner)
-            else:
-                self.kernels.append(self.kernel(comp, instr, trips, loop))
+def _bytes_rule(traffic: Traffic) -> str | None:
+    if traffic.read == traffic.boundary_read and traffic.written == traffic.boundary_written:
+        return None
+    return "; ".join(traffic.rules) or None
 
-    def kernel(
-        self, comp: Computation, instr: Instruction, trips: int, loop: str | None
-    ) -> dict[str, Any]:
-        cost = instruction_cost(instr, self.coster)
-        result = instr.shape
-        done = self.done_of.get((comp.name, instr.name))
-        if done is not None:
-            result = done.shape
-        read = _bytes(instr.operand_shapes)
-        outputs = [result]
-        last = result.elements[-1] if result.is_tuple and result.elements else None
-        if instr.opcode == "custom-call" and last is not None and last.array is not None \
-                and last.array.dtype in ("s8", "u8"):
-            outputs = list(result.elements[:-1])  # a library call's scratch workspace
-        written = _bytes(outputs)
-        kind = _backend_kind(instr) or instr.fusion_kind or instr.custom_call_target
-        return {
-            "name": instr.name,
-            "opcode": instr.opcode,
-            "category": _category(instr, cost),
-            "kind": kind,
-            "fusion_kind": instr.fusion_kind,
-            "computation": comp.name,
-            "loop": loop,
-            "trips": trips,
-            "flops": cost.flops,
-            "transcendentals": cost.transcendentals,
-            "bytes_read": sum(read.values()),
-            "bytes_written": sum(written.values()),
-            "read_by_dtype": read,
-            "written_by_dtype": written,
-            "flops_by_op": dict(sorted(cost.flops_by_op.items())),
-            "transcendentals_by_op": dict(sorted(cost.transcendentals_by_op.items())),
-            "ops": dict(sorted(cost.ops.items())),
-            "uncosted": sorted(cost.uncosted),
-            "op_name": instr.op_name,
-            "source": relative_source(instr.source, self.cwd),
-            "in_place": comp.is_entry and instr.name in self.in_place,
-        }
+
+def _kernel(program: _Program, site: Site, cwd: str | None,
+            in_place: frozenset[str]) -> dict[str, Any]:
+    instr, comp = site.instruction, site.computation
+    cost = program.cost(site)
+    traffic = program.traffic(site)
+    pattern = kernel_pattern(instr, program.module)
+    kind = _backend_kind(instr) or instr.fusion_kind or instr.custom_call_target
+    branch = site.context.branch
+    return {
+        "name": instr.name,
+        "opcode": instr.opcode,
+        "category": _category(instr, cost),
+        "kind": kind,
+        "fusion_kind": instr.fusion_kind,
+        "computation": comp.name,
+        "loop": site.context.loop,
+        "trips": site.trips,
+        "trips_known": site.context.trips_known,
+        "branch": None if branch is None else branch.text(),
+        "charged": site.context.charged,
+        "flops": cost.flops,
+        "transcendentals": cost.transcendentals,
+        "bytes_read": sum(traffic.read.values()),
+        "bytes_written": sum(traffic.written.values()),
+        "read_by_dtype": dict(sorted((k, v) for k, v in traffic.read.items() if v)),
+        "written_by_dtype": dict(sorted((k, v) for k, v in traffic.written.items() if v)),
+        "boundary_bytes_read": sum(traffic.boundary_read.values()),
+        "boundary_bytes_written": sum(traffic.boundary_written.values()),
+        "bytes_rule": _bytes_rule(traffic),
+        "flops_by_op": dict(sorted(cost.flops_by_op.items())),
+        "transcendentals_by_op": dict(sorted(cost.transcendentals_by_op.items())),
+        "ops": dict(sorted(cost.ops.items())),
+        "uncosted": sorted(cost.uncosted),
+        "op_name": instr.op_name,
+        "source": relative_source(instr.source, cwd),
+        "in_place": traffic.in_place or (comp.is_entry and instr.name in in_place),
+        "pattern": pattern.name,
+        "pattern_size": pattern.size,
+        "pattern_detail": pattern.detail,
+    }
 
 
 _PASS_THROUGH = ("bitcast", "get-tuple-element")
@@ -478,52 +1003,59 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None) -> dict[str, Any
     """The kernels of the optimized HLO (see the module docstring) as plain JSON::
 
         {"module", "kernels": [{"name", "opcode", "category", "kind", "fusion_kind", "computation",
-                      "loop", "trips", "flops", "transcendentals", "bytes_read",
-                      "bytes_written", "read_by_dtype", "written_by_dtype", "flops_by_op",
-                      "transcendentals_by_op", "ops", "uncosted", "op_name", "source",
-                      "in_place"}],
+                      "loop", "trips", "trips_known", "branch", "charged", "flops",
+                      "transcendentals", "bytes_read", "bytes_written", "read_by_dtype",
+                      "written_by_dtype", "boundary_bytes_read", "boundary_bytes_written",
+                      "bytes_rule", "flops_by_op", "transcendentals_by_op", "ops", "uncosted",
+                      "op_name", "source", "in_place", "pattern", "pattern_size",
+                      "pattern_detail"}],
          "count", "launches", "flops", "transcendentals", "bytes_read", "bytes_written",
-         "flops_by_op", "transcendentals_by_op", "by_category": {category: kernels},
-         "notes"}
+         "boundary_bytes_read", "boundary_bytes_written", "flops_by_op",
+         "transcendentals_by_op", "by_category": {category: kernels}, "notes"}
 
-    Per-kernel flops and bytes are per launch; the totals multiply each by ``trips`` (the
-    launches per call of the program: a loop's trip count, a condition counted as many times
-    as its body, as the program count does). ``cwd`` is the user's project root for source
-    paths (default: the current working directory).
+    Per-kernel flops and bytes are per launch; ``trips`` is the launches per call of the
+    program (a loop's trip count, a condition counted as many times as its body, as the
+    program count does). ``count`` is the kernels listed (every branch of a conditional);
+    the totals (``launches``, flops, bytes) count the ``charged`` kernels times their trips,
+    so ``launches`` is :func:`~roofline_report.hlo.compiled.inspect_compiled`'s ``kernels``.
+    ``cwd`` is the user's project root for source paths (default: the current working
+    directory).
     """
     module = hlo if isinstance(hlo, Module) else parse_module(hlo)
-    walk = _Walk(module, _Coster(module), cwd, in_place=in_place_kernels(module))
-    for comp, instr in module.instructions():
-        if instr.opcode.endswith("-done") and instr.operands:
-            walk.done_of[(comp.name, instr.operands[0])] = instr
-    if module.entry is None:
-        walk.notes.append("no ENTRY computation: no kernels listed")
-    else:
-        walk.computation(module.entry, 1, None, frozenset())
-    kernels = walk.kernels
+    program = _Program(module)
+    in_place = in_place_kernels(module)
+    kernels = [_kernel(program, site, cwd, in_place) for site in program.walk.sites]
+    notes = list(program.walk.notes)
+    charged = [k for k in kernels if k["charged"]]
     flops_by_op: Counter[str] = Counter()
     trans_by_op: Counter[str] = Counter()
-    for k in kernels:
+    for k in charged:
         for key, value in k["flops_by_op"].items():
             flops_by_op[key] += value * k["trips"]
         for key, value in k["transcendentals_by_op"].items():
             trans_by_op[key] += value * k["trips"]
     uncosted = sorted({u for k in kernels for u in k["uncosted"]})
     if uncosted:
-        walk.notes.append("not costed (0 flops): " + ", ".join(uncosted))
+        notes.append("not costed (0 flops): " + ", ".join(uncosted))
+
+    def total(key: str) -> int:
+        return sum(k[key] * k["trips"] for k in charged)
+
     return {
         "module": module.name,
         "count": len(kernels),
-        "launches": sum(k["trips"] for k in kernels),
-        "flops": sum(k["flops"] * k["trips"] for k in kernels),
-        "transcendentals": sum(k["transcendentals"] * k["trips"] for k in kernels),
-        "bytes_read": sum(k["bytes_read"] * k["trips"] for k in kernels),
-        "bytes_written": sum(k["bytes_written"] * k["trips"] for k in kernels),
+        "launches": sum(k["trips"] for k in charged),
+        "flops": total("flops"),
+        "transcendentals": total("transcendentals"),
+        "bytes_read": total("bytes_read"),
+        "bytes_written": total("bytes_written"),
+        "boundary_bytes_read": total("boundary_bytes_read"),
+        "boundary_bytes_written": total("boundary_bytes_written"),
         "flops_by_op": dict(sorted(flops_by_op.items())),
         "transcendentals_by_op": dict(sorted(trans_by_op.items())),
         "by_category": dict(Counter(k["category"] for k in kernels)),
         "kernels": kernels,
-        "notes": walk.notes,
+        "notes": notes,
     }
 
 

@@ -17,13 +17,52 @@ Counting conventions (chosen to match XLA's ``HloCostAnalysis`` where the progra
 * ``dot_general``: 2 x output elements x contracted size (= 2 x batch x M x N x K).
 * ``convolution``: 2 x (input features / feature groups) x output features x (batch / batch
   groups) x in-bounds kernel taps. With no padding, dilation or stride effects this is
-  2 x output elements x kernel spatial size x input features per group; with padding only the
-  taps that land on the input are counted, as XLA does.
+  2 x output elements x kernel spatial size x input features per group; with padding or
+  dilation only the taps that land on the input are counted, as XLA does, in closed form
+  (:func:`roofline_report.hlo.taps.valid_taps`: no loop over taps or outputs, so an
+  ``lhs_dilation`` of 524,288 counts in microseconds).
 * Elementwise ops (add, subtract, multiply, divide, maximum, minimum, negate, abs, compare,
   select, clamp, convert, logical and bitwise ops, ...): 1 flop per output element.
 * Transcendentals are counted apart, one per output element: exp, expm1, log, log1p, logistic,
-  power, sqrt, rsqrt, cbrt, tanh, sin, cos, tan, atan2, erf, acosh (XLA's list); other ``chlo``
-  special functions (asin, sinh, lgamma, ...) are counted as one transcendental per element too.
+  power, sqrt, rsqrt, cbrt, tanh, sin, cos, tan, atan2 (XLA's list).
+* ``chlo`` operations are charged what XLA compiles them into (:data:`CHLO_CHARGES`): the ops of
+  XLA's expansion of each, counted by the rules here, per result element. Read from the compiled
+  HLO of each op on float32 operands (jax 0.10.2, XLA:CPU); float64 where it differs. Narrower
+  floats are charged the float32 figure (XLA:CPU computes them in float32: its converts show as
+  rewrites when the kernels are reconciled with this count).
+
+  ===================  =====  ===============  =======================================
+  chlo op              flops  transcendentals  note
+  ===================  =====  ===============  =======================================
+  square               1      0                one multiply
+  erf                  0      1                XLA's ``erf`` opcode
+  erf_inv              37     2                f64: 100 flops, 2 transcendentals
+  erfc                 60     1                f64: 88 flops, 1 transcendental
+  lgamma               52     4
+  digamma              73     3
+  polygamma            254    19
+  zeta                 122    11
+  bessel_i1e           83     1                f64: 173 flops, 1 transcendental
+  sinh                 10     3
+  cosh                 3      2
+  tan                  0      1                XLA's ``tan`` opcode
+  asin                 5      2
+  acos                 3      2
+  atan                 0      1                an ``atan2``
+  asinh                11     3
+  acosh                7      4
+  atanh                6      2
+  next_after           20     0                compares, bit operations, selects
+  conj                 4      0                real, imag, negate, complex
+  is_inf               2      0                abs and compare
+  is_pos_inf           1      0                a compare
+  is_neg_inf           1      0                a compare
+  mulhi                1      0                XLA's ``mulhi`` opcode
+  ragged_dot           2 x output elements x contracted size (a dot with one group)
+  top_k                0      0                a TopK library call: listed, not costed
+  ===================  =====  ===============  =======================================
+
+  Another chlo operation (none that jax 0.10 emits) counts 0 and a note says so.
 * ``reduce``: the body's cost x (input elements - output elements). ``reduce_window``: the body's
   cost x (window elements - 1) x output elements: padding taps count, as in the op's semantics
   and in XLA (which, on CPU, may rewrite a cumulative reduce_window into a cheaper scan).
@@ -38,12 +77,17 @@ Counting conventions (chosen to match XLA's ``HloCostAnalysis`` where the progra
   constants cost no flops. Custom calls cannot be costed: they count 0 and are listed.
 * The op histogram counts executed op instances (loop bodies x trip count, callees once per call);
   ops inside a reducer body belong to their reduce. ``ops_static`` counts each op once as written.
+
+The count always returns: its walks check a cooperative deadline at every operation
+(``time_limit_s``, :data:`DEFAULT_TIME_LIMIT_S` by default), and past it
+:func:`count_stablehlo` answers ``{"available": false, "reason": "not counted: ..."}``.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -52,8 +96,12 @@ from typing import Any
 from roofline_report.errors import InputError
 from roofline_report.hlo.compiled import inspect_compiled
 from roofline_report.hlo.cost import Cost
+from roofline_report.hlo.taps import valid_taps
 
 __all__ = [
+    "CHLO_CHARGES",
+    "CHLO_CHARGES_F64",
+    "DEFAULT_TIME_LIMIT_S",
     "LoopIdentity",
     "count_stablehlo",
     "count_workload",
@@ -82,13 +130,42 @@ _TRANSCENDENTAL = _names(
     _SH,
     "exponential exponential_minus_one log log_plus_one logistic power sqrt rsqrt cbrt "
     "tanh sine cosine tan atan2",
-) | _names("chlo.", "erf acosh")
-# chlo special functions that XLA expands into several ops; counted as one transcendental each.
-_CHLO_SPECIAL = _names(
-    "chlo.",
-    "asin acos atan sinh cosh asinh atanh erf_inv erfc lgamma digamma polygamma zeta igamma "
-    "igammac bessel_i1e next_after",
 )
+# chlo operations as XLA compiles them: (flops, transcendentals) per result element, our HLO
+# rules applied to the ops XLA expands each into (read from the compiled HLO of each op on f32
+# operands, jax 0.10.2, XLA:CPU). The module docstring tabulates them.
+CHLO_CHARGES: Mapping[str, tuple[int, int]] = {
+    "chlo.square": (1, 0),
+    "chlo.erf": (0, 1),
+    "chlo.erf_inv": (37, 2),
+    "chlo.erfc": (60, 1),
+    "chlo.lgamma": (52, 4),
+    "chlo.digamma": (73, 3),
+    "chlo.polygamma": (254, 19),
+    "chlo.zeta": (122, 11),
+    "chlo.bessel_i1e": (83, 1),
+    "chlo.sinh": (10, 3),
+    "chlo.cosh": (3, 2),
+    "chlo.tan": (0, 1),
+    "chlo.asin": (5, 2),
+    "chlo.acos": (3, 2),
+    "chlo.atan": (0, 1),
+    "chlo.asinh": (11, 3),
+    "chlo.acosh": (7, 4),
+    "chlo.atanh": (6, 2),
+    "chlo.next_after": (20, 0),
+    "chlo.conj": (4, 0),
+    "chlo.is_inf": (2, 0),
+    "chlo.is_pos_inf": (1, 0),
+    "chlo.is_neg_inf": (1, 0),
+    "chlo.mulhi": (1, 0),
+}
+# Where XLA expands a float64 operation into more work than a float32 one.
+CHLO_CHARGES_F64: Mapping[str, tuple[int, int]] = {
+    "chlo.erf_inv": (100, 2),
+    "chlo.erfc": (88, 1),
+    "chlo.bessel_i1e": (173, 1),
+}
 _FREE = (
     _names(
         _SH,
@@ -316,31 +393,46 @@ def parse_conv_dims(text: str) -> _ConvDims | None:
         return None
 
 
-def _valid_taps(
-    in_size: int, out_size: int, window: int, stride: int, pad_lo: int, base: int, dilation: int
-) -> int:
-    """Kernel taps that land on the input (not on padding or base-dilation holes), summed over
-    the outputs along one spatial dimension: XLA's count of valid convolution positions."""
-    last = (in_size - 1) * base  # last index of the base-dilated input
-    total = 0
-    for o in range(out_size):
-        start = o * stride - pad_lo
-        if base == 1 and dilation > 0:
-            k_lo = 0 if start >= 0 else (-start + dilation - 1) // dilation
-            k_hi = min(window - 1, (last - start) // dilation)
-            total += max(0, k_hi - k_lo + 1)
-        else:
-            total += sum(
-                1
-                for k in range(window)
-                if 0 <= start + k * dilation <= last and (start + k * dilation) % base == 0
-            )
-    return total
-
-
 # --------------------------------------------------------------------------------------------
 # The StableHLO count
 # --------------------------------------------------------------------------------------------
+
+
+DEFAULT_TIME_LIMIT_S = 10.0
+
+
+class _Deadline:
+    """The count's time limit, checked cooperatively: each operation the walks visit asks
+    :meth:`check`, which raises :class:`_OutOfTime` once the limit has passed."""
+
+    def __init__(self, limit_s: float | None) -> None:
+        self.limit_s = limit_s
+        self.end = None if limit_s is None else time.monotonic() + limit_s
+        self.visited = 0
+
+    def passed(self) -> bool:
+        self.visited += 1
+        return self.end is not None and time.monotonic() > self.end
+
+    def check(self, where: str) -> None:
+        if self.passed():
+            raise _OutOfTime(where, self)
+
+
+class _OutOfTime(Exception):
+    def __init__(self, where: str, deadline: _Deadline) -> None:
+        super().__init__(where)
+        self.where = where
+        self.visited = deadline.visited
+        self.limit_s = deadline.limit_s or 0.0
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "available": False,
+            "reason": f"not counted: the count passed its {self.limit_s:g} s time limit at "
+                      f"{self.where}, after {self.visited} operations (a larger time_limit_s "
+                      "counts further)",
+        }
 
 
 class _Walker:
@@ -351,10 +443,12 @@ class _Walker:
         functions: Mapping[str, Any],
         known_trip_counts: Mapping[int, int],
         compiled: Mapping[int, Mapping[str, Any]],
+        deadline: _Deadline | None = None,
     ):
         self.functions = functions
         self.known = known_trip_counts
         self.compiled = compiled
+        self.deadline = deadline or _Deadline(None)
         self.loops: list[dict[str, Any]] = []
         self.identities: list[LoopIdentity] = []
         self.notes: list[str] = []
@@ -388,6 +482,7 @@ class _Walker:
 
     def op(self, op: Any) -> Cost:
         name = str(op.name)
+        self.deadline.check(name if not self._stack else f"{name} in @{self._stack[-1]}")
         cost = Cost()
         if name in _TERMINATORS:
             return cost
@@ -397,10 +492,12 @@ class _Walker:
             handler(self, op, cost)
         elif name in _ELEMENTWISE:
             cost.charge(name, flops=self.result_elements(op))
-        elif name in _TRANSCENDENTAL or name in _CHLO_SPECIAL:
-            if name in _CHLO_SPECIAL:
-                self.note(f"{name}: counted as 1 transcendental per element (XLA expands it)")
+        elif name in _TRANSCENDENTAL:
             cost.charge(name, transcendentals=self.result_elements(op))
+        elif name in CHLO_CHARGES:
+            flops, transcendentals = _chlo_charge(op)
+            elements = self.result_elements(op)
+            cost.charge(name, flops=flops * elements, transcendentals=transcendentals * elements)
         elif name in _FREE:
             pass
         elif len(op.regions) > 0:
@@ -613,7 +710,7 @@ def _handle_convolution(walker: _Walker, op: Any, cost: Cost) -> None:
     rhs_dil = _int_list_attr(op, "rhs_dilation") or [1] * n
     taps = 1
     for i in range(n):
-        taps *= _valid_taps(
+        taps *= valid_taps(
             lhs[0][dims.input_spatial[i]],
             out[0][dims.output_spatial[i]],
             rhs[0][dims.kernel_spatial[i]],
@@ -747,6 +844,35 @@ def _handle_custom_call(walker: _Walker, op: Any, cost: Cost) -> None:
     walker.note(f"custom call {target!r}: not costed (0 flops)")
 
 
+def _chlo_charge(op: Any) -> tuple[int, int]:
+    """(flops, transcendentals) per element of a chlo operation (:data:`CHLO_CHARGES`)."""
+    name = str(op.name)
+    shape = _tensor_shape(op.results[0].type) if len(op.results) else None
+    if shape is not None and str(shape[1]) == "f64" and name in CHLO_CHARGES_F64:
+        return CHLO_CHARGES_F64[name]
+    return CHLO_CHARGES[name]
+
+
+def _handle_ragged_dot(walker: _Walker, op: Any, cost: Cost) -> None:
+    """``chlo.ragged_dot``: each row of the lhs meets one group of the rhs, so 2 x output
+    elements x contracted size, as a dot of the lhs with one group."""
+    lhs = _tensor_shape(op.operands[0].type)
+    out = _elements(op.results[0].type)
+    key = "ragged_dot_dimension_numbers"
+    attr = op.attributes[key] if key in op.attributes else None  # noqa: SIM401
+    contracting = None if attr is None else parse_dot_contracting(str(attr))
+    if lhs is None or out is None or contracting is None:
+        walker.note(f"{op.name}: shapes or dimension numbers unreadable, not costed")
+        return
+    cost.charge(op.name, flops=2 * out * math.prod(lhs[0][d] for d in contracting))
+
+
+def _handle_top_k(walker: _Walker, op: Any, cost: Cost) -> None:
+    walker.custom_calls.add(str(op.name))
+    walker.note(f"{op.name}: compiled to a TopK library call (XLA:CPU) or a sort; not costed "
+                "(0 flops)")
+
+
 _Handler = Callable[[_Walker, Any, Cost], None]
 _HANDLERS: dict[str, _Handler] = {
     "func.call": _handle_call,
@@ -771,6 +897,8 @@ _HANDLERS: dict[str, _Handler] = {
     _SH + "rng": _handle_rng,
     _SH + "rng_bit_generator": _handle_rng,
     _SH + "custom_call": _handle_custom_call,
+    "chlo.ragged_dot": _handle_ragged_dot,
+    "chlo.top_k": _handle_top_k,
     "sdy.manual_computation": _handle_manual_computation,
 }
 
@@ -931,6 +1059,7 @@ def count_stablehlo(
     trip_counts: Mapping[int, int] | None = None,
     *,
     compiled_loops: Sequence[Mapping[str, Any]] | None = None,
+    time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
 ) -> dict[str, Any]:
     """Count a StableHLO module's work and minimum traffic (conventions: module docstring).
 
@@ -948,16 +1077,40 @@ def count_stablehlo(
     "bytes_by_dtype", "loops": [{"index", "trip_count", "source", "body_flops",
     "body_transcendentals", "op_name", "location", "compiled_while", "matched_by"}],
     "unknown_trip_counts", "custom_calls", "notes"}``.
-    Raises InputError when ``module`` is not a module or has no public function, or when
-    ``trip_counts`` is not a mapping.
+
+    ``time_limit_s`` bounds the count's time (None: no bound): the walks check it at every
+    operation, and past it the count stops and returns ``{"available": false, "reason":
+    "not counted: ..."}`` naming the limit and the operation it had reached. Every rule is
+    closed-form (a convolution's taps included), so only a very large program comes near it.
+    Raises InputError when ``module`` is not a module or has no public function, when
+    ``trip_counts`` is not a mapping, or when ``time_limit_s`` is not a positive number.
     """
     if trip_counts is not None and not isinstance(trip_counts, Mapping):
         raise InputError(
             "trip_counts must map loop indices to trip counts; pass the compiled while loops "
             "as compiled_loops"
         )
+    if time_limit_s is not None and (
+        isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float)
+        or not time_limit_s > 0
+    ):
+        raise InputError(f"time_limit_s must be a positive number of seconds or None, got "
+                         f"{time_limit_s!r}")
     known = {int(i): int(n) for i, n in (trip_counts or {}).items()}
-    counted, identities = _count_module(module, known, {})
+    deadline = _Deadline(None if time_limit_s is None else float(time_limit_s))
+    try:
+        return _count_paired(module, known, compiled_loops, deadline)
+    except _OutOfTime as out:
+        return out.record()
+
+
+def _count_paired(
+    module: Any,
+    known: Mapping[int, int],
+    compiled_loops: Sequence[Mapping[str, Any]] | None,
+    deadline: _Deadline,
+) -> dict[str, Any]:
+    counted, identities = _count_module(module, known, {}, deadline)
     if compiled_loops is None or not identities:
         return counted
     theirs = [LoopIdentity.of_compiled(loop) for loop in compiled_loops]
@@ -970,22 +1123,29 @@ def count_stablehlo(
         }
         for i, (j, how) in pairs.items()
     }
-    counted, _ = _count_module(module, known, paired)
+    counted, _ = _count_module(module, known, paired, deadline)
     counted["notes"].extend(notes)
     return counted
 
 
 def _count_module(
-    module: Any, known: Mapping[int, int], compiled: Mapping[int, Mapping[str, Any]]
+    module: Any,
+    known: Mapping[int, int],
+    compiled: Mapping[int, Mapping[str, Any]],
+    deadline: _Deadline,
 ) -> tuple[dict[str, Any], list[LoopIdentity]]:
     module = _as_module(module)
     with module.context:
         functions: dict[str, Any] = {}
         static: Counter[str] = Counter()
+        stopped: list[str] = []
 
         def visit(op: Any) -> Any:
             operation = op.operation
             name = str(operation.name)
+            if deadline.passed():
+                stopped.append(f"{name} (listing the module's operations)")
+                return _ir().WalkResult.INTERRUPT
             if name == "func.func" and operation.parent is not None:
                 functions[_string_attr(operation, "sym_name")] = operation
             if name not in _TERMINATORS and name not in _CONTAINERS:
@@ -993,10 +1153,12 @@ def _count_module(
             return _ir().WalkResult.ADVANCE
 
         module.operation.walk(visit)
+        if stopped:
+            raise _OutOfTime(stopped[0], deadline)
         entry = _entry_function(functions)
         if entry is None:
             raise InputError("the StableHLO module has no public function to count")
-        walker = _Walker(functions, known, compiled)
+        walker = _Walker(functions, known, compiled, deadline)
         cost = walker.call(entry)
         func_type = _ir().FunctionType(
             _ir().TypeAttr(functions[entry].attributes["function_type"]).value

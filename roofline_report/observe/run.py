@@ -315,6 +315,8 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
         record["hlo_count"] = count_stablehlo(
             module, compiled_loops=record["compiled"].get("while_loops", [])
         )
+        if record["hlo_count"].get("available") is False:  # past the count's time limit
+            skips.add(f"{label}: HLO count", record["hlo_count"]["reason"])
     except Exception as exc:
         record["hlo_count"] = skips.add(f"{label}: HLO count", _why(exc))
     timing_json: dict[str, Any] | None = None

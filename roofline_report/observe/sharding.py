@@ -620,6 +620,8 @@ def user_workload(
     out_sharding = named(mesh, pspec(*out_partition))
 
     count = count_stablehlo(lowering.stablehlo_module(jax.jit(fn).lower(*structs)))
+    if count.get("available") is False:  # past the count's time limit
+        raise InputError(f"the program was not counted: {count['reason']}")
     used = {a for p in (*partitions, out_partition) for a in p if a}
     split = math.prod(size for name, size in axes if name in used)
     rtol = spec.rtol if spec.rtol is not None else 1e-4

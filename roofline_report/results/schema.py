@@ -396,7 +396,13 @@ class ArgumentTree(Record):
 
 class KernelRecord(Record):
     """One kernel of the compiled program (:func:`roofline_report.hlo.kernels.kernel_inventory`):
-    per launch flops, transcendentals and boundary bytes, launches per call (``trips``)."""
+    per launch flops, transcendentals and the bytes it touches, launches per call (``trips``).
+
+    Fields added after the first files were written have defaults, so those files still load:
+    the boundary bytes (operand and result buffers whole; None where not recorded: equal to the
+    touched bytes then), the rule that made the touched bytes smaller, the kernel's pattern, and
+    where it sits (a conditional's branch, whether the totals charge it, whether every loop
+    around it has a known trip count)."""
 
     name: str
     opcode: str
@@ -419,7 +425,17 @@ class KernelRecord(Record):
     uncosted: list[str]
     op_name: str | None
     source: str | None  # path relative to the user's project, with the line
-    in_place: bool = False  # writes a donated argument's buffer, not a fresh output
+    in_place: bool = False  # writes a buffer it was given (donated, or updated in place)
+    trips_known: bool = True  # False when a loop around it has no known trip count
+    branch: str | None = None  # "conditional.3 branch 1 of 2" inside a conditional
+    charged: bool = True  # False for a branch the program totals do not charge
+    boundary_bytes_read: Count | None = None  # operand buffers whole, per launch
+    boundary_bytes_written: Count | None = None  # result buffers whole, per launch
+    bytes_rule: str | None = None  # why the touched bytes are fewer than the boundary's
+    pattern: Literal["transpose", "loop-dot", "strided-reduction", "gather", "scatter"] | None \
+        = None
+    pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
+    pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
 
 
 class KernelInventory(Record):
@@ -433,6 +449,8 @@ class KernelInventory(Record):
     transcendentals: Count
     bytes_read: Count
     bytes_written: Count
+    boundary_bytes_read: Count | None = None  # the kernels' operand buffers whole
+    boundary_bytes_written: Count | None = None  # the kernels' result buffers whole
     flops_by_op: dict[str, Count]
     transcendentals_by_op: dict[str, Count]
     by_category: dict[str, Count]

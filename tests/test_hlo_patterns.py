@@ -1,0 +1,186 @@
+# ruff: noqa: E501
+"""Kernel patterns (roofline_report.hlo.kernels.kernel_pattern) on programs XLA:CPU compiles
+here, and on hand-written HLO for the edge cases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from roofline_report.hlo.ir import parse_module
+from roofline_report.hlo.kernels import kernel_inventory, kernel_pattern
+from roofline_report.results.schema import KernelInventory
+
+ON_CPU = jax.default_backend() == "cpu"
+cpu_only = pytest.mark.skipif(not ON_CPU, reason="which dots XLA:CPU leaves as dot is checked")
+
+
+def _kernels(fn: Any, *args: Any) -> list[dict[str, Any]]:
+    inv = kernel_inventory(jax.jit(fn).lower(*args).compile().as_text())
+    KernelInventory.model_validate(inv)
+    return list(inv["kernels"])
+
+
+def _only(fn: Any, *args: Any) -> dict[str, Any]:
+    [kernel] = [k for k in _kernels(fn, *args) if k["pattern"] is not None]
+    return kernel
+
+
+X = jnp.ones((512, 1024), jnp.float32)
+IDX = jnp.array([3, 1, 7, 7], jnp.int32)
+
+
+def test_transpose_copy() -> None:
+    k = _only(jnp.transpose, X)
+    assert (k["pattern"], k["pattern_size"]) == ("transpose", 512 * 1024)
+    assert k["pattern_detail"] == "axes (1, 0) of f32[512,1024]"
+    three = _only(lambda x: jnp.transpose(x, (0, 2, 1)), jnp.ones((4, 64, 32)))
+    assert three["pattern_detail"] == "axes (0, 2, 1) of f32[4,64,32]"
+    scaled = _only(lambda x: jnp.transpose(x) * 2, X)  # elementwise work fused in
+    assert scaled["pattern"] == "transpose"
+
+
+def test_moving_a_size_one_axis_or_copying_is_no_transpose() -> None:
+    assert all(k["pattern"] is None for k in _kernels(
+        lambda x: jnp.transpose(x, (1, 0, 2)), jnp.ones((1, 64, 32))))
+    assert all(k["pattern"] is None for k in _kernels(lambda x: x * 2, X))
+
+
+def test_reductions_strided_or_not() -> None:
+    k = _only(lambda x: x.sum(axis=0), X)  # row-major: axis 0 is not the minor-most
+    assert (k["pattern"], k["pattern_size"]) == ("strided-reduction", 512 * 1024)
+    assert k["pattern_detail"] == "dimensions (0,) of f32[512,1024]{1,0}"
+    assert all(k["pattern"] is None for k in _kernels(lambda x: x.sum(axis=1), X))
+    assert all(k["pattern"] is None for k in _kernels(jnp.sum, X))
+
+
+def test_gather_and_scatter() -> None:
+    gather = _only(lambda x, i: jnp.take(x, i, axis=0), X, IDX)
+    assert (gather["pattern"], gather["pattern_size"]) == ("gather", 4 * 1024)
+    assert gather["pattern_detail"] == "f32[4,1,1024] gathered from f32[512,1024]"
+    scatter = _only(lambda x, i: x.at[i].add(1.0), X, IDX)
+    assert (scatter["pattern"], scatter["pattern_size"]) == ("scatter", 4 * 1024)
+    assert scatter["pattern_detail"] == "updates f32[4,1,1024] into f32[512,1024]"
+
+
+@cpu_only
+@pytest.mark.parametrize(
+    ("a", "b", "flops"),
+    [
+        (jnp.ones((4, 4)), jnp.ones((4, 4)), 2 * 4 * 4 * 4),  # small: below 8 x 8
+        (jnp.ones((64, 64), jnp.int32), jnp.ones((64, 64), jnp.int32), 2 * 64**3),  # integer
+        (jnp.ones((256, 256)), jnp.ones((256,)), 2 * 256 * 256),  # matrix-vector
+    ],
+)
+def test_dots_xla_cpu_leaves_as_dot_are_loop_dots(a: Any, b: Any, flops: int) -> None:
+    k = _only(lambda a, b: a @ b, a, b)
+    assert (k["opcode"], k["pattern"], k["pattern_size"]) == ("dot", "loop-dot", flops)
+    assert k["pattern_size"] == k["flops"]
+
+
+@cpu_only
+def test_library_matmuls_have_no_pattern() -> None:
+    for a in (jnp.ones((64, 64)), jnp.ones((8, 32, 32))):
+        kernels = _kernels(lambda a: a @ a, a)
+        assert [k["kind"] for k in kernels if k["category"] == "matmul"] == ["__ynn_fusion"]
+        assert all(k["pattern"] is None for k in kernels)
+
+
+EDGES = """HloModule patterns
+
+%dot_comp (p0: f32[16,16], p1: f32[16,16]) -> f32[16,16] {
+  %p0 = f32[16,16]{1,0} parameter(0)
+  %p1 = f32[16,16]{1,0} parameter(1)
+  %d = f32[16,16]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %c = f32[] constant(1)
+  %bc = f32[16,16]{1,0} broadcast(%c), dimensions={}
+  ROOT %a = f32[16,16]{1,0} add(%d, %bc)
+}
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+
+%col_major_sum0 (p: f32[64,32]) -> f32[32] {
+  %p = f32[64,32]{0,1} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[32]{0} reduce(%p, %z), dimensions={0}, to_apply=%add
+}
+
+%col_major_sum1 (p: f32[64,32]) -> f32[64] {
+  %p = f32[64,32]{0,1} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[64]{0} reduce(%p, %z), dimensions={1}, to_apply=%add
+}
+
+%unit_minor (p: f32[64,1]) -> f32[1] {
+  %p = f32[64,1]{1,0} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[1]{0} reduce(%p, %z), dimensions={0}, to_apply=%add
+}
+
+%reshaped (p: f32[8,4,16]) -> f32[16,32] {
+  %p = f32[8,4,16]{2,1,0} parameter(0)
+  %r = f32[32,16]{1,0} reshape(%p)
+  %t = f32[16,32]{0,1} transpose(%r), dimensions={1,0}
+  ROOT %c = f32[16,32]{1,0} copy(%t)
+}
+
+%layout_only (p: f32[16,32]) -> f32[32,16] {
+  %p = f32[16,32]{1,0} parameter(0)
+  ROOT %t = f32[32,16]{0,1} transpose(%p), dimensions={1,0}
+}
+
+ENTRY %main (a: f32[16,16], m: f32[64,32], u: f32[64,1], c: f32[8,4,16], s: f32[16,32]) -> f32[16,16] {
+  %a = f32[16,16]{1,0} parameter(0)
+  %m = f32[64,32]{0,1} parameter(1)
+  %u = f32[64,1]{1,0} parameter(2)
+  %c = f32[8,4,16]{2,1,0} parameter(3)
+  %s = f32[16,32]{1,0} parameter(4)
+  %loop_dot = f32[16,16]{1,0} fusion(%a, %a), kind=kOutput, calls=%dot_comp
+  %library = f32[16,16]{1,0} fusion(%a, %a), kind=kCustom, calls=%dot_comp, backend_config={"fusion_config":{"kind":"__ynn_fusion"}}
+  %sum0 = f32[32]{0} fusion(%m), kind=kInput, calls=%col_major_sum0
+  %sum1 = f32[64]{0} fusion(%m), kind=kInput, calls=%col_major_sum1
+  %unit = f32[1]{0} fusion(%u), kind=kInput, calls=%unit_minor
+  %moved = f32[16,32]{1,0} fusion(%c), kind=kLoop, calls=%reshaped
+  %relaid = f32[32,16]{0,1} fusion(%s), kind=kLoop, calls=%layout_only
+  %copied = f32[16,32]{0,1} copy(%s)
+  %same = f32[16,32]{1,0} copy(%s)
+  ROOT %t = f32[16,16]{1,0} transpose(%a), dimensions={1,0}
+}
+"""
+
+
+def test_pattern_edges_by_hand() -> None:
+    module = parse_module(EDGES)
+    entry = module.entry_computation
+    assert entry is not None
+
+    def pattern(name: str) -> tuple[str | None, int, str | None]:
+        instr = entry.instruction(name)
+        assert instr is not None
+        found = kernel_pattern(instr, module)
+        return found.name, found.size, found.detail
+
+    assert pattern("loop_dot") == ("loop-dot", 2 * 16**3, "dot f32[16,16] x f32[16,16] -> f32[16,16]")
+    assert pattern("library") == (None, 0, None)  # a library fusion: no loop emitter
+    # Column-major f32[64,32]{0,1}: dimension 0 is the minor-most one.
+    assert pattern("sum0") == (None, 0, None)
+    assert pattern("sum1") == ("strided-reduction", 64 * 32, "dimensions (1,) of f32[64,32]{0,1}")
+    assert pattern("unit") == (None, 0, None)  # the size-1 minor axis does not count
+    # A reshape then a transpose: the [8,4] axes come out after the 16.
+    assert pattern("moved") == ("transpose", 16 * 32, "axes (2, 0, 1) of f32[8,4,16]")
+    # A transpose whose layout keeps the bytes in order moves nothing.
+    assert pattern("relaid") == (None, 0, None)
+    assert pattern("copied") == ("transpose", 16 * 32, "axes (1, 0) of f32[16,32]")
+    assert pattern("same") == (None, 0, None)
+    assert pattern("t") == ("transpose", 16 * 16, "axes (1, 0) of f32[16,16]")
+    inv = kernel_inventory(EDGES)
+    KernelInventory.model_validate(inv)
+    assert {k["name"]: k["pattern_size"] for k in inv["kernels"] if k["pattern"] is None} \
+        == dict.fromkeys(("library", "sum0", "unit", "relaid", "same"), 0)
