@@ -194,7 +194,8 @@ def _program_prediction(w: Mapping[str, Any], table: KernelTable | None, roofs: 
     model of its totals."""
     dtype = str(w.get("dtype", "float32"))
     if table is not None and table.rows:
-        parts = [r.prediction for r in table.rows]
+        # A conditional's branches are all listed; the program runs (and is charged) one.
+        parts = [r.prediction for r in table.rows if r.charged]
         if all(p is not None for p in parts):
             return predict_program([p for p in parts if p is not None], roofs)
         return None
@@ -334,7 +335,8 @@ def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend
     inventory = pt.get("kernels")
     prediction: Prediction | None = None
     if _available(inventory) and isinstance(inventory, Mapping) and inventory.get("kernels"):
-        parts = [predict_kernel(k, dtype, roofs) for k in inventory["kernels"]]
+        parts = [predict_kernel(k, dtype, roofs) for k in inventory["kernels"]
+                 if k.get("charged", True)]
         if all(p is not None for p in parts):
             prediction = predict_program([p for p in parts if p is not None], roofs)
     else:

@@ -180,7 +180,7 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
         if k.get("category") == "reduction" else 0.0
     # A kernel writing a donated argument's buffer writes in place: no fresh output.
     fresh = 0.0 if k.get("in_place") else float(k.get("bytes_written", 0))
-    return Facts(dtype, dot, other, trans, moved, "the kernel's boundary bytes", 1, converts,
+    return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
                  written=fresh, conv_flops=conv, reduced=reduced)
 
 

@@ -92,6 +92,7 @@ class KernelRow:
     miss: Miss | None
     why: str = ""
     pattern: str | None = None
+    charged: bool = True  # False for a conditional's branch the program totals do not charge
 
     @property
     def intensity(self) -> float | None:

@@ -74,7 +74,7 @@ class KernelModel:
         return any(name.endswith(f"{FRESH})") for name in self.predictions[variant].roofs)
 
     def bytes(self, variant: str) -> float:
-        """The bytes the model priced: the kernels' boundary bytes, times their trips."""
+        """The bytes the model priced: the bytes the kernels touch, times their trips."""
         return self.predictions[variant].bytes
 
     def counts(self, variant: str) -> tuple[int, int]:
@@ -162,7 +162,8 @@ def kernel_model(
         return None, f"the {names[v]} program: {why}"
     predictions: dict[str, Prediction] = {}
     for v, inv in inventories.items():
-        parts = [predict_kernel(k, dtypes[v], roofs) for k in inv.get("kernels") or []]
+        parts = [predict_kernel(k, dtypes[v], roofs) for k in inv.get("kernels") or []
+                 if k.get("charged", True)]
         p = predict_program([q for q in parts if q is not None], roofs) \
             if parts and all(q is not None for q in parts) else None
         if p is None:
