@@ -41,6 +41,14 @@ def test_cpu_plan_scales_arrays_with_the_cache() -> None:
     assert big_cache.huge_pages
 
 
+def test_plans_measure_the_kernel_patterns() -> None:
+    full = ceilings.plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=None)
+    quick = ceilings.plan_for("cpu", quick=True, cache_bytes=32 * MiB, free_bytes=None)
+    assert full.patterns is not None and quick.patterns is not None
+    assert len(quick.patterns.sizes) < len(full.patterns.sizes)
+    assert TINY.patterns is None  # hand-made plans measure none unless asked
+
+
 def test_cpu_plan_quick_is_smaller_and_memory_bounded() -> None:
     quick = ceilings.plan_for("cpu", quick=True, cache_bytes=480 * MiB, free_bytes=None)
     full = ceilings.plan_for("cpu", quick=False, cache_bytes=480 * MiB, free_bytes=None)

@@ -95,7 +95,9 @@ class Floor:
 @dataclass(frozen=True, slots=True)
 class RateRoof:
     """Operations per second of one operation (``exp``, ``tanh``, ``log``, ``convert``) in one
-    dtype: the ceiling of kernels that evaluate many transcendentals or conversions."""
+    dtype: the ceiling of kernels that evaluate many transcendentals or conversions; or, by
+    size, of a reduction or a kernel pattern (``transpose``, ``gather``, ... elements per
+    second; ``loop-dot`` FLOP/s)."""
 
     name: str
     op: str
@@ -327,7 +329,7 @@ def measured(ceilings: Mapping[str, Any],
     rates = []
     for e in ceilings.get("rates", []):
         value = _positive(e.get("value")) if e.get("available") else None
-        if value is None:
+        if value is None or e.get("roof") is False:  # a variant beside a pattern's roof
             continue
         by_size = _net_of_dispatch(e.get("by_size") or [], pipelined)
         if e.get("by_size") and not by_size:

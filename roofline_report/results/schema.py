@@ -239,23 +239,32 @@ class WorkingSetSweep(Record):
 
 
 class RateSize(Record):
-    """One size of a rate measured by size: elements per call, bytes, the fastest time per
-    call (dispatch included) and elements ÷ that time."""
+    """One size of a rate measured by size: operations per call (elements; a loop dot's
+    flops), bytes read and written, the fastest time per call (dispatch included) and
+    operations ÷ that time; for a kernel pattern, the operand shape and the kernel of the
+    compiled program that has the pattern."""
 
     elements: Annotated[int, Field(gt=0)]
     bytes: Annotated[int, Field(gt=0)]
     seconds: Pos
     value: Pos
+    shape: list[Count] = []
+    kernel: str = ""
 
 
 class RateCeiling(Record):
     """Operations per second of a transcendental function, a dtype conversion, elementwise
-    arithmetic, or (by size) a row reduction."""
+    arithmetic, or (by size) a row reduction or a kernel pattern that runs below the streaming
+    roofs (a transpose, a reduction along a non-minor axis, a gather, a scatter, a dot the
+    compiler emits as a loop: ``op`` is the pattern's name as the kernel inventory gives it).
+    ``variant`` says which kernel measured a pattern; ``roof`` is False for a variant recorded
+    beside the pattern's roof (shown, not used by the prediction)."""
 
     name: str
-    op: Literal["exp", "tanh", "log", "convert", "multiply-add", "reduce"]
+    op: Literal["exp", "tanh", "log", "convert", "multiply-add", "reduce", "transpose",
+                "loop-dot", "strided-reduction", "gather", "scatter"]
     dtype: str
-    unit: Literal["1/s"] = "1/s"
+    unit: Literal["1/s", "elements/s", "FLOP/s"] = "1/s"
     kind: Literal["measured"] = "measured"
     available: bool
     reason: str = ""
@@ -265,6 +274,8 @@ class RateCeiling(Record):
     ops_per_call: Annotated[int, Field(gt=0)]
     timing: Timing | None = None
     by_size: list[RateSize] = []
+    variant: str = ""
+    roof: bool = True
 
 
 class LaunchCeiling(Record):

@@ -33,6 +33,7 @@ from typing import Any
 from roofline_report.errors import reason
 from roofline_report.kinds import Kind
 from roofline_report.observe import timer as timing
+from roofline_report.observe.ceilings import patterns as pattern_ceilings
 from roofline_report.observe.ceilings import rates as rate_ceilings
 from roofline_report.observe.ceilings import working_set as cache_sweep
 
@@ -72,6 +73,9 @@ class Plan:
     # hand-made plans unless asked for, on in plan_for's.
     levels: cache_sweep.SweepPlan | None = None
     rates: rate_ceilings.RatePlan | None = None
+    # The rates of the kernel patterns that run below the streaming roofs (transposes, strided
+    # reductions, gathers, scatters, loop dots), by size; recorded among the rates.
+    patterns: pattern_ceilings.PatternPlan | None = None
     launch: bool = False  # the cost of one more kernel inside a program
     conv_sizes: tuple[int, ...] = ()  # image sides of the convolution roof; () measures none
 
@@ -121,6 +125,7 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         huge_pages=backend == "cpu",
         levels=levels,
         rates=rate_ceilings.rate_plan(backend, quick=quick),
+        patterns=pattern_ceilings.pattern_plan(backend, quick=quick),
         launch=True,
         conv_sizes=conv,
     )
@@ -159,8 +164,10 @@ def measure_ceilings(
             extra["working_set"] = cache_sweep.measure_sweep(plan.levels, say)
         except Exception as exc:  # a failure of the sweep as a whole
             extra["working_set"] = {"available": False, "reason": _why(exc)}
-    if plan.rates is not None:
-        extra["rates"] = rate_ceilings.measure_rates(plan.rates, say)
+    if plan.rates is not None or plan.patterns is not None:
+        extra["rates"] = (rate_ceilings.measure_rates(plan.rates, say) if plan.rates else [])
+        if plan.patterns is not None:
+            extra["rates"] += pattern_ceilings.measure_patterns(plan.patterns, say)
     if plan.launch:
         extra["launch"] = _launch_entry(plan, say)
     return {
