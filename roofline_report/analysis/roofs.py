@@ -71,6 +71,7 @@ class BandwidthRoof:
     provenance: str
     min_bytes: int | None = None
     max_bytes: int | None = None
+    unstable: str | None = None  # why the level finder found this roof implausible
 
     def holds(self, working_set: float) -> bool:
         low = self.min_bytes if self.min_bytes is not None else 0
@@ -178,6 +179,7 @@ class RoofSet:
             candidates = [r for r in self.bandwidth if r.level == order[-1]]
         inner = min(order.index(r.level) for r in candidates)
         level = [r for r in candidates if order.index(r.level) == inner]
+        level = [r for r in level if r.unstable is None] or level  # plausible roofs first
         # A program streams into freshly allocated outputs, one call at a time: where the
         # level was measured that way, that is its roof; else the level's fastest.
         fresh = [r for r in level if r.name.endswith(FRESH)]
@@ -298,7 +300,8 @@ def measured(ceilings: Mapping[str, Any],
     found = measured_levels(ceilings) if levels is None else levels
     bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
                                f"measured: working-set sweep, {lv.rule}",
-                               min_bytes=lv.min_bytes, max_bytes=lv.max_bytes)
+                               min_bytes=lv.min_bytes, max_bytes=lv.max_bytes,
+                               unstable=lv.unstable)
                  for lv in found]
     # The streams on arrays past the last-level cache measure main memory: their roofs hold
     # where the sweep's main-memory level starts (else from the last-level cache's size).

@@ -223,6 +223,8 @@ class SweepBandwidth(Record):
     reason: str = ""
     value: Pos | None = None
     timing: Timing | None = None
+    remeasured: Count = 0  # times measured again for being implausible beside read-write
+    implausible: str = ""  # why it still was after that ("" when it no longer was)
 
 
 class SweepKernel(Record):

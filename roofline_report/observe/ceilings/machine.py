@@ -161,7 +161,8 @@ def measure_ceilings(
     extra: dict[str, Any] = {"caches": read_cache_hierarchy() if backend == "cpu" else []}
     if plan.levels is not None:
         try:
-            extra["working_set"] = cache_sweep.measure_sweep(plan.levels, say)
+            extra["working_set"] = cache_sweep.measure_sweep(
+                plan.levels, say, dispatch=dispatch["value"] if dispatch["available"] else None)
         except Exception as exc:  # a failure of the sweep as a whole
             extra["working_set"] = {"available": False, "reason": _why(exc)}
     if plan.rates is not None or plan.patterns is not None:
