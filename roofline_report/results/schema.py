@@ -190,6 +190,7 @@ class BandwidthCeiling(Record):
     bytes_per_call: Count | None = None
     huge_pages: bool | None = None
     timing: Timing | None = None
+    rounds: list[Pos | None] = []  # each round's rate (None: that round failed); value: best
 
 
 class DispatchCeiling(Record):

@@ -156,7 +156,9 @@ def measure_ceilings(
         compute.append(_matmul_entry("float32", backend, plan, say, highest=True))
     if plan.conv_sizes:
         compute.append(_conv_entry("float32", backend, plan, say))
-    bandwidth = _bandwidth_entries(plan, cache_bytes, say)
+    # The streams in rounds a whole pass over the other ceilings apart (see _best_streams).
+    kept: dict[str, Any] = {}
+    streams = [_bandwidth_entries(plan, cache_bytes, say, kept, _stream_samples(plan))]
     dispatch = _dispatch_entry(plan, say)
     extra: dict[str, Any] = {"caches": read_cache_hierarchy() if backend == "cpu" else []}
     if plan.levels is not None:
@@ -171,6 +173,10 @@ def measure_ceilings(
             extra["rates"] += pattern_ceilings.measure_patterns(plan.patterns, say)
     if plan.launch:
         extra["launch"] = _launch_entry(plan, say)
+    for _ in range(1, STREAM_ROUNDS):
+        streams.append(_bandwidth_entries(plan, cache_bytes, say, kept, _stream_samples(plan)))
+    kept.clear()
+    bandwidth = _best_streams(streams)
     return {
         **extra,
         "backend": backend,
@@ -377,6 +383,17 @@ class _Streams:
         self.huge_pages = x_huge and y_huge
         self.minus_one = jnp.float32(-1.0)
 
+    def on_huge_pages(self) -> bool:
+        """Whether both arrays sit on huge pages now: asked for, and (where the kernel tells)
+        at least :data:`HUGE_PAGE_SHARE` of each backed by them."""
+        if not self.huge_pages:
+            return False
+        for array in (self.x, self.y):
+            share = huge_page_share(int(array.unsafe_buffer_pointer()), int(array.nbytes))
+            if share is not None and share < HUGE_PAGE_SHARE:
+                return False
+        return True
+
     def runner(self, name: str) -> timing.Runner:
         """run(n) for one kernel: n enqueued calls, one block at the end."""
         import jax
@@ -463,8 +480,76 @@ def request_huge_pages(address: int, length: int) -> bool:
     return bool(madvise(start, end - start, _MADV_DONTNEED) == 0)
 
 
-def _bandwidth_entries(plan: Plan, cache_bytes: int | None, say: Progress) -> list[dict[str, Any]]:
-    """One entry per streaming kernel; ``huge_pages`` says whether the arrays got huge pages."""
+HUGE_PAGE_SHARE = 0.9  # arrays "on huge pages" have at least this share of their bytes on them
+_SMAPS = Path("/proc/self/smaps")
+
+
+def huge_page_share(address: int, length: int, smaps: Path = _SMAPS) -> float | None:
+    """Best effort, Linux only: the share of [address, address + length) that the kernel backs
+    with transparent huge pages (``AnonHugePages`` of the mappings overlapping the range, at
+    most the range), or None where that cannot be read. madvise only asks for huge pages; a
+    fault finds none when memory is fragmented, and the stream then runs on small pages."""
+    if length <= 0:
+        return None
+    try:
+        text = smaps.read_text()
+    except OSError:
+        return None
+    huge = 0
+    inside = False
+    for line in text.splitlines():
+        head, _, rest = line.partition(" ")
+        if "-" in head and not head.endswith(":"):
+            try:
+                low, high = (int(v, 16) for v in head.split("-"))
+            except ValueError:
+                inside = False
+                continue
+            inside = low < address + length and high > address
+        elif inside and head == "AnonHugePages:":
+            huge += int(rest.split()[0]) * 1024
+    return min(1.0, huge / length)
+
+
+STREAM_ROUNDS = 2
+
+
+def _stream_samples(plan: Plan) -> int:
+    """Samples of one round of a streaming kernel: the plan's samples split between rounds."""
+    return max(timing.MIN_BUDGET_SAMPLES, -(-plan.samples // STREAM_ROUNDS))
+
+
+def _best_streams(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each streaming kernel's fastest round, with every round's rate in ``rounds``.
+
+    The streams are measured in :data:`STREAM_ROUNDS` rounds, one before the other ceilings
+    and one after them. A burst of load on a shared machine (a test suite, a build) lasts
+    seconds and spoils every sample of a kernel measured in one window of a few seconds, but
+    rarely two windows a minute apart; measured in one window, the streams once read 0.60 of
+    NumPy's bandwidth in a run where others read 0.89 and 0.95, while the kernels themselves
+    match NumPy's (both in place on huge pages, both on every core: interleaved on the 2-core
+    CPU, their ratio scattered around 1 with the load). A round reuses the arrays of the one
+    before when they sit on huge pages and allocates afresh otherwise: madvise only asks for
+    huge pages, and a stream on small pages runs about a quarter slower."""
+    if not rounds or not rounds[0]:
+        return rounds[0] if rounds else []
+    out = []
+    for i, first in enumerate(rounds[0]):
+        tries = [r[i] for r in rounds if i < len(r)]
+        usable = [e for e in tries if e["available"] and e["value"] is not None]
+        best = dict(max(usable, key=lambda e: float(e["value"])) if usable else first)
+        best["rounds"] = [e["value"] if e["available"] else None for e in tries]
+        out.append(best)
+    return out
+
+
+def _bandwidth_entries(plan: Plan, cache_bytes: int | None, say: Progress,
+                       kept: dict[str, Any] | None = None,
+                       samples: int | None = None) -> list[dict[str, Any]]:
+    """One entry per streaming kernel, one round: ``samples`` per kernel (the plan's when
+    None); ``huge_pages`` says whether the arrays sat on huge pages (asked for and, where
+    /proc tells, obtained). ``kept`` holds the arrays for the next round, which reuses them if
+    they sit on huge pages and allocates afresh (a new chance at huge pages) otherwise."""
     elements = plan.array_bytes // STREAM_ITEMSIZE
     size = f"{plan.array_bytes // MiB} MiB"
     caveat = ""
@@ -488,18 +573,26 @@ def _bandwidth_entries(plan: Plan, cache_bytes: int | None, say: Progress) -> li
         }
         for name in STREAM_KERNELS
     ]
+    kept = {} if kept is None else kept
+    streams = kept.pop("streams", None)
+    if streams is not None and plan.huge_pages and not streams.on_huge_pages():
+        streams = None  # the last round's arrays missed huge pages: try fresh memory
     try:
-        streams = _Streams(elements, plan.huge_pages)
+        if streams is None:
+            streams = _Streams(elements, plan.huge_pages)
+            say(f"two {size} arrays ready"
+                + (" on huge pages" if streams.on_huge_pages() else ""))
     except Exception as exc:
         for entry in entries:
             entry["reason"] = f"allocating two {size} arrays failed: {_why(exc)}"
         return entries
-    say(f"two {size} arrays ready" + (" on huge pages" if streams.huge_pages else ""))
+    kept["streams"] = streams
+    on_huge = streams.on_huge_pages()
     for entry in entries:
         try:
             measured = timing.measure(
                 streams.runner(entry["name"]),
-                samples=plan.samples,
+                samples=samples or plan.samples,
                 min_sample_seconds=plan.min_sample_s,
                 budget_seconds=plan.budget_s,
                 method="jax: n enqueued calls on a donated buffer, block once per sample",
@@ -512,7 +605,7 @@ def _bandwidth_entries(plan: Plan, cache_bytes: int | None, say: Progress) -> li
             value=value,
             available=True,
             reason=caveat,
-            huge_pages=streams.huge_pages,
+            huge_pages=on_huge,
             timing=measured.to_json(),
         )
         say(f"{entry['name']} on {size}: {value / 1e9:.3g} GB/s")
