@@ -200,10 +200,12 @@ def test_tiny_run_compute_entries(tiny: dict[str, Any]) -> None:
         assert n in TINY.matmul_sizes
         assert entry["flops_per_call"] == 2 * n**3
         _check_timing(entry["timing"])
-        # The value is the work over the fastest sample.
+        # The value is the work over the fastest sample, of the faster of two rounds.
         assert entry["value"] == pytest.approx(
             entry["flops_per_call"] / entry["timing"]["per_call"]["min"]
         )
+        assert len(entry["rounds"]) == ceilings.ROUNDS
+        assert entry["value"] == max(entry["rounds"])
     bf16 = tiny["compute"][1]
     assert "upcasts" in bf16["reason"]
     assert tiny["peak_compute"] == {
@@ -224,7 +226,7 @@ def test_tiny_run_bandwidth_entries(tiny: dict[str, Any]) -> None:
         assert entry["huge_pages"] is False
         _check_timing(entry["timing"])
         # Measured in rounds a pass over the other ceilings apart; the value is the best one.
-        assert len(entry["rounds"]) == ceilings.STREAM_ROUNDS
+        assert len(entry["rounds"]) == ceilings.ROUNDS
         assert entry["value"] == max(entry["rounds"])
     best = max(entries, key=lambda e: e["value"])
     assert tiny["peak_bandwidth"] == {"value": best["value"], "name": best["name"]}
@@ -394,6 +396,7 @@ def test_sweep_keeps_the_sizes_that_worked(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(ceilings, "_matmul_operands", operands)
     entry = ceilings._matmul_entry("float32", "cpu", TINY, lambda _m: None)
     assert entry["available"] and entry["size"] == 32
+    assert entry["rounds"] == [entry["value"]]  # one round unless a second is asked for
     assert "sweep stopped: n=64 failed (MemoryError: too big)" in entry["reason"]
 
 

@@ -177,6 +177,7 @@ class ComputeCeiling(Record):
     size: Count | None = None
     timing: Timing | None = None
     by_size: list[MatmulSize] = []
+    rounds: list[Pos | None] = []  # each round's rate at ``size`` (None: failed); value: best
 
 
 class BandwidthCeiling(Record):

@@ -150,15 +150,18 @@ def measure_ceilings(
             backend, quick=quick, cache_bytes=cache_bytes, free_bytes=free_memory_bytes(device)
         )
 
-    compute = [_matmul_entry(dtype, backend, plan, say) for dtype in plan.matmul_dtypes]
+    # The compute and stream ceilings are timed in two rounds a whole pass over the other
+    # ceilings apart (see _sized_rates and _best_streams); ``again`` holds the second rounds.
+    again: Again = []
+    compute = [_matmul_entry(dtype, backend, plan, say, again=again)
+               for dtype in plan.matmul_dtypes]
     if backend in ("gpu", "cuda") and "float32" in plan.matmul_dtypes:
         # float32 matmuls run as TF32 by default on NVIDIA GPUs: measure true float32 too.
-        compute.append(_matmul_entry("float32", backend, plan, say, highest=True))
+        compute.append(_matmul_entry("float32", backend, plan, say, highest=True, again=again))
     if plan.conv_sizes:
-        compute.append(_conv_entry("float32", backend, plan, say))
-    # The streams in rounds a whole pass over the other ceilings apart (see _best_streams).
+        compute.append(_conv_entry("float32", backend, plan, say, again=again))
     kept: dict[str, Any] = {}
-    streams = [_bandwidth_entries(plan, cache_bytes, say, kept, _stream_samples(plan))]
+    streams = [_bandwidth_entries(plan, cache_bytes, say, kept, _round_samples(plan))]
     dispatch = _dispatch_entry(plan, say)
     extra: dict[str, Any] = {"caches": read_cache_hierarchy() if backend == "cpu" else []}
     if plan.levels is not None:
@@ -173,8 +176,10 @@ def measure_ceilings(
             extra["rates"] += pattern_ceilings.measure_patterns(plan.patterns, say)
     if plan.launch:
         extra["launch"] = _launch_entry(plan, say)
-    for _ in range(1, STREAM_ROUNDS):
-        streams.append(_bandwidth_entries(plan, cache_bytes, say, kept, _stream_samples(plan)))
+    for _ in range(1, ROUNDS):
+        for timed_again in again:
+            timed_again()
+        streams.append(_bandwidth_entries(plan, cache_bytes, say, kept, _round_samples(plan)))
     kept.clear()
     bandwidth = _best_streams(streams)
     return {
@@ -229,31 +234,41 @@ def _matmul_caveat(backend: str, dtype: str) -> str:
     return ""
 
 
+Again = list[Callable[[], None]]  # timings to take once more, after the other ceilings
+
+
 def _matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress, *,
-                  highest: bool = False) -> dict[str, Any]:
-    """Sweep the sizes with rough timings, then time the best size in full. ``highest``: at
+                  highest: bool = False, again: Again | None = None) -> dict[str, Any]:
+    """Sweep the sizes with rough timings, then time the best size in full (and, with
+    ``again``, once more later: see :func:`_sized_rates`). ``highest``: at
     ``Precision.HIGHEST`` instead of jax's default precision."""
     entry = _compute_entry(f"matmul {dtype}" + (" (highest precision)" if highest else ""),
                            "matmul", dtype, "highest" if highest else "default")
     caveat = "" if highest else _matmul_caveat(backend, dtype)
     return _sized_rates(entry, _matmul_highest if highest else _matmul, plan.matmul_sizes,
                         lambda n: _matmul_operands(n, dtype), lambda n: 2 * n**3, plan, say,
-                        caveat)
+                        caveat, again)
 
 
 def _compute_entry(name: str, op: str, dtype: str, precision: str) -> dict[str, Any]:
     return {"name": name, "op": op, "precision": precision, "dtype": dtype, "value": None,
             "unit": "FLOP/s", "kind": Kind.MEASURED.value, "available": False, "reason": "",
-            "size": None, "flops_per_call": None, "timing": None, "by_size": []}
+            "size": None, "flops_per_call": None, "timing": None, "by_size": [], "rounds": []}
 
 
 def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int, ...],
                  operands: Callable[[int], tuple[Any, ...]], flops_of: Callable[[int], int],
-                 plan: Plan, say: Progress, caveat: str = "") -> dict[str, Any]:
+                 plan: Plan, say: Progress, caveat: str = "",
+                 again: Again | None = None) -> dict[str, Any]:
     """Fill ``entry`` with the rate of ``fn`` by size: each size of ``sizes`` timed roughly
     (stopping after the first whose call lasts ``plan.matmul_max_call_s``), then the best
     size timed in full; the rough rates stay in ``by_size`` (a rate grows with the size, and
-    a prediction uses the rate measured near a product's size)."""
+    a prediction uses the rate measured near a product's size).
+
+    With ``again``, the full timing is split in two rounds: half the samples now, half when
+    the caller runs the closure this appends (after the other ceilings), the entry keeping
+    the faster round and both rates in ``rounds``; a burst of load spoils one window of
+    samples, rarely two a minute apart."""
     import jax
 
     name = entry["name"]
@@ -287,28 +302,42 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
         entry["reason"] = _join(f"{name} unavailable: {stopped}", caveat)
         return entry
     _, n, compiled, args = best
+    samples = plan.samples if again is None else _round_samples(plan)
+
+    def final() -> timing.Timing:
+        return timing.time_jitted(compiled, args, quick=False, samples=samples,
+                                  min_sample_seconds=plan.min_sample_s,
+                                  budget_seconds=plan.budget_s)
+
     try:
-        final = timing.time_jitted(
-            compiled,
-            args,
-            quick=False,
-            samples=plan.samples,
-            min_sample_seconds=plan.min_sample_s,
-            budget_seconds=plan.budget_s,
-        )
+        first = final()
     except Exception as exc:
         entry["reason"] = _join(f"{name} n={n} failed ({_why(exc)})", caveat)
         return entry
     flops = flops_of(n)
     entry.update(
-        value=_rate(flops, final),
+        value=_rate(flops, first),
         available=True,
         reason=_join(caveat, f"sweep stopped: {stopped}" if stopped else ""),
         size=n,
         flops_per_call=flops,
-        timing=final.to_json(),
+        timing=first.to_json(),
+        rounds=[_rate(flops, first)],
     )
     say(f"{name} n={n}: {entry['value'] / 1e9:.3g} GFLOP/s")
+    if again is not None:
+        def second() -> None:
+            try:
+                later = final()
+            except Exception:  # the first round stands alone
+                entry["rounds"].append(None)
+                return
+            rate = _rate(flops, later)
+            entry["rounds"].append(rate)
+            if rate > entry["value"]:
+                entry.update(value=rate, timing=later.to_json())
+
+        again.append(second)
     return entry
 
 
@@ -337,7 +366,8 @@ def _convolution(x: Any, w: Any) -> Any:
                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
-def _conv_entry(dtype: str, backend: str, plan: Plan, say: Progress) -> dict[str, Any]:
+def _conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
+                again: Again | None = None) -> dict[str, Any]:
     """The convolution roof of ``dtype`` by size (see :data:`CONV_WINDOW`)."""
     import jax
     import jax.numpy as jnp
@@ -356,7 +386,7 @@ def _conv_entry(dtype: str, backend: str, plan: Plan, say: Progress) -> dict[str
     entry = _compute_entry(f"convolution {dtype}", "convolution", dtype, "default")
     return _sized_rates(entry, _convolution, plan.conv_sizes, operands,
                         lambda n: conv_flops(n, batch, channels), plan, say,
-                        _matmul_caveat(backend, dtype))
+                        _matmul_caveat(backend, dtype), again)
 
 
 # -------------------------------------------------------------------------------- bandwidth
@@ -511,18 +541,18 @@ def huge_page_share(address: int, length: int, smaps: Path = _SMAPS) -> float | 
     return min(1.0, huge / length)
 
 
-STREAM_ROUNDS = 2
+ROUNDS = 2  # rounds of the compute and stream ceilings' final timings
 
 
-def _stream_samples(plan: Plan) -> int:
-    """Samples of one round of a streaming kernel: the plan's samples split between rounds."""
-    return max(timing.MIN_BUDGET_SAMPLES, -(-plan.samples // STREAM_ROUNDS))
+def _round_samples(plan: Plan) -> int:
+    """Samples of one round of a final timing: the plan's samples split between rounds."""
+    return max(timing.MIN_BUDGET_SAMPLES, -(-plan.samples // ROUNDS))
 
 
 def _best_streams(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """Each streaming kernel's fastest round, with every round's rate in ``rounds``.
 
-    The streams are measured in :data:`STREAM_ROUNDS` rounds, one before the other ceilings
+    The streams are measured in :data:`ROUNDS` rounds, one before the other ceilings
     and one after them. A burst of load on a shared machine (a test suite, a build) lasts
     seconds and spoils every sample of a kernel measured in one window of a few seconds, but
     rarely two windows a minute apart; measured in one window, the streams once read 0.60 of
