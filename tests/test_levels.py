@@ -339,3 +339,25 @@ def test_the_sweep_measures_implausible_points_again(monkeypatch: pytest.MonkeyP
     read = data["kernels"][1]["points"][0]
     assert read["remeasured"] == cache_sweep.REMEASURE == 2 and read["value"] == 4e9
     assert series["read"] == [8e9]
+
+
+def test_a_steady_shortfall_ends_a_kernel_s_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The read kernel at a tenth of read-write at every size, whatever the retry: the first
+    # two points are measured again once each (no gain), the rest are only marked.
+    def point(kind: str, size: int, plan: cache_sweep.SweepPlan) -> dict[str, Any]:
+        value = {"read-write": 200e9, "read": 20e9, "write-new": 150e9}[kind]
+        return {"bytes": size, "reps": 1, "bytes_per_call": 2 * size, "value": value,
+                "available": True, "reason": "", "timing": None}
+
+    monkeypatch.setattr(cache_sweep, "_point", point)
+    plan = cache_sweep.SweepPlan((4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB), bytes_per_call=MiB,
+                                 samples=3, min_sample_s=1e-3)
+    data = cache_sweep.measure_sweep(plan, dispatch=1e-9)
+    read = data["kernels"][1]["points"]
+    assert [p["remeasured"] for p in read] == [1, 1, 0, 0]
+    assert all("10% of read-write" in p["implausible"] for p in read)
+    found = {(lv.name, lv.kernel): lv for lv in levels.find_levels(data, CACHES, "cpu", 1e-9)}
+    assert found[("L1", "read")].unstable is not None
+    assert found[("L1", "read")].unstable.endswith("still so after 1 re-measurement")
+    assert found[("L2", "read")].unstable is not None
+    assert "re-measurement" not in found[("L2", "read")].unstable  # never measured again

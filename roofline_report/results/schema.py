@@ -226,7 +226,7 @@ class SweepBandwidth(Record):
     value: Pos | None = None
     timing: Timing | None = None
     remeasured: Count = 0  # times measured again for being implausible beside read-write
-    implausible: str = ""  # why it still was after that ("" when it no longer was)
+    implausible: str = ""  # why it is implausible beside read-write, after any re-measuring
 
 
 class SweepKernel(Record):

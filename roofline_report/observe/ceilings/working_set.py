@@ -152,28 +152,32 @@ def _point(kind: str, size: int, plan: SweepPlan) -> dict[str, Any]:
 
 REMEASURE = 2  # times an implausible point is measured again, at most
 REMEASURE_GAIN = 1.1  # a re-measurement that gains less than 10% ends the retries
+FUTILE_POINTS = 2  # points in a row whose retries gained nothing end a kernel's retries
 
 
 def _recheck(kernels: list[dict[str, Any]], plan: SweepPlan, dispatch: float | None) -> int:
     """Measure again, up to :data:`REMEASURE` times, each read or write-new point that is
     implausible beside the read-write point of its working set (the rule of
     :func:`roofline_report.analysis.levels.implausible`), keeping its fastest measurement; a
-    point that stays implausible records why. Retries stop early when one gains less than
-    :data:`REMEASURE_GAIN` (a steady shortfall, not a burst of load). Returns the number of
-    re-measurements."""
+    point that stays implausible records why. A point's retries stop when one gains less than
+    :data:`REMEASURE_GAIN`, and a kernel's when :data:`FUTILE_POINTS` points in a row ended
+    so: a steady shortfall of the kernel (the read kernel's adds), not a burst of load, which
+    more retries cannot mend. Returns the number of re-measurements."""
     by_name = {k["name"]: k for k in kernels}
     reference = {p["bytes"]: levels.point_rate(levels.REFERENCE, p, dispatch)
                  for p in by_name.get(levels.REFERENCE, {}).get("points", [])}
     done = 0
     for name in ("read", "write-new"):
         points = by_name.get(name, {}).get("points", [])
+        futile = 0
         for i, point in enumerate(points):
             tries, gain = 0, math.inf
             while True:
                 rate = levels.point_rate(name, point, dispatch)
                 why = None if rate is None else levels.implausible(
                     name, rate, reference.get(point["bytes"]))
-                if why is None or tries >= REMEASURE or gain < REMEASURE_GAIN:
+                if (why is None or tries >= REMEASURE or gain < REMEASURE_GAIN
+                        or futile >= FUTILE_POINTS):
                     break
                 again = _point(name, point["bytes"], plan)
                 tries += 1
@@ -184,8 +188,9 @@ def _recheck(kernels: list[dict[str, Any]], plan: SweepPlan, dispatch: float | N
                 else:
                     gain = 1.0
             if tries:
-                point = {**point, "remeasured": tries, "implausible": why or ""}
-                points[i] = point
+                futile = futile + 1 if why and gain < REMEASURE_GAIN else 0
+            if tries or why:
+                points[i] = {**point, "remeasured": tries, "implausible": why or ""}
     return done
 
 
@@ -201,7 +206,8 @@ def measure_sweep(plan: SweepPlan, say: Progress | None = None,
     raises for a measurement failure. Then each read or write-new point implausible beside
     the read-write point of its working set is measured again (:func:`_recheck`; ``dispatch``,
     the per-call floor, is taken off the write-new calls as the level finder does), with
-    ``remeasured`` (how many times) and ``implausible`` (why it still is, or "").
+    ``remeasured`` (how many times) and ``implausible`` (why it still is, or ""); a kernel
+    steadily short of plausible is re-measured at a few points only.
     """
     tell = say or (lambda _m: None)
     kernels: list[dict[str, Any]] = []
