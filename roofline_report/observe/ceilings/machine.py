@@ -11,7 +11,13 @@
 
 A ceiling's ``value`` comes from the fastest sample (work / min per-call time), as the Empirical
 Roofline Toolkit reports the best rate: noise from other processes only ever slows a kernel. The
-median, quartiles and the ``unstable`` flag stay in each entry's ``timing`` record.
+median, quartiles and the ``unstable`` flag stay in each entry's ``timing`` record. The compute and
+streaming ceilings take their samples in two rounds, one before and one after the other ceilings
+(``rounds`` keeps each round's rate): on a shared machine a burst of load spoils every sample of
+one window of a few seconds, rarely of two a minute apart.
+
+Beside them: the working-set sweep (:mod:`.working_set`), operation rates (:mod:`.rates`) and the
+rates of the kernel patterns that run below the streaming roofs (:mod:`.patterns`).
 
 Every figure is ``kind: measured``. A measurement that fails (out of memory, a missing dtype)
 becomes an entry with ``available: False`` and the reason; :func:`measure_ceilings` does not raise
