@@ -56,8 +56,8 @@ class Level:
     max_bytes: int | None
     points: int
     rule: str
-    # Why this roof is implausible beside the level's read-write roof (it stayed so after the
-    # sweep re-measured it); None for a plausible roof.
+    # Why this roof is implausible beside the level's read-write roof, after whatever
+    # re-measuring the sweep did; None for a plausible roof.
     unstable: str | None = None
 
 
