@@ -182,7 +182,8 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
                                bfloat16_sizes=(), samples=2, min_sample_s=1e-3)
     entries = measure.measure_patterns(plan)
     assert [e["op"] for e in entries] == ["transpose", "strided-reduction", "gather",
-                                          "scatter", "loop-dot", "transpose", "gather"]
+                                          "scatter", "loop-dot", "transpose", "gather",
+                                          "scatter"]
     for e in entries:
         schema.RateCeiling.model_validate_json(json.dumps(e))
         assert e["available"], e["reason"]
@@ -190,7 +191,9 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         assert point["value"] == pytest.approx(point["elements"] / point["seconds"])
         assert e["value"] == point["value"] and point["kernel"]
     assert entries[4]["unit"] == "FLOP/s" and entries[4]["by_size"][0]["elements"] == 2 * 32**3
-    assert [e["roof"] for e in entries] == [True] * 5 + [False] * 2
+    assert [e["roof"] for e in entries] == [True] * 5 + [False] * 3
+    assert entries[2]["variant"] == entries[3]["variant"][-len("rows of 256"):] == "rows of 256"
+    assert entries[3]["by_size"][0]["shape"] == [16, 256]  # 4096 elements in rows of 256
 
     # A "loop dot" that the compiler hands to its matmul library is not measured.
     library = measure.Kernel("loop-dot", "a @ b", True, "float32", (32,),

@@ -18,12 +18,20 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
 * ``strided-reduction`` (operand elements per second): ``sum(x, axis=0)`` of a row-major
   ``[R, 1024]``, by R. XLA:CPU runs small ones as a loop of its own and large ones through its
   library (``__ynn_fusion``): each point records which kernel ran.
-* ``gather`` (output elements per second): the roof is ``jnp.take`` of scattered elements of a
-  vector (as many indices as elements, a fixed random permutation); beside it, ``jnp.take`` of
-  rows of :data:`GATHER_ROW` elements of a table (an embedding lookup), which streams.
-* ``scatter`` (update elements per second): ``lax.scatter_add`` of one element per index into a
-  donated vector (what ``x.at[idx].add(u)`` runs once its indices are normalised, a kernel of its
-  own), indices a fixed random permutation.
+* ``gather`` (output elements per second): the roof is ``jnp.take`` of rows of
+  :data:`GATHER_ROW` elements of a table (an embedding lookup, a mixture of experts routing its
+  tokens: the bulk of what a training step gathers); beside it, ``jnp.take`` of scattered
+  elements of a vector (a label per row), several times slower per element. Indices are a fixed
+  random permutation, as many as rows (or elements).
+* ``scatter`` (update elements per second): the roof is ``lax.scatter_add`` of rows of
+  :data:`GATHER_ROW` elements into a donated table (an embedding's gradient: what
+  ``x.at[idx].add(u)`` runs once its indices are normalised, a kernel of its own); beside it, the
+  scatter-add of scattered elements into a vector.
+
+  The inventory gives a gather or a scatter its elements, not its row length: one roof per
+  pattern can be right for rows or for single elements, not both, and a launch takes the larger
+  of this time and its other terms, so the rows (the common, larger kernels) set the roof and the
+  element rates are shown beside it.
 * ``loop-dot`` (FLOP/s): ``einsum('km,nk->mn')`` of square operands, both contracted on their
   "wrong" axis. XLA:CPU (jax 0.10) hands ``a @ b``, ``a @ b.T`` and batched products to its
   matmul library but emits a plain ``dot`` (Eigen, outside the library's fusion) when the left
@@ -53,7 +61,7 @@ from roofline_report.observe import timer as timing
 
 Progress = Callable[[str], None]
 REDUCE_COLUMNS = 1024  # columns of the strided reduction's [R, C] operand
-GATHER_ROW = 256  # elements per row of the row gather
+GATHER_ROW = 256  # elements per row of the row gather and scatter
 THREE_D_BATCH = 8  # leading axis of the 3-D transpose
 ROUNDS = 2
 MIN_ROUND_SAMPLES = 2
@@ -222,10 +230,13 @@ def _gather_rows(dtype: str) -> Callable[[int], Point]:
     return build
 
 
-def _scatter_add(dtype: str) -> Callable[[int], Point]:
+def _scatter_add(dtype: str, row: int) -> Callable[[int], Point]:
+    """Scatter-add of ``row`` elements per index (1: single elements of a vector) into a
+    donated operand, one update per row of the operand, in a random order."""
     from jax import lax
 
-    numbers = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    numbers = lax.ScatterDimensionNumbers(update_window_dims=(1,) if row > 1 else (),
+                                          inserted_window_dims=(0,),
                                           scatter_dims_to_operand_dims=(0,))
 
     def scatter(a: Any, i: Any, u: Any) -> Any:
@@ -233,10 +244,13 @@ def _scatter_add(dtype: str) -> Callable[[int], Point]:
                                mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
     def build(elements: int) -> Point:
-        x, idx, u = _array((elements,), dtype), _indices(elements), _array((elements,), dtype)
-        # Each update reads and writes one element of x and reads its index and its value.
-        return Point(scatter, (x, idx, u), elements, elements * (3 * _itemsize(dtype) + 4),
-                     (elements,), donate=True)
+        rows = max(1, elements // row)
+        shape = (rows, row) if row > 1 else (rows,)
+        x, idx, u = _array(shape, dtype), _indices(rows), _array(shape, dtype)
+        count = rows * row
+        # Each update reads and writes one element of x and reads its value; one index a row.
+        return Point(scatter, (x, idx, u), count, 3 * count * _itemsize(dtype) + 4 * rows,
+                     shape, donate=True)
 
     return build
 
@@ -259,10 +273,10 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
     out = [Kernel("transpose", "2-D swap", True, "float32", sizes, _transpose_2d("float32")),
            Kernel("strided-reduction", f"sum over axis 0 of [R, {REDUCE_COLUMNS}]", True,
                   "float32", sizes, _strided_reduction("float32")),
-           Kernel("gather", "scattered elements", True, "float32", sizes,
-                  _gather_elements("float32")),
-           Kernel("scatter", "scatter-add of scattered elements", True, "float32", sizes,
-                  _scatter_add("float32")),
+           Kernel("gather", f"rows of {GATHER_ROW}", True, "float32", sizes,
+                  _gather_rows("float32")),
+           Kernel("scatter", f"scatter-add of rows of {GATHER_ROW}", True, "float32", sizes,
+                  _scatter_add("float32", GATHER_ROW)),
            Kernel("loop-dot", "a.T @ b.T", True, "float32", plan.dot_sides,
                   _loop_dot("float32"))]
     if plan.bfloat16_sizes:
@@ -271,8 +285,10 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
     if plan.variant_sizes:
         out += [Kernel("transpose", f"3-D [{THREE_D_BATCH}, m, m] -> (2, 0, 1)", False,
                        "float32", plan.variant_sizes, _transpose_3d("float32")),
-                Kernel("gather", f"rows of {GATHER_ROW}", False, "float32", plan.variant_sizes,
-                       _gather_rows("float32"))]
+                Kernel("gather", "scattered elements", False, "float32", plan.variant_sizes,
+                       _gather_elements("float32")),
+                Kernel("scatter", "scatter-add of scattered elements", False, "float32",
+                       plan.variant_sizes, _scatter_add("float32", 1))]
     return out
 
 
