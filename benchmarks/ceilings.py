@@ -1,6 +1,6 @@
 """How close are the project's measured ceilings to a reference measured in the same run?
 
-Usage, from the repository root: ``python benchmarks/ceilings.py [--quick]``.
+Usage, from the repository root: ``python benchmarks/ceilings.py [--quick] [--rounds N]``.
 
 * CPU reference: NumPy's float32 matmul at each size the project sweeps, and NumPy's in-place
   streaming kernels (``scale``: a <- -a; ``triad``: a <- b - a) run by one thread per core on
@@ -8,24 +8,32 @@ Usage, from the repository root: ``python benchmarks/ceilings.py [--quick]``.
 * GPU reference (when torch is installed): cuBLAS matmul through torch (TF32 allowed for float32,
   as jax's default precision does) and a device-to-device copy, timed with CUDA events.
 
-The order is reference, project (``measure_ceilings``), reference again, so drift on a shared
-machine hits both; the reference figure is the mean of its two passes. Every figure, project or
-reference, is work over the fastest sample, and bytes count reads plus writes. The last line
-printed is one JSON object with ``backend``, ``compute_ratio`` and ``bandwidth_ratio``
-(project / reference; None where no reference could be measured).
+A shared machine's load comes in bursts that last seconds to minutes, so one comparison says
+little: the run interleaves ``--rounds`` (default 5) rounds, reference pass 0, then project round
+1 (``measure_ceilings``), reference pass 1, project round 2, ... Round i's ratios are the
+project's figures over the mean of the reference passes just before and after it. The first
+project round is a full ``measure_ceilings`` (its time is reported); the others measure only
+what is compared (matmuls, streams, dispatch). Every figure, project or reference, is work over
+the fastest sample, and bytes count reads plus writes. The last line printed is one JSON object
+with ``backend``, the median ``compute_ratio`` and ``bandwidth_ratio`` over the rounds
+(project / reference; None where no reference could be measured), their ranges (min, max) and
+every round's ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -210,10 +218,61 @@ def _fmt(value: float | None, unit: str) -> str:
     return "-" if value is None else f"{value / 1e9:8.1f} G{unit}"
 
 
+def _gb(values: Sequence[float | None] | None) -> list[float | None]:
+    return [None if v is None else round(v / 1e9, 1) for v in values or []]
+
+
+def _spread(values: Sequence[float | None]) -> tuple[float | None, list[float] | None]:
+    """The median of the ratios that exist and their (min, max); None without any."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None, None
+    return statistics.median(known), [min(known), max(known)]
+
+
+def lean(plan: ceilings.Plan) -> ceilings.Plan:
+    """``plan`` measuring only what the benchmark compares: matmuls, streams and dispatch."""
+    return dataclasses.replace(plan, levels=None, rates=None, patterns=None, launch=False,
+                               conv_sizes=())
+
+
+def _round_ratios(project: dict[str, Any], before: dict[str, Rates] | None,
+                  after: dict[str, Rates] | None) -> dict[str, Any]:
+    """One round's ratios: the project's float32 matmul peak over the reference at the same
+    size, and its best stream over the reference's best, each reference the mean of the passes
+    around the round."""
+    passes = [p for p in (before, after) if p is not None]
+    f32 = next((e for e in project["compute"]
+                if e.get("op", "matmul") == "matmul" and e["dtype"] == "float32"
+                and e.get("precision", "default") == "default"), None)
+    key = f"float32 {f32['size']}" if f32 and f32.get("size") else None
+    compute_refs = [p["compute"][key] for p in passes if key and key in p["compute"]]
+    bandwidth_refs = [max(p["bandwidth"].values()) for p in passes if p["bandwidth"]]
+    compute_ref = _mean(compute_refs) if compute_refs else None
+    bandwidth_ref = _mean(bandwidth_refs) if bandwidth_refs else None
+    stream: dict[str, Any] = next((e for e in project["bandwidth"]
+                                   if e["name"] == project["peak_bandwidth"]["name"]), {})
+    return {
+        "compute_ratio": _ratio(project["peak_compute"]["value"], compute_ref),
+        "bandwidth_ratio": _ratio(project["peak_bandwidth"]["value"], bandwidth_ref),
+        "compute": {"project": project["peak_compute"]["value"], "size": key,
+                    "project_rounds": f32.get("rounds") if f32 else None,
+                    "reference": compute_ref},
+        "bandwidth": {"project": project["peak_bandwidth"]["value"],
+                      "kernel": project["peak_bandwidth"]["name"],
+                      "project_rounds": stream.get("rounds"),
+                      "huge_pages": stream.get("huge_pages"), "reference": bandwidth_ref},
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer samples")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="interleaved rounds of reference and project (default 5)")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     started = time.perf_counter()
 
     import jax
@@ -225,69 +284,69 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan = ceilings.plan_for(backend, quick=args.quick, cache_bytes=cache, free_bytes=free)
 
     ref, why_not = _reference(backend, plan, args.quick)
-    passes: list[dict[str, Rates]] = []
-    if ref is not None:
-        passes.append(_reference_pass(ref, plan))
-    project_started = time.perf_counter()
-    project = ceilings.measure_ceilings(quick=args.quick, plan=plan)
-    project_seconds = time.perf_counter() - project_started
-    if ref is not None:
-        passes.append(_reference_pass(ref, plan))
+    passes: list[dict[str, Rates] | None] = [_reference_pass(ref, plan) if ref else None]
+    projects: list[dict[str, Any]] = []
+    rounds: list[dict[str, Any]] = []
+    project_seconds = 0.0
+    for i in range(args.rounds):
+        project_started = time.perf_counter()
+        project = ceilings.measure_ceilings(quick=args.quick, plan=plan if i == 0 else lean(plan))
+        if i == 0:
+            project_seconds = time.perf_counter() - project_started
+        passes.append(_reference_pass(ref, plan) if ref else None)
+        projects.append(project)
+        rounds.append(_round_ratios(project, passes[i], passes[i + 1]))
+        print(f"round {i + 1}: compute ratio {rounds[-1]['compute_ratio']}, "
+              f"bandwidth ratio {rounds[-1]['bandwidth_ratio']}", flush=True)
 
-    matmuls = [e for e in project["compute"] if e.get("op", "matmul") == "matmul"]
-    f32 = next(e for e in matmuls if e["dtype"] == "float32")
-    compute_key = f"float32 {f32['size']}"
-    compute_refs = [p["compute"][compute_key] for p in passes if compute_key in p["compute"]]
-    compute_ref = _mean(compute_refs) if compute_refs else None
-    bandwidth_refs = [max(p["bandwidth"].values()) for p in passes if p["bandwidth"]]
-    bandwidth_ref = _mean(bandwidth_refs) if bandwidth_refs else None
-    compute_ratio = _ratio(project["peak_compute"]["value"], compute_ref)
-    bandwidth_ratio = _ratio(project["peak_bandwidth"]["value"], bandwidth_ref)
-
+    first = projects[0]
     print(
-        f"backend {backend} ({project['device_kind']}); reference: "
+        f"backend {backend} ({first['device_kind']}); reference: "
         f"{ref.describe() if ref else why_not}"
     )
     print(
         f"plan: matmul sizes {plan.matmul_sizes}, arrays {plan.array_bytes // ceilings.MiB} MiB,"
-        f" last-level cache {cache} B, {plan.samples} samples"
+        f" last-level cache {cache} B, {plan.samples} samples, {args.rounds} rounds"
     )
-    print(f"{'quantity':<28}{'project':>16}{'reference 1':>16}{'reference 2':>16}{'ratio':>8}")
-    for entry in project["compute"]:
+    header = "".join(f"{'round ' + str(i + 1):>14}" for i in range(args.rounds))
+    print(f"{'quantity':<30}{header}")
+    for name, unit, group, key in (
+        ("project matmul float32", "FLOP/s", "compute", "project"),
+        ("reference matmul float32", "FLOP/s", "compute", "reference"),
+        ("project stream", "B/s", "bandwidth", "project"),
+        ("reference stream", "B/s", "bandwidth", "reference"),
+    ):
+        print(f"{name:<30}" + "".join(f"{_fmt(r[group][key], unit):>14}" for r in rounds))
+    for key in ("compute_ratio", "bandwidth_ratio"):
+        print(f"{key:<30}" + "".join(
+            f"{'-' if r[key] is None else format(r[key], '.3f'):>14}" for r in rounds))
+    print("project matmul sizes (GFLOP/s in each of its rounds): " + "; ".join(
+        f"{r['compute']['size']} {_gb(r['compute']['project_rounds'])}" for r in rounds))
+    print("project stream kernels (GB/s in each of its rounds; huge pages): " + "; ".join(
+        f"{r['bandwidth']['kernel']} {_gb(r['bandwidth']['project_rounds'])} "
+        f"{r['bandwidth']['huge_pages']}" for r in rounds))
+    for entry in first["compute"]:
         if entry.get("op", "matmul") != "matmul":  # no NumPy or torch reference for it
-            print(f"{entry['name'] + ' ' + str(entry['size']):<28}"
-                  f"{_fmt(entry['value'], 'FLOP/s'):>16}")
-            continue
-        key = f"{entry['dtype']} {entry['size']}"
-        refs = [p["compute"].get(key) for p in passes]
-        mean = _mean([r for r in refs if r is not None]) if any(refs) else None
-        ratio = _ratio(entry["value"], mean)
-        print(
-            f"{'matmul ' + key:<28}{_fmt(entry['value'], 'FLOP/s'):>16}"
-            + "".join(f"{_fmt(r, 'FLOP/s'):>16}" for r in refs)
-            + (f"{ratio:8.3f}" if ratio is not None else f"{'-':>8}")
-        )
-    for entry in project["bandwidth"]:
-        print(f"{entry['name'] + ' (project)':<28}{_fmt(entry['value'], 'B/s'):>16}")
-    for name in passes[0]["bandwidth"] if passes else ():
-        refs = [p["bandwidth"][name] for p in passes]
-        print(
-            f"{name + ' (' + (ref.name if ref else '') + ')':<28}{'':>16}"
-            + "".join(f"{_fmt(r, 'B/s'):>16}" for r in refs)
-        )
-    dispatch = project["dispatch"]["value"]
+            print(f"{entry['name'] + ' ' + str(entry['size']):<30}"
+                  f"{_fmt(entry['value'], 'FLOP/s'):>14}")
+    dispatch = first["dispatch"]["value"]
     print(f"dispatch floor: {dispatch * 1e6:.2f} us" if dispatch else "dispatch floor: -")
-    print(
-        f"compute ratio {compute_ratio}, bandwidth ratio {bandwidth_ratio}; "
-        f"measure_ceilings took {project_seconds:.1f} s, everything "
-        f"{time.perf_counter() - started:.1f} s"
-    )
 
+    compute_ratio, compute_range = _spread([r["compute_ratio"] for r in rounds])
+    bandwidth_ratio, bandwidth_range = _spread([r["bandwidth_ratio"] for r in rounds])
+    print(
+        f"median compute ratio {compute_ratio} (range {compute_range}), median bandwidth ratio "
+        f"{bandwidth_ratio} (range {bandwidth_range}); the first measure_ceilings took "
+        f"{project_seconds:.1f} s, everything {time.perf_counter() - started:.1f} s"
+    )
     summary = {
         "backend": backend,
         "quick": args.quick,
+        "rounds": args.rounds,
         "compute_ratio": compute_ratio,
+        "compute_ratio_range": compute_range,
         "bandwidth_ratio": bandwidth_ratio,
+        "bandwidth_ratio_range": bandwidth_range,
         "targets": TARGETS,
         "met": {
             key: (value is not None and value >= TARGETS[key])
@@ -296,18 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("bandwidth_ratio", bandwidth_ratio),
             )
         },
-        "compute": {
-            "project": project["peak_compute"],
-            "size": f32["size"],
-            "reference": compute_ref,
-            "reference_passes": compute_refs,
-        },
-        "bandwidth": {
-            "project": project["peak_bandwidth"],
-            "array_bytes": plan.array_bytes,
-            "reference": bandwidth_ref,
-            "reference_passes": bandwidth_refs,
-        },
+        "per_round": rounds,
         "reference": ref.describe() if ref else why_not,
         "measure_ceilings_seconds": round(project_seconds, 2),
     }

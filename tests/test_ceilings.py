@@ -41,6 +41,14 @@ def test_cpu_plan_scales_arrays_with_the_cache() -> None:
     assert big_cache.huge_pages
 
 
+def test_plans_measure_the_kernel_patterns() -> None:
+    full = ceilings.plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=None)
+    quick = ceilings.plan_for("cpu", quick=True, cache_bytes=32 * MiB, free_bytes=None)
+    assert full.patterns is not None and quick.patterns is not None
+    assert len(quick.patterns.sizes) < len(full.patterns.sizes)
+    assert TINY.patterns is None  # hand-made plans measure none unless asked
+
+
 def test_cpu_plan_quick_is_smaller_and_memory_bounded() -> None:
     quick = ceilings.plan_for("cpu", quick=True, cache_bytes=480 * MiB, free_bytes=None)
     full = ceilings.plan_for("cpu", quick=False, cache_bytes=480 * MiB, free_bytes=None)
@@ -192,10 +200,12 @@ def test_tiny_run_compute_entries(tiny: dict[str, Any]) -> None:
         assert n in TINY.matmul_sizes
         assert entry["flops_per_call"] == 2 * n**3
         _check_timing(entry["timing"])
-        # The value is the work over the fastest sample.
+        # The value is the work over the fastest sample, of the faster of two rounds.
         assert entry["value"] == pytest.approx(
             entry["flops_per_call"] / min(entry["timing"]["per_call_s"])
         )
+        assert len(entry["rounds"]) == ceilings.ROUNDS
+        assert entry["value"] == max(entry["rounds"])
     bf16 = tiny["compute"][1]
     assert "upcasts" in bf16["reason"]
     assert tiny["peak_compute"] == {
@@ -215,6 +225,9 @@ def test_tiny_run_bandwidth_entries(tiny: dict[str, Any]) -> None:
         assert entry["unit"] == "B/s" and entry["kind"] == "measured"
         assert entry["huge_pages"] is False
         _check_timing(entry["timing"])
+        # Measured in rounds a pass over the other ceilings apart; the value is the best one.
+        assert len(entry["rounds"]) == ceilings.ROUNDS
+        assert entry["value"] == max(entry["rounds"])
     best = max(entries, key=lambda e: e["value"])
     assert tiny["peak_bandwidth"] == {"value": best["value"], "name": best["name"]}
 
@@ -263,6 +276,63 @@ def test_request_huge_pages_declines_where_unsupported(
     assert ceilings.request_huge_pages(0, 8 * ceilings.HUGE_PAGE_BYTES) is False
     monkeypatch.setattr(sys, "platform", "darwin")
     assert ceilings.request_huge_pages(0, 8 * ceilings.HUGE_PAGE_BYTES) is False
+
+
+SMAPS = """\
+7f0000000000-7f0000200000 rw-p 00000000 00:00 0
+Size:               2048 kB
+AnonHugePages:         0 kB
+7f0000200000-7f0008200000 rw-p 00000000 00:00 0
+Size:             131072 kB
+AnonHugePages:    129024 kB
+VmFlags: rd wr mr mw me ac hg
+7f0010000000-7f0010400000 rw-p 00000000 00:00 0
+AnonHugePages:      4096 kB
+"""
+
+
+def test_huge_page_share_from_smaps(tmp_path: Path) -> None:
+    smaps = tmp_path / "smaps"
+    smaps.write_text(SMAPS)
+    start = 0x7F0000000000
+    # The 130 MiB range overlaps the first two mappings: 126 MiB of huge pages, 96.9%.
+    share = ceilings.huge_page_share(start, 130 * MiB, smaps)
+    assert share == pytest.approx(126 / 130)
+    # A range inside the small-page head only.
+    assert ceilings.huge_page_share(start, 4096, smaps) == 0.0
+    assert ceilings.huge_page_share(start, 0, smaps) is None
+    assert ceilings.huge_page_share(start, MiB, tmp_path / "missing") is None
+
+
+def _stream(name: str, value: float | None, huge: bool = True) -> dict[str, Any]:
+    return {"name": name, "value": value, "available": value is not None, "reason": "",
+            "huge_pages": huge, "timing": None}
+
+
+def test_streams_keep_each_kernel_s_best_round() -> None:
+    first = [_stream("reduce", 30e9), _stream("scale", 31e9, huge=False), _stream("triad", None)]
+    second = [_stream("reduce", 28e9), _stream("scale", 52e9), _stream("triad", 50e9)]
+    best = ceilings._best_streams([first, second])
+    assert [e["value"] for e in best] == [30e9, 52e9, 50e9]
+    assert [e["rounds"] for e in best] == [[30e9, 28e9], [31e9, 52e9], [None, 50e9]]
+    assert best[1]["huge_pages"] is True  # the record of the round it came from
+    assert ceilings._best_streams([[], []]) == []
+    only = ceilings._best_streams([[_stream("scale", None)]])
+    assert not only[0]["available"] and only[0]["rounds"] == [None]
+
+
+def test_stream_rounds_reuse_or_renew_their_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    kept: dict[str, Any] = {}
+    ceilings._bandwidth_entries(TINY, None, lambda _m: None, kept, samples=3)
+    arrays = kept["streams"]
+    entries = ceilings._bandwidth_entries(TINY, None, lambda _m: None, kept, samples=3)
+    assert all(e["available"] and e["timing"]["samples"] == 3 for e in entries)
+    # 1 MiB holds no whole huge page: never on huge pages, so each round allocates afresh.
+    assert kept["streams"] is not arrays and not arrays.on_huge_pages()
+    monkeypatch.setattr(ceilings._Streams, "on_huge_pages", lambda _self: True)
+    arrays = kept["streams"]
+    ceilings._bandwidth_entries(TINY, None, lambda _m: None, kept, samples=3)
+    assert kept["streams"] is arrays
 
 
 # -------------------------------------------------------------------------------- failures
@@ -326,6 +396,7 @@ def test_sweep_keeps_the_sizes_that_worked(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(ceilings, "_matmul_operands", operands)
     entry = ceilings._matmul_entry("float32", "cpu", TINY, lambda _m: None)
     assert entry["available"] and entry["size"] == 32
+    assert entry["rounds"] == [entry["value"]]  # one round unless a second is asked for
     assert "sweep stopped: n=64 failed (MemoryError: too big)" in entry["reason"]
 
 

@@ -14,13 +14,25 @@ The rule, stated so that a reader can check it against the sweep's figure:
   first size; the last is main memory (HBM on an accelerator, DRAM on a CPU).
 
 Each kernel of the sweep gives its own levels; a level's roof is the fastest kernel's.
+
+**Plausibility.** Reading alone moves half the bytes of a read-write pass over the same data, so a
+level's read roof cannot honestly be far below its read-write roof: one under
+:data:`READ_SHARE` of it measures something else (the adds of the reduction that reads, or a burst
+of load). A write-new roof under :data:`WRITE_NEW_SHARE` of the level's read-write roof is mostly
+dispatch or noise. The sweep re-measures such points while measuring (a bounded number of times,
+:func:`implausible` is its test too); a level roof that stays implausible is kept, marked
+``unstable`` with the reason, and a prediction prefers the level's plausible roofs
+(:meth:`roofline_report.analysis.roofs.RoofSet.bandwidth_for`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+from roofline_report.units import format_si
 
 DROP = 0.6  # a point under 60% of the level's best rate leaves the level
 RULE = ("A cache level holds the working sets larger than the level below it and at most half "
@@ -28,6 +40,9 @@ RULE = ("A cache level holds the working sets larger than the level below it and
         "Without cache sizes, a level ends where two consecutive points fall under 60% of its "
         "best rate. A level's roof is the fastest rate inside it.")
 MAIN_MEMORY_MULTIPLE = 4  # working sets of at least this many last-level caches are DRAM's
+REFERENCE = "read-write"  # the kernel a level's other roofs are checked against
+READ_SHARE = 0.25  # a read roof under a quarter of the read-write roof is implausible
+WRITE_NEW_SHARE = 1 / 20  # a write-new roof 20 times below the read-write roof is too
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,28 +56,54 @@ class Level:
     max_bytes: int | None
     points: int
     rule: str
+    # Why this roof is implausible beside the level's read-write roof, after whatever
+    # re-measuring the sweep did; None for a plausible roof.
+    unstable: str | None = None
+
+
+def implausible(kernel: str, value: float, reference: float | None) -> str | None:
+    """Why ``value`` (B/s) of sweep kernel ``kernel`` cannot be believed beside ``reference``,
+    the read-write rate of the same working set or level; None when it can (or there is
+    nothing to check it against). Pure: the sweep's re-measuring and :func:`find_levels` both
+    use it."""
+    if not reference or reference <= 0 or value <= 0:
+        return None
+    ratio = value / reference
+    if kernel == "read" and ratio < READ_SHARE:
+        return (f"read at {format_si(value, 'B/s')} is {ratio:.0%} of read-write's "
+                f"{format_si(reference, 'B/s')}: reading alone moves half the bytes of a "
+                f"read-write pass, so under {READ_SHARE:.0%} it measures something else")
+    if kernel == "write-new" and ratio < WRITE_NEW_SHARE:
+        return (f"write-new at {format_si(value, 'B/s')} is {reference / value:.3g} times "
+                f"below read-write's {format_si(reference, 'B/s')} (more than "
+                f"{1 / WRITE_NEW_SHARE:.0f} times): its calls are mostly dispatch or noise")
+    return None
 
 
 DISPATCH_MARGIN = 1.5  # a write-new call under 1.5 dispatches is mostly dispatch: not used
 
 
+def point_rate(kernel: str, point: Mapping[str, Any], dispatch: float | None) -> float | None:
+    """The B/s a level finder reads from one sweep point of ``kernel``; None for a point that
+    gives none. A ``write-new`` point is one call with its dispatch: the dispatch floor is
+    taken off its time, and a point whose call is mostly dispatch (under
+    :data:`DISPATCH_MARGIN` dispatches, or without a dispatch floor) gives none."""
+    value = point.get("value")
+    if not (point.get("available") and isinstance(value, int | float) and value > 0):
+        return None
+    if kernel != "write-new":
+        return float(value)
+    seconds = float(point["bytes_per_call"]) / float(value)
+    if not dispatch or seconds < DISPATCH_MARGIN * dispatch:
+        return None
+    return float(point["bytes_per_call"]) / (seconds - dispatch)
+
+
 def _points(kernel: Mapping[str, Any], dispatch: float | None) -> list[tuple[int, float]]:
-    """(working set, B/s) of a kernel's available points. A ``write-new`` point is one call
-    with its dispatch: the dispatch floor is taken off its time, and a point whose call is
-    mostly dispatch is left out."""
-    out = []
-    fresh = kernel.get("name") == "write-new"
-    for p in kernel.get("points", []):
-        value = p.get("value")
-        if not (p.get("available") and isinstance(value, int | float) and value > 0):
-            continue
-        if fresh:
-            seconds = float(p["bytes_per_call"]) / float(value)
-            if not dispatch or seconds < DISPATCH_MARGIN * dispatch:
-                continue
-            value = float(p["bytes_per_call"]) / (seconds - dispatch)
-        out.append((int(p["bytes"]), float(value)))
-    return sorted(out)
+    """(working set, B/s) of a kernel's points that give a rate (:func:`point_rate`)."""
+    name = str(kernel.get("name", ""))
+    rated = ((int(p["bytes"]), point_rate(name, p, dispatch)) for p in kernel.get("points", []))
+    return sorted((b, v) for b, v in rated if v is not None)
 
 
 def _by_caches(points: list[tuple[int, float]], caches: Sequence[Mapping[str, Any]],
@@ -113,17 +154,41 @@ def _by_drops(points: list[tuple[int, float]], kernel: str, main: str) -> list[L
 
 def find_levels(sweep: Mapping[str, Any] | None, caches: Sequence[Mapping[str, Any]],
                 backend: str, dispatch: float | None = None) -> list[Level]:
-    """The levels of every kernel of ``sweep`` (the ``working_set`` record), innermost first;
-    [] when the sweep is missing or unavailable. ``dispatch``: the per-call floor, taken off the
-    calls of the ``write-new`` kernel (without it, that kernel gives no level)."""
+    """The levels of every kernel of ``sweep`` (the ``working_set`` record), innermost first,
+    implausible roofs marked ``unstable`` (see the module docstring); [] when the sweep is
+    missing or unavailable. ``dispatch``: the per-call floor, taken off the calls of the
+    ``write-new`` kernel (without it, that kernel gives no level)."""
     if not sweep or not sweep.get("available"):
         return []
     main = "DRAM" if backend == "cpu" else "HBM"
     levels: list[Level] = []
+    retried: dict[str, list[tuple[int, int]]] = {}
     for kernel in sweep.get("kernels", []):
         points = _points(kernel, dispatch)
         name = str(kernel.get("name", ""))
         found = (_by_caches(points, caches, name, main) if caches
                  else _by_drops(points, name, main))
         levels.extend(found)
+        retried[name] = [(int(p["bytes"]), p["remeasured"]) for p in kernel.get("points", [])
+                         if isinstance(p.get("remeasured"), int) and p["remeasured"] > 0]
+    levels = _mark(levels, retried)
     return sorted(levels, key=lambda lv: (lv.min_bytes or 0, -lv.value))
+
+
+def _mark(levels: list[Level], retried: Mapping[str, Sequence[tuple[int, int]]]
+          ) -> list[Level]:
+    """Each level's read and write-new roofs checked against its read-write roof
+    (:func:`implausible`); an implausible one is marked ``unstable`` with the reason and how
+    many times the sweep re-measured its points (``retried``: (working set, times) of the
+    re-measured points, by kernel)."""
+    reference = {lv.name: lv.value for lv in levels if lv.kernel == REFERENCE}
+    out = []
+    for lv in levels:
+        why = None if lv.kernel == REFERENCE else implausible(lv.kernel, lv.value,
+                                                              reference.get(lv.name))
+        low, high = lv.min_bytes or 0, lv.max_bytes or math.inf
+        times = max((t for b, t in retried.get(lv.kernel, ()) if low <= b <= high), default=0)
+        if why and times:
+            why += f"; still so after {times} re-measurement{'s' if times > 1 else ''}"
+        out.append(replace(lv, unstable=why) if why else lv)
+    return out

@@ -71,6 +71,7 @@ class BandwidthRoof:
     provenance: str
     min_bytes: int | None = None
     max_bytes: int | None = None
+    unstable: str | None = None  # why the level finder found this roof implausible
 
     def holds(self, working_set: float) -> bool:
         low = self.min_bytes if self.min_bytes is not None else 0
@@ -95,7 +96,9 @@ class Floor:
 @dataclass(frozen=True, slots=True)
 class RateRoof:
     """Operations per second of one operation (``exp``, ``tanh``, ``log``, ``convert``) in one
-    dtype: the ceiling of kernels that evaluate many transcendentals or conversions."""
+    dtype: the ceiling of kernels that evaluate many transcendentals or conversions; or, by
+    size, of a reduction or a kernel pattern (``transpose``, ``gather``, ... elements per
+    second; ``loop-dot`` FLOP/s)."""
 
     name: str
     op: str
@@ -176,6 +179,7 @@ class RoofSet:
             candidates = [r for r in self.bandwidth if r.level == order[-1]]
         inner = min(order.index(r.level) for r in candidates)
         level = [r for r in candidates if order.index(r.level) == inner]
+        level = [r for r in level if r.unstable is None] or level  # plausible roofs first
         # A program streams into freshly allocated outputs, one call at a time: where the
         # level was measured that way, that is its roof; else the level's fastest.
         fresh = [r for r in level if r.name.endswith(FRESH)]
@@ -296,7 +300,8 @@ def measured(ceilings: Mapping[str, Any],
     found = measured_levels(ceilings) if levels is None else levels
     bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
                                f"measured: working-set sweep, {lv.rule}",
-                               min_bytes=lv.min_bytes, max_bytes=lv.max_bytes)
+                               min_bytes=lv.min_bytes, max_bytes=lv.max_bytes,
+                               unstable=lv.unstable)
                  for lv in found]
     # The streams on arrays past the last-level cache measure main memory: their roofs hold
     # where the sweep's main-memory level starts (else from the last-level cache's size).
@@ -327,7 +332,7 @@ def measured(ceilings: Mapping[str, Any],
     rates = []
     for e in ceilings.get("rates", []):
         value = _positive(e.get("value")) if e.get("available") else None
-        if value is None:
+        if value is None or e.get("roof") is False:  # a variant beside a pattern's roof
             continue
         by_size = _net_of_dispatch(e.get("by_size") or [], pipelined)
         if e.get("by_size") and not by_size:

@@ -166,6 +166,7 @@ class ComputeCeiling(Record):
     size: Count | None = None
     timing: Timing | None = None
     by_size: list[MatmulSize] = []
+    rounds: list[Pos | None] = []  # each round's rate at ``size`` (None: failed); value: best
 
 
 class BandwidthCeiling(Record):
@@ -179,6 +180,7 @@ class BandwidthCeiling(Record):
     bytes_per_call: Count | None = None
     huge_pages: bool | None = None
     timing: Timing | None = None
+    rounds: list[Pos | None] = []  # each round's rate (None: that round failed); value: best
 
 
 class DispatchCeiling(Record):
@@ -212,6 +214,8 @@ class SweepBandwidth(Record):
     reason: str = ""
     value: Pos | None = None
     timing: Timing | None = None
+    remeasured: Count = 0  # times measured again for being implausible beside read-write
+    implausible: str = ""  # why it is implausible beside read-write, after any re-measuring
 
 
 class SweepKernel(Record):
@@ -238,23 +242,32 @@ class WorkingSetSweep(Record):
 
 
 class RateSize(Record):
-    """One size of a rate measured by size: elements per call, bytes, the fastest time per
-    call (dispatch included) and elements ÷ that time."""
+    """One size of a rate measured by size: operations per call (elements; a loop dot's
+    flops), bytes read and written, the fastest time per call (dispatch included) and
+    operations ÷ that time; for a kernel pattern, the operand shape and the kernel of the
+    compiled program that has the pattern."""
 
     elements: Annotated[int, Field(gt=0)]
     bytes: Annotated[int, Field(gt=0)]
     seconds: Pos
     value: Pos
+    shape: list[Count] = []
+    kernel: str = ""
 
 
 class RateCeiling(Record):
     """Operations per second of a transcendental function, a dtype conversion, elementwise
-    arithmetic, or (by size) a row reduction."""
+    arithmetic, or (by size) a row reduction or a kernel pattern that runs below the streaming
+    roofs (a transpose, a reduction along a non-minor axis, a gather, a scatter, a dot the
+    compiler emits as a loop: ``op`` is the pattern's name as the kernel inventory gives it).
+    ``variant`` says which kernel measured a pattern; ``roof`` is False for a variant recorded
+    beside the pattern's roof (shown, not used by the prediction)."""
 
     name: str
-    op: Literal["exp", "tanh", "log", "convert", "multiply-add", "reduce"]
+    op: Literal["exp", "tanh", "log", "convert", "multiply-add", "reduce", "transpose",
+                "loop-dot", "strided-reduction", "gather", "scatter"]
     dtype: str
-    unit: Literal["1/s"] = "1/s"
+    unit: Literal["1/s", "elements/s", "FLOP/s"] = "1/s"
     kind: Literal["measured"] = "measured"
     available: bool
     reason: str = ""
@@ -264,6 +277,8 @@ class RateCeiling(Record):
     ops_per_call: Annotated[int, Field(gt=0)]
     timing: Timing | None = None
     by_size: list[RateSize] = []
+    variant: str = ""
+    roof: bool = True
 
 
 class LaunchCeiling(Record):

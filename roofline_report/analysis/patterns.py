@@ -1,0 +1,95 @@
+"""Kernels that run below the streaming roofs, timed at their pattern's measured rate (no jax).
+
+A transpose, a reduction along a non-minor axis, a gather, a scatter or a dot the compiler emits
+as a loop of its own (not handed to its matmul library) runs far below what its bytes at the
+streaming bandwidth, or its flops at the matmul roof, allow: on a 2-core CPU the layout changes
+of a transpose ran at about 1% of the streaming roof. The kernel inventory labels such a kernel
+with its ``pattern`` and a ``pattern_size`` per launch (a transpose: output elements; a
+strided reduction: operand elements read; a gather: output elements gathered; a scatter: update
+elements scattered; a loop dot: its flops); the ceilings measure each pattern's rate by size
+(:mod:`roofline_report.observe.ceilings.patterns`). :func:`pattern_time` is the one place that
+turns the two into a time: ``pattern_size`` ÷ the pattern's rate at that size, the rate
+interpolated in log size between the sizes measured (the nearest end's beyond them), with the
+dispatch floor already taken off each measured point (:func:`roofline_report.analysis.roofs
+.measured`). A prediction takes the larger of that time and its other terms for the launch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_report.analysis.roofs import RateRoof, RoofSet
+from roofline_report.kinds import Kind
+
+PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter")
+# What a pattern's size and rate count: a loop dot's flops, the other patterns' elements.
+UNITS = {"loop-dot": "FLOP"}
+NO_ROOF = "no roof measured for this kind"
+NO_SIZE = "no pattern size in the kernel record"
+
+
+def unit(pattern: str) -> str:
+    """What ``pattern_size`` counts for ``pattern``: ``FLOP`` or ``elements``."""
+    return UNITS.get(pattern, "elements")
+
+
+@dataclass(frozen=True, slots=True)
+class PatternTime:
+    """One launch of a kernel at its pattern's measured rate: ``size`` operations (``unit``)
+    at ``rate`` per second (the roof ``roof``'s rate at that size) take ``seconds``."""
+
+    pattern: str
+    size: float
+    unit: str
+    seconds: float
+    rate: float
+    roof: str
+    kind: Kind
+
+
+def _pattern(kernel: Mapping[str, Any]) -> str | None:
+    pattern = kernel.get("pattern")
+    return pattern if isinstance(pattern, str) and pattern in PATTERNS else None
+
+
+def _size(kernel: Mapping[str, Any]) -> float | None:
+    size = kernel.get("pattern_size")
+    if isinstance(size, bool) or not isinstance(size, int | float):
+        return None
+    return float(size) if math.isfinite(size) and size > 0 else None
+
+
+def pattern_roof(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> RateRoof | None:
+    """The measured rate of ``kernel``'s pattern in ``dtype`` (float32's where that dtype was
+    not measured); None when the kernel has no pattern or the set no rate for it."""
+    pattern = _pattern(kernel)
+    return roofs.rate_for(pattern, dtype) if pattern is not None else None
+
+
+def pattern_time(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> PatternTime | None:
+    """Seconds per launch of ``kernel`` (a kernel inventory record) at its pattern's measured
+    rate at its ``pattern_size``, in ``dtype`` (the dtype the kernel computes in); None when
+    the kernel has no pattern (or no positive size) or no rate was measured for its pattern
+    (:func:`missing` then says so)."""
+    pattern, size = _pattern(kernel), _size(kernel)
+    roof = pattern_roof(kernel, dtype, roofs)
+    if pattern is None or size is None or roof is None:
+        return None
+    rate = roof.rate_at(size)
+    if not (math.isfinite(rate) and rate > 0):
+        return None
+    return PatternTime(pattern, size, unit(pattern), size / rate, rate, roof.name, roof.kind)
+
+
+def missing(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> str | None:
+    """Why a kernel with a pattern gets no :func:`pattern_time`: :data:`NO_ROOF` when the set
+    lacks its pattern's rate, :data:`NO_SIZE` when the record gives no positive size; None for
+    a kernel without a pattern or with a time."""
+    if _pattern(kernel) is None:
+        return None
+    if pattern_roof(kernel, dtype, roofs) is None:
+        return NO_ROOF
+    return NO_SIZE if _size(kernel) is None else None

@@ -1,0 +1,488 @@
+"""Rates of the kernel patterns that run below the streaming roofs, by size (imports jax when run).
+
+A kernel that moves data in an order other than the memory's (a transpose, a gather, a scatter,
+a reduction along a non-minor axis) or a dot the compiler emits as a loop of its own instead of
+handing it to its matmul library runs far below what its bytes at the streaming bandwidth, or its
+flops at the matmul roof, would allow. Each pattern here gets a rate of its own, measured by size
+as the row reduction's is (:mod:`roofline_report.observe.ceilings.rates`): one jitted call per
+enqueued call, dispatch included in each point's time (the analysis takes the dispatch floor
+off), the fastest sample of the better of two rounds a whole pass apart.
+
+Kernels (``op`` is the pattern's name, as the kernel inventory names it):
+
+* ``transpose`` (elements of the output per second): the roof is the **2-D swap** of a square
+  ``[n, n]`` (``x.T``: the minor axis moves; the layout changes of weights and activations in a
+  training step are of this kind); beside it, not a roof, the 3-D permutation
+  ``[8, m, m] -> (2, 0, 1)`` that also moves the minor axis. float32, and bfloat16 for the 2-D
+  swap outside quick mode.
+* ``strided-reduction`` (operand elements per second): ``sum(x, axis=0)`` of a row-major
+  ``[R, 1024]``, by R. XLA:CPU runs small ones as a loop of its own and large ones through its
+  library (``__ynn_fusion``): each point records which kernel ran.
+* ``gather`` (output elements per second): the roof is ``jnp.take`` of rows of
+  :data:`GATHER_ROW` elements of a table (an embedding lookup, a mixture of experts routing its
+  tokens: the bulk of what a training step gathers); beside it, ``jnp.take`` of scattered
+  elements of a vector (a label per row), several times slower per element. Indices are a fixed
+  random permutation, as many as rows (or elements).
+* ``scatter`` (update elements per second): the roof is ``lax.scatter_add`` of rows of
+  :data:`GATHER_ROW` elements into a donated table (an embedding's gradient: what
+  ``x.at[idx].add(u)`` runs once its indices are normalised, a kernel of its own); beside it, the
+  scatter-add of scattered elements into a vector.
+
+  The inventory gives a gather or a scatter its elements, not its row length: one roof per
+  pattern can be right for rows or for single elements, not both, and a launch takes the larger
+  of this time and its other terms, so the rows (the common, larger kernels) set the roof and the
+  element rates are shown beside it.
+* ``loop-dot`` (FLOP/s): ``einsum('km,nk->mn')`` of square operands, both contracted on their
+  "wrong" axis. XLA:CPU (jax 0.10) hands ``a @ b``, ``a @ b.T`` and batched products to its
+  matmul library but emits a plain ``dot`` (Eigen, outside the library's fusion) when the left
+  operand is contracted on its first axis (``a.T @ b``, ``a.T @ b.T``: the weight gradients of a
+  dense layer) and for matrix-vector products; n×n×n, 2n³ FLOP per call.
+
+Every point's compiled program is checked to hold its pattern (the kernel inventory of its
+optimized HLO, and the inventory's own ``pattern`` label where it gives one): a size whose program
+does not is left out with the reason, and an entry none of whose sizes has the pattern is
+recorded unavailable (``available: false``): on a backend that hands every dot to a library there
+is no loop-dot to measure.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_report.analysis.patterns import unit
+from roofline_report.errors import reason
+from roofline_report.observe import timer as timing
+
+Progress = Callable[[str], None]
+REDUCE_COLUMNS = 1024  # columns of the strided reduction's [R, C] operand
+GATHER_ROW = 256  # elements per row of the row gather and scatter
+THREE_D_BATCH = 8  # leading axis of the 3-D transpose
+ROUNDS = 2
+MIN_ROUND_SAMPLES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class PatternPlan:
+    """Elements per call of the patterns' roofs (ascending), of the variants beside them and of
+    the bfloat16 transpose (() for none), sides of the loop dots, and the sampling settings
+    (samples over both rounds)."""
+
+    sizes: tuple[int, ...]
+    dot_sides: tuple[int, ...]
+    variant_sizes: tuple[int, ...]
+    bfloat16_sizes: tuple[int, ...]
+    samples: int
+    min_sample_s: float
+
+
+def pattern_plan(backend: str, *, quick: bool) -> PatternPlan:
+    """CPU: 2^12 to 2^21 elements per call by 8 (every other one for the variants and the
+    bfloat16 transpose), loop dots of side 32 to 512 by 2; quick: 2^14 and 2^18 elements, sides
+    64 and 256, no variant and no bfloat16. Accelerators: 2^16 to 2^25 elements, sides 256 to
+    4096. Each size is compiled once (a tenth of a second on a 2-core CPU): the sizes are few,
+    and the log-size interpolation of the analysis fills in between. Pure."""
+    if backend == "cpu":
+        first, last, sides = 1 << 12, 1 << 21, (32, 64, 128, 256, 512)
+        quick_sides: tuple[int, ...] = (64, 256)
+    else:
+        first, last, sides = 1 << 16, 1 << 25, (256, 512, 1024, 2048, 4096)
+        quick_sides = (512, 2048)
+    if quick:
+        return PatternPlan(sizes=timing.geometric(4 * first, last, 16), dot_sides=quick_sides,
+                           variant_sizes=(), bfloat16_sizes=(), samples=4, min_sample_s=0.002)
+    sizes = timing.geometric(first, last, 8)
+    return PatternPlan(sizes=sizes, dot_sides=sides, variant_sizes=sizes[1::2],
+                       bfloat16_sizes=sizes[1::2], samples=6, min_sample_s=0.003)
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One size of one kernel, ready to time: the jitted function's arguments, the work per call
+    in the entry's unit, the bytes it reads and writes, the operand shape shown, and whether
+    argument 0 is donated (then each call's output is the next call's argument 0)."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    ops: int
+    nbytes: int
+    shape: tuple[int, ...]
+    donate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """A measured kernel: its pattern, what it is, whether it is the pattern's roof, its dtype
+    and how to build its call at a size (elements per call, or a dot's side)."""
+
+    pattern: str
+    variant: str
+    roof: bool
+    dtype: str
+    sizes: tuple[int, ...]
+    build: Callable[[int], Point]
+
+    @property
+    def name(self) -> str:
+        return f"{self.pattern} {self.dtype} ({self.variant})"
+
+
+def _side(elements: int, batch: int = 1) -> int:
+    return max(1, math.isqrt(elements // batch))
+
+
+def _rng() -> Any:
+    import numpy as np
+
+    return np.random.default_rng(0)
+
+
+def _array(shape: Sequence[int], dtype: str) -> Any:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    data = _rng().random(tuple(shape), dtype=np.float32)
+    return jax.device_put(jnp.asarray(data, dtype=jnp.dtype(dtype)))
+
+
+def _itemsize(dtype: str) -> int:
+    import jax.numpy as jnp
+
+    return int(jnp.dtype(dtype).itemsize)
+
+
+def _transpose_2d(dtype: str) -> Callable[[int], Point]:
+    def build(elements: int) -> Point:
+        n = _side(elements)
+        x = _array((n, n), dtype)
+        return Point(lambda a: a.T, (x,), n * n, 2 * n * n * _itemsize(dtype), (n, n))
+
+    return build
+
+
+def _transpose_3d(dtype: str) -> Callable[[int], Point]:
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        m = _side(elements, THREE_D_BATCH)
+        x = _array((THREE_D_BATCH, m, m), dtype)
+        count = THREE_D_BATCH * m * m
+        return Point(lambda a: jnp.transpose(a, (2, 0, 1)), (x,), count,
+                     2 * count * _itemsize(dtype), (THREE_D_BATCH, m, m))
+
+    return build
+
+
+def _strided_reduction(dtype: str) -> Callable[[int], Point]:
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        rows = max(2, elements // REDUCE_COLUMNS)
+        x = _array((rows, REDUCE_COLUMNS), dtype)
+        count = rows * REDUCE_COLUMNS
+        return Point(lambda a: jnp.sum(a, axis=0), (x,), count,
+                     (count + REDUCE_COLUMNS) * _itemsize(dtype), (rows, REDUCE_COLUMNS))
+
+    return build
+
+
+@functools.lru_cache(maxsize=8)
+def _permutation(count: int) -> Any:
+    """A fixed random permutation of range(count) as int32, made once per count (the gather
+    and the scatter of a size share it; never donated)."""
+    import jax
+    import numpy as np
+
+    return jax.device_put(_rng().permutation(count).astype(np.int32))
+
+
+def _indices(count: int) -> Any:
+    return _permutation(count)
+
+
+def _gather_elements(dtype: str) -> Callable[[int], Point]:
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        x, idx = _array((elements,), dtype), _indices(elements)
+        return Point(lambda a, i: jnp.take(a, i), (x, idx), elements,
+                     elements * (2 * _itemsize(dtype) + 4), (elements,))
+
+    return build
+
+
+def _gather_rows(dtype: str) -> Callable[[int], Point]:
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // GATHER_ROW)
+        x, idx = _array((rows, GATHER_ROW), dtype), _indices(rows)
+        count = rows * GATHER_ROW
+        return Point(lambda a, i: jnp.take(a, i, axis=0), (x, idx), count,
+                     2 * count * _itemsize(dtype) + 4 * rows, (rows, GATHER_ROW))
+
+    return build
+
+
+def _scatter_add(dtype: str, row: int) -> Callable[[int], Point]:
+    """Scatter-add of ``row`` elements per index (1: single elements of a vector) into a
+    donated operand, one update per row of the operand, in a random order."""
+    from jax import lax
+
+    numbers = lax.ScatterDimensionNumbers(update_window_dims=(1,) if row > 1 else (),
+                                          inserted_window_dims=(0,),
+                                          scatter_dims_to_operand_dims=(0,))
+
+    def scatter(a: Any, i: Any, u: Any) -> Any:
+        return lax.scatter_add(a, i[:, None], u, numbers,
+                               mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // row)
+        shape = (rows, row) if row > 1 else (rows,)
+        x, idx, u = _array(shape, dtype), _indices(rows), _array(shape, dtype)
+        count = rows * row
+        # Each update reads and writes one element of x and reads its value; one index a row.
+        return Point(scatter, (x, idx, u), count, 3 * count * _itemsize(dtype) + 4 * rows,
+                     shape, donate=True)
+
+    return build
+
+
+def _loop_dot(dtype: str) -> Callable[[int], Point]:
+    import jax.numpy as jnp
+
+    def build(n: int) -> Point:
+        a, b = _array((n, n), dtype), _array((n, n), dtype)
+        return Point(lambda x, y: jnp.einsum("km,nk->mn", x, y), (a, b), 2 * n**3,
+                     3 * n * n * _itemsize(dtype), (n, n, n))
+
+    return build
+
+
+def kernels(plan: PatternPlan) -> list[Kernel]:
+    """The kernels of ``plan``: each pattern's roof in float32, then the bfloat16 transpose and
+    the variants beside the roofs where the plan has sizes for them."""
+    sizes = plan.sizes
+    out = [Kernel("transpose", "2-D swap", True, "float32", sizes, _transpose_2d("float32")),
+           Kernel("strided-reduction", f"sum over axis 0 of [R, {REDUCE_COLUMNS}]", True,
+                  "float32", sizes, _strided_reduction("float32")),
+           Kernel("gather", f"rows of {GATHER_ROW}", True, "float32", sizes,
+                  _gather_rows("float32")),
+           Kernel("scatter", f"scatter-add of rows of {GATHER_ROW}", True, "float32", sizes,
+                  _scatter_add("float32", GATHER_ROW)),
+           Kernel("loop-dot", "a.T @ b.T", True, "float32", plan.dot_sides,
+                  _loop_dot("float32"))]
+    if plan.bfloat16_sizes:
+        out.append(Kernel("transpose", "2-D swap", True, "bfloat16", plan.bfloat16_sizes,
+                          _transpose_2d("bfloat16")))
+    if plan.variant_sizes:
+        out += [Kernel("transpose", f"3-D [{THREE_D_BATCH}, m, m] -> (2, 0, 1)", False,
+                       "float32", plan.variant_sizes, _transpose_3d("float32")),
+                Kernel("gather", "scattered elements", False, "float32", plan.variant_sizes,
+                       _gather_elements("float32")),
+                Kernel("scatter", "scatter-add of scattered elements", False, "float32",
+                       plan.variant_sizes, _scatter_add("float32", 1))]
+    return out
+
+
+# ------------------------------------------------------------------------------------ checks
+
+
+def _library(kernel: Mapping[str, Any]) -> bool:
+    kind = str(kernel.get("kind") or "")
+    return kind.startswith("__") or kernel.get("opcode") == "custom-call"
+
+
+def _minor_reduced(module: Any) -> bool | None:
+    """Whether every reduce of ``module`` (an :class:`~roofline_report.hlo.ir.Module`) reduces
+    its operand's minor axis; None when it has no reduce."""
+    found = []
+    for _comp, instr in module.instructions():
+        if instr.opcode != "reduce" or not instr.operand_shapes:
+            continue
+        operand = instr.operand_shapes[0]
+        array = operand.array if operand is not None else None
+        dims = {int(d) for d in str(instr.attributes.get("dimensions", "")).strip("{}")
+                .split(",") if d.strip()}
+        if array is None or not array.dims:
+            continue
+        layout = [int(d) for d in array.layout.strip("{}").split(",") if d.strip()]
+        minor = layout[0] if layout else len(array.dims) - 1
+        found.append(minor in dims)
+    return all(found) if found else None
+
+
+def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
+    """The kernel of the optimized HLO ``text`` that has ``pattern`` (None when none has it) and
+    a line naming the program's kernels (each with its kind): the check every measured point
+    passes. Pure."""
+    from roofline_report.hlo.ir import parse_module
+    from roofline_report.hlo.kernels import kernel_inventory
+
+    module = parse_module(text)
+    found = kernel_inventory(module)["kernels"]
+    described = ", ".join(f"{k['name']} ({k.get('kind') or k.get('opcode')})" for k in found)
+    labelled = any("pattern" in k for k in found)
+
+    def has(k: Mapping[str, Any]) -> bool:
+        ops = k.get("ops") or {}
+        if pattern == "transpose":
+            return bool(ops.get("transpose")) and not _library(k)
+        if pattern == "loop-dot":
+            return bool(ops.get("dot")) and not _library(k)
+        if pattern == "strided-reduction":
+            return bool(ops.get("reduce")) and _minor_reduced(module) is False
+        return bool(ops.get(pattern))  # gather, scatter
+
+    for k in found:
+        if has(k) and (not labelled or k.get("pattern") == pattern):
+            return str(k["name"]), described
+    return None, described
+
+
+# --------------------------------------------------------------------------------- measuring
+
+
+@dataclass(slots=True)
+class _Ready:
+    """A compiled point kept between rounds, with its best time so far."""
+
+    point: Point
+    compiled: Any
+    kernel: str
+    args: list[Any]  # the current arguments: a donated argument 0 is the last call's output
+    best: timing.Timing | None = None
+
+
+def _runner(ready: _Ready) -> timing.Runner:
+    compiled, args = ready.compiled, ready.args
+    if ready.point.donate:
+        def run_donated(n: int) -> None:
+            value = args[0]
+            for _ in range(n):
+                value = compiled(value, *args[1:])
+            args[0] = value
+            timing.block(value)
+
+        return run_donated
+
+    def run(n: int) -> None:
+        out = None
+        for _ in range(n):
+            out = compiled(*args)  # each output dropped as the next is made
+        timing.block(out)
+
+    return run
+
+
+def _prepare_point(kernel: Kernel, size: int) -> _Ready | str:
+    """Build and compile ``kernel`` at ``size`` and check its pattern: the point ready to time,
+    or why it cannot be."""
+    import jax
+
+    try:
+        point = kernel.build(size)
+        compiled = jax.jit(point.fn, donate_argnums=(0,) if point.donate else ()) \
+            .lower(*point.args).compile()
+        name, described = pattern_kernel(str(compiled.as_text()), kernel.pattern)
+    except Exception as exc:
+        return f"{kernel.name} at {size} failed: {reason(exc)}"
+    if name is None:
+        return (f"the compiled {kernel.name} of shape {list(point.shape)} has no "
+                f"{kernel.pattern} kernel (it runs {described})")
+    return _Ready(point, compiled, name, list(point.args))
+
+
+COMPILE_THREADS = 4  # points compiled at once (compiling releases the GIL); before any timing
+
+
+def _prepare(chosen: Sequence[Kernel]) -> list[tuple[dict[int, _Ready], list[str]]]:
+    """Every size of every kernel built, compiled and checked, on a few threads (nothing is
+    timed meanwhile): per kernel, the sizes ready to time and the reasons of those left out."""
+    jobs = [(k, size) for k in chosen for size in k.sizes]
+    workers = max(1, min(COMPILE_THREADS, os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers) as pool:
+        done = list(pool.map(lambda job: _prepare_point(*job), jobs))
+    out: list[tuple[dict[int, _Ready], list[str]]] = [({}, []) for _ in chosen]
+    for (kernel, size), result in zip(jobs, done, strict=True):
+        ready, why = out[chosen.index(kernel)]
+        if isinstance(result, str):
+            why.append(result)
+        else:
+            ready[size] = result
+    return out
+
+
+def _time_round(kernel: Kernel, ready: dict[int, _Ready], samples: int, min_sample_s: float,
+                why: list[str]) -> None:
+    for size, r in list(ready.items()):
+        try:
+            measured = timing.measure(_runner(r), samples=samples, min_sample_seconds=min_sample_s,
+                                      method="jax: one call of the pattern per enqueued call, "
+                                             "n calls enqueued, block once")
+        except Exception as exc:
+            why.append(f"{kernel.name} at {size} failed: {reason(exc)}")
+            del ready[size]
+            continue
+        if r.best is None or measured.per_call.min < r.best.per_call.min:
+            r.best = measured
+
+
+def _entry(kernel: Kernel, ready: Mapping[int, _Ready], why: Sequence[str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": kernel.name, "op": kernel.pattern, "dtype": kernel.dtype,
+        "unit": f"{unit(kernel.pattern)}/s", "kind": "measured", "value": None,
+        "available": False, "reason": "; ".join(why), "elements": 1, "reps": 1,
+        "ops_per_call": 1, "timing": None, "by_size": [], "variant": kernel.variant,
+        "roof": kernel.roof,
+    }
+    best: tuple[float, _Ready] | None = None
+    for size in sorted(ready):
+        r = ready[size]
+        if r.best is None:
+            continue
+        seconds = r.best.per_call.min
+        value = r.point.ops / seconds
+        entry["by_size"].append({"elements": r.point.ops, "bytes": r.point.nbytes,
+                                 "seconds": seconds, "value": value,
+                                 "shape": list(r.point.shape), "kernel": r.kernel})
+        if best is None or value > best[0]:
+            best = (value, r)
+    if best is not None:
+        value, r = best
+        assert r.best is not None
+        entry.update(value=value, available=True, elements=r.point.ops,
+                     ops_per_call=r.point.ops, timing=r.best.to_json())
+    elif not entry["reason"]:
+        entry["reason"] = f"{kernel.name}: no size measured"
+    return entry
+
+
+def measure_patterns(plan: PatternPlan, say: Progress | None = None) -> list[dict[str, Any]]:
+    """One rate entry per kernel of :func:`kernels` (``RateCeiling`` records with ``by_size``
+    points); never raises for a measurement failure (the entry is unavailable with its
+    reason). Every size is compiled and checked once (a few at a time), then timed in
+    :data:`ROUNDS` rounds, a pass over all kernels apart, with the plan's samples split between
+    them; each size keeps its fastest round."""
+    tell = say or (lambda _m: None)
+    chosen = kernels(plan)
+    prepared = _prepare(chosen)
+    per_round = max(MIN_ROUND_SAMPLES, -(-plan.samples // ROUNDS))
+    for _ in range(ROUNDS):
+        for kernel, (ready, why) in zip(chosen, prepared, strict=True):
+            _time_round(kernel, ready, per_round, plan.min_sample_s, why)
+    entries = [_entry(k, ready, why) for k, (ready, why) in zip(chosen, prepared, strict=True)]
+    for e in entries:
+        if e["available"]:
+            unit = "GFLOP/s" if e["unit"] == "FLOP/s" else "G elements/s"
+            tell(f"{e['name']}: up to {e['value'] / 1e9:.3g} {unit}")
+        else:
+            tell(f"{e['name']}: not available ({e['reason']})")
+    return entries

@@ -1,0 +1,214 @@
+"""Kernel patterns that run below the streaming roofs: the time of a launch at its pattern's rate
+(hand-made kernel records and roofs, times computed by hand), the roofs read from ceilings, the
+check of compiled programs, and a tiny measurement."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from roofline_report.analysis import patterns, roofs
+from roofline_report.analysis.roofs import RateRoof, RoofSet
+from roofline_report.kinds import Kind
+from roofline_report.results import schema
+
+
+def _rate(op: str, dtype: str, by_size: tuple[tuple[float, float], ...],
+          name: str = "") -> RateRoof:
+    return RateRoof(name or f"{op} {dtype}", op, dtype, max(r for _, r in by_size),
+                    Kind.MEASURED, "hand-made", by_size=by_size)
+
+
+ROOFS = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
+    # elements per call -> elements per second
+    _rate("transpose", "float32", ((4096.0, 1e9), (262144.0, 2e9))),
+    _rate("transpose", "bfloat16", ((4096.0, 3e9), (262144.0, 6e9))),
+    _rate("gather", "float32", ((1024.0, 5e8), (1048576.0, 2.5e8))),
+    # flops per call -> FLOP/s
+    _rate("loop-dot", "float32", ((2 * 64.0**3, 3e10), (2 * 256.0**3, 1.2e11))),
+))
+
+
+def _kernel(pattern: str | None, size: float | None, **extra: Any) -> dict[str, Any]:
+    return {"name": "fusion.1", "category": "data movement", "pattern": pattern,
+            "pattern_size": size, **extra}
+
+
+def test_transpose_between_two_sizes_by_hand() -> None:
+    # 32768 elements lie halfway (in log size) between 4096 and 262144:
+    # ln(32768/4096) / ln(262144/4096) = ln 8 / ln 64 = 1/2, so the rate is 1.5e9 elements/s.
+    t = patterns.pattern_time(_kernel("transpose", 32768), "float32", ROOFS)
+    assert t is not None
+    assert t.rate == pytest.approx(1.5e9)
+    assert t.seconds == pytest.approx(32768 / 1.5e9)  # 21.845 us
+    assert (t.pattern, t.unit, t.roof, t.kind) == ("transpose", "elements", "transpose float32",
+                                                  Kind.MEASURED)
+
+
+def test_sizes_beyond_the_measured_ones_take_the_nearest_rate() -> None:
+    small = patterns.pattern_time(_kernel("transpose", 1000), "float32", ROOFS)
+    large = patterns.pattern_time(_kernel("transpose", 1 << 24), "float32", ROOFS)
+    assert small is not None and small.seconds == pytest.approx(1000 / 1e9)  # 1 us
+    assert large is not None and large.seconds == pytest.approx((1 << 24) / 2e9)  # 8.39 ms
+
+
+def test_each_dtype_has_its_roof_and_float32_stands_in() -> None:
+    bf16 = patterns.pattern_time(_kernel("transpose", 262144), "bfloat16", ROOFS)
+    assert bf16 is not None and bf16.seconds == pytest.approx(262144 / 6e9)
+    # No bfloat16 gather was measured: float32's rate, 2.5e8/s at a million elements.
+    gather = patterns.pattern_time(_kernel("gather", 1048576), "bfloat16", ROOFS)
+    assert gather is not None and gather.roof == "gather float32"
+    assert gather.seconds == pytest.approx(1048576 / 2.5e8)  # 4.19 ms
+
+
+def test_loop_dot_in_flops() -> None:
+    # 2·128³ flops lie halfway between 2·64³ and 2·256³ in log size: 7.5e10 FLOP/s.
+    flops = 2 * 128**3
+    t = patterns.pattern_time(_kernel("loop-dot", flops, category="matmul"), "float32", ROOFS)
+    assert t is not None and t.unit == "FLOP"
+    assert t.rate == pytest.approx(7.5e10)
+    assert t.seconds == pytest.approx(flops / 7.5e10)  # 55.9 us
+
+
+@pytest.mark.parametrize("kernel", [
+    _kernel(None, 4096), {"name": "fusion"}, _kernel("elementwise", 4096),
+])
+def test_no_pattern_no_time(kernel: dict[str, Any]) -> None:
+    assert patterns.pattern_time(kernel, "float32", ROOFS) is None
+    assert patterns.missing(kernel, "float32", ROOFS) is None
+
+
+def test_a_pattern_without_a_roof_says_so() -> None:
+    scatter = _kernel("scatter", 4096)
+    assert patterns.pattern_time(scatter, "float32", ROOFS) is None
+    assert patterns.missing(scatter, "float32", ROOFS) == patterns.NO_ROOF
+    empty = RoofSet("none", Kind.MEASURED, (), ())
+    assert patterns.missing(_kernel("transpose", 4096), "float32", empty) == patterns.NO_ROOF
+
+
+@pytest.mark.parametrize("size", [None, 0, -5, math.nan, math.inf, True, "4096"])
+def test_a_pattern_without_a_size_gets_no_time(size: Any) -> None:
+    kernel = _kernel("transpose", size)
+    assert patterns.pattern_time(kernel, "float32", ROOFS) is None
+    assert patterns.missing(kernel, "float32", ROOFS) == patterns.NO_SIZE
+
+
+def _pattern_entry(op: str, points: list[tuple[int, float]], *, roof: bool = True,
+                   dtype: str = "float32", variant: str = "v") -> dict[str, Any]:
+    """A ceilings rate entry as measured: (operations per call, seconds per call with
+    dispatch)."""
+    by_size = [{"elements": n, "bytes": 8 * n, "seconds": s, "value": n / s, "shape": [n],
+                "kernel": "fusion"} for n, s in points]
+    best = max(by_size, key=lambda p: p["value"])
+    return {"name": f"{op} {dtype} ({variant})", "op": op, "dtype": dtype,
+            "unit": "FLOP/s" if op == "loop-dot" else "elements/s", "kind": "measured",
+            "available": True, "reason": "", "value": best["value"],
+            "elements": best["elements"], "reps": 1, "ops_per_call": best["elements"],
+            "timing": None, "by_size": by_size, "variant": variant, "roof": roof}
+
+
+def test_roofs_from_ceilings_take_dispatch_off_and_skip_variants() -> None:
+    entries = [
+        _pattern_entry("transpose", [(4096, 14e-6), (262144, 135e-6)], variant="2-D swap"),
+        _pattern_entry("transpose", [(4096, 10e-6), (262144, 60e-6)], roof=False,
+                       variant="3-D"),
+    ]
+    for e in entries:
+        schema.RateCeiling.model_validate_json(json.dumps(e))  # a valid results record
+    ceilings = {"available": True, "backend": "cpu", "compute": [], "bandwidth": [],
+                "dispatch": {"available": True, "value": 6e-6, "enqueued": 4e-6},
+                "rates": entries}
+    m = roofs.measured(ceilings)
+    assert m is not None
+    assert [r.name for r in m.rates] == ["transpose float32 (2-D swap)"]  # the variant is not
+    roof = m.rate_for("transpose", "float32")
+    assert roof is not None
+    # The enqueued dispatch (4 us) taken off each call: 4096 / 10 us, 262144 / 131 us.
+    assert [n for n, _ in roof.by_size] == [4096, 262144]
+    assert [r for _, r in roof.by_size] == pytest.approx([4096 / 10e-6, 262144 / 131e-6])
+    t = patterns.pattern_time(_kernel("transpose", 262144), "float32", m)
+    assert t is not None and t.seconds == pytest.approx(131e-6)
+
+
+# ------------------------------------------------------------------------ measuring (jax)
+
+
+def test_plans_are_small_and_ascending() -> None:
+    from roofline_report.observe.ceilings import patterns as measure
+
+    full = measure.pattern_plan("cpu", quick=False)
+    quick = measure.pattern_plan("cpu", quick=True)
+    assert list(full.sizes) == sorted(full.sizes) and full.sizes[0] == 1 << 12
+    assert len(quick.sizes) < len(full.sizes) and not quick.variant_sizes
+    assert set(full.variant_sizes) <= set(full.sizes)
+    names = [(k.pattern, k.dtype, k.roof) for k in measure.kernels(full)]
+    for pattern in patterns.PATTERNS:  # every pattern has a float32 roof
+        assert (pattern, "float32", True) in names
+    # one roof per pattern and dtype: rate_for must not have to choose
+    roofs_only = [(p, d) for p, d, r in names if r]
+    assert len(roofs_only) == len(set(roofs_only))
+
+
+def test_compiled_programs_are_checked_for_their_pattern() -> None:
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from roofline_report.observe.ceilings import patterns as measure
+
+    def text(fn: Any, *args: Any) -> str:
+        return str(jax.jit(fn).lower(*args).compile().as_text())
+
+    a = jnp.ones((64, 64), jnp.float32)
+    loop_dot = text(lambda x, y: jnp.einsum("km,nk->mn", x, y), a, a)
+    library_dot = text(lambda x, y: x @ y, a, a)
+    assert measure.pattern_kernel(loop_dot, "loop-dot")[0] is not None
+    name, described = measure.pattern_kernel(library_dot, "loop-dot")
+    assert name is None and "ynn" in described  # handed to the matmul library
+    assert measure.pattern_kernel(text(lambda x: x.T, a), "transpose")[0] is not None
+    assert measure.pattern_kernel(text(lambda x: x * 2, a), "transpose")[0] is None
+    columns = text(lambda x: jnp.sum(x, axis=0), a)
+    rows = text(lambda x: jnp.sum(x, axis=1), a)
+    assert measure.pattern_kernel(columns, "strided-reduction")[0] is not None
+    assert measure.pattern_kernel(rows, "strided-reduction")[0] is None
+
+
+def test_tiny_measurement_and_an_unavailable_pattern() -> None:
+    pytest.importorskip("jax")
+    from roofline_report.observe.ceilings import patterns as measure
+
+    plan = measure.PatternPlan(sizes=(1 << 12,), dot_sides=(32,), variant_sizes=(1 << 12,),
+                               bfloat16_sizes=(), samples=2, min_sample_s=1e-3)
+    entries = measure.measure_patterns(plan)
+    assert [e["op"] for e in entries] == ["transpose", "strided-reduction", "gather",
+                                          "scatter", "loop-dot", "transpose", "gather",
+                                          "scatter"]
+    for e in entries:
+        schema.RateCeiling.model_validate_json(json.dumps(e))
+        assert e["available"], e["reason"]
+        (point,) = e["by_size"]
+        assert point["value"] == pytest.approx(point["elements"] / point["seconds"])
+        assert e["value"] == point["value"] and point["kernel"]
+    assert entries[4]["unit"] == "FLOP/s" and entries[4]["by_size"][0]["elements"] == 2 * 32**3
+    assert [e["roof"] for e in entries] == [True] * 5 + [False] * 3
+    assert entries[2]["variant"] == entries[3]["variant"][-len("rows of 256"):] == "rows of 256"
+    assert entries[3]["by_size"][0]["shape"] == [16, 256]  # 4096 elements in rows of 256
+
+    # A "loop dot" that the compiler hands to its matmul library is not measured.
+    library = measure.Kernel("loop-dot", "a @ b", True, "float32", (32,),
+                             _library_dot("float32"))
+    ready, why = measure._prepare([library])[0]
+    assert not ready and "has no loop-dot kernel" in why[0]
+    entry = measure._entry(library, ready, why)
+    assert not entry["available"] and "ynn" in entry["reason"]
+
+
+def _library_dot(dtype: str) -> Any:
+    from roofline_report.observe.ceilings import patterns as measure
+
+    def build(n: int) -> Any:
+        a = measure._array((n, n), dtype)
+        return measure.Point(lambda x, y: x @ y, (a, a), 2 * n**3, 12 * n * n, (n, n, n))
+
+    return build
