@@ -314,7 +314,7 @@ def _spec(flops: float | None, moved: float | None, dtype: str, spec: RoofSet | 
 def _closest_group(seconds: float, p: Prediction) -> str:
     """The group (compute, memory, overhead) whose predicted time is closest to ``seconds``
     on a log scale."""
-    times = {g: p.group_seconds(g) for g in ("compute", "memory", "overhead")}  # type: ignore[arg-type]
+    times = {g: p.group_seconds(g) for g in ("compute", "memory", "pattern", "overhead")}  # type: ignore[arg-type]
     positive = {g: t for g, t in times.items() if t > 0}
     if not positive:
         return "unknown"

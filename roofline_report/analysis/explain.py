@@ -140,7 +140,7 @@ def kernel_reason(r: KernelRow) -> str:
         return ""
     b = p.binding
     text = f"{miss_text(m).text} than predicted at its {b.label} roof ({b.roof})"
-    if r.pattern and not any(t.name == "pattern" for t in p.terms):
+    if r.pattern and not any(t.group == "pattern" for t in p.terms):
         text += (f"; no roof measured for this kind ({PATTERN_WORDS.get(r.pattern, r.pattern)})"
                  if m.direction == "slower" else "")
     return text

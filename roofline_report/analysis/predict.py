@@ -12,8 +12,12 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
     memory   = the largest of: bytes ÷ the bandwidth of the memory level holding them (fresh
                outputs at the write-new roof, donated buffers in place); for a reduction, its
                elements ÷ the row-reduction rate at that size
+    pattern  = for a kernel of a pattern that runs below the streaming roofs (a transposing
+               copy, a reduction along a non-minor axis, a gather, a scatter, a dot outside
+               the matmul library), its size ÷ that pattern's measured rate at its size
+               (:mod:`roofline_report.analysis.patterns`)
     launch   = the launch floor (no launch finishes sooner than the runtime launches it)
-    kernel   = trips × max(compute, memory, launch)
+    kernel   = trips × max(compute, memory, pattern, launch)
     program  = Σ kernels + the dispatch floor of one call (calls enqueued, as programs are timed)
 
 A kernel computes in the dtype of the bytes it reads (:func:`kernel_dtype`): a bfloat16 program
@@ -36,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from roofline_report.analysis.patterns import pattern_time
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.hlo.ir import dtype_bits
 from roofline_report.kinds import Kind
@@ -50,7 +55,7 @@ TRANSCENDENTAL_RATE = {"tanh": "tanh", "exp": "exp", "exponential": "exp", "log"
                        "rsqrt": "exp", "sqrt": "exp", "power": "log", "sine": "exp",
                        "cosine": "exp", "tan": "tanh", "erf": "tanh", "atan2": "tanh"}
 
-Group = Literal["compute", "memory", "overhead"]
+Group = Literal["compute", "memory", "pattern", "overhead"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +73,9 @@ class Term:
 
     @property
     def label(self) -> str:
-        """The words for what binds: 'compute: tanh', 'memory: L2', 'launch'."""
-        if self.name in ("launch", "dispatch"):
-            return self.name
+        """The words for what binds: 'compute: tanh', 'memory: L2', 'transpose', 'launch'."""
+        if self.name in ("launch", "dispatch") or self.group == "pattern":
+            return self.detail or self.name
         what = self.detail or self.name
         return f"{self.group}: {what}" if what != self.group else self.group
 
@@ -285,12 +290,13 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
 
 
 def _bound(terms: tuple[Term, ...]) -> tuple[float, Term]:
-    """(seconds, binding) of terms combined as max(Σ compute, max memory, max overhead)."""
+    """(seconds, binding) of terms combined as max(Σ compute, max memory, max pattern,
+    max overhead)."""
     compute = [t for t in terms if t.group == "compute"]
     groups: list[tuple[float, Term]] = []
     if compute:
         groups.append((sum(t.seconds for t in compute), max(compute, key=lambda t: t.seconds)))
-    for group in ("memory", "overhead"):
+    for group in ("memory", "pattern", "overhead"):
         members = [t for t in terms if t.group == group]
         if members:
             top = max(members, key=lambda t: t.seconds)
@@ -307,6 +313,10 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Predicti
         return None
     trips = int(k.get("trips", 1))
     terms = list(one.terms)
+    slow = pattern_time(k, f.dtype, roofs)
+    if slow is not None:
+        terms.append(Term("pattern", "pattern", slow.seconds, slow.roof, slow.kind,
+                          slow.pattern))
     launch = roofs.floor("launch")
     if launch is not None:
         terms.append(Term("launch", "overhead", launch.seconds, "launch", launch.kind))

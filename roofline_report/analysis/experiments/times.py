@@ -116,7 +116,8 @@ class KernelModel:
             kernels, launches = self.counts(v)
             out[v] = {
                 "seconds": p.seconds,
-                "terms": {g: p.group_seconds(g) for g in ("compute", "memory", "overhead")},
+                "terms": {g: p.group_seconds(g)
+                          for g in ("compute", "memory", "pattern", "overhead")},
                 "binding": p.binding.group,
                 "bytes": p.bytes,
                 "level": p.level,

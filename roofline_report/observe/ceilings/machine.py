@@ -311,7 +311,7 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
     _, n, compiled, args = best
     samples = plan.samples if again is None else _round_samples(plan)
 
-    def final() -> timing.Timing:
+    def final() -> Timing:
         return timing.time_jitted(compiled, args, quick=False, samples=samples,
                                   min_sample_seconds=plan.min_sample_s,
                                   budget_seconds=plan.budget_s)

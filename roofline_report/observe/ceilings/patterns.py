@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.patterns import unit
+from roofline_report.analysis.stats import Timing
 from roofline_report.errors import reason
 from roofline_report.observe import timer as timing
 
@@ -358,7 +359,7 @@ class _Ready:
     compiled: Any
     kernel: str
     args: list[Any]  # the current arguments: a donated argument 0 is the last call's output
-    best: timing.Timing | None = None
+    best: Timing | None = None
 
 
 def _runner(ready: _Ready) -> timing.Runner:
