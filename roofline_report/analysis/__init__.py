@@ -354,10 +354,22 @@ def _argument_traffic(w: dict[str, Any]) -> None:
                              "basis": ARGUMENT_TRAFFIC, "kind": Kind.ANALYTIC.value}
 
 
+def kernel_roofs(results: Mapping[str, Any], roofs: Roofs) -> RoofSet:
+    """The roofs kernels are held to: the measured ones; for a profile read from a trace
+    (``results["trace"]``) without them, the spec sheet of its chip where one is drawn; else
+    the assumed budgets."""
+    if roofs.measured is not None:
+        return roofs.measured
+    if results.get("trace") and roofs.spec_sheet is not None and roofs.spec_sheet.complete:
+        return roofs.spec_sheet
+    return roofs.hypothetical
+
+
 def _kernel_views(out: dict[str, Any], roofs: Roofs) -> None:
-    """Each workload's per-kernel roofline, on the measured roofs (else the assumed budgets),
-    and the kernel sum and JAX's estimate added to its accounting."""
-    roof_set = roofs.measured if roofs.measured is not None else roofs.hypothetical
+    """Each workload's per-kernel roofline, on the measured roofs (else, for a trace, the spec
+    sheet's; else the assumed budgets), and the kernel sum and JAX's estimate added to its
+    accounting."""
+    roof_set = kernel_roofs(out, roofs)
     for w in out.get("workloads", []):
         view = kernels_analysis.kernel_analysis(w, roof_set)
         if view is not None:
@@ -395,5 +407,5 @@ def _unique(items: list[dict[str, str]]) -> list[dict[str, str]]:
     return out
 
 
-__all__ = ["Assumptions", "Kind", "Roofs", "analyse", "assumptions_for", "preset_record",
-           "roof_sets"]
+__all__ = ["Assumptions", "Kind", "Roofs", "analyse", "assumptions_for", "kernel_roofs",
+           "preset_record", "roof_sets"]

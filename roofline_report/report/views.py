@@ -20,6 +20,7 @@ from roofline_report.analysis import levels as levels_mod
 from roofline_report.analysis import predict, words
 from roofline_report.analysis.roofs import ComputeRoof, Floor, RoofSet
 from roofline_report.analysis.seed_model import predicted_seconds
+from roofline_report.ingest.view import trace_view
 from roofline_report.kinds import Kind
 from roofline_report.report import figures as figs
 from roofline_report.report import meta, page, sections, sharding_view
@@ -112,7 +113,8 @@ def _view_model(results: Mapping[str, Any]) -> dict[str, Any]:
         "figures": {f.name: f for f in figures},
         "skipped": list(results.get("skipped", [])),
         "parts": {"teaching": teaching},
-        "programs": [_program_view(w) for w in workloads if w.get("user")],
+        "programs": [_program_view(w) for w in workloads if w.get("user") and not w.get("trace")],
+        "trace": trace_view(results),
         "kernels": kernel_views,
     }
 
@@ -126,8 +128,7 @@ KERNEL_POINTS = 12  # kernels placed on the figure
 
 def _kernel_views(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The per-kernel view of every workload that has one: the user's first."""
-    roofs = _roof_sets(results)
-    roof_set = roofs.measured if roofs.measured is not None else roofs.hypothetical
+    roof_set = analysis.kernel_roofs(results, _roof_sets(results))
     views = [_kernel_view(w, roof_set, i) for i, w in enumerate(results["workloads"])
              if w.get("kernel_view")]
     return sorted(views, key=lambda v: not v["user"])
@@ -224,6 +225,10 @@ def _kernel_view(w: Mapping[str, Any], roof_set: RoofSet, index: int) -> dict[st
                     f"{plural(kv['launches'], 'launch', 'launches')} per call; roofs: "
                     f"{kv['roofs'] or 'none'}."
                     + ("" if roof_set.kind is Kind.MEASURED else
+                       f" No ceilings were measured on the machine that ran it, so the kernels "
+                       f"are held to the spec sheet of the {roof_set.label} (published figures, "
+                       "not measured), without a launch cost measured there; their predictions "
+                       "are as good as those figures." if roof_set.kind is Kind.SPEC_SHEET else
                        " This run measured no ceilings of this machine, so the kernels are held "
                        "to the assumed budgets, without a launch cost; their predictions are as "
                        "hypothetical as the budgets (roofline_report.analyze(..., ceilings=True)"
