@@ -42,7 +42,7 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,76 +79,65 @@ class TraceFormatError(ValueError):
 # --- the wire format -------------------------------------------------------------------------
 
 
-def _fields(buf: bytes, start: int, end: int, where: str) -> Iterator[tuple[int, int, Any]]:
+def _varint(buf: bytes, i: int, end: int, what: str, where: str) -> tuple[int, int]:
+    """The varint at ``buf[i]`` and the index after it."""
+    value = 0
+    shift = 0
+    while True:
+        if i >= end:
+            raise TraceFormatError(f"truncated {where}: {what} runs past the end")
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, i
+        shift += 7
+        if shift > 63:
+            raise TraceFormatError(f"corrupt {where}: {what} longer than 10 bytes")
+
+
+def _fields(buf: bytes, start: int, end: int, where: str) -> list[tuple[int, int, Any]]:
     """(field number, wire type, value) of each field in ``buf[start:end]``: an int for varints
-    and fixed-size fields, a (start, end) pair for length-delimited ones."""
+    and fixed-size fields, a (start, end) pair for length-delimited ones. One-byte keys and
+    varints, nearly all of them in a trace, are read inline."""
+    out: list[tuple[int, int, Any]] = []
+    append = out.append
     i = start
     while i < end:
-        # The key, a varint: field number << 3 | wire type.
-        key = 0
-        shift = 0
-        while True:
-            if i >= end:
-                raise TraceFormatError(f"truncated {where}: a field key runs past the end")
-            b = buf[i]
+        key = buf[i]  # the key, a varint: field number << 3 | wire type
+        if key < 0x80:
             i += 1
-            key |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
-            if shift > 63:
-                raise TraceFormatError(f"corrupt {where}: a field key longer than 10 bytes")
+        else:
+            key, i = _varint(buf, i, end, "a field key", where)
         number, wire = key >> 3, key & 7
         if number == 0:
             raise TraceFormatError(f"corrupt {where}: field number 0")
-        if wire == _VARINT:
-            value = 0
-            shift = 0
-            while True:
-                if i >= end:
-                    raise TraceFormatError(f"truncated {where}: field {number} runs past the end")
-                b = buf[i]
+        if wire in (_VARINT, _LEN):
+            if i >= end:
+                raise TraceFormatError(f"truncated {where}: field {number} runs past the end")
+            value = buf[i]
+            if value < 0x80:
                 i += 1
-                value |= (b & 0x7F) << shift
-                if b < 0x80:
-                    break
-                shift += 7
-                if shift > 63:
-                    raise TraceFormatError(f"corrupt {where}: a varint longer than 10 bytes")
-            yield number, wire, value
-        elif wire == _LEN:
-            length = 0
-            shift = 0
-            while True:
-                if i >= end:
-                    raise TraceFormatError(f"truncated {where}: field {number} runs past the end")
-                b = buf[i]
-                i += 1
-                length |= (b & 0x7F) << shift
-                if b < 0x80:
-                    break
-                shift += 7
-                if shift > 63:
-                    raise TraceFormatError(f"corrupt {where}: a length longer than 10 bytes")
-            if i + length > end:
+            else:
+                value, i = _varint(buf, i, end, f"field {number}", where)
+            if wire == _VARINT:
+                append((number, wire, value))
+                continue
+            if i + value > end:
                 raise TraceFormatError(
-                    f"truncated {where}: field {number} holds {length} bytes, "
-                    f"{end - i} are left")
-            yield number, wire, (i, i + length)
-            i += length
-        elif wire == _I64:
-            if i + 8 > end:
+                    f"truncated {where}: field {number} holds {value} bytes, {end - i} are left")
+            append((number, wire, (i, i + value)))
+            i += value
+        elif wire in (_I64, _I32):
+            size = 8 if wire == _I64 else 4
+            if i + size > end:
                 raise TraceFormatError(f"truncated {where}: field {number} runs past the end")
-            yield number, wire, int.from_bytes(buf[i:i + 8], "little")
-            i += 8
-        elif wire == _I32:
-            if i + 4 > end:
-                raise TraceFormatError(f"truncated {where}: field {number} runs past the end")
-            yield number, wire, int.from_bytes(buf[i:i + 4], "little")
-            i += 4
+            append((number, wire, int.from_bytes(buf[i:i + size], "little")))
+            i += size
         else:
             raise TraceFormatError(f"corrupt {where}: field {number} has wire type {wire}, "
                                    "which protobuf does not define for new messages")
+    return out
 
 
 def _signed(value: int) -> int:
@@ -193,21 +182,26 @@ class _Reader:
         self.buf = buf
         self.unknown: dict[str, set[int]] = {}
 
-    def fields(self, span: tuple[int, int], schema: _Schema) -> Iterator[tuple[int, Any]]:
+    def fields(self, span: tuple[int, int], schema: _Schema) -> list[tuple[int, Any]]:
         """(number, value) of each field; a field the schema does not know is recorded and
         given as (number, None)."""
+        out: list[tuple[int, Any]] = []
+        wires = schema.wires
         for number, wire, value in _fields(self.buf, span[0], span[1], schema.name):
-            expected = schema.wires.get(number)
-            if expected is None:
+            expected = wires.get(number)
+            if expected == wire:
+                out.append((number, value))
+            elif expected is None:
                 self.unknown.setdefault(schema.name, set()).add(number)
-                yield number, None
-                continue
-            if wire != expected and not ((schema.name, number) in _PACKABLE and wire == _VARINT):
+                out.append((number, None))
+            elif (schema.name, number) in _PACKABLE and wire == _VARINT:
+                out.append((number, value))
+            else:
                 raise TraceFormatError(
                     f"{schema.name} field {number} has wire type {wire} where the XSpace schema "
                     f"has {expected}: the file is corrupt or was written by a profiler with "
                     "another schema", newer=True)
-            yield number, value
+        return out
 
     # --- messages ----------------------------------------------------------------------------
 
