@@ -40,12 +40,12 @@ def main(argv: list[str] | None = None) -> None:
 
     fn, args = setup()
     step = jax.jit(fn)
-    jax.block_until_ready(step(*args))
+    jax.block_until_ready(step(*args))  # type: ignore[no-untyped-call]
     logdir = ns.logdir or tempfile.mkdtemp(prefix="gpu-trace-")
     with jax.profiler.trace(logdir):
         for i in range(ns.steps):
             with jax.profiler.StepTraceAnnotation("train", step_num=i):
-                jax.block_until_ready(step(*args))
+                jax.block_until_ready(step(*args))  # type: ignore[no-untyped-call]
 
     import roofline_report
 
