@@ -129,7 +129,10 @@ def test_sharded_step_devices_and_collectives(readings: dict[str, Reading],
         [r["instruction"] for r in records]
 
 
-def test_two_hosts_side_by_side(documents: dict[str, Any]) -> None:
+def test_two_hosts_side_by_side(readings: dict[str, Reading],
+                                documents: dict[str, Any]) -> None:
+    # Two processes of one jax.distributed job wrote the two files.
+    assert len({h.metadata("process_id") for h in readings["two_hosts"].hosts}) == 2
     data = documents["two_hosts"]
     assert [h["name"] for h in data["trace"]["hosts"]] == ["host0", "host1"]
     ws = data["workloads"]
@@ -338,3 +341,27 @@ def test_a_trace_folder_copied_elsewhere_reads_the_same(tmp_path: Path,
     one = results_document(read_profile(next(run.glob("*.gz"))))  # one file
     assert one["workloads"][0]["kernel_timing"] == \
         documents["softmax"]["workloads"][0]["kernel_timing"]
+
+
+def test_the_newest_run_or_the_one_named(tmp_path: Path) -> None:
+    logs = tmp_path / "logs" / "plugins" / "profile"
+    logs.mkdir(parents=True)
+    shutil.copytree(next((TRACES / "softmax" / "plugins" / "profile").iterdir()),
+                    logs / "2026_01_01_00_00_00")
+    shutil.copytree(next((TRACES / "transformer" / "plugins" / "profile").iterdir()),
+                    logs / "2026_02_01_00_00_00")
+    newest = read_profile(tmp_path / "logs")
+    assert newest.run.run == "2026_02_01_00_00_00" and newest.module == "jit_train_step"
+    assert newest.run.runs == ("2026_01_01_00_00_00", "2026_02_01_00_00_00")
+    named = read_profile(tmp_path / "logs", run="2026_01_01_00_00_00")
+    assert named.module == "jit__softmax"
+
+
+def test_every_kernel_of_every_fixture_is_timed(documents: dict[str, Any]) -> None:
+    for name in ("transformer", "softmax", "sharded8", "two_hosts"):
+        for w in documents[name]["workloads"]:
+            inventory = {k["name"] for k in w["kernels"]["kernels"]}
+            timed = {k["name"] for k in w["kernel_timing"]["kernels"]}
+            assert timed == inventory, (name, w["title"], inventory ^ timed)
+            for d in w["trace"]["devices"]:
+                assert d["calls"] == w["kernel_timing"]["calls"]
