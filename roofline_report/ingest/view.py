@@ -30,6 +30,7 @@ from roofline_report.report.blocks import (
     text,
 )
 from roofline_report.report.format import Num, count, n, percent, plural
+from roofline_report.units import format_si
 
 __all__ = ["OP_ROWS", "trace_section", "trace_view"]
 
@@ -166,13 +167,13 @@ def trace_view(results: Mapping[str, Any]) -> dict[str, Any] | None:
     return {
         "run": str(trace["run"]),
         "runs": len(trace["runs"]),
-        "hosts": [{"name": h["name"], "file": h["file"], "bytes": n(h["bytes"], "B", M),
+        "hosts": [{"name": h["name"], "file": h["file"], "bytes": Num(format_si(h["bytes"], "B")),
                    "devices": ", ".join(h["devices"]) or "none",
                    "jax": f"jax {h['jax']}, jaxlib {h['jaxlib']}" if h.get("jax")
                    else "not recorded"} for h in hosts],
         "module": str(trace["module"]),
         "choice": str(trace["module_choice"]),
-        "modules": [{"name": m["name"], "events": count(m["events"], M),
+        "modules": [{"name": m["name"], "events": Num(f"{m['events']:,}"),
                      "seconds": n(m["seconds"], "s", M), "hlo": bool(m["hlo"]),
                      "chosen": m["name"] == trace["module"]} for m in trace["modules"]],
         "module_seconds": n(chosen["seconds"], "s", M) if chosen else Num("unknown"),
