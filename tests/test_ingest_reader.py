@@ -192,6 +192,9 @@ def test_truncated_and_corrupt_files_are_named() -> None:
         read_xspace_bytes(b"\x07\xff\x00garbage")  # wire type 7
     with pytest.raises(TraceFormatError, match="no profiler plane"):
         read_xspace_bytes(_bytes(4, "only a host name"))
+    negative = plane(1, "/host:CPU", {"t": [("fusion", 0, -5, {"hlo_op": "fusion"})]})
+    with pytest.raises(TraceFormatError, match="negative duration"):
+        read_xspace_bytes(space(negative))
 
 
 def test_a_newer_schema() -> None:

@@ -225,10 +225,11 @@ def _kernel_view(w: Mapping[str, Any], roof_set: RoofSet, index: int) -> dict[st
                     f"{plural(kv['launches'], 'launch', 'launches')} per call; roofs: "
                     f"{kv['roofs'] or 'none'}."
                     + ("" if roof_set.kind is Kind.MEASURED else
-                       f" No ceilings were measured on the machine that ran it, so the kernels "
+                       " No ceilings were measured on the machine that ran it, so the kernels "
                        f"are held to the spec sheet of the {roof_set.label} (published figures, "
-                       "not measured), without a launch cost measured there; their predictions "
-                       "are as good as those figures." if roof_set.kind is Kind.SPEC_SHEET else
+                       "not measured; a launch cost, where the preset has one, is assumed); "
+                       "their predictions are as good as those figures."
+                       if roof_set.kind is Kind.SPEC_SHEET else
                        " This run measured no ceilings of this machine, so the kernels are held "
                        "to the assumed budgets, without a launch cost; their predictions are as "
                        "hypothetical as the budgets (roofline_report.analyze(..., ceilings=True)"

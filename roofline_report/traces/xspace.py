@@ -348,6 +348,8 @@ class _Reader:
                         f"field {min(unknown)}): the trace was written by a newer profiler",
                         newer=True)
                 continue  # an aggregated event (num_occurrences): no place in time
+            if duration < 0:
+                raise TraceFormatError(f"corrupt XEvent: a negative duration ({duration} ps)")
             stats = dict(event_stats.get(meta, {}))
             if stat_spans:
                 stats.update(self.stats(stat_spans, stat_names))
