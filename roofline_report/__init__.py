@@ -17,7 +17,19 @@ def analyze(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     return _analyze(fn, *args, **kwargs)
 
 
-__all__ = ["__version__", "analyze", "analyze_sharded"]
+__all__ = ["__version__", "analyze", "analyze_sharded", "profile"]
+
+
+def profile(path: Any, out: Any = None, **kwargs: Any) -> dict[str, Any]:
+    """Read a ``jax.profiler`` trace captured anywhere and return its results document; with
+    ``out``, write its per-kernel roofline report; see :func:`roofline_report.ingest.profile`.
+
+    Needs jaxlib installed (to print the trace's HLO), not the trace's backend; imports it only
+    when called.
+    """
+    from roofline_report.ingest import profile as _profile
+
+    return _profile(path, out, **kwargs)
 
 
 def analyze_sharded(fn: Any, args: Any, in_shardings: Any, out_shardings: Any,

@@ -36,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Lower, check, account and time JAX workloads; write a roofline report "
         "(HTML, Markdown, SVG figures and results.json).",
         epilog="Also: 'roofline-report compare A/results.json B/results.json --out DIR' sets "
-        "saved runs side by side ('--fail-if COND' gates B against A: exit code 4). Exit "
+        "saved runs side by side ('--fail-if COND' gates B against A: exit code 4); "
+        "'roofline-report profile LOGDIR --out DIR' reads a jax.profiler trace captured "
+        "anywhere and writes its per-kernel roofline. Exit "
         "codes: 0 built; 2 bad input; 3 built with some measurement not available; 1 internal "
         "error; 130 interrupted.",
     )
@@ -116,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from roofline_report.report import compare
 
             return compare.main(args_list[1:])
+        if args_list and args_list[0] == "profile":
+            from roofline_report.ingest import cli as profile_cli
+
+            return profile_cli.main(args_list[1:])
         return _build(build_parser().parse_args(args_list))
     except InputError as exc:
         if debug and exc.__cause__ is not None:

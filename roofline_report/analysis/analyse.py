@@ -136,6 +136,7 @@ def roof_sets(results: Mapping[str, Any], a: Assumptions) -> Roofs:
         spec_sheet=roofs_mod.spec_sheet(preset) if preset else None,
         levels=tuple(levels),
         preset=preset,
+        trace=bool(results.get("trace")),
     )
 
 
@@ -233,9 +234,21 @@ def _minimum(w: Mapping[str, Any]) -> tuple[float | None, str]:
     return None, ""
 
 
+def _traced_time(w: Mapping[str, Any]) -> Stats | None:
+    """A program read from a profiler trace has no timing of its own: its time per step or
+    call is the traced calls' wall times."""
+    timing = w.get("kernel_timing")
+    if not w.get("trace") or not isinstance(timing, Mapping) or not _available(timing):
+        return None
+    samples = [float(c["program_s"]) for c in timing.get("calls") or [] if c["program_s"] > 0]
+    return Stats(samples) if samples else None
+
+
 def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: int | None
              ) -> Program:
     stats, timing_reason = _timing(w.get("timing"))
+    if stats is None and (traced := _traced_time(w)) is not None:
+        stats, timing_reason = traced, ""
     table = kernel_table(w, roofs.kernels, backend.name)
     prediction = _program_prediction(w, table, roofs.kernels)
     flops, moved, basis = _work(w)

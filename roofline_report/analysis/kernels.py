@@ -75,7 +75,8 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
     basis = "busy" if all(k.get("busy_s") is not None for k in kernels) else \
         "launch to completion"
     return TraceSummary(
-        calls=len(calls), source=str(timing.get("source", "host")),
+        calls=len(calls) * int(timing.get("calls_per_sample") or 1),
+        source=str(timing.get("source", "host")),
         program_s=med("program_s"), busy_s=med("busy_s"),
         kernel_sum_s=median(list(per_call.values())) or 0.0,
         dispatch_s=med("dispatch_s"), loop_control_s=med("loop_control_s"),

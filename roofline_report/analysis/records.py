@@ -367,11 +367,18 @@ class Roofs:
     spec_sheet: RoofSet | None
     levels: tuple[Level, ...] = ()  # the memory levels found in the working-set sweep
     preset: Mapping[str, Any] | None = None  # the chip preset drawn, with how it was chosen
+    trace: bool = False  # the run was read from a profiler trace captured elsewhere
 
     @property
     def kernels(self) -> RoofSet:
-        """The set kernels and programs are predicted on: measured, else the assumed budgets."""
-        return self.measured if self.measured is not None else self.hypothetical
+        """The set kernels and programs are predicted on: the measured roofs; for a profile
+        read from a trace without them, the spec sheet of its chip where one is drawn; else
+        the assumed budgets."""
+        if self.measured is not None:
+            return self.measured
+        if self.trace and self.spec_sheet is not None and self.spec_sheet.complete:
+            return self.spec_sheet
+        return self.hypothetical
 
 
 @dataclass(frozen=True, slots=True)

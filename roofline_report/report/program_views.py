@@ -163,7 +163,12 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
     summary = (f"{plural(table.count, 'kernel', 'kernels')}, "
                f"{plural(table.launches, 'launch', 'launches')} per call; predicted on "
                f"{roofs_words(table.roofs)}.")
-    if table.roofs.kind is not Kind.MEASURED:
+    if table.roofs.kind is Kind.SPEC_SHEET:
+        summary += (" No ceilings were measured on the machine that ran it, so the kernels are "
+                    f"held to the spec sheet of the {table.roofs.label} (published figures, not "
+                    "measured; a launch cost, where the preset has one, is assumed); their "
+                    "predictions are as good as those figures.")
+    elif table.roofs.kind is not Kind.MEASURED:
         summary += (" This run measured no ceilings of this machine, so the kernels are held "
                     "to the assumed budgets, without a launch cost; their predictions are as "
                     "hypothetical as the budgets (roofline_report.analyze(..., ceilings=True)"

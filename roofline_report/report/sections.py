@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from roofline_report.ingest.view import trace_section
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import (
     Aside,
@@ -835,8 +836,10 @@ def programs(vm: VM) -> Section | None:
 def _user_document(vm: VM) -> Document:
     """A report about the user's programs: theirs first, then this machine and the accounting;
     the seed's teaching sections, the catalog and the lab only when the run asked for them."""
-    main = tuple(s for s in (programs(vm), kernels(vm), measured(vm), reconciliation(vm))
-                 if s is not None)
+    # A profile read from a trace has no StableHLO to account three ways.
+    accounting = reconciliation(vm) if vm["reconciliation"] or not vm.get("trace") else None
+    main = tuple(s for s in (trace_section(vm), programs(vm), kernels(vm), measured(vm),
+                             accounting) if s is not None)
     also = tuple(s for s in (lab(vm) if vm["lab"]["rows"] else None,
                              sweeps(vm) if vm["sweeps"]["available"] else None, preset(vm),
                              sharding(vm) if vm["sharding"]["available"] else None,

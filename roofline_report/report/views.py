@@ -20,6 +20,7 @@ from roofline_report.analysis import words
 from roofline_report.analysis.analyse import SEED_NAME, Assumptions, analyse
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import ComputeRoof
+from roofline_report.ingest.view import trace_view
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.report import figures as figs
 from roofline_report.report import meta, page, sections, sharding_view
@@ -121,7 +122,9 @@ def view_model_of(an: Analysis) -> dict[str, Any]:
         "figures": {f.name: f for f in figures},
         "skipped": [dict(s) for s in an.skipped],
         "parts": {"teaching": teaching},
-        "programs": [program_view(p) for p in an.programs if p.user],
+        "programs": [program_view(p) for p in an.programs
+                     if p.user and not p.observation.get("trace")],
+        "trace": trace_view(an),
         "kernels": views,
     }
 

@@ -138,6 +138,7 @@ class Environment(Record):
     cpu_count: Count | None = None
     compute_capability: str | None = None
     device_memory_bytes: Count | None = None
+    hosts: Count | None = None  # hosts of a profile read from a multi-host trace
 
 
 # ----------------------------------------------------------------------------- ceilings
@@ -514,6 +515,9 @@ class KernelTiming(Record):
     available: Literal[True] = True
     source: Literal["host", "device"]
     calls: list[TraceCall]
+    # Traced calls each sample averages: 1, unless the events carry no run id (then the whole
+    # trace is one sample of this many calls).
+    calls_per_sample: Annotated[int, Field(ge=1)] = 1
     kernels: list[KernelTime]
     unmatched: list[str]
     notes: list[str]
@@ -615,6 +619,77 @@ class HloCount(Record):
     notes: list[str]
 
 
+# ------------------------------------------------------------------ traces read elsewhere
+
+
+class LaneTiming(Record):
+    """One device of a traced host: its per-kernel samples of the program, as a measured run's
+    ``kernel_timing`` records them (statistics are derived when rendering)."""
+
+    device: str  # "GPU:0", "TPU:0", "CPU:0" (an emulated or real device of the host)
+    timing: KernelTiming
+
+
+class TracedProgram(Record):
+    """Where a workload read from a profiler trace comes from (``roofline-report profile``):
+    the host's trace file, the device whose events give the per-kernel times, whether times
+    are per step (step markers) or per call, each step marker's duration, every device of the
+    host side by side, and whether the trace held the program's HLO (else its work is not
+    counted)."""
+
+    host: str
+    file: str
+    device: str
+    program_id: int | None
+    per: Literal["step", "call"]
+    steps_s: list[NonNeg] = []
+    devices: list[LaneTiming]
+    hlo: bool
+    notes: list[str] = []
+
+
+class TraceModule(Record):
+    """A program whose kernels ran in the trace: kernel events and their summed time over the
+    whole trace (every host and device), and whether the trace holds its HLO."""
+
+    name: str
+    program_ids: list[Count]
+    events: Count
+    seconds: NonNeg
+    hlo: bool
+
+
+class TraceHost(Record):
+    """One host's trace file: its size, the devices with kernel events, the profiler's
+    versions and the errors and warnings it recorded."""
+
+    name: str
+    file: str
+    bytes: Count
+    devices: list[str]
+    jax: str | None = None
+    jaxlib: str | None = None
+    errors: list[str] = []
+    warnings: list[str] = []
+
+
+class TraceSource(Record):
+    """A results document read from a profiler trace captured anywhere (``roofline-report
+    profile LOGDIR``): the run read, its hosts, the program chosen and how, every program seen,
+    the ceilings file given (its name), and what the reader noted (fields of a newer profiler
+    it skipped, hosts without the program)."""
+
+    run: str
+    runs: list[str]
+    hosts: list[TraceHost]
+    module: str
+    module_choice: Literal["most kernel time", "by name"]
+    modules: list[TraceModule]
+    ceilings_file: str | None = None
+    unknown_fields: dict[str, list[Count]] = {}
+    notes: list[str] = []
+
+
 class Workload(Record):
     name: str
     title: str
@@ -638,6 +713,7 @@ class Workload(Record):
     kernels: maybe(KernelInventory) | None = None  # type: ignore[valid-type]
     kernel_timing: maybe(KernelTiming) | None = None  # type: ignore[valid-type]
     jax_roofline: maybe(JaxRoofline) | None = None  # type: ignore[valid-type]
+    trace: TracedProgram | None = None  # read from a profiler trace (roofline-report profile)
 
 
 class SweepPoint(Record):
@@ -818,6 +894,7 @@ class Results(Record):
     lab: maybe(Lab)  # type: ignore[valid-type]
     sharding: maybe(Sharding)  # type: ignore[valid-type]
     skipped: list[Skip]
+    trace: TraceSource | None = None  # read from a profiler trace (roofline-report profile)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Results:

@@ -290,6 +290,7 @@ def kernel_times(
         "available": True,
         "source": source,
         "calls": per_call,
+        "calls_per_sample": per_call_div,
         "kernels": rows,
         "unmatched": sorted(unmatched),
         "notes": notes,

@@ -1,0 +1,88 @@
+"""Profiles captured anywhere: a ``jax.profiler`` trace in, a per-kernel roofline out.
+
+People who need a roofline run their programs on accelerators, in jobs this tool cannot run, and
+many already capture profiles with ``jax.profiler.trace(LOGDIR)``. :func:`profile` reads such a
+trace (every host's ``.xplane.pb``: :mod:`roofline_report.traces.xspace`), counts the kernels of
+one program from the HLO the trace holds with the project's own counter, times them from the
+trace's events and renders the same per-kernel sections as a measured run::
+
+    import roofline_report
+
+    results = roofline_report.profile("logs/", out="profile-report")
+
+or ``roofline-report profile logs/ --out profile-report``. The pieces: :mod:`.discover` (which
+files), :mod:`.timeline` (which events), :mod:`.pipeline` (reading), :mod:`.records` (the
+results document), :mod:`.view` (the report's section on the trace), :mod:`.cli`.
+
+Reading a trace needs jaxlib installed (to print the HLO proto the trace holds as text) but not
+the trace's backend: a GPU or TPU trace reads on a CPU-only machine.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from pathlib import Path
+from typing import Any
+
+from roofline_report.errors import InputError
+
+__all__ = ["profile"]
+
+_API = "profile():"
+
+
+def _path(value: Any, key: str) -> str | Path | None:
+    if value is None:
+        return None
+    if not isinstance(value, str | Path) or not str(value):
+        raise InputError(f"{_API} {key} must be a path (str or pathlib.Path), got "
+                         f"{type(value).__name__} {reprlib.repr(value)}")
+    return value
+
+
+def _name(value: Any, key: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{_API} {key} must be a non-empty string, got {reprlib.repr(value)}")
+    return value
+
+
+def profile(path: str | Path, out: str | Path | None = None, *, run: str | None = None,
+            module: str | None = None, ceilings: str | Path | None = None,
+            preset: str | None = None, title: str | None = None,
+            origin: str = "python") -> dict[str, Any]:
+    """Read the profiler trace under ``path`` and return its results document (observations,
+    as results.json holds them); with ``out``, also write the report folder there.
+
+    ``path``: the folder given to ``jax.profiler.trace`` (its newest run, or ``run``), a run
+    folder, or one ``.xplane.pb`` (``.gz``) file. ``module``: the program to read (default: the
+    one with the most kernel time). ``ceilings``: a results.json measured on the machine that
+    ran the trace (its ceilings record gives the roofs); else ``preset`` (a chip's spec
+    sheet) or the preset matching the device the trace names; else the assumed budgets.
+
+    Needs jaxlib installed (it prints the trace's HLO), not the trace's backend. Bad input
+    (no trace, a corrupt, truncated or newer trace, an unknown module or run) raises
+    :class:`~roofline_report.errors.InputError` with one line; nothing is written then.
+    """
+    from roofline_report import output
+    from roofline_report.ingest.pipeline import read_profile
+    from roofline_report.ingest.records import results_document
+    from roofline_report.report import meta
+
+    checked = _path(path, "path")
+    if checked is None:
+        raise InputError(f"{_API} path must be a trace folder or file, got None")
+    destination = _path(out, "out=")
+    ceilings_path = _path(ceilings, "ceilings=")
+    label = f"{_API} out={str(out)!r}" if origin == "python" else None
+    if destination is not None:
+        output.check_destination(Path(destination), label=label)
+    page_title = meta.check_title(title)
+    reading = read_profile(checked, run=_name(run, "run="), module=_name(module, "module="),
+                           ceilings=ceilings_path, preset=_name(preset, "preset="))
+    data = results_document(reading, origin="python" if origin == "python" else "command line")
+    if destination is not None:
+        output.write_results(Path(destination), data, label=label,
+                             title=page_title or f"Profile of {reading.module}")
+    return data

@@ -1,0 +1,269 @@
+"""Reading a profile: a run's trace files -> what each host's program did (jax only to print HLO).
+
+:func:`read_profile` finds the run (:mod:`.discover`), decodes every host's XSpace
+(:mod:`roofline_report.traces.xspace`), sorts the kernel events by device, program and step
+(:mod:`.timeline`), chooses the program (``module``, else the one with the most kernel time),
+prints the program's HLO from the trace (:mod:`.hlo`, the one step that needs jaxlib) and counts
+its kernels with the project's own counter (:func:`roofline_report.hlo.kernels.kernel_inventory`),
+and times each kernel per step or call on every device
+(:func:`roofline_report.traces.events.kernel_times`). The roofs are chosen too: the ceilings
+record of a results.json measured on the machine that ran the trace, else a chip preset (by name
+or matched to the device the trace names), else the assumed budgets.
+
+What it returns (:class:`Reading`) becomes a results document in one place,
+:mod:`roofline_report.ingest.records`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roofline_report.errors import InputError
+from roofline_report.hlo.compiled import inspect_compiled
+from roofline_report.hlo.ir import parse_module
+from roofline_report.hlo.kernels import kernel_inventory
+from roofline_report.ingest import timeline
+from roofline_report.ingest.discover import HostFile, RunFiles, find_run
+from roofline_report.traces.events import kernel_times
+from roofline_report.traces.xspace import TraceFormatError, XSpace, read_xspace
+
+__all__ = ["HostProgram", "HostReading", "LaneTiming", "Reading", "read_profile"]
+
+
+@dataclass
+class HostReading:
+    """One host's trace: the file, its decoded XSpace, its devices' kernel events and its step
+    markers."""
+
+    file: HostFile
+    size: int
+    space: XSpace
+    lanes: list[timeline.Lane]
+    markers: list[timeline.Step]
+
+    def metadata(self, key: str) -> Any:
+        plane = self.space.plane("/host:metadata")
+        return plane.stats.get(key) if plane is not None else None
+
+
+@dataclass
+class LaneTiming:
+    """One device's per-kernel times of the program (kernel_times' record) and how its calls
+    were told apart."""
+
+    lane: timeline.Lane
+    view: timeline.ProfileView
+    timing: dict[str, Any]
+
+
+@dataclass
+class HostProgram:
+    """The chosen program on one host: its HLO (or why not), the kernel inventory and the
+    compiled facts read from it, and the per-kernel times of each device."""
+
+    host: HostReading
+    program_id: int | None
+    hlo_reason: str | None  # why the work is not counted (no HLO in the trace)
+    inventory: dict[str, Any] | None
+    compiled: dict[str, Any] | None
+    lanes: list[LaneTiming]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def chosen(self) -> LaneTiming | None:
+        """The device whose times are the workload's: the first with kernel times."""
+        return next((t for t in self.lanes if t.timing.get("available")), None)
+
+
+@dataclass
+class Reading:
+    run: RunFiles
+    hosts: list[HostReading]
+    module: str
+    module_choice: str  # "most kernel time" or "by name"
+    modules: list[timeline.ModuleSummary]
+    with_hlo: set[str]  # modules whose HLO some host's trace holds
+    programs: list[HostProgram]
+    ceilings: dict[str, Any] | None
+    ceilings_file: str | None
+    preset: str | None
+    notes: list[str]
+
+
+def _read_host(f: HostFile) -> HostReading:
+    try:
+        space = read_xspace(f.path)
+    except TraceFormatError as exc:
+        if exc.newer:
+            raise InputError(f"{exc} (a newer profiler than this reader knows)") from None
+        raise InputError(f"{exc} (a truncated or corrupt trace file)") from None
+    return HostReading(f, f.path.stat().st_size, space, timeline.lanes(space),
+                       timeline.steps(space))
+
+
+def _choose_module(summaries: Sequence[timeline.ModuleSummary], wanted: str | None,
+                   where: str) -> tuple[str, str]:
+    names = [m.name for m in summaries]
+    if wanted is None:
+        return summaries[0].name, "most kernel time"
+    for candidate in (wanted, timeline.module_base(wanted), f"jit_{wanted}"):
+        if candidate in names:
+            return candidate, "by name"
+    raise InputError(f"--module {wanted}: no such program in {where}; programs with kernel "
+                     f"events: {', '.join(names)}")
+
+
+def _program_of(host: HostReading, module: str) -> tuple[int | None, bytes | None, list[str]]:
+    """The program id of ``module`` on this host and its HLO proto (None when the trace holds
+    none), with notes when several programs share the name."""
+    counts: Counter[int] = Counter()
+    for lane in host.lanes:
+        for e in lane.kernels:
+            program = e.stats.get("program_id")
+            if e.stats.get("hlo_module") == module and isinstance(program, int):
+                counts[program] += 1
+    protos = host.space.hlo_protos()
+    notes: list[str] = []
+    if counts:
+        program = counts.most_common(1)[0][0]
+        if len(counts) > 1:
+            notes.append(f"{len(counts)} programs named {module} ran on {host.file.host} "
+                         f"(ids {', '.join(map(str, sorted(counts)))}); the one with the most "
+                         f"kernel events, {program}, is read")
+    else:
+        named = sorted(pid for pid, (name, _) in protos.items()
+                       if timeline.module_base(name) == module)
+        program = named[-1] if named else None
+        if len(named) > 1:
+            notes.append(f"the events do not name the program id; of {len(named)} programs "
+                         f"named {module} the last compiled, {program}, is read")
+    proto = protos[program][1] if program is not None and program in protos else None
+    return program, proto, notes
+
+
+def _counted(host: HostReading, module: str, proto: bytes | None,
+             cache: dict[bytes, tuple[dict[str, Any], dict[str, Any]]]
+             ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
+    """(inventory, compiled facts, None) from the program's HLO, or (None, None, why not)."""
+    if proto is None:
+        return None, None, (f"the trace of {host.file.host} holds no HLO of {module} (no 'Hlo "
+                            "Proto' metadata: was it captured with ProfileOptions."
+                            "enable_hlo_proto off?)")
+    if proto not in cache:
+        from roofline_report.ingest.hlo import hlo_text
+
+        try:
+            text = hlo_text(proto, module=module, trace_jaxlib=host.metadata("jaxlib_version"))
+        except TraceFormatError as exc:
+            suffix = "" if exc.newer else " (a corrupt HLO proto in the trace)"
+            raise InputError(f"{host.file.path.name}: {exc}{suffix}") from None
+        parsed = parse_module(text)
+        cache[proto] = (kernel_inventory(parsed, cwd="/"), inspect_compiled(parsed))
+    inventory, compiled = cache[proto]
+    return inventory, compiled, None
+
+
+def _ceilings(path: str | Path, backend: str) -> dict[str, Any]:
+    from roofline_report.results import io as results_io
+
+    data = results_io.load(path)
+    record = data.get("ceilings") or {}
+    name = Path(path).name
+    if not record.get("available"):
+        raise InputError(f"--ceilings {name}: its ceilings were not measured "
+                         f"({record.get('reason', 'no reason recorded')})")
+    if str(record.get("backend")) != backend:
+        raise InputError(f"--ceilings {name}: measured on the {record.get('backend')} backend, "
+                         f"but the trace ran on {backend}; give ceilings measured on the "
+                         "machine that ran the trace")
+    return dict(record)
+
+
+def read_profile(path: str | Path, *, run: str | None = None, module: str | None = None,
+                 ceilings: str | Path | None = None, preset: str | None = None) -> Reading:
+    """Read the run under ``path`` (see the module docstring). Bad input raises InputError:
+    no trace, a corrupt, truncated or newer trace file, a trace without kernel events, an
+    unknown ``module`` or ``run``, an unusable ceilings file or preset name."""
+    files = find_run(path, run)
+    hosts = [_read_host(f) for f in files.hosts]
+    summaries = timeline.modules(lane for h in hosts for lane in h.lanes)
+    where = f"run {files.run}"
+    if not summaries:
+        raise InputError(f"{where}: the trace holds no kernel event (no event with an hlo_op "
+                         "stat): no compiled program ran while it was recorded, or another "
+                         "profiler was running")
+    chosen, choice = _choose_module(summaries, module, where)
+    with_hlo = {timeline.module_base(name) for h in hosts
+                for name, _ in h.space.hlo_protos().values()}
+    cache: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
+    programs: list[HostProgram] = []
+    notes: list[str] = []
+    for h in hosts:
+        if not any(e.stats.get("hlo_module") == chosen for lane in h.lanes for e in lane.kernels):
+            notes.append(f"host {h.file.host} ran no kernel of {chosen}")
+            continue
+        program, proto, host_notes = _program_of(h, chosen)
+        inventory, compiled, why = _counted(h, chosen, proto, cache)
+        trips = {k["name"]: int(k["trips"]) for k in inventory["kernels"]} if inventory else None
+        lanes: list[LaneTiming] = []
+        for lane in h.lanes:
+            ids = [program] if program is not None else []
+            view = timeline.profile_for(h.space, lane, chosen, ids, markers=h.markers,
+                                        trips=trips)
+            if not any(line.events for plane in view.planes[:1] for line in plane.lines):
+                continue
+            timing = kernel_times(view, module=chosen,
+                                  kernels=list(trips) if trips is not None else None,
+                                  calls=view.calls)
+            lanes.append(LaneTiming(lane, view, timing))
+        programs.append(HostProgram(h, program, why, inventory, compiled, lanes, host_notes))
+    backend = backend_of(hosts)
+    ceilings_record = _ceilings(ceilings, backend) if ceilings is not None else None
+    preset_name = None
+    if preset is not None:
+        from roofline_report import presets
+
+        preset_name = presets.get_preset(preset).name
+    unknown = hosts[0].space.unknown_fields if hosts else {}
+    if unknown:
+        fields = "; ".join(f"{m} {', '.join(map(str, n))}" for m, n in unknown.items())
+        notes.append(f"fields this reader does not know were skipped ({fields}): a newer "
+                     "profiler wrote them")
+    return Reading(files, hosts, chosen, choice, summaries, with_hlo, programs, ceilings_record,
+                   Path(ceilings).name if ceilings is not None else None, preset_name, notes)
+
+
+def backend_of(hosts: Sequence[HostReading]) -> str:
+    """gpu, tpu or cpu: the devices whose events the kernels are."""
+    for h in hosts:
+        for lane in h.lanes:
+            if lane.device.startswith("GPU"):
+                return "gpu"
+            if lane.device.startswith("TPU"):
+                return "tpu"
+    return "cpu"
+
+
+def device_kind(hosts: Sequence[HostReading]) -> tuple[str, dict[str, Any]]:
+    """The device the trace names (a GPU plane's ``gpu_device_name``, a TPU plane's
+    ``device_type_string``; ``cpu`` on a CPU) and what else its plane says of it."""
+    extra: dict[str, Any] = {}
+    for h in hosts:
+        for plane in h.space.planes:
+            stats = plane.stats
+            if plane.name.startswith(timeline.GPU_PREFIX):
+                major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+                if isinstance(major, int) and isinstance(minor, int):
+                    extra["compute_capability"] = f"{major}.{minor}"
+                if isinstance(stats.get("memory_size"), int):
+                    extra["device_memory_bytes"] = stats["memory_size"]
+                name = stats.get("gpu_device_name") or stats.get("device_vendor")
+                return (str(name) if name else "GPU"), extra
+            if plane.name.startswith("/device:TPU:"):
+                name = stats.get("device_type_string")
+                return (str(name) if name else "TPU"), extra
+    return "cpu", extra

@@ -1,0 +1,351 @@
+"""Which kernel events of a trace belong to which device, program and step (pure: no jax).
+
+A trace holds the kernels of every program that ran while it was recorded, on every device of
+its host. Before :func:`roofline_report.traces.events.kernel_times` times one program's kernels,
+this module sorts the events:
+
+* **Lanes.** One lane per device: a GPU's plane ``/device:GPU:N`` (kernel events carry the stats
+  ``hlo_op`` and ``hlo_module``); a TPU's plane ``/device:TPU:N``, whose line ``XLA Ops`` holds
+  one event per HLO instruction and whose line ``XLA Modules`` one per program execution (the
+  op events get ``hlo_op``, ``hlo_module``, ``program_id`` and ``run_id`` from the module event
+  around them); on a CPU the thunk events of ``/host:CPU``, one lane per ``device_ordinal``
+  (emulated devices run on the same threads).
+* **Programs.** Module names are compared without the ``(program id)`` suffix the metadata plane
+  gives them (``jit_train_step(58)`` is ``jit_train_step``); where events carry ``program_id``
+  they are kept to the chosen program's ids.
+* **Steps.** Events with the stat ``step_num`` (``jax.profiler.StepTraceAnnotation``, or any
+  ``TraceAnnotation`` given ``step_num=``) mark steps; a kernel belongs to the step whose marker
+  spans its start, and the step number stands in for the call (``run_id``), so times are per
+  step. Without markers (or when most kernels fall outside them: on a GPU the device runs behind
+  the host's markers), times are per call: by ``run_id`` where the events carry it, else the
+  calls are counted from the launches and the inventory's launches per call.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from roofline_report.traces.xspace import Event, Line, Plane, XSpace
+
+__all__ = [
+    "Lane",
+    "ModuleSummary",
+    "Step",
+    "lanes",
+    "module_base",
+    "modules",
+    "profile_for",
+    "steps",
+]
+
+GPU_PREFIX = "/device:GPU:"
+_TPU_PLANE = re.compile(r"^/device:TPU:(\d+)$")
+TPU_OPS_LINE = "XLA Ops"
+TPU_MODULES_LINE = "XLA Modules"
+HOST_CPU = "/host:CPU"
+STEP_STAT = "step_num"
+_PROGRAM_SUFFIX = re.compile(r"\((\d+)\)$")
+# Kernels outside every step marker above this share: the markers do not bound the kernels
+# (a device behind its host), and times are taken per call instead.
+OUTSIDE_STEPS_LIMIT = 0.5
+
+
+def module_base(name: Any) -> str:
+    """A module's name without the ``(program id)`` suffix of the metadata plane."""
+    return _PROGRAM_SUFFIX.sub("", str(name)).strip()
+
+
+def program_suffix(name: str) -> int | None:
+    m = _PROGRAM_SUFFIX.search(name)
+    return int(m.group(1)) if m else None
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """One device's kernel events (stats normalised: ``hlo_op``, ``hlo_module`` without its
+    suffix), and whether they lie on a device plane (GPU, TPU) or the host's (CPU)."""
+
+    device: str  # "GPU:0", "TPU:3", "CPU:0"
+    on_device: bool
+    kernels: tuple[Event, ...]
+    lines: tuple[int, ...]  # each kernel event's line (events nest only within a line)
+    ends: tuple[Event, ...] = ()  # the ``end:`` events of this device's asynchronous thunks
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleSummary:
+    """A program seen in the events: its name, program ids, kernel events and their summed
+    duration (seconds, the whole trace, every lane)."""
+
+    name: str
+    program_ids: tuple[int, ...]
+    events: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    number: int
+    start: float  # ns
+    end: float  # ns
+
+    @property
+    def seconds(self) -> float:
+        return (self.end - self.start) * 1e-9
+
+
+def _with(e: Event, **stats: Any) -> Event:
+    return Event(e.name, e.start_ns, e.duration_ns, {**e.stats, **stats})
+
+
+def _normalised(e: Event) -> Event:
+    module = e.stats.get("hlo_module")
+    if module is None:
+        return e
+    base = module_base(module)
+    extra: dict[str, Any] = {"hlo_module": base}
+    if "program_id" not in e.stats:
+        program = program_suffix(str(module))
+        if program is not None:
+            extra["program_id"] = program
+    return _with(e, **extra)
+
+
+def _tpu_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
+    """The op events of a TPU plane, each given the module execution around it."""
+    modules: list[Event] = []
+    ops: list[tuple[int, Event]] = []
+    for i, line in enumerate(plane.lines):
+        if line.name == TPU_MODULES_LINE:
+            modules += line.events
+        elif line.name == TPU_OPS_LINE:
+            ops += [(first_line + i, e) for e in line.events]
+    modules.sort(key=lambda e: e.start_ns)
+    starts = [m.start_ns for m in modules]
+    out: list[tuple[int, Event]] = []
+    for line_index, e in ops:
+        if "hlo_op" in e.stats and "hlo_module" in e.stats:
+            out.append((line_index, _normalised(e)))
+            continue
+        i = bisect.bisect_right(starts, e.start_ns) - 1
+        if i < 0 or modules[i].start_ns + modules[i].duration_ns < e.start_ns:
+            continue
+        m = modules[i]
+        stats: dict[str, Any] = {"hlo_op": e.stats.get("hlo_op", e.name),
+                                 "hlo_module": module_base(m.name),
+                                 "run_id": m.stats.get("run_id", f"execution {i}")}
+        program = m.stats.get("program_id", program_suffix(m.name))
+        if program is not None:
+            stats["program_id"] = program
+        out.append((line_index, _with(e, **stats)))
+    return out
+
+
+def _plane_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
+    return [(first_line + i, _normalised(e)) for i, line in enumerate(plane.lines)
+            for e in line.events if "hlo_op" in e.stats]
+
+
+def _lane(device: str, on_device: bool, found: list[tuple[int, Event]],
+          ends: Sequence[Event] = ()) -> Lane:
+    found = sorted(found, key=lambda item: item[1].start_ns)
+    return Lane(device, on_device, tuple(e for _, e in found), tuple(i for i, _ in found),
+                tuple(ends))
+
+
+def lanes(space: XSpace) -> list[Lane]:
+    """The devices of one host's trace with their kernel events (see the module docstring);
+    device planes first, the host's thunks when no device plane has kernel events."""
+    out: list[Lane] = []
+    first = 0
+    for plane in space.planes:
+        if plane.name.startswith(GPU_PREFIX):
+            found = _plane_kernels(plane, first)
+            if found:
+                out.append(_lane(plane.name.removeprefix("/device:"), True, found))
+        elif (m := _TPU_PLANE.match(plane.name)) is not None:
+            found = _tpu_kernels(plane, first)
+            if found:
+                out.append(_lane(f"TPU:{m.group(1)}", True, found))
+        first += len(plane.lines)
+    if out:
+        return sorted(out, key=lambda lane: _device_key(lane.device))
+    by_device: dict[int, list[tuple[int, Event]]] = defaultdict(list)
+    first = 0
+    for plane in space.planes:
+        if plane.name == HOST_CPU:
+            for line_index, e in _plane_kernels(plane, first):
+                ordinal = e.stats.get("device_ordinal", 0)
+                by_device[ordinal if isinstance(ordinal, int) else 0].append((line_index, e))
+        first += len(plane.lines)
+    owned = _owned_ends(space, by_device)
+    return [_lane(f"CPU:{d}", False, found, owned.get(d, []))
+            for d, found in sorted(by_device.items())]
+
+
+def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event]]]
+                ) -> dict[int, list[Event]]:
+    """Each ``end: NAME`` event of the host's thunks, given to the device whose thunk NAME (with
+    the same flow id, where the event has one) started last before it. Emulated devices run the
+    same thunks on the same threads, and flow ids repeat between calls, so an end event is
+    matched backwards to the launch it completes; a synchronous thunk gets none."""
+    starts: dict[tuple[Any, str], list[tuple[float, int]]] = defaultdict(list)
+    for device, found in by_device.items():
+        for _, e in found:
+            op = str(e.stats["hlo_op"])
+            starts[(e.stats.get("_p"), op)].append((e.start_ns, device))
+            starts[(None, op)].append((e.start_ns, device))
+    for items in starts.values():
+        items.sort()
+    owned: dict[int, list[Event]] = defaultdict(list)
+    for plane in space.planes:
+        if plane.name != HOST_CPU:
+            continue
+        for line in plane.lines:
+            for e in line.events:
+                if not e.name.startswith("end: ") or "hlo_op" in e.stats:
+                    continue
+                items = starts.get((e.stats.get("_c"), e.name[5:]), [])
+                i = bisect.bisect_right(items, (e.start_ns, float("inf"))) - 1
+                if i >= 0:
+                    owned[items[i][1]].append(e)
+    return owned
+
+
+def _device_key(device: str) -> tuple[str, int]:
+    kind, _, index = device.partition(":")
+    return kind, int(index) if index.isdigit() else 0
+
+
+def modules(all_lanes: Iterable[Lane]) -> list[ModuleSummary]:
+    """Every program seen in the lanes' events, the most kernel time first."""
+    seconds: dict[str, float] = defaultdict(float)
+    events: Counter[str] = Counter()
+    programs: dict[str, set[int]] = defaultdict(set)
+    for lane in all_lanes:
+        for e in lane.kernels:
+            name = str(e.stats["hlo_module"])
+            seconds[name] += e.duration_ns * 1e-9
+            events[name] += 1
+            program = e.stats.get("program_id")
+            if isinstance(program, int):
+                programs[name].add(program)
+    out = [ModuleSummary(name, tuple(sorted(programs[name])), events[name], seconds[name])
+           for name in events]
+    return sorted(out, key=lambda m: (-m.seconds, m.name))
+
+
+def steps(space: XSpace) -> list[Step]:
+    """The step markers of a host's trace (events with ``step_num`` on a host plane), one per
+    step number (the outermost span where a number recurs), in time order."""
+    spans: dict[int, tuple[float, float]] = {}
+    for plane in space.planes:
+        if not plane.name.startswith("/host:"):
+            continue
+        for line in plane.lines:
+            for e in line.events:
+                number = e.stats.get(STEP_STAT)
+                if not isinstance(number, int) or isinstance(number, bool) or e.duration_ns <= 0:
+                    continue
+                start, end = e.start_ns, e.start_ns + e.duration_ns
+                if number in spans:
+                    start, end = min(start, spans[number][0]), max(end, spans[number][1])
+                spans[number] = (start, end)
+    return sorted((Step(n, s, e) for n, (s, e) in spans.items()), key=lambda s: s.start)
+
+
+@dataclass
+class _PlaneView:
+    name: str
+    lines: list[Line]
+
+
+@dataclass
+class ProfileView:
+    """A ProfileData-like view of the events :func:`kernel_times` needs for one lane and
+    program, with how calls were told apart."""
+
+    planes: list[_PlaneView]
+    per: str  # "step" or "call"
+    calls: int  # calls to divide by when the events carry no run id (else 1)
+    outside_steps: int = 0  # kernel events outside every step marker (left out)
+    notes: list[str] = field(default_factory=list)
+
+
+def _support_events(space: XSpace, lane: Lane) -> list[Line]:
+    """The host events kernel_times reads besides kernels: the runtime's execute events (a
+    call's start) and the ``end:`` events of the lane's asynchronous thunks."""
+    out: list[Line] = []
+    for plane in space.planes:
+        if not plane.name.startswith("/host:"):
+            continue
+        for line in plane.lines:
+            kept = [e for e in line.events if "hlo_op" not in e.stats
+                    and not e.name.startswith("end: ") and "Execute" in e.name]
+            if kept:
+                out.append(Line(line.id, line.name, kept))
+    if lane.ends:
+        out.append(Line(-1, "thunk completions", list(lane.ends)))
+    return out
+
+
+def _inferred_calls(kernels: Sequence[Event], trips: Mapping[str, int] | None) -> int:
+    """How many calls the events hold when nothing numbers them: per kernel, its launches
+    over its launches per call (the inventory's trips, else 1); the median of those."""
+    counts = Counter(str(e.stats["hlo_op"]) for e in kernels)
+    ratios = [n / max(1, (trips or {}).get(op, 1)) for op, n in counts.items()
+              if trips is None or op in trips]
+    if not ratios:
+        return 1
+    return max(1, round(statistics.median(ratios)))
+
+
+def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[int],
+                *, markers: Sequence[Step], trips: Mapping[str, int] | None) -> ProfileView:
+    """The events of ``module`` on ``lane`` as kernel_times reads them, per step where the
+    markers bound the kernels, else per call (see the module docstring)."""
+    wanted = set(program_ids)
+    kernels = [(line, e) for line, e in zip(lane.lines, lane.kernels, strict=True)
+               if e.stats.get("hlo_module") == module
+               and (not wanted or e.stats.get("program_id", min(wanted)) in wanted)]
+    notes: list[str] = []
+    per = "call"
+    outside = 0
+    if markers and kernels:
+        starts = [s.start for s in markers]
+        stepped: list[tuple[int, Event]] = []
+        for line, e in kernels:
+            i = bisect.bisect_right(starts, e.start_ns) - 1
+            if i >= 0 and e.start_ns < markers[i].end:
+                stepped.append((line, _with(e, run_id=f"step {markers[i].number}")))
+        outside = len(kernels) - len(stepped)
+        if stepped and outside <= OUTSIDE_STEPS_LIMIT * len(kernels):
+            kernels, per = stepped, "step"
+        else:
+            notes.append(f"{outside} of {len(kernels)} kernel events lie outside the step "
+                         "markers, so times are per call of the program, not per step")
+            outside = 0
+    calls = 1
+    if per == "call" and kernels and not all("run_id" in e.stats for _, e in kernels):
+        calls = _inferred_calls([e for _, e in kernels], trips)
+        kernels = [(line, Event(e.name, e.start_ns, e.duration_ns,
+                                {k: v for k, v in e.stats.items() if k != "run_id"}))
+                   for line, e in kernels]
+        notes.append(f"the events do not number the calls: {calls} call(s) counted from the "
+                     "launches of each kernel")
+    by_line: dict[int, list[Event]] = defaultdict(list)
+    for line, e in kernels:
+        by_line[line].append(e)
+    kernel_lines = [Line(line, f"kernels {line}", events)
+                    for line, events in sorted(by_line.items())]
+    support = _support_events(space, lane)
+    planes = ([_PlaneView(f"/device:{lane.device}", kernel_lines),
+               _PlaneView("/host:", support)]
+              if lane.on_device else [_PlaneView(HOST_CPU, [*kernel_lines, *support])])
+    return ProfileView(planes, per, calls, outside, notes)

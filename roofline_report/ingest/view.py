@@ -1,0 +1,283 @@
+"""The report's section on a profile read from a trace (pure: no jax).
+
+:func:`trace_view` turns the analysis of a ``roofline-report profile`` document into display values
+(every number formatted by :mod:`roofline_report.report.format`, with its kind) and
+:func:`trace_section` lays them out as one section: where the trace came from and which program
+was read, the roofs the kernels are held to and why, the hosts and devices side by side (time per
+step or call, summed kernel time, time in collectives), each collective's time from the events
+beside its bytes from the HLO, and, where the trace holds no HLO, the per-op times with the
+statement that the work cannot be counted. The per-kernel tables, figures and predictions are
+the report's usual ones (``report/views.py``, ``report/sections.py``), from the same analysis.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from roofline_report.analysis.kernels import trace_summary
+from roofline_report.analysis.records import Analysis, Program
+from roofline_report.analysis.stats import median
+from roofline_report.hlo.walk import COLLECTIVE_OPCODES
+from roofline_report.kinds import Kind
+from roofline_report.report.blocks import (
+    BulletList,
+    Cell,
+    Code,
+    Inline,
+    Note,
+    Paragraph,
+    Section,
+    Strong,
+    Table,
+    text,
+)
+from roofline_report.report.format import Num, count, miss_text, n, percent, plural
+from roofline_report.units import format_si
+
+__all__ = ["OP_ROWS", "trace_section", "trace_view"]
+
+OP_ROWS = 20  # per-op times shown for a program whose work cannot be counted
+M, A = Kind.MEASURED, Kind.ANALYTIC
+
+
+def _roofs(an: Analysis) -> tuple[Inline, ...]:
+    """Which roofs the kernels are held to, and why those, as inline parts."""
+    trace = an.observations["trace"]
+    env = an.observations.get("environment") or {}
+    device = str(env.get("device_kind", "unknown"))
+    chosen = an.roofs.kernels
+    if chosen.kind is Kind.MEASURED:
+        ceilings = an.observations.get("ceilings") or {}
+        return (f"Roofs: the ceilings measured on {ceilings.get('device_kind', device)} "
+                f"(the ceilings record of {trace.get('ceilings_file') or 'the results given'}), "
+                f"the first choice; the trace ran on {device}.",)
+    if chosen.kind is Kind.SPEC_SHEET:
+        preset = an.roofs.preset or {}
+        how = ("chosen by name" if preset.get("chosen") == "by name"
+               else f"matched to the device the trace names, {device}")
+        return (f"Roofs: the spec sheet of the {chosen.label} ({how}): published figures, not "
+                "measured. No ceilings measured on that machine were given (--ceilings FILE "
+                "takes the ceilings of a results.json measured there).",)
+    hyp = an.budgets.get("hypothetical", {})
+    return ("Roofs: the assumed budgets (", n(hyp.get("peak", {}).get("value"), "FLOP/s",
+                                               Kind.HYPOTHETICAL), " and ",
+            n(hyp.get("bandwidth", {}).get("value"), "B/s", Kind.HYPOTHETICAL),
+            f"): no ceilings measured on the machine that ran the trace were given (--ceilings "
+            f"FILE) and no chip preset matches the device the trace names, {device} "
+            "(--preset NAME draws one).")
+
+
+def _collective_names(w: Mapping[str, Any]) -> set[str]:
+    """The kernels of a program that are collectives: by the inventory's category where the
+    trace held the HLO, else by their opcode."""
+    inventory = w.get("kernels") or {}
+    if inventory.get("available", True) is not False and inventory.get("kernels"):
+        return {str(k["name"]) for k in inventory["kernels"] if k["category"] == "collective"}
+    timing = w.get("kernel_timing") or {}
+    return {str(k["name"]) for k in timing.get("kernels") or []
+            if str(k["name"]).split(".")[0].removesuffix("-start").removesuffix("-done")
+            in COLLECTIVE_OPCODES}
+
+
+def _kernel_seconds(k: Mapping[str, Any]) -> float:
+    """A kernel's median time per step or call: its busy time where kept, else its span."""
+    samples = k.get("busy_s") if k.get("busy_s") is not None else k.get("span_s")
+    return median([float(x) for x in samples or []]) or 0.0
+
+
+def _lane_collectives(lane: Mapping[str, Any], names: set[str]) -> dict[str, float]:
+    return {str(k["name"]): _kernel_seconds(k) for k in lane["timing"]["kernels"]
+            if str(k["name"]) in names}
+
+
+def _host_rows(programs: Sequence[Program]) -> list[dict[str, Any]]:
+    rows = []
+    for prog in programs:
+        w = prog.observation
+        tr = w["trace"]
+        steps = tr.get("steps_s") or []
+        names = _collective_names(w)
+        for lane in tr["devices"]:
+            s = trace_summary(lane["timing"])
+            if s is None:
+                continue
+            collectives = _lane_collectives(lane, names)
+            rows.append({
+                "host": tr["host"], "device": lane["device"],
+                "calls": plural(s.calls, tr["per"], f"{tr['per']}s"),
+                "step": n(statistics.median(steps), "s", M) if steps else Num("—"),
+                "program": n(s.program_s, "s", M),
+                "kernels": n(s.kernel_sum_s, "s", M),
+                "busy": n(s.busy_s, "s", M),
+                "collectives": n(sum(collectives.values()), "s", M) if collectives
+                else Num("—"),
+            })
+    return rows
+
+
+def _collective_rows(programs: Sequence[Program]) -> list[dict[str, Any]]:
+    """Each collective of the program: its bytes per device from the HLO and, per host, its
+    time from the events of the device read there, and bytes ÷ time."""
+    first = next((p.observation for p in programs
+                  if (p.observation.get("compiled") or {}).get("collectives")), None)
+    if first is None:
+        return []
+    rows = []
+    for c in first["compiled"]["collectives"]:
+        name = str(c["instruction"])
+        trips = c.get("trip_count") or 1
+        per_device = c.get("bytes_per_device")
+        moved = per_device * trips if per_device is not None else None
+        times = []
+        for p in programs:
+            tr = p.observation["trace"]
+            lane = next((d for d in tr["devices"] if d["device"] == tr["device"]), None)
+            seconds = _lane_collectives(lane, {name}).get(name) if lane is not None else None
+            times.append({"host": tr["host"],
+                          "time": n(seconds, "s", M) if seconds is not None else Num("—"),
+                          "rate": n(moved / seconds, "B/s", M)
+                          if seconds and moved is not None else Num("—")})
+        rows.append({"name": name, "op": str(c["op"]),
+                     "group": str(c.get("group_size") or "?"),
+                     "bytes": n(moved, "B", A) if moved is not None else Num("unknown"),
+                     "times": times})
+    return rows
+
+
+def _ops(p: Program) -> dict[str, Any] | None:
+    """The per-op times of a program whose work cannot be counted (no HLO in the trace)."""
+    w = p.observation
+    k = w.get("kernels") or {}
+    t = w.get("kernel_timing") or {}
+    if k.get("available", True) is not False or not t.get("available"):
+        return None
+    ops = sorted(((str(o["name"]), _kernel_seconds(o),
+                   median([float(x) for x in o.get("launches") or []]) or 0.0)
+                  for o in t["kernels"]), key=lambda o: (-o[1], o[0]))
+    total = sum(o[1] for o in ops)
+    rows = [{"name": name, "launches": count(launches, M), "time": n(seconds, "s", M),
+             "share": percent(seconds / total if total > 0 else None, M)}
+            for name, seconds, launches in ops[:OP_ROWS]]
+    return {"title": p.title, "reason": str(k.get("reason", "")), "rows": rows,
+            "more": plural(len(ops) - OP_ROWS, "more op", "more ops")
+            if len(ops) > OP_ROWS else ""}
+
+
+def _prediction(p: Program) -> tuple[Inline, ...] | None:
+    """The model of the compiled program beside the program's traced time per step or call."""
+    if p.prediction is None or p.miss is None:
+        return None
+    per = p.observation["trace"]["per"]
+    return (f"{p.title}: the model of the compiled program (its kernels one after another, "
+            "under the roofs above) predicts ", n(p.prediction.seconds, "s", Kind.PREDICTED),
+            f" per {per}; the trace shows ", n(p.seconds, "s", M), " (",
+            miss_text(p.miss), ").")
+
+
+def trace_view(an: Analysis) -> dict[str, Any] | None:
+    """The trace section's display values; None for a measured run."""
+    trace = an.observations.get("trace")
+    if not trace:
+        return None
+    programs = [p for p in an.programs if p.observation.get("trace")]
+    chosen = next((m for m in trace["modules"] if m["name"] == trace["module"]), None)
+    hosts = trace["hosts"]
+    notes: list[str] = [*trace.get("notes", [])]
+    for p in programs:
+        tr = p.observation["trace"]
+        notes += [f"{tr['host']}: {x}" for x in tr.get("notes", [])]
+    for h in hosts:
+        notes += [f"{h['name']}: the profiler recorded an error: {e}" for e in h["errors"]]
+        notes += [f"{h['name']}: the profiler recorded a warning: {e}" for e in h["warnings"]]
+    per = {p.observation["trace"]["per"] for p in programs}
+    return {
+        "run": str(trace["run"]),
+        "runs": len(trace["runs"]),
+        "hosts": [{"name": h["name"], "file": h["file"], "bytes": Num(format_si(h["bytes"], "B")),
+                   "devices": ", ".join(h["devices"]) or "none",
+                   "jax": f"jax {h['jax']}, jaxlib {h['jaxlib']}" if h.get("jax")
+                   else "not recorded"} for h in hosts],
+        "module": str(trace["module"]),
+        "choice": str(trace["module_choice"]),
+        "modules": [{"name": m["name"], "events": Num(f"{m['events']:,}"),
+                     "seconds": n(m["seconds"], "s", M), "hlo": bool(m["hlo"]),
+                     "chosen": m["name"] == trace["module"]} for m in trace["modules"]],
+        "module_seconds": n(chosen["seconds"], "s", M) if chosen else Num("unknown"),
+        "per": "step" if per == {"step"} else "call" if per == {"call"} else "step or call",
+        "roofs": _roofs(an),
+        "host_rows": _host_rows(programs),
+        "collectives": _collective_rows(programs),
+        "ops": [o for o in (_ops(p) for p in programs) if o is not None],
+        "predictions": [x for x in (_prediction(p) for p in programs) if x is not None],
+        "notes": notes,
+    }
+
+
+def _cell(*parts: Inline | None) -> Cell:
+    return Cell(text(*parts))
+
+
+def _num(x: Num) -> Cell:
+    return Cell((x,), numeric=True)
+
+
+def trace_section(vm: Mapping[str, Any]) -> Section | None:
+    """The section on the trace, or None for a measured run."""
+    t = vm.get("trace")
+    if not t:
+        return None
+    how = ("the one with the most kernel time" if t["choice"] == "most kernel time"
+           else "chosen by name")
+    body: list[Any] = [
+        Paragraph(text(
+            f"Read from the profiler trace of run {t['run']} (", plural(t["runs"], "run", "runs"),
+            " in the folder; ", plural(len(t["hosts"]), "host", "hosts"), "). The program is ",
+            Code(t["module"]), f" ({how}: ", t["module_seconds"], " of kernel time in the "
+            "trace). Its kernels are counted from the optimized HLO the trace holds, with the "
+            "same counter as a measured run, and timed from the trace's events per "
+            f"{t['per']}: medians over the {t['per']}s, each kernel matched to its events by "
+            "the HLO instruction it runs.")),
+        Paragraph(text(*t["roofs"])),
+        Table(("host", "trace file", "size", "devices with kernels", "profiler"),
+              tuple((_cell(h["name"]), _cell(Code(h["file"])), _num(h["bytes"]),
+                     _cell(h["devices"]), _cell(h["jax"])) for h in t["hosts"]),
+              caption="Hosts of the trace"),
+    ]
+    if len(t["modules"]) > 1:
+        body.append(Table(("program", "kernel events", "kernel time", "HLO in the trace"),
+                          tuple((_cell(Code(m["name"]), " (read)" if m["chosen"] else None),
+                                 _num(m["events"]), _num(m["seconds"]),
+                                 _cell("yes" if m["hlo"] else "no")) for m in t["modules"]),
+                          caption="Programs that ran while the trace was recorded"))
+    if t["host_rows"]:
+        body.append(Table(
+            ("host", "device", "timed", "step (marker)", "program", "kernels summed",
+             "at least one kernel", "collectives"),
+            tuple((_cell(r["host"]), _cell(r["device"]), _cell(r["calls"]), _num(r["step"]),
+                   _num(r["program"]), _num(r["kernels"]), _num(r["busy"]),
+                   _num(r["collectives"])) for r in t["host_rows"]),
+            caption=f"Hosts and devices side by side (medians per {t['per']})"))
+    if t["collectives"]:
+        hosts = [x["host"] for x in t["collectives"][0]["times"]]
+        header = ("collective", "op", "group", "bytes per device (HLO)",
+                  *(h2 for h in hosts for h2 in (f"time on {h}", f"bytes ÷ time on {h}")))
+        body.append(Table(header, tuple(
+            (_cell(Code(r["name"])), _cell(r["op"]), _cell(r["group"]), _num(r["bytes"]),
+             *(c for x in r["times"] for c in (_num(x["time"]), _num(x["rate"]))))
+            for r in t["collectives"]),
+            caption=f"Collectives: bytes from the HLO, times from the events (per {t['per']})"))
+    for p in t["predictions"]:
+        body.append(Paragraph(p))
+    for o in t["ops"]:
+        body.append(Note(text(Strong("The work cannot be counted"), f" for {o['title']}: ",
+                              o["reason"], ". The per-op times the trace holds:")))
+        body.append(Table(("op", "launches", "time", "share"), tuple(
+            (_cell(Code(r["name"])), _num(r["launches"]), _num(r["time"]), _num(r["share"]))
+            for r in o["rows"]), caption=f"Per-op times of {o['title']} (per {t['per']})"))
+        if o["more"]:
+            body.append(Paragraph(text(o["more"], " not shown.")))
+    if t["notes"]:
+        body.append(BulletList(tuple(text(x) for x in t["notes"])))
+    return Section("The profile", tuple(body), id="trace")
