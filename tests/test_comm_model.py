@@ -324,10 +324,8 @@ class TestProgramDtype:
     """Which of the program's ops a compiled collective came from, and the dtype it has there."""
 
     RECORD: ClassVar[dict[str, Any]] = {"op_name": "jit(f)/shard_map/psum",
-                                         "location": {"file": "model.py", "line": 12,
-                                                      "column": 8}}
-    ARRAY: ClassVar[dict[str, Any]] = {"dtype": "f32", "shape": [64, 16], "bytes": 4096,
-                                       "elements": 1024}
+                                         "source": "model.py:12"}
+    ARRAY: ClassVar[dict[str, Any]] = {"dtype": "f32", "shape": [64, 16], "bytes": 4096}
 
     def op(self, name: str, types: list[list[Any]], line: int = 12) -> dict[str, Any]:
         return {"name": name, "file": "model.py", "line": line, "column": 8, "types": types}
@@ -352,9 +350,9 @@ class TestProgramDtype:
         elsewhere = [self.op("psum", [["bf16", 1024]], line=40)]
         # no op at its location: found by name alone
         assert program_dtype(self.RECORD, self.ARRAY, 8, elsewhere) == "bf16"
-        assert program_dtype({"op_name": None, "location": None}, self.ARRAY, 8, []) is None
+        assert program_dtype({"op_name": None, "source": None}, self.ARRAY, 8, []) is None
 
     def test_integers_are_their_own_dtype(self) -> None:
-        array = {"dtype": "s32", "shape": [4], "bytes": 16, "elements": 4}
+        array = {"dtype": "s32", "shape": [4], "bytes": 16}
         assert program_dtype(self.RECORD, array, 8, []) == "s32"
         assert program_bytes(array, "s32") == 16

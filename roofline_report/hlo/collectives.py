@@ -13,6 +13,7 @@ the collective's source location.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -132,16 +133,23 @@ def _last_segment(name: str | None) -> str | None:
     return name.rstrip("/").rsplit("/", 1)[-1] or None
 
 
+def _source_key(source: object) -> tuple[str, int] | None:
+    """(file base name, line) of a record's ``"source"`` (``"name.py:12"``), else None."""
+    if not isinstance(source, str) or ":" not in source:
+        return None
+    name, _, line = source.rpartition(":")
+    return (name, int(line)) if name and line.isdigit() else None
+
+
 def _candidates(record: Mapping[str, Any], program_ops: Sequence[Mapping[str, Any]]
                 ) -> list[Mapping[str, Any]]:
-    """The program's ops a compiled collective came from: those at its source location (file,
-    line, column) sharing the last segment of its op_name, else those at its location, else
-    those sharing the name; none when the record has neither."""
-    where = record.get("location") or {}
-    key = (where.get("file"), where.get("line"), where.get("column"))
+    """The program's ops a compiled collective came from: those at its source line (the
+    innermost frame's file and line, ``"source"``) sharing the last segment of its op_name,
+    else those at its line, else those sharing the name; none when the record has neither."""
+    key = _source_key(record.get("source"))
     name = _last_segment(record.get("op_name"))
     at = [op for op in program_ops
-          if key[0] is not None and (op.get("file"), op.get("line"), op.get("column")) == key]
+          if key is not None and (op.get("file"), op.get("line")) == key]
     named = [op for op in at if _last_segment(op.get("name")) == name]
     if named:
         return named
@@ -157,9 +165,11 @@ def program_dtype(record: Mapping[str, Any], array: Mapping[str, Any], group_siz
     """The element type one array of a compiled collective has in the program (the StableHLO,
     before the backend rewrites it), or None when it cannot be told.
 
+    ``record`` is a :func:`roofline_report.hlo.compiled.collective_records` record (its
+    ``"op_name"`` and ``"source"``), ``array`` one of its arrays (``"dtype"``, ``"shape"``).
     ``program_ops`` are the program's ops as ``{"name", "file", "line", "column", "types":
     [[dtype, elements], ...]}`` (their results and operands). The candidates are the ops of
-    the collective's source location and name (:func:`_candidates`); of their tensors, those
+    the collective's source line and name (:func:`_candidates`); of their tensors, those
     with as many elements as the array (or ``group_size`` times as many: a sharded
     collective's array is a shard of the program's global one) must all be of one
     floating-point type. A non-float array is its own program dtype.
@@ -167,9 +177,10 @@ def program_dtype(record: Mapping[str, Any], array: Mapping[str, Any], group_siz
     compiled = array.get("dtype")
     if _float_bits(compiled) is None:
         return str(compiled) if compiled else None
-    elements = array.get("elements")
-    if not isinstance(elements, int):
+    shape = array.get("shape")
+    if not isinstance(shape, list | tuple):
         return None
+    elements = math.prod(int(d) for d in shape)
     sizes = {elements} | ({elements * group_size} if group_size else set())
     found = {
         str(dtype).lower()

@@ -134,10 +134,7 @@ def collective_records(
          "dtype" (None when the arrays differ), "arrays": [{"dtype", "shape", "bytes"}],
          "result_bytes", "operand_bytes", "group_size", "replica_groups" ([[device, ...]]
          or None), "source_target_pairs" ([[src, dst]] or None), "channel_id",
-         "bytes_per_device", "op_name", "source" ("name.py:12" or None),
-         "location" ({"file", "line", "column"} or None)}
-
-    Each array also carries ``"elements"``.
+         "bytes_per_device", "op_name", "source" ("name.py:12" or None)}
 
     An async pair is one record: the ``-start`` (or ``async-start`` wrapping the op) gives the
     op and groups, its ``-done`` the result. A ``-start`` without its ``-done`` takes the result
@@ -227,8 +224,7 @@ def _record(
     devices: int,
 ) -> dict[str, Any]:
     arrays = [
-        {"dtype": a.dtype, "shape": list(a.dims), "bytes": a.nbytes,
-         "elements": math.prod(a.dims)}
+        {"dtype": a.dtype, "shape": list(a.dims), "bytes": a.nbytes}
         for a in shape.arrays()
         if a.dtype != "token"
     ]
@@ -268,17 +264,7 @@ def _record(
         "bytes_per_device": sent,
         "op_name": instr.op_name or source.op_name,
         "source": source_text(instr.source or source.source),
-        "location": _location(instr.source or source.source),
     }
-
-
-def _location(source: SourceLocation | None) -> dict[str, Any] | None:
-    """``{"file" (base name), "line", "column"}`` of a collective's source, the key that pairs
-    it with the program's ops (:func:`roofline_report.hlo.collectives.program_dtype`)."""
-    if source is None or not source.file:
-        return None
-    return {"file": re.split(r"[/\\]", source.file)[-1], "line": source.line or None,
-            "column": source.column or None}
 
 
 # --------------------------------------------------------------------------------------------
