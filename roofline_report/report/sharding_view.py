@@ -260,8 +260,6 @@ def _projection_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "link": r["link"], "network": _network_text(r), "batch": f"B={r['global_batch']:,}",
         "t_math": n(r["t_math"], "s", kinds["t_math"]),
         "t_mem": n(r["t_mem"], "s", kinds["t_mem"]),
-        "memory": n(r["memory_bytes"], "B", Kind.ANALYTIC),
-        "buffers": n(r["comm_memory_bytes"], "B", Kind.ANALYTIC),
         "t_latency": n(r["t_comm_latency"], "s", kinds["t_comm_latency"]),
         "t_bandwidth": n(r["t_comm_bandwidth"], "s", kinds["t_comm_bandwidth"]),
         "lower": n(r["lower_bound"], "s", kinds["lower_bound"]), "binding": r["binding"],
