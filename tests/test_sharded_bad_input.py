@@ -86,6 +86,9 @@ def test_a_collective_over_one_device_is_free_and_said_so() -> None:
     row = _ab_collective({"workload": "w", "collective": record, "priced": cost},
                          "hypothetical")
     assert row["groups"] == "one device: sends nothing"
+    row = _ab_collective({"workload": "w", "collective": record, "priced": cost,
+                          "unit_axes": ["one"]}, "hypothetical")
+    assert row["groups"] == "one device (mesh axis 'one' of size 1): sends nothing"
 
 
 def test_a_sharded_workload_without_a_reference_renders(

@@ -636,6 +636,8 @@ def test_the_step_study_of_the_document(sharded: dict[str, Any]) -> None:
     model = step_study(sharded, 100e9, 20e9, 5e9, preset="H100 SXM")
     rows = {r["name"]: r for r in model["rows"]}
     assert rows["unknown trip count"]["comm_lower_bound"] is True
+    [one] = [r for r in model["collectives"] if r["workload"] == "axis of size one"]
+    assert one["unit_axes"] == ["one"] and one["priced"]["time"] == 0
     assert rows["training step, FSDP"]["comm_lower_bound"] is False
     # FSDP's memory traffic adds its gathered weights and scattered gradients
     fsdp = rows["training step, FSDP"]

@@ -306,6 +306,10 @@ def _collective_rows(w: Mapping[str, Any], network: Sequence[comm_model.Level]
     """Each collective instruction of a workload (a combined one once), priced on ``network``
     (None where it has no formula, size or group, or the network cannot carry it)."""
     rows = []
+    mesh = w.get("mesh") or {}
+    # mesh axes of size 1: a collective over one of them has a group of one device
+    unit_axes = [str(a) for a, size in zip(mesh.get("axis_names") or [], mesh.get("shape") or [],
+                                           strict=False) if size == 1]
     for c in comm_model.combine_records(w.get("collectives", [])):
         priced = None
         size = comm_model.priced_bytes(c)
@@ -317,7 +321,8 @@ def _collective_rows(w: Mapping[str, Any], network: Sequence[comm_model.Level]
                     count=1 if trips is None else int(trips))
             except comm_model.NotPriced:
                 priced = None
-        rows.append({"workload": w.get("name", ""), "collective": c, "priced": priced})
+        rows.append({"workload": w.get("name", ""), "collective": c, "priced": priced,
+                     "unit_axes": unit_axes})
     return rows
 
 

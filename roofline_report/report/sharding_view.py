@@ -155,7 +155,9 @@ def _ab_collective(row: Mapping[str, Any], kind: str) -> dict[str, Any]:
                        + "".join("{" + ",".join(map(str, g)) + "}" for g in groups[:2])
                        + (" ..." if len(groups) > 2 else ""))
     elif c.get("group_size") == 1:
-        groups_text = "one device: sends nothing"
+        axes = row.get("unit_axes") or []
+        over = (f" (mesh axis {', '.join(repr(a) for a in axes)} of size 1)" if axes else "")
+        groups_text = f"one device{over}: sends nothing"
     else:
         groups_text = "unknown" if c.get("group_size") is None else "all devices"
     sent = c.get("program_bytes_per_device")
