@@ -18,7 +18,11 @@ Conventions:
 * Interconnect bandwidth is the vendor's per-chip figure, both directions added: NVLink per GPU,
   ICI per TPU chip over all its ports; a chip sends at half of it (``Interconnect.egress``).
   ``domain`` chips share that link (an 8-GPU NVLink node, a 256-chip TPU pod); beyond it a
-  collective crosses ``scale_out`` (InfiniBand, one port per GPU), where published.
+  collective crosses ``scale_out`` (InfiniBand, one port per GPU), where published. A TPU pod
+  is a torus (``Preset.torus``, 16 x 16 for v5e and v6e) of links of ``link_bandwidth`` bytes/s
+  one way each, the figure the scaling book tabulates; ``slices`` gives the published slice
+  shape of each chip count (the wraparound exists only on an axis of 16). The TPU presets give
+  no network figure across pods.
 * Interconnect latencies are assumptions (kind hypothetical): no vendor publishes the per-step
   latency of a collective; each note says where its order of magnitude comes from.
 * The kernel launch floor of a GPU (``Preset.launch``, seconds one kernel launch costs at the
@@ -110,6 +114,10 @@ class Interconnect:
     latency: float | None = None
     latency_note: str = ""
     sources: tuple[Source, ...] = ()
+    # A torus link's bytes/s one way (TPU ICI), where the chip's links form a torus; None on a
+    # switched link (NVLink through NVSwitch, InfiniBand), where ``egress`` is what counts.
+    link_bandwidth: float | None = None
+    link_note: str = ""
 
     def quantity(self) -> Quantity:
         return Quantity(self.bandwidth, "B/s", Kind.SPEC_SHEET, self.note)
@@ -122,9 +130,17 @@ class Interconnect:
     def latency_quantity(self) -> Quantity:
         return Quantity(self.latency, "s", Kind.HYPOTHETICAL, self.latency_note)
 
+    def link_quantity(self) -> Quantity | None:
+        """One torus link's bandwidth one way (spec sheet), None on a switched link."""
+        if self.link_bandwidth is None:
+            return None
+        return Quantity(self.link_bandwidth, "B/s", Kind.SPEC_SHEET, self.link_note)
+
     def to_json(self) -> dict[str, Any]:
+        link = self.link_quantity()
         return {"name": self.name, "bandwidth": self.quantity().to_json(),
                 "egress": self.egress, "latency": self.latency_quantity().to_json(),
+                "link_bandwidth": None if link is None else link.to_json(),
                 "sources": [source.to_json() for source in self.sources]}
 
 
@@ -149,6 +165,10 @@ class Preset:
     launch: float | None = None
     launch_note: str = ""
     launch_sources: tuple[Source, ...] = ()
+    # The scale-up domain as a torus (a TPU pod's 16 x 16 chips), where the topology is
+    # published: its axes, and the published slice shape of each chip count.
+    torus: tuple[int, ...] = ()
+    slices: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
     @property
     def kind(self) -> Kind:
@@ -207,6 +227,8 @@ class Preset:
             "domain": self.domain,
             "scale_out": None if self.scale_out is None else self.scale_out.to_json(),
             "launch": self.launch_json(),
+            "torus": list(self.torus),
+            "slices": {str(n): list(shape) for n, shape in self.slices},
         }
 
     def link_for(self, devices: int) -> Interconnect | None:
@@ -291,9 +313,23 @@ def _infiniband(name: str, gbit: int, source: Source) -> Interconnect:
     )  # fmt: skip
 
 
-def _ici(bandwidth: float, note: str, source: Source) -> Interconnect:
-    return Interconnect("ICI", bandwidth, note, latency=1e-6, latency_note=_ICI_LATENCY,
-                        sources=(source, _SCALING_BOOK_SHARDING))
+def _ici(bandwidth: float, note: str, source: Source, link: float) -> Interconnect:
+    return Interconnect(
+        "ICI", bandwidth, note, latency=1e-6, latency_note=_ICI_LATENCY,
+        sources=(source, _SCALING_BOOK_TPUS, _SCALING_BOOK_SHARDING), link_bandwidth=link,
+        link_note=f"one ICI link, one way ({link / 1e9:g} GB/s; {2 * link / 1e9:g} GB/s both "
+        "ways), as the scaling book's table of TPU interconnects gives it; 4 links per chip on "
+        "the 2D torus")  # fmt: skip
+
+
+# A pod of TPU v5e or v6e chips is a 16 x 16 2D torus; a slice of fewer chips is a smaller
+# rectangle, with the wraparound only on an axis of 16 (Google Cloud TPU documentation, the
+# v5e and v6e pages' topologies; "How to Scale Your Model", 'How to Think About TPUs').
+_POD_2D = (16, 16)
+_SLICES_2D: tuple[tuple[int, tuple[int, ...]], ...] = (
+    (1, (1, 1)), (4, (2, 2)), (8, (2, 4)), (16, (4, 4)), (32, (4, 8)), (64, (8, 8)),
+    (128, (8, 16)), (256, (16, 16)),
+)
 
 
 _DGX_H100 = Source("NVIDIA DGX H100 (8 GPUs; 8 x 400 Gb/s ConnectX-7 InfiniBand ports)",
@@ -414,6 +450,7 @@ _PRESETS: tuple[Preset, ...] = (
             4.0e11, "per chip, both directions, 4 ports (earlier page: 1,600 Gbps)",
             Source("Google Cloud TPU documentation: TPU v5e",
                    "https://cloud.google.com/tpu/docs/v5e"),
+            4.5e10,
         ),
         sources=(
             Source(
@@ -421,8 +458,10 @@ _PRESETS: tuple[Preset, ...] = (
             ),
             _SCALING_BOOK_TPUS,
         ),
-        notes="One TensorCore per chip. No published FP32 matmul peak.",
-        domain=256,
+        notes="One TensorCore per chip. No published FP32 matmul peak. A pod is a 16 x 16 "
+        "torus; pods talk over the data-center network, for which no per-chip figure is "
+        "published here.",
+        domain=256, torus=_POD_2D, slices=_SLICES_2D,
     ),
     Preset(
         name="TPU v6e",
@@ -439,6 +478,7 @@ _PRESETS: tuple[Preset, ...] = (
             "per chip, both directions, 4 ports (an earlier revision listed 3,584 Gbps)",
             Source("Google Cloud TPU documentation: TPU v6e (Trillium)",
                    "https://cloud.google.com/tpu/docs/v6e"),
+            9.0e10,
         ),
         sources=(
             Source(
@@ -447,8 +487,10 @@ _PRESETS: tuple[Preset, ...] = (
             ),
             _SCALING_BOOK_TPUS,
         ),
-        notes="Trillium. One TensorCore per chip. No published FP32 matmul peak.",
-        domain=256,
+        notes="Trillium. One TensorCore per chip. No published FP32 matmul peak. A pod is a "
+        "16 x 16 torus; pods talk over the data-center network, for which no per-chip figure "
+        "is published here.",
+        domain=256, torus=_POD_2D, slices=_SLICES_2D,
     ),
 )
 

@@ -4,9 +4,10 @@ counts, so a per-step total counts a collective once per iteration."""
 
 from __future__ import annotations
 
+from roofline_report.analysis.comm import flat_network, step_bounds
 from roofline_report.hlo.compiled import collective_records, loop_context
 from roofline_report.hlo.ir import parse_module
-from roofline_report.observe.sharding import parse_collectives
+from roofline_report.observe.sharding import comm_totals, parse_collectives
 
 # Two nested loops (3 x 4 iterations) around an all-gather, a loop without a known trip count
 # around a reduce-scatter, and an all-reduce outside any loop; the spelling of XLA's CPU HLO.
@@ -103,3 +104,18 @@ def test_parse_collectives_keeps_per_execution_bytes_and_the_count() -> None:
     assert scatter["bytes_per_device"] == 8192 * 7 and scatter["trip_count"] is None
     assert reduce["replica_groups"] == [[0, 1, 2, 3, 4, 5, 6, 7]]
     assert reduce["trip_count"] == 1
+
+
+def test_an_unknown_trip_count_makes_the_bytes_a_lower_bound() -> None:
+    """Wherever bytes are returned: the totals of the records and the step's time say that the
+    reduce-scatter in the loop without a known trip count was counted once."""
+    records = parse_collectives(NESTED, 8)
+    totals = comm_totals(records)
+    assert totals["comm_bytes"] == 12 * 57344 + 8192 * 7 + 2 * 65536 * 7 // 8
+    assert totals["unknown_trip_counts"] == 1 and totals["comm_bytes_complete"] is False
+    assert any("lower bound" in note for note in totals["notes"])
+    bounds = step_bounds(flops=1e9, hbm_bytes=0, collectives=records, peak_flops=1e12,
+                         hbm_bandwidth=1e12, network=flat_network(1e10, 1e-6))
+    assert bounds["unknown_trips"] == 1 and bounds["comm_lower_bound"] is True
+    known = [r for r in records if r["trip_count"] is not None]
+    assert comm_totals(known)["comm_bytes_complete"] is True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given
@@ -14,7 +15,14 @@ from roofline_report.analysis.comm import (
     matmul_per_device,
     scaling_series,
 )
-from roofline_report.hlo.collectives import COLLECTIVE_OPS, collective_bytes
+from roofline_report.hlo.collectives import (
+    COLLECTIVE_OPS,
+    collective_bytes,
+    collective_memory_bytes,
+    full_array_bytes,
+    program_bytes,
+    program_dtype,
+)
 
 # A hypothetical budget, chosen for round numbers: not any device's specification.
 PEAK = 100e9  # FLOP/s
@@ -287,3 +295,64 @@ class TestScalingSeries:
                 hbm_bandwidth=1.0,
                 interconnect_bandwidth=1.0,
             )
+
+
+class TestCollectiveBuffers:
+    """The memory traffic a collective adds on each device (its operand, its result, and the
+    read of that result), and the array the ring formulas move."""
+
+    def test_all_gather_writes_and_reads_the_gathered_array(self) -> None:
+        # V = 8 MiB gathered over 8 devices: the 1 MiB shard read, V written, V read
+        assert collective_memory_bytes("all-gather", 8 << 20, 8) == (1 << 20) + 2 * (8 << 20)
+
+    def test_reduce_scatter_reads_the_full_operand(self) -> None:
+        # result 1 MiB over 8 devices: the operand is 8 MiB, read once; the result written, read
+        assert full_array_bytes("reduce-scatter", 1 << 20, 8) == 8 << 20
+        assert collective_memory_bytes("reduce-scatter", 1 << 20, 8) == (8 << 20) + 2 * (1 << 20)
+
+    @pytest.mark.parametrize("op", ["all-reduce", "all-to-all", "collective-permute"])
+    def test_others_move_their_array_three_times(self, op: str) -> None:
+        assert collective_memory_bytes(op, 4096, 8) == 3 * 4096
+        assert full_array_bytes(op, 4096, 8) == 4096
+
+    def test_unknown_op(self) -> None:
+        with pytest.raises(ValueError, match="unknown collective"):
+            collective_memory_bytes("broadcast", 8, 2)
+
+
+class TestProgramDtype:
+    """Which of the program's ops a compiled collective came from, and the dtype it has there."""
+
+    RECORD: ClassVar[dict[str, Any]] = {"op_name": "jit(f)/shard_map/psum",
+                                         "source": "model.py:12"}
+    ARRAY: ClassVar[dict[str, Any]] = {"dtype": "f32", "shape": [64, 16], "bytes": 4096}
+
+    def op(self, name: str, types: list[list[Any]], line: int = 12) -> dict[str, Any]:
+        return {"name": name, "file": "model.py", "line": line, "column": 8, "types": types}
+
+    def test_the_op_at_the_same_place_and_name(self) -> None:
+        ops = [self.op("psum", [["bf16", 1024], ["bf16", 1024]]),
+               self.op("add", [["f32", 1024]])]  # same line, another name: not the psum
+        assert program_dtype(self.RECORD, self.ARRAY, 8, ops) == "bf16"
+        assert program_bytes(self.ARRAY, "bf16") == 2048
+
+    def test_a_sharded_collective_matches_the_global_array(self) -> None:
+        # GSPMD: the program holds the global array, g times the per-device elements
+        ops = [self.op("dot_general", [["bf16", 8 * 1024], ["bf16", 999]])]
+        record = {**self.RECORD, "op_name": "jit(f)/dot_general"}
+        assert program_dtype(record, self.ARRAY, 8, ops) == "bf16"
+        assert program_dtype(record, self.ARRAY, 4, ops) is None  # no tensor of that size
+
+    def test_ambiguous_or_missing_gives_none(self) -> None:
+        # a bf16 x bf16 -> f32 product of square shapes: both dtypes have the size
+        mixed = [self.op("psum", [["bf16", 1024], ["f32", 1024]])]
+        assert program_dtype(self.RECORD, self.ARRAY, 8, mixed) is None
+        elsewhere = [self.op("psum", [["bf16", 1024]], line=40)]
+        # no op at its location: found by name alone
+        assert program_dtype(self.RECORD, self.ARRAY, 8, elsewhere) == "bf16"
+        assert program_dtype({"op_name": None, "source": None}, self.ARRAY, 8, []) is None
+
+    def test_integers_are_their_own_dtype(self) -> None:
+        array = {"dtype": "s32", "shape": [4], "bytes": 16}
+        assert program_dtype(self.RECORD, array, 8, []) == "s32"
+        assert program_bytes(array, "s32") == 16

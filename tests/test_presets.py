@@ -181,6 +181,8 @@ def test_to_json_is_plain_and_complete(preset: Preset) -> None:
         "domain",
         "scale_out",
         "launch",
+        "torus",
+        "slices",
     }
     assert data["kind"] == "spec_sheet"
     assert "bf16" in data["peaks"]
@@ -234,3 +236,27 @@ def test_links_by_device_count() -> None:
     assert scale_out.egress == 400e9 / 8  # one 400 Gb/s port per GPU, 50 GB/s each way
     v5e = get_preset("TPU v5e")
     assert v5e.link_for(256) is v5e.interconnect and v5e.link_for(1024) is None
+
+
+@pytest.mark.parametrize(("name", "link"), [("TPU v5e", 4.5e10), ("TPU v6e", 9.0e10)])
+def test_tpu_pods_are_a_published_torus(name: str, link: float) -> None:
+    """A v5e or v6e pod: 16 x 16 chips, 4 ICI links per chip of the scaling book's one-way
+    figure; a slice of N chips is the published rectangle (wraparound only on an axis of 16)."""
+    preset = get_preset(name)
+    assert preset.torus == (16, 16) and preset.domain == 256
+    slices = dict(preset.slices)
+    assert slices[8] == (2, 4) and slices[64] == (8, 8) and slices[256] == (16, 16)
+    assert all(math.prod(shape) == n for n, shape in preset.slices)
+    ici = preset.interconnect
+    assert ici is not None and ici.link_bandwidth == link
+    data = ici.to_json()["link_bandwidth"]
+    assert data["kind"] == "spec_sheet" and data["value"] == link and "one way" in data["note"]
+    assert any("scaling-book/tpus" in s.url for s in ici.sources)
+    assert preset.scale_out is None  # no published network figure across pods
+
+
+def test_gpu_links_are_switched() -> None:
+    h100 = get_preset("H100 SXM")
+    assert h100.torus == () and h100.interconnect is not None
+    assert h100.interconnect.link_bandwidth is None
+    assert h100.interconnect.egress == 4.5e11  # NVLink 4: 900 GB/s both ways per GPU

@@ -3,7 +3,9 @@ written (the check runs before any measurement)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,3 +45,63 @@ def test_bad_mesh_or_partition(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert len(err) == 1, err
     assert f"'{name}'" in err[0] and problem in err[0]
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------------------------
+# What the analysis says instead of failing
+# --------------------------------------------------------------------------------------------
+
+FIXTURE = Path(__file__).parent / "fixtures" / "cpu_results.json"
+
+
+def _steps_doc() -> dict[str, Any]:
+    """The recorded run's sharded part: its training steps, as the sharding child wrote them."""
+    doc: dict[str, Any] = json.loads(FIXTURE.read_text(encoding="utf-8"))["sharding"]
+    return doc
+
+
+def test_a_preset_without_a_network_figure_is_not_projected_past_its_pod() -> None:
+    from roofline_report.analysis.study import step_study
+    from roofline_report.report.sharding_view import sharding
+
+    sh = _steps_doc()
+    model = step_study(sh, 100e9, 20e9, 5e9, preset="TPU v5e")
+    rows = [r for r in model["projection"]["rows"] if r["devices"] == 1024]
+    assert rows and not any(r["available"] for r in rows)
+    assert all(r["reason"] == "beyond one TPU v5e pod of 256 chips: no published network "
+               "figure across pods for TPU v5e" for r in rows)
+    view = sharding({**sh, "steps_model": model, "model": {}})
+    shown = [r for r in view["steps"]["projection"] if r["devices"] == "1,024"]
+    assert all(r["reason"].startswith("not projected: beyond one TPU v5e pod") for r in shown)
+
+
+def test_a_collective_over_one_device_is_free_and_said_so() -> None:
+    from roofline_report.analysis.comm import collective_cost, flat_network
+    from roofline_report.report.sharding_view import _ab_collective
+
+    cost = collective_cost("all-reduce", 4096, 1, flat_network(1e9, 1e-6))
+    assert (cost["bytes"], cost["steps"], cost["time"]) == (0, 0, 0)
+    record = {"op": "all-reduce", "result_bytes": 4096, "group_size": 1, "bytes_per_device": 0,
+              "replica_groups": None, "trip_count": 1, "loops": []}
+    row = _ab_collective({"workload": "w", "collective": record, "priced": cost},
+                         "hypothetical")
+    assert row["groups"] == "one device: sends nothing"
+    row = _ab_collective({"workload": "w", "collective": record, "priced": cost,
+                          "unit_axes": ["one"]}, "hypothetical")
+    assert row["groups"] == "one device (mesh axis 'one' of size 1): sends nothing"
+
+
+def test_a_sharded_workload_without_a_reference_renders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It used to be an internal error after measuring (a null check in results.json): now it
+    is measured like an unsharded workload and the report says the check was not run."""
+    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    data["sharding"]["workloads"][0]["check"] = {
+        "available": False, "ran": True, "reason": "no NumPy reference was declared"}
+    saved = tmp_path / "results.json"
+    saved.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["--from-json", str(saved), "--progress", "none", "--out", str(out)]) == 0
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "not checked: no NumPy reference was declared" in report

@@ -83,13 +83,56 @@ class TestParseCollectives:
             "async": False,
             "shape": [64, 256],
             "dtype": "f32",
+            "arrays": [{"dtype": "f32", "shape": [64, 256], "bytes": 65536,
+                        "program_dtype": "f32", "program_bytes": 65536}],
             "result_bytes": 65536,
             "group_size": 8,
             "bytes_per_device": 2 * 65536 * 7 // 8,
+            "program_dtype": "f32",
+            "program_result_bytes": 65536,
+            "program_bytes_per_device": 2 * 65536 * 7 // 8,
+            "converted": False,
+            "dtype_source": "compiled",  # no program given: the compiled dtype stands
+            "dtype_note": "",
             "replica_groups": [[0, 1, 2, 3, 4, 5, 6, 7]],
             "trip_count": 1,
             "loops": [],
         }
+
+    def test_the_programs_bfloat16_prices_a_float32_collective(self) -> None:
+        """The HLO of a bf16 program on XLA:CPU: the all-reduce runs in f32. The program's op
+        at the collective's source location holds bf16 tensors of as many elements."""
+        text = "\n".join([
+            "HloModule m",
+            "FileNames",
+            '1 "/somewhere/model.py"',
+            "FunctionNames",
+            '1 "f"',
+            "FileLocations",
+            "1 {file_name_id=1 function_name_id=1 line=7 end_line=7 column=24 end_column=30}",
+            "StackFrames",
+            "1 {file_location_id=1 parent_frame_id=1}",
+            "",
+            "ENTRY %main (p0: f32[64,256]) -> f32[64,256] {",
+            "  %p0 = f32[64,256]{1,0} parameter(0)",
+            "  ROOT %ar = f32[64,256]{1,0} all-reduce(%p0), channel_id=1, "
+            'replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add, metadata={op_name="jit(f)/'
+            'dot_general" stack_frame_id=1}',
+            "}",
+        ])
+        ops = [{"name": "jit(f)/dot_general", "file": "model.py", "line": 7, "column": 24,
+                "types": [["bf16", 64 * 512], ["bf16", 512 * 256], ["bf16", 64 * 256]]},
+               {"name": "jit(f)/tanh", "file": "model.py", "line": 9, "column": 4,
+                "types": [["f32", 64 * 256]]}]
+        [c] = parse_collectives(text, 8, ops)
+        assert (c["dtype"], c["program_dtype"], c["converted"]) == ("f32", "bf16", True)
+        assert c["dtype_source"] == "program"
+        assert (c["result_bytes"], c["program_result_bytes"]) == (65536, 32768)
+        assert c["bytes_per_device"] == 2 * c["program_bytes_per_device"] == 114688
+        assert "bf16" in c["dtype_note"] and "2×" in c["dtype_note"]
+        # an op of another location does not lend its dtype; nothing found: as compiled
+        [alone] = parse_collectives(text, 8, ops[1:])
+        assert (alone["program_dtype"], alone["dtype_source"]) == ("f32", "compiled")
 
     def test_async_pairs_take_the_result_from_done(self) -> None:
         gather, reduce = parse_collectives(ASYNC_HLO, 8)
@@ -113,16 +156,20 @@ class TestParseCollectives:
             512,
         )
 
-    def test_tuple_results_give_one_record_per_array(self) -> None:
+    def test_a_combined_collective_is_one_record_of_its_arrays(self) -> None:
+        """XLA combines small collectives into one over a tuple: one instruction, one latency,
+        the arrays' bytes together (the ring formulas are linear in bytes)."""
         text = (
             "  %all-to-all = (f32[1,16]{1,0}, f32[1,16]{1,0}, /*index=2*/bf16[2,16]{1,0}) "
             "all-to-all(%a, %b, /*index=2*/%c), channel_id=1, replica_groups={}"
         )
-        records = parse_collectives(_entry(text), 4)
-        assert [r["dtype"] for r in records] == ["f32", "f32", "bf16"]
-        assert [r["result_bytes"] for r in records] == [64, 64, 64]
-        assert [r["group_size"] for r in records] == [4, 4, 4]  # {} means every device
-        assert sum(r["bytes_per_device"] for r in records) == 192 * 3 // 4
+        [record] = parse_collectives(_entry(text), 4)
+        assert [a["dtype"] for a in record["arrays"]] == ["f32", "f32", "bf16"]
+        assert [a["bytes"] for a in record["arrays"]] == [64, 64, 64]
+        assert record["shape"] is None and record["dtype"] is None
+        assert record["result_bytes"] == 192
+        assert record["group_size"] == 4  # {} means every device
+        assert record["bytes_per_device"] == 192 * 3 // 4
 
     def test_reduce_scatter_and_ignored_lines(self) -> None:
         text = _entry(
@@ -211,6 +258,62 @@ out_partition = ["d"]
 name = "not sharded"
 function = "my_workloads:row_softmax"
 args = [ { shape = [8, 6], dtype = "float32" } ]
+
+[[workload]]
+name = "combined bf16 psum"
+function = "comm_cases:combined_psum"
+args = [ { shape = [16], dtype = "bfloat16" }, { shape = [16], dtype = "bfloat16" },
+         { shape = [16], dtype = "bfloat16" }, { shape = [16], dtype = "bfloat16" } ]
+mesh = { d = 4 }
+partition = [ ["d"], ["d"], ["d"], ["d"] ]
+
+[[workload]]
+name = "axis of size one"
+function = "comm_cases:size_one_axis"
+args = [ { shape = [16], dtype = "float32" }, { shape = [16], dtype = "float32" } ]
+mesh = { d = 4, one = 1 }
+partition = [ ["d"], ["d"] ]
+out_partition = ["d"]
+
+[[workload]]
+name = "unknown trip count"
+function = "comm_cases:unknown_trips"
+args = [ { shape = [16], dtype = "float32" }, { shape = [], dtype = "int32" } ]
+mesh = { d = 4 }
+partition = [ ["d"], [] ]
+out_partition = ["d"]
+"""
+
+# Collectives a config's functions write with shard_map on the devices the child gives them.
+COMM_CASES = """
+import jax
+from jax.sharding import PartitionSpec as P
+
+
+def _mesh(shape, names):
+    return jax.make_mesh(shape, names, devices=jax.devices()[:4],
+                         axis_types=(jax.sharding.AxisType.Auto,) * len(names))
+
+
+def combined_psum(a, b, c, d):
+    mesh = _mesh((4,), ("d",))
+    return jax.shard_map(lambda *xs: jax.lax.psum(xs, "d"), mesh=mesh,
+                         in_specs=(P("d"),) * 4, out_specs=(P(),) * 4)(a, b, c, d)
+
+
+def size_one_axis(a, b):
+    mesh = _mesh((4, 1), ("d", "one"))
+    return jax.shard_map(lambda a, b: jax.lax.psum(a * b, "one"), mesh=mesh,
+                         in_specs=(P("d"), P("d")), out_specs=P("d"))(a, b)
+
+
+def unknown_trips(x, n):
+    mesh = _mesh((4,), ("d",))
+
+    def body(x, n):
+        return jax.lax.fori_loop(0, n, lambda i, acc: x + jax.lax.psum(acc, "d") * 0.25, x)
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P("d"), P()), out_specs=P("d"))(x, n)
 """
 
 
@@ -219,6 +322,7 @@ def _config_folder(base: Path, text: str = SHARDED_CONFIG) -> Path:
     folder = base / "cfg"
     folder.mkdir()
     (folder / "my_workloads.py").write_bytes((REPO / "examples" / "my_workloads.py").read_bytes())
+    (folder / "comm_cases.py").write_text(COMM_CASES, encoding="utf-8")
     (folder / "sharded.toml").write_text(text, encoding="utf-8")
     return folder / "sharded.toml"
 
@@ -255,11 +359,12 @@ def _workload(doc: dict[str, Any], sharding: str) -> dict[str, Any]:
 def test_document_header(sharded: dict[str, Any]) -> None:
     assert sharded["devices"] == 8
     assert [w["sharding"] for w in sharded["workloads"]] == [
-        "data", "contracting", "fsdp", "dp-step", "fsdp-step", "tp-step", "fsdp-scan-step",
-        "user", "user", "user", "user"
+        "data", "contracting", "fsdp", "contracting-bfloat16", "dp-step", "fsdp-step",
+        "tp-step", "fsdp-scan-step", *["user"] * 7,
     ]  # fmt: skip
-    assert [w["name"] for w in sharded["workloads"][7:]] == [
-        "contracting", "rows over x, y unused", "missing function", "result rank"
+    assert [w["name"] for w in sharded["workloads"][8:]] == [
+        "contracting", "rows over x, y unused", "missing function", "result rank",
+        "combined bf16 psum", "axis of size one", "unknown trip count",
     ]  # fmt: skip
     if sharded["platform"] == "cpu":
         assert sharded["emulated"] is True
@@ -351,16 +456,19 @@ def test_fsdp_scan_step_counts_the_loop(sharded: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("step", "expected"),
-    [("dp-step", [("all-reduce", 458752)] * 2), ("tp-step", [("all-reduce", 57344)])],
+    ("step", "arrays", "sent"),
+    [("dp-step", [262144, 262144], 2 * 458752), ("tp-step", [32768], 57344)],
 )
-def test_dp_and_tp_steps(sharded: dict[str, Any], step: str,
-                         expected: list[tuple[str, int]]) -> None:
-    """DP: each gradient (262144 B) all-reduced, 2 x 262144 x 7/8 = 458752 B; TP: the output
+def test_dp_and_tp_steps(sharded: dict[str, Any], step: str, arrays: list[int],
+                         sent: int) -> None:
+    """DP: each gradient (262144 B) all-reduced, 2 x 262144 x 7/8 = 458752 B each (XLA may
+    combine the two into one all-reduce of both: the same bytes, one latency); TP: the output
     [64,128] (32768 B) all-reduced, 2 x 32768 x 7/8 = 57344 B."""
     w = _workload(sharded, step)
     assert w["check"]["passed"] is True, w["check"]
-    assert sorted((c["op"], c["bytes_per_device"]) for c in w["collectives"]) == expected
+    assert {c["op"] for c in w["collectives"]} == {"all-reduce"}
+    assert sorted(a["bytes"] for c in w["collectives"] for a in c["arrays"]) == arrays
+    assert sum(c["bytes_per_device"] for c in w["collectives"]) == sent
     assert w["per_device"]["flops"] == 10 * 8 * 128 * 512  # the same matmuls per device
     assert w["comm_scales_with_batch"] is (step == "tp-step")
 
@@ -449,7 +557,98 @@ def test_user_unused_mesh_axis_does_not_split_the_work(sharded: dict[str, Any]) 
     assert w["per_device"]["hbm_bytes"] == 4 * (16 * 64 + 64 * 16 + 16 * 16) == 9216
     assert w["per_device"]["comm_bytes"] == 0
     assert w["mesh"]["axis_names"] == ["x", "y"] and w["mesh"]["shape"] == [2, 2]
-    assert w["check"] is None  # no reference declared
+    # no reference declared: run and timed like an unsharded workload, the check says why not
+    assert w["check"] == {"available": False, "ran": True,
+                          "reason": "no NumPy reference was declared"}
+    assert w["measured_seconds"] is None or w["measured_seconds"] > 0
+
+
+def test_the_document_is_valid_results_data(sharded: dict[str, Any]) -> None:
+    """A sharded workload without a reference once failed the results schema (a null check)
+    after everything was measured."""
+    from roofline_report.results.schema import Sharding
+
+    Sharding.model_validate(sharded)
+
+
+def test_bfloat16_collectives_are_priced_in_bfloat16(sharded: dict[str, Any]) -> None:
+    """x[64,512] @ w[512,256] in bf16 over the contracting axis: XLA:CPU all-reduces the
+    partial products in f32 (65536 B on this machine); the program's array is bf16[64,256],
+    32768 B, which a GPU or TPU sends: 2 x 32768 x 7/8 = 57344 B per device."""
+    w = _workload(sharded, "contracting-bfloat16")
+    assert w["check"]["passed"] is True, w["check"]
+    [c] = w["collectives"]
+    assert (c["op"], c["dtype"], c["program_dtype"]) == ("all-reduce", "f32", "bf16")
+    assert c["converted"] is True and c["dtype_source"] == "program"
+    assert (c["result_bytes"], c["program_result_bytes"]) == (65536, 32768)
+    assert c["program_bytes_per_device"] == 57344 and c["bytes_per_device"] == 114688
+    per = w["per_device"]
+    # the analytic model (itemsize 2) and the HLO read in the program's dtype agree
+    assert per["comm_bytes"] == per["comm_bytes_hlo"] == 57344
+    assert per["comm_bytes_compiled"] == 114688
+    assert any("XLA:CPU" in note and "bf16" in note for note in w["notes"])
+    # the float32 program is read as float32: nothing converted
+    f32 = _workload(sharded, "contracting")["collectives"][0]
+    assert (f32["program_dtype"], f32["converted"]) == ("f32", False)
+
+
+def test_a_combined_psum_is_one_collective(sharded: dict[str, Any]) -> None:
+    """psum of four bf16[16] arrays split over d=4: one all-reduce of four bf16[4] (f32 on
+    this CPU), priced once: its latency is that of one all-reduce, its bytes all four's."""
+    from roofline_report.analysis.comm import flat_network, step_comm_time
+
+    w = _user(sharded, "combined bf16 psum")
+    [c] = w["collectives"]
+    assert c["op"] == "all-reduce" and len(c["arrays"]) == 4
+    assert [a["program_dtype"] for a in c["arrays"]] == ["bf16"] * 4
+    assert c["program_result_bytes"] == 4 * 4 * 2 == 32
+    assert c["program_bytes_per_device"] == 2 * 32 * 3 // 4 == 48
+    assert w["per_device"]["comm_bytes"] == 48 and w["per_device"]["comm_bytes_compiled"] == 96
+    comm = step_comm_time(w["collectives"], flat_network(1e9, 1e-6), algorithm="ring")
+    assert comm["steps"] == 2 * 3  # one ring all-reduce over 4 devices, not four
+    assert comm["t_latency"] == pytest.approx(6e-6)
+
+
+def test_a_collective_over_an_axis_of_size_one_sends_nothing(sharded: dict[str, Any]) -> None:
+    w = _user(sharded, "axis of size one")
+    assert "error" not in w
+    [c] = w["collectives"]
+    assert c["group_size"] == 1 and c["bytes_per_device"] == 0
+    assert w["per_device"]["comm_bytes"] == 0
+
+
+def test_an_unknown_trip_count_is_flagged_with_the_bytes(sharded: dict[str, Any]) -> None:
+    """A psum in a fori_loop whose bound is an argument: the compiled while loop has no known
+    trip count. The bytes (24 = 2 x 16 x 3/4, counted once) are returned as a lower bound."""
+    w = _user(sharded, "unknown trip count")
+    [c] = w["collectives"]
+    assert c["trip_count"] is None and len(c["loops"]) == 1
+    per = w["per_device"]
+    assert per["comm_bytes"] == 24 and per["comm_bytes_complete"] is False
+    assert any("unknown trip count" in note and "lower bound" in note for note in w["notes"])
+
+
+def test_the_step_study_of_the_document(sharded: dict[str, Any]) -> None:
+    """The analysis of the child's document: every workload priced, the unknown trip count a
+    lower bound, the training steps projected on a chip with a two-level network."""
+    from roofline_report.analysis.study import step_study
+
+    model = step_study(sharded, 100e9, 20e9, 5e9, preset="H100 SXM")
+    rows = {r["name"]: r for r in model["rows"]}
+    assert rows["unknown trip count"]["comm_lower_bound"] is True
+    [one] = [r for r in model["collectives"] if r["workload"] == "axis of size one"]
+    assert one["unit_axes"] == ["one"] and one["priced"]["time"] == 0
+    assert rows["training step, FSDP"]["comm_lower_bound"] is False
+    # FSDP's memory traffic adds its gathered weights and scattered gradients
+    fsdp = rows["training step, FSDP"]
+    assert fsdp["memory_bytes"] > _workload(sharded, "fsdp-step")["per_device"]["hbm_bytes"]
+    projected = {(r["name"], r["devices"]): r for r in model["projection"]["rows"]}
+    # quick sizes: w1 has 128 rows; 256 devices cannot split it
+    assert not projected[("training step, FSDP", 256)]["available"]
+    assert "w1 dimension 0 (128)" in projected[("training step, FSDP", 256)]["reason"]
+    dp = projected[("training step, data parallel", 64)]
+    assert [level["level"] for level in dp["levels"]] == ["NVLink 4", "InfiniBand NDR"]
+    assert "jax_roofline" in model and all(r["available"] for r in model["jax_roofline"])
 
 
 def test_user_failures_stay_with_their_workload(sharded: dict[str, Any]) -> None:
@@ -460,7 +659,7 @@ def test_user_failures_stay_with_their_workload(sharded: dict[str, Any]) -> None
     rank = _user(sharded, "result rank")
     assert rank["error"] == "'out_partition' has 1 entries but the result has 2 dimensions"
     # the built-ins and the good user workloads still report, and bounds skip the failures
-    assert all("error" not in w for w in sharded["workloads"][:9])
+    assert all("error" not in w for w in sharded["workloads"][:10])
 
 
 def test_main_process_skips_sharded_workloads(
@@ -728,3 +927,32 @@ class TestAnalyzeShardedInputs:
         with pytest.raises(InputError, match="does not compile") as info:
             analyze_sharded(broken, (x,), (s,), s)
         assert "\n" not in str(info.value)
+
+
+def test_jax_roofline_is_installed_with_the_project() -> None:
+    """jax.experimental.roofline imports absl, which jax does not depend on: the project
+    does, so the comparison column is filled in a default install."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert any(d.replace(" ", "").startswith("absl-py") for d in project["dependencies"])
+    from jax.experimental import roofline
+
+    assert callable(roofline.roofline)
+
+
+def test_an_unavailable_jax_roofline_says_why() -> None:
+    from roofline_report.analysis.study import step_study
+    from roofline_report.report.sharding_view import sharding
+
+    doc = json.loads((REPO / "tests" / "fixtures" / "cpu_results.json").read_text(
+        encoding="utf-8"))["sharding"]
+    reason = "jax.experimental.roofline: ModuleNotFoundError: No module named 'absl'"
+    for w in doc["workloads"]:
+        if w.get("jax_roofline"):
+            w["jax_roofline"] = {"available": False, "reason": reason}
+    model = step_study(doc, 100e9, 20e9, 5e9)
+    assert model["jax_roofline"] and not any(r["available"] for r in model["jax_roofline"])
+    view = sharding({**doc, "steps_model": model, "model": {}})["steps"]
+    assert all(r["why"] == f"not available: {reason}" for r in view["jax_roofline"])
+    assert view["jax_unavailable"] == reason

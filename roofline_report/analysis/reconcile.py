@@ -48,6 +48,7 @@ CAUSES = (
     "compiler_rewrites",
     "estimator_loop_counted_once",
     "estimator_scope",
+    "estimator_unavailable",
 )
 
 _GPU_BACKENDS = frozenset({"gpu", "cuda", "rocm"})
@@ -537,6 +538,8 @@ def add_kernel_columns(
     estimator's miscounts (a loop body counted once; ops it does not cost).
     The rows' ``agree`` stays the three-way agreement. Returns ``result``, changed in place."""
     kernels = kernels if kernels and kernels.get("available", True) is not False else None
+    missing = (jax_estimate.get("reason") if jax_estimate
+               and jax_estimate.get("available", True) is False else None)
     jax_estimate = jax_estimate if jax_estimate and jax_estimate.get("available", True) \
         is not False else None
     ours = ours or {}
@@ -558,6 +561,9 @@ def add_kernel_columns(
                           + (f" ({named})." if named else ".")})
         if row["jax"] is not None and quantity == "flops":
             _estimator_flags(flags, row["jax"], ours)
+        if missing and quantity == "flops":  # the JAX column is empty: say why
+            flags.append({"cause": "estimator_unavailable",
+                          "explanation": f"jax.experimental.roofline not available: {missing}"})
     return result
 
 

@@ -129,7 +129,8 @@ def comm_study(
             peak_flops=peak, hbm_bandwidth=bandwidth, interconnect_bandwidth=interconnect,
         )
         rows.append({"index": index, "name": w.get("name", ""),
-                     "sharding": w.get("sharding", ""), **bounds})
+                     "sharding": w.get("sharding", ""),
+                     "comm_lower_bound": per.get("comm_bytes_complete") is False, **bounds})
     # The analytic series of the built-in matmul, at the batch the matmuls were measured at
     # (none when the run has no built-in matmul, as with --only-config).
     matmul = next((w for w in sharding.get("workloads", [])
@@ -290,7 +291,7 @@ def workload_batch(w: Mapping[str, Any], devices: int) -> dict[str, Any] | None:
         b = w["batch"]
         return {"global": int(b["global"]), "per_device": int(b["per_device"]),
                 "comm_scales": bool(w.get("comm_scales_with_batch"))}
-    strategy = w.get("sharding", "")
+    strategy = w.get("strategy") or w.get("sharding", "")
     x = (w.get("shapes") or {}).get("x")
     if strategy in _MATMUL_COMM_SCALES and x:
         batch = int(x[0])
@@ -300,27 +301,142 @@ def workload_batch(w: Mapping[str, Any], devices: int) -> dict[str, Any] | None:
     return None
 
 
-def _collective_rows(w: Mapping[str, Any], interconnect: float, latency: float
+def _collective_rows(w: Mapping[str, Any], network: Sequence[comm_model.Level]
                      ) -> list[dict[str, Any]]:
+    """Each collective instruction of a workload (a combined one once), priced on ``network``
+    (None where it has no formula, size or group, or the network cannot carry it)."""
     rows = []
-    for c in w.get("collectives", []):
+    mesh = w.get("mesh") or {}
+    # mesh axes of size 1: a collective over one of them has a group of one device
+    unit_axes = [str(a) for a, size in zip(mesh.get("axis_names") or [], mesh.get("shape") or [],
+                                           strict=False) if size == 1]
+    for c in comm_model.combine_records(w.get("collectives", [])):
         priced = None
-        if c.get("op") in COLLECTIVE_OPS and c.get("result_bytes") is not None \
-                and c.get("group_size") is not None:
-            trips = c.get("trip_count")
-            priced = comm_model.collective_time(
-                c["op"], int(c["result_bytes"]), int(c["group_size"]), bandwidth=interconnect,
-                latency=latency, count=1 if trips is None else int(trips))
-        rows.append({"workload": w.get("name", ""), "collective": c, "priced": priced})
+        size = comm_model.priced_bytes(c)
+        if c.get("op") in COLLECTIVE_OPS and size is not None and c.get("group_size") is not None:
+            trips = c.get("trip_count", 1)
+            try:
+                priced = comm_model.collective_cost(
+                    c["op"], size, int(c["group_size"]), network,
+                    count=1 if trips is None else int(trips))
+            except comm_model.NotPriced:
+                priced = None
+        rows.append({"workload": w.get("name", ""), "collective": c, "priced": priced,
+                     "unit_axes": unit_axes})
     return rows
 
 
-def _preset_peak(preset: Any) -> tuple[float, str]:
-    """The preset's float32 peak (the steps run f32 at HIGHEST precision), else bf16."""
+def _workload_dtype(w: Mapping[str, Any]) -> str:
+    """The dtype a workload computes in: declared by the built-ins, else that of its first
+    argument; float32 when none is known."""
+    dtype = w.get("dtype") or (w.get("shapes") or {}).get("dtype")
+    if not dtype:
+        arguments = w.get("arguments") or []
+        dtype = arguments[0].get("dtype") if arguments else None
+    return str(dtype or "float32")
+
+
+def _preset_peak(preset: Any, dtype: str = "float32") -> tuple[float, str]:
+    """The preset's peak in the program's dtype: bf16 for a bfloat16 program; the float32
+    peak for float32 (the steps run at HIGHEST precision), else bf16, said so."""
+    if dtype in ("bfloat16", "bf16", "float16", "fp16"):
+        value = preset.peak(dtype)
+        if value is not None:
+            return float(value), "bf16" if dtype in ("bfloat16", "bf16") else "fp16"
     value = preset.peak("fp32")
     if value is not None:
         return float(value), "fp32"
     return float(preset.peak("bf16")), "bf16 (no published fp32 figure)"
+
+
+def preset_network(preset: Any) -> tuple[comm_model.Level, ...]:
+    """The network of a chip preset as the alpha-beta model's levels: its scale-up link (a
+    switch of ``domain`` devices at the link's egress, or the TPU pod's torus of links) and,
+    where one is published, the scale-out link beyond it. Bandwidths are spec-sheet figures,
+    latencies assumptions (kind hypothetical). Empty when the preset has no link with a
+    latency."""
+    inner = preset.interconnect
+    if inner is None or inner.latency is None:
+        return ()
+    spec, hyp = Kind.SPEC_SHEET.value, Kind.HYPOTHETICAL.value
+    if preset.torus and inner.link_bandwidth is not None:
+        shape = " x ".join(map(str, preset.torus))
+        first = comm_model.Level(
+            f"{inner.name} ({shape} torus)", inner.link_bandwidth, inner.latency,
+            devices=math.prod(preset.torus), topology="torus", torus=tuple(preset.torus),
+            slices=tuple(preset.slices), bandwidth_kind=spec, latency_kind=hyp)
+    else:
+        first = comm_model.Level(inner.name, inner.egress, inner.latency, devices=preset.domain,
+                                 bandwidth_kind=spec, latency_kind=hyp)
+    outer = preset.scale_out
+    if outer is None or outer.latency is None:
+        return (first,)
+    return (first, comm_model.Level(outer.name, outer.egress, outer.latency,
+                                    bandwidth_kind=spec, latency_kind=hyp))
+
+
+def _projection_kinds(point: Mapping[str, Any]) -> dict[str, str]:
+    """The kind of each number of a projected row: spec-sheet figures, except what an assumed
+    latency enters (T_comm's latency, T_comm, a bound it sets, the critical batch)."""
+    spec, hyp = Kind.SPEC_SHEET.value, Kind.HYPOTHETICAL.value
+    assumed = point["t_comm_latency"] > 0
+    comm = hyp if assumed else spec
+    return {"t_math": spec, "t_mem": spec, "t_comm_bandwidth": spec,
+            "t_comm_latency": hyp, "t_comm": comm,
+            "lower_bound": comm if point["binding"] == "communication" else spec,
+            "upper_bound": comm, "critical_batch": comm}
+
+
+def _not_projected(preset: Any, reason: str) -> str:
+    if preset.scale_out is None and "larger than one" in reason:
+        unit = "pod" if preset.torus else "domain"
+        return (f"beyond one {preset.name} {unit} of {preset.domain:,} chips: no published "
+                f"network figure across {unit}s for {preset.name}")
+    return reason
+
+
+def _jax_roofline_row(w: Mapping[str, Any], per: Mapping[str, Any], steps: int
+                      ) -> dict[str, Any] | None:
+    """Ours beside jax.experimental.roofline for one workload that was compared (or why it
+    could not be); None for a workload never given to it."""
+    jr = w.get("jax_roofline")
+    if not isinstance(jr, Mapping):
+        return None
+    if not jr.get("available"):
+        return {"name": w.get("name", ""), "available": False,
+                "reason": str(jr.get("reason") or "not available")}
+    trips = [c.get("trip_count") or 1 for c in comm_model.combine_records(
+        w.get("collectives", []))]
+    return {
+        "name": w.get("name", ""),
+        "available": True,
+        "ours_bytes": per.get("comm_bytes_hlo"),
+        "jax_bytes": sum(jr.get("ici_bytes", {}).values()),
+        "ours_steps": steps,
+        "jax_latency": sum(jr.get("ici_latency", {}).values()),
+        "ours_flops": per["flops"],
+        "jax_flops": jr.get("flops"),
+        "in_loops": any(t > 1 for t in trips),
+        "collectives": sum(trips),
+    }
+
+
+def _crossovers(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per projected step whose communication does not grow with the batch: the per-device
+    batch above which it stays compute-bound, inside the first level and past it."""
+    out = []
+    for name in dict.fromkeys(r["name"] for r in rows):
+        points = [r for r in rows if r["name"] == name and r["available"]
+                  and not r["comm_scales"] and r.get("critical_per_device")]
+        if not points:
+            continue
+        inside = [r for r in points if len(r["levels"]) == 1]
+        across = [r for r in points if len(r["levels"]) > 1]
+        for r in ([inside[-1]] if inside else []) + ([across[-1]] if across else []):
+            out.append({"name": name, "devices": r["devices"], "link": r["link"],
+                        "per_device": r["critical_per_device"],
+                        "kind": r["kinds"]["critical_batch"]})
+    return out
 
 
 def step_study(
@@ -336,18 +452,22 @@ def step_study(
     kind: str = Kind.HYPOTHETICAL.value,
     source: str = "assumed budgets",
 ) -> dict[str, Any]:
-    """The alpha-beta view of every sharded workload, under this render's budgets.
+    """The alpha-beta view of every sharded workload, under this render's budgets, and the
+    training steps projected on a chip preset.
 
     Returns ``{"kind", "source", "budget": {"peak", "bandwidth", "interconnect", "latency"},
     "algorithms": notes, "rows": [per workload: index, name, sharding, mesh, devices, batch,
-    step_bounds(...) keys, critical_batch], "collectives": [per collective: workload,
-    collective record, priced alpha-beta time], "jax_roofline": [per workload that has it:
-    ours against jax.experimental.roofline], "emulated": {...}, "projection": {...}}``.
-    The HLO's collectives (x their loop trip counts) are priced one after another (no overlap
-    between collectives).
+    dtype, step_bounds(...) keys, critical_batch], "collectives": [per collective instruction:
+    workload, collective record, priced alpha-beta cost], "jax_roofline": [per workload given to
+    jax.experimental.roofline: ours beside it, or why it is not available], "emulated": {...},
+    "projection": {...}}``. The HLO's collectives (x their loop trip counts, in the program's
+    dtype) are priced one after another (no overlap between collectives), each algorithm the
+    faster of the ring and the tree; a training step's memory traffic adds its collectives'
+    buffers (the gathered weights).
     """
     from roofline_report import presets
 
+    flat = comm_model.flat_network(interconnect, latency, kind=kind)
     rows: list[dict[str, Any]] = []
     collectives: list[dict[str, Any]] = []
     compare: list[dict[str, Any]] = []
@@ -361,30 +481,20 @@ def step_study(
         batch = workload_batch(w, devices)
         bounds = comm_model.step_bounds(
             flops=per["flops"], hbm_bytes=per["hbm_bytes"], collectives=w.get("collectives", []),
-            peak_flops=peak, hbm_bandwidth=bandwidth, interconnect_bandwidth=interconnect,
-            latency=latency,
+            peak_flops=peak, hbm_bandwidth=bandwidth, network=flat,
+            count_buffers=bool(w.get("step")),
         )
         critical = None if batch is None else comm_model.critical_batch(
             batch=batch["global"], t_math=bounds["t_math"], t_latency=bounds["t_comm_latency"],
             t_bandwidth=bounds["t_comm_bandwidth"], comm_scales=batch["comm_scales"])
         rows.append({"index": index, "name": w.get("name", ""), "sharding": w.get("sharding", ""),
                      "step": bool(w.get("step")), "mesh": _mesh_text(w), "devices": devices,
-                     "batch": batch, "critical_batch": critical, **bounds})
-        collectives += _collective_rows(w, interconnect, latency)
-        jr = w.get("jax_roofline") or {}
-        if jr.get("available"):
-            trips = [c.get("trip_count") or 1 for c in w.get("collectives", [])]
-            compare.append({
-                "name": w.get("name", ""),
-                "ours_bytes": per.get("comm_bytes_hlo"),
-                "jax_bytes": sum(jr.get("ici_bytes", {}).values()),
-                "ours_steps": bounds["comm_steps"],
-                "jax_latency": sum(jr.get("ici_latency", {}).values()),
-                "ours_flops": per["flops"],
-                "jax_flops": jr.get("flops"),
-                "in_loops": any(t > 1 for t in trips),
-                "collectives": sum(trips),
-            })
+                     "batch": batch, "dtype": _workload_dtype(w), "critical_batch": critical,
+                     **bounds})
+        collectives += _collective_rows(w, flat)
+        jr = _jax_roofline_row(w, per, bounds["comm_steps"])
+        if jr is not None:
+            compare.append(jr)
         seconds = w.get("measured_seconds")
         if seconds and measured_peak and measured_bandwidth:
             serial = devices * max(per["flops"] / measured_peak,
@@ -394,31 +504,14 @@ def step_study(
                              "ratio": float(seconds) / serial if serial else None,
                              "t_math_measured_peak": per["flops"] / measured_peak})
     chosen = presets.get_preset(preset or DEFAULT_PROJECTION_PRESET)
+    network = preset_network(chosen)
     chip_peak, peak_dtype = _preset_peak(chosen)
     projection_rows = []
     for r in rows:
         w = sharding["workloads"][r["index"]]
         if not r["step"]:
             continue
-        per = w["per_device"]
-        batch = r["batch"] or {"comm_scales": False, "global": 0}
-        for n in comm_model.PROJECTION_DEVICES:
-            link = chosen.link_for(n)
-            if link is None or link.latency is None:
-                projection_rows.append({"name": r["name"], "devices": n, "available": False,
-                                        "reason": f"beyond one {chosen.name} domain of "
-                                        f"{chosen.domain} chips: no published scale-out link"})
-                continue
-            point = comm_model.project_step(
-                flops=per["flops"], hbm_bytes=per["hbm_bytes"],
-                collectives=w.get("collectives", []), devices=r["devices"], to_devices=n,
-                comm_scales=batch["comm_scales"], peak_flops=chip_peak,
-                hbm_bandwidth=chosen.hbm_bandwidth, interconnect_bandwidth=link.egress,
-                latency=link.latency,
-            )
-            projection_rows.append({"name": r["name"], "available": True, "link": link.name,
-                                    "global_batch": int(batch["global"] * n / r["devices"]),
-                                    **point})
+        projection_rows += _project_rows(w, r, chosen, network)
     return {
         "kind": kind,
         "source": source,
@@ -431,14 +524,53 @@ def step_study(
         "emulated": {"available": bool(emulated), "rows": emulated},
         "projection": {
             "kind": Kind.SPEC_SHEET.value,
+            "latency_kind": Kind.HYPOTHETICAL.value,
             "preset": chosen.name,
             "peak": chip_peak,
             "peak_dtype": peak_dtype,
             "hbm_bandwidth": chosen.hbm_bandwidth,
             "domain": chosen.domain,
+            "torus": list(chosen.torus),
             "links": [link.to_json() for link in (chosen.interconnect, chosen.scale_out)
                       if link is not None],
+            "network": [level.to_json() for level in network],
             "devices": list(comm_model.PROJECTION_DEVICES),
             "rows": projection_rows,
+            "crossovers": _crossovers(projection_rows),
         },
     }
+
+
+def _project_rows(w: Mapping[str, Any], r: Mapping[str, Any], chosen: Any,
+                  network: Sequence[comm_model.Level]) -> list[dict[str, Any]]:
+    """One training step carried to each of :data:`PROJECTION_DEVICES` on the preset."""
+    per = w["per_device"]
+    batch = r["batch"] or {"comm_scales": False, "global": 0, "per_device": 0}
+    chip_peak, peak_dtype = _preset_peak(chosen, r["dtype"])
+    out: list[dict[str, Any]] = []
+    for n in comm_model.PROJECTION_DEVICES:
+        base = {"name": r["name"], "devices": n, "comm_scales": bool(batch["comm_scales"])}
+        if not network:
+            out.append({**base, "available": False,
+                        "reason": f"{chosen.name} has no interconnect with a latency figure"})
+            continue
+        point = comm_model.project_step(
+            flops=per["flops"], hbm_bytes=per["hbm_bytes"], collectives=w.get("collectives", []),
+            devices=r["devices"], to_devices=n, comm_scales=batch["comm_scales"],
+            peak_flops=chip_peak, hbm_bandwidth=chosen.hbm_bandwidth, network=network,
+            hbm_parts=per.get("hbm_parts"), split_dims=w.get("split_dims") or (),
+        )  # fmt: skip
+        if not point["available"]:
+            out.append({**base, "available": False,
+                        "reason": _not_projected(chosen, point["reason"])})
+            continue
+        global_batch = int(batch["global"] * n / r["devices"])
+        critical = None if not global_batch else comm_model.critical_batch(
+            batch=global_batch, t_math=point["t_math"], t_latency=point["t_comm_latency"],
+            t_bandwidth=point["t_comm_bandwidth"], comm_scales=batch["comm_scales"])
+        link = " + ".join(level["level"] for level in point["levels"]) or network[0].name
+        out.append({**base, **point, "link": link, "global_batch": global_batch,
+                    "peak": chip_peak, "peak_dtype": peak_dtype, "critical_batch": critical,
+                    "critical_per_device": None if critical is None else critical / n,
+                    "kinds": _projection_kinds(point)})
+    return out

@@ -13,9 +13,12 @@ imported, so the measurement runs in its own process: ``python -m roofline_repor
 --devices 8 [--quick]`` prints one JSON document, and :func:`run_sharded_analysis` launches it.
 jax is imported lazily, so importing this module (and reading HLO text) costs nothing.
 
-Collectives are listed once per appearance in the program text, each with the trip count of
-the loops around it (a collective in a loop body runs once per iteration): per-step totals
-multiply by it.
+Collectives are listed once per appearance in the program text (a combined collective, several
+arrays in one instruction, once), each with the trip count of the loops around it (a
+collective in a loop body runs once per iteration): per-step totals multiply by it, and a loop
+whose trip count is unknown makes them lower bounds, which the result says. Each collective
+also carries the dtype the program gives it, read from the StableHLO: XLA:CPU runs bfloat16
+collectives in float32, and the bytes a GPU or TPU sends are those of the program's dtype.
 
 The user's own sharded workloads (``[[workload]]`` tables with a ``mesh``, see
 :mod:`roofline_report.config`) are analysed in the same child, started with ``--config FILE``:
@@ -37,15 +40,22 @@ import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from roofline_report import tolerances
 from roofline_report.analysis.comm import STRATEGIES, STRATEGY_LABELS, matmul_per_device
 from roofline_report.errors import InputError, scrub_paths
-from roofline_report.hlo.collectives import COLLECTIVE_OPS, collective_bytes
+from roofline_report.hlo.collectives import (
+    COLLECTIVE_OPS,
+    CONVERSION_NOTE,
+    collective_bytes,
+    program_bytes,
+    program_dtype,
+)
 from roofline_report.hlo.compiled import collective_records
 from roofline_report.kinds import Kind
 from roofline_report.observe.training_steps import STEP_STRATEGIES
@@ -79,49 +89,130 @@ _WORKLOAD_NAMES = {
 # --------------------------------------------------------------------------------------------
 
 
-def parse_collectives(hlo_text: str, num_devices: int) -> list[dict[str, Any]]:
-    """Every collective in compiled HLO text, one record per result array, in program order.
+def parse_collectives(hlo_text: str, num_devices: int,
+                      program_ops: Sequence[Mapping[str, Any]] | None = None
+                      ) -> list[dict[str, Any]]:
+    """Every collective instruction in compiled HLO text, in program order.
 
-    Record: ``{"instruction", "op", "async", "shape", "dtype", "result_bytes", "group_size",
-    "bytes_per_device"}``, one per array of a
-    :func:`roofline_report.hlo.compiled.collective_records` record (an async pair is one
-    record; a collective over a tuple, as XLA combines small ones, gives one per element: the
-    ring formulas are linear in bytes, so the sum is unchanged). ``group_size`` and
-    ``bytes_per_device`` are None when the groups cannot be read. ``num_devices`` (the
-    program's device count) sizes groups written as ``{}`` or left out. Each record also
-    carries ``"replica_groups"`` (``[[device, ...]]`` or None), ``"trip_count"`` (how many
-    times it runs per call: the product of the known trip counts of the while loops around
-    it, 1 outside loops, None when unknown) and ``"loops"`` (those loops' names, outermost
-    first): ``bytes_per_device`` is per execution.
+    Record: ``{"instruction", "op", "async", "shape", "dtype", "arrays", "result_bytes",
+    "group_size", "bytes_per_device", "program_dtype", "program_result_bytes",
+    "program_bytes_per_device", "converted", "dtype_source", "dtype_note", "replica_groups",
+    "trip_count", "loops"}``, one per
+    :func:`roofline_report.hlo.compiled.collective_records` record: an async pair is one
+    record, and a combined collective (XLA runs a ``psum`` of several arrays as one all-reduce
+    over a tuple) is one record whose ``arrays`` list them (``shape`` None, ``result_bytes``
+    their sum): it pays its latency once. ``shape`` and ``dtype`` are the compiled ones.
+
+    The program's dtype: ``program_ops`` (the StableHLO's ops, :func:`_program_ops`) give each
+    array the dtype the program has it in (:func:`roofline_report.hlo.collectives.
+    program_dtype`); XLA:CPU runs bfloat16 collectives in float32, so ``converted`` says the
+    compiled array is wider, ``program_result_bytes`` and ``program_bytes_per_device`` are the
+    bytes in the program's dtype (what a GPU or TPU sends; the model prices these) and
+    ``dtype_note`` says so. Without ``program_ops``, or where the program's dtype cannot be
+    told, the compiled dtype stands (``dtype_source`` ``"compiled"``, else ``"program"``).
+
+    ``group_size`` and the bytes per device are None when the groups cannot be read.
+    ``num_devices`` (the program's device count) sizes groups written as ``{}`` or left out.
+    ``replica_groups`` is ``[[device, ...]]`` or None, ``trip_count`` how many times it runs
+    per call (the product of the known trip counts of the while loops around it, 1 outside
+    loops, None when unknown) and ``loops`` those loops' names, outermost first: the bytes are
+    per execution.
     """
     if isinstance(num_devices, bool) or not isinstance(num_devices, int) or num_devices < 1:
         raise ValueError(f"num_devices must be a positive integer, got {num_devices!r}")
     records: list[dict[str, Any]] = []
     for record in collective_records(hlo_text, num_devices):
         size = record["group_size"]
+        arrays = []
+        read = program_ops is not None
         for array in record["arrays"]:
-            result_bytes = array["bytes"]
-            sent = (
-                None
-                if size is None or result_bytes is None or record["op"] not in COLLECTIVE_OPS
-                else collective_bytes(record["op"], result_bytes, size)
-            )
-            records.append(
-                {
-                    "instruction": record["instruction"],
-                    "op": record["op"],
-                    "async": record["async"],
-                    "shape": array["shape"],
-                    "dtype": array["dtype"],
-                    "result_bytes": result_bytes,
-                    "group_size": size,
-                    "bytes_per_device": sent,
-                    "replica_groups": record["replica_groups"],
-                    "trip_count": record["trip_count"],
-                    "loops": [loop["name"] for loop in record["loops"]],
-                }
-            )
+            found = None if program_ops is None else program_dtype(
+                record, array, size, program_ops)
+            read = read and found is not None
+            dtype = found or array["dtype"]
+            arrays.append({"dtype": array["dtype"], "shape": array["shape"],
+                           "bytes": array["bytes"], "program_dtype": dtype,
+                           "program_bytes": program_bytes(array, dtype)})
+        compiled_total = record["result_bytes"]
+        program_sizes = [a["program_bytes"] for a in arrays]
+        program_total = None if any(b is None for b in program_sizes) else sum(
+            int(b) for b in program_sizes if b is not None)
+        known = size is not None and record["op"] in COLLECTIVE_OPS
+        sent = None if not known or compiled_total is None else collective_bytes(
+            record["op"], compiled_total, size)
+        program_sent = None if not known or program_total is None else collective_bytes(
+            record["op"], program_total, size)
+        dtypes = {a["dtype"] for a in arrays}
+        program_dtypes = {a["program_dtype"] for a in arrays}
+        converted = [a for a in arrays if a["program_bytes"] is not None
+                     and a["bytes"] is not None and a["program_bytes"] < a["bytes"]]
+        note = ""
+        if converted:
+            first = converted[0]
+            note = CONVERSION_NOTE.format(program=first["program_dtype"],
+                                          compiled=first["dtype"],
+                                          ratio=first["bytes"] / first["program_bytes"])
+        records.append(
+            {
+                "instruction": record["instruction"],
+                "op": record["op"],
+                "async": record["async"],
+                "shape": arrays[0]["shape"] if len(arrays) == 1 else None,
+                "dtype": dtypes.pop() if len(dtypes) == 1 else None,
+                "arrays": arrays,
+                "result_bytes": compiled_total,
+                "group_size": size,
+                "bytes_per_device": sent,
+                "program_dtype": program_dtypes.pop() if len(program_dtypes) == 1 else None,
+                "program_result_bytes": program_total,
+                "program_bytes_per_device": program_sent,
+                "converted": bool(converted),
+                "dtype_source": "program" if read else "compiled",
+                "dtype_note": note,
+                "replica_groups": record["replica_groups"],
+                "trip_count": record["trip_count"],
+                "loops": [loop["name"] for loop in record["loops"]],
+            }
+        )
     return records
+
+
+def comm_totals(collectives: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Bytes one device sends per call over :func:`parse_collectives` records (each x its trip
+    count): ``{"comm_bytes"`` (in the program's dtype), ``"comm_bytes_compiled"`` (as this
+    backend compiled them), ``"unknown_trip_counts"`` (collectives inside a loop whose trip
+    count is unknown, counted once), ``"comm_bytes_complete"`` (False then: the bytes are a
+    lower bound), ``"notes"}``."""
+    unknown = [c for c in collectives if c.get("trip_count", 1) is None]
+
+    def total(key: str, fallback: str) -> int:
+        out = 0
+        for c in collectives:
+            value = c.get(key)
+            if value is None:
+                value = c.get(fallback)
+            out += int(value or 0) * int(c.get("trip_count") or 1)
+        return out
+
+    notes = []
+    if unknown:
+        notes.append(
+            f"{plural_text(len(unknown), 'collective')} inside a while loop of unknown trip "
+            "count, counted once: the bytes are a lower bound")
+    converted = next((c for c in collectives if c.get("converted")), None)
+    if converted is not None:
+        notes.append(str(converted["dtype_note"]))
+    return {
+        "comm_bytes": total("program_bytes_per_device", "bytes_per_device"),
+        "comm_bytes_compiled": total("bytes_per_device", "bytes_per_device"),
+        "unknown_trip_counts": len(unknown),
+        "comm_bytes_complete": not unknown,
+        "notes": notes,
+    }
+
+
+def plural_text(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,6 +229,11 @@ def _jax() -> Any:
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return scrub_paths(f"{type(exc).__name__}: {text}"[:300])
+
+
+#: The check of a workload without a NumPy reference: it runs and is timed, not compared.
+NO_REFERENCE: dict[str, Any] = {"available": False, "ran": True,
+                                "reason": "no NumPy reference was declared"}
 
 
 def _unavailable(reason: str) -> dict[str, Any]:
@@ -200,6 +296,46 @@ def _xla_costs(compiled: Any) -> dict[str, Any]:
     return out
 
 
+def _program_ops(lowered: Any) -> list[dict[str, Any]]:
+    """The program's ops that hold floating-point tensors, read from the StableHLO of
+    ``lowered`` (before any backend rewrites it): ``{"name"`` (the op's name location: its
+    op_name), ``"file"`` (base name), ``"line"``, ``"column"`` (its innermost source location),
+    ``"types": [[dtype, elements], ...]}`` (results and operands). The pairing key of
+    :func:`roofline_report.hlo.collectives.program_dtype`."""
+    from jax.extend.mlir import ir
+
+    from roofline_report.hlo.stablehlo_count import loop_identity
+
+    module = lowered.compiler_ir(dialect="stablehlo")
+    ops: list[dict[str, Any]] = []
+
+    def tensor(value: Any) -> list[Any] | None:
+        try:
+            ranked = ir.RankedTensorType(value.type)
+        except (ValueError, TypeError):
+            return None
+        if not ranked.has_static_shape:
+            return None
+        dtype = str(ranked.element_type).lower()
+        if not (dtype == "bf16" or dtype.startswith("f")):
+            return None
+        return [dtype, math.prod(int(d) for d in ranked.shape)]
+
+    def visit(op: Any) -> Any:
+        operation = getattr(op, "operation", op)
+        types = [t for v in (*operation.results, *operation.operands)
+                 if (t := tensor(v)) is not None]
+        if types:
+            where = loop_identity(operation)
+            ops.append({"name": where.op_name, "file": where.file, "line": where.line,
+                        "column": where.column, "types": types})
+        return ir.WalkResult.ADVANCE
+
+    with module.context:
+        module.operation.walk(visit)
+    return ops
+
+
 def _device_count(shardings: Sequence[Any]) -> int:
     devices: set[Any] = set()
     for sharding in shardings:
@@ -256,9 +392,16 @@ def analyze_sharded(
     absolute error is at most ``rtol`` x (largest reference magnitude) + ``atol``. Returns::
 
         {"devices": int, "collectives": [parse_collectives records],
-         "comm_bytes": int (bytes_per_device x trip_count, summed over readable records),
+         "comm_bytes": int (bytes each device sends per call, in the program's dtype: each
+                       record's bytes x its trip count, summed over readable records),
+         "comm_bytes_compiled": int (the same as this backend compiled the collectives:
+                       XLA:CPU's float32 for a bfloat16 program),
+         "comm_bytes_complete": bool (False when a collective sits in a while loop of
+                       unknown trip count, counted once: comm_bytes is then a lower bound),
+         "unknown_trip_counts": int, "notes": [str] (why the bytes are what they are),
          "xla_per_device": {"flops", "bytes_accessed", "transcendentals", "note"},
-         "check": {"max_abs_err", "tolerance", "passed"[, "error"]} or None,
+         "check": {"max_abs_err", "tolerance", "passed"[, "error"]}, or
+                  {"available": False, "ran": True, "reason"} without a reference,
          "measured_seconds": float or None, "error": str (only if running failed)}
 
     Raises InputError when the arguments do not match or the function does not compile with
@@ -278,20 +421,31 @@ def analyze_sharded(
     try:
         placed = tuple(jax.device_put(a, s) for a, s in zip(args, in_shardings, strict=True))
         jitted = jax.jit(fn, in_shardings=tuple(in_shardings), out_shardings=out_shardings)
-        compiled = jitted.lower(*placed).compile()
+        lowered = jitted.lower(*placed)
+        compiled = lowered.compile()
     except Exception as exc:
         raise InputError(f"the sharded function does not compile: {_one_line(exc)}") from exc
 
     devices = _device_count(jax.tree_util.tree_leaves(tuple(in_shardings)))
-    collectives = parse_collectives(compiled.as_text(), devices)
+    notes: list[str] = []
+    try:
+        program: list[dict[str, Any]] | None = _program_ops(lowered)
+    except Exception as exc:  # the bindings differ between jax versions: price as compiled
+        program = None
+        notes.append(f"the program's dtypes were not read ({_one_line(exc)}): collectives "
+                     "priced as compiled")
+    collectives = parse_collectives(compiled.as_text(), devices, program)
+    totals = comm_totals(collectives)
     result: dict[str, Any] = {
         "devices": devices,
         "collectives": collectives,
-        "comm_bytes": sum(
-            (c["bytes_per_device"] or 0) * (c["trip_count"] or 1) for c in collectives
-        ),
+        "comm_bytes": totals["comm_bytes"],
+        "comm_bytes_compiled": totals["comm_bytes_compiled"],
+        "comm_bytes_complete": totals["comm_bytes_complete"],
+        "unknown_trip_counts": totals["unknown_trip_counts"],
+        "notes": [*notes, *totals["notes"]],
         "xla_per_device": _xla_costs(compiled),
-        "check": None,
+        "check": dict(NO_REFERENCE),
         "measured_seconds": None,
     }
     try:
@@ -353,21 +507,35 @@ def _spec_json(spec: tuple[str | None, ...]) -> list[str | None]:
     return list(spec)
 
 
+def _comm_fields(measured: Mapping[str, Any]) -> dict[str, Any]:
+    """The per-device communication fields every sharded workload carries, from
+    :func:`analyze_sharded`: ``comm_bytes_hlo`` (read from the compiled HLO, in the program's
+    dtype), ``comm_bytes_compiled`` (as this backend compiled it), ``comm_bytes_complete``."""
+    return {"comm_bytes_hlo": measured["comm_bytes"],
+            "comm_bytes_compiled": measured["comm_bytes_compiled"],
+            "comm_bytes_complete": measured["comm_bytes_complete"]}
+
+
 def _matmul_workload(
-    strategy: str, mesh: Any, x: np.ndarray[Any, Any], w: np.ndarray[Any, Any], quick: bool
+    strategy: str, mesh: Any, x: np.ndarray[Any, Any], w: np.ndarray[Any, Any], quick: bool,
+    *, variant: str = "",
 ) -> dict[str, Any]:
     jax = _jax()
     pspec = jax.sharding.PartitionSpec
     x_spec, w_spec, y_spec = _PARTITION_SPECS[strategy]
     shardings = [jax.sharding.NamedSharding(mesh, pspec(*s)) for s in (x_spec, w_spec, y_spec)]
+    tolerance = tolerances.for_dtype(str(x.dtype)) if variant else tolerances.Tolerance(1e-4, 1e-6)
     measured = analyze_sharded(
         _matmul,
         (x, w),
         shardings[:2],
         shardings[2],
         reference=_reference_matmul,
+        time_it=not variant,  # a variant shows its collectives; its time is the f32 one's
         repeats=3 if quick else 5,
         inner=5 if quick else 10,
+        rtol=tolerance.rtol,
+        atol=tolerance.atol,
     )
     (b, d), f = x.shape, w.shape[1]
     n = int(mesh.devices.size)
@@ -375,9 +543,11 @@ def _matmul_workload(
         strategy, batch=b, d_model=d, d_ff=f, devices=n, itemsize=x.dtype.itemsize
     )
     workload: dict[str, Any] = {
-        "name": _WORKLOAD_NAMES[strategy],
-        "sharding": strategy,
-        "description": STRATEGY_LABELS[strategy],
+        "name": _WORKLOAD_NAMES[strategy] + (f", {variant}" if variant else ""),
+        "sharding": f"{strategy}-{variant}" if variant else strategy,
+        "strategy": strategy,
+        "dtype": str(x.dtype),
+        "description": STRATEGY_LABELS[strategy] + (f"; {variant}" if variant else ""),
         "shapes": {"x": [b, d], "w": [d, f], "y": [b, f], "dtype": str(x.dtype)},
         "partition_specs": {
             "x": _spec_json(x_spec),
@@ -390,8 +560,9 @@ def _matmul_workload(
             "flops": analytic["flops"],
             "hbm_bytes": analytic["hbm_bytes"],
             "comm_bytes": analytic["comm_bytes"],
-            "comm_bytes_hlo": measured["comm_bytes"],
+            **_comm_fields(measured),
         },
+        "notes": measured["notes"],
         "expected_collective": analytic["collective"],
         "xla_per_device": measured["xla_per_device"],
         "check": measured["check"],
@@ -450,12 +621,17 @@ def _step_workload(strategy: str, mesh: Any, quick: bool) -> dict[str, Any]:
 
     Keys beyond a matmul entry's: ``"step": True``, ``"sizes"`` (batch, d_model, d_ff,
     layers), ``"batch": {"global", "per_device"}``, ``"comm_scales_with_batch"``,
-    ``"expected_collectives"`` (by hand, with counts), ``"jax_roofline"``. Per device, kind
+    ``"expected_collectives"`` (by hand, with counts), ``"jax_roofline"``, ``"dtype"``,
+    ``"split_dims"`` (the dimensions split over the mesh,
+    :func:`~roofline_report.observe.training_steps.split_dimensions`). Per device, kind
     analytic: ``flops`` the matmul FLOPs of
     :func:`~roofline_report.observe.training_steps.matmul_flops`
     (Adam and tanh left out); ``hbm_bytes`` every argument and result shard read or written
-    once; ``comm_bytes`` the hand-derived bytes sent (x counts); ``comm_bytes_hlo`` the same
-    from the compiled HLO (x trip counts).
+    once, ``hbm_parts`` the same split into the data arguments' shards (``data``, and
+    ``data_split`` whether the batch is split) and the parameters' and optimizer state's
+    (``state``, ``state_split``): a projection to more devices rescales them; ``comm_bytes`` the
+    hand-derived bytes sent (x counts); ``comm_bytes_hlo`` the same from the compiled HLO (x
+    trip counts, in the program's dtype).
     """
     from roofline_report.observe import training_steps as ts
 
@@ -479,22 +655,29 @@ def _step_workload(strategy: str, mesh: Any, quick: bool) -> dict[str, Any]:
                                                                      strict=True))
     expected = ts.expected_collectives(strategy, sizes, n)
     split_batch = in_specs[2] != jax.sharding.PartitionSpec()
+    data = sum(_shard_bytes(sh, a.shape, a.dtype) for a, sh in zip(leaves[-2:], shardings[-2:],
+                                                                    strict=True))
     workload: dict[str, Any] = {
         "name": ts.STEP_NAMES[strategy],
         "sharding": strategy,
         "description": ts.STEP_LABELS[strategy],
         "step": True,
+        "dtype": str(args[2].dtype),
         "sizes": sizes.to_json(),
         "batch": {"global": sizes.batch,
                   "per_device": sizes.batch // n if split_batch else sizes.batch},
         "mesh": _mesh_json(mesh),
+        "split_dims": ts.split_dimensions(args, in_specs, MESH_AXIS),
         "collectives": measured["collectives"],
         "per_device": {
             "flops": ts.matmul_flops(strategy, sizes, n),
             "hbm_bytes": hbm,
+            "hbm_parts": {"data": data, "data_split": split_batch, "state": hbm - data,
+                          "state_split": strategy != "dp-step", "other": 0},
             "comm_bytes": sum(c["bytes_per_device"] * c["count"] for c in expected),
-            "comm_bytes_hlo": measured["comm_bytes"],
+            **_comm_fields(measured),
         },
+        "notes": measured["notes"],
         "expected_collective": None,
         "expected_collectives": expected,
         "comm_scales_with_batch": ts.COMM_SCALES_WITH_BATCH[strategy],
@@ -676,8 +859,9 @@ def user_workload(
             "flops": flops,
             "hbm_bytes": hbm,
             "comm_bytes": measured["comm_bytes"],
-            "comm_bytes_hlo": measured["comm_bytes"],
+            **_comm_fields(measured),
         },
+        "notes": measured["notes"],
         "counted": {
             "flops": int(count["flops"]),
             "transcendentals": int(count["transcendentals"]),
@@ -768,6 +952,11 @@ def measure(*, devices: int, quick: bool, config_path: str | None = None,
     workloads = []
     if builtin:
         workloads += [_matmul_workload(s, mesh, x, w, quick) for s in STRATEGIES]
+        # bfloat16 over the contracting axis: XLA:CPU all-reduces it in float32, the program
+        # (and a GPU or TPU) in bfloat16; the record says both
+        bf16 = jax.numpy.bfloat16
+        workloads.append(_matmul_workload("contracting", mesh, x.astype(bf16), w.astype(bf16),
+                                          quick, variant="bfloat16"))
         workloads += [_step_workload(s, mesh, quick) for s in STEP_STRATEGIES]
     if config_path is not None:
         workloads += _user_workloads(config_path, chosen, quick)
@@ -784,6 +973,7 @@ def measure(*, devices: int, quick: bool, config_path: str | None = None,
         "kinds": {
             "collectives": Kind.ANALYTIC.value,
             "per_device": Kind.ANALYTIC.value,
+            "split_dims": Kind.ANALYTIC.value,
             "xla_per_device": Kind.COMPILER_ESTIMATE.value,
             "measured_seconds": Kind.MEASURED.value,
             "flops_cross_check": Kind.COMPILER_ESTIMATE.value,
@@ -849,12 +1039,14 @@ def run_sharded_analysis(
 
         {"available": True, "devices", "platform", "default_backend", "emulated", "note",
          "jax_version", "quick", "kinds": {field: Kind value},
-         "workloads": [{"name", "sharding": "data"|"contracting"|"fsdp", "description",
+         "workloads": [{"name", "sharding": "data"|"contracting"|"fsdp"|"contracting-bfloat16",
+                        "strategy", "dtype", "description",
                         "shapes": {"x", "w", "y", "dtype"}, "partition_specs": {"x", "w", "y"},
                         "mesh": {"axis_names", "shape", "axis_types"},
-                        "collectives": [{"instruction", "op", "async", "shape", "dtype",
-                                         "result_bytes", "group_size", "bytes_per_device"}],
-                        "per_device": {"flops", "hbm_bytes", "comm_bytes", "comm_bytes_hlo"},
+                        "collectives": [parse_collectives records],
+                        "per_device": {"flops", "hbm_bytes", "comm_bytes", "comm_bytes_hlo",
+                                       "comm_bytes_compiled", "comm_bytes_complete"},
+                        "notes": [str],
                         "expected_collective": {"op", "result_bytes", "group_size"} | None,
                         "xla_per_device": {"flops", "bytes_accessed", "transcendentals",
                                            "note"},
@@ -865,7 +1057,9 @@ def run_sharded_analysis(
                         "mesh", "collectives", "expected_collective": None,
                         "arguments": [{"shape", "dtype", "partition", "shard_shape"}],
                         "results": [{"shape", "dtype", "partition", "shard_shape"}],
-                        "per_device": {"flops", "hbm_bytes", "comm_bytes", "comm_bytes_hlo"},
+                        "per_device": {"flops", "hbm_bytes", "comm_bytes", "comm_bytes_hlo",
+                                       "comm_bytes_compiled", "comm_bytes_complete"},
+                        "notes": [str],
                         "counted": {"flops", "transcendentals", "split_devices", "notes"},
                         "flops_cross_check": {"xla_per_device", "ratio"},
                         "xla_per_device", "check", "measured_seconds"[, "error"]}

@@ -129,6 +129,25 @@ def matmul_flops(strategy: str, sizes: StepSizes, devices: int) -> int:
     raise ValueError(f"unknown training step {strategy!r}")
 
 
+def split_dimensions(args: tuple[Any, ...], in_specs: tuple[Any, ...], axis: str = "d"
+                     ) -> list[dict[str, Any]]:
+    """The dimensions a step splits over the mesh axis ``axis``: per parameter (``"data":
+    False``; the Adam moments follow their parameters) and per data argument ``x``, ``y``
+    (``"data": True``), ``{"argument", "dim", "size", "data"}`` with the global size. A
+    projection to more devices needs each parameter dimension to split that many ways."""
+    params, _, x, y = args
+    named = [(name, params[name], in_specs[0][name], False) for name in sorted(params)]
+    named += [("x", x, in_specs[2], True), ("y", y, in_specs[3], True)]
+    out = []
+    for name, value, spec, data in named:
+        for dim, entry in enumerate(tuple(spec)):
+            axes = entry if isinstance(entry, tuple) else (entry,)
+            if axis in axes:
+                out.append({"argument": name, "dim": dim, "size": int(np.shape(value)[dim]),
+                            "data": data})
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Inputs and the NumPy reference
 # --------------------------------------------------------------------------------------------

@@ -444,7 +444,8 @@ def comm_projection(projection: Mapping[str, Any]) -> FigureOut:
             f"compiled 8-device steps carried to {_and([str(d) for d in projection['devices']])}"
             f" devices with each device keeping its share of the batch (weak scaling), on "
             f"{preset}'s published peak ({projection['peak_dtype']}) and HBM bandwidth; "
-            "collectives priced by the alpha-beta model on the slowest link they cross.")
+            "collectives priced by the alpha-beta model level by level: inside the fast "
+            "domain, then across the network.")
     table = Table(("step", "devices", "link", "global batch", "T_math", "T_comm (latency + "
                    "bandwidth)", "step lower bound", "binding"), tuple(rows))
     return _finish(fig, "comm_projection", title, desc, table, (kind,))

@@ -615,27 +615,31 @@ def sharding(vm: VM) -> Section:
     st = sh["steps"]
     body: list[Block] = [p(
         f"Each workload below is compiled for {plural(sh['devices'], 'device', 'devices')} "
-        "(the built-ins: a matmul ", Code("x[B, D] @ w[D, F]"), " sharded three ways, and "
-        "whole training steps: forward, backward and an Adam update, data parallel, FSDP, a "
-        "tensor-parallel MLP and FSDP over scanned layers). Every collective is read from the "
-        "compiled HLO with its replica groups and the trip count of any loop around it; per "
-        "device, T_math = flops ÷ peak, T_mem = bytes ÷ memory bandwidth, and T_comm = the sum "
-        "over collectives of latency × steps + bytes sent ÷ interconnect bandwidth (the α–β "
-        "model). The largest is a lower bound on the step time (perfect overlap), their sum an "
-        "upper bound (no overlap). Budgets: ", sh["peak"], ", ", sh["bandwidth"], " memory, ",
-        sh["interconnect"], " interconnect, ", st["latency"] if st["available"] else "no",
-        " latency per step; a device that computes fewer than ", sh["critical"],
-        " per byte it sends is communication-bound.")]
+        "(the built-ins: a matmul ", Code("x[B, D] @ w[D, F]"), " sharded three ways, "
+        + ("once more in bfloat16, " if sh["bf16_variant"] else "")
+        + "and whole training steps: forward, backward and an Adam update, data "
+        "parallel, FSDP, a tensor-parallel MLP and FSDP over scanned layers). Every collective "
+        "is read from the compiled HLO with its replica groups and the trip count of any loop "
+        "around it, in the dtype the program gives it (a combined collective, several arrays "
+        "in one instruction, once); per device, T_math = flops ÷ peak, T_mem = bytes ÷ memory "
+        "bandwidth, and T_comm = the sum over collectives of latency × steps + bytes sent ÷ "
+        "interconnect bandwidth (the α–β model). The largest is a lower bound on the step time "
+        "(perfect overlap), their sum an upper bound (no overlap). Budgets: ", sh["peak"], ", ",
+        sh["bandwidth"], " memory, ", sh["interconnect"], " interconnect, ",
+        st["latency"] if st["available"] else "no", " latency per step; a device that computes "
+        "fewer than ", sh["critical"], " per byte it sends is communication-bound.")]
     if sh["emulated"]:
         body.append(Note((f"{sh['note']}.",)))
     batches = {r["name"]: r["batch"] for r in st.get("rows", [])}
     body.append(table(
-        ("sharding", "batch, mesh", "collectives (compiled HLO)", "flops / device",
-         "memory traffic / device", "sent / device", "XLA flops / device", "check"),
+        ("sharding", "batch, mesh", "collectives (compiled HLO, program dtype)", "flops / device",
+         "memory traffic / device (shards)", "sent / device", "XLA flops / device", "check"),
         [(c(r["description"]), c(batches.get(r["name"], "not analysed")),
           c(Code(r["collectives"])), num(r["flops"]), num(r["hbm"]), num(r["comm_hlo"]),
           num(r["xla_flops"]), c(r["check"])) for r in sh["rows"]],
         caption="What each device computes, moves and sends, per step"))
+    if sh["notes"]:
+        body.append(BulletList(tuple((note,) for note in sh["notes"])))
     if st["available"]:
         body += _sharded_steps(st)
     body += [*_optional_figure(vm, "comm_times"), *_optional_figure(vm, "comm_scaling"),
@@ -649,27 +653,34 @@ def _sharded_steps(st: VM) -> list[Block]:
     body: list[Block] = []
     if st["collectives"]:
         body.append(table(
-            ("workload", "collective", "array (per device)", "replica groups",
-             "sent / device, each run", "runs per step", "steps each (ring)",
+            ("workload", "collective", "arrays (per device, program dtype)", "replica groups",
+             "sent / device, each run", "runs per step", "algorithm (the faster)",
              "latency × steps", "bytes ÷ bandwidth"),
             [(c(r["workload"]), c(r["op"]), c(Code(r["array"])), c(r["groups"]), num(r["sent"]),
-              c(r["runs"]), num(r["steps"]), num(r["t_latency"]), num(r["t_bandwidth"]))
+              c(r["runs"]), c(r["algorithm"]), num(r["t_latency"]), num(r["t_bandwidth"]))
              for r in st["collectives"]],
             caption="Every collective of the compiled programs, priced by the α–β model"))
     body.append(p("Algorithm factors, for a group of N devices: ", "; ".join(st["algorithms"]),
-                  ". The table prices the ring; bytes are what one device sends."))
+                  ". Each collective takes the faster of the two; bytes are what one device "
+                  "sends, in the program's dtype."))
     body.append(table(
-        ("workload", "batch, mesh", "T_math", "T_mem", "T_comm latency", "T_comm bandwidth",
-         "lower bound (max)", "upper bound (sum)", "binds", "critical batch"),
-        [(c(r["name"]), c(r["batch"]), num(r["t_math"]), num(r["t_mem"]), num(r["t_latency"]),
-          num(r["t_bandwidth"]), num(r["lower"]), num(r["upper"]), c(r["binding"]),
-          num(r["critical"])) for r in st["rows"]],
+        ("workload", "batch, mesh", "T_math", "T_mem", "memory traffic (shards + collective "
+         "buffers)", "T_comm latency", "T_comm bandwidth", "lower bound (max)",
+         "upper bound (sum)", "binds", "critical batch"),
+        [(c(r["name"]), c(r["batch"]), num(r["t_math"]), num(r["t_mem"]), num(r["memory"]),
+          num(r["t_latency"]), num(r["t_bandwidth"]), num(r["lower"]), num(r["upper"]),
+          c(r["binding"]), num(r["critical"])) for r in st["rows"]],
         caption="Time bounds per step (α–β), each at the batch and mesh it was compiled at"))
     body.append(p(
         "The critical batch is the global batch at which T_math catches up with T_comm, the "
         "math growing with the batch: gradients and weights (data parallel, FSDP) cost the same "
         "at any batch; activations (tensor parallel, the contracting-axis matmul) grow with it, "
-        "so only their latency is left to amortise."))
+        "so only their latency is left to amortise. A training step's memory traffic counts "
+        "its arguments' and results' shards and each collective's own buffers: the operand it "
+        "reads, the result it writes and the read of that result (the gathered weights of "
+        "FSDP)."))
+    if st["flags"]:
+        body.append(BulletList(tuple((flag,) for flag in st["flags"])))
     if st["jax_roofline"]:
         body.append(table(
             ("workload", "sent / device (ours, HLO)", "ICI bytes (jax)", "latency steps (ours)",
@@ -681,9 +692,11 @@ def _sharded_steps(st: VM) -> list[Block]:
         body.append(p(
             "jax.experimental.roofline prices each collective of the traced program with the "
             "same ring formulas, so the bytes agree where no loop intervenes; it counts N hops "
-            "of latency per all-gather or reduce-scatter (2N per all-reduce) where the ring "
-            "takes N − 1 steps, and it costs the body of a scan once, as XLA's cost analysis "
-            "does, where the compiled loop runs it once per iteration."))
+            "of latency per all-gather or reduce-scatter (2N per all-reduce) where our steps "
+            "are those of the faster algorithm, and it costs the body of a scan once, as XLA's "
+            "cost analysis does, where the compiled loop runs it once per iteration.",
+            *((" Not available here: ", st["jax_unavailable"], " (it needs absl-py, a "
+               "dependency of this package).") if st["jax_unavailable"] else ())))
     if st["emulated"]:
         body.append(p(
             "What the emulated timings can show: the devices are threads of one process on this "
@@ -702,25 +715,47 @@ def _sharded_steps(st: VM) -> list[Block]:
               num(r["measured"]), num(r["ratio"])) for r in st["emulated"]],
             caption="The emulated measurement, predicted from this machine's measured roofs"))
     if st["projection"]:
+        topology = (f"the {st['torus']} torus of one pod, each mesh axis a bidirectional ring "
+                    "where it spans a whole torus axis (wraparound), a one-way line where it "
+                    "does not" if st["torus"] else
+                    f"one domain of {st['domain']} devices on the fast link, beyond it the "
+                    "network: a collective over more devices runs inside each domain and across "
+                    "domains on the slower link (an all-reduce reduce-scatters inside, "
+                    "all-reduces 1/D of the array across, all-gathers inside)")
         body.append(p(
             Strong("Projection, not a measurement:"), " ",
             f"the compiled 8-device training steps carried to more devices on {st['preset']} "
-            "(peak ", st["peak"], f" {st['peak_dtype']}, HBM ", st["hbm"], "; links: ",
-            "; ".join(st["links"]), f"; beyond one domain of {st['domain']} chips a collective "
-            "crosses the slower link). Each device keeps its share of the batch (weak scaling), "
-            "so its flops and memory traffic stay those compiled here; a collective over the "
-            "whole mesh grows its group, keeps its array (activations grow with the global "
-            "batch), and pays latency on every ring step."))
+            "(peak ", st["peak"], f" {st['peak_dtype']} for float32 steps, HBM ", st["hbm"],
+            "; links: ", "; ".join(st["links"]), f"). The network is {topology}; "
+            + ("the ring along the torus axes is the algorithm priced there. " if st["torus"]
+               else "each level prices its own latency and bandwidth and takes the faster of "
+               "the ring and the tree. ")
+            + "Each device keeps its share of the batch (weak scaling), so its flops stay "
+            "those compiled here; its memory traffic rescales the shards (weights split over "
+            "the mesh shrink) and adds the collectives' buffers; a collective over the whole "
+            "mesh grows its group and keeps its array (activations grow with the global "
+            "batch). Latencies are assumptions (marked hypothetical), and so is every time "
+            "they enter. A weight dimension that cannot be split over the devices is not "
+            "projected."))
         body.append(table(
-            ("training step", "devices", "global batch", "link", "T_math", "T_mem",
-             "T_comm latency", "T_comm bandwidth", "step lower bound", "binds"),
-            [(c(r["name"]), c(r["devices"]), c(r.get("batch", "")), c(r.get("link", "")),
-              num(r["t_math"]), num(r["t_mem"]), num(r["t_latency"]), num(r["t_bandwidth"]),
-              num(r["lower"]), c(r["binding"])) if r["available"] else
-             (c(r["name"]), c(r["devices"]), c(""), c(r["reason"]), c(""), c(""), c(""), c(""),
-              c(""), c(""))
+            ("training step", "devices", "global batch", "network: devices, algorithm",
+             "T_math", "T_mem", "T_comm latency", "T_comm bandwidth", "step lower bound",
+             "binds", "compute-bound above", "flags"),
+            [(c(r["name"]), c(r["devices"]), c(r["batch"]), c(r["network"]), num(r["t_math"]),
+              num(r["t_mem"]), num(r["t_latency"]), num(r["t_bandwidth"]), num(r["lower"]),
+              c(r["binding"]), num(r["critical"]), c(r["flags"])) if r["available"] else
+             (c(r["name"]), c(r["devices"]), c(""), c(r["reason"]), c(""), c(""), c(""),
+              c(""), c(""), c(""), c(""), c(""))
              for r in st["projection"]],
             caption=f"Projected step time on {st['preset']} for 8 to 1024 devices (projection)"))
+        if st["crossovers"]:
+            body.append(p(
+                "Where a data-parallel or FSDP step stays compute-bound: its gradients and "
+                "weights cost the same time at any batch, so above the per-device batch where "
+                "its math catches up with them ('How to Scale Your Model': the chip's FLOP/s "
+                "over the bandwidth each device sends at, scaled by the step's flops and bytes "
+                "per sample) the communication hides behind the math."))
+            body.append(BulletList(tuple(st["crossovers"])))
     return [*body]
 
 

@@ -3,12 +3,61 @@ alpha-beta model of their steps and its projection to real chips, as display str
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_report.kinds import Kind
 from roofline_report.report.format import Num, count, n, plural, ratio
 from roofline_report.units import format_intensity, format_si
+
+
+def _dims(shape: Any) -> str:
+    return "[" + ",".join(map(str, shape)) + "]" if isinstance(shape, list) else ""
+
+
+def _arrays(c: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A collective record's arrays; results saved before records held them: the record."""
+    arrays = c.get("arrays")
+    if arrays:
+        return list(arrays)
+    return [{"dtype": c.get("dtype"), "shape": c.get("shape"), "bytes": c.get("result_bytes"),
+             "program_dtype": c.get("program_dtype") or c.get("dtype")}]
+
+
+def array_text(c: Mapping[str, Any]) -> str:
+    """The arrays of a collective in the program's dtype, per device; a combined collective's
+    arrays listed together; where the compiled dtype differs, it follows (this machine's)."""
+    arrays = _arrays(c)
+    parts = [f"{a.get('program_dtype') or a.get('dtype') or ''}{_dims(a.get('shape'))}"
+             for a in arrays]
+    text = parts[0] if len(parts) == 1 else f"{len(parts)} arrays combined: ({', '.join(parts)})"
+    compiled = sorted({str(a.get("dtype")) for a in arrays
+                       if a.get("program_dtype") and a.get("dtype") != a.get("program_dtype")})
+    if compiled:
+        text += f" (compiled {'/'.join(compiled)} on this CPU)"
+    return text
+
+
+def _check_text(check: Mapping[str, Any] | None) -> str:
+    if not check:
+        return "not run"
+    if check.get("available") is False:
+        return f"not checked: {check.get('reason', 'unavailable')}"
+    return "passed" if check.get("passed") else "failed"
+
+
+def _sent(per: Mapping[str, Any]) -> Num:
+    """Bytes sent per device, in the program's dtype; a lower bound is said so, and what this
+    machine's compiled program sends when it differs."""
+    value = per.get("comm_bytes_hlo")
+    sent = n(value, "B", Kind.ANALYTIC)
+    text = sent.text
+    if per.get("comm_bytes_complete") is False:
+        text = f"at least {text} (a loop of unknown trip count counted once)"
+    compiled = per.get("comm_bytes_compiled")
+    if compiled is not None and value is not None and compiled != value:
+        text += f"; {format_si(compiled, 'B')} as compiled on this CPU"
+    return Num(text, sent.kind)
 
 
 def sharding(sh: Mapping[str, Any]) -> dict[str, Any]:
@@ -22,15 +71,16 @@ def sharding(sh: Mapping[str, Any]) -> dict[str, Any]:
                                          for b in model.get("bounds", [])}
     budget = model.get("budget", {})
     rows = []
+    notes: list[str] = []
     for i, w in enumerate(sh.get("workloads", [])):
         per = w.get("per_device") or {}
         xla = w.get("xla_per_device") or {}
         b = bounds.get(i, bounds.get(w.get("sharding", ""), {}))
         colls = "; ".join(
-            f"{c['op']} {c.get('dtype', '')}{c.get('shape', '')} over "
+            f"{c['op']} {array_text(c)} over "
             f"{plural(c.get('group_size'), 'device', 'devices')}"
             for c in w.get("collectives", [])) or "none"
-        check = w.get("check") or {}
+        notes += [f"{w.get('name', '')}: {note}" for note in w.get("notes") or []]
         rows.append({
             "name": w.get("name", ""),
             "description": w.get("description", ""),
@@ -38,9 +88,9 @@ def sharding(sh: Mapping[str, Any]) -> dict[str, Any]:
             "flops": count(per.get("flops"), Kind.ANALYTIC),
             "hbm": n(per.get("hbm_bytes"), "B", Kind.ANALYTIC),
             "comm": n(per.get("comm_bytes"), "B", Kind.ANALYTIC),
-            "comm_hlo": n(per.get("comm_bytes_hlo"), "B", Kind.ANALYTIC),
+            "comm_hlo": _sent(per),
             "xla_flops": count(xla.get("flops"), Kind.COMPILER_ESTIMATE),
-            "check": "passed" if check.get("passed") else "failed" if check else "not run",
+            "check": _check_text(w.get("check")),
             "t_math": n(b.get("t_math"), "s", kind),
             "t_mem": n(b.get("t_mem"), "s", kind),
             "t_comm": n(b.get("t_comm"), "s", kind),
@@ -58,6 +108,9 @@ def sharding(sh: Mapping[str, Any]) -> dict[str, Any]:
         "note": sh.get("note", ""),
         "emulated": bool(sh.get("emulated")),
         "rows": rows,
+        "bf16_variant": any(w.get("dtype") == "bfloat16" and not w.get("step")
+                            and w.get("sharding") != "user" for w in sh.get("workloads", [])),
+        "notes": list(dict.fromkeys(notes)),
         "peak": n(budget.get("peak"), "FLOP/s", kind),
         "bandwidth": n(budget.get("bandwidth"), "B/s", kind),
         "interconnect": n(budget.get("interconnect"), "B/s", kind),
@@ -72,32 +125,65 @@ def _batch_text(batch: Mapping[str, Any] | None, mesh: str) -> str:
     return f"B={batch['global']} ({batch['per_device']} per device); mesh {mesh}"
 
 
-def _ab_collective(row: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    c, priced = row["collective"], row["priced"] or {}
+def _runs_text(c: Mapping[str, Any]) -> str:
     trips = c.get("trip_count", 1)  # results saved before loops were read: once
     loops = c.get("loops") or []
+    if trips is None:
+        return "unknown: a loop without a known trip count, counted once (a lower bound)"
+    return f"{trips} ({plural(len(loops), 'loop', 'loops')})" if loops else "1"
+
+
+def _algorithm_text(priced: Mapping[str, Any]) -> str:
+    """The algorithm chosen at each level, its steps, and the one it beat."""
+    parts = []
+    for level in priced.get("levels", []):
+        text = f"{level['algorithm']}, {plural(level['steps'], 'step', 'steps')}"
+        rejected = level.get("rejected")
+        if rejected and rejected["time"] > level["time"]:
+            text += f" (faster than the {rejected['algorithm']})"
+        elif rejected:
+            text += f" (as fast as the {rejected['algorithm']})"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def _ab_collective(row: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    c, priced = row["collective"], row["priced"] or {}
     groups = c.get("replica_groups")
     if groups:
         groups_text = (f"{len(groups)} x {len(groups[0])}: "
                        + "".join("{" + ",".join(map(str, g)) + "}" for g in groups[:2])
                        + (" ..." if len(groups) > 2 else ""))
+    elif c.get("group_size") == 1:
+        axes = row.get("unit_axes") or []
+        over = (f" (mesh axis {', '.join(repr(a) for a in axes)} of size 1)" if axes else "")
+        groups_text = f"one device{over}: sends nothing"
     else:
         groups_text = "unknown" if c.get("group_size") is None else "all devices"
+    sent = c.get("program_bytes_per_device")
+    if sent is None:
+        sent = c.get("bytes_per_device")
     return {
         "workload": row["workload"],
         "op": c.get("op", ""),
-        "array": f"{c.get('dtype', '')}{c.get('shape', '')}",
+        "array": array_text(c),
         "groups": groups_text,
-        "sent": n(c.get("bytes_per_device"), "B", Kind.ANALYTIC),
-        "runs": ("unknown (a loop without a known trip count; counted once)" if trips is None
-                 else f"{trips} ({plural(len(loops), 'loop', 'loops')})" if loops else "1"),
-        "steps": count(priced.get("steps"), Kind.ANALYTIC),
+        "sent": n(sent, "B", Kind.ANALYTIC),
+        "runs": _runs_text(c),
+        "algorithm": _algorithm_text(priced) if priced else "not priced",
         "t_latency": n(priced.get("t_latency"), "s", kind),
         "t_bandwidth": n(priced.get("t_bandwidth"), "s", kind),
+        "note": c.get("dtype_note") or "",
     }
 
 
 def _jax_roofline_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    if not r.get("available", True):
+        unknown = Num("not available")
+        return {"name": r["name"], "available": False, "ours_bytes": unknown,
+                "jax_bytes": unknown, "ours_steps": unknown, "jax_latency": unknown,
+                "ours_flops": unknown, "jax_flops": unknown,
+                "why": f"not available: {r.get('reason', 'unknown')}"}
     ours, theirs = r["ours_bytes"], r["jax_bytes"]
     if ours == theirs:
         why = "the same ring formulas: bytes agree"
@@ -108,6 +194,7 @@ def _jax_roofline_row(r: Mapping[str, Any]) -> dict[str, Any]:
         why = "differ: see the collectives table"
     return {
         "name": r["name"],
+        "available": True,
         "ours_bytes": n(ours, "B", Kind.ANALYTIC),
         "jax_bytes": n(theirs, "B", Kind.ANALYTIC),
         "ours_steps": count(r["ours_steps"], Kind.ANALYTIC),
@@ -133,6 +220,118 @@ def _emulated_rows(em: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _critical_text(r: Mapping[str, Any], kind: str) -> Num:
+    crit = r["critical_batch"]
+    if r["batch"] is None:
+        return Num("no batch known")
+    if r["t_comm"] == 0:
+        return Num("no communication")
+    if crit is None:
+        return Num("none: communication grows as fast as the math")
+    return Num(f"B ≈ {crit:,.0f}", kind)
+
+
+def _network_text(r: Mapping[str, Any]) -> str:
+    """Each level a projected step's collectives cross: devices (the torus slice), the
+    algorithms chosen there."""
+    parts = []
+    for level in r.get("levels", []):
+        where = f"{level['level']}, {level['devices']:,} devices"
+        if level.get("slice"):
+            where += f" ({level['slice']})"
+        parts.append(f"{where}: {' and '.join(level['algorithms'])}")
+    return "; ".join(parts) or str(r.get("link", ""))
+
+
+def _projection_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    if not r["available"]:
+        return {"name": r["name"], "devices": f"{r['devices']:,}", "available": False,
+                "reason": f"not projected: {r['reason']}"}
+    kinds = r["kinds"]
+    per_device = r.get("critical_per_device")
+    if r.get("comm_scales"):
+        crit = r.get("critical_batch")
+        critical = (Num(f"global B ≈ {crit:,.0f}", kinds["critical_batch"]) if crit
+                    else Num("none: communication grows with the batch"))
+    elif per_device:
+        critical = Num(f"{per_device:,.0f} per device", kinds["critical_batch"])
+    else:
+        critical = Num("no communication")
+    return {
+        "name": r["name"], "devices": f"{r['devices']:,}", "available": True,
+        "link": r["link"], "network": _network_text(r), "batch": f"B={r['global_batch']:,}",
+        "t_math": n(r["t_math"], "s", kinds["t_math"]),
+        "t_mem": n(r["t_mem"], "s", kinds["t_mem"]),
+        "t_latency": n(r["t_comm_latency"], "s", kinds["t_comm_latency"]),
+        "t_bandwidth": n(r["t_comm_bandwidth"], "s", kinds["t_comm_bandwidth"]),
+        "lower": n(r["lower_bound"], "s", kinds["lower_bound"]), "binding": r["binding"],
+        "critical": critical,
+        "flags": "; ".join(r.get("flags") or []),
+    }
+
+
+def _crossover_sentences(pr: Mapping[str, Any]) -> list[tuple[str | Num, ...]]:
+    """One sentence per step with a crossover: the per-device batch above which it stays
+    compute-bound, inside the fast domain and across the network, from the projected rows."""
+    by_name: dict[str, list[Mapping[str, Any]]] = {}
+    for c in pr.get("crossovers", []):
+        by_name.setdefault(c["name"], []).append(c)
+    out: list[tuple[str | Num, ...]] = []
+    for name, points in by_name.items():
+        parts: list[str | Num] = [f"{name}: compute-bound above "]
+        for i, c in enumerate(points):
+            if i:
+                parts.append(", and above ")
+            parts += [Num(f"{c['per_device']:,.0f}", c["kind"]),
+                      f" samples per device on {c['devices']:,} devices ({c['link']})"]
+        out.append((*parts, "."))
+    return out
+
+
+def _links_text(pr: Mapping[str, Any]) -> list[str]:
+    out = []
+    for link in pr["links"]:
+        text = f"{link['name']} {format_si(link['egress'], 'B/s')} per direction"
+        one_link = link.get("link_bandwidth")
+        if one_link:
+            text += f" per chip, {format_si(one_link['value'], 'B/s')} per torus link one way"
+        latency = link["latency"]
+        text += f", {format_si(latency['value'], 's')} per step ({latency['note']})"
+        out.append(text)
+    return out
+
+
+def _step_row(r: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    lower_bound = r.get("comm_lower_bound")
+    t_comm_latency = n(r["t_comm_latency"], "s", kind)
+    t_comm_bandwidth = n(r["t_comm_bandwidth"], "s", kind)
+    if lower_bound:
+        t_comm_latency = Num(f"≥ {t_comm_latency.text}", kind)
+        t_comm_bandwidth = Num(f"≥ {t_comm_bandwidth.text}", kind)
+    return {
+        "name": r["name"],
+        "batch": _batch_text(r["batch"], r["mesh"]),
+        "t_math": n(r["t_math"], "s", kind),
+        "t_mem": n(r["t_mem"], "s", kind),
+        "memory": n(r.get("memory_bytes"), "B", Kind.ANALYTIC),
+        "t_latency": t_comm_latency,
+        "t_bandwidth": t_comm_bandwidth,
+        "t_comm": n(r["t_comm"], "s", kind),
+        "lower": n(r["lower_bound"], "s", kind),
+        "upper": n(r["upper_bound"], "s", kind),
+        "binding": r["binding"],
+        "critical": _critical_text(r, kind),
+        "flag": (f"{plural(r['unknown_trips'], 'collective', 'collectives')} in a loop of "
+                 "unknown trip count, counted once: T_comm is a lower bound")
+        if lower_bound else "",
+    }
+
+
+def _jax_unavailable(rows: Sequence[Mapping[str, Any]]) -> str:
+    reasons = sorted({str(r["reason"]) for r in rows if not r.get("available", True)})
+    return "; ".join(reasons)
+
+
 def _sharded_steps(sh: Mapping[str, Any]) -> dict[str, Any]:
     """Display strings of the alpha-beta model
     (:func:`roofline_report.analysis.study.step_study`)."""
@@ -141,69 +340,34 @@ def _sharded_steps(sh: Mapping[str, Any]) -> dict[str, Any]:
         return {"available": False}
     kind = model.get("kind", Kind.HYPOTHETICAL.value)
     budget = model["budget"]
-    rows = []
-    for r in model["rows"]:
-        crit = r["critical_batch"]
-        batch = r["batch"]
-        if batch is None:
-            crit_text = Num("no batch known")
-        elif r["t_comm"] == 0:
-            crit_text = Num("no communication")
-        elif crit is None:
-            crit_text = Num("none: communication grows as fast as the math")
-        else:
-            crit_text = Num(f"B ≈ {crit:,.0f}", kind)
-        rows.append({
-            "name": r["name"],
-            "batch": _batch_text(batch, r["mesh"]),
-            "t_math": n(r["t_math"], "s", kind),
-            "t_mem": n(r["t_mem"], "s", kind),
-            "t_latency": n(r["t_comm_latency"], "s", kind),
-            "t_bandwidth": n(r["t_comm_bandwidth"], "s", kind),
-            "t_comm": n(r["t_comm"], "s", kind),
-            "lower": n(r["lower_bound"], "s", kind),
-            "upper": n(r["upper_bound"], "s", kind),
-            "binding": r["binding"],
-            "critical": crit_text,
-        })
     pr = model["projection"]
-    pkind = pr["kind"]
-    projection = []
-    for r in pr["rows"]:
-        if not r["available"]:
-            projection.append({"name": r["name"], "devices": str(r["devices"]),
-                               "available": False, "reason": r["reason"]})
-            continue
-        projection.append({
-            "name": r["name"], "devices": str(r["devices"]), "available": True,
-            "link": r["link"], "batch": f"B={r['global_batch']:,}",
-            "t_math": n(r["t_math"], "s", pkind), "t_mem": n(r["t_mem"], "s", pkind),
-            "t_latency": n(r["t_comm_latency"], "s", pkind),
-            "t_bandwidth": n(r["t_comm_bandwidth"], "s", pkind),
-            "lower": n(r["lower_bound"], "s", pkind), "binding": r["binding"],
-        })
+    projection = [_projection_row(r) for r in pr["rows"]]
     em = model.get("emulated") or {}
     emulated = _emulated_rows(em)
     ratios = [r["ratio"] for r in em.get("rows", []) if r.get("ratio")]
-    links = [f"{link['name']} {format_si(link['egress'], 'B/s')} per direction, "
-             f"{format_si(link['latency']['value'], 's')} per step (assumed)"
-             for link in pr["links"]]
+    jax_rows = list(model["jax_roofline"])
     return {
         "available": True,
         "latency": n(budget["latency"], "s", kind),
         "interconnect": n(budget["interconnect"], "B/s", kind),
         "algorithms": list(model["algorithms"].values()),
-        "rows": rows,
+        "rows": [_step_row(r, kind) for r in model["rows"]],
+        "flags": [f"{r['name']}: {plural(r['unknown_trips'], 'collective', 'collectives')} in "
+                  "a while loop of unknown trip count, counted once: its T_comm is a lower bound"
+                  for r in model["rows"] if r.get("comm_lower_bound")],
         "collectives": [_ab_collective(r, kind) for r in model["collectives"]],
-        "jax_roofline": [_jax_roofline_row(r) for r in model["jax_roofline"]],
+        "jax_roofline": [_jax_roofline_row(r) for r in jax_rows],
+        "jax_unavailable": _jax_unavailable(jax_rows),
         "emulated": emulated,
         "emulated_range": (f"{min(ratios):.2g}–{max(ratios):.2g}" if len(ratios) > 1
                            else f"{ratios[0]:.2g}" if ratios else ""),
         "projection": projection,
         "preset": pr["preset"],
-        "peak": n(pr["peak"], "FLOP/s", pkind),
+        "peak": n(pr["peak"], "FLOP/s", pr["kind"]),
         "peak_dtype": pr["peak_dtype"],
-        "hbm": n(pr["hbm_bandwidth"], "B/s", pkind),
-        "links": links,
+        "hbm": n(pr["hbm_bandwidth"], "B/s", pr["kind"]),
+        "links": _links_text(pr),
         "domain": str(pr["domain"] or ""),
+        "torus": " x ".join(map(str, pr.get("torus") or [])),
+        "crossovers": _crossover_sentences(pr),
     }
