@@ -2,33 +2,45 @@
 beside the two times a profiler trace of the whole program gives it.
 
     python benchmarks/kernels_alone.py [--setup module:function] [--kernels N] [--calls N]
+                                       [--rounds N] [--budget SECONDS]
 
 ``--setup`` names a function returning ``(fn, args)`` or ``(fn, args, kwargs)``: default the
 shipped training step, ``examples.transformer:setup``. The program is compiled once and traced
-over ``--calls`` calls (default 20). From that one trace each kernel gets two times per call:
+(``--calls`` calls per trace session, default 5). From the trace each kernel gets two times per
+call of the program:
 
-* **busy**: the summed durations of its own events (``hlo_op``), what the thread that ran the
+* **busy**: the summed durations of its own events (``hlo_op``): what the thread that ran its
   thunk spent in it;
-* **span**: launch to completion, from its event's start to the end of its ``end:`` event when
-  the thunk completes asynchronously (:func:`roofline_report.traces.events.kernel_times`, the
-  time the report attributes), which includes any wait for busy worker threads.
+* **span**: launch to completion, from its event's start to the end of its ``end:`` event
+  (:func:`roofline_report.traces.events.kernel_times`, the time the report attributes), which
+  includes any wait for busy worker threads when the thunk completes asynchronously.
 
-Then each of the ``--kernels`` kernels with the most span (default 12) and any kernel among as
-many with the most busy time is compiled **alone**: its fused computation becomes the entry
-computation of an HLO module of its own (a kernel that is a bare instruction is wrapped with
-one parameter per operand), with the computations it calls; the module goes through
-``jaxlib``'s HLO parser, is converted to StableHLO and compiled for the same device. It runs on
-random inputs of the operand shapes (scalar constants fed their values) in interleaved rounds;
-its time is the call's wall time less the dispatch floor (the same harness on a one-element
-module). The alone compile is checked to give one kernel of the same kind.
+A kernel **waits** when its median span exceeds its median busy time by more than 5%. The
+``--kernels`` kernels (default 12) with the most span, as many with the most busy time and as
+many with the most span among those that wait are each compiled **alone**: a fusion's fused
+computation becomes the entry computation of an HLO module of its own (a kernel that is a
+bare instruction is wrapped, with one parameter per operand), with the computations it calls;
+the text goes through jaxlib's HLO parser, its HLO-to-StableHLO conversion and the client's
+compiler (jaxlib 0.10: ``xla_client.hlo.hlo_module_from_text``,
+``_xla.mlir.hlo_to_stablehlo``, ``Client.compile_and_load``). A bitcast that only reinterprets
+row-major data is written as a reshape, which the conversion accepts. Each runs on random
+inputs of its operands' shapes (scalar constants at their values); its time is the call's
+wall time less the dispatch floor (the median call of a one-element module through the same
+harness). The alone compile is checked to give one kernel of the same kind (``same_form``).
 
-A measure **agrees** with the alone time when their first-to-third-quartile ranges overlap
-(the run's spread on both sides). The last line is JSON: per kernel its name, category, kind,
-alone median and quartiles, busy and span medians and quartiles, the alone compile's kernels;
-and ``agree_busy``, ``agree_span`` (how many of ``compared`` agree), ``median_ratio_busy`` and
-``median_ratio_span`` (measure ÷ alone, median over kernels), the per-call sums of busy and
-span over all kernels, the untraced program time and the top-10 lists' shared names.
-Timings on a shared machine are noisy: compare within one run.
+Then ``--rounds`` rounds (default 5) each time every kernel alone for ``--budget / rounds``
+seconds and trace one more session, so both see the same machine. A measure **agrees** with
+the alone time when their first-to-third-quartile ranges overlap (the run's spread on both
+sides).
+
+Prints a table, then a last line of JSON: per kernel (``kernels``) its name, category, kind,
+launches, ``waits``, alone/busy/span medians and quartiles (``alone_s``, ``alone_q1_s``, ...),
+``agrees_busy``, ``agrees_span``, the alone compile's kernels and ``same_form``; the tallies
+``compared``, ``agree_busy``, ``agree_span``, ``median_ratio_busy`` and ``median_ratio_span``
+(measure ÷ alone, median over kernels), also for the ``waiting`` and ``not_waiting`` kernels
+apart; the per-call sums of busy and of span over every kernel (median, min, max), the traced
+and untraced program times, how many kernels wait and how many of the top-10 kernels by busy
+and by span are shared. Timings on a shared machine are noisy: compare within one run.
 """
 
 from __future__ import annotations
@@ -56,6 +68,7 @@ from roofline_report.observe.timer import block  # noqa: E402
 from roofline_report.traces.events import kernel_times  # noqa: E402
 
 DEFAULT_SETUP = "examples.transformer:setup"
+WAITS = 0.05  # a kernel "waits" when its span exceeds its busy time by more than this share
 
 # ---------------------------------------------------------------------------------------------
 # A kernel's computation as an HLO module of its own (pure: text in, text out)
@@ -440,8 +453,53 @@ def _alone_kernels(executable: Any) -> list[dict[str, Any]]:
             for k in kernel_inventory(text)["kernels"]]
 
 
+@dataclass(slots=True)
+class _Traces:
+    """Per-kernel samples (one per traced call) gathered over several trace sessions."""
+
+    module: str
+    inventory: Mapping[str, Any]
+    busy: dict[str, list[float]]
+    span: dict[str, list[float]]
+    launches: dict[str, float]
+    busy_sum: list[float]
+    span_sum: list[float]
+    program: list[float]
+    untraced: list[float]
+
+    def add(self, compiled: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
+            calls: int) -> None:
+        profile, untraced = trace_program(compiled, args, kwargs, calls)
+        spans = kernel_times(profile, module=self.module, kernels=self.inventory, calls=calls)
+        if not spans.get("available"):
+            raise RuntimeError(f"no kernel times: {spans.get('reason')}")
+        busy = busy_times(profile, self.module)
+        for name, samples in busy.items():
+            self.busy.setdefault(name, []).extend(samples)
+        for row in spans["kernels"]:
+            self.span.setdefault(row["name"], []).extend(row["samples_s"])
+            self.launches[row["name"]] = row["launches"]
+        self.busy_sum += _per_call_sums(busy.values())
+        self.span_sum += _per_call_sums(row["samples_s"] for row in spans["kernels"])
+        self.program.append(spans["program_s"])
+        self.untraced += untraced
+
+    def waiting(self) -> list[str]:
+        """Kernels whose median span exceeds their median busy time by more than WAITS."""
+        return [n for n in self.span if statistics.median(self.span[n])
+                > (1 + WAITS) * statistics.median(self.busy.get(n, [0.0]))]
+
+    def ranked(self, times: Mapping[str, list[float]], names: Iterable[str] | None = None
+               ) -> list[str]:
+        pool = [n for n in (times if names is None else names) if n in self.span]
+        return sorted(pool, key=lambda n: (-statistics.median(times.get(n, [0.0])), n))
+
+
 def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: int
             ) -> dict[str, Any]:
+    """Trace the program, choose the kernels, then ``rounds`` rounds of (time each kernel
+    alone for ``budget_s / rounds``; trace ``calls`` more calls), so that the alone times and
+    the traced times share the machine's conditions."""
     import jax
 
     fn, args, kwargs = _setup(setup)
@@ -449,17 +507,12 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
     compiled = jitted.lower(*args, **kwargs).compile()
     hlo = compiled.as_text()
     inventory = {k["name"]: k for k in kernel_inventory(hlo)["kernels"]}
-    module_name = ir.parse_module(hlo).name
-    profile, untraced = trace_program(compiled, args, kwargs, calls)
-    spans = kernel_times(profile, module=module_name, kernels=inventory, calls=calls)
-    if not spans.get("available"):
-        raise RuntimeError(f"no kernel times: {spans.get('reason')}")
-    busy = busy_times(profile, module_name)
-    span_rows = {r["name"]: r for r in spans["kernels"]}
-    by_span = [r["name"] for r in spans["kernels"]]
-    by_busy = sorted(busy, key=lambda n: -statistics.median(busy[n]))
-    chosen = list(dict.fromkeys(by_span[:kernels] + [n for n in by_busy[:kernels]
-                                                      if n in span_rows]))
+    traces = _Traces(ir.parse_module(hlo).name, inventory, {}, {}, {}, [], [], [], [])
+    traces.add(compiled, args, kwargs, calls)
+    by_span = traces.ranked(traces.span)
+    by_busy = traces.ranked(traces.busy)
+    later = traces.ranked(traces.span, traces.waiting())
+    chosen = list(dict.fromkeys(by_span[:kernels] + by_busy[:kernels] + later[:kernels]))
 
     programs: dict[str, tuple[Any, list[Any]]] = {}
     alone_form: dict[str, list[dict[str, Any]]] = {}
@@ -478,53 +531,83 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
         alone_form[name] = _alone_kernels(executable)
     floor_exe = compile_hlo(FLOOR_HLO)
     programs["(dispatch floor)"] = (floor_exe, _inputs([Parameter("f32", (), "")], seed=0))
-    timed = time_alone(programs, rounds=rounds, budget_s=budget_s)
+    timed: dict[str, list[float]] = {name: [] for name in programs}
+    for _ in range(rounds):
+        for name, samples in time_alone(programs, rounds=1, budget_s=budget_s / rounds).items():
+            timed[name] += samples
+        traces.add(compiled, args, kwargs, calls)
     floor = statistics.median(timed.pop("(dispatch floor)"))
 
     rows: list[dict[str, Any]] = []
     for name, samples in timed.items():
         a1, a2, a3 = quartiles([s - floor for s in samples])
-        b1, b2, b3 = quartiles(busy.get(name, [0.0]))
-        s = span_rows[name]
+        b1, b2, b3 = quartiles(traces.busy.get(name, [0.0]))
+        s1, s2, s3 = quartiles(traces.span[name])
         k = inventory.get(name, {})
         form = alone_form[name]
         rows.append({
             "name": name, "category": k.get("category"), "kind": k.get("kind"),
-            "launches": s["launches"],
+            "launches": traces.launches.get(name), "waits": s2 > (1 + WAITS) * b2,
             "alone_s": a2, "alone_q1_s": a1, "alone_q3_s": a3, "alone_calls": len(samples),
             "busy_s": b2, "busy_q1_s": b1, "busy_q3_s": b3,
-            "span_s": s["total_s"], "span_q1_s": s["q1_s"], "span_q3_s": s["q3_s"],
+            "span_s": s2, "span_q1_s": s1, "span_q3_s": s3,
             "agrees_busy": overlap((a1, a3), (b1, b3)),
-            "agrees_span": overlap((a1, a3), (s["q1_s"], s["q3_s"])),
+            "agrees_span": overlap((a1, a3), (s1, s3)),
             "alone_kernels": form,
             "same_form": len(form) == 1 and form[0]["kind"] == k.get("kind"),
         })
     rows.sort(key=lambda r: -r["span_s"])
-    positive = [r for r in rows if r["alone_s"] > 0]
-    busy_sums = [sum(v[i] for v in busy.values()) for i in range(min(map(len, busy.values())))]
-    top_busy = set(by_busy[:10])
-    top_span = set(by_span[:10])
+
+    def tally(subset: list[dict[str, Any]]) -> dict[str, Any]:
+        positive = [r for r in subset if r["alone_s"] > 0]
+        return {
+            "compared": len(subset),
+            "agree_busy": sum(r["agrees_busy"] for r in subset),
+            "agree_span": sum(r["agrees_span"] for r in subset),
+            "median_ratio_busy": _median([r["busy_s"] / r["alone_s"] for r in positive]),
+            "median_ratio_span": _median([r["span_s"] / r["alone_s"] for r in positive]),
+        }
+
+    final_span = traces.ranked(traces.span)
+    final_busy = traces.ranked(traces.busy)
     return {
         "setup": setup,
-        "calls": calls,
-        "compared": len(rows),
-        "agree_busy": sum(r["agrees_busy"] for r in rows),
-        "agree_span": sum(r["agrees_span"] for r in rows),
-        "median_ratio_busy": _median([r["busy_s"] / r["alone_s"] for r in positive]),
-        "median_ratio_span": _median([r["span_s"] / r["alone_s"] for r in positive]),
+        "calls": calls * (rounds + 1),
+        "rounds": rounds,
+        **tally(rows),
+        "waiting": tally([r for r in rows if r["waits"]]),
+        "not_waiting": tally([r for r in rows if not r["waits"]]),
         "same_form": sum(r["same_form"] for r in rows),
         "dispatch_floor_s": floor,
-        "program_untraced_s": statistics.median(untraced),
-        "program_traced_s": spans["program_s"],
-        "kernel_sum_busy_s": statistics.median(busy_sums) if busy_sums else None,
-        "kernel_sum_span_s": spans["kernel_sum_s"],
+        "program_untraced_s": statistics.median(traces.untraced),
+        "program_traced_s": _range(traces.program),
+        "kernel_sum_busy_s": _range(traces.busy_sum),
+        "kernel_sum_span_s": _range(traces.span_sum),
         "alone_sum_s": sum(r["alone_s"] for r in rows),
         "busy_sum_compared_s": sum(r["busy_s"] for r in rows),
         "span_sum_compared_s": sum(r["span_s"] for r in rows),
-        "top10_shared": len(top_busy & top_span),
+        "top10_shared": len(set(final_span[:10]) & set(final_busy[:10])),
+        "kernels_waiting": len(traces.waiting()),
+        "kernels_traced": len(traces.span),
         "skipped": skipped,
         "kernels": rows,
     }
+
+
+def _per_call_sums(samples: Iterable[Sequence[float]]) -> list[float]:
+    """Sums over kernels, call by call, of per-call samples that cover the same calls (a
+    kernel missing from some calls makes the lists unequal: then no sums)."""
+    lists = list(samples)
+    if not lists or len({len(v) for v in lists}) != 1:
+        return []
+    return [sum(v[i] for v in lists) for i in range(len(lists[0]))]
+
+
+def _range(values: Sequence[float]) -> dict[str, float] | None:
+    """Median and range of per-call values; None for none."""
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -536,8 +619,8 @@ def _us(seconds: float) -> str:
 
 
 def print_table(result: Mapping[str, Any]) -> None:
-    print(f"{'kernel':34} {'category':13} {'alone us (q1-q3)':>26} {'busy us (q1-q3)':>26} "
-          f"{'span us (q1-q3)':>26}  agrees")
+    print(f"{'kernel':32} {'category':13} {'alone us (q1-q3)':>25} {'busy us (q1-q3)':>25} "
+          f"{'span us (q1-q3)':>25}  agrees")
     for r in result["kernels"]:
         def cell(key: str, r: Mapping[str, Any] = r) -> str:
             return (f"{_us(r[f'{key}_s'])} ({r[f'{key}_q1_s'] * 1e6:.0f}-"
@@ -545,30 +628,46 @@ def print_table(result: Mapping[str, Any]) -> None:
         agrees = "/".join(m for m in ("busy", "span") if r[f"agrees_{m}"]) or "neither"
         form = "" if r["same_form"] else "  [alone: " + ", ".join(
             f"{k['name']} {k['kind']}" for k in r["alone_kernels"]) + "]"
-        print(f"{r['name'][:34]:34} {str(r['category'])[:13]:13} {cell('alone'):>26} "
-              f"{cell('busy'):>26} {cell('span'):>26}  {agrees}{form}")
+        mark = "*" if r["waits"] else " "
+        print(f"{mark}{r['name'][:31]:31} {str(r['category'])[:13]:13} {cell('alone'):>25} "
+              f"{cell('busy'):>25} {cell('span'):>25}  {agrees}{form}")
     for name, why in result["skipped"].items():
-        print(f"{name[:34]:34} not run alone: {why}")
-    n = result["compared"]
-    print(f"busy agrees with alone for {result['agree_busy']} of {n} kernels, span for "
-          f"{result['agree_span']} of {n}; median busy/alone "
-          f"{result['median_ratio_busy']:.2f}, span/alone {result['median_ratio_span']:.2f}")
-    print(f"per call: busy {result['kernel_sum_busy_s'] * 1e3:.2f} ms and span "
-          f"{result['kernel_sum_span_s'] * 1e3:.2f} ms over all kernels; program "
-          f"{result['program_untraced_s'] * 1e3:.2f} ms untraced; the top-10 lists share "
-          f"{result['top10_shared']}")
+        print(f" {name[:31]:31} not run alone: {why}")
+    print(f"* waits: its span exceeds its busy time by more than {WAITS:.0%} (medians)")
+    for label, t in (("all", result), ("waiting", result["waiting"]),
+                     ("not waiting", result["not_waiting"])):
+        if not t["compared"]:
+            continue
+        print(f"{label}: busy agrees with alone for {t['agree_busy']} of {t['compared']} "
+              f"kernels, span for {t['agree_span']}; median busy/alone "
+              f"{t['median_ratio_busy']:.2f}, span/alone {t['median_ratio_span']:.2f}")
+
+    def ms(key: str) -> str:
+        v = result[key]
+        if v is None:
+            return "(not summed)"
+        return f"{v['median'] * 1e3:.2f} ms ({v['min'] * 1e3:.2f}-{v['max'] * 1e3:.2f})"
+
+    print(f"per call over all {result['kernels_traced']} kernels "
+          f"({result['kernels_waiting']} waiting): busy {ms('kernel_sum_busy_s')}, "
+          f"span {ms('kernel_sum_span_s')}; program {ms('program_traced_s')} traced, "
+          f"{result['program_untraced_s'] * 1e3:.2f} ms untraced; the top-10 lists by busy "
+          f"and by span share {result['top10_shared']} kernels")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--setup", default=DEFAULT_SETUP, metavar="MODULE:FUNCTION")
     parser.add_argument("--kernels", type=int, default=12,
-                        help="kernels with the most span to run alone (default 12)")
-    parser.add_argument("--calls", type=int, default=20, help="traced calls (default 20)")
+                        help="run alone the N kernels with the most span, the N with the most "
+                        "busy time and the N with the most span among those that wait (default 12)")
+    parser.add_argument("--calls", type=int, default=5,
+                        help="traced calls per trace session (default 5)")
     parser.add_argument("--budget", type=float, default=0.5,
-                        help="seconds of alone timing per kernel (default 0.5)")
+                        help="seconds of alone timing per kernel, all rounds (default 0.5)")
     parser.add_argument("--rounds", type=int, default=5,
-                        help="interleaved rounds of alone timing (default 5)")
+                        help="rounds of (alone timing, trace session) after the first trace "
+                        "(default 5)")
     ns = parser.parse_args(argv)
     try:
         for flag in ("kernels", "calls", "rounds"):
