@@ -3,6 +3,7 @@
     python benchmarks/prediction.py                          # the catalog suite: measure, score
     python benchmarks/prediction.py --suite heldout          # the held-out suite
     python benchmarks/prediction.py [--suite S] --from-json FILE   # score a saved results.json
+    python benchmarks/prediction.py --suite heldout --out DIR      # keep the measured report
 
 error = |predicted − measured| ÷ measured, for each program's median time per call and for
 each kernel of at least 50 µs per call (its time from the profiler trace).
@@ -163,11 +164,13 @@ def _program_json(s: Score) -> dict[str, Any]:
 # Suites
 
 
-def _measure(argv: list[str]) -> dict[str, Any]:
+def _measure(argv: list[str], keep: str | None) -> dict[str, Any]:
+    """Run the project (``generate.py`` with ``argv``) into ``keep`` or a temporary folder and
+    load its results.json."""
     from roofline_report import cli
 
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "report"
+        out = Path(keep) if keep else Path(tmp) / "report"
         code = cli.main([*argv, "--no-sharding", "--no-experiments", "--progress", "none",
                          "--out", str(out)])
         if code not in (0, 3):
@@ -226,16 +229,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--suite", choices=("catalog", "heldout"), default="catalog")
     parser.add_argument("--from-json", metavar="FILE", help="score a saved results.json")
+    parser.add_argument("--out", metavar="DIR",
+                        help="keep the measured report (and its results.json) in DIR")
     parser.add_argument("--no-step", action="store_true",
                         help="catalog suite: leave out the shipped training step")
     ns = parser.parse_args(argv)
     try:
         if ns.suite == "heldout":
             data = (results.load(ns.from_json) if ns.from_json else
-                    _measure(["--config", str(HELDOUT_CONFIG), "--only-config"]))
+                    _measure(["--config", str(HELDOUT_CONFIG), "--only-config"], ns.out))
             out = heldout(data)
         else:
-            data = results.load(ns.from_json) if ns.from_json else _measure([])
+            data = results.load(ns.from_json) if ns.from_json else _measure([], ns.out)
             step = None
             if not ns.no_step:
                 data, step = _with_step(data)

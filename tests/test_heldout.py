@@ -222,3 +222,9 @@ def test_agreement_is_overlap_of_the_two_spreads() -> None:
     assert alone.overlap((1.0, 5.0), (2.0, 3.0))
     assert not alone.overlap((1.0, 1.9), (2.0, 3.0))
     assert alone.quartiles([3.0, 1.0, 2.0, 4.0, 5.0]) == (2.0, 3.0, 4.0)
+
+
+def test_per_call_sums_need_samples_of_the_same_calls() -> None:
+    assert alone._per_call_sums([[1.0, 2.0], [10.0, 20.0]]) == [11.0, 22.0]
+    assert alone._per_call_sums([[1.0, 2.0], [10.0]]) == []
+    assert alone._per_call_sums([]) == []
