@@ -36,11 +36,12 @@ sides).
 Prints a table, then a last line of JSON: per kernel (``kernels``) its name, category, kind,
 launches, ``waits``, alone/busy/span medians and quartiles (``alone_s``, ``alone_q1_s``, ...),
 ``agrees_busy``, ``agrees_span``, the alone compile's kernels and ``same_form``; the tallies
-``compared``, ``agree_busy``, ``agree_span``, ``median_ratio_busy`` and ``median_ratio_span``
-(measure ÷ alone, median over kernels), also for the ``waiting`` and ``not_waiting`` kernels
-apart; the per-call sums of busy and of span over every kernel (median, min, max), the traced
-and untraced program times, how many kernels wait and how many of the top-10 kernels by busy
-and by span are shared. Timings on a shared machine are noisy: compare within one run.
+``compared``, ``agree_busy``, ``agree_span``, ``median_ratio_busy``, ``median_ratio_span`` and
+``median_ratio_span_q1`` (measure ÷ alone, median over kernels), also for the ``waiting`` and
+``not_waiting`` kernels apart; the per-call sums of busy and of span over every kernel (median,
+min, max), the traced and untraced program times, how many kernels wait and how many of the
+top-10 kernels by busy and by span are shared. Timings on a shared machine are noisy: compare
+within one run.
 """
 
 from __future__ import annotations
@@ -566,6 +567,7 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
             "agree_span": sum(r["agrees_span"] for r in subset),
             "median_ratio_busy": _median([r["busy_s"] / r["alone_s"] for r in positive]),
             "median_ratio_span": _median([r["span_s"] / r["alone_s"] for r in positive]),
+            "median_ratio_span_q1": _median([r["span_q1_s"] / r["alone_s"] for r in positive]),
         }
 
     final_span = traces.ranked(traces.span)
@@ -640,7 +642,8 @@ def print_table(result: Mapping[str, Any]) -> None:
             continue
         print(f"{label}: busy agrees with alone for {t['agree_busy']} of {t['compared']} "
               f"kernels, span for {t['agree_span']}; median busy/alone "
-              f"{t['median_ratio_busy']:.2f}, span/alone {t['median_ratio_span']:.2f}")
+              f"{t['median_ratio_busy']:.2f}, span/alone {t['median_ratio_span']:.2f}, "
+              f"span's first quartile/alone {t['median_ratio_span_q1']:.2f}")
 
     def ms(key: str) -> str:
         v = result[key]
