@@ -30,8 +30,8 @@ harness). The alone compile is checked to give one kernel of the same kind (``sa
 
 Then ``--rounds`` rounds (default 5) each time every kernel alone for ``--budget / rounds``
 seconds and trace one more session, so both see the same machine. A measure **agrees** with
-the alone time when their first-to-third-quartile ranges overlap (the run's spread on both
-sides).
+the alone time when the alone median lies within the measure's first-to-third-quartile range
+over the traced calls (the run's spread).
 
 Prints a table, then a last line of JSON: per kernel (``kernels``) its name, category, kind,
 launches, ``waits``, alone/busy/span medians and quartiles (``alone_s``, ``alone_q1_s``, ...),
@@ -552,8 +552,8 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
             "alone_s": a2, "alone_q1_s": a1, "alone_q3_s": a3, "alone_calls": len(samples),
             "busy_s": b2, "busy_q1_s": b1, "busy_q3_s": b3,
             "span_s": s2, "span_q1_s": s1, "span_q3_s": s3,
-            "agrees_busy": overlap((a1, a3), (b1, b3)),
-            "agrees_span": overlap((a1, a3), (s1, s3)),
+            "agrees_busy": overlap((a2, a2), (b1, b3)),
+            "agrees_span": overlap((a2, a2), (s1, s3)),
             "alone_kernels": form,
             "same_form": len(form) == 1 and form[0]["kind"] == k.get("kind"),
         })
