@@ -1,0 +1,44 @@
+"""A held-out suite: programs in the styles of public model code that the model was never fitted to.
+
+**These programs are never used to choose or fit any rate, ceiling or constant of the model.**
+They exist only to score it: ``python benchmarks/prediction.py --suite heldout`` measures them
+through the project (``benchmarks/heldout/heldout.toml``) and compares each program's and each
+kernel's predicted time with its measured one. Anyone changing the model must not tune it
+against these programs; a new program added to tune a rate belongs elsewhere, not here.
+
+Each module has ``setup(**dims) -> (fn, args)``: the function and its example arguments
+(arrays or pytrees), the form ``[[workload]] setup = "module:function"`` in a config and
+``roofline_report.analyze(fn, *args)`` both take. The sizes make each program run for
+roughly 0.5 to 20 ms per call on a 2-core CPU and compile in a few seconds.
+
+=====================  ==========================================================  ===============
+module                 program                                                     library
+=====================  ==========================================================  ===============
+mixer_step             MLP-Mixer block, classifier head, AdamW training step       Flax NNX, optax
+gru_scan               GRU over a sequence through ``lax.scan``, loss and gradient  Equinox
+resnet_bn_step         ResNet basic block with batch norm, SGD training step       Flax NNX, optax
+vit_patch_embed        ViT patch embedding (strided conv), class token, positions  Flax NNX
+embedding_grad         embedding lookup and its scatter-add gradient               jax
+causal_attention_bf16  causal multi-head attention in bfloat16                     jax
+moe_topk               top-k mixture-of-experts routing with gather and scatter    jax
+layernorm_backward     layer norm's backward pass (dx, dgamma, dbeta)              jax
+remat_block            residual MLP blocks under ``jax.checkpoint``, gradient      Equinox
+int_hashing            integer hashing, Bloom-filter masks, argmax and compares    jax
+=====================  ==========================================================  ===============
+
+The modules import nothing from each other or from the project, so a config can load them
+as top-level modules from this folder.
+"""
+
+PROGRAMS: tuple[str, ...] = (
+    "mixer_step",
+    "gru_scan",
+    "resnet_bn_step",
+    "vit_patch_embed",
+    "embedding_grad",
+    "causal_attention_bf16",
+    "moe_topk",
+    "layernorm_backward",
+    "remat_block",
+    "int_hashing",
+)
