@@ -68,8 +68,10 @@ def share_of_roof(prediction: Prediction | None, measured: float | None) -> floa
 class KernelRow:
     """One kernel of a program (times per call of the program).
 
-    ``seconds``: the kernel's measured time per call: its events' own durations (``busy``)
-    where the trace kept them, else from launch to completion (``span``); ``basis`` says which.
+    ``seconds``: the kernel's measured time per call, from each launch to its completion
+    (``basis``), the median over the traced calls; ``busy_seconds``: its events' own durations
+    (on a CPU an asynchronous kernel's event covers only its dispatch and part of its work;
+    None where the trace did not keep them).
     ``flops``/``bytes``: counted per call (trips included), kind analytic.
     """
 
@@ -81,7 +83,7 @@ class KernelRow:
     trips: int
     launches: float | None
     seconds: float | None
-    span_seconds: float | None
+    busy_seconds: float | None
     basis: str
     spread: tuple[float, float] | None
     share: float | None
