@@ -213,7 +213,11 @@ def test_analyze_out_writes_a_report_about_the_program(tmp_path: Path) -> None:
     assert [w["name"] for w in data["workloads"]] == ["user:deep mlp"]
     md = (out / "report.md").read_text(encoding="utf-8")
     html = (out / "report.html").read_text(encoding="utf-8")
-    assert "1. [Your programs](#programs)" in md
+    # The page a user reads first: titled by the program, the summary first.
+    assert md.startswith("# Roofline of deep mlp\n")
+    assert "1. [Summary](#summary)" in md and "2. [Your programs](#programs)" in md
+    summary = md[md.index('<a id="summary">'):md.index('<a id="programs">')]
+    assert "deep mlp" in summary and "kernels that could save the most" in summary
     for anchor in (*TEACHING_ANCHORS, "(#lab)", "The seed workload"):
         assert anchor not in md, anchor
     # The tree is folded: 24 leaves give the top levels, and every leaf inside a fold.

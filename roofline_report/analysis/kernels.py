@@ -140,7 +140,7 @@ def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: R
         busy = median(own) if own else None
         launches = median([float(x) for x in t.get("launches") or []])
     row = KernelRow(
-        name=str(k["name"]), category=str(k["category"]), fusion=k.get("kind"),
+        name=str(k["name"]), category=_category(k), fusion=k.get("kind"),
         source=k.get("source"), op_name=k.get("op_name"), trips=trips, launches=launches,
         seconds=seconds, busy_seconds=busy, basis=trace.basis if trace else "",
         spread=spread, share=None,
@@ -149,6 +149,16 @@ def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: R
         prediction=prediction, miss=miss(prediction.seconds if prediction else None, seconds),
         pattern=k.get("pattern"), charged=bool(k.get("charged", True)))
     return row
+
+
+MOVEMENT_PATTERNS = ("transpose", "gather")
+
+
+def _category(k: Mapping[str, Any]) -> str:
+    """A kernel's category: the inventory's, except that a transposing copy or a gather is
+    data movement whatever fusion it was compiled into (an elementwise loop fusion whose root
+    is a copy moves data and computes nothing)."""
+    return "data movement" if k.get("pattern") in MOVEMENT_PATTERNS else str(k["category"])
 
 
 def _with_share(r: KernelRow, total: float) -> KernelRow:

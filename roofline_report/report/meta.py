@@ -69,15 +69,38 @@ def measured_date(results: Mapping[str, Any]) -> str:
     return str(at) if at else ""
 
 
+TEACHING_LEDE = ("A JAX computation lowered, checked, accounted three ways and timed on this "
+                 "machine.")
+PROGRAMS_LEDE = ("Where the time of {names} goes on {machine}: each program and each of its "
+                 "kernels timed, counted, predicted from the roofs and placed on the roofline.")
+TRACE_LEDE = ("Where the time of {names} went in a profile captured on {machine}: each kernel "
+              "timed from the trace, counted from the HLO it holds, predicted from the roofs and "
+              "placed on the roofline.")
+MAX_NAMED = 3  # programs named in a title; the rest are counted
+
+
+def programs_title(names: list[str]) -> str:
+    """'Roofline of a', 'Roofline of a and b', 'Roofline of a, b, c and 2 more'."""
+    shown = names[:MAX_NAMED]
+    rest = len(names) - len(shown)
+    if rest:
+        return f"Roofline of {', '.join(shown)} and {rest} more"
+    if len(shown) == 1:
+        return f"Roofline of {shown[0]}"
+    return f"Roofline of {', '.join(shown[:-1])} and {shown[-1]}"
+
+
 @dataclass(frozen=True, slots=True)
 class PageMeta:
-    """The page's title (the heading, and the HTML <title>) and its footer's facts."""
+    """The page's title (the heading, and the HTML <title>), the sentence under it and its
+    footer's facts."""
 
     title: str
     html_title: str
     version: str
     measured_at: str
     machine: str
+    lede: str = TEACHING_LEDE
 
     @property
     def provenance(self) -> str:
@@ -92,17 +115,31 @@ class PageMeta:
 
         return replace(self, title=escape(self.title), html_title=escape(self.html_title),
                        version=escape(self.version), measured_at=escape(self.measured_at),
-                       machine=escape(self.machine))
+                       machine=escape(self.machine), lede=escape(self.lede))
 
 
-def page_meta(results: Mapping[str, Any], title: str | None = None) -> PageMeta:
-    """The report page's title and footer facts from a results document."""
+def page_meta(results: Mapping[str, Any], title: str | None = None,
+              programs: list[str] | None = None) -> PageMeta:
+    """The report page's title, lede and footer facts from a results document. A report about
+    the user's ``programs`` (no teaching sections) is titled by them."""
+    where = machine(results.get("environment") or {})
+    teaching = bool((results.get("options") or {}).get("teaching", True))
+    if programs and not teaching:
+        default = programs_title(programs)
+        names = ", ".join(programs[:MAX_NAMED]) + (
+            f" and {len(programs) - MAX_NAMED} more" if len(programs) > MAX_NAMED else "")
+        lede = (TRACE_LEDE if results.get("trace") else PROGRAMS_LEDE).format(
+            names=names, machine=where)
+        html_default = f"Roofline report: {default.removeprefix('Roofline of ')}"
+    else:
+        default, html_default, lede = DEFAULT_TITLE, DEFAULT_HTML_TITLE, TEACHING_LEDE
     return PageMeta(
-        title=title or DEFAULT_TITLE,
-        html_title=title or DEFAULT_HTML_TITLE,
+        title=title or default,
+        html_title=title or html_default,
         version=str((results.get("generator") or {}).get("version", "")),
         measured_at=measured_date(results),
-        machine=machine(results.get("environment") or {}),
+        machine=where,
+        lede=lede,
     )
 
 

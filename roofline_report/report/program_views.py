@@ -307,6 +307,42 @@ def _roof_list(s: RoofSet) -> str:
     return f"{compute}; {memory}"
 
 
+# --- the summary: every program, and what could save the most time ----------------------------
+
+SAVERS = 3  # kernels named per program in the summary
+
+
+def summary(an: Analysis) -> dict[str, Any]:
+    """The first table of a report about programs: per program its measured and predicted
+    time, achieved rate, share of roof, what binds, and the kernels that could save the most
+    time (measured minus predicted at their roof), largest first."""
+    rows = []
+    for p in an.programs:
+        if not p.user:
+            continue
+        cells = prediction_cells(p.prediction)
+        savers = []
+        if p.kernels is not None:
+            ranked = sorted((r for r in p.kernels.rows if r.saving),
+                            key=lambda r: (-(r.saving or 0.0), r.name))
+            savers = [{"name": r.name, "saving": n(r.saving, "s", P),
+                       "anchor": meta.workload_anchor(p.name) + "-kernels"}
+                      for r in ranked[:SAVERS]]
+        anchor = meta.workload_anchor(p.name)
+        rows.append({
+            "title": p.title, "anchor": anchor,
+            "target": anchor + ("-kernels" if p.kernels is not None else
+                                "-program" if not p.observation.get("trace") else "-summary"),
+            "measured": n(p.seconds, "s", M) if p.seconds else Num(p.timing_reason or
+                                                                   "not measured"),
+            "predicted": cells["predicted"],
+            "achieved": n(p.achieved, "FLOP/s", M) if p.achieved is not None else Num("—"),
+            "of_roof": percent(p.share_of_roof, P), "binding": cells["binding"],
+            "miss": miss_text(p.miss), "savers": savers,
+        })
+    return {"rows": rows, "roofs": roofs_words(an.roofs.kernels)}
+
+
 # --- a user's program ------------------------------------------------------------------------
 
 NO_MODEL = "no analytic model"
@@ -450,6 +486,7 @@ def program_view(p: Program) -> dict[str, Any]:
     cells = prediction_cells(p.prediction)
     return {
         "title": p.title, "description": str(w.get("description", "")),
+        "anchor": meta.workload_anchor(p.name) + "-program",
         "has_tree": bool(tree),
         "arguments": [_argument_view(a) for a in tree.get("arguments", [])],
         "result": _argument_view(tree["result"]) if tree.get("result") else None,

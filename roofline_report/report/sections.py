@@ -242,7 +242,7 @@ def _timed(vm: VM) -> Section:
     return Section("The seed workload, timed", tuple(body))
 
 
-def measured(vm: VM) -> Section:
+def measured(vm: VM, *, figure: bool = True) -> Section:
     m = vm["measured"]
     body: list[Block] = [MEASURED]
     if vm["run_note"]:
@@ -254,7 +254,7 @@ def measured(vm: VM) -> Section:
     if not m["ceilings"]:
         body.append(Section("Ceilings of this machine",
                             (p("Ceilings not measured: ", m["ceilings_reason"]),)))
-        body.append(_placements(vm))
+        body.append(_placements(vm, figure))
         return Section("Measured on this machine", tuple(body), id="measured",
                        kind=Kind.MEASURED.value)
     rows = []
@@ -285,7 +285,7 @@ def measured(vm: VM) -> Section:
                     else Cell(text("not available: ", r["reason"]), numeric=True))
                    for r in m["rates"]]),
         )))
-    body.append(_placements(vm))
+    body.append(_placements(vm, figure))
     return Section("Measured on this machine", tuple(body), id="measured",
                    kind=Kind.MEASURED.value)
 
@@ -304,7 +304,7 @@ MODEL_TEXT = (
     "from the evidence.")
 
 
-def _placements(vm: VM) -> Block:
+def _placements(vm: VM, figure: bool = True) -> Block:
     m = vm["measured"]
     if not m["placement"]:
         return Section("Programs on the roofline", (p("No program of this run was timed."),))
@@ -320,8 +320,8 @@ def _placements(vm: VM) -> Block:
               num(r["predicted"]), num(r["measured"]), num(r["miss"]), c(r["why"]))
              for r in m["placement"]]),
         *((p(*m["accuracy"]),) if m["accuracy"] else ()),
-        *_optional_figure(vm, "measured_roofline"),
-        *_optional_figure(vm, "programs_roofline")))
+        *((*_optional_figure(vm, "measured_roofline"),
+           *_optional_figure(vm, "programs_roofline")) if figure else ())))
 
 
 def _levels(vm: VM) -> Section:
@@ -852,7 +852,7 @@ def _program(vm: VM, w: Mapping[str, Any]) -> Section:
                       f" on {pr['roofs']}, bound by {pr['binding']} (bytes: "
                       f"{pr['bytes_source']}); measured: ", pr["miss"], "."
                       + (f" Why: {pr['why']}." if pr["why"] else "")))
-    return Section(w["title"], tuple(body))
+    return Section(w["title"], tuple(body), id=w["anchor"])
 
 
 def programs(vm: VM) -> Section | None:
@@ -868,13 +868,43 @@ def programs(vm: VM) -> Section | None:
     ), id="programs")
 
 
+def summary(vm: VM) -> Section | None:
+    """The first section of a report about programs: every program with its time, prediction,
+    share of roof and what binds, the kernels that could save the most time, and the figure with
+    every program placed. None without programs of the user's."""
+    s = vm["summary"]
+    if not s["rows"]:
+        return None
+    rows = []
+    for r in s["rows"]:
+        savers: list[Inline] = []
+        for i, k in enumerate(r["savers"]):
+            savers += [Break()] if i else []
+            savers += [Link(k["name"], "#" + k["anchor"]), " (", k["saving"], ")"]
+        rows.append((_anchored(c(Link(r["title"], "#" + r["target"])), r["anchor"] + "-summary"),
+                     num(r["measured"]), num(r["predicted"]), num(r["miss"]), num(r["achieved"]),
+                     num(r["of_roof"]), c(r["binding"]),
+                     Cell(tuple(savers) or ("none",))))
+    return Section("Summary", (
+        p(f"Every program on {s['roofs']}: its measured time per call, the time the model "
+          "predicts for it, its achieved rate, its share of the roof its prediction uses, what "
+          "binds it, and the kernels that could save the most time, each with the time it "
+          "could save per call (its measured time minus its predicted time at its roof)."),
+        table(("program", "measured", "predicted", "miss", "achieved", "of roof", "binds",
+               "kernels that could save the most"), rows),
+        *_optional_figure(vm, "measured_roofline"),
+        *_optional_figure(vm, "programs_roofline"),
+    ), id="summary")
+
+
 def _user_document(vm: VM) -> Document:
     """A report about the user's programs: theirs first, then this machine and the accounting;
     the seed's teaching sections, the catalog and the lab only when the run asked for them."""
     # A profile read from a trace has no StableHLO to account three ways.
     accounting = reconciliation(vm) if vm["reconciliation"] or not vm.get("trace") else None
-    main = tuple(s for s in (trace_section(vm), programs(vm), kernels(vm), measured(vm),
-                             accounting) if s is not None)
+    main = tuple(s for s in (summary(vm), trace_section(vm), programs(vm), kernels(vm),
+                             measured(vm, figure=summary(vm) is None), accounting)
+                 if s is not None)
     also = tuple(s for s in (lab(vm) if vm["lab"]["rows"] else None,
                              sweeps(vm) if vm["sweeps"]["available"] else None, preset(vm),
                              sharding(vm) if vm["sharding"]["available"] else None,

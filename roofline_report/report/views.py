@@ -44,6 +44,7 @@ from roofline_report.report.program_views import (
     program_sentence,
     program_view,
     programs_figure,
+    summary,
     timing_rows,
     tolerance,
     traffic_num,
@@ -126,6 +127,7 @@ def view_model_of(an: Analysis) -> dict[str, Any]:
                      if p.user and not p.observation.get("trace")],
         "trace": trace_view(an),
         "kernels": views,
+        "summary": summary(an),
     }
 
 
@@ -563,7 +565,8 @@ def render_analysis(an: Analysis, *, title: str | None = None) -> Rendered:
     vm = view_model_of(an)
     doc = sections.document(vm)
     context = {"generator": vm["generator"], "kinds": vm["kinds"]}
-    page_meta = meta.page_meta(an.observations, title)
+    page_meta = meta.page_meta(an.observations, title,
+                               [p.title for p in an.programs if p.user])
     return Rendered(
         html=page.render_html("report.html.j2", doc, meta=page_meta, **context),
         markdown=page.render_markdown("report.md.j2", doc, meta=page_meta.for_markdown(),
