@@ -397,8 +397,10 @@ def _lab(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs, skipped: list[dic
     if lab.get("available", True) and lab.get("experiments"):
         raw = {**lab, "experiments": {k: v for k, v in lab["experiments"].items()
                                       if v is not None}}
+        # Every experiment is priced by the per-kernel model, on this machine's roofs where
+        # they were measured and on the assumed budgets otherwise.
         for e in experiments.analyse(raw, ceilings=measured_ceilings, peak=a.peak,
-                                     bandwidth=a.bandwidth, roofs=roofs.measured):
+                                     bandwidth=a.bandwidth, roofs=roofs.kernels):
             verdict = e.get("verdict") or {}
             exps.append(Experiment(
                 str(e["id"]), str(e["title"]), str(e.get("hypothesis", "")),

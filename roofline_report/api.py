@@ -1,0 +1,167 @@
+"""What :func:`roofline_report.analyze` returns (no jax): the answer for one program, typed.
+
+An :class:`AnalyzeResult` holds the program's observations (its record in results.json: the
+lowering, check, our count, XLA's estimate, timing samples, kernel inventory and trace) and the
+analysis of them: counted work and traffic, measured time, the model's prediction on the roofs
+of the run (this machine's measured ceilings with ``ceilings=True``, else the assumed budgets:
+``roofs`` says which), the miss, the share of roof, what binds it, and every kernel with the
+same. ``to_dict()`` is its plain form for JSON. Like ``jax.experimental.roofline``'s
+``RooflineResult`` it answers in Python without a page; unlike it, every number is of the
+compiled program, and beside it the measurement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_report.analysis.analyse import analyse
+from roofline_report.analysis.miss import Miss
+from roofline_report.analysis.predict import Prediction
+from roofline_report.analysis.records import Analysis, KernelRow, Program
+from roofline_report.analysis.stats import Stats
+from roofline_report.errors import InputError
+
+__all__ = ["AnalyzeResult", "result_of"]
+
+
+def _miss(m: Miss | None) -> dict[str, Any] | None:
+    if m is None:
+        return None
+    return {"predicted_s": m.predicted, "measured_s": m.measured, "error": m.error,
+            "ratio": m.ratio, "direction": m.direction}
+
+
+def _prediction(p: Prediction | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    rate = p.roof_rate
+    return {
+        "seconds": p.seconds, "kind": p.kind.value, "binding": p.binding.label,
+        "roof": None if rate is None else {"value": rate[0], "unit": rate[1]},
+        "level": p.level, "bytes_source": p.bytes_source, "notes": list(p.notes),
+        "terms": [{"name": t.name, "group": t.group, "seconds": t.seconds, "roof": t.roof,
+                   "roof_kind": t.kind.value, "detail": t.detail} for t in p.terms],
+    }
+
+
+def _timing(s: Stats | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {"median_s": s.median, "min_s": s.min, "q1_s": s.q1, "q3_s": s.q3, "samples": s.n,
+            "spread": s.spread, "unstable": s.unstable}
+
+
+def _kernel(r: KernelRow) -> dict[str, Any]:
+    return {
+        "name": r.name, "category": r.category, "source": r.source, "trips": r.trips,
+        "launches": r.launches, "seconds": r.seconds, "busy_seconds": r.busy_seconds,
+        "share": r.share, "flops": r.flops, "transcendentals": r.transcendentals,
+        "bytes": r.bytes, "intensity": r.intensity, "achieved_flops_per_s": r.achieved,
+        "prediction": _prediction(r.prediction), "miss": _miss(r.miss),
+        "share_of_roof": r.share_of_roof, "binding": r.binding, "why": r.why,
+        "pattern": r.pattern,
+    }
+
+
+@dataclass(frozen=True)
+class AnalyzeResult:
+    """The answer for one program (see the module docstring). Times are seconds per call."""
+
+    program: Program
+    analysis: Analysis
+
+    @property
+    def name(self) -> str:
+        return self.program.name
+
+    @property
+    def record(self) -> Mapping[str, Any]:
+        """The program's observations, as results.json records them."""
+        return self.program.observation
+
+    @property
+    def flops(self) -> float | None:
+        """Work per call, counted from the compiled program (its kernels)."""
+        return self.program.flops
+
+    @property
+    def bytes(self) -> float | None:
+        """Bytes its kernels touch per call."""
+        return self.program.bytes
+
+    @property
+    def intensity(self) -> float | None:
+        return self.program.intensity
+
+    @property
+    def seconds(self) -> float | None:
+        """Measured time per call (median), None when it was not timed."""
+        return self.program.seconds
+
+    @property
+    def timing(self) -> Stats | None:
+        return self.program.timing
+
+    @property
+    def prediction(self) -> Prediction | None:
+        return self.program.prediction
+
+    @property
+    def miss(self) -> Miss | None:
+        return self.program.miss
+
+    @property
+    def share_of_roof(self) -> float | None:
+        return self.program.share_of_roof
+
+    @property
+    def binding(self) -> str:
+        return self.program.binding
+
+    @property
+    def why(self) -> str:
+        return self.program.why
+
+    @property
+    def kernels(self) -> tuple[KernelRow, ...]:
+        """Every kernel of the compiled program, longest first ('' without an inventory)."""
+        return self.program.kernels.rows if self.program.kernels is not None else ()
+
+    @property
+    def roofs(self) -> str:
+        """The roofs the predictions are priced on: 'this machine' (measured) or the assumed
+        budgets."""
+        return self.analysis.roofs.kernels.label
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plain form, for JSON."""
+        p = self.program
+        return {
+            "name": p.name, "title": p.title, "dtype": p.dtype, "flops": p.flops,
+            "bytes": p.bytes, "bytes_basis": p.bytes_basis, "intensity": p.intensity,
+            "minimum_bytes": p.minimum_bytes, "minimum_basis": p.minimum_basis,
+            "seconds": p.seconds, "timing": _timing(p.timing),
+            "achieved_flops_per_s": p.achieved, "prediction": _prediction(p.prediction),
+            "miss": _miss(p.miss), "share_of_roof": p.share_of_roof, "binding": p.binding,
+            "why": p.why, "roofs": self.roofs,
+            "roofs_kind": self.analysis.roofs.kernels.kind.value,
+            "kernels": [_kernel(r) for r in self.kernels],
+            "record": dict(p.observation),
+        }
+
+    def __repr__(self) -> str:
+        seconds = "not timed" if self.seconds is None else f"{self.seconds:.4g} s"
+        predicted = "none" if self.prediction is None else f"{self.prediction.seconds:.4g} s"
+        return (f"AnalyzeResult({self.name!r}: measured {seconds}, predicted {predicted} on "
+                f"{self.roofs}, {len(self.kernels)} kernels)")
+
+
+def result_of(results: Mapping[str, Any], name: str) -> AnalyzeResult:
+    """The answer for the program called ``name`` in a results document."""
+    an = analyse(results)
+    program = an.program(name)
+    if program is None:
+        raise InputError(f"no program named {name!r} in these results")
+    return AnalyzeResult(program, an)
