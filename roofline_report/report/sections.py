@@ -268,7 +268,7 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
     )))
     body.append(_levels(vm))
     if m["rates"]:
-        body.append(Section("Transcendental functions and conversions", (
+        body.append(Section("Operation rates and kernel patterns", (
             p("Kernels of exp, tanh or log, and bfloat16 kernels a backend computes in float32, "
               "are bound by how many of these operations run per second, not by multiply-adds "
               "or bytes. Each rate is measured on an array held in cache, the operation applied "
@@ -277,10 +277,16 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "(sum over rows of 1024 float32) is timed once per call at sizes from a few KiB "
               "past the last-level cache: its best rate per call is shown, dispatch included; a "
               "reduction kernel is charged the rate measured nearest its size, with the "
-              "dispatch floor taken off."),
+              "dispatch floor taken off. Kernels of a pattern that runs below the streaming "
+              "roofs (a transposing copy, a reduction along a non-minor axis, a gather, a "
+              "scatter, a dot the compiler leaves to its loop emitter) are charged the rate of "
+              "their pattern at their size; a rate measured beside one, not used as a roof, "
+              "says so."),
             table(("operation", "rate"),
-                  [(c(r["name"]), num(r["value"], " " if r["unstable"] else None,
-                                      UNSTABLE if r["unstable"] else None)
+                  [(c(r["name"], "" if r["roof"] else " (beside the roof, not used by the "
+                    "model)"),
+                    num(r["value"], " " if r["unstable"] else None,
+                        UNSTABLE if r["unstable"] else None)
                     if r["available"]
                     else Cell(text("not available: ", r["reason"]), numeric=True))
                    for r in m["rates"]]),
@@ -332,8 +338,10 @@ def _levels(vm: VM) -> Section:
         (" The caches this machine reports: " + ", ".join(m["caches"]) + ".")
         if m["caches"] else None)]
     if m["levels"]:
-        body.append(table(("level", "kernel", "working sets", "bandwidth"),
-                          [(c(r["level"]), c(r["kernel"]), c(r["range"]), num(r["value"]))
+        body.append(table(("level", "kernel", "working sets", "bandwidth", "plausible"),
+                          [(c(r["level"]), c(r["kernel"]), c(r["range"]), num(r["value"]),
+                            c(Status("marked unstable", "warn"), ": ", r["unstable"])
+                            if r["unstable"] else c("yes"))
                            for r in m["levels"]]))
     else:
         body.append(p("Memory levels not available: ", m["levels_reason"], "."))

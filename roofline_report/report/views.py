@@ -238,12 +238,15 @@ def _exercise(x: Mapping[str, Any]) -> dict[str, Any]:
 # --- measured on this machine -----------------------------------------------------------------
 
 def _unstable(record: Any) -> bool:
-    """Whether a ceiling's timing samples spread too far to trust (derived from its samples)."""
-    from roofline_report.analysis.stats import Stats
+    """Whether a ceiling's samples spread too far to trust: their spread (IQR ÷ median) over
+    the limit a timing is held to. A ceiling keeps its best sample of a few, by plan, so the
+    number of samples alone does not make it unstable."""
+    from roofline_report.analysis.stats import UNSTABLE_SPREAD, Stats
 
     t = record.get("timing") if isinstance(record, Mapping) else None
     samples = (t or {}).get("per_call_s") if isinstance(t, Mapping) else None
-    return isinstance(samples, list) and bool(samples) and Stats(samples).unstable
+    return isinstance(samples, list) and len(samples) > 1 and \
+        Stats(samples).spread > UNSTABLE_SPREAD
 
 
 def _ceiling_rows(c: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -300,13 +303,17 @@ def _measured(an: Analysis, seed_p: Program | None) -> dict[str, Any]:
     return out
 
 
+_RATE_UNITS = {"1/s": "/s", "elements/s": " elements/s", "FLOP/s": "FLOP/s"}
+
+
 def _levels_and_rates(an: Analysis) -> dict[str, Any]:
     """The memory levels found in the working-set sweep and the measured operation rates."""
     c = an.observations.get("ceilings") or {}
     sweep = c.get("working_set")
     levels = [{"level": lv.name, "kernel": lv.kernel,
                "range": figs._range(lv.min_bytes, lv.max_bytes),
-               "value": n(lv.value, "B/s", Kind.MEASURED), "rule": lv.rule}
+               "value": n(lv.value, "B/s", Kind.MEASURED), "rule": lv.rule,
+               "unstable": lv.unstable or ""}
               for lv in an.roofs.levels]
     if not sweep:
         why = "not measured in this run"
@@ -315,8 +322,10 @@ def _levels_and_rates(an: Analysis) -> dict[str, Any]:
     else:
         why = "" if levels else "no level found: the rates did not form plateaus"
     rates = [{"name": str(e.get("name", "")),
-              "value": n(e.get("value"), "/s", Kind.MEASURED) if e.get("available")
+              "value": n(e.get("value"), _RATE_UNITS.get(str(e.get("unit")), "/s"),
+                         Kind.MEASURED) if e.get("available")
               else Num("not available"),
+              "roof": bool(e.get("roof", True)),
               "reason": str(e.get("reason", "")), "available": bool(e.get("available")),
               "unstable": _unstable(e)}
              for e in c.get("rates", [])]
