@@ -8,8 +8,8 @@ count of the StableHLO.
   :func:`while_loops` and :func:`strip_metadata`, all on top of the IR.
 * :mod:`roofline_report.hlo.kernels`: the kernel inventory (costs, bytes touched, patterns).
 * :mod:`roofline_report.hlo.taps`: convolution taps in closed form.
-* :mod:`roofline_report.hlo.stablehlo_count`: :func:`count_stablehlo` (the MLIR walk),
-  :func:`match_loops` and :func:`count_workload`.
+* :mod:`roofline_report.hlo.stablehlo_count`: :func:`count_stablehlo` (the MLIR walk) and
+  :func:`count_workload`; :mod:`roofline_report.hlo.stablehlo_loops`: :func:`match_loops`.
 
 Importing this package does not import jax.
 """
@@ -23,7 +23,8 @@ from roofline_report.hlo.compiled import (
     while_loops,
 )
 from roofline_report.hlo.ir import Module, parse_module
-from roofline_report.hlo.stablehlo_count import count_stablehlo, count_workload, match_loops
+from roofline_report.hlo.stablehlo_count import count_stablehlo, count_workload
+from roofline_report.hlo.stablehlo_loops import match_loops
 
 __all__ = [
     "Module",

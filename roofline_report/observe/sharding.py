@@ -304,7 +304,7 @@ def _program_ops(lowered: Any) -> list[dict[str, Any]]:
     :func:`roofline_report.hlo.collectives.program_dtype`."""
     from jax.extend.mlir import ir
 
-    from roofline_report.hlo.stablehlo_count import loop_identity
+    from roofline_report.hlo.stablehlo_loops import loop_identity
 
     module = lowered.compiler_ir(dialect="stablehlo")
     ops: list[dict[str, Any]] = []
