@@ -6,7 +6,10 @@ count of the StableHLO.
   calls, async wrappers, fusions) that the compiled facts and the kernel inventory read.
 * :mod:`roofline_report.hlo.compiled`: :func:`inspect_compiled`, :func:`collective_records`,
   :func:`while_loops` and :func:`strip_metadata`, all on top of the IR.
-* :mod:`roofline_report.hlo.kernels`: the kernel inventory (costs, bytes touched, patterns).
+* :mod:`roofline_report.hlo.kernels`: the kernel inventory, from
+  :mod:`~roofline_report.hlo.kernel_cost` (each instruction's flops),
+  :mod:`~roofline_report.hlo.kernel_bytes` (the bytes a launch touches) and
+  :mod:`~roofline_report.hlo.kernel_patterns` (the kinds of kernel).
 * :mod:`roofline_report.hlo.taps`: convolution taps in closed form.
 * :mod:`roofline_report.hlo.stablehlo_count`: :func:`count_stablehlo` (the MLIR walk) and
   :func:`count_workload`; :mod:`roofline_report.hlo.stablehlo_loops`: :func:`match_loops`.
