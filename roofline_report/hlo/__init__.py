@@ -2,6 +2,8 @@
 count of the StableHLO.
 
 * :mod:`roofline_report.hlo.ir`: the one reader of optimized HLO text (:func:`parse_module`).
+* :mod:`roofline_report.hlo.shapes` and :mod:`roofline_report.hlo.replica_groups`: the
+  element types, shapes and replica groups it reads.
 * :mod:`roofline_report.hlo.walk`: the one walk of the compiled call graph (loops, branches,
   calls, async wrappers, fusions) that the compiled facts and the kernel inventory read.
 * :mod:`roofline_report.hlo.compiled`: :func:`inspect_compiled`, :func:`collective_records`,

@@ -30,7 +30,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from roofline_report.hlo.ir import Array, Computation, Instruction, Module, Shape
+from roofline_report.hlo.ir import Computation, Instruction, Module
+from roofline_report.hlo.shapes import Array, Shape
 
 # Ops that only map indices inside a fusion: a slice of their result reads the slice's elements
 # of their operand, nothing more.

@@ -30,9 +30,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from roofline_report.hlo.ir import Array, Instruction, Module, Shape
+from roofline_report.hlo.ir import Instruction, Module
 from roofline_report.hlo.kernel_bytes import elements_of, scatter_parts
 from roofline_report.hlo.kernel_cost import ELEMENTWISE, TRANSCENDENTAL, dot_flops, ints_in
+from roofline_report.hlo.shapes import Array, Shape
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter")
 
