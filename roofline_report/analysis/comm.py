@@ -668,7 +668,7 @@ def _array_of(record: Mapping[str, Any]) -> dict[str, Any]:
 def step_comm_time(collectives: Sequence[Any], network: Sequence[Level], *,
                    algorithm: str = "best") -> dict[str, Any]:
     """Alpha-beta communication time of one step: every collective record (as
-    :func:`roofline_report.observe.sharding.parse_collectives` writes them: ``op``, bytes
+    :func:`roofline_report.observe.sharded_collectives.parse_collectives` writes them: ``op``, bytes
     (:func:`priced_bytes`), ``group_size``, ``trip_count``), one per instruction
     (:func:`combine_records`), priced by :func:`collective_cost` with ``count`` = its trip
     count, run one after another.
