@@ -595,7 +595,8 @@ def test_bfloat16_collectives_are_priced_in_bfloat16(sharded: dict[str, Any]) ->
 def test_a_combined_psum_is_one_collective(sharded: dict[str, Any]) -> None:
     """psum of four bf16[16] arrays split over d=4: one all-reduce of four bf16[4] (f32 on
     this CPU), priced once: its latency is that of one all-reduce, its bytes all four's."""
-    from roofline_report.analysis.comm import flat_network, step_comm_time
+    from roofline_report.analysis.comm_network import flat_network
+    from roofline_report.analysis.comm_step import step_comm_time
 
     w = _user(sharded, "combined bf16 psum")
     [c] = w["collectives"]
