@@ -44,7 +44,9 @@ if str(ROOT) not in sys.path:
 
 from roofline_report.analysis.stats import Stats  # noqa: E402
 from roofline_report.observe import timer as timing  # noqa: E402
+from roofline_report.observe.ceilings import host  # noqa: E402
 from roofline_report.observe.ceilings import machine as ceilings  # noqa: E402
+from roofline_report.observe.ceilings.sampling import MiB  # noqa: E402
 
 TARGETS = {"compute_ratio": 0.95, "bandwidth_ratio": 0.90}
 Rates = dict[str, float]
@@ -279,8 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     backend = jax.default_backend()
     device = jax.devices()[0]
-    cache = ceilings.read_cache_bytes() if backend == "cpu" else None
-    free = ceilings.free_memory_bytes(device)
+    cache = host.read_cache_bytes() if backend == "cpu" else None
+    free = host.free_memory_bytes(device)
     plan = ceilings.plan_for(backend, quick=args.quick, cache_bytes=cache, free_bytes=free)
 
     ref, why_not = _reference(backend, plan, args.quick)
@@ -305,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{ref.describe() if ref else why_not}"
     )
     print(
-        f"plan: matmul sizes {plan.matmul_sizes}, arrays {plan.array_bytes // ceilings.MiB} MiB,"
+        f"plan: matmul sizes {plan.matmul_sizes}, arrays {plan.array_bytes // MiB} MiB,"
         f" last-level cache {cache} B, {plan.samples} samples, {args.rounds} rounds"
     )
     header = "".join(f"{'round ' + str(i + 1):>14}" for i in range(args.rounds))

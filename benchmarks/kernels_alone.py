@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from roofline_report.errors import EXIT_INPUT, InputError  # noqa: E402
-from roofline_report.hlo import ir  # noqa: E402
+from roofline_report.hlo import ir, shapes  # noqa: E402
 from roofline_report.hlo.kernels import kernel_inventory  # noqa: E402
 from roofline_report.observe.timer import block  # noqa: E402
 from roofline_report.traces.events import kernel_times  # noqa: E402
@@ -136,7 +136,7 @@ def _clean(line: str) -> str:
     return line
 
 
-def _row_major(shape: ir.Shape | None) -> bool:
+def _row_major(shape: shapes.Shape | None) -> bool:
     """Whether the array's elements lie in row-major order: its layout is descending once
     the dimensions of size 1 (which do not move elements) are left out."""
     if shape is None or shape.array is None:
@@ -181,7 +181,7 @@ def _called(module: ir.Module, names: Iterable[str]) -> set[str]:
     return seen
 
 
-def _parameter(shape: ir.Shape | None, what: str) -> Parameter:
+def _parameter(shape: shapes.Shape | None, what: str) -> Parameter:
     if shape is None or shape.array is None:
         raise ValueError(f"{what} is a tuple or of unknown shape")
     a = shape.array

@@ -36,10 +36,9 @@ def analyze_sharded(fn: Any, args: Any, in_shardings: Any, out_shardings: Any,
                     **kwargs: Any) -> dict[str, Any]:
     """Analyse a sharded ``fn`` (collectives and bytes per device from the compiled HLO,
     per-device flops and XLA's estimate, a NumPy check and a timing); see
-    :func:`roofline_report.observe.sharding.analyze_sharded`. Needs the devices to exist already:
-    on CPU
-    set ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` before importing jax.
+    :func:`roofline_report.observe.sharded_analysis.analyze_sharded`. Needs the devices to exist
+    already: on CPU set ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` before importing jax.
     """
-    from roofline_report.observe.sharding import analyze_sharded as _analyze_sharded
+    from roofline_report.observe.sharded_analysis import analyze_sharded as _analyze_sharded
 
     return _analyze_sharded(fn, args, in_shardings, out_shardings, **kwargs)

@@ -10,21 +10,18 @@ import math
 
 import pytest
 
-from roofline_report.analysis.comm import (
-    Level,
-    NotPriced,
+from roofline_report.analysis.comm_alpha_beta import (
     algorithm_bytes,
     algorithm_steps,
-    collective_cost,
     collective_time,
-    critical_batch,
-    flat_network,
+)
+from roofline_report.analysis.comm_network import Level, NotPriced, collective_cost, flat_network
+from roofline_report.analysis.comm_projection import (
     project_collective,
     project_step,
     split_problems,
-    step_bounds,
-    step_comm_time,
 )
+from roofline_report.analysis.comm_step import critical_batch, step_bounds, step_comm_time
 
 MIB8 = 8 * 2**20  # V = 8 MiB
 W = 100e9  # bytes one device sends per second

@@ -10,8 +10,13 @@ from typing import Any
 
 import pytest
 
+from roofline_report.observe.ceilings import compute as compute_ceilings
+from roofline_report.observe.ceilings import dispatch as dispatch_ceilings
+from roofline_report.observe.ceilings import host, sampling
 from roofline_report.observe.ceilings import machine as ceilings
-from roofline_report.observe.ceilings.machine import GiB, MiB, Plan
+from roofline_report.observe.ceilings import streams as stream_ceilings
+from roofline_report.observe.ceilings.machine import Plan
+from roofline_report.observe.ceilings.sampling import GiB, MiB
 
 TINY = Plan(
     matmul_sizes=(32, 64),
@@ -88,7 +93,7 @@ def test_gpu_plan_uses_large_matmuls_and_a_fraction_of_free_memory() -> None:
     ],
 )
 def test_parse_size(text: str, expected: int | None) -> None:
-    assert ceilings.parse_size(text) == expected
+    assert host.parse_size(text) == expected
 
 
 def test_parse_lscpu_takes_last_level_per_instance() -> None:
@@ -99,9 +104,9 @@ L2 cache:                4 MiB (2 instances)
 L3 cache:                64 MiB (2 instances)
 NUMA node(s):            1
 """
-    assert ceilings.parse_lscpu(text) == 32 * MiB
-    assert ceilings.parse_lscpu("L2 cache: 1024K\nL1d cache: 32K\n") == 1 * MiB
-    assert ceilings.parse_lscpu("Architecture: x86_64\n") is None
+    assert host.parse_lscpu(text) == 32 * MiB
+    assert host.parse_lscpu("L2 cache: 1024K\nL1d cache: 32K\n") == 1 * MiB
+    assert host.parse_lscpu("Architecture: x86_64\n") is None
 
 
 def _cache_index(root: Path, index: int, level: int, kind: str, size: str) -> None:
@@ -117,20 +122,20 @@ def test_read_cache_bytes_from_sysfs(tmp_path: Path) -> None:
     _cache_index(tmp_path, 1, 1, "Instruction", "64K")
     _cache_index(tmp_path, 2, 2, "Unified", "2048K")
     _cache_index(tmp_path, 3, 3, "Unified", "491520K")
-    assert ceilings.read_cache_bytes(tmp_path) == 480 * MiB
+    assert host.read_cache_bytes(tmp_path) == 480 * MiB
 
 
 def test_read_cache_bytes_ignores_instruction_caches(tmp_path: Path) -> None:
     _cache_index(tmp_path, 0, 1, "Data", "32K")
     _cache_index(tmp_path, 1, 2, "Instruction", "1024K")
-    assert ceilings.read_cache_bytes(tmp_path) == 32 * 1024
+    assert host.read_cache_bytes(tmp_path) == 32 * 1024
 
 
 def test_read_cache_bytes_falls_back_to_lscpu(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ceilings, "_lscpu_cache_bytes", lambda: 12345)
-    assert ceilings.read_cache_bytes(tmp_path / "missing") == 12345
+    monkeypatch.setattr(host, "_lscpu_cache_bytes", lambda: 12345)
+    assert host.read_cache_bytes(tmp_path / "missing") == 12345
 
 
 def test_free_memory_of_a_device_with_allocator_stats() -> None:
@@ -146,8 +151,8 @@ def test_free_memory_of_a_device_with_allocator_stats() -> None:
         def memory_stats(self) -> None:
             return None
 
-    assert ceilings.free_memory_bytes(Device()) == 70
-    assert ceilings.free_memory_bytes(Bare()) is None
+    assert host.free_memory_bytes(Device()) == 70
+    assert host.free_memory_bytes(Bare()) is None
 
 
 # ----------------------------------------------------------------------------- measurement
@@ -204,7 +209,7 @@ def test_tiny_run_compute_entries(tiny: dict[str, Any]) -> None:
         assert entry["value"] == pytest.approx(
             entry["flops_per_call"] / min(entry["timing"]["per_call_s"])
         )
-        assert len(entry["rounds"]) == ceilings.ROUNDS
+        assert len(entry["rounds"]) == sampling.ROUNDS
         assert entry["value"] == max(entry["rounds"])
     bf16 = tiny["compute"][1]
     assert "upcasts" in bf16["reason"]
@@ -226,7 +231,7 @@ def test_tiny_run_bandwidth_entries(tiny: dict[str, Any]) -> None:
         assert entry["huge_pages"] is False
         _check_timing(entry["timing"])
         # Measured in rounds a pass over the other ceilings apart; the value is the best one.
-        assert len(entry["rounds"]) == ceilings.ROUNDS
+        assert len(entry["rounds"]) == sampling.ROUNDS
         assert entry["value"] == max(entry["rounds"])
     best = max(entries, key=lambda e: e["value"])
     assert tiny["peak_bandwidth"] == {"value": best["value"], "name": best["name"]}
@@ -244,7 +249,7 @@ def test_tiny_run_dispatch(tiny: dict[str, Any]) -> None:
 def test_streaming_kernels_compute_what_they_claim() -> None:
     import numpy as np
 
-    streams = ceilings._Streams(8)
+    streams = stream_ceilings._Streams(8)
     streams.runner("scale")(3)  # x <- -x three times
     np.testing.assert_array_equal(np.asarray(streams.x), -np.ones(8))
     streams.runner("triad")(1)  # x <- y - x = 2 - (-1)
@@ -258,8 +263,8 @@ def test_streaming_kernels_compute_what_they_claim() -> None:
 def test_filled_arrays_hold_their_value(huge: bool) -> None:
     import numpy as np
 
-    elements = 3 * ceilings.HUGE_PAGE_BYTES // 4 + 7  # spans whole huge pages, unaligned end
-    array, on_huge = ceilings._filled(elements, 2.5, huge)
+    elements = 3 * stream_ceilings.HUGE_PAGE_BYTES // 4 + 7  # spans whole huge pages, unaligned end
+    array, on_huge = stream_ceilings._filled(elements, 2.5, huge)
     np.testing.assert_array_equal(np.asarray(array), np.full(elements, 2.5, dtype=np.float32))
     assert isinstance(on_huge, bool)
     if not huge:
@@ -269,13 +274,14 @@ def test_filled_arrays_hold_their_value(huge: bool) -> None:
 def test_request_huge_pages_declines_where_unsupported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert ceilings.request_huge_pages(4096, ceilings.HUGE_PAGE_BYTES) is False  # no whole page
+    # no whole page
+    assert stream_ceilings.request_huge_pages(4096, stream_ceilings.HUGE_PAGE_BYTES) is False
     never = tmp_path / "enabled"
     never.write_text("always madvise [never]\n")
-    monkeypatch.setattr(ceilings, "_THP_ENABLED", never)
-    assert ceilings.request_huge_pages(0, 8 * ceilings.HUGE_PAGE_BYTES) is False
+    monkeypatch.setattr(stream_ceilings, "_THP_ENABLED", never)
+    assert stream_ceilings.request_huge_pages(0, 8 * stream_ceilings.HUGE_PAGE_BYTES) is False
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert ceilings.request_huge_pages(0, 8 * ceilings.HUGE_PAGE_BYTES) is False
+    assert stream_ceilings.request_huge_pages(0, 8 * stream_ceilings.HUGE_PAGE_BYTES) is False
 
 
 SMAPS = """\
@@ -296,12 +302,12 @@ def test_huge_page_share_from_smaps(tmp_path: Path) -> None:
     smaps.write_text(SMAPS)
     start = 0x7F0000000000
     # The 130 MiB range overlaps the first two mappings: 126 MiB of huge pages, 96.9%.
-    share = ceilings.huge_page_share(start, 130 * MiB, smaps)
+    share = stream_ceilings.huge_page_share(start, 130 * MiB, smaps)
     assert share == pytest.approx(126 / 130)
     # A range inside the small-page head only.
-    assert ceilings.huge_page_share(start, 4096, smaps) == 0.0
-    assert ceilings.huge_page_share(start, 0, smaps) is None
-    assert ceilings.huge_page_share(start, MiB, tmp_path / "missing") is None
+    assert stream_ceilings.huge_page_share(start, 4096, smaps) == 0.0
+    assert stream_ceilings.huge_page_share(start, 0, smaps) is None
+    assert stream_ceilings.huge_page_share(start, MiB, tmp_path / "missing") is None
 
 
 def _stream(name: str, value: float | None, huge: bool = True) -> dict[str, Any]:
@@ -312,26 +318,26 @@ def _stream(name: str, value: float | None, huge: bool = True) -> dict[str, Any]
 def test_streams_keep_each_kernel_s_best_round() -> None:
     first = [_stream("reduce", 30e9), _stream("scale", 31e9, huge=False), _stream("triad", None)]
     second = [_stream("reduce", 28e9), _stream("scale", 52e9), _stream("triad", 50e9)]
-    best = ceilings._best_streams([first, second])
+    best = stream_ceilings.best_streams([first, second])
     assert [e["value"] for e in best] == [30e9, 52e9, 50e9]
     assert [e["rounds"] for e in best] == [[30e9, 28e9], [31e9, 52e9], [None, 50e9]]
     assert best[1]["huge_pages"] is True  # the record of the round it came from
-    assert ceilings._best_streams([[], []]) == []
-    only = ceilings._best_streams([[_stream("scale", None)]])
+    assert stream_ceilings.best_streams([[], []]) == []
+    only = stream_ceilings.best_streams([[_stream("scale", None)]])
     assert not only[0]["available"] and only[0]["rounds"] == [None]
 
 
 def test_stream_rounds_reuse_or_renew_their_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
     kept: dict[str, Any] = {}
-    ceilings._bandwidth_entries(TINY, None, lambda _m: None, kept, samples=3)
+    stream_ceilings.bandwidth_entries(TINY, None, lambda _m: None, kept, samples=3)
     arrays = kept["streams"]
-    entries = ceilings._bandwidth_entries(TINY, None, lambda _m: None, kept, samples=3)
+    entries = stream_ceilings.bandwidth_entries(TINY, None, lambda _m: None, kept, samples=3)
     assert all(e["available"] and len(e["timing"]["per_call_s"]) == 3 for e in entries)
     # 1 MiB holds no whole huge page: never on huge pages, so each round allocates afresh.
     assert kept["streams"] is not arrays and not arrays.on_huge_pages()
-    monkeypatch.setattr(ceilings._Streams, "on_huge_pages", lambda _self: True)
+    monkeypatch.setattr(stream_ceilings._Streams, "on_huge_pages", lambda _self: True)
     arrays = kept["streams"]
-    ceilings._bandwidth_entries(TINY, None, lambda _m: None, kept, samples=3)
+    stream_ceilings.bandwidth_entries(TINY, None, lambda _m: None, kept, samples=3)
     assert kept["streams"] is arrays
 
 
@@ -343,16 +349,16 @@ def _raise_memory_error(*args: object, **kwargs: object) -> Any:
 
 
 def test_failures_become_unavailable_entries(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_operands = ceilings._matmul_operands
+    real_operands = compute_ceilings._matmul_operands
 
     def operands(n: int, dtype: str) -> Any:
         if dtype == "bfloat16":
             raise MemoryError(f"no room for {n}x{n}")
         return real_operands(n, dtype)
 
-    monkeypatch.setattr(ceilings, "_matmul_operands", operands)
-    monkeypatch.setattr(ceilings._Streams, "__init__", _raise_memory_error)
-    monkeypatch.setattr(ceilings, "_dispatch_runner", _raise_memory_error)
+    monkeypatch.setattr(compute_ceilings, "_matmul_operands", operands)
+    monkeypatch.setattr(stream_ceilings._Streams, "__init__", _raise_memory_error)
+    monkeypatch.setattr(dispatch_ceilings, "_dispatch_runner", _raise_memory_error)
     plan = Plan(**{**_fields(TINY), "matmul_sizes": (32,)})
     data = ceilings.measure_ceilings(quick=True, plan=plan)
 
@@ -372,44 +378,44 @@ def test_failures_become_unavailable_entries(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_one_failing_kernel_leaves_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_runner = ceilings._Streams.runner
+    real_runner = stream_ceilings._Streams.runner
 
-    def runner(self: ceilings._Streams, name: str) -> Any:
+    def runner(self: stream_ceilings._Streams, name: str) -> Any:
         if name == "reduce":
             return _raise_memory_error
         return real_runner(self, name)
 
-    monkeypatch.setattr(ceilings._Streams, "runner", runner)
-    entries = ceilings._bandwidth_entries(TINY, None, lambda _m: None)
+    monkeypatch.setattr(stream_ceilings._Streams, "runner", runner)
+    entries = stream_ceilings.bandwidth_entries(TINY, None, lambda _m: None)
     assert [e["available"] for e in entries] == [False, True, True]
     assert entries[0]["reason"].startswith("reduce on 1 MiB failed: MemoryError")
 
 
 def test_sweep_keeps_the_sizes_that_worked(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_operands = ceilings._matmul_operands
+    real_operands = compute_ceilings._matmul_operands
 
     def operands(n: int, dtype: str) -> Any:
         if n > 32:
             raise MemoryError("too big")
         return real_operands(n, dtype)
 
-    monkeypatch.setattr(ceilings, "_matmul_operands", operands)
-    entry = ceilings._matmul_entry("float32", "cpu", TINY, lambda _m: None)
+    monkeypatch.setattr(compute_ceilings, "_matmul_operands", operands)
+    entry = compute_ceilings.matmul_entry("float32", "cpu", TINY, lambda _m: None)
     assert entry["available"] and entry["size"] == 32
     assert entry["rounds"] == [entry["value"]]  # one round unless a second is asked for
     assert "sweep stopped: n=64 failed (MemoryError: too big)" in entry["reason"]
 
 
 def test_caveats_say_why_figures_are_not_native() -> None:
-    assert "upcasts" in ceilings._matmul_caveat("cpu", "bfloat16")
-    assert "TF32" in ceilings._matmul_caveat("gpu", "float32")
-    assert ceilings._matmul_caveat("cpu", "float32") == ""
+    assert "upcasts" in compute_ceilings._matmul_caveat("cpu", "bfloat16")
+    assert "TF32" in compute_ceilings._matmul_caveat("gpu", "float32")
+    assert compute_ceilings._matmul_caveat("cpu", "float32") == ""
 
 
 def test_bandwidth_caveat_when_arrays_are_near_the_cache() -> None:
-    entries = ceilings._bandwidth_entries(TINY, 1 * MiB, lambda _m: None)
+    entries = stream_ceilings.bandwidth_entries(TINY, 1 * MiB, lambda _m: None)
     assert all("1x the last-level cache" in e["reason"] for e in entries)
-    clean = ceilings._bandwidth_entries(TINY, 64 * 1024, lambda _m: None)
+    clean = stream_ceilings.bandwidth_entries(TINY, 64 * 1024, lambda _m: None)
     assert all(e["reason"] == "" for e in clean)
 
 
@@ -423,8 +429,8 @@ def _fields(plan: Plan) -> dict[str, Any]:
 def test_conv_flops_by_hand() -> None:
     # 3x3 valid convolution of 4 images of 10x10 pixels, 32 channels in and out: 8x8 outputs,
     # each 32 output channels x 32 input channels x 9 taps multiply-adds.
-    assert ceilings.conv_flops(10, 4, 32) == 2 * 4 * 8 * 8 * 32 * 32 * 9
-    assert ceilings.conv_shape("cpu") == (4, 32)
+    assert compute_ceilings.conv_flops(10, 4, 32) == 2 * 4 * 8 * 8 * 32 * 32 * 9
+    assert compute_ceilings.conv_shape("cpu") == (4, 32)
 
 
 def test_tiny_convolution_roof_is_measured_apart() -> None:
@@ -434,7 +440,7 @@ def test_tiny_convolution_roof_is_measured_apart() -> None:
     conv = [e for e in data["compute"] if e["op"] == "convolution"]
     assert len(conv) == 1 and conv[0]["available"] and conv[0]["dtype"] == "float32"
     assert [s["n"] for s in conv[0]["by_size"]] == [6, 10]
-    assert [s["flops"] for s in conv[0]["by_size"]] == [ceilings.conv_flops(n, 4, 32)
+    assert [s["flops"] for s in conv[0]["by_size"]] == [compute_ceilings.conv_flops(n, 4, 32)
                                                         for n in (6, 10)]
     # The default float32 roof is the matmul's, never the convolution's.
     assert data["peak_compute"]["name"] == "matmul float32"

@@ -65,7 +65,8 @@ def small_measurement(mp: pytest.MonkeyPatch) -> None:
     from roofline_report.observe import run as measure
     from roofline_report.observe import workloads
     from roofline_report.observe.ceilings import machine as ceilings
-    from roofline_report.observe.ceilings.machine import MiB, Plan
+    from roofline_report.observe.ceilings.machine import Plan
+    from roofline_report.observe.ceilings.sampling import MiB
 
     tiny = Plan(matmul_sizes=(32, 64), matmul_max_call_s=1.0, matmul_dtypes=("float32",),
                 array_bytes=1 * MiB, samples=3, min_sample_s=1e-3, sweep_samples=2,

@@ -4,10 +4,11 @@ counts, so a per-step total counts a collective once per iteration."""
 
 from __future__ import annotations
 
-from roofline_report.analysis.comm import flat_network, step_bounds
+from roofline_report.analysis.comm_network import flat_network
+from roofline_report.analysis.comm_step import step_bounds
 from roofline_report.hlo.compiled import collective_records, loop_context
 from roofline_report.hlo.ir import parse_module
-from roofline_report.observe.sharding import comm_totals, parse_collectives
+from roofline_report.observe.sharded_collectives import comm_totals, parse_collectives
 
 # Two nested loops (3 x 4 iterations) around an all-gather, a loop without a known trip count
 # around a reduce-scatter, and an all-reduce outside any loop; the spelling of XLA's CPU HLO.

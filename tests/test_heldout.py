@@ -15,7 +15,7 @@ from benchmarks import prediction
 from benchmarks.heldout import PROGRAMS
 from roofline_report.config import load_config
 from roofline_report.errors import EXIT_INPUT
-from roofline_report.hlo import ir
+from roofline_report.hlo import ir, shapes
 from roofline_report.traces.events import xspace_text
 
 REPO = Path(__file__).resolve().parent.parent
@@ -176,7 +176,7 @@ def test_a_kernel_that_cannot_run_alone_says_why() -> None:
 
 
 def test_row_major_ignores_dimensions_of_size_one() -> None:
-    shape = ir.parse_shape
+    shape = shapes.parse_shape
     assert alone._row_major(shape("f32[8,4,64,1,32]{4,2,1,0,3}"))
     assert alone._row_major(shape("f32[2,3]{1,0}")) and alone._row_major(shape("f32[]"))
     assert not alone._row_major(shape("f32[2,3]{0,1}"))

@@ -12,14 +12,9 @@ from __future__ import annotations
 import pytest
 
 from roofline_report.hlo.compiled import collective_records, inspect_compiled, while_loops
-from roofline_report.hlo.ir import (
-    Array,
-    SourceLocation,
-    dtype_bits,
-    parse_module,
-    parse_replica_groups,
-    parse_shape,
-)
+from roofline_report.hlo.ir import SourceLocation, parse_module
+from roofline_report.hlo.replica_groups import parse_replica_groups
+from roofline_report.hlo.shapes import Array, dtype_bits, parse_shape
 
 # jax.jit(lambda a, b: jnp.tanh(a @ b)) on f32[32,16], f32[16,8]
 SEED = r"""HloModule jit_seed, is_scheduled=true, entry_computation_layout={(f32[32,16]{1,0}, f32[16,8]{1,0})->f32[32,8]{1,0}}, allow_spmd_sharding_propagation_to_parameters={true,true}, allow_spmd_sharding_propagation_to_output={true}

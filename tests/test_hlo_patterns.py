@@ -1,5 +1,5 @@
 # ruff: noqa: E501
-"""Kernel patterns (roofline_report.hlo.kernels.kernel_pattern) on programs XLA:CPU compiles
+"""Kernel patterns (roofline_report.hlo.kernel_patterns.kernel_pattern) on programs XLA:CPU compiles
 here, and on hand-written HLO for the edge cases."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import pytest
 
 from roofline_report.hlo.ir import parse_module
-from roofline_report.hlo.kernels import kernel_inventory, kernel_pattern
+from roofline_report.hlo.kernel_patterns import kernel_pattern
+from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.results.schema import KernelInventory
 
 ON_CPU = jax.default_backend() == "cpu"

@@ -65,7 +65,8 @@ def _small_run(mp: pytest.MonkeyPatch) -> None:
     from roofline_report.observe import run as measure
     from roofline_report.observe import workloads
     from roofline_report.observe.ceilings import machine as ceilings
-    from roofline_report.observe.ceilings.machine import MiB, Plan
+    from roofline_report.observe.ceilings.machine import Plan
+    from roofline_report.observe.ceilings.sampling import MiB
 
     tiny = Plan(matmul_sizes=(32, 64), matmul_max_call_s=1.0, matmul_dtypes=("float32",),
                 array_bytes=1 * MiB, samples=3, min_sample_s=1e-3, sweep_samples=2,
@@ -165,7 +166,10 @@ def test_failure_reasons_do_not_leak_paths(probe: str, tmp_path: Path,
     from roofline_report.observe import run as measure
     from roofline_report.observe import timer as timing
     from roofline_report.observe import workloads
+    from roofline_report.observe.ceilings import compute as compute_ceilings
+    from roofline_report.observe.ceilings import dispatch as dispatch_ceilings
     from roofline_report.observe.ceilings import machine as ceilings
+    from roofline_report.observe.ceilings import streams as stream_ceilings
 
     secret = tmp_path / "private" / "weights.npy"
     message = f"cannot open {secret}"
@@ -187,9 +191,9 @@ def test_failure_reasons_do_not_leak_paths(probe: str, tmp_path: Path,
     elif probe == "ceilings":
         monkeypatch.setattr(ceilings, "measure_ceilings", fail)
     elif probe == "ceiling_entry":
-        monkeypatch.setattr(ceilings, "_matmul_operands", fail)
-        monkeypatch.setattr(ceilings, "_bandwidth_entries", lambda *_a: [])
-        monkeypatch.setattr(ceilings, "_dispatch_entry",
+        monkeypatch.setattr(compute_ceilings, "_matmul_operands", fail)
+        monkeypatch.setattr(stream_ceilings, "bandwidth_entries", lambda *_a: [])
+        monkeypatch.setattr(dispatch_ceilings, "dispatch_entry",
                             lambda *_a: {"value": None, "available": False,
                                          "reason": "not measured in this test"})
     monkeypatch.setattr(measure, "catalog", lambda: [seed])

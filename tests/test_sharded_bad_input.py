@@ -76,7 +76,7 @@ def test_a_preset_without_a_network_figure_is_not_projected_past_its_pod() -> No
 
 
 def test_a_collective_over_one_device_is_free_and_said_so() -> None:
-    from roofline_report.analysis.comm import collective_cost, flat_network
+    from roofline_report.analysis.comm_network import collective_cost, flat_network
     from roofline_report.report.sharding_view import _ab_collective
 
     cost = collective_cost("all-reduce", 4096, 1, flat_network(1e9, 1e-6))

@@ -21,12 +21,12 @@ import pytest
 from roofline_report.analysis.comm import comm_bounds
 from roofline_report.config import load_config
 from roofline_report.errors import EXIT_INTERNAL, InputError
+from roofline_report.observe.sharded_analysis import analyze_sharded
+from roofline_report.observe.sharded_collectives import parse_collectives
 from roofline_report.observe.sharding import (
     _child_env,
     _last_json,
-    analyze_sharded,
     main,
-    parse_collectives,
     run_sharded_analysis,
     with_device_flag,
 )
@@ -595,7 +595,8 @@ def test_bfloat16_collectives_are_priced_in_bfloat16(sharded: dict[str, Any]) ->
 def test_a_combined_psum_is_one_collective(sharded: dict[str, Any]) -> None:
     """psum of four bf16[16] arrays split over d=4: one all-reduce of four bf16[4] (f32 on
     this CPU), priced once: its latency is that of one all-reduce, its bytes all four's."""
-    from roofline_report.analysis.comm import flat_network, step_comm_time
+    from roofline_report.analysis.comm_network import flat_network
+    from roofline_report.analysis.comm_step import step_comm_time
 
     w = _user(sharded, "combined bf16 psum")
     [c] = w["collectives"]
@@ -762,7 +763,7 @@ def test_user_workload_in_this_process_uses_each_dtype(
     """A one-device mesh: nothing is split, and every shard is the whole array."""
     import jax
 
-    from roofline_report.observe.sharding import user_workload
+    from roofline_report.observe.sharded_user import user_workload
 
     (tmp_path / "rr_mixed_mod.py").write_text(MIXED_MODULE, encoding="utf-8")
     (tmp_path / "m.toml").write_text(
@@ -797,9 +798,9 @@ import json
 import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
-from roofline_report.observe.sharding import _make_mesh, analyze_sharded
+from roofline_report.observe.sharded_analysis import analyze_sharded, make_mesh
 
-mesh = _make_mesh(jax, jax.devices("cpu")[:8])
+mesh = make_mesh(jax, jax.devices("cpu")[:8])
 
 def body(x):
     a = jax.lax.psum_scatter(x, "d", scatter_dimension=0, tiled=True)

@@ -23,7 +23,7 @@ from jax import lax
 
 from roofline_report.analysis import reconcile
 from roofline_report.errors import InputError
-from roofline_report.hlo import stablehlo_count
+from roofline_report.hlo import stablehlo_count, stablehlo_mlir, stablehlo_ops
 
 ON_CPU = jax.default_backend() == "cpu"
 cpu_only = pytest.mark.skipif(not ON_CPU, reason="XLA's CPU numbers are recorded for CPU")
@@ -371,9 +371,9 @@ def test_dimension_number_fallback_parsers() -> None:
         "#stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], "
         "lhs_contracting_dimensions = [2, 3], rhs_contracting_dimensions = [1, 2]>"
     )
-    assert stablehlo_count.parse_dot_contracting(dot) == [2, 3]
-    assert stablehlo_count.parse_dot_contracting("#stablehlo.dot<>") is None
-    conv = stablehlo_count.parse_conv_dims(
+    assert stablehlo_mlir.parse_dot_contracting(dot) == [2, 3]
+    assert stablehlo_mlir.parse_dot_contracting("#stablehlo.dot<>") is None
+    conv = stablehlo_mlir.parse_conv_dims(
         "#stablehlo.conv<[b, f, 0, 1]x[o, i, 0, 1]->[b, 0, 1, f]>"
     )
     assert conv is not None
@@ -512,7 +512,7 @@ def test_chlo_ops_are_charged_what_xla_compiles_them_into(name: str) -> None:
     lowered = _lower(fn, *args)
     assert f"chlo.{name}" in lowered.as_text()
     count = stablehlo_count.count_stablehlo(lowered.compiler_ir("stablehlo"))
-    flops, transcendentals = stablehlo_count.CHLO_CHARGES[f"chlo.{name}"]
+    flops, transcendentals = stablehlo_ops.CHLO_CHARGES[f"chlo.{name}"]
     assert (count["flops"], count["transcendentals"]) == (flops * n, transcendentals * n)
     # The compiled program's kernels, counted by the same rules, hold the same work.
     compiled = lowered.compile()

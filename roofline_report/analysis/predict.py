@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from roofline_report.analysis.patterns import pattern_time
 from roofline_report.analysis.roofs import RoofSet
-from roofline_report.hlo.ir import dtype_bits
+from roofline_report.hlo.shapes import dtype_bits
 from roofline_report.kinds import Kind
 
 __all__ = ["Facts", "Prediction", "Term", "facts", "kernel_dtype", "kernel_facts",

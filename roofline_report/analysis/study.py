@@ -11,6 +11,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from roofline_report.analysis import comm as comm_model
+from roofline_report.analysis import (
+    comm_alpha_beta,
+    comm_network,
+    comm_projection,
+    comm_step,
+)
 from roofline_report.analysis import seed_model as model
 from roofline_report.hlo.collectives import COLLECTIVE_OPS
 from roofline_report.kinds import Kind, Quantity
@@ -301,7 +307,7 @@ def workload_batch(w: Mapping[str, Any], devices: int) -> dict[str, Any] | None:
     return None
 
 
-def _collective_rows(w: Mapping[str, Any], network: Sequence[comm_model.Level]
+def _collective_rows(w: Mapping[str, Any], network: Sequence[comm_network.Level]
                      ) -> list[dict[str, Any]]:
     """Each collective instruction of a workload (a combined one once), priced on ``network``
     (None where it has no formula, size or group, or the network cannot carry it)."""
@@ -310,16 +316,16 @@ def _collective_rows(w: Mapping[str, Any], network: Sequence[comm_model.Level]
     # mesh axes of size 1: a collective over one of them has a group of one device
     unit_axes = [str(a) for a, size in zip(mesh.get("axis_names") or [], mesh.get("shape") or [],
                                            strict=False) if size == 1]
-    for c in comm_model.combine_records(w.get("collectives", [])):
+    for c in comm_step.combine_records(w.get("collectives", [])):
         priced = None
-        size = comm_model.priced_bytes(c)
+        size = comm_step.priced_bytes(c)
         if c.get("op") in COLLECTIVE_OPS and size is not None and c.get("group_size") is not None:
             trips = c.get("trip_count", 1)
             try:
-                priced = comm_model.collective_cost(
+                priced = comm_network.collective_cost(
                     c["op"], size, int(c["group_size"]), network,
                     count=1 if trips is None else int(trips))
-            except comm_model.NotPriced:
+            except comm_network.NotPriced:
                 priced = None
         rows.append({"workload": w.get("name", ""), "collective": c, "priced": priced,
                      "unit_axes": unit_axes})
@@ -349,7 +355,7 @@ def _preset_peak(preset: Any, dtype: str = "float32") -> tuple[float, str]:
     return float(preset.peak("bf16")), "bf16 (no published fp32 figure)"
 
 
-def preset_network(preset: Any) -> tuple[comm_model.Level, ...]:
+def preset_network(preset: Any) -> tuple[comm_network.Level, ...]:
     """The network of a chip preset as the alpha-beta model's levels: its scale-up link (a
     switch of ``domain`` devices at the link's egress, or the TPU pod's torus of links) and,
     where one is published, the scale-out link beyond it. Bandwidths are spec-sheet figures,
@@ -361,18 +367,18 @@ def preset_network(preset: Any) -> tuple[comm_model.Level, ...]:
     spec, hyp = Kind.SPEC_SHEET.value, Kind.HYPOTHETICAL.value
     if preset.torus and inner.link_bandwidth is not None:
         shape = " x ".join(map(str, preset.torus))
-        first = comm_model.Level(
+        first = comm_network.Level(
             f"{inner.name} ({shape} torus)", inner.link_bandwidth, inner.latency,
             devices=math.prod(preset.torus), topology="torus", torus=tuple(preset.torus),
             slices=tuple(preset.slices), bandwidth_kind=spec, latency_kind=hyp)
     else:
-        first = comm_model.Level(inner.name, inner.egress, inner.latency, devices=preset.domain,
-                                 bandwidth_kind=spec, latency_kind=hyp)
+        first = comm_network.Level(inner.name, inner.egress, inner.latency,
+                                   devices=preset.domain, bandwidth_kind=spec, latency_kind=hyp)
     outer = preset.scale_out
     if outer is None or outer.latency is None:
         return (first,)
-    return (first, comm_model.Level(outer.name, outer.egress, outer.latency,
-                                    bandwidth_kind=spec, latency_kind=hyp))
+    return (first, comm_network.Level(outer.name, outer.egress, outer.latency,
+                                      bandwidth_kind=spec, latency_kind=hyp))
 
 
 def _projection_kinds(point: Mapping[str, Any]) -> dict[str, str]:
@@ -405,7 +411,7 @@ def _jax_roofline_row(w: Mapping[str, Any], per: Mapping[str, Any], steps: int
     if not jr.get("available"):
         return {"name": w.get("name", ""), "available": False,
                 "reason": str(jr.get("reason") or "not available")}
-    trips = [c.get("trip_count") or 1 for c in comm_model.combine_records(
+    trips = [c.get("trip_count") or 1 for c in comm_step.combine_records(
         w.get("collectives", []))]
     return {
         "name": w.get("name", ""),
@@ -467,7 +473,7 @@ def step_study(
     """
     from roofline_report import presets
 
-    flat = comm_model.flat_network(interconnect, latency, kind=kind)
+    flat = comm_network.flat_network(interconnect, latency, kind=kind)
     rows: list[dict[str, Any]] = []
     collectives: list[dict[str, Any]] = []
     compare: list[dict[str, Any]] = []
@@ -479,12 +485,12 @@ def step_study(
             continue
         devices = _devices_of(w, default_devices)
         batch = workload_batch(w, devices)
-        bounds = comm_model.step_bounds(
+        bounds = comm_step.step_bounds(
             flops=per["flops"], hbm_bytes=per["hbm_bytes"], collectives=w.get("collectives", []),
             peak_flops=peak, hbm_bandwidth=bandwidth, network=flat,
             count_buffers=bool(w.get("step")),
         )
-        critical = None if batch is None else comm_model.critical_batch(
+        critical = None if batch is None else comm_step.critical_batch(
             batch=batch["global"], t_math=bounds["t_math"], t_latency=bounds["t_comm_latency"],
             t_bandwidth=bounds["t_comm_bandwidth"], comm_scales=batch["comm_scales"])
         rows.append({"index": index, "name": w.get("name", ""), "sharding": w.get("sharding", ""),
@@ -517,7 +523,7 @@ def step_study(
         "source": source,
         "budget": {"peak": peak, "bandwidth": bandwidth, "interconnect": interconnect,
                    "latency": latency},
-        "algorithms": dict(comm_model.ALGORITHM_NOTES),
+        "algorithms": dict(comm_alpha_beta.ALGORITHM_NOTES),
         "rows": rows,
         "collectives": collectives,
         "jax_roofline": compare,
@@ -534,7 +540,7 @@ def step_study(
             "links": [link.to_json() for link in (chosen.interconnect, chosen.scale_out)
                       if link is not None],
             "network": [level.to_json() for level in network],
-            "devices": list(comm_model.PROJECTION_DEVICES),
+            "devices": list(comm_projection.PROJECTION_DEVICES),
             "rows": projection_rows,
             "crossovers": _crossovers(projection_rows),
         },
@@ -542,19 +548,19 @@ def step_study(
 
 
 def _project_rows(w: Mapping[str, Any], r: Mapping[str, Any], chosen: Any,
-                  network: Sequence[comm_model.Level]) -> list[dict[str, Any]]:
+                  network: Sequence[comm_network.Level]) -> list[dict[str, Any]]:
     """One training step carried to each of :data:`PROJECTION_DEVICES` on the preset."""
     per = w["per_device"]
     batch = r["batch"] or {"comm_scales": False, "global": 0, "per_device": 0}
     chip_peak, peak_dtype = _preset_peak(chosen, r["dtype"])
     out: list[dict[str, Any]] = []
-    for n in comm_model.PROJECTION_DEVICES:
+    for n in comm_projection.PROJECTION_DEVICES:
         base = {"name": r["name"], "devices": n, "comm_scales": bool(batch["comm_scales"])}
         if not network:
             out.append({**base, "available": False,
                         "reason": f"{chosen.name} has no interconnect with a latency figure"})
             continue
-        point = comm_model.project_step(
+        point = comm_projection.project_step(
             flops=per["flops"], hbm_bytes=per["hbm_bytes"], collectives=w.get("collectives", []),
             devices=r["devices"], to_devices=n, comm_scales=batch["comm_scales"],
             peak_flops=chip_peak, hbm_bandwidth=chosen.hbm_bandwidth, network=network,
@@ -565,7 +571,7 @@ def _project_rows(w: Mapping[str, Any], r: Mapping[str, Any], chosen: Any,
                         "reason": _not_projected(chosen, point["reason"])})
             continue
         global_batch = int(batch["global"] * n / r["devices"])
-        critical = None if not global_batch else comm_model.critical_batch(
+        critical = None if not global_batch else comm_step.critical_batch(
             batch=global_batch, t_math=point["t_math"], t_latency=point["t_comm_latency"],
             t_bandwidth=point["t_comm_bandwidth"], comm_scales=batch["comm_scales"])
         link = " + ".join(level["level"] for level in point["levels"]) or network[0].name

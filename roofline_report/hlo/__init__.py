@@ -2,14 +2,19 @@
 count of the StableHLO.
 
 * :mod:`roofline_report.hlo.ir`: the one reader of optimized HLO text (:func:`parse_module`).
+* :mod:`roofline_report.hlo.shapes` and :mod:`roofline_report.hlo.replica_groups`: the
+  element types, shapes and replica groups it reads.
 * :mod:`roofline_report.hlo.walk`: the one walk of the compiled call graph (loops, branches,
   calls, async wrappers, fusions) that the compiled facts and the kernel inventory read.
 * :mod:`roofline_report.hlo.compiled`: :func:`inspect_compiled`, :func:`collective_records`,
   :func:`while_loops` and :func:`strip_metadata`, all on top of the IR.
-* :mod:`roofline_report.hlo.kernels`: the kernel inventory (costs, bytes touched, patterns).
+* :mod:`roofline_report.hlo.kernels`: the kernel inventory, from
+  :mod:`~roofline_report.hlo.kernel_cost` (each instruction's flops),
+  :mod:`~roofline_report.hlo.kernel_bytes` (the bytes a launch touches) and
+  :mod:`~roofline_report.hlo.kernel_patterns` (the kinds of kernel).
 * :mod:`roofline_report.hlo.taps`: convolution taps in closed form.
-* :mod:`roofline_report.hlo.stablehlo_count`: :func:`count_stablehlo` (the MLIR walk),
-  :func:`match_loops` and :func:`count_workload`.
+* :mod:`roofline_report.hlo.stablehlo_count`: :func:`count_stablehlo` (the MLIR walk) and
+  :func:`count_workload`; :mod:`roofline_report.hlo.stablehlo_loops`: :func:`match_loops`.
 
 Importing this package does not import jax.
 """
@@ -23,7 +28,8 @@ from roofline_report.hlo.compiled import (
     while_loops,
 )
 from roofline_report.hlo.ir import Module, parse_module
-from roofline_report.hlo.stablehlo_count import count_stablehlo, count_workload, match_loops
+from roofline_report.hlo.stablehlo_count import count_stablehlo, count_workload
+from roofline_report.hlo.stablehlo_loops import match_loops
 
 __all__ = [
     "Module",

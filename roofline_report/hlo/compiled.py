@@ -31,12 +31,12 @@ from roofline_report.hlo.ir import (
     Computation,
     Instruction,
     Module,
-    Shape,
     SourceLocation,
     matching,
     parse_module,
 )
 from roofline_report.hlo.kernels import program_walk
+from roofline_report.hlo.shapes import Shape
 from roofline_report.hlo.walk import COLLECTIVE_OPCODES, Walk, walk
 
 __all__ = [

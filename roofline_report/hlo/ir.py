@@ -15,6 +15,9 @@ needs to reason about the program the runtime launches:
   file/line/column (from ``source_file=``/``source_line=`` or by resolving ``stack_frame_id``
   through the tables), replica groups decoded, ``source_target_pairs`` and ``channel_id``.
 
+Shapes and element types are read by :mod:`roofline_report.hlo.shapes`, replica groups by
+:mod:`roofline_report.hlo.replica_groups`.
+
 File paths are kept as written in the text: scrubbing them is the caller's job. Nothing here
 imports jax. A line the reader does not understand is skipped, never an error: the text is
 XLA's, and its spelling drifts between versions.
@@ -23,316 +26,23 @@ XLA's, and its spelling drifts between versions.
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-import numpy as np
+from roofline_report.hlo.replica_groups import ReplicaGroups, parse_replica_groups
+from roofline_report.hlo.shapes import Shape, parse_shape
 
 __all__ = [
-    "Array",
     "Callee",
     "Computation",
     "Instruction",
     "Module",
-    "ReplicaGroups",
-    "Shape",
     "SourceLocation",
-    "dtype_bits",
     "parse_module",
-    "parse_replica_groups",
-    "parse_shape",
 ]
-
-# --------------------------------------------------------------------------------------------
-# Element types and shapes
-# --------------------------------------------------------------------------------------------
-
-_FIXED_BITS = {"pred": 8, "bf16": 16, "tf32": 32, "c64": 64, "c128": 128, "token": 0}
-_WIDTH = re.compile(r"^(?:[su]|f)(?P<bits>\d+)(?:e\d+m\d+\w*)?$")
-
-
-def dtype_bits(dtype: str) -> int | None:
-    """Bits of one value of an HLO element type: ``pred`` 8, ``s4`` 4, ``bf16`` 16,
-    ``f8e4m3fn`` 8, ``c64`` 64, ``token`` 0; None for types of unknown width (``opaque``)."""
-    if dtype in _FIXED_BITS:
-        return _FIXED_BITS[dtype]
-    match = _WIDTH.match(dtype)
-    return int(match["bits"]) if match else None
-
-
-def _storage_bits(dtype: str, layout: str) -> int | None:
-    """Bits one element occupies in memory: sub-byte types take a whole byte unless the layout
-    packs them (``{0:E(4)}``), as XLA's ``ShapeUtil::ByteSizeOf`` counts them."""
-    bits = dtype_bits(dtype)
-    if bits is None or bits == 0:
-        return bits
-    packed = re.search(r"E\((\d+)\)", layout)
-    if packed:
-        return int(packed.group(1))
-    return max(8, bits)
-
-
-@dataclass(frozen=True, slots=True)
-class Array:
-    """One dense array of a shape: element type, dimensions (bounds for dynamic ones)."""
-
-    dtype: str
-    dims: tuple[int, ...]
-    layout: str = ""
-    dynamic: bool = False
-
-    @property
-    def elements(self) -> int:
-        return math.prod(self.dims)
-
-    @property
-    def nbytes(self) -> int | None:
-        """Bytes in memory (tokens 0); None for an element type of unknown width."""
-        bits = _storage_bits(self.dtype, self.layout)
-        return None if bits is None else -(-self.elements * bits // 8)
-
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """An HLO shape: an array (``array`` set) or a tuple of shapes (``elements``)."""
-
-    array: Array | None = None
-    elements: tuple[Shape, ...] = ()
-    text: str = ""
-
-    @property
-    def is_tuple(self) -> bool:
-        return self.array is None
-
-    def arrays(self) -> Iterator[Array]:
-        """Every array, tuples flattened in order (tokens included)."""
-        if self.array is not None:
-            yield self.array
-        for element in self.elements:
-            yield from element.arrays()
-
-    @property
-    def nbytes(self) -> int | None:
-        """Bytes of all arrays (a tuple sums its elements); None when one is of unknown width."""
-        total = 0
-        for array in self.arrays():
-            size = array.nbytes
-            if size is None:
-                return None
-            total += size
-        return total
-
-    def bytes_by_dtype(self) -> dict[str, int]:
-        """Bytes per element type (types of unknown width and tokens left out)."""
-        out: dict[str, int] = {}
-        for array in self.arrays():
-            size = array.nbytes
-            if size:
-                out[array.dtype] = out.get(array.dtype, 0) + size
-        return out
-
-    def element(self, index: int) -> Shape | None:
-        """The ``index``-th element of a tuple shape, or None."""
-        return self.elements[index] if 0 <= index < len(self.elements) else None
-
-
-_ARRAY_TEXT = re.compile(
-    r"(?P<dtype>[a-z][a-z0-9]*)\[(?P<dims>[^\]]*)\](?P<layout>\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})?"
-)
-
-
-def parse_shape(text: str) -> Shape | None:
-    """The :class:`Shape` of an HLO shape text (``f32[8,4]{1,0}``, ``(s32[], bf16[2]{0})``,
-    ``token[]``); None when the text is not a shape."""
-    text = re.sub(r"/\*.*?\*/", "", text).strip()
-    shape, end = _shape_at(text, 0)
-    if shape is None or text[end:].strip():
-        return None
-    return shape
-
-
-def _shape_at(text: str, start: int) -> tuple[Shape | None, int]:
-    i = start
-    while i < len(text) and text[i] == " ":
-        i += 1
-    if i < len(text) and text[i] == "(":
-        elements: list[Shape] = []
-        i += 1
-        while True:
-            while i < len(text) and text[i] in " ,":
-                i += 1
-            if i < len(text) and text[i] == ")":
-                return Shape(None, tuple(elements), text[start:i + 1].strip()), i + 1
-            element, i = _shape_at(text, i)
-            if element is None:
-                return None, i
-            elements.append(element)
-    match = _ARRAY_TEXT.match(text, i)
-    if match is None:
-        return None, i
-    dims: list[int] = []
-    dynamic = False
-    for part in (p.strip() for p in match["dims"].split(",")):
-        if not part:
-            continue
-        if part.startswith("<="):
-            dynamic, part = True, part[2:]
-        if part == "?":
-            dynamic, part = True, "0"
-        if not part.isdigit():
-            return None, i
-        dims.append(int(part))
-    array = Array(match["dtype"], tuple(dims), match["layout"] or "", dynamic)
-    return Shape(array, (), match.group(0)), match.end()
-
-
-# --------------------------------------------------------------------------------------------
-# Replica groups
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaGroups:
-    """Decoded ``replica_groups``: ``groups`` lists each group's devices (``()`` for ``{}``:
-    one group of every device); None when only the size could be read. ``size`` is the
-    devices per group, None when every device (``{}``) or unreadable (``text`` is kept)."""
-
-    groups: tuple[tuple[int, ...], ...] | None
-    size: int | None
-    text: str
-
-    def group_size(self, num_devices: int) -> int | None:
-        """Devices per group, ``num_devices`` for ``{}``; None when unreadable."""
-        if self.groups == ():
-            return num_devices
-        return self.size
-
-
-def _iota(dims: Sequence[int], perm: Sequence[int] | None) -> list[int]:
-    devices = np.arange(math.prod(dims)).reshape(tuple(dims))
-    if perm is not None:
-        devices = devices.transpose(tuple(perm))
-    return [int(d) for d in devices.reshape(-1)]
-
-
-_IOTA = re.compile(r"^\[(?P<shape>[\d,\s]+)\]<=\[(?P<dims>[\d,\s]+)\](?:T\((?P<perm>[\d,\s]+)\))?")
-_MESH = re.compile(r"^(?P<kind>maximal_mesh|mesh)\[(?P<axes>[^\]]*)\]")
-_MESH_AXIS = re.compile(r"^'?(?P<name>[^'=]+?)'?=(?P<size>\d+)$")
-_GROUP_AXIS = re.compile(r"^'?(?P<name>[^':]+?)'?(?::\((?P<pre>\d+)\)(?P<size>\d+))?$")
-
-
-def _ints(text: str) -> list[int]:
-    return [int(v) for v in re.findall(r"\d+", text)]
-
-
-def parse_replica_groups(text: str) -> ReplicaGroups:
-    """Decode a ``replica_groups`` value in any of XLA's spellings.
-
-    ``{{0,1,2,3},{4,5,6,7}}`` (explicit; ``{}`` means all devices), ``[2,4]<=[8]`` and
-    ``[4,2]<=[2,4]T(1,0)`` (iota: groups x size over a reshaped, transposed iota),
-    ``mesh['x'=2,'y'=4] {'y'}`` (the devices along the named axes; ``device_ids=(...)`` gives the
-    mesh's device order; a sub-axis ``'y':(1)2`` its own part of an axis) and
-    ``maximal_mesh[device_id=3] {}`` (one device). Never raises: an unreadable value gives
-    ``ReplicaGroups(None, None, text)``.
-    """
-    text = text.strip()
-    unreadable = ReplicaGroups(None, None, text)
-    if text.startswith("{"):
-        body = text[1:-1].strip() if text.endswith("}") else ""
-        if not body:
-            return ReplicaGroups((), None, text)
-        found = re.findall(r"\{([^{}]*)\}", body)
-        if not found:
-            return unreadable
-        groups = tuple(tuple(_ints(g)) for g in found)
-        return ReplicaGroups(groups, len(groups[0]), text)
-    iota = _IOTA.match(text)
-    if iota:
-        shape = _ints(iota["shape"])
-        dims = _ints(iota["dims"])
-        perm = _ints(iota["perm"]) if iota["perm"] else None
-        if len(shape) != 2 or math.prod(shape) != math.prod(dims):
-            return ReplicaGroups(None, shape[-1] if shape else None, text)
-        flat = _iota(dims, perm)
-        groups = tuple(tuple(flat[g * shape[1] : (g + 1) * shape[1]]) for g in range(shape[0]))
-        return ReplicaGroups(groups, shape[1], text)
-    mesh = _MESH.match(text)
-    if mesh:
-        return _mesh_groups(mesh, text)
-    return unreadable
-
-
-def _mesh_groups(mesh: re.Match[str], text: str) -> ReplicaGroups:
-    unreadable = ReplicaGroups(None, None, text)
-    rest = text[mesh.end() :]
-    device_text = None
-    device_ids = re.match(r",?\s*device_ids=\(", rest)
-    position = 0
-    if device_ids:
-        depth, position = 1, device_ids.end()
-        while depth and position < len(rest):
-            depth += {"(": 1, ")": -1}.get(rest[position], 0)
-            position += 1
-        if depth:
-            return unreadable
-        device_text = rest[device_ids.end() : position - 1]
-    selected_match = re.match(r"\s*\{(?P<group>[^}]*)\}", rest[position:])
-    if selected_match is None:
-        return unreadable
-    if mesh["kind"] == "maximal_mesh":
-        ids = _ints(mesh["axes"])
-        return ReplicaGroups(((ids[0],),) if ids else None, 1, text)
-    axes: list[tuple[str, int]] = []
-    for entry in filter(None, (e.strip() for e in mesh["axes"].split(","))):
-        axis = _MESH_AXIS.match(entry)
-        if axis is None:
-            return unreadable
-        axes.append((axis["name"], int(axis["size"])))
-    sizes = dict(axes)
-    selected: list[tuple[str, int | None, int | None]] = []  # name, pre, size of a sub-axis
-    for entry in filter(None, (e.strip() for e in selected_match["group"].split(","))):
-        axis = _GROUP_AXIS.match(entry)
-        if axis is None or axis["name"] not in sizes:
-            return unreadable
-        pre = int(axis["pre"]) if axis["pre"] is not None else None
-        size = int(axis["size"]) if axis["size"] is not None else None
-        selected.append((axis["name"], pre, size))
-    group_size = math.prod(s if s is not None else sizes[n] for n, _, s in selected)
-    total = math.prod(sizes.values())
-    devices = list(range(total))
-    if device_text is not None:
-        iota = _IOTA.match(f"[{total}]<=" + device_text.strip()) if device_text.strip(
-        ).startswith("[") else None
-        if iota:
-            devices = _iota(_ints(iota["dims"]), _ints(iota["perm"]) if iota["perm"] else None)
-        else:
-            devices = _ints(device_text)
-        if len(devices) != total:
-            return ReplicaGroups(None, group_size, text)
-    # Split each mesh axis around the sub-axes chosen from it (one sub-axis per axis is read).
-    dims: list[int] = []
-    names: list[str | None] = []
-    for name, size in axes:
-        subs = [(p, s) for n, p, s in selected if n == name and s is not None]
-        if len(subs) > 1 or (subs and size % ((subs[0][0] or 1) * subs[0][1])):
-            return ReplicaGroups(None, group_size, text)
-        if subs:
-            pre, sub = subs[0][0] or 1, subs[0][1]
-            dims += [pre, sub, size // (pre * sub)]
-            names += [None, name, None]
-        else:
-            dims.append(size)
-            names.append(name)
-    grid = np.array(devices).reshape(tuple(dims))
-    group_axes = [names.index(n) for n, _, _ in selected]
-    other_axes = [i for i in range(len(dims)) if i not in group_axes]
-    ordered = grid.transpose((*other_axes, *group_axes)).reshape(-1, group_size)
-    groups = tuple(tuple(int(d) for d in row) for row in ordered)
-    return ReplicaGroups(groups, group_size, text)
 
 
 # --------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from roofline_report.errors import reason
 from roofline_report.hlo import count_stablehlo, inspect_compiled
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.observe import timer as timing
-from roofline_report.observe.ceilings.machine import read_cache_bytes
+from roofline_report.observe.ceilings.host import read_cache_bytes
 
 Progress = Callable[[str], None]
 _REASON_CHARS = 200

@@ -231,12 +231,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
         "user": w.user,
     }
     label = f"workload {w.title}"
-    try:
-        record["analytic"] = {key: int(value) for key, value in w.model().items()}
-    except NoAnalyticModel as exc:
-        record["analytic"] = {"available": False, "reason": str(exc)}
-    except Exception as exc:
-        record["analytic"] = skips.add(f"{label}: analytic model", _why(exc))
+    record["analytic"] = _analytic(w, label, skips)
     kwargs: dict[str, Any] = {}
     host_kwargs: dict[str, Any] = {}
     try:
@@ -252,10 +247,44 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
         record["lowering"] = skips.add(f"{label}: lowering", _why(exc))
         return record
 
-    module: Any = None
-    ops: dict[str, int] = {}
     optimized_hlo = low.compiled.as_text()  # read once: both the text and the inspection use it
     program = parse_module(optimized_hlo)  # parsed once: the inspection and the inventory
+    module, ops = _inspect_lowering(w, low, optimized_hlo, record, label, skips,
+                                    keep_text=keep_text)
+    ran = _run_and_check(w, low, (args, kwargs), (host, host_kwargs), ops, record, label,
+                         skips)
+    _xla_analyses(low, record, label, skips)
+    _compiled_facts(program, module, record, label, skips)
+    # The compiled program with its keyword arguments bound: timed, and traced per kernel.
+    call = functools.partial(low.compiled, **kwargs) if kwargs else low.compiled
+    if ran:
+        record["timing"] = _timing_record(call, args, quick=quick, sampling=sampling,
+                                          label=label, skips=skips)
+    else:
+        record["timing"] = {"available": False, "reason": "the workload did not run"}
+    if kernels:
+        _measure_kernels(record, w, call, args, program, ran=ran, skips=skips, quick=quick,
+                         trace=trace)
+    return record
+
+
+def _analytic(w: Workload, label: str, skips: Skips) -> dict[str, Any]:
+    """The workload's hand model (work and minimum traffic), or why it has none."""
+    try:
+        return {key: int(value) for key, value in w.model().items()}
+    except NoAnalyticModel as exc:
+        return {"available": False, "reason": str(exc)}
+    except Exception as exc:
+        return skips.add(f"{label}: analytic model", _why(exc))
+
+
+def _inspect_lowering(w: Workload, low: lowering.Lowered, optimized_hlo: str,
+                      record: dict[str, Any], label: str, skips: Skips, *,
+                      keep_text: bool) -> tuple[Any, dict[str, int]]:
+    """Record the lowering (times, the StableHLO's ops, the program texts) and check the
+    operations the workload requires; returns (the StableHLO module or None, its ops)."""
+    module: Any = None
+    ops: dict[str, int] = {}
     try:
         module = lowering.stablehlo_module(low.lowered)
         ops = lowering.stablehlo_ops(module)
@@ -277,37 +306,58 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     except Exception as exc:
         record["lowering"] = {**skips.add(f"{label}: StableHLO inspection", _why(exc)),
                               "lower_s": low.lower_seconds, "compile_s": low.compile_seconds}
+    return module, ops
+
+
+def _run_and_check(w: Workload, low: lowering.Lowered,
+                   inputs: tuple[tuple[Any, ...], dict[str, Any]],
+                   host_inputs: tuple[tuple[Any, ...], dict[str, Any]], ops: Mapping[str, int],
+                   record: dict[str, Any], label: str, skips: Skips) -> bool:
+    """Run the compiled program once and check its result against the NumPy reference (when
+    one is declared); returns whether it ran."""
+    args, kwargs = inputs
+    host, host_kwargs = host_inputs
     try:
         out = low.compiled(*args, **kwargs)
-        ran = True
     except Exception as exc:
         record["check"] = skips.add(f"{label}: run", _why(exc))
-        ran = False
-    if ran and w.reference is None:
+        return False
+    if w.reference is None:
         record["check"] = {"available": False, "ran": True,
                            "reason": "no NumPy reference was declared"}
-    elif ran and w.reference is not None:
-        try:
-            record["check"] = lowering.check_tree_against_reference(
-                out, w.reference(*host, **host_kwargs), rtol=w.rtol, atol=w.atol
-            )
-            if not record["check"]["passed"]:
-                why = "result differs from the NumPy reference"
-                if _tf32_likely(w, ops):
-                    why += (": jax runs float32 matmuls as TF32 on NVIDIA GPUs by default; "
-                            "JAX_DEFAULT_MATMUL_PRECISION=highest checks at full precision")
-                    record["check"]["note"] = why
-                skips.add(f"{label}: check", why)
-        except Exception as exc:
-            record["check"] = skips.add(f"{label}: NumPy reference", _why(exc))
-            record["check"]["ran"] = True
+        return True
+    try:
+        record["check"] = lowering.check_tree_against_reference(
+            out, w.reference(*host, **host_kwargs), rtol=w.rtol, atol=w.atol
+        )
+        if not record["check"]["passed"]:
+            why = "result differs from the NumPy reference"
+            if _tf32_likely(w, ops):
+                why += (": jax runs float32 matmuls as TF32 on NVIDIA GPUs by default; "
+                        "JAX_DEFAULT_MATMUL_PRECISION=highest checks at full precision")
+                record["check"]["note"] = why
+            skips.add(f"{label}: check", why)
+    except Exception as exc:
+        record["check"] = skips.add(f"{label}: NumPy reference", _why(exc))
+        record["check"]["ran"] = True
+    return True
 
+
+def _xla_analyses(low: lowering.Lowered, record: dict[str, Any], label: str,
+                  skips: Skips) -> None:
+    """XLA's cost and memory analyses of the compiled program, each possibly unavailable."""
     record["xla"] = lowering.xla_cost(low.compiled)
     if not record["xla"]["available"]:
         skips.add(f"{label}: XLA cost analysis", record["xla"]["reason"])
     record["memory"] = lowering.memory_stats(low.compiled)
     if not record["memory"]["available"]:
         skips.add(f"{label}: XLA memory analysis", record["memory"]["reason"])
+
+
+def _compiled_facts(program: Module, module: Any, record: dict[str, Any], label: str,
+                    skips: Skips) -> None:
+    """The compiled program's facts and our own count of its StableHLO, its loops paired
+    with the compiled while loops."""
     try:
         record["compiled"] = inspect_compiled(program)
         if module is None:
@@ -319,27 +369,24 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
             skips.add(f"{label}: HLO count", record["hlo_count"]["reason"])
     except Exception as exc:
         record["hlo_count"] = skips.add(f"{label}: HLO count", _why(exc))
-    timing_json: dict[str, Any] | None = None
-    # The compiled program with its keyword arguments bound: timed, and traced per kernel.
-    call = functools.partial(low.compiled, **kwargs) if kwargs else low.compiled
-    if ran:
-        try:
-            samples, min_sample = sampling if sampling is not None else (None, None)
-            warm = timing.QUICK_PROGRAM_WARMUP_SECONDS if quick and sampling is None \
-                else timing.PROGRAM_WARMUP_SECONDS
-            timing_json = timing.time_jitted(call, args, quick=quick, samples=samples,
-                                             min_sample_seconds=min_sample,
-                                             warmup_seconds=warm).to_json()
-            timing_json["available"] = True
-            record["timing"] = timing_json
-        except Exception as exc:
-            record["timing"] = skips.add(f"{label}: timing", _why(exc))
-    else:
-        record["timing"] = {"available": False, "reason": "the workload did not run"}
-    if kernels:
-        _measure_kernels(record, w, call, args, program, ran=ran, skips=skips, quick=quick,
-                         trace=trace)
-    return record
+
+
+def _timing_record(call: Callable[..., Any], args: Any, *, quick: bool,
+                   sampling: tuple[int, float] | None, label: str, skips: Skips
+                   ) -> dict[str, Any]:
+    """The timing record of the compiled program (the sampling ``quick`` sets, unless
+    ``sampling`` gives it), or why it could not be timed."""
+    try:
+        samples, min_sample = sampling if sampling is not None else (None, None)
+        warm = timing.QUICK_PROGRAM_WARMUP_SECONDS if quick and sampling is None \
+            else timing.PROGRAM_WARMUP_SECONDS
+        timing_json = timing.time_jitted(call, args, quick=quick, samples=samples,
+                                         min_sample_seconds=min_sample,
+                                         warmup_seconds=warm).to_json()
+        timing_json["available"] = True
+        return timing_json
+    except Exception as exc:
+        return skips.add(f"{label}: timing", _why(exc))
 
 
 def _program_inputs(p: Program, record: dict[str, Any]

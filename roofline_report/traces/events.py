@@ -33,7 +33,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["kernel_times", "xspace_text"]
@@ -165,10 +165,68 @@ def kernel_times(
     which it ran: ``busy_s`` the sum of its events' own durations, ``span_s`` of the times from
     each launch to its completion.
     """
+    device_events, host_events = _plane_events(profile)
+    all_events = device_events + host_events
+    source, found = _kernel_events(device_events, host_events, module)
+    if not found:
+        return {"available": False, "reason": _no_kernel_reason(all_events, module)}
+
+    names = set(kernels) if kernels is not None else None
+    items = _timed_kernels(found, _end_events(all_events if source == "host" else []))
+
+    def is_kernel(op: str) -> bool:
+        if names is not None:
+            return op in names
+        return not op.startswith(_CONTROL_OPS)
+
+    ordered_runs = _ordered_runs(items)
+    per_call_div = calls if len(ordered_runs) == 1 and calls > 1 else 1
+    executes = sorted(
+        (e for e in host_events if "Execute" in e.name and "hlo_op" not in e.stats),
+        key=lambda e: e.start,
+    )
+
+    samples = _Samples()
+    previous_end = float("-inf")
+    ns = 1e-9 / per_call_div
+    for run in ordered_runs:
+        leaves = [k for k in run if is_kernel(k.op)]
+        samples.unmatched |= {k.op for k in run if not is_kernel(k.op)}
+        if not leaves:
+            continue
+        first = min(k.event.start for k in run)  # control flow around kernels included
+        last = max(k.end for k in run)
+        start = _call_start(executes, previous_end, first)
+        previous_end = last
+        control_ns = sum(k.self_ns for k in run if not is_kernel(k.op))
+        samples.calls.append(_call_times(leaves, control_ns, start, first, last, ns))
+        samples.add_kernels(leaves, ns, per_call_div)
+    if not samples.calls:
+        return {"available": False,
+                "reason": "the trace's events match no kernel of the compiled program"}
+    notes = []
+    if len(samples.calls) < len(ordered_runs):
+        notes.append(f"{len(ordered_runs) - len(samples.calls)} traced call(s) held no kernel "
+                     "event")
+    if per_call_div > 1:
+        notes.append(f"the trace's events carry no run id: its {calls} calls are one sample, "
+                     "divided by the number of calls")
+    return {
+        "available": True,
+        "source": source,
+        "calls": samples.calls,
+        "calls_per_sample": per_call_div,
+        "kernels": samples.rows(),
+        "unmatched": sorted(samples.unmatched),
+        "notes": notes,
+    }
+
+
+def _plane_events(profile: Any) -> tuple[list[_Event], list[_Event]]:
+    """The events of the device planes and of the host planes, lines numbered across both."""
     planes = list(getattr(profile, "planes", []))
     device = [p for p in planes if str(p.name).startswith("/device:")]
     host = [p for p in planes if str(p.name).startswith("/host:")]
-    all_events: list[_Event] = []
     offset = 0
     device_events: list[_Event] = []
     for plane in device:
@@ -180,7 +238,13 @@ def kernel_times(
         events, count = _events(plane, offset)
         host_events += events
         offset += count
-    all_events = device_events + host_events
+    return device_events, host_events
+
+
+def _kernel_events(device_events: list[_Event], host_events: list[_Event],
+                   module: str | None) -> tuple[str, list[_Event]]:
+    """(source, the events of ``module``'s kernels): the device's when it has any, else the
+    host's (empty when neither has)."""
 
     def matched(events: list[_Event]) -> list[_Event]:
         return [e for e in events if "hlo_op" in e.stats
@@ -190,18 +254,25 @@ def kernel_times(
     found = matched(device_events)
     if not found:
         source, found = "host", matched(host_events)
-    if not found:
-        modules = sorted({str(e.stats["hlo_module"]) for e in all_events
-                          if "hlo_module" in e.stats})
-        why = "the trace holds no kernel event"
-        if modules:
-            why += f" of {module} (modules seen: {', '.join(modules[:5])})"
-        else:
-            why += " (another profiler may have been running)"
-        return {"available": False, "reason": why}
+    return source, found
 
-    names = set(kernels) if kernels is not None else None
-    ends = _end_events(all_events if source == "host" else [])
+
+def _no_kernel_reason(all_events: list[_Event], module: str | None) -> str:
+    """Why a trace gives no kernel times: the modules it does hold, or that it holds none."""
+    modules = sorted({str(e.stats["hlo_module"]) for e in all_events
+                      if "hlo_module" in e.stats})
+    why = "the trace holds no kernel event"
+    if modules:
+        why += f" of {module} (modules seen: {', '.join(modules[:5])})"
+    else:
+        why += " (another profiler may have been running)"
+    return why
+
+
+def _timed_kernels(found: list[_Event], ends: dict[tuple[Any, str], list[_Event]]
+                   ) -> list[_Kernel]:
+    """The kernel events in time order, each lasting until its completion event (if any), with
+    the self times of nested events."""
     used: set[int] = set()
     items: list[_Kernel] = []
     for e in sorted(found, key=lambda e: e.start):
@@ -212,50 +283,61 @@ def kernel_times(
             end = max(end, done.end)
         items.append(_Kernel(e, str(e.stats["hlo_op"]), e.stats.get("run_id"), end))
     _self_times(items)
+    return items
 
-    def is_kernel(op: str) -> bool:
-        if names is not None:
-            return op in names
-        return not op.startswith(_CONTROL_OPS)
 
+def _ordered_runs(items: list[_Kernel]) -> list[list[_Kernel]]:
+    """The kernels of each traced call (by ``run_id``; all one call when an event has none),
+    calls in time order."""
     runs: dict[Any, list[_Kernel]] = defaultdict(list)
     if all(k.run is not None for k in items):
         for k in items:
             runs[k.run].append(k)
     else:
         runs[None] = items
-    ordered_runs = sorted(runs.values(), key=lambda ks: min(k.event.start for k in ks))
-    per_call_div = calls if len(ordered_runs) == 1 and calls > 1 else 1
-    executes = sorted(
-        (e for e in host_events if "Execute" in e.name and "hlo_op" not in e.stats),
-        key=lambda e: e.start,
-    )
+    return sorted(runs.values(), key=lambda ks: min(k.event.start for k in ks))
 
-    span: dict[str, list[float]] = defaultdict(list)
-    own: dict[str, list[float]] = defaultdict(list)
-    launches: dict[str, list[float]] = defaultdict(list)
-    per_call: list[dict[str, float]] = []
-    unmatched: set[str] = set()
-    previous_end = float("-inf")
-    ns = 1e-9 / per_call_div
-    for run in ordered_runs:
-        leaves = [k for k in run if is_kernel(k.op)]
-        unmatched |= {k.op for k in run if not is_kernel(k.op)}
-        if not leaves:
-            continue
-        first = min(k.event.start for k in run)  # control flow around kernels included
-        last = max(k.end for k in run)
-        # The call starts at the runtime's last execute event before its first kernel (and
-        # after the previous call's kernels): the kernels may run on another thread.
-        start = first
-        before = [e for e in executes if previous_end <= e.start <= first]
-        if before:
-            start = before[-1].start
-        previous_end = last
-        wall = max(last - start, 1e-9)
-        union = _union((k.event.start, k.end) for k in leaves)
-        loop_control = min(sum(k.self_ns for k in run if not is_kernel(k.op)),
-                           max(0.0, wall - union))
+
+def _call_start(executes: Sequence[_Event], previous_end: float, first: float) -> float:
+    """When a call starts: at the runtime's last execute event before its first kernel (and
+    after the previous call's kernels), else at that kernel; the kernels may run on another
+    thread."""
+    start = first
+    before = [e for e in executes if previous_end <= e.start <= first]
+    if before:
+        start = before[-1].start
+    return start
+
+
+def _call_times(leaves: list[_Kernel], control_ns: float, start: float, first: float,
+                last: float, ns: float) -> dict[str, float]:
+    """One call's wall time, the time during which a kernel ran, and the rest by cause
+    (seconds: ``ns`` converts nanoseconds, per call)."""
+    wall = max(last - start, 1e-9)
+    union = _union((k.event.start, k.end) for k in leaves)
+    loop_control = min(control_ns, max(0.0, wall - union))
+    return {
+        "program_s": wall * ns,
+        "busy_s": union * ns,
+        "dispatch_s": (first - start) * ns,
+        "loop_control_s": loop_control * ns,
+        "gaps_s": max(0.0, wall - union - (first - start) - loop_control) * ns,
+    }
+
+
+@dataclass(slots=True)
+class _Samples:
+    """The samples gathered call by call: per kernel its spans, busy times and launches (one
+    per call in which it ran), the calls' times, and the ops that matched no kernel."""
+
+    span: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    own: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    launches: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    calls: list[dict[str, float]] = field(default_factory=list)
+    unmatched: set[str] = field(default_factory=set)
+
+    def add_kernels(self, leaves: list[_Kernel], ns: float, per_call_div: int) -> None:
+        """One sample per kernel that ran in this call: its summed span, busy time, launches."""
         spans: dict[str, float] = defaultdict(float)
         busy: dict[str, float] = defaultdict(float)
         counts: dict[str, int] = defaultdict(int)
@@ -264,37 +346,15 @@ def kernel_times(
             busy[k.op] += k.busy_ns
             counts[k.op] += 1
         for op in spans:
-            span[op].append(round(spans[op] * ns, 12))
-            own[op].append(round(busy[op] * ns, 12))
-            launches[op].append(counts[op] / per_call_div)
-        per_call.append({
-            "program_s": wall * ns,
-            "busy_s": union * ns,
-            "dispatch_s": (first - start) * ns,
-            "loop_control_s": loop_control * ns,
-            "gaps_s": max(0.0, wall - union - (first - start) - loop_control) * ns,
-        })
-    if not per_call:
-        return {"available": False,
-                "reason": "the trace's events match no kernel of the compiled program"}
-    order = sorted(span, key=lambda op: (-statistics.median(own[op]), op))
-    rows = [{"name": op, "launches": launches[op], "busy_s": own[op], "span_s": span[op]}
-            for op in order]
-    notes = []
-    if len(per_call) < len(ordered_runs):
-        notes.append(f"{len(ordered_runs) - len(per_call)} traced call(s) held no kernel event")
-    if per_call_div > 1:
-        notes.append(f"the trace's events carry no run id: its {calls} calls are one sample, "
-                     "divided by the number of calls")
-    return {
-        "available": True,
-        "source": source,
-        "calls": per_call,
-        "calls_per_sample": per_call_div,
-        "kernels": rows,
-        "unmatched": sorted(unmatched),
-        "notes": notes,
-    }
+            self.span[op].append(round(spans[op] * ns, 12))
+            self.own[op].append(round(busy[op] * ns, 12))
+            self.launches[op].append(counts[op] / per_call_div)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The kernels' records, the longest median busy time first."""
+        order = sorted(self.span, key=lambda op: (-statistics.median(self.own[op]), op))
+        return [{"name": op, "launches": self.launches[op], "busy_s": self.own[op],
+                 "span_s": self.span[op]} for op in order]
 
 
 def _stat_text(key: int, value: Any) -> str:

@@ -13,6 +13,8 @@ outside the sweep, or timing noise.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis import seed_model as model
@@ -33,7 +35,11 @@ from roofline_report.analysis.experiments.common import (
     seconds_of,
     sweep_figure,
 )
-from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
+from roofline_report.analysis.experiments.times import (
+    KernelModel,
+    kernel_model,
+    single_roof_note,
+)
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
 from roofline_report.report.format import decimal
@@ -49,6 +55,24 @@ def batch_ridge(d: int, ridge: float, itemsize: int = F32) -> float | None:
     return itemsize * ridge * d / (2 * (d - itemsize * ridge))
 
 
+@dataclass(frozen=True, slots=True)
+class _ModelSide:
+    """What the prediction rests on (the per-kernel model on the measured roofs, or the
+    budgets' single roof): the prediction, the model's times and knee fit, the bytes W moves
+    and the bandwidth charged for them, and the compute rate charged for the largest product."""
+
+    prediction: Quantity
+    predicted: float | None
+    times: list[float]
+    fit: dict[str, Any] | None
+    w_moved: float
+    bandwidth: float | None
+    bandwidth_text: str
+    rate: float | None
+    rate_text: str
+    in_main_memory: bool
+
+
 def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) -> dict[str, Any]:
     d, s = e.count("d"), e.count("itemsize")
     batches = e.ints("batches")
@@ -62,50 +86,13 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
     km, why = kernel_model(
         roofs, e.sweep_programs(labels), dict.fromkeys(labels, dtype), {x: x for x in labels}
     )
-    model_fit: dict[str, Any] | None = None
-    if km is not None:
-        model_times = [km.seconds(x) for x in labels]
-        model_fit = knee_fit(batches, model_times)
-        predicted = None if model_fit is None else float(model_fit["knee"])
-        prediction = Quantity(
-            predicted,
-            "columns",
-            km.kind,
-            f"{model_knee_note(model_fit)}; {km.note([labels[0], labels[-1]])}",
-        )
-        w_moved = km.bytes(labels[0])
-        bandwidth = km.bandwidth(labels[0])
-        bandwidth_text = km.bandwidth_text(labels[0])
-        roof = km.roofs.compute_for(dtype)
-        rate = roof.rate_at(contracts[-1].flops) if roof is not None else None
-        rate_text = (
-            f"the {format_si(rate, 'FLOP/s')} the model's {roof.name} roof gives the largest "
-            f"product" if roof is not None and rate is not None else "the model's compute roof"
-        )
-        in_main_memory = km.main_memory(labels[0])
-    else:
-        model_times = [
-            model.predicted_seconds(c.flops, c.minimum_bytes, b.peak, b.bandwidth, b.dispatch)
-            for c in contracts
-        ]
-        predicted = b_star
-        note = (
-            f"b* = s·R·d / (2(d − s·R)) at the ridge R = {decimal(ridge, 3)} FLOP/B; {b.note}"
-            if b_star is not None
-            else f"never reached: the intensity tends to d/s = {decimal(d / s, 3)} FLOP/B, "
-            "under the "
-            f"ridge {decimal(ridge, 3)} FLOP/B; {b.note}"
-        )
-        prediction = Quantity(b_star, "columns", b.kind, single_roof_note(note, why))
-        w_moved = float(contracts[0].minimum_bytes)
-        bandwidth, bandwidth_text = b.bandwidth, f"the {format_si(b.bandwidth, 'B/s')} ceiling"
-        rate, rate_text = b.peak, f"the {format_si(b.peak, 'FLOP/s')} compute ceiling"
-        in_main_memory = True
+    side = (_kernel_model_side(km, labels, batches, contracts, dtype) if km is not None
+            else _budget_side(b, contracts, d, s, ridge, b_star, why))
     fit = knee_fit(batches, times)
     measured = None if fit is None else float(fit["knee"])
     how = KNEE_NOTE if fit is not None else NO_KNEE
     w_bytes = s * d * d
-    flat_bw = w_moved / times[0]
+    flat_bw = side.w_moved / times[0]
     top_rate = contracts[-1].flops / times[-1]
 
     def reason(m: float) -> str:
@@ -114,53 +101,16 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
                 f"the fitted knee ({number(m)}) lies outside the sweep "
                 f"({batches[0]}..{batches[-1]}): widen it"
             )
-        assert fit is not None and predicted is not None
-        if model_fit is not None:
-            model_flat, model_slope = float(model_fit["flat"]), float(model_fit["slope"])
+        assert fit is not None and side.predicted is not None
+        if side.fit is not None:
+            model_flat, model_slope = float(side.fit["flat"]), float(side.fit["slope"])
         else:
             model_flat = contracts[0].minimum_bytes / b.bandwidth
             model_slope = 2 * d * d / b.peak
-        reads = (
-            f"{words.relation(flat_bw, bandwidth)} {bandwidth_text}"
-            if bandwidth is not None else f"against {bandwidth_text}"
-        )
-        slow_reads = "only " if reads.startswith("below") else ""
-
-        def flat_text(up: bool) -> str:
-            if up:
-                return (
-                    f"the small batches read W at {slow_reads}{format_si(flat_bw, 'B/s')}, "
-                    f"{reads}: the flat part ({format_si(fit['flat'], 's')} per call) is higher "
-                    f"than the model's ({format_si(model_flat, 's')}), which moves the knee to "
-                    f"larger batches"
-                )
-            cached = cache_note(w_bytes, cache_bytes) if in_main_memory else ""
-            return (
-                f"the small batches read W at {format_si(flat_bw, 'B/s')}, {reads}"
-                + (f" ({cached})" if cached else "")
-                + f": the flat part ({format_si(fit['flat'], 's')} per call) is lower than the "
-                f"model's ({format_si(model_flat, 's')}), which lowers the effective ridge and "
-                f"the knee"
-            )
-
-        def slope_text(up: bool) -> str:
-            against = (
-                f"{words.relation(top_rate, rate)} {rate_text}" if rate is not None
-                else f"against {rate_text}"
-            )
-            if up:
-                return (
-                    f"the large batches run at {format_si(top_rate, 'FLOP/s')}, {against}: the "
-                    f"proportional part is shallower than the model's, which moves the knee right"
-                )
-            only = "only " if against.startswith("below") else ""
-            return (
-                f"the large batches reach {only}{format_si(top_rate, 'FLOP/s')}, {against}: the "
-                f"proportional part is steeper than the model's, which moves the knee to "
-                f"smaller batches"
-            )
-
-        return knee_failure(m, predicted, fit, model_flat, model_slope, flat_text, slope_text,
+        flat_text, slope_text = _side_texts(side, fit, model_flat, flat_bw, top_rate,
+                                            cache_note(w_bytes, cache_bytes))
+        return knee_failure(m, side.predicted, fit, model_flat, model_slope, flat_text,
+                            slope_text,
                             {f"b={x}": t for x, t in zip(batches, times_t, strict=True)})
 
     details = {
@@ -172,18 +122,113 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         "closed_form_knee": b_star,
         "seconds": times,
         "median_seconds": [t.per_call.median for t in times_t],
-        "model_seconds": model_times,
+        "model_seconds": side.times,
         "fit": fit,
-        "model_fit": model_fit,
+        "model_fit": side.fit,
         "w_bytes": w_bytes,
         "small_batch_bandwidth": flat_bw,
         "large_batch_rate": top_rate,
         "cache_bytes": cache_bytes,
         "figure": sweep_figure(
-            batches, times, fit, model_times, prediction.kind, "batch columns b"
+            batches, times, fit, side.times, side.prediction.kind, "batch columns b"
         ),
         "model": km.to_json() if km is not None else None,
         "single_roof_reason": why,
         "budgets": b.to_json(),
     }
-    return record("batching", prediction, measured, how, reason, details)
+    return record("batching", side.prediction, measured, how, reason, details)
+
+
+def _kernel_model_side(km: KernelModel, labels: list[str], batches: list[int],
+                       contracts: list[Any], dtype: str) -> _ModelSide:
+    """The per-kernel model's prediction: the knee of its times over the same batches, with
+    the bandwidth it charges W's reads and the compute roof it gives the largest product."""
+    model_times = [km.seconds(x) for x in labels]
+    model_fit = knee_fit(batches, model_times)
+    predicted = None if model_fit is None else float(model_fit["knee"])
+    prediction = Quantity(
+        predicted,
+        "columns",
+        km.kind,
+        f"{model_knee_note(model_fit)}; {km.note([labels[0], labels[-1]])}",
+    )
+    roof = km.roofs.compute_for(dtype)
+    rate = roof.rate_at(contracts[-1].flops) if roof is not None else None
+    rate_text = (
+        f"the {format_si(rate, 'FLOP/s')} the model's {roof.name} roof gives the largest "
+        f"product" if roof is not None and rate is not None else "the model's compute roof"
+    )
+    return _ModelSide(prediction, predicted, model_times, model_fit, km.bytes(labels[0]),
+                      km.bandwidth(labels[0]), km.bandwidth_text(labels[0]), rate, rate_text,
+                      km.main_memory(labels[0]))
+
+
+def _budget_side(b: Budgets, contracts: list[Any], d: int, s: int, ridge: float,
+                 b_star: float | None, why: str) -> _ModelSide:
+    """The single-roof prediction on the budgets: the closed-form b* at their ridge."""
+    model_times = [
+        model.predicted_seconds(c.flops, c.minimum_bytes, b.peak, b.bandwidth, b.dispatch)
+        for c in contracts
+    ]
+    note = (
+        f"b* = s·R·d / (2(d − s·R)) at the ridge R = {decimal(ridge, 3)} FLOP/B; {b.note}"
+        if b_star is not None
+        else f"never reached: the intensity tends to d/s = {decimal(d / s, 3)} FLOP/B, "
+        "under the "
+        f"ridge {decimal(ridge, 3)} FLOP/B; {b.note}"
+    )
+    prediction = Quantity(b_star, "columns", b.kind, single_roof_note(note, why))
+    return _ModelSide(prediction, b_star, model_times, None, float(contracts[0].minimum_bytes),
+                      b.bandwidth, f"the {format_si(b.bandwidth, 'B/s')} ceiling", b.peak,
+                      f"the {format_si(b.peak, 'FLOP/s')} compute ceiling", True)
+
+
+def _side_texts(side: _ModelSide, fit: Mapping[str, Any], model_flat: float, flat_bw: float,
+                top_rate: float, cached_note: str
+                ) -> tuple[Callable[[bool], str], Callable[[bool], str]]:
+    """The sentences naming what moved the knee: the flat part (W's reads against the bandwidth
+    the model charged) and the proportional part (the large batches' rate against its compute
+    roof), each for a knee moved up or down."""
+    bandwidth, bandwidth_text = side.bandwidth, side.bandwidth_text
+    reads = (
+        f"{words.relation(flat_bw, bandwidth)} {bandwidth_text}"
+        if bandwidth is not None else f"against {bandwidth_text}"
+    )
+    slow_reads = "only " if reads.startswith("below") else ""
+
+    def flat_text(up: bool) -> str:
+        if up:
+            return (
+                f"the small batches read W at {slow_reads}{format_si(flat_bw, 'B/s')}, "
+                f"{reads}: the flat part ({format_si(fit['flat'], 's')} per call) is higher "
+                f"than the model's ({format_si(model_flat, 's')}), which moves the knee to "
+                f"larger batches"
+            )
+        cached = cached_note if side.in_main_memory else ""
+        return (
+            f"the small batches read W at {format_si(flat_bw, 'B/s')}, {reads}"
+            + (f" ({cached})" if cached else "")
+            + f": the flat part ({format_si(fit['flat'], 's')} per call) is lower than the "
+            f"model's ({format_si(model_flat, 's')}), which lowers the effective ridge and "
+            f"the knee"
+        )
+
+    def slope_text(up: bool) -> str:
+        rate, rate_text = side.rate, side.rate_text
+        against = (
+            f"{words.relation(top_rate, rate)} {rate_text}" if rate is not None
+            else f"against {rate_text}"
+        )
+        if up:
+            return (
+                f"the large batches run at {format_si(top_rate, 'FLOP/s')}, {against}: the "
+                f"proportional part is shallower than the model's, which moves the knee right"
+            )
+        only = "only " if against.startswith("below") else ""
+        return (
+            f"the large batches reach {only}{format_si(top_rate, 'FLOP/s')}, {against}: the "
+            f"proportional part is steeper than the model's, which moves the knee to "
+            f"smaller batches"
+        )
+
+    return flat_text, slope_text

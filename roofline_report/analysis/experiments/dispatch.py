@@ -14,6 +14,8 @@ noise.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis import seed_model as model
@@ -45,6 +47,22 @@ def dispatch_size(dispatch_s: float, bandwidth: float, bytes_per_element: int) -
     return dispatch_s * bandwidth / bytes_per_element
 
 
+@dataclass(frozen=True, slots=True)
+class _ModelSide:
+    """What the prediction rests on (the per-kernel model on the measured roofs, or the
+    budgets' single roof): the prediction, the model's times and knee fit, the dispatch floor
+    it charges, the bandwidth it charges the large calls and whether that is a write-new roof."""
+
+    prediction: Quantity
+    predicted: float | None
+    times: list[float]
+    fit: dict[str, Any] | None
+    floor: float
+    bandwidth: float | None
+    bandwidth_text: str
+    fresh: bool
+
+
 def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) -> dict[str, Any]:
     s = e.count("itemsize")
     sizes = e.ints("sizes")
@@ -60,40 +78,8 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         km, why = kernel_model(
             roofs, programs, dict.fromkeys(labels, dtype_of(s)), {x: x for x in labels}
         )
-    model_fit: dict[str, Any] | None = None
-    if km is not None:
-        model_times = [km.seconds(x) for x in labels]
-        model_fit = knee_fit(sizes, model_times)
-        predicted = None if model_fit is None else float(model_fit["knee"])
-        prediction = Quantity(
-            predicted,
-            "elements",
-            km.kind,
-            f"{model_knee_note(model_fit)}; {km.note([labels[0], labels[-1]])}",
-        )
-        floor = km.roofs.dispatch_enqueued or 0.0
-        bandwidth = km.bandwidth(labels[-1])
-        bandwidth_text = km.bandwidth_text(labels[-1])
-        fresh = km.fresh_roof(labels[-1])
-    else:
-        predicted = dispatch_size(b.dispatch, b.bandwidth, per_element)
-        prediction = Quantity(
-            predicted,
-            "elements",
-            weaker(b.kind, b.dispatch_kind),
-            single_roof_note(
-                f"dispatch × bandwidth ÷ {per_element} B per element; {b.dispatch_note}; "
-                f"{b.note}",
-                why,
-            ),
-        )
-        model_times = [
-            model.predicted_seconds(n, per_element * n, b.peak, b.bandwidth, b.dispatch)
-            for n in sizes
-        ]
-        floor = b.dispatch
-        bandwidth, bandwidth_text = b.bandwidth, f"the {format_si(b.bandwidth, 'B/s')} ceiling"
-        fresh = False
+    side = (_kernel_model_side(km, labels, sizes) if km is not None
+            else _budget_side(b, sizes, per_element, why))
     fit = knee_fit(sizes, times)
     measured = None if fit is None else float(fit["knee"])
     how = KNEE_NOTE if fit is not None else NO_KNEE
@@ -104,54 +90,15 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
                 f"the fitted knee ({number(m)}) lies outside the sweep ({sizes[0]}..{sizes[-1]}): "
                 f"widen it"
             )
-        assert fit is not None and predicted is not None
+        assert fit is not None and side.predicted is not None
         stream_bw = per_element / fit["slope"]
-        if model_fit is not None:
-            model_flat, model_slope = float(model_fit["flat"]), float(model_fit["slope"])
+        if side.fit is not None:
+            model_flat, model_slope = float(side.fit["flat"]), float(side.fit["slope"])
         else:
             model_flat, model_slope = b.dispatch, per_element / b.bandwidth
-        streams = (
-            f"{words.relation(stream_bw, bandwidth)} {bandwidth_text}"
-            if bandwidth is not None else f"against {bandwidth_text}"
-        )
-
-        def flat_text(up: bool) -> str:
-            relation = words.relation(fit["flat"], model_flat)
-            if model_fit is None:
-                return (
-                    f"enqueued calls cost {format_si(fit['flat'], 's')} each, {relation} the "
-                    f"{format_si(b.dispatch, 's')} dispatch floor (measured blocking after every "
-                    f"call), which moves the knee"
-                )
-            return (
-                f"enqueued calls cost {format_si(fit['flat'], 's')} each, {relation} the "
-                f"model's {format_si(model_flat, 's')} for the small calls (the "
-                f"{format_si(floor, 's')} enqueued dispatch floor and one kernel), which moves "
-                f"the knee"
-            )
-
-        def slope_text(up: bool) -> str:
-            if up:
-                return (
-                    f"the large calls stream {format_si(stream_bw, 'B/s')}, {streams}"
-                    + (" (the data stay in cache)" if model_fit is None else "")
-                    + ", which moves the knee right"
-                )
-            only = "only " if streams.startswith("below") else ""
-            if fresh:
-                return (
-                    f"the large calls stream {only}{format_si(stream_bw, 'B/s')}, {streams} "
-                    f"(its write-new roof, measured writing a fresh output as y = 2·x does): "
-                    f"the proportional part is steeper than the model's, which moves the knee "
-                    f"left"
-                )
-            return (
-                f"the large calls stream {only}{format_si(stream_bw, 'B/s')}, {streams}: "
-                f"y = 2·x writes a freshly allocated output on every call, whereas that roof "
-                f"is measured in place"
-            )
-
-        return knee_failure(m, predicted, fit, model_flat, model_slope, flat_text, slope_text,
+        flat_text, slope_text = _side_texts(side, fit, model_flat, stream_bw, b.dispatch)
+        return knee_failure(m, side.predicted, fit, model_flat, model_slope, flat_text,
+                            slope_text,
                             {f"n={x}": t for x, t in zip(sizes, times_t, strict=True)})
 
     details = {
@@ -161,13 +108,102 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         "closed_form_knee": dispatch_size(b.dispatch, b.bandwidth, per_element),
         "seconds": times,
         "median_seconds": [t.per_call.median for t in times_t],
-        "model_seconds": model_times,
+        "model_seconds": side.times,
         "fit": fit,
-        "model_fit": model_fit,
+        "model_fit": side.fit,
         "cache_bytes": cache_bytes,
-        "figure": sweep_figure(sizes, times, fit, model_times, prediction.kind, "elements n"),
+        "figure": sweep_figure(sizes, times, fit, side.times, side.prediction.kind,
+                               "elements n"),
         "model": km.to_json() if km is not None else None,
         "single_roof_reason": why,
         "budgets": b.to_json(),
     }
-    return record("dispatch", prediction, measured, how, reason, details)
+    return record("dispatch", side.prediction, measured, how, reason, details)
+
+
+def _kernel_model_side(km: KernelModel, labels: list[str], sizes: list[int]) -> _ModelSide:
+    """The per-kernel model's prediction: the knee of its times over the same sizes, with the
+    enqueued dispatch floor and the bandwidth it charges the largest call."""
+    model_times = [km.seconds(x) for x in labels]
+    model_fit = knee_fit(sizes, model_times)
+    predicted = None if model_fit is None else float(model_fit["knee"])
+    prediction = Quantity(
+        predicted,
+        "elements",
+        km.kind,
+        f"{model_knee_note(model_fit)}; {km.note([labels[0], labels[-1]])}",
+    )
+    return _ModelSide(prediction, predicted, model_times, model_fit,
+                      km.roofs.dispatch_enqueued or 0.0, km.bandwidth(labels[-1]),
+                      km.bandwidth_text(labels[-1]), km.fresh_roof(labels[-1]))
+
+
+def _budget_side(b: Budgets, sizes: list[int], per_element: int, why: str) -> _ModelSide:
+    """The single-roof prediction on the budgets: the closed-form n* = dispatch × bandwidth ÷
+    bytes per element."""
+    predicted = dispatch_size(b.dispatch, b.bandwidth, per_element)
+    prediction = Quantity(
+        predicted,
+        "elements",
+        weaker(b.kind, b.dispatch_kind),
+        single_roof_note(
+            f"dispatch × bandwidth ÷ {per_element} B per element; {b.dispatch_note}; "
+            f"{b.note}",
+            why,
+        ),
+    )
+    model_times = [
+        model.predicted_seconds(n, per_element * n, b.peak, b.bandwidth, b.dispatch)
+        for n in sizes
+    ]
+    return _ModelSide(prediction, predicted, model_times, None, b.dispatch, b.bandwidth,
+                      f"the {format_si(b.bandwidth, 'B/s')} ceiling", False)
+
+
+def _side_texts(side: _ModelSide, fit: Mapping[str, Any], model_flat: float, stream_bw: float,
+                dispatch: float) -> tuple[Callable[[bool], str], Callable[[bool], str]]:
+    """The sentences naming what moved the knee: the flat part (the cost of an enqueued call
+    against the model's) and the proportional part (the large calls' stream against the
+    bandwidth the model charged), each for a knee moved up or down."""
+    streams = (
+        f"{words.relation(stream_bw, side.bandwidth)} {side.bandwidth_text}"
+        if side.bandwidth is not None else f"against {side.bandwidth_text}"
+    )
+
+    def flat_text(up: bool) -> str:
+        relation = words.relation(fit["flat"], model_flat)
+        if side.fit is None:
+            return (
+                f"enqueued calls cost {format_si(fit['flat'], 's')} each, {relation} the "
+                f"{format_si(dispatch, 's')} dispatch floor (measured blocking after every "
+                f"call), which moves the knee"
+            )
+        return (
+            f"enqueued calls cost {format_si(fit['flat'], 's')} each, {relation} the "
+            f"model's {format_si(model_flat, 's')} for the small calls (the "
+            f"{format_si(side.floor, 's')} enqueued dispatch floor and one kernel), which moves "
+            f"the knee"
+        )
+
+    def slope_text(up: bool) -> str:
+        if up:
+            return (
+                f"the large calls stream {format_si(stream_bw, 'B/s')}, {streams}"
+                + (" (the data stay in cache)" if side.fit is None else "")
+                + ", which moves the knee right"
+            )
+        only = "only " if streams.startswith("below") else ""
+        if side.fresh:
+            return (
+                f"the large calls stream {only}{format_si(stream_bw, 'B/s')}, {streams} "
+                f"(its write-new roof, measured writing a fresh output as y = 2·x does): "
+                f"the proportional part is steeper than the model's, which moves the knee "
+                f"left"
+            )
+        return (
+            f"the large calls stream {only}{format_si(stream_bw, 'B/s')}, {streams}: "
+            f"y = 2·x writes a freshly allocated output on every call, whereas that roof "
+            f"is measured in place"
+        )
+
+    return flat_text, slope_text

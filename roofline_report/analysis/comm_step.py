@@ -1,0 +1,209 @@
+"""The communication of one step: its collective records priced on a network
+(:func:`step_comm_time`), set beside the math and the memory traffic (:func:`step_bounds`), and
+the batch at which the math catches up with the communication (:func:`critical_batch`). Pure
+and deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from roofline_report.analysis.comm import non_negative, positive
+from roofline_report.analysis.comm_network import Level, NotPriced, collective_cost
+from roofline_report.hlo.collectives import COLLECTIVE_OPS
+
+
+def priced_bytes(record: Mapping[str, Any]) -> int | None:
+    """The bytes a collective record is priced at: its arrays in the program's dtype where it
+    was read (``program_result_bytes``), else as compiled (``result_bytes``)."""
+    value = record.get("program_result_bytes")
+    if value is None:
+        value = record.get("result_bytes")
+    return None if value is None else int(value)
+
+
+def combine_records(collectives: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One record per collective instruction: records of one instruction (results saved when a
+    combined collective was listed once per array) are merged, their bytes added. Records
+    without an instruction name stay as they are."""
+    out: list[dict[str, Any]] = []
+    index: dict[str, int] = {}
+    for record in collectives:
+        name = record.get("instruction")
+        if not name or name not in index:
+            if name:
+                index[name] = len(out)
+            out.append(dict(record))
+            continue
+        merged = out[index[name]]
+        for key in ("result_bytes", "program_result_bytes", "bytes_per_device",
+                    "program_bytes_per_device"):
+            if merged.get(key) is not None and record.get(key) is not None:
+                merged[key] = int(merged[key]) + int(record[key])
+        merged["arrays"] = [*(merged.get("arrays") or [_array_of(merged)]), _array_of(record)]
+        merged["shape"] = None
+    return out
+
+
+def _array_of(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {"dtype": record.get("dtype"), "shape": record.get("shape"),
+            "bytes": record.get("result_bytes")}
+
+
+def step_comm_time(collectives: Sequence[Any], network: Sequence[Level], *,
+                   algorithm: str = "best") -> dict[str, Any]:
+    """Alpha-beta communication time of one step: every collective record (as
+    :func:`roofline_report.observe.sharded_collectives.parse_collectives` writes them: ``op``, bytes
+    (:func:`priced_bytes`), ``group_size``, ``trip_count``), one per instruction
+    (:func:`combine_records`), priced by :func:`collective_cost` with ``count`` = its trip
+    count, run one after another.
+
+    A trip count of None (a while loop whose count the compiler does not know) is counted
+    once and tallied in ``"unknown_trips"``: the totals are then lower bounds. Returns
+    ``{"t_latency", "t_bandwidth", "t_comm", "bytes", "steps", "memory_bytes", "collectives":
+    [collective_cost(...) with "record"], "unpriced": int, "unknown_trips": int,
+    "not_priced": [reasons]}``; ``bytes``, ``steps`` and ``memory_bytes`` are totals over the
+    step (counts included); records without an op formula, size or group count in
+    ``unpriced``, those the network cannot carry in ``not_priced``.
+    """
+    priced: list[dict[str, Any]] = []
+    unpriced = unknown = 0
+    not_priced: list[str] = []
+    for record in combine_records(collectives):
+        op, size, group = record.get("op"), priced_bytes(record), record.get("group_size")
+        if op not in COLLECTIVE_OPS or size is None or group is None:
+            unpriced += 1
+            continue
+        trips = record.get("trip_count", 1)
+        if trips is None:
+            unknown += 1
+        try:
+            cost = collective_cost(op, size, int(group), network, algorithm=algorithm,
+                                   count=1 if trips is None else int(trips))
+        except NotPriced as exc:
+            not_priced.append(str(exc))
+            continue
+        priced.append({**cost, "record": record})
+    t_latency = sum(p["t_latency"] for p in priced)
+    t_bandwidth = sum(p["t_bandwidth"] for p in priced)
+    return {
+        "t_latency": t_latency,
+        "t_bandwidth": t_bandwidth,
+        "t_comm": t_latency + t_bandwidth,
+        "bytes": sum(p["bytes"] * p["count"] for p in priced),
+        "steps": sum(p["steps"] * p["count"] for p in priced),
+        "memory_bytes": sum(p["memory_bytes"] * p["count"] for p in priced),
+        "collectives": priced,
+        "unpriced": unpriced,
+        "unknown_trips": unknown,
+        "not_priced": list(dict.fromkeys(not_priced)),
+    }
+
+
+def _levels_summary(priced: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per network level: its latency and bandwidth time, bytes, steps and the algorithms
+    chosen there, over every priced collective."""
+    out: dict[str, dict[str, Any]] = {}
+    for cost in priced:
+        for p in cost["levels"]:
+            row = out.setdefault(p["level"], {
+                "level": p["level"], "topology": p["topology"], "t_latency": 0.0,
+                "t_bandwidth": 0.0, "bytes": 0, "steps": 0, "algorithms": [],
+                "devices": p["devices"], "slice": p["slice"],
+                "latency_kind": p["latency_kind"], "bandwidth_kind": p["bandwidth_kind"]})
+            row["t_latency"] += p["t_latency"]
+            row["t_bandwidth"] += p["t_bandwidth"]
+            row["bytes"] += p["bytes"] * cost["count"]
+            row["steps"] += p["steps"] * cost["count"]
+            row["devices"] = max(row["devices"], p["devices"])
+            if p["algorithm"] not in row["algorithms"]:
+                row["algorithms"].append(p["algorithm"])
+    return list(out.values())
+
+
+def step_bounds(
+    *,
+    flops: float,
+    hbm_bytes: float,
+    collectives: Sequence[Any],
+    peak_flops: float,
+    hbm_bandwidth: float,
+    network: Sequence[Level],
+    algorithm: str = "best",
+    count_buffers: bool = False,
+) -> dict[str, Any]:
+    """T_math, T_mem and the alpha-beta T_comm of one step per device, and the overlap bounds.
+
+    Returns :func:`~roofline_report.analysis.comm.comm_bounds`'s keys (``t_comm`` now latency +
+    bandwidth, ``lower_bound`` the max of the three, ``upper_bound`` their sum) plus
+    ``"t_comm_latency"``, ``"t_comm_bandwidth"``, ``"comm_steps"``, ``"comm_bytes"`` (bytes each
+    device sends per step, loop trips included), ``"comm_memory_bytes"`` (the collectives' own
+    buffers, :func:`~roofline_report.hlo.collectives.collective_memory_bytes`),
+    ``"memory_bytes"`` (the memory traffic T_mem prices: ``hbm_bytes``, plus the buffers with
+    ``count_buffers``),
+    ``"levels"`` (per network level), ``"algorithms"``, ``"unknown_trips"`` and
+    ``"comm_lower_bound"`` (True when a loop's trip count is unknown: the communication is then
+    at least this), ``"not_priced"``. ``critical_intensity`` is the peak over the slowest
+    level's bandwidth.
+    """
+    comm = step_comm_time(collectives, network, algorithm=algorithm)
+    work = non_negative("flops", flops)
+    traffic = non_negative("hbm_bytes", hbm_bytes)
+    peak = positive("peak_flops", peak_flops)
+    hbm = positive("hbm_bandwidth", hbm_bandwidth)
+    memory = traffic + (comm["memory_bytes"] if count_buffers else 0)
+    t_math, t_mem, t_comm = work / peak, memory / hbm, comm["t_comm"]
+    times = {"compute": t_math, "memory": t_mem, "communication": t_comm}
+    lower = max(times.values())
+    levels = _levels_summary(comm["collectives"])
+    slowest = min(level.bandwidth for level in network)
+    return {
+        "t_math": t_math,
+        "t_mem": t_mem,
+        "t_comm": t_comm,
+        "t_comm_latency": comm["t_latency"],
+        "t_comm_bandwidth": comm["t_bandwidth"],
+        "comm_steps": comm["steps"],
+        "comm_bytes": comm["bytes"],
+        "comm_memory_bytes": comm["memory_bytes"],
+        "memory_bytes": memory,
+        "levels": levels,
+        "algorithms": sorted({a for level in levels for a in level["algorithms"]}),
+        "unknown_trips": comm["unknown_trips"],
+        "comm_lower_bound": comm["unknown_trips"] > 0,
+        "not_priced": comm["not_priced"],
+        "lower_bound": lower,
+        "upper_bound": t_math + t_mem + t_comm,
+        "binding": next(name for name, t in times.items() if t == lower),
+        "critical_intensity": peak / slowest,
+        "comm_intensity": None if comm["bytes"] == 0 else work / comm["bytes"],
+    }
+
+
+def critical_batch(
+    *, batch: float, t_math: float, t_latency: float, t_bandwidth: float, comm_scales: bool
+) -> float | None:
+    """The batch at which T_math catches up with T_comm, the math growing in proportion to the
+    batch (``t_math = a B``).
+
+    Communication that does not grow with the batch (gradients and weights: data parallel,
+    FSDP) costs ``L = t_latency + t_bandwidth`` at any batch, so ``B* = B L / t_math``. When it
+    grows with the batch (activations: tensor parallel), only latency is fixed: ``t_comm = L +
+    c B`` with ``L = t_latency``, ``c = t_bandwidth / B``, and ``B* = L / (a - c)``, or None when
+    ``c >= a`` (no batch makes the step compute-bound). Also None with no math or nothing
+    communicated.
+    """
+    b = positive("batch", batch)
+    math_t = non_negative("t_math", t_math)
+    lat = non_negative("t_latency", t_latency)
+    bw = non_negative("t_bandwidth", t_bandwidth)
+    if math_t == 0 or lat + bw == 0:
+        return None
+    a = math_t / b
+    if not comm_scales:
+        return (lat + bw) / a
+    c = bw / b
+    if c >= a:
+        return None
+    return lat / (a - c)

@@ -1,0 +1,273 @@
+"""The bytes one launch of a kernel touches (:func:`kernel_traffic`).
+
+``bytes_read``/``bytes_written`` are the bytes a launch TOUCHES, what the model charges;
+``boundary_bytes_read``/``boundary_bytes_written`` keep the old figure, its operand and result
+buffers whole; ``bytes_rule`` says why they differ. The rules, those of XLA's emitters and of
+JAX's own roofline (``jax.experimental.roofline``: a gather reads the gathered elements, a
+scatter 3 x its updates plus its indices):
+
+* ``slice``/``dynamic-slice``: reads the slice's elements of operand 0 (and its indices).
+* ``gather``: reads the gathered elements of operand 0 (the result's count), and the indices.
+* ``dynamic-update-slice``, alone or as the root of a fusion (through bitcasts) whose operand 0
+  is a fusion parameter: XLA runs it in place (copy insertion gives the update and its operand
+  one buffer, and the emitter loops over the update only), so it does not read operand 0 and
+  writes the update's elements only; ``in_place`` is true.
+* ``scatter`` (alone or as a fusion root, in place alike): reads and writes the updated elements
+  of its operand (not read when the combiner only overwrites), reads the indices and updates.
+* A fusion parameter used only by slices, dynamic slices, gathers and in-place updates inside the
+  fusion, possibly through index-only ops (bitcast, reshape, transpose, copy), is read for those
+  elements only (their sum, at most the whole parameter); any other use reads it whole.
+* Everything else: operands and results whole (a library call's s8 workspace is not output).
+
+Inside a loop, these are per launch: a dynamic-update-slice writing one row of a [32, 32, 256]
+buffer per iteration charges one row (32 KiB) per launch, not the buffer (1 MiB).
+
+Pure: no jax.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from roofline_report.hlo.ir import Computation, Instruction, Module
+from roofline_report.hlo.shapes import Array, Shape
+
+# Ops that only map indices inside a fusion: a slice of their result reads the slice's elements
+# of their operand, nothing more.
+_INDEX_MAPS = frozenset({"bitcast", "reshape", "transpose", "copy", "get-tuple-element"})
+
+
+def _array_bytes(array: Array, elements: int) -> int:
+    """Bytes of ``elements`` elements of ``array``'s type (sub-byte types as it stores them)."""
+    size = Array(array.dtype, (max(0, elements),), array.layout).nbytes
+    return size or 0
+
+
+def _full(shape: Shape | None) -> Counter[str]:
+    return Counter(shape.bytes_by_dtype()) if shape is not None else Counter()
+
+
+def _part(array: Array | None, elements: int) -> Counter[str]:
+    if array is None:
+        return Counter()
+    nbytes = _array_bytes(array, min(elements, array.elements))
+    return Counter({array.dtype: nbytes}) if nbytes else Counter()
+
+
+def elements_of(shape: Shape | None) -> int:
+    return shape.array.elements if shape is not None and shape.array is not None else 0
+
+
+def _reads_old_value(module: Module, scatter: Instruction) -> bool:
+    """Whether a scatter's combiner reads the value it replaces (an add does; an overwrite,
+    whose root is its second parameter, does not)."""
+    for name in scatter.called("to_apply"):
+        comp = module.computations.get(name)
+        root = comp.root if comp is not None else None
+        if root is not None and root.opcode == "parameter":
+            return root.parameter_number == 0
+    return True
+
+
+def scatter_parts(instr: Instruction) -> tuple[int, list[Shape | None]]:
+    """(number of inputs, update shapes) of a scatter: operands are inputs..., indices,
+    updates..."""
+    inputs = max(1, (len(instr.operands) - 1) // 2)
+    return inputs, list(instr.operand_shapes[inputs + 1:])
+
+
+@dataclass
+class Traffic:
+    """The bytes one launch of a kernel reads and writes: touched (what it moves) and at its
+    boundary (its operand and result buffers), by element type, with the rules that made them
+    differ and whether it writes a buffer it was given (in place)."""
+
+    read: Counter[str] = field(default_factory=Counter)
+    written: Counter[str] = field(default_factory=Counter)
+    boundary_read: Counter[str] = field(default_factory=Counter)
+    boundary_written: Counter[str] = field(default_factory=Counter)
+    rules: list[str] = field(default_factory=list)
+    in_place: bool = False
+
+    @property
+    def touched(self) -> int:
+        return sum(self.read.values()) + sum(self.written.values())
+
+
+class FusionBytes:
+    """What a fusion's own computation says about the bytes it touches: per parameter, the
+    elements it reads; per output, the elements it writes (in-place updates)."""
+
+    def __init__(self, module: Module, comp: Computation) -> None:
+        self.module = module
+        self.comp = comp
+        self.users: dict[str, list[tuple[Instruction, int]]] = {}
+        for instr in comp.instructions:
+            for index, name in enumerate(instr.operands):
+                self.users.setdefault(name, []).append((instr, index))
+        root = comp.root
+        self.outputs: list[str] = []
+        if root is not None:
+            self.outputs = list(root.operands) if root.opcode == "tuple" else [root.name]
+        self.updates: dict[str, Instruction] = {}  # in-place update by the output it gives
+        for name in self.outputs:
+            update = self._in_place_update(name)
+            if update is not None:
+                self.updates[name] = update
+
+    def _through_maps(self, name: str, maps: frozenset[str]) -> Instruction | None:
+        instr = self.comp.instruction(name)
+        while instr is not None and instr.opcode in maps and instr.operands:
+            instr = self.comp.instruction(instr.operands[0])
+        return instr
+
+    def _is_parameter_view(self, name: str) -> bool:
+        source = self._through_maps(name, frozenset({"bitcast", "get-tuple-element"}))
+        return source is not None and source.opcode == "parameter"
+
+    def _in_place_update(self, output: str) -> Instruction | None:
+        """The dynamic-update-slice or scatter that gives this output in place: it writes into
+        the buffer of a fusion parameter (operand 0 of the update, bitcasts and tuple elements
+        aside), which XLA's buffer assignment shares with the output."""
+        instr = self._through_maps(output, frozenset({"bitcast"}))
+        if instr is None:
+            return None
+        if instr.opcode == "dynamic-update-slice" and instr.operands \
+                and self._is_parameter_view(instr.operands[0]):
+            return instr
+        if instr.opcode == "scatter":
+            inputs, _ = scatter_parts(instr)
+            if all(self._is_parameter_view(n) for n in instr.operands[:inputs]):
+                return instr
+        return None
+
+    def read_elements(self, param: Instruction) -> int:
+        """Elements of a fusion parameter the fusion reads: all of them, unless every use only
+        slices, gathers from or updates in place the parameter (through index maps)."""
+        full = elements_of(param.shape)
+        in_place = set(id(u) for u in self.updates.values())
+        total = 0
+        pending = [param]
+        seen: set[str] = set()
+        while pending:
+            value = pending.pop()
+            if value.name in seen:
+                continue
+            seen.add(value.name)
+            if value.name in self.outputs:
+                return full
+            for user, index in self.users.get(value.name, []):
+                op = user.opcode
+                if op in _INDEX_MAPS:
+                    pending.append(user)
+                elif op in ("slice", "dynamic-slice", "gather") and index == 0:
+                    total += elements_of(user.shape)  # the slice or the gathered elements
+                elif op == "dynamic-update-slice" and index == 0 and id(user) in in_place:
+                    pass  # written in place, never read
+                elif op == "scatter" and id(user) in in_place \
+                        and index < scatter_parts(user)[0]:
+                    _, updates = scatter_parts(user)
+                    if _reads_old_value(self.module, user):
+                        total += elements_of(updates[index] if index < len(updates) else None)
+                elif op in ("dynamic-slice", "dynamic-update-slice", "gather") and index > 0:
+                    total += elements_of(value.shape)  # start indices: read whole
+                else:
+                    return full
+            if total >= full:
+                return full
+        return min(total, full)
+
+
+def kernel_traffic(instr: Instruction, module: Module, done: Instruction | None = None,
+                   fused: dict[str, FusionBytes] | None = None) -> Traffic:
+    """The bytes one launch of a kernel reads and writes (rules in the module docstring)."""
+    traffic = Traffic()
+    result = done.shape if done is not None else instr.shape
+    for shape in instr.operand_shapes:
+        traffic.boundary_read.update(_full(shape))
+    outputs: list[Shape] = list(result.elements) if result.is_tuple else [result]
+    last = outputs[-1] if result.is_tuple and outputs else None
+    if instr.opcode == "custom-call" and last is not None and last.array is not None \
+            and last.array.dtype in ("s8", "u8"):
+        outputs = outputs[:-1]  # a library call's scratch workspace
+    for shape in outputs:
+        traffic.boundary_written.update(_full(shape))
+    op = instr.opcode
+    operands = list(instr.operand_shapes)
+    reads: list[Counter[str]] = [_full(s) for s in operands]
+    writes: list[Counter[str]] = [_full(s) for s in outputs]
+    first = operands[0].array if operands and operands[0] is not None else None
+    if op in ("slice", "dynamic-slice") and operands:
+        reads[0] = _part(first, elements_of(result))
+        traffic.rules.append(f"{op}: reads only the slice of operand 0")
+    elif op == "gather" and operands:
+        reads[0] = _part(first, elements_of(result))
+        traffic.rules.append("gather: reads only the gathered elements of operand 0")
+    elif op == "dynamic-update-slice" and len(operands) > 1:
+        reads[0] = Counter()
+        writes = [_part(result.array, elements_of(operands[1]))]
+        traffic.in_place = True
+        traffic.rules.append("dynamic-update-slice in place: writes only the update")
+    elif op == "scatter":
+        inputs, updates = scatter_parts(instr)
+        old = _reads_old_value(module, instr)
+        for i in range(min(inputs, len(operands))):
+            given = operands[i]
+            arr = given.array if given is not None else None
+            count = elements_of(updates[i] if i < len(updates) else None)
+            reads[i] = _part(arr, count) if old else Counter()
+        writes = [_part(r.array, elements_of(updates[i] if i < len(updates) else None))
+                  for i, r in enumerate(outputs)]
+        traffic.in_place = True
+        traffic.rules.append("scatter in place: reads and writes only the scattered elements")
+    elif op == "fusion":
+        _fusion_traffic(instr, module, fused, reads, writes, outputs, traffic)
+    for counter in reads:
+        traffic.read.update(counter)
+    for counter in writes:
+        traffic.written.update(counter)
+    return traffic
+
+
+def _fusion_traffic(instr: Instruction, module: Module, cache: dict[str, FusionBytes] | None,
+                    reads: list[Counter[str]], writes: list[Counter[str]],
+                    outputs: list[Shape], traffic: Traffic) -> None:
+    names = instr.called("calls")
+    comp = module.computations.get(names[0]) if names else None
+    if comp is None:
+        return
+    fused = cache.get(comp.name) if cache is not None else None
+    if fused is None:
+        fused = FusionBytes(module, comp)
+        if cache is not None:
+            cache[comp.name] = fused
+    for param in comp.instructions:
+        index = param.parameter_number
+        if param.opcode != "parameter" or index is None or index >= len(reads):
+            continue
+        shape = instr.operand_shapes[index]
+        if shape is None or shape.array is None or param.shape.array is None:
+            continue
+        elements = fused.read_elements(param)
+        if elements < shape.array.elements:
+            reads[index] = _part(shape.array, elements)
+            traffic.rules.append(
+                f"operand {index}: not read (updated in place)" if elements == 0 else
+                f"operand {index}: {elements} of its {shape.array.elements} elements read "
+                "(sliced, gathered or updated in place)"
+            )
+    results = outputs
+    for i, name in enumerate(fused.outputs):
+        update = fused.updates.get(name)
+        if update is None or i >= len(results) or i >= len(writes):
+            continue
+        if update.opcode == "dynamic-update-slice":
+            count = elements_of(update.operand_shapes[1] if len(update.operand_shapes) > 1
+                                 else None)
+        else:
+            _, updates = scatter_parts(update)
+            count = elements_of(updates[0] if updates else None)
+        writes[i] = _part(results[i].array, count)
+        traffic.in_place = True
+        traffic.rules.append(f"output {i}: {update.opcode} in place, only the update written")

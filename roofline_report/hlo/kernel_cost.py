@@ -1,0 +1,258 @@
+"""Our count of one HLO instruction's work: flops and transcendentals by the rules of
+:func:`instruction_cost`, which follow the conventions of
+:mod:`roofline_report.hlo.stablehlo_count` in HLO spelling (2 x output x contracted size for a
+dot, one flop per element for elementwise ops including ``convert``, transcendental opcodes
+counted apart, a reduce charged its body x (input - output elements), ...). A fusion costs its
+fused computation, each computation counted once (:class:`Coster`).
+
+Pure: no jax.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+
+from roofline_report.hlo.cost import Cost
+from roofline_report.hlo.ir import Instruction, Module
+from roofline_report.hlo.taps import valid_taps
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+ELEMENTWISE = _words(
+    "add subtract multiply divide remainder maximum minimum negate abs sign floor ceil "
+    "round-nearest-afz round-nearest-even compare select clamp convert and or xor not "
+    "shift-left shift-right-arithmetic shift-right-logical is-finite popcnt "
+    "count-leading-zeros real imag complex reduce-precision mulhi"
+)
+# XLA's transcendental opcodes (HloCostAnalysis::HandleElementwiseOp).
+TRANSCENDENTAL = _words(
+    "exponential exponential-minus-one log log-plus-one logistic power sqrt rsqrt cbrt "
+    "tanh sine cosine tan atan2 erf"
+)
+MOVEMENT = _words(
+    "copy transpose broadcast reshape slice dynamic-slice dynamic-update-slice concatenate pad "
+    "gather reverse iota bitcast bitcast-convert copy-start copy-done parameter constant tuple "
+    "get-tuple-element"
+)
+_NOT_KERNELS = _words(
+    "parameter constant tuple get-tuple-element bitcast after-all add-dependency opt-barrier "
+    "domain partition-id replica-id"
+)
+# HLO opcode -> the StableHLO op name our program count charges (for the per-op comparison).
+_STABLEHLO_NAME = {"dot": "dot_general", "sine": "sine", "cosine": "cosine", "erf": "erf"}
+
+
+def _stablehlo(opcode: str) -> str:
+    base = _STABLEHLO_NAME.get(opcode, opcode.replace("-", "_"))
+    return ("chlo." if opcode == "erf" else "stablehlo.") + base
+
+
+def _elements(instr: Instruction) -> int:
+    return sum(a.elements for a in instr.shape.arrays() if a.dtype != "token")
+
+
+def _operand_elements(instr: Instruction, index: int) -> int | None:
+    if index >= len(instr.operand_shapes):
+        return None
+    shape = instr.operand_shapes[index]
+    if shape is None or shape.array is None:
+        return None
+    return shape.array.elements
+
+
+def ints_in(text: str | None) -> list[int]:
+    return [int(v) for v in re.findall(r"\d+", text or "")]
+
+
+def dot_flops(instr: Instruction) -> int | None:
+    lhs = instr.operand_shapes[0] if instr.operand_shapes else None
+    if lhs is None or lhs.array is None:
+        return None
+    contracting = ints_in(instr.attributes.get("lhs_contracting_dims"))
+    size = math.prod(lhs.array.dims[d] for d in contracting if d < len(lhs.array.dims))
+    return 2 * _elements(instr) * size
+
+
+def _gemm_flops(instr: Instruction) -> int | None:
+    """A library gemm custom call (cuBLAS, ...): its dot dimension numbers are in the backend
+    config; the result is the first array of the (result, workspace) tuple."""
+    config = instr.backend_config or {}
+    gemm = config.get("gemm_backend_config")
+    if not isinstance(gemm, Mapping):
+        return None
+    numbers = gemm.get("dot_dimension_numbers")
+    lhs = instr.operand_shapes[0] if instr.operand_shapes else None
+    result = next(iter(instr.shape.arrays()), None)
+    if not isinstance(numbers, Mapping) or lhs is None or lhs.array is None or result is None:
+        return None
+    contracting = [int(d) for d in numbers.get("lhs_contracting_dimensions", [])]
+    size = math.prod(lhs.array.dims[d] for d in contracting if d < len(lhs.array.dims))
+    return 2 * result.elements * size
+
+
+_DIM_LABELS = re.compile(r"^(?P<lhs>\w+)_(?P<rhs>\w+)->(?P<out>\w+)$")
+
+
+def _conv_flops(instr: Instruction) -> int | None:
+    """XLA's convolution count: 2 x input features per group x output features x batch per
+    batch group x kernel taps that land on the input (padding and dilation respected)."""
+    labels = _DIM_LABELS.match(instr.attributes.get("dim_labels", ""))
+    lhs = instr.operand_shapes[0] if instr.operand_shapes else None
+    rhs = instr.operand_shapes[1] if len(instr.operand_shapes) > 1 else None
+    out = instr.shape.array
+    if labels is None or lhs is None or rhs is None or lhs.array is None or rhs.array is None:
+        return None
+    if out is None:
+        return None
+    lhs_l, rhs_l, out_l = labels["lhs"], labels["rhs"], labels["out"]
+    spatial = [c for c in lhs_l if c.isdigit()]
+    window = _window(instr.attributes.get("window", ""), len(spatial))
+    taps = 1
+    for i, digit in enumerate(sorted(spatial)):
+        size, stride, pad_lo, lhs_dil, rhs_dil = window[i]
+        taps *= valid_taps(
+            lhs.array.dims[lhs_l.index(digit)],
+            out.dims[out_l.index(digit)],
+            rhs.array.dims[rhs_l.index(digit)] if size == 0 else size,
+            stride,
+            pad_lo,
+            lhs_dil,
+            rhs_dil,
+        )
+    groups = int(instr.attributes.get("feature_group_count", "1"))
+    batch_groups = int(instr.attributes.get("batch_group_count", "1"))
+    fma = (
+        (lhs.array.dims[lhs_l.index("f")] // groups)
+        * out.dims[out_l.index("f")]
+        * (lhs.array.dims[lhs_l.index("b")] // batch_groups)
+        * taps
+    )
+    return 2 * fma
+
+
+def _window(text: str, rank: int) -> list[tuple[int, int, int, int, int]]:
+    """(size, stride, low padding, lhs dilation, rhs dilation) per spatial dimension of a
+    ``window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}`` attribute."""
+    items = dict(re.findall(r"(\w+)=([\w_]+)", text))
+
+    def per_dim(key: str, default: int) -> list[int]:
+        value = items.get(key)
+        if value is None:
+            return [default] * rank
+        return [int(v.split("_")[0]) for v in value.split("x")]
+
+    size = per_dim("size", 0)
+    stride = per_dim("stride", 1)
+    pad = per_dim("pad", 0)
+    lhs = per_dim("lhs_dilate", 1)
+    rhs = per_dim("rhs_dilate", 1)
+    return [(size[i], stride[i], pad[i], lhs[i], rhs[i]) for i in range(rank)]
+
+
+class Coster:
+    """Cost of computations of one module, each computed once."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self._done: dict[str, Cost] = {}
+        self._stack: set[str] = set()
+
+    def computation(self, name: str) -> Cost:
+        if name in self._done:
+            return self._done[name]
+        comp = self.module.computations.get(name)
+        if comp is None or name in self._stack:
+            return Cost()
+        self._stack.add(name)
+        cost = Cost()
+        for instr in comp.instructions:
+            cost.add(instruction_cost(instr, self), scale_ops=False)
+        self._stack.discard(name)
+        self._done[name] = cost
+        return cost
+
+    def body(self, instr: Instruction, role: str = "to_apply") -> Cost:
+        total = Cost()
+        for callee in instr.called(role):
+            total.add(self.computation(callee), scale_ops=False)
+        return total
+
+
+def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
+    """Our count of one HLO instruction (a fusion: the count of its fused computation).
+
+    Rules (those of the StableHLO count, in HLO spelling): ``dot`` 2 x output elements x
+    contracted size; ``convolution`` XLA's valid-tap count; elementwise ops 1 flop per output
+    element; transcendental opcodes 1 transcendental per element; ``reduce`` the reducer's
+    cost x (input - output elements); ``reduce-window`` body x (window - 1) x outputs; ``scatter``
+    body x updates; ``map`` body x outputs; ``sort`` n x ceil(log2 n); all-reduce and
+    reduce-scatter body x (group - 1) x elements; data movement 0; a library gemm custom call
+    from its backend config's dot dimensions; other custom calls 0 (listed as not costed).
+    """
+    op = instr.opcode
+    cost = Cost()
+    if op not in _NOT_KERNELS:
+        cost.ops[op] += 1
+    name = _stablehlo(op)
+    if op == "fusion" or op == "call" or op.startswith("async-start"):
+        for callee in instr.called("calls", "to_apply"):
+            cost.add(coster.computation(callee), scale_ops=False)
+    elif op in ELEMENTWISE:
+        cost.charge(name, flops=_elements(instr))
+    elif op in TRANSCENDENTAL:
+        cost.charge(name, transcendentals=_elements(instr))
+    elif op == "dot":
+        flops = dot_flops(instr)
+        if flops is None:
+            cost.uncosted.add(instr.name)
+        else:
+            cost.charge(name, flops=flops)
+    elif op == "convolution":
+        flops = _conv_flops(instr)
+        if flops is None:
+            cost.uncosted.add(instr.name)
+        else:
+            cost.charge(name, flops=flops)
+    elif op == "reduce":
+        inputs = _operand_elements(instr, 0)
+        outputs = _elements(instr) // max(1, len(instr.operands) // 2)
+        if inputs is not None:
+            _charge(cost, name, coster.body(instr), inputs - outputs)
+    elif op == "reduce-window":
+        window = _window(instr.attributes.get("window", ""), len(instr.shape.array.dims)
+                         if instr.shape.array is not None else 0)
+        taps = math.prod(w[0] or 1 for w in window)
+        _charge(cost, name, coster.body(instr), (taps - 1) * _elements(instr))
+    elif op == "scatter":
+        updates = _operand_elements(instr, len(instr.operands) - 1)
+        if updates is not None:
+            _charge(cost, name, coster.body(instr), updates)
+    elif op == "map":
+        _charge(cost, name, coster.body(instr), _elements(instr))
+    elif op == "sort":
+        n = _operand_elements(instr, 0) or 0
+        cost.charge(name, flops=n * max(0, math.ceil(math.log2(n))) if n > 0 else 0)
+    elif op in ("all-reduce", "all-reduce-start", "reduce-scatter"):
+        size = 2
+        if instr.replica_groups is not None:
+            size = instr.replica_groups.group_size(coster.module.device_count) or 2
+        base = "all-reduce" if op.startswith("all-reduce") else op
+        _charge(cost, _stablehlo(base), coster.body(instr), _elements(instr) * (size - 1))
+    elif op in ("rng", "rng-bit-generator"):
+        cost.charge(name, transcendentals=_elements(instr))
+    elif op == "custom-call":
+        flops = _gemm_flops(instr)
+        if flops is not None:
+            cost.charge("stablehlo.dot_general", flops=flops)
+        else:
+            cost.uncosted.add(instr.custom_call_target or instr.name)
+    return cost
+
+
+def _charge(cost: Cost, name: str, body: Cost, times: int) -> None:
+    cost.charge(name, flops=body.flops * times, transcendentals=body.transcendentals * times)

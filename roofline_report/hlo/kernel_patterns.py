@@ -1,0 +1,265 @@
+"""Kernel patterns (:func:`kernel_pattern`): the kinds of kernel measured with roofs of their
+own. A kernel takes the first that applies, in this order, with ``pattern_size`` per launch and
+``pattern_detail``:
+
+* ``loop-dot``: a dot computed by XLA's own loop emitter, an HLO ``dot`` kernel or a fusion
+  holding one, not handed to a library (no custom call, no ``kCustom`` fusion, no backend fusion
+  kind such as ``__ynn_fusion``, oneDNN or a Triton gemm); size: its flops. On XLA:CPU
+  (jax 0.10.2) these stay plain ``dot`` kernels: f32 matrix products below 8 x 8 (4 x 4),
+  integer dots (s32 x s32, s8 x s8 -> s8, u8), complex dots and matrix-vector products (a
+  1024 x 1024 matrix by a vector); f32, f64 and f16 products from 8 x 8 up, batched products
+  and s8 x s8 -> s32 go to ``__ynn_fusion``, inside loops too.
+* ``scatter``: a kernel holding a scatter; size: the update elements scattered.
+* ``gather``: a kernel holding a gather; size: the elements gathered (its result).
+* ``strided-reduction``: a kernel holding a reduce whose reduced dimensions leave out the
+  minor-most dimension (of size above 1) of its operand's layout, as ``x.sum(axis=0)`` of a
+  row-major matrix; size: the operand elements read. A library fusion counts too (XLA:CPU hands
+  that reduce to ``__ynn_fusion``).
+* ``transpose``: a copy or transpose kernel, or a loop fusion whose root (bitcasts aside) is a
+  copy or transpose, that puts its data in another order in memory: the source's axes (size-1
+  axes aside) come out of the root's layout in another order, followed through bitcasts,
+  reshapes, broadcasts and elementwise ops; size: the output elements. A copy that only moves a
+  size-1 axis is no transpose.
+
+Pure: no jax.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from roofline_report.hlo.ir import Instruction, Module
+from roofline_report.hlo.kernel_bytes import elements_of, scatter_parts
+from roofline_report.hlo.kernel_cost import ELEMENTWISE, TRANSCENDENTAL, dot_flops, ints_in
+from roofline_report.hlo.shapes import Array, Shape
+
+PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter")
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A kernel's pattern: its name (one of :data:`PATTERNS`, None for none), its size per
+    launch (elements moved, or flops for ``loop-dot``; 0 with no pattern) and a short text."""
+
+    name: str | None = None
+    size: int = 0
+    detail: str | None = None
+
+
+def _plain(shape: Shape | None) -> str:
+    if shape is None or shape.array is None:
+        return "?"
+    return f"{shape.array.dtype}[{','.join(map(str, shape.array.dims))}]"
+
+
+def _minor_to_major(array: Array) -> list[int]:
+    """The array's dimensions, minor-most first (its layout, or row-major when none)."""
+    rank = len(array.dims)
+    found = re.match(r"\{([\d,\s]*)", array.layout or "")
+    order = [int(v) for v in found.group(1).replace(" ", "").split(",") if v] if found else []
+    return order if sorted(order) == list(range(rank)) else list(range(rank - 1, -1, -1))
+
+
+def _is_library(instr: Instruction) -> bool:
+    return instr.opcode == "custom-call" or instr.fusion_kind == "kCustom" \
+        or backend_kind(instr) is not None
+
+
+def _fused_instructions(instr: Instruction, module: Module) -> list[Instruction]:
+    if instr.opcode != "fusion":
+        return [instr]
+    out: list[Instruction] = []
+    for name in instr.called("calls"):
+        comp = module.computations.get(name)
+        if comp is not None:
+            out.extend(comp.instructions)
+    return out
+
+
+def _strided(reduce: Instruction) -> bool:
+    operand = reduce.operand_shapes[0] if reduce.operand_shapes else None
+    if operand is None or operand.array is None:
+        return False
+    array = operand.array
+    reduced = set(ints_in(reduce.attributes.get("dimensions")))
+    minor = next((d for d in _minor_to_major(array) if array.dims[d] != 1), None)
+    return minor is not None and bool(reduced) and minor not in reduced
+
+
+# An atom: (source parameter, source axis, size). A value's logical dimension is a tuple of
+# atoms (major to minor); None when the walk cannot follow it.
+_Atom = tuple[int, int, int]
+_Axes = list[tuple[_Atom, ...]]
+
+
+def _regroup(atoms: list[_Atom], dims: Sequence[int]) -> _Axes | None:
+    """Cut a sequence of atoms (size-1 atoms dropped) into dimensions of these sizes, in
+    order; None when a dimension would split an atom."""
+    seq = [a for a in atoms if a[2] != 1]
+    out: _Axes = []
+    position = 0
+    for size in dims:
+        group: list[_Atom] = []
+        product = 1
+        while product < size and position < len(seq):
+            group.append(seq[position])
+            product *= seq[position][2]
+            position += 1
+        if product != size:
+            return None
+        out.append(tuple(group))
+    return out if position == len(seq) else None
+
+
+def _physical(axes: _Axes, array: Array) -> list[_Atom]:
+    return [atom for d in reversed(_minor_to_major(array)) for atom in axes[d]]
+
+
+def _logical(axes: _Axes) -> list[_Atom]:
+    return [atom for dim in axes for atom in dim]
+
+
+def _follow(instr: Instruction, known: Mapping[str, _Axes]) -> _Axes | None:
+    """The atoms of an instruction's result from those of its operands, for the ops that move
+    elements without combining them; None for any other."""
+    op = instr.opcode
+    array = instr.shape.array
+    if array is None:
+        return None
+    if op == "transpose":
+        source = known.get(instr.operands[0]) if instr.operands else None
+        perm = ints_in(instr.attributes.get("dimensions"))
+        if source is None or sorted(perm) != list(range(len(source))):
+            return None
+        return [source[p] for p in perm]
+    if op == "broadcast":
+        source = known.get(instr.operands[0]) if instr.operands else None
+        if source is None:
+            return None
+        mapped = dict(zip(ints_in(instr.attributes.get("dimensions")), source, strict=False))
+        return [mapped.get(d, ((-1, d, size),) if size != 1 else ())
+                for d, size in enumerate(array.dims)]
+    if op in ("bitcast", "reshape"):
+        source = known.get(instr.operands[0]) if instr.operands else None
+        operand = instr.operand_shapes[0] if instr.operand_shapes else None
+        if source is None or operand is None or operand.array is None:
+            return None
+        if op == "bitcast":
+            order = list(reversed(_minor_to_major(array)))
+            groups = _regroup(_physical(source, operand.array), [array.dims[d] for d in order])
+            if groups is None:
+                return None
+            axes: _Axes = [()] * len(array.dims)
+            for d, group in zip(order, groups, strict=True):
+                axes[d] = group
+            return axes
+        return _regroup(_logical(source), list(array.dims))
+    if op in ELEMENTWISE or op in TRANSCENDENTAL or op == "copy":
+        for name in instr.operands:
+            source = known.get(name)
+            if source is not None and len(source) == len(array.dims) \
+                    and any(a[0] >= 0 for a in _logical(source)):
+                return source
+    return None
+
+
+def _transpose(instr: Instruction, module: Module) -> Pattern:
+    """A copy or transpose kernel, or a loop fusion whose root is one, that changes the order
+    of its data in memory: the source's axes (size-1 axes aside) come out in another order."""
+    if instr.opcode == "fusion":
+        if _is_library(instr):
+            return Pattern()
+        names = instr.called("calls")
+        comp = module.computations.get(names[0]) if names else None
+        root = comp.root if comp is not None else None
+        while root is not None and root.opcode == "bitcast" and comp is not None:
+            root = comp.instruction(root.operands[0]) if root.operands else None
+        if comp is None or root is None or root.opcode not in ("copy", "transpose"):
+            return Pattern()
+        program = list(comp.instructions)
+        target = comp.root
+    elif instr.opcode in ("copy", "transpose"):
+        program = [instr]
+        target = instr
+    else:
+        return Pattern()
+    known: dict[str, _Axes] = {}
+    sources: dict[int, Array] = {}
+    for step in program:
+        if step.opcode == "parameter" and step.shape.array is not None \
+                and step.parameter_number is not None:
+            n = step.parameter_number
+            sources[n] = step.shape.array
+            known[step.name] = [((n, d, size),) for d, size in enumerate(step.shape.array.dims)]
+            continue
+        if step is instr and instr.opcode != "fusion":  # an unfused kernel: operand 0 is source
+            operand = instr.operand_shapes[0] if instr.operand_shapes else None
+            if operand is None or operand.array is None or not instr.operands:
+                return Pattern()
+            sources[0] = operand.array
+            known[instr.operands[0]] = [((0, d, size),)
+                                        for d, size in enumerate(operand.array.dims)]
+        axes = _follow(step, known)
+        if axes is not None:
+            known[step.name] = axes
+    if target is None or target.shape.array is None or target.name not in known:
+        return Pattern()
+    out = _physical(known[target.name], target.shape.array)
+    for n, source in sorted(sources.items()):
+        came = [a[1] for a in out if a[0] == n and a[2] != 1]
+        if not came:
+            continue
+        base = [d for d in reversed(_minor_to_major(source)) if source.dims[d] != 1]
+        if came != base:
+            dims = ",".join(map(str, source.dims))
+            return Pattern("transpose", target.shape.array.elements,
+                           f"axes {tuple(came)} of {source.dtype}[{dims}]")
+    return Pattern()
+
+
+def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
+    """The kernel's pattern (the first that applies, in this order): ``loop-dot``, ``scatter``,
+    ``gather``, ``strided-reduction``, ``transpose``; see the module docstring."""
+    inside = _fused_instructions(instr, module)
+    dots = [i for i in inside if i.opcode == "dot"]
+    if dots and not _is_library(instr):
+        flops = sum(dot_flops(d) or 0 for d in dots)
+        first = dots[0]
+        detail = " x ".join(_plain(s) for s in first.operand_shapes) + " -> " + \
+            _plain(first.shape)
+        return Pattern("loop-dot", flops, f"dot {detail}")
+    scatters = [i for i in inside if i.opcode == "scatter"]
+    if scatters:
+        size = sum(elements_of(s) for i in scatters for s in scatter_parts(i)[1])
+        first = scatters[0]
+        updates = scatter_parts(first)[1]
+        return Pattern("scatter", size, f"updates {_plain(updates[0] if updates else None)} "
+                                        f"into {_plain(first.operand_shapes[0])}")
+    gathers = [i for i in inside if i.opcode == "gather"]
+    if gathers:
+        size = sum(elements_of(i.shape) for i in gathers)
+        first = gathers[0]
+        return Pattern("gather", size, f"{_plain(first.shape)} gathered from "
+                                       f"{_plain(first.operand_shapes[0])}")
+    strided = [i for i in inside if i.opcode == "reduce" and _strided(i)]
+    if strided:
+        size = sum(elements_of(s) for i in strided
+                   for s in i.operand_shapes[: max(1, len(i.operands) // 2)])
+        first = strided[0]
+        dims = tuple(ints_in(first.attributes.get("dimensions")))
+        operand = first.operand_shapes[0]
+        layout = operand.array.layout if operand is not None and operand.array else ""
+        return Pattern("strided-reduction", size,
+                       f"dimensions {dims} of {_plain(operand)}{layout}")
+    return _transpose(instr, module)
+
+
+def backend_kind(instr: Instruction) -> str | None:
+    config = instr.backend_config or {}
+    for key in ("fusion_backend_config", "fusion_config"):
+        section = config.get(key)
+        if isinstance(section, Mapping) and "kind" in section:
+            return str(section["kind"])
+    return None

@@ -1,0 +1,210 @@
+"""The compute ceilings: square matmuls per dtype and 3x3 convolutions, each swept over sizes
+with rough timings and the best size timed in full (:func:`matmul_entry`, :func:`conv_entry`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from roofline_report.analysis.stats import Timing
+from roofline_report.kinds import Kind
+from roofline_report.observe import timer as timing
+from roofline_report.observe.ceilings.sampling import (
+    Again,
+    Progress,
+    failure_reason,
+    fastest_rate,
+    join_notes,
+    round_samples,
+)
+
+if TYPE_CHECKING:
+    from roofline_report.observe.ceilings.machine import Plan
+
+def _matmul(a: Any, b: Any) -> Any:
+    return a @ b
+
+
+def _matmul_highest(a: Any, b: Any) -> Any:
+    import jax
+
+    return jax.numpy.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
+
+
+def _matmul_operands(n: int, dtype: str) -> tuple[Any, Any]:
+    """Two n x n operands, uniform in [-1, 1), made by NumPy (quicker than compiling jax.random
+    for each shape) and put on the default device."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    kind = jnp.dtype(dtype)
+
+    def operand() -> Any:
+        return jax.device_put((2 * rng.random((n, n), dtype=np.float32) - 1).astype(kind))
+
+    return operand(), operand()
+
+
+def _matmul_caveat(backend: str, dtype: str) -> str:
+    if backend == "cpu" and dtype == "bfloat16":
+        return "the CPU backend upcasts bfloat16 matmuls to float32: not a native bfloat16 rate"
+    if backend in ("gpu", "cuda") and dtype == "float32":
+        return "jax's default matmul precision (TF32 on NVIDIA GPUs)"
+    return ""
+
+
+
+def matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress, *,
+                  highest: bool = False, again: Again | None = None) -> dict[str, Any]:
+    """Sweep the sizes with rough timings, then time the best size in full (and, with
+    ``again``, once more later: see :func:`_sized_rates`). ``highest``: at
+    ``Precision.HIGHEST`` instead of jax's default precision."""
+    entry = _compute_entry(f"matmul {dtype}" + (" (highest precision)" if highest else ""),
+                           "matmul", dtype, "highest" if highest else "default")
+    caveat = "" if highest else _matmul_caveat(backend, dtype)
+    return _sized_rates(entry, _matmul_highest if highest else _matmul, plan.matmul_sizes,
+                        lambda n: _matmul_operands(n, dtype), lambda n: 2 * n**3, plan, say,
+                        caveat, again)
+
+
+def _compute_entry(name: str, op: str, dtype: str, precision: str) -> dict[str, Any]:
+    return {"name": name, "op": op, "precision": precision, "dtype": dtype, "value": None,
+            "unit": "FLOP/s", "kind": Kind.MEASURED.value, "available": False, "reason": "",
+            "size": None, "flops_per_call": None, "timing": None, "by_size": [], "rounds": []}
+
+
+def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int, ...],
+                 operands: Callable[[int], tuple[Any, ...]], flops_of: Callable[[int], int],
+                 plan: Plan, say: Progress, caveat: str = "",
+                 again: Again | None = None) -> dict[str, Any]:
+    """Fill ``entry`` with the rate of ``fn`` by size: each size of ``sizes`` timed roughly
+    (stopping after the first whose call lasts ``plan.matmul_max_call_s``), then the best
+    size timed in full; the rough rates stay in ``by_size`` (a rate grows with the size, and
+    a prediction uses the rate measured near a product's size).
+
+    With ``again``, the full timing is split in two rounds: half the samples now, half when
+    the caller runs the closure this appends (after the other ceilings), the entry keeping
+    the faster round and both rates in ``rounds``; a burst of load spoils one window of
+    samples, rarely two a minute apart."""
+    import jax
+
+    name = entry["name"]
+    best: tuple[float, int, Any, tuple[Any, ...]] | None = None
+    stopped = ""
+    for n in sizes:
+        try:
+            args = operands(n)
+            _, compiled, _, _ = timing.measure_compile(jax.jit(fn), args)
+            if len(sizes) == 1:  # nothing to choose between
+                best = (0.0, n, compiled, args)
+                break
+            rough = timing.time_jitted(
+                compiled,
+                args,
+                quick=True,
+                samples=plan.sweep_samples,
+                min_sample_seconds=plan.sweep_min_sample_s,
+            )
+        except Exception as exc:
+            stopped = f"n={n} failed ({failure_reason(exc)})"
+            break
+        rate = fastest_rate(flops_of(n), rough)
+        entry["by_size"].append({"n": n, "flops": flops_of(n), "value": rate})
+        say(f"{name} n={n}: about {rate / 1e9:.3g} GFLOP/s")
+        if best is None or rate > best[0]:
+            best = (rate, n, compiled, args)
+        if rough.per_call.min >= plan.matmul_max_call_s:
+            break
+    if best is None:
+        entry["reason"] = join_notes(f"{name} unavailable: {stopped}", caveat)
+        return entry
+    _, n, compiled, args = best
+    samples = plan.samples if again is None else round_samples(plan)
+
+    def final() -> Timing:
+        return timing.time_jitted(compiled, args, quick=False, samples=samples,
+                                  min_sample_seconds=plan.min_sample_s,
+                                  budget_seconds=plan.budget_s)
+
+    try:
+        first = final()
+    except Exception as exc:
+        entry["reason"] = join_notes(f"{name} n={n} failed ({failure_reason(exc)})", caveat)
+        return entry
+    flops = flops_of(n)
+    entry.update(
+        value=fastest_rate(flops, first),
+        available=True,
+        reason=join_notes(caveat, f"sweep stopped: {stopped}" if stopped else ""),
+        size=n,
+        flops_per_call=flops,
+        timing=first.to_json(),
+        rounds=[fastest_rate(flops, first)],
+    )
+    say(f"{name} n={n}: {entry['value'] / 1e9:.3g} GFLOP/s")
+    if again is not None:
+        def second() -> None:
+            try:
+                later = final()
+            except Exception:  # the first round stands alone
+                entry["rounds"].append(None)
+                return
+            rate = fastest_rate(flops, later)
+            entry["rounds"].append(rate)
+            if rate > entry["value"]:
+                entry.update(value=rate, timing=later.to_json())
+
+        again.append(second)
+    return entry
+
+
+# A convolution runs through other library code than a matmul of the same flops, at a rate of
+# its own: 3x3 NHWC convolutions (HWIO filters, "valid" padding) of CONV_CHANNELS channels in
+# and out, a batch of CONV_BATCH images of n x n pixels, by n. Its rate depends on the channel
+# counts too; the prediction of another convolution uses this family's rate at its flops.
+CONV_WINDOW = 3
+
+
+def conv_shape(backend: str) -> tuple[int, int]:
+    """(batch, channels) of the convolution ceiling's kernels on ``backend``."""
+    return (4, 32) if backend == "cpu" else (8, 128)
+
+
+def conv_flops(n: int, batch: int, channels: int) -> int:
+    """2 · batch · (n - 2)² · channels² · 3 · 3: the multiply-adds of a valid 3x3 convolution."""
+    side = n - CONV_WINDOW + 1
+    return 2 * batch * side * side * channels * channels * CONV_WINDOW * CONV_WINDOW
+
+
+def _convolution(x: Any, w: Any) -> Any:
+    import jax
+
+    return jax.lax.conv_general_dilated(x, w, window_strides=(1, 1), padding="VALID",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+def conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
+                again: Again | None = None) -> dict[str, Any]:
+    """The convolution roof of ``dtype`` by size (see :data:`CONV_WINDOW`)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    batch, channels = conv_shape(backend)
+    kind = jnp.dtype(dtype)
+
+    def operands(n: int) -> tuple[Any, Any]:
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((batch, n, n, channels), dtype=np.float32)
+        w = rng.standard_normal((CONV_WINDOW, CONV_WINDOW, channels, channels),
+                                dtype=np.float32) / (3 * channels**0.5)
+        return jax.device_put(x.astype(kind)), jax.device_put(w.astype(kind))
+
+    entry = _compute_entry(f"convolution {dtype}", "convolution", dtype, "default")
+    return _sized_rates(entry, _convolution, plan.conv_sizes, operands,
+                        lambda n: conv_flops(n, batch, channels), plan, say,
+                        _matmul_caveat(backend, dtype), again)
+

@@ -1,0 +1,130 @@
+"""The floors: the dispatch of one tiny jitted call (blocking after each, and enqueued) and the
+launch of one more kernel inside a compiled program (:func:`dispatch_entry`,
+:func:`launch_entry`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from roofline_report.kinds import Kind
+from roofline_report.observe import timer as timing
+from roofline_report.observe.ceilings.sampling import Progress, failure_reason
+
+if TYPE_CHECKING:
+    from roofline_report.observe.ceilings.machine import Plan
+
+def _dispatch_runner(*, enqueued: bool = False) -> timing.Runner:
+    """run(n): n jitted scalar adds, blocking after each (the latency one call pays) or, with
+    ``enqueued``, blocking once after all n (the cost per call when calls are pipelined, as
+    the workloads are timed)."""
+    import jax
+    import jax.numpy as jnp
+
+    add = jax.jit(lambda a, b: a + b)
+    a, b = jax.device_put(jnp.float32(1.0)), jax.device_put(jnp.float32(2.0))
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            timing.block(add(a, b))
+
+    def run_enqueued(n: int) -> None:
+        timing.block([add(a, b) for _ in range(n)])
+
+    return run_enqueued if enqueued else run
+
+
+def dispatch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "value": None,
+        "unit": "s",
+        "kind": Kind.MEASURED.value,
+        "available": False,
+        "reason": "",
+        "timing": None,
+    }
+    try:
+        measured = timing.measure(
+            _dispatch_runner(),
+            samples=plan.samples,
+            min_sample_seconds=plan.min_sample_s,
+            budget_seconds=plan.budget_s,
+            method="jax: scalar add, block after every call",
+        )
+    except Exception as exc:
+        entry["reason"] = f"dispatch timing failed: {failure_reason(exc)}"
+        return entry
+    floor = measured.per_call.min
+    entry.update(value=floor, available=True, timing=measured.to_json())
+    try:
+        pipelined = timing.measure(
+            _dispatch_runner(enqueued=True), samples=plan.samples,
+            min_sample_seconds=plan.min_sample_s, budget_seconds=plan.budget_s,
+            method="jax: scalar add, n calls enqueued, block once")
+        entry.update(enqueued=pipelined.per_call.min, timing_enqueued=pipelined.to_json())
+    except Exception as exc:  # the blocking floor stands alone
+        entry["enqueued_reason"] = f"enqueued dispatch timing failed: {failure_reason(exc)}"
+    say(f"dispatch: {floor * 1e6:.3g} us per call"
+        + (f", {entry['enqueued'] * 1e6:.3g} us enqueued" if entry.get("enqueued") else ""))
+    return entry
+
+
+# ----------------------------------------------------------------------------------- launch
+
+LAUNCH_CHAIN = 33  # steps of the long program; the short one has one
+
+
+def _launch_program(steps: int) -> Callable[[Any], Any]:
+    """``steps`` row-wise max-subtractions of a tiny array: each a reduction feeding an
+    elementwise op, which the compiler keeps as separate kernels in sequence."""
+    import jax.numpy as jnp
+
+    def program(x: Any) -> Any:
+        for _ in range(steps):
+            x = x - 0.5 * jnp.max(x, axis=-1, keepdims=True)
+        return x
+
+    return program
+
+
+def launch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
+    """The time one more kernel adds inside one compiled program, apart from the per-call
+    dispatch: (t(long) - t(short)) / (kernels(long) - kernels(short)), both programs on an 8x8
+    float32 array (nothing to stream), kernel counts read from their optimized HLO."""
+    import jax
+    import jax.numpy as jnp
+
+    from roofline_report.hlo import inspect_compiled
+
+    entry: dict[str, Any] = {"value": None, "unit": "s", "kind": Kind.MEASURED.value,
+                             "available": False, "reason": "", "kernels": [],
+                             "timing": None, "timing_short": None}
+    try:
+        x = jax.device_put(jnp.full((8, 8), 0.1, dtype=jnp.float32))
+        runs = []
+        for steps in (1, LAUNCH_CHAIN):
+            compiled = jax.jit(_launch_program(steps)).lower(x).compile()
+            kernels = int(inspect_compiled(str(compiled.as_text()))["kernels"])
+            measured = timing.time_jitted(compiled, (x,), quick=False, samples=plan.samples,
+                                          min_sample_seconds=plan.min_sample_s)
+            runs.append((kernels, measured))
+    except Exception as exc:
+        entry["reason"] = f"launch timing failed: {failure_reason(exc)}"
+        return entry
+    (k_short, short), (k_long, long) = runs
+    entry["kernels"] = [k_short, k_long]
+    entry["timing_short"] = short.to_json()
+    entry["timing"] = long.to_json()
+    if k_long <= k_short:
+        entry["reason"] = (f"the compiler fused the chain ({k_long} kernels against "
+                           f"{k_short}): no launch cost to measure")
+        return entry
+    value = (long.per_call.min - short.per_call.min) / (k_long - k_short)
+    if value <= 0:
+        entry["reason"] = "the longer program was not slower: launch cost below the noise"
+        return entry
+    entry.update(value=value, available=True)
+    say(f"launch: {value * 1e6:.3g} us per kernel ({k_long} against {k_short} kernels)")
+    return entry
+

@@ -1,0 +1,184 @@
+"""The machine's measured ceilings in the results document
+(:mod:`roofline_report.results.schema`): compute by dtype and size, streaming bandwidth, the
+dispatch and launch floors, the working-set sweep and the operation and pattern rates.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from roofline_report.results.schema_base import (
+    Count,
+    Pos,
+    Record,
+    Timing,
+    maybe,
+)
+
+
+class MatmulSize(Record):
+    """A rough rate of one size (a square matmul's n, a convolution's image side), from the
+    sweep that picks the size."""
+
+    n: Annotated[int, Field(gt=0)]
+    flops: Annotated[int, Field(gt=0)]
+    value: Pos
+
+
+class ComputeCeiling(Record):
+    name: str
+    op: Literal["matmul", "convolution"] = "matmul"
+    dtype: str
+    precision: str = "default"
+    available: bool
+    reason: str = ""
+    kind: Literal["measured"] = "measured"
+    unit: Literal["FLOP/s"] = "FLOP/s"
+    value: Pos | None = None
+    flops_per_call: Count | None = None
+    size: Count | None = None
+    timing: Timing | None = None
+    by_size: list[MatmulSize] = []
+    rounds: list[Pos | None] = []  # each round's rate at ``size`` (None: failed); value: best
+
+
+class BandwidthCeiling(Record):
+    name: str
+    available: bool
+    reason: str = ""
+    kind: Literal["measured"] = "measured"
+    unit: Literal["B/s"] = "B/s"
+    value: Pos | None = None
+    array_bytes: Count | None = None
+    bytes_per_call: Count | None = None
+    huge_pages: bool | None = None
+    timing: Timing | None = None
+    rounds: list[Pos | None] = []  # each round's rate (None: that round failed); value: best
+
+
+class DispatchCeiling(Record):
+    available: bool
+    reason: str = ""
+    kind: Literal["measured"] = "measured"
+    unit: Literal["s"] = "s"
+    value: Pos | None = None
+    timing: Timing | None = None
+    # Per call when calls are enqueued and blocked once (as workloads are timed).
+    enqueued: Pos | None = None
+    timing_enqueued: Timing | None = None
+    enqueued_reason: str = ""
+
+
+class CacheLevel(Record):
+    """One level of the CPU's data caches, as the operating system describes it."""
+
+    level: Annotated[int, Field(ge=1)]
+    type: str
+    size: Annotated[int, Field(gt=0)]
+
+
+class SweepBandwidth(Record):
+    """One working-set size of the sweep: bytes moved per call and the fastest rate."""
+
+    bytes: Annotated[int, Field(gt=0)]
+    reps: Annotated[int, Field(ge=1)]
+    bytes_per_call: Annotated[int, Field(gt=0)]
+    available: bool
+    reason: str = ""
+    value: Pos | None = None
+    timing: Timing | None = None
+    remeasured: Count = 0  # times measured again for being implausible beside read-write
+    implausible: str = ""  # why it is implausible beside read-write, after any re-measuring
+
+
+class SweepKernel(Record):
+    name: Literal["read-write", "read", "write-new"]
+    points: list[SweepBandwidth]
+
+
+class WorkingSetPlan(Record):
+    """The sweep's sizes (bytes, ascending), bytes moved per call, sampling, kernels."""
+
+    sizes: list[Annotated[int, Field(gt=0)]]
+    bytes_per_call: Annotated[int, Field(gt=0)]
+    samples: Annotated[int, Field(ge=1)]
+    min_sample_s: Pos
+    kernels: list[Literal["read-write", "read", "write-new"]]
+
+
+class WorkingSetSweep(Record):
+    """Bandwidth against working-set size (the levels are found at render time)."""
+
+    available: Literal[True] = True
+    plan: WorkingSetPlan
+    kernels: list[SweepKernel]
+
+
+class RateSize(Record):
+    """One size of a rate measured by size: operations per call (elements; a loop dot's
+    flops), bytes read and written, the fastest time per call (dispatch included) and
+    operations ÷ that time; for a kernel pattern, the operand shape and the kernel of the
+    compiled program that has the pattern."""
+
+    elements: Annotated[int, Field(gt=0)]
+    bytes: Annotated[int, Field(gt=0)]
+    seconds: Pos
+    value: Pos
+    shape: list[Count] = []
+    kernel: str = ""
+
+
+class RateCeiling(Record):
+    """Operations per second of a transcendental function, a dtype conversion, elementwise
+    arithmetic, or (by size) a row reduction or a kernel pattern that runs below the streaming
+    roofs (a transpose, a reduction along a non-minor axis, a gather, a scatter, a dot the
+    compiler emits as a loop: ``op`` is the pattern's name as the kernel inventory gives it).
+    ``variant`` says which kernel measured a pattern; ``roof`` is False for a variant recorded
+    beside the pattern's roof (shown, not used by the prediction)."""
+
+    name: str
+    op: Literal["exp", "tanh", "log", "convert", "multiply-add", "reduce", "transpose",
+                "loop-dot", "strided-reduction", "gather", "scatter"]
+    dtype: str
+    unit: Literal["1/s", "elements/s", "FLOP/s"] = "1/s"
+    kind: Literal["measured"] = "measured"
+    available: bool
+    reason: str = ""
+    value: Pos | None = None
+    elements: Annotated[int, Field(gt=0)]
+    reps: Annotated[int, Field(ge=1)]
+    ops_per_call: Annotated[int, Field(gt=0)]
+    timing: Timing | None = None
+    by_size: list[RateSize] = []
+    variant: str = ""
+    roof: bool = True
+
+
+class LaunchCeiling(Record):
+    """The time one more kernel adds inside a compiled program (the dispatch floor apart)."""
+
+    available: bool
+    reason: str = ""
+    kind: Literal["measured"] = "measured"
+    unit: Literal["s"] = "s"
+    value: Pos | None = None
+    kernels: list[Count] = []  # kernels of the short and the long program
+    timing: Timing | None = None  # the long program
+    timing_short: Timing | None = None
+
+
+class Ceilings(Record):
+    available: Literal[True] = True
+    backend: str
+    device_kind: str
+    cache_bytes: Count | None
+    quick: bool
+    compute: list[ComputeCeiling]
+    bandwidth: list[BandwidthCeiling]
+    dispatch: DispatchCeiling
+    caches: list[CacheLevel] = []
+    working_set: maybe(WorkingSetSweep) | None = None  # type: ignore[valid-type]
+    rates: list[RateCeiling] = []
+    launch: LaunchCeiling | None = None

@@ -1,0 +1,227 @@
+"""A compiled program's kernels and facts in the results document
+(:mod:`roofline_report.results.schema`): the kernel inventory, per-kernel samples from a
+profiler trace, the facts of the optimized HLO, our own count of the StableHLO and
+``jax.experimental.roofline``'s figures.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from roofline_report.results.schema_base import (
+    Count,
+    NonNeg,
+    Pos,
+    Record,
+)
+
+
+class KernelRecord(Record):
+    """One kernel of the compiled program (:func:`roofline_report.hlo.kernels.kernel_inventory`):
+    per launch flops, transcendentals and the bytes it touches, launches per call (``trips``).
+
+    Fields added after the first files were written have defaults, so those files still load:
+    the boundary bytes (operand and result buffers whole; None where not recorded: equal to the
+    touched bytes then), the rule that made the touched bytes smaller, the kernel's pattern, and
+    where it sits (a conditional's branch, whether the totals charge it, whether every loop
+    around it has a known trip count)."""
+
+    name: str
+    opcode: str
+    category: Literal["matmul", "elementwise", "reduction", "data movement", "collective",
+                      "other"]
+    kind: str | None
+    fusion_kind: str | None
+    computation: str
+    loop: str | None
+    trips: Annotated[int, Field(ge=1)]
+    flops: Count
+    transcendentals: Count
+    bytes_read: Count
+    bytes_written: Count
+    read_by_dtype: dict[str, Count]
+    written_by_dtype: dict[str, Count]
+    flops_by_op: dict[str, Count]
+    transcendentals_by_op: dict[str, Count]
+    ops: dict[str, Count]
+    uncosted: list[str]
+    op_name: str | None
+    source: str | None  # path relative to the user's project, with the line
+    in_place: bool = False  # writes a buffer it was given (donated, or updated in place)
+    trips_known: bool = True  # False when a loop around it has no known trip count
+    branch: str | None = None  # "conditional.3 branch 1 of 2" inside a conditional
+    charged: bool = True  # False for a branch the program totals do not charge
+    boundary_bytes_read: Count | None = None  # operand buffers whole, per launch
+    boundary_bytes_written: Count | None = None  # result buffers whole, per launch
+    bytes_rule: str | None = None  # why the touched bytes are fewer than the boundary's
+    pattern: Literal["transpose", "loop-dot", "strided-reduction", "gather", "scatter"] | None \
+        = None
+    pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
+    pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
+
+
+class KernelInventory(Record):
+    """Every kernel the runtime launches, with sums (loop kernels x their launches)."""
+
+    available: Literal[True] = True
+    module: str
+    count: Count
+    launches: Count
+    flops: Count
+    transcendentals: Count
+    bytes_read: Count
+    bytes_written: Count
+    boundary_bytes_read: Count | None = None  # the kernels' operand buffers whole
+    boundary_bytes_written: Count | None = None  # the kernels' result buffers whole
+    flops_by_op: dict[str, Count]
+    transcendentals_by_op: dict[str, Count]
+    by_category: dict[str, Count]
+    kernels: list[KernelRecord]
+    notes: list[str]
+
+
+class KernelTime(Record):
+    """One kernel's samples from a profiler trace, one per traced call of the program:
+    ``launches`` its launches in that call, ``busy_s`` the sum of its events' own durations
+    (the time the kernel itself ran; None in runs converted from version 2, which did not keep
+    it), ``span_s`` the sum from each launch to its completion (an asynchronous thunk's ``end:``
+    event: includes waiting for busy worker threads). Nested events count their self time."""
+
+    name: str
+    launches: list[NonNeg]
+    busy_s: list[NonNeg] | None = None
+    span_s: list[NonNeg]
+
+    @model_validator(mode="after")
+    def _one_per_call(self) -> KernelTime:
+        lengths = {len(self.launches), len(self.span_s)}
+        if self.busy_s is not None:
+            lengths.add(len(self.busy_s))
+        if len(lengths) != 1:
+            raise ValueError("launches, busy_s and span_s must hold one sample per traced call")
+        return self
+
+
+class TraceCall(Record):
+    """One traced call of the program (seconds): its wall time from the runtime's execute event
+    to the end of its last kernel, the time during which at least one kernel ran, and the rest
+    by cause: dispatch (execute to the first kernel), loop control (the self time of control
+    flow), gaps between kernels."""
+
+    program_s: NonNeg
+    busy_s: NonNeg
+    dispatch_s: NonNeg
+    loop_control_s: NonNeg
+    gaps_s: NonNeg
+
+
+class KernelTiming(Record):
+    """Per-kernel samples read from a profiler trace of repeated calls."""
+
+    available: Literal[True] = True
+    source: Literal["host", "device"]
+    calls: list[TraceCall]
+    # Traced calls each sample averages: 1, unless the events carry no run id (then the whole
+    # trace is one sample of this many calls).
+    calls_per_sample: Annotated[int, Field(ge=1)] = 1
+    kernels: list[KernelTime]
+    unmatched: list[str]
+    notes: list[str]
+    # Calls of the same program timed just before the trace, untraced and traced (seconds),
+    # when the run measured them: the trace's overhead is their ratio.
+    untraced_s: list[Pos] = []
+    traced_s: list[Pos] = []
+
+
+class JaxRoofline(Record):
+    """``jax.experimental.roofline`` of the workload, as it reports it."""
+
+    available: Literal[True] = True
+    flops: NonNeg
+    unfused_flops: NonNeg
+    hbm_bytes: NonNeg
+    unfused_hbm_bytes: NonNeg
+    peak_hbm_bytes: NonNeg | None = None
+
+
+class FusionCounts(Record):
+    count: Count
+    by_kind: dict[str, Count]
+    by_backend_kind: dict[str, Count]
+
+
+class CustomCall(Record):
+    """A library call of the optimized HLO (cuBLAS, oneDNN, ...)."""
+
+    name: str
+    target: str
+    shape: str
+    bytes: Count | None = None
+    op_name: str | None = None
+    source: str | None = None
+
+
+class WhileLoop(Record):
+    """A while loop of the optimized HLO, with the identity that pairs it with the StableHLO's."""
+
+    name: str
+    known_trip_count: Count | None
+    condition: str | None
+    body: str | None
+    op_name: str | None
+    source_file: str | None
+    source_line: Count | None
+    source_column: Count | None
+
+
+class Compiled(Record):
+    """Facts of the optimized HLO (:func:`roofline_report.hlo.compiled.inspect_compiled`)."""
+
+    entry: str | None
+    fusions: FusionCounts
+    custom_calls: list[CustomCall]
+    collectives: list[dict[str, Any]]
+    while_loops: list[WhileLoop]
+    kernels: Count
+    kernels_static: Count
+    converts: Count
+    opcodes: dict[str, Count]
+    notes: list[str]
+
+
+class CountedLoop(Record):
+    """A loop of the StableHLO as our count found it, with its trip count and how it was
+    paired with the compiled program's while loop."""
+
+    index: Count
+    trip_count: Count | None
+    source: str
+    body_flops: NonNeg
+    body_transcendentals: NonNeg
+    op_name: str | None
+    location: str | None
+    compiled_while: str | None
+    matched_by: str | None
+
+
+class HloCount(Record):
+    """Our own count of the lowered program (:mod:`roofline_report.hlo.stablehlo_count`)."""
+
+    available: Literal[True] = True
+    entry: str | None
+    ops: dict[str, Count]
+    ops_static: dict[str, Count]
+    flops: NonNeg
+    transcendentals: NonNeg
+    flops_by_op: dict[str, NonNeg]
+    transcendentals_by_op: dict[str, NonNeg]
+    argument_bytes: Count
+    result_bytes: Count
+    minimum_bytes: Count
+    bytes_by_dtype: dict[str, Count]
+    loops: list[CountedLoop]
+    unknown_trip_counts: Count
+    custom_calls: list[str]
+    notes: list[str]
