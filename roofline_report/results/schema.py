@@ -39,7 +39,6 @@ from pydantic import model_validator
 from roofline_report.results.schema_base import (
     Count,
     NonNeg,
-    OpenRecord,
     Pos,
     Record,
     Timing,
@@ -162,7 +161,6 @@ __all__ = [
     "MaybeTiming",
     "MemoryStats",
     "NonNeg",
-    "OpenRecord",
     "Options",
     "Pos",
     "RateCeiling",

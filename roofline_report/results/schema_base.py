@@ -20,13 +20,6 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-class OpenRecord(BaseModel):
-    """A record whose known keys are checked and whose further keys are kept as they are
-    (facts read from the compiled program, which grow with the HLO reader)."""
-
-    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
-
-
 class Unavailable(Record):
     """A measurement that could not be made, with the reason (shown in the report)."""
 
