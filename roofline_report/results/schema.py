@@ -24,6 +24,7 @@ negative; a record that was not available is ``{"available": false, "reason": ..
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
@@ -901,7 +902,9 @@ class Results(Record):
         seen: dict[str, int] = {}
         for i, w in enumerate(self.workloads):
             if w.name in seen:
-                raise ValueError(f"workloads[{i}].name {w.name!r} is also the name of "
+                shown = json.dumps(w.name, ensure_ascii=False)
+                shown = shown if len(shown) <= 60 else shown[:56] + '..."'
+                raise ValueError(f"workloads[{i}].name {shown} is also the name of "
                                  f"workloads[{seen[w.name]}]; workload names are unique in a run")
             seen[w.name] = i
         return self
