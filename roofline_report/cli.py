@@ -160,6 +160,7 @@ def _build(ns: argparse.Namespace) -> int:
     output.check_destination(out)  # refuse before measuring for minutes
     title = meta.check_title(ns.title)
     assumed = _assumed_rates(ns)
+    notes = assumed.pop("notes")
     if ns.from_json:
         measuring_flags = [f for f, v in (("--quick", ns.quick), ("--config", ns.config),
                                           ("--only-config", ns.only_config),
@@ -172,11 +173,12 @@ def _build(ns: argparse.Namespace) -> int:
                              "would need a new measurement (budgets and --preset are "
                              "assumptions: those may be given)")
         data: Any = results.load(ns.from_json)
+        _say(notes)
         render_assumptions = assumptions_for(data, **assumed)
     else:
         progress = Progress(ns.progress)
         try:
-            data = _measure(ns, progress, assumed)
+            data = _measure(ns, progress, assumed, notes)
         finally:
             progress.done()
         render_assumptions = assumptions_for(data, preset=assumed["preset"])
@@ -200,10 +202,11 @@ def _assumed_rates(ns: argparse.Namespace) -> dict[str, Any]:
             # A number without a unit is in base units: say so, since '--peak 100' meaning
             # 100 FLOP/s (not 100 GFLOP/s) is easy to miss.
             unit = "FLOP/s" if kind == "flops" else "B/s"
-            print(f"note: {flag} {text.strip()} read as {units.format_si(value, unit)} "
-                  f"(a number without a unit is in {unit})", file=sys.stderr)
+            notes.append(f"note: {flag} {text.strip()} read as {units.format_si(value, unit)} "
+                         f"(a number without a unit is in {unit})")
         return value
 
+    notes: list[str] = []
     preset = ns.preset
     if preset is not None:
         from roofline_report import presets
@@ -215,11 +218,18 @@ def _assumed_rates(ns: argparse.Namespace) -> dict[str, Any]:
     return {"peak": rate(ns.peak, "flops", "--peak"),
             "bandwidth": rate(ns.bandwidth, "bytes", "--bandwidth"),
             "interconnect": rate(ns.interconnect, "bytes", "--interconnect"),
-            "preset": preset}
+            "preset": preset, "notes": notes}
+
+
+def _say(notes: Sequence[str]) -> None:
+    """How the command line's values were read, on stderr, once every input was accepted (bad
+    input stays one line)."""
+    for line in notes:
+        print(line, file=sys.stderr)
 
 
 def _measure(ns: argparse.Namespace, progress: Progress,
-             assumed: dict[str, Any]) -> dict[str, Any]:
+             assumed: dict[str, Any], notes: Sequence[str] = ()) -> dict[str, Any]:
     peak, bandwidth = assumed["peak"], assumed["bandwidth"]
     interconnect, preset = assumed["interconnect"], assumed["preset"]
     config = None
@@ -232,6 +242,7 @@ def _measure(ns: argparse.Namespace, progress: Progress,
         preset = preset or config.preset
     elif ns.only_config:
         raise InputError("--only-config needs --config FILE")
+    _say(notes)
     # jax is imported only from here on.
     from roofline_report.analysis import seed_model as model
     from roofline_report.observe import run as measure

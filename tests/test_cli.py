@@ -297,6 +297,18 @@ def test_a_budget_without_a_unit_says_how_it_was_read(flag: str, value: str, rea
     assert code in (EXIT_OK, EXIT_PARTIAL) and "note:" not in err
 
 
+def test_the_note_on_a_bare_number_never_joins_an_error_line(
+        cwd: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Bad input stays one line: the note is said once every input was accepted."""
+    for argv in (["--from-json", "missing.json", "--peak", "100"],
+                 ["--peak", "100", "--preset", ""],
+                 ["--peak", "100", "--only-config", "--no-ceilings"]):
+        code, err = run(argv, capsys)
+        assert code == EXIT_INPUT
+        assert_one_error_line(err)
+    assert snapshot(cwd) == {}
+
+
 def test_the_help_says_how_a_bare_number_is_read(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         cli.main(["--help"])
