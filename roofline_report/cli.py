@@ -61,12 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --config: a report about your workloads only (no seed, catalog "
                    "or lab notebook)")
     p.add_argument("--peak", metavar="RATE",
-                   help="hypothetical compute budget, e.g. '100 GFLOP/s' (default: the seed's)")
+                   help="hypothetical compute budget, e.g. '100 GFLOP/s' (default: the seed's);"
+                   " a bare number is in FLOP/s ('--peak 100' is 100 FLOP/s), and a line on "
+                   "stderr says how it was read")
     p.add_argument("--bandwidth", metavar="RATE",
-                   help="hypothetical memory bandwidth, e.g. '20 GB/s' (default: the seed's)")
+                   help="hypothetical memory bandwidth, e.g. '20 GB/s' (default: the seed's); "
+                   "a bare number is in B/s, said on stderr")
     p.add_argument("--interconnect", metavar="RATE",
                    help="hypothetical interconnect bandwidth per device for sharded workloads, "
-                   "e.g. '5 GB/s' (default 5 GB/s, an assumption)")
+                   "e.g. '5 GB/s' (default 5 GB/s, an assumption); a bare number is in B/s, "
+                   "said on stderr")
     p.add_argument("--preset", metavar="NAME",
                    help="draw a real chip's spec-sheet budgets (e.g. H100, H200, A100, B200, "
                    "'TPU v5e'); by default the preset matching this device, if any")
@@ -156,6 +160,7 @@ def _build(ns: argparse.Namespace) -> int:
     output.check_destination(out)  # refuse before measuring for minutes
     title = meta.check_title(ns.title)
     assumed = _assumed_rates(ns)
+    notes = assumed.pop("notes")
     if ns.from_json:
         measuring_flags = [f for f, v in (("--quick", ns.quick), ("--config", ns.config),
                                           ("--only-config", ns.only_config),
@@ -168,11 +173,12 @@ def _build(ns: argparse.Namespace) -> int:
                              "would need a new measurement (budgets and --preset are "
                              "assumptions: those may be given)")
         data: Any = results.load(ns.from_json)
+        _say(notes)
         render_assumptions = assumptions_for(data, **assumed)
     else:
         progress = Progress(ns.progress)
         try:
-            data = _measure(ns, progress, assumed)
+            data = _measure(ns, progress, assumed, notes)
         finally:
             progress.done()
         render_assumptions = assumptions_for(data, preset=assumed["preset"])
@@ -189,21 +195,41 @@ def _assumed_rates(ns: argparse.Namespace) -> dict[str, Any]:
     from roofline_report import units
 
     def rate(text: str | None, kind: Literal["flops", "bytes"], flag: str) -> float | None:
-        return units.parse_rate(text, kind, what=flag) if text else None
+        if text is None:
+            return None
+        value = units.parse_rate(text, kind, what=flag)
+        if units.is_bare_number(text):
+            # A number without a unit is in base units: say so, since '--peak 100' meaning
+            # 100 FLOP/s (not 100 GFLOP/s) is easy to miss.
+            unit = "FLOP/s" if kind == "flops" else "B/s"
+            notes.append(f"note: {flag} {text.strip()} read as {units.format_si(value, unit)} "
+                         f"(a number without a unit is in {unit})")
+        return value
 
+    notes: list[str] = []
     preset = ns.preset
-    if preset:
+    if preset is not None:
         from roofline_report import presets
 
+        if not preset.strip():
+            raise InputError("--preset: give a chip preset's name (see --list-presets), or "
+                             "leave the option out to match this device")
         preset = presets.get_preset(preset).name
     return {"peak": rate(ns.peak, "flops", "--peak"),
             "bandwidth": rate(ns.bandwidth, "bytes", "--bandwidth"),
             "interconnect": rate(ns.interconnect, "bytes", "--interconnect"),
-            "preset": preset}
+            "preset": preset, "notes": notes}
+
+
+def _say(notes: Sequence[str]) -> None:
+    """How the command line's values were read, on stderr, once every input was accepted (bad
+    input stays one line)."""
+    for line in notes:
+        print(line, file=sys.stderr)
 
 
 def _measure(ns: argparse.Namespace, progress: Progress,
-             assumed: dict[str, Any]) -> dict[str, Any]:
+             assumed: dict[str, Any], notes: Sequence[str] = ()) -> dict[str, Any]:
     peak, bandwidth = assumed["peak"], assumed["bandwidth"]
     interconnect, preset = assumed["interconnect"], assumed["preset"]
     config = None
@@ -216,6 +242,7 @@ def _measure(ns: argparse.Namespace, progress: Progress,
         preset = preset or config.preset
     elif ns.only_config:
         raise InputError("--only-config needs --config FILE")
+    _say(notes)
     # jax is imported only from here on.
     from roofline_report.analysis import seed_model as model
     from roofline_report.observe import run as measure

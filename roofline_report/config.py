@@ -70,6 +70,7 @@ import re
 import reprlib
 import sys
 import tomllib
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -352,6 +353,9 @@ def config_from_dict(
     if preset is not None:
         if not isinstance(preset, str):
             raise InputError(f"{where} preset must be a string, got {_type(preset)}")
+        if not preset.strip():
+            raise InputError(f"{where} preset: give a chip preset's name (see --list-presets), "
+                             "or leave the key out to match this device")
         try:
             preset = get_preset(preset).name
         except InputError as exc:
@@ -430,8 +434,8 @@ def _workload(table: Any, index: int, where: str) -> WorkloadSpec:
     name = table.get("name")
     if name is None:
         name = function.rsplit(":", 1)[1].rsplit(".", 1)[-1]
-    elif not isinstance(name, str) or not name.strip():
-        raise InputError(f"{here} 'name' must be a non-empty string")
+    elif (why := name_problem(name)) is not None:
+        raise InputError(f"{here} 'name' {why}")
 
     dims = _dims(table.get("dims"), here)
     args = _args(table.get("args"), dims, here)
@@ -485,8 +489,8 @@ def _setup_workload(table: Mapping[str, Any], here: str) -> WorkloadSpec:
     name = table.get("name")
     if name is None:
         name = setup.rsplit(":", 1)[1].rsplit(".", 1)[-1]
-    elif not isinstance(name, str) or not name.strip():
-        raise InputError(f"{here} 'name' must be a non-empty string")
+    elif (why := name_problem(name)) is not None:
+        raise InputError(f"{here} 'name' {why}")
     return WorkloadSpec(
         name=name,
         function="",
@@ -725,6 +729,26 @@ _REPR.maxstring = 60
 _REPR.maxother = 60
 _REPR.maxlist = 6
 _REPR.maxdict = 6
+
+
+def name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a workload, as the end of a sentence ("must be ..."), or None
+    when it can. Any length and any alphabet name a workload (the report derives bounded file
+    names and anchors from it); a name must be a string with some visible text, on one line
+    (no control characters such as a newline or a NUL), and written as UTF-8 (no lone
+    surrogate), since it is printed in the report's text."""
+    if not isinstance(name, str) or not name.strip():
+        return f"must be a non-empty string, got {_show(name)}"
+    control = next((ch for ch in name if unicodedata.category(ch) == "Cc"), None)
+    if control is not None:
+        return (f"must be one line of text without control characters, got {_show(name)} "
+                f"(it holds U+{ord(control):04X})")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"must be valid Unicode text, got {_show(name)} (a lone surrogate "
+                f"U+{ord(name[exc.start]):04X})")
+    return None
 
 
 def _show(value: Any) -> str:

@@ -81,6 +81,13 @@ def parse_rate(text: str, kind: RateKind, *, what: str = "") -> float:
     return result
 
 
+def is_bare_number(text: str) -> bool:
+    """Whether ``text`` is a number without a unit ("100", "1.2e14"), which :func:`parse_rate`
+    reads in base units (FLOP/s or B/s); False for anything else, a rate with a unit included."""
+    match = _RATE_RE.fullmatch(text) if isinstance(text, str) else None
+    return match is not None and match.group(3) is None
+
+
 def _unit_scale(
     prefix: str, unit: str, kind: RateKind, *, label: str, shown: str, expected: str
 ) -> float:

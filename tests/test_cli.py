@@ -264,6 +264,60 @@ def test_bad_flags_are_one_line_and_write_nothing(argv: list[str], fragment: str
     assert snapshot(cwd) == {}
 
 
+@pytest.mark.parametrize("value", ["", "  "])
+def test_a_blank_preset_is_refused_with_one_line(value: str, saved: Path, cwd: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """'--preset ""' is not silently ignored while '--preset "  "' is refused: both are the
+    same mistake, refused with the same line, for a measuring run and a re-render alike."""
+    lines = set()
+    for argv in (["--preset", value, "--no-ceilings"],
+                 ["--from-json", str(saved), "--preset", value]):
+        code, err = run(argv, capsys)
+        assert code == EXIT_INPUT
+        assert_one_error_line(err, "--preset: give a chip preset's name")
+        lines.add(err)
+    assert len(lines) == 1
+    assert snapshot(cwd) == {}
+
+
+@pytest.mark.parametrize(("flag", "value", "read", "unit"), [
+    ("--peak", "100", "100 FLOP/s", "FLOP/s"), ("--bandwidth", "2e10", "20 GB/s", "B/s"),
+    ("--interconnect", " 5e9 ", "5 GB/s", "B/s"),
+])
+def test_a_budget_without_a_unit_says_how_it_was_read(flag: str, value: str, read: str,
+                                                      unit: str, saved: Path, cwd: Path,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    code, err = run(["--from-json", str(saved), "--out", "r", flag, value], capsys)
+    assert code in (EXIT_OK, EXIT_PARTIAL)
+    notes = [line for line in err.splitlines() if line.startswith("note:")]
+    assert notes == [f"note: {flag} {value.strip()} read as {read} (a number without a unit "
+                     f"is in {unit})"]
+    # With a unit, nothing to say.
+    code, err = run(["--from-json", str(saved), "--out", "r", flag, f"{read}"], capsys)
+    assert code in (EXIT_OK, EXIT_PARTIAL) and "note:" not in err
+
+
+def test_the_note_on_a_bare_number_never_joins_an_error_line(
+        cwd: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Bad input stays one line: the note is said once every input was accepted."""
+    for argv in (["--from-json", "missing.json", "--peak", "100"],
+                 ["--peak", "100", "--preset", ""],
+                 ["--peak", "100", "--only-config", "--no-ceilings"]):
+        code, err = run(argv, capsys)
+        assert code == EXIT_INPUT
+        assert_one_error_line(err)
+    assert snapshot(cwd) == {}
+
+
+def test_the_help_says_how_a_bare_number_is_read(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = "".join(capsys.readouterr().out.split())  # argparse wraps lines, even at '--'
+    assert "abarenumberisinFLOP/s('--peak100'is100FLOP/s)" in text
+    assert text.count("abarenumberisinB/s") == 2
+
+
 CONFIGS = {
     "toml_syntax": ("schema = 1\n[[workload]\n", "TOML syntax error"),
     "unknown_key": ('schema = 1\ncolour = "red"\n', "unknown key 'colour'"),

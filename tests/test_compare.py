@@ -149,3 +149,70 @@ def test_compare_takes_a_title_and_names_each_runs_date(two_runs: tuple[Path, Pa
     assert md.startswith("# Before/after\n") and "<title>Before/after</title>" in html
     assert "measured 2025-03-04T05:06:07Z on cpu: faster machine" in md
     assert "measured (date not recorded) on cpu: AMD EPYC" in md
+
+
+V2 = Path(__file__).resolve().parent / "fixtures" / "cpu_results_v2.json"
+
+
+def test_runs_of_schema_versions_2_and_3_compare(two_runs: tuple[Path, Path],
+                                                  tmp_path: Path) -> None:
+    """A version-2 file is converted on reading: mixing it with a version-3 one is fine."""
+    a, _ = two_runs
+    out = tmp_path / "cmp"
+    assert cli.main(["compare", str(V2), str(a), "--out", str(out)]) == 0
+    assert (out / "report.html").is_file()
+
+
+def _refusal(argv: list[str], out: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert cli.main(["compare", *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert not out.exists()
+    return err[0]
+
+
+@pytest.mark.parametrize(("change", "quoted"), [
+    (lambda d: d.update(schema_version="2"), 'schema_version must be an integer, got "2"'),
+    (lambda d: d["workloads"][0].update(user="yes"), 'workloads[0].user: Input should be a '
+     'valid boolean (got "yes")'),
+    (lambda d: d["workloads"][0].update(dtype=2), "workloads[0].dtype: Input should be a valid "
+     "string (got 2)"),
+    (lambda d: d["workloads"][2].update(name=d["workloads"][1]["name"]),
+     'workloads[2].name "matmul" is also the name of workloads[1]; workload names are '
+     "unique in a run"),
+])
+def test_each_refusal_names_the_file_as_given_and_quotes_the_value_as_written(
+        change: Any, quoted: str, two_runs: tuple[Path, Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = two_runs
+    data = json.loads(b.read_text(encoding="utf-8"))
+    change(data)
+    b.write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    given = str(b.relative_to(tmp_path))  # a relative path, as a user types it
+    for argv in ([str(a), given], [given, str(a)]):
+        line = _refusal(argv, tmp_path / "cmp", capsys)
+        assert line == f"error: {given}: {quoted}"
+
+
+def test_a_run_with_duplicated_workload_names_is_refused_by_compare_too(
+        two_runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = two_runs
+    data = json.loads(b.read_text(encoding="utf-8"))
+    data["workloads"].append(copy.deepcopy(data["workloads"][0]))
+    b.write_text(json.dumps(data), encoding="utf-8")
+    line = _refusal([str(a), str(b)], tmp_path / "cmp", capsys)
+    assert line.startswith(f"error: {b}: workloads[{len(data['workloads']) - 1}].name "
+                           '"seed_tanh_matmul" is also the name of workloads[0]')
+
+
+def test_usage_refusals_name_the_files(two_runs: tuple[Path, Path], tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = two_runs
+    out = tmp_path / "cmp"
+    assert str(a) in _refusal([str(a)], out, capsys)
+    line = _refusal([str(a), str(b), str(FIXTURE), "--fail-if", "time>10%"], out, capsys)
+    assert "exactly two" in line and all(str(p) in line for p in (a, b, FIXTURE))
+    line = _refusal([str(a), str(b), "--fail-if", "time > ten'%"], out, capsys)
+    assert "--fail-if \"time > ten'%\" is not a condition" in line

@@ -126,3 +126,39 @@ def test_the_site_links_to_the_report(site: Path) -> None:
     home = _read(site / "index.html")
     assert any(h.endswith("report/report.html") for h in home.links)
     assert "Example report" in (site / "report" / "report.html").read_text(encoding="utf-8")
+
+
+def _css_rule(css: str, selector: str) -> str:
+    import re
+
+    for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", re.sub(r"/\*.*?\*/", "", css,
+                                                                       flags=re.S)):
+        if selector in [" ".join(s.split()) for s in selectors.split(",")]:
+            return " ".join(body.split())
+    raise AssertionError(f"no rule for {selector}")
+
+
+def test_the_report_page_pads_its_cells_and_scrolls_wide_tables(site: Path) -> None:
+    """The theme styles only tables of its own class: the site's stylesheet gives the report's
+    tables cell padding and lets a wide one (the per-kernel table's 16 columns) scroll inside
+    itself rather than run off the page."""
+    import re
+
+    report = site / "report" / "report.html"
+    html = report.read_text(encoding="utf-8")
+    hrefs = [h for tag in re.findall(r"<link\b[^>]*>", html) if 'rel="stylesheet"' in tag
+             for h in re.findall(r'href="([^"]*report\.css)"', tag)]
+    assert len(hrefs) == 1, "the report page does not link the report stylesheet"
+    css_file = (report.parent / hrefs[0]).resolve()
+    assert css_file.is_file()
+    css = css_file.read_text(encoding="utf-8")
+    table = _css_rule(css, 'div[role="main"] table')
+    assert "overflow-x: auto" in table and "display: block" in table
+    assert "max-width: 100%" in table
+    assert "padding: 0.3rem 0.6rem" in _css_rule(css, 'div[role="main"] td')
+    assert "padding: 0.3rem 0.6rem" in _css_rule(css, 'div[role="main"] th')
+    # The page's content is inside the element the rules select.
+    assert 'role="main"' in html
+    widest = max(len(re.findall(r"<th[ >]", t)) for t in re.findall(r"<thead>.*?</thead>",
+                                                                     html, re.S))
+    assert widest >= 16

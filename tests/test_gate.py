@@ -227,6 +227,30 @@ def test_a_program_that_lost_its_timing_fails_the_gate() -> None:
         assert "NEW has no timing for it while BASE had one" in lost[0].why
 
 
+def test_a_lost_timing_fires_the_gate_on_the_command_line(base: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    """'--fail-if time>10%' when NEW lost its timing: not 'no regression' and exit 0, but a
+    regression, its line on stderr, and exit 4."""
+    data = results.load(FIXTURE)
+    w = next(w for w in data["workloads"] if w["name"] == "softmax")
+    w["timing"] = {"available": False, "reason": "out of memory"}
+    new = _save(tmp_path / "new", data)
+    out = tmp_path / "gate"
+    capsys.readouterr()
+    assert cli.main(["compare", base, new, "--out", str(out), "--fail-if", "time>10%"]) \
+        == EXIT_REGRESSION
+    err = capsys.readouterr().err.splitlines()
+    lost = [line for line in err if line.startswith("regression: softmax")]
+    assert len(lost) == 1, err
+    assert lost[0].startswith("regression: softmax (softmax(x, axis=-1)): time>10%: ")
+    assert "-> not measured" in lost[0]
+    assert "NEW has no timing for it while BASE had one: a lost measurement is not a pass" \
+        in lost[0]
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "No regression" not in md and "workload regressed" in md
+
+
 def test_the_roof_gate_checks_user_programs() -> None:
     """A user's program (no hand model) is gated on the share of the roof its prediction
     uses: slower in NEW beyond the spread is a regression."""
@@ -283,7 +307,8 @@ def test_a_baseline_of_another_workload_set_is_refused(base: str, tmp_path: Path
     new = _save(tmp_path / "new", data)
     out = tmp_path / "gate"
     line = _refused(["compare", base, new, "--out", str(out), *CONDITIONS], out, capsys)
-    assert "no workload is in both runs" in line and "NEW has mine" in line
+    assert "no workload is in both runs" in line and f"NEW {new} has mine" in line
+    assert f"BASE {base} has seed_tanh_matmul" in line  # each run named by its path as given
 
 
 def test_the_gate_takes_exactly_two_runs(base: str, tmp_path: Path,

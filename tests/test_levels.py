@@ -361,3 +361,54 @@ def test_a_steady_shortfall_ends_a_kernel_s_retries(monkeypatch: pytest.MonkeyPa
     assert found[("L1", "read")].unstable.endswith("still so after 1 re-measurement")
     assert found[("L2", "read")].unstable is not None
     assert "re-measurement" not in found[("L2", "read")].unstable  # never measured again
+
+
+def test_the_tables_range_is_the_rules_range() -> None:
+    """The rule says a cache level holds the working sets larger than the capacity of the
+    level below and at most half its own; the table shows that range, from the same numbers
+    (an L1 of 48 KiB holds up to 24 KiB, not "up to 48 KiB"), while a prediction applies the
+    roof up to the capacity."""
+    from roofline_report.report import figures as figs
+
+    caches = [{"level": 1, "type": "Data", "size": 48 * KiB},
+              {"level": 2, "type": "Unified", "size": 2 * MiB},
+              {"level": 3, "type": "Unified", "size": 32 * MiB}]
+    points = {4 * KiB: 150e9, 24 * KiB: 160e9, 32 * KiB: 120e9, 64 * KiB: 110e9,
+              1 * MiB: 100e9, 2 * MiB: 80e9, 8 * MiB: 65e9, 128 * MiB: 31e9}
+    by_name = {lv.name: lv for lv in levels.find_levels(_sweep(points), caches, "cpu")}
+    l1, l2, l3, dram = (by_name[k] for k in ("L1", "L2", "L3", "DRAM"))
+    assert l1.window == (None, None, 24 * KiB) and l1.points == 2  # 4 and 24 KiB
+    assert l2.window == (48 * KiB, None, 1 * MiB) and l2.points == 2  # 64 KiB and 1 MiB
+    assert l3.window == (2 * MiB, None, 16 * MiB) and l3.points == 1  # 8 MiB
+    assert dram.window == (None, 128 * MiB, None)
+    shown = [figs.working_sets(*lv.window) for lv in (l1, l2, l3, dram)]
+    assert shown == ["up to 24 KiB", "more than 48 KiB, up to 1 MiB",
+                     "more than 2 MiB, up to 16 MiB", "at least 128 MiB"]
+    assert ("larger than the capacity of the level below it and at most half its own "
+            "capacity" in levels.RULE and "at least four times the last-level cache" in
+            levels.RULE)
+    # Predictions: the roof holds up to the capacity, as before.
+    assert (l1.min_bytes, l1.max_bytes) == (None, 48 * KiB)
+
+
+def test_without_cache_sizes_the_window_is_the_plateau() -> None:
+    pts = {1 * MiB: 9e12, 4 * MiB: 9.5e12, 16 * MiB: 8.8e12, 256 * MiB: 3e12,
+           1024 * MiB: 3.3e12, 4096 * MiB: 3.2e12}
+    first, hbm = levels.find_levels(_sweep(pts), [], "gpu")
+    assert first.window == (None, None, 16 * MiB)
+    assert hbm.window == (None, 256 * MiB, None)
+
+
+def test_the_report_shows_the_rules_range() -> None:
+    from pathlib import Path
+
+    from roofline_report.report import views
+    from roofline_report.results import io as results
+
+    fixture = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
+    data = results.load(fixture)
+    l1 = next(c["size"] for c in data["ceilings"]["caches"] if c["level"] == 1)
+    rows = views.view_model(data)["measured"]["levels"]
+    assert {r["range"] for r in rows if r["level"] == "L1"} == \
+        {f"up to {format_binary(l1 // 2)}"}
+    assert not any(r["range"] == f"up to {format_binary(l1)}" for r in rows)

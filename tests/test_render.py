@@ -216,3 +216,32 @@ def test_each_sharded_row_shows_its_own_bounds(data: dict[str, object]) -> None:
     assert rows["second mine"]["t_math"].text == "80 ms"
     assert rows["broken"]["t_math"].text == "unknown"
     assert "first mine" in vm["figures"]["comm_times"].svg
+
+
+def _rule(css: str, selector: str) -> str:
+    """The declarations of the first rule whose selector list holds ``selector``."""
+    import re
+
+    for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", css):
+        if selector in [s.strip() for s in selectors.split(",")]:
+            return " ".join(body.split())
+    raise AssertionError(f"no rule for {selector}")
+
+
+def test_report_tables_are_padded_and_scroll_inside_themselves(
+        rendered: render.Rendered) -> None:
+    """Cells never touch ('our HLO countXLA'), and a wide table (the per-kernel one has 16
+    columns) scrolls sideways in its own box instead of running off the page."""
+    import re
+
+    style = re.search(r"<style>(.*?)</style>", rendered.html, re.S)
+    assert style is not None
+    css = style.group(1)
+    table = _rule(css, "table")
+    assert "display: block" in table and "overflow-x: auto" in table
+    assert "max-width: 100%" in table
+    assert re.search(r"padding: \.3rem \.6rem", _rule(css, "td"))
+    assert _rule(css, "th") == _rule(css, "td")
+    widest = max(len(re.findall(r"<th[ >]", t)) for t in re.findall(r"<thead>.*?</thead>",
+                                                                     rendered.html, re.S))
+    assert widest >= 16

@@ -20,6 +20,7 @@ measurement BASE had and NEW lost (a timing, a prediction) fires: a lost number 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from typing import Any, Literal
 from roofline_report.analysis.records import Analysis, KernelRow, Program
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind
-from roofline_report.report.format import Num, n, ordinal, percent, percent_text
+from roofline_report.report.format import Num, decimal, n, ordinal, percent, percent_text
 
 GRAMMAR = ("time>P% (median time up by more than P percent), roof<-Qpp (share of the roof down "
            "by more than Q percentage points) or topN-new (a kernel new among the N longest)")
@@ -56,7 +57,8 @@ class Condition:
         if self.metric == "time":
             return f"median time up by more than {percent_text(self.threshold)}"
         if self.metric == "roof":
-            return f"share of the roof down by more than {self.threshold:g} percentage points"
+            return (f"share of the roof down by more than {decimal(self.threshold, 4)} "
+                    "percentage points")
         return f"a kernel new among the {int(self.threshold)} longest"
 
 
@@ -69,7 +71,8 @@ def parse(text: str) -> Condition:
         return Condition("roof", float(m.group(1)), f"roof<-{m.group(1)}pp")
     if (m := _TOP.fullmatch(spec)) and int(m.group(1)) >= 1:
         return Condition("top", float(int(m.group(1))), f"top{int(m.group(1))}-new")
-    raise InputError(f"compare: --fail-if {text!r} is not a condition; write {GRAMMAR}")
+    shown = json.dumps(text, ensure_ascii=False)
+    raise InputError(f"compare: --fail-if {shown} is not a condition; write {GRAMMAR}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +210,7 @@ def _roof(c: Condition, name: str, title: str, b: Program, nw: Program, base: An
     if drop_pp >= -c.threshold:
         return None
     base_num, new_num = percent(share_b, Kind.PREDICTED), percent(share_n, Kind.PREDICTED)
-    shown = Num(f"{drop_pp:.1f} pp", Kind.PREDICTED.value)
+    shown = Num(f"{decimal(drop_pp, 3)} pp", Kind.PREDICTED.value)
     best_new = pn.seconds / sn.q1 if sn.q1 > 0 else float("inf")
     worst_base = pb.seconds / sb.q3 if sb.q3 > 0 else float("inf")
     if best_new < worst_base:

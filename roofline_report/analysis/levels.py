@@ -8,10 +8,16 @@ The rule, stated so that a reader can check it against the sweep's figure:
   least four times the last-level cache (beyond that, caches cannot keep a useful share). A
   level's bandwidth is the fastest rate measured inside its window, as every ceiling here reports
   the best rate (noise only slows a kernel). A level with no point in its window is not found.
+  The window is the level's :attr:`Level.window` (what the report's table shows); a prediction
+  applies the roof more widely, up to the level's capacity (:attr:`Level.min_bytes`,
+  :attr:`Level.max_bytes`), since a working set in a transition still gets much of its data
+  from that level.
 * **Otherwise** (accelerators): rates are walked from the smallest working set up; a new level
   starts where two consecutive points fall below :data:`DROP` times the best rate of the current
   level. Each level with at least two points is kept, from its first size to the next level's
-  first size; the last is main memory (HBM on an accelerator, DRAM on a CPU).
+  first size; the last is main memory (HBM on an accelerator, DRAM on a CPU). Its window is its
+  plateau: from its first size (the smallest size for the first level) to its last (no bound for
+  the last level).
 
 Each kernel of the sweep gives its own levels; a level's roof is the fastest kernel's.
 
@@ -32,13 +38,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from roofline_report.report.format import decimal, percent_text
 from roofline_report.units import format_si
 
 DROP = 0.6  # a point under 60% of the level's best rate leaves the level
-RULE = ("A cache level holds the working sets larger than the level below it and at most half "
-        "its own capacity; main memory those of at least four times the last-level cache. "
-        "Without cache sizes, a level ends where two consecutive points fall under 60% of its "
-        "best rate. A level's roof is the fastest rate inside it.")
+RULE = ("A cache level holds the working sets larger than the capacity of the level below it "
+        "and at most half its own capacity (the upper half is a transition); main memory those "
+        "of at least four times the last-level cache. Without cache sizes, a level ends where "
+        "two consecutive points fall under 60% of its best rate. A level's roof is the fastest "
+        "rate on the working sets it holds, the table's range; predictions use it up to the "
+        "level's capacity.")
 MAIN_MEMORY_MULTIPLE = 4  # working sets of at least this many last-level caches are DRAM's
 REFERENCE = "read-write"  # the kernel a level's other roofs are checked against
 READ_SHARE = 0.25  # a read roof under a quarter of the read-write roof is implausible
@@ -59,6 +68,19 @@ class Level:
     # Why this roof is implausible beside the level's read-write roof, after whatever
     # re-measuring the sweep did; None for a plausible roof.
     unstable: str | None = None
+    # The working sets the rule gives the level, which its roof is read from (see window).
+    above: int | None = None  # more than this many bytes (the capacity of the level below)
+    at_least: int | None = None  # at least this many bytes
+    up_to: int | None = None  # at most this many bytes
+
+    @property
+    def window(self) -> tuple[int | None, int | None, int | None]:
+        """The working sets the rule gives the level, as (more than, at least, at most) bytes,
+        None where the rule sets no such bound: ``(None, None, 16384)`` for an L1 of 32 KiB,
+        ``(32768, None, 262144)`` for an L2 of 512 KiB above it, ``(None, 134217728, None)``
+        for main memory past a 32 MiB last-level cache. ``min_bytes``/``max_bytes`` are wider:
+        where a prediction applies the roof."""
+        return self.above, self.at_least, self.up_to
 
 
 def implausible(kernel: str, value: float, reference: float | None) -> str | None:
@@ -70,13 +92,15 @@ def implausible(kernel: str, value: float, reference: float | None) -> str | Non
         return None
     ratio = value / reference
     if kernel == "read" and ratio < READ_SHARE:
-        return (f"read at {format_si(value, 'B/s')} is {ratio:.0%} of read-write's "
+        return (f"read at {format_si(value, 'B/s')} is {percent_text(ratio)} of read-write's "
                 f"{format_si(reference, 'B/s')}: reading alone moves half the bytes of a "
-                f"read-write pass, so under {READ_SHARE:.0%} it measures something else")
+                f"read-write pass, so under {percent_text(READ_SHARE)} it measures something "
+                "else")
     if kernel == "write-new" and ratio < WRITE_NEW_SHARE:
-        return (f"write-new at {format_si(value, 'B/s')} is {reference / value:.3g} times "
-                f"below read-write's {format_si(reference, 'B/s')} (more than "
-                f"{1 / WRITE_NEW_SHARE:.0f} times): its calls are mostly dispatch or noise")
+        return (f"write-new at {format_si(value, 'B/s')} is {decimal(reference / value, 3)} "
+                f"times below read-write's {format_si(reference, 'B/s')} (more than "
+                f"{decimal(1 / WRITE_NEW_SHARE, 3)} times): its calls are mostly dispatch or "
+                "noise")
     return None
 
 
@@ -115,7 +139,8 @@ def _by_caches(points: list[tuple[int, float]], caches: Sequence[Mapping[str, An
         inside = [v for b, v in points if lower < b <= size // 2]
         if inside:
             levels.append(Level(f"L{cache['level']}", kernel, max(inside), lower or None, size,
-                                len(inside), f"working sets in ({lower} B, {size // 2} B]"))
+                                len(inside), f"working sets in ({lower} B, {size // 2} B]",
+                                above=lower or None, up_to=size // 2))
         lower = size
     if caches:
         start = MAIN_MEMORY_MULTIPLE * int(caches[-1]["size"])
@@ -125,7 +150,8 @@ def _by_caches(points: list[tuple[int, float]], caches: Sequence[Mapping[str, An
             # pages past a threshold), so that roof holds only from where it was measured.
             low = beyond[0][0] if kernel == "write-new" else lower
             levels.append(Level(main, kernel, max(v for _, v in beyond), low, None,
-                                len(beyond), f"working sets of at least {start} B"))
+                                len(beyond), f"working sets of at least {start} B",
+                                at_least=start))
     return levels
 
 
@@ -148,7 +174,9 @@ def _by_drops(points: list[tuple[int, float]], kernel: str, main: str) -> list[L
         upper = kept[i + 1][0][0] if not last else None
         name = main if last else f"level {i + 1}"
         levels.append(Level(name, kernel, max(v for _, v in g), g[0][0] if i else None, upper,
-                            len(g), f"a plateau of {len(g)} sizes (drops under {DROP:.0%})"))
+                            len(g), f"a plateau of {len(g)} sizes (drops under "
+                            f"{percent_text(DROP)})", at_least=g[0][0] if i else None,
+                            up_to=None if last else g[-1][0]))
     return levels
 
 

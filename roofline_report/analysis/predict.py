@@ -44,6 +44,7 @@ from roofline_report.analysis.patterns import pattern_time
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.hlo.shapes import dtype_bits
 from roofline_report.kinds import Kind
+from roofline_report.report.format import count as count_of
 
 __all__ = ["Facts", "Prediction", "Term", "facts", "kernel_dtype", "kernel_facts",
            "predict_facts", "predict_kernel", "predict_program"]
@@ -275,7 +276,8 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
     for op, count in sorted(f.transcendentals.items()):
         rate = roofs.rate_for(TRANSCENDENTAL_RATE.get(op, "tanh"), arithmetic)
         if rate is None:
-            notes.append(f"no rate for {op}: its {count:.0f} evaluations not charged")
+            notes.append(f"no rate for {op}: its {count_of(count, Kind.ANALYTIC).text} evaluations "
+                         "not charged")
             continue
         terms.append(Term("transcendental", "compute", count / rate.value, rate.name, rate.kind,
                           op))

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_report.errors import InputError
+from roofline_report.report.format import decimal
 
 __all__ = ["AGREE_RTOL", "CAUSES", "add_kernel_columns", "causes_of", "reconcile"]
 
@@ -40,6 +41,7 @@ CAUSES = (
     "fusion_beyond_minimum",
     "negative_or_missing",
     "epilogue_not_in_analytic",
+    "conversions_not_in_analytic",
     "reduce_window_rewritten",
     "collective_group_size",
     "below_minimum",
@@ -107,7 +109,7 @@ def _fmt(value: float) -> str:
     """A count for a sentence: integers without a fraction, others with 4 significant digits."""
     if float(value).is_integer():
         return str(int(value))
-    return f"{value:.4g}"
+    return decimal(value, 4)
 
 
 def _number(source: str, key: str, value: Any, *, required: bool) -> float | None:
@@ -214,7 +216,7 @@ def _loop_flags(row: _Row, ours: Mapping[str, Any], unit: str) -> None:
     multi = [loop for loop in loops if (loop.get("trip_count") or 0) > 1]
     if multi and row.ours is not None and row.xla is not None and row.ours > row.xla:
         trips = ", ".join(str(loop["trip_count"]) for loop in multi)
-        ratio = f"{row.ours / row.xla:.1f}x" if row.xla > 0 else "more than"
+        ratio = f"{decimal(row.ours / row.xla, 3)}x" if row.xla > 0 else "more than"
         row.flag(
             "loop_counted_once",
             f"XLA costs each loop as one iteration ({_fmt(row.xla)} {unit}); our count runs the "
@@ -267,6 +269,17 @@ def _flops_row(
                 "epilogue_not_in_analytic",
                 f"The analytic {_fmt(row.analytic)} flops cover the contraction only; the "
                 f"program adds {_fmt(diff)} elementwise or reduction flops around it.",
+            )
+        converts = float(by_op.get("stablehlo.convert", 0))
+        if converts and _close(row.analytic, row.ours - converts):
+            # JAX itself converts: a bfloat16 sum accumulates in float32, so the program
+            # converts its inputs (and the result back), which our count takes as flops.
+            row.flag(
+                "conversions_not_in_analytic",
+                f"Our count takes the program's {_fmt(converts)} element conversions between "
+                f"dtypes as flops (JAX accumulates a narrow float in float32); the analytic "
+                f"{_fmt(row.analytic)} flops count none: {_fmt(row.analytic)} + "
+                f"{_fmt(converts)} = {_fmt(row.ours)}.",
             )
     if (
         row.ours is not None

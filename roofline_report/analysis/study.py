@@ -21,6 +21,10 @@ from roofline_report.analysis import seed_model as model
 from roofline_report.hlo.collectives import COLLECTIVE_OPS
 from roofline_report.kinds import Kind, Quantity
 
+#: A petabyte: more than any one device's memory holds, so a square matmul whose matrices take
+#: more cannot run, and the size of the ridge says only that every size that runs is below it.
+BEYOND_MEMORY_BYTES = 1e15
+
 
 def budgets_json(peak: float, bandwidth: float, *, source: str,
                  interconnect: float = model.DEFAULT_INTERCONNECT) -> dict[str, Any]:
@@ -56,6 +60,9 @@ def hypothetical_model(
         "bound": [model.bound_by(x, peak, bandwidth) for x in intensity],
         "ridge": ridge,
         "ridge_square_size": ridge * 3 * itemsize / 2,
+        # The three n x n matrices of the square matmul at the ridge: beyond any memory
+        # (BEYOND_MEMORY_BYTES), no square matmul that runs reaches the ridge.
+        "ridge_square_bytes": 3 * itemsize * (ridge * 3 * itemsize / 2) ** 2,
         "figure": roofline_figure_data(intensity, peak, bandwidth),
     }
 

@@ -162,7 +162,9 @@ def _counted(host: HostReading, module: str, proto: bytes | None,
             suffix = "" if exc.newer else " (a corrupt HLO proto in the trace)"
             raise InputError(f"{host.file.path.name}: {exc}{suffix}") from None
         parsed = parse_module(text)
-        cache[proto] = (kernel_inventory(parsed, cwd="/"), inspect_compiled(parsed))
+        # Source paths follow the one rule of every kernel table: relative to the current
+        # folder where the file is under it, else ``<path>/name.py``.
+        cache[proto] = (kernel_inventory(parsed), inspect_compiled(parsed))
     inventory, compiled = cache[proto]
     return inventory, compiled, None
 

@@ -30,7 +30,7 @@ import jax
 import numpy as np
 
 from roofline_report import tolerances
-from roofline_report.config import Config, WorkloadSpec
+from roofline_report.config import Config, WorkloadSpec, name_problem
 from roofline_report.errors import InputError, reason
 from roofline_report.observe.program import Program, function_name, make_program
 from roofline_report.observe.workloads import Dims, Workload, no_analytic_model
@@ -126,8 +126,9 @@ def _label(fn: Callable[..., Any], name: str | None) -> str:
     if name is None:
         name = function_name(fn)
         return name if name.isidentifier() else "workload"
-    if not isinstance(name, str) or not name.strip():
-        raise InputError(f"{_API} name= must be a non-empty string, got {reprlib.repr(name)}")
+    why = name_problem(name)
+    if why is not None:
+        raise InputError(f"{_API} name= {why}")
     return name
 
 

@@ -71,11 +71,13 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--debug", action="store_true")
     ns = p.parse_args(list(argv))
     if len(ns.results) < 2:
-        raise InputError("compare: give at least two results.json files")
+        raise InputError(f"compare: give at least two results.json files, got one: "
+                         f"{ns.results[0]}")
     conditions = [gate.parse(text) for text in ns.fail_if]
     if conditions and len(ns.results) != 2:
         raise InputError(f"compare: --fail-if gates NEW against BASE: give exactly two "
-                         f"results.json files, not {len(ns.results)}")
+                         f"results.json files, not {len(ns.results)} "
+                         f"({', '.join(ns.results)})")
     title = meta.check_title(ns.title)
     from roofline_report import output
 
@@ -87,8 +89,8 @@ def main(argv: Sequence[str]) -> int:
                                                             analyse(runs[1][1]))
         if not common:
             raise InputError(f"compare: no workload is in both runs, so --fail-if has nothing "
-                             f"to gate (BASE has {_names(only_base)}; NEW has "
-                             f"{_names(only_new)})")
+                             f"to gate (BASE {ns.results[0]} has {_names(only_base)}; NEW "
+                             f"{ns.results[1]} has {_names(only_new)})")
     html, md, svgs, doc = render_comparison(runs, conditions=conditions, title=title)
     files = {"report.html": html, "report.md": md,
              "comparison.json": json.dumps(doc, sort_keys=True, indent=1) + "\n"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 from roofline_report.analysis.records import Sweep
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Kind
-from roofline_report.report.format import percent_text
+from roofline_report.report.format import decimal, percent_text, whole
 from roofline_report.units import format_binary, format_si
 
 # One line style per kind, used by every figure and explained in the report's legend.
@@ -68,8 +69,11 @@ def _new_figure() -> tuple[Figure, Axes]:
 
 def _to_svg(fig: Figure, name: str, title: str, description: str) -> str:
     buf = io.StringIO()
+    # Text is kept as text (svg.fonttype none) and drawn by the reader's fonts: a name in a
+    # script matplotlib's own font lacks (CJK, emoji) is nothing to warn about.
     with matplotlib.rc_context({"svg.hashsalt": f"roofline-report-{name}",
-                                "svg.fonttype": "none"}):
+                                "svg.fonttype": "none"}), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
         # Fixed margins instead of bbox_inches="tight", which draws every figure twice.
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     return _inlinable(buf.getvalue(), name, title, description)
@@ -97,8 +101,9 @@ def _inlinable(text: str, name: str, title: str, description: str) -> str:
 
 
 def _tick(v: float) -> str:
-    """A plain tick label: 0.0156, 0.5, 2, 2048 (never 2.05e+03)."""
-    return f"{v:.0f}" if v >= 1 else f"{v:.3g}"
+    """A plain tick label: 0.0156, 0.5, 2, 2048 (never 2.05e+03; beyond 10⁶ or below 10⁻³ a
+    power of ten)."""
+    return whole(v, 3)
 
 
 def _log_axes(ax: Axes, xlabel: str, ylabel: str, *, y_unit: str | None = None) -> None:
@@ -112,7 +117,7 @@ def _log_axes(ax: Axes, xlabel: str, ylabel: str, *, y_unit: str | None = None) 
                           or "0"))
     else:  # a narrow range (the seed's figures): label 1, 2 and 5 of every decade
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: whole(v, 3)))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -155,7 +160,7 @@ def _and(items: Sequence[str]) -> str:
 
 
 def _g(x: float) -> str:
-    return f"{x:.4g}"
+    return whole(x, 4)
 
 
 # --- the seed's hypothetical figures --------------------------------------------------------
@@ -239,6 +244,19 @@ def _range(low: int | None, high: int | None) -> str:
     return f"from {format_binary(low)}" if low else "any"
 
 
+def working_sets(above: int | None, at_least: int | None, up_to: int | None) -> str:
+    """A memory level's working sets as its rule gives them: "up to 16 KiB", "more than
+    32 KiB, up to 256 KiB", "at least 128 MiB" ("any" without a bound)."""
+    parts = []
+    if above:
+        parts.append(f"more than {format_binary(above)}")
+    if at_least:
+        parts.append(f"at least {format_binary(at_least)}")
+    if up_to:
+        parts.append(f"up to {format_binary(up_to)}")
+    return ", ".join(parts) or "any"
+
+
 @dataclass(frozen=True)
 class SweepSeries:
     """One kernel of the working-set sweep: (bytes, B/s) points."""
@@ -249,13 +267,15 @@ class SweepSeries:
 
 @dataclass(frozen=True)
 class LevelBand:
-    """A level found in the sweep: its bandwidth over its working-set range."""
+    """A level found in the sweep: its bandwidth over its working-set range, and that range
+    in words (:func:`working_sets`; by default from the two bounds)."""
 
     name: str
     kernel: str
     value: float
     min_bytes: int | None
     max_bytes: int | None
+    range_text: str = ""
 
 
 def working_set(series: Sequence[SweepSeries], levels: Sequence[LevelBand],
@@ -300,8 +320,9 @@ def working_set(series: Sequence[SweepSeries], levels: Sequence[LevelBand],
             + (f": {found}." if found else ": none was found."))
     svg = _to_svg(fig, "working_set", title, desc)
     rows = [(s.name, format_binary(b), fmt(v, "B/s")) for s in series for b, v in s.points]
-    rows += [(f"level {lv.name} ({lv.kernel})", _range(lv.min_bytes, lv.max_bytes),
-              fmt(lv.value, "B/s")) for lv in levels]
+    rows += [(f"level {lv.name} ({lv.kernel})",
+              lv.range_text or _range(lv.min_bytes, lv.max_bytes), fmt(lv.value, "B/s"))
+             for lv in levels]
     return FigureOut("working_set", title, desc, svg,
                      Table(("kernel or level", "working set", "bandwidth"), tuple(rows)),
                      (Kind.MEASURED.value,))
@@ -372,7 +393,7 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
     for ax, xlabel in ((left, "devices"), (right, "global batch")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: whole(v, 3)))
         _seconds_axis(ax.yaxis)
         ax.set_xlabel(xlabel)
         ax.grid(True, alpha=0.3)
@@ -424,7 +445,7 @@ def comm_projection(projection: Mapping[str, Any]) -> FigureOut:
                          r["binding"]))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: whole(v, 3)))
     _seconds_axis(ax.yaxis)
     ax.set_xlabel("devices (projected, not run)")
     ax.set_ylabel("time per step, per device")
@@ -489,7 +510,7 @@ def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> Fig
                 color=PALETTE[i % len(PALETTE)], label=sw.title)
         for pt, t_pred in zip(pts, pred, strict=True):
             rows.append((sw.title, _dims_text(pt.dims), fmt(t_pred, "s"), fmt(pt.measured, "s"),
-                         f"{pt.measured / t_pred:.2f}×", pt.predicted_bound))
+                         f"{decimal(pt.measured / t_pred, 3)}×", pt.predicted_bound))
     if hi > 0:
         ax.plot([lo / 2, hi * 2], [lo / 2, hi * 2], color="#64748b", linewidth=0.9,
                 linestyle="--", label="measured = predicted")

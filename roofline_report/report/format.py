@@ -71,6 +71,15 @@ def decimal(value: float, digits: int = 4) -> str:
     return scientific(value, digits)
 
 
+def whole(value: float, digits: int = 3) -> str:
+    """A plain number to at least ``digits`` significant digits and to every digit of its whole
+    part ("12346", "10.2", "0.00123"); never in exponent notation: past 10⁶ and below 10⁻³ a
+    power of ten, as :func:`decimal` writes it."""
+    if not math.isfinite(value) or value == 0 or not 1 <= abs(value) < 1e6:
+        return decimal(value, digits)
+    return decimal(value, max(digits, math.floor(math.log10(abs(value))) + 1))
+
+
 def ratio(value: float | None, kind: Kind | str, digits: int = 4) -> Num:
     """A dimensionless ratio to ``digits`` significant digits ('unknown' for None), never in
     exponent notation (:func:`decimal`)."""
@@ -113,7 +122,7 @@ def plural(number: object, one: str, many: str) -> str:
 
 
 __all__ = ["KIND_MARKERS", "Num", "count", "decimal", "miss_text", "n", "ordinal", "percent",
-           "percent_text", "plural", "rate", "ratio"]
+           "percent_text", "plural", "rate", "ratio", "whole"]
 
 
 def miss_text(m: Miss | None) -> Num:

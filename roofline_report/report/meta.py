@@ -19,20 +19,38 @@ DEFAULT_COMPARE_TITLE = "Roofline comparison of {runs} runs"
 
 _PLAIN = re.compile(r"[A-Za-z0-9_-]+")
 _LOSSY = re.compile(r"[^a-z0-9]+")
+#: The longest slug a name gives: anchors and figure file names stay short whatever the name's
+#: length (a file name of 255 bytes is the common limit).
+SLUG_CHARS = 40
+
+
+def name_slug(name: str) -> str:
+    """The part of an anchor or a file name derived from a workload's name, the same in every
+    run: the name itself when it is at most :data:`SLUG_CHARS` letters, digits, '_' and '-'
+    (``matmul_bf16``); any other name is lowered to such a slug, cut to :data:`SLUG_CHARS`
+    characters, and suffixed with six hex digits of the name's SHA-1, so two names never share
+    one (``"scaled matmul"`` -> ``scaled-matmul-`` + 6 hex digits; a name of no ASCII letter
+    or digit, such as ``"行列積"``, is the six digits alone). At most 47 characters of
+    ``[A-Za-z0-9_-]``.
+    """
+    if len(name) <= SLUG_CHARS and _PLAIN.fullmatch(name):
+        return name
+    slug = _LOSSY.sub("-", name.lower()).strip("-")[:SLUG_CHARS].rstrip("-")
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+    return f"{slug}-{digest}" if slug else digest
 
 
 def workload_anchor(name: str) -> str:
-    """The anchor of the workload called ``name``, the same in every run and every report.
+    """The anchor of the workload called ``name``, the same in every run and every report:
+    ``w-`` and the name's :func:`name_slug` (``w-matmul_bf16``, ``w-scaled-matmul-1f0c2a``)."""
+    return f"w-{name_slug(name)}"
 
-    A name of letters, digits, '_' and '-' is kept as it is (``w-matmul_bf16``); any other name
-    is lowered to such a slug and suffixed with six hex digits of its SHA-1, so two names never
-    share an anchor (``"scaled matmul"`` -> ``w-scaled-matmul-`` + 6 hex digits).
-    """
-    if _PLAIN.fullmatch(name):
-        return f"w-{name}"
-    slug = _LOSSY.sub("-", name.lower()).strip("-")
-    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:6]
-    return f"w-{slug}-{digest}" if slug else f"w-{digest}"
+
+def figure_name(prefix: str, name: str) -> str:
+    """The name of a figure about the workload called ``name`` (its file is
+    ``figures/<figure name>.svg``, its ids start with it): ``prefix``, '_' and the name's
+    :func:`name_slug`, bounded whatever the name."""
+    return f"{prefix}_{name_slug(name)}"
 
 
 def check_title(title: str | None) -> str | None:
@@ -143,5 +161,5 @@ def page_meta(results: Mapping[str, Any], title: str | None = None,
     )
 
 
-__all__ = ["DEFAULT_TITLE", "PageMeta", "check_title", "machine", "measured_date", "page_meta",
-           "workload_anchor"]
+__all__ = ["DEFAULT_TITLE", "SLUG_CHARS", "PageMeta", "check_title", "figure_name", "machine",
+           "measured_date", "name_slug", "page_meta", "workload_anchor"]

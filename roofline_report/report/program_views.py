@@ -132,7 +132,7 @@ def _figure(p: Program, table: KernelTable) -> figs.FigureOut | None:
     # the time to re-render; their tables hold the same numbers.
     if not points or not (p.user or p.name == SEED_NAME):
         return None
-    name = "kernels_" + meta.workload_anchor(p.name).removeprefix("w-")
+    name = meta.figure_name("kernels", p.name)
     title = f"Kernels of {p.title} on the roofline"
     desc = (f"The {plural(len(points), 'kernel', 'kernels')} with the most time, placed at "
             f"their intensity (flops over the bytes they touch) and measured FLOP/s under "

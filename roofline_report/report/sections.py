@@ -174,7 +174,7 @@ def model(vm: VM) -> Section:
           "2n³ ÷ (3·4·n²) = n/6."),
         p("Budgets: compute ", b["peak"], " and bandwidth ", b["bandwidth"], " (", b["source"],
           "). The ridge point, where bandwidth × intensity reaches the compute budget, is at ",
-          m["ridge"], ": a square float32 matmul of size n = ", m["ridge_size"], "."),
+          m["ridge"], *m["ridge_size"]),
         table(("n", "flops", "minimum bytes", "intensity", "bandwidth × intensity", "ceiling",
                "bound"),
               [(c(r["n"]), num(r["flops"]), num(r["bytes"]), num(r["intensity"]),

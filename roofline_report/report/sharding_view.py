@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_report.kinds import Kind
-from roofline_report.report.format import Num, count, n, plural, ratio
+from roofline_report.report.format import Num, count, decimal, n, plural, ratio, whole
 from roofline_report.units import format_intensity, format_si
 
 
@@ -189,7 +189,7 @@ def _jax_roofline_row(r: Mapping[str, Any]) -> dict[str, Any]:
         why = "the same ring formulas: bytes agree"
     elif r["in_loops"] and theirs and ours:
         why = (f"jax costs a loop body once; the HLO runs its collectives {r['collectives']} "
-               f"times per step ({ours / theirs:.3g} x its bytes)")
+               f"times per step ({decimal(ours / theirs, 3)} x its bytes)")
     else:
         why = "differ: see the collectives table"
     return {
@@ -228,7 +228,7 @@ def _critical_text(r: Mapping[str, Any], kind: str) -> Num:
         return Num("no communication")
     if crit is None:
         return Num("none: communication grows as fast as the math")
-    return Num(f"B ≈ {crit:,.0f}", kind)
+    return Num(f"B ≈ {whole(crit, 3)}", kind)
 
 
 def _network_text(r: Mapping[str, Any]) -> str:
@@ -251,10 +251,10 @@ def _projection_row(r: Mapping[str, Any]) -> dict[str, Any]:
     per_device = r.get("critical_per_device")
     if r.get("comm_scales"):
         crit = r.get("critical_batch")
-        critical = (Num(f"global B ≈ {crit:,.0f}", kinds["critical_batch"]) if crit
+        critical = (Num(f"global B ≈ {whole(crit, 3)}", kinds["critical_batch"]) if crit
                     else Num("none: communication grows with the batch"))
     elif per_device:
-        critical = Num(f"{per_device:,.0f} per device", kinds["critical_batch"])
+        critical = Num(f"{whole(per_device, 3)} per device", kinds["critical_batch"])
     else:
         critical = Num("no communication")
     return {
@@ -282,7 +282,7 @@ def _crossover_sentences(pr: Mapping[str, Any]) -> list[tuple[str | Num, ...]]:
         for i, c in enumerate(points):
             if i:
                 parts.append(", and above ")
-            parts += [Num(f"{c['per_device']:,.0f}", c["kind"]),
+            parts += [Num(whole(c["per_device"], 3), c["kind"]),
                       f" samples per device on {c['devices']:,} devices ({c['link']})"]
         out.append((*parts, "."))
     return out
@@ -359,8 +359,8 @@ def _sharded_steps(sh: Mapping[str, Any]) -> dict[str, Any]:
         "jax_roofline": [_jax_roofline_row(r) for r in jax_rows],
         "jax_unavailable": _jax_unavailable(jax_rows),
         "emulated": emulated,
-        "emulated_range": (f"{min(ratios):.2g}–{max(ratios):.2g}" if len(ratios) > 1
-                           else f"{ratios[0]:.2g}" if ratios else ""),
+        "emulated_range": (f"{decimal(min(ratios), 2)}–{decimal(max(ratios), 2)}"
+                           if len(ratios) > 1 else decimal(ratios[0], 2) if ratios else ""),
         "projection": projection,
         "preset": pr["preset"],
         "peak": n(pr["peak"], "FLOP/s", pr["kind"]),

@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from roofline_report.analysis import levels as levels_mod
-from roofline_report.analysis import words
+from roofline_report.analysis import study, words
 from roofline_report.analysis.analyse import SEED_NAME, Assumptions, analyse
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import ComputeRoof
@@ -34,6 +34,7 @@ from roofline_report.report.format import (
     percent,
     plural,
     ratio,
+    whole,
 )
 from roofline_report.report.program_views import (
     NO_MODEL,
@@ -198,7 +199,25 @@ def _model(m: Mapping[str, Any]) -> dict[str, Any]:
             "bound": b,
         })
     return {"rows": rows, "ridge": Num(format_intensity(m["ridge"]), Kind.HYPOTHETICAL.value),
-            "ridge_size": Num(decimal(m["ridge_square_size"], 4), Kind.HYPOTHETICAL.value)}
+            "ridge_size": _ridge_size(m)}
+
+
+def _ridge_size(m: Mapping[str, Any]) -> tuple[str | Num, ...]:
+    """What the size of the square matmul at the ridge means: a size, no size below 1 (every
+    size compute-bound) or a size whose matrices no memory holds (every size that runs
+    memory-bound), from the numbers."""
+    size, nbytes = m["ridge_square_size"], m["ridge_square_bytes"]
+    parts: tuple[str | Num, ...] = (": a square float32 matmul of size n = ",
+                                    Num(whole(size, 4), Kind.HYPOTHETICAL.value))
+    if size < 1:
+        return (*parts, ", below the smallest size n = 1, so no square float32 matmul is below "
+                "the ridge: every size is compute-bound.")
+    if nbytes > study.BEYOND_MEMORY_BYTES:
+        return (*parts, ", whose three matrices would take ", n(nbytes, "B", Kind.HYPOTHETICAL),
+                ", beyond ", n(study.BEYOND_MEMORY_BYTES, "B", Kind.HYPOTHETICAL),
+                " (more than any device's memory holds), so every square float32 matmul that "
+                "fits in memory is below the ridge: memory-bound.")
+    return (*parts, ".")
 
 
 def _experiment(e: Mapping[str, Any]) -> dict[str, Any]:
@@ -223,7 +242,7 @@ def _exercise(x: Mapping[str, Any]) -> dict[str, Any]:
         "itemsize": str(x["itemsize"]),
         "flops": count(x["flops"], Kind.ANALYTIC),
         "bytes": count(x["minimum_bytes"], Kind.ANALYTIC),
-        "intensity": Num(f"{x['intensity']:.6g} FLOP/B", Kind.ANALYTIC.value),
+        "intensity": Num(f"{decimal(x['intensity'], 6)} FLOP/B", Kind.ANALYTIC.value),
         "fraction": str(Fraction(int(x["flops"]), int(x["minimum_bytes"]))),
         "bw_times_intensity": n(x["bandwidth_times_intensity"], "FLOP/s", Kind.HYPOTHETICAL),
         "peak": n(x["peak"], "FLOP/s", Kind.HYPOTHETICAL),
@@ -311,7 +330,7 @@ def _levels_and_rates(an: Analysis) -> dict[str, Any]:
     c = an.observations.get("ceilings") or {}
     sweep = c.get("working_set")
     levels = [{"level": lv.name, "kernel": lv.kernel,
-               "range": figs._range(lv.min_bytes, lv.max_bytes),
+               "range": figs.working_sets(*lv.window),
                "value": n(lv.value, "B/s", Kind.MEASURED), "rule": lv.rule,
                "unstable": lv.unstable or ""}
               for lv in an.roofs.levels]
@@ -342,8 +361,8 @@ def _working_set_figure(an: Analysis) -> figs.FigureOut | None:
     series = [figs.SweepSeries(str(k["name"]), tuple(
         (int(p["bytes"]), float(p["value"])) for p in k["points"]
         if p.get("available") and p.get("value"))) for k in sweep["kernels"]]
-    bands = [figs.LevelBand(lv.name, lv.kernel, lv.value, lv.min_bytes, lv.max_bytes)
-             for lv in an.roofs.levels]
+    bands = [figs.LevelBand(lv.name, lv.kernel, lv.value, lv.above or lv.at_least, lv.up_to,
+                            figs.working_sets(*lv.window)) for lv in an.roofs.levels]
     caches = [(f"L{x['level']}", int(x["size"])) for x in ceilings.get("caches", [])]
     return figs.working_set(series, bands, caches)
 
@@ -414,7 +433,7 @@ def _quantity(q: Quantity) -> Num:
         return Num("unknown", q.kind.value)
     value, unit = q.value, q.unit
     if unit in ("×", "x", "ratio", "columns", "elements", "") or "FLOP/B" in unit:
-        number = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+        number = whole(value, 3)
         if unit == "×":
             return Num(f"{number}×", q.kind.value)
         return Num(number + (f" {unit}" if unit not in ("", "ratio") else ""), q.kind.value)

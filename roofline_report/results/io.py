@@ -183,9 +183,10 @@ def describe(exc: pydantic.ValidationError) -> str:
     given = first.get("input")
     shown = "" if isinstance(given, dict | list) or first.get("type") == "missing" \
         else f" (got {_short(given)})"
-    return f"{where}: {message}{shown}{tail}"
+    prefix = "" if where == "(top level)" else f"{where}: "  # a check of the whole document
+    return f"{prefix}{message}{shown}{tail}"
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    text = json.dumps(value, ensure_ascii=False, default=repr)  # as written in the file
     return text if len(text) <= 40 else text[:37] + "..."

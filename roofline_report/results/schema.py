@@ -32,6 +32,7 @@ every record, so ``from roofline_report.results.schema import X`` names any of t
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from pydantic import model_validator
@@ -224,7 +225,9 @@ class Results(Record):
         seen: dict[str, int] = {}
         for i, w in enumerate(self.workloads):
             if w.name in seen:
-                raise ValueError(f"workloads[{i}].name {w.name!r} is also the name of "
+                shown = json.dumps(w.name, ensure_ascii=False)
+                shown = shown if len(shown) <= 60 else shown[:56] + '..."'
+                raise ValueError(f"workloads[{i}].name {shown} is also the name of "
                                  f"workloads[{seen[w.name]}]; workload names are unique in a run")
             seen[w.name] = i
         return self

@@ -25,7 +25,7 @@ from typing import Any
 from roofline_report.analysis.stats import Timing
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind, Quantity
-from roofline_report.report.format import decimal
+from roofline_report.report.format import decimal, percent_text, whole
 from roofline_report.units import format_si
 
 # Experiment ids, in the order of the notebook.
@@ -127,7 +127,7 @@ def verdict(
     if log_scale:
         error = max(m / p, p / m)
         held = error <= tolerance
-        size = f"a factor of {error:.2f}"
+        size = f"a factor of {decimal(error, 3)}"
         out["text"] = f"held within {size}" if held else ""
         off = f"off by {size}"
     else:
@@ -146,21 +146,19 @@ def verdict(
 
 
 def _pct(fraction: float) -> str:
-    percent = 100 * fraction
-    return f"{percent:.0f}%" if percent >= 1 else f"{decimal(percent, 1)}%"
+    return percent_text(fraction)
 
 
 def _show(value: float, unit: str) -> str:
     if unit == "×":
-        return f"{value:.2f}×"
+        return f"{decimal(value, 3)}×"
     return f"{number(value)} {unit}".strip()
 
 
 def number(value: float) -> str:
-    """Three significant digits, positional below 1e7: '12500', '10.2', '0.00123'."""
-    if abs(value) >= 100 and abs(value) < 1e7:
-        return f"{value:.0f}"
-    return f"{decimal(value, 3)}"
+    """Three significant digits and every digit of the whole part, positional below 10⁶:
+    '12500', '10.2', '0.00123' (beyond, a power of ten)."""
+    return whole(value, 3)
 
 
 def finite(value: object) -> float | None:
