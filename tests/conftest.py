@@ -54,6 +54,16 @@ def _session_ceilings_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield folder
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _module_ceilings_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Each module's fixtures their own ceilings cache: a module-scoped build that measures
+    ceilings (with a tiny plan, say) is never reused by another module's."""
+    folder = tmp_path_factory.mktemp("ceilings-cache-module")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ceilings_cache.ENV_VAR, str(folder))
+        yield folder
+
+
 @pytest.fixture(autouse=True)
 def ceilings_cache_folder(tmp_path_factory: pytest.TempPathFactory,
                           monkeypatch: pytest.MonkeyPatch) -> Path:
