@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fewer timing samples and a reduced sweep, for fast iteration")
     p.add_argument("--no-ceilings", action="store_true",
                    help="do not measure this machine's ceilings")
+    p.add_argument("--remeasure", action="store_true",
+                   help="measure this machine's ceilings again instead of reusing those saved "
+                   "in the ceilings cache, and replace them there")
     p.add_argument("--no-sweeps", action="store_true", help="do not run the size sweeps")
     p.add_argument("--no-sharding", action="store_true",
                    help="do not analyse the sharded workloads")
@@ -165,6 +168,7 @@ def _build(ns: argparse.Namespace) -> int:
         measuring_flags = [f for f, v in (("--quick", ns.quick), ("--config", ns.config),
                                           ("--only-config", ns.only_config),
                                           ("--no-ceilings", ns.no_ceilings),
+                                          ("--remeasure", ns.remeasure),
                                           ("--no-sweeps", ns.no_sweeps),
                                           ("--no-sharding", ns.no_sharding),
                                           ("--no-experiments", ns.no_experiments)) if v]
@@ -242,6 +246,9 @@ def _measure(ns: argparse.Namespace, progress: Progress,
         preset = preset or config.preset
     elif ns.only_config:
         raise InputError("--only-config needs --config FILE")
+    if ns.remeasure and ns.no_ceilings:
+        raise InputError("--remeasure measures the ceilings again; --no-ceilings measures none: "
+                         "give one of them")
     _say(notes)
     # jax is imported only from here on.
     from roofline_report.analysis import seed_model as model
@@ -267,6 +274,7 @@ def _measure(ns: argparse.Namespace, progress: Progress,
         config_source=config.source if config else None,
         config_path=ns.config,
         teaching=not ns.only_config,
+        remeasure=ns.remeasure,
     )
     return measure.run(options, progress)
 

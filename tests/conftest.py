@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import settings as _hypothesis_settings
 
 from roofline_report import cli
 from roofline_report.errors import EXIT_OK, EXIT_PARTIAL
+from roofline_report.observe.ceilings import cache as ceilings_cache
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_RESULTS = REPO / "tests" / "fixtures" / "cpu_results.json"
@@ -39,6 +41,38 @@ def _results_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     results = out / "results.json"
     assert results.is_file(), f"the pipeline wrote no {results}"
     return results
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_ceilings_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The ceilings cache of the whole session (session- and module-scoped fixtures, and the
+    processes they start) is a fresh temporary folder: tests never read or write the user's
+    cache, and no two runs of the suite share one."""
+    folder = tmp_path_factory.mktemp("ceilings-cache-session")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ceilings_cache.ENV_VAR, str(folder))
+        yield folder
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_ceilings_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Each module's fixtures their own ceilings cache: a module-scoped build that measures
+    ceilings (with a tiny plan, say) is never reused by another module's."""
+    folder = tmp_path_factory.mktemp("ceilings-cache-module")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ceilings_cache.ENV_VAR, str(folder))
+        yield folder
+
+
+@pytest.fixture(autouse=True)
+def ceilings_cache_folder(tmp_path_factory: pytest.TempPathFactory,
+                          monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test its own empty ceilings cache, so that a test that measures ceilings measures
+    them (not what an earlier test saved) and saves nowhere else; the folder is
+    ``$ROOFLINE_REPORT_CACHE`` (the ceilings are under its ``ceilings/``)."""
+    folder = tmp_path_factory.mktemp("ceilings-cache")
+    monkeypatch.setenv(ceilings_cache.ENV_VAR, str(folder))
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -60,12 +60,19 @@ class RunOptions:
     config_path: str | None = None  # the config file, for the sharding child; not in JSON
     origin: Literal["command line", "python"] = "command line"  # who asked: words of reasons
     teaching: bool = True  # the seed's teaching sections belong in the report
+    remeasure: bool = False  # measure the ceilings even where the cache holds them; not in JSON
 
     def not_asked(self, flag: str) -> str:
         """Why a part was not measured, in the words of whoever asked for this run."""
         if self.origin == "python":
             return "not measured by roofline_report.analyze()"
         return f"skipped with {flag}"
+
+    def remeasure_hint(self) -> str:
+        """How whoever asked for this run measures the ceilings again."""
+        if self.origin == "python":
+            return "analyze(..., remeasure=True)"
+        return "--remeasure"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,10 +118,10 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
                                        options.builtin)
     say("environment")
     env = lowering.environment()
+    at = measured_at()
     results: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "generator": {"name": "roofline-report", "version": __version__,
-                      "measured_at": measured_at()},
+        "generator": {"name": "roofline-report", "version": __version__, "measured_at": at},
         "options": options.to_json(),
         "assumptions": options.assumptions_json(),
         "environment": env,
@@ -122,7 +129,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
 
     if options.ceilings:
         say("ceilings of this machine")
-        results["ceilings"] = _ceilings(options.quick, say, skips)
+        results["ceilings"] = _ceilings(options, env, at, say, skips)
     else:
         results["ceilings"] = {"available": False, "reason": options.not_asked("--no-ceilings")}
 
@@ -168,22 +175,48 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     return results
 
 
-def _ceilings(quick: bool, say: Progress, skips: Skips) -> dict[str, Any]:
+def _ceilings(options: RunOptions, env: Mapping[str, Any], at: str, say: Progress,
+              skips: Skips) -> dict[str, Any]:
+    """The machine's ceilings: from the ceilings cache when it holds them for this machine and
+    plan (unless ``options.remeasure``), else measured now and saved there; ``origin`` says
+    which. The cache's notes go to the progress and into ``origin``; none stops the run."""
+    from roofline_report.observe.ceilings import cache
     from roofline_report.observe.ceilings import machine as ceilings
 
+    key = cache.key_for(env, quick=options.quick)
+    notes: list[str] = []
+    if not options.remeasure:
+        entry, notes = cache.lookup(key)
+        for note in notes:
+            say(f"note: {note}")
+        if entry is not None:
+            say(f"ceilings of this machine reused from the cache (measured {entry.measured_at})")
+            data = {**entry.ceilings, "origin": cache.origin(
+                cached=True, measured_at=entry.measured_at, key=entry.key, notes=notes)}
+            _skip_unavailable(data, skips, f" (reused from the cache; "
+                              f"{options.remeasure_hint()} measures again)")
+            return data
     try:
-        data = ceilings.measure_ceilings(quick=quick, progress=say)
+        data = ceilings.measure_ceilings(quick=options.quick, progress=say)
     except Exception as exc:  # a measurement failure must not stop the report
         return skips.add("ceilings", _why(exc))
     data["available"] = True
     # The roofs a report uses are chosen at render time from all the entries.
     data.pop("peak_compute", None)
     data.pop("peak_bandwidth", None)
+    saved = cache.save(key, data, at)
+    for note in saved:
+        say(f"note: {note}")
+    data["origin"] = cache.origin(cached=False, measured_at=at, key=key, notes=notes + saved)
+    _skip_unavailable(data, skips, "")
+    return data
+
+
+def _skip_unavailable(data: Mapping[str, Any], skips: Skips, suffix: str) -> None:
     for group in ("compute", "bandwidth"):
         for entry in data.get(group, []):
             if not entry.get("available", True):
-                skips.add(f"ceiling {entry.get('name')}", entry.get("reason", ""))
-    return data
+                skips.add(f"ceiling {entry.get('name')}", entry.get("reason", "") + suffix)
 
 
 def _lab(quick: bool, ceilings: Mapping[str, Any] | None, say: Progress,

@@ -239,7 +239,7 @@ def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
             static_argnums: int | Sequence[int] | None = None,
             static_argnames: str | Sequence[str] | None = None,
             teaching: bool = False, fn_kwargs: Mapping[str, Any] | None = None,
-            **kwargs: Any) -> dict[str, Any]:
+            remeasure: bool = False, **kwargs: Any) -> dict[str, Any]:
     """Lower, check (if ``reference`` is given), account and time ``fn`` at ``args`` and
     ``kwargs``.
 
@@ -254,6 +254,11 @@ def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
     the catalog and the lab notebook (measured too: minutes). A destination that must not be
     replaced is refused before anything is measured.
 
+    ``ceilings=True`` (with ``out``) adds this machine's measured ceilings. They are measured
+    once per machine and software and then reused from the ceilings cache (see
+    :mod:`roofline_report.observe.ceilings.cache`; the report says when they were measured);
+    ``remeasure=True`` measures them again and replaces the cached ones.
+
     The check passes when ``|result - reference| <= atol + rtol * |reference|`` for every leaf
     of the result; ``reference`` is called with the same arguments as float64 NumPy arrays;
     ``rtol``/``atol`` None take the default for the dtype of ``fn``'s result
@@ -267,6 +272,12 @@ def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
 
     if not isinstance(teaching, bool):
         raise InputError(f"{_API} teaching= must be True or False, got {reprlib.repr(teaching)}")
+    if not isinstance(remeasure, bool):
+        raise InputError(f"{_API} remeasure= must be True or False, got "
+                         f"{reprlib.repr(remeasure)}")
+    if remeasure and not ceilings:
+        raise InputError(f"{_API} remeasure=True measures the ceilings again: it needs "
+                         "ceilings=True")
     if fn_kwargs is not None and not isinstance(fn_kwargs, Mapping):
         raise InputError(f"{_API} fn_kwargs= must be a dict, got {type(fn_kwargs).__name__}")
     all_kwargs = {**dict(fn_kwargs or {}), **kwargs}
@@ -284,7 +295,8 @@ def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
     label = f"{_API} out={str(out)!r}"
     options = measure.RunOptions(quick=quick, ceilings=ceilings, sweeps=False, sharding=False,
                                  experiments=teaching, origin="python", builtin=teaching,
-                                 teaching=teaching, user_workloads=(w,))
+                                 teaching=teaching, user_workloads=(w,),
+                                 remeasure=remeasure)
     data = measure.run(options)
     output.write_results(destination, data, label=label)
     record: dict[str, Any] = data["workloads"][-1]

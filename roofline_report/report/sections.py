@@ -263,7 +263,10 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
                      UNSTABLE if r["unstable"] else None)
                  if r["available"] else Cell(text("not available: ", r["reason"]), numeric=True))
         rows.append((c(r["group"]), c(r["name"]), value))
+    origin = m.get("ceilings_origin", "")
     body.append(Section("Ceilings of this machine", (
+        *((p(origin),) if origin else ()),
+        *(Note((f"Ceilings cache: {note}.",)) for note in m.get("ceilings_notes", ())),
         table(("ceiling", "kernel", "value"), rows),
     )))
     body.append(_levels(vm))

@@ -18,6 +18,7 @@ from typing import Any
 from roofline_report.analysis import levels as levels_mod
 from roofline_report.analysis import study, words
 from roofline_report.analysis.analyse import SEED_NAME, Assumptions, analyse
+from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import ComputeRoof
 from roofline_report.ingest.view import trace_view
@@ -317,12 +318,33 @@ def _measured(an: Analysis, seed_p: Program | None) -> dict[str, Any]:
                               else "the assumed budgets (hypothetical)")
     if ceilings.get("available"):
         out["ceilings"] = _ceiling_rows(ceilings)
+        out["ceilings_origin"], out["ceilings_notes"] = _ceilings_origin(an)
         out["accuracy"] = accuracy(an)
         out.update(_levels_and_rates(an))
     return out
 
 
 _RATE_UNITS = {"1/s": "/s", "elements/s": " elements/s", "FLOP/s": "FLOP/s"}
+
+
+def _ceilings_origin(an: Analysis) -> tuple[str, tuple[str, ...]]:
+    """The sentence saying whether the ceilings were measured in this run or reused from the
+    ceilings cache (when, and their age as of this run), and the cache's notes."""
+    o = ceilings_origin(an.observations)
+    if o is None:
+        return "", ()
+    if not o.cached:
+        return "These ceilings were measured in this run.", o.notes
+    when = (f" on {o.measured_at[:10]} at {o.measured_at[11:19]} UTC"
+            if o.measured_at and len(o.measured_at) >= 19 else "")
+    age = ("" if o.age_days is None else
+           " (less than a day old as of this run)" if o.age_days == 0 else
+           f" (age {plural(o.age_days, 'day', 'days')} as of this run)")
+    again = ("analyze(..., remeasure=True)"
+             if (an.observations.get("options") or {}).get("origin") == "python"
+             else "--remeasure")
+    return (f"These ceilings were measured{when} on this machine and reused from the "
+            f"ceilings cache{age}; {again} measures them again.", o.notes)
 
 
 def _levels_and_rates(an: Analysis) -> dict[str, Any]:

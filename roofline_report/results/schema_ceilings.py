@@ -169,6 +169,18 @@ class LaunchCeiling(Record):
     timing_short: Timing | None = None
 
 
+class CeilingsOrigin(Record):
+    """Where a run's ceilings came from: measured in the run (``cached`` False) or reused from
+    the ceilings cache, when they were measured (UTC, as ``generator.measured_at``), the digest
+    of the cache key they were saved or found under, and notes on the cache (a damaged file
+    ignored, a folder that could not be written)."""
+
+    cached: bool
+    measured_at: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")]
+    key: str
+    notes: list[str] = []
+
+
 class Ceilings(Record):
     available: Literal[True] = True
     backend: str
@@ -182,3 +194,4 @@ class Ceilings(Record):
     working_set: maybe(WorkingSetSweep) | None = None  # type: ignore[valid-type]
     rates: list[RateCeiling] = []
     launch: LaunchCeiling | None = None
+    origin: CeilingsOrigin | None = None  # None: measured in the run (files before the cache)

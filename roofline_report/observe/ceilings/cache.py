@@ -1,0 +1,277 @@
+"""The ceilings cache: a machine's measured ceilings saved once and reused by later runs.
+
+Measuring the ceilings takes most of a build's time (half a minute on a two-core machine), and
+they do not change while the machine and the software that measures them stay the same. So the
+``ceilings`` record of results.json is saved, with the time it was measured, in the user's cache
+folder, and later runs on the same machine take it from there; ``--remeasure`` (or
+``analyze(..., remeasure=True)``) measures again and replaces the entry.
+
+Where: ``$ROOFLINE_REPORT_CACHE/ceilings/`` when that variable is set (tests use it), else under
+the platform's cache folder: ``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux and other Unix systems,
+``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` on Windows, each followed by
+``roofline-report/ceilings/``. One JSON file per key.
+
+The key is what makes a measurement valid (:class:`Key`): the CPU model and the cores this
+process may run on, the backend, the device kind and device count, the jax and jaxlib versions,
+this project's version and results schema version, the plan (``quick`` or ``full``) and the
+format of the cache file. A file made under any other key has another name and is never read.
+
+The plan rule: a full measurement (more samples, more sizes) may serve a quick run; a quick one
+never serves a full run. A quick run takes the more recent of the full and the quick entries (so
+that ``--quick --remeasure`` is not shadowed by an older full entry); a full run takes only the
+full entry.
+
+A cache file that is not JSON, has other keys, fails validation against the ``Ceilings`` record
+of :mod:`roofline_report.results.schema`, or whose key does not match its name or its content
+is ignored with a note, and the ceilings are measured again. A folder that cannot be read or
+written is a note too: the cache never stops a build. Files are written to a temporary file
+beside the entry and renamed over it, so a reader never sees half of one.
+
+Notes name cache files by their file name only (no folder, which holds the user's name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+
+from roofline_report import __version__
+from roofline_report.errors import reason
+from roofline_report.results import io as results_io
+from roofline_report.results import schema
+
+CACHE_FORMAT = 1  # the layout of a cache file; a change makes every older file a miss
+ENV_VAR = "ROOFLINE_REPORT_CACHE"
+APP = "roofline-report"
+FOLDER = "ceilings"
+FILE_KEYS = frozenset({"format", "key", "digest", "measured_at", "ceilings"})
+_MEASURED_AT = re.compile(schema.MEASURED_AT_PATTERN)
+
+Plan = Literal["quick", "full"]
+
+
+def cache_root(environ: Mapping[str, str] | None = None, platform: str | None = None,
+               home: Path | None = None) -> Path:
+    """This project's cache folder: ``$ROOFLINE_REPORT_CACHE``, else the platform's user cache
+    folder followed by ``roofline-report``. Pure in its arguments (defaults: this process's)."""
+    env = os.environ if environ is None else environ
+    plat = sys.platform if platform is None else platform
+    base_home = Path.home() if home is None else home
+    override = env.get(ENV_VAR, "").strip()
+    if override:
+        return Path(override).expanduser()
+    if plat.startswith("win"):
+        local = env.get("LOCALAPPDATA", "").strip()
+        return (Path(local) if local else base_home / "AppData" / "Local") / APP
+    if plat == "darwin":
+        return base_home / "Library" / "Caches" / APP
+    xdg = env.get("XDG_CACHE_HOME", "").strip()
+    # The XDG specification: a relative XDG_CACHE_HOME is invalid and is ignored.
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else base_home / ".cache"
+    return base / APP
+
+
+def ceilings_folder(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the ceilings cache files are."""
+    return cache_root(environ) / FOLDER
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """What a ceilings measurement is valid for. Two runs whose keys are equal may share one."""
+
+    cpu_model: str
+    cpu_count: int | None  # cores this process may run on (its affinity)
+    backend: str
+    device_kind: str
+    device_count: int
+    jax: str
+    jaxlib: str
+    version: str  # roofline-report's
+    schema: int  # results.json's schema version
+    plan: Plan
+    format: int = CACHE_FORMAT
+
+    def fields(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def digest(self) -> str:
+        """A short hash of the key (in the file name and in results.json's ``origin``)."""
+        text = json.dumps(self.fields(), sort_keys=True, ensure_ascii=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def filename(self) -> str:
+        return f"ceilings-{self.plan}-{self.digest}.json"
+
+    def with_plan(self, plan: Plan) -> Key:
+        return Key(**{**self.fields(), "plan": plan})
+
+
+def key_for(environment: Mapping[str, Any], *, quick: bool, version: str = __version__) -> Key:
+    """The key of a measurement on the machine ``environment`` describes (results.json's
+    ``environment`` record, as :func:`roofline_report.observe.lower.environment` returns it)."""
+    count = environment.get("cpu_count")
+    return Key(
+        cpu_model=str(environment.get("cpu_model") or "unknown"),
+        cpu_count=count if isinstance(count, int) and not isinstance(count, bool) else None,
+        backend=str(environment.get("backend", "")),
+        device_kind=str(environment.get("device_kind", "")),
+        device_count=int(environment.get("device_count", 0)),
+        jax=str(environment.get("jax", "")),
+        jaxlib=str(environment.get("jaxlib", "")),
+        version=version,
+        schema=schema.SCHEMA_VERSION,
+        plan="quick" if quick else "full",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """Ceilings read from the cache: the record (without ``origin``), when it was measured
+    and under which key."""
+
+    ceilings: dict[str, Any]
+    measured_at: str
+    key: Key
+
+
+class Damaged(ValueError):
+    """A cache file that must not be trusted; the message says why."""
+
+
+def parse_entry(text: str, key: Key) -> Entry:
+    """The entry a cache file's text holds, checked against the expected ``key``; raises
+    :class:`Damaged` with the reason for anything else."""
+    try:
+        data = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise Damaged(f"not JSON ({reason(exc, 120)})") from None
+    if not isinstance(data, dict):
+        raise Damaged(f"not a JSON object but {type(data).__name__}")
+    if set(data) != FILE_KEYS:
+        extra = sorted(set(data) - FILE_KEYS)
+        missing = sorted(FILE_KEYS - set(data))
+        raise Damaged("other keys than a cache file's: "
+                      + "; ".join(part for part in (
+                          f"unknown {', '.join(map(repr, extra))}" if extra else "",
+                          f"missing {', '.join(map(repr, missing))}" if missing else "")
+                          if part))
+    if type(data["format"]) is not int or data["format"] != CACHE_FORMAT:
+        raise Damaged(f"cache format {data['format']!r}, not {CACHE_FORMAT}")
+    if data["key"] != key.fields():
+        raise Damaged("its key is not this run's key")
+    if data["digest"] != key.digest:
+        raise Damaged("its digest does not match its key")
+    measured_at = data["measured_at"]
+    if not isinstance(measured_at, str) or not _MEASURED_AT.match(measured_at):
+        raise Damaged(f"measured_at {measured_at!r} is not a UTC time like 2025-01-31T12:00:00Z")
+    ceilings = data["ceilings"]
+    if not isinstance(ceilings, dict):
+        raise Damaged(f"ceilings is {type(ceilings).__name__}, not an object")
+    if "origin" in ceilings:
+        raise Damaged("its ceilings carry an origin (a results.json record, not a cache entry)")
+    try:
+        schema.Ceilings.model_validate(ceilings)
+    except pydantic.ValidationError as exc:
+        raise Damaged(f"not a valid ceilings record: {results_io.describe(exc)}") from None
+    for field in ("backend", "device_kind"):
+        if ceilings[field] != getattr(key, field):
+            raise Damaged(f"its ceilings' {field} {ceilings[field]!r} is not its key's")
+    if ceilings["quick"] != (key.plan == "quick"):
+        raise Damaged(f"its ceilings were measured with the other plan than its key's "
+                      f"({key.plan})")
+    return Entry(ceilings=ceilings, measured_at=measured_at, key=key)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def read(key: Key, folder: Path, notes: list[str]) -> Entry | None:
+    """The entry saved under ``key`` in ``folder``, or None (a miss). A file that cannot be read
+    or trusted is a miss with a note in ``notes``."""
+    path = folder / key.filename
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):  # no entry (or no folder): a miss
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        notes.append(f"the cached ceilings {key.filename} could not be read ({reason(exc, 120)})"
+                     " and were ignored")
+        return None
+    try:
+        return parse_entry(text, key)
+    except Damaged as exc:
+        notes.append(f"the cached ceilings {key.filename} were ignored: {exc}")
+        return None
+
+
+def lookup(key: Key, folder: Path | None = None) -> tuple[Entry | None, list[str]]:
+    """The saved ceilings that may serve a run of ``key``, and notes on cache files ignored.
+
+    A full run takes the full entry; a quick run the more recent of the full and quick ones
+    (the ISO times compare as text)."""
+    where = ceilings_folder() if folder is None else folder
+    notes: list[str] = []
+    plans: tuple[Plan, ...] = ("full",) if key.plan == "full" else ("full", "quick")
+    found = [e for plan in plans if (e := read(key.with_plan(plan), where, notes)) is not None]
+    if not found:
+        return None, notes
+    return max(found, key=lambda e: (e.measured_at, e.key.plan == "full")), notes
+
+
+def save(key: Key, ceilings: Mapping[str, Any], measured_at: str,
+         folder: Path | None = None) -> list[str]:
+    """Save ``ceilings`` (without any ``origin``) under ``key``, atomically; returns notes (a
+    folder that cannot be written is a note, not an error)."""
+    where = ceilings_folder() if folder is None else folder
+    record = {k: v for k, v in ceilings.items() if k != "origin"}
+    document = {"format": CACHE_FORMAT, "key": key.fields(), "digest": key.digest,
+                "measured_at": measured_at, "ceilings": record}
+    # What is saved must be what the next run accepts: check it the way it will be read.
+    text = results_io.dumps(document)
+    try:
+        parse_entry(text, key)
+    except Damaged as exc:
+        return [f"the ceilings were not saved to the cache: {exc}"]
+    temporary: str | None = None
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=f".{key.filename}.", suffix=".tmp", dir=where)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, where / key.filename)
+        temporary = None
+    except OSError as exc:
+        return [f"the ceilings could not be saved to the cache ({reason(exc, 120)}): the next "
+                "run measures them again"]
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+    return []
+
+
+def origin(*, cached: bool, measured_at: str, key: Key, notes: list[str]) -> dict[str, Any]:
+    """results.json's ``ceilings.origin``: whether the ceilings came from the cache, when they
+    were measured, the key's digest, and the notes on the cache."""
+    return {"cached": cached, "measured_at": measured_at, "key": key.digest, "notes": notes}
+
+
+__all__ = ["CACHE_FORMAT", "ENV_VAR", "Damaged", "Entry", "Key", "cache_root", "ceilings_folder",
+           "key_for", "lookup", "origin", "parse_entry", "read", "save"]
