@@ -183,7 +183,8 @@ def _with_step(data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     import roofline_report
 
     fn, args = transformer.setup()
-    record = roofline_report.analyze(fn, *args, name="transformer training step", quick=False)
+    result = roofline_report.analyze(fn, *args, name="transformer training step", quick=False)
+    record = dict(result.record)
     return {**data, "workloads": [*data["workloads"], record]}, str(record["name"])
 
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from roofline_report.api import AnalyzeResult
 
 
-def analyze(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-    """Analyse ``fn`` at example ``args``; see :func:`roofline_report.observe.user.analyze`.
+def analyze(fn: Any, *args: Any, **kwargs: Any) -> AnalyzeResult:
+    """Analyse ``fn`` at example ``args`` and return an
+    :class:`~roofline_report.api.AnalyzeResult` (the program's time, prediction, share of roof,
+    binding and kernels); see :func:`roofline_report.observe.user.analyze`.
 
     Imports jax only when called, so ``import roofline_report`` stays light.
     """

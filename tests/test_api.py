@@ -28,7 +28,7 @@ def test_analyze_counts_checks_and_times() -> None:
     x = jnp.asarray(np.linspace(-1, 1, 64 * 32, dtype=np.float32).reshape(64, 32))
     w = jnp.asarray(np.linspace(-1, 1, 32 * 16, dtype=np.float32).reshape(32, 16))
     record = roofline_report.analyze(_layer, x, w, name="layer",
-                                     reference=lambda a, b: np.tanh(a @ b))
+                                     reference=lambda a, b: np.tanh(a @ b)).record
     assert record["title"] == "layer"
     # A user's function has no hand model: our count is the HLO count, never "analytic".
     assert record["analytic"] == {"available": False, "reason": "no analytic model"}
@@ -45,9 +45,40 @@ def test_analyze_counts_checks_and_times() -> None:
     assert "stablehlo.dot_general" in record["lowering"]["ops"]
 
 
+def test_analyze_answers_in_python_without_a_page() -> None:
+    """The typed answer: counted work, measured time, the prediction of kind predicted on the
+    roofs it names, its share of roof against its own roof, and every kernel the same; and a
+    plain form that JSON takes."""
+    import json
+
+    from roofline_report.api import AnalyzeResult
+    from roofline_report.kinds import Kind
+
+    x = jnp.ones((128, 64))
+    w = jnp.ones((64, 32))
+    result = roofline_report.analyze(_layer, x, w, name="layer")
+    assert isinstance(result, AnalyzeResult) and result.name == "user:layer"
+    assert result.flops is not None and result.flops >= 2 * 128 * 64 * 32
+    assert result.seconds is not None and result.seconds > 0
+    p = result.prediction
+    assert p is not None and p.kind is Kind.PREDICTED
+    assert result.roofs == "assumed budgets"  # no ceilings asked for
+    assert set(p.roof_kinds) == {Kind.HYPOTHETICAL}
+    achieved = result.flops / result.seconds
+    assert result.share_of_roof is not None and p.roof_rate is not None
+    assert achieved / result.share_of_roof == pytest.approx(p.roof_rate[0], rel=1e-9)
+    assert result.kernels and all(k.prediction is not None for k in result.kernels)
+    plain = result.to_dict()
+    again = json.loads(json.dumps(plain))
+    assert again["prediction"]["kind"] == "predicted" and again["roofs_kind"] == "hypothetical"
+    assert len(again["kernels"]) == len(result.kernels)
+    assert again["record"]["name"] == "user:layer"
+    assert "layer" in repr(result)
+
+
 def test_analyze_without_reference_says_so() -> None:
     x = jnp.ones((8, 8))
-    record = roofline_report.analyze(_layer, x, x)
+    record = roofline_report.analyze(_layer, x, x).record
     assert record["check"]["available"] is False
     assert "reference" in record["check"]["reason"]
     assert record["timing"]["available"] is True
@@ -130,7 +161,7 @@ def test_low_precision_matmuls_pass_at_their_dtype_tolerance(dtype: str) -> None
 
     a, b = _low_precision_args(dtype)
     record = roofline_report.analyze(_matmul, a, b, name=f"matmul {dtype}",
-                                     reference=np.matmul)
+                                     reference=np.matmul).record
     check = record["check"]
     assert check["passed"] is True, check
     assert (check["rtol"], check["atol"]) == tolerances.for_dtype(dtype)
@@ -141,7 +172,7 @@ def test_low_precision_matmuls_pass_at_their_dtype_tolerance(dtype: str) -> None
 def test_low_precision_matmuls_fail_at_a_tiny_tolerance(dtype: str) -> None:
     a, b = _low_precision_args(dtype)
     record = roofline_report.analyze(_matmul, a, b, name=f"matmul {dtype}",
-                                     reference=np.matmul, rtol=1e-7, atol=1e-7)
+                                     reference=np.matmul, rtol=1e-7, atol=1e-7).record
     assert record["check"]["passed"] is False
     assert (record["check"]["rtol"], record["check"]["atol"]) == (1e-7, 1e-7)
 

@@ -198,7 +198,7 @@ def test_analyze_with_a_long_or_foreign_name_writes_its_report(name: str, tmp_pa
 
     x = np.ones((16, 16), np.float32)
     out = tmp_path / "report"
-    record = roofline_report.analyze(_tanh_layer, x, x, name=name, out=out)
+    record = roofline_report.analyze(_tanh_layer, x, x, name=name, out=out).record
     assert record["title"] == name
     figure = out / "figures" / f"{meta.figure_name('kernels', record['name'])}.svg"
     assert figure.is_file()

@@ -63,7 +63,7 @@ def _plain_trees() -> list[tuple[str, Callable[..., Any], tuple[Any, ...], int]]
 @pytest.mark.parametrize("kind", [k for k, *_ in _plain_trees()])
 def test_pytree_arguments_are_lowered_through_their_trees(kind: str) -> None:
     _, fn, args, leaves = next(t for t in _plain_trees() if t[0] == kind)
-    record = roofline_report.analyze(fn, *args, name=kind)
+    record = roofline_report.analyze(fn, *args, name=kind).record
     assert record["lowering"]["available"] is True
     assert record["timing"]["available"] is True
     tree = record["arguments"]
@@ -82,7 +82,7 @@ def test_flax_nnx_split_state_and_graphdef() -> None:
     def apply(graphdef: Any, state: Any, x: Any) -> Any:
         return nnx.merge(graphdef, state)(x)
 
-    record = roofline_report.analyze(apply, graphdef, state, _a(4, 3))
+    record = roofline_report.analyze(apply, graphdef, state, _a(4, 3)).record
     assert record["check"]["reason"] == "no NumPy reference was declared"
     paths = [leaf["path"] for leaf in record["arguments"]["arguments"][1]["leaves"]]
     assert any("kernel" in path for path in paths) and any("bias" in path for path in paths)
@@ -105,7 +105,7 @@ def test_optax_state_and_equinox_module() -> None:
         updates, opt_state = tx.update(eqx.filter(grads, eqx.is_array), opt_state)
         return eqx.apply_updates(model, updates), opt_state
 
-    record = roofline_report.analyze(step, mlp, opt_state, _a(5, 3))
+    record = roofline_report.analyze(step, mlp, opt_state, _a(5, 3)).record
     assert record["lowering"]["available"] is True, record["lowering"]
     model_node = record["arguments"]["arguments"][0]
     assert model_node["held_leaves"] == 2  # activation and final activation
@@ -133,7 +133,7 @@ def _scaled_ref(x: Any, n: int, *, w: Any, mode: str = "tanh") -> Any:
 def test_keyword_and_static_arguments() -> None:
     record = roofline_report.analyze(_scaled, _a(4, 3), 3, w=_a(3, 2), mode="sin",
                                      static_argnums=1, static_argnames="mode",
-                                     reference=_scaled_ref)
+                                     reference=_scaled_ref).record
     assert record["check"]["passed"] is True
     assert record["hlo_count"]["transcendentals"] == 3 * 4 * 2
     names = {a["name"]: a for a in record["arguments"]["arguments"]}
@@ -144,11 +144,11 @@ def test_keyword_and_static_arguments() -> None:
 
 def test_an_already_jitted_function_and_its_statics() -> None:
     jitted = jax.jit(_scaled, static_argnums=1, static_argnames="mode")
-    record = roofline_report.analyze(jitted, _a(4, 3), 2, w=_a(3, 2), reference=_scaled_ref)
+    record = roofline_report.analyze(jitted, _a(4, 3), 2, w=_a(3, 2), reference=_scaled_ref).record
     assert record["title"] == "_scaled"
     assert record["check"]["passed"] is True
     assert record["hlo_count"]["transcendentals"] == 2 * 4 * 2
-    plain = roofline_report.analyze(jax.jit(lambda x: x * 2), _a(8), name="doubled")
+    plain = roofline_report.analyze(jax.jit(lambda x: x * 2), _a(8), name="doubled").record
     assert plain["timing"]["available"] is True
 
 
@@ -160,9 +160,9 @@ def test_a_pytree_result_is_checked_leaf_by_leaf() -> None:
         return {"sum": x.sum(), "parts": [x * 2, np.tanh(x) + 1.0]}
 
     good = roofline_report.analyze(f, _a(16), reference=lambda x: {
-        "sum": x.sum(), "parts": [x * 2, np.tanh(x)]})
+        "sum": x.sum(), "parts": [x * 2, np.tanh(x)]}).record
     assert good["check"]["passed"] is True and good["check"]["leaves"] == 3
-    bad = roofline_report.analyze(f, _a(16), reference=wrong)
+    bad = roofline_report.analyze(f, _a(16), reference=wrong).record
     assert bad["check"]["passed"] is False
     assert bad["check"]["leaf"] == "['parts'][1]"
 
@@ -388,7 +388,7 @@ def test_numbers_inside_a_pytree_are_held_like_equinox_fields() -> None:
         return params["w"] * x + params["eps"]
 
     params = {"w": jnp.ones((4,)), "eps": 1e-5}
-    record = roofline_report.analyze(scaled, params, jnp.ones((4,)), quick=True)
+    record = roofline_report.analyze(scaled, params, jnp.ones((4,)), quick=True).record
     node = record["arguments"]["arguments"][0]
     assert node["leaf_count"] == 1 and node["held_leaves"] == 1
     with pytest.raises(InputError, match="argument 1 is float, not an array"):

@@ -70,7 +70,7 @@ def test_the_api_the_config_and_profile_give_the_same_source(
     expected = f"rr_progs/rr_layers.py:{LINE}"
     x = np.ones((32, 32), np.float32)
 
-    record = roofline_report.analyze(module.layer, x, x, name="layer", out=root / "api")
+    record = roofline_report.analyze(module.layer, x, x, name="layer", out=root / "api").record
     assert expected in {k["source"] for k in record["kernels"]["kernels"]}
 
     assert cli.main(["--config", "w.toml", "--only-config", "--quick", "--no-ceilings",
@@ -98,7 +98,7 @@ def test_a_file_outside_the_current_folder_keeps_only_its_name(
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     x = np.ones((32, 32), np.float32)
-    record = roofline_report.analyze(module.layer, x, x, name="layer", out=tmp_path / "r")
+    record = roofline_report.analyze(module.layer, x, x, name="layer", out=tmp_path / "r").record
     assert f"<path>/rr_layers.py:{LINE}" in {k["source"] for k in record["kernels"]["kernels"]}
     md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     assert _sources(md) == {f"<path>/rr_layers.py:{LINE}"}

@@ -30,6 +30,7 @@ import jax
 import numpy as np
 
 from roofline_report import tolerances
+from roofline_report.api import AnalyzeResult, result_of
 from roofline_report.config import Config, WorkloadSpec, name_problem
 from roofline_report.errors import InputError, reason
 from roofline_report.observe.program import Program, function_name, make_program
@@ -239,7 +240,7 @@ def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
             static_argnums: int | Sequence[int] | None = None,
             static_argnames: str | Sequence[str] | None = None,
             teaching: bool = False, fn_kwargs: Mapping[str, Any] | None = None,
-            remeasure: bool = False, **kwargs: Any) -> dict[str, Any]:
+            remeasure: bool = False, **kwargs: Any) -> AnalyzeResult:
     """Lower, check (if ``reference`` is given), account and time ``fn`` at ``args`` and
     ``kwargs``.
 
@@ -249,13 +250,17 @@ def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
     (not traced), as in ``jax.jit``. Keyword arguments whose names clash with this function's
     own go in ``fn_kwargs``.
 
-    Returns the workload's record as stored in results.json. With ``out``, also writes a report
-    folder whose subject is this program; ``teaching=True`` adds the seed's teaching sections,
-    the catalog and the lab notebook (measured too: minutes). A destination that must not be
-    replaced is refused before anything is measured.
+    Returns an :class:`~roofline_report.api.AnalyzeResult`: the program's counted work and
+    bytes, measured time, the model's prediction, miss, share of roof and what binds it, and
+    every kernel with the same (``.kernels``); ``.record`` is the program's record as
+    results.json stores it and ``.to_dict()`` the plain form. With ``out``, also writes a
+    report folder whose subject is this program; ``teaching=True`` adds the seed's teaching
+    sections, the catalog and the lab notebook (measured too: minutes). A destination that
+    must not be replaced is refused before anything is measured.
 
-    ``ceilings=True`` (with ``out``) adds this machine's measured ceilings. They are measured
-    once per machine and software and then reused from the ceilings cache (see
+    ``ceilings=True`` adds this machine's measured ceilings, so that predictions are priced on
+    them (without, on the assumed budgets: ``.roofs`` says which). They are measured once per
+    machine and software and then reused from the ceilings cache (see
     :mod:`roofline_report.observe.ceilings.cache`; the report says when they were measured);
     ``remeasure=True`` measures them again and replaces the cached ones.
 
@@ -289,15 +294,11 @@ def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
     w = workload_from_arrays(fn, args, name=name, reference=reference, rtol=rtol, atol=atol,
                              kwargs=all_kwargs, static_argnums=static_argnums,
                              static_argnames=static_argnames)
-    if out is None:
-        return measure.measure_workload(w, quick=quick, skips=measure.Skips())
-    destination = Path(out)
-    label = f"{_API} out={str(out)!r}"
     options = measure.RunOptions(quick=quick, ceilings=ceilings, sweeps=False, sharding=False,
                                  experiments=teaching, origin="python", builtin=teaching,
                                  teaching=teaching, user_workloads=(w,),
                                  remeasure=remeasure)
     data = measure.run(options)
-    output.write_results(destination, data, label=label)
-    record: dict[str, Any] = data["workloads"][-1]
-    return record
+    if out is not None:
+        output.write_results(Path(out), data, label=f"{_API} out={str(out)!r}")
+    return result_of(data, str(data["workloads"][-1]["name"]))
