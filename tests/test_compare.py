@@ -148,7 +148,7 @@ def test_compare_takes_a_title_and_names_each_runs_date(two_runs: tuple[Path, Pa
     html = (out / "report.html").read_text(encoding="utf-8")
     assert md.startswith("# Before/after\n") and "<title>Before/after</title>" in html
     assert "measured 2025-03-04T05:06:07Z on cpu: faster machine" in md
-    assert "measured (date not recorded) on cpu: AMD EPYC" in md
+    assert "measured (date not recorded) on cpu: " in md
 
 
 V2 = Path(__file__).resolve().parent / "fixtures" / "cpu_results_v2.json"

@@ -5,6 +5,7 @@ results.json keeps identical."""
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from roofline_report.results import io as results
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
 WHEN = "2025-01-31T12:00:00Z"
+CPU = json.loads(FIXTURE.read_text(encoding="utf-8"))["environment"]["cpu_model"]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +68,7 @@ def test_title_and_footer(data: dict[str, Any]) -> None:
     assert "<h1>Nightly: model v2 &lt;on CI&gt;</h1>" in r.html
     assert r.markdown.startswith("# Nightly: model v2 &lt;on CI>\n")
     for page in (r.html, r.markdown):
-        assert f"Measured {WHEN} on cpu: AMD EPYC, jax 0.10.2." in page
+        assert f"Measured {WHEN} on cpu: {CPU}, jax 0.10.2." in page
     assert render.render(data, title="Nightly: model v2 <on CI>") == r
     default = render.render(data)
     assert f"<h1>{meta.DEFAULT_TITLE}</h1>" in default.html
