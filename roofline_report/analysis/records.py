@@ -69,7 +69,8 @@ class KernelRow:
     """One kernel of a program (times per call of the program).
 
     ``seconds``: the kernel's measured time per call, from each launch to its completion
-    (``basis``), the median over the traced calls; ``busy_seconds``: its events' own durations
+    (``basis``), the first quartile over the traced calls (the call least delayed by waiting
+    for a worker thread); ``busy_seconds``: its events' own durations
     (on a CPU an asynchronous kernel's event covers only its dispatch and part of its work;
     None where the trace did not keep them).
     ``flops``/``bytes``: counted per call (trips included), kind analytic.
