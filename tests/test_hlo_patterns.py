@@ -185,3 +185,17 @@ def test_pattern_edges_by_hand() -> None:
     KernelInventory.model_validate(inv)
     assert {k["name"]: k["pattern_size"] for k in inv["kernels"] if k["pattern"] is None} \
         == dict.fromkeys(("library", "sum0", "unit", "relaid", "same"), 0)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "products"),
+    [
+        (jnp.ones((64, 64)), jnp.ones((64, 64)), 1),  # a plain product
+        (jnp.ones((8, 32, 32)), jnp.ones((8, 32, 32)), 8),  # one batch dimension
+        (jnp.ones((2, 3, 16, 8)), jnp.ones((2, 3, 8, 16)), 6),  # two: 2 x 3 products
+    ],
+)
+def test_a_batched_dot_counts_its_products(a: Any, b: Any, products: int) -> None:
+    kernels = _kernels(lambda a, b: a @ b, a, b)
+    assert [k["matmul_products"] for k in kernels if k["category"] == "matmul"] == [products]
+    assert {k["matmul_products"] for k in kernels if k["category"] != "matmul"} <= {1}

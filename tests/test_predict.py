@@ -290,3 +290,18 @@ def test_a_program_is_the_sum_of_its_kernels_and_its_binding_its_largest_term() 
     rate = program.roof_rate
     assert rate is not None and rate[1] == "FLOP/s"
     assert rate[0] == pytest.approx((30 + 2_000_000) / program.seconds)
+
+
+def test_a_batched_dot_runs_at_the_rate_of_one_of_its_products() -> None:
+    sized = ComputeRoof("matmul float32", 100e9, "float32", M, "",
+                        by_flops=((1e4, 1e9), (1e6, 10e9), (1e8, 100e9)))
+    roofs = RoofSet("this machine", M, (sized,), ROOFS.bandwidth, ROOFS.floors, ROOFS.rates)
+    kernel = {"flops": 100_000_000, "flops_by_op": {"stablehlo.dot_general": 100_000_000},
+              "bytes_read": 0, "bytes_written": 0, "trips": 1}
+    whole = predict.predict_kernel(kernel, "float32", roofs)
+    # 100 products of 1e6 flops each run at the 1e6-flop product's 10 GFLOP/s, not at the
+    # 100 GFLOP/s of one 1e8-flop product.
+    batched = predict.predict_kernel({**kernel, "matmul_products": 100}, "float32", roofs)
+    assert whole is not None and batched is not None
+    assert alu(whole) == pytest.approx(1e8 / 100e9)
+    assert alu(batched) == pytest.approx(1e8 / 10e9)

@@ -2,7 +2,8 @@
 
 One launch of a kernel is predicted from its counted work and the bytes it touches::
 
-    compute  = matmul flops ÷ the matmul rate of its dtype at the product's size
+    compute  = matmul flops ÷ the matmul rate of its dtype at the size of one product (a
+               batched dot's flops ÷ its batch: it runs at the rate of its small products)
              + convolution flops ÷ the convolution rate at its size (the matmul's where no
                convolution was measured)
              + conversions ÷ the conversion rate
@@ -96,6 +97,7 @@ class Facts:
     written: float | None = None  # bytes written to fresh outputs, where known
     conv_flops: float = 0.0  # the part of dot_flops done by convolutions
     reduced: float = 0.0  # elements a reduction kernel reads (0: not a reduction)
+    products: int = 1  # independent matrix products the matmul flops are split over
 
     @property
     def flops(self) -> float:
@@ -186,8 +188,9 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
         if k.get("category") == "reduction" else 0.0
     # A kernel writing a donated argument's buffer writes in place: no fresh output.
     fresh = 0.0 if k.get("in_place") else float(k.get("bytes_written", 0))
+    products = max(1, int(k.get("matmul_products") or 1))
     return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
-                 written=fresh, conv_flops=conv, reduced=reduced)
+                 written=fresh, conv_flops=conv, reduced=reduced, products=products)
 
 
 def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
@@ -248,7 +251,9 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
     terms: list[Term] = []
     matmul = f.dot_flops - f.conv_flops
     if matmul:
-        terms.append(Term("matmul", "compute", matmul / compute.rate_at(matmul), compute.name,
+        # A batched dot runs at the rate of one of its products, not of its summed flops.
+        per_product = compute.rate_at(matmul / f.products)
+        terms.append(Term("matmul", "compute", matmul / per_product, compute.name,
                           compute.kind))
     if f.conv_flops:
         conv = roofs.compute_for(f.dtype, op="convolution") or compute

@@ -26,6 +26,7 @@ Pure: no jax.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -217,6 +218,21 @@ def _transpose(instr: Instruction, module: Module) -> Pattern:
             return Pattern("transpose", target.shape.array.elements,
                            f"axes {tuple(came)} of {source.dtype}[{dims}]")
     return Pattern()
+
+
+def matmul_products(instr: Instruction, module: Module) -> int:
+    """How many independent matrix products the kernel's largest dot computes: the product of
+    its batch dimensions (1 for a plain matrix product, or a kernel without a dot). A batched
+    dot of small products runs at the rate of one small product, not of its total flops."""
+    dots = [i for i in _fused_instructions(instr, module) if i.opcode == "dot"]
+    if not dots:
+        return 1
+    largest = max(dots, key=lambda d: (dot_flops(d) or 0, d.name))
+    lhs = largest.operand_shapes[0] if largest.operand_shapes else None
+    if lhs is None or lhs.array is None:
+        return 1
+    batch = ints_in(largest.attributes.get("lhs_batch_dims"))
+    return max(1, math.prod(lhs.array.dims[d] for d in batch if d < len(lhs.array.dims)))
 
 
 def kernel_pattern(instr: Instruction, module: Module) -> Pattern:

@@ -43,7 +43,7 @@ from roofline_report.hlo.kernel_cost import (
     Coster,
     instruction_cost,
 )
-from roofline_report.hlo.kernel_patterns import backend_kind, kernel_pattern
+from roofline_report.hlo.kernel_patterns import backend_kind, kernel_pattern, matmul_products
 from roofline_report.hlo.walk import COLLECTIVE_OPCODES, Site, Walk, walk
 
 __all__ = [
@@ -196,6 +196,7 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "pattern": pattern.name,
         "pattern_size": pattern.size,
         "pattern_detail": pattern.detail,
+        "matmul_products": matmul_products(instr, program.module),
     }
 
 
@@ -233,7 +234,7 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None) -> dict[str, Any
                       "written_by_dtype", "boundary_bytes_read", "boundary_bytes_written",
                       "bytes_rule", "flops_by_op", "transcendentals_by_op", "ops", "uncosted",
                       "op_name", "source", "in_place", "pattern", "pattern_size",
-                      "pattern_detail"}],
+                      "pattern_detail", "matmul_products"}],
          "count", "launches", "flops", "transcendentals", "bytes_read", "bytes_written",
          "boundary_bytes_read", "boundary_bytes_written", "flops_by_op",
          "transcendentals_by_op", "by_category": {category: kernels}, "notes"}

@@ -60,6 +60,8 @@ class KernelRecord(Record):
         = None
     pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
+    # Independent matrix products of its largest dot (its batch size; 1 for a plain product).
+    matmul_products: Annotated[int, Field(ge=1)] = 1
 
 
 class KernelInventory(Record):
