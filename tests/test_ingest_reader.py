@@ -294,8 +294,15 @@ def test_a_gpu_trace_counts_calls_and_draws_the_spec_sheet(
     data = results_document(reading)
     assert data["environment"]["device_kind"] == "NVIDIA H200"
     assert data["environment"]["compute_capability"] == "9.0"
-    chosen_roofs = analyse(data).roofs.kernels
+    an = analyse(data)
+    chosen_roofs = an.roofs.kernels
     assert chosen_roofs.label == "H200" and chosen_roofs.kind is Kind.SPEC_SHEET
+    # A device's kernel events are the kernels' own durations: no word of worker threads.
+    from roofline_report.report.program_views import kernel_views
+
+    (view,) = kernel_views(an)
+    basis = "".join(str(part) for part in view["coverage"])
+    assert "duration on the device" in basis and "worker" not in basis
 
 
 def test_a_tpu_trace_takes_ops_from_the_module_around_them(

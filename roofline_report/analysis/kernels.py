@@ -72,7 +72,7 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
     if untraced and traced:
         overhead = (median([float(x) for x in traced]) or 0.0) / \
             (median([float(x) for x in untraced]) or 1.0)
-    basis = "launch to completion"
+    basis = "device event" if timing.get("source") == "device" else "launch to completion"
     return TraceSummary(
         calls=len(calls) * int(timing.get("calls_per_sample") or 1),
         source=str(timing.get("source", "host")),

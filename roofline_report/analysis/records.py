@@ -167,7 +167,7 @@ class TraceSummary:
     gaps_s: float
     launches: float
     overhead: float | None  # traced ÷ untraced call time
-    basis: str  # what a kernel's time is: "busy" or "launch to completion"
+    basis: str  # what a kernel's time is: "launch to completion" (host) or "device event"
     notes: tuple[str, ...] = ()
 
     @property

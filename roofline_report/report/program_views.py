@@ -85,11 +85,15 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
 
 
 def _coverage(t: Any, roofs: RoofSet) -> tuple[str | Num, ...]:
-    basis = ("each kernel's time runs from its launch to its completion, the first quartile "
-             "over the traced calls: on a CPU an asynchronous kernel's event covers only its "
-             "dispatch and part of its work, the rest runs on worker threads until its end "
-             "event, and a call can wait for a busy worker; timed alone, kernels took 0.85 to "
-             "1.3 times this first quartile")
+    if t.source == "device":
+        basis = ("each kernel's time is its event's duration on the device, the first quartile "
+                 "over the traced calls")
+    else:
+        basis = ("each kernel's time runs from its launch to its completion, the first quartile "
+                 "over the traced calls: on a CPU an asynchronous kernel's event covers only its "
+                 "dispatch and part of its work, the rest runs on worker threads until its end "
+                 "event, and a call can wait for a busy worker (the first quartile is the call "
+                 "that waited least)")
     parts: tuple[str | Num, ...] = (
         f"Traced over {plural(t.calls, 'call', 'calls')}; {basis}. Per call the program ran ",
         n(t.program_s, "s", M), ", at least one kernel ran during ", n(t.busy_s, "s", M),
