@@ -7,11 +7,15 @@ pinned page by page (no jax).
 * No predicted number carries the measured kind, and predictions carry the predicted kind
   whatever roofs they were priced on.
 * Sentences that compare numbers follow from the numbers, for any budgets.
+
+They run on the recorded fixture; ``ROOFLINE_REPORT_INVARIANTS_ON=PATH/results.json`` runs them
+on any other run (say the held-out suite's: ``benchmarks/prediction.py --suite heldout --out``).
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -29,7 +33,8 @@ from roofline_report.report import views as render
 from roofline_report.report.format import KIND_MARKERS
 from roofline_report.results import io as results
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
+FIXTURE = Path(os.environ.get("ROOFLINE_REPORT_INVARIANTS_ON") or
+               Path(__file__).resolve().parent / "fixtures" / "cpu_results.json")
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +84,13 @@ def test_a_kernels_binding_is_the_largest_term_of_its_prediction(an: Analysis) -
         p = r.prediction
         assert p is not None
         _check_binding(p)
-        # A kernel's time is trips x max(compute sum, memory max, launch): the binding's group.
+        # A kernel's time is trips x max(compute sum, memory max, pattern, launch): the binding's
+        # group.
         totals = {"compute": p.group_seconds("compute"),
                   "memory": max((t.seconds for t in p.terms if t.group == "memory"),
                                 default=0.0),
+                  "pattern": max((t.seconds for t in p.terms if t.group == "pattern"),
+                                 default=0.0),
                   "overhead": max((t.seconds for t in p.terms if t.group == "overhead"),
                                   default=0.0)}
         assert p.seconds == pytest.approx(totals[p.binding.group], rel=1e-12)

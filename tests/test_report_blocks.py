@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from roofline_report.analysis.miss import Miss
 from roofline_report.report import html, markdown
 from roofline_report.report.blocks import (
     Aside,
@@ -34,7 +35,7 @@ from roofline_report.report.blocks import (
 )
 from roofline_report.report.figures import FigureOut
 from roofline_report.report.figures import Table as FigureTable
-from roofline_report.report.format import Num, percent, percent_text, plural
+from roofline_report.report.format import Num, count, miss_text, percent, percent_text, plural
 from roofline_report.report.sections import MissingFigure, _figure
 
 M = Num("2.5 ms", "measured")
@@ -57,6 +58,22 @@ def test_percent_never_uses_exponents(fraction: float | None, expected: str) -> 
 def test_percent_carries_its_kind() -> None:
     assert percent(2.2, "measured") == Num("220%", "measured")
     assert percent(0.5) == Num("50%", "")
+
+
+@pytest.mark.parametrize(("predicted", "measured", "expected"), [
+    (1.0, 2.345, "2.3× slower"), (1.0, 340.0, "340× slower"), (1.0, 12345.0, "12345× slower"),
+    (2.0e6, 1.0, "2×10⁶× faster"), (1.0, 1.01, "as predicted"),
+])
+def test_a_miss_reads_as_a_plain_factor(predicted: float, measured: float,
+                                        expected: str) -> None:
+    assert miss_text(Miss(predicted, measured)) == Num(expected, "predicted")
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (1234567.0, "1,234,567"), (2.5, "2.5"), (1234567.5, "1.23457×10⁶"), (0.0001234, "1.234×10⁻⁴"),
+])
+def test_counts_never_use_exponent_notation(value: float, expected: str) -> None:
+    assert count(value, "analytic").text == expected
 
 
 @pytest.mark.parametrize(("number", "expected"), [

@@ -53,7 +53,7 @@ def count(value: float | None, kind: Kind | str) -> Num:
         return Num("unknown", Kind(kind).value)
     if float(value).is_integer():
         return Num(f"{int(value):,}", Kind(kind).value)
-    return Num(f"{value:.6g}", Kind(kind).value)
+    return Num(decimal(float(value), 6), Kind(kind).value)
 
 
 def decimal(value: float, digits: int = 4) -> str:
@@ -132,7 +132,7 @@ def miss_text(m: Miss | None) -> Num:
         return Num("unknown", Kind.PREDICTED.value)
     if m.direction == "as predicted":
         return Num("as predicted", Kind.PREDICTED.value)
-    return Num(f"{m.factor:.2g}× {m.direction}", Kind.PREDICTED.value)
+    return Num(f"{whole(m.factor, 2)}× {m.direction}", Kind.PREDICTED.value)
 
 
 def rate(value: tuple[float, str] | None, kind: Kind | str) -> Num:
