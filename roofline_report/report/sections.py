@@ -891,7 +891,7 @@ def summary(vm: VM) -> Section | None:
         savers: list[Inline] = []
         for i, k in enumerate(r["savers"]):
             savers += [Break()] if i else []
-            savers += [Link(k["name"], "#" + k["anchor"]), " (", k["saving"], ")"]
+            savers += [Link(k["name"], "#" + k["anchor"]), ": ", k["saving"]]
         rows.append((_anchored(c(Link(r["title"], "#" + r["target"])), r["anchor"] + "-summary"),
                      num(r["measured"]), num(r["predicted"]), num(r["miss"]), num(r["achieved"]),
                      num(r["of_roof"]), c(r["binding"]),
@@ -902,7 +902,7 @@ def summary(vm: VM) -> Section | None:
           "binds it, and the kernels that could save the most time, each with the time it "
           "could save per call (its measured time minus its predicted time at its roof)."),
         table(("program", "measured", "predicted", "miss", "achieved", "of roof", "binds",
-               "kernels that could save the most"), rows),
+               "kernels that could save the most: time per call"), rows),
         *_optional_figure(vm, "measured_roofline"),
         *_optional_figure(vm, "programs_roofline"),
     ), id="summary")
