@@ -16,6 +16,7 @@ from roofline_report.results.schema_base import (
     Timing,
     maybe,
 )
+from roofline_report.results.schema_run import MEASURED_AT_PATTERN
 
 
 class MatmulSize(Record):
@@ -58,12 +59,18 @@ class BandwidthCeiling(Record):
     rounds: list[Pos | None] = []  # each round's rate (None: that round failed); value: best
 
 
-class DispatchCeiling(Record):
+class TimeFloor(Record):
+    """A floor in seconds measured on this machine (what a call or a kernel costs at the
+    least), or the reason it could not be measured."""
+
     available: bool
     reason: str = ""
     kind: Literal["measured"] = "measured"
     unit: Literal["s"] = "s"
     value: Pos | None = None
+
+
+class DispatchCeiling(TimeFloor):
     timing: Timing | None = None
     # Per call when calls are enqueued and blocked once (as workloads are timed).
     enqueued: Pos | None = None
@@ -93,8 +100,12 @@ class SweepBandwidth(Record):
     implausible: str = ""  # why it is implausible beside read-write, after any re-measuring
 
 
+#: The kernels of the working-set sweep: read and write in place, only read, only write.
+SweepKernelName = Literal["read-write", "read", "write-new"]
+
+
 class SweepKernel(Record):
-    name: Literal["read-write", "read", "write-new"]
+    name: SweepKernelName
     points: list[SweepBandwidth]
 
 
@@ -105,7 +116,7 @@ class WorkingSetPlan(Record):
     bytes_per_call: Annotated[int, Field(gt=0)]
     samples: Annotated[int, Field(ge=1)]
     min_sample_s: Pos
-    kernels: list[Literal["read-write", "read", "write-new"]]
+    kernels: list[SweepKernelName]
 
 
 class WorkingSetSweep(Record):
@@ -156,14 +167,9 @@ class RateCeiling(Record):
     roof: bool = True
 
 
-class LaunchCeiling(Record):
+class LaunchCeiling(TimeFloor):
     """The time one more kernel adds inside a compiled program (the dispatch floor apart)."""
 
-    available: bool
-    reason: str = ""
-    kind: Literal["measured"] = "measured"
-    unit: Literal["s"] = "s"
-    value: Pos | None = None
     kernels: list[Count] = []  # kernels of the short and the long program
     timing: Timing | None = None  # the long program
     timing_short: Timing | None = None
@@ -176,7 +182,7 @@ class CeilingsOrigin(Record):
     ignored, a folder that could not be written)."""
 
     cached: bool
-    measured_at: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")]
+    measured_at: Annotated[str, Field(pattern=MEASURED_AT_PATTERN)]
     key: str
     notes: list[str] = []
 
