@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 NonNeg = Annotated[float, Field(ge=0)]
 Pos = Annotated[float, Field(gt=0)]
 Count = Annotated[int, Field(ge=0)]
+PosInt = Annotated[int, Field(gt=0)]  # a size: elements, bytes, a dimension
+AtLeastOne = Annotated[int, Field(ge=1)]  # repetitions, samples, trips, a level
 
 
 class Record(BaseModel):
@@ -51,7 +53,7 @@ class Timing(Record):
     (:class:`roofline_report.analysis.stats.Stats`)."""
 
     available: Literal[True] = True
-    inner_reps: Annotated[int, Field(ge=1)]
+    inner_reps: AtLeastOne
     method: str
     min_sample_s: NonNeg
     per_call_s: Annotated[list[Pos], Field(min_length=1)]

@@ -10,8 +10,10 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from roofline_report.results.schema_base import (
+    AtLeastOne,
     Count,
     Pos,
+    PosInt,
     Record,
     Timing,
     maybe,
@@ -23,8 +25,8 @@ class MatmulSize(Record):
     """A rough rate of one size (a square matmul's n, a convolution's image side), from the
     sweep that picks the size."""
 
-    n: Annotated[int, Field(gt=0)]
-    flops: Annotated[int, Field(gt=0)]
+    n: PosInt
+    flops: PosInt
     value: Pos
 
 
@@ -81,17 +83,17 @@ class DispatchCeiling(TimeFloor):
 class CacheLevel(Record):
     """One level of the CPU's data caches, as the operating system describes it."""
 
-    level: Annotated[int, Field(ge=1)]
+    level: AtLeastOne
     type: str
-    size: Annotated[int, Field(gt=0)]
+    size: PosInt
 
 
 class SweepBandwidth(Record):
     """One working-set size of the sweep: bytes moved per call and the fastest rate."""
 
-    bytes: Annotated[int, Field(gt=0)]
-    reps: Annotated[int, Field(ge=1)]
-    bytes_per_call: Annotated[int, Field(gt=0)]
+    bytes: PosInt
+    reps: AtLeastOne
+    bytes_per_call: PosInt
     available: bool
     reason: str = ""
     value: Pos | None = None
@@ -112,9 +114,9 @@ class SweepKernel(Record):
 class WorkingSetPlan(Record):
     """The sweep's sizes (bytes, ascending), bytes moved per call, sampling, kernels."""
 
-    sizes: list[Annotated[int, Field(gt=0)]]
-    bytes_per_call: Annotated[int, Field(gt=0)]
-    samples: Annotated[int, Field(ge=1)]
+    sizes: list[PosInt]
+    bytes_per_call: PosInt
+    samples: AtLeastOne
     min_sample_s: Pos
     kernels: list[SweepKernelName]
 
@@ -133,8 +135,8 @@ class RateSize(Record):
     operations ÷ that time; for a kernel pattern, the operand shape and the kernel of the
     compiled program that has the pattern."""
 
-    elements: Annotated[int, Field(gt=0)]
-    bytes: Annotated[int, Field(gt=0)]
+    elements: PosInt
+    bytes: PosInt
     seconds: Pos
     value: Pos
     shape: list[Count] = []
@@ -158,9 +160,9 @@ class RateCeiling(Record):
     available: bool
     reason: str = ""
     value: Pos | None = None
-    elements: Annotated[int, Field(gt=0)]
-    reps: Annotated[int, Field(ge=1)]
-    ops_per_call: Annotated[int, Field(gt=0)]
+    elements: PosInt
+    reps: AtLeastOne
+    ops_per_call: PosInt
     timing: Timing | None = None
     by_size: list[RateSize] = []
     variant: str = ""

@@ -6,11 +6,12 @@ profiler trace, the facts of the optimized HLO, our own count of the StableHLO a
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from roofline_report.results.schema_base import (
+    AtLeastOne,
     Count,
     NonNeg,
     Pos,
@@ -36,7 +37,7 @@ class KernelRecord(Record):
     fusion_kind: str | None
     computation: str
     loop: str | None
-    trips: Annotated[int, Field(ge=1)]
+    trips: AtLeastOne
     flops: Count
     transcendentals: Count
     bytes_read: Count
@@ -61,7 +62,7 @@ class KernelRecord(Record):
     pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
     # Independent matrix products of its largest dot (its batch size; 1 for a plain product).
-    matmul_products: Annotated[int, Field(ge=1)] = 1
+    matmul_products: AtLeastOne = 1
 
 
 class KernelInventory(Record):
@@ -127,7 +128,7 @@ class KernelTiming(Record):
     calls: list[TraceCall]
     # Traced calls each sample averages: 1, unless the events carry no run id (then the whole
     # trace is one sample of this many calls).
-    calls_per_sample: Annotated[int, Field(ge=1)] = 1
+    calls_per_sample: AtLeastOne = 1
     kernels: list[KernelTime]
     unmatched: list[str]
     notes: list[str]

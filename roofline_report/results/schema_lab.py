@@ -4,13 +4,15 @@ each experiment's timings and programs, and the plan the lab ran with.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from roofline_report.results.schema_base import (
+    AtLeastOne,
     Count,
     Pos,
+    PosInt,
     Record,
     Timing,
     maybe,
@@ -25,8 +27,8 @@ class DoubledTraffic(Record):
     """sum(2x) against sum(w x): the same flops over one and two streamed arrays."""
 
     available: Literal[True] = True
-    elements: Annotated[int, Field(gt=0)]
-    itemsize: Annotated[int, Field(gt=0)]
+    elements: PosInt
+    itemsize: PosInt
     one_array: Timing
     two_arrays: Timing
     programs: dict[Literal["one_array", "two_arrays"], Inventory]  # type: ignore[valid-type]
@@ -36,10 +38,10 @@ class Fusion(Record):
     """tanh(a @ b) fused, against the same with an optimization barrier between its parts."""
 
     available: Literal[True] = True
-    m: Annotated[int, Field(gt=0)]
-    k: Annotated[int, Field(gt=0)]
-    n: Annotated[int, Field(gt=0)]
-    itemsize: Annotated[int, Field(gt=0)]
+    m: PosInt
+    k: PosInt
+    n: PosInt
+    itemsize: PosInt
     kernels: dict[Literal["fused", "unfused"], Count | None]
     fused: Timing
     unfused: Timing
@@ -50,8 +52,8 @@ class Bf16Pair(Record):
     """One program in float32 and in bfloat16 (an in-place scale, or a square matmul)."""
 
     available: Literal[True] = True
-    elements: Annotated[int, Field(gt=0)] | None = None  # the in-place scale's size
-    size: Annotated[int, Field(gt=0)] | None = None  # the matmul's n
+    elements: PosInt | None = None  # the in-place scale's size
+    size: PosInt | None = None  # the matmul's n
     converts: dict[str, Count | None]
     programs: dict[str, Inventory]  # type: ignore[valid-type]
     dtypes: dict[str, str]
@@ -63,10 +65,10 @@ class Sweep1D(Record):
     """Programs timed at growing sizes (batch columns, or elements), aligned lists."""
 
     available: Literal[True] = True
-    itemsize: Annotated[int, Field(gt=0)]
-    d: Annotated[int, Field(gt=0)] | None = None  # batching: W is d x d
-    batches: list[Annotated[int, Field(gt=0)]] | None = None
-    sizes: list[Annotated[int, Field(gt=0)]] | None = None
+    itemsize: PosInt
+    d: PosInt | None = None  # batching: W is d x d
+    batches: list[PosInt] | None = None
+    sizes: list[PosInt] | None = None
     times: list[Timing]
     programs: list[Inventory]  # type: ignore[valid-type]
 
@@ -75,8 +77,8 @@ class Scan(Record):
     """A scan of ``steps`` tanh(c @ x) steps against one step."""
 
     available: Literal[True] = True
-    size: Annotated[int, Field(gt=0)]
-    steps: Annotated[int, Field(gt=0)]
+    size: PosInt
+    steps: PosInt
     xla_flops: dict[Literal["body", "scan"], float | None]
     our_flops: dict[Literal["body", "scan"], Count | None]
     kernels: dict[Literal["body", "scan"], Count | None]
@@ -104,17 +106,17 @@ class LabExperiments(Record):
 class LabPlan(Record):
     """The sizes and sampling the lab ran with."""
 
-    samples: Annotated[int, Field(ge=1)]
+    samples: AtLeastOne
     min_sample_s: Pos
-    stream_elements: Annotated[int, Field(gt=0)]
-    fusion_shape: list[Annotated[int, Field(gt=0)]]
-    bf16_elements: Annotated[int, Field(gt=0)]
-    bf16_matmul: Annotated[int, Field(gt=0)]
-    batch_d: Annotated[int, Field(gt=0)]
-    batches: list[Annotated[int, Field(gt=0)]]
-    dispatch_sizes: list[Annotated[int, Field(gt=0)]]
-    scan_size: Annotated[int, Field(gt=0)]
-    scan_steps: Annotated[int, Field(gt=0)]
+    stream_elements: PosInt
+    fusion_shape: list[PosInt]
+    bf16_elements: PosInt
+    bf16_matmul: PosInt
+    batch_d: PosInt
+    batches: list[PosInt]
+    dispatch_sizes: list[PosInt]
+    scan_size: PosInt
+    scan_steps: PosInt
 
 
 class Lab(Record):

@@ -7,11 +7,13 @@ mappings of their own.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field
-
-from roofline_report.results.schema_base import NonNeg, Record
+from roofline_report.results.schema_base import (
+    AtLeastOne,
+    NonNeg,
+    Record,
+)
 
 
 class ShardedWorkload(Record):
@@ -50,7 +52,7 @@ class ShardedWorkload(Record):
 
 class Sharding(Record):
     available: Literal[True] = True
-    devices: Annotated[int, Field(ge=1)]
+    devices: AtLeastOne
     emulated: bool
     platform: str = ""
     quick: bool = False

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Discriminator, Field, Tag
+from pydantic import Discriminator, Tag
 
 from roofline_report.results.schema_base import (
     Count,
     NonNeg,
+    PosInt,
     Record,
     Timing,
     available_tag,
@@ -33,7 +34,7 @@ class Analytic(Record):
 
     available: Literal[True] = True
     flops: Count
-    minimum_bytes: Annotated[int, Field(gt=0)]
+    minimum_bytes: PosInt
     transcendentals: Count = 0
 
 
