@@ -59,6 +59,11 @@ def loads(text: str, *, source: str = "results.json") -> dict[str, Any]:
     text that cannot be written back as UTF-8 (lone surrogates), or a structure that
     :func:`parse` refuses.
     """
+    return _loaded(text, source)[0]
+
+
+def _loaded(text: str, source: str) -> tuple[dict[str, Any], schema.Results]:
+    """The plain version-3 document of ``text`` and its typed form (see :func:`loads`)."""
     try:
         data = json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
     except _NotFinite as exc:
@@ -78,23 +83,27 @@ def loads(text: str, *, source: str = "results.json") -> dict[str, Any]:
     return _converted(data, source)
 
 
-def _converted(data: Any, source: str) -> dict[str, Any]:
-    """``data`` validated, as the version-3 document."""
+def _converted(data: Any, source: str) -> tuple[dict[str, Any], schema.Results]:
+    """``data`` as the version-3 document, and its typed form (validated once)."""
     if isinstance(data, dict) and data.get("schema_version") == 2 \
             and not isinstance(data.get("schema_version"), bool):
         data = convert.upgrade(data)
-    parse(data, source=source)
-    return data  # type: ignore[no-any-return]
+    return data, parse(data, source=source)
 
 
 def read(path: str | Path) -> schema.Results:
     """The typed document of the results.json at ``path`` (converted, validated)."""
-    return parse(load(path), source=str(path))
+    return _loaded(_read_text(path), str(path))[1]
 
 
 def load(path: str | Path) -> dict[str, Any]:
     """Read, convert (version 2) and validate the results.json at ``path``: the plain
     version-3 document."""
+    return loads(_read_text(path), source=str(path))
+
+
+def _read_text(path: str | Path) -> str:
+    """The text of the file at ``path``; InputError when it cannot be read as UTF-8."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -106,7 +115,7 @@ def load(path: str | Path) -> dict[str, Any]:
         raise InputError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    return loads(text, source=str(path))
+    return text
 
 
 def document(results: schema.Results) -> dict[str, Any]:
