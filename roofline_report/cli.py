@@ -18,7 +18,14 @@ from typing import IO, Any, Literal, NoReturn
 
 from roofline_report import __version__
 from roofline_report.analysis.analyse import Assumptions, assumptions_for
-from roofline_report.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL, InputError
+from roofline_report.errors import (
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    InputError,
+    first_line,
+)
 
 DEFAULT_OUT = "build"
 
@@ -142,9 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             traceback.print_exc()
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        print(f"internal error: {type(exc).__name__}: {first} (run with --debug for details)",
-              file=sys.stderr)
+        print(f"internal error: {type(exc).__name__}: {first_line(exc)} "
+              "(run with --debug for details)", file=sys.stderr)
         return EXIT_INTERNAL
 
 

@@ -42,10 +42,15 @@ def scrub_paths(text: str) -> str:
     return _ABSOLUTE_PATH.sub(repl, text)
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of the exception's message, surrounding space removed ("" for none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
 def reason(exc: BaseException, limit: int = 300) -> str:
     """One line for a failure, fit to publish: the exception's type and first line, paths
     scrubbed, at most ``limit`` characters."""
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
+    first = first_line(exc)
     out = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
     return scrub_paths(out)[:limit]

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from roofline_report.errors import InputError
+from roofline_report.errors import InputError, first_line
 
 if TYPE_CHECKING:
     from roofline_report.analysis.analyse import Assumptions
@@ -226,9 +226,8 @@ def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str |
             raise
         # Saved data that passed validation but does not render: the file's shape is at fault
         # (rendering is a pure function of it). The cause's traceback is shown with --debug.
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        raise InputError(f"{source}: unexpected structure ({type(exc).__name__}: {first})"
-                         ) from exc
+        raise InputError(f"{source}: unexpected structure ({type(exc).__name__}: "
+                         f"{first_line(exc)[:200]})") from exc
     document = data if isinstance(data, Mapping) else results.document(data)
     files = {"report.html": rendered.html, "report.md": rendered.markdown,
              "results.json": results.dumps(document)}
