@@ -1,7 +1,6 @@
 """Spec-sheet presets of real accelerators: published dense peaks, HBM and interconnect bandwidth.
 
-Every figure here is a :attr:`~roofline_report.analysis.kinds.Kind.SPEC_SHEET` number: what the
-vendor
+Every figure here is a :attr:`~roofline_report.kinds.Kind.SPEC_SHEET` number: what the vendor
 publishes for one chip (one GPU, one TPU chip), with its source. They are ceilings nobody reaches
 in practice (GPUs typically reach 80-85% of the claimed matmul peak), and they describe the chip
 named, not the machine the report runs on.
