@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import bisect
 import re
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from roofline_report.analysis.stats import median
 from roofline_report.traces.xspace import Event, Line, Plane, XSpace
 
 __all__ = [
@@ -303,7 +303,7 @@ def _inferred_calls(kernels: Sequence[Event], trips: Mapping[str, int] | None) -
               if trips is None or op in trips]
     if not ratios:
         return 1
-    return max(1, round(statistics.median(ratios)))
+    return max(1, round(median(ratios) or 0.0))
 
 
 def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[int],
