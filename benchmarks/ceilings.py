@@ -27,7 +27,6 @@ import dataclasses
 import itertools
 import json
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -42,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from roofline_report.analysis.stats import Stats  # noqa: E402
+from roofline_report.analysis.stats import Stats, median  # noqa: E402
 from roofline_report.observe import timer as timing  # noqa: E402
 from roofline_report.observe.ceilings import host  # noqa: E402
 from roofline_report.observe.ceilings import machine as ceilings  # noqa: E402
@@ -229,7 +228,7 @@ def _spread(values: Sequence[float | None]) -> tuple[float | None, list[float] |
     known = [v for v in values if v is not None]
     if not known:
         return None, None
-    return statistics.median(known), [min(known), max(known)]
+    return median(known), [min(known), max(known)]
 
 
 def lean(plan: ceilings.Plan) -> ceilings.Plan:

@@ -50,7 +50,6 @@ import argparse
 import importlib
 import json
 import re
-import statistics
 import sys
 import time
 from collections import defaultdict
@@ -62,6 +61,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from roofline_report.analysis.stats import median, quartiles  # noqa: E402
 from roofline_report.errors import EXIT_INPUT, InputError  # noqa: E402
 from roofline_report.hlo import ir, shapes  # noqa: E402
 from roofline_report.hlo.kernels import kernel_inventory  # noqa: E402
@@ -210,8 +210,9 @@ def _constant_literal(blocks: Mapping[str, list[str]], comp: str, operand: str,
     return None
 
 
-def alone_module(hlo: str, kernel: str) -> AloneModule:
-    """The HLO module that runs ``kernel`` of the optimized HLO text ``hlo`` alone.
+def alone_module(hlo: str, kernel: str, module: ir.Module | None = None) -> AloneModule:
+    """The HLO module that runs ``kernel`` of the optimized HLO text ``hlo`` alone
+    (``module``: ``hlo`` already parsed, to cut several kernels out of one program).
 
     A fusion: its fused computation becomes the entry computation (its parameters are the
     fusion's operands, in order), the computations it calls come before it. Any other kernel:
@@ -220,7 +221,7 @@ def alone_module(hlo: str, kernel: str) -> AloneModule:
     KeyError for an unknown kernel, ValueError for one that cannot run alone (tuple or dynamic
     operands, a computation missing from the text).
     """
-    module = ir.parse_module(hlo)
+    module = module if module is not None else ir.parse_module(hlo)
     blocks = computation_blocks(hlo)
     comp, instr = _find(module, kernel)
     by_name = {i.name: i for i in comp.instructions}
@@ -304,14 +305,6 @@ def busy_times(profile: Any, module: str) -> dict[str, list[float]]:
     runs = sorted(per_run, key=lambda r: first[r])
     names = {name for r in runs for name in per_run[r]}
     return {name: [per_run[r].get(name, 0.0) for r in runs] for name in names}
-
-
-def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
-    ordered = sorted(values)
-    if len(ordered) == 1:
-        return ordered[0], ordered[0], ordered[0]
-    q1, q2, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
-    return q1, q2, q3
 
 
 def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -487,13 +480,13 @@ class _Traces:
 
     def waiting(self) -> list[str]:
         """Kernels whose median span exceeds their median busy time by more than WAITS."""
-        return [n for n in self.span if statistics.median(self.span[n])
-                > (1 + WAITS) * statistics.median(self.busy.get(n, [0.0]))]
+        return [n for n in self.span if _mid(self.span[n])
+                > (1 + WAITS) * _mid(self.busy.get(n, [0.0]))]
 
     def ranked(self, times: Mapping[str, list[float]], names: Iterable[str] | None = None
                ) -> list[str]:
         pool = [n for n in (times if names is None else names) if n in self.span]
-        return sorted(pool, key=lambda n: (-statistics.median(times.get(n, [0.0])), n))
+        return sorted(pool, key=lambda n: (-_mid(times.get(n, [0.0])), n))
 
 
 def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: int
@@ -507,8 +500,9 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
     jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
     compiled = jitted.lower(*args, **kwargs).compile()
     hlo = compiled.as_text()
-    inventory = {k["name"]: k for k in kernel_inventory(hlo)["kernels"]}
-    traces = _Traces(ir.parse_module(hlo).name, inventory, {}, {}, {}, [], [], [], [])
+    module = ir.parse_module(hlo)  # parsed once: the inventory and every kernel cut out of it
+    inventory = {k["name"]: k for k in kernel_inventory(module)["kernels"]}
+    traces = _Traces(module.name, inventory, {}, {}, {}, [], [], [], [])
     traces.add(compiled, args, kwargs, calls)
     by_span = traces.ranked(traces.span)
     by_busy = traces.ranked(traces.busy)
@@ -520,7 +514,7 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
     skipped: dict[str, str] = {}
     for index, name in enumerate(chosen):
         try:
-            alone = alone_module(hlo, name)
+            alone = alone_module(hlo, name, module)
             executable = compile_hlo(alone.text)
             arrays = _inputs(alone.parameters, seed=index)
             _call(executable, arrays)
@@ -537,7 +531,7 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
         for name, samples in time_alone(programs, rounds=1, budget_s=budget_s / rounds).items():
             timed[name] += samples
         traces.add(compiled, args, kwargs, calls)
-    floor = statistics.median(timed.pop("(dispatch floor)"))
+    floor = _mid(timed.pop("(dispatch floor)"))
 
     rows: list[dict[str, Any]] = []
     for name, samples in timed.items():
@@ -565,9 +559,9 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
             "compared": len(subset),
             "agree_busy": sum(r["agrees_busy"] for r in subset),
             "agree_span": sum(r["agrees_span"] for r in subset),
-            "median_ratio_busy": _median([r["busy_s"] / r["alone_s"] for r in positive]),
-            "median_ratio_span": _median([r["span_s"] / r["alone_s"] for r in positive]),
-            "median_ratio_span_q1": _median([r["span_q1_s"] / r["alone_s"] for r in positive]),
+            "median_ratio_busy": median([r["busy_s"] / r["alone_s"] for r in positive]),
+            "median_ratio_span": median([r["span_s"] / r["alone_s"] for r in positive]),
+            "median_ratio_span_q1": median([r["span_q1_s"] / r["alone_s"] for r in positive]),
         }
 
     final_span = traces.ranked(traces.span)
@@ -581,7 +575,7 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
         "not_waiting": tally([r for r in rows if not r["waits"]]),
         "same_form": sum(r["same_form"] for r in rows),
         "dispatch_floor_s": floor,
-        "program_untraced_s": statistics.median(traces.untraced),
+        "program_untraced_s": _mid(traces.untraced),
         "program_traced_s": _range(traces.program),
         "kernel_sum_busy_s": _range(traces.busy_sum),
         "kernel_sum_span_s": _range(traces.span_sum),
@@ -609,11 +603,12 @@ def _range(values: Sequence[float]) -> dict[str, float] | None:
     """Median and range of per-call values; None for none."""
     if not values:
         return None
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+    return {"median": _mid(values), "min": min(values), "max": max(values)}
 
 
-def _median(values: Sequence[float]) -> float | None:
-    return statistics.median(values) if values else None
+def _mid(values: Sequence[float]) -> float:
+    """The median of values there are (analysis.stats, the one home of medians)."""
+    return median(values) or 0.0
 
 
 def _us(seconds: float) -> str:

@@ -24,6 +24,7 @@ from jax import lax
 from roofline_report.analysis import reconcile
 from roofline_report.errors import InputError
 from roofline_report.hlo import stablehlo_count, stablehlo_mlir, stablehlo_ops
+from roofline_report.observe.lower import count_workload
 
 ON_CPU = jax.default_backend() == "cpu"
 cpu_only = pytest.mark.skipif(not ON_CPU, reason="XLA's CPU numbers are recorded for CPU")
@@ -84,7 +85,7 @@ def test_seed_counts() -> None:
 @cpu_only
 def test_seed_against_xla_on_cpu_flags_the_unfused_intermediate() -> None:
     args = (_f32(32, 16), _f32(16, 8))
-    both = stablehlo_count.count_workload(seed, *args)
+    both = count_workload(seed, *args)
     xla = _xla(seed, *args)
     assert xla["flops"] == 8192 and xla["transcendentals"] == 256
     assert xla["bytes accessed"] == 5632  # the 1 KiB tanh input is written and read back
@@ -137,7 +138,7 @@ def test_loop_body_times_trip_count(fn: Callable[..., Any]) -> None:
 @pytest.mark.parametrize("fn", [scan_tanh, fori_tanh], ids=["scan", "fori_loop"])
 def test_xla_costs_one_iteration_and_reconcile_says_so(fn: Callable[..., Any]) -> None:
     args = (_f32(64, 64), _f32(64, 64))
-    both = stablehlo_count.count_workload(fn, *args)
+    both = count_workload(fn, *args)
     ours, compiled = both["stablehlo"], both["compiled"]
     xla = _xla(fn, *args)
     assert xla["flops"] == ours["loops"][0]["body_flops"]  # 1 x body
@@ -208,7 +209,7 @@ def test_nested_loops_multiply_and_pair_with_the_compiled_order() -> None:
 
         return lax.fori_loop(0, 3, lambda i, v: lax.fori_loop(0, 4, inner, v), x)
 
-    both = stablehlo_count.count_workload(nested, _f32(8, 8), _f32(8, 8))
+    both = count_workload(nested, _f32(8, 8), _f32(8, 8))
     ours = both["stablehlo"]
     inner_body = 2 * 8**3 + 2
     outer_body = 4 * inner_body + 2
@@ -386,9 +387,9 @@ def test_bad_inputs_raise_input_error() -> None:
     with pytest.raises(InputError, match="StableHLO MLIR module"):
         stablehlo_count.count_stablehlo("module {}")
     with pytest.raises(InputError, match="callable"):
-        stablehlo_count.count_workload(42)  # type: ignore[arg-type]
+        count_workload(42)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="cannot be lowered"):
-        stablehlo_count.count_workload(seed, _f32(3, 4), _f32(5, 6))
+        count_workload(seed, _f32(3, 4), _f32(5, 6))
 
 
 SHARD_MAP_SCRIPT = """
@@ -397,7 +398,7 @@ os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
 from functools import partial
 import jax, jax.numpy as jnp
 from jax.sharding import AxisType, PartitionSpec as P
-from roofline_report.hlo import stablehlo_count
+from roofline_report.observe.lower import count_workload
 mesh = jax.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,))
 
 @jax.jit
@@ -405,7 +406,7 @@ mesh = jax.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,))
 def f(a, b):
     return jax.lax.psum(jnp.tanh(a @ b), "x")
 
-print(json.dumps(stablehlo_count.count_workload(f, jnp.ones((64, 32)), jnp.ones((32, 16)))))
+print(json.dumps(count_workload(f, jnp.ones((64, 32)), jnp.ones((32, 16)))))
 """
 
 

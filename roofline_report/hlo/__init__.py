@@ -13,8 +13,9 @@ count of the StableHLO.
   :mod:`~roofline_report.hlo.kernel_bytes` (the bytes a launch touches) and
   :mod:`~roofline_report.hlo.kernel_patterns` (the kinds of kernel).
 * :mod:`roofline_report.hlo.taps`: convolution taps in closed form.
-* :mod:`roofline_report.hlo.stablehlo_count`: :func:`count_stablehlo` (the MLIR walk) and
-  :func:`count_workload`; :mod:`roofline_report.hlo.stablehlo_loops`: :func:`match_loops`.
+* :mod:`roofline_report.hlo.stablehlo_count`: :func:`count_stablehlo` (the MLIR walk);
+  :mod:`roofline_report.hlo.stablehlo_loops`: :func:`match_loops`. Lowering a workload to count
+  it (:func:`roofline_report.observe.lower.count_workload`) is measuring, and lives in observe/.
 
 Importing this package does not import jax.
 """
@@ -28,14 +29,13 @@ from roofline_report.hlo.compiled import (
     while_loops,
 )
 from roofline_report.hlo.ir import Module, parse_module
-from roofline_report.hlo.stablehlo_count import count_stablehlo, count_workload
+from roofline_report.hlo.stablehlo_count import count_stablehlo
 from roofline_report.hlo.stablehlo_loops import match_loops
 
 __all__ = [
     "Module",
     "collective_records",
     "count_stablehlo",
-    "count_workload",
     "inspect_compiled",
     "match_loops",
     "parse_module",

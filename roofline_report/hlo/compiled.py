@@ -127,10 +127,17 @@ def collective_records(
     outside loops, None when a loop's trip count is unknown); see :func:`loop_context`.
     """
     module = _module(hlo)
+    return _collective_records(module, walk(module), num_devices)
+
+
+def _collective_records(module: Module, walked: Walk, num_devices: int | None
+                        ) -> list[dict[str, Any]]:
+    """:func:`collective_records` of a module already walked (the loops around each
+    collective come from ``walked``)."""
     devices = module.device_count if num_devices is None else num_devices
     wrapped = _async_wrapped(module)
     done_of = _done_of(module)
-    loops = _loop_context(walk(module))
+    loops = _loop_context(walked)
     records: list[dict[str, Any]] = []
     for comp, instr in module.instructions():
         found = _collective_of(instr, module)
@@ -336,7 +343,7 @@ def inspect_compiled(hlo_text: str | Module) -> dict[str, Any]:
             "by_backend_kind": dict(sorted(by_backend.items())),
         },
         "custom_calls": custom_calls,
-        "collectives": collective_records(module),
+        "collectives": _collective_records(module, walked, None),
         "while_loops": loops,
         "kernels": walked.launches,
         "kernels_static": walked.launches_static,

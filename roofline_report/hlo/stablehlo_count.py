@@ -5,8 +5,9 @@
 an operation histogram, flops, transcendentals, and the minimum traffic (bytes of the entry
 function's arguments and results). Unlike XLA's cost analysis it follows ``func.call`` into the
 outlined scan/fori bodies and multiplies loop bodies by their trip count.
-:func:`count_workload` lowers and compiles once and returns this count beside
-:func:`roofline_report.hlo.compiled.inspect_compiled` of the optimized HLO.
+:func:`roofline_report.observe.lower.count_workload` lowers and compiles once and returns this
+count beside :func:`roofline_report.hlo.compiled.inspect_compiled` of the optimized HLO (lowering
+is measuring: it lives in observe/, the one package that imports jax).
 
 Loops are paired with the compiled program's while loops by identity (:func:`match_loops`): the
 same source file, line and column, or the same op_name; by position only when the two programs
@@ -95,17 +96,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from roofline_report.errors import InputError
-from roofline_report.hlo.compiled import inspect_compiled
 from roofline_report.hlo.stablehlo_loops import LoopIdentity, match_loops
 from roofline_report.hlo.stablehlo_mlir import itemsize, mlir_ir, string_attr, tensor_shape
 from roofline_report.hlo.stablehlo_ops import CONTAINERS, TERMINATORS
 from roofline_report.hlo.stablehlo_walker import Deadline, OutOfTime, Walker
 
-__all__ = ["DEFAULT_TIME_LIMIT_S", "count_stablehlo", "count_workload"]
+__all__ = ["DEFAULT_TIME_LIMIT_S", "count_stablehlo"]
 
 # --------------------------------------------------------------------------------------------
 # The StableHLO count
@@ -289,35 +289,3 @@ def _as_module(module: Any) -> Any:
             f"count_stablehlo needs a StableHLO MLIR module, got {type(module).__name__}"
         )
     return module
-
-
-# --------------------------------------------------------------------------------------------
-# One call for a workload
-# --------------------------------------------------------------------------------------------
-
-
-def count_workload(fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
-    """Lower and compile ``fn(*args)`` once; return ``{"stablehlo": count_stablehlo(...),
-    "compiled": inspect_compiled(...)}``, the program's loops paired with the compiled while
-    loops (:func:`match_loops`), whose ``known_trip_count`` serves loops whose trip count the
-    condition region does not give.
-
-    Raises InputError when ``fn`` is not callable or cannot be lowered/compiled with ``args``.
-    """
-    import jax
-
-    if not callable(fn):
-        raise InputError(f"the workload must be callable, got {type(fn).__name__}")
-    label = getattr(fn, "__name__", type(fn).__name__)
-    try:
-        lowered = fn.lower(*args) if hasattr(fn, "lower") else jax.jit(fn).lower(*args)
-        compiled = lowered.compile()
-    except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise InputError(
-            f"workload {label} cannot be lowered: {type(exc).__name__}: {first}"
-        ) from exc
-    module = lowered.compiler_ir("stablehlo")
-    inspected = inspect_compiled(str(compiled.as_text()))
-    counted = count_stablehlo(module, compiled_loops=inspected["while_loops"])
-    return {"stablehlo": counted, "compiled": inspected}

@@ -1,8 +1,9 @@
 """The MLIR helpers of our StableHLO count: reading types, attributes and constants of StableHLO
 operations through the MLIR python bindings (:mod:`roofline_report.hlo.stablehlo_count`).
 
-The bindings are untyped: Any at the boundary, plain Python values inside. jax is imported only
-when a helper runs.
+The bindings are untyped: Any at the boundary, plain Python values inside. They are read from
+jaxlib (``jaxlib.mlir``: the classes ``jax.extend.mlir`` re-exports), imported only when a helper
+runs; jax itself is not imported.
 """
 
 from __future__ import annotations
@@ -15,16 +16,15 @@ from typing import Any
 SH = "stablehlo."
 
 
-
 def mlir_ir() -> Any:
-    from jax.extend.mlir import ir
+    from jaxlib.mlir import ir
 
     return ir
 
 
 def stablehlo_dialect() -> Any | None:
     try:
-        from jax.extend.mlir.dialects import stablehlo
+        from jaxlib.mlir.dialects import stablehlo
     except ImportError:  # pragma: no cover - depends on the jax build
         return None
     return stablehlo

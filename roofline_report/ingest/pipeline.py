@@ -29,21 +29,22 @@ from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.ingest import timeline
 from roofline_report.ingest.discover import HostFile, RunFiles, find_run
 from roofline_report.traces.events import kernel_times
-from roofline_report.traces.xspace import TraceFormatError, XSpace, read_xspace
+from roofline_report.traces.xspace import Line, TraceFormatError, XSpace, read_xspace
 
 __all__ = ["HostProgram", "HostReading", "LaneTiming", "Reading", "read_profile"]
 
 
 @dataclass
 class HostReading:
-    """One host's trace: the file, its decoded XSpace, its devices' kernel events and its step
-    markers."""
+    """One host's trace: the file, its decoded XSpace, its devices' kernel events, its step
+    markers and the runtime's execute events (one list for all its devices)."""
 
     file: HostFile
     size: int
     space: XSpace
     lanes: list[timeline.Lane]
     markers: list[timeline.Step]
+    executes: list[Line]
 
     def metadata(self, key: str) -> Any:
         plane = self.space.plane("/host:metadata")
@@ -102,7 +103,7 @@ def _read_host(f: HostFile) -> HostReading:
             raise InputError(f"{exc} (a newer profiler than this reader knows)") from None
         raise InputError(f"{exc} (a truncated or corrupt trace file)") from None
     return HostReading(f, f.path.stat().st_size, space, timeline.lanes(space),
-                       timeline.steps(space))
+                       timeline.steps(space), timeline.execute_lines(space))
 
 
 def _choose_module(summaries: Sequence[timeline.ModuleSummary], wanted: str | None,
@@ -215,7 +216,7 @@ def read_profile(path: str | Path, *, run: str | None = None, module: str | None
         for lane in h.lanes:
             ids = [program] if program is not None else []
             view = timeline.profile_for(h.space, lane, chosen, ids, markers=h.markers,
-                                        trips=trips)
+                                        trips=trips, executes=h.executes)
             if not any(line.events for plane in view.planes[:1] for line in plane.lines):
                 continue
             timing = kernel_times(view, module=chosen,

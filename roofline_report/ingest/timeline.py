@@ -25,18 +25,19 @@ from __future__ import annotations
 
 import bisect
 import re
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from roofline_report.analysis.stats import median
 from roofline_report.traces.xspace import Event, Line, Plane, XSpace
 
 __all__ = [
     "Lane",
     "ModuleSummary",
     "Step",
+    "execute_lines",
     "lanes",
     "module_base",
     "modules",
@@ -278,9 +279,9 @@ class ProfileView:
     notes: list[str] = field(default_factory=list)
 
 
-def _support_events(space: XSpace, lane: Lane) -> list[Line]:
-    """The host events kernel_times reads besides kernels: the runtime's execute events (a
-    call's start) and the ``end:`` events of the lane's asynchronous thunks."""
+def execute_lines(space: XSpace) -> list[Line]:
+    """The runtime's execute events of a host's trace (a call's start), by host line: the same
+    for every lane of the host, so read once per host."""
     out: list[Line] = []
     for plane in space.planes:
         if not plane.name.startswith("/host:"):
@@ -290,6 +291,13 @@ def _support_events(space: XSpace, lane: Lane) -> list[Line]:
                     and not e.name.startswith("end: ") and "Execute" in e.name]
             if kept:
                 out.append(Line(line.id, line.name, kept))
+    return out
+
+
+def _support_events(executes: Sequence[Line], lane: Lane) -> list[Line]:
+    """The host events kernel_times reads besides kernels: the runtime's execute events and the
+    ``end:`` events of the lane's asynchronous thunks."""
+    out = list(executes)
     if lane.ends:
         out.append(Line(-1, "thunk completions", list(lane.ends)))
     return out
@@ -303,13 +311,15 @@ def _inferred_calls(kernels: Sequence[Event], trips: Mapping[str, int] | None) -
               if trips is None or op in trips]
     if not ratios:
         return 1
-    return max(1, round(statistics.median(ratios)))
+    return max(1, round(median(ratios) or 0.0))
 
 
 def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[int],
-                *, markers: Sequence[Step], trips: Mapping[str, int] | None) -> ProfileView:
+                *, markers: Sequence[Step], trips: Mapping[str, int] | None,
+                executes: Sequence[Line] | None = None) -> ProfileView:
     """The events of ``module`` on ``lane`` as kernel_times reads them, per step where the
-    markers bound the kernels, else per call (see the module docstring)."""
+    markers bound the kernels, else per call (see the module docstring). ``executes``: the
+    host's :func:`execute_lines`, when already read for another lane."""
     wanted = set(program_ids)
     kernels = [(line, e) for line, e in zip(lane.lines, lane.kernels, strict=True)
                if e.stats.get("hlo_module") == module
@@ -344,7 +354,7 @@ def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[in
         by_line[line].append(e)
     kernel_lines = [Line(line, f"kernels {line}", events)
                     for line, events in sorted(by_line.items())]
-    support = _support_events(space, lane)
+    support = _support_events(execute_lines(space) if executes is None else executes, lane)
     planes = ([_PlaneView(f"/device:{lane.device}", kernel_lines),
                _PlaneView("/host:", support)]
               if lane.on_device else [_PlaneView(HOST_CPU, [*kernel_lines, *support])])

@@ -12,7 +12,6 @@ the report's usual ones (``report/views.py``, ``report/sections.py``), from the 
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -107,7 +106,7 @@ def _host_rows(programs: Sequence[Program]) -> list[dict[str, Any]]:
             rows.append({
                 "host": tr["host"], "device": lane["device"],
                 "calls": plural(s.calls, tr["per"], f"{tr['per']}s"),
-                "step": n(statistics.median(steps), "s", M) if steps else Num("—"),
+                "step": n(median(steps), "s", M) if steps else Num("—"),
                 "program": n(s.program_s, "s", M),
                 "kernels": n(s.kernel_sum_s, "s", M),
                 "busy": n(s.busy_s, "s", M),

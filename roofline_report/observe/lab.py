@@ -31,6 +31,7 @@ from typing import Any
 
 from roofline_report.errors import reason
 from roofline_report.hlo import count_stablehlo, inspect_compiled
+from roofline_report.hlo.ir import Module, parse_module
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.observe import timer as timing
 from roofline_report.observe.ceilings.host import read_cache_bytes
@@ -189,7 +190,8 @@ class _Lab:
             "itemsize": 4,
             "one_array": self._time(one, (x,)),
             "two_arrays": self._time(two, (x, w)),
-            "programs": {"one_array": _inventory(one), "two_arrays": _inventory(two)},
+            "programs": {"one_array": _inventory(_program(one)),
+                         "two_arrays": _inventory(_program(two))},
         }
 
     def fusion(self) -> dict[str, Any]:
@@ -206,15 +208,16 @@ class _Lab:
             return jnp.tanh(jax.lax.optimization_barrier(a @ b))  # type: ignore[no-untyped-call]
 
         c_fused, c_unfused = _compile(fused, a, b), _compile(unfused, a, b)
+        p_fused, p_unfused = _program(c_fused), _program(c_unfused)
         return {
             "m": m,
             "k": k,
             "n": n,
             "itemsize": 4,
-            "kernels": {"fused": _kernels(c_fused), "unfused": _kernels(c_unfused)},
+            "kernels": {"fused": _kernels(p_fused), "unfused": _kernels(p_unfused)},
             "fused": self._time(c_fused, (a, b)),
             "unfused": self._time(c_unfused, (a, b)),
-            "programs": {"fused": _inventory(c_fused), "unfused": _inventory(c_unfused)},
+            "programs": {"fused": _inventory(p_fused), "unfused": _inventory(p_unfused)},
         }
 
     def bf16_memory(self) -> dict[str, Any]:
@@ -226,8 +229,9 @@ class _Lab:
         for dtype in ("float32", "bfloat16"):
             x, factor = _full((n,), 1.0, dtype), _full((), -1.0, dtype)
             compiled = jax.jit(lambda x, c: c * x, donate_argnums=0).lower(x, factor).compile()
-            out["converts"][dtype] = _inspect(compiled).get("converts")
-            out["programs"][dtype] = _inventory(compiled)
+            program = _program(compiled)
+            out["converts"][dtype] = _inspect(program).get("converts")
+            out["programs"][dtype] = _inventory(program)
             out["dtypes"][dtype] = dtype
             out[dtype] = timing.measure(
                 _InPlace(compiled, x, factor).run,
@@ -245,8 +249,9 @@ class _Lab:
         for dtype in ("float32", "bfloat16"):
             a, b = _normal((size, size), dtype, 3), _normal((size, size), dtype, 4)
             compiled = _compile(lambda a, b: a @ b, a, b)
-            out["converts"][dtype] = _inspect(compiled).get("converts")
-            out["programs"][dtype] = _inventory(compiled)
+            program = _program(compiled)
+            out["converts"][dtype] = _inspect(program).get("converts")
+            out["programs"][dtype] = _inventory(program)
             out["dtypes"][dtype] = dtype
             out[dtype] = self._time(compiled, (a, b))
         return out
@@ -296,7 +301,7 @@ class _Lab:
                     break
                 raise
             times.append(measured)
-            programs.append(_inventory(compiled))
+            programs.append(_inventory(_program(compiled)))
             done.append(value)
         return done, times, programs
 
@@ -330,8 +335,9 @@ class _Lab:
             compiled = lowered.compile()
             out["xla_flops"][name] = _xla_flops(compiled)
             out["our_flops"][name] = _our_flops(lowered)
-            out["kernels"][name] = _kernels(compiled)
-            out["programs"][name] = _inventory(compiled)
+            program = _program(compiled)
+            out["kernels"][name] = _kernels(program)
+            out["programs"][name] = _inventory(program)
             out[name] = self._time(compiled, (c, x))
         return out
 
@@ -378,25 +384,38 @@ def _compile(fn: Callable[..., Any], *args: Any) -> Any:
     return jax.jit(fn).lower(*args).compile()
 
 
-def _inspect(compiled: Any) -> dict[str, Any]:
-    """inspect_compiled of the optimized HLO, or {} when the text cannot be read."""
+def _program(compiled: Any) -> Module | Exception:
+    """A compiled program's optimized HLO, parsed once for both :func:`_inspect` and
+    :func:`_inventory`; the exception when its text cannot be read."""
     try:
-        return inspect_compiled(compiled.as_text())
+        return parse_module(compiled.as_text())
+    except Exception as exc:
+        return exc
+
+
+def _inspect(program: Module | Exception) -> dict[str, Any]:
+    """inspect_compiled of the optimized HLO, or {} when the text cannot be read."""
+    if isinstance(program, Exception):
+        return {}
+    try:
+        return inspect_compiled(program)
     except Exception:
         return {}
 
 
-def _inventory(compiled: Any) -> dict[str, Any]:
+def _inventory(program: Module | Exception) -> dict[str, Any]:
     """The kernel inventory of a compiled program's optimized HLO (plain JSON), or
     ``{"available": False, "reason"}`` when it cannot be read."""
+    if isinstance(program, Exception):
+        return {"available": False, "reason": _why(program)}
     try:
-        return kernel_inventory(compiled.as_text())
+        return kernel_inventory(program)
     except Exception as exc:
         return {"available": False, "reason": _why(exc)}
 
 
-def _kernels(compiled: Any) -> int | None:
-    value = _inspect(compiled).get("kernels")
+def _kernels(program: Module | Exception) -> int | None:
+    value = _inspect(program).get("kernels")
     return value if isinstance(value, int) else None
 
 

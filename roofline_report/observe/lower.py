@@ -21,6 +21,9 @@ import numpy as np
 from jax.extend.mlir import ir
 
 from roofline_report import errors
+from roofline_report.errors import InputError
+from roofline_report.hlo.compiled import inspect_compiled
+from roofline_report.hlo.stablehlo_count import count_stablehlo
 
 # Keys of XLA's cost analysis that the report shows; everything else is kept raw in results.json.
 XLA_COST_KEYS = ("flops", "transcendentals", "bytes accessed", "optimal_seconds")
@@ -55,6 +58,31 @@ def lower_and_compile_jitted(jitted: Any, args: Sequence[Any],
     compiled = lowered.compile()
     done = time.perf_counter()
     return Lowered(lowered, compiled, lowered_at - start, done - lowered_at)
+
+
+def count_workload(fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
+    """Lower and compile ``fn(*args)`` once; return ``{"stablehlo": count_stablehlo(...),
+    "compiled": inspect_compiled(...)}``, the program's loops paired with the compiled while
+    loops (:func:`~roofline_report.hlo.stablehlo_loops.match_loops`), whose
+    ``known_trip_count`` serves loops whose trip count the condition region does not give.
+
+    Raises InputError when ``fn`` is not callable or cannot be lowered/compiled with ``args``.
+    """
+    if not callable(fn):
+        raise InputError(f"the workload must be callable, got {type(fn).__name__}")
+    label = getattr(fn, "__name__", type(fn).__name__)
+    try:
+        low = lower_and_compile_jitted(fn, args, {}) if hasattr(fn, "lower") \
+            else lower_and_compile(fn, args)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise InputError(
+            f"workload {label} cannot be lowered: {type(exc).__name__}: {first}"
+        ) from exc
+    inspected = inspect_compiled(str(low.compiled.as_text()))
+    counted = count_stablehlo(stablehlo_module(low.lowered),
+                              compiled_loops=inspected["while_loops"])
+    return {"stablehlo": counted, "compiled": inspected}
 
 
 def stablehlo_module(lowered: Any) -> Any:

@@ -321,7 +321,6 @@ def _inspect_lowering(w: Workload, low: lowering.Lowered, optimized_hlo: str,
     try:
         module = lowering.stablehlo_module(low.lowered)
         ops = lowering.stablehlo_ops(module)
-        compiled_text = strip_metadata(optimized_hlo)
         record["lowering"] = {
             "available": True,
             "reason": "",
@@ -331,7 +330,8 @@ def _inspect_lowering(w: Workload, low: lowering.Lowered, optimized_hlo: str,
             "required_ops": list(w.required_ops),
             "stablehlo_text": _clip(scrub_paths(lowering.stablehlo_text(module)))
             if keep_text else "",
-            "compiled_text": _clip(scrub_paths(compiled_text)) if keep_text else "",
+            "compiled_text": _clip(scrub_paths(strip_metadata(optimized_hlo)))
+            if keep_text else "",
         }
         missing = [op for op in w.required_ops if op not in ops]
         if missing:

@@ -73,8 +73,7 @@ def parse_collectives(hlo_text: str, num_devices: int,
         program_total = None if any(b is None for b in program_sizes) else sum(
             int(b) for b in program_sizes if b is not None)
         known = size is not None and record["op"] in COLLECTIVE_OPS
-        sent = None if not known or compiled_total is None else collective_bytes(
-            record["op"], compiled_total, size)
+        sent = record["bytes_per_device"]  # priced by collective_records, in the compiled dtype
         program_sent = None if not known or program_total is None else collective_bytes(
             record["op"], program_total, size)
         dtypes = {a["dtype"] for a in arrays}

@@ -30,11 +30,12 @@ another profiler was already running).
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from roofline_report.analysis.stats import median
 
 __all__ = ["kernel_times", "xspace_text"]
 
@@ -352,7 +353,7 @@ class _Samples:
 
     def rows(self) -> list[dict[str, Any]]:
         """The kernels' records, the longest median busy time first."""
-        order = sorted(self.span, key=lambda op: (-statistics.median(self.own[op]), op))
+        order = sorted(self.span, key=lambda op: (-(median(self.own[op]) or 0.0), op))
         return [{"name": op, "launches": self.launches[op], "busy_s": self.own[op],
                  "span_s": self.span[op]} for op in order]
 

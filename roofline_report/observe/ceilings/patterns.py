@@ -39,7 +39,7 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
   dense layer) and for matrix-vector products; n×n×n, 2n³ FLOP per call.
 
 Every point's compiled program is checked to hold its pattern (the kernel inventory of its
-optimized HLO, and the inventory's own ``pattern`` label where it gives one): a size whose program
+optimized HLO, and the inventory's own ``pattern`` label): a size whose program
 does not is left out with the reason, and an entry none of whose sizes has the pattern is
 recorded unavailable (``available: false``): on a backend that hands every dot to a library there
 is no loop-dot to measure.
@@ -330,7 +330,10 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
     module = parse_module(text)
     found = kernel_inventory(module)["kernels"]
     described = ", ".join(f"{k['name']} ({k.get('kind') or k.get('opcode')})" for k in found)
-    labelled = any("pattern" in k for k in found)
+
+    @functools.cache
+    def minor_reduced() -> bool | None:  # a scan of the whole module: at most once
+        return _minor_reduced(module)
 
     def has(k: Mapping[str, Any]) -> bool:
         ops = k.get("ops") or {}
@@ -339,11 +342,11 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
         if pattern == "loop-dot":
             return bool(ops.get("dot")) and not _library(k)
         if pattern == "strided-reduction":
-            return bool(ops.get("reduce")) and _minor_reduced(module) is False
+            return bool(ops.get("reduce")) and minor_reduced() is False
         return bool(ops.get(pattern))  # gather, scatter
 
-    for k in found:
-        if has(k) and (not labelled or k.get("pattern") == pattern):
+    for k in found:  # the inventory labels every kernel with its pattern (None for none)
+        if k["pattern"] == pattern and has(k):
             return str(k["name"]), described
     return None, described
 
