@@ -29,7 +29,7 @@ from typing import Any
 from roofline_report.errors import InputError
 from roofline_report.report.format import decimal
 
-__all__ = ["AGREE_RTOL", "CAUSES", "add_kernel_columns", "causes_of", "reconcile"]
+__all__ = ["AGREE_RTOL", "CAUSES", "add_kernel_columns", "reconcile"]
 
 AGREE_RTOL = 1e-3
 
@@ -511,14 +511,6 @@ def _measured(seconds: float | None, flops_row: _Row) -> dict[str, Any] | None:
         "achieved_flops_per_s": None if flops is None else flops / float(seconds),
         "flops_basis": basis if flops is not None else None,
     }
-
-
-def causes_of(result: Mapping[str, Any], quantity: str) -> list[str]:
-    """The flag causes of one row of a :func:`reconcile` result (a convenience for callers)."""
-    for row in result.get("rows", []):
-        if row.get("quantity") == quantity:
-            return [flag["cause"] for flag in row.get("flags", [])]
-    return []
 
 
 # --------------------------------------------------------------------------------------------
