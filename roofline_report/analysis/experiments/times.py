@@ -2,7 +2,7 @@
 
 :func:`kernel_model` prices an experiment's variants (one array against two, fused against
 unfused, the points of a sweep, ...) with the per-kernel model,
-:func:`roofline_report.analysis.predict.predict_program` of each variant's kernels
+:func:`roofline_report.analysis.predict.predict_from_kernels` of each variant's kernels
 in its dtype under the measured roof set, when that set is given and complete and every variant
 has an inventory the model can price. Otherwise it returns None with the reason, and the
 experiment prices every variant with the single-roof model of its
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.experiments.common import NOT_RECORDED
-from roofline_report.analysis.predict import Prediction, predict_kernel, predict_program
+from roofline_report.analysis.predict import Prediction, predict_from_kernels
 from roofline_report.analysis.roofs import FRESH, RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.units import format_si
@@ -163,10 +163,7 @@ def kernel_model(
         return None, f"the {names[v]} program: {why}"
     predictions: dict[str, Prediction] = {}
     for v, inv in inventories.items():
-        parts = [predict_kernel(k, dtypes[v], roofs) for k in inv.get("kernels") or []
-                 if k.get("charged", True)]
-        p = predict_program([q for q in parts if q is not None], roofs) \
-            if parts and all(q is not None for q in parts) else None
+        p = predict_from_kernels(inv.get("kernels") or [], dtypes[v], roofs)
         if p is None:
             why = "its inventory lists no kernels" if not inv.get("kernels") else (
                 "a roof it needs is missing")
