@@ -79,7 +79,8 @@ def roofline_figure_data(
         "series": [
             {"label": "bandwidth budget", "y": [bandwidth * x / 1e9 for x in xs]},
             {"label": "compute budget", "y": [peak / 1e9] * len(xs)},
-            {"label": "combined ceiling", "y": [min(peak, bandwidth * x) / 1e9 for x in xs]},
+            {"label": "combined ceiling",
+             "y": [model.attainable(x, peak, bandwidth) / 1e9 for x in xs]},
         ],
     }
 
@@ -406,8 +407,8 @@ def step_study(
             compare.append(jr)
         seconds = w.get("measured_seconds")
         if seconds and measured_peak and measured_bandwidth:
-            serial = devices * max(per["flops"] / measured_peak,
-                                   per["hbm_bytes"] / measured_bandwidth)
+            serial = devices * model.predicted_seconds(per["flops"], per["hbm_bytes"],
+                                                       measured_peak, measured_bandwidth)
             emulated.append({"name": w.get("name", ""), "devices": devices,
                              "measured": float(seconds), "serialised": serial,
                              "ratio": float(seconds) / serial if serial else None,

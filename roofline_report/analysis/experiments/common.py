@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.stats import Timing
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind, Quantity
@@ -243,7 +244,7 @@ class Budgets:
             "dispatch": Quantity(
                 self.dispatch, "s", self.dispatch_kind, self.dispatch_note
             ).to_json(),
-            "ridge": self.peak / self.bandwidth,
+            "ridge": model.ridge(self.peak, self.bandwidth),
             "compute_by_dtype": dict(sorted(self.compute.items())),
         }
 
