@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis import seed_model as model
+from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.stats import Timing
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind, Quantity
@@ -126,7 +127,7 @@ def verdict(
         out["text"] = "unavailable: a relative error needs a non-zero prediction"
         return out
     if log_scale:
-        error = max(m / p, p / m)
+        error = Miss(p, m).factor  # both positive, checked above
         held = error <= tolerance
         size = f"a factor of {decimal(error, 3)}"
         out["text"] = f"held within {size}" if held else ""
