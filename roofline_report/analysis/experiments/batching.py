@@ -1,14 +1,14 @@
 """Batching crosses the ridge (no jax): W[d,d] @ X[d,b] over a sweep of batches b.
 
 The time should stay flat (W's traffic) until the intensity reaches the ridge, then grow in
-proportion to b. The measured knee is :func:`~roofline_report.analysis.experiments.common.knee_fit`
-of the
-measured times. The predicted knee is the same fit of the per-kernel model's predicted times over
-the same batches, on the measured roofs, when every point's kernel inventory was recorded; else
-the closed form b* at the budgets' ridge (:func:`batch_ridge`). A failed verdict names the side
-that moved the knee (the flat part: W's reads against the bandwidth the model charged; the
-proportional part: the large batches' rate against the compute roof the model used), or a knee
-outside the sweep, or timing noise.
+proportion to b. The measured knee is
+:func:`~roofline_report.analysis.experiments.knees.knee_fit` of the measured times. The
+predicted knee is the same fit of the per-kernel model's predicted times over the same batches,
+on the measured roofs, when every point's kernel inventory was recorded; else the closed form b*
+at the budgets' ridge (:func:`batch_ridge`). A failed verdict names the side that moved the knee
+(the flat part: W's reads against the bandwidth the model charged; the proportional part: the
+large batches' rate against the compute roof the model used), or a knee outside the sweep, or
+timing noise.
 """
 
 from __future__ import annotations
@@ -21,25 +21,27 @@ from roofline_report.analysis import seed_model as model
 from roofline_report.analysis import words
 from roofline_report.analysis.experiments.common import (
     F32,
-    KNEE_NOTE,
-    NO_KNEE,
-    Budgets,
-    Entry,
     cache_note,
     dtype_of,
     knee_failure,
-    knee_fit,
-    model_knee_note,
-    number,
     record,
     seconds_of,
+)
+from roofline_report.analysis.experiments.knees import (
+    KNEE_NOTE,
+    NO_KNEE,
+    knee_fit,
+    model_knee_note,
     sweep_figure,
 )
+from roofline_report.analysis.experiments.raw import Entry
+from roofline_report.analysis.experiments.single_roof import Budgets
 from roofline_report.analysis.experiments.times import (
     KernelModel,
     kernel_model,
     single_roof_note,
 )
+from roofline_report.analysis.experiments.verdicts import number
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
 from roofline_report.report.format import decimal

@@ -22,9 +22,6 @@ from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.experiments.common import (
     BF16,
     F32,
-    HYPOTHETICAL_BF16_SPEEDUP,
-    Budgets,
-    Entry,
     cache_note,
     first_reason,
     noise,
@@ -32,6 +29,11 @@ from roofline_report.analysis.experiments.common import (
     record,
     seconds_of,
     time_json,
+)
+from roofline_report.analysis.experiments.raw import Entry
+from roofline_report.analysis.experiments.single_roof import (
+    HYPOTHETICAL_BF16_SPEEDUP,
+    Budgets,
     weaker,
 )
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note

@@ -1,11 +1,10 @@
 """Small workloads are dispatch-bound (no jax): y = 2·x over a sweep of sizes n.
 
 A call costs at least one dispatch: the time should stay flat until the traffic outlasts it. The
-measured knee is :func:`~roofline_report.analysis.experiments.common.knee_fit` of the measured
-times. The
-predicted knee is the same fit of the per-kernel model's predicted times over the same sizes, on
-the measured roofs (which must hold a dispatch floor), when every point's kernel inventory was
-recorded; else the closed form n* = dispatch × bandwidth ÷ bytes per element
+measured knee is :func:`~roofline_report.analysis.experiments.knees.knee_fit` of the measured
+times. The predicted knee is the same fit of the per-kernel model's predicted times over the
+same sizes, on the measured roofs (which must hold a dispatch floor), when every point's kernel
+inventory was recorded; else the closed form n* = dispatch × bandwidth ÷ bytes per element
 (:func:`dispatch_size`) on the budgets. A failed verdict names the side that moved the knee (the
 flat part: the cost of an enqueued call against the model's; the proportional part: the large
 calls' stream against the bandwidth the model charged), or a knee outside the sweep, or timing
@@ -20,22 +19,18 @@ from typing import Any
 
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis import words
-from roofline_report.analysis.experiments.common import (
+from roofline_report.analysis.experiments.common import dtype_of, knee_failure, record, seconds_of
+from roofline_report.analysis.experiments.knees import (
     KNEE_NOTE,
     NO_KNEE,
-    Budgets,
-    Entry,
-    dtype_of,
-    knee_failure,
     knee_fit,
     model_knee_note,
-    number,
-    record,
-    seconds_of,
     sweep_figure,
-    weaker,
 )
+from roofline_report.analysis.experiments.raw import Entry
+from roofline_report.analysis.experiments.single_roof import Budgets, weaker
 from roofline_report.analysis.experiments.times import KernelModel, kernel_model, single_roof_note
+from roofline_report.analysis.experiments.verdicts import number
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
 from roofline_report.units import format_si

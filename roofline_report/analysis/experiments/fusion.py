@@ -15,8 +15,6 @@ from typing import Any
 
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.experiments.common import (
-    Budgets,
-    Entry,
     cache_note,
     dtype_of,
     first_reason,
@@ -26,6 +24,8 @@ from roofline_report.analysis.experiments.common import (
     seconds_of,
     time_json,
 )
+from roofline_report.analysis.experiments.raw import Entry
+from roofline_report.analysis.experiments.single_roof import Budgets
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity

@@ -19,16 +19,15 @@ from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.experiments.common import (
     F32,
     NEAR_DISPATCH,
-    Budgets,
-    Entry,
     first_reason,
     noise,
     ratio_note,
     record,
     seconds_of,
     time_json,
-    weaker,
 )
+from roofline_report.analysis.experiments.raw import Entry
+from roofline_report.analysis.experiments.single_roof import Budgets, weaker
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity

@@ -6,9 +6,8 @@ unfused, the points of a sweep, ...) with the per-kernel model,
 in its dtype under the measured roof set, when that set is given and complete and every variant
 has an inventory the model can price. Otherwise it returns None with the reason, and the
 experiment prices every variant with the single-roof model of its
-:class:`~roofline_report.analysis.experiments.common.Budgets`. One model prices all the variants of
-an
-experiment: a ratio of two models' times would measure neither.
+:class:`~roofline_report.analysis.experiments.single_roof.Budgets`. One model prices all the
+variants of an experiment: a ratio of two models' times would measure neither.
 
 :class:`KernelModel` also answers what the likely reasons compare a measurement against: the
 bandwidth the model streamed a variant's bytes at and the memory level holding them, whether the
@@ -21,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_report.analysis.experiments.common import NOT_RECORDED
+from roofline_report.analysis.experiments.raw import NOT_RECORDED
 from roofline_report.analysis.predict import Prediction, predict_from_kernels
 from roofline_report.analysis.roofs import FRESH, RoofSet
 from roofline_report.kinds import Kind
