@@ -31,7 +31,7 @@ from roofline_report.analysis.experiments.knees import (
     KNEE_NOTE,
     NO_KNEE,
     knee_fit,
-    model_knee_note,
+    outside_sweep,
     sweep_figure,
 )
 from roofline_report.analysis.experiments.raw import Entry
@@ -41,7 +41,6 @@ from roofline_report.analysis.experiments.times import (
     kernel_model,
     single_roof_note,
 )
-from roofline_report.analysis.experiments.verdicts import number
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
 from roofline_report.report.format import decimal
@@ -98,11 +97,8 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
     top_rate = contracts[-1].flops / times[-1]
 
     def reason(m: float) -> str:
-        if fit is not None and fit["at_edge"]:
-            return (
-                f"the fitted knee ({number(m)}) lies outside the sweep "
-                f"({batches[0]}..{batches[-1]}): widen it"
-            )
+        if edge := outside_sweep(fit, m, batches):
+            return edge
         assert fit is not None and side.predicted is not None
         if side.fit is not None:
             model_flat, model_slope = float(side.fit["flat"]), float(side.fit["slope"])
@@ -145,22 +141,14 @@ def _kernel_model_side(km: KernelModel, labels: list[str], batches: list[int],
                        contracts: list[Any], dtype: str) -> _ModelSide:
     """The per-kernel model's prediction: the knee of its times over the same batches, with
     the bandwidth it charges W's reads and the compute roof it gives the largest product."""
-    model_times = [km.seconds(x) for x in labels]
-    model_fit = knee_fit(batches, model_times)
-    predicted = None if model_fit is None else float(model_fit["knee"])
-    prediction = Quantity(
-        predicted,
-        "columns",
-        km.kind,
-        f"{model_knee_note(model_fit)}; {km.note([labels[0], labels[-1]])}",
-    )
+    prediction, model_times, model_fit = km.knee(labels, batches, "columns")
     roof = km.roofs.compute_for(dtype)
     rate = roof.rate_at(contracts[-1].flops) if roof is not None else None
     rate_text = (
         f"the {format_si(rate, 'FLOP/s')} the model's {roof.name} roof gives the largest "
         f"product" if roof is not None and rate is not None else "the model's compute roof"
     )
-    return _ModelSide(prediction, predicted, model_times, model_fit, km.bytes(labels[0]),
+    return _ModelSide(prediction, prediction.value, model_times, model_fit, km.bytes(labels[0]),
                       km.bandwidth(labels[0]), km.bandwidth_text(labels[0]), rate, rate_text,
                       km.main_memory(labels[0]))
 

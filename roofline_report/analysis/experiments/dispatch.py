@@ -24,13 +24,12 @@ from roofline_report.analysis.experiments.knees import (
     KNEE_NOTE,
     NO_KNEE,
     knee_fit,
-    model_knee_note,
+    outside_sweep,
     sweep_figure,
 )
 from roofline_report.analysis.experiments.raw import Entry
 from roofline_report.analysis.experiments.single_roof import Budgets, weaker
 from roofline_report.analysis.experiments.times import KernelModel, kernel_model, single_roof_note
-from roofline_report.analysis.experiments.verdicts import number
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
 from roofline_report.units import format_si
@@ -80,11 +79,8 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
     how = KNEE_NOTE if fit is not None else NO_KNEE
 
     def reason(m: float) -> str:
-        if fit is not None and fit["at_edge"]:
-            return (
-                f"the fitted knee ({number(m)}) lies outside the sweep ({sizes[0]}..{sizes[-1]}): "
-                f"widen it"
-            )
+        if edge := outside_sweep(fit, m, sizes):
+            return edge
         assert fit is not None and side.predicted is not None
         stream_bw = per_element / fit["slope"]
         if side.fit is not None:
@@ -119,16 +115,8 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
 def _kernel_model_side(km: KernelModel, labels: list[str], sizes: list[int]) -> _ModelSide:
     """The per-kernel model's prediction: the knee of its times over the same sizes, with the
     enqueued dispatch floor and the bandwidth it charges the largest call."""
-    model_times = [km.seconds(x) for x in labels]
-    model_fit = knee_fit(sizes, model_times)
-    predicted = None if model_fit is None else float(model_fit["knee"])
-    prediction = Quantity(
-        predicted,
-        "elements",
-        km.kind,
-        f"{model_knee_note(model_fit)}; {km.note([labels[0], labels[-1]])}",
-    )
-    return _ModelSide(prediction, predicted, model_times, model_fit,
+    prediction, model_times, model_fit = km.knee(labels, sizes, "elements")
+    return _ModelSide(prediction, prediction.value, model_times, model_fit,
                       km.roofs.dispatch_enqueued or 0.0, km.bandwidth(labels[-1]),
                       km.bandwidth_text(labels[-1]), km.fresh_roof(labels[-1]))
 

@@ -9,11 +9,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from roofline_report.analysis.experiments.verdicts import finite
+from roofline_report.analysis.experiments.verdicts import finite, number
 from roofline_report.kinds import Kind
 
 __all__ = ["KNEE_NOTE", "MODEL_KNEE_NOTE", "NO_KNEE", "NO_MODEL_KNEE", "knee", "knee_fit",
-           "knee_reason", "model_knee_note", "sweep_figure"]
+           "knee_reason", "model_knee_note", "outside_sweep", "sweep_figure"]
 
 
 def knee_fit(xs: Sequence[float], times: Sequence[float]) -> dict[str, Any] | None:
@@ -99,6 +99,15 @@ MODEL_KNEE_NOTE = (
     "gives the measured knee (knee_fit)"
 )
 NO_MODEL_KNEE = "no knee: the model's times need at least three points with positive times"
+
+
+def outside_sweep(fit: Mapping[str, Any] | None, knee_at: float, xs: Sequence[int]) -> str:
+    """Why a knee missed when the fitted knee ``knee_at`` lies outside the sweep ``xs``; ''
+    when it lies inside (or nothing was fitted)."""
+    if fit is None or not fit["at_edge"]:
+        return ""
+    return (f"the fitted knee ({number(knee_at)}) lies outside the sweep "
+            f"({xs[0]}..{xs[-1]}): widen it")
 
 
 def model_knee_note(fit: Mapping[str, Any] | None) -> str:

@@ -20,10 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_report.analysis.experiments.knees import knee_fit, model_knee_note
 from roofline_report.analysis.experiments.raw import NOT_RECORDED
 from roofline_report.analysis.predict import Prediction, predict_from_kernels
 from roofline_report.analysis.roofs import FRESH, RoofSet
-from roofline_report.kinds import Kind
+from roofline_report.kinds import Kind, Quantity
 from roofline_report.units import format_si
 
 Programs = Mapping[str, Mapping[str, Any] | str]
@@ -108,6 +109,18 @@ class KernelModel:
         )
         notes = dict.fromkeys(n for p in self.predictions.values() for n in p.notes)
         return text + (f" ({'; '.join(notes)})" if notes else "")
+
+    def knee(self, labels: Sequence[str], xs: Sequence[float], unit: str
+             ) -> tuple[Quantity, list[float], dict[str, Any] | None]:
+        """The model's knee over a sweep: the prediction (in ``unit``, with how it was found
+        and the model of the sweep's ends), the model's times at the points ``labels`` (at
+        ``xs``) and their :func:`~roofline_report.analysis.experiments.knees.knee_fit`."""
+        times = [self.seconds(x) for x in labels]
+        fit = knee_fit(xs, times)
+        predicted = None if fit is None else float(fit["knee"])
+        prediction = Quantity(predicted, unit, self.kind,
+                              f"{model_knee_note(fit)}; {self.note([labels[0], labels[-1]])}")
+        return prediction, times, fit
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
