@@ -130,11 +130,9 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         "figure": sweep_figure(
             batches, times, fit, side.times, side.prediction.kind, "batch columns b"
         ),
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
-    return record("batching", side.prediction, measured, how, reason, details)
+    return record("batching", side.prediction, measured, how, reason, details, model=km,
+                  why=why, budgets=b)
 
 
 def _kernel_model_side(km: KernelModel, labels: list[str], batches: list[int],

@@ -111,12 +111,10 @@ def memory(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None)
         "converts": converts,
         "median_ratio": f32.per_call.median / bf16.per_call.median,
         "cache_bytes": cache_bytes,
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
     return record(
-        "bf16_memory", prediction, measured, ratio_note("float32", "bfloat16"), reason, details
+        "bf16_memory", prediction, measured, ratio_note("float32", "bfloat16"), reason, details,
+        model=km, why=why, budgets=b,
     )
 
 
@@ -213,10 +211,8 @@ def compute(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None
         },
         "converts": converts,
         "median_ratio": f32.per_call.median / bf16.per_call.median,
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
     return record(
-        "bf16_compute", prediction, measured, ratio_note("float32", "bfloat16"), reason, details
+        "bf16_compute", prediction, measured, ratio_note("float32", "bfloat16"), reason, details,
+        model=km, why=why, budgets=b,
     )

@@ -36,6 +36,7 @@ from roofline_report.analysis.experiments.single_roof import (
     budgets,
     weaker,
 )
+from roofline_report.analysis.experiments.times import KernelModel
 from roofline_report.analysis.experiments.verdicts import finite, number, verdict
 from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Kind, Quantity
@@ -237,8 +238,14 @@ def record(
     measured_note: str,
     reason: Callable[[float], str],
     details: dict[str, Any],
+    *,
+    model: KernelModel | None,
+    why: str,
+    budgets: Budgets,
 ) -> dict[str, Any]:
-    """Assemble an experiment; ``reason(measured)`` is consulted only when the verdict fails."""
+    """Assemble an experiment; ``reason(measured)`` is consulted only when the verdict fails.
+    ``details`` gains what the prediction rests on: the per-kernel ``model`` (None where it did
+    not predict, and ``why`` not) and the single-roof ``budgets``."""
     unit = UNITS[exp_id]
     kw: dict[str, Any] = {"tolerance": TOLERANCE[exp_id], "log_scale": exp_id in LOG_SCALE}
     v = verdict(prediction.value, measured, unit=unit, **kw)
@@ -249,7 +256,9 @@ def record(
     if v["status"] == "failed" and measured is not None:
         likely = reason(measured)
         v = verdict(prediction.value, measured, unit=unit, reason_if_failed=likely, **kw)
-    details["statistic"] = STATISTIC
+    details.update({"model": model.to_json() if model is not None else None,
+                    "single_roof_reason": why, "budgets": budgets.to_json(),
+                    "statistic": STATISTIC})
     return {
         "id": exp_id,
         "title": TITLES[exp_id],

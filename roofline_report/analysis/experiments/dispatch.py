@@ -105,11 +105,9 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         "cache_bytes": cache_bytes,
         "figure": sweep_figure(sizes, times, fit, side.times, side.prediction.kind,
                                "elements n"),
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
-    return record("dispatch", side.prediction, measured, how, reason, details)
+    return record("dispatch", side.prediction, measured, how, reason, details, model=km,
+                  why=why, budgets=b)
 
 
 def _kernel_model_side(km: KernelModel, labels: list[str], sizes: list[int]) -> _ModelSide:

@@ -107,9 +107,6 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         "achieved_bandwidth": {"one_array": achieved[0], "two_arrays": achieved[1]},
         "median_ratio": two.per_call.median / one.per_call.median,
         "cache_bytes": cache_bytes,
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
     return record(
         "doubled_traffic",
@@ -118,5 +115,8 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         ratio_note("sum(w·x)", "sum(2·x)"),
         reason,
         details,
+        model=km,
+        why=why,
+        budgets=b,
     )
 

@@ -129,9 +129,6 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         "seconds": {"fused": time_json(fused), "unfused": time_json(unfused)},
         "median_ratio": unfused.per_call.median / fused.per_call.median,
         "cache_bytes": cache_bytes,
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
     return record(
         "fusion",
@@ -140,4 +137,7 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         ratio_note("the forced-to-memory variant", "tanh(a@b)"),
         reason,
         details,
+        model=km,
+        why=why,
+        budgets=b,
     )

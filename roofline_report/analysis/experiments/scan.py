@@ -125,9 +125,6 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         "predicted_seconds": {"scan": t_scan, "body": t_body},
         "seconds": {"scan": time_json(scan), "body": time_json(body)},
         "median_ratio": scan.per_call.median / body.per_call.median,
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
     return record(
         "scan",
@@ -136,4 +133,7 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         ratio_note(f"the {steps}-step scan", "one body call"),
         reason,
         details,
+        model=km,
+        why=why,
+        budgets=b,
     )
