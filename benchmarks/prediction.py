@@ -44,12 +44,13 @@ sys.path.insert(0, str(REPO))
 
 from roofline_report.analysis.analyse import analyse  # noqa: E402
 from roofline_report.analysis.miss import Miss  # noqa: E402
+from roofline_report.analysis.records import SIGNIFICANT_KERNEL_S  # noqa: E402
 from roofline_report.analysis.stats import error_summary  # noqa: E402
 from roofline_report.errors import EXIT_INPUT, InputError  # noqa: E402
 from roofline_report.results import io as results  # noqa: E402
 
 HELDOUT_CONFIG = REPO / "benchmarks" / "heldout" / "heldout.toml"
-KERNEL_FLOOR_S = 50e-6  # kernels scored: at least this much measured time per call
+KERNEL_FLOOR_S = SIGNIFICANT_KERNEL_S  # kernels scored: the report's kernel accuracy floor
 WORST_KERNELS = 3  # kernels listed per held-out program: the largest absolute misses
 
 

@@ -37,12 +37,6 @@ class Backend:
     launch: str
     accelerator: bool
 
-    @property
-    def level_prefix(self) -> str:
-        """How levels inside main memory are named: cache levels from the operating system
-        (L1, L2, ...) on a CPU, plateaus of the sweep (level 1, level 2, ...) elsewhere."""
-        return "L" if self.caches_known else "level "
-
 
 CPU = Backend(
     name="cpu",

@@ -27,7 +27,7 @@ from roofline_report.analysis.predict import (
     Prediction,
     facts,
     predict_facts,
-    predict_kernel,
+    predict_from_kernels,
     predict_program,
 )
 from roofline_report.analysis.records import (
@@ -348,10 +348,7 @@ def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend
     inventory = pt.get("kernels")
     prediction: Prediction | None = None
     if _available(inventory) and isinstance(inventory, Mapping) and inventory.get("kernels"):
-        parts = [predict_kernel(k, dtype, roofs) for k in inventory["kernels"]
-                 if k.get("charged", True)]
-        if all(p is not None for p in parts):
-            prediction = predict_program([p for p in parts if p is not None], roofs)
+        prediction = predict_from_kernels(inventory["kernels"], dtype, roofs)
     else:
         f = facts(record, dtype)
         prediction = predict_facts(f, roofs) if f is not None else None

@@ -109,11 +109,10 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
 def _slow_kernels(rows: Sequence[KernelRow]) -> list[str]:
     """The few kernels of the trace behind most of the time the model did not predict, or
     nothing without per-kernel times or when no few of them explain half the gap."""
-    timed = [r for r in rows if r.seconds is not None and r.prediction is not None]
-    gaps = sorted(((float(r.seconds or 0.0) - r.prediction.seconds, r) for r in timed
-                   if r.prediction is not None), key=lambda g: (-g[0], g[1].name))
-    total = sum(g for g, _ in gaps if g > 0)
-    named = [(g, r) for g, r in gaps[:NAMED_KERNELS] if g > 0]
+    # The gap of a kernel is its saving: measured − predicted, where it ran beyond its roof.
+    gaps = sorted(((g, r) for r in rows if (g := r.saving)), key=lambda g: (-g[0], g[1].name))
+    total = sum(g for g, _ in gaps)
+    named = gaps[:NAMED_KERNELS]
     share = sum(g for g, _ in named) / total if total > 0 else 0.0
     if not named or share < 0.5:
         return []

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from roofline_report.analysis.records import Analysis, KernelRow, Program
+from roofline_report.analysis.records import Analysis, KernelRow, Program, share_of_roof
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind
 from roofline_report.report.format import Num, decimal, n, ordinal, percent, percent_text
@@ -205,14 +205,16 @@ def _roof(c: Condition, name: str, title: str, b: Program, nw: Program, base: An
     if missing or sb is None or sn is None or pb is None or pn is None:
         return Finding(name, title, c.text, "skipped", Num("not measured"), Num("not measured"),
                        Num(""), "; ".join(missing))
-    share_b, share_n = pb.seconds / sb.median, pn.seconds / sn.median
+    share_b = share_of_roof(pb, sb.median) or 0.0
+    share_n = share_of_roof(pn, sn.median) or 0.0
     drop_pp = (share_n - share_b) * 100.0
     if drop_pp >= -c.threshold:
         return None
     base_num, new_num = percent(share_b, Kind.PREDICTED), percent(share_n, Kind.PREDICTED)
     shown = Num(f"{decimal(drop_pp, 3)} pp", Kind.PREDICTED.value)
-    best_new = pn.seconds / sn.q1 if sn.q1 > 0 else float("inf")
-    worst_base = pb.seconds / sb.q3 if sb.q3 > 0 else float("inf")
+    # The same share at the quartile times: timing samples are positive, so both exist.
+    best_new = share_of_roof(pn, sn.q1) or 0.0
+    worst_base = share_of_roof(pb, sb.q3) or 0.0
     if best_new < worst_base:
         return Finding(name, title, c.text, "regression", base_num, new_num, shown,
                        f"beyond both runs' spread (NEW at its Q1 time reaches "

@@ -37,7 +37,7 @@ kernel of their totals, with (kernels − 1) launches added.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -48,7 +48,7 @@ from roofline_report.kinds import Kind
 from roofline_report.report.format import count as count_of
 
 __all__ = ["Facts", "Prediction", "Term", "facts", "kernel_dtype", "kernel_facts",
-           "predict_facts", "predict_kernel", "predict_program"]
+           "predict_facts", "predict_from_kernels", "predict_kernel", "predict_program"]
 
 DOT_OPS = ("dot_general", "dot", "convolution")
 CONV_OPS = ("convolution",)
@@ -363,6 +363,17 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet) -> Prediction | N
     return Prediction(sum(t.seconds for t in ordered), ordered, ordered[0],
                       sum(p.flops for p in kernels), sum(p.bytes for p in kernels),
                       "the kernels' touched bytes", ", ".join(levels), notes)
+
+
+def predict_from_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet
+                         ) -> Prediction | None:
+    """A program's time from its kernel inventory's ``kernels`` (:func:`predict_program` of
+    each one's :func:`predict_kernel`), leaving out a conditional's branches the program does
+    not charge (``charged: false``); None when it lists none or one cannot be priced."""
+    parts = [predict_kernel(k, dtype, roofs) for k in kernels if k.get("charged", True)]
+    if not all(p is not None for p in parts):
+        return None
+    return predict_program([p for p in parts if p is not None], roofs)
 
 
 def predict_facts(f: Facts, roofs: RoofSet) -> Prediction | None:

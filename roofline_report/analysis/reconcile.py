@@ -29,7 +29,7 @@ from typing import Any
 from roofline_report.errors import InputError
 from roofline_report.report.format import decimal
 
-__all__ = ["AGREE_RTOL", "CAUSES", "add_kernel_columns", "causes_of", "reconcile"]
+__all__ = ["AGREE_RTOL", "CAUSES", "add_kernel_columns", "reconcile"]
 
 AGREE_RTOL = 1e-3
 
@@ -245,6 +245,19 @@ def _upcast(
     return True
 
 
+def _new_row(quantity: str, key: str, analytic: Mapping[str, Any] | None,
+             ours: Mapping[str, Any], xla_reading: _Reading, *, analytic_required: bool) -> _Row:
+    """A row of ``quantity`` with the analytic model's and our count's ``key`` and XLA's value;
+    with ``analytic_required``, an analytic record that lacks ``key`` is an InputError."""
+    return _Row(
+        quantity,
+        _number("analytic", key, (analytic or {}).get(key),
+                required=analytic_required and analytic is not None),
+        _number("our count", key, ours.get(key), required=False),
+        xla_reading.value,
+    )
+
+
 def _flops_row(
     analytic: Mapping[str, Any] | None,
     ours: Mapping[str, Any],
@@ -252,12 +265,7 @@ def _flops_row(
     compiled: Mapping[str, Any] | None,
     backend: str,
 ) -> _Row:
-    row = _Row(
-        "flops",
-        _number("analytic", "flops", (analytic or {}).get("flops"), required=analytic is not None),
-        _number("our count", "flops", ours.get("flops"), required=False),
-        xla_reading.value,
-    )
+    row = _new_row("flops", "flops", analytic, ours, xla_reading, analytic_required=True)
     _common_flags(row, ours, xla_reading, compiled, backend, "flops")
     if row.analytic is not None and row.ours is not None and row.ours > row.analytic:
         by_op = ours.get("flops_by_op") or {}
@@ -314,14 +322,8 @@ def _transcendentals_row(
     compiled: Mapping[str, Any] | None,
     backend: str,
 ) -> _Row:
-    row = _Row(
-        "transcendentals",
-        _number(
-            "analytic", "transcendentals", (analytic or {}).get("transcendentals"), required=False
-        ),
-        _number("our count", "transcendentals", ours.get("transcendentals"), required=False),
-        xla_reading.value,
-    )
+    row = _new_row("transcendentals", "transcendentals", analytic, ours, xla_reading,
+                   analytic_required=False)
     _common_flags(row, ours, xla_reading, compiled, backend, "transcendentals")
     if analytic is not None and row.analytic is None and row.ours:
         ops = ", ".join(sorted((ours.get("transcendentals_by_op") or {}).keys())) or "the program"
@@ -340,17 +342,8 @@ def _bytes_row(
     compiled: Mapping[str, Any] | None,
     backend: str,
 ) -> _Row:
-    row = _Row(
-        "bytes",
-        _number(
-            "analytic",
-            "minimum_bytes",
-            (analytic or {}).get("minimum_bytes"),
-            required=analytic is not None,
-        ),
-        _number("our count", "minimum_bytes", ours.get("minimum_bytes"), required=False),
-        xla_reading.value,
-    )
+    row = _new_row("bytes", "minimum_bytes", analytic, ours, xla_reading,
+                   analytic_required=True)
     _xla_flag(row, xla_reading)
     minimum = row.analytic if row.analytic is not None else row.ours
     if row.analytic is not None and row.ours is not None and not _close(row.analytic, row.ours):
@@ -511,14 +504,6 @@ def _measured(seconds: float | None, flops_row: _Row) -> dict[str, Any] | None:
         "achieved_flops_per_s": None if flops is None else flops / float(seconds),
         "flops_basis": basis if flops is not None else None,
     }
-
-
-def causes_of(result: Mapping[str, Any], quantity: str) -> list[str]:
-    """The flag causes of one row of a :func:`reconcile` result (a convenience for callers)."""
-    for row in result.get("rows", []):
-        if row.get("quantity") == quantity:
-            return [flag["cause"] for flag in row.get("flags", [])]
-    return []
 
 
 # --------------------------------------------------------------------------------------------

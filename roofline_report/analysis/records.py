@@ -195,10 +195,6 @@ class KernelTable:
     reconciliation: Mapping[str, Any]
     notes: tuple[str, ...] = ()
 
-    @property
-    def kernel_seconds(self) -> float:
-        return sum(r.seconds or 0.0 for r in self.rows)
-
 
 @dataclass(frozen=True, slots=True)
 class Placement:

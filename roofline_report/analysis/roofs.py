@@ -195,16 +195,6 @@ class RoofSet:
             others = [r for r in others if not r.name.endswith(STREAM)] or others
         return max(fresh or others, key=lambda r: r.value)
 
-    def roof_at(self, flops: float, nbytes: float, dtype: str | None = None) -> float | None:
-        """The roofline's attainable FLOP/s for ``flops`` over ``nbytes`` of traffic: the compute
-        roof of the dtype, or the bandwidth of the level holding the bytes times the intensity;
-        None when the set lacks either roof."""
-        compute = self.compute_for(dtype)
-        memory = self.bandwidth_for(nbytes)
-        if compute is None or memory is None or nbytes <= 0:
-            return None
-        return min(compute.value, memory.value * flops / nbytes)
-
     def floor(self, name: str) -> Floor | None:
         return next((f for f in self.floors if f.name == name), None)
 

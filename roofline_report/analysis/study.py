@@ -7,7 +7,7 @@ numbers the project computed, never numbers typed into a template.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_report.analysis import comm as comm_model
@@ -79,7 +79,8 @@ def roofline_figure_data(
         "series": [
             {"label": "bandwidth budget", "y": [bandwidth * x / 1e9 for x in xs]},
             {"label": "compute budget", "y": [peak / 1e9] * len(xs)},
-            {"label": "combined ceiling", "y": [min(peak, bandwidth * x) / 1e9 for x in xs]},
+            {"label": "combined ceiling",
+             "y": [model.attainable(x, peak, bandwidth) / 1e9 for x in xs]},
         ],
     }
 
@@ -167,110 +168,6 @@ def comm_study(
         "bounds": rows,
         "series": series,
     }
-
-
-def _closest_term(seconds: float, terms: Mapping[str, float]) -> str:
-    """The term whose time is closest to ``seconds`` on a log scale."""
-    positive = {k: v for k, v in terms.items() if v > 0}
-    return min(positive, key=lambda k: abs(math.log(seconds / positive[k])))
-
-
-def sweep_study(
-    sweeps: Sequence[Mapping[str, Any]],
-    peak: float,
-    bandwidth: float,
-    dispatch: float,
-    *,
-    kind: str = Kind.MEASURED.value,
-    predictor: Callable[[Mapping[str, Any], dict[str, Any]],
-                        tuple[float, dict[str, float]] | None] | None = None,
-) -> dict[str, Any]:
-    """Predicted against measured time for every sweep point, and where each workload crosses
-    the ridge, predicted (largest term of the model) and observed (the term the measured time
-    is closest to, on a log scale).
-
-    predicted = max(flops / peak, minimum bytes / bandwidth, dispatch floor).
-    """
-    ridge_x = model.ridge(peak, bandwidth)
-    out = []
-    errors: list[float] = []
-    for sw in sweeps:
-        points = []
-        for p in sw.get("points", []):
-            an, ach = p.get("analytic") or {}, p.get("achieved") or {}
-            ours = p.get("hlo_count") or {}
-            if "flops" not in an and ours.get("minimum_bytes"):
-                # No hand model: place the point by our own count of the compiled program.
-                an = {"flops": ours.get("flops", 0), "minimum_bytes": ours["minimum_bytes"]}
-                ach = _achieved_from(an, p.get("timing"))
-            if "flops" not in an or not ach.get("available"):
-                continue
-            terms = {
-                "compute": an["flops"] / peak,
-                "memory": an["minimum_bytes"] / bandwidth,
-                "dispatch": dispatch,
-            }
-            predicted = max(terms.values())
-            model_time = predictor(sw, p) if predictor is not None else None
-            if model_time is not None:  # the model of the compiled program, when it has one
-                predicted, terms = model_time
-            measured = float(ach["seconds"])
-            error = measured / predicted - 1.0
-            errors.append(abs(error))
-            points.append(
-                {
-                    "dims": p["dims"],
-                    "intensity": an["flops"] / an["minimum_bytes"],
-                    "flops": an["flops"],
-                    "minimum_bytes": an["minimum_bytes"],
-                    "predicted_s": predicted,
-                    "measured_s": measured,
-                    "achieved_flops_per_s": an["flops"] / measured,
-                    "error": error,
-                    "predicted_bound": max(terms, key=lambda k: terms[k]),
-                    "observed_bound": _closest_term(measured, terms),
-                }
-            )
-        predicted_cross = next(
-            (pt["dims"] for pt in points if pt["predicted_bound"] == "compute"), None
-        )
-        observed_cross = next(
-            (pt["dims"] for pt in points if pt["observed_bound"] == "compute"), None
-        )
-        out.append(
-            {
-                "name": sw.get("name", ""),
-                "title": sw.get("title", ""),
-                "parameters": list(sw.get("parameters", [])),
-                "points": points,
-                "predicted_crossing": predicted_cross,
-                "observed_crossing": observed_cross,
-                "median_abs_error": _median([abs(pt["error"]) for pt in points]),
-            }
-        )
-    return {
-        "kind": kind,
-        "budget": {"peak": peak, "bandwidth": bandwidth, "dispatch": dispatch, "ridge": ridge_x},
-        "workloads": out,
-        "median_abs_error": _median(errors),
-        "points": len(errors),
-    }
-
-
-def _achieved_from(an: Mapping[str, Any], timing: Any) -> dict[str, Any]:
-    t = timing if isinstance(timing, Mapping) else {}
-    seconds = (t.get("per_call") or {}).get("median") if t.get("available", True) else None
-    if not seconds:
-        return {"available": False}
-    return {"available": True, "seconds": seconds}
-
-
-def _median(values: Sequence[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -510,8 +407,8 @@ def step_study(
             compare.append(jr)
         seconds = w.get("measured_seconds")
         if seconds and measured_peak and measured_bandwidth:
-            serial = devices * max(per["flops"] / measured_peak,
-                                   per["hbm_bytes"] / measured_bandwidth)
+            serial = devices * model.predicted_seconds(per["flops"], per["hbm_bytes"],
+                                                       measured_peak, measured_bandwidth)
             emulated.append({"name": w.get("name", ""), "devices": devices,
                              "measured": float(seconds), "serialised": serial,
                              "ratio": float(seconds) / serial if serial else None,

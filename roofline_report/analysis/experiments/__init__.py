@@ -21,7 +21,9 @@ from :mod:`roofline_report.analysis.seed_model`. Everything returned is plain, d
 
 One module per experiment (:mod:`.doubled_traffic`, :mod:`.fusion`, :mod:`.bf16` for both
 bfloat16 experiments, :mod:`.batching`, :mod:`.dispatch`, :mod:`.scan`), what they share in
-:mod:`.common`, the choice of model in :mod:`.times`, the exercises in :mod:`.exercises`.
+:mod:`.common` (the verdict in :mod:`.verdicts`, the knee fit in :mod:`.knees`, the single-roof
+budgets in :mod:`.single_roof`, the reading of raw records in :mod:`.raw`), the choice of model
+in :mod:`.times`, the exercises in :mod:`.exercises`.
 """
 
 from __future__ import annotations
@@ -42,21 +44,13 @@ from roofline_report.analysis.experiments.common import (
     BF16,
     EXPERIMENT_IDS,
     F32,
-    HYPOTHETICAL_BF16_SPEEDUP,
-    HYPOTHETICAL_DISPATCH_S,
     LOG_SCALE,
     LOW_EFFICIENCY,
     NEAR_DISPATCH,
     STATISTIC,
     TITLES,
     TOLERANCE,
-    Budgets,
-    Entry,
-    budgets,
-    knee,
-    knee_fit,
     unavailable,
-    verdict,
 )
 from roofline_report.analysis.experiments.dispatch import dispatch_size
 from roofline_report.analysis.experiments.exercises import (
@@ -69,6 +63,15 @@ from roofline_report.analysis.experiments.exercises import (
     exercises,
 )
 from roofline_report.analysis.experiments.fusion import fusion_traffic
+from roofline_report.analysis.experiments.knees import knee, knee_fit
+from roofline_report.analysis.experiments.raw import Entry
+from roofline_report.analysis.experiments.single_roof import (
+    HYPOTHETICAL_BF16_SPEEDUP,
+    HYPOTHETICAL_DISPATCH_S,
+    Budgets,
+    budgets,
+)
+from roofline_report.analysis.experiments.verdicts import verdict
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.errors import InputError
 

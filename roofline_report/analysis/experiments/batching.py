@@ -1,14 +1,14 @@
 """Batching crosses the ridge (no jax): W[d,d] @ X[d,b] over a sweep of batches b.
 
 The time should stay flat (W's traffic) until the intensity reaches the ridge, then grow in
-proportion to b. The measured knee is :func:`~roofline_report.analysis.experiments.common.knee_fit`
-of the
-measured times. The predicted knee is the same fit of the per-kernel model's predicted times over
-the same batches, on the measured roofs, when every point's kernel inventory was recorded; else
-the closed form b* at the budgets' ridge (:func:`batch_ridge`). A failed verdict names the side
-that moved the knee (the flat part: W's reads against the bandwidth the model charged; the
-proportional part: the large batches' rate against the compute roof the model used), or a knee
-outside the sweep, or timing noise.
+proportion to b. The measured knee is
+:func:`~roofline_report.analysis.experiments.knees.knee_fit` of the measured times. The
+predicted knee is the same fit of the per-kernel model's predicted times over the same batches,
+on the measured roofs, when every point's kernel inventory was recorded; else the closed form b*
+at the budgets' ridge (:func:`batch_ridge`). A failed verdict names the side that moved the knee
+(the flat part: W's reads against the bandwidth the model charged; the proportional part: the
+large batches' rate against the compute roof the model used), or a knee outside the sweep, or
+timing noise.
 """
 
 from __future__ import annotations
@@ -21,20 +21,21 @@ from roofline_report.analysis import seed_model as model
 from roofline_report.analysis import words
 from roofline_report.analysis.experiments.common import (
     F32,
-    KNEE_NOTE,
-    NO_KNEE,
-    Budgets,
-    Entry,
     cache_note,
     dtype_of,
     knee_failure,
-    knee_fit,
-    model_knee_note,
-    number,
     record,
     seconds_of,
+)
+from roofline_report.analysis.experiments.knees import (
+    KNEE_NOTE,
+    NO_KNEE,
+    knee_fit,
+    outside_sweep,
     sweep_figure,
 )
+from roofline_report.analysis.experiments.raw import Entry
+from roofline_report.analysis.experiments.single_roof import Budgets
 from roofline_report.analysis.experiments.times import (
     KernelModel,
     kernel_model,
@@ -96,11 +97,8 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
     top_rate = contracts[-1].flops / times[-1]
 
     def reason(m: float) -> str:
-        if fit is not None and fit["at_edge"]:
-            return (
-                f"the fitted knee ({number(m)}) lies outside the sweep "
-                f"({batches[0]}..{batches[-1]}): widen it"
-            )
+        if edge := outside_sweep(fit, m, batches):
+            return edge
         assert fit is not None and side.predicted is not None
         if side.fit is not None:
             model_flat, model_slope = float(side.fit["flat"]), float(side.fit["slope"])
@@ -132,33 +130,23 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         "figure": sweep_figure(
             batches, times, fit, side.times, side.prediction.kind, "batch columns b"
         ),
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
-    return record("batching", side.prediction, measured, how, reason, details)
+    return record("batching", side.prediction, measured, how, reason, details, model=km,
+                  why=why, budgets=b)
 
 
 def _kernel_model_side(km: KernelModel, labels: list[str], batches: list[int],
                        contracts: list[Any], dtype: str) -> _ModelSide:
     """The per-kernel model's prediction: the knee of its times over the same batches, with
     the bandwidth it charges W's reads and the compute roof it gives the largest product."""
-    model_times = [km.seconds(x) for x in labels]
-    model_fit = knee_fit(batches, model_times)
-    predicted = None if model_fit is None else float(model_fit["knee"])
-    prediction = Quantity(
-        predicted,
-        "columns",
-        km.kind,
-        f"{model_knee_note(model_fit)}; {km.note([labels[0], labels[-1]])}",
-    )
+    prediction, model_times, model_fit = km.knee(labels, batches, "columns")
     roof = km.roofs.compute_for(dtype)
     rate = roof.rate_at(contracts[-1].flops) if roof is not None else None
     rate_text = (
         f"the {format_si(rate, 'FLOP/s')} the model's {roof.name} roof gives the largest "
         f"product" if roof is not None and rate is not None else "the model's compute roof"
     )
-    return _ModelSide(prediction, predicted, model_times, model_fit, km.bytes(labels[0]),
+    return _ModelSide(prediction, prediction.value, model_times, model_fit, km.bytes(labels[0]),
                       km.bandwidth(labels[0]), km.bandwidth_text(labels[0]), rate, rate_text,
                       km.main_memory(labels[0]))
 

@@ -22,9 +22,6 @@ from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.experiments.common import (
     BF16,
     F32,
-    HYPOTHETICAL_BF16_SPEEDUP,
-    Budgets,
-    Entry,
     cache_note,
     first_reason,
     noise,
@@ -32,6 +29,11 @@ from roofline_report.analysis.experiments.common import (
     record,
     seconds_of,
     time_json,
+)
+from roofline_report.analysis.experiments.raw import Entry
+from roofline_report.analysis.experiments.single_roof import (
+    HYPOTHETICAL_BF16_SPEEDUP,
+    Budgets,
     weaker,
 )
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
@@ -109,12 +111,10 @@ def memory(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None)
         "converts": converts,
         "median_ratio": f32.per_call.median / bf16.per_call.median,
         "cache_bytes": cache_bytes,
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
     return record(
-        "bf16_memory", prediction, measured, ratio_note("float32", "bfloat16"), reason, details
+        "bf16_memory", prediction, measured, ratio_note("float32", "bfloat16"), reason, details,
+        model=km, why=why, budgets=b,
     )
 
 
@@ -211,10 +211,8 @@ def compute(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None
         },
         "converts": converts,
         "median_ratio": f32.per_call.median / bf16.per_call.median,
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
     return record(
-        "bf16_compute", prediction, measured, ratio_note("float32", "bfloat16"), reason, details
+        "bf16_compute", prediction, measured, ratio_note("float32", "bfloat16"), reason, details,
+        model=km, why=why, budgets=b,
     )

@@ -1,11 +1,10 @@
 """Small workloads are dispatch-bound (no jax): y = 2·x over a sweep of sizes n.
 
 A call costs at least one dispatch: the time should stay flat until the traffic outlasts it. The
-measured knee is :func:`~roofline_report.analysis.experiments.common.knee_fit` of the measured
-times. The
-predicted knee is the same fit of the per-kernel model's predicted times over the same sizes, on
-the measured roofs (which must hold a dispatch floor), when every point's kernel inventory was
-recorded; else the closed form n* = dispatch × bandwidth ÷ bytes per element
+measured knee is :func:`~roofline_report.analysis.experiments.knees.knee_fit` of the measured
+times. The predicted knee is the same fit of the per-kernel model's predicted times over the
+same sizes, on the measured roofs (which must hold a dispatch floor), when every point's kernel
+inventory was recorded; else the closed form n* = dispatch × bandwidth ÷ bytes per element
 (:func:`dispatch_size`) on the budgets. A failed verdict names the side that moved the knee (the
 flat part: the cost of an enqueued call against the model's; the proportional part: the large
 calls' stream against the bandwidth the model charged), or a knee outside the sweep, or timing
@@ -20,21 +19,16 @@ from typing import Any
 
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis import words
-from roofline_report.analysis.experiments.common import (
+from roofline_report.analysis.experiments.common import dtype_of, knee_failure, record, seconds_of
+from roofline_report.analysis.experiments.knees import (
     KNEE_NOTE,
     NO_KNEE,
-    Budgets,
-    Entry,
-    dtype_of,
-    knee_failure,
     knee_fit,
-    model_knee_note,
-    number,
-    record,
-    seconds_of,
+    outside_sweep,
     sweep_figure,
-    weaker,
 )
+from roofline_report.analysis.experiments.raw import Entry
+from roofline_report.analysis.experiments.single_roof import Budgets, weaker
 from roofline_report.analysis.experiments.times import KernelModel, kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
@@ -85,11 +79,8 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
     how = KNEE_NOTE if fit is not None else NO_KNEE
 
     def reason(m: float) -> str:
-        if fit is not None and fit["at_edge"]:
-            return (
-                f"the fitted knee ({number(m)}) lies outside the sweep ({sizes[0]}..{sizes[-1]}): "
-                f"widen it"
-            )
+        if edge := outside_sweep(fit, m, sizes):
+            return edge
         assert fit is not None and side.predicted is not None
         stream_bw = per_element / fit["slope"]
         if side.fit is not None:
@@ -114,26 +105,16 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         "cache_bytes": cache_bytes,
         "figure": sweep_figure(sizes, times, fit, side.times, side.prediction.kind,
                                "elements n"),
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
-    return record("dispatch", side.prediction, measured, how, reason, details)
+    return record("dispatch", side.prediction, measured, how, reason, details, model=km,
+                  why=why, budgets=b)
 
 
 def _kernel_model_side(km: KernelModel, labels: list[str], sizes: list[int]) -> _ModelSide:
     """The per-kernel model's prediction: the knee of its times over the same sizes, with the
     enqueued dispatch floor and the bandwidth it charges the largest call."""
-    model_times = [km.seconds(x) for x in labels]
-    model_fit = knee_fit(sizes, model_times)
-    predicted = None if model_fit is None else float(model_fit["knee"])
-    prediction = Quantity(
-        predicted,
-        "elements",
-        km.kind,
-        f"{model_knee_note(model_fit)}; {km.note([labels[0], labels[-1]])}",
-    )
-    return _ModelSide(prediction, predicted, model_times, model_fit,
+    prediction, model_times, model_fit = km.knee(labels, sizes, "elements")
+    return _ModelSide(prediction, prediction.value, model_times, model_fit,
                       km.roofs.dispatch_enqueued or 0.0, km.bandwidth(labels[-1]),
                       km.bandwidth_text(labels[-1]), km.fresh_roof(labels[-1]))
 

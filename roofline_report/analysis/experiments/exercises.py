@@ -15,16 +15,15 @@ from typing import Any
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis import words
 from roofline_report.analysis.experiments.batching import batch_ridge
-from roofline_report.analysis.experiments.common import (
-    BF16,
-    F32,
+from roofline_report.analysis.experiments.common import BF16, F32
+from roofline_report.analysis.experiments.dispatch import dispatch_size
+from roofline_report.analysis.experiments.fusion import fusion_traffic
+from roofline_report.analysis.experiments.single_roof import (
     HYPOTHETICAL_DISPATCH_S,
     Budgets,
     budgets,
-    number,
 )
-from roofline_report.analysis.experiments.dispatch import dispatch_size
-from roofline_report.analysis.experiments.fusion import fusion_traffic
+from roofline_report.analysis.experiments.verdicts import number
 from roofline_report.kinds import Kind
 from roofline_report.report.format import decimal
 from roofline_report.units import format_si

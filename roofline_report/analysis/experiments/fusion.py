@@ -15,8 +15,6 @@ from typing import Any
 
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.experiments.common import (
-    Budgets,
-    Entry,
     cache_note,
     dtype_of,
     first_reason,
@@ -26,6 +24,8 @@ from roofline_report.analysis.experiments.common import (
     seconds_of,
     time_json,
 )
+from roofline_report.analysis.experiments.raw import Entry
+from roofline_report.analysis.experiments.single_roof import Budgets
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
@@ -129,9 +129,6 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         "seconds": {"fused": time_json(fused), "unfused": time_json(unfused)},
         "median_ratio": unfused.per_call.median / fused.per_call.median,
         "cache_bytes": cache_bytes,
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
     return record(
         "fusion",
@@ -140,4 +137,7 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         ratio_note("the forced-to-memory variant", "tanh(a@b)"),
         reason,
         details,
+        model=km,
+        why=why,
+        budgets=b,
     )

@@ -19,16 +19,15 @@ from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.experiments.common import (
     F32,
     NEAR_DISPATCH,
-    Budgets,
-    Entry,
     first_reason,
     noise,
     ratio_note,
     record,
     seconds_of,
     time_json,
-    weaker,
 )
+from roofline_report.analysis.experiments.raw import Entry
+from roofline_report.analysis.experiments.single_roof import Budgets, weaker
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
@@ -126,9 +125,6 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         "predicted_seconds": {"scan": t_scan, "body": t_body},
         "seconds": {"scan": time_json(scan), "body": time_json(body)},
         "median_ratio": scan.per_call.median / body.per_call.median,
-        "model": km.to_json() if km is not None else None,
-        "single_roof_reason": why,
-        "budgets": b.to_json(),
     }
     return record(
         "scan",
@@ -137,4 +133,7 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         ratio_note(f"the {steps}-step scan", "one body call"),
         reason,
         details,
+        model=km,
+        why=why,
+        budgets=b,
     )

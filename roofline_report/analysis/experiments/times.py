@@ -2,13 +2,12 @@
 
 :func:`kernel_model` prices an experiment's variants (one array against two, fused against
 unfused, the points of a sweep, ...) with the per-kernel model,
-:func:`roofline_report.analysis.predict.predict_program` of each variant's kernels
+:func:`roofline_report.analysis.predict.predict_from_kernels` of each variant's kernels
 in its dtype under the measured roof set, when that set is given and complete and every variant
 has an inventory the model can price. Otherwise it returns None with the reason, and the
 experiment prices every variant with the single-roof model of its
-:class:`~roofline_report.analysis.experiments.common.Budgets`. One model prices all the variants of
-an
-experiment: a ratio of two models' times would measure neither.
+:class:`~roofline_report.analysis.experiments.single_roof.Budgets`. One model prices all the
+variants of an experiment: a ratio of two models' times would measure neither.
 
 :class:`KernelModel` also answers what the likely reasons compare a measurement against: the
 bandwidth the model streamed a variant's bytes at and the memory level holding them, whether the
@@ -21,10 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_report.analysis.experiments.common import NOT_RECORDED
-from roofline_report.analysis.predict import Prediction, predict_kernel, predict_program
+from roofline_report.analysis.experiments.knees import knee_fit, model_knee_note
+from roofline_report.analysis.experiments.raw import NOT_RECORDED
+from roofline_report.analysis.predict import Prediction, predict_from_kernels
 from roofline_report.analysis.roofs import FRESH, RoofSet
-from roofline_report.kinds import Kind
+from roofline_report.kinds import Kind, Quantity
 from roofline_report.units import format_si
 
 Programs = Mapping[str, Mapping[str, Any] | str]
@@ -110,6 +110,18 @@ class KernelModel:
         notes = dict.fromkeys(n for p in self.predictions.values() for n in p.notes)
         return text + (f" ({'; '.join(notes)})" if notes else "")
 
+    def knee(self, labels: Sequence[str], xs: Sequence[float], unit: str
+             ) -> tuple[Quantity, list[float], dict[str, Any] | None]:
+        """The model's knee over a sweep: the prediction (in ``unit``, with how it was found
+        and the model of the sweep's ends), the model's times at the points ``labels`` (at
+        ``xs``) and their :func:`~roofline_report.analysis.experiments.knees.knee_fit`."""
+        times = [self.seconds(x) for x in labels]
+        fit = knee_fit(xs, times)
+        predicted = None if fit is None else float(fit["knee"])
+        prediction = Quantity(predicted, unit, self.kind,
+                              f"{model_knee_note(fit)}; {self.note([labels[0], labels[-1]])}")
+        return prediction, times, fit
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for v, p in self.predictions.items():
@@ -163,10 +175,7 @@ def kernel_model(
         return None, f"the {names[v]} program: {why}"
     predictions: dict[str, Prediction] = {}
     for v, inv in inventories.items():
-        parts = [predict_kernel(k, dtypes[v], roofs) for k in inv.get("kernels") or []
-                 if k.get("charged", True)]
-        p = predict_program([q for q in parts if q is not None], roofs) \
-            if parts and all(q is not None for q in parts) else None
+        p = predict_from_kernels(inv.get("kernels") or [], dtypes[v], roofs)
         if p is None:
             why = "its inventory lists no kernels" if not inv.get("kernels") else (
                 "a roof it needs is missing")
