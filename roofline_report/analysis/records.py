@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 SIGNIFICANT_KERNEL_S = 50e-6  # kernels at least this long enter the kernel accuracy figures
+OVERLAP_SAID = 1.05  # summed kernel time over busy time above which kernels ran side by side
 
 
 def share_of_roof(prediction: Prediction | None, measured: float | None) -> float | None:
@@ -178,6 +179,20 @@ class TraceSummary:
     def overlap(self) -> float:
         """Summed kernel time ÷ the time at least one kernel ran."""
         return self.kernel_sum_s / self.busy_s if self.busy_s > 0 else 0.0
+
+    @property
+    def side_by_side(self) -> bool:
+        """Whether kernels ran side by side: their summed time over :data:`OVERLAP_SAID` × the
+        time at least one ran."""
+        return self.overlap > OVERLAP_SAID
+
+    @property
+    def gap_per_launch(self) -> float | None:
+        """The gaps between kernels per launch after the first; None without a gap or without
+        a second launch."""
+        if self.launches <= 1 or self.gaps_s <= 0:
+            return None
+        return self.gaps_s / (self.launches - 1)
 
 
 @dataclass(frozen=True, slots=True)

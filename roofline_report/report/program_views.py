@@ -19,6 +19,7 @@ from roofline_report.analysis.records import (
     KernelTable,
     Opportunity,
     Program,
+    TraceSummary,
 )
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Kind
@@ -44,7 +45,6 @@ P = Kind.PREDICTED
 M = Kind.MEASURED
 A = Kind.ANALYTIC
 KERNEL_ROWS = 15  # kernels shown open per program; the rest in a fold
-OVERLAP_SAID = 1.05  # summed kernel time over busy time above which the overlap is stated
 KERNEL_POINTS = 40  # kernels placed on a program's figure
 
 
@@ -84,7 +84,7 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
     }
 
 
-def _coverage(t: Any, roofs: RoofSet) -> tuple[str | Num, ...]:
+def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
     if t.source == "device":
         basis = ("each kernel's time is its event's duration on the device, the first quartile "
                  "over the traced calls")
@@ -101,13 +101,13 @@ def _coverage(t: Any, roofs: RoofSet) -> tuple[str | Num, ...]:
         n(t.kernel_sum_s, "s", M), ". The rest: dispatch ", n(t.dispatch_s, "s", M),
         ", loop control ", n(t.loop_control_s, "s", M), ", gaps between kernels ",
         n(t.gaps_s, "s", M), ".")
-    if t.overlap > OVERLAP_SAID:
+    if t.side_by_side:
         parts += (" Kernels ran side by side: their times sum to ", ratio(t.overlap, M, 3),
                   "× the time at least one ran, so a kernel that shared the device with "
                   "another took longer than it would alone, and its miss against the "
                   "prediction (made for a kernel alone) includes that.")
-    if t.launches > 1 and t.gaps_s > 0:
-        per = t.gaps_s / (t.launches - 1)
+    per = t.gap_per_launch
+    if per is not None:
         launch = roofs.floor("launch")
         parts += (" That is ", n(per, "s", M), " of gap per launch after the first",
                   *((" (the launch ceiling measured on a chain of kernels: ",
