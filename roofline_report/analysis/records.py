@@ -214,6 +214,17 @@ class KernelTable:
     def kernel_seconds(self) -> float:
         return sum(r.seconds or 0.0 for r in self.rows)
 
+    @property
+    def savers(self) -> tuple[KernelRow, ...]:
+        """The kernels that could save time per call (measured − predicted at their roof),
+        the largest saving first (ties by name)."""
+        return tuple(sorted((r for r in self.rows if r.saving),
+                            key=lambda r: (-(r.saving or 0.0), r.name)))
+
+    def share_after(self, shown: int) -> float:
+        """The share of the summed kernel time taken by the kernels after the first ``shown``."""
+        return sum(r.share or 0.0 for r in self.rows[shown:])
+
 
 @dataclass(frozen=True, slots=True)
 class Placement:

@@ -186,7 +186,7 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
         "unavailable": "" if t else f"Per-kernel times not available: {table.trace_reason}.",
         "rows": rows[:KERNEL_ROWS], "rest": rows[KERNEL_ROWS:],
         "more": (f"{plural(len(rest), 'more kernel', 'more kernels')} take "
-                 f"{percent_text(sum(r.share or 0.0 for r in rest))} of the summed kernel "
+                 f"{percent_text(table.share_after(KERNEL_ROWS))} of the summed kernel "
                  "time.") if rest else "",
         "categories": [{"title": c.title, "kernels": count(c.kernels, A),
                         "time": n(c.seconds, "s", M), "share": percent(c.share, M),
@@ -326,13 +326,9 @@ def summary(an: Analysis) -> dict[str, Any]:
         if not p.user:
             continue
         cells = prediction_cells(p.prediction)
-        savers = []
-        if p.kernels is not None:
-            ranked = sorted((r for r in p.kernels.rows if r.saving),
-                            key=lambda r: (-(r.saving or 0.0), r.name))
-            savers = [{"name": r.name, "saving": n(r.saving, "s", P),
-                       "anchor": meta.workload_anchor(p.name) + "-kernels"}
-                      for r in ranked[:SAVERS]]
+        savers = [{"name": r.name, "saving": n(r.saving, "s", P),
+                   "anchor": meta.workload_anchor(p.name) + "-kernels"}
+                  for r in (p.kernels.savers[:SAVERS] if p.kernels is not None else ())]
         anchor = meta.workload_anchor(p.name)
         rows.append({
             "title": p.title, "anchor": anchor,
