@@ -36,7 +36,7 @@ from roofline_report.report.blocks import (
 from roofline_report.report.figures import FigureOut
 from roofline_report.report.figures import Table as FigureTable
 from roofline_report.report.format import Num, count, miss_text, percent, percent_text, plural
-from roofline_report.report.sections import MissingFigure, _figure
+from roofline_report.report.section_parts import MissingFigure, figure_of
 
 M = Num("2.5 ms", "measured")
 
@@ -279,7 +279,7 @@ def test_document_contract() -> None:
 
 def test_a_missing_figure_is_an_error() -> None:
     with pytest.raises(MissingFigure, match="seed_roofline"):
-        _figure({"figures": {}}, "seed_roofline")
+        figure_of({"figures": {}}, "seed_roofline")
 
 
 def test_count_tables_counts_figure_tables() -> None:

@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 SIGNIFICANT_KERNEL_S = 50e-6  # kernels at least this long enter the kernel accuracy figures
+OVERLAP_SAID = 1.05  # summed kernel time over busy time above which kernels ran side by side
 
 
 def share_of_roof(prediction: Prediction | None, measured: float | None) -> float | None:
@@ -179,6 +180,20 @@ class TraceSummary:
         """Summed kernel time ÷ the time at least one kernel ran."""
         return self.kernel_sum_s / self.busy_s if self.busy_s > 0 else 0.0
 
+    @property
+    def side_by_side(self) -> bool:
+        """Whether kernels ran side by side: their summed time over :data:`OVERLAP_SAID` × the
+        time at least one ran."""
+        return self.overlap > OVERLAP_SAID
+
+    @property
+    def gap_per_launch(self) -> float | None:
+        """The gaps between kernels per launch after the first; None without a gap or without
+        a second launch."""
+        if self.launches <= 1 or self.gaps_s <= 0:
+            return None
+        return self.gaps_s / (self.launches - 1)
+
 
 @dataclass(frozen=True, slots=True)
 class KernelTable:
@@ -194,6 +209,17 @@ class KernelTable:
     roofs: RoofSet
     reconciliation: Mapping[str, Any]
     notes: tuple[str, ...] = ()
+
+    @property
+    def savers(self) -> tuple[KernelRow, ...]:
+        """The kernels that could save time per call (measured − predicted at their roof),
+        the largest saving first (ties by name)."""
+        return tuple(sorted((r for r in self.rows if r.saving),
+                            key=lambda r: (-(r.saving or 0.0), r.name)))
+
+    def share_after(self, shown: int) -> float:
+        """The share of the summed kernel time taken by the kernels after the first ``shown``."""
+        return sum(r.share or 0.0 for r in self.rows[shown:])
 
 
 @dataclass(frozen=True, slots=True)

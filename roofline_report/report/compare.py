@@ -44,7 +44,7 @@ from roofline_report.report.blocks import (
 )
 from roofline_report.report.format import Num, n, plural, ratio
 from roofline_report.report.markdown import escape as md_escape
-from roofline_report.report.sections import c, num, p, table
+from roofline_report.report.section_parts import c, num, p, table
 from roofline_report.results import io as results_mod
 from roofline_report.results.schema import Results
 from roofline_report.units import format_si

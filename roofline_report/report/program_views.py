@@ -19,6 +19,7 @@ from roofline_report.analysis.records import (
     KernelTable,
     Opportunity,
     Program,
+    TraceSummary,
 )
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Kind
@@ -44,7 +45,6 @@ P = Kind.PREDICTED
 M = Kind.MEASURED
 A = Kind.ANALYTIC
 KERNEL_ROWS = 15  # kernels shown open per program; the rest in a fold
-OVERLAP_SAID = 1.05  # summed kernel time over busy time above which the overlap is stated
 KERNEL_POINTS = 40  # kernels placed on a program's figure
 
 
@@ -84,7 +84,7 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
     }
 
 
-def _coverage(t: Any, roofs: RoofSet) -> tuple[str | Num, ...]:
+def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
     if t.source == "device":
         basis = ("each kernel's time is its event's duration on the device, the first quartile "
                  "over the traced calls")
@@ -101,13 +101,13 @@ def _coverage(t: Any, roofs: RoofSet) -> tuple[str | Num, ...]:
         n(t.kernel_sum_s, "s", M), ". The rest: dispatch ", n(t.dispatch_s, "s", M),
         ", loop control ", n(t.loop_control_s, "s", M), ", gaps between kernels ",
         n(t.gaps_s, "s", M), ".")
-    if t.overlap > OVERLAP_SAID:
+    if t.side_by_side:
         parts += (" Kernels ran side by side: their times sum to ", ratio(t.overlap, M, 3),
                   "× the time at least one ran, so a kernel that shared the device with "
                   "another took longer than it would alone, and its miss against the "
                   "prediction (made for a kernel alone) includes that.")
-    if t.launches > 1 and t.gaps_s > 0:
-        per = t.gaps_s / (t.launches - 1)
+    per = t.gap_per_launch
+    if per is not None:
         launch = roofs.floor("launch")
         parts += (" That is ", n(per, "s", M), " of gap per launch after the first",
                   *((" (the launch ceiling measured on a chain of kernels: ",
@@ -186,7 +186,7 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
         "unavailable": "" if t else f"Per-kernel times not available: {table.trace_reason}.",
         "rows": rows[:KERNEL_ROWS], "rest": rows[KERNEL_ROWS:],
         "more": (f"{plural(len(rest), 'more kernel', 'more kernels')} take "
-                 f"{percent_text(sum(r.share or 0.0 for r in rest))} of the summed kernel "
+                 f"{percent_text(table.share_after(KERNEL_ROWS))} of the summed kernel "
                  "time.") if rest else "",
         "categories": [{"title": c.title, "kernels": count(c.kernels, A),
                         "time": n(c.seconds, "s", M), "share": percent(c.share, M),
@@ -326,13 +326,9 @@ def summary(an: Analysis) -> dict[str, Any]:
         if not p.user:
             continue
         cells = prediction_cells(p.prediction)
-        savers = []
-        if p.kernels is not None:
-            ranked = sorted((r for r in p.kernels.rows if r.saving),
-                            key=lambda r: (-(r.saving or 0.0), r.name))
-            savers = [{"name": r.name, "saving": n(r.saving, "s", P),
-                       "anchor": meta.workload_anchor(p.name) + "-kernels"}
-                      for r in ranked[:SAVERS]]
+        savers = [{"name": r.name, "saving": n(r.saving, "s", P),
+                   "anchor": meta.workload_anchor(p.name) + "-kernels"}
+                  for r in (p.kernels.savers[:SAVERS] if p.kernels is not None else ())]
         anchor = meta.workload_anchor(p.name)
         rows.append({
             "title": p.title, "anchor": anchor,

@@ -1,0 +1,155 @@
+"""The section on the measured machine: its environment, the seed timed, its ceilings, memory
+levels and operation rates, and every timed program placed on its roofline.
+"""
+
+from __future__ import annotations
+
+from roofline_report.kinds import Kind
+from roofline_report.report.blocks import Block, Cell, Note, Section, Status, text
+from roofline_report.report.format import Num, plural
+from roofline_report.report.section_parts import (
+    MEASURED,
+    UNSTABLE,
+    VM,
+    anchored,
+    c,
+    num,
+    optional_figure,
+    p,
+    table,
+)
+
+
+def _timed(vm: VM) -> Section:
+    m = vm["measured"]
+    t = m["timing"]
+    if not t:
+        return Section("The seed workload, timed", (p("Not measured: ", m["timing_reason"]),))
+    body: list[Block] = [
+        p("Warm samples of the compiled executable, each sample ",
+          plural(t["inner"], "call", "calls"), f" enqueued and blocked once ({t['method']}). "
+          "Compile time is reported apart, above."),
+        table(("median", "min", "Q1", "Q3", "IQR", "samples", "outliers"),
+              [(num(t["median"]), num(t["min"]), num(t["q1"]), num(t["q3"]), num(t["iqr"]),
+                num(Num(t["samples"])), num(Num(t["outliers"])))]),
+    ]
+    if t["unstable"]:
+        body.append(Note(text("This result may be unstable: the spread (IQR ÷ median) is ",
+                              t["spread"], ".")))
+    a = m["achieved"]
+    if a:
+        body.append(p("Achieved: ", a["flops_per_s"], " of matmul work and ", a["bytes_per_s"],
+                      " of minimum traffic.",
+                      f" {m['seed_binding']}" if m["seed_binding"] else None))
+    return Section("The seed workload, timed", tuple(body))
+
+
+def measured(vm: VM, *, figure: bool = True) -> Section:
+    m = vm["measured"]
+    body: list[Block] = [MEASURED]
+    if vm["run_note"]:
+        body.append(Note((f"{vm['run_note']}.",)))
+    body.append(Section("Environment", (
+        table(None, [(c(k), c(v)) for k, v in vm["env"]], row_headers=True),)))
+    if vm["seed"] or vm["parts"]["teaching"]:
+        body.append(_timed(vm))
+    if not m["ceilings"]:
+        body.append(Section("Ceilings of this machine",
+                            (p("Ceilings not measured: ", m["ceilings_reason"]),)))
+        body.append(_placements(vm, figure))
+        return Section("Measured on this machine", tuple(body), id="measured",
+                       kind=Kind.MEASURED.value)
+    rows = []
+    for r in m["ceilings"]:
+        value = (num(r["value"], " " if r["unstable"] else None,
+                     UNSTABLE if r["unstable"] else None)
+                 if r["available"] else Cell(text("not available: ", r["reason"]), numeric=True))
+        rows.append((c(r["group"]), c(r["name"]), value))
+    origin = m.get("ceilings_origin", "")
+    body.append(Section("Ceilings of this machine", (
+        *((p(origin),) if origin else ()),
+        *(Note((f"Ceilings cache: {note}.",)) for note in m.get("ceilings_notes", ())),
+        table(("ceiling", "kernel", "value"), rows),
+    )))
+    body.append(_levels(vm))
+    if m["rates"]:
+        body.append(Section("Operation rates and kernel patterns", (
+            p("Kernels of exp, tanh or log, and bfloat16 kernels a backend computes in float32, "
+              "are bound by how many of these operations run per second, not by multiply-adds "
+              "or bytes. Each rate is measured on an array held in cache, the operation applied "
+              "many times inside one call; multiply-adds as a chain of several per element "
+              "loaded, so that arithmetic, not the cache, bounds them. The row reduction "
+              "(sum over rows of 1024 float32) is timed once per call at sizes from a few KiB "
+              "past the last-level cache: its best rate per call is shown, dispatch included; a "
+              "reduction kernel is charged the rate measured nearest its size, with the "
+              "dispatch floor taken off. Kernels of a pattern that runs below the streaming "
+              "roofs (a transposing copy, a reduction along a non-minor axis, a gather, a "
+              "scatter, a dot the compiler leaves to its loop emitter) are charged the rate of "
+              "their pattern at their size; a rate measured beside one, not used as a roof, "
+              "says so."),
+            table(("operation", "rate"),
+                  [(c(r["name"], "" if r["roof"] else " (beside the roof, not used by the "
+                    "model)"),
+                    num(r["value"], " " if r["unstable"] else None,
+                        UNSTABLE if r["unstable"] else None)
+                    if r["available"]
+                    else Cell(text("not available: ", r["reason"]), numeric=True))
+                   for r in m["rates"]]),
+        )))
+    body.append(_placements(vm, figure))
+    return Section("Measured on this machine", tuple(body), id="measured",
+                   kind=Kind.MEASURED.value)
+
+
+MODEL_TEXT = (
+    "The predicted time is the model of the compiled program, kernel by kernel: Σ over its "
+    "kernels of trips × max(compute, memory, launch) + the dispatch floor of one call, where a "
+    "kernel's compute charges matrix-product flops to the matmul roof of its dtype at the "
+    "product's size, convolution flops to the convolution roof, conversions to the conversion "
+    "rate, other flops to the measured multiply-add rate and each transcendental to its "
+    "function's rate, and its memory time is the bytes it touches at the bandwidth of the "
+    "memory level that holds them. Its roof is the rate that prediction implies (flops ÷ "
+    "predicted time); the share of roof is the achieved rate ÷ that roof, which is the "
+    "predicted time ÷ the measured time; the binding is the prediction's largest term. A "
+    "prediction off by more than 50%, or a program above its roof, gets the likeliest reason "
+    "from the evidence.")
+
+
+def _placements(vm: VM, figure: bool = True) -> Block:
+    m = vm["measured"]
+    if not m["placement"]:
+        return Section("Programs on the roofline", (p("No program of this run was timed."),))
+    return Section("Programs on the roofline", (
+        p(f"Every timed program, on {m['placement_roofs']}, at its compiled-program "
+          "intensity: the flops its kernels count over the bytes they touch. ", MODEL_TEXT),
+        table(
+            ("program", "intensity", "achieved", "roof (its prediction's)", "of roof",
+             "binding (largest term)", "predicted time", "measured time", "miss",
+             "why they differ"),
+            [(anchored(c(r["title"]), r["anchor"] + "-roofline"), num(r["intensity"]),
+              num(r["achieved"]), num(r["roof"]), num(r["of_roof"]), c(r["binding"]),
+              num(r["predicted"]), num(r["measured"]), num(r["miss"]), c(r["why"]))
+             for r in m["placement"]]),
+        *((p(*m["accuracy"]),) if m["accuracy"] else ()),
+        *((*optional_figure(vm, "measured_roofline"),
+           *optional_figure(vm, "programs_roofline")) if figure else ())))
+
+
+def _levels(vm: VM) -> Section:
+    m = vm["measured"]
+    body: list[Block] = [p(
+        "A working-set sweep streams over arrays of growing size: while they fit in a cache the "
+        "stream runs at that cache's bandwidth, past it at the next level's. ", m["level_rule"],
+        (" The caches this machine reports: " + ", ".join(m["caches"]) + ".")
+        if m["caches"] else None)]
+    if m["levels"]:
+        body.append(table(("level", "kernel", "working sets", "bandwidth", "plausible"),
+                          [(c(r["level"]), c(r["kernel"]), c(r["range"]), num(r["value"]),
+                            c(Status("marked unstable", "warn"), ": ", r["unstable"])
+                            if r["unstable"] else c("yes"))
+                           for r in m["levels"]]))
+    else:
+        body.append(p("Memory levels not available: ", m["levels_reason"], "."))
+    body.extend(optional_figure(vm, "working_set"))
+    return Section("Memory levels", tuple(body))
+

@@ -1,0 +1,272 @@
+"""The sections on the user's programs: the summary, each program as lowered, the three-way
+accounting and the per-kernel roofline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from roofline_report.kinds import Kind
+from roofline_report.report.blocks import (
+    Block,
+    Break,
+    BulletList,
+    Cell,
+    Code,
+    Details,
+    Inline,
+    Link,
+    Note,
+    Section,
+    Status,
+    Strong,
+    Table,
+    text,
+)
+from roofline_report.report.format import Num, plural
+from roofline_report.report.section_parts import (
+    VM,
+    anchored,
+    c,
+    figure_of,
+    num,
+    optional_figure,
+    p,
+    table,
+    yes_no,
+)
+
+
+def _leaf_table(rows: Sequence[Mapping[str, Any]], caption: str = "") -> Table:
+    return table(("path", "shape", "dtype", "bytes"),
+                 [(c(Code(r["path"])), c(Code(r["shape"])), c(r["dtype"]), num(r["bytes"]))
+                  for r in rows], caption=caption)
+
+
+def _tree(a: Mapping[str, Any]) -> tuple[Block, ...]:
+    """One argument's tree: its leaves when few; folded when long, the top levels with counts
+    and bytes, and every leaf in a fold."""
+    if a["role"] == "static" or not a["rows"] or a["bare"]:
+        return ()
+    if not a["folded"]:
+        return (_leaf_table(a["rows"], caption=a["name"]),)
+    more = (p(f"{a['omitted']} more leaves are counted above but not listed."),
+            ) if a["omitted"] != "0" else ()
+    return (
+        table(("top level", "arrays", "bytes", "dtypes"),
+              [(c(Code(g["path"])), num(Num(g["leaves"])), num(g["bytes"]), c(g["dtypes"]))
+               for g in a["groups"]], caption=f"{a['name']}: top levels"),
+        Details((f"{a['name']}: every array ({a['leaves']})",),
+                (_leaf_table(a["rows"]), *more)),
+    )
+
+
+def _argument_row(a: Mapping[str, Any]) -> tuple[Cell, ...]:
+    role = f" ({a['role']})" if a["role"] else ""
+    if a["role"] == "static":
+        return (c(Code(a["name"]), role), c(a["type"], " = ", Code(a["value"])), num(Num("0")),
+                num(Num("not traced")))
+    held = (f" ({plural(a['held'], 'leaf', 'leaves')} held as Python values, not traced)"
+            if a["held"] != "0" else "")
+    return (c(Code(a["name"]), role), c(a["type"], held), num(Num(a["leaves"])),
+            num(a["bytes"]))
+
+
+def _program(vm: VM, w: Mapping[str, Any]) -> Section:
+    body: list[Block] = [p(w["description"])] if w["description"] else []
+    if w["has_tree"]:
+        rows = [_argument_row(a) for a in w["arguments"]]
+        if w["result"] is not None:
+            rows.append(_argument_row({**w["result"], "name": "result", "role": ""}))
+        body.append(p("Arguments and result (", w["summary"], "):"))
+        body.append(table(("argument", "type", "arrays", "bytes"), rows))
+        for a in (*w["arguments"], *((w["result"],) if w["result"] else ())):
+            body += _tree(a)
+    elif w["args"]:
+        body.append(p("Arguments: ", Code(w["args"]), "."))
+    if not w["lowering_available"]:
+        body.append(Note(text("Lowering failed: ", w["lowering_reason"]), "bad"))
+        return Section(w["title"], tuple(body))
+    body.append(p("Lowering took ", w["lower_s"], " and compiling ", w["compile_s"], ".",
+                  f" {w['program']}" if w["program"] else None))
+    if w["check_available"]:
+        verdict = Status("Passed", "ok") if w["check_passed"] else Status("Failed", "bad")
+        leaf = (f" (the worst of {w['check_leaves']} result arrays: {w['check_leaf']})"
+                if w["check_leaf"] else "")
+        note = f" {w['check_note']}." if w["check_note"] else ""
+        body.append(p("Checked against NumPy: ", verdict, f" at {w['check_tolerance']}: max "
+                      "absolute error ", w["check_max_abs"], ", max relative error ",
+                      w["check_max_rel"], f"{leaf}.{note}"))
+    else:
+        body.append(p("Not checked against NumPy: ", w["check_reason"], "."))
+    work = [
+        (c("flops"), num(w["flops_analytic"]) if not w["model"] else c(w["model"]),
+         num(w["flops_ours"]), num(w["flops_xla"])),
+        (c("bytes"), num(w["traffic"]), num(w["bytes_ours"]), num(w["xla_bytes"])),
+    ]
+    body.append(table(("quantity", "analytic", "our HLO count", "XLA"), work,
+                      caption="Work and traffic (details in the three-way accounting)"))
+    t = w["timing"]
+    if t:
+        body.append(p("Median time per call ", t["median"], " (IQR ", t["iqr"], ", ",
+                      plural(t["samples"], "sample", "samples"), f", {t['method']})."))
+    else:
+        body.append(p("Not timed: ", w["timing_reason"], "."))
+    pr = w["prediction"]
+    if pr:
+        body.append(p("The model of the compiled program predicts ", pr["predicted"],
+                      f" on {pr['roofs']}, bound by {pr['binding']} (bytes: "
+                      f"{pr['bytes_source']}); measured: ", pr["miss"], "."
+                      + (f" Why: {pr['why']}." if pr["why"] else "")))
+    return Section(w["title"], tuple(body), id=w["anchor"])
+
+
+def programs(vm: VM) -> Section | None:
+    """The user's workloads, as the subject of the report; None when there are none."""
+    if not vm["programs"]:
+        return None
+    return Section("Your programs", (
+        p("Each program as it was lowered: its arguments and result as trees of arrays, the "
+          "NumPy check, the work and traffic counted three ways and its time on this machine. A "
+          "program without a hand-written model shows none: its least traffic is every argument "
+          "read once and every result written once (argument + result bytes)."),
+        *(_program(vm, w) for w in vm["programs"]),
+    ), id="programs")
+
+
+def summary(vm: VM) -> Section | None:
+    """The first section of a report about programs: every program with its time, prediction,
+    share of roof and what binds, the kernels that could save the most time, and the figure with
+    every program placed. None without programs of the user's."""
+    s = vm["summary"]
+    if not s["rows"]:
+        return None
+    rows = []
+    for r in s["rows"]:
+        savers: list[Inline] = []
+        for i, k in enumerate(r["savers"]):
+            savers += [Break()] if i else []
+            savers += [Link(k["name"], "#" + k["anchor"]), ": ", k["saving"]]
+        rows.append((anchored(c(Link(r["title"], "#" + r["target"])), r["anchor"] + "-summary"),
+                     num(r["measured"]), num(r["predicted"]), num(r["miss"]), num(r["achieved"]),
+                     num(r["of_roof"]), c(r["binding"]),
+                     Cell(tuple(savers) or ("none",))))
+    return Section("Summary", (
+        p(f"Every program on {s['roofs']}: its measured time per call, the time the model "
+          "predicts for it, its achieved rate, its share of the roof its prediction uses, what "
+          "binds it, and the kernels that could save the most time, each with the time it "
+          "could save per call (its measured time minus its predicted time at its roof)."),
+        table(("program", "measured", "predicted", "miss", "achieved", "of roof", "binds",
+               "kernels that could save the most: time per call"), rows),
+        *optional_figure(vm, "measured_roofline"),
+        *optional_figure(vm, "programs_roofline"),
+    ), id="summary")
+
+
+def _flags(flags: Sequence[tuple[str, str]]) -> Cell:
+    parts: list[Inline] = []
+    for i, (cause, why) in enumerate(flags):
+        parts += [Break()] if i else []
+        parts += [Strong(cause), f": {why}"]
+    return Cell(tuple(parts), css_class="flag")
+
+
+def _accounting(r: Mapping[str, Any]) -> Section:
+    if not r["rows"]:
+        return Section(r["title"], (p("Not available: ", r["reason"]),))
+    body: list[Block] = [_accounting_wide(r)] if r.get("extra") else [table(
+        ("quantity", "analytic", "our HLO count", "XLA", "agree", "why they differ"),
+        [(c(row["quantity"]), num(row["analytic"]), num(row["ours"]), num(row["xla"]),
+          c(yes_no(row["agree"])), _flags(row["flags"])) for row in r["rows"]])]
+    if r["efficiency"]:
+        body.append(p("Traffic efficiency (XLA bytes ÷ minimum bytes): ", r["efficiency"], ".",
+                      f" {r['program']}" if r["program"] else None))
+    elif r["program"]:
+        body.append(p(r["program"]))
+    return Section(r["title"], tuple(body))
+
+
+def _accounting_wide(r: Mapping[str, Any]) -> Table:
+    """The accounting with two more columns: the sum over the compiled kernels and
+    ``jax.experimental.roofline``'s estimate."""
+    return table(
+        ("quantity", "analytic", "our HLO count", "XLA", "kernel sum", "jax roofline", "agree",
+         "why they differ"),
+        [(c(row["quantity"]), num(row["analytic"]), num(row["ours"]), num(row["xla"]),
+          num(row["kernels"]), num(row["jax"]), c(yes_no(row["agree"])), _flags(row["flags"]))
+         for row in r["rows"]])
+
+
+def _agreement(r: Mapping[str, Any]) -> str:
+    if not r["rows"]:
+        return "not available"
+    differ = [row["quantity"] for row in r["rows"] if not row["agree"]]
+    return f"{', '.join(differ)} differ" if differ else "all three agree"
+
+
+def reconciliation(vm: VM) -> Section:
+    body: list[Block] = [p(
+        "The analytic model counts the work and the minimum traffic from shapes; our count "
+        "walks the StableHLO program (following calls, multiplying loop bodies by their trip "
+        "counts); XLA's cost analysis is the compiler's estimate. Where they disagree the cause "
+        "is named.")]
+    for i, r in enumerate(vm["reconciliation"]):
+        sub = _accounting(r)
+        body.append(sub if i == 0 else Details((f"{r['title']}: {_agreement(r)}",), (sub,)))
+    return Section("Three-way accounting: analytic, our HLO count, XLA", tuple(body),
+                   id="reconciliation")
+
+
+KERNEL_COLUMNS = ("kernel", "category", "source", "launches", "time", "share", "flops", "bytes",
+                  "intensity", "achieved", "roof (its prediction's)", "of roof", "binding",
+                  "predicted", "miss", "why")
+
+
+def _kernel_cells(r: Mapping[str, Any]) -> tuple[Cell, ...]:
+    return (c(Code(r["name"])), c(r["category"]), c(r["source"]), num(r["launches"]),
+            num(r["time"]), num(r["share"]), num(r["flops"]), num(r["bytes"]),
+            num(r["intensity"]), num(r["achieved"]), num(r["roof"]), num(r["of_roof"]),
+            c(r["binding"]), num(r["predicted"]), num(r["miss"]), c(r["why"]))
+
+
+def _kernel_workload(vm: VM, k: Mapping[str, Any]) -> Section:
+    body: list[Block] = [p(k["summary"], " ", *(k["coverage"] or (k["unavailable"],)))]
+    if k["opportunities"]:
+        body.append(p(Strong("Largest opportunities"), " (time each could save per call: "
+                      "measured minus predicted at its roof):"))
+        body.append(BulletList(tuple(text(*o) for o in k["opportunities"])))
+    body.append(table(KERNEL_COLUMNS, [_kernel_cells(r) for r in k["rows"]]))
+    if k["rest"]:
+        body.append(Details((k["more"], " Every kernel:"),
+                            (table(KERNEL_COLUMNS, [_kernel_cells(r) for r in k["rest"]]),)))
+    if k["figure"]:
+        body.append(figure_of(vm, k["figure"]))
+    body.append(p(Strong("Where the time goes.")))
+    body.append(table(("category", "kernels", "time", "share", "flops", "bytes"),
+                      [(c(x["title"]), num(x["kernels"]), num(x["time"]), num(x["share"]),
+                        num(x["flops"]), num(x["bytes"])) for x in k["categories"]]))
+    body.append(p(*k["reconciliation"]))
+    return Section(k["title"], tuple(body), id=k["anchor"] + "-kernels")
+
+
+def kernels(vm: VM) -> Section | None:
+    """The per-kernel roofline of every workload: the user's first and open, the catalog's
+    folded."""
+    views = vm.get("kernels") or []
+    if not views:
+        return None
+    body: list[Block] = [p(
+        "Each compiled kernel, counted from the optimized HLO and timed from a profiler trace "
+        "of repeated calls. Kernels can overlap, so shares are of the summed kernel time. "
+        "Predicted: launches × max(compute, memory, launch) from the kernel's own flops, "
+        "transcendentals and the bytes it touches, under the roofs named below each program "
+        "(this machine's where this run measured them). Its roof is the rate that prediction "
+        "implies, the share of roof the achieved rate ÷ that roof, the binding the largest "
+        "term of that same prediction; the miss says how many times slower or faster than "
+        "predicted it ran.")]
+    for i, k in enumerate(views):
+        sub = _kernel_workload(vm, k)
+        body.append(sub if i == 0 or k["user"] else Details((k["title"],), (sub,)))
+    return Section("Per-kernel roofline", tuple(body), id="kernels", kind=Kind.MEASURED.value)
+
