@@ -111,6 +111,8 @@ def test_optax_state_and_equinox_module() -> None:
     assert model_node["held_leaves"] == 2  # activation and final activation
     assert model_node["leaf_count"] == 4
     assert record["arguments"]["arguments"][1]["leaf_count"] == 1 + 2 * 4  # count, mu, nu
+    # The module's held leaves (its activations) are put back for JAX's estimate too.
+    assert record["jax_roofline"]["available"] is True, record["jax_roofline"]
 
 
 # ------------------------------------------------------------------ keywords, statics, jit
@@ -140,6 +142,9 @@ def test_keyword_and_static_arguments() -> None:
     assert names["n"]["static"] and names["n"]["value"] == "3"
     assert names["w"]["keyword"] and names["w"]["bytes"] == 24
     assert names["mode"]["static"] and names["mode"]["leaf_count"] == 0
+    # JAX's own estimate sees the program as it was lowered: statics in place, keywords passed.
+    assert record["jax_roofline"]["available"] is True, record["jax_roofline"]
+    assert record["jax_roofline"]["flops"] == 2 * 4 * 3 * 2
 
 
 def test_an_already_jitted_function_and_its_statics() -> None:

@@ -296,8 +296,8 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     else:
         record["timing"] = {"available": False, "reason": "the workload did not run"}
     if kernels:
-        _measure_kernels(record, w, call, args, program, ran=ran, skips=skips, quick=quick,
-                         trace=trace)
+        _measure_kernels(record, w, call, (args, kwargs), program, ran=ran, skips=skips,
+                         quick=quick, trace=trace)
     return record
 
 
@@ -441,13 +441,14 @@ def _arrays_tree(args: tuple[Any, ...], low: lowering.Lowered) -> dict[str, Any]
 
 
 def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., Any],
-                     args: Any, program: Module, *, ran: bool, skips: Skips,
-                     quick: bool, trace: bool = True) -> None:
+                     inputs: tuple[Any, Mapping[str, Any]], program: Module, *, ran: bool,
+                     skips: Skips, quick: bool, trace: bool = True) -> None:
     """The kernel inventory and, with ``trace``, each kernel timed from a profiler trace and
     JAX's own roofline estimate; each may fail on its own (the inventory stays when the trace
     yields nothing)."""
     from roofline_report.hlo.kernels import kernel_inventory
 
+    args, kwargs = inputs  # ``call`` has the keyword arguments bound already
     label = f"workload {w.title}"
     inventory: dict[str, Any] | None = None
     try:
@@ -467,7 +468,7 @@ def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., An
             record["kernel_timing"] = {"available": False, "reason": _why(exc)}
         if not record["kernel_timing"].get("available", True):
             skips.add(f"{label}: per-kernel times", record["kernel_timing"]["reason"])
-    record["jax_roofline"] = _jax_roofline(w, args)
+    record["jax_roofline"] = _jax_roofline(w, args, kwargs)
 
 
 KERNEL_TRACE_CALLS = 5  # calls traced per workload for per-kernel times
@@ -505,12 +506,20 @@ def _trace(call: Callable[..., Any], args: Any, inventory: Mapping[str, Any],
     return best
 
 
-def _jax_roofline(w: Workload, args: Any) -> dict[str, Any]:
-    """``jax.experimental.roofline`` of the workload as JAX reports it, or why not."""
+def _jax_roofline(w: Workload, args: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``jax.experimental.roofline`` of the workload as JAX reports it, or why not. A user's
+    program goes in as it was lowered: the function with its static and held values put back,
+    called with the same positional and keyword arguments."""
     try:
         from jax.experimental import roofline as jax_roofline
 
-        _, result = jax_roofline.roofline(w.fn)(*args)
+        fn = w.program.jitted() if w.program is not None else w.fn
+        names = list(kwargs)
+
+        def positional(*values: Any) -> Any:  # jax's estimator takes positional arguments only
+            return fn(*values[:len(args)], **dict(zip(names, values[len(args):], strict=True)))
+
+        _, result = jax_roofline.roofline(positional)(*args, *kwargs.values())
         return {
             "available": True,
             "flops": float(result.flops),
