@@ -227,6 +227,9 @@ def test_analyze_out_writes_a_report_about_the_program(tmp_path: Path) -> None:
         assert anchor not in md, anchor
     # The tree is folded: 24 leaves give the top levels, and every leaf inside a fold.
     assert "params: top levels" in md
+    # The heading counts what its table lists: the arguments, then the result.
+    assert "Arguments and result (2 arguments, 25 arrays," in md
+    assert "; the result 1 array, 128 B):" in md
     assert "<summary>params: every array (24)</summary>" in html
     assert md.count("`['layer3']['w']`") == 1  # listed once, inside the fold
     assert "no analytic model" in md

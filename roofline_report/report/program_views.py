@@ -354,11 +354,18 @@ MAX_GROUPS = 24
 _PATH_PART = re.compile(r"\[[^\]]*\]|\.[^.\[]+")
 
 
-def tree_summary(tree: Mapping[str, Any]) -> str:
+def tree_summary(tree: Mapping[str, Any], *, result: bool = False) -> str:
+    """The traced arguments' count, arrays and bytes; with ``result``, the result's after them
+    (a tree's own counts cover its arguments only)."""
     nodes = [a for a in tree.get("arguments", []) if not a.get("static")]
-    return (f"{plural(len(nodes), 'argument', 'arguments')}, "
-            f"{plural(tree.get('leaf_count', 0), 'array', 'arrays')}, "
-            f"{format_si(tree.get('bytes', 0), 'B')}")
+    out = (f"{plural(len(nodes), 'argument', 'arguments')}, "
+           f"{plural(tree.get('leaf_count', 0), 'array', 'arrays')}, "
+           f"{format_si(tree.get('bytes', 0), 'B')}")
+    r = tree.get("result") if result else None
+    if r:
+        out += (f"; the result {plural(r.get('leaf_count', 0), 'array', 'arrays')}, "
+                f"{format_si(r.get('bytes', 0), 'B')}")
+    return out
 
 
 def _path_parts(path: str) -> list[str]:
@@ -491,7 +498,7 @@ def program_view(p: Program) -> dict[str, Any]:
         "has_tree": bool(tree),
         "arguments": [_argument_view(a) for a in tree.get("arguments", [])],
         "result": _argument_view(tree["result"]) if tree.get("result") else None,
-        "summary": tree_summary(tree) if tree else "",
+        "summary": tree_summary(tree, result=True) if tree else "",
         "args": ", ".join(f"{a['dtype']}{a['shape']}" for a in w.get("args", [])),
         "lowering_available": bool(low.get("available")),
         "lowering_reason": str(low.get("reason", "")),
