@@ -133,3 +133,26 @@ def test_kernels_that_ran_side_by_side_are_said_to(with_kernels: dict[str, Any])
     section = shared[shared.index("w-scan-kernels\"></a>lax.scan"):]
     assert "Kernels ran side by side: their times sum to 2 `M`× the time at least one ran" \
         in section[:section.index("\n### ")]
+
+
+@pytest.mark.parametrize(("traced", "said"), [
+    ([1.1e-3, 1.2e-3, 1.3e-3], "(1.2 `M`×): within the untraced calls' own range"),
+    ([2.0e-3, 2.1e-3, 2.2e-3], "(2.1 `M`×): slower than any untraced call"),
+    ([0.4e-3, 0.5e-3, 0.6e-3], "(0.5 `M`×): faster than any untraced call"),
+])
+def test_the_trace_cost_shows_both_times_it_compares(with_kernels: dict[str, Any],
+                                                      traced: list[float], said: str) -> None:
+    data = copy.deepcopy(with_kernels)
+    scan = next(w for w in data["workloads"] if w["name"] == "scan")
+    scan["kernel_timing"]["untraced_s"] = [0.8e-3, 1.0e-3, 1.5e-3]
+    scan["kernel_timing"]["traced_s"] = traced
+    md = render.render(data).markdown
+    section = md[md.index("w-scan-kernels\"></a>lax.scan"):]
+    section = section[:section.index("\n### ")]
+    from roofline_report.kinds import Kind
+    from roofline_report.report.format import n
+
+    median = n(traced[1], "s", Kind.MEASURED).text
+    assert (f"The 3 traced calls took {median} `M` at the median and as many untraced just "
+            "before them 1 ms `M`") in section
+    assert said in section

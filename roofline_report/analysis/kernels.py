@@ -67,11 +67,8 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
             per_call[i] = per_call.get(i, 0.0) + s
         for i, n in enumerate(k.get("launches") or []):
             launches[i] = launches.get(i, 0.0) + float(n)
-    untraced, traced = timing.get("untraced_s") or [], timing.get("traced_s") or []
-    overhead = None
-    if untraced and traced:
-        overhead = (median([float(x) for x in traced]) or 0.0) / \
-            (median([float(x) for x in untraced]) or 1.0)
+    untraced = tuple(float(x) for x in timing.get("untraced_s") or [])
+    traced = tuple(float(x) for x in timing.get("traced_s") or [])
     basis = "device event" if timing.get("source") == "device" else "launch to completion"
     return TraceSummary(
         calls=len(calls) * int(timing.get("calls_per_sample") or 1),
@@ -80,7 +77,8 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
         kernel_sum_s=median(list(per_call.values())) or 0.0,
         dispatch_s=med("dispatch_s"), loop_control_s=med("loop_control_s"),
         gaps_s=med("gaps_s"), launches=median(list(launches.values())) or 0.0,
-        overhead=overhead, basis=basis, notes=tuple(str(n) for n in timing.get("notes") or []))
+        traced_calls=traced, untraced_calls=untraced, basis=basis,
+        notes=tuple(str(n) for n in timing.get("notes") or []))
 
 
 def _seconds(k: Mapping[str, Any]) -> list[float]:
@@ -97,7 +95,8 @@ def _seconds(k: Mapping[str, Any]) -> list[float]:
 
 def kernel_time(samples: list[float]) -> tuple[float, float, float]:
     """(time, Q1, Q3) of a kernel's launch-to-completion samples: its time is their first
-    quartile, the call least delayed by waiting for a worker thread (one sample: itself)."""
+    quartile (interpolated between samples; one sample: itself): waiting for a worker thread
+    only lengthens a call, so the low quartile leaves most of it out."""
     q1, _, q3 = quartiles(samples)
     return q1, q1, q3
 

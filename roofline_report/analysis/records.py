@@ -32,7 +32,7 @@ from roofline_report.analysis.levels import Level
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.roofs import RoofSet
-from roofline_report.analysis.stats import Stats
+from roofline_report.analysis.stats import Stats, median
 from roofline_report.backends import Backend
 from roofline_report.kinds import Kind, Quantity
 
@@ -70,10 +70,10 @@ class KernelRow:
     """One kernel of a program (times per call of the program).
 
     ``seconds``: the kernel's measured time per call, from each launch to its completion
-    (``basis``), the first quartile over the traced calls (the call least delayed by waiting
-    for a worker thread); ``busy_seconds``: its events' own durations
-    (on a CPU an asynchronous kernel's event covers only its dispatch and part of its work;
-    None where the trace did not keep them).
+    (``basis``), the first quartile over the traced calls (waiting for a worker thread only
+    lengthens a call, so the low quartile leaves most of it out); ``busy_seconds``: its
+    events' own durations (on a CPU an asynchronous kernel's event covers only its dispatch
+    and part of its work; None where the trace did not keep them).
     ``flops``/``bytes``: counted per call (trips included), kind analytic.
     """
 
@@ -167,7 +167,8 @@ class TraceSummary:
     loop_control_s: float
     gaps_s: float
     launches: float
-    overhead: float | None  # traced ÷ untraced call time
+    traced_calls: tuple[float, ...]  # the traced calls' times, seconds
+    untraced_calls: tuple[float, ...]  # as many calls timed just before the trace
     basis: str  # what a kernel's time is: "launch to completion" (host) or "device event"
     notes: tuple[str, ...] = ()
 
@@ -185,6 +186,30 @@ class TraceSummary:
         """Whether kernels ran side by side: their summed time over :data:`OVERLAP_SAID` × the
         time at least one ran."""
         return self.overlap > OVERLAP_SAID
+
+    @property
+    def traced_call_s(self) -> float | None:
+        """The median traced call; None where the trace kept no call times."""
+        return median(list(self.traced_calls)) if self.traced_calls else None
+
+    @property
+    def untraced_call_s(self) -> float | None:
+        """The median of the calls timed just before the trace, untraced."""
+        return median(list(self.untraced_calls)) if self.untraced_calls else None
+
+    @property
+    def overhead(self) -> float | None:
+        """Traced ÷ untraced median call time: what tracing cost a call."""
+        t, u = self.traced_call_s, self.untraced_call_s
+        return t / u if t is not None and u else None
+
+    @property
+    def overhead_within_spread(self) -> bool:
+        """Whether the median traced call lies within the untraced calls' own range, so that
+        the trace's cost is not told apart from the calls' spread."""
+        t = self.traced_call_s
+        return (t is not None and bool(self.untraced_calls)
+                and min(self.untraced_calls) <= t <= max(self.untraced_calls))
 
     @property
     def gap_per_launch(self) -> float | None:

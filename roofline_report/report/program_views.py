@@ -92,8 +92,8 @@ def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
         basis = ("each kernel's time runs from its launch to its completion, the first quartile "
                  "over the traced calls: on a CPU an asynchronous kernel's event covers only its "
                  "dispatch and part of its work, the rest runs on worker threads until its end "
-                 "event, and a call can wait for a busy worker (the first quartile is the call "
-                 "that waited least)")
+                 "event, and a call can wait for a busy worker (waiting only lengthens a call, so "
+                 "the low quartile of the calls leaves most of it out)")
     parts: tuple[str | Num, ...] = (
         f"Traced over {plural(t.calls, 'call', 'calls')}; {basis}. Per call the program ran ",
         n(t.program_s, "s", M), ", at least one kernel ran during ", n(t.busy_s, "s", M),
@@ -114,7 +114,16 @@ def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
                      n(launch.seconds, "s", launch.kind), ")") if launch is not None else ()),
                   ".")
     if t.overhead:
-        parts += (" A traced call took ", ratio(t.overhead, M, 3), "× an untraced one.")
+        cost = ("within the untraced calls' own range, so the trace's cost is not told apart "
+                "from their spread" if t.overhead_within_spread else
+                "faster than any untraced call: the calls' spread, not a saving of tracing"
+                if t.overhead < 1 else
+                "slower than any untraced call: the trace's own cost, which the kernel times "
+                "above may include")
+        parts += (f" The {plural(len(t.traced_calls), 'traced call', 'traced calls')} took ",
+                  n(t.traced_call_s, "s", M), " at the median and as many untraced just "
+                  "before them ", n(t.untraced_call_s, "s", M), " (", ratio(t.overhead, M, 3),
+                  f"×): {cost}.")
     return parts
 
 
