@@ -156,3 +156,20 @@ def test_the_trace_cost_shows_both_times_it_compares(with_kernels: dict[str, Any
     assert (f"The 3 traced calls took {median} `M` at the median and as many untraced just "
             "before them 1 ms `M`") in section
     assert said in section
+
+
+def test_the_kernel_figure_says_which_kernels_it_leaves_out(
+        with_kernels: dict[str, Any]) -> None:
+    data = copy.deepcopy(with_kernels)
+    scan = next(w for w in data["workloads"] if w["name"] == "scan")
+    scan["user"] = True  # a user's program gets the figure
+    timed = {k["name"] for k in scan["kernel_timing"]["kernels"]}
+    placed = [k for k in scan["kernels"]["kernels"] if k["flops"] > 0 and k["name"] in timed]
+    md = render.render(data).markdown
+    caption = next(line for line in md.splitlines()
+                   if line.startswith("*Kernels of lax.scan"))
+    left = len(scan["kernels"]["kernels"]) - len(placed)
+    assert left > 0  # copies: no flops; a kernel the trace missed: no time
+    assert (f"Of all {len(scan['kernels']['kernels'])} kernels, the {len(placed)} with "
+            f"floating-point work and a measured time (the other {left} lack one or both: see the "
+            "table)") in caption

@@ -137,21 +137,30 @@ def _opportunity(o: Opportunity) -> tuple[str | Num, ...]:
 
 
 def _figure(p: Program, table: KernelTable) -> figs.FigureOut | None:
+    top = table.rows[:KERNEL_POINTS]
+    placed = [r for r in top if r.intensity and r.achieved and r.share]
     points = [figs.PlotPoint(
         label=r.name, intensity=r.intensity or 0.0, rate=r.achieved or 0.0,
         category=r.category, size=r.share or 0.0,
         tooltip=_tooltip(r.name, r.seconds, r.share, r.source, r.share_of_roof))
-        for r in table.rows[:KERNEL_POINTS] if r.intensity and r.achieved and r.share]
+        for r in placed]
     # A figure for the user's programs and the seed: one per catalog workload would double
     # the time to re-render; their tables hold the same numbers.
     if not points or not (p.user or p.name == SEED_NAME):
         return None
     name = meta.figure_name("kernels", p.name)
     title = f"Kernels of {p.title} on the roofline"
-    desc = (f"The {plural(len(points), 'kernel', 'kernels')} with the most time, placed at "
-            f"their intensity (flops over the bytes they touch) and measured FLOP/s under "
-            f"{roofs_words(table.roofs)}; marker area grows with the time share, colour "
-            "shows the category.")
+    left = len(top) - len(placed)
+    kernels = (f"the {plural(len(top), 'kernel', 'kernels')} with the most time"
+               if len(top) < len(table.rows) else
+               "the program's one kernel" if len(top) == 1 else f"all {len(top)} kernels")
+    other = "the other one lacks" if left == 1 else f"the other {left} lack"
+    which = (kernels[0].upper() + kernels[1:] if not left else
+             f"Of {kernels}, the {len(placed)} with floating-point work and a measured time "
+             f"({other} one or both: see the table)")
+    desc = (f"{which}, placed at their intensity (flops over the bytes they touch) and "
+            f"measured FLOP/s under {roofs_words(table.roofs)}; marker area grows with the "
+            "time share, colour shows the category.")
     return figs.roofline(name, title, desc, [table.roofs], points, dtype=p.dtype)
 
 
