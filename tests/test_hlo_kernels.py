@@ -196,6 +196,25 @@ def test_catalog_kernel_sum_reconciles_with_program_count(name: str) -> None:
         assert abs(r["flops"]["difference"]) <= 0.001 * program["flops"]
 
 
+@pytest.mark.parametrize(("case", "shape", "dtype"), [
+    ("rfft-irfft", (8, 128), "float32"),
+    ("fft2", (4, 64, 32), "complex64"),
+    ("ifft", (100,), "complex64"),  # a length that is not a power of two
+])
+def test_fft_kernels_count_xlas_flops(case: str, shape: tuple[int, ...], dtype: str) -> None:
+    jax = pytest.importorskip("jax")
+    fft = jax.numpy.fft
+    fn = {"rfft-irfft": lambda x: fft.irfft(fft.rfft(x) * 2, n=128),
+          "fft2": fft.fft2, "ifft": fft.ifft}[case]
+    compiled = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, dtype)).compile()
+    xla = compiled.cost_analysis()
+    xla = xla[0] if isinstance(xla, list) else xla
+    inv = kernel_inventory(compiled.as_text())
+    ffts = [k for k in inv["kernels"] if "fft" in k["ops"]]
+    assert ffts and all(k["flops"] > 0 and k["category"] == "other" for k in ffts)
+    assert sum(k["flops"] for k in inv["kernels"]) == xla["flops"]
+
+
 def test_measure_workload_records_kernels_times_and_jax_estimate() -> None:
     from roofline_report.observe import run as measure
     from roofline_report.observe.workloads import by_name

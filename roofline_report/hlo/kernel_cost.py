@@ -190,7 +190,8 @@ def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
     contracted size; ``convolution`` XLA's valid-tap count; elementwise ops 1 flop per output
     element; transcendental opcodes 1 transcendental per element; ``reduce`` the reducer's
     cost x (input - output elements); ``reduce-window`` body x (window - 1) x outputs; ``scatter``
-    body x updates; ``map`` body x outputs; ``sort`` n x ceil(log2 n); all-reduce and
+    body x updates; ``map`` body x outputs; ``sort`` n x ceil(log2 n); ``fft`` XLA's 8 x
+    operand elements x the product of floor(log2) of its lengths; all-reduce and
     reduce-scatter body x (group - 1) x elements; data movement 0; a library gemm custom call
     from its backend config's dot dimensions; other custom calls 0 (listed as not costed).
     """
@@ -243,6 +244,16 @@ def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
             size = instr.replica_groups.group_size(coster.module.device_count) or 2
         base = "all-reduce" if op.startswith("all-reduce") else op
         _charge(cost, _stablehlo(base), coster.body(instr), _elements(instr) * (size - 1))
+    elif op == "fft":
+        # XLA's rule (HloCostAnalysis::HandleFft): 8 flops (4 complex FMAs) per element of
+        # the operand per factor floor(log2 n) of each transformed length, factors multiplied.
+        elements = _operand_elements(instr, 0)
+        lengths = ints_in(instr.attributes.get("fft_length"))
+        if elements is None or not lengths:
+            cost.uncosted.add(instr.name)
+        else:
+            logs = math.prod(max(0, n.bit_length() - 1) for n in lengths)
+            cost.charge(name, flops=8 * logs * elements)
     elif op in ("rng", "rng-bit-generator"):
         cost.charge(name, transcendentals=_elements(instr))
     elif op == "custom-call":

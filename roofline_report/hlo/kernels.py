@@ -106,7 +106,7 @@ def _category(instr: Instruction, cost: Cost) -> str:
     inside = {o for o in cost.ops if o != "fusion"}
     if inside and inside <= MOVEMENT:
         return "data movement"
-    if op in ("sort", "rng", "rng-bit-generator", "infeed", "outfeed", "send", "recv"):
+    if op in ("sort", "fft", "rng", "rng-bit-generator", "infeed", "outfeed", "send", "recv"):
         return "other"
     if cost.flops or cost.transcendentals or inside & (ELEMENTWISE | TRANSCENDENTAL):
         return "elementwise"
