@@ -77,6 +77,28 @@ def test_every_term_by_hand() -> None:
     assert p.kind is Kind.PREDICTED and set(p.roof_kinds) == {M}
 
 
+def test_square_roots_are_priced_at_their_own_rates() -> None:
+    import dataclasses
+
+    record = _record(hlo_count={"flops": 0, "flops_by_op": {}, "minimum_bytes": KiB,
+                                "transcendentals_by_op": {"stablehlo.sqrt": 1_000_000,
+                                                          "stablehlo.rsqrt": 1_000_000}})
+    f = predict.facts(record, "float32")
+    assert f is not None
+    rates = (RateRoof("exp float32", "exp", "float32", 4e9, M, ""),
+             RateRoof("sqrt float32", "sqrt", "float32", 5e9, M, ""),
+             RateRoof("rsqrt float32", "rsqrt", "float32", 1e9, M, ""))
+    p = predict.predict_facts(f, dataclasses.replace(ROOFS, rates=rates))
+    assert p is not None
+    by_op = {t.detail: t.seconds for t in p.terms if t.name == "transcendental"}
+    assert by_op == {"sqrt": pytest.approx(1e6 / 5e9), "rsqrt": pytest.approx(1e6 / 1e9)}
+    # Ceilings measured before the square-root rates: exp's rate, and the prediction says so.
+    p = predict.predict_facts(f, dataclasses.replace(ROOFS, rates=rates[:1]))
+    assert p is not None
+    assert term(p, "transcendental") == pytest.approx(2e6 / 4e9)
+    assert "no square-root rate measured: rsqrt priced at exp float32's rate" in p.notes
+
+
 def test_loops_and_missing_rates_fall_back() -> None:
     # A loop: XLA's bytes (a body costed once) are not used; the minimum traffic is.
     f = predict.facts(_record(compiled={"kernels": 1, "while_loops": [{"name": "while"}]}),

@@ -54,7 +54,7 @@ DOT_OPS = ("dot_general", "dot", "convolution")
 CONV_OPS = ("convolution",)
 TRANSCENDENTAL_RATE = {"tanh": "tanh", "exp": "exp", "exponential": "exp", "log": "log",
                        "logistic": "exp", "exponential_minus_one": "exp", "log_plus_one": "log",
-                       "rsqrt": "exp", "sqrt": "exp", "power": "log", "sine": "exp",
+                       "rsqrt": "rsqrt", "sqrt": "sqrt", "power": "log", "sine": "exp",
                        "cosine": "exp", "tan": "tanh", "erf": "tanh", "atan2": "tanh"}
 
 Group = Literal["compute", "memory", "pattern", "overhead"]
@@ -280,6 +280,11 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
             notes.append("no elementwise rate: elementwise flops at the matmul roof")
     for op, count in sorted(f.transcendentals.items()):
         rate = roofs.rate_for(TRANSCENDENTAL_RATE.get(op, "tanh"), arithmetic)
+        if rate is None and TRANSCENDENTAL_RATE.get(op) in ("sqrt", "rsqrt"):
+            # Ceilings measured before the square-root rate was: exp's is the nearest kept.
+            rate = roofs.rate_for("exp", arithmetic)
+            if rate is not None:
+                notes.append(f"no square-root rate measured: {op} priced at {rate.name}'s rate")
         if rate is None:
             notes.append(f"no rate for {op}: its {count_of(count, Kind.ANALYTIC).text} evaluations "
                          "not charged")

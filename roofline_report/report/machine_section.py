@@ -74,19 +74,19 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
     body.append(_levels(vm))
     if m["rates"]:
         body.append(Section("Operation rates and kernel patterns", (
-            p("Kernels of exp, tanh or log, and bfloat16 kernels a backend computes in float32, "
-              "are bound by how many of these operations run per second, not by multiply-adds "
-              "or bytes. Each rate is measured on an array held in cache, the operation applied "
-              "many times inside one call; multiply-adds as a chain of several per element "
-              "loaded, so that arithmetic, not the cache, bounds them. The row reduction "
-              "(sum over rows of 1024 float32) is timed once per call at sizes from a few KiB "
-              "past the last-level cache: its best rate per call is shown, dispatch included; a "
-              "reduction kernel is charged the rate measured nearest its size, with the "
-              "dispatch floor taken off. Kernels of a pattern that runs below the streaming "
+            p("Kernels of exp, tanh, log or square roots, and bfloat16 kernels a backend computes"
+              " in float32, are bound by how many of these operations run per second, not by "
+              "multiply-adds or bytes. Each rate is measured on an array held in cache, the "
+              "operation applied many times inside one call; multiply-adds as a chain of several "
+              "per element loaded, so that arithmetic, not the cache, bounds them. The row "
+              "reduction (sum over rows of 1024 float32) is timed once per call at sizes from a "
+              "few KiB past the last-level cache: its best rate per call is shown, dispatch "
+              "included; a reduction kernel is charged the rate measured nearest its size, with "
+              "the dispatch floor taken off. Kernels of a pattern that runs below the streaming "
               "roofs (a transposing copy, a reduction along a non-minor axis, a gather, a "
               "scatter, a dot the compiler leaves to its loop emitter) are charged the rate of "
-              "their pattern at their size; a rate measured beside one, not used as a roof, "
-              "says so."),
+              "their pattern at their size; a rate measured beside one, not used as a roof, says "
+              "so."),
             table(("operation", "rate"),
                   [(c(r["name"], "" if r["roof"] else " (beside the roof, not used by the "
                     "model)"),
@@ -152,4 +152,3 @@ def _levels(vm: VM) -> Section:
         body.append(p("Memory levels not available: ", m["levels_reason"], "."))
     body.extend(optional_figure(vm, "working_set"))
     return Section("Memory levels", tuple(body))
-

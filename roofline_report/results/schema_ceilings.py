@@ -152,8 +152,8 @@ class RateCeiling(Record):
     beside the pattern's roof (shown, not used by the prediction)."""
 
     name: str
-    op: Literal["exp", "tanh", "log", "convert", "multiply-add", "reduce", "transpose",
-                "loop-dot", "strided-reduction", "gather", "scatter"]
+    op: Literal["exp", "tanh", "log", "sqrt", "rsqrt", "convert", "multiply-add", "reduce",
+                "transpose", "loop-dot", "strided-reduction", "gather", "scatter"]
     dtype: str
     unit: Literal["1/s", "elements/s", "FLOP/s"] = "1/s"
     kind: Literal["measured"] = "measured"

@@ -40,7 +40,8 @@ Progress = Callable[[str], None]
 ELEMENTS = 1 << 16
 FMA_CHAIN = 8  # multiply-adds per element per pass of the multiply-add kernel
 REDUCE_COLUMNS = 1024  # elements per row of the reduction kernel
-OPS_PER_ELEMENT = {"exp": 1, "tanh": 1, "log": 1, "convert": 2, "multiply-add": 2 * FMA_CHAIN}
+OPS_PER_ELEMENT = {"exp": 1, "tanh": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "convert": 2,
+                   "multiply-add": 2 * FMA_CHAIN}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +58,14 @@ class RatePlan:
 
 
 def rate_plan(backend: str, *, quick: bool) -> RatePlan:
-    """exp/tanh/log in float32 and bfloat16 and the float32<->bfloat16 conversion; 2^25 (CPU)
-    or 2^30 (accelerators) operations per call; the row reduction from 64 KiB to 64 MiB (CPU)
-    or 1 MiB to 1 GiB, by 4. Quick mode: float32 only, a quarter of the operations per call,
-    the reduction by 16. Pure."""
+    """exp/tanh/log/sqrt/rsqrt in float32 and bfloat16 and the float32<->bfloat16 conversion;
+    2^25 (CPU) or 2^30 (accelerators) operations per call; the row reduction from 64 KiB to
+    64 MiB (CPU) or 1 MiB to 1 GiB, by 4. Quick mode: float32 only, a quarter of the
+    operations per call, the reduction by 16. Pure."""
     per_call = (1 << 25) if backend == "cpu" else (1 << 30)
     first, last = (1 << 16, 1 << 26) if backend == "cpu" else (1 << 20, 1 << 30)
     return RatePlan(
-        transcendentals=("exp", "tanh", "log"),
+        transcendentals=("exp", "tanh", "log", "sqrt", "rsqrt"),
         dtypes=("float32",) if quick else ("float32", "bfloat16"),
         elements=ELEMENTS if backend == "cpu" else ELEMENTS * 64,
         ops_per_call=per_call // 4 if quick else per_call,
@@ -76,6 +77,7 @@ def rate_plan(backend: str, *, quick: bool) -> RatePlan:
 
 def _step(op: str) -> Callable[[Any, Any], Any]:
     import jax.numpy as jnp
+    from jax import lax
 
     if op == "exp":
         return lambda x, _c: jnp.exp(-x)
@@ -83,6 +85,12 @@ def _step(op: str) -> Callable[[Any, Any], Any]:
         return lambda x, _c: jnp.tanh(x)
     if op == "log":
         return lambda x, c: jnp.log(x + c)
+    # sqrt and rsqrt apart: on a CPU XLA's rsqrt is a square root and a division, several
+    # times slower than the square root alone. Both converge to 1 from 0.5.
+    if op == "sqrt":
+        return lambda x, _c: jnp.sqrt(x)
+    if op == "rsqrt":
+        return lambda x, _c: lax.rsqrt(x)
     if op == "convert":
         return lambda x, c: x.astype(jnp.bfloat16).astype(jnp.float32) * c
     if op == "multiply-add":
