@@ -14,7 +14,8 @@ program is lowered through its pytrees: ``jax.jit(program).lower(*args, **kwargs
   values); a Python number is refused unless it is a static argument.
 
 A function that was already jitted is unwrapped and jitted again here, so the executable timed is
-one that can be called repeatedly with the same arguments (no donated buffers).
+one that can be called repeatedly with the same arguments: buffers it donates
+(``donate_argnums``/``donate_argnames``) are not donated, and the argument tree marks them.
 
 :func:`argument_tree` records each argument's leaves (path, shape, dtype, bytes) and the
 result's, for results.json.
@@ -77,6 +78,18 @@ def _own_statics(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
         return (), ()
 
 
+def _own_donated(fn: Any, names: Sequence[str]) -> frozenset[str]:
+    """The arguments (by name) an already-jitted function donates, where jax exposes them."""
+    info = getattr(fn, "_jit_info", None)
+    nums = getattr(info, "donate_argnums", ()) or ()
+    argnames = getattr(info, "donate_argnames", ()) or ()
+    try:
+        out = {names[int(i)] for i in nums if 0 <= int(i) < len(names)}
+        return frozenset(out | {str(k) for k in argnames})
+    except (TypeError, ValueError):
+        return frozenset()
+
+
 def function_name(fn: Any) -> str:
     inner = getattr(fn, "__wrapped__", fn) if is_jitted(fn) else fn
     name = getattr(inner, "__name__", None) or getattr(fn, "__name__", None)
@@ -111,6 +124,8 @@ class Program:
     static_argnames: frozenset[str]
     name: str
     seed: int
+    donated: frozenset[str] = frozenset()  # arguments an already-jitted function donates
+
 
     @property
     def parameter_names(self) -> list[str]:
@@ -252,8 +267,10 @@ def make_program(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], *, nam
     for k, v in kwargs.items():
         if k not in names:
             _check_tree(v, f"{where} keyword argument {k!r}")
+    donated = (_own_donated(fn, _parameter_names(fn, len(args))) if is_jitted(fn)
+               else frozenset())
     return Program(fn, tuple(args), dict(kwargs), frozenset(nums), frozenset(names), name,
-                   zlib.crc32(name.encode("utf-8")))
+                   zlib.crc32(name.encode("utf-8")), donated)
 
 
 def _check_tree(value: Any, what: str) -> None:
@@ -320,10 +337,13 @@ def _leaf_json(path: Any, leaf: Any) -> dict[str, Any]:
             "bytes": size * dtype.itemsize}
 
 
-def _node_json(name: str, value: Any, *, keyword: bool, static: bool) -> dict[str, Any]:
+def _node_json(name: str, value: Any, *, keyword: bool, static: bool,
+               donated: bool = False) -> dict[str, Any]:
     node: dict[str, Any] = {"name": name, "keyword": keyword, "static": static,
                             "type": type(value).__name__, "leaves": [], "leaf_count": 0,
                             "bytes": 0, "held_leaves": 0, "omitted": 0}
+    if donated:
+        node["donated"] = True
     if static:
         node["value"] = reprlib.repr(value)[:80]
         return node
@@ -345,9 +365,11 @@ def _node_json(name: str, value: Any, *, keyword: bool, static: bool) -> dict[st
 def argument_tree(p: Program, out_info: Any = None) -> dict[str, Any]:
     """The ``arguments`` record of results.json: per argument and keyword its leaves (path,
     shape, dtype, bytes), counts and total bytes; the result's the same way."""
-    nodes = [_node_json(label, a, keyword=False, static=i in p.static_argnums)
+    nodes = [_node_json(label, a, keyword=False, static=i in p.static_argnums,
+                        donated=label in p.donated)
              for i, (label, a) in enumerate(zip(p.parameter_names, p.args, strict=True))]
-    nodes += [_node_json(k, v, keyword=True, static=k in p.static_argnames)
+    nodes += [_node_json(k, v, keyword=True, static=k in p.static_argnames,
+                         donated=k in p.donated)
               for k, v in p.kwargs.items()]
     record: dict[str, Any] = {
         "arguments": nodes,

@@ -435,6 +435,9 @@ def _argument_view(node: Mapping[str, Any]) -> dict[str, Any]:
     leaves = list(node.get("leaves", []))
     count_ = int(node.get("leaf_count", 0))
     role = "static" if node.get("static") else "keyword" if node.get("keyword") else ""
+    if node.get("donated"):
+        role = ", ".join(x for x in (role, "donated by your jit, measured without donation")
+                         if x)
     return {
         "name": str(node["name"]), "role": role,
         "type": (f"{leaves[0]['dtype']}{list(leaves[0]['shape'])}" if _bare(leaves)

@@ -114,6 +114,7 @@ class ArgumentNode(Record):
     held_leaves: Count = 0  # leaves held as Python values (functions, numbers), not traced
     omitted: Count = 0  # leaves counted but not listed (very large trees)
     value: str = ""  # a static argument's value, shortened
+    donated: bool = False  # donated by the user's jit; measured without donation
 
 
 class ArgumentTree(Record):
