@@ -447,3 +447,22 @@ def test_byte_rules_on_hand_written_edges() -> None:
     assert k["pair"]["boundary_bytes_written"] == buf + row
     # An update onto a broadcast, not a parameter: the whole result is written.
     assert k["fresh"]["bytes_written"] == buf and k["fresh"]["in_place"] is False
+
+
+@pytest.mark.parametrize(("ops", "pattern", "inventory", "shown"), [
+    ({"fusion": 1, "copy": 1, "transpose": 1}, "transpose", "elementwise", "data movement"),
+    ({"fusion": 1, "scatter": 1}, "scatter", "elementwise", "data movement"),
+    ({"fusion": 1, "gather": 1, "reshape": 1}, "gather", "elementwise", "data movement"),
+    # A loss reduced over gathered values computes: it stays a reduction.
+    ({"fusion": 1, "gather": 1, "log": 1, "reduce": 1, "add": 2}, "gather", "reduction",
+     "reduction"),
+    # A transpose fused with arithmetic stays elementwise.
+    ({"fusion": 1, "copy": 1, "transpose": 1, "multiply": 2}, "transpose", "elementwise",
+     "elementwise"),
+    ({"fusion": 1, "copy": 1}, None, "data movement", "data movement"),
+])
+def test_a_pattern_kernel_is_data_movement_only_when_it_computes_nothing(
+        ops: dict[str, int], pattern: str | None, inventory: str, shown: str) -> None:
+    from roofline_report.analysis.kernels import _category
+
+    assert _category({"ops": ops, "pattern": pattern, "category": inventory}) == shown

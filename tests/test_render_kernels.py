@@ -173,3 +173,18 @@ def test_the_kernel_figure_says_which_kernels_it_leaves_out(
     assert (f"Of all {len(scan['kernels']['kernels'])} kernels, the {len(placed)} with "
             f"floating-point work and a measured time (the other {left} lack one or both: see the "
             "table)") in caption
+
+
+def test_a_category_saving_names_its_kernels_as_the_category_table_counts_them() -> None:
+    from roofline_report.analysis.records import Opportunity
+    from roofline_report.report.program_views import _opportunity
+
+    def words(parts: tuple[Any, ...]) -> str:
+        return "".join(p if isinstance(p, str) else p.text for p in parts)
+
+    o = Opportunity("elementwise", "elementwise", 2e-3, 0.4, "elementwise", 10)
+    assert words(_opportunity(o, True)).startswith(
+        "The 10 elementwise kernels not bound by launches could save 2 ms")
+    assert words(_opportunity(o, False)).startswith("The 10 elementwise kernels could save")
+    o = Opportunity("launch-bound", "launch-bound", 1e-4, 0.1, "launch-bound", 32)
+    assert words(_opportunity(o, True)).startswith("The 32 launch-bound kernels could save")

@@ -29,6 +29,7 @@ from roofline_report.analysis.records import (
 )
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.stats import median, quartiles
+from roofline_report.hlo.kernel_cost import MOVEMENT
 from roofline_report.hlo.kernels import reconcile_kernels
 
 __all__ = ["CATEGORY_TITLES", "kernel_table", "trace_summary"]
@@ -40,7 +41,7 @@ CATEGORY_TITLES = {
     "data movement": "data movement",
     "collective": "collectives",
     "other": "other",
-    "launch-bound": "launch-bound",
+    "launch-bound": "launch-bound (of any category)",
 }
 OPPORTUNITIES = 5  # opportunities listed per program
 
@@ -160,14 +161,19 @@ def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: R
     return row
 
 
-MOVEMENT_PATTERNS = ("transpose", "gather")
+MOVEMENT_PATTERNS = ("transpose", "gather", "scatter")
 
 
 def _category(k: Mapping[str, Any]) -> str:
-    """A kernel's category: the inventory's, except that a transposing copy or a gather is
-    data movement whatever fusion it was compiled into (an elementwise loop fusion whose root
-    is a copy moves data and computes nothing)."""
-    return "data movement" if k.get("pattern") in MOVEMENT_PATTERNS else str(k["category"])
+    """A kernel's category: the inventory's, except that a transposing copy, a gather or a
+    scatter that does nothing else is data movement whatever fusion it was compiled into (an
+    elementwise loop fusion whose root is a copy moves data and computes nothing; a scatter's
+    combiner is its own). A kernel of such a pattern that also computes (a loss reduced over
+    gathered values, a transpose fused with arithmetic) keeps its category."""
+    ops = set(k.get("ops") or {}) - {"fusion", "scatter"}
+    if k.get("pattern") in MOVEMENT_PATTERNS and ops <= MOVEMENT:
+        return "data movement"
+    return str(k["category"])
 
 
 def _with_share(r: KernelRow, total: float) -> KernelRow:

@@ -127,11 +127,14 @@ def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
     return parts
 
 
-def _opportunity(o: Opportunity) -> tuple[str | Num, ...]:
+def _opportunity(o: Opportunity, launch_group: bool) -> tuple[str | Num, ...]:
+    """A saving in words. ``launch_group``: the launch-bound kernels are counted apart, so a
+    category's kernels are those of it that are not launch-bound, and the sentence says so."""
     if o.what == "kernel":
         return (f"{o.name} ({o.binding}) could save ", n(o.saving, "s", P), " per call: it "
                 "takes ", percent(o.share, M), " of the summed kernel time.")
-    return (f"The {plural(o.kernels, 'kernel', 'kernels')} of {o.name} could save ",
+    apart = " not bound by launches" if launch_group and o.what != "launch-bound" else ""
+    return (f"The {o.kernels} {o.what} kernels{apart} could save ",
             n(o.saving, "s", P), " per call together (", percent(o.share, M),
             " of the summed kernel time).")
 
@@ -210,7 +213,9 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
                         "time": n(c.seconds, "s", M), "share": percent(c.share, M),
                         "flops": count(c.flops, A), "bytes": n(c.bytes, "B", A)}
                        for c in table.categories],
-        "opportunities": [_opportunity(o) for o in table.opportunities],
+        "opportunities": [_opportunity(o, any(c.key == "launch-bound"
+                                               for c in table.categories))
+                          for o in table.opportunities],
         "reconciliation": _kernel_reconciliation(table.reconciliation),
         "figure": figure.name if figure is not None else None, "figure_out": figure,
     }
