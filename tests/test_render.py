@@ -245,3 +245,18 @@ def test_report_tables_are_padded_and_scroll_inside_themselves(
     widest = max(len(re.findall(r"<th[ >]", t)) for t in re.findall(r"<thead>.*?</thead>",
                                                                      rendered.html, re.S))
     assert widest >= 16
+
+
+def test_the_rates_by_product_size_are_printed(rendered: render.Rendered) -> None:
+    from roofline_report.kinds import Kind
+    from roofline_report.report.format import n
+
+    data = results.load(FIXTURE)
+    md = rendered.markdown
+    section = md[md.index("A product's rate grows"):md.index("### Memory levels")]
+    for roof in data["ceilings"]["compute"]:  # type: ignore[index]
+        sizes = roof.get("by_size") or []
+        assert sizes and f"| {roof['name']} |" in section
+        for s in sizes:
+            assert (f"| {n(s['flops'], 'FLOP', Kind.MEASURED).text} `M` | "
+                    f"{n(s['value'], 'FLOP/s', Kind.MEASURED).text} `M` |") in section

@@ -66,10 +66,21 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
                  if r["available"] else Cell(text("not available: ", r["reason"]), numeric=True))
         rows.append((c(r["group"]), c(r["name"]), value))
     origin = m.get("ceilings_origin", "")
+    by_size: list[Block] = []
+    if m.get("by_size"):
+        by_size = [
+            p("A product's rate grows with its size: each matrix product or convolution is held "
+              "to the rate measured at its size (one product's flops), interpolated in log size "
+              "between the sizes below, and never above the roof in the table above."),
+            table(("roof", "flops of one product", "rate"),
+                  [(c(r["name"]) if i == 0 else c(""), num(f), num(v))
+                   for r in m["by_size"] for i, (f, v) in enumerate(r["points"])]),
+        ]
     body.append(Section("Ceilings of this machine", (
         *((p(origin),) if origin else ()),
         *(Note((f"Ceilings cache: {note}.",)) for note in m.get("ceilings_notes", ())),
         table(("ceiling", "kernel", "value"), rows),
+        *by_size,
     )))
     body.append(_levels(vm))
     if m["rates"]:

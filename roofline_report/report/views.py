@@ -20,7 +20,7 @@ from roofline_report.analysis import study, words
 from roofline_report.analysis.analyse import SEED_NAME, Assumptions, analyse
 from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.records import Analysis, Program
-from roofline_report.analysis.roofs import ComputeRoof
+from roofline_report.analysis.roofs import ComputeRoof, RoofSet
 from roofline_report.ingest.view import trace_view
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.report import figures as figs
@@ -295,6 +295,17 @@ def _ceiling_rows(c: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _by_size(roofs: RoofSet | None) -> list[dict[str, Any]]:
+    """Each compute roof measured at several product sizes: the rate at each size, the rates
+    a kernel's product is held to (interpolated between them)."""
+    if roofs is None:
+        return []
+    return [{"name": r.name,
+             "points": [(n(flops, "FLOP", Kind.MEASURED), n(value, "FLOP/s", Kind.MEASURED))
+                        for flops, value in r.by_flops]}
+            for r in roofs.compute if r.by_flops]
+
+
 def _measured(an: Analysis, seed_p: Program | None) -> dict[str, Any]:
     ceilings = an.observations.get("ceilings") or {}
     out: dict[str, Any] = {"timing": None, "timing_reason": "", "achieved": None,
@@ -318,6 +329,7 @@ def _measured(an: Analysis, seed_p: Program | None) -> dict[str, Any]:
                               else "the assumed budgets (hypothetical)")
     if ceilings.get("available"):
         out["ceilings"] = _ceiling_rows(ceilings)
+        out["by_size"] = _by_size(an.roofs.measured)
         out["ceilings_origin"], out["ceilings_notes"] = _ceilings_origin(an)
         out["accuracy"] = accuracy(an)
         out.update(_levels_and_rates(an))
