@@ -107,3 +107,14 @@ def test_a_kernel_reason_names_its_roof_and_a_kind_without_one() -> None:
     assert kernel_reason(transpose).endswith(
         "; no roof measured for this kind (a transposing copy)")
     assert kernel_reason(_row("ok", "elementwise", 1.1e-3, 1e-3)) == ""
+
+
+def test_a_kernel_whose_time_moved_between_calls_says_so() -> None:
+    slow = _row("copy_bitcast_fusion", "data movement", 11e-3, 0.3e-3)
+    fields = {f: getattr(slow, f) for f in slow.__slots__}
+    steady = KernelRow(**{**fields, "spread": (11e-3, 12e-3)})
+    assert kernel_reason(steady) == "37× slower than predicted at its memory: L3 roof (L3 read)"
+    moving = KernelRow(**{**fields, "spread": (11e-3, 30e-3)})
+    assert kernel_reason(moving).endswith(
+        "; its time moved from 11 ms to 30 ms over the traced calls (first to third quartile), "
+        "so this miss is uncertain by as much")

@@ -21,7 +21,7 @@ never silence:
 
 and a program above its roof says so first (**above its roof**). A kernel's own reason
 (:func:`kernel_reason`) names the roof it was held to and how far below it ran, and says so
-when its kind of kernel has no roof of its own.
+when its kind of kernel has no roof of its own or its time moved between the traced calls.
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ from roofline_report.units import format_si
 
 OFF = 0.5
 NAMED_KERNELS = 3  # at most this many kernels are named as the cause of a miss
+# A kernel whose third-quartile time over the traced calls exceeds its first by this factor
+# has a time that does not hold still: its reason says so.
+UNSTEADY_KERNEL = 1.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,4 +145,8 @@ def kernel_reason(r: KernelRow) -> str:
     if r.pattern and not any(t.group == "pattern" for t in p.terms):
         text += (f"; no roof measured for this kind ({PATTERN_WORDS.get(r.pattern, r.pattern)})"
                  if m.direction == "slower" else "")
+    if r.spread is not None and r.spread[0] > 0 and r.spread[1] / r.spread[0] > UNSTEADY_KERNEL:
+        text += (f"; its time moved from {format_si(r.spread[0], 's')} to "
+                 f"{format_si(r.spread[1], 's')} over the traced calls (first to third "
+                 "quartile), so this miss is uncertain by as much")
     return text
