@@ -13,7 +13,11 @@ needs to reason about the program the runtime launches:
   printed beside the operand), raw attributes, the computations it calls by role, fusion kind,
   custom-call target, JSON backend config, ``known_trip_count``, metadata ``op_name``, the source
   file/line/column (from ``source_file=``/``source_line=`` or by resolving ``stack_frame_id``
-  through the tables), replica groups decoded, ``source_target_pairs`` and ``channel_id``.
+  through the tables) and the ``stack_frame_id`` itself, replica groups decoded,
+  ``source_target_pairs`` and ``channel_id``.
+
+:meth:`Module.frame_table` gives the printed tables as :class:`StackFrames`, the whole Python
+stack of each op (the frame JAX records is only its innermost).
 
 Shapes and element types are read by :mod:`roofline_report.hlo.shapes`, replica groups by
 :mod:`roofline_report.hlo.replica_groups`.
