@@ -97,6 +97,9 @@ class KernelRow:
     why: str = ""
     pattern: str | None = None
     charged: bool = True  # False for a conditional's branch the program totals do not charge
+    # The user's own line that built it (``source`` is the frame JAX recorded, maybe a
+    # library's); None where not recorded.
+    user_source: str | None = None
 
     @property
     def intensity(self) -> float | None:

@@ -13,7 +13,11 @@ needs to reason about the program the runtime launches:
   printed beside the operand), raw attributes, the computations it calls by role, fusion kind,
   custom-call target, JSON backend config, ``known_trip_count``, metadata ``op_name``, the source
   file/line/column (from ``source_file=``/``source_line=`` or by resolving ``stack_frame_id``
-  through the tables), replica groups decoded, ``source_target_pairs`` and ``channel_id``.
+  through the tables) and the ``stack_frame_id`` itself, replica groups decoded,
+  ``source_target_pairs`` and ``channel_id``.
+
+:meth:`Module.frame_table` gives the printed tables as :class:`StackFrames`, the whole Python
+stack of each op (the frame JAX records is only its innermost).
 
 Shapes and element types are read by :mod:`roofline_report.hlo.shapes`, replica groups by
 :mod:`roofline_report.hlo.replica_groups`.
@@ -41,6 +45,7 @@ __all__ = [
     "Instruction",
     "Module",
     "SourceLocation",
+    "StackFrames",
     "parse_module",
 ]
 
@@ -59,6 +64,50 @@ class SourceLocation:
     line: int
     column: int = 0
     function: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StackFrames:
+    """A module's stack-frame table (XLA's ``StackFrameIndexProto``): every id 1-based; a
+    frame is a location (file, function, line, column) and the frame that called it, its parent
+    (0 for none). An instruction's ``stack_frame_id`` names its innermost frame; following the
+    parents gives the whole Python stack at the op's creation, as JAX recorded it.
+
+    :mod:`roofline_report.observe.stack_frames` reads it from the serialized module;
+    :meth:`Module.frame_table` from the tables printed above the computations."""
+
+    file_names: Mapping[int, str]
+    function_names: Mapping[int, str]
+    # location id -> (file name id, function name id, line, column)
+    locations: Mapping[int, tuple[int, int, int, int]]
+    # frame id -> (location id, parent frame id: 0 for none)
+    frames: Mapping[int, tuple[int, int]]
+
+    def location(self, frame_id: int) -> SourceLocation | None:
+        """The frame's own location; None when the frame or its file is not in the table."""
+        frame = self.frames.get(frame_id)
+        location = None if frame is None else self.locations.get(frame[0])
+        if location is None:
+            return None
+        file_id, function_id, line, column = location
+        file = self.file_names.get(file_id)
+        if file is None:
+            return None
+        return SourceLocation(file, line, column, self.function_names.get(function_id, ""))
+
+    def chain(self, frame_id: int) -> tuple[SourceLocation, ...]:
+        """The frame's locations from the innermost (the op's own) to the outermost; a frame
+        seen twice (a malformed table) ends the chain."""
+        out: list[SourceLocation] = []
+        seen: set[int] = set()
+        current = frame_id
+        while current and current not in seen and current in self.frames:
+            seen.add(current)
+            location = self.location(current)
+            if location is not None:
+                out.append(location)
+            current = self.frames[current][1]
+        return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +164,7 @@ class Instruction:
     known_trip_count: int | None = None
     op_name: str | None = None
     source: SourceLocation | None = None
+    stack_frame_id: int | None = None  # the innermost frame in the module's StackFrames
     replica_groups: ReplicaGroups | None = None
     source_target_pairs: tuple[tuple[int, int], ...] | None = None
     channel_id: int | None = None
@@ -218,6 +268,29 @@ class Module:
         for comp in self.computations.values():
             for instr in comp.instructions:
                 yield comp, instr
+
+    def frame_table(self) -> StackFrames:
+        """The stack-frame table printed above the computations (empty when none is).
+
+        The printer writes each frame's parent one higher than the serialized module holds it
+        (jaxlib 0.10.2: the outermost frame 1 is printed ``parent_frame_id=1``, and every parent
+        is the serialized one plus one, checked against the proto). A parent is always an
+        earlier frame, so a frame printed as its own parent shows that convention; the ids are
+        shifted back then, and read as written otherwise."""
+        frames = {k: (v.get("file_location_id", 0), v.get("parent_frame_id", 0))
+                  for k, v in self.stack_frames.items()}
+        if any(parent == k for k, (_, parent) in frames.items()):
+            frames = {k: (loc, parent - 1) for k, (loc, parent) in frames.items()}
+        return StackFrames(
+            MappingProxyType(dict(self.file_names)),
+            MappingProxyType(dict(self.function_names)),
+            MappingProxyType({
+                k: (v.get("file_name_id", 0), v.get("function_name_id", 0), v.get("line", 0),
+                    v.get("column", 0))
+                for k, v in self.file_locations.items()
+            }),
+            MappingProxyType(frames),
+        )
 
     def stack_location(self, frame_id: int) -> SourceLocation | None:
         """The innermost source location of a ``stack_frame_id`` (the frame's own location)."""
@@ -540,11 +613,11 @@ def _instruction(raw: _RawInstr, shapes: Mapping[str, Shape], module: Module) ->
     if config is not None and isinstance(config.get("known_trip_count"), dict):
         trip = _as_int(str(config["known_trip_count"].get("n", "")))
     source: SourceLocation | None = None
+    frame = _as_int(meta["stack_frame_id"]) if "stack_frame_id" in meta else None
     if "source_file" in meta:
         source = SourceLocation(meta["source_file"], _as_int(meta.get("source_line")) or 0)
-    elif "stack_frame_id" in meta:
-        frame = _as_int(meta["stack_frame_id"])
-        source = None if frame is None else module.stack_location(frame)
+    elif frame is not None:
+        source = module.stack_location(frame)
     groups_text = attrs.get("replica_groups")
     if groups_text is not None and "device_ids" in attrs:  # split at its comma by split_top
         groups_text = f"{groups_text}, device_ids={attrs['device_ids']}"
@@ -572,6 +645,7 @@ def _instruction(raw: _RawInstr, shapes: Mapping[str, Shape], module: Module) ->
         known_trip_count=trip,
         op_name=meta.get("op_name"),
         source=source,
+        stack_frame_id=frame,
         replica_groups=None if groups_text is None else parse_replica_groups(groups_text),
         source_target_pairs=pairs,
         channel_id=_as_int(attrs.get("channel_id")),

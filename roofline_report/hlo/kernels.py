@@ -17,7 +17,13 @@ Each kernel gets flops and transcendentals from our own count of the HLO it runs
 (:func:`roofline_report.hlo.kernel_bytes.kernel_traffic`: the rules are there), its pattern
 (:func:`roofline_report.hlo.kernel_patterns.kernel_pattern`: the kinds of kernel with roofs of
 their own), how many times one call of the program runs it, its op_name and its source file and
-line, the path made relative to the user's project (never absolute).
+line, the path made relative to the user's project (never absolute). A kernel whose own
+instruction has no location takes its fused computation's: the root's, else the location most
+of its instructions share (:func:`kernel_location`). Its ``user_source`` is the innermost frame
+of the op's Python stack outside installed libraries (:func:`user_location`): JAX's metadata
+names one frame, the innermost it counts as user code, and an installed library such as flax or
+optax counts as user code to JAX, so ``source`` often points into the library that built the op
+while ``user_source`` names the user's line that called it.
 
 :func:`reconcile_kernels` sets the sum over the kernels beside our program count (the StableHLO
 count): equal, or apart only by named rewrites the compiler made, each with its amount.
@@ -28,13 +34,20 @@ Pure: no jax. Plain JSON out, for results.json.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from roofline_report.errors import scrub_paths
 from roofline_report.hlo.cost import Cost
-from roofline_report.hlo.ir import Instruction, Module, SourceLocation, parse_module
+from roofline_report.hlo.ir import (
+    Instruction,
+    Module,
+    SourceLocation,
+    StackFrames,
+    parse_module,
+)
 from roofline_report.hlo.kernel_bytes import FusionBytes, Traffic, kernel_traffic
 from roofline_report.hlo.kernel_cost import (
     ELEMENTWISE,
@@ -49,10 +62,13 @@ from roofline_report.hlo.walk import COLLECTIVE_OPCODES, Site, Walk, walk
 __all__ = [
     "CATEGORIES",
     "in_place_kernels",
+    "is_library_path",
     "kernel_inventory",
+    "kernel_location",
     "program_walk",
     "reconcile_kernels",
     "relative_source",
+    "user_location",
 ]
 
 CATEGORIES = ("matmul", "elementwise", "reduction", "data movement", "collective", "other")
@@ -82,6 +98,67 @@ def relative_source(source: SourceLocation | None, cwd: str | None = None) -> st
         path = path[len(base) :]
     path = scrub_paths(path)
     return f"{path}:{source.line}" if source.line else path
+
+
+# Installed packages, jax's own sources (a checkout of jax is not the user's code either) and
+# Python's standard library.
+_LIBRARY_PATH = re.compile(
+    r"(^|/)(site-packages|dist-packages)/|(^|/)jax/_src/|(^|/)jaxlib/|/lib/python3\.\d+/")
+
+
+def is_library_path(path: str) -> bool:
+    """True for a file of an installed library (under ``site-packages`` or ``dist-packages``),
+    of jax itself, or of Python's standard library: not the user's own code."""
+    return _LIBRARY_PATH.search(path.replace("\\", "/")) is not None
+
+
+def _called_instructions(instr: Instruction, module: Module) -> list[Instruction]:
+    """The instructions of the computations ``instr`` calls, in text order, those of nested
+    calls (a fusion inside a fusion) following their caller; each computation once."""
+    out: list[Instruction] = []
+    seen: set[str] = set()
+
+    def visit(caller: Instruction) -> None:
+        for name in caller.called():
+            comp = module.computations.get(name)
+            if comp is None or name in seen:
+                continue
+            seen.add(name)
+            for inner in comp.instructions:
+                out.append(inner)
+                visit(inner)
+
+    visit(instr)
+    return out
+
+
+def kernel_location(instr: Instruction, module: Module) -> Instruction | None:
+    """The instruction whose metadata locates the kernel ``instr``: itself when it has a
+    source; else, inside the computations it calls, the first one's root when that has a
+    source, else the first instruction with the source most of them share. None when no
+    instruction of the kernel has a source."""
+    if instr.source is not None:
+        return instr
+    called = [module.computations[n] for n in instr.called() if n in module.computations]
+    root = called[0].root if called else None
+    if root is not None and root.source is not None:
+        return root
+    located = [i for i in _called_instructions(instr, module) if i.source is not None]
+    if not located:
+        return None
+    counts = Counter(i.source for i in located)
+    most = max(counts.values())
+    return next(i for i in located if counts[i.source] == most)
+
+
+def user_location(instr: Instruction, frames: StackFrames) -> SourceLocation | None:
+    """The innermost location of ``instr``'s Python stack outside libraries
+    (:func:`is_library_path`); its own source when that is the user's and the stack is not
+    in ``frames``; None when every frame is a library's."""
+    chain = frames.chain(instr.stack_frame_id) if instr.stack_frame_id else ()
+    if not chain and instr.source is not None:
+        chain = (instr.source,)
+    return next((loc for loc in chain if not is_library_path(loc.file)), None)
 
 
 
@@ -158,8 +235,9 @@ def _bytes_rule(traffic: Traffic) -> str | None:
 
 
 def _kernel(program: _Program, site: Site, cwd: str | None,
-            in_place: frozenset[str]) -> dict[str, Any]:
+            in_place: frozenset[str], frames: StackFrames) -> dict[str, Any]:
     instr, comp = site.instruction, site.computation
+    located = kernel_location(instr, program.module)
     cost = program.cost(site)
     traffic = program.traffic(site)
     pattern = kernel_pattern(instr, program.module)
@@ -191,7 +269,9 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "ops": dict(sorted(cost.ops.items())),
         "uncosted": sorted(cost.uncosted),
         "op_name": instr.op_name,
-        "source": relative_source(instr.source, cwd),
+        "source": None if located is None else relative_source(located.source, cwd),
+        "user_source": None if located is None
+        else relative_source(user_location(located, frames), cwd),
         "in_place": traffic.in_place or (comp.is_entry and instr.name in in_place),
         "pattern": pattern.name,
         "pattern_size": pattern.size,
@@ -225,7 +305,8 @@ def in_place_kernels(module: Module) -> frozenset[str]:
     return frozenset(names)
 
 
-def kernel_inventory(hlo: str | Module, cwd: str | None = None) -> dict[str, Any]:
+def kernel_inventory(hlo: str | Module, cwd: str | None = None,
+                     frames: StackFrames | None = None) -> dict[str, Any]:
     """The kernels of the optimized HLO (see the module docstring) as plain JSON::
 
         {"module", "kernels": [{"name", "opcode", "category", "kind", "fusion_kind", "computation",
@@ -233,7 +314,8 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None) -> dict[str, Any
                       "transcendentals", "bytes_read", "bytes_written", "read_by_dtype",
                       "written_by_dtype", "boundary_bytes_read", "boundary_bytes_written",
                       "bytes_rule", "flops_by_op", "transcendentals_by_op", "ops", "uncosted",
-                      "op_name", "source", "in_place", "pattern", "pattern_size",
+                      "op_name", "source", "user_source", "in_place", "pattern",
+                      "pattern_size",
                       "pattern_detail", "matmul_products"}],
          "count", "launches", "flops", "transcendentals", "bytes_read", "bytes_written",
          "boundary_bytes_read", "boundary_bytes_written", "flops_by_op",
@@ -245,12 +327,15 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None) -> dict[str, Any
     the totals (``launches``, flops, bytes) count the ``charged`` kernels times their trips,
     so ``launches`` is :func:`~roofline_report.hlo.compiled.inspect_compiled`'s ``kernels``.
     ``cwd`` is the user's project root for source paths (default: the current working
-    directory).
+    directory). ``frames`` is the module's stack-frame table as the serialized module holds it
+    (:func:`roofline_report.observe.stack_frames.stack_frame_table`); without it, the table
+    printed in the text (:meth:`~roofline_report.hlo.ir.Module.frame_table`).
     """
     module = hlo if isinstance(hlo, Module) else parse_module(hlo)
     program = _Program(module)
     in_place = in_place_kernels(module)
-    kernels = [_kernel(program, site, cwd, in_place) for site in program.walk.sites]
+    table = frames if frames is not None else module.frame_table()
+    kernels = [_kernel(program, site, cwd, in_place, table) for site in program.walk.sites]
     notes = list(program.walk.notes)
     charged = [k for k in kernels if k["charged"]]
     flops_by_op: Counter[str] = Counter()

@@ -297,7 +297,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
         record["timing"] = {"available": False, "reason": "the workload did not run"}
     if kernels:
         _measure_kernels(record, w, call, (args, kwargs), program, ran=ran, skips=skips,
-                         quick=quick, trace=trace)
+                         quick=quick, trace=trace, compiled=low.compiled)
     return record
 
 
@@ -442,17 +442,21 @@ def _arrays_tree(args: tuple[Any, ...], low: lowering.Lowered) -> dict[str, Any]
 
 def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., Any],
                      inputs: tuple[Any, Mapping[str, Any]], program: Module, *, ran: bool,
-                     skips: Skips, quick: bool, trace: bool = True) -> None:
+                     skips: Skips, quick: bool, trace: bool = True,
+                     compiled: Any = None) -> None:
     """The kernel inventory and, with ``trace``, each kernel timed from a profiler trace and
     JAX's own roofline estimate; each may fail on its own (the inventory stays when the trace
-    yields nothing)."""
+    yields nothing). Each kernel's Python stack is read from ``compiled``'s serialized module
+    when it gives one (else from the stack frames printed in the text)."""
     from roofline_report.hlo.kernels import kernel_inventory
+    from roofline_report.observe.stack_frames import stack_frame_table
 
     args, kwargs = inputs  # ``call`` has the keyword arguments bound already
     label = f"workload {w.title}"
     inventory: dict[str, Any] | None = None
     try:
-        inventory = kernel_inventory(program)
+        frames = None if compiled is None else stack_frame_table(compiled)
+        inventory = kernel_inventory(program, frames=frames)
         record["kernels"] = inventory
     except Exception as exc:
         record["kernels"] = skips.add(f"{label}: kernel inventory", _why(exc))

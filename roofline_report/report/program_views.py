@@ -68,11 +68,20 @@ def prediction_cells(p: Prediction | None) -> dict[str, Num | str]:
 
 # --- kernels ---------------------------------------------------------------------------------
 
+def _source_text(r: KernelRow) -> str:
+    """The user's line that built the kernel, and the library's line inside it when they
+    differ (``model.py:46 (via flax/nnx/nn/linear.py:431)``); else the line JAX recorded;
+    else the op's name."""
+    if r.user_source and r.source and r.source != r.user_source:
+        return f"{r.user_source} (via {r.source})"
+    return r.user_source or r.source or r.op_name or ""
+
+
 def _kernel_row(r: KernelRow) -> dict[str, Any]:
     cells = prediction_cells(r.prediction)
     return {
         "name": r.name, "category": r.category, "kind": r.fusion or "",
-        "source": r.source or r.op_name or "",
+        "source": _source_text(r),
         "launches": count(r.launches, M) if r.launches is not None else count(r.trips, A),
         "time": n(r.seconds, "s", M), "share": percent(r.share, M),
         "flops": count(r.flops, A), "bytes": n(r.bytes, "B", A),
@@ -145,7 +154,8 @@ def _figure(p: Program, table: KernelTable) -> figs.FigureOut | None:
     points = [figs.PlotPoint(
         label=r.name, intensity=r.intensity or 0.0, rate=r.achieved or 0.0,
         category=r.category, size=r.share or 0.0,
-        tooltip=_tooltip(r.name, r.seconds, r.share, r.source, r.share_of_roof))
+        tooltip=_tooltip(r.name, r.seconds, r.share, _source_text(r) if r.source else None,
+                         r.share_of_roof))
         for r in placed]
     # A figure for the user's programs and the seed: one per catalog workload would double
     # the time to re-render; their tables hold the same numbers.

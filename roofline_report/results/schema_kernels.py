@@ -27,7 +27,7 @@ class KernelRecord(Record):
     the boundary bytes (operand and result buffers whole; None where not recorded: equal to the
     touched bytes then), the rule that made the touched bytes smaller, the kernel's pattern, and
     where it sits (a conditional's branch, whether the totals charge it, whether every loop
-    around it has a known trip count)."""
+    around it has a known trip count), and the user's own line that built it."""
 
     name: str
     opcode: str
@@ -50,6 +50,9 @@ class KernelRecord(Record):
     uncosted: list[str]
     op_name: str | None
     source: str | None  # path relative to the user's project, with the line
+    # The innermost frame of the op's Python stack outside installed libraries (``source`` is
+    # the frame JAX recorded, often a library's: flax, optax); None where not recorded.
+    user_source: str | None = None
     in_place: bool = False  # writes a buffer it was given (donated, or updated in place)
     trips_known: bool = True  # False when a loop around it has no known trip count
     branch: str | None = None  # "conditional.3 branch 1 of 2" inside a conditional
