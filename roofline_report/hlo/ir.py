@@ -73,7 +73,7 @@ class StackFrames:
     (0 for none). An instruction's ``stack_frame_id`` names its innermost frame; following the
     parents gives the whole Python stack at the op's creation, as JAX recorded it.
 
-    :mod:`roofline_report.observe.stack_frames` reads it from the serialized module;
+    :mod:`roofline_report.hlo.stack_frames` reads it from the serialized module;
     :meth:`Module.frame_table` from the tables printed above the computations."""
 
     file_names: Mapping[int, str]

@@ -46,6 +46,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from roofline_report.wire import I64, LEN, VARINT, WireFormatError, fields, signed
+
+# The error of a trace this reader cannot read (truncated, corrupt, or of a newer profiler:
+# ``newer``): the wire reader's, under the name the trace readers catch.
+TraceFormatError = WireFormatError
+
 __all__ = [
     "METADATA_PLANE",
     "Event",
@@ -63,87 +69,6 @@ METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT = "Hlo Proto"
 GZIP_MAGIC = b"\x1f\x8b"
 
-_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
-
-
-class TraceFormatError(ValueError):
-    """The bytes are not an XSpace this reader can read: truncated, corrupt, or of a newer
-    schema. ``newer`` is True when the file is well formed but uses what this reader does not
-    know (a newer profiler)."""
-
-    def __init__(self, message: str, *, newer: bool = False) -> None:
-        super().__init__(message)
-        self.newer = newer
-
-
-# --- the wire format -------------------------------------------------------------------------
-
-
-def _varint(buf: bytes, i: int, end: int, what: str, where: str) -> tuple[int, int]:
-    """The varint at ``buf[i]`` and the index after it."""
-    value = 0
-    shift = 0
-    while True:
-        if i >= end:
-            raise TraceFormatError(f"truncated {where}: {what} runs past the end")
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, i
-        shift += 7
-        if shift > 63:
-            raise TraceFormatError(f"corrupt {where}: {what} longer than 10 bytes")
-
-
-def _fields(buf: bytes, start: int, end: int, where: str) -> list[tuple[int, int, Any]]:
-    """(field number, wire type, value) of each field in ``buf[start:end]``: an int for varints
-    and fixed-size fields, a (start, end) pair for length-delimited ones. One-byte keys and
-    varints, nearly all of them in a trace, are read inline."""
-    out: list[tuple[int, int, Any]] = []
-    append = out.append
-    i = start
-    while i < end:
-        key = buf[i]  # the key, a varint: field number << 3 | wire type
-        if key < 0x80:
-            i += 1
-        else:
-            key, i = _varint(buf, i, end, "a field key", where)
-        number, wire = key >> 3, key & 7
-        if number == 0:
-            raise TraceFormatError(f"corrupt {where}: field number 0")
-        if wire in (_VARINT, _LEN):
-            if i >= end:
-                raise TraceFormatError(f"truncated {where}: field {number} runs past the end")
-            value = buf[i]
-            if value < 0x80:
-                i += 1
-            else:
-                value, i = _varint(buf, i, end, f"field {number}", where)
-            if wire == _VARINT:
-                append((number, wire, value))
-                continue
-            if i + value > end:
-                raise TraceFormatError(
-                    f"truncated {where}: field {number} holds {value} bytes, {end - i} are left")
-            append((number, wire, (i, i + value)))
-            i += value
-        elif wire in (_I64, _I32):
-            size = 8 if wire == _I64 else 4
-            if i + size > end:
-                raise TraceFormatError(f"truncated {where}: field {number} runs past the end")
-            append((number, wire, int.from_bytes(buf[i:i + size], "little")))
-            i += size
-        else:
-            raise TraceFormatError(f"corrupt {where}: field {number} has wire type {wire}, "
-                                   "which protobuf does not define for new messages")
-    return out
-
-
-def _signed(value: int) -> int:
-    """An int64 field's value from its varint (two's complement in 64 bits)."""
-    return value - (1 << 64) if value >= 1 << 63 else value
-
 
 def _text(buf: bytes, span: tuple[int, int], where: str) -> str:
     try:
@@ -160,17 +85,17 @@ class _Schema:
     wires: Mapping[int, int]
 
 
-_SPACE = _Schema("XSpace", {1: _LEN, 2: _LEN, 3: _LEN, 4: _LEN})
-_PLANE = _Schema("XPlane", {1: _VARINT, 2: _LEN, 3: _LEN, 4: _LEN, 5: _LEN, 6: _LEN})
-_LINE = _Schema("XLine", {1: _VARINT, 2: _LEN, 3: _VARINT, 4: _LEN, 9: _VARINT, 10: _VARINT,
-                          11: _LEN})
-_EVENT = _Schema("XEvent", {1: _VARINT, 2: _VARINT, 3: _VARINT, 4: _LEN, 5: _VARINT})
-_STAT = _Schema("XStat", {1: _VARINT, 2: _I64, 3: _VARINT, 4: _VARINT, 5: _LEN, 6: _LEN,
-                          7: _VARINT})
-_EVENT_META = _Schema("XEventMetadata", {1: _VARINT, 2: _LEN, 3: _LEN, 4: _LEN, 5: _LEN,
-                                         6: _LEN})
-_STAT_META = _Schema("XStatMetadata", {1: _VARINT, 2: _LEN, 3: _LEN})
-_MAP_ENTRY = _Schema("map entry", {1: _VARINT, 2: _LEN})
+_SPACE = _Schema("XSpace", {1: LEN, 2: LEN, 3: LEN, 4: LEN})
+_PLANE = _Schema("XPlane", {1: VARINT, 2: LEN, 3: LEN, 4: LEN, 5: LEN, 6: LEN})
+_LINE = _Schema("XLine", {1: VARINT, 2: LEN, 3: VARINT, 4: LEN, 9: VARINT, 10: VARINT,
+                          11: LEN})
+_EVENT = _Schema("XEvent", {1: VARINT, 2: VARINT, 3: VARINT, 4: LEN, 5: VARINT})
+_STAT = _Schema("XStat", {1: VARINT, 2: I64, 3: VARINT, 4: VARINT, 5: LEN, 6: LEN,
+                          7: VARINT})
+_EVENT_META = _Schema("XEventMetadata", {1: VARINT, 2: LEN, 3: LEN, 4: LEN, 5: LEN,
+                                         6: LEN})
+_STAT_META = _Schema("XStatMetadata", {1: VARINT, 2: LEN, 3: LEN})
+_MAP_ENTRY = _Schema("map entry", {1: VARINT, 2: LEN})
 # Packed repeated int64 (XEventMetadata.child_id) may also arrive unpacked.
 _PACKABLE = {("XEventMetadata", 6)}
 
@@ -187,14 +112,14 @@ class _Reader:
         given as (number, None)."""
         out: list[tuple[int, Any]] = []
         wires = schema.wires
-        for number, wire, value in _fields(self.buf, span[0], span[1], schema.name):
+        for number, wire, value in fields(self.buf, span[0], span[1], schema.name):
             expected = wires.get(number)
             if expected == wire:
                 out.append((number, value))
             elif expected is None:
                 self.unknown.setdefault(schema.name, set()).add(number)
                 out.append((number, None))
-            elif (schema.name, number) in _PACKABLE and wire == _VARINT:
+            elif (schema.name, number) in _PACKABLE and wire == VARINT:
                 out.append((number, value))
             else:
                 raise TraceFormatError(
@@ -215,19 +140,19 @@ class _Reader:
                 unknown.append(number)
                 continue
             if number == 1:
-                meta = _signed(v)
+                meta = signed(v)
             elif number == 2:
                 value, have = struct.unpack("<d", v.to_bytes(8, "little"))[0], True
             elif number == 3:
                 value, have = v, True
             elif number == 4:
-                value, have = _signed(v), True
+                value, have = signed(v), True
             elif number == 5:
                 value, have = _text(self.buf, v, "XStat"), True
             elif number == 6:
                 value, have = bytes(self.buf[v[0]:v[1]]), True
             elif number == 7:
-                value, have = stat_names.get(_signed(v), ""), True
+                value, have = stat_names.get(signed(v), ""), True
         if not have and unknown:
             raise TraceFormatError(
                 "a stat's value is in a field this reader does not know (XStat field "
@@ -246,7 +171,7 @@ class _Reader:
         key, name = 0, ""
         for number, value in self.fields(span, _MAP_ENTRY):
             if number == 1:
-                key = _signed(value)
+                key = signed(value)
             elif number == 2:
                 for n, v in self.fields(value, _STAT_META):
                     if n == 2:
@@ -259,7 +184,7 @@ class _Reader:
         stats: list[tuple[int, int]] = []
         for number, value in self.fields(span, _MAP_ENTRY):
             if number == 1:
-                key = _signed(value)
+                key = signed(value)
             elif number == 2:
                 for n, v in self.fields(value, _EVENT_META):
                     if n == 2:
@@ -279,7 +204,7 @@ class _Reader:
         stat_spans: list[tuple[int, int]] = []
         for number, value in self.fields(span, _PLANE):
             if number == 1:
-                plane_id = _signed(value)
+                plane_id = signed(value)
             elif number == 2:
                 name = _text(self.buf, value, "XPlane")
             elif number == 3:
@@ -312,11 +237,11 @@ class _Reader:
         event_spans: list[tuple[int, int]] = []
         for number, value in self.fields(span, _LINE):
             if number == 1:
-                line_id = _signed(value)
+                line_id = signed(value)
             elif number == 2:
                 name = _text(self.buf, value, "XLine")
             elif number == 3:
-                timestamp = _signed(value)
+                timestamp = signed(value)
             elif number == 4:
                 event_spans.append(value)
             elif number == 11:
@@ -332,11 +257,11 @@ class _Reader:
                 if value is None:
                     unknown.append(number)
                 elif number == 1:
-                    meta = _signed(value)
+                    meta = signed(value)
                 elif number == 2:
-                    offset, timed = _signed(value), True
+                    offset, timed = signed(value), True
                 elif number == 3:
-                    duration = _signed(value)
+                    duration = signed(value)
                 elif number == 4:
                     stat_spans.append(value)
                 elif number == 5:
@@ -477,7 +402,7 @@ def read_xspace(path: str | Any) -> XSpace:
 def hlo_module_proto(hlo_proto: bytes) -> bytes:
     """The serialized ``HloModuleProto`` inside a serialized ``xla.HloProto`` (its field 1;
     field 3, the buffer assignment, is not needed). Raises TraceFormatError when absent."""
-    for number, wire, value in _fields(hlo_proto, 0, len(hlo_proto), "HloProto"):
-        if number == 1 and wire == _LEN:
+    for number, wire, value in fields(hlo_proto, 0, len(hlo_proto), "HloProto"):
+        if number == 1 and wire == LEN:
             return bytes(hlo_proto[value[0]:value[1]])
     raise TraceFormatError("an Hlo Proto without its HLO module")
