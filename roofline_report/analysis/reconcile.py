@@ -512,7 +512,7 @@ def reconcile(
     ``backend``: ``jax.default_backend()`` ("cpu", "gpu", "cuda", "rocm", "tpu").
 
     Returns ``{"rows": [{"quantity", "analytic", "ours", "xla", "agree",
-    "flags": [{"cause", "explanation"}]}] (flops, transcendentals, bytes), "traffic_efficiency":
+    "flags": [{"cause", "parts"}]}] (flops, transcendentals, bytes), "traffic_efficiency":
     XLA bytes / minimum bytes or None, "measured": {"seconds", "achieved_flops_per_s",
     "flops_basis"} or None}``. Raises InputError for malformed inputs (wrong types, negative or
     non-finite analytic or measured values).
