@@ -9,7 +9,7 @@ strings; every number and op name is a value the report formats, never baked int
     {"count": n, "kind": k}                   # a count of kind k (a Kind value)
     {"count": n, "kind": k, "signed": True}   # a change: "+399,669", "-1"
     {"ratio": r, "kind": k}                   # "10x"
-    {"op": name}                              # an op or custom-call target, set as code
+    {"code": text}                            # an op name, a target, XLA's -1: set as code
     {"rewrites": [item], "unit": u}           # the compiler's rewrites, see
                                               # roofline_report.hlo.kernels.group_rewrites
 
@@ -57,8 +57,10 @@ def _n(value: float, kind: str = _A, *, signed: bool = False) -> dict[str, Any]:
     return {"count": number, "kind": kind, **({"signed": True} if signed else {})}
 
 
-def _op(name: str) -> dict[str, Any]:
-    return {"op": name}
+def _code(name: str) -> dict[str, Any]:
+    """An op name, a custom-call target, a dtype, or a value XLA reported as a marker (its
+    -1), set as code: a name, never a count."""
+    return {"code": name}
 
 
 def _listing(values: list[Any], kind: str = _A) -> list[Part]:
@@ -171,14 +173,16 @@ def _read_xla(xla: Mapping[str, Any] | None, key: str, backend: str,
         raise InputError(f"XLA cost analysis {key!r} must be a number, got {raw!r}")
     value = float(raw)
     if not math.isfinite(value):
-        return _Reading(None, raw, (f"XLA reported {raw!r} {key}, which is not a count",))
+        return _Reading(None, raw, ("XLA reported ", _code(f"{value:g}"),
+                                    f" {key}, which is not a count"))
     if value < 0:
         why: tuple[Part, ...]
         if backend in _GPU_BACKENDS:
-            why = ("XLA reported ", _n(value, _C), f" {key}: on the GPU that marks a custom call "
-                   "(such as a cuBLAS gemm) that XLA cannot cost, so the value is unknown")
+            why = ("XLA reported ", _code(f"{value:g}"), f" {key}: on the GPU that marks a "
+                   "custom call (such as a cuBLAS gemm) that XLA cannot cost, so the value is "
+                   "unknown")
         else:
-            why = ("XLA reported ", _n(value, _C), f" {key}, which is not a count, so it is "
+            why = ("XLA reported ", _code(f"{value:g}"), f" {key}, which is not a count, so it is "
                    "unknown")
         return _Reading(None, raw, why)
     if contaminated:
@@ -212,13 +216,13 @@ def _contamination(xla: Mapping[str, Any] | None, compiled: Mapping[str, Any] | 
         what = [_n(count), f" custom call{'s' if count != 1 else ''} ("]
         for i, target in enumerate(targets):
             what += [", "] if i else []
-            what.append(_op(target))
+            what.append(_code(target))
         what.append(")")
     elif negative_time:
-        what = ["custom calls (its ", _op("optimal_seconds"), " is negative)"]
+        what = ["custom calls (its ", _code("optimal_seconds"), " is negative)"]
     else:
         return ()
-    return ("XLA costs each of the program's ", *what, " at ", _n(-1, _C),
+    return ("XLA costs each of the program's ", *what, " at ", _code("-1"),
             " and adds that into its totals")
 
 
@@ -291,7 +295,7 @@ def _ops_list(names: list[str], sep: str = ", ") -> list[Part]:
     parts: list[Part] = []
     for i, name in enumerate(names):
         parts += [sep] if i else []
-        parts.append(_op(name))
+        parts.append(_code(name))
     return parts
 
 
@@ -310,7 +314,7 @@ def _upcast(
     row.flag(
         "dtype_upcast",
         "On CPU XLA converts the ", *_ops_list(sorted(dtypes), "/"), " values to ",
-        _op("f32"), " (", _n(compiled["converts"]), " converts), so its ", _n(row.xla, _C),
+        _code("f32"), " (", _n(compiled["converts"]), " converts), so its ", _n(row.xla, _C),
         f" {row.quantity} include the conversions", *extra, ".",
     )
     return True

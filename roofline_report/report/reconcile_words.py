@@ -32,8 +32,8 @@ def _part(part: Any) -> Text:
     if "ratio" in part:
         r = ratio(part["ratio"], str(part.get("kind") or "analytic"), 3)
         return (Num(f"{r.text}×", r.kind),)
-    if "op" in part:
-        return (Code(str(part["op"])),)
+    if "code" in part:
+        return (Code(str(part["code"])),)
     if "rewrites" in part:
         return rewrites_text(part["rewrites"], str(part.get("unit", "flops")))
     raise TypeError(f"not a part of a sentence: {part!r}")  # pragma: no cover
