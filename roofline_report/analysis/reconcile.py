@@ -57,6 +57,11 @@ def _n(value: float, kind: str = _A, *, signed: bool = False) -> dict[str, Any]:
     return {"count": number, "kind": kind, **({"signed": True} if signed else {})}
 
 
+def _literal(value: float) -> str:
+    """A value XLA reported as a marker, as it wrote it ("-1", "inf"), not as a count."""
+    return str(int(value)) if value.is_integer() else str(value)
+
+
 def _code(name: str) -> dict[str, Any]:
     """An op name, a custom-call target, a dtype, or a value XLA reported as a marker (its
     -1), set as code: a name, never a count."""
@@ -173,17 +178,17 @@ def _read_xla(xla: Mapping[str, Any] | None, key: str, backend: str,
         raise InputError(f"XLA cost analysis {key!r} must be a number, got {raw!r}")
     value = float(raw)
     if not math.isfinite(value):
-        return _Reading(None, raw, ("XLA reported ", _code(f"{value:g}"),
+        return _Reading(None, raw, ("XLA reported ", _code(_literal(value)),
                                     f" {key}, which is not a count"))
     if value < 0:
         why: tuple[Part, ...]
         if backend in _GPU_BACKENDS:
-            why = ("XLA reported ", _code(f"{value:g}"), f" {key}: on the GPU that marks a "
+            why = ("XLA reported ", _code(_literal(value)), f" {key}: on the GPU that marks a "
                    "custom call (such as a cuBLAS gemm) that XLA cannot cost, so the value is "
                    "unknown")
         else:
-            why = ("XLA reported ", _code(f"{value:g}"), f" {key}, which is not a count, so it is "
-                   "unknown")
+            why = ("XLA reported ", _code(_literal(value)), f" {key}, which is not a count, "
+                   "so it is unknown")
         return _Reading(None, raw, why)
     if contaminated:
         return _Reading(None, raw, contaminated)
