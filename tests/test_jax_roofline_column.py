@@ -18,8 +18,8 @@ def test_an_unavailable_estimator_is_said_with_its_reason() -> None:
     flops, traffic = result["rows"]
     assert flops["jax"] is None
     assert flops["flags"] == [{"cause": "estimator_unavailable",
-                               "explanation": f"jax.experimental.roofline not available: "
-                                              f"{reason}"}]
+                               "parts": [f"jax.experimental.roofline not available: "
+                                         f"{reason}"]}]
     assert traffic["flags"] == []  # said once, on the first row
     assert "estimator_unavailable" in reconcile.CAUSES
 

@@ -17,6 +17,7 @@ import pytest
 
 from roofline_report.analysis import reconcile
 from roofline_report.errors import InputError
+from roofline_report.report.reconcile_words import flag_text, plain
 
 SEED_ANALYTIC = {"flops": 8192, "minimum_bytes": 3584}
 SEED_OURS: dict[str, Any] = {
@@ -94,9 +95,16 @@ def _causes(result: dict[str, Any], quantity: str) -> list[str]:
     return [flag["cause"] for flag in _row(result, quantity)["flags"]]
 
 
+def _text(flag: dict[str, Any]) -> str:
+    """A flag's sentence as the report words it, without kind markers."""
+    return plain(flag_text(flag))
+
+
 def _numbers(value: Any) -> list[float]:
+    """Every number the result gives as a value (the flags' sentences quote XLA's -1 as what
+    it reported, which is not using it)."""
     if isinstance(value, dict):
-        return [n for v in value.values() for n in _numbers(v)]
+        return [n for k, v in value.items() if k != "flags" for n in _numbers(v)]
     if isinstance(value, list):
         return [n for v in value for n in _numbers(v)]
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -125,12 +133,12 @@ def test_seed_on_cpu() -> None:
     trans = _row(result, "transcendentals")
     assert trans["agree"] and trans["analytic"] is None
     assert _causes(result, "transcendentals") == ["epilogue_not_in_analytic"]
-    assert "256" in trans["flags"][0]["explanation"]
+    assert "256" in _text(trans["flags"][0])
     traffic = _row(result, "bytes")
     assert not traffic["agree"]
     assert _causes(result, "bytes") == ["unfused_intermediate"]
-    explanation = traffic["flags"][0]["explanation"]
-    assert "5632" in explanation and "3584" in explanation and "2048" in explanation
+    explanation = _text(traffic["flags"][0])
+    assert "5,632" in explanation and "3,584" in explanation and "2,048" in explanation
     assert "written" in explanation and "read back" in explanation
     assert result["traffic_efficiency"] == pytest.approx(5632 / 3584)
     assert result["measured"] is None
@@ -161,8 +169,8 @@ def test_scan_loop_counted_once_by_xla() -> None:
         assert "loop_counted_once" in _causes(result, quantity)
     flops = _row(result, "flops")
     assert flops["ours"] == 10 * flops["xla"]
-    text = flops["flags"][0]["explanation"]
-    assert "524290" in text and "5242900" in text and "10x as much" in text
+    text = _text(flops["flags"][0])
+    assert "524,290" in text and "5,242,900" in text and "10× as much" in text
 
 
 def test_unknown_trip_count_makes_ours_a_lower_bound() -> None:
@@ -176,7 +184,7 @@ def test_unknown_trip_count_makes_ours_a_lower_bound() -> None:
     flops = _row(result, "flops")
     assert flops["agree"]  # both count one iteration ...
     assert _causes(result, "flops") == ["loop_counted_once"]  # ... and we say so
-    assert "lower bound" in flops["flags"][0]["explanation"]
+    assert "lower bound" in _text(flops["flags"][0])
 
 
 def test_gpu_minus_one_is_never_a_number() -> None:
@@ -191,7 +199,7 @@ def test_gpu_minus_one_is_never_a_number() -> None:
     flops = _row(result, "flops")
     assert flops["xla"] is None
     assert "negative_or_missing" in _causes(result, "flops")
-    explanation = flops["flags"][0]["explanation"]
+    explanation = _text(flops["flags"][0])
     assert "-1" in explanation and "custom call" in explanation
     assert flops["agree"]  # analytic and ours, the two numbers there are
     assert _row(result, "bytes")["xla"] is None
@@ -223,7 +231,7 @@ def test_gpu_total_with_custom_calls_summed_in_is_not_used() -> None:
     flops = _row(result, "flops")
     assert flops["xla"] is None
     assert _causes(result, "flops") == ["unknown_custom_call"]
-    assert "2 custom calls (__cublas$gemm)" in flops["flags"][0]["explanation"]
+    assert "2 custom calls (__cublas$gemm)" in _text(flops["flags"][0])
     assert _row(result, "transcendentals")["xla"] == 4.2e6  # custom calls do not touch these
     assert result["traffic_efficiency"] is None
 
@@ -262,7 +270,7 @@ def test_bf16_upcast_on_cpu_only() -> None:
         analytic={"flops": 8192, "minimum_bytes": 1792}, ours=ours, xla=xla, compiled=compiled
     )
     assert _causes(result, "flops") == ["dtype_upcast"]
-    assert "896 more than ours" in _row(result, "flops")["flags"][0]["explanation"]
+    assert "896 more than ours" in _text(_row(result, "flops")["flags"][0])
     assert "dtype_upcast" in _causes(result, "bytes")
     on_gpu = _run(
         analytic={"flops": 8192, "minimum_bytes": 1792},
@@ -282,7 +290,7 @@ def test_epilogue_beyond_the_analytic_contraction() -> None:
     }
     result = _run(ours=ours, xla={**SEED_XLA_CPU, "flops": 8448.0})
     assert _causes(result, "flops") == ["epilogue_not_in_analytic"]
-    assert "256" in _row(result, "flops")["flags"][0]["explanation"]
+    assert "256" in _text(_row(result, "flops")["flags"][0])
 
 
 def test_all_reduce_group_size() -> None:
@@ -294,13 +302,13 @@ def test_all_reduce_group_size() -> None:
     }
     result = _run(analytic=None, ours=ours, xla={**SEED_XLA_CPU, "flops": 16640.0})
     assert _causes(result, "flops") == ["collective_group_size"]
-    assert "768" in _row(result, "flops")["flags"][0]["explanation"]
+    assert "768" in _text(_row(result, "flops")["flags"][0])
 
 
 def test_unexplained_difference_is_said() -> None:
     result = _run(xla={**SEED_XLA_CPU, "flops": 9000.0})
     assert _causes(result, "flops") == ["unexplained"]
-    assert "9000" in _row(result, "flops")["flags"][0]["explanation"]
+    assert "9,000" in _text(_row(result, "flops")["flags"][0])
 
 
 # sum(x, axis=-1) of a bfloat16 x[1024, 1024] on CPU, as recorded: JAX accumulates in float32,
@@ -324,8 +332,8 @@ def test_conversions_explain_the_gap_to_the_analytic_count_and_it_is_not_unexpla
     row = _row(result, "flops")
     assert not row["agree"]
     assert _causes(result, "flops") == ["conversions_not_in_analytic"]
-    text = row["flags"][0]["explanation"]
-    assert "1047552 + 1049600 = 2097152" in text
+    text = _text(row["flags"][0])
+    assert "1,047,552 + 1,049,600 = 2,097,152" in text
     reconcile.add_kernel_columns(result, kernels={"flops": 2097152, "bytes_read": 0,
                                                   "bytes_written": 0},
                                  jax_estimate={"flops": 0.0, "hbm_bytes": 0.0},
@@ -397,4 +405,4 @@ def test_plain_and_deterministic_json() -> None:
     for row in json.loads(first)["rows"]:
         for flag in row["flags"]:
             assert flag["cause"] in reconcile.CAUSES
-            assert flag["explanation"].endswith(".") and "\n" not in flag["explanation"]
+            assert _text(flag).endswith(".") and "\n" not in _text(flag)

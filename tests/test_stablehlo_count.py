@@ -25,6 +25,7 @@ from roofline_report.analysis import reconcile
 from roofline_report.errors import InputError
 from roofline_report.hlo import stablehlo_count, stablehlo_mlir, stablehlo_ops
 from roofline_report.observe.lower import count_workload
+from roofline_report.report.reconcile_words import flag_text, plain
 
 ON_CPU = jax.default_backend() == "cpu"
 cpu_only = pytest.mark.skipif(not ON_CPU, reason="XLA's CPU numbers are recorded for CPU")
@@ -101,8 +102,8 @@ def test_seed_against_xla_on_cpu_flags_the_unfused_intermediate() -> None:
     flops, _, traffic = result["rows"]
     assert flops["agree"] and flops["ours"] == 8192
     assert [f["cause"] for f in traffic["flags"]] == ["unfused_intermediate"]
-    text = traffic["flags"][0]["explanation"]
-    assert "5632" in text and "3584" in text and "2 kernels" in text
+    text = plain(flag_text(traffic["flags"][0]))
+    assert "5,632" in text and "3,584" in text and "2 kernels" in text
     assert result["traffic_efficiency"] == pytest.approx(5632 / 3584)
 
 
@@ -155,7 +156,7 @@ def test_xla_costs_one_iteration_and_reconcile_says_so(fn: Callable[..., Any]) -
     flops_row = result["rows"][0]
     assert not flops_row["agree"]
     assert "loop_counted_once" in [f["cause"] for f in flops_row["flags"]]
-    assert "10x as much" in flops_row["flags"][0]["explanation"]
+    assert "10× as much" in plain(flag_text(flops_row["flags"][0]))
 
 
 def test_data_dependent_loop_is_counted_once_and_said() -> None:
@@ -399,6 +400,7 @@ from functools import partial
 import jax, jax.numpy as jnp
 from jax.sharding import AxisType, PartitionSpec as P
 from roofline_report.observe.lower import count_workload
+from roofline_report.report.reconcile_words import flag_text, plain
 mesh = jax.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,))
 
 @jax.jit

@@ -2,7 +2,16 @@
 
 Pure: works from saved JSON (no jax). Each quantity (flops, transcendentals, bytes) becomes a
 row with the three values, whether they agree, and flags that name the known cause of each
-disagreement with one plain sentence carrying the numbers.
+disagreement. A flag is ``{"cause", "parts"}``: its sentence as parts the report sets (words are
+strings; every number and op name is a value the report formats, never baked into the words)::
+
+    "words"                                   # a piece of the sentence
+    {"count": n, "kind": k}                   # a count of kind k (a Kind value)
+    {"count": n, "kind": k, "signed": True}   # a change: "+399,669", "-1"
+    {"ratio": r, "kind": k}                   # "10x"
+    {"code": text}                            # an op name, a target, XLA's -1: set as code
+    {"rewrites": [item], "unit": u}           # the compiler's rewrites, see
+                                              # roofline_report.hlo.kernels.group_rewrites
 
 Reading XLA's cost analysis (JAX documents it as backend- and version-dependent; the known
 miscounts below are discussed in jax-ml/jax issues 13956, 16008, 20184 and 22249):
@@ -27,11 +36,45 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_report.errors import InputError
-from roofline_report.report.format import decimal
+from roofline_report.hlo.kernels import group_rewrites
+from roofline_report.kinds import Kind
 
-__all__ = ["AGREE_RTOL", "CAUSES", "add_kernel_columns", "reconcile"]
+__all__ = ["AGREE_RTOL", "CAUSES", "KERNELS_XLA_RTOL", "Part", "add_kernel_columns", "reconcile"]
 
 AGREE_RTOL = 1e-3
+#: The kernel sum and XLA's count "agree" (XLA counted the compiled program, the program the
+#: kernels run) when they are within this share of each other.
+KERNELS_XLA_RTOL = 1e-4
+
+Part = str | dict[str, Any]
+_A = Kind.ANALYTIC.value  # our counts: the program's, the kernels', the analytic model's
+_C = Kind.COMPILER_ESTIMATE.value  # XLA's cost analysis and jax.experimental.roofline
+
+
+def _n(value: float, kind: str = _A, *, signed: bool = False) -> dict[str, Any]:
+    """A count in a sentence (integers stay integers)."""
+    number: float = int(value) if float(value).is_integer() else float(value)
+    return {"count": number, "kind": kind, **({"signed": True} if signed else {})}
+
+
+def _literal(value: float) -> str:
+    """A value XLA reported as a marker, as it wrote it ("-1", "inf"), not as a count."""
+    return str(int(value)) if value.is_integer() else str(value)
+
+
+def _code(name: str) -> dict[str, Any]:
+    """An op name, a custom-call target, a dtype, or a value XLA reported as a marker (its
+    -1), set as code: a name, never a count."""
+    return {"code": name}
+
+
+def _listing(values: list[Any], kind: str = _A) -> list[Part]:
+    """Counts joined with commas: [10, ", ", 5]."""
+    parts: list[Part] = []
+    for i, value in enumerate(values):
+        parts += [", "] if i else []
+        parts.append(_n(float(value), kind))
+    return parts
 
 CAUSES = (
     "loop_counted_once",
@@ -65,7 +108,7 @@ class _Reading:
 
     value: float | None
     raw: Any = None
-    reason: str = ""
+    reason: tuple[Part, ...] = ()
 
 
 @dataclass(slots=True)
@@ -74,13 +117,13 @@ class _Row:
     analytic: float | None
     ours: float | None
     xla: float | None
-    flags: list[dict[str, str]] = field(default_factory=list)
+    flags: list[dict[str, Any]] = field(default_factory=list)
 
-    def flag(self, cause: str, explanation: str) -> None:
+    def flag(self, cause: str, *parts: Part) -> None:
         if cause not in CAUSES:  # pragma: no cover - a programming error
             raise ValueError(f"unknown cause {cause!r}")
-        if all(f["explanation"] != explanation for f in self.flags):
-            self.flags.append({"cause": cause, "explanation": explanation})
+        if all(f["parts"] != list(parts) for f in self.flags):
+            self.flags.append({"cause": cause, "parts": list(parts)})
 
     def values(self) -> list[float]:
         return [v for v in (self.analytic, self.ours, self.xla) if v is not None]
@@ -105,13 +148,6 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= AGREE_RTOL * max(abs(a), abs(b))
 
 
-def _fmt(value: float) -> str:
-    """A count for a sentence: integers without a fraction, others with 4 significant digits."""
-    if float(value).is_integer():
-        return str(int(value))
-    return decimal(value, 4)
-
-
 def _number(source: str, key: str, value: Any, *, required: bool) -> float | None:
     if value is None:
         if required:
@@ -133,23 +169,26 @@ def _mapping(name: str, value: Any) -> Mapping[str, Any] | None:
     return value
 
 
-def _read_xla(xla: Mapping[str, Any] | None, key: str, backend: str, contaminated: str) -> _Reading:
+def _read_xla(xla: Mapping[str, Any] | None, key: str, backend: str,
+              contaminated: tuple[Part, ...]) -> _Reading:
     if not xla:
-        return _Reading(None, None, f"XLA gave no cost analysis on {backend}")
+        return _Reading(None, None, (f"XLA gave no cost analysis on {backend}",))
     raw = xla.get(key, 0.0)  # XLA omits zero-valued keys
     if isinstance(raw, bool) or not isinstance(raw, numbers.Real):
         raise InputError(f"XLA cost analysis {key!r} must be a number, got {raw!r}")
     value = float(raw)
     if not math.isfinite(value):
-        return _Reading(None, raw, f"XLA reported {raw!r} {key}, which is not a count")
+        return _Reading(None, raw, ("XLA reported ", _code(_literal(value)),
+                                    f" {key}, which is not a count"))
     if value < 0:
+        why: tuple[Part, ...]
         if backend in _GPU_BACKENDS:
-            why = (
-                f"XLA reported {_fmt(value)} {key}: on the GPU that marks a custom call "
-                "(such as a cuBLAS gemm) that XLA cannot cost, so the value is unknown"
-            )
+            why = ("XLA reported ", _code(_literal(value)), f" {key}: on the GPU that marks a "
+                   "custom call (such as a cuBLAS gemm) that XLA cannot cost, so the value is "
+                   "unknown")
         else:
-            why = f"XLA reported {_fmt(value)} {key}, which is not a count, so it is unknown"
+            why = ("XLA reported ", _code(_literal(value)), f" {key}, which is not a count, "
+                   "so it is unknown")
         return _Reading(None, raw, why)
     if contaminated:
         return _Reading(None, raw, contaminated)
@@ -168,21 +207,28 @@ def _custom_call_targets(compiled: Mapping[str, Any] | None) -> list[str]:
     return targets
 
 
-def _contamination(xla: Mapping[str, Any] | None, compiled: Mapping[str, Any] | None) -> str:
-    """Why XLA's totals cannot be used (custom calls costed -1 and summed in), or ''."""
+def _contamination(xla: Mapping[str, Any] | None, compiled: Mapping[str, Any] | None
+                   ) -> tuple[Part, ...]:
+    """Why XLA's totals cannot be used (custom calls costed -1 and summed in), or ()."""
     targets = _custom_call_targets(compiled)
     optimal = (xla or {}).get("optimal_seconds")
     negative_time = (
         isinstance(optimal, numbers.Real) and not isinstance(optimal, bool) and float(optimal) < 0
     )
+    what: list[Part]
     if targets:
         count = len((compiled or {}).get("custom_calls") or [])
-        what = f"{count} custom call{'s' if count != 1 else ''} ({', '.join(targets)})"
+        what = [_n(count), f" custom call{'s' if count != 1 else ''} ("]
+        for i, target in enumerate(targets):
+            what += [", "] if i else []
+            what.append(_code(target))
+        what.append(")")
     elif negative_time:
-        what = "custom calls (its optimal_seconds is negative)"
+        what = ["custom calls (its ", _code("optimal_seconds"), " is negative)"]
     else:
-        return ""
-    return f"XLA costs each of the program's {what} at -1 and adds that into its totals"
+        return ()
+    return ("XLA costs each of the program's ", *what, " at ", _code("-1"),
+            " and adds that into its totals")
 
 
 def _xla_flag(row: _Row, reading: _Reading) -> None:
@@ -196,12 +242,17 @@ def _xla_flag(row: _Row, reading: _Reading) -> None:
         and math.isfinite(float(raw))
         and float(raw) >= 0
     )
-    row.flag("unknown_custom_call" if tainted else "negative_or_missing", reading.reason + ".")
+    row.flag("unknown_custom_call" if tainted else "negative_or_missing", *reading.reason, ".")
 
 
 def _loops(ours: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     loops = ours.get("loops") or []
     return [loop for loop in loops if isinstance(loop, Mapping)]
+
+
+def _repeated(ours: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The loops that run their body more than once (a known trip count above 1)."""
+    return [loop for loop in _loops(ours) if (loop.get("trip_count") or 0) > 1]
 
 
 def _loop_flags(row: _Row, ours: Mapping[str, Any], unit: str) -> None:
@@ -210,18 +261,47 @@ def _loop_flags(row: _Row, ours: Mapping[str, Any], unit: str) -> None:
     if unknown:
         row.flag(
             "loop_counted_once",
-            f"{len(unknown)} loop(s) have no known trip count, so our count takes their body "
-            "once and is a lower bound.",
+            _n(len(unknown)), f" loop{'s have' if len(unknown) != 1 else ' has'} no known trip "
+            "count, so our count takes the body once and is a lower bound.",
         )
-    multi = [loop for loop in loops if (loop.get("trip_count") or 0) > 1]
+    multi = _repeated(ours)
     if multi and row.ours is not None and row.xla is not None and row.ours > row.xla:
-        trips = ", ".join(str(loop["trip_count"]) for loop in multi)
-        ratio = f"{decimal(row.ours / row.xla, 3)}x" if row.xla > 0 else "more than"
+        as_much: list[Part] = ([{"ratio": row.ours / row.xla, "kind": _A}, " as much"]
+                               if row.xla > 0 else ["more"])
         row.flag(
             "loop_counted_once",
-            f"XLA costs each loop as one iteration ({_fmt(row.xla)} {unit}); our count runs the "
-            f"body its trip count ({trips}) times, {_fmt(row.ours)} {unit}, {ratio} as much.",
+            "XLA costs each loop as one iteration (", _n(row.xla, _C), f" {unit}); our count "
+            "runs the body its trip count (", *_listing([loop["trip_count"] for loop in multi]),
+            ") times, ", _n(row.ours), f" {unit}, ", *as_much, ".",
         )
+
+
+def _bytes_loop_flag(row: _Row, ours: Mapping[str, Any], minimum: float | None) -> bool:
+    """XLA's bytes accessed cost a while loop's body once, whatever its trip count: say so
+    where the program loops (and XLA gave a count). Returns whether it did."""
+    multi = _repeated(ours)
+    unknown = [loop for loop in _loops(ours) if loop.get("trip_count") is None]
+    if row.xla is None or not (multi or unknown):
+        return False
+    runs: list[Part] = (["the body runs ", *_listing([loop["trip_count"] for loop in multi]),
+                         " times"] if multi else ["its trip count is not known"])
+    below: list[Part] = (["; that is why they are under the minimum of ", _n(minimum),
+                          " bytes"] if minimum is not None and row.xla < minimum
+                         and not _close(row.xla, minimum) else [])
+    row.flag(
+        "loop_counted_once",
+        "XLA's ", _n(row.xla, _C), " bytes accessed count each loop body once (", *runs,
+        "), so the other iterations' traffic is left out", *below, ".",
+    )
+    return True
+
+
+def _ops_list(names: list[str], sep: str = ", ") -> list[Part]:
+    parts: list[Part] = []
+    for i, name in enumerate(names):
+        parts += [sep] if i else []
+        parts.append(_code(name))
+    return parts
 
 
 def _upcast(
@@ -233,14 +313,14 @@ def _upcast(
     if not dtypes or row.xla is None:
         return False
     reference = row.ours if row.quantity != "bytes" else None
-    extra = ""
+    extra: list[Part] = []
     if reference is not None and row.xla > reference:
-        extra = f", {_fmt(row.xla - reference)} more than ours"
+        extra = [", ", _n(row.xla - reference, _C), " more than ours"]
     row.flag(
         "dtype_upcast",
-        f"On CPU XLA converts the {'/'.join(sorted(dtypes))} values to f32 "
-        f"({compiled['converts']} converts), so its {_fmt(row.xla)} {row.quantity} include the "
-        f"conversions{extra}.",
+        "On CPU XLA converts the ", *_ops_list(sorted(dtypes), "/"), " values to ",
+        _code("f32"), " (", _n(compiled["converts"]), " converts), so its ", _n(row.xla, _C),
+        f" {row.quantity} include the conversions", *extra, ".",
     )
     return True
 
@@ -275,8 +355,8 @@ def _flops_row(
         if by_op and diff <= other * (1 + AGREE_RTOL) and _close(row.analytic, contraction):
             row.flag(
                 "epilogue_not_in_analytic",
-                f"The analytic {_fmt(row.analytic)} flops cover the contraction only; the "
-                f"program adds {_fmt(diff)} elementwise or reduction flops around it.",
+                "The analytic ", _n(row.analytic), " flops cover the contraction only; the "
+                "program adds ", _n(diff), " elementwise or reduction flops around it.",
             )
         converts = float(by_op.get("stablehlo.convert", 0))
         if converts and _close(row.analytic, row.ours - converts):
@@ -284,10 +364,10 @@ def _flops_row(
             # converts its inputs (and the result back), which our count takes as flops.
             row.flag(
                 "conversions_not_in_analytic",
-                f"Our count takes the program's {_fmt(converts)} element conversions between "
-                f"dtypes as flops (JAX accumulates a narrow float in float32); the analytic "
-                f"{_fmt(row.analytic)} flops count none: {_fmt(row.analytic)} + "
-                f"{_fmt(converts)} = {_fmt(row.ours)}.",
+                "Our count takes the program's ", _n(converts), " element conversions between "
+                "dtypes as flops (JAX accumulates a narrow float in float32); the analytic ",
+                _n(row.analytic), " flops count none: ", _n(row.analytic), " + ",
+                _n(converts), " = ", _n(row.ours), ".",
             )
     if (
         row.ours is not None
@@ -299,8 +379,9 @@ def _flops_row(
         if windowed and row.ours - row.xla <= windowed:
             row.flag(
                 "reduce_window_rewritten",
-                f"Our count takes the windowed reduction as written ({_fmt(windowed)} flops); "
-                f"XLA rewrites it (e.g. a cumsum into a scan) and counts {_fmt(row.xla)} in all.",
+                "Our count takes the windowed reduction as written (", _n(windowed), " flops); "
+                "XLA rewrites it (e.g. a cumsum into a scan) and counts ", _n(row.xla, _C),
+                " in all.",
             )
         collective = sum(
             float((ours.get("flops_by_op") or {}).get(op, 0))
@@ -309,7 +390,7 @@ def _flops_row(
         if collective and row.ours - row.xla <= collective:
             row.flag(
                 "collective_group_size",
-                f"Our count gives the cross-device reductions {_fmt(collective)} flops, from "
+                "Our count gives the cross-device reductions ", _n(collective), " flops, from "
                 "their group size; XLA costs an all-reduce as if two devices took part.",
             )
     return row
@@ -326,11 +407,13 @@ def _transcendentals_row(
                    analytic_required=False)
     _common_flags(row, ours, xla_reading, compiled, backend, "transcendentals")
     if analytic is not None and row.analytic is None and row.ours:
-        ops = ", ".join(sorted((ours.get("transcendentals_by_op") or {}).keys())) or "the program"
+        names = sorted(str(op).split(".", 1)[-1]
+                       for op in (ours.get("transcendentals_by_op") or {}))
+        ops: list[Part] = _ops_list(names) if names else ["the program"]
         row.flag(
             "epilogue_not_in_analytic",
-            f"The analytic model counts no transcendentals; the program has {_fmt(row.ours)} "
-            f"({ops}).",
+            "The analytic model counts no transcendentals; the program has ", _n(row.ours),
+            " (", *ops, ").",
         )
     return row
 
@@ -349,43 +432,38 @@ def _bytes_row(
     if row.analytic is not None and row.ours is not None and not _close(row.analytic, row.ours):
         row.flag(
             "analytic_scope",
-            f"The analytic minimum ({_fmt(row.analytic)} bytes) and the program's arguments "
-            f"plus results ({_fmt(row.ours)} bytes) differ: the model leaves some out or adds "
+            "The analytic minimum (", _n(row.analytic), " bytes) and the program's arguments "
+            "plus results (", _n(row.ours), " bytes) differ: the model leaves some out or adds "
             "some in.",
         )
+    # XLA costs a while body once whatever its trip count: said wherever the program loops
+    looped = _bytes_loop_flag(row, ours, minimum)
     if minimum is not None and row.xla is not None and not _close(row.xla, minimum):
         _upcast(row, ours, compiled, backend)
         kernels = (compiled or {}).get("kernels")
         if row.xla > minimum:
-            extra = _fmt(row.xla - minimum)
+            above: list[Part] = ["XLA counts ", _n(row.xla, _C), " bytes, ",
+                                 _n(row.xla - minimum, _C), " above the minimum of ",
+                                 _n(minimum)]
             if isinstance(kernels, int) and kernels > 1:
                 row.flag(
                     "unfused_intermediate",
-                    f"XLA counts {_fmt(row.xla)} bytes, {extra} above the {_fmt(minimum)}-byte "
-                    f"minimum: the program runs as {kernels} kernels, so intermediates are "
-                    "written to memory and read back.",
+                    *above, ": the program runs as ", _n(kernels), " kernels, so "
+                    "intermediates are written to memory and read back.",
                 )
             else:
                 where = "one fused kernel" if kernels == 1 else "the compiled program"
                 row.flag(
                     "fusion_beyond_minimum",
-                    f"XLA counts {_fmt(row.xla)} bytes, {extra} above the {_fmt(minimum)}-byte "
-                    f"minimum, in {where}: some operand is read more than once.",
+                    *above, f", in {where}: some operand is read more than once.",
                 )
-        elif row.xla < minimum:
-            if _loops(ours):
-                row.flag(
-                    "loop_counted_once",
-                    f"XLA counts {_fmt(row.xla)} bytes, under the {_fmt(minimum)}-byte minimum: "
-                    "it costs each loop as one iteration.",
-                )
-            else:
-                row.flag(
-                    "below_minimum",
-                    f"XLA counts {_fmt(row.xla)} bytes, under the {_fmt(minimum)}-byte minimum "
-                    "of arguments plus results (an output aliased to an input, or an unused "
-                    "argument).",
-                )
+        elif row.xla < minimum and not looped:
+            row.flag(
+                "below_minimum",
+                "XLA counts ", _n(row.xla, _C), " bytes, under the minimum of ", _n(minimum),
+                " bytes of arguments plus results (an output aliased to an input, or an "
+                "unused argument).",
+            )
     return row
 
 
@@ -402,8 +480,9 @@ def _common_flags(
     if custom and row.ours is not None:
         row.flag(
             "unknown_custom_call",
-            f"Our count has no cost for the custom call(s) {', '.join(map(str, custom))}, so "
-            f"its {_fmt(row.ours)} {unit} are a lower bound.",
+            f"Our count has no cost for the custom call{'s' if len(custom) != 1 else ''} ",
+            *_ops_list([str(c) for c in custom]), ", so its ", _n(row.ours),
+            f" {unit} are a lower bound.",
         )
     _loop_flags(row, ours, unit)
     if row.xla is not None and row.ours is not None and row.xla > row.ours and unit == "flops":
@@ -412,13 +491,14 @@ def _common_flags(
 
 def _unexplained(row: _Row) -> None:
     if not row.agree and not row.flags and len(row.values()) >= 2:
-        shown = ", ".join(
-            f"{name} {_fmt(v)}"
-            for name, v in (("analytic", row.analytic), ("ours", row.ours), ("XLA", row.xla))
-            if v is not None
-        )
+        shown: list[Part] = []
+        for name, value, kind in (("analytic", row.analytic, _A), ("ours", row.ours, _A),
+                                  ("XLA", row.xla, _C)):
+            if value is not None:
+                shown += [", " if shown else "", f"{name} ", _n(value, kind)]
         row.flag(
-            "unexplained", f"The {row.quantity} counts differ ({shown}); no known cause matched."
+            "unexplained", f"The {row.quantity} counts differ (", *shown,
+            "); no known cause matched.",
         )
 
 
@@ -441,7 +521,7 @@ def reconcile(
     ``backend``: ``jax.default_backend()`` ("cpu", "gpu", "cuda", "rocm", "tpu").
 
     Returns ``{"rows": [{"quantity", "analytic", "ours", "xla", "agree",
-    "flags": [{"cause", "explanation"}]}] (flops, transcendentals, bytes), "traffic_efficiency":
+    "flags": [{"cause", "parts"}]}] (flops, transcendentals, bytes), "traffic_efficiency":
     XLA bytes / minimum bytes or None, "measured": {"seconds", "achieved_flops_per_s",
     "flops_basis"} or None}``. Raises InputError for malformed inputs (wrong types, negative or
     non-finite analytic or measured values).
@@ -460,9 +540,9 @@ def reconcile(
             key,
             backend,
             # custom calls are costed -1 in flops and bytes, not in transcendentals
-            f"{tainted}, so its {key} total is not used"
+            (*tainted, f", so its {key} total is not used")
             if tainted and quantity != "transcendentals"
-            else "",
+            else (),
         )
         for quantity, key in _XLA_KEYS.items()
     }
@@ -534,6 +614,11 @@ def add_kernel_columns(
     flags: the compiler's rewrites that set the kernel sum apart from our program count
     (``rewrites`` from :func:`roofline_report.hlo.kernels.reconcile_kernels`), and the
     estimator's miscounts (a loop body counted once; ops it does not cost).
+
+    Where the kernel sum and XLA's count agree (within KERNELS_XLA_RTOL) and the rewrites
+    account for the kernel sum against our count, XLA counted the compiled program, so the
+    rewrites are why our count and XLA's differ: the row's ``unexplained`` flag is dropped and
+    the rewrites' flag says so, first.
     The rows' ``agree`` stays the three-way agreement. Returns ``result``, changed in place."""
     kernels = kernels if kernels and kernels.get("available", True) is not False else None
     missing = (jax_estimate.get("reason") if jax_estimate
@@ -548,43 +633,62 @@ def add_kernel_columns(
         j_value = None if jax_estimate is None or key is None else jax_estimate.get(key)
         row["kernels"] = k_value
         row["jax"] = None if j_value is None else float(j_value)
-        flags: list[dict[str, str]] = row.setdefault("flags", [])
+        flags: list[dict[str, Any]] = row.setdefault("flags", [])
         program = ours.get(quantity) if quantity != "bytes" else None
         if k_value is not None and program is not None and not _close(k_value, float(program)):
-            amounts = [r for r in rewrites or [] if r.get("quantity") == quantity]
-            named = "; ".join(f"{r['cause']}: {int(r['amount']):+d}" for r in amounts)
-            flags.append({"cause": "compiler_rewrites", "explanation":
-                          f"The compiled kernels sum to {_fmt(k_value)} {quantity}, our program "
-                          f"count {_fmt(float(program))}"
-                          + (f" ({named})." if named else ".")})
+            _rewrites_flag(row, flags, k_value, float(program), rewrites)
         if row["jax"] is not None and quantity == "flops":
             _estimator_flags(flags, row["jax"], ours)
         if missing and quantity == "flops":  # the JAX column is empty: say why
             flags.append({"cause": "estimator_unavailable",
-                          "explanation": f"jax.experimental.roofline not available: {missing}"})
+                          "parts": [f"jax.experimental.roofline not available: {missing}"]})
     return result
 
 
-def _estimator_flags(flags: list[dict[str, str]], estimate: float,
+def _rewrites_flag(row: dict[str, Any], flags: list[dict[str, Any]], k_value: float,
+                   program: float, rewrites: list[Mapping[str, Any]] | None) -> None:
+    quantity = row["quantity"]
+    items = group_rewrites(rewrites, quantity, program)
+    listed: list[Part] = [{"rewrites": items, "unit": quantity}] if items else []
+    net = sum(int(item["amount"]) for item in items)
+    accounted = bool(items) and abs(net - (k_value - program)) <= KERNELS_XLA_RTOL * max(
+        abs(k_value), abs(program))
+    xla = row.get("xla")
+    if accounted and xla is not None and abs(k_value - xla) <= KERNELS_XLA_RTOL * max(
+            abs(k_value), abs(xla)):
+        gap: list[Part] = (["equal to the compiled kernels' sum"] if k_value == xla else
+                           ["within ", _n(abs(k_value - xla), _C), " of the compiled kernels' "
+                            "sum, ", _n(k_value)])
+        flags[:] = [f for f in flags if f.get("cause") != "unexplained"]
+        flags.insert(0, {"cause": "compiler_rewrites", "parts": [
+            "XLA counts the compiled program: its ", _n(xla, _C), f" {quantity} are ", *gap,
+            ". Our count, ", _n(program), ", is of the program before the compiler's "
+            "rewrites, which make up the difference: ", *listed, "."]})
+        return
+    flags.append({"cause": "compiler_rewrites", "parts": [
+        "The compiled kernels sum to ", _n(k_value), f" {quantity}, our program count ",
+        _n(program), *([" (", *listed, ")"] if listed else []), "."]})
+
+
+def _estimator_flags(flags: list[dict[str, Any]], estimate: float,
                      ours: Mapping[str, Any]) -> None:
     program = ours.get("flops")
     if program is None or _close(estimate, float(program)):
         return
     by_op = ours.get("flops_by_op") or {}
-    loops = [loop for loop in _loops(ours) if (loop.get("trip_count") or 0) > 1]
+    loops = _repeated(ours)
     once = sum(float(loop.get("body_flops") or 0) * (int(loop["trip_count"]) - 1)
                for loop in loops)
     if loops and _close(estimate, float(program) - once):
-        trips = ", ".join(str(loop["trip_count"]) for loop in loops)
-        flags.append({"cause": "estimator_loop_counted_once", "explanation":
-                      f"jax.experimental.roofline counts each loop body once ({_fmt(estimate)} "
-                      f"flops); the body runs {trips} times, {_fmt(float(program))} flops."})
+        flags.append({"cause": "estimator_loop_counted_once", "parts": [
+            "jax.experimental.roofline counts each loop body once (", _n(estimate, _C),
+            " flops); the body runs ", *_listing([loop["trip_count"] for loop in loops]),
+            " times, ", _n(float(program)), " flops."]})
         return
     contraction = sum(float(by_op.get(op, 0)) for op in _CONTRACTIONS)
     if estimate < float(program):
         scope = ("only the contractions" if _close(estimate, contraction) and contraction
                  else "only some operations")
-        flags.append({"cause": "estimator_scope", "explanation":
-                      f"jax.experimental.roofline costs {scope}: {_fmt(estimate)} flops of "
-                      f"our {_fmt(float(program))}"
-                      + (", and counts each loop body once." if loops else ".")})
+        flags.append({"cause": "estimator_scope", "parts": [
+            f"jax.experimental.roofline costs {scope}: ", _n(estimate, _C), " flops of our ",
+            _n(float(program)), ", and counts each loop body once." if loops else "."]})

@@ -61,6 +61,9 @@ from roofline_report.hlo.walk import COLLECTIVE_OPCODES, Site, Walk, walk
 
 __all__ = [
     "CATEGORIES",
+    "MINOR_REWRITE_SHARE",
+    "STRENGTH_REDUCTION_RTOL",
+    "group_rewrites",
     "in_place_kernels",
     "is_library_path",
     "kernel_inventory",
@@ -375,18 +378,66 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
 # --------------------------------------------------------------------------------------------
 
 
+#: A rewrite smaller than this share of the program count is not listed on its own: the small
+#: ones are summed into one item ("9 other ops, +40 together").
+MINOR_REWRITE_SHARE = 1e-4
+#: A divide simplified away and a multiply added are one strength reduction (x / c becomes
+#: x * (1/c)) when their amounts are within this share of each other: the multiplies added
+#: equal the divides removed, give or take the few reciprocals the compiler computes once.
+STRENGTH_REDUCTION_RTOL = 1e-2
+
+
 def _rewrite(op: str, amount: int, unit: str) -> dict[str, Any]:
+    """One op's share of the difference: ``kind`` says which rewrite; the report words it."""
     short = op.split(".", 1)[-1]
     if short == "convert" and amount > 0:
-        cause = "converts inserted by the compiler (narrow floats computed in a wider type)"
-        kind = "converts_inserted"
+        kind = "converts_inserted"  # narrow floats computed in a wider type
     elif amount > 0:
-        cause = f"{short} duplicated into several kernels or added by the compiler"
-        kind = "duplicated"
+        kind = "duplicated"  # into several kernels, or added by the compiler
     else:
-        cause = f"{short} simplified away by the compiler"
         kind = "simplified_away"
-    return {"op": op, "kind": kind, "quantity": unit, "amount": amount, "cause": cause}
+    return {"op": op, "kind": kind, "quantity": unit, "amount": amount}
+
+
+def group_rewrites(rewrites: list[Mapping[str, Any]] | None, quantity: str,
+                   reference: float | None) -> list[dict[str, Any]]:
+    """The rewrites of ``quantity`` as a reader takes them in, largest first (by the size of
+    the rewrite, not its net amount)::
+
+        {"kind": "converts_inserted" | "duplicated" | "simplified_away", "op", "amount"}
+        {"kind": "strength_reduction", "ops": ["divide", "multiply"], "removed", "added",
+         "amount"}
+        {"kind": "others", "count", "amount"}   # last: the rewrites each under
+                                                # MINOR_REWRITE_SHARE of ``reference``
+
+    A divide simplified away with a multiply added in an amount within
+    STRENGTH_REDUCTION_RTOL of it is one strength reduction. ``op`` is the op's short name
+    (``divide``, not ``stablehlo.divide``). The items' amounts add up to the rewrites'."""
+    mine = [r for r in rewrites or [] if r.get("quantity") == quantity]
+    items: list[dict[str, Any]] = [{"kind": str(r["kind"]), "op": str(r["op"]).split(".", 1)[-1],
+              "amount": int(r["amount"])} for r in mine]
+    divide = next((i for i in items if i["op"] == "divide" and i["amount"] < 0), None)
+    multiply = next((i for i in items if i["op"] == "multiply" and i["amount"] > 0), None)
+    if divide is not None and multiply is not None:
+        removed, added = -int(divide["amount"]), int(multiply["amount"])
+        if abs(added - removed) <= STRENGTH_REDUCTION_RTOL * max(removed, added):
+            items = [i for i in items if i is not divide and i is not multiply]
+            items.append({"kind": "strength_reduction", "ops": ["divide", "multiply"],
+                          "removed": removed, "added": added, "amount": added - removed})
+
+    def size(item: Mapping[str, Any]) -> int:
+        if item["kind"] == "strength_reduction":
+            return max(int(item["removed"]), int(item["added"]))
+        return abs(int(item["amount"]))
+
+    items.sort(key=lambda i: (-size(i), str(i.get("op", ""))))
+    floor = MINOR_REWRITE_SHARE * abs(reference) if reference else 0.0
+    minor = [i for i in items if size(i) < floor]
+    if len(minor) < 2:
+        return items
+    major = [i for i in items if size(i) >= floor]
+    return [*major, {"kind": "others", "count": len(minor),
+                     "amount": sum(int(i["amount"]) for i in minor)}]
 
 
 def reconcile_kernels(
@@ -394,15 +445,17 @@ def reconcile_kernels(
 ) -> dict[str, Any]:
     """The kernel sums beside our program count (``hlo_count``), per quantity::
 
-        {"flops": {"kernels", "program", "difference", "equal"},
+        {"flops": {"kernels", "program", "difference", "equal", "rewrites"},
          "transcendentals": {...},
-         "rewrites": [{"op", "kind", "quantity", "amount", "cause"}],
+         "rewrites": [{"op", "kind", "quantity", "amount"}],
          "unexplained": {"flops": n, "transcendentals": n}}
 
     The difference of each quantity is split by op: every op whose kernel sum differs from the
-    program's is one named rewrite (converts inserted, an op duplicated into several kernels,
-    an op simplified away), so the rewrites' amounts add up to the difference; what no op
-    accounts for is ``unexplained``. ``program`` None (or not available) compares nothing.
+    program's is one rewrite (``kind``: converts inserted, an op duplicated into several
+    kernels or added, an op simplified away), so the rewrites' amounts add up to the
+    difference; what no op accounts for is ``unexplained``. Each quantity's ``rewrites`` are
+    the same, grouped for reading (:func:`group_rewrites`). ``program`` None (or not
+    available) compares nothing.
     """
     out: dict[str, Any] = {"rewrites": [], "unexplained": {}}
     available = program is not None and program.get("available", True) is not False
@@ -415,6 +468,7 @@ def reconcile_kernels(
             "program": theirs,
             "difference": None if theirs is None else ours - theirs,
             "equal": theirs is not None and ours == theirs,
+            "rewrites": [],
         }
         if theirs is None or program is None:
             continue
@@ -427,4 +481,5 @@ def reconcile_kernels(
                 out["rewrites"].append(_rewrite(op, diff, quantity))
                 explained += diff
         out["unexplained"][quantity] = (ours - theirs) - explained
+        out[quantity]["rewrites"] = group_rewrites(out["rewrites"], quantity, theirs)
     return out

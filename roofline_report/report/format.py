@@ -56,6 +56,15 @@ def count(value: float | None, kind: Kind | str) -> Num:
     return Num(decimal(float(value), 6), Kind(kind).value)
 
 
+def signed_count(value: float | None, kind: Kind | str, unit: str = "") -> Num:
+    """A change in a count, always with its sign ("+399,669", "-1", "+0"), then ``unit``."""
+    if value is None:
+        return Num("unknown", Kind(kind).value)
+    text = count(value, kind).text
+    sign = "" if text.startswith("-") else "+"
+    return Num(f"{sign}{text}{' ' + unit if unit else ''}", Kind(kind).value)
+
+
 def decimal(value: float, digits: int = 4) -> str:
     """A plain number to ``digits`` significant digits, never in exponent notation: from 10⁻³
     to below 10⁶ as a decimal ("0.0156", "2048"), beyond as a power of ten ("2.18×10⁻⁷")."""

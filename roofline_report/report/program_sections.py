@@ -164,11 +164,11 @@ def summary(vm: VM) -> Section | None:
     ), id="summary")
 
 
-def _flags(flags: Sequence[tuple[str, str]]) -> Cell:
+def _flags(flags: Sequence[tuple[str, Sequence[Inline]]]) -> Cell:
     parts: list[Inline] = []
     for i, (cause, why) in enumerate(flags):
         parts += [Break()] if i else []
-        parts += [Strong(cause), f": {why}"]
+        parts += [Strong(cause), ": ", *why]
     return Cell(tuple(parts), css_class="flag")
 
 

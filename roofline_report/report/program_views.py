@@ -25,6 +25,7 @@ from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.report import figures as figs
 from roofline_report.report import meta
+from roofline_report.report.blocks import Inline
 from roofline_report.report.format import (
     Num,
     count,
@@ -36,7 +37,9 @@ from roofline_report.report.format import (
     plural,
     rate,
     ratio,
+    signed_count,
 )
+from roofline_report.report.reconcile_words import rewrites_text
 from roofline_report.units import format_intensity, format_si
 
 __all__ = ["accuracy", "kernel_views", "placements", "program_view", "programs_figure"]
@@ -237,7 +240,7 @@ def kernel_views(an: Analysis) -> list[dict[str, Any]]:
     return sorted(views, key=lambda v: not v["user"])
 
 
-def _kernel_reconciliation(r: Mapping[str, Any]) -> tuple[str | Num, ...]:
+def _kernel_reconciliation(r: Mapping[str, Any]) -> tuple[Inline, ...]:
     """The kernels' flops against our program count, as inline parts (counts: analytic)."""
     flops = r["flops"]
     if flops["program"] is None:
@@ -245,18 +248,19 @@ def _kernel_reconciliation(r: Mapping[str, Any]) -> tuple[str | Num, ...]:
     if flops["equal"] and r["transcendentals"]["equal"] and not r["rewrites"]:
         return ("The kernels' flops sum to ", count(flops["kernels"], A),
                 ", equal to our program count.")
-    parts: list[str | Num] = ["The kernels' flops sum to ", count(flops["kernels"], A),
-                              ", our program count is ", count(flops["program"], A),
-                              "; the compiler's rewrites: "]
-    for i, x in enumerate(r["rewrites"]):
-        parts += ["; " if i else "", f"{x['cause']} (",
-                  Num(f"{x['amount']:+,} {x['quantity']}", A.value), ")"]
+    parts: list[Inline] = ["The kernels' flops sum to ", count(flops["kernels"], A),
+                           ", our program count is ", count(flops["program"], A),
+                           "; the compiler's rewrites: "]
+    grouped = [(q, r[q].get("rewrites") or []) for q in ("flops", "transcendentals")]
+    for i, (quantity, items) in enumerate([(q, x) for q, x in grouped if x]):
+        parts += ["; "] if i else []
+        parts += rewrites_text(items, quantity)
     parts.append(".")
     left = [(q, v) for q, v in r["unexplained"].items() if v]
     if left:
         parts.append(" Not explained by a rewrite: ")
         for i, (q, v) in enumerate(left):
-            parts += [", " if i else "", f"{q} ", Num(f"{v:+,}", A.value)]
+            parts += [", " if i else "", f"{q} ", signed_count(v, A)]
         parts.append(".")
     return tuple(parts)
 

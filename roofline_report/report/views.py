@@ -52,6 +52,7 @@ from roofline_report.report.program_views import (
     traffic_num,
     tree_summary,
 )
+from roofline_report.report.reconcile_words import flag_text
 from roofline_report.results import schema
 from roofline_report.units import format_binary, format_intensity, format_si
 
@@ -451,7 +452,7 @@ def _reconciliation(p: Program) -> dict[str, Any]:
             "kernels": count(r.get("kernels"), Kind.ANALYTIC),
             "jax": count(r.get("jax"), Kind.COMPILER_ESTIMATE),
             "agree": bool(r.get("agree")),
-            "flags": [(f.get("cause", ""), f.get("explanation", "")) for f in r.get("flags", [])],
+            "flags": [(f.get("cause", ""), flag_text(f)) for f in r.get("flags", [])],
         })
     eff = rec.get("traffic_efficiency")
     return {"title": p.title, "rows": rows, "reason": "",
