@@ -470,12 +470,14 @@ class _Traces:
         busy = busy_times(profile, self.module)
         for name, samples in busy.items():
             self.busy.setdefault(name, []).extend(samples)
+        # The kernel_timing record: per kernel one span sample per traced call it ran in, and
+        # its launches per call; per call the program's time.
         for row in spans["kernels"]:
-            self.span.setdefault(row["name"], []).extend(row["samples_s"])
-            self.launches[row["name"]] = row["launches"]
+            self.span.setdefault(row["name"], []).extend(row["span_s"])
+            self.launches[row["name"]] = median(row["launches"]) or 0.0
         self.busy_sum += _per_call_sums(busy.values())
-        self.span_sum += _per_call_sums(row["samples_s"] for row in spans["kernels"])
-        self.program.append(spans["program_s"])
+        self.span_sum += _per_call_sums(row["span_s"] for row in spans["kernels"])
+        self.program.extend(float(c["program_s"]) for c in spans["calls"])
         self.untraced += untraced
 
     def waiting(self) -> list[str]:

@@ -228,3 +228,25 @@ def test_per_call_sums_need_samples_of_the_same_calls() -> None:
     assert alone._per_call_sums([[1.0, 2.0], [10.0, 20.0]]) == [11.0, 22.0]
     assert alone._per_call_sums([[1.0, 2.0], [10.0]]) == []
     assert alone._per_call_sums([]) == []
+
+
+def test_kernels_alone_gathers_the_trace_record_it_is_given(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmark reads per-kernel samples from kernel_timing records as results.json holds
+    them (span_s per traced call, launches per call, a program time per call)."""
+    from jax.profiler import ProfileData
+
+    from roofline_report.hlo.kernels import kernel_inventory
+
+    fixtures = Path(__file__).parent / "fixtures"
+    profile = ProfileData.from_text_proto((fixtures / "cpu_scan_trace.pbtxt").read_text())
+    inventory = kernel_inventory((fixtures / "cpu_scan_hlo.txt").read_text())
+    by_name = {k["name"]: k for k in inventory["kernels"]}
+    names = set(by_name)
+    monkeypatch.setattr(alone, "trace_program", lambda *a: (profile, [1e-3] * 5))
+    traces = alone._Traces(inventory["module"], by_name, {}, {}, {}, [], [], [], [])
+    traces.add(None, (), {}, 5)
+    assert traces.span and set(traces.span) <= names
+    assert all(len(v) >= 1 and all(x > 0 for x in v) for v in traces.span.values())
+    assert len(traces.program) >= 1 and traces.untraced == [1e-3] * 5
+    assert all(n >= 1 for n in traces.launches.values())
