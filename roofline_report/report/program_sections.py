@@ -227,7 +227,8 @@ def _kernel_cells(r: Mapping[str, Any]) -> tuple[Cell, ...]:
     return (c(Code(r["name"])), c(r["category"]), c(r["source"]), num(r["launches"]),
             num(r["time"]), num(r["share"]), num(r["flops"]), num(r["bytes"]),
             num(r["intensity"]), num(r["achieved"]), num(r["roof"]), num(r["of_roof"]),
-            c(r["binding"]), num(r["predicted"]), num(r["miss"]), c(r["why"]))
+            c(r["binding"]), num(r["predicted"]), num(r["miss"]),
+            Cell(text(r["why"]), css_class="prose"))
 
 
 def _kernel_workload(vm: VM, k: Mapping[str, Any]) -> Section:
