@@ -139,7 +139,8 @@ def _placements(vm: VM, figure: bool = True) -> Block:
              "why they differ"),
             [(anchored(c(r["title"]), r["anchor"] + "-roofline"), num(r["intensity"]),
               num(r["achieved"]), num(r["roof"]), num(r["of_roof"]), c(r["binding"]),
-              num(r["predicted"]), num(r["measured"]), num(r["miss"]), c(r["why"]))
+              num(r["predicted"]), num(r["measured"]), num(r["miss"]),
+              Cell(text(r["why"]), css_class="prose"))
              for r in m["placement"]]),
         *((p(*m["accuracy"]),) if m["accuracy"] else ()),
         *((*optional_figure(vm, "measured_roofline"),

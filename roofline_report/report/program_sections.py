@@ -169,7 +169,7 @@ def _flags(flags: Sequence[tuple[str, Sequence[Inline]]]) -> Cell:
     for i, (cause, why) in enumerate(flags):
         parts += [Break()] if i else []
         parts += [Strong(cause), ": ", *why]
-    return Cell(tuple(parts), css_class="flag")
+    return Cell(tuple(parts), css_class="flag prose")
 
 
 def _accounting(r: Mapping[str, Any]) -> Section:
