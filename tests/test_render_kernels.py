@@ -188,3 +188,31 @@ def test_a_category_saving_names_its_kernels_as_the_category_table_counts_them()
     assert words(_opportunity(o, False)).startswith("The 10 elementwise kernels could save")
     o = Opportunity("launch-bound", "launch-bound", 1e-4, 0.1, "launch-bound", 32)
     assert words(_opportunity(o, True)).startswith("The 32 launch-bound kernels could save")
+
+
+def test_savings_that_sum_past_the_programs_gap_say_they_do_not_add_up(
+        with_kernels: dict[str, Any]) -> None:
+    from roofline_report.analysis.analyse import analyse
+
+    def section(data: dict[str, Any]) -> str:
+        md = render.render(data).markdown
+        md = md[md.index("w-scan-kernels\"></a>lax.scan"):]
+        return md[:md.index("\n### ")]
+
+    data = copy.deepcopy(with_kernels)
+    scan = next(w for w in data["workloads"] if w["name"] == "scan")
+    for k in scan["kernel_timing"]["kernels"]:  # every kernel far slower than its roof
+        k["span_s"] = k["busy_s"] = [5e-3] * len(k["span_s"])
+    program = next(p for p in analyse(data).programs if p.name == "scan")
+    assert program.kernels is not None and program.prediction is not None
+    assert program.seconds is not None
+    total = program.kernels.saving_total
+    assert total > program.seconds - program.prediction.seconds
+    from roofline_report.kinds import Kind
+    from roofline_report.report.format import n
+
+    assert (f"These savings do not add up: every kernel's together come to "
+            f"{n(total, 's', Kind.PREDICTED).text} `P` per call") in section(data)
+    for k in scan["kernel_timing"]["kernels"]:  # every kernel at its roof or faster
+        k["span_s"] = k["busy_s"] = [1e-9] * len(k["span_s"])
+    assert "These savings do not add up" not in section(data)

@@ -245,6 +245,13 @@ class KernelTable:
         return tuple(sorted((r for r in self.rows if r.saving),
                             key=lambda r: (-(r.saving or 0.0), r.name)))
 
+    @property
+    def saving_total(self) -> float:
+        """The kernels' savings summed (each measured − predicted where it ran beyond its
+        roof): not a time the program could save, since kernels faster than predicted are not
+        set against it and kernels that ran side by side each count their shared time."""
+        return sum(r.saving or 0.0 for r in self.rows)
+
     def share_after(self, shown: int) -> float:
         """The share of the summed kernel time taken by the kernels after the first ``shown``."""
         return sum(r.share or 0.0 for r in self.rows[shown:])

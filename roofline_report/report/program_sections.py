@@ -237,6 +237,8 @@ def _kernel_workload(vm: VM, k: Mapping[str, Any]) -> Section:
         body.append(p(Strong("Largest opportunities"), " (time each could save per call: "
                       "measured minus predicted at its roof):"))
         body.append(BulletList(tuple(text(*o) for o in k["opportunities"])))
+        if k["savings_note"]:
+            body.append(p(*k["savings_note"]))
     body.append(table(KERNEL_COLUMNS, [_kernel_cells(r) for r in k["rows"]]))
     if k["rest"]:
         body.append(Details((k["more"], " Every kernel:"),

@@ -229,9 +229,37 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
         "opportunities": [_opportunity(o, any(c.key == "launch-bound"
                                                for c in table.categories))
                           for o in table.opportunities],
+        "savings_note": _savings_note(p, table),
         "reconciliation": _kernel_reconciliation(table.reconciliation),
         "figure": figure.name if figure is not None else None, "figure_out": figure,
     }
+
+
+def _savings_note(p: Program, table: KernelTable) -> tuple[str | Num, ...]:
+    """When the kernels' savings sum past the program's own gap to its prediction, why they do
+    not add up, each reason from the numbers: kernels faster than their predictions, kernels
+    that ran side by side, else the trace's times against the timed calls."""
+    total = table.saving_total
+    if not table.opportunities or p.seconds is None or p.prediction is None:
+        return ()
+    gap = p.seconds - p.prediction.seconds
+    if total <= max(0.0, gap):
+        return ()
+    whole = (("more than the program's own gap to its prediction (measured ",)
+             if gap > 0 else ("while the program as a whole ran no slower than predicted "
+                              "(measured ",))
+    causes = []
+    if any(r.seconds is not None and r.prediction is not None
+           and r.seconds < r.prediction.seconds for r in table.rows):
+        causes.append("kernels that ran faster than predicted are not set against them")
+    if table.trace is not None and table.trace.side_by_side:
+        causes.append("kernels that ran side by side each count the time they shared")
+    if not causes:
+        causes.append("the kernels' times come from the traced calls, the program's from the "
+                      "timed ones")
+    return ("These savings do not add up: every kernel's together come to ", n(total, "s", P),
+            " per call, ", *whole, n(p.seconds, "s", M), ", predicted ",
+            n(p.prediction.seconds, "s", P), f"), because {' and '.join(causes)}.")
 
 
 def kernel_views(an: Analysis) -> list[dict[str, Any]]:
