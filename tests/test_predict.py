@@ -327,3 +327,34 @@ def test_a_batched_dot_runs_at_the_rate_of_one_of_its_products() -> None:
     assert whole is not None and batched is not None
     assert alu(whole) == pytest.approx(1e8 / 100e9)
     assert alu(batched) == pytest.approx(1e8 / 10e9)
+
+
+def test_a_product_runs_like_the_square_product_that_reuses_its_operands_as_often() -> None:
+    def kernel(m: int, k: int, n: int, dtype: str = "float32", extra: int = 0) -> predict.Facts:
+        size = {"float32": 4, "bfloat16": 2}[dtype]
+        return predict.kernel_facts({
+            "flops": 2 * m * k * n, "flops_by_op": {"stablehlo.dot_general": 2 * m * k * n},
+            "bytes_read": size * (m * k + k * n) + extra, "bytes_written": size * m * n,
+            "category": "matmul", "dtype": dtype}, dtype)
+
+    # A square product of side n: 2n^3 flops on 3n^2 elements; its own size.
+    assert predict.product_size(kernel(512, 512, 512)) == pytest.approx(2 * 512 ** 3)
+    # [512, 128] @ [128, 512]: the flops of a 406-cubed product, the reuse of a 256-cubed one:
+    # intensity 2*512*128*512 / (4 * (2*512*128 + 512*512)) = 128/3 FLOP/B, side 1.5*4*128/3.
+    skinny = kernel(512, 128, 512)
+    assert predict.product_size(skinny) == pytest.approx(2 * 256.0 ** 3)
+    # bfloat16: half the bytes per element, the same side.
+    assert predict.product_size(kernel(512, 128, 512, "bfloat16")) == pytest.approx(
+        2 * 256.0 ** 3)
+    # Bytes an epilogue reads lower the reuse; never a size above the product's own flops.
+    assert predict.product_size(kernel(512, 128, 512, extra=1 << 20)) < 2 * 256.0 ** 3
+    program = predict.facts(_record(), "float32")
+    assert program is not None and predict.product_size(program) == 2_000_000  # totals: flops
+    # On the by-size curve the skinny product is held to the lower rate.
+    roof = ComputeRoof("matmul float32", 200e9, "float32", M, "",
+                       by_flops=((2 * 256.0 ** 3, 100e9), (2 * 512.0 ** 3, 200e9)))
+    roofs = RoofSet("this machine", M, compute=(roof,), bandwidth=ROOFS.bandwidth,
+                    floors=ROOFS.floors, rates=ROOFS.rates)
+    p = predict.predict_facts(skinny, roofs)
+    assert p is not None
+    assert term(p, "matmul") == pytest.approx(2 * 512 * 128 * 512 / 100e9)

@@ -3,7 +3,9 @@
 One launch of a kernel is predicted from its counted work and the bytes it touches::
 
     compute  = matmul flops ÷ the matmul rate of its dtype at the size of one product (a
-               batched dot's flops ÷ its batch: it runs at the rate of its small products)
+               batched dot's flops ÷ its batch: it runs at the rate of its small products),
+               read as the square product that reuses its operands as often
+               (:func:`product_size`)
              + convolution flops ÷ the convolution rate at its size (the matmul's where no
                convolution was measured)
              + conversions ÷ the conversion rate
@@ -43,6 +45,7 @@ from typing import Any, Literal
 
 from roofline_report.analysis.patterns import pattern_time
 from roofline_report.analysis.roofs import RoofSet
+from roofline_report.config.spec import DTYPES
 from roofline_report.hlo.shapes import dtype_bits
 from roofline_report.kinds import Kind
 from roofline_report.report.format import count as count_of
@@ -98,6 +101,9 @@ class Facts:
     conv_flops: float = 0.0  # the part of dot_flops done by convolutions
     reduced: float = 0.0  # elements a reduction kernel reads (0: not a reduction)
     products: int = 1  # independent matrix products the matmul flops are split over
+    # Whether ``bytes`` are one kernel's own (its operands and results), so that its products'
+    # intensity can be read from them (:func:`product_size`); False for a program's totals.
+    own_bytes: bool = False
 
     @property
     def flops(self) -> float:
@@ -190,7 +196,8 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     fresh = 0.0 if k.get("in_place") else float(k.get("bytes_written", 0))
     products = max(1, int(k.get("matmul_products") or 1))
     return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
-                 written=fresh, conv_flops=conv, reduced=reduced, products=products)
+                 written=fresh, conv_flops=conv, reduced=reduced, products=products,
+                 own_bytes=True)
 
 
 def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
@@ -240,6 +247,25 @@ class _Launch:
     notes: tuple[str, ...]
 
 
+def product_size(f: Facts) -> float:
+    """The flops of the square product a kernel's matrix products run like, the size its rate is
+    read at on the matmul roof's by-size curve (measured on square products).
+
+    A product's rate grows with how often each operand element is reused, which its smallest
+    dimension sets, not with its flops alone: a [512, 128] @ [128, 512] product does as many
+    flops as a 406-cubed square one but reuses each element a third as often. A square product
+    of side n in a dtype of s bytes does 2n^3 flops on 3n^2 elements, an intensity of 2n / 3s
+    flops per byte; so a kernel whose products do F flops over B bytes (the kernel's own bytes,
+    epilogue operands included) runs like the square product of side n = 1.5 s F / B, never one
+    larger than its own. Without a kernel's own bytes, the product's flops."""
+    matmul = f.dot_flops - f.conv_flops
+    per_product = matmul / f.products
+    if not f.own_bytes or f.bytes <= 0 or matmul <= 0:
+        return per_product
+    side = 1.5 * DTYPES.get(f.dtype, 4) * matmul / f.bytes
+    return min(per_product, 2.0 * side ** 3)
+
+
 def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
     """The compute and memory terms of one launch of ``f``; None without a compute or a
     bandwidth roof."""
@@ -251,8 +277,9 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
     terms: list[Term] = []
     matmul = f.dot_flops - f.conv_flops
     if matmul:
-        # A batched dot runs at the rate of one of its products, not of its summed flops.
-        per_product = compute.rate_at(matmul / f.products)
+        # A batched dot runs at the rate of one of its products, not of its summed flops, and
+        # a product at the rate of the square product it reuses its operands like.
+        per_product = compute.rate_at(product_size(f))
         terms.append(Term("matmul", "compute", matmul / per_product, compute.name,
                           compute.kind))
     if f.conv_flops:

@@ -70,8 +70,11 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
     if m.get("by_size"):
         by_size = [
             p("A product's rate grows with its size: each matrix product or convolution is held "
-              "to the rate measured at its size (one product's flops), interpolated in log size "
-              "between the sizes below, and never above the roof in the table above."),
+              "to the rate measured at its size, interpolated in log size between the sizes "
+              "below, and never above the roof in the table above. The sizes are square "
+              "products; a matrix product of another shape is read as the square product that "
+              "reuses its operands as often (the same flops per byte), no larger than its own "
+              "flops."),
             table(("roof", "flops of one product", "rate"),
                   [(c(r["name"]) if i == 0 else c(""), num(f), num(v))
                    for r in m["by_size"] for i, (f, v) in enumerate(r["points"])]),
@@ -116,7 +119,8 @@ MODEL_TEXT = (
     "The predicted time is the model of the compiled program, kernel by kernel: Σ over its "
     "kernels of trips × max(compute, memory, launch) + the dispatch floor of one call, where a "
     "kernel's compute charges matrix-product flops to the matmul roof of its dtype at the "
-    "product's size, convolution flops to the convolution roof, conversions to the conversion "
+    "product's size (that of the square product with its flops per byte), convolution flops "
+    "to the convolution roof, conversions to the conversion "
     "rate, other flops to the measured multiply-add rate and each transcendental to its "
     "function's rate, and its memory time is the bytes it touches at the bandwidth of the "
     "memory level that holds them. Its roof is the rate that prediction implies (flops ÷ "
