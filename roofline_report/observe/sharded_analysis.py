@@ -294,20 +294,6 @@ def mesh_json(mesh: Any) -> dict[str, Any]:
     }
 
 
-def _matmul(x: Any, w: Any) -> Any:
-    jax = lazy_jax()
-    return jax.numpy.matmul(x, w, precision=jax.lax.Precision.HIGHEST)
-
-
-def _reference_matmul(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    product: np.ndarray[Any, Any] = np.matmul(x.astype(np.float64), w.astype(np.float64))
-    return product
-
-
-def _spec_json(spec: tuple[str | None, ...]) -> list[str | None]:
-    return list(spec)
-
-
 def comm_fields(measured: Mapping[str, Any]) -> dict[str, Any]:
     """The per-device communication fields every sharded workload carries, from
     :func:`analyze_sharded`: ``comm_bytes_hlo`` (read from the compiled HLO, in the program's
