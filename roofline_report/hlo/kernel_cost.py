@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from roofline_report.hlo.cost import Cost
 from roofline_report.hlo.ir import Instruction, Module
@@ -183,6 +183,21 @@ class Coster:
         return total
 
 
+def _fft_flops(instr: Instruction) -> int | None:
+    """XLA's rule (HloCostAnalysis::HandleFft): 8 flops (4 complex FMAs) per element of the
+    operand per factor floor(log2 n) of each transformed length, the factors multiplied."""
+    elements = _operand_elements(instr, 0)
+    lengths = ints_in(instr.attributes.get("fft_length"))
+    if elements is None or not lengths:
+        return None
+    return 8 * math.prod(max(0, n.bit_length() - 1) for n in lengths) * elements
+
+
+# Opcodes whose flops follow from their shapes and attributes; None: not costed.
+_SHAPED_FLOPS: dict[str, Callable[[Instruction], int | None]] = {
+    "dot": dot_flops, "convolution": _conv_flops, "fft": _fft_flops}
+
+
 def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
     """Our count of one HLO instruction (a fusion: the count of its fused computation).
 
@@ -207,14 +222,8 @@ def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
         cost.charge(name, flops=_elements(instr))
     elif op in TRANSCENDENTAL:
         cost.charge(name, transcendentals=_elements(instr))
-    elif op == "dot":
-        flops = dot_flops(instr)
-        if flops is None:
-            cost.uncosted.add(instr.name)
-        else:
-            cost.charge(name, flops=flops)
-    elif op == "convolution":
-        flops = _conv_flops(instr)
+    elif op in _SHAPED_FLOPS:
+        flops = _SHAPED_FLOPS[op](instr)
         if flops is None:
             cost.uncosted.add(instr.name)
         else:
@@ -244,16 +253,6 @@ def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
             size = instr.replica_groups.group_size(coster.module.device_count) or 2
         base = "all-reduce" if op.startswith("all-reduce") else op
         _charge(cost, _stablehlo(base), coster.body(instr), _elements(instr) * (size - 1))
-    elif op == "fft":
-        # XLA's rule (HloCostAnalysis::HandleFft): 8 flops (4 complex FMAs) per element of
-        # the operand per factor floor(log2 n) of each transformed length, factors multiplied.
-        elements = _operand_elements(instr, 0)
-        lengths = ints_in(instr.attributes.get("fft_length"))
-        if elements is None or not lengths:
-            cost.uncosted.add(instr.name)
-        else:
-            logs = math.prod(max(0, n.bit_length() - 1) for n in lengths)
-            cost.charge(name, flops=8 * logs * elements)
     elif op in ("rng", "rng-bit-generator"):
         cost.charge(name, transcendentals=_elements(instr))
     elif op == "custom-call":
