@@ -42,6 +42,11 @@ class Miss:
         return "slower" if self.measured > self.predicted else "faster"
 
     @property
+    def shortfall(self) -> float:
+        """Seconds beyond the prediction: measured − predicted where it ran slower, else 0."""
+        return max(0.0, self.measured - self.predicted)
+
+    @property
     def factor(self) -> float:
         """How many times slower or faster than predicted (at least 1)."""
         return max(self.ratio, 1.0 / self.ratio)

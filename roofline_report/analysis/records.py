@@ -127,9 +127,7 @@ class KernelRow:
     def saving(self) -> float | None:
         """Time it could save per call: measured − predicted at its roof (0 when at or above
         it); None without both."""
-        if self.seconds is None or self.prediction is None:
-            return None
-        return max(0.0, self.seconds - self.prediction.seconds)
+        return self.miss.shortfall if self.miss is not None else None
 
 
 @dataclass(frozen=True, slots=True)

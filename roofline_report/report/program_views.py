@@ -239,14 +239,11 @@ def _savings_note(p: Program, table: KernelTable) -> tuple[str | Num, ...]:
     """When the kernels' savings sum past the program's own gap to its prediction, why they do
     not add up, each reason from the numbers: kernels faster than their predictions, kernels
     that ran side by side, else the trace's times against the timed calls."""
-    total = table.saving_total
-    if not table.opportunities or p.seconds is None or p.prediction is None:
-        return ()
-    gap = p.seconds - p.prediction.seconds
-    if total <= max(0.0, gap):
+    total, m = table.saving_total, p.miss
+    if not table.opportunities or m is None or total <= m.shortfall:
         return ()
     whole = (("more than the program's own gap to its prediction (measured ",)
-             if gap > 0 else ("while the program as a whole ran no slower than predicted "
+             if m.shortfall > 0 else ("while the program as a whole ran no slower than predicted "
                               "(measured ",))
     causes = []
     if any(r.seconds is not None and r.prediction is not None
@@ -258,8 +255,8 @@ def _savings_note(p: Program, table: KernelTable) -> tuple[str | Num, ...]:
         causes.append("the kernels' times come from the traced calls, the program's from the "
                       "timed ones")
     return ("These savings do not add up: every kernel's together come to ", n(total, "s", P),
-            " per call, ", *whole, n(p.seconds, "s", M), ", predicted ",
-            n(p.prediction.seconds, "s", P), f"), because {' and '.join(causes)}.")
+            " per call, ", *whole, n(m.measured, "s", M), ", predicted ",
+            n(m.predicted, "s", P), f"), because {' and '.join(causes)}.")
 
 
 def kernel_views(an: Analysis) -> list[dict[str, Any]]:
