@@ -12,8 +12,11 @@ call of the program:
 * **busy**: the summed durations of its own events (``hlo_op``): what the thread that ran its
   thunk spent in it;
 * **span**: launch to completion, from its event's start to the end of its ``end:`` event
-  (:func:`roofline_report.traces.events.kernel_times`, the time the report attributes), which
-  includes any wait for busy worker threads when the thunk completes asynchronously.
+  (:func:`roofline_report.traces.events.kernel_times`), which includes any wait for busy worker
+  threads when the thunk completes asynchronously;
+* **held**: the span less its wait, the time after its own event during which other kernels'
+  events ran (``wait_s``): the samples whose first quartile the report takes as the kernel's
+  time (:func:`roofline_report.analysis.kernels.kernel_seconds`).
 
 A kernel **waits** when its median span exceeds its median busy time by more than 5%. The
 ``--kernels`` kernels (default 12) with the most span, as many with the most busy time and as
@@ -26,7 +29,8 @@ compiler (jaxlib 0.10: ``xla_client.hlo.hlo_module_from_text``,
 row-major data is written as a reshape, which the conversion accepts. Each runs on random
 inputs of its operands' shapes (scalar constants at their values); its time is the call's
 wall time less the dispatch floor (the median call of a one-element module through the same
-harness). The alone compile is checked to give one kernel of the same kind (``same_form``).
+harness), times its launches per call of the program (a kernel of a loop body runs once per
+trip). The alone compile is checked to give one kernel of the same kind (``same_form``).
 
 Then ``--rounds`` rounds (default 5) each time every kernel alone for ``--budget / rounds``
 seconds and trace one more session, so both see the same machine. A measure **agrees** with
@@ -35,10 +39,12 @@ over the traced calls (the run's spread).
 
 Prints a table, then a last line of JSON: per kernel (``kernels``) its name, category, kind,
 launches, ``waits``, alone/busy/span medians and quartiles (``alone_s``, ``alone_q1_s``, ...),
-``agrees_busy``, ``agrees_span``, the alone compile's kernels and ``same_form``; the tallies
-``compared``, ``agree_busy``, ``agree_span``, ``median_ratio_busy``, ``median_ratio_span`` and
-``median_ratio_span_q1`` (measure ÷ alone, median over kernels), also for the ``waiting`` and
-``not_waiting`` kernels apart; the per-call sums of busy and of span over every kernel (median,
+``agrees_busy``, ``agrees_span``, ``agrees_held``, the alone compile's kernels and
+``same_form``; the tallies ``compared``, ``agree_busy``, ``agree_span``, ``agree_held``,
+``median_ratio_busy``, ``median_ratio_span``, ``median_ratio_span_q1``, ``median_ratio_held``
+and ``median_ratio_held_q1`` (measure ÷ alone, median over kernels) and ``median_error_span_q1``,
+``median_error_held_q1``, ``median_error_held`` (|measure ÷ alone − 1|), also for the
+``waiting`` and ``not_waiting`` kernels apart; the per-call sums of busy and of span over every kernel (median,
 min, max), the traced and untraced program times, how many kernels wait and how many of the
 top-10 kernels by busy and by span are shared. Timings on a shared machine are noisy: compare
 within one run.
@@ -455,6 +461,7 @@ class _Traces:
     inventory: Mapping[str, Any]
     busy: dict[str, list[float]]
     span: dict[str, list[float]]
+    held: dict[str, list[float]]
     launches: dict[str, float]
     busy_sum: list[float]
     span_sum: list[float]
@@ -474,6 +481,8 @@ class _Traces:
         # its launches per call; per call the program's time.
         for row in spans["kernels"]:
             self.span.setdefault(row["name"], []).extend(row["span_s"])
+            held = [s - w for s, w in zip(row["span_s"], row["wait_s"], strict=True)]
+            self.held.setdefault(row["name"], []).extend(held)
             self.launches[row["name"]] = median(row["launches"]) or 0.0
         self.busy_sum += _per_call_sums(busy.values())
         self.span_sum += _per_call_sums(row["span_s"] for row in spans["kernels"])
@@ -504,7 +513,7 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
     hlo = compiled.as_text()
     module = ir.parse_module(hlo)  # parsed once: the inventory and every kernel cut out of it
     inventory = {k["name"]: k for k in kernel_inventory(module)["kernels"]}
-    traces = _Traces(module.name, inventory, {}, {}, {}, [], [], [], [])
+    traces = _Traces(module.name, inventory, {}, {}, {}, {}, [], [], [], [])
     traces.add(compiled, args, kwargs, calls)
     by_span = traces.ranked(traces.span)
     by_busy = traces.ranked(traces.busy)
@@ -537,9 +546,13 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
 
     rows: list[dict[str, Any]] = []
     for name, samples in timed.items():
-        a1, a2, a3 = quartiles([s - floor for s in samples])
+        # Alone, one launch per call; in the program, per call, every launch summed (a
+        # kernel in a loop body runs once per trip).
+        per_call = traces.launches.get(name) or 1.0
+        a1, a2, a3 = quartiles([(s - floor) * per_call for s in samples])
         b1, b2, b3 = quartiles(traces.busy.get(name, [0.0]))
         s1, s2, s3 = quartiles(traces.span[name])
+        h1, h2, h3 = quartiles(traces.held[name])
         k = inventory.get(name, {})
         form = alone_form[name]
         rows.append({
@@ -548,6 +561,8 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
             "alone_s": a2, "alone_q1_s": a1, "alone_q3_s": a3, "alone_calls": len(samples),
             "busy_s": b2, "busy_q1_s": b1, "busy_q3_s": b3,
             "span_s": s2, "span_q1_s": s1, "span_q3_s": s3,
+            "held_s": h2, "held_q1_s": h1, "held_q3_s": h3,
+            "agrees_held": overlap((a2, a2), (h1, h3)),
             "agrees_busy": overlap((a2, a2), (b1, b3)),
             "agrees_span": overlap((a2, a2), (s1, s3)),
             "alone_kernels": form,
@@ -564,6 +579,15 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
             "median_ratio_busy": median([r["busy_s"] / r["alone_s"] for r in positive]),
             "median_ratio_span": median([r["span_s"] / r["alone_s"] for r in positive]),
             "median_ratio_span_q1": median([r["span_q1_s"] / r["alone_s"] for r in positive]),
+            "agree_held": sum(r["agrees_held"] for r in subset),
+            "median_ratio_held": median([r["held_s"] / r["alone_s"] for r in positive]),
+            "median_ratio_held_q1": median([r["held_q1_s"] / r["alone_s"] for r in positive]),
+            "median_error_span_q1": median([abs(r["span_q1_s"] / r["alone_s"] - 1)
+                                            for r in positive]),
+            "median_error_held_q1": median([abs(r["held_q1_s"] / r["alone_s"] - 1)
+                                            for r in positive]),
+            "median_error_held": median([abs(r["held_s"] / r["alone_s"] - 1)
+                                         for r in positive]),
         }
 
     final_span = traces.ranked(traces.span)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from roofline_report.analysis.kernels import trace_summary
+from roofline_report.analysis.kernels import kernel_seconds, trace_summary
 from roofline_report.hlo.ir import SourceLocation
 from roofline_report.hlo.kernels import kernel_inventory, reconcile_kernels, relative_source
 from roofline_report.results.schema import KernelInventory, KernelTiming
@@ -167,6 +167,35 @@ def test_an_asynchronous_kernel_is_busy_until_its_event_ends_and_spans_to_its_en
                      kernels=["fusion"])
     k = r["kernels"][0]
     assert k["busy_s"] == [pytest.approx(10e-9)] and k["span_s"] == [pytest.approx(75e-9)]
+    assert k["wait_s"] == [0.0]  # nothing else ran: the whole span is its own
+
+
+def test_a_kernel_queued_behind_another_kernels_work_is_not_charged_the_wait() -> None:
+    """A select launched beside a convolution on two threads: its event is 10 ns, then the
+    convolution's events hold both threads from 20 to 800 and its end event comes at 810. The
+    780 ns during which only the convolution ran are the select's wait; its time is its
+    launch to completion less that (30 ns: its event, the gap before the convolution, the tail
+    after it). The convolution's own span is not touched by the select's end event."""
+    ev = {"hlo_module": "jit_f", "run_id": 1}
+    events = {
+        "a": [{"name": "select", "start_ns": 0, "duration_ns": 10,
+               "stats": {"hlo_op": "select", **ev}},
+              {"name": "conv", "start_ns": 20, "duration_ns": 780,
+               "stats": {"hlo_op": "conv", **ev}}],
+        "b": [{"name": "conv.1", "start_ns": 30, "duration_ns": 700,
+               "stats": {"hlo_op": "conv.1", **ev}},
+              {"name": "end: select", "start_ns": 805, "duration_ns": 5, "stats": {}}],
+    }
+    r = kernel_times(_profile(xspace_text({"/host:CPU": events})), module="jit_f",
+                     kernels=["select", "conv", "conv.1"])
+    k = {row["name"]: row for row in r["kernels"]}
+    assert k["select"]["span_s"] == [pytest.approx(810e-9)]
+    assert k["select"]["wait_s"] == [pytest.approx(780e-9)]
+    assert k["conv"]["wait_s"] == [0.0] and k["conv.1"]["wait_s"] == [0.0]
+    table = kernel_seconds(k["select"])
+    assert table == pytest.approx(30e-9)
+    # A record without waits (analysed before they were kept) keeps its span.
+    assert kernel_seconds({"span_s": [810e-9], "launches": [1]}) == pytest.approx(810e-9)
 
 
 @pytest.mark.parametrize("name", [w.name for w in __import__(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from roofline_report.analysis.kernels import trace_summary
+from roofline_report.analysis.kernels import kernel_seconds, trace_summary
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.stats import median
 from roofline_report.hlo.walk import COLLECTIVE_OPCODES
@@ -80,14 +80,8 @@ def _collective_names(w: Mapping[str, Any]) -> set[str]:
             in COLLECTIVE_OPCODES}
 
 
-def _kernel_seconds(k: Mapping[str, Any]) -> float:
-    """A kernel's median time per step or call: its busy time where kept, else its span."""
-    samples = k.get("busy_s") if k.get("busy_s") is not None else k.get("span_s")
-    return median([float(x) for x in samples or []]) or 0.0
-
-
 def _lane_collectives(lane: Mapping[str, Any], names: set[str]) -> dict[str, float]:
-    return {str(k["name"]): _kernel_seconds(k) for k in lane["timing"]["kernels"]
+    return {str(k["name"]): kernel_seconds(k) for k in lane["timing"]["kernels"]
             if str(k["name"]) in names}
 
 
@@ -152,7 +146,7 @@ def _ops(p: Program) -> dict[str, Any] | None:
     t = w.get("kernel_timing") or {}
     if k.get("available", True) is not False or not t.get("available"):
         return None
-    ops = sorted(((str(o["name"]), _kernel_seconds(o),
+    ops = sorted(((str(o["name"]), kernel_seconds(o),
                    median([float(x) for x in o.get("launches") or []]) or 0.0)
                   for o in t["kernels"]), key=lambda o: (-o[1], o[0]))
     total = sum(o[1] for o in ops)
@@ -236,8 +230,8 @@ def trace_section(vm: Mapping[str, Any]) -> Section | None:
             Code(t["module"]), f" ({how}: ", t["module_seconds"], " of kernel time in the "
             "trace). Its kernels are counted from the optimized HLO the trace holds, with the "
             "same counter as a measured run, and timed from the trace's events per "
-            f"{t['per']}: medians over the {t['per']}s, each kernel matched to its events by "
-            "the HLO instruction it runs.")),
+            f"{t['per']} (each kernel's time the first quartile over the {t['per']}s), each "
+            "kernel matched to its events by the HLO instruction it runs.")),
         Paragraph(text(*t["roofs"])),
         Table(("host", "trace file", "size", "devices with kernels", "profiler"),
               tuple((_cell(h["name"]), _cell(Code(h["file"])), _num(h["bytes"]),

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_report.analysis.analyse import SEED_NAME
+from roofline_report.analysis.kernels import DEVICE_EVENT, LESS_WAITS
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.records import (
     SIGNIFICANT_KERNEL_S,
@@ -97,15 +98,18 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
 
 
 def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
-    if t.source == "device":
+    if t.basis == DEVICE_EVENT:
         basis = ("each kernel's time is its event's duration on the device, the first quartile "
                  "over the traced calls")
     else:
-        basis = ("each kernel's time runs from its launch to its completion, the first quartile "
-                 "over the traced calls: on a CPU an asynchronous kernel's event covers only its "
-                 "dispatch and part of its work, the rest runs on worker threads until its end "
-                 "event, and a call can wait for a busy worker (waiting only lengthens a call, so "
-                 "the low quartile of the calls leaves most of it out)")
+        basis = ("each kernel's time runs from its launch to its completion"
+                 + (", less the time it waited while other kernels' events ran after its own"
+                    if t.basis == LESS_WAITS else "")
+                 + ", the first quartile over the traced calls: on a CPU an asynchronous "
+                 "kernel's event covers only its dispatch and part of its work, the rest runs on "
+                 "worker threads until its end event, and a call can wait for a worker another "
+                 "kernel holds (waiting only lengthens a call, so the low quartile of the calls "
+                 "leaves most of it out)")
     parts: tuple[str | Num, ...] = (
         f"Traced over {plural(t.calls, 'call', 'calls')}; {basis}. Per call the program ran ",
         n(t.program_s, "s", M), ", at least one kernel ran during ", n(t.busy_s, "s", M),

@@ -93,20 +93,26 @@ class KernelTime(Record):
     ``launches`` its launches in that call, ``busy_s`` the sum of its events' own durations
     (the time the kernel itself ran; None in runs converted from version 2, which did not keep
     it), ``span_s`` the sum from each launch to its completion (an asynchronous thunk's ``end:``
-    event: includes waiting for busy worker threads). Nested events count their self time."""
+    event: includes waiting for busy worker threads), ``wait_s`` how much of that span came
+    after its own event while other kernels' events ran (its share of the span spent queued
+    behind other kernels' work; None in runs that did not keep it). Nested events count their
+    self time."""
 
     name: str
     launches: list[NonNeg]
     busy_s: list[NonNeg] | None = None
     span_s: list[NonNeg]
+    wait_s: list[NonNeg] | None = None
 
     @model_validator(mode="after")
     def _one_per_call(self) -> KernelTime:
         lengths = {len(self.launches), len(self.span_s)}
-        if self.busy_s is not None:
-            lengths.add(len(self.busy_s))
+        for extra in (self.busy_s, self.wait_s):
+            if extra is not None:
+                lengths.add(len(extra))
         if len(lengths) != 1:
-            raise ValueError("launches, busy_s and span_s must hold one sample per traced call")
+            raise ValueError("launches, busy_s, span_s and wait_s must hold one sample per "
+                             "traced call")
         return self
 
 

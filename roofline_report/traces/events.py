@@ -30,6 +30,7 @@ another profiler was already running).
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ class _Kernel:
     end: float
     self_ns: float = 0.0  # launch to completion, less nested kernels
     busy_ns: float = 0.0  # the event's own duration, less nested kernels
+    waited_ns: float = 0.0  # of self_ns, while other kernels' events ran and its own did not
 
 
 def _events(plane: Any, line_offset: int) -> tuple[list[_Event], int]:
@@ -89,6 +91,44 @@ def _union(intervals: Iterable[tuple[float, float]]) -> float:
     if current is not None:
         total += current[1] - current[0]
     return total
+
+
+def _merged(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of intervals as disjoint intervals in time order."""
+    out: list[tuple[float, float]] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def _covered(merged: list[tuple[float, float]], starts: list[float], lo: float, hi: float
+             ) -> float:
+    """How much of [lo, hi] the disjoint, ordered intervals ``merged`` cover (``starts``: their
+    starts, for the search)."""
+    total = 0.0
+    i = max(0, bisect.bisect_right(starts, lo) - 1)
+    while i < len(merged) and merged[i][0] < hi:
+        total += max(0.0, min(hi, merged[i][1]) - max(lo, merged[i][0]))
+        i += 1
+    return total
+
+
+def _waits(leaves: list[_Kernel]) -> None:
+    """Each launch's wait: the time between its launch and its completion during which another
+    kernel's event ran on some thread and its own event did not. On a CPU an asynchronous
+    kernel's remaining partitions queue behind the work another kernel gave the same worker
+    threads; that queueing is the other kernel's cost, not this one's."""
+    merged = _merged((k.event.start, k.event.end) for k in leaves)
+    starts = [s for s, _ in merged]
+    for k in leaves:
+        # Only the time after its own event ends can be waiting: what covers it in the union
+        # of every kernel's events is other kernels' events.
+        lo, hi = k.event.end, k.end
+        waited = _covered(merged, starts, lo, hi) if hi > lo else 0.0
+        k.waited_ns = max(0.0, min(waited, k.self_ns - k.busy_ns))
 
 
 def _module_matches(stat: Any, module: str | None) -> bool:
@@ -201,6 +241,7 @@ def kernel_times(
         previous_end = last
         control_ns = sum(k.self_ns for k in run if not is_kernel(k.op))
         samples.calls.append(_call_times(leaves, control_ns, start, first, last, ns))
+        _waits(leaves)
         samples.add_kernels(leaves, ns, per_call_div)
     if not samples.calls:
         return {"available": False,
@@ -333,6 +374,7 @@ class _Samples:
 
     span: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     own: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    wait: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     launches: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     calls: list[dict[str, float]] = field(default_factory=list)
     unmatched: set[str] = field(default_factory=set)
@@ -341,21 +383,24 @@ class _Samples:
         """One sample per kernel that ran in this call: its summed span, busy time, launches."""
         spans: dict[str, float] = defaultdict(float)
         busy: dict[str, float] = defaultdict(float)
+        wait: dict[str, float] = defaultdict(float)
         counts: dict[str, int] = defaultdict(int)
         for k in leaves:
             spans[k.op] += k.self_ns
             busy[k.op] += k.busy_ns
+            wait[k.op] += k.waited_ns
             counts[k.op] += 1
         for op in spans:
             self.span[op].append(round(spans[op] * ns, 12))
             self.own[op].append(round(busy[op] * ns, 12))
+            self.wait[op].append(round(wait[op] * ns, 12))
             self.launches[op].append(counts[op] / per_call_div)
 
     def rows(self) -> list[dict[str, Any]]:
         """The kernels' records, the longest median busy time first."""
         order = sorted(self.span, key=lambda op: (-(median(self.own[op]) or 0.0), op))
         return [{"name": op, "launches": self.launches[op], "busy_s": self.own[op],
-                 "span_s": self.span[op]} for op in order]
+                 "span_s": self.span[op], "wait_s": self.wait[op]} for op in order]
 
 
 def _stat_text(key: int, value: Any) -> str:
