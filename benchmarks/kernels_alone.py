@@ -15,8 +15,9 @@ call of the program:
   (:func:`roofline_report.traces.events.kernel_times`), which includes any wait for busy worker
   threads when the thunk completes asynchronously;
 * **held**: the span less its wait, the time after its own event during which other kernels'
-  events ran (``wait_s``): the samples whose first quartile the report takes as the kernel's
-  time (:func:`roofline_report.analysis.kernels.kernel_seconds`).
+  events ran that ended before it completed (``wait_s``): the samples whose first quartile
+  the report takes as the kernel's time
+  (:func:`roofline_report.analysis.kernels.kernel_seconds`).
 
 A kernel **waits** when its median span exceeds its median busy time by more than 5%. The
 ``--kernels`` kernels (default 12) with the most span, as many with the most busy time and as
@@ -44,10 +45,10 @@ launches, ``waits``, alone/busy/span medians and quartiles (``alone_s``, ``alone
 ``median_ratio_busy``, ``median_ratio_span``, ``median_ratio_span_q1``, ``median_ratio_held``
 and ``median_ratio_held_q1`` (measure ÷ alone, median over kernels) and ``median_error_span_q1``,
 ``median_error_held_q1``, ``median_error_held`` (|measure ÷ alone − 1|), also for the
-``waiting`` and ``not_waiting`` kernels apart; the per-call sums of busy and of span over every kernel (median,
-min, max), the traced and untraced program times, how many kernels wait and how many of the
-top-10 kernels by busy and by span are shared. Timings on a shared machine are noisy: compare
-within one run.
+``waiting`` and ``not_waiting`` kernels apart; the per-call sums of busy and of span over
+every kernel (median, min, max), the traced and untraced program times, how many kernels
+wait and how many of the top-10 kernels by busy and by span are shared. Timings on a shared
+machine are noisy: compare within one run.
 """
 
 from __future__ import annotations

@@ -194,6 +194,14 @@ def test_a_kernel_queued_behind_another_kernels_work_is_not_charged_the_wait() -
     assert k["conv"]["wait_s"] == [0.0] and k["conv.1"]["wait_s"] == [0.0]
     table = kernel_seconds(k["select"])
     assert table == pytest.approx(30e-9)
+    # A kernel that completes while the other kernel's event still runs ran beside it: an
+    # end event for the select at 500 (both convolutions still running) leaves it no wait.
+    events["b"][1] = {"name": "end: select", "start_ns": 495, "duration_ns": 5, "stats": {}}
+    r = kernel_times(_profile(xspace_text({"/host:CPU": events})), module="jit_f",
+                     kernels=["select", "conv", "conv.1"])
+    k2 = {row["name"]: row for row in r["kernels"]}
+    assert k2["select"]["wait_s"] == [0.0]
+    assert kernel_seconds(k2["select"]) == pytest.approx(500e-9)
     # A record without waits (analysed before they were kept) keeps its span.
     assert kernel_seconds({"span_s": [810e-9], "launches": [1]}) == pytest.approx(810e-9)
 

@@ -101,10 +101,11 @@ def _seconds(k: Mapping[str, Any]) -> list[float]:
     event, so its events' own durations (``busy_s``) leave work out, and the launch-to-
     completion time includes waiting for workers another kernel holds: a 16 µs select beside a
     convolution on two cores completes 750 µs after its launch in most calls. The wait is the
-    time after its own event during which other kernels' events ran; it is the other kernels'
-    cost. Timed alone (benchmarks/kernels_alone.py), the shipped step's kernels took 0.85 to
-    1.3 times the first quartile of their launch-to-completion times; the first quartile of
-    these samples is the kernel's time (:func:`kernel_time`)."""
+    time after its own event during which other kernels' events ran that ended before it
+    completed (its remaining work queued behind theirs); it is the other kernels' cost. Timed
+    alone (benchmarks/kernels_alone.py), the shipped step's kernels took 0.85 to 1.3 times
+    the first quartile of their launch-to-completion times; the first quartile of these
+    samples is the kernel's time (:func:`kernel_time`)."""
     spans = [float(x) for x in k.get("span_s") or []]
     waits = k.get("wait_s")
     if waits is None or len(waits) != len(spans):

@@ -103,8 +103,8 @@ def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
                  "over the traced calls")
     else:
         basis = ("each kernel's time runs from its launch to its completion"
-                 + (", less the time it waited while other kernels' events ran after its own"
-                    if t.basis == LESS_WAITS else "")
+                 + (", less the time it sat queued behind other kernels (their events ran after "
+                    "its own and ended before it completed)" if t.basis == LESS_WAITS else "")
                  + ", the first quartile over the traced calls: on a CPU an asynchronous "
                  "kernel's event covers only its dispatch and part of its work, the rest runs on "
                  "worker threads until its end event, and a call can wait for a worker another "

@@ -94,9 +94,9 @@ class KernelTime(Record):
     (the time the kernel itself ran; None in runs converted from version 2, which did not keep
     it), ``span_s`` the sum from each launch to its completion (an asynchronous thunk's ``end:``
     event: includes waiting for busy worker threads), ``wait_s`` how much of that span came
-    after its own event while other kernels' events ran (its share of the span spent queued
-    behind other kernels' work; None in runs that did not keep it). Nested events count their
-    self time."""
+    after its own event while other kernels' events ran that ended before it completed (the
+    time it sat queued behind their work; None in runs that did not keep it). Nested events
+    count their self time."""
 
     name: str
     launches: list[NonNeg]

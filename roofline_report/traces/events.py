@@ -93,41 +93,29 @@ def _union(intervals: Iterable[tuple[float, float]]) -> float:
     return total
 
 
-def _merged(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The union of intervals as disjoint intervals in time order."""
-    out: list[tuple[float, float]] = []
-    for start, end in sorted(intervals):
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((start, end))
-    return out
-
-
-def _covered(merged: list[tuple[float, float]], starts: list[float], lo: float, hi: float
-             ) -> float:
-    """How much of [lo, hi] the disjoint, ordered intervals ``merged`` cover (``starts``: their
-    starts, for the search)."""
-    total = 0.0
-    i = max(0, bisect.bisect_right(starts, lo) - 1)
-    while i < len(merged) and merged[i][0] < hi:
-        total += max(0.0, min(hi, merged[i][1]) - max(lo, merged[i][0]))
-        i += 1
-    return total
+def _covered(intervals: Iterable[tuple[float, float]], lo: float, hi: float) -> float:
+    """How much of [lo, hi] the union of ``intervals`` covers."""
+    return _union((max(lo, s), min(hi, e)) for s, e in intervals if e > lo and s < hi)
 
 
 def _waits(leaves: list[_Kernel]) -> None:
-    """Each launch's wait: the time between its launch and its completion during which another
-    kernel's event ran on some thread and its own event did not. On a CPU an asynchronous
-    kernel's remaining partitions queue behind the work another kernel gave the same worker
-    threads; that queueing is the other kernel's cost, not this one's."""
-    merged = _merged((k.event.start, k.event.end) for k in leaves)
-    starts = [s for s, _ in merged]
+    """Each launch's wait: the time between the end of its own event and its completion during
+    which another kernel's event ran, counting only the events that ended before it completed.
+    On a CPU an asynchronous kernel's remaining partitions queue behind the work another
+    kernel gave the same worker threads and complete after it; that queueing is the other
+    kernel's cost, not this one's. A kernel that completes while another kernel's event still
+    runs was running beside it, not queued behind it, and keeps that time."""
+    events = sorted((k.event.start, k.event.end) for k in leaves)
+    starts = [s for s, _ in events]
+    longest = max((e - s for s, e in events), default=0.0)
     for k in leaves:
-        # Only the time after its own event ends can be waiting: what covers it in the union
-        # of every kernel's events is other kernels' events.
         lo, hi = k.event.end, k.end
-        waited = _covered(merged, starts, lo, hi) if hi > lo else 0.0
+        waited = 0.0
+        if hi > lo:
+            first = bisect.bisect_left(starts, lo - longest)
+            last = bisect.bisect_left(starts, hi)
+            # Its own event ends at lo, so it adds nothing to [lo, hi].
+            waited = _covered((e for e in events[first:last] if e[1] <= hi), lo, hi)
         k.waited_ns = max(0.0, min(waited, k.self_ns - k.busy_ns))
 
 
