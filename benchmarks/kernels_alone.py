@@ -59,7 +59,6 @@ import json
 import re
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -68,6 +67,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from roofline_report.analysis.kernels import kernel_samples  # noqa: E402
 from roofline_report.analysis.stats import median, quartiles  # noqa: E402
 from roofline_report.errors import EXIT_INPUT, InputError  # noqa: E402
 from roofline_report.hlo import ir, shapes  # noqa: E402
@@ -293,27 +293,6 @@ def _type_text(p: Parameter) -> str:
 # Busy time per kernel from the trace's events (pure)
 
 
-def busy_times(profile: Any, module: str) -> dict[str, list[float]]:
-    """Per kernel (``hlo_op``), per call (``run_id``, in time order): the summed durations of
-    its own events on the host planes, in seconds. ``end:`` events carry no ``hlo_op``."""
-    per_run: dict[Any, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    first: dict[Any, float] = {}
-    for plane in getattr(profile, "planes", []):
-        if not str(plane.name).startswith("/host:"):
-            continue
-        for line in plane.lines:
-            for e in line.events:
-                stats = dict(e.stats)
-                if "hlo_op" not in stats or str(stats.get("hlo_module")) != module:
-                    continue
-                run = stats.get("run_id")
-                per_run[run][str(stats["hlo_op"])] += float(e.duration_ns) * 1e-9
-                first[run] = min(first.get(run, float("inf")), float(e.start_ns))
-    runs = sorted(per_run, key=lambda r: first[r])
-    names = {name for r in runs for name in per_run[r]}
-    return {name: [per_run[r].get(name, 0.0) for r in runs] for name in names}
-
-
 def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """Whether two closed ranges (low, high) share a point."""
     return a[0] <= b[1] and b[0] <= a[1]
@@ -475,17 +454,15 @@ class _Traces:
         spans = kernel_times(profile, module=self.module, kernels=self.inventory, calls=calls)
         if not spans.get("available"):
             raise RuntimeError(f"no kernel times: {spans.get('reason')}")
-        busy = busy_times(profile, self.module)
-        for name, samples in busy.items():
-            self.busy.setdefault(name, []).extend(samples)
-        # The kernel_timing record: per kernel one span sample per traced call it ran in, and
-        # its launches per call; per call the program's time.
+        # The kernel_timing record: per kernel one sample per traced call it ran in (busy,
+        # span, and the report's samples: span less wait), its launches per call; per call the
+        # program's time.
         for row in spans["kernels"]:
+            self.busy.setdefault(row["name"], []).extend(row["busy_s"])
             self.span.setdefault(row["name"], []).extend(row["span_s"])
-            held = [s - w for s, w in zip(row["span_s"], row["wait_s"], strict=True)]
-            self.held.setdefault(row["name"], []).extend(held)
+            self.held.setdefault(row["name"], []).extend(kernel_samples(row))
             self.launches[row["name"]] = median(row["launches"]) or 0.0
-        self.busy_sum += _per_call_sums(busy.values())
+        self.busy_sum += _per_call_sums(row["busy_s"] for row in spans["kernels"])
         self.span_sum += _per_call_sums(row["span_s"] for row in spans["kernels"])
         self.program.extend(float(c["program_s"]) for c in spans["calls"])
         self.untraced += untraced

@@ -32,11 +32,11 @@ from roofline_report.analysis.stats import median, quartiles
 from roofline_report.hlo.kernel_cost import MOVEMENT
 from roofline_report.hlo.kernels import reconcile_kernels
 
-__all__ = ["CATEGORY_TITLES", "kernel_seconds", "kernel_table", "trace_summary"]
+__all__ = ["CATEGORY_TITLES", "kernel_samples", "kernel_seconds", "kernel_table", "trace_summary"]
 
 # What a kernel's time is (TraceSummary.basis): a device's event; a host kernel's launch to its
-# completion less its waits behind other kernels (:func:`_seconds`); the same without the waits
-# (traces analysed before they were kept).
+# completion less its waits behind other kernels (:func:`kernel_samples`); the same without the
+# waits (traces analysed before they were kept).
 DEVICE_EVENT = "device event"
 LESS_WAITS = "launch to completion less waiting"
 LAUNCH_TO_COMPLETION = "launch to completion"
@@ -70,7 +70,7 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
     per_call: dict[int, float] = {}
     launches: dict[int, float] = {}
     for k in kernels:
-        samples = _seconds(k)
+        samples = kernel_samples(k)
         for i, s in enumerate(samples):
             per_call[i] = per_call.get(i, 0.0) + s
         for i, n in enumerate(k.get("launches") or []):
@@ -94,7 +94,7 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
         notes=tuple(str(n) for n in timing.get("notes") or []))
 
 
-def _seconds(k: Mapping[str, Any]) -> list[float]:
+def kernel_samples(k: Mapping[str, Any]) -> list[float]:
     """A kernel's time samples: from each launch to its completion, less the time it spent
     queued behind other kernels (``wait_s``). On a CPU an asynchronous kernel's event covers
     its dispatch and part of its work; the rest runs on worker threads until its ``end:``
@@ -117,13 +117,13 @@ def _seconds(k: Mapping[str, Any]) -> list[float]:
 
 def kernel_seconds(k: Mapping[str, Any]) -> float:
     """A kernel's time per call from its record in a trace: the first quartile of its samples
-    (:func:`_seconds`, :func:`kernel_time`); 0 without samples."""
-    samples = _seconds(k)
+    (:func:`kernel_samples`, :func:`kernel_time`); 0 without samples."""
+    samples = kernel_samples(k)
     return kernel_time(samples)[0] if samples else 0.0
 
 
 def kernel_time(samples: list[float]) -> tuple[float, float, float]:
-    """(time, Q1, Q3) of a kernel's samples (:func:`_seconds`): its time is their first
+    """(time, Q1, Q3) of a kernel's samples (:func:`kernel_samples`): its time is their first
     quartile (interpolated between samples; one sample: itself): waiting for a worker thread
     only lengthens a call, so the low quartile leaves most of it out."""
     q1, _, q3 = quartiles(samples)
@@ -171,7 +171,7 @@ def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: R
     spread = None
     launches = None
     if t is not None:
-        samples = _seconds(t)
+        samples = kernel_samples(t)
         seconds, q1, q3 = kernel_time(samples)
         spread = (q1, q3)
         own = _busy(t)

@@ -64,7 +64,7 @@ class _Kernel:
     end: float
     self_ns: float = 0.0  # launch to completion, less nested kernels
     busy_ns: float = 0.0  # the event's own duration, less nested kernels
-    waited_ns: float = 0.0  # of self_ns, while other kernels' events ran and its own did not
+    waited_ns: float = 0.0  # of self_ns, queued behind other kernels' events (:func:`_waits`)
 
 
 def _events(plane: Any, line_offset: int) -> tuple[list[_Event], int]:
