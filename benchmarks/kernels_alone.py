@@ -14,10 +14,11 @@ call of the program:
 * **span**: launch to completion, from its event's start to the end of its ``end:`` event
   (:func:`roofline_report.traces.events.kernel_times`), which includes any wait for busy worker
   threads when the thunk completes asynchronously;
-* **held**: the span less its wait, the time after its own event during which other kernels'
-  events ran that ended before it completed (``wait_s``): the samples whose first quartile
-  the report takes as the kernel's time
-  (:func:`roofline_report.analysis.kernels.kernel_seconds`).
+* **queued**: the span less its wait, the time after its own event during which other
+  kernels' events ran that ended before it completed (``wait_s``);
+* **held**: its share of the machine over the queued time, each instant during which n kernels
+  ran counting 1/n (``share_s``): the samples whose first quartile the report takes as the
+  kernel's time (:func:`roofline_report.analysis.kernels.kernel_seconds`).
 
 A kernel **waits** when its median span exceeds its median busy time by more than 5%. The
 ``--kernels`` kernels (default 12) with the most span, as many with the most busy time and as
@@ -44,7 +45,8 @@ launches, ``waits``, alone/busy/span medians and quartiles (``alone_s``, ``alone
 ``same_form``; the tallies ``compared``, ``agree_busy``, ``agree_span``, ``agree_held``,
 ``median_ratio_busy``, ``median_ratio_span``, ``median_ratio_span_q1``, ``median_ratio_held``
 and ``median_ratio_held_q1`` (measure ÷ alone, median over kernels) and ``median_error_span_q1``,
-``median_error_held_q1``, ``median_error_held`` (|measure ÷ alone − 1|), also for the
+``median_error_queued_q1``, ``median_error_held_q1``, ``median_error_held`` (|measure ÷ alone −
+1|), also for the
 ``waiting`` and ``not_waiting`` kernels apart; the per-call sums of busy and of span over
 every kernel (median, min, max), the traced and untraced program times, how many kernels
 wait and how many of the top-10 kernels by busy and by span are shared. Timings on a shared
@@ -441,6 +443,7 @@ class _Traces:
     inventory: Mapping[str, Any]
     busy: dict[str, list[float]]
     span: dict[str, list[float]]
+    queued: dict[str, list[float]]
     held: dict[str, list[float]]
     launches: dict[str, float]
     busy_sum: list[float]
@@ -455,12 +458,14 @@ class _Traces:
         if not spans.get("available"):
             raise RuntimeError(f"no kernel times: {spans.get('reason')}")
         # The kernel_timing record: per kernel one sample per traced call it ran in (busy,
-        # span, and the report's samples: span less wait), its launches per call; per call the
-        # program's time.
+        # span, span less wait, and the report's samples: the share of that), its launches per
+        # call; per call the program's time.
         for row in spans["kernels"]:
             self.busy.setdefault(row["name"], []).extend(row["busy_s"])
             self.span.setdefault(row["name"], []).extend(row["span_s"])
             self.held.setdefault(row["name"], []).extend(kernel_samples(row))
+            self.queued.setdefault(row["name"], []).extend(
+                kernel_samples({"span_s": row["span_s"], "wait_s": row.get("wait_s")}))
             self.launches[row["name"]] = median(row["launches"]) or 0.0
         self.busy_sum += _per_call_sums(row["busy_s"] for row in spans["kernels"])
         self.span_sum += _per_call_sums(row["span_s"] for row in spans["kernels"])
@@ -491,7 +496,7 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
     hlo = compiled.as_text()
     module = ir.parse_module(hlo)  # parsed once: the inventory and every kernel cut out of it
     inventory = {k["name"]: k for k in kernel_inventory(module)["kernels"]}
-    traces = _Traces(module.name, inventory, {}, {}, {}, {}, [], [], [], [])
+    traces = _Traces(module.name, inventory, {}, {}, {}, {}, {}, [], [], [], [])
     traces.add(compiled, args, kwargs, calls)
     by_span = traces.ranked(traces.span)
     by_busy = traces.ranked(traces.busy)
@@ -531,6 +536,7 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
         b1, b2, b3 = quartiles(traces.busy.get(name, [0.0]))
         s1, s2, s3 = quartiles(traces.span[name])
         h1, h2, h3 = quartiles(traces.held[name])
+        q1 = quartiles(traces.queued[name])[0]
         k = inventory.get(name, {})
         form = alone_form[name]
         rows.append({
@@ -539,7 +545,7 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
             "alone_s": a2, "alone_q1_s": a1, "alone_q3_s": a3, "alone_calls": len(samples),
             "busy_s": b2, "busy_q1_s": b1, "busy_q3_s": b3,
             "span_s": s2, "span_q1_s": s1, "span_q3_s": s3,
-            "held_s": h2, "held_q1_s": h1, "held_q3_s": h3,
+            "held_s": h2, "held_q1_s": h1, "held_q3_s": h3, "queued_q1_s": q1,
             "agrees_held": overlap((a2, a2), (h1, h3)),
             "agrees_busy": overlap((a2, a2), (b1, b3)),
             "agrees_span": overlap((a2, a2), (s1, s3)),
@@ -562,6 +568,8 @@ def measure(setup: str, *, kernels: int, calls: int, budget_s: float, rounds: in
             "median_ratio_held_q1": median([r["held_q1_s"] / r["alone_s"] for r in positive]),
             "median_error_span_q1": median([abs(r["span_q1_s"] / r["alone_s"] - 1)
                                             for r in positive]),
+            "median_error_queued_q1": median([abs(r["queued_q1_s"] / r["alone_s"] - 1)
+                                              for r in positive]),
             "median_error_held_q1": median([abs(r["held_q1_s"] / r["alone_s"] - 1)
                                             for r in positive]),
             "median_error_held": median([abs(r["held_s"] / r["alone_s"] - 1)
@@ -642,7 +650,9 @@ def print_table(result: Mapping[str, Any]) -> None:
         print(f"{label}: busy agrees with alone for {t['agree_busy']} of {t['compared']} "
               f"kernels, span for {t['agree_span']}; median busy/alone "
               f"{t['median_ratio_busy']:.2f}, span/alone {t['median_ratio_span']:.2f}, "
-              f"span's first quartile/alone {t['median_ratio_span_q1']:.2f}")
+              f"span's first quartile/alone {t['median_ratio_span_q1']:.2f}; median "
+              f"|first quartile/alone - 1|: span {t['median_error_span_q1']:.2f}, queued "
+              f"{t['median_error_queued_q1']:.2f}, held {t['median_error_held_q1']:.2f}")
 
     def ms(key: str) -> str:
         v = result[key]

@@ -246,12 +246,14 @@ def test_kernels_alone_gathers_the_trace_record_it_is_given(
     by_name = {k["name"]: k for k in inventory["kernels"]}
     names = set(by_name)
     monkeypatch.setattr(alone, "trace_program", lambda *a: (profile, [1e-3] * 5))
-    traces = alone._Traces(inventory["module"], by_name, {}, {}, {}, {}, [], [], [], [])
+    traces = alone._Traces(inventory["module"], by_name, {}, {}, {}, {}, {}, [], [], [], [])
     traces.add(None, (), {}, 5)
     assert traces.span and set(traces.span) <= names
-    assert set(traces.held) == set(traces.span)
-    assert all(0 <= h <= s for name in traces.span
-               for h, s in zip(traces.held[name], traces.span[name], strict=True))
+    assert set(traces.held) == set(traces.queued) == set(traces.span)
+    # Each kernel's share of the machine is at most the span less its wait, at most the span.
+    assert all(0 <= h <= q + 1e-12 <= s + 2e-12 for name in traces.span
+               for h, q, s in zip(traces.held[name], traces.queued[name], traces.span[name],
+                                  strict=True))
     assert all(len(v) >= 1 and all(x > 0 for x in v) for v in traces.span.values())
     assert len(traces.program) >= 1 and traces.untraced == [1e-3] * 5
     assert all(n >= 1 for n in traces.launches.values())

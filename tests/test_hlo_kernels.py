@@ -100,6 +100,10 @@ def test_cpu_trace_matches_kernels_and_end_events() -> None:
     assert summary is not None and summary.calls == 3
     assert 0.9 < summary.coverage <= 1
     assert summary.kernel_sum_s <= summary.program_s * 1.001  # one thread: no overlap
+    # Call by call, the kernels' shares add up to the time during which a kernel ran.
+    for i, call in enumerate(r["calls"]):
+        shares = sum(k["share_s"][i] for k in r["kernels"])
+        assert shares == pytest.approx(call["busy_s"], rel=1e-6)
     assert summary.dispatch_s > 0
 
 
@@ -114,10 +118,16 @@ def test_gpu_trace_overlapping_streams() -> None:
     assert s is not None
     assert s.program_s == pytest.approx(37e-6)
     assert s.busy_s == pytest.approx(30e-6)
-    assert s.kernel_sum_s == pytest.approx(34e-6)
+    # The reduce and the transpose ran side by side for 4 us: each is charged half of it, so
+    # the kernels' times add up to the time during which one ran.
+    assert s.kernel_sum_s == pytest.approx(30e-6)
+    shares = {k["name"]: k["share_s"][1] for k in r["kernels"]}
+    assert shares["input_reduce_fusion"] == pytest.approx(1e-6 + 2e-6)
+    assert shares["transpose.1"] == pytest.approx(2e-6 + 4e-6)
+    assert shares["custom-call.1"] == pytest.approx(21e-6)
     assert s.coverage == pytest.approx(30 / 37)
     assert s.dispatch_s == pytest.approx(6e-6)
-    assert s.basis == "device event"  # a device event is the kernel's own duration
+    assert s.basis == "device event, shared"
     assert [k["name"] for k in r["kernels"]] == ["custom-call.1", "transpose.1",
                                                  "input_reduce_fusion"]
 
@@ -201,8 +211,14 @@ def test_a_kernel_queued_behind_another_kernels_work_is_not_charged_the_wait() -
                      kernels=["select", "conv", "conv.1"])
     k2 = {row["name"]: row for row in r["kernels"]}
     assert k2["select"]["wait_s"] == [0.0]
-    assert kernel_seconds(k2["select"]) == pytest.approx(500e-9)
-    # A record without waits (analysed before they were kept) keeps its span.
+    # It ran alone 0-20, beside the first convolution 20-30 and beside both 30-500: its share
+    # is 20 + 10/2 + 470/3 ns; the three shares add up to the 800 ns during which one ran.
+    assert kernel_seconds(k2["select"]) == pytest.approx((20 + 5 + 470 / 3) * 1e-9)
+    assert sum(row["share_s"][0] for row in r["kernels"]) == pytest.approx(800e-9, rel=1e-4)
+    # A record without shares (analysed before they were kept) takes its span less its wait;
+    # without waits, its span.
+    assert kernel_seconds({"span_s": [810e-9], "wait_s": [780e-9], "launches": [1]}) \
+        == pytest.approx(30e-9)
     assert kernel_seconds({"span_s": [810e-9], "launches": [1]}) == pytest.approx(810e-9)
 
 

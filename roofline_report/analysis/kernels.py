@@ -34,10 +34,14 @@ from roofline_report.hlo.kernels import reconcile_kernels
 
 __all__ = ["CATEGORY_TITLES", "kernel_samples", "kernel_seconds", "kernel_table", "trace_summary"]
 
-# What a kernel's time is (TraceSummary.basis): a device's event; a host kernel's launch to its
-# completion less its waits behind other kernels (:func:`kernel_samples`); the same without the
-# waits (traces analysed before they were kept).
+# What a kernel's time is (TraceSummary.basis): a device's event, shared with the kernels that
+# ran at the same time (DEVICE_SHARED) or whole (traces analysed before shares were kept); a host
+# kernel's launch to its completion less its waits behind other kernels, shared with the kernels
+# that ran at the same time (SHARED, :func:`kernel_samples`), not shared (LESS_WAITS), or with
+# neither taken off (traces analysed before either was kept).
 DEVICE_EVENT = "device event"
+DEVICE_SHARED = "device event, shared"
+SHARED = "launch to completion less waiting, shared"
 LESS_WAITS = "launch to completion less waiting"
 LAUNCH_TO_COMPLETION = "launch to completion"
 
@@ -77,8 +81,11 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
             launches[i] = launches.get(i, 0.0) + float(n)
     untraced = tuple(float(x) for x in timing.get("untraced_s") or [])
     traced = tuple(float(x) for x in timing.get("traced_s") or [])
+    shared = bool(kernels) and all(k.get("share_s") is not None for k in kernels)
     if timing.get("source") == "device":
-        basis = DEVICE_EVENT
+        basis = DEVICE_SHARED if shared else DEVICE_EVENT
+    elif shared:
+        basis = SHARED
     elif kernels and all(k.get("wait_s") is not None for k in kernels):
         basis = LESS_WAITS
     else:
@@ -95,20 +102,24 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
 
 
 def kernel_samples(k: Mapping[str, Any]) -> list[float]:
-    """A kernel's time samples: from each launch to its completion, less the time it spent
-    queued behind other kernels (``wait_s``). On a CPU an asynchronous kernel's event covers
-    its dispatch and part of its work; the rest runs on worker threads until its ``end:``
-    event, so its events' own durations (``busy_s``) leave work out, and the launch-to-
-    completion time includes waiting for workers another kernel holds: a 16 µs select beside a
-    convolution on two cores completes 750 µs after its launch in most calls. The wait is the
-    time after its own event during which other kernels' events ran that ended before it
-    completed (its remaining work queued behind theirs); it is the other kernels' cost. Timed
-    alone (benchmarks/kernels_alone.py), the shipped step's kernels took 0.95 times the first
-    quartile of these samples at the median over 22 kernels (|ratio − 1| 0.15; the first
-    quartile of the plain launch-to-completion times: 0.91 and 0.14), the rematerialised
-    block's 0.89 (0.29; plain: 0.69 and 0.46); the first quartile of these samples is the
-    kernel's time (:func:`kernel_time`)."""
+    """A kernel's time samples: its share of the machine from each launch to its completion,
+    less the time it spent queued behind other kernels (``share_s``; traces read before shares
+    were kept: the span less ``wait_s``, else the plain span). On a CPU an asynchronous
+    kernel's event covers its dispatch and part of its work; the rest runs on worker threads
+    until its ``end:`` event, so its events' own durations (``busy_s``) leave work out, and the
+    launch-to-completion time includes waiting for workers another kernel holds: a 16 µs
+    select beside a convolution on two cores completes 750 µs after its launch in most calls.
+    The wait is the time after its own event during which other kernels' events ran that
+    ended before it completed (its remaining work queued behind theirs); it is the other
+    kernels' cost. Independent kernels the runtime runs at the same time split the machine:
+    two row reductions of a layer norm's backward pass, 83 µs each alone, each ran 165-205 µs
+    beside the other; over the time it ran, each instant during which n kernels ran counts
+    1/n to each, so a call's kernel times add up to the time during which a kernel ran. The
+    first quartile of these samples is the kernel's time (:func:`kernel_time`)."""
     spans = [float(x) for x in k.get("span_s") or []]
+    shares = k.get("share_s")
+    if shares is not None and len(shares) == len(spans):
+        return [float(x) for x in shares]
     waits = k.get("wait_s")
     if waits is None or len(waits) != len(spans):
         return spans

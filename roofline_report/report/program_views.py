@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_report.analysis.analyse import SEED_NAME
-from roofline_report.analysis.kernels import DEVICE_EVENT, LESS_WAITS
+from roofline_report.analysis.kernels import DEVICE_EVENT, DEVICE_SHARED, LESS_WAITS, SHARED
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.records import (
     SIGNIFICANT_KERNEL_S,
@@ -98,13 +98,19 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
 
 
 def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
-    if t.basis == DEVICE_EVENT:
-        basis = ("each kernel's time is its event's duration on the device, the first quartile "
-                 "over the traced calls")
+    shared = (", each instant during which n kernels ran side by side counted 1/n to each "
+              "(kernels that run at the same time split the machine, so each took longer than "
+              "it would alone)")
+    if t.basis in (DEVICE_EVENT, DEVICE_SHARED):
+        basis = ("each kernel's time is its event's duration on the device"
+                 + (shared if t.basis == DEVICE_SHARED else "")
+                 + ", the first quartile over the traced calls")
     else:
         basis = ("each kernel's time runs from its launch to its completion"
                  + (", less the time it sat queued behind other kernels (their events ran after "
-                    "its own and ended before it completed)" if t.basis == LESS_WAITS else "")
+                    "its own and ended before it completed)"
+                    if t.basis in (LESS_WAITS, SHARED) else "")
+                 + (shared if t.basis == SHARED else "")
                  + ", the first quartile over the traced calls: on a CPU an asynchronous "
                  "kernel's event covers only its dispatch and part of its work, the rest runs on "
                  "worker threads until its end event, and a call can wait for a worker another "

@@ -95,24 +95,27 @@ class KernelTime(Record):
     it), ``span_s`` the sum from each launch to its completion (an asynchronous thunk's ``end:``
     event: includes waiting for busy worker threads), ``wait_s`` how much of that span came
     after its own event while other kernels' events ran that ended before it completed (the
-    time it sat queued behind their work; None in runs that did not keep it). Nested events
-    count their self time."""
+    time it sat queued behind their work; None in runs that did not keep it), ``share_s`` its
+    share of the machine over the rest of the span (each instant during which n kernels ran
+    counts 1/n: kernels the runtime ran at the same time split the machine; None in runs that
+    did not keep it). Nested events count their self time."""
 
     name: str
     launches: list[NonNeg]
     busy_s: list[NonNeg] | None = None
     span_s: list[NonNeg]
     wait_s: list[NonNeg] | None = None
+    share_s: list[NonNeg] | None = None
 
     @model_validator(mode="after")
     def _one_per_call(self) -> KernelTime:
         lengths = {len(self.launches), len(self.span_s)}
-        for extra in (self.busy_s, self.wait_s):
+        for extra in (self.busy_s, self.wait_s, self.share_s):
             if extra is not None:
                 lengths.add(len(extra))
         if len(lengths) != 1:
-            raise ValueError("launches, busy_s, span_s and wait_s must hold one sample per "
-                             "traced call")
+            raise ValueError("launches, busy_s, span_s, wait_s and share_s must hold one sample "
+                             "per traced call")
         return self
 
 

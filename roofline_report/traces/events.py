@@ -16,8 +16,11 @@ machine, into per-kernel times:
   Per kernel and call: launches, and two times: **busy**, the sum of its events' own durations
   (what the kernel itself cost), and **span**, the sum of the times from each launch to its
   completion (for an asynchronous thunk this includes waiting for a busy worker thread, so on a
-  machine with few cores small kernels beside a large one look long). Statistics over calls are
-  derived when the run is analysed, not here.
+  machine with few cores small kernels beside a large one look long). Of the span, **wait** is
+  the time it sat queued behind other kernels' events (:func:`_waits`), and **share** its
+  share of the machine while it ran: each instant during which n kernels ran counts 1/n to
+  each (:func:`_shares`), so the shares of a call add up to the time during which a kernel
+  ran. Statistics over calls are derived when the run is analysed, not here.
 * Per call: the program's wall time, from the runtime's last execute event (``...Execute...``
   on a host line) before the call's first kernel to the end of its last kernel; the time during
   which at least one kernel runs; and the rest, named: dispatch (execute start to the first
@@ -65,6 +68,8 @@ class _Kernel:
     self_ns: float = 0.0  # launch to completion, less nested kernels
     busy_ns: float = 0.0  # the event's own duration, less nested kernels
     waited_ns: float = 0.0  # of self_ns, queued behind other kernels' events (:func:`_waits`)
+    shared_ns: float = 0.0  # its running time, each instant split among the kernels running
+    running: list[tuple[float, float]] = field(default_factory=list)  # when it ran (ns)
 
 
 def _events(plane: Any, line_offset: int) -> tuple[list[_Event], int]:
@@ -93,30 +98,87 @@ def _union(intervals: Iterable[tuple[float, float]]) -> float:
     return total
 
 
-def _covered(intervals: Iterable[tuple[float, float]], lo: float, hi: float) -> float:
-    """How much of [lo, hi] the union of ``intervals`` covers."""
-    return _union((max(lo, s), min(hi, e)) for s, e in intervals if e > lo and s < hi)
-
-
 def _waits(leaves: list[_Kernel]) -> None:
     """Each launch's wait: the time between the end of its own event and its completion during
     which another kernel's event ran, counting only the events that ended before it completed.
     On a CPU an asynchronous kernel's remaining partitions queue behind the work another
     kernel gave the same worker threads and complete after it; that queueing is the other
     kernel's cost, not this one's. A kernel that completes while another kernel's event still
-    runs was running beside it, not queued behind it, and keeps that time."""
+    runs was running beside it, not queued behind it, and keeps that time. Also sets each
+    launch's ``running`` intervals: its own event, and the rest of its span outside the wait."""
     events = sorted((k.event.start, k.event.end) for k in leaves)
     starts = [s for s, _ in events]
     longest = max((e - s for s, e in events), default=0.0)
     for k in leaves:
         lo, hi = k.event.end, k.end
+        k.running = [(k.event.start, k.event.end)] if k.event.end > k.event.start else []
         waited = 0.0
         if hi > lo:
             first = bisect.bisect_left(starts, lo - longest)
             last = bisect.bisect_left(starts, hi)
             # Its own event ends at lo, so it adds nothing to [lo, hi].
-            waited = _covered((e for e in events[first:last] if e[1] <= hi), lo, hi)
+            queued = _merged((max(lo, s), min(hi, e)) for s, e in events[first:last]
+                             if e <= hi and e > lo and s < hi)
+            waited = sum(e - s for s, e in queued)
+            k.running += _gaps(queued, lo, hi)
         k.waited_ns = max(0.0, min(waited, k.self_ns - k.busy_ns))
+
+
+def _merged(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of ``intervals`` as disjoint intervals in time order."""
+    out: list[tuple[float, float]] = []
+    for start, end in sorted(intervals):
+        if end <= start:
+            continue
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def _gaps(covered: list[tuple[float, float]], lo: float, hi: float
+          ) -> list[tuple[float, float]]:
+    """The parts of [lo, hi] that the disjoint, ordered ``covered`` intervals leave out."""
+    out: list[tuple[float, float]] = []
+    at = lo
+    for start, end in covered:
+        if start > at:
+            out.append((at, start))
+        at = max(at, end)
+    if hi > at:
+        out.append((at, hi))
+    return out
+
+
+def _shares(leaves: list[_Kernel]) -> None:
+    """Each launch's share of the machine (after :func:`_waits`): over the intervals it ran,
+    each instant during which n kernels ran counts 1/n. Kernels the runtime runs at the same
+    time (independent kernels on different worker threads, or on different streams of a GPU)
+    split the machine between them, and each takes longer than it would alone; their shares
+    add up to the time during which at least one of them ran."""
+    edges: list[tuple[float, int, int]] = []
+    for i, k in enumerate(leaves):
+        k.shared_ns = 0.0
+        for start, end in k.running:
+            if end > start:
+                edges.append((start, 1, i))
+                edges.append((end, -1, i))
+    edges.sort(key=lambda e: (e[0], e[1]))
+    active: set[int] = set()
+    at = 0.0
+    for t, step, i in edges:
+        if active and t > at:
+            part = (t - at) / len(active)
+            for j in active:
+                leaves[j].shared_ns += part
+        at = t
+        if step > 0:
+            active.add(i)
+        else:
+            active.discard(i)
+    for k in leaves:
+        k.shared_ns = max(0.0, min(k.shared_ns, k.self_ns - k.waited_ns))
 
 
 def _module_matches(stat: Any, module: str | None) -> bool:
@@ -187,12 +249,14 @@ def kernel_times(
 
         {"available": true, "source": "host" | "device",
          "calls": [{"program_s", "busy_s", "dispatch_s", "loop_control_s", "gaps_s"}],
-         "kernels": [{"name", "launches": [...], "busy_s": [...], "span_s": [...]}],
+         "kernels": [{"name", "launches": [...], "busy_s": [...], "span_s": [...],
+                      "wait_s": [...], "share_s": [...]}],
          "unmatched": [op names], "notes"}
 
     one entry per traced call (seconds per call); a kernel's lists hold one sample per call in
     which it ran: ``busy_s`` the sum of its events' own durations, ``span_s`` of the times from
-    each launch to its completion.
+    each launch to its completion, ``wait_s`` of the time queued behind other kernels,
+    ``share_s`` of its shares of the machine while it ran.
     """
     device_events, host_events = _plane_events(profile)
     all_events = device_events + host_events
@@ -230,6 +294,7 @@ def kernel_times(
         control_ns = sum(k.self_ns for k in run if not is_kernel(k.op))
         samples.calls.append(_call_times(leaves, control_ns, start, first, last, ns))
         _waits(leaves)
+        _shares(leaves)
         samples.add_kernels(leaves, ns, per_call_div)
     if not samples.calls:
         return {"available": False,
@@ -363,6 +428,7 @@ class _Samples:
     span: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     own: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     wait: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    share: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     launches: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     calls: list[dict[str, float]] = field(default_factory=list)
     unmatched: set[str] = field(default_factory=set)
@@ -372,23 +438,27 @@ class _Samples:
         spans: dict[str, float] = defaultdict(float)
         busy: dict[str, float] = defaultdict(float)
         wait: dict[str, float] = defaultdict(float)
+        share: dict[str, float] = defaultdict(float)
         counts: dict[str, int] = defaultdict(int)
         for k in leaves:
             spans[k.op] += k.self_ns
             busy[k.op] += k.busy_ns
             wait[k.op] += k.waited_ns
+            share[k.op] += k.shared_ns
             counts[k.op] += 1
         for op in spans:
             self.span[op].append(round(spans[op] * ns, 12))
             self.own[op].append(round(busy[op] * ns, 12))
             self.wait[op].append(round(wait[op] * ns, 12))
+            self.share[op].append(round(share[op] * ns, 12))
             self.launches[op].append(counts[op] / per_call_div)
 
     def rows(self) -> list[dict[str, Any]]:
         """The kernels' records, the longest median busy time first."""
         order = sorted(self.span, key=lambda op: (-(median(self.own[op]) or 0.0), op))
         return [{"name": op, "launches": self.launches[op], "busy_s": self.own[op],
-                 "span_s": self.span[op], "wait_s": self.wait[op]} for op in order]
+                 "span_s": self.span[op], "wait_s": self.wait[op], "share_s": self.share[op]}
+                for op in order]
 
 
 def _stat_text(key: int, value: Any) -> str:
