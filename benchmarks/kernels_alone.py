@@ -75,6 +75,7 @@ from roofline_report.errors import EXIT_INPUT, InputError  # noqa: E402
 from roofline_report.hlo import ir, shapes  # noqa: E402
 from roofline_report.hlo.kernels import kernel_inventory  # noqa: E402
 from roofline_report.observe.timer import block  # noqa: E402
+from roofline_report.observe.trace import profile_options  # noqa: E402
 from roofline_report.traces.events import kernel_times  # noqa: E402
 
 DEFAULT_SETUP = "examples.transformer:setup"
@@ -420,7 +421,7 @@ def trace_program(compiled: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
         block(compiled(*args, **kwargs))
         untraced.append(time.perf_counter() - t0)
     with tempfile.TemporaryDirectory(prefix="kernels-alone-") as tmp:
-        with jax.profiler.trace(tmp):
+        with jax.profiler.trace(tmp, profiler_options=profile_options()):
             for _ in range(calls):
                 block(compiled(*args, **kwargs))
         files = sorted(glob.glob(os.path.join(tmp, "**", "*.xplane.pb"), recursive=True))

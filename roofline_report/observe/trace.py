@@ -19,7 +19,22 @@ from typing import Any
 from roofline_report.observe import timer as timing
 from roofline_report.traces.events import kernel_times
 
-__all__ = ["trace_kernels"]
+__all__ = ["profile_options", "trace_kernels"]
+
+
+def profile_options() -> Any:
+    """The profiler's options for a kernel trace: Python function calls not traced (jax traces
+    them by default). Nothing here reads them, and tracing them slows the Python thread, which on
+    a machine with few cores shares them with the kernels' worker threads while a call's
+    outputs are handled. None where this jax has no ``ProfileOptions`` (its defaults then)."""
+    import jax
+
+    options_type = getattr(jax.profiler, "ProfileOptions", None)
+    if options_type is None:
+        return None
+    options = options_type()
+    options.python_tracer_level = 0
+    return options
 
 
 def trace_kernels(
@@ -49,7 +64,7 @@ def trace_kernels(
     traced: list[float] = []
     with tempfile.TemporaryDirectory(prefix="roofline-trace-") as tmp:
         try:
-            with jax.profiler.trace(tmp):
+            with jax.profiler.trace(tmp, profiler_options=profile_options()):
                 for _ in range(calls):
                     t0 = time.perf_counter()
                     timing.block(compiled(*args))
