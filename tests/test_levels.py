@@ -212,6 +212,34 @@ def test_write_new_calls_lose_their_dispatch_and_become_the_levels_roof() -> Non
     assert l1 is not None and l1.name == "L1 read-write"
 
 
+def test_a_fresh_output_is_priced_at_the_write_new_rate_of_its_own_size() -> None:
+    """Inside one cache level a fresh output's rate falls where the allocator starts mapping
+    new pages for it: the level's write-new roof is its fastest point, but a kernel writing a
+    large output is priced at the rate measured at its size."""
+    sweep = _sweep(POINTS)
+    rates = {1 * MiB: 50e9, 4 * MiB: 45e9, 8 * MiB: 8e9, 16 * MiB: 7e9}
+    sweep["kernels"].append({"name": "write-new", "points": [
+        {"bytes": b, "reps": 1, "bytes_per_call": b, "available": True, "reason": "",
+         "value": v, "timing": None} for b, v in sorted(rates.items())]})
+    c = _ceilings()
+    c["working_set"] = sweep
+    c["dispatch"] = {"available": True, "value": 1e-9}
+    found = levels.find_levels(sweep, CACHES, "cpu", dispatch=1e-9)
+    l3 = next(lv for lv in found if lv.name == "L3" and lv.kernel == "write-new")
+    assert l3.value == pytest.approx(50e9, rel=1e-3)  # the level's roof: its fastest point
+    assert [b for b, _ in l3.by_size] == [1 * MiB, 4 * MiB, 8 * MiB, 16 * MiB]
+    m = roofs.measured(c)
+    assert m is not None
+    small = m.bandwidth_for(2 * MiB, written=1 * MiB)  # a 2 MiB working set: between 1 and 4
+    assert small is not None and small.name == "L3 write-new"
+    assert 45e9 < small.value < 50e9
+    large = m.bandwidth_for(16 * MiB, written=8 * MiB)  # a 16 MiB working set: measured there
+    assert large is not None and large.name == "L3 write-new"
+    assert large.value == pytest.approx(7e9, rel=1e-3)
+    # The other kernels keep no sizes: their roof is the level's.
+    assert all(not lv.by_size for lv in found if lv.kernel != "write-new")
+
+
 def test_rate_plan_sizes_the_reduction_by_backend() -> None:
     cpu = rate_ceilings.rate_plan("cpu", quick=False).reduce_sizes
     assert cpu == tuple(1 << b for b in range(16, 27, 2))  # 64 KiB .. 64 MiB by 4

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline_report.analysis import levels as levels_mod
@@ -72,11 +72,22 @@ class BandwidthRoof:
     min_bytes: int | None = None
     max_bytes: int | None = None
     unstable: str | None = None  # why the level finder found this roof implausible
+    # (working set, B/s) measured by size where the roof applies, ascending (the write-new
+    # roof's: a fresh output's cost depends on its size more than on the level).
+    by_size: tuple[tuple[float, float], ...] = ()
 
     def holds(self, working_set: float) -> bool:
         low = self.min_bytes if self.min_bytes is not None else 0
         high = self.max_bytes if self.max_bytes is not None else math.inf
         return low <= working_set < high
+
+    def rate_at(self, working_set: float) -> float:
+        """The rate at ``working_set``: interpolated (in log size) between the sizes measured,
+        the nearest end's beyond them, never above the roof; ``value`` without sizes."""
+        if not self.by_size:
+            return self.value
+        rate = _log_interpolate(self.by_size, working_set)
+        return min(self.value, self.by_size[-1][1] if rate is None else rate)
 
 
 FRESH = "write-new"  # the sweep kernel that writes a fresh output once per call
@@ -184,7 +195,10 @@ class RoofSet:
         # level was measured that way, that is its roof; else the level's fastest.
         fresh = [r for r in level if r.name.endswith(FRESH)]
         if written is not None and written > 0:
-            fresh = [r for r in fresh if r.holds(2 * written)]
+            # Read at the size it writes: the allocator serves a large output with new pages
+            # that each call faults in, at a fraction of the level's rate.
+            fresh = [replace(r, value=r.rate_at(2 * written)) for r in fresh
+                     if r.holds(2 * written)]
         else:
             fresh = []
         others = [r for r in level if not r.name.endswith(FRESH)] or level
@@ -291,7 +305,8 @@ def measured(ceilings: Mapping[str, Any],
     bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
                                f"measured: working-set sweep, {lv.rule}",
                                min_bytes=lv.min_bytes, max_bytes=lv.max_bytes,
-                               unstable=lv.unstable)
+                               unstable=lv.unstable,
+                               by_size=tuple((float(b), v) for b, v in lv.by_size))
                  for lv in found]
     # The streams on arrays past the last-level cache measure main memory: their roofs hold
     # where the sweep's main-memory level starts (else from the last-level cache's size).
