@@ -67,6 +67,18 @@ def test_gather_and_scatter() -> None:
     assert scatter["pattern_detail"] == "updates f32[4,1,1024] into f32[512,1024]"
 
 
+def test_sorts_count_their_comparisons() -> None:
+    keys = jnp.arange(2048, dtype=jnp.int32)[::-1]
+    k = _only(lambda x: jnp.argsort(x, stable=True), keys)
+    # 2048 keys: 2048 x log2(2048) = 2048 x 11 comparisons; keys and their indices sorted.
+    assert (k["pattern"], k["pattern_size"]) == ("sort", 2048 * 11)
+    assert k["pattern_detail"] == "sort of s32[2048] along (0,), 2 operands"
+    # Rows sorted apart: each row's length sets the depth (1000 keys: ceil(log2) = 10).
+    rows = _only(lambda x: jnp.sort(x, axis=1), jnp.ones((4, 1000), jnp.float32))
+    assert (rows["pattern"], rows["pattern_size"]) == ("sort", 4 * 1000 * 10)
+    assert rows["pattern_detail"] == "sort of f32[4,1000] along (1,)"
+
+
 @cpu_only
 @pytest.mark.parametrize(
     ("a", "b", "flops"),

@@ -29,6 +29,8 @@ ROOFS = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
     _rate("gather", "float32", ((1024.0, 5e8), (1048576.0, 2.5e8))),
     # flops per call -> FLOP/s
     _rate("loop-dot", "float32", ((2 * 64.0**3, 3e10), (2 * 256.0**3, 1.2e11))),
+    # comparisons per call -> comparisons per second
+    _rate("sort", "float32", ((2048.0, 4e7), (229376.0, 4.5e7))),
 ))
 
 
@@ -62,6 +64,17 @@ def test_each_dtype_has_its_roof_and_float32_stands_in() -> None:
     gather = patterns.pattern_time(_kernel("gather", 1048576), "bfloat16", ROOFS)
     assert gather is not None and gather.roof == "gather float32"
     assert gather.seconds == pytest.approx(1048576 / 2.5e8)  # 4.19 ms
+
+
+def test_a_sort_at_its_comparison_rate() -> None:
+    # A stable argsort of 2048 int32 keys: 22528 comparisons, between the two sizes measured;
+    # the float32 roof stands in for int32. ln(22528/2048) / ln(229376/2048) = ln 11 / ln 112.
+    t = patterns.pattern_time(_kernel("sort", 22528), "int32", ROOFS)
+    w = math.log(11) / math.log(112)
+    assert t is not None and t.unit == "comparisons"
+    assert t.rate == pytest.approx(4e7 + w * 0.5e7)
+    assert t.seconds == pytest.approx(22528 / t.rate)  # about 0.54 ms
+    assert patterns.unit("sort") == "comparisons"
 
 
 def test_loop_dot_in_flops() -> None:
@@ -143,6 +156,8 @@ def test_plans_are_small_and_ascending() -> None:
     quick = measure.pattern_plan("cpu", quick=True)
     assert list(full.sizes) == sorted(full.sizes) and full.sizes[0] == 1 << 12
     assert len(quick.sizes) < len(full.sizes) and not quick.variant_sizes
+    # Sorts run at tens of millions of comparisons a second on a CPU: fewer, smaller keys.
+    assert full.sort_sizes == (256, 1024, 4096, 16384) and len(quick.sort_sizes) == 2
     assert set(full.variant_sizes) <= set(full.sizes)
     names = [(k.pattern, k.dtype, k.roof) for k in measure.kernels(full)]
     for pattern in patterns.PATTERNS:  # every pattern has a float32 roof
@@ -172,6 +187,9 @@ def test_compiled_programs_are_checked_for_their_pattern() -> None:
     rows = text(lambda x: jnp.sum(x, axis=1), a)
     assert measure.pattern_kernel(columns, "strided-reduction")[0] is not None
     assert measure.pattern_kernel(rows, "strided-reduction")[0] is None
+    v = jnp.ones((256,), jnp.float32)
+    assert measure.pattern_kernel(text(lambda x: jnp.argsort(x, stable=True), v), "sort")[0]
+    assert measure.pattern_kernel(text(lambda x: x * 2, v), "sort")[0] is None
 
 
 def test_tiny_measurement_and_an_unavailable_pattern() -> None:
@@ -179,10 +197,11 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     from roofline_report.observe.ceilings import patterns as measure
 
     plan = measure.PatternPlan(sizes=(1 << 12,), dot_sides=(32,), variant_sizes=(1 << 12,),
-                               bfloat16_sizes=(), samples=2, min_sample_s=1e-3)
+                               bfloat16_sizes=(), samples=2, min_sample_s=1e-3,
+                               sort_sizes=(256,))
     entries = measure.measure_patterns(plan)
     assert [e["op"] for e in entries] == ["transpose", "strided-reduction", "gather",
-                                          "scatter", "loop-dot", "transpose", "gather",
+                                          "scatter", "loop-dot", "sort", "transpose", "gather",
                                           "scatter"]
     for e in entries:
         schema.RateCeiling.model_validate_json(json.dumps(e))
@@ -191,7 +210,10 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         assert point["value"] == pytest.approx(point["elements"] / point["seconds"])
         assert e["value"] == point["value"] and point["kernel"]
     assert entries[4]["unit"] == "FLOP/s" and entries[4]["by_size"][0]["elements"] == 2 * 32**3
-    assert [e["roof"] for e in entries] == [True] * 5 + [False] * 3
+    assert [e["roof"] for e in entries] == [True] * 6 + [False] * 3
+    # 256 keys: 256 x 8 comparisons a call.
+    assert entries[5]["unit"] == "comparisons/s"
+    assert entries[5]["by_size"][0]["elements"] == 256 * 8
     assert entries[2]["variant"] == entries[3]["variant"][-len("rows of 256"):] == "rows of 256"
     assert entries[3]["by_size"][0]["shape"] == [16, 256]  # 4096 elements in rows of 256
 

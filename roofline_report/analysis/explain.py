@@ -129,7 +129,7 @@ def _slow_kernels(rows: Sequence[KernelRow]) -> list[str]:
 
 PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside the matmul "
                  "library", "strided-reduction": "a reduction along a non-minor axis",
-                 "gather": "a gather", "scatter": "a scatter"}
+                 "gather": "a gather", "scatter": "a scatter", "sort": "a sort"}
 
 
 def kernel_reason(r: KernelRow) -> str:

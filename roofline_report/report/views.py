@@ -337,7 +337,8 @@ def _measured(an: Analysis, seed_p: Program | None) -> dict[str, Any]:
     return out
 
 
-_RATE_UNITS = {"1/s": "/s", "elements/s": " elements/s", "FLOP/s": "FLOP/s"}
+_RATE_UNITS = {"1/s": "/s", "elements/s": " elements/s", "FLOP/s": "FLOP/s",
+               "comparisons/s": " comparisons/s"}
 
 
 def _ceilings_origin(an: Analysis) -> tuple[str, tuple[str, ...]]:

@@ -153,9 +153,9 @@ class RateCeiling(Record):
 
     name: str
     op: Literal["exp", "tanh", "log", "sqrt", "rsqrt", "convert", "multiply-add", "reduce",
-                "transpose", "loop-dot", "strided-reduction", "gather", "scatter"]
+                "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort"]
     dtype: str
-    unit: Literal["1/s", "elements/s", "FLOP/s"] = "1/s"
+    unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s"] = "1/s"
     kind: Literal["measured"] = "measured"
     available: bool
     reason: str = ""

@@ -32,6 +32,11 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
   pattern can be right for rows or for single elements, not both, and a launch takes the larger
   of this time and its other terms, so the rows (the common, larger kernels) set the roof and the
   element rates are shown beside it.
+* ``sort`` (comparisons per second, n ⌈log2 n⌉ for n keys): the stable ``argsort`` of a
+  float32 vector in a random order (a sort of two operands, keys and their indices: how a
+  mixture of experts groups its tokens by expert). XLA:CPU calls the comparator once per
+  comparison, at a small fraction of the multiply-add rate; its sizes are smaller than the
+  other patterns' (2^8 to 2^14 keys on a CPU: the largest takes several milliseconds).
 * ``loop-dot`` (FLOP/s): ``einsum('km,nk->mn')`` of square operands, both contracted on their
   "wrong" axis. XLA:CPU (jax 0.10) hands ``a @ b``, ``a @ b.T`` and batched products to its
   matmul library but emits a plain ``dot`` (Eigen, outside the library's fusion) when the left
@@ -80,6 +85,7 @@ class PatternPlan:
     bfloat16_sizes: tuple[int, ...]
     samples: int
     min_sample_s: float
+    sort_sizes: tuple[int, ...] = ()  # keys per call of the sort
 
 
 def pattern_plan(backend: str, *, quick: bool) -> PatternPlan:
@@ -91,15 +97,19 @@ def pattern_plan(backend: str, *, quick: bool) -> PatternPlan:
     if backend == "cpu":
         first, last, sides = 1 << 12, 1 << 21, (32, 64, 128, 256, 512)
         quick_sides: tuple[int, ...] = (64, 256)
+        sorts, quick_sorts = timing.geometric(1 << 8, 1 << 14, 4), (1 << 9, 1 << 13)
     else:
         first, last, sides = 1 << 16, 1 << 25, (256, 512, 1024, 2048, 4096)
         quick_sides = (512, 2048)
+        sorts, quick_sorts = timing.geometric(1 << 12, 1 << 22, 4), (1 << 14, 1 << 20)
     if quick:
         return PatternPlan(sizes=timing.geometric(4 * first, last, 16), dot_sides=quick_sides,
-                           variant_sizes=(), bfloat16_sizes=(), samples=4, min_sample_s=0.002)
+                           variant_sizes=(), bfloat16_sizes=(), samples=4, min_sample_s=0.002,
+                           sort_sizes=quick_sorts)
     sizes = timing.geometric(first, last, 8)
     return PatternPlan(sizes=sizes, dot_sides=sides, variant_sizes=sizes[1::2],
-                       bfloat16_sizes=sizes[1::2], samples=6, min_sample_s=0.003)
+                       bfloat16_sizes=sizes[1::2], samples=6, min_sample_s=0.003,
+                       sort_sizes=sorts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +266,19 @@ def _scatter_add(dtype: str, row: int) -> Callable[[int], Point]:
     return build
 
 
+def _argsort(dtype: str) -> Callable[[int], Point]:
+    """The stable argsort of ``n`` keys in a random order: n ⌈log2 n⌉ comparisons."""
+    import jax.numpy as jnp
+
+    def build(n: int) -> Point:
+        keys = _array((n,), dtype)
+        comparisons = n * max(1, math.ceil(math.log2(n)))
+        return Point(lambda a: jnp.argsort(a, stable=True), (keys,), comparisons,
+                     n * (_itemsize(dtype) + 4), (n,))
+
+    return build
+
+
 def _loop_dot(dtype: str) -> Callable[[int], Point]:
     import jax.numpy as jnp
 
@@ -280,6 +303,9 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
                   _scatter_add("float32", GATHER_ROW)),
            Kernel("loop-dot", "a.T @ b.T", True, "float32", plan.dot_sides,
                   _loop_dot("float32"))]
+    if plan.sort_sizes:
+        out.append(Kernel("sort", "stable argsort of a vector", True, "float32",
+                          plan.sort_sizes, _argsort("float32")))
     if plan.bfloat16_sizes:
         out.append(Kernel("transpose", "2-D swap", True, "bfloat16", plan.bfloat16_sizes,
                           _transpose_2d("bfloat16")))
@@ -343,7 +369,7 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
             return bool(ops.get("dot")) and not _library(k)
         if pattern == "strided-reduction":
             return bool(ops.get("reduce")) and minor_reduced() is False
-        return bool(ops.get(pattern))  # gather, scatter
+        return bool(ops.get(pattern))  # gather, scatter, sort
 
     for k in found:  # the inventory labels every kernel with its pattern (None for none)
         if k["pattern"] == pattern and has(k):
@@ -485,7 +511,8 @@ def measure_patterns(plan: PatternPlan, say: Progress | None = None) -> list[dic
     entries = [_entry(k, ready, why) for k, (ready, why) in zip(chosen, prepared, strict=True)]
     for e in entries:
         if e["available"]:
-            unit = "GFLOP/s" if e["unit"] == "FLOP/s" else "G elements/s"
+            unit = {"FLOP/s": "GFLOP/s", "comparisons/s": "G comparisons/s"}.get(
+                e["unit"], "G elements/s")
             tell(f"{e['name']}: up to {e['value'] / 1e9:.3g} {unit}")
         else:
             tell(f"{e['name']}: not available ({e['reason']})")
