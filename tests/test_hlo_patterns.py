@@ -67,6 +67,15 @@ def test_gather_and_scatter() -> None:
     assert scatter["pattern_detail"] == "updates f32[4,1,1024] into f32[512,1024]"
 
 
+def test_an_argmax_is_a_variadic_reduction() -> None:
+    k = _only(lambda x: jnp.argmax(x, axis=1), X)  # values and their indices reduced together
+    assert (k["pattern"], k["pattern_size"]) == ("variadic-reduction", 512 * 1024)
+    assert k["pattern_detail"] == "2 operands over dimensions (1,) of f32[512,1024]"
+    # Along a non-minor axis it is still the variadic loop, not the strided reduction.
+    assert _only(lambda x: jnp.argmin(x, axis=0), X)["pattern"] == "variadic-reduction"
+    assert all(k["pattern"] is None for k in _kernels(lambda x: x.max(axis=1), X))
+
+
 def test_sorts_count_their_comparisons() -> None:
     keys = jnp.arange(2048, dtype=jnp.int32)[::-1]
     k = _only(lambda x: jnp.argsort(x, stable=True), keys)

@@ -187,6 +187,9 @@ def test_compiled_programs_are_checked_for_their_pattern() -> None:
     rows = text(lambda x: jnp.sum(x, axis=1), a)
     assert measure.pattern_kernel(columns, "strided-reduction")[0] is not None
     assert measure.pattern_kernel(rows, "strided-reduction")[0] is None
+    assert measure.pattern_kernel(text(lambda x: jnp.argmax(x, axis=1), a),
+                                  "variadic-reduction")[0] is not None
+    assert measure.pattern_kernel(rows, "variadic-reduction")[0] is None
     v = jnp.ones((256,), jnp.float32)
     assert measure.pattern_kernel(text(lambda x: jnp.argsort(x, stable=True), v), "sort")[0]
     assert measure.pattern_kernel(text(lambda x: x * 2, v), "sort")[0] is None
@@ -200,22 +203,23 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
                                bfloat16_sizes=(), samples=2, min_sample_s=1e-3,
                                sort_sizes=(256,))
     entries = measure.measure_patterns(plan)
-    assert [e["op"] for e in entries] == ["transpose", "strided-reduction", "gather",
-                                          "scatter", "loop-dot", "sort", "transpose", "gather",
-                                          "scatter"]
+    assert [e["op"] for e in entries] == ["transpose", "strided-reduction",
+                                          "variadic-reduction", "gather", "scatter", "loop-dot",
+                                          "sort", "transpose", "gather", "scatter"]
     for e in entries:
         schema.RateCeiling.model_validate_json(json.dumps(e))
         assert e["available"], e["reason"]
         (point,) = e["by_size"]
         assert point["value"] == pytest.approx(point["elements"] / point["seconds"])
         assert e["value"] == point["value"] and point["kernel"]
-    assert entries[4]["unit"] == "FLOP/s" and entries[4]["by_size"][0]["elements"] == 2 * 32**3
-    assert [e["roof"] for e in entries] == [True] * 6 + [False] * 3
+    assert entries[5]["unit"] == "FLOP/s" and entries[5]["by_size"][0]["elements"] == 2 * 32**3
+    assert [e["roof"] for e in entries] == [True] * 7 + [False] * 3
     # 256 keys: 256 x 8 comparisons a call.
-    assert entries[5]["unit"] == "comparisons/s"
-    assert entries[5]["by_size"][0]["elements"] == 256 * 8
-    assert entries[2]["variant"] == entries[3]["variant"][-len("rows of 256"):] == "rows of 256"
-    assert entries[3]["by_size"][0]["shape"] == [16, 256]  # 4096 elements in rows of 256
+    assert entries[6]["unit"] == "comparisons/s"
+    assert entries[6]["by_size"][0]["elements"] == 256 * 8
+    assert entries[2]["by_size"][0]["shape"] == [4, 1024]  # argmax over 4 rows of 1024
+    assert entries[3]["variant"] == entries[4]["variant"][-len("rows of 256"):] == "rows of 256"
+    assert entries[4]["by_size"][0]["shape"] == [16, 256]  # 4096 elements in rows of 256
 
     # A "loop dot" that the compiler hands to its matmul library is not measured.
     library = measure.Kernel("loop-dot", "a @ b", True, "float32", (32,),

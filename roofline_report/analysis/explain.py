@@ -129,7 +129,8 @@ def _slow_kernels(rows: Sequence[KernelRow]) -> list[str]:
 
 PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside the matmul "
                  "library", "strided-reduction": "a reduction along a non-minor axis",
-                 "gather": "a gather", "scatter": "a scatter", "sort": "a sort"}
+                 "gather": "a gather", "scatter": "a scatter", "sort": "a sort",
+                 "variadic-reduction": "a reduction of several operands (an argmax)"}
 
 
 def kernel_reason(r: KernelRow) -> str:

@@ -97,10 +97,10 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "few KiB past the last-level cache: its best rate per call is shown, dispatch "
               "included; a reduction kernel is charged the rate measured nearest its size, with "
               "the dispatch floor taken off. Kernels of a pattern that runs below the streaming "
-              "roofs (a transposing copy, a reduction along a non-minor axis, a gather, a "
-              "scatter, a sort, a dot the compiler leaves to its loop emitter) are charged the "
-              "rate of their pattern at their size (a sort's in comparisons, n ⌈log2 n⌉ for n "
-              "keys); a rate measured beside one, not used as a roof, says so."),
+              "roofs (a transposing copy, a reduction along a non-minor axis, an argmax, a "
+              "gather, a scatter, a sort, a dot the compiler leaves to its loop emitter) are "
+              "charged the rate of their pattern at their size (a sort's in comparisons, "
+              "n ⌈log2 n⌉ for n keys); a rate measured beside one, not used as a roof, says so."),
             table(("operation", "rate"),
                   [(c(r["name"], "" if r["roof"] else " (beside the roof, not used by the "
                     "model)"),

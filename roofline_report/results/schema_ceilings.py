@@ -153,7 +153,8 @@ class RateCeiling(Record):
 
     name: str
     op: Literal["exp", "tanh", "log", "sqrt", "rsqrt", "convert", "multiply-add", "reduce",
-                "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort"]
+                "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
+                "variadic-reduction"]
     dtype: str
     unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s"] = "1/s"
     kind: Literal["measured"] = "measured"

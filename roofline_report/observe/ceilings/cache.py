@@ -51,7 +51,7 @@ from roofline_report.errors import reason
 from roofline_report.results import io as results_io
 from roofline_report.results import schema
 
-CACHE_FORMAT = 3  # the layout and the rates of a cache file; a change makes every older file a miss
+CACHE_FORMAT = 4  # the layout and the rates of a cache file; a change makes every older file a miss
 # (2: the sqrt and rsqrt rates are measured)
 ENV_VAR = "ROOFLINE_REPORT_CACHE"
 APP = "roofline-report"

@@ -18,6 +18,9 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
 * ``strided-reduction`` (operand elements per second): ``sum(x, axis=0)`` of a row-major
   ``[R, 1024]``, by R. XLA:CPU runs small ones as a loop of its own and large ones through its
   library (``__ynn_fusion``): each point records which kernel ran.
+* ``variadic-reduction`` (operand elements per second): ``argmax(x, axis=-1)`` of a row-major
+  float32 ``[R, 1024]``, by R: a reduce of two operands (the values and their indices) that
+  XLA:CPU emits as a loop of its own.
 * ``gather`` (output elements per second): the roof is ``jnp.take`` of rows of
   :data:`GATHER_ROW` elements of a table (an embedding lookup, a mixture of experts routing its
   tokens: the bulk of what a training step gathers); beside it, ``jnp.take`` of scattered
@@ -217,6 +220,19 @@ def _indices(count: int) -> Any:
     return _permutation(count)
 
 
+def _argmax(dtype: str) -> Callable[[int], Point]:
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        rows = max(2, elements // REDUCE_COLUMNS)
+        x = _array((rows, REDUCE_COLUMNS), dtype)
+        count = rows * REDUCE_COLUMNS
+        return Point(lambda a: jnp.argmax(a, axis=-1), (x,), count,
+                     count * _itemsize(dtype) + 4 * rows, (rows, REDUCE_COLUMNS))
+
+    return build
+
+
 def _gather_elements(dtype: str) -> Callable[[int], Point]:
     import jax.numpy as jnp
 
@@ -297,6 +313,8 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
     out = [Kernel("transpose", "2-D swap", True, "float32", sizes, _transpose_2d("float32")),
            Kernel("strided-reduction", f"sum over axis 0 of [R, {REDUCE_COLUMNS}]", True,
                   "float32", sizes, _strided_reduction("float32")),
+           Kernel("variadic-reduction", f"argmax over rows of [R, {REDUCE_COLUMNS}]", True,
+                  "float32", sizes, _argmax("float32")),
            Kernel("gather", f"rows of {GATHER_ROW}", True, "float32", sizes,
                   _gather_rows("float32")),
            Kernel("scatter", f"scatter-add of rows of {GATHER_ROW}", True, "float32", sizes,
@@ -369,6 +387,8 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
             return bool(ops.get("dot")) and not _library(k)
         if pattern == "strided-reduction":
             return bool(ops.get("reduce")) and minor_reduced() is False
+        if pattern == "variadic-reduction":
+            return bool(ops.get("reduce"))
         return bool(ops.get(pattern))  # gather, scatter, sort
 
     for k in found:  # the inventory labels every kernel with its pattern (None for none)
