@@ -16,9 +16,10 @@ call of the program:
   threads when the thunk completes asynchronously;
 * **queued**: the span less its wait, the time after its own event during which other
   kernels' events ran that ended before it completed (``wait_s``);
-* **held**: its share of the machine over the queued time, each instant during which n kernels
-  ran counting 1/n (``share_s``): the samples whose first quartile the report takes as the
-  kernel's time (:func:`roofline_report.analysis.kernels.kernel_seconds`).
+* **held**: its share of the machine over the queued time, the cores split between the
+  kernels that ran at once by the threads each keeps busy alone (``share_s``): the samples
+  whose first quartile the report takes as the kernel's time
+  (:func:`roofline_report.analysis.kernels.kernel_seconds`).
 
 A kernel **waits** when its median span exceeds its median busy time by more than 5%. The
 ``--kernels`` kernels (default 12) with the most span, as many with the most busy time and as
@@ -75,7 +76,9 @@ from roofline_report.errors import EXIT_INPUT, InputError  # noqa: E402
 from roofline_report.hlo import ir, shapes  # noqa: E402
 from roofline_report.hlo.kernels import kernel_inventory  # noqa: E402
 from roofline_report.observe.timer import block  # noqa: E402
+from roofline_report.observe.trace import cores as trace_cores  # noqa: E402
 from roofline_report.observe.trace import profile_options  # noqa: E402
+from roofline_report.observe.trace import wants as trace_wants  # noqa: E402
 from roofline_report.traces.events import kernel_times  # noqa: E402
 
 DEFAULT_SETUP = "examples.transformer:setup"
@@ -455,7 +458,10 @@ class _Traces:
     def add(self, compiled: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
             calls: int) -> None:
         profile, untraced = trace_program(compiled, args, kwargs, calls)
-        spans = kernel_times(profile, module=self.module, kernels=self.inventory, calls=calls)
+        cores = trace_cores()
+        spans = kernel_times(profile, module=self.module, kernels=self.inventory, calls=calls,
+                             wants=trace_wants({"kernels": list(self.inventory.values())}, cores),
+                             cores=cores)
         if not spans.get("available"):
             raise RuntimeError(f"no kernel times: {spans.get('reason')}")
         # The kernel_timing record: per kernel one sample per traced call it ran in (busy,

@@ -222,6 +222,54 @@ def test_a_kernel_queued_behind_another_kernels_work_is_not_charged_the_wait() -
     assert kernel_seconds({"span_s": [810e-9], "launches": [1]}) == pytest.approx(810e-9)
 
 
+def test_kernels_side_by_side_share_the_cores_they_want() -> None:
+    """Two kernels run at once for 100 ns on a 2-core machine. Each wanting one thread, both
+    ran as fast as alone: each counts the whole 100 ns. A library kernel wanting both cores
+    beside a one-thread kernel: 3 threads wanted on 2 cores, each counts 2/3 of the overlap.
+    Without what they want, each counts half (each would fill the machine alone)."""
+    ev = {"hlo_module": "jit_f", "run_id": 1}
+    events = {
+        "a": [{"name": "loop", "start_ns": 0, "duration_ns": 100,
+               "stats": {"hlo_op": "loop", **ev}}],
+        "b": [{"name": "ynn", "start_ns": 0, "duration_ns": 100,
+               "stats": {"hlo_op": "ynn", **ev}}],
+    }
+    profile = _profile(xspace_text({"/host:CPU": events}))
+
+    def shares(wants: dict[str, int] | None, cores: int | None) -> dict[str, float]:
+        r = kernel_times(profile, module="jit_f", kernels=["loop", "ynn"], wants=wants,
+                         cores=cores)
+        KernelTiming.model_validate(r)
+        return {row["name"]: row["share_s"][0] for row in r["kernels"]}
+
+    assert shares({"loop": 1, "ynn": 1}, 2) == {"loop": pytest.approx(100e-9),
+                                                "ynn": pytest.approx(100e-9)}
+    assert shares({"loop": 1, "ynn": 2}, 2) == {"loop": pytest.approx(200e-9 / 3),
+                                                "ynn": pytest.approx(200e-9 / 3)}
+    assert shares(None, None) == {"loop": pytest.approx(50e-9), "ynn": pytest.approx(50e-9)}
+    assert shares({}, 2) == {"loop": pytest.approx(50e-9), "ynn": pytest.approx(50e-9)}
+
+
+def test_threads_a_kernel_keeps_busy_alone() -> None:
+    from roofline_report.hlo.ir import parse_module
+    from roofline_report.hlo.kernels import partitions, threads_wanted
+
+    module = parse_module(
+        "HloModule m\n\nENTRY %main (x: f32[512,512]) -> f32[512,512] {\n"
+        "  %x = f32[512,512]{1,0} parameter(0)\n"
+        "  ROOT %n = f32[512,512]{1,0} negate(%x), "
+        'backend_config={"outer_dimension_partitions":["2","3"]}\n}\n')
+    entry = module.entry_computation
+    assert entry is not None and entry.root is not None
+    assert partitions(entry.root) == 6
+    assert threads_wanted({"partitions": 6}, 4) == 4  # never more than the cores
+    assert threads_wanted({"partitions": 2}, 4) == 2
+    assert threads_wanted({"partitions": 1, "kind": "__ynn_fusion"}, 4) == 4
+    assert threads_wanted({"partitions": 1, "opcode": "dot"}, 4) == 4
+    assert threads_wanted({"partitions": 1, "opcode": "sort", "kind": None}, 4) == 1
+    assert threads_wanted({"opcode": "fusion", "kind": "kLoop"}, 4) == 1
+
+
 @pytest.mark.parametrize("name", [w.name for w in __import__(
     "roofline_report.observe.workloads", fromlist=["catalog"]).catalog()])
 def test_catalog_kernel_sum_reconciles_with_program_count(name: str) -> None:

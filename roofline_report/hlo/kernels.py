@@ -280,7 +280,41 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "pattern_size": pattern.size,
         "pattern_detail": pattern.detail,
         "matmul_products": matmul_products(instr, program.module),
+        "partitions": partitions(instr),
     }
+
+
+def partitions(instr: Instruction) -> int:
+    """How many parts XLA:CPU splits a loop kernel into, to run on as many worker threads at
+    once (its ``outer_dimension_partitions``; 1 for a kernel it does not split)."""
+    parts = (instr.backend_config or {}).get("outer_dimension_partitions")
+    if not isinstance(parts, list):
+        return 1
+    product = 1
+    for p in parts:
+        try:
+            product *= max(1, int(p))
+        except (TypeError, ValueError):
+            continue
+    return product
+
+
+# Kernels the runtime runs on its whole thread pool: a library fusion (YNNPACK, oneDNN), and
+# the dots and convolutions it hands to Eigen's thread-pool device.
+_POOL_OPCODES = ("dot", "convolution")
+
+
+def threads_wanted(kernel: Mapping[str, Any], cores: int) -> int:
+    """How many of ``cores`` worker threads a kernel of the inventory keeps busy when it runs
+    alone: its partitions where XLA split it, every core for a library kernel or a dot or
+    convolution run on the thread pool, one otherwise (a loop kernel, a sort, a custom call)."""
+    parts = int(kernel.get("partitions") or 1)
+    if parts > 1:
+        return min(parts, cores)
+    kind = str(kernel.get("kind") or "")
+    if kind.startswith("__") or kernel.get("opcode") in _POOL_OPCODES:
+        return cores
+    return 1
 
 
 _PASS_THROUGH = ("bitcast", "get-tuple-element")

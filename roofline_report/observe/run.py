@@ -495,8 +495,10 @@ def _trace(call: Callable[..., Any], args: Any, inventory: Mapping[str, Any],
     calls = KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS
     traces = []
     for _ in range(1 + RETRACES):
+        cores = kernel_timing.cores()
         t = kernel_timing.trace_kernels(call, args, module=inventory["module"], kernels=names,
-                                        calls=calls)
+                                        calls=calls, cores=cores,
+                                        wants=kernel_timing.wants(inventory, cores))
         traces.append(t)
         if not t.get("available") or not median or t["program_s"] <= RETRACE_FACTOR * median:
             break

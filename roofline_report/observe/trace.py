@@ -13,13 +13,29 @@ import glob
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from roofline_report.observe import timer as timing
 from roofline_report.traces.events import kernel_times
 
-__all__ = ["profile_options", "trace_kernels"]
+__all__ = ["cores", "profile_options", "trace_kernels", "wants"]
+
+
+def cores() -> int:
+    """The cores this process may run on: the size of XLA:CPU's worker pool."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def wants(inventory: Mapping[str, Any], cores: int) -> dict[str, int]:
+    """The worker threads each kernel of ``inventory`` keeps busy alone
+    (:func:`roofline_report.hlo.kernels.threads_wanted`)."""
+    from roofline_report.hlo.kernels import threads_wanted
+
+    return {str(k["name"]): threads_wanted(k, cores) for k in inventory.get("kernels", [])}
 
 
 def profile_options() -> Any:
@@ -44,13 +60,16 @@ def trace_kernels(
     module: str | None,
     kernels: Iterable[str] | None = None,
     calls: int = 5,
+    wants: Mapping[str, int] | None = None,
+    cores: int | None = None,
 ) -> dict[str, Any]:
     """Trace ``calls`` calls of ``compiled(*args)`` and time each kernel (:func:`kernel_times`).
 
     The same number of calls is timed untraced first: the record keeps both sets of call
-    times (``untraced_s``, ``traced_s``), whose ratio is the trace's overhead. Never raises for
-    a trace problem: a profiler that cannot start or a trace without kernel events gives
-    ``{"available": false, ...}``.
+    times (``untraced_s``, ``traced_s``), whose ratio is the trace's overhead. ``wants`` and
+    ``cores`` weight the shares of kernels that ran side by side (:func:`kernel_times`).
+    Never raises for a trace problem: a profiler that cannot start or a trace without kernel
+    events gives ``{"available": false, ...}``.
     """
     import jax
     from jax.profiler import ProfileData
@@ -77,7 +96,8 @@ def trace_kernels(
         if not files:
             return {"available": False, "reason": "the profiler wrote no trace"}
         profile = ProfileData.from_file(files[-1])
-        record = kernel_times(profile, module=module, kernels=kernels, calls=calls)
+        record = kernel_times(profile, module=module, kernels=kernels, calls=calls,
+                              wants=wants, cores=cores)
         if record.get("available"):
             record["untraced_s"] = [max(s, 1e-12) for s in untraced]
             record["traced_s"] = [max(s, 1e-12) for s in traced]

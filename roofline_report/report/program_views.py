@@ -11,7 +11,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_report.analysis.analyse import SEED_NAME
-from roofline_report.analysis.kernels import DEVICE_EVENT, DEVICE_SHARED, LESS_WAITS, SHARED
+from roofline_report.analysis.kernels import (
+    DEVICE_EVENT,
+    DEVICE_SHARED,
+    LESS_WAITS,
+    SHARED,
+    SHARED_CORES,
+)
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.records import (
     SIGNIFICANT_KERNEL_S,
@@ -101,6 +107,10 @@ def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
     shared = (", each instant during which n kernels ran side by side counted 1/n to each "
               "(kernels that run at the same time split the machine, so each took longer than "
               "it would alone)")
+    by_cores = (", shared with the kernels that ran beside it: kernels that together wanted no "
+                "more threads than the machine's cores each counted the whole time, and past "
+                "that the cores were split in proportion to the threads each keeps busy alone "
+                "(its partitions, or every core for a library kernel)")
     if t.basis in (DEVICE_EVENT, DEVICE_SHARED):
         basis = ("each kernel's time is its event's duration on the device"
                  + (shared if t.basis == DEVICE_SHARED else "")
@@ -109,8 +119,9 @@ def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
         basis = ("each kernel's time runs from its launch to its completion"
                  + (", less the time it sat queued behind other kernels (their events ran after "
                     "its own and ended before it completed)"
-                    if t.basis in (LESS_WAITS, SHARED) else "")
+                    if t.basis in (LESS_WAITS, SHARED, SHARED_CORES) else "")
                  + (shared if t.basis == SHARED else "")
+                 + (by_cores if t.basis == SHARED_CORES else "")
                  + ", the first quartile over the traced calls: on a CPU an asynchronous "
                  "kernel's event covers only its dispatch and part of its work, the rest runs on "
                  "worker threads until its end event, and a call can wait for a worker another "

@@ -15,6 +15,7 @@ from roofline_report.results.schema_base import (
     Count,
     NonNeg,
     Pos,
+    PosInt,
     Record,
 )
 
@@ -67,6 +68,8 @@ class KernelRecord(Record):
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
     # Independent matrix products of its largest dot (its batch size; 1 for a plain product).
     matmul_products: AtLeastOne = 1
+    # Parts XLA:CPU splits the kernel into to run on as many worker threads (1: not split).
+    partitions: AtLeastOne = 1
 
 
 class KernelInventory(Record):
@@ -97,9 +100,10 @@ class KernelTime(Record):
     event: includes waiting for busy worker threads), ``wait_s`` how much of that span came
     after its own event while other kernels' events ran that ended before it completed (the
     time it sat queued behind their work; None in runs that did not keep it), ``share_s`` its
-    share of the machine over the rest of the span (each instant during which n kernels ran
-    counts 1/n: kernels the runtime ran at the same time split the machine; None in runs that
-    did not keep it). Nested events count their self time."""
+    share of the machine over the rest of the span (kernels the runtime ran at the same time
+    split the cores, by the threads each keeps busy alone where the record gives ``cores``,
+    evenly otherwise; None in runs that did not keep it). Nested events count their self
+    time."""
 
     name: str
     launches: list[NonNeg]
@@ -149,6 +153,9 @@ class KernelTiming(Record):
     # when the run measured them: the trace's overhead is their ratio.
     untraced_s: list[Pos] = []
     traced_s: list[Pos] = []
+    # The worker threads the kernels shared (the machine's cores), when the shares were
+    # weighted by the threads each kernel keeps busy alone; None: split evenly.
+    cores: PosInt | None = None
 
 
 class JaxRoofline(Record):

@@ -18,9 +18,9 @@ machine, into per-kernel times:
   completion (for an asynchronous thunk this includes waiting for a busy worker thread, so on a
   machine with few cores small kernels beside a large one look long). Of the span, **wait** is
   the time it sat queued behind other kernels' events (:func:`_waits`), and **share** its
-  share of the machine while it ran: each instant during which n kernels ran counts 1/n to
-  each (:func:`_shares`), so the shares of a call add up to the time during which a kernel
-  ran. Statistics over calls are derived when the run is analysed, not here.
+  share of the machine while it ran: kernels running at the same time split the cores, in
+  proportion to the threads each keeps busy alone where those are given, evenly otherwise
+  (:func:`_shares`). Statistics over calls are derived when the run is analysed, not here.
 * Per call: the program's wall time, from the runtime's last execute event (``...Execute...``
   on a host line) before the call's first kernel to the end of its last kernel; the time during
   which at least one kernel runs; and the rest, named: dispatch (execute start to the first
@@ -151,32 +151,44 @@ def _gaps(covered: list[tuple[float, float]], lo: float, hi: float
     return out
 
 
-def _shares(leaves: list[_Kernel]) -> None:
+def _shares(leaves: list[_Kernel], wants: Mapping[str, int] | None = None,
+            cores: int | None = None) -> None:
     """Each launch's share of the machine (after :func:`_waits`): over the intervals it ran,
-    each instant during which n kernels ran counts 1/n. Kernels the runtime runs at the same
-    time (independent kernels on different worker threads, or on different streams of a GPU)
-    split the machine between them, and each takes longer than it would alone; their shares
-    add up to the time during which at least one of them ran."""
+    each instant counts the fraction of its own speed alone that the machine could give it.
+    With the threads each kernel keeps busy alone (``wants``, by kernel; a kernel not named
+    wants every core) and the machine's ``cores``: kernels that together want no more than the
+    cores each run as fast as alone and count the whole instant; past that, the cores are
+    split in proportion and each counts cores ÷ (threads wanted) of it. Without them, each of
+    n kernels running counts 1/n (each would fill the machine alone, as on a GPU). Kernels the
+    runtime runs at the same time (independent kernels on different worker threads, or on
+    different streams of a GPU) then take longer than they would alone by just that factor."""
     edges: list[tuple[float, int, int]] = []
+    demand = [float(cores) if cores else 1.0] * len(leaves)
     for i, k in enumerate(leaves):
         k.shared_ns = 0.0
+        if cores and wants is not None:
+            demand[i] = float(min(cores, max(1, wants.get(k.op, cores))))
         for start, end in k.running:
             if end > start:
                 edges.append((start, 1, i))
                 edges.append((end, -1, i))
     edges.sort(key=lambda e: (e[0], e[1]))
     active: set[int] = set()
+    wanted = 0.0
     at = 0.0
+    supply = float(cores) if cores else 1.0
     for t, step, i in edges:
         if active and t > at:
-            part = (t - at) / len(active)
+            part = (t - at) * min(1.0, supply / wanted)
             for j in active:
                 leaves[j].shared_ns += part
         at = t
         if step > 0:
             active.add(i)
+            wanted += demand[i]
         else:
             active.discard(i)
+            wanted = sum(demand[j] for j in active)
     for k in leaves:
         k.shared_ns = max(0.0, min(k.shared_ns, k.self_ns - k.waited_ns))
 
@@ -238,12 +250,16 @@ def kernel_times(
     module: str | None,
     kernels: Iterable[str] | None = None,
     calls: int = 1,
+    wants: Mapping[str, int] | None = None,
+    cores: int | None = None,
 ) -> dict[str, Any]:
     """Per-kernel times from a ProfileData (see the module docstring).
 
     ``module``: the ``hlo_module`` to keep (``jit_<name>``; None keeps every module);
     ``kernels``: the inventory's kernel names (other matched ops are control flow);
-    ``calls``: calls traced, when the events carry no ``run_id``.
+    ``calls``: calls traced, when the events carry no ``run_id``; ``wants`` and ``cores``: the
+    worker threads each kernel keeps busy alone and the machine's cores, which weight the
+    shares of kernels that ran side by side (:func:`_shares`; without them, even shares).
 
     Returns the ``kernel_timing`` record of results.json (samples, no statistics)::
 
@@ -294,7 +310,7 @@ def kernel_times(
         control_ns = sum(k.self_ns for k in run if not is_kernel(k.op))
         samples.calls.append(_call_times(leaves, control_ns, start, first, last, ns))
         _waits(leaves)
-        _shares(leaves)
+        _shares(leaves, wants, cores)
         samples.add_kernels(leaves, ns, per_call_div)
     if not samples.calls:
         return {"available": False,
@@ -314,6 +330,7 @@ def kernel_times(
         "kernels": samples.rows(),
         "unmatched": sorted(samples.unmatched),
         "notes": notes,
+        **({"cores": cores} if cores and wants is not None else {}),
     }
 
 
