@@ -76,8 +76,8 @@ from roofline_report.errors import EXIT_INPUT, InputError  # noqa: E402
 from roofline_report.hlo import ir, shapes  # noqa: E402
 from roofline_report.hlo.kernels import kernel_inventory  # noqa: E402
 from roofline_report.observe.timer import block  # noqa: E402
+from roofline_report.observe.trace import capture  # noqa: E402
 from roofline_report.observe.trace import cores as trace_cores  # noqa: E402
-from roofline_report.observe.trace import profile_options  # noqa: E402
 from roofline_report.observe.trace import wants as trace_wants  # noqa: E402
 from roofline_report.traces.events import kernel_times  # noqa: E402
 
@@ -408,29 +408,10 @@ def time_alone(programs: Mapping[str, tuple[Any, list[Any]]], *, rounds: int,
 
 def trace_program(compiled: Any, args: Sequence[Any], kwargs: Mapping[str, Any], calls: int
                   ) -> tuple[Any, list[float]]:
-    """A ProfileData of ``calls`` traced calls, and as many untraced call times before it."""
-    import glob
-    import os
-    import tempfile
-
-    import jax
-    from jax.profiler import ProfileData
-
-    for _ in range(3):
-        block(compiled(*args, **kwargs))
-    untraced = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        block(compiled(*args, **kwargs))
-        untraced.append(time.perf_counter() - t0)
-    with tempfile.TemporaryDirectory(prefix="kernels-alone-") as tmp:
-        with jax.profiler.trace(tmp, profiler_options=profile_options()):
-            for _ in range(calls):
-                block(compiled(*args, **kwargs))
-        files = sorted(glob.glob(os.path.join(tmp, "**", "*.xplane.pb"), recursive=True))
-        if not files:
-            raise RuntimeError("the profiler wrote no trace")
-        return ProfileData.from_file(files[-1]), untraced
+    """A ProfileData of ``calls`` traced calls, and as many untraced call times before it
+    (:func:`roofline_report.observe.trace.capture`, after three warm-up calls)."""
+    profile, untraced, _ = capture(lambda: compiled(*args, **kwargs), calls, warmup=3)
+    return profile, untraced
 
 
 def _alone_kernels(executable: Any) -> list[dict[str, Any]]:
@@ -460,7 +441,7 @@ class _Traces:
         profile, untraced = trace_program(compiled, args, kwargs, calls)
         cores = trace_cores()
         spans = kernel_times(profile, module=self.module, kernels=self.inventory, calls=calls,
-                             wants=trace_wants({"kernels": list(self.inventory.values())}, cores),
+                             wants=trace_wants(self.inventory.values(), cores),
                              cores=cores)
         if not spans.get("available"):
             raise RuntimeError(f"no kernel times: {spans.get('reason')}")

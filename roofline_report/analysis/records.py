@@ -69,13 +69,13 @@ def share_of_roof(prediction: Prediction | None, measured: float | None) -> floa
 class KernelRow:
     """One kernel of a program (times per call of the program).
 
-    ``seconds``: the kernel's measured time per call, from each launch to its completion less
-    the time it sat queued behind other kernels where the trace kept it (``basis``;
-    :func:`roofline_report.analysis.kernels.kernel_samples`), the first quartile over the
-    traced calls (waiting for a worker thread only lengthens a call, so the low quartile
-    leaves most of it out); ``busy_seconds``: its
-    events' own durations (on a CPU an asynchronous kernel's event covers only its dispatch
-    and part of its work; None where the trace did not keep them).
+    ``seconds``: the kernel's measured time per call, its share of the machine from each launch
+    to its completion less the time it sat queued behind other kernels, where the trace kept
+    them (``basis``; :func:`roofline_report.analysis.kernels.kernel_samples`), the first
+    quartile over the traced calls (waiting for a worker thread only lengthens a call, so the
+    low quartile leaves most of it out); ``busy_seconds``: its events' own durations (on a
+    CPU an asynchronous kernel's event covers only its dispatch and part of its work; None
+    where the trace did not keep them).
     ``flops``/``bytes``: counted per call (trips included), kind analytic.
     """
 
@@ -172,8 +172,8 @@ class TraceSummary:
     launches: float
     traced_calls: tuple[float, ...]  # the traced calls' times, seconds
     untraced_calls: tuple[float, ...]  # as many calls timed just before the trace
-    basis: str  # what a kernel's time is: analysis.kernels' DEVICE_EVENT, LESS_WAITS or
-    # LAUNCH_TO_COMPLETION
+    basis: str  # what a kernel's time is: one of analysis.kernels' bases (DEVICE_EVENT,
+    # DEVICE_SHARED, SHARED_CORES, SHARED, LESS_WAITS, LAUNCH_TO_COMPLETION)
     notes: tuple[str, ...] = ()
 
     @property

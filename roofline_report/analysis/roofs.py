@@ -35,6 +35,15 @@ def _log_interpolate(points: Sequence[tuple[float, float]], size: float) -> floa
     return None
 
 
+def _rate_by_size(points: Sequence[tuple[float, float]], size: float, default: float) -> float:
+    """The rate at ``size`` of a rate measured by size: interpolated (in log size) between the
+    sizes measured, the nearest end's beyond them; ``default`` without points."""
+    if not points:
+        return default
+    rate = _log_interpolate(points, size)
+    return points[-1][1] if rate is None else rate
+
+
 @dataclass(frozen=True, slots=True)
 class ComputeRoof:
     """A compute ceiling in FLOP/s; ``dtype`` None means it applies to any dtype. ``op``: the
@@ -84,10 +93,7 @@ class BandwidthRoof:
     def rate_at(self, working_set: float) -> float:
         """The rate at ``working_set``: interpolated (in log size) between the sizes measured,
         the nearest end's beyond them, never above the roof; ``value`` without sizes."""
-        if not self.by_size:
-            return self.value
-        rate = _log_interpolate(self.by_size, working_set)
-        return min(self.value, self.by_size[-1][1] if rate is None else rate)
+        return min(self.value, _rate_by_size(self.by_size, working_set, self.value))
 
 
 FRESH = "write-new"  # the sweep kernel that writes a fresh output once per call
@@ -124,10 +130,7 @@ class RateRoof:
     def rate_at(self, ops: float) -> float:
         """The rate at ``ops`` operations per call: interpolated (in log size) between the
         sizes measured, the nearest end's beyond them; ``value`` without sizes."""
-        if not self.by_size:
-            return self.value
-        rate = _log_interpolate(self.by_size, ops)
-        return self.by_size[-1][1] if rate is None else rate
+        return _rate_by_size(self.by_size, ops, self.value)
 
 
 @dataclass(frozen=True, slots=True)

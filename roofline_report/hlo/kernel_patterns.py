@@ -229,16 +229,22 @@ def _transpose(instr: Instruction, module: Module) -> Pattern:
     return Pattern()
 
 
+def comparisons(elements: int, length: int) -> int:
+    """The comparisons of sorting ``elements`` keys in runs of ``length``: ⌈log2 length⌉ per
+    key (0 for runs of one key). The one rule: the inventory's sort size and the sort ceiling's
+    work per call."""
+    return elements * math.ceil(math.log2(length)) if length > 1 else 0
+
+
 def sort_comparisons(sort: Instruction) -> int:
-    """A sort's comparisons: its first operand's elements times ⌈log2⌉ of the length of the
-    dimension it sorts (at least 1)."""
+    """A sort's comparisons (:func:`comparisons`): its first operand's elements, in runs of
+    the length of the dimension it sorts."""
     operand = sort.operand_shapes[0] if sort.operand_shapes else None
     if operand is None or operand.array is None or not operand.array.dims:
         return 0
     dims = ints_in(sort.attributes.get("dimensions"))
     axis = dims[0] if dims and dims[0] < len(operand.array.dims) else len(operand.array.dims) - 1
-    length = operand.array.dims[axis]
-    return operand.array.elements * max(1, math.ceil(math.log2(length))) if length > 1 else 0
+    return comparisons(operand.array.elements, operand.array.dims[axis])
 
 
 def matmul_products(instr: Instruction, module: Module) -> int:

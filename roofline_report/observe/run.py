@@ -493,12 +493,12 @@ def _trace(call: Callable[..., Any], args: Any, inventory: Mapping[str, Any],
         if (timed or {}).get("available") else None
     names = [k["name"] for k in inventory["kernels"]]
     calls = KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS
+    cores = kernel_timing.cores()
+    wants = kernel_timing.wants(inventory["kernels"], cores)
     traces = []
     for _ in range(1 + RETRACES):
-        cores = kernel_timing.cores()
         t = kernel_timing.trace_kernels(call, args, module=inventory["module"], kernels=names,
-                                        calls=calls, cores=cores,
-                                        wants=kernel_timing.wants(inventory, cores))
+                                        calls=calls, cores=cores, wants=wants)
         traces.append(t)
         if not t.get("available") or not median or t["program_s"] <= RETRACE_FACTOR * median:
             break

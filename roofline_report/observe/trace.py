@@ -19,7 +19,7 @@ from typing import Any
 from roofline_report.observe import timer as timing
 from roofline_report.traces.events import kernel_times
 
-__all__ = ["cores", "profile_options", "trace_kernels", "wants"]
+__all__ = ["TraceUnavailable", "capture", "cores", "profile_options", "trace_kernels", "wants"]
 
 
 def cores() -> int:
@@ -30,12 +30,12 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def wants(inventory: Mapping[str, Any], cores: int) -> dict[str, int]:
-    """The worker threads each kernel of ``inventory`` keeps busy alone
+def wants(kernels: Iterable[Mapping[str, Any]], cores: int) -> dict[str, int]:
+    """The worker threads each kernel record of an inventory keeps busy alone
     (:func:`roofline_report.hlo.kernels.threads_wanted`)."""
     from roofline_report.hlo.kernels import threads_wanted
 
-    return {str(k["name"]): threads_wanted(k, cores) for k in inventory.get("kernels", [])}
+    return {str(k["name"]): threads_wanted(k, cores) for k in kernels}
 
 
 def profile_options() -> Any:
@@ -53,6 +53,44 @@ def profile_options() -> Any:
     return options
 
 
+class TraceUnavailable(RuntimeError):
+    """The profiler did not run, or wrote no trace."""
+
+
+def capture(call: Callable[[], Any], calls: int, *, warmup: int = 1
+            ) -> tuple[Any, list[float], list[float]]:
+    """``warmup`` calls of ``call``, ``calls`` calls timed untraced, then ``calls`` traced:
+    the trace as a ``jax.profiler.ProfileData`` and both lists of call times (seconds). Raises
+    :class:`TraceUnavailable` when the profiler does not run (another already running, or none
+    in this build) or writes no trace."""
+    import jax
+    from jax.profiler import ProfileData
+
+    from roofline_report.errors import reason
+
+    for _ in range(warmup):
+        timing.block(call())
+    untraced: list[float] = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        timing.block(call())
+        untraced.append(time.perf_counter() - t0)
+    traced: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="roofline-trace-") as tmp:
+        try:
+            with jax.profiler.trace(tmp, profiler_options=profile_options()):
+                for _ in range(calls):
+                    t0 = time.perf_counter()
+                    timing.block(call())
+                    traced.append(time.perf_counter() - t0)
+        except Exception as exc:
+            raise TraceUnavailable(f"the profiler did not run: {reason(exc)}") from exc
+        files = sorted(glob.glob(os.path.join(tmp, "**", "*.xplane.pb"), recursive=True))
+        if not files:
+            raise TraceUnavailable("the profiler wrote no trace")
+        return ProfileData.from_file(files[-1]), untraced, traced
+
+
 def trace_kernels(
     compiled: Callable[..., Any],
     args: Sequence[Any],
@@ -65,40 +103,19 @@ def trace_kernels(
 ) -> dict[str, Any]:
     """Trace ``calls`` calls of ``compiled(*args)`` and time each kernel (:func:`kernel_times`).
 
-    The same number of calls is timed untraced first: the record keeps both sets of call
-    times (``untraced_s``, ``traced_s``), whose ratio is the trace's overhead. ``wants`` and
-    ``cores`` weight the shares of kernels that ran side by side (:func:`kernel_times`).
-    Never raises for a trace problem: a profiler that cannot start or a trace without kernel
-    events gives ``{"available": false, ...}``.
+    The same number of calls is timed untraced first (:func:`capture`): the record keeps both
+    sets of call times (``untraced_s``, ``traced_s``), whose ratio is the trace's overhead.
+    ``wants`` and ``cores`` weight the shares of kernels that ran side by side
+    (:func:`kernel_times`). Never raises for a trace problem: a profiler that cannot start or a
+    trace without kernel events gives ``{"available": false, ...}``.
     """
-    import jax
-    from jax.profiler import ProfileData
-
-    timing.block(compiled(*args))
-    untraced: list[float] = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        timing.block(compiled(*args))
-        untraced.append(time.perf_counter() - t0)
-    traced: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="roofline-trace-") as tmp:
-        try:
-            with jax.profiler.trace(tmp, profiler_options=profile_options()):
-                for _ in range(calls):
-                    t0 = time.perf_counter()
-                    timing.block(compiled(*args))
-                    traced.append(time.perf_counter() - t0)
-        except Exception as exc:  # a profiler already running, or none in this build
-            from roofline_report.errors import reason
-
-            return {"available": False, "reason": f"the profiler did not run: {reason(exc)}"}
-        files = sorted(glob.glob(os.path.join(tmp, "**", "*.xplane.pb"), recursive=True))
-        if not files:
-            return {"available": False, "reason": "the profiler wrote no trace"}
-        profile = ProfileData.from_file(files[-1])
-        record = kernel_times(profile, module=module, kernels=kernels, calls=calls,
-                              wants=wants, cores=cores)
-        if record.get("available"):
-            record["untraced_s"] = [max(s, 1e-12) for s in untraced]
-            record["traced_s"] = [max(s, 1e-12) for s in traced]
-        return record
+    try:
+        profile, untraced, traced = capture(lambda: compiled(*args), calls)
+    except TraceUnavailable as exc:
+        return {"available": False, "reason": str(exc)}
+    record = kernel_times(profile, module=module, kernels=kernels, calls=calls,
+                          wants=wants, cores=cores)
+    if record.get("available"):
+        record["untraced_s"] = [max(s, 1e-12) for s in untraced]
+        record["traced_s"] = [max(s, 1e-12) for s in traced]
+    return record

@@ -267,8 +267,7 @@ def _savings_note(p: Program, table: KernelTable) -> tuple[str | Num, ...]:
              if m.shortfall > 0 else ("while the program as a whole ran no slower than predicted "
                               "(measured ",))
     causes = []
-    if any(r.seconds is not None and r.prediction is not None
-           and r.seconds < r.prediction.seconds for r in table.rows):
+    if any(r.miss is not None and r.miss.measured < r.miss.predicted for r in table.rows):
         causes.append("kernels that ran faster than predicted are not set against them")
     if table.trace is not None and table.trace.side_by_side:
         causes.append("kernels that ran side by side each count the time they shared")

@@ -84,18 +84,8 @@ def _events(plane: Any, line_offset: int) -> tuple[list[_Event], int]:
 
 
 def _union(intervals: Iterable[tuple[float, float]]) -> float:
-    total = 0.0
-    current: tuple[float, float] | None = None
-    for start, end in sorted(intervals):
-        if current is None or start > current[1]:
-            if current is not None:
-                total += current[1] - current[0]
-            current = (start, end)
-        else:
-            current = (current[0], max(current[1], end))
-    if current is not None:
-        total += current[1] - current[0]
-    return total
+    """The length of the union of ``intervals``."""
+    return sum(end - start for start, end in _merged(intervals))
 
 
 def _waits(leaves: list[_Kernel]) -> None:
@@ -174,7 +164,7 @@ def _shares(leaves: list[_Kernel], wants: Mapping[str, int] | None = None,
                 edges.append((end, -1, i))
     edges.sort(key=lambda e: (e[0], e[1]))
     active: set[int] = set()
-    wanted = 0.0
+    wanted = 0.0  # threads the active kernels want (whole numbers: no rounding drift)
     at = 0.0
     supply = float(cores) if cores else 1.0
     for t, step, i in edges:
@@ -183,12 +173,11 @@ def _shares(leaves: list[_Kernel], wants: Mapping[str, int] | None = None,
             for j in active:
                 leaves[j].shared_ns += part
         at = t
+        wanted += step * demand[i]
         if step > 0:
             active.add(i)
-            wanted += demand[i]
         else:
             active.discard(i)
-            wanted = sum(demand[j] for j in active)
     for k in leaves:
         k.shared_ns = max(0.0, min(k.shared_ns, k.self_ns - k.waited_ns))
 

@@ -193,13 +193,18 @@ def _transpose_3d(dtype: str) -> Callable[[int], Point]:
     return build
 
 
+def _reduced_rows(elements: int, dtype: str) -> tuple[Any, int, int]:
+    """The operand of a reduction kernel: ``[R, REDUCE_COLUMNS]`` with about ``elements``
+    elements (at least two rows), its rows and its elements."""
+    rows = max(2, elements // REDUCE_COLUMNS)
+    return _array((rows, REDUCE_COLUMNS), dtype), rows, rows * REDUCE_COLUMNS
+
+
 def _strided_reduction(dtype: str) -> Callable[[int], Point]:
     import jax.numpy as jnp
 
     def build(elements: int) -> Point:
-        rows = max(2, elements // REDUCE_COLUMNS)
-        x = _array((rows, REDUCE_COLUMNS), dtype)
-        count = rows * REDUCE_COLUMNS
+        x, rows, count = _reduced_rows(elements, dtype)
         return Point(lambda a: jnp.sum(a, axis=0), (x,), count,
                      (count + REDUCE_COLUMNS) * _itemsize(dtype), (rows, REDUCE_COLUMNS))
 
@@ -224,9 +229,7 @@ def _argmax(dtype: str) -> Callable[[int], Point]:
     import jax.numpy as jnp
 
     def build(elements: int) -> Point:
-        rows = max(2, elements // REDUCE_COLUMNS)
-        x = _array((rows, REDUCE_COLUMNS), dtype)
-        count = rows * REDUCE_COLUMNS
+        x, rows, count = _reduced_rows(elements, dtype)
         return Point(lambda a: jnp.argmax(a, axis=-1), (x,), count,
                      count * _itemsize(dtype) + 4 * rows, (rows, REDUCE_COLUMNS))
 
@@ -286,10 +289,11 @@ def _argsort(dtype: str) -> Callable[[int], Point]:
     """The stable argsort of ``n`` keys in a random order: n ⌈log2 n⌉ comparisons."""
     import jax.numpy as jnp
 
+    from roofline_report.hlo.kernel_patterns import comparisons
+
     def build(n: int) -> Point:
         keys = _array((n,), dtype)
-        comparisons = n * max(1, math.ceil(math.log2(n)))
-        return Point(lambda a: jnp.argsort(a, stable=True), (keys,), comparisons,
+        return Point(lambda a: jnp.argsort(a, stable=True), (keys,), comparisons(n, n),
                      n * (_itemsize(dtype) + 4), (n,))
 
     return build
