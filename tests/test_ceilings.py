@@ -444,3 +444,35 @@ def test_tiny_convolution_roof_is_measured_apart() -> None:
                                                         for n in (6, 10)]
     # The default float32 roof is the matmul's, never the convolution's.
     assert data["peak_compute"]["name"] == "matmul float32"
+
+
+# ------------------------------------------------------------------------------ split launch
+
+
+def test_the_split_launch_is_timed_at_the_size_the_compiler_starts_splitting() -> None:
+    from roofline_report.observe.ceilings import dispatch
+
+    entry = dispatch.split_launch_entry(TINY, lambda _m: None)
+    if not entry["available"] and "split no kernel" in entry["reason"]:
+        pytest.skip(entry["reason"])  # a one-core machine: nothing is split
+    low, high = entry["rows"]
+    # Bisection ends on adjacent sizes: the larger split, the smaller not.
+    assert high == low + 1
+    assert dispatch._split_parts(high)[2] == entry["parts"] > 1
+    assert dispatch._split_parts(low)[2] == 1
+    split, unsplit = entry["timing"]["per_call_s"], entry["timing_unsplit"]["per_call_s"]
+    if entry["available"]:
+        assert entry["value"] == pytest.approx(min(split) - min(unsplit))
+    else:
+        assert min(split) <= min(unsplit) and "below the noise" in entry["reason"]
+
+
+def test_no_split_no_split_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from roofline_report.observe.ceilings import dispatch
+
+    monkeypatch.setattr(dispatch, "_split_parts", lambda rows: (None, None, 1))
+    entry = dispatch.split_launch_entry(TINY, lambda _m: None)
+    assert not entry["available"] and entry["value"] is None
+    assert entry["reason"].startswith("the compiler split no kernel")
+    assert not ceilings.plan_for("gpu", quick=True, cache_bytes=None,
+                                 free_bytes=None).split_launch

@@ -300,8 +300,11 @@ def test_a_program_is_the_sum_of_its_kernels_and_its_binding_its_largest_term() 
     a = predict.predict_kernel(launch_bound, "float32", ROOFS)
     b = predict.predict_kernel(matmul, "float32", ROOFS)
     assert a is not None and b is not None
-    # A tiny kernel: 3 launches of max(its roofline time, the 1 us launch floor).
-    assert a.binding.name == "launch" and a.seconds == pytest.approx(3e-6)
+    # A tiny kernel: 3 launches of its roofline time after the 1 us launch floor, which
+    # binds (its 80 bytes stream in far less).
+    work = max(a.group_seconds("compute"), max(t.seconds for t in a.terms if t.group == "memory"))
+    assert a.binding.name == "launch" and 0 < work < 1e-7
+    assert a.seconds == pytest.approx(3e-6 + work)
     program = predict.predict_program([a, b], ROOFS)
     assert program is not None
     # Σ kernels + the 10 us dispatch; each kernel's time charged to its binding term.
@@ -358,3 +361,48 @@ def test_a_product_runs_like_the_square_product_that_reuses_its_operands_as_ofte
     p = predict.predict_facts(skinny, roofs)
     assert p is not None
     assert term(p, "matmul") == pytest.approx(2 * 512 * 128 * 512 / 100e9)
+
+
+def test_a_kernel_split_across_workers_pays_the_split_launch_on_every_launch() -> None:
+    split_floor = Floor("split launch", 20e-6, M, "")
+    roofs = RoofSet("this machine", M, ROOFS.compute, ROOFS.bandwidth,
+                    (*ROOFS.floors, split_floor), ROOFS.rates)
+    kernel = {"flops": 1_000_000, "flops_by_op": {"stablehlo.add": 1_000_000},
+              "bytes_read": 4 * MiB, "bytes_written": 4 * MiB, "trips": 2,
+              "category": "elementwise"}
+    alone = predict.predict_kernel(kernel, "float32", roofs)
+    split = predict.predict_kernel({**kernel, "partitions": 2}, "float32", roofs)
+    elsewhere = predict.predict_kernel({**kernel, "partitions": 2}, "float32", ROOFS)
+    assert alone is not None and split is not None and elsewhere is not None
+    # 8 MiB at the 20 GB/s stream, then the 1 us launch: per launch, twice.
+    streamed = 8 * MiB / 20e9
+    assert alone.seconds == pytest.approx(2 * (streamed + 1e-6))
+    assert term(alone, "split launch") == 0.0
+    # Split in two: 20 us more per launch, and the memory term still binds (419 us > 21 us).
+    assert split.seconds == pytest.approx(2 * (streamed + 1e-6 + 20e-6))
+    assert term(split, "split launch") == pytest.approx(40e-6)
+    assert split.binding.name == "memory"
+    # Roofs without the floor (a GPU, a spec sheet) charge nothing for the split.
+    assert elsewhere.seconds == pytest.approx(alone.seconds)
+    # A small split kernel is bound by the split, and says so.
+    small = predict.predict_kernel({**kernel, "bytes_read": 64 * KiB, "bytes_written": 64 * KiB,
+                                    "flops": 1000, "flops_by_op": {"stablehlo.add": 1000},
+                                    "partitions": 2}, "float32", roofs)
+    assert small is not None
+    assert small.binding.name == "split launch"
+    assert small.binding.label == "split launch (2 parts)"
+
+
+def test_the_split_launch_floor_is_read_only_where_it_was_measured() -> None:
+    from roofline_report.analysis.roofs import measured
+
+    base = {"available": True, "backend": "cpu", "compute": [], "bandwidth": [],
+            "dispatch": {}}
+    found = measured({**base, "split_launch": {"available": True, "value": 2e-5}})
+    failed = measured({**base, "split_launch": {"available": False, "value": None,
+                                                "reason": "the compiler split no kernel"}})
+    assert found is not None and failed is not None
+    floor = found.floor("split launch")
+    assert floor is not None and floor.seconds == 2e-5 and floor.kind is M
+    assert failed.floor("split launch") is None
+    assert measured(base) is not None and measured(base).floor("split launch") is None  # type: ignore[union-attr]

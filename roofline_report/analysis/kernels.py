@@ -232,7 +232,7 @@ def _with_share(r: KernelRow, total: float) -> KernelRow:
 
 
 def _category_key(r: KernelRow) -> str:
-    if r.prediction is not None and r.prediction.binding.name == "launch":
+    if r.prediction is not None and r.prediction.binding.group == "overhead":
         return "launch-bound"
     return r.category
 

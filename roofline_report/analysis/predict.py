@@ -19,8 +19,10 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                copy, a reduction along a non-minor axis, a gather, a scatter, a dot outside
                the matmul library), its size ÷ that pattern's measured rate at its size
                (:mod:`roofline_report.analysis.patterns`)
-    launch   = the launch floor (no launch finishes sooner than the runtime launches it)
-    kernel   = trips × max(compute, memory, pattern, launch)
+    launch   = the launch floor (what the runtime spends starting a kernel before its work)
+             + for a kernel XLA:CPU splits across worker threads, the split-launch floor
+               (handing its parts to workers that have gone idle)
+    kernel   = trips × (max(compute, memory, pattern) + launch)
     program  = Σ kernels + the dispatch floor of one call (calls enqueued, as programs are timed)
 
 A kernel computes in the dtype of the bytes it reads (:func:`kernel_dtype`): a bfloat16 program
@@ -44,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from roofline_report.analysis.patterns import pattern_time
-from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.roofs import SPLIT_LAUNCH, RoofSet
 from roofline_report.config.spec import DTYPES
 from roofline_report.hlo.shapes import dtype_bits
 from roofline_report.kinds import Kind
@@ -67,7 +69,8 @@ Group = Literal["compute", "memory", "pattern", "overhead"]
 class Term:
     """One part of a prediction: ``seconds`` per call of the program, priced at ``roof`` (its
     name) of ``kind``. ``name``: matmul, convolution, conversion, elementwise, transcendental,
-    memory, reduction, launch or dispatch; ``detail``: the function, level or pattern."""
+    memory, reduction, launch, split launch or dispatch; ``detail``: the function, level or
+    pattern."""
 
     name: str
     group: Group
@@ -79,7 +82,7 @@ class Term:
     @property
     def label(self) -> str:
         """The words for what binds: 'compute: tanh', 'memory: L2', 'transpose', 'launch'."""
-        if self.name in ("launch", "dispatch") or self.group == "pattern":
+        if self.group == "overhead" or self.group == "pattern":
             return self.detail or self.name
         what = self.detail or self.name
         return f"{self.group}: {what}" if what != self.group else self.group
@@ -329,23 +332,29 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
 
 
 def _bound(terms: tuple[Term, ...]) -> tuple[float, Term]:
-    """(seconds, binding) of terms combined as max(Σ compute, max memory, max pattern,
-    max overhead)."""
+    """(seconds, binding) of terms combined as max(Σ compute, max memory, max pattern) + Σ
+    overhead: a launch's costs are paid before its work, not while it runs. The binding is the
+    work's largest term, or the largest overhead term where the overheads add up to more."""
     compute = [t for t in terms if t.group == "compute"]
     groups: list[tuple[float, Term]] = []
     if compute:
         groups.append((sum(t.seconds for t in compute), max(compute, key=lambda t: t.seconds)))
-    for group in ("memory", "pattern", "overhead"):
+    for group in ("memory", "pattern"):
         members = [t for t in terms if t.group == group]
         if members:
             top = max(members, key=lambda t: t.seconds)
             groups.append((top.seconds, top))
-    return max(groups, key=lambda g: g[0])
+    overhead = [t for t in terms if t.group == "overhead"]
+    paid = sum(t.seconds for t in overhead)
+    work, binding = max(groups, key=lambda g: g[0]) if groups else (0.0, None)
+    if binding is None or (overhead and paid > work):
+        binding = max(overhead, key=lambda t: t.seconds)
+    return work + paid, binding
 
 
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Prediction | None:
-    """A kernel's time per call of its program: trips × max(compute, memory, launch), each
-    term per call; None when the roofs lack a compute or a bandwidth roof."""
+    """A kernel's time per call of its program: trips × (max(compute, memory, pattern) +
+    launch), each term per call; None when the roofs lack a compute or a bandwidth roof."""
     f = kernel_facts(k, dtype)
     one = _launch(f, roofs)
     if one is None:
@@ -359,6 +368,10 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Predicti
     launch = roofs.floor("launch")
     if launch is not None:
         terms.append(Term("launch", "overhead", launch.seconds, "launch", launch.kind))
+    split = roofs.floor(SPLIT_LAUNCH) if int(k.get("partitions") or 1) > 1 else None
+    if split is not None:
+        terms.append(Term(SPLIT_LAUNCH, "overhead", split.seconds, split.name, split.kind,
+                          f"{SPLIT_LAUNCH} ({int(k['partitions'])} parts)"))
     seconds, binding = _bound(tuple(terms))
     scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)
                    for t in terms)

@@ -96,6 +96,7 @@ class BandwidthRoof:
         return min(self.value, _rate_by_size(self.by_size, working_set, self.value))
 
 
+SPLIT_LAUNCH = "split launch"  # the floor a kernel split across worker threads adds
 FRESH = "write-new"  # the sweep kernel that writes a fresh output once per call
 STREAM = " stream"  # the streaming ceilings on huge-page arrays past the last-level cache
 
@@ -337,6 +338,12 @@ def measured(ceilings: Mapping[str, Any],
     if seconds is not None:
         floors.append(Floor("launch", seconds, Kind.MEASURED,
                             "measured: one more kernel inside a program"))
+    split = ceilings.get("split_launch") or {}
+    seconds = _positive(split.get("value")) if split.get("available") else None
+    if seconds is not None:
+        floors.append(Floor(SPLIT_LAUNCH, seconds, Kind.MEASURED,
+                            "measured: a kernel split across worker threads less the same "
+                            "kernel one row smaller, run on one"))
     rates = []
     for e in ceilings.get("rates", []):
         value = _positive(e.get("value")) if e.get("available") else None

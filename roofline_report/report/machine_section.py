@@ -117,7 +117,9 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
 
 MODEL_TEXT = (
     "The predicted time is the model of the compiled program, kernel by kernel: Σ over its "
-    "kernels of trips × max(compute, memory, launch) + the dispatch floor of one call, where a "
+    "kernels of trips × (max(compute, memory) + launch) + the dispatch floor of one call, "
+    "where a kernel's launch is the launch floor, plus the split-launch floor for a kernel the "
+    "compiler splits across worker threads, and a "
     "kernel's compute charges matrix-product flops to the matmul roof of its dtype at the "
     "product's size (that of the square product with its flops per byte), convolution flops "
     "to the convolution roof, conversions to the conversion "

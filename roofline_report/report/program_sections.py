@@ -262,7 +262,7 @@ def kernels(vm: VM) -> Section | None:
     body: list[Block] = [p(
         "Each compiled kernel, counted from the optimized HLO and timed from a profiler trace "
         "of repeated calls. Kernels can overlap, so shares are of the summed kernel time. "
-        "Predicted: launches × max(compute, memory, launch) from the kernel's own flops, "
+        "Predicted: launches × (max(compute, memory) + launch) from the kernel's own flops, "
         "transcendentals and the bytes it touches, under the roofs named below each program "
         "(this machine's where this run measured them). Its roof is the rate that prediction "
         "implies, the share of roof the achieved rate ÷ that roof, the binding the largest "

@@ -284,6 +284,12 @@ def _ceiling_rows(c: Mapping[str, Any]) -> list[dict[str, Any]]:
                      "value": n(launch.get("value"), "s", Kind.MEASURED),
                      "available": bool(launch.get("available")),
                      "reason": launch.get("reason", ""), "unstable": _unstable(launch)})
+    split = c.get("split_launch") or {}
+    if split:
+        rows.append({"group": "launch", "name": "a kernel split across worker threads, more",
+                     "value": n(split.get("value"), "s", Kind.MEASURED),
+                     "available": bool(split.get("available")),
+                     "reason": split.get("reason", ""), "unstable": _unstable(split)})
     d = c.get("dispatch") or {}
     if d.get("enqueued"):
         rows.append({"group": "dispatch", "name": "one tiny call among many enqueued",

@@ -178,6 +178,17 @@ class LaunchCeiling(TimeFloor):
     timing_short: Timing | None = None
 
 
+class SplitLaunchCeiling(TimeFloor):
+    """What splitting a kernel across worker threads adds to it (XLA:CPU): the same
+    elementwise kernel at the fewest ``rows`` the compiler splits (into ``parts``) less one row
+    fewer, which it does not split, each call blocked on."""
+
+    rows: list[Count] = []  # the unsplit and the split kernel's rows
+    parts: AtLeastOne = 1
+    timing: Timing | None = None  # the split kernel
+    timing_unsplit: Timing | None = None
+
+
 class CeilingsOrigin(Record):
     """Where a run's ceilings came from: measured in the run (``cached`` False) or reused from
     the ceilings cache, when they were measured (UTC, as ``generator.measured_at``), the digest
@@ -203,4 +214,5 @@ class Ceilings(Record):
     working_set: maybe(WorkingSetSweep) | None = None  # type: ignore[valid-type]
     rates: list[RateCeiling] = []
     launch: LaunchCeiling | None = None
+    split_launch: SplitLaunchCeiling | None = None
     origin: CeilingsOrigin | None = None  # None: measured in the run (files before the cache)

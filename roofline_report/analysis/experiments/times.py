@@ -22,7 +22,7 @@ from typing import Any
 
 from roofline_report.analysis.experiments.knees import knee_fit, model_knee_note
 from roofline_report.analysis.experiments.raw import NOT_RECORDED
-from roofline_report.analysis.predict import Prediction, predict_from_kernels
+from roofline_report.analysis.predict import Prediction, predict_from_kernels, predict_kernel
 from roofline_report.analysis.roofs import FRESH, RoofSet
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.units import format_si
@@ -39,6 +39,7 @@ class KernelModel:
     predictions: Mapping[str, Prediction]
     inventories: Mapping[str, Mapping[str, Any]]
     labels: Mapping[str, str]
+    dtypes: Mapping[str, str]
 
     @property
     def kind(self) -> Kind:
@@ -55,9 +56,17 @@ class KernelModel:
         """The bandwidth the model streams the variant's bytes at: its bytes ÷ its memory time
         (over several kernels, their levels' bandwidths averaged by bytes, harmonically); None
         when it moves nothing."""
-        p = self.predictions[variant]
-        memory = p.group_seconds("memory")
-        return p.bytes / memory if memory > 0 and p.bytes > 0 else None
+        moved = memory = 0.0
+        for k in self.inventories[variant].get("kernels") or []:
+            if not k.get("charged", True):
+                continue
+            p = predict_kernel(k, self.dtypes[variant], self.roofs)
+            streamed = max((t.seconds for t in p.terms if t.group == "memory"), default=0.0) \
+                if p is not None else 0.0
+            if p is not None and streamed > 0 and p.bytes > 0:
+                moved += p.bytes
+                memory += streamed
+        return moved / memory if memory > 0 else None
 
     def level(self, variant: str) -> str:
         """The memory level (or levels, comma-separated) holding the variant's bytes."""
@@ -181,7 +190,8 @@ def kernel_model(
                 "a roof it needs is missing")
             return None, f"the per-kernel model gives no time for the {names[v]} program: {why}"
         predictions[v] = p
-    return KernelModel(roofs, predictions, inventories, names), ""
+    return KernelModel(roofs, predictions, inventories, names,
+                       {v: dtypes[v] for v in inventories}), ""
 
 
 def single_roof_note(note: str, why: str) -> str:

@@ -51,8 +51,8 @@ from roofline_report.errors import reason
 from roofline_report.results import io as results_io
 from roofline_report.results import schema
 
-CACHE_FORMAT = 4  # the layout and the rates of a cache file; a change makes every older file a miss
-# (2: the sqrt and rsqrt rates are measured)
+CACHE_FORMAT = 5  # the layout and the rates of a cache file; a change makes every older file a miss
+# (2: the sqrt and rsqrt rates are measured; 5: what splitting a kernel across threads adds)
 ENV_VAR = "ROOFLINE_REPORT_CACHE"
 APP = "roofline-report"
 FOLDER = "ceilings"

@@ -1,6 +1,6 @@
-"""The floors: the dispatch of one tiny jitted call (blocking after each, and enqueued) and the
-launch of one more kernel inside a compiled program (:func:`dispatch_entry`,
-:func:`launch_entry`).
+"""The floors: the dispatch of one tiny jitted call (blocking after each, and enqueued), the
+launch of one more kernel inside a compiled program, and what splitting a kernel across worker
+threads adds to it (:func:`dispatch_entry`, :func:`launch_entry`, :func:`split_launch_entry`).
 """
 
 from __future__ import annotations
@@ -128,3 +128,85 @@ def launch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
     say(f"launch: {value * 1e6:.3g} us per kernel ({k_long} against {k_short} kernels)")
     return entry
 
+
+
+# ------------------------------------------------------------------------------ split launch
+
+SPLIT_ROW = 1024  # float32 elements per row of the split-launch ceiling's arrays
+SPLIT_MAX_ROWS = 4096  # 16 MiB: past it no kernel this small is worth splitting
+
+
+def _scaled(x: Any) -> Any:
+    return x * 2.0 + 1.0
+
+
+def _split_parts(rows: int) -> tuple[Any, Any, int]:
+    """(compiled x * 2 + 1 on a float32 [rows, SPLIT_ROW] array, the array, the parts XLA
+    split its kernel into: 1 when it did not)."""
+    import jax
+    import jax.numpy as jnp
+
+    from roofline_report.hlo.ir import parse_module
+    from roofline_report.hlo.kernels import partitions
+
+    x = jax.device_put(jnp.full((rows, SPLIT_ROW), 0.1, dtype=jnp.float32))
+    compiled = jax.jit(_scaled).lower(x).compile()
+    module = parse_module(str(compiled.as_text()))
+    parts = max((partitions(i) for _, i in module.instructions()), default=1)
+    return compiled, x, parts
+
+
+def _blocking_runner(compiled: Any, x: Any) -> timing.Runner:
+    def run(n: int) -> None:
+        for _ in range(n):
+            timing.block(compiled(x))
+
+    return run
+
+
+def split_launch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
+    """What splitting a kernel across worker threads adds to it: an elementwise kernel
+    (x * 2 + 1, float32 rows of SPLIT_ROW) at the fewest rows XLA:CPU splits it (found by
+    bisection over the compiled HLO's ``outer_dimension_partitions``) less the same kernel one
+    row smaller, which it runs on one thread, each call blocked on before the next, so that the
+    worker threads have gone idle as they do between a program's split kernels. The one row's
+    more work is left in (4 KiB: under a microsecond)."""
+    entry: dict[str, Any] = {"value": None, "unit": "s", "kind": Kind.MEASURED.value,
+                             "available": False, "reason": "", "rows": [], "parts": 1,
+                             "timing": None, "timing_unsplit": None}
+    try:
+        low, high = 1, SPLIT_MAX_ROWS
+        *_, parts = _split_parts(high)
+        if parts < 2:
+            entry["reason"] = (f"the compiler split no kernel of up to {high} rows of "
+                               f"{SPLIT_ROW} float32: no split to measure")
+            return entry
+        while high - low > 1:  # invariant: `high` rows split, `low` rows (or fewer) do not
+            middle = (low + high) // 2
+            if _split_parts(middle)[2] > 1:
+                high = middle
+            else:
+                low = middle
+        runs = []
+        for rows in (low, high):
+            compiled, x, parts = _split_parts(rows)
+            runs.append(timing.measure(
+                _blocking_runner(compiled, x), samples=plan.samples,
+                min_sample_seconds=plan.min_sample_s, budget_seconds=plan.budget_s,
+                method=f"jax: x * 2 + 1 on float32[{rows}, {SPLIT_ROW}], block after every "
+                       "call"))
+    except Exception as exc:
+        entry["reason"] = f"split-launch timing failed: {failure_reason(exc)}"
+        return entry
+    unsplit, split = runs
+    entry.update(rows=[low, high], parts=parts, timing_unsplit=unsplit.to_json(),
+                 timing=split.to_json())
+    value = split.per_call.min - unsplit.per_call.min
+    if value <= 0:
+        entry["reason"] = ("the split kernel was not slower than the one a row smaller: "
+                           "splitting costs below the noise")
+        return entry
+    entry.update(value=value, available=True)
+    say(f"split launch: {value * 1e6:.3g} us more for a kernel split {parts} ways "
+        f"({high} rows against {low})")
+    return entry

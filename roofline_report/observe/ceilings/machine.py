@@ -83,6 +83,8 @@ class Plan:
     # reductions, gathers, scatters, loop dots), by size; recorded among the rates.
     patterns: pattern_ceilings.PatternPlan | None = None
     launch: bool = False  # the cost of one more kernel inside a program
+    # What splitting a kernel across worker threads adds (XLA:CPU splits loop kernels).
+    split_launch: bool = False
     conv_sizes: tuple[int, ...] = ()  # image sides of the convolution roof; () measures none
 
 
@@ -133,6 +135,7 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         rates=rate_ceilings.rate_plan(backend, quick=quick),
         patterns=pattern_ceilings.pattern_plan(backend, quick=quick),
         launch=True,
+        split_launch=backend == "cpu",
         conv_sizes=conv,
     )
 
@@ -184,6 +187,8 @@ def measure_ceilings(
             extra["rates"] += pattern_ceilings.measure_patterns(plan.patterns, say)
     if plan.launch:
         extra["launch"] = dispatch_ceilings.launch_entry(plan, say)
+    if plan.split_launch:
+        extra["split_launch"] = dispatch_ceilings.split_launch_entry(plan, say)
     for _ in range(1, ROUNDS):
         for timed_again in again:
             timed_again()
