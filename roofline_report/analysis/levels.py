@@ -167,11 +167,11 @@ def _by_caches(points: list[tuple[int, float]], caches: Sequence[Mapping[str, An
 
 def _sizes(points: list[tuple[int, float]], kernel: str, low: int, high: int | None
            ) -> tuple[tuple[int, float], ...]:
-    """The write-new points a level's roof applies to (working sets in [low, high)); () for
-    the other kernels. A fresh output's cost changes inside a level: past the allocator's
-    threshold for mapping new pages, each call faults its output's pages in (on the 2-core
-    development machine, 44.5 GB/s for a 16 MiB working set and 7.5 GB/s for 32 MiB, both in
-    its 300 MiB L3)."""
+    """The write-new points a level's roof applies to (sizes in [low, high)); () for the
+    other kernels. A write-new point's size is its array's, input and output alike, and a
+    fresh output's cost changes inside a level: past the allocator's threshold for mapping new
+    pages, each call faults its output's pages in (on the 2-core development machine, 44.5 GB/s
+    writing a 16 MiB output and 7.5 GB/s a 32 MiB one, both in its 300 MiB L3)."""
     if kernel != "write-new":
         return ()
     return tuple((b, v) for b, v in points if b >= low and (high is None or b < high))

@@ -181,9 +181,10 @@ class RoofSet:
         """The roof of the innermost level whose range holds ``working_set``; with no working
         set (or none holding it), the outermost level (main memory), never a cache's just
         because it is faster. Within the level, the write-new roof (measured writing a fresh
-        output of half its working set, once per call) when ``written`` fresh bytes are of the
-        size it was measured for, else the level's fastest other roof (with ``program``, the
-        fastest of the working-set sweep's where the level has one: what a program meets)."""
+        output once per call, by the output's size) read at the ``written`` fresh bytes when
+        they are of a size the level holds, else the level's fastest other roof (with
+        ``program``, the fastest of the working-set sweep's where the level has one: what a
+        program meets)."""
         if not self.bandwidth:
             return None
         order = self.levels()
@@ -201,8 +202,8 @@ class RoofSet:
         if written is not None and written > 0:
             # Read at the size it writes: the allocator serves a large output with new pages
             # that each call faults in, at a fraction of the level's rate.
-            fresh = [replace(r, value=r.rate_at(2 * written)) for r in fresh
-                     if r.holds(2 * written)]
+            fresh = [replace(r, value=r.rate_at(written)) for r in fresh
+                     if r.holds(written)]
         else:
             fresh = []
         others = [r for r in level if not r.name.endswith(FRESH)] or level
