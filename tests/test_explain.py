@@ -37,8 +37,12 @@ def _why(p: Prediction, measured: float, **over: object) -> str:
     return program_reason(p, Miss(p.seconds, measured), _evidence(**over))
 
 
-def test_within_half_and_under_its_roof_says_nothing() -> None:
+def test_within_a_factor_of_two_and_under_its_roof_says_nothing() -> None:
     assert _why(_prediction(100e-6), 140e-6) == ""
+    assert _why(_prediction(100e-6), 199e-6) == ""
+    # Twice as slow is off, as twice as fast is (their errors against the measured time, 0.5
+    # and 1.0, are not alike).
+    assert _why(_prediction(100e-6), 200e-6).startswith("unknown: slower")
     # 10% faster than predicted: above the roof its prediction used.
     assert _why(_prediction(100e-6), 90e-6).startswith("above its roof: ")
 
@@ -107,6 +111,9 @@ def test_a_kernel_reason_names_its_roof_and_a_kind_without_one() -> None:
     assert kernel_reason(transpose).endswith(
         "; no roof measured for this kind (a transposing copy)")
     assert kernel_reason(_row("ok", "elementwise", 1.1e-3, 1e-3)) == ""
+    assert kernel_reason(_row("twice", "elementwise", 2e-3, 1e-3)).startswith(
+        "2× slower than predicted at its memory: L3 roof")
+    assert kernel_reason(_row("nearly", "elementwise", 1.9e-3, 1e-3)) == ""
 
 
 def test_a_kernel_whose_time_moved_between_calls_says_so() -> None:

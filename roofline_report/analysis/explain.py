@@ -1,8 +1,8 @@
 """Why a prediction missed, from the evidence (no jax).
 
 A program above its roof (it ran faster than its prediction allows), or one whose prediction is
-off by more than :data:`OFF` of the measured time, gets a reason built from the numbers at hand,
-never silence:
+off by a factor of :data:`OFF` or more either way (:func:`off`), gets a reason built from the
+numbers at hand, never silence:
 
 * **slow kernels**: slower, and the profiler trace shows a few kernels (at most
   :data:`NAMED_KERNELS`) that account for most of the gap between their measured and predicted
@@ -37,7 +37,8 @@ from roofline_report.backends import Backend
 from roofline_report.report.format import decimal, miss_text, percent_text
 from roofline_report.units import format_si
 
-OFF = 0.5
+OFF = 2.0  # a prediction this many times the measured time, or a measured time this many
+# times the prediction, is off and gets a reason
 NAMED_KERNELS = 3  # at most this many kernels are named as the cause of a miss
 # A kernel whose third-quartile time over the traced calls exceeds its first by this factor
 # has a time that does not hold still: its reason says so.
@@ -58,6 +59,13 @@ class Evidence:
     rows: Sequence[KernelRow] = ()
 
 
+def off(m: Miss) -> bool:
+    """Whether the prediction is off by a factor of :data:`OFF` or more, either way: a kernel
+    twice as slow as predicted is as far off as one twice as fast (the error relative to the
+    measured time, 0.5 against 1.0, would tell them apart)."""
+    return m.ratio >= OFF or m.ratio <= 1.0 / OFF
+
+
 def above_roof(prediction: Prediction, measured: float) -> bool:
     """Faster than the prediction by more than :data:`~roofline_report.analysis.miss
     .AS_PREDICTED`: above the roof its prediction used."""
@@ -65,10 +73,10 @@ def above_roof(prediction: Prediction, measured: float) -> bool:
 
 
 def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
-    """'' when the prediction is within :data:`OFF` and the program is not above its roof;
-    else the likeliest reasons, most specific first, joined by '; '."""
+    """'' when the prediction is not :func:`off` and the program is not above its roof; else
+    the likeliest reasons, most specific first, joined by '; '."""
     above = above_roof(prediction, m.measured)
-    if m.error <= OFF and not above:
+    if not off(m) and not above:
         return ""
     slower = m.measured > m.predicted
     reasons: list[str] = []
@@ -99,7 +107,7 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
     if e.loops:
         reasons.append("loop: its iterations run one after the other, each with its own "
                        "launches")
-    if not reasons and m.error > OFF:
+    if not reasons and off(m):
         reasons.append(f"unknown: {'slower' if slower else 'faster'} than predicted, with no "
                        "evidence of a cause here")
     if above:
@@ -134,12 +142,12 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
 
 
 def kernel_reason(r: KernelRow) -> str:
-    """A kernel's reason, when its prediction is off by more than :data:`OFF` or it ran above
+    """A kernel's reason, when its prediction is :func:`off` or it ran above
     its roof: how far from which roof, and a kind of kernel that has no roof of its own."""
     p, m = r.prediction, r.miss
     if p is None or m is None:
         return ""
-    if m.error <= OFF and not above_roof(p, m.measured):
+    if not off(m) and not above_roof(p, m.measured):
         return ""
     b = p.binding
     text = f"{miss_text(m).text} than predicted at its {b.label} roof ({b.roof})"

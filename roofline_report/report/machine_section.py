@@ -128,8 +128,8 @@ MODEL_TEXT = (
     "memory level that holds them. Its roof is the rate that prediction implies (flops ÷ "
     "predicted time); the share of roof is the achieved rate ÷ that roof, which is the "
     "predicted time ÷ the measured time; the binding is the prediction's largest term. A "
-    "prediction off by more than 50%, or a program above its roof, gets the likeliest reason "
-    "from the evidence.")
+    "prediction off by a factor of two or more either way, or a program above its roof, gets "
+    "the likeliest reason from the evidence.")
 
 
 def _placements(vm: VM, figure: bool = True) -> Block:
