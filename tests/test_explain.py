@@ -116,6 +116,19 @@ def test_a_kernel_reason_names_its_roof_and_a_kind_without_one() -> None:
     assert kernel_reason(_row("nearly", "elementwise", 1.9e-3, 1e-3)) == ""
 
 
+def test_a_kernel_whose_work_is_not_counted_says_it_has_no_roof() -> None:
+    from dataclasses import replace
+
+    top_k = replace(_row("custom-call", "other", 150e-6, 1.3e-6), uncosted=("TopK",))
+    assert kernel_reason(top_k) == (
+        "115× slower than predicted at its dispatch roof (dispatch enqueued); no roof measured "
+        "for this kind (TopK: its work is not counted, only its bytes and its launch)")
+    # Faster than predicted, or counted: nothing to say of its kind.
+    assert "no roof" not in kernel_reason(replace(top_k, seconds=0.1e-6,
+                                                  miss=Miss(1.3e-6, 0.1e-6)))
+    assert "no roof" not in kernel_reason(replace(top_k, uncosted=()))
+
+
 def test_a_kernel_whose_time_moved_between_calls_says_so() -> None:
     slow = _row("copy_bitcast_fusion", "data movement", 11e-3, 0.3e-3)
     fields = {f: getattr(slow, f) for f in slow.__slots__}

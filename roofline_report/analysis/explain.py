@@ -154,6 +154,9 @@ def kernel_reason(r: KernelRow) -> str:
     if r.pattern and not any(t.group == "pattern" for t in p.terms):
         text += (f"; no roof measured for this kind ({PATTERN_WORDS.get(r.pattern, r.pattern)})"
                  if m.direction == "slower" else "")
+    elif r.uncosted and m.direction == "slower":
+        text += (f"; no roof measured for this kind ({', '.join(r.uncosted)}: its work is not "
+                 "counted, only its bytes and its launch)")
     if r.spread is not None and r.spread[0] > 0 and r.spread[1] / r.spread[0] > UNSTEADY_KERNEL:
         text += (f"; its time moved from {format_si(r.spread[0], 's')} to "
                  f"{format_si(r.spread[1], 's')} over the traced calls (first to third "

@@ -204,7 +204,8 @@ def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: R
         bytes=(float(k["bytes_read"]) + float(k["bytes_written"])) * trips,
         prediction=prediction, miss=miss(prediction.seconds if prediction else None, seconds),
         pattern=k.get("pattern"), charged=bool(k.get("charged", True)),
-        user_source=k.get("user_source"))
+        user_source=k.get("user_source"),
+        uncosted=tuple(str(u) for u in k.get("uncosted") or ()))
     return row
 
 

@@ -102,6 +102,9 @@ class KernelRow:
     # The user's own line that built it (``source`` is the frame JAX recorded, maybe a
     # library's); None where not recorded.
     user_source: str | None = None
+    # Operations whose work the count could not price (a custom call such as TopK): the
+    # prediction holds it to its bytes and launch alone.
+    uncosted: tuple[str, ...] = ()
 
     @property
     def intensity(self) -> float | None:
