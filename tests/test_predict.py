@@ -406,3 +406,26 @@ def test_the_split_launch_floor_is_read_only_where_it_was_measured() -> None:
     assert floor is not None and floor.seconds == 2e-5 and floor.kind is M
     assert failed.floor("split launch") is None
     assert measured(base) is not None and measured(base).floor("split launch") is None  # type: ignore[union-attr]
+
+
+def test_a_products_rate_by_size_loses_the_dispatch_floor() -> None:
+    from roofline_report.analysis.roofs import measured
+
+    # 128-sided products: 4.19 MFLOP in 50 µs a call, 10 µs of it the enqueued dispatch; the
+    # 2048-sided one is so long the dispatch hardly moves it.
+    small, large = 2 * 128**3, 2 * 2048**3
+    ceilings = {"available": True, "backend": "cpu", "bandwidth": [],
+                "dispatch": {"available": True, "value": 12e-6, "enqueued": 10e-6},
+                "compute": [{"name": "matmul float32", "available": True, "value": 200e9,
+                             "dtype": "float32", "op": "matmul", "by_size": [
+                                 {"n": 128, "flops": small, "value": small / 50e-6},
+                                 {"n": 2048, "flops": large, "value": large / 0.1}]}]}
+    roofs = measured(ceilings)
+    assert roofs is not None
+    (roof,) = roofs.compute
+    assert roof.by_flops == (pytest.approx((small, small / 40e-6)),
+                             pytest.approx((large, large / (0.1 - 10e-6))))
+    # A point that was mostly dispatch says nothing of the product and is left out.
+    ceilings["compute"][0]["by_size"][0]["value"] = small / 15e-6  # type: ignore[index]
+    only = measured(ceilings)
+    assert only is not None and [f for f, _ in only.compute[0].by_flops] == [large]

@@ -292,14 +292,19 @@ def measured(ceilings: Mapping[str, Any],
     level = "HBM" if backend in ("gpu", "cuda", "rocm", "tpu") else "DRAM"
     cache = ceilings.get("cache_bytes")
     cache_bytes = cache if isinstance(cache, int) and not isinstance(cache, bool) else None
+    d = ceilings.get("dispatch") or {}
+    pipelined = _positive(d.get("enqueued")) if d.get("available") else None
     compute = []
     for e in ceilings.get("compute", []):
         value = _positive(e.get("value")) if e.get("available") else None
         if value is None:
             continue
-        by_flops = tuple(sorted((float(x["flops"]), float(x["value"]))
-                                for x in e.get("by_size") or []
-                                if x.get("value") and x.get("flops")))
+        # Each size was timed one call per product, its dispatch included: the rate a
+        # product inside a program runs at is the one net of it, as the other rates by size.
+        by_flops = _net_of_dispatch(
+            [{"elements": x["flops"], "seconds": float(x["flops"]) / float(x["value"])}
+             for x in e.get("by_size") or [] if _positive(x.get("value"))
+             and _positive(x.get("flops"))], pipelined)
         compute.append(ComputeRoof(
             str(e.get("name", "")), value, str(e.get("dtype")) if e.get("dtype") else None,
             Kind.MEASURED, f"measured: {e.get('name', '')}" + (
@@ -325,12 +330,10 @@ def measured(ceilings: Mapping[str, Any],
             f"measured: {e.get('name', '')} on {e.get('array_bytes', '?')} B",
             min_bytes=main_start))
     floors = []
-    d = ceilings.get("dispatch") or {}
     seconds = _positive(d.get("value")) if d.get("available") else None
     if seconds is not None:
         floors.append(Floor("dispatch", seconds, Kind.MEASURED,
                             "measured: one tiny call, blocked after every call"))
-    pipelined = _positive(d.get("enqueued")) if d.get("available") else None
     if pipelined is not None:
         floors.append(Floor("dispatch enqueued", pipelined, Kind.MEASURED,
                             "measured: one tiny call among many enqueued, blocked once"))

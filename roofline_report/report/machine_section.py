@@ -70,8 +70,10 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
     if m.get("by_size"):
         by_size = [
             p("A product's rate grows with its size: each matrix product or convolution is held "
-              "to the rate measured at its size, interpolated in log size between the sizes "
-              "below, and never above the roof in the table above. The sizes are square "
+              "to the rate measured at its size (one product a call, the enqueued dispatch "
+              "floor taken off each call's time, as a product inside a program pays none), "
+              "interpolated in log size between the sizes below, and never above the roof in "
+              "the table above. The sizes are square "
               "products; a matrix product of another shape is read as the square product that "
               "reuses its operands as often (the same flops per byte), no larger than its own "
               "flops."),
