@@ -278,18 +278,14 @@ def _ceiling_rows(c: Mapping[str, Any]) -> list[dict[str, Any]]:
                          "value": n(e.get("value"), unit, Kind.MEASURED),
                          "available": bool(e.get("available")), "reason": e.get("reason", ""),
                          "unstable": _unstable(e)})
-    launch = c.get("launch") or {}
-    if launch:
-        rows.append({"group": "launch", "name": "one more kernel in a program",
-                     "value": n(launch.get("value"), "s", Kind.MEASURED),
-                     "available": bool(launch.get("available")),
-                     "reason": launch.get("reason", ""), "unstable": _unstable(launch)})
-    split = c.get("split_launch") or {}
-    if split:
-        rows.append({"group": "launch", "name": "a kernel split across worker threads, more",
-                     "value": n(split.get("value"), "s", Kind.MEASURED),
-                     "available": bool(split.get("available")),
-                     "reason": split.get("reason", ""), "unstable": _unstable(split)})
+    for key, name in (("launch", "one more kernel in a program"),
+                      ("split_launch", "a kernel split across worker threads, more")):
+        floor = c.get(key) or {}
+        if floor:
+            rows.append({"group": "launch", "name": name,
+                         "value": n(floor.get("value"), "s", Kind.MEASURED),
+                         "available": bool(floor.get("available")),
+                         "reason": floor.get("reason", ""), "unstable": _unstable(floor)})
     d = c.get("dispatch") or {}
     if d.get("enqueued"):
         rows.append({"group": "dispatch", "name": "one tiny call among many enqueued",
