@@ -390,7 +390,7 @@ def test_a_kernel_split_across_workers_pays_the_split_launch_on_every_launch() -
                                     "partitions": 2}, "float32", roofs)
     assert small is not None
     assert small.binding.name == "split launch"
-    assert small.binding.label == "split launch (2 parts)"
+    assert small.binding.label == "split launch"
 
 
 def test_the_split_launch_floor_is_read_only_where_it_was_measured() -> None:

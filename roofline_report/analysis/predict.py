@@ -370,8 +370,7 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Predicti
         terms.append(Term("launch", "overhead", launch.seconds, "launch", launch.kind))
     split = roofs.floor(SPLIT_LAUNCH) if int(k.get("partitions") or 1) > 1 else None
     if split is not None:
-        terms.append(Term(SPLIT_LAUNCH, "overhead", split.seconds, split.name, split.kind,
-                          f"{SPLIT_LAUNCH} ({int(k['partitions'])} parts)"))
+        terms.append(Term(SPLIT_LAUNCH, "overhead", split.seconds, split.name, split.kind))
     seconds, binding = _bound(tuple(terms))
     scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)
                    for t in terms)
