@@ -29,14 +29,15 @@ A kernel computes in the dtype of the bytes it reads (:func:`kernel_dtype`): a b
 on a CPU runs its reductions and matmuls on float32 operands it converted first.
 
 Every part of a prediction is a :class:`Term` with the roof it was priced at and that roof's
-kind. A kernel's **binding** is the largest term of the group that sets its time (the compute
-terms add; of the memory terms the largest counts); a program's terms are its kernels' times,
-each charged to its kernel's binding term, plus the dispatch floor, so that a program's binding
-is simply its largest term. The prediction's kind is always *predicted*; the roofs' kinds say
-whether they were measured, assumed or read from a spec sheet.
+kind. A kernel's **binding** is the largest of its work's group (the compute terms add; of the
+memory terms the largest counts), its largest term standing for it, and each launch cost; a
+program's terms are its kernels' times, each charged to its kernel's binding term, plus the
+dispatch floor, so that a program's binding is simply its largest term. The prediction's kind
+is always *predicted*; the roofs' kinds say whether they were measured, assumed or read from a
+spec sheet.
 
 Programs known only by their totals (runs saved without a kernel inventory) are predicted as one
-kernel of their totals, with (kernels − 1) launches added.
+kernel of their totals, with a launch added for each of their kernels.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from roofline_report.config.spec import DTYPES
 from roofline_report.hlo.shapes import dtype_bits
 from roofline_report.kinds import Kind
 from roofline_report.report.format import count as count_of
+from roofline_report.report.format import plural
 
 __all__ = ["Facts", "Prediction", "Term", "facts", "kernel_dtype", "kernel_facts",
            "predict_facts", "predict_from_kernels", "predict_kernel", "predict_program"]
@@ -334,7 +336,7 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
 def _bound(terms: tuple[Term, ...]) -> tuple[float, Term]:
     """(seconds, binding) of terms combined as max(Σ compute, max memory, max pattern) + Σ
     overhead: a launch's costs are paid before its work, not while it runs. The binding is the
-    work's largest term, or the largest overhead term where the overheads add up to more."""
+    largest of the work's group (its largest term standing for it) and each overhead term."""
     compute = [t for t in terms if t.group == "compute"]
     groups: list[tuple[float, Term]] = []
     if compute:
@@ -345,11 +347,10 @@ def _bound(terms: tuple[Term, ...]) -> tuple[float, Term]:
             top = max(members, key=lambda t: t.seconds)
             groups.append((top.seconds, top))
     overhead = [t for t in terms if t.group == "overhead"]
-    paid = sum(t.seconds for t in overhead)
     work, binding = max(groups, key=lambda g: g[0]) if groups else (0.0, None)
-    if binding is None or (overhead and paid > work):
-        binding = max(overhead, key=lambda t: t.seconds)
-    return work + paid, binding
+    candidates = [*([(work, binding)] if binding is not None else []),
+                  *((t.seconds, t) for t in overhead)]
+    return work + sum(t.seconds for t in overhead), max(candidates, key=lambda c: c[0])[1]
 
 
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Prediction | None:
@@ -421,27 +422,22 @@ def predict_from_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs
 
 
 def predict_facts(f: Facts, roofs: RoofSet) -> Prediction | None:
-    """A program known only by its totals: max(compute, memory) of its totals, plus (kernels −
-    1) launches and the dispatch floor."""
+    """A program known only by its totals: max(compute, memory) of its totals, plus a launch
+    for each of its kernels and the dispatch floor (:func:`_bound`, as a kernel's)."""
     one = _launch(f, roofs)
     if one is None:
         return None
     terms = list(one.terms)
     launch = roofs.floor("launch")
     notes = list(one.notes)
-    if launch is not None and f.kernels > 1:
-        terms.append(Term("launch", "overhead", (f.kernels - 1) * launch.seconds, "launch",
-                          launch.kind, f"{f.kernels - 1} more launches"))
-    elif f.kernels > 1:
-        notes.append("no launch cost measured: kernels after the first not charged")
-    seconds, binding = _bound(tuple(t for t in terms if t.group != "overhead"))
-    overhead = [t for t in terms if t.group == "overhead"]
+    if launch is not None:
+        terms.append(Term("launch", "overhead", f.kernels * launch.seconds, "launch",
+                          launch.kind, plural(f.kernels, "launch", "launches")))
+    else:
+        notes.append("no launch cost measured: launches not charged")
     dispatch = _dispatch(roofs)
     if dispatch is not None:
-        overhead.append(dispatch)
         terms.append(dispatch)
-    total = seconds + sum(t.seconds for t in overhead)
-    if overhead and sum(t.seconds for t in overhead) > seconds:
-        binding = max(overhead, key=lambda t: t.seconds)
+    total, binding = _bound(tuple(terms))
     return Prediction(total, tuple(terms), binding, f.flops, f.bytes, f.bytes_source,
                       one.level, tuple(notes))
