@@ -55,7 +55,8 @@ from roofline_report.report.format import count as count_of
 from roofline_report.report.format import plural
 
 __all__ = ["Facts", "Prediction", "Term", "facts", "kernel_dtype", "kernel_facts",
-           "predict_facts", "predict_from_kernels", "predict_kernel", "predict_program"]
+           "predict_facts", "predict_from_kernels", "predict_kernel", "predict_kernels",
+           "predict_program"]
 
 DOT_OPS = ("dot_general", "dot", "convolution")
 CONV_OPS = ("convolution",)
@@ -346,11 +347,10 @@ def _bound(terms: tuple[Term, ...]) -> tuple[float, Term]:
         if members:
             top = max(members, key=lambda t: t.seconds)
             groups.append((top.seconds, top))
-    overhead = [t for t in terms if t.group == "overhead"]
-    work, binding = max(groups, key=lambda g: g[0]) if groups else (0.0, None)
-    candidates = [*([(work, binding)] if binding is not None else []),
-                  *((t.seconds, t) for t in overhead)]
-    return work + sum(t.seconds for t in overhead), max(candidates, key=lambda c: c[0])[1]
+    overhead = [(t.seconds, t) for t in terms if t.group == "overhead"]
+    work = max((seconds for seconds, _ in groups), default=0.0)
+    binding = max([*groups, *overhead], key=lambda g: g[0])[1]
+    return work + sum(seconds for seconds, _ in overhead), binding
 
 
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Prediction | None:
@@ -415,10 +415,18 @@ def predict_from_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs
     """A program's time from its kernel inventory's ``kernels`` (:func:`predict_program` of
     each one's :func:`predict_kernel`), leaving out a conditional's branches the program does
     not charge (``charged: false``); None when it lists none or one cannot be priced."""
+    parts = predict_kernels(kernels, dtype, roofs)
+    return predict_program(parts, roofs) if parts is not None else None
+
+
+def predict_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet
+                    ) -> list[Prediction] | None:
+    """Each kernel's :func:`predict_kernel`, in order, leaving out a conditional's branches
+    the program does not charge; None when one cannot be priced."""
     parts = [predict_kernel(k, dtype, roofs) for k in kernels if k.get("charged", True)]
     if not all(p is not None for p in parts):
         return None
-    return predict_program([p for p in parts if p is not None], roofs)
+    return [p for p in parts if p is not None]
 
 
 def predict_facts(f: Facts, roofs: RoofSet) -> Prediction | None:

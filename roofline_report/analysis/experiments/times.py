@@ -2,7 +2,7 @@
 
 :func:`kernel_model` prices an experiment's variants (one array against two, fused against
 unfused, the points of a sweep, ...) with the per-kernel model,
-:func:`roofline_report.analysis.predict.predict_from_kernels` of each variant's kernels
+:func:`roofline_report.analysis.predict.predict_kernels` of each variant's kernels
 in its dtype under the measured roof set, when that set is given and complete and every variant
 has an inventory the model can price. Otherwise it returns None with the reason, and the
 experiment prices every variant with the single-roof model of its
@@ -22,7 +22,7 @@ from typing import Any
 
 from roofline_report.analysis.experiments.knees import knee_fit, model_knee_note
 from roofline_report.analysis.experiments.raw import NOT_RECORDED
-from roofline_report.analysis.predict import Prediction, predict_from_kernels, predict_kernel
+from roofline_report.analysis.predict import Prediction, predict_kernels, predict_program
 from roofline_report.analysis.roofs import FRESH, RoofSet
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.units import format_si
@@ -39,7 +39,7 @@ class KernelModel:
     predictions: Mapping[str, Prediction]
     inventories: Mapping[str, Mapping[str, Any]]
     labels: Mapping[str, str]
-    dtypes: Mapping[str, str]
+    kernels: Mapping[str, Sequence[Prediction]]  # each variant's kernels' predictions
 
     @property
     def kind(self) -> Kind:
@@ -57,13 +57,9 @@ class KernelModel:
         (over several kernels, their levels' bandwidths averaged by bytes, harmonically); None
         when it moves nothing."""
         moved = memory = 0.0
-        for k in self.inventories[variant].get("kernels") or []:
-            if not k.get("charged", True):
-                continue
-            p = predict_kernel(k, self.dtypes[variant], self.roofs)
-            streamed = max((t.seconds for t in p.terms if t.group == "memory"), default=0.0) \
-                if p is not None else 0.0
-            if p is not None and streamed > 0 and p.bytes > 0:
+        for p in self.kernels[variant]:
+            streamed = max((t.seconds for t in p.terms if t.group == "memory"), default=0.0)
+            if streamed > 0 and p.bytes > 0:
                 moved += p.bytes
                 memory += streamed
         return moved / memory if memory > 0 else None
@@ -183,15 +179,16 @@ def kernel_model(
         v, why = next(iter(missing.items()))
         return None, f"the {names[v]} program: {why}"
     predictions: dict[str, Prediction] = {}
+    kernels: dict[str, list[Prediction]] = {}
     for v, inv in inventories.items():
-        p = predict_from_kernels(inv.get("kernels") or [], dtypes[v], roofs)
-        if p is None:
+        parts = predict_kernels(inv.get("kernels") or [], dtypes[v], roofs)
+        p = predict_program(parts, roofs) if parts is not None else None
+        if parts is None or p is None:
             why = "its inventory lists no kernels" if not inv.get("kernels") else (
                 "a roof it needs is missing")
             return None, f"the per-kernel model gives no time for the {names[v]} program: {why}"
-        predictions[v] = p
-    return KernelModel(roofs, predictions, inventories, names,
-                       {v: dtypes[v] for v in inventories}), ""
+        predictions[v], kernels[v] = p, parts
+    return KernelModel(roofs, predictions, inventories, names, kernels), ""
 
 
 def single_roof_note(note: str, why: str) -> str:

@@ -174,22 +174,29 @@ def split_launch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
     entry: dict[str, Any] = {"value": None, "unit": "s", "kind": Kind.MEASURED.value,
                              "available": False, "reason": "", "rows": [], "parts": 1,
                              "timing": None, "timing_unsplit": None}
+    built: dict[int, tuple[Any, Any, int]] = {}  # by rows: each size compiled once
+
+    def split(rows: int) -> tuple[Any, Any, int]:
+        if rows not in built:
+            built[rows] = _split_parts(rows)
+        return built[rows]
+
     try:
         low, high = 1, SPLIT_MAX_ROWS
-        *_, parts = _split_parts(high)
+        *_, parts = split(high)
         if parts < 2:
             entry["reason"] = (f"the compiler split no kernel of up to {high} rows of "
                                f"{SPLIT_ROW} float32: no split to measure")
             return entry
         while high - low > 1:  # invariant: `high` rows split, `low` rows (or fewer) do not
             middle = (low + high) // 2
-            if _split_parts(middle)[2] > 1:
+            if split(middle)[2] > 1:
                 high = middle
             else:
                 low = middle
         runs = []
         for rows in (low, high):
-            compiled, x, parts = _split_parts(rows)
+            compiled, x, parts = split(rows)
             runs.append(timing.measure(
                 _blocking_runner(compiled, x), samples=plan.samples,
                 min_sample_seconds=plan.min_sample_s, budget_seconds=plan.budget_s,
@@ -198,10 +205,10 @@ def split_launch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
     except Exception as exc:
         entry["reason"] = f"split-launch timing failed: {failure_reason(exc)}"
         return entry
-    unsplit, split = runs
+    unsplit, whole = runs
     entry.update(rows=[low, high], parts=parts, timing_unsplit=unsplit.to_json(),
-                 timing=split.to_json())
-    value = split.per_call.min - unsplit.per_call.min
+                 timing=whole.to_json())
+    value = whole.per_call.min - unsplit.per_call.min
     if value <= 0:
         entry["reason"] = ("the split kernel was not slower than the one a row smaller: "
                            "splitting costs below the noise")
