@@ -20,9 +20,11 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                the matmul library), its size ÷ that pattern's measured rate at its size
                (:mod:`roofline_report.analysis.patterns`)
     launch   = the launch floor (what the runtime spends starting a kernel before its work)
-             + for a kernel XLA:CPU splits across worker threads, the split-launch floor
-               (handing its parts to workers that have gone idle)
-    kernel   = trips × (max(compute, memory, pattern) + launch)
+    split    = for a kernel XLA:CPU splits across worker threads, the split-launch floor
+               (handing its parts to workers that have gone idle), once per call: a split
+               kernel of a loop body pays it on the loop's first trip only, its later trips
+               finding the workers awake
+    kernel   = trips × (max(compute, memory, pattern) + launch) + split
     program  = Σ kernels + the dispatch floor of one call (calls enqueued, as programs are timed)
 
 A kernel computes in the dtype of the bytes it reads (:func:`kernel_dtype`): a bfloat16 program
@@ -355,12 +357,13 @@ def _bound(terms: tuple[Term, ...]) -> tuple[float, Term]:
 
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Prediction | None:
     """A kernel's time per call of its program: trips × (max(compute, memory, pattern) +
-    launch), each term per call; None when the roofs lack a compute or a bandwidth roof."""
+    launch) + split launch (once per call, not per trip), each term per call; None when the
+    roofs lack a compute or a bandwidth roof."""
     f = kernel_facts(k, dtype)
     one = _launch(f, roofs)
     if one is None:
         return None
-    trips = int(k.get("trips", 1))
+    trips = max(1, int(k.get("trips", 1)))
     terms = list(one.terms)
     slow = pattern_time(k, f.dtype, roofs)
     if slow is not None:
@@ -371,7 +374,9 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Predicti
         terms.append(Term("launch", "overhead", launch.seconds, "launch", launch.kind))
     split = roofs.floor(SPLIT_LAUNCH) if int(k.get("partitions") or 1) > 1 else None
     if split is not None:
-        terms.append(Term(SPLIT_LAUNCH, "overhead", split.seconds, split.name, split.kind))
+        # Per launch here, scaled by trips below: one split launch per call of the program.
+        terms.append(Term(SPLIT_LAUNCH, "overhead", split.seconds / trips, split.name,
+                          split.kind))
     seconds, binding = _bound(tuple(terms))
     scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)
                    for t in terms)

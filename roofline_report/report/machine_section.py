@@ -120,8 +120,9 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
 MODEL_TEXT = (
     "The predicted time is the model of the compiled program, kernel by kernel: Σ over its "
     "kernels of trips × (max(compute, memory) + launch) + the dispatch floor of one call, "
-    "where a kernel's launch is the launch floor, plus the split-launch floor for a kernel the "
-    "compiler splits across worker threads, and a "
+    "where a kernel's launch is the launch floor, plus the split-launch floor once per call for "
+    "a kernel the compiler splits across worker threads (a loop's later trips find the workers "
+    "awake), and a "
     "kernel's compute charges matrix-product flops to the matmul roof of its dtype at the "
     "product's size (that of the square product with its flops per byte), convolution flops "
     "to the convolution roof, conversions to the conversion "
