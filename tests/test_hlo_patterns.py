@@ -220,3 +220,36 @@ def test_a_batched_dot_counts_its_products(a: Any, b: Any, products: int) -> Non
     kernels = _kernels(lambda a, b: a @ b, a, b)
     assert [k["matmul_products"] for k in kernels if k["category"] == "matmul"] == [products]
     assert {k["matmul_products"] for k in kernels if k["category"] != "matmul"} <= {1}
+
+
+def _conv(x: Any, w: Any, stride: int, padding: str, dilation: int = 1) -> Any:
+    return jax.lax.conv_general_dilated(x, w, (stride, stride), padding,
+                                        rhs_dilation=(dilation, dilation),
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+@pytest.mark.parametrize(("window", "stride", "padding", "dilation", "tiles"), [
+    (8, 8, "VALID", 1, True),   # a vision transformer's patch embedding
+    (3, 1, "SAME", 1, False),   # a sliding window, padded
+    (3, 1, "VALID", 1, False),  # a sliding window
+    (4, 2, "VALID", 1, False),  # windows that overlap
+    (2, 2, "VALID", 2, False),  # a dilated filter skips pixels
+    (4, 4, "SAME", 1, True),    # stride equal to the window; 16 divides by 4, so no padding
+])
+def test_a_convolution_whose_windows_tile_its_input_is_a_matrix_product(
+        window: int, stride: int, padding: str, dilation: int, tiles: bool) -> None:
+    x = jnp.ones((2, 16, 16, 3), jnp.float32)
+    w = jnp.ones((window, window, 3, 8), jnp.float32)
+    [conv] = [k for k in _kernels(lambda a, b: _conv(a, b, stride, padding, dilation), x, w)
+              if any("convolution" in op for op in k["flops_by_op"])]
+    flops = sum(v for op, v in conv["flops_by_op"].items() if "convolution" in op)
+    assert conv["patch_conv_flops"] == (flops if tiles else 0)
+    if tiles:  # the product of (2 * (16 / stride)^2) patches of window^2 * 3 values by 8 filters
+        assert flops == 2 * (2 * (16 // stride) ** 2) * (window * window * 3) * 8
+
+
+def test_xla_compiles_a_1x1_convolution_to_a_dot() -> None:
+    """The rule the model follows for tiling windows, taken by XLA itself for 1x1 windows."""
+    x = jnp.ones((2, 16, 16, 3), jnp.float32)
+    [k] = _kernels(lambda a, b: _conv(a, b, 1, "VALID"), x, jnp.ones((1, 1, 3, 8)))
+    assert set(k["flops_by_op"]) == {"stablehlo.dot_general"} and k["patch_conv_flops"] == 0

@@ -186,6 +186,11 @@ def test_convolution_flops_go_to_the_convolution_roof() -> None:
     # Without a convolution roof, convolutions run at the matmul rate.
     q = predict.predict_kernel(kernel, "float32", ROOFS)
     assert q is not None and alu(q) == pytest.approx(3e6 / 100e9)
+    # A convolution whose windows tile its input (a patch embedding) is a matrix product: its
+    # flops go to the matmul roof, none to the convolution's.
+    patches = predict.predict_kernel({**kernel, "patch_conv_flops": 2_000_000}, "float32", roofs)
+    assert patches is not None and alu(patches) == pytest.approx(3e6 / 100e9)
+    assert patches.binding.name == "matmul" and "convolution float32" not in patches.roofs
 
 
 def test_a_dtype_without_a_roof_takes_a_float_roof_never_an_integer_one() -> None:

@@ -7,7 +7,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                read as the square product that reuses its operands as often
                (:func:`product_size`)
              + convolution flops ÷ the convolution rate at its size (the matmul's where no
-               convolution was measured)
+               convolution was measured); a convolution whose windows tile its input (a
+               patch embedding, a 1x1 convolution) is a matrix product of patches, its flops
+               the matmul's
              + conversions ÷ the conversion rate
              + other flops ÷ the elementwise (multiply-add) rate of its dtype (float32's in a
                kernel that converts: it computes in float32)
@@ -106,7 +108,7 @@ class Facts:
     kernels: int = 1
     converts: float = 0.0  # elements converted between dtypes (counted apart from flops)
     written: float | None = None  # bytes written to fresh outputs, where known
-    conv_flops: float = 0.0  # the part of dot_flops done by convolutions
+    conv_flops: float = 0.0  # the part of dot_flops done by sliding-window convolutions
     reduced: float = 0.0  # elements a reduction kernel reads (0: not a reduction)
     products: int = 1  # independent matrix products the matmul flops are split over
     # Whether ``bytes`` are one kernel's own (its operands and results), so that its products'
@@ -192,7 +194,10 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     dtype = kernel_dtype(k, dtype)
     by_op = {_op_name(str(op)): float(v) for op, v in (k.get("flops_by_op") or {}).items()}
     dot = sum(v for op, v in by_op.items() if op in DOT_OPS)
-    conv = sum(v for op, v in by_op.items() if op in CONV_OPS)
+    # A convolution whose windows tile its input is a matrix product of patches: its flops
+    # stay with the matmul's, the sliding-window convolution roof is not its rate.
+    patches = float(k.get("patch_conv_flops") or 0)
+    conv = max(0.0, sum(v for op, v in by_op.items() if op in CONV_OPS) - patches)
     converts = by_op.get("convert", 0.0)
     other = max(0.0, float(k.get("flops", 0)) - dot - converts)
     trans = {_op_name(str(op)): float(v)

@@ -98,7 +98,7 @@ def _gemm_flops(instr: Instruction) -> int | None:
 _DIM_LABELS = re.compile(r"^(?P<lhs>\w+)_(?P<rhs>\w+)->(?P<out>\w+)$")
 
 
-def _conv_flops(instr: Instruction) -> int | None:
+def conv_flops(instr: Instruction) -> int | None:
     """XLA's convolution count: 2 x input features per group x output features x batch per
     batch group x kernel taps that land on the input (padding and dilation respected)."""
     labels = _DIM_LABELS.match(instr.attributes.get("dim_labels", ""))
@@ -154,6 +154,29 @@ def _window(text: str, rank: int) -> list[tuple[int, int, int, int, int]]:
     return [(size[i], stride[i], pad[i], lhs[i], rhs[i]) for i in range(rank)]
 
 
+def tiles_input(instr: Instruction) -> bool:
+    """Whether a convolution's windows tile its input: in every spatial dimension a stride
+    equal to its window, no padding, no dilation, one feature group and one batch group. Such
+    a convolution (a vision transformer's patch embedding, a 1x1 convolution) reads each input
+    element once per output feature: it is the matrix product of the input's patches with the
+    filters, not a window sliding over overlapping pixels."""
+    if instr.opcode != "convolution":
+        return False
+    if instr.attributes.get("feature_group_count", "1") != "1" \
+            or instr.attributes.get("batch_group_count", "1") != "1":
+        return False
+    items = dict(re.findall(r"(\w+)=([-\w_]+)", instr.attributes.get("window", "")))
+    sizes = [int(v) for v in items.get("size", "").split("x") if v]
+    strides = [int(v) for v in items["stride"].split("x")] if "stride" in items \
+        else [1] * len(sizes)
+    if any(int(v) for v in re.findall(r"-?\d+", items.get("pad", ""))):
+        return False
+    for key in ("lhs_dilate", "rhs_dilate"):
+        if any(int(v) != 1 for v in re.findall(r"\d+", items.get(key, ""))):
+            return False
+    return bool(sizes) and sizes == strides
+
+
 class Coster:
     """Cost of computations of one module, each computed once."""
 
@@ -195,7 +218,7 @@ def _fft_flops(instr: Instruction) -> int | None:
 
 # Opcodes whose flops follow from their shapes and attributes; None: not costed.
 _SHAPED_FLOPS: dict[str, Callable[[Instruction], int | None]] = {
-    "dot": dot_flops, "convolution": _conv_flops, "fft": _fft_flops}
+    "dot": dot_flops, "convolution": conv_flops, "fft": _fft_flops}
 
 
 def instruction_cost(instr: Instruction, coster: Coster) -> Cost:

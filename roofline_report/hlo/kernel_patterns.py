@@ -41,7 +41,14 @@ from dataclasses import dataclass
 
 from roofline_report.hlo.ir import Instruction, Module
 from roofline_report.hlo.kernel_bytes import elements_of, scatter_parts
-from roofline_report.hlo.kernel_cost import ELEMENTWISE, TRANSCENDENTAL, dot_flops, ints_in
+from roofline_report.hlo.kernel_cost import (
+    ELEMENTWISE,
+    TRANSCENDENTAL,
+    conv_flops,
+    dot_flops,
+    ints_in,
+    tiles_input,
+)
 from roofline_report.hlo.shapes import Array, Shape
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
@@ -260,6 +267,13 @@ def matmul_products(instr: Instruction, module: Module) -> int:
         return 1
     batch = ints_in(largest.attributes.get("lhs_batch_dims"))
     return max(1, math.prod(lhs.array.dims[d] for d in batch if d < len(lhs.array.dims)))
+
+
+def patch_conv_flops(instr: Instruction, module: Module) -> int:
+    """The flops of the kernel's convolutions whose windows tile their input
+    (:func:`~roofline_report.hlo.kernel_cost.tiles_input`): matrix products of patches, which
+    the model prices at the matmul roof rather than the sliding-window convolution's."""
+    return sum(conv_flops(i) or 0 for i in _fused_instructions(instr, module) if tiles_input(i))
 
 
 def kernel_pattern(instr: Instruction, module: Module) -> Pattern:

@@ -56,7 +56,12 @@ from roofline_report.hlo.kernel_cost import (
     Coster,
     instruction_cost,
 )
-from roofline_report.hlo.kernel_patterns import backend_kind, kernel_pattern, matmul_products
+from roofline_report.hlo.kernel_patterns import (
+    backend_kind,
+    kernel_pattern,
+    matmul_products,
+    patch_conv_flops,
+)
 from roofline_report.hlo.walk import COLLECTIVE_OPCODES, Site, Walk, walk
 
 __all__ = [
@@ -280,6 +285,7 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "pattern_size": pattern.size,
         "pattern_detail": pattern.detail,
         "matmul_products": matmul_products(instr, program.module),
+        "patch_conv_flops": patch_conv_flops(instr, program.module),
         "partitions": partitions(instr),
     }
 
@@ -353,7 +359,7 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
                       "bytes_rule", "flops_by_op", "transcendentals_by_op", "ops", "uncosted",
                       "op_name", "source", "user_source", "in_place", "pattern",
                       "pattern_size",
-                      "pattern_detail", "matmul_products"}],
+                      "pattern_detail", "matmul_products", "patch_conv_flops"}],
          "count", "launches", "flops", "transcendentals", "bytes_read", "bytes_written",
          "boundary_bytes_read", "boundary_bytes_written", "flops_by_op",
          "transcendentals_by_op", "by_category": {category: kernels}, "notes"}

@@ -68,6 +68,9 @@ class KernelRecord(Record):
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
     # Independent matrix products of its largest dot (its batch size; 1 for a plain product).
     matmul_products: AtLeastOne = 1
+    # Flops of its convolutions whose windows tile their input (patch embeddings, 1x1
+    # convolutions): matrix products of patches, priced at the matmul roof.
+    patch_conv_flops: Count = 0
     # Parts XLA:CPU splits the kernel into to run on as many worker threads (1: not split).
     partitions: AtLeastOne = 1
 
