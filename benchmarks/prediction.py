@@ -5,8 +5,9 @@
     python benchmarks/prediction.py [--suite S] --from-json FILE   # score a saved results.json
     python benchmarks/prediction.py --suite heldout --out DIR      # keep the measured report
 
-error = |predicted − measured| ÷ measured, for each program's median time per call and for
-each kernel of at least 50 µs per call (its time from the profiler trace).
+error = |predicted − measured| ÷ measured, for each program's time per call (the first quartile
+of its samples: other work on a shared machine only lengthens a call) and for each kernel of at
+least 50 µs per call (its time from the profiler trace, by the same rule).
 
 ``--suite catalog`` (the default) measures the catalog and its sweeps with ceilings and scores
 every catalog workload and sweep point; its kernels are those of the shipped training step

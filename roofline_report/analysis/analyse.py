@@ -252,7 +252,7 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
     table = kernel_table(w, roofs.kernels, backend.name)
     prediction = _program_prediction(w, table, roofs.kernels)
     flops, moved, basis = _work(w)
-    m = miss(prediction.seconds if prediction else None, stats.median if stats else None)
+    m = miss(prediction.seconds if prediction else None, stats.own if stats else None)
     why = ""
     if prediction is not None and m is not None:
         compiled = w.get("compiled") or {}
@@ -291,7 +291,7 @@ def _reconciliation(w: Mapping[str, Any], table: KernelTable | None, stats: Stat
         rec = reconcile.reconcile(
             analytic=analytic, ours=ours if _available(ours) else {},
             xla=xla.get("raw") if xla.get("available") else None,
-            compiled=w.get("compiled"), measured_seconds=stats.median if stats else None,
+            compiled=w.get("compiled"), measured_seconds=stats.own if stats else None,
             backend=backend.name)
     except InputError as exc:
         return {"available": False, "reason": reason(exc)}
@@ -352,7 +352,7 @@ def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend
     else:
         f = facts(record, dtype)
         prediction = predict_facts(f, roofs) if f is not None else None
-    m = miss(prediction.seconds if prediction else None, stats.median)
+    m = miss(prediction.seconds if prediction else None, stats.own)
     why = ""
     observed = "unknown"
     if prediction is not None and m is not None:
@@ -360,8 +360,8 @@ def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend
         why = program_reason(prediction, m, Evidence(
             backend=backend, dtype=dtype, timing=stats, kernels=int(compiled.get("kernels") or 1),
             loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes))
-        observed = _closest_group(stats.median, prediction)
-    return SweepPoint(dict(pt["dims"]), flops, moved, stats.median, prediction, observed, why)
+        observed = _closest_group(stats.own, prediction)
+    return SweepPoint(dict(pt["dims"]), flops, moved, stats.own, prediction, observed, why)
 
 
 def _sweep(sw: Mapping[str, Any], roofs: RoofSet, backend: Backend, cache_bytes: int | None

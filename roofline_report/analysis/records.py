@@ -298,7 +298,7 @@ class Program:
 
     @property
     def seconds(self) -> float | None:
-        return self.timing.median if self.timing is not None else None
+        return self.timing.own if self.timing is not None else None
 
     @property
     def intensity(self) -> float | None:

@@ -346,7 +346,7 @@ def comparison_document(vm: Mapping[str, Any]) -> Document:
     sections.append(Section("Measured ceilings", (ceilings, *figure), id="ceilings",
                             kind=measured))
     common: Block = (table(
-        ("workload", *(f"median time, run {i}" for i in runs),
+        ("workload", *(f"time per call, run {i}" for i in runs),
          *(f"achieved, run {i}" for i in runs), *(f"speed-up, run {i} vs 1" for i in later)),
         [(_workload_link(w), *(num(x) for x in w["times"]), *(num(x) for x in w["rates"]),
           *(num(x) for x in w["speedups"])) for w in vm["workloads"]])
@@ -356,9 +356,9 @@ def comparison_document(vm: Mapping[str, Any]) -> Document:
     sections.append(Section("Workloads in every run", (common,), id="workloads", kind=measured))
     if vm["partial"]:
         sections.append(Section("Workloads in some runs only", (
-            p("The workloads that not every run holds, each with its median time in the runs "
+            p("The workloads that not every run holds, each with its time per call in the runs "
               "that hold it: no workload of a run is left out."),
-            table(("workload", "in runs", *(f"median time, run {i}" for i in runs)),
+            table(("workload", "in runs", *(f"time per call, run {i}" for i in runs)),
                   [(_workload_link(w), c(w["runs"]), *(num(x) for x in w["times"]))
                    for w in vm["partial"]])), id="workloads-some", kind=measured))
     if vm["verdicts"]:

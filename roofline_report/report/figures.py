@@ -519,12 +519,13 @@ def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> Fig
     for axis in (ax.xaxis, ax.yaxis):
         _seconds_axis(axis)
     ax.set_xlabel("predicted time: the model of the compiled program")
-    ax.set_ylabel("measured time (median)")
+    ax.set_ylabel("measured time (first quartile)")
     ax.set_title("The model's prediction against the stopwatch", fontsize=10, y=1.0, pad=6)
     _legend_below(fig, ax, ncol=3)
     title = "Predicted against measured time"
     desc = ("Each sweep point's predicted time (the per-kernel model on this machine's roofs) "
-            "against its measured median; points on the dashed line were predicted exactly. "
+            "against its measured time (the first quartile of its samples); points on the "
+            "dashed line were predicted exactly. "
             + (f"Median error {percent_text(median_error)}." if median_error is not None
                else ""))
     table = Table(("workload", "size", "predicted", "measured", "measured ÷ predicted",

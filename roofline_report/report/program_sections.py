@@ -109,8 +109,9 @@ def _program(vm: VM, w: Mapping[str, Any]) -> Section:
                       caption="Work and traffic (details in the three-way accounting)"))
     t = w["timing"]
     if t:
-        body.append(p("Median time per call ", t["median"], " (IQR ", t["iqr"], ", ",
-                      plural(t["samples"], "sample", "samples"), f", {t['method']})."))
+        body.append(p("Time per call ", t["q1"], ", the first quartile of ",
+                      plural(t["samples"], "sample", "samples"), " (median ", t["median"],
+                      ", IQR ", t["iqr"], f"; {t['method']})."))
     else:
         body.append(p("Not timed: ", w["timing_reason"], "."))
     pr = w["prediction"]

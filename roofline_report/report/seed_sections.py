@@ -168,11 +168,11 @@ def catalog(vm: VM) -> Section:
     rows = [(anchored(c(w["title"], " (yours)" if w["user"] else None), w.get("anchor", "")),
              c(Code(w["args"])),
              num(w["flops"]), num(w["bytes"]), num(w["intensity"]), _check_cell(w),
-             num(w["median"], " " if w["unstable"] else None, UNSTABLE if w["unstable"] else None),
+             num(w["time"], " " if w["unstable"] else None, UNSTABLE if w["unstable"] else None),
              num(w["achieved"]))
             for w in vm["catalog"]]
     body: list[Block] = [table(("workload", "arguments", "flops", "minimum traffic",
-                                "intensity", "check", "median time", "achieved"), rows)]
+                                "intensity", "check", "time per call", "achieved"), rows)]
     failed = [w for w in vm["catalog"] if w["check"] == "failed"]
     if failed:
         body.append(p(Status("Checks that failed", "bad"), " against NumPy, with the largest "

@@ -428,7 +428,7 @@ def _catalog_row(p: Program) -> dict[str, Any]:
         "check_max_rel": ratio(check.get("max_rel_error"), Kind.MEASURED, 3),
         "check_tolerance": tolerance(check),
         "check_note": str(check.get("note") or ""),
-        "median": n(p.seconds, "s", Kind.MEASURED) if p.timing else Num("not measured"),
+        "time": n(p.seconds, "s", Kind.MEASURED) if p.timing else Num("not measured"),
         "unstable": bool(p.timing and p.timing.unstable),
         "achieved": n(p.achieved, "FLOP/s", Kind.MEASURED) if p.achieved is not None
         else Num("not measured"),
