@@ -28,7 +28,7 @@ from roofline_report.analysis.records import (
     TraceSummary,
 )
 from roofline_report.analysis.roofs import RoofSet
-from roofline_report.analysis.stats import median, quartiles
+from roofline_report.analysis.stats import median, own_time, quartiles
 from roofline_report.hlo.kernel_cost import MOVEMENT
 from roofline_report.hlo.kernels import reconcile_kernels
 
@@ -141,11 +141,12 @@ def kernel_seconds(k: Mapping[str, Any]) -> float:
 
 
 def kernel_time(samples: list[float]) -> tuple[float, float, float]:
-    """(time, Q1, Q3) of a kernel's samples (:func:`kernel_samples`): its time is their first
-    quartile (interpolated between samples; one sample: itself): waiting for a worker thread
-    only lengthens a call, so the low quartile leaves most of it out."""
+    """(time, Q1, Q3) of a kernel's samples (:func:`kernel_samples`): its time is
+    :func:`~roofline_report.analysis.stats.own_time` of them, their first quartile
+    (interpolated between samples; one sample: itself): waiting for a worker thread only
+    lengthens a call, so the low quartile leaves most of it out."""
     q1, _, q3 = quartiles(samples)
-    return q1, q1, q3
+    return own_time(samples), q1, q3
 
 
 def _busy(k: Mapping[str, Any]) -> list[float] | None:

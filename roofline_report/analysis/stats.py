@@ -16,6 +16,9 @@ from typing import Any
 
 from roofline_report.errors import InputError
 
+# The quantile of its samples that is a call's own time, a program's and a kernel's alike
+# (:func:`own_time`).
+OWN_QUANTILE = 0.25
 # Stats.unstable: spread (IQR / median) above this, or fewer samples than MIN_STABLE_SAMPLES.
 UNSTABLE_SPREAD = 0.10
 MIN_STABLE_SAMPLES = 5
@@ -94,14 +97,8 @@ class Stats:
 
     @property
     def own(self) -> float:
-        """The time a call costs the program itself: the first quartile of the samples. On a
-        shared machine other work only lengthens a call, never shortens it (the reason
-        Python's ``timeit`` documentation prefers the fastest repetition, and Chen and Revels,
-        "Robust benchmarking in noisy environments", 2016, the minimum); the first quartile
-        keeps that while no single lucky sample sets it. The same rule as a kernel's time
-        (:func:`roofline_report.analysis.kernels.kernel_time`), and the measured side of the
-        comparison with predictions, whose ceilings keep their fastest round."""
-        return self.q1
+        """The time a call costs the program itself: :func:`own_time` of the samples."""
+        return quantile(self._sorted, OWN_QUANTILE)
 
     @property
     def spread(self) -> float:
@@ -181,6 +178,19 @@ def error_summary(errors: Sequence[float]) -> tuple[float | None, float | None]:
 def median(values: Sequence[float]) -> float | None:
     """The median by :func:`quantile`; None for no values."""
     return quantile(sorted(values), 0.5) if values else None
+
+
+def own_time(values: Sequence[float]) -> float:
+    """A call's own time from at least one sample of it: their first quartile
+    (:data:`OWN_QUANTILE`). On a shared machine other work only lengthens a call, never
+    shortens it (the reason Python's ``timeit`` documentation prefers the fastest repetition,
+    and Chen and Revels, "Robust benchmarking in noisy environments", 2016, the minimum); the
+    first quartile keeps that while no single lucky sample sets it. The one rule for a
+    program's time (:attr:`Stats.own`) and a kernel's
+    (:func:`roofline_report.analysis.kernels.kernel_time`, where waiting for a worker thread
+    also only lengthens a call), the measured side of the comparison with predictions, whose
+    ceilings keep their fastest round."""
+    return quantile(sorted(values), OWN_QUANTILE)
 
 
 def quartiles(values: Sequence[float]) -> tuple[float, float, float]:

@@ -165,16 +165,16 @@ def tiles_input(instr: Instruction) -> bool:
     if instr.attributes.get("feature_group_count", "1") != "1" \
             or instr.attributes.get("batch_group_count", "1") != "1":
         return False
-    items = dict(re.findall(r"(\w+)=([-\w_]+)", instr.attributes.get("window", "")))
-    sizes = [int(v) for v in items.get("size", "").split("x") if v]
-    strides = [int(v) for v in items["stride"].split("x")] if "stride" in items \
-        else [1] * len(sizes)
-    if any(int(v) for v in re.findall(r"-?\d+", items.get("pad", ""))):
+    text = instr.attributes.get("window", "")
+    # Both sides of every dimension's padding, negative too (:func:`_window` keeps the low side).
+    pad = re.search(r"pad=(\S+)", text)
+    if pad is not None and any(int(v) for v in re.findall(r"-?\d+", pad.group(1))):
         return False
-    for key in ("lhs_dilate", "rhs_dilate"):
-        if any(int(v) != 1 for v in re.findall(r"\d+", items.get(key, ""))):
-            return False
-    return bool(sizes) and sizes == strides
+    size = re.search(r"size=([\dx]+)", text)
+    if size is None:
+        return False
+    return all(width == stride and lhs == rhs == 1
+               for width, stride, _pad, lhs, rhs in _window(text, len(size.group(1).split("x"))))
 
 
 class Coster:

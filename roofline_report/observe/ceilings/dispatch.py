@@ -129,7 +129,6 @@ def launch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
     return entry
 
 
-
 # ------------------------------------------------------------------------------ split launch
 
 SPLIT_ROW = 1024  # float32 elements per row of the split-launch ceiling's arrays
