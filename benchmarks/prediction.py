@@ -15,6 +15,13 @@ every catalog workload and sweep point; its kernels are those of the shipped tra
 or of the catalog where the step is not measured. Targets on the 2-core CPU: ``median_error``
 ≤ 0.25, ``kernel_median_error`` ≤ 0.35.
 
+The ceilings the predictions rest on are measured in the same run (into a temporary ceilings
+cache: the user's is neither read nor replaced), about 45 s more on a 2-core CPU: the machine's
+speed drifts between runs on a shared machine (the same day's matmul roof at 512 read 215 and
+152 GFLOP/s three hours apart), and a prediction from ceilings measured in a faster hour is
+judged against programs timed in a slower one. ``--cached-ceilings`` reuses the ceilings cache
+instead, for a quicker score whose ceilings may come from another time.
+
 ``--suite heldout`` measures the held-out programs of benchmarks/heldout/heldout.toml (with
 ceilings: ``generate.py --config benchmarks/heldout/heldout.toml --only-config``) and scores
 each program and every kernel of at least 50 µs across them. Those programs are never used
@@ -33,9 +40,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +57,7 @@ from roofline_report.analysis.miss import Miss  # noqa: E402
 from roofline_report.analysis.records import SIGNIFICANT_KERNEL_S  # noqa: E402
 from roofline_report.analysis.stats import error_summary  # noqa: E402
 from roofline_report.errors import EXIT_INPUT, InputError  # noqa: E402
+from roofline_report.observe.ceilings.cache import ENV_VAR as CACHE_ENV  # noqa: E402
 from roofline_report.results import io as results  # noqa: E402
 
 HELDOUT_CONFIG = REPO / "benchmarks" / "heldout" / "heldout.toml"
@@ -161,15 +171,34 @@ def _program_json(s: Score) -> dict[str, Any]:
 # Suites
 
 
-def _measure(argv: list[str], keep: str | None) -> dict[str, Any]:
+@contextmanager
+def _ceilings_cache(folder: Path | None) -> Iterator[None]:
+    """The ceilings cache the project uses inside the block: ``folder`` (an empty one: the
+    ceilings are measured in the run), or the user's own with None."""
+    if folder is None:
+        yield
+        return
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CACHE_ENV, None)
+        else:
+            os.environ[CACHE_ENV] = before
+
+
+def _measure(argv: list[str], keep: str | None, *, cached: bool = False) -> dict[str, Any]:
     """Run the project (``generate.py`` with ``argv``) into ``keep`` or a temporary folder and
-    load its results.json."""
+    load its results.json; its ceilings measured in the run unless ``cached``."""
     from roofline_report import cli
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(keep) if keep else Path(tmp) / "report"
-        code = cli.main([*argv, "--no-sharding", "--no-experiments", "--progress", "none",
-                         "--out", str(out)])
+        with _ceilings_cache(None if cached else Path(tmp) / "ceilings-cache"):
+            code = cli.main([*argv, "--no-sharding", "--no-experiments", "--progress", "none",
+                             "--out", str(out)])
         if code not in (0, 3):
             raise SystemExit(code)
         return results.load(out / "results.json")
@@ -231,14 +260,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="keep the measured report (and its results.json) in DIR")
     parser.add_argument("--no-step", action="store_true",
                         help="catalog suite: leave out the shipped training step")
+    parser.add_argument("--cached-ceilings", action="store_true",
+                        help="reuse the ceilings cache rather than measure the ceilings in "
+                             "this run")
     ns = parser.parse_args(argv)
     try:
         if ns.suite == "heldout":
             data = (results.load(ns.from_json) if ns.from_json else
-                    _measure(["--config", str(HELDOUT_CONFIG), "--only-config"], ns.out))
+                    _measure(["--config", str(HELDOUT_CONFIG), "--only-config"], ns.out,
+                             cached=ns.cached_ceilings))
             out = heldout(data)
         else:
-            data = results.load(ns.from_json) if ns.from_json else _measure([], ns.out)
+            data = results.load(ns.from_json) if ns.from_json else \
+                _measure([], ns.out, cached=ns.cached_ceilings)
             step = None
             if not ns.no_step:
                 data, step = _with_step(data)

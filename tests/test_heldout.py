@@ -257,3 +257,21 @@ def test_kernels_alone_gathers_the_trace_record_it_is_given(
     assert all(len(v) >= 1 and all(x > 0 for x in v) for v in traces.span.values())
     assert len(traces.program) >= 1 and traces.untraced == [1e-3] * 5
     assert all(n >= 1 for n in traces.launches.values())
+
+
+def test_the_prediction_benchmark_measures_its_ceilings_in_a_cache_of_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measured in the run by default (an empty cache folder), the user's cache untouched and
+    the variable restored after; ``--cached-ceilings`` (None) leaves the environment alone."""
+    import os
+
+    monkeypatch.setenv(prediction.CACHE_ENV, "/users/own/cache")
+    with prediction._ceilings_cache(tmp_path / "fresh"):
+        assert os.environ[prediction.CACHE_ENV] == str(tmp_path / "fresh")
+    assert os.environ[prediction.CACHE_ENV] == "/users/own/cache"
+    monkeypatch.delenv(prediction.CACHE_ENV)
+    with prediction._ceilings_cache(tmp_path / "fresh"):
+        assert os.environ[prediction.CACHE_ENV] == str(tmp_path / "fresh")
+    assert prediction.CACHE_ENV not in os.environ
+    with prediction._ceilings_cache(None):
+        assert prediction.CACHE_ENV not in os.environ
