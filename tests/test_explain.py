@@ -129,6 +129,17 @@ def test_a_kernel_whose_work_is_not_counted_says_it_has_no_roof() -> None:
     assert "no roof" not in kernel_reason(replace(top_k, uncosted=()))
 
 
+def test_a_kernel_faster_than_any_roof_says_its_time_is_not_all_its_work() -> None:
+    # 1e6 flops in 0.5 us: 2 TFLOP/s, above a 200 GFLOP/s machine; 8x faster than predicted.
+    fast = _row("dot.49", "matmul", 0.5e-6, 4e-6)
+    assert kernel_reason(fast, peak=200e9).endswith(
+        "; its 2 TFLOP/s is above the highest compute roof (200 GFLOP/s), so its traced time "
+        "cannot hold all of its work: it ran beside other kernels and was given too small a "
+        "share of that time")
+    assert "highest compute roof" not in kernel_reason(fast, peak=3e12)
+    assert "highest compute roof" not in kernel_reason(fast)
+
+
 def test_a_kernel_whose_time_moved_between_calls_says_so() -> None:
     slow = _row("copy_bitcast_fusion", "data movement", 11e-3, 0.3e-3)
     fields = {f: getattr(slow, f) for f in slow.__slots__}

@@ -141,9 +141,11 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
                  "variadic-reduction": "a reduction of several operands (an argmax)"}
 
 
-def kernel_reason(r: KernelRow) -> str:
+def kernel_reason(r: KernelRow, peak: float | None = None) -> str:
     """A kernel's reason, when its prediction is :func:`off` or it ran above
-    its roof: how far from which roof, and a kind of kernel that has no roof of its own."""
+    its roof: how far from which roof, a kind of kernel that has no roof of its own, and a
+    measured rate above ``peak`` (the highest compute roof of the set), which no kernel can
+    reach: its traced time then cannot hold all of its work."""
     p, m = r.prediction, r.miss
     if p is None or m is None:
         return ""
@@ -157,6 +159,12 @@ def kernel_reason(r: KernelRow) -> str:
     elif r.uncosted and m.direction == "slower":
         text += (f"; no roof measured for this kind ({', '.join(r.uncosted)}: its work is not "
                  "counted, only its bytes and its launch)")
+    achieved = r.achieved
+    if peak is not None and achieved is not None and achieved > peak:
+        text += (f"; its {format_si(achieved, 'FLOP/s')} is above the highest compute roof "
+                 f"({format_si(peak, 'FLOP/s')}), so its traced time cannot hold all of its "
+                 "work: it ran beside other kernels and was given too small a share of that "
+                 "time")
     if r.spread is not None and r.spread[0] > 0 and r.spread[1] / r.spread[0] > UNSTEADY_KERNEL:
         text += (f"; its time moved from {format_si(r.spread[0], 's')} to "
                  f"{format_si(r.spread[1], 's')} over the traced calls (first to third "

@@ -170,7 +170,8 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
     rows = [_row(k, times.get(str(k["name"])), dtype, roofs, trace) for k in
             inventory["kernels"]]
     total = sum(r.seconds or 0.0 for r in rows)
-    rows = [_with_share(r, total) for r in rows]
+    peak = max((c.value for c in roofs.compute), default=None)
+    rows = [_with_share(r, total, peak) for r in rows]
     rows.sort(key=lambda r: (-(r.seconds or 0.0), -r.flops, r.name))
     categories = _categories(rows, total)
     reason = "" if trace else str(timing.get("reason", "the workload was not traced"))
@@ -225,11 +226,11 @@ def _category(k: Mapping[str, Any]) -> str:
     return str(k["category"])
 
 
-def _with_share(r: KernelRow, total: float) -> KernelRow:
+def _with_share(r: KernelRow, total: float, peak: float | None) -> KernelRow:
     from dataclasses import replace
 
     share = r.seconds / total if r.seconds is not None and total > 0 else None
-    why = explain.kernel_reason(r) if r.prediction is not None and r.seconds else ""
+    why = explain.kernel_reason(r, peak) if r.prediction is not None and r.seconds else ""
     return replace(r, share=share, why=why)
 
 
