@@ -447,6 +447,32 @@ def test_tiny_convolution_roof_is_measured_apart() -> None:
     assert data["peak_compute"]["name"] == "matmul float32"
 
 
+# ---------------------------------------------------------------------- small products
+
+
+def test_small_sides_are_timed_as_a_batch_of_products() -> None:
+    """Sides below the sweep's are timed as a batch of products in one call; the point keeps
+    its batch and the whole call's flops, and never becomes the roof's size."""
+    plan = Plan(**{**_fields(TINY), "matmul_sizes": (32,), "matmul_dtypes": ("float32",),
+                   "batch_sides": (8, 16, 32), "batch_flops": 2 * 32**3})
+    assert compute_ceilings.batch_of(8, plan) == 64 and compute_ceilings.batch_of(16, plan) == 8
+    assert compute_ceilings.batch_of(64, plan) == 1  # never fewer than one product
+    data = ceilings.measure_ceilings(quick=True, plan=plan)
+    (entry,) = [e for e in data["compute"] if e["op"] == "matmul"]
+    assert entry["available"] and entry["size"] == 32
+    # 32 is the sweep's own size, timed alone: no batched point of it.
+    assert [(p["n"], p.get("batch", 1)) for p in entry["by_size"]] == [(8, 64), (16, 8)]
+    assert all(p["flops"] == 2 * 32**3 and p["value"] > 0 for p in entry["by_size"])
+
+
+def test_a_plan_times_small_products_below_its_smallest_size() -> None:
+    for backend in ("cpu", "gpu"):
+        for quick in (True, False):
+            plan = ceilings.plan_for(backend, quick=quick, cache_bytes=32 * MiB, free_bytes=None)
+            assert plan.batch_sides and max(plan.batch_sides) < min(plan.matmul_sizes)
+            assert plan.batch_flops >= 2 * max(plan.batch_sides) ** 3
+
+
 # ------------------------------------------------------------------------------ split launch
 
 

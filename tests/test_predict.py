@@ -193,6 +193,34 @@ def test_convolution_flops_go_to_the_convolution_roof() -> None:
     assert patches.binding.name == "matmul" and "convolution float32" not in patches.roofs
 
 
+def test_a_batch_of_small_products_is_read_at_one_products_flops() -> None:
+    from roofline_report.analysis.roofs import measured
+
+    # 64 products of side 16 in one call (0.52 MFLOP), 20 µs a call of which 10 µs is the
+    # enqueued dispatch; one 128-sided product alone, 50 µs a call.
+    call, alone = 2 * 64 * 16**3, 2 * 128**3
+    ceilings = {"available": True, "backend": "cpu", "bandwidth": [],
+                "dispatch": {"available": True, "value": 12e-6, "enqueued": 10e-6},
+                "compute": [{"name": "matmul float32", "available": True, "value": 200e9,
+                             "dtype": "float32", "op": "matmul", "by_size": [
+                                 {"n": 16, "flops": call, "value": call / 20e-6, "batch": 64},
+                                 {"n": 128, "flops": alone, "value": alone / 50e-6}]}]}
+    found = measured(ceilings)
+    assert found is not None
+    (roof,) = found.compute
+    assert roof.by_flops == (pytest.approx((2 * 16**3, call / 10e-6)),
+                             pytest.approx((alone, alone / 40e-6)))
+    # A kernel of 64 such products (its operands and result: 3 x 16² float32 each) runs at the
+    # batch's rate, 10 µs, not at the 128-sided product's (2.6 GFLOP/s faster per flop).
+    roofs = RoofSet("this machine", M, found.compute, ROOFS.bandwidth, ROOFS.floors,
+                    ROOFS.rates)
+    kernel = {"flops": call, "flops_by_op": {"stablehlo.dot_general": call},
+              "bytes_read": 64 * 2 * 16**2 * 4, "bytes_written": 64 * 16**2 * 4, "trips": 1,
+              "matmul_products": 64, "category": "matmul"}
+    p = predict.predict_kernel(kernel, "float32", roofs)
+    assert p is not None and term(p, "matmul") == pytest.approx(10e-6)
+
+
 def test_a_dtype_without_a_roof_takes_a_float_roof_never_an_integer_one() -> None:
     from roofline_report import presets
     from roofline_report.analysis import roofs as roofs_mod

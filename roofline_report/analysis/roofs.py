@@ -57,8 +57,8 @@ class ComputeRoof:
     provenance: str
     precision: str = "default"
     op: str = "matmul"
-    # (flops per call, FLOP/s) of smaller products, ascending: a product's rate grows with its
-    # size, so one of a given size runs at the rate measured near it.
+    # (flops of one product, FLOP/s) of smaller products, ascending: a product's rate grows
+    # with its size, so one of a given size runs at the rate measured near it.
     by_flops: tuple[tuple[float, float], ...] = ()
 
     def rate_at(self, flops: float | None) -> float:
@@ -299,12 +299,7 @@ def measured(ceilings: Mapping[str, Any],
         value = _positive(e.get("value")) if e.get("available") else None
         if value is None:
             continue
-        # Each size was timed one call per product, its dispatch included: the rate a
-        # product inside a program runs at is the one net of it, as the other rates by size.
-        by_flops = _net_of_dispatch(
-            [{"elements": x["flops"], "seconds": float(x["flops"]) / float(x["value"])}
-             for x in e.get("by_size") or [] if _positive(x.get("value"))
-             and _positive(x.get("flops"))], pipelined)
+        by_flops = _products_net_of_dispatch(e.get("by_size") or [], pipelined)
         compute.append(ComputeRoof(
             str(e.get("name", "")), value, str(e.get("dtype")) if e.get("dtype") else None,
             Kind.MEASURED, f"measured: {e.get('name', '')}" + (
@@ -364,6 +359,22 @@ def measured(ceilings: Mapping[str, Any],
                               by_size=by_size))
     return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
                    tuple(floors), tuple(rates))
+
+
+def _products_net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: float | None
+                              ) -> tuple[tuple[float, float], ...]:
+    """(flops of one product, FLOP/s) of a compute roof's sizes. Each size was timed one call
+    at a time, its dispatch included, so its rate is the one net of the enqueued dispatch floor
+    (as a product inside a program pays none); a call of ``batch`` small products is read at
+    the flops of one of them."""
+    out: list[tuple[float, float]] = []
+    for x in points:
+        flops, value = _positive(x.get("flops")), _positive(x.get("value"))
+        if flops is None or value is None:
+            continue
+        net = _net_of_dispatch([{"elements": flops, "seconds": flops / value}], dispatch)
+        out.extend((f / int(x.get("batch") or 1), rate) for f, rate in net)
+    return tuple(sorted(out))
 
 
 def _net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: float | None

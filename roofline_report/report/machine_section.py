@@ -70,13 +70,14 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
     if m.get("by_size"):
         by_size = [
             p("A product's rate grows with its size: each matrix product or convolution is held "
-              "to the rate measured at its size (one product a call, the enqueued dispatch "
-              "floor taken off each call's time, as a product inside a program pays none), "
-              "interpolated in log size between the sizes below, and never above the roof in "
-              "the table above. The sizes are square "
-              "products; a matrix product of another shape is read as the square product that "
-              "reuses its operands as often (the same flops per byte), no larger than its own "
-              "flops."),
+              "to the rate measured at its size (the enqueued dispatch floor taken off each "
+              "call's time, as a product inside a program pays none), interpolated in log size "
+              "between the sizes below, and never above the roof in the table above. The sizes "
+              "are square products, one a call; sides below the smallest of those are timed as "
+              "a batch of products in one call (one such product alone is mostly dispatch) and "
+              "read at the flops of one product. A matrix product of another shape is read as "
+              "the square product that reuses its operands as often (the same flops per byte), "
+              "no larger than its own flops; a batched product, as one of its products."),
             table(("roof", "flops of one product", "rate"),
                   [(c(r["name"]) if i == 0 else c(""), num(f), num(v))
                    for r in m["by_size"] for i, (f, v) in enumerate(r["points"])]),

@@ -23,11 +23,13 @@ from roofline_report.results.schema_run import MEASURED_AT_PATTERN
 
 class MatmulSize(Record):
     """A rough rate of one size (a square matmul's n, a convolution's image side), from the
-    sweep that picks the size."""
+    sweep that picks the size; or of ``batch`` square products of side n timed in one call
+    (sides below the sweep's). ``flops``: per call."""
 
     n: PosInt
     flops: PosInt
     value: Pos
+    batch: PosInt = 1
 
 
 class ComputeCeiling(Record):

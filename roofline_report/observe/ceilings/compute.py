@@ -32,9 +32,9 @@ def _matmul_highest(a: Any, b: Any) -> Any:
     return jax.numpy.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
 
 
-def _matmul_operands(n: int, dtype: str) -> tuple[Any, Any]:
-    """Two n x n operands, uniform in [-1, 1), made by NumPy (quicker than compiling jax.random
-    for each shape) and put on the default device."""
+def _matmul_operands(n: int, dtype: str, batch: int | None = None) -> tuple[Any, Any]:
+    """Two n x n operands (``batch`` x n x n with a batch), uniform in [-1, 1), made by NumPy
+    (quicker than compiling jax.random for each shape) and put on the default device."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -43,7 +43,8 @@ def _matmul_operands(n: int, dtype: str) -> tuple[Any, Any]:
     kind = jnp.dtype(dtype)
 
     def operand() -> Any:
-        return jax.device_put((2 * rng.random((n, n), dtype=np.float32) - 1).astype(kind))
+        shape = (n, n) if batch is None else (batch, n, n)
+        return jax.device_put((2 * rng.random(shape, dtype=np.float32) - 1).astype(kind))
 
     return operand(), operand()
 
@@ -65,9 +66,64 @@ def matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress, *,
     entry = _compute_entry(f"matmul {dtype}" + (" (highest precision)" if highest else ""),
                            "matmul", dtype, "highest" if highest else "default")
     caveat = "" if highest else _matmul_caveat(backend, dtype)
-    return _sized_rates(entry, _matmul_highest if highest else _matmul, plan.matmul_sizes,
-                        lambda n: _matmul_operands(n, dtype), lambda n: 2 * n**3, plan, say,
-                        caveat, again)
+    fn = _matmul_highest if highest else _matmul
+    _sized_rates(entry, fn, plan.matmul_sizes, lambda n: _matmul_operands(n, dtype),
+                 lambda n: 2 * n**3, plan, say, caveat, again)
+    if entry["available"]:
+        _batched_points(entry, fn, dtype, plan, say, again)
+    return entry
+
+
+def batch_of(side: int, plan: Plan) -> int:
+    """Products of ``side`` in one call of the small-product timings: ``plan.batch_flops``
+    worth, at least one."""
+    return max(1, plan.batch_flops // (2 * side**3))
+
+
+def _batched_points(entry: dict[str, Any], fn: Callable[..., Any], dtype: str, plan: Plan,
+                    say: Progress, again: Again | None) -> None:
+    """Add to ``entry["by_size"]`` the rough rates of the small sides ``plan.batch_sides``,
+    each timed as ``batch_of`` products of that side in one call (jax batches ``@`` over the
+    leading axis): a product too small to time alone is mostly dispatch, and the small products
+    a program runs (attention's per head, an expert's) come in batches. Each point keeps its
+    ``batch``; a prediction reads it at the flops of one product. With ``again``, each side
+    is timed once more after the other ceilings and keeps its faster rate, as the sweep's
+    sizes do. A side that fails is left out."""
+    import jax
+
+    timed: list[tuple[dict[str, Any], Any, tuple[Any, ...]]] = []
+    for n in plan.batch_sides:
+        if plan.matmul_sizes and n >= min(plan.matmul_sizes):
+            continue  # the sweep times this side alone
+        batch = batch_of(n, plan)
+        try:
+            args = _matmul_operands(n, dtype, batch)
+            _, compiled, _, _ = timing.measure_compile(jax.jit(fn), args)
+            rough = timing.time_jitted(compiled, args, quick=True, samples=plan.sweep_samples,
+                                       min_sample_seconds=plan.sweep_min_sample_s)
+        except Exception:
+            continue
+        flops = 2 * batch * n**3
+        point = {"n": n, "flops": flops, "value": fastest_rate(flops, rough), "batch": batch}
+        say(f"{entry['name']} {batch} x n={n}: about {point['value'] / 1e9:.3g} GFLOP/s")
+        timed.append((point, compiled, args))
+    entry["by_size"] = sorted([*entry["by_size"], *(p for p, _, _ in timed)],
+                              key=lambda p: p["flops"] / p.get("batch", 1))
+    if again is None or not timed:
+        return
+
+    def second() -> None:
+        for point, compiled, args in timed:
+            try:
+                rough = timing.time_jitted(compiled, args, quick=True,
+                                           samples=plan.sweep_samples,
+                                           min_sample_seconds=plan.sweep_min_sample_s)
+            except Exception:  # the first timing stands
+                continue
+            point["value"] = max(point["value"], fastest_rate(int(point["flops"]), rough))
+        timed.clear()
+
+    again.append(second)
 
 
 def _compute_entry(name: str, op: str, dtype: str, precision: str) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 
 * Compute: square matmuls per dtype (float32 always, bfloat16 where the backend runs it). The size
   is swept upwards from a small one until a call is long enough or a cap is reached; the size with
-  the best rough rate is then timed in full. Work per call is 2 n^3 FLOP. Convolutions likewise
-  (3x3 NHWC, by image side): they run through other library code, at a rate of their own.
+  the best rough rate is then timed in full. Work per call is 2 n^3 FLOP. Sides below the sweep's
+  (``batch_sides``) are timed as a batch of products in one call, rough rates only.
+  Convolutions likewise (3x3 NHWC, by image side): they run through other library code, at a
+  rate of their own.
 * Bandwidth: streaming kernels (``reduce``: sum x; ``scale``: x <- c x; ``triad``: x <- y + s x)
   on float32 arrays beyond the last-level cache, with donated buffers so that no call allocates
   its output, and many calls enqueued per sample. Bytes per call count reads plus writes.
@@ -86,6 +88,10 @@ class Plan:
     # What splitting a kernel across worker threads adds (XLA:CPU splits loop kernels).
     split_launch: bool = False
     conv_sizes: tuple[int, ...] = ()  # image sides of the convolution roof; () measures none
+    # Sides of the small square products timed as a batch in one call (a product too small to
+    # time alone is mostly dispatch), ``batch_flops`` a call; () measures none.
+    batch_sides: tuple[int, ...] = ()
+    batch_flops: int = 0
 
 
 def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: int | None) -> Plan:
@@ -106,6 +112,9 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         # product uses the rate measured near its size.
         sizes = (128, 1024) if quick else (128, 256, 512, 1024, 2048)
         conv = (16, 64) if quick else (8, 16, 32, 64, 128)
+        # Attention's per-head products and small experts: sides below the smallest size.
+        batch_sides: tuple[int, ...] = (32,) if quick else (16, 32, 64)
+        batch_flops = 2 * 256**3
         max_call = 0.01 if quick else 0.05
         wanted = CACHE_MULTIPLE * cache_bytes if cache_bytes else 0
         array = min(max(wanted, 256 * MiB), 256 * MiB if quick else 512 * MiB)
@@ -114,6 +123,8 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
     else:
         sizes = (2048, 4096, 8192) if quick else (1024, 2048, 4096, 8192)
         conv = (64, 256) if quick else (32, 64, 128, 256)
+        batch_sides = (128,) if quick else (64, 128, 256, 512)
+        batch_flops = 2 * 1024**3
         max_call = 0.05
         cap = 1 * GiB if quick else 4 * GiB
         array = min(cap, free_bytes // 16) if free_bytes else cap // 4
@@ -137,6 +148,8 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         launch=True,
         split_launch=backend == "cpu",
         conv_sizes=conv,
+        batch_sides=batch_sides,
+        batch_flops=batch_flops,
     )
 
 
