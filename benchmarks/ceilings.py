@@ -9,11 +9,13 @@ Usage, from the repository root: ``python benchmarks/ceilings.py [--quick] [--ro
   as jax's default precision does) and a device-to-device copy, timed with CUDA events.
 
 A shared machine's load comes in bursts that last seconds to minutes, so one comparison says
-little: the run interleaves ``--rounds`` (default 5) rounds, reference pass 0, then project round
+little: the run interleaves ``--rounds`` (default 7) rounds, reference pass 0, then project round
 1 (``measure_ceilings``), reference pass 1, project round 2, ... Round i's ratios are the
 project's figures over the mean of the reference passes just before and after it. The first
 project round is a full ``measure_ceilings`` (its time is reported); the others measure only
-what is compared (matmuls, streams, dispatch). Every figure, project or reference, is work over
+what is compared (float32 matmuls, streams, dispatch), so that they sit close in time to the
+passes around them. Seven rounds rather than five: the median of per-round ratios that each
+spread by ±20% moves less from run to run. Every figure, project or reference, is work over
 the fastest sample, and bytes count reads plus writes. The last line printed is one JSON object
 with ``backend``, the median ``compute_ratio`` and ``bandwidth_ratio`` over the rounds
 (project / reference; None where no reference could be measured), their ranges (min, max) and
@@ -232,9 +234,10 @@ def _spread(values: Sequence[float | None]) -> tuple[float | None, list[float] |
 
 
 def lean(plan: ceilings.Plan) -> ceilings.Plan:
-    """``plan`` measuring only what the benchmark compares: matmuls, streams and dispatch."""
+    """``plan`` measuring only what the benchmark compares: float32 matmuls, streams and
+    dispatch (a shorter round sits closer in time to the reference passes around it)."""
     return dataclasses.replace(plan, levels=None, rates=None, patterns=None, launch=False,
-                               conv_sizes=())
+                               conv_sizes=(), batch_sides=(), matmul_dtypes=("float32",))
 
 
 def _round_ratios(project: dict[str, Any], before: dict[str, Rates] | None,
@@ -269,8 +272,8 @@ def _round_ratios(project: dict[str, Any], before: dict[str, Rates] | None,
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer samples")
-    parser.add_argument("--rounds", type=int, default=5,
-                        help="interleaved rounds of reference and project (default 5)")
+    parser.add_argument("--rounds", type=int, default=7,
+                        help="interleaved rounds of reference and project (default 7)")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
