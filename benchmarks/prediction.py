@@ -5,18 +5,15 @@
     python benchmarks/prediction.py [--suite S] --from-json FILE   # score a saved results.json
     python benchmarks/prediction.py --suite heldout --out DIR      # keep the measured report
 
-With ``--out``, the catalog suite also writes ``DIR/results-with-step.json``: the report's
-results with the training step added, which ``--from-json`` scores as the run did.
-
 error = |predicted − measured| ÷ measured, for each program's time per call (the first quartile
 of its samples: other work on a shared machine only lengthens a call) and for each kernel of at
 least 50 µs per call (its time from the profiler trace, by the same rule).
 
 ``--suite catalog`` (the default) measures the catalog and its sweeps with ceilings and scores
 every catalog workload and sweep point; its kernels are those of the shipped training step
-(examples/transformer.py, measured here when flax is installed; ``--no-step`` leaves it out),
-or of the catalog where the step is not measured. Targets on the 2-core CPU: ``median_error``
-≤ 0.25, ``kernel_median_error`` ≤ 0.35.
+(examples/transformer.toml, added to the same run when flax is installed and timed first, nearest
+the ceilings; ``--no-step`` leaves it out), or of the catalog where the step is not measured.
+Targets on the 2-core CPU: ``median_error`` ≤ 0.25, ``kernel_median_error`` ≤ 0.35.
 
 The ceilings the predictions rest on are measured in the same run (into a temporary ceilings
 cache: the user's is neither read nor replaced), about 45 s more on a 2-core CPU: the machine's
@@ -42,6 +39,7 @@ category, predicted and measured seconds, the measured spread and the absolute m
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -65,8 +63,8 @@ from roofline_report.results import io as results  # noqa: E402
 
 HELDOUT_CONFIG = REPO / "benchmarks" / "heldout" / "heldout.toml"
 KERNEL_FLOOR_S = SIGNIFICANT_KERNEL_S  # kernels scored: the report's kernel accuracy floor
-STEP_NAME = "transformer training step"
-STEP_RESULTS = "results-with-step.json"  # --out's results.json with the training step added
+STEP_CONFIG = REPO / "examples" / "transformer.toml"
+STEP_NAME = "user:transformer training step"  # its record's name in the results
 WORST_KERNELS = 3  # kernels listed per held-out program: the largest absolute misses
 
 
@@ -209,28 +207,21 @@ def _measure(argv: list[str], keep: str | None, *, cached: bool = False) -> dict
         return results.load(out / "results.json")
 
 
-def _with_step(data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """``data`` with the shipped training step measured here as one more workload (already
-    there in a saved ``results-with-step.json``: then that one)."""
-    saved = [w["name"] for w in data["workloads"] if w.get("name") == f"user:{STEP_NAME}"]
-    if saved:
-        return data, str(saved[0])
-    try:
-        from examples import transformer
-    except ImportError as exc:
-        print(f"training step not measured: {exc}", file=sys.stderr)
-        return data, None
-    import roofline_report
-
-    fn, args = transformer.setup()
-    result = roofline_report.analyze(fn, *args, name=STEP_NAME, quick=False)
-    record = dict(result.record)
-    return {**data, "workloads": [*data["workloads"], record]}, str(record["name"])
+def _step_argv(no_step: bool) -> list[str]:
+    """generate.py's arguments that add the shipped training step to the catalog run (timed
+    first among the workloads, nearest the ceilings), or none without flax or with
+    ``--no-step``."""
+    if no_step:
+        return []
+    if importlib.util.find_spec("flax") is None:
+        print("training step not measured: flax is not installed", file=sys.stderr)
+        return []
+    return ["--config", str(STEP_CONFIG)]
 
 
 def catalog(data: dict[str, Any], step: str | None) -> dict[str, Any]:
     scores = read_scores(data)
-    programs = [s for s in scores if s.name != step]
+    programs = [s for s in scores if s.name != STEP_NAME]  # the step is no catalog program
     kernels_from = [s for s in scores if s.name == step and not s.sweep_point] if step \
         else [s for s in scores if not s.sweep_point]
     print_scores(programs, kernels=False)
@@ -281,12 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             out = heldout(data)
         else:
             data = results.load(ns.from_json) if ns.from_json else \
-                _measure([], ns.out, cached=ns.cached_ceilings)
-            step = None
-            if not ns.no_step:
-                data, step = _with_step(data)
-                if step and ns.out:  # the step's kernels, to read again with --from-json
-                    (Path(ns.out) / STEP_RESULTS).write_text(results.dumps(data))
+                _measure(_step_argv(ns.no_step), ns.out, cached=ns.cached_ceilings)
+            found = any(w.get("name") == STEP_NAME for w in data["workloads"])
+            step = STEP_NAME if found and not ns.no_step else None
             out = catalog(data, step)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from benchmarks.heldout import PROGRAMS
 from roofline_report.config import load_config
 from roofline_report.errors import EXIT_INPUT
 from roofline_report.hlo import ir, shapes
+from roofline_report.results import io as results
 from roofline_report.traces.events import kernel_times, xspace_text
 
 REPO = Path(__file__).resolve().parent.parent
@@ -275,3 +277,47 @@ def test_the_prediction_benchmark_measures_its_ceilings_in_a_cache_of_its_own(
     assert prediction.CACHE_ENV not in os.environ
     with prediction._ceilings_cache(None):
         assert prediction.CACHE_ENV not in os.environ
+
+
+def test_catalog_suite_scores_the_training_step_of_a_saved_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A saved run holding the training step (a run of examples/transformer.toml beside the
+    catalog) scores its kernels, and never counts it among the catalog's programs."""
+    data = results.load(FIXTURES / "cpu_results.json")
+    timed = [w for w in data["workloads"] if (w.get("kernel_timing") or {}).get("available")]
+    assert timed, "the fixture holds a workload with traced kernels"
+    renamed = {**timed[0], "name": prediction.STEP_NAME}
+    data["workloads"] = [renamed if w is timed[0] else w for w in data["workloads"]]
+    saved = tmp_path / "results.json"
+    saved.write_text(results.dumps(data), encoding="utf-8")
+    assert prediction.main(["--from-json", str(saved)]) == 0
+    with_step = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert prediction.main(["--from-json", str(saved), "--no-step"]) == 0
+    without = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert with_step["kernels_of"] == prediction.STEP_NAME
+    assert without["kernels_of"] == "the catalog"
+    assert with_step["points"] == without["points"]  # the step is no catalog program either way
+
+
+def test_a_run_times_the_users_programs_first_and_keeps_the_catalogs_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from roofline_report.observe import run as run_mod
+
+    timed: list[str] = []
+
+    def fake_measure(w: Any, **_k: Any) -> dict[str, Any]:
+        timed.append(w.title)
+        return {"name": w.title}
+
+    catalog = [SimpleNamespace(title="a", sweep=None), SimpleNamespace(title="b", sweep=None)]
+    monkeypatch.setattr(run_mod, "catalog", lambda: catalog)
+    monkeypatch.setattr(run_mod, "measure_workload", fake_measure)
+    monkeypatch.setattr(run_mod.results_mod, "validate", lambda *_a, **_k: None)
+    options = run_mod.RunOptions(quick=True, ceilings=False, sweeps=False, sharding=False,
+                                 experiments=False,
+                                 user_workloads=(SimpleNamespace(title="mine", sweep=None),))  # type: ignore[arg-type]
+    out = run_mod.run(options)
+    assert timed == ["mine", "a", "b"]
+    assert [w["name"] for w in out["workloads"]] == ["a", "b", "mine"]
