@@ -91,7 +91,7 @@ def _batched_points(entry: dict[str, Any], fn: Callable[..., Any], dtype: str, p
     sizes do. A side that fails is left out."""
     import jax
 
-    timed: list[tuple[dict[str, Any], Any, tuple[Any, ...]]] = []
+    timed: list[Rough] = []
     for n in plan.batch_sides:
         if plan.matmul_sizes and n >= min(plan.matmul_sizes):
             continue  # the sweep times this side alone
@@ -99,8 +99,7 @@ def _batched_points(entry: dict[str, Any], fn: Callable[..., Any], dtype: str, p
         try:
             args = _matmul_operands(n, dtype, batch)
             _, compiled, _, _ = timing.measure_compile(jax.jit(fn), args)
-            rough = timing.time_jitted(compiled, args, quick=True, samples=plan.sweep_samples,
-                                       min_sample_seconds=plan.sweep_min_sample_s)
+            rough = _rough(compiled, args, plan)
         except Exception:
             continue
         flops = 2 * batch * n**3
@@ -109,27 +108,35 @@ def _batched_points(entry: dict[str, Any], fn: Callable[..., Any], dtype: str, p
         timed.append((point, compiled, args))
     entry["by_size"] = sorted([*entry["by_size"], *(p for p, _, _ in timed)],
                               key=lambda p: p["flops"] / p.get("batch", 1))
-    if again is None or not timed:
-        return
-
-    def second() -> None:
-        for point, compiled, args in timed:
-            try:
-                rough = timing.time_jitted(compiled, args, quick=True,
-                                           samples=plan.sweep_samples,
-                                           min_sample_seconds=plan.sweep_min_sample_s)
-            except Exception:  # the first timing stands
-                continue
-            point["value"] = max(point["value"], fastest_rate(int(point["flops"]), rough))
-        timed.clear()
-
-    again.append(second)
+    if again is not None and timed:
+        again.append(lambda: _rough_again(timed, plan))
 
 
 def _compute_entry(name: str, op: str, dtype: str, precision: str) -> dict[str, Any]:
     return {"name": name, "op": op, "precision": precision, "dtype": dtype, "value": None,
             "unit": "FLOP/s", "kind": Kind.MEASURED.value, "available": False, "reason": "",
             "size": None, "flops_per_call": None, "timing": None, "by_size": [], "rounds": []}
+
+
+Rough = tuple[dict[str, Any], Any, tuple[Any, ...]]  # a by-size point, its kernel, its args
+
+
+def _rough(compiled: Any, args: tuple[Any, ...], plan: Plan) -> Timing:
+    """A rough timing of one size: the sweep's few short samples."""
+    return timing.time_jitted(compiled, args, quick=True, samples=plan.sweep_samples,
+                              min_sample_seconds=plan.sweep_min_sample_s)
+
+
+def _rough_again(points: list[Rough], plan: Plan) -> None:
+    """Time each by-size point once more, each keeping its faster rate (a failed timing leaves
+    the first standing), then forget them."""
+    for point, compiled, args in points:
+        try:
+            again = _rough(compiled, args, plan)
+        except Exception:
+            continue
+        point["value"] = max(point["value"], fastest_rate(int(point["flops"]), again))
+    points.clear()
 
 
 def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int, ...],
@@ -153,7 +160,7 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
     name = entry["name"]
     best: tuple[float, int, Any, tuple[Any, ...]] | None = None
     stopped = ""
-    roughs: list[tuple[dict[str, Any], Any, tuple[Any, ...]]] = []  # each size, to time again
+    roughs: list[Rough] = []  # each size, to time again
     for n in sizes:
         try:
             args = operands(n)
@@ -161,13 +168,7 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
             if len(sizes) == 1:  # nothing to choose between
                 best = (0.0, n, compiled, args)
                 break
-            rough = timing.time_jitted(
-                compiled,
-                args,
-                quick=True,
-                samples=plan.sweep_samples,
-                min_sample_seconds=plan.sweep_min_sample_s,
-            )
+            rough = _rough(compiled, args, plan)
         except Exception as exc:
             stopped = f"n={n} failed ({failure_reason(exc)})"
             break
@@ -208,16 +209,7 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
     say(f"{name} n={n}: {entry['value'] / 1e9:.3g} GFLOP/s")
     if again is not None:
         def second() -> None:
-            for point, sized, sized_args in roughs:
-                try:
-                    rough_again = timing.time_jitted(
-                        sized, sized_args, quick=True, samples=plan.sweep_samples,
-                        min_sample_seconds=plan.sweep_min_sample_s)
-                except Exception:  # the first timing of the size stands
-                    continue
-                point["value"] = max(point["value"],
-                                     fastest_rate(int(point["flops"]), rough_again))
-            roughs.clear()
+            _rough_again(roughs, plan)
             try:
                 later = final()
             except Exception:  # the first round stands alone
