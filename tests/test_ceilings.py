@@ -537,3 +537,28 @@ def test_each_matmul_size_keeps_its_faster_of_two_rounds(monkeypatch: pytest.Mon
     # 32 was twice as fast the second time and keeps that; 64 was slower and keeps its first.
     assert [p["value"] for p in entry["by_size"]] == [2 * 32**3 / 4e-6, 2 * 64**3 / 20e-6]
     assert calls == {32: 2, 64: 2}
+
+
+# ------------------------------------------------------------------------------ page faults
+
+
+def test_a_fresh_output_past_the_mmap_threshold_pays_its_page_faults() -> None:
+    from roofline_report.observe.ceilings import page_faults
+
+    entry = page_faults.page_fault_entry(TINY, lambda _m: None)
+    pages = entry["bytes"] / entry["page_bytes"]
+    assert entry["faults_per_call"] >= page_faults.MIN_FAULT_SHARE * pages, entry["reason"]
+    assert entry["available"] and 1e-9 < entry["value"] < 1e-4
+    assert entry["timing"] and entry["timing_in_place"]
+
+
+def test_an_allocator_that_keeps_the_memory_gives_no_page_fault_cost(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from roofline_report.observe.ceilings import page_faults
+
+    monkeypatch.setattr(page_faults, "_minor_faults", lambda: 7)  # no fault ever counted
+    entry = page_faults.page_fault_entry(TINY, lambda _m: None, fresh_bytes=4 * MiB)
+    assert not entry["available"] and entry["value"] is None
+    assert entry["faults_per_call"] == 0 and "keeps the memory" in entry["reason"]
+    assert ceilings.plan_for("cpu", quick=True, cache_bytes=None, free_bytes=None).page_faults
+    assert not ceilings.plan_for("gpu", quick=True, cache_bytes=None, free_bytes=None).page_faults

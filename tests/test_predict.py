@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from roofline_report.analysis import predict
@@ -475,3 +477,55 @@ def test_a_products_rate_by_size_loses_the_dispatch_floor() -> None:
     ceilings["compute"][0]["by_size"][0]["value"] = small / 15e-6  # type: ignore[index]
     only = measured(ceilings)
     assert only is not None and [f for f, _ in only.compute[0].by_flops] == [large]
+
+
+def test_fresh_pages_go_to_the_first_fresh_writes_of_a_large_program() -> None:
+    from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES, fresh_pages, temp_bytes
+
+    kernels = [{"bytes_written": 24 * MiB}, {"bytes_written": 8 * MiB, "in_place": True},
+               {"bytes_written": 16 * MiB}, {"bytes_written": 4 * MiB, "charged": False},
+               {"bytes_written": 16 * MiB}]
+    # Temporaries under glibc's largest mmap threshold are reused: no fresh page.
+    assert fresh_pages(kernels, FRESH_ABOVE_BYTES - 1) == [0.0] * 5
+    assert fresh_pages(kernels, None) == [0.0] * 5
+    # 36 MiB of temporaries: the first 24 MiB written, then 12 of the next 16 MiB; writes in
+    # place and branches not charged take none.
+    assert fresh_pages(kernels, 36 * MiB) == [24 * MiB / 4096, 0.0, 12 * MiB / 4096, 0.0, 0.0]
+    record = {"memory": {"available": True, "values": {"temp_size_in_bytes": 36 * MiB}}}
+    assert temp_bytes(record) == 36 * MiB
+    assert temp_bytes({"memory": {"available": False, "reason": "x"}}) is None
+
+
+def test_page_faults_are_charged_once_a_call_and_merge_in_the_program() -> None:
+    from roofline_report.analysis.roofs import PAGE_FAULT
+
+    roofs = RoofSet("this machine", M, ROOFS.compute, ROOFS.bandwidth,
+                    (*ROOFS.floors, Floor(PAGE_FAULT, 1e-6, M, "")), ROOFS.rates)
+    kernel = {"flops": 0, "bytes_read": 4096, "bytes_written": 4096, "trips": 4}
+    plain = predict.predict_kernel(kernel, "float32", roofs)
+    faulted = predict.predict_kernel(kernel, "float32", roofs, fresh_pages=500)
+    assert plain is not None and faulted is not None
+    # 500 pages at 1 µs, once a call however many trips the loop runs.
+    assert term(faulted, "page faults") == pytest.approx(500e-6)
+    assert faulted.seconds == pytest.approx(plain.seconds + 500e-6)
+    assert faulted.binding.label == "page faults" and faulted.binding.roof == PAGE_FAULT
+    # No floor measured (a GPU, another allocator): nothing charged.
+    assert predict.predict_kernel(kernel, "float32", ROOFS, fresh_pages=500) == \
+        predict.predict_kernel(kernel, "float32", ROOFS)
+    other = predict.predict_kernel(kernel, "float32", roofs, fresh_pages=300)
+    assert other is not None
+    program = predict.predict_program([faulted, other], roofs)
+    assert program is not None
+    # Both kernels bound by their page faults: one program term, each kernel's whole time.
+    (faults,) = [t for t in program.terms if t.name == "page faults"]
+    assert faults.seconds == pytest.approx(faulted.seconds + other.seconds)
+    # Terms of one roof merge whatever their details: a pattern term's detail is its own.
+    pattern = predict.Term("pattern", "pattern", 1e-3, "transpose float32", M, "transpose")
+    merged = predict.predict_program([
+        predict.Prediction(1e-3, (pattern,), pattern, 0, 0, "", "L2", ()),
+        predict.Prediction(2e-3, (replace(pattern, detail="other"),),
+                           replace(pattern, detail="other", seconds=2e-3), 0, 0, "", "L2", ())],
+        roofs)
+    assert merged is not None
+    (both,) = [t for t in merged.terms if t.group == "pattern"]
+    assert both.seconds == pytest.approx(3e-3) and both.detail == ""

@@ -218,3 +218,35 @@ def test_savings_that_sum_past_the_programs_gap_say_they_do_not_add_up(
     for k in scan["kernel_timing"]["kernels"]:  # every kernel at its roof or faster
         k["span_s"] = k["busy_s"] = k["share_s"] = [1e-9] * len(k["span_s"])
     assert "These savings do not add up" not in section(data)
+
+
+def test_a_program_with_large_temporaries_pays_its_page_faults(
+        with_kernels: dict[str, Any]) -> None:
+    from roofline_report.analysis.analyse import analyse
+    from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES
+
+    data = copy.deepcopy(with_kernels)
+    data["ceilings"]["page_fault"] = {"available": True, "value": 1e-6, "page_bytes": 4096,
+                                      "bytes": 64 << 20, "faults_per_call": 16384.0}
+    scan = next(w for w in data["workloads"] if w["name"] == "scan")
+    before = analyse(data).program("scan")
+    written = sum(k["bytes_written"] for k in scan["kernels"]["kernels"]
+                  if not k.get("in_place"))
+    temp = max(FRESH_ABOVE_BYTES, written // 2)  # past the threshold, under the fresh writes
+    scan["memory"] = {"available": True, "reason": "",
+                      "values": {"temp_size_in_bytes": temp}}
+    results.validate(data)
+    after = analyse(data).program("scan")
+    assert before is not None and after is not None
+    assert before.prediction is not None and after.prediction is not None
+    assert after.kernels is not None and after.kernels.fresh_pages > 0
+    pages = after.kernels.fresh_pages
+    kernels = len(scan["kernels"]["kernels"])  # each kernel's pages rounded up
+    assert min(temp, written) / 4096 <= pages <= min(temp, written) / 4096 + kernels
+    # The program's prediction is its kernels': the faults appear once, at 1 µs a page.
+    assert after.prediction.seconds - before.prediction.seconds == pytest.approx(pages * 1e-6)
+    md = render.render(data).markdown
+    assert "Its temporary buffers (" in md and "pages a call" in md
+    # Under the threshold nothing is charged and nothing said.
+    scan["memory"]["values"]["temp_size_in_bytes"] = FRESH_ABOVE_BYTES - 1
+    assert "Its temporary buffers (" not in render.render(data).markdown

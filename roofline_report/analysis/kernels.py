@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_report.analysis import explain, predict
+from roofline_report.analysis.fresh_pages import fresh_pages, temp_bytes
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.records import (
     Category,
@@ -27,7 +28,7 @@ from roofline_report.analysis.records import (
     Opportunity,
     TraceSummary,
 )
-from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
 from roofline_report.analysis.stats import median, own_time, quartiles
 from roofline_report.hlo.kernel_cost import MOVEMENT
 from roofline_report.hlo.kernels import reconcile_kernels
@@ -167,8 +168,11 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
     trace = trace_summary(timing) if timed else None
     times = {str(k["name"]): k for k in timing.get("kernels", [])} if trace else {}
     dtype = str(w.get("dtype", ""))
-    rows = [_row(k, times.get(str(k["name"])), dtype, roofs, trace) for k in
-            inventory["kernels"]]
+    listed = list(inventory["kernels"])
+    temp = temp_bytes(w) if backend == "cpu" else None
+    pages = fresh_pages(listed, temp)
+    rows = [_row(k, times.get(str(k["name"])), dtype, roofs, trace, fresh)
+            for k, fresh in zip(listed, pages, strict=True)]
     total = sum(r.seconds or 0.0 for r in rows)
     peak = max((c.value for c in roofs.compute), default=None)
     rows = [_with_share(r, total, peak) for r in rows]
@@ -180,13 +184,15 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
         categories=categories, opportunities=_opportunities(rows, categories, total),
         trace=trace, trace_reason=reason, roofs=roofs,
         reconciliation=reconcile_kernels(inventory, w.get("hlo_count")),
-        notes=tuple(str(n) for n in inventory.get("notes", [])))
+        notes=tuple(str(n) for n in inventory.get("notes", [])),
+        fresh_pages=sum(pages) if roofs.floor(PAGE_FAULT) is not None else 0.0,
+        temp_bytes=temp)
 
 
 def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,
-         trace: TraceSummary | None) -> KernelRow:
+         trace: TraceSummary | None, fresh: float = 0.0) -> KernelRow:
     trips = int(k["trips"])
-    prediction = predict.predict_kernel(k, dtype, roofs)
+    prediction = predict.predict_kernel(k, dtype, roofs, fresh)
     seconds = busy = None
     spread = None
     launches = None

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from roofline_report.analysis.patterns import pattern_time
-from roofline_report.analysis.roofs import SPLIT_LAUNCH, RoofSet
+from roofline_report.analysis.roofs import PAGE_FAULT, SPLIT_LAUNCH, RoofSet
 from roofline_report.config.spec import DTYPES
 from roofline_report.hlo.shapes import dtype_bits
 from roofline_report.kinds import Kind
@@ -360,10 +360,12 @@ def _bound(terms: tuple[Term, ...]) -> tuple[float, Term]:
     return work + sum(seconds for seconds, _ in overhead), binding
 
 
-def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Prediction | None:
+def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
+                   fresh_pages: float = 0.0) -> Prediction | None:
     """A kernel's time per call of its program: trips × (max(compute, memory, pattern) +
-    launch) + split launch (once per call, not per trip), each term per call; None when the
-    roofs lack a compute or a bandwidth roof."""
+    launch) + split launch and ``fresh_pages`` page faults (once per call, not per trip;
+    :mod:`~roofline_report.analysis.fresh_pages`), each term per call; None when the roofs
+    lack a compute or a bandwidth roof."""
     f = kernel_facts(k, dtype)
     one = _launch(f, roofs)
     if one is None:
@@ -382,6 +384,10 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Predicti
         # Per launch here, scaled by trips below: one split launch per call of the program.
         terms.append(Term(SPLIT_LAUNCH, "overhead", split.seconds / trips, split.name,
                           split.kind))
+    fault = roofs.floor(PAGE_FAULT) if fresh_pages > 0 else None
+    if fault is not None:
+        terms.append(Term("page faults", "overhead", fresh_pages * fault.seconds / trips,
+                          fault.name, fault.kind))
     seconds, binding = _bound(tuple(terms))
     scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)
                    for t in terms)
@@ -402,13 +408,17 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet) -> Prediction | N
     taken to run one after another): each kernel's time charged to its binding term."""
     if not kernels:
         return None
-    charged: dict[tuple[str, Group, str, Kind, str], float] = {}
+    charged: dict[tuple[str, Group, str, Kind], float] = {}
+    details: dict[tuple[str, Group, str, Kind], set[str]] = {}
     for p in kernels:
         b = p.binding
-        key = (b.name, b.group, b.roof, b.kind, b.detail)
+        key = (b.name, b.group, b.roof, b.kind)
         charged[key] = charged.get(key, 0.0) + p.seconds
-    terms = [Term(name, group, seconds, roof, kind, detail)
-             for (name, group, roof, kind, detail), seconds in charged.items()]
+        details.setdefault(key, set()).add(b.detail)
+    # A detail of one kernel's (its pattern, its pages) stays where every kernel shares it.
+    terms = [Term(name, group, seconds, roof, kind,
+                  next(iter(details[key])) if len(details[key]) == 1 else "")
+             for key, seconds in charged.items() for name, group, roof, kind in (key,)]
     dispatch = _dispatch(roofs)
     if dispatch is not None:
         terms.append(dispatch)

@@ -241,6 +241,10 @@ class KernelTable:
     roofs: RoofSet
     reconciliation: Mapping[str, Any]
     notes: tuple[str, ...] = ()
+    # Pages the kernels fault on fresh memory per call, and the temporaries that make them
+    # fresh (see analysis.fresh_pages); 0 and None where none are charged.
+    fresh_pages: float = 0.0
+    temp_bytes: int | None = None
 
     @property
     def savers(self) -> tuple[KernelRow, ...]:

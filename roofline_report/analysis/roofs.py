@@ -97,6 +97,7 @@ class BandwidthRoof:
 
 
 SPLIT_LAUNCH = "split launch"  # the floor a kernel split across worker threads adds
+PAGE_FAULT = "page fault"  # a first write to a fresh page of memory, per page
 FRESH = "write-new"  # the sweep kernel that writes a fresh output once per call
 STREAM = " stream"  # the streaming ceilings on huge-page arrays past the last-level cache
 
@@ -343,6 +344,12 @@ def measured(ceilings: Mapping[str, Any],
         floors.append(Floor(SPLIT_LAUNCH, seconds, Kind.MEASURED,
                             "measured: a kernel split across worker threads less the same "
                             "kernel one row smaller, run on one"))
+    fault = ceilings.get("page_fault") or {}
+    seconds = _positive(fault.get("value")) if fault.get("available") else None
+    if seconds is not None:
+        floors.append(Floor(PAGE_FAULT, seconds, Kind.MEASURED,
+                            "measured: a fresh output's first write, less the same write in "
+                            "place, per page faulted"))
     rates = []
     for e in ceilings.get("rates", []):
         value = _positive(e.get("value")) if e.get("available") else None

@@ -4,6 +4,7 @@ levels and operation rates, and every timed program placed on its roofline.
 
 from __future__ import annotations
 
+from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import Block, Cell, Note, Section, Status, text
 from roofline_report.report.format import Num, plural
@@ -123,7 +124,10 @@ MODEL_TEXT = (
     "kernels of trips × (max(compute, memory) + launch) + the dispatch floor of one call, "
     "where a kernel's launch is the launch floor, plus the split-launch floor once per call for "
     "a kernel the compiler splits across worker threads (a loop's later trips find the workers "
-    "awake), and a "
+    "awake), and, in a CPU program whose temporary buffers reach "
+    f"{FRESH_ABOVE_BYTES >> 20} MiB (past which glibc maps them afresh on every call), a page "
+    "fault for each fresh page its writes reach first "
+    "(the kernels' fresh writes in program order until they cover the temporaries); a "
     "kernel's compute charges matrix-product flops to the matmul roof of its dtype at the "
     "product's size (that of the square product with its flops per byte; a convolution whose "
     "windows tile its input, as a patch embedding's do, is such a product), other "

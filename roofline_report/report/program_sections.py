@@ -234,6 +234,8 @@ def _kernel_cells(r: Mapping[str, Any]) -> tuple[Cell, ...]:
 
 def _kernel_workload(vm: VM, k: Mapping[str, Any]) -> Section:
     body: list[Block] = [p(k["summary"], " ", *(k["coverage"] or (k["unavailable"],)))]
+    if k["faults"]:
+        body.append(p(*k["faults"]))
     if k["opportunities"]:
         body.append(p(Strong("Largest opportunities"), " (time each could save per call: "
                       "measured minus predicted at its roof):"))

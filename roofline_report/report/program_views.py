@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_report.analysis.analyse import SEED_NAME
+from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES
 from roofline_report.analysis.kernels import (
     DEVICE_EVENT,
     DEVICE_SHARED,
@@ -28,7 +29,7 @@ from roofline_report.analysis.records import (
     Program,
     TraceSummary,
 )
-from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.report import figures as figs
 from roofline_report.report import meta
@@ -237,6 +238,7 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
     return {
         "title": p.title, "user": p.user, "anchor": meta.workload_anchor(p.name),
         "summary": summary,
+        "faults": _faults(table),
         "coverage": _coverage(t, table.roofs) if t is not None else (),
         "unavailable": "" if t else f"Per-kernel times not available: {table.trace_reason}.",
         "rows": rows[:KERNEL_ROWS], "rest": rows[KERNEL_ROWS:],
@@ -254,6 +256,20 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
         "reconciliation": _kernel_reconciliation(table.reconciliation),
         "figure": figure.name if figure is not None else None, "figure_out": figure,
     }
+
+
+def _faults(table: KernelTable) -> tuple[Inline, ...]:
+    """What fresh pages cost the program each call, where its kernels are charged any."""
+    fault = table.roofs.floor(PAGE_FAULT)
+    if not table.fresh_pages or fault is None or not table.temp_bytes:
+        return ()
+    return ("Its temporary buffers (", n(table.temp_bytes, "B", Kind.COMPILER_ESTIMATE),
+            f") reach {FRESH_ABOVE_BYTES >> 20} MiB ({format_si(FRESH_ABOVE_BYTES, 'B')}: "
+            "glibc's largest mmap threshold), past which the C allocator maps them afresh on "
+            "every call, so its kernels' first "
+            "writes fault on ", count(table.fresh_pages, P), " pages a call: ",
+            n(table.fresh_pages * fault.seconds, "s", P), " at the measured ",
+            n(fault.seconds, "s", M), " a page, charged to the kernels that write first.")
 
 
 def _savings_note(p: Program, table: KernelTable) -> tuple[str | Num, ...]:

@@ -278,11 +278,13 @@ def _ceiling_rows(c: Mapping[str, Any]) -> list[dict[str, Any]]:
                          "value": n(e.get("value"), unit, Kind.MEASURED),
                          "available": bool(e.get("available")), "reason": e.get("reason", ""),
                          "unstable": _unstable(e)})
-    for key, name in (("launch", "one more kernel in a program"),
-                      ("split_launch", "a kernel split across worker threads, more")):
+    for key, group, name in (
+            ("launch", "launch", "one more kernel in a program"),
+            ("split_launch", "launch", "a kernel split across worker threads, more"),
+            ("page_fault", "page fault", "a first write to a fresh page of memory")):
         floor = c.get(key) or {}
         if floor:
-            rows.append({"group": "launch", "name": name,
+            rows.append({"group": group, "name": name,
                          "value": n(floor.get("value"), "s", Kind.MEASURED),
                          "available": bool(floor.get("available")),
                          "reason": floor.get("reason", ""), "unstable": _unstable(floor)})

@@ -12,6 +12,7 @@ from pydantic import Field
 from roofline_report.results.schema_base import (
     AtLeastOne,
     Count,
+    NonNeg,
     Pos,
     PosInt,
     Record,
@@ -191,6 +192,18 @@ class SplitLaunchCeiling(TimeFloor):
     timing_unsplit: Timing | None = None
 
 
+class PageFaultCeiling(TimeFloor):
+    """Seconds per page on a fresh output's first write (CPU): a kernel writing a fresh
+    ``bytes`` output each call less the same kernel writing in place, over the minor page
+    faults counted per fresh call."""
+
+    page_bytes: PosInt | None = None
+    bytes: PosInt
+    faults_per_call: NonNeg | None = None
+    timing: Timing | None = None  # the fresh output's calls
+    timing_in_place: Timing | None = None
+
+
 class CeilingsOrigin(Record):
     """Where a run's ceilings came from: measured in the run (``cached`` False) or reused from
     the ceilings cache, when they were measured (UTC, as ``generator.measured_at``), the digest
@@ -217,4 +230,5 @@ class Ceilings(Record):
     rates: list[RateCeiling] = []
     launch: LaunchCeiling | None = None
     split_launch: SplitLaunchCeiling | None = None
+    page_fault: PageFaultCeiling | None = None
     origin: CeilingsOrigin | None = None  # None: measured in the run (files before the cache)

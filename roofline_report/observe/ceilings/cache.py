@@ -51,7 +51,7 @@ from roofline_report.errors import reason
 from roofline_report.results import io as results_io
 from roofline_report.results import schema
 
-CACHE_FORMAT = 7  # the layout and the rates of a cache file; a change makes every older file a miss
+CACHE_FORMAT = 8  # the layout and the rates of a cache file; a change makes every older file a miss
 # (2: the sqrt and rsqrt rates are measured; 5: what splitting a kernel across threads adds;
 # 6: each compute size timed in both rounds)
 ENV_VAR = "ROOFLINE_REPORT_CACHE"

@@ -19,7 +19,8 @@ streaming ceilings take their samples in two rounds, one before and one after th
 one window of a few seconds, rarely of two a minute apart.
 
 The parts: :mod:`.compute` (matmuls and convolutions), :mod:`.streams` (the streaming kernels,
-on huge pages), :mod:`.dispatch` (the dispatch and launch floors), :mod:`.host` (the CPU's caches
+on huge pages), :mod:`.dispatch` (the dispatch and launch floors), :mod:`.page_faults` (a first
+write to a fresh page), :mod:`.host` (the CPU's caches
 and the free memory) and :mod:`.sampling` (the fastest-sample rate and the rounds); this module
 plans a run (:func:`plan_for`) and runs it (:func:`measure_ceilings`).
 
@@ -41,6 +42,7 @@ from roofline_report.observe import timer as timing
 from roofline_report.observe.ceilings import compute as compute_ceilings
 from roofline_report.observe.ceilings import dispatch as dispatch_ceilings
 from roofline_report.observe.ceilings import host
+from roofline_report.observe.ceilings import page_faults as page_fault_ceilings
 from roofline_report.observe.ceilings import patterns as pattern_ceilings
 from roofline_report.observe.ceilings import rates as rate_ceilings
 from roofline_report.observe.ceilings import streams as stream_ceilings
@@ -88,6 +90,8 @@ class Plan:
     # What splitting a kernel across worker threads adds (XLA:CPU splits loop kernels).
     split_launch: bool = False
     conv_sizes: tuple[int, ...] = ()  # image sides of the convolution roof; () measures none
+    # The cost of a first write to a fresh page (CPU: see :mod:`.page_faults`).
+    page_faults: bool = False
     # Sides of the small square products timed as a batch in one call (a product too small to
     # time alone is mostly dispatch), ``batch_flops`` a call; () measures none.
     batch_sides: tuple[int, ...] = ()
@@ -147,6 +151,7 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         patterns=pattern_ceilings.pattern_plan(backend, quick=quick),
         launch=True,
         split_launch=backend == "cpu",
+        page_faults=backend == "cpu",
         conv_sizes=conv,
         batch_sides=batch_sides,
         batch_flops=batch_flops,
@@ -202,6 +207,8 @@ def measure_ceilings(
         extra["launch"] = dispatch_ceilings.launch_entry(plan, say)
     if plan.split_launch:
         extra["split_launch"] = dispatch_ceilings.split_launch_entry(plan, say)
+    if plan.page_faults:
+        extra["page_fault"] = page_fault_ceilings.page_fault_entry(plan, say)
     for _ in range(1, ROUNDS):
         for timed_again in again:
             timed_again()
