@@ -169,13 +169,13 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
     times = {str(k["name"]): k for k in timing.get("kernels", [])} if trace else {}
     dtype = str(w.get("dtype", ""))
     listed = list(inventory["kernels"])
-    temp = temp_bytes(w) if backend == "cpu" else None
+    # Fresh pages cost only where the CPU's page fault was measured.
+    temp = temp_bytes(w) if backend == "cpu" and roofs.floor(PAGE_FAULT) is not None else None
     pages = fresh_pages(listed, temp)
     rows = [_row(k, times.get(str(k["name"])), dtype, roofs, trace, fresh)
             for k, fresh in zip(listed, pages, strict=True)]
     total = sum(r.seconds or 0.0 for r in rows)
-    peak = max((c.value for c in roofs.compute), default=None)
-    rows = [_with_share(r, total, peak) for r in rows]
+    rows = [_with_share(r, total, roofs.highest_compute) for r in rows]
     rows.sort(key=lambda r: (-(r.seconds or 0.0), -r.flops, r.name))
     categories = _categories(rows, total)
     reason = "" if trace else str(timing.get("reason", "the workload was not traced"))
@@ -185,8 +185,7 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
         trace=trace, trace_reason=reason, roofs=roofs,
         reconciliation=reconcile_kernels(inventory, w.get("hlo_count")),
         notes=tuple(str(n) for n in inventory.get("notes", [])),
-        fresh_pages=sum(pages) if roofs.floor(PAGE_FAULT) is not None else 0.0,
-        temp_bytes=temp)
+        fresh_pages=sum(pages), temp_bytes=temp)
 
 
 def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,

@@ -415,10 +415,12 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet) -> Prediction | N
         key = (b.name, b.group, b.roof, b.kind)
         charged[key] = charged.get(key, 0.0) + p.seconds
         details.setdefault(key, set()).add(b.detail)
-    # A detail of one kernel's (its pattern, its pages) stays where every kernel shares it.
-    terms = [Term(name, group, seconds, roof, kind,
-                  next(iter(details[key])) if len(details[key]) == 1 else "")
-             for key, seconds in charged.items() for name, group, roof, kind in (key,)]
+    terms = []
+    for key, seconds in charged.items():
+        name, group, roof, kind = key
+        # A detail (a pattern's) stays only where every kernel of the term shares it.
+        shared = next(iter(details[key])) if len(details[key]) == 1 else ""
+        terms.append(Term(name, group, seconds, roof, kind, shared))
     dispatch = _dispatch(roofs)
     if dispatch is not None:
         terms.append(dispatch)

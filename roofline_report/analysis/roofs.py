@@ -98,6 +98,14 @@ class BandwidthRoof:
 
 SPLIT_LAUNCH = "split launch"  # the floor a kernel split across worker threads adds
 PAGE_FAULT = "page fault"  # a first write to a fresh page of memory, per page
+# The floors measured apart from the dispatch: (ceilings key, floor name, provenance).
+_MEASURED_FLOORS = (
+    ("launch", "launch", "measured: one more kernel inside a program"),
+    ("split_launch", SPLIT_LAUNCH, "measured: a kernel split across worker threads less the "
+     "same kernel one row smaller, run on one"),
+    ("page_fault", PAGE_FAULT, "measured: a fresh output's first write, less the same write "
+     "in place, per page faulted"),
+)
 FRESH = "write-new"  # the sweep kernel that writes a fresh output once per call
 STREAM = " stream"  # the streaming ceilings on huge-page arrays past the last-level cache
 
@@ -224,6 +232,11 @@ class RoofSet:
         return roof.value if roof else None
 
     @property
+    def highest_compute(self) -> float | None:
+        """The highest compute roof of any dtype or operation: no kernel runs faster."""
+        return max((c.value for c in self.compute), default=None)
+
+    @property
     def memory_bandwidth(self) -> float | None:
         roof = self.bandwidth_for(None)
         return roof.value if roof else None
@@ -333,23 +346,11 @@ def measured(ceilings: Mapping[str, Any],
     if pipelined is not None:
         floors.append(Floor("dispatch enqueued", pipelined, Kind.MEASURED,
                             "measured: one tiny call among many enqueued, blocked once"))
-    launch = ceilings.get("launch") or {}
-    seconds = _positive(launch.get("value")) if launch.get("available") else None
-    if seconds is not None:
-        floors.append(Floor("launch", seconds, Kind.MEASURED,
-                            "measured: one more kernel inside a program"))
-    split = ceilings.get("split_launch") or {}
-    seconds = _positive(split.get("value")) if split.get("available") else None
-    if seconds is not None:
-        floors.append(Floor(SPLIT_LAUNCH, seconds, Kind.MEASURED,
-                            "measured: a kernel split across worker threads less the same "
-                            "kernel one row smaller, run on one"))
-    fault = ceilings.get("page_fault") or {}
-    seconds = _positive(fault.get("value")) if fault.get("available") else None
-    if seconds is not None:
-        floors.append(Floor(PAGE_FAULT, seconds, Kind.MEASURED,
-                            "measured: a fresh output's first write, less the same write in "
-                            "place, per page faulted"))
+    for key, name, provenance in _MEASURED_FLOORS:
+        entry = ceilings.get(key) or {}
+        seconds = _positive(entry.get("value")) if entry.get("available") else None
+        if seconds is not None:
+            floors.append(Floor(name, seconds, Kind.MEASURED, provenance))
     rates = []
     for e in ceilings.get("rates", []):
         value = _positive(e.get("value")) if e.get("available") else None

@@ -264,10 +264,11 @@ def _faults(table: KernelTable) -> tuple[Inline, ...]:
     if not table.fresh_pages or fault is None or not table.temp_bytes:
         return ()
     return ("Its temporary buffers (", n(table.temp_bytes, "B", Kind.COMPILER_ESTIMATE),
-            f") reach {FRESH_ABOVE_BYTES >> 20} MiB ({format_si(FRESH_ABOVE_BYTES, 'B')}: "
-            "glibc's largest mmap threshold), past which the C allocator maps them afresh on "
-            "every call, so its kernels' first "
-            "writes fault on ", count(table.fresh_pages, P), " pages a call: ",
+            ") reach ", n(FRESH_ABOVE_BYTES, "B", Kind.HYPOTHETICAL),
+            f" ({FRESH_ABOVE_BYTES >> 20} MiB, glibc's largest mmap threshold, assumed of the C "
+            "allocator), past which "
+            "it maps them afresh on every call, so its kernels' first writes fault on ",
+            count(table.fresh_pages, P), " pages a call: ",
             n(table.fresh_pages * fault.seconds, "s", P), " at the measured ",
             n(fault.seconds, "s", M), " a page, charged to the kernels that write first.")
 

@@ -53,7 +53,8 @@ from roofline_report.results import schema
 
 CACHE_FORMAT = 8  # the layout and the rates of a cache file; a change makes every older file a miss
 # (2: the sqrt and rsqrt rates are measured; 5: what splitting a kernel across threads adds;
-# 6: each compute size timed in both rounds)
+# 6: each compute size timed in both rounds; 7: small products timed as batches; 8: the cost of
+# a page fault)
 ENV_VAR = "ROOFLINE_REPORT_CACHE"
 APP = "roofline-report"
 FOLDER = "ceilings"
