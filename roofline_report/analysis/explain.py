@@ -34,7 +34,7 @@ from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.records import KernelRow
 from roofline_report.analysis.stats import Stats
 from roofline_report.backends import Backend
-from roofline_report.report.format import decimal, miss_text, percent_text
+from roofline_report.text import decimal, miss_text, percent_text
 from roofline_report.units import format_si
 
 OFF = 2.0  # a prediction this many times the measured time, or a measured time this many

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline_report.report.format import decimal, percent_text
+from roofline_report.text import decimal, percent_text
 from roofline_report.units import format_si
 
 DROP = 0.6  # a point under 60% of the level's best rate leaves the level

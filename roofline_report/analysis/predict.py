@@ -55,8 +55,8 @@ from roofline_report.analysis.roofs import PAGE_FAULT, SPLIT_LAUNCH, RoofSet
 from roofline_report.config.spec import DTYPES
 from roofline_report.hlo.shapes import dtype_bits
 from roofline_report.kinds import Kind
-from roofline_report.report.format import count as count_of
-from roofline_report.report.format import plural
+from roofline_report.text import count as count_of
+from roofline_report.text import plural
 
 __all__ = ["Facts", "Prediction", "Term", "facts", "kernel_dtype", "kernel_facts",
            "predict_facts", "predict_from_kernels", "predict_kernel", "predict_kernels",

@@ -43,7 +43,7 @@ from roofline_report.analysis.experiments.times import (
 )
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
-from roofline_report.report.format import decimal
+from roofline_report.text import decimal
 from roofline_report.units import format_si
 
 

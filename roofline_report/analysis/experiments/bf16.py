@@ -39,7 +39,7 @@ from roofline_report.analysis.experiments.single_roof import (
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Kind, Quantity
-from roofline_report.report.format import decimal
+from roofline_report.text import decimal
 from roofline_report.units import format_si
 
 VARIANTS = ("float32", "bfloat16")

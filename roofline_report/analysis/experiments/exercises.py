@@ -25,7 +25,7 @@ from roofline_report.analysis.experiments.single_roof import (
 )
 from roofline_report.analysis.experiments.verdicts import number
 from roofline_report.kinds import Kind
-from roofline_report.report.format import decimal
+from roofline_report.text import decimal
 from roofline_report.units import format_si
 
 # The exercises' inputs (sizes and the budgets they assume); every answer is computed.

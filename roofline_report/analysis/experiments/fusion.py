@@ -29,7 +29,7 @@ from roofline_report.analysis.experiments.single_roof import Budgets
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
-from roofline_report.report.format import decimal
+from roofline_report.text import decimal
 from roofline_report.units import format_si
 
 VARIANTS = ("fused", "unfused")
