@@ -49,8 +49,9 @@ def _prediction(p: Prediction | None) -> dict[str, Any] | None:
 def _timing(s: Stats | None) -> dict[str, Any] | None:
     if s is None:
         return None
-    return {"median_s": s.median, "min_s": s.min, "q1_s": s.q1, "q3_s": s.q3, "samples": s.n,
-            "spread": s.spread, "unstable": s.unstable}
+    # "seconds" is the time per call the page shows (the first quartile); the rest is spread.
+    return {"seconds": s.own, "median_s": s.median, "min_s": s.min, "q1_s": s.q1, "q3_s": s.q3,
+            "samples": s.n, "spread": s.spread, "unstable": s.unstable}
 
 
 def _kernel(r: KernelRow) -> dict[str, Any]:
@@ -97,7 +98,9 @@ class AnalyzeResult:
 
     @property
     def seconds(self) -> float | None:
-        """Measured time per call (median), None when it was not timed."""
+        """Measured time per call as the page, ``compare`` and the gate show it: the first
+        quartile of the samples (:func:`~roofline_report.analysis.stats.own_time`); None when it
+        was not timed."""
         return self.program.seconds
 
     @property

@@ -74,6 +74,10 @@ def test_analyze_answers_in_python_without_a_page() -> None:
     assert len(again["kernels"]) == len(result.kernels)
     assert again["record"]["name"] == "user:layer"
     assert "layer" in repr(result)
+    # One time per call: the API's, its plain form's and the samples' first quartile agree.
+    from roofline_report.analysis.stats import own_time
+    assert result.seconds == own_time(result.record["timing"]["per_call_s"])
+    assert again["timing"]["seconds"] == result.seconds
 
 
 def test_analyze_without_reference_says_so() -> None:

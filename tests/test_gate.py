@@ -17,6 +17,7 @@ from roofline_report.analysis.analyse import analyse
 from roofline_report.analysis.stats import Stats
 from roofline_report.errors import EXIT_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
 from roofline_report.results import io as results
+from roofline_report.text import n
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
 CONDITIONS = ["--fail-if", "time>10%", "--fail-if", "roof<-5pp", "--fail-if", "top5-new"]
@@ -318,3 +319,29 @@ def test_the_gate_takes_exactly_two_runs(base: str, tmp_path: Path,
     out = tmp_path / "gate"
     assert "exactly two" in _refused(["compare", base, b, c, "--out", str(out), *CONDITIONS],
                                      out, capsys)
+
+
+def test_the_gate_reads_the_time_the_page_and_the_api_show() -> None:
+    """One time per call: the gate's numbers are Program.seconds (the first quartile), the
+    time the page, compare and analyze() show, not a second statistic. NEW's slow samples
+    move its median 50% but its first quartile 5%: under 'time>10%' a median-based gate
+    fires here while the page shows 5%; the gate must not."""
+    base = results.load(FIXTURE)
+    new = copy.deepcopy(base)
+    for data, samples in ((base, [1.0, 1.0, 1.0, 1.0, 1.0]), (new, [1.05, 1.05, 1.5, 1.5, 1.5])):
+        w = next(w for w in data["workloads"] if w["name"] == "softmax")
+        w["timing"]["per_call_s"] = [x * 1e-3 for x in samples]
+    a_base, a_new = analyse(base), analyse(new)
+    p_base = next(p for p in a_base.programs if p.name == "softmax")
+    p_new = next(p for p in a_new.programs if p.name == "softmax")
+    assert p_new.timing is not None and p_new.timing.median == pytest.approx(1.5e-3)
+    assert p_new.seconds == pytest.approx(1.05e-3)
+    found = gate.evaluate([gate.parse("time>10%")], a_base, a_new)
+    assert [f for f in found.findings if f.name == "softmax"] == []
+    # Past the threshold by the page's own time, the finding states those very times.
+    found = gate.evaluate([gate.parse("time>1%")], a_base, a_new)
+    (f,) = [f for f in found.findings if f.name == "softmax"]
+    assert f.status == "regression"
+    assert f.base.text == n(p_base.seconds, "s", "measured").text
+    assert f.new.text == n(p_new.seconds, "s", "measured").text
+    assert f.change.text == "+5%"

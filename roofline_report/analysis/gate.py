@@ -2,13 +2,18 @@
 
 A condition is one of (spaces allowed around the parts, case ignored)::
 
-    time>P%      a workload's median time grew by more than P percent (NEW ÷ BASE − 1 > P/100)
+    time>P%      a workload's time per call grew by more than P percent (NEW ÷ BASE − 1 > P/100)
     roof<-Qpp    its share of the roof fell by more than Q percentage points (share = the
                  program's predicted time on the run's own measured roofs ÷ its measured time:
                  the share of the roof its prediction uses)
     topN-new     a kernel is among the workload's N longest kernels in NEW but not in BASE
                  (read from both runs' profiler traces, ``kernel_timing``; skipped, with a
                  note, where absent), and outranks BASE's N-th beyond both spreads
+
+A workload's time is the one the page, ``compare`` and ``analyze()`` show:
+:attr:`~roofline_report.analysis.records.Program.seconds`, the first quartile of its samples
+(:func:`~roofline_report.analysis.stats.own_time`), and its share of the roof is
+:attr:`~roofline_report.analysis.records.Program.share_of_roof` at that time.
 
 The gate is aware of noise: a change counts only when it lies beyond both runs' spread, the
 interquartile range (Q1..Q3) of the timing samples. A slowdown fires when NEW's Q1 is above
@@ -29,9 +34,9 @@ from typing import Any, Literal
 from roofline_report.analysis.records import Analysis, KernelRow, Program, share_of_roof
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind
-from roofline_report.report.format import Num, decimal, n, ordinal, percent, percent_text
+from roofline_report.text import Num, decimal, n, ordinal, percent, percent_text
 
-GRAMMAR = ("time>P% (median time up by more than P percent), roof<-Qpp (share of the roof down "
+GRAMMAR = ("time>P% (time per call up by more than P percent), roof<-Qpp (share of the roof down "
            "by more than Q percentage points) or topN-new (a kernel new among the N longest)")
 
 _NUMBER = r"(\d+(?:\.\d+)?)"
@@ -55,7 +60,7 @@ class Condition:
     @property
     def meaning(self) -> str:
         if self.metric == "time":
-            return f"median time up by more than {percent_text(self.threshold)}"
+            return f"time per call up by more than {percent_text(self.threshold)}"
         if self.metric == "roof":
             return (f"share of the roof down by more than {decimal(self.threshold, 4)} "
                     "percentage points")
@@ -165,15 +170,16 @@ def _lost(c: Condition, name: str, title: str, what: str, base: Num) -> Finding:
 def _time(c: Condition, name: str, title: str, b: Program, nw: Program) -> Finding | None:
     sb, sn = b.timing, nw.timing
     if sb is not None and sn is None:
-        return _lost(c, name, title, "timing", n(sb.median, "s", Kind.MEASURED))
+        return _lost(c, name, title, "timing", n(b.seconds, "s", Kind.MEASURED))
     if sb is None or sn is None:
         which = "either run" if sb is None and sn is None else "BASE"
         return Finding(name, title, c.text, "skipped", Num("not measured"), Num("not measured"),
                        Num(""), f"the time was not measured in {which}")
-    change = sn.median / sb.median - 1.0 if sb.median > 0 else None
+    t_base, t_new = sb.own, sn.own  # Program.seconds: the page's time per call
+    change = t_new / t_base - 1.0 if t_base > 0 else None
     if change is None or change <= c.threshold:
         return None
-    base, new = n(sb.median, "s", Kind.MEASURED), n(sn.median, "s", Kind.MEASURED)
+    base, new = n(t_base, "s", Kind.MEASURED), n(t_new, "s", Kind.MEASURED)
     shown = Num(f"+{percent_text(change)}", Kind.MEASURED.value)
     if sn.q1 > sb.q3:
         return Finding(name, title, c.text, "regression", base, new, shown,
@@ -205,8 +211,8 @@ def _roof(c: Condition, name: str, title: str, b: Program, nw: Program, base: An
     if missing or sb is None or sn is None or pb is None or pn is None:
         return Finding(name, title, c.text, "skipped", Num("not measured"), Num("not measured"),
                        Num(""), "; ".join(missing))
-    share_b = share_of_roof(pb, sb.median) or 0.0
-    share_n = share_of_roof(pn, sn.median) or 0.0
+    share_b = b.share_of_roof or 0.0  # the page's share: at each run's own time per call
+    share_n = nw.share_of_roof or 0.0
     drop_pp = (share_n - share_b) * 100.0
     if drop_pp >= -c.threshold:
         return None

@@ -8,8 +8,10 @@ assembly of an experiment's record, and the evidence a likely reason is built fr
   :mod:`.single_roof`, the reading of an experiment's raw record :mod:`.raw`; their names stay
   importable from here.
 
-Per-call times are the fastest sample of each timing record (the ``min`` of its per-call
-statistics), as the measured ceilings are: noise from other processes only ever slows a kernel.
+Per-call times are each timing record's own time, its first quartile
+(:func:`~roofline_report.analysis.stats.own_time`): the one rule for every program's and kernel's
+time in the report, ``compare``, the gate and the API. Noise from other processes only ever slows
+a call; the quartile keeps that without letting one lucky sample set the time.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from roofline_report.analysis.experiments.times import KernelModel
 from roofline_report.analysis.experiments.verdicts import finite, number, verdict
 from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Kind, Quantity
-from roofline_report.report.format import percent_text
+from roofline_report.text import percent_text
 from roofline_report.units import format_si
 
 __all__ = [
@@ -125,7 +127,7 @@ NEAR_DISPATCH = 3.0  # a call within this many dispatch floors is mostly overhea
 
 F32, BF16 = 4, 2  # itemsizes
 
-STATISTIC = "min"
+STATISTIC = "first quartile"
 
 
 def dtype_of(itemsize: int) -> str:
@@ -134,12 +136,14 @@ def dtype_of(itemsize: int) -> str:
 
 
 def seconds_of(t: Timing) -> float:
-    return t.per_call.min
+    """A variant's time per call: its samples' first quartile, as every time in the report."""
+    return t.per_call.own
 
 
 def time_json(t: Timing) -> dict[str, Any]:
     s = t.per_call
-    return {"min": s.min, "median": s.median, "spread": s.spread, "unstable": s.unstable}
+    return {"seconds": s.own, "min": s.min, "median": s.median, "spread": s.spread,
+            "unstable": s.unstable}
 
 
 def noise(named: Mapping[str, Timing]) -> str:
@@ -272,7 +276,7 @@ def record(
 
 
 def ratio_note(top: str, bottom: str) -> str:
-    return f"per-call time of {top} ÷ per-call time of {bottom} (fastest samples)"
+    return f"per-call time of {top} ÷ per-call time of {bottom} (first quartiles of the samples)"
 
 
 def knee_failure(
