@@ -165,20 +165,30 @@ RATIO_IDS = ["doubled_traffic", "fusion", "bf16_memory", "bf16_compute", "scan"]
 def test_verdict_linear_held_and_failed() -> None:
     held = ex.verdict(2.0, 1.76, tolerance=0.25)
     assert held["status"] == "held"
-    assert held["error"] == pytest.approx(0.12)
-    assert held["text"] == "held within 12%"
+    # The one error of a prediction: |predicted - measured| / measured (as Miss.error).
+    assert held["error"] == pytest.approx(0.24 / 1.76)
+    assert held["text"] == "held within 14%"
     failed = ex.verdict(2.0, 1.05, tolerance=0.25, reason_if_failed="XLA did not fuse")
     assert failed["status"] == "failed"
-    assert failed["error"] == pytest.approx(0.475)
+    assert failed["error"] == pytest.approx(0.95 / 1.05)
     assert failed["text"] == (
-        "failed: measured 1.05× against a predicted 2× (error 48%); "
+        "failed: measured 1.05× against a predicted 2× (error 90%); "
         "likely reason: XLA did not fuse"
     )
 
 
 def test_verdict_boundary_is_inclusive() -> None:
-    assert ex.verdict(4.0, 5.0, tolerance=0.25)["status"] == "held"
-    assert ex.verdict(4.0, 5.0 + 1e-9, tolerance=0.25)["status"] == "failed"
+    assert ex.verdict(5.0, 4.0, tolerance=0.25)["status"] == "held"
+    assert ex.verdict(5.0, 4.0 - 1e-9, tolerance=0.25)["status"] == "failed"
+
+
+def test_the_lab_error_is_the_miss_error() -> None:
+    """One definition of a prediction's error: a lab verdict on two times and the program
+    table's Miss agree, for misses either way."""
+    from roofline_report.analysis.miss import Miss
+    for predicted, measured in ((2.0, 1.76), (1.0, 3.0), (3.0, 1.0)):
+        v = ex.verdict(predicted, measured, tolerance=10.0)
+        assert v["error"] == pytest.approx(Miss(predicted, measured).error)
 
 
 def test_verdict_log_scale() -> None:
@@ -202,7 +212,7 @@ def test_verdict_log_scale() -> None:
         (1.0, None, False),
         (math.nan, 1.0, False),
         (1.0, math.inf, False),
-        (0.0, 1.0, False),
+        (1.0, 0.0, False),  # a relative error needs a non-zero measurement
         (1.0, 0.0, True),
         (-1.0, 1.0, True),
     ],

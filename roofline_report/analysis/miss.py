@@ -13,9 +13,16 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["AS_PREDICTED", "Miss", "miss"]
+__all__ = ["AS_PREDICTED", "Miss", "miss", "relative_error"]
 
 AS_PREDICTED = 0.05  # within 5% of the prediction, the miss is said to be none
+
+
+def relative_error(predicted: float, measured: float) -> float:
+    """|predicted − measured| ÷ |measured|: the one error of a prediction, for a time
+    (:attr:`Miss.error`) and for any other measured quantity (the lab's verdicts). Raises
+    ZeroDivisionError for a zero measurement."""
+    return abs(predicted - measured) / abs(measured)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,8 +34,8 @@ class Miss:
 
     @property
     def error(self) -> float:
-        """|predicted − measured| ÷ measured."""
-        return abs(self.predicted - self.measured) / self.measured
+        """|predicted − measured| ÷ measured (:func:`relative_error`)."""
+        return relative_error(self.predicted, self.measured)
 
     @property
     def ratio(self) -> float:

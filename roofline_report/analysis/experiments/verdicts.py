@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from roofline_report.analysis.miss import Miss
-from roofline_report.report.format import decimal, percent_text, whole
+from roofline_report.analysis.miss import Miss, relative_error
+from roofline_report.text import decimal, percent_text, whole
 
 __all__ = ["finite", "number", "verdict"]
 
@@ -24,7 +24,8 @@ def verdict(
 ) -> dict[str, Any]:
     """Compare a measurement with its prediction.
 
-    Linear scale: ``error`` = |measured - predicted| / |predicted|, held when error <= tolerance
+    Linear scale: ``error`` = |predicted - measured| / |measured|, the one error of a prediction
+    (:func:`~roofline_report.analysis.miss.relative_error`), held when error <= tolerance
     (a fraction: 0.25 is 25%). Log scale: ``error`` = max(measured/predicted, predicted/measured),
     a factor >= 1, held when error <= tolerance (a factor > 1, e.g. 2.0).
 
@@ -54,8 +55,8 @@ def verdict(
     if log_scale and (p <= 0 or m <= 0):
         out["text"] = "unavailable: a log-scale verdict needs positive values"
         return out
-    if not log_scale and p == 0:
-        out["text"] = "unavailable: a relative error needs a non-zero prediction"
+    if not log_scale and m == 0:
+        out["text"] = "unavailable: a relative error needs a non-zero measurement"
         return out
     if log_scale:
         error = Miss(p, m).factor  # both positive, checked above
@@ -64,7 +65,7 @@ def verdict(
         out["text"] = f"held within {size}" if held else ""
         off = f"off by {size}"
     else:
-        error = abs(m - p) / abs(p)
+        error = relative_error(p, m)
         held = error <= tolerance
         out["text"] = f"held within {_pct(error)}" if held else ""
         off = f"error {_pct(error)}"
