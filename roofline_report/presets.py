@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_report import roofline
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind, Quantity
 
@@ -210,7 +211,7 @@ class Preset:
     def ridge(self, dtype: str = "bf16") -> float | None:
         """Ridge intensity peak/HBM bandwidth in FLOP/byte; None where no peak is published."""
         value = self.peak(dtype)
-        return None if value is None else value / self.hbm_bandwidth
+        return None if value is None else roofline.ridge(value, self.hbm_bandwidth)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -54,6 +54,7 @@ from roofline_report.backends import Backend
 from roofline_report.errors import InputError, reason
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.results import schema
+from roofline_report.roofline import binding, single_roof_seconds
 
 __all__ = ["ARGUMENT_TRAFFIC", "SEED_NAME", "Assumptions", "analyse", "assumptions_for",
            "preset_record", "roof_sets"]
@@ -313,13 +314,15 @@ def _spec(flops: float | None, moved: float | None, dtype: str, spec: RoofSet | 
     memory = spec.bandwidth_for(None)
     if compute is None or memory is None:
         return None
-    t_compute, t_memory = flops / compute.value, moved / memory.value
-    roofline = max(t_compute, t_memory)
+    times = {"compute": flops / compute.value, "memory": moved / memory.value}
+    roofline = single_roof_seconds(flops, moved, compute.value, memory.value)
     launch = spec.floor("launch")
-    if launch is not None and launch.seconds > roofline:
+    if launch is not None:
+        times["launch"] = launch.seconds
+    bound = binding(times)
+    if bound == "launch" and launch is not None:
         return SpecPlacement(compute.name, roofline, launch.seconds, "launch", launch.kind)
-    return SpecPlacement(compute.name, roofline, roofline,
-                         "compute" if t_compute >= t_memory else "memory", Kind.SPEC_SHEET)
+    return SpecPlacement(compute.name, roofline, roofline, bound, Kind.SPEC_SHEET)
 
 
 # --- sweeps -----------------------------------------------------------------------------------

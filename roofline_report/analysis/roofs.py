@@ -18,6 +18,7 @@ from typing import Any
 
 from roofline_report.analysis import levels as levels_mod
 from roofline_report.kinds import Kind
+from roofline_report.roofline import attainable, ridge
 
 
 def _log_interpolate(points: Sequence[tuple[float, float]], size: float) -> float | None:
@@ -240,6 +241,19 @@ class RoofSet:
     def memory_bandwidth(self) -> float | None:
         roof = self.bandwidth_for(None)
         return roof.value if roof else None
+
+    def ridge(self, dtype: str | None = "float32") -> float | None:
+        """The ridge (FLOP/byte) of the compute roof ``dtype`` runs under against main memory
+        (:func:`roofline_report.roofline.ridge`); None without either roof."""
+        compute, memory = self.compute_for(dtype), self.memory_bandwidth
+        return None if compute is None or not memory else ridge(compute.value, memory)
+
+    def roof_at(self, intensity: float, dtype: str | None = "float32") -> float | None:
+        """The attainable rate at ``intensity`` under ``dtype``'s compute roof and main memory
+        (:func:`roofline_report.roofline.attainable`); None without either roof."""
+        compute, memory = self.compute_for(dtype), self.memory_bandwidth
+        return None if compute is None or not memory else attainable(intensity, compute.value,
+                                                                       memory)
 
     @property
     def dispatch(self) -> float | None:

@@ -1,17 +1,24 @@
 """The seed's roofline model, without jax: the minimum-traffic contract of a matmul, the ridge,
 the attainable rate and the single-roof time bound the seed's hypothetical sections teach.
 
-The functions here are pure and fully determined by their arguments, so the report can be
+The ridge, the roof at an intensity and the single-roof bound are
+:mod:`roofline_report.roofline`'s, under the names the seed uses. The functions here are pure
+and fully determined by their arguments, so the report can be
 re-rendered from ``results.json`` and the model can be tested with hand-computed values.
 """
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from roofline_report.roofline import attainable, bound_at, ridge, single_roof_seconds
+
+__all__ = ["DEFAULT_INTERCONNECT", "SEED_BANDWIDTH", "SEED_PEAK_FLOPS", "SEED_SIZES",
+           "Contract", "attainable", "attainable_series", "bound_by", "contract",
+           "predicted_seconds", "ridge", "square_intensity"]
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -71,23 +78,6 @@ def square_intensity(n: int, itemsize: int = 4) -> float:
     return 2 * n / (3 * itemsize)
 
 
-def ridge(peak_flops: float, bandwidth: float) -> float:
-    """Intensity (FLOP/byte) where the bandwidth ceiling meets the compute ceiling."""
-    _check_budget(peak_flops, bandwidth)
-    return peak_flops / bandwidth
-
-
-def attainable(intensity: float, peak_flops: float, bandwidth: float) -> float:
-    """Roofline: min(peak, bandwidth x intensity)."""
-    _check_budget(peak_flops, bandwidth)
-    if not intensity > 0 or not math.isfinite(intensity):
-        raise ValueError(f"intensity must be positive and finite, got {intensity!r}")
-    # Compare intensities, not rates: bandwidth * (peak / bandwidth) may round below peak.
-    if intensity >= peak_flops / bandwidth:
-        return float(peak_flops)
-    return min(peak_flops, bandwidth * intensity)
-
-
 def attainable_series(
     intensities: Sequence[float], peak_flops: float, bandwidth: float
 ) -> list[float]:
@@ -96,7 +86,7 @@ def attainable_series(
 
 def bound_by(intensity: float, peak_flops: float, bandwidth: float) -> str:
     """Which ceiling binds at this intensity: 'memory' below the ridge, 'compute' at or above."""
-    return "memory" if intensity < peak_flops / bandwidth else "compute"
+    return bound_at(intensity, ridge(peak_flops, bandwidth))
 
 
 def predicted_seconds(
@@ -107,14 +97,7 @@ def predicted_seconds(
     dispatch_seconds: float = 0.0,
 ) -> float:
     """Lower-bound time: max(work / peak, traffic / bandwidth, dispatch floor)."""
-    _check_budget(peak_flops, bandwidth)
-    return max(flops / peak_flops, traffic_bytes / bandwidth, dispatch_seconds)
-
-
-def _check_budget(peak_flops: float, bandwidth: float) -> None:
-    for name, value in (("peak", peak_flops), ("bandwidth", bandwidth)):
-        if not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return single_roof_seconds(flops, traffic_bytes, peak_flops, bandwidth, dispatch_seconds)
 
 
 # The seed's hypothetical budgets: assumptions for teaching, not device specifications.

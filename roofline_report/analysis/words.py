@@ -2,7 +2,7 @@
 
 A sentence that says "below", "under the ridge" or "memory-bound" must follow from the values it
 states, for any budgets a user passes; these helpers are the only place such words are chosen.
-The boundary follows :func:`roofline_report.analysis.seed_model.bound_by`: at the ridge, compute
+The boundary is :func:`roofline_report.roofline.bound_at`: at the ridge, compute
 binds.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from roofline_report.report.format import decimal
+from roofline_report.roofline import bound_at
+from roofline_report.text import decimal
 
 
 def relation(value: float, other: float) -> Literal["below", "equal to", "above"]:
@@ -27,8 +28,8 @@ def ridge_side(intensity: float, ridge: float) -> str:
 
 
 def bound(intensity: float, ridge: float) -> Literal["memory", "compute"]:
-    """The ceiling that binds at ``intensity``: memory under the ridge, compute at or over."""
-    return "memory" if intensity < ridge else "compute"
+    """The ceiling that binds at ``intensity`` (:func:`roofline_report.roofline.bound_at`)."""
+    return bound_at(intensity, ridge)
 
 
 def sides(intensities: list[float], ridge: float) -> str:

@@ -25,6 +25,7 @@ from roofline_report.analysis.records import Sweep
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.report.format import decimal, percent_text, whole
+from roofline_report.roofline import ridge
 from roofline_report.units import format_binary, format_si
 
 # One line style per kind, used by every figure and explained in the report's legend.
@@ -595,7 +596,7 @@ class PlotPoint:
 
 
 def _xrange(sets: Sequence[RoofSet], points: Sequence[PlotPoint]) -> list[float]:
-    ridges = [s.peak / s.memory_bandwidth for s in sets if s.peak and s.memory_bandwidth]
+    ridges = [r for r in (s.ridge() for s in sets) if r is not None]
     candidates = [*ridges, *(p.intensity for p in points if p.intensity > 0)] or [1.0]
     lo = min(candidates) / 8
     hi = max(candidates) * 8
@@ -618,17 +619,17 @@ def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
     top = max((c.value for c in computes), default=None)
     rows: list[tuple[str, ...]] = []
     for c in sorted(computes, key=lambda r: -r.value):
-        start = c.value / main_bw if main_bw else xs[0]
+        start = ridge(c.value, main_bw) if main_bw else xs[0]
         line = [x for x in xs if x >= start] or [xs[-1]]
         ax.plot([start, *line], [c.value] * (len(line) + 1), color=color,
                 label=f"{roof_set.label}: {c.name} {format_si(c.value, 'FLOP/s')}", **style)
         rows.append((f"{roof_set.label}: {c.name}", Kind(c.kind).label, fmt(c.value, "FLOP/s"),
-                     "", _g(c.value / main_bw) + " FLOP/B" if main_bw else "", ""))
+                     "", _g(ridge(c.value, main_bw)) + " FLOP/B" if main_bw else "", ""))
     drawn = {level: max((r for r in roof_set.bandwidth if r.level == level),
                         key=lambda r: r.value) for level in roof_set.levels()}
     for bw in sorted(roof_set.bandwidth, key=lambda r: -r.value):
         if drawn[bw.level] is bw:  # one slope per memory level: its fastest roof
-            end = top / bw.value if top else xs[-1]
+            end = ridge(top, bw.value) if top else xs[-1]
             line = [x for x in xs if x <= end]
             ax.plot([*line, end], [bw.value * x for x in [*line, end]], color=color, alpha=0.85,
                     label=f"{roof_set.label}: {bw.level} ({bw.name}) "
@@ -637,7 +638,7 @@ def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
                      + (f", working sets {_range(bw.min_bytes, bw.max_bytes)}"
                         if bw.min_bytes or bw.max_bytes else "") + ")",
                      Kind(bw.kind).label, "", fmt(bw.value, "B/s"),
-                     _g(top / bw.value) + " FLOP/B" if top else "", ""))
+                     _g(ridge(top, bw.value)) + " FLOP/B" if top else "", ""))
     return rows
 
 
