@@ -352,7 +352,8 @@ def test_ratio_experiments_hold_near_and_fail_far_from_the_prediction(exp_id: st
     tol = ex.TOLERANCE[exp_id]
     held = analyse_one(ratio_raw(exp_id, predicted * (1 + tol / 2)), exp_id)
     assert held["prediction"]["value"] == pytest.approx(predicted)
-    assert held["prediction"]["kind"] == "hypothetical"
+    assert held["prediction"]["kind"] == "predicted"
+    assert held["prediction"]["roofs_kind"] == "hypothetical"
     assert held["measurement"]["kind"] == "measured"
     assert held["measurement"]["value"] == pytest.approx(predicted * (1 + tol / 2))
     assert held["verdict"]["status"] == "held"
@@ -366,7 +367,8 @@ def test_ratio_experiments_hold_near_and_fail_far_from_the_prediction(exp_id: st
 def test_doubled_traffic_predicts_two_when_both_are_memory_bound() -> None:
     assert predicted_ratio("doubled_traffic") == pytest.approx(2.0)
     rec = analyse_one(ratio_raw("doubled_traffic", 2.0), "doubled_traffic", ceilings=CEILINGS)
-    assert rec["prediction"]["kind"] == "measured"
+    assert rec["prediction"]["kind"] == "predicted"
+    assert rec["prediction"]["roofs_kind"] == "measured"
     assert rec["prediction"]["value"] == pytest.approx(2.0)
     assert rec["details"]["bound"] == {"one_array": "memory", "two_arrays": "memory"}
 
@@ -408,7 +410,8 @@ def test_bf16_compute_prediction_from_measured_ceilings_and_upcast_reason() -> N
         c32.flops, c32.minimum_bytes, 150e9, 40e9, 6e-6
     ) / model.predicted_seconds(c16.flops, c16.minimum_bytes, 140e9, 40e9, 6e-6)
     held = analyse_one(ratio_raw("bf16_compute", expected), "bf16_compute", ceilings=CEILINGS)
-    assert held["prediction"]["kind"] == "measured"
+    assert held["prediction"]["kind"] == "predicted"
+    assert held["prediction"]["roofs_kind"] == "measured"
     assert held["prediction"]["value"] == pytest.approx(expected)
     assert held["verdict"]["status"] == "held"
     faster = {
@@ -429,7 +432,8 @@ def test_bf16_compute_prediction_from_measured_ceilings_and_upcast_reason() -> N
     hypo = analyse_one(
         ratio_raw("bf16_compute", 0.9, converts={"float32": 0, "bfloat16": 3}), "bf16_compute"
     )
-    assert hypo["prediction"]["kind"] == "hypothetical"
+    assert hypo["prediction"]["kind"] == "predicted"
+    assert hypo["prediction"]["roofs_kind"] == "hypothetical"
     assert "3 converts" in hypo["likely_reason"]
 
 
@@ -445,7 +449,8 @@ def test_batching_knee_holds_and_fails(ceilings: dict[str, Any] | None) -> None:
     slope = _model_batch_slope(b.peak)
     held = analyse_one(sweep_raw("batching", slope * b_star * 1.3, slope), "batching", ceilings)
     assert held["prediction"]["value"] == pytest.approx(b_star)
-    assert held["prediction"]["kind"] == b.kind.value
+    assert held["prediction"]["kind"] == "predicted"
+    assert held["prediction"]["roofs_kind"] == b.kind.value
     assert held["measurement"]["value"] == pytest.approx(b_star * 1.3)
     assert held["verdict"]["status"] == "held"
     # The flat part 4x higher than the model's: slow small batches push the knee right.
@@ -488,10 +493,12 @@ def test_dispatch_knee_holds_and_fails() -> None:
 def test_dispatch_prediction_kind_follows_its_inputs() -> None:
     only_dispatch = {"dispatch": {"value": 6e-6}}
     rec = analyse_one(sweep_raw("dispatch", 6e-6, 8 / BW), "dispatch", only_dispatch)
-    assert rec["prediction"]["kind"] == "hypothetical"  # the bandwidth is still assumed
+    assert rec["prediction"]["kind"] == "predicted"
+    assert rec["prediction"]["roofs_kind"] == "hypothetical"  # the bandwidth is still assumed
     assert rec["prediction"]["value"] == pytest.approx(ex.dispatch_size(6e-6, BW, 8))
     rec = analyse_one(sweep_raw("dispatch", 6e-6, 8 / 40e9), "dispatch", CEILINGS)
-    assert rec["prediction"]["kind"] == "measured"
+    assert rec["prediction"]["kind"] == "predicted"
+    assert rec["prediction"]["roofs_kind"] == "measured"
 
 
 def test_scan_reasons() -> None:
@@ -783,7 +790,8 @@ def test_doubled_traffic_per_kernel_ratio_by_hand() -> None:
     rec = analyse_with(ratio_raw("doubled_traffic", expected, programs=doubled_programs()),
                        "doubled_traffic")
     assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
-    assert rec["prediction"]["kind"] == "measured"
+    assert rec["prediction"]["kind"] == "predicted"
+    assert rec["prediction"]["roofs_kind"] == "measured"
     note = rec["prediction"]["note"]
     assert "the per-kernel model on this machine's measured roofs" in note
     assert "one array: 1 kernel, bound by memory (DRAM)" in note
@@ -860,7 +868,8 @@ def test_bf16_compute_per_kernel_ratio_and_upcast_reason() -> None:
                                  dtypes={"float32": "float32", "bfloat16": "bfloat16"}),
                        "bf16_compute")
     assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
-    assert rec["prediction"]["kind"] == "measured"
+    assert rec["prediction"]["kind"] == "predicted"
+    assert rec["prediction"]["roofs_kind"] == "measured"
     assert rec["details"]["ceilings"] == {"float32": 100e9, "bfloat16": 200e9}
     # A bfloat16 roof under float32's: the model predicts a loss, and a slower bfloat16 than
     # even that is blamed on the rates the model used.
@@ -928,7 +937,8 @@ def test_batching_knee_is_the_fit_of_the_models_times() -> None:
     raw = sweep_raw("batching", model_fit["flat"] * 1.3, slope, programs=batching_programs())
     rec = analyse_with(raw, "batching")
     assert rec["prediction"]["value"] == pytest.approx(model_fit["knee"], rel=1e-12)
-    assert rec["prediction"]["kind"] == "measured"
+    assert rec["prediction"]["kind"] == "predicted"
+    assert rec["prediction"]["roofs_kind"] == "measured"
     assert rec["prediction"]["note"].startswith(
         "knee of the per-kernel model's predicted times over the same sweep points, by the fit "
         "that gives the measured knee (knee_fit)")
@@ -1026,7 +1036,8 @@ def test_without_roofs_or_inventories_the_single_roof_model_predicts() -> None:
     no_roofs = analyse_with(ratio_raw("doubled_traffic", 2.0, programs=doubled_programs()),
                             "doubled_traffic", roofs=None)
     assert no_roofs["prediction"]["value"] == pytest.approx(predicted, rel=1e-12)
-    assert no_roofs["prediction"]["kind"] == "hypothetical"
+    assert no_roofs["prediction"]["kind"] == "predicted"
+    assert no_roofs["prediction"]["roofs_kind"] == "hypothetical"
     assert no_roofs["prediction"]["note"].endswith("; single-roof model: no measured roofs")
     assert no_roofs["details"]["model"] is None
     # An old-format record (no "programs") with measured roofs and ceilings: the measured
@@ -1035,7 +1046,8 @@ def test_without_roofs_or_inventories_the_single_roof_model_predicts() -> None:
     expected = model.predicted_seconds(2 * N, 8 * N, 150e9, 40e9, 6e-6) / (
         model.predicted_seconds(2 * N, 4 * N, 150e9, 40e9, 6e-6))
     assert old["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
-    assert old["prediction"]["kind"] == "measured"
+    assert old["prediction"]["kind"] == "predicted"
+    assert old["prediction"]["roofs_kind"] == "measured"
     assert old["prediction"]["note"].endswith(
         "single-roof model: no kernel inventory recorded (results saved before the lab "
         "recorded them)")
@@ -1057,13 +1069,15 @@ def test_without_roofs_or_inventories_the_single_roof_model_predicts() -> None:
     sweep = analyse_with(sweep_raw("batching", 1e-3, 1e-6), "batching")
     b_star = ex.batch_ridge(D, model.ridge(PEAK, BW))
     assert sweep["prediction"]["value"] == pytest.approx(b_star)
-    assert sweep["prediction"]["kind"] == "hypothetical"
+    assert sweep["prediction"]["kind"] == "predicted"
+    assert sweep["prediction"]["roofs_kind"] == "hypothetical"
 
 
 def test_an_inventory_without_kernels_is_not_priced() -> None:
     programs = {"one_array": inventory(), "two_arrays": reduction(N, 2)}
     rec = analyse_with(ratio_raw("doubled_traffic", 2.0, programs=programs), "doubled_traffic")
-    assert rec["prediction"]["kind"] == "hypothetical"
+    assert rec["prediction"]["kind"] == "predicted"
+    assert rec["prediction"]["roofs_kind"] == "hypothetical"
     assert rec["prediction"]["note"].endswith(
         "the per-kernel model gives no time for the one array program: its inventory lists no "
         "kernels")

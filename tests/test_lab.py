@@ -134,7 +134,8 @@ def test_the_per_kernel_model_predicts_every_recorded_experiment(raw: dict[str, 
     out = experiments.analyse(raw, ceilings=None, peak=SEED_PEAK_FLOPS,
                               bandwidth=SEED_BANDWIDTH, roofs=ROOFS)
     for e in out:
-        assert e["prediction"]["kind"] == "measured", e["id"]
+        assert e["prediction"]["kind"] == "predicted", e["id"]
+        assert e["prediction"]["roofs_kind"] == "measured", e["id"]
         assert "the per-kernel model on this machine's measured roofs" in e["prediction"]["note"]
         assert e["details"]["single_roof_reason"] == ""
         assert e["verdict"]["status"] in {"held", "failed"}, (e["id"], e["verdict"]["text"])
@@ -163,7 +164,8 @@ def test_an_unreadable_inventory_is_recorded_and_the_experiment_runs(
     out = experiments.analyse({"experiments": {"doubled_traffic": {"available": True, **record}}},
                               ceilings=None, peak=SEED_PEAK_FLOPS, bandwidth=SEED_BANDWIDTH,
                               roofs=ROOFS)
-    assert out[0]["prediction"]["kind"] == "hypothetical"
+    assert out[0]["prediction"]["kind"] == "predicted"
+    assert out[0]["prediction"]["roofs_kind"] == "hypothetical"
     assert out[0]["prediction"]["note"].endswith(
         "single-roof model: the one array program: its kernel inventory failed: "
         "ValueError: no HLO today")

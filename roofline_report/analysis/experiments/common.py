@@ -194,7 +194,7 @@ def unavailable(exp_id: str, reason: str) -> dict[str, Any]:
         "id": exp_id,
         "title": TITLES[exp_id],
         "hypothesis": HYPOTHESES[exp_id],
-        "prediction": Quantity(None, unit, Kind.ANALYTIC, f"not computed: {reason}").to_json(),
+        "prediction": Quantity(None, unit, Kind.PREDICTED, f"not computed: {reason}").to_json(),
         "measurement": Quantity(None, unit, Kind.MEASURED, reason).to_json(),
         "verdict": v,
         "details": {},
@@ -267,7 +267,11 @@ def record(
         "id": exp_id,
         "title": TITLES[exp_id],
         "hypothesis": HYPOTHESES[exp_id],
-        "prediction": prediction.to_json(),
+        # A prediction is of kind predicted whatever roofs it stands on; their kind (measured
+        # ceilings or assumed budgets) is kept beside it.
+        "prediction": {**Quantity(prediction.value, prediction.unit, Kind.PREDICTED,
+                                  prediction.note).to_json(),
+                       "roofs_kind": prediction.kind.value},
         "measurement": Quantity(measured, unit, Kind.MEASURED, measured_note).to_json(),
         "verdict": v,
         "details": details,
