@@ -178,6 +178,8 @@ def _ab_collective(row: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 
 def _jax_roofline_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    """Our counts (analytic) beside ``jax.experimental.roofline``'s: JAX's own estimate, of
+    kind compiler estimate here as in the accounting tables."""
     if not r.get("available", True):
         unknown = Num("not available")
         return {"name": r["name"], "available": False, "ours_bytes": unknown,
@@ -196,11 +198,11 @@ def _jax_roofline_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "name": r["name"],
         "available": True,
         "ours_bytes": n(ours, "B", Kind.ANALYTIC),
-        "jax_bytes": n(theirs, "B", Kind.ANALYTIC),
+        "jax_bytes": n(theirs, "B", Kind.COMPILER_ESTIMATE),
         "ours_steps": count(r["ours_steps"], Kind.ANALYTIC),
-        "jax_latency": count(r["jax_latency"], Kind.ANALYTIC),
+        "jax_latency": count(r["jax_latency"], Kind.COMPILER_ESTIMATE),
         "ours_flops": count(r["ours_flops"], Kind.ANALYTIC),
-        "jax_flops": count(r["jax_flops"], Kind.ANALYTIC),
+        "jax_flops": count(r["jax_flops"], Kind.COMPILER_ESTIMATE),
         "why": why,
     }
 
@@ -212,9 +214,11 @@ def _emulated_rows(em: Mapping[str, Any]) -> list[dict[str, Any]]:
         rows.append({
             "name": r["name"],
             "measured": n(r["measured"], "s", Kind.MEASURED),
-            "per_device": n(r["t_math_measured_peak"], "s", Kind.MEASURED),
-            "serialised": n(r["serialised"], "s", Kind.MEASURED),
-            "ratio": ratio(ratio_value, Kind.MEASURED, 3),
+            # Times from the measured peak are predictions (kind predicted); the ratio of a
+            # measurement to a prediction is the miss, predicted as the page's others are.
+            "per_device": n(r["t_math_measured_peak"], "s", Kind.PREDICTED),
+            "serialised": n(r["serialised"], "s", Kind.PREDICTED),
+            "ratio": ratio(ratio_value, Kind.PREDICTED, 3),
             "devices": str(r["devices"]),
         })
     return rows
