@@ -216,3 +216,21 @@ def test_usage_refusals_name_the_files(two_runs: tuple[Path, Path], tmp_path: Pa
     assert "exactly two" in line and all(str(p) in line for p in (a, b, FIXTURE))
     line = _refusal([str(a), str(b), "--fail-if", "time > ten'%"], out, capsys)
     assert "--fail-if \"time > ten'%\" is not a condition" in line
+
+
+def test_the_lede_states_the_kinds_the_page_shows(two_runs: tuple[Path, Path]) -> None:
+    """Not "every number here is measured" above predicted rows: the lede follows the kinds
+    of the numbers shown. A share-of-roof gate shows predicted shares (the fast run's shares
+    fall: its ceilings doubled while its times fell 4x; BASE is the fast run here)."""
+    from roofline_report.analysis import gate
+
+    runs = compare.load_runs([str(p) for p in reversed(two_runs)])
+    _, md, _, _ = compare.render_comparison(runs)
+    assert "Times, rates and ceilings are measured (M), each on its own machine." in md
+    assert "predicted (P)" not in md and "Every number here is measured" not in md
+    html, md, _, doc = compare.render_comparison(runs, [gate.parse("roof<-0.1pp")])
+    shown = [line for key in ("regressions", "noise") for line in doc["gate"][key]]
+    assert shown  # the condition found something to show
+    assert "the regression gate's shares of the roof are predicted (P)" in md
+    assert "the regression gate&#39;s shares of the roof are predicted (P)" in html \
+        or "the regression gate's shares of the roof are predicted (P)" in html

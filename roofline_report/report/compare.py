@@ -266,7 +266,8 @@ def render_comparison(loaded: Sequence[tuple[str, Results | Mapping[str, Any]]],
                   f"on {meta.machine(an.observations.get('environment') or {})}."
                   for label, an in runs]
     context = {"runs": len(labels), "title": title or default,
-               "version": runs[0][1].observations.get("generator", {}).get("version", "")}
+               "version": runs[0][1].observations.get("generator", {}).get("version", ""),
+               "kinds": _kinds_lede(result)}
     html = page.render_html("compare.html.j2", tree, provenance=provenance, **context)
     md = page.render_markdown("compare.md.j2", tree,
                               provenance=[md_escape(x) for x in provenance],
@@ -281,6 +282,17 @@ def render_comparison(loaded: Sequence[tuple[str, Results | Mapping[str, Any]]],
     if result is not None:
         doc["gate"] = result.to_json()
     return html, md, svgs, doc
+
+
+def _kinds_lede(result: gate.GateResult | None) -> str:
+    """What kinds the page's numbers are, from the numbers it shows: times, rates and ceilings
+    are measured; the gate's shares of the roof, where it shows any, are predicted."""
+    lede = "Times, rates and ceilings are measured (M), each on its own machine"
+    shown = ([] if result is None else
+             [x for f in result.findings for x in (f.base, f.new, f.change)])
+    if any(x.kind == Kind.PREDICTED.value for x in shown):
+        lede += "; the regression gate's shares of the roof are predicted (P)"
+    return lede + "."
 
 
 def _workload_link(r: Mapping[str, Any]) -> Cell:
