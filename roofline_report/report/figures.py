@@ -24,7 +24,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 from roofline_report.analysis.records import Sweep
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Kind
-from roofline_report.report.format import decimal, percent_text, whole
+from roofline_report.report.format import decimal, percent_text, plural, whole
 from roofline_report.roofline import ridge
 from roofline_report.units import format_binary, format_si
 
@@ -390,7 +390,8 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
                    color=PALETTE[i], label=strategy)
         for n_dev, t, b in zip(series["by_devices"]["devices"], by_n["lower_bound"],
                                by_n["binding"], strict=True):
-            rows.append((strategy, f"{n_dev} devices, B={shapes_batch}", fmt(t, "s"), b))
+            rows.append((strategy, f"{plural(n_dev, 'device', 'devices')}, B={shapes_batch}",
+                         fmt(t, "s"), b))
     for ax, xlabel in ((left, "devices"), (right, "global batch")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -402,7 +403,8 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
     left.legend(fontsize=8)
     left.set_title(f"global batch {series['shapes'].get('batch', '')} fixed", fontsize=9,
                    y=1.0, pad=6)
-    right.set_title(f"{series['shapes'].get('devices', '')} devices", fontsize=9, y=1.0, pad=6)
+    right.set_title(plural(series["shapes"].get("devices", ""), "device", "devices"), fontsize=9,
+                    y=1.0, pad=6)
     title = "How the sharded matmuls scale"
     shapes = series["shapes"]
     desc = ("Lower-bound time per device (the largest of T_math, T_mem, T_comm, bandwidth terms "
@@ -410,7 +412,7 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
             f"D={shapes.get('d_model')}, F={shapes.get('d_ff')}, for data-parallel, "
             "contracting-axis and FSDP shardings, as the device count grows at the global batch "
             f"B={shapes.get('batch')} the matmuls were compiled at, and as the batch grows on "
-            f"{shapes.get('devices')} devices.")
+            f"{plural(shapes.get('devices'), 'device', 'devices')}.")
     fixed_batch = [series["by_devices"][s]["binding"] for s in series["strategies"]]
     if all(b == "compute" for bindings in fixed_batch for b in bindings):
         desc += (" At the fixed batch every sharding is compute-bound at every device count, so "
