@@ -114,6 +114,10 @@ def test_a_kernel_reason_names_its_roof_and_a_kind_without_one() -> None:
     assert kernel_reason(_row("twice", "elementwise", 2e-3, 1e-3)).startswith(
         "2× slower than predicted at its memory: L3 roof")
     assert kernel_reason(_row("nearly", "elementwise", 1.9e-3, 1e-3)) == ""
+    # Above its roof yet within 5% of its prediction: "as predicted", never "as predicted
+    # than predicted".
+    edge = kernel_reason(_row("edge", "elementwise", 0.951e-3, 1e-3))
+    assert edge == "as predicted at its memory: L3 roof (L3 read)"
 
 
 def test_a_kernel_whose_work_is_not_counted_says_it_has_no_roof() -> None:

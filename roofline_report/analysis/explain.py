@@ -152,7 +152,10 @@ def kernel_reason(r: KernelRow, peak: float | None = None) -> str:
     if not off(m) and not above_roof(p, m.measured):
         return ""
     b = p.binding
-    text = f"{miss_text(m).text} than predicted at its {b.label} roof ({b.roof})"
+    # Within 5% of its prediction a kernel is "as predicted" (it is here for running above
+    # its roof); "as predicted than predicted" is no sentence.
+    how = "as predicted" if m.direction == "as predicted" else f"{miss_text(m).text} than predicted"
+    text = f"{how} at its {b.label} roof ({b.roof})"
     if r.pattern and not any(t.group == "pattern" for t in p.terms):
         text += (f"; no roof measured for this kind ({PATTERN_WORDS.get(r.pattern, r.pattern)})"
                  if m.direction == "slower" else "")
