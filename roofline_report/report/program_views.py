@@ -396,9 +396,10 @@ def programs_figure(an: Analysis) -> figs.FigureOut | None:
     title = ("Measured roofline of this machine, with every program placed" if measured
              else "The programs on the assumed budgets")
     placed = sum(1 for q in points if not q.predicted)
-    desc = (f"{plural(placed, 'program is', 'programs are')} placed at their compiled-program "
-            "intensity (the flops their kernels count over the bytes their kernels touch) and "
-            "measured FLOP/s; an open marker is each one's predicted rate at the same "
+    their = "its" if placed == 1 else "their"
+    desc = (f"{plural(placed, 'program is', 'programs are')} placed at {their} compiled-program "
+            f"intensity (the flops {their} kernels count over the bytes {their} kernels touch) "
+            "and measured FLOP/s; an open marker is each one's predicted rate at the same "
             f"intensity. Roofs: {_roof_list(main)}"
             + ("; the assumed budgets dashed" if measured else "")
             + ("; the spec sheet dotted" if len(sets) > (2 if measured else 1) else "") + ".")
