@@ -185,10 +185,15 @@ def _excess(actual: Any, expected: Any, rtol: float, atol: float) -> float:
             return math.inf if got.shape != want.shape else 0.0
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.abs(got - want) / (atol + rtol * np.abs(want))
-        value = float(np.nanmax(np.where(np.isfinite(got), ratio, np.inf)))
+        # Equal values are within any tolerance (0/0 at a zero tolerance, as integer results
+        # are checked, is not a failure); a non-finite result fails; a NaN left (a NaN
+        # reference) is ignored unless nothing else is left.
+        ratio = np.where(got == want, 0.0, ratio)
+        ratio = np.where(np.isfinite(got), ratio, np.inf)
+        kept = ratio[~np.isnan(ratio)]
     except (TypeError, ValueError):
         return math.inf
-    return value if not math.isnan(value) else math.inf
+    return float(kept.max()) if kept.size else math.inf
 
 
 def xla_cost(compiled: Any) -> dict[str, Any]:
