@@ -194,9 +194,7 @@ def _build(ns: argparse.Namespace) -> int:
         render_assumptions = assumptions_for(data, preset=assumed["preset"])
     skipped = write(out, data, source=Path(ns.from_json).name if ns.from_json else None,
                     assumptions=render_assumptions, title=title)
-    print(f"wrote {out / 'report.html'} and {out / 'report.md'}"
-          + (f" ({len(skipped)} item(s) not available: see the report)" if skipped else ""),
-          file=sys.stderr)
+    print(output.wrote_line(out, len(skipped)), file=sys.stderr)
     return EXIT_PARTIAL if skipped else EXIT_OK
 
 

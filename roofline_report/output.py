@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from roofline_report.errors import InputError, first_line
+from roofline_report.text import plural
 
 if TYPE_CHECKING:
     from roofline_report.analysis.analyse import Assumptions
@@ -253,3 +254,12 @@ def _swap(staging: Path, out: Path) -> None:
             os.replace(old, out)
         raise
     shutil.rmtree(old, ignore_errors=True)
+
+
+def wrote_line(out: Path, skipped: int) -> str:
+    """The line a build prints on stderr: where it wrote the report, and how many items were
+    not available ("1 item", "3 items")."""
+    line = f"wrote {out / 'report.html'} and {out / 'report.md'}"
+    if skipped:
+        line += f" ({plural(skipped, 'item', 'items')} not available: see the report)"
+    return line

@@ -25,6 +25,7 @@ from roofline_report.observe import run as measure
 from roofline_report.observe import timer as timing
 from roofline_report.observe import workloads
 from roofline_report.observe.ceilings import machine as ceilings
+from roofline_report.text import plural
 
 SEED_TITLE = workloads.SEED.title
 
@@ -100,7 +101,7 @@ def build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
 def assert_partial(b: Build) -> None:
     assert b.code == EXIT_PARTIAL, b.err
     assert b.err.splitlines()[-1].endswith(
-        f"({len(b.doc['skipped'])} item(s) not available: see the report)")
+        f"({plural(len(b.doc['skipped']), 'item', 'items')} not available: see the report)")
     assert b.shows("Not available in this run")
     for item in b.doc["skipped"]:
         assert b.shows(f"{item['what']}: {item['reason']}"), item

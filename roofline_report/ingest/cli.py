@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     """Run ``roofline-report profile`` with ``argv`` (after the word ``profile``)."""
+    from roofline_report import output
     from roofline_report.ingest import profile
 
     ns = build_parser().parse_args(list(argv))
@@ -63,7 +64,5 @@ def main(argv: Sequence[str]) -> int:
                    preset=ns.preset, title=ns.title, origin="command line")
     out = Path(ns.out)
     skipped = data.get("skipped") or []
-    print(f"wrote {out / 'report.html'} and {out / 'report.md'}"
-          + (f" ({len(skipped)} item(s) not available: see the report)" if skipped else ""),
-          file=sys.stderr)
+    print(output.wrote_line(out, len(skipped)), file=sys.stderr)
     return EXIT_PARTIAL if skipped else EXIT_OK
