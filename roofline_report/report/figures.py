@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from roofline_report.analysis.records import Sweep
-from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.report.format import decimal, percent_text, plural, whole
 from roofline_report.roofline import ridge
@@ -607,17 +607,28 @@ def _xrange(sets: Sequence[RoofSet], points: Sequence[PlotPoint]) -> list[float]
     return [2 ** (lo_e + (hi_e - lo_e) * i / steps) for i in range(steps + 1)]
 
 
-def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
-              dtype: str | None) -> list[tuple[str, ...]]:
-    """Every roof of one set: compute roofs flat from where the set's main-memory slope meets
-    them, one bandwidth slope per memory level (its fastest roof). With ``dtype``, only the
-    compute roof that dtype runs under."""
-    style = KIND_STYLE.get(roof_set.kind.value, {})
-    main_bw = roof_set.memory_bandwidth
+def drawn_roofs(roof_set: RoofSet, dtype: str | None = None
+                ) -> tuple[list[ComputeRoof], list[BandwidthRoof]]:
+    """The roofs :func:`roofline` draws of a set: its compute roofs (with ``dtype``, only the
+    one that dtype runs under) and one bandwidth slope per memory level, its fastest roof. A
+    caption that names the roofs drawn names these."""
     computes = list(roof_set.compute)
     if dtype is not None:
         chosen = roof_set.compute_for(dtype)
         computes = [chosen] if chosen is not None else []
+    slopes = [max((r for r in roof_set.bandwidth if r.level == level), key=lambda r: r.value)
+              for level in roof_set.levels()]
+    return computes, sorted(slopes, key=lambda r: -r.value)
+
+
+def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
+              dtype: str | None) -> list[tuple[str, ...]]:
+    """Every roof of one set in the table, the :func:`drawn_roofs` on the figure: compute roofs
+    flat from where the set's main-memory slope meets them, one bandwidth slope per memory
+    level."""
+    style = KIND_STYLE.get(roof_set.kind.value, {})
+    main_bw = roof_set.memory_bandwidth
+    computes, slopes = drawn_roofs(roof_set, dtype)
     top = max((c.value for c in computes), default=None)
     rows: list[tuple[str, ...]] = []
     for c in sorted(computes, key=lambda r: -r.value):
@@ -627,10 +638,8 @@ def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
                 label=f"{roof_set.label}: {c.name} {format_si(c.value, 'FLOP/s')}", **style)
         rows.append((f"{roof_set.label}: {c.name}", Kind(c.kind).label, fmt(c.value, "FLOP/s"),
                      "", _g(ridge(c.value, main_bw)) + " FLOP/B" if main_bw else "", ""))
-    drawn = {level: max((r for r in roof_set.bandwidth if r.level == level),
-                        key=lambda r: r.value) for level in roof_set.levels()}
     for bw in sorted(roof_set.bandwidth, key=lambda r: -r.value):
-        if drawn[bw.level] is bw:  # one slope per memory level: its fastest roof
+        if any(bw is slope for slope in slopes):  # one slope per memory level
             end = ridge(top, bw.value) if top else xs[-1]
             line = [x for x in xs if x <= end]
             ax.plot([*line, end], [bw.value * x for x in [*line, end]], color=color, alpha=0.85,

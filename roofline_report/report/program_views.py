@@ -407,9 +407,15 @@ def programs_figure(an: Analysis) -> figs.FigureOut | None:
 
 
 def _roof_list(s: RoofSet) -> str:
-    compute = ", ".join(f"{r.name} {format_si(r.value, 'FLOP/s')}" for r in s.compute)
-    memory = ", ".join(f"{r.name} {format_si(r.value, 'B/s')}" for r in s.bandwidth)
-    return f"{compute}; {memory}"
+    """The roofs the figure draws of ``s`` (:func:`~roofline_report.report.figures.drawn_roofs`)
+    and how many more the table beside it lists."""
+    computes, slopes = figs.drawn_roofs(s)
+    compute = ", ".join(f"{r.name} {format_si(r.value, 'FLOP/s')}" for r in computes)
+    memory = ", ".join(f"{r.level} ({r.name}) {format_si(r.value, 'B/s')}" for r in slopes)
+    rest = len(s.compute) + len(s.bandwidth) - len(computes) - len(slopes)
+    more = (f" ({plural(rest, 'more roof', 'more roofs')} in the table beside the figure)"
+            if rest else "")
+    return f"{compute}; {memory}{more}"
 
 
 # --- the summary: every program, and what could save the most time ----------------------------
