@@ -19,6 +19,8 @@ from xml.sax.saxutils import escape
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from roofline_report.analysis.records import Sweep
@@ -135,10 +137,34 @@ def _finish(fig: Figure, name: str, title: str, desc: str, table: Table,
     return FigureOut(name, title, desc, _to_svg(fig, name, title, desc), table, kinds)
 
 
+_LEGEND_POINTS = 8.0  # the legend's font size
+_FIGURE_WIDTH_IN = 7.2
+
+
+def _label_width_pt(label: str) -> float:
+    """The width of a legend label in points at the legend's font size, measured on
+    matplotlib's own font (no drawing); readers' fonts differ, so callers keep a margin."""
+    width, _, _ = TextToPath().get_text_width_height_descent(
+        label, FontProperties(size=_LEGEND_POINTS), ismath=False)
+    return float(width)
+
+
+def _legend_columns(labels: Sequence[str], ncol: int) -> int:
+    """At most ``ncol`` columns, as many as fit across the figure: each column is as wide as
+    its widest label plus the handle and the spacing (about 3.5 em), with 10% to spare for the
+    reader's font."""
+    room = _FIGURE_WIDTH_IN * 72.0 * 0.9
+    widest = max((_label_width_pt(x) for x in labels), default=0.0) + 3.5 * _LEGEND_POINTS
+    return max(1, min(ncol, int(room // widest) if widest > 0 else ncol))
+
+
 def _legend_below(fig: Figure, ax: Axes, *, ncol: int) -> None:
     """The legend under the axes: inside, it would hide a roof or a point wherever it went."""
-    # The figure grows with the legend's rows, so that no entry falls off the canvas.
-    entries = len(ax.get_legend_handles_labels()[0])
+    # The figure grows with the legend's rows, so that no entry falls off the canvas, and has
+    # as many columns as fit across it, so that no entry falls off its side.
+    labels = ax.get_legend_handles_labels()[1]
+    ncol = _legend_columns(labels, ncol)
+    entries = len(labels)
     rows = max(1, math.ceil(entries / ncol))
     legend_in = 0.75 + 0.19 * rows  # the x label and the legend's rows
     height = 3.9 + legend_in
