@@ -132,6 +132,28 @@ def test_svgs_parse_and_label_their_series(rendered: render.Rendered) -> None:
     assert "assumed budgets: assumed compute budget 100 GFLOP/s" in measured
 
 
+def test_every_figure_with_points_names_them_on_hover(rendered: render.Rendered) -> None:
+    """Each plotted point of the seed's, the lab's, the working-set, the prediction and the
+    roofline figures carries a <title> inside its own group, which browsers show on hover."""
+    kinds = ("seed_roofline", "doubled_traffic", "working_set", "sweep_prediction",
+             "measured_roofline", "lab_")
+    checked = 0
+    for name, svg in rendered.figures.items():
+        if not name.startswith(kinds):
+            continue
+        root = ET.fromstring(svg)
+        tips = [g for g in root.iter(f"{SVG_NS}g")
+                if g.find(f"{SVG_NS}title") is not None]
+        assert tips, name
+        assert all((g.findtext(f"{SVG_NS}title") or "").strip() for g in tips), name
+        checked += 1
+    assert checked >= 6
+    seed = ET.fromstring(rendered.figures["seed_roofline"])
+    texts = [g.findtext(f"{SVG_NS}title") for g in seed.iter(f"{SVG_NS}g")
+             if g.find(f"{SVG_NS}title") is not None]
+    assert any(t and t.startswith("n=8: intensity") and "memory-bound" in t for t in texts)
+
+
 def test_markdown_links_figures_relatively(rendered: render.Rendered) -> None:
     for name in rendered.figures:
         assert f"](figures/{name}.svg)" in rendered.markdown

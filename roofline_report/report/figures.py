@@ -133,8 +133,29 @@ def _seconds_axis(axis: Any) -> None:
 
 
 def _finish(fig: Figure, name: str, title: str, desc: str, table: Table,
-            kinds: tuple[str, ...]) -> FigureOut:
-    return FigureOut(name, title, desc, _to_svg(fig, name, title, desc), table, kinds)
+            kinds: tuple[str, ...], tips: Sequence[tuple[str, str]] = ()) -> FigureOut:
+    return FigureOut(name, title, desc, _titled(_to_svg(fig, name, title, desc), name, tips),
+                     table, kinds)
+
+
+def _hover(ax: Axes, points: Sequence[tuple[float, float, str]], prefix: str = "tip"
+           ) -> list[tuple[str, str]]:
+    """A transparent hover target over each (x, y, tooltip) point, drawn as a marker of its
+    own (an SVG group with an id); returns (id, tooltip) pairs for :func:`_titled`."""
+    tips = []
+    for j, (x, y, tip) in enumerate(points, 1):
+        gid = f"{prefix}-{j}"
+        ax.scatter([x], [y], s=64, alpha=0.0, gid=gid, zorder=5)
+        tips.append((gid, tip))
+    return tips
+
+
+def _titled(svg: str, name: str, tips: Sequence[tuple[str, str]]) -> str:
+    """Each hover target's group gets a <title>: browsers show it when pointing at it."""
+    for gid, tip in tips:
+        marker = f'<g id="{name}-{gid}">'
+        svg = svg.replace(marker, f"{marker}<title>{escape(tip)}</title>", 1)
+    return svg
 
 
 _LEGEND_POINTS = 8.0  # the legend's font size
@@ -211,6 +232,11 @@ def seed_roofline(seed_model: Mapping[str, Any]) -> FigureOut:
                        strict=True):
         ax.annotate(f"n={n}", (x, y / 1e9), textcoords="offset points", xytext=(-8, 6),
                     fontsize=7)
+    tips = _hover(ax, [(x, y / 1e9, f"n={n}: intensity {_g(x)} FLOP/B, ceiling "
+                     f"{fmt(y, 'FLOP/s')} (hypothetical), {b}-bound")
+                    for n, x, y, b in zip(seed_model["sizes"], seed_model["intensity"],
+                                          seed_model["roofline"], seed_model["bound"],
+                                          strict=True)])
     _log_axes(ax, data["xlabel"], data["ylabel"])
     ax.set_title("Hypothetical roofline: square f32 matmuls under assumed budgets", fontsize=10,
                  y=1.0, pad=6)
@@ -230,7 +256,7 @@ def seed_roofline(seed_model: Mapping[str, Any]) -> FigureOut:
                                   seed_model["bound"], strict=True)
     )
     table = Table(("n", "intensity (FLOP/B)", "bandwidth × intensity", "ceiling", "bound"), rows)
-    return _finish(fig, "seed_roofline", title, desc, table, (Kind.HYPOTHETICAL.value,))
+    return _finish(fig, "seed_roofline", title, desc, table, (Kind.HYPOTHETICAL.value,), tips)
 
 
 def doubled_traffic(experiment: Mapping[str, Any], ridge: float) -> FigureOut:
@@ -246,6 +272,13 @@ def doubled_traffic(experiment: Mapping[str, Any], ridge: float) -> FigureOut:
         ax.annotate(f"n={n}", (x, y / 1e9), textcoords="offset points", xytext=(-6, -12),
                     fontsize=7)
     ax.axvline(ridge, color="#64748b", linewidth=0.8, linestyle=":")
+    tips = _hover(ax, [(x, y / 1e9, f"n={n}, {what}: intensity {_g(x)} FLOP/B, ceiling "
+                        f"{fmt(y, 'FLOP/s')} (hypothetical)")
+                       for what, xs_, ys_ in (
+                           ("minimum traffic", experiment["intensity"], experiment["roofline"]),
+                           ("twice the minimum traffic", experiment["reduced_intensity"],
+                            experiment["revised"]))
+                       for n, x, y in zip(sizes, xs_, ys_, strict=True)])
     _log_axes(ax, "operations per byte (FLOP/byte)", "hypothetical ceiling (GFLOP/s)")
     ax.set_title("Doubling the data movement halves intensity", fontsize=10, y=1.0, pad=6)
     _legend(ax)
@@ -260,7 +293,8 @@ def doubled_traffic(experiment: Mapping[str, Any], ridge: float) -> FigureOut:
     )
     table = Table(("n", "intensity", "halved intensity", "ceiling", "revised ceiling", "ratio"),
                   rows)
-    return _finish(fig, "doubled_traffic", title, desc, table, (Kind.HYPOTHETICAL.value,))
+    return _finish(fig, "doubled_traffic", title, desc, table, (Kind.HYPOTHETICAL.value,),
+                   tips)
 
 
 def _range(low: int | None, high: int | None) -> str:
@@ -328,6 +362,8 @@ def working_set(series: Sequence[SweepSeries], levels: Sequence[LevelBand],
         ax.axvline(size, color="#94a3b8", linewidth=1.0, linestyle=(0, (1, 2)))
         ax.annotate(name, (size, 1), xycoords=("data", "axes fraction"),
                     textcoords="offset points", xytext=(2, -10), fontsize=7, color="#475569")
+    tips = _hover(ax, [(b, v, f"{s.name}: {format_binary(b)} working set, "
+                           f"{fmt(v, 'B/s')} (measured)") for s in series for b, v in s.points])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=10)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: format_binary(v, 2)))
@@ -345,7 +381,7 @@ def working_set(series: Sequence[SweepSeries], levels: Sequence[LevelBand],
             "the dispatch floor off, so their bands sit above its points); shaded bands are "
             "the memory levels found"
             + (f": {found}." if found else ": none was found."))
-    svg = _to_svg(fig, "working_set", title, desc)
+    svg = _titled(_to_svg(fig, "working_set", title, desc), "working_set", tips)
     rows = [(s.name, format_binary(b), fmt(v, "B/s")) for s in series for b, v in s.points]
     rows += [(f"level {lv.name} ({lv.kernel})",
               lv.range_text or _range(lv.min_bytes, lv.max_bytes), fmt(lv.value, "B/s"))
@@ -527,6 +563,7 @@ def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> Fig
     """Predicted against measured time of every sweep point, with the line of equality."""
     fig, ax = _new_figure()
     rows = []
+    hover: list[tuple[float, float, str]] = []
     lo, hi = math.inf, 0.0
     for i, sw in enumerate(sweeps):
         pts = [pt for pt in sw.points if pt.prediction is not None]
@@ -540,6 +577,11 @@ def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> Fig
         for pt, t_pred in zip(pts, pred, strict=True):
             rows.append((sw.title, _dims_text(pt.dims), fmt(t_pred, "s"), fmt(pt.measured, "s"),
                          f"{decimal(pt.measured / t_pred, 3)}×", pt.predicted_bound))
+            hover.append((t_pred, pt.measured,
+                          f"{sw.title} {_dims_text(pt.dims)}: predicted {fmt(t_pred, 's')}, "
+                          f"measured {fmt(pt.measured, 's')} "
+                          f"({decimal(pt.measured / t_pred, 3)}×)"))
+    tips = _hover(ax, hover)
     if hi > 0:
         ax.plot([lo / 2, hi * 2], [lo / 2, hi * 2], color="#64748b", linewidth=0.9,
                 linestyle="--", label="measured = predicted")
@@ -560,7 +602,7 @@ def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> Fig
     table = Table(("workload", "size", "predicted", "measured", "measured ÷ predicted",
                    "predicted bound"), tuple(rows))
     return _finish(fig, "sweep_prediction", title, desc, table,
-                   (Kind.PREDICTED.value, Kind.MEASURED.value))
+                   (Kind.PREDICTED.value, Kind.MEASURED.value), tips)
 
 
 # --- lab notebook ---------------------------------------------------------------------------
@@ -578,6 +620,10 @@ def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> Figur
         kind_label = Kind(s["kind"]).label
         label = s["label"] if s["label"] == kind_label else f"{s['label']} ({kind_label})"
         ax.plot(xs, s["y"], color=PALETTE[i % len(PALETTE)], label=label, **styles[key])
+    tips = _hover(ax, [(x, y, f"{s['label']} at {_tick(x)}: {fmt(y, 's')} "
+                              f"({Kind(s['kind']).label})")
+                       for s in data["series"] for x, y in zip(xs, s["y"], strict=True)
+                       if y is not None and y > 0])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v)))
@@ -592,8 +638,7 @@ def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> Figur
     rows = tuple((_tick(x), *(fmt(s["y"][i], "s") for s in data["series"]))
                  for i, x in enumerate(xs))
     kinds = tuple(sorted({s["kind"] for s in data["series"]}))
-    return _finish(fig, name, title, desc, Table(headers, rows),
-                     kinds)
+    return _finish(fig, name, title, desc, Table(headers, rows), kinds, tips)
 
 
 # --- the roofline ----------------------------------------------------------------------------
@@ -729,7 +774,4 @@ def roofline(name: str, title: str, description: str, sets: Sequence[RoofSet],
 
 def _with_tooltips(svg: str, name: str, points: Sequence[PlotPoint]) -> str:
     """Each point's group gets a <title> (browsers show it when pointing at the point)."""
-    for j, p in enumerate(points, 1):
-        marker = f'<g id="{name}-point-{j}">'
-        svg = svg.replace(marker, f"{marker}<title>{escape(p.tooltip)}</title>", 1)
-    return svg
+    return _titled(svg, name, [(f"point-{j}", p.tooltip) for j, p in enumerate(points, 1)])
