@@ -47,9 +47,13 @@ def test_every_name_gives_a_short_safe_slug(name: str) -> None:
     slug = meta.name_slug(name)
     assert SLUG.fullmatch(slug), slug
     assert 1 <= len(slug) <= meta.SLUG_CHARS + 7
-    assert meta.workload_anchor(name) == f"w-{slug}"
     assert meta.figure_name("kernels", name) == f"kernels_{slug}"
     assert meta.name_slug(name) == slug  # the same in every run
+    anchor = meta.workload_anchor(name)
+    assert anchor == f"w-{meta.anchor_slug(name)}" and not any(ch.isspace() for ch in anchor)
+    assert len(anchor) <= 2 + meta.SLUG_CHARS + 7
+    if name.isascii():
+        assert anchor == f"w-{slug}"  # an ASCII name's anchor is its file name's slug
 
 
 def test_long_names_that_share_a_beginning_get_different_slugs() -> None:
@@ -58,10 +62,13 @@ def test_long_names_that_share_a_beginning_get_different_slugs() -> None:
     assert len(set(slugs)) == len(slugs)
 
 
-def test_a_name_in_another_alphabet_is_its_digest() -> None:
+def test_a_name_in_another_alphabet_keeps_its_letters_in_its_anchor() -> None:
+    """File names stay ASCII (the name's digest); an anchor keeps the name's letters."""
     digest = hashlib.sha1("行列積".encode()).hexdigest()[:6]
     assert meta.name_slug("行列積") == digest
-    assert meta.workload_anchor("行列積") == f"w-{digest}"
+    assert meta.workload_anchor("行列積") == f"w-行列積-{digest}"
+    digest = hashlib.sha1("Café layer".encode()).hexdigest()[:6]
+    assert meta.workload_anchor("Café layer") == f"w-café-layer-{digest}"
 
 
 # --- names that cannot be printed: refused early ----------------------------------------------

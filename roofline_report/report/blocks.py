@@ -277,7 +277,9 @@ class Document:
                              f"{unknown}; placed twice: {twice}")
 
 
-_ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+# An id starts with a letter of any script, then letters, digits, "_" and "-" (HTML allows any
+# character but whitespace; anchors keep the letters of names in other scripts).
+_ID = re.compile(r"[^\W\d_][\w-]*")
 
 
 def cell_ids(t: Table) -> list[str]:

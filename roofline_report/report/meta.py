@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -19,6 +20,9 @@ DEFAULT_COMPARE_TITLE = "Roofline comparison of {runs} runs"
 
 _PLAIN = re.compile(r"[A-Za-z0-9_-]+")
 _LOSSY = re.compile(r"[^a-z0-9]+")
+# Letters and digits of any script stay in an anchor; '_' (part of \w) is made '-' as in
+# name_slug, so ASCII names slug alike.
+_LOSSY_WORDS = re.compile(r"(?:[^\w]|_)+")
 #: The longest slug a name gives: anchors and figure file names stay short whatever the name's
 #: length (a file name of 255 bytes is the common limit).
 SLUG_CHARS = 40
@@ -40,10 +44,26 @@ def name_slug(name: str) -> str:
     return f"{slug}-{digest}" if slug else digest
 
 
+def anchor_slug(name: str) -> str:
+    """:func:`name_slug`'s rule for an anchor, which keeps letters and digits of every script
+    (an HTML id may hold any character but whitespace; only file names need ASCII): a plain name
+    is itself, any other is lowered, its runs of other characters made '-', cut to
+    :data:`SLUG_CHARS` and suffixed with the same six hex digits (``"注意力 block"`` ->
+    ``注意力-block-`` + 6 hex digits, ``"café"`` -> ``café-`` + 6 hex digits). ASCII names give
+    the same slug as :func:`name_slug`, so their anchors do not move."""
+    if len(name) <= SLUG_CHARS and _PLAIN.fullmatch(name):
+        return name
+    lowered = unicodedata.normalize("NFC", name).lower()
+    slug = _LOSSY_WORDS.sub("-", lowered).strip("-")[:SLUG_CHARS].rstrip("-")
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+    return f"{slug}-{digest}" if slug else digest
+
+
 def workload_anchor(name: str) -> str:
     """The anchor of the workload called ``name``, the same in every run and every report:
-    ``w-`` and the name's :func:`name_slug` (``w-matmul_bf16``, ``w-scaled-matmul-1f0c2a``)."""
-    return f"w-{name_slug(name)}"
+    ``w-`` and the name's :func:`anchor_slug` (``w-matmul_bf16``, ``w-scaled-matmul-1f0c2a``,
+    ``w-注意力-block-`` + 6 hex digits)."""
+    return f"w-{anchor_slug(name)}"
 
 
 def figure_name(prefix: str, name: str) -> str:
@@ -161,5 +181,16 @@ def page_meta(results: Mapping[str, Any], title: str | None = None,
     )
 
 
-__all__ = ["DEFAULT_TITLE", "SLUG_CHARS", "PageMeta", "check_title", "figure_name", "machine",
-           "measured_date", "name_slug", "page_meta", "workload_anchor"]
+__all__ = [
+    "DEFAULT_TITLE",
+    "SLUG_CHARS",
+    "PageMeta",
+    "anchor_slug",
+    "check_title",
+    "figure_name",
+    "machine",
+    "measured_date",
+    "name_slug",
+    "page_meta",
+    "workload_anchor",
+]
