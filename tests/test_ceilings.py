@@ -190,7 +190,13 @@ def test_tiny_run_structure(tiny: dict[str, Any]) -> None:
             "cache_bytes",
             "caches",
             "quick",
+            "conditions",
         }  # a hand-made plan asks for no working-set sweep and no rates
+        # The load over the whole measurement is recorded (its value is the machine's).
+        assert tiny["conditions"]["wall_s"] > 0
+        for entry in [*tiny["compute"], *tiny["bandwidth"]]:
+            assert len(entry["round_loads"]) == len(entry["rounds"]) == sampling.ROUNDS
+            assert entry["repeated"] == 0  # a hand-made plan takes no round again
         assert any("matmul float32" in m for m in messages)
     finally:
         tiny["_messages"] = messages
