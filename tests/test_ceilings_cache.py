@@ -650,6 +650,10 @@ def test_the_command_line_reuses_and_remeasure_replaces(
 @pytest.mark.parametrize("argv, fragment", [
     (["--remeasure", "--no-ceilings"], "--remeasure measures the ceilings again"),
     (["--from-json", str(FIXTURE), "--remeasure"], "--remeasure would need a new measurement"),
+    (["--remeasure-if-suspect", "--no-ceilings"],
+     "--remeasure-if-suspect measures the ceilings again; --no-ceilings measures none"),
+    (["--from-json", str(FIXTURE), "--remeasure-if-suspect"],
+     "--remeasure-if-suspect would need a new measurement"),
 ])
 def test_remeasure_with_what_measures_no_ceilings_is_bad_input(
         argv: list[str], fragment: str, tmp_path: Path,
@@ -659,6 +663,79 @@ def test_remeasure_with_what_measures_no_ceilings_is_bad_input(
     assert code == EXIT_INPUT, err
     assert len(err.strip().splitlines()) == 1 and fragment in err
     assert not (tmp_path / "out").exists()
+
+
+def _divided(ceilings: dict[str, Any], by: float) -> dict[str, Any]:
+    """``ceilings`` with every compute and streaming roof ``by`` times lower."""
+    out = copy.deepcopy(ceilings)
+    for group in ("compute", "bandwidth"):
+        for entry in out[group]:
+            if entry.get("value"):
+                entry["value"] /= by
+            entry["rounds"] = [r / by if r else r for r in entry.get("rounds", [])]
+            for point in entry.get("by_size", []):
+                point["value"] /= by
+    return out
+
+
+def test_ceilings_the_programs_beat_are_measured_again_with_a_note(
+        monkeypatch: pytest.MonkeyPatch, fixture_doc: dict[str, Any],
+        ceilings_cache_folder: Path) -> None:
+    """--remeasure-if-suspect: the fixture's programs (timed for real on a quiet machine) held
+    to cached ceilings ten times too low: most beat them, and the ceilings are measured again;
+    held to the ceilings they were measured with, they are not."""
+    from roofline_report.observe import run as measure
+    from roofline_report.observe.ceilings import machine
+
+    counting = Counting(fixture_doc)
+    monkeypatch.setattr(machine, "measure_ceilings", counting)
+    options = measure.RunOptions(remeasure_if_suspect=True)
+    said: list[str] = []
+    low = {**copy.deepcopy(fixture_doc), "skipped": []}
+    low["ceilings"] = _divided(low["ceilings"], 10.0)
+    low["ceilings"]["origin"] = {"cached": True, "measured_at": AT, "key": key().digest,
+                                 "notes": []}
+    data = measure._remeasure_if_suspect(options, low, ENV, "2026-12-02T00:00:00Z",
+                                         said.append, measure.Skips())
+    assert counting.calls == 1
+    assert data["origin"]["cached"] is False
+    assert data["compute"][0]["value"] == fixture_doc["ceilings"]["compute"][0]["value"]
+    note = data["origin"]["notes"][0]
+    assert note.startswith("measured again in this run (--remeasure-if-suspect): ")
+    assert note.endswith(" programs ran faster than the cached ceilings allowed")
+    assert any("measuring again" in s for s in said)
+    # The new ones are cached.
+    assert cache.lookup(key(), ceilings_cache_folder / "ceilings")[0] is not None
+    quiet = {**copy.deepcopy(fixture_doc), "skipped": []}
+    assert measure._remeasure_if_suspect(options, quiet, ENV, AT, said.append,
+                                         measure.Skips()) is quiet["ceilings"]
+    assert counting.calls == 1
+
+
+def test_the_command_line_remeasures_suspect_ceilings_only_when_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture_doc: dict[str, Any]) -> None:
+    from roofline_report.analysis.roof_check import Above, RoofCheck
+    from roofline_report.observe import run as measure
+    from roofline_report.observe import suspect_ceilings, workloads
+    from roofline_report.observe.ceilings import machine
+
+    counting = Counting(fixture_doc)
+    monkeypatch.setattr(machine, "measure_ceilings", counting)
+    monkeypatch.setattr(measure, "catalog", lambda: [workloads.SEED])
+    # The seed's real timing decides nothing here: the check says "suspect" outright.
+    beaten = RoofCheck(programs=(Above("seed_tanh_matmul", 3.0, 0.1),), programs_checked=1,
+                       kernels=(), kernels_checked=0, causes=())
+    monkeypatch.setattr(suspect_ceilings, "suspect", lambda _results: beaten)
+    _build(tmp_path / "a")
+    assert counting.calls == 1  # measured, cached
+    _build(tmp_path / "b")
+    assert counting.calls == 1  # reused; the flag not given, nothing measured again
+    code, doc, _ = _build(tmp_path / "c", "--remeasure-if-suspect")
+    assert code in (EXIT_OK, EXIT_PARTIAL) and counting.calls == 2
+    assert doc["ceilings"]["origin"]["cached"] is False
+    assert doc["ceilings"]["origin"]["notes"] == [
+        "measured again in this run (--remeasure-if-suspect): 1 of 1 program ran faster than "
+        "the cached ceilings allowed"]
 
 
 def _double(x: Any) -> Any:
