@@ -343,7 +343,8 @@ def test_a_file_of_another_user_is_ignored(tmp_path: Path, fixture_doc: dict[str
         return info
 
     monkeypatch.setattr(os, "lstat", lstat)
-    _ignored(tmp_path, f"it is owned by another user (uid {owner + 1}, not {owner})")
+    note = _ignored(tmp_path, "were ignored: it is owned by another user")
+    assert note.endswith("another user")  # no user ids: the note goes onto the page
 
 
 def test_a_file_others_may_write_is_ignored(tmp_path: Path, fixture_doc: dict[str, Any]
@@ -370,7 +371,7 @@ def test_a_folder_of_another_user_is_neither_read_nor_written(
     entry, notes = cache.lookup(key(), link)
     assert entry is None
     assert notes == ["the ceilings cache was not read: the ceilings cache folder is a "
-                     f"symbolic link to a folder owned by another user (uid {me}, not {me + 1})"]
+                     "symbolic link to a folder owned by another user"]
     record = ceilings_record(fixture_doc, quick=False)
     record["dispatch"] = {**record["dispatch"], "value": 1.0}
     notes = cache.save(key(), record, "2026-12-02T00:00:00Z", link)
@@ -379,7 +380,7 @@ def test_a_folder_of_another_user_is_neither_read_nor_written(
     assert {p.name: p.read_bytes() for p in theirs.iterdir()} == before  # nothing written
     # Not a link: the folder itself is someone else's.
     assert cache.lookup(key(), theirs)[1][0].endswith(
-        f"the ceilings cache folder is owned by another user (uid {me}, not {me + 1})")
+        "the ceilings cache folder is owned by another user")
 
 
 def test_a_fifo_is_not_opened(tmp_path: Path) -> None:

@@ -111,13 +111,11 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     say = progress or (lambda _msg: None)
     skips = Skips()
     # The sharded analysis runs in a child process (it needs its own device count). In quick
-    # mode it starts now and runs alongside the rest, at the cost of noisier timings (the
-    # report says so); otherwise it runs last, on an otherwise idle machine.
+    # mode it starts after the ceilings (a child busy beside them would hold the cores they
+    # are measured on) and runs alongside the rest, at the cost of noisier timings (the report
+    # says so); otherwise it runs last, on an otherwise idle machine.
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1) if options.sharding else None
     pending_sharding = None
-    if pool is not None and options.quick:
-        pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path,
-                                       options.builtin)
     say("environment")
     env = lowering.environment()
     at = measured_at()
@@ -134,6 +132,9 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
         results["ceilings"] = _ceilings(options, env, at, say, skips)
     else:
         results["ceilings"] = {"available": False, "reason": options.not_asked("--no-ceilings")}
+    if pool is not None and options.quick:
+        pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path,
+                                       options.builtin)
 
     workloads = [*(catalog() if options.builtin else []), *options.user_workloads]
     # The user's own programs are timed first, nearest the ceilings their predictions rest on
