@@ -196,3 +196,61 @@ def test_a_compute_ceiling_records_each_round_s_load(monkeypatch: pytest.MonkeyP
     assert [r["others_cpu_s"] for r in entry["round_loads"]] == pytest.approx([0.0, 0.2])
     assert entry["repeated"] == 1 and budget.repeated == 1
     assert not conditions({"compute": [entry]}).loaded
+
+
+# ------------------------------------------------------------- a round under load discarded
+
+
+def test_the_round_kept_is_the_fastest_quiet_one() -> None:
+    quiet, busy = reading(0.0), reading(0.9)
+    assert load.preferred([5.0, 9.0], [quiet, busy]) == 0  # the faster one ran under load
+    assert load.preferred([5.0, 9.0], [quiet, quiet]) == 1
+    assert load.preferred([5.0, 9.0], [busy, busy]) == 1  # all under load: the fastest
+    assert load.preferred([5.0, 9.0], [None, None]) == 1  # unknown load: not judged
+    assert load.preferred([7.0, 7.0], [quiet, quiet]) == 0  # the first of equal ones
+    # The analysis finds the kept round by its rate, not by being the fastest.
+    entry = {"available": True, "value": 5.0, "rounds": [5.0, 9.0],
+             "round_loads": [quiet, busy]}
+    assert best_round(entry) == 0 and not conditions({"compute": [entry]}).loaded
+
+
+def test_a_stream_s_round_under_load_is_discarded_for_a_quiet_one() -> None:
+    from roofline_report.observe.ceilings import streams
+
+    def stream(value: float, share: float) -> dict[str, Any]:
+        return {"name": "scale", "available": True, "value": value, "reason": "",
+                "round_loads": [reading(share)], "repeated": 1}
+
+    best = streams.best_streams([[stream(30e9, 0.0)], [stream(45e9, 0.8)]])
+    assert best[0]["value"] == 30e9 and best[0]["rounds"] == [30e9, 45e9]
+    assert best[0]["round_loads"] == [reading(0.0), reading(0.8)]
+    assert best[0]["repeated"] == 2
+    assert not conditions({"bandwidth": best}).loaded
+
+
+def test_a_compute_ceiling_keeps_its_quiet_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first full round ran under load (and again under load: no budget), the second
+    quiet but slower: the quiet one is the value."""
+    from roofline_report.observe.ceilings import compute
+    from roofline_report.observe.ceilings.machine import Plan
+
+    full = iter([1e-3, 2e-3])
+
+    def fake_time(compiled: Any, args: Any, **kw: Any) -> Any:
+        seconds = next(full)
+        return SimpleNamespace(per_call=SimpleNamespace(min=seconds),
+                               to_json=lambda s=seconds: {"s": s})
+
+    monkeypatch.setattr(compute.timing, "time_jitted", fake_time)
+    monkeypatch.setattr(load, "PROBE", Script([0.7, 0.0]))
+    plan = Plan(matmul_sizes=(32,), matmul_max_call_s=1.0, matmul_dtypes=("float32",),
+                array_bytes=1 << 20, samples=2, min_sample_s=1e-3, sweep_samples=2,
+                sweep_min_sample_s=5e-4, budget_s=0.1)
+    again: list[Any] = []
+    entry = compute.matmul_entry("float32", "cpu", plan, lambda _m: None, again=again)
+    for closure in again:
+        closure()
+    flops = 2 * 32**3
+    assert entry["rounds"] == [flops / 1e-3, flops / 2e-3]
+    assert entry["value"] == flops / 2e-3 and entry["timing"] == {"s": 2e-3}
+    assert not conditions({"compute": [entry]}).loaded

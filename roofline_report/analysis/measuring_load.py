@@ -16,9 +16,10 @@ the load average counts this process's own threads and lags by a minute, so it i
 judged. A span whose others' CPU time is unknown (no ``/proc/stat``) is not judged either.
 
 A compute or streaming ceiling was measured under load when the round its value comes from
-(its fastest) was; the whole measurement, when its own span was. The measuring side repeats a
-round under load within a time budget (see ``observe/ceilings/load.py``), the ceilings cache
-refuses ceilings measured under load, and the report says which were.
+was (the fastest of its rounds not under load, else its fastest); the whole measurement, when
+its own span was. The measuring side takes a round under load again within a time budget (see
+``observe/ceilings/load.py``), the ceilings cache refuses ceilings measured under load, and the
+report says which were.
 """
 
 from __future__ import annotations
@@ -85,8 +86,9 @@ def _number(value: Any) -> float | None:
 
 
 def best_round(entry: Mapping[str, Any]) -> int | None:
-    """The index of the round a ceiling's value comes from (its fastest, the first of equal
-    ones), or None where the rounds do not say."""
+    """The index of the round a ceiling's value comes from (the first whose rate is the value;
+    else its fastest, as in runs where the value was the fastest round), or None where the
+    rounds do not say."""
     value = entry.get("value")
     rounds = entry.get("rounds") or []
     if not isinstance(value, int | float) or not isinstance(rounds, Sequence):
@@ -94,6 +96,9 @@ def best_round(entry: Mapping[str, Any]) -> int | None:
     usable = [(r, i) for i, r in enumerate(rounds) if isinstance(r, int | float)]
     if not usable:
         return None
+    exact = next((i for r, i in usable if r == value), None)
+    if exact is not None:
+        return exact
     best = max(r for r, _ in usable)
     return next(i for r, i in usable if r == best)
 

@@ -235,7 +235,8 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
             entry["rounds"].append(rate)
             entry["round_loads"].append(later_load)
             entry["repeated"] += repeats
-            if rate > entry["value"]:
+            # The faster round, unless only one of the two ran quiet: that one.
+            if load.preferred([entry["value"], rate], [entry["round_loads"][0], later_load]):
                 entry.update(value=rate, timing=later.to_json())
 
         again.append(second)

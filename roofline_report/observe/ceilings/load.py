@@ -100,6 +100,14 @@ def is_loaded(reading: dict[str, Any] | None) -> bool:
     return load is not None and load.loaded
 
 
+def preferred(rates: list[float], loads: list[dict[str, Any] | None]) -> int:
+    """The index of the round a ceiling keeps: the fastest of the rounds not under load, else
+    the fastest of all (a round under load is discarded where a quiet one exists)."""
+    order = range(len(rates))
+    quiet = [i for i in order if not is_loaded(loads[i] if i < len(loads) else None)]
+    return max(quiet or order, key=lambda i: (rates[i], -i))
+
+
 @dataclass
 class Budget:
     """Seconds left for taking rounds again because of load, over one measurement of the
@@ -137,10 +145,9 @@ def quiet_round(run: Callable[[], T], rate: Callable[[T], float], budget: Budget
         budget.repeated += 1
         repeats += 1
         attempts.append((again, reading))
-    quiet = [a for a in attempts if not is_loaded(a[1])] or attempts
-    kept = max(quiet, key=lambda a: rate(a[0]))
+    kept = attempts[preferred([rate(a[0]) for a in attempts], [a[1] for a in attempts])]
     return kept[0], kept[1], repeats
 
 
 __all__ = ["MAX_REPEATS", "PROBE", "Budget", "Sample", "is_loaded", "load_between",
-           "quiet_round", "read_proc_stat", "sample"]
+           "preferred", "quiet_round", "read_proc_stat", "sample"]

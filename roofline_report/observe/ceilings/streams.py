@@ -198,7 +198,10 @@ def best_streams(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     for i, first in enumerate(rounds[0]):
         tries = [r[i] for r in rounds if i < len(r)]
         usable = [e for e in tries if e["available"] and e["value"] is not None]
-        best = dict(max(usable, key=lambda e: float(e["value"])) if usable else first)
+        # The fastest round, of those not under load where there are any.
+        best = dict(usable[load.preferred(
+            [float(e["value"]) for e in usable],
+            [(e.get("round_loads") or [None])[0] for e in usable])] if usable else first)
         best["rounds"] = [e["value"] if e["available"] else None for e in tries]
         best["round_loads"] = [(e.get("round_loads") or [None])[0] if e["available"] else None
                                for e in tries]
