@@ -238,8 +238,9 @@ def under_load(ceilings: Mapping[str, Any]) -> str:
     if not c.loaded:
         return ""
     if c.loaded_ceilings:
-        return (f"measured under load (other work held the cores while "
-                f"{', '.join(c.loaded_ceilings)} were timed)")
+        names = c.loaded_ceilings
+        return (f"measured under load (other work held the cores while {', '.join(names)} "
+                f"{'was' if len(names) == 1 else 'were'} timed)")
     share = c.whole.others_share if c.whole is not None else None
     return ("measured under load (other processes took "
             f"{round(100 * share) if share is not None else '?'}% of the cores' time)")
