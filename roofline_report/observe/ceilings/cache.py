@@ -33,10 +33,10 @@ multiplied by ten, say) no longer matches and is ignored as altered. The file mu
 file (never a FIFO or a device, which are not opened: a FIFO would block the reader) of at most
 :data:`MAX_FILE_BYTES`, owned by the user who runs the build, and writable by no one else; the
 folder must be owned by that user (a symlink to another user's folder is neither read nor
-written). Any of these failing is a note naming why, and a fresh measurement. Ceilings measured under load (see
-:mod:`roofline_report.analysis.measuring_load`) are not saved, and an entry that says it was
-measured under load is ignored: the next run measures again, until a quiet measurement is
-saved.
+written). Any of these failing is a note naming why, and a fresh measurement. Ceilings
+measured under load (see :mod:`roofline_report.analysis.measuring_load`) are not saved, and an
+entry that says it was measured under load is ignored: the next run measures again, until a
+quiet measurement is saved.
 
 Notes name cache files by their file name only (no folder, which holds the user's name).
 """
