@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--remeasure", action="store_true",
                    help="measure this machine's ceilings again instead of reusing those saved "
                    "in the ceilings cache, and replace them there")
+    p.add_argument("--remeasure-if-suspect", action="store_true",
+                   help="measure this machine's ceilings again when most programs ran faster "
+                   "than they allow (ceilings measured under load, or reused from the cache)")
     p.add_argument("--no-sweeps", action="store_true", help="do not run the size sweeps")
     p.add_argument("--no-sharding", action="store_true",
                    help="do not analyse the sharded workloads")
@@ -175,6 +178,8 @@ def _build(ns: argparse.Namespace) -> int:
                                           ("--only-config", ns.only_config),
                                           ("--no-ceilings", ns.no_ceilings),
                                           ("--remeasure", ns.remeasure),
+                                          ("--remeasure-if-suspect",
+                                           ns.remeasure_if_suspect),
                                           ("--no-sweeps", ns.no_sweeps),
                                           ("--no-sharding", ns.no_sharding),
                                           ("--no-experiments", ns.no_experiments)) if v]
@@ -253,6 +258,9 @@ def _measure(ns: argparse.Namespace, progress: Progress,
     if ns.remeasure and ns.no_ceilings:
         raise InputError("--remeasure measures the ceilings again; --no-ceilings measures none: "
                          "give one of them")
+    if ns.remeasure_if_suspect and ns.no_ceilings:
+        raise InputError("--remeasure-if-suspect measures the ceilings again; --no-ceilings "
+                         "measures none: give one of them")
     _say(notes)
     # jax is imported only from here on.
     from roofline_report.analysis import seed_model as model
@@ -279,6 +287,7 @@ def _measure(ns: argparse.Namespace, progress: Progress,
         config_path=ns.config,
         teaching=not ns.only_config,
         remeasure=ns.remeasure,
+        remeasure_if_suspect=ns.remeasure_if_suspect,
     )
     return measure.run(options, progress)
 

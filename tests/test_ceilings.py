@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sys
@@ -13,7 +14,7 @@ import pytest
 
 from roofline_report.observe.ceilings import compute as compute_ceilings
 from roofline_report.observe.ceilings import dispatch as dispatch_ceilings
-from roofline_report.observe.ceilings import host, sampling
+from roofline_report.observe.ceilings import host, load, sampling
 from roofline_report.observe.ceilings import machine as ceilings
 from roofline_report.observe.ceilings import streams as stream_ceilings
 from roofline_report.observe.ceilings.machine import Plan
@@ -167,8 +168,15 @@ def _check_timing(record: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def tiny() -> dict[str, Any]:
+    """A tiny real measurement, on a machine the load readings say is quiet (whatever the real
+    one's load: which round a ceiling keeps must not depend on it here)."""
     messages: list[str] = []
-    data = ceilings.measure_ceilings(quick=True, progress=messages.append, plan=TINY)
+    seconds = itertools.count(1)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(load, "PROBE", lambda: load.Sample(
+            wall=float(t := next(seconds)), busy_s=float(t), cores=2, own_s=float(t),
+            loadavg=None))
+        data = ceilings.measure_ceilings(quick=True, progress=messages.append, plan=TINY)
     data["_messages"] = messages
     return data
 
@@ -190,7 +198,13 @@ def test_tiny_run_structure(tiny: dict[str, Any]) -> None:
             "cache_bytes",
             "caches",
             "quick",
+            "conditions",
         }  # a hand-made plan asks for no working-set sweep and no rates
+        # The load over the whole measurement is recorded (here the injected readings').
+        assert tiny["conditions"]["wall_s"] > 0 and tiny["conditions"]["others_cpu_s"] == 0
+        for entry in [*tiny["compute"], *tiny["bandwidth"]]:
+            assert len(entry["round_loads"]) == len(entry["rounds"]) == sampling.ROUNDS
+            assert entry["repeated"] == 0  # a hand-made plan takes no round again
         assert any("matmul float32" in m for m in messages)
     finally:
         tiny["_messages"] = messages

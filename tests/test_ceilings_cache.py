@@ -22,7 +22,7 @@ from roofline_report import cli
 from roofline_report.analysis.analyse import analyse
 from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.errors import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, InputError
-from roofline_report.observe.ceilings import cache
+from roofline_report.observe.ceilings import cache, load
 from roofline_report.report import views
 from roofline_report.results import io as results_io
 
@@ -130,9 +130,15 @@ def test_the_plan_rule(tmp_path: Path, fixture_doc: dict[str, Any]) -> None:
 # ------------------------------------------------------------------- damaged and foreign
 
 
+def _signed(document: dict[str, Any]) -> dict[str, Any]:
+    """A cache file's content with the digest of that content (as save writes it)."""
+    body = {k: v for k, v in document.items() if k != "digest"}
+    return {**body, "digest": cache.content_digest(body)}
+
+
 def _valid_file(doc: dict[str, Any]) -> dict[str, Any]:
-    return {"format": cache.CACHE_FORMAT, "key": key().fields(), "digest": key().digest,
-            "measured_at": AT, "ceilings": ceilings_record(doc, quick=False)}
+    return _signed({"format": cache.CACHE_FORMAT, "key": key().fields(),
+                    "measured_at": AT, "ceilings": ceilings_record(doc, quick=False)})
 
 
 def _damage(kind: str, doc: dict[str, Any]) -> str:
@@ -148,46 +154,41 @@ def _damage(kind: str, doc: dict[str, Any]) -> str:
     if kind == "missing key":
         return json.dumps({k: v for k, v in good.items() if k != "measured_at"})
     if kind == "format":
-        return json.dumps({**good, "format": cache.CACHE_FORMAT + 1})
+        return json.dumps(_signed({**good, "format": cache.CACHE_FORMAT + 1}))
     if kind == "foreign key":  # another machine's entry copied under this machine's name
-        return json.dumps({**good, "key": key(cpu_model="another CPU").fields(),
-                           "digest": key(cpu_model="another CPU").digest})
+        return json.dumps(_signed({**good, "key": key(cpu_model="another CPU").fields()}))
     if kind == "digest":
-        return json.dumps({**good, "digest": "0" * 16})
+        return json.dumps({**good, "digest": "0" * 64})
+    if kind == "key digest":  # the digest of the key alone, as format 8 wrote it
+        return json.dumps({**good, "digest": key().digest})
     if kind == "measured_at":
-        return json.dumps({**good, "measured_at": "yesterday"})
+        return json.dumps(_signed({**good, "measured_at": "yesterday"}))
+    bad = copy.deepcopy(good)
     if kind == "schema":
-        bad = copy.deepcopy(good)
         bad["ceilings"]["compute"][0]["value"] = -1.0
-        return json.dumps(bad)
-    if kind == "unknown ceilings key":
-        bad = copy.deepcopy(good)
+    elif kind == "unknown ceilings key":
         bad["ceilings"]["flux"] = 1
-        return json.dumps(bad)
-    if kind == "other plan":
-        bad = copy.deepcopy(good)
+    elif kind == "other plan":
         bad["ceilings"]["quick"] = True
-        return json.dumps(bad)
-    if kind == "other device":
-        bad = copy.deepcopy(good)
+    elif kind == "other device":
         bad["ceilings"]["device_kind"] = "NVIDIA H200"
-        return json.dumps(bad)
-    if kind == "with origin":
-        bad = copy.deepcopy(good)
+    elif kind == "with origin":
         bad["ceilings"]["origin"] = {"cached": False, "measured_at": AT, "key": "x"}
-        return json.dumps(bad)
-    raise AssertionError(kind)
+    else:
+        raise AssertionError(kind)
+    return json.dumps(_signed(bad))
 
 
 DAMAGES = ["not json", "not an object", "nan", "extra key", "missing key", "format",
-           "foreign key", "digest", "measured_at", "schema", "unknown ceilings key",
+           "foreign key", "digest", "key digest", "measured_at", "schema",
+           "unknown ceilings key",
            "other plan", "other device", "with origin"]
 
 
 @pytest.mark.parametrize("kind", DAMAGES)
 def test_a_damaged_or_foreign_file_is_ignored_with_a_note(
         kind: str, tmp_path: Path, fixture_doc: dict[str, Any]) -> None:
-    (tmp_path / key().filename).write_text(_damage(kind, fixture_doc), encoding="utf-8")
+    _write(tmp_path / key().filename, _damage(kind, fixture_doc))
     entry, notes = cache.lookup(key(), tmp_path)
     assert entry is None
     assert len(notes) == 1, notes
@@ -198,14 +199,20 @@ def test_a_damaged_or_foreign_file_is_ignored_with_a_note(
 def test_the_valid_file_of_the_damage_tests_is_accepted(tmp_path: Path,
                                                         fixture_doc: dict[str, Any]) -> None:
     """The control of the damage tests: the file they start from is an entry."""
-    (tmp_path / key().filename).write_text(json.dumps(_valid_file(fixture_doc)),
-                                           encoding="utf-8")
+    _write(tmp_path / key().filename, json.dumps(_valid_file(fixture_doc)))
     entry, notes = cache.lookup(key(), tmp_path)
     assert entry is not None and notes == []
 
 
+def _write(path: Path, text: str) -> None:
+    """A file as the cache writes one: readable and writable by its owner alone."""
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o600)
+
+
 def test_a_file_that_cannot_be_decoded_is_a_note(tmp_path: Path) -> None:
     (tmp_path / key().filename).write_bytes(b"\xff\xfe\x00garbage")
+    (tmp_path / key().filename).chmod(0o600)
     entry, notes = cache.lookup(key(), tmp_path)
     assert entry is None and len(notes) == 1 and "could not be read" in notes[0]
 
@@ -266,7 +273,241 @@ def test_tests_keep_the_cache_in_a_temporary_folder(
     assert list(folder.iterdir()) == []  # empty: nothing from another test
 
 
+# ------------------------------------------------------- checked before they are believed
+
+
+def _loads(others_share: float | None) -> dict[str, Any]:
+    """A LoadReading record of a 1-second round on 2 cores with other processes holding
+    ``others_share`` of them (None: unknown)."""
+    return {"wall_s": 1.0, "others_cpu_s": None if others_share is None else 2.0 * others_share,
+            "cores": 2, "loadavg": [0.5, 0.6]}
+
+
+def _with_loads(record: dict[str, Any], share: float | None,
+                whole: float | None = None) -> dict[str, Any]:
+    """``record`` with each compute and streaming round's load (``share`` of the cores held by
+    others) and, with ``whole``, the whole measurement's."""
+    out = copy.deepcopy(record)
+    for group in ("compute", "bandwidth"):
+        for entry in out[group]:
+            entry["round_loads"] = [_loads(share) for _ in entry["rounds"]]
+    if whole is not None:
+        out["conditions"] = _loads(whole)
+    return out
+
+
+def _saved(tmp_path: Path, doc: dict[str, Any]) -> Path:
+    assert cache.save(key(), ceilings_record(doc, quick=False), AT, tmp_path) == []
+    path = tmp_path / key().filename
+    assert cache.lookup(key(), tmp_path)[0] is not None  # the control: it is read back
+    return path
+
+
+def _ignored(tmp_path: Path, fragment: str) -> str:
+    entry, notes = cache.lookup(key(), tmp_path)
+    assert entry is None, "the entry was used"
+    assert len(notes) == 1 and fragment in notes[0], notes
+    assert str(tmp_path) not in notes[0]
+    return notes[0]
+
+
+@pytest.mark.parametrize("factor", [10.0, 0.1])
+def test_rates_edited_after_saving_are_ignored_as_altered(
+        factor: float, tmp_path: Path, fixture_doc: dict[str, Any]) -> None:
+    """A valid cache file whose rates were multiplied by 10 (or divided) after it was saved:
+    the digest covers the content, so the file is ignored as altered."""
+    path = _saved(tmp_path, fixture_doc)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for group in ("compute", "bandwidth"):
+        for entry in data["ceilings"][group]:
+            if entry["value"] is not None:
+                entry["value"] *= factor
+                entry["rounds"] = [r * factor if r else r for r in entry["rounds"]]
+    _write(path, json.dumps(data))
+    note = _ignored(tmp_path, "were ignored: it was altered after it was saved")
+    assert note.startswith(f"the cached ceilings {key().filename}")
+
+
+def test_a_file_of_another_user_is_ignored(tmp_path: Path, fixture_doc: dict[str, Any],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _saved(tmp_path, fixture_doc)
+    owner = path.stat().st_uid
+    real_lstat = os.lstat
+
+    def lstat(p: Any) -> os.stat_result:
+        info = real_lstat(p)
+        if Path(p) == path:  # the file, and only it, belongs to someone else
+            values = list(info)
+            values[4] = owner + 1  # st_uid
+            return os.stat_result(values)
+        return info
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    note = _ignored(tmp_path, "were ignored: it is owned by another user")
+    assert note.endswith("another user")  # no user ids: the note goes onto the page
+
+
+def test_a_file_others_may_write_is_ignored(tmp_path: Path, fixture_doc: dict[str, Any]
+                                            ) -> None:
+    path = _saved(tmp_path, fixture_doc)
+    assert path.stat().st_mode & 0o077 == 0  # saved for its owner alone
+    path.chmod(0o664)
+    _ignored(tmp_path, "it is writable by group or others (mode -rw-rw-r--)")
+    path.chmod(0o646)
+    _ignored(tmp_path, "it is writable by group or others")
+
+
+def test_a_folder_of_another_user_is_neither_read_nor_written(
+        tmp_path: Path, fixture_doc: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache folder is a symbolic link to a folder owned by someone else (here: every
+    folder is someone else's, os.getuid says another user runs the build)."""
+    theirs = tmp_path / "theirs"
+    _saved(theirs, fixture_doc)
+    before = {p.name: p.read_bytes() for p in theirs.iterdir()}
+    link = tmp_path / "mine"
+    link.symlink_to(theirs, target_is_directory=True)
+    me = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: me + 1)
+    entry, notes = cache.lookup(key(), link)
+    assert entry is None
+    assert notes == ["the ceilings cache was not read: the ceilings cache folder is a "
+                     "symbolic link to a folder owned by another user"]
+    record = ceilings_record(fixture_doc, quick=False)
+    record["dispatch"] = {**record["dispatch"], "value": 1.0}
+    notes = cache.save(key(), record, "2026-12-02T00:00:00Z", link)
+    assert len(notes) == 1 and notes[0].startswith("the ceilings were not saved to the cache: "
+                                                   "the ceilings cache folder is a symbolic")
+    assert {p.name: p.read_bytes() for p in theirs.iterdir()} == before  # nothing written
+    # Not a link: the folder itself is someone else's.
+    assert cache.lookup(key(), theirs)[1][0].endswith(
+        "the ceilings cache folder is owned by another user")
+
+
+def test_a_fifo_is_not_opened(tmp_path: Path) -> None:
+    """A FIFO under the entry's name would block a reader that opened it: it is never
+    opened, and is a note."""
+    os.mkfifo(tmp_path / key().filename, 0o600)
+    _ignored(tmp_path, "it is a FIFO, not a regular file")
+
+
+def test_a_symbolic_link_as_the_file_is_ignored(tmp_path: Path, fixture_doc: dict[str, Any]
+                                                ) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    _saved(elsewhere, fixture_doc)
+    (tmp_path / key().filename).symlink_to(elsewhere / key().filename)
+    _ignored(tmp_path, "it is a symbolic link, not a file")
+
+
+def test_a_huge_file_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / key().filename
+    with path.open("wb") as f:  # sparse: no disk used
+        f.truncate(cache.MAX_FILE_BYTES + 1)
+    path.chmod(0o600)
+    _ignored(tmp_path, f"it is {cache.MAX_FILE_BYTES + 1} bytes, more than a cache file's")
+
+
+def test_ceilings_measured_under_load_are_not_saved(tmp_path: Path,
+                                                    fixture_doc: dict[str, Any]) -> None:
+    record = ceilings_record(fixture_doc, quick=False)
+    loaded = _with_loads(record, 0.6)
+    notes = cache.save(key(), loaded, AT, tmp_path)
+    assert len(notes) == 1
+    assert notes[0].startswith("the ceilings were not saved to the cache: measured under load "
+                               "(other work held the cores while matmul float32, ")
+    assert notes[0].endswith("the next run measures them again")
+    assert list(tmp_path.iterdir()) == []
+    # The whole measurement under load, its rounds unknown: not saved either.
+    notes = cache.save(key(), _with_loads(record, None, whole=0.5), AT, tmp_path)
+    assert notes and "other processes took 50% of the cores' time" in notes[0]
+    assert list(tmp_path.iterdir()) == []
+    # Quiet rounds (a tenth of the cores held by others) are saved, with their loads.
+    quiet = _with_loads(record, 0.1, whole=0.05)
+    assert cache.save(key(), quiet, AT, tmp_path) == []
+    entry, notes = cache.lookup(key(), tmp_path)
+    assert entry is not None and notes == []
+    assert entry.ceilings["conditions"] == quiet["conditions"]
+    assert entry.ceilings["compute"][0]["round_loads"] == quiet["compute"][0]["round_loads"]
+
+
+def test_an_entry_marked_as_measured_under_load_is_ignored(
+        tmp_path: Path, fixture_doc: dict[str, Any]) -> None:
+    """A file that says its ceilings were measured under load (left by another version, or
+    copied in) is not used, however valid otherwise."""
+    good = _valid_file(fixture_doc)
+    good["ceilings"] = _with_loads(good["ceilings"], 0.9)
+    _write(tmp_path / key().filename, json.dumps(_signed(good)))
+    _ignored(tmp_path, "were ignored: measured under load (other work held the cores while")
+
+
+def test_a_run_measures_afresh_over_a_doctored_cache(
+        monkeypatch: pytest.MonkeyPatch, fixture_doc: dict[str, Any],
+        ceilings_cache_folder: Path) -> None:
+    """In a build: a cache entry doctored ×10 is a note and a fresh measurement, which
+    replaces it."""
+    from roofline_report.observe import run as measure
+    from roofline_report.observe.ceilings import machine
+
+    folder = ceilings_cache_folder / "ceilings"
+    record = ceilings_record(fixture_doc, quick=False)
+    assert cache.save(key(), record, AT, folder) == []
+    path = folder / key().filename
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["ceilings"]["compute"][0]["value"] *= 10
+    _write(path, json.dumps(data))
+    counting = Counting(fixture_doc)
+    monkeypatch.setattr(machine, "measure_ceilings", counting)
+    said: list[str] = []
+    data = measure._ceilings(measure.RunOptions(quick=False), ENV, "2026-12-02T00:00:00Z",
+                             said.append, measure.Skips())
+    assert counting.calls == 1 and data["origin"]["cached"] is False
+    assert data["compute"][0]["value"] == record["compute"][0]["value"]
+    assert len(data["origin"]["notes"]) == 1
+    assert "altered after it was saved" in data["origin"]["notes"][0]
+    entry, notes = cache.lookup(key(), folder)
+    assert entry is not None and notes == [] and entry.measured_at == "2026-12-02T00:00:00Z"
+
+
+def test_a_run_under_load_is_not_cached_and_the_next_measures_again(
+        monkeypatch: pytest.MonkeyPatch, fixture_doc: dict[str, Any],
+        ceilings_cache_folder: Path) -> None:
+    from roofline_report.observe import run as measure
+    from roofline_report.observe.ceilings import machine
+
+    shares = [0.7, 0.05]
+
+    def measure_ceilings(**kwargs: Any) -> dict[str, Any]:
+        return _with_loads(ceilings_record(fixture_doc, quick=bool(kwargs["quick"])),
+                           shares.pop(0))
+
+    monkeypatch.setattr(machine, "measure_ceilings", measure_ceilings)
+    said: list[str] = []
+    first = measure._ceilings(measure.RunOptions(), ENV, AT, said.append, measure.Skips())
+    assert first["origin"]["cached"] is False
+    assert "measured under load" in first["origin"]["notes"][0]
+    assert not (ceilings_cache_folder / "ceilings" / key().filename).exists()
+    second = measure._ceilings(measure.RunOptions(), ENV, AT, said.append, measure.Skips())
+    assert second["origin"] == {"cached": False, "measured_at": AT, "key": key().digest,
+                                "notes": []}
+    assert shares == []  # measured twice
+    third = measure._ceilings(measure.RunOptions(), ENV, AT, said.append, measure.Skips())
+    assert third["origin"]["cached"] is True  # the quiet one was saved
+
+
 # ---------------------------------------------------------------------- in a build
+
+
+class QuietProbe:
+    """Load readings of a quiet two-core machine: each reading a second after the last, this
+    process's CPU time all the busy time there was."""
+
+    def __init__(self, others_per_s: float = 0.0) -> None:
+        self.t = 0.0
+        self.others = others_per_s
+
+    def __call__(self) -> load.Sample:
+        self.t += 1.0
+        return load.Sample(wall=self.t, busy_s=(1.0 + self.others) * self.t, cores=2,
+                           own_s=self.t, loadavg=0.1)
 
 
 class Counting:
@@ -410,6 +651,10 @@ def test_the_command_line_reuses_and_remeasure_replaces(
 @pytest.mark.parametrize("argv, fragment", [
     (["--remeasure", "--no-ceilings"], "--remeasure measures the ceilings again"),
     (["--from-json", str(FIXTURE), "--remeasure"], "--remeasure would need a new measurement"),
+    (["--remeasure-if-suspect", "--no-ceilings"],
+     "--remeasure-if-suspect measures the ceilings again; --no-ceilings measures none"),
+    (["--from-json", str(FIXTURE), "--remeasure-if-suspect"],
+     "--remeasure-if-suspect would need a new measurement"),
 ])
 def test_remeasure_with_what_measures_no_ceilings_is_bad_input(
         argv: list[str], fragment: str, tmp_path: Path,
@@ -419,6 +664,79 @@ def test_remeasure_with_what_measures_no_ceilings_is_bad_input(
     assert code == EXIT_INPUT, err
     assert len(err.strip().splitlines()) == 1 and fragment in err
     assert not (tmp_path / "out").exists()
+
+
+def _divided(ceilings: dict[str, Any], by: float) -> dict[str, Any]:
+    """``ceilings`` with every compute and streaming roof ``by`` times lower."""
+    out = copy.deepcopy(ceilings)
+    for group in ("compute", "bandwidth"):
+        for entry in out[group]:
+            if entry.get("value"):
+                entry["value"] /= by
+            entry["rounds"] = [r / by if r else r for r in entry.get("rounds", [])]
+            for point in entry.get("by_size", []):
+                point["value"] /= by
+    return out
+
+
+def test_ceilings_the_programs_beat_are_measured_again_with_a_note(
+        monkeypatch: pytest.MonkeyPatch, fixture_doc: dict[str, Any],
+        ceilings_cache_folder: Path) -> None:
+    """--remeasure-if-suspect: the fixture's programs (timed for real on a quiet machine) held
+    to cached ceilings ten times too low: most beat them, and the ceilings are measured again;
+    held to the ceilings they were measured with, they are not."""
+    from roofline_report.observe import run as measure
+    from roofline_report.observe.ceilings import machine
+
+    counting = Counting(fixture_doc)
+    monkeypatch.setattr(machine, "measure_ceilings", counting)
+    options = measure.RunOptions(remeasure_if_suspect=True)
+    said: list[str] = []
+    low = {**copy.deepcopy(fixture_doc), "skipped": []}
+    low["ceilings"] = _divided(low["ceilings"], 10.0)
+    low["ceilings"]["origin"] = {"cached": True, "measured_at": AT, "key": key().digest,
+                                 "notes": []}
+    data = measure._remeasure_if_suspect(options, low, ENV, "2026-12-02T00:00:00Z",
+                                         said.append, measure.Skips())
+    assert counting.calls == 1
+    assert data["origin"]["cached"] is False
+    assert data["compute"][0]["value"] == fixture_doc["ceilings"]["compute"][0]["value"]
+    note = data["origin"]["notes"][0]
+    assert note.startswith("measured again in this run (--remeasure-if-suspect): ")
+    assert note.endswith(" programs ran faster than the cached ceilings allowed")
+    assert any("measuring again" in s for s in said)
+    # The new ones are cached.
+    assert cache.lookup(key(), ceilings_cache_folder / "ceilings")[0] is not None
+    quiet = {**copy.deepcopy(fixture_doc), "skipped": []}
+    assert measure._remeasure_if_suspect(options, quiet, ENV, AT, said.append,
+                                         measure.Skips()) is quiet["ceilings"]
+    assert counting.calls == 1
+
+
+def test_the_command_line_remeasures_suspect_ceilings_only_when_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture_doc: dict[str, Any]) -> None:
+    from roofline_report.analysis.roof_check import Above, RoofCheck
+    from roofline_report.observe import run as measure
+    from roofline_report.observe import suspect_ceilings, workloads
+    from roofline_report.observe.ceilings import machine
+
+    counting = Counting(fixture_doc)
+    monkeypatch.setattr(machine, "measure_ceilings", counting)
+    monkeypatch.setattr(measure, "catalog", lambda: [workloads.SEED])
+    # The seed's real timing decides nothing here: the check says "suspect" outright.
+    beaten = RoofCheck(programs=(Above("seed_tanh_matmul", 3.0, 0.1),), programs_checked=1,
+                       kernels=(), kernels_checked=0, causes=())
+    monkeypatch.setattr(suspect_ceilings, "suspect", lambda _results: beaten)
+    _build(tmp_path / "a")
+    assert counting.calls == 1  # measured, cached
+    _build(tmp_path / "b")
+    assert counting.calls == 1  # reused; the flag not given, nothing measured again
+    code, doc, _ = _build(tmp_path / "c", "--remeasure-if-suspect")
+    assert code in (EXIT_OK, EXIT_PARTIAL) and counting.calls == 2
+    assert doc["ceilings"]["origin"]["cached"] is False
+    assert doc["ceilings"]["origin"]["notes"] == [
+        "measured again in this run (--remeasure-if-suspect): 1 of 1 program ran faster than "
+        "the cached ceilings allowed"]
 
 
 def _double(x: Any) -> Any:
@@ -455,6 +773,8 @@ def test_analyze_measures_once_with_a_real_tiny_plan(
         return real(**{**kwargs, "plan": tiny})
 
     monkeypatch.setattr(machine, "measure_ceilings", measure)
+    # A quiet machine, whatever the real one's load: no test depends on it.
+    monkeypatch.setattr(load, "PROBE", QuietProbe())
     x = np.ones((16, 16), dtype=np.float32)
     roofline_report.analyze(_double, x, ceilings=True, out=tmp_path / "one")
     assert calls == [True]

@@ -43,6 +43,7 @@ from roofline_report.analysis.records import (
     Sweep,
     SweepPoint,
 )
+from roofline_report.analysis.roof_check import roof_check
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.seed_model import (
     DEFAULT_INTERCONNECT,
@@ -173,7 +174,8 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
         assumptions=a, backend=backend, roofs=roofs, programs=programs, sweeps=sweeps,
         accuracy=accuracy, seed=seed, budgets=budgets, experiments=exps, exercises=exercises,
         sharding=sharding, skipped=tuple(_unique(skipped)),
-        run_note=_run_note(doc.get("options") or {}), observations=doc)
+        run_note=_run_note(doc.get("options") or {}), observations=doc,
+        roof_check=roof_check(doc, programs, roofs.measured is not None))
 
 
 # --- programs --------------------------------------------------------------------------------

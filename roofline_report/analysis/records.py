@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline_report.analysis.levels import Level
 from roofline_report.analysis.miss import Miss
@@ -35,6 +35,9 @@ from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.stats import Stats, median
 from roofline_report.backends import Backend
 from roofline_report.kinds import Kind, Quantity
+
+if TYPE_CHECKING:
+    from roofline_report.analysis.roof_check import RoofCheck
 
 __all__ = [
     "Accuracy",
@@ -490,6 +493,8 @@ class Analysis:
     skipped: tuple[Mapping[str, str], ...]
     run_note: str
     observations: Mapping[str, Any] = field(repr=False, default_factory=dict)
+    # The run's roofs checked against its own programs (None without measured roofs).
+    roof_check: RoofCheck | None = None
 
     @property
     def accuracy_of_sweeps(self) -> float | None:

@@ -83,8 +83,12 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
                   [(c(r["name"]) if i == 0 else c(""), num(f), num(v))
                    for r in m["by_size"] for i, (f, v) in enumerate(r["points"])]),
         ]
+    conditions = m.get("ceilings_conditions", ())
+    warning = vm.get("roof_warning", ())
     body.append(Section("Ceilings of this machine", (
+        *((Note(warning),) if warning else ()),
         *((p(origin),) if origin else ()),
+        *((p(*conditions),) if conditions else ()),
         *(Note((f"Ceilings cache: {note}.",)) for note in m.get("ceilings_notes", ())),
         table(("ceiling", "kernel", "value"), rows),
         *by_size,

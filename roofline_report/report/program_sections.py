@@ -153,7 +153,9 @@ def summary(vm: VM) -> Section | None:
                      num(r["measured"]), num(r["predicted"]), num(r["miss"]), num(r["achieved"]),
                      num(r["of_roof"]), c(r["binding"]),
                      Cell(tuple(savers) or ("none",))))
+    warning = vm.get("roof_warning", ())
     return Section("Summary", (
+        *((Note(warning),) if warning else ()),
         p(f"Every program on {s['roofs']}: its measured time per call, the time the model "
           "predicts for it, its achieved rate, its share of the roof its prediction uses, what "
           "binds it, and the kernels that could save the most time, each with the time it "

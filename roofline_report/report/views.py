@@ -25,6 +25,7 @@ from roofline_report.ingest.view import trace_view
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.report import figures as figs
 from roofline_report.report import meta, page, sections, sharding_view
+from roofline_report.report.ceilings_words import conditions_text, roof_warning
 from roofline_report.report.format import (
     KIND_MARKERS,
     Num,
@@ -116,6 +117,7 @@ def view_model_of(an: Analysis) -> dict[str, Any]:
         "experiment": _experiment(seed["experiment"]),
         "exercise": _exercise(seed["exercise"]),
         "measured": _measured(an, seed_p),
+        "roof_warning": roof_warning(an),
         "run_note": an.run_note,
         "catalog": [_catalog_row(p) for p in an.programs],
         "reconciliation": [_reconciliation(p) for p in an.programs if p.reconciliation],
@@ -336,6 +338,7 @@ def _measured(an: Analysis, seed_p: Program | None) -> dict[str, Any]:
         out["ceilings"] = _ceiling_rows(ceilings)
         out["by_size"] = _by_size(an.roofs.measured)
         out["ceilings_origin"], out["ceilings_notes"] = _ceilings_origin(an)
+        out["ceilings_conditions"] = conditions_text(an)
         out["accuracy"] = accuracy(an)
         out.update(_levels_and_rates(an))
     return out

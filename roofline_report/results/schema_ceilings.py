@@ -33,6 +33,19 @@ class MatmulSize(Record):
     batch: PosInt = 1
 
 
+class LoadReading(Record):
+    """The machine's load over one span of the ceilings' measurement: its wall time, the CPU
+    time other processes took over it (all cores' busy time less this process's own; None
+    where the system does not tell), the cores that busy time is counted over, and the 1-minute
+    load average at the span's start and end (where the system gives one). See
+    :mod:`roofline_report.analysis.measuring_load`."""
+
+    wall_s: NonNeg
+    others_cpu_s: NonNeg | None = None
+    cores: PosInt | None = None
+    loadavg: list[NonNeg] = []
+
+
 class ComputeCeiling(Record):
     name: str
     op: Literal["matmul", "convolution"] = "matmul"
@@ -48,6 +61,8 @@ class ComputeCeiling(Record):
     timing: Timing | None = None
     by_size: list[MatmulSize] = []
     rounds: list[Pos | None] = []  # each round's rate at ``size`` (None: failed); value: best
+    round_loads: list[LoadReading | None] = []  # the load during each round (None: unknown)
+    repeated: Count = 0  # rounds taken again because other work held the cores
 
 
 class BandwidthCeiling(Record):
@@ -62,6 +77,8 @@ class BandwidthCeiling(Record):
     huge_pages: bool | None = None
     timing: Timing | None = None
     rounds: list[Pos | None] = []  # each round's rate (None: that round failed); value: best
+    round_loads: list[LoadReading | None] = []  # the load during each round (None: unknown)
+    repeated: Count = 0  # rounds taken again because other work held the cores
 
 
 class TimeFloor(Record):
@@ -232,3 +249,4 @@ class Ceilings(Record):
     split_launch: SplitLaunchCeiling | None = None
     page_fault: PageFaultCeiling | None = None
     origin: CeilingsOrigin | None = None  # None: measured in the run (files before the cache)
+    conditions: LoadReading | None = None  # the load over the whole measurement (None: not kept)

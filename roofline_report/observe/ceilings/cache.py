@@ -27,16 +27,29 @@ is ignored with a note, and the ceilings are measured again. A folder that canno
 written is a note too: the cache never stops a build. Files are written to a temporary file
 beside the entry and renamed over it, so a reader never sees half of one.
 
+Ceilings are checked before they are believed. A file's ``digest`` is a hash of everything else
+in it (format, key, time and ceilings), so an entry edited after it was saved (its rates
+multiplied by ten, say) no longer matches and is ignored as altered. The file must be a regular
+file (never a FIFO or a device, which are not opened: a FIFO would block the reader) of at most
+:data:`MAX_FILE_BYTES`, owned by the user who runs the build, and writable by no one else; the
+folder must be owned by that user (a symlink to another user's folder is neither read nor
+written). Any of these failing is a note naming why, and a fresh measurement. Ceilings
+measured under load (see :mod:`roofline_report.analysis.measuring_load`) are not saved, and an
+entry that says it was measured under load is ignored: the next run measures again, until a
+quiet measurement is saved.
+
 Notes name cache files by their file name only (no folder, which holds the user's name).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -47,14 +60,17 @@ from typing import Any, Literal
 import pydantic
 
 from roofline_report import __version__
+from roofline_report.analysis.measuring_load import conditions
 from roofline_report.errors import reason
 from roofline_report.results import io as results_io
 from roofline_report.results import schema
 
-CACHE_FORMAT = 8  # the layout and the rates of a cache file; a change makes every older file a miss
+CACHE_FORMAT = 9  # the layout and the rates of a cache file; a change makes every older file a miss
 # (2: the sqrt and rsqrt rates are measured; 5: what splitting a kernel across threads adds;
 # 6: each compute size timed in both rounds; 7: small products timed as batches; 8: the cost of
-# a page fault)
+# a page fault; 9: the digest covers the content, and the ceilings carry the load they were
+# measured under)
+MAX_FILE_BYTES = 4 << 20  # a cache file is about 50 KB; a larger one is not read
 ENV_VAR = "ROOFLINE_REPORT_CACHE"
 APP = "roofline-report"
 FOLDER = "ceilings"
@@ -176,8 +192,9 @@ def parse_entry(text: str, key: Key) -> Entry:
         raise Damaged(f"cache format {data['format']!r}, not {CACHE_FORMAT}")
     if data["key"] != key.fields():
         raise Damaged("its key is not this run's key")
-    if data["digest"] != key.digest:
-        raise Damaged("its digest does not match its key")
+    if data["digest"] != content_digest(data):
+        raise Damaged("it was altered after it was saved (its digest does not match its "
+                      "content)")
     measured_at = data["measured_at"]
     if not isinstance(measured_at, str) or not _MEASURED_AT.match(measured_at):
         raise Damaged(f"measured_at {measured_at!r} is not a UTC time like 2025-01-31T12:00:00Z")
@@ -196,6 +213,8 @@ def parse_entry(text: str, key: Key) -> Entry:
     if ceilings["quick"] != (key.plan == "quick"):
         raise Damaged(f"its ceilings were measured with the other plan than its key's "
                       f"({key.plan})")
+    if (why := under_load(ceilings)):
+        raise Damaged(why)
     return Entry(ceilings=ceilings, measured_at=measured_at, key=key)
 
 
@@ -203,17 +222,123 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+def content_digest(document: Mapping[str, Any]) -> str:
+    """A hash of a cache file's content: every key but ``digest``, as canonical JSON."""
+    body = {k: v for k, v in document.items() if k != "digest"}
+    text = json.dumps(body, sort_keys=True, ensure_ascii=True, separators=(",", ":"),
+                      allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def under_load(ceilings: Mapping[str, Any]) -> str:
+    """Why ceilings measured under load must not be kept ('' when they were not): which
+    roofs came from rounds under load, or the load over the whole measurement."""
+    c = conditions(ceilings)
+    if not c.loaded:
+        return ""
+    if c.loaded_ceilings:
+        names = c.loaded_ceilings
+        return (f"measured under load (other work held the cores while {', '.join(names)} "
+                f"{'was' if len(names) == 1 else 'were'} timed)")
+    share = c.whole.others_share if c.whole is not None else None
+    return ("measured under load (other processes took "
+            f"{round(100 * share) if share is not None else '?'}% of the cores' time)")
+
+
+def _uid() -> int | None:
+    getuid = getattr(os, "getuid", None)  # not on Windows
+    return int(getuid()) if getuid is not None else None
+
+
+def _foreign(info: os.stat_result) -> str:
+    """'' when the user who runs the build owns a file or folder of this status (or the system
+    has no users), else whose it is."""
+    uid = _uid()
+    # No user ids in the note: it goes into results.json and onto the page.
+    if uid is not None and info.st_uid != uid:
+        return "owned by another user"
+    return ""
+
+
+def folder_problem(folder: Path) -> str:
+    """Why the cache folder must be neither read nor written ('' when it may be, or does not
+    exist yet): not a folder, or owned by another user, directly or as the target of a
+    symbolic link. (Its files are checked one by one: a folder others may write to cannot
+    slip one of theirs past those checks.)"""
+    try:
+        link = os.lstat(folder)
+    except OSError:
+        return ""  # no folder (yet): a miss, and save makes it
+    try:
+        info = os.stat(folder)
+    except OSError as exc:
+        return f"the ceilings cache folder cannot be read ({reason(exc, 120)})"
+    if not stat.S_ISDIR(info.st_mode):
+        return "the ceilings cache folder is not a folder"
+    if whose := _foreign(info):
+        if stat.S_ISLNK(link.st_mode):
+            return f"the ceilings cache folder is a symbolic link to a folder {whose}"
+        return f"the ceilings cache folder is {whose}"
+    return ""
+
+
+def _read_text(path: Path) -> str | None:
+    """The text of the regular file ``path``, or None where there is none; raises
+    :class:`Damaged` for a file that must not be read or trusted. Never opens anything but a
+    regular file, never blocks, never reads more than :data:`MAX_FILE_BYTES`."""
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise Damaged(f"it could not be read ({reason(exc, 120)})") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise Damaged("it is a symbolic link, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(info.st_mode) else
+                "a socket" if stat.S_ISSOCK(info.st_mode) else
+                "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else
+                "a folder" if stat.S_ISDIR(info.st_mode) else "something else")
+        raise Damaged(f"it is {kind}, not a regular file")
+    if whose := _foreign(info):
+        raise Damaged(f"it is {whose}")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and _uid() is not None:
+        raise Damaged(f"it is writable by group or others (mode {stat.filemode(info.st_mode)})")
+    if info.st_size > MAX_FILE_BYTES:
+        raise Damaged(f"it is {info.st_size} bytes, more than a cache file's "
+                      f"{MAX_FILE_BYTES} at most")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Damaged("it is a symbolic link, not a file") from None
+        raise Damaged(f"it could not be read ({reason(exc, 120)})") from None
+    with os.fdopen(fd, "rb") as f:
+        opened = os.fstat(f.fileno())
+        if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino) \
+                or not stat.S_ISREG(opened.st_mode):
+            raise Damaged("it was replaced while it was read")
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise Damaged(f"it is more than a cache file's {MAX_FILE_BYTES} bytes at most")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Damaged(f"it could not be read ({reason(exc, 120)})") from None
+
+
 def read(key: Key, folder: Path, notes: list[str]) -> Entry | None:
     """The entry saved under ``key`` in ``folder``, or None (a miss). A file that cannot be read
     or trusted is a miss with a note in ``notes``."""
-    path = folder / key.filename
     try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):  # no entry (or no folder): a miss
+        text = _read_text(folder / key.filename)
+    except Damaged as exc:
+        notes.append(f"the cached ceilings {key.filename} were ignored: {exc}")
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        notes.append(f"the cached ceilings {key.filename} could not be read ({reason(exc, 120)})"
-                     " and were ignored")
+    if text is None:  # no entry (or no folder): a miss
         return None
     try:
         return parse_entry(text, key)
@@ -229,6 +354,8 @@ def lookup(key: Key, folder: Path | None = None) -> tuple[Entry | None, list[str
     (the ISO times compare as text)."""
     where = ceilings_folder() if folder is None else folder
     notes: list[str] = []
+    if why := folder_problem(where):
+        return None, [f"the ceilings cache was not read: {why}"]
     plans: tuple[Plan, ...] = ("full",) if key.plan == "full" else ("full", "quick")
     found = [e for plan in plans if (e := read(key.with_plan(plan), where, notes)) is not None]
     if not found:
@@ -242,8 +369,15 @@ def save(key: Key, ceilings: Mapping[str, Any], measured_at: str,
     folder that cannot be written is a note, not an error)."""
     where = ceilings_folder() if folder is None else folder
     record = {k: v for k, v in ceilings.items() if k != "origin"}
-    document = {"format": CACHE_FORMAT, "key": key.fields(), "digest": key.digest,
-                "measured_at": measured_at, "ceilings": record}
+    if why := under_load(record):
+        return [f"the ceilings were not saved to the cache: {why}; the next run measures them "
+                "again"]
+    if why := folder_problem(where):
+        return [f"the ceilings were not saved to the cache: {why}"]
+    # The digest is of the content as it will be read back (tuples as lists, no NaN).
+    body = json.loads(results_io.dumps({"format": CACHE_FORMAT, "key": key.fields(),
+                                        "measured_at": measured_at, "ceilings": record}))
+    document = {**body, "digest": content_digest(body)}
     # What is saved must be what the next run accepts: check it the way it will be read.
     text = results_io.dumps(document)
     try:
@@ -252,7 +386,7 @@ def save(key: Key, ceilings: Mapping[str, Any], measured_at: str,
         return [f"the ceilings were not saved to the cache: {exc}"]
     temporary: str | None = None
     try:
-        where.mkdir(parents=True, exist_ok=True)
+        where.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(prefix=f".{key.filename}.", suffix=".tmp", dir=where)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -276,5 +410,6 @@ def origin(*, cached: bool, measured_at: str, key: Key, notes: list[str]) -> dic
     return {"cached": cached, "measured_at": measured_at, "key": key.digest, "notes": notes}
 
 
-__all__ = ["CACHE_FORMAT", "ENV_VAR", "Damaged", "Entry", "Key", "cache_root", "ceilings_folder",
-           "key_for", "lookup", "origin", "parse_entry", "read", "save"]
+__all__ = ["CACHE_FORMAT", "ENV_VAR", "MAX_FILE_BYTES", "Damaged", "Entry", "Key", "cache_root",
+           "ceilings_folder", "content_digest", "folder_problem", "key_for", "lookup", "origin",
+           "parse_entry", "read", "save", "under_load"]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Kind
 from roofline_report.observe import timer as timing
+from roofline_report.observe.ceilings import load
 from roofline_report.observe.ceilings.sampling import (
     Again,
     Progress,
@@ -59,16 +60,18 @@ def _matmul_caveat(backend: str, dtype: str) -> str:
 
 
 def matmul_entry(dtype: str, backend: str, plan: Plan, say: Progress, *,
-                  highest: bool = False, again: Again | None = None) -> dict[str, Any]:
+                  highest: bool = False, again: Again | None = None,
+                  budget: load.Budget | None = None) -> dict[str, Any]:
     """Sweep the sizes with rough timings, then time the best size in full (and, with
     ``again``, once more later: see :func:`_sized_rates`). ``highest``: at
-    ``Precision.HIGHEST`` instead of jax's default precision."""
+    ``Precision.HIGHEST`` instead of jax's default precision. ``budget``: time to take a
+    round under load again (see :func:`.load.quiet_round`)."""
     entry = _compute_entry(f"matmul {dtype}" + (" (highest precision)" if highest else ""),
                            "matmul", dtype, "highest" if highest else "default")
     caveat = "" if highest else _matmul_caveat(backend, dtype)
     fn = _matmul_highest if highest else _matmul
     _sized_rates(entry, fn, plan.matmul_sizes, lambda n: _matmul_operands(n, dtype),
-                 lambda n: 2 * n**3, plan, say, caveat, again)
+                 lambda n: 2 * n**3, plan, say, caveat, again, budget)
     if entry["available"]:
         _batched_points(entry, fn, dtype, plan, say, again)
     return entry
@@ -115,7 +118,8 @@ def _batched_points(entry: dict[str, Any], fn: Callable[..., Any], dtype: str, p
 def _compute_entry(name: str, op: str, dtype: str, precision: str) -> dict[str, Any]:
     return {"name": name, "op": op, "precision": precision, "dtype": dtype, "value": None,
             "unit": "FLOP/s", "kind": Kind.MEASURED.value, "available": False, "reason": "",
-            "size": None, "flops_per_call": None, "timing": None, "by_size": [], "rounds": []}
+            "size": None, "flops_per_call": None, "timing": None, "by_size": [], "rounds": [],
+            "round_loads": [], "repeated": 0}
 
 
 Rough = tuple[dict[str, Any], Any, tuple[Any, ...]]  # a by-size point, its kernel, its args
@@ -142,7 +146,8 @@ def _rough_again(points: list[Rough], plan: Plan) -> None:
 def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int, ...],
                  operands: Callable[[int], tuple[Any, ...]], flops_of: Callable[[int], int],
                  plan: Plan, say: Progress, caveat: str = "",
-                 again: Again | None = None) -> dict[str, Any]:
+                 again: Again | None = None,
+                 budget: load.Budget | None = None) -> dict[str, Any]:
     """Fill ``entry`` with the rate of ``fn`` by size: each size of ``sizes`` timed roughly
     (stopping after the first whose call lasts ``plan.matmul_max_call_s``), then the best
     size timed in full; the rough rates stay in ``by_size`` (a rate grows with the size, and
@@ -154,7 +159,11 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
     samples, rarely two a minute apart. Each size's rough timing is taken again in that
     second round too, and the size keeps its faster rate: a prediction reads these rates as
     they are, so one burst would otherwise stand for that size in every run that reuses the
-    ceilings."""
+    ceilings.
+
+    Each full round records the machine's load in ``round_loads``; a round under load is
+    taken again while ``budget`` has time (:func:`.load.quiet_round`), counted in
+    ``repeated``."""
     import jax
 
     name = entry["name"]
@@ -191,12 +200,16 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
                                   min_sample_seconds=plan.min_sample_s,
                                   budget_seconds=plan.budget_s)
 
+    flops = flops_of(n)
+
+    def quiet() -> tuple[Timing, dict[str, Any], int]:
+        return load.quiet_round(final, lambda t: fastest_rate(flops, t), budget)
+
     try:
-        first = final()
+        first, first_load, repeats = quiet()
     except Exception as exc:
         entry["reason"] = join_notes(f"{name} n={n} failed ({failure_reason(exc)})", caveat)
         return entry
-    flops = flops_of(n)
     entry.update(
         value=fastest_rate(flops, first),
         available=True,
@@ -205,19 +218,25 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
         flops_per_call=flops,
         timing=first.to_json(),
         rounds=[fastest_rate(flops, first)],
+        round_loads=[first_load],
+        repeated=repeats,
     )
     say(f"{name} n={n}: {entry['value'] / 1e9:.3g} GFLOP/s")
     if again is not None:
         def second() -> None:
             _rough_again(roughs, plan)
             try:
-                later = final()
+                later, later_load, repeats = quiet()
             except Exception:  # the first round stands alone
                 entry["rounds"].append(None)
+                entry["round_loads"].append(None)
                 return
             rate = fastest_rate(flops, later)
             entry["rounds"].append(rate)
-            if rate > entry["value"]:
+            entry["round_loads"].append(later_load)
+            entry["repeated"] += repeats
+            # The faster round, unless only one of the two ran quiet: that one.
+            if load.preferred([entry["value"], rate], [entry["round_loads"][0], later_load]):
                 entry.update(value=rate, timing=later.to_json())
 
         again.append(second)
@@ -250,7 +269,8 @@ def _convolution(x: Any, w: Any) -> Any:
 
 
 def conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
-                again: Again | None = None) -> dict[str, Any]:
+                again: Again | None = None,
+                budget: load.Budget | None = None) -> dict[str, Any]:
     """The convolution roof of ``dtype`` by size (see :data:`CONV_WINDOW`)."""
     import jax
     import jax.numpy as jnp
@@ -269,5 +289,5 @@ def conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
     entry = _compute_entry(f"convolution {dtype}", "convolution", dtype, "default")
     return _sized_rates(entry, _convolution, plan.conv_sizes, operands,
                         lambda n: conv_flops(n, batch, channels), plan, say,
-                        _matmul_caveat(backend, dtype), again)
+                        _matmul_caveat(backend, dtype), again, budget)
 

@@ -27,6 +27,11 @@ plans a run (:func:`plan_for`) and runs it (:func:`measure_ceilings`).
 Beside them: the working-set sweep (:mod:`.working_set`), operation rates (:mod:`.rates`) and the
 rates of the kernel patterns that run below the streaming roofs (:mod:`.patterns`).
 
+The machine's load is read around each compute and streaming round and over the whole
+measurement (:mod:`.load`): a round taken while other work held the cores is taken again within
+``Plan.load_repeat_s``, and each entry keeps its rounds' loads (``round_loads``), the record its
+whole measurement's (``conditions``).
+
 Every figure is ``kind: measured``. A measurement that fails (out of memory, a missing dtype)
 becomes an entry with ``available: False`` and the reason; :func:`measure_ceilings` does not raise
 for a measurement failure.
@@ -41,7 +46,7 @@ from typing import Any
 from roofline_report.observe import timer as timing
 from roofline_report.observe.ceilings import compute as compute_ceilings
 from roofline_report.observe.ceilings import dispatch as dispatch_ceilings
-from roofline_report.observe.ceilings import host
+from roofline_report.observe.ceilings import host, load
 from roofline_report.observe.ceilings import page_faults as page_fault_ceilings
 from roofline_report.observe.ceilings import patterns as pattern_ceilings
 from roofline_report.observe.ceilings import rates as rate_ceilings
@@ -96,6 +101,13 @@ class Plan:
     # time alone is mostly dispatch), ``batch_flops`` a call; () measures none.
     batch_sides: tuple[int, ...] = ()
     batch_flops: int = 0
+    # Seconds a measurement may spend taking again the compute and streaming rounds that ran
+    # while other work held the cores (see :mod:`.load`); 0 takes none again.
+    load_repeat_s: float = 0.0
+
+
+#: Seconds of rounds taken again for load, by ``quick``: about a fifth of a measurement's time.
+LOAD_REPEAT_S = {True: 5.0, False: 20.0}
 
 
 def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: int | None) -> Plan:
@@ -155,6 +167,7 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         conv_sizes=conv,
         batch_sides=batch_sides,
         batch_flops=batch_flops,
+        load_repeat_s=LOAD_REPEAT_S[quick],
     )
 
 
@@ -169,6 +182,7 @@ def measure_ceilings(
     import jax
 
     say = progress or (lambda _message: None)
+    start = load.PROBE()
     backend = jax.default_backend()
     device = jax.devices()[0]
     cache_bytes = host.read_cache_bytes() if backend == "cpu" else None
@@ -181,16 +195,22 @@ def measure_ceilings(
     # ceilings apart (see compute._sized_rates and streams.best_streams); ``again`` holds the
     # second rounds.
     again: Again = []
-    compute = [compute_ceilings.matmul_entry(dtype, backend, plan, say, again=again)
+    # Rounds under load are taken again while this lasts (each records its load).
+    budget = load.Budget(plan.load_repeat_s)
+    compute = [compute_ceilings.matmul_entry(dtype, backend, plan, say, again=again,
+                                             budget=budget)
                for dtype in plan.matmul_dtypes]
     if backend in ("gpu", "cuda") and "float32" in plan.matmul_dtypes:
         # float32 matmuls run as TF32 by default on NVIDIA GPUs: measure true float32 too.
         compute.append(compute_ceilings.matmul_entry("float32", backend, plan, say,
-                                                     highest=True, again=again))
+                                                     highest=True, again=again,
+                                                     budget=budget))
     if plan.conv_sizes:
-        compute.append(compute_ceilings.conv_entry("float32", backend, plan, say, again=again))
+        compute.append(compute_ceilings.conv_entry("float32", backend, plan, say, again=again,
+                                                   budget=budget))
     kept: dict[str, Any] = {}
-    streams = [stream_ceilings.bandwidth_entries(plan, cache_bytes, say, kept, round_samples(plan))]
+    streams = [stream_ceilings.bandwidth_entries(plan, cache_bytes, say, kept,
+                                                 round_samples(plan), budget)]
     dispatch = dispatch_ceilings.dispatch_entry(plan, say)
     extra: dict[str, Any] = {"caches": host.read_cache_hierarchy() if backend == "cpu" else []}
     if plan.levels is not None:
@@ -213,9 +233,12 @@ def measure_ceilings(
         for timed_again in again:
             timed_again()
         streams.append(stream_ceilings.bandwidth_entries(plan, cache_bytes, say, kept,
-                                                         round_samples(plan)))
+                                                         round_samples(plan), budget))
     kept.clear()
     bandwidth = stream_ceilings.best_streams(streams)
+    conditions = load.load_between(start, load.PROBE())
+    if budget.repeated:
+        say(f"{budget.repeated} rounds taken again: other work held the cores")
     return {
         **extra,
         "backend": backend,
@@ -228,6 +251,7 @@ def measure_ceilings(
         "peak_bandwidth": _best(bandwidth),
         "cache_bytes": cache_bytes,
         "quick": quick,
+        "conditions": conditions,
     }
 
 

@@ -1,0 +1,154 @@
+"""A run's roofs checked against its own measurements (pure; no jax).
+
+A roof is the fastest a kind of work runs on this machine, so a program held to roofs that it
+beats says more about the roofs than about the program. One program a little above its roof is
+the model's own error; most of a run's programs above theirs, each by more than its timing's
+spread, is the mark of ceilings measured too low: measured while other work held the cores,
+reused from the ceilings cache after the machine changed, or measured on another machine.
+
+:func:`roof_check` counts the programs (and the significant kernels of their traces) that ran
+faster than their predictions, held to this run's measured roofs, allow by more than their
+timing's spread (and by more than :data:`~roofline_report.analysis.miss.AS_PREDICTED`), and
+calls the roofs **suspect** when at least :data:`SUSPECT_SHARE` of the programs checked (or of
+the kernels checked) did. It names the likely reasons from the run's own record: ceilings
+measured under load (:mod:`.measuring_load`), reused from the cache, measured on another
+device. The report words it; the command line's ``--remeasure`` measures the ceilings again.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_report.analysis.ceilings_origin import ceilings_origin
+from roofline_report.analysis.measuring_load import conditions
+from roofline_report.analysis.miss import AS_PREDICTED
+from roofline_report.analysis.records import SIGNIFICANT_KERNEL_S, Program
+from roofline_report.analysis.stats import median
+
+#: Roofs are suspect when at least this share of the programs (or kernels) checked ran above
+#: them by more than their spread: half, so that a model error on a few programs of a run is
+#: not taken for wrong ceilings.
+SUSPECT_SHARE = 0.5
+
+
+class Cause(enum.Enum):
+    """A likely reason for roofs that programs beat, from the run's own record."""
+
+    LOADED = "measured under load"
+    CACHED = "reused from the ceilings cache"
+    OTHER_DEVICE = "measured on another device"
+
+
+@dataclass(frozen=True, slots=True)
+class Above:
+    """A program or kernel faster than its prediction allows: ``factor`` = predicted ÷
+    measured time (above 1), beyond its ``spread`` (the timing's IQR ÷ median, at least
+    AS_PREDICTED)."""
+
+    name: str
+    factor: float
+    spread: float
+
+
+@dataclass(frozen=True, slots=True)
+class RoofCheck:
+    """The programs and kernels above their roofs beyond their spread, of how many checked;
+    whether that makes the roofs suspect; the likely causes; and the cached ceilings' age
+    (days, None when measured in the run or unknown) and the device they were measured on."""
+
+    programs: tuple[Above, ...]
+    programs_checked: int
+    kernels: tuple[Above, ...]
+    kernels_checked: int
+    causes: tuple[Cause, ...]
+    age_days: int | None = None
+    ceilings_device: str = ""
+    run_device: str = ""
+
+    @property
+    def suspect(self) -> bool:
+        return (_share(self.programs, self.programs_checked)
+                or _share(self.kernels, self.kernels_checked))
+
+    @property
+    def factors(self) -> tuple[float, ...]:
+        """How many times faster than allowed, over the programs above (the kernels' where no
+        program is)."""
+        return tuple(a.factor for a in (self.programs or self.kernels))
+
+    @property
+    def median_factor(self) -> float | None:
+        return median(self.factors)
+
+
+def _share(above: Sequence[Above], checked: int) -> bool:
+    return bool(above) and checked > 0 and len(above) >= SUSPECT_SHARE * checked
+
+
+def above(name: str, predicted: float, measured: float, spread: float) -> Above | None:
+    """The :class:`Above` record when ``measured`` beats ``predicted`` by more than the
+    spread (and AS_PREDICTED), else None."""
+    if predicted <= 0 or measured <= 0:
+        return None
+    allowed = max(spread, AS_PREDICTED)
+    factor = predicted / measured
+    return Above(name, factor, allowed) if factor > 1.0 + allowed else None
+
+
+def _kernels(programs: Sequence[Program]) -> tuple[list[Above], int]:
+    found: list[Above] = []
+    checked = 0
+    for p in programs:
+        if p.kernels is None:
+            continue
+        for r in p.kernels.rows:
+            if not r.charged or r.prediction is None or r.miss is None \
+                    or (r.seconds or 0.0) < SIGNIFICANT_KERNEL_S:
+                continue
+            checked += 1
+            q1, q3 = r.spread if r.spread is not None else (0.0, 0.0)
+            spread = (q3 - q1) / r.miss.measured if q3 > q1 else 0.0
+            if (a := above(f"{p.name}: {r.name}", r.prediction.seconds, r.miss.measured,
+                           spread)) is not None:
+                found.append(a)
+    return found, checked
+
+
+def roof_check(doc: Mapping[str, Any], programs: Sequence[Program], measured_roofs: bool
+               ) -> RoofCheck | None:
+    """The check of ``programs`` against the run's measured roofs; None where the run has no
+    measured roofs (its predictions then rest on assumed budgets)."""
+    ceilings = doc.get("ceilings") or {}
+    if not measured_roofs or not isinstance(ceilings, Mapping) or not ceilings.get("available"):
+        return None
+    found: list[Above] = []
+    checked = 0
+    for p in programs:
+        if p.prediction is None or p.timing is None or p.seconds is None:
+            continue
+        checked += 1
+        if (a := above(p.name, p.prediction.seconds, p.seconds, p.timing.spread)) is not None:
+            found.append(a)
+    kernels, kernels_checked = _kernels(programs)
+    causes: list[Cause] = []
+    if conditions(ceilings).loaded:
+        causes.append(Cause.LOADED)
+    origin = ceilings_origin(doc)
+    if origin is not None and origin.cached:
+        causes.append(Cause.CACHED)
+    env = doc.get("environment") or {}
+    ceilings_device = f"{ceilings.get('backend', '')} {ceilings.get('device_kind', '')}".strip()
+    run_device = f"{env.get('backend', '')} {env.get('device_kind', '')}".strip()
+    if ceilings_device and run_device and ceilings_device != run_device:
+        causes.append(Cause.OTHER_DEVICE)
+    return RoofCheck(programs=tuple(found), programs_checked=checked, kernels=tuple(kernels),
+                     kernels_checked=kernels_checked, causes=tuple(causes),
+                     age_days=origin.age_days if origin is not None and origin.cached else None,
+                     ceilings_device=str(ceilings.get("device_kind", "")),
+                     run_device=str(env.get("device_kind", "")))
+
+
+__all__ = ["SUSPECT_SHARE", "Above", "Cause", "RoofCheck", "above", "roof_check"]
