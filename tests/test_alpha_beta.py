@@ -54,26 +54,40 @@ def test_all_reduce_is_reduce_scatter_plus_all_gather() -> None:
     assert ar["time"] == pytest.approx(rs["time"] + ag["time"]) == pytest.approx(160.80064e-6)
 
 
-def test_all_to_all_ring_and_bruck() -> None:
-    ring = collective_time("all-to-all", MIB8, 8, bandwidth=W, latency=ALPHA)
-    assert (ring["steps"], ring["bytes"]) == (7, 7_340_032)
-    tree = collective_time("all-to-all", MIB8, 8, bandwidth=W, latency=ALPHA, algorithm="tree")
-    assert tree["steps"] == 3 and tree["bytes"] == MIB8 * 3 // 2 == 12_582_912
-    assert tree["time"] == pytest.approx(3e-6 + 125.82912e-6)
+def test_all_to_all_is_direct() -> None:
+    """NCCL's all-to-all sends each peer its 1/N at once: (N-1)/N of the buffer, one step (not a
+    ring of N-1 steps, not Bruck's log2 N steps of half the buffer)."""
+    direct = collective_time("all-to-all", MIB8, 8, bandwidth=W, latency=ALPHA)
+    assert (direct["algorithm"], direct["steps"], direct["bytes"]) == ("direct", 1, 7_340_032)
+    assert direct["time"] == pytest.approx(1e-6 + 73.40032e-6)
+    with pytest.raises(ValueError, match="runs no ring algorithm for all-to-all"):
+        collective_time("all-to-all", MIB8, 8, bandwidth=W, latency=ALPHA, algorithm="ring")
 
 
-def test_tree_steps_are_logarithmic() -> None:
-    assert [algorithm_steps("all-gather", n, "tree") for n in (1, 2, 8, 64, 1000)] == [
-        0, 1, 3, 6, 10
+def test_the_double_binary_tree_has_its_own_terms() -> None:
+    """NCCL's double binary tree: 2 ceil(log2 N) steps, the busiest device sends the whole array
+    twice (2 V, against the ring's 2 V (N-1)/N); a group that is not a power of two takes the
+    depth of the next one. Only an all-reduce runs on it."""
+    assert [algorithm_steps("all-reduce", n, "tree") for n in (1, 2, 6, 8, 1000, 1024)] == [
+        0, 2, 6, 6, 20, 20
     ]  # fmt: skip
-    assert algorithm_steps("all-reduce", 1024, "tree") == 20
     assert algorithm_steps("all-reduce", 1024, "ring") == 2046
-    assert algorithm_bytes("all-reduce", MIB8, 8, "tree") == algorithm_bytes(
-        "all-reduce", MIB8, 8, "ring"
-    )
+    assert algorithm_bytes("all-reduce", MIB8, 8, "tree") == 2 * MIB8
+    assert algorithm_bytes("all-reduce", MIB8, 8, "ring") == 2 * MIB8 * 7 // 8
+    assert algorithm_bytes("all-reduce", MIB8, 6, "tree") == 2 * MIB8  # not (N-1)/N of 6
     assert algorithm_steps("collective-permute", 8) == 1
     with pytest.raises(ValueError, match="algorithm"):
         algorithm_steps("all-gather", 8, "butterfly")
+    with pytest.raises(ValueError, match="runs no tree algorithm for all-gather"):
+        algorithm_steps("all-gather", 8, "tree")
+
+
+def test_ring_or_tree_is_a_real_choice() -> None:
+    """Large arrays go on the ring (fewer bytes), small ones on the tree (fewer steps)."""
+    big = collective_cost("all-reduce", 256 * 2**20, 8, FLAT)
+    small = collective_cost("all-reduce", 4096, 8, FLAT)
+    assert big["algorithm"] == "ring" and big["levels"][0]["rejected"]["algorithm"] == "tree"
+    assert small["algorithm"] == "tree" and small["steps"] == 6
 
 
 def test_latency_dominates_small_messages() -> None:
@@ -109,11 +123,15 @@ def test_step_bounds_and_overlap() -> None:
     assert b["lower_bound"] == b["t_math"] and b["binding"] == "compute"
     assert b["upper_bound"] == pytest.approx(1e-3 + 1e-4 + 160.80064e-6)
     assert b["comm_lower_bound"] is False and b["critical_intensity"] == pytest.approx(1e12 / W)
-    # the faster algorithm: recursive halving and doubling, 2 log2 8 = 6 steps, the same bytes
+    # the faster algorithm: the double binary tree's 2 log2 8 = 6 steps save 8 us, its 2 V bytes
+    # (8/7 of the ring's) cost 21 us more at 100 GB/s: the ring stays
     best = step_bounds(flops=1e9, hbm_bytes=1e8, collectives=records, peak_flops=1e12,
                        hbm_bandwidth=1e12, network=FLAT)
-    assert best["t_comm_latency"] == pytest.approx(6e-6) and best["algorithms"] == ["tree"]
-    assert best["t_comm_bandwidth"] == pytest.approx(b["t_comm_bandwidth"])
+    assert best["algorithms"] == ["ring"] and best["t_comm"] == pytest.approx(b["t_comm"])
+    tree = step_bounds(flops=1e9, hbm_bytes=1e8, collectives=records, peak_flops=1e12,
+                       hbm_bandwidth=1e12, network=FLAT, algorithm="tree")
+    assert tree["t_comm_latency"] == pytest.approx(6e-6)
+    assert tree["t_comm_bandwidth"] == pytest.approx(b["t_comm_bandwidth"] * 8 / 7)
     # a step's memory traffic can add the collective's buffers: read V, write V, read V again
     buffered = step_bounds(flops=1e9, hbm_bytes=1e8, collectives=records, peak_flops=1e12,
                            hbm_bandwidth=1e12, network=FLAT, count_buffers=True)
@@ -188,38 +206,57 @@ def test_a_combined_collective_pays_one_latency() -> None:
 
 
 def test_inside_one_domain_one_level() -> None:
-    # all-reduce of 8 MiB over 8 GPUs of one node: the tree's 6 steps beat the ring's 14
+    """All-reduce of 8 MiB over 8 GPUs of one node: the tree's 6 steps (6 us) against the
+    ring's 14 (14 us) outweigh its extra bytes (2 V against 2 V 7/8: 4.7 us at 450 GB/s)."""
     cost = collective_cost("all-reduce", MIB8, 8, GPUS)
     [level] = cost["levels"]
     assert (level["level"], level["devices"], level["algorithm"]) == ("NVLink", 8, "tree")
-    assert level["steps"] == 6 and level["bytes"] == 2 * MIB8 * 7 // 8
+    assert level["steps"] == 6 and level["bytes"] == 2 * MIB8
     assert level["rejected"]["algorithm"] == "ring"
-    assert level["rejected"]["time"] > level["time"]
+    assert level["rejected"]["time"] == pytest.approx(14e-6 + 2 * MIB8 * 7 / 8 / 4.5e11)
     assert cost["t_latency"] == pytest.approx(6e-6)
-    assert cost["t_bandwidth"] == pytest.approx(2 * MIB8 * 7 / 8 / 4.5e11)
+    assert cost["t_bandwidth"] == pytest.approx(2 * MIB8 / 4.5e11)
 
 
-def test_a_data_parallel_all_reduce_over_1024_gpus_crosses_two_levels() -> None:
-    """128 nodes of 8: reduce-scatter and all-gather inside each node over NVLink (V (7/8)
-    each way, 2 x 7 ring steps or 2 x 3 tree steps at 1 us), an all-reduce of V/8 across
-    nodes over InfiniBand (2 (V/8) 127/128 at 50 GB/s, 2 x 7 tree steps at 5 us). The flat
-    ring paid 2 x 1023 steps of network latency."""
+def test_a_data_parallel_all_reduce_over_1024_gpus_pipelines_its_levels() -> None:
+    """128 nodes of 8: reduce-scatter and all-gather inside each node over NVLink (2 V 7/8 at
+    450 GB/s), an all-reduce of V/8 across nodes over InfiniBand (50 GB/s a GPU, 400 GB/s a
+    node). The levels run at once on chunks of the array (NCCL; the scaling book's GPU
+    chapter: T = max(T_node, T_scale-out)), so the bandwidth time is the slower level's, and
+    every level's latency is paid once. The flat ring paid 2 x 1023 steps of network
+    latency."""
     v = 256 * 2**20  # 256 MiB of gradients
     cost = collective_cost("all-reduce", v, 1024, GPUS)
     inside, across = cost["levels"]
     assert (inside["level"], inside["devices"]) == ("NVLink", 8)
     assert (across["level"], across["devices"]) == ("InfiniBand", 128)
-    assert inside["bytes"] == 2 * v * 7 // 8
-    assert across["bytes"] == math.ceil(2 * (v // 8) * 127 / 128)
+    # inside, the ring (14 us + 1,044 us) beats the tree (6 us + 1,193 us)
+    assert (inside["algorithm"], inside["steps"]) == ("ring", 14)
     assert inside["t_bandwidth"] == pytest.approx(2 * v * 7 / 8 / 4.5e11)
-    assert across["t_bandwidth"] == pytest.approx(2 * (v / 8) * 127 / 128 / 5e10)
-    assert (inside["algorithm"], inside["steps"]) == ("tree", 6)
+    # across, the tree (70 us + 1,342 us) beats the ring (1,270 us + 1,331 us)
     assert (across["algorithm"], across["steps"]) == ("tree", 14)
-    assert cost["t_latency"] == pytest.approx(6e-6 + 14 * 5e-6)
-    assert cost["algorithm"] == "tree (NVLink), then tree (InfiniBand)"
+    assert across["bytes"] == 2 * (v // 8)
+    assert across["t_bandwidth"] == pytest.approx(2 * (v / 8) / 5e10)
+    assert cost["pipelined"] and across["binds"] and not inside["binds"]
+    assert cost["t_bandwidth"] == across["t_bandwidth"]
+    assert cost["t_latency"] == pytest.approx(14e-6 + 14 * 5e-6)
+    assert cost["algorithm"] == "ring (NVLink), with tree (InfiniBand)"
     flat = collective_cost("all-reduce", v, 1024, (IB,), algorithm="ring")
     assert flat["t_latency"] == pytest.approx(2046 * 5e-6)
     assert cost["time"] < flat["time"]
+
+
+def test_two_levels_are_not_added() -> None:
+    """The issue's case: a 1 MiB DP all-reduce over 1,024 H100s costs the InfiniBand level's
+    2 V 127/128 / 400 GB/s of node egress, 5.20 us (the NVLink level's 4.08 us hides under
+    it), not their 9.28 us sum."""
+    v = 2**20
+    cost = collective_cost("all-reduce", v, 1024, GPUS, algorithm="ring")
+    inside, across = cost["levels"]
+    assert inside["t_bandwidth"] == pytest.approx(4.08e-6, rel=1e-3)
+    assert across["t_bandwidth"] == pytest.approx(2 * v * 127 / 128 / 4e11) == pytest.approx(
+        5.20e-6, rel=1e-3)
+    assert cost["t_bandwidth"] == across["t_bandwidth"]
 
 
 def test_all_gather_and_reduce_scatter_across_domains() -> None:
@@ -235,10 +272,17 @@ def test_all_gather_and_reduce_scatter_across_domains() -> None:
 
 
 def test_all_to_all_and_permute_across_domains() -> None:
-    a2a = collective_cost("all-to-all", 1 << 20, 64, GPUS, algorithm="ring")
+    a2a = collective_cost("all-to-all", 1 << 20, 64, GPUS)
     inside, across = a2a["levels"]
-    # of a 1 MiB buffer, 7/64 stays in the node's other GPUs, 56/64 crosses the network
+    # of a 1 MiB buffer, 7/64 goes to the node's other GPUs, 56/64 crosses the network, each
+    # share sent directly, in one step
     assert inside["bytes"] == (1 << 20) * 7 // 64 and across["bytes"] == (1 << 20) * 56 // 64
+    assert (inside["algorithm"], across["algorithm"]) == ("direct", "direct")
+    assert a2a["steps"] == 2 and a2a["t_bandwidth"] == across["t_bandwidth"]
+    # the issue's case: 262,144 B a GPU over 1,024 H100s, 127/128 of it through a 50 GB/s
+    # port: 5.2 us (Bruck's 7 steps of half the buffer cost 18.4 us)
+    big = collective_cost("all-to-all", 262144, 1024, GPUS)
+    assert big["t_bandwidth"] == pytest.approx(262144 * 127 / 128 / 5e10)
     permute = collective_cost("collective-permute", 4096, 64, GPUS)
     [level] = permute["levels"]
     assert (level["level"], level["steps"], level["bytes"]) == ("InfiniBand", 1, 4096)

@@ -13,6 +13,7 @@ import numpy as np
 
 from roofline_report import tolerances
 from roofline_report.analysis.comm import STRATEGIES, STRATEGY_LABELS, matmul_per_device
+from roofline_report.analysis.comm_step import step_forward_flops
 from roofline_report.observe.sharded_analysis import (
     MESH_AXIS,
     analyze_sharded,
@@ -209,6 +210,7 @@ def _step_workload(strategy: str, mesh: Any, quick: bool) -> dict[str, Any]:
         "collectives": measured["collectives"],
         "per_device": {
             "flops": ts.matmul_flops(strategy, sizes, n),
+            "forward_flops": step_forward_flops(strategy, sizes.to_json(), n),
             "hbm_bytes": hbm,
             "hbm_parts": {"data": data, "data_split": split_batch, "state": hbm - data,
                           "state_split": strategy != "dp-step", "other": 0},
