@@ -232,7 +232,7 @@ def _collective_rows(w: Mapping[str, Any], network: Sequence[comm_network.Level]
             except comm_network.NotPriced:
                 priced = None
         rows.append({"workload": w.get("name", ""), "collective": c, "priced": priced,
-                     "unit_axes": unit_axes})
+                     "unit_axes": unit_axes, "device_ids": mesh.get("device_ids")})
     return rows
 
 

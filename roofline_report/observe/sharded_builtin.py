@@ -93,7 +93,7 @@ def _matmul_workload(
             "w": _spec_json(w_spec),
             "y": _spec_json(y_spec),
         },
-        "mesh": mesh_json(mesh),
+        "mesh": mesh_json(mesh, measured.get("device_ids")),
         "collectives": measured["collectives"],
         "per_device": {
             "flops": analytic["flops"],
@@ -205,7 +205,7 @@ def _step_workload(strategy: str, mesh: Any, quick: bool) -> dict[str, Any]:
         "sizes": sizes.to_json(),
         "batch": {"global": sizes.batch,
                   "per_device": sizes.batch // n if split_batch else sizes.batch},
-        "mesh": mesh_json(mesh),
+        "mesh": mesh_json(mesh, measured.get("device_ids")),
         "split_dims": ts.split_dimensions(args, in_specs, MESH_AXIS),
         "collectives": measured["collectives"],
         "per_device": {

@@ -133,25 +133,64 @@ def _runs_text(c: Mapping[str, Any]) -> str:
     return f"{trips} ({plural(len(loops), 'loop', 'loops')})" if loops else "1"
 
 
+ALGORITHM_WORDS: dict[str, str] = {
+    "ring": "ring",
+    "tree": "double binary tree",
+    "direct": "direct",
+    "torus ring": "rings on the torus axes",
+    "bisection": "bisection-bound",
+}
+
+
+def algorithm_words(level: Mapping[str, Any]) -> str:
+    """One level's algorithm in words, with where it runs: the torus slice it spans, the links
+    across the cut an all-to-all is bound by."""
+    name = str(level["algorithm"])
+    text = ALGORITHM_WORDS.get(name, name)
+    if level.get("slice"):
+        text += f" ({level['slice']}"
+        if level.get("cut_links"):
+            text += f", {plural(level['cut_links'], 'link', 'links')} across the cut"
+        text += ")"
+    return f"{text} on {level['level']}"
+
+
 def _algorithm_text(priced: Mapping[str, Any]) -> str:
-    """The algorithm chosen at each level, its steps, and the one it beat."""
+    """The algorithm at each level, its steps, the one it beat; which level sets the time
+    when the levels are pipelined."""
     parts = []
-    for level in priced.get("levels", []):
-        text = f"{level['algorithm']}, {plural(level['steps'], 'step', 'steps')}"
+    levels = priced.get("levels", [])
+    for level in levels:
+        text = f"{algorithm_words(level)}, {plural(level['steps'], 'step', 'steps')}"
         rejected = level.get("rejected")
         if rejected and rejected["time"] > level["time"]:
-            text += f" (faster than the {rejected['algorithm']})"
+            text += (f" (faster than the "
+                     f"{ALGORITHM_WORDS.get(rejected['algorithm'], rejected['algorithm'])})")
         elif rejected:
-            text += f" (as fast as the {rejected['algorithm']})"
+            text += (f" (as fast as the "
+                     f"{ALGORITHM_WORDS.get(rejected['algorithm'], rejected['algorithm'])})")
+        if len(levels) > 1 and level.get("binds"):
+            text += ", the slower level: its bandwidth time is the collective's (pipelined)"
         parts.append(text)
     return "; ".join(parts)
+
+
+def device_groups(groups: Sequence[Sequence[int]], device_ids: Sequence[int] | None
+                  ) -> list[list[int]]:
+    """Replica groups as device ids: the HLO numbers a device by its place in the program's
+    device assignment (the mesh's devices in order); ``device_ids`` maps place to id. Without
+    them (results saved before meshes kept their devices) the places stand."""
+    if not device_ids:
+        return [list(g) for g in groups]
+    return [[int(device_ids[i]) if 0 <= i < len(device_ids) else i for i in g] for g in groups]
 
 
 def _ab_collective(row: Mapping[str, Any], kind: str) -> dict[str, Any]:
     c, priced = row["collective"], row["priced"] or {}
     groups = c.get("replica_groups")
     if groups:
-        groups_text = (f"{len(groups)} x {len(groups[0])}: "
+        groups = device_groups(groups, row.get("device_ids"))
+        groups_text = (f"{len(groups)} x {len(groups[0])}, device ids "
                        + "".join("{" + ",".join(map(str, g)) + "}" for g in groups[:2])
                        + (" ..." if len(groups) > 2 else ""))
     elif c.get("group_size") == 1:
@@ -239,7 +278,8 @@ def _network_text(r: Mapping[str, Any]) -> str:
         where = f"{level['level']}, {level['devices']:,} devices"
         if level.get("slice"):
             where += f" ({level['slice']})"
-        parts.append(f"{where}: {' and '.join(level['algorithms'])}")
+        words = " and ".join(ALGORITHM_WORDS.get(a, a) for a in level["algorithms"])
+        parts.append(f"{where}: {words}")
     return "; ".join(parts) or str(r.get("link", ""))
 
 
