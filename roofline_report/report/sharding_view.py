@@ -190,7 +190,8 @@ def _ab_collective(row: Mapping[str, Any], kind: str) -> dict[str, Any]:
     groups = c.get("replica_groups")
     if groups:
         groups = device_groups(groups, row.get("device_ids"))
-        groups_text = (f"{len(groups)} x {len(groups[0])}, device ids "
+        label = "device ids" if row.get("device_ids") else "devices"
+        groups_text = (f"{len(groups)} x {len(groups[0])}, {label} "
                        + "".join("{" + ",".join(map(str, g)) + "}" for g in groups[:2])
                        + (" ..." if len(groups) > 2 else ""))
     elif c.get("group_size") == 1:
@@ -270,6 +271,19 @@ def _critical_text(r: Mapping[str, Any], kind: str) -> Num:
     return Num(f"B ≈ {whole(crit, 3)}", kind)
 
 
+def _book_text(r: Mapping[str, Any], kind: str) -> Num:
+    """The compute-bound batch as the scaling book states it: bandwidth only, the backward
+    pass's flops (twice the forward); why there is none."""
+    book = r.get("critical_batch_book")
+    if book is not None:
+        return Num(f"B ≈ {whole(book, 3)}", kind)
+    if r.get("batch") is None or r.get("t_comm", 0) == 0:
+        return Num("")
+    if (r.get("batch") or {}).get("comm_scales"):
+        return Num("none: activations grow with the batch (the book bounds the model axis)")
+    return Num("forward flops not known")
+
+
 def _network_text(r: Mapping[str, Any]) -> str:
     """Each level a projected step's collectives cross: devices (the torus slice), the
     algorithms chosen there."""
@@ -312,7 +326,9 @@ def _projection_row(r: Mapping[str, Any]) -> dict[str, Any]:
 
 def _crossover_sentences(pr: Mapping[str, Any]) -> list[tuple[str | Num, ...]]:
     """One sentence per step with a crossover: the per-device batch above which it stays
-    compute-bound, inside the fast domain and across the network, from the projected rows."""
+    compute-bound, inside the fast domain and across the network, given both ways: with the
+    assumed latency on the whole step's flops, and bandwidth only on the backward pass's flops
+    (the scaling book's convention), each with the level whose bandwidth sets it."""
     by_name: dict[str, list[Mapping[str, Any]]] = {}
     for c in pr.get("crossovers", []):
         by_name.setdefault(c["name"], []).append(c)
@@ -321,9 +337,15 @@ def _crossover_sentences(pr: Mapping[str, Any]) -> list[tuple[str | Num, ...]]:
         parts: list[str | Num] = [f"{name}: compute-bound above "]
         for i, c in enumerate(points):
             if i:
-                parts.append(", and above ")
+                parts.append("; and above ")
             parts += [Num(whole(c["per_device"], 3), c["kind"]),
-                      f" samples per device on {c['devices']:,} devices ({c['link']})"]
+                      f" samples per device on {c['devices']:,} devices ({c['link']}; whole "
+                      "step's flops, latency included)"]
+            if c.get("per_device_book") is not None:
+                parts += [", ", Num(whole(c["per_device_book"], 3), c["book_kind"]),
+                          " bandwidth only with the book's convention (backward flops, twice "
+                          f"the forward; set by the {c.get('binding_level') or c['link']} "
+                          "bandwidth)"]
         out.append((*parts, "."))
     return out
 
@@ -361,6 +383,7 @@ def _step_row(r: Mapping[str, Any], kind: str) -> dict[str, Any]:
         "upper": n(r["upper_bound"], "s", kind),
         "binding": r["binding"],
         "critical": _critical_text(r, kind),
+        "critical_book": _book_text(r, kind),
         "flag": (f"{plural(r['unknown_trips'], 'collective', 'collectives')} in a loop of "
                  "unknown trip count, counted once: T_comm is a lower bound")
         if lower_bound else "",
