@@ -164,15 +164,6 @@ def mesh_span(mesh_shape: Sequence[int], group_axes: Sequence[int],
     return tuple(span)
 
 
-def group_axes(group: Sequence[int], mesh_shape: Sequence[int]) -> tuple[int, ...]:
-    """The mesh axes along which the devices of ``group`` (positions in the mesh's flat
-    order) differ."""
-    import numpy as np
-
-    coords = np.array(np.unravel_index(np.asarray(list(group)), tuple(mesh_shape))).T
-    return tuple(int(a) for a in range(len(mesh_shape)) if len(set(coords[:, a])) > 1)
-
-
 def flat_network(bandwidth: float, latency: float, *, kind: str = Kind.HYPOTHETICAL.value,
                  name: str = "interconnect") -> tuple[Level, ...]:
     """One switched level of any size: the assumed budgets' interconnect."""
