@@ -10,18 +10,27 @@ import math
 
 import pytest
 
+from roofline_report import networks
 from roofline_report.analysis.comm_alpha_beta import (
     algorithm_bytes,
     algorithm_steps,
     collective_time,
 )
-from roofline_report.analysis.comm_network import Level, NotPriced, collective_cost, flat_network
+from roofline_report.analysis.comm_network import (
+    Level,
+    NotPriced,
+    collective_cost,
+    flat_network,
+    mesh_span,
+)
 from roofline_report.analysis.comm_projection import (
     project_collective,
     project_step,
     split_problems,
 )
 from roofline_report.analysis.comm_step import critical_batch, step_bounds, step_comm_time
+from roofline_report.analysis.study import preset_network, torus_network
+from roofline_report.presets import get_preset
 
 MIB8 = 8 * 2**20  # V = 8 MiB
 W = 100e9  # bytes one device sends per second
@@ -363,3 +372,48 @@ def test_levels_refuse_bad_figures() -> None:
         Level("x", 1e9, 1e-6, devices=128, topology="torus", torus=(16, 16))
     with pytest.raises(ValueError, match="algorithm"):
         collective_cost("all-reduce", 8, 8, FLAT, algorithm="butterfly")
+
+
+def test_a_mesh_axis_lands_on_the_torus_axes_it_spans() -> None:
+    """A (2, 4) mesh on a 2 x 4 slice: its axis of 4 is a line along the slice's axis of 4, its
+    axis of 2 the other; a 1-D mesh of 8 spans both; a mesh that does not fill the slice has
+    no place on it."""
+    assert mesh_span((2, 4), (1,), (2, 4)) == (1, 4)
+    assert mesh_span((2, 4), (0,), (2, 4)) == (2, 1)
+    assert mesh_span((2, 4), (0, 1), (2, 4)) == (2, 4)
+    assert mesh_span((8,), (0,), (2, 4)) == (2, 4)
+    assert mesh_span((4, 4, 4), (2,), (4, 4, 4)) is not None
+    assert mesh_span((16,), (0,), (2, 4)) is None
+
+
+def test_tpu_v4_and_v5p_close_every_axis_of_a_multiple_of_four() -> None:
+    """TPU v4 and v5p: 4 x 4 x 4 cubes joined by optical switches, so an axis of 4 (or 8, 12,
+    16...) wraps: a ring of 4 sends both ways in 2 hops; an axis of 2 is a line. TPU v5e
+    closes only an axis of 16."""
+    v4 = torus_network(networks.torus_for("TPU v4"))
+    v5p = torus_network(networks.torus_for("tpu-v5p"))
+    assert networks.torus_for("v5p") is networks.torus_for("TPU v5p")
+    assert networks.torus_for("TPU v5e") is None and networks.torus_for("H100") is None
+    ring = collective_cost("all-gather", MIB8, 4, v4, span=(4, 1, 1))
+    [level] = ring["levels"]
+    assert (level["steps"], level["bandwidth"]) == (2, 2 * 4.5e10)
+    line = collective_cost("all-gather", MIB8, 2, v5p, span=(2, 1, 1))
+    assert (line["steps"], line["levels"][0]["bandwidth"]) == (1, 9e10)
+    pod = collective_cost("all-reduce", MIB8, 8960, v5p)
+    assert pod["levels"][0]["slice"] == "16 x 20 x 28"
+    assert pod["levels"][0]["bandwidth"] == 6 * 9e10
+    assert networks.torus_for("TPU v5p").egress == 6 * 9e10  # type: ignore[union-attr]
+    v5e = preset_network(get_preset("TPU v5e"))
+    assert collective_cost("all-gather", MIB8, 4, v5e, span=(1, 4))["levels"][0][
+        "bandwidth"] == 4.5e10
+    with pytest.raises(NotPriced, match="fit no slice"):
+        collective_cost("all-gather", MIB8, 4, v5e, span=(2, 4))
+
+
+def test_a_torus_preset_prints_the_figure_it_prices() -> None:
+    """TPU v5e: the ICI header's figure per direction is 4 links x 45 GB/s, what the torus
+    level sends on a whole pod, not Google's per-chip page figure."""
+    preset = get_preset("TPU v5e")
+    assert preset.interconnect is not None
+    pod = collective_cost("all-gather", MIB8, 256, preset_network(preset))
+    assert preset.interconnect.egress == pod["levels"][0]["bandwidth"] == 1.8e11
