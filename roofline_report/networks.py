@@ -4,12 +4,16 @@ preset by its name (:func:`torus_for`).
 
 Every bandwidth is a spec-sheet figure with its source: one ICI link's bytes/s one way, as "How
 to Scale Your Model" ('How to Think About TPUs') tabulates it (TPU v4p 4.5e10, TPU v5p 9e10;
-bidirectional twice that). A chip has 6 links, one each way along each of the 3 torus axes.
-The largest slice is the pod ("superpod": 16 x 16 x 16 for TPU v4, 16 x 20 x 28 for TPU v5p),
-built of 4 x 4 x 4 cubes joined by optical switches, which close the ring of every axis whose
-length is a multiple of 4 (the book's 'Sharded Matrices': "we have wraparound links for the Z
-axis since it's a multiple of 4"); a shorter axis is a line. The latency per hop is an
-assumption (kind hypothetical), the order the book gives for ICI.
+bidirectional twice that). A chip has 6 links, one each way along each of the 3 torus axes:
+6 x 9e10 one way is 1.08e12 both ways for v5p, where Google's v5p page prints 1,200 GBps of
+bidirectional ICI a chip (the book's rounder per-link figure is the one priced). The largest
+slice is the pod ("superpod": 16 x 16 x 16 for TPU v4, 16 x 20 x 28 for TPU v5p; Google's v5p
+page schedules at most 16 x 16 x 24 in one job), built of 4 x 4 x 4 cubes joined by optical
+switches: a slice of whole cubes is a full 3D torus (Google's v5p page: "All 4x4x4 and larger
+slices ... have full 3D torus"; the book: "we have wraparound links for the Z axis since it's
+a multiple of 4"), a smaller one (2 x 4 x 4) a mesh. The slice shapes are those Google's v5p
+page lists. The latency per hop is an assumption (kind hypothetical), the order the book gives
+for ICI.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ _ICI_LATENCY_NOTE = (
 @dataclass(frozen=True, slots=True)
 class TpuTorus:
     """A TPU pod's ICI: ``link_bandwidth`` bytes/s one way per link, the pod's torus ``axes``,
-    the ring of an axis closing when its length is a multiple of ``wraps_every``, the slice
+    a slice of whole ``wraps_every``-sided cubes closing the ring of each axis, the slice
     shape of each chip count that ``slices`` lists (a smaller count takes the most nearly
     cubic slice that fits), an assumed ``latency`` per hop."""
 
@@ -57,9 +61,11 @@ class TpuTorus:
         return self.links * self.link_bandwidth
 
 
+# Slice shapes of Google's v5p page (axes sorted), up to 16 x 16 x 16.
 _CUBES: tuple[tuple[int, tuple[int, ...]], ...] = (
-    (8, (2, 2, 2)), (16, (2, 2, 4)), (32, (2, 4, 4)), (64, (4, 4, 4)), (128, (4, 4, 8)),
+    (4, (1, 2, 2)), (8, (2, 2, 2)), (32, (2, 4, 4)), (64, (4, 4, 4)), (128, (4, 4, 8)),
     (256, (4, 8, 8)), (512, (8, 8, 8)), (1024, (8, 8, 16)), (2048, (8, 16, 16)),
+    (4096, (16, 16, 16)),
 )
 
 TPU_TORI: tuple[TpuTorus, ...] = (
@@ -67,12 +73,12 @@ TPU_TORI: tuple[TpuTorus, ...] = (
              (_BOOK_TPUS, _BOOK_SHARDING,
               Source("Google Cloud TPU documentation: TPU v4 (3D torus, optical circuit "
                      "switches)", "https://cloud.google.com/tpu/docs/v4")),
-             (*_CUBES, (4096, (16, 16, 16)))),
+             _CUBES),
     TpuTorus("TPU v5p", 9.0e10, (16, 20, 28), 4, 1e-6, _ICI_LATENCY_NOTE,
              (_BOOK_TPUS, _BOOK_SHARDING,
               Source("Google Cloud TPU documentation: TPU v5p (system architecture)",
                      "https://cloud.google.com/tpu/docs/v5p")),
-             (*_CUBES, (8960, (16, 20, 28)))),
+             (*_CUBES, (6144, (16, 16, 24)), (8960, (16, 20, 28)))),
 )
 
 

@@ -399,6 +399,11 @@ def test_tpu_v4_and_v5p_close_every_axis_of_a_multiple_of_four() -> None:
     assert (level["steps"], level["bandwidth"]) == (2, 2 * 4.5e10)
     line = collective_cost("all-gather", MIB8, 2, v5p, span=(2, 1, 1))
     assert (line["steps"], line["levels"][0]["bandwidth"]) == (1, 9e10)
+    # a slice smaller than a cube is a mesh (Google's v5p page: 4x4x4 and larger are tori)
+    mesh = collective_cost("all-gather", MIB8, 32, v5p)["levels"][0]
+    assert (mesh["slice"], mesh["steps"], mesh["bandwidth"]) == ("2 x 4 x 4", 1 + 3 + 3, 3 * 9e10)
+    cube = collective_cost("all-gather", MIB8, 64, v5p)["levels"][0]
+    assert (cube["slice"], cube["steps"], cube["bandwidth"]) == ("4 x 4 x 4", 6, 6 * 9e10)
     pod = collective_cost("all-reduce", MIB8, 8960, v5p)
     assert pod["levels"][0]["slice"] == "16 x 20 x 28"
     assert pod["levels"][0]["bandwidth"] == 6 * 9e10

@@ -55,8 +55,10 @@ class Level:
     ``bandwidth`` bytes/s one way; a group that owns its slice occupies the shape ``slices``
     publishes for its size (else the most nearly square one that fits), a group of a mesh is
     priced on the axes it spans (:func:`mesh_span`). An axis of a slice wraps around when it
-    spans the whole torus axis, or, with ``wraps_every`` k, when its length is a multiple of k
-    (TPU v4 and v5p close every axis of a multiple of 4 with optical links). ``devices``: how
+    spans the whole torus axis, or, with ``wraps_every`` k, when the slice is made of whole k x
+    k x k cubes (TPU v4 and v5p close them with optical links; a smaller slice is a mesh); a
+    group given its span on a larger slice is taken to sit in whole cubes, so an axis of a
+    multiple of k wraps. ``devices``: how
     many devices one unit of this level holds (the fast domain's size); None: any number (the
     outermost level). ``latency`` is the seconds one step costs whatever its size (alpha).
     """
@@ -98,13 +100,15 @@ class Level:
                 best = shape
         return best
 
-    def wraps(self, extent: int, axis: int) -> bool:
-        """Whether a ring of ``extent`` chips along a torus axis of ``axis`` chips closes."""
+    def wraps(self, extent: int, axis: int, cubes: bool = True) -> bool:
+        """Whether a ring of ``extent`` chips along a torus axis of ``axis`` chips closes;
+        ``cubes``: whether the slice it lies in is made of whole cubes (``wraps_every``)."""
         if extent <= 2:
             return False
         if extent == axis:
             return True
-        return bool(self.wraps_every) and extent % int(self.wraps_every or 1) == 0
+        every = self.wraps_every
+        return bool(every) and cubes and extent % int(every or 1) == 0
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "bandwidth": self.bandwidth, "latency": self.latency,
@@ -197,8 +201,10 @@ def _torus_phase(op: str, full: int, g: int, level: Level, span: Sequence[int] |
         return "direct", 1, full, level.bandwidth, text, None
     if g <= 1:
         return "torus ring", 0, 0, level.bandwidth, text, None
-    long_axes = [(size, level.wraps(size, whole)) for size, whole in zip(shape, axes,
-                                                                         strict=True) if size > 1]
+    every = level.wraps_every or 0
+    cubes = span is not None or (every > 0 and all(s % every == 0 for s in shape))
+    long_axes = [(size, level.wraps(size, whole, cubes))
+                 for size, whole in zip(shape, axes, strict=True) if size > 1]
     diameter = sum(size // 2 if wraps else size - 1 for size, wraps in long_axes)
     if op == "all-to-all":
         sent = _ceil_div(full * (g - 1), g)
