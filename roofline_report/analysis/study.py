@@ -404,9 +404,11 @@ def step_study(
     workload, collective record, priced alpha-beta cost], "jax_roofline": [per workload given to
     jax.experimental.roofline: ours beside it, or why it is not available], "emulated": {...},
     "projection": {...}}``. The HLO's collectives (x their loop trip counts, in the program's
-    dtype) are priced one after another (no overlap between collectives), each algorithm the
-    faster of the ring and the tree; a training step's memory traffic adds its collectives'
-    buffers (the gathered weights).
+    dtype) are priced one after another (no overlap between collectives), each with the
+    algorithm the libraries run (an all-reduce the faster of the ring and the double binary
+    tree); a training step's memory traffic adds its collectives' buffers (the gathered
+    weights). Each row's ``critical_batch_book`` is the compute-bound batch as the scaling
+    book states it (:func:`comm_step.book_critical_batch`).
     """
     from roofline_report import presets
 
