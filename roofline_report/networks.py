@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from roofline_report.kinds import Kind, Quantity
 from roofline_report.presets import Source
 
 _BOOK_TPUS = Source(
@@ -59,6 +61,23 @@ class TpuTorus:
     def egress(self) -> float:
         """Bytes/s one chip sends on all its links at once."""
         return self.links * self.link_bandwidth
+
+    def to_json(self) -> dict[str, Any]:
+        """The link as a preset's interconnect is written (name, both-directions figure, egress,
+        latency, one link's figure, sources): the figures the torus is priced at."""
+        link = f"{self.link_bandwidth / 1e9:g} GB/s"
+        return {
+            "name": "ICI",
+            "bandwidth": Quantity(2 * self.egress, "B/s", Kind.SPEC_SHEET,
+                                  f"per chip, both directions: {self.links} links x {link} "
+                                  "each way").to_json(),
+            "egress": self.egress,
+            "latency": Quantity(self.latency, "s", Kind.HYPOTHETICAL,
+                                self.latency_note).to_json(),
+            "link_bandwidth": Quantity(self.link_bandwidth, "B/s", Kind.SPEC_SHEET,
+                                       f"one ICI link, one way ({link})").to_json(),
+            "sources": [source.to_json() for source in self.sources],
+        }
 
 
 # Slice shapes of Google's v5p page (axes sorted), up to 16 x 16 x 16.

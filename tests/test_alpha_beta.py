@@ -422,3 +422,19 @@ def test_a_torus_preset_prints_the_figure_it_prices() -> None:
     assert preset.interconnect is not None
     pod = collective_cost("all-gather", MIB8, 256, preset_network(preset))
     assert preset.interconnect.egress == pod["levels"][0]["bandwidth"] == 1.8e11
+
+
+def test_a_v5p_preset_is_priced_and_printed_on_its_3d_torus() -> None:
+    """A chip preset named TPU v5p (its compute figures kept with the other presets) gets the
+    3D-torus ICI of roofline_report/networks.py, and the projection's header prints the figures
+    that torus is priced at: 6 links x 90 GB/s one way."""
+    from dataclasses import replace
+
+    from roofline_report.analysis.study import _links_json
+
+    v5p = replace(get_preset("TPU v5e"), name="TPU v5p", torus=(), slices=())
+    [level] = preset_network(v5p)
+    assert (level.topology, level.torus, level.wraps_every) == ("torus", (16, 20, 28), 4)
+    [link] = _links_json(v5p)
+    assert link["egress"] == 6 * 9e10 == level.bandwidth * 6
+    assert link["link_bandwidth"]["value"] == level.bandwidth

@@ -315,6 +315,19 @@ def preset_network(preset: Any) -> tuple[comm_network.Level, ...]:
                                       bandwidth_kind=spec, latency_kind=hyp))
 
 
+def _links_json(preset: Any) -> list[dict[str, Any]]:
+    """The links the projection prices, as the page prints them: the 3D-torus ICI of
+    :func:`roofline_report.networks.torus_for` where it prices the preset, else the preset's
+    own links."""
+    from roofline_report import networks
+
+    torus = networks.torus_for(preset.name)
+    if torus is not None:
+        return [torus.to_json()]
+    return [link.to_json() for link in (preset.interconnect, preset.scale_out)
+            if link is not None]
+
+
 def _projection_kinds(point: Mapping[str, Any]) -> dict[str, str]:
     """The kind of each number of a projected row: spec-sheet figures, except what an assumed
     latency enters (T_comm's latency, T_comm, a bound it sets, the critical batch)."""
@@ -479,9 +492,8 @@ def step_study(
             "peak_dtype": peak_dtype,
             "hbm_bandwidth": chosen.hbm_bandwidth,
             "domain": chosen.domain,
-            "torus": list(chosen.torus),
-            "links": [link.to_json() for link in (chosen.interconnect, chosen.scale_out)
-                      if link is not None],
+            "torus": [int(a) for a in network[0].torus] if network else [],
+            "links": _links_json(chosen),
             "network": [level.to_json() for level in network],
             "devices": list(comm_projection.PROJECTION_DEVICES),
             "rows": projection_rows,
