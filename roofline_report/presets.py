@@ -313,13 +313,19 @@ def _infiniband(name: str, gbit: int, source: Source) -> Interconnect:
     )  # fmt: skip
 
 
-def _ici(bandwidth: float, note: str, source: Source, link: float) -> Interconnect:
+def _ici(published: str, source: Source, link: float, ports: int = 4) -> Interconnect:
+    """A TPU chip's ICI as it is priced: ``ports`` links of ``link`` bytes/s each way (the
+    scaling book's table), so the chip's figure, both directions added, is ``2 ports link``
+    and its egress ``ports link``: the figure every header prints is the one priced.
+    ``published`` quotes the vendor page's own per-chip figure."""
     return Interconnect(
-        "ICI", bandwidth, note, latency=1e-6, latency_note=_ICI_LATENCY,
+        "ICI", 2 * ports * link,
+        f"per chip, both directions: {ports} links x {link / 1e9:g} GB/s each way ({published})",
+        latency=1e-6, latency_note=_ICI_LATENCY,
         sources=(source, _SCALING_BOOK_TPUS, _SCALING_BOOK_SHARDING), link_bandwidth=link,
         link_note=f"one ICI link, one way ({link / 1e9:g} GB/s; {2 * link / 1e9:g} GB/s both "
-        "ways), as the scaling book's table of TPU interconnects gives it; 4 links per chip on "
-        "the 2D torus")  # fmt: skip
+        f"ways), as the scaling book's table of TPU interconnects gives it; {ports} links per "
+        "chip on the 2D torus")  # fmt: skip
 
 
 # A pod of TPU v5e or v6e chips is a 16 x 16 2D torus; a slice of fewer chips is a smaller
@@ -447,7 +453,7 @@ _PRESETS: tuple[Preset, ...] = (
         hbm_bandwidth=8.19e11,
         hbm_note="16 GB HBM2, 819 GBps (the scaling book rounds to 8.2e11)",
         interconnect=_ici(
-            4.0e11, "per chip, both directions, 4 ports (earlier page: 1,600 Gbps)",
+            "an earlier revision of Google's v5e page: 1,600 Gbps per chip",
             Source("Google Cloud TPU documentation: TPU v5e",
                    "https://cloud.google.com/tpu/docs/v5e"),
             4.5e10,
@@ -474,8 +480,7 @@ _PRESETS: tuple[Preset, ...] = (
         hbm_bandwidth=1.64e12,
         hbm_note="32 GB HBM, 1,640 GBps (revisions of the page also print 1,638 and 1,600 GBps)",
         interconnect=_ici(
-            8.0e11,
-            "per chip, both directions, 4 ports (an earlier revision listed 3,584 Gbps)",
+            "an earlier revision of Google's v6e page: 3,584 Gbps per chip",
             Source("Google Cloud TPU documentation: TPU v6e (Trillium)",
                    "https://cloud.google.com/tpu/docs/v6e"),
             9.0e10,

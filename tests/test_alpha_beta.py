@@ -10,18 +10,27 @@ import math
 
 import pytest
 
+from roofline_report import networks
 from roofline_report.analysis.comm_alpha_beta import (
     algorithm_bytes,
     algorithm_steps,
     collective_time,
 )
-from roofline_report.analysis.comm_network import Level, NotPriced, collective_cost, flat_network
+from roofline_report.analysis.comm_network import (
+    Level,
+    NotPriced,
+    collective_cost,
+    flat_network,
+    mesh_span,
+)
 from roofline_report.analysis.comm_projection import (
     project_collective,
     project_step,
     split_problems,
 )
 from roofline_report.analysis.comm_step import critical_batch, step_bounds, step_comm_time
+from roofline_report.analysis.study import preset_network, torus_network
+from roofline_report.presets import get_preset
 
 MIB8 = 8 * 2**20  # V = 8 MiB
 W = 100e9  # bytes one device sends per second
@@ -54,26 +63,40 @@ def test_all_reduce_is_reduce_scatter_plus_all_gather() -> None:
     assert ar["time"] == pytest.approx(rs["time"] + ag["time"]) == pytest.approx(160.80064e-6)
 
 
-def test_all_to_all_ring_and_bruck() -> None:
-    ring = collective_time("all-to-all", MIB8, 8, bandwidth=W, latency=ALPHA)
-    assert (ring["steps"], ring["bytes"]) == (7, 7_340_032)
-    tree = collective_time("all-to-all", MIB8, 8, bandwidth=W, latency=ALPHA, algorithm="tree")
-    assert tree["steps"] == 3 and tree["bytes"] == MIB8 * 3 // 2 == 12_582_912
-    assert tree["time"] == pytest.approx(3e-6 + 125.82912e-6)
+def test_all_to_all_is_direct() -> None:
+    """NCCL's all-to-all sends each peer its 1/N at once: (N-1)/N of the buffer, one step (not a
+    ring of N-1 steps, not Bruck's log2 N steps of half the buffer)."""
+    direct = collective_time("all-to-all", MIB8, 8, bandwidth=W, latency=ALPHA)
+    assert (direct["algorithm"], direct["steps"], direct["bytes"]) == ("direct", 1, 7_340_032)
+    assert direct["time"] == pytest.approx(1e-6 + 73.40032e-6)
+    with pytest.raises(ValueError, match="runs no ring algorithm for all-to-all"):
+        collective_time("all-to-all", MIB8, 8, bandwidth=W, latency=ALPHA, algorithm="ring")
 
 
-def test_tree_steps_are_logarithmic() -> None:
-    assert [algorithm_steps("all-gather", n, "tree") for n in (1, 2, 8, 64, 1000)] == [
-        0, 1, 3, 6, 10
+def test_the_double_binary_tree_has_its_own_terms() -> None:
+    """NCCL's double binary tree: 2 ceil(log2 N) steps, the busiest device sends the whole array
+    twice (2 V, against the ring's 2 V (N-1)/N); a group that is not a power of two takes the
+    depth of the next one. Only an all-reduce runs on it."""
+    assert [algorithm_steps("all-reduce", n, "tree") for n in (1, 2, 6, 8, 1000, 1024)] == [
+        0, 2, 6, 6, 20, 20
     ]  # fmt: skip
-    assert algorithm_steps("all-reduce", 1024, "tree") == 20
     assert algorithm_steps("all-reduce", 1024, "ring") == 2046
-    assert algorithm_bytes("all-reduce", MIB8, 8, "tree") == algorithm_bytes(
-        "all-reduce", MIB8, 8, "ring"
-    )
+    assert algorithm_bytes("all-reduce", MIB8, 8, "tree") == 2 * MIB8
+    assert algorithm_bytes("all-reduce", MIB8, 8, "ring") == 2 * MIB8 * 7 // 8
+    assert algorithm_bytes("all-reduce", MIB8, 6, "tree") == 2 * MIB8  # not (N-1)/N of 6
     assert algorithm_steps("collective-permute", 8) == 1
     with pytest.raises(ValueError, match="algorithm"):
         algorithm_steps("all-gather", 8, "butterfly")
+    with pytest.raises(ValueError, match="runs no tree algorithm for all-gather"):
+        algorithm_steps("all-gather", 8, "tree")
+
+
+def test_ring_or_tree_is_a_real_choice() -> None:
+    """Large arrays go on the ring (fewer bytes), small ones on the tree (fewer steps)."""
+    big = collective_cost("all-reduce", 256 * 2**20, 8, FLAT)
+    small = collective_cost("all-reduce", 4096, 8, FLAT)
+    assert big["algorithm"] == "ring" and big["levels"][0]["rejected"]["algorithm"] == "tree"
+    assert small["algorithm"] == "tree" and small["steps"] == 6
 
 
 def test_latency_dominates_small_messages() -> None:
@@ -109,11 +132,15 @@ def test_step_bounds_and_overlap() -> None:
     assert b["lower_bound"] == b["t_math"] and b["binding"] == "compute"
     assert b["upper_bound"] == pytest.approx(1e-3 + 1e-4 + 160.80064e-6)
     assert b["comm_lower_bound"] is False and b["critical_intensity"] == pytest.approx(1e12 / W)
-    # the faster algorithm: recursive halving and doubling, 2 log2 8 = 6 steps, the same bytes
+    # the faster algorithm: the double binary tree's 2 log2 8 = 6 steps save 8 us, its 2 V bytes
+    # (8/7 of the ring's) cost 21 us more at 100 GB/s: the ring stays
     best = step_bounds(flops=1e9, hbm_bytes=1e8, collectives=records, peak_flops=1e12,
                        hbm_bandwidth=1e12, network=FLAT)
-    assert best["t_comm_latency"] == pytest.approx(6e-6) and best["algorithms"] == ["tree"]
-    assert best["t_comm_bandwidth"] == pytest.approx(b["t_comm_bandwidth"])
+    assert best["algorithms"] == ["ring"] and best["t_comm"] == pytest.approx(b["t_comm"])
+    tree = step_bounds(flops=1e9, hbm_bytes=1e8, collectives=records, peak_flops=1e12,
+                       hbm_bandwidth=1e12, network=FLAT, algorithm="tree")
+    assert tree["t_comm_latency"] == pytest.approx(6e-6)
+    assert tree["t_comm_bandwidth"] == pytest.approx(b["t_comm_bandwidth"] * 8 / 7)
     # a step's memory traffic can add the collective's buffers: read V, write V, read V again
     buffered = step_bounds(flops=1e9, hbm_bytes=1e8, collectives=records, peak_flops=1e12,
                            hbm_bandwidth=1e12, network=FLAT, count_buffers=True)
@@ -188,38 +215,57 @@ def test_a_combined_collective_pays_one_latency() -> None:
 
 
 def test_inside_one_domain_one_level() -> None:
-    # all-reduce of 8 MiB over 8 GPUs of one node: the tree's 6 steps beat the ring's 14
+    """All-reduce of 8 MiB over 8 GPUs of one node: the tree's 6 steps (6 us) against the
+    ring's 14 (14 us) outweigh its extra bytes (2 V against 2 V 7/8: 4.7 us at 450 GB/s)."""
     cost = collective_cost("all-reduce", MIB8, 8, GPUS)
     [level] = cost["levels"]
     assert (level["level"], level["devices"], level["algorithm"]) == ("NVLink", 8, "tree")
-    assert level["steps"] == 6 and level["bytes"] == 2 * MIB8 * 7 // 8
+    assert level["steps"] == 6 and level["bytes"] == 2 * MIB8
     assert level["rejected"]["algorithm"] == "ring"
-    assert level["rejected"]["time"] > level["time"]
+    assert level["rejected"]["time"] == pytest.approx(14e-6 + 2 * MIB8 * 7 / 8 / 4.5e11)
     assert cost["t_latency"] == pytest.approx(6e-6)
-    assert cost["t_bandwidth"] == pytest.approx(2 * MIB8 * 7 / 8 / 4.5e11)
+    assert cost["t_bandwidth"] == pytest.approx(2 * MIB8 / 4.5e11)
 
 
-def test_a_data_parallel_all_reduce_over_1024_gpus_crosses_two_levels() -> None:
-    """128 nodes of 8: reduce-scatter and all-gather inside each node over NVLink (V (7/8)
-    each way, 2 x 7 ring steps or 2 x 3 tree steps at 1 us), an all-reduce of V/8 across
-    nodes over InfiniBand (2 (V/8) 127/128 at 50 GB/s, 2 x 7 tree steps at 5 us). The flat
-    ring paid 2 x 1023 steps of network latency."""
+def test_a_data_parallel_all_reduce_over_1024_gpus_pipelines_its_levels() -> None:
+    """128 nodes of 8: reduce-scatter and all-gather inside each node over NVLink (2 V 7/8 at
+    450 GB/s), an all-reduce of V/8 across nodes over InfiniBand (50 GB/s a GPU, 400 GB/s a
+    node). The levels run at once on chunks of the array (NCCL; the scaling book's GPU
+    chapter: T = max(T_node, T_scale-out)), so the bandwidth time is the slower level's, and
+    every level's latency is paid once. The flat ring paid 2 x 1023 steps of network
+    latency."""
     v = 256 * 2**20  # 256 MiB of gradients
     cost = collective_cost("all-reduce", v, 1024, GPUS)
     inside, across = cost["levels"]
     assert (inside["level"], inside["devices"]) == ("NVLink", 8)
     assert (across["level"], across["devices"]) == ("InfiniBand", 128)
-    assert inside["bytes"] == 2 * v * 7 // 8
-    assert across["bytes"] == math.ceil(2 * (v // 8) * 127 / 128)
+    # inside, the ring (14 us + 1,044 us) beats the tree (6 us + 1,193 us)
+    assert (inside["algorithm"], inside["steps"]) == ("ring", 14)
     assert inside["t_bandwidth"] == pytest.approx(2 * v * 7 / 8 / 4.5e11)
-    assert across["t_bandwidth"] == pytest.approx(2 * (v / 8) * 127 / 128 / 5e10)
-    assert (inside["algorithm"], inside["steps"]) == ("tree", 6)
+    # across, the tree (70 us + 1,342 us) beats the ring (1,270 us + 1,331 us)
     assert (across["algorithm"], across["steps"]) == ("tree", 14)
-    assert cost["t_latency"] == pytest.approx(6e-6 + 14 * 5e-6)
-    assert cost["algorithm"] == "tree (NVLink), then tree (InfiniBand)"
+    assert across["bytes"] == 2 * (v // 8)
+    assert across["t_bandwidth"] == pytest.approx(2 * (v / 8) / 5e10)
+    assert cost["pipelined"] and across["binds"] and not inside["binds"]
+    assert cost["t_bandwidth"] == across["t_bandwidth"]
+    assert cost["t_latency"] == pytest.approx(14e-6 + 14 * 5e-6)
+    assert cost["algorithm"] == "ring (NVLink), with tree (InfiniBand)"
     flat = collective_cost("all-reduce", v, 1024, (IB,), algorithm="ring")
     assert flat["t_latency"] == pytest.approx(2046 * 5e-6)
     assert cost["time"] < flat["time"]
+
+
+def test_two_levels_are_not_added() -> None:
+    """The issue's case: a 1 MiB DP all-reduce over 1,024 H100s costs the InfiniBand level's
+    2 V 127/128 / 400 GB/s of node egress, 5.20 us (the NVLink level's 4.08 us hides under
+    it), not their 9.28 us sum."""
+    v = 2**20
+    cost = collective_cost("all-reduce", v, 1024, GPUS, algorithm="ring")
+    inside, across = cost["levels"]
+    assert inside["t_bandwidth"] == pytest.approx(4.08e-6, rel=1e-3)
+    assert across["t_bandwidth"] == pytest.approx(2 * v * 127 / 128 / 4e11) == pytest.approx(
+        5.20e-6, rel=1e-3)
+    assert cost["t_bandwidth"] == across["t_bandwidth"]
 
 
 def test_all_gather_and_reduce_scatter_across_domains() -> None:
@@ -235,10 +281,17 @@ def test_all_gather_and_reduce_scatter_across_domains() -> None:
 
 
 def test_all_to_all_and_permute_across_domains() -> None:
-    a2a = collective_cost("all-to-all", 1 << 20, 64, GPUS, algorithm="ring")
+    a2a = collective_cost("all-to-all", 1 << 20, 64, GPUS)
     inside, across = a2a["levels"]
-    # of a 1 MiB buffer, 7/64 stays in the node's other GPUs, 56/64 crosses the network
+    # of a 1 MiB buffer, 7/64 goes to the node's other GPUs, 56/64 crosses the network, each
+    # share sent directly, in one step
     assert inside["bytes"] == (1 << 20) * 7 // 64 and across["bytes"] == (1 << 20) * 56 // 64
+    assert (inside["algorithm"], across["algorithm"]) == ("direct", "direct")
+    assert a2a["steps"] == 2 and a2a["t_bandwidth"] == across["t_bandwidth"]
+    # the issue's case: 262,144 B a GPU over 1,024 H100s, 127/128 of it through a 50 GB/s
+    # port: 5.2 us (Bruck's 7 steps of half the buffer cost 18.4 us)
+    big = collective_cost("all-to-all", 262144, 1024, GPUS)
+    assert big["t_bandwidth"] == pytest.approx(262144 * 127 / 128 / 5e10)
     permute = collective_cost("collective-permute", 4096, 64, GPUS)
     [level] = permute["levels"]
     assert (level["level"], level["steps"], level["bytes"]) == ("InfiniBand", 1, 4096)
@@ -319,3 +372,69 @@ def test_levels_refuse_bad_figures() -> None:
         Level("x", 1e9, 1e-6, devices=128, topology="torus", torus=(16, 16))
     with pytest.raises(ValueError, match="algorithm"):
         collective_cost("all-reduce", 8, 8, FLAT, algorithm="butterfly")
+
+
+def test_a_mesh_axis_lands_on_the_torus_axes_it_spans() -> None:
+    """A (2, 4) mesh on a 2 x 4 slice: its axis of 4 is a line along the slice's axis of 4, its
+    axis of 2 the other; a 1-D mesh of 8 spans both; a mesh that does not fill the slice has
+    no place on it."""
+    assert mesh_span((2, 4), (1,), (2, 4)) == (1, 4)
+    assert mesh_span((2, 4), (0,), (2, 4)) == (2, 1)
+    assert mesh_span((2, 4), (0, 1), (2, 4)) == (2, 4)
+    assert mesh_span((8,), (0,), (2, 4)) == (2, 4)
+    assert mesh_span((4, 4, 4), (2,), (4, 4, 4)) is not None
+    assert mesh_span((16,), (0,), (2, 4)) is None
+
+
+def test_tpu_v4_and_v5p_close_every_axis_of_a_multiple_of_four() -> None:
+    """TPU v4 and v5p: 4 x 4 x 4 cubes joined by optical switches, so an axis of 4 (or 8, 12,
+    16...) wraps: a ring of 4 sends both ways in 2 hops; an axis of 2 is a line. TPU v5e
+    closes only an axis of 16."""
+    v4 = torus_network(networks.torus_for("TPU v4"))
+    v5p = torus_network(networks.torus_for("tpu-v5p"))
+    assert networks.torus_for("v5p") is networks.torus_for("TPU v5p")
+    assert networks.torus_for("TPU v5e") is None and networks.torus_for("H100") is None
+    ring = collective_cost("all-gather", MIB8, 4, v4, span=(4, 1, 1))
+    [level] = ring["levels"]
+    assert (level["steps"], level["bandwidth"]) == (2, 2 * 4.5e10)
+    line = collective_cost("all-gather", MIB8, 2, v5p, span=(2, 1, 1))
+    assert (line["steps"], line["levels"][0]["bandwidth"]) == (1, 9e10)
+    # a slice smaller than a cube is a mesh (Google's v5p page: 4x4x4 and larger are tori)
+    mesh = collective_cost("all-gather", MIB8, 32, v5p)["levels"][0]
+    assert (mesh["slice"], mesh["steps"], mesh["bandwidth"]) == ("2 x 4 x 4", 1 + 3 + 3, 3 * 9e10)
+    cube = collective_cost("all-gather", MIB8, 64, v5p)["levels"][0]
+    assert (cube["slice"], cube["steps"], cube["bandwidth"]) == ("4 x 4 x 4", 6, 6 * 9e10)
+    pod = collective_cost("all-reduce", MIB8, 8960, v5p)
+    assert pod["levels"][0]["slice"] == "16 x 20 x 28"
+    assert pod["levels"][0]["bandwidth"] == 6 * 9e10
+    assert networks.torus_for("TPU v5p").egress == 6 * 9e10  # type: ignore[union-attr]
+    v5e = preset_network(get_preset("TPU v5e"))
+    assert collective_cost("all-gather", MIB8, 4, v5e, span=(1, 4))["levels"][0][
+        "bandwidth"] == 4.5e10
+    with pytest.raises(NotPriced, match="fit no slice"):
+        collective_cost("all-gather", MIB8, 4, v5e, span=(2, 4))
+
+
+def test_a_torus_preset_prints_the_figure_it_prices() -> None:
+    """TPU v5e: the ICI header's figure per direction is 4 links x 45 GB/s, what the torus
+    level sends on a whole pod, not Google's per-chip page figure."""
+    preset = get_preset("TPU v5e")
+    assert preset.interconnect is not None
+    pod = collective_cost("all-gather", MIB8, 256, preset_network(preset))
+    assert preset.interconnect.egress == pod["levels"][0]["bandwidth"] == 1.8e11
+
+
+def test_a_v5p_preset_is_priced_and_printed_on_its_3d_torus() -> None:
+    """A chip preset named TPU v5p (its compute figures kept with the other presets) gets the
+    3D-torus ICI of roofline_report/networks.py, and the projection's header prints the figures
+    that torus is priced at: 6 links x 90 GB/s one way."""
+    from dataclasses import replace
+
+    from roofline_report.analysis.study import _links_json
+
+    v5p = replace(get_preset("TPU v5e"), name="TPU v5p", torus=(), slices=())
+    [level] = preset_network(v5p)
+    assert (level.topology, level.torus, level.wraps_every) == ("torus", (16, 20, 28), 4)
+    [link] = _links_json(v5p)
+    assert link["egress"] == 6 * 9e10 == level.bandwidth * 6
+    assert link["link_bandwidth"]["value"] == level.bandwidth

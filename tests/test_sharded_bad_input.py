@@ -111,3 +111,69 @@ def test_a_sharded_workload_without_a_reference_renders(
     assert cli.main(["--from-json", str(saved), "--progress", "none", "--out", str(out)]) == 0
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "not checked: no NumPy reference was declared" in report
+
+
+# --------------------------------------------------------------------------------------------
+# Replica groups: device ids, and groups that are not a partition
+# --------------------------------------------------------------------------------------------
+
+_HLO = """HloModule jit_f, num_partitions=8
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  ROOT %ar = f32[8]{0} all-reduce(%x), channel_id=1, replica_groups=GROUPS, use_global_device_ids=true, to_apply=%add
+}
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize(
+    ("groups", "problem"),
+    [
+        ("{{0,1,2,3},{3,4,5,6}}", "device 3 is in two groups"),
+        ("{{0,1,2},{3,4,5,6,7}}", "its groups have different sizes"),
+        ("{{0,1,2,3},{4,5,6,9}}", "device 9 is not one of the program's 8"),
+    ],
+)
+def test_a_replica_group_that_is_not_a_partition_is_refused(groups: str, problem: str) -> None:
+    from roofline_report.errors import InputError
+    from roofline_report.hlo.compiled import collective_records
+
+    with pytest.raises(InputError) as caught:
+        collective_records(_HLO.replace("GROUPS", groups), 8)
+    message = str(caught.value)
+    assert "\n" not in message and "not a partition of the devices" in message
+    assert message.endswith(problem)
+    [ok] = collective_records(_HLO.replace("GROUPS", "{{0,2,4,6},{1,3,5,7}}"), 8)
+    assert ok["group_size"] == 4
+
+
+def test_replica_groups_are_shown_as_device_ids() -> None:
+    """The HLO numbers a device by its place in the program's device assignment: a mesh over
+    devices [0,2,4,6,1,3,5,7] runs the group of places {0,1,2,3} on devices {0,2,4,6}."""
+    from roofline_report.report.sharding_view import _ab_collective, device_groups
+
+    order = [0, 2, 4, 6, 1, 3, 5, 7]
+    groups = [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert device_groups(groups, order) == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    assert device_groups(groups, None) == groups
+    row = {"workload": "w", "collective": {"op": "all-reduce", "replica_groups": groups,
+                                           "group_size": 4, "result_bytes": 32},
+           "priced": None, "device_ids": order}
+    assert _ab_collective(row, "hypothetical")["groups"] == "2 x 4, device ids {0,2,4,6}{1,3,5,7}"
+
+
+def test_errors_are_one_line_cut_at_a_word() -> None:
+    from roofline_report.observe.sharded_analysis import clip, one_line
+
+    assert one_line(AssertionError()) == "AssertionError"
+    long = "shard_map " + "argument has an incompatible sharding " * 20
+    line = one_line(ValueError(long))
+    assert len(line) <= 300 and line.endswith("…") and "\n" not in line
+    assert line[:-1].split()[-1] in long.split()
+    assert clip("short") == "short"

@@ -276,6 +276,13 @@ partition = [ ["d"], ["d"] ]
 out_partition = ["d"]
 
 [[workload]]
+name = "psum over an axis the mesh lacks"
+function = "comm_cases:unknown_axis"
+args = [ { shape = [16], dtype = "float32" } ]
+mesh = { d = 4 }
+partition = [ ["d"] ]
+
+[[workload]]
 name = "unknown trip count"
 function = "comm_cases:unknown_trips"
 args = [ { shape = [16], dtype = "float32" }, { shape = [], dtype = "int32" } ]
@@ -305,6 +312,12 @@ def size_one_axis(a, b):
     mesh = _mesh((4, 1), ("d", "one"))
     return jax.shard_map(lambda a, b: jax.lax.psum(a * b, "one"), mesh=mesh,
                          in_specs=(P("d"), P("d")), out_specs=P("d"))(a, b)
+
+
+def unknown_axis(x):
+    mesh = _mesh((4,), ("d",))
+    return jax.shard_map(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=P("d"),
+                         out_specs=P())(x)
 
 
 def unknown_trips(x, n):
@@ -360,11 +373,12 @@ def test_document_header(sharded: dict[str, Any]) -> None:
     assert sharded["devices"] == 8
     assert [w["sharding"] for w in sharded["workloads"]] == [
         "data", "contracting", "fsdp", "contracting-bfloat16", "dp-step", "fsdp-step",
-        "tp-step", "fsdp-scan-step", *["user"] * 7,
+        "tp-step", "fsdp-scan-step", *["user"] * 8,
     ]  # fmt: skip
     assert [w["name"] for w in sharded["workloads"][8:]] == [
         "contracting", "rows over x, y unused", "missing function", "result rank",
-        "combined bf16 psum", "axis of size one", "unknown trip count",
+        "combined bf16 psum", "axis of size one", "psum over an axis the mesh lacks",
+        "unknown trip count",
     ]  # fmt: skip
     if sharded["platform"] == "cpu":
         assert sharded["emulated"] is True
@@ -535,7 +549,8 @@ def test_user_contracting_matmul_all_reduces_the_output(sharded: dict[str, Any])
     assert w["results"] == [
         {"shape": [32, 16], "dtype": "float32", "partition": [None, None], "shard_shape": [32, 16]}
     ]
-    assert w["mesh"] == {"axis_names": ["d"], "shape": [4], "axis_types": ["auto"]}
+    assert w["mesh"] == {"axis_names": ["d"], "shape": [4], "axis_types": ["auto"],
+                         "device_ids": [0, 1, 2, 3]}
     assert w["check"]["passed"] is True, w["check"]
     assert "my_workloads:scaled_matmul" in w["description"]
     assert "P(None,'d'), float32[64,16] P('d',None)" in w["description"]
@@ -659,6 +674,10 @@ def test_user_failures_stay_with_their_workload(sharded: dict[str, Any]) -> None
     assert "not analysed" in missing["description"]
     rank = _user(sharded, "result rank")
     assert rank["error"] == "'out_partition' has 1 entries but the result has 2 dimensions"
+    # jax raises a bare AssertionError for a psum over an axis the mesh lacks: the entry names it
+    axis = _user(sharded, "psum over an axis the mesh lacks")
+    assert axis["error"] == ("a collective of comm_cases:unknown_axis runs over mesh axis 'x', "
+                             "which the mesh lacks (mesh axes: d)")
     # the built-ins and the good user workloads still report, and bounds skip the failures
     assert all("error" not in w for w in sharded["workloads"][:10])
 

@@ -24,21 +24,24 @@ Bytes on the interconnect follow the bandwidth-optimal (ring) algorithms and cou
 :func:`comm_bounds` counts bandwidth only. The alpha-beta model
 (:mod:`~roofline_report.analysis.comm_alpha_beta`) adds a latency per algorithm step: ``T = alpha
 x steps + bytes / beta`` per collective (alpha the latency of one step, beta the bandwidth one
-device sends at), with the ring and tree algorithms' steps and bytes. For ring collectives these
-are the formulas of "How to Scale Your Model" (chapter "Sharded Matrices"): an all-gather or
-reduce-scatter of an array of V bytes over N devices sends ``V (N-1)/N`` per device in ``N-1``
-hops, an all-reduce is a reduce-scatter then an all-gather (twice both), an all-to-all sends
-``V (N-1)/N`` of a per-device buffer V.
+device sends at), with the algorithms the libraries run: NCCL's ring and double binary tree for
+an all-reduce, its ring for an all-gather or reduce-scatter, a direct all-to-all. For ring
+collectives these are the formulas of "How to Scale Your Model" (chapter "Sharded Matrices"):
+an all-gather or reduce-scatter of an array of V bytes over N devices sends ``V (N-1)/N`` per
+device in ``N-1`` hops, an all-reduce is a reduce-scatter then an all-gather (twice both), an
+all-to-all sends ``V (N-1)/N`` of a per-device buffer V.
 
 A network is one or two levels (:mod:`~roofline_report.analysis.comm_network`): a fast domain
 (NVLink through NVSwitch, a TPU pod's ICI torus) and the network across domains (InfiniBand),
 each with its own bandwidth and latency. A collective over more devices than one domain holds
-runs hierarchically, each level priced on its own, with the faster of the ring and the tree on a
-switch and the ring along the axes of a torus. A combined collective (several arrays in one
-instruction) pays its latency once, for all its bytes. :mod:`~roofline_report.analysis.comm_step`
-prices a step's collectives and bounds the step (and finds the batch at which the math catches
-up with the communication); :mod:`~roofline_report.analysis.comm_projection` carries a compiled
-step to more devices (weak scaling), flagging weights that do not split that many ways. Every
+runs hierarchically, the levels pipelined as NCCL runs them (the slower level's bandwidth time
+is the collective's); on a torus a group is priced on the axes it spans, rings along them, an
+all-to-all bound by the bisection. A combined collective (several arrays in one instruction)
+pays its latency once, for all its bytes. :mod:`~roofline_report.analysis.comm_step` prices a
+step's collectives and bounds the step (and finds the batch at which the math catches up with
+the communication, with latency and as the book states it);
+:mod:`~roofline_report.analysis.comm_projection` carries a compiled step to more devices (weak
+scaling), flagging weights that do not split that many ways. Every
 function here is pure and deterministic; this module holds the bandwidth-only bounds, the
 sharded matmul's strategies and the checks of the model's inputs.
 """

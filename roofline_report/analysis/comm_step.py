@@ -55,7 +55,9 @@ def step_comm_time(collectives: Sequence[Any], network: Sequence[Level], *,
                    algorithm: str = "best") -> dict[str, Any]:
     """Alpha-beta communication time of one step: every collective record (as
     :func:`roofline_report.observe.sharded_collectives.parse_collectives` writes them: ``op``, bytes
-    (:func:`priced_bytes`), ``group_size``, ``trip_count``), one per instruction
+    (:func:`priced_bytes`), ``group_size``, ``trip_count``; optionally ``span``, its extent
+    along each axis of a torus, :func:`~roofline_report.analysis.comm_network.mesh_span`), one
+    per instruction
     (:func:`combine_records`), priced by :func:`collective_cost` with ``count`` = its trip
     count, run one after another.
 
@@ -79,8 +81,10 @@ def step_comm_time(collectives: Sequence[Any], network: Sequence[Level], *,
         if trips is None:
             unknown += 1
         try:
+            span = record.get("span")
             cost = collective_cost(op, size, int(group), network, algorithm=algorithm,
-                                   count=1 if trips is None else int(trips))
+                                   count=1 if trips is None else int(trips),
+                                   span=None if span is None else tuple(span))
         except NotPriced as exc:
             not_priced.append(str(exc))
             continue
@@ -207,3 +211,45 @@ def critical_batch(
     if c >= a:
         return None
     return lat / (a - c)
+
+
+def book_critical_batch(*, batch: float, forward_flops: float | None, peak_flops: float,
+                        t_bandwidth: float, comm_scales: bool) -> float | None:
+    """The compute-bound batch as "How to Scale Your Model" states it for data parallelism and
+    FSDP ('How to Parallelize a Transformer for Training'; 'How to Think About GPUs'):
+    bandwidth only (no latency), and T_math the backward pass's flops only, taken as twice the
+    forward pass's (its weight and input gradients). With ``forward_flops`` at ``batch``,
+    ``B* = B t_bandwidth / (2 forward_flops / peak)``; for a matmul layer whose gradients
+    cross a link of W bytes/s each way this is the book's ``C / W`` times ``(N-1)/N``.
+
+    None when the forward flops are not known, nothing is communicated, or the communication
+    grows with the batch (tensor parallelism: the book bounds the model axis instead,
+    ``Y < F W / C``, not the batch)."""
+    b = positive("batch", batch)
+    peak = positive("peak_flops", peak_flops)
+    bw = non_negative("t_bandwidth", t_bandwidth)
+    if forward_flops is None or comm_scales or bw == 0:
+        return None
+    backward = 2 * non_negative("forward_flops", forward_flops) / peak
+    return None if backward == 0 else b * bw / backward
+
+
+def step_forward_flops(strategy: str, sizes: Mapping[str, Any], devices: int) -> int | None:
+    """Matmul flops of the forward pass per device of a built-in training step
+    (``observe/training_steps``: the MLP ``tanh(x @ w1) @ w2`` or ``L`` scanned layers
+    ``tanh(h @ w[l])``), ``sizes`` its ``{"batch", "d_model", "d_ff", "layers"}``: two matmuls
+    of ``2 b D F`` (``b`` the rows a device works on; tensor parallel: all ``B`` rows, ``F/N``
+    columns), or ``L`` of ``2 b D D``. None for any other workload."""
+    try:
+        b, d, f = int(sizes["batch"]), int(sizes["d_model"]), int(sizes["d_ff"])
+        layers = int(sizes.get("layers", 1))
+    except (KeyError, TypeError, ValueError):
+        return None
+    n = max(1, int(devices))
+    if strategy in ("dp-step", "fsdp-step"):
+        return 4 * (b // n) * d * f
+    if strategy == "tp-step":
+        return 4 * b * d * (f // n)
+    if strategy == "fsdp-scan-step":
+        return 2 * layers * (b // n) * d * d
+    return None

@@ -232,8 +232,20 @@ def _collective_rows(w: Mapping[str, Any], network: Sequence[comm_network.Level]
             except comm_network.NotPriced:
                 priced = None
         rows.append({"workload": w.get("name", ""), "collective": c, "priced": priced,
-                     "unit_axes": unit_axes})
+                     "unit_axes": unit_axes, "device_ids": mesh.get("device_ids")})
     return rows
+
+
+def forward_flops(w: Mapping[str, Any], devices: int) -> float | None:
+    """A workload's forward-pass matmul flops per device: recorded with it, else those of a
+    built-in training step (:func:`comm_step.step_forward_flops`); None when unknown."""
+    recorded = (w.get("per_device") or {}).get("forward_flops")
+    if recorded is not None:
+        return float(recorded)
+    if not w.get("step") or not w.get("sizes"):
+        return None
+    value = comm_step.step_forward_flops(str(w.get("sharding", "")), w["sizes"], devices)
+    return None if value is None else float(value)
 
 
 def _workload_dtype(w: Mapping[str, Any]) -> str:
@@ -259,12 +271,30 @@ def _preset_peak(preset: Any, dtype: str = "float32") -> tuple[float, str]:
     return float(preset.peak("bf16")), "bf16 (no published fp32 figure)"
 
 
+def torus_network(torus: Any) -> tuple[comm_network.Level, ...]:
+    """The ICI of a TPU pod that is a 3D torus (:class:`roofline_report.networks.TpuTorus`) as
+    the alpha-beta model's one level: links of its one-way bandwidth (spec sheet) on the
+    pod's axes, rings closing on axes of a multiple of ``wraps_every``, an assumed latency."""
+    shape = " x ".join(map(str, torus.axes))
+    return (comm_network.Level(
+        f"ICI ({shape} torus)", torus.link_bandwidth, torus.latency,
+        devices=math.prod(torus.axes), topology="torus", torus=tuple(torus.axes),
+        slices=tuple(torus.slices), bandwidth_kind=Kind.SPEC_SHEET.value,
+        latency_kind=Kind.HYPOTHETICAL.value, wraps_every=torus.wraps_every),)
+
+
 def preset_network(preset: Any) -> tuple[comm_network.Level, ...]:
     """The network of a chip preset as the alpha-beta model's levels: its scale-up link (a
-    switch of ``domain`` devices at the link's egress, or the TPU pod's torus of links) and,
-    where one is published, the scale-out link beyond it. Bandwidths are spec-sheet figures,
-    latencies assumptions (kind hypothetical). Empty when the preset has no link with a
-    latency."""
+    switch of ``domain`` devices at the link's egress, or the TPU pod's torus of links: the
+    preset's own 2D torus, or the 3D torus :func:`roofline_report.networks.torus_for` gives
+    for its name) and, where one is published, the scale-out link beyond it. Bandwidths are
+    spec-sheet figures, latencies assumptions (kind hypothetical). Empty when the preset has no
+    link with a latency."""
+    from roofline_report import networks
+
+    torus = networks.torus_for(preset.name)
+    if torus is not None:
+        return torus_network(torus)
     inner = preset.interconnect
     if inner is None or inner.latency is None:
         return ()
@@ -283,6 +313,19 @@ def preset_network(preset: Any) -> tuple[comm_network.Level, ...]:
         return (first,)
     return (first, comm_network.Level(outer.name, outer.egress, outer.latency,
                                       bandwidth_kind=spec, latency_kind=hyp))
+
+
+def _links_json(preset: Any) -> list[dict[str, Any]]:
+    """The links the projection prices, as the page prints them: the 3D-torus ICI of
+    :func:`roofline_report.networks.torus_for` where it prices the preset, else the preset's
+    own links."""
+    from roofline_report import networks
+
+    torus = networks.torus_for(preset.name)
+    if torus is not None:
+        return [torus.to_json()]
+    return [link.to_json() for link in (preset.interconnect, preset.scale_out)
+            if link is not None]
 
 
 def _projection_kinds(point: Mapping[str, Any]) -> dict[str, str]:
@@ -345,7 +388,10 @@ def _crossovers(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         for r in ([inside[-1]] if inside else []) + ([across[-1]] if across else []):
             out.append({"name": name, "devices": r["devices"], "link": r["link"],
                         "per_device": r["critical_per_device"],
-                        "kind": r["kinds"]["critical_batch"]})
+                        "kind": r["kinds"]["critical_batch"],
+                        "per_device_book": r.get("critical_per_device_book"),
+                        "book_kind": r["kinds"]["t_comm_bandwidth"],
+                        "binding_level": r.get("binding_level")})
     return out
 
 
@@ -371,9 +417,11 @@ def step_study(
     workload, collective record, priced alpha-beta cost], "jax_roofline": [per workload given to
     jax.experimental.roofline: ours beside it, or why it is not available], "emulated": {...},
     "projection": {...}}``. The HLO's collectives (x their loop trip counts, in the program's
-    dtype) are priced one after another (no overlap between collectives), each algorithm the
-    faster of the ring and the tree; a training step's memory traffic adds its collectives'
-    buffers (the gathered weights).
+    dtype) are priced one after another (no overlap between collectives), each with the
+    algorithm the libraries run (an all-reduce the faster of the ring and the double binary
+    tree); a training step's memory traffic adds its collectives' buffers (the gathered
+    weights). Each row's ``critical_batch_book`` is the compute-bound batch as the scaling
+    book states it (:func:`comm_step.book_critical_batch`).
     """
     from roofline_report import presets
 
@@ -397,10 +445,14 @@ def step_study(
         critical = None if batch is None else comm_step.critical_batch(
             batch=batch["global"], t_math=bounds["t_math"], t_latency=bounds["t_comm_latency"],
             t_bandwidth=bounds["t_comm_bandwidth"], comm_scales=batch["comm_scales"])
+        forward = forward_flops(w, devices)
+        book = None if batch is None else comm_step.book_critical_batch(
+            batch=batch["global"], forward_flops=forward, peak_flops=peak,
+            t_bandwidth=bounds["t_comm_bandwidth"], comm_scales=batch["comm_scales"])
         rows.append({"index": index, "name": w.get("name", ""), "sharding": w.get("sharding", ""),
                      "step": bool(w.get("step")), "mesh": _mesh_text(w), "devices": devices,
                      "batch": batch, "dtype": _workload_dtype(w), "critical_batch": critical,
-                     **bounds})
+                     "forward_flops": forward, "critical_batch_book": book, **bounds})
         collectives += _collective_rows(w, flat)
         jr = _jax_roofline_row(w, per, bounds["comm_steps"])
         if jr is not None:
@@ -440,9 +492,8 @@ def step_study(
             "peak_dtype": peak_dtype,
             "hbm_bandwidth": chosen.hbm_bandwidth,
             "domain": chosen.domain,
-            "torus": list(chosen.torus),
-            "links": [link.to_json() for link in (chosen.interconnect, chosen.scale_out)
-                      if link is not None],
+            "torus": [int(a) for a in network[0].torus] if network else [],
+            "links": _links_json(chosen),
             "network": [level.to_json() for level in network],
             "devices": list(comm_projection.PROJECTION_DEVICES),
             "rows": projection_rows,
@@ -478,9 +529,16 @@ def _project_rows(w: Mapping[str, Any], r: Mapping[str, Any], chosen: Any,
         critical = None if not global_batch else comm_step.critical_batch(
             batch=global_batch, t_math=point["t_math"], t_latency=point["t_comm_latency"],
             t_bandwidth=point["t_comm_bandwidth"], comm_scales=batch["comm_scales"])
+        book = None if not global_batch else comm_step.book_critical_batch(
+            batch=global_batch, forward_flops=r.get("forward_flops"), peak_flops=chip_peak,
+            t_bandwidth=point["t_comm_bandwidth"], comm_scales=batch["comm_scales"])
         link = " + ".join(level["level"] for level in point["levels"]) or network[0].name
-        out.append({**base, **point, "link": link, "global_batch": global_batch,
+        binding_level = max(point["levels"], key=lambda level: level["t_bandwidth"],
+                            default={"level": None})["level"]
+        out.append({**base, **point, "link": link, "binding_level": binding_level,
+                    "global_batch": global_batch,
                     "peak": chip_peak, "peak_dtype": peak_dtype, "critical_batch": critical,
                     "critical_per_device": None if critical is None else critical / n,
+                    "critical_per_device_book": None if book is None else book / n,
                     "kinds": _projection_kinds(point)})
     return out

@@ -211,6 +211,10 @@ def _record(
     if source.source_target_pairs is not None:
         size: int | None = len({d for pair in source.source_target_pairs for d in pair}) or 1
     elif source.replica_groups is not None:
+        problem = source.replica_groups.partition_problem(devices)
+        if problem is not None:
+            raise InputError(f"{instr.name}: replica_groups={source.replica_groups.text} are "
+                             f"not a partition of the devices: {problem}")
         size = source.replica_groups.group_size(devices)
     else:
         size = devices

@@ -26,6 +26,27 @@ class ReplicaGroups:
     size: int | None
     text: str
 
+    def partition_problem(self, num_devices: int | None) -> str | None:
+        """Why the groups are not a partition of the devices (a device in two groups, groups
+        of different sizes, a device the program lacks), None when they are or only the size
+        is known. Groups that leave devices out are let be: a cross-replica collective of a
+        partitioned program numbers replicas, not every device."""
+        if not self.groups:
+            return None
+        seen: set[int] = set()
+        for group in self.groups:
+            for device in group:
+                if device in seen:
+                    return f"device {device} is in two groups"
+                seen.add(device)
+        if len({len(g) for g in self.groups}) > 1:
+            return "its groups have different sizes"
+        if num_devices is not None:
+            outside = sorted(d for d in seen if not 0 <= d < num_devices)
+            if outside:
+                return f"device {outside[0]} is not one of the program's {num_devices}"
+        return None
+
     def group_size(self, num_devices: int) -> int | None:
         """Devices per group, ``num_devices`` for ``{}``; None when unreadable."""
         if self.groups == ():

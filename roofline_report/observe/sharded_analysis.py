@@ -27,9 +27,24 @@ def lazy_jax() -> Any:
     return jax
 
 
+def clip(text: str, limit: int = 300) -> str:
+    """``text`` in at most ``limit`` characters, cut at a word's end with an ellipsis when it
+    is longer."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
 def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return scrub_paths(f"{type(exc).__name__}: {text}"[:300])
+    """An exception as one line: its type and message (the type alone names an exception
+    raised without one), paths scrubbed, clipped at a word's end."""
+    text = " ".join(str(exc).split())
+    line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return clip(scrub_paths(line))
 
 
 #: The check of a workload without a NumPy reference: it runs and is timed, not compared.
@@ -192,7 +207,8 @@ def analyze_sharded(
     expected outputs from the same arguments as NumPy arrays; the check passes when the largest
     absolute error is at most ``rtol`` x (largest reference magnitude) + ``atol``. Returns::
 
-        {"devices": int, "collectives": [parse_collectives records],
+        {"devices": int, "device_ids": [int] or None (the program's device assignment),
+         "collectives": [parse_collectives records],
          "comm_bytes": int (bytes each device sends per call, in the program's dtype: each
                        record's bytes x its trip count, summed over readable records),
          "comm_bytes_compiled": int (the same as this backend compiled the collectives:
@@ -239,6 +255,7 @@ def analyze_sharded(
     totals = comm_totals(collectives)
     result: dict[str, Any] = {
         "devices": devices,
+        "device_ids": _device_order(jax, compiled),
         "collectives": collectives,
         "comm_bytes": totals["comm_bytes"],
         "comm_bytes_compiled": totals["comm_bytes_compiled"],
@@ -263,6 +280,18 @@ def analyze_sharded(
     return result
 
 
+def _device_order(jax: Any, compiled: Any) -> list[int] | None:
+    """The compiled program's devices in order (its device assignment, read from its first
+    input's sharding): the HLO's replica groups number devices by their place in it. None
+    when it cannot be read."""
+    try:
+        leaves = jax.tree_util.tree_leaves(compiled.input_shardings)
+        assignment = getattr(leaves[0], "_device_assignment", None) if leaves else None
+        return None if not assignment else [int(d.id) for d in assignment]
+    except Exception:  # a private attribute of jax's shardings: absent, nothing is lost
+        return None
+
+
 def make_mesh(
     jax: Any, devices: Sequence[Any], axes: Sequence[tuple[str, int]] | None = None
 ) -> Any:
@@ -284,10 +313,16 @@ def make_mesh(
         return jax.sharding.Mesh(grid, names, **kwargs)
 
 
-def mesh_json(mesh: Any) -> dict[str, Any]:
+def mesh_json(mesh: Any, device_ids: Sequence[int] | None = None) -> dict[str, Any]:
+    """The mesh's axes and its devices in the order the compiled program numbers them
+    (``device_ids`` when read from it, else the mesh's own order)."""
     return {
         "axis_names": [str(a) for a in mesh.axis_names],
         "shape": [int(v) for v in mesh.devices.shape],
+        # the devices in the mesh's order: a collective's replica groups number devices by
+        # their place in it
+        "device_ids": [int(d) for d in device_ids] if device_ids else [
+            int(d.id) for d in mesh.devices.flat],
         "axis_types": [
             str(getattr(t, "name", t)).lower() for t in getattr(mesh, "axis_types", ())
         ],

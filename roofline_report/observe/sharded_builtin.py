@@ -13,6 +13,7 @@ import numpy as np
 
 from roofline_report import tolerances
 from roofline_report.analysis.comm import STRATEGIES, STRATEGY_LABELS, matmul_per_device
+from roofline_report.analysis.comm_step import step_forward_flops
 from roofline_report.observe.sharded_analysis import (
     MESH_AXIS,
     analyze_sharded,
@@ -92,7 +93,7 @@ def _matmul_workload(
             "w": _spec_json(w_spec),
             "y": _spec_json(y_spec),
         },
-        "mesh": mesh_json(mesh),
+        "mesh": mesh_json(mesh, measured.get("device_ids")),
         "collectives": measured["collectives"],
         "per_device": {
             "flops": analytic["flops"],
@@ -204,11 +205,12 @@ def _step_workload(strategy: str, mesh: Any, quick: bool) -> dict[str, Any]:
         "sizes": sizes.to_json(),
         "batch": {"global": sizes.batch,
                   "per_device": sizes.batch // n if split_batch else sizes.batch},
-        "mesh": mesh_json(mesh),
+        "mesh": mesh_json(mesh, measured.get("device_ids")),
         "split_dims": ts.split_dimensions(args, in_specs, MESH_AXIS),
         "collectives": measured["collectives"],
         "per_device": {
             "flops": ts.matmul_flops(strategy, sizes, n),
+            "forward_flops": step_forward_flops(strategy, sizes.to_json(), n),
             "hbm_bytes": hbm,
             "hbm_parts": {"data": data, "data_split": split_batch, "state": hbm - data,
                           "state_split": strategy != "dp-step", "other": 0},

@@ -16,6 +16,7 @@ import numpy as np
 from roofline_report.errors import InputError, scrub_paths
 from roofline_report.observe.sharded_analysis import (
     analyze_sharded,
+    clip,
     comm_fields,
     lazy_jax,
     make_mesh,
@@ -124,7 +125,7 @@ def user_workload(
         "sharding": USER_SHARDING,
         "description": _description(spec, arguments, out_partition, split),
         "function": spec.function,
-        "mesh": mesh_json(mesh),
+        "mesh": mesh_json(mesh, measured.get("device_ids")),
         "arguments": arguments,
         "results": _result_records(out_leaves, out_partition, out_sharding),
         "collectives": measured["collectives"],
@@ -251,9 +252,34 @@ def _description(spec: WorkloadSpec, arguments: Sequence[Mapping[str, Any]],
     )
 
 
-def _failure(exc: BaseException) -> str:
+def unknown_axes(exc: BaseException, mesh_axes: Sequence[str]) -> list[str]:
+    """The axis names a collective of the traced function asked for that the mesh lacks, read
+    from the frames of jax's collectives (``lax/parallel.py``) in the exception's traceback
+    (or its cause's): jax raises a bare AssertionError there."""
+    names: list[str] = []
+    for err in (exc, exc.__cause__):
+        tb = None if err is None else err.__traceback__
+        while tb is not None:
+            frame = tb.tb_frame
+            if Path(frame.f_code.co_filename).parts[-2:] == ("lax", "parallel.py"):
+                value = frame.f_locals.get("axis_name")
+                for name in value if isinstance(value, (tuple, list)) else (value,):
+                    if isinstance(name, str) and name not in mesh_axes and name not in names:
+                        names.append(name)
+            tb = tb.tb_next
+    return names
+
+
+def _failure(exc: BaseException, spec: WorkloadSpec | None = None) -> str:
+    if spec is not None:
+        axes = [str(name) for name, _ in spec.mesh or ()]
+        missing = unknown_axes(exc, axes)
+        if missing:
+            return (f"a collective of {spec.function} runs over mesh axis "
+                    f"{', '.join(repr(a) for a in missing)}, which the mesh lacks (mesh axes: "
+                    f"{', '.join(axes) or 'none'})")
     if isinstance(exc, InputError):
-        return scrub_paths(str(exc))[:300]
+        return clip(scrub_paths(" ".join(str(exc).split())))
     return one_line(exc)
 
 
@@ -273,6 +299,9 @@ def user_workloads(config_path: str, devices: Sequence[Any], quick: bool
     """One entry per sharded workload of the config; failures become error entries."""
     from roofline_report.config import load_config
 
+    # jax trims its own frames from tracebacks; the frames of its collectives name the axis a
+    # user's collective asked for (unknown_axes)
+    lazy_jax().config.update("jax_traceback_filtering", "off")
     try:
         config = load_config(config_path)
     except Exception as exc:
@@ -282,6 +311,6 @@ def user_workloads(config_path: str, devices: Sequence[Any], quick: bool
         try:
             entries.append(user_workload(config, spec, devices, quick=quick))
         except (Exception, SystemExit) as exc:  # the user's code may raise anything
-            entries.append(_failed_workload(spec.name, spec.function, _failure(exc)))
+            entries.append(_failed_workload(spec.name, spec.function, _failure(exc, spec)))
     return entries
 

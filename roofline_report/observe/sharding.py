@@ -50,7 +50,13 @@ from typing import Any
 
 from roofline_report.errors import InputError, scrub_paths
 from roofline_report.kinds import Kind
-from roofline_report.observe.sharded_analysis import lazy_jax, make_mesh, one_line, unavailable
+from roofline_report.observe.sharded_analysis import (
+    clip,
+    lazy_jax,
+    make_mesh,
+    one_line,
+    unavailable,
+)
 from roofline_report.observe.sharded_builtin import builtin_workloads
 from roofline_report.observe.sharded_user import user_workloads
 
@@ -246,7 +252,7 @@ def run_sharded_analysis(
     last = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
     return unavailable(
         f"the sharded measurement exited with code {proc.returncode} and printed no result"
-        + (f": {scrub_paths(last.strip())[:300]}" if last else "")
+        + (f": {clip(scrub_paths(last.strip()))}" if last else "")
     )
 
 

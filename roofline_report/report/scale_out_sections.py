@@ -120,28 +120,35 @@ def _sharded_steps(st: VM) -> list[Block]:
     if st["collectives"]:
         body.append(table(
             ("workload", "collective", "arrays (per device, program dtype)", "replica groups",
-             "sent / device, each run", "runs per step", "algorithm (the faster)",
+             "sent / device, each run", "runs per step", "algorithm, where it runs",
              "latency × steps", "bytes ÷ bandwidth"),
             [(c(r["workload"]), c(r["op"]), c(Code(r["array"])), c(r["groups"]), num(r["sent"]),
               c(r["runs"]), c(r["algorithm"]), num(r["t_latency"]), num(r["t_bandwidth"]))
              for r in st["collectives"]],
             caption="Every collective of the compiled programs, priced by the α–β model"))
-    body.append(p("Algorithm factors, for a group of N devices: ", "; ".join(st["algorithms"]),
-                  ". Each collective takes the faster of the two; bytes are what one device "
-                  "sends, in the program's dtype."))
+    body.append(p("The algorithms the libraries run, for a group of N devices: ",
+                  "; ".join(st["algorithms"]), ". On a switch an all-reduce takes the faster "
+                  "of the ring and NCCL's double binary tree; a collective over two network "
+                  "levels runs them pipelined, as NCCL does: its bandwidth time is the slower "
+                  "level's, its latency every level's. Bytes are what one device sends, in the "
+                  "program's dtype."))
     body.append(table(
         ("workload", "batch, mesh", "T_math", "T_mem", "memory traffic (shards + collective "
          "buffers)", "T_comm latency", "T_comm bandwidth", "lower bound (max)",
-         "upper bound (sum)", "binds", "critical batch"),
+         "upper bound (sum)", "binds", "critical batch (latency, whole step)",
+         "critical batch (bandwidth only, backward flops)"),
         [(c(r["name"]), c(r["batch"]), num(r["t_math"]), num(r["t_mem"]), num(r["memory"]),
           num(r["t_latency"]), num(r["t_bandwidth"]), num(r["lower"]), num(r["upper"]),
-          c(r["binding"]), num(r["critical"])) for r in st["rows"]],
+          c(r["binding"]), num(r["critical"]), num(r["critical_book"])) for r in st["rows"]],
         caption="Time bounds per step (α–β), each at the batch and mesh it was compiled at"))
     body.append(p(
         "The critical batch is the global batch at which T_math catches up with T_comm, the "
         "math growing with the batch: gradients and weights (data parallel, FSDP) cost the same "
         "at any batch; activations (tensor parallel, the contracting-axis matmul) grow with it, "
-        "so only their latency is left to amortise. A training step's memory traffic counts "
+        "so only their latency is left to amortise. It is given both ways: with the latency, "
+        "on the step's own flops (forward and backward), and as 'How to Scale Your Model' "
+        "states it, bandwidth only, the math counted over the backward pass alone (twice the "
+        "forward pass's flops: its B/X > C/W). A training step's memory traffic counts "
         "its arguments' and results' shards and each collective's own buffers: the operand it "
         "reads, the result it writes and the read of that result (the gathered weights of "
         "FSDP)."))
@@ -181,21 +188,26 @@ def _sharded_steps(st: VM) -> list[Block]:
               num(r["measured"]), num(r["ratio"])) for r in st["emulated"]],
             caption="The emulated measurement, predicted from this machine's measured roofs"))
     if st["projection"]:
-        topology = (f"the {st['torus']} torus of one pod, each mesh axis a bidirectional ring "
-                    "where it spans a whole torus axis (wraparound), a one-way line where it "
-                    "does not" if st["torus"] else
+        topology = (f"the {st['torus']} torus of one pod, each axis a group spans a "
+                    "bidirectional ring where it wraps around, a one-way line where it does "
+                    "not; an all-to-all is bound by the links across the slice's bisection"
+                    if st["torus"] else
                     f"one domain of {st['domain']} devices on the fast link, beyond it the "
                     "network: a collective over more devices runs inside each domain and across "
                     "domains on the slower link (an all-reduce reduce-scatters inside, "
-                    "all-reduces 1/D of the array across, all-gathers inside)")
+                    "all-reduces 1/D of the array across, all-gathers inside; an all-to-all "
+                    "sends each peer its share directly), the levels pipelined: the slower one "
+                    "sets the bandwidth time")
         body.append(p(
             Strong("Projection, not a measurement:"), " ",
             f"the compiled 8-device training steps carried to more devices on {st['preset']} "
             "(peak ", st["peak"], f" {st['peak_dtype']} for float32 steps, HBM ", st["hbm"],
             "; links: ", "; ".join(st["links"]), f"). The network is {topology}; "
-            + ("the ring along the torus axes is the algorithm priced there. " if st["torus"]
-               else "each level prices its own latency and bandwidth and takes the faster of "
-               "the ring and the tree. ")
+            + ("the rings along the torus axes (the bisection for an all-to-all) are the "
+               "algorithms priced there. " if st["torus"]
+               else "each level prices its own latency and bandwidth with the algorithms "
+               "NCCL runs there (an all-reduce the faster of the ring and the double binary "
+               "tree). ")
             + "Each device keeps its share of the batch (weak scaling), so its flops stay "
             "those compiled here; its memory traffic rescales the shards (weights split over "
             "the mesh shrink) and adds the collectives' buffers; a collective over the whole "
@@ -218,9 +230,11 @@ def _sharded_steps(st: VM) -> list[Block]:
             body.append(p(
                 "Where a data-parallel or FSDP step stays compute-bound: its gradients and "
                 "weights cost the same time at any batch, so above the per-device batch where "
-                "its math catches up with them ('How to Scale Your Model': the chip's FLOP/s "
-                "over the bandwidth each device sends at, scaled by the step's flops and bytes "
-                "per sample) the communication hides behind the math."))
+                "its math catches up with them the communication hides behind the math. Each "
+                "is given with the assumed latency on the step's own flops, and bandwidth only "
+                "on the backward pass's flops, the convention of 'How to Scale Your Model' "
+                "(the chip's FLOP/s over the bandwidth each device sends at, C/W, times "
+                "(N-1)/N)."))
             body.append(BulletList(tuple(st["crossovers"])))
     return [*body]
 

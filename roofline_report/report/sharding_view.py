@@ -133,25 +133,65 @@ def _runs_text(c: Mapping[str, Any]) -> str:
     return f"{trips} ({plural(len(loops), 'loop', 'loops')})" if loops else "1"
 
 
+ALGORITHM_WORDS: dict[str, str] = {
+    "ring": "ring",
+    "tree": "double binary tree",
+    "direct": "direct",
+    "torus ring": "rings on the torus axes",
+    "bisection": "bisection-bound",
+}
+
+
+def algorithm_words(level: Mapping[str, Any]) -> str:
+    """One level's algorithm in words, with where it runs: the torus slice it spans, the links
+    across the cut an all-to-all is bound by."""
+    name = str(level["algorithm"])
+    text = ALGORITHM_WORDS.get(name, name)
+    if level.get("slice"):
+        text += f" ({level['slice']}"
+        if level.get("cut_links"):
+            text += f", {plural(level['cut_links'], 'link', 'links')} across the cut"
+        text += ")"
+    return f"{text} on {level['level']}"
+
+
 def _algorithm_text(priced: Mapping[str, Any]) -> str:
-    """The algorithm chosen at each level, its steps, and the one it beat."""
+    """The algorithm at each level, its steps, the one it beat; which level sets the time
+    when the levels are pipelined."""
     parts = []
-    for level in priced.get("levels", []):
-        text = f"{level['algorithm']}, {plural(level['steps'], 'step', 'steps')}"
+    levels = priced.get("levels", [])
+    for level in levels:
+        text = f"{algorithm_words(level)}, {plural(level['steps'], 'step', 'steps')}"
         rejected = level.get("rejected")
         if rejected and rejected["time"] > level["time"]:
-            text += f" (faster than the {rejected['algorithm']})"
+            text += (f" (faster than the "
+                     f"{ALGORITHM_WORDS.get(rejected['algorithm'], rejected['algorithm'])})")
         elif rejected:
-            text += f" (as fast as the {rejected['algorithm']})"
+            text += (f" (as fast as the "
+                     f"{ALGORITHM_WORDS.get(rejected['algorithm'], rejected['algorithm'])})")
+        if len(levels) > 1 and level.get("binds"):
+            text += ", the slower level: its bandwidth time is the collective's (pipelined)"
         parts.append(text)
     return "; ".join(parts)
+
+
+def device_groups(groups: Sequence[Sequence[int]], device_ids: Sequence[int] | None
+                  ) -> list[list[int]]:
+    """Replica groups as device ids: the HLO numbers a device by its place in the program's
+    device assignment (the mesh's devices in order); ``device_ids`` maps place to id. Without
+    them (results saved before meshes kept their devices) the places stand."""
+    if not device_ids:
+        return [list(g) for g in groups]
+    return [[int(device_ids[i]) if 0 <= i < len(device_ids) else i for i in g] for g in groups]
 
 
 def _ab_collective(row: Mapping[str, Any], kind: str) -> dict[str, Any]:
     c, priced = row["collective"], row["priced"] or {}
     groups = c.get("replica_groups")
     if groups:
-        groups_text = (f"{len(groups)} x {len(groups[0])}: "
+        groups = device_groups(groups, row.get("device_ids"))
+        label = "device ids" if row.get("device_ids") else "devices"
+        groups_text = (f"{len(groups)} x {len(groups[0])}, {label} "
                        + "".join("{" + ",".join(map(str, g)) + "}" for g in groups[:2])
                        + (" ..." if len(groups) > 2 else ""))
     elif c.get("group_size") == 1:
@@ -235,6 +275,19 @@ def _critical_text(r: Mapping[str, Any], kind: str) -> Num:
     return Num(f"B ≈ {whole(crit, 3)}", kind)
 
 
+def _book_text(r: Mapping[str, Any], kind: str) -> Num:
+    """The compute-bound batch as the scaling book states it: bandwidth only, the backward
+    pass's flops (twice the forward); why there is none."""
+    book = r.get("critical_batch_book")
+    if book is not None:
+        return Num(f"B ≈ {whole(book, 3)}", kind)
+    if r.get("batch") is None or r.get("t_comm", 0) == 0:
+        return Num("")
+    if (r.get("batch") or {}).get("comm_scales"):
+        return Num("none: activations grow with the batch (the book bounds the model axis)")
+    return Num("forward flops not known")
+
+
 def _network_text(r: Mapping[str, Any]) -> str:
     """Each level a projected step's collectives cross: devices (the torus slice), the
     algorithms chosen there."""
@@ -243,7 +296,8 @@ def _network_text(r: Mapping[str, Any]) -> str:
         where = f"{level['level']}, {level['devices']:,} devices"
         if level.get("slice"):
             where += f" ({level['slice']})"
-        parts.append(f"{where}: {' and '.join(level['algorithms'])}")
+        words = " and ".join(ALGORITHM_WORDS.get(a, a) for a in level["algorithms"])
+        parts.append(f"{where}: {words}")
     return "; ".join(parts) or str(r.get("link", ""))
 
 
@@ -276,7 +330,9 @@ def _projection_row(r: Mapping[str, Any]) -> dict[str, Any]:
 
 def _crossover_sentences(pr: Mapping[str, Any]) -> list[tuple[str | Num, ...]]:
     """One sentence per step with a crossover: the per-device batch above which it stays
-    compute-bound, inside the fast domain and across the network, from the projected rows."""
+    compute-bound, inside the fast domain and across the network, given both ways: with the
+    assumed latency on the whole step's flops, and bandwidth only on the backward pass's flops
+    (the scaling book's convention), each with the level whose bandwidth sets it."""
     by_name: dict[str, list[Mapping[str, Any]]] = {}
     for c in pr.get("crossovers", []):
         by_name.setdefault(c["name"], []).append(c)
@@ -285,9 +341,15 @@ def _crossover_sentences(pr: Mapping[str, Any]) -> list[tuple[str | Num, ...]]:
         parts: list[str | Num] = [f"{name}: compute-bound above "]
         for i, c in enumerate(points):
             if i:
-                parts.append(", and above ")
+                parts.append("; and above ")
             parts += [Num(whole(c["per_device"], 3), c["kind"]),
-                      f" samples per device on {c['devices']:,} devices ({c['link']})"]
+                      f" samples per device on {c['devices']:,} devices ({c['link']}; whole "
+                      "step's flops, latency included)"]
+            if c.get("per_device_book") is not None:
+                parts += [", ", Num(whole(c["per_device_book"], 3), c["book_kind"]),
+                          " bandwidth only with the book's convention (backward flops, twice "
+                          f"the forward; set by the {c.get('binding_level') or c['link']} "
+                          "bandwidth)"]
         out.append((*parts, "."))
     return out
 
@@ -325,6 +387,7 @@ def _step_row(r: Mapping[str, Any], kind: str) -> dict[str, Any]:
         "upper": n(r["upper_bound"], "s", kind),
         "binding": r["binding"],
         "critical": _critical_text(r, kind),
+        "critical_book": _book_text(r, kind),
         "flag": (f"{plural(r['unknown_trips'], 'collective', 'collectives')} in a loop of "
                  "unknown trip count, counted once: T_comm is a lower bound")
         if lower_bound else "",
