@@ -57,6 +57,7 @@ from roofline_report.hlo.collectives import (
     _count,
     collective_bytes,
 )
+from roofline_report.roofline import binding
 
 STRATEGIES: tuple[str, ...] = ("data", "contracting", "fsdp")
 """Shardings of the matmul x[B, D] @ w[D, F] over N devices (see :func:`matmul_per_device`)."""
@@ -118,14 +119,14 @@ def comm_bounds(
     t_comm = sent / link
     times = {"compute": t_math, "memory": t_mem, "communication": t_comm}
     lower = max(times.values())
-    binding = next(name for name, t in times.items() if t == lower)
+    bound = binding(times)
     return {
         "t_math": t_math,
         "t_mem": t_mem,
         "t_comm": t_comm,
         "lower_bound": lower,
         "upper_bound": t_math + t_mem + t_comm,
-        "binding": binding,
+        "binding": bound,
         "critical_intensity": peak / link,
         "comm_intensity": None if sent == 0 else work / sent,
     }

@@ -12,6 +12,7 @@ from typing import Any
 from roofline_report.analysis.comm import non_negative, positive
 from roofline_report.analysis.comm_network import Level, NotPriced, collective_cost
 from roofline_report.hlo.collectives import COLLECTIVE_OPS
+from roofline_report.roofline import binding
 
 
 def priced_bytes(record: Mapping[str, Any]) -> int | None:
@@ -179,7 +180,7 @@ def step_bounds(
         "not_priced": comm["not_priced"],
         "lower_bound": lower,
         "upper_bound": t_math + t_mem + t_comm,
-        "binding": next(name for name, t in times.items() if t == lower),
+        "binding": binding(times),
         "critical_intensity": peak / slowest,
         "comm_intensity": None if comm["bytes"] == 0 else work / comm["bytes"],
     }
