@@ -383,7 +383,7 @@ def test_document_header(sharded: dict[str, Any]) -> None:
     if sharded["platform"] == "cpu":
         assert sharded["emulated"] is True
         assert "emulated" in sharded["note"]
-    assert sharded["kinds"]["measured_seconds"] == "measured"
+    assert sharded["kinds"]["measured_per_call_s"] == "measured"
 
 
 def test_document_is_plain_json_without_paths(sharded: dict[str, Any]) -> None:
@@ -499,8 +499,9 @@ def test_results_match_numpy_and_costs_are_per_device(
     xla_flops = w["xla_per_device"]["flops"]
     if xla_flops is not None:  # per device; the contracting all-reduce adds its sums
         assert flops <= xla_flops <= 1.05 * flops
-    seconds = w["measured_seconds"]
-    assert seconds is None or seconds > 0
+    samples = w["measured_per_call_s"]  # samples only: the time is derived by the analysis
+    assert samples is None or (len(samples) >= 1 and min(samples) > 0)
+    assert "measured_seconds" not in w
 
 
 def test_measured_collectives_under_a_hypothetical_budget(sharded: dict[str, Any]) -> None:
@@ -575,7 +576,7 @@ def test_user_unused_mesh_axis_does_not_split_the_work(sharded: dict[str, Any]) 
     # no reference declared: run and timed like an unsharded workload, the check says why not
     assert w["check"] == {"available": False, "ran": True,
                           "reason": "no NumPy reference was declared"}
-    assert w["measured_seconds"] is None or w["measured_seconds"] > 0
+    assert w["measured_per_call_s"] is None or min(w["measured_per_call_s"]) > 0
 
 
 def test_the_document_is_valid_results_data(sharded: dict[str, Any]) -> None:
@@ -924,7 +925,7 @@ class TestAnalyzeShardedInputs:
         assert result["devices"] == 1
         assert result["collectives"] == [] and result["comm_bytes"] == 0
         assert result["check"]["passed"] is True
-        assert result["measured_seconds"] is None
+        assert result["measured_per_call_s"] is None
 
     def test_a_wrong_result_fails_the_check(self) -> None:
         s = self.sharding()
@@ -976,3 +977,15 @@ def test_an_unavailable_jax_roofline_says_why() -> None:
     view = sharding({**doc, "steps_model": model, "model": {}})["steps"]
     assert all(r["why"] == f"not available: {reason}" for r in view["jax_roofline"])
     assert view["jax_unavailable"] == reason
+
+
+def test_a_sharded_time_is_the_first_quartile_of_its_samples() -> None:
+    """One time per call for sharded programs too: the samples' first quartile; a file from
+    before samples were kept reads its one stored time."""
+    from roofline_report.analysis.stats import own_time
+    from roofline_report.analysis.study import sharded_seconds
+
+    samples = [4e-3, 1e-3, 2e-3, 3e-3, 9e-3]
+    assert sharded_seconds({"measured_per_call_s": samples}) == own_time(samples) == 2e-3
+    assert sharded_seconds({"measured_seconds": 5e-3}) == 5e-3
+    assert sharded_seconds({"measured_per_call_s": None, "measured_seconds": None}) is None

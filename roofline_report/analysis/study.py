@@ -18,6 +18,7 @@ from roofline_report.analysis import (
     comm_step,
 )
 from roofline_report.analysis import seed_model as model
+from roofline_report.analysis.stats import own_time
 from roofline_report.hlo.collectives import COLLECTIVE_OPS
 from roofline_report.kinds import Kind, Quantity
 
@@ -25,6 +26,17 @@ from roofline_report.kinds import Kind, Quantity
 #: more cannot run, and the size of the ridge says only that every size that runs is below it.
 BEYOND_MEMORY_BYTES = 1e15
 
+
+
+def sharded_seconds(w: Mapping[str, Any]) -> float | None:
+    """A sharded workload's time per call, by the report's one rule
+    (:func:`~roofline_report.analysis.stats.own_time` of its samples); a file written before
+    samples were kept holds one time, read as its only sample; None when it was not timed."""
+    samples = w.get("measured_per_call_s")
+    if samples:
+        return own_time([float(x) for x in samples])
+    legacy = w.get("measured_seconds")
+    return float(legacy) if legacy else None
 
 def budgets_json(peak: float, bandwidth: float, *, source: str,
                  interconnect: float = model.DEFAULT_INTERCONNECT) -> dict[str, Any]:
@@ -457,7 +469,7 @@ def step_study(
         jr = _jax_roofline_row(w, per, bounds["comm_steps"])
         if jr is not None:
             compare.append(jr)
-        seconds = w.get("measured_seconds")
+        seconds = sharded_seconds(w)
         if seconds and measured_peak and measured_bandwidth:
             serial = devices * model.predicted_seconds(per["flops"], per["hbm_bytes"],
                                                        measured_peak, measured_bandwidth)

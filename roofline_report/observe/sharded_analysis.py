@@ -9,7 +9,6 @@ jax is imported lazily (:func:`lazy_jax`), so importing this module costs nothin
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -56,13 +55,12 @@ def unavailable(reason: str) -> dict[str, Any]:
     return {"available": False, "reason": reason}
 
 
-def _median_seconds(
+def _per_call_samples(
     call: Callable[[], Any], *, warmup: int = 2, repeats: int = 5, inner: int = 5
-) -> float:
-    """Median over ``repeats`` of the mean time of ``inner`` calls enqueued, then blocked once.
-
-    Private and simple on purpose: the project's timing module will replace it.
-    """
+) -> list[float]:
+    """``repeats`` samples, each the mean time of ``inner`` calls enqueued, then blocked once.
+    Only the samples are recorded: the analysis derives the time per call from them by the
+    report's one rule (:func:`~roofline_report.analysis.stats.own_time`)."""
     jax = lazy_jax()
     for _ in range(warmup):
         jax.block_until_ready(call())
@@ -72,7 +70,7 @@ def _median_seconds(
         outputs = [call() for _ in range(inner)]
         jax.block_until_ready(outputs)
         samples.append((time.perf_counter() - start) / inner)
-    return float(statistics.median(samples))
+    return samples
 
 
 def _xla_costs(compiled: Any) -> dict[str, Any]:
@@ -219,7 +217,7 @@ def analyze_sharded(
          "xla_per_device": {"flops", "bytes_accessed", "transcendentals", "note"},
          "check": {"max_abs_err", "tolerance", "passed"[, "error"]}, or
                   {"available": False, "ran": True, "reason"} without a reference,
-         "measured_seconds": float or None, "error": str (only if running failed)}
+         "measured_per_call_s": [float] or None, "error": str (only if running failed)}
 
     Raises InputError when the arguments do not match or the function does not compile with
     these shardings; a failure to run or time is reported in the result instead.
@@ -264,7 +262,7 @@ def analyze_sharded(
         "notes": [*notes, *totals["notes"]],
         "xla_per_device": _xla_costs(compiled),
         "check": dict(NO_REFERENCE),
-        "measured_seconds": None,
+        "measured_per_call_s": None,
     }
     try:
         outputs = jax.block_until_ready(compiled(*placed))
@@ -272,7 +270,7 @@ def analyze_sharded(
             expected = reference(*(jax.tree_util.tree_map(np.asarray, a) for a in args))
             result["check"] = _compare(outputs, expected, rtol, atol)
         if time_it:
-            result["measured_seconds"] = _median_seconds(
+            result["measured_per_call_s"] = _per_call_samples(
                 lambda: compiled(*placed), repeats=repeats, inner=inner
             )
     except Exception as exc:  # a measurement failure is reported, not raised

@@ -149,7 +149,7 @@ def user_workload(
         "expected_collective": None,
         "xla_per_device": measured["xla_per_device"],
         "check": measured["check"],
-        "measured_seconds": measured["measured_seconds"],
+        "measured_per_call_s": measured["measured_per_call_s"],
     }
     if "error" in measured:
         workload["error"] = measured["error"]

@@ -114,7 +114,7 @@ def measure(*, devices: int, quick: bool, config_path: str | None = None,
             "per_device": Kind.ANALYTIC.value,
             "split_dims": Kind.ANALYTIC.value,
             "xla_per_device": Kind.COMPILER_ESTIMATE.value,
-            "measured_seconds": Kind.MEASURED.value,
+            "measured_per_call_s": Kind.MEASURED.value,
             "flops_cross_check": Kind.COMPILER_ESTIMATE.value,
         },
         "workloads": workloads,
@@ -190,7 +190,7 @@ def run_sharded_analysis(
                         "xla_per_device": {"flops", "bytes_accessed", "transcendentals",
                                            "note"},
                         "check": {"max_abs_err", "tolerance", "passed"},
-                        "measured_seconds": float | None}, ...,
+                        "measured_per_call_s": [float] | None}, ...,
                        # then one per sharded workload of the config:
                        {"name", "sharding": "user", "description", "function",
                         "mesh", "collectives", "expected_collective": None,
@@ -201,7 +201,7 @@ def run_sharded_analysis(
                         "notes": [str],
                         "counted": {"flops", "transcendentals", "split_devices", "notes"},
                         "flops_cross_check": {"xla_per_device", "ratio"},
-                        "xla_per_device", "check", "measured_seconds"[, "error"]}
+                        "xla_per_device", "check", "measured_per_call_s"[, "error"]}
                        # or, when it could not be analysed:
                        {"name", "sharding": "user", "description", "function",
                         "collectives": [], "error": str}]}

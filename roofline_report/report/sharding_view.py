@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from roofline_report.analysis.study import sharded_seconds
 from roofline_report.kinds import Kind
 from roofline_report.report.format import Num, count, decimal, n, plural, ratio, whole
 from roofline_report.units import format_intensity, format_si
@@ -99,7 +100,7 @@ def sharding(sh: Mapping[str, Any]) -> dict[str, Any]:
             "binding": b.get("binding", ""),
             "comm_intensity": Num(format_intensity(b["comm_intensity"]), Kind.ANALYTIC.value)
             if b.get("comm_intensity") else Num("no communication"),
-            "measured": n(w.get("measured_seconds"), "s", Kind.MEASURED),
+            "measured": n(sharded_seconds(w), "s", Kind.MEASURED),
         })
     crit = next(iter(bounds.values()), {}).get("critical_intensity")
     return {

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field
+
 from roofline_report.results.schema_base import (
     AtLeastOne,
     NonNeg,
+    Pos,
     Record,
 )
 
@@ -31,6 +34,9 @@ class ShardedWorkload(Record):
     per_device: dict[str, Any] = {}
     xla_per_device: dict[str, Any] = {}
     check: dict[str, Any] = {}
+    # The per-call samples the sharded child timed; older files hold one median instead
+    # (measured_seconds), read as a single sample.
+    measured_per_call_s: list[Pos] | None = Field(default=None, min_length=1)
     measured_seconds: NonNeg | None = None
     error: str | None = None
     notes: list[str] = []
