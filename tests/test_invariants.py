@@ -80,26 +80,11 @@ def test_every_programs_share_of_roof_uses_its_predictions_roof(an: Analysis) ->
 
 
 def test_a_kernels_binding_is_the_largest_term_of_its_prediction(an: Analysis) -> None:
+    # A kernel's time is trips x (max(compute sum, memory max, pattern) + the launch costs):
+    # the binding is the largest of the work's group and each launch cost.
     for r in _rows(an):
-        p = r.prediction
-        assert p is not None
-        _check_binding(p)
-        # A kernel's time is trips x (max(compute sum, memory max, pattern) + the launch
-        # costs): the binding is the largest of the work's group and each launch cost.
-        work = {"compute": p.group_seconds("compute"),
-                "memory": max((t.seconds for t in p.terms if t.group == "memory"),
-                              default=0.0),
-                "pattern": max((t.seconds for t in p.terms if t.group == "pattern"),
-                               default=0.0)}
-        paid = p.group_seconds("overhead")
-        assert p.seconds == pytest.approx(max(work.values()) + paid, rel=1e-12)
-        largest_overhead = max((t.seconds for t in p.terms if t.group == "overhead"),
-                               default=0.0)
-        if p.binding.group == "overhead":
-            assert p.binding.seconds == largest_overhead >= max(work.values())
-        else:
-            assert work[p.binding.group] == pytest.approx(max(work.values()), rel=1e-12)
-            assert max(work.values()) >= largest_overhead
+        assert r.prediction is not None
+        _largest_work_binds(r.prediction)
 
 
 def test_a_programs_binding_is_its_largest_term_and_its_terms_its_time(an: Analysis) -> None:
@@ -186,3 +171,66 @@ def test_no_number_is_formatted_outside_the_formatter(data: dict[str, Any]) -> N
         prose = re.sub(r"```.*?```", "", md, flags=re.S)
         assert not re.search(r"\d\.\d+e[+-]\d\d", prose), budgets
         assert not re.search(r"\d{16,}", prose), budgets
+
+
+def test_every_lab_prediction_is_of_kind_predicted(an: Analysis) -> None:
+    """A lab experiment's prediction is a prediction whatever roofs it stands on (measured
+    ceilings or assumed budgets); its measurement is measured."""
+    assert an.experiments
+    for e in an.experiments:
+        assert e.prediction.kind is Kind.PREDICTED, e.id
+        assert e.measurement.kind is Kind.MEASURED, e.id
+
+
+# --- each invariant fails on a deliberately broken analysis ------------------------------------
+
+
+def test_the_share_check_catches_a_row_held_to_another_rows_roof(an: Analysis) -> None:
+    rows = [r for r in _rows(an) if r.seconds and r.flops and r.prediction is not None]
+    a, b = next((x, y) for x in rows for y in rows
+                if x.prediction is not None and y.prediction is not None
+                and x.prediction.roof_rate != y.prediction.roof_rate)
+    _check_share(a.achieved, a.share_of_roof, a.prediction)  # sound
+    with pytest.raises(AssertionError):
+        _check_share(a.achieved, a.share_of_roof, b.prediction)
+
+
+def test_the_binding_check_catches_a_binding_that_is_not_the_largest_term(an: Analysis) -> None:
+    from dataclasses import replace
+
+    p = next(r.prediction for r in _rows(an) if r.prediction is not None and any(
+        t.group != r.prediction.binding.group and t.seconds < r.prediction.binding.seconds
+        for t in r.prediction.terms))
+    assert p is not None
+    smaller = next(t for t in p.terms
+                   if t.group != p.binding.group and t.seconds < p.binding.seconds)
+    _largest_work_binds(p)  # sound
+    with pytest.raises(AssertionError):
+        _largest_work_binds(replace(p, binding=smaller))
+
+
+def _largest_work_binds(p: Prediction) -> None:
+    """The kernel binding invariant for one prediction: the binding is the largest of the
+    work's groups and each launch cost, and the time is the largest work plus the launches."""
+    _check_binding(p)
+    work = {"compute": p.group_seconds("compute"),
+            "memory": max((t.seconds for t in p.terms if t.group == "memory"), default=0.0),
+            "pattern": max((t.seconds for t in p.terms if t.group == "pattern"), default=0.0)}
+    assert p.seconds == pytest.approx(max(work.values()) + p.group_seconds("overhead"),
+                                      rel=1e-12)
+    largest_overhead = max((t.seconds for t in p.terms if t.group == "overhead"), default=0.0)
+    if p.binding.group == "overhead":
+        assert p.binding.seconds == largest_overhead >= max(work.values())
+    else:
+        assert work[p.binding.group] == pytest.approx(max(work.values()), rel=1e-12)
+        assert max(work.values()) >= largest_overhead
+
+
+def test_the_kind_check_catches_a_prediction_marked_measured(an: Analysis) -> None:
+    from dataclasses import replace
+
+    e = an.experiments[0]
+    broken = replace(e, prediction=replace(e.prediction, kind=Kind.MEASURED))
+    with pytest.raises(AssertionError):
+        test_every_lab_prediction_is_of_kind_predicted(
+            replace(an, experiments=(broken, *an.experiments[1:])))
