@@ -989,3 +989,24 @@ def test_a_sharded_time_is_the_first_quartile_of_its_samples() -> None:
     assert sharded_seconds({"measured_per_call_s": samples}) == own_time(samples) == 2e-3
     assert sharded_seconds({"measured_seconds": 5e-3}) == 5e-3
     assert sharded_seconds({"measured_per_call_s": None, "measured_seconds": None}) is None
+
+
+def test_the_time_bounds_figure_states_the_time_bounds_table() -> None:
+    """One computation of a sharded workload's bounds: the communication roofline figure's
+    T_mem, T_comm, bounds and binding are the alpha-beta table's (a training step's memory
+    traffic with its collectives' buffers; T_comm with its latency)."""
+    from roofline_report.analysis import study
+    from roofline_report.results import io as results_io
+
+    data = results_io.load(Path(__file__).resolve().parent / "fixtures" / "cpu_results.json")
+    sharding = data["sharding"]
+    figure = study.comm_study(sharding, 100e9, 20e9, 5e9)
+    table = study.step_study(sharding, 100e9, 20e9, 5e9)
+    by_index = {r["index"]: r for r in table["rows"]}
+    assert len(figure["bounds"]) >= 8
+    for r in figure["bounds"]:
+        t = by_index[r["index"]]
+        for key in ("t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding"):
+            assert r[key] == t[key], (r["name"], key)
+    steps = [r for r in figure["bounds"] if r["sharding"] == "dp-step"]
+    assert steps and steps[0]["t_mem"] > steps[0]["t_math"]  # the buffers make it memory-bound

@@ -139,24 +139,35 @@ def exercise(
     }
 
 
+DEFAULT_LATENCY = 1e-6
+"""Assumed latency of one collective step under the hypothetical budgets (seconds)."""
+
+
 def comm_study(
     sharding: Mapping[str, Any], peak: float, bandwidth: float, interconnect: float,
-    *, kind: str = Kind.HYPOTHETICAL.value, source: str = "assumed budgets",
+    *, latency: float = DEFAULT_LATENCY, kind: str = Kind.HYPOTHETICAL.value,
+    source: str = "assumed budgets",
 ) -> dict[str, Any]:
     """Per-device T_math, T_mem, T_comm of each sharded workload under the given budgets, and
-    how they scale with the number of devices and the batch size (analytic series)."""
+    how they scale with the number of devices and the batch size (analytic series). Each
+    workload's bounds are :func:`comm_step.step_bounds` on the assumed interconnect, the very
+    figures :func:`step_study`'s table shows (collectives' latency and, for a training step, the
+    collectives' buffers in its memory traffic)."""
+    flat = comm_network.flat_network(interconnect, latency, kind=kind)
     rows = []
     for index, w in enumerate(sharding.get("workloads", [])):
         per = w.get("per_device") or {}
         if not {"flops", "hbm_bytes", "comm_bytes"} <= set(per):
             continue
-        bounds = comm_model.comm_bounds(
-            flops=per["flops"], hbm_bytes=per["hbm_bytes"], comm_bytes=per["comm_bytes"],
-            peak_flops=peak, hbm_bandwidth=bandwidth, interconnect_bandwidth=interconnect,
+        bounds = comm_step.step_bounds(
+            flops=per["flops"], hbm_bytes=per["hbm_bytes"], collectives=w.get("collectives", []),
+            peak_flops=peak, hbm_bandwidth=bandwidth, network=flat,
+            count_buffers=bool(w.get("step")),
         )
+        lower_bound_only = per.get("comm_bytes_complete") is False or bounds["comm_lower_bound"]
         rows.append({"index": index, "name": w.get("name", ""),
-                     "sharding": w.get("sharding", ""),
-                     "comm_lower_bound": per.get("comm_bytes_complete") is False, **bounds})
+                     "sharding": w.get("sharding", ""), **bounds,
+                     "comm_lower_bound": lower_bound_only})
     # The analytic series of the built-in matmul, at the batch the matmuls were measured at
     # (none when the run has no built-in matmul, as with --only-config).
     matmul = next((w for w in sharding.get("workloads", [])
@@ -176,7 +187,8 @@ def comm_study(
     return {
         "kind": kind,
         "source": source,
-        "budget": {"peak": peak, "bandwidth": bandwidth, "interconnect": interconnect},
+        "budget": {"peak": peak, "bandwidth": bandwidth, "interconnect": interconnect,
+                   "latency": latency},
         "bounds": rows,
         "series": series,
     }
@@ -186,8 +198,6 @@ def comm_study(
 # Sharded steps: the alpha-beta model, the projection, the emulated measurement
 # --------------------------------------------------------------------------------------------
 
-DEFAULT_LATENCY = 1e-6
-"""Assumed latency of one collective step under the hypothetical budgets (seconds)."""
 DEFAULT_PROJECTION_PRESET = "H100 SXM"
 
 #: Whether the collective arrays of a built-in sharding grow with the batch.

@@ -423,8 +423,12 @@ def comm_times(study: Mapping[str, Any]) -> FigureOut:
     title = "Communication roofline of the sharded matmuls"
     desc = (f"Per device, under {Kind(kind).label} budgets of {format_si(budget['peak'], 'FLOP/s')}"
             f", {format_si(budget['bandwidth'], 'B/s')} memory and "
-            f"{format_si(budget['interconnect'], 'B/s')} interconnect: the time the math, the "
-            "memory traffic and the collectives each need. The largest binds.")
+            f"{format_si(budget['interconnect'], 'B/s')} interconnect"
+            + (f" ({format_si(budget['latency'], 's')} a collective step)"
+               if budget.get("latency") else "")
+            + ": the time the math, the memory traffic (a training step's with its collectives' "
+            "buffers) and the collectives each need, as the time-bounds table states them. The "
+            "largest binds.")
     table = Table(("sharding", "T_math", "T_mem", "T_comm", "lower bound (max)",
                    "upper bound (sum)", "binding"),
                   tuple((label, fmt(r["t_math"], "s"), fmt(r["t_mem"], "s"),
