@@ -639,7 +639,10 @@ def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> Figur
     desc = ("The measured times against the roofline model's, with a flat-then-proportional "
             "fit whose knee is the observed crossing.")
     headers = (data.get("xlabel", "x"), *(s["label"] for s in data["series"]))
-    rows = tuple((_tick(x), *(fmt(s["y"][i], "s") for s in data["series"]))
+    # The table's column of sizes: whole numbers as counts ("1,048,576"), as a column of
+    # integers reads; the axis keeps its short ticks.
+    rows = tuple((f"{int(x):,}" if float(x).is_integer() else _tick(x),
+                  *(fmt(s["y"][i], "s") for s in data["series"]))
                  for i, x in enumerate(xs))
     kinds = tuple(sorted({s["kind"] for s in data["series"]}))
     return _finish(fig, name, title, desc, Table(headers, rows), kinds, tips)
