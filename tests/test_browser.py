@@ -34,6 +34,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--no-first-run", "--disable-quic"]
 SHOTS = Path(__file__).resolve().parent.parent / ".test-artifacts" / "browser"
+PAGE_TIMEOUT_MS = 180_000
 Scheme = Literal["light", "dark"]
 
 
@@ -85,6 +86,10 @@ def loads(browser: Any, rendered_report: Path) -> Iterator[dict[str, Load]]:
     for v in VARIANTS:
         ctx = browser.new_context(viewport={"width": v.width, "height": 900},
                                   color_scheme=v.scheme, device_scale_factor=1)
+        # A loaded 2-core machine can take longer than Playwright's 30 s default to load and
+        # screenshot a long page: the tests set their own limits.
+        ctx.set_default_timeout(PAGE_TIMEOUT_MS)
+        ctx.set_default_navigation_timeout(PAGE_TIMEOUT_MS)
         contexts.append(ctx)
         page = ctx.new_page()
         load = Load(page=page, url=url)
@@ -370,3 +375,27 @@ def test_the_page_needs_no_script(loads: dict[str, Load], rendered_report: Path)
     finder = _ScriptFinder()
     finder.feed((rendered_report / "report.html").read_text(encoding="utf-8"))
     assert finder.found == [], finder.found
+
+
+def test_a_300_character_name_does_not_widen_the_page(browser: Any, tmp_path: Path) -> None:
+    """A program named by a 300-character identifier wraps in the contents and the headings;
+    the page stays as wide as the window (tables and code scroll inside themselves)."""
+    from roofline_report import cli
+    from roofline_report.results import io as results
+
+    data = results.load(Path(__file__).resolve().parent / "fixtures" / "cpu_results.json")
+    name = "a_very_long_program_name_" * 12
+    data["workloads"][1].update(name=f"user:{name}", title=name, user=True)
+    saved = tmp_path / "results.json"
+    saved.write_text(results.dumps(data), encoding="utf-8")
+    assert cli.main(["--from-json", str(saved), "--out", str(tmp_path / "out")]) in (0, 3)
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    ctx.set_default_timeout(PAGE_TIMEOUT_MS)
+    ctx.set_default_navigation_timeout(PAGE_TIMEOUT_MS)
+    try:
+        page = ctx.new_page()
+        page.goto((tmp_path / "out" / "report.html").as_uri(), wait_until="load")
+        assert name[:40] in page.content()
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
+    finally:
+        ctx.close()
