@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -24,6 +23,7 @@ from roofline_report.analysis.seed_model import (
 from roofline_report.errors import InputError, reason, scrub_paths
 from roofline_report.hlo import count_stablehlo, inspect_compiled, strip_metadata
 from roofline_report.hlo.ir import Module, parse_module
+from roofline_report.observe import donation
 from roofline_report.observe import lower as lowering
 from roofline_report.observe import timer as timing
 from roofline_report.observe.program import Program
@@ -271,9 +271,10 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     record["analytic"] = _analytic(w, label, skips)
     kwargs: dict[str, Any] = {}
     host_kwargs: dict[str, Any] = {}
+    as_written: dict[str, Any] = {"kept": [], "not_kept": []}
     try:
         if w.program is not None:
-            low, args, kwargs, host, host_kwargs = _program_inputs(w.program, record)
+            low, args, kwargs, host, host_kwargs, as_written = _program_inputs(w.program, record)
         else:
             args, host = w.inputs()
             record["args"] = [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in args]
@@ -288,19 +289,21 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     program = parse_module(optimized_hlo)  # parsed once: the inspection and the inventory
     module, ops = _inspect_lowering(w, low, optimized_hlo, record, label, skips,
                                     keep_text=keep_text)
-    ran = _run_and_check(w, low, (args, kwargs), (host, host_kwargs), ops, record, label,
-                         skips)
+    # The compiled program called as written: donated inputs are fresh copies in every call.
+    calls = donation.calls_of(low.compiled, args, kwargs)
+    if w.user:
+        record["as_written"] = {**as_written, "donated_leaves": calls.donated_leaves,
+                                "donated_bytes": calls.donated_bytes}
+    ran = _run_and_check(w, calls, (host, host_kwargs), ops, record, label, skips)
     _xla_analyses(low, record, label, skips)
     _compiled_facts(program, module, record, label, skips)
-    # The compiled program with its keyword arguments bound: timed, and traced per kernel.
-    call = functools.partial(low.compiled, **kwargs) if kwargs else low.compiled
     if ran:
-        record["timing"] = _timing_record(call, args, quick=quick, sampling=sampling,
+        record["timing"] = _timing_record(calls, quick=quick, sampling=sampling,
                                           label=label, skips=skips)
     else:
         record["timing"] = {"available": False, "reason": "the workload did not run"}
     if kernels:
-        _measure_kernels(record, w, call, (args, kwargs), program, ran=ran, skips=skips,
+        _measure_kernels(record, w, calls, (args, kwargs), program, ran=ran, skips=skips,
                          quick=quick, trace=trace, compiled=low.compiled)
     return record
 
@@ -346,16 +349,14 @@ def _inspect_lowering(w: Workload, low: lowering.Lowered, optimized_hlo: str,
     return module, ops
 
 
-def _run_and_check(w: Workload, low: lowering.Lowered,
-                   inputs: tuple[tuple[Any, ...], dict[str, Any]],
+def _run_and_check(w: Workload, calls: donation.Calls,
                    host_inputs: tuple[tuple[Any, ...], dict[str, Any]], ops: Mapping[str, int],
                    record: dict[str, Any], label: str, skips: Skips) -> bool:
     """Run the compiled program once and check its result against the NumPy reference (when
     one is declared); returns whether it ran."""
-    args, kwargs = inputs
     host, host_kwargs = host_inputs
     try:
-        out = low.compiled(*args, **kwargs)
+        out = calls.call(*calls.inputs())
     except Exception as exc:
         record["check"] = skips.add(f"{label}: run", _why(exc))
         return False
@@ -408,18 +409,21 @@ def _compiled_facts(program: Module, module: Any, record: dict[str, Any], label:
         record["hlo_count"] = skips.add(f"{label}: HLO count", _why(exc))
 
 
-def _timing_record(call: Callable[..., Any], args: Any, *, quick: bool,
+def _timing_record(calls: donation.Calls, *, quick: bool,
                    sampling: tuple[int, float] | None, label: str, skips: Skips
                    ) -> dict[str, Any]:
     """The timing record of the compiled program (the sampling ``quick`` sets, unless
-    ``sampling`` gives it), or why it could not be timed."""
+    ``sampling`` gives it), or why it could not be timed. A program that donates inputs is
+    given fresh copies of them in every call, made before each sample."""
     try:
         samples, min_sample = sampling if sampling is not None else (None, None)
         warm = timing.QUICK_PROGRAM_WARMUP_SECONDS if quick and sampling is None \
             else timing.PROGRAM_WARMUP_SECONDS
-        timing_json = timing.time_jitted(call, args, quick=quick, samples=samples,
-                                         min_sample_seconds=min_sample,
-                                         warmup_seconds=warm).to_json()
+        timing_json = timing.time_jitted(
+            calls.call, calls.values, quick=quick, samples=samples,
+            min_sample_seconds=min_sample, warmup_seconds=warm,
+            pool=donation.pool(calls) if calls.donates else None,
+            max_inner=min(timing.DEFAULT_MAX_INNER, calls.pool_limit())).to_json()
         timing_json["available"] = True
         return timing_json
     except Exception as exc:
@@ -428,13 +432,14 @@ def _timing_record(call: Callable[..., Any], args: Any, *, quick: bool,
 
 def _program_inputs(p: Program, record: dict[str, Any]
                     ) -> tuple[lowering.Lowered, tuple[Any, ...], dict[str, Any],
-                               tuple[Any, ...], dict[str, Any]]:
+                               tuple[Any, ...], dict[str, Any], dict[str, Any]]:
     """Lower and compile a user's program through its pytrees; record its argument tree.
-    Returns (lowered, arguments, keyword arguments, and both as NumPy for a reference)."""
-    low, args, kwargs = p.lower_and_compile()
+    Returns (lowered, arguments, keyword arguments, both as NumPy for a reference, and the
+    options of the user's jit kept and not kept)."""
+    low, args, kwargs, as_written = p.lower_and_compile()
     record["arguments"] = p.arguments_json(low.lowered.out_info)
     host, host_kwargs = p.host_inputs(args, kwargs)
-    return low, args, kwargs, host, host_kwargs
+    return low, args, kwargs, host, host_kwargs, as_written
 
 
 def _arrays_tree(args: tuple[Any, ...], low: lowering.Lowered) -> dict[str, Any]:
@@ -444,7 +449,7 @@ def _arrays_tree(args: tuple[Any, ...], low: lowering.Lowered) -> dict[str, Any]
     return arrays_tree(args, [f"args[{i}]" for i in range(len(args))], low.lowered.out_info)
 
 
-def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., Any],
+def _measure_kernels(record: dict[str, Any], w: Workload, calls: donation.Calls,
                      inputs: tuple[Any, Mapping[str, Any]], program: Module, *, ran: bool,
                      skips: Skips, quick: bool, trace: bool = True,
                      compiled: Any = None) -> None:
@@ -455,7 +460,7 @@ def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., An
     from roofline_report.hlo.kernels import kernel_inventory
     from roofline_report.observe.stack_frames import stack_frame_table
 
-    args, kwargs = inputs  # ``call`` has the keyword arguments bound already
+    args, kwargs = inputs
     label = f"workload {w.title}"
     inventory: dict[str, Any] | None = None
     try:
@@ -470,7 +475,7 @@ def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., An
         record["kernel_timing"] = {"available": False, "reason": "the workload did not run"}
     elif inventory is not None:
         try:
-            record["kernel_timing"] = _trace(call, args, inventory, record.get("timing"),
+            record["kernel_timing"] = _trace(calls, inventory, record.get("timing"),
                                              quick=quick)
         except Exception as exc:
             record["kernel_timing"] = {"available": False, "reason": _why(exc)}
@@ -487,7 +492,7 @@ RETRACE_FACTOR = 1.5
 RETRACES = 2
 
 
-def _trace(call: Callable[..., Any], args: Any, inventory: Mapping[str, Any],
+def _trace(calls: donation.Calls, inventory: Mapping[str, Any],
            timed: Mapping[str, Any] | None, *, quick: bool) -> dict[str, Any]:
     """Per-kernel times from a profiler trace of a few calls; traced again when its calls ran
     :data:`RETRACE_FACTOR` times slower than the program's timed median, with a note."""
@@ -496,13 +501,14 @@ def _trace(call: Callable[..., Any], args: Any, inventory: Mapping[str, Any],
     median = ((timed or {}).get("per_call") or {}).get("median") \
         if (timed or {}).get("available") else None
     names = [k["name"] for k in inventory["kernels"]]
-    calls = KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS
+    count = KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS
     cores = kernel_timing.cores()
     wants = kernel_timing.wants(inventory["kernels"], cores)
     traces = []
     for _ in range(1 + RETRACES):
-        t = kernel_timing.trace_kernels(call, args, module=inventory["module"], kernels=names,
-                                        calls=calls, cores=cores, wants=wants)
+        t = kernel_timing.trace_kernels(calls.call, calls.values, module=inventory["module"],
+                                        kernels=names, calls=count, cores=cores, wants=wants,
+                                        pool=donation.pool(calls) if calls.donates else None)
         traces.append(t)
         if not t.get("available") or not median or t["program_s"] <= RETRACE_FACTOR * median:
             break
