@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import jax
 
-from roofline_report import __version__
+from roofline_report import __version__, interrupts
 from roofline_report.analysis.seed_model import (
     DEFAULT_INTERCONNECT,
     SEED_BANDWIDTH,
@@ -107,11 +107,24 @@ class Skips:
 def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]:
     """Measure everything the options ask for and return the results document."""
     say = progress or (lambda _msg: None)
-    skips = Skips()
     # The sharded analysis runs in a child process (it needs its own device count). In quick
     # mode it starts now and runs alongside the rest, at the cost of noisier timings (the
     # report says so); otherwise it runs last, on an otherwise idle machine.
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1) if options.sharding else None
+    try:
+        return _run(options, say, pool)
+    except BaseException:
+        if pool is not None:  # interrupted: the sharded measurement stops too
+            from roofline_report.observe import sharding
+
+            pool.shutdown(wait=False, cancel_futures=True)
+            sharding.stop_children()
+        raise
+
+
+def _run(options: RunOptions, say: Progress,
+         pool: concurrent.futures.ThreadPoolExecutor | None) -> dict[str, Any]:
+    skips = Skips()
     pending_sharding = None
     if pool is not None and options.quick:
         pending_sharding = pool.submit(_run_sharding, options.quick, options.config_path,
@@ -153,6 +166,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
         results["sweeps"] = []
 
     ceilings_json = results["ceilings"] if results["ceilings"].get("available") else None
+    interrupts.safe_point("lab")
     if options.experiments:
         say("lab notebook: experiments")
         results["lab"] = _lab(options.quick, ceilings_json, say, skips)
@@ -171,6 +185,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     if pool is not None:
         pool.shutdown(wait=True)
     results["skipped"] = skips.items
+    interrupts.safe_point("measured")
     # What is written must be what the loader accepts: a mismatch is a bug here, not bad input.
     try:
         results_mod.validate(results, source="the measured results")
@@ -208,6 +223,7 @@ def _ceilings(options: RunOptions, env: Mapping[str, Any], at: str, say: Progres
     # The roofs a report uses are chosen at render time from all the entries.
     data.pop("peak_compute", None)
     data.pop("peak_bandwidth", None)
+    interrupts.safe_point("ceilings")  # an interrupted measurement is not cached
     saved = cache.save(key, data, at)
     for note in saved:
         say(f"note: {note}")
@@ -268,6 +284,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
         "user": w.user,
     }
     label = f"workload {w.title}"
+    interrupts.safe_point("lowering")
     record["analytic"] = _analytic(w, label, skips)
     kwargs: dict[str, Any] = {}
     host_kwargs: dict[str, Any] = {}
@@ -297,6 +314,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     ran = _run_and_check(w, calls, (host, host_kwargs), ops, record, label, skips)
     _xla_analyses(low, record, label, skips)
     _compiled_facts(program, module, record, label, skips)
+    interrupts.safe_point("measuring")
     if ran:
         record["timing"] = _timing_record(calls, quick=quick, sampling=sampling,
                                           label=label, skips=skips)
