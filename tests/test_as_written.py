@@ -160,3 +160,14 @@ def test_what_was_not_kept_is_said_in_the_summary_row(tmp_path: Path) -> None:
     row = next(line for line in page.markdown.splitlines() if "-summary\"></a>" in line)
     assert "timed without its jit's in_layouts and out_layouts" in row.replace("\\", "")
     assert "this is not its time as written" in page.markdown
+
+
+def test_the_users_own_arrays_are_never_donated() -> None:
+    params = {"w": jnp.linspace(-1, 1, N, dtype=jnp.float32)}
+    grad = jnp.full(N, 0.5, jnp.float32)
+    expected = np.asarray(params["w"]).copy()
+    record = roofline_report.analyze(jax.jit(_step, donate_argnums=0), params, grad,
+                                     reference=lambda p, g: {"w": p["w"] - 0.01 * g}).record
+    assert record["check"]["passed"] is True  # checked on copies, against the same values
+    assert not params["w"].is_deleted() and not grad.is_deleted()
+    np.testing.assert_array_equal(np.asarray(params["w"]), expected)
