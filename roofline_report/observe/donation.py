@@ -16,6 +16,7 @@ copies, so they stay valid for the whole measurement.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,8 +64,20 @@ class Calls:
         return len(self.values) - len(self.keywords)
 
     def call(self, *values: Any) -> Any:
+        args, kwargs = self.split(values)
+        return self.compiled(*args, **kwargs)
+
+    def split(self, values: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Values in the order of :attr:`values` as (positional, keyword) arguments."""
         n = self.positional
-        return self.compiled(*values[:n], **dict(zip(self.keywords, values[n:], strict=True)))
+        return tuple(values[:n]), dict(zip(self.keywords, values[n:], strict=True))
+
+    def plain(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        """(function, arguments) that call the program on its example values with nothing
+        added per call: the executable itself, its keyword arguments bound (for a program that
+        donates nothing)."""
+        args, kwargs = self.split(self.values)
+        return (functools.partial(self.compiled, **kwargs) if kwargs else self.compiled), args
 
     def _donated_leaves(self) -> list[Any]:
         leaves: list[Any] = []
@@ -125,14 +138,16 @@ def pool(calls: Calls) -> tuple[Callable[[int], None], Callable[[], Any]]:
     """(prepare, call) for a timer: ``prepare(n)`` makes n calls' fresh inputs ready (outside
     the timed region); each ``call()`` then runs the program on the next of them, so no timed
     call copies anything and no two calls share a donated buffer."""
-    waiting: list[tuple[Any, ...]] = []
+    waiting: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    compiled = calls.compiled
 
     def prepare(n: int) -> None:
         waiting.clear()
-        waiting.extend(ready([calls.fresh() for _ in range(n)]))
+        waiting.extend(calls.split(values) for values in ready([calls.fresh() for _ in range(n)]))
         waiting.reverse()
 
     def call() -> Any:
-        return calls.call(*waiting.pop())
+        args, kwargs = waiting.pop()
+        return compiled(*args, **kwargs)
 
     return prepare, call

@@ -437,8 +437,9 @@ def _timing_record(calls: donation.Calls, *, quick: bool,
         samples, min_sample = sampling if sampling is not None else (None, None)
         warm = timing.QUICK_PROGRAM_WARMUP_SECONDS if quick and sampling is None \
             else timing.PROGRAM_WARMUP_SECONDS
+        call, args = calls.plain()
         timing_json = timing.time_jitted(
-            calls.call, calls.values, quick=quick, samples=samples,
+            call, args, quick=quick, samples=samples,
             min_sample_seconds=min_sample, warmup_seconds=warm,
             pool=donation.pool(calls) if calls.donates else None,
             max_inner=min(timing.DEFAULT_MAX_INNER, calls.pool_limit())).to_json()
@@ -524,7 +525,7 @@ def _trace(calls: donation.Calls, inventory: Mapping[str, Any],
     wants = kernel_timing.wants(inventory["kernels"], cores)
     traces = []
     for _ in range(1 + RETRACES):
-        t = kernel_timing.trace_kernels(calls.call, calls.values, module=inventory["module"],
+        t = kernel_timing.trace_kernels(*calls.plain(), module=inventory["module"],
                                         kernels=names, calls=count, cores=cores, wants=wants,
                                         pool=donation.pool(calls) if calls.donates else None)
         traces.append(t)
