@@ -438,11 +438,12 @@ def _timing_record(calls: donation.Calls, *, quick: bool,
         warm = timing.QUICK_PROGRAM_WARMUP_SECONDS if quick and sampling is None \
             else timing.PROGRAM_WARMUP_SECONDS
         call, args = calls.plain()
+        pool, most, method = donation.timed_calls(calls) if calls.donates \
+            else (None, timing.DEFAULT_MAX_INNER, "")
         timing_json = timing.time_jitted(
             call, args, quick=quick, samples=samples,
-            min_sample_seconds=min_sample, warmup_seconds=warm,
-            pool=donation.pool(calls) if calls.donates else None,
-            max_inner=min(timing.DEFAULT_MAX_INNER, calls.pool_limit())).to_json()
+            min_sample_seconds=min_sample, warmup_seconds=warm, pool=pool,
+            max_inner=min(timing.DEFAULT_MAX_INNER, most), pool_method=method).to_json()
         timing_json["available"] = True
         return timing_json
     except Exception as exc:
@@ -527,7 +528,8 @@ def _trace(calls: donation.Calls, inventory: Mapping[str, Any],
     for _ in range(1 + RETRACES):
         t = kernel_timing.trace_kernels(*calls.plain(), module=inventory["module"],
                                         kernels=names, calls=count, cores=cores, wants=wants,
-                                        pool=donation.pool(calls) if calls.donates else None)
+                                        pool=donation.timed_calls(calls)[0] if calls.donates
+                                        else None)
         traces.append(t)
         if not t.get("available") or not median or t["program_s"] <= RETRACE_FACTOR * median:
             break

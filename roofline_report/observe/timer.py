@@ -154,6 +154,7 @@ def time_jitted(
     warmup_seconds: float = 0.0,
     pool: tuple[Callable[[int], object], Callable[[], Any]] | None = None,
     max_inner: int = DEFAULT_MAX_INNER,
+    pool_method: str = "jax: n enqueued calls, each on its own donated inputs",
 ) -> Timing:
     """Time a compiled jax executable (``jax.stages.Compiled``) called with ``args``.
 
@@ -169,7 +170,7 @@ def time_jitted(
     (:func:`roofline_report.observe.donation.pool`): ``prepare(n)`` makes n calls' fresh
     inputs ready before each sample, outside the timed region, and each ``call()`` consumes one
     of them, so ``compiled`` and ``args`` are not used; ``max_inner`` then caps the calls per
-    sample to the copies that fit.
+    sample to the copies that fit, and ``pool_method`` says how the calls got their inputs.
     """
     n_samples = samples if samples is not None else (QUICK_SAMPLES if quick else DEFAULT_SAMPLES)
     min_seconds = min_sample_seconds
@@ -177,7 +178,7 @@ def time_jitted(
         min_seconds = QUICK_MIN_SAMPLE_SECONDS if quick else DEFAULT_MIN_SAMPLE_SECONDS
     if pool is not None:
         return _time_pool(pool, n_samples, min_seconds, timer, budget_seconds, warmup_seconds,
-                          max_inner)
+                          max_inner, pool_method)
     block(compiled(*args))  # a first call before the harness's own warm-up
 
     def run(n: int) -> None:
@@ -204,7 +205,7 @@ def time_jitted(
 
 def _time_pool(pool: tuple[Callable[[int], object], Callable[[], Any]], samples: int,
                min_seconds: float, timer: Timer, budget_seconds: float | None,
-               warmup_seconds: float, max_inner: int) -> Timing:
+               warmup_seconds: float, max_inner: int, method: str) -> Timing:
     prepare, call = pool
     prepare(1)
     block(call())  # a first call before the harness's own warm-up
@@ -224,8 +225,7 @@ def _time_pool(pool: tuple[Callable[[int], object], Callable[[], Any]], samples:
         budget_seconds=budget_seconds,
         warmup_seconds=warmup_seconds,
         prepare=prepare,
-        method="jax: n enqueued calls, each on fresh copies of its donated inputs made "
-        "before the sample, block_until_ready on the last once per sample",
+        method=method,
     )
 
 
