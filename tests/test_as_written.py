@@ -160,6 +160,7 @@ def test_a_donating_program_is_timed_with_donation(tmp_path: Path) -> None:
     record = result.record
     assert record["timing"]["available"] is True
     assert record["timing"]["method"] == donation.CHAINED
+    assert result.timed_without == () and result.to_dict()["timed_without"] == []
     assert record["as_written"] == {"kept": ["donation"], "not_kept": [],
                                     "donated_leaves": 1, "donated_bytes": 4 * N}
     header = record["lowering"]["compiled_text"].split("\n", 1)[0]
