@@ -15,11 +15,11 @@ program is lowered through its pytrees: ``jax.jit(program).lower(*args, **kwargs
 
 A function that was already jitted is unwrapped and jitted again here with the options of its own
 jit that change the compiled program (:class:`JitOptions`): the buffers it donates
-(``donate_argnums``/``donate_argnames``) are donated, and each timed call is given fresh copies
-of them (:mod:`roofline_report.observe.donation`); ``keep_unused``, ``compiler_options`` and its
-in and out shardings are kept. What cannot be kept (layouts, a ``device``/``backend``, shardings
-that do not fit the arguments as given here) is recorded as not kept (``as_written``), and the
-page says the program was timed without it.
+(``donate_argnums``/``donate_argnames``) are donated, every timed call donating its own buffers
+as a loop would (:mod:`roofline_report.observe.donation`); ``keep_unused``,
+``compiler_options`` and its in and out shardings are kept. What cannot be kept (layouts, a
+``device``/``backend``, shardings that do not fit the arguments as given here) is recorded as not
+kept (``as_written``), and the page says the program was timed without it.
 
 :func:`argument_tree` records each argument's leaves (path, shape, dtype, bytes) and the
 result's, for results.json.

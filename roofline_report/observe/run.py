@@ -306,7 +306,7 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     program = parse_module(optimized_hlo)  # parsed once: the inspection and the inventory
     module, ops = _inspect_lowering(w, low, optimized_hlo, record, label, skips,
                                     keep_text=keep_text)
-    # The compiled program called as written: donated inputs are fresh copies in every call.
+    # The compiled program called as written: no call is given a buffer already donated.
     calls = donation.calls_of(low.compiled, args, kwargs)
     if w.user:
         record["as_written"] = {**as_written, "donated_leaves": calls.donated_leaves,
