@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -188,3 +189,27 @@ def test_the_entry_points_install_the_handler_before_anything_else() -> None:
         code = [line for line in code
                 if line and not line.startswith(('"""', "if __name__"))]
         assert code[:2] == ["from roofline_report import interrupts", "interrupts.install()"], path
+
+
+def test_an_interrupted_build_stops_the_sharded_child(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sharded measurement's thread returns at once when its child is stopped, so an
+    interrupted process does not wait for it to finish."""
+    from roofline_report.observe import sharding
+
+    slow = tmp_path / "slow-python"
+    slow.write_text("#!/bin/sh\nexec sleep 120\n", encoding="utf-8")
+    slow.chmod(0o755)
+    monkeypatch.setattr(sharding.sys, "executable", str(slow))
+    done: list[dict[str, object]] = []
+    thread = threading.Thread(target=lambda: done.append(
+        sharding.run_sharded_analysis(devices=2, quick=True, timeout=300)))
+    thread.start()
+    for _ in range(600):
+        if sharding._running:
+            break
+        time.sleep(0.05)
+    sharding.stop_children()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert done and done[0]["available"] is False
