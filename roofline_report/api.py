@@ -128,6 +128,12 @@ class AnalyzeResult:
         return self.program.why
 
     @property
+    def timed_without(self) -> tuple[str, ...]:
+        """Options of your jit the program was timed without (jax's names), () when it was
+        timed as written."""
+        return self.program.timed_without
+
+    @property
     def kernels(self) -> tuple[KernelRow, ...]:
         """Every kernel of the compiled program, longest first ('' without an inventory)."""
         return self.program.kernels.rows if self.program.kernels is not None else ()
@@ -148,7 +154,7 @@ class AnalyzeResult:
             "seconds": p.seconds, "timing": _timing(p.timing),
             "achieved_flops_per_s": p.achieved, "prediction": _prediction(p.prediction),
             "miss": _miss(p.miss), "share_of_roof": p.share_of_roof, "binding": p.binding,
-            "why": p.why, "roofs": self.roofs,
+            "why": p.why, "roofs": self.roofs, "timed_without": list(p.timed_without),
             "roofs_kind": self.analysis.roofs.kernels.kind.value,
             "kernels": [_kernel(r) for r in self.kernels],
             "record": dict(p.observation),

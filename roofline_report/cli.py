@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Literal, NoReturn
 
-from roofline_report import __version__
+from roofline_report import __version__, interrupts
 from roofline_report.analysis.analyse import Assumptions, assumptions_for
 from roofline_report.errors import (
     EXIT_INPUT,
@@ -128,9 +128,15 @@ class Progress:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with interrupts.handled():  # before jax is imported: Ctrl-C stops a build at any moment
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
     try:
+        interrupts.safe_point("start")
         if args_list and args_list[0] == "compare":
             from roofline_report.report import compare
 
@@ -146,9 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
-        print("\ninterrupted: nothing was written; any previous report is untouched",
-              file=sys.stderr)
-        return 130
+        print(interrupts.MESSAGE, file=sys.stderr)
+        return interrupts.EXIT_INTERRUPTED
     except Exception as exc:
         if debug:
             traceback.print_exc()
@@ -262,6 +267,7 @@ def _measure(ns: argparse.Namespace, progress: Progress,
         raise InputError("--remeasure-if-suspect measures the ceilings again; --no-ceilings "
                          "measures none: give one of them")
     _say(notes)
+    interrupts.safe_point("import")
     # jax is imported only from here on.
     from roofline_report.analysis import seed_model as model
     from roofline_report.observe import run as measure

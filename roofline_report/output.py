@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from roofline_report import interrupts
 from roofline_report.errors import InputError, first_line
 from roofline_report.text import plural
 
@@ -196,7 +197,10 @@ def write_report(out: Path, files: Mapping[str, str], *, label: str | None = Non
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n",
                                         encoding="utf-8")
         os.chmod(staging, 0o755)
-        _swap(staging, out)
+        # The commit point: an interrupt until here leaves the previous report as it was; the
+        # swap, once begun, runs to its end.
+        with interrupts.committing():
+            _swap(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -218,6 +222,7 @@ def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str |
     from roofline_report.report import views as render
     from roofline_report.results import io as results
 
+    interrupts.safe_point("rendering")
     try:
         # Without a title, the call is the one a renderer stand-in in a test also accepts.
         rendered = (render.render(data, assumptions) if title is None
@@ -234,6 +239,7 @@ def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str |
              "results.json": results.dumps(document)}
     for name, svg in rendered.figures.items():
         files[f"figures/{name}.svg"] = svg
+    interrupts.safe_point("writing")
     write_report(out, files, label=label)
     return rendered.skipped
 

@@ -6,11 +6,13 @@ from typing import Any
 
 import pytest
 
+from roofline_report.observe import donation
 from roofline_report.observe import run as measure
 from roofline_report.observe import trace as kernel_timing
 
 INVENTORY = {"module": "jit_f", "kernels": [{"name": "fusion"}]}
 TIMED = {"available": True, "per_call": {"median": 1e-3}}
+NO_CALLS = donation.Calls(lambda: None, (), (), ())
 
 
 def _scripted(monkeypatch: pytest.MonkeyPatch, programs: list[float]) -> list[int]:
@@ -26,23 +28,23 @@ def _scripted(monkeypatch: pytest.MonkeyPatch, programs: list[float]) -> list[in
 
 def test_a_trace_near_the_timing_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _scripted(monkeypatch, [1.2e-3])
-    t = measure._trace(lambda: None, (), INVENTORY, TIMED, quick=False)
+    t = measure._trace(NO_CALLS, INVENTORY, TIMED, quick=False)
     assert len(calls) == 1 and t["program_s"] == 1.2e-3 and t["notes"] == []
 
 
 def test_a_slow_trace_is_taken_again_and_the_fastest_kept(
         monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _scripted(monkeypatch, [2.5e-3, 1.9e-3, 1.6e-3])
-    t = measure._trace(lambda: None, (), INVENTORY, TIMED, quick=False)
+    t = measure._trace(NO_CALLS, INVENTORY, TIMED, quick=False)
     assert len(calls) == 1 + measure.RETRACES and t["program_s"] == 1.6e-3
     assert t["notes"] == ["traced 3 times: the first trace's calls ran 2.5× the timed median "
                           "(load elsewhere on the machine); the fastest trace is kept"]
     calls = _scripted(monkeypatch, [2.5e-3, 1.1e-3, 9.9])
-    assert measure._trace(lambda: None, (), INVENTORY, TIMED, quick=False)["program_s"] == 1.1e-3
+    assert measure._trace(NO_CALLS, INVENTORY, TIMED, quick=False)["program_s"] == 1.1e-3
     assert len(calls) == 2
 
 
 def test_without_a_timing_a_trace_is_taken_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _scripted(monkeypatch, [9.0])
-    measure._trace(lambda: None, (), INVENTORY, {"available": False}, quick=False)
+    measure._trace(NO_CALLS, INVENTORY, {"available": False}, quick=False)
     assert len(calls) == 1

@@ -278,7 +278,8 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
         prediction=prediction, miss=m, why=why, kernels=table, observation=w,
         reconciliation=_reconciliation(w, table, stats, backend),
         spec_sheet=_spec(flops, moved, str(w.get("dtype", "")), roofs.spec_sheet),
-        missing_ops=missing)
+        missing_ops=missing,
+        timed_without=tuple(str(x) for x in (w.get("as_written") or {}).get("not_kept", [])))
 
 
 def _reconciliation(w: Mapping[str, Any], table: KernelTable | None, stats: Stats | None,

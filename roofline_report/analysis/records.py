@@ -302,6 +302,9 @@ class Program:
     reconciliation: Mapping[str, Any] | None = None
     spec_sheet: SpecPlacement | None = None
     missing_ops: tuple[str, ...] = ()  # operations the workload requires that its lowering lacks
+    # Options of the user's jit its compiled program was timed without (jax's names, or
+    # "jit_options" when jax did not expose them): its time is not that of the program as written.
+    timed_without: tuple[str, ...] = ()
 
     @property
     def seconds(self) -> float | None:

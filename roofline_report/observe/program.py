@@ -13,9 +13,13 @@ program is lowered through its pytrees: ``jax.jit(program).lower(*args, **kwargs
 * every other leaf must be an array (NumPy, jax, or a ``jax.ShapeDtypeStruct``, given random
   values); a Python number is refused unless it is a static argument.
 
-A function that was already jitted is unwrapped and jitted again here, so the executable timed is
-one that can be called repeatedly with the same arguments: buffers it donates
-(``donate_argnums``/``donate_argnames``) are not donated, and the argument tree marks them.
+A function that was already jitted is unwrapped and jitted again here with the options of its own
+jit that change the compiled program (:class:`JitOptions`): the buffers it donates
+(``donate_argnums``/``donate_argnames``) are donated, every timed call donating its own buffers
+as a loop would (:mod:`roofline_report.observe.donation`); ``keep_unused``,
+``compiler_options`` and its in and out shardings are kept. What cannot be kept (layouts, a
+``device``/``backend``, shardings that do not fit the arguments as given here) is recorded as not
+kept (``as_written``), and the page says the program was timed without it.
 
 :func:`argument_tree` records each argument's leaves (path, shape, dtype, bytes) and the
 result's, for results.json.
@@ -90,6 +94,65 @@ def _own_donated(fn: Any, names: Sequence[str]) -> frozenset[str]:
         return frozenset()
 
 
+def _is_unspecified(x: Any) -> bool:
+    return type(x).__name__ == "UnspecifiedValue"
+
+
+@dataclass(frozen=True)
+class JitOptions:
+    """The options of a user's ``jax.jit`` (besides static and donated arguments) that change
+    the compiled program, read where jax exposes them; ``not_kept`` names those given that are
+    not carried over (jax's names), or ``jit_options`` when this jax does not expose them."""
+
+    keep_unused: bool = False
+    inline: bool = False
+    compiler_options: tuple[tuple[str, Any], ...] = ()
+    in_shardings: Any = None  # the user's, None when not given
+    out_shardings: Any = None
+    not_kept: tuple[str, ...] = ()
+
+    @property
+    def given(self) -> tuple[str, ...]:
+        """The options given that are carried over (jax's names)."""
+        names = (("keep_unused", self.keep_unused), ("inline", self.inline),
+                 ("compiler_options", bool(self.compiler_options)),
+                 ("in_shardings", self.in_shardings is not None),
+                 ("out_shardings", self.out_shardings is not None))
+        return tuple(name for name, on in names if on)
+
+
+def jit_options(fn: Any) -> JitOptions:
+    """The :class:`JitOptions` of an already-jitted function (none for another callable)."""
+    if not is_jitted(fn):
+        return JitOptions()
+    info = getattr(fn, "_jit_info", None)
+    if info is None:
+        return JitOptions(not_kept=("jit_options",))
+    not_kept: list[str] = []
+    try:
+        in_shardings = None
+        if getattr(info, "user_specified_in_shardings", False):
+            in_shardings = jax.tree_util.tree_unflatten(info.in_shardings_treedef,
+                                                        info.in_shardings_leaves)
+        out_leaves = tuple(getattr(info, "out_shardings_leaves", ()))
+        out_shardings = None
+        if out_leaves and not all(_is_unspecified(x) for x in out_leaves):
+            out_shardings = jax.tree_util.tree_unflatten(info.out_shardings_treedef, out_leaves)
+        for name in ("in_layouts", "out_layouts"):
+            if any(x is not None for x in getattr(info, f"{name}_leaves", ()) or ()):
+                not_kept.append(name)
+        for name in ("device", "backend"):
+            if getattr(info, name, None) is not None:
+                not_kept.append(name)
+        return JitOptions(
+            keep_unused=bool(getattr(info, "keep_unused", False)),
+            inline=bool(getattr(info, "inline", False)),
+            compiler_options=tuple(getattr(info, "compiler_options_kvs", ()) or ()),
+            in_shardings=in_shardings, out_shardings=out_shardings, not_kept=tuple(not_kept))
+    except (AttributeError, TypeError, ValueError):
+        return JitOptions(not_kept=("jit_options",))
+
+
 def function_name(fn: Any) -> str:
     inner = getattr(fn, "__wrapped__", fn) if is_jitted(fn) else fn
     name = getattr(inner, "__name__", None) or getattr(fn, "__name__", None)
@@ -125,7 +188,7 @@ class Program:
     name: str
     seed: int
     donated: frozenset[str] = frozenset()  # arguments an already-jitted function donates
-
+    options: JitOptions = JitOptions()  # the rest of an already-jitted function's options
 
     @property
     def parameter_names(self) -> list[str]:
@@ -155,9 +218,10 @@ class Program:
                 held_k[k] = jax.tree.map(lambda x: x if _is_static_leaf(x) else None, v)
         return (tuple(dyn_a), dyn_k), (tuple(held_a), held_k)
 
-    def jitted(self) -> Callable[..., Any]:
+    def jitted(self, *, shardings: bool = True) -> Callable[..., Any]:
         """``jax.jit`` of a function of the traced part that calls the user's function with
-        the held values put back; named like the user's function."""
+        the held values put back; named like the user's function, with the options of the
+        user's own jit (its in and out shardings only with ``shardings``)."""
         inner = self.fn
         if is_jitted(inner):
             inner = getattr(inner, "__wrapped__", inner)
@@ -171,7 +235,39 @@ class Program:
                                 inner(*full_a, **full_k))
 
         program.__name__ = program.__qualname__ = self.name
-        return jax.jit(program)
+        return jax.jit(program, **self._jit_keywords(shardings))
+
+    def _jit_keywords(self, shardings: bool) -> dict[str, Any]:
+        opts = self.options
+        kw: dict[str, Any] = {}
+        nums = tuple(i for i, name in enumerate(self.parameter_names)
+                     if name in self.donated and i not in self.static_argnums)
+        names = tuple(k for k in self.kwargs
+                      if k in self.donated and k not in self.static_argnames)
+        if nums:
+            kw["donate_argnums"] = nums
+        if names:
+            kw["donate_argnames"] = names
+        if opts.keep_unused:
+            kw["keep_unused"] = True
+        if opts.inline:
+            kw["inline"] = True
+        if opts.compiler_options:
+            kw["compiler_options"] = dict(opts.compiler_options)
+        if shardings and opts.in_shardings is not None:
+            kw["in_shardings"] = self._in_shardings(opts.in_shardings)
+        if shardings and opts.out_shardings is not None:
+            kw["out_shardings"] = opts.out_shardings
+        return kw
+
+    def _in_shardings(self, given: Any) -> Any:
+        """The user's in_shardings (one per traced positional argument, or one for all) laid
+        over this program's positional arguments, where a static one is None."""
+        if not isinstance(given, tuple | list):
+            return given
+        rest = iter(given)
+        return tuple(None if i in self.static_argnums else next(rest, None)
+                     for i in range(len(self.args)))
 
     def device_inputs(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The traced part on the device: arrays transferred, ShapeDtypeStructs given random
@@ -207,11 +303,33 @@ class Program:
                                       (held_a, held_k), is_leaf=_none)
         return tuple(full_a), dict(full_k)
 
-    def lower_and_compile(self) -> tuple[lowering.Lowered, tuple[Any, ...], dict[str, Any]]:
-        """(the lowered and compiled program, its positional and keyword arguments)."""
+    def lower_and_compile(self) -> tuple[lowering.Lowered, tuple[Any, ...], dict[str, Any],
+                                         dict[str, Any]]:
+        """(the lowered and compiled program, its positional and keyword arguments, and what
+        of the user's jit was kept: :meth:`as_written`). Shardings of the user's jit that do not
+        fit the arguments as given here are dropped (and named so) rather than failing."""
         args, kwargs = self.device_inputs()
-        low = lowering.lower_and_compile_jitted(self.jitted(), args, kwargs)
-        return low, args, kwargs
+        dropped: tuple[str, ...] = ()
+        try:
+            low = lowering.lower_and_compile_jitted(self.jitted(), args, kwargs)
+        except Exception:
+            sharded = tuple(x for x in self.options.given if x.endswith("_shardings"))
+            if not sharded:
+                raise
+            low = lowering.lower_and_compile_jitted(self.jitted(shardings=False), args, kwargs)
+            dropped = sharded
+        return low, args, kwargs, self.as_written(dropped)
+
+    def as_written(self, dropped: Sequence[str] = ()) -> dict[str, Any]:
+        """The jit options of the user's function kept when compiling it here, and those not
+        (jax's names; ``dropped`` adds some to those not kept)."""
+        kept = [x for x in self.options.given if x not in dropped]
+        if any(n in self.donated for n in self.parameter_names) or \
+                any(k in self.donated for k in self.kwargs):
+            kept.insert(0, "donation")
+        if self.static_argnums or self.static_argnames:
+            kept.append("static_arguments")
+        return {"kept": kept, "not_kept": [*self.options.not_kept, *dropped]}
 
     def arguments_json(self, out_info: Any = None) -> dict[str, Any]:
         return argument_tree(self, out_info)
@@ -270,7 +388,7 @@ def make_program(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], *, nam
     donated = (_own_donated(fn, _parameter_names(fn, len(args))) if is_jitted(fn)
                else frozenset())
     return Program(fn, tuple(args), dict(kwargs), frozenset(nums), frozenset(names), name,
-                   zlib.crc32(name.encode("utf-8")), donated)
+                   zlib.crc32(name.encode("utf-8")), donated, jit_options(fn))
 
 
 def _check_tree(value: Any, what: str) -> None:

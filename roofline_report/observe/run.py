@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import jax
 
-from roofline_report import __version__
+from roofline_report import __version__, interrupts
 from roofline_report.analysis.seed_model import (
     DEFAULT_INTERCONNECT,
     SEED_BANDWIDTH,
@@ -24,6 +23,7 @@ from roofline_report.analysis.seed_model import (
 from roofline_report.errors import InputError, reason, scrub_paths
 from roofline_report.hlo import count_stablehlo, inspect_compiled, strip_metadata
 from roofline_report.hlo.ir import Module, parse_module
+from roofline_report.observe import donation
 from roofline_report.observe import lower as lowering
 from roofline_report.observe import timer as timing
 from roofline_report.observe.program import Program
@@ -109,12 +109,25 @@ class Skips:
 def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]:
     """Measure everything the options ask for and return the results document."""
     say = progress or (lambda _msg: None)
-    skips = Skips()
     # The sharded analysis runs in a child process (it needs its own device count). In quick
     # mode it starts after the ceilings (a child busy beside them would hold the cores they
     # are measured on) and runs alongside the rest, at the cost of noisier timings (the report
     # says so); otherwise it runs last, on an otherwise idle machine.
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1) if options.sharding else None
+    try:
+        return _run(options, say, pool)
+    except BaseException:
+        if pool is not None:  # interrupted: the sharded measurement stops too
+            from roofline_report.observe import sharding
+
+            pool.shutdown(wait=False, cancel_futures=True)
+            sharding.stop_children()
+        raise
+
+
+def _run(options: RunOptions, say: Progress,
+         pool: concurrent.futures.ThreadPoolExecutor | None) -> dict[str, Any]:
+    skips = Skips()
     pending_sharding = None
     say("environment")
     env = lowering.environment()
@@ -158,6 +171,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
         results["sweeps"] = []
 
     ceilings_json = results["ceilings"] if results["ceilings"].get("available") else None
+    interrupts.safe_point("lab")
     if options.experiments:
         say("lab notebook: experiments")
         results["lab"] = _lab(options.quick, ceilings_json, say, skips)
@@ -176,6 +190,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> dict[str, Any]
     if pool is not None:
         pool.shutdown(wait=True)
     results["skipped"] = skips.items
+    interrupts.safe_point("measured")
     # What is written must be what the loader accepts: a mismatch is a bug here, not bad input.
     try:
         results_mod.validate(results, source="the measured results")
@@ -213,6 +228,7 @@ def _ceilings(options: RunOptions, env: Mapping[str, Any], at: str, say: Progres
     # The roofs a report uses are chosen at render time from all the entries.
     data.pop("peak_compute", None)
     data.pop("peak_bandwidth", None)
+    interrupts.safe_point("ceilings")  # an interrupted measurement is not cached
     saved = cache.save(key, data, at)
     for note in saved:
         say(f"note: {note}")
@@ -295,12 +311,14 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
         "user": w.user,
     }
     label = f"workload {w.title}"
+    interrupts.safe_point("lowering")
     record["analytic"] = _analytic(w, label, skips)
     kwargs: dict[str, Any] = {}
     host_kwargs: dict[str, Any] = {}
+    as_written: dict[str, Any] = {"kept": [], "not_kept": []}
     try:
         if w.program is not None:
-            low, args, kwargs, host, host_kwargs = _program_inputs(w.program, record)
+            low, args, kwargs, host, host_kwargs, as_written = _program_inputs(w.program, record)
         else:
             args, host = w.inputs()
             record["args"] = [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in args]
@@ -315,19 +333,22 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     program = parse_module(optimized_hlo)  # parsed once: the inspection and the inventory
     module, ops = _inspect_lowering(w, low, optimized_hlo, record, label, skips,
                                     keep_text=keep_text)
-    ran = _run_and_check(w, low, (args, kwargs), (host, host_kwargs), ops, record, label,
-                         skips)
+    # The compiled program called as written: no call is given a buffer already donated.
+    calls = donation.calls_of(low.compiled, args, kwargs)
+    if w.user:
+        record["as_written"] = {**as_written, "donated_leaves": calls.donated_leaves,
+                                "donated_bytes": calls.donated_bytes}
+    ran = _run_and_check(w, calls, (host, host_kwargs), ops, record, label, skips)
     _xla_analyses(low, record, label, skips)
     _compiled_facts(program, module, record, label, skips)
-    # The compiled program with its keyword arguments bound: timed, and traced per kernel.
-    call = functools.partial(low.compiled, **kwargs) if kwargs else low.compiled
+    interrupts.safe_point("measuring")
     if ran:
-        record["timing"] = _timing_record(call, args, quick=quick, sampling=sampling,
+        record["timing"] = _timing_record(calls, quick=quick, sampling=sampling,
                                           label=label, skips=skips)
     else:
         record["timing"] = {"available": False, "reason": "the workload did not run"}
     if kernels:
-        _measure_kernels(record, w, call, (args, kwargs), program, ran=ran, skips=skips,
+        _measure_kernels(record, w, calls, (args, kwargs), program, ran=ran, skips=skips,
                          quick=quick, trace=trace, compiled=low.compiled)
     return record
 
@@ -373,16 +394,14 @@ def _inspect_lowering(w: Workload, low: lowering.Lowered, optimized_hlo: str,
     return module, ops
 
 
-def _run_and_check(w: Workload, low: lowering.Lowered,
-                   inputs: tuple[tuple[Any, ...], dict[str, Any]],
+def _run_and_check(w: Workload, calls: donation.Calls,
                    host_inputs: tuple[tuple[Any, ...], dict[str, Any]], ops: Mapping[str, int],
                    record: dict[str, Any], label: str, skips: Skips) -> bool:
     """Run the compiled program once and check its result against the NumPy reference (when
     one is declared); returns whether it ran."""
-    args, kwargs = inputs
     host, host_kwargs = host_inputs
     try:
-        out = low.compiled(*args, **kwargs)
+        out = calls.call(*calls.inputs())
     except Exception as exc:
         record["check"] = skips.add(f"{label}: run", _why(exc))
         return False
@@ -435,18 +454,23 @@ def _compiled_facts(program: Module, module: Any, record: dict[str, Any], label:
         record["hlo_count"] = skips.add(f"{label}: HLO count", _why(exc))
 
 
-def _timing_record(call: Callable[..., Any], args: Any, *, quick: bool,
+def _timing_record(calls: donation.Calls, *, quick: bool,
                    sampling: tuple[int, float] | None, label: str, skips: Skips
                    ) -> dict[str, Any]:
     """The timing record of the compiled program (the sampling ``quick`` sets, unless
-    ``sampling`` gives it), or why it could not be timed."""
+    ``sampling`` gives it), or why it could not be timed. A program that donates inputs is
+    given fresh copies of them in every call, made before each sample."""
     try:
         samples, min_sample = sampling if sampling is not None else (None, None)
         warm = timing.QUICK_PROGRAM_WARMUP_SECONDS if quick and sampling is None \
             else timing.PROGRAM_WARMUP_SECONDS
-        timing_json = timing.time_jitted(call, args, quick=quick, samples=samples,
-                                         min_sample_seconds=min_sample,
-                                         warmup_seconds=warm).to_json()
+        call, args = calls.plain()
+        pool, most, method = donation.timed_calls(calls) if calls.donates \
+            else (None, timing.DEFAULT_MAX_INNER, "")
+        timing_json = timing.time_jitted(
+            call, args, quick=quick, samples=samples,
+            min_sample_seconds=min_sample, warmup_seconds=warm, pool=pool,
+            max_inner=min(timing.DEFAULT_MAX_INNER, most), pool_method=method).to_json()
         timing_json["available"] = True
         return timing_json
     except Exception as exc:
@@ -455,13 +479,14 @@ def _timing_record(call: Callable[..., Any], args: Any, *, quick: bool,
 
 def _program_inputs(p: Program, record: dict[str, Any]
                     ) -> tuple[lowering.Lowered, tuple[Any, ...], dict[str, Any],
-                               tuple[Any, ...], dict[str, Any]]:
+                               tuple[Any, ...], dict[str, Any], dict[str, Any]]:
     """Lower and compile a user's program through its pytrees; record its argument tree.
-    Returns (lowered, arguments, keyword arguments, and both as NumPy for a reference)."""
-    low, args, kwargs = p.lower_and_compile()
+    Returns (lowered, arguments, keyword arguments, both as NumPy for a reference, and the
+    options of the user's jit kept and not kept)."""
+    low, args, kwargs, as_written = p.lower_and_compile()
     record["arguments"] = p.arguments_json(low.lowered.out_info)
     host, host_kwargs = p.host_inputs(args, kwargs)
-    return low, args, kwargs, host, host_kwargs
+    return low, args, kwargs, host, host_kwargs, as_written
 
 
 def _arrays_tree(args: tuple[Any, ...], low: lowering.Lowered) -> dict[str, Any]:
@@ -471,7 +496,7 @@ def _arrays_tree(args: tuple[Any, ...], low: lowering.Lowered) -> dict[str, Any]
     return arrays_tree(args, [f"args[{i}]" for i in range(len(args))], low.lowered.out_info)
 
 
-def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., Any],
+def _measure_kernels(record: dict[str, Any], w: Workload, calls: donation.Calls,
                      inputs: tuple[Any, Mapping[str, Any]], program: Module, *, ran: bool,
                      skips: Skips, quick: bool, trace: bool = True,
                      compiled: Any = None) -> None:
@@ -482,7 +507,7 @@ def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., An
     from roofline_report.hlo.kernels import kernel_inventory
     from roofline_report.observe.stack_frames import stack_frame_table
 
-    args, kwargs = inputs  # ``call`` has the keyword arguments bound already
+    args, kwargs = inputs
     label = f"workload {w.title}"
     inventory: dict[str, Any] | None = None
     try:
@@ -497,7 +522,7 @@ def _measure_kernels(record: dict[str, Any], w: Workload, call: Callable[..., An
         record["kernel_timing"] = {"available": False, "reason": "the workload did not run"}
     elif inventory is not None:
         try:
-            record["kernel_timing"] = _trace(call, args, inventory, record.get("timing"),
+            record["kernel_timing"] = _trace(calls, inventory, record.get("timing"),
                                              quick=quick)
         except Exception as exc:
             record["kernel_timing"] = {"available": False, "reason": _why(exc)}
@@ -514,7 +539,7 @@ RETRACE_FACTOR = 1.5
 RETRACES = 2
 
 
-def _trace(call: Callable[..., Any], args: Any, inventory: Mapping[str, Any],
+def _trace(calls: donation.Calls, inventory: Mapping[str, Any],
            timed: Mapping[str, Any] | None, *, quick: bool) -> dict[str, Any]:
     """Per-kernel times from a profiler trace of a few calls; traced again when its calls ran
     :data:`RETRACE_FACTOR` times slower than the program's timed median, with a note."""
@@ -523,13 +548,15 @@ def _trace(call: Callable[..., Any], args: Any, inventory: Mapping[str, Any],
     median = ((timed or {}).get("per_call") or {}).get("median") \
         if (timed or {}).get("available") else None
     names = [k["name"] for k in inventory["kernels"]]
-    calls = KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS
+    count = KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS
     cores = kernel_timing.cores()
     wants = kernel_timing.wants(inventory["kernels"], cores)
     traces = []
     for _ in range(1 + RETRACES):
-        t = kernel_timing.trace_kernels(call, args, module=inventory["module"], kernels=names,
-                                        calls=calls, cores=cores, wants=wants)
+        t = kernel_timing.trace_kernels(*calls.plain(), module=inventory["module"],
+                                        kernels=names, calls=count, cores=cores, wants=wants,
+                                        pool=donation.timed_calls(calls)[0] if calls.donates
+                                        else None)
         traces.append(t)
         if not t.get("available") or not median or t["program_s"] <= RETRACE_FACTOR * median:
             break

@@ -155,6 +155,18 @@ def _last_json(stdout: str) -> dict[str, Any] | None:
     return None
 
 
+#: The sharded measurements running now, so that an interrupted build stops them too.
+_running: set[subprocess.Popen[str]] = set()
+
+
+def stop_children() -> None:
+    """Kill the sharded measurements still running (the build was interrupted: their thread
+    then returns at once rather than holding the process until they finish)."""
+    for proc in list(_running):
+        with contextlib.suppress(OSError):
+            proc.kill()
+
+
 def run_sharded_analysis(
     *,
     devices: int = 8,
@@ -227,29 +239,30 @@ def run_sharded_analysis(
     if not builtin:
         command.append("--no-builtin")
     env = _child_env(devices)
+    env.pop("ROOFLINE_REPORT_SIGINT_AT", None)  # a test's interrupt is meant for the build
     cwd = env["PYTHONPATH"].split(os.pathsep)[0]
     if config_path is not None:
         command += ["--config", str(Path(config_path).resolve())]
         with contextlib.suppress(OSError):  # a removed current directory: keep the package's
             cwd = str(Path.cwd())
     try:
-        proc = subprocess.run(
-            command,
-            env=env,
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return unavailable(f"the sharded measurement timed out after {timeout:g} s")
+        proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
     except OSError as exc:
         return unavailable(f"could not start the sharded measurement: {one_line(exc)}")
-    doc = _last_json(proc.stdout)
+    _running.add(proc)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return unavailable(f"the sharded measurement timed out after {timeout:g} s")
+    finally:
+        _running.discard(proc)
+    doc = _last_json(stdout)
     if doc is not None:
         return doc
-    last = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
+    last = next((ln for ln in reversed(stderr.splitlines()) if ln.strip()), "")
     return unavailable(
         f"the sharded measurement exited with code {proc.returncode} and printed no result"
         + (f": {clip(scrub_paths(last.strip()))}" if last else "")

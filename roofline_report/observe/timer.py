@@ -75,6 +75,7 @@ def measure(
     budget_seconds: float | None = None,
     method: str = "enqueued calls, one block per sample",
     warmup_seconds: float = 0.0,
+    prepare: Callable[[int], object] | None = None,
 ) -> Timing:
     """Time ``run`` and return per-call statistics.
 
@@ -84,7 +85,8 @@ def measure(
     untimed ``run(n)`` until ``warmup_seconds`` have passed since the calibration began; then
     ``samples`` timed ``run(n)``, each divided by n. With ``budget_seconds``, sampling stops
     once that much time has been spent on samples (but after at least MIN_BUDGET_SAMPLES).
-    A sample shorter than one timer tick is recorded as one tick.
+    A sample shorter than one timer tick is recorded as one tick. ``prepare(n)``, when given, is
+    called before every ``run(n)``, outside the timed region (fresh donated inputs for n calls).
 
     Raises InputError for invalid settings; exceptions from ``run`` propagate.
     """
@@ -100,12 +102,18 @@ def measure(
     resolution = timer_resolution(timer)
     target = max(min_sample_seconds, RESOLUTION_MULTIPLE * resolution)
 
+    def ready(n: int) -> None:
+        if prepare is not None:
+            prepare(n)
+
     for _ in range(warmup):
+        ready(1)
         run(1)
 
     inner = 1
     calibration_started = timer()
     while True:
+        ready(inner)
         start = timer()
         run(inner)
         elapsed = timer() - start
@@ -113,11 +121,13 @@ def measure(
             break
         inner = min(2 * inner, max_inner)
     while timer() - calibration_started < warmup_seconds:
+        ready(inner)
         run(inner)
 
     per_call: list[float] = []
     sampling_started = timer()
     for _ in range(samples):
+        ready(inner)
         start = timer()
         run(inner)
         elapsed = timer() - start
@@ -142,6 +152,9 @@ def time_jitted(
     budget_seconds: float | None = None,
     keep_outputs: bool = False,
     warmup_seconds: float = 0.0,
+    pool: tuple[Callable[[int], object], Callable[[], Any]] | None = None,
+    max_inner: int = DEFAULT_MAX_INNER,
+    pool_method: str = "jax: n enqueued calls, each on its own donated inputs",
 ) -> Timing:
     """Time a compiled jax executable (``jax.stages.Compiled``) called with ``args``.
 
@@ -152,11 +165,20 @@ def time_jitted(
     pages, about 20% slower for a 1024^2 matmul on the 2-core CPU. Defaults: QUICK_* constants
     when ``quick``, DEFAULT_* otherwise; ``budget_seconds`` as in :func:`measure`. Exceptions
     from the executable propagate.
+
+    ``pool``: (prepare, call) for a program that donates inputs
+    (:func:`roofline_report.observe.donation.pool`): ``prepare(n)`` makes n calls' fresh
+    inputs ready before each sample, outside the timed region, and each ``call()`` consumes one
+    of them, so ``compiled`` and ``args`` are not used; ``max_inner`` then caps the calls per
+    sample to the copies that fit, and ``pool_method`` says how the calls got their inputs.
     """
     n_samples = samples if samples is not None else (QUICK_SAMPLES if quick else DEFAULT_SAMPLES)
     min_seconds = min_sample_seconds
     if min_seconds is None:
         min_seconds = QUICK_MIN_SAMPLE_SECONDS if quick else DEFAULT_MIN_SAMPLE_SECONDS
+    if pool is not None:
+        return _time_pool(pool, n_samples, min_seconds, timer, budget_seconds, warmup_seconds,
+                          max_inner, pool_method)
     block(compiled(*args))  # a first call before the harness's own warm-up
 
     def run(n: int) -> None:
@@ -178,6 +200,32 @@ def time_jitted(
         method="jax: n enqueued calls, block_until_ready "
         + ("on all outputs" if keep_outputs else "on the last")
         + " once per sample",
+    )
+
+
+def _time_pool(pool: tuple[Callable[[int], object], Callable[[], Any]], samples: int,
+               min_seconds: float, timer: Timer, budget_seconds: float | None,
+               warmup_seconds: float, max_inner: int, method: str) -> Timing:
+    prepare, call = pool
+    prepare(1)
+    block(call())  # a first call before the harness's own warm-up
+
+    def run(n: int) -> None:
+        out = None
+        for _ in range(n):
+            out = call()
+        block(out)
+
+    return measure(
+        run,
+        samples=samples,
+        min_sample_seconds=min_seconds,
+        max_inner=max_inner,
+        timer=timer,
+        budget_seconds=budget_seconds,
+        warmup_seconds=warmup_seconds,
+        prepare=prepare,
+        method=method,
     )
 
 

@@ -57,10 +57,13 @@ class TraceUnavailable(RuntimeError):
     """The profiler did not run, or wrote no trace."""
 
 
-def capture(call: Callable[[], Any], calls: int, *, warmup: int = 1
+def capture(call: Callable[[], Any], calls: int, *, warmup: int = 1,
+            prepare: Callable[[int], object] | None = None
             ) -> tuple[Any, list[float], list[float]]:
     """``warmup`` calls of ``call``, ``calls`` calls timed untraced, then ``calls`` traced:
-    the trace as a ``jax.profiler.ProfileData`` and both lists of call times (seconds). Raises
+    the trace as a ``jax.profiler.ProfileData`` and both lists of call times (seconds).
+    ``prepare(n)``, when given, runs before each of the three runs of n calls, before the
+    profiler starts (fresh donated inputs: :func:`roofline_report.observe.donation.pool`). Raises
     :class:`TraceUnavailable` when the profiler does not run (another already running, or none
     in this build) or writes no trace."""
     import jax
@@ -68,14 +71,21 @@ def capture(call: Callable[[], Any], calls: int, *, warmup: int = 1
 
     from roofline_report.errors import reason
 
+    def ready(n: int) -> None:
+        if prepare is not None:
+            prepare(n)
+
+    ready(warmup)
     for _ in range(warmup):
         timing.block(call())
+    ready(calls)
     untraced: list[float] = []
     for _ in range(calls):
         t0 = time.perf_counter()
         timing.block(call())
         untraced.append(time.perf_counter() - t0)
     traced: list[float] = []
+    ready(calls)
     with tempfile.TemporaryDirectory(prefix="roofline-trace-") as tmp:
         try:
             with jax.profiler.trace(tmp, profiler_options=profile_options()):
@@ -100,6 +110,7 @@ def trace_kernels(
     calls: int = 5,
     wants: Mapping[str, int] | None = None,
     cores: int | None = None,
+    pool: tuple[Callable[[int], object], Callable[[], Any]] | None = None,
 ) -> dict[str, Any]:
     """Trace ``calls`` calls of ``compiled(*args)`` and time each kernel (:func:`kernel_times`).
 
@@ -107,10 +118,15 @@ def trace_kernels(
     sets of call times (``untraced_s``, ``traced_s``), whose ratio is the trace's overhead.
     ``wants`` and ``cores`` weight the shares of kernels that ran side by side
     (:func:`kernel_times`). Never raises for a trace problem: a profiler that cannot start or a
-    trace without kernel events gives ``{"available": false, ...}``.
+    trace without kernel events gives ``{"available": false, ...}``. ``pool``: (prepare, call)
+    for a program that donates inputs, as :func:`roofline_report.observe.timer.time_jitted`
+    takes it (``compiled`` and ``args`` are then not used).
     """
     try:
-        profile, untraced, traced = capture(lambda: compiled(*args), calls)
+        if pool is not None:
+            profile, untraced, traced = capture(pool[1], calls, prepare=pool[0])
+        else:
+            profile, untraced, traced = capture(lambda: compiled(*args), calls)
     except TraceUnavailable as exc:
         return {"available": False, "reason": str(exc)}
     record = kernel_times(profile, module=module, kernels=kernels, calls=calls,

@@ -111,7 +111,9 @@ def _program(vm: VM, w: Mapping[str, Any]) -> Section:
     if t:
         body.append(p("Time per call ", t["q1"], ", the first quartile of ",
                       plural(t["samples"], "sample", "samples"), " (median ", t["median"],
-                      ", IQR ", t["iqr"], f"; {t['method']})."))
+                      ", IQR ", t["iqr"], f"; {t['method']})."
+                      + (f" The program was {w['timed_without']}: this is not its time as "
+                         "written." if w["timed_without"] else "")))
     else:
         body.append(p("Not timed: ", w["timing_reason"], "."))
     pr = w["prediction"]
@@ -150,7 +152,9 @@ def summary(vm: VM) -> Section | None:
             savers += [Break()] if i else []
             savers += [Link(k["name"], "#" + k["anchor"]), ": ", k["saving"]]
         rows.append((anchored(c(Link(r["title"], "#" + r["target"])), r["anchor"] + "-summary"),
-                     num(r["measured"]), num(r["predicted"]), num(r["miss"]), num(r["achieved"]),
+                     num(r["measured"], *(f" ({r['timed_without']})",)
+                         if r["timed_without"] else ()),
+                     num(r["predicted"]), num(r["miss"]), num(r["achieved"]),
                      num(r["of_roof"]), c(r["binding"]),
                      Cell(tuple(savers) or ("none",))))
     warning = vm.get("roof_warning", ())

@@ -422,6 +422,26 @@ def _roof_list(s: RoofSet) -> str:
 
 SAVERS = 3  # kernels named per program in the summary
 
+#: How each option of a user's jit that a program was timed without is named on the page.
+_JIT_OPTION_WORDS = {
+    "jit_options": "its jit's options (this jax does not expose them)",
+    "in_layouts": "its jit's in_layouts", "out_layouts": "its jit's out_layouts",
+    "device": "its jit's device=", "backend": "its jit's backend=",
+    "in_shardings": "its jit's in_shardings", "out_shardings": "its jit's out_shardings",
+}
+
+
+def timed_without(p: Program) -> str:
+    """'timed without its jit's in_shardings and out_shardings', or '' when the program was
+    timed as written."""
+    if not p.timed_without:
+        return ""
+    names = [_JIT_OPTION_WORDS.get(x, f"its jit's {x}") for x in p.timed_without]
+    if len(names) > 1 and all(x.startswith("its jit's ") for x in names):
+        names = [names[0], *(x.removeprefix("its jit's ") for x in names[1:])]
+    joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"timed without {joined}"
+
 
 def summary(an: Analysis) -> dict[str, Any]:
     """The first table of a report about programs: per program its measured and predicted
@@ -446,6 +466,7 @@ def summary(an: Analysis) -> dict[str, Any]:
             "achieved": n(p.achieved, "FLOP/s", M) if p.achieved is not None else Num("—"),
             "of_roof": percent(p.share_of_roof, P), "binding": cells["binding"],
             "miss": miss_text(p.miss), "savers": savers,
+            "timed_without": timed_without(p),
         })
     return {"rows": rows, "roofs": roofs_words(an.roofs.kernels)}
 
@@ -524,7 +545,7 @@ def _argument_view(node: Mapping[str, Any]) -> dict[str, Any]:
     count_ = int(node.get("leaf_count", 0))
     role = "static" if node.get("static") else "keyword" if node.get("keyword") else ""
     if node.get("donated"):
-        role = ", ".join(x for x in (role, "donated by your jit, measured without donation")
+        role = ", ".join(x for x in (role, "donated by your jit, and by every timed call")
                          if x)
     return {
         "name": str(node["name"]), "role": role,
@@ -631,6 +652,7 @@ def program_view(p: Program) -> dict[str, Any]:
         "check_leaf": str(check.get("leaf") or ""),
         "check_leaves": str(check.get("leaves") or ""),
         "timing": timing_rows(p), "timing_reason": p.timing_reason or "not measured",
+        "timed_without": timed_without(p),
         "prediction": None if p.prediction is None or p.miss is None else {
             "predicted": cells["predicted"], "miss": miss_text(p.miss),
             "binding": cells["binding"], "bytes_source": p.prediction.bytes_source,

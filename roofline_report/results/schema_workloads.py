@@ -114,7 +114,19 @@ class ArgumentNode(Record):
     held_leaves: Count = 0  # leaves held as Python values (functions, numbers), not traced
     omitted: Count = 0  # leaves counted but not listed (very large trees)
     value: str = ""  # a static argument's value, shortened
-    donated: bool = False  # donated by the user's jit; measured without donation
+    donated: bool = False  # donated by the user's jit (and by every timed call)
+
+
+class AsWritten(Record):
+    """How a user's program was compiled and timed against how it was written: the options of
+    its own jit kept (jax's names, ``donation`` and ``static_arguments`` for those) and those
+    that could not be (the page says it was timed without them), and the donated inputs given
+    afresh to every call."""
+
+    kept: list[str] = []
+    not_kept: list[str] = []
+    donated_leaves: Count = 0
+    donated_bytes: Count = 0
 
 
 class ArgumentTree(Record):
@@ -145,6 +157,7 @@ class Workload(Record):
     hlo_count: maybe(HloCount) | None = None  # type: ignore[valid-type]
     timing: maybe(Timing) | None = None  # type: ignore[valid-type]
     arguments: ArgumentTree | None = None  # a user's program: arguments and result as trees
+    as_written: AsWritten | None = None  # a user's program: its jit's options kept or not
     kernels: maybe(KernelInventory) | None = None  # type: ignore[valid-type]
     kernel_timing: maybe(KernelTiming) | None = None  # type: ignore[valid-type]
     jax_roofline: maybe(JaxRoofline) | None = None  # type: ignore[valid-type]
