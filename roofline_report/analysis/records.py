@@ -260,6 +260,22 @@ class KernelTable:
         set against it and kernels that ran side by side each count their shared time."""
         return sum(r.saving or 0.0 for r in self.rows)
 
+    @property
+    def uncounted(self) -> tuple[KernelRow, ...]:
+        """The kernels whose work is not counted (an opaque custom call, a library call whose
+        config cannot be read): their bytes are, their flops are not."""
+        return tuple(r for r in self.rows if r.uncosted)
+
+    @property
+    def counted_share(self) -> float | None:
+        """The share of the summed kernel time taken by kernels whose work is counted; None
+        where no kernel was timed."""
+        timed = [r for r in self.rows if r.seconds is not None]
+        total = sum(r.seconds or 0.0 for r in timed)
+        if total <= 0:
+            return None
+        return sum(r.seconds or 0.0 for r in timed if not r.uncosted) / total
+
     def share_after(self, shown: int) -> float:
         """The share of the summed kernel time taken by the kernels after the first ``shown``."""
         return sum(r.share or 0.0 for r in self.rows[shown:])
@@ -426,6 +442,11 @@ class Accuracy:
         return error_summary(self.kernel_errors)[0]
 
 
+# The roofs of a profile whose device no preset describes and whose ceilings were not given:
+# none. Kernels get achieved rates only, no prediction and no share of a roof.
+NO_ROOF = RoofSet("no roof", Kind.SPEC_SHEET, (), ())
+
+
 @dataclass(frozen=True, slots=True)
 class Roofs:
     """The roof sets of one render."""
@@ -440,12 +461,15 @@ class Roofs:
     @property
     def kernels(self) -> RoofSet:
         """The set kernels and programs are predicted on: the measured roofs; for a profile
-        read from a trace without them, the spec sheet of its chip where one is drawn; else
-        the assumed budgets."""
+        read from a trace without them, the spec sheet of its chip where one is drawn, else
+        no roof at all (the assumed budgets describe no device a trace ran on); else the
+        assumed budgets."""
         if self.measured is not None:
             return self.measured
-        if self.trace and self.spec_sheet is not None and self.spec_sheet.complete:
-            return self.spec_sheet
+        if self.trace:
+            if self.spec_sheet is not None and self.spec_sheet.complete:
+                return self.spec_sheet
+            return NO_ROOF
         return self.hypothetical
 
 

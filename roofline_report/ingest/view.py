@@ -52,20 +52,58 @@ def _roofs(an: Analysis) -> tuple[Inline, ...]:
         return (f"Roofs: the ceilings measured on {ceilings.get('device_kind', device)} "
                 f"(the ceilings record of {trace.get('ceilings_file') or 'the results given'}), "
                 f"the first choice; the trace ran on {device}.",)
-    if chosen.kind is Kind.SPEC_SHEET:
+    if chosen.kind is Kind.SPEC_SHEET and chosen.compute:
         preset = an.roofs.preset or {}
-        how = ("chosen by name" if preset.get("chosen") == "by name"
-               else f"matched to the device the trace names, {device}")
-        return (f"Roofs: the spec sheet of the {chosen.label} ({how}): published figures, not "
-                "measured. No ceilings measured on that machine were given (--ceilings FILE "
-                "takes the ceilings of a results.json measured there).",)
-    hyp = an.budgets.get("hypothetical", {})
-    return ("Roofs: the assumed budgets (", n(hyp.get("peak", {}).get("value"), "FLOP/s",
-                                               Kind.HYPOTHETICAL), " and ",
-            n(hyp.get("bandwidth", {}).get("value"), "B/s", Kind.HYPOTHETICAL),
-            f"): no ceilings measured on the machine that ran the trace were given (--ceilings "
-            f"FILE) and no chip preset matches the device the trace names, {device} "
-            "(--preset NAME draws one).")
+        chosen_by = str(preset.get("chosen", ""))
+        if chosen_by == "by name":
+            how: tuple[Inline, ...] = ("chosen by name",)
+        elif chosen_by.startswith("recognised"):
+            how = ("recognised from the trace's device plane: ", *_recognised(env))
+        else:
+            how = (f"matched to the device the trace names, {device}",)
+        return (f"Roofs: the spec sheet of the {chosen.label} (", *how, "): published figures, "
+                "not measured. No ceilings measured on the machine that ran the trace were "
+                "given (--ceilings FILE takes the ceilings of a results.json measured there).")
+    why = str(env.get("device_unrecognised") or "no chip preset matches it")
+    return (f"No roofs: the machine that ran the trace is {_described(env, device)}, and {why}; "
+            "no ceilings measured there were given. The kernels' achieved rates are shown "
+            "without a share of a roof or a prediction. To hold them to roofs, give "
+            "--preset NAME (a chip's spec sheet; --list-presets names them) or --ceilings FILE "
+            "(a results.json measured on that machine).",)
+
+
+def _described(env: Mapping[str, Any], device: str) -> str:
+    """The device in the words its plane gives: vendor, architecture, cores, memory, clock."""
+    parts = _recognised(env)
+    return f"{device} ({''.join(str(p) for p in parts)})" if parts else device
+
+
+def _recognised(env: Mapping[str, Any]) -> tuple[str, ...]:
+    """What the device plane says of the device, as the facts the chip was recognised by."""
+    from roofline_report.device_recognition import DeviceFacts, architecture
+
+    words: list[str] = []
+    if env.get("device_recognised_by") == "name":
+        return ("its name",)
+    vendor = env.get("device_vendor")
+    if vendor:
+        words.append(f"vendor {vendor}")
+    cap = env.get("compute_capability")
+    if cap:
+        major, _, minor = str(cap).partition(".")
+        facts = DeviceFacts(vendor=str(vendor) if vendor else None,
+                            compute_capability=(int(major), int(minor))
+                            if major.isdigit() and minor.isdigit() else None)
+        arch = architecture(facts)
+        words.append(f"compute capability {cap}" + (f" ({arch})" if arch else ""))
+    if env.get("core_count") is not None:
+        unit = "compute units" if str(vendor).casefold() == "amd" else "cores"
+        words.append(f"{env['core_count']} {unit}")
+    if env.get("device_memory_bytes") is not None:
+        words.append(f"{env['device_memory_bytes'] / (1 << 30):,.0f} GiB of device memory")
+    if env.get("clock_hz"):
+        words.append(f"a {env['clock_hz'] / 1e9:g} GHz clock")
+    return (", ".join(words),) if words else ()
 
 
 def _collective_names(w: Mapping[str, Any]) -> set[str]:
@@ -166,7 +204,21 @@ def _prediction(p: Program) -> tuple[Inline, ...] | None:
     return (f"{p.title}: the model of the compiled program (its kernels one after another, "
             "under the roofs above) predicts ", n(p.prediction.seconds, "s", Kind.PREDICTED),
             f" per {per}; the trace shows ", n(p.seconds, "s", M), " (",
-            miss_text(p.miss), ").")
+            miss_text(p.miss), ").", *_counted(p))
+
+
+def _counted(p: Program) -> tuple[Inline, ...]:
+    """The share of the kernel time whose work is counted, and the kernels whose is not."""
+    table = p.kernels
+    if table is None or table.counted_share is None:
+        return ()
+    share = (" The kernels whose work is counted take ", percent(table.counted_share, M),
+             " of the summed kernel time")
+    if not table.uncounted:
+        return (*share, ".")
+    names = ", ".join(r.name for r in table.uncounted)
+    return (*share, "; work not counted for ", plural(len(table.uncounted), "kernel", "kernels"),
+            f" ({names}), so the prediction leaves their work out.")
 
 
 def trace_view(an: Analysis) -> dict[str, Any] | None:
