@@ -95,13 +95,22 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
         "source": _source_text(r),
         "launches": count(r.launches, M) if r.launches is not None else count(r.trips, A),
         "time": n(r.seconds, "s", M), "share": percent(r.share, M),
-        "flops": count(r.flops, A), "bytes": n(r.bytes, "B", A),
+        "flops": Num("not counted", A.value) if r.uncosted and not r.flops
+        else count(r.flops, A), "bytes": n(r.bytes, "B", A),
         "intensity": Num(format_intensity(r.intensity) if r.intensity else "0", A.value),
         "achieved": n(r.achieved, "FLOP/s", M) if r.achieved else Num("—"),
         "roof": cells["roof"], "of_roof": percent(r.share_of_roof, P),
         "binding": cells["binding"], "predicted": cells["predicted"],
-        "miss": miss_text(r.miss), "why": r.why,
+        "miss": miss_text(r.miss),
+        "why": "; ".join(x for x in (_uncounted_words(r), r.why) if x),
     }
+
+
+def _uncounted_words(r: KernelRow) -> str:
+    """'work not counted: ...' for a kernel whose flops are not counted, else ''."""
+    if not r.uncosted:
+        return ""
+    return "work not counted: " + "; ".join(r.uncosted)
 
 
 def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
