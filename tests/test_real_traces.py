@@ -1,0 +1,128 @@
+"""Profiles of JAX programs captured on real AMD Instinct GPUs (tests/fixtures/traces_real,
+from AMD-AGI/TraceLens, MIT): the chip recognised from the device plane, the library
+convolution counted, the kernel times checked against TraceLens's own report of the same trace
+(its CSV files beside the traces), the opaque custom calls said to be uncounted."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roofline_report.analysis.analyse import analyse
+from roofline_report.device_recognition import DeviceFacts, recognise
+from roofline_report.ingest.pipeline import read_profile
+from roofline_report.ingest.records import results_document
+from roofline_report.kinds import Kind
+from roofline_report.report import views
+
+REAL = Path(__file__).resolve().parent / "fixtures" / "traces_real"
+CSV = REAL / "tracelens_conv_csv"
+
+
+@pytest.fixture(scope="module")
+def documents() -> dict[str, dict[str, Any]]:
+    return {name: results_document(read_profile(REAL / name))
+            for name in ("mi300x_conv_08", "mi300x_conv_legacy", "mi355x_te_fused_attn")}
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    with (CSV / name).open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _kernel(data: dict[str, Any], name: str) -> dict[str, Any]:
+    (w,) = data["workloads"]
+    return next(k for k in w["kernels"]["kernels"] if k["name"] == name)
+
+
+@pytest.mark.parametrize(("name", "chip", "arch"), [
+    ("mi300x_conv_08", "AMD Instinct MI300X", "9.4"),
+    ("mi300x_conv_legacy", "AMD Instinct MI300X", "9.4"),
+    ("mi355x_te_fused_attn", "AMD Instinct MI355X", "9.5"),
+])
+def test_the_chip_is_recognised_from_the_device_plane(
+        documents: dict[str, dict[str, Any]], name: str, chip: str, arch: str) -> None:
+    data = documents[name]
+    env = data["environment"]
+    assert env["device_kind"] == chip and env["device_preset"] == chip
+    assert env["device_recognised_by"] == "stats" and env["compute_capability"] == arch
+    an = analyse(data)
+    roofs = an.roofs.kernels
+    assert roofs.kind is Kind.SPEC_SHEET and roofs.label == chip
+    md = views.render(data).markdown
+    assert f"Roofs: the spec sheet of the {chip} (recognised from the trace's device plane: " \
+        "vendor AMD" in md
+    assert "100 GFLOP/s" not in md and "20 GB/s" not in md  # never the seed's budgets
+
+
+def test_the_convolution_is_counted_from_its_window_and_dim_labels(
+        documents: dict[str, dict[str, Any]]) -> None:
+    conv = _kernel(documents["mi300x_conv_legacy"], "cudnn-conv.1.0")
+    # input bf16[1,16,32,60,104] (bf012), filter [5120,16,1,2,2] (oi012), output
+    # [1,5120,34,31,53], window size 1x2x2 stride 1x2x2 pad 1_1 each: 2 x 16 input features x
+    # 5120 output features x the taps that land on the input (32 x 60 x 104 of the
+    # 34 x 31x2 x 53x2 window positions: padding excluded, XLA's rule).
+    assert conv["flops"] == 2 * 16 * 5120 * 32 * 60 * 104 == 32_715_571_200
+    (row,) = [r for r in _rows("op_conv.csv") if r["name"] == "Im3d2Col"]
+    # TraceLens counts 2.288 GFLOP: 2 x output elements x the filter's spatial size only
+    # (its jax_conv model drops the input features, 16, and the filter's first spatial
+    # extent); with the input features and without the padding taps the counts agree.
+    tracelens = float(row["GFLOPS_first"]) * 1e9
+    assert tracelens == pytest.approx(2 * 5120 * 34 * 31 * 53 * 2 * 2)
+    assert conv["flops"] == pytest.approx(tracelens * 16 * (32 / 34) * (60 / 62) * (104 / 106))
+    # The bytes agree with TraceLens's: input, filter and output once each (bf16).
+    moved = conv["bytes_read"] + conv["bytes_written"]
+    assert moved == pytest.approx(float(row["Data Moved (MB)_first"]) * 2**20, rel=0.01)
+
+
+def test_kernel_times_match_tracelens(documents: dict[str, dict[str, Any]]) -> None:
+    """TraceLens's CSVs are of the legacy trace (its one GPU): the per-call kernel times agree
+    to within the first quartile's difference from the mean."""
+    data = documents["mi300x_conv_legacy"]
+    (w,) = data["workloads"]
+    times = {k["name"]: k for k in w["kernel_timing"]["kernels"]}
+    summary = {r["name"]: float(r["total_direct_kernel_time_sum"]) / float(r["Count"]) * 1e-6
+               for r in _rows("xla_summary.csv")}
+    assert times["input_transpose_fusion"]["busy_s"][0] == pytest.approx(
+        summary["input_transpose_fusion"], rel=0.02)  # 0.390 ms per call
+    conv = _rows("op_conv.csv")
+    im2col = next(float(r["Kernel Time (µs)_mean"]) for r in conv if r["name"] == "Im3d2Col")
+    gemm = next(float(r["Kernel Time (µs)_mean"]) for r in conv if r["name"] != "Im3d2Col")
+    assert im2col == pytest.approx(16.2, abs=0.1) and gemm == pytest.approx(291.75, abs=0.1)
+    # One HLO op, two device kernels (Im3d2Col + the GEMM): both belong to the op.
+    assert times["cudnn-conv.1.0"]["launches"] == [2.0]
+    assert times["cudnn-conv.1.0"]["busy_s"][0] == pytest.approx((im2col + gemm) * 1e-6,
+                                                                 rel=0.02)
+
+
+def test_opaque_custom_calls_are_said_to_be_uncounted(
+        documents: dict[str, dict[str, Any]]) -> None:
+    data = documents["mi355x_te_fused_attn"]
+    attention = [k for k in data["workloads"][0]["kernels"]["kernels"]
+                 if k["name"].startswith("te_fused_attn")]
+    assert len(attention) == 4
+    for k in attention:
+        assert k["flops"] == 0 and k["uncosted"] and "opaque custom call" in k["uncosted"][0]
+        assert k["bytes_read"] > 0
+    gemm = _kernel(data, "custom-call.1")  # __cublas$gemm (hipBLASLt on ROCm)
+    assert gemm["flops"] == 2 * 4096 * 2048 * 6144  # bf16[4096,2048] contracting 6,144
+    an = analyse(data)
+    (p,) = an.programs
+    assert p.kernels is not None and p.kernels.counted_share is not None
+    assert 0.3 < p.kernels.counted_share < 0.6  # the attention calls: about 55% of the time
+    md = views.render(data).markdown
+    assert "work not counted: te\\_fused\\_attn\\_forward\\_ffi: an opaque custom call" in md
+    assert "The kernels whose work is counted take" in md
+
+
+def test_an_unknown_device_gets_no_roof() -> None:
+    facts = DeviceFacts(vendor="AMD", cores=228, compute_capability=(9, 4),
+                        memory_bytes=128 << 30, clock_hz=2.1e9)  # an MI300A: no preset
+    found = recognise(facts)
+    assert found.preset is None and "no chip preset" in found.reason
+    mi355x = DeviceFacts(vendor="AMD", cores=256, compute_capability=(9, 5),
+                         memory_bytes=309_220_868_096, clock_hz=2.2e9)
+    assert recognise(mi355x).preset == "AMD Instinct MI350X"  # the clock tells them apart
