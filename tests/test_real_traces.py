@@ -116,6 +116,20 @@ def test_opaque_custom_calls_are_said_to_be_uncounted(
     md = views.render(data).markdown
     assert "work not counted: te\\_fused\\_attn\\_forward\\_ffi: an opaque custom call" in md
     assert "The kernels whose work is counted take" in md
+    # Work that could not be counted is one line of the report's list of what is missing,
+    # and the command exits 3.
+    (missing,) = [s for s in data["skipped"] if s["what"].startswith("work of 4 kernel(s)")]
+    assert "te_fused_attn_backward_ffi: an opaque custom call" in missing["reason"]
+
+
+def test_the_command_line_exits_3_where_work_is_not_counted(tmp_path: Path) -> None:
+    from roofline_report import cli
+    from roofline_report.errors import EXIT_PARTIAL
+
+    out = tmp_path / "report"
+    assert cli.main(["profile", str(REAL / "mi355x_te_fused_attn"), "--out", str(out)]) \
+        == EXIT_PARTIAL
+    assert (out / "report.html").is_file()
 
 
 def test_an_unknown_device_gets_no_roof() -> None:

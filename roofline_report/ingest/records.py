@@ -123,6 +123,12 @@ def _workload(p: HostProgram, reading: Reading, skipped: list[dict[str, str]]
                         "reason": str(kernel_timing["reason"])})
     if p.inventory is not None:
         kernels: dict[str, Any] = p.inventory
+        uncounted = [k for k in kernels["kernels"] if k.get("uncosted")]
+        if uncounted:
+            reasons = sorted({u for k in uncounted for u in k["uncosted"]})
+            skipped.append({"what": f"work of {len(uncounted)} kernel(s) of {title} "
+                                    f"({', '.join(k['name'] for k in uncounted)})",
+                            "reason": "; ".join(reasons)})
     else:
         kernels = {"available": False, "reason": str(p.hlo_reason)}
         skipped.append({"what": f"work of the kernels of {title}", "reason": str(p.hlo_reason)})

@@ -97,7 +97,8 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
         "time": n(r.seconds, "s", M), "share": percent(r.share, M),
         "flops": Num("not counted", A.value) if r.uncosted and not r.flops
         else count(r.flops, A), "bytes": n(r.bytes, "B", A),
-        "intensity": Num(format_intensity(r.intensity) if r.intensity else "0", A.value),
+        "intensity": Num("—") if r.uncosted and not r.flops
+        else Num(format_intensity(r.intensity) if r.intensity else "0", A.value),
         "achieved": n(r.achieved, "FLOP/s", M) if r.achieved else Num("—"),
         "roof": cells["roof"], "of_roof": percent(r.share_of_roof, P),
         "binding": cells["binding"], "predicted": cells["predicted"],
