@@ -219,7 +219,8 @@ def test_cli_writes_the_report(tmp_path: Path) -> None:
     assert cli.main(["profile", str(TRACES / "transformer"), "--out", str(out)]) == EXIT_OK
     md = (out / "report.md").read_text()
     for section in ("The profile", "Per-kernel roofline", "Where the time goes",
-                    "Measured on this machine", "Hosts and devices side by side"):
+                    "Measured on the machine that ran the trace",
+                    "Hosts and devices side by side"):
         assert section in md
     assert "jit\\_train\\_step" in md
     figures = list((out / "figures").glob("kernels_*.svg"))

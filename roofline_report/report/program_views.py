@@ -60,9 +60,12 @@ KERNEL_POINTS = 40  # kernels placed on a program's figure
 
 
 def roofs_words(roofs: RoofSet) -> str:
-    """'this machine's measured roofs' or 'the assumed budgets (hypothetical)'."""
+    """'this machine's measured roofs', 'the assumed budgets (hypothetical)', a chip's spec
+    sheet, or 'no roof' for a profile whose machine no preset describes."""
     if roofs.kind is Kind.MEASURED:
         return "this machine's measured roofs"
+    if not roofs.compute and not roofs.bandwidth:
+        return "no roof (the machine that ran the trace matches no preset)"
     return f"{roofs.label} ({roofs.kind.label})"
 
 
@@ -235,7 +238,12 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
     summary = (f"{plural(table.count, 'kernel', 'kernels')}, "
                f"{plural(table.launches, 'launch', 'launches')} per call; predicted on "
                f"{roofs_words(table.roofs)}.")
-    if table.roofs.kind is Kind.SPEC_SHEET:
+    if not table.roofs.compute and not table.roofs.bandwidth:
+        summary = (f"{plural(table.count, 'kernel', 'kernels')}, "
+                   f"{plural(table.launches, 'launch', 'launches')} per call; not predicted: no "
+                   "preset describes the machine that ran the trace and no ceilings measured "
+                   "there were given, so the kernels show their achieved rates only.")
+    elif table.roofs.kind is Kind.SPEC_SHEET:
         summary += (" No ceilings were measured on the machine that ran it, so the kernels are "
                     f"held to the spec sheet of the {table.roofs.label} (published figures, not "
                     "measured; a launch cost, where the preset has one, is assumed); their "
@@ -355,7 +363,9 @@ def placements(an: Analysis) -> list[dict[str, Any]]:
             "roofs": cells["roofs"], "predicted": cells["predicted"],
             "measured": n(p.seconds, "s", M), "miss": miss_text(p.miss),
             "why": p.why or ("" if p.prediction is not None else
-                             "no prediction: the program's work was not counted"),
+                             "no prediction: no roof" if not (an.roofs.kernels.compute
+                                                              or an.roofs.kernels.bandwidth)
+                             else "no prediction: the program's work was not counted"),
         })
     return rows
 
@@ -382,7 +392,7 @@ def programs_figure(an: Analysis) -> figs.FigureOut | None:
     roofs = an.roofs
     main = roofs.kernels
     sets = [main] + ([roofs.hypothetical] if roofs.measured is not None else [])
-    if roofs.spec_sheet is not None and roofs.spec_sheet.complete:
+    if roofs.spec_sheet is not None and roofs.spec_sheet.complete and roofs.spec_sheet != main:
         sets.append(roofs.spec_sheet)
     points: list[figs.PlotPoint] = []
     for p in an.programs:
@@ -403,8 +413,14 @@ def programs_figure(an: Analysis) -> figs.FigureOut | None:
         return None
     measured = roofs.measured is not None
     name = "measured_roofline" if measured else "programs_roofline"
-    title = ("Measured roofline of this machine, with every program placed" if measured
-             else "The programs on the assumed budgets")
+    if measured:
+        title = "Measured roofline of this machine, with every program placed"
+    elif main.kind is Kind.SPEC_SHEET and main.compute:
+        title = f"The programs on the spec sheet of the {main.label}"
+    elif main.kind is Kind.SPEC_SHEET:
+        title = "The programs' achieved rates (no roof: no preset describes their machine)"
+    else:
+        title = "The programs on the assumed budgets"
     placed = sum(1 for q in points if not q.predicted)
     desc = (f"{plural(placed, 'program is', 'programs are')} placed at their compiled-program "
             "intensity (the flops their kernels count over the bytes their kernels touch) and "
