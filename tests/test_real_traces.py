@@ -94,6 +94,9 @@ def test_kernel_times_match_tracelens(documents: dict[str, dict[str, Any]]) -> N
     assert im2col == pytest.approx(16.2, abs=0.1) and gemm == pytest.approx(291.75, abs=0.1)
     # One HLO op, two device kernels (Im3d2Col + the GEMM): both belong to the op.
     assert times["cudnn-conv.1.0"]["launches"] == [2.0]
+    im2col_name, gemm_name = w["trace"]["device_kernels"]["cudnn-conv.1.0"]
+    assert im2col_name == "Im3d2Col" and gemm_name.startswith("Cijk_Ailk_Bljk_BBS_BH")
+    assert "that ran as several device kernels on GPU:7" in views.render(data).markdown
     assert times["cudnn-conv.1.0"]["busy_s"][0] == pytest.approx((im2col + gemm) * 1e-6,
                                                                  rel=0.02)
 
@@ -140,3 +143,60 @@ def test_an_unknown_device_gets_no_roof() -> None:
     mi355x = DeviceFacts(vendor="AMD", cores=256, compute_capability=(9, 5),
                          memory_bytes=309_220_868_096, clock_hz=2.2e9)
     assert recognise(mi355x).preset == "AMD Instinct MI350X"  # the clock tells them apart
+
+
+def test_events_no_hlo_op_claims_are_listed(documents: dict[str, dict[str, Any]]) -> None:
+    """On GPU:0 of the 8-GPU trace the first call's Im3d2Col and input transpose carry no HLO
+    op (so 0.8 and 1.8 launches per call are timed): they and the runtime's copy kernels are
+    listed, the transpose with the kernel its name looks like."""
+    data = documents["mi300x_conv_08"]
+    (w,) = data["workloads"]
+    found = {u["name"]: u for u in w["trace"]["unclaimed"]}
+    assert found["Im3d2Col.kd"]["events"] == 1 and found["Im3d2Col.kd"]["like"] is None
+    assert found["input_transpose_fusion_1.kd"]["like"] == "input_transpose_fusion.1"
+    assert found["__amd_rocclr_copyBuffer.kd"]["events"] > 0
+    md = views.render(data).markdown
+    assert "Events no HLO op claims, on GPU:0" in md
+    assert "looks like input\\_transpose\\_fusion.1 by its name" in md
+
+
+def test_the_machine_that_ran_the_trace_is_never_this_machine(
+        documents: dict[str, dict[str, Any]]) -> None:
+    md = views.render(documents["mi300x_conv_legacy"]).markdown
+    assert "Measured on the machine that ran the trace" in md
+    assert "Ceilings of the machine that ran the trace" in md
+    assert "timed on the machine that ran the trace, read from its trace" in md
+    assert "this machine" not in md.replace("the machine that ran the trace", "")
+
+
+def test_a_mostly_idle_device_is_said_to_be_host_bound_first(
+        documents: dict[str, dict[str, Any]]) -> None:
+    an = analyse(documents["mi300x_conv_legacy"])
+    (p,) = an.programs
+    assert p.kernels is not None and p.kernels.trace is not None
+    assert p.kernels.trace.host_bound and p.kernels.trace.idle > 0.5
+    md = views.render(documents["mi300x_conv_legacy"]).markdown
+    assert md.index("**Host-bound**") < md.index("Roofs: the spec sheet")
+    (te,) = analyse(documents["mi355x_te_fused_attn"]).programs
+    assert te.kernels is not None and te.kernels.trace is not None
+    assert not te.kernels.trace.host_bound
+
+
+def test_two_profiles_compared_kernel_by_kernel(documents: dict[str, dict[str, Any]]) -> None:
+    import copy
+
+    from roofline_report.report.compare import render_comparison
+
+    legacy, newer = documents["mi300x_conv_legacy"], copy.deepcopy(documents["mi300x_conv_08"])
+    (w,) = newer["workloads"]  # a kernel only the first run holds: listed, not dropped
+    w["kernels"]["kernels"] = [k for k in w["kernels"]["kernels"]
+                               if k["name"] != "loop_transpose_fusion"]
+    w["kernel_timing"]["kernels"] = [k for k in w["kernel_timing"]["kernels"]
+                                     if k["name"] != "loop_transpose_fusion"]
+    _, md, _, doc = render_comparison([("legacy", legacy), ("08", newer)])
+    (kernels,) = doc["kernels"].values()
+    # cudnn-conv.1.0 (legacy) and cudnn-conv.1 (08) are one op renamed between compilations.
+    assert kernels["every run"]["cudnn-conv.1.0 / cudnn-conv.1"] == ["308 µs", "313 µs"]
+    assert kernels["every run"]["input_transpose_fusion"] == ["390 µs", "359 µs"]
+    assert kernels["some runs"] == {"loop_transpose_fusion": "1"}
+    assert "speed-up, run 2 vs 1" in md and "kernel in some runs only" in md

@@ -160,6 +160,12 @@ class Opportunity:
     kernels: int = 1
 
 
+# A device idle for more than this share of each call of a traced program waits for its host:
+# the program is host-bound (as TraceLens's and XProf's overviews call a step whose device
+# time is mostly idle).
+HOST_BOUND_IDLE = 0.5
+
+
 @dataclass(frozen=True, slots=True)
 class TraceSummary:
     """A program's profiler trace, medians over the traced calls (seconds per call)."""
@@ -182,6 +188,18 @@ class TraceSummary:
     @property
     def coverage(self) -> float:
         return min(1.0, self.busy_s / self.program_s) if self.program_s > 0 else 0.0
+
+    @property
+    def idle(self) -> float:
+        """The share of a call during which no kernel of the program ran on the device."""
+        return 1.0 - self.coverage
+
+    @property
+    def host_bound(self) -> bool:
+        """Whether a device trace shows the device idle for most of each call
+        (:data:`HOST_BOUND_IDLE`): the device waited for the host, so its kernels' roofs do
+        not bound the program's time."""
+        return self.source == "device" and self.program_s > 0 and self.idle > HOST_BOUND_IDLE
 
     @property
     def overlap(self) -> float:

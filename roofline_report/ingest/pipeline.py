@@ -28,6 +28,7 @@ from roofline_report.hlo.ir import parse_module
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.ingest import timeline
 from roofline_report.ingest.discover import HostFile, RunFiles, find_run
+from roofline_report.ingest.unclaimed import several_kernels, unclaimed
 from roofline_report.traces.events import kernel_times
 from roofline_report.traces.xspace import Line, TraceFormatError, XSpace, read_xspace
 
@@ -59,6 +60,8 @@ class LaneTiming:
     lane: timeline.Lane
     view: timeline.ProfileView
     timing: dict[str, Any]
+    unclaimed: list[Any] = field(default_factory=list)  # ingest.unclaimed.Unclaimed
+    several: dict[str, list[str]] = field(default_factory=dict)  # op -> its device kernels
 
 
 @dataclass
@@ -222,7 +225,10 @@ def read_profile(path: str | Path, *, run: str | None = None, module: str | None
             timing = kernel_times(view, module=chosen,
                                   kernels=list(trips) if trips is not None else None,
                                   calls=view.calls)
-            lanes.append(LaneTiming(lane, view, timing))
+            names = list(trips) if trips is not None else []
+            lanes.append(LaneTiming(lane, view, timing,
+                                    unclaimed(h.space, lane, chosen, names),
+                                    several_kernels(lane, chosen)))
         programs.append(HostProgram(h, program, why, inventory, compiled, lanes, host_notes))
     backend = backend_of(hosts)
     ceilings_record = _ceilings(ceilings, backend) if ceilings is not None else None

@@ -165,6 +165,8 @@ def _workload(p: HostProgram, reading: Reading, skipped: list[dict[str, str]]
             "devices": lanes,
             "hlo": p.inventory is not None,
             "notes": notes,
+            "unclaimed": [u.to_json() for u in chosen.unclaimed] if chosen is not None else [],
+            "device_kernels": dict(chosen.several) if chosen is not None else {},
         },
     }
 

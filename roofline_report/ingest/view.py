@@ -221,6 +221,34 @@ def _counted(p: Program) -> tuple[Inline, ...]:
             f" ({names}), so the prediction leaves their work out.")
 
 
+def _host_bound(p: Program) -> tuple[Inline, ...] | None:
+    """The statement that a program is host-bound: its device idle most of each call."""
+    t = p.kernels.trace if p.kernels is not None else None
+    if t is None or not t.host_bound:
+        return None
+    per = p.observation["trace"]["per"]
+    return (Strong("Host-bound"), f": on {p.observation['trace']['device']} a {per} of "
+            f"{p.title} took ", n(t.program_s, "s", M), " and some kernel of it ran during ",
+            n(t.busy_s, "s", M), "; the device was idle ", percent(t.idle, M),
+            f" of the {per} (no kernel of the program ran). That time went to the host's work "
+            "between the kernels (launches, Python, data) or to device events no HLO op "
+            "claims, not to the kernels: their roofs below do not bound the program's time.")
+
+
+def _unclaimed(p: Program) -> dict[str, Any] | None:
+    """The device events no HLO op claims while the program ran, on the device read."""
+    tr = p.observation["trace"]
+    items = tr.get("unclaimed") or []
+    if not items:
+        return None
+    rows = [{"name": str(u["name"]), "events": count(u["events"], M),
+             "time": n(u["seconds"], "s", M),
+             "like": f"looks like {u['like']} by its name (its event carries no HLO op)"
+             if u.get("like") else ""} for u in items]
+    return {"title": p.title, "device": str(tr["device"]), "host": str(tr["host"]),
+            "rows": rows}
+
+
 def trace_view(an: Analysis) -> dict[str, Any] | None:
     """The trace section's display values; None for a measured run."""
     trace = an.observations.get("trace")
@@ -256,6 +284,11 @@ def trace_view(an: Analysis) -> dict[str, Any] | None:
         "collectives": _collective_rows(programs),
         "ops": [o for o in (_ops(p) for p in programs) if o is not None],
         "predictions": [x for x in (_prediction(p) for p in programs) if x is not None],
+        "unclaimed": [u for u in (_unclaimed(p) for p in programs) if u is not None],
+        "host_bound": [x for x in (_host_bound(p) for p in programs) if x is not None],
+        "several": [{"title": p.title, "device": str(p.observation["trace"]["device"]),
+                     "ops": sorted(p.observation["trace"].get("device_kernels", {}).items())}
+                    for p in programs if p.observation["trace"].get("device_kernels")],
         "notes": notes,
     }
 
@@ -284,6 +317,7 @@ def trace_section(vm: Mapping[str, Any]) -> Section | None:
             "same counter as a measured run, and timed from the trace's events per "
             f"{t['per']} (each kernel's time the first quartile over the {t['per']}s), each "
             "kernel matched to its events by the HLO instruction it runs.")),
+        *(Note(text(*x)) for x in t.get("host_bound", [])),
         Paragraph(text(*t["roofs"])),
         Table(("host", "trace file", "size", "devices with kernels", "profiler"),
               tuple((_cell(h["name"]), _cell(Code(h["file"])), _num(h["bytes"]),
@@ -315,6 +349,22 @@ def trace_section(vm: Mapping[str, Any]) -> Section | None:
             caption=f"Collectives: bytes from the HLO, times from the events (per {t['per']})"))
     for p in t["predictions"]:
         body.append(Paragraph(p))
+    for s in t.get("several", []):
+        body.append(Table(("HLO op", "device kernels", "its kernels"), tuple(
+            (_cell(Code(op)), _num(count(len(kernels), M)), _cell(", ".join(kernels)))
+            for op, kernels in s["ops"]),
+            caption=f"HLO ops of {s['title']} that ran as several device kernels on "
+                    f"{s['device']} (each op's time in the kernel table is their sum)"))
+    for u in t.get("unclaimed", []):
+        body.append(Paragraph(text(
+            f"Device events no HLO op claims ran on {u['device']} of {u['host']} between the "
+            f"first and last kernel of {u['title']}: memory copies, runtime and library "
+            "kernels, or kernels whose events carry no HLO op. They are not in the per-kernel "
+            "table (no op, so no work or bytes to hold them to); their times summed over the "
+            "calls traced:")))
+        body.append(Table(("event", "events", "summed time", "note"), tuple(
+            (_cell(Code(r["name"])), _num(r["events"]), _num(r["time"]), _cell(r["like"]))
+            for r in u["rows"]), caption=f"Events no HLO op claims, on {u['device']}"))
     for o in t["ops"]:
         body.append(Note(text(Strong("The work cannot be counted"), f" for {o['title']}: ",
                               o["reason"], ". The per-op times the trace holds:")))

@@ -23,6 +23,15 @@ class LaneTiming(Record):
     timing: KernelTiming
 
 
+class UnclaimedEvents(Record):
+    """Device events of one name that no HLO op claims, while a traced program ran."""
+
+    name: str
+    events: Count
+    seconds: NonNeg
+    like: str | None = None
+
+
 class TracedProgram(Record):
     """Where a workload read from a profiler trace comes from (``roofline-report profile``):
     the host's trace file, the device whose events give the per-kernel times, whether times
@@ -39,6 +48,11 @@ class TracedProgram(Record):
     devices: list[LaneTiming]
     hlo: bool
     notes: list[str] = []
+    # Events of that device no HLO op claims, while the program ran (by name; ``like``: the
+    # program's kernel whose name it looks like, where one does).
+    unclaimed: list[UnclaimedEvents] = []
+    # The HLO ops that ran as several device kernels on that device, with their kernels.
+    device_kernels: dict[str, list[str]] = {}
 
 
 class TraceModule(Record):
