@@ -107,13 +107,34 @@ def test_fused_attention_from_its_two_products(mask: str, share: float) -> None:
     assert counted.what == "attention" and counted.flops == int(2 * per_product * share)
 
 
+TE = ('custom_call_target="te_fused_attn_{way}_ffi", api_version=API_VERSION_TYPED_FFI, '
+      "backend_config={{attn_heads = 16 : i64, input_batch = 2 : i64, is_training = true, "
+      "kv_max_seqlen = 1024 : i64, mask_type = {mask} : i64, q_max_seqlen = 1024 : i64, "
+      "qk_head_dim = 128 : i64, scaling_factor = 0.088 : f64, v_head_dim = 64 : i64}}")
+
+
+@pytest.mark.parametrize(("way", "mask", "products"), [
+    ("forward", 0, (1, 1)), ("forward", 2, (0.5, 0.5)), ("backward", 0, (3, 2)),
+    ("backward", 5, (1.5, 1))])
+def test_transformer_engine_attention_counted_by_name(way: str, mask: int,
+                                                      products: tuple[float, float]) -> None:
+    counted = library_call(_call([Q], f"({Q}, u8[0]{{0}})", TE.format(way=way, mask=mask)))
+    qk, pv = 2 * 2 * 16 * 1024 * 1024 * 128, 2 * 2 * 16 * 1024 * 1024 * 64
+    assert counted.what == "attention"
+    assert counted.flops == int(products[0] * qk + products[1] * pv)
+    assert counted.reason.startswith(f"te_fused_attn_{way}_ffi: counted as fused attention")
+    assert ("causal" in counted.reason) == (mask in (2, 5))
+    sizes_missing = TE.format(way=way, mask=mask).replace("q_max_seqlen = 1024 : i64, ", "")
+    unsized = library_call(_call([Q], f"({Q}, u8[0]{{0}})", sizes_missing))
+    assert unsized.flops is None and "does not state the attention's sizes" in unsized.reason
+
+
 def test_opaque_custom_calls_keep_their_bytes_but_not_their_work() -> None:
-    attrs = ('custom_call_target="te_fused_attn_forward_ffi", '
-             'api_version=API_VERSION_TYPED_FFI, backend_config={attn_heads = 16 : i64}')
+    attrs = 'custom_call_target="__gpu$xla.gpu.triton", backend_config={"name":"kernel"}'
     instr = _call([Q], f"({Q}, f32[2,16,1024,1]{{3,2,1,0}})", attrs)
     counted = library_call(instr)
     assert counted.flops is None and counted.what == "opaque"
-    assert counted.reason == "te_fused_attn_forward_ffi: an opaque custom call"
+    assert counted.reason == "__gpu$xla.gpu.triton: an opaque custom call"
     module = parse_module(f"HloModule m\n\nENTRY %main () -> {Q} {{\n  %p0 = {Q} parameter(0)\n"
                           f"  ROOT %n = {Q} negate(%p0)\n}}\n")
     cost = instruction_cost(instr, Coster(module))

@@ -101,34 +101,56 @@ def test_kernel_times_match_tracelens(documents: dict[str, dict[str, Any]]) -> N
                                                                  rel=0.02)
 
 
-def test_opaque_custom_calls_are_said_to_be_uncounted(
+def test_fused_attention_ffi_calls_are_counted_by_name(
         documents: dict[str, dict[str, Any]]) -> None:
+    """Transformer Engine's fused attention (55 % of the MI355X trace's kernel time) is an
+    opaque FFI call; its config states the sizes (batch 2, 16 heads, 2,048 positions, head
+    dims 128, mask_type 2: causal). The count follows FlashAttention's convention, as
+    TraceLens's SDPA model does: forward Q x K^T + P x V, backward the scores recomputed,
+    dV, dP, dQ, dK; causal halves both."""
     data = documents["mi355x_te_fused_attn"]
+    attention = {k["name"]: k for k in data["workloads"][0]["kernels"]["kernels"]
+                 if k["name"].startswith("te_fused_attn")}
+    assert len(attention) == 4
+    product = 2 * 2 * 16 * 2048 * 2048 * 128  # one of Q x K^T or P x V
+    for name, k in attention.items():
+        expected = (3 + 2) * product // 2 if "backward" in name else 2 * product // 2
+        assert k["flops"] == expected, name
+        assert not k["uncosted"] and "by its name and config" in k["counted_by_name"][0]
+        assert "causal: half the scores" in k["counted_by_name"][0]
+    gemm = _kernel(data, "custom-call.1")  # __cublas$gemm (hipBLASLt on ROCm)
+    assert gemm["flops"] == 2 * 4096 * 2048 * 6144  # bf16[4096,2048] contracting 6,144
+    (p,) = analyse(data).programs
+    assert p.kernels is not None and p.kernels.counted_share == 1.0
+    md = views.render(data).markdown
+    assert r"te\_fused\_attn\_forward\_ffi: counted as fused attention by its name" in md
+    assert not data["skipped"]
+
+
+def test_an_opaque_call_is_said_to_be_uncounted_and_exits_3(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no rule for Transformer Engine's calls, they are opaque: their bytes count, their
+    work does not, the rows and the program say so, and the command exits 3."""
+    from roofline_report import cli
+    from roofline_report.errors import EXIT_PARTIAL
+    from roofline_report.hlo import library_calls
+
+    monkeypatch.setattr(library_calls, "TE_ATTENTION", ("no such call",))
+    data = results_document(read_profile(REAL / "mi355x_te_fused_attn"))
     attention = [k for k in data["workloads"][0]["kernels"]["kernels"]
                  if k["name"].startswith("te_fused_attn")]
     assert len(attention) == 4
     for k in attention:
-        assert k["flops"] == 0 and k["uncosted"] and "opaque custom call" in k["uncosted"][0]
+        assert k["flops"] == 0 and "opaque custom call" in k["uncosted"][0]
         assert k["bytes_read"] > 0
-    gemm = _kernel(data, "custom-call.1")  # __cublas$gemm (hipBLASLt on ROCm)
-    assert gemm["flops"] == 2 * 4096 * 2048 * 6144  # bf16[4096,2048] contracting 6,144
-    an = analyse(data)
-    (p,) = an.programs
+    (p,) = analyse(data).programs
     assert p.kernels is not None and p.kernels.counted_share is not None
     assert 0.3 < p.kernels.counted_share < 0.6  # the attention calls: about 55% of the time
     md = views.render(data).markdown
-    assert "work not counted: te\\_fused\\_attn\\_forward\\_ffi: an opaque custom call" in md
+    assert r"work not counted: te\_fused\_attn\_forward\_ffi: an opaque custom call" in md
     assert "The kernels whose work is counted take" in md
-    # Work that could not be counted is one line of the report's list of what is missing,
-    # and the command exits 3.
     (missing,) = [s for s in data["skipped"] if s["what"].startswith("work of 4 kernel(s)")]
     assert "te_fused_attn_backward_ffi: an opaque custom call" in missing["reason"]
-
-
-def test_the_command_line_exits_3_where_work_is_not_counted(tmp_path: Path) -> None:
-    from roofline_report import cli
-    from roofline_report.errors import EXIT_PARTIAL
-
     out = tmp_path / "report"
     assert cli.main(["profile", str(REAL / "mi355x_te_fused_attn"), "--out", str(out)]) \
         == EXIT_PARTIAL
@@ -200,3 +222,20 @@ def test_two_profiles_compared_kernel_by_kernel(documents: dict[str, dict[str, A
     assert kernels["every run"]["input_transpose_fusion"] == ["390 µs", "359 µs"]
     assert kernels["some runs"] == {"loop_transpose_fusion": "1"}
     assert "speed-up, run 2 vs 1" in md and "kernel in some runs only" in md
+
+
+def test_device_timelines_match_tracelens(documents: dict[str, dict[str, Any]]) -> None:
+    """TraceLens's GPU timeline of the legacy trace: its pid 8 is GPU:7 (the kernels), its
+    pid 1 GPU:0 (memory copies only)."""
+    expected = {("GPU:7" if r["gpu_pid"] == "8" else "GPU:0", r["type"]): float(r["time ms"])
+                for r in _rows("gpu_timeline.csv")}
+    timeline = {t["device"]: t for t in documents["mi300x_conv_legacy"]["trace"]["timeline"]}
+    for device, t in timeline.items():
+        for key, theirs in (("total_s", "total_time"), ("computation_s", "computation_time"),
+                            ("exposed_communication_s", "exposed_comm_time"),
+                            ("exposed_memcpy_s", "exposed_memcpy_time"),
+                            ("idle_s", "idle_time")):
+            assert t[key] * 1e3 == pytest.approx(expected[(device, theirs)], abs=1e-6), \
+                (device, key)
+    md = views.render(documents["mi300x_conv_legacy"]).markdown
+    assert "The devices' time over the whole trace" in md

@@ -105,6 +105,7 @@ class KernelRow:
     # Operations whose work the count could not price (a custom call such as TopK): the
     # prediction holds it to its bytes and launch alone.
     uncosted: tuple[str, ...] = ()
+    by_name: tuple[str, ...] = ()  # how calls known by their name were counted
 
     @property
     def intensity(self) -> float | None:

@@ -280,6 +280,8 @@ def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
         counted = library_call(instr)
         if counted.flops is not None:
             cost.charge(counted.op, flops=counted.flops)
+            if counted.reason:  # a call known by its name: how it was counted
+                cost.by_name.add(counted.reason)
         else:
             cost.uncosted.add(counted.reason)
     return cost

@@ -23,9 +23,11 @@ same targets):
   numbers and the operands Q, K, V; a causal mask (``mask_type`` CAUSAL) computes half the
   score matrix. Backward calls are not counted (their five products' operands are not read).
 
-Any other custom call (Transformer Engine FFI calls such as ``te_fused_attn_forward_ffi``,
-Triton, Pallas/Mosaic kernels) is opaque: its bytes are counted from its shapes like any
-kernel's, its work is not. :func:`library_call` says which, and why a call is not counted.
+Transformer Engine's fused attention (``te_fused_attn_forward_ffi``, ``..._backward_ffi``) is an
+opaque FFI call, but a known operation: it is counted by its name from the sizes its config
+states, and says so (``LibraryCount.reason``). Any other custom call (Triton, Pallas/Mosaic
+kernels, other FFI calls) is opaque: its bytes are counted from its shapes like any kernel's,
+its work is not. :func:`library_call` says which, and why a call is not counted.
 
 Pure: no jax.
 """
@@ -33,6 +35,7 @@ Pure: no jax.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +58,7 @@ class LibraryCount:
 
     flops: int | None
     what: str
-    reason: str = ""
+    reason: str = ""  # why not counted; for a call counted by its name, how
     op: str = ""  # the StableHLO op the flops are charged to
 
     @property
@@ -169,6 +172,38 @@ def _attention(instr: Instruction, target: str) -> LibraryCount:
     return LibraryCount(flops, "attention", op="stablehlo.dot_general")
 
 
+TE_ATTENTION = ("te_fused_attn_forward", "te_fused_attn_backward")
+# Transformer Engine's NVTE_Mask_Type: 2 causal, 3 padding + causal, 4 and 5 the bottom-right
+# aligned forms of those (transformer_engine/common/include/transformer_engine/fused_attn.h).
+_TE_CAUSAL = {2, 3, 4, 5}
+_MLIR_ENTRY = re.compile(r"(\w+)\s*=\s*(-?\d+)\s*:\s*i\d+")
+
+
+def _te_attention(instr: Instruction, target: str) -> LibraryCount:
+    """A Transformer Engine fused-attention call, known by its name: its backend config (an
+    MLIR dictionary) states the batch, heads, sequence lengths and head dimensions. Forward:
+    Q x K^T and P x V; backward: the score product recomputed, then dV, dP, dQ and dK (three
+    products of Q x K^T's size, two of P x V's); a causal mask computes half the scores."""
+    text = str(instr.attributes.get("backend_config", ""))
+    config = {key: int(value) for key, value in _MLIR_ENTRY.findall(text)}
+    keys = ("input_batch", "attn_heads", "q_max_seqlen", "kv_max_seqlen", "qk_head_dim",
+            "v_head_dim")
+    if not all(config.get(k, 0) > 0 for k in keys):
+        return LibraryCount(None, "opaque", f"{target}: an opaque custom call (its config does "
+                            "not state the attention's sizes)")
+    b, h, sq, skv, dqk, dv = (config[k] for k in keys)
+    scores, values = 2 * b * h * sq * skv * dqk, 2 * b * h * sq * skv * dv
+    backward = "backward" in target
+    flops = 3 * scores + 2 * values if backward else scores + values
+    causal = config.get("mask_type") in _TE_CAUSAL
+    if causal:
+        flops //= 2
+    how = (f"{target}: counted as fused attention by its name and config ({b} x {h} heads, "
+           f"{sq} x {skv} positions, head dims {dqk} and {dv}"
+           + (", causal: half the scores" if causal else "") + ")")
+    return LibraryCount(flops, "attention", how, op="stablehlo.dot_general")
+
+
 def library_call(instr: Instruction) -> LibraryCount:
     """The count of one ``custom-call`` instruction (see the module docstring)."""
     target = instr.custom_call_target or ""
@@ -178,4 +213,6 @@ def library_call(instr: Instruction) -> LibraryCount:
         return _gemm(instr, target)
     if target.startswith(FMHA_PREFIX):
         return _attention(instr, target)
+    if target.startswith(TE_ATTENTION):
+        return _te_attention(instr, target)
     return LibraryCount(None, "opaque", f"{target or instr.name}: an opaque custom call")

@@ -26,6 +26,7 @@ from roofline_report.analysis.seed_model import (
     SEED_PEAK_FLOPS,
 )
 from roofline_report.errors import InputError
+from roofline_report.ingest.device_timeline import device_timelines
 from roofline_report.ingest.pipeline import (
     HostProgram,
     LaneTiming,
@@ -196,6 +197,8 @@ def _source(reading: Reading) -> dict[str, Any]:
                            (reading.hosts[0].space.unknown_fields if reading.hosts else {}
                             ).items()},
         "notes": list(reading.notes),
+        "timeline": [{"host": h.file.host, **t.to_json()} for h in reading.hosts
+                     for t in device_timelines(h.space)],
     }
 
 

@@ -235,6 +235,18 @@ def _host_bound(p: Program) -> tuple[Inline, ...] | None:
             "claims, not to the kernels: their roofs below do not bound the program's time.")
 
 
+def _timeline_row(t: Mapping[str, Any]) -> dict[str, Any]:
+    total = float(t["total_s"])
+
+    def part(key: str) -> tuple[Num, Num]:
+        value = float(t[key])
+        return n(value, "s", M), percent(value / total if total > 0 else None, M)
+
+    return {"host": str(t["host"]), "device": str(t["device"]), "total": n(total, "s", M),
+            **{key: part(f"{key}_s") for key in ("computation", "exposed_communication",
+                                                  "exposed_memcpy", "idle")}}
+
+
 def _unclaimed(p: Program) -> dict[str, Any] | None:
     """The device events no HLO op claims while the program ran, on the device read."""
     tr = p.observation["trace"]
@@ -285,6 +297,7 @@ def trace_view(an: Analysis) -> dict[str, Any] | None:
         "ops": [o for o in (_ops(p) for p in programs) if o is not None],
         "predictions": [x for x in (_prediction(p) for p in programs) if x is not None],
         "unclaimed": [u for u in (_unclaimed(p) for p in programs) if u is not None],
+        "timeline": [_timeline_row(t) for t in trace.get("timeline") or []],
         "host_bound": [x for x in (_host_bound(p) for p in programs) if x is not None],
         "several": [{"title": p.title, "device": str(p.observation["trace"]["device"]),
                      "ops": sorted(p.observation["trace"].get("device_kernels", {}).items())}
@@ -330,6 +343,21 @@ def trace_section(vm: Mapping[str, Any]) -> Section | None:
                                  _num(m["events"]), _num(m["seconds"]),
                                  _cell("yes" if m["hlo"] else "no")) for m in t["modules"]),
                           caption="Programs that ran while the trace was recorded"))
+    if t.get("timeline"):
+        body.append(Paragraph(text(
+            "Where each device's time went over the whole trace, from its first event to its "
+            "last (every program, as TraceLens's GPU timeline and XProf's overview count it): "
+            "computation while some kernel ran, communication and memory copies where nothing "
+            "else overlapped them, idle while nothing ran (the device waiting on its host).")))
+        body.append(Table(
+            ("host", "device", "trace span", "computation", "exposed communication",
+             "exposed memory copies", "idle"),
+            tuple((_cell(r["host"]), _cell(r["device"]), _num(r["total"]),
+                   *(Cell((r[k][0], " (", r[k][1], ")"), numeric=True)
+                     for k in ("computation", "exposed_communication", "exposed_memcpy",
+                               "idle")))
+                  for r in t["timeline"]),
+            caption="The devices' time over the whole trace"))
     if t["host_rows"]:
         body.append(Table(
             ("host", "device", "timed", "step (marker)", "program", "kernels summed",

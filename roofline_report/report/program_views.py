@@ -111,10 +111,10 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
 
 
 def _uncounted_words(r: KernelRow) -> str:
-    """'work not counted: ...' for a kernel whose flops are not counted, else ''."""
-    if not r.uncosted:
-        return ""
-    return "work not counted: " + "; ".join(r.uncosted)
+    """'work not counted: ...' for a kernel whose flops are not counted, how a call known by
+    its name was counted, else ''."""
+    words = [*(f"work not counted: {u}" for u in r.uncosted), *r.by_name]
+    return "; ".join(words)
 
 
 def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:

@@ -80,6 +80,21 @@ class TraceHost(Record):
     warnings: list[str] = []
 
 
+class DeviceTimeline(Record):
+    """Where one device's time went over the whole trace (seconds): computation,
+    communication and memory copies (each with the part nothing else overlapped), and idle."""
+
+    host: str
+    device: str
+    total_s: NonNeg
+    computation_s: NonNeg
+    communication_s: NonNeg
+    exposed_communication_s: NonNeg
+    memcpy_s: NonNeg
+    exposed_memcpy_s: NonNeg
+    idle_s: NonNeg
+
+
 class TraceSource(Record):
     """A results document read from a profiler trace captured anywhere (``roofline-report
     profile LOGDIR``): the run read, its hosts, the program chosen and how, every program seen,
@@ -95,3 +110,4 @@ class TraceSource(Record):
     ceilings_file: str | None = None
     unknown_fields: dict[str, list[Count]] = {}
     notes: list[str] = []
+    timeline: list[DeviceTimeline] = []  # each device of each host, over the whole trace
