@@ -239,3 +239,29 @@ def test_device_timelines_match_tracelens(documents: dict[str, dict[str, Any]]) 
                 (device, key)
     md = views.render(documents["mi300x_conv_legacy"]).markdown
     assert "The devices' time over the whole trace" in md
+
+
+def test_a_device_no_preset_describes_gets_no_roof_and_one_line_on_how_to_give_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MI300X trace as read before any preset described its chip: the kernels keep their
+    achieved rates, with no share of a roof and no prediction, never the seed's budgets."""
+    from roofline_report import device_recognition
+
+    monkeypatch.setattr(device_recognition, "_SHAPES", ())
+    data = results_document(read_profile(REAL / "mi300x_conv_legacy"))
+    env = data["environment"]
+    assert env["device_kind"] == "AMD" and "device_preset" not in env
+    assert "no chip preset" in env["device_unrecognised"]
+    an = analyse(data)
+    assert not an.roofs.kernels.compute and not an.roofs.kernels.bandwidth
+    (p,) = an.programs
+    assert p.prediction is None and p.kernels is not None
+    conv = next(r for r in p.kernels.rows if r.name == "cudnn-conv.1.0")
+    assert conv.prediction is None and conv.share_of_roof is None
+    assert conv.achieved is not None and conv.achieved > 1e14  # 32.7 GFLOP in 308 us
+    md = views.render(data).markdown
+    assert ("No roofs: the machine that ran the trace is AMD (vendor AMD, compute capability "
+            "9.4, 304 compute units, 192 GiB of device memory, a 2.1 GHz clock)") in md
+    assert "--preset NAME" in md and "--ceilings FILE" in md
+    assert "100 GFLOP/s" not in md and "20 GB/s" not in md
+    assert "% `P`" not in md  # no share of any roof
