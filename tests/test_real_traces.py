@@ -189,6 +189,8 @@ def test_the_machine_that_ran_the_trace_is_never_this_machine(
     assert "Ceilings of the machine that ran the trace" in md
     assert "timed on the machine that ran the trace, read from its trace" in md
     assert "this machine" not in md.replace("the machine that ran the trace", "")
+    # A kernel that only moves an argument is named after the argument, not as a source line.
+    assert "| `input_transpose_fusion.1` | data movement | argument x (no source line) |" in md
 
 
 def test_a_mostly_idle_device_is_said_to_be_host_bound_first(

@@ -88,6 +88,10 @@ def _source_text(r: KernelRow) -> str:
     else the op's name."""
     if r.user_source and r.source and r.source != r.user_source:
         return f"{r.user_source} (via {r.source})"
+    if not r.user_source and not r.source and r.op_name and "/" not in r.op_name:
+        # JAX names an op that only moves an argument (a layout transpose of a parameter)
+        # after the argument, not after a source line.
+        return f"argument {r.op_name} (no source line)"
     return r.user_source or r.source or r.op_name or ""
 
 
