@@ -500,6 +500,241 @@ _PRESETS: tuple[Preset, ...] = (
 )
 
 
+# --- More data-centre accelerators a JAX user runs on (AMD Instinct, more NVIDIA boards, TPU v4,
+# v5p and TPU7x). Interconnect figures are kept in ``interconnect`` as published; where a
+# figure could not be confirmed from a vendor's page it is left out rather than guessed.
+
+_ROCM_SPECS = Source("AMD ROCm documentation: AMD GPU specifications (compute units, VRAM, LLVM "
+                     "target of each Instinct GPU)",
+                     "https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html")
+_IF_LATENCY = (
+    "assumed 1 us per step: AMD publishes no Infinity Fabric collective latency; small-message "
+    "RCCL steps between GPUs of one node take the order of a microsecond, as NCCL's over NVLink"
+)
+
+
+def _infinity_fabric(bandwidth: float, note: str, source: Source) -> Interconnect:
+    return Interconnect("Infinity Fabric", bandwidth, note, latency=1e-6,
+                        latency_note=_IF_LATENCY, sources=(source,))
+
+
+def _cdna3_peaks() -> tuple[Peak, ...]:
+    """MI300X and MI325X share the CDNA 3 die and its compute figures (AMD's dense figures)."""
+    return (
+        Peak("bf16", 1.3074e15, note="dense (1,307.4 TFLOP/s; 2,614.9 with sparsity)"),
+        Peak("fp16", 1.3074e15, note="dense (1,307.4 TFLOP/s)"),
+        Peak("fp8", 2.6149e15, note="dense (2,614.9 TFLOP/s)"),
+        Peak("int8", 2.6149e15, unit="OP/s", note="dense (2,614.9 TOPS)"),
+        Peak("tf32", 6.537e14, note="dense (653.7 TFLOP/s)"),
+        Peak("fp32", 1.634e14, note="vector and matrix (163.4 TFLOP/s)"),
+        Peak("fp64", 8.17e13, note="vector (81.7 TFLOP/s; matrix 163.4)"),
+    )
+
+
+def _cdna4_peaks(clock_ghz: float) -> tuple[Peak, ...]:
+    """MI350X and MI355X: 256 CUs, 8,192 dense FP8 FLOP per CU per clock (as AMD presented
+    the MI355X at ISSCC 2026: 5 PFLOP/s FP8; half that in FP16/BF16), at the chip's peak
+    engine clock."""
+    fp8 = 256 * 8192 * clock_ghz * 1e9
+    note = f"dense: 256 CUs x {{}} FLOP/clock/CU x {clock_ghz:g} GHz"
+    return (
+        Peak("bf16", fp8 / 2, note=note.format("4,096") + f" ({fp8 / 2e12:,.1f} TFLOP/s)"),
+        Peak("fp16", fp8 / 2, note=note.format("4,096") + f" ({fp8 / 2e12:,.1f} TFLOP/s)"),
+        Peak("fp8", fp8, note=note.format("8,192") + f" ({fp8 / 1e12:,.1f} TFLOP/s)"),
+    )
+
+
+_MI300X = Source("AMD Instinct MI300X accelerator (specifications)",
+                 "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html")
+_MI325X = Source("AMD Instinct MI325X accelerator (specifications)",
+                 "https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html")
+_MI350 = Source("AMD Instinct MI350 Series (MI350X and MI355X specifications)",
+                "https://www.amd.com/en/products/accelerators/instinct/mi350.html")
+_CDNA4 = Source("AMD CDNA 4 architecture white paper",
+                "https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/"
+                "white-papers/amd-cdna-4-architecture-whitepaper.pdf")
+_MI250X = Source("AMD Instinct MI250X accelerator (specifications)",
+                 "https://www.amd.com/en/products/accelerators/instinct/mi200/mi250x.html")
+_H100 = Source("NVIDIA H100 Tensor Core GPU", "https://www.nvidia.com/en-us/data-center/h100/")
+_GH200 = Source("NVIDIA GH200 Grace Hopper Superchip",
+                "https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/")
+_GB200 = Source("NVIDIA GB200 NVL72 (per-GPU specifications)",
+                "https://www.nvidia.com/en-us/data-center/gb200-nvl72/")
+_L4 = Source("NVIDIA L4 Tensor Core GPU", "https://www.nvidia.com/en-us/data-center/l4/")
+_L40S = Source("NVIDIA L40S GPU", "https://www.nvidia.com/en-us/data-center/l40s/")
+_TPU_V4 = Source("Google Cloud TPU documentation: TPU v4", "https://cloud.google.com/tpu/docs/v4")
+_TPU_V5P = Source("Google Cloud TPU documentation: TPU v5p",
+                  "https://cloud.google.com/tpu/docs/v5p")
+_TPU7X = Source("Google Cloud TPU documentation: TPU7x (Ironwood)",
+                "https://cloud.google.com/tpu/docs/tpu7x")
+
+
+def _gh200(name: str, aliases: tuple[str, ...], hbm: float, note: str) -> Preset:
+    return Preset(
+        name=name, aliases=aliases, vendor="NVIDIA", peaks=_hopper_peaks(), hbm_bandwidth=hbm,
+        hbm_note=note,
+        interconnect=_nvlink("NVLink 4", 9.0e11, _GH200),
+        sources=(_GH200, _SCALING_BOOK_GPUS),
+        notes="The Hopper GPU of a GH200 superchip: H100 SXM's compute figures; the memory "
+        "named. NVLink-C2C (900 GB/s) joins it to its Grace CPU.",
+        domain=8, launch=_GPU_LAUNCH, launch_note=_GPU_LAUNCH_NOTE,
+        launch_sources=(_CUDA_GRAPHS,))
+
+
+_MORE_PRESETS: tuple[Preset, ...] = (
+    Preset(
+        name="H100 PCIe", aliases=("h100-pcie", "h100 pcie 80gb"), vendor="NVIDIA",
+        peaks=(
+            Peak("bf16", 7.565e14, note=_SPARSE + " (1,513 TFLOP/s)"),
+            Peak("fp16", 7.565e14, note=_SPARSE + " (1,513 TFLOP/s)"),
+            Peak("fp8", 1.513e15, note=_SPARSE + " (3,026 TFLOP/s)"),
+            Peak("int8", 1.513e15, unit="OP/s", note=_SPARSE + " (3,026 TOPS)"),
+            Peak("tf32", 3.78e14, note=_SPARSE + " (756 TFLOP/s)"),
+            Peak("fp32", 5.1e13, note="non-tensor-core"),
+            Peak("fp64", 2.6e13, note="non-tensor-core"),
+        ),
+        hbm_bandwidth=2.0e12, hbm_note="80 GB HBM2e",
+        interconnect=_nvlink("NVLink bridge", 6.0e11, _H100),
+        sources=(_H100,),
+        notes="PCIe board (114 SMs). Dense peaks; sparse figures are 2x. NVLink joins two "
+        "boards by a bridge.",
+        domain=8,
+        launch=_GPU_LAUNCH, launch_note=_GPU_LAUNCH_NOTE, launch_sources=(_CUDA_GRAPHS,),
+    ),
+    _gh200("GH200", ("gh200-96gb", "gh200 hbm3", "grace hopper"), 4.0e12, "96 GB HBM3"),
+    _gh200("GH200 144GB", ("gh200-144gb", "gh200 hbm3e"), 4.9e12, "144 GB HBM3e"),
+    Preset(
+        name="GB200", aliases=("gb200-nvl72", "gb200 nvl72", "b200 grace"), vendor="NVIDIA",
+        peaks=(
+            Peak("bf16", 2.5e15, note=_SPARSE + " (5 PFLOP/s)"),
+            Peak("fp16", 2.5e15, note=_SPARSE + " (5 PFLOP/s)"),
+            Peak("fp8", 5.0e15, note=_SPARSE + " (10 PFLOP/s)"),
+            Peak("int8", 5.0e15, unit="OP/s", note=_SPARSE + " (10 POPS)"),
+            Peak("tf32", 1.25e15, note=_SPARSE + " (2.5 PFLOP/s)"),
+            Peak("fp32", 8.0e13, note="non-tensor-core"),
+            Peak("fp64", 4.0e13),
+        ),
+        hbm_bandwidth=8.0e12, hbm_note="186 GB HBM3e",
+        interconnect=_nvlink("NVLink 5", 1.8e12, _GB200),
+        sources=(_GB200,),
+        notes="One Blackwell GPU of a GB200 superchip (up to 1,200 W), per GPU. Dense peaks; "
+        "sparse figures are 2x. An NVL72 rack joins 72 GPUs by NVLink; this preset's link "
+        "domain is not modelled beyond the figure.",
+        launch=_GPU_LAUNCH, launch_note=_GPU_LAUNCH_NOTE, launch_sources=(_CUDA_GRAPHS,),
+    ),
+    Preset(
+        name="L4", aliases=("nvidia-l4", "l4 24gb"), vendor="NVIDIA",
+        peaks=(
+            Peak("bf16", 1.21e14, note=_SPARSE + " (242 TFLOP/s)"),
+            Peak("fp16", 1.21e14, note=_SPARSE + " (242 TFLOP/s)"),
+            Peak("fp8", 2.425e14, note=_SPARSE + " (485 TFLOP/s)"),
+            Peak("int8", 2.425e14, unit="OP/s", note=_SPARSE + " (485 TOPS)"),
+            Peak("tf32", 6.0e13, note=_SPARSE + " (120 TFLOP/s)"),
+            Peak("fp32", 3.03e13, note="non-tensor-core"),
+        ),
+        hbm_bandwidth=3.0e11, hbm_note="24 GB GDDR6 (not HBM), 300 GB/s",
+        interconnect=None, sources=(_L4,),
+        notes="Ada Lovelace PCIe board, 72 W. No NVLink: GPUs talk over PCIe Gen4.",
+        launch=_GPU_LAUNCH, launch_note=_GPU_LAUNCH_NOTE, launch_sources=(_CUDA_GRAPHS,),
+    ),
+    Preset(
+        name="L40S", aliases=("nvidia-l40s", "l40s 48gb"), vendor="NVIDIA",
+        peaks=(
+            Peak("bf16", 3.6205e14, note=_SPARSE + " (733 TFLOP/s)"),
+            Peak("fp16", 3.6205e14, note=_SPARSE + " (733 TFLOP/s)"),
+            Peak("fp8", 7.33e14, note=_SPARSE + " (1,466 TFLOP/s)"),
+            Peak("tf32", 1.83e14, note=_SPARSE + " (366 TFLOP/s)"),
+            Peak("fp32", 9.16e13, note="non-tensor-core"),
+        ),
+        hbm_bandwidth=8.64e11, hbm_note="48 GB GDDR6 (not HBM), 864 GB/s",
+        interconnect=None, sources=(_L40S,),
+        notes="Ada Lovelace PCIe board, 350 W. No NVLink: GPUs talk over PCIe Gen4. No INT8 "
+        "figure is given here: the one page read lists it for the L40 only.",
+        launch=_GPU_LAUNCH, launch_note=_GPU_LAUNCH_NOTE, launch_sources=(_CUDA_GRAPHS,),
+    ),
+    Preset(
+        name="AMD Instinct MI300X", aliases=("mi300x", "mi300x oam", "instinct mi300x"),
+        vendor="AMD", peaks=_cdna3_peaks(), hbm_bandwidth=5.3e12, hbm_note="192 GB HBM3",
+        interconnect=_infinity_fabric(
+            8.96e11, "per GPU, both directions: 7 links of 128 GB/s", _MI300X),
+        sources=(_MI300X, _ROCM_SPECS),
+        notes="CDNA 3 (gfx942), 304 compute units. Dense peaks; sparse figures are 2x. "
+        "ROCm reports 192 GiB of device memory.",
+        domain=8,
+    ),
+    Preset(
+        name="AMD Instinct MI325X", aliases=("mi325x", "instinct mi325x"),
+        vendor="AMD", peaks=_cdna3_peaks(), hbm_bandwidth=6.0e12, hbm_note="256 GB HBM3e",
+        interconnect=_infinity_fabric(
+            8.96e11, "per GPU, both directions: 7 links of 128 GB/s", _MI325X),
+        sources=(_MI325X, _ROCM_SPECS),
+        notes="CDNA 3 (gfx942), 304 compute units, MI300X's compute with more and faster "
+        "memory. Dense peaks; sparse figures are 2x.",
+        domain=8,
+    ),
+    Preset(
+        name="AMD Instinct MI350X", aliases=("mi350x", "instinct mi350x"),
+        vendor="AMD", peaks=_cdna4_peaks(2.2), hbm_bandwidth=8.0e12, hbm_note="288 GB HBM3e",
+        interconnect=None, sources=(_MI350, _CDNA4, _ROCM_SPECS),
+        notes="CDNA 4 (gfx950), 256 compute units, 2.2 GHz peak engine clock, air-cooled "
+        "(1,000 W). Dense peaks from the per-CU rate; no FP32, INT8 or interconnect figure "
+        "could be confirmed here, so none is given.",
+    ),
+    Preset(
+        name="AMD Instinct MI355X", aliases=("mi355x", "instinct mi355x"),
+        vendor="AMD", peaks=_cdna4_peaks(2.4), hbm_bandwidth=8.0e12, hbm_note="288 GB HBM3e",
+        interconnect=None, sources=(_MI350, _CDNA4, _ROCM_SPECS),
+        notes="CDNA 4 (gfx950), 256 compute units, 2.4 GHz peak engine clock, liquid-cooled "
+        "(1,400 W). Dense peaks from the per-CU rate (5 PFLOP/s FP8, as AMD states); no "
+        "FP32, INT8 or interconnect figure could be confirmed here, so none is given.",
+    ),
+    Preset(
+        name="AMD Instinct MI250X", aliases=("mi250x", "mi250x gcd", "instinct mi250x"),
+        vendor="AMD",
+        peaks=(
+            Peak("bf16", 1.915e14, note="one GCD: half the package's 383 TFLOP/s"),
+            Peak("fp16", 1.915e14, note="one GCD: half the package's 383 TFLOP/s"),
+        ),
+        hbm_bandwidth=1.6384e12,
+        hbm_note="one GCD: half the package's 128 GB HBM2e at 3.2768 TB/s",
+        interconnect=None, sources=(_MI250X, _ROCM_SPECS),
+        notes="CDNA 2 (gfx90a). One graphics compute die (GCD, 110 compute units, 64 GB): "
+        "JAX sees each of the package's two GCDs as a device, so the figures are the "
+        "package's halved.",
+    ),
+    Preset(
+        name="TPU v4", aliases=("v4", "tpu-v4", "tpuv4"), vendor="Google",
+        peaks=(Peak("bf16", 2.75e14), Peak("int8", 2.75e14, unit="OP/s", note="275 TOPS")),
+        hbm_bandwidth=1.2e12, hbm_note="32 GiB HBM2, 1,200 GBps",
+        interconnect=None, sources=(_TPU_V4, _SCALING_BOOK_TPUS),
+        notes="Two TensorCores per chip (one JAX device). A pod is a 3D torus; its ICI "
+        "figure is not given here.",
+    ),
+    Preset(
+        name="TPU v5p", aliases=("v5p", "tpu-v5p", "tpuv5p"), vendor="Google",
+        peaks=(Peak("bf16", 4.59e14), Peak("fp8", 4.59e14, note="as bf16: 459 TFLOP/s")),
+        hbm_bandwidth=2.765e12, hbm_note="95 GiB HBM2e, 2,765 GBps",
+        interconnect=Interconnect(
+            "ICI", 1.2e12, "per chip, both directions (1,200 GBps; 4,800 Gbps on an earlier "
+            "revision of the page)", latency=1e-6, latency_note=_ICI_LATENCY,
+            sources=(_TPU_V5P,)),
+        sources=(_TPU_V5P, _SCALING_BOOK_TPUS),
+        notes="Two TensorCores per chip (one JAX device). A pod of 8,960 chips is a 3D torus.",
+    ),
+    Preset(
+        name="TPU7x", aliases=("ironwood", "tpu7x", "tpu 7x", "tpu-7x", "tpu v7", "tpu7"),
+        vendor="Google",
+        peaks=(Peak("bf16", 2.307e15), Peak("fp8", 4.614e15)),
+        hbm_bandwidth=7.37e12,
+        hbm_note="192 GiB HBM3e, 7.37 TB/s (4.5x Trillium's, as Google announced Ironwood)",
+        interconnect=None, sources=(_TPU7X,),
+        notes="Ironwood. Two TensorCores per chip. A pod is 9,216 chips; its ICI figure is "
+        "not given here.",
+    ),
+)
+_PRESETS = _PRESETS + _MORE_PRESETS
+
+
 def list_presets() -> tuple[Preset, ...]:
     """All presets, in a fixed order."""
     return _PRESETS
@@ -533,14 +768,27 @@ def match_device_kind(device_kind: str) -> Preset | None:
     """The preset describing a JAX ``device.device_kind`` string, or None if none does.
 
     ``"NVIDIA H200"`` -> H200, ``"NVIDIA H100 80GB HBM3"`` -> H100 SXM, ``"TPU v5 lite"`` ->
-    TPU v5e. Boards with different figures (H100 PCIe/NVL, H200 NVL, A100 40 GB or PCIe, GH200)
-    and unknown strings give None rather than a wrong preset.
+    TPU v5e, ``"TPU v5"`` -> TPU v5p, ``"AMD Instinct MI300X"`` -> its preset. Boards without a
+    preset of their own (H100 NVL, H200 NVL, A100 40 GB or PCIe, a GH200 whose memory the name
+    does not tell) and unknown strings give None rather than a wrong preset.
     """
     tokens = set(re.split(r"[\s_\-]+", str(device_kind).casefold().strip()))
-    if tokens & {"pcie", "nvl"}:
+    by_token = (("mi300x", "AMD Instinct MI300X"), ("mi325x", "AMD Instinct MI325X"),
+                ("mi350x", "AMD Instinct MI350X"), ("mi355x", "AMD Instinct MI355X"),
+                ("mi250x", "AMD Instinct MI250X"), ("gb200", "GB200"), ("l40s", "L40S"),
+                ("l4", "L4"), ("tpu7x", "TPU7x"), ("ironwood", "TPU7x"))
+    for token, name in by_token:
+        if token in tokens:
+            return get_preset(name)
+    if "nvl" in tokens:
         return None
+    if "gh200" in tokens:  # the superchip's name counts its CPU's memory too
+        return get_preset("GH200 144GB") if "624gb" in tokens else (
+            get_preset("GH200") if "480gb" in tokens else None)
     if "h100" in tokens:
-        return get_preset("H100 SXM")
+        return get_preset("H100 PCIe" if "pcie" in tokens else "H100 SXM")
+    if "pcie" in tokens:
+        return None
     if "h200" in tokens:
         return get_preset("H200")
     if "a100" in tokens and "80gb" in tokens:
@@ -552,4 +800,10 @@ def match_device_kind(device_kind: str) -> Preset | None:
             return get_preset("TPU v5e")
         if "v6e" in tokens or {"v6", "lite"} <= tokens:
             return get_preset("TPU v6e")
+        if "v5p" in tokens or tokens == {"tpu", "v5"}:  # JAX names a v5p chip "TPU v5"
+            return get_preset("TPU v5p")
+        if "v4" in tokens:
+            return get_preset("TPU v4")
+        if tokens & {"7x", "v7", "v7x"}:
+            return get_preset("TPU7x")
     return None

@@ -179,9 +179,12 @@ def _kernel_roofs(data: dict[str, Any]) -> Any:
 
 def test_roofs_in_order_of_preference(documents: dict[str, Any]) -> None:
     data = documents["softmax"]
-    assert _kernel_roofs(data).kind is Kind.HYPOTHETICAL  # a CPU: no preset matches
+    roofs = _kernel_roofs(data)  # a CPU: no preset matches, no ceilings given: no roof
+    assert roofs.label == "no roof" and not roofs.compute and not roofs.bandwidth
     md = views.render(data).markdown
-    assert "Roofs: the assumed budgets" in md
+    assert "No roofs: the machine that ran the trace is cpu" in md
+    assert "--preset NAME" in md and "--ceilings FILE" in md
+    assert "100 GFLOP/s" not in md and "20 GB/s" not in md  # never the seed's budgets
     with_preset = read_profile(TRACES / "softmax", preset="h200")
     preset_data = results_document(with_preset)
     assert preset_data["options"]["preset"] == "H200"
@@ -216,7 +219,8 @@ def test_cli_writes_the_report(tmp_path: Path) -> None:
     assert cli.main(["profile", str(TRACES / "transformer"), "--out", str(out)]) == EXIT_OK
     md = (out / "report.md").read_text()
     for section in ("The profile", "Per-kernel roofline", "Where the time goes",
-                    "Measured on this machine", "Hosts and devices side by side"):
+                    "Measured on the machine that ran the trace",
+                    "Hosts and devices side by side"):
         assert section in md
     assert "jit\\_train\\_step" in md
     figures = list((out / "figures").glob("kernels_*.svg"))

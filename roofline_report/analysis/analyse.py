@@ -117,7 +117,13 @@ def preset_record(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any] 
         data = presets.get_preset(str(name)).to_json()
         data["chosen"] = "by name"
         return data
-    kind = (results.get("environment") or {}).get("device_kind")
+    env = results.get("environment") or {}
+    recognised = env.get("device_preset")
+    if recognised:  # a trace's device, recognised from its plane's stats
+        data = presets.get_preset(str(recognised)).to_json()
+        data["chosen"] = f"recognised by {env.get('device_recognised_by') or 'stats'}"
+        return data
+    kind = env.get("device_kind")
     match = presets.match_device_kind(str(kind)) if kind else None
     if match is None:
         return None

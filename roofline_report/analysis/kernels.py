@@ -212,7 +212,8 @@ def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: R
         prediction=prediction, miss=miss(prediction.seconds if prediction else None, seconds),
         pattern=k.get("pattern"), charged=bool(k.get("charged", True)),
         user_source=k.get("user_source"),
-        uncosted=tuple(str(u) for u in k.get("uncosted") or ()))
+        uncosted=tuple(str(u) for u in k.get("uncosted") or ()),
+        by_name=tuple(str(u) for u in k.get("counted_by_name") or ()))
     return row
 
 

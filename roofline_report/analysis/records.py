@@ -108,6 +108,7 @@ class KernelRow:
     # Operations whose work the count could not price (a custom call such as TopK): the
     # prediction holds it to its bytes and launch alone.
     uncosted: tuple[str, ...] = ()
+    by_name: tuple[str, ...] = ()  # how calls known by their name were counted
 
     @property
     def intensity(self) -> float | None:
@@ -163,6 +164,12 @@ class Opportunity:
     kernels: int = 1
 
 
+# A device idle for more than this share of each call of a traced program waits for its host:
+# the program is host-bound (as TraceLens's and XProf's overviews call a step whose device
+# time is mostly idle).
+HOST_BOUND_IDLE = 0.5
+
+
 @dataclass(frozen=True, slots=True)
 class TraceSummary:
     """A program's profiler trace, medians over the traced calls (seconds per call)."""
@@ -185,6 +192,18 @@ class TraceSummary:
     @property
     def coverage(self) -> float:
         return min(1.0, self.busy_s / self.program_s) if self.program_s > 0 else 0.0
+
+    @property
+    def idle(self) -> float:
+        """The share of a call during which no kernel of the program ran on the device."""
+        return 1.0 - self.coverage
+
+    @property
+    def host_bound(self) -> bool:
+        """Whether a device trace shows the device idle for most of each call
+        (:data:`HOST_BOUND_IDLE`): the device waited for the host, so its kernels' roofs do
+        not bound the program's time."""
+        return self.source == "device" and self.program_s > 0 and self.idle > HOST_BOUND_IDLE
 
     @property
     def overlap(self) -> float:
@@ -262,6 +281,22 @@ class KernelTable:
         roof): not a time the program could save, since kernels faster than predicted are not
         set against it and kernels that ran side by side each count their shared time."""
         return sum(r.saving or 0.0 for r in self.rows)
+
+    @property
+    def uncounted(self) -> tuple[KernelRow, ...]:
+        """The kernels whose work is not counted (an opaque custom call, a library call whose
+        config cannot be read): their bytes are, their flops are not."""
+        return tuple(r for r in self.rows if r.uncosted)
+
+    @property
+    def counted_share(self) -> float | None:
+        """The share of the summed kernel time taken by kernels whose work is counted; None
+        where no kernel was timed."""
+        timed = [r for r in self.rows if r.seconds is not None]
+        total = sum(r.seconds or 0.0 for r in timed)
+        if total <= 0:
+            return None
+        return sum(r.seconds or 0.0 for r in timed if not r.uncosted) / total
 
     def share_after(self, shown: int) -> float:
         """The share of the summed kernel time taken by the kernels after the first ``shown``."""
@@ -432,6 +467,11 @@ class Accuracy:
         return error_summary(self.kernel_errors)[0]
 
 
+# The roofs of a profile whose device no preset describes and whose ceilings were not given:
+# none. Kernels get achieved rates only, no prediction and no share of a roof.
+NO_ROOF = RoofSet("no roof", Kind.SPEC_SHEET, (), ())
+
+
 @dataclass(frozen=True, slots=True)
 class Roofs:
     """The roof sets of one render."""
@@ -446,12 +486,15 @@ class Roofs:
     @property
     def kernels(self) -> RoofSet:
         """The set kernels and programs are predicted on: the measured roofs; for a profile
-        read from a trace without them, the spec sheet of its chip where one is drawn; else
-        the assumed budgets."""
+        read from a trace without them, the spec sheet of its chip where one is drawn, else
+        no roof at all (the assumed budgets describe no device a trace ran on); else the
+        assumed budgets."""
         if self.measured is not None:
             return self.measured
-        if self.trace and self.spec_sheet is not None and self.spec_sheet.complete:
-            return self.spec_sheet
+        if self.trace:
+            if self.spec_sheet is not None and self.spec_sheet.complete:
+                return self.spec_sheet
+            return NO_ROOF
         return self.hypothetical
 
 

@@ -19,6 +19,7 @@ class Cost:
     transcendentals_by_op: Counter[str] = field(default_factory=Counter)
     ops: Counter[str] = field(default_factory=Counter)
     uncosted: set[str] = field(default_factory=set)
+    by_name: set[str] = field(default_factory=set)  # how calls known by name were counted
 
     def charge(self, op: str, flops: int = 0, transcendentals: int = 0) -> None:
         if flops:
@@ -40,3 +41,4 @@ class Cost:
         for key, value in other.ops.items():
             self.ops[key] += value * times if scale_ops else value
         self.uncosted |= other.uncosted
+        self.by_name |= other.by_name

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from roofline_report.hlo.cost import Cost
 from roofline_report.hlo.ir import Instruction, Module
@@ -78,58 +78,53 @@ def dot_flops(instr: Instruction) -> int | None:
     return 2 * _elements(instr) * size
 
 
-def _gemm_flops(instr: Instruction) -> int | None:
-    """A library gemm custom call (cuBLAS, ...): its dot dimension numbers are in the backend
-    config; the result is the first array of the (result, workspace) tuple."""
-    config = instr.backend_config or {}
-    gemm = config.get("gemm_backend_config")
-    if not isinstance(gemm, Mapping):
-        return None
-    numbers = gemm.get("dot_dimension_numbers")
-    lhs = instr.operand_shapes[0] if instr.operand_shapes else None
-    result = next(iter(instr.shape.arrays()), None)
-    if not isinstance(numbers, Mapping) or lhs is None or lhs.array is None or result is None:
-        return None
-    contracting = [int(d) for d in numbers.get("lhs_contracting_dimensions", [])]
-    size = math.prod(lhs.array.dims[d] for d in contracting if d < len(lhs.array.dims))
-    return 2 * result.elements * size
-
-
 _DIM_LABELS = re.compile(r"^(?P<lhs>\w+)_(?P<rhs>\w+)->(?P<out>\w+)$")
 
 
 def conv_flops(instr: Instruction) -> int | None:
-    """XLA's convolution count: 2 x input features per group x output features x batch per
-    batch group x kernel taps that land on the input (padding and dilation respected)."""
-    labels = _DIM_LABELS.match(instr.attributes.get("dim_labels", ""))
+    """XLA's convolution count of a ``convolution`` instruction (:func:`convolution_flops`)."""
     lhs = instr.operand_shapes[0] if instr.operand_shapes else None
     rhs = instr.operand_shapes[1] if len(instr.operand_shapes) > 1 else None
     out = instr.shape.array
-    if labels is None or lhs is None or rhs is None or lhs.array is None or rhs.array is None:
+    if lhs is None or rhs is None or lhs.array is None or rhs.array is None or out is None:
         return None
-    if out is None:
+    return convolution_flops(lhs.array.dims, rhs.array.dims, out.dims, instr.attributes)
+
+
+def convolution_flops(lhs: Sequence[int], rhs: Sequence[int], out: Sequence[int],
+                      attributes: Mapping[str, str]) -> int | None:
+    """XLA's convolution count: 2 x input features per group x output features x batch per
+    batch group x kernel taps that land on the input (padding and dilation respected), from
+    the input (``lhs``), filter (``rhs``) and output dimensions and the ``dim_labels`` and
+    ``window`` attributes; None where the labels do not fit the shapes."""
+    labels = _DIM_LABELS.match(attributes.get("dim_labels", ""))
+    if labels is None:
         return None
     lhs_l, rhs_l, out_l = labels["lhs"], labels["rhs"], labels["out"]
+    if len(lhs_l) != len(lhs) or len(rhs_l) != len(rhs) or len(out_l) != len(out):
+        return None
     spatial = [c for c in lhs_l if c.isdigit()]
-    window = _window(instr.attributes.get("window", ""), len(spatial))
+    window = _window(attributes.get("window", ""), len(spatial))
+    if len(window) != len(spatial):
+        return None
     taps = 1
     for i, digit in enumerate(sorted(spatial)):
         size, stride, pad_lo, lhs_dil, rhs_dil = window[i]
         taps *= valid_taps(
-            lhs.array.dims[lhs_l.index(digit)],
-            out.dims[out_l.index(digit)],
-            rhs.array.dims[rhs_l.index(digit)] if size == 0 else size,
+            lhs[lhs_l.index(digit)],
+            out[out_l.index(digit)],
+            rhs[rhs_l.index(digit)] if size == 0 else size,
             stride,
             pad_lo,
             lhs_dil,
             rhs_dil,
         )
-    groups = int(instr.attributes.get("feature_group_count", "1"))
-    batch_groups = int(instr.attributes.get("batch_group_count", "1"))
+    groups = int(attributes.get("feature_group_count", "1"))
+    batch_groups = int(attributes.get("batch_group_count", "1"))
     fma = (
-        (lhs.array.dims[lhs_l.index("f")] // groups)
-        * out.dims[out_l.index("f")]
-        * (lhs.array.dims[lhs_l.index("b")] // batch_groups)
+        (lhs[lhs_l.index("f")] // groups)
+        * out[out_l.index("f")]
+        * (lhs[lhs_l.index("b")] // batch_groups)
         * taps
     )
     return 2 * fma
@@ -230,8 +225,9 @@ def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
     cost x (input - output elements); ``reduce-window`` body x (window - 1) x outputs; ``scatter``
     body x updates; ``map`` body x outputs; ``sort`` n x ceil(log2 n); ``fft`` XLA's 8 x
     operand elements x the product of floor(log2) of its lengths; all-reduce and
-    reduce-scatter body x (group - 1) x elements; data movement 0; a library gemm custom call
-    from its backend config's dot dimensions; other custom calls 0 (listed as not costed).
+    reduce-scatter body x (group - 1) x elements; data movement 0; a library custom call (a
+    convolution, gemm or fused attention: :mod:`~roofline_report.hlo.library_calls`) as the
+    library does it; other custom calls 0 flops, listed as not counted with why.
     """
     op = instr.opcode
     cost = Cost()
@@ -279,11 +275,15 @@ def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
     elif op in ("rng", "rng-bit-generator"):
         cost.charge(name, transcendentals=_elements(instr))
     elif op == "custom-call":
-        flops = _gemm_flops(instr)
-        if flops is not None:
-            cost.charge("stablehlo.dot_general", flops=flops)
+        from roofline_report.hlo.library_calls import library_call
+
+        counted = library_call(instr)
+        if counted.flops is not None:
+            cost.charge(counted.op, flops=counted.flops)
+            if counted.reason:  # a call known by its name: how it was counted
+                cost.by_name.add(counted.reason)
         else:
-            cost.uncosted.add(instr.custom_call_target or instr.name)
+            cost.uncosted.add(counted.reason)
     return cost
 
 

@@ -276,6 +276,7 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "transcendentals_by_op": dict(sorted(cost.transcendentals_by_op.items())),
         "ops": dict(sorted(cost.ops.items())),
         "uncosted": sorted(cost.uncosted),
+        **({"counted_by_name": sorted(cost.by_name)} if cost.by_name else {}),
         "op_name": instr.op_name,
         "source": None if located is None else relative_source(located.source, cwd),
         "user_source": None if located is None

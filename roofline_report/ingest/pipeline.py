@@ -28,6 +28,7 @@ from roofline_report.hlo.ir import parse_module
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.ingest import timeline
 from roofline_report.ingest.discover import HostFile, RunFiles, find_run
+from roofline_report.ingest.unclaimed import several_kernels, unclaimed
 from roofline_report.traces.events import kernel_times
 from roofline_report.traces.xspace import Line, TraceFormatError, XSpace, read_xspace
 
@@ -59,6 +60,8 @@ class LaneTiming:
     lane: timeline.Lane
     view: timeline.ProfileView
     timing: dict[str, Any]
+    unclaimed: list[Any] = field(default_factory=list)  # ingest.unclaimed.Unclaimed
+    several: dict[str, list[str]] = field(default_factory=dict)  # op -> its device kernels
 
 
 @dataclass
@@ -222,7 +225,10 @@ def read_profile(path: str | Path, *, run: str | None = None, module: str | None
             timing = kernel_times(view, module=chosen,
                                   kernels=list(trips) if trips is not None else None,
                                   calls=view.calls)
-            lanes.append(LaneTiming(lane, view, timing))
+            names = list(trips) if trips is not None else []
+            lanes.append(LaneTiming(lane, view, timing,
+                                    unclaimed(h.space, lane, chosen, names),
+                                    several_kernels(lane, chosen)))
         programs.append(HostProgram(h, program, why, inventory, compiled, lanes, host_notes))
     backend = backend_of(hosts)
     ceilings_record = _ceilings(ceilings, backend) if ceilings is not None else None
@@ -252,21 +258,37 @@ def backend_of(hosts: Sequence[HostReading]) -> str:
 
 
 def device_kind(hosts: Sequence[HostReading]) -> tuple[str, dict[str, Any]]:
-    """The device the trace names (a GPU plane's ``gpu_device_name``, a TPU plane's
-    ``device_type_string``; ``cpu`` on a CPU) and what else its plane says of it."""
-    extra: dict[str, Any] = {}
+    """The device the trace ran on and what its plane says of it: the name the plane keeps (a
+    GPU plane's ``gpu_device_name``, a TPU plane's ``device_type_string``), else the chip
+    recognised from the plane's stats (:mod:`roofline_report.device_recognition`; the preset's
+    name), else its vendor; ``cpu`` on a CPU. The recognised preset, or why none, is in the
+    facts returned beside it."""
+    from roofline_report.device_recognition import DeviceFacts, recognise
+
     for h in hosts:
         for plane in h.space.planes:
             stats = plane.stats
-            if plane.name.startswith(timeline.GPU_PREFIX):
-                major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
-                if isinstance(major, int) and isinstance(minor, int):
-                    extra["compute_capability"] = f"{major}.{minor}"
-                if isinstance(stats.get("memory_size"), int):
-                    extra["device_memory_bytes"] = stats["memory_size"]
-                name = stats.get("gpu_device_name") or stats.get("device_vendor")
-                return (str(name) if name else "GPU"), extra
-            if plane.name.startswith("/device:TPU:"):
-                name = stats.get("device_type_string")
-                return (str(name) if name else "TPU"), extra
-    return "cpu", extra
+            gpu = plane.name.startswith(timeline.GPU_PREFIX)
+            if not gpu and not plane.name.startswith("/device:TPU:"):
+                continue
+            facts = DeviceFacts.from_stats(stats)
+            found = recognise(facts)
+            extra: dict[str, Any] = {}
+            if facts.compute_capability is not None:
+                extra["compute_capability"] = "{}.{}".format(*facts.compute_capability)
+            if facts.memory_bytes is not None:
+                extra["device_memory_bytes"] = facts.memory_bytes
+            if facts.vendor:
+                extra["device_vendor"] = facts.vendor
+            if facts.cores is not None:
+                extra["core_count"] = facts.cores
+            if facts.clock_hz:
+                extra["clock_hz"] = facts.clock_hz
+            if found.preset is not None:
+                extra["device_preset"] = found.preset
+                extra["device_recognised_by"] = found.by
+            else:
+                extra["device_unrecognised"] = found.reason
+            name = facts.name or found.preset or facts.vendor or ("GPU" if gpu else "TPU")
+            return name, extra
+    return "cpu", {}

@@ -26,6 +26,7 @@ from roofline_report.analysis.seed_model import (
     SEED_PEAK_FLOPS,
 )
 from roofline_report.errors import InputError
+from roofline_report.ingest.device_timeline import device_timelines
 from roofline_report.ingest.pipeline import (
     HostProgram,
     LaneTiming,
@@ -123,6 +124,12 @@ def _workload(p: HostProgram, reading: Reading, skipped: list[dict[str, str]]
                         "reason": str(kernel_timing["reason"])})
     if p.inventory is not None:
         kernels: dict[str, Any] = p.inventory
+        uncounted = [k for k in kernels["kernels"] if k.get("uncosted")]
+        if uncounted:
+            reasons = sorted({u for k in uncounted for u in k["uncosted"]})
+            skipped.append({"what": f"work of {len(uncounted)} kernel(s) of {title} "
+                                    f"({', '.join(k['name'] for k in uncounted)})",
+                            "reason": "; ".join(reasons)})
     else:
         kernels = {"available": False, "reason": str(p.hlo_reason)}
         skipped.append({"what": f"work of the kernels of {title}", "reason": str(p.hlo_reason)})
@@ -159,6 +166,8 @@ def _workload(p: HostProgram, reading: Reading, skipped: list[dict[str, str]]
             "devices": lanes,
             "hlo": p.inventory is not None,
             "notes": notes,
+            "unclaimed": [u.to_json() for u in chosen.unclaimed] if chosen is not None else [],
+            "device_kernels": dict(chosen.several) if chosen is not None else {},
         },
     }
 
@@ -188,6 +197,8 @@ def _source(reading: Reading) -> dict[str, Any]:
                            (reading.hosts[0].space.unknown_fields if reading.hosts else {}
                             ).items()},
         "notes": list(reading.notes),
+        "timeline": [{"host": h.file.host, **t.to_json()} for h in reading.hosts
+                     for t in device_timelines(h.space)],
     }
 
 

@@ -52,20 +52,58 @@ def _roofs(an: Analysis) -> tuple[Inline, ...]:
         return (f"Roofs: the ceilings measured on {ceilings.get('device_kind', device)} "
                 f"(the ceilings record of {trace.get('ceilings_file') or 'the results given'}), "
                 f"the first choice; the trace ran on {device}.",)
-    if chosen.kind is Kind.SPEC_SHEET:
+    if chosen.kind is Kind.SPEC_SHEET and chosen.compute:
         preset = an.roofs.preset or {}
-        how = ("chosen by name" if preset.get("chosen") == "by name"
-               else f"matched to the device the trace names, {device}")
-        return (f"Roofs: the spec sheet of the {chosen.label} ({how}): published figures, not "
-                "measured. No ceilings measured on that machine were given (--ceilings FILE "
-                "takes the ceilings of a results.json measured there).",)
-    hyp = an.budgets.get("hypothetical", {})
-    return ("Roofs: the assumed budgets (", n(hyp.get("peak", {}).get("value"), "FLOP/s",
-                                               Kind.HYPOTHETICAL), " and ",
-            n(hyp.get("bandwidth", {}).get("value"), "B/s", Kind.HYPOTHETICAL),
-            f"): no ceilings measured on the machine that ran the trace were given (--ceilings "
-            f"FILE) and no chip preset matches the device the trace names, {device} "
-            "(--preset NAME draws one).")
+        chosen_by = str(preset.get("chosen", ""))
+        if chosen_by == "by name":
+            how: tuple[Inline, ...] = ("chosen by name",)
+        elif chosen_by.startswith("recognised"):
+            how = ("recognised from the trace's device plane: ", *_recognised(env))
+        else:
+            how = (f"matched to the device the trace names, {device}",)
+        return (f"Roofs: the spec sheet of the {chosen.label} (", *how, "): published figures, "
+                "not measured. No ceilings measured on the machine that ran the trace were "
+                "given (--ceilings FILE takes the ceilings of a results.json measured there).")
+    why = str(env.get("device_unrecognised") or "no chip preset matches it")
+    return (f"No roofs: the machine that ran the trace is {_described(env, device)}, and {why}; "
+            "no ceilings measured there were given. The kernels' achieved rates are shown "
+            "without a share of a roof or a prediction. To hold them to roofs, give "
+            "--preset NAME (a chip's spec sheet; --list-presets names them) or --ceilings FILE "
+            "(a results.json measured on that machine).",)
+
+
+def _described(env: Mapping[str, Any], device: str) -> str:
+    """The device in the words its plane gives: vendor, architecture, cores, memory, clock."""
+    parts = _recognised(env)
+    return f"{device} ({''.join(str(p) for p in parts)})" if parts else device
+
+
+def _recognised(env: Mapping[str, Any]) -> tuple[str, ...]:
+    """What the device plane says of the device, as the facts the chip was recognised by."""
+    from roofline_report.device_recognition import DeviceFacts, architecture
+
+    words: list[str] = []
+    if env.get("device_recognised_by") == "name":
+        return ("its name",)
+    vendor = env.get("device_vendor")
+    if vendor:
+        words.append(f"vendor {vendor}")
+    cap = env.get("compute_capability")
+    if cap:
+        major, _, minor = str(cap).partition(".")
+        facts = DeviceFacts(vendor=str(vendor) if vendor else None,
+                            compute_capability=(int(major), int(minor))
+                            if major.isdigit() and minor.isdigit() else None)
+        arch = architecture(facts)
+        words.append(f"compute capability {cap}" + (f" ({arch})" if arch else ""))
+    if env.get("core_count") is not None:
+        unit = "compute units" if str(vendor).casefold() == "amd" else "cores"
+        words.append(f"{env['core_count']} {unit}")
+    if env.get("device_memory_bytes") is not None:
+        words.append(f"{env['device_memory_bytes'] / (1 << 30):,.0f} GiB of device memory")
+    if env.get("clock_hz"):
+        words.append(f"a {env['clock_hz'] / 1e9:g} GHz clock")
+    return (", ".join(words),) if words else ()
 
 
 def _collective_names(w: Mapping[str, Any]) -> set[str]:
@@ -166,7 +204,61 @@ def _prediction(p: Program) -> tuple[Inline, ...] | None:
     return (f"{p.title}: the model of the compiled program (its kernels one after another, "
             "under the roofs above) predicts ", n(p.prediction.seconds, "s", Kind.PREDICTED),
             f" per {per}; the trace shows ", n(p.seconds, "s", M), " (",
-            miss_text(p.miss), ").")
+            miss_text(p.miss), ").", *_counted(p))
+
+
+def _counted(p: Program) -> tuple[Inline, ...]:
+    """The share of the kernel time whose work is counted, and the kernels whose is not."""
+    table = p.kernels
+    if table is None or table.counted_share is None:
+        return ()
+    share = (" The kernels whose work is counted take ", percent(table.counted_share, M),
+             " of the summed kernel time")
+    if not table.uncounted:
+        return (*share, ".")
+    names = ", ".join(r.name for r in table.uncounted)
+    return (*share, "; work not counted for ", plural(len(table.uncounted), "kernel", "kernels"),
+            f" ({names}), so the prediction leaves their work out.")
+
+
+def _host_bound(p: Program) -> tuple[Inline, ...] | None:
+    """The statement that a program is host-bound: its device idle most of each call."""
+    t = p.kernels.trace if p.kernels is not None else None
+    if t is None or not t.host_bound:
+        return None
+    per = p.observation["trace"]["per"]
+    return (Strong("Host-bound"), f": on {p.observation['trace']['device']} a {per} of "
+            f"{p.title} took ", n(t.program_s, "s", M), " and some kernel of it ran during ",
+            n(t.busy_s, "s", M), "; the device was idle ", percent(t.idle, M),
+            f" of the {per} (no kernel of the program ran). That time went to the host's work "
+            "between the kernels (launches, Python, data) or to device events no HLO op "
+            "claims, not to the kernels: their roofs below do not bound the program's time.")
+
+
+def _timeline_row(t: Mapping[str, Any]) -> dict[str, Any]:
+    total = float(t["total_s"])
+
+    def part(key: str) -> tuple[Num, Num]:
+        value = float(t[key])
+        return n(value, "s", M), percent(value / total if total > 0 else None, M)
+
+    return {"host": str(t["host"]), "device": str(t["device"]), "total": n(total, "s", M),
+            **{key: part(f"{key}_s") for key in ("computation", "exposed_communication",
+                                                  "exposed_memcpy", "idle")}}
+
+
+def _unclaimed(p: Program) -> dict[str, Any] | None:
+    """The device events no HLO op claims while the program ran, on the device read."""
+    tr = p.observation["trace"]
+    items = tr.get("unclaimed") or []
+    if not items:
+        return None
+    rows = [{"name": str(u["name"]), "events": count(u["events"], M),
+             "time": n(u["seconds"], "s", M),
+             "like": f"looks like {u['like']} by its name (its event carries no HLO op)"
+             if u.get("like") else ""} for u in items]
+    return {"title": p.title, "device": str(tr["device"]), "host": str(tr["host"]),
+            "rows": rows}
 
 
 def trace_view(an: Analysis) -> dict[str, Any] | None:
@@ -204,6 +296,12 @@ def trace_view(an: Analysis) -> dict[str, Any] | None:
         "collectives": _collective_rows(programs),
         "ops": [o for o in (_ops(p) for p in programs) if o is not None],
         "predictions": [x for x in (_prediction(p) for p in programs) if x is not None],
+        "unclaimed": [u for u in (_unclaimed(p) for p in programs) if u is not None],
+        "timeline": [_timeline_row(t) for t in trace.get("timeline") or []],
+        "host_bound": [x for x in (_host_bound(p) for p in programs) if x is not None],
+        "several": [{"title": p.title, "device": str(p.observation["trace"]["device"]),
+                     "ops": sorted(p.observation["trace"].get("device_kernels", {}).items())}
+                    for p in programs if p.observation["trace"].get("device_kernels")],
         "notes": notes,
     }
 
@@ -232,6 +330,7 @@ def trace_section(vm: Mapping[str, Any]) -> Section | None:
             "same counter as a measured run, and timed from the trace's events per "
             f"{t['per']} (each kernel's time the first quartile over the {t['per']}s), each "
             "kernel matched to its events by the HLO instruction it runs.")),
+        *(Note(text(*x)) for x in t.get("host_bound", [])),
         Paragraph(text(*t["roofs"])),
         Table(("host", "trace file", "size", "devices with kernels", "profiler"),
               tuple((_cell(h["name"]), _cell(Code(h["file"])), _num(h["bytes"]),
@@ -244,6 +343,21 @@ def trace_section(vm: Mapping[str, Any]) -> Section | None:
                                  _num(m["events"]), _num(m["seconds"]),
                                  _cell("yes" if m["hlo"] else "no")) for m in t["modules"]),
                           caption="Programs that ran while the trace was recorded"))
+    if t.get("timeline"):
+        body.append(Paragraph(text(
+            "Where each device's time went over the whole trace, from its first event to its "
+            "last (every program, as TraceLens's GPU timeline and XProf's overview count it): "
+            "computation while some kernel ran, communication and memory copies where nothing "
+            "else overlapped them, idle while nothing ran (the device waiting on its host).")))
+        body.append(Table(
+            ("host", "device", "trace span", "computation", "exposed communication",
+             "exposed memory copies", "idle"),
+            tuple((_cell(r["host"]), _cell(r["device"]), _num(r["total"]),
+                   *(Cell((r[k][0], " (", r[k][1], ")"), numeric=True)
+                     for k in ("computation", "exposed_communication", "exposed_memcpy",
+                               "idle")))
+                  for r in t["timeline"]),
+            caption="The devices' time over the whole trace"))
     if t["host_rows"]:
         body.append(Table(
             ("host", "device", "timed", "step (marker)", "program", "kernels summed",
@@ -263,6 +377,22 @@ def trace_section(vm: Mapping[str, Any]) -> Section | None:
             caption=f"Collectives: bytes from the HLO, times from the events (per {t['per']})"))
     for p in t["predictions"]:
         body.append(Paragraph(p))
+    for s in t.get("several", []):
+        body.append(Table(("HLO op", "device kernels", "its kernels"), tuple(
+            (_cell(Code(op)), _num(count(len(kernels), M)), _cell(", ".join(kernels)))
+            for op, kernels in s["ops"]),
+            caption=f"HLO ops of {s['title']} that ran as several device kernels on "
+                    f"{s['device']} (each op's time in the kernel table is their sum)"))
+    for u in t.get("unclaimed", []):
+        body.append(Paragraph(text(
+            f"Device events no HLO op claims ran on {u['device']} of {u['host']} between the "
+            f"first and last kernel of {u['title']}: memory copies, runtime and library "
+            "kernels, or kernels whose events carry no HLO op. They are not in the per-kernel "
+            "table (no op, so no work or bytes to hold them to); their times summed over the "
+            "calls traced:")))
+        body.append(Table(("event", "events", "summed time", "note"), tuple(
+            (_cell(Code(r["name"])), _num(r["events"]), _num(r["time"]), _cell(r["like"]))
+            for r in u["rows"]), caption=f"Events no HLO op claims, on {u['device']}"))
     for o in t["ops"]:
         body.append(Note(text(Strong("The work cannot be counted"), f" for {o['title']}: ",
                               o["reason"], ". The per-op times the trace holds:")))

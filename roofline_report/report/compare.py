@@ -42,6 +42,7 @@ from roofline_report.report.blocks import (
     Strong,
     text,
 )
+from roofline_report.report.compare_kernels import kernel_comparisons
 from roofline_report.report.format import Num, n, plural, ratio
 from roofline_report.report.markdown import escape as md_escape
 from roofline_report.report.section_parts import c, num, p, table
@@ -256,9 +257,11 @@ def render_comparison(loaded: Sequence[tuple[str, Results | Mapping[str, Any]]],
                 "and the label in brackets give the run.")
         figure = figs.roofline("compare_roofline", fig_title, desc, sets, points)
         svgs["compare_roofline"] = figure.svg
+    kernels = kernel_comparisons(runs)
     vm = {"labels": labels, "env": env_rows,
           "ceilings": ceiling_rows, "workloads": workload_rows, "partial": partial_rows,
-          "verdicts": verdict_rows, "figure": figure, "gate": result}
+          "verdicts": verdict_rows, "figure": figure, "gate": result,
+          "kernels": kernels}
     tree = comparison_document(vm)
     default = meta.DEFAULT_COMPARE_TITLE.format(runs=len(labels))
     provenance = [f"Run {label}: measured "
@@ -278,7 +281,11 @@ def render_comparison(loaded: Sequence[tuple[str, Results | Mapping[str, Any]]],
         "workloads": {r["title"]: [t.text for t in r["times"]] for r in workload_rows},
         "only": {str(i): [r["name"] for r in some if r["present"][i - 1]]
                  for i in range(1, len(labels) + 1)},
-        "verdicts": {r["title"]: r["verdicts"] for r in verdict_rows}}
+        "verdicts": {r["title"]: r["verdicts"] for r in verdict_rows},
+        "kernels": {k["title"]: {"every run": {r["name"]: [t.text for t in r["times"]]
+                                               for r in k["rows"]},
+                                 "some runs": {r["name"]: r["runs"] for r in k["only"]}}
+                    for k in kernels}}
     if result is not None:
         doc["gate"] = result.to_json()
     return html, md, svgs, doc
@@ -337,6 +344,26 @@ def _gate_section(result: gate.GateResult, labels: Sequence[str]) -> Section:
     return Section("Regression gate", tuple(body), id="gate")
 
 
+def _kernels_section(k: Mapping[str, Any], runs: range, later: range) -> Section:
+    """One program's kernels in every run side by side, and those only some runs hold."""
+    body: list[Block] = [p(
+        f"The kernels of {k['title']}, matched by the HLO op they run (a name that differs "
+        "only by a trailing .0 is the same op renamed between compilations), each with its "
+        "time per call in every run and its speed-up against run 1.")]
+    if k["rows"]:
+        body.append(table(("kernel", *(f"time per call, run {i}" for i in runs),
+                           *(f"speed-up, run {i} vs 1" for i in later)),
+                          [(c(Code(r["name"])), *(num(x) for x in r["times"]),
+                            *(num(x) for x in r["speedups"])) for r in k["rows"]]))
+    if k["only"]:
+        body.append(table(("kernel in some runs only", "in runs",
+                           *(f"time per call, run {i}" for i in runs)),
+                          [(c(Code(r["name"])), c(r["runs"]), *(num(x) for x in r["times"]))
+                           for r in k["only"]]))
+    return Section(f"Kernels of {k['title']}, run by run", tuple(body),
+                   id=f"kernels-{meta.workload_anchor(k['name'])}", kind=Kind.MEASURED.value)
+
+
 def comparison_document(vm: Mapping[str, Any]) -> Document:
     """The comparison's sections from its view model (labels, env, ceilings, workloads,
     partial, verdicts, figure, gate), rendered by the same renderers as the report."""
@@ -373,6 +400,8 @@ def comparison_document(vm: Mapping[str, Any]) -> Document:
             table(("workload", "in runs", *(f"time per call, run {i}" for i in runs)),
                   [(_workload_link(w), c(w["runs"]), *(num(x) for x in w["times"]))
                    for w in vm["partial"]])), id="workloads-some", kind=measured))
+    for k in vm.get("kernels", []):
+        sections.append(_kernels_section(k, runs, later))
     if vm["verdicts"]:
         sections.append(Section("Where the model held", (table(
             ("experiment", *labels),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES
 from roofline_report.kinds import Kind
-from roofline_report.report.blocks import Block, Cell, Note, Section, Status, text
+from roofline_report.report.blocks import Banner, Block, Cell, Note, Section, Status, text
 from roofline_report.report.format import Num, plural
 from roofline_report.report.section_parts import (
     MEASURED,
@@ -47,7 +47,10 @@ def _timed(vm: VM) -> Section:
 
 def measured(vm: VM, *, figure: bool = True) -> Section:
     m = vm["measured"]
-    body: list[Block] = [MEASURED]
+    machine = str(vm.get("machine", "this machine"))
+    banner = MEASURED if machine == "this machine" else \
+        Banner(Kind.MEASURED.value, "Measured", f"{machine}, as its trace records it")
+    body: list[Block] = [banner]
     if vm["run_note"]:
         body.append(Note((f"{vm['run_note']}.",)))
     body.append(Section("Environment", (
@@ -55,10 +58,10 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
     if vm["seed"] or vm["parts"]["teaching"]:
         body.append(_timed(vm))
     if not m["ceilings"]:
-        body.append(Section("Ceilings of this machine",
+        body.append(Section(f"Ceilings of {machine}",
                             (p("Ceilings not measured: ", m["ceilings_reason"]),)))
         body.append(_placements(vm, figure))
-        return Section("Measured on this machine", tuple(body), id="measured",
+        return Section(f"Measured on {machine}", tuple(body), id="measured",
                        kind=Kind.MEASURED.value)
     rows = []
     for r in m["ceilings"]:
@@ -85,7 +88,7 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
         ]
     conditions = m.get("ceilings_conditions", ())
     warning = vm.get("roof_warning", ())
-    body.append(Section("Ceilings of this machine", (
+    body.append(Section(f"Ceilings of {machine}", (
         *((Note(warning),) if warning else ()),
         *((p(origin),) if origin else ()),
         *((p(*conditions),) if conditions else ()),
@@ -119,7 +122,7 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
                    for r in m["rates"]]),
         )))
     body.append(_placements(vm, figure))
-    return Section("Measured on this machine", tuple(body), id="measured",
+    return Section(f"Measured on {machine}", tuple(body), id="measured",
                    kind=Kind.MEASURED.value)
 
 

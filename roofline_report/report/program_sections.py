@@ -273,7 +273,10 @@ def kernels(vm: VM) -> Section | None:
         "of repeated calls. Kernels can overlap, so shares are of the summed kernel time. "
         "Predicted: launches × (max(compute, memory) + launch) from the kernel's own flops, "
         "transcendentals and the bytes it touches, under the roofs named below each program "
-        "(this machine's where this run measured them). Its roof is the rate that prediction "
+        + ("(the spec sheet or the ceilings given for the machine that ran the trace, "
+           "where there is one)" if vm.get("trace")
+           else "(this machine's where this run measured them)") +
+        ". Its roof is the rate that prediction "
         "implies, the share of roof the achieved rate ÷ that roof, the binding the largest "
         "term of that same prediction; the miss says how many times slower or faster than "
         "predicted it ran.")]

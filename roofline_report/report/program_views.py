@@ -60,9 +60,12 @@ KERNEL_POINTS = 40  # kernels placed on a program's figure
 
 
 def roofs_words(roofs: RoofSet) -> str:
-    """'this machine's measured roofs' or 'the assumed budgets (hypothetical)'."""
+    """'this machine's measured roofs', 'the assumed budgets (hypothetical)', a chip's spec
+    sheet, or 'no roof' for a profile whose machine no preset describes."""
     if roofs.kind is Kind.MEASURED:
         return "this machine's measured roofs"
+    if not roofs.compute and not roofs.bandwidth:
+        return "no roof (the machine that ran the trace matches no preset)"
     return f"{roofs.label} ({roofs.kind.label})"
 
 
@@ -85,6 +88,10 @@ def _source_text(r: KernelRow) -> str:
     else the op's name."""
     if r.user_source and r.source and r.source != r.user_source:
         return f"{r.user_source} (via {r.source})"
+    if not r.user_source and not r.source and r.op_name and "/" not in r.op_name:
+        # JAX names an op that only moves an argument (a layout transpose of a parameter)
+        # after the argument, not after a source line.
+        return f"argument {r.op_name} (no source line)"
     return r.user_source or r.source or r.op_name or ""
 
 
@@ -95,13 +102,23 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
         "source": _source_text(r),
         "launches": count(r.launches, M) if r.launches is not None else count(r.trips, A),
         "time": n(r.seconds, "s", M), "share": percent(r.share, M),
-        "flops": count(r.flops, A), "bytes": n(r.bytes, "B", A),
-        "intensity": Num(format_intensity(r.intensity) if r.intensity else "0", A.value),
+        "flops": Num("not counted", A.value) if r.uncosted and not r.flops
+        else count(r.flops, A), "bytes": n(r.bytes, "B", A),
+        "intensity": Num("—") if r.uncosted and not r.flops
+        else Num(format_intensity(r.intensity) if r.intensity else "0", A.value),
         "achieved": n(r.achieved, "FLOP/s", M) if r.achieved else Num("—"),
         "roof": cells["roof"], "of_roof": percent(r.share_of_roof, P),
         "binding": cells["binding"], "predicted": cells["predicted"],
-        "miss": miss_text(r.miss), "why": r.why,
+        "miss": miss_text(r.miss),
+        "why": "; ".join(x for x in (_uncounted_words(r), r.why) if x),
     }
+
+
+def _uncounted_words(r: KernelRow) -> str:
+    """'work not counted: ...' for a kernel whose flops are not counted, how a call known by
+    its name was counted, else ''."""
+    words = [*(f"work not counted: {u}" for u in r.uncosted), *r.by_name]
+    return "; ".join(words)
 
 
 def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
@@ -225,7 +242,12 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
     summary = (f"{plural(table.count, 'kernel', 'kernels')}, "
                f"{plural(table.launches, 'launch', 'launches')} per call; predicted on "
                f"{roofs_words(table.roofs)}.")
-    if table.roofs.kind is Kind.SPEC_SHEET:
+    if not table.roofs.compute and not table.roofs.bandwidth:
+        summary = (f"{plural(table.count, 'kernel', 'kernels')}, "
+                   f"{plural(table.launches, 'launch', 'launches')} per call; not predicted: no "
+                   "preset describes the machine that ran the trace and no ceilings measured "
+                   "there were given, so the kernels show their achieved rates only.")
+    elif table.roofs.kind is Kind.SPEC_SHEET:
         summary += (" No ceilings were measured on the machine that ran it, so the kernels are "
                     f"held to the spec sheet of the {table.roofs.label} (published figures, not "
                     "measured; a launch cost, where the preset has one, is assumed); their "
@@ -345,7 +367,9 @@ def placements(an: Analysis) -> list[dict[str, Any]]:
             "roofs": cells["roofs"], "predicted": cells["predicted"],
             "measured": n(p.seconds, "s", M), "miss": miss_text(p.miss),
             "why": p.why or ("" if p.prediction is not None else
-                             "no prediction: the program's work was not counted"),
+                             "no prediction: no roof" if not (an.roofs.kernels.compute
+                                                              or an.roofs.kernels.bandwidth)
+                             else "no prediction: the program's work was not counted"),
         })
     return rows
 
@@ -372,7 +396,7 @@ def programs_figure(an: Analysis) -> figs.FigureOut | None:
     roofs = an.roofs
     main = roofs.kernels
     sets = [main] + ([roofs.hypothetical] if roofs.measured is not None else [])
-    if roofs.spec_sheet is not None and roofs.spec_sheet.complete:
+    if roofs.spec_sheet is not None and roofs.spec_sheet.complete and roofs.spec_sheet != main:
         sets.append(roofs.spec_sheet)
     points: list[figs.PlotPoint] = []
     for p in an.programs:
@@ -393,8 +417,14 @@ def programs_figure(an: Analysis) -> figs.FigureOut | None:
         return None
     measured = roofs.measured is not None
     name = "measured_roofline" if measured else "programs_roofline"
-    title = ("Measured roofline of this machine, with every program placed" if measured
-             else "The programs on the assumed budgets")
+    if measured:
+        title = "Measured roofline of this machine, with every program placed"
+    elif main.kind is Kind.SPEC_SHEET and main.compute:
+        title = f"The programs on the spec sheet of the {main.label}"
+    elif main.kind is Kind.SPEC_SHEET:
+        title = "The programs' achieved rates (no roof: no preset describes their machine)"
+    else:
+        title = "The programs on the assumed budgets"
     placed = sum(1 for q in points if not q.predicted)
     their = "its" if placed == 1 else "their"
     desc = (f"{plural(placed, 'program is', 'programs are')} placed at {their} compiled-program "

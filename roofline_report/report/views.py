@@ -47,6 +47,7 @@ from roofline_report.report.program_views import (
     program_sentence,
     program_view,
     programs_figure,
+    roofs_words,
     summary,
     timing_rows,
     tolerance,
@@ -101,11 +102,14 @@ def view_model_of(an: Analysis) -> dict[str, Any]:
     if sharding.get("available") and any(r.get("available") for r in projection.get("rows", [])):
         figures.append(figs.comm_projection(projection))
     obs = an.observations
+    traced = bool(obs.get("trace"))  # a profile: the machine is the one that ran the trace
     return {
         "generator": obs["generator"],
         "env": _environment(obs["environment"]),
+        "machine": TRACE_MACHINE if traced else "this machine",
         "kinds": [{"value": k.value, "label": k.label, "marker": KIND_MARKERS[k.value],
-                   "description": k.description} for k in Kind],
+                   "description": TRACE_MEASURED if traced and k is Kind.MEASURED
+                   else k.description} for k in Kind],
         "budgets": {
             "peak": n(hyp["peak"]["value"], "FLOP/s", Kind.HYPOTHETICAL),
             "bandwidth": n(hyp["bandwidth"]["value"], "B/s", Kind.HYPOTHETICAL),
@@ -136,18 +140,27 @@ def view_model_of(an: Analysis) -> dict[str, Any]:
     }
 
 
+TRACE_MACHINE = "the machine that ran the trace"
+TRACE_MEASURED = "timed on the machine that ran the trace, read from its trace"
+
+
 def _environment(env: Mapping[str, Any]) -> list[tuple[str, str]]:
     names = [("backend", "backend"), ("device_kind", "device"), ("device_count", "devices"),
+             ("device_preset", "chip recognised"), ("device_vendor", "vendor"),
              ("cpu_model", "CPU"), ("cpu_count", "CPU cores available"),
-             ("compute_capability", "compute capability"),
+             ("compute_capability", "compute capability"), ("core_count", "cores"),
+             ("clock_hz", "clock"),
              ("device_memory_bytes", "device memory"), ("platform", "platform"),
              ("python", "Python"), ("jax", "jax"), ("jaxlib", "jaxlib"), ("numpy", "NumPy")]
     rows = []
     for key, label in names:
         value = env.get(key)
         if value is not None:
-            text = format_si(value, "B") if key == "device_memory_bytes" else str(value)
+            text = (format_si(value, "B") if key == "device_memory_bytes"
+                    else format_si(value, "Hz") if key == "clock_hz" else str(value))
             rows.append((label, text))
+    if env.get("device_unrecognised"):
+        rows.append(("chip recognised", f"none: {env['device_unrecognised']}"))
     return rows
 
 
@@ -333,7 +346,9 @@ def _measured(an: Analysis, seed_p: Program | None) -> dict[str, Any]:
                                    f"({seed_p.prediction.binding.roof}).")
     out["placement"] = placements(an)
     out["placement_roofs"] = ("this machine's measured roofs" if an.roofs.measured is not None
-                              else "the assumed budgets (hypothetical)")
+                              else "the assumed budgets (hypothetical)"
+                              if an.roofs.kernels is an.roofs.hypothetical
+                              else roofs_words(an.roofs.kernels))
     if ceilings.get("available"):
         out["ceilings"] = _ceiling_rows(ceilings)
         out["by_size"] = _by_size(an.roofs.measured)

@@ -50,6 +50,8 @@ class KernelRecord(Record):
     ops: dict[str, Count]
     uncosted: list[str]
     op_name: str | None
+    # Calls counted by their name and config (an opaque call that is a known operation): how.
+    counted_by_name: list[str] = []
     source: str | None  # path relative to the user's project, with the line
     # The innermost frame of the op's Python stack outside installed libraries (``source`` is
     # the frame JAX recorded, often a library's: flax, optax); None where not recorded.

@@ -65,3 +65,11 @@ class Environment(Record):
     compute_capability: str | None = None
     device_memory_bytes: Count | None = None
     hosts: Count | None = None  # hosts of a profile read from a multi-host trace
+    # A profile read from a trace: what its device plane says of the device, and the chip
+    # preset recognised from it (None: none; ``device_unrecognised`` says why).
+    device_vendor: str | None = None
+    core_count: Count | None = None
+    clock_hz: Pos | None = None
+    device_preset: str | None = None
+    device_recognised_by: str | None = None  # "name" or "stats"
+    device_unrecognised: str | None = None

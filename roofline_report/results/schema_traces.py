@@ -23,6 +23,15 @@ class LaneTiming(Record):
     timing: KernelTiming
 
 
+class UnclaimedEvents(Record):
+    """Device events of one name that no HLO op claims, while a traced program ran."""
+
+    name: str
+    events: Count
+    seconds: NonNeg
+    like: str | None = None
+
+
 class TracedProgram(Record):
     """Where a workload read from a profiler trace comes from (``roofline-report profile``):
     the host's trace file, the device whose events give the per-kernel times, whether times
@@ -39,6 +48,11 @@ class TracedProgram(Record):
     devices: list[LaneTiming]
     hlo: bool
     notes: list[str] = []
+    # Events of that device no HLO op claims, while the program ran (by name; ``like``: the
+    # program's kernel whose name it looks like, where one does).
+    unclaimed: list[UnclaimedEvents] = []
+    # The HLO ops that ran as several device kernels on that device, with their kernels.
+    device_kernels: dict[str, list[str]] = {}
 
 
 class TraceModule(Record):
@@ -66,6 +80,21 @@ class TraceHost(Record):
     warnings: list[str] = []
 
 
+class DeviceTimeline(Record):
+    """Where one device's time went over the whole trace (seconds): computation,
+    communication and memory copies (each with the part nothing else overlapped), and idle."""
+
+    host: str
+    device: str
+    total_s: NonNeg
+    computation_s: NonNeg
+    communication_s: NonNeg
+    exposed_communication_s: NonNeg
+    memcpy_s: NonNeg
+    exposed_memcpy_s: NonNeg
+    idle_s: NonNeg
+
+
 class TraceSource(Record):
     """A results document read from a profiler trace captured anywhere (``roofline-report
     profile LOGDIR``): the run read, its hosts, the program chosen and how, every program seen,
@@ -81,3 +110,4 @@ class TraceSource(Record):
     ceilings_file: str | None = None
     unknown_fields: dict[str, list[Count]] = {}
     notes: list[str] = []
+    timeline: list[DeviceTimeline] = []  # each device of each host, over the whole trace

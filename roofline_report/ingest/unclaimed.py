@@ -1,0 +1,78 @@
+"""Device events that no HLO op claims, while a program ran (pure: no jax).
+
+A GPU's device plane holds, besides the kernels XLA annotated with the HLO op they run (the
+``hlo_op`` stat), events no op claims: memory copies, a runtime's copy kernels
+(``__amd_rocclr_copyBuffer``), library internals, and now and then a kernel of the program
+whose annotation the profiler missed (the first call's ``input_transpose_fusion_1`` in a
+ROCm trace). They are not dropped: :func:`unclaimed` lists each name that ran on a device
+between the program's first and last kernel there, with its events and their summed time, and
+the program's kernel its name looks like, where one does (a kernel's symbol is its HLO name
+with ``.`` spelt ``_``, and ``.kd`` after it on ROCm). :func:`several_kernels` names the ops
+that ran as more than one device kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from roofline_report.ingest import timeline
+from roofline_report.traces.xspace import XSpace
+
+__all__ = ["Unclaimed", "several_kernels", "unclaimed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Unclaimed:
+    name: str
+    events: int
+    seconds: float  # summed durations over the trace, while the program ran
+    like: str | None  # the program's kernel whose name it looks like
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "events": self.events, "seconds": self.seconds,
+                "like": self.like}
+
+
+def _symbol(name: str) -> str:
+    return name.removesuffix(".kd").replace(".", "_")
+
+
+def unclaimed(space: XSpace, lane: timeline.Lane, module: str,
+              kernels: Iterable[str]) -> list[Unclaimed]:
+    """The events of ``lane``'s device plane with no ``hlo_op`` that ran between ``module``'s
+    first and last kernel on it, by name, the longest first."""
+    ours = [e for e in lane.kernels if e.stats.get("hlo_module") == module]
+    plane = space.plane(f"/device:{lane.device}") if lane.on_device else None
+    if not ours or plane is None:
+        return []
+    first = min(e.start_ns for e in ours)
+    last = max(e.start_ns + e.duration_ns for e in ours)
+    by_symbol = {_symbol(k): k for k in kernels}
+    found: dict[str, list[float]] = {}
+    for line in plane.lines:
+        for e in line.events:
+            if "hlo_op" in e.stats or e.duration_ns <= 0:
+                continue
+            if e.start_ns >= last or e.start_ns + e.duration_ns <= first:
+                continue
+            found.setdefault(e.name, []).append(e.duration_ns * 1e-9)
+    out = [Unclaimed(name, len(d), sum(d), by_symbol.get(_symbol(name)))
+           for name, d in found.items()]
+    return sorted(out, key=lambda u: (-u.seconds, u.name))
+
+
+def several_kernels(lane: timeline.Lane, module: str) -> dict[str, list[str]]:
+    """The HLO ops of ``module`` that ran on ``lane`` as more than one device kernel (a
+    convolution as an im2col and a gemm), with their kernels' names in the order first run;
+    every event of such an op is the op's (the per-kernel times sum them)."""
+    names: dict[str, dict[str, None]] = {}
+    for e in sorted(lane.kernels, key=lambda e: e.start_ns):
+        if e.stats.get("hlo_module") == module and "hlo_op" in e.stats:
+            names.setdefault(str(e.stats["hlo_op"]), {})[e.name.removesuffix(".kd")] = None
+    return {op: list(kernels) for op, kernels in sorted(names.items()) if len(kernels) > 1}
+
+
+def summary(items: Sequence[Unclaimed]) -> str:
+    """One line naming them, for a note."""
+    return ", ".join(f"{u.name} x{u.events}" for u in items)
