@@ -1,10 +1,11 @@
-"""Statistics of samples (no jax): the one home of quantiles, medians and the judgement of a
-timing's stability.
+"""Statistics of samples (no jax): a timing's statistics, a call's own time and the judgement
+of a timing's stability.
 
-Every quantile in roofline-report is :func:`quantile`: linear interpolation between order
-statistics (numpy's default, Hyndman & Fan type 7). A :class:`Stats` derives everything from its
-samples, as pytest-benchmark's ``Stats`` does, so results.json keeps only the samples and a saved
-run's statistics are recomputed the same way when it is rendered.
+Every quantile in roofline-report is :func:`roofline_report.quantiles.quantile`: linear
+interpolation between order statistics (numpy's default, Hyndman & Fan type 7). A
+:class:`Stats` derives everything from its samples, as pytest-benchmark's ``Stats`` does, so
+results.json keeps only the samples and a saved run's statistics are recomputed the same way
+when it is rendered.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_report.errors import InputError
+from roofline_report.quantiles import median, quantile
+
+__all__ = ["MIN_STABLE_SAMPLES", "OWN_QUANTILE", "UNSTABLE_SPREAD", "Stats", "Timing",
+           "error_summary", "median", "own_time", "quantile", "quartiles"]
 
 # The quantile of its samples that is a call's own time, a program's and a kernel's alike
 # (:func:`own_time`).
@@ -22,17 +27,6 @@ OWN_QUANTILE = 0.25
 # Stats.unstable: spread (IQR / median) above this, or fewer samples than MIN_STABLE_SAMPLES.
 UNSTABLE_SPREAD = 0.10
 MIN_STABLE_SAMPLES = 5
-
-
-def quantile(ordered: Sequence[float], p: float) -> float:
-    """Quantile of sorted data by linear interpolation between order statistics.
-
-    This is numpy's default method ('linear', Hyndman & Fan type 7): position h = (n - 1) p.
-    """
-    h = (len(ordered) - 1) * p
-    lo = math.floor(h)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,11 +168,6 @@ def error_summary(errors: Sequence[float]) -> tuple[float | None, float | None]:
         return None, None
     ordered = sorted(errors)
     return quantile(ordered, 0.5), quantile(ordered, 0.9)
-
-
-def median(values: Sequence[float]) -> float | None:
-    """The median by :func:`quantile`; None for no values."""
-    return quantile(sorted(values), 0.5) if values else None
 
 
 def own_time(values: Sequence[float]) -> float:
