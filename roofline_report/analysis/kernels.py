@@ -9,6 +9,9 @@ work and the bytes it touches) with the times of its profiler trace, under one r
   same prediction used.
 * Where the time goes, by category; launch-bound kernels (bound by the launch floor) apart.
 * Opportunities, ranked by the time they could save: measured minus predicted at the roof.
+* Every traced call's time accounted for on the table's basis
+  (:mod:`~roofline_report.analysis.call_accounting`): the column's sum, what kernels took
+  beyond it, overlap, dispatch, loop control and gaps; kernels that vary, stalls that move.
 * The kernel sum reconciled with the program count (:func:`~roofline_report.hlo.kernels
   .reconcile_kernels`).
 """
@@ -19,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_report.analysis import explain, predict
+from roofline_report.analysis.call_accounting import account_calls
 from roofline_report.analysis.fresh_pages import fresh_pages, temp_bytes
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.records import (
@@ -175,6 +179,11 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
     rows = [_row(k, times.get(str(k["name"])), dtype, roofs, trace, fresh)
             for k, fresh in zip(listed, pages, strict=True)]
     total = sum(r.seconds or 0.0 for r in rows)
+    accounting = None
+    if trace is not None:
+        row_times = {r.name: r.seconds for r in rows if r.seconds is not None}
+        accounting = account_calls(timing, row_times,
+                                   {name: kernel_samples(times[name]) for name in row_times})
     rows = [_with_share(r, total, roofs.highest_compute) for r in rows]
     rows.sort(key=lambda r: (-(r.seconds or 0.0), -r.flops, r.name))
     categories = _categories(rows, total)
@@ -185,7 +194,7 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
         trace=trace, trace_reason=reason, roofs=roofs,
         reconciliation=reconcile_kernels(inventory, w.get("hlo_count")),
         notes=tuple(str(n) for n in inventory.get("notes", [])),
-        fresh_pages=sum(pages), temp_bytes=temp)
+        fresh_pages=sum(pages), temp_bytes=temp, accounting=accounting)
 
 
 def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,
