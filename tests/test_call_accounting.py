@@ -92,3 +92,46 @@ def test_the_committed_traces_account_for_every_call(trace: str) -> None:
     assert a.table_s == pytest.approx(sum(r.seconds or 0.0 for r in table.rows))
     assert len(a.calls) == len(w["kernel_timing"]["calls"])
     assert a.worst_residual <= 0.05
+
+
+def test_a_kernel_missing_from_a_call_is_placed_at_the_calls_it_ran_in() -> None:
+    """Samples of a kernel that skipped a call belong to the calls it ran in (calls_at), not
+    to the first ones: else every later call's sum is shifted."""
+    from roofline_report.analysis.kernels import per_call_samples
+
+    k = {"name": "a", "launches": [1, 1], "span_s": [1e-3, 5e-3], "calls_at": [0, 2]}
+    assert per_call_samples(k, 3) == [1e-3, None, 5e-3]
+    old = {"name": "a", "launches": [1, 1], "span_s": [1e-3, 5e-3]}  # before calls_at
+    assert per_call_samples(old, 3) == [1e-3, 5e-3, None]
+    calls = [_call(2e-3, 2e-3), _call(1e-3, 1e-3), _call(6e-3, 6e-3)]
+    b = [1e-3, 1e-3, 1e-3]
+    a = account_calls({"calls": calls}, {"a": 1e-3, "b": 1e-3},
+                      {"a": per_call_samples(k, 3), "b": b})
+    assert a is not None
+    assert [c.kernels_s for c in a.calls] == pytest.approx([2e-3, 1e-3, 6e-3])
+    assert a.worst_residual < 1e-9
+
+
+def test_the_reader_records_the_calls_a_kernel_ran_in() -> None:
+    from roofline_report.traces.events import kernel_times
+
+    class _Plane:
+        def __init__(self, name: str, lines: list[Any]) -> None:
+            self.name, self.lines = name, lines
+
+    class _Line:
+        def __init__(self, events: list[Any]) -> None:
+            self.name, self.events = "t", events
+
+    class _Ev:
+        def __init__(self, name: str, start: float, run: int) -> None:
+            self.name, self.start_ns, self.duration_ns = name, start, 10.0
+            self.stats = {"hlo_op": name, "hlo_module": "jit_f", "run_id": run}
+
+    events = [_Ev("a", 0, 1), _Ev("b", 20, 1), _Ev("b", 100, 2), _Ev("a", 200, 3),
+              _Ev("b", 220, 3)]
+    timing = kernel_times(type("P", (), {"planes": [_Plane("/device:GPU:0",
+                                                          [_Line(events)])]})(),
+                          module="jit_f")
+    rows = {k["name"]: k for k in timing["kernels"]}
+    assert rows["a"]["calls_at"] == [0, 2] and "calls_at" not in rows["b"]

@@ -115,10 +115,10 @@ class CallAccounting:
 
 
 def account_calls(timing: Mapping[str, Any], times: Mapping[str, float],
-                  samples: Mapping[str, Sequence[float]]) -> CallAccounting | None:
+                  samples: Mapping[str, Sequence[float | None]]) -> CallAccounting | None:
     """The accounting of a ``kernel_timing`` record's calls. ``times``: each table row's time
-    (its first quartile), by kernel; ``samples``: each kernel's per-call samples on the same
-    basis (one per call, in call order). None without calls."""
+    (its first quartile), by kernel; ``samples``: each kernel's samples on the same basis, one
+    per call in call order (None in a call it did not run in). None without calls."""
     calls = list(timing.get("calls") or [])
     if not calls:
         return None
@@ -126,7 +126,7 @@ def account_calls(timing: Mapping[str, Any], times: Mapping[str, float],
     table = sum(times.values())
     accounts: list[CallAccount] = []
     for i, c in enumerate(calls):
-        kernels = sum(s[i] for name, s in samples.items() if name in times and i < len(s))
+        kernels = sum(s[i] or 0.0 for name, s in samples.items() if name in times and i < len(s))
         busy = float(c["busy_s"])
         accounts.append(CallAccount(
             program_s=float(c["program_s"]), table_s=table, beyond_s=kernels - table,
@@ -134,15 +134,17 @@ def account_calls(timing: Mapping[str, Any], times: Mapping[str, float],
             loop_control_s=float(c["loop_control_s"]), gaps_s=float(c["gaps_s"])))
     order = sorted(range(len(accounts)), key=lambda i: accounts[i].program_s)
     middle = accounts[order[(len(order) - 1) // 2]]
-    usable = {name: list(s) for name, s in samples.items() if name in times and s}
+    usable = {name: list(s) for name, s in samples.items()
+              if name in times and any(x is not None for x in s)}
     return CallAccounting(tuple(accounts), middle, _varying(usable, times),
                           _stalls(usable, times, accounts, per_call))
 
 
-def _varying(samples: Mapping[str, list[float]], times: Mapping[str, float]
+def _varying(samples: Mapping[str, list[float | None]], times: Mapping[str, float]
              ) -> tuple[Varying, ...]:
     found = []
-    for name, s in samples.items():
+    for name, ran in samples.items():
+        s = [x for x in ran if x is not None]
         low, high = min(s), max(s)
         if len(s) > 1 and high > 0 and high > VARIES * low:
             found.append(Varying(name, low, high, times[name]))
@@ -150,7 +152,7 @@ def _varying(samples: Mapping[str, list[float]], times: Mapping[str, float]
     return tuple(found[:LISTED])
 
 
-def _stalls(samples: Mapping[str, list[float]], times: Mapping[str, float],
+def _stalls(samples: Mapping[str, list[float | None]], times: Mapping[str, float],
             accounts: Sequence[CallAccount], per_call: int) -> Stalls | None:
     """The calls whose worst kernel (the largest time beyond its first quartile) took at
     least VARIES × that quartile and STALL_SHARE of the call."""
@@ -158,11 +160,12 @@ def _stalls(samples: Mapping[str, list[float]], times: Mapping[str, float],
     for i, call in enumerate(accounts):
         worst: tuple[float, str, float] | None = None
         for name, s in samples.items():
-            if i >= len(s):
+            took = s[i] if i < len(s) else None
+            if took is None:
                 continue
-            excess = s[i] - times[name]
+            excess = took - times[name]
             if worst is None or excess > worst[0]:
-                worst = (excess, name, s[i])
+                worst = (excess, name, took)
         if worst is None:
             continue
         _, name, took = worst

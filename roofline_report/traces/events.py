@@ -260,13 +260,14 @@ def kernel_times(
         {"available": true, "source": "host" | "device",
          "calls": [{"program_s", "busy_s", "dispatch_s", "loop_control_s", "gaps_s"}],
          "kernels": [{"name", "launches": [...], "busy_s": [...], "span_s": [...],
-                      "wait_s": [...], "share_s": [...]}],
+                      "wait_s": [...], "share_s": [...], "calls_at": [...]}],
          "unmatched": [op names], "notes"}
 
     one entry per traced call (seconds per call); a kernel's lists hold one sample per call in
     which it ran: ``busy_s`` the sum of its events' own durations, ``span_s`` of the times from
     each launch to its completion, ``wait_s`` of the time queued behind other kernels,
-    ``share_s`` of its shares of the machine while it ran.
+    ``share_s`` of its shares of the machine while it ran; ``calls_at`` (only for a kernel
+    that did not run in every call) the index of the call of each sample.
     """
     device_events, host_events = _plane_events(profile)
     all_events = device_events + host_events
@@ -439,6 +440,7 @@ class _Samples:
     wait: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     share: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     launches: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    at: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # call indices
     calls: list[dict[str, float]] = field(default_factory=list)
     unmatched: set[str] = field(default_factory=set)
 
@@ -461,12 +463,14 @@ class _Samples:
             self.wait[op].append(round(wait[op] * ns, 12))
             self.share[op].append(round(share[op] * ns, 12))
             self.launches[op].append(counts[op] / per_call_div)
+            self.at[op].append(len(self.calls) - 1)
 
     def rows(self) -> list[dict[str, Any]]:
         """The kernels' records, the longest median busy time first."""
         order = sorted(self.span, key=lambda op: (-(median(self.own[op]) or 0.0), op))
         return [{"name": op, "launches": self.launches[op], "busy_s": self.own[op],
-                 "span_s": self.span[op], "wait_s": self.wait[op], "share_s": self.share[op]}
+                 "span_s": self.span[op], "wait_s": self.wait[op], "share_s": self.share[op],
+                 **({"calls_at": self.at[op]} if len(self.at[op]) != len(self.calls) else {})}
                 for op in order]
 
 
