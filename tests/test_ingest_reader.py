@@ -406,20 +406,3 @@ def test_hosts_of_one_capture_in_adjacent_runs_are_read_together(tmp_path: Path)
     alone = read_profile(tmp_path / "logs")  # the newest, minutes from the others
     assert [h.file.host for h in alone.hosts] == ["host1"]
     assert not any("read with it" in n for n in alone.notes)
-
-
-def test_hosts_read_in_parallel_give_the_same_reading() -> None:
-    one = read_profile(TRACES / "two_hosts", jobs=1)
-    two = read_profile(TRACES / "two_hosts", jobs=2)
-    assert [h.file.host for h in two.hosts] == [h.file.host for h in one.hosts]
-    assert [[t.timing for t in p.lanes] for p in two.programs] == \
-        [[t.timing for t in p.lanes] for p in one.programs]
-
-
-def test_jobs_must_be_a_whole_number() -> None:
-    from roofline_report.ingest.cli import build_parser
-
-    for bad in ("0", "-1", "two"):
-        with pytest.raises(InputError, match="--jobs"):
-            build_parser().parse_args(["logs", "--out", "o", "--jobs", bad])
-    assert build_parser().parse_args(["logs", "--out", "o", "--jobs", "3"]).jobs == 3

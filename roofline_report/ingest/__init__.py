@@ -51,7 +51,7 @@ def _name(value: Any, key: str) -> str | None:
 def profile(path: str | Path, out: str | Path | None = None, *, run: str | None = None,
             module: str | None = None, ceilings: str | Path | None = None,
             preset: str | None = None, title: str | None = None,
-            origin: str = "python", jobs: int | None = None) -> dict[str, Any]:
+            origin: str = "python") -> dict[str, Any]:
     """Read the profiler trace under ``path`` and return its results document (observations,
     as results.json holds them); with ``out``, also write the report folder there.
 
@@ -60,7 +60,6 @@ def profile(path: str | Path, out: str | Path | None = None, *, run: str | None 
     one with the most kernel time). ``ceilings``: a results.json measured on the machine that
     ran the trace (its ceilings record gives the roofs); else ``preset`` (a chip's spec
     sheet) or the preset matching the device the trace names; else the assumed budgets.
-    ``jobs``: hosts read at once, in separate processes (default: the machine's cores).
 
     Needs jaxlib installed (it prints the trace's HLO), not the trace's backend. Bad input
     (no trace, a corrupt, truncated or newer trace, an unknown module or run) raises
@@ -80,10 +79,8 @@ def profile(path: str | Path, out: str | Path | None = None, *, run: str | None 
     if destination is not None:
         output.check_destination(Path(destination), label=label)
     page_title = meta.check_title(title)
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise InputError(f"{_API} jobs= must be a whole number >= 1, got {reprlib.repr(jobs)}")
     reading = read_profile(checked, run=_name(run, "run="), module=_name(module, "module="),
-                           ceilings=ceilings_path, preset=_name(preset, "preset="), jobs=jobs)
+                           ceilings=ceilings_path, preset=_name(preset, "preset="))
     data = results_document(reading, origin="python" if origin == "python" else "command line")
     if destination is not None:
         output.write_results(Path(destination), data, label=label,

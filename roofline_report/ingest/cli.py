@@ -23,13 +23,6 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message} (see --help)")
 
 
-def _jobs(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of processes >= 1, got "
-                                         f"{value!r}")
-    return int(value)
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="roofline-report profile",
@@ -56,8 +49,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", metavar="NAME",
                    help="a chip's spec sheet as the roofs (default: the preset matching the "
                    "device the trace names, if any)")
-    p.add_argument("--jobs", type=_jobs, metavar="N",
-                   help="hosts read at once, in separate processes (default: the cores)")
     p.add_argument("--title", metavar="TEXT", help="the page's title")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return p
@@ -69,7 +60,7 @@ def main(argv: Sequence[str]) -> int:
 
     ns = build_parser().parse_args(list(argv))
     data = profile(ns.logdir, out=ns.out, run=ns.run, module=ns.module, ceilings=ns.ceilings,
-                   preset=ns.preset, title=ns.title, origin="command line", jobs=ns.jobs)
+                   preset=ns.preset, title=ns.title, origin="command line")
     out = Path(ns.out)
     skipped = data.get("skipped") or []
     print(f"wrote {out / 'report.html'} and {out / 'report.md'}"
