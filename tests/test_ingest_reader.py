@@ -192,9 +192,27 @@ def test_truncated_and_corrupt_files_are_named() -> None:
         read_xspace_bytes(b"\x07\xff\x00garbage")  # wire type 7
     with pytest.raises(TraceFormatError, match="no profiler plane"):
         read_xspace_bytes(_bytes(4, "only a host name"))
-    negative = plane(1, "/host:CPU", {"t": [("fusion", 0, -5, {"hlo_op": "fusion"})]})
-    with pytest.raises(TraceFormatError, match="negative duration"):
-        read_xspace_bytes(space(negative))
+    # A protobuf of another kind (here a program's HloProto) is not a profiler trace.
+    hlo_proto = next(iter(read_xspace(_file("softmax")).hlo_protos().values()))[1]
+    with pytest.raises(TraceFormatError, match="not a profiler trace"):
+        read_xspace_bytes(hlo_proto, "hlo.xplane.pb")
+
+
+def test_a_trace_over_the_protobuf_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.xplane.pb"
+    with big.open("wb") as f:  # a sparse file: nothing is written but its size
+        f.truncate(2**31 + 10)
+    with pytest.raises(TraceFormatError, match=r"big\.xplane\.pb: 2\.0 GiB, over the 2 GiB"):
+        read_xspace(big)
+
+
+def test_events_with_a_negative_duration_are_skipped_and_counted() -> None:
+    negative = plane(1, "/host:CPU", {"t": [("fusion", 0, -5, {"hlo_op": "fusion"}),
+                                            ("fusion.1", 10, 5, {"hlo_op": "fusion.1"})]})
+    xs = read_xspace_bytes(space(negative))
+    assert [e.name for e in xs.planes[0].lines[0].events] == ["fusion.1"]
+    assert xs.dropped.negative_durations == {"fusion": 1}
+    assert read_xspace(_file("softmax")).dropped.negative_durations == {}
 
 
 def test_a_newer_schema() -> None:
@@ -203,20 +221,30 @@ def test_a_newer_schema() -> None:
     # A field the schema does not have is skipped and reported.
     extra = space(base + _int(9, 1))
     assert read_xspace_bytes(extra).unknown_fields == {"XPlane": [9]}
-    # A stat whose value is in a field this reader does not know: a newer profiler.
+    # A stat whose value is in a field this reader does not know (a newer profiler): that
+    # stat is skipped and counted by name, the event and its other stats are kept.
+    names = _bytes(5, _int(1, 1) + _bytes(2, _int(1, 1) + _bytes(2, "new_stat"))) + \
+        _bytes(5, _int(1, 2) + _bytes(2, _int(1, 2) + _bytes(2, "hlo_op")))
     stat = _int(1, 1) + _bytes(8, b"new")
+    event = _int(1, 1) + _int(2, 0) + _int(3, 7000) + _bytes(4, stat) + \
+        _bytes(4, _int(1, 2) + _bytes(5, "fusion"))
+    newer = space(_int(1, 1) + _bytes(2, "/host:CPU") + _bytes(3, _bytes(4, event)) + names)
+    xs = read_xspace_bytes(newer)
+    (e,) = xs.planes[0].lines[0].events
+    assert e.stats == {"hlo_op": "fusion"} and e.duration_ns == 7.0
+    assert xs.dropped.unknown_stat_values == {"new_stat": 1}
+    # A field a stat with a value does not have is named like any other.
+    stat = _int(1, 2) + _bytes(5, "fusion") + _int(12, 3)
     event = _int(1, 1) + _int(2, 0) + _bytes(4, stat)
-    newer = space(_int(1, 1) + _bytes(2, "/host:CPU") + _bytes(3, _bytes(4, event)))
-    with pytest.raises(TraceFormatError, match="newer profiler") as info:
-        read_xspace_bytes(newer)
-    assert info.value.newer
+    extra = space(_int(1, 1) + _bytes(2, "/host:CPU") + _bytes(3, _bytes(4, event)) + names)
+    assert read_xspace_bytes(extra).unknown_fields == {"XStat": [12]}
     # An event placed in time by a field this reader does not know.
     event = _int(1, 1) + _int(7, 5)
     newer = space(_int(1, 1) + _bytes(2, "/host:CPU") + _bytes(3, _bytes(4, event)))
     with pytest.raises(TraceFormatError, match="newer profiler"):
         read_xspace_bytes(newer)
     # A known field with another wire type.
-    clash = space(_bytes(1, _bytes(1, b"an id as bytes")))
+    clash = space(_bytes(2, "/host:CPU") + _bytes(1, b"an id as bytes"))
     with pytest.raises(TraceFormatError, match="wire type") as info:
         read_xspace_bytes(clash)
     assert info.value.newer
@@ -343,3 +371,38 @@ def test_kernels_outside_step_markers_fall_back_to_calls(
     assert view.per == "call" and any("outside the step markers" in n for n in view.notes)
     timing = kernel_times(view, module=softmax_program[0], kernels=None, calls=view.calls)
     assert len(timing["calls"]) * timing["calls_per_sample"] == 2
+
+
+# --- hosts, runs and what the reader skipped ------------------------------------------------
+
+
+def test_what_the_reader_skipped_is_one_note_each(
+        softmax_program: tuple[str, int, bytes, dict[str, Any]], tmp_path: Path) -> None:
+    module = softmax_program[0]
+    bad = plane(3, "/host:CPU", {"python": [("stalled", 0, -40, {}), ("stalled", 50, -1, {}),
+                                            ("fine", 60, 5, {})]})
+    (tmp_path / "h.xplane.pb").write_bytes(_gpu_trace(softmax_program, calls=2) + space(bad))
+    reading = read_profile(tmp_path / "h.xplane.pb", module=module)
+    skipped = [n for n in reading.notes if "negative duration" in n]
+    assert skipped == ["h: 2 event(s) with a negative duration skipped (stalled ×2)"]
+    assert results_document(reading)["trace"]["notes"] == reading.notes
+
+
+def _copy_host(source: str, host: str, run_dir: Path) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    src = next((TRACES / source).glob(f"plugins/profile/*/{host}.xplane.pb.gz"))
+    (run_dir / src.name).write_bytes(src.read_bytes())
+
+
+def test_hosts_of_one_capture_in_adjacent_runs_are_read_together(tmp_path: Path) -> None:
+    runs = tmp_path / "logs" / "plugins" / "profile"
+    _copy_host("two_hosts", "host0", runs / "2030_01_01_00_00_00")
+    _copy_host("two_hosts", "host1", runs / "2030_01_01_00_00_03")
+    _copy_host("two_hosts", "host1", runs / "2030_01_01_00_05_00")  # another capture
+    reading = read_profile(tmp_path / "logs", run="2030_01_01_00_00_03")
+    assert [h.file.host for h in reading.hosts] == ["host1", "host0"]
+    assert any("run 2030_01_01_00_00_00" in n and "(host0)" in n and "3 s" in n
+               for n in reading.notes)
+    alone = read_profile(tmp_path / "logs")  # the newest, minutes from the others
+    assert [h.file.host for h in alone.hosts] == ["host1"]
+    assert not any("read with it" in n for n in alone.notes)

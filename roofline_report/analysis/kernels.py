@@ -9,6 +9,9 @@ work and the bytes it touches) with the times of its profiler trace, under one r
   same prediction used.
 * Where the time goes, by category; launch-bound kernels (bound by the launch floor) apart.
 * Opportunities, ranked by the time they could save: measured minus predicted at the roof.
+* Every traced call's time accounted for on the table's basis
+  (:mod:`~roofline_report.analysis.call_accounting`): the column's sum, what kernels took
+  beyond it, overlap, dispatch, loop control and gaps; kernels that vary, stalls that move.
 * The kernel sum reconciled with the program count (:func:`~roofline_report.hlo.kernels
   .reconcile_kernels`).
 """
@@ -19,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_report.analysis import explain, predict
+from roofline_report.analysis.call_accounting import account_calls
 from roofline_report.analysis.fresh_pages import fresh_pages, temp_bytes
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.records import (
@@ -77,10 +81,10 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
     per_call: dict[int, float] = {}
     launches: dict[int, float] = {}
     for k in kernels:
-        samples = kernel_samples(k)
-        for i, s in enumerate(samples):
+        at = _calls_at(k)
+        for i, s in zip(at, kernel_samples(k), strict=False):
             per_call[i] = per_call.get(i, 0.0) + s
-        for i, n in enumerate(k.get("launches") or []):
+        for i, n in zip(at, k.get("launches") or [], strict=False):
             launches[i] = launches.get(i, 0.0) + float(n)
     untraced = tuple(float(x) for x in timing.get("untraced_s") or [])
     traced = tuple(float(x) for x in timing.get("traced_s") or [])
@@ -102,6 +106,23 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
         gaps_s=med("gaps_s"), launches=median(list(launches.values())) or 0.0,
         traced_calls=traced, untraced_calls=untraced, basis=basis,
         notes=tuple(str(n) for n in timing.get("notes") or []))
+
+
+def _calls_at(k: Mapping[str, Any]) -> list[int]:
+    """The call of each of a kernel's samples: its ``calls_at``, else one per call in order
+    (records that do not say which calls a kernel missed)."""
+    at = k.get("calls_at")
+    return [int(i) for i in at] if at is not None else list(range(len(k.get("span_s") or [])))
+
+
+def per_call_samples(k: Mapping[str, Any], calls: int) -> list[float | None]:
+    """A kernel's samples (:func:`kernel_samples`) placed at their calls: None in a call in
+    which it did not run."""
+    out: list[float | None] = [None] * calls
+    for i, s in zip(_calls_at(k), kernel_samples(k), strict=False):
+        if 0 <= i < calls:
+            out[i] = s
+    return out
 
 
 def kernel_samples(k: Mapping[str, Any]) -> list[float]:
@@ -175,6 +196,12 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
     rows = [_row(k, times.get(str(k["name"])), dtype, roofs, trace, fresh)
             for k, fresh in zip(listed, pages, strict=True)]
     total = sum(r.seconds or 0.0 for r in rows)
+    accounting = None
+    if trace is not None:
+        row_times = {r.name: r.seconds for r in rows if r.seconds is not None}
+        calls = len(timing.get("calls") or [])
+        accounting = account_calls(
+            timing, row_times, {name: per_call_samples(times[name], calls) for name in row_times})
     rows = [_with_share(r, total, roofs.highest_compute) for r in rows]
     rows.sort(key=lambda r: (-(r.seconds or 0.0), -r.flops, r.name))
     categories = _categories(rows, total)
@@ -185,7 +212,7 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
         trace=trace, trace_reason=reason, roofs=roofs,
         reconciliation=reconcile_kernels(inventory, w.get("hlo_count")),
         notes=tuple(str(n) for n in inventory.get("notes", [])),
-        fresh_pages=sum(pages), temp_bytes=temp)
+        fresh_pages=sum(pages), temp_bytes=temp, accounting=accounting)
 
 
 def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from roofline_report.analysis.call_accounting import CallAccounting
 from roofline_report.analysis.levels import Level
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
@@ -267,6 +268,8 @@ class KernelTable:
     # fresh (see analysis.fresh_pages); 0 and None where none are charged.
     fresh_pages: float = 0.0
     temp_bytes: int | None = None
+    # Every traced call's time in parts on the table's basis (analysis.call_accounting).
+    accounting: CallAccounting | None = None
 
     @property
     def savers(self) -> tuple[KernelRow, ...]:

@@ -3,13 +3,16 @@
 ``jax.profiler.trace(LOGDIR)`` writes ``LOGDIR/plugins/profile/RUN/HOST.xplane.pb``: one folder
 per run (named by the time it started, ``2026_12_01_12_16_17``) and one file per host. A trace
 may also be given as that run folder, or one ``.xplane.pb`` file; any of them may be gzipped
-(``.xplane.pb.gz``).
+(``.xplane.pb.gz``). Processes of one capture that save in different seconds write adjacent run
+folders: a run's hosts are read with those of runs saved within seconds of it that name other
+hosts, and a note says so.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from roofline_report.errors import InputError
@@ -31,6 +34,43 @@ class RunFiles:
     run: str
     runs: tuple[str, ...]  # every run found beside it
     hosts: tuple[HostFile, ...]
+    notes: tuple[str, ...] = ()  # runs whose hosts were read with this one
+
+
+# Processes of one capture that save their hosts' files in different seconds write them into
+# run folders this many seconds apart at most (each names its folder by its own clock).
+ADJACENT_RUN_S = 10
+
+
+def _run_time(name: str) -> datetime | None:
+    if not _RUN_TIME.match(name):
+        return None
+    return datetime.strptime(name, "%Y_%m_%d_%H_%M_%S")
+
+
+def _with_adjacent(chosen: Path, runs: list[Path]) -> RunFiles:
+    """The chosen run, with the hosts of the runs saved within ADJACENT_RUN_S of it whose host
+    names it does not have (one capture whose processes saved in different seconds), and a
+    note naming each such run and its hosts."""
+    hosts = _host_files(chosen)
+    at = _run_time(chosen.name)
+    notes: list[str] = []
+    if at is not None:
+        names = {h.host for h in hosts}
+        for other in runs:
+            when = _run_time(other.name)
+            if other == chosen or when is None or abs((when - at).total_seconds()) > \
+                    ADJACENT_RUN_S:
+                continue
+            extra = _host_files(other)
+            if not extra or names & {h.host for h in extra}:
+                continue
+            hosts += extra
+            names |= {h.host for h in extra}
+            notes.append(f"run {other.name}, saved {abs((when - at).total_seconds()):.0f} s "
+                         f"from run {chosen.name}, holds other hosts "
+                         f"({', '.join(h.host for h in extra)}): read with it as one capture")
+    return RunFiles(chosen.name, tuple(r.name for r in runs), tuple(hosts), tuple(notes))
 
 
 def _host_files(folder: Path) -> list[HostFile]:
@@ -95,4 +135,4 @@ def find_run(path: str | Path, run: str | None = None) -> RunFiles:
             raise InputError(f"--run {run}: no such run under {path}; runs: {', '.join(names)}")
     else:
         chosen = _newest(runs)
-    return RunFiles(chosen.name, names, tuple(_host_files(chosen)))
+    return _with_adjacent(chosen, runs)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_report.analysis.analyse import SEED_NAME
+from roofline_report.analysis.call_accounting import CallAccounting
 from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES
 from roofline_report.analysis.kernels import (
     DEVICE_EVENT,
@@ -33,6 +34,7 @@ from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.report import figures as figs
 from roofline_report.report import meta
+from roofline_report.report.accounting_words import accounting_text
 from roofline_report.report.blocks import Inline
 from roofline_report.report.format import (
     Num,
@@ -121,7 +123,8 @@ def _uncounted_words(r: KernelRow) -> str:
     return "; ".join(words)
 
 
-def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
+def _coverage(t: TraceSummary, roofs: RoofSet, accounting: CallAccounting | None = None
+              ) -> tuple[str | Num, ...]:
     shared = (", each instant during which n kernels ran side by side counted 1/n to each "
               "(kernels that run at the same time split the machine, so each took longer than "
               "it would alone)")
@@ -148,10 +151,14 @@ def _coverage(t: TraceSummary, roofs: RoofSet) -> tuple[str | Num, ...]:
     parts: tuple[str | Num, ...] = (
         f"Traced over {plural(t.calls, 'call', 'calls')}; {basis}. Per call the program ran ",
         n(t.program_s, "s", M), ", at least one kernel ran during ", n(t.busy_s, "s", M),
-        " (coverage ", percent(t.coverage, M), "), and the kernels' times sum to ",
-        n(t.kernel_sum_s, "s", M), ". The rest: dispatch ", n(t.dispatch_s, "s", M),
-        ", loop control ", n(t.loop_control_s, "s", M), ", gaps between kernels ",
-        n(t.gaps_s, "s", M), ".")
+        " (coverage ", percent(t.coverage, M), ")")
+    if accounting is not None:
+        parts += (".", *accounting_text(accounting))
+    else:
+        parts += (", and the kernels' times sum to ", n(t.kernel_sum_s, "s", M),
+                  ". The rest: dispatch ", n(t.dispatch_s, "s", M), ", loop control ",
+                  n(t.loop_control_s, "s", M), ", gaps between kernels ", n(t.gaps_s, "s", M),
+                  ".")
     if t.side_by_side:
         parts += (" Kernels ran side by side: their times sum to ", ratio(t.overlap, M, 3),
                   "× the time at least one ran, so a kernel that shared the device with "
@@ -261,7 +268,7 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
         "title": p.title, "user": p.user, "anchor": meta.workload_anchor(p.name),
         "summary": summary,
         "faults": _faults(table),
-        "coverage": _coverage(t, table.roofs) if t is not None else (),
+        "coverage": _coverage(t, table.roofs, table.accounting) if t is not None else (),
         "unavailable": "" if t else f"Per-kernel times not available: {table.trace_reason}.",
         "rows": rows[:KERNEL_ROWS], "rest": rows[KERNEL_ROWS:],
         "more": (f"{plural(len(rest), 'more kernel', 'more kernels')} take "

@@ -108,7 +108,8 @@ class KernelTime(Record):
     share of the machine over the rest of the span (kernels the runtime ran at the same time
     split the cores, by the threads each keeps busy alone where the record gives ``cores``,
     evenly otherwise; None in runs that did not keep it). Nested events count their self
-    time."""
+    time. ``calls_at``: where the kernel did not run in every traced call, the calls (indices
+    into the record's ``calls``) its samples belong to; None: one sample per call, in order."""
 
     name: str
     launches: list[NonNeg]
@@ -116,6 +117,7 @@ class KernelTime(Record):
     span_s: list[NonNeg]
     wait_s: list[NonNeg] | None = None
     share_s: list[NonNeg] | None = None
+    calls_at: list[Count] | None = None
 
     @model_validator(mode="after")
     def _one_per_call(self) -> KernelTime:
@@ -123,9 +125,11 @@ class KernelTime(Record):
         for extra in (self.busy_s, self.wait_s, self.share_s):
             if extra is not None:
                 lengths.add(len(extra))
+        if self.calls_at is not None:
+            lengths.add(len(self.calls_at))
         if len(lengths) != 1:
-            raise ValueError("launches, busy_s, span_s, wait_s and share_s must hold one sample "
-                             "per traced call")
+            raise ValueError("launches, busy_s, span_s, wait_s, share_s and calls_at must hold "
+                             "one sample per traced call")
         return self
 
 

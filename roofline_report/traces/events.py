@@ -225,11 +225,16 @@ def _end_events(events: list[_Event]) -> dict[tuple[Any, str], list[_Event]]:
 
 
 def _completion(e: _Event, op: str, ends: dict[tuple[Any, str], list[_Event]],
-                used: set[int]) -> _Event | None:
+                starts: dict[tuple[Any, str], list[float]], used: set[int]) -> _Event | None:
+    """The first unused end event of ``op`` (with the flow id of ``e``, else any) that starts
+    no earlier than ``e``: found by bisection, so that a long trace costs n log n."""
     for key in ((e.stats.get("_p"), op), (None, op)):
-        for candidate in ends.get(key, []):
-            if candidate.start >= e.start and id(candidate) not in used:
-                return candidate
+        candidates = ends.get(key)
+        if not candidates:
+            continue
+        for i in range(bisect.bisect_left(starts[key], e.start), len(candidates)):
+            if id(candidates[i]) not in used:
+                return candidates[i]
     return None
 
 
@@ -255,13 +260,14 @@ def kernel_times(
         {"available": true, "source": "host" | "device",
          "calls": [{"program_s", "busy_s", "dispatch_s", "loop_control_s", "gaps_s"}],
          "kernels": [{"name", "launches": [...], "busy_s": [...], "span_s": [...],
-                      "wait_s": [...], "share_s": [...]}],
+                      "wait_s": [...], "share_s": [...], "calls_at": [...]}],
          "unmatched": [op names], "notes"}
 
     one entry per traced call (seconds per call); a kernel's lists hold one sample per call in
     which it ran: ``busy_s`` the sum of its events' own durations, ``span_s`` of the times from
     each launch to its completion, ``wait_s`` of the time queued behind other kernels,
-    ``share_s`` of its shares of the machine while it ran.
+    ``share_s`` of its shares of the machine while it ran; ``calls_at`` (only for a kernel
+    that did not run in every call) the index of the call of each sample.
     """
     device_events, host_events = _plane_events(profile)
     all_events = device_events + host_events
@@ -279,10 +285,8 @@ def kernel_times(
 
     ordered_runs = _ordered_runs(items)
     per_call_div = calls if len(ordered_runs) == 1 and calls > 1 else 1
-    executes = sorted(
-        (e for e in host_events if "Execute" in e.name and "hlo_op" not in e.stats),
-        key=lambda e: e.start,
-    )
+    execute_starts = sorted(e.start for e in host_events
+                            if "Execute" in e.name and "hlo_op" not in e.stats)
 
     samples = _Samples()
     previous_end = float("-inf")
@@ -294,7 +298,7 @@ def kernel_times(
             continue
         first = min(k.event.start for k in run)  # control flow around kernels included
         last = max(k.end for k in run)
-        start = _call_start(executes, previous_end, first)
+        start = _call_start(execute_starts, previous_end, first)
         previous_end = last
         control_ns = sum(k.self_ns for k in run if not is_kernel(k.op))
         samples.calls.append(_call_times(leaves, control_ns, start, first, last, ns))
@@ -376,9 +380,10 @@ def _timed_kernels(found: list[_Event], ends: dict[tuple[Any, str], list[_Event]
     the self times of nested events."""
     used: set[int] = set()
     items: list[_Kernel] = []
+    starts = {key: [c.start for c in candidates] for key, candidates in ends.items()}
     for e in sorted(found, key=lambda e: e.start):
         end = e.end
-        done = _completion(e, str(e.stats["hlo_op"]), ends, used)
+        done = _completion(e, str(e.stats["hlo_op"]), ends, starts, used)
         if done is not None:
             used.add(id(done))
             end = max(end, done.end)
@@ -399,15 +404,14 @@ def _ordered_runs(items: list[_Kernel]) -> list[list[_Kernel]]:
     return sorted(runs.values(), key=lambda ks: min(k.event.start for k in ks))
 
 
-def _call_start(executes: Sequence[_Event], previous_end: float, first: float) -> float:
+def _call_start(execute_starts: Sequence[float], previous_end: float, first: float) -> float:
     """When a call starts: at the runtime's last execute event before its first kernel (and
     after the previous call's kernels), else at that kernel; the kernels may run on another
-    thread."""
-    start = first
-    before = [e for e in executes if previous_end <= e.start <= first]
-    if before:
-        start = before[-1].start
-    return start
+    thread. ``execute_starts``: the execute events' starts, in order."""
+    i = bisect.bisect_right(execute_starts, first) - 1
+    if i >= 0 and execute_starts[i] >= previous_end:
+        return execute_starts[i]
+    return first
 
 
 def _call_times(leaves: list[_Kernel], control_ns: float, start: float, first: float,
@@ -436,6 +440,7 @@ class _Samples:
     wait: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     share: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     launches: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    at: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # call indices
     calls: list[dict[str, float]] = field(default_factory=list)
     unmatched: set[str] = field(default_factory=set)
 
@@ -458,12 +463,14 @@ class _Samples:
             self.wait[op].append(round(wait[op] * ns, 12))
             self.share[op].append(round(share[op] * ns, 12))
             self.launches[op].append(counts[op] / per_call_div)
+            self.at[op].append(len(self.calls) - 1)
 
     def rows(self) -> list[dict[str, Any]]:
         """The kernels' records, the longest median busy time first."""
         order = sorted(self.span, key=lambda op: (-(median(self.own[op]) or 0.0), op))
         return [{"name": op, "launches": self.launches[op], "busy_s": self.own[op],
-                 "span_s": self.span[op], "wait_s": self.wait[op], "share_s": self.share[op]}
+                 "span_s": self.span[op], "wait_s": self.wait[op], "share_s": self.share[op],
+                 **({"calls_at": self.at[op]} if len(self.at[op]) != len(self.calls) else {})}
                 for op in order]
 
 

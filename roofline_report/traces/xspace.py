@@ -1,32 +1,24 @@
 """Reading a profiler trace's XSpace (``HOST.xplane.pb``, gzipped or not) without jax.
 
 ``jax.profiler.trace(LOGDIR)`` writes one ``LOGDIR/plugins/profile/RUN/HOST.xplane.pb`` per host: a
-serialized ``tensorflow.profiler.XSpace`` protobuf (``xla/tsl/profiler/protobuf/xplane.proto`` in
-openxla/xla). :func:`read_xspace` decodes it with a small reader of the protobuf wire format that
-knows the six messages of that file:
-
-* ``XSpace``: planes (1), errors (2), warnings (3), hostnames (4);
-* ``XPlane``: id (1), name (2), lines (3), event_metadata (4, a map id -> XEventMetadata),
-  stat_metadata (5, a map id -> XStatMetadata), stats (6);
-* ``XLine``: id (1), name (2), timestamp_ns (3), events (4), duration_ps (9), display_id (10),
-  display_name (11);
-* ``XEvent``: metadata_id (1), offset_ps (2) or num_occurrences (5), duration_ps (3), stats (4);
-* ``XStat``: metadata_id (1) and one value: double (2), uint64 (3), int64 (4), string (5),
-  bytes (6) or ref (7: the name of another stat metadata);
-* ``XEventMetadata``: id (1), name (2), metadata (3), display_name (4), stats (5), child_id (6);
-  ``XStatMetadata``: id (1), name (2), description (3).
-
-Why a reader of its own rather than the ``protobuf`` package: jax does not depend on protobuf,
-XLA does not ship the generated ``xplane_pb2`` module, and the wire format of these six messages
-takes a hundred lines to read; reading it here also lets every problem be named (a truncated file,
-a field whose wire type does not match the schema, a field the schema does not have).
-``jax.profiler.ProfileData`` reads planes, lines and events but not the event metadata's stats,
-where the compiled modules' HLO is kept (below), and it needs jax.
+serialized ``tensorflow.profiler.XSpace`` protobuf. :func:`read_xspace` parses it with the
+``protobuf`` package's C backend, from the messages :mod:`.xspace_schema` describes, and turns
+what the analysis reads into plain objects. ``jax.profiler.ProfileData`` reads planes, lines and
+events too, but not the event metadata's stats, where the compiled modules' HLO is kept (below),
+and it needs jax.
 
 The objects returned are duck-typed as ``ProfileData``'s (planes with ``name`` and ``lines``,
 lines with ``name`` and ``events``, events with ``name``, ``start_ns``, ``duration_ns`` and
 ``stats``), so :func:`roofline_report.traces.events.kernel_times` reads them. An event's stats are
 its metadata's stats overlaid with its own (XLA puts constant stats such as ``hlo_op`` on either).
+
+Nothing is dropped silently. A field the schema does not have is skipped and named
+(``XSpace.unknown_fields``: a newer profiler); a stat whose value is of a type the schema does not
+have, and an event with a negative duration, are skipped and counted (``XSpace.dropped``). A file
+that is not a protobuf, is truncated, is a protobuf of another kind, uses a known field with
+another wire type, or places an event in time by a field the schema does not have is refused
+with :class:`TraceFormatError` (one line); so is a file over the 2 GiB one protobuf message may
+hold.
 
 Where the HLO is: the plane ``/host:metadata`` has one event metadata per compiled program, whose
 stat ``Hlo Proto`` holds a serialized ``xla.HloProto`` (bytes) and whose stat ``program_id`` (else
@@ -40,20 +32,26 @@ Pure: no jax.
 from __future__ import annotations
 
 import gzip
-import struct
 import zlib
-from collections.abc import Mapping
+from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from roofline_report.wire import I64, LEN, VARINT, WireFormatError, fields, signed
+from google.protobuf.message import DecodeError
+from google.protobuf.unknown_fields import UnknownFieldSet
 
-# The error of a trace this reader cannot read (truncated, corrupt, or of a newer profiler:
-# ``newer``): the wire reader's, under the name the trace readers catch.
+from roofline_report.traces.xspace_schema import message_class
+from roofline_report.wire import LEN, WireFormatError, fields
+
+# The error of a trace this reader cannot read (truncated, corrupt, not a trace, or of a newer
+# profiler: ``newer``).
 TraceFormatError = WireFormatError
 
 __all__ = [
+    "MAX_TRACE_BYTES",
     "METADATA_PLANE",
+    "Dropped",
     "Event",
     "Line",
     "Plane",
@@ -68,219 +66,12 @@ __all__ = [
 METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT = "Hlo Proto"
 GZIP_MAGIC = b"\x1f\x8b"
-
-
-def _text(buf: bytes, span: tuple[int, int], where: str) -> str:
-    try:
-        return buf[span[0]:span[1]].decode("utf-8")
-    except UnicodeDecodeError:
-        raise TraceFormatError(f"corrupt {where}: a string that is not UTF-8") from None
-
-
-@dataclass
-class _Schema:
-    """Fields a message may carry, by number: the wire type each must have."""
-
-    name: str
-    wires: Mapping[int, int]
-
-
-_SPACE = _Schema("XSpace", {1: LEN, 2: LEN, 3: LEN, 4: LEN})
-_PLANE = _Schema("XPlane", {1: VARINT, 2: LEN, 3: LEN, 4: LEN, 5: LEN, 6: LEN})
-_LINE = _Schema("XLine", {1: VARINT, 2: LEN, 3: VARINT, 4: LEN, 9: VARINT, 10: VARINT,
-                          11: LEN})
-_EVENT = _Schema("XEvent", {1: VARINT, 2: VARINT, 3: VARINT, 4: LEN, 5: VARINT})
-_STAT = _Schema("XStat", {1: VARINT, 2: I64, 3: VARINT, 4: VARINT, 5: LEN, 6: LEN,
-                          7: VARINT})
-_EVENT_META = _Schema("XEventMetadata", {1: VARINT, 2: LEN, 3: LEN, 4: LEN, 5: LEN,
-                                         6: LEN})
-_STAT_META = _Schema("XStatMetadata", {1: VARINT, 2: LEN, 3: LEN})
-_MAP_ENTRY = _Schema("map entry", {1: VARINT, 2: LEN})
-# Packed repeated int64 (XEventMetadata.child_id) may also arrive unpacked.
-_PACKABLE = {("XEventMetadata", 6)}
-
-
-class _Reader:
-    """Reads one XSpace; records the fields the schema does not know (a newer profiler)."""
-
-    def __init__(self, buf: bytes) -> None:
-        self.buf = buf
-        self.unknown: dict[str, set[int]] = {}
-
-    def fields(self, span: tuple[int, int], schema: _Schema) -> list[tuple[int, Any]]:
-        """(number, value) of each field; a field the schema does not know is recorded and
-        given as (number, None)."""
-        out: list[tuple[int, Any]] = []
-        wires = schema.wires
-        for number, wire, value in fields(self.buf, span[0], span[1], schema.name):
-            expected = wires.get(number)
-            if expected == wire:
-                out.append((number, value))
-            elif expected is None:
-                self.unknown.setdefault(schema.name, set()).add(number)
-                out.append((number, None))
-            elif (schema.name, number) in _PACKABLE and wire == VARINT:
-                out.append((number, value))
-            else:
-                raise TraceFormatError(
-                    f"{schema.name} field {number} has wire type {wire} where the XSpace schema "
-                    f"has {expected}: the file is corrupt or was written by a profiler with "
-                    "another schema", newer=True)
-        return out
-
-    # --- messages ----------------------------------------------------------------------------
-
-    def stat(self, span: tuple[int, int], stat_names: Mapping[int, str]) -> tuple[int, Any]:
-        meta = 0
-        value: Any = None
-        have = False
-        unknown: list[int] = []
-        for number, v in self.fields(span, _STAT):
-            if v is None:
-                unknown.append(number)
-                continue
-            if number == 1:
-                meta = signed(v)
-            elif number == 2:
-                value, have = struct.unpack("<d", v.to_bytes(8, "little"))[0], True
-            elif number == 3:
-                value, have = v, True
-            elif number == 4:
-                value, have = signed(v), True
-            elif number == 5:
-                value, have = _text(self.buf, v, "XStat"), True
-            elif number == 6:
-                value, have = bytes(self.buf[v[0]:v[1]]), True
-            elif number == 7:
-                value, have = stat_names.get(signed(v), ""), True
-        if not have and unknown:
-            raise TraceFormatError(
-                "a stat's value is in a field this reader does not know (XStat field "
-                f"{min(unknown)}): the trace was written by a newer profiler", newer=True)
-        return meta, value
-
-    def stats(self, spans: list[tuple[int, int]], stat_names: Mapping[int, str]
-              ) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for span in spans:
-            meta, value = self.stat(span, stat_names)
-            out[stat_names.get(meta, f"stat {meta}")] = value
-        return out
-
-    def stat_metadata(self, span: tuple[int, int]) -> tuple[int, str]:
-        key, name = 0, ""
-        for number, value in self.fields(span, _MAP_ENTRY):
-            if number == 1:
-                key = signed(value)
-            elif number == 2:
-                for n, v in self.fields(value, _STAT_META):
-                    if n == 2:
-                        name = _text(self.buf, v, "XStatMetadata")
-        return key, name
-
-    def event_metadata(self, span: tuple[int, int]
-                       ) -> tuple[int, str, str, list[tuple[int, int]]]:
-        key, name, display = 0, "", ""
-        stats: list[tuple[int, int]] = []
-        for number, value in self.fields(span, _MAP_ENTRY):
-            if number == 1:
-                key = signed(value)
-            elif number == 2:
-                for n, v in self.fields(value, _EVENT_META):
-                    if n == 2:
-                        name = _text(self.buf, v, "XEventMetadata")
-                    elif n == 4:
-                        display = _text(self.buf, v, "XEventMetadata")
-                    elif n == 5:
-                        stats.append(v)
-        return key, name, display, stats
-
-    def plane(self, span: tuple[int, int]) -> Plane:
-        name = ""
-        plane_id = 0
-        line_spans: list[tuple[int, int]] = []
-        event_meta_spans: list[tuple[int, int]] = []
-        stat_meta_spans: list[tuple[int, int]] = []
-        stat_spans: list[tuple[int, int]] = []
-        for number, value in self.fields(span, _PLANE):
-            if number == 1:
-                plane_id = signed(value)
-            elif number == 2:
-                name = _text(self.buf, value, "XPlane")
-            elif number == 3:
-                line_spans.append(value)
-            elif number == 4:
-                event_meta_spans.append(value)
-            elif number == 5:
-                stat_meta_spans.append(value)
-            elif number == 6:
-                stat_spans.append(value)
-        stat_names = dict(self.stat_metadata(s) for s in stat_meta_spans)
-        metadata: dict[int, ProgramMetadata] = {}
-        event_names: dict[int, str] = {}
-        event_stats: dict[int, dict[str, Any]] = {}
-        for s in event_meta_spans:
-            key, ev_name, display, stats = self.event_metadata(s)
-            event_names[key] = ev_name
-            decoded = self.stats(stats, stat_names)
-            event_stats[key] = decoded
-            metadata[key] = ProgramMetadata(key, ev_name, display, decoded)
-        lines = [self.line(s, event_names, event_stats, stat_names) for s in line_spans]
-        return Plane(plane_id, name, lines, self.stats(stat_spans, stat_names), metadata)
-
-    def line(self, span: tuple[int, int], event_names: Mapping[int, str],
-             event_stats: Mapping[int, Mapping[str, Any]], stat_names: Mapping[int, str]
-             ) -> Line:
-        line_id = 0
-        name = display = ""
-        timestamp = 0
-        event_spans: list[tuple[int, int]] = []
-        for number, value in self.fields(span, _LINE):
-            if number == 1:
-                line_id = signed(value)
-            elif number == 2:
-                name = _text(self.buf, value, "XLine")
-            elif number == 3:
-                timestamp = signed(value)
-            elif number == 4:
-                event_spans.append(value)
-            elif number == 11:
-                display = _text(self.buf, value, "XLine")
-        events = []
-        for s in event_spans:
-            meta = 0
-            offset = duration = 0
-            timed = aggregated = False
-            unknown: list[int] = []
-            stat_spans: list[tuple[int, int]] = []
-            for number, value in self.fields(s, _EVENT):
-                if value is None:
-                    unknown.append(number)
-                elif number == 1:
-                    meta = signed(value)
-                elif number == 2:
-                    offset, timed = signed(value), True
-                elif number == 3:
-                    duration = signed(value)
-                elif number == 4:
-                    stat_spans.append(value)
-                elif number == 5:
-                    aggregated = True
-            if not timed:
-                if not aggregated and unknown:
-                    raise TraceFormatError(
-                        "an event's time is in a field this reader does not know (XEvent "
-                        f"field {min(unknown)}): the trace was written by a newer profiler",
-                        newer=True)
-                continue  # an aggregated event (num_occurrences): no place in time
-            if duration < 0:
-                raise TraceFormatError(f"corrupt XEvent: a negative duration ({duration} ps)")
-            stats = dict(event_stats.get(meta, {}))
-            if stat_spans:
-                stats.update(self.stats(stat_spans, stat_names))
-            events.append(Event(event_names.get(meta, ""), timestamp + offset / 1000.0,
-                                duration / 1000.0, stats))
-        return Line(line_id, name or display, events)
+# One protobuf message, so one trace file, holds at most 2 GiB (protobuf's limit).
+MAX_TRACE_BYTES = 2**31 - 1
+# The planes a profiler writes are named ``/host:...`` or ``/device:...`` or are one of these
+# (tsl/profiler/utils/xplane_schema.h); a protobuf of another kind parsed as an XSpace has none.
+_PLANE_NAMES = ("Task Environment", "Host CPUs", "Syscalls")
+_UNKNOWN_VALUE = object()  # a stat whose value is in a field the schema does not have
 
 
 # --- what a trace holds -------------------------------------------------------------------------
@@ -324,15 +115,28 @@ class Plane:
 
 
 @dataclass(frozen=True, slots=True)
+class Dropped:
+    """What was skipped while reading, to be said: events with a negative duration (by event
+    name) and stats whose value is of a type the schema does not have (by stat name)."""
+
+    negative_durations: dict[str, int] = field(default_factory=dict)
+    unknown_stat_values: dict[str, int] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.negative_durations or self.unknown_stat_values)
+
+
+@dataclass(frozen=True, slots=True)
 class XSpace:
-    """A decoded XSpace: its planes, the profiler's errors and warnings, the hosts it names and
-    the fields the reader did not know (message name -> field numbers)."""
+    """A decoded XSpace: its planes, the profiler's errors and warnings, the hosts it names,
+    the fields the reader did not know (message name -> field numbers) and what it skipped."""
 
     planes: list[Plane]
     errors: list[str]
     warnings: list[str]
     hostnames: list[str]
     unknown_fields: dict[str, list[int]]
+    dropped: Dropped = field(default_factory=Dropped)
 
     def plane(self, name: str) -> Plane | None:
         return next((p for p in self.planes if p.name == name), None)
@@ -352,10 +156,187 @@ class XSpace:
         return out
 
 
+# --- decoding -----------------------------------------------------------------------------------
+
+
+def _newer(message: str) -> TraceFormatError:
+    return TraceFormatError(message, newer=True)
+
+
+def _wire_clash(message: Any, number: int, wire: int) -> TraceFormatError:
+    name = message.DESCRIPTOR.name
+    return _newer(f"{name} field {number} has wire type {wire} where the XSpace schema has "
+                  "another: the file is corrupt or was written by a profiler with another "
+                  "schema")
+
+
+def _unknown_of(message: Any, unknown: dict[str, set[int]]) -> None:
+    """Record the fields of ``message`` (itself, not its children) the schema does not have;
+    a known field with another wire type is refused."""
+    known = message.DESCRIPTOR.fields_by_number
+    for f in UnknownFieldSet(message):
+        if f.field_number in known:
+            raise _wire_clash(message, f.field_number, f.wire_type)
+        unknown.setdefault(message.DESCRIPTOR.name, set()).add(f.field_number)
+
+
+def _find_unknown(bare: Any, full: Any, unknown: dict[str, set[int]]) -> None:
+    """Where ``full`` (as parsed) and ``bare`` (the same, unknown fields discarded) differ in
+    size, the unknown fields lie: descend only there."""
+    if bare.ByteSize() == full.ByteSize():
+        return
+    _unknown_of(full, unknown)
+    for fd in full.DESCRIPTOR.fields:
+        if fd.message_type is None:
+            continue
+        value = getattr(full, fd.name)
+        if hasattr(value, "DESCRIPTOR"):  # one message
+            if full.HasField(fd.name):
+                _find_unknown(getattr(bare, fd.name), value, unknown)
+        else:  # repeated
+            for b, f in zip(getattr(bare, fd.name), value, strict=True):
+                _find_unknown(b, f, unknown)
+
+
+class _PlaneReader:
+    """Decodes one plane; each distinct serialized stat is parsed once (stat ids are the
+    plane's own)."""
+
+    def __init__(self, plane: Any, unknown: dict[str, set[int]], negative: Counter[str],
+                 unknown_values: Counter[str]) -> None:
+        self.plane = plane
+        self.unknown = unknown
+        self.negative = negative
+        self.unknown_values = unknown_values
+        self.stat_names: dict[int, str] = {e.key: e.value.name for e in plane.stat_metadata}
+        self.cache: dict[bytes, tuple[str, Any]] = {}
+        self._stat = message_class("XStat")
+
+    def stat(self, raw: bytes) -> tuple[str, Any]:
+        hit = self.cache.get(raw)
+        if hit is not None:
+            return hit
+        try:
+            s = self._stat.FromString(raw)
+        except DecodeError:
+            raise TraceFormatError("corrupt XStat: not a well-formed message") from None
+        name = self.stat_names.get(s.metadata_id, f"stat {s.metadata_id}")
+        kind = s.WhichOneof("value")
+        value: Any
+        if kind is None:
+            _unknown_of(s, {})  # a known field with another wire type: refused
+            value = _UNKNOWN_VALUE
+        elif kind == "ref_value":
+            value = self.stat_names.get(s.ref_value, "")
+        else:
+            value = getattr(s, kind)
+            # Fields the schema does not have make the stat larger than its known fields.
+            s.DiscardUnknownFields()
+            if s.ByteSize() != len(raw):
+                _unknown_of(self._stat.FromString(raw), self.unknown)
+        out = (name, value)
+        self.cache[raw] = out
+        return out
+
+    def stats(self, raws: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for raw in raws:
+            name, value = self.stat(raw)
+            if value is _UNKNOWN_VALUE:
+                self.unknown_values[name] += 1
+            else:
+                out[name] = value
+        return out
+
+    def read(self) -> Plane:
+        p = self.plane
+        metadata: dict[int, ProgramMetadata] = {}
+        names: dict[int, str] = {}
+        meta_stats: dict[int, dict[str, Any]] = {}
+        for entry in p.event_metadata:
+            m = entry.value
+            names[entry.key] = m.name
+            decoded = self.stats(m.stats)
+            meta_stats[entry.key] = decoded
+            metadata[entry.key] = ProgramMetadata(entry.key, m.name, m.display_name, decoded)
+        lines = [self.line(line, names, meta_stats) for line in p.lines]
+        return Plane(p.id, p.name, lines, self.stats(p.stats), metadata)
+
+    def untimed(self, e: Any) -> None:
+        """An event without an offset: aggregated (num_occurrences), skipped; one placed in
+        time by a field the schema does not have is refused."""
+        if e.WhichOneof("data") is None:
+            numbers = sorted(f.field_number for f in UnknownFieldSet(e))
+            if numbers:
+                raise _newer("an event's time is in a field this reader does not know "
+                             f"(XEvent field {numbers[0]}): the trace was written by a newer "
+                             "profiler")
+
+    def line(self, line: Any, names: dict[int, str], meta_stats: dict[int, dict[str, Any]]
+             ) -> Line:
+        base = line.timestamp_ns
+        events: list[Event] = []
+        append = events.append
+        cached = self.cache.get
+        parse = self.stat
+        unknown_values = self.unknown_values
+        for e in line.events:
+            if e.WhichOneof("data") != "offset_ps":
+                self.untimed(e)
+                continue
+            duration = e.duration_ps
+            meta = e.metadata_id
+            if duration < 0:
+                self.negative[names.get(meta, "")] += 1
+                continue
+            inherited = meta_stats.get(meta)
+            stats = dict(inherited) if inherited else {}
+            for raw in e.stats:
+                name, value = cached(raw) or parse(raw)
+                if value is _UNKNOWN_VALUE:
+                    unknown_values[name] += 1
+                else:
+                    stats[name] = value
+            append(Event(names.get(meta, ""), base + e.offset_ps / 1000.0, duration / 1000.0,
+                         stats))
+        return Line(line.id, line.name or line.display_name, events)
+
+
+def _profiler_plane(name: str) -> bool:
+    return name.startswith("/") or name in _PLANE_NAMES
+
+
+def _plane_name(data: bytes, span: tuple[int, int]) -> str:
+    """An XPlane's name (field 2) read from its own fields only, or "" where they are not
+    an XPlane's."""
+    try:
+        for number, wire, value in fields(data, span[0], span[1], "XPlane"):
+            if number == 2 and wire == LEN:
+                return data[value[0]:value[1]].decode("utf-8", "replace")
+    except WireFormatError:
+        pass
+    return ""
+
+
+def _not_parsed(data: bytes, exc: Exception) -> str:
+    """Why the bytes that did not parse are not an XSpace: their top-level fields broken
+    (truncated, corrupt), no plane of a profiler's among them (another kind of protobuf), or
+    a plane that does not parse."""
+    try:
+        top = fields(data, 0, len(data), "XSpace")
+    except WireFormatError as wire:
+        return str(wire)
+    names = [_plane_name(data, value) for number, wire, value in top
+             if number == 1 and wire == LEN]
+    if not any(_profiler_plane(n) for n in names):
+        return "not a profiler trace (a protobuf message without the planes of an XSpace)"
+    return f"corrupt XSpace: a plane that does not parse ({exc})"
+
+
 def read_xspace_bytes(data: bytes, where: str = "the trace") -> XSpace:
     """Decode an XSpace from its bytes (gzip is undone first). Raises :class:`TraceFormatError`
-    naming ``where`` for a truncated or corrupt file or one of a schema this reader cannot
-    read."""
+    naming ``where`` for a truncated or corrupt file, one over 2 GiB, a protobuf that is not
+    a trace, or one of a schema this reader cannot read."""
     if data[:2] == GZIP_MAGIC:
         try:
             data = gzip.decompress(data)
@@ -364,35 +345,51 @@ def read_xspace_bytes(data: bytes, where: str = "the trace") -> XSpace:
                                    f"({exc})") from None
     if not data:
         raise TraceFormatError(f"{where}: the file is empty")
-    reader = _Reader(data)
+    if len(data) > MAX_TRACE_BYTES:
+        raise TraceFormatError(f"{where}: {len(data) / 2**30:.1f} GiB, over the 2 GiB one "
+                               "protobuf message may hold: not a trace this reader can read")
+    xspace = message_class("XSpace")
     try:
-        planes: list[Plane] = []
-        errors: list[str] = []
-        warnings: list[str] = []
-        hosts: list[str] = []
-        for number, value in reader.fields((0, len(data)), _SPACE):
-            if number == 1:
-                planes.append(reader.plane(value))
-            elif number == 2:
-                errors.append(_text(data, value, "XSpace"))
-            elif number == 3:
-                warnings.append(_text(data, value, "XSpace"))
-            elif number == 4:
-                hosts.append(_text(data, value, "XSpace"))
+        space = xspace.FromString(data)
+    except DecodeError as exc:
+        raise TraceFormatError(f"{where}: {_not_parsed(data, exc)}") from None
+    unknown: dict[str, set[int]] = {}
+    try:
+        _unknown_of(space, unknown)  # the planes field with another wire type: refused here
     except TraceFormatError as exc:
         raise TraceFormatError(f"{where}: {exc}", newer=exc.newer) from None
-    if not planes:
-        raise TraceFormatError(f"{where}: holds no profiler plane (not an XSpace trace)")
-    unknown = {k: sorted(v) for k, v in sorted(reader.unknown.items())}
-    return XSpace(planes, errors, warnings, hosts, unknown)
+    if not space.planes:
+        raise TraceFormatError(f"{where}: holds no profiler plane (not an XSpace trace): not a "
+                               "profiler trace")
+    if not any(_profiler_plane(p.name) for p in space.planes):
+        raise TraceFormatError(f"{where}: not a profiler trace (a protobuf message whose "
+                               "planes are not named as a profiler names them)")
+    negative: Counter[str] = Counter()
+    unknown_values: Counter[str] = Counter()
+    try:
+        planes = [_PlaneReader(p, unknown, negative, unknown_values).read()
+                  for p in space.planes]
+        # Fields the schema does not have: the message as parsed is larger than without them.
+        with_unknown = space.ByteSize()
+        space.DiscardUnknownFields()
+        if space.ByteSize() != with_unknown:
+            _find_unknown(space, xspace.FromString(data), unknown)
+    except TraceFormatError as exc:
+        raise TraceFormatError(f"{where}: {exc}", newer=exc.newer) from None
+    dropped = Dropped(dict(sorted(negative.items())), dict(sorted(unknown_values.items())))
+    return XSpace(planes, list(space.errors), list(space.warnings), list(space.hostnames),
+                  {k: sorted(v) for k, v in sorted(unknown.items())}, dropped)
 
 
-def read_xspace(path: str | Any) -> XSpace:
-    """Decode the XSpace in the file ``path`` (``.xplane.pb`` or ``.xplane.pb.gz``)."""
-    from pathlib import Path
-
+def read_xspace(path: str | Path) -> XSpace:
+    """Decode the XSpace in the file ``path`` (``.xplane.pb`` or ``.xplane.pb.gz``); a file
+    over the 2 GiB protobuf limit is refused before it is read."""
     p = Path(path)
     try:
+        size = p.stat().st_size
+        if size > MAX_TRACE_BYTES:
+            raise TraceFormatError(f"{p.name}: {size / 2**30:.1f} GiB, over the 2 GiB one "
+                                   "protobuf message may hold: not a trace this reader can read")
         data = p.read_bytes()
     except OSError as exc:
         raise TraceFormatError(f"{p.name}: cannot be read ({exc.strerror})") from None

@@ -1,0 +1,177 @@
+"""``profile`` on traces of the size people capture, against XProf's conversion of the same file.
+
+    python benchmarks/profile_scale.py [--sizes 10,100] [--with-400] [--keep DIR]
+
+For each size (MB) it writes a real ``jax.profiler.trace`` capture into a temporary folder: a
+long run of a small jitted step (a matmul, a tanh and an add; one ``StepTraceAnnotation`` per
+call), the number of calls scaled from a short calibration capture so the ``.xplane.pb`` comes
+out near the size asked. Then, each in a fresh process so its time and peak memory are its own:
+
+* ``roofline-report profile LOGDIR --out TMP`` end to end (reading, analysis, rendering);
+* XProf's own conversion of the same file (``xprof.convert.raw_to_tool_data.
+  xspace_to_tool_data`` with the tools ``hlo_stats`` and ``trace_viewer``; what XProf saved
+  beside the trace is removed first, so each converts cold), when the ``xprof`` package is
+  installed (it is not a dependency of this project: ``pip install xprof``); without it those
+  columns say "not run". On a CPU-only trace ``hlo_stats`` has no rows (XProf's device type
+  CPU_ONLY), so ``trace_viewer``, the conversion of every event, is the one to compare.
+
+Peak RSS is the child's ``ru_maxrss``. ``--with-400`` adds a 400 MB trace (minutes to capture).
+The machine may be shared: compare the columns of one run, not runs of different days. The last
+line is one JSON object with a row per size; a Markdown table is printed before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+_CAPTURE = r"""
+import sys
+import jax
+import jax.numpy as jnp
+
+logdir, calls = sys.argv[1], int(sys.argv[2])
+
+
+@jax.jit
+def step(x, w):
+    return jnp.tanh(x @ w) + x
+
+
+x = jnp.ones((64, 64), jnp.float32)
+w = jnp.full((64, 64), 0.01, jnp.float32)
+step(x, w).block_until_ready()
+with jax.profiler.trace(logdir):
+    for i in range(calls):
+        with jax.profiler.StepTraceAnnotation("train", step_num=i):
+            x = step(x, w)
+    x.block_until_ready()
+"""
+
+_XPROF = r"""
+import sys
+import time
+try:
+    from xprof.convert import raw_to_tool_data
+except ImportError:
+    print("NO_XPROF")
+    sys.exit(0)
+path, tool = sys.argv[1], sys.argv[2]
+t = time.perf_counter()
+data, _ = raw_to_tool_data.xspace_to_tool_data([path], tool, {})
+print("XPROF", time.perf_counter() - t, len(data or b""))
+"""
+
+
+def _run_measured(args: list[str], env: dict[str, str] | None = None
+                  ) -> tuple[float, float, str, int]:
+    """Wall seconds, peak RSS (MB), stdout and exit code of one child (its own rusage)."""
+    with tempfile.TemporaryFile(mode="w+") as out_file, \
+            tempfile.TemporaryFile(mode="w+") as err_file:
+        start = time.perf_counter()
+        proc = subprocess.Popen(args, stdout=out_file, stderr=err_file, text=True, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage
+        wall = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        proc.returncode = code
+        out_file.seek(0)
+        err_file.seek(0)
+        out, err = out_file.read(), err_file.read()
+    if code not in (0, 3):
+        last = err.strip().splitlines()[-1] if err.strip() else ""
+        raise SystemExit(f"{' '.join(args[:4])}... failed ({code}): {last}")
+    return wall, usage.ru_maxrss / 1024, out, code
+
+
+def _capture(logdir: Path, calls: int) -> Path:
+    _run_measured([PYTHON, "-c", _CAPTURE, str(logdir), str(calls)])
+    files = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
+    if not files:
+        raise SystemExit(f"the capture wrote no trace under {logdir}")
+    return files[-1]
+
+
+def _trace_of_size(root: Path, mb: float, per_call: float) -> tuple[Path, int]:
+    calls = max(100, round(mb * 1e6 / per_call))
+    return _capture(root / f"trace_{mb:g}MB", calls), calls
+
+
+def _profile(logdir: Path, out: Path) -> tuple[float, float]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    wall, rss, _, _ = _run_measured([PYTHON, "-m", "roofline_report", "profile", str(logdir),
+                                     "--out", str(out)], env)
+    return wall, rss
+
+
+def _xprof(path: Path, tool: str) -> tuple[float | None, float | None, str]:
+    # XProf saves what it converted beside the trace and reuses it: remove it, so that each
+    # tool converts the trace cold.
+    for saved in path.parent.iterdir():
+        if saved != path and saved.is_file():
+            saved.unlink()
+    wall, rss, out, _ = _run_measured([PYTHON, "-c", _XPROF, str(path), tool])
+    if "NO_XPROF" in out:
+        return None, None, "xprof not installed (pip install xprof)"
+    line = next((ln for ln in out.splitlines() if ln.startswith("XPROF")), "")
+    parts = line.split()
+    return (float(parts[1]) if len(parts) > 1 else wall), rss, \
+        f"{tool}: {parts[2] if len(parts) > 2 else '?'} bytes out"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="10,100", help="trace sizes in MB, comma separated")
+    p.add_argument("--with-400", action="store_true", help="add a 400 MB trace")
+    p.add_argument("--keep", metavar="DIR", help="write the traces here and keep them")
+    ns = p.parse_args(argv)
+    sizes = [float(s) for s in ns.sizes.split(",") if s.strip()]
+    if ns.with_400:
+        sizes.append(400.0)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="profile_scale_") as tmp:
+        root = Path(ns.keep) if ns.keep else Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        calibration = _capture(root / "calibration", 2000)
+        per_call = calibration.stat().st_size / 2000
+        print(f"calibration: {per_call:.0f} bytes per call", file=sys.stderr)
+        for mb in sizes:
+            trace, calls = _trace_of_size(root, mb, per_call)
+            size_mb = trace.stat().st_size / 1e6
+            print(f"{size_mb:.1f} MB trace ({calls} calls) written", file=sys.stderr)
+            wall, rss = _profile(trace.parent.parent.parent.parent, root / f"out_{mb:g}")
+            row: dict[str, Any] = {"trace_mb": round(size_mb, 1), "calls": calls,
+                                   "profile_s": round(wall, 2), "profile_rss_mb": round(rss)}
+            for tool in ("hlo_stats", "trace_viewer"):
+                xs, xrss, what = _xprof(trace, tool)
+                row[f"xprof_{tool}_s"] = round(xs, 2) if xs is not None else None
+                row[f"xprof_{tool}_rss_mb"] = round(xrss) if xrss is not None else None
+                row[f"xprof_{tool}_note"] = what
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr)
+    print("| trace | calls | `profile` wall | peak RSS | XProf hlo_stats | peak RSS | "
+          "XProf trace_viewer | peak RSS |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+
+    def cell(v: Any, unit: str) -> str:
+        return "not run" if v is None else f"{v} {unit}"
+
+    for r in rows:
+        print(f"| {r['trace_mb']} MB | {r['calls']:,} | {r['profile_s']} s | "
+              f"{r['profile_rss_mb']} MB | {cell(r['xprof_hlo_stats_s'], 's')} | "
+              f"{cell(r['xprof_hlo_stats_rss_mb'], 'MB')} | {cell(r['xprof_trace_viewer_s'], 's')}"
+              f" | {cell(r['xprof_trace_viewer_rss_mb'], 'MB')} |")
+    print(json.dumps({"rows": rows}))
+
+
+if __name__ == "__main__":
+    main()
