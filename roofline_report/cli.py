@@ -138,7 +138,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         interrupts.safe_point("start")
         if args_list and args_list[0] == "compare":
-            from roofline_report.report import compare
+            from roofline_report import compare_cli as compare
 
             return compare.main(args_list[1:])
         if args_list and args_list[0] == "profile":

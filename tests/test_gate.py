@@ -156,7 +156,7 @@ def test_workloads_in_one_run_only_are_listed_not_gated(base: str, tmp_path: Pat
     out = tmp_path / "gate"
     assert cli.main(["compare", base, new, "--out", str(out), *CONDITIONS]) == EXIT_REGRESSION
     err = capsys.readouterr().err
-    assert "note: 1 workload(s) only in BASE, not gated: softmax" in err
+    assert "note: 1 workload only in BASE, not gated: softmax" in err
     md = (out / "report.md").read_text(encoding="utf-8")
     assert "Not gated, only in BASE: softmax." in md
     assert '<a id="w-softmax"></a>softmax(x, axis=-1) | 1 |' in md

@@ -53,7 +53,7 @@ from typing import Any, Literal
 from roofline_report.analysis.patterns import pattern_time
 from roofline_report.analysis.roofs import PAGE_FAULT, SPLIT_LAUNCH, RoofSet
 from roofline_report.config.spec import DTYPES
-from roofline_report.hlo.shapes import dtype_bits
+from roofline_report.hlo.shapes import FLOAT_TYPES, dtype_bits
 from roofline_report.kinds import Kind
 from roofline_report.text import count as count_of
 from roofline_report.text import plural
@@ -166,7 +166,6 @@ def _op_name(key: str) -> str:
     return key.rsplit(".", 1)[-1]
 
 
-FLOAT_TYPES = {"f64": "float64", "f32": "float32", "bf16": "bfloat16", "f16": "float16"}
 
 
 def kernel_dtype(k: Mapping[str, Any], program_dtype: str) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_report.results.schema_run import DEFAULT_INTERCONNECT, SEED_BANDWIDTH, SEED_PEAK_FLOPS
 from roofline_report.roofline import attainable, bound_at, ridge, single_roof_seconds
 
 __all__ = ["DEFAULT_INTERCONNECT", "SEED_BANDWIDTH", "SEED_PEAK_FLOPS", "SEED_SIZES",
@@ -100,10 +101,4 @@ def predicted_seconds(
     return single_roof_seconds(flops, traffic_bytes, peak_flops, bandwidth, dispatch_seconds)
 
 
-# The seed's hypothetical budgets: assumptions for teaching, not device specifications.
-SEED_PEAK_FLOPS = 100e9
-SEED_BANDWIDTH = 20e9
 SEED_SIZES = (8, 16, 32, 64, 128)
-# Not in the seed: an assumed interconnect budget for the communication roofline, a quarter of
-# the seed's memory bandwidth, so that sharded examples can be communication-bound.
-DEFAULT_INTERCONNECT = 5e9

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 __all__ = ["Array", "Shape", "dtype_bits", "parse_shape"]
 
+#: HLO's floating element types by the dtype names the model prices them under.
+FLOAT_TYPES = {"f64": "float64", "f32": "float32", "bf16": "bfloat16", "f16": "float16"}
 _FIXED_BITS = {"pred": 8, "bf16": 16, "tf32": 32, "c64": 64, "c128": 128, "token": 0}
 _WIDTH = re.compile(r"^(?:[su]|f)(?P<bits>\d+)(?:e\d+m\d+\w*)?$")
 

@@ -19,13 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from roofline_report import __version__
-from roofline_report.analysis.predict import FLOAT_TYPES
-from roofline_report.analysis.seed_model import (
-    DEFAULT_INTERCONNECT,
-    SEED_BANDWIDTH,
-    SEED_PEAK_FLOPS,
-)
 from roofline_report.errors import InputError
+from roofline_report.hlo.shapes import FLOAT_TYPES
 from roofline_report.ingest.device_timeline import device_timelines
 from roofline_report.ingest.pipeline import (
     HostProgram,
@@ -35,6 +30,11 @@ from roofline_report.ingest.pipeline import (
     device_kind,
 )
 from roofline_report.results.schema import SCHEMA_VERSION
+from roofline_report.results.schema_run import (
+    DEFAULT_INTERCONNECT,
+    SEED_BANDWIDTH,
+    SEED_PEAK_FLOPS,
+)
 
 __all__ = ["NOT_RECORDED", "results_document", "workload_name"]
 

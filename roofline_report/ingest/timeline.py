@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline_report.analysis.stats import median
+from roofline_report.quantiles import median
 from roofline_report.traces.xspace import Event, Line, Plane, XSpace
 
 __all__ = [

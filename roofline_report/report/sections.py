@@ -13,7 +13,6 @@ per-kernel roofline), ``lab_sections.py`` (the lab notebook and the sweeps),
 
 from __future__ import annotations
 
-from roofline_report.ingest.view import trace_section
 from roofline_report.report.blocks import BulletList, Document, Group, Section, Strong, text
 from roofline_report.report.lab_sections import lab, sweeps
 from roofline_report.report.machine_section import MODEL_TEXT, measured
@@ -34,6 +33,7 @@ from roofline_report.report.seed_sections import (
     lowered,
     model,
 )
+from roofline_report.report.trace_view import trace_section
 
 __all__ = ["KERNEL_COLUMNS", "MODEL_TEXT", "MissingFigure", "catalog", "compiled", "document",
            "exercise", "experiment", "kernels", "lab", "lowered", "measured", "model", "preset",

@@ -21,7 +21,6 @@ from roofline_report.analysis.analyse import SEED_NAME, Assumptions, analyse
 from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import ComputeRoof, RoofSet
-from roofline_report.ingest.view import trace_view
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.report import figures as figs
 from roofline_report.report import meta, page, sections, sharding_view
@@ -55,6 +54,7 @@ from roofline_report.report.program_views import (
     tree_summary,
 )
 from roofline_report.report.reconcile_words import flag_text
+from roofline_report.report.trace_view import trace_view
 from roofline_report.results import schema
 from roofline_report.units import format_binary, format_intensity, format_si
 

@@ -40,6 +40,15 @@ class Options(Record):
     teaching: bool = True  # the seed's teaching sections were asked for (a report about them)
 
 
+# The seed's hypothetical budgets, the assumptions a run records unless it is given others:
+# for teaching, not a device's specification. A profile's page never holds a trace to them.
+SEED_PEAK_FLOPS = 100e9
+SEED_BANDWIDTH = 20e9
+# Not in the seed: an assumed interconnect budget for the communication roofline, a quarter of
+# the seed's memory bandwidth, so that sharded examples can be communication-bound.
+DEFAULT_INTERCONNECT = 5e9
+
+
 class Assumptions(Record):
     """The hypothetical budgets the run was given (render can override them)."""
 

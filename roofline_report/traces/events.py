@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline_report.analysis.stats import median
+from roofline_report.quantiles import median
 
 __all__ = ["kernel_times", "xspace_text"]
 
