@@ -529,3 +529,55 @@ def test_page_faults_are_charged_once_a_call_and_merge_in_the_program() -> None:
     assert merged is not None
     (both,) = [t for t in merged.terms if t.group == "pattern"]
     assert both.seconds == pytest.approx(3e-3) and both.detail == ""
+
+
+def _looped(name: str, trips: int = 1, known: bool = False, loop: str = "while.3",
+            charged: bool = True) -> dict[str, object]:
+    """A body kernel of a loop: 1 MFLOP of elementwise work and 8 KiB touched per launch."""
+    return {"name": name, "trips": trips, "trips_known": known, "loop": loop,
+            "charged": charged, "flops": 1_000_000, "transcendentals": 0,
+            "bytes_read": 4096, "bytes_written": 4096, "category": "elementwise"}
+
+
+def test_a_loop_that_stops_on_data_runs_the_trips_its_trace_observed() -> None:
+    from roofline_report.analysis.loop_trips import loop_trips, observed_kernel
+
+    kernels = [_looped("body.1"), _looped("body.2"), _looped("cond.1"),
+               {**_looped("entry.1", known=True), "loop": None}]
+    traced = {"body.1": {"launches": [24, 24, 25]}, "body.2": {"launches": [24, 23, 24]},
+              "cond.1": {"launches": [25, 25, 26]}, "entry.1": {"launches": [1, 1, 1]}}
+    observed, loops = loop_trips(kernels, traced)
+    # Each traced kernel its own median; the loop's count the most common of them.
+    assert observed == {"body.1": 24, "body.2": 24, "cond.1": 25}
+    assert [(x.loop, x.static, x.observed, x.kernels, x.lower_bound) for x in loops] == [
+        ("while.3", 1, 24, 3, False)]
+    # A kernel of the loop the trace does not show runs the loop's count.
+    observed, _ = loop_trips(kernels, {"body.1": {"launches": [24]}})
+    assert observed == {"body.1": 24, "body.2": 24, "cond.1": 24}
+    one = predict.predict_kernel(kernels[0], "float32", ROOFS)
+    many = predict.predict_kernel(observed_kernel(kernels[0], 24), "float32", ROOFS)
+    assert one is not None and many is not None
+    assert one.lower_bound and not many.lower_bound
+    # Every trip's work, bytes and time: 24 × (max(1 MFLOP ÷ 10 GFLOP/s, 8 KiB ÷ 100 GB/s)
+    # + 1 µs launch) = 24 × 101 µs.
+    assert many.flops == 24 * 1e6 and many.bytes == 24 * 8192
+    assert many.seconds == pytest.approx(24 * (100e-6 + 1e-6))
+    assert one.seconds == pytest.approx(101e-6)
+    assert predict.predict_program([one], ROOFS).lower_bound  # type: ignore[union-attr]
+    assert not predict.predict_program([many], ROOFS).lower_bound  # type: ignore[union-attr]
+
+
+def test_a_loop_without_a_trace_is_a_lower_bound_and_an_inner_known_loop_multiplies() -> None:
+    from roofline_report.analysis.loop_trips import loop_trips
+
+    # An unknown loop around a known 5-trip loop: its kernels run 5 times per observed trip.
+    kernels = [_looped("inner.1", trips=5, loop="while.7"), _looped("outer.1")]
+    observed, loops = loop_trips(kernels, {})
+    assert observed == {} and all(x.lower_bound for x in loops)
+    assert [(x.loop, x.static) for x in loops] == [("while.3", 1), ("while.7", 5)]
+    observed, loops = loop_trips(kernels, {"inner.1": {"launches": [60, 60]},
+                                           "outer.1": {"launches": [12, 12]}})
+    assert observed == {"inner.1": 60, "outer.1": 12}
+    # A branch the program does not charge makes no lower bound.
+    _, loops = loop_trips([_looped("branch.1", charged=False)], {})
+    assert not loops[0].lower_bound

@@ -20,6 +20,7 @@ from typing import Any
 
 from roofline_report.analysis import explain, predict
 from roofline_report.analysis.fresh_pages import fresh_pages, temp_bytes
+from roofline_report.analysis.loop_trips import loop_trips, observed_kernel
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.records import (
     Category,
@@ -172,20 +173,25 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
     # Fresh pages cost only where the CPU's page fault was measured.
     temp = temp_bytes(w) if backend == "cpu" and roofs.floor(PAGE_FAULT) is not None else None
     pages = fresh_pages(listed, temp)
-    rows = [_row(k, times.get(str(k["name"])), dtype, roofs, trace, fresh)
+    # A loop that stops on data runs the launches per call its trace observed.
+    observed, loops = loop_trips(listed, times)
+    rows = [_row(observed_kernel(k, observed.get(str(k["name"]))), times.get(str(k["name"])),
+                 dtype, roofs, trace, fresh)
             for k, fresh in zip(listed, pages, strict=True)]
     total = sum(r.seconds or 0.0 for r in rows)
     rows = [_with_share(r, total, roofs.highest_compute) for r in rows]
     rows.sort(key=lambda r: (-(r.seconds or 0.0), -r.flops, r.name))
     categories = _categories(rows, total)
     reason = "" if trace else str(timing.get("reason", "the workload was not traced"))
+    launches = int(inventory["launches"]) if not observed else \
+        sum(r.trips for r in rows if r.charged)
     return KernelTable(
-        count=int(inventory["count"]), launches=int(inventory["launches"]), rows=tuple(rows),
+        count=int(inventory["count"]), launches=launches, rows=tuple(rows),
         categories=categories, opportunities=_opportunities(rows, categories, total),
         trace=trace, trace_reason=reason, roofs=roofs,
         reconciliation=reconcile_kernels(inventory, w.get("hlo_count")),
         notes=tuple(str(n) for n in inventory.get("notes", [])),
-        fresh_pages=sum(pages), temp_bytes=temp)
+        fresh_pages=sum(pages), temp_bytes=temp, loops=loops)
 
 
 def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,
@@ -212,7 +218,9 @@ def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: R
         prediction=prediction, miss=miss(prediction.seconds if prediction else None, seconds),
         pattern=k.get("pattern"), charged=bool(k.get("charged", True)),
         user_source=k.get("user_source"),
-        uncosted=tuple(str(u) for u in k.get("uncosted") or ()))
+        uncosted=tuple(str(u) for u in k.get("uncosted") or ()),
+        trips_observed=bool(k.get("trips_observed")),
+        static_trips=int(k["static_trips"]) if k.get("trips_observed") else None)
     return row
 
 

@@ -27,6 +27,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                kernel of a loop body pays it on the loop's first trip only, its later trips
                finding the workers awake
     kernel   = trips × (max(compute, memory, pattern) + launch) + split
+               (trips: the loop's known trip count, else the launches per call a trace
+               observed, :mod:`roofline_report.analysis.loop_trips`; with neither, once, and
+               the prediction is marked a lower bound)
     program  = Σ kernels + the dispatch floor of one call (calls enqueued, as programs are timed)
 
 A kernel computes in the dtype of the bytes it reads (:func:`kernel_dtype`): a bfloat16 program
@@ -133,6 +136,9 @@ class Prediction:
     level: str  # the memory level(s) holding the bytes
     notes: tuple[str, ...] = field(default=())
     kind: Kind = Kind.PREDICTED
+    # True when a while loop whose trip count is neither known to the compiler nor observed in
+    # a trace is counted once: the time, work and bytes are then lower bounds.
+    lower_bound: bool = False
 
     def group_seconds(self, group: Group) -> float:
         """The summed seconds of one group's terms."""
@@ -392,8 +398,9 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
     scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)
                    for t in terms)
     binding = scaled[terms.index(binding)]
+    unknown = k.get("trips_known") is False and not k.get("trips_observed")
     return Prediction(seconds * trips, scaled, binding, f.flops * trips, f.bytes * trips,
-                      f.bytes_source, one.level, one.notes)
+                      f.bytes_source, one.level, one.notes, lower_bound=unknown)
 
 
 def _dispatch(roofs: RoofSet) -> Term | None:
@@ -429,7 +436,8 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet) -> Prediction | N
     notes = tuple(dict.fromkeys(n for p in kernels for n in p.notes))
     return Prediction(sum(t.seconds for t in ordered), ordered, ordered[0],
                       sum(p.flops for p in kernels), sum(p.bytes for p in kernels),
-                      "the kernels' touched bytes", ", ".join(levels), notes)
+                      "the kernels' touched bytes", ", ".join(levels), notes,
+                      lower_bound=any(p.lower_bound for p in kernels))
 
 
 def predict_from_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet

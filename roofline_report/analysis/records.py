@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_report.analysis.levels import Level
+from roofline_report.analysis.loop_trips import LoopTrips
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.roofs import RoofSet
@@ -105,6 +106,11 @@ class KernelRow:
     # Operations whose work the count could not price (a custom call such as TopK): the
     # prediction holds it to its bytes and launch alone.
     uncosted: tuple[str, ...] = ()
+    # A kernel of a while loop without a known trip count: ``trips`` (and its flops, bytes and
+    # prediction) are the launches per call the trace observed (kind measured), where
+    # ``trips_observed``; ``static_trips`` is what the static count gives, a lower bound.
+    trips_observed: bool = False
+    static_trips: int | None = None
 
     @property
     def intensity(self) -> float | None:
@@ -245,6 +251,14 @@ class KernelTable:
     # fresh (see analysis.fresh_pages); 0 and None where none are charged.
     fresh_pages: float = 0.0
     temp_bytes: int | None = None
+    # The while loops without a known trip count, each with the launches per call the trace
+    # observed (or none: its kernels then count once, a lower bound).
+    loops: tuple[LoopTrips, ...] = ()
+
+    @property
+    def lower_bound(self) -> bool:
+        """Whether a charged loop's trip count is neither known nor observed."""
+        return any(x.lower_bound for x in self.loops)
 
     @property
     def savers(self) -> tuple[KernelRow, ...]:

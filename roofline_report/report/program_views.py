@@ -72,7 +72,10 @@ def prediction_cells(p: Prediction | None) -> dict[str, Num | str]:
         return {"predicted": Num("no roof", P.value), "roof": Num("no roof", P.value),
                 "binding": "unknown", "roofs": ""}
     kinds = ", ".join(k.label for k in p.roof_kinds)
-    return {"predicted": n(p.seconds, "s", P), "roof": rate(p.roof_rate, P),
+    predicted = n(p.seconds, "s", P)
+    if p.lower_bound:  # a loop of unknown trip count counted once
+        predicted = Num(f"at least {predicted.text}", predicted.kind)
+    return {"predicted": predicted, "roof": rate(p.roof_rate, P),
             "binding": p.binding.label,
             "roofs": f"{'; '.join(p.roofs)} ({kinds})"}
 
@@ -93,7 +96,8 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
     return {
         "name": r.name, "category": r.category, "kind": r.fusion or "",
         "source": _source_text(r),
-        "launches": count(r.launches, M) if r.launches is not None else count(r.trips, A),
+        "launches": count(r.launches, M) if r.launches is not None
+        else count(r.trips, M if r.trips_observed else A),
         "time": n(r.seconds, "s", M), "share": percent(r.share, M),
         "flops": count(r.flops, A), "bytes": n(r.bytes, "B", A),
         "intensity": Num(format_intensity(r.intensity) if r.intensity else "0", A.value),
@@ -239,6 +243,7 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
         "title": p.title, "user": p.user, "anchor": meta.workload_anchor(p.name),
         "summary": summary,
         "faults": _faults(table),
+        "loops": _loops(table),
         "coverage": _coverage(t, table.roofs) if t is not None else (),
         "unavailable": "" if t else f"Per-kernel times not available: {table.trace_reason}.",
         "rows": rows[:KERNEL_ROWS], "rest": rows[KERNEL_ROWS:],
@@ -256,6 +261,27 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
         "reconciliation": _kernel_reconciliation(table.reconciliation),
         "figure": figure.name if figure is not None else None, "figure_out": figure,
     }
+
+
+def _loops(table: KernelTable) -> tuple[Inline, ...]:
+    """The while loops whose trip count the compiler does not know: the trips the trace
+    observed, priced for every trip, and the static count beside them; or, untraced, that the
+    prediction counts such a loop once and is a lower bound."""
+    parts: list[Inline] = []
+    for x in table.loops:
+        static = (f" (the static count, {plural(x.static, 'launch', 'launches')} per call, is "
+                  "a lower bound)")
+        if x.observed is not None:
+            parts += [f" Loop {x.loop} stops on data (no static trip count): its "
+                      f"{plural(x.kernels, 'kernel', 'kernels')} are counted and predicted at ",
+                      count(x.observed, M), " launches per call, observed in the trace", static,
+                      "."]
+        elif x.charged:
+            parts += [f" Loop {x.loop} stops on data (no static trip count) and no trace "
+                      f"observed its trips: its {plural(x.kernels, 'kernel', 'kernels')} are "
+                      "counted once per call, so the work, bytes and predicted time are lower "
+                      "bounds", static, "."]
+    return tuple(parts)
 
 
 def _faults(table: KernelTable) -> tuple[Inline, ...]:
@@ -436,6 +462,7 @@ def summary(an: Analysis) -> dict[str, Any]:
             "measured": n(p.seconds, "s", M) if p.seconds else Num(p.timing_reason or
                                                                    "not measured"),
             "predicted": cells["predicted"],
+            "lower_bound": p.prediction is not None and p.prediction.lower_bound,
             "achieved": n(p.achieved, "FLOP/s", M) if p.achieved is not None else Num("—"),
             "of_roof": percent(p.share_of_roof, P), "binding": cells["binding"],
             "miss": miss_text(p.miss), "savers": savers,
