@@ -253,3 +253,84 @@ def test_xla_compiles_a_1x1_convolution_to_a_dot() -> None:
     x = jnp.ones((2, 16, 16, 3), jnp.float32)
     [k] = _kernels(lambda a, b: _conv(a, b, 1, "VALID"), x, jnp.ones((1, 1, 3, 8)))
     assert set(k["flops_by_op"]) == {"stablehlo.dot_general"} and k["patch_conv_flops"] == 0
+
+
+SPECIAL = """HloModule special
+
+%int_dot (p0: s8[64,32], p1: s8[32,16]) -> s32[64,16] {
+  %p0 = s8[64,32]{1,0} parameter(0)
+  %p1 = s8[32,16]{1,0} parameter(1)
+  ROOT %d = s32[64,16]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+%float_dot (p0: f32[64,32], p1: f32[32,16]) -> f32[64,16] {
+  %p0 = f32[64,32]{1,0} parameter(0)
+  %p1 = f32[32,16]{1,0} parameter(1)
+  ROOT %d = f32[64,16]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+%depthwise (x: f32[2,10,10,8], w: f32[3,3,1,8]) -> f32[2,8,8,8] {
+  %x = f32[2,10,10,8]{3,2,1,0} parameter(0)
+  %w = f32[3,3,1,8]{3,2,1,0} parameter(1)
+  ROOT %c = f32[2,8,8,8]{3,2,1,0} convolution(%x, %w), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=8
+}
+
+%greater (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %g = pred[] compare(%a, %b), direction=GT
+}
+
+ENTRY %main (a: s8[64,32], b: s8[32,16], f: f32[64,32], g: f32[32,16], x: f32[2,10,10,8], w: f32[3,3,1,8], v: f32[4,1000]) -> f32[4,5] {
+  %a = s8[64,32]{1,0} parameter(0)
+  %b = s8[32,16]{1,0} parameter(1)
+  %f = f32[64,32]{1,0} parameter(2)
+  %g = f32[32,16]{1,0} parameter(3)
+  %x = f32[2,10,10,8]{3,2,1,0} parameter(4)
+  %w = f32[3,3,1,8]{3,2,1,0} parameter(5)
+  %v = f32[4,1000]{1,0} parameter(6)
+  %quantized = s32[64,16]{1,0} fusion(%a, %b), kind=kCustom, calls=%int_dot, backend_config={"fusion_config":{"kind":"__ynn_fusion"}}
+  %plain = f32[64,16]{1,0} fusion(%f, %g), kind=kCustom, calls=%float_dot, backend_config={"fusion_config":{"kind":"__ynn_fusion"}}
+  %dw = f32[2,8,8,8]{3,2,1,0} fusion(%x, %w), kind=kCustom, calls=%depthwise, backend_config={"fusion_config":{"kind":"__ynn_fusion"}}
+  %topk = (f32[4,5]{1,0}, s32[4,5]{1,0}) custom-call(%v), custom_call_target="TopK", called_computations={%greater}
+  ROOT %values = f32[4,5]{1,0} get-tuple-element(%topk), index=0
+}
+"""
+
+
+def test_integer_products_depthwise_convolutions_and_top_k_by_hand() -> None:
+    inv = kernel_inventory(SPECIAL)
+    KernelInventory.model_validate(inv)
+    by_name = {k["name"]: k for k in inv["kernels"]}
+    # The integer type a dot multiplies, from its left operand; none for a float product.
+    assert by_name["quantized"]["matmul_dtype"] == "int8"
+    assert by_name["plain"]["matmul_dtype"] is None
+    assert by_name["quantized"]["pattern"] is None  # a library product: no loop dot
+    # A depthwise 3x3 convolution of 8 channels, 2 images of 8 x 8 outputs: each output
+    # element sums 3 x 3 taps of its own channel, 2 flops each.
+    depthwise = 2 * (2 * 8 * 8 * 8) * 3 * 3
+    assert by_name["dw"]["grouped_conv_flops"] == depthwise
+    assert sum(by_name["dw"]["flops_by_op"].values()) >= depthwise
+    assert by_name["dw"]["patch_conv_flops"] == 0
+    assert all(by_name[n]["grouped_conv_flops"] == 0 for n in ("quantized", "plain", "topk"))
+    # The TopK custom call: the elements it searches.
+    topk = by_name["topk"]
+    assert (topk["pattern"], topk["pattern_size"]) == ("top-k", 4 * 1000)
+    assert topk["pattern_detail"] == "f32[4,5] of f32[4,1000]"
+
+
+@cpu_only
+def test_compiled_integer_products_depthwise_convolutions_and_top_k() -> None:
+    a = jnp.ones((64, 64), jnp.int8)
+    [k] = _kernels(lambda x, y: jax.lax.dot(x, y, preferred_element_type=jnp.int32), a, a)
+    assert k["matmul_dtype"] == "int8" and k["kind"] == "__ynn_fusion"
+    [k] = _kernels(lambda x, y: x @ y, jnp.ones((64, 64)), jnp.ones((64, 64)))
+    assert k["matmul_dtype"] is None
+    x, w = jnp.ones((2, 12, 12, 16)), jnp.ones((5, 5, 1, 16))
+    [k] = [k for k in _kernels(lambda x, w: jax.lax.conv_general_dilated(
+        x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        feature_group_count=16), x, w) if k["category"] == "matmul"]
+    assert k["grouped_conv_flops"] == 2 * (2 * 8 * 8 * 16) * 5 * 5
+    [k] = [k for k in _kernels(lambda v: jax.lax.top_k(v, 8), jnp.ones((32, 512)))
+           if k["pattern"] is not None]
+    assert (k["pattern"], k["pattern_size"]) == ("top-k", 32 * 512)

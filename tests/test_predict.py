@@ -581,3 +581,57 @@ def test_a_loop_without_a_trace_is_a_lower_bound_and_an_inner_known_loop_multipl
     # A branch the program does not charge makes no lower bound.
     _, loops = loop_trips([_looped("branch.1", charged=False)], {})
     assert not loops[0].lower_bound
+
+
+def test_integer_products_run_at_their_integer_roof() -> None:
+    int8 = ComputeRoof("matmul int8 (int32 sums)", 400e9, "int8", M, "")
+    roofs = RoofSet("this machine", M, (*ROOFS.compute, int8), ROOFS.bandwidth, ROOFS.floors,
+                    ROOFS.rates)
+    kernel = {"flops": 2_000_000, "flops_by_op": {"stablehlo.dot_general": 2_000_000},
+              "bytes_read": 0, "bytes_written": 0, "trips": 1, "matmul_dtype": "int8"}
+    p = predict.predict_kernel(kernel, "float32", roofs)
+    assert p is not None
+    # 2e6 products at 400 G/s: 5 us, at the int8 roof, named where it binds.
+    assert term(p, "matmul") == pytest.approx(2e6 / 400e9)
+    assert p.binding.roof == "matmul int8 (int32 sums)"
+    assert p.binding.label == "compute: int8 matmul"
+    # The float roof stays the float kernels' and the one a float roofline draws.
+    assert roofs.compute_for("float32").name == "matmul float32"  # type: ignore[union-attr]
+    floats = predict.predict_kernel({**kernel, "matmul_dtype": None}, "float32", roofs)
+    assert floats is not None and term(floats, "matmul") == pytest.approx(2e6 / 100e9)
+    # Without an int8 roof: the float32 roof, and a note says so.
+    q = predict.predict_kernel(kernel, "float32", ROOFS)
+    assert q is not None and term(q, "matmul") == pytest.approx(2e6 / 100e9)
+    assert q.binding.roof == "matmul float32"
+    assert any("no int8 matmul roof measured" in n for n in q.notes)
+
+
+def test_grouped_convolutions_run_at_their_own_roof() -> None:
+    conv = ComputeRoof("convolution float32", 25e9, "float32", M, "", op="convolution")
+    grouped = ComputeRoof("grouped convolution float32", 2e9, "float32", M, "",
+                          op="grouped-convolution",
+                          by_flops=((2.5e6, 2e9), (1.7e7, 1e9)))
+    roofs = RoofSet("this machine", M, (*ROOFS.compute, conv, grouped), ROOFS.bandwidth,
+                    ROOFS.floors, ROOFS.rates)
+    # A 7x7 depthwise convolution beside a dense one in one kernel.
+    kernel = {"flops": 5_000_000, "flops_by_op": {"stablehlo.convolution": 5_000_000},
+              "bytes_read": 0, "bytes_written": 0, "trips": 1, "grouped_conv_flops": 2_500_000}
+    p = predict.predict_kernel(kernel, "float32", roofs)
+    assert p is not None
+    # 2.5e6 dense at 25 GFLOP/s (100 us) + 2.5e6 grouped at the 2.5 MFLOP size's 2 GFLOP/s
+    # (1.25 ms).
+    assert alu(p) == pytest.approx(2.5e6 / 25e9 + 2.5e6 / 2e9)
+    assert p.binding.roof == "grouped convolution float32"
+    assert p.binding.label == "compute: grouped convolution"
+    # Past its largest size a grouped convolution keeps that size's rate (it falls with
+    # size), not the roof's best: 1.7e8 flops at 1 GFLOP/s.
+    big = predict.predict_kernel({**kernel, "flops": 1.7e8,
+                                  "flops_by_op": {"stablehlo.convolution": 1.7e8},
+                                  "grouped_conv_flops": 1.7e8}, "float32", roofs)
+    assert big is not None and alu(big) == pytest.approx(1.7e8 / 1e9)
+    # Without a grouped roof: the dense convolution's, and a note says so.
+    bare = RoofSet("this machine", M, (*ROOFS.compute, conv), ROOFS.bandwidth, ROOFS.floors,
+                   ROOFS.rates)
+    q = predict.predict_kernel(kernel, "float32", bare)
+    assert q is not None and alu(q) == pytest.approx(5e6 / 25e9)
+    assert any("no grouped-convolution roof measured" in n for n in q.notes)

@@ -138,7 +138,8 @@ def _slow_kernels(rows: Sequence[KernelRow]) -> list[str]:
 PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside the matmul "
                  "library", "strided-reduction": "a reduction along a non-minor axis",
                  "gather": "a gather", "scatter": "a scatter", "sort": "a sort",
-                 "variadic-reduction": "a reduction of several operands (an argmax)"}
+                 "variadic-reduction": "a reduction of several operands (an argmax)",
+                 "top-k": "a top-k"}
 
 
 def kernel_reason(r: KernelRow, peak: float | None = None) -> str:

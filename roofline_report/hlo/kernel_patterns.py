@@ -23,6 +23,8 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   minor-most dimension (of size above 1) of its operand's layout, as ``x.sum(axis=0)`` of a
   row-major matrix; size: the operand elements read. A library fusion counts too (XLA:CPU hands
   that reduce to ``__ynn_fusion``).
+* ``top-k``: a kernel holding a ``TopK`` custom call (XLA's partial sort of the k largest
+  along the last dimension, ``jax.lax.top_k``); size: the elements of its operand searched.
 * ``transpose``: a copy or transpose kernel, or a loop fusion whose root (bitcasts aside) is a
   copy or transpose, that puts its data in another order in memory: the source's axes (size-1
   axes aside) come out of the root's layout in another order, followed through bitcasts,
@@ -52,7 +54,8 @@ from roofline_report.hlo.kernel_cost import (
 from roofline_report.hlo.shapes import Array, Shape
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction")
+            "variadic-reduction", "top-k")
+TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,10 +279,58 @@ def patch_conv_flops(instr: Instruction, module: Module) -> int:
     return sum(conv_flops(i) or 0 for i in _fused_instructions(instr, module) if tiles_input(i))
 
 
+def grouped_conv_flops(instr: Instruction, module: Module) -> int:
+    """The flops of the kernel's grouped convolutions (``feature_group_count`` or
+    ``batch_group_count`` above 1; depthwise when the groups are the channels): each group a
+    small convolution of its own, which runs at a rate of its own, far below a dense
+    convolution's (:func:`~roofline_report.hlo.kernel_cost.conv_flops` counts their flops)."""
+    return sum(conv_flops(i) or 0 for i in _fused_instructions(instr, module)
+               if i.opcode == "convolution" and _grouped(i))
+
+
+def _grouped(conv: Instruction) -> bool:
+    return conv.attributes.get("feature_group_count", "1") != "1" \
+        or conv.attributes.get("batch_group_count", "1") != "1"
+
+
+# HLO integer element types by the name jax gives them.
+INTEGER_TYPES = {"s4": "int4", "u4": "uint4", "s8": "int8", "u8": "uint8", "s16": "int16",
+                 "u16": "uint16", "s32": "int32", "u32": "uint32", "s64": "int64",
+                 "u64": "uint64"}
+
+
+def matmul_dtype(instr: Instruction, module: Module) -> str | None:
+    """The integer type (jax's name: ``int8``, ``int4``, ...) the kernel's largest dot
+    multiplies, from its left operand (an ``s8 x s8 -> s32`` dot multiplies int8); None for a
+    kernel without a dot or one that multiplies floats. Integer products have roofs of their
+    own: accelerators' integer peaks differ from their float ones."""
+    dots = [i for i in _fused_instructions(instr, module) if i.opcode == "dot"]
+    if not dots:
+        return None
+    largest = max(dots, key=lambda d: (dot_flops(d) or 0, d.name))
+    lhs = largest.operand_shapes[0] if largest.operand_shapes else None
+    if lhs is None or lhs.array is None:
+        return None
+    return INTEGER_TYPES.get(lhs.array.dtype)
+
+
+def _top_k(inside: Sequence[Instruction]) -> Pattern | None:
+    calls = [i for i in inside if i.opcode == "custom-call"
+             and i.custom_call_target == TOP_K_TARGET]
+    if not calls:
+        return None
+    size = sum(elements_of(i.operand_shapes[0]) for i in calls if i.operand_shapes)
+    first = calls[0]
+    result = first.shape.elements[0] if first.shape.is_tuple and first.shape.elements \
+        else first.shape
+    return Pattern("top-k", size, f"{_plain(result)} of {_plain(first.operand_shapes[0])}"
+                   if first.operand_shapes else None)
+
+
 def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
     """The kernel's pattern (the first that applies, in this order): ``loop-dot``, ``sort``,
-    ``scatter``, ``gather``, ``variadic-reduction``, ``strided-reduction``, ``transpose``; see
-    the module docstring."""
+    ``top-k``, ``scatter``, ``gather``, ``variadic-reduction``, ``strided-reduction``,
+    ``transpose``; see the module docstring."""
     inside = _fused_instructions(instr, module)
     dots = [i for i in inside if i.opcode == "dot"]
     if dots and not _is_library(instr):
@@ -297,6 +348,9 @@ def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
                        f"sort of {_plain(keys)} along "
                        f"{tuple(ints_in(first.attributes.get('dimensions')))}"
                        + (f", {operands} operands" if operands > 1 else ""))
+    top_k = _top_k(inside)
+    if top_k is not None:
+        return top_k
     scatters = [i for i in inside if i.opcode == "scatter"]
     if scatters:
         size = sum(elements_of(s) for i in scatters for s in scatter_parts(i)[1])

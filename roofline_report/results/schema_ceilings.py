@@ -35,7 +35,7 @@ class MatmulSize(Record):
 
 class ComputeCeiling(Record):
     name: str
-    op: Literal["matmul", "convolution"] = "matmul"
+    op: Literal["matmul", "convolution", "grouped-convolution"] = "matmul"
     dtype: str
     precision: str = "default"
     available: bool
@@ -157,7 +157,7 @@ class RateCeiling(Record):
     name: str
     op: Literal["exp", "tanh", "log", "sqrt", "rsqrt", "convert", "multiply-add", "reduce",
                 "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-                "variadic-reduction"]
+                "variadic-reduction", "top-k"]
     dtype: str
     unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s"] = "1/s"
     kind: Literal["measured"] = "measured"

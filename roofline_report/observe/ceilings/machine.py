@@ -45,6 +45,7 @@ from roofline_report.observe.ceilings import host
 from roofline_report.observe.ceilings import page_faults as page_fault_ceilings
 from roofline_report.observe.ceilings import patterns as pattern_ceilings
 from roofline_report.observe.ceilings import rates as rate_ceilings
+from roofline_report.observe.ceilings import special_compute as special_ceilings
 from roofline_report.observe.ceilings import streams as stream_ceilings
 from roofline_report.observe.ceilings import working_set as cache_sweep
 from roofline_report.observe.ceilings.sampling import (
@@ -96,6 +97,11 @@ class Plan:
     # time alone is mostly dispatch), ``batch_flops`` a call; () measures none.
     batch_sides: tuple[int, ...] = ()
     batch_flops: int = 0
+    # Integer matmul roofs (int32 sums) of these types at these sides, and the grouped
+    # (depthwise) convolution roof at these image sides (:mod:`.special_compute`); () for none.
+    integer_dtypes: tuple[str, ...] = ()
+    integer_sizes: tuple[int, ...] = ()
+    grouped_conv_sizes: tuple[int, ...] = ()
 
 
 def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: int | None) -> Plan:
@@ -119,6 +125,8 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         # Attention's per-head products and small experts: sides below the smallest size.
         batch_sides: tuple[int, ...] = (32,) if quick else (16, 32, 64)
         batch_flops = 2 * 256**3
+        integer: tuple[int, ...] = (512,) if quick else (256, 1024)
+        grouped: tuple[int, ...] = (24,) if quick else (16, 32)
         max_call = 0.01 if quick else 0.05
         wanted = CACHE_MULTIPLE * cache_bytes if cache_bytes else 0
         array = min(max(wanted, 256 * MiB), 256 * MiB if quick else 512 * MiB)
@@ -129,6 +137,8 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         conv = (64, 256) if quick else (32, 64, 128, 256)
         batch_sides = (128,) if quick else (64, 128, 256, 512)
         batch_flops = 2 * 1024**3
+        integer = (4096,) if quick else (2048, 8192)
+        grouped = (128,) if quick else (64, 256)
         max_call = 0.05
         cap = 1 * GiB if quick else 4 * GiB
         array = min(cap, free_bytes // 16) if free_bytes else cap // 4
@@ -155,6 +165,9 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         conv_sizes=conv,
         batch_sides=batch_sides,
         batch_flops=batch_flops,
+        integer_dtypes=("int8", "int4"),
+        integer_sizes=integer,
+        grouped_conv_sizes=grouped,
     )
 
 
@@ -189,6 +202,12 @@ def measure_ceilings(
                                                      highest=True, again=again))
     if plan.conv_sizes:
         compute.append(compute_ceilings.conv_entry("float32", backend, plan, say, again=again))
+    if plan.integer_sizes:
+        compute += [special_ceilings.integer_matmul_entry(dtype, plan, say, again=again)
+                    for dtype in plan.integer_dtypes]
+    if plan.grouped_conv_sizes:
+        compute.append(special_ceilings.grouped_conv_entry("float32", backend, plan, say,
+                                                           again=again))
     kept: dict[str, Any] = {}
     streams = [stream_ceilings.bandwidth_entries(plan, cache_bytes, say, kept, round_samples(plan))]
     dispatch = dispatch_ceilings.dispatch_entry(plan, say)
