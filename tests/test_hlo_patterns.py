@@ -334,3 +334,82 @@ def test_compiled_integer_products_depthwise_convolutions_and_top_k() -> None:
     [k] = [k for k in _kernels(lambda v: jax.lax.top_k(v, 8), jnp.ones((32, 512)))
            if k["pattern"] is not None]
     assert (k["pattern"], k["pattern_size"]) == ("top-k", 32 * 512)
+
+
+FUSED = """HloModule fused
+
+%gradient (p0: f32[2,128,2048], p1: f32[2,128], p2: f32[2048,256]) -> f32[2,128,2048] {
+  %p2 = f32[2048,256]{1,0} parameter(2)
+  %t = f32[256,2048]{0,1} transpose(%p2), dimensions={1,0}
+  %c = f32[256,2048]{1,0} copy(%t)
+  %b = f32[2,128,2048]{2,1,0} bitcast(%c)
+  %p1 = f32[2,128]{1,0} parameter(1)
+  %bc = f32[2,128,2048]{2,1,0} broadcast(%p1), dimensions={0,1}
+  %p0 = f32[2,128,2048]{2,1,0} parameter(0)
+  %m = f32[2,128,2048]{2,1,0} multiply(%bc, %p0)
+  ROOT %a = f32[2,128,2048]{2,1,0} add(%m, %b)
+}
+
+%in_order (p0: f32[256,2048], p1: f32[256,2048]) -> f32[256,2048] {
+  %p0 = f32[256,2048]{1,0} parameter(0)
+  %p1 = f32[256,2048]{1,0} parameter(1)
+  %c = f32[256,2048]{1,0} copy(%p1)
+  ROOT %m = f32[256,2048]{1,0} multiply(%p0, %c)
+}
+
+%split (p: f32[2048,256]) -> f32[2,128,2048] {
+  %p = f32[2048,256]{1,0} parameter(0)
+  %t = f32[256,2048]{0,1} transpose(%p), dimensions={1,0}
+  %c = f32[256,2048]{1,0} copy(%t)
+  ROOT %b = f32[2,128,2048]{2,1,0} bitcast(%c)
+}
+
+%split_in_order (p: f32[256,2048]) -> f32[2,128,2048] {
+  %p = f32[256,2048]{1,0} parameter(0)
+  %c = f32[256,2048]{1,0} copy(%p)
+  ROOT %b = f32[2,128,2048]{2,1,0} bitcast(%c)
+}
+
+ENTRY %main (x: f32[2,128,2048], s: f32[2,128], g: f32[2048,256], h: f32[256,2048]) -> f32[2,128,2048] {
+  %x = f32[2,128,2048]{2,1,0} parameter(0)
+  %s = f32[2,128]{1,0} parameter(1)
+  %g = f32[2048,256]{1,0} parameter(2)
+  %h = f32[256,2048]{1,0} parameter(3)
+  %plain = f32[256,2048]{1,0} fusion(%h, %h), kind=kLoop, calls=%in_order
+  %moved = f32[2,128,2048]{2,1,0} fusion(%g), kind=kLoop, calls=%split
+  %kept = f32[2,128,2048]{2,1,0} fusion(%h), kind=kLoop, calls=%split_in_order
+  ROOT %grad = f32[2,128,2048]{2,1,0} fusion(%x, %s, %g), kind=kLoop, calls=%gradient
+}
+"""
+
+
+def test_transposes_through_split_axes_and_fused_into_other_work_by_hand() -> None:
+    module = parse_module(FUSED)
+    entry = module.entry_computation
+    assert entry is not None
+
+    def pattern(name: str) -> tuple[str | None, int, str | None]:
+        instr = entry.instruction(name)
+        assert instr is not None
+        found = kernel_pattern(instr, module)
+        return found.name, found.size, found.detail
+
+    # A log-softmax gradient fused with the [2048,256] -> [256,2048] -> [2,128,2048] transpose
+    # of its incoming gradient: the source's axes come out swapped, across a split axis.
+    assert pattern("grad") == ("fused-transpose", 2 * 128 * 2048,
+                               "axes (1, 0) of f32[2048,256] into add")
+    # The transposing copy alone, its 256 rows split into [2, 128] by the bitcast.
+    assert pattern("moved") == ("transpose", 2 * 128 * 2048, "axes (1, 0) of f32[2048,256]")
+    # Copies that keep the order move nothing, split or not.
+    assert pattern("plain") == (None, 0, None)
+    assert pattern("kept") == (None, 0, None)
+    KernelInventory.model_validate(kernel_inventory(FUSED))
+
+
+@cpu_only
+def test_compiled_transposes_fused_into_other_work() -> None:
+    a, b = jnp.ones((256, 2048)), jnp.ones((2048, 256))
+    [k] = _kernels(lambda x, y: x.T * y, a, b)
+    assert (k["pattern"], k["pattern_size"]) == ("fused-transpose", 2048 * 256)
+    assert k["category"] == "elementwise"
+    assert all(k["pattern"] is None for k in _kernels(lambda x, y: x * y, a, a))

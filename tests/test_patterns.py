@@ -209,6 +209,10 @@ def test_compiled_programs_are_checked_for_their_pattern() -> None:
     assert measure.pattern_kernel(top, "top-k")[0] is not None
     assert measure.pattern_kernel(top, "sort")[0] is None  # a custom call of its own
     assert measure.pattern_kernel(text(lambda x: x * 2, a), "top-k")[0] is None
+    fused = text(lambda x, y: x.T * y, a, a)
+    assert measure.pattern_kernel(fused, "fused-transpose")[0] is not None
+    assert measure.pattern_kernel(fused, "transpose")[0] is None  # its root is the multiply
+    assert measure.pattern_kernel(text(lambda x: x.T, a), "fused-transpose")[0] is None
 
 
 def test_tiny_measurement_and_an_unavailable_pattern() -> None:
@@ -221,7 +225,8 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     entries = measure.measure_patterns(plan)
     assert [e["op"] for e in entries] == ["transpose", "strided-reduction",
                                           "variadic-reduction", "gather", "scatter", "loop-dot",
-                                          "sort", "top-k", "transpose", "gather", "scatter"]
+                                          "sort", "top-k", "fused-transpose", "transpose",
+                                          "gather", "scatter"]
     for e in entries:
         schema.RateCeiling.model_validate_json(json.dumps(e))
         assert e["available"], e["reason"]
@@ -229,7 +234,10 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         assert point["value"] == pytest.approx(point["elements"] / point["seconds"])
         assert e["value"] == point["value"] and point["kernel"]
     assert entries[5]["unit"] == "FLOP/s" and entries[5]["by_size"][0]["elements"] == 2 * 32**3
-    assert [e["roof"] for e in entries] == [True] * 8 + [False] * 3
+    assert [e["roof"] for e in entries] == [True] * 9 + [False] * 3
+    # x.T * y of a 64 x 64 square: the output's elements, the copy fused into the multiply.
+    assert entries[8]["by_size"][0]["elements"] == 64 * 64
+    assert entries[8]["by_size"][0]["kernel"].startswith("copy_multiply")
     # The top 16 of one row of 4096: the elements searched a call, the TopK custom call.
     assert entries[7]["by_size"][0]["shape"] == [1, 4096]
     assert entries[7]["by_size"][0]["elements"] == 4096

@@ -139,7 +139,8 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
                  "library", "strided-reduction": "a reduction along a non-minor axis",
                  "gather": "a gather", "scatter": "a scatter", "sort": "a sort",
                  "variadic-reduction": "a reduction of several operands (an argmax)",
-                 "top-k": "a top-k"}
+                 "top-k": "a top-k",
+                 "fused-transpose": "a transposing copy fused with other work"}
 
 
 def kernel_reason(r: KernelRow, peak: float | None = None) -> str:

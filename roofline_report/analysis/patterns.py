@@ -27,7 +27,7 @@ from roofline_report.analysis.roofs import RateRoof, RoofSet
 from roofline_report.kinds import Kind
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction", "top-k")
+            "variadic-reduction", "top-k", "fused-transpose")
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, the other
 # patterns' elements.
 UNITS = {"loop-dot": "FLOP", "sort": "comparisons"}

@@ -28,8 +28,13 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
 * ``transpose``: a copy or transpose kernel, or a loop fusion whose root (bitcasts aside) is a
   copy or transpose, that puts its data in another order in memory: the source's axes (size-1
   axes aside) come out of the root's layout in another order, followed through bitcasts,
-  reshapes, broadcasts and elementwise ops; size: the output elements. A copy that only moves a
-  size-1 axis is no transpose.
+  reshapes (which may split an axis), broadcasts and elementwise ops; size: the output
+  elements. A copy that only moves a size-1 axis is no transpose.
+* ``fused-transpose``: a loop fusion holding a copy or transpose whose result feeds other work
+  (its root is not the copy: a gradient fused with the transpose of its input), where some
+  source, followed alone to the root, comes out of the root's layout in another order; size:
+  the root's elements. XLA:CPU emits it as one loop over the output that reads the source
+  across its rows.
 
 Pure: no jax.
 """
@@ -54,7 +59,7 @@ from roofline_report.hlo.kernel_cost import (
 from roofline_report.hlo.shapes import Array, Shape
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction", "top-k")
+            "variadic-reduction", "top-k", "fused-transpose")
 TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
 
 
@@ -108,15 +113,18 @@ def _strided(reduce: Instruction) -> bool:
     return minor is not None and bool(reduced) and minor not in reduced
 
 
-# An atom: (source parameter, source axis, size). A value's logical dimension is a tuple of
-# atoms (major to minor); None when the walk cannot follow it.
-_Atom = tuple[int, int, int]
+# An atom: (source parameter, source axis, size, stride): ``size`` consecutive steps of
+# ``stride`` elements along the source axis (a whole axis has stride 1; a bitcast or reshape
+# that splits an axis cuts it into atoms of larger strides, major part first). A value's
+# logical dimension is a tuple of atoms (major to minor); None when the walk cannot follow it.
+_Atom = tuple[int, int, int, int]
 _Axes = list[tuple[_Atom, ...]]
 
 
 def _regroup(atoms: list[_Atom], dims: Sequence[int]) -> _Axes | None:
     """Cut a sequence of atoms (size-1 atoms dropped) into dimensions of these sizes, in
-    order; None when a dimension would split an atom."""
+    order, splitting an atom where a dimension ends inside it (its major part goes first);
+    None where the sizes do not divide."""
     seq = [a for a in atoms if a[2] != 1]
     out: _Axes = []
     position = 0
@@ -124,8 +132,17 @@ def _regroup(atoms: list[_Atom], dims: Sequence[int]) -> _Axes | None:
         group: list[_Atom] = []
         product = 1
         while product < size and position < len(seq):
+            n, axis, length, stride = seq[position]
+            need = size // product
+            if length > need:
+                if size % product or length % need:
+                    return None
+                group.append((n, axis, need, stride * (length // need)))
+                seq[position] = (n, axis, length // need, stride)
+                product = size
+                break
             group.append(seq[position])
-            product *= seq[position][2]
+            product *= length
             position += 1
         if product != size:
             return None
@@ -159,7 +176,7 @@ def _follow(instr: Instruction, known: Mapping[str, _Axes]) -> _Axes | None:
         if source is None:
             return None
         mapped = dict(zip(ints_in(instr.attributes.get("dimensions")), source, strict=False))
-        return [mapped.get(d, ((-1, d, size),) if size != 1 else ())
+        return [mapped.get(d, ((-1, d, size, 1),) if size != 1 else ())
                 for d, size in enumerate(array.dims)]
     if op in ("bitcast", "reshape"):
         source = known.get(instr.operands[0]) if instr.operands else None
@@ -185,26 +202,34 @@ def _follow(instr: Instruction, known: Mapping[str, _Axes]) -> _Axes | None:
     return None
 
 
-def _transpose(instr: Instruction, module: Module) -> Pattern:
-    """A copy or transpose kernel, or a loop fusion whose root is one, that changes the order
-    of its data in memory: the source's axes (size-1 axes aside) come out in another order."""
-    if instr.opcode == "fusion":
-        if _is_library(instr):
-            return Pattern()
-        names = instr.called("calls")
-        comp = module.computations.get(names[0]) if names else None
-        root = comp.root if comp is not None else None
-        while root is not None and root.opcode == "bitcast" and comp is not None:
-            root = comp.instruction(root.operands[0]) if root.operands else None
-        if comp is None or root is None or root.opcode not in ("copy", "transpose"):
-            return Pattern()
-        program = list(comp.instructions)
-        target = comp.root
-    elif instr.opcode in ("copy", "transpose"):
-        program = [instr]
-        target = instr
-    else:
-        return Pattern()
+def _whole(n: int, array: Array) -> _Axes:
+    return [((n, d, size, 1),) for d, size in enumerate(array.dims)]
+
+
+def _reordered(out: Sequence[_Atom], n: int, source: Array) -> tuple[int, ...] | None:
+    """The axes of source ``n`` in the order they come out of ``out`` (physical atoms, major
+    to minor), when that order is not the source's own in memory (size-1 axes aside; an axis
+    split into parts counts each part in place); None when the order is the source's."""
+    mine = [a for a in out if a[0] == n and a[2] != 1]
+    rank = {d: i for i, d in enumerate(reversed(_minor_to_major(source)))}
+    keys = [(rank[a[1]], -a[3]) for a in mine]
+    if keys == sorted(keys):
+        return None
+    came: list[int] = []
+    for a in mine:
+        if not came or came[-1] != a[1]:
+            came.append(a[1])
+    return tuple(came)
+
+
+def _detail(came: tuple[int, ...], source: Array) -> str:
+    return f"axes {came} of {source.dtype}[{','.join(map(str, source.dims))}]"
+
+
+def _root_transpose(program: Sequence[Instruction], target: Instruction,
+                    unfused: Instruction | None) -> Pattern:
+    """A copy or transpose kernel (``unfused``: its operand 0 is the source), or a fusion's
+    ``program`` whose ``target`` root is one, followed from every source at once."""
     known: dict[str, _Axes] = {}
     sources: dict[int, Array] = {}
     for step in program:
@@ -212,30 +237,71 @@ def _transpose(instr: Instruction, module: Module) -> Pattern:
                 and step.parameter_number is not None:
             n = step.parameter_number
             sources[n] = step.shape.array
-            known[step.name] = [((n, d, size),) for d, size in enumerate(step.shape.array.dims)]
+            known[step.name] = _whole(n, step.shape.array)
             continue
-        if step is instr and instr.opcode != "fusion":  # an unfused kernel: operand 0 is source
-            operand = instr.operand_shapes[0] if instr.operand_shapes else None
-            if operand is None or operand.array is None or not instr.operands:
+        if step is unfused:
+            operand = step.operand_shapes[0] if step.operand_shapes else None
+            if operand is None or operand.array is None or not step.operands:
                 return Pattern()
             sources[0] = operand.array
-            known[instr.operands[0]] = [((0, d, size),)
-                                        for d, size in enumerate(operand.array.dims)]
+            known[step.operands[0]] = _whole(0, operand.array)
         axes = _follow(step, known)
         if axes is not None:
             known[step.name] = axes
-    if target is None or target.shape.array is None or target.name not in known:
+    if target.shape.array is None or target.name not in known:
         return Pattern()
     out = _physical(known[target.name], target.shape.array)
     for n, source in sorted(sources.items()):
-        came = [a[1] for a in out if a[0] == n and a[2] != 1]
-        if not came:
+        came = _reordered(out, n, source)
+        if came is not None:
+            return Pattern("transpose", target.shape.array.elements, _detail(came, source))
+    return Pattern()
+
+
+def _fused_transpose(program: Sequence[Instruction], target: Instruction) -> Pattern:
+    """A fusion whose transposing copy or transpose feeds other work (its root is not the
+    copy): each source followed alone through the fusion to the root, the first whose axes
+    come out of the root's layout in another order."""
+    if target.shape.array is None:
+        return Pattern()
+    for param in program:
+        array = param.shape.array
+        n = param.parameter_number
+        if param.opcode != "parameter" or array is None or n is None:
             continue
-        base = [d for d in reversed(_minor_to_major(source)) if source.dims[d] != 1]
-        if came != base:
-            dims = ",".join(map(str, source.dims))
-            return Pattern("transpose", target.shape.array.elements,
-                           f"axes {tuple(came)} of {source.dtype}[{dims}]")
+        known: dict[str, _Axes] = {param.name: _whole(n, array)}
+        for step in program:
+            if step.opcode != "parameter" and (axes := _follow(step, known)) is not None:
+                known[step.name] = axes
+        if target.name not in known:
+            continue
+        came = _reordered(_physical(known[target.name], target.shape.array), n, array)
+        if came is not None:
+            return Pattern("fused-transpose", target.shape.array.elements,
+                           _detail(came, array) + f" into {target.opcode}")
+    return Pattern()
+
+
+def _transpose(instr: Instruction, module: Module) -> Pattern:
+    """A copy or transpose kernel, or a loop fusion whose root is one, that changes the order
+    of its data in memory: the source's axes (size-1 axes aside) come out in another order
+    (``transpose``); or a loop fusion holding such a copy or transpose that feeds other work
+    (``fused-transpose``)."""
+    if instr.opcode in ("copy", "transpose"):
+        return _root_transpose([instr], instr, instr)
+    if instr.opcode != "fusion" or _is_library(instr):
+        return Pattern()
+    names = instr.called("calls")
+    comp = module.computations.get(names[0]) if names else None
+    if comp is None or comp.root is None:
+        return Pattern()
+    root: Instruction | None = comp.root
+    while root is not None and root.opcode == "bitcast":
+        root = comp.instruction(root.operands[0]) if root.operands else None
+    if root is not None and root.opcode in ("copy", "transpose"):
+        return _root_transpose(list(comp.instructions), comp.root, None)
+    if any(i.opcode in ("copy", "transpose") for i in comp.instructions):
+        return _fused_transpose(list(comp.instructions), comp.root)
     return Pattern()
 
 
@@ -330,7 +396,7 @@ def _top_k(inside: Sequence[Instruction]) -> Pattern | None:
 def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
     """The kernel's pattern (the first that applies, in this order): ``loop-dot``, ``sort``,
     ``top-k``, ``scatter``, ``gather``, ``variadic-reduction``, ``strided-reduction``,
-    ``transpose``; see the module docstring."""
+    ``transpose`` or ``fused-transpose``; see the module docstring."""
     inside = _fused_instructions(instr, module)
     dots = [i for i in inside if i.opcode == "dot"]
     if dots and not _is_library(instr):
