@@ -149,3 +149,12 @@ def test_a_kernel_whose_time_moved_between_calls_says_so() -> None:
     assert kernel_reason(moving).endswith(
         "; its time moved from 11 ms to 30 ms over the traced calls (first to third quartile), "
         "so this miss is uncertain by as much")
+
+
+def test_a_lower_bound_slower_than_measured_says_its_loop_was_counted_once() -> None:
+    from dataclasses import replace
+
+    bound = replace(_prediction(100e-6), lower_bound=True)
+    assert _why(bound, 2.4e-3).startswith("unknown trip count: a while loop that stops on data")
+    assert "unknown trip count" not in _why(_prediction(100e-6), 2.4e-3)
+    assert "unknown trip count" not in _why(bound, 110e-6)  # within its bound: nothing said

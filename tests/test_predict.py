@@ -543,17 +543,20 @@ def test_a_loop_that_stops_on_data_runs_the_trips_its_trace_observed() -> None:
     from roofline_report.analysis.loop_trips import loop_trips, observed_kernel
 
     kernels = [_looped("body.1"), _looped("body.2"), _looped("cond.1"),
+               {**_looped("branch.1"), "branch": "conditional.2 branch 1 of 2"},
                {**_looped("entry.1", known=True), "loop": None}]
     traced = {"body.1": {"launches": [24, 24, 25]}, "body.2": {"launches": [24, 23, 24]},
-              "cond.1": {"launches": [25, 25, 26]}, "entry.1": {"launches": [1, 1, 1]}}
+              "cond.1": {"launches": [25, 25, 26]}, "branch.1": {"launches": [7, 9, 8]},
+              "entry.1": {"launches": [1, 1, 1]}}
     observed, loops = loop_trips(kernels, traced)
-    # Each traced kernel its own median; the loop's count the most common of them.
-    assert observed == {"body.1": 24, "body.2": 24, "cond.1": 25}
+    # The loop runs the most common of its kernels' medians (24, 24, 25, 8): every kernel of
+    # it runs that, the condition too; a branch taken on some trips runs its own.
+    assert observed == {"body.1": 24, "body.2": 24, "cond.1": 24, "branch.1": 8}
     assert [(x.loop, x.static, x.observed, x.kernels, x.lower_bound) for x in loops] == [
-        ("while.3", 1, 24, 3, False)]
+        ("while.3", 1, 24, 4, False)]
     # A kernel of the loop the trace does not show runs the loop's count.
     observed, _ = loop_trips(kernels, {"body.1": {"launches": [24]}})
-    assert observed == {"body.1": 24, "body.2": 24, "cond.1": 24}
+    assert observed == {"body.1": 24, "body.2": 24, "cond.1": 24, "branch.1": 24}
     one = predict.predict_kernel(kernels[0], "float32", ROOFS)
     many = predict.predict_kernel(observed_kernel(kernels[0], 24), "float32", ROOFS)
     assert one is not None and many is not None
@@ -635,3 +638,23 @@ def test_grouped_convolutions_run_at_their_own_roof() -> None:
     q = predict.predict_kernel(kernel, "float32", bare)
     assert q is not None and alu(q) == pytest.approx(5e6 / 25e9)
     assert any("no grouped-convolution roof measured" in n for n in q.notes)
+
+
+def test_the_timing_of_an_untraced_loop_is_read_beside_its_lower_bound() -> None:
+    from roofline_report.analysis.loop_trips import LoopTrips, implied_trips, per_trip
+
+    kernels = [_looped("body.1"), _looped("body.2"), {**_looped("x.1", known=True),
+                                                      "loop": None}]
+    loops = (LoopTrips("while.3", 1, None, 2),)
+    # One trip: 40 + 60 us predicted.
+    priced = per_trip(loops, kernels, {"body.1": 40e-6, "body.2": 60e-6, "x.1": 1e-3})
+    assert priced[0].per_trip_s == pytest.approx(100e-6)
+    # Predicted 1.1 ms a call (the loop once), measured 3.5 ms: 1 + 2.4 ms / 100 us = 25 trips.
+    [x] = implied_trips(priced, 3.5e-3, 1.1e-3)
+    assert x.implied == pytest.approx(25.0)
+    # Faster than the lower bound, or two loops unknown: nothing to read.
+    assert implied_trips(priced, 1.0e-3, 1.1e-3)[0].implied is None
+    two = (*priced, LoopTrips("while.9", 1, None, 1, per_trip_s=1e-6))
+    assert all(y.implied is None for y in implied_trips(two, 3.5e-3, 1.1e-3))
+    # A loop with an unpriced kernel gets no time per trip.
+    assert per_trip(loops, kernels, {"body.1": 40e-6})[0].per_trip_s is None

@@ -292,6 +292,11 @@ def test_a_loop_that_stops_on_data_is_priced_at_the_trips_its_trace_observed(
     assert untraced is not None and untraced.prediction is not None
     assert untraced.prediction.lower_bound
     assert untraced.prediction.seconds < known.prediction.seconds
+    assert untraced.kernels is not None and untraced.seconds is not None
+    [loop] = untraced.kernels.loops
+    assert loop.lower_bound and loop.per_trip_s is not None and loop.implied is not None
+    assert loop.implied == pytest.approx(
+        1 + (untraced.seconds - untraced.prediction.seconds) / loop.per_trip_s)
     from roofline_report.report.program_views import summary
 
     row = next(r for r in summary(analyse(data))["rows"] if r["title"] == scan["title"])
@@ -300,3 +305,11 @@ def test_a_loop_that_stops_on_data_is_priced_at_the_trips_its_trace_observed(
     placed = md[md.index("Programs on the roofline"):]
     assert f"| at least {row['predicted'].text.removeprefix('at least ')}" in placed
     assert "no trace observed its trips" in md
+    assert f"would hold about {round(loop.implied):,} `P` trips" in md
+    # A report about the user's program: its summary row and the note beneath it.
+    data["options"]["teaching"] = False
+    data["workloads"] = [scan]
+    md = render.render(data).markdown
+    summary_md = md[md.index('id="summary"'):md.index('id="programs"')]
+    assert f"| {row['predicted'].text} `P` |" in summary_md
+    assert "is neither known to the compiler nor observed in a profiler trace" in summary_md

@@ -22,7 +22,7 @@ from roofline_report.analysis import experiments, reconcile, study
 from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.explain import Evidence, program_reason
 from roofline_report.analysis.kernels import kernel_table
-from roofline_report.analysis.loop_trips import unknown_loops_in
+from roofline_report.analysis.loop_trips import implied_trips, unknown_loops_in
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.predict import (
     Prediction,
@@ -262,6 +262,11 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
         flops = sum(r.flops for r in table.rows if r.charged)
         moved = sum(r.bytes for r in table.rows if r.charged) or None
     m = miss(prediction.seconds if prediction else None, stats.own if stats else None)
+    if table is not None and table.lower_bound:
+        # What the timing says of a loop whose trips nothing observed, said beside it.
+        table = replace(table, loops=implied_trips(
+            table.loops, stats.own if stats else None,
+            prediction.seconds if prediction else None))
     why = ""
     if prediction is not None and m is not None:
         compiled = w.get("compiled") or {}

@@ -80,6 +80,9 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
         return ""
     slower = m.measured > m.predicted
     reasons: list[str] = []
+    if slower and prediction.lower_bound:  # the most specific cause: said first
+        reasons.append("unknown trip count: a while loop that stops on data, counted once "
+                       "without a trace, so the prediction is a lower bound")
     if slower:
         reasons += _slow_kernels(e.rows)
     if e.timing is not None and e.timing.unstable:

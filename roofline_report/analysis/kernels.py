@@ -20,7 +20,7 @@ from typing import Any
 
 from roofline_report.analysis import explain, predict
 from roofline_report.analysis.fresh_pages import fresh_pages, temp_bytes
-from roofline_report.analysis.loop_trips import loop_trips, observed_kernel
+from roofline_report.analysis.loop_trips import loop_trips, observed_kernel, per_trip
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.records import (
     Category,
@@ -191,7 +191,9 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
         trace=trace, trace_reason=reason, roofs=roofs,
         reconciliation=reconcile_kernels(inventory, w.get("hlo_count")),
         notes=tuple(str(n) for n in inventory.get("notes", [])),
-        fresh_pages=sum(pages), temp_bytes=temp, loops=loops)
+        fresh_pages=sum(pages), temp_bytes=temp,
+        loops=per_trip(loops, listed, {r.name: r.prediction.seconds for r in rows
+                                       if r.prediction is not None}))
 
 
 def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,

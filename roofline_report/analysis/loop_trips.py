@@ -10,11 +10,14 @@ each kernel's launches per traced call.
 trace observed; :func:`observed_kernel` gives a kernel record those trips in place of the static
 ones, so its work, bytes and prediction count every trip. The rule, one place:
 
-* a kernel of such a loop that the trace shows runs its own launches per call: the median over
-  the traced calls, rounded, never below its static trips (a loop runs at least once);
-* a kernel of the loop the trace does not show (a condition XLA:CPU evaluates inline) runs the
-  loop's count: the most common of its kernels' own counts (the body's kernels outnumber the
-  condition's, which run once more), the smallest on a tie;
+* each kernel of such a loop that the trace shows has its own launches per call: the median
+  over the traced calls, rounded;
+* the loop runs the most common of its kernels' counts (the body's kernels outnumber the
+  condition's, which run once more, and a library call that runs as two device kernels per
+  trip), the smallest on a tie, never below the static count (a loop runs at least once);
+* every kernel of the loop runs the loop's count, a kernel the trace does not show too (a
+  condition XLA:CPU evaluates inline), except a kernel of a conditional's branch inside the
+  loop, which runs its own count where the trace shows it (the branch is taken on some trips);
 * without a trace, or with no kernel of the loop in it, nothing is observed: the static count
   stands and the prediction built on it is a lower bound (:attr:`LoopTrips.lower_bound`).
 """
@@ -23,12 +26,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline_report.analysis.stats import median
 
-__all__ = ["LoopTrips", "loop_trips", "observed_kernel", "unknown_loops_in"]
+__all__ = ["LoopTrips", "implied_trips", "loop_trips", "observed_kernel", "per_trip",
+           "unknown_loops_in"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +48,10 @@ class LoopTrips:
     observed: int | None
     kernels: int
     charged: bool = True
+    # Without a trace: the predicted seconds of one trip of its kernels (None where unpriced)
+    # and the trips the program's measured time would hold at that (:func:`implied_trips`).
+    per_trip_s: float | None = None
+    implied: float | None = None
 
     @property
     def lower_bound(self) -> bool:
@@ -86,9 +94,10 @@ def loop_trips(kernels: Sequence[Mapping[str, Any]],
             tally = Counter(own.values())
             common = min(tally, key=lambda n: (-tally[n], n))
         for k in members:
-            count = own.get(str(k["name"]), common)
+            name = str(k["name"])
+            count = own.get(name, common) if k.get("branch") is not None else common
             if count is not None:
-                observed[str(k["name"])] = max(count, max(1, int(k.get("trips") or 1)))
+                observed[name] = max(count, max(1, int(k.get("trips") or 1)))
         loops.append(LoopTrips(loop, static, None if common is None else max(common, static),
                                len(members), any(k.get("charged", True) for k in members)))
     return observed, tuple(sorted(loops, key=lambda x: x.loop))
@@ -108,3 +117,38 @@ def unknown_loops_in(compiled: Mapping[str, Any] | None) -> int:
     known only by its totals: its prediction is then a lower bound)."""
     loops = (compiled or {}).get("while_loops") or []
     return sum(1 for x in loops if isinstance(x, Mapping) and x.get("known_trip_count") is None)
+
+
+def per_trip(loops: Sequence[LoopTrips], kernels: Sequence[Mapping[str, Any]],
+             seconds: Mapping[str, float]) -> tuple[LoopTrips, ...]:
+    """``loops`` with the predicted seconds of one trip of each loop whose trips nothing
+    observed: its charged kernels' predicted ``seconds`` per call (by kernel name) summed over
+    its static count; a loop with a kernel left unpriced keeps None."""
+    out = []
+    for x in loops:
+        members = [k for k in kernels if _unknown(k) and str(k["loop"]) == x.loop
+                   and k.get("charged", True)]
+        if x.observed is not None or not members \
+                or any(str(k["name"]) not in seconds for k in members):
+            out.append(x)
+            continue
+        total = sum(seconds[str(k["name"])] for k in members)
+        out.append(replace(x, per_trip_s=total / x.static if total > 0 else None))
+    return tuple(out)
+
+
+def implied_trips(loops: Sequence[LoopTrips], measured: float | None,
+                  predicted: float | None) -> tuple[LoopTrips, ...]:
+    """``loops`` with, where exactly one loop's trips are unknown and priced, the trips the
+    program's ``measured`` time per call would hold: its static count plus the measured time
+    beyond the ``predicted`` (a lower bound) over one trip's predicted time. A reading of the
+    timing, said beside the prediction; the prediction never uses it (it would then match
+    the measurement by construction)."""
+    unknown = [x for x in loops if x.lower_bound]
+    if len(unknown) != 1 or measured is None or predicted is None:
+        return tuple(loops)
+    x = unknown[0]
+    if not x.per_trip_s or measured <= predicted:
+        return tuple(loops)
+    implied = x.static + (measured - predicted) / x.per_trip_s
+    return tuple(replace(y, implied=implied) if y is x else y for y in loops)

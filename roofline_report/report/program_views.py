@@ -281,6 +281,11 @@ def _loops(table: KernelTable) -> tuple[Inline, ...]:
                       f"observed its trips: its {plural(x.kernels, 'kernel', 'kernels')} are "
                       "counted once per call, so the work, bytes and predicted time are lower "
                       "bounds", static, "."]
+            if x.implied is not None and x.per_trip_s:
+                parts += [" At the ", n(x.per_trip_s, "s", P), " predicted for one trip, the "
+                          "measured call would hold about ", count(round(x.implied), P),
+                          " trips (a reading of the timing, not used by the prediction; "
+                          "trace the program to count them)."]
     return tuple(parts)
 
 
