@@ -367,13 +367,18 @@ INTEGER_TYPES = {"s4": "int4", "u4": "uint4", "s8": "int8", "u8": "uint8", "s16"
 
 def matmul_dtype(instr: Instruction, module: Module) -> str | None:
     """The integer type (jax's name: ``int8``, ``int4``, ...) the kernel's largest dot
-    multiplies, from its left operand (an ``s8 x s8 -> s32`` dot multiplies int8); None for a
+    multiplies (or a library gemm's, on a GPU), from its left operand (an ``s8 x s8 -> s32``
+    dot multiplies int8); None for a
     kernel without a dot or one that multiplies floats. Integer products have roofs of their
     own: accelerators' integer peaks differ from their float ones."""
-    dots = [i for i in _fused_instructions(instr, module) if i.opcode == "dot"]
-    if not dots:
+    inside = _fused_instructions(instr, module)
+    dots = [i for i in inside if i.opcode == "dot"]
+    # A library gemm (cuBLAS on a GPU) carries its dot in its backend config.
+    gemms = [i for i in inside if i.opcode == "custom-call"
+             and isinstance((i.backend_config or {}).get("gemm_backend_config"), Mapping)]
+    if not dots and not gemms:
         return None
-    largest = max(dots, key=lambda d: (dot_flops(d) or 0, d.name))
+    largest = max(dots, key=lambda d: (dot_flops(d) or 0, d.name)) if dots else gemms[0]
     lhs = largest.operand_shapes[0] if largest.operand_shapes else None
     if lhs is None or lhs.array is None:
         return None
