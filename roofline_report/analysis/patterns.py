@@ -1,19 +1,20 @@
 """Kernels that run below the streaming roofs, timed at their pattern's measured rate (no jax).
 
-A transpose, a reduction along a non-minor axis, a reduction of several operands (an argmax),
-a gather, a scatter, a sort or a dot the compiler emits as a loop of its own (not handed to its
-matmul library) runs far below what its bytes at the streaming bandwidth, or its flops at the
-matmul roof, allow: on a 2-core CPU the layout changes of a transpose ran at about 1% of the
-streaming roof. The kernel inventory labels such a kernel with its ``pattern`` and a
-``pattern_size`` per launch (a transpose: output elements; a strided or a variadic reduction:
-operand elements read; a gather: output elements gathered; a scatter: update elements
-scattered; a sort: its comparisons; a loop dot: its flops); the ceilings measure each
-pattern's rate by size
-(:mod:`roofline_report.observe.ceilings.patterns`). :func:`pattern_time` is the one place that
-turns the two into a time: ``pattern_size`` ÷ the pattern's rate at that size, the rate
-interpolated in log size between the sizes measured (the nearest end's beyond them), with the
-dispatch floor already taken off each measured point (:func:`roofline_report.analysis.roofs
-.measured`). A prediction takes the larger of that time and its other terms for the launch.
+A transpose (alone or fused into other work), a reduction along a non-minor axis, a reduction
+of several operands (an argmax), a gather, a scatter, a sort, a top-k or a dot the compiler
+emits as a loop of its own (not handed to its matmul library) runs far below what its bytes at
+the streaming bandwidth, or its flops at the matmul roof, allow: on a 2-core CPU the layout
+changes of a transpose ran at about 1% of the streaming roof. The kernel inventory labels such
+a kernel with its ``pattern`` and a ``pattern_size`` per launch (a transpose, alone or fused
+into other work: output elements; a strided or a variadic reduction: operand elements read; a
+gather: output elements gathered; a scatter: update elements scattered; a sort: its
+comparisons; a top-k: the elements it searches; a loop dot: its flops); the ceilings measure
+each pattern's rate by size (:mod:`roofline_report.observe.ceilings.patterns`).
+:func:`pattern_time` is the one place that turns the two into a time: ``pattern_size`` ÷
+the pattern's rate at that size, the rate interpolated in log size between the sizes measured
+(the nearest end's beyond them), with the dispatch floor already taken off each measured point
+(:func:`roofline_report.analysis.roofs.measured`). A prediction takes the larger of that time
+and its other terms for the launch.
 """
 
 from __future__ import annotations
