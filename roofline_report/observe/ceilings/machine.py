@@ -5,7 +5,8 @@
   the best rough rate is then timed in full. Work per call is 2 n^3 FLOP. Sides below the sweep's
   (``batch_sides``) are timed as a batch of products in one call, rough rates only.
   Convolutions likewise (3x3 NHWC, by image side): they run through other library code, at a
-  rate of their own.
+  rate of their own. Integer products (int8, int4 where the backend has it, summed in int32)
+  and a 7x7 depthwise convolution, rough rates by size only (:mod:`.special_compute`).
 * Bandwidth: streaming kernels (``reduce``: sum x; ``scale``: x <- c x; ``triad``: x <- y + s x)
   on float32 arrays beyond the last-level cache, with donated buffers so that no call allocates
   its output, and many calls enqueued per sample. Bytes per call count reads plus writes.
