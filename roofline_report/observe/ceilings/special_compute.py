@@ -80,8 +80,9 @@ def _sized(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int, ...]
            check: Callable[[Any], bool], plan: Plan, say: Progress,
            again: Again | None) -> dict[str, Any]:
     """Fill ``entry`` with the rough rate of ``fn`` at each size whose compiled program
-    ``check`` accepts; the roof is the fastest size's. A failed size is left out with its
-    reason; with none left the entry is unavailable."""
+    ``check`` accepts; the roof is the fastest size's. A size that fails stops the sweep (the
+    larger ones would fail too), with its reason; with no size left the entry is
+    unavailable."""
     import jax
 
     why: list[str] = []
@@ -94,9 +95,9 @@ def _sized(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int, ...]
                 why.append(f"n={n}: the compiled program has no {entry['name']} kernel")
                 continue
             rough = _rough(compiled, args, plan)
-        except Exception as exc:
+        except Exception as exc:  # a type the backend lacks, or memory: larger sizes fail too
             why.append(f"n={n} failed ({failure_reason(exc)})")
-            continue
+            break
         point = {"n": n, "flops": flops_of(n), "value": fastest_rate(flops_of(n), rough)}
         say(f"{entry['name']} n={n}: about {point['value'] / 1e9:.3g} GFLOP/s")
         timed.append((point, compiled, args))
