@@ -127,6 +127,11 @@ def test_a_kernel_whose_work_is_not_counted_says_it_has_no_roof() -> None:
     assert "no roof" not in kernel_reason(replace(top_k, seconds=0.1e-6,
                                                   miss=Miss(1.3e-6, 0.1e-6)))
     assert "no roof" not in kernel_reason(replace(top_k, uncosted=()))
+    # Priced at the top-k pattern's measured rate: it has a roof, whatever its flops.
+    assert top_k.prediction is not None
+    priced = replace(top_k.prediction, terms=(*top_k.prediction.terms, Term(
+        "pattern", "pattern", 1e-6, "top-k float32", M, "top-k")))
+    assert "no roof" not in kernel_reason(replace(top_k, pattern="top-k", prediction=priced))
 
 
 def test_a_kernel_faster_than_any_roof_says_its_time_is_not_all_its_work() -> None:

@@ -158,10 +158,11 @@ def kernel_reason(r: KernelRow, peak: float | None = None) -> str:
         return ""
     b = p.binding
     text = f"{miss_text(m).text} than predicted at its {b.label} roof ({b.roof})"
-    if r.pattern and not any(t.group == "pattern" for t in p.terms):
+    priced = any(t.group == "pattern" for t in p.terms)
+    if r.pattern and not priced:
         text += (f"; no roof measured for this kind ({PATTERN_WORDS.get(r.pattern, r.pattern)})"
                  if m.direction == "slower" else "")
-    elif r.uncosted and m.direction == "slower":
+    elif r.uncosted and m.direction == "slower" and not priced:  # a top-k has its pattern's
         text += (f"; no roof measured for this kind ({', '.join(r.uncosted)}: its work is not "
                  "counted, only its bytes and its launch)")
     achieved = r.achieved
