@@ -20,8 +20,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                outputs at the write-new roof, donated buffers in place); for a reduction, its
                elements ÷ the row-reduction rate at that size
     pattern  = for a kernel of a pattern that runs below the streaming roofs (a transposing
-               copy, a reduction along a non-minor axis, a gather, a scatter, a dot outside
-               the matmul library), its size ÷ that pattern's measured rate at its size
+               copy, alone or fused into other work, a reduction along a non-minor axis, a
+               gather, a scatter, a sort, a top-k, a dot outside the matmul library), its
+               size ÷ that pattern's measured rate at its size
                (:mod:`roofline_report.analysis.patterns`)
     launch   = the launch floor (what the runtime spends starting a kernel before its work)
     split    = for a kernel XLA:CPU splits across worker threads, the split-launch floor
