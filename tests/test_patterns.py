@@ -89,6 +89,18 @@ def test_a_top_k_at_its_rate_of_elements_searched() -> None:
     assert patterns.missing(_kernel("top-k", 262144), "float32", ROOFS) == patterns.NO_ROOF
 
 
+def test_a_fused_transpose_without_its_own_roof_takes_the_transposes() -> None:
+    # 32768 output elements at the float32 transpose roof's 1.5e9 (see the test above).
+    t = patterns.pattern_time(_kernel("fused-transpose", 32768), "float32", ROOFS)
+    assert t is not None and (t.pattern, t.roof) == ("fused-transpose", "transpose float32")
+    assert t.seconds == pytest.approx(32768 / 1.5e9)
+    own = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
+        *ROOFS.rates, _rate("fused-transpose", "float32", ((4096.0, 5e8), (262144.0, 5e8)))))
+    t = patterns.pattern_time(_kernel("fused-transpose", 32768), "float32", own)
+    assert t is not None and t.roof == "fused-transpose float32"
+    assert t.seconds == pytest.approx(32768 / 5e8)
+
+
 def test_loop_dot_in_flops() -> None:
     # 2·128³ flops lie halfway between 2·64³ and 2·256³ in log size: 7.5e10 FLOP/s.
     flops = 2 * 128**3

@@ -67,11 +67,22 @@ def _size(kernel: Mapping[str, Any]) -> float | None:
     return float(size) if math.isfinite(size) and size > 0 else None
 
 
+# A pattern measured later than another it resembles: ceilings measured before it was take the
+# other's rate (a transpose fused into other work runs about as a transposing copy does).
+STAND_IN = {"fused-transpose": "transpose"}
+
+
 def pattern_roof(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> RateRoof | None:
     """The measured rate of ``kernel``'s pattern in ``dtype`` (float32's where that dtype was
-    not measured); None when the kernel has no pattern or the set no rate for it."""
+    not measured; the :data:`STAND_IN` pattern's where the set has none of its own); None
+    when the kernel has no pattern or the set no rate for it."""
     pattern = _pattern(kernel)
-    return roofs.rate_for(pattern, dtype) if pattern is not None else None
+    if pattern is None:
+        return None
+    found = roofs.rate_for(pattern, dtype)
+    if found is None and pattern in STAND_IN:
+        found = roofs.rate_for(STAND_IN[pattern], dtype)
+    return found
 
 
 def pattern_time(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> PatternTime | None:
