@@ -293,6 +293,7 @@ ENTRY %main (a: s8[64,32], b: s8[32,16], f: f32[64,32], g: f32[32,16], x: f32[2,
   %plain = f32[64,16]{1,0} fusion(%f, %g), kind=kCustom, calls=%float_dot, backend_config={"fusion_config":{"kind":"__ynn_fusion"}}
   %dw = f32[2,8,8,8]{3,2,1,0} fusion(%x, %w), kind=kCustom, calls=%depthwise, backend_config={"fusion_config":{"kind":"__ynn_fusion"}}
   %topk = (f32[4,5]{1,0}, s32[4,5]{1,0}) custom-call(%v), custom_call_target="TopK", called_computations={%greater}
+  %cudnn = (f32[2,8,8,8]{3,2,1,0}, u8[0]{0}) custom-call(%x, %w), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=8, custom_call_target="__cudnn$convForward"
   %gemm = (s32[64,16]{1,0}, s8[1024]{0}) custom-call(%a, %b), custom_call_target="__cublas$gemm", backend_config={"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"]}}}
   ROOT %values = f32[4,5]{1,0} get-tuple-element(%topk), index=0
 }
@@ -313,6 +314,8 @@ def test_integer_products_depthwise_convolutions_and_top_k_by_hand() -> None:
     assert by_name["dw"]["grouped_conv_flops"] == depthwise
     assert sum(by_name["dw"]["flops_by_op"].values()) >= depthwise
     assert by_name["dw"]["patch_conv_flops"] == 0
+    # The same depthwise convolution as a cuDNN call (its result first in a tuple).
+    assert by_name["cudnn"]["grouped_conv_flops"] == depthwise
     assert all(by_name[n]["grouped_conv_flops"] == 0
                for n in ("quantized", "plain", "topk", "gemm"))
     # A cuBLAS gemm of int8 operands (its dot in the backend config).

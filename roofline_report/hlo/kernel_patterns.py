@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from roofline_report.hlo.ir import Instruction, Module
 from roofline_report.hlo.kernel_bytes import elements_of, scatter_parts
@@ -347,11 +347,24 @@ def patch_conv_flops(instr: Instruction, module: Module) -> int:
 
 def grouped_conv_flops(instr: Instruction, module: Module) -> int:
     """The flops of the kernel's grouped convolutions (``feature_group_count`` or
-    ``batch_group_count`` above 1; depthwise when the groups are the channels): each group a
-    small convolution of its own, which runs at a rate of its own, far below a dense
-    convolution's (:func:`~roofline_report.hlo.kernel_cost.conv_flops` counts their flops)."""
-    return sum(conv_flops(i) or 0 for i in _fused_instructions(instr, module)
-               if i.opcode == "convolution" and _grouped(i))
+    ``batch_group_count`` above 1; depthwise when the groups are the channels), HLO
+    convolutions and library ones (cuDNN custom calls) alike: each group a small convolution
+    of its own, which runs at a rate of its own, far below a dense convolution's
+    (:func:`~roofline_report.hlo.kernel_cost.conv_flops` counts their flops). The model charges
+    them no more than the kernel's counted convolution flops."""
+    total = 0
+    for i in _fused_instructions(instr, module):
+        if not _grouped(i):
+            continue
+        if i.opcode == "convolution":
+            total += conv_flops(i) or 0
+        elif i.opcode == "custom-call" and "conv" in (i.custom_call_target or "").lower():
+            # A library convolution (cuDNN on a GPU) returns (result, workspace): its flops
+            # are those of the convolution its first array is the result of.
+            result = next(iter(i.shape.elements), None)
+            if result is not None and result.array is not None:
+                total += conv_flops(replace(i, shape=result)) or 0
+    return total
 
 
 def _grouped(conv: Instruction) -> bool:
