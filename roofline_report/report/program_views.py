@@ -269,18 +269,17 @@ def _loops(table: KernelTable) -> tuple[Inline, ...]:
     prediction counts such a loop once and is a lower bound."""
     parts: list[Inline] = []
     for x in table.loops:
-        static = (f" (the static count, {plural(x.static, 'launch', 'launches')} per call, is "
-                  "a lower bound)")
+        static = plural(x.static, "launch", "launches")
         if x.observed is not None:
             parts += [f" Loop {x.loop} stops on data (no static trip count): its "
                       f"{plural(x.kernels, 'kernel', 'kernels')} are counted and predicted at ",
-                      count(x.observed, M), " launches per call, observed in the trace", static,
-                      "."]
+                      count(x.observed, M), " launches per call, observed in the trace (the "
+                      f"static count, {static} per call, is a lower bound)."]
         elif x.charged:
             parts += [f" Loop {x.loop} stops on data (no static trip count) and no trace "
                       f"observed its trips: its {plural(x.kernels, 'kernel', 'kernels')} are "
-                      "counted once per call, so the work, bytes and predicted time are lower "
-                      "bounds", static, "."]
+                      f"counted at the static count, {static} per call, so the work, bytes and "
+                      "predicted time are lower bounds."]
             if x.implied is not None and x.per_trip_s:
                 parts += [" At the ", n(x.per_trip_s, "s", P), " predicted for one trip, the "
                           "measured call would hold about ", count(round(x.implied), P),
