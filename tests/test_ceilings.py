@@ -576,3 +576,91 @@ def test_an_allocator_that_keeps_the_memory_gives_no_page_fault_cost(
     assert entry["faults_per_call"] == 0 and "keeps the memory" in entry["reason"]
     assert ceilings.plan_for("cpu", quick=True, cache_bytes=None, free_bytes=None).page_faults
     assert not ceilings.plan_for("gpu", quick=True, cache_bytes=None, free_bytes=None).page_faults
+
+
+# ------------------------------------------- integer products and grouped convolutions
+
+
+def test_plans_measure_integer_products_and_grouped_convolutions() -> None:
+    full = ceilings.plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=None)
+    quick = ceilings.plan_for("cpu", quick=True, cache_bytes=32 * MiB, free_bytes=None)
+    for plan in (full, quick):
+        assert plan.integer_dtypes == ("int8", "int4")
+        assert plan.integer_sizes and plan.grouped_conv_sizes
+    # Few sizes: these roofs must not lengthen the ceilings pass by more than seconds.
+    assert len(quick.integer_sizes) == len(quick.grouped_conv_sizes) == 1
+    assert len(full.integer_sizes) <= 2 and len(full.grouped_conv_sizes) <= 2
+    assert not TINY.integer_sizes and not TINY.grouped_conv_sizes
+
+
+def test_depthwise_flops_by_hand() -> None:
+    from roofline_report.observe.ceilings import special_compute
+
+    # A valid 7x7 depthwise convolution of 4 images of 16x16 pixels, 64 channels: 10x10
+    # outputs, each channel 49 taps of its own channel.
+    assert special_compute.depthwise_flops(16, 4, 64) == 2 * 4 * 10 * 10 * 64 * 49
+    assert special_compute.depthwise_shape("cpu") == (4, 64)
+
+
+def test_tiny_integer_and_grouped_convolution_roofs() -> None:
+    from roofline_report.observe.ceilings import special_compute
+    from roofline_report.results.schema import ComputeCeiling
+
+    plan = Plan(**{**_fields(TINY), "matmul_sizes": (32,), "matmul_dtypes": ("float32",),
+                   "integer_dtypes": ("int8", "int4"), "integer_sizes": (32, 64),
+                   "grouped_conv_sizes": (10,)})
+    data = ceilings.measure_ceilings(quick=True, plan=plan)
+    by_name = {e["name"]: e for e in data["compute"]}
+    for e in data["compute"]:
+        ComputeCeiling.model_validate_json(json.dumps(e))
+    int8 = by_name["matmul int8 (int32 sums)"]
+    assert int8["available"] and (int8["op"], int8["dtype"]) == ("matmul", "int8")
+    assert [(s["n"], s["flops"]) for s in int8["by_size"]] == [(32, 2 * 32**3), (64, 2 * 64**3)]
+    assert int8["value"] == max(s["value"] for s in int8["by_size"])
+    # XLA:CPU has no int4 dot: the entry is unavailable, with the reason.
+    int4 = by_name["matmul int4 (int32 sums)"]
+    if jax_backend() == "cpu":
+        assert not int4["available"] and int4["reason"]
+    grouped = by_name["grouped convolution float32 (7x7 depthwise)"]
+    assert grouped["available"] and grouped["op"] == "grouped-convolution"
+    batch, channels = special_compute.depthwise_shape(data["backend"])
+    assert grouped["by_size"][0]["flops"] == special_compute.depthwise_flops(10, batch, channels)
+    # The float32 roofs stay the matmul's.
+    assert data["peak_compute"]["name"] == "matmul float32"
+    from roofline_report.analysis.roofs import measured
+
+    roofs = measured({**data, "available": True})
+    assert roofs is not None
+    assert roofs.compute_for("float32").name == "matmul float32"  # type: ignore[union-attr]
+    assert roofs.compute_for("int8").dtype == "int8"  # type: ignore[union-attr]
+    found = roofs.compute_for("float32", op="grouped-convolution")
+    assert found is not None and found.name == grouped["name"]
+
+
+def jax_backend() -> str:
+    import jax
+
+    return str(jax.default_backend())
+
+
+def test_the_checks_find_integer_dots_and_grouped_convolutions() -> None:
+    from roofline_report.hlo.ir import parse_module
+    from roofline_report.observe.ceilings import special_compute
+
+    text = """HloModule m
+
+ENTRY %main (a: s8[4,4], b: s8[4,4], x: f32[1,5,5,4], w: f32[3,3,1,4]) -> s32[4,4] {
+  %a = s8[4,4]{1,0} parameter(0)
+  %b = s8[4,4]{1,0} parameter(1)
+  %x = f32[1,5,5,4]{3,2,1,0} parameter(2)
+  %w = f32[3,3,1,4]{3,2,1,0} parameter(3)
+  %c = f32[1,3,3,4]{3,2,1,0} convolution(%x, %w), window={size=3x3}, \
+dim_labels=b01f_01io->b01f, feature_group_count=4
+  ROOT %d = s32[4,4]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+    found = {i.name: i for _c, i in parse_module(text).instructions()}
+    assert special_compute.integer_dot(found["d"], "int8")
+    assert not special_compute.integer_dot(found["d"], "int4")
+    assert special_compute.grouped_convolution(found["c"])
+    assert not special_compute.grouped_convolution(found["d"])

@@ -131,6 +131,11 @@ def test_a_kernel_whose_work_is_not_counted_says_it_has_no_roof() -> None:
     assert "no roof" not in kernel_reason(replace(top_k, seconds=0.1e-6,
                                                   miss=Miss(1.3e-6, 0.1e-6)))
     assert "no roof" not in kernel_reason(replace(top_k, uncosted=()))
+    # Priced at the top-k pattern's measured rate: it has a roof, whatever its flops.
+    assert top_k.prediction is not None
+    priced = replace(top_k.prediction, terms=(*top_k.prediction.terms, Term(
+        "pattern", "pattern", 1e-6, "top-k float32", M, "top-k")))
+    assert "no roof" not in kernel_reason(replace(top_k, pattern="top-k", prediction=priced))
 
 
 def test_a_kernel_faster_than_any_roof_says_its_time_is_not_all_its_work() -> None:
@@ -153,3 +158,12 @@ def test_a_kernel_whose_time_moved_between_calls_says_so() -> None:
     assert kernel_reason(moving).endswith(
         "; its time moved from 11 ms to 30 ms over the traced calls (first to third quartile), "
         "so this miss is uncertain by as much")
+
+
+def test_a_lower_bound_slower_than_measured_says_its_loop_was_counted_once() -> None:
+    from dataclasses import replace
+
+    bound = replace(_prediction(100e-6), lower_bound=True)
+    assert _why(bound, 2.4e-3).startswith("unknown trip count: a while loop that stops on data")
+    assert "unknown trip count" not in _why(_prediction(100e-6), 2.4e-3)
+    assert "unknown trip count" not in _why(bound, 110e-6)  # within its bound: nothing said

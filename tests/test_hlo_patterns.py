@@ -253,3 +253,170 @@ def test_xla_compiles_a_1x1_convolution_to_a_dot() -> None:
     x = jnp.ones((2, 16, 16, 3), jnp.float32)
     [k] = _kernels(lambda a, b: _conv(a, b, 1, "VALID"), x, jnp.ones((1, 1, 3, 8)))
     assert set(k["flops_by_op"]) == {"stablehlo.dot_general"} and k["patch_conv_flops"] == 0
+
+
+SPECIAL = """HloModule special
+
+%int_dot (p0: s8[64,32], p1: s8[32,16]) -> s32[64,16] {
+  %p0 = s8[64,32]{1,0} parameter(0)
+  %p1 = s8[32,16]{1,0} parameter(1)
+  ROOT %d = s32[64,16]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+%float_dot (p0: f32[64,32], p1: f32[32,16]) -> f32[64,16] {
+  %p0 = f32[64,32]{1,0} parameter(0)
+  %p1 = f32[32,16]{1,0} parameter(1)
+  ROOT %d = f32[64,16]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+%depthwise (x: f32[2,10,10,8], w: f32[3,3,1,8]) -> f32[2,8,8,8] {
+  %x = f32[2,10,10,8]{3,2,1,0} parameter(0)
+  %w = f32[3,3,1,8]{3,2,1,0} parameter(1)
+  ROOT %c = f32[2,8,8,8]{3,2,1,0} convolution(%x, %w), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=8
+}
+
+%greater (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %g = pred[] compare(%a, %b), direction=GT
+}
+
+ENTRY %main (a: s8[64,32], b: s8[32,16], f: f32[64,32], g: f32[32,16], x: f32[2,10,10,8], w: f32[3,3,1,8], v: f32[4,1000]) -> f32[4,5] {
+  %a = s8[64,32]{1,0} parameter(0)
+  %b = s8[32,16]{1,0} parameter(1)
+  %f = f32[64,32]{1,0} parameter(2)
+  %g = f32[32,16]{1,0} parameter(3)
+  %x = f32[2,10,10,8]{3,2,1,0} parameter(4)
+  %w = f32[3,3,1,8]{3,2,1,0} parameter(5)
+  %v = f32[4,1000]{1,0} parameter(6)
+  %quantized = s32[64,16]{1,0} fusion(%a, %b), kind=kCustom, calls=%int_dot, backend_config={"fusion_config":{"kind":"__ynn_fusion"}}
+  %plain = f32[64,16]{1,0} fusion(%f, %g), kind=kCustom, calls=%float_dot, backend_config={"fusion_config":{"kind":"__ynn_fusion"}}
+  %dw = f32[2,8,8,8]{3,2,1,0} fusion(%x, %w), kind=kCustom, calls=%depthwise, backend_config={"fusion_config":{"kind":"__ynn_fusion"}}
+  %topk = (f32[4,5]{1,0}, s32[4,5]{1,0}) custom-call(%v), custom_call_target="TopK", called_computations={%greater}
+  %cudnn = (f32[2,8,8,8]{3,2,1,0}, u8[0]{0}) custom-call(%x, %w), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=8, custom_call_target="__cudnn$convForward"
+  %gemm = (s32[64,16]{1,0}, s8[1024]{0}) custom-call(%a, %b), custom_call_target="__cublas$gemm", backend_config={"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"]}}}
+  ROOT %values = f32[4,5]{1,0} get-tuple-element(%topk), index=0
+}
+"""
+
+
+def test_integer_products_depthwise_convolutions_and_top_k_by_hand() -> None:
+    inv = kernel_inventory(SPECIAL)
+    KernelInventory.model_validate(inv)
+    by_name = {k["name"]: k for k in inv["kernels"]}
+    # The integer type a dot multiplies, from its left operand; none for a float product.
+    assert by_name["quantized"]["matmul_dtype"] == "int8"
+    assert by_name["plain"]["matmul_dtype"] is None
+    assert by_name["quantized"]["pattern"] is None  # a library product: no loop dot
+    # A depthwise 3x3 convolution of 8 channels, 2 images of 8 x 8 outputs: each output
+    # element sums 3 x 3 taps of its own channel, 2 flops each.
+    depthwise = 2 * (2 * 8 * 8 * 8) * 3 * 3
+    assert by_name["dw"]["grouped_conv_flops"] == depthwise
+    assert sum(by_name["dw"]["flops_by_op"].values()) >= depthwise
+    assert by_name["dw"]["patch_conv_flops"] == 0
+    # The same depthwise convolution as a cuDNN call (its result first in a tuple).
+    assert by_name["cudnn"]["grouped_conv_flops"] == depthwise
+    assert all(by_name[n]["grouped_conv_flops"] == 0
+               for n in ("quantized", "plain", "topk", "gemm"))
+    # A cuBLAS gemm of int8 operands (its dot in the backend config).
+    assert by_name["gemm"]["matmul_dtype"] == "int8"
+    # The TopK custom call: the elements it searches.
+    topk = by_name["topk"]
+    assert (topk["pattern"], topk["pattern_size"]) == ("top-k", 4 * 1000)
+    assert topk["pattern_detail"] == "f32[4,5] of f32[4,1000]"
+
+
+@cpu_only
+def test_compiled_integer_products_depthwise_convolutions_and_top_k() -> None:
+    a = jnp.ones((64, 64), jnp.int8)
+    [k] = _kernels(lambda x, y: jax.lax.dot(x, y, preferred_element_type=jnp.int32), a, a)
+    assert k["matmul_dtype"] == "int8" and k["kind"] == "__ynn_fusion"
+    [k] = _kernels(lambda x, y: x @ y, jnp.ones((64, 64)), jnp.ones((64, 64)))
+    assert k["matmul_dtype"] is None
+    x, w = jnp.ones((2, 12, 12, 16)), jnp.ones((5, 5, 1, 16))
+    [k] = [k for k in _kernels(lambda x, w: jax.lax.conv_general_dilated(
+        x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        feature_group_count=16), x, w) if k["category"] == "matmul"]
+    assert k["grouped_conv_flops"] == 2 * (2 * 8 * 8 * 16) * 5 * 5
+    [k] = [k for k in _kernels(lambda v: jax.lax.top_k(v, 8), jnp.ones((32, 512)))
+           if k["pattern"] is not None]
+    assert (k["pattern"], k["pattern_size"]) == ("top-k", 32 * 512)
+
+
+FUSED = """HloModule fused
+
+%gradient (p0: f32[2,128,2048], p1: f32[2,128], p2: f32[2048,256]) -> f32[2,128,2048] {
+  %p2 = f32[2048,256]{1,0} parameter(2)
+  %t = f32[256,2048]{0,1} transpose(%p2), dimensions={1,0}
+  %c = f32[256,2048]{1,0} copy(%t)
+  %b = f32[2,128,2048]{2,1,0} bitcast(%c)
+  %p1 = f32[2,128]{1,0} parameter(1)
+  %bc = f32[2,128,2048]{2,1,0} broadcast(%p1), dimensions={0,1}
+  %p0 = f32[2,128,2048]{2,1,0} parameter(0)
+  %m = f32[2,128,2048]{2,1,0} multiply(%bc, %p0)
+  ROOT %a = f32[2,128,2048]{2,1,0} add(%m, %b)
+}
+
+%in_order (p0: f32[256,2048], p1: f32[256,2048]) -> f32[256,2048] {
+  %p0 = f32[256,2048]{1,0} parameter(0)
+  %p1 = f32[256,2048]{1,0} parameter(1)
+  %c = f32[256,2048]{1,0} copy(%p1)
+  ROOT %m = f32[256,2048]{1,0} multiply(%p0, %c)
+}
+
+%split (p: f32[2048,256]) -> f32[2,128,2048] {
+  %p = f32[2048,256]{1,0} parameter(0)
+  %t = f32[256,2048]{0,1} transpose(%p), dimensions={1,0}
+  %c = f32[256,2048]{1,0} copy(%t)
+  ROOT %b = f32[2,128,2048]{2,1,0} bitcast(%c)
+}
+
+%split_in_order (p: f32[256,2048]) -> f32[2,128,2048] {
+  %p = f32[256,2048]{1,0} parameter(0)
+  %c = f32[256,2048]{1,0} copy(%p)
+  ROOT %b = f32[2,128,2048]{2,1,0} bitcast(%c)
+}
+
+ENTRY %main (x: f32[2,128,2048], s: f32[2,128], g: f32[2048,256], h: f32[256,2048]) -> f32[2,128,2048] {
+  %x = f32[2,128,2048]{2,1,0} parameter(0)
+  %s = f32[2,128]{1,0} parameter(1)
+  %g = f32[2048,256]{1,0} parameter(2)
+  %h = f32[256,2048]{1,0} parameter(3)
+  %plain = f32[256,2048]{1,0} fusion(%h, %h), kind=kLoop, calls=%in_order
+  %moved = f32[2,128,2048]{2,1,0} fusion(%g), kind=kLoop, calls=%split
+  %kept = f32[2,128,2048]{2,1,0} fusion(%h), kind=kLoop, calls=%split_in_order
+  ROOT %grad = f32[2,128,2048]{2,1,0} fusion(%x, %s, %g), kind=kLoop, calls=%gradient
+}
+"""
+
+
+def test_transposes_through_split_axes_and_fused_into_other_work_by_hand() -> None:
+    module = parse_module(FUSED)
+    entry = module.entry_computation
+    assert entry is not None
+
+    def pattern(name: str) -> tuple[str | None, int, str | None]:
+        instr = entry.instruction(name)
+        assert instr is not None
+        found = kernel_pattern(instr, module)
+        return found.name, found.size, found.detail
+
+    # A log-softmax gradient fused with the [2048,256] -> [256,2048] -> [2,128,2048] transpose
+    # of its incoming gradient: the source's axes come out swapped, across a split axis.
+    assert pattern("grad") == ("fused-transpose", 2 * 128 * 2048,
+                               "axes (1, 0) of f32[2048,256] into add")
+    # The transposing copy alone, its 256 rows split into [2, 128] by the bitcast.
+    assert pattern("moved") == ("transpose", 2 * 128 * 2048, "axes (1, 0) of f32[2048,256]")
+    # Copies that keep the order move nothing, split or not.
+    assert pattern("plain") == (None, 0, None)
+    assert pattern("kept") == (None, 0, None)
+    KernelInventory.model_validate(kernel_inventory(FUSED))
+
+
+@cpu_only
+def test_compiled_transposes_fused_into_other_work() -> None:
+    a, b = jnp.ones((256, 2048)), jnp.ones((2048, 256))
+    [k] = _kernels(lambda x, y: x.T * y, a, b)
+    assert (k["pattern"], k["pattern_size"]) == ("fused-transpose", 2048 * 256)
+    assert k["category"] == "elementwise"
+    assert all(k["pattern"] is None for k in _kernels(lambda x, y: x * y, a, a))

@@ -77,6 +77,30 @@ def test_a_sort_at_its_comparison_rate() -> None:
     assert patterns.unit("sort") == "comparisons"
 
 
+def test_a_top_k_at_its_rate_of_elements_searched() -> None:
+    # A sampler's top-k over 8 rows of a 32768-word vocabulary: 262144 elements searched, the
+    # larger size measured: 262144 / 2e8 per second = 1.31 ms.
+    roofs_ = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
+        _rate("top-k", "float32", ((32768.0, 6e8), (262144.0, 2e8))),))
+    t = patterns.pattern_time(_kernel("top-k", 262144), "float32", roofs_)
+    assert t is not None and (t.unit, t.roof) == ("elements", "top-k float32")
+    assert t.seconds == pytest.approx(262144 / 2e8)
+    # Without its roof, a top-k says so (it is not priced as a sort).
+    assert patterns.missing(_kernel("top-k", 262144), "float32", ROOFS) == patterns.NO_ROOF
+
+
+def test_a_fused_transpose_without_its_own_roof_takes_the_transposes() -> None:
+    # 32768 output elements at the float32 transpose roof's 1.5e9 (see the test above).
+    t = patterns.pattern_time(_kernel("fused-transpose", 32768), "float32", ROOFS)
+    assert t is not None and (t.pattern, t.roof) == ("fused-transpose", "transpose float32")
+    assert t.seconds == pytest.approx(32768 / 1.5e9)
+    own = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
+        *ROOFS.rates, _rate("fused-transpose", "float32", ((4096.0, 5e8), (262144.0, 5e8)))))
+    t = patterns.pattern_time(_kernel("fused-transpose", 32768), "float32", own)
+    assert t is not None and t.roof == "fused-transpose float32"
+    assert t.seconds == pytest.approx(32768 / 5e8)
+
+
 def test_loop_dot_in_flops() -> None:
     # 2·128³ flops lie halfway between 2·64³ and 2·256³ in log size: 7.5e10 FLOP/s.
     flops = 2 * 128**3
@@ -193,6 +217,14 @@ def test_compiled_programs_are_checked_for_their_pattern() -> None:
     v = jnp.ones((256,), jnp.float32)
     assert measure.pattern_kernel(text(lambda x: jnp.argsort(x, stable=True), v), "sort")[0]
     assert measure.pattern_kernel(text(lambda x: x * 2, v), "sort")[0] is None
+    top = text(lambda x: jax.lax.top_k(x, 4), a)
+    assert measure.pattern_kernel(top, "top-k")[0] is not None
+    assert measure.pattern_kernel(top, "sort")[0] is None  # a custom call of its own
+    assert measure.pattern_kernel(text(lambda x: x * 2, a), "top-k")[0] is None
+    fused = text(lambda x, y: x.T * y, a, a)
+    assert measure.pattern_kernel(fused, "fused-transpose")[0] is not None
+    assert measure.pattern_kernel(fused, "transpose")[0] is None  # its root is the multiply
+    assert measure.pattern_kernel(text(lambda x: x.T, a), "fused-transpose")[0] is None
 
 
 def test_tiny_measurement_and_an_unavailable_pattern() -> None:
@@ -205,7 +237,8 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     entries = measure.measure_patterns(plan)
     assert [e["op"] for e in entries] == ["transpose", "strided-reduction",
                                           "variadic-reduction", "gather", "scatter", "loop-dot",
-                                          "sort", "transpose", "gather", "scatter"]
+                                          "sort", "top-k", "fused-transpose", "transpose",
+                                          "gather", "scatter"]
     for e in entries:
         schema.RateCeiling.model_validate_json(json.dumps(e))
         assert e["available"], e["reason"]
@@ -213,7 +246,14 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         assert point["value"] == pytest.approx(point["elements"] / point["seconds"])
         assert e["value"] == point["value"] and point["kernel"]
     assert entries[5]["unit"] == "FLOP/s" and entries[5]["by_size"][0]["elements"] == 2 * 32**3
-    assert [e["roof"] for e in entries] == [True] * 7 + [False] * 3
+    assert [e["roof"] for e in entries] == [True] * 9 + [False] * 3
+    # x.T * y of a 64 x 64 square: the output's elements, the copy fused into the multiply.
+    assert entries[8]["by_size"][0]["elements"] == 64 * 64
+    assert entries[8]["by_size"][0]["kernel"].startswith("copy_multiply")
+    # The top 16 of one row of 4096: the elements searched a call, the TopK custom call.
+    assert entries[7]["by_size"][0]["shape"] == [1, 4096]
+    assert entries[7]["by_size"][0]["elements"] == 4096
+    assert entries[7]["by_size"][0]["kernel"] == "custom-call"
     # 256 keys: 256 x 8 comparisons a call.
     assert entries[6]["unit"] == "comparisons/s"
     assert entries[6]["by_size"][0]["elements"] == 256 * 8

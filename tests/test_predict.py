@@ -529,3 +529,132 @@ def test_page_faults_are_charged_once_a_call_and_merge_in_the_program() -> None:
     assert merged is not None
     (both,) = [t for t in merged.terms if t.group == "pattern"]
     assert both.seconds == pytest.approx(3e-3) and both.detail == ""
+
+
+def _looped(name: str, trips: int = 1, known: bool = False, loop: str = "while.3",
+            charged: bool = True) -> dict[str, object]:
+    """A body kernel of a loop: 1 MFLOP of elementwise work and 8 KiB touched per launch."""
+    return {"name": name, "trips": trips, "trips_known": known, "loop": loop,
+            "charged": charged, "flops": 1_000_000, "transcendentals": 0,
+            "bytes_read": 4096, "bytes_written": 4096, "category": "elementwise"}
+
+
+def test_a_loop_that_stops_on_data_runs_the_trips_its_trace_observed() -> None:
+    from roofline_report.analysis.loop_trips import loop_trips, observed_kernel
+
+    kernels = [_looped("body.1"), _looped("body.2"), _looped("cond.1"),
+               {**_looped("branch.1"), "branch": "conditional.2 branch 1 of 2"},
+               {**_looped("entry.1", known=True), "loop": None}]
+    traced = {"body.1": {"launches": [24, 24, 25]}, "body.2": {"launches": [24, 23, 24]},
+              "cond.1": {"launches": [25, 25, 26]}, "branch.1": {"launches": [7, 9, 8]},
+              "entry.1": {"launches": [1, 1, 1]}}
+    observed, loops = loop_trips(kernels, traced)
+    # The loop runs the most common of its kernels' medians (24, 24, 25, 8): every kernel of
+    # it runs that, the condition too; a branch taken on some trips runs its own.
+    assert observed == {"body.1": 24, "body.2": 24, "cond.1": 24, "branch.1": 8}
+    assert [(x.loop, x.static, x.observed, x.kernels, x.lower_bound) for x in loops] == [
+        ("while.3", 1, 24, 4, False)]
+    # A kernel of the loop the trace does not show runs the loop's count.
+    observed, _ = loop_trips(kernels, {"body.1": {"launches": [24]}})
+    assert observed == {"body.1": 24, "body.2": 24, "cond.1": 24, "branch.1": 24}
+    one = predict.predict_kernel(kernels[0], "float32", ROOFS)
+    many = predict.predict_kernel(observed_kernel(kernels[0], 24), "float32", ROOFS)
+    assert one is not None and many is not None
+    assert one.lower_bound and not many.lower_bound
+    # Every trip's work, bytes and time: 24 × (max(1 MFLOP ÷ 10 GFLOP/s, 8 KiB ÷ 100 GB/s)
+    # + 1 µs launch) = 24 × 101 µs.
+    assert many.flops == 24 * 1e6 and many.bytes == 24 * 8192
+    assert many.seconds == pytest.approx(24 * (100e-6 + 1e-6))
+    assert one.seconds == pytest.approx(101e-6)
+    assert predict.predict_program([one], ROOFS).lower_bound  # type: ignore[union-attr]
+    assert not predict.predict_program([many], ROOFS).lower_bound  # type: ignore[union-attr]
+
+
+def test_a_loop_without_a_trace_is_a_lower_bound_and_an_inner_known_loop_multiplies() -> None:
+    from roofline_report.analysis.loop_trips import loop_trips
+
+    # An unknown loop around a known 5-trip loop: its kernels run 5 times per observed trip.
+    kernels = [_looped("inner.1", trips=5, loop="while.7"), _looped("outer.1")]
+    observed, loops = loop_trips(kernels, {})
+    assert observed == {} and all(x.lower_bound for x in loops)
+    assert [(x.loop, x.static) for x in loops] == [("while.3", 1), ("while.7", 5)]
+    observed, loops = loop_trips(kernels, {"inner.1": {"launches": [60, 60]},
+                                           "outer.1": {"launches": [12, 12]}})
+    assert observed == {"inner.1": 60, "outer.1": 12}
+    # A branch the program does not charge makes no lower bound.
+    _, loops = loop_trips([_looped("branch.1", charged=False)], {})
+    assert not loops[0].lower_bound
+
+
+def test_integer_products_run_at_their_integer_roof() -> None:
+    int8 = ComputeRoof("matmul int8 (int32 sums)", 400e9, "int8", M, "")
+    roofs = RoofSet("this machine", M, (*ROOFS.compute, int8), ROOFS.bandwidth, ROOFS.floors,
+                    ROOFS.rates)
+    kernel = {"flops": 2_000_000, "flops_by_op": {"stablehlo.dot_general": 2_000_000},
+              "bytes_read": 0, "bytes_written": 0, "trips": 1, "matmul_dtype": "int8"}
+    p = predict.predict_kernel(kernel, "float32", roofs)
+    assert p is not None
+    # 2e6 products at 400 G/s: 5 us, at the int8 roof, named where it binds.
+    assert term(p, "matmul") == pytest.approx(2e6 / 400e9)
+    assert p.binding.roof == "matmul int8 (int32 sums)"
+    assert p.binding.label == "compute: int8 matmul"
+    # The float roof stays the float kernels' and the one a float roofline draws.
+    assert roofs.compute_for("float32").name == "matmul float32"  # type: ignore[union-attr]
+    floats = predict.predict_kernel({**kernel, "matmul_dtype": None}, "float32", roofs)
+    assert floats is not None and term(floats, "matmul") == pytest.approx(2e6 / 100e9)
+    # Without an int8 roof: the float32 roof, and a note says so.
+    q = predict.predict_kernel(kernel, "float32", ROOFS)
+    assert q is not None and term(q, "matmul") == pytest.approx(2e6 / 100e9)
+    assert q.binding.roof == "matmul float32"
+    assert any("no int8 matmul roof measured" in n for n in q.notes)
+
+
+def test_grouped_convolutions_run_at_their_own_roof() -> None:
+    conv = ComputeRoof("convolution float32", 25e9, "float32", M, "", op="convolution")
+    grouped = ComputeRoof("grouped convolution float32", 2e9, "float32", M, "",
+                          op="grouped-convolution",
+                          by_flops=((2.5e6, 2e9), (1.7e7, 1e9)))
+    roofs = RoofSet("this machine", M, (*ROOFS.compute, conv, grouped), ROOFS.bandwidth,
+                    ROOFS.floors, ROOFS.rates)
+    # A 7x7 depthwise convolution beside a dense one in one kernel.
+    kernel = {"flops": 5_000_000, "flops_by_op": {"stablehlo.convolution": 5_000_000},
+              "bytes_read": 0, "bytes_written": 0, "trips": 1, "grouped_conv_flops": 2_500_000}
+    p = predict.predict_kernel(kernel, "float32", roofs)
+    assert p is not None
+    # 2.5e6 dense at 25 GFLOP/s (100 us) + 2.5e6 grouped at the 2.5 MFLOP size's 2 GFLOP/s
+    # (1.25 ms).
+    assert alu(p) == pytest.approx(2.5e6 / 25e9 + 2.5e6 / 2e9)
+    assert p.binding.roof == "grouped convolution float32"
+    assert p.binding.label == "compute: grouped convolution"
+    # Past its largest size a grouped convolution keeps that size's rate (it falls with
+    # size), not the roof's best: 1.7e8 flops at 1 GFLOP/s.
+    big = predict.predict_kernel({**kernel, "flops": 1.7e8,
+                                  "flops_by_op": {"stablehlo.convolution": 1.7e8},
+                                  "grouped_conv_flops": 1.7e8}, "float32", roofs)
+    assert big is not None and alu(big) == pytest.approx(1.7e8 / 1e9)
+    # Without a grouped roof: the dense convolution's, and a note says so.
+    bare = RoofSet("this machine", M, (*ROOFS.compute, conv), ROOFS.bandwidth, ROOFS.floors,
+                   ROOFS.rates)
+    q = predict.predict_kernel(kernel, "float32", bare)
+    assert q is not None and alu(q) == pytest.approx(5e6 / 25e9)
+    assert any("no grouped-convolution roof measured" in n for n in q.notes)
+
+
+def test_the_timing_of_an_untraced_loop_is_read_beside_its_lower_bound() -> None:
+    from roofline_report.analysis.loop_trips import LoopTrips, implied_trips, per_trip
+
+    kernels = [_looped("body.1"), _looped("body.2"), {**_looped("x.1", known=True),
+                                                      "loop": None}]
+    loops = (LoopTrips("while.3", 1, None, 2),)
+    # One trip: 40 + 60 us predicted.
+    priced = per_trip(loops, kernels, {"body.1": 40e-6, "body.2": 60e-6, "x.1": 1e-3})
+    assert priced[0].per_trip_s == pytest.approx(100e-6)
+    # Predicted 1.1 ms a call (the loop once), measured 3.5 ms: 1 + 2.4 ms / 100 us = 25 trips.
+    [x] = implied_trips(priced, 3.5e-3, 1.1e-3)
+    assert x.implied == pytest.approx(25.0)
+    # Faster than the lower bound, or two loops unknown: nothing to read.
+    assert implied_trips(priced, 1.0e-3, 1.1e-3)[0].implied is None
+    two = (*priced, LoopTrips("while.9", 1, None, 1, per_trip_s=1e-6))
+    assert all(y.implied is None for y in implied_trips(two, 3.5e-3, 1.1e-3))
+    # A loop with an unpriced kernel gets no time per trip.
+    assert per_trip(loops, kernels, {"body.1": 40e-6})[0].per_trip_s is None

@@ -250,3 +250,66 @@ def test_a_program_with_large_temporaries_pays_its_page_faults(
     # Under the threshold nothing is charged and nothing said.
     scan["memory"]["values"]["temp_size_in_bytes"] = FRESH_ABOVE_BYTES - 1
     assert "Its temporary buffers (" not in render.render(data).markdown
+
+
+def test_a_loop_that_stops_on_data_is_priced_at_the_trips_its_trace_observed(
+        with_kernels: dict[str, Any]) -> None:
+    """The scan fixture with its loop's known trip count taken out, as a loop that stops on
+    data compiles: the trace's 10 launches per call price every trip; untraced, the summary
+    says the prediction is a lower bound."""
+    from roofline_report.analysis.analyse import analyse
+
+    text = (FIXTURES / "cpu_scan_hlo.txt").read_text()
+    text = text.replace(',"known_trip_count":{"n":"10"}', "")
+    inv = kernel_inventory(text)
+    body = [k for k in inv["kernels"] if k["loop"] == "while.5"]
+    assert body and all(k["trips"] == 1 and not k["trips_known"] for k in body)
+    data = copy.deepcopy(with_kernels)
+    scan = next(w for w in data["workloads"] if w["name"] == "scan")
+    known = analyse(data).program("scan")
+    scan["kernels"] = inv
+    scan["compiled"] = {**scan.get("compiled", {}), "while_loops": [
+        {"name": "while.5", "known_trip_count": None}]}
+    observed = analyse(data).program("scan")
+    assert known is not None and observed is not None
+    assert observed.kernels is not None and observed.prediction is not None
+    assert known.prediction is not None and known.kernels is not None
+    # Every kernel of the loop, the condition the trace does not show too, runs 10 times.
+    rows = {r.name: r for r in observed.kernels.rows}
+    assert all(rows[k["name"]].trips == 10 and rows[k["name"]].trips_observed
+               and rows[k["name"]].static_trips == 1 for k in body)
+    assert observed.kernels.launches == known.kernels.launches
+    assert observed.flops == pytest.approx(known.flops)
+    assert observed.prediction.seconds == pytest.approx(known.prediction.seconds)
+    assert not observed.prediction.lower_bound
+    md = render.render(data).markdown
+    assert "Loop while.5 stops on data" in md and "observed in the trace" in md
+    assert "at least" not in md[:md.index("Per-kernel roofline")]
+    # Untraced: the loop counts once and the summary row says it is a lower bound.
+    scan["kernel_timing"] = {"available": False, "reason": "not traced"}
+    scan["user"] = True  # the summary lists the user's programs
+    untraced = analyse(data).program("scan")
+    assert untraced is not None and untraced.prediction is not None
+    assert untraced.prediction.lower_bound
+    assert untraced.prediction.seconds < known.prediction.seconds
+    assert untraced.kernels is not None and untraced.seconds is not None
+    [loop] = untraced.kernels.loops
+    assert loop.lower_bound and loop.per_trip_s is not None and loop.implied is not None
+    assert loop.implied == pytest.approx(
+        1 + (untraced.seconds - untraced.prediction.seconds) / loop.per_trip_s)
+    from roofline_report.report.program_views import summary
+
+    row = next(r for r in summary(analyse(data))["rows"] if r["title"] == scan["title"])
+    assert row["lower_bound"] and row["predicted"].text.startswith("at least ")
+    md = render.render(data).markdown
+    placed = md[md.index("Programs on the roofline"):]
+    assert f"| at least {row['predicted'].text.removeprefix('at least ')}" in placed
+    assert "no trace observed its trips" in md
+    assert f"would hold about {round(loop.implied):,} `P` trips" in md
+    # A report about the user's program: its summary row and the note beneath it.
+    data["options"]["teaching"] = False
+    data["workloads"] = [scan]
+    md = render.render(data).markdown
+    summary_md = md[md.index('id="summary"'):md.index('id="programs"')]
+    assert f"| {row['predicted'].text} `P` |" in summary_md
+    assert "is neither known to the compiler nor observed in a profiler trace" in summary_md

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline_report import backends
@@ -22,6 +22,7 @@ from roofline_report.analysis import experiments, reconcile, study
 from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.explain import Evidence, program_reason
 from roofline_report.analysis.kernels import kernel_table
+from roofline_report.analysis.loop_trips import implied_trips, unknown_loops_in
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.predict import (
     Prediction,
@@ -210,7 +211,11 @@ def _program_prediction(w: Mapping[str, Any], table: KernelTable | None, roofs: 
             return predict_program([p for p in parts if p is not None], roofs)
         return None
     f = facts(w, dtype)
-    return predict_facts(f, roofs) if f is not None else None
+    prediction = predict_facts(f, roofs) if f is not None else None
+    if prediction is not None and unknown_loops_in(w.get("compiled")):
+        # Known by its totals, a loop without a known trip count counts once.
+        prediction = replace(prediction, lower_bound=True)
+    return prediction
 
 
 def _work(w: Mapping[str, Any]) -> tuple[float | None, float | None, str]:
@@ -261,7 +266,16 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
     table = kernel_table(w, roofs.kernels, backend.name)
     prediction = _program_prediction(w, table, roofs.kernels)
     flops, moved, basis = _work(w)
+    if table is not None and any(r.trips_observed for r in table.rows):
+        # A loop's trips observed in the trace: the work and bytes of every trip it ran.
+        flops = sum(r.flops for r in table.rows if r.charged)
+        moved = sum(r.bytes for r in table.rows if r.charged) or None
     m = miss(prediction.seconds if prediction else None, stats.own if stats else None)
+    if table is not None and table.lower_bound:
+        # What the timing says of a loop whose trips nothing observed, said beside it.
+        table = replace(table, loops=implied_trips(
+            table.loops, stats.own if stats else None,
+            prediction.seconds if prediction else None))
     why = ""
     if prediction is not None and m is not None:
         compiled = w.get("compiled") or {}

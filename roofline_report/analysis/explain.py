@@ -80,6 +80,9 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
         return ""
     slower = m.measured > m.predicted
     reasons: list[str] = []
+    if slower and prediction.lower_bound:  # the most specific cause: said first
+        reasons.append("unknown trip count: a while loop that stops on data, counted once "
+                       "without a trace, so the prediction is a lower bound")
     if slower:
         reasons += _slow_kernels(e.rows)
     if e.timing is not None and e.timing.unstable:
@@ -138,7 +141,9 @@ def _slow_kernels(rows: Sequence[KernelRow]) -> list[str]:
 PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside the matmul "
                  "library", "strided-reduction": "a reduction along a non-minor axis",
                  "gather": "a gather", "scatter": "a scatter", "sort": "a sort",
-                 "variadic-reduction": "a reduction of several operands (an argmax)"}
+                 "variadic-reduction": "a reduction of several operands (an argmax)",
+                 "top-k": "a top-k",
+                 "fused-transpose": "a transposing copy fused with other work"}
 
 
 def kernel_reason(r: KernelRow, peak: float | None = None) -> str:
@@ -156,10 +161,11 @@ def kernel_reason(r: KernelRow, peak: float | None = None) -> str:
     # its roof); "as predicted than predicted" is no sentence.
     how = "as predicted" if m.direction == "as predicted" else f"{miss_text(m).text} than predicted"
     text = f"{how} at its {b.label} roof ({b.roof})"
-    if r.pattern and not any(t.group == "pattern" for t in p.terms):
+    priced = any(t.group == "pattern" for t in p.terms)
+    if r.pattern and not priced:
         text += (f"; no roof measured for this kind ({PATTERN_WORDS.get(r.pattern, r.pattern)})"
                  if m.direction == "slower" else "")
-    elif r.uncosted and m.direction == "slower":
+    elif r.uncosted and m.direction == "slower" and not priced:  # a top-k has its pattern's
         text += (f"; no roof measured for this kind ({', '.join(r.uncosted)}: its work is not "
                  "counted, only its bytes and its launch)")
     achieved = r.achieved

@@ -24,6 +24,7 @@ from typing import Any
 from roofline_report.analysis import explain, predict
 from roofline_report.analysis.call_accounting import account_calls
 from roofline_report.analysis.fresh_pages import fresh_pages, temp_bytes
+from roofline_report.analysis.loop_trips import loop_trips, observed_kernel, per_trip
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.records import (
     Category,
@@ -193,7 +194,10 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
     # Fresh pages cost only where the CPU's page fault was measured.
     temp = temp_bytes(w) if backend == "cpu" and roofs.floor(PAGE_FAULT) is not None else None
     pages = fresh_pages(listed, temp)
-    rows = [_row(k, times.get(str(k["name"])), dtype, roofs, trace, fresh)
+    # A loop that stops on data runs the launches per call its trace observed.
+    observed, loops = loop_trips(listed, times)
+    rows = [_row(observed_kernel(k, observed.get(str(k["name"]))), times.get(str(k["name"])),
+                 dtype, roofs, trace, fresh)
             for k, fresh in zip(listed, pages, strict=True)]
     total = sum(r.seconds or 0.0 for r in rows)
     accounting = None
@@ -206,13 +210,17 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
     rows.sort(key=lambda r: (-(r.seconds or 0.0), -r.flops, r.name))
     categories = _categories(rows, total)
     reason = "" if trace else str(timing.get("reason", "the workload was not traced"))
+    launches = int(inventory["launches"]) if not observed else \
+        sum(r.trips for r in rows if r.charged)
     return KernelTable(
-        count=int(inventory["count"]), launches=int(inventory["launches"]), rows=tuple(rows),
+        count=int(inventory["count"]), launches=launches, rows=tuple(rows),
         categories=categories, opportunities=_opportunities(rows, categories, total),
         trace=trace, trace_reason=reason, roofs=roofs,
         reconciliation=reconcile_kernels(inventory, w.get("hlo_count")),
         notes=tuple(str(n) for n in inventory.get("notes", [])),
-        fresh_pages=sum(pages), temp_bytes=temp, accounting=accounting)
+        fresh_pages=sum(pages), temp_bytes=temp, accounting=accounting,
+        loops=per_trip(loops, listed, {r.name: r.prediction.seconds for r in rows
+                                       if r.prediction is not None}))
 
 
 def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,
@@ -240,7 +248,9 @@ def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: R
         pattern=k.get("pattern"), charged=bool(k.get("charged", True)),
         user_source=k.get("user_source"),
         uncosted=tuple(str(u) for u in k.get("uncosted") or ()),
-        by_name=tuple(str(u) for u in k.get("counted_by_name") or ()))
+        by_name=tuple(str(u) for u in k.get("counted_by_name") or ()),
+        trips_observed=bool(k.get("trips_observed")),
+        static_trips=int(k["static_trips"]) if k.get("trips_observed") else None)
     return row
 
 

@@ -1,19 +1,20 @@
 """Kernels that run below the streaming roofs, timed at their pattern's measured rate (no jax).
 
-A transpose, a reduction along a non-minor axis, a reduction of several operands (an argmax),
-a gather, a scatter, a sort or a dot the compiler emits as a loop of its own (not handed to its
-matmul library) runs far below what its bytes at the streaming bandwidth, or its flops at the
-matmul roof, allow: on a 2-core CPU the layout changes of a transpose ran at about 1% of the
-streaming roof. The kernel inventory labels such a kernel with its ``pattern`` and a
-``pattern_size`` per launch (a transpose: output elements; a strided or a variadic reduction:
-operand elements read; a gather: output elements gathered; a scatter: update elements
-scattered; a sort: its comparisons; a loop dot: its flops); the ceilings measure each
-pattern's rate by size
-(:mod:`roofline_report.observe.ceilings.patterns`). :func:`pattern_time` is the one place that
-turns the two into a time: ``pattern_size`` ÷ the pattern's rate at that size, the rate
-interpolated in log size between the sizes measured (the nearest end's beyond them), with the
-dispatch floor already taken off each measured point (:func:`roofline_report.analysis.roofs
-.measured`). A prediction takes the larger of that time and its other terms for the launch.
+A transpose (alone or fused into other work), a reduction along a non-minor axis, a reduction
+of several operands (an argmax), a gather, a scatter, a sort, a top-k or a dot the compiler
+emits as a loop of its own (not handed to its matmul library) runs far below what its bytes at
+the streaming bandwidth, or its flops at the matmul roof, allow: on a 2-core CPU the layout
+changes of a transpose ran at about 1% of the streaming roof. The kernel inventory labels such
+a kernel with its ``pattern`` and a ``pattern_size`` per launch (a transpose, alone or fused
+into other work: output elements; a strided or a variadic reduction: operand elements read; a
+gather: output elements gathered; a scatter: update elements scattered; a sort: its
+comparisons; a top-k: the elements it searches; a loop dot: its flops); the ceilings measure
+each pattern's rate by size (:mod:`roofline_report.observe.ceilings.patterns`).
+:func:`pattern_time` is the one place that turns the two into a time: ``pattern_size`` ÷
+the pattern's rate at that size, the rate interpolated in log size between the sizes measured
+(the nearest end's beyond them), with the dispatch floor already taken off each measured point
+(:func:`roofline_report.analysis.roofs.measured`). A prediction takes the larger of that time
+and its other terms for the launch.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from roofline_report.analysis.roofs import RateRoof, RoofSet
 from roofline_report.kinds import Kind
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction")
+            "variadic-reduction", "top-k", "fused-transpose")
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, the other
 # patterns' elements.
 UNITS = {"loop-dot": "FLOP", "sort": "comparisons"}
@@ -66,11 +67,22 @@ def _size(kernel: Mapping[str, Any]) -> float | None:
     return float(size) if math.isfinite(size) and size > 0 else None
 
 
+# A pattern measured later than another it resembles: ceilings measured before it was take the
+# other's rate (a transpose fused into other work runs about as a transposing copy does).
+STAND_IN = {"fused-transpose": "transpose"}
+
+
 def pattern_roof(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> RateRoof | None:
     """The measured rate of ``kernel``'s pattern in ``dtype`` (float32's where that dtype was
-    not measured); None when the kernel has no pattern or the set no rate for it."""
+    not measured; the :data:`STAND_IN` pattern's where the set has none of its own); None
+    when the kernel has no pattern or the set no rate for it."""
     pattern = _pattern(kernel)
-    return roofs.rate_for(pattern, dtype) if pattern is not None else None
+    if pattern is None:
+        return None
+    found = roofs.rate_for(pattern, dtype)
+    if found is None and pattern in STAND_IN:
+        found = roofs.rate_for(STAND_IN[pattern], dtype)
+    return found
 
 
 def pattern_time(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> PatternTime | None:

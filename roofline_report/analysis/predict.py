@@ -9,7 +9,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
              + convolution flops ÷ the convolution rate at its size (the matmul's where no
                convolution was measured); a convolution whose windows tile its input (a
                patch embedding, a 1x1 convolution) is a matrix product of patches, its flops
-               the matmul's
+               the matmul's; a grouped (depthwise) convolution's flops ÷ the grouped
+               convolution's rate at its size (the convolution's where none was measured)
+             (an integer product, int8 x int8 -> int32, at its integer type's matmul roof)
              + conversions ÷ the conversion rate
              + other flops ÷ the elementwise (multiply-add) rate of its dtype (float32's in a
                kernel that converts: it computes in float32)
@@ -18,8 +20,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                outputs at the write-new roof, donated buffers in place); for a reduction, its
                elements ÷ the row-reduction rate at that size
     pattern  = for a kernel of a pattern that runs below the streaming roofs (a transposing
-               copy, a reduction along a non-minor axis, a gather, a scatter, a dot outside
-               the matmul library), its size ÷ that pattern's measured rate at its size
+               copy, alone or fused into other work, a reduction along a non-minor axis, a
+               gather, a scatter, a sort, a top-k, a dot outside the matmul library), its
+               size ÷ that pattern's measured rate at its size
                (:mod:`roofline_report.analysis.patterns`)
     launch   = the launch floor (what the runtime spends starting a kernel before its work)
     split    = for a kernel XLA:CPU splits across worker threads, the split-launch floor
@@ -27,6 +30,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                kernel of a loop body pays it on the loop's first trip only, its later trips
                finding the workers awake
     kernel   = trips × (max(compute, memory, pattern) + launch) + split
+               (trips: the loop's known trip count, else the launches per call a trace
+               observed, :mod:`roofline_report.analysis.loop_trips`; with neither, once, and
+               the prediction is marked a lower bound)
     program  = Σ kernels + the dispatch floor of one call (calls enqueued, as programs are timed)
 
 A kernel computes in the dtype of the bytes it reads (:func:`kernel_dtype`): a bfloat16 program
@@ -51,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from roofline_report.analysis.patterns import pattern_time
-from roofline_report.analysis.roofs import PAGE_FAULT, SPLIT_LAUNCH, RoofSet
+from roofline_report.analysis.roofs import GROUPED_CONVOLUTION, PAGE_FAULT, SPLIT_LAUNCH, RoofSet
 from roofline_report.config.spec import DTYPES
 from roofline_report.hlo.shapes import FLOAT_TYPES, dtype_bits
 from roofline_report.kinds import Kind
@@ -114,6 +120,8 @@ class Facts:
     # Whether ``bytes`` are one kernel's own (its operands and results), so that its products'
     # intensity can be read from them (:func:`product_size`); False for a program's totals.
     own_bytes: bool = False
+    grouped_flops: float = 0.0  # the part of conv_flops done by grouped (depthwise) ones
+    matmul_dtype: str | None = None  # the integer type its matrix products multiply
 
     @property
     def flops(self) -> float:
@@ -133,6 +141,9 @@ class Prediction:
     level: str  # the memory level(s) holding the bytes
     notes: tuple[str, ...] = field(default=())
     kind: Kind = Kind.PREDICTED
+    # True when a while loop whose trip count is neither known to the compiler nor observed in
+    # a trace is counted once: the time, work and bytes are then lower bounds.
+    lower_bound: bool = False
 
     def group_seconds(self, group: Group) -> float:
         """The summed seconds of one group's terms."""
@@ -207,9 +218,12 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     # A kernel writing a donated argument's buffer writes in place: no fresh output.
     fresh = 0.0 if k.get("in_place") else float(k.get("bytes_written", 0))
     products = max(1, int(k.get("matmul_products") or 1))
+    grouped = min(conv, float(k.get("grouped_conv_flops") or 0))
+    integer = k.get("matmul_dtype")
     return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
                  written=fresh, conv_flops=conv, reduced=reduced, products=products,
-                 own_bytes=True)
+                 own_bytes=True, grouped_flops=grouped,
+                 matmul_dtype=str(integer) if integer else None)
 
 
 def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
@@ -274,7 +288,7 @@ def product_size(f: Facts) -> float:
     per_product = matmul / f.products
     if not f.own_bytes or f.bytes <= 0 or matmul <= 0:
         return per_product
-    side = 1.5 * DTYPES.get(f.dtype, 4) * matmul / f.bytes
+    side = 1.5 * DTYPES.get(f.matmul_dtype or f.dtype, 4) * matmul / f.bytes
     return min(per_product, 2.0 * side ** 3)
 
 
@@ -290,14 +304,35 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
     matmul = f.dot_flops - f.conv_flops
     if matmul:
         # A batched dot runs at the rate of one of its products, not of its summed flops, and
-        # a product at the rate of the square product it reuses its operands like.
-        per_product = compute.rate_at(product_size(f))
-        terms.append(Term("matmul", "compute", matmul / per_product, compute.name,
-                          compute.kind))
+        # a product at the rate of the square product it reuses its operands like; an integer
+        # product at its integer type's roof where one was measured.
+        products = compute
+        if f.matmul_dtype is not None:
+            integer = roofs.compute_for(f.matmul_dtype)
+            if integer is not None and integer.dtype == f.matmul_dtype:
+                products = integer
+            else:
+                notes.append(f"no {f.matmul_dtype} matmul roof measured: {f.matmul_dtype} "
+                             f"products at the {compute.name} roof")
+        per_product = products.rate_at(product_size(f))
+        terms.append(Term("matmul", "compute", matmul / per_product, products.name,
+                          products.kind, f"{f.matmul_dtype} matmul" if f.matmul_dtype else ""))
     if f.conv_flops:
         conv = roofs.compute_for(f.dtype, op="convolution") or compute
-        terms.append(Term("convolution", "compute", f.conv_flops / conv.rate_at(f.conv_flops),
-                          conv.name, conv.kind))
+        dense = f.conv_flops - f.grouped_flops
+        if dense > 0:
+            terms.append(Term("convolution", "compute", dense / conv.rate_at(dense), conv.name,
+                              conv.kind))
+        if f.grouped_flops:
+            # A grouped (depthwise) convolution runs far below a dense one: its own roof.
+            grouped = roofs.compute_for(f.dtype, op=GROUPED_CONVOLUTION)
+            if grouped is None:
+                grouped = conv
+                notes.append("no grouped-convolution roof measured: grouped convolutions at "
+                             f"the {conv.name} roof")
+            terms.append(Term("convolution", "compute",
+                              f.grouped_flops / grouped.rate_at(f.grouped_flops), grouped.name,
+                              grouped.kind, "grouped convolution"))
     # A kernel that converts computes in the wider type: its arithmetic runs at float32's
     # rate, each conversion at the measured conversion rate.
     arithmetic = "float32" if f.converts else f.dtype
@@ -391,8 +426,9 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
     scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)
                    for t in terms)
     binding = scaled[terms.index(binding)]
+    unknown = k.get("trips_known") is False and not k.get("trips_observed")
     return Prediction(seconds * trips, scaled, binding, f.flops * trips, f.bytes * trips,
-                      f.bytes_source, one.level, one.notes)
+                      f.bytes_source, one.level, one.notes, lower_bound=unknown)
 
 
 def _dispatch(roofs: RoofSet) -> Term | None:
@@ -428,7 +464,8 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet) -> Prediction | N
     notes = tuple(dict.fromkeys(n for p in kernels for n in p.notes))
     return Prediction(sum(t.seconds for t in ordered), ordered, ordered[0],
                       sum(p.flops for p in kernels), sum(p.bytes for p in kernels),
-                      "the kernels' touched bytes", ", ".join(levels), notes)
+                      "the kernels' touched bytes", ", ".join(levels), notes,
+                      lower_bound=any(p.lower_bound for p in kernels))
 
 
 def predict_from_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet

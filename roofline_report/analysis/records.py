@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline_report.analysis.call_accounting import CallAccounting
 from roofline_report.analysis.levels import Level
+from roofline_report.analysis.loop_trips import LoopTrips
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.roofs import RoofSet
@@ -110,6 +111,11 @@ class KernelRow:
     # prediction holds it to its bytes and launch alone.
     uncosted: tuple[str, ...] = ()
     by_name: tuple[str, ...] = ()  # how calls known by their name were counted
+    # A kernel of a while loop without a known trip count: ``trips`` (and its flops, bytes and
+    # prediction) are the launches per call the trace observed (kind measured), where
+    # ``trips_observed``; ``static_trips`` is what the static count gives, a lower bound.
+    trips_observed: bool = False
+    static_trips: int | None = None
 
     @property
     def intensity(self) -> float | None:
@@ -270,6 +276,14 @@ class KernelTable:
     temp_bytes: int | None = None
     # Every traced call's time in parts on the table's basis (analysis.call_accounting).
     accounting: CallAccounting | None = None
+    # The while loops without a known trip count, each with the launches per call the trace
+    # observed (or none: its kernels then count once, a lower bound).
+    loops: tuple[LoopTrips, ...] = ()
+
+    @property
+    def lower_bound(self) -> bool:
+        """Whether a charged loop's trip count is neither known nor observed."""
+        return any(x.lower_bound for x in self.loops)
 
     @property
     def savers(self) -> tuple[KernelRow, ...]:

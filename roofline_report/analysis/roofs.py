@@ -45,11 +45,15 @@ def _rate_by_size(points: Sequence[tuple[float, float]], size: float, default: f
     return points[-1][1] if rate is None else rate
 
 
+GROUPED_CONVOLUTION = "grouped-convolution"  # the compute roof of grouped convolutions
+
+
 @dataclass(frozen=True, slots=True)
 class ComputeRoof:
     """A compute ceiling in FLOP/s; ``dtype`` None means it applies to any dtype. ``op``: the
     operation it was measured on, ``matmul`` (the roof of matrix products, and the compute roof
-    a roofline draws) or ``convolution`` (measured apart: another library path)."""
+    a roofline draws), ``convolution`` (measured apart: another library path) or
+    ``grouped-convolution`` (depthwise: each group a tiny convolution)."""
 
     name: str
     value: float
@@ -64,8 +68,12 @@ class ComputeRoof:
 
     def rate_at(self, flops: float | None) -> float:
         """The rate of a product of ``flops``: interpolated (in log flops) between the sizes
-        measured, the roof's value at and beyond the largest, the smallest's below it."""
+        measured, the roof's value at and beyond the largest, the smallest's below it. A
+        grouped convolution's rate falls with its size (its data leave the caches, its work
+        per byte stays small): beyond its largest size, that size's rate."""
         rate = _log_interpolate(self.by_flops, flops) if flops else None
+        if rate is None and flops and self.op == GROUPED_CONVOLUTION and self.by_flops:
+            rate = self.by_flops[-1][1]
         return self.value if rate is None else min(rate, self.value)
 
 

@@ -23,11 +23,18 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   minor-most dimension (of size above 1) of its operand's layout, as ``x.sum(axis=0)`` of a
   row-major matrix; size: the operand elements read. A library fusion counts too (XLA:CPU hands
   that reduce to ``__ynn_fusion``).
+* ``top-k``: a kernel holding a ``TopK`` custom call (XLA's partial sort of the k largest
+  along the last dimension, ``jax.lax.top_k``); size: the elements of its operand searched.
 * ``transpose``: a copy or transpose kernel, or a loop fusion whose root (bitcasts aside) is a
   copy or transpose, that puts its data in another order in memory: the source's axes (size-1
   axes aside) come out of the root's layout in another order, followed through bitcasts,
-  reshapes, broadcasts and elementwise ops; size: the output elements. A copy that only moves a
-  size-1 axis is no transpose.
+  reshapes (which may split an axis), broadcasts and elementwise ops; size: the output
+  elements. A copy that only moves a size-1 axis is no transpose.
+* ``fused-transpose``: a loop fusion holding a copy or transpose whose result feeds other work
+  (its root is not the copy: a gradient fused with the transpose of its input), where some
+  source, followed alone to the root, comes out of the root's layout in another order; size:
+  the root's elements. XLA:CPU emits it as one loop over the output that reads the source
+  across its rows.
 
 Pure: no jax.
 """
@@ -37,7 +44,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from roofline_report.hlo.ir import Instruction, Module
 from roofline_report.hlo.kernel_bytes import elements_of, scatter_parts
@@ -52,7 +59,8 @@ from roofline_report.hlo.kernel_cost import (
 from roofline_report.hlo.shapes import Array, Shape
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction")
+            "variadic-reduction", "top-k", "fused-transpose")
+TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,15 +113,18 @@ def _strided(reduce: Instruction) -> bool:
     return minor is not None and bool(reduced) and minor not in reduced
 
 
-# An atom: (source parameter, source axis, size). A value's logical dimension is a tuple of
-# atoms (major to minor); None when the walk cannot follow it.
-_Atom = tuple[int, int, int]
+# An atom: (source parameter, source axis, size, stride): ``size`` consecutive steps of
+# ``stride`` elements along the source axis (a whole axis has stride 1; a bitcast or reshape
+# that splits an axis cuts it into atoms of larger strides, major part first). A value's
+# logical dimension is a tuple of atoms (major to minor); None when the walk cannot follow it.
+_Atom = tuple[int, int, int, int]
 _Axes = list[tuple[_Atom, ...]]
 
 
 def _regroup(atoms: list[_Atom], dims: Sequence[int]) -> _Axes | None:
     """Cut a sequence of atoms (size-1 atoms dropped) into dimensions of these sizes, in
-    order; None when a dimension would split an atom."""
+    order, splitting an atom where a dimension ends inside it (its major part goes first);
+    None where the sizes do not divide."""
     seq = [a for a in atoms if a[2] != 1]
     out: _Axes = []
     position = 0
@@ -121,8 +132,17 @@ def _regroup(atoms: list[_Atom], dims: Sequence[int]) -> _Axes | None:
         group: list[_Atom] = []
         product = 1
         while product < size and position < len(seq):
+            n, axis, length, stride = seq[position]
+            need = size // product
+            if length > need:
+                if size % product or length % need:
+                    return None
+                group.append((n, axis, need, stride * (length // need)))
+                seq[position] = (n, axis, length // need, stride)
+                product = size
+                break
             group.append(seq[position])
-            product *= seq[position][2]
+            product *= length
             position += 1
         if product != size:
             return None
@@ -156,7 +176,7 @@ def _follow(instr: Instruction, known: Mapping[str, _Axes]) -> _Axes | None:
         if source is None:
             return None
         mapped = dict(zip(ints_in(instr.attributes.get("dimensions")), source, strict=False))
-        return [mapped.get(d, ((-1, d, size),) if size != 1 else ())
+        return [mapped.get(d, ((-1, d, size, 1),) if size != 1 else ())
                 for d, size in enumerate(array.dims)]
     if op in ("bitcast", "reshape"):
         source = known.get(instr.operands[0]) if instr.operands else None
@@ -182,26 +202,34 @@ def _follow(instr: Instruction, known: Mapping[str, _Axes]) -> _Axes | None:
     return None
 
 
-def _transpose(instr: Instruction, module: Module) -> Pattern:
-    """A copy or transpose kernel, or a loop fusion whose root is one, that changes the order
-    of its data in memory: the source's axes (size-1 axes aside) come out in another order."""
-    if instr.opcode == "fusion":
-        if _is_library(instr):
-            return Pattern()
-        names = instr.called("calls")
-        comp = module.computations.get(names[0]) if names else None
-        root = comp.root if comp is not None else None
-        while root is not None and root.opcode == "bitcast" and comp is not None:
-            root = comp.instruction(root.operands[0]) if root.operands else None
-        if comp is None or root is None or root.opcode not in ("copy", "transpose"):
-            return Pattern()
-        program = list(comp.instructions)
-        target = comp.root
-    elif instr.opcode in ("copy", "transpose"):
-        program = [instr]
-        target = instr
-    else:
-        return Pattern()
+def _whole(n: int, array: Array) -> _Axes:
+    return [((n, d, size, 1),) for d, size in enumerate(array.dims)]
+
+
+def _reordered(out: Sequence[_Atom], n: int, source: Array) -> tuple[int, ...] | None:
+    """The axes of source ``n`` in the order they come out of ``out`` (physical atoms, major
+    to minor), when that order is not the source's own in memory (size-1 axes aside; an axis
+    split into parts counts each part in place); None when the order is the source's."""
+    mine = [a for a in out if a[0] == n and a[2] != 1]
+    rank = {d: i for i, d in enumerate(reversed(_minor_to_major(source)))}
+    keys = [(rank[a[1]], -a[3]) for a in mine]
+    if keys == sorted(keys):
+        return None
+    came: list[int] = []
+    for a in mine:
+        if not came or came[-1] != a[1]:
+            came.append(a[1])
+    return tuple(came)
+
+
+def _detail(came: tuple[int, ...], source: Array) -> str:
+    return f"axes {came} of {source.dtype}[{','.join(map(str, source.dims))}]"
+
+
+def _root_transpose(program: Sequence[Instruction], target: Instruction,
+                    unfused: Instruction | None) -> Pattern:
+    """A copy or transpose kernel (``unfused``: its operand 0 is the source), or a fusion's
+    ``program`` whose ``target`` root is one, followed from every source at once."""
     known: dict[str, _Axes] = {}
     sources: dict[int, Array] = {}
     for step in program:
@@ -209,30 +237,71 @@ def _transpose(instr: Instruction, module: Module) -> Pattern:
                 and step.parameter_number is not None:
             n = step.parameter_number
             sources[n] = step.shape.array
-            known[step.name] = [((n, d, size),) for d, size in enumerate(step.shape.array.dims)]
+            known[step.name] = _whole(n, step.shape.array)
             continue
-        if step is instr and instr.opcode != "fusion":  # an unfused kernel: operand 0 is source
-            operand = instr.operand_shapes[0] if instr.operand_shapes else None
-            if operand is None or operand.array is None or not instr.operands:
+        if step is unfused:
+            operand = step.operand_shapes[0] if step.operand_shapes else None
+            if operand is None or operand.array is None or not step.operands:
                 return Pattern()
             sources[0] = operand.array
-            known[instr.operands[0]] = [((0, d, size),)
-                                        for d, size in enumerate(operand.array.dims)]
+            known[step.operands[0]] = _whole(0, operand.array)
         axes = _follow(step, known)
         if axes is not None:
             known[step.name] = axes
-    if target is None or target.shape.array is None or target.name not in known:
+    if target.shape.array is None or target.name not in known:
         return Pattern()
     out = _physical(known[target.name], target.shape.array)
     for n, source in sorted(sources.items()):
-        came = [a[1] for a in out if a[0] == n and a[2] != 1]
-        if not came:
+        came = _reordered(out, n, source)
+        if came is not None:
+            return Pattern("transpose", target.shape.array.elements, _detail(came, source))
+    return Pattern()
+
+
+def _fused_transpose(program: Sequence[Instruction], target: Instruction) -> Pattern:
+    """A fusion whose transposing copy or transpose feeds other work (its root is not the
+    copy): each source followed alone through the fusion to the root, the first whose axes
+    come out of the root's layout in another order."""
+    if target.shape.array is None:
+        return Pattern()
+    for param in program:
+        array = param.shape.array
+        n = param.parameter_number
+        if param.opcode != "parameter" or array is None or n is None:
             continue
-        base = [d for d in reversed(_minor_to_major(source)) if source.dims[d] != 1]
-        if came != base:
-            dims = ",".join(map(str, source.dims))
-            return Pattern("transpose", target.shape.array.elements,
-                           f"axes {tuple(came)} of {source.dtype}[{dims}]")
+        known: dict[str, _Axes] = {param.name: _whole(n, array)}
+        for step in program:
+            if step.opcode != "parameter" and (axes := _follow(step, known)) is not None:
+                known[step.name] = axes
+        if target.name not in known:
+            continue
+        came = _reordered(_physical(known[target.name], target.shape.array), n, array)
+        if came is not None:
+            return Pattern("fused-transpose", target.shape.array.elements,
+                           _detail(came, array) + f" into {target.opcode}")
+    return Pattern()
+
+
+def _transpose(instr: Instruction, module: Module) -> Pattern:
+    """A copy or transpose kernel, or a loop fusion whose root is one, that changes the order
+    of its data in memory: the source's axes (size-1 axes aside) come out in another order
+    (``transpose``); or a loop fusion holding such a copy or transpose that feeds other work
+    (``fused-transpose``)."""
+    if instr.opcode in ("copy", "transpose"):
+        return _root_transpose([instr], instr, instr)
+    if instr.opcode != "fusion" or _is_library(instr):
+        return Pattern()
+    names = instr.called("calls")
+    comp = module.computations.get(names[0]) if names else None
+    if comp is None or comp.root is None:
+        return Pattern()
+    root: Instruction | None = comp.root
+    while root is not None and root.opcode == "bitcast":
+        root = comp.instruction(root.operands[0]) if root.operands else None
+    if root is not None and root.opcode in ("copy", "transpose"):
+        return _root_transpose(list(comp.instructions), comp.root, None)
+    if any(i.opcode in ("copy", "transpose") for i in comp.instructions):
+        return _fused_transpose(list(comp.instructions), comp.root)
     return Pattern()
 
 
@@ -276,10 +345,76 @@ def patch_conv_flops(instr: Instruction, module: Module) -> int:
     return sum(conv_flops(i) or 0 for i in _fused_instructions(instr, module) if tiles_input(i))
 
 
+def grouped_conv_flops(instr: Instruction, module: Module) -> int:
+    """The flops of the kernel's grouped convolutions (``feature_group_count`` or
+    ``batch_group_count`` above 1; depthwise when the groups are the channels), HLO
+    convolutions and library ones (cuDNN custom calls) alike: each group a small convolution
+    of its own, which runs at a rate of its own, far below a dense convolution's
+    (:func:`~roofline_report.hlo.kernel_cost.conv_flops` counts their flops). The model charges
+    them no more than the kernel's counted convolution flops."""
+    total = 0
+    for i in _fused_instructions(instr, module):
+        if not _grouped(i):
+            continue
+        if i.opcode == "convolution":
+            total += conv_flops(i) or 0
+        elif i.opcode == "custom-call" and "conv" in (i.custom_call_target or "").lower():
+            # A library convolution (cuDNN on a GPU) returns (result, workspace): its flops
+            # are those of the convolution its first array is the result of.
+            result = next(iter(i.shape.elements), None)
+            if result is not None and result.array is not None:
+                total += conv_flops(replace(i, shape=result)) or 0
+    return total
+
+
+def _grouped(conv: Instruction) -> bool:
+    return conv.attributes.get("feature_group_count", "1") != "1" \
+        or conv.attributes.get("batch_group_count", "1") != "1"
+
+
+# HLO integer element types by the name jax gives them.
+INTEGER_TYPES = {"s4": "int4", "u4": "uint4", "s8": "int8", "u8": "uint8", "s16": "int16",
+                 "u16": "uint16", "s32": "int32", "u32": "uint32", "s64": "int64",
+                 "u64": "uint64"}
+
+
+def matmul_dtype(instr: Instruction, module: Module) -> str | None:
+    """The integer type (jax's name: ``int8``, ``int4``, ...) the kernel's largest dot
+    multiplies (or a library gemm's, on a GPU), from its left operand (an ``s8 x s8 -> s32``
+    dot multiplies int8); None for a
+    kernel without a dot or one that multiplies floats. Integer products have roofs of their
+    own: accelerators' integer peaks differ from their float ones."""
+    inside = _fused_instructions(instr, module)
+    dots = [i for i in inside if i.opcode == "dot"]
+    # A library gemm (cuBLAS on a GPU) carries its dot in its backend config.
+    gemms = [i for i in inside if i.opcode == "custom-call"
+             and isinstance((i.backend_config or {}).get("gemm_backend_config"), Mapping)]
+    if not dots and not gemms:
+        return None
+    largest = max(dots, key=lambda d: (dot_flops(d) or 0, d.name)) if dots else gemms[0]
+    lhs = largest.operand_shapes[0] if largest.operand_shapes else None
+    if lhs is None or lhs.array is None:
+        return None
+    return INTEGER_TYPES.get(lhs.array.dtype)
+
+
+def _top_k(inside: Sequence[Instruction]) -> Pattern | None:
+    calls = [i for i in inside if i.opcode == "custom-call"
+             and i.custom_call_target == TOP_K_TARGET]
+    if not calls:
+        return None
+    size = sum(elements_of(i.operand_shapes[0]) for i in calls if i.operand_shapes)
+    first = calls[0]
+    result = first.shape.elements[0] if first.shape.is_tuple and first.shape.elements \
+        else first.shape
+    return Pattern("top-k", size, f"{_plain(result)} of {_plain(first.operand_shapes[0])}"
+                   if first.operand_shapes else None)
+
+
 def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
     """The kernel's pattern (the first that applies, in this order): ``loop-dot``, ``sort``,
-    ``scatter``, ``gather``, ``variadic-reduction``, ``strided-reduction``, ``transpose``; see
-    the module docstring."""
+    ``top-k``, ``scatter``, ``gather``, ``variadic-reduction``, ``strided-reduction``,
+    ``transpose`` or ``fused-transpose``; see the module docstring."""
     inside = _fused_instructions(instr, module)
     dots = [i for i in inside if i.opcode == "dot"]
     if dots and not _is_library(instr):
@@ -297,6 +432,9 @@ def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
                        f"sort of {_plain(keys)} along "
                        f"{tuple(ints_in(first.attributes.get('dimensions')))}"
                        + (f", {operands} operands" if operands > 1 else ""))
+    top_k = _top_k(inside)
+    if top_k is not None:
+        return top_k
     scatters = [i for i in inside if i.opcode == "scatter"]
     if scatters:
         size = sum(elements_of(s) for i in scatters for s in scatter_parts(i)[1])

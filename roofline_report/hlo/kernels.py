@@ -58,7 +58,9 @@ from roofline_report.hlo.kernel_cost import (
 )
 from roofline_report.hlo.kernel_patterns import (
     backend_kind,
+    grouped_conv_flops,
     kernel_pattern,
+    matmul_dtype,
     matmul_products,
     patch_conv_flops,
 )
@@ -287,6 +289,8 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "pattern_detail": pattern.detail,
         "matmul_products": matmul_products(instr, program.module),
         "patch_conv_flops": patch_conv_flops(instr, program.module),
+        "grouped_conv_flops": grouped_conv_flops(instr, program.module),
+        "matmul_dtype": matmul_dtype(instr, program.module),
         "partitions": partitions(instr),
     }
 
@@ -360,7 +364,8 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
                       "bytes_rule", "flops_by_op", "transcendentals_by_op", "ops", "uncosted",
                       "op_name", "source", "user_source", "in_place", "pattern",
                       "pattern_size",
-                      "pattern_detail", "matmul_products", "patch_conv_flops"}],
+                      "pattern_detail", "matmul_products", "patch_conv_flops",
+                      "grouped_conv_flops", "matmul_dtype"}],
          "count", "launches", "flops", "transcendentals", "bytes_read", "bytes_written",
          "boundary_bytes_read", "boundary_bytes_written", "flops_by_op",
          "transcendentals_by_op", "by_category": {category: kernels}, "notes"}

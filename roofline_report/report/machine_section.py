@@ -108,13 +108,14 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "few KiB past the last-level cache: its best rate per call is shown, dispatch "
               "included; a reduction kernel is charged the rate measured nearest its size, with "
               "the dispatch floor taken off. Kernels of a pattern that runs below the streaming "
-              "roofs (a transposing copy, a reduction along a non-minor axis, an argmax, a "
-              "gather, a scatter, a sort, a dot the compiler leaves to its loop emitter) are "
+              "roofs (a transposing copy, alone or fused into other work, a reduction along a "
+              "non-minor axis, an argmax, a gather, a scatter, a sort, a top-k, a dot the "
+              "compiler leaves to its loop emitter) are "
               "charged the rate of their pattern at their size (a sort's in comparisons, "
               "n ⌈log2 n⌉ for n keys); a rate measured beside one, not used as a roof, says so."),
-            table(("operation", "rate"),
+            table(("operation", "sizes measured (a call)", "rate"),
                   [(c(r["name"], "" if r["roof"] else " (beside the roof, not used by the "
-                    "model)"),
+                    "model)"), c(r["sizes"]),
                     num(r["value"], " " if r["unstable"] else None,
                         UNSTABLE if r["unstable"] else None)
                     if r["available"]
@@ -128,7 +129,9 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
 
 MODEL_TEXT = (
     "The predicted time is the model of the compiled program, kernel by kernel: Σ over its "
-    "kernels of trips × (max(compute, memory) + launch) + the dispatch floor of one call, "
+    "kernels of trips × (max(compute, memory) + launch) + the dispatch floor of one call "
+    "(trips: a loop's trip count, or for a loop that stops on data the launches per call its "
+    "trace observed; untraced, such a loop counts once and the prediction is a lower bound), "
     "where a kernel's launch is the launch floor, plus the split-launch floor once per call for "
     "a kernel the compiler splits across worker threads (a loop's later trips find the workers "
     "awake), and, in a CPU program whose temporary buffers reach "
@@ -137,8 +140,10 @@ MODEL_TEXT = (
     "(the kernels' fresh writes in program order until they cover the temporaries); a "
     "kernel's compute charges matrix-product flops to the matmul roof of its dtype at the "
     "product's size (that of the square product with its flops per byte; a convolution whose "
-    "windows tile its input, as a patch embedding's do, is such a product), other "
-    "convolution flops to the convolution roof, conversions to the conversion "
+    "windows tile its input, as a patch embedding's do, is such a product; an integer "
+    "product to its integer type's matmul roof), grouped (depthwise) convolution flops to the "
+    "grouped-convolution roof, other convolution flops to the convolution roof, conversions "
+    "to the conversion "
     "rate, other flops to the measured multiply-add rate and each transcendental to its "
     "function's rate, and its memory time is the bytes it touches at the bandwidth of the "
     "memory level that holds them. Its roof is the rate that prediction implies (flops ÷ "

@@ -166,6 +166,10 @@ def summary(vm: VM) -> Section | None:
           "could save per call (its measured time minus its predicted time at its roof)."),
         table(("program", "measured", "predicted", "miss", "achieved", "of roof", "binds",
                "kernels that could save the most: time per call"), rows),
+        *((p("A predicted time marked “at least” counts a while loop whose trip "
+             "count is neither known to the compiler nor observed in a profiler trace once per "
+             "call: a lower bound (trace the program to price every trip)."),)
+          if any(r["lower_bound"] for r in s["rows"]) else ()),
         *optional_figure(vm, "measured_roofline"),
         *optional_figure(vm, "programs_roofline"),
     ), id="summary")
@@ -239,7 +243,8 @@ def _kernel_cells(r: Mapping[str, Any]) -> tuple[Cell, ...]:
 
 
 def _kernel_workload(vm: VM, k: Mapping[str, Any]) -> Section:
-    body: list[Block] = [p(k["summary"], " ", *(k["coverage"] or (k["unavailable"],)))]
+    body: list[Block] = [p(k["summary"], *k["loops"], " ",
+                           *(k["coverage"] or (k["unavailable"],)))]
     if k["faults"]:
         body.append(p(*k["faults"]))
     if k["opportunities"]:

@@ -77,7 +77,10 @@ def prediction_cells(p: Prediction | None) -> dict[str, Num | str]:
         return {"predicted": Num("no roof", P.value), "roof": Num("no roof", P.value),
                 "binding": "unknown", "roofs": ""}
     kinds = ", ".join(k.label for k in p.roof_kinds)
-    return {"predicted": n(p.seconds, "s", P), "roof": rate(p.roof_rate, P),
+    predicted = n(p.seconds, "s", P)
+    if p.lower_bound:  # a loop of unknown trip count counted once
+        predicted = Num(f"at least {predicted.text}", predicted.kind)
+    return {"predicted": predicted, "roof": rate(p.roof_rate, P),
             "binding": p.binding.label,
             "roofs": f"{'; '.join(p.roofs)} ({kinds})"}
 
@@ -102,7 +105,8 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
     return {
         "name": r.name, "category": r.category, "kind": r.fusion or "",
         "source": _source_text(r),
-        "launches": count(r.launches, M) if r.launches is not None else count(r.trips, A),
+        "launches": count(r.launches, M) if r.launches is not None
+        else count(r.trips, M if r.trips_observed else A),
         "time": n(r.seconds, "s", M), "share": percent(r.share, M),
         "flops": Num("not counted", A.value) if r.uncosted and not r.flops
         else count(r.flops, A), "bytes": n(r.bytes, "B", A),
@@ -268,6 +272,7 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
         "title": p.title, "user": p.user, "anchor": meta.workload_anchor(p.name),
         "summary": summary,
         "faults": _faults(table),
+        "loops": _loops(table),
         "coverage": _coverage(t, table.roofs, table.accounting) if t is not None else (),
         "unavailable": "" if t else f"Per-kernel times not available: {table.trace_reason}.",
         "rows": rows[:KERNEL_ROWS], "rest": rows[KERNEL_ROWS:],
@@ -285,6 +290,31 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
         "reconciliation": _kernel_reconciliation(table.reconciliation),
         "figure": figure.name if figure is not None else None, "figure_out": figure,
     }
+
+
+def _loops(table: KernelTable) -> tuple[Inline, ...]:
+    """The while loops whose trip count the compiler does not know: the trips the trace
+    observed, priced for every trip, and the static count beside them; or, untraced, that the
+    prediction counts such a loop once and is a lower bound."""
+    parts: list[Inline] = []
+    for x in table.loops:
+        static = plural(x.static, "launch", "launches")
+        if x.observed is not None:
+            parts += [f" Loop {x.loop} stops on data (no static trip count): its "
+                      f"{plural(x.kernels, 'kernel', 'kernels')} are counted and predicted at ",
+                      count(x.observed, M), " launches per call, observed in the trace (the "
+                      f"static count, {static} per call, is a lower bound)."]
+        elif x.charged:
+            parts += [f" Loop {x.loop} stops on data (no static trip count) and no trace "
+                      f"observed its trips: its {plural(x.kernels, 'kernel', 'kernels')} are "
+                      f"counted at the static count, {static} per call, so the work, bytes and "
+                      "predicted time are lower bounds."]
+            if x.implied is not None and x.per_trip_s:
+                parts += [" At the ", n(x.per_trip_s, "s", P), " predicted for one trip, the "
+                          "measured call would hold about ", count(round(x.implied), P),
+                          " trips (a reading of the timing, not used by the prediction; "
+                          "trace the program to count them)."]
+    return tuple(parts)
 
 
 def _faults(table: KernelTable) -> tuple[Inline, ...]:
@@ -500,6 +530,7 @@ def summary(an: Analysis) -> dict[str, Any]:
             "measured": n(p.seconds, "s", M) if p.seconds else Num(p.timing_reason or
                                                                    "not measured"),
             "predicted": cells["predicted"],
+            "lower_bound": p.prediction is not None and p.prediction.lower_bound,
             "achieved": n(p.achieved, "FLOP/s", M) if p.achieved is not None else Num("—"),
             "of_roof": percent(p.share_of_roof, P), "binding": cells["binding"],
             "miss": miss_text(p.miss), "savers": savers,

@@ -363,6 +363,16 @@ _RATE_UNITS = {"1/s": "/s", "elements/s": " elements/s", "FLOP/s": "FLOP/s",
                "comparisons/s": " comparisons/s"}
 
 
+def _rate_sizes(e: Mapping[str, Any]) -> str:
+    """The sizes a rate was measured at (operations per call), '' for a rate of one size."""
+    sizes = sorted(int(x["elements"]) for x in e.get("by_size") or [] if x.get("elements"))
+    if not sizes:
+        return ""
+    unit = {"FLOP/s": " FLOP", "comparisons/s": " comparisons"}.get(str(e.get("unit")),
+                                                                     " elements")
+    return ", ".join(f"{x:,}" for x in sizes) + unit
+
+
 def _ceilings_origin(an: Analysis) -> tuple[str, tuple[str, ...]]:
     """The sentence saying whether the ceilings were measured in this run or reused from the
     ceilings cache (when, and their age as of this run), and the cache's notes."""
@@ -404,7 +414,7 @@ def _levels_and_rates(an: Analysis) -> dict[str, Any]:
               else Num("not available"),
               "roof": bool(e.get("roof", True)),
               "reason": str(e.get("reason", "")), "available": bool(e.get("available")),
-              "unstable": _unstable(e)}
+              "unstable": _unstable(e), "sizes": _rate_sizes(e)}
              for e in c.get("rates", [])]
     caches = [f"L{x['level']} {format_binary(x['size'])}" for x in c.get("caches", [])]
     return {"levels": levels, "levels_reason": why, "rates": rates, "caches": caches,

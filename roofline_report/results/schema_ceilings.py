@@ -48,7 +48,7 @@ class LoadReading(Record):
 
 class ComputeCeiling(Record):
     name: str
-    op: Literal["matmul", "convolution"] = "matmul"
+    op: Literal["matmul", "convolution", "grouped-convolution"] = "matmul"
     dtype: str
     precision: str = "default"
     available: bool
@@ -174,7 +174,7 @@ class RateCeiling(Record):
     name: str
     op: Literal["exp", "tanh", "log", "sqrt", "rsqrt", "convert", "multiply-add", "reduce",
                 "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-                "variadic-reduction"]
+                "variadic-reduction", "top-k", "fused-transpose"]
     dtype: str
     unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s"] = "1/s"
     kind: Literal["measured"] = "measured"

@@ -64,7 +64,7 @@ class KernelRecord(Record):
     boundary_bytes_written: Count | None = None  # result buffers whole, per launch
     bytes_rule: str | None = None  # why the touched bytes are fewer than the boundary's
     pattern: Literal["transpose", "loop-dot", "strided-reduction", "gather", "scatter",
-                     "sort", "variadic-reduction"] | None \
+                     "sort", "variadic-reduction", "top-k", "fused-transpose"] | None \
         = None
     pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
@@ -73,6 +73,10 @@ class KernelRecord(Record):
     # Flops of its convolutions whose windows tile their input (patch embeddings, 1x1
     # convolutions): matrix products of patches, priced at the matmul roof.
     patch_conv_flops: Count = 0
+    # Flops of its grouped convolutions (depthwise ones among them): a roof of their own.
+    grouped_conv_flops: Count = 0
+    # The integer type its largest dot multiplies ("int8"); None for floats or no dot.
+    matmul_dtype: str | None = None
     # Parts XLA:CPU splits the kernel into to run on as many worker threads (1: not split).
     partitions: AtLeastOne = 1
 

@@ -5,7 +5,8 @@
   the best rough rate is then timed in full. Work per call is 2 n^3 FLOP. Sides below the sweep's
   (``batch_sides``) are timed as a batch of products in one call, rough rates only.
   Convolutions likewise (3x3 NHWC, by image side): they run through other library code, at a
-  rate of their own.
+  rate of their own. Integer products (int8, int4 where the backend has it, summed in int32)
+  and a 7x7 depthwise convolution, rough rates by size only (:mod:`.special_compute`).
 * Bandwidth: streaming kernels (``reduce``: sum x; ``scale``: x <- c x; ``triad``: x <- y + s x)
   on float32 arrays beyond the last-level cache, with donated buffers so that no call allocates
   its output, and many calls enqueued per sample. Bytes per call count reads plus writes.
@@ -50,6 +51,7 @@ from roofline_report.observe.ceilings import host, load
 from roofline_report.observe.ceilings import page_faults as page_fault_ceilings
 from roofline_report.observe.ceilings import patterns as pattern_ceilings
 from roofline_report.observe.ceilings import rates as rate_ceilings
+from roofline_report.observe.ceilings import special_compute as special_ceilings
 from roofline_report.observe.ceilings import streams as stream_ceilings
 from roofline_report.observe.ceilings import working_set as cache_sweep
 from roofline_report.observe.ceilings.sampling import (
@@ -104,6 +106,11 @@ class Plan:
     # Seconds a measurement may spend taking again the compute and streaming rounds that ran
     # while other work held the cores (see :mod:`.load`); 0 takes none again.
     load_repeat_s: float = 0.0
+    # Integer matmul roofs (int32 sums) of these types at these sides, and the grouped
+    # (depthwise) convolution roof at these image sides (:mod:`.special_compute`); () for none.
+    integer_dtypes: tuple[str, ...] = ()
+    integer_sizes: tuple[int, ...] = ()
+    grouped_conv_sizes: tuple[int, ...] = ()
 
 
 #: Seconds of rounds taken again for load, by ``quick``: about a fifth of a measurement's time.
@@ -131,6 +138,8 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         # Attention's per-head products and small experts: sides below the smallest size.
         batch_sides: tuple[int, ...] = (32,) if quick else (16, 32, 64)
         batch_flops = 2 * 256**3
+        integer: tuple[int, ...] = (512,) if quick else (256, 1024)
+        grouped: tuple[int, ...] = (24,) if quick else (16, 32)
         max_call = 0.01 if quick else 0.05
         wanted = CACHE_MULTIPLE * cache_bytes if cache_bytes else 0
         array = min(max(wanted, 256 * MiB), 256 * MiB if quick else 512 * MiB)
@@ -141,6 +150,8 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         conv = (64, 256) if quick else (32, 64, 128, 256)
         batch_sides = (128,) if quick else (64, 128, 256, 512)
         batch_flops = 2 * 1024**3
+        integer = (4096,) if quick else (2048, 8192)
+        grouped = (128,) if quick else (64, 256)
         max_call = 0.05
         cap = 1 * GiB if quick else 4 * GiB
         array = min(cap, free_bytes // 16) if free_bytes else cap // 4
@@ -168,6 +179,9 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         batch_sides=batch_sides,
         batch_flops=batch_flops,
         load_repeat_s=LOAD_REPEAT_S[quick],
+        integer_dtypes=("int8", "int4"),
+        integer_sizes=integer,
+        grouped_conv_sizes=grouped,
     )
 
 
@@ -208,6 +222,12 @@ def measure_ceilings(
     if plan.conv_sizes:
         compute.append(compute_ceilings.conv_entry("float32", backend, plan, say, again=again,
                                                    budget=budget))
+    if plan.integer_sizes:
+        compute += [special_ceilings.integer_matmul_entry(dtype, plan, say, again=again)
+                    for dtype in plan.integer_dtypes]
+    if plan.grouped_conv_sizes:
+        compute.append(special_ceilings.grouped_conv_entry("float32", backend, plan, say,
+                                                           again=again))
     kept: dict[str, Any] = {}
     streams = [stream_ceilings.bandwidth_entries(plan, cache_bytes, say, kept,
                                                  round_samples(plan), budget)]

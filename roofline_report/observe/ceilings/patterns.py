@@ -40,6 +40,13 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
   mixture of experts groups its tokens by expert). XLA:CPU calls the comparator once per
   comparison, at a small fraction of the multiply-add rate; its sizes are smaller than the
   other patterns' (2^8 to 2^14 keys on a CPU: the largest takes several milliseconds).
+* ``top-k`` (operand elements searched per second): ``lax.top_k`` of the :data:`TOP_K`
+  largest of rows of :data:`TOP_K_ROW` float32 values (a sampler's top-k over a vocabulary),
+  by rows: XLA:CPU runs it as a ``TopK`` custom call of its own, not as a sort. Half the
+  roofs' sizes (every other one).
+* ``fused-transpose`` (output elements per second): ``x.T * y`` of square float32 ``[n, n]``,
+  the 2-D swap fused into a multiply (a gradient fused with the transpose of its input), at
+  half the roofs' sizes (every other one).
 * ``loop-dot`` (FLOP/s): ``einsum('km,nk->mn')`` of square operands, both contracted on their
   "wrong" axis. XLA:CPU (jax 0.10) hands ``a @ b``, ``a @ b.T`` and batched products to its
   matmul library but emits a plain ``dot`` (Eigen, outside the library's fusion) when the left
@@ -72,6 +79,7 @@ Progress = Callable[[str], None]
 REDUCE_COLUMNS = 1024  # columns of the strided reduction's [R, C] operand
 GATHER_ROW = 256  # elements per row of the row gather and scatter
 THREE_D_BATCH = 8  # leading axis of the 3-D transpose
+TOP_K, TOP_K_ROW = 16, 4096  # the top-k roof: the k largest of rows of this many elements
 ROUNDS = 2
 MIN_ROUND_SAMPLES = 2
 
@@ -176,6 +184,17 @@ def _transpose_2d(dtype: str) -> Callable[[int], Point]:
         n = _side(elements)
         x = _array((n, n), dtype)
         return Point(lambda a: a.T, (x,), n * n, 2 * n * n * _itemsize(dtype), (n, n))
+
+    return build
+
+
+def _fused_transpose(dtype: str) -> Callable[[int], Point]:
+    """``x.T * y`` of square ``[n, n]``: XLA fuses the transposing copy into the multiply, one
+    loop over the output that reads ``x`` across its rows."""
+    def build(elements: int) -> Point:
+        n = _side(elements)
+        x, y = _array((n, n), dtype), _array((n, n), dtype)
+        return Point(lambda a, b: a.T * b, (x, y), n * n, 3 * n * n * _itemsize(dtype), (n, n))
 
     return build
 
@@ -299,6 +318,22 @@ def _argsort(dtype: str) -> Callable[[int], Point]:
     return build
 
 
+def _top_k(dtype: str) -> Callable[[int], Point]:
+    """The :data:`TOP_K` largest of each row of ``[R, TOP_K_ROW]`` (R rows of about the
+    elements asked, at least one), values and indices."""
+    from jax import lax
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // TOP_K_ROW)
+        x = _array((rows, TOP_K_ROW), dtype)
+        count = rows * TOP_K_ROW
+        return Point(lambda a: lax.top_k(a, TOP_K), (x,), count,
+                     count * _itemsize(dtype) + rows * TOP_K * (_itemsize(dtype) + 4),
+                     (rows, TOP_K_ROW))
+
+    return build
+
+
 def _loop_dot(dtype: str) -> Callable[[int], Point]:
     import jax.numpy as jnp
 
@@ -328,6 +363,10 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
     if plan.sort_sizes:
         out.append(Kernel("sort", "stable argsort of a vector", True, "float32",
                           plan.sort_sizes, _argsort("float32")))
+    out.append(Kernel("top-k", f"top {TOP_K} of rows of {TOP_K_ROW}", True, "float32",
+                      sizes[1::2] or sizes, _top_k("float32")))
+    out.append(Kernel("fused-transpose", "2-D swap fused into a multiply (x.T * y)", True,
+                      "float32", sizes[1::2] or sizes, _fused_transpose("float32")))
     if plan.bfloat16_sizes:
         out.append(Kernel("transpose", "2-D swap", True, "bfloat16", plan.bfloat16_sizes,
                           _transpose_2d("bfloat16")))
@@ -393,6 +432,10 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
             return bool(ops.get("reduce")) and minor_reduced() is False
         if pattern == "variadic-reduction":
             return bool(ops.get("reduce"))
+        if pattern == "fused-transpose":
+            return bool(ops.get("transpose") or ops.get("copy")) and not _library(k)
+        if pattern == "top-k":
+            return k.get("opcode") == "custom-call" or bool(ops.get("custom-call"))
         return bool(ops.get(pattern))  # gather, scatter, sort
 
     for k in found:  # the inventory labels every kernel with its pattern (None for none)

@@ -1,0 +1,176 @@
+"""Compute roofs of the products and convolutions that run far from the float matmul roof:
+integer matrix products per integer type and grouped (depthwise) convolutions, by size (imports
+jax when run).
+
+* ``matmul int8`` (and ``int4``): ``lax.dot`` of two square integer operands summed in int32
+  (``preferred_element_type=int32``, what a quantized layer runs), 2n³ operations per call, by n.
+  On XLA:CPU (jax 0.10) ``s8 x s8 -> s32`` goes to its matmul library (``__ynn_fusion``) at a
+  rate of its own; an ``s8 x s8 -> s8`` dot is a loop dot (a pattern of its own). A backend
+  without the type (XLA:CPU refuses int4 dots) leaves the entry unavailable with its reason.
+* ``grouped convolution``: a 7x7 depthwise convolution (``feature_group_count`` = channels,
+  NHWC, HWIO filters of one input feature, "valid" padding) of
+  :func:`depthwise_shape`'s batch and channels, by image side. Each group is a tiny
+  convolution of its own: on a 2-core CPU a 7x7 depthwise convolution ran 34 to 61 times
+  slower than its flops at the dense convolution roof.
+
+Each size is timed roughly (the sweep's few short samples) and timed once more in the second
+round; the roof is the fastest size's rate, and every size stays in ``by_size`` (a prediction
+reads the rate near its kernel's size). No size gets the compute ceilings' long final timing:
+these roofs bound kernels that are rare beside the float ones, and the ceilings pass must stay
+short. Every point's compiled program is checked to hold the operation (an integer dot, a
+grouped convolution); a size without it is left out with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from roofline_report.observe.ceilings.compute import Rough, _compute_entry, _rough, _rough_again
+from roofline_report.observe.ceilings.sampling import (
+    Again,
+    Progress,
+    failure_reason,
+    fastest_rate,
+)
+
+if TYPE_CHECKING:
+    from roofline_report.observe.ceilings.machine import Plan
+
+DEPTHWISE_WINDOW = 7
+INTEGER_SUM = "int32"  # what the integer products accumulate in
+
+
+def depthwise_shape(backend: str) -> tuple[int, int]:
+    """(batch, channels) of the grouped convolution roof's kernels on ``backend``."""
+    return (4, 64) if backend == "cpu" else (8, 256)
+
+
+def depthwise_flops(n: int, batch: int, channels: int) -> int:
+    """2 · batch · (n - 6)² · channels · 7 · 7: the multiply-adds of a valid 7x7 depthwise
+    convolution (one input feature per output feature)."""
+    side = n - DEPTHWISE_WINDOW + 1
+    return 2 * batch * side * side * channels * DEPTHWISE_WINDOW * DEPTHWISE_WINDOW
+
+
+def _holds(text: str, check: Callable[[Any], bool]) -> bool:
+    """Whether the optimized HLO ``text`` has an instruction ``check`` accepts. Pure."""
+    from roofline_report.hlo.ir import parse_module
+
+    return any(check(instr) for _comp, instr in parse_module(text).instructions())
+
+
+def integer_dot(instr: Any, dtype: str) -> bool:
+    """An HLO dot whose left operand is of the integer type ``dtype`` (jax's name)."""
+    from roofline_report.hlo.kernel_patterns import INTEGER_TYPES
+
+    operand = instr.operand_shapes[0] if instr.operand_shapes else None
+    return bool(instr.opcode == "dot" and operand is not None and operand.array is not None
+                and INTEGER_TYPES.get(operand.array.dtype) == dtype)
+
+
+def grouped_convolution(instr: Any) -> bool:
+    """An HLO convolution of more than one feature group."""
+    return bool(instr.opcode == "convolution"
+                and instr.attributes.get("feature_group_count", "1") != "1")
+
+
+def _sized(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int, ...],
+           operands: Callable[[int], tuple[Any, ...]], flops_of: Callable[[int], int],
+           check: Callable[[Any], bool], plan: Plan, say: Progress,
+           again: Again | None) -> dict[str, Any]:
+    """Fill ``entry`` with the rough rate of ``fn`` at each size whose compiled program
+    ``check`` accepts; the roof is the fastest size's. A size that fails stops the sweep (the
+    larger ones would fail too), with its reason; with no size left the entry is
+    unavailable."""
+    import jax
+
+    why: list[str] = []
+    timed: list[Rough] = []
+    for n in sizes:
+        try:
+            args = operands(n)
+            compiled = jax.jit(fn).lower(*args).compile()
+            if not _holds(str(compiled.as_text()), check):
+                why.append(f"n={n}: the compiled program has no {entry['name']} kernel")
+                continue
+            rough = _rough(compiled, args, plan)
+        except Exception as exc:  # a type the backend lacks, or memory: larger sizes fail too
+            why.append(f"n={n} failed ({failure_reason(exc)})")
+            break
+        point = {"n": n, "flops": flops_of(n), "value": fastest_rate(flops_of(n), rough)}
+        say(f"{entry['name']} n={n}: about {point['value'] / 1e9:.3g} GFLOP/s")
+        timed.append((point, compiled, args))
+    entry["by_size"] = [p for p, _, _ in timed]
+    if not timed:
+        entry["reason"] = f"{entry['name']} unavailable: " + "; ".join(why or ["no size"])
+        return entry
+    entry["reason"] = "; ".join(why)
+    _best(entry)
+    if again is not None:
+        def second() -> None:
+            _rough_again(timed, plan)
+            _best(entry)
+
+        again.append(second)
+    return entry
+
+
+def _best(entry: dict[str, Any]) -> None:
+    top = max(entry["by_size"], key=lambda p: p["value"])
+    entry.update(value=top["value"], available=True, size=top["n"],
+                 flops_per_call=top["flops"])
+
+
+def integer_matmul_entry(dtype: str, plan: Plan, say: Progress,
+                         again: Again | None = None) -> dict[str, Any]:
+    """The matmul roof of the integer type ``dtype`` (``int8``, ``int4``) summed in int32, at
+    the plan's integer sizes."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    kind = jnp.dtype(dtype)
+
+    def product(a: Any, b: Any) -> Any:
+        return jax.lax.dot(a, b, preferred_element_type=jnp.dtype(INTEGER_SUM))
+
+    def operands(n: int) -> tuple[Any, Any]:
+        rng = np.random.default_rng(2)
+        return tuple(jax.device_put(rng.integers(-8, 8, (n, n), dtype=np.int8).astype(kind))
+                     for _ in range(2))  # type: ignore[return-value]
+
+    entry = _compute_entry(f"matmul {dtype} ({INTEGER_SUM} sums)", "matmul", dtype, "default")
+    return _sized(entry, product, plan.integer_sizes, operands, lambda n: 2 * n**3,
+                  lambda i: integer_dot(i, dtype), plan, say, again)
+
+
+def grouped_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
+                       again: Again | None = None) -> dict[str, Any]:
+    """The grouped (depthwise) convolution roof of ``dtype`` at the plan's image sides (see
+    the module docstring)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    batch, channels = depthwise_shape(backend)
+    kind = jnp.dtype(dtype)
+
+    def convolution(x: Any, w: Any) -> Any:
+        return jax.lax.conv_general_dilated(x, w, window_strides=(1, 1), padding="VALID",
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                            feature_group_count=channels)
+
+    def operands(n: int) -> tuple[Any, Any]:
+        rng = np.random.default_rng(3)
+        x = rng.standard_normal((batch, n, n, channels), dtype=np.float32)
+        w = rng.standard_normal((DEPTHWISE_WINDOW, DEPTHWISE_WINDOW, 1, channels),
+                                dtype=np.float32) / DEPTHWISE_WINDOW
+        return jax.device_put(x.astype(kind)), jax.device_put(w.astype(kind))
+
+    entry = _compute_entry(f"grouped convolution {dtype} ({DEPTHWISE_WINDOW}x"
+                           f"{DEPTHWISE_WINDOW} depthwise)", "grouped-convolution", dtype,
+                           "default")
+    return _sized(entry, convolution, plan.grouped_conv_sizes, operands,
+                  lambda n: depthwise_flops(n, batch, channels), grouped_convolution, plan,
+                  say, again)
