@@ -135,6 +135,9 @@ def _collective_records(module: Module, walked: Walk, num_devices: int | None
     """:func:`collective_records` of a module already walked (the loops around each
     collective come from ``walked``)."""
     devices = module.device_count if num_devices is None else num_devices
+    # Replica groups are checked against the devices only where their number is known: a
+    # module printed from a profile may state no counts (then device_count reads 1).
+    known = module.stated_device_count if num_devices is None else num_devices
     wrapped = _async_wrapped(module)
     done_of = _done_of(module)
     loops = _loop_context(walked)
@@ -151,7 +154,7 @@ def _collective_records(module: Module, walked: Walk, num_devices: int | None
                 shape = done.shape
             elif op != "all-reduce" and shape.is_tuple and len(shape.elements) >= 2:
                 shape = shape.elements[1]
-        record = _record(op, is_async, comp, instr, source, shape, devices)
+        record = _record(op, is_async, comp, instr, source, shape, devices, known)
         record.update(_loop_fields(loops.get(comp.name)))
         records.append(record)
     return records
@@ -200,6 +203,7 @@ def _record(
     source: Instruction,
     shape: Shape,
     devices: int,
+    known_devices: int | None,
 ) -> dict[str, Any]:
     arrays = [
         {"dtype": a.dtype, "shape": list(a.dims), "bytes": a.nbytes}
@@ -211,7 +215,7 @@ def _record(
     if source.source_target_pairs is not None:
         size: int | None = len({d for pair in source.source_target_pairs for d in pair}) or 1
     elif source.replica_groups is not None:
-        problem = source.replica_groups.partition_problem(devices)
+        problem = source.replica_groups.partition_problem(known_devices)
         if problem is not None:
             raise InputError(f"{instr.name}: replica_groups={source.replica_groups.text} are "
                              f"not a partition of the devices: {problem}")

@@ -255,6 +255,14 @@ class Module:
                      for m in _ALIAS_ENTRY.finditer(text))
 
     @property
+    def stated_device_count(self) -> int | None:
+        """:attr:`device_count` where the header states either count, None where it states
+        neither (HLO printed from a profile's module proto may leave both out)."""
+        if not any(key in self.attributes for key in ("num_partitions", "replica_count")):
+            return None
+        return self.device_count
+
+    @property
     def device_count(self) -> int:
         """``num_partitions`` x ``replica_count`` from the header (1 each when absent)."""
         count = 1
