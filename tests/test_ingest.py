@@ -317,7 +317,8 @@ def test_reading_a_trace_imports_jax_only_to_print_hlo() -> None:
     code = (
         "import sys\n"
         "from roofline_report.traces.xspace import read_xspace\n"
-        "from roofline_report.ingest import timeline, pipeline, records, view\n"
+        "from roofline_report.ingest import timeline, pipeline, records\n"
+        "from roofline_report.report import trace_view\n"
         f"xs = read_xspace({str(next((TRACES / 'no_hlo').glob('plugins/profile/*/*.gz')))!r})\n"
         "timeline.lanes(xs)\n"
         f"r = pipeline.read_profile({str(TRACES / 'no_hlo')!r})\n"

@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from roofline_report import backends
 from roofline_report.text import decimal, percent_text
 from roofline_report.units import format_si
 
@@ -210,7 +211,7 @@ def find_levels(sweep: Mapping[str, Any] | None, caches: Sequence[Mapping[str, A
     ``write-new`` kernel (without it, that kernel gives no level)."""
     if not sweep or not sweep.get("available"):
         return []
-    main = "DRAM" if backend == "cpu" else "HBM"
+    main = backends.describe(backend).main_memory
     levels: list[Level] = []
     retried: dict[str, list[tuple[int, int]]] = {}
     for kernel in sweep.get("kernels", []):

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from roofline_report import backends
 from roofline_report.analysis import levels as levels_mod
 from roofline_report.kinds import Kind
 from roofline_report.roofline import attainable, ridge
@@ -325,7 +326,7 @@ def measured(ceilings: Mapping[str, Any],
     if not ceilings.get("available"):
         return None
     backend = str(ceilings.get("backend", ""))
-    level = "HBM" if backend in ("gpu", "cuda", "rocm", "tpu") else "DRAM"
+    level = backends.describe(backend).main_memory
     cache = ceilings.get("cache_bytes")
     cache_bytes = cache if isinstance(cache, int) and not isinstance(cache, bool) else None
     d = ceilings.get("dispatch") or {}
