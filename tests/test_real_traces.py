@@ -201,6 +201,9 @@ def test_a_mostly_idle_device_is_said_to_be_host_bound_first(
     assert p.kernels.trace.host_bound and p.kernels.trace.idle > 0.5
     md = views.render(documents["mi300x_conv_legacy"]).markdown
     assert md.index("**Host-bound**") < md.index("Roofs: the spec sheet")
+    # Said once, at the top of the summary, before its table of roofs and predictions.
+    summary = md[md.index("## <a id=\"summary\"></a>"):md.index("| program | measured |")]
+    assert "**Host-bound**" in summary and md.count("**Host-bound**") == 1
     (te,) = analyse(documents["mi355x_te_fused_attn"]).programs
     assert te.kernels is not None and te.kernels.trace is not None
     assert not te.kernels.trace.host_bound

@@ -158,7 +158,10 @@ def summary(vm: VM) -> Section | None:
                      num(r["of_roof"]), c(r["binding"]),
                      Cell(tuple(savers) or ("none",))))
     warning = vm.get("roof_warning", ())
+    # A host-bound program's time is not its kernels': said before any roof is.
+    host_bound = (vm.get("trace") or {}).get("host_bound", [])
     return Section("Summary", (
+        *(Note(text(*x)) for x in host_bound),
         *((Note(warning),) if warning else ()),
         p(f"Every program on {s['roofs']}: its measured time per call, the time the model "
           "predicts for it, its achieved rate, its share of the roof its prediction uses, what "

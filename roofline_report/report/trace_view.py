@@ -330,7 +330,6 @@ def trace_section(vm: Mapping[str, Any]) -> Section | None:
             "same counter as a measured run, and timed from the trace's events per "
             f"{t['per']} (each kernel's time the first quartile over the {t['per']}s), each "
             "kernel matched to its events by the HLO instruction it runs.")),
-        *(Note(text(*x)) for x in t.get("host_bound", [])),
         Paragraph(text(*t["roofs"])),
         Table(("host", "trace file", "size", "devices with kernels", "profiler"),
               tuple((_cell(h["name"]), _cell(Code(h["file"])), _num(h["bytes"]),
