@@ -24,6 +24,7 @@ ones, so its work, bytes and prediction count every trip. The rule, one place:
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -66,7 +67,7 @@ def _launches(record: Mapping[str, Any] | None) -> int | None:
         return None
     counts = [float(x) for x in record.get("launches") or [] if isinstance(x, int | float)]
     value = median(counts) if counts else None
-    return round(value) if value is not None and value > 0 else None
+    return math.floor(value + 0.5) if value is not None and value > 0 else None
 
 
 def _unknown(k: Mapping[str, Any]) -> bool:

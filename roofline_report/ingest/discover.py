@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from roofline_report.errors import InputError
+from roofline_report.units import format_si
 
 __all__ = ["HostFile", "RunFiles", "find_run"]
 
@@ -67,7 +68,8 @@ def _with_adjacent(chosen: Path, runs: list[Path]) -> RunFiles:
                 continue
             hosts += extra
             names |= {h.host for h in extra}
-            notes.append(f"run {other.name}, saved {abs((when - at).total_seconds()):.0f} s "
+            notes.append(f"run {other.name}, saved "
+                         f"{format_si(abs((when - at).total_seconds()), 's')} "
                          f"from run {chosen.name}, holds other hosts "
                          f"({', '.join(h.host for h in extra)}): read with it as one capture")
     return RunFiles(chosen.name, tuple(r.name for r in runs), tuple(hosts), tuple(notes))

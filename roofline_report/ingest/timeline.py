@@ -24,6 +24,7 @@ this module sorts the events:
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -311,7 +312,7 @@ def _inferred_calls(kernels: Sequence[Event], trips: Mapping[str, int] | None) -
               if trips is None or op in trips]
     if not ratios:
         return 1
-    return max(1, round(median(ratios) or 0.0))
+    return max(1, math.floor((median(ratios) or 0.0) + 0.5))
 
 
 def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[int],

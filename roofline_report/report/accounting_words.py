@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from roofline_report.analysis.call_accounting import VARIES, CallAccounting
 from roofline_report.kinds import Kind
-from roofline_report.report.format import Num, n, percent, plural
+from roofline_report.report.format import Num, decimal, n, percent, plural
 
 __all__ = ["accounting_text"]
 
@@ -46,7 +46,7 @@ def accounting_text(a: CallAccounting) -> tuple[str | Num, ...]:
                + ("" if worst <= SAID_UNEXPLAINED else " to within ")),
               *((percent(worst, M),) if worst > SAID_UNEXPLAINED else ()), ".")
     if a.varying:
-        parts += (f" Kernels whose time varied more than {VARIES:g}× across calls: ",)
+        parts += (f" Kernels whose time varied more than {decimal(VARIES, 3)}× across calls: ",)
         for i, v in enumerate(a.varying):
             parts += (("; " if i else "") + f"{v.name} (", n(v.low_s, "s", M), " to ",
                       n(v.high_s, "s", M), ", ", n(v.q1_s, "s", M), " in the table)")
@@ -58,7 +58,8 @@ def accounting_text(a: CallAccounting) -> tuple[str | Num, ...]:
         if s.moving:
             parts += (f" In {s.calls} of {s.of_calls} calls one kernel took ",
                       n(s.low_s, "s", M), " to ", n(s.high_s, "s", M),
-                      f", at least {VARIES:g}× its first quartile, and not the same kernel "
+                      f", at least {decimal(VARIES, 3)}× its first quartile, and not the same "
+                      "kernel "
                       f"each time ({where}{more}): a stall that moves from kernel to kernel, "
                       "as when the host or another process holds a core; its time is in the "
                       "calls' parts above, not in any kernel's row.")
@@ -66,5 +67,5 @@ def accounting_text(a: CallAccounting) -> tuple[str | Num, ...]:
             took = ((n(s.low_s, "s", M),) if s.low_s == s.high_s else
                     (n(s.low_s, "s", M), " to ", n(s.high_s, "s", M)))
             parts += (f" In {s.calls} of {s.of_calls} calls {s.kernels[0][0]} took ", *took,
-                      f", at least {VARIES:g}× its first quartile.")
+                      f", at least {decimal(VARIES, 3)}× its first quartile.")
     return parts

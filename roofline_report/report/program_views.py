@@ -311,7 +311,7 @@ def _loops(table: KernelTable) -> tuple[Inline, ...]:
                       "predicted time are lower bounds."]
             if x.implied is not None and x.per_trip_s:
                 parts += [" At the ", n(x.per_trip_s, "s", P), " predicted for one trip, the "
-                          "measured call would hold about ", count(round(x.implied), P),
+                          "measured call would hold about ", count(int(x.implied + 0.5), P),
                           " trips (a reading of the timing, not used by the prediction; "
                           "trace the program to count them)."]
     return tuple(parts)

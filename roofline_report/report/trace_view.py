@@ -33,7 +33,7 @@ from roofline_report.report.blocks import (
     text,
 )
 from roofline_report.report.format import Num, count, miss_text, n, percent, plural
-from roofline_report.units import format_si
+from roofline_report.units import format_binary, format_si
 
 __all__ = ["OP_ROWS", "trace_section", "trace_view"]
 
@@ -100,9 +100,9 @@ def _recognised(env: Mapping[str, Any]) -> tuple[str, ...]:
         unit = "compute units" if str(vendor).casefold() == "amd" else "cores"
         words.append(f"{env['core_count']} {unit}")
     if env.get("device_memory_bytes") is not None:
-        words.append(f"{env['device_memory_bytes'] / (1 << 30):,.0f} GiB of device memory")
+        words.append(f"{format_binary(env['device_memory_bytes'])} of device memory")
     if env.get("clock_hz"):
-        words.append(f"a {env['clock_hz'] / 1e9:g} GHz clock")
+        words.append(f"a {format_si(env['clock_hz'], 'Hz')} clock")
     return (", ".join(words),) if words else ()
 
 
