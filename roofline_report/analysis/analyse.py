@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from roofline_report import backends
@@ -35,6 +35,7 @@ from roofline_report.analysis.records import (
     SIGNIFICANT_KERNEL_S,
     Accuracy,
     Analysis,
+    Assumptions,
     Exercise,
     Experiment,
     KernelTable,
@@ -63,23 +64,6 @@ __all__ = ["ARGUMENT_TRAFFIC", "SEED_NAME", "Assumptions", "analyse", "assumptio
 
 SEED_NAME = "seed_tanh_matmul"
 ARGUMENT_TRAFFIC = "argument + result bytes"
-
-
-@dataclass(frozen=True, slots=True)
-class Assumptions:
-    """The hypothetical budgets and chip preset one render uses."""
-
-    peak: float = SEED_PEAK_FLOPS
-    bandwidth: float = SEED_BANDWIDTH
-    interconnect: float = DEFAULT_INTERCONNECT
-    source: str = "the seed's assumed budgets"
-    preset: str | None = None  # a preset by name; None: the run's, or matched to the device
-
-    def __post_init__(self) -> None:
-        for name in ("peak", "bandwidth", "interconnect"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-                raise InputError(f"the assumed {name} must be a positive number, got {value!r}")
 
 
 def _document(results: schema.Results | Mapping[str, Any]) -> Mapping[str, Any]:

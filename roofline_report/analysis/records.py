@@ -24,6 +24,7 @@ Two identities hold for every kernel and program and are what the tests check:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,13 @@ from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.stats import Stats, median
 from roofline_report.backends import Backend
+from roofline_report.errors import InputError
 from roofline_report.kinds import Kind, Quantity
+from roofline_report.results.schema_run import (
+    DEFAULT_INTERCONNECT,
+    SEED_BANDWIDTH,
+    SEED_PEAK_FLOPS,
+)
 
 if TYPE_CHECKING:
     from roofline_report.analysis.roof_check import RoofCheck
@@ -490,6 +497,23 @@ NO_ROOF = RoofSet("no roof", Kind.SPEC_SHEET, (), ())
 
 
 @dataclass(frozen=True, slots=True)
+class Assumptions:
+    """The hypothetical budgets and chip preset one render uses."""
+
+    peak: float = SEED_PEAK_FLOPS
+    bandwidth: float = SEED_BANDWIDTH
+    interconnect: float = DEFAULT_INTERCONNECT
+    source: str = "the seed's assumed budgets"
+    preset: str | None = None  # a preset by name; None: the run's, or matched to the device
+
+    def __post_init__(self) -> None:
+        for name in ("peak", "bandwidth", "interconnect"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise InputError(f"the assumed {name} must be a positive number, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class Roofs:
     """The roof sets of one render."""
 
@@ -542,7 +566,7 @@ class Analysis:
     """Everything the report shows, derived from one results document under one set of
     assumptions."""
 
-    assumptions: Any  # roofline_report.analysis.analyse.Assumptions
+    assumptions: Assumptions
     backend: Backend
     roofs: Roofs
     programs: tuple[Program, ...]
