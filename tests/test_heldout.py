@@ -97,11 +97,44 @@ def test_summary_scores_programs_and_kernels_of_at_least_50_us() -> None:
     assert [k.name for k in prediction.worst_kernels(b, 1)] == ["k3"]
 
 
+def test_each_suite_names_its_worst_programs_with_the_reason_on_their_rows(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    scores = [prediction.Score("user:a", "a", 1e-3, 1e-3, "memory"),
+              prediction.Score("user:b", "b", 1e-3, 4e-3, "compute",
+                               why="loop: its iterations run one after the other"),
+              prediction.Score("user:c", "c", 1e-3, 2e-3, "memory")]
+    out = prediction.summary(scores, scores, "them", "heldout")
+    worst = out["worst_programs"]
+    assert [w["name"] for w in worst] == ["b", "c", "a"]
+    assert worst[0]["error"] == pytest.approx(0.75)
+    assert worst[0]["reason"] == "loop: its iterations run one after the other"
+    assert worst[1]["reason"] == ""
+    prediction.print_worst(scores, "held-out")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "worst programs of the held-out suite:"
+    assert lines[1].lstrip().startswith("b ") and lines[1].endswith(
+        "(loop: its iterations run one after the other)")
+    assert lines[2].endswith("(the analysis names no reason)")
+
+
+def test_both_suites_refuse_a_run_without_the_heldout_programs(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code = prediction.main(["--suite", "both", "--from-json",
+                            str(FIXTURES / "cpu_results.json")])
+    assert code == EXIT_INPUT
+    captured = capsys.readouterr()
+    assert "worst programs of the catalog suite:" in captured.out
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "heldout.toml" in err[0]
+
+
 def test_catalog_suite_scores_a_saved_run(capsys: pytest.CaptureFixture[str]) -> None:
     code = prediction.main(["--from-json", str(FIXTURES / "cpu_results.json"), "--no-step"])
     assert code == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["suite"] == "catalog" and out["points"] > 0 and out["kernels"] > 0
+    assert 0 < len(out["worst_programs"]) <= prediction.WORST_PROGRAMS
+    assert all(isinstance(w["reason"], str) for w in out["worst_programs"])
     assert 0 <= out["median_error"] <= out["p90_error"]
 
 
