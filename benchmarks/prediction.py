@@ -254,8 +254,11 @@ def _step_argv(no_step: bool) -> list[str]:
     return ["--config", str(STEP_CONFIG)]
 
 
-def catalog(data: dict[str, Any], step: str | None) -> dict[str, Any]:
-    scores = read_scores(data)
+def catalog(data: dict[str, Any], step: str | None, others: Sequence[str] = ()
+            ) -> dict[str, Any]:
+    """The catalog suite's scores; ``others``: record names of another suite's programs in the
+    same run, left out with the training step."""
+    scores = [s for s in read_scores(data) if s.name not in others]
     programs = [s for s in scores if s.name != STEP_NAME]  # the step is no catalog program
     kernels_from = [s for s in scores if s.name == step and not s.sweep_point] if step \
         else [s for s in scores if not s.sweep_point]
@@ -312,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     _measure(["--config", str(HELDOUT_CONFIG)], ns.out,
                              cached=ns.cached_ceilings))
             print("catalog suite")
-            first = catalog(data, None)
+            first = catalog(data, None, heldout_names())
             print("held-out suite")
             out = {"catalog": first, "heldout": heldout(data)}
         else:

@@ -128,6 +128,30 @@ def test_both_suites_refuse_a_run_without_the_heldout_programs(
     assert len(err) == 1 and err[0].startswith("error: ") and "heldout.toml" in err[0]
 
 
+def test_both_suites_score_one_run_separately(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run holding catalog and held-out programs gives each suite its own summary; a
+    held-out program is never counted among the catalog's."""
+    data = results.load(FIXTURES / "cpu_results.json")
+    catalog_alone = prediction.catalog(data, None)["points"]
+    timed = [w for w in data["workloads"] if (w.get("kernel_timing") or {}).get("available")]
+    name = prediction.heldout_names()[0]
+    data["workloads"] = [{**w, "name": name} if w is timed[0] else w
+                         for w in data["workloads"]]
+    saved = tmp_path / "results.json"
+    saved.write_text(results.dumps(data), encoding="utf-8")
+    assert prediction.main(["--suite", "both", "--from-json", str(saved)]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out.strip().splitlines()[-1])
+    assert (out["catalog"]["suite"], out["heldout"]["suite"]) == ("catalog", "heldout")
+    assert out["heldout"]["points"] == 1 and out["catalog"]["points"] > 0
+    assert [p["name"] for p in out["heldout"]["programs"]] == [timed[0]["title"]]
+    assert out["catalog"]["points"] == catalog_alone - 1  # the renamed one is held-out now
+    text = captured.out
+    assert text.index("worst programs of the catalog suite:") < text.index(
+        "worst programs of the held-out suite:")
+
+
 def test_catalog_suite_scores_a_saved_run(capsys: pytest.CaptureFixture[str]) -> None:
     code = prediction.main(["--from-json", str(FIXTURES / "cpu_results.json"), "--no-step"])
     assert code == 0
