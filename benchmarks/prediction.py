@@ -4,6 +4,7 @@
     python benchmarks/prediction.py --suite heldout          # the held-out suite
     python benchmarks/prediction.py [--suite S] --from-json FILE   # score a saved results.json
     python benchmarks/prediction.py --suite heldout --out DIR      # keep the measured report
+    python benchmarks/prediction.py --suite both             # both suites from one run
 
 error = |predicted − measured| ÷ measured, for each program's time per call (the first quartile
 of its samples: other work on a shared machine only lengthens a call) and for each kernel of at
@@ -28,12 +29,21 @@ each program and every kernel of at least 50 µs across them. Those programs are
 to fit any rate: they say how the model does on code it has not seen. With ``--from-json``
 the saved file must hold them (a run of that config); programs it lacks are named on stderr.
 
-Prints one line per program (the held-out suite adds its three kernels with the largest
-absolute misses), then a last line of JSON: ``median_error``, ``p90_error``, ``points``
-(programs and sweep points scored), ``kernel_median_error``, ``kernels`` (kernels scored),
-``kernels_of`` (whose kernels), ``suite``, and for the held-out suite ``programs``: per
-program its name, predicted and measured seconds, error, binding and ``worst_kernels`` (name,
-category, predicted and measured seconds, the measured spread and the absolute miss).
+``--suite both`` scores the two suites separately from one run (``generate.py --config
+benchmarks/heldout/heldout.toml``: the catalog and the held-out programs on the same measured
+ceilings; the catalog's kernels are then its own, the training step is not measured). With
+``--from-json`` the saved file must hold both.
+
+Prints one line per program with the reason the analysis gives on its row where it gives one
+(the held-out suite adds its three kernels with the largest absolute misses), then each suite's
+worst programs (largest errors) with their reasons, then a last line of JSON: ``median_error``,
+``p90_error``, ``points`` (programs and sweep points scored), ``kernel_median_error``,
+``kernels`` (kernels scored), ``kernels_of`` (whose kernels), ``suite``, ``worst_programs``
+(name, predicted and measured seconds, error, binding and ``reason``: the analysis's words on
+the row, empty where it names none), and for the held-out suite ``programs``: per program its
+name, predicted and measured seconds, error, binding, reason and ``worst_kernels`` (name,
+category, predicted and measured seconds, the measured spread and the absolute miss). With
+``--suite both`` the line is ``{"catalog": {...}, "heldout": {...}}``.
 """
 
 from __future__ import annotations
@@ -66,6 +76,7 @@ KERNEL_FLOOR_S = SIGNIFICANT_KERNEL_S  # kernels scored: the report's kernel acc
 STEP_CONFIG = REPO / "examples" / "transformer.toml"
 STEP_NAME = "user:transformer training step"  # its record's name in the results
 WORST_KERNELS = 3  # kernels listed per held-out program: the largest absolute misses
+WORST_PROGRAMS = 3  # programs listed per suite: the largest errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +107,7 @@ class Score:
     binding: str
     kernels: tuple[KernelScore, ...] = ()  # its timed kernels with a prediction
     sweep_point: bool = False
+    why: str = ""  # the analysis's reasons for the miss, as on the report's row ('' for none)
 
     @property
     def error(self) -> float:
@@ -116,12 +128,13 @@ def read_scores(data: dict[str, Any]) -> list[Score]:
             for r in (p.kernels.rows if p.kernels is not None else ())
             if r.seconds and r.prediction is not None)
         out.append(Score(p.name, p.title, p.prediction.seconds, p.miss.measured, p.binding,
-                         kernels))
+                         kernels, why=p.why))
     for sw in an.sweeps:
         for pt in sw.points:
             if pt.prediction is not None:
                 out.append(Score(sw.name, f"{sw.title} {dict(pt.dims)}", pt.prediction.seconds,
-                                 pt.measured, pt.predicted_bound, sweep_point=True))
+                                 pt.measured, pt.predicted_bound, sweep_point=True,
+                                 why=pt.why))
     return out
 
 
@@ -135,7 +148,13 @@ def summary(scores: Sequence[Score], kernels_from: Sequence[Score], kernels_of: 
     median, p90 = error_summary(errors)
     return {"median_error": median, "p90_error": p90, "points": len(errors),
             "kernel_median_error": error_summary(kernel_errors)[0],
-            "kernels": len(kernel_errors), "kernels_of": kernels_of, "suite": suite}
+            "kernels": len(kernel_errors), "kernels_of": kernels_of, "suite": suite,
+            "worst_programs": [_row_json(s) for s in worst_programs(scores)]}
+
+
+def worst_programs(scores: Sequence[Score], count: int = WORST_PROGRAMS) -> list[Score]:
+    """The programs (and sweep points) with the largest errors, largest first."""
+    return sorted(scores, key=lambda s: (-s.error, s.title))[:count]
 
 
 def worst_kernels(score: Score, count: int = WORST_KERNELS) -> list[KernelScore]:
@@ -148,10 +167,22 @@ def _us(seconds: float) -> str:
     return f"{seconds * 1e6:10.1f} us"
 
 
+def _row(s: Score) -> str:
+    reason = f"  ({s.why})" if s.why else ""
+    return (f"{s.title[:48]:48} predicted {_us(s.predicted_s)}  measured {_us(s.measured_s)}"
+            f"  error {s.error:6.0%}  {s.binding}{reason}")
+
+
+def print_worst(scores: Sequence[Score], suite: str) -> None:
+    """The suite's worst programs by error, each with the analysis's reason on its row."""
+    print(f"worst programs of the {suite} suite:")
+    for s in worst_programs(scores):
+        print(f"  {_row(s)}" if s.why else f"  {_row(s)}  (the analysis names no reason)")
+
+
 def print_scores(scores: Sequence[Score], *, kernels: bool) -> None:
     for s in scores:
-        print(f"{s.title[:48]:48} predicted {_us(s.predicted_s)}  measured {_us(s.measured_s)}"
-              f"  error {s.error:6.0%}  {s.binding}")
+        print(_row(s))
         if not kernels:
             continue
         for k in worst_kernels(s):
@@ -161,9 +192,13 @@ def print_scores(scores: Sequence[Score], *, kernels: bool) -> None:
                   f"  measured {_us(k.measured_s)}{spread}  miss {_us(k.miss_s)}")
 
 
-def _program_json(s: Score) -> dict[str, Any]:
+def _row_json(s: Score) -> dict[str, Any]:
     return {"name": s.title, "predicted_s": s.predicted_s, "measured_s": s.measured_s,
-            "error": s.error, "binding": s.binding,
+            "error": s.error, "binding": s.binding, "reason": s.why}
+
+
+def _program_json(s: Score) -> dict[str, Any]:
+    return {**_row_json(s),
             "worst_kernels": [{"name": k.name, "category": k.category,
                                "predicted_s": k.predicted_s, "measured_s": k.measured_s,
                                "spread_s": list(k.spread_s) if k.spread_s else None,
@@ -219,12 +254,16 @@ def _step_argv(no_step: bool) -> list[str]:
     return ["--config", str(STEP_CONFIG)]
 
 
-def catalog(data: dict[str, Any], step: str | None) -> dict[str, Any]:
-    scores = read_scores(data)
+def catalog(data: dict[str, Any], step: str | None, others: Sequence[str] = ()
+            ) -> dict[str, Any]:
+    """The catalog suite's scores; ``others``: record names of another suite's programs in the
+    same run, left out with the training step."""
+    scores = [s for s in read_scores(data) if s.name not in others]
     programs = [s for s in scores if s.name != STEP_NAME]  # the step is no catalog program
     kernels_from = [s for s in scores if s.name == step and not s.sweep_point] if step \
         else [s for s in scores if not s.sweep_point]
     print_scores(programs, kernels=False)
+    print_worst(programs, "catalog")
     return summary(programs, kernels_from, step or "the catalog", "catalog")
 
 
@@ -248,13 +287,14 @@ def heldout(data: dict[str, Any]) -> dict[str, Any]:
               file=sys.stderr)
     scores.sort(key=lambda s: names.index(s.name))
     print_scores(scores, kernels=True)
+    print_worst(scores, "held-out")
     return {**summary(scores, scores, "the held-out programs", "heldout"),
             "programs": [_program_json(s) for s in scores]}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--suite", choices=("catalog", "heldout"), default="catalog")
+    parser.add_argument("--suite", choices=("catalog", "heldout", "both"), default="catalog")
     parser.add_argument("--from-json", metavar="FILE", help="score a saved results.json")
     parser.add_argument("--out", metavar="DIR",
                         help="keep the measured report (and its results.json) in DIR")
@@ -270,6 +310,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                     _measure(["--config", str(HELDOUT_CONFIG), "--only-config"], ns.out,
                              cached=ns.cached_ceilings))
             out = heldout(data)
+        elif ns.suite == "both":
+            data = (results.load(ns.from_json) if ns.from_json else
+                    _measure(["--config", str(HELDOUT_CONFIG)], ns.out,
+                             cached=ns.cached_ceilings))
+            print("catalog suite")
+            first = catalog(data, None, heldout_names())
+            print("held-out suite")
+            out = {"catalog": first, "heldout": heldout(data)}
         else:
             data = results.load(ns.from_json) if ns.from_json else \
                 _measure(_step_argv(ns.no_step), ns.out, cached=ns.cached_ceilings)

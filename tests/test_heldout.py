@@ -38,8 +38,8 @@ def _setup_parameters(module: str) -> list[str]:
     raise AssertionError(f"{module} has no setup function")
 
 
-def test_the_suite_has_ten_programs_never_used_for_fitting() -> None:
-    assert len(PROGRAMS) >= 10
+def test_the_suite_has_sixteen_programs_never_used_for_fitting() -> None:
+    assert len(PROGRAMS) >= 16
     assert len(set(PROGRAMS)) == len(PROGRAMS)
     doc = (HELDOUT / "__init__.py").read_text(encoding="utf-8")
     head = doc.split("\n\n")[1]
@@ -97,11 +97,68 @@ def test_summary_scores_programs_and_kernels_of_at_least_50_us() -> None:
     assert [k.name for k in prediction.worst_kernels(b, 1)] == ["k3"]
 
 
+def test_each_suite_names_its_worst_programs_with_the_reason_on_their_rows(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    scores = [prediction.Score("user:a", "a", 1e-3, 1e-3, "memory"),
+              prediction.Score("user:b", "b", 1e-3, 4e-3, "compute",
+                               why="loop: its iterations run one after the other"),
+              prediction.Score("user:c", "c", 1e-3, 2e-3, "memory")]
+    out = prediction.summary(scores, scores, "them", "heldout")
+    worst = out["worst_programs"]
+    assert [w["name"] for w in worst] == ["b", "c", "a"]
+    assert worst[0]["error"] == pytest.approx(0.75)
+    assert worst[0]["reason"] == "loop: its iterations run one after the other"
+    assert worst[1]["reason"] == ""
+    prediction.print_worst(scores, "held-out")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "worst programs of the held-out suite:"
+    assert lines[1].lstrip().startswith("b ") and lines[1].endswith(
+        "(loop: its iterations run one after the other)")
+    assert lines[2].endswith("(the analysis names no reason)")
+
+
+def test_both_suites_refuse_a_run_without_the_heldout_programs(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code = prediction.main(["--suite", "both", "--from-json",
+                            str(FIXTURES / "cpu_results.json")])
+    assert code == EXIT_INPUT
+    captured = capsys.readouterr()
+    assert "worst programs of the catalog suite:" in captured.out
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "heldout.toml" in err[0]
+
+
+def test_both_suites_score_one_run_separately(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run holding catalog and held-out programs gives each suite its own summary; a
+    held-out program is never counted among the catalog's."""
+    data = results.load(FIXTURES / "cpu_results.json")
+    catalog_alone = prediction.catalog(data, None)["points"]
+    timed = [w for w in data["workloads"] if (w.get("kernel_timing") or {}).get("available")]
+    name = prediction.heldout_names()[0]
+    data["workloads"] = [{**w, "name": name} if w is timed[0] else w
+                         for w in data["workloads"]]
+    saved = tmp_path / "results.json"
+    saved.write_text(results.dumps(data), encoding="utf-8")
+    assert prediction.main(["--suite", "both", "--from-json", str(saved)]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out.strip().splitlines()[-1])
+    assert (out["catalog"]["suite"], out["heldout"]["suite"]) == ("catalog", "heldout")
+    assert out["heldout"]["points"] == 1 and out["catalog"]["points"] > 0
+    assert [p["name"] for p in out["heldout"]["programs"]] == [timed[0]["title"]]
+    assert out["catalog"]["points"] == catalog_alone - 1  # the renamed one is held-out now
+    text = captured.out
+    assert text.index("worst programs of the catalog suite:") < text.index(
+        "worst programs of the held-out suite:")
+
+
 def test_catalog_suite_scores_a_saved_run(capsys: pytest.CaptureFixture[str]) -> None:
     code = prediction.main(["--from-json", str(FIXTURES / "cpu_results.json"), "--no-step"])
     assert code == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["suite"] == "catalog" and out["points"] > 0 and out["kernels"] > 0
+    assert 0 < len(out["worst_programs"]) <= prediction.WORST_PROGRAMS
+    assert all(isinstance(w["reason"], str) for w in out["worst_programs"])
     assert 0 <= out["median_error"] <= out["p90_error"]
 
 
@@ -321,3 +378,209 @@ def test_a_run_times_the_users_programs_first_and_keeps_the_catalogs_order(
     out = run_mod.run(options)
     assert timed == ["mine", "a", "b"]
     assert [w["name"] for w in out["workloads"]] == ["a", "b", "mine"]
+
+
+# ------------------------------------------------------------------------------ cited programs
+# The programs reimplemented from open-source models: each carries its citation, lowers,
+# compiles, and computes what a NumPy reference of the same model computes (at small sizes).
+
+
+def _load(module: str) -> Any:
+    import importlib
+
+    return importlib.import_module(f"benchmarks.heldout.{module}")
+
+
+def _run(module: str, **dims: Any) -> tuple[Any, tuple[Any, ...], str]:
+    """The program's NumPy inputs, its outputs as NumPy arrays and its compiled HLO text."""
+    import jax
+    import numpy as np
+
+    fn, args = _load(module).setup(**dims)
+    compiled = jax.jit(fn).lower(*args).compile()
+    out = jax.tree.map(np.asarray, compiled(*args))
+    return out, jax.tree.map(np.asarray, args), compiled.as_text()
+
+
+def _sigmoid(x: Any) -> Any:
+    import numpy as np
+
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _close(got: Any, want: Any, tol: float = 2e-4) -> None:
+    import numpy as np
+
+    scale = max(1.0, float(np.max(np.abs(want))))
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=0, atol=tol * scale)
+
+
+def test_the_cited_programs_name_repository_file_and_commit() -> None:
+    import re
+
+    from benchmarks.heldout import CITED
+
+    assert len(CITED) >= 6 and len(PROGRAMS) >= 16 and set(CITED) <= set(PROGRAMS)
+    for module in CITED:
+        doc = ast.get_docstring(ast.parse((HELDOUT / f"{module}.py").read_text("utf-8")))
+        assert doc is not None, module
+        text = " ".join(doc.split())
+        assert "Reimplemented (no code copied) from " in text, module
+        repo = re.search(r"from ([\w.-]+/[\w.-]+),? ", text)
+        assert repo is not None, f"{module} names no repository"
+        assert re.search(r"``[\w./-]+\.py``", text), f"{module} names no file"
+        assert re.search(r"commit [0-9a-f]{40}\b", text), f"{module} names no commit"
+
+
+def test_graph_net_matches_numpy_segment_sums() -> None:
+    import numpy as np
+
+    out, (params, nodes, edges, globals_, senders, receivers, n_node, n_edge), hlo = _run(
+        "graph_net", graphs=3, nodes=40, edges=120, features=8, rounds=2)
+    assert " scatter(" in hlo  # segment sums stay scatters after compiling
+
+    def mlp(p: dict[str, Any], x: Any) -> Any:
+        return np.maximum(x @ p["w1"] + p["b1"], 0) @ p["w2"] + p["b2"]
+
+    assert n_node.sum() == 40 and n_edge.sum() == 120 and len(set(n_node.tolist())) > 1
+    node_graph = np.repeat(np.arange(3), n_node)
+    edge_graph = np.repeat(np.arange(3), n_edge)
+    assert (node_graph[senders] == edge_graph).all() and (node_graph[receivers] == edge_graph).all()
+    for _ in range(2):
+        edges = mlp(params["edge"], np.concatenate(
+            [edges, nodes[senders], nodes[receivers], globals_[edge_graph]], axis=-1))
+        out_sum, in_sum = np.zeros_like(nodes), np.zeros_like(nodes)
+        np.add.at(out_sum, senders, edges)
+        np.add.at(in_sum, receivers, edges)
+        nodes = mlp(params["node"], np.concatenate(
+            [nodes, out_sum, in_sum, globals_[node_graph]], axis=-1))
+        node_pool, edge_pool = np.zeros_like(globals_), np.zeros_like(globals_)
+        np.add.at(node_pool, node_graph, nodes)
+        np.add.at(edge_pool, edge_graph, edges)
+        globals_ = mlp(params["global"], np.concatenate([node_pool, edge_pool, globals_], -1))
+    for got, want in zip(out, (nodes, edges, globals_), strict=True):
+        _close(got, want, 1e-3)
+
+
+def test_lstm_stack_matches_a_numpy_lstm() -> None:
+    import numpy as np
+
+    out, (params, xs), hlo = _run("lstm_stack", time=6, batch=3, features=5, hidden=7,
+                                  layers=2, classes=4)
+    assert " while(" in hlo
+    for layer in params["layers"]:
+        c = h = np.zeros((xs.shape[1], layer["whi"].shape[0]), np.float32)
+        hs = []
+        for x in xs:
+            pre = {g: x @ layer[f"wi{g}"] + h @ layer[f"wh{g}"] + layer[f"bh{g}"] for g in "ifgo"}
+            c = _sigmoid(pre["f"]) * c + _sigmoid(pre["i"]) * np.tanh(pre["g"])
+            h = _sigmoid(pre["o"]) * np.tanh(c)
+            hs.append(h)
+        xs = np.stack(hs)
+    _close(out, xs[-1] @ params["head"]["w"] + params["head"]["b"])
+
+
+def test_fnet_matches_numpy_fft_mixing() -> None:
+    import numpy as np
+
+    out, (params, x), hlo = _run("fnet_fourier", batch=2, seq=8, width=16, hidden=32, blocks=2)
+    assert " fft(" in hlo
+
+    def norm(v: Any, scale: Any, bias: Any) -> Any:
+        mean = v.mean(-1, keepdims=True)
+        return (v - mean) / np.sqrt(((v - mean) ** 2).mean(-1, keepdims=True) + 1e-12) * scale \
+            + bias
+
+    def gelu(v: Any) -> Any:  # jax.nn.gelu's default, the tanh approximation
+        return 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+
+    for p in params:
+        x = norm(x + np.fft.fftn(x, axes=(1, 2)).real, p["mix_scale"], p["mix_bias"])
+        x = norm(x + gelu(x @ p["w_in"] + p["b_in"]) @ p["w_out"] + p["b_out"],
+                 p["out_scale"], p["out_bias"])
+    _close(out, x, 1e-3)
+
+
+def test_int8_mlp_multiplies_int8_and_matches_numpy_integers() -> None:
+    import numpy as np
+
+    out, (params, x), hlo = _run("int8_mlp", tokens=8, width=32, hidden=64, outputs=16)
+    assert params["w1"].dtype == np.int8 and params["w2"].dtype == np.int8
+    assert "s32" in hlo and "s8[" in hlo  # the products take int8 and accumulate in int32
+
+    def dense(v: Any, w: Any, s: Any, b: Any) -> Any:
+        absmax = np.abs(v).max(axis=1, keepdims=True)
+        scale = np.where(absmax == 0, 1.0, absmax) / 127.0
+        q = np.round(np.clip(v / scale, -127, 127)).astype(np.int64)
+        return (q @ w.astype(np.int64)).astype(np.float64) * scale * s + b
+
+    h = np.maximum(dense(x, params["w1"], params["s1"], params["b1"]), 0)
+    _close(out, dense(h, params["w2"], params["s2"], params["b2"]), 2e-2)
+
+
+def test_mbconv_depthwise_convolution_matches_numpy() -> None:
+    import numpy as np
+
+    out, (params, x), hlo = _run("mbconv_depthwise", batch=2, size=6, channels=4, expand=3,
+                                 kernel=3, blocks=2)
+    assert "feature_group_count=12" in hlo  # the depthwise convolution, one group a channel
+
+    def swish(v: Any) -> Any:
+        return v * _sigmoid(v)
+
+    for p in params:
+        y = swish(np.einsum("bhwc,cd->bhwd", x, p["w_exp"][0, 0]) * p["s_exp"] + p["t_exp"])
+        k = p["w_dw"].shape[0]
+        padded = np.pad(y, ((0, 0), (k // 2, k // 2), (k // 2, k // 2), (0, 0)))
+        dw = sum(padded[:, i:i + y.shape[1], j:j + y.shape[2], :] * p["w_dw"][i, j, 0]
+                 for i in range(k) for j in range(k))
+        y = swish(dw * p["s_dw"] + p["t_dw"])
+        se = swish(y.mean(axis=(1, 2), keepdims=True) @ p["w_red"] + p["b_red"])
+        y = y * _sigmoid(se @ p["w_se"] + p["b_se"])
+        x = np.einsum("bhwc,cd->bhwd", y, p["w_pwl"][0, 0]) * p["s_pwl"] + p["t_pwl"] + x
+    _close(out, x, 1e-3)
+
+
+def test_sampling_stops_when_every_sequence_has_ended_as_numpy_decides() -> None:
+    """Each emitted token is the one NumPy's decoder picks from the same prefix (teacher
+    forcing, so a near-tie decided differently in float32 cannot derail the rest), and the
+    loop ran exactly until every sequence had emitted the end marker: a trip count the data
+    decides, below the length."""
+    import numpy as np
+
+    module = _load("sample_until_eos")
+    length = 48
+    out, (params, prompts, noise, temperature), hlo = _run(
+        "sample_until_eos", batch=4, length=length, prompt=3, vocab=64, hidden=16, k=6,
+        eos_bias=2.0)
+    assert " while(" in hlo and ("TopK" in hlo or " sort(" in hlo)
+    eos = module.EOS
+    batch = out.shape[0]
+    np.testing.assert_array_equal(out[:, :3], prompts[:, :3])
+    h = np.zeros((batch, params["w_h"].shape[0]))
+    token = np.zeros(batch, np.int64)
+    ended = np.zeros(batch, bool)
+    decided = 0
+    i = -1
+    while i < length - 1 and not ended.all():
+        h = np.tanh(params["embed"][token] + h @ params["w_h"] + params["b_h"])
+        logits = h @ params["w_out"] + params["b_out"]
+        order = np.argsort(-logits, axis=-1, kind="stable")
+        top = np.take_along_axis(logits, order, -1)[:, :6] / temperature + noise[i + 1]
+        choice = top.argmax(-1)
+        sampled = order[np.arange(batch), choice]
+        gaps = np.sort(top, -1)[:, -1] - np.sort(top, -1)[:, -2]
+        edge = np.sort(logits, -1)[:, -6] - np.sort(logits, -1)[:, -7]
+        want = np.where(prompts[:, i + 1] == 0, sampled, prompts[:, i + 1])
+        want = np.where(ended, 0, want)
+        clear = (gaps > 1e-4) & (edge > 1e-4)
+        np.testing.assert_array_equal(out[clear, i + 1], want[clear])
+        decided += int(clear.sum())
+        token = out[:, i + 1].astype(np.int64)  # teacher forcing on the program's own choice
+        ended |= token == eos
+        i += 1
+    trips = i + 1
+    assert ended.all() and trips < length - 1, "the loop should stop on the data"
+    assert (out[:, trips:] == 0).all()  # positions the loop never reached stay empty
+    assert decided >= batch * trips // 2
