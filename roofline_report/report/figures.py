@@ -699,6 +699,19 @@ def drawn_roofs(roof_set: RoofSet, dtype: str | None = None
     return computes, sorted(slopes, key=lambda r: -r.value)
 
 
+def _own(name: str, roof_set: RoofSet) -> str:
+    """A roof's name without its set's label in front ("fp8", not "AMD Instinct MI300X fp8"
+    after "AMD Instinct MI300X: "): the legend names the set once."""
+    prefix = f"{roof_set.label} "
+    return name[len(prefix):] if name.startswith(prefix) and len(name) > len(prefix) else name
+
+
+def _level(bw: BandwidthRoof, roof_set: RoofSet) -> str:
+    """'L3 (L3 read-write)', or the level alone where the roof is named after it ('HBM')."""
+    own = _own(bw.name, roof_set)
+    return bw.level if own == bw.level else f"{bw.level} ({own})"
+
+
 def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
               dtype: str | None) -> list[tuple[str, ...]]:
     """Every roof of one set in the table, the :func:`drawn_roofs` on the figure: compute roofs
@@ -713,17 +726,19 @@ def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
         start = ridge(c.value, main_bw) if main_bw else xs[0]
         line = [x for x in xs if x >= start] or [xs[-1]]
         ax.plot([start, *line], [c.value] * (len(line) + 1), color=color,
-                label=f"{roof_set.label}: {c.name} {format_si(c.value, 'FLOP/s')}", **style)
-        rows.append((f"{roof_set.label}: {c.name}", Kind(c.kind).label, fmt(c.value, "FLOP/s"),
+                label=f"{roof_set.label}: {_own(c.name, roof_set)} {format_si(c.value, 'FLOP/s')}",
+                **style)
+        rows.append((f"{roof_set.label}: {_own(c.name, roof_set)}", Kind(c.kind).label,
+                     fmt(c.value, "FLOP/s"),
                      "", _g(ridge(c.value, main_bw)) + " FLOP/B" if main_bw else "", ""))
     for bw in sorted(roof_set.bandwidth, key=lambda r: -r.value):
         if any(bw is slope for slope in slopes):  # one slope per memory level
             end = ridge(top, bw.value) if top else xs[-1]
             line = [x for x in xs if x <= end]
             ax.plot([*line, end], [bw.value * x for x in [*line, end]], color=color, alpha=0.85,
-                    label=f"{roof_set.label}: {bw.level} ({bw.name}) "
+                    label=f"{roof_set.label}: {_level(bw, roof_set)} "
                     f"{format_si(bw.value, 'B/s')}", **style)
-        rows.append((f"{roof_set.label}: {bw.name} ({bw.level}"
+        rows.append((f"{roof_set.label}: {_own(bw.name, roof_set)} ({bw.level}"
                      + (f", working sets {_range(bw.min_bytes, bw.max_bytes)}"
                         if bw.min_bytes or bw.max_bytes else "") + ")",
                      Kind(bw.kind).label, "", fmt(bw.value, "B/s"),
