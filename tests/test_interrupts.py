@@ -189,6 +189,22 @@ def test_the_entry_points_install_the_handler_before_anything_else() -> None:
         code = [line for line in code
                 if line and not line.startswith(('"""', "if __name__"))]
         assert code[:2] == ["from roofline_report import interrupts", "interrupts.install()"], path
+    # The installed command's entry point installs it before importing the command line.
+    import ast
+
+    from roofline_report import entry
+
+    tree = ast.parse((REPO / "roofline_report" / "entry.py").read_text(encoding="utf-8"))
+    top_imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    assert [ast.unparse(n) for n in top_imports] == ["from roofline_report import interrupts"]
+    main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
+    assert ast.unparse(main.body[1]) == "interrupts.install()"  # after the docstring, first
+    assert entry.main.__module__ == "roofline_report.entry"
+    import tomllib
+
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "scripts"]
+    assert scripts["roofline-report"] == "roofline_report.entry:main"
 
 
 def test_an_interrupted_build_stops_the_sharded_child(tmp_path: Path,

@@ -54,7 +54,7 @@ LAYERS: dict[str, int] = {
     # the model, then the words and figures
     "analysis": 5, "report": 6,
     # outputs and entry points
-    "api": 7, "output": 7, "observe": 8, "cli": 9, "compare_cli": 9, "__main__": 10,
+    "api": 7, "output": 7, "observe": 8, "cli": 9, "compare_cli": 9, "entry": 10, "__main__": 10,
     "__init__": 10,
 }
 #: Modules that stand at another layer than their part: the trace reader's entry points
