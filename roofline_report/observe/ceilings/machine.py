@@ -179,7 +179,10 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         batch_sides=batch_sides,
         batch_flops=batch_flops,
         load_repeat_s=LOAD_REPEAT_S[quick],
-        integer_dtypes=("int8", "int4"),
+        # XLA's CPU and GPU backends refuse an int4 product ("does not support custom element
+        # sizes on non-sub-byte types"): measured where the backend has one, not attempted and
+        # listed as missing on every CPU build.
+        integer_dtypes=("int8", "int4") if backend == "tpu" else ("int8",),
         integer_sizes=integer,
         grouped_conv_sizes=grouped,
     )
