@@ -77,9 +77,11 @@ _UNKNOWN_VALUE = object()  # a stat whose value is in a field the schema does no
 # --- what a trace holds -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event:
-    """One event: its name, start (ns since the epoch), duration (ns) and stats by name."""
+    """One event: its name, start (ns since the epoch), duration (ns) and stats by name (not
+    frozen only because a frozen dataclass is three times slower to build, and a trace holds
+    millions of events: treat it as read-only)."""
 
     name: str
     start_ns: float
@@ -198,6 +200,20 @@ def _find_unknown(bare: Any, full: Any, unknown: dict[str, set[int]]) -> None:
                 _find_unknown(b, f, unknown)
 
 
+class _StatCache(dict[bytes, tuple[str, Any]]):
+    """Serialized stat -> (name, value), each distinct one parsed on first use (a missing key
+    parses it), so that an event's stats are looked up in C: ``map(cache.__getitem__, raws)``."""
+
+    def __init__(self, reader: _PlaneReader) -> None:
+        super().__init__()
+        self.reader = reader
+
+    def __missing__(self, raw: bytes) -> tuple[str, Any]:
+        out = self.reader.parse_stat(raw)
+        self[raw] = out
+        return out
+
+
 class _PlaneReader:
     """Decodes one plane; each distinct serialized stat is parsed once (stat ids are the
     plane's own)."""
@@ -209,13 +225,11 @@ class _PlaneReader:
         self.negative = negative
         self.unknown_values = unknown_values
         self.stat_names: dict[int, str] = {e.key: e.value.name for e in plane.stat_metadata}
-        self.cache: dict[bytes, tuple[str, Any]] = {}
+        self.cache = _StatCache(self)
+        self.any_unknown_value = False  # some stat's value is of a type the schema lacks
         self._stat = message_class("XStat")
 
-    def stat(self, raw: bytes) -> tuple[str, Any]:
-        hit = self.cache.get(raw)
-        if hit is not None:
-            return hit
+    def parse_stat(self, raw: bytes) -> tuple[str, Any]:
         try:
             s = self._stat.FromString(raw)
         except DecodeError:
@@ -226,6 +240,7 @@ class _PlaneReader:
         if kind is None:
             _unknown_of(s, {})  # a known field with another wire type: refused
             value = _UNKNOWN_VALUE
+            self.any_unknown_value = True
         elif kind == "ref_value":
             value = self.stat_names.get(s.ref_value, "")
         else:
@@ -234,14 +249,15 @@ class _PlaneReader:
             s.DiscardUnknownFields()
             if s.ByteSize() != len(raw):
                 _unknown_of(self._stat.FromString(raw), self.unknown)
-        out = (name, value)
-        self.cache[raw] = out
-        return out
+        return name, value
+
+    def stat(self, raw: bytes) -> tuple[str, Any]:
+        return self.cache[raw]
 
     def stats(self, raws: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for raw in raws:
-            name, value = self.stat(raw)
+            name, value = self.cache[raw]
             if value is _UNKNOWN_VALUE:
                 self.unknown_values[name] += 1
             else:
@@ -274,31 +290,35 @@ class _PlaneReader:
 
     def line(self, line: Any, names: dict[int, str], meta_stats: dict[int, dict[str, Any]]
              ) -> Line:
+        # The one loop over every event of a trace: kept to field reads and C-level lookups.
         base = line.timestamp_ns
         events: list[Event] = []
         append = events.append
-        cached = self.cache.get
-        parse = self.stat
-        unknown_values = self.unknown_values
+        lookup = self.cache.__getitem__
+        no_stats: dict[str, Any] = {}
+        name_of = names.get
+        inherited_of = meta_stats.get
         for e in line.events:
-            if e.WhichOneof("data") != "offset_ps":
+            offset = e.offset_ps
+            if not offset and e.WhichOneof("data") != "offset_ps":
                 self.untimed(e)
                 continue
             duration = e.duration_ps
             meta = e.metadata_id
             if duration < 0:
-                self.negative[names.get(meta, "")] += 1
+                self.negative[name_of(meta, "")] += 1
                 continue
-            inherited = meta_stats.get(meta)
-            stats = dict(inherited) if inherited else {}
-            for raw in e.stats:
-                name, value = cached(raw) or parse(raw)
-                if value is _UNKNOWN_VALUE:
-                    unknown_values[name] += 1
+            raws = e.stats
+            stats = dict(inherited_of(meta, no_stats))
+            if raws:
+                if self.any_unknown_value:
+                    stats.update(self.stats(raws))
                 else:
-                    stats[name] = value
-            append(Event(names.get(meta, ""), base + e.offset_ps / 1000.0, duration / 1000.0,
-                         stats))
+                    stats.update(map(lookup, raws))
+                    if self.any_unknown_value:  # found in this event's stats: read them again
+                        stats = dict(inherited_of(meta, no_stats))
+                        stats.update(self.stats(raws))
+            append(Event(name_of(meta, ""), base + offset / 1000.0, duration / 1000.0, stats))
         return Line(line.id, line.name or line.display_name, events)
 
 
