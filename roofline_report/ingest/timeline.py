@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_report.quantiles import median
-from roofline_report.traces.xspace import Event, Line, Plane, XSpace
+from roofline_report.traces.xspace import Event, Line, Plane, XSpace, events_where
 
 __all__ = [
     "Lane",
@@ -161,7 +161,7 @@ def _tpu_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
 
 def _plane_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
     return [(first_line + i, _normalised(e)) for i, line in enumerate(plane.lines)
-            for e in line.events if "hlo_op" in e.stats]
+            for e in events_where(line.events, stat="hlo_op")]
 
 
 def _lane(device: str, on_device: bool, found: list[tuple[int, Event]],
@@ -220,7 +220,7 @@ def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event
         if plane.name != HOST_CPU:
             continue
         for line in plane.lines:
-            for e in [e for e in line.events if e.name.startswith("end: ")]:
+            for e in events_where(line.events, name=_is_end):
                 if "hlo_op" in e.stats:
                     continue
                 items = starts.get((e.stats.get("_c"), e.name[5:]), [])
@@ -228,6 +228,14 @@ def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event
                 if i >= 0:
                     owned[items[i][1]].append(e)
     return owned
+
+
+def _is_end(name: str) -> bool:
+    return name.startswith("end: ")
+
+
+def _is_execute(name: str) -> bool:
+    return "Execute" in name and not name.startswith("end: ")
 
 
 def _device_key(device: str) -> tuple[str, int]:
@@ -261,7 +269,7 @@ def steps(space: XSpace) -> list[Step]:
         if not plane.name.startswith("/host:"):
             continue
         for line in plane.lines:
-            for e in [e for e in line.events if STEP_STAT in e.stats]:
+            for e in events_where(line.events, stat=STEP_STAT):
                 number = e.stats[STEP_STAT]
                 if not isinstance(number, int) or isinstance(number, bool) or e.duration_ns <= 0:
                     continue
@@ -298,8 +306,8 @@ def execute_lines(space: XSpace) -> list[Line]:
         if not plane.name.startswith("/host:"):
             continue
         for line in plane.lines:
-            kept = [e for e in line.events if "Execute" in e.name
-                    and "hlo_op" not in e.stats and not e.name.startswith("end: ")]
+            kept = [e for e in events_where(line.events, name=_is_execute)
+                    if "hlo_op" not in e.stats]
             if kept:
                 out.append(Line(line.id, line.name, kept))
     return out
