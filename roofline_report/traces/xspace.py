@@ -281,6 +281,38 @@ def _find_unknown(bare: Any, full: Any, unknown: dict[str, set[int]]) -> None:
                 _find_unknown(b, f, unknown)
 
 
+# An XStat of a small metadata id whose value is a varint: most stats of a trace (run ids, flow
+# ids, program ids), each distinct. Read here in Python at half upb's cost per message.
+_ID_TAG = 0x08  # field 1 (metadata_id), varint
+_UINT64_TAG, _INT64_TAG, _REF_TAG = 0x18, 0x20, 0x38  # fields 3, 4, 7, varint
+
+
+def _varint_stat(raw: bytes) -> tuple[int, int, int] | None:
+    """(metadata id, value tag, value) of a stat serialized as exactly ``08 id TAG varint``
+    with ``id`` under 128 and a uint64, int64 or ref value; None for any other stat (upb
+    reads those: other value types, unknown fields, malformed varints)."""
+    n = len(raw)
+    if n < 4 or raw[0] != _ID_TAG or raw[1] >= 0x80 or raw[1] == 0:
+        return None
+    tag = raw[2]
+    if tag != _INT64_TAG and tag != _UINT64_TAG and tag != _REF_TAG:
+        return None
+    if n > 13 or raw[n - 1] >= 0x80 or (n == 13 and raw[12] > 1):
+        return None  # not a varint of at most 64 bits ending with the stat
+    value = 0
+    shift = 0
+    for i in range(3, n - 1):
+        b = raw[i]
+        if b < 0x80:
+            return None  # the varint ends before the stat does: another field follows
+        value |= (b & 0x7F) << shift
+        shift += 7
+    value |= raw[n - 1] << shift
+    if tag == _INT64_TAG and value >= 1 << 63:
+        value -= 1 << 64
+    return raw[1], tag, value
+
+
 class _StatCache(dict[bytes, tuple[str, Any]]):
     """Serialized stat -> (name, value), each distinct one parsed on first use (a missing key
     parses it), so that an event's stats are looked up in C: ``map(cache.__getitem__, raws)``."""
@@ -311,6 +343,13 @@ class _PlaneReader:
         self._stat = message_class("XStat")
 
     def parse_stat(self, raw: bytes) -> tuple[str, Any]:
+        fast = _varint_stat(raw)
+        if fast is not None:
+            number, tag, value = fast
+            name = self.stat_names.get(number, f"stat {number}")
+            if tag == _REF_TAG:
+                return name, self.stat_names.get(value, "")
+            return name, value
         try:
             s = self._stat.FromString(raw)
         except DecodeError:
@@ -382,7 +421,8 @@ class _PlaneReader:
         lookup = self.cache.__getitem__
         no_stats: dict[str, Any] = {}
         name_of = names.get
-        inherited_of = meta_stats.get
+        with_stats = {m: st for m, st in meta_stats.items() if st}
+        inherited_of = with_stats.get
         for e in line.events:
             offset = e.offset_ps
             if not offset and e.WhichOneof("data") != "offset_ps":
@@ -394,17 +434,16 @@ class _PlaneReader:
                 self.negative[name_of(meta, "")] += 1
                 continue
             raws = e.stats
-            if raws:
-                stats = dict(inherited_of(meta, no_stats))
-                if self.any_unknown_value:
-                    stats.update(self.stats(raws))
-                else:
-                    stats.update(map(lookup, raws))
-                    if self.any_unknown_value:  # found in this event's stats: read them again
-                        stats = dict(inherited_of(meta, no_stats))
-                        stats.update(self.stats(raws))
-            else:
+            if not raws:
                 stats = inherited_of(meta, no_stats)  # shared: stats are read-only
+            elif self.any_unknown_value:
+                stats = {**inherited_of(meta, no_stats), **self.stats(raws)}
+            else:
+                stats = dict(map(lookup, raws))
+                if self.any_unknown_value:  # found in this event's stats: read them again
+                    stats = self.stats(raws)
+                if meta in with_stats:
+                    stats = {**inherited_of(meta, no_stats), **stats}
             add_meta(meta)
             add_offset(offset)
             add_duration(duration)
