@@ -345,11 +345,11 @@ class _PlaneReader:
     def parse_stat(self, raw: bytes) -> tuple[str, Any]:
         fast = _varint_stat(raw)
         if fast is not None:
-            number, tag, value = fast
+            number, tag, read = fast
             name = self.stat_names.get(number, f"stat {number}")
             if tag == _REF_TAG:
-                return name, self.stat_names.get(value, "")
-            return name, value
+                return name, self.stat_names.get(read, "")
+            return name, read
         try:
             s = self._stat.FromString(raw)
         except DecodeError:
