@@ -11,6 +11,9 @@ The objects returned are duck-typed as ``ProfileData``'s (planes with ``name`` a
 lines with ``name`` and ``events``, events with ``name``, ``start_ns``, ``duration_ns`` and
 ``stats``), so :func:`roofline_report.traces.events.kernel_times` reads them. An event's stats are
 its metadata's stats overlaid with its own (XLA puts constant stats such as ``hlo_op`` on either).
+A line keeps its events as columns (:class:`EventColumns`: metadata ids, starts, durations, stats)
+and builds event objects only when iterated; :func:`events_where` picks events by name or stat
+without building the rest (a 100 MB trace holds about four million events, most never read).
 
 Nothing is dropped silently. A field the schema does not have is skipped and named
 (``XSpace.unknown_fields``: a newer profiler); a stat whose value is of a type the schema does not
@@ -313,16 +316,31 @@ def _varint_stat(raw: bytes) -> tuple[int, int, int] | None:
     return raw[1], tag, value
 
 
+# Distinct stats a plane's cache keeps before it starts again: a trace's recurring stats (op and
+# module names) are back in it within a few events; its run and flow ids would fill it.
+_STATS_KEPT = 65536
+
+
 class _StatCache(dict[bytes, tuple[str, Any]]):
     """Serialized stat -> (name, value), each distinct one parsed on first use (a missing key
     parses it), so that an event's stats are looked up in C: ``map(cache.__getitem__, raws)``."""
 
     def __init__(self, reader: _PlaneReader) -> None:
         super().__init__()
-        self.reader = reader
+        self.reader: _PlaneReader | None = reader
+
+    def close(self) -> None:
+        """Forget the stats and the reader (a cycle that would keep the parsed trace alive
+        while the cycle collector is paused)."""
+        self.clear()
+        self.reader = None
 
     def __missing__(self, raw: bytes) -> tuple[str, Any]:
+        if self.reader is None:
+            raise KeyError(raw)
         out = self.reader.parse_stat(raw)
+        if len(self) >= _STATS_KEPT:  # most stats are distinct (ids): keep memory bounded
+            self.clear()
         self[raw] = out
         return out
 
@@ -397,7 +415,7 @@ class _PlaneReader:
             metadata[entry.key] = ProgramMetadata(entry.key, m.name, m.display_name, decoded)
         lines = [self.line(line, names, meta_stats) for line in p.lines]
         plane = Plane(p.id, p.name, lines, self.stats(p.stats), metadata)
-        self.cache.clear()  # the serialized stats: not needed once the plane is read
+        self.cache.close()  # the serialized stats: not needed once the plane is read
         return plane
 
     def untimed(self, e: Any) -> None:
