@@ -432,3 +432,32 @@ def test_varint_stats_read_in_python_as_upb_reads_them() -> None:
                   _int(1, 5) + _int(4, 128) + _int(12, 1),  # a field the schema lacks after
                   _int(1, 5) + b"\x20\x80\x80"):  # a varint cut short
         assert _varint_stat(other) is None
+
+
+def test_a_lines_columns_give_the_events_a_list_would() -> None:
+    """EventColumns: iterating, indexing, slicing and picking by name or stat give the same
+    events as a list of them."""
+    from roofline_report.traces.xspace import EventColumns, events_where
+
+    xs = read_xspace(_file("transformer"))
+    cpu = xs.plane("/host:CPU")
+    assert cpu is not None
+    checked = 0
+    for line in cpu.lines:
+        columns = line.events
+        assert isinstance(columns, EventColumns)
+        events = list(columns)
+        assert columns == events and len(columns) == len(events)
+        assert columns[0] == events[0] and columns[-1] == events[-1]
+        assert columns[1:5] == events[1:5]
+
+        def end(name: str) -> bool:
+            return name.startswith("end: ")
+
+        for name, stat in ((end, None), (None, "hlo_op"), (end, "_c"), (None, None)):
+            picked = events_where(columns, name=name, stat=stat)
+            assert picked == events_where(events, name=name, stat=stat)
+            checked += len(picked)
+    assert checked > 100
+    with pytest.raises(IndexError):
+        cpu.lines[0].events[len(cpu.lines[0].events)]

@@ -145,6 +145,14 @@ class EventColumns(Sequence[Event]):
     def __iter__(self) -> Iterator[Event]:
         return iter(self._built(range(len(self))))
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same events (a list of them, as lines held before)."""
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable columns, as a list
+
     def where(self, *, name: Callable[[str], bool] | None = None,
               stat: str | None = None) -> list[Event]:
         """The events whose name passes ``name`` and whose stats hold ``stat`` (either
