@@ -15,7 +15,9 @@ out near the size asked. Then, each in a fresh process so its time and peak memo
   columns say "not run". On a CPU-only trace ``hlo_stats`` has no rows (XProf's device type
   CPU_ONLY), so ``trace_viewer``, the conversion of every event, is the one to compare.
 
-Peak RSS is the child's ``ru_maxrss``. ``--with-400`` adds a 400 MB trace (minutes to capture).
+Peak RSS is the child's ``ru_maxrss``; each row also gives the machine's load average (1 min)
+when its ``profile`` started, since other work on a shared machine slows every column.
+``--with-400`` adds a 400 MB trace (minutes to capture).
 The machine may be shared: compare the columns of one run, not runs of different days. The last
 line is one JSON object with a row per size; a Markdown table is printed before it.
 """
@@ -148,9 +150,11 @@ def main(argv: list[str] | None = None) -> None:
             trace, calls = _trace_of_size(root, mb, per_call)
             size_mb = trace.stat().st_size / 1e6
             print(f"{size_mb:.1f} MB trace ({calls} calls) written", file=sys.stderr)
+            load = os.getloadavg()[0]
             wall, rss = _profile(trace.parent.parent.parent.parent, root / f"out_{mb:g}")
             row: dict[str, Any] = {"trace_mb": round(size_mb, 1), "calls": calls,
-                                   "profile_s": round(wall, 2), "profile_rss_mb": round(rss)}
+                                   "profile_s": round(wall, 2), "profile_rss_mb": round(rss),
+                                   "load_1min": round(load, 2)}
             for tool in ("hlo_stats", "trace_viewer"):
                 xs, xrss, what = _xprof(trace, tool)
                 row[f"xprof_{tool}_s"] = round(xs, 2) if xs is not None else None
@@ -159,8 +163,8 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
     print("| trace | calls | `profile` wall | peak RSS | XProf hlo_stats | peak RSS | "
-          "XProf trace_viewer | peak RSS |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "XProf trace_viewer | peak RSS | load |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
     def cell(v: Any, unit: str) -> str:
         return "not run" if v is None else f"{v} {unit}"
@@ -169,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {r['trace_mb']} MB | {r['calls']:,} | {r['profile_s']} s | "
               f"{r['profile_rss_mb']} MB | {cell(r['xprof_hlo_stats_s'], 's')} | "
               f"{cell(r['xprof_hlo_stats_rss_mb'], 'MB')} | {cell(r['xprof_trace_viewer_s'], 's')}"
-              f" | {cell(r['xprof_trace_viewer_rss_mb'], 'MB')} |")
+              f" | {cell(r['xprof_trace_viewer_rss_mb'], 'MB')} | {r['load_1min']} |")
     print(json.dumps({"rows": rows}))
 
 

@@ -406,3 +406,58 @@ def test_hosts_of_one_capture_in_adjacent_runs_are_read_together(tmp_path: Path)
     alone = read_profile(tmp_path / "logs")  # the newest, minutes from the others
     assert [h.file.host for h in alone.hosts] == ["host1"]
     assert not any("read with it" in n for n in alone.notes)
+
+
+def test_varint_stats_read_in_python_as_upb_reads_them() -> None:
+    """The reader's own decoding of the common stat (a small id and a varint value) gives
+    what the protobuf package gives, and leaves every other stat to it."""
+    from roofline_report.traces.xspace import _varint_stat
+    from roofline_report.traces.xspace_schema import message_class
+
+    stat = message_class("XStat")
+    read = 0
+    for value in (0, 1, 127, 128, 300, 2**35, 2**63 - 1, 2**63, 2**64 - 1, -1, -300, -2**63):
+        for field in ("uint64_value", "int64_value", "ref_value"):
+            fits = value >= 0 if field != "int64_value" else value < 2**63
+            if not fits:
+                continue
+            raw = stat(metadata_id=5, **{field: value}).SerializeToString()
+            fast = _varint_stat(raw)
+            assert fast is not None and (fast[0], fast[2]) == (5, value), (field, value)
+            read += 1
+    assert read == 28
+    for other in (stat(metadata_id=5, str_value="x").SerializeToString(),
+                  stat(metadata_id=5, double_value=1.5).SerializeToString(),
+                  stat(metadata_id=200, int64_value=3).SerializeToString(),
+                  _int(1, 5) + _int(4, 128) + _int(12, 1),  # a field the schema lacks after
+                  _int(1, 5) + b"\x20\x80\x80"):  # a varint cut short
+        assert _varint_stat(other) is None
+
+
+def test_a_lines_columns_give_the_events_a_list_would() -> None:
+    """EventColumns: iterating, indexing, slicing and picking by name or stat give the same
+    events as a list of them."""
+    from roofline_report.traces.xspace import EventColumns, events_where
+
+    xs = read_xspace(_file("transformer"))
+    cpu = xs.plane("/host:CPU")
+    assert cpu is not None
+    checked = 0
+    for line in cpu.lines:
+        columns = line.events
+        assert isinstance(columns, EventColumns)
+        events = list(columns)
+        assert columns == events and len(columns) == len(events)
+        assert columns[0] == events[0] and columns[-1] == events[-1]
+        assert columns[1:5] == events[1:5]
+
+        def end(name: str) -> bool:
+            return name.startswith("end: ")
+
+        for name, stat in ((end, None), (None, "hlo_op"), (end, "_c"), (None, None)):
+            picked = events_where(columns, name=name, stat=stat)
+            assert picked == events_where(events, name=name, stat=stat)
+            checked += len(picked)
+    assert checked > 100
+    with pytest.raises(IndexError):
+        cpu.lines[0].events[len(cpu.lines[0].events)]

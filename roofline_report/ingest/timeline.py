@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_report.quantiles import median
-from roofline_report.traces.xspace import Event, Line, Plane, XSpace
+from roofline_report.traces.xspace import Event, Line, Plane, XSpace, events_where
 
 __all__ = [
     "Lane",
@@ -106,11 +106,21 @@ def _with(e: Event, **stats: Any) -> Event:
     return Event(e.name, e.start_ns, e.duration_ns, {**e.stats, **stats})
 
 
+_BASES: dict[str, str] = {}  # module name -> module_base of it (one regex per name)
+
+
 def _normalised(e: Event) -> Event:
     module = e.stats.get("hlo_module")
     if module is None:
         return e
-    base = module_base(module)
+    if not isinstance(module, str) or module not in _BASES:
+        base = module_base(module)
+        if isinstance(module, str):
+            _BASES[module] = base
+    else:
+        base = _BASES[module]
+    if base == module and ("program_id" in e.stats or program_suffix(module) is None):
+        return e  # already normal: the same event
     extra: dict[str, Any] = {"hlo_module": base}
     if "program_id" not in e.stats:
         program = program_suffix(str(module))
@@ -151,7 +161,7 @@ def _tpu_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
 
 def _plane_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
     return [(first_line + i, _normalised(e)) for i, line in enumerate(plane.lines)
-            for e in line.events if "hlo_op" in e.stats]
+            for e in events_where(line.events, stat="hlo_op")]
 
 
 def _lane(device: str, on_device: bool, found: list[tuple[int, Event]],
@@ -210,14 +220,22 @@ def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event
         if plane.name != HOST_CPU:
             continue
         for line in plane.lines:
-            for e in line.events:
-                if not e.name.startswith("end: ") or "hlo_op" in e.stats:
+            for e in events_where(line.events, name=_is_end):
+                if "hlo_op" in e.stats:
                     continue
                 items = starts.get((e.stats.get("_c"), e.name[5:]), [])
                 i = bisect.bisect_right(items, (e.start_ns, float("inf"))) - 1
                 if i >= 0:
                     owned[items[i][1]].append(e)
     return owned
+
+
+def _is_end(name: str) -> bool:
+    return name.startswith("end: ")
+
+
+def _is_execute(name: str) -> bool:
+    return "Execute" in name and not name.startswith("end: ")
 
 
 def _device_key(device: str) -> tuple[str, int]:
@@ -251,8 +269,8 @@ def steps(space: XSpace) -> list[Step]:
         if not plane.name.startswith("/host:"):
             continue
         for line in plane.lines:
-            for e in line.events:
-                number = e.stats.get(STEP_STAT)
+            for e in events_where(line.events, stat=STEP_STAT):
+                number = e.stats[STEP_STAT]
                 if not isinstance(number, int) or isinstance(number, bool) or e.duration_ns <= 0:
                     continue
                 start, end = e.start_ns, e.start_ns + e.duration_ns
@@ -288,8 +306,8 @@ def execute_lines(space: XSpace) -> list[Line]:
         if not plane.name.startswith("/host:"):
             continue
         for line in plane.lines:
-            kept = [e for e in line.events if "hlo_op" not in e.stats
-                    and not e.name.startswith("end: ") and "Execute" in e.name]
+            kept = [e for e in events_where(line.events, name=_is_execute)
+                    if "hlo_op" not in e.stats]
             if kept:
                 out.append(Line(line.id, line.name, kept))
     return out

@@ -11,6 +11,9 @@ The objects returned are duck-typed as ``ProfileData``'s (planes with ``name`` a
 lines with ``name`` and ``events``, events with ``name``, ``start_ns``, ``duration_ns`` and
 ``stats``), so :func:`roofline_report.traces.events.kernel_times` reads them. An event's stats are
 its metadata's stats overlaid with its own (XLA puts constant stats such as ``hlo_op`` on either).
+A line keeps its events as columns (:class:`EventColumns`: metadata ids, starts, durations, stats)
+and builds event objects only when iterated; :func:`events_where` picks events by name or stat
+without building the rest (a 100 MB trace holds about four million events, most never read).
 
 Nothing is dropped silently. A field the schema does not have is skipped and named
 (``XSpace.unknown_fields``: a newer profiler); a stat whose value is of a type the schema does not
@@ -33,11 +36,14 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from array import array
 from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
+import numpy as np
 from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 
@@ -53,11 +59,13 @@ __all__ = [
     "METADATA_PLANE",
     "Dropped",
     "Event",
+    "EventColumns",
     "Line",
     "Plane",
     "ProgramMetadata",
     "TraceFormatError",
     "XSpace",
+    "events_where",
     "hlo_module_proto",
     "read_xspace",
     "read_xspace_bytes",
@@ -77,9 +85,11 @@ _UNKNOWN_VALUE = object()  # a stat whose value is in a field the schema does no
 # --- what a trace holds -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event:
-    """One event: its name, start (ns since the epoch), duration (ns) and stats by name."""
+    """One event: its name, start (ns since the epoch), duration (ns) and stats by name (not
+    frozen only because a frozen dataclass is three times slower to build, and a trace holds
+    millions of events: treat it as read-only)."""
 
     name: str
     start_ns: float
@@ -87,11 +97,95 @@ class Event:
     stats: dict[str, Any]
 
 
+class EventColumns(Sequence[Event]):
+    """The events of one line as the reader keeps them: columns (metadata id, start and
+    duration in ns, stats) instead of one object per event, so a trace of millions of events
+    costs tens of bytes an event. Iterating or indexing builds the :class:`Event` objects on
+    the fly (they are not kept); :meth:`where` picks the few events an analysis needs by name
+    or stat without building the others. Events without stats of their own share their
+    metadata's stats dict: every event's stats are read-only."""
+
+    __slots__ = ("_names", "duration_ns", "meta", "start_ns", "stats")
+
+    def __init__(self, names: Mapping[int, str], meta: np.ndarray, start_ns: np.ndarray,
+                 duration_ns: np.ndarray, stats: list[dict[str, Any]]) -> None:
+        self._names = names
+        self.meta = meta
+        self.start_ns = start_ns
+        self.duration_ns = duration_ns
+        self.stats = stats
+
+    def __len__(self) -> int:
+        return len(self.stats)
+
+    def _built(self, indices: Sequence[int]) -> list[Event]:
+        names, stats = self._names, self.stats
+        meta = self.meta[indices].tolist() if len(indices) != len(stats) else self.meta.tolist()
+        if len(indices) != len(stats):
+            start = self.start_ns[indices].tolist()
+            duration = self.duration_ns[indices].tolist()
+        else:
+            start, duration = self.start_ns.tolist(), self.duration_ns.tolist()
+        return [Event(names.get(m, ""), a, d, stats[i])
+                for i, m, a, d in zip(indices, meta, start, duration, strict=True)]
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Event]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | list[Event]:
+        if isinstance(index, slice):
+            return self._built(range(len(self))[index])
+        i = range(len(self))[index]  # IndexError as a list's
+        return Event(self._names.get(int(self.meta[i]), ""), float(self.start_ns[i]),
+                     float(self.duration_ns[i]), self.stats[i])
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._built(range(len(self))))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same events (a list of them, as lines held before)."""
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable columns, as a list
+
+    def where(self, *, name: Callable[[str], bool] | None = None,
+              stat: str | None = None) -> list[Event]:
+        """The events whose name passes ``name`` and whose stats hold ``stat`` (either
+        test left out: not applied), in line order."""
+        indices: Sequence[int] = range(len(self))
+        if name is not None:
+            ids = [m for m, n in self._names.items() if name(n)]
+            mask = np.isin(self.meta, np.array(ids, dtype=np.int64))
+            if name(""):  # events whose metadata is not in the plane are named ""
+                mask |= ~np.isin(self.meta, np.array(list(self._names), dtype=np.int64))
+            indices = np.flatnonzero(mask).tolist()
+        if stat is not None:
+            stats = self.stats
+            indices = [i for i in indices if stat in stats[i]]
+        return self._built(indices)
+
+
+def events_where(events: Sequence[Event], *, name: Callable[[str], bool] | None = None,
+                 stat: str | None = None) -> list[Event]:
+    """The events whose name passes ``name`` and whose stats hold ``stat``, in order: from
+    the reader's columns without building the others (:meth:`EventColumns.where`), or by
+    testing each event of a list."""
+    if isinstance(events, EventColumns):
+        return events.where(name=name, stat=stat)
+    return [e for e in events if (name is None or name(e.name))
+            and (stat is None or stat in e.stats)]
+
+
 @dataclass(frozen=True, slots=True)
 class Line:
     id: int
     name: str
-    events: list[Event]
+    events: Sequence[Event]  # the reader's: EventColumns
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +292,67 @@ def _find_unknown(bare: Any, full: Any, unknown: dict[str, set[int]]) -> None:
                 _find_unknown(b, f, unknown)
 
 
+# An XStat of a small metadata id whose value is a varint: most stats of a trace (run ids, flow
+# ids, program ids), each distinct. Read here in Python at half upb's cost per message.
+_ID_TAG = 0x08  # field 1 (metadata_id), varint
+_UINT64_TAG, _INT64_TAG, _REF_TAG = 0x18, 0x20, 0x38  # fields 3, 4, 7, varint
+
+
+def _varint_stat(raw: bytes) -> tuple[int, int, int] | None:
+    """(metadata id, value tag, value) of a stat serialized as exactly ``08 id TAG varint``
+    with ``id`` under 128 and a uint64, int64 or ref value; None for any other stat (upb
+    reads those: other value types, unknown fields, malformed varints)."""
+    n = len(raw)
+    if n < 4 or raw[0] != _ID_TAG or raw[1] >= 0x80 or raw[1] == 0:
+        return None
+    tag = raw[2]
+    if tag != _INT64_TAG and tag != _UINT64_TAG and tag != _REF_TAG:
+        return None
+    if n > 13 or raw[n - 1] >= 0x80 or (n == 13 and raw[12] > 1):
+        return None  # not a varint of at most 64 bits ending with the stat
+    value = 0
+    shift = 0
+    for i in range(3, n - 1):
+        b = raw[i]
+        if b < 0x80:
+            return None  # the varint ends before the stat does: another field follows
+        value |= (b & 0x7F) << shift
+        shift += 7
+    value |= raw[n - 1] << shift
+    if tag == _INT64_TAG and value >= 1 << 63:
+        value -= 1 << 64
+    return raw[1], tag, value
+
+
+# Distinct stats a plane's cache keeps before it starts again: a trace's recurring stats (op and
+# module names) are back in it within a few events; its run and flow ids would fill it.
+_STATS_KEPT = 65536
+
+
+class _StatCache(dict[bytes, tuple[str, Any]]):
+    """Serialized stat -> (name, value), each distinct one parsed on first use (a missing key
+    parses it), so that an event's stats are looked up in C: ``map(cache.__getitem__, raws)``."""
+
+    def __init__(self, reader: _PlaneReader) -> None:
+        super().__init__()
+        self.reader: _PlaneReader | None = reader
+
+    def close(self) -> None:
+        """Forget the stats and the reader (a cycle that would keep the parsed trace alive
+        while the cycle collector is paused)."""
+        self.clear()
+        self.reader = None
+
+    def __missing__(self, raw: bytes) -> tuple[str, Any]:
+        if self.reader is None:
+            raise KeyError(raw)
+        out = self.reader.parse_stat(raw)
+        if len(self) >= _STATS_KEPT:  # most stats are distinct (ids): keep memory bounded
+            self.clear()
+        self[raw] = out
+        return out
+
+
 class _PlaneReader:
     """Decodes one plane; each distinct serialized stat is parsed once (stat ids are the
     plane's own)."""
@@ -209,13 +364,18 @@ class _PlaneReader:
         self.negative = negative
         self.unknown_values = unknown_values
         self.stat_names: dict[int, str] = {e.key: e.value.name for e in plane.stat_metadata}
-        self.cache: dict[bytes, tuple[str, Any]] = {}
+        self.cache = _StatCache(self)
+        self.any_unknown_value = False  # some stat's value is of a type the schema lacks
         self._stat = message_class("XStat")
 
-    def stat(self, raw: bytes) -> tuple[str, Any]:
-        hit = self.cache.get(raw)
-        if hit is not None:
-            return hit
+    def parse_stat(self, raw: bytes) -> tuple[str, Any]:
+        fast = _varint_stat(raw)
+        if fast is not None:
+            number, tag, read = fast
+            name = self.stat_names.get(number, f"stat {number}")
+            if tag == _REF_TAG:
+                return name, self.stat_names.get(read, "")
+            return name, read
         try:
             s = self._stat.FromString(raw)
         except DecodeError:
@@ -226,6 +386,7 @@ class _PlaneReader:
         if kind is None:
             _unknown_of(s, {})  # a known field with another wire type: refused
             value = _UNKNOWN_VALUE
+            self.any_unknown_value = True
         elif kind == "ref_value":
             value = self.stat_names.get(s.ref_value, "")
         else:
@@ -234,14 +395,15 @@ class _PlaneReader:
             s.DiscardUnknownFields()
             if s.ByteSize() != len(raw):
                 _unknown_of(self._stat.FromString(raw), self.unknown)
-        out = (name, value)
-        self.cache[raw] = out
-        return out
+        return name, value
+
+    def stat(self, raw: bytes) -> tuple[str, Any]:
+        return self.cache[raw]
 
     def stats(self, raws: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for raw in raws:
-            name, value = self.stat(raw)
+            name, value = self.cache[raw]
             if value is _UNKNOWN_VALUE:
                 self.unknown_values[name] += 1
             else:
@@ -260,7 +422,9 @@ class _PlaneReader:
             meta_stats[entry.key] = decoded
             metadata[entry.key] = ProgramMetadata(entry.key, m.name, m.display_name, decoded)
         lines = [self.line(line, names, meta_stats) for line in p.lines]
-        return Plane(p.id, p.name, lines, self.stats(p.stats), metadata)
+        plane = Plane(p.id, p.name, lines, self.stats(p.stats), metadata)
+        self.cache.close()  # the serialized stats: not needed once the plane is read
+        return plane
 
     def untimed(self, e: Any) -> None:
         """An event without an offset: aggregated (num_occurrences), skipped; one placed in
@@ -274,32 +438,47 @@ class _PlaneReader:
 
     def line(self, line: Any, names: dict[int, str], meta_stats: dict[int, dict[str, Any]]
              ) -> Line:
-        base = line.timestamp_ns
-        events: list[Event] = []
-        append = events.append
-        cached = self.cache.get
-        parse = self.stat
-        unknown_values = self.unknown_values
+        # The one loop over every event of a trace: kept to field reads and C-level lookups;
+        # the events are kept as columns (EventColumns), not objects.
+        meta_ids, offsets, durations = array("q"), array("q"), array("q")
+        add_meta, add_offset, add_duration = meta_ids.append, offsets.append, durations.append
+        stats_list: list[dict[str, Any]] = []
+        add_stats = stats_list.append
+        lookup = self.cache.__getitem__
+        no_stats: dict[str, Any] = {}
+        name_of = names.get
+        with_stats = {m: st for m, st in meta_stats.items() if st}
+        inherited_of = with_stats.get
         for e in line.events:
-            if e.WhichOneof("data") != "offset_ps":
+            offset = e.offset_ps
+            if not offset and e.WhichOneof("data") != "offset_ps":
                 self.untimed(e)
                 continue
             duration = e.duration_ps
             meta = e.metadata_id
             if duration < 0:
-                self.negative[names.get(meta, "")] += 1
+                self.negative[name_of(meta, "")] += 1
                 continue
-            inherited = meta_stats.get(meta)
-            stats = dict(inherited) if inherited else {}
-            for raw in e.stats:
-                name, value = cached(raw) or parse(raw)
-                if value is _UNKNOWN_VALUE:
-                    unknown_values[name] += 1
-                else:
-                    stats[name] = value
-            append(Event(names.get(meta, ""), base + e.offset_ps / 1000.0, duration / 1000.0,
-                         stats))
-        return Line(line.id, line.name or line.display_name, events)
+            raws = e.stats
+            if not raws:
+                stats = inherited_of(meta, no_stats)  # shared: stats are read-only
+            elif self.any_unknown_value:
+                stats = {**inherited_of(meta, no_stats), **self.stats(raws)}
+            else:
+                stats = dict(map(lookup, raws))
+                if self.any_unknown_value:  # found in this event's stats: read them again
+                    stats = self.stats(raws)
+                if meta in with_stats:
+                    stats = {**inherited_of(meta, no_stats), **stats}
+            add_meta(meta)
+            add_offset(offset)
+            add_duration(duration)
+            add_stats(stats)
+        # As base + offset_ps / 1000.0 event by event: the same IEEE operations, in numpy.
+        start = line.timestamp_ns + np.frombuffer(offsets, dtype=np.int64) / 1000.0
+        columns = EventColumns(names, np.frombuffer(meta_ids, dtype=np.int64).copy(), start,
+                               np.frombuffer(durations, dtype=np.int64) / 1000.0, stats_list)
+        return Line(line.id, line.name or line.display_name, columns)
 
 
 def _profiler_plane(name: str) -> bool:
