@@ -286,3 +286,20 @@ def test_the_rates_by_product_size_are_printed(rendered: render.Rendered) -> Non
             assert seconds > 0
             assert (f"| {n(s['flops'], 'FLOP', Kind.MEASURED).text} `M` | "
                     f"{n(s['flops'] / seconds, 'FLOP/s', Kind.MEASURED).text} `M` |") in section
+
+
+def test_rates_by_size_show_the_rate_each_size_is_held_to() -> None:
+    """A rough rate measured above the roof (a size timed roughly can read faster than the
+    roof's full timing) is shown as measured and beside it the rate the model holds a product
+    of that size to: never above the roof printed above the table."""
+    from roofline_report.analysis.roofs import ComputeRoof, RoofSet
+    from roofline_report.kinds import Kind
+    from roofline_report.report.views import _by_size
+
+    roof = ComputeRoof("matmul float32", 350e9, "float32", Kind.MEASURED, "test",
+                       by_flops=((8.19e3, 76.5e9), (2.68e8, 450e9), (2.15e9, 301e9)))
+    rows = _by_size(RoofSet("this machine", Kind.MEASURED, (roof,), ()))
+    points = rows[0]["points"]
+    assert [(v.text, held.text) for _, v, held in points] == [
+        ("76.5 GFLOP/s", "76.5 GFLOP/s"), ("450 GFLOP/s", "350 GFLOP/s"),
+        ("301 GFLOP/s", "301 GFLOP/s")]

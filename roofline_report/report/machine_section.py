@@ -82,9 +82,9 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "read at the flops of one product. A matrix product of another shape is read as "
               "the square product that reuses its operands as often (the same flops per byte), "
               "no larger than its own flops; a batched product, as one of its products."),
-            table(("roof", "flops of one product", "rate"),
-                  [(c(r["name"]) if i == 0 else c(""), num(f), num(v))
-                   for r in m["by_size"] for i, (f, v) in enumerate(r["points"])]),
+            table(("roof", "flops of one product", "rate measured", "rate held to"),
+                  [(c(r["name"]) if i == 0 else c(""), num(f), num(v), num(held))
+                   for r in m["by_size"] for i, (f, v, held) in enumerate(r["points"])]),
         ]
     conditions = m.get("ceilings_conditions", ())
     warning = vm.get("roof_warning", ())

@@ -320,8 +320,12 @@ def _by_size(roofs: RoofSet | None) -> list[dict[str, Any]]:
     a kernel's product is held to (interpolated between them)."""
     if roofs is None:
         return []
+    # Each size's rate as measured and the rate a product of that size is held to
+    # (ComputeRoof.rate_at: never above the roof), so the table never shows a rate above the
+    # roof printed above it without saying which one the model uses.
     return [{"name": r.name,
-             "points": [(n(flops, "FLOP", Kind.MEASURED), n(value, "FLOP/s", Kind.MEASURED))
+             "points": [(n(flops, "FLOP", Kind.MEASURED), n(value, "FLOP/s", Kind.MEASURED),
+                         n(r.rate_at(flops), "FLOP/s", Kind.MEASURED))
                         for flops, value in r.by_flops]}
             for r in roofs.compute if r.by_flops]
 
