@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.kinds import Kind, Quantity
-from roofline_report.presets import Source
+from roofline_report.preset_records import Source
 
 _BOOK_TPUS = Source(
     "How to Scale Your Model, 'How to Think About TPUs' (jax-ml/scaling-book): ICI bandwidth "
