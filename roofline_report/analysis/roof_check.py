@@ -24,7 +24,7 @@ from typing import Any
 
 from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.measuring_load import conditions
-from roofline_report.analysis.miss import AS_PREDICTED
+from roofline_report.analysis.miss import AS_PREDICTED, miss
 from roofline_report.analysis.records import SIGNIFICANT_KERNEL_S, Program
 from roofline_report.analysis.stats import median
 
@@ -91,10 +91,11 @@ def _share(above: Sequence[Above], checked: int) -> bool:
 def above(name: str, predicted: float, measured: float, spread: float) -> Above | None:
     """The :class:`Above` record when ``measured`` beats ``predicted`` by more than the
     spread (and AS_PREDICTED), else None."""
-    if predicted <= 0 or measured <= 0:
+    m = miss(predicted, measured)
+    if m is None:
         return None
     allowed = max(spread, AS_PREDICTED)
-    factor = predicted / measured
+    factor = 1.0 / m.ratio  # how many times faster than predicted
     return Above(name, factor, allowed) if factor > 1.0 + allowed else None
 
 
