@@ -203,3 +203,18 @@ def test_a_system_without_cpu_times_says_the_load_is_not_known(doc: dict[str, An
     sentence = _paragraph(views.render(out).markdown, "They were measured over")
     assert sentence == ("They were measured over 12.5 s `M`, the CPU time other processes "
                         "took not known on this system.")
+
+
+def test_roofs_measured_quietly_in_the_run_are_not_called_too_low(doc: dict[str, Any]) -> None:
+    """Programs beat roofs measured in this run on a quiet machine (its load recorded): no
+    record makes the roofs suspect, so the warning says the model may price them high and does
+    not claim the machine was busier."""
+    quiet = _loaded(_roofs_divided(doc, 10.0), 0.01)
+    rc = analyse(quiet).roof_check
+    assert rc is not None and rc.suspect and rc.causes == () and rc.measured_quietly
+    warning = _paragraph(views.render(quiet).markdown, "> " + WARNING)
+    assert "measured in this run while the machine was quiet" in warning
+    assert "busier" not in warning and "likely too low" not in warning
+    assert "--remeasure measures them again" in warning
+    # Without a record of the load, the roofs stay the likely cause.
+    assert not analyse(_roofs_divided(doc, 10.0)).roof_check.measured_quietly  # type: ignore[union-attr]

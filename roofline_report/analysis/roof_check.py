@@ -67,6 +67,9 @@ class RoofCheck:
     age_days: int | None = None
     ceilings_device: str = ""
     run_device: str = ""
+    # Measured in this run with the machine's load recorded, and no round under load: then
+    # nothing recorded makes the roofs suspect, and the model may price the programs high.
+    measured_quietly: bool = False
 
     @property
     def suspect(self) -> bool:
@@ -135,7 +138,8 @@ def roof_check(doc: Mapping[str, Any], programs: Sequence[Program], measured_roo
             found.append(a)
     kernels, kernels_checked = _kernels(programs)
     causes: list[Cause] = []
-    if conditions(ceilings).loaded:
+    measuring = conditions(ceilings)
+    if measuring.loaded:
         causes.append(Cause.LOADED)
     origin = ceilings_origin(doc)
     if origin is not None and origin.cached:
@@ -149,6 +153,8 @@ def roof_check(doc: Mapping[str, Any], programs: Sequence[Program], measured_roo
                      kernels_checked=kernels_checked, causes=tuple(causes),
                      age_days=origin.age_days if origin is not None and origin.cached else None,
                      ceilings_device=str(ceilings.get("device_kind", "")),
+                     measured_quietly=(not causes and measuring.recorded and origin is not None
+                                       and not origin.cached),
                      run_device=str(env.get("device_kind", "")))
 
 

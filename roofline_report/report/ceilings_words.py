@@ -109,6 +109,12 @@ def roof_warning(an: Analysis) -> Text:
     else:
         parts += ["by ", _times(min(factors)), " to ", _times(max(factors)), " (median ",
                   _times(rc.median_factor), ")"]
+    if rc.measured_quietly:
+        parts += [". They were measured in this run while the machine was quiet (see their "
+                  "measuring conditions), so nothing recorded makes them too low: the model "
+                  "may charge these programs more time than their work takes. "
+                  f"{_again(an)} measures them again to rule the roofs out."]
+        return text(*parts)
     parts += [". A roof is the fastest this machine runs a kind of work, so these roofs are "
               "likely too low"]
     reasons = []
