@@ -506,6 +506,14 @@ def test_the_split_launch_is_timed_at_the_size_the_compiler_starts_splitting() -
         assert entry["value"] == pytest.approx(min(split) - min(unsplit))
     else:
         assert min(split) <= min(unsplit) and "below the noise" in entry["reason"]
+    # Enqueued as programs are timed: the same difference, never below 0.
+    enq = entry["timing_enqueued"]["per_call_s"]
+    enq_unsplit = entry["timing_unsplit_enqueued"]["per_call_s"]
+    assert "enqueued" in entry["timing_enqueued"]["method"]
+    assert entry["enqueued"] == pytest.approx(max(0.0, min(enq) - min(enq_unsplit)))
+    from roofline_report.results.schema_ceilings import SplitLaunchCeiling
+
+    SplitLaunchCeiling.model_validate(entry)  # the entry's fields are the schema's
 
 
 def test_no_split_no_split_launch(monkeypatch: pytest.MonkeyPatch) -> None:

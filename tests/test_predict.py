@@ -456,6 +456,35 @@ def test_the_split_launch_floor_is_read_only_where_it_was_measured() -> None:
     assert measured(base) is not None and measured(base).floor("split launch") is None  # type: ignore[union-attr]
 
 
+def test_programs_timed_enqueued_pay_the_split_launch_measured_enqueued() -> None:
+    from roofline_report.analysis.roofs import measured
+
+    base = {"available": True, "backend": "cpu", "bandwidth": [], "dispatch": {},
+            "compute": [{"name": "matmul float32", "available": True, "value": 100e9,
+                         "dtype": "float32", "op": "matmul"}],
+            "working_set": None}
+    kernel = {"flops": 1000, "flops_by_op": {"stablehlo.add": 1000}, "bytes_read": 64 * KiB,
+              "bytes_written": 64 * KiB, "category": "elementwise", "partitions": 2}
+
+    def split_term(split: dict[str, object]) -> float:
+        roofs = measured({**base, "split_launch": split})
+        assert roofs is not None
+        roofs = RoofSet("this machine", M, roofs.compute, ROOFS.bandwidth,
+                        (*roofs.floors, *ROOFS.floors), ROOFS.rates)
+        p = predict.predict_kernel(kernel, "float32", roofs)
+        assert p is not None
+        return term(p, "split launch")
+
+    # Blocked 40 µs (idle workers woken), 5 µs with the calls enqueued: programs are timed
+    # enqueued, so they pay 5 µs; a file from before the enqueued one pays the blocked one;
+    # an enqueued split below the noise (0) charges nothing.
+    assert split_term({"available": True, "value": 40e-6, "enqueued": 5e-6}) == \
+        pytest.approx(5e-6)
+    assert split_term({"available": True, "value": 40e-6}) == pytest.approx(40e-6)
+    assert split_term({"available": True, "value": 40e-6, "enqueued": 0.0}) == 0.0
+    assert split_term({"available": False, "value": None, "enqueued": 5e-6}) == 0.0
+
+
 def test_a_products_rate_by_size_loses_the_dispatch_floor() -> None:
     from roofline_report.analysis.roofs import measured
 

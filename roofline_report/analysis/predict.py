@@ -26,9 +26,10 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                (:mod:`roofline_report.analysis.patterns`)
     launch   = the launch floor (what the runtime spends starting a kernel before its work)
     split    = for a kernel XLA:CPU splits across worker threads, the split-launch floor
-               (handing its parts to workers that have gone idle), once per call: a split
-               kernel of a loop body pays it on the loop's first trip only, its later trips
-               finding the workers awake
+               (handing its parts to the workers), as programs are timed: calls enqueued,
+               the workers awake (the blocked floor where that was not measured); once
+               per call: a split kernel of a loop body pays it on the loop's first trip
+               only, its later trips finding the workers awake
     kernel   = trips × (max(compute, memory, pattern) + launch) + split
                (trips: the loop's known trip count, else the launches per call a trace
                observed, :mod:`roofline_report.analysis.loop_trips`; with neither, once, and
@@ -57,7 +58,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from roofline_report.analysis.patterns import pattern_time
-from roofline_report.analysis.roofs import GROUPED_CONVOLUTION, PAGE_FAULT, SPLIT_LAUNCH, RoofSet
+from roofline_report.analysis.roofs import (
+    GROUPED_CONVOLUTION,
+    PAGE_FAULT,
+    SPLIT_LAUNCH,
+    SPLIT_LAUNCH_ENQUEUED,
+    Floor,
+    RoofSet,
+)
 from roofline_report.config.spec import DTYPES
 from roofline_report.hlo.shapes import FLOAT_TYPES, dtype_bits
 from roofline_report.kinds import Kind
@@ -413,7 +421,7 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
     launch = roofs.floor("launch")
     if launch is not None:
         terms.append(Term("launch", "overhead", launch.seconds, "launch", launch.kind))
-    split = roofs.floor(SPLIT_LAUNCH) if int(k.get("partitions") or 1) > 1 else None
+    split = _split_launch(roofs) if int(k.get("partitions") or 1) > 1 else None
     if split is not None:
         # Per launch here, scaled by trips below: one split launch per call of the program.
         terms.append(Term(SPLIT_LAUNCH, "overhead", split.seconds / trips, split.name,
@@ -429,6 +437,13 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
     unknown = k.get("trips_known") is False and not k.get("trips_observed")
     return Prediction(seconds * trips, scaled, binding, f.flops * trips, f.bytes * trips,
                       f.bytes_source, one.level, one.notes, lower_bound=unknown)
+
+
+def _split_launch(roofs: RoofSet) -> Floor | None:
+    """The split launch as programs are timed (their calls enqueued, the workers awake), the
+    blocked one where that was not measured; None where it is not measured or is 0."""
+    floor = roofs.floor(SPLIT_LAUNCH_ENQUEUED) or roofs.floor(SPLIT_LAUNCH)
+    return floor if floor is not None and floor.seconds > 0 else None
 
 
 def _dispatch(roofs: RoofSet) -> Term | None:

@@ -107,6 +107,8 @@ class BandwidthRoof:
 
 
 SPLIT_LAUNCH = "split launch"  # the floor a kernel split across worker threads adds
+# The same with calls enqueued, as programs are timed (may be 0: below the noise).
+SPLIT_LAUNCH_ENQUEUED = "split launch enqueued"
 PAGE_FAULT = "page fault"  # a first write to a fresh page of memory, per page
 # The floors measured apart from the dispatch: (ceilings key, floor name, provenance).
 _MEASURED_FLOORS = (
@@ -374,6 +376,12 @@ def measured(ceilings: Mapping[str, Any],
         seconds = _positive(entry.get("value")) if entry.get("available") else None
         if seconds is not None:
             floors.append(Floor(name, seconds, Kind.MEASURED, provenance))
+    split = ceilings.get("split_launch") or {}
+    enqueued = split.get("enqueued")
+    if split.get("available") and isinstance(enqueued, int | float) and enqueued >= 0 \
+            and math.isfinite(enqueued):
+        floors.append(Floor(SPLIT_LAUNCH_ENQUEUED, float(enqueued), Kind.MEASURED,
+                            "measured: as the split launch, with the calls enqueued"))
     rates = []
     for e in ceilings.get("rates", []):
         value = _positive(e.get("value")) if e.get("available") else None

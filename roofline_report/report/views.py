@@ -303,6 +303,12 @@ def _ceiling_rows(c: Mapping[str, Any]) -> list[dict[str, Any]]:
                          "value": n(floor.get("value"), "s", Kind.MEASURED),
                          "available": bool(floor.get("available")),
                          "reason": floor.get("reason", ""), "unstable": _unstable(floor)})
+    split = c.get("split_launch") or {}
+    if split.get("available") and split.get("enqueued") is not None:
+        rows.append({"group": "launch",
+                     "name": "a kernel split across worker threads, more, calls enqueued",
+                     "value": n(split.get("enqueued"), "s", Kind.MEASURED), "available": True,
+                     "reason": "", "unstable": _unstable({"timing": split.get("timing_enqueued")})})
     d = c.get("dispatch") or {}
     if d.get("enqueued"):
         rows.append({"group": "dispatch", "name": "one tiny call among many enqueued",

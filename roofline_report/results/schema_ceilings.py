@@ -207,6 +207,12 @@ class SplitLaunchCeiling(TimeFloor):
     parts: AtLeastOne = 1
     timing: Timing | None = None  # the split kernel
     timing_unsplit: Timing | None = None
+    # The same with the calls enqueued, as programs are timed (0: below the noise); None in
+    # files that did not measure it.
+    enqueued: NonNeg | None = None
+    enqueued_reason: str = ""
+    timing_enqueued: Timing | None = None
+    timing_unsplit_enqueued: Timing | None = None
 
 
 class PageFaultCeiling(TimeFloor):
