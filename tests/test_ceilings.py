@@ -610,7 +610,9 @@ def test_depthwise_flops_by_hand() -> None:
 
     # A valid 7x7 depthwise convolution of 4 images of 16x16 pixels, 64 channels: 10x10
     # outputs, each channel 49 taps of its own channel.
-    assert special_compute.depthwise_flops(16, 4, 64) == 2 * 4 * 10 * 10 * 64 * 49
+    assert special_compute.depthwise_flops(16, 4, 64, 7) == 2 * 4 * 10 * 10 * 64 * 49
+    # And a 3x3 one: 14x14 outputs, 9 taps each.
+    assert special_compute.depthwise_flops(16, 4, 64, 3) == 2 * 4 * 14 * 14 * 64 * 9
     assert special_compute.depthwise_shape("cpu") == (4, 64)
 
 
@@ -635,8 +637,14 @@ def test_tiny_integer_and_grouped_convolution_roofs() -> None:
         assert not int4["available"] and int4["reason"]
     grouped = by_name["grouped convolution float32 (7x7 depthwise)"]
     assert grouped["available"] and grouped["op"] == "grouped-convolution"
+    assert grouped["window"] == 7
     batch, channels = special_compute.depthwise_shape(data["backend"])
-    assert grouped["by_size"][0]["flops"] == special_compute.depthwise_flops(10, batch, channels)
+    assert grouped["by_size"][0]["flops"] == special_compute.depthwise_flops(10, batch,
+                                                                             channels, 7)
+    small = by_name["grouped convolution float32 (3x3 depthwise)"]
+    assert small["available"] and small["window"] == 3
+    assert small["by_size"][0]["flops"] == special_compute.depthwise_flops(10, batch,
+                                                                           channels, 3)
     # The float32 roofs stay the matmul's.
     assert data["peak_compute"]["name"] == "matmul float32"
     from roofline_report.analysis.roofs import measured
@@ -646,7 +654,8 @@ def test_tiny_integer_and_grouped_convolution_roofs() -> None:
     assert roofs.compute_for("float32").name == "matmul float32"  # type: ignore[union-attr]
     assert roofs.compute_for("int8").dtype == "int8"  # type: ignore[union-attr]
     found = roofs.compute_for("float32", op="grouped-convolution")
-    assert found is not None and found.name == grouped["name"]
+    assert found is not None and found.name in (grouped["name"], small["name"])
+    assert {r.window for r in roofs.compute if r.op == "grouped-convolution"} == {9, 49}
 
 
 def jax_backend() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -667,6 +668,38 @@ def test_grouped_convolutions_run_at_their_own_roof() -> None:
     q = predict.predict_kernel(kernel, "float32", bare)
     assert q is not None and alu(q) == pytest.approx(5e6 / 25e9)
     assert any("no grouped-convolution roof measured" in n for n in q.notes)
+
+
+def test_a_grouped_convolution_runs_at_the_rate_of_its_window() -> None:
+    # Roofs at 3x3 (0.5 GFLOP/s) and 7x7 (2 GFLOP/s), each flat in size.
+    small = ComputeRoof("grouped convolution float32 (3x3 depthwise)", 0.5e9, "float32", M, "",
+                        op="grouped-convolution", window=9)
+    large = ComputeRoof("grouped convolution float32 (7x7 depthwise)", 2e9, "float32", M, "",
+                        op="grouped-convolution", window=49)
+    roofs = RoofSet("this machine", M, (*ROOFS.compute, large, small), ROOFS.bandwidth,
+                    ROOFS.floors, ROOFS.rates)
+
+    def seconds(window: int) -> float:
+        kernel = {"flops": 1e7, "flops_by_op": {"stablehlo.convolution": 1e7},
+                  "bytes_read": 0, "bytes_written": 0, "trips": 1, "grouped_conv_flops": 1e7,
+                  "grouped_conv_window": window}
+        p = predict.predict_kernel(kernel, "float32", roofs)
+        assert p is not None
+        return alu(p)
+
+    # At each measured window, that window's rate; 3x3 is four times slower per flop.
+    assert seconds(9) == pytest.approx(1e7 / 0.5e9)
+    assert seconds(49) == pytest.approx(1e7 / 2e9)
+    # 5x5 between them in log window: 0.5 GFLOP/s x 4^(ln(25/9) / ln(49/9)).
+    t = math.log(25 / 9) / math.log(49 / 9)
+    assert seconds(25) == pytest.approx(1e7 / (0.5e9 * 4**t))
+    # Beyond the windows measured, the nearest one's; a window not known (older files), the
+    # fastest grouped roof's, as before.
+    assert seconds(1) == pytest.approx(1e7 / 0.5e9)
+    assert seconds(121) == pytest.approx(1e7 / 2e9)
+    assert seconds(0) == pytest.approx(1e7 / 2e9)
+    found = roofs.grouped_convolution("float32", 1e7, 16)
+    assert found is not None and found[0].name == small.name  # the nearer window names it
 
 
 def test_the_timing_of_an_untraced_loop_is_read_beside_its_lower_bound() -> None:

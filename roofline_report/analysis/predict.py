@@ -59,7 +59,6 @@ from typing import Any, Literal
 
 from roofline_report.analysis.patterns import pattern_time
 from roofline_report.analysis.roofs import (
-    GROUPED_CONVOLUTION,
     PAGE_FAULT,
     SPLIT_LAUNCH,
     SPLIT_LAUNCH_ENQUEUED,
@@ -129,6 +128,7 @@ class Facts:
     # intensity can be read from them (:func:`product_size`); False for a program's totals.
     own_bytes: bool = False
     grouped_flops: float = 0.0  # the part of conv_flops done by grouped (depthwise) ones
+    grouped_window: int = 0  # their window's elements (9 for 3x3; 0: not known)
     matmul_dtype: str | None = None  # the integer type its matrix products multiply
 
     @property
@@ -231,6 +231,7 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
                  written=fresh, conv_flops=conv, reduced=reduced, products=products,
                  own_bytes=True, grouped_flops=grouped,
+                 grouped_window=int(k.get("grouped_conv_window") or 0),
                  matmul_dtype=str(integer) if integer else None)
 
 
@@ -333,14 +334,14 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
                               conv.kind))
         if f.grouped_flops:
             # A grouped (depthwise) convolution runs far below a dense one: its own roof.
-            grouped = roofs.compute_for(f.dtype, op=GROUPED_CONVOLUTION)
+            grouped = roofs.grouped_convolution(f.dtype, f.grouped_flops, f.grouped_window)
             if grouped is None:
-                grouped = conv
                 notes.append("no grouped-convolution roof measured: grouped convolutions at "
                              f"the {conv.name} roof")
-            terms.append(Term("convolution", "compute",
-                              f.grouped_flops / grouped.rate_at(f.grouped_flops), grouped.name,
-                              grouped.kind, "grouped convolution"))
+                grouped = (conv, conv.rate_at(f.grouped_flops))
+            roof, per_second = grouped
+            terms.append(Term("convolution", "compute", f.grouped_flops / per_second,
+                              roof.name, roof.kind, "grouped convolution"))
     # A kernel that converts computes in the wider type: its arithmetic runs at float32's
     # rate, each conversion at the measured conversion rate.
     arithmetic = "float32" if f.converts else f.dtype

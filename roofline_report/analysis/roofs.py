@@ -66,6 +66,7 @@ class ComputeRoof:
     # (flops of one product, FLOP/s) of smaller products, ascending: a product's rate grows
     # with its size, so one of a given size runs at the rate measured near it.
     by_flops: tuple[tuple[float, float], ...] = ()
+    window: int = 0  # a grouped convolution roof's window elements (49 for 7x7; 0: not said)
 
     def rate_at(self, flops: float | None) -> float:
         """The rate of a product of ``flops``: interpolated (in log flops) between the sizes
@@ -195,6 +196,36 @@ class RoofSet:
             if match is not None:
                 return match
         return ranked[0]
+
+    def grouped_convolution(self, dtype: str, flops: float, window: int
+                            ) -> tuple[ComputeRoof, float] | None:
+        """The roof and rate of a grouped convolution of ``flops`` whose window has ``window``
+        elements (0: not known). Its rate follows its window (a depthwise convolution's time
+        goes with its outputs more than its multiply-adds), so with roofs measured at several
+        windows the rate is interpolated in log window between the two around it, each read
+        at the flops of the same outputs under its own window; beyond them, or with one
+        window, the nearest window's. The roof named is the nearest window's; None without a
+        grouped-convolution roof."""
+        first = self.compute_for(dtype, op=GROUPED_CONVOLUTION)
+        if first is None:
+            return None
+        same = sorted((r for r in self.compute if r.op == GROUPED_CONVOLUTION
+                       and r.dtype == first.dtype and r.precision == first.precision
+                       and r.window > 0), key=lambda r: r.window)
+        if window <= 0 or not same:
+            return first, first.rate_at(flops)
+
+        def rate(r: ComputeRoof) -> float:
+            return r.rate_at(flops * r.window / window)
+
+        nearest = min(same, key=lambda r: abs(math.log(r.window / window)))
+        below = [r for r in same if r.window <= window]
+        above = [r for r in same if r.window >= window]
+        if not below or not above or below[-1].window == above[0].window:
+            return nearest, rate(nearest)
+        lo, hi = below[-1], above[0]
+        t = math.log(window / lo.window) / math.log(hi.window / lo.window)
+        return nearest, math.exp((1 - t) * math.log(rate(lo)) + t * math.log(rate(hi)))
 
     def bandwidth_for(self, working_set: float | None = None,
                       written: float | None = None, *,
@@ -344,7 +375,7 @@ def measured(ceilings: Mapping[str, Any],
             Kind.MEASURED, f"measured: {e.get('name', '')}" + (
                 f" ({e['reason']})" if e.get("reason") else ""),
             precision=str(e.get("precision", "default")), by_flops=by_flops,
-            op=str(e.get("op", "matmul"))))
+            op=str(e.get("op", "matmul")), window=_window_of(e)))
     found = measured_levels(ceilings) if levels is None else levels
     bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
                                f"measured: working-set sweep, {lv.rule}",
@@ -398,6 +429,14 @@ def measured(ceilings: Mapping[str, Any],
                               by_size=by_size))
     return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
                    tuple(floors), tuple(rates))
+
+
+def _window_of(entry: Mapping[str, Any]) -> int:
+    """A grouped-convolution ceiling's window elements (``window``: its side), 0 where the
+    entry does not say."""
+    side = entry.get("window")
+    return side * side if isinstance(side, int) and not isinstance(side, bool) and side > 0 \
+        else 0
 
 
 def _products_net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: float | None

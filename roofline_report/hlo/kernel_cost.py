@@ -130,6 +130,13 @@ def convolution_flops(lhs: Sequence[int], rhs: Sequence[int], out: Sequence[int]
     return 2 * fma
 
 
+def window_elements(instr: Instruction) -> int:
+    """The elements of a convolution's window (3x3: 9), from its ``window`` attribute's sizes
+    (XLA prints them for every convolution with spatial dimensions); 0 where it has none."""
+    size = re.search(r"size=(\d+(?:x\d+)*)", instr.attributes.get("window", ""))
+    return math.prod(int(v) for v in size.group(1).split("x")) if size is not None else 0
+
+
 def _window(text: str, rank: int) -> list[tuple[int, int, int, int, int]]:
     """(size, stride, low padding, lhs dilation, rhs dilation) per spatial dimension of a
     ``window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}`` attribute."""

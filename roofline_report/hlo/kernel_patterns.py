@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from roofline_report.hlo.ir import Instruction, Module
@@ -55,6 +55,7 @@ from roofline_report.hlo.kernel_cost import (
     dot_flops,
     ints_in,
     tiles_input,
+    window_elements,
 )
 from roofline_report.hlo.shapes import Array, Shape
 
@@ -352,19 +353,35 @@ def grouped_conv_flops(instr: Instruction, module: Module) -> int:
     of its own, which runs at a rate of its own, far below a dense convolution's
     (:func:`~roofline_report.hlo.kernel_cost.conv_flops` counts their flops). The model charges
     them no more than the kernel's counted convolution flops."""
-    total = 0
+    return sum(flops for _, flops in _grouped_convolutions(instr, module))
+
+
+def grouped_conv_window(instr: Instruction, module: Module) -> int:
+    """The window elements (9 for 3x3) of the kernel's grouped convolution of the most flops;
+    0 without one. A depthwise convolution's rate follows its window: on XLA:CPU its time goes
+    with its outputs more than with its multiply-adds, so a 3x3 one runs at about a quarter of
+    a 7x7 one's FLOP/s."""
+    convs = list(_grouped_convolutions(instr, module))
+    if not convs:
+        return 0
+    conv, _ = max(convs, key=lambda pair: pair[1])
+    return window_elements(conv)
+
+
+def _grouped_convolutions(instr: Instruction, module: Module
+                          ) -> Iterator[tuple[Instruction, int]]:
+    """(convolution, flops) of each grouped convolution of the kernel, HLO and library ones."""
     for i in _fused_instructions(instr, module):
         if not _grouped(i):
             continue
         if i.opcode == "convolution":
-            total += conv_flops(i) or 0
+            yield i, conv_flops(i) or 0
         elif i.opcode == "custom-call" and "conv" in (i.custom_call_target or "").lower():
             # A library convolution (cuDNN on a GPU) returns (result, workspace): its flops
             # are those of the convolution its first array is the result of.
             result = next(iter(i.shape.elements), None)
             if result is not None and result.array is not None:
-                total += conv_flops(replace(i, shape=result)) or 0
-    return total
+                yield i, conv_flops(replace(i, shape=result)) or 0
 
 
 def _grouped(conv: Instruction) -> bool:

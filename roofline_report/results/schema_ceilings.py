@@ -63,6 +63,7 @@ class ComputeCeiling(Record):
     rounds: list[Pos | None] = []  # each round's rate at ``size`` (None: failed); value: best
     round_loads: list[LoadReading | None] = []  # the load during each round (None: unknown)
     repeated: Count = 0  # rounds taken again because other work held the cores
+    window: PosInt | None = None  # a grouped convolution's window side (3: 3x3)
 
 
 class BandwidthCeiling(Record):

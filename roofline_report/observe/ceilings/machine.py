@@ -229,8 +229,9 @@ def measure_ceilings(
         compute += [special_ceilings.integer_matmul_entry(dtype, plan, say, again=again)
                     for dtype in plan.integer_dtypes]
     if plan.grouped_conv_sizes:
-        compute.append(special_ceilings.grouped_conv_entry("float32", backend, plan, say,
-                                                           again=again))
+        compute += [special_ceilings.grouped_conv_entry("float32", backend, plan, say,
+                                                        again=again, window=window)
+                    for window in special_ceilings.DEPTHWISE_WINDOWS]
     kept: dict[str, Any] = {}
     streams = [stream_ceilings.bandwidth_entries(plan, cache_bytes, say, kept,
                                                  round_samples(plan), budget)]

@@ -7,11 +7,13 @@ jax when run).
   On XLA:CPU (jax 0.10) ``s8 x s8 -> s32`` goes to its matmul library (``__ynn_fusion``) at a
   rate of its own; an ``s8 x s8 -> s8`` dot is a loop dot (a pattern of its own). A backend
   without the type (XLA:CPU refuses int4 dots) leaves the entry unavailable with its reason.
-* ``grouped convolution``: a 7x7 depthwise convolution (``feature_group_count`` = channels,
-  NHWC, HWIO filters of one input feature, "valid" padding) of
-  :func:`depthwise_shape`'s batch and channels, by image side. Each group is a tiny
-  convolution of its own: on a 2-core CPU a 7x7 depthwise convolution ran 34 to 61 times
-  slower than its flops at the dense convolution roof.
+* ``grouped convolution``: depthwise convolutions (``feature_group_count`` = channels, NHWC,
+  HWIO filters of one input feature, "valid" padding) of :func:`depthwise_shape`'s batch and
+  channels, by image side, one roof per window (3x3 and 7x7: :data:`DEPTHWISE_WINDOWS`). Each
+  group is a tiny convolution of its own: on a 2-core CPU a 7x7 depthwise convolution ran 34
+  to 61 times slower than its flops at the dense convolution roof, and a 3x3 one at about a
+  quarter of the 7x7 one's FLOP/s (its time goes with its outputs more than with its
+  multiply-adds), so the model reads a kernel's rate at its own window between the two.
 
 Each size is timed roughly (the sweep's few short samples) and timed once more in the second
 round; the roof is the fastest size's rate, and every size stays in ``by_size`` (a prediction
@@ -37,7 +39,7 @@ from roofline_report.observe.ceilings.sampling import (
 if TYPE_CHECKING:
     from roofline_report.observe.ceilings.machine import Plan
 
-DEPTHWISE_WINDOW = 7
+DEPTHWISE_WINDOWS = (3, 7)  # the windows' sides of the grouped convolution roofs
 INTEGER_SUM = "int32"  # what the integer products accumulate in
 
 
@@ -46,11 +48,11 @@ def depthwise_shape(backend: str) -> tuple[int, int]:
     return (4, 64) if backend == "cpu" else (8, 256)
 
 
-def depthwise_flops(n: int, batch: int, channels: int) -> int:
-    """2 · batch · (n - 6)² · channels · 7 · 7: the multiply-adds of a valid 7x7 depthwise
-    convolution (one input feature per output feature)."""
-    side = n - DEPTHWISE_WINDOW + 1
-    return 2 * batch * side * side * channels * DEPTHWISE_WINDOW * DEPTHWISE_WINDOW
+def depthwise_flops(n: int, batch: int, channels: int, window: int) -> int:
+    """2 · batch · (n - window + 1)² · channels · window²: the multiply-adds of a valid
+    depthwise convolution (one input feature per output feature) on an n x n image."""
+    side = n - window + 1
+    return 2 * batch * side * side * channels * window * window
 
 
 def _holds(text: str, check: Callable[[Any], bool]) -> bool:
@@ -146,9 +148,9 @@ def integer_matmul_entry(dtype: str, plan: Plan, say: Progress,
 
 
 def grouped_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
-                       again: Again | None = None) -> dict[str, Any]:
-    """The grouped (depthwise) convolution roof of ``dtype`` at the plan's image sides (see
-    the module docstring)."""
+                       again: Again | None = None, window: int = 7) -> dict[str, Any]:
+    """The grouped (depthwise) convolution roof of ``dtype`` with a ``window`` x ``window``
+    filter at the plan's image sides (see the module docstring)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -164,13 +166,12 @@ def grouped_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
     def operands(n: int) -> tuple[Any, Any]:
         rng = np.random.default_rng(3)
         x = rng.standard_normal((batch, n, n, channels), dtype=np.float32)
-        w = rng.standard_normal((DEPTHWISE_WINDOW, DEPTHWISE_WINDOW, 1, channels),
-                                dtype=np.float32) / DEPTHWISE_WINDOW
+        w = rng.standard_normal((window, window, 1, channels), dtype=np.float32) / window
         return jax.device_put(x.astype(kind)), jax.device_put(w.astype(kind))
 
-    entry = _compute_entry(f"grouped convolution {dtype} ({DEPTHWISE_WINDOW}x"
-                           f"{DEPTHWISE_WINDOW} depthwise)", "grouped-convolution", dtype,
-                           "default")
+    entry = _compute_entry(f"grouped convolution {dtype} ({window}x{window} depthwise)",
+                           "grouped-convolution", dtype, "default")
+    entry["window"] = window
     return _sized(entry, convolution, plan.grouped_conv_sizes, operands,
-                  lambda n: depthwise_flops(n, batch, channels), grouped_convolution, plan,
-                  say, again)
+                  lambda n: depthwise_flops(n, batch, channels, window), grouped_convolution,
+                  plan, say, again)
