@@ -368,7 +368,7 @@ def test_a_batched_dot_runs_at_the_rate_of_one_of_its_products() -> None:
     assert alu(batched) == pytest.approx(1e8 / 10e9)
 
 
-def test_a_product_runs_like_the_square_product_that_reuses_its_operands_as_often() -> None:
+def test_a_product_runs_at_the_rate_of_its_own_flops_whatever_its_shape() -> None:
     def kernel(m: int, k: int, n: int, dtype: str = "float32", extra: int = 0) -> predict.Facts:
         size = {"float32": 4, "bfloat16": 2}[dtype]
         return predict.kernel_facts({
@@ -376,27 +376,31 @@ def test_a_product_runs_like_the_square_product_that_reuses_its_operands_as_ofte
             "bytes_read": size * (m * k + k * n) + extra, "bytes_written": size * m * n,
             "category": "matmul", "dtype": dtype}, dtype)
 
-    # A square product of side n: 2n^3 flops on 3n^2 elements; its own size.
     assert predict.product_size(kernel(512, 512, 512)) == pytest.approx(2 * 512 ** 3)
-    # [512, 128] @ [128, 512]: the flops of a 406-cubed product, the reuse of a 256-cubed one:
-    # intensity 2*512*128*512 / (4 * (2*512*128 + 512*512)) = 128/3 FLOP/B, side 1.5*4*128/3.
-    skinny = kernel(512, 128, 512)
-    assert predict.product_size(skinny) == pytest.approx(2 * 256.0 ** 3)
-    # bfloat16: half the bytes per element, the same side.
-    assert predict.product_size(kernel(512, 128, 512, "bfloat16")) == pytest.approx(
-        2 * 256.0 ** 3)
-    # Bytes an epilogue reads lower the reuse; never a size above the product's own flops.
-    assert predict.product_size(kernel(512, 128, 512, extra=1 << 20)) < 2 * 256.0 ** 3
+    # A tall, skinny product (a graph network's edges through a layer) is read at its flops,
+    # as is one whose epilogue reads more bytes, and a bfloat16 one.
+    tall = kernel(8192, 256, 64)
+    assert predict.product_size(tall) == pytest.approx(2 * 8192 * 256 * 64)
+    assert predict.product_size(kernel(8192, 256, 64, extra=1 << 20)) == \
+        predict.product_size(tall)
+    assert predict.product_size(kernel(512, 128, 512, "bfloat16")) == 2 * 512 * 128 * 512
     program = predict.facts(_record(), "float32")
     assert program is not None and predict.product_size(program) == 2_000_000  # totals: flops
-    # On the by-size curve the skinny product is held to the lower rate.
+    # On the by-size curve it runs at the rate of its flops (2^28: the 512-cubed rate), not at
+    # the lower rate of a square product as small as its reuse (a 153-cubed one).
     roof = ComputeRoof("matmul float32", 200e9, "float32", M, "",
-                       by_flops=((2 * 256.0 ** 3, 100e9), (2 * 512.0 ** 3, 200e9)))
+                       by_flops=((2 * 153.0 ** 3, 100e9), (2 * 512.0 ** 3, 200e9)))
     roofs = RoofSet("this machine", M, compute=(roof,), bandwidth=ROOFS.bandwidth,
                     floors=ROOFS.floors, rates=ROOFS.rates)
-    p = predict.predict_facts(skinny, roofs)
+    p = predict.predict_facts(tall, roofs)
     assert p is not None
-    assert term(p, "matmul") == pytest.approx(2 * 512 * 128 * 512 / 100e9)
+    assert term(p, "matmul") == pytest.approx(2 * 8192 * 256 * 64 / 200e9)
+    # Batched: each product's flops (a batch of 8 [64, 64] @ [64, 64] products).
+    batched = predict.kernel_facts({
+        "flops": 8 * 2 * 64**3, "flops_by_op": {"stablehlo.dot_general": 8 * 2 * 64**3},
+        "bytes_read": 8 * 2 * 4 * 64**2, "bytes_written": 8 * 4 * 64**2, "category": "matmul",
+        "matmul_products": 8}, "float32")
+    assert predict.product_size(batched) == 2 * 64**3
 
 
 def test_a_kernel_split_across_workers_pays_the_split_launch_once_per_call() -> None:

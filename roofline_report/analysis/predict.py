@@ -3,9 +3,8 @@
 One launch of a kernel is predicted from its counted work and the bytes it touches::
 
     compute  = matmul flops ÷ the matmul rate of its dtype at the size of one product (a
-               batched dot's flops ÷ its batch: it runs at the rate of its small products),
-               read as the square product that reuses its operands as often
-               (:func:`product_size`)
+               batched dot's flops ÷ its batch: it runs at the rate of its small products,
+               :func:`product_size`)
              + convolution flops ÷ the convolution rate at its size (the matmul's where no
                convolution was measured); a convolution whose windows tile its input (a
                patch embedding, a 1x1 convolution) is a matrix product of patches, its flops
@@ -65,7 +64,6 @@ from roofline_report.analysis.roofs import (
     Floor,
     RoofSet,
 )
-from roofline_report.config.spec import DTYPES
 from roofline_report.hlo.shapes import FLOAT_TYPES, dtype_bits
 from roofline_report.kinds import Kind
 from roofline_report.text import count as count_of
@@ -124,9 +122,6 @@ class Facts:
     conv_flops: float = 0.0  # the part of dot_flops done by sliding-window convolutions
     reduced: float = 0.0  # elements a reduction kernel reads (0: not a reduction)
     products: int = 1  # independent matrix products the matmul flops are split over
-    # Whether ``bytes`` are one kernel's own (its operands and results), so that its products'
-    # intensity can be read from them (:func:`product_size`); False for a program's totals.
-    own_bytes: bool = False
     grouped_flops: float = 0.0  # the part of conv_flops done by grouped (depthwise) ones
     grouped_window: int = 0  # their window's elements (9 for 3x3; 0: not known)
     matmul_dtype: str | None = None  # the integer type its matrix products multiply
@@ -230,7 +225,7 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     integer = k.get("matmul_dtype")
     return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
                  written=fresh, conv_flops=conv, reduced=reduced, products=products,
-                 own_bytes=True, grouped_flops=grouped,
+                 grouped_flops=grouped,
                  grouped_window=int(k.get("grouped_conv_window") or 0),
                  matmul_dtype=str(integer) if integer else None)
 
@@ -283,22 +278,17 @@ class _Launch:
 
 
 def product_size(f: Facts) -> float:
-    """The flops of the square product a kernel's matrix products run like, the size its rate is
-    read at on the matmul roof's by-size curve (measured on square products).
+    """The flops of one of a kernel's matrix products, the size its rate is read at on the
+    matmul roof's by-size curve (measured on square products).
 
-    A product's rate grows with how often each operand element is reused, which its smallest
-    dimension sets, not with its flops alone: a [512, 128] @ [128, 512] product does as many
-    flops as a 406-cubed square one but reuses each element a third as often. A square product
-    of side n in a dtype of s bytes does 2n^3 flops on 3n^2 elements, an intensity of 2n / 3s
-    flops per byte; so a kernel whose products do F flops over B bytes (the kernel's own bytes,
-    epilogue operands included) runs like the square product of side n = 1.5 s F / B, never one
-    larger than its own. Without a kernel's own bytes, the product's flops."""
-    matmul = f.dot_flops - f.conv_flops
-    per_product = matmul / f.products
-    if not f.own_bytes or f.bytes <= 0 or matmul <= 0:
-        return per_product
-    side = 1.5 * DTYPES.get(f.matmul_dtype or f.dtype, 4) * matmul / f.bytes
-    return min(per_product, 2.0 * side ** 3)
+    A product's rate is read at its own flops, whatever its shape. On XLA:CPU's matmul library
+    (2-core CPU, float32) tall and skinny products ran at the rate of square products of
+    their flops: [8192, 256] @ [256, 64] at 404 GFLOP/s beside 418 for a 512-cubed one of the
+    same 268 MFLOP, and [512, 128] @ [128, 512] at 350 beside 330 for a 406-cubed one. Reading
+    them instead as the square product that reuses each operand element as often (a 153-cubed
+    one for the first, 122 GFLOP/s) priced the products of a graph network 1.8x too slow.
+    Where a product is too skinny to reuse its operands, the kernel's memory term binds."""
+    return (f.dot_flops - f.conv_flops) / f.products
 
 
 def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
@@ -312,9 +302,8 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
     terms: list[Term] = []
     matmul = f.dot_flops - f.conv_flops
     if matmul:
-        # A batched dot runs at the rate of one of its products, not of its summed flops, and
-        # a product at the rate of the square product it reuses its operands like; an integer
-        # product at its integer type's roof where one was measured.
+        # A batched dot runs at the rate of one of its products, not of its summed flops; an
+        # integer product at its integer type's roof where one was measured.
         products = compute
         if f.matmul_dtype is not None:
             integer = roofs.compute_for(f.matmul_dtype)

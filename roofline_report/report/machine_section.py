@@ -79,9 +79,9 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "between the sizes below, and never above the roof in the table above. The sizes "
               "are square products, one a call; sides below the smallest of those are timed as "
               "a batch of products in one call (one such product alone is mostly dispatch) and "
-              "read at the flops of one product. A matrix product of another shape is read as "
-              "the square product that reuses its operands as often (the same flops per byte), "
-              "no larger than its own flops; a batched product, as one of its products."),
+              "read at the flops of one product. A matrix product of another shape is read at "
+              "its own flops (tall, skinny products ran at the rate of square ones of their "
+              "flops); a batched product, as one of its products."),
             table(("roof", "flops of one product", "rate measured", "rate held to"),
                   [(c(r["name"]) if i == 0 else c(""), num(f), num(v), num(held))
                    for r in m["by_size"] for i, (f, v, held) in enumerate(r["points"])]),
