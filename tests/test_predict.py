@@ -189,11 +189,12 @@ def test_convolution_flops_go_to_the_convolution_roof() -> None:
     # Without a convolution roof, convolutions run at the matmul rate.
     q = predict.predict_kernel(kernel, "float32", ROOFS)
     assert q is not None and alu(q) == pytest.approx(3e6 / 100e9)
-    # A convolution whose windows tile its input (a patch embedding) is a matrix product: its
-    # flops go to the matmul roof, none to the convolution's.
+    # A convolution whose windows tile its input (a patch embedding) is still a convolution
+    # in the HLO, run by the convolution library: its flops stay at the convolution roof (a
+    # ViT's 8x8 patches of 3 colours ran at half the matmul rate of their flops).
     patches = predict.predict_kernel({**kernel, "patch_conv_flops": 2_000_000}, "float32", roofs)
-    assert patches is not None and alu(patches) == pytest.approx(3e6 / 100e9)
-    assert patches.binding.name == "matmul" and "convolution float32" not in patches.roofs
+    assert patches is not None and alu(patches) == pytest.approx(alu(p))
+    assert patches.binding.name == "convolution"
 
 
 def test_a_batch_of_small_products_is_read_at_one_products_flops() -> None:

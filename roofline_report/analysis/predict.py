@@ -6,10 +6,11 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                batched dot's flops ÷ its batch: it runs at the rate of its small products,
                :func:`product_size`)
              + convolution flops ÷ the convolution rate at its size (the matmul's where no
-               convolution was measured); a convolution whose windows tile its input (a
-               patch embedding, a 1x1 convolution) is a matrix product of patches, its flops
-               the matmul's; a grouped (depthwise) convolution's flops ÷ the grouped
-               convolution's rate at its size (the convolution's where none was measured)
+               convolution was measured), those whose windows tile their input (a patch
+               embedding, a 1x1 convolution) among them: the HLO keeps them convolutions,
+               run by the convolution library; a grouped (depthwise) convolution's flops ÷
+               the grouped convolution's rate at its window and size (the convolution's
+               where none was measured)
              (an integer product, int8 x int8 -> int32, at its integer type's matmul roof)
              + conversions ÷ the conversion rate
              + other flops ÷ the elementwise (multiply-add) rate of its dtype (float32's in a
@@ -207,10 +208,9 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     dtype = kernel_dtype(k, dtype)
     by_op = {_op_name(str(op)): float(v) for op, v in (k.get("flops_by_op") or {}).items()}
     dot = sum(v for op, v in by_op.items() if op in DOT_OPS)
-    # A convolution whose windows tile its input is a matrix product of patches: its flops
-    # stay with the matmul's, the sliding-window convolution roof is not its rate.
-    patches = float(k.get("patch_conv_flops") or 0)
-    conv = max(0.0, sum(v for op, v in by_op.items() if op in CONV_OPS) - patches)
+    # Every convolution the HLO keeps, those whose windows tile their input (patch
+    # embeddings, 1x1 convolutions) among them, runs through the convolution library.
+    conv = sum(v for op, v in by_op.items() if op in CONV_OPS)
     converts = by_op.get("convert", 0.0)
     other = max(0.0, float(k.get("flops", 0)) - dot - converts)
     trans = {_op_name(str(op)): float(v)

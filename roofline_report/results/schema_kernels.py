@@ -71,7 +71,8 @@ class KernelRecord(Record):
     # Independent matrix products of its largest dot (its batch size; 1 for a plain product).
     matmul_products: AtLeastOne = 1
     # Flops of its convolutions whose windows tile their input (patch embeddings, 1x1
-    # convolutions): matrix products of patches, priced at the matmul roof.
+    # convolutions): matrix products of patches in form, yet priced at the convolution roof,
+    # as the HLO keeps them convolutions.
     patch_conv_flops: Count = 0
     # Flops of its grouped convolutions (depthwise ones among them): a roof of their own.
     grouped_conv_flops: Count = 0
