@@ -147,6 +147,28 @@ def _pattern_entry(op: str, points: list[tuple[int, float]], *, roof: bool = Tru
             "timing": None, "by_size": by_size, "variant": variant, "roof": roof}
 
 
+def test_an_integer_kernel_takes_its_patterns_int32_rate() -> None:
+    entries = [_pattern_entry("variadic-reduction", [(1 << 20, 4e-3)]),
+               _pattern_entry("variadic-reduction", [(1 << 20, 1e-3)], dtype="int32")]
+    ceilings = {"available": True, "backend": "cpu", "compute": [], "bandwidth": [],
+                "dispatch": {"available": True, "value": 6e-6, "enqueued": 0.0},
+                "rates": entries}
+    m = roofs.measured(ceilings)
+    assert m is not None
+    floats = {**_kernel("variadic-reduction", 1 << 20), "read_by_dtype": {"f32": 4 << 20}}
+    ints = {**floats, "read_by_dtype": {"u32": 4 << 20, "f32": 1024}}
+    t_float = patterns.pattern_time(floats, "float32", m)
+    t_int = patterns.pattern_time(ints, "float32", m)
+    assert t_float is not None and t_int is not None
+    assert t_float.seconds == pytest.approx(4e-3) and t_int.seconds == pytest.approx(1e-3)
+    assert t_int.roof == "variadic-reduction int32 (v)"
+    # Without an int32 roof, the integer kernel takes the float32 one.
+    only_float = roofs.measured({**ceilings, "rates": entries[:1]})
+    assert only_float is not None
+    t = patterns.pattern_time(ints, "float32", only_float)
+    assert t is not None and t.seconds == pytest.approx(4e-3)
+
+
 def test_roofs_from_ceilings_take_dispatch_off_and_skip_variants() -> None:
     entries = [
         _pattern_entry("transpose", [(4096, 14e-6), (262144, 135e-6)], variant="2-D swap"),
@@ -236,9 +258,13 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
                                sort_sizes=(256,))
     entries = measure.measure_patterns(plan)
     assert [e["op"] for e in entries] == ["transpose", "strided-reduction",
-                                          "variadic-reduction", "gather", "scatter", "loop-dot",
-                                          "sort", "top-k", "fused-transpose", "transpose",
-                                          "gather", "scatter"]
+                                          "variadic-reduction", "variadic-reduction", "gather",
+                                          "scatter", "loop-dot", "sort", "top-k",
+                                          "fused-transpose", "transpose", "gather", "scatter"]
+    # The argmax roof in float32 and in int32 (an integer argmax has no NaN tests).
+    assert [e["dtype"] for e in entries[2:4]] == ["float32", "int32"]
+    del entries[3]  # the indices below are the float32 roofs'
+
     for e in entries:
         schema.RateCeiling.model_validate_json(json.dumps(e))
         assert e["available"], e["reason"]

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.roofs import RateRoof, RoofSet
+from roofline_report.hlo.kernel_patterns import INTEGER_TYPES
+from roofline_report.hlo.shapes import FLOAT_TYPES
 from roofline_report.kinds import Kind
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
@@ -72,13 +74,26 @@ def _size(kernel: Mapping[str, Any]) -> float | None:
 STAND_IN = {"fused-transpose": "transpose"}
 
 
+def _integer(kernel: Mapping[str, Any]) -> bool:
+    """Whether most of the bytes a kernel reads are integers (HLO ``s32``, ``u32``, ...)."""
+    read = kernel.get("read_by_dtype") or {}
+    ints = sum(float(b) for t, b in read.items() if t in INTEGER_TYPES)
+    return ints > 0 and ints > sum(float(b) for t, b in read.items() if t in FLOAT_TYPES)
+
+
 def pattern_roof(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> RateRoof | None:
     """The measured rate of ``kernel``'s pattern in ``dtype`` (float32's where that dtype was
-    not measured; the :data:`STAND_IN` pattern's where the set has none of its own); None
-    when the kernel has no pattern or the set no rate for it."""
+    not measured; the :data:`STAND_IN` pattern's where the set has none of its own); a
+    kernel that reads mostly integers takes the int32 rate where one was measured (an integer
+    argmax skips a float's NaN tests). None when the kernel has no pattern or the set no rate
+    for it."""
     pattern = _pattern(kernel)
     if pattern is None:
         return None
+    if _integer(kernel):
+        integer = roofs.rate_for(pattern, "int32")
+        if integer is not None and integer.dtype == "int32":
+            return integer
     found = roofs.rate_for(pattern, dtype)
     if found is None and pattern in STAND_IN:
         found = roofs.rate_for(STAND_IN[pattern], dtype)

@@ -20,7 +20,8 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
   library (``__ynn_fusion``): each point records which kernel ran.
 * ``variadic-reduction`` (operand elements per second): ``argmax(x, axis=-1)`` of a row-major
   float32 ``[R, 1024]``, by R: a reduce of two operands (the values and their indices) that
-  XLA:CPU emits as a loop of its own.
+  XLA:CPU emits as a loop of its own. It has an int32 roof too (the same argmax of distinct
+  integers): without a float's NaN tests it ran 4 to 5 times faster on a 2-core CPU.
 * ``gather`` (output elements per second): the roof is ``jnp.take`` of rows of
   :data:`GATHER_ROW` elements of a table (an embedding lookup, a mixture of experts routing its
   tokens: the bulk of what a training step gathers); beside it, ``jnp.take`` of scattered
@@ -169,6 +170,9 @@ def _array(shape: Sequence[int], dtype: str) -> Any:
     import jax.numpy as jnp
     import numpy as np
 
+    if jnp.issubdtype(jnp.dtype(dtype), jnp.integer):  # distinct values, as hashes are
+        return jax.device_put(jnp.asarray(_rng().integers(0, 1 << 30, tuple(shape)),
+                                          dtype=jnp.dtype(dtype)))
     data = _rng().random(tuple(shape), dtype=np.float32)
     return jax.device_put(jnp.asarray(data, dtype=jnp.dtype(dtype)))
 
@@ -354,6 +358,9 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
                   "float32", sizes, _strided_reduction("float32")),
            Kernel("variadic-reduction", f"argmax over rows of [R, {REDUCE_COLUMNS}]", True,
                   "float32", sizes, _argmax("float32")),
+           # An integer argmax runs without a float's NaN tests: 4 to 5 times faster here.
+           Kernel("variadic-reduction", f"argmax over rows of [R, {REDUCE_COLUMNS}]", True,
+                  "int32", sizes, _argmax("int32")),
            Kernel("gather", f"rows of {GATHER_ROW}", True, "float32", sizes,
                   _gather_rows("float32")),
            Kernel("scatter", f"scatter-add of rows of {GATHER_ROW}", True, "float32", sizes,
