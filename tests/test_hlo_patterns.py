@@ -345,6 +345,11 @@ def test_compiled_integer_products_depthwise_convolutions_and_top_k() -> None:
     [k] = [k for k in _kernels(lambda v: jax.lax.top_k(v, 8), jnp.ones((32, 512)))
            if k["pattern"] is not None]
     assert (k["pattern"], k["pattern_size"]) == ("top-k", 32 * 512)
+    # A 2-D FFT of c64[4, 32, 64]: XLA's 8 flops per element per log2 of each length.
+    [k] = [k for k in _kernels(jnp.fft.fft2, jnp.ones((4, 32, 64), jnp.complex64))
+           if k["pattern"] is not None]
+    assert (k["pattern"], k["pattern_size"]) == ("fft", 8 * 5 * 6 * 4 * 32 * 64)
+    assert k["pattern_detail"] == "FFT of c64[4,32,64], lengths (32, 64)"
 
 
 FUSED = """HloModule fused

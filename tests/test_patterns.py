@@ -169,6 +169,21 @@ def test_an_integer_kernel_takes_its_patterns_int32_rate() -> None:
     assert t is not None and t.seconds == pytest.approx(4e-3)
 
 
+def test_an_fft_takes_the_complex_fft_rate() -> None:
+    entries = [_pattern_entry("fft", [(1 << 24, 50e-6), (1 << 27, 400e-6)], dtype="complex64")]
+    ceilings = {"available": True, "backend": "cpu", "compute": [], "bandwidth": [],
+                "dispatch": {"available": True, "value": 6e-6, "enqueued": 0.0},
+                "rates": entries}
+    m = roofs.measured(ceilings)
+    assert m is not None
+    kernel = {**_kernel("fft", 1 << 27), "read_by_dtype": {"c64": 1 << 21}}
+    t = patterns.pattern_time(kernel, "float32", m)
+    assert t is not None and t.seconds == pytest.approx(400e-6) and t.unit == "FLOP"
+    # Its operands' type, not the program's float type, picks the roof; none for floats.
+    assert patterns.pattern_time({**kernel, "read_by_dtype": {"f32": 1 << 21}}, "float32",
+                                 m) is None
+
+
 def test_roofs_from_ceilings_take_dispatch_off_and_skip_variants() -> None:
     entries = [
         _pattern_entry("transpose", [(4096, 14e-6), (262144, 135e-6)], variant="2-D swap"),
@@ -206,8 +221,8 @@ def test_plans_are_small_and_ascending() -> None:
     assert full.sort_sizes == (256, 1024, 4096, 16384) and len(quick.sort_sizes) == 2
     assert set(full.variant_sizes) <= set(full.sizes)
     names = [(k.pattern, k.dtype, k.roof) for k in measure.kernels(full)]
-    for pattern in patterns.PATTERNS:  # every pattern has a float32 roof
-        assert (pattern, "float32", True) in names
+    for pattern in patterns.PATTERNS:  # every pattern has a float32 roof, an FFT a complex one
+        assert (pattern, "complex64" if pattern == "fft" else "float32", True) in names
     # one roof per pattern and dtype: rate_for must not have to choose
     roofs_only = [(p, d) for p, d, r in names if r]
     assert len(roofs_only) == len(set(roofs_only))
@@ -260,9 +275,17 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert [e["op"] for e in entries] == ["transpose", "strided-reduction",
                                           "variadic-reduction", "variadic-reduction", "gather",
                                           "scatter", "loop-dot", "sort", "top-k",
-                                          "fused-transpose", "transpose", "gather", "scatter"]
+                                          "fused-transpose", "fft", "transpose", "gather",
+                                          "scatter"]
     # The argmax roof in float32 and in int32 (an integer argmax has no NaN tests).
     assert [e["dtype"] for e in entries[2:4]] == ["float32", "int32"]
+    # A 2-D FFT of 8 complex [16, 16] planes (4096 elements asked: 8 x 22 x 22, down to a
+    # power of two), in XLA's flops: 8 per element per log2 of each length.
+    fft = entries[10]
+    assert (fft["dtype"], fft["unit"]) == ("complex64", "FLOP/s")
+    assert fft["by_size"][0]["shape"] == [8, 16, 16]
+    assert fft["by_size"][0]["elements"] == 8 * 4 * 4 * (8 * 16 * 16)
+    del entries[10]
     del entries[3]  # the indices below are the float32 roofs'
 
     for e in entries:
@@ -272,7 +295,7 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         assert point["value"] == pytest.approx(point["elements"] / point["seconds"])
         assert e["value"] == point["value"] and point["kernel"]
     assert entries[5]["unit"] == "FLOP/s" and entries[5]["by_size"][0]["elements"] == 2 * 32**3
-    assert [e["roof"] for e in entries] == [True] * 9 + [False] * 3
+    assert [e["roof"] for e in entries] == [True] * 9 + [False] * 3  # the FFT's is a roof too
     # x.T * y of a 64 x 64 square: the output's elements, the copy fused into the multiply.
     assert entries[8]["by_size"][0]["elements"] == 64 * 64
     assert entries[8]["by_size"][0]["kernel"].startswith("copy_multiply")

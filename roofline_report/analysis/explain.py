@@ -143,7 +143,8 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
                  "gather": "a gather", "scatter": "a scatter", "sort": "a sort",
                  "variadic-reduction": "a reduction of several operands (an argmax)",
                  "top-k": "a top-k",
-                 "fused-transpose": "a transposing copy fused with other work"}
+                 "fused-transpose": "a transposing copy fused with other work",
+                 "fft": "an FFT"}
 
 
 def kernel_reason(r: KernelRow, peak: float | None = None) -> str:

@@ -30,10 +30,10 @@ from roofline_report.hlo.shapes import FLOAT_TYPES
 from roofline_report.kinds import Kind
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction", "top-k", "fused-transpose")
+            "variadic-reduction", "top-k", "fused-transpose", "fft")
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, the other
 # patterns' elements.
-UNITS = {"loop-dot": "FLOP", "sort": "comparisons"}
+UNITS = {"loop-dot": "FLOP", "sort": "comparisons", "fft": "FLOP"}
 NO_ROOF = "no roof measured for this kind"
 NO_SIZE = "no pattern size in the kernel record"
 
@@ -74,26 +74,35 @@ def _size(kernel: Mapping[str, Any]) -> float | None:
 STAND_IN = {"fused-transpose": "transpose"}
 
 
-def _integer(kernel: Mapping[str, Any]) -> bool:
-    """Whether most of the bytes a kernel reads are integers (HLO ``s32``, ``u32``, ...)."""
+# HLO complex types: an FFT's operands.
+COMPLEX_TYPES = {"c64": "complex64", "c128": "complex128"}
+
+
+def _operand_family(kernel: Mapping[str, Any]) -> str | None:
+    """``int32`` for a kernel that reads mostly integers (HLO ``s32``, ``u32``, ...),
+    ``complex64`` for one that reads mostly complex numbers, None for floats."""
     read = kernel.get("read_by_dtype") or {}
-    ints = sum(float(b) for t, b in read.items() if t in INTEGER_TYPES)
-    return ints > 0 and ints > sum(float(b) for t, b in read.items() if t in FLOAT_TYPES)
+    totals = {None: sum(float(b) for t, b in read.items() if t in FLOAT_TYPES),
+              "int32": sum(float(b) for t, b in read.items() if t in INTEGER_TYPES),
+              "complex64": sum(float(b) for t, b in read.items() if t in COMPLEX_TYPES)}
+    family = max(totals, key=lambda k: totals[k])  # floats first: they win a tie
+    return family if totals[family] > 0 else None
 
 
 def pattern_roof(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> RateRoof | None:
     """The measured rate of ``kernel``'s pattern in ``dtype`` (float32's where that dtype was
     not measured; the :data:`STAND_IN` pattern's where the set has none of its own); a
     kernel that reads mostly integers takes the int32 rate where one was measured (an integer
-    argmax skips a float's NaN tests). None when the kernel has no pattern or the set no rate
-    for it."""
+    argmax skips a float's NaN tests), one that reads complex numbers (an FFT) the complex64
+    rate. None when the kernel has no pattern or the set no rate for it."""
     pattern = _pattern(kernel)
     if pattern is None:
         return None
-    if _integer(kernel):
-        integer = roofs.rate_for(pattern, "int32")
-        if integer is not None and integer.dtype == "int32":
-            return integer
+    family = _operand_family(kernel)
+    if family is not None:
+        own = roofs.rate_for(pattern, family)
+        if own is not None and own.dtype == family:
+            return own
     found = roofs.rate_for(pattern, dtype)
     if found is None and pattern in STAND_IN:
         found = roofs.rate_for(STAND_IN[pattern], dtype)

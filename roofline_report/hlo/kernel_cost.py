@@ -208,19 +208,25 @@ class Coster:
         return total
 
 
-def _fft_flops(instr: Instruction) -> int | None:
+def fft_flops(elements: int, lengths: Sequence[int]) -> int:
     """XLA's rule (HloCostAnalysis::HandleFft): 8 flops (4 complex FMAs) per element of the
     operand per factor floor(log2 n) of each transformed length, the factors multiplied."""
+    return 8 * math.prod(max(0, n.bit_length() - 1) for n in lengths) * elements
+
+
+def fft_instruction_flops(instr: Instruction) -> int | None:
+    """An ``fft`` instruction's flops (:func:`fft_flops`); None where its shapes are not
+    known."""
     elements = _operand_elements(instr, 0)
     lengths = ints_in(instr.attributes.get("fft_length"))
     if elements is None or not lengths:
         return None
-    return 8 * math.prod(max(0, n.bit_length() - 1) for n in lengths) * elements
+    return fft_flops(elements, lengths)
 
 
 # Opcodes whose flops follow from their shapes and attributes; None: not costed.
 _SHAPED_FLOPS: dict[str, Callable[[Instruction], int | None]] = {
-    "dot": dot_flops, "convolution": conv_flops, "fft": _fft_flops}
+    "dot": dot_flops, "convolution": conv_flops, "fft": fft_instruction_flops}
 
 
 def instruction_cost(instr: Instruction, coster: Coster) -> Cost:

@@ -9,6 +9,10 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   integer dots (s32 x s32, s8 x s8 -> s8, u8), complex dots and matrix-vector products (a
   1024 x 1024 matrix by a vector); f32, f64 and f16 products from 8 x 8 up, batched products
   and s8 x s8 -> s32 go to ``__ynn_fusion``, inside loops too.
+* ``fft``: a kernel holding an FFT; size: its flops by XLA's rule (8 per operand element per
+  floor(log2 n) of each transformed length). XLA:CPU runs it through its FFT library (DUCC) at
+  a rate of its own: a 2-D FFT of c64[8, 128, 256] ran at about twice the multiply-add rate
+  those flops would give.
 * ``sort``: a kernel holding a sort; size: its comparisons, the elements of its first operand
   times ⌈log2⌉ of the length of the dimension it sorts (XLA:CPU runs a comparator call per
   comparison: a stable argsort of 2048 int32 keys took about 0.5 ms on a 2-core CPU, 40 M
@@ -53,6 +57,7 @@ from roofline_report.hlo.kernel_cost import (
     TRANSCENDENTAL,
     conv_flops,
     dot_flops,
+    fft_instruction_flops,
     ints_in,
     tiles_input,
     window_elements,
@@ -60,7 +65,7 @@ from roofline_report.hlo.kernel_cost import (
 from roofline_report.hlo.shapes import Array, Shape
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction", "top-k", "fused-transpose")
+            "variadic-reduction", "top-k", "fused-transpose", "fft")
 TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
 
 
@@ -442,6 +447,13 @@ def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
         detail = " x ".join(_plain(s) for s in first.operand_shapes) + " -> " + \
             _plain(first.shape)
         return Pattern("loop-dot", flops, f"dot {detail}")
+    ffts = [i for i in inside if i.opcode == "fft"]
+    if ffts:
+        first = ffts[0]
+        return Pattern("fft", sum(fft_instruction_flops(i) or 0 for i in ffts),
+                       f"{first.attributes.get('fft_type', 'FFT')} of "
+                       f"{_plain(first.operand_shapes[0] if first.operand_shapes else None)}, "
+                       f"lengths {tuple(ints_in(first.attributes.get('fft_length')))}")
     sorts = [i for i in inside if i.opcode == "sort"]
     if sorts:
         first = sorts[0]

@@ -175,7 +175,7 @@ class RateCeiling(Record):
     name: str
     op: Literal["exp", "tanh", "log", "sqrt", "rsqrt", "convert", "multiply-add", "reduce",
                 "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-                "variadic-reduction", "top-k", "fused-transpose"]
+                "variadic-reduction", "top-k", "fused-transpose", "fft"]
     dtype: str
     unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s"] = "1/s"
     kind: Literal["measured"] = "measured"

@@ -338,6 +338,29 @@ def _top_k(dtype: str) -> Callable[[int], Point]:
     return build
 
 
+FFT_BATCH = 8  # 2-D FFTs per call of the FFT roof
+
+
+def _fft2() -> Callable[[int], Point]:
+    """A 2-D FFT of ``complex64[FFT_BATCH, n, n]`` (n a power of two, about the elements
+    asked in all), in XLA's flops (:func:`~roofline_report.hlo.kernel_cost.fft_flops`)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from roofline_report.hlo.kernel_cost import fft_flops
+
+    def build(elements: int) -> Point:
+        n = 1 << max(2, _side(elements, FFT_BATCH).bit_length() - 1)
+        real = _rng().random((FFT_BATCH, n, n), dtype=np.float32)
+        data = jax.device_put(jnp.asarray(real, dtype=jnp.complex64))
+        count = FFT_BATCH * n * n
+        return Point(lambda a: jnp.fft.fft2(a), (data,), fft_flops(count, (n, n)),
+                     2 * count * 8, (FFT_BATCH, n, n))
+
+    return build
+
+
 def _loop_dot(dtype: str) -> Callable[[int], Point]:
     import jax.numpy as jnp
 
@@ -374,6 +397,8 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
                       sizes[1::2] or sizes, _top_k("float32")))
     out.append(Kernel("fused-transpose", "2-D swap fused into a multiply (x.T * y)", True,
                       "float32", sizes[1::2] or sizes, _fused_transpose("float32")))
+    out.append(Kernel("fft", f"2-D FFT of [{FFT_BATCH}, n, n]", True, "complex64",
+                      sizes[1::2] or sizes, _fft2()))
     if plan.bfloat16_sizes:
         out.append(Kernel("transpose", "2-D swap", True, "bfloat16", plan.bfloat16_sizes,
                           _transpose_2d("bfloat16")))
