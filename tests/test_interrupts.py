@@ -60,11 +60,30 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+@pytest.fixture(autouse=True)
+def _sigint_as_python_sets_it() -> Iterator[None]:
+    """The tests' own process with Python's SIGINT handler, whatever it inherited (see
+    :func:`_sigint_default`), restored afterwards."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _sigint_default() -> None:
+    """In the child before it starts: SIGINT at its default. A job started in the background
+    by a shell without job control inherits SIGINT ignored, and the build rightly keeps an
+    ignored SIGINT ignored (as under nohup), so no interrupt would reach it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _build(folder: Path, *, progress: str = "none", **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, str(REPO / "generate.py"), *QUICKEST, "--progress", progress,
          "--out", "report"],
-        cwd=folder, env=_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=folder, env=_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_sigint_default)
 
 
 @pytest.fixture(scope="module")
