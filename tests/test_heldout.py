@@ -584,3 +584,56 @@ def test_sampling_stops_when_every_sequence_has_ended_as_numpy_decides() -> None
     assert ended.all() and trips < length - 1, "the loop should stop on the data"
     assert (out[:, trips:] == 0).all()  # positions the loop never reached stay empty
     assert decided >= batch * trips // 2
+
+
+def _np_layer_norm(x: Any, scale: Any, bias: Any, eps: float) -> Any:
+    import numpy as np
+
+    mean = x.mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps) * scale + bias
+
+
+def _np_gelu_exact(x: Any) -> Any:
+    import math
+
+    import numpy as np
+
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+
+
+def _np_conv2d_same(x: Any, w: Any, b: Any) -> Any:
+    """NHWC input, HWIO kernel, odd kernel, stride 1, zero padding to the same size."""
+    import numpy as np
+
+    k = w.shape[0]
+    padded = np.pad(x, ((0, 0), (k // 2, k // 2), (k // 2, k // 2), (0, 0)))
+    return sum(np.einsum("bhwc,cd->bhwd", padded[:, i:i + x.shape[1], j:j + x.shape[2]], w[i, j])
+               for i in range(k) for j in range(k)) + b
+
+
+def test_vae_up_decoder_matches_numpy_group_norms_and_nearest_upsampling() -> None:
+    import numpy as np
+
+    out, (params, x), _ = _run("vae_up_decoder", batch=2, size=4, channels=16,
+                               out_channels=8, layers=2, groups=4, colours=3)
+    assert out.shape == (2, 8, 8, 3)
+
+    def group_norm(v: Any, scale: Any, bias: Any) -> Any:
+        g = v.reshape(*v.shape[:3], 4, v.shape[3] // 4)
+        mean = g.mean(axis=(1, 2, 4), keepdims=True)
+        var = g.var(axis=(1, 2, 4), keepdims=True)
+        return ((g - mean) / np.sqrt(var + 1e-6)).reshape(v.shape) * scale + bias
+
+    def swish(v: Any) -> Any:
+        return v * _sigmoid(v)
+
+    assert "w_short" in params["resnets"][0] and "w_short" not in params["resnets"][1]
+    for p in params["resnets"]:
+        h = _np_conv2d_same(swish(group_norm(x, p["n1_scale"], p["n1_bias"])), p["w1"], p["b1"])
+        h = _np_conv2d_same(swish(group_norm(h, p["n2_scale"], p["n2_bias"])), p["w2"], p["b2"])
+        short = _np_conv2d_same(x, p["w_short"], p["b_short"]) if "w_short" in p else x
+        x = h + short
+    x = np.repeat(np.repeat(x, 2, axis=1), 2, axis=2)
+    x = _np_conv2d_same(x, params["w_up"], params["b_up"])
+    x = swish(group_norm(x, params["out_scale"], params["out_bias"]))
+    _close(out, _np_conv2d_same(x, params["w_out"], params["b_out"]), 1e-3)
