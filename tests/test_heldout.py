@@ -637,3 +637,48 @@ def test_vae_up_decoder_matches_numpy_group_norms_and_nearest_upsampling() -> No
     x = _np_conv2d_same(x, params["w_up"], params["b_up"])
     x = swish(group_norm(x, params["out_scale"], params["out_bias"]))
     _close(out, _np_conv2d_same(x, params["w_out"], params["b_out"]), 1e-3)
+
+
+def test_t5_attention_matches_numpy_relative_buckets_and_mask() -> None:
+    import math
+
+    import numpy as np
+
+    module = _load("t5_relative_attention")
+    # The bucket of each key-minus-query offset, as T5 defines it: 16 buckets a direction,
+    # the first 8 exact, then logarithmic up to 128 (seen from the middle of a long sequence).
+    offsets = np.array([-250, -128, -127, -20, -8, -7, -1, 0, 1, 7, 8, 20, 127, 128, 250])
+    grid = np.asarray(module.relative_buckets(501, 501, 32, 128))
+    n = np.abs(offsets)
+    large = np.minimum(8 + np.log(np.maximum(n, 1) / 8) / math.log(128 / 8) * 8, 15)
+    want = np.where(offsets > 0, 16, 0) + np.where(n < 8, n, large.astype(int))
+    np.testing.assert_array_equal(grid[250, 250 + offsets], want)
+    assert want.max() == 31 and want.min() == 0
+
+    out, (params, x, lengths), hlo = _run("t5_relative_attention", batch=3, seq=12, width=8,
+                                          heads=2, hidden=16, layers=2)
+    assert "gather" in hlo  # the bias table is gathered by bucket
+    seq, heads = 12, 2
+    index = np.arange(seq)
+    bucket = np.asarray(module.relative_buckets(seq, seq, 32, 128))
+    position = params["relative_bias"][bucket].transpose(2, 0, 1)  # (heads, query, key)
+    mask = np.where(index[None, :] < lengths[:, None], 0.0, -3.4e38)[:, None, None, :]
+
+    def rms(v: Any, w: Any) -> Any:
+        return w * v / np.sqrt((v ** 2).mean(-1, keepdims=True) + 1e-6)
+
+    def gelu(v: Any) -> Any:
+        return 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+
+    x = x.astype(np.float64)
+    for p in params["layers"]:
+        h = rms(x, p["attn_norm"])
+        q, k, v = (np.reshape(h @ p[name], (3, seq, heads, -1)) for name in "qkv")
+        scores = np.einsum("bqhd,bkhd->bhqk", q, k) + position[None] + mask
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        x = x + np.einsum("bhqk,bkhd->bqhd", weights, v).reshape(3, seq, -1) @ p["o"]
+        h = rms(x, p["ff_norm"])
+        x = x + (gelu(h @ p["wi_0"]) * (h @ p["wi_1"])) @ p["wo"]
+    _close(out, rms(x, params["final_norm"]), 1e-3)
+    assert len(set(lengths.tolist())) > 1 and lengths.min() < seq

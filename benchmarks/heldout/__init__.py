@@ -31,9 +31,10 @@ fnet_fourier           F-Net encoder blocks, FFT token mixing (google-research) 
 int8_mlp               int8 quantized MLP inference, ``s8 × s8 → s32`` (AQT)        jax
 mbconv_depthwise       inverted residual blocks, depthwise convolutions             jax
 vae_up_decoder         VAE decoder up block, group norms, upsampling (diffusers)   jax
+t5_relative_attention  T5 encoder layers with a bucketed relative position bias    jax
 =====================  ==========================================================  ===============
 
-The last seven are reimplementations of real open-source models at small sizes: each module's
+The last eight are reimplementations of real open-source models at small sizes: each module's
 docstring names the repository, the file and the commit it was written from (``CITED``). No
 code is copied; the sizes make each call run in well under a second on a 2-core CPU.
 
@@ -59,6 +60,7 @@ PROGRAMS: tuple[str, ...] = (
     "int8_mlp",
     "mbconv_depthwise",
     "vae_up_decoder",
+    "t5_relative_attention",
 )
 
 CITED: tuple[str, ...] = PROGRAMS[10:]
