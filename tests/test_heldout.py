@@ -682,3 +682,32 @@ def test_t5_attention_matches_numpy_relative_buckets_and_mask() -> None:
         x = x + (gelu(h @ p["wi_0"]) * (h @ p["wi_1"])) @ p["wo"]
     _close(out, rms(x, params["final_norm"]), 1e-3)
     assert len(set(lengths.tolist())) > 1 and lengths.min() < seq
+
+
+def test_wav2vec2_features_match_numpy_strided_and_grouped_convolutions() -> None:
+    import numpy as np
+
+    module = _load("wav2vec2_features")
+    out, (params, audio), hlo = _run("wav2vec2_features", batch=2, samples=1600, conv_dim=8,
+                                     hidden=12, pos_kernel=6, groups=3)
+    assert "feature_group_count=3" in hlo  # the position embedding's grouped convolution
+
+    def conv(v: Any, w: Any, stride: int) -> Any:
+        taps = w.shape[0]
+        frames = (v.shape[1] - taps) // stride + 1
+        return sum(np.einsum("btc,cd->btd", v[:, k:k + stride * (frames - 1) + 1:stride], w[k])
+                   for k in range(taps))
+
+    x = audio[:, :, None].astype(np.float64)
+    for p, stride in zip(params["convs"], module.STRIDES, strict=True):
+        x = _np_gelu_exact(_np_layer_norm(conv(x, p["w"], stride) + p["b"], p["scale"],
+                                          p["bias"], 1e-5))
+    assert x.shape[1] == 4  # 1600 samples: 319, 159, 79, 39, 19, 9, 4 frames
+    x = _np_layer_norm(x, params["proj_scale"], params["proj_bias"], 1e-5)
+    x = x @ params["proj_w"] + params["proj_b"]
+    v, g = params["pos_v"], params["pos_g"]
+    kernel = (v / np.sqrt((v ** 2).sum(axis=(0, 1), keepdims=True)) * g).T  # (taps, in, out)
+    padded = np.pad(x, ((0, 0), (3, 3), (0, 0)))
+    pos = np.concatenate([conv(padded[:, :, 4 * i:4 * i + 4], kernel[:, :, 4 * i:4 * i + 4], 1)
+                          for i in range(3)], axis=-1) + params["pos_b"]
+    _close(out, x + _np_gelu_exact(pos[:, :-1]), 1e-3)

@@ -32,9 +32,10 @@ int8_mlp               int8 quantized MLP inference, ``s8 × s8 → s32`` (AQT) 
 mbconv_depthwise       inverted residual blocks, depthwise convolutions             jax
 vae_up_decoder         VAE decoder up block, group norms, upsampling (diffusers)   jax
 t5_relative_attention  T5 encoder layers with a bucketed relative position bias    jax
+wav2vec2_features      wav2vec 2.0 feature encoder, strided and grouped 1-D convs  jax
 =====================  ==========================================================  ===============
 
-The last eight are reimplementations of real open-source models at small sizes: each module's
+The last nine are reimplementations of real open-source models at small sizes: each module's
 docstring names the repository, the file and the commit it was written from (``CITED``). No
 code is copied; the sizes make each call run in well under a second on a 2-core CPU.
 
@@ -61,6 +62,7 @@ PROGRAMS: tuple[str, ...] = (
     "mbconv_depthwise",
     "vae_up_decoder",
     "t5_relative_attention",
+    "wav2vec2_features",
 )
 
 CITED: tuple[str, ...] = PROGRAMS[10:]
