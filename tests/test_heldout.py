@@ -711,3 +711,29 @@ def test_wav2vec2_features_match_numpy_strided_and_grouped_convolutions() -> Non
     pos = np.concatenate([conv(padded[:, :, 4 * i:4 * i + 4], kernel[:, :, 4 * i:4 * i + 4], 1)
                           for i in range(3)], axis=-1) + params["pos_b"]
     _close(out, x + _np_gelu_exact(pos[:, :-1]), 1e-3)
+
+
+def test_s5_parallel_scan_matches_a_numpy_recurrence() -> None:
+    import numpy as np
+
+    out, (params, x), hlo = _run("s5_scan", batch=2, length=37, features=6, state=4, layers=2)
+    assert "c64" in hlo  # the state is complex
+
+    def layer_norm(v: Any, scale: Any, bias: Any) -> Any:
+        return _np_layer_norm(v, scale, bias, 1e-6)
+
+    x = x.astype(np.float64)
+    for p in params:
+        lam = p["lambda_re"] + 1j * p["lambda_im"]
+        lam_bar = np.exp(lam * np.exp(p["log_step"]))
+        b_bar = ((lam_bar - 1) / lam)[:, None] * (p["b_re"] + 1j * p["b_im"])
+        c = p["c_re"] + 1j * p["c_im"]
+        u = layer_norm(x, p["norm_scale"], p["norm_bias"])
+        state = np.zeros((x.shape[0], lam.shape[0]), complex)
+        ys = []
+        for k in range(x.shape[1]):  # one step after another, as the recurrence reads
+            state = lam_bar * state + u[:, k] @ b_bar.T
+            ys.append(2 * (state @ c.T).real + p["d"] * u[:, k])
+        h = _np_gelu_exact(np.stack(ys, axis=1))
+        x = x + h * _sigmoid(h @ p["w_gate"] + p["b_gate"])
+    _close(out, x, 1e-3)
