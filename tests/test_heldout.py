@@ -737,3 +737,44 @@ def test_s5_parallel_scan_matches_a_numpy_recurrence() -> None:
         h = _np_gelu_exact(np.stack(ys, axis=1))
         x = x + h * _sigmoid(h @ p["w_gate"] + p["b_gate"])
     _close(out, x, 1e-3)
+
+
+def test_perceiver_cross_attention_matches_numpy_attention() -> None:
+    import numpy as np
+
+    out, (params, inputs), _ = _run("perceiver_encoder", batch=2, positions=40,
+                                    channels=6, index=5, width=8, heads=2, self_attends=2,
+                                    repeats=2)
+
+    def norm(v: Any, scale: Any, bias: Any) -> Any:
+        return _np_layer_norm(v, scale, bias, 1e-5)
+
+    def gelu(v: Any) -> Any:
+        return 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+
+    def attend(p: dict[str, Any], q_in: Any, kv_in: Any, heads: int) -> Any:
+        def split(v: Any) -> Any:
+            return v.reshape(*v.shape[:2], heads, -1)
+
+        q = split(q_in @ p["wq"] + p["bq"])
+        k, v = split(kv_in @ p["wk"] + p["bk"]), split(kv_in @ p["wv"] + p["bv"])
+        scores = np.einsum("bthd,bThd->bhtT", q, k) / np.sqrt(q.shape[-1])
+        w = np.exp(scores - scores.max(-1, keepdims=True))
+        w /= w.sum(-1, keepdims=True)
+        return np.einsum("bhtT,bThd->bthd", w, v).reshape(*q_in.shape[:2], -1) @ p["wo"] \
+            + p["bo"]
+
+    def mlp(p: dict[str, Any], v: Any) -> Any:
+        return gelu(v @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+    c = params["cross"]
+    z = np.broadcast_to(params["latents"], (2, 5, 8)).astype(np.float64)
+    z = z + attend(c, norm(z, c["q_scale"], c["q_bias"]),
+                   norm(inputs, c["kv_scale"], c["kv_bias"]), 1)
+    z = z + mlp(c, norm(z, c["mlp_scale"], c["mlp_bias"]))
+    for _ in range(2):
+        for s in params["self"]:
+            h = norm(z, s["q_scale"], s["q_bias"])
+            z = z + attend(s, h, h, 2)
+            z = z + mlp(s, norm(z, s["mlp_scale"], s["mlp_bias"]))
+    _close(out, z, 1e-3)

@@ -34,9 +34,10 @@ vae_up_decoder         VAE decoder up block, group norms, upsampling (diffusers)
 t5_relative_attention  T5 encoder layers with a bucketed relative position bias    jax
 wav2vec2_features      wav2vec 2.0 feature encoder, strided and grouped 1-D convs  jax
 s5_scan                S5 state-space layers, complex ``lax.associative_scan``     jax
+perceiver_encoder      Perceiver latents cross-attending to a long input array     jax
 =====================  ==========================================================  ===============
 
-The last ten are reimplementations of real open-source models at small sizes: each module's
+The last eleven are reimplementations of real open-source models at small sizes: each module's
 docstring names the repository, the file and the commit it was written from (``CITED``). No
 code is copied; the sizes make each call run in well under a second on a 2-core CPU.
 
@@ -65,6 +66,7 @@ PROGRAMS: tuple[str, ...] = (
     "t5_relative_attention",
     "wav2vec2_features",
     "s5_scan",
+    "perceiver_encoder",
 )
 
 CITED: tuple[str, ...] = PROGRAMS[10:]
