@@ -584,3 +584,197 @@ def test_sampling_stops_when_every_sequence_has_ended_as_numpy_decides() -> None
     assert ended.all() and trips < length - 1, "the loop should stop on the data"
     assert (out[:, trips:] == 0).all()  # positions the loop never reached stay empty
     assert decided >= batch * trips // 2
+
+
+def _np_layer_norm(x: Any, scale: Any, bias: Any, eps: float) -> Any:
+    import numpy as np
+
+    mean = x.mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps) * scale + bias
+
+
+def _np_gelu_exact(x: Any) -> Any:
+    import math
+
+    import numpy as np
+
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+
+
+def _np_conv2d_same(x: Any, w: Any, b: Any) -> Any:
+    """NHWC input, HWIO kernel, odd kernel, stride 1, zero padding to the same size."""
+    import numpy as np
+
+    k = w.shape[0]
+    padded = np.pad(x, ((0, 0), (k // 2, k // 2), (k // 2, k // 2), (0, 0)))
+    return sum(np.einsum("bhwc,cd->bhwd", padded[:, i:i + x.shape[1], j:j + x.shape[2]], w[i, j])
+               for i in range(k) for j in range(k)) + b
+
+
+def test_vae_up_decoder_matches_numpy_group_norms_and_nearest_upsampling() -> None:
+    import numpy as np
+
+    out, (params, x), _ = _run("vae_up_decoder", batch=2, size=4, channels=16,
+                               out_channels=8, layers=2, groups=4, colours=3)
+    assert out.shape == (2, 8, 8, 3)
+
+    def group_norm(v: Any, scale: Any, bias: Any) -> Any:
+        g = v.reshape(*v.shape[:3], 4, v.shape[3] // 4)
+        mean = g.mean(axis=(1, 2, 4), keepdims=True)
+        var = g.var(axis=(1, 2, 4), keepdims=True)
+        return ((g - mean) / np.sqrt(var + 1e-6)).reshape(v.shape) * scale + bias
+
+    def swish(v: Any) -> Any:
+        return v * _sigmoid(v)
+
+    assert "w_short" in params["resnets"][0] and "w_short" not in params["resnets"][1]
+    for p in params["resnets"]:
+        h = _np_conv2d_same(swish(group_norm(x, p["n1_scale"], p["n1_bias"])), p["w1"], p["b1"])
+        h = _np_conv2d_same(swish(group_norm(h, p["n2_scale"], p["n2_bias"])), p["w2"], p["b2"])
+        short = _np_conv2d_same(x, p["w_short"], p["b_short"]) if "w_short" in p else x
+        x = h + short
+    x = np.repeat(np.repeat(x, 2, axis=1), 2, axis=2)
+    x = _np_conv2d_same(x, params["w_up"], params["b_up"])
+    x = swish(group_norm(x, params["out_scale"], params["out_bias"]))
+    _close(out, _np_conv2d_same(x, params["w_out"], params["b_out"]), 1e-3)
+
+
+def test_t5_attention_matches_numpy_relative_buckets_and_mask() -> None:
+    import math
+
+    import numpy as np
+
+    module = _load("t5_relative_attention")
+    # The bucket of each key-minus-query offset, as T5 defines it: 16 buckets a direction,
+    # the first 8 exact, then logarithmic up to 128 (seen from the middle of a long sequence).
+    offsets = np.array([-250, -128, -127, -20, -8, -7, -1, 0, 1, 7, 8, 20, 127, 128, 250])
+    grid = np.asarray(module.relative_buckets(501, 501, 32, 128))
+    n = np.abs(offsets)
+    large = np.minimum(8 + np.log(np.maximum(n, 1) / 8) / math.log(128 / 8) * 8, 15)
+    want = np.where(offsets > 0, 16, 0) + np.where(n < 8, n, large.astype(int))
+    np.testing.assert_array_equal(grid[250, 250 + offsets], want)
+    assert want.max() == 31 and want.min() == 0
+
+    out, (params, x, lengths), hlo = _run("t5_relative_attention", batch=3, seq=12, width=8,
+                                          heads=2, hidden=16, layers=2)
+    assert "gather" in hlo  # the bias table is gathered by bucket
+    seq, heads = 12, 2
+    index = np.arange(seq)
+    bucket = np.asarray(module.relative_buckets(seq, seq, 32, 128))
+    position = params["relative_bias"][bucket].transpose(2, 0, 1)  # (heads, query, key)
+    mask = np.where(index[None, :] < lengths[:, None], 0.0, -3.4e38)[:, None, None, :]
+
+    def rms(v: Any, w: Any) -> Any:
+        return w * v / np.sqrt((v ** 2).mean(-1, keepdims=True) + 1e-6)
+
+    def gelu(v: Any) -> Any:
+        return 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+
+    x = x.astype(np.float64)
+    for p in params["layers"]:
+        h = rms(x, p["attn_norm"])
+        q, k, v = (np.reshape(h @ p[name], (3, seq, heads, -1)) for name in "qkv")
+        scores = np.einsum("bqhd,bkhd->bhqk", q, k) + position[None] + mask
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        x = x + np.einsum("bhqk,bkhd->bqhd", weights, v).reshape(3, seq, -1) @ p["o"]
+        h = rms(x, p["ff_norm"])
+        x = x + (gelu(h @ p["wi_0"]) * (h @ p["wi_1"])) @ p["wo"]
+    _close(out, rms(x, params["final_norm"]), 1e-3)
+    assert len(set(lengths.tolist())) > 1 and lengths.min() < seq
+
+
+def test_wav2vec2_features_match_numpy_strided_and_grouped_convolutions() -> None:
+    import numpy as np
+
+    module = _load("wav2vec2_features")
+    out, (params, audio), hlo = _run("wav2vec2_features", batch=2, samples=1600, conv_dim=8,
+                                     hidden=12, pos_kernel=6, groups=3)
+    assert "feature_group_count=3" in hlo  # the position embedding's grouped convolution
+
+    def conv(v: Any, w: Any, stride: int) -> Any:
+        taps = w.shape[0]
+        frames = (v.shape[1] - taps) // stride + 1
+        return sum(np.einsum("btc,cd->btd", v[:, k:k + stride * (frames - 1) + 1:stride], w[k])
+                   for k in range(taps))
+
+    x = audio[:, :, None].astype(np.float64)
+    for p, stride in zip(params["convs"], module.STRIDES, strict=True):
+        x = _np_gelu_exact(_np_layer_norm(conv(x, p["w"], stride) + p["b"], p["scale"],
+                                          p["bias"], 1e-5))
+    assert x.shape[1] == 4  # 1600 samples: 319, 159, 79, 39, 19, 9, 4 frames
+    x = _np_layer_norm(x, params["proj_scale"], params["proj_bias"], 1e-5)
+    x = x @ params["proj_w"] + params["proj_b"]
+    v, g = params["pos_v"], params["pos_g"]
+    kernel = (v / np.sqrt((v ** 2).sum(axis=(0, 1), keepdims=True)) * g).T  # (taps, in, out)
+    padded = np.pad(x, ((0, 0), (3, 3), (0, 0)))
+    pos = np.concatenate([conv(padded[:, :, 4 * i:4 * i + 4], kernel[:, :, 4 * i:4 * i + 4], 1)
+                          for i in range(3)], axis=-1) + params["pos_b"]
+    _close(out, x + _np_gelu_exact(pos[:, :-1]), 1e-3)
+
+
+def test_s5_parallel_scan_matches_a_numpy_recurrence() -> None:
+    import numpy as np
+
+    out, (params, x), hlo = _run("s5_scan", batch=2, length=37, features=6, state=4, layers=2)
+    assert "c64" in hlo  # the state is complex
+
+    def layer_norm(v: Any, scale: Any, bias: Any) -> Any:
+        return _np_layer_norm(v, scale, bias, 1e-6)
+
+    x = x.astype(np.float64)
+    for p in params:
+        lam = p["lambda_re"] + 1j * p["lambda_im"]
+        lam_bar = np.exp(lam * np.exp(p["log_step"]))
+        b_bar = ((lam_bar - 1) / lam)[:, None] * (p["b_re"] + 1j * p["b_im"])
+        c = p["c_re"] + 1j * p["c_im"]
+        u = layer_norm(x, p["norm_scale"], p["norm_bias"])
+        state = np.zeros((x.shape[0], lam.shape[0]), complex)
+        ys = []
+        for k in range(x.shape[1]):  # one step after another, as the recurrence reads
+            state = lam_bar * state + u[:, k] @ b_bar.T
+            ys.append(2 * (state @ c.T).real + p["d"] * u[:, k])
+        h = _np_gelu_exact(np.stack(ys, axis=1))
+        x = x + h * _sigmoid(h @ p["w_gate"] + p["b_gate"])
+    _close(out, x, 1e-3)
+
+
+def test_perceiver_cross_attention_matches_numpy_attention() -> None:
+    import numpy as np
+
+    out, (params, inputs), _ = _run("perceiver_encoder", batch=2, positions=40,
+                                    channels=6, index=5, width=8, heads=2, self_attends=2,
+                                    repeats=2)
+
+    def norm(v: Any, scale: Any, bias: Any) -> Any:
+        return _np_layer_norm(v, scale, bias, 1e-5)
+
+    def gelu(v: Any) -> Any:
+        return 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+
+    def attend(p: dict[str, Any], q_in: Any, kv_in: Any, heads: int) -> Any:
+        def split(v: Any) -> Any:
+            return v.reshape(*v.shape[:2], heads, -1)
+
+        q = split(q_in @ p["wq"] + p["bq"])
+        k, v = split(kv_in @ p["wk"] + p["bk"]), split(kv_in @ p["wv"] + p["bv"])
+        scores = np.einsum("bthd,bThd->bhtT", q, k) / np.sqrt(q.shape[-1])
+        w = np.exp(scores - scores.max(-1, keepdims=True))
+        w /= w.sum(-1, keepdims=True)
+        return np.einsum("bhtT,bThd->bthd", w, v).reshape(*q_in.shape[:2], -1) @ p["wo"] \
+            + p["bo"]
+
+    def mlp(p: dict[str, Any], v: Any) -> Any:
+        return gelu(v @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+    c = params["cross"]
+    z = np.broadcast_to(params["latents"], (2, 5, 8)).astype(np.float64)
+    z = z + attend(c, norm(z, c["q_scale"], c["q_bias"]),
+                   norm(inputs, c["kv_scale"], c["kv_bias"]), 1)
+    z = z + mlp(c, norm(z, c["mlp_scale"], c["mlp_bias"]))
+    for _ in range(2):
+        for s in params["self"]:
+            h = norm(z, s["q_scale"], s["q_bias"])
+            z = z + attend(s, h, h, 2)
+            z = z + mlp(s, norm(z, s["mlp_scale"], s["mlp_bias"]))
+    _close(out, z, 1e-3)

@@ -30,9 +30,14 @@ sample_until_eos       top-k sampling in a while loop that stops on end-of-seque
 fnet_fourier           F-Net encoder blocks, FFT token mixing (google-research)    jax
 int8_mlp               int8 quantized MLP inference, ``s8 × s8 → s32`` (AQT)        jax
 mbconv_depthwise       inverted residual blocks, depthwise convolutions             jax
+vae_up_decoder         VAE decoder up block, group norms, upsampling (diffusers)   jax
+t5_relative_attention  T5 encoder layers with a bucketed relative position bias    jax
+wav2vec2_features      wav2vec 2.0 feature encoder, strided and grouped 1-D convs  jax
+s5_scan                S5 state-space layers, complex ``lax.associative_scan``     jax
+perceiver_encoder      Perceiver latents cross-attending to a long input array     jax
 =====================  ==========================================================  ===============
 
-The last six are reimplementations of real open-source models at small sizes: each module's
+The last eleven are reimplementations of real open-source models at small sizes: each module's
 docstring names the repository, the file and the commit it was written from (``CITED``). No
 code is copied; the sizes make each call run in well under a second on a 2-core CPU.
 
@@ -57,6 +62,11 @@ PROGRAMS: tuple[str, ...] = (
     "fnet_fourier",
     "int8_mlp",
     "mbconv_depthwise",
+    "vae_up_decoder",
+    "t5_relative_attention",
+    "wav2vec2_features",
+    "s5_scan",
+    "perceiver_encoder",
 )
 
 CITED: tuple[str, ...] = PROGRAMS[10:]
