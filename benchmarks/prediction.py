@@ -267,11 +267,17 @@ def catalog(data: dict[str, Any], step: str | None, others: Sequence[str] = ()
     return summary(programs, kernels_from, step or "the catalog", "catalog")
 
 
-def heldout_names(config: Path = HELDOUT_CONFIG) -> list[str]:
-    """The record names (``user:<name>``) of the held-out config's workloads."""
+def heldout_names(config: Path = HELDOUT_CONFIG, *, blind: bool = False) -> list[str]:
+    """The record names (``user:<name>``) of the held-out config's workloads; with ``blind``,
+    of those in ``heldout.BLIND`` only."""
     from roofline_report.config import load_config
 
-    return [f"user:{spec.name}" for spec in load_config(config).workloads]
+    specs = load_config(config).workloads
+    if blind:
+        from benchmarks.heldout import BLIND
+
+        specs = [s for s in specs if str(s.setup).split(":")[0] in BLIND]
+    return [f"user:{spec.name}" for spec in specs]
 
 
 def heldout(data: dict[str, Any]) -> dict[str, Any]:
@@ -288,8 +294,15 @@ def heldout(data: dict[str, Any]) -> dict[str, Any]:
     scores.sort(key=lambda s: names.index(s.name))
     print_scores(scores, kernels=True)
     print_worst(scores, "held-out")
-    return {**summary(scores, scores, "the held-out programs", "heldout"),
-            "programs": [_program_json(s) for s in scores]}
+    blind = set(heldout_names(blind=True))
+    fresh = [s for s in scores if s.name in blind]
+    out = {**summary(scores, scores, "the held-out programs", "heldout"),
+           "programs": [_program_json(s) for s in scores]}
+    if fresh:
+        out["blind"] = summary(fresh, fresh, "the blind held-out programs", "blind")
+        print(f"blind programs ({len(fresh)}): median error "
+              f"{out['blind']['median_error']:.0%}, kernels {out['blind']['kernel_median_error']}")
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

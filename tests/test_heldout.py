@@ -152,6 +152,34 @@ def test_both_suites_score_one_run_separately(
         "worst programs of the held-out suite:")
 
 
+def test_the_blind_programs_are_scored_apart_too(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The programs added after the model's changes (``BLIND``) get a summary of their own
+    beside the whole held-out suite's; a run without them has none."""
+    from benchmarks.heldout import BLIND
+
+    assert BLIND and set(BLIND) < set(PROGRAMS)
+    blind = prediction.heldout_names(blind=True)
+    everyone = prediction.heldout_names()
+    assert len(blind) == len(BLIND) and set(blind) < set(everyone)
+    data = results.load(FIXTURES / "cpu_results.json")
+    timed = [w for w in data["workloads"] if (w.get("kernel_timing") or {}).get("available")]
+    renamed = {id(timed[0]): blind[0], id(timed[1]): everyone[0]}
+    data["workloads"] = [{**w, "name": renamed[id(w)]} if id(w) in renamed else w
+                         for w in data["workloads"]]
+    saved = tmp_path / "results.json"
+    saved.write_text(results.dumps(data), encoding="utf-8")
+    assert prediction.main(["--suite", "heldout", "--from-json", str(saved)]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["points"] == 2 and out["blind"]["points"] == 1
+    assert out["blind"]["suite"] == "blind"
+    only_first = {**data, "workloads": [w for w in data["workloads"]
+                                        if w.get("name") != blind[0]]}
+    saved.write_text(results.dumps(only_first), encoding="utf-8")
+    assert prediction.main(["--suite", "heldout", "--from-json", str(saved)]) == 0
+    assert "blind" not in json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
 def test_catalog_suite_scores_a_saved_run(capsys: pytest.CaptureFixture[str]) -> None:
     code = prediction.main(["--from-json", str(FIXTURES / "cpu_results.json"), "--no-step"])
     assert code == 0
