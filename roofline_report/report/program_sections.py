@@ -279,8 +279,10 @@ def kernels(vm: VM) -> Section | None:
     body: list[Block] = [p(
         "Each compiled kernel, counted from the optimized HLO and timed from a profiler trace "
         "of repeated calls. Kernels can overlap, so shares are of the summed kernel time. "
-        "Predicted: launches × (max(compute, memory) + launch) from the kernel's own flops, "
-        "transcendentals and the bytes it touches, under the roofs named below each program "
+        "Predicted: launches × (max(compute, memory, pattern) + launch) from the kernel's own "
+        "flops, transcendentals and the bytes it touches (and, for a kernel of a measured "
+        "pattern such as a transpose, a gather or an FFT, its size at that pattern's rate), "
+        "under the roofs named below each program "
         + ("(the spec sheet or the ceilings given for the machine that ran the trace, "
            "where there is one)" if vm.get("trace")
            else "(this machine's where this run measured them)") +
