@@ -39,6 +39,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any, overload
 
@@ -112,8 +113,8 @@ class _LineStats:
     of its metadata (``inherited``); an event decoded exactly keeps its dict (``exact``). Dicts
     are built only for the events read: a 100 MB trace holds millions of stats, few read."""
 
-    __slots__ = ("_tables", "bits", "bounds", "exact", "inherited", "key", "kind", "objects",
-                 "stat_names")
+    __slots__ = ("_present", "_tables", "bits", "bounds", "exact", "inherited", "key", "kind",
+                 "objects", "stat_names")
 
     def __init__(self, stat_names: Mapping[int, str], inherited: dict[int, dict[str, Any]],
                  bounds: np.ndarray, key: np.ndarray, kind: np.ndarray, bits: np.ndarray,
@@ -127,6 +128,7 @@ class _LineStats:
         self.objects = objects
         self.exact = exact
         self._tables: dict[str, np.ndarray] = {}
+        self._present: np.ndarray | None = None  # the stat ids of the own stats, once
 
     def _named(self, ids: np.ndarray, what: str) -> list[Any]:
         """The stat names (``what`` "name") or ref values ("ref") of stat metadata ``ids``."""
@@ -165,7 +167,9 @@ class _LineStats:
             refs = bits[pick]
             big = refs >= np.uint64(2**63)  # no stat id (an int64) is that large
             named = self._named(np.where(big, np.uint64(0), refs).view(np.int64), "ref")
-            out[pick] = [("" if b else n) for n, b in zip(named, big.tolist(), strict=True)]
+            if big.any():
+                named = [("" if b else n) for n, b in zip(named, big.tolist(), strict=True)]
+            out[pick] = named
         pick = kind == 0
         if pick.any():
             objects = self.objects
@@ -184,18 +188,16 @@ class _LineStats:
             rows = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
             names = self._named(self.key[rows], "name")
             values = self._values(rows)
+        pairs = zip(names, values, strict=True)  # each event takes its count of them
+        out: list[dict[str, Any]] = [dict(islice(pairs, c)) for c in counts.tolist()]
         inherited = self.inherited
-        out: list[dict[str, Any]] = []
-        add = out.append
-        at = 0
-        for m, c in zip(meta, counts.tolist(), strict=True):
-            if c:
-                own = dict(zip(names[at:at + c], values[at:at + c], strict=True))
-                at += c
-                base = inherited.get(m)
-                add({**base, **own} if base else own)
-            else:
-                add(inherited.get(m, _NO_STATS))
+        for j in np.flatnonzero(counts == 0).tolist():
+            out[j] = inherited.get(meta[j], _NO_STATS)
+        if inherited:
+            with_base = np.isin(np.array(meta, dtype=np.int64),
+                                np.array(list(inherited), dtype=np.int64)) & (counts > 0)
+            for j in np.flatnonzero(with_base).tolist():
+                out[j] = {**inherited[meta[j]], **out[j]}
         if self.exact:
             exact = self.exact
             for j, i in enumerate(indices.tolist()):
@@ -208,7 +210,9 @@ class _LineStats:
         n = len(meta)
         mask = np.zeros(n, dtype=bool)
         if self.key.size:
-            present = np.unique(self.key)
+            if self._present is None:
+                self._present = np.unique(self.key)
+            present = self._present
             ids = [k for k, name in zip(present.tolist(), self._named(present, "name"),
                                         strict=True) if name == stat]
             if ids:
