@@ -26,6 +26,14 @@ def test_varints_as_python_reads_them() -> None:
     value, length = varints(buf, at)
     assert value.tolist() == values
     assert length.tolist() == [len(_varint(v)) for v in values]
+    # Values of every length, at every alignment, as Python reads them.
+    rng = random.Random(3)
+    values = [rng.getrandbits(rng.randrange(1, 65)) for _ in range(2000)]
+    raw = b"".join(_varint(v) for v in values)
+    at = np.cumsum([0] + [len(_varint(v)) for v in values])[:-1]
+    value, length = varints(np.frombuffer(raw + bytes(PAD), dtype=np.uint8), at)
+    assert value.tolist() == values
+    assert length.tolist() == [len(_varint(v)) for v in values]
     # Eleven bytes, or a tenth byte over 1: not a 64-bit varint.
     bad = np.frombuffer(b"\xff" * 10 + b"\x01" + b"\xff" * 9 + b"\x02" + bytes(PAD), np.uint8)
     assert varints(bad, np.array([0, 11]))[1].tolist() == [0, 0]

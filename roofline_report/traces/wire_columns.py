@@ -36,7 +36,41 @@ DOUBLE, UINT64, INT64, REF = 0x11, 0x18, 0x20, 0x38
 def varints(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(values as uint64, lengths in bytes) of the varints starting at positions ``at`` of
     ``buf`` (uint8, padded by :data:`PAD`). A length of 0: not a varint of at most 64 bits (more
-    than 10 bytes, or a tenth byte over 1)."""
+    than 10 bytes, or a tenth byte over 1).
+
+    A varint of up to 8 bytes (nearly all) is read from the 8 bytes at its position as one
+    little-endian word: its last byte is the first without the high bit, and its 7-bit groups
+    are gathered by shifts; longer ones byte by byte (:func:`_long_varints`)."""
+    first = buf[at]
+    value = first.astype(_U8)
+    length = np.ones(len(at), dtype=np.int64)
+    more = np.flatnonzero(first >= 0x80)  # the one-byte varints (most) are read
+    if more.size:
+        value[more], length[more] = _word_varints(buf, at[more])
+    return value, length
+
+
+def _word_varints(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`varints`, each read from the 8 bytes at its position as one word."""
+    words = np.ndarray((len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))[at]
+    stop = ~words & _HIGH_BITS  # the high bit of each byte that ends a varint
+    last = stop & (~stop + _U8(1))  # the first of them
+    length = ((np.log2(np.where(last == 0, 1, last)).astype(np.int64) + 1) // 8)
+    words &= (last << _U8(1)) - _U8(1)  # its bytes only (all 8: the shift wraps to 0)
+    value = words & _U8(0x7F)
+    for j in range(1, 8):
+        value |= ((words >> _U8(8 * j)) & _U8(0x7F)) << _U8(7 * j)
+    long = np.flatnonzero(last == 0)
+    if long.size:
+        value[long], length[long] = _long_varints(buf, at[long])
+    return value, length
+
+
+_HIGH_BITS = _U8(0x8080808080808080)
+
+
+def _long_varints(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`varints`, byte by byte (for those over 8 bytes)."""
     n = len(at)
     value = np.zeros(n, dtype=_U8)
     length = np.zeros(n, dtype=np.int64)
