@@ -297,16 +297,24 @@ def kernel_times(
     samples = _Samples()
     previous_end = float("-inf")
     ns = 1e-9 / per_call_div
+    kernel_ops: dict[str, bool] = {}  # op -> is_kernel(op), asked once per op
     for run in ordered_runs:
-        leaves = [k for k in run if is_kernel(k.op)]
-        samples.unmatched |= {k.op for k in run if not is_kernel(k.op)}
+        leaves: list[_Kernel] = []
+        control: list[_Kernel] = []
+        for k in run:
+            flag = kernel_ops.get(k.op)
+            if flag is None:
+                flag = kernel_ops[k.op] = is_kernel(k.op)
+            (leaves if flag else control).append(k)
+        if control:
+            samples.unmatched |= {k.op for k in control}
         if not leaves:
             continue
-        first = min(k.event.start for k in run)  # control flow around kernels included
-        last = max(k.end for k in run)
+        first = min([k.event.start for k in run])  # control flow around kernels included
+        last = max([k.end for k in run])
         start = _call_start(execute_starts, previous_end, first)
         previous_end = last
-        control_ns = sum(k.self_ns for k in run if not is_kernel(k.op))
+        control_ns = sum([k.self_ns for k in control])
         samples.calls.append(_call_times(leaves, control_ns, start, first, last, ns))
         _waits(leaves)
         _shares(leaves, wants, cores)
