@@ -103,6 +103,7 @@ def profile(path: str | Path, out: str | Path | None = None, *, run: str | None 
                                 origin="python" if origin == "python" else "command line")
         module_read = reading.module
         del reading  # the decoded events: freed before rendering
+        gc.collect()  # with those of them some cycle holds (else kept while rendering)
         # Rendering a long trace's samples (millions of numbers in lists) with the collector
         # running cost it a sixth more: its passes walk the document again and again.
         if destination is not None:
