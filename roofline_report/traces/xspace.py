@@ -11,9 +11,12 @@ The objects returned are duck-typed as ``ProfileData``'s (planes with ``name`` a
 lines with ``name`` and ``events``, events with ``name``, ``start_ns``, ``duration_ns`` and
 ``stats``), so :func:`roofline_report.traces.events.kernel_times` reads them. An event's stats are
 its metadata's stats overlaid with its own (XLA puts constant stats such as ``hlo_op`` on either).
-A line keeps its events as columns (:class:`EventColumns`: metadata ids, starts, durations, stats)
-and builds event objects only when iterated; :func:`events_where` picks events by name or stat
-without building the rest (a 100 MB trace holds about four million events, most never read).
+A line's events are decoded together, with numpy (:mod:`.wire_columns`; an event or stat of an
+unusual shape one by one, by the ``protobuf`` package), and kept as columns
+(:class:`EventColumns`: metadata ids, starts, durations, and the stats as columns too); event
+objects and their stats dicts are built only when iterated; :func:`events_where` picks events by
+name or stat without building the rest (a 100 MB trace holds about four million events, most
+never read).
 
 Nothing is dropped silently. A field the schema does not have is skipped and named
 (``XSpace.unknown_fields``: a newer profiler); a stat whose value is of a type the schema does not
