@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline_report.errors import InputError
+from roofline_report.heap import release_free_memory
 from roofline_report.hlo.compiled import inspect_compiled
 from roofline_report.hlo.ir import parse_module
 from roofline_report.hlo.kernels import kernel_inventory
@@ -107,6 +108,7 @@ def _read_host(f: HostFile) -> HostReading:
         if "not a profiler trace" in str(exc) or "GiB" in str(exc):
             raise InputError(str(exc)) from None
         raise InputError(f"{exc} (a truncated or corrupt trace file)") from None
+    release_free_memory()  # the parsed protobuf and the file's bytes, freed: their pages
     return HostReading(f, f.path.stat().st_size, space, timeline.lanes(space),
                        timeline.steps(space), timeline.execute_lines(space))
 

@@ -207,26 +207,34 @@ def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event
     the same flow id, where the event has one) started last before it. Emulated devices run the
     same thunks on the same threads, and flow ids repeat between calls, so an end event is
     matched backwards to the launch it completes; a synchronous thunk gets none."""
-    starts: dict[tuple[Any, str], list[tuple[float, int]]] = defaultdict(list)
+    launches: dict[tuple[Any, str], list[tuple[float, int]]] = defaultdict(list)
     for device, found in by_device.items():
         for _, e in found:
             op = str(e.stats["hlo_op"])
-            starts[(e.stats.get("_p"), op)].append((e.start_ns, device))
-            starts[(None, op)].append((e.start_ns, device))
-    for items in starts.values():
+            launches[(e.stats.get("_p"), op)].append((e.start_ns, device))
+            launches[(None, op)].append((e.start_ns, device))
+    # Per key, the launches' starts and devices in (start, device) order: the last launch
+    # starting no later than an end event is found by bisecting the starts alone.
+    starts: dict[tuple[Any, str], list[float]] = {}
+    devices: dict[tuple[Any, str], list[int]] = {}
+    for key, items in launches.items():
         items.sort()
+        starts[key] = [s for s, _ in items]
+        devices[key] = [d for _, d in items]
     owned: dict[int, list[Event]] = defaultdict(list)
+    none: list[float] = []
     for plane in space.planes:
         if plane.name != HOST_CPU:
             continue
         for line in plane.lines:
             for e in events_where(line.events, name=_is_end):
-                if "hlo_op" in e.stats:
+                stats = e.stats
+                if "hlo_op" in stats:
                     continue
-                items = starts.get((e.stats.get("_c"), e.name[5:]), [])
-                i = bisect.bisect_right(items, (e.start_ns, float("inf"))) - 1
+                key = (stats.get("_c"), e.name[5:])
+                i = bisect.bisect_right(starts.get(key, none), e.start_ns) - 1
                 if i >= 0:
-                    owned[items[i][1]].append(e)
+                    owned[devices[key][i]].append(e)
     return owned
 
 

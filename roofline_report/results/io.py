@@ -57,8 +57,25 @@ def _finite(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _finite(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
+        if _plain_numbers(value):  # nothing to change: a profile's samples, checked in C
+            return value if isinstance(value, list) else list(value)
         return [_finite(v) for v in value]
     return value
+
+
+_NUMBERS = frozenset((int, float))
+
+
+def _plain_numbers(values: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether ``values`` are all ints and finite floats (bools and subclasses excepted), told
+    without a Python step per value: a sum of finite numbers is finite unless it overflows
+    (then the values are walked one by one, as any others)."""
+    if not values or not set(map(type, values)) <= _NUMBERS:
+        return False
+    try:
+        return math.isfinite(sum(values))
+    except OverflowError:  # ints too large for a float: walked one by one
+        return False
 
 
 class _NotFinite(ValueError):

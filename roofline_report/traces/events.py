@@ -37,6 +37,7 @@ import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from roofline_report.quantiles import median
@@ -165,7 +166,7 @@ def _shares(leaves: list[_Kernel], wants: Mapping[str, int] | None = None,
             if end > start:
                 edges.append((start, 1, i))
                 edges.append((end, -1, i))
-    edges.sort(key=lambda e: (e[0], e[1]))
+    edges.sort(key=itemgetter(0, 1))
     active: set[int] = set()
     wanted = 0.0  # threads the active kernels want (whole numbers: no rounding drift)
     at = 0.0
@@ -230,13 +231,16 @@ def _completion(e: _Event, op: str, ends: dict[tuple[Any, str], list[_Event]],
                 starts: dict[tuple[Any, str], list[float]], used: set[int]) -> _Event | None:
     """The first unused end event of ``op`` (with the flow id of ``e``, else any) that starts
     no earlier than ``e``: found by bisection, so that a long trace costs n log n."""
-    for key in ((e.stats.get("_p"), op), (None, op)):
-        candidates = ends.get(key)
+    stats = e.stats
+    get = ends.get
+    for key in ((stats.get("_p"), op), (None, op)):
+        candidates = get(key)
         if not candidates:
             continue
         for i in range(bisect.bisect_left(starts[key], e.start), len(candidates)):
-            if id(candidates[i]) not in used:
-                return candidates[i]
+            found = candidates[i]
+            if id(found) not in used:
+                return found
     return None
 
 
@@ -293,16 +297,24 @@ def kernel_times(
     samples = _Samples()
     previous_end = float("-inf")
     ns = 1e-9 / per_call_div
+    kernel_ops: dict[str, bool] = {}  # op -> is_kernel(op), asked once per op
     for run in ordered_runs:
-        leaves = [k for k in run if is_kernel(k.op)]
-        samples.unmatched |= {k.op for k in run if not is_kernel(k.op)}
+        leaves: list[_Kernel] = []
+        control: list[_Kernel] = []
+        for k in run:
+            flag = kernel_ops.get(k.op)
+            if flag is None:
+                flag = kernel_ops[k.op] = is_kernel(k.op)
+            (leaves if flag else control).append(k)
+        if control:
+            samples.unmatched |= {k.op for k in control}
         if not leaves:
             continue
-        first = min(k.event.start for k in run)  # control flow around kernels included
-        last = max(k.end for k in run)
+        first = min([k.event.start for k in run])  # control flow around kernels included
+        last = max([k.end for k in run])
         start = _call_start(execute_starts, previous_end, first)
         previous_end = last
-        control_ns = sum(k.self_ns for k in run if not is_kernel(k.op))
+        control_ns = sum([k.self_ns for k in control])
         samples.calls.append(_call_times(leaves, control_ns, start, first, last, ns))
         _waits(leaves)
         _shares(leaves, wants, cores)
@@ -382,14 +394,16 @@ def _timed_kernels(found: list[_Event], ends: dict[tuple[Any, str], list[_Event]
     the self times of nested events."""
     used: set[int] = set()
     items: list[_Kernel] = []
+    add = items.append
     starts = {key: [c.start for c in candidates] for key, candidates in ends.items()}
-    for e in sorted(found, key=lambda e: e.start):
+    for e in sorted(found, key=attrgetter("start")):
         end = e.end
-        done = _completion(e, str(e.stats["hlo_op"]), ends, starts, used)
+        op = str(e.stats["hlo_op"])
+        done = _completion(e, op, ends, starts, used)
         if done is not None:
             used.add(id(done))
             end = max(end, done.end)
-        items.append(_Kernel(e, str(e.stats["hlo_op"]), e.stats.get("run_id"), end))
+        add(_Kernel(e, op, e.stats.get("run_id"), end))
     _self_times(items)
     return items
 
@@ -448,24 +462,27 @@ class _Samples:
 
     def add_kernels(self, leaves: list[_Kernel], ns: float, per_call_div: int) -> None:
         """One sample per kernel that ran in this call: its summed span, busy time, launches."""
-        spans: dict[str, float] = defaultdict(float)
-        busy: dict[str, float] = defaultdict(float)
-        wait: dict[str, float] = defaultdict(float)
-        share: dict[str, float] = defaultdict(float)
-        counts: dict[str, int] = defaultdict(int)
+        # Per op: [span, busy, wait, share, launches], each sum from 0 as the kernels come.
+        sums: dict[str, list[float]] = {}
         for k in leaves:
-            spans[k.op] += k.self_ns
-            busy[k.op] += k.busy_ns
-            wait[k.op] += k.waited_ns
-            share[k.op] += k.shared_ns
-            counts[k.op] += 1
-        for op in spans:
-            self.span[op].append(round(spans[op] * ns, 12))
-            self.own[op].append(round(busy[op] * ns, 12))
-            self.wait[op].append(round(wait[op] * ns, 12))
-            self.share[op].append(round(share[op] * ns, 12))
-            self.launches[op].append(counts[op] / per_call_div)
-            self.at[op].append(len(self.calls) - 1)
+            acc = sums.get(k.op)
+            if acc is None:
+                sums[k.op] = [0.0 + k.self_ns, 0.0 + k.busy_ns, 0.0 + k.waited_ns,
+                              0.0 + k.shared_ns, 1]
+            else:
+                acc[0] += k.self_ns
+                acc[1] += k.busy_ns
+                acc[2] += k.waited_ns
+                acc[3] += k.shared_ns
+                acc[4] += 1
+        call = len(self.calls) - 1
+        for op, (span, busy, wait, share, count) in sums.items():
+            self.span[op].append(round(span * ns, 12))
+            self.own[op].append(round(busy * ns, 12))
+            self.wait[op].append(round(wait * ns, 12))
+            self.share[op].append(round(share * ns, 12))
+            self.launches[op].append(count / per_call_div)
+            self.at[op].append(call)
 
     def rows(self) -> list[dict[str, Any]]:
         """The kernels' records, the longest median busy time first."""

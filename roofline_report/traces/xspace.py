@@ -11,9 +11,12 @@ The objects returned are duck-typed as ``ProfileData``'s (planes with ``name`` a
 lines with ``name`` and ``events``, events with ``name``, ``start_ns``, ``duration_ns`` and
 ``stats``), so :func:`roofline_report.traces.events.kernel_times` reads them. An event's stats are
 its metadata's stats overlaid with its own (XLA puts constant stats such as ``hlo_op`` on either).
-A line keeps its events as columns (:class:`EventColumns`: metadata ids, starts, durations, stats)
-and builds event objects only when iterated; :func:`events_where` picks events by name or stat
-without building the rest (a 100 MB trace holds about four million events, most never read).
+A line's events are decoded together, with numpy (:mod:`.wire_columns`; an event or stat of an
+unusual shape one by one, by the ``protobuf`` package), and kept as columns
+(:class:`EventColumns`: metadata ids, starts, durations, and the stats as columns too); event
+objects and their stats dicts are built only when iterated; :func:`events_where` picks events by
+name or stat without building the rest (a 100 MB trace holds about four million events, most
+never read).
 
 Nothing is dropped silently. A field the schema does not have is skipped and named
 (``XSpace.unknown_fields``: a newer profiler); a stat whose value is of a type the schema does not
@@ -36,10 +39,10 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any, overload
 
@@ -47,6 +50,15 @@ import numpy as np
 from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 
+from roofline_report.traces.wire_columns import (
+    DOUBLE,
+    INT64,
+    PAD,
+    REF,
+    UINT64,
+    event_fields,
+    stat_fields,
+)
 from roofline_report.traces.xspace_schema import message_class
 from roofline_report.wire import LEN, WireFormatError, fields
 
@@ -97,18 +109,144 @@ class Event:
     stats: dict[str, Any]
 
 
+class _LineStats:
+    """The stats of one line's events as columns: each event's own stats are the rows
+    ``bounds[i]:bounds[i + 1]`` of the stat columns (metadata id, value kind and bits, in wire
+    order; a string's or an exactly decoded value's bits index ``objects``), under the stats
+    of its metadata (``inherited``); an event decoded exactly keeps its dict (``exact``). Dicts
+    are built only for the events read: a 100 MB trace holds millions of stats, few read."""
+
+    __slots__ = ("_present", "_tables", "bits", "bounds", "exact", "inherited", "key", "kind",
+                 "objects", "stat_names")
+
+    def __init__(self, stat_names: Mapping[int, str], inherited: dict[int, dict[str, Any]],
+                 bounds: np.ndarray, key: np.ndarray, kind: np.ndarray, bits: np.ndarray,
+                 objects: list[Any], exact: dict[int, dict[str, Any]]) -> None:
+        self.stat_names = stat_names
+        self.inherited = inherited
+        self.bounds = bounds
+        self.key = key
+        self.kind = kind
+        self.bits = bits
+        self.objects = objects
+        self.exact = exact
+        self._tables: dict[str, np.ndarray] = {}
+        self._present: np.ndarray | None = None  # the stat ids of the own stats, once
+
+    def _named(self, ids: np.ndarray, what: str) -> list[Any]:
+        """The stat names (``what`` "name") or ref values ("ref") of stat metadata ``ids``."""
+        names = self.stat_names
+
+        def one(k: int) -> str:
+            return names.get(k, f"stat {k}") if what == "name" else names.get(k, "")
+
+        if not ids.size:
+            return []
+        low, high = int(ids.min()), int(ids.max())
+        if low >= 0 and high < _TABLE_IDS:
+            table = self._tables.get(what)
+            if table is None or len(table) <= high:
+                table = np.empty(max(high + 1, 256), dtype=object)
+                table[:] = [one(k) for k in range(len(table))]
+                self._tables[what] = table
+            out: list[Any] = table[ids].tolist()
+            return out
+        unique, inverse = np.unique(ids, return_inverse=True)
+        found = np.empty(len(unique), dtype=object)
+        found[:] = [one(k) for k in unique.tolist()]
+        listed: list[Any] = found[inverse].tolist()
+        return listed
+
+    def _values(self, rows: np.ndarray) -> list[Any]:
+        kind, bits = self.kind[rows], self.bits[rows]
+        out = np.empty(len(rows), dtype=object)
+        for tag, read in ((UINT64, bits), (INT64, bits.view(np.int64)),
+                          (DOUBLE, bits.view(np.float64))):
+            pick = kind == tag
+            if pick.any():
+                out[pick] = read[pick].tolist()
+        pick = kind == REF
+        if pick.any():
+            refs = bits[pick]
+            big = refs >= np.uint64(2**63)  # no stat id (an int64) is that large
+            named = self._named(np.where(big, np.uint64(0), refs).view(np.int64), "ref")
+            if big.any():
+                named = [("" if b else n) for n, b in zip(named, big.tolist(), strict=True)]
+            out[pick] = named
+        pick = kind == 0
+        if pick.any():
+            objects = self.objects
+            out[pick] = [objects[i] for i in bits[pick].tolist()]
+        values: list[Any] = out.tolist()
+        return values
+
+    def dicts(self, meta: list[int], indices: np.ndarray) -> list[dict[str, Any]]:
+        """The stats of the events ``indices`` (whose metadata ids are ``meta``)."""
+        lo, hi = self.bounds[indices], self.bounds[indices + 1]
+        counts = hi - lo
+        total = int(counts.sum())
+        names: list[Any] = []
+        values: list[Any] = []
+        if total:
+            rows = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
+            names = self._named(self.key[rows], "name")
+            values = self._values(rows)
+        pairs = zip(names, values, strict=True)  # each event takes its count of them
+        out: list[dict[str, Any]] = [dict(islice(pairs, c)) for c in counts.tolist()]
+        inherited = self.inherited
+        for j in np.flatnonzero(counts == 0).tolist():
+            out[j] = inherited.get(meta[j], _NO_STATS)
+        if inherited:
+            with_base = np.isin(np.array(meta, dtype=np.int64),
+                                np.array(list(inherited), dtype=np.int64)) & (counts > 0)
+            for j in np.flatnonzero(with_base).tolist():
+                out[j] = {**inherited[meta[j]], **out[j]}
+        if self.exact:
+            exact = self.exact
+            for j, i in enumerate(indices.tolist()):
+                if i in exact:
+                    out[j] = exact[i]
+        return out
+
+    def having(self, meta: np.ndarray, stat: str) -> np.ndarray:
+        """Per event: whether its stats hold ``stat``."""
+        n = len(meta)
+        mask = np.zeros(n, dtype=bool)
+        if self.key.size:
+            if self._present is None:
+                self._present = np.unique(self.key)
+            present = self._present
+            ids = [k for k, name in zip(present.tolist(), self._named(present, "name"),
+                                        strict=True) if name == stat]
+            if ids:
+                rows = np.flatnonzero(np.isin(self.key, np.array(ids, dtype=np.int64)))
+                mask[np.searchsorted(self.bounds, rows, side="right") - 1] = True
+        metas = [m for m, st in self.inherited.items() if stat in st]
+        if metas:
+            mask |= np.isin(meta, np.array(metas, dtype=np.int64))
+        for i, st in self.exact.items():
+            mask[i] = stat in st
+        return mask
+
+
+# Stat ids below this are named through a table (ids are small, numbered from 1 per plane).
+_TABLE_IDS = 1 << 16
+_NO_STATS: dict[str, Any] = {}  # shared: the stats of events without any (read-only)
+
+
 class EventColumns(Sequence[Event]):
     """The events of one line as the reader keeps them: columns (metadata id, start and
-    duration in ns, stats) instead of one object per event, so a trace of millions of events
-    costs tens of bytes an event. Iterating or indexing builds the :class:`Event` objects on
-    the fly (they are not kept); :meth:`where` picks the few events an analysis needs by name
-    or stat without building the others. Events without stats of their own share their
-    metadata's stats dict: every event's stats are read-only."""
+    duration in ns, stats as columns: :class:`_LineStats`) instead of one object per event,
+    so a trace of millions of events costs tens of bytes an event. Iterating or indexing
+    builds the :class:`Event` objects and their stats dicts on the fly (they are not kept);
+    :meth:`where` picks the few events an analysis needs by name or stat without building the
+    others. Events without stats of their own share their metadata's stats dict: every
+    event's stats are read-only."""
 
     __slots__ = ("_names", "duration_ns", "meta", "start_ns", "stats")
 
     def __init__(self, names: Mapping[int, str], meta: np.ndarray, start_ns: np.ndarray,
-                 duration_ns: np.ndarray, stats: list[dict[str, Any]]) -> None:
+                 duration_ns: np.ndarray, stats: _LineStats) -> None:
         self._names = names
         self.meta = meta
         self.start_ns = start_ns
@@ -116,18 +254,22 @@ class EventColumns(Sequence[Event]):
         self.stats = stats
 
     def __len__(self) -> int:
-        return len(self.stats)
+        return len(self.meta)
 
-    def _built(self, indices: Sequence[int]) -> list[Event]:
-        names, stats = self._names, self.stats
-        meta = self.meta[indices].tolist() if len(indices) != len(stats) else self.meta.tolist()
-        if len(indices) != len(stats):
-            start = self.start_ns[indices].tolist()
-            duration = self.duration_ns[indices].tolist()
-        else:
+    def _built(self, indices: Sequence[int] | np.ndarray) -> list[Event]:
+        names = self._names
+        every = isinstance(indices, range) and indices == range(len(self.meta))
+        rows = np.arange(len(self.meta)) if every else np.asarray(indices, dtype=np.int64)
+        if every:
+            meta = self.meta.tolist()
             start, duration = self.start_ns.tolist(), self.duration_ns.tolist()
-        return [Event(names.get(m, ""), a, d, stats[i])
-                for i, m, a, d in zip(indices, meta, start, duration, strict=True)]
+        else:
+            meta = self.meta[rows].tolist()
+            start = self.start_ns[rows].tolist()
+            duration = self.duration_ns[rows].tolist()
+        stats = self.stats.dicts(meta, rows)
+        return [Event(names.get(m, ""), a, d, st)
+                for m, a, d, st in zip(meta, start, duration, stats, strict=True)]
 
     @overload
     def __getitem__(self, index: int) -> Event: ...
@@ -139,8 +281,7 @@ class EventColumns(Sequence[Event]):
         if isinstance(index, slice):
             return self._built(range(len(self))[index])
         i = range(len(self))[index]  # IndexError as a list's
-        return Event(self._names.get(int(self.meta[i]), ""), float(self.start_ns[i]),
-                     float(self.duration_ns[i]), self.stats[i])
+        return self._built([i])[0]
 
     def __iter__(self) -> Iterator[Event]:
         return iter(self._built(range(len(self))))
@@ -157,17 +298,15 @@ class EventColumns(Sequence[Event]):
               stat: str | None = None) -> list[Event]:
         """The events whose name passes ``name`` and whose stats hold ``stat`` (either
         test left out: not applied), in line order."""
-        indices: Sequence[int] = range(len(self))
+        mask = np.ones(len(self), dtype=bool)
         if name is not None:
             ids = [m for m, n in self._names.items() if name(n)]
             mask = np.isin(self.meta, np.array(ids, dtype=np.int64))
             if name(""):  # events whose metadata is not in the plane are named ""
                 mask |= ~np.isin(self.meta, np.array(list(self._names), dtype=np.int64))
-            indices = np.flatnonzero(mask).tolist()
         if stat is not None:
-            stats = self.stats
-            indices = [i for i in indices if stat in stats[i]]
-        return self._built(indices)
+            mask &= self.stats.having(self.meta, stat)
+        return self._built(np.flatnonzero(mask))
 
 
 def events_where(events: Sequence[Event], *, name: Callable[[str], bool] | None = None,
@@ -327,11 +466,13 @@ def _varint_stat(raw: bytes) -> tuple[int, int, int] | None:
 # Distinct stats a plane's cache keeps before it starts again: a trace's recurring stats (op and
 # module names) are back in it within a few events; its run and flow ids would fill it.
 _STATS_KEPT = 65536
+# Events of a line decoded together: bounds the memory the decoding's temporaries take.
+_CHUNK = 1 << 18
 
 
-class _StatCache(dict[bytes, tuple[str, Any]]):
-    """Serialized stat -> (name, value), each distinct one parsed on first use (a missing key
-    parses it), so that an event's stats are looked up in C: ``map(cache.__getitem__, raws)``."""
+class _StatCache(dict[bytes, tuple[int, Any]]):
+    """Serialized stat -> (metadata id, value), each distinct one parsed on first use (a
+    missing key parses it)."""
 
     def __init__(self, reader: _PlaneReader) -> None:
         super().__init__()
@@ -343,7 +484,7 @@ class _StatCache(dict[bytes, tuple[str, Any]]):
         self.clear()
         self.reader = None
 
-    def __missing__(self, raw: bytes) -> tuple[str, Any]:
+    def __missing__(self, raw: bytes) -> tuple[int, Any]:
         if self.reader is None:
             raise KeyError(raw)
         out = self.reader.parse_stat(raw)
@@ -351,6 +492,26 @@ class _StatCache(dict[bytes, tuple[str, Any]]):
             self.clear()
         self[raw] = out
         return out
+
+
+@dataclass(slots=True)
+class _LineParts:
+    """A line's columns as its chunks of events are decoded."""
+
+    meta: list[np.ndarray] = field(default_factory=list)
+    offset: list[np.ndarray] = field(default_factory=list)
+    duration: list[np.ndarray] = field(default_factory=list)
+    counts: list[np.ndarray] = field(default_factory=list)  # own stats per kept event
+    key: list[np.ndarray] = field(default_factory=list)
+    kind: list[np.ndarray] = field(default_factory=list)
+    bits: list[np.ndarray] = field(default_factory=list)
+    objects: list[Any] = field(default_factory=list)
+    exact: dict[int, dict[str, Any]] = field(default_factory=dict)
+    kept: int = 0
+
+
+def _joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
 class _PlaneReader:
@@ -365,28 +526,27 @@ class _PlaneReader:
         self.unknown_values = unknown_values
         self.stat_names: dict[int, str] = {e.key: e.value.name for e in plane.stat_metadata}
         self.cache = _StatCache(self)
-        self.any_unknown_value = False  # some stat's value is of a type the schema lacks
         self._stat = message_class("XStat")
+        self._event = message_class("XEvent")
 
-    def parse_stat(self, raw: bytes) -> tuple[str, Any]:
+    def parse_stat(self, raw: bytes) -> tuple[int, Any]:
+        """(metadata id, value) of a serialized stat (the value ``_UNKNOWN_VALUE`` where it is
+        of a type the schema does not have)."""
         fast = _varint_stat(raw)
         if fast is not None:
             number, tag, read = fast
-            name = self.stat_names.get(number, f"stat {number}")
             if tag == _REF_TAG:
-                return name, self.stat_names.get(read, "")
-            return name, read
+                return number, self.stat_names.get(read, "")
+            return number, read
         try:
             s = self._stat.FromString(raw)
         except DecodeError:
             raise TraceFormatError("corrupt XStat: not a well-formed message") from None
-        name = self.stat_names.get(s.metadata_id, f"stat {s.metadata_id}")
         kind = s.WhichOneof("value")
         value: Any
         if kind is None:
             _unknown_of(s, {})  # a known field with another wire type: refused
             value = _UNKNOWN_VALUE
-            self.any_unknown_value = True
         elif kind == "ref_value":
             value = self.stat_names.get(s.ref_value, "")
         else:
@@ -395,15 +555,16 @@ class _PlaneReader:
             s.DiscardUnknownFields()
             if s.ByteSize() != len(raw):
                 _unknown_of(self._stat.FromString(raw), self.unknown)
-        return name, value
+        return s.metadata_id, value
 
-    def stat(self, raw: bytes) -> tuple[str, Any]:
-        return self.cache[raw]
+    def stat_name(self, number: int) -> str:
+        return self.stat_names.get(number, f"stat {number}")
 
     def stats(self, raws: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for raw in raws:
-            name, value = self.cache[raw]
+            number, value = self.cache[raw]
+            name = self.stat_name(number)
             if value is _UNKNOWN_VALUE:
                 self.unknown_values[name] += 1
             else:
@@ -421,7 +582,8 @@ class _PlaneReader:
             decoded = self.stats(m.stats)
             meta_stats[entry.key] = decoded
             metadata[entry.key] = ProgramMetadata(entry.key, m.name, m.display_name, decoded)
-        lines = [self.line(line, names, meta_stats) for line in p.lines]
+        with_stats = {m: st for m, st in meta_stats.items() if st}
+        lines = [self.line(line, names, with_stats) for line in p.lines]
         plane = Plane(p.id, p.name, lines, self.stats(p.stats), metadata)
         self.cache.close()  # the serialized stats: not needed once the plane is read
         return plane
@@ -436,48 +598,102 @@ class _PlaneReader:
                              f"(XEvent field {numbers[0]}): the trace was written by a newer "
                              "profiler")
 
-    def line(self, line: Any, names: dict[int, str], meta_stats: dict[int, dict[str, Any]]
-             ) -> Line:
-        # The one loop over every event of a trace: kept to field reads and C-level lookups;
-        # the events are kept as columns (EventColumns), not objects.
-        meta_ids, offsets, durations = array("q"), array("q"), array("q")
-        add_meta, add_offset, add_duration = meta_ids.append, offsets.append, durations.append
-        stats_list: list[dict[str, Any]] = []
-        add_stats = stats_list.append
-        lookup = self.cache.__getitem__
-        no_stats: dict[str, Any] = {}
-        name_of = names.get
-        with_stats = {m: st for m, st in meta_stats.items() if st}
-        inherited_of = with_stats.get
-        for e in line.events:
-            offset = e.offset_ps
-            if not offset and e.WhichOneof("data") != "offset_ps":
-                self.untimed(e)
+    def exact_event(self, raw: bytes, names: Mapping[int, str],
+                    with_stats: Mapping[int, dict[str, Any]]
+                    ) -> tuple[int, int, int, dict[str, Any]] | None:
+        """(metadata id, offset, duration, stats) of an event of an unusual shape, parsed by
+        the protobuf package; None for an event skipped (untimed, negative duration)."""
+        try:
+            e = self._event.FromString(raw)
+        except DecodeError as exc:
+            raise TraceFormatError(f"corrupt XSpace: a plane that does not parse ({exc})"
+                                   ) from None
+        offset = e.offset_ps
+        if not offset and e.WhichOneof("data") != "offset_ps":
+            self.untimed(e)
+            _unknown_of(e, self.unknown)
+            return None
+        _unknown_of(e, self.unknown)
+        duration = e.duration_ps
+        meta = e.metadata_id
+        if duration < 0:
+            self.negative[names.get(meta, "")] += 1
+            return None
+        raws = e.stats
+        if not raws:
+            return meta, offset, duration, with_stats.get(meta, _NO_STATS)
+        own = self.stats(raws)
+        return meta, offset, duration, ({**with_stats[meta], **own} if meta in with_stats
+                                        else own)
+
+    def chunk(self, raws: list[bytes], names: Mapping[int, str],
+              with_stats: Mapping[int, dict[str, Any]], parts: _LineParts) -> None:
+        """Decode the events ``raws`` of a line into ``parts`` (see :mod:`.wire_columns`)."""
+        lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+        joined = b"".join(raws)
+        buf = np.frombuffer(joined + bytes(PAD), dtype=np.uint8)
+        ends = np.cumsum(lengths)
+        f = event_fields(buf, ends - lengths, ends)
+        timed = ~f.odd & f.has_offset & ~f.has_occurrences
+        keep = timed & (f.duration >= 0)
+        negative = timed & (f.duration < 0)
+        if negative.any():
+            ids, counts = np.unique(f.meta[negative], return_counts=True)
+            for m, c in zip(ids.tolist(), counts.tolist(), strict=True):
+                self.negative[names.get(m, "")] += c
+        meta, offset, duration = f.meta, f.offset, f.duration
+        exact: dict[int, dict[str, Any]] = {}
+        for i in np.flatnonzero(f.odd).tolist():
+            got = self.exact_event(raws[i], names, with_stats)
+            if got is not None:
+                keep[i] = True
+                meta[i], offset[i], duration[i], exact[i] = got
+        # The stats of the events kept and decoded here, in wire order.
+        rows = np.flatnonzero(keep[f.stat_event] & ~f.odd[f.stat_event])
+        event, lo, hi = f.stat_event[rows], f.stat_start[rows], f.stat_end[rows]
+        st = stat_fields(buf, lo, hi)
+        kind, bits, key, stat_kept = st.kind, st.bits, st.meta, np.ones(len(rows), dtype=bool)
+        for j in np.flatnonzero(st.odd).tolist():
+            number, value = self.cache[joined[lo[j]:hi[j]]]
+            if value is _UNKNOWN_VALUE:
+                self.unknown_values[self.stat_name(number)] += 1
+                stat_kept[j] = False
                 continue
-            duration = e.duration_ps
-            meta = e.metadata_id
-            if duration < 0:
-                self.negative[name_of(meta, "")] += 1
-                continue
-            raws = e.stats
-            if not raws:
-                stats = inherited_of(meta, no_stats)  # shared: stats are read-only
-            elif self.any_unknown_value:
-                stats = {**inherited_of(meta, no_stats), **self.stats(raws)}
-            else:
-                stats = dict(map(lookup, raws))
-                if self.any_unknown_value:  # found in this event's stats: read them again
-                    stats = self.stats(raws)
-                if meta in with_stats:
-                    stats = {**inherited_of(meta, no_stats), **stats}
-            add_meta(meta)
-            add_offset(offset)
-            add_duration(duration)
-            add_stats(stats)
+            key[j] = number
+            bits[j] = len(parts.objects)
+            parts.objects.append(value)
+        new_index = np.cumsum(keep) - 1 + parts.kept
+        own = event[stat_kept]
+        parts.counts.append(np.bincount(new_index[own] - parts.kept,
+                                        minlength=int(keep.sum())).astype(np.int64))
+        parts.key.append(key[stat_kept])
+        parts.kind.append(kind[stat_kept])
+        parts.bits.append(bits[stat_kept])
+        for i, stats in exact.items():
+            parts.exact[int(new_index[i])] = stats
+        parts.meta.append(meta[keep])
+        parts.offset.append(offset[keep])
+        parts.duration.append(duration[keep])
+        parts.kept += int(keep.sum())
+
+    def line(self, line: Any, names: dict[int, str],
+             with_stats: dict[int, dict[str, Any]]) -> Line:
+        # Every event of a trace is decoded here, a chunk of a line's events at a time, as
+        # columns (EventColumns), not objects.
+        parts = _LineParts()
+        events = line.events
+        for first in range(0, len(events), _CHUNK):
+            self.chunk(events[first:first + _CHUNK], names, with_stats, parts)
+        counts = _joined(parts.counts, np.int64)
+        bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=bounds[1:])
+        stats = _LineStats(self.stat_names, dict(with_stats), bounds,
+                           _joined(parts.key, np.int64), _joined(parts.kind, np.uint8),
+                           _joined(parts.bits, np.uint64), parts.objects, parts.exact)
         # As base + offset_ps / 1000.0 event by event: the same IEEE operations, in numpy.
-        start = line.timestamp_ns + np.frombuffer(offsets, dtype=np.int64) / 1000.0
-        columns = EventColumns(names, np.frombuffer(meta_ids, dtype=np.int64).copy(), start,
-                               np.frombuffer(durations, dtype=np.int64) / 1000.0, stats_list)
+        start = line.timestamp_ns + _joined(parts.offset, np.int64) / 1000.0
+        columns = EventColumns(names, _joined(parts.meta, np.int64), start,
+                               _joined(parts.duration, np.int64) / 1000.0, stats)
         return Line(line.id, line.name or line.display_name, columns)
 
 
