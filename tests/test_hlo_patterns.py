@@ -318,9 +318,9 @@ def test_integer_products_depthwise_convolutions_and_top_k_by_hand() -> None:
     assert by_name["cudnn"]["grouped_conv_flops"] == depthwise
     assert all(by_name[n]["grouped_conv_flops"] == 0
                for n in ("quantized", "plain", "topk", "gemm"))
-    # Their window, 3 x 3, read from the window attribute.
-    assert by_name["dw"]["grouped_conv_window"] == by_name["cudnn"]["grouped_conv_window"] == 9
-    assert all(by_name[n]["grouped_conv_window"] == 0 for n in ("quantized", "plain", "topk"))
+    # Their taps: a 3 x 3 window (from the window attribute) over one feature per group.
+    assert by_name["dw"]["grouped_conv_taps"] == by_name["cudnn"]["grouped_conv_taps"] == 9
+    assert all(by_name[n]["grouped_conv_taps"] == 0 for n in ("quantized", "plain", "topk"))
     # A cuBLAS gemm of int8 operands (its dot in the backend config).
     assert by_name["gemm"]["matmul_dtype"] == "int8"
     # The TopK custom call: the elements it searches.
@@ -341,7 +341,13 @@ def test_compiled_integer_products_depthwise_convolutions_and_top_k() -> None:
         x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"),
         feature_group_count=16), x, w) if k["category"] == "matmul"]
     assert k["grouped_conv_flops"] == 2 * (2 * 8 * 8 * 16) * 5 * 5
-    assert k["grouped_conv_window"] == 25
+    assert k["grouped_conv_taps"] == 25
+    # Groups of 4 features (16 features in 4 groups) with a 3-wide 1-D window: 12 taps.
+    x1, w1 = jnp.ones((2, 32, 16)), jnp.ones((3, 4, 16))
+    [k] = [k for k in _kernels(lambda x, w: jax.lax.conv_general_dilated(
+        x, w, (1,), "VALID", dimension_numbers=("NWC", "WIO", "NWC"),
+        feature_group_count=4), x1, w1) if k["grouped_conv_flops"]]
+    assert k["grouped_conv_taps"] == 12
     [k] = [k for k in _kernels(lambda v: jax.lax.top_k(v, 8), jnp.ones((32, 512)))
            if k["pattern"] is not None]
     assert (k["pattern"], k["pattern_size"]) == ("top-k", 32 * 512)

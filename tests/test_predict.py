@@ -675,7 +675,7 @@ def test_grouped_convolutions_run_at_their_own_roof() -> None:
     assert any("no grouped-convolution roof measured" in n for n in q.notes)
 
 
-def test_a_grouped_convolution_runs_at_the_rate_of_its_window() -> None:
+def test_a_grouped_convolution_runs_at_the_rate_of_its_taps() -> None:
     # Roofs at 3x3 (0.5 GFLOP/s) and 7x7 (2 GFLOP/s), each flat in size.
     small = ComputeRoof("grouped convolution float32 (3x3 depthwise)", 0.5e9, "float32", M, "",
                         op="grouped-convolution", window=9)
@@ -687,7 +687,7 @@ def test_a_grouped_convolution_runs_at_the_rate_of_its_window() -> None:
     def seconds(window: int) -> float:
         kernel = {"flops": 1e7, "flops_by_op": {"stablehlo.convolution": 1e7},
                   "bytes_read": 0, "bytes_written": 0, "trips": 1, "grouped_conv_flops": 1e7,
-                  "grouped_conv_window": window}
+                  "grouped_conv_taps": window}
         p = predict.predict_kernel(kernel, "float32", roofs)
         assert p is not None
         return alu(p)
@@ -698,13 +698,24 @@ def test_a_grouped_convolution_runs_at_the_rate_of_its_window() -> None:
     # 5x5 between them in log window: 0.5 GFLOP/s x 4^(ln(25/9) / ln(49/9)).
     t = math.log(25 / 9) / math.log(49 / 9)
     assert seconds(25) == pytest.approx(1e7 / (0.5e9 * 4**t))
-    # Beyond the windows measured, the nearest one's; a window not known (older files), the
+    # Beyond the windows measured, on the same line in log taps: 128 taps over groups of 8
+    # features (1,024 multiply-adds an output) run far faster per flop than a 7x7 depthwise
+    # one, a 1x1 depthwise one slower than a 3x3; a window not known (older files), the
     # fastest grouped roof's, as before.
-    assert seconds(1) == pytest.approx(1e7 / 0.5e9)
-    assert seconds(121) == pytest.approx(1e7 / 2e9)
+    def on_line(taps: int) -> float:
+        return 0.5e9 * 4 ** (math.log(taps / 9) / math.log(49 / 9))
+
+    assert seconds(1024) == pytest.approx(1e7 / on_line(1024))
+    assert seconds(1) == pytest.approx(1e7 / on_line(1))
     assert seconds(0) == pytest.approx(1e7 / 2e9)
     found = roofs.grouped_convolution("float32", 1e7, 16)
     assert found is not None and found[0].name == small.name  # the nearer window names it
+    # Never faster than a dense convolution of those flops.
+    conv = ComputeRoof("convolution float32", 10e9, "float32", M, "", op="convolution")
+    with_dense = RoofSet("this machine", M, (*roofs.compute, conv), roofs.bandwidth,
+                         roofs.floors, roofs.rates)
+    capped = with_dense.grouped_convolution("float32", 1e7, 100_000)
+    assert capped is not None and capped[1] == pytest.approx(10e9)
 
 
 def test_the_timing_of_an_untraced_loop_is_read_beside_its_lower_bound() -> None:

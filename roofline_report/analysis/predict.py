@@ -124,7 +124,7 @@ class Facts:
     reduced: float = 0.0  # elements a reduction kernel reads (0: not a reduction)
     products: int = 1  # independent matrix products the matmul flops are split over
     grouped_flops: float = 0.0  # the part of conv_flops done by grouped (depthwise) ones
-    grouped_window: int = 0  # their window's elements (9 for 3x3; 0: not known)
+    grouped_taps: int = 0  # their multiply-adds per output (9 for 3x3 depthwise; 0: unknown)
     matmul_dtype: str | None = None  # the integer type its matrix products multiply
 
     @property
@@ -226,7 +226,7 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
                  written=fresh, conv_flops=conv, reduced=reduced, products=products,
                  grouped_flops=grouped,
-                 grouped_window=int(k.get("grouped_conv_window") or 0),
+                 grouped_taps=int(k.get("grouped_conv_taps") or 0),
                  matmul_dtype=str(integer) if integer else None)
 
 
@@ -323,7 +323,7 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
                               conv.kind))
         if f.grouped_flops:
             # A grouped (depthwise) convolution runs far below a dense one: its own roof.
-            grouped = roofs.grouped_convolution(f.dtype, f.grouped_flops, f.grouped_window)
+            grouped = roofs.grouped_convolution(f.dtype, f.grouped_flops, f.grouped_taps)
             if grouped is None:
                 notes.append("no grouped-convolution roof measured: grouped convolutions at "
                              f"the {conv.name} roof")

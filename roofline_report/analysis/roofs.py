@@ -197,35 +197,46 @@ class RoofSet:
                 return match
         return ranked[0]
 
-    def grouped_convolution(self, dtype: str, flops: float, window: int
+    def grouped_convolution(self, dtype: str, flops: float, taps: int
                             ) -> tuple[ComputeRoof, float] | None:
-        """The roof and rate of a grouped convolution of ``flops`` whose window has ``window``
-        elements (0: not known). Its rate follows its window (a depthwise convolution's time
-        goes with its outputs more than its multiply-adds), so with roofs measured at several
-        windows the rate is interpolated in log window between the two around it, each read
-        at the flops of the same outputs under its own window; beyond them, or with one
-        window, the nearest window's. The roof named is the nearest window's; None without a
-        grouped-convolution roof."""
+        """The roof and rate of a grouped convolution of ``flops`` whose outputs each take
+        ``taps`` multiply-adds (window elements × input features per group; 0: not known).
+
+        Its time goes with its outputs more than with its multiply-adds (on XLA:CPU a
+        depthwise convolution took about the same time an output at 3x3 and 7x7), so its rate
+        grows with its taps. With roofs measured at several windows (depthwise: taps = window
+        elements) the rate is read in log taps on the line through the two measured around
+        it, each read at the flops of the same outputs under its own taps, and beyond them on
+        the line through the two nearest (a grouped convolution of 128 taps over groups of 8
+        features has 1,024), never above the dense convolution's rate at those flops. With
+        one window measured, or taps not known, that roof's rate. The roof named is the
+        nearest window's; None without a grouped-convolution roof."""
         first = self.compute_for(dtype, op=GROUPED_CONVOLUTION)
         if first is None:
             return None
         same = sorted((r for r in self.compute if r.op == GROUPED_CONVOLUTION
                        and r.dtype == first.dtype and r.precision == first.precision
                        and r.window > 0), key=lambda r: r.window)
-        if window <= 0 or not same:
+        if taps <= 0 or not same:
             return first, first.rate_at(flops)
 
         def rate(r: ComputeRoof) -> float:
-            return r.rate_at(flops * r.window / window)
+            return r.rate_at(flops * r.window / taps)
 
-        nearest = min(same, key=lambda r: abs(math.log(r.window / window)))
-        below = [r for r in same if r.window <= window]
-        above = [r for r in same if r.window >= window]
-        if not below or not above or below[-1].window == above[0].window:
+        nearest = min(same, key=lambda r: abs(math.log(r.window / taps)))
+        windows = sorted({r.window for r in same})
+        if len(windows) < 2 or taps in windows:
             return nearest, rate(nearest)
-        lo, hi = below[-1], above[0]
-        t = math.log(window / lo.window) / math.log(hi.window / lo.window)
-        return nearest, math.exp((1 - t) * math.log(rate(lo)) + t * math.log(rate(hi)))
+        above = next((w for w in windows if w > taps), windows[-1])
+        below = max((w for w in windows if w < above), default=windows[0])
+        if below == above:  # taps below every window: the line through the two smallest
+            below, above = windows[0], windows[1]
+        lo = next(r for r in same if r.window == below)
+        hi = next(r for r in same if r.window == above)
+        t = math.log(taps / lo.window) / math.log(hi.window / lo.window)
+        read = math.exp((1 - t) * math.log(rate(lo)) + t * math.log(rate(hi)))
+        dense = self.compute_for(dtype, op="convolution") or self.compute_for(dtype)
+        return nearest, min(read, dense.rate_at(flops)) if dense is not None else read
 
     def bandwidth_for(self, working_set: float | None = None,
                       written: float | None = None, *,

@@ -137,6 +137,19 @@ def window_elements(instr: Instruction) -> int:
     return math.prod(int(v) for v in size.group(1).split("x")) if size is not None else 0
 
 
+def features_per_group(instr: Instruction) -> int:
+    """The input features each group of a convolution reads (1 for a depthwise one): its input's
+    feature dimension (``dim_labels``) over ``feature_group_count``; 1 where the labels do not
+    fit the shapes."""
+    labels = _DIM_LABELS.match(instr.attributes.get("dim_labels", ""))
+    lhs = instr.operand_shapes[0] if instr.operand_shapes else None
+    if labels is None or lhs is None or lhs.array is None \
+            or len(labels["lhs"]) != len(lhs.array.dims) or "f" not in labels["lhs"]:
+        return 1
+    groups = max(1, int(instr.attributes.get("feature_group_count", "1")))
+    return max(1, lhs.array.dims[labels["lhs"].index("f")] // groups)
+
+
 def _window(text: str, rank: int) -> list[tuple[int, int, int, int, int]]:
     """(size, stride, low padding, lhs dilation, rhs dilation) per spatial dimension of a
     ``window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}`` attribute."""

@@ -57,6 +57,7 @@ from roofline_report.hlo.kernel_cost import (
     TRANSCENDENTAL,
     conv_flops,
     dot_flops,
+    features_per_group,
     fft_instruction_flops,
     ints_in,
     tiles_input,
@@ -363,16 +364,17 @@ def grouped_conv_flops(instr: Instruction, module: Module) -> int:
     return sum(flops for _, flops in _grouped_convolutions(instr, module))
 
 
-def grouped_conv_window(instr: Instruction, module: Module) -> int:
-    """The window elements (9 for 3x3) of the kernel's grouped convolution of the most flops;
-    0 without one. A depthwise convolution's rate follows its window: on XLA:CPU its time goes
-    with its outputs more than with its multiply-adds, so a 3x3 one runs at about a quarter of
-    a 7x7 one's FLOP/s."""
+def grouped_conv_taps(instr: Instruction, module: Module) -> int:
+    """The multiply-adds of each output element of the kernel's grouped convolution of the most
+    flops: its window's elements times the input features of a group (9 for a 3x3 depthwise
+    one, 1,024 for 128 taps over groups of 8 features); 0 without one. A grouped convolution's
+    rate follows them: on XLA:CPU its time goes with its outputs more than with its
+    multiply-adds, so a 3x3 depthwise one runs at about a quarter of a 7x7 one's FLOP/s."""
     convs = list(_grouped_convolutions(instr, module))
     if not convs:
         return 0
     conv, _ = max(convs, key=lambda pair: pair[1])
-    return window_elements(conv)
+    return window_elements(conv) * features_per_group(conv)
 
 
 def _grouped_convolutions(instr: Instruction, module: Module

@@ -77,8 +77,9 @@ class KernelRecord(Record):
     patch_conv_flops: Count = 0
     # Flops of its grouped convolutions (depthwise ones among them): a roof of their own.
     grouped_conv_flops: Count = 0
-    # The window elements of the largest of them (9 for 3x3; 0: none): their rate follows it.
-    grouped_conv_window: Count = 0
+    # The multiply-adds per output element of the largest of them (window elements x input
+    # features per group: 9 for a 3x3 depthwise one; 0: none): their rate follows it.
+    grouped_conv_taps: Count = 0
     # The integer type its largest dot multiplies ("int8"); None for floats or no dot.
     matmul_dtype: str | None = None
     # Parts XLA:CPU splits the kernel into to run on as many worker threads (1: not split).
