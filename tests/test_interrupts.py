@@ -62,8 +62,11 @@ def _env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture(autouse=True)
 def _sigint_as_python_sets_it() -> Iterator[None]:
-    """The tests' own process with Python's SIGINT handler, whatever it inherited (see
-    :func:`_sigint_default`), restored afterwards."""
+    """The tests' own process with Python's SIGINT handler, whatever it inherited, restored
+    afterwards. A job started in the background by a shell without job control (nohup, CI
+    runners) inherits SIGINT ignored, and the build rightly keeps an ignored SIGINT ignored,
+    so no interrupt would reach it; a process started while the handler is set gets SIGINT at
+    its default (a handler does not survive exec, an ignored signal does)."""
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
@@ -71,19 +74,11 @@ def _sigint_as_python_sets_it() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _sigint_default() -> None:
-    """In the child before it starts: SIGINT at its default. A job started in the background
-    by a shell without job control inherits SIGINT ignored, and the build rightly keeps an
-    ignored SIGINT ignored (as under nohup), so no interrupt would reach it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _build(folder: Path, *, progress: str = "none", **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, str(REPO / "generate.py"), *QUICKEST, "--progress", progress,
          "--out", "report"],
-        cwd=folder, env=_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=_sigint_default)
+        cwd=folder, env=_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.fixture(scope="module")
