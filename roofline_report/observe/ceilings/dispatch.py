@@ -163,16 +163,6 @@ def _blocking_runner(compiled: Any, x: Any) -> timing.Runner:
     return run
 
 
-def _enqueued_runner(compiled: Any, x: Any) -> timing.Runner:
-    def run(n: int) -> None:
-        out = None
-        for _ in range(n):
-            out = compiled(x)
-        timing.block(out)
-
-    return run
-
-
 def split_launch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
     """What splitting a kernel across worker threads adds to it: an elementwise kernel
     (x * 2 + 1, float32 rows of SPLIT_ROW) at the fewest rows XLA:CPU splits it (found by
@@ -239,11 +229,11 @@ def _enqueued(entry: dict[str, Any], built: list[tuple[Any, Any, int]], plan: Pl
     """The split launch with the calls enqueued (see :func:`split_launch_entry`) into
     ``entry``: ``enqueued`` and both timings, or ``enqueued_reason``."""
     try:
-        runs = [timing.measure(
-            _enqueued_runner(compiled, x), samples=plan.samples,
-            min_sample_seconds=plan.min_sample_s, budget_seconds=plan.budget_s,
-            method=f"jax: x * 2 + 1 on float32[{x.shape[0]}, {SPLIT_ROW}], n calls enqueued, "
-                   "block once") for compiled, x, _ in built]
+        # Timed as a program is: calls enqueued, one block on the last per sample.
+        runs = [timing.time_jitted(compiled, (x,), quick=False, samples=plan.samples,
+                                   min_sample_seconds=plan.min_sample_s,
+                                   budget_seconds=plan.budget_s)
+                for compiled, x, _ in built]
     except Exception as exc:  # the blocking floor stands alone
         entry["enqueued_reason"] = f"enqueued split-launch timing failed: {failure_reason(exc)}"
         return
