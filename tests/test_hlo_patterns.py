@@ -4,6 +4,7 @@ here, and on hand-written HLO for the edge cases."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -178,8 +179,9 @@ ENTRY %main (a: f32[16,16], m: f32[64,32], u: f32[64,1], c: f32[8,4,16], s: f32[
 """
 
 
-def test_pattern_edges_by_hand() -> None:
-    module = parse_module(EDGES)
+def _patterns_of(text: str) -> Callable[[str], tuple[str | None, int, str | None]]:
+    """(pattern, size, detail) of an entry instruction of the module ``text``, by name."""
+    module = parse_module(text)
     entry = module.entry_computation
     assert entry is not None
 
@@ -188,6 +190,12 @@ def test_pattern_edges_by_hand() -> None:
         assert instr is not None
         found = kernel_pattern(instr, module)
         return found.name, found.size, found.detail
+
+    return pattern
+
+
+def test_pattern_edges_by_hand() -> None:
+    pattern = _patterns_of(EDGES)
 
     assert pattern("loop_dot") == ("loop-dot", 2 * 16**3, "dot f32[16,16] x f32[16,16] -> f32[16,16]")
     assert pattern("library") == (None, 0, None)  # a library fusion: no loop emitter
@@ -406,15 +414,7 @@ ENTRY %main (x: f32[2,128,2048], s: f32[2,128], g: f32[2048,256], h: f32[256,204
 
 
 def test_transposes_through_split_axes_and_fused_into_other_work_by_hand() -> None:
-    module = parse_module(FUSED)
-    entry = module.entry_computation
-    assert entry is not None
-
-    def pattern(name: str) -> tuple[str | None, int, str | None]:
-        instr = entry.instruction(name)
-        assert instr is not None
-        found = kernel_pattern(instr, module)
-        return found.name, found.size, found.detail
+    pattern = _patterns_of(FUSED)
 
     # A log-softmax gradient fused with the [2048,256] -> [256,2048] -> [2,128,2048] transpose
     # of its incoming gradient: the source's axes come out swapped, across a split axis.
