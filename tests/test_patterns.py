@@ -184,6 +184,30 @@ def test_an_fft_takes_the_complex_fft_rate() -> None:
                                  m) is None
 
 
+def test_a_complex_dot_takes_the_complex_loop_dot_rate() -> None:
+    # A complex dot stays a plain dot, each complex multiply-add four real ones: its operands'
+    # type picks the complex64 loop-dot roof over the float32 one.
+    entries = [_pattern_entry("loop-dot", [(1 << 20, 10e-6), (1 << 24, 100e-6)]),
+               _pattern_entry("loop-dot", [(1 << 20, 60e-6), (1 << 24, 600e-6)],
+                              dtype="complex64")]
+    ceilings = {"available": True, "backend": "cpu", "compute": [], "bandwidth": [],
+                "dispatch": {"available": True, "value": 6e-6, "enqueued": 0.0},
+                "rates": entries}
+    m = roofs.measured(ceilings)
+    assert m is not None
+    kernel = {**_kernel("loop-dot", 1 << 24), "read_by_dtype": {"c64": 1 << 20}}
+    t = patterns.pattern_time(kernel, "float32", m)
+    assert t is not None and t.seconds == pytest.approx(600e-6)
+    assert t.roof == "loop-dot complex64 (v)"
+    floats = patterns.pattern_time({**kernel, "read_by_dtype": {"f32": 1 << 20}}, "float32", m)
+    assert floats is not None and floats.seconds == pytest.approx(100e-6)
+    # Without a complex64 roof (ceilings measured before it was), the float32 one.
+    only_float = roofs.measured({**ceilings, "rates": entries[:1]})
+    assert only_float is not None
+    t = patterns.pattern_time(kernel, "float32", only_float)
+    assert t is not None and t.seconds == pytest.approx(100e-6)
+
+
 def test_roofs_from_ceilings_take_dispatch_off_and_skip_variants() -> None:
     entries = [
         _pattern_entry("transpose", [(4096, 14e-6), (262144, 135e-6)], variant="2-D swap"),
@@ -274,18 +298,23 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     entries = measure.measure_patterns(plan)
     assert [e["op"] for e in entries] == ["transpose", "strided-reduction",
                                           "variadic-reduction", "variadic-reduction", "gather",
-                                          "scatter", "loop-dot", "sort", "top-k",
-                                          "fused-transpose", "fft", "transpose", "gather",
-                                          "scatter"]
+                                          "scatter", "loop-dot", "loop-dot", "sort",
+                                          "top-k", "fused-transpose", "fft", "transpose",
+                                          "gather", "scatter"]
     # The argmax roof in float32 and in int32 (an integer argmax has no NaN tests).
     assert [e["dtype"] for e in entries[2:4]] == ["float32", "int32"]
+    # The loop dot in float32 and complex64, each 2 n^3 of XLA's flops per call.
+    assert [e["dtype"] for e in entries[6:8]] == ["float32", "complex64"]
+    assert entries[7]["by_size"][0]["elements"] == 2 * 32**3
+    assert entries[7]["by_size"][0]["kernel"]  # the complex product is a plain dot too
     # A 2-D FFT of 8 complex [16, 16] planes (4096 elements asked: 8 x 22 x 22, down to a
     # power of two), in XLA's flops: 8 per element per log2 of each length.
-    fft = entries[10]
+    fft = entries[11]
     assert (fft["dtype"], fft["unit"]) == ("complex64", "FLOP/s")
     assert fft["by_size"][0]["shape"] == [8, 16, 16]
     assert fft["by_size"][0]["elements"] == 8 * 4 * 4 * (8 * 16 * 16)
-    del entries[10]
+    del entries[11]
+    del entries[7]
     del entries[3]  # the indices below are the float32 roofs'
 
     for e in entries:

@@ -74,7 +74,7 @@ def _size(kernel: Mapping[str, Any]) -> float | None:
 STAND_IN = {"fused-transpose": "transpose"}
 
 
-# HLO complex types: an FFT's operands.
+# HLO complex types: an FFT's operands, a complex dot's.
 COMPLEX_TYPES = {"c64": "complex64", "c128": "complex128"}
 
 
@@ -93,8 +93,8 @@ def pattern_roof(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> RateR
     """The measured rate of ``kernel``'s pattern in ``dtype`` (float32's where that dtype was
     not measured; the :data:`STAND_IN` pattern's where the set has none of its own); a
     kernel that reads mostly integers takes the int32 rate where one was measured (an integer
-    argmax skips a float's NaN tests), one that reads complex numbers (an FFT) the complex64
-    rate. None when the kernel has no pattern or the set no rate for it."""
+    argmax skips a float's NaN tests), one that reads complex numbers (an FFT, a complex dot)
+    the complex64 rate. None when the kernel has no pattern or the set no rate for it."""
     pattern = _pattern(kernel)
     if pattern is None:
         return None
