@@ -16,6 +16,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
              + other flops ÷ the elementwise (multiply-add) rate of its dtype (float32's in a
                kernel that converts: it computes in float32)
              + Σ transcendentals of each function ÷ that function's rate
+               (flops and transcendentals a loop fusion evaluates again for every output
+               element, under a broadcast along the minor axis, are priced too:
+               :mod:`roofline_report.hlo.fusion_recompute`)
     memory   = the largest of: bytes ÷ the bandwidth of the memory level holding them (fresh
                outputs at the write-new roof, donated buffers in place); for a reduction, its
                elements ÷ the row-reduction rate at that size
@@ -126,6 +129,10 @@ class Facts:
     grouped_flops: float = 0.0  # the part of conv_flops done by grouped (depthwise) ones
     grouped_taps: int = 0  # their multiply-adds per output (9 for 3x3 depthwise; 0: unknown)
     matmul_dtype: str | None = None  # the integer type its matrix products multiply
+    # Work a loop fusion repeats per output element beyond the count (priced, not counted in
+    # ``flops``): flops, and transcendentals by function name.
+    recomputed_flops: float = 0.0
+    recomputed: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def flops(self) -> float:
@@ -223,11 +230,14 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     products = max(1, int(k.get("matmul_products") or 1))
     grouped = min(conv, float(k.get("grouped_conv_flops") or 0))
     integer = k.get("matmul_dtype")
+    again = {_op_name(str(op)): float(v)
+             for op, v in (k.get("recomputed_transcendentals_by_op") or {}).items() if v}
     return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
                  written=fresh, conv_flops=conv, reduced=reduced, products=products,
                  grouped_flops=grouped,
                  grouped_taps=int(k.get("grouped_conv_taps") or 0),
-                 matmul_dtype=str(integer) if integer else None)
+                 matmul_dtype=str(integer) if integer else None,
+                 recomputed_flops=float(k.get("recomputed_flops") or 0), recomputed=again)
 
 
 def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
@@ -341,16 +351,28 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
                               convert.kind))
         else:
             notes.append("no conversion rate: conversions not charged")
-    if f.other_flops:
+    # A loop fusion computes an operand under a broadcast along its minor axis once per
+    # output element: that work is priced as well as the count's.
+    other = f.other_flops + f.recomputed_flops
+    if other:
         fma = roofs.rate_for("multiply-add", arithmetic)
         if fma is not None:
-            terms.append(Term("elementwise", "compute", f.other_flops / fma.value, fma.name,
+            terms.append(Term("elementwise", "compute", other / fma.value, fma.name,
                               fma.kind))
         else:
-            terms.append(Term("elementwise", "compute", f.other_flops / compute.value,
+            terms.append(Term("elementwise", "compute", other / compute.value,
                               compute.name, compute.kind))
             notes.append("no elementwise rate: elementwise flops at the matmul roof")
-    for op, count in sorted(f.transcendentals.items()):
+    evaluated = dict(f.transcendentals)
+    for op, count in f.recomputed.items():
+        evaluated[op] = evaluated.get(op, 0.0) + count
+    if f.recomputed:
+        counted = sum(f.transcendentals.get(op, 0.0) for op in f.recomputed)
+        notes.append(f"a loop fusion evaluates {', '.join(sorted(f.recomputed))} under a "
+                     "broadcast along its minor axis once per output element: "
+                     f"{count_of(counted + sum(f.recomputed.values()), Kind.ANALYTIC).text} "
+                     f"evaluations, not the {count_of(counted, Kind.ANALYTIC).text} counted")
+    for op, count in sorted(evaluated.items()):
         rate = roofs.rate_for(TRANSCENDENTAL_RATE.get(op, "tanh"), arithmetic)
         if rate is None and TRANSCENDENTAL_RATE.get(op) in ("sqrt", "rsqrt"):
             # Ceilings measured before the square-root rate was: exp's is the nearest kept.

@@ -47,7 +47,7 @@ _NOT_KERNELS = _words(
 _STABLEHLO_NAME = {"dot": "dot_general", "sine": "sine", "cosine": "cosine", "erf": "erf"}
 
 
-def _stablehlo(opcode: str) -> str:
+def stablehlo_name(opcode: str) -> str:
     base = _STABLEHLO_NAME.get(opcode, opcode.replace("-", "_"))
     return ("chlo." if opcode == "erf" else "stablehlo.") + base
 
@@ -259,7 +259,7 @@ def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
     cost = Cost()
     if op not in _NOT_KERNELS:
         cost.ops[op] += 1
-    name = _stablehlo(op)
+    name = stablehlo_name(op)
     if op == "fusion" or op == "call" or op.startswith("async-start"):
         for callee in instr.called("calls", "to_apply"):
             cost.add(coster.computation(callee), scale_ops=False)
@@ -297,7 +297,7 @@ def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
         if instr.replica_groups is not None:
             size = instr.replica_groups.group_size(coster.module.device_count) or 2
         base = "all-reduce" if op.startswith("all-reduce") else op
-        _charge(cost, _stablehlo(base), coster.body(instr), _elements(instr) * (size - 1))
+        _charge(cost, stablehlo_name(base), coster.body(instr), _elements(instr) * (size - 1))
     elif op in ("rng", "rng-bit-generator"):
         cost.charge(name, transcendentals=_elements(instr))
     elif op == "custom-call":

@@ -84,6 +84,10 @@ class KernelRecord(Record):
     matmul_dtype: str | None = None
     # Parts XLA:CPU splits the kernel into to run on as many worker threads (1: not split).
     partitions: AtLeastOne = 1
+    # Work a loop fusion repeats per output element beyond the count (an instruction under a
+    # broadcast along the output's minor axis is evaluated for every element it reaches).
+    recomputed_flops: Count = 0
+    recomputed_transcendentals_by_op: dict[str, Count] = {}
 
 
 class KernelInventory(Record):
