@@ -2,6 +2,9 @@
 
     python benchmarks/profile_scale.py [--sizes 10,100] [--with-400] [--keep DIR]
 
+With ``--keep DIR`` the traces are written into DIR and kept; a later run with the same DIR
+reads the traces already there instead of capturing them again.
+
 For each size (MB) it writes a real ``jax.profiler.trace`` capture into a temporary folder: a
 long run of a small jitted step (a matmul, a tanh and an add; one ``StepTraceAnnotation`` per
 call), the number of calls scaled from a short calibration capture so the ``.xplane.pb`` comes
@@ -97,15 +100,28 @@ def _run_measured(args: list[str], env: dict[str, str] | None = None
 
 def _capture(logdir: Path, calls: int) -> Path:
     _run_measured([PYTHON, "-c", _CAPTURE, str(logdir), str(calls)])
+    (logdir / "calls.txt").write_text(f"{calls}\n")
     files = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
     if not files:
         raise SystemExit(f"the capture wrote no trace under {logdir}")
     return files[-1]
 
 
-def _trace_of_size(root: Path, mb: float, per_call: float) -> tuple[Path, int]:
+def _kept(logdir: Path) -> Path | None:
+    """A trace an earlier run kept in ``logdir`` (``--keep``), None where there is none."""
+    files = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
+    return files[-1] if files else None
+
+
+def _trace_of_size(root: Path, mb: float, per_call: float, reuse: bool) -> tuple[Path, int]:
     calls = max(100, round(mb * 1e6 / per_call))
-    return _capture(root / f"trace_{mb:g}MB", calls), calls
+    logdir = root / f"trace_{mb:g}MB"
+    kept = _kept(logdir) if reuse else None
+    if kept is not None:
+        print(f"reusing the trace kept in {logdir}", file=sys.stderr)
+        written = logdir / "calls.txt"
+        return kept, int(written.read_text()) if written.exists() else calls
+    return _capture(logdir, calls), calls
 
 
 def _profile(logdir: Path, out: Path) -> tuple[float, float]:
@@ -143,11 +159,15 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="profile_scale_") as tmp:
         root = Path(ns.keep) if ns.keep else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        calibration = _capture(root / "calibration", 2000)
+        # With --keep, a folder that already holds the traces is read again, not captured
+        # again: three runs of one set of traces compare the tools, not three captures.
+        reuse = bool(ns.keep)
+        calibration = (_kept(root / "calibration") if reuse else None) \
+            or _capture(root / "calibration", 2000)
         per_call = calibration.stat().st_size / 2000
         print(f"calibration: {per_call:.0f} bytes per call", file=sys.stderr)
         for mb in sizes:
-            trace, calls = _trace_of_size(root, mb, per_call)
+            trace, calls = _trace_of_size(root, mb, per_call, reuse)
             size_mb = trace.stat().st_size / 1e6
             print(f"{size_mb:.1f} MB trace ({calls} calls) written", file=sys.stderr)
             load = os.getloadavg()[0]
