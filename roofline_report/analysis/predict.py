@@ -17,8 +17,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                kernel that converts: it computes in float32)
              + Σ transcendentals of each function ÷ that function's rate
                (flops and transcendentals a loop fusion evaluates again for every output
-               element, under a broadcast along the minor axis, are priced too:
-               :mod:`roofline_report.hlo.fusion_recompute`)
+               element, under a broadcast along the minor axis, and the real arithmetic of
+               complex ops, a complex multiply 6 flops where it is counted 1, are priced too:
+               :mod:`roofline_report.hlo.uncounted_work`)
     memory   = the largest of: bytes ÷ the bandwidth of the memory level holding them (fresh
                outputs at the write-new roof, donated buffers in place); for a reduction, its
                elements ÷ the row-reduction rate at that size
@@ -133,6 +134,7 @@ class Facts:
     # ``flops``): flops, and transcendentals by function name.
     recomputed_flops: float = 0.0
     recomputed: Mapping[str, float] = field(default_factory=dict)
+    complex_flops: float = 0.0  # complex arithmetic's real flops beyond the count's
 
     @property
     def flops(self) -> float:
@@ -237,7 +239,8 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
                  grouped_flops=grouped,
                  grouped_taps=int(k.get("grouped_conv_taps") or 0),
                  matmul_dtype=str(integer) if integer else None,
-                 recomputed_flops=float(k.get("recomputed_flops") or 0), recomputed=again)
+                 recomputed_flops=float(k.get("recomputed_flops") or 0), recomputed=again,
+                 complex_flops=float(k.get("complex_flops") or 0))
 
 
 def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
@@ -352,8 +355,9 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
         else:
             notes.append("no conversion rate: conversions not charged")
     # A loop fusion computes an operand under a broadcast along its minor axis once per
-    # output element: that work is priced as well as the count's.
-    other = f.other_flops + f.recomputed_flops
+    # output element, and a complex op does the real arithmetic of its formula: that work is
+    # priced as well as the count's.
+    other = f.other_flops + f.recomputed_flops + f.complex_flops
     if other:
         fma = roofs.rate_for("multiply-add", arithmetic)
         if fma is not None:
@@ -363,6 +367,10 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
             terms.append(Term("elementwise", "compute", other / compute.value,
                               compute.name, compute.kind))
             notes.append("no elementwise rate: elementwise flops at the matmul roof")
+    if f.complex_flops:
+        notes.append("complex arithmetic: "
+                     f"{count_of(f.complex_flops, Kind.ANALYTIC).text} real flops beyond the "
+                     "one a complex op is counted (a complex multiply is six)")
     evaluated = dict(f.transcendentals)
     for op, count in f.recomputed.items():
         evaluated[op] = evaluated.get(op, 0.0) + count

@@ -41,7 +41,6 @@ from typing import Any
 
 from roofline_report.errors import scrub_paths
 from roofline_report.hlo.cost import Cost
-from roofline_report.hlo.fusion_recompute import recomputed_work
 from roofline_report.hlo.ir import (
     Instruction,
     Module,
@@ -66,6 +65,7 @@ from roofline_report.hlo.kernel_patterns import (
     matmul_products,
     patch_conv_flops,
 )
+from roofline_report.hlo.uncounted_work import uncounted_work
 from roofline_report.hlo.walk import COLLECTIVE_OPCODES, Site, Walk, walk
 
 __all__ = [
@@ -255,7 +255,7 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
     pattern = kernel_pattern(instr, program.module)
     kind = backend_kind(instr) or instr.fusion_kind or instr.custom_call_target
     branch = site.context.branch
-    again = recomputed_work(instr, program.module)
+    beyond = uncounted_work(instr, program.module)
     return {
         "name": instr.name,
         "opcode": instr.opcode,
@@ -296,8 +296,10 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "grouped_conv_taps": grouped_conv_taps(instr, program.module),
         "matmul_dtype": matmul_dtype(instr, program.module),
         "partitions": partitions(instr),
-        "recomputed_flops": again.flops,
-        "recomputed_transcendentals_by_op": dict(sorted(again.transcendentals_by_op.items())),
+        "recomputed_flops": beyond.recomputed_flops,
+        "recomputed_transcendentals_by_op":
+            dict(sorted(beyond.recomputed_transcendentals_by_op.items())),
+        "complex_flops": beyond.complex_flops,
     }
 
 
@@ -373,7 +375,7 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
                       "pattern_detail", "matmul_products", "patch_conv_flops",
                       "grouped_conv_flops", "grouped_conv_taps", "matmul_dtype",
                       "partitions", "recomputed_flops",
-                      "recomputed_transcendentals_by_op"}],
+                      "recomputed_transcendentals_by_op", "complex_flops"}],
          "count", "launches", "flops", "transcendentals", "bytes_read", "bytes_written",
          "boundary_bytes_read", "boundary_bytes_written", "flops_by_op",
          "transcendentals_by_op", "by_category": {category: kernels}, "notes"}

@@ -88,6 +88,9 @@ class KernelRecord(Record):
     # broadcast along the output's minor axis is evaluated for every element it reaches).
     recomputed_flops: Count = 0
     recomputed_transcendentals_by_op: dict[str, Count] = {}
+    # The real arithmetic of its complex elementwise ops beyond the one flop each is counted
+    # (a complex multiply: 6 real flops).
+    complex_flops: Count = 0
 
 
 class KernelInventory(Record):

@@ -1,6 +1,7 @@
 # ruff: noqa: E501
-"""Work a loop fusion repeats per output element (roofline_report.hlo.fusion_recompute), on
-hand-written HLO and on programs XLA:CPU compiles here, and how the model prices it."""
+"""Work a kernel does beyond our count (roofline_report.hlo.uncounted_work): a loop fusion's
+repeated evaluations and complex arithmetic, on hand-written HLO and on programs XLA:CPU
+compiles here, and how the model prices them."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from typing import Any
 import pytest
 
 from roofline_report.analysis import predict, roofs
-from roofline_report.hlo.fusion_recompute import recomputed_work
 from roofline_report.hlo.ir import parse_module
 from roofline_report.hlo.kernels import kernel_inventory
+from roofline_report.hlo.uncounted_work import uncounted_work
 from roofline_report.results.schema import KernelInventory
 
 _MODULE = """HloModule m, entry_computation_layout={{(f32[32]{{0}}, f32[8,32]{{1,0}})->f32[8,32]{{1,0}}}}
@@ -41,11 +42,12 @@ def _entry_fusion(text: str) -> tuple[Any, Any]:
 
 def test_an_operand_broadcast_along_the_minor_axis_is_computed_per_output_element() -> None:
     fusion, module = _entry_fusion(_MODULE.format(dims="1", kind="kLoop"))
-    again = recomputed_work(fusion, module)
+    again = uncounted_work(fusion, module)
     # The sine and the multiply of the [32] vector run for each of the 8 x 32 outputs: 256
     # evaluations, 32 of them counted; the root's own multiply is counted whole.
-    assert dict(again.transcendentals_by_op) == {"stablehlo.sine": 8 * 32 - 32}
-    assert again.flops == 8 * 32 - 32 and again.transcendentals == 224
+    assert dict(again.recomputed_transcendentals_by_op) == {"stablehlo.sine": 8 * 32 - 32}
+    assert again.recomputed_flops == 8 * 32 - 32 and again.recomputed_transcendentals == 224
+    assert again.complex_flops == 0
 
 
 def test_a_broadcast_along_an_outer_axis_or_another_fusion_kind_repeats_nothing() -> None:
@@ -54,11 +56,26 @@ def test_a_broadcast_along_an_outer_axis_or_another_fusion_kind_repeats_nothing(
                                                           "f32[8]{0} parameter(0)")
     text = text.replace("%s = f32[32]", "%s = f32[8]").replace("%m = f32[32]", "%m = f32[8]")
     fusion, module = _entry_fusion(text)
-    assert recomputed_work(fusion, module).flops == 0
-    assert not recomputed_work(fusion, module).transcendentals_by_op
+    assert uncounted_work(fusion, module).recomputed_flops == 0
+    assert not uncounted_work(fusion, module).recomputed_transcendentals_by_op
     # Only the loop emitter computes element by element.
     fusion, module = _entry_fusion(_MODULE.format(dims="1", kind="kInput"))
-    assert recomputed_work(fusion, module).transcendentals == 0
+    assert uncounted_work(fusion, module).recomputed_transcendentals == 0
+
+
+def test_complex_ops_are_priced_at_their_real_arithmetic() -> None:
+    # A complex multiply of the [32] vectors under a minor-axis broadcast: 6 real flops for
+    # each of the 8 x 32 evaluations, 1 counted; the complex add at the root 2 per element.
+    text = _MODULE.format(dims="1", kind="kLoop").replace("f32[", "c64[")
+    text = text.replace("%s = c64[32]{0} sine(%p0)", "%s = c64[32]{0} negate(%p0)")
+    text = text.replace("ROOT %r = c64[8,32]{1,0} multiply", "ROOT %r = c64[8,32]{1,0} add")
+    fusion, module = _entry_fusion(text)
+    again = uncounted_work(fusion, module)
+    assert again.complex_flops == (6 - 1) * 256 + (2 - 1) * 256 + (2 - 1) * 256
+    assert again.recomputed_flops == 2 * (256 - 32)  # the negate and the multiply again
+    # A kernel that is a complex op alone.
+    [mul] = [i for _c, i in module.instructions() if i.name == "m"]
+    assert uncounted_work(mul, module).complex_flops == (6 - 1) * 32
 
 
 def test_compiled_programs_record_the_repeated_work() -> None:
@@ -83,6 +100,16 @@ def test_compiled_programs_record_the_repeated_work() -> None:
     assert k["recomputed_transcendentals_by_op"] == {"stablehlo.sine": 64 * 256 - 256}
     k = only(minor_rows, x[:, 0], x)  # [64] spread along the outer axis: hoisted
     assert k["transcendentals"] == 64 and k["recomputed_transcendentals_by_op"] == {}
+
+
+def test_a_compiled_complex_product_records_its_real_arithmetic() -> None:
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    a = jnp.ones((64, 256), jnp.complex64)
+    inv = kernel_inventory(jax.jit(lambda x, y: x * y).lower(a, a).compile().as_text())
+    KernelInventory.model_validate(inv)
+    [k] = inv["kernels"]
+    assert k["flops"] == 64 * 256 and k["complex_flops"] == 5 * 64 * 256
 
 
 def _kernel(**extra: Any) -> dict[str, Any]:
@@ -115,3 +142,27 @@ def test_the_model_prices_the_repeated_evaluations_and_says_so() -> None:
     assert any("once per output element" in n and "16,384 evaluations" in n
                for n in again.notes), again.notes
     assert again.flops == once.flops  # the work counted is the count's
+
+
+def test_the_model_prices_complex_arithmetic_and_says_so() -> None:
+    ceilings = {"available": True, "backend": "cpu",
+                "compute": [{"name": "matmul", "dtype": "float32", "value": 1e11,
+                             "kind": "measured", "available": True, "unit": "FLOP/s"}],
+                "bandwidth": [{"name": "triad", "value": 1e12, "kind": "measured",
+                               "available": True, "unit": "B/s"}],
+                "dispatch": {"available": True, "value": 5e-6, "enqueued": 0.0},
+                "rates": [{"name": "multiply-add float32", "op": "multiply-add",
+                           "dtype": "float32", "unit": "FLOP/s", "value": 1e9,
+                           "kind": "measured", "available": True, "reason": ""}]}
+    m = roofs.measured(ceilings)
+    assert m is not None
+    record = {**_kernel(), "transcendentals": 0, "transcendentals_by_op": {},
+              "flops": 1 << 16, "flops_by_op": {"stablehlo.multiply": 1 << 16}}
+    plain = predict.predict_kernel(record, "float32", m)
+    real = predict.predict_kernel({**record, "complex_flops": 5 << 16}, "float32", m)
+    assert plain is not None and real is not None
+    [term] = [t for t in real.terms if t.name == "elementwise"]
+    assert term.seconds == pytest.approx(6 * (1 << 16) / 1e9)
+    assert real.seconds > plain.seconds and real.flops == plain.flops
+    assert any(n.startswith("complex arithmetic: 327,680 real flops") for n in real.notes), \
+        real.notes
