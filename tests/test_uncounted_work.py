@@ -119,18 +119,24 @@ def _kernel(**extra: Any) -> dict[str, Any]:
             "written_by_dtype": {"f32": 1 << 16}, **extra}
 
 
-def test_the_model_prices_the_repeated_evaluations_and_says_so() -> None:
-    ceilings = {"available": True, "backend": "cpu",
-                "compute": [{"name": "matmul", "dtype": "float32", "value": 1e11,
-                             "kind": "measured", "available": True, "unit": "FLOP/s"}],
-                "bandwidth": [{"name": "triad", "value": 1e10, "kind": "measured",
-                               "available": True, "unit": "B/s"}],
-                "dispatch": {"available": True, "value": 5e-6, "enqueued": 0.0},
-                "rates": [{"name": "exp float32", "op": "exp", "dtype": "float32",
-                           "unit": "elements/s", "value": 1e8, "kind": "measured",
-                           "available": True, "reason": ""}]}
-    m = roofs.measured(ceilings)
+def _roofs(*, bandwidth: float, rate: tuple[str, str, float]) -> roofs.RoofSet:
+    """Measured roofs: a matmul roof, one bandwidth and one float32 rate (op, unit, value)."""
+    op, unit, value = rate
+    m = roofs.measured({
+        "available": True, "backend": "cpu",
+        "compute": [{"name": "matmul", "dtype": "float32", "value": 1e11, "kind": "measured",
+                     "available": True, "unit": "FLOP/s"}],
+        "bandwidth": [{"name": "triad", "value": bandwidth, "kind": "measured",
+                       "available": True, "unit": "B/s"}],
+        "dispatch": {"available": True, "value": 5e-6, "enqueued": 0.0},
+        "rates": [{"name": f"{op} float32", "op": op, "dtype": "float32", "unit": unit,
+                   "value": value, "kind": "measured", "available": True, "reason": ""}]})
     assert m is not None
+    return m
+
+
+def test_the_model_prices_the_repeated_evaluations_and_says_so() -> None:
+    m = _roofs(bandwidth=1e10, rate=("exp", "elements/s", 1e8))
     once = predict.predict_kernel(_kernel(), "float32", m)
     again = predict.predict_kernel(
         _kernel(recomputed_transcendentals_by_op={"stablehlo.sine": 64 * 256 - 256}),
@@ -145,17 +151,7 @@ def test_the_model_prices_the_repeated_evaluations_and_says_so() -> None:
 
 
 def test_the_model_prices_complex_arithmetic_and_says_so() -> None:
-    ceilings = {"available": True, "backend": "cpu",
-                "compute": [{"name": "matmul", "dtype": "float32", "value": 1e11,
-                             "kind": "measured", "available": True, "unit": "FLOP/s"}],
-                "bandwidth": [{"name": "triad", "value": 1e12, "kind": "measured",
-                               "available": True, "unit": "B/s"}],
-                "dispatch": {"available": True, "value": 5e-6, "enqueued": 0.0},
-                "rates": [{"name": "multiply-add float32", "op": "multiply-add",
-                           "dtype": "float32", "unit": "FLOP/s", "value": 1e9,
-                           "kind": "measured", "available": True, "reason": ""}]}
-    m = roofs.measured(ceilings)
-    assert m is not None
+    m = _roofs(bandwidth=1e12, rate=("multiply-add", "FLOP/s", 1e9))
     record = {**_kernel(), "transcendentals": 0, "transcendentals_by_op": {},
               "flops": 1 << 16, "flops_by_op": {"stablehlo.multiply": 1 << 16}}
     plain = predict.predict_kernel(record, "float32", m)
