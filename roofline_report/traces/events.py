@@ -73,18 +73,60 @@ class _Kernel:
     running: list[tuple[float, float]] = field(default_factory=list)  # when it ran (ns)
 
 
-def _events(plane: Any, line_offset: int) -> tuple[list[_Event], int]:
-    out: list[_Event] = []
-    append = out.append
-    lines = list(plane.lines)
-    for i, line in enumerate(lines):
-        number = line_offset + i
-        for e in line.events:
-            start = float(e.start_ns)
-            stats = e.stats  # read, never changed: a dict is kept as it is
-            append(_Event(number, str(e.name), start, start + float(e.duration_ns),
-                          stats if type(stats) is dict else dict(stats)))
-    return out, len(lines)
+@dataclass(slots=True)
+class _Scan:
+    """What :func:`kernel_times` reads of a trace's events, gathered in one pass without an
+    object per event: the kernel events (``hlo_op``, of the module) of the device planes and
+    of the host planes, the ``end: NAME`` events of every plane (:class:`_Ends`), and the
+    starts of the host's execute events (``...Execute...`` without ``hlo_op``)."""
+
+    device: list[_Event] = field(default_factory=list)
+    host: list[_Event] = field(default_factory=list)
+    ends: _Ends = field(default_factory=lambda: _Ends())
+    execute_starts: list[float] = field(default_factory=list)
+
+
+def _scan(profile: Any, module: str | None) -> _Scan:
+    """The events of the device planes, then of the host planes, lines numbered across both."""
+    out = _Scan()
+    planes = list(getattr(profile, "planes", []))
+    number = 0
+    ends = out.ends
+    for host, plane in ([(False, p) for p in planes if str(p.name).startswith("/device:")]
+                        + [(True, p) for p in planes if str(p.name).startswith("/host:")]):
+        found = out.host if host else out.device
+        executes = out.execute_starts
+        for line in plane.lines:
+            for e in line.events:
+                stats = e.stats  # read, never changed: a dict is kept as it is
+                if type(stats) is not dict:
+                    stats = dict(stats)
+                name = str(e.name)
+                if "hlo_op" in stats:
+                    if module is None or _module_matches(stats.get("hlo_module"), module):
+                        start = float(e.start_ns)
+                        found.append(_Event(number, name, start, start + float(e.duration_ns),
+                                            stats))
+                elif host and "Execute" in name:
+                    executes.append(float(e.start_ns))
+                if name.startswith("end: "):
+                    start = float(e.start_ns)
+                    ends.add((stats.get("_c"), name[5:]), start, start + float(e.duration_ns))
+            number += 1
+    return out
+
+
+def _modules_seen(profile: Any) -> list[str]:
+    """The ``hlo_module`` of every event of the device and host planes (none matched)."""
+    seen: set[str] = set()
+    for plane in getattr(profile, "planes", []):
+        if str(plane.name).startswith(("/device:", "/host:")):
+            for line in plane.lines:
+                for e in line.events:
+                    stats = e.stats if type(e.stats) is dict else dict(e.stats)
+                    if "hlo_module" in stats:
+                        seen.add(str(stats["hlo_module"]))
+    return sorted(seen)
 
 
 def _union(intervals: Iterable[tuple[float, float]]) -> float:
@@ -216,32 +258,50 @@ def _self_times(kernels: list[_Kernel]) -> None:
         k.busy_ns = max(0.0, min(k.busy_ns, k.self_ns))
 
 
-def _end_events(events: list[_Event]) -> dict[tuple[Any, str], list[_Event]]:
-    """``end: NAME`` events by (flow id or None, NAME), in time order. Flow ids are reused
-    between runs and thunks, so a match needs the name as well and starts no earlier."""
-    out: dict[tuple[Any, str], list[_Event]] = defaultdict(list)
-    for e in [e for e in events if e.name.startswith("end: ")]:
-        out[(e.stats.get("_c"), e.name[5:])].append(e)
-    for items in out.values():
-        items.sort(key=lambda e: e.start)
-    return out
+class _Ends:
+    """The ``end: NAME`` events by (flow id or None, NAME): their starts and ends in time order
+    (the trace's order where they start together), and which a launch has taken. Flow ids are
+    reused between runs and thunks, so a match needs the name as well and starts no earlier."""
 
+    __slots__ = ("ends", "starts", "used")
 
-def _completion(e: _Event, op: str, ends: dict[tuple[Any, str], list[_Event]],
-                starts: dict[tuple[Any, str], list[float]], used: set[int]) -> _Event | None:
-    """The first unused end event of ``op`` (with the flow id of ``e``, else any) that starts
-    no earlier than ``e``: found by bisection, so that a long trace costs n log n."""
-    stats = e.stats
-    get = ends.get
-    for key in ((stats.get("_p"), op), (None, op)):
-        candidates = get(key)
-        if not candidates:
-            continue
-        for i in range(bisect.bisect_left(starts[key], e.start), len(candidates)):
-            found = candidates[i]
-            if id(found) not in used:
-                return found
-    return None
+    def __init__(self) -> None:
+        self.starts: dict[tuple[Any, str], list[float]] = {}
+        self.ends: dict[tuple[Any, str], list[float]] = {}
+        self.used: dict[tuple[Any, str], bytearray] = {}
+
+    def add(self, key: tuple[Any, str], start: float, end: float) -> None:
+        starts = self.starts.get(key)
+        if starts is None:
+            self.starts[key], self.ends[key] = [start], [end]
+        else:
+            starts.append(start)
+            self.ends[key].append(end)
+
+    def sort(self) -> None:
+        """Each key's events in time order (a stable sort, as the events came)."""
+        for key, starts in self.starts.items():
+            order = sorted(range(len(starts)), key=starts.__getitem__)
+            if order != list(range(len(starts))):
+                ends = self.ends[key]
+                self.starts[key] = [starts[i] for i in order]
+                self.ends[key] = [ends[i] for i in order]
+            self.used[key] = bytearray(len(starts))
+
+    def take(self, stats: Mapping[str, Any], op: str, start: float) -> float | None:
+        """The end of the first untaken end event of ``op`` (with the flow id of the launch's
+        ``stats``, else any) that starts no earlier than ``start``, now taken: found by
+        bisection, so that a long trace costs n log n."""
+        for key in ((stats.get("_p"), op), (None, op)):
+            starts = self.starts.get(key)
+            if not starts:
+                continue
+            used = self.used[key]
+            for i in range(bisect.bisect_left(starts, start), len(starts)):
+                if not used[i]:
+                    used[i] = 1
+                    return self.ends[key][i]
+        return None
 
 
 def kernel_times(
@@ -275,14 +335,16 @@ def kernel_times(
     ``share_s`` of its shares of the machine while it ran; ``calls_at`` (only for a kernel
     that did not run in every call) the index of the call of each sample.
     """
-    device_events, host_events = _plane_events(profile)
-    all_events = device_events + host_events
-    source, found = _kernel_events(device_events, host_events, module)
+    scan = _scan(profile, module)
+    source, found = ("device", scan.device) if scan.device else ("host", scan.host)
     if not found:
-        return {"available": False, "reason": _no_kernel_reason(all_events, module)}
+        return {"available": False, "reason": _no_kernel_reason(_modules_seen(profile), module)}
 
     names = set(kernels) if kernels is not None else None
-    items = _timed_kernels(found, _end_events(all_events if source == "host" else []))
+    if source != "host":
+        scan.ends = _Ends()
+    scan.ends.sort()
+    items = _timed_kernels(found, scan.ends)
 
     def is_kernel(op: str) -> bool:
         if names is not None:
@@ -291,8 +353,7 @@ def kernel_times(
 
     ordered_runs = _ordered_runs(items)
     per_call_div = calls if len(ordered_runs) == 1 and calls > 1 else 1
-    execute_starts = sorted(e.start for e in host_events
-                            if "Execute" in e.name and "hlo_op" not in e.stats)
+    execute_starts = sorted(scan.execute_starts)
 
     samples = _Samples()
     previous_end = float("-inf")
@@ -319,6 +380,8 @@ def kernel_times(
         _waits(leaves)
         _shares(leaves, wants, cores)
         samples.add_kernels(leaves, ns, per_call_div)
+        for k in leaves:  # when it ran: not needed past its call
+            k.running.clear()
     if not samples.calls:
         return {"available": False,
                 "reason": "the trace's events match no kernel of the compiled program"}
@@ -341,45 +404,9 @@ def kernel_times(
     }
 
 
-def _plane_events(profile: Any) -> tuple[list[_Event], list[_Event]]:
-    """The events of the device planes and of the host planes, lines numbered across both."""
-    planes = list(getattr(profile, "planes", []))
-    device = [p for p in planes if str(p.name).startswith("/device:")]
-    host = [p for p in planes if str(p.name).startswith("/host:")]
-    offset = 0
-    device_events: list[_Event] = []
-    for plane in device:
-        events, count = _events(plane, offset)
-        device_events += events
-        offset += count
-    host_events: list[_Event] = []
-    for plane in host:
-        events, count = _events(plane, offset)
-        host_events += events
-        offset += count
-    return device_events, host_events
-
-
-def _kernel_events(device_events: list[_Event], host_events: list[_Event],
-                   module: str | None) -> tuple[str, list[_Event]]:
-    """(source, the events of ``module``'s kernels): the device's when it has any, else the
-    host's (empty when neither has)."""
-
-    def matched(events: list[_Event]) -> list[_Event]:
-        return [e for e in events if "hlo_op" in e.stats
-                and _module_matches(e.stats.get("hlo_module"), module)]
-
-    source = "device"
-    found = matched(device_events)
-    if not found:
-        source, found = "host", matched(host_events)
-    return source, found
-
-
-def _no_kernel_reason(all_events: list[_Event], module: str | None) -> str:
-    """Why a trace gives no kernel times: the modules it does hold, or that it holds none."""
-    modules = sorted({str(e.stats["hlo_module"]) for e in all_events
-                      if "hlo_module" in e.stats})
+def _no_kernel_reason(modules: list[str], module: str | None) -> str:
+    """Why a trace gives no kernel times: the modules it does hold (``modules``, sorted), or
+    that it holds none."""
     why = "the trace holds no kernel event"
     if modules:
         why += f" of {module} (modules seen: {', '.join(modules[:5])})"
@@ -388,22 +415,20 @@ def _no_kernel_reason(all_events: list[_Event], module: str | None) -> str:
     return why
 
 
-def _timed_kernels(found: list[_Event], ends: dict[tuple[Any, str], list[_Event]]
-                   ) -> list[_Kernel]:
+def _timed_kernels(found: list[_Event], ends: _Ends) -> list[_Kernel]:
     """The kernel events in time order, each lasting until its completion event (if any), with
     the self times of nested events."""
-    used: set[int] = set()
     items: list[_Kernel] = []
     add = items.append
-    starts = {key: [c.start for c in candidates] for key, candidates in ends.items()}
+    take = ends.take
     for e in sorted(found, key=attrgetter("start")):
         end = e.end
-        op = str(e.stats["hlo_op"])
-        done = _completion(e, op, ends, starts, used)
+        stats = e.stats
+        op = str(stats["hlo_op"])
+        done = take(stats, op, e.start)
         if done is not None:
-            used.add(id(done))
-            end = max(end, done.end)
-        add(_Kernel(e, op, e.stats.get("run_id"), end))
+            end = max(end, done)
+        add(_Kernel(e, op, stats.get("run_id"), end))
     _self_times(items)
     return items
 
