@@ -207,6 +207,8 @@ def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event
     the same flow id, where the event has one) started last before it. Emulated devices run the
     same thunks on the same threads, and flow ids repeat between calls, so an end event is
     matched backwards to the launch it completes; a synchronous thunk gets none."""
+    if len(by_device) <= 1:
+        return _one_device_ends(space, by_device)
     launches: dict[tuple[Any, str], list[tuple[float, int]]] = defaultdict(list)
     for device, found in by_device.items():
         for _, e in found:
@@ -236,6 +238,37 @@ def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event
                 if i >= 0:
                     owned[devices[key][i]].append(e)
     return owned
+
+
+def _one_device_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event]]]
+                     ) -> dict[int, list[Event]]:
+    """:func:`_owned_ends` of a host with one device (or none): an end event is the device's
+    where some launch of its thunk (with its flow id, where it has one) started no later."""
+    if not by_device:
+        return {}
+    ((device, found),) = by_device.items()
+    first: dict[tuple[Any, str], float] = {}
+    for _, e in found:
+        stats = e.stats
+        op = str(stats["hlo_op"])
+        start = e.start_ns
+        for key in ((stats.get("_p"), op), (None, op)):
+            earliest = first.get(key)
+            if earliest is None or start < earliest:
+                first[key] = start
+    owned: list[Event] = []
+    for plane in space.planes:
+        if plane.name != HOST_CPU:
+            continue
+        for line in plane.lines:
+            for e in events_where(line.events, name=_is_end):
+                stats = e.stats
+                if "hlo_op" in stats:
+                    continue
+                earliest = first.get((stats.get("_c"), e.name[5:]))
+                if earliest is not None and earliest <= e.start_ns:
+                    owned.append(e)
+    return {device: owned} if owned else {}
 
 
 def _is_end(name: str) -> bool:
@@ -348,19 +381,24 @@ def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[in
     markers bound the kernels, else per call (see the module docstring). ``executes``: the
     host's :func:`execute_lines`, when already read for another lane."""
     wanted = set(program_ids)
+    default = min(wanted) if wanted else None  # an event without a program id: kept
     kernels = [(line, e) for line, e in zip(lane.lines, lane.kernels, strict=True)
                if e.stats.get("hlo_module") == module
-               and (not wanted or e.stats.get("program_id", min(wanted)) in wanted)]
+               and (not wanted or e.stats.get("program_id", default) in wanted)]
     notes: list[str] = []
     per = "call"
     outside = 0
     if markers and kernels:
         starts = [s.start for s in markers]
+        ends = [s.end for s in markers]
+        labels = [f"step {s.number}" for s in markers]  # one string per step, shared
         stepped: list[tuple[int, Event]] = []
+        add = stepped.append
         for line, e in kernels:
-            i = bisect.bisect_right(starts, e.start_ns) - 1
-            if i >= 0 and e.start_ns < markers[i].end:
-                stepped.append((line, _with(e, run_id=f"step {markers[i].number}")))
+            at = e.start_ns
+            i = bisect.bisect_right(starts, at) - 1
+            if i >= 0 and at < ends[i]:
+                add((line, Event(e.name, at, e.duration_ns, {**e.stats, "run_id": labels[i]})))
         outside = len(kernels) - len(stepped)
         if stepped and outside <= OUTSIDE_STEPS_LIMIT * len(kernels):
             kernels, per = stepped, "step"
