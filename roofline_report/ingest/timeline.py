@@ -29,12 +29,14 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from roofline_report.quantiles import median
 from roofline_report.traces.xspace import Event, Line, Plane, XSpace, events_where
 
 __all__ = [
+    "KernelLine",
     "Lane",
     "ModuleSummary",
     "Step",
@@ -321,10 +323,25 @@ def steps(space: XSpace) -> list[Step]:
     return sorted((Step(n, s, e) for n, (s, e) in spans.items()), key=lambda s: s.start)
 
 
+@dataclass(frozen=True, slots=True)
+class KernelLine:
+    """A line of a lane's kernel events as :func:`kernel_times` reads them: ``runs``, where
+    given, holds each event's run (its step, or None where nothing numbers the calls), which
+    stands for the event's ``run_id`` stat; so the events are the lane's own, not copies."""
+
+    id: int
+    name: str
+    events: Sequence[Event]
+    runs: Sequence[Any] | None = None
+
+
+_STAT = object()  # a kernel whose run is its own run_id stat
+
+
 @dataclass
 class _PlaneView:
     name: str
-    lines: list[Line]
+    lines: Sequence[Line | KernelLine]
 
 
 @dataclass
@@ -382,43 +399,51 @@ def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[in
     host's :func:`execute_lines`, when already read for another lane."""
     wanted = set(program_ids)
     default = min(wanted) if wanted else None  # an event without a program id: kept
-    kernels = [(line, e) for line, e in zip(lane.lines, lane.kernels, strict=True)
-               if e.stats.get("hlo_module") == module
-               and (not wanted or e.stats.get("program_id", default) in wanted)]
+    # The indices of the lane's kernels kept: its own events are read, not copies.
+    kept = [i for i, e in enumerate(lane.kernels) if e.stats.get("hlo_module") == module
+            and (not wanted or e.stats.get("program_id", default) in wanted)]
     notes: list[str] = []
     per = "call"
     outside = 0
-    if markers and kernels:
+    # Each kernel's run, where the view gives it (KernelLine.runs): its step, or None where
+    # the calls are counted; else (_STAT) its own run_id stat.
+    runs: list[Any] = []
+    every = lane.kernels
+    if markers and kept:
         starts = [s.start for s in markers]
         ends = [s.end for s in markers]
         labels = [f"step {s.number}" for s in markers]  # one string per step, shared
-        stepped: list[tuple[int, Event]] = []
+        stepped: list[int] = []
         add = stepped.append
-        for line, e in kernels:
-            at = e.start_ns
+        for j in kept:
+            at = every[j].start_ns
             i = bisect.bisect_right(starts, at) - 1
             if i >= 0 and at < ends[i]:
-                add((line, Event(e.name, at, e.duration_ns, {**e.stats, "run_id": labels[i]})))
-        outside = len(kernels) - len(stepped)
-        if stepped and outside <= OUTSIDE_STEPS_LIMIT * len(kernels):
-            kernels, per = stepped, "step"
+                add(j)
+                runs.append(labels[i])
+        outside = len(kept) - len(stepped)
+        if stepped and outside <= OUTSIDE_STEPS_LIMIT * len(kept):
+            kept, per = stepped, "step"
         else:
-            notes.append(f"{outside} of {len(kernels)} kernel events lie outside the step "
+            notes.append(f"{outside} of {len(kept)} kernel events lie outside the step "
                          "markers, so times are per call of the program, not per step")
             outside = 0
+            runs = []
     calls = 1
-    if per == "call" and kernels and not all("run_id" in e.stats for _, e in kernels):
-        calls = _inferred_calls([e for _, e in kernels], trips)
-        kernels = [(line, Event(e.name, e.start_ns, e.duration_ns,
-                                {k: v for k, v in e.stats.items() if k != "run_id"}))
-                   for line, e in kernels]
+    if per == "call" and kept and not all("run_id" in every[j].stats for j in kept):
+        calls = _inferred_calls([every[j] for j in kept], trips)
+        runs = [None] * len(kept)
         notes.append(f"the events do not number the calls: {calls} call(s) counted from the "
                      "launches of each kernel")
-    by_line: dict[int, list[Event]] = defaultdict(list)
-    for line, e in kernels:
-        by_line[line].append(e)
-    kernel_lines = [Line(line, f"kernels {line}", events)
-                    for line, events in sorted(by_line.items())]
+    by_line: dict[int, tuple[list[Event], list[Any]]] = {}
+    for j, run in zip(kept, runs or repeat(_STAT), strict=False):
+        e, line = every[j], lane.lines[j]
+        events, line_runs = by_line.setdefault(line, ([], []))
+        events.append(e)
+        line_runs.append(run)
+    kernel_lines = [KernelLine(line, f"kernels {line}", events,
+                               None if line_runs[0] is _STAT else line_runs)
+                    for line, (events, line_runs) in sorted(by_line.items())]
     support = _support_events(execute_lines(space) if executes is None else executes, lane)
     planes = ([_PlaneView(f"/device:{lane.device}", kernel_lines),
                _PlaneView("/host:", support)]

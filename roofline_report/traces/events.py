@@ -12,7 +12,8 @@ machine, into per-kernel times:
 * Nested events (a ``while`` thunk around the kernels of its body) count their self time; the
   self time of control flow (``while``, ``conditional``, ``call``: events whose ``hlo_op`` is not
   a kernel of the inventory) is loop control.
-* Calls are told apart by the ``run_id`` stat (else the trace is one call per ``calls``).
+* Calls are told apart by the ``run_id`` stat, or the runs a line gives its events (a line's
+  ``runs``, one per event; else the trace is one call per ``calls``).
   Per kernel and call: launches, and two times: **busy**, the sum of its events' own durations
   (what the kernel itself cost), and **span**, the sum of the times from each launch to its
   completion (for an asynchronous thunk this includes waiting for a busy worker thread, so on a
@@ -37,6 +38,7 @@ import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -50,10 +52,10 @@ _CONTROL_OPS = ("while", "conditional", "call")
 @dataclass(slots=True)
 class _Event:  # not frozen: a frozen dataclass is three times slower to build
     line: int
-    name: str
     start: float  # ns
     end: float  # ns
     stats: Mapping[str, Any]
+    run: Any  # its run_id stat, or the run its line gives it
 
     @property
     def duration(self) -> float:
@@ -86,8 +88,14 @@ class _Scan:
     execute_starts: list[float] = field(default_factory=list)
 
 
+_STAT = object()  # a kernel's run: its run_id stat
+_STAT_RUNS = repeat(_STAT)
+
+
 def _scan(profile: Any, module: str | None) -> _Scan:
-    """The events of the device planes, then of the host planes, lines numbered across both."""
+    """The events of the device planes, then of the host planes, lines numbered across both.
+    A line may give its events' runs (``runs``, one per event), which stand for their
+    ``run_id`` stats."""
     out = _Scan()
     planes = list(getattr(profile, "planes", []))
     number = 0
@@ -97,7 +105,10 @@ def _scan(profile: Any, module: str | None) -> _Scan:
         found = out.host if host else out.device
         executes = out.execute_starts
         for line in plane.lines:
-            for e in line.events:
+            runs = getattr(line, "runs", None)
+            pairs = (zip(line.events, _STAT_RUNS) if runs is None  # noqa: B905 (endless)
+                     else zip(line.events, runs, strict=True))
+            for e, run in pairs:
                 stats = e.stats  # read, never changed: a dict is kept as it is
                 if type(stats) is not dict:
                     stats = dict(stats)
@@ -105,8 +116,8 @@ def _scan(profile: Any, module: str | None) -> _Scan:
                 if "hlo_op" in stats:
                     if module is None or _module_matches(stats.get("hlo_module"), module):
                         start = float(e.start_ns)
-                        found.append(_Event(number, name, start, start + float(e.duration_ns),
-                                            stats))
+                        found.append(_Event(number, start, start + float(e.duration_ns), stats,
+                                            stats.get("run_id") if run is _STAT else run))
                 elif host and "Execute" in name:
                     executes.append(float(e.start_ns))
                 if name.startswith("end: "):
@@ -341,10 +352,12 @@ def kernel_times(
         return {"available": False, "reason": _no_kernel_reason(_modules_seen(profile), module)}
 
     names = set(kernels) if kernels is not None else None
-    if source != "host":
-        scan.ends = _Ends()
-    scan.ends.sort()
-    items = _timed_kernels(found, scan.ends)
+    ends = scan.ends if source == "host" else _Ends()
+    ends.sort()
+    execute_starts = sorted(scan.execute_starts)
+    del scan  # each launch is kept by its call's list alone, and released with it (below)
+    items = _timed_kernels(found, ends)
+    del found, ends
 
     def is_kernel(op: str) -> bool:
         if names is not None:
@@ -352,14 +365,15 @@ def kernel_times(
         return not op.startswith(_CONTROL_OPS)
 
     ordered_runs = _ordered_runs(items)
+    del items
     per_call_div = calls if len(ordered_runs) == 1 and calls > 1 else 1
-    execute_starts = sorted(scan.execute_starts)
 
     samples = _Samples()
     previous_end = float("-inf")
     ns = 1e-9 / per_call_div
     kernel_ops: dict[str, bool] = {}  # op -> is_kernel(op), asked once per op
-    for run in ordered_runs:
+    for index, run in enumerate(ordered_runs):
+        ordered_runs[index] = []  # its launches: not needed past this call
         leaves: list[_Kernel] = []
         control: list[_Kernel] = []
         for k in run:
@@ -380,8 +394,6 @@ def kernel_times(
         _waits(leaves)
         _shares(leaves, wants, cores)
         samples.add_kernels(leaves, ns, per_call_div)
-        for k in leaves:  # when it ran: not needed past its call
-            k.running.clear()
     if not samples.calls:
         return {"available": False,
                 "reason": "the trace's events match no kernel of the compiled program"}
@@ -428,7 +440,7 @@ def _timed_kernels(found: list[_Event], ends: _Ends) -> list[_Kernel]:
         done = take(stats, op, e.start)
         if done is not None:
             end = max(end, done)
-        add(_Kernel(e, op, stats.get("run_id"), end))
+        add(_Kernel(e, op, e.run, end))
     _self_times(items)
     return items
 
