@@ -57,6 +57,7 @@ from roofline_report.traces.wire_columns import (
     REF,
     UINT64,
     event_fields,
+    narrow,
     stat_fields,
 )
 from roofline_report.traces.xspace_schema import message_class
@@ -687,12 +688,12 @@ class _PlaneReader:
         counts = _joined(parts.counts, np.int64)
         bounds = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=bounds[1:])
-        stats = _LineStats(self.stat_names, dict(with_stats), bounds,
-                           _joined(parts.key, np.int64), _joined(parts.kind, np.uint8),
+        stats = _LineStats(self.stat_names, dict(with_stats), narrow(bounds),
+                           narrow(_joined(parts.key, np.int64)), _joined(parts.kind, np.uint8),
                            _joined(parts.bits, np.uint64), parts.objects, parts.exact)
         # As base + offset_ps / 1000.0 event by event: the same IEEE operations, in numpy.
         start = line.timestamp_ns + _joined(parts.offset, np.int64) / 1000.0
-        columns = EventColumns(names, _joined(parts.meta, np.int64), start,
+        columns = EventColumns(names, narrow(_joined(parts.meta, np.int64)), start,
                                _joined(parts.duration, np.int64) / 1000.0, stats)
         return Line(line.id, line.name or line.display_name, columns)
 
