@@ -102,7 +102,11 @@ def _scan(profile: Any, module: str | None) -> _Scan:
     out = _Scan()
     planes = list(getattr(profile, "planes", []))
     number = 0
-    ends = out.ends
+    add_end = out.ends.add
+    # Asked once per distinct value: an event name's (execute event, NAME of ``end: NAME``),
+    # and whether an hlo_module is the module's.
+    kinds: dict[str, tuple[bool, str | None]] = {}
+    matches: dict[str, bool] = {}
     for host, plane in ([(False, p) for p in planes if str(p.name).startswith("/device:")]
                         + [(True, p) for p in planes if str(p.name).startswith("/host:")]):
         found = out.host if host else out.device
@@ -115,20 +119,29 @@ def _scan(profile: Any, module: str | None) -> _Scan:
                 stats = e.stats  # read, never changed: a dict is kept as it is
                 if type(stats) is not dict:
                     stats = dict(stats)
-                name = str(e.name)
+                name = e.name
+                if type(name) is not str:
+                    name = str(name)
+                kind = kinds.get(name)
+                if kind is None:
+                    kind = kinds[name] = ("Execute" in name,
+                                          name[5:] if name.startswith("end: ") else None)
                 if "hlo_op" in stats:
-                    if module is None or _module_matches(stats.get("hlo_module"), module):
+                    module_name = stats.get("hlo_module")
+                    ours = matches.get(module_name) if type(module_name) is str else None
+                    if ours is None:
+                        ours = _module_matches(module_name, module)
+                        if type(module_name) is str:
+                            matches[module_name] = ours
+                    if ours:
                         start = float(e.start_ns)
                         found.append(_Event(number, start, start + float(e.duration_ns), stats,
                                             stats.get("run_id") if run is _STAT else run))
-                elif host and "Execute" in name:
+                elif host and kind[0]:
                     executes.append(float(e.start_ns))
-                if name.startswith("end: "):
+                if kind[1] is not None:
                     start = float(e.start_ns)
-                    op = ends.ops.get(name)
-                    if op is None:
-                        op = ends.ops[name] = name[5:]
-                    ends.add(stats.get("_c"), op, start, start + float(e.duration_ns))
+                    add_end(stats.get("_c"), kind[1], start, start + float(e.duration_ns))
             number += 1
     return out
 
@@ -283,10 +296,9 @@ class _Ends:
     number, its events a run of the columns sorted by key, then start."""
 
     __slots__ = ("_ends", "_flows", "_hi", "_key", "_keys", "_lo", "_start", "_starts",
-                 "_used", "ops")
+                 "_used")
 
     def __init__(self) -> None:
-        self.ops: dict[str, str] = {}  # an end event's name -> NAME
         self._flows: dict[str, dict[Any, int]] = {}  # NAME -> flow id -> key number
         self._keys = 0  # key numbers given
         self._key: array[int] = array("q")  # per event, as they came
