@@ -355,11 +355,13 @@ class _Ends:
             key = flows.get(flow)
             if key is None:
                 continue
-            lo, hi = self._lo[key], self._hi[key]
-            for i in range(bisect.bisect_left(self._starts, start, lo, hi), hi):
-                if not used[i]:
-                    used[i] = 1
-                    return self._ends[i]
+            hi = self._hi[key]
+            i = bisect.bisect_left(self._starts, start, self._lo[key], hi)
+            while i < hi and used[i]:
+                i += 1
+            if i < hi:
+                used[i] = 1
+                return self._ends[i]
         return None
 
 
