@@ -206,6 +206,25 @@ def test_a_trace_over_the_protobuf_limit_is_refused_before_it_is_read(tmp_path: 
         read_xspace(big)
 
 
+def test_unknown_fields_are_found_in_every_message_of_the_tree() -> None:
+    """Lines, metadata entries and their values are walked (not only the planes): each field
+    the schema does not have is named by its message, and a known field with another wire
+    type deep in a metadata entry is refused as a newer profiler's."""
+    line = _int(1, 1) + _bytes(2, "t") + _int(15, 2)
+    entry = _int(1, 1) + _bytes(2, _int(1, 1) + _bytes(2, "fusion") + _int(14, 3)) + _int(13, 4)
+    stat_entry = _bytes(5, _int(1, 1) + _bytes(2, _int(1, 1) + _bytes(2, "s") + _int(12, 5)))
+    deep = space(_int(1, 1) + _bytes(2, "/host:CPU") + _bytes(3, line) + _bytes(4, entry)
+                 + stat_entry + _int(9, 1))
+    assert read_xspace_bytes(deep).unknown_fields == {
+        "XEventMetadata": [14], "XEventMetadataEntry": [13], "XLine": [15], "XPlane": [9],
+        "XStatMetadata": [12]}
+    clash = space(_int(1, 1) + _bytes(2, "/host:CPU")
+                  + _bytes(4, _int(1, 1) + _bytes(2, _bytes(1, b"an id as bytes"))))
+    with pytest.raises(TraceFormatError, match="XEventMetadata field 1 has wire type") as info:
+        read_xspace_bytes(clash)
+    assert info.value.newer
+
+
 def test_events_with_a_negative_duration_are_skipped_and_counted() -> None:
     negative = plane(1, "/host:CPU", {"t": [("fusion", 0, -5, {"hlo_op": "fusion"}),
                                             ("fusion.1", 10, 5, {"hlo_op": "fusion.1"})]})

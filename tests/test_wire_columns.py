@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from roofline_report.traces.wire_columns import PAD, event_fields, stat_fields, varints
+from roofline_report.traces.wire_columns import PAD, event_fields, narrow, stat_fields, varints
 from roofline_report.traces.xspace import read_xspace_bytes
 from roofline_report.traces.xspace_schema import message_class
 from tests.test_ingest_reader import _bytes, _int, _key, _varint
@@ -138,3 +138,28 @@ def test_odd_shapes_are_left_to_the_exact_reading() -> None:
     assert f.stat_event.tolist() == [4]
     st = stat_fields(buf, f.stat_start, f.stat_end)
     assert st.meta.tolist() == [1] and st.bits.tolist() == [5] and not st.odd.any()
+
+
+def test_ids_are_kept_narrow_only_where_they_fit() -> None:
+    small = narrow(np.array([0, 5, 2**31 - 1, -(2**31)], dtype=np.int64))
+    assert small.dtype == np.int32 and small.tolist() == [0, 5, 2**31 - 1, -(2**31)]
+    for wide in ([0, 2**31], [-(2**31) - 1, 3]):
+        kept = narrow(np.array(wide, dtype=np.int64))
+        assert kept.dtype == np.int64 and kept.tolist() == wide
+    assert narrow(np.zeros(0, dtype=np.int64)).dtype == np.int32
+    # Event and stat metadata ids past int32 read the same as small ones.
+    big_event, big_stat = 2**40 + 1, 2**33 + 5
+    body = _int(1, 1) + _bytes(2, "/host:CPU")
+    events = [_int(1, big_event) + _int(2, 1000) + _int(3, 5000)
+              + _bytes(4, _int(1, big_stat) + _int(3, 7)),
+              _int(1, 1) + _int(2, 2000) + _int(3, 5000) + _bytes(4, _int(1, 1) + _int(3, 8))]
+    body += _bytes(3, _int(1, 1) + _bytes(2, "t") + b"".join(_bytes(4, e) for e in events))
+    for i, n in ((big_event, "far"), (1, "near")):
+        body += _bytes(4, _int(1, i) + _bytes(2, _int(1, i) + _bytes(2, n)))
+    for i, n in ((big_stat, "run_id"), (1, "step_num")):
+        body += _bytes(5, _int(1, i) + _bytes(2, _int(1, i) + _bytes(2, n)))
+    line = read_xspace_bytes(_bytes(1, body)).planes[0].lines[0].events
+    assert [(e.name, e.start_ns, e.stats) for e in line] == [
+        ("far", 1.0, {"run_id": 7}), ("near", 2.0, {"step_num": 8})]
+    assert [e.name for e in line.where(stat="run_id")] == ["far"]
+    assert [e.name for e in line.where(name=lambda n: n == "near")] == ["near"]

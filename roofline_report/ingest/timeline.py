@@ -29,12 +29,14 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from roofline_report.quantiles import median
 from roofline_report.traces.xspace import Event, Line, Plane, XSpace, events_where
 
 __all__ = [
+    "KernelLine",
     "Lane",
     "ModuleSummary",
     "Step",
@@ -207,6 +209,8 @@ def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event
     the same flow id, where the event has one) started last before it. Emulated devices run the
     same thunks on the same threads, and flow ids repeat between calls, so an end event is
     matched backwards to the launch it completes; a synchronous thunk gets none."""
+    if len(by_device) <= 1:
+        return _one_device_ends(space, by_device)
     launches: dict[tuple[Any, str], list[tuple[float, int]]] = defaultdict(list)
     for device, found in by_device.items():
         for _, e in found:
@@ -236,6 +240,37 @@ def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event
                 if i >= 0:
                     owned[devices[key][i]].append(e)
     return owned
+
+
+def _one_device_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event]]]
+                     ) -> dict[int, list[Event]]:
+    """:func:`_owned_ends` of a host with one device (or none): an end event is the device's
+    where some launch of its thunk (with its flow id, where it has one) started no later."""
+    if not by_device:
+        return {}
+    ((device, found),) = by_device.items()
+    first: dict[tuple[Any, str], float] = {}
+    for _, e in found:
+        stats = e.stats
+        op = str(stats["hlo_op"])
+        start = e.start_ns
+        for key in ((stats.get("_p"), op), (None, op)):
+            earliest = first.get(key)
+            if earliest is None or start < earliest:
+                first[key] = start
+    owned: list[Event] = []
+    for plane in space.planes:
+        if plane.name != HOST_CPU:
+            continue
+        for line in plane.lines:
+            for e in events_where(line.events, name=_is_end):
+                stats = e.stats
+                if "hlo_op" in stats:
+                    continue
+                earliest = first.get((stats.get("_c"), e.name[5:]))
+                if earliest is not None and earliest <= e.start_ns:
+                    owned.append(e)
+    return {device: owned} if owned else {}
 
 
 def _is_end(name: str) -> bool:
@@ -288,10 +323,25 @@ def steps(space: XSpace) -> list[Step]:
     return sorted((Step(n, s, e) for n, (s, e) in spans.items()), key=lambda s: s.start)
 
 
+@dataclass(frozen=True, slots=True)
+class KernelLine:
+    """A line of a lane's kernel events as :func:`kernel_times` reads them: ``runs``, where
+    given, holds each event's run (its step, or None where nothing numbers the calls), which
+    stands for the event's ``run_id`` stat; so the events are the lane's own, not copies."""
+
+    id: int
+    name: str
+    events: Sequence[Event]
+    runs: Sequence[Any] | None = None
+
+
+_STAT = object()  # a kernel whose run is its own run_id stat
+
+
 @dataclass
 class _PlaneView:
     name: str
-    lines: list[Line]
+    lines: Sequence[Line | KernelLine]
 
 
 @dataclass
@@ -348,39 +398,52 @@ def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[in
     markers bound the kernels, else per call (see the module docstring). ``executes``: the
     host's :func:`execute_lines`, when already read for another lane."""
     wanted = set(program_ids)
-    kernels = [(line, e) for line, e in zip(lane.lines, lane.kernels, strict=True)
-               if e.stats.get("hlo_module") == module
-               and (not wanted or e.stats.get("program_id", min(wanted)) in wanted)]
+    default = min(wanted) if wanted else None  # an event without a program id: kept
+    # The indices of the lane's kernels kept: its own events are read, not copies.
+    kept = [i for i, e in enumerate(lane.kernels) if e.stats.get("hlo_module") == module
+            and (not wanted or e.stats.get("program_id", default) in wanted)]
     notes: list[str] = []
     per = "call"
     outside = 0
-    if markers and kernels:
+    # Each kernel's run, where the view gives it (KernelLine.runs): its step, or None where
+    # the calls are counted; else (_STAT) its own run_id stat.
+    runs: list[Any] = []
+    every = lane.kernels
+    if markers and kept:
         starts = [s.start for s in markers]
-        stepped: list[tuple[int, Event]] = []
-        for line, e in kernels:
-            i = bisect.bisect_right(starts, e.start_ns) - 1
-            if i >= 0 and e.start_ns < markers[i].end:
-                stepped.append((line, _with(e, run_id=f"step {markers[i].number}")))
-        outside = len(kernels) - len(stepped)
-        if stepped and outside <= OUTSIDE_STEPS_LIMIT * len(kernels):
-            kernels, per = stepped, "step"
+        ends = [s.end for s in markers]
+        labels = [f"step {s.number}" for s in markers]  # one string per step, shared
+        stepped: list[int] = []
+        add = stepped.append
+        for j in kept:
+            at = every[j].start_ns
+            i = bisect.bisect_right(starts, at) - 1
+            if i >= 0 and at < ends[i]:
+                add(j)
+                runs.append(labels[i])
+        outside = len(kept) - len(stepped)
+        if stepped and outside <= OUTSIDE_STEPS_LIMIT * len(kept):
+            kept, per = stepped, "step"
         else:
-            notes.append(f"{outside} of {len(kernels)} kernel events lie outside the step "
+            notes.append(f"{outside} of {len(kept)} kernel events lie outside the step "
                          "markers, so times are per call of the program, not per step")
             outside = 0
+            runs = []
     calls = 1
-    if per == "call" and kernels and not all("run_id" in e.stats for _, e in kernels):
-        calls = _inferred_calls([e for _, e in kernels], trips)
-        kernels = [(line, Event(e.name, e.start_ns, e.duration_ns,
-                                {k: v for k, v in e.stats.items() if k != "run_id"}))
-                   for line, e in kernels]
+    if per == "call" and kept and not all("run_id" in every[j].stats for j in kept):
+        calls = _inferred_calls([every[j] for j in kept], trips)
+        runs = [None] * len(kept)
         notes.append(f"the events do not number the calls: {calls} call(s) counted from the "
                      "launches of each kernel")
-    by_line: dict[int, list[Event]] = defaultdict(list)
-    for line, e in kernels:
-        by_line[line].append(e)
-    kernel_lines = [Line(line, f"kernels {line}", events)
-                    for line, events in sorted(by_line.items())]
+    by_line: dict[int, tuple[list[Event], list[Any]]] = {}
+    for j, run in zip(kept, runs or repeat(_STAT), strict=False):
+        e, line = every[j], lane.lines[j]
+        events, line_runs = by_line.setdefault(line, ([], []))
+        events.append(e)
+        line_runs.append(run)
+    kernel_lines = [KernelLine(line, f"kernels {line}", events,
+                               None if line_runs[0] is _STAT else line_runs)
+                    for line, (events, line_runs) in sorted(by_line.items())]
     support = _support_events(execute_lines(space) if executes is None else executes, lane)
     planes = ([_PlaneView(f"/device:{lane.device}", kernel_lines),
                _PlaneView("/host:", support)]

@@ -12,7 +12,8 @@ machine, into per-kernel times:
 * Nested events (a ``while`` thunk around the kernels of its body) count their self time; the
   self time of control flow (``while``, ``conditional``, ``call``: events whose ``hlo_op`` is not
   a kernel of the inventory) is loop control.
-* Calls are told apart by the ``run_id`` stat (else the trace is one call per ``calls``).
+* Calls are told apart by the ``run_id`` stat, or the runs a line gives its events (a line's
+  ``runs``, one per event; else the trace is one call per ``calls``).
   Per kernel and call: launches, and two times: **busy**, the sum of its events' own durations
   (what the kernel itself cost), and **span**, the sum of the times from each launch to its
   completion (for an asynchronous thunk this includes waiting for a busy worker thread, so on a
@@ -34,11 +35,15 @@ another profiler was already running).
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any
+
+import numpy as np
 
 from roofline_report.quantiles import median
 
@@ -50,10 +55,10 @@ _CONTROL_OPS = ("while", "conditional", "call")
 @dataclass(slots=True)
 class _Event:  # not frozen: a frozen dataclass is three times slower to build
     line: int
-    name: str
     start: float  # ns
     end: float  # ns
     stats: Mapping[str, Any]
+    run: Any  # its run_id stat, or the run its line gives it
 
     @property
     def duration(self) -> float:
@@ -73,18 +78,85 @@ class _Kernel:
     running: list[tuple[float, float]] = field(default_factory=list)  # when it ran (ns)
 
 
-def _events(plane: Any, line_offset: int) -> tuple[list[_Event], int]:
-    out: list[_Event] = []
-    append = out.append
-    lines = list(plane.lines)
-    for i, line in enumerate(lines):
-        number = line_offset + i
-        for e in line.events:
-            start = float(e.start_ns)
-            stats = e.stats  # read, never changed: a dict is kept as it is
-            append(_Event(number, str(e.name), start, start + float(e.duration_ns),
-                          stats if type(stats) is dict else dict(stats)))
-    return out, len(lines)
+@dataclass(slots=True)
+class _Scan:
+    """What :func:`kernel_times` reads of a trace's events, gathered in one pass without an
+    object per event: the kernel events (``hlo_op``, of the module) of the device planes and
+    of the host planes, the ``end: NAME`` events of every plane (:class:`_Ends`), and the
+    starts of the host's execute events (``...Execute...`` without ``hlo_op``)."""
+
+    device: list[_Event] = field(default_factory=list)
+    host: list[_Event] = field(default_factory=list)
+    ends: _Ends = field(default_factory=lambda: _Ends())
+    execute_starts: list[float] = field(default_factory=list)
+
+
+_STAT = object()  # a kernel's run: its run_id stat
+_STAT_RUNS = repeat(_STAT)
+
+
+def _scan(profile: Any, module: str | None) -> _Scan:
+    """The events of the device planes, then of the host planes, lines numbered across both.
+    A line may give its events' runs (``runs``, one per event), which stand for their
+    ``run_id`` stats."""
+    out = _Scan()
+    planes = list(getattr(profile, "planes", []))
+    number = 0
+    add_end = out.ends.add
+    # Asked once per distinct value: an event name's (execute event, NAME of ``end: NAME``),
+    # and whether an hlo_module is the module's.
+    kinds: dict[str, tuple[bool, str | None]] = {}
+    matches: dict[str, bool] = {}
+    for host, plane in ([(False, p) for p in planes if str(p.name).startswith("/device:")]
+                        + [(True, p) for p in planes if str(p.name).startswith("/host:")]):
+        found = out.host if host else out.device
+        executes = out.execute_starts
+        for line in plane.lines:
+            runs = getattr(line, "runs", None)
+            pairs = (zip(line.events, _STAT_RUNS) if runs is None  # noqa: B905 (endless)
+                     else zip(line.events, runs, strict=True))
+            for e, run in pairs:
+                stats = e.stats  # read, never changed: a dict is kept as it is
+                if type(stats) is not dict:
+                    stats = dict(stats)
+                name = e.name
+                if type(name) is not str:
+                    name = str(name)
+                kind = kinds.get(name)
+                if kind is None:
+                    kind = kinds[name] = ("Execute" in name,
+                                          name[5:] if name.startswith("end: ") else None)
+                if "hlo_op" in stats:
+                    module_name = stats.get("hlo_module")
+                    ours = matches.get(module_name) if type(module_name) is str else None
+                    if ours is None:
+                        ours = _module_matches(module_name, module)
+                        if type(module_name) is str:
+                            matches[module_name] = ours
+                    if ours:
+                        start = float(e.start_ns)
+                        found.append(_Event(number, start, start + float(e.duration_ns), stats,
+                                            stats.get("run_id") if run is _STAT else run))
+                elif host and kind[0]:
+                    executes.append(float(e.start_ns))
+                if kind[1] is not None:
+                    start = float(e.start_ns)
+                    add_end(stats.get("_c"), kind[1], start, start + float(e.duration_ns))
+            number += 1
+    return out
+
+
+def _modules_seen(profile: Any) -> list[str]:
+    """The ``hlo_module`` of every event of the device and host planes (none matched)."""
+    seen: set[str] = set()
+    for plane in getattr(profile, "planes", []):
+        if str(plane.name).startswith(("/device:", "/host:")):
+            for line in plane.lines:
+                for e in line.events:
+                    stats = e.stats if type(e.stats) is dict else dict(e.stats)
+                    if "hlo_module" in stats:
+                        seen.add(str(stats["hlo_module"]))
+    return sorted(seen)
 
 
 def _union(intervals: Iterable[tuple[float, float]]) -> float:
@@ -216,32 +288,81 @@ def _self_times(kernels: list[_Kernel]) -> None:
         k.busy_ns = max(0.0, min(k.busy_ns, k.self_ns))
 
 
-def _end_events(events: list[_Event]) -> dict[tuple[Any, str], list[_Event]]:
-    """``end: NAME`` events by (flow id or None, NAME), in time order. Flow ids are reused
-    between runs and thunks, so a match needs the name as well and starts no earlier."""
-    out: dict[tuple[Any, str], list[_Event]] = defaultdict(list)
-    for e in [e for e in events if e.name.startswith("end: ")]:
-        out[(e.stats.get("_c"), e.name[5:])].append(e)
-    for items in out.values():
-        items.sort(key=lambda e: e.start)
-    return out
+class _Ends:
+    """The ``end: NAME`` events by (flow id or None, NAME), in time order (the trace's order
+    where they start together), and which a launch has taken. Flow ids are reused between runs
+    and thunks, so a match needs the name as well and starts no earlier. Kept as flat columns
+    (a 100 MB trace holds 340,000 of them, most with a flow id of their own): each key a
+    number, its events a run of the columns sorted by key, then start."""
 
+    __slots__ = ("_ends", "_flows", "_hi", "_key", "_keys", "_lo", "_start", "_starts",
+                 "_used")
 
-def _completion(e: _Event, op: str, ends: dict[tuple[Any, str], list[_Event]],
-                starts: dict[tuple[Any, str], list[float]], used: set[int]) -> _Event | None:
-    """The first unused end event of ``op`` (with the flow id of ``e``, else any) that starts
-    no earlier than ``e``: found by bisection, so that a long trace costs n log n."""
-    stats = e.stats
-    get = ends.get
-    for key in ((stats.get("_p"), op), (None, op)):
-        candidates = get(key)
-        if not candidates:
-            continue
-        for i in range(bisect.bisect_left(starts[key], e.start), len(candidates)):
-            found = candidates[i]
-            if id(found) not in used:
-                return found
-    return None
+    def __init__(self) -> None:
+        self._flows: dict[str, dict[Any, int]] = {}  # NAME -> flow id -> key number
+        self._keys = 0  # key numbers given
+        self._key: array[int] = array("q")  # per event, as they came
+        self._start: array[float] = array("d")
+        self._lo: array[int] = array("q")  # per key number: its first sorted event
+        self._hi: array[int] = array("q")  # and the one past its last
+        self._starts: array[float] = array("d")
+        self._ends: array[float] = array("d")
+        self._used = bytearray()
+
+    def add(self, flow: Any, op: str, start: float, end: float) -> None:
+        flows = self._flows.get(op)
+        if flows is None:
+            flows = self._flows[op] = {}
+        key = flows.get(flow)
+        if key is None:
+            key = flows[flow] = self._keys
+            self._keys += 1
+        self._key.append(key)
+        self._start.append(start)
+        self._ends.append(end)
+
+    def sort(self) -> None:
+        """The events in (key, start) order, a stable sort (as the events came)."""
+        self._used = bytearray(len(self._key))
+        if not self._key:
+            return
+        keys = np.frombuffer(self._key, dtype=np.int64)
+        starts = np.frombuffer(self._start, dtype=np.float64)
+        order = np.argsort(starts, kind="stable")
+        order = order[np.argsort(keys[order], kind="stable")]
+        keys = keys[order]
+        self._starts = array("d", starts[order].tobytes())
+        self._ends = array("d", np.frombuffer(self._ends, dtype=np.float64)[order].tobytes())
+        self._key, self._start = array("q"), array("d")
+        # Each key's run of the sorted columns: [lo[key], hi[key]) (every key has events).
+        bounds = np.flatnonzero(np.diff(keys)) + 1
+        firsts = np.concatenate(([0], bounds))
+        lo = np.zeros(self._keys, dtype=np.int64)
+        hi = np.zeros(self._keys, dtype=np.int64)
+        lo[keys[firsts]] = firsts
+        hi[keys[firsts]] = np.concatenate((bounds, [len(keys)]))
+        self._lo, self._hi = array("q", lo.tobytes()), array("q", hi.tobytes())
+
+    def take(self, stats: Mapping[str, Any], op: str, start: float) -> float | None:
+        """The end of the first untaken end event of ``op`` (with the flow id of the launch's
+        ``stats``, else any) that starts no earlier than ``start``, now taken: found by
+        bisection, so that a long trace costs n log n."""
+        flows = self._flows.get(op)
+        if flows is None:
+            return None
+        used = self._used
+        for flow in (stats.get("_p"), None):
+            key = flows.get(flow)
+            if key is None:
+                continue
+            hi = self._hi[key]
+            i = bisect.bisect_left(self._starts, start, self._lo[key], hi)
+            while i < hi and used[i]:
+                i += 1
+            if i < hi:
+                used[i] = 1
+                return self._ends[i]
+        return None
 
 
 def kernel_times(
@@ -275,14 +396,18 @@ def kernel_times(
     ``share_s`` of its shares of the machine while it ran; ``calls_at`` (only for a kernel
     that did not run in every call) the index of the call of each sample.
     """
-    device_events, host_events = _plane_events(profile)
-    all_events = device_events + host_events
-    source, found = _kernel_events(device_events, host_events, module)
+    scan = _scan(profile, module)
+    source, found = ("device", scan.device) if scan.device else ("host", scan.host)
     if not found:
-        return {"available": False, "reason": _no_kernel_reason(all_events, module)}
+        return {"available": False, "reason": _no_kernel_reason(_modules_seen(profile), module)}
 
     names = set(kernels) if kernels is not None else None
-    items = _timed_kernels(found, _end_events(all_events if source == "host" else []))
+    ends = scan.ends if source == "host" else _Ends()
+    ends.sort()
+    execute_starts = sorted(scan.execute_starts)
+    del scan  # each launch is kept by its call's list alone, and released with it (below)
+    items = _timed_kernels(found, ends)
+    del found, ends
 
     def is_kernel(op: str) -> bool:
         if names is not None:
@@ -290,15 +415,15 @@ def kernel_times(
         return not op.startswith(_CONTROL_OPS)
 
     ordered_runs = _ordered_runs(items)
+    del items
     per_call_div = calls if len(ordered_runs) == 1 and calls > 1 else 1
-    execute_starts = sorted(e.start for e in host_events
-                            if "Execute" in e.name and "hlo_op" not in e.stats)
 
     samples = _Samples()
     previous_end = float("-inf")
     ns = 1e-9 / per_call_div
     kernel_ops: dict[str, bool] = {}  # op -> is_kernel(op), asked once per op
-    for run in ordered_runs:
+    for index, run in enumerate(ordered_runs):
+        ordered_runs[index] = []  # its launches: not needed past this call
         leaves: list[_Kernel] = []
         control: list[_Kernel] = []
         for k in run:
@@ -341,45 +466,9 @@ def kernel_times(
     }
 
 
-def _plane_events(profile: Any) -> tuple[list[_Event], list[_Event]]:
-    """The events of the device planes and of the host planes, lines numbered across both."""
-    planes = list(getattr(profile, "planes", []))
-    device = [p for p in planes if str(p.name).startswith("/device:")]
-    host = [p for p in planes if str(p.name).startswith("/host:")]
-    offset = 0
-    device_events: list[_Event] = []
-    for plane in device:
-        events, count = _events(plane, offset)
-        device_events += events
-        offset += count
-    host_events: list[_Event] = []
-    for plane in host:
-        events, count = _events(plane, offset)
-        host_events += events
-        offset += count
-    return device_events, host_events
-
-
-def _kernel_events(device_events: list[_Event], host_events: list[_Event],
-                   module: str | None) -> tuple[str, list[_Event]]:
-    """(source, the events of ``module``'s kernels): the device's when it has any, else the
-    host's (empty when neither has)."""
-
-    def matched(events: list[_Event]) -> list[_Event]:
-        return [e for e in events if "hlo_op" in e.stats
-                and _module_matches(e.stats.get("hlo_module"), module)]
-
-    source = "device"
-    found = matched(device_events)
-    if not found:
-        source, found = "host", matched(host_events)
-    return source, found
-
-
-def _no_kernel_reason(all_events: list[_Event], module: str | None) -> str:
-    """Why a trace gives no kernel times: the modules it does hold, or that it holds none."""
-    modules = sorted({str(e.stats["hlo_module"]) for e in all_events
-                      if "hlo_module" in e.stats})
+def _no_kernel_reason(modules: list[str], module: str | None) -> str:
+    """Why a trace gives no kernel times: the modules it does hold (``modules``, sorted), or
+    that it holds none."""
     why = "the trace holds no kernel event"
     if modules:
         why += f" of {module} (modules seen: {', '.join(modules[:5])})"
@@ -388,22 +477,20 @@ def _no_kernel_reason(all_events: list[_Event], module: str | None) -> str:
     return why
 
 
-def _timed_kernels(found: list[_Event], ends: dict[tuple[Any, str], list[_Event]]
-                   ) -> list[_Kernel]:
+def _timed_kernels(found: list[_Event], ends: _Ends) -> list[_Kernel]:
     """The kernel events in time order, each lasting until its completion event (if any), with
     the self times of nested events."""
-    used: set[int] = set()
     items: list[_Kernel] = []
     add = items.append
-    starts = {key: [c.start for c in candidates] for key, candidates in ends.items()}
+    take = ends.take
     for e in sorted(found, key=attrgetter("start")):
         end = e.end
-        op = str(e.stats["hlo_op"])
-        done = _completion(e, op, ends, starts, used)
+        stats = e.stats
+        op = str(stats["hlo_op"])
+        done = take(stats, op, e.start)
         if done is not None:
-            used.add(id(done))
-            end = max(end, done.end)
-        add(_Kernel(e, op, e.stats.get("run_id"), end))
+            end = max(end, done)
+        add(_Kernel(e, op, e.run, end))
     _self_times(items)
     return items
 

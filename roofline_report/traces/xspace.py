@@ -57,6 +57,7 @@ from roofline_report.traces.wire_columns import (
     REF,
     UINT64,
     event_fields,
+    narrow,
     stat_fields,
 )
 from roofline_report.traces.xspace_schema import message_class
@@ -413,22 +414,22 @@ def _unknown_of(message: Any, unknown: dict[str, set[int]]) -> None:
         unknown.setdefault(message.DESCRIPTOR.name, set()).add(f.field_number)
 
 
-def _find_unknown(bare: Any, full: Any, unknown: dict[str, set[int]]) -> None:
-    """Where ``full`` (as parsed) and ``bare`` (the same, unknown fields discarded) differ in
-    size, the unknown fields lie: descend only there."""
-    if bare.ByteSize() == full.ByteSize():
-        return
-    _unknown_of(full, unknown)
-    for fd in full.DESCRIPTOR.fields:
+def _all_unknown(message: Any, unknown: dict[str, set[int]]) -> None:
+    """Record the fields the schema does not have of ``message`` and of every message inside
+    it, depth first in field order (a known field with another wire type is refused). Events
+    and stats are bytes here (read by the columns' decoder and :meth:`_PlaneReader.parse_stat`),
+    so this walks planes, lines and metadata only: no serializing of the whole trace."""
+    _unknown_of(message, unknown)
+    for fd in message.DESCRIPTOR.fields:
         if fd.message_type is None:
             continue
-        value = getattr(full, fd.name)
+        value = getattr(message, fd.name)
         if hasattr(value, "DESCRIPTOR"):  # one message
-            if full.HasField(fd.name):
-                _find_unknown(getattr(bare, fd.name), value, unknown)
+            if message.HasField(fd.name):
+                _all_unknown(value, unknown)
         else:  # repeated
-            for b, f in zip(getattr(bare, fd.name), value, strict=True):
-                _find_unknown(b, f, unknown)
+            for item in value:
+                _all_unknown(item, unknown)
 
 
 # An XStat of a small metadata id whose value is a varint: most stats of a trace (run ids, flow
@@ -687,12 +688,12 @@ class _PlaneReader:
         counts = _joined(parts.counts, np.int64)
         bounds = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=bounds[1:])
-        stats = _LineStats(self.stat_names, dict(with_stats), bounds,
-                           _joined(parts.key, np.int64), _joined(parts.kind, np.uint8),
+        stats = _LineStats(self.stat_names, dict(with_stats), narrow(bounds),
+                           narrow(_joined(parts.key, np.int64)), _joined(parts.kind, np.uint8),
                            _joined(parts.bits, np.uint64), parts.objects, parts.exact)
         # As base + offset_ps / 1000.0 event by event: the same IEEE operations, in numpy.
         start = line.timestamp_ns + _joined(parts.offset, np.int64) / 1000.0
-        columns = EventColumns(names, _joined(parts.meta, np.int64), start,
+        columns = EventColumns(names, narrow(_joined(parts.meta, np.int64)), start,
                                _joined(parts.duration, np.int64) / 1000.0, stats)
         return Line(line.id, line.name or line.display_name, columns)
 
@@ -764,11 +765,7 @@ def read_xspace_bytes(data: bytes, where: str = "the trace") -> XSpace:
     try:
         planes = [_PlaneReader(p, unknown, negative, unknown_values).read()
                   for p in space.planes]
-        # Fields the schema does not have: the message as parsed is larger than without them.
-        with_unknown = space.ByteSize()
-        space.DiscardUnknownFields()
-        if space.ByteSize() != with_unknown:
-            _find_unknown(space, xspace.FromString(data), unknown)
+        _all_unknown(space, unknown)  # fields the schema does not have, message by message
     except TraceFormatError as exc:
         raise TraceFormatError(f"{where}: {exc}", newer=exc.newer) from None
     dropped = Dropped(dict(sorted(negative.items())), dict(sorted(unknown_values.items())))
