@@ -806,3 +806,52 @@ def test_perceiver_cross_attention_matches_numpy_attention() -> None:
             z = z + attend(s, h, h, 2)
             z = z + mlp(s, norm(z, s["mlp_scale"], s["mlp_bias"]))
     _close(out, z, 1e-3)
+
+
+def _np_rms_norm(x: Any, weight: Any, eps: float) -> Any:
+    import numpy as np
+
+    return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + eps) * weight
+
+
+def _np_softmax(x: Any) -> Any:
+    import numpy as np
+
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _silu(x: Any) -> Any:
+    return x * _sigmoid(x)
+
+
+def test_llama_decoder_matches_numpy_rotary_causal_attention_and_swiglu() -> None:
+    import numpy as np
+
+    out, (params, _, tokens), hlo = _run("llama_decoder", batch=2, seq=9, width=16,
+                                             heads=2, hidden=24, layers=2, vocab=30)
+    assert "c64" in hlo  # the rotation is a complex product
+    batch, seq, heads, head_dim = 2, 9, 2, 8
+    angles = np.outer(np.arange(seq), 10000.0 ** (-np.arange(0, head_dim, 2) / head_dim))
+    cos, sin = np.cos(angles)[None, :, None], np.sin(angles)[None, :, None]
+
+    def rotate(v: Any) -> Any:  # pairs (even, odd) turned by the angle of their position
+        even, odd = v[..., 0::2], v[..., 1::2]
+        turned = np.empty_like(v)
+        turned[..., 0::2] = even * cos - odd * sin
+        turned[..., 1::2] = even * sin + odd * cos
+        return turned
+
+    x = params["embedding"][tokens].astype(np.float64)
+    future = np.triu(np.ones((seq, seq), bool), 1)
+    for p in params["blocks"]:
+        h = _np_rms_norm(x, p["attention_norm"], 1e-6)
+        q, k, v = (h @ p[w] for w in ("wq", "wk", "wv"))
+        q, k, v = (t.reshape(batch, seq, heads, head_dim) for t in (q, k, v))
+        scores = np.einsum("bqhd,bkhd->bhqk", rotate(q), rotate(k)) / np.sqrt(head_dim)
+        scores[..., future] = -np.inf
+        attended = np.einsum("bhqk,bkhd->bqhd", _np_softmax(scores), v)
+        x = x + attended.reshape(batch, seq, -1) @ p["wo"]
+        h = _np_rms_norm(x, p["ffn_norm"], 1e-6)
+        x = x + (_silu(h @ p["w1"]) * (h @ p["w3"])) @ p["w2"]
+    _close(out, _np_rms_norm(x, params["final_norm"], 1e-6) @ params["lm_head"], 1e-3)
