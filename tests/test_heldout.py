@@ -855,3 +855,35 @@ def test_llama_decoder_matches_numpy_rotary_causal_attention_and_swiglu() -> Non
         h = _np_rms_norm(x, p["ffn_norm"], 1e-6)
         x = x + (_silu(h @ p["w1"]) * (h @ p["w3"])) @ p["w2"]
     _close(out, _np_rms_norm(x, params["final_norm"], 1e-6) @ params["lm_head"], 1e-3)
+
+
+def test_mamba_selective_scan_matches_a_numpy_recurrence() -> None:
+    import numpy as np
+
+    out, (params, tokens), hlo = _run("mamba_selective_scan", batch=2, length=11, width=8,
+                                      expand=2, state=3, conv=4, layers=2, vocab=20)
+    assert " while(" in hlo  # the recurrence stays a loop over the sequence
+    x = params["embedding"][tokens].astype(np.float64)
+    for p in params["blocks"]:
+        d_inner, d_state = p["a_log"].shape
+        dt_rank = p["dt_proj"].shape[0]
+        h = _np_rms_norm(x, p["norm"], 1e-5) @ p["in_proj"]
+        branch, res = h[..., :d_inner], h[..., d_inner:]
+        taps = p["conv_kernel"].shape[0]
+        padded = np.pad(branch, ((0, 0), (taps - 1, 0), (0, 0)))  # causal: past steps only
+        conv = sum(padded[:, i:i + branch.shape[1]] * p["conv_kernel"][i, 0]
+                   for i in range(taps)) + p["conv_bias"]
+        u = _silu(conv)
+        proj = u @ p["x_proj"]
+        delta = np.log1p(np.exp(proj[..., :dt_rank] @ p["dt_proj"] + p["dt_bias"]))
+        b, c = proj[..., dt_rank:dt_rank + d_state], proj[..., dt_rank + d_state:]
+        a = -np.exp(p["a_log"])
+        state = np.zeros((x.shape[0], d_inner, d_state))
+        ys = []
+        for t in range(x.shape[1]):
+            state = (np.exp(delta[:, t, :, None] * a) * state
+                     + (delta[:, t] * u[:, t])[:, :, None] * b[:, t, None, :])
+            ys.append(np.einsum("bdn,bn->bd", state, c[:, t]) + p["d"] * u[:, t])
+        x = x + (np.stack(ys, axis=1) * _silu(res)) @ p["out_proj"]
+    logits = _np_rms_norm(x, params["final_norm"], 1e-5) @ params["embedding"].T
+    _close(out, logits, 1e-3)
