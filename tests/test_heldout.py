@@ -887,3 +887,49 @@ def test_mamba_selective_scan_matches_a_numpy_recurrence() -> None:
         x = x + (np.stack(ys, axis=1) * _silu(res)) @ p["out_proj"]
     logits = _np_rms_norm(x, params["final_norm"], 1e-5) @ params["embedding"].T
     _close(out, logits, 1e-3)
+
+
+def test_swin_shifted_windows_match_numpy_window_attention() -> None:
+    import numpy as np
+
+    size, m, heads, channels = 8, 4, 2, 8
+    shift = m // 2
+    out, (params, _, _, x), hlo = _run("swin_shifted_window", batch=2, size=size,
+                                       channels=channels, heads=heads, window=m, blocks=2)
+    assert " gather(" in hlo  # the bias is gathered from its table by the pair index
+
+    def region(i: int) -> int:  # the three bands of the rolled image's rows or columns
+        return 0 if i < size - m else 1 if i < size - shift else 2
+
+    def block(p: dict[str, Any], x: Any, s: int) -> Any:
+        img = _np_layer_norm(x, p["norm1_scale"], p["norm1_bias"], 1e-5)
+        img = np.roll(img.reshape(-1, size, size, channels), (-s, -s), axis=(1, 2))
+        result = np.empty_like(img)
+        d = channels // heads
+        for r0 in range(0, size, m):
+            for c0 in range(0, size, m):
+                win = img[:, r0:r0 + m, c0:c0 + m].reshape(img.shape[0], m * m, channels)
+                pos = [(r, c) for r in range(m) for c in range(m)]
+                bias = np.array([[p["bias_table"][(a - c + m - 1) * (2 * m - 1) + b - e + m - 1]
+                                  for (c, e) in pos] for (a, b) in pos])  # (n, n, heads)
+                scores_bias = bias.transpose(2, 0, 1)
+                if s:
+                    label = [region(r0 + r) * 3 + region(c0 + c) for r, c in pos]
+                    scores_bias = scores_bias + np.where(
+                        np.array(label)[:, None] != np.array(label)[None, :], -100.0, 0.0)
+                qkv = (win @ p["w_qkv"] + p["b_qkv"]).reshape(win.shape[0], m * m, 3, heads, d)
+                q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+                w = _np_softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(d) + scores_bias)
+                o = (w @ v).transpose(0, 2, 1, 3).reshape(win.shape[0], m * m, channels)
+                o = o @ p["w_proj"] + p["b_proj"]
+                result[:, r0:r0 + m, c0:c0 + m] = o.reshape(-1, m, m, channels)
+        x = x + np.roll(result, (s, s), axis=(1, 2)).reshape(x.shape)
+        hidden = _np_layer_norm(x, p["norm2_scale"], p["norm2_bias"], 1e-5) @ p["w1"] + p["b1"]
+        hidden = 0.5 * hidden * (1 + np.tanh(np.sqrt(2 / np.pi)
+                                             * (hidden + 0.044715 * hidden ** 3)))
+        return x + hidden @ p["w2"] + p["b2"]
+
+    want = x.astype(np.float64)
+    for i, p in enumerate(params):
+        want = block(p, want, shift if i % 2 else 0)
+    _close(out, want, 1e-3)
