@@ -806,3 +806,209 @@ def test_perceiver_cross_attention_matches_numpy_attention() -> None:
             z = z + attend(s, h, h, 2)
             z = z + mlp(s, norm(z, s["mlp_scale"], s["mlp_bias"]))
     _close(out, z, 1e-3)
+
+
+def _np_rms_norm(x: Any, weight: Any, eps: float) -> Any:
+    import numpy as np
+
+    return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + eps) * weight
+
+
+def _np_softmax(x: Any) -> Any:
+    import numpy as np
+
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _silu(x: Any) -> Any:
+    return x * _sigmoid(x)
+
+
+def test_llama_decoder_matches_numpy_rotary_causal_attention_and_swiglu() -> None:
+    import numpy as np
+
+    out, (params, _, tokens), hlo = _run("llama_decoder", batch=2, seq=9, width=16,
+                                             heads=2, hidden=24, layers=2, vocab=30)
+    assert "c64" in hlo  # the rotation is a complex product
+    batch, seq, heads, head_dim = 2, 9, 2, 8
+    angles = np.outer(np.arange(seq), 10000.0 ** (-np.arange(0, head_dim, 2) / head_dim))
+    cos, sin = np.cos(angles)[None, :, None], np.sin(angles)[None, :, None]
+
+    def rotate(v: Any) -> Any:  # pairs (even, odd) turned by the angle of their position
+        even, odd = v[..., 0::2], v[..., 1::2]
+        turned = np.empty_like(v)
+        turned[..., 0::2] = even * cos - odd * sin
+        turned[..., 1::2] = even * sin + odd * cos
+        return turned
+
+    x = params["embedding"][tokens].astype(np.float64)
+    future = np.triu(np.ones((seq, seq), bool), 1)
+    for p in params["blocks"]:
+        h = _np_rms_norm(x, p["attention_norm"], 1e-6)
+        q, k, v = (h @ p[w] for w in ("wq", "wk", "wv"))
+        q, k, v = (t.reshape(batch, seq, heads, head_dim) for t in (q, k, v))
+        scores = np.einsum("bqhd,bkhd->bhqk", rotate(q), rotate(k)) / np.sqrt(head_dim)
+        scores[..., future] = -np.inf
+        attended = np.einsum("bhqk,bkhd->bqhd", _np_softmax(scores), v)
+        x = x + attended.reshape(batch, seq, -1) @ p["wo"]
+        h = _np_rms_norm(x, p["ffn_norm"], 1e-6)
+        x = x + (_silu(h @ p["w1"]) * (h @ p["w3"])) @ p["w2"]
+    _close(out, _np_rms_norm(x, params["final_norm"], 1e-6) @ params["lm_head"], 1e-3)
+
+
+def test_mamba_selective_scan_matches_a_numpy_recurrence() -> None:
+    import numpy as np
+
+    out, (params, tokens), hlo = _run("mamba_selective_scan", batch=2, length=11, width=8,
+                                      expand=2, state=3, conv=4, layers=2, vocab=20)
+    assert " while(" in hlo  # the recurrence stays a loop over the sequence
+    x = params["embedding"][tokens].astype(np.float64)
+    for p in params["blocks"]:
+        d_inner, d_state = p["a_log"].shape
+        dt_rank = p["dt_proj"].shape[0]
+        h = _np_rms_norm(x, p["norm"], 1e-5) @ p["in_proj"]
+        branch, res = h[..., :d_inner], h[..., d_inner:]
+        taps = p["conv_kernel"].shape[0]
+        padded = np.pad(branch, ((0, 0), (taps - 1, 0), (0, 0)))  # causal: past steps only
+        conv = sum(padded[:, i:i + branch.shape[1]] * p["conv_kernel"][i, 0]
+                   for i in range(taps)) + p["conv_bias"]
+        u = _silu(conv)
+        proj = u @ p["x_proj"]
+        delta = np.log1p(np.exp(proj[..., :dt_rank] @ p["dt_proj"] + p["dt_bias"]))
+        b, c = proj[..., dt_rank:dt_rank + d_state], proj[..., dt_rank + d_state:]
+        a = -np.exp(p["a_log"])
+        state = np.zeros((x.shape[0], d_inner, d_state))
+        ys = []
+        for t in range(x.shape[1]):
+            state = (np.exp(delta[:, t, :, None] * a) * state
+                     + (delta[:, t] * u[:, t])[:, :, None] * b[:, t, None, :])
+            ys.append(np.einsum("bdn,bn->bd", state, c[:, t]) + p["d"] * u[:, t])
+        x = x + (np.stack(ys, axis=1) * _silu(res)) @ p["out_proj"]
+    logits = _np_rms_norm(x, params["final_norm"], 1e-5) @ params["embedding"].T
+    _close(out, logits, 1e-3)
+
+
+def test_swin_shifted_windows_match_numpy_window_attention() -> None:
+    import numpy as np
+
+    size, m, heads, channels = 8, 4, 2, 8
+    shift = m // 2
+    out, (params, _, _, x), hlo = _run("swin_shifted_window", batch=2, size=size,
+                                       channels=channels, heads=heads, window=m, blocks=2)
+    assert " gather(" in hlo  # the bias is gathered from its table by the pair index
+
+    def region(i: int) -> int:  # the three bands of the rolled image's rows or columns
+        return 0 if i < size - m else 1 if i < size - shift else 2
+
+    def block(p: dict[str, Any], x: Any, s: int) -> Any:
+        img = _np_layer_norm(x, p["norm1_scale"], p["norm1_bias"], 1e-5)
+        img = np.roll(img.reshape(-1, size, size, channels), (-s, -s), axis=(1, 2))
+        result = np.empty_like(img)
+        d = channels // heads
+        for r0 in range(0, size, m):
+            for c0 in range(0, size, m):
+                win = img[:, r0:r0 + m, c0:c0 + m].reshape(img.shape[0], m * m, channels)
+                pos = [(r, c) for r in range(m) for c in range(m)]
+                bias = np.array([[p["bias_table"][(a - c + m - 1) * (2 * m - 1) + b - e + m - 1]
+                                  for (c, e) in pos] for (a, b) in pos])  # (n, n, heads)
+                scores_bias = bias.transpose(2, 0, 1)
+                if s:
+                    label = [region(r0 + r) * 3 + region(c0 + c) for r, c in pos]
+                    scores_bias = scores_bias + np.where(
+                        np.array(label)[:, None] != np.array(label)[None, :], -100.0, 0.0)
+                qkv = (win @ p["w_qkv"] + p["b_qkv"]).reshape(win.shape[0], m * m, 3, heads, d)
+                q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+                w = _np_softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(d) + scores_bias)
+                o = (w @ v).transpose(0, 2, 1, 3).reshape(win.shape[0], m * m, channels)
+                o = o @ p["w_proj"] + p["b_proj"]
+                result[:, r0:r0 + m, c0:c0 + m] = o.reshape(-1, m, m, channels)
+        x = x + np.roll(result, (s, s), axis=(1, 2)).reshape(x.shape)
+        hidden = _np_layer_norm(x, p["norm2_scale"], p["norm2_bias"], 1e-5) @ p["w1"] + p["b1"]
+        hidden = 0.5 * hidden * (1 + np.tanh(np.sqrt(2 / np.pi)
+                                             * (hidden + 0.044715 * hidden ** 3)))
+        return x + hidden @ p["w2"] + p["b2"]
+
+    want = x.astype(np.float64)
+    for i, p in enumerate(params):
+        want = block(p, want, shift if i % 2 else 0)
+    _close(out, want, 1e-3)
+
+
+def test_nerf_loss_matches_numpy_rendering_and_its_gradient_a_difference() -> None:
+    import copy
+
+    import numpy as np
+
+    dims = dict(rays=5, coarse=6, fine=7, width=8, depth=6, view_width=4, deg_point=2,
+                deg_view=1)
+    (value, grads), (params, rays, target), hlo = _run("nerf_render_grad", **dims)
+    assert " sort(" in hlo  # the fine depths are sorted in with the coarse ones
+
+    def posenc(v: Any, deg: int) -> Any:
+        parts = [f(2.0 ** i * v) for i in range(deg) for f in (np.sin, np.cos)]
+        return np.concatenate([v, *parts], axis=-1)
+
+    def dense(layer: dict[str, Any], v: Any) -> Any:
+        return v @ layer["w"] + layer["b"]
+
+    def field(p: dict[str, Any], pts: Any, views: Any) -> tuple[Any, Any]:
+        h = pts
+        for i, layer in enumerate(p["trunk"]):
+            h = np.maximum(dense(layer, h), 0)
+            if i % 4 == 0 and i > 0:
+                h = np.concatenate([h, pts], axis=-1)
+        sigma = np.maximum(dense(p["sigma"], h)[..., 0], 0)
+        views = np.broadcast_to(views[:, None], (*pts.shape[:2], views.shape[-1]))
+        h = np.maximum(dense(p["view"], np.concatenate([dense(p["bottleneck"], h), views], -1)),
+                       0)
+        return _sigmoid(dense(p["rgb"], h)), sigma
+
+    def render(rgb: Any, sigma: Any, z: Any, dirs: Any) -> tuple[Any, Any]:
+        gaps = np.concatenate([np.diff(z, axis=-1), np.full_like(z[:, :1], 1e10)], -1)
+        alpha = 1 - np.exp(-sigma * gaps * np.linalg.norm(dirs, axis=-1, keepdims=True))
+        trans = np.ones_like(alpha)
+        for i in range(1, alpha.shape[1]):  # what still gets through, sample after sample
+            trans[:, i] = trans[:, i - 1] * (1 - alpha[:, i - 1] + 1e-10)
+        weights = alpha * trans
+        return (weights[..., None] * rgb).sum(1) + 1 - weights.sum(1, keepdims=True), weights
+
+    def resample(bins: Any, weights: Any, n: int) -> Any:
+        pdf = (weights + 1e-5) / (weights + 1e-5).sum(-1, keepdims=True)
+        cdf = np.concatenate([np.zeros((len(pdf), 1)), np.cumsum(pdf, -1)], -1)
+        out = np.empty((len(pdf), n))
+        for r in range(len(pdf)):
+            for j, u in enumerate(np.linspace(0, 1, n)):
+                i = min(max(np.searchsorted(cdf[r], u, side="right") - 1, 0), len(cdf[r]) - 2)
+                span = cdf[r, i + 1] - cdf[r, i]
+                t = (u - cdf[r, i]) / (span if span >= 1e-5 else 1.0)
+                out[r, j] = bins[r, i] + t * (bins[r, i + 1] - bins[r, i])
+        return out
+
+    def loss(p: dict[str, Any]) -> float:
+        o, d = rays[:, :3].astype(np.float64), rays[:, 3:].astype(np.float64)
+        views = posenc(d / np.linalg.norm(d, axis=-1, keepdims=True), 1)
+        z = np.broadcast_to(np.linspace(2.0, 6.0, 6), (5, 6))
+
+        def one_pass(z: Any) -> tuple[float, Any]:
+            rgb, sigma = field(p, posenc(o[:, None] + z[..., None] * d[:, None], 2), views)
+            colour, weights = render(rgb, sigma, z, d)
+            return float(((colour - target) ** 2).mean()), weights
+
+        coarse, weights = one_pass(z)
+        mids = (z[:, 1:] + z[:, :-1]) / 2
+        z = np.sort(np.concatenate([z, resample(mids, weights[:, 1:-1], 7)], -1), -1)
+        return coarse + one_pass(z)[0]
+
+    assert abs(float(value) - loss(params)) < 1e-4 * max(1.0, loss(params))
+    # The colour head's bias moves no density, so no resampled depth: a central difference
+    # of the NumPy loss along it is the gradient's.
+    step = 1e-4
+    assert np.abs(grads["rgb"]["b"]).max() > 1e-3
+    for i in range(3):
+        up, down = copy.deepcopy(params), copy.deepcopy(params)
+        up["rgb"]["b"] = up["rgb"]["b"].astype(np.float64)
+        down["rgb"]["b"] = down["rgb"]["b"].astype(np.float64)
+        up["rgb"]["b"][i] += step
+        down["rgb"]["b"][i] -= step
+        assert abs((loss(up) - loss(down)) / (2 * step) - grads["rgb"]["b"][i]) < 1e-3
