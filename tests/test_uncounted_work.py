@@ -142,9 +142,11 @@ def test_the_model_prices_the_repeated_evaluations_and_says_so() -> None:
         _kernel(recomputed_transcendentals_by_op={"stablehlo.sine": 64 * 256 - 256}),
         "float32", m)
     assert once is not None and again is not None
-    sine = [t for t in again.terms if t.detail == "sine"]
+    sine = [t for t in again.terms if t.name == "transcendental"]
     assert [t.seconds for t in sine] == pytest.approx([64 * 256 / 1e8])
-    assert again.binding.detail == "sine" and once.binding.name == "memory"
+    # What binds says why a kernel of 256 counted sines is bound by them.
+    assert again.binding.label == "compute: sine, once per output element"
+    assert once.binding.name == "memory"
     assert any("once per output element" in n and "16,384 evaluations" in n
                for n in again.notes), again.notes
     assert again.flops == once.flops  # the work counted is the count's
@@ -159,6 +161,7 @@ def test_the_model_prices_complex_arithmetic_and_says_so() -> None:
     assert plain is not None and real is not None
     [term] = [t for t in real.terms if t.name == "elementwise"]
     assert term.seconds == pytest.approx(6 * (1 << 16) / 1e9)
+    assert real.binding.label == "compute: complex arithmetic"
     assert real.seconds > plain.seconds and real.flops == plain.flops
     assert any(n.startswith("complex arithmetic: 327,680 real flops") for n in real.notes), \
         real.notes

@@ -360,12 +360,14 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
     other = f.other_flops + f.recomputed_flops + f.complex_flops
     if other:
         fma = roofs.rate_for("multiply-add", arithmetic)
+        # Named for what most of it is where that is complex arithmetic.
+        what = "complex arithmetic" if 2 * f.complex_flops > other else ""
         if fma is not None:
             terms.append(Term("elementwise", "compute", other / fma.value, fma.name,
-                              fma.kind))
+                              fma.kind, what))
         else:
             terms.append(Term("elementwise", "compute", other / compute.value,
-                              compute.name, compute.kind))
+                              compute.name, compute.kind, what))
             notes.append("no elementwise rate: elementwise flops at the matmul roof")
     if f.complex_flops:
         notes.append("complex arithmetic: "
@@ -391,8 +393,10 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
             notes.append(f"no rate for {op}: its {count_of(count, Kind.ANALYTIC).text} evaluations "
                          "not charged")
             continue
+        # Named for its repeated evaluations where they are most of it.
+        repeated = 2 * f.recomputed.get(op, 0.0) > count
         terms.append(Term("transcendental", "compute", count / rate.value, rate.name, rate.kind,
-                          op))
+                          f"{op}, once per output element" if repeated else op))
     terms.append(Term("memory", "memory", f.bytes / memory.value if f.bytes else 0.0,
                       memory.name, memory.kind, memory.level))
     if f.reduced:
