@@ -108,26 +108,27 @@ def _with(e: Event, **stats: Any) -> Event:
     return Event(e.name, e.start_ns, e.duration_ns, {**e.stats, **stats})
 
 
-_BASES: dict[str, str] = {}  # module name -> module_base of it (one regex per name)
+# module name -> its module_base and program suffix (one regex each per name, not per event)
+_BASES: dict[str, tuple[str, int | None]] = {}
 
 
 def _normalised(e: Event) -> Event:
-    module = e.stats.get("hlo_module")
+    stats = e.stats
+    module = stats.get("hlo_module")
     if module is None:
         return e
-    if not isinstance(module, str) or module not in _BASES:
-        base = module_base(module)
-        if isinstance(module, str):
-            _BASES[module] = base
-    else:
-        base = _BASES[module]
-    if base == module and ("program_id" in e.stats or program_suffix(module) is None):
+    if isinstance(module, str):
+        known = _BASES.get(module)
+        if known is None:
+            known = _BASES[module] = (module_base(module), program_suffix(module))
+        base, program = known
+    else:  # never its own base (a base is a str): its suffix of its text
+        base, program = module_base(module), program_suffix(str(module))
+    if base == module and ("program_id" in stats or program is None):
         return e  # already normal: the same event
     extra: dict[str, Any] = {"hlo_module": base}
-    if "program_id" not in e.stats:
-        program = program_suffix(str(module))
-        if program is not None:
-            extra["program_id"] = program
+    if "program_id" not in stats and program is not None:
+        extra["program_id"] = program
     return _with(e, **extra)
 
 
