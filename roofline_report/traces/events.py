@@ -229,33 +229,35 @@ def _shares(leaves: list[_Kernel], wants: Mapping[str, int] | None = None,
     runtime runs at the same time (independent kernels on different worker threads, or on
     different streams of a GPU) then take longer than they would alone by just that factor."""
     edges: list[tuple[float, int, int]] = []
-    demand = [float(cores) if cores else 1.0] * len(leaves)
-    for i, k in enumerate(leaves):
-        k.shared_ns = 0.0
-        if cores and wants is not None:
+    supply = float(cores) if cores else 1.0
+    demand = [supply] * len(leaves)
+    if cores and wants is not None:
+        for i, k in enumerate(leaves):
             demand[i] = float(min(cores, max(1, wants.get(k.op, cores))))
+    add = edges.append
+    for i, k in enumerate(leaves):
         for start, end in k.running:
             if end > start:
-                edges.append((start, 1, i))
-                edges.append((end, -1, i))
+                add((start, 1, i))
+                add((end, -1, i))
     edges.sort(key=itemgetter(0, 1))
+    shared = [0.0] * len(leaves)  # each kernel's sum, its parts added in time order
     active: set[int] = set()
     wanted = 0.0  # threads the active kernels want (whole numbers: no rounding drift)
     at = 0.0
-    supply = float(cores) if cores else 1.0
     for t, step, i in edges:
         if active and t > at:
             part = (t - at) * min(1.0, supply / wanted)
             for j in active:
-                leaves[j].shared_ns += part
+                shared[j] += part
         at = t
         wanted += step * demand[i]
         if step > 0:
             active.add(i)
         else:
             active.discard(i)
-    for k in leaves:
-        k.shared_ns = max(0.0, min(k.shared_ns, k.self_ns - k.waited_ns))
+    for k, total in zip(leaves, shared, strict=True):
+        k.shared_ns = max(0.0, min(total, k.self_ns - k.waited_ns))
 
 
 def _module_matches(stat: Any, module: str | None) -> bool:
