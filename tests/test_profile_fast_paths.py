@@ -1,5 +1,6 @@
 """The shortcuts a large profile takes give what the plain paths gave: the kernels' shares of
-the machine, the normalised module of a kernel event, and the JSON of plain-number records."""
+the machine, the normalised module of a kernel event, the JSON of plain-number records, and
+the runtime's execute events read as their starts."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import json
 import math
 import random
 from operator import itemgetter
+from pathlib import Path
 from typing import Any
 
 from roofline_report.ingest import timeline
+from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
 from roofline_report.results import io
 from roofline_report.traces import events
-from roofline_report.traces.xspace import Event
+from roofline_report.traces.xspace import Event, Line, read_xspace
 
 
 def _shares_reference(leaves: list[events._Kernel], wants: dict[str, int] | None,
@@ -118,3 +121,59 @@ def test_finite_copies_plain_number_dicts_and_cleans_the_rest() -> None:
                                                                     clean.values()]
     text = io.dumps({"x": {"calls": [{"program_s": math.nan, "busy_s": 0.25}]}})
     assert json.loads(text) == {"x": {"calls": [{"program_s": None, "busy_s": 0.25}]}}
+
+
+# --- execute events kept as their starts --------------------------------------------------------
+
+_TRACES = Path(__file__).parent / "fixtures" / "traces"
+
+
+def _host_files() -> list[Path]:
+    return sorted(_TRACES.glob("*/plugins/profile/*/*.xplane.pb*"))
+
+
+def _executes_by_event(line: Line) -> list[Event]:
+    """The execute events of a line as first picked: one event at a time, built."""
+    return [e for e in line.events if "Execute" in e.name and not e.name.startswith("end: ")
+            and "hlo_op" not in e.stats]
+
+
+def test_execute_starts_are_the_starts_of_the_execute_events() -> None:
+    seen = 0
+    assert _host_files()
+    for path in _host_files():
+        space = read_xspace(path)
+        for plane in space.planes:
+            if not plane.name.startswith("/host:"):
+                continue
+            for line in plane.lines:
+                expected = _executes_by_event(line)
+                for given in (line, Line(line.id, line.name, list(line.events))):
+                    kept = execute_line(given)  # from the columns, then from a list
+                    if not expected:
+                        assert kept is None
+                        continue
+                    assert kept is not None
+                    assert kept.execute_starts == [float(e.start_ns) for e in expected]
+                    assert kept.events == expected
+                    seen += len(expected)
+    assert seen > 0
+
+
+def test_kernel_times_read_execute_starts_as_the_events() -> None:
+    compared = 0
+    for path in _host_files():
+        space = read_xspace(path)
+        for lane in timeline.lanes(space):
+            module = str(lane.kernels[0].stats["hlo_module"])
+            view = timeline.profile_for(space, lane, module, [], markers=[], trips=None)
+            fast = events.kernel_times(view, module=module, calls=view.calls)
+            for plane in view.planes:  # the same view with each execute line's events
+                compared += sum(isinstance(line, ExecuteLine) for line in plane.lines)
+                plane.lines = [Line(line.id, line.name, line.events)
+                               if isinstance(line, ExecuteLine) else line
+                               for line in plane.lines]
+            assert events.kernel_times(view, module=module, calls=view.calls) == fast
+            assert fast["available"]
+            assert any(c["dispatch_s"] > 0 for c in fast["calls"])
+    assert compared > 0

@@ -98,7 +98,8 @@ _STAT_RUNS = repeat(_STAT)
 def _scan(profile: Any, module: str | None) -> _Scan:
     """The events of the device planes, then of the host planes, lines numbered across both.
     A line may give its events' runs (``runs``, one per event), which stand for their
-    ``run_id`` stats."""
+    ``run_id`` stats; a line of execute events only (no ``hlo_op``, no ``end:``) may give just
+    their starts (``execute_starts``, in line order) instead of its events."""
     out = _Scan()
     planes = list(getattr(profile, "planes", []))
     number = 0
@@ -112,6 +113,12 @@ def _scan(profile: Any, module: str | None) -> _Scan:
         found = out.host if host else out.device
         executes = out.execute_starts
         for line in plane.lines:
+            starts = getattr(line, "execute_starts", None)
+            if starts is not None:  # a line of execute events, given as their starts
+                if host:
+                    executes.extend(starts)
+                number += 1
+                continue
             runs = getattr(line, "runs", None)
             pairs = (zip(line.events, _STAT_RUNS) if runs is None  # noqa: B905 (endless)
                      else zip(line.events, runs, strict=True))
