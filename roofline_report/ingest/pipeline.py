@@ -29,9 +29,10 @@ from roofline_report.hlo.ir import parse_module
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.ingest import timeline
 from roofline_report.ingest.discover import HostFile, RunFiles, find_run
+from roofline_report.ingest.execute_starts import ExecuteLine
 from roofline_report.ingest.unclaimed import several_kernels, unclaimed
 from roofline_report.traces.events import kernel_times
-from roofline_report.traces.xspace import Line, TraceFormatError, XSpace, read_xspace
+from roofline_report.traces.xspace import TraceFormatError, XSpace, read_xspace
 
 __all__ = ["HostProgram", "HostReading", "LaneTiming", "Reading", "read_profile"]
 
@@ -46,7 +47,7 @@ class HostReading:
     space: XSpace
     lanes: list[timeline.Lane]
     markers: list[timeline.Step]
-    executes: list[Line]
+    executes: list[ExecuteLine]
 
     def metadata(self, key: str) -> Any:
         plane = self.space.plane("/host:metadata")

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
+from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
 from roofline_report.quantiles import median
 from roofline_report.traces.xspace import Event, Line, Plane, XSpace, events_where
 
@@ -108,26 +109,27 @@ def _with(e: Event, **stats: Any) -> Event:
     return Event(e.name, e.start_ns, e.duration_ns, {**e.stats, **stats})
 
 
-_BASES: dict[str, str] = {}  # module name -> module_base of it (one regex per name)
+# module name -> its module_base and program suffix (one regex each per name, not per event)
+_BASES: dict[str, tuple[str, int | None]] = {}
 
 
 def _normalised(e: Event) -> Event:
-    module = e.stats.get("hlo_module")
+    stats = e.stats
+    module = stats.get("hlo_module")
     if module is None:
         return e
-    if not isinstance(module, str) or module not in _BASES:
-        base = module_base(module)
-        if isinstance(module, str):
-            _BASES[module] = base
-    else:
-        base = _BASES[module]
-    if base == module and ("program_id" in e.stats or program_suffix(module) is None):
+    if isinstance(module, str):
+        known = _BASES.get(module)
+        if known is None:
+            known = _BASES[module] = (module_base(module), program_suffix(module))
+        base, program = known
+    else:  # never its own base (a base is a str): its suffix of its text
+        base, program = module_base(module), program_suffix(str(module))
+    if base == module and ("program_id" in stats or program is None):
         return e  # already normal: the same event
     extra: dict[str, Any] = {"hlo_module": base}
-    if "program_id" not in e.stats:
-        program = program_suffix(str(module))
-        if program is not None:
-            extra["program_id"] = program
+    if "program_id" not in stats and program is not None:
+        extra["program_id"] = program
     return _with(e, **extra)
 
 
@@ -277,10 +279,6 @@ def _is_end(name: str) -> bool:
     return name.startswith("end: ")
 
 
-def _is_execute(name: str) -> bool:
-    return "Execute" in name and not name.startswith("end: ")
-
-
 def _device_key(device: str) -> tuple[str, int]:
     kind, _, index = device.partition(":")
     return kind, int(index) if index.isdigit() else 0
@@ -341,7 +339,7 @@ _STAT = object()  # a kernel whose run is its own run_id stat
 @dataclass
 class _PlaneView:
     name: str
-    lines: Sequence[Line | KernelLine]
+    lines: Sequence[Line | KernelLine | ExecuteLine]
 
 
 @dataclass
@@ -356,25 +354,25 @@ class ProfileView:
     notes: list[str] = field(default_factory=list)
 
 
-def execute_lines(space: XSpace) -> list[Line]:
-    """The runtime's execute events of a host's trace (a call's start), by host line: the same
-    for every lane of the host, so read once per host."""
-    out: list[Line] = []
+def execute_lines(space: XSpace) -> list[ExecuteLine]:
+    """The runtime's execute events of a host's trace (a call's start), by host line, as their
+    starts: the same for every lane of the host, so read once per host."""
+    out: list[ExecuteLine] = []
     for plane in space.planes:
         if not plane.name.startswith("/host:"):
             continue
         for line in plane.lines:
-            kept = [e for e in events_where(line.events, name=_is_execute)
-                    if "hlo_op" not in e.stats]
-            if kept:
-                out.append(Line(line.id, line.name, kept))
+            kept = execute_line(line)
+            if kept is not None:
+                out.append(kept)
     return out
 
 
-def _support_events(executes: Sequence[Line], lane: Lane) -> list[Line]:
+def _support_events(executes: Sequence[ExecuteLine], lane: Lane
+                    ) -> list[Line | ExecuteLine]:
     """The host events kernel_times reads besides kernels: the runtime's execute events and the
     ``end:`` events of the lane's asynchronous thunks."""
-    out = list(executes)
+    out: list[Line | ExecuteLine] = list(executes)
     if lane.ends:
         out.append(Line(-1, "thunk completions", list(lane.ends)))
     return out
@@ -393,7 +391,7 @@ def _inferred_calls(kernels: Sequence[Event], trips: Mapping[str, int] | None) -
 
 def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[int],
                 *, markers: Sequence[Step], trips: Mapping[str, int] | None,
-                executes: Sequence[Line] | None = None) -> ProfileView:
+                executes: Sequence[ExecuteLine] | None = None) -> ProfileView:
     """The events of ``module`` on ``lane`` as kernel_times reads them, per step where the
     markers bound the kernels, else per call (see the module docstring). ``executes``: the
     host's :func:`execute_lines`, when already read for another lane."""

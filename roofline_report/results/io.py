@@ -55,6 +55,8 @@ def _finite(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
+        if type(value) is dict and _plain_dict(value):  # nothing to change: a copy in C
+            return dict(value)
         return {str(k): _finite(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         if _plain_numbers(value):  # nothing to change: a profile's samples, checked in C
@@ -64,6 +66,14 @@ def _finite(value: Any) -> Any:
 
 
 _NUMBERS = frozenset((int, float))
+_STR = frozenset((str,))
+
+
+def _plain_dict(value: dict[Any, Any]) -> bool:
+    """Whether ``value`` has only str keys and int or finite float values (a call's times),
+    which :func:`_finite` would copy unchanged."""
+    return (bool(value) and set(map(type, value)) <= _STR
+            and _plain_numbers(list(value.values())))
 
 
 def _plain_numbers(values: list[Any] | tuple[Any, ...]) -> bool:

@@ -98,7 +98,8 @@ _STAT_RUNS = repeat(_STAT)
 def _scan(profile: Any, module: str | None) -> _Scan:
     """The events of the device planes, then of the host planes, lines numbered across both.
     A line may give its events' runs (``runs``, one per event), which stand for their
-    ``run_id`` stats."""
+    ``run_id`` stats; a line of execute events only (no ``hlo_op``, no ``end:``) may give just
+    their starts (``execute_starts``, in line order) instead of its events."""
     out = _Scan()
     planes = list(getattr(profile, "planes", []))
     number = 0
@@ -112,6 +113,12 @@ def _scan(profile: Any, module: str | None) -> _Scan:
         found = out.host if host else out.device
         executes = out.execute_starts
         for line in plane.lines:
+            starts = getattr(line, "execute_starts", None)
+            if starts is not None:  # a line of execute events, given as their starts
+                if host:
+                    executes.extend(starts)
+                number += 1
+                continue
             runs = getattr(line, "runs", None)
             pairs = (zip(line.events, _STAT_RUNS) if runs is None  # noqa: B905 (endless)
                      else zip(line.events, runs, strict=True))
@@ -229,33 +236,35 @@ def _shares(leaves: list[_Kernel], wants: Mapping[str, int] | None = None,
     runtime runs at the same time (independent kernels on different worker threads, or on
     different streams of a GPU) then take longer than they would alone by just that factor."""
     edges: list[tuple[float, int, int]] = []
-    demand = [float(cores) if cores else 1.0] * len(leaves)
-    for i, k in enumerate(leaves):
-        k.shared_ns = 0.0
-        if cores and wants is not None:
+    supply = float(cores) if cores else 1.0
+    demand = [supply] * len(leaves)
+    if cores and wants is not None:
+        for i, k in enumerate(leaves):
             demand[i] = float(min(cores, max(1, wants.get(k.op, cores))))
+    add = edges.append
+    for i, k in enumerate(leaves):
         for start, end in k.running:
             if end > start:
-                edges.append((start, 1, i))
-                edges.append((end, -1, i))
+                add((start, 1, i))
+                add((end, -1, i))
     edges.sort(key=itemgetter(0, 1))
+    shared = [0.0] * len(leaves)  # each kernel's sum, its parts added in time order
     active: set[int] = set()
     wanted = 0.0  # threads the active kernels want (whole numbers: no rounding drift)
     at = 0.0
-    supply = float(cores) if cores else 1.0
     for t, step, i in edges:
         if active and t > at:
             part = (t - at) * min(1.0, supply / wanted)
             for j in active:
-                leaves[j].shared_ns += part
+                shared[j] += part
         at = t
         wanted += step * demand[i]
         if step > 0:
             active.add(i)
         else:
             active.discard(i)
-    for k in leaves:
-        k.shared_ns = max(0.0, min(k.shared_ns, k.self_ns - k.waited_ns))
+    for k, total in zip(leaves, shared, strict=True):
+        k.shared_ns = max(0.0, min(total, k.self_ns - k.waited_ns))
 
 
 def _module_matches(stat: Any, module: str | None) -> bool:

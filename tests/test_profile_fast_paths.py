@@ -1,0 +1,179 @@
+"""The shortcuts a large profile takes give what the plain paths gave: the kernels' shares of
+the machine, the normalised module of a kernel event, the JSON of plain-number records, and
+the runtime's execute events read as their starts."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+from roofline_report.ingest import timeline
+from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
+from roofline_report.results import io
+from roofline_report.traces import events
+from roofline_report.traces.xspace import Event, Line, read_xspace
+
+
+def _shares_reference(leaves: list[events._Kernel], wants: dict[str, int] | None,
+                      cores: int | None) -> list[float]:
+    """The shares as first written: each kernel's sum kept on the kernel, part by part."""
+    edges: list[tuple[float, int, int]] = []
+    demand = [float(cores) if cores else 1.0] * len(leaves)
+    totals = [0.0] * len(leaves)
+    for i, k in enumerate(leaves):
+        if cores and wants is not None:
+            demand[i] = float(min(cores, max(1, wants.get(k.op, cores))))
+        for start, end in k.running:
+            if end > start:
+                edges.append((start, 1, i))
+                edges.append((end, -1, i))
+    edges.sort(key=itemgetter(0, 1))
+    active: set[int] = set()
+    wanted, at = 0.0, 0.0
+    supply = float(cores) if cores else 1.0
+    for t, step, i in edges:
+        if active and t > at:
+            part = (t - at) * min(1.0, supply / wanted)
+            for j in active:
+                totals[j] += part
+        at = t
+        wanted += step * demand[i]
+        if step > 0:
+            active.add(i)
+        else:
+            active.discard(i)
+    return [max(0.0, min(s, k.self_ns - k.waited_ns)) for s, k in zip(totals, leaves,
+                                                                       strict=True)]
+
+
+def _random_leaves(rng: random.Random, n: int) -> list[events._Kernel]:
+    leaves = []
+    for i in range(n):
+        start = rng.uniform(0, 1000) * 1.1
+        event = events._Event(0, start, start + rng.uniform(0, 50), {}, None)
+        k = events._Kernel(event, f"op{i % 4}", None, event.end + rng.uniform(0, 80))
+        k.self_ns = k.end - start
+        k.busy_ns = event.end - start
+        leaves.append(k)
+    return leaves
+
+
+def test_shares_sum_each_part_as_the_plain_loop_did() -> None:
+    rng = random.Random(36)
+    for trial in range(200):
+        leaves = _random_leaves(rng, rng.randint(1, 30))
+        events._waits(leaves)
+        wants = {"op0": 1, "op1": 3, "op2": 8} if trial % 3 else None
+        cores = [None, 2, 4][trial % 3]
+        expected = _shares_reference(leaves, wants, cores)
+        events._shares(leaves, wants, cores)
+        # Exactly: the same parts added in the same order, not merely close.
+        assert [k.shared_ns for k in leaves] == expected
+        assert any(s > 0 for s in expected)
+
+
+def test_shares_of_two_kernels_side_by_side() -> None:
+    a = events._Kernel(events._Event(0, 0.0, 10.0, {}, None), "a", None, 10.0, self_ns=10.0)
+    b = events._Kernel(events._Event(1, 5.0, 15.0, {}, None), "b", None, 15.0, self_ns=10.0)
+    for k in (a, b):
+        k.running = [(k.event.start, k.event.end)]
+    events._shares([a, b])
+    assert (a.shared_ns, b.shared_ns) == (7.5, 7.5)  # 5 alone, 5 halved
+    events._shares([a, b], {"a": 1, "b": 1}, 2)  # two cores: neither slows the other
+    assert (a.shared_ns, b.shared_ns) == (10.0, 10.0)
+
+
+def test_normalised_module_with_and_without_suffix() -> None:
+    plain = Event("k", 1.0, 2.0, {"hlo_op": "k", "hlo_module": "jit_f"})
+    for _ in range(2):  # the second time from what the first remembered
+        assert timeline._normalised(plain) is plain
+        suffixed = timeline._normalised(Event("k", 1.0, 2.0,
+                                              {"hlo_op": "k", "hlo_module": "jit_f(7)"}))
+        assert suffixed.stats == {"hlo_op": "k", "hlo_module": "jit_f", "program_id": 7}
+        given = timeline._normalised(Event("k", 1.0, 2.0, {"hlo_module": "jit_f(7)",
+                                                            "program_id": 3}))
+        assert given.stats == {"hlo_module": "jit_f", "program_id": 3}
+        kept = Event("k", 1.0, 2.0, {"hlo_module": "jit_f(7)"[:5], "program_id": 3})
+        assert timeline._normalised(kept) is kept
+    numbered = timeline._normalised(Event("k", 1.0, 2.0, {"hlo_module": 12}))
+    assert numbered.stats == {"hlo_module": "12"}
+
+
+def test_finite_copies_plain_number_dicts_and_cleans_the_rest() -> None:
+    plain: dict[str, Any] = {"b_s": 1.5, "a_s": 2, "c": 0.1 + 0.2}
+    out = io._finite(plain)
+    assert out == plain and out is not plain and list(out) == list(plain)
+    for dirty, clean in [
+        ({"a": math.nan, "b": 1.0}, {"a": None, "b": 1.0}),
+        ({"a": math.inf}, {"a": None}),
+        ({"a": True, "b": 1}, {"a": True, "b": 1}),
+        ({1: 2.0, "x": 3}, {"1": 2.0, "x": 3}),
+        ({"a": [1.0, math.nan]}, {"a": [1.0, None]}),
+        ({"a": 10**400}, {"a": 10**400}),
+        ({}, {}),
+    ]:
+        out = io._finite(dirty)
+        assert out == clean and [type(v) for v in out.values()] == [type(v) for v in
+                                                                    clean.values()]
+    text = io.dumps({"x": {"calls": [{"program_s": math.nan, "busy_s": 0.25}]}})
+    assert json.loads(text) == {"x": {"calls": [{"program_s": None, "busy_s": 0.25}]}}
+
+
+# --- execute events kept as their starts --------------------------------------------------------
+
+_TRACES = Path(__file__).parent / "fixtures" / "traces"
+
+
+def _host_files() -> list[Path]:
+    return sorted(_TRACES.glob("*/plugins/profile/*/*.xplane.pb*"))
+
+
+def _executes_by_event(line: Line) -> list[Event]:
+    """The execute events of a line as first picked: one event at a time, built."""
+    return [e for e in line.events if "Execute" in e.name and not e.name.startswith("end: ")
+            and "hlo_op" not in e.stats]
+
+
+def test_execute_starts_are_the_starts_of_the_execute_events() -> None:
+    seen = 0
+    assert _host_files()
+    for path in _host_files():
+        space = read_xspace(path)
+        for plane in space.planes:
+            if not plane.name.startswith("/host:"):
+                continue
+            for line in plane.lines:
+                expected = _executes_by_event(line)
+                for given in (line, Line(line.id, line.name, list(line.events))):
+                    kept = execute_line(given)  # from the columns, then from a list
+                    if not expected:
+                        assert kept is None
+                        continue
+                    assert kept is not None
+                    assert kept.execute_starts == [float(e.start_ns) for e in expected]
+                    assert kept.events == expected
+                    seen += len(expected)
+    assert seen > 0
+
+
+def test_kernel_times_read_execute_starts_as_the_events() -> None:
+    compared = 0
+    for path in _host_files():
+        space = read_xspace(path)
+        for lane in timeline.lanes(space):
+            module = str(lane.kernels[0].stats["hlo_module"])
+            view = timeline.profile_for(space, lane, module, [], markers=[], trips=None)
+            fast = events.kernel_times(view, module=module, calls=view.calls)
+            for plane in view.planes:  # the same view with each execute line's events
+                compared += sum(isinstance(line, ExecuteLine) for line in plane.lines)
+                plane.lines = [Line(line.id, line.name, line.events)
+                               if isinstance(line, ExecuteLine) else line
+                               for line in plane.lines]
+            assert events.kernel_times(view, module=module, calls=view.calls) == fast
+            assert fast["available"]
+            assert any(c["dispatch_s"] > 0 for c in fast["calls"])
+    assert compared > 0
