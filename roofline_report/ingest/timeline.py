@@ -27,7 +27,7 @@ import bisect
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -229,19 +229,24 @@ def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event
         devices[key] = [d for _, d in items]
     owned: dict[int, list[Event]] = defaultdict(list)
     none: list[float] = []
+    for key, e in _host_ends(space):
+        i = bisect.bisect_right(starts.get(key, none), e.start_ns) - 1
+        if i >= 0:
+            owned[devices[key][i]].append(e)
+    return owned
+
+
+def _host_ends(space: XSpace) -> Iterator[tuple[tuple[Any, str], Event]]:
+    """The ``end: NAME`` events of the host's thunk lines (not kernels), each with its key:
+    (its flow id or None, NAME)."""
     for plane in space.planes:
         if plane.name != HOST_CPU:
             continue
         for line in plane.lines:
             for e in events_where(line.events, name=_is_end):
                 stats = e.stats
-                if "hlo_op" in stats:
-                    continue
-                key = (stats.get("_c"), e.name[5:])
-                i = bisect.bisect_right(starts.get(key, none), e.start_ns) - 1
-                if i >= 0:
-                    owned[devices[key][i]].append(e)
-    return owned
+                if "hlo_op" not in stats:
+                    yield (stats.get("_c"), e.name[5:]), e
 
 
 def _one_device_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event]]]
@@ -261,17 +266,10 @@ def _one_device_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, 
             if earliest is None or start < earliest:
                 first[key] = start
     owned: list[Event] = []
-    for plane in space.planes:
-        if plane.name != HOST_CPU:
-            continue
-        for line in plane.lines:
-            for e in events_where(line.events, name=_is_end):
-                stats = e.stats
-                if "hlo_op" in stats:
-                    continue
-                earliest = first.get((stats.get("_c"), e.name[5:]))
-                if earliest is not None and earliest <= e.start_ns:
-                    owned.append(e)
+    for key, e in _host_ends(space):
+        earliest = first.get(key)
+        if earliest is not None and earliest <= e.start_ns:
+            owned.append(e)
     return {device: owned} if owned else {}
 
 
