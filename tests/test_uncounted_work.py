@@ -165,3 +165,13 @@ def test_the_model_prices_complex_arithmetic_and_says_so() -> None:
     assert real.seconds > plain.seconds and real.flops == plain.flops
     assert any(n.startswith("complex arithmetic: 327,680 real flops") for n in real.notes), \
         real.notes
+
+
+def test_a_tiled_layout_reads_its_minor_axis_from_the_order_alone() -> None:
+    # TPU layouts carry tiles after the order: {1,0:T(8,128)} is still minor axis 1.
+    tiled = _MODULE.format(dims="1", kind="kLoop").replace("{1,0}", "{1,0:T(8,128)}")
+    fusion, module = _entry_fusion(tiled)
+    assert uncounted_work(fusion, module).recomputed_transcendentals == 8 * 32 - 32
+    [array] = [i.shape.array for _c, i in module.instructions() if i.name == "b"]
+    assert array is not None and array.layout == "{1,0:T(8,128)}"
+    assert array.minor_to_major() == [1, 0]

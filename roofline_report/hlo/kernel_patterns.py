@@ -46,7 +46,6 @@ Pure: no jax.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -86,14 +85,6 @@ def _plain(shape: Shape | None) -> str:
     return f"{shape.array.dtype}[{','.join(map(str, shape.array.dims))}]"
 
 
-def _minor_to_major(array: Array) -> list[int]:
-    """The array's dimensions, minor-most first (its layout, or row-major when none)."""
-    rank = len(array.dims)
-    found = re.match(r"\{([\d,\s]*)", array.layout or "")
-    order = [int(v) for v in found.group(1).replace(" ", "").split(",") if v] if found else []
-    return order if sorted(order) == list(range(rank)) else list(range(rank - 1, -1, -1))
-
-
 def _is_library(instr: Instruction) -> bool:
     return instr.opcode == "custom-call" or instr.fusion_kind == "kCustom" \
         or backend_kind(instr) is not None
@@ -116,7 +107,7 @@ def _strided(reduce: Instruction) -> bool:
         return False
     array = operand.array
     reduced = set(ints_in(reduce.attributes.get("dimensions")))
-    minor = next((d for d in _minor_to_major(array) if array.dims[d] != 1), None)
+    minor = next((d for d in array.minor_to_major() if array.dims[d] != 1), None)
     return minor is not None and bool(reduced) and minor not in reduced
 
 
@@ -158,7 +149,7 @@ def _regroup(atoms: list[_Atom], dims: Sequence[int]) -> _Axes | None:
 
 
 def _physical(axes: _Axes, array: Array) -> list[_Atom]:
-    return [atom for d in reversed(_minor_to_major(array)) for atom in axes[d]]
+    return [atom for d in reversed(array.minor_to_major()) for atom in axes[d]]
 
 
 def _logical(axes: _Axes) -> list[_Atom]:
@@ -191,7 +182,7 @@ def _follow(instr: Instruction, known: Mapping[str, _Axes]) -> _Axes | None:
         if source is None or operand is None or operand.array is None:
             return None
         if op == "bitcast":
-            order = list(reversed(_minor_to_major(array)))
+            order = list(reversed(array.minor_to_major()))
             groups = _regroup(_physical(source, operand.array), [array.dims[d] for d in order])
             if groups is None:
                 return None
@@ -218,7 +209,7 @@ def _reordered(out: Sequence[_Atom], n: int, source: Array) -> tuple[int, ...] |
     to minor), when that order is not the source's own in memory (size-1 axes aside; an axis
     split into parts counts each part in place); None when the order is the source's."""
     mine = [a for a in out if a[0] == n and a[2] != 1]
-    rank = {d: i for i, d in enumerate(reversed(_minor_to_major(source)))}
+    rank = {d: i for i, d in enumerate(reversed(source.minor_to_major()))}
     keys = [(rank[a[1]], -a[3]) for a in mine]
     if keys == sorted(keys):
         return None

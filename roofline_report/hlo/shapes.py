@@ -54,6 +54,15 @@ class Array:
     def elements(self) -> int:
         return math.prod(self.dims)
 
+    def minor_to_major(self) -> list[int]:
+        """The dimensions, minor-most first: the layout's order (tiles and other suffixes such
+        as ``{1,0:T(8,128)}`` aside), or row-major where it gives none that fits."""
+        rank = len(self.dims)
+        found = re.match(r"\{([\d,\s]*)", self.layout or "")
+        order = [int(v) for v in found.group(1).replace(" ", "").split(",") if v] \
+            if found else []
+        return order if sorted(order) == list(range(rank)) else list(range(rank - 1, -1, -1))
+
     @property
     def nbytes(self) -> int | None:
         """Bytes in memory (tokens 0); None for an element type of unknown width."""

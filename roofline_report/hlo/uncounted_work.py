@@ -73,8 +73,7 @@ def _minor_axis(shape: Shape) -> int | None:
     array = shape.array
     if array is None or not array.dims:
         return None
-    layout = [int(d) for d in array.layout.strip("{}").split(",") if d.strip()]
-    return layout[0] if layout else len(array.dims) - 1
+    return array.minor_to_major()[0]
 
 
 def _keeps_minor(broadcast: Instruction) -> bool:

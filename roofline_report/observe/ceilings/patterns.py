@@ -445,9 +445,7 @@ def _minor_reduced(module: Any) -> bool | None:
                 .split(",") if d.strip()}
         if array is None or not array.dims:
             continue
-        layout = [int(d) for d in array.layout.strip("{}").split(",") if d.strip()]
-        minor = layout[0] if layout else len(array.dims) - 1
-        found.append(minor in dims)
+        found.append(array.minor_to_major()[0] in dims)
     return all(found) if found else None
 
 
