@@ -11,18 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
+from roofline_report.traces.events import is_execute
 from roofline_report.traces.xspace import Event, EventColumns, Line, events_where
 
 __all__ = ["ExecuteLine", "execute_line", "is_execute"]
 
 KERNEL_STAT = "hlo_op"  # a kernel's event, never a call's start
-
-
-def is_execute(name: str) -> bool:
-    """Whether an event's name is the runtime's execute event (not its ``end:`` event)."""
-    return "Execute" in name and not name.startswith("end: ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +40,7 @@ def execute_line(line: Line) -> ExecuteLine | None:
     """The execute events of ``line`` as their starts; None when it holds none."""
     events = line.events
     if isinstance(events, EventColumns):
-        names = events._names  # the plane's event names by metadata id, as ``where`` reads them
-        # (an event without metadata is named "", never an execute event)
-        mask = np.isin(events.meta, np.array([m for m, n in names.items() if is_execute(n)],
-                                             dtype=np.int64))
+        mask = events.mask(name=is_execute)
         if mask.any():
             mask &= ~events.stats.having(events.meta, KERNEL_STAT)
         starts = [float(s) for s in events.start_ns[mask].tolist()]

@@ -47,7 +47,7 @@ import numpy as np
 
 from roofline_report.quantiles import median
 
-__all__ = ["kernel_times", "xspace_text"]
+__all__ = ["is_execute", "kernel_times", "xspace_text"]
 
 _CONTROL_OPS = ("while", "conditional", "call")
 
@@ -95,6 +95,11 @@ _STAT = object()  # a kernel's run: its run_id stat
 _STAT_RUNS = repeat(_STAT)
 
 
+def is_execute(name: str) -> bool:
+    """Whether an event's name is the runtime's execute event (not its ``end:`` event)."""
+    return "Execute" in name and not name.startswith("end: ")
+
+
 def _scan(profile: Any, module: str | None) -> _Scan:
     """The events of the device planes, then of the host planes, lines numbered across both.
     A line may give its events' runs (``runs``, one per event), which stand for their
@@ -131,7 +136,7 @@ def _scan(profile: Any, module: str | None) -> _Scan:
                     name = str(name)
                 kind = kinds.get(name)
                 if kind is None:
-                    kind = kinds[name] = ("Execute" in name,
+                    kind = kinds[name] = (is_execute(name),
                                           name[5:] if name.startswith("end: ") else None)
                 if "hlo_op" in stats:
                     module_name = stats.get("hlo_module")

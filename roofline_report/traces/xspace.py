@@ -295,10 +295,13 @@ class EventColumns(Sequence[Event]):
 
     __hash__ = None  # type: ignore[assignment]  # mutable columns, as a list
 
-    def where(self, *, name: Callable[[str], bool] | None = None,
-              stat: str | None = None) -> list[Event]:
-        """The events whose name passes ``name`` and whose stats hold ``stat`` (either
-        test left out: not applied), in line order."""
+    def where(self, *, name: Callable[[str], bool] | None = None, stat: str | None = None
+              ) -> list[Event]:  # the events :meth:`mask` keeps, in line order
+        return self._built(np.flatnonzero(self.mask(name=name, stat=stat)))
+
+    def mask(self, *, name: Callable[[str], bool] | None = None,
+             stat: str | None = None) -> np.ndarray:
+        """Which events pass ``name`` and hold ``stat`` (a test left out is not applied)."""
         mask = np.ones(len(self), dtype=bool)
         if name is not None:
             ids = [m for m, n in self._names.items() if name(n)]
@@ -307,7 +310,7 @@ class EventColumns(Sequence[Event]):
                 mask |= ~np.isin(self.meta, np.array(list(self._names), dtype=np.int64))
         if stat is not None:
             mask &= self.stats.having(self.meta, stat)
-        return self._built(np.flatnonzero(mask))
+        return mask
 
 
 def events_where(events: Sequence[Event], *, name: Callable[[str], bool] | None = None,
