@@ -28,6 +28,7 @@ from roofline_report.ingest.pipeline import Reading, read_profile
 from roofline_report.ingest.records import results_document
 from roofline_report.kinds import Kind
 from roofline_report.report import views
+from roofline_report.report.trace_view import lane_timing
 from roofline_report.results import io as results_io
 from roofline_report.traces.xspace import read_xspace
 
@@ -126,7 +127,7 @@ def test_sharded_step_devices_and_collectives(readings: dict[str, Reading],
     records = collective_records(_trace_hlo(readings["sharded8"]))
     assert records and all(r["op"] == "all-reduce" for r in records)
     for d in devices:  # each device's collectives timed from its own events
-        timed = {k["name"]: k for k in d["timing"]["kernels"]}
+        timed = {k["name"]: k for k in lane_timing(w, d)["kernels"]}
         assert {r["instruction"] for r in records} <= set(timed)
         assert all(max(timed[r["instruction"]]["busy_s"]) > 0 for r in records)
     assert [c["instruction"] for c in w["compiled"]["collectives"]] == \
@@ -145,7 +146,7 @@ def test_two_hosts_side_by_side(readings: dict[str, Reading],
                                         f"{data['trace']['module']} on host1"]
     for w in ws:
         assert w["kernel_timing"]["available"] and w["trace"]["per"] == "step"
-        timed = {k["name"] for k in w["trace"]["devices"][0]["timing"]["kernels"]}
+        timed = {k["name"] for k in lane_timing(w, w["trace"]["devices"][0])["kernels"]}
         collectives = {k["name"] for k in w["kernels"]["kernels"] if k["category"] == "collective"}
         assert collectives and collectives <= timed  # the gradients' all-reduce
     md = views.render(data).markdown
@@ -375,4 +376,6 @@ def test_every_kernel_of_every_fixture_is_timed(documents: dict[str, Any]) -> No
             timed = {k["name"] for k in w["kernel_timing"]["kernels"]}
             assert timed == inventory, (name, w["title"], inventory ^ timed)
             for d in w["trace"]["devices"]:
-                assert len(d["timing"]["calls"]) == len(w["kernel_timing"]["calls"])
+                assert len(lane_timing(w, d)["calls"]) == len(w["kernel_timing"]["calls"])
+                # The chosen device's samples are stored once, as the workload's.
+                assert ("timing" in d) == (d["device"] != w["trace"]["device"])

@@ -100,10 +100,13 @@ def _dtype(inventory: Mapping[str, Any] | None) -> str:
     return "float32"
 
 
-def _lane(t: LaneTiming) -> dict[str, Any] | None:
-    """One device's samples of the program (its kernel_timing record), when it has some."""
+def _lane(t: LaneTiming, chosen: LaneTiming | None) -> dict[str, Any] | None:
+    """One device's samples of the program (its kernel_timing record), when it has some; the
+    chosen device's without them, since they are the workload's ``kernel_timing``."""
     if not t.timing.get("available"):
         return None
+    if t is chosen:
+        return {"device": t.lane.device}
     return {"device": t.lane.device, "timing": t.timing}
 
 
@@ -134,7 +137,7 @@ def _workload(p: HostProgram, reading: Reading, skipped: list[dict[str, str]]
         kernels = {"available": False, "reason": str(p.hlo_reason)}
         skipped.append({"what": f"work of the kernels of {title}", "reason": str(p.hlo_reason)})
     view = chosen.view if chosen is not None else None
-    lanes = [lane for lane in (_lane(t) for t in p.lanes) if lane is not None]
+    lanes = [lane for lane in (_lane(t, chosen) for t in p.lanes) if lane is not None]
     notes = [*p.notes, *(view.notes if view is not None else [])]
     if view is not None and view.outside_steps:
         notes.append(f"{view.outside_steps} kernel event(s) outside every step marker were "

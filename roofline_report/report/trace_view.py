@@ -118,9 +118,17 @@ def _collective_names(w: Mapping[str, Any]) -> set[str]:
             in COLLECTIVE_OPCODES}
 
 
-def _lane_collectives(lane: Mapping[str, Any], names: set[str]) -> dict[str, float]:
-    return {str(k["name"]): kernel_seconds(k) for k in lane["timing"]["kernels"]
-            if str(k["name"]) in names}
+def lane_timing(w: Mapping[str, Any], lane: Mapping[str, Any]) -> Mapping[str, Any]:
+    """One device's per-kernel samples of a traced program: the lane's own, or, for the device
+    the workload's times come from (stored once), the workload's ``kernel_timing``."""
+    own = lane.get("timing")
+    return own if own is not None else w.get("kernel_timing") or {}
+
+
+def _lane_collectives(w: Mapping[str, Any], lane: Mapping[str, Any], names: set[str]
+                      ) -> dict[str, float]:
+    return {str(k["name"]): kernel_seconds(k)
+            for k in lane_timing(w, lane).get("kernels") or [] if str(k["name"]) in names}
 
 
 def _host_rows(programs: Sequence[Program]) -> list[dict[str, Any]]:
@@ -131,10 +139,10 @@ def _host_rows(programs: Sequence[Program]) -> list[dict[str, Any]]:
         steps = tr.get("steps_s") or []
         names = _collective_names(w)
         for lane in tr["devices"]:
-            s = trace_summary(lane["timing"])
+            s = trace_summary(lane_timing(w, lane))
             if s is None:
                 continue
-            collectives = _lane_collectives(lane, names)
+            collectives = _lane_collectives(w, lane, names)
             rows.append({
                 "host": tr["host"], "device": lane["device"],
                 "calls": plural(s.calls, tr["per"], f"{tr['per']}s"),
@@ -165,7 +173,8 @@ def _collective_rows(programs: Sequence[Program]) -> list[dict[str, Any]]:
         for p in programs:
             tr = p.observation["trace"]
             lane = next((d for d in tr["devices"] if d["device"] == tr["device"]), None)
-            seconds = _lane_collectives(lane, {name}).get(name) if lane is not None else None
+            seconds = (_lane_collectives(p.observation, lane, {name}).get(name)
+                       if lane is not None else None)
             times.append({"host": tr["host"],
                           "time": n(seconds, "s", M) if seconds is not None else Num("—"),
                           "rate": n(moved / seconds, "B/s", M)
