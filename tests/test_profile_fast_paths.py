@@ -76,6 +76,50 @@ def test_shares_sum_each_part_as_the_plain_loop_did() -> None:
         assert any(s > 0 for s in expected)
 
 
+def _sequential_leaves(rng: random.Random, n: int, overlap: bool) -> list[events._Kernel]:
+    """Launches one after another (each span ends before the next starts; some touching, some
+    of no duration, some completing after their event), or, with ``overlap``, one of them
+    starting inside the previous one's span."""
+    leaves, at = [], rng.uniform(0, 1e6)
+    clash = rng.randrange(1, n) if overlap and n > 1 else -1
+    for i in range(n):
+        start = at + (0.0 if rng.random() < 0.3 else rng.uniform(0, 40))
+        if i == clash:
+            start = leaves[-1].event.start + rng.uniform(0, leaves[-1].end
+                                                          - leaves[-1].event.start)
+        own = 0.0 if rng.random() < 0.1 else rng.uniform(0, 50)
+        event = events._Event(0, start, start + own, {}, None)
+        k = events._Kernel(event, f"op{i % 3}", None,
+                           event.end + (0.0 if rng.random() < 0.4 else rng.uniform(0, 80)))
+        k.self_ns, k.busy_ns = k.end - start, own
+        leaves.append(k)
+        at = max(at, k.end)
+    return leaves
+
+
+def test_a_call_of_launches_one_after_another_takes_the_plain_paths_figures() -> None:
+    rng = random.Random(3606)
+    fast = 0
+    for trial in range(300):
+        overlap = trial % 4 == 0
+        leaves = _sequential_leaves(rng, rng.randint(1, 12), overlap)
+        wants = {"op0": 1, "op1": 3} if trial % 2 else None
+        cores = [None, 2, 4][trial % 3]
+        plain = [events._Kernel(k.event, k.op, k.run, k.end, k.self_ns, k.busy_ns)
+                 for k in leaves]
+        events._waits(plain)
+        events._shares(plain, wants, cores)
+        if events._alone(leaves):
+            fast += 1
+            # Exactly the same figures, to the last bit.
+            assert [(k.waited_ns, k.shared_ns) for k in leaves] == \
+                [(k.waited_ns, k.shared_ns) for k in plain]
+        else:  # only a call whose spans overlap goes the plain way, and is left untouched
+            assert overlap and len(leaves) > 1
+            assert all(k.shared_ns == 0.0 for k in leaves)
+    assert fast > 200
+
+
 def test_shares_of_two_kernels_side_by_side() -> None:
     a = events._Kernel(events._Event(0, 0.0, 10.0, {}, None), "a", None, 10.0, self_ns=10.0)
     b = events._Kernel(events._Event(1, 5.0, 15.0, {}, None), "b", None, 15.0, self_ns=10.0)

@@ -35,6 +35,7 @@ another profiler was already running).
 from __future__ import annotations
 
 import bisect
+import math
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -200,6 +201,33 @@ def _waits(leaves: list[_Kernel]) -> None:
             waited = sum(e - s for s, e in queued)
             k.running += _gaps(queued, lo, hi)
         k.waited_ns = max(0.0, min(waited, k.self_ns - k.busy_ns))
+
+
+def _alone(leaves: list[_Kernel]) -> bool:
+    """Whether each launch of a call (in start order) ran from launch to completion with no
+    other launch's span overlapping its own, as in most calls of a long trace; if so, each gets
+    what :func:`_waits` and :func:`_shares` would give it, without their sweeps: no wait, and
+    its own event then the rest of its span, whole (its running intervals summed in the order
+    :func:`_shares` adds them, so the sums are the same to the last bit). False, with nothing
+    set, where any two overlap or the order is not by start."""
+    reach = -math.inf
+    previous = -math.inf
+    for k in leaves:
+        start = k.event.start
+        if start < reach or start < previous:
+            return False
+        previous = start
+        reach = max(reach, k.end, k.event.end)
+    for k in leaves:
+        start, own_end, end = k.event.start, k.event.end, k.end
+        total = 0.0
+        if own_end > start:
+            total += own_end - start
+        if end > own_end:
+            total += end - own_end
+        k.waited_ns = 0.0
+        k.shared_ns = max(0.0, min(total, k.self_ns))
+    return True
 
 
 def _merged(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -455,8 +483,9 @@ def kernel_times(
         previous_end = last
         control_ns = sum([k.self_ns for k in control])
         samples.calls.append(_call_times(leaves, control_ns, start, first, last, ns))
-        _waits(leaves)
-        _shares(leaves, wants, cores)
+        if not _alone(leaves):
+            _waits(leaves)
+            _shares(leaves, wants, cores)
         samples.add_kernels(leaves, ns, per_call_div)
     if not samples.calls:
         return {"available": False,
