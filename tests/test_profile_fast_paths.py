@@ -11,11 +11,13 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from roofline_report.ingest import timeline
+import numpy as np
+
+from roofline_report.ingest import thunk_ends, timeline
 from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
 from roofline_report.results import io
 from roofline_report.traces import events
-from roofline_report.traces.xspace import Event, Line, read_xspace
+from roofline_report.traces.xspace import Event, EventColumns, Line, read_xspace
 
 
 def _shares_reference(leaves: list[events._Kernel], wants: dict[str, int] | None,
@@ -221,3 +223,82 @@ def test_kernel_times_read_execute_starts_as_the_events() -> None:
             assert fast["available"]
             assert any(c["dispatch_s"] > 0 for c in fast["calls"])
     assert compared > 0
+
+
+# --- thunk end events kept as columns -----------------------------------------------------------
+
+
+def test_a_stat_read_as_a_column_is_what_each_events_dict_holds() -> None:
+    read = 0
+    real = sorted((_TRACES.parent / "traces_real").glob("*/plugins/profile/*/*.xplane.pb*"))
+    assert real  # accelerator traces: stats inherited from their metadata as well
+    for path in [*_host_files(), *real]:
+        space = read_xspace(path)
+        for plane in space.planes:
+            for line in plane.lines:
+                columns = line.events
+                if not isinstance(columns, EventColumns) or not len(columns):
+                    continue
+                every = np.arange(len(columns))
+                built = list(columns)
+                for stat in ("_c", "_p", "hlo_op", "run_id", "hlo_module", "no such stat"):
+                    names, starts, durations, values = columns.columns(every, stat)
+                    assert values == [e.stats.get(stat) for e in built]
+                    read += sum(v is not None for v in values)
+                assert names == [e.name for e in built]
+                assert starts == [e.start_ns for e in built]
+                assert durations == [e.duration_ns for e in built]
+                some = every[::3]
+                assert columns.columns(some, "_c")[3] == [built[i].stats.get("_c")
+                                                          for i in some.tolist()]
+    assert read > 0
+
+
+def _ends_by_event(space: Any) -> list[Event]:
+    """The host's thunk end events as first picked: one event at a time, built."""
+    return [e for plane in space.planes if plane.name == timeline.HOST_CPU
+            for line in plane.lines for e in line.events
+            if e.name.startswith("end: ") and "hlo_op" not in e.stats]
+
+
+def test_thunk_ends_are_the_end_events_and_kernel_times_reads_them_alike() -> None:
+    compared = 0
+    for path in _host_files():
+        space = read_xspace(path)
+        expected = _ends_by_event(space)
+        ends = thunk_ends.host_thunk_ends(space, timeline.HOST_CPU)
+        assert ends.ops == [e.name[5:] for e in expected]
+        assert ends.flows == [e.stats.get("_c") for e in expected]
+        assert ends.starts == [float(e.start_ns) for e in expected]
+        assert ends.ends == [float(e.start_ns) + float(e.duration_ns) for e in expected]
+        for lane in timeline.lanes(space):
+            module = str(lane.kernels[0].stats["hlo_module"])
+            view = timeline.profile_for(space, lane, module, [], markers=[], trips=None)
+            fast = events.kernel_times(view, module=module, calls=view.calls)
+            for plane in view.planes:  # the same view with the end events built
+                compared += sum(isinstance(line, thunk_ends.ThunkEndLine)
+                                for line in plane.lines)
+                plane.lines = [Line(line.id, line.name, line.events)
+                               if isinstance(line, thunk_ends.ThunkEndLine) else line
+                               for line in plane.lines]
+            assert events.kernel_times(view, module=module, calls=view.calls) == fast
+    assert compared > 0
+
+
+def test_a_stat_column_takes_an_events_own_stat_over_its_metadatas_and_exact_dicts() -> None:
+    from roofline_report.traces.line_stats import LineStats
+    from roofline_report.traces.wire_columns import UINT64
+
+    # Four events: none of its own (its metadata's _c), its own _c twice over its metadata's,
+    # another stat only, and one decoded exactly (its own dict).
+    stats = LineStats({1: "_c", 2: "other"}, {10: {"_c": 5, "x": 1}},
+                      bounds=np.array([0, 0, 2, 3, 3]), key=np.array([1, 1, 2]),
+                      kind=np.array([UINT64, UINT64, UINT64]),
+                      bits=np.array([7, 8, 3], dtype=np.uint64), objects=[],
+                      exact={3: {"_c": 9}})
+    meta, rows = [10, 10, 11, 12], np.arange(4)
+    dicts = stats.dicts(meta, rows)
+    for stat in ("_c", "x", "other", "none"):
+        assert stats.column(meta, rows, stat) == [d.get(stat) for d in dicts]
+    assert stats.column(meta, rows, "_c") == [5, 8, None, 9]
+    assert stats.column(meta[1:3], rows[1:3], "_c") == [8, None]

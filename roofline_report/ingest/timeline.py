@@ -27,12 +27,13 @@ import bisect
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
 from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
+from roofline_report.ingest.thunk_ends import NO_ENDS, ThunkEndLine, ThunkEnds, host_thunk_ends
 from roofline_report.quantiles import median
 from roofline_report.traces.xspace import Event, Line, Plane, XSpace, events_where
 
@@ -80,7 +81,7 @@ class Lane:
     on_device: bool
     kernels: tuple[Event, ...]
     lines: tuple[int, ...]  # each kernel event's line (events nest only within a line)
-    ends: tuple[Event, ...] = ()  # the ``end:`` events of this device's asynchronous thunks
+    ends: ThunkEnds = NO_ENDS  # the ``end:`` events of this device's asynchronous thunks
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,10 +170,10 @@ def _plane_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
 
 
 def _lane(device: str, on_device: bool, found: list[tuple[int, Event]],
-          ends: Sequence[Event] = ()) -> Lane:
+          ends: ThunkEnds = NO_ENDS) -> Lane:
     found = sorted(found, key=lambda item: item[1].start_ns)
     return Lane(device, on_device, tuple(e for _, e in found), tuple(i for i, _ in found),
-                tuple(ends))
+                ends)
 
 
 def lanes(space: XSpace) -> list[Lane]:
@@ -201,12 +202,12 @@ def lanes(space: XSpace) -> list[Lane]:
                 by_device[ordinal if isinstance(ordinal, int) else 0].append((line_index, e))
         first += len(plane.lines)
     owned = _owned_ends(space, by_device)
-    return [_lane(f"CPU:{d}", False, found, owned.get(d, []))
+    return [_lane(f"CPU:{d}", False, found, owned.get(d, NO_ENDS))
             for d, found in sorted(by_device.items())]
 
 
 def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event]]]
-                ) -> dict[int, list[Event]]:
+                ) -> dict[int, ThunkEnds]:
     """Each ``end: NAME`` event of the host's thunks, given to the device whose thunk NAME (with
     the same flow id, where the event has one) started last before it. Emulated devices run the
     same thunks on the same threads, and flow ids repeat between calls, so an end event is
@@ -227,30 +228,18 @@ def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event
         items.sort()
         starts[key] = [s for s, _ in items]
         devices[key] = [d for _, d in items]
-    owned: dict[int, list[Event]] = defaultdict(list)
+    owned: dict[int, list[int]] = defaultdict(list)
     none: list[float] = []
-    for key, e in _host_ends(space):
-        i = bisect.bisect_right(starts.get(key, none), e.start_ns) - 1
+    ends = host_thunk_ends(space, HOST_CPU)
+    for j, (key, at) in enumerate(zip(ends.keys(), ends.starts, strict=True)):
+        i = bisect.bisect_right(starts.get(key, none), at) - 1
         if i >= 0:
-            owned[devices[key][i]].append(e)
-    return owned
-
-
-def _host_ends(space: XSpace) -> Iterator[tuple[tuple[Any, str], Event]]:
-    """The ``end: NAME`` events of the host's thunk lines (not kernels), each with its key:
-    (its flow id or None, NAME)."""
-    for plane in space.planes:
-        if plane.name != HOST_CPU:
-            continue
-        for line in plane.lines:
-            for e in events_where(line.events, name=_is_end):
-                stats = e.stats
-                if "hlo_op" not in stats:
-                    yield (stats.get("_c"), e.name[5:]), e
+            owned[devices[key][i]].append(j)
+    return {device: ends.picked(indices) for device, indices in owned.items()}
 
 
 def _one_device_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event]]]
-                     ) -> dict[int, list[Event]]:
+                     ) -> dict[int, ThunkEnds]:
     """:func:`_owned_ends` of a host with one device (or none): an end event is the device's
     where some launch of its thunk (with its flow id, where it has one) started no later."""
     if not by_device:
@@ -265,16 +254,13 @@ def _one_device_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, 
             earliest = first.get(key)
             if earliest is None or start < earliest:
                 first[key] = start
-    owned: list[Event] = []
-    for key, e in _host_ends(space):
-        earliest = first.get(key)
-        if earliest is not None and earliest <= e.start_ns:
-            owned.append(e)
-    return {device: owned} if owned else {}
-
-
-def _is_end(name: str) -> bool:
-    return name.startswith("end: ")
+    ends = host_thunk_ends(space, HOST_CPU)
+    inf = math.inf
+    kept = [j for j, (key, at) in enumerate(zip(ends.keys(), ends.starts, strict=True))
+            if first.get(key, inf) <= at]
+    if not kept:
+        return {}
+    return {device: ends if len(kept) == len(ends) else ends.picked(kept)}
 
 
 def _device_key(device: str) -> tuple[str, int]:
@@ -337,7 +323,7 @@ _STAT = object()  # a kernel whose run is its own run_id stat
 @dataclass
 class _PlaneView:
     name: str
-    lines: Sequence[Line | KernelLine | ExecuteLine]
+    lines: Sequence[Line | KernelLine | ExecuteLine | ThunkEndLine]
 
 
 @dataclass
@@ -367,12 +353,12 @@ def execute_lines(space: XSpace) -> list[ExecuteLine]:
 
 
 def _support_events(executes: Sequence[ExecuteLine], lane: Lane
-                    ) -> list[Line | ExecuteLine]:
+                    ) -> list[Line | ExecuteLine | ThunkEndLine]:
     """The host events kernel_times reads besides kernels: the runtime's execute events and the
     ``end:`` events of the lane's asynchronous thunks."""
-    out: list[Line | ExecuteLine] = list(executes)
+    out: list[Line | ExecuteLine | ThunkEndLine] = list(executes)
     if lane.ends:
-        out.append(Line(-1, "thunk completions", list(lane.ends)))
+        out.append(ThunkEndLine(-1, "thunk completions", lane.ends))
     return out
 
 

@@ -105,7 +105,9 @@ def _scan(profile: Any, module: str | None) -> _Scan:
     """The events of the device planes, then of the host planes, lines numbered across both.
     A line may give its events' runs (``runs``, one per event), which stand for their
     ``run_id`` stats; a line of execute events only (no ``hlo_op``, no ``end:``) may give just
-    their starts (``execute_starts``, in line order) instead of its events."""
+    their starts (``execute_starts``, in line order) instead of its events; a line of
+    ``end: NAME`` events only (no ``hlo_op``), their columns (``thunk_ends``: ``flows``,
+    ``ops``, ``starts``, ``ends``)."""
     out = _Scan()
     planes = list(getattr(profile, "planes", []))
     number = 0
@@ -123,6 +125,14 @@ def _scan(profile: Any, module: str | None) -> _Scan:
             if starts is not None:  # a line of execute events, given as their starts
                 if host:
                     executes.extend(starts)
+                number += 1
+                continue
+            thunk_ends = getattr(line, "thunk_ends", None)
+            if thunk_ends is not None:  # a line of end events only, given as columns
+                for flow, op, start, end in zip(thunk_ends.flows, thunk_ends.ops,
+                                                thunk_ends.starts, thunk_ends.ends,
+                                                strict=True):
+                    add_end(flow, op, start, end)
                 number += 1
                 continue
             runs = getattr(line, "runs", None)

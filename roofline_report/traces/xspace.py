@@ -42,7 +42,6 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Any, overload
 
@@ -50,12 +49,9 @@ import numpy as np
 from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 
+from roofline_report.traces.line_stats import NO_STATS, LineStats
 from roofline_report.traces.wire_columns import (
-    DOUBLE,
-    INT64,
     PAD,
-    REF,
-    UINT64,
     event_fields,
     narrow,
     stat_fields,
@@ -110,134 +106,9 @@ class Event:
     stats: dict[str, Any]
 
 
-class _LineStats:
-    """The stats of one line's events as columns: each event's own stats are the rows
-    ``bounds[i]:bounds[i + 1]`` of the stat columns (metadata id, value kind and bits, in wire
-    order; a string's or an exactly decoded value's bits index ``objects``), under the stats
-    of its metadata (``inherited``); an event decoded exactly keeps its dict (``exact``). Dicts
-    are built only for the events read: a 100 MB trace holds millions of stats, few read."""
-
-    __slots__ = ("_present", "_tables", "bits", "bounds", "exact", "inherited", "key", "kind",
-                 "objects", "stat_names")
-
-    def __init__(self, stat_names: Mapping[int, str], inherited: dict[int, dict[str, Any]],
-                 bounds: np.ndarray, key: np.ndarray, kind: np.ndarray, bits: np.ndarray,
-                 objects: list[Any], exact: dict[int, dict[str, Any]]) -> None:
-        self.stat_names = stat_names
-        self.inherited = inherited
-        self.bounds = bounds
-        self.key = key
-        self.kind = kind
-        self.bits = bits
-        self.objects = objects
-        self.exact = exact
-        self._tables: dict[str, np.ndarray] = {}
-        self._present: np.ndarray | None = None  # the stat ids of the own stats, once
-
-    def _named(self, ids: np.ndarray, what: str) -> list[Any]:
-        """The stat names (``what`` "name") or ref values ("ref") of stat metadata ``ids``."""
-        names = self.stat_names
-
-        def one(k: int) -> str:
-            return names.get(k, f"stat {k}") if what == "name" else names.get(k, "")
-
-        if not ids.size:
-            return []
-        low, high = int(ids.min()), int(ids.max())
-        if low >= 0 and high < _TABLE_IDS:
-            table = self._tables.get(what)
-            if table is None or len(table) <= high:
-                table = np.empty(max(high + 1, 256), dtype=object)
-                table[:] = [one(k) for k in range(len(table))]
-                self._tables[what] = table
-            out: list[Any] = table[ids].tolist()
-            return out
-        unique, inverse = np.unique(ids, return_inverse=True)
-        found = np.empty(len(unique), dtype=object)
-        found[:] = [one(k) for k in unique.tolist()]
-        listed: list[Any] = found[inverse].tolist()
-        return listed
-
-    def _values(self, rows: np.ndarray) -> list[Any]:
-        kind, bits = self.kind[rows], self.bits[rows]
-        out = np.empty(len(rows), dtype=object)
-        for tag, read in ((UINT64, bits), (INT64, bits.view(np.int64)),
-                          (DOUBLE, bits.view(np.float64))):
-            pick = kind == tag
-            if pick.any():
-                out[pick] = read[pick].tolist()
-        pick = kind == REF
-        if pick.any():
-            refs = bits[pick]
-            big = refs >= np.uint64(2**63)  # no stat id (an int64) is that large
-            named = self._named(np.where(big, np.uint64(0), refs).view(np.int64), "ref")
-            if big.any():
-                named = [("" if b else n) for n, b in zip(named, big.tolist(), strict=True)]
-            out[pick] = named
-        pick = kind == 0
-        if pick.any():
-            objects = self.objects
-            out[pick] = [objects[i] for i in bits[pick].tolist()]
-        values: list[Any] = out.tolist()
-        return values
-
-    def dicts(self, meta: list[int], indices: np.ndarray) -> list[dict[str, Any]]:
-        """The stats of the events ``indices`` (whose metadata ids are ``meta``)."""
-        lo, hi = self.bounds[indices], self.bounds[indices + 1]
-        counts = hi - lo
-        total = int(counts.sum())
-        names: list[Any] = []
-        values: list[Any] = []
-        if total:
-            rows = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
-            names = self._named(self.key[rows], "name")
-            values = self._values(rows)
-        pairs = zip(names, values, strict=True)  # each event takes its count of them
-        out: list[dict[str, Any]] = [dict(islice(pairs, c)) for c in counts.tolist()]
-        inherited = self.inherited
-        for j in np.flatnonzero(counts == 0).tolist():
-            out[j] = inherited.get(meta[j], _NO_STATS)
-        if inherited:
-            with_base = np.isin(np.array(meta, dtype=np.int64),
-                                np.array(list(inherited), dtype=np.int64)) & (counts > 0)
-            for j in np.flatnonzero(with_base).tolist():
-                out[j] = {**inherited[meta[j]], **out[j]}
-        if self.exact:
-            exact = self.exact
-            for j, i in enumerate(indices.tolist()):
-                if i in exact:
-                    out[j] = exact[i]
-        return out
-
-    def having(self, meta: np.ndarray, stat: str) -> np.ndarray:
-        """Per event: whether its stats hold ``stat``."""
-        n = len(meta)
-        mask = np.zeros(n, dtype=bool)
-        if self.key.size:
-            if self._present is None:
-                self._present = np.unique(self.key)
-            present = self._present
-            ids = [k for k, name in zip(present.tolist(), self._named(present, "name"),
-                                        strict=True) if name == stat]
-            if ids:
-                rows = np.flatnonzero(np.isin(self.key, np.array(ids, dtype=np.int64)))
-                mask[np.searchsorted(self.bounds, rows, side="right") - 1] = True
-        metas = [m for m, st in self.inherited.items() if stat in st]
-        if metas:
-            mask |= np.isin(meta, np.array(metas, dtype=np.int64))
-        for i, st in self.exact.items():
-            mask[i] = stat in st
-        return mask
-
-
-# Stat ids below this are named through a table (ids are small, numbered from 1 per plane).
-_TABLE_IDS = 1 << 16
-_NO_STATS: dict[str, Any] = {}  # shared: the stats of events without any (read-only)
-
-
 class EventColumns(Sequence[Event]):
     """The events of one line as the reader keeps them: columns (metadata id, start and
-    duration in ns, stats as columns: :class:`_LineStats`) instead of one object per event,
+    duration in ns, stats as columns: :class:`LineStats`) instead of one object per event,
     so a trace of millions of events costs tens of bytes an event. Iterating or indexing
     builds the :class:`Event` objects and their stats dicts on the fly (they are not kept);
     :meth:`where` picks the few events an analysis needs by name or stat without building the
@@ -247,7 +118,7 @@ class EventColumns(Sequence[Event]):
     __slots__ = ("_names", "duration_ns", "meta", "start_ns", "stats")
 
     def __init__(self, names: Mapping[int, str], meta: np.ndarray, start_ns: np.ndarray,
-                 duration_ns: np.ndarray, stats: _LineStats) -> None:
+                 duration_ns: np.ndarray, stats: LineStats) -> None:
         self._names = names
         self.meta = meta
         self.start_ns = start_ns
@@ -298,6 +169,15 @@ class EventColumns(Sequence[Event]):
     def where(self, *, name: Callable[[str], bool] | None = None, stat: str | None = None
               ) -> list[Event]:  # the events :meth:`mask` keeps, in line order
         return self._built(np.flatnonzero(self.mask(name=name, stat=stat)))
+
+    def columns(self, rows: np.ndarray, stat: str
+                ) -> tuple[list[str], list[float], list[float], list[Any]]:
+        """The names, starts and durations (ns) of the events ``rows`` and the value of one of
+        their stats (None where an event has none), as columns: no event or dict built."""
+        meta = self.meta[rows].tolist()
+        names = self._names
+        return ([names.get(m, "") for m in meta], self.start_ns[rows].tolist(),
+                self.duration_ns[rows].tolist(), self.stats.column(meta, rows, stat))
 
     def mask(self, *, name: Callable[[str], bool] | None = None,
              stat: str | None = None) -> np.ndarray:
@@ -625,7 +505,7 @@ class _PlaneReader:
             return None
         raws = e.stats
         if not raws:
-            return meta, offset, duration, with_stats.get(meta, _NO_STATS)
+            return meta, offset, duration, with_stats.get(meta, NO_STATS)
         own = self.stats(raws)
         return meta, offset, duration, ({**with_stats[meta], **own} if meta in with_stats
                                         else own)
@@ -691,7 +571,7 @@ class _PlaneReader:
         counts = _joined(parts.counts, np.int64)
         bounds = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=bounds[1:])
-        stats = _LineStats(self.stat_names, dict(with_stats), narrow(bounds),
+        stats = LineStats(self.stat_names, dict(with_stats), narrow(bounds),
                            narrow(_joined(parts.key, np.int64)), _joined(parts.kind, np.uint8),
                            _joined(parts.bits, np.uint64), parts.objects, parts.exact)
         # As base + offset_ps / 1000.0 event by event: the same IEEE operations, in numpy.

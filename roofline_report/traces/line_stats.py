@@ -1,0 +1,176 @@
+"""The stats of one line's events as columns, as the XSpace reader keeps them
+(:mod:`roofline_report.traces.xspace`): dicts are built only for the events read, and one stat
+can be read for many events as a column, without building any dict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import islice
+from typing import Any
+
+import numpy as np
+
+from roofline_report.traces.wire_columns import DOUBLE, INT64, REF, UINT64
+
+__all__ = ["NO_STATS", "LineStats"]
+
+
+class LineStats:
+    """The stats of one line's events as columns: each event's own stats are the rows
+    ``bounds[i]:bounds[i + 1]`` of the stat columns (metadata id, value kind and bits, in wire
+    order; a string's or an exactly decoded value's bits index ``objects``), under the stats
+    of its metadata (``inherited``); an event decoded exactly keeps its dict (``exact``). Dicts
+    are built only for the events read: a 100 MB trace holds millions of stats, few read."""
+
+    __slots__ = ("_present", "_tables", "bits", "bounds", "exact", "inherited", "key", "kind",
+                 "objects", "stat_names")
+
+    def __init__(self, stat_names: Mapping[int, str], inherited: dict[int, dict[str, Any]],
+                 bounds: np.ndarray, key: np.ndarray, kind: np.ndarray, bits: np.ndarray,
+                 objects: list[Any], exact: dict[int, dict[str, Any]]) -> None:
+        self.stat_names = stat_names
+        self.inherited = inherited
+        self.bounds = bounds
+        self.key = key
+        self.kind = kind
+        self.bits = bits
+        self.objects = objects
+        self.exact = exact
+        self._tables: dict[str, np.ndarray] = {}
+        self._present: np.ndarray | None = None  # the stat ids of the own stats, once
+
+    def _named(self, ids: np.ndarray, what: str) -> list[Any]:
+        """The stat names (``what`` "name") or ref values ("ref") of stat metadata ``ids``."""
+        names = self.stat_names
+
+        def one(k: int) -> str:
+            return names.get(k, f"stat {k}") if what == "name" else names.get(k, "")
+
+        if not ids.size:
+            return []
+        low, high = int(ids.min()), int(ids.max())
+        if low >= 0 and high < _TABLE_IDS:
+            table = self._tables.get(what)
+            if table is None or len(table) <= high:
+                table = np.empty(max(high + 1, 256), dtype=object)
+                table[:] = [one(k) for k in range(len(table))]
+                self._tables[what] = table
+            out: list[Any] = table[ids].tolist()
+            return out
+        unique, inverse = np.unique(ids, return_inverse=True)
+        found = np.empty(len(unique), dtype=object)
+        found[:] = [one(k) for k in unique.tolist()]
+        listed: list[Any] = found[inverse].tolist()
+        return listed
+
+    def _values(self, rows: np.ndarray) -> list[Any]:
+        kind, bits = self.kind[rows], self.bits[rows]
+        out = np.empty(len(rows), dtype=object)
+        for tag, read in ((UINT64, bits), (INT64, bits.view(np.int64)),
+                          (DOUBLE, bits.view(np.float64))):
+            pick = kind == tag
+            if pick.any():
+                out[pick] = read[pick].tolist()
+        pick = kind == REF
+        if pick.any():
+            refs = bits[pick]
+            big = refs >= np.uint64(2**63)  # no stat id (an int64) is that large
+            named = self._named(np.where(big, np.uint64(0), refs).view(np.int64), "ref")
+            if big.any():
+                named = [("" if b else n) for n, b in zip(named, big.tolist(), strict=True)]
+            out[pick] = named
+        pick = kind == 0
+        if pick.any():
+            objects = self.objects
+            out[pick] = [objects[i] for i in bits[pick].tolist()]
+        values: list[Any] = out.tolist()
+        return values
+
+    def dicts(self, meta: list[int], indices: np.ndarray) -> list[dict[str, Any]]:
+        """The stats of the events ``indices`` (whose metadata ids are ``meta``)."""
+        lo, hi = self.bounds[indices], self.bounds[indices + 1]
+        counts = hi - lo
+        total = int(counts.sum())
+        names: list[Any] = []
+        values: list[Any] = []
+        if total:
+            rows = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
+            names = self._named(self.key[rows], "name")
+            values = self._values(rows)
+        pairs = zip(names, values, strict=True)  # each event takes its count of them
+        out: list[dict[str, Any]] = [dict(islice(pairs, c)) for c in counts.tolist()]
+        inherited = self.inherited
+        for j in np.flatnonzero(counts == 0).tolist():
+            out[j] = inherited.get(meta[j], NO_STATS)
+        if inherited:
+            with_base = np.isin(np.array(meta, dtype=np.int64),
+                                np.array(list(inherited), dtype=np.int64)) & (counts > 0)
+            for j in np.flatnonzero(with_base).tolist():
+                out[j] = {**inherited[meta[j]], **out[j]}
+        if self.exact:
+            exact = self.exact
+            for j, i in enumerate(indices.tolist()):
+                if i in exact:
+                    out[j] = exact[i]
+        return out
+
+    def _ids_named(self, stat: str) -> list[int]:
+        """The stat metadata ids of the own stats named ``stat``."""
+        if not self.key.size:
+            return []
+        if self._present is None:
+            self._present = np.unique(self.key)
+        present = self._present
+        return [k for k, name in zip(present.tolist(), self._named(present, "name"),
+                                     strict=True) if name == stat]
+
+    def column(self, meta: list[int], indices: np.ndarray, stat: str) -> list[Any]:
+        """The value of ``stat`` in the stats of each event ``indices`` (whose metadata ids are
+        ``meta``), None where it has none: what ``dicts(meta, indices)[j].get(stat)`` gives,
+        without building a dict (an event's own stat over its metadata's, the last of a name
+        it holds twice, and an exactly decoded event's own dict)."""
+        out: list[Any] = [None] * len(indices)
+        inherited = self.inherited
+        if inherited:
+            for j, m in enumerate(meta):
+                base = inherited.get(m)
+                if base is not None and stat in base:
+                    out[j] = base[stat]
+        ids = self._ids_named(stat)
+        if ids and len(indices):
+            lo, hi = self.bounds[indices], self.bounds[indices + 1]
+            counts = hi - lo
+            total = int(counts.sum())
+            if total:
+                rows = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
+                hit = np.isin(self.key[rows], np.array(ids, dtype=np.int64))
+                if hit.any():
+                    owner = np.repeat(np.arange(len(indices)), counts)[hit]
+                    for j, value in zip(owner.tolist(), self._values(rows[hit]), strict=True):
+                        out[j] = value  # in wire order: the last of a name stands
+        if self.exact:
+            exact = self.exact
+            for j, i in enumerate(indices.tolist()):
+                if i in exact:
+                    out[j] = exact[i].get(stat)
+        return out
+
+    def having(self, meta: np.ndarray, stat: str) -> np.ndarray:
+        """Per event: whether its stats hold ``stat``."""
+        n = len(meta)
+        mask = np.zeros(n, dtype=bool)
+        ids = self._ids_named(stat)
+        if ids:
+            rows = np.flatnonzero(np.isin(self.key, np.array(ids, dtype=np.int64)))
+            mask[np.searchsorted(self.bounds, rows, side="right") - 1] = True
+        metas = [m for m, st in self.inherited.items() if stat in st]
+        if metas:
+            mask |= np.isin(meta, np.array(metas, dtype=np.int64))
+        for i, st in self.exact.items():
+            mask[i] = stat in st
+        return mask
+
+
+# Stat ids below this are named through a table (ids are small, numbered from 1 per plane).
+_TABLE_IDS = 1 << 16
+NO_STATS: dict[str, Any] = {}  # shared: the stats of events without any (read-only)
