@@ -51,6 +51,21 @@ def test_moving_a_size_one_axis_or_copying_is_no_transpose() -> None:
     assert all(k["pattern"] is None for k in _kernels(lambda x: x * 2, X))
 
 
+def test_a_reduction_keeping_an_axis_between_two_it_reduces_is_read_a_run_at_a_time() -> None:
+    # A group norm's statistics: over (H, W, channels of a group) of [N, H, W, G, C/G].
+    k = _only(lambda x: x.sum(axis=(1, 2, 4)), jnp.ones((4, 32, 32, 32, 2), jnp.float32))
+    assert (k["pattern"], k["pattern_size"]) == ("interleaved-reduction", 4 * 32 * 32 * 32)
+    assert k["pattern_detail"] == \
+        "dimensions (1, 2, 4) of f32[4,32,32,32,2]{4,3,2,1,0}, runs of 2"
+    sixteen = _only(lambda x: x.sum(axis=(1, 3)), jnp.ones((4, 64, 32, 16), jnp.float32))
+    assert sixteen["pattern_size"] == 4 * 64 * 32  # runs of 16 elements
+    # Over the minor axes alone it is a sum over rows; without the minor one, strided.
+    assert all(k["pattern"] is None for k in _kernels(
+        lambda x: x.sum(axis=(2, 3)), jnp.ones((4, 64, 32, 16), jnp.float32)))
+    assert _only(lambda x: x.sum(axis=(1, 2)), jnp.ones((4, 64, 32, 16), jnp.float32)
+                 )["pattern"] == "strided-reduction"
+
+
 def test_reductions_strided_or_not() -> None:
     k = _only(lambda x: x.sum(axis=0), X)  # row-major: axis 0 is not the minor-most
     assert (k["pattern"], k["pattern_size"]) == ("strided-reduction", 512 * 1024)

@@ -101,6 +101,19 @@ def test_a_fused_transpose_without_its_own_roof_takes_the_transposes() -> None:
     assert t.seconds == pytest.approx(32768 / 5e8)
 
 
+def test_an_interleaved_reduction_is_priced_by_its_runs() -> None:
+    # A group norm's sum over (1, 2, 4) of [4, 32, 32, 32, 2]: 131,072 runs of 2 elements at
+    # 2.3e8 runs a second, about 0.57 ms; without its roof it says so.
+    kernel = _kernel("interleaved-reduction", 131072)
+    own = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
+        *ROOFS.rates, _rate("interleaved-reduction", "float32",
+                            ((8192.0, 2.3e8), (524288.0, 2.3e8)))))
+    t = patterns.pattern_time(kernel, "float32", own)
+    assert t is not None and (t.unit, t.roof) == ("runs", "interleaved-reduction float32")
+    assert t.seconds == pytest.approx(131072 / 2.3e8)
+    assert patterns.missing(kernel, "float32", ROOFS) == patterns.NO_ROOF
+
+
 def test_loop_dot_in_flops() -> None:
     # 2·128³ flops lie halfway between 2·64³ and 2·256³ in log size: 7.5e10 FLOP/s.
     flops = 2 * 128**3
@@ -299,7 +312,8 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert [e["op"] for e in entries] == ["transpose", "strided-reduction",
                                           "variadic-reduction", "variadic-reduction", "gather",
                                           "scatter", "loop-dot", "loop-dot", "sort",
-                                          "top-k", "fused-transpose", "fft", "transpose",
+                                          "top-k", "fused-transpose", "interleaved-reduction",
+                                          "fft", "transpose",
                                           "gather", "scatter"]
     # The argmax roof in float32 and in int32 (an integer argmax has no NaN tests).
     assert [e["dtype"] for e in entries[2:4]] == ["float32", "int32"]
@@ -309,11 +323,11 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert entries[7]["by_size"][0]["kernel"]  # the complex product is a plain dot too
     # A 2-D FFT of 8 complex [16, 16] planes (4096 elements asked: 8 x 22 x 22, down to a
     # power of two), in XLA's flops: 8 per element per log2 of each length.
-    fft = entries[11]
+    fft = entries[12]
     assert (fft["dtype"], fft["unit"]) == ("complex64", "FLOP/s")
     assert fft["by_size"][0]["shape"] == [8, 16, 16]
     assert fft["by_size"][0]["elements"] == 8 * 4 * 4 * (8 * 16 * 16)
-    del entries[11]
+    del entries[12]
     del entries[7]
     del entries[3]  # the indices below are the float32 roofs'
 
@@ -324,7 +338,12 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         assert point["value"] == pytest.approx(point["elements"] / point["seconds"])
         assert e["value"] == point["value"] and point["kernel"]
     assert entries[5]["unit"] == "FLOP/s" and entries[5]["by_size"][0]["elements"] == 2 * 32**3
-    assert [e["roof"] for e in entries] == [True] * 9 + [False] * 3  # the FFT's is a roof too
+    assert [e["roof"] for e in entries] == [True] * 10 + [False] * 3  # the FFT's is a roof too
+    # The sum over axes (1, 3) of [2, 32, 32, 2]: 2 x 32 x 32 runs of 2 elements a call.
+    interleaved = entries[9]
+    assert (interleaved["op"], interleaved["unit"]) == ("interleaved-reduction", "runs/s")
+    assert interleaved["by_size"][0]["shape"] == [2, 32, 32, 2]
+    assert interleaved["by_size"][0]["elements"] == 2 * 32 * 32
     # x.T * y of a 64 x 64 square: the output's elements, the copy fused into the multiply.
     assert entries[8]["by_size"][0]["elements"] == 64 * 64
     assert entries[8]["by_size"][0]["kernel"].startswith("copy_multiply")

@@ -144,7 +144,9 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
                  "variadic-reduction": "a reduction of several operands (an argmax)",
                  "top-k": "a top-k",
                  "fused-transpose": "a transposing copy fused with other work",
-                 "fft": "an FFT"}
+                 "fft": "an FFT",
+                 "interleaved-reduction": "a reduction over axes with a kept axis between "
+                 "them (read a short run at a time)"}
 
 
 def kernel_reason(r: KernelRow, peak: float | None = None) -> str:

@@ -30,10 +30,11 @@ from roofline_report.hlo.shapes import FLOAT_TYPES
 from roofline_report.kinds import Kind
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction", "top-k", "fused-transpose", "fft")
+            "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction")
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, the other
 # patterns' elements.
-UNITS = {"loop-dot": "FLOP", "sort": "comparisons", "fft": "FLOP"}
+UNITS = {"loop-dot": "FLOP", "sort": "comparisons", "fft": "FLOP",
+         "interleaved-reduction": "runs"}
 NO_ROOF = "no roof measured for this kind"
 NO_SIZE = "no pattern size in the kernel record"
 

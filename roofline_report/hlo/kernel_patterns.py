@@ -27,6 +27,14 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   minor-most dimension (of size above 1) of its operand's layout, as ``x.sum(axis=0)`` of a
   row-major matrix; size: the operand elements read. A library fusion counts too (XLA:CPU hands
   that reduce to ``__ynn_fusion``).
+* ``interleaved-reduction``: a kernel holding a reduce that reduces its operand's minor-most
+  dimension but keeps a dimension lying between two it reduces, in the layout's order (size-1
+  dimensions aside), as a group norm's statistics over (height, width, channels of a group) of
+  ``[N, H, W, G, C/G]``; size: its contiguous runs, the operand's elements over the run of
+  reduced dimensions at the minor end. XLA:CPU walks it one run at a time, and its time goes
+  with the runs: on a 2-core CPU, the sum over (1, 3) of ``[4, n, 32, m]`` took about 4.4 ns a
+  run for runs of 2, 8 and 16 elements (0.47, 1.8 and 3.6 G elements/s), against 7 to 14 G
+  elements/s for a sum over rows.
 * ``top-k``: a kernel holding a ``TopK`` custom call (XLA's partial sort of the k largest
   along the last dimension, ``jax.lax.top_k``); size: the elements of its operand searched.
 * ``transpose``: a copy or transpose kernel, or a loop fusion whose root (bitcasts aside) is a
@@ -65,7 +73,7 @@ from roofline_report.hlo.kernel_cost import (
 from roofline_report.hlo.shapes import Array, Shape
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction", "top-k", "fused-transpose", "fft")
+            "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction")
 TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
 
 
@@ -109,6 +117,28 @@ def _strided(reduce: Instruction) -> bool:
     reduced = set(ints_in(reduce.attributes.get("dimensions")))
     minor = next((d for d in array.minor_to_major() if array.dims[d] != 1), None)
     return minor is not None and bool(reduced) and minor not in reduced
+
+
+def interleaved_runs(reduce: Instruction) -> int | None:
+    """The length of the contiguous runs a reduce reads, where it reduces its operand's
+    minor-most dimension and keeps one lying between two it reduces (layout order, size-1
+    dimensions aside): the product of the reduced dimensions at the minor end. None for any
+    other reduce (over the minor dimensions alone, or a strided one)."""
+    operand = reduce.operand_shapes[0] if reduce.operand_shapes else None
+    if operand is None or operand.array is None:
+        return None
+    array = operand.array
+    reduced = set(ints_in(reduce.attributes.get("dimensions")))
+    order = [d for d in array.minor_to_major() if array.dims[d] != 1]
+    if not order or order[0] not in reduced:
+        return None
+    run, i = 1, 0
+    while i < len(order) and order[i] in reduced:
+        run *= array.dims[order[i]]
+        i += 1
+    if not any(d in reduced for d in order[i:]):
+        return None  # the reduced dimensions are the minor ones: a row reduction
+    return run
 
 
 # An atom: (source parameter, source axis, size, stride): ``size`` consecutive steps of
@@ -431,7 +461,8 @@ def _top_k(inside: Sequence[Instruction]) -> Pattern | None:
 def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
     """The kernel's pattern (the first that applies, in this order): ``loop-dot``, ``sort``,
     ``top-k``, ``scatter``, ``gather``, ``variadic-reduction``, ``strided-reduction``,
-    ``transpose`` or ``fused-transpose``; see the module docstring."""
+    ``interleaved-reduction``, ``transpose`` or ``fused-transpose``; see the module
+    docstring."""
     inside = _fused_instructions(instr, module)
     dots = [i for i in inside if i.opcode == "dot"]
     if dots and not _is_library(instr):
@@ -490,6 +521,17 @@ def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
         layout = operand.array.layout if operand is not None and operand.array else ""
         return Pattern("strided-reduction", size,
                        f"dimensions {dims} of {_plain(operand)}{layout}")
+    interleaved = [(i, run) for i in inside if i.opcode == "reduce"
+                   and (run := interleaved_runs(i)) is not None]
+    if interleaved:
+        size = sum(elements_of(s) // run for i, run in interleaved
+                   for s in i.operand_shapes[: max(1, len(i.operands) // 2)])
+        first, run = interleaved[0]
+        dims = tuple(ints_in(first.attributes.get("dimensions")))
+        operand = first.operand_shapes[0]
+        layout = operand.array.layout if operand is not None and operand.array else ""
+        return Pattern("interleaved-reduction", size,
+                       f"dimensions {dims} of {_plain(operand)}{layout}, runs of {run}")
     return _transpose(instr, module)
 
 

@@ -370,7 +370,7 @@ def _measured(an: Analysis, seed_p: Program | None) -> dict[str, Any]:
 
 
 _RATE_UNITS = {"1/s": "/s", "elements/s": " elements/s", "FLOP/s": "FLOP/s",
-               "comparisons/s": " comparisons/s"}
+               "comparisons/s": " comparisons/s", "runs/s": " runs/s"}
 
 
 def _rate_sizes(e: Mapping[str, Any]) -> str:
@@ -378,8 +378,8 @@ def _rate_sizes(e: Mapping[str, Any]) -> str:
     sizes = sorted(int(x["elements"]) for x in e.get("by_size") or [] if x.get("elements"))
     if not sizes:
         return ""
-    unit = {"FLOP/s": " FLOP", "comparisons/s": " comparisons"}.get(str(e.get("unit")),
-                                                                     " elements")
+    unit = {"FLOP/s": " FLOP", "comparisons/s": " comparisons",
+            "runs/s": " runs"}.get(str(e.get("unit")), " elements")
     return ", ".join(f"{x:,}" for x in sizes) + unit
 
 

@@ -175,9 +175,10 @@ class RateCeiling(Record):
     name: str
     op: Literal["exp", "tanh", "log", "sqrt", "rsqrt", "convert", "multiply-add", "reduce",
                 "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-                "variadic-reduction", "top-k", "fused-transpose", "fft"]
+                "variadic-reduction", "top-k", "fused-transpose", "fft",
+                "interleaved-reduction"]
     dtype: str
-    unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s"] = "1/s"
+    unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s", "runs/s"] = "1/s"
     kind: Literal["measured"] = "measured"
     available: bool
     reason: str = ""

@@ -64,9 +64,8 @@ class KernelRecord(Record):
     boundary_bytes_written: Count | None = None  # result buffers whole, per launch
     bytes_rule: str | None = None  # why the touched bytes are fewer than the boundary's
     pattern: Literal["transpose", "loop-dot", "strided-reduction", "gather", "scatter",
-                     "sort", "variadic-reduction", "top-k", "fused-transpose",
-                     "fft"] | None \
-        = None
+                     "sort", "variadic-reduction", "top-k", "fused-transpose", "fft",
+                     "interleaved-reduction"] | None = None
     pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
     # Independent matrix products of its largest dot (its batch size; 1 for a plain product).

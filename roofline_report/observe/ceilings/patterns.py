@@ -48,6 +48,10 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
 * ``fused-transpose`` (output elements per second): ``x.T * y`` of square float32 ``[n, n]``,
   the 2-D swap fused into a multiply (a gradient fused with the transpose of its input), at
   half the roofs' sizes (every other one).
+* ``interleaved-reduction`` (contiguous runs per second): the sum over axes (1, 3) of
+  ``[R, 32, 32, 2]``, by R: a reduce over the minor axis and a non-minor one with an axis kept
+  between them (a group norm's statistics), whose time goes with the runs of adjacent elements
+  it reads (here 2 each), not with its elements. Half the roofs' sizes (every other one).
 * ``loop-dot`` (FLOP/s): ``einsum('km,nk->mn')`` of square operands, both contracted on their
   "wrong" axis. XLA:CPU (jax 0.10) hands ``a @ b``, ``a @ b.T`` and batched products to its
   matmul library but emits a plain ``dot`` (Eigen, outside the library's fusion) when the left
@@ -239,6 +243,28 @@ def _strided_reduction(dtype: str) -> Callable[[int], Point]:
     return build
 
 
+INTERLEAVED = (32, 32, 2)  # the interleaved reduction's [R, S, G, C]: sum over S and C
+
+
+def _interleaved_reduction(dtype: str) -> Callable[[int], Point]:
+    """The sum over axes (1, 3) of ``[R, 32, 32, 2]`` (a group norm's statistics over the
+    positions and the channels of each of 32 groups, two channels a group): minor runs of 2
+    elements, 32 groups kept between the reduced axes; its work is its runs, R × 32 × 32."""
+    import jax.numpy as jnp
+
+    spatial, groups, channels = INTERLEAVED
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // (spatial * groups * channels))
+        x = _array((rows, spatial, groups, channels), dtype)
+        count = rows * spatial * groups * channels
+        return Point(lambda a: jnp.sum(a, axis=(1, 3)), (x,), count // channels,
+                     (count + rows * groups) * _itemsize(dtype),
+                     (rows, spatial, groups, channels))
+
+    return build
+
+
 @functools.lru_cache(maxsize=8)
 def _permutation(count: int) -> Any:
     """A fixed random permutation of range(count) as int32, made once per count (the gather
@@ -406,6 +432,9 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
                       sizes[1::2] or sizes, _top_k("float32")))
     out.append(Kernel("fused-transpose", "2-D swap fused into a multiply (x.T * y)", True,
                       "float32", sizes[1::2] or sizes, _fused_transpose("float32")))
+    out.append(Kernel("interleaved-reduction",
+                      "sum over axes (1, 3) of [R, {}, {}, {}]".format(*INTERLEAVED), True,
+                      "float32", sizes[1::2] or sizes, _interleaved_reduction("float32")))
     # Every size: an FFT's rate climbs steeply with its planes (114 GFLOP/s at [8, 64, 64],
     # 406 at [8, 512, 512] here), and every other size left a gap that mispriced the planes
     # between them.
@@ -472,7 +501,7 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
             return bool(ops.get("dot")) and not _library(k)
         if pattern == "strided-reduction":
             return bool(ops.get("reduce")) and minor_reduced() is False
-        if pattern == "variadic-reduction":
+        if pattern in ("variadic-reduction", "interleaved-reduction"):
             return bool(ops.get("reduce"))
         if pattern == "fused-transpose":
             return bool(ops.get("transpose") or ops.get("copy")) and not _library(k)
@@ -620,8 +649,8 @@ def measure_patterns(plan: PatternPlan, say: Progress | None = None) -> list[dic
     entries = [_entry(k, ready, why) for k, (ready, why) in zip(chosen, prepared, strict=True)]
     for e in entries:
         if e["available"]:
-            unit = {"FLOP/s": "GFLOP/s", "comparisons/s": "G comparisons/s"}.get(
-                e["unit"], "G elements/s")
+            unit = {"FLOP/s": "GFLOP/s", "comparisons/s": "G comparisons/s",
+                    "runs/s": "G runs/s"}.get(e["unit"], "G elements/s")
             tell(f"{e['name']}: up to {e['value'] / 1e9:.3g} {unit}")
         else:
             tell(f"{e['name']}: not available ({e['reason']})")
