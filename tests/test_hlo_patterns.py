@@ -41,8 +41,27 @@ def test_transpose_copy() -> None:
     assert k["pattern_detail"] == "axes (1, 0) of f32[512,1024]"
     three = _only(lambda x: jnp.transpose(x, (0, 2, 1)), jnp.ones((4, 64, 32)))
     assert three["pattern_detail"] == "axes (0, 2, 1) of f32[4,64,32]"
-    scaled = _only(lambda x: jnp.transpose(x) * 2, X)  # elementwise work fused in
-    assert scaled["pattern"] == "transpose"
+    scaled = _only(lambda x: jnp.transpose(x) * 2, X)  # a broadcast constant fused in
+    assert scaled["pattern"] == "broadcast-transpose"
+    negated = _only(lambda x: -jnp.transpose(x), X)  # elementwise work without a broadcast
+    assert negated["pattern"] == "transpose"
+
+
+def test_a_transpose_fused_with_a_broadcast_is_a_pattern_of_its_own() -> None:
+    square = jnp.ones((256, 256), jnp.float32)
+    row = jnp.ones((256,), jnp.float32)
+    assert _only(lambda x: (x * 2).T, square)["pattern"] == "broadcast-transpose"
+    k = _only(lambda x, v: x.T * v[:, None], square, row)
+    assert (k["pattern"], k["pattern_size"]) == ("broadcast-transpose", 256 * 256)
+    # Without a broadcast: the transposes they were.
+    assert _only(lambda x, y: (x + y).T, square, square)["pattern"] == "transpose"
+    assert _only(lambda x, y: x.T * y, square, square)["pattern"] == "fused-transpose"
+    # A softmax's normaliser fused into the transposing copy of its weights (the Perceiver's).
+    weights = jnp.ones((2, 1, 128, 4096), jnp.float32)
+    total = jnp.ones((2, 1, 128), jnp.float32)
+    k = _only(lambda a, c: jnp.transpose(a / c[..., None], (0, 1, 3, 2)).reshape(2, 4096, 128),
+              weights, total)
+    assert (k["pattern"], k["pattern_size"]) == ("broadcast-transpose", 2 * 128 * 4096)
 
 
 def test_moving_a_size_one_axis_or_copying_is_no_transpose() -> None:
@@ -432,8 +451,9 @@ def test_transposes_through_split_axes_and_fused_into_other_work_by_hand() -> No
     pattern = _patterns_of(FUSED)
 
     # A log-softmax gradient fused with the [2048,256] -> [256,2048] -> [2,128,2048] transpose
-    # of its incoming gradient: the source's axes come out swapped, across a split axis.
-    assert pattern("grad") == ("fused-transpose", 2 * 128 * 2048,
+    # of its incoming gradient: the source's axes come out swapped, across a split axis; the
+    # broadcast of its row sums in the same loop makes it a broadcast-transpose.
+    assert pattern("grad") == ("broadcast-transpose", 2 * 128 * 2048,
                                "axes (1, 0) of f32[2048,256] into add")
     # The transposing copy alone, its 256 rows split into [2, 128] by the bitcast.
     assert pattern("moved") == ("transpose", 2 * 128 * 2048, "axes (1, 0) of f32[2048,256]")

@@ -312,8 +312,8 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert [e["op"] for e in entries] == ["transpose", "strided-reduction",
                                           "variadic-reduction", "variadic-reduction", "gather",
                                           "scatter", "loop-dot", "loop-dot", "sort",
-                                          "top-k", "fused-transpose", "interleaved-reduction",
-                                          "fft", "transpose",
+                                          "top-k", "fused-transpose", "broadcast-transpose",
+                                          "interleaved-reduction", "fft", "transpose",
                                           "gather", "scatter"]
     # The argmax roof in float32 and in int32 (an integer argmax has no NaN tests).
     assert [e["dtype"] for e in entries[2:4]] == ["float32", "int32"]
@@ -323,11 +323,11 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert entries[7]["by_size"][0]["kernel"]  # the complex product is a plain dot too
     # A 2-D FFT of 8 complex [16, 16] planes (4096 elements asked: 8 x 22 x 22, down to a
     # power of two), in XLA's flops: 8 per element per log2 of each length.
-    fft = entries[12]
+    fft = entries[13]
     assert (fft["dtype"], fft["unit"]) == ("complex64", "FLOP/s")
     assert fft["by_size"][0]["shape"] == [8, 16, 16]
     assert fft["by_size"][0]["elements"] == 8 * 4 * 4 * (8 * 16 * 16)
-    del entries[12]
+    del entries[13]
     del entries[7]
     del entries[3]  # the indices below are the float32 roofs'
 
@@ -338,9 +338,12 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         assert point["value"] == pytest.approx(point["elements"] / point["seconds"])
         assert e["value"] == point["value"] and point["kernel"]
     assert entries[5]["unit"] == "FLOP/s" and entries[5]["by_size"][0]["elements"] == 2 * 32**3
-    assert [e["roof"] for e in entries] == [True] * 10 + [False] * 3  # the FFT's is a roof too
+    assert [e["roof"] for e in entries] == [True] * 11 + [False] * 3  # the FFT's is a roof too
+    # (x * 2).T of a 64 x 64 square: the output's elements, the broadcast in the copy's loop.
+    assert entries[9]["by_size"][0]["elements"] == 64 * 64
+    assert entries[9]["by_size"][0]["shape"] == [64, 64]
     # The sum over axes (1, 3) of [2, 32, 32, 2]: 2 x 32 x 32 runs of 2 elements a call.
-    interleaved = entries[9]
+    interleaved = entries[10]
     assert (interleaved["op"], interleaved["unit"]) == ("interleaved-reduction", "runs/s")
     assert interleaved["by_size"][0]["shape"] == [2, 32, 32, 2]
     assert interleaved["by_size"][0]["elements"] == 2 * 32 * 32

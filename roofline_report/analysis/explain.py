@@ -146,7 +146,8 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
                  "fused-transpose": "a transposing copy fused with other work",
                  "fft": "an FFT",
                  "interleaved-reduction": "a reduction over axes with a kept axis between "
-                 "them (read a short run at a time)"}
+                 "them (read a short run at a time)",
+                 "broadcast-transpose": "a transposing copy fused with a broadcast"}
 
 
 def kernel_reason(r: KernelRow, peak: float | None = None) -> str:

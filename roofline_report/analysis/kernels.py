@@ -254,7 +254,7 @@ def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: R
     return row
 
 
-MOVEMENT_PATTERNS = ("transpose", "gather", "scatter")
+MOVEMENT_PATTERNS = ("transpose", "broadcast-transpose", "gather", "scatter")
 
 
 def _category(k: Mapping[str, Any]) -> str:

@@ -30,7 +30,8 @@ from roofline_report.hlo.shapes import FLOAT_TYPES
 from roofline_report.kinds import Kind
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction")
+            "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
+            "broadcast-transpose")
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, the other
 # patterns' elements.
 UNITS = {"loop-dot": "FLOP", "sort": "comparisons", "fft": "FLOP",

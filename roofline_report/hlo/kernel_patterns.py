@@ -47,6 +47,11 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   source, followed alone to the root, comes out of the root's layout in another order; size:
   the root's elements. XLA:CPU emits it as one loop over the output that reads the source
   across its rows.
+* ``broadcast-transpose``: a ``transpose`` or ``fused-transpose`` loop fusion that also holds a
+  broadcast (a scale, a bias, a softmax's normaliser, a constant); size: as the transpose's.
+  XLA:CPU then leaves its fast transposing loop: on a 2-core CPU, ``(x * 2).T``,
+  ``(x * v[None, :]).T`` and ``x.T * v[:, None]`` of a ``[1024, 1024]`` took 1.8 to 2.1 ms
+  against 0.3 to 0.5 ms for ``x.T``, ``(x + y).T``, ``(x * x).T`` or ``x.T * y``.
 
 Pure: no jax.
 """
@@ -73,7 +78,8 @@ from roofline_report.hlo.kernel_cost import (
 from roofline_report.hlo.shapes import Array, Shape
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction")
+            "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
+            "broadcast-transpose")
 TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
 
 
@@ -314,7 +320,8 @@ def _transpose(instr: Instruction, module: Module) -> Pattern:
     """A copy or transpose kernel, or a loop fusion whose root is one, that changes the order
     of its data in memory: the source's axes (size-1 axes aside) come out in another order
     (``transpose``); or a loop fusion holding such a copy or transpose that feeds other work
-    (``fused-transpose``)."""
+    (``fused-transpose``); either fusion holding a broadcast as well is a
+    ``broadcast-transpose``."""
     if instr.opcode in ("copy", "transpose"):
         return _root_transpose([instr], instr, instr)
     if instr.opcode != "fusion" or _is_library(instr):
@@ -327,10 +334,14 @@ def _transpose(instr: Instruction, module: Module) -> Pattern:
     while root is not None and root.opcode == "bitcast":
         root = comp.instruction(root.operands[0]) if root.operands else None
     if root is not None and root.opcode in ("copy", "transpose"):
-        return _root_transpose(list(comp.instructions), comp.root, None)
-    if any(i.opcode in ("copy", "transpose") for i in comp.instructions):
-        return _fused_transpose(list(comp.instructions), comp.root)
-    return Pattern()
+        found = _root_transpose(list(comp.instructions), comp.root, None)
+    elif any(i.opcode in ("copy", "transpose") for i in comp.instructions):
+        found = _fused_transpose(list(comp.instructions), comp.root)
+    else:
+        return Pattern()
+    if found.name is not None and any(i.opcode == "broadcast" for i in comp.instructions):
+        return replace(found, name="broadcast-transpose")
+    return found
 
 
 def comparisons(elements: int, length: int) -> int:

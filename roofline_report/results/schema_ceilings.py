@@ -176,7 +176,7 @@ class RateCeiling(Record):
     op: Literal["exp", "tanh", "log", "sqrt", "rsqrt", "convert", "multiply-add", "reduce",
                 "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
                 "variadic-reduction", "top-k", "fused-transpose", "fft",
-                "interleaved-reduction"]
+                "interleaved-reduction", "broadcast-transpose"]
     dtype: str
     unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s", "runs/s"] = "1/s"
     kind: Literal["measured"] = "measured"

@@ -65,7 +65,7 @@ class KernelRecord(Record):
     bytes_rule: str | None = None  # why the touched bytes are fewer than the boundary's
     pattern: Literal["transpose", "loop-dot", "strided-reduction", "gather", "scatter",
                      "sort", "variadic-reduction", "top-k", "fused-transpose", "fft",
-                     "interleaved-reduction"] | None = None
+                     "interleaved-reduction", "broadcast-transpose"] | None = None
     pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
     # Independent matrix products of its largest dot (its batch size; 1 for a plain product).

@@ -70,7 +70,8 @@ from roofline_report.results import schema
 # 6: each compute size timed in both rounds; 7: small products timed as batches; 8: the cost of
 # a page fault; 9: the digest covers the content, and the ceilings carry the load they were
 # measured under; 10: the split launch with calls enqueued, grouped convolutions per window,
-# an int32 argmax; 11: a complex64 loop dot; 12: the interleaved reduction)
+# an int32 argmax; 11: a complex64 loop dot; 12: the interleaved reduction and the
+# transpose fused with a broadcast)
 CACHE_FORMAT = 12
 MAX_FILE_BYTES = 4 << 20  # a cache file is about 50 KB; a larger one is not read
 ENV_VAR = "ROOFLINE_REPORT_CACHE"
