@@ -89,6 +89,28 @@ def test_a_top_k_at_its_rate_of_elements_searched() -> None:
     assert patterns.missing(_kernel("top-k", 262144), "float32", ROOFS) == patterns.NO_ROOF
 
 
+def test_a_top_k_takes_the_roof_measured_on_rows_nearest_its_own() -> None:
+    from dataclasses import replace
+
+    short = replace(_rate("top-k", "float32", ((65536.0, 1.9e8), (1048576.0, 1.9e8)),
+                          "top-k float32 (top 16 of rows of 1024)"), row=1024)
+    long = replace(_rate("top-k", "float32", ((65536.0, 3.9e8), (1048576.0, 3.9e8)),
+                         "top-k float32 (top 16 of rows of 4096)"), row=4096)
+    roofs_ = RoofSet("hand-made", Kind.MEASURED, (), (), (), (long, short))
+    # A sampler's top 20 of 8 rows of 1024 words: the rows-of-1024 roof, not the first one.
+    sampler = patterns.pattern_time(_kernel("top-k", 8192, pattern_row=1024), "float32",
+                                    roofs_)
+    assert sampler is not None and sampler.roof == short.name
+    assert sampler.seconds == pytest.approx(8192 / 1.9e8)
+    # Rows of 32768 are nearer 4096 (in log); rows of 2048 lie as near both: the shorter's.
+    for row, roof in ((32768, long), (256, short), (2048, short), (3000, long)):
+        t = patterns.pattern_time(_kernel("top-k", 65536, pattern_row=row), "float32", roofs_)
+        assert t is not None and t.roof == roof.name, row
+    # A record without its row (saved before it was kept): the first top-k roof, as before.
+    t = patterns.pattern_time(_kernel("top-k", 65536), "float32", roofs_)
+    assert t is not None and t.roof == long.name
+
+
 def test_a_fused_transpose_without_its_own_roof_takes_the_transposes() -> None:
     # 32768 output elements at the float32 transpose roof's 1.5e9 (see the test above).
     t = patterns.pattern_time(_kernel("fused-transpose", 32768), "float32", ROOFS)
@@ -260,9 +282,11 @@ def test_plans_are_small_and_ascending() -> None:
     names = [(k.pattern, k.dtype, k.roof) for k in measure.kernels(full)]
     for pattern in patterns.PATTERNS:  # every pattern has a float32 roof, an FFT a complex one
         assert (pattern, "complex64" if pattern == "fft" else "float32", True) in names
-    # one roof per pattern and dtype: rate_for must not have to choose
-    roofs_only = [(p, d) for p, d, r in names if r]
+    # one roof per pattern and dtype (a top-k's, per row length: chosen by the kernel's):
+    # rate_for must not have to choose otherwise
+    roofs_only = [(k.pattern, k.dtype, k.row) for k in measure.kernels(full) if k.roof]
     assert len(roofs_only) == len(set(roofs_only))
+    assert sum(k.row > 0 for k in measure.kernels(full)) == len(measure.TOP_K_ROWS)
 
 
 def test_compiled_programs_are_checked_for_their_pattern() -> None:
@@ -312,7 +336,8 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert [e["op"] for e in entries] == ["transpose", "strided-reduction",
                                           "variadic-reduction", "variadic-reduction", "gather",
                                           "scatter", "loop-dot", "loop-dot", "sort",
-                                          "top-k", "fused-transpose", "broadcast-transpose",
+                                          "top-k", "top-k", "fused-transpose",
+                                          "broadcast-transpose",
                                           "interleaved-reduction", "fft", "transpose",
                                           "gather", "scatter"]
     # The argmax roof in float32 and in int32 (an integer argmax has no NaN tests).
@@ -323,11 +348,11 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert entries[7]["by_size"][0]["kernel"]  # the complex product is a plain dot too
     # A 2-D FFT of 8 complex [16, 16] planes (4096 elements asked: 8 x 22 x 22, down to a
     # power of two), in XLA's flops: 8 per element per log2 of each length.
-    fft = entries[13]
+    fft = entries[14]
     assert (fft["dtype"], fft["unit"]) == ("complex64", "FLOP/s")
     assert fft["by_size"][0]["shape"] == [8, 16, 16]
     assert fft["by_size"][0]["elements"] == 8 * 4 * 4 * (8 * 16 * 16)
-    del entries[13]
+    del entries[14]
     del entries[7]
     del entries[3]  # the indices below are the float32 roofs'
 
@@ -338,22 +363,24 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         assert point["value"] == pytest.approx(point["elements"] / point["seconds"])
         assert e["value"] == point["value"] and point["kernel"]
     assert entries[5]["unit"] == "FLOP/s" and entries[5]["by_size"][0]["elements"] == 2 * 32**3
-    assert [e["roof"] for e in entries] == [True] * 11 + [False] * 3  # the FFT's is a roof too
+    assert [e["roof"] for e in entries] == [True] * 12 + [False] * 3  # the FFT's is a roof too
     # (x * 2).T of a 64 x 64 square: the output's elements, the broadcast in the copy's loop.
-    assert entries[9]["by_size"][0]["elements"] == 64 * 64
-    assert entries[9]["by_size"][0]["shape"] == [64, 64]
+    assert entries[10]["by_size"][0]["elements"] == 64 * 64
+    assert entries[10]["by_size"][0]["shape"] == [64, 64]
     # The sum over axes (1, 3) of [2, 32, 32, 2]: 2 x 32 x 32 runs of 2 elements a call.
-    interleaved = entries[10]
+    interleaved = entries[11]
     assert (interleaved["op"], interleaved["unit"]) == ("interleaved-reduction", "runs/s")
     assert interleaved["by_size"][0]["shape"] == [2, 32, 32, 2]
     assert interleaved["by_size"][0]["elements"] == 2 * 32 * 32
     # x.T * y of a 64 x 64 square: the output's elements, the copy fused into the multiply.
-    assert entries[8]["by_size"][0]["elements"] == 64 * 64
-    assert entries[8]["by_size"][0]["kernel"].startswith("copy_multiply")
-    # The top 16 of one row of 4096: the elements searched a call, the TopK custom call.
-    assert entries[7]["by_size"][0]["shape"] == [1, 4096]
-    assert entries[7]["by_size"][0]["elements"] == 4096
-    assert entries[7]["by_size"][0]["kernel"] == "custom-call"
+    assert entries[9]["by_size"][0]["elements"] == 64 * 64
+    assert entries[9]["by_size"][0]["kernel"].startswith("copy_multiply")
+    # The top 16 of rows of 1024 (four of them) and of one row of 4096: the elements searched
+    # a call, the TopK custom call, a roof for each row length.
+    assert [e["row"] for e in entries[7:9]] == [1024, 4096]
+    assert [e["by_size"][0]["shape"] for e in entries[7:9]] == [[4, 1024], [1, 4096]]
+    assert entries[8]["by_size"][0]["elements"] == 4096
+    assert entries[8]["by_size"][0]["kernel"] == "custom-call"
     # 256 keys: 256 x 8 comparisons a call.
     assert entries[6]["unit"] == "comparisons/s"
     assert entries[6]["by_size"][0]["elements"] == 256 * 8

@@ -96,7 +96,9 @@ def pattern_roof(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> RateR
     not measured; the :data:`STAND_IN` pattern's where the set has none of its own); a
     kernel that reads mostly integers takes the int32 rate where one was measured (an integer
     argmax skips a float's NaN tests), one that reads complex numbers (an FFT, a complex dot)
-    the complex64 rate. None when the kernel has no pattern or the set no rate for it."""
+    the complex64 rate; a top-k the roof measured on rows of the length nearest its own (in
+    log; its rate falls with shorter rows: more of each row is kept). None when the kernel has
+    no pattern or the set no rate for it."""
     pattern = _pattern(kernel)
     if pattern is None:
         return None
@@ -108,6 +110,11 @@ def pattern_roof(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> RateR
     found = roofs.rate_for(pattern, dtype)
     if found is None and pattern in STAND_IN:
         found = roofs.rate_for(STAND_IN[pattern], dtype)
+    row = kernel.get("pattern_row")
+    if found is not None and found.row and isinstance(row, int) and row > 0:
+        # A top-k's rate depends on its row length: the roof measured nearest it (in log).
+        same = [r for r in roofs.rates if r.op == found.op and r.dtype == found.dtype and r.row]
+        found = min(same, key=lambda r: (abs(math.log(r.row / row)), r.row))
     return found
 
 

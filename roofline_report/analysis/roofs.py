@@ -149,6 +149,7 @@ class RateRoof:
     # (operations per call, operations per second) by size, ascending, where the rate was
     # measured by size (a row reduction): its rate at a size is interpolated between them.
     by_size: tuple[tuple[float, float], ...] = ()
+    row: int = 0  # a top-k roof's row length (0: not said)
 
     def rate_at(self, ops: float) -> float:
         """The rate at ``ops`` operations per call: interpolated (in log size) between the
@@ -437,7 +438,7 @@ def measured(ceilings: Mapping[str, Any],
                               max((r for _, r in by_size), default=value), Kind.MEASURED,
                               f"measured: {e.get('name', '')}"
                               + (", by size, the dispatch floor taken off" if by_size else ""),
-                              by_size=by_size))
+                              by_size=by_size, row=int(e.get("row") or 0)))
     return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
                    tuple(floors), tuple(rates))
 

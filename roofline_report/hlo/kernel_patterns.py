@@ -91,6 +91,7 @@ class Pattern:
     name: str | None = None
     size: int = 0
     detail: str | None = None
+    row: int = 0  # a top-k's row length: the length of the last dimension of its operand
 
 
 def _plain(shape: Shape | None) -> str:
@@ -465,8 +466,11 @@ def _top_k(inside: Sequence[Instruction]) -> Pattern | None:
     first = calls[0]
     result = first.shape.elements[0] if first.shape.is_tuple and first.shape.elements \
         else first.shape
-    return Pattern("top-k", size, f"{_plain(result)} of {_plain(first.operand_shapes[0])}"
-                   if first.operand_shapes else None)
+    operand = first.operand_shapes[0] if first.operand_shapes else None
+    row = operand.array.dims[-1] if operand is not None and operand.array is not None \
+        and operand.array.dims else 0
+    return Pattern("top-k", size, f"{_plain(result)} of {_plain(operand)}"
+                   if operand is not None else None, row)
 
 
 def kernel_pattern(instr: Instruction, module: Module) -> Pattern:

@@ -190,6 +190,7 @@ class RateCeiling(Record):
     by_size: list[RateSize] = []
     variant: str = ""
     roof: bool = True
+    row: PosInt | None = None  # a top-k's row length: one roof per row length measured
 
 
 class LaunchCeiling(TimeFloor):

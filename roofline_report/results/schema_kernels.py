@@ -68,6 +68,7 @@ class KernelRecord(Record):
                      "interleaved-reduction", "broadcast-transpose"] | None = None
     pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
+    pattern_row: Count = 0  # a top-k's row length (the length of the dimension it searches)
     # Independent matrix products of its largest dot (its batch size; 1 for a plain product).
     matmul_products: AtLeastOne = 1
     # Flops of its convolutions whose windows tile their input (patch embeddings, 1x1

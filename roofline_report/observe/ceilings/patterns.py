@@ -42,7 +42,10 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
   comparison, at a small fraction of the multiply-add rate; its sizes are smaller than the
   other patterns' (2^8 to 2^14 keys on a CPU: the largest takes several milliseconds).
 * ``top-k`` (operand elements searched per second): ``lax.top_k`` of the :data:`TOP_K`
-  largest of rows of :data:`TOP_K_ROW` float32 values (a sampler's top-k over a vocabulary),
+  largest of rows of each of :data:`TOP_K_ROWS` float32 values (a sampler's top-k over a
+  vocabulary; a roof for each row length, which the model reads by the kernel's own: at a
+  million elements on a 2-core CPU the top 16 of rows of 1,024 ran at 0.19 G elements/s, of
+  rows of 4,096 at 0.39 and of rows of 32,768 at 0.44),
   by rows: XLA:CPU runs it as a ``TopK`` custom call of its own, not as a sort. Half the
   roofs' sizes (every other one).
 * ``fused-transpose`` (output elements per second): ``x.T * y`` of square float32 ``[n, n]``,
@@ -91,7 +94,7 @@ Progress = Callable[[str], None]
 REDUCE_COLUMNS = 1024  # columns of the strided reduction's [R, C] operand
 GATHER_ROW = 256  # elements per row of the row gather and scatter
 THREE_D_BATCH = 8  # leading axis of the 3-D transpose
-TOP_K, TOP_K_ROW = 16, 4096  # the top-k roof: the k largest of rows of this many elements
+TOP_K, TOP_K_ROWS = 16, (1024, 4096)  # the top-k roofs: the k largest of rows of these
 ROUNDS = 2
 MIN_ROUND_SAMPLES = 2
 
@@ -160,6 +163,7 @@ class Kernel:
     dtype: str
     sizes: tuple[int, ...]
     build: Callable[[int], Point]
+    row: int = 0  # a top-k's row length (0: not a top-k)
 
     @property
     def name(self) -> str:
@@ -368,18 +372,18 @@ def _argsort(dtype: str) -> Callable[[int], Point]:
     return build
 
 
-def _top_k(dtype: str) -> Callable[[int], Point]:
-    """The :data:`TOP_K` largest of each row of ``[R, TOP_K_ROW]`` (R rows of about the
-    elements asked, at least one), values and indices."""
+def _top_k(dtype: str, row: int) -> Callable[[int], Point]:
+    """The :data:`TOP_K` largest of each row of ``[R, row]`` (R rows of about the elements
+    asked), searched elements per call."""
     from jax import lax
 
     def build(elements: int) -> Point:
-        rows = max(1, elements // TOP_K_ROW)
-        x = _array((rows, TOP_K_ROW), dtype)
-        count = rows * TOP_K_ROW
+        rows = max(1, elements // row)
+        x = _array((rows, row), dtype)
+        count = rows * row
         return Point(lambda a: lax.top_k(a, TOP_K), (x,), count,
                      count * _itemsize(dtype) + rows * TOP_K * (_itemsize(dtype) + 4),
-                     (rows, TOP_K_ROW))
+                     (rows, row))
 
     return build
 
@@ -443,8 +447,8 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
     if plan.sort_sizes:
         out.append(Kernel("sort", "stable argsort of a vector", True, "float32",
                           plan.sort_sizes, _argsort("float32")))
-    out.append(Kernel("top-k", f"top {TOP_K} of rows of {TOP_K_ROW}", True, "float32",
-                      sizes[1::2] or sizes, _top_k("float32")))
+    out += [Kernel("top-k", f"top {TOP_K} of rows of {row}", True, "float32",
+                   sizes[1::2] or sizes, _top_k("float32", row), row=row) for row in TOP_K_ROWS]
     out.append(Kernel("fused-transpose", "2-D swap fused into a multiply (x.T * y)", True,
                       "float32", sizes[1::2] or sizes, _fused_transpose("float32")))
     out.append(Kernel("broadcast-transpose", "2-D swap of a product by a constant ((x * 2).T)",
@@ -626,7 +630,7 @@ def _entry(kernel: Kernel, ready: Mapping[int, _Ready], why: Sequence[str]) -> d
         "unit": f"{unit(kernel.pattern)}/s", "kind": "measured", "value": None,
         "available": False, "reason": "; ".join(why), "elements": 1, "reps": 1,
         "ops_per_call": 1, "timing": None, "by_size": [], "variant": kernel.variant,
-        "roof": kernel.roof,
+        "roof": kernel.roof, **({"row": kernel.row} if kernel.row else {}),
     }
     best: tuple[float, _Ready] | None = None
     for size in sorted(ready):
