@@ -24,8 +24,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                outputs at the write-new roof, donated buffers in place); for a reduction, its
                elements ÷ the row-reduction rate at that size
     pattern  = for a kernel of a pattern that runs below the streaming roofs (a transposing
-               copy, alone or fused into other work, a reduction along a non-minor axis, a
-               gather, a scatter, a sort, a top-k, a dot outside the matmul library), its
+               copy, alone, fused into other work or fused with a broadcast, a reduction
+               along a non-minor axis or keeping an axis between two it reduces, a gather, a
+               scatter, a sort, a top-k, a dot outside the matmul library), its
                size ÷ that pattern's measured rate at its size
                (:mod:`roofline_report.analysis.patterns`)
     launch   = the launch floor (what the runtime spends starting a kernel before its work)

@@ -108,11 +108,14 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "few KiB past the last-level cache: its best rate per call is shown, dispatch "
               "included; a reduction kernel is charged the rate measured nearest its size, with "
               "the dispatch floor taken off. Kernels of a pattern that runs below the streaming "
-              "roofs (a transposing copy, alone or fused into other work, a reduction along a "
-              "non-minor axis, an argmax, a gather, a scatter, a sort, a top-k, a dot the "
-              "compiler leaves to its loop emitter) are "
+              "roofs (a transposing copy, alone, fused into other work or fused with a "
+              "broadcast, a reduction along a non-minor axis, a reduction that keeps an axis "
+              "between two it reduces, an argmax, a gather, a scatter, a sort, a top-k, a dot "
+              "the compiler leaves to its loop emitter) are "
               "charged the rate of their pattern at their size (a sort's in comparisons, "
-              "n ⌈log2 n⌉ for n keys); a rate measured beside one, not used as a roof, says so."),
+              "n ⌈log2 n⌉ for n keys; a reduction keeping an axis between reduced ones in the "
+              "contiguous runs it reads; a top-k at the roof measured on rows nearest its own); "
+              "a rate measured beside one, not used as a roof, says so."),
             table(("operation", "sizes measured (a call)", "rate"),
                   [(c(r["name"], "" if r["roof"] else " (beside the roof, not used by the "
                     "model)"), c(r["sizes"]),
@@ -152,7 +155,8 @@ MODEL_TEXT = (
     "own shape, and the real arithmetic of complex ops: a complex multiply is six flops), its "
     "memory time is the bytes it touches at the bandwidth of the "
     "memory level that holds them, and a kernel of a pattern that runs below the streaming "
-    "roofs (a transposing copy, a gather, a scatter, a sort, a top-k, an argmax, an FFT, a "
+    "roofs (a transposing copy, one fused with a broadcast, a reduction keeping an axis "
+    "between two it reduces, a gather, a scatter, a sort, a top-k, an argmax, an FFT, a "
     "dot outside the matmul library, complex dots at a complex64 rate of their own) takes its "
     "size at that pattern's rate measured at its size. Its roof is the rate that prediction "
     "implies (flops ÷ "
