@@ -53,8 +53,13 @@ def test_a_transpose_fused_with_a_broadcast_is_a_pattern_of_its_own() -> None:
     assert _only(lambda x: (x * 2).T, square)["pattern"] == "broadcast-transpose"
     k = _only(lambda x, v: x.T * v[:, None], square, row)
     assert (k["pattern"], k["pattern_size"]) == ("broadcast-transpose", 256 * 256)
-    # Without a broadcast: the transposes they were.
+    # Without a broadcast, or with rows that are not a power of two bytes long, or shorter
+    # than 1 KiB: the transposes they were.
     assert _only(lambda x, y: (x + y).T, square, square)["pattern"] == "transpose"
+    assert _only(lambda x: (x * 2).T, jnp.ones((1000, 1000), jnp.float32)
+                 )["pattern"] == "transpose"
+    assert _only(lambda x: (x * 2).T, jnp.ones((128, 128), jnp.float32)
+                 )["pattern"] == "transpose"
     assert _only(lambda x, y: x.T * y, square, square)["pattern"] == "fused-transpose"
     # A softmax's normaliser fused into the transposing copy of its weights (the Perceiver's).
     weights = jnp.ones((2, 1, 128, 4096), jnp.float32)

@@ -364,9 +364,10 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         assert e["value"] == point["value"] and point["kernel"]
     assert entries[5]["unit"] == "FLOP/s" and entries[5]["by_size"][0]["elements"] == 2 * 32**3
     assert [e["roof"] for e in entries] == [True] * 12 + [False] * 3  # the FFT's is a roof too
-    # (x * 2).T of a 64 x 64 square: the output's elements, the broadcast in the copy's loop.
-    assert entries[10]["by_size"][0]["elements"] == 64 * 64
-    assert entries[10]["by_size"][0]["shape"] == [64, 64]
+    # (x * 2).T of a 256 x 256 square (rows of a power of two bytes, 1 KiB at least): the
+    # output's elements, the broadcast in the copy's loop.
+    assert entries[10]["by_size"][0]["elements"] == 256 * 256
+    assert entries[10]["by_size"][0]["shape"] == [256, 256]
     # The sum over axes (1, 3) of [2, 32, 32, 2]: 2 x 32 x 32 runs of 2 elements a call.
     interleaved = entries[11]
     assert (interleaved["op"], interleaved["unit"]) == ("interleaved-reduction", "runs/s")

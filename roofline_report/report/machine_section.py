@@ -109,7 +109,7 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "included; a reduction kernel is charged the rate measured nearest its size, with "
               "the dispatch floor taken off. Kernels of a pattern that runs below the streaming "
               "roofs (a transposing copy, alone, fused into other work or fused with a "
-              "broadcast, a reduction along a non-minor axis, a reduction that keeps an axis "
+              "broadcast over rows of a power of two bytes, a reduction along a non-minor axis, a reduction that keeps an axis "
               "between two it reduces, an argmax, a gather, a scatter, a sort, a top-k, a dot "
               "the compiler leaves to its loop emitter) are "
               "charged the rate of their pattern at their size (a sort's in comparisons, "

@@ -52,9 +52,10 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
   the 2-D swap fused into a multiply (a gradient fused with the transpose of its input), at
   half the roofs' sizes (every other one).
 * ``broadcast-transpose`` (output elements per second): ``(x * 2).T`` of square float32
-  ``[n, n]``, a transposing copy fused with a broadcast (here of a constant), which XLA:CPU runs
-  several times slower than the plain swap (2.1 against 0.43 ms at ``[1024, 1024]`` on a
-  2-core CPU), at half the roofs' sizes (every other one).
+  ``[n, n]``, n a power of two: a transposing copy fused with a broadcast (here of a constant)
+  reading rows of a power of two bytes, which XLA:CPU runs several times slower than the plain
+  swap (0.48 against 1.9 G elements/s at ``[1024, 1024]`` on a 2-core CPU; at n = 1000 both
+  ran at about 2), at half the roofs' sizes (every other one).
 * ``interleaved-reduction`` (contiguous runs per second): the sum over axes (1, 3) of
   ``[R, 32, 32, 2]``, by R: a reduce over the minor axis and a non-minor one with an axis kept
   between them (a group norm's statistics), whose time goes with the runs of adjacent elements
@@ -221,10 +222,11 @@ def _fused_transpose(dtype: str) -> Callable[[int], Point]:
 
 
 def _broadcast_transpose(dtype: str) -> Callable[[int], Point]:
-    """``(x * 2).T`` of square ``[n, n]``: the transposing copy of a product by a broadcast
-    constant, one loop fusion holding the broadcast."""
+    """``(x * 2).T`` of square ``[n, n]``, n a power of two (at least 256): the transposing copy
+    of a product by a broadcast constant, one loop fusion holding the broadcast, reading rows
+    of a power of two bytes."""
     def build(elements: int) -> Point:
-        n = _side(elements)
+        n = 1 << max(8, _side(elements).bit_length() - 1)
         x = _array((n, n), dtype)
         return Point(lambda a: (a * 2).T, (x,), n * n, 2 * n * n * _itemsize(dtype), (n, n))
 
