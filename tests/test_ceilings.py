@@ -654,8 +654,14 @@ def test_tiny_integer_and_grouped_convolution_roofs() -> None:
     assert roofs.compute_for("float32").name == "matmul float32"  # type: ignore[union-attr]
     assert roofs.compute_for("int8").dtype == "int8"  # type: ignore[union-attr]
     found = roofs.compute_for("float32", op="grouped-convolution")
-    assert found is not None and found.name in (grouped["name"], small["name"])
-    assert {r.window for r in roofs.compute if r.op == "grouped-convolution"} == {9, 49}
+    assert found is not None and found.name in (grouped["name"], small["name"],
+                                                "grouped convolution float32 (3x3 groups of 16)")
+    # Taps an output: 3x3 and 7x7 depthwise, and 3x3 over groups of 16 input features.
+    assert {r.window for r in roofs.compute if r.op == "grouped-convolution"} == {9, 49, 144}
+    wide = by_name["grouped convolution float32 (3x3 groups of 16)"]
+    assert wide["available"] and (wide["window"], wide["group"]) == (3, 16)
+    assert wide["by_size"][0]["flops"] == special_compute.depthwise_flops(10, batch, channels,
+                                                                          3, 16)
 
 
 def jax_backend() -> str:

@@ -698,21 +698,34 @@ def test_a_grouped_convolution_runs_at_the_rate_of_its_taps() -> None:
     # 5x5 between them in log window: 0.5 GFLOP/s x 4^(ln(25/9) / ln(49/9)).
     t = math.log(25 / 9) / math.log(49 / 9)
     assert seconds(25) == pytest.approx(1e7 / (0.5e9 * 4**t))
-    # Beyond the windows measured, on the same line in log taps: 128 taps over groups of 8
-    # features (1,024 multiply-adds an output) run far faster per flop than a 7x7 depthwise
-    # one, a 1x1 depthwise one slower than a 3x3; a window not known (older files), the
-    # fastest grouped roof's, as before.
+    # Below the fewest taps measured, on the same line in log taps (a 1x1 depthwise one runs
+    # slower than a 3x3); beyond the most, that roof's rate, not the line: 128 taps over
+    # groups of 8 features (1,024 multiply-adds an output) at the 7x7 roof's; a window not
+    # known (older files), the fastest grouped roof's, as before.
     def on_line(taps: int) -> float:
         return 0.5e9 * 4 ** (math.log(taps / 9) / math.log(49 / 9))
 
-    assert seconds(1024) == pytest.approx(1e7 / on_line(1024))
     assert seconds(1) == pytest.approx(1e7 / on_line(1))
+    assert seconds(1024) == pytest.approx(1e7 / 2e9)
     assert seconds(0) == pytest.approx(1e7 / 2e9)
     found = roofs.grouped_convolution("float32", 1e7, 16)
     assert found is not None and found[0].name == small.name  # the nearer window names it
+    beyond = roofs.grouped_convolution("float32", 1e7, 1024)
+    assert beyond is not None and beyond[0].name == large.name
+    # A roof over groups of 16 features (144 taps, 20 GFLOP/s): 100 taps lie between it and
+    # the 7x7 one; 2,048 taps take its rate.
+    wide = ComputeRoof("grouped convolution float32 (3x3 groups of 16)", 20e9, "float32", M,
+                       "", op="grouped-convolution", window=144)
+    three = RoofSet("this machine", M, (*roofs.compute, wide), ROOFS.bandwidth, ROOFS.floors,
+                    ROOFS.rates)
+    between = three.grouped_convolution("float32", 1e7, 100)
+    assert between is not None
+    assert between[1] == pytest.approx(
+        2e9 * 10 ** (math.log(100 / 49) / math.log(144 / 49)))
+    assert three.grouped_convolution("float32", 1e7, 2048) == (wide, pytest.approx(20e9))
     # Never faster than a dense convolution of those flops.
     conv = ComputeRoof("convolution float32", 10e9, "float32", M, "", op="convolution")
-    with_dense = RoofSet("this machine", M, (*roofs.compute, conv), roofs.bandwidth,
+    with_dense = RoofSet("this machine", M, (*three.compute, conv), roofs.bandwidth,
                          roofs.floors, roofs.rates)
     capped = with_dense.grouped_convolution("float32", 1e7, 100_000)
     assert capped is not None and capped[1] == pytest.approx(10e9)

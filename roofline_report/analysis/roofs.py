@@ -207,11 +207,15 @@ class RoofSet:
         depthwise convolution took about the same time an output at 3x3 and 7x7), so its rate
         grows with its taps. With roofs measured at several windows (depthwise: taps = window
         elements) the rate is read in log taps on the line through the two measured around
-        it, each read at the flops of the same outputs under its own taps, and beyond them on
-        the line through the two nearest (a grouped convolution of 128 taps over groups of 8
-        features has 1,024), never above the dense convolution's rate at those flops. With
-        one window measured, or taps not known, that roof's rate. The roof named is the
-        nearest window's; None without a grouped-convolution roof."""
+        it, each read at the flops of the same outputs under its own taps; below the fewest
+        taps measured, on the line through the two smallest; beyond the most (a grouped
+        convolution of 128 taps over groups of 16 features has 2,048), that roof's rate, not
+        the line: the rate stops growing so fast once the groups' features fill the vector
+        lanes (on a 2-core CPU: 0.59 GFLOP/s at 9 taps, 1.3 at 49, 19 to 21 at 144 (3x3
+        over groups of 16), 32 at 256, 34 at 1,024 and 49 at 2,048 (1-D, groups of 16)).
+        Never above the dense convolution's rate at those flops. With one window measured,
+        or taps not known, that roof's rate. The roof named is the nearest window's; None
+        without a grouped-convolution roof."""
         first = self.compute_for(dtype, op=GROUPED_CONVOLUTION)
         if first is None:
             return None
@@ -226,8 +230,10 @@ class RoofSet:
 
         nearest = min(same, key=lambda r: abs(math.log(r.window / taps)))
         windows = sorted({r.window for r in same})
-        if len(windows) < 2 or taps in windows:
-            return nearest, rate(nearest)
+        if len(windows) < 2 or taps in windows or taps > windows[-1]:
+            dense = self.compute_for(dtype, op="convolution") or self.compute_for(dtype)
+            own = rate(nearest)
+            return nearest, min(own, dense.rate_at(flops)) if dense is not None else own
         above = next((w for w in windows if w > taps), windows[-1])
         below = max((w for w in windows if w < above), default=windows[0])
         if below == above:  # taps below every window: the line through the two smallest
@@ -444,11 +450,14 @@ def measured(ceilings: Mapping[str, Any],
 
 
 def _window_of(entry: Mapping[str, Any]) -> int:
-    """A grouped-convolution ceiling's window elements (``window``: its side), 0 where the
-    entry does not say."""
-    side = entry.get("window")
-    return side * side if isinstance(side, int) and not isinstance(side, bool) and side > 0 \
-        else 0
+    """A grouped-convolution ceiling's taps: its window elements (``window``: its side) times
+    its input features per group (``group``, 1 where not said: depthwise); 0 where the entry
+    does not give its window."""
+    side, group = entry.get("window"), entry.get("group") or 1
+    if not isinstance(group, int) or isinstance(group, bool) or group < 1:
+        group = 1
+    return side * side * group if isinstance(side, int) and not isinstance(side, bool) \
+        and side > 0 else 0
 
 
 def _products_net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: float | None

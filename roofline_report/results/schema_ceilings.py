@@ -64,6 +64,7 @@ class ComputeCeiling(Record):
     round_loads: list[LoadReading | None] = []  # the load during each round (None: unknown)
     repeated: Count = 0  # rounds taken again because other work held the cores
     window: PosInt | None = None  # a grouped convolution's window side (3: 3x3)
+    group: PosInt | None = None  # its input features per group (None: 1, depthwise)
 
 
 class BandwidthCeiling(Record):

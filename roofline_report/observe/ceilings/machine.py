@@ -230,8 +230,9 @@ def measure_ceilings(
                     for dtype in plan.integer_dtypes]
     if plan.grouped_conv_sizes:
         compute += [special_ceilings.grouped_conv_entry("float32", backend, plan, say,
-                                                        again=again, window=window)
-                    for window in special_ceilings.DEPTHWISE_WINDOWS]
+                                                        again=again, window=window,
+                                                        group=group)
+                    for window, group in special_ceilings.GROUPED_ROOFS]
     kept: dict[str, Any] = {}
     streams = [stream_ceilings.bandwidth_entries(plan, cache_bytes, say, kept,
                                                  round_samples(plan), budget)]

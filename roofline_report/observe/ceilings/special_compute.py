@@ -9,7 +9,8 @@ jax when run).
   without the type (XLA:CPU refuses int4 dots) leaves the entry unavailable with its reason.
 * ``grouped convolution``: depthwise convolutions (``feature_group_count`` = channels, NHWC,
   HWIO filters of one input feature, "valid" padding) of :func:`depthwise_shape`'s batch and
-  channels, by image side, one roof per window (3x3 and 7x7: :data:`DEPTHWISE_WINDOWS`). Each
+  channels, by image side, one roof per window (3x3 and 7x7), and a 3x3 one over groups of 16
+  input features (:data:`GROUPED_ROOFS`). Each
   group is a tiny convolution of its own: on a 2-core CPU a 7x7 depthwise convolution ran 34
   to 61 times slower than its flops at the dense convolution roof, and a 3x3 one at about a
   quarter of the 7x7 one's FLOP/s (its time goes with its outputs more than with its
@@ -39,7 +40,10 @@ from roofline_report.observe.ceilings.sampling import (
 if TYPE_CHECKING:
     from roofline_report.observe.ceilings.machine import Plan
 
-DEPTHWISE_WINDOWS = (3, 7)  # the windows' sides of the grouped convolution roofs
+# The grouped convolution roofs: (window side, input features per group). Depthwise at 3x3
+# and 7x7 (9 and 49 taps an output), and 3x3 over groups of 16 features (144 taps), where the
+# groups' features fill the vector lanes and the rate is an order of magnitude higher.
+GROUPED_ROOFS = ((3, 1), (7, 1), (3, 16))
 INTEGER_SUM = "int32"  # what the integer products accumulate in
 
 
@@ -48,11 +52,12 @@ def depthwise_shape(backend: str) -> tuple[int, int]:
     return (4, 64) if backend == "cpu" else (8, 256)
 
 
-def depthwise_flops(n: int, batch: int, channels: int, window: int) -> int:
-    """2 · batch · (n - window + 1)² · channels · window²: the multiply-adds of a valid
-    depthwise convolution (one input feature per output feature) on an n x n image."""
+def depthwise_flops(n: int, batch: int, channels: int, window: int, group: int = 1) -> int:
+    """2 · batch · (n - window + 1)² · channels · window² · group: the multiply-adds of a
+    valid grouped convolution with ``group`` input features per group (1: depthwise) on an
+    n x n image."""
     side = n - window + 1
-    return 2 * batch * side * side * channels * window * window
+    return 2 * batch * side * side * channels * window * window * group
 
 
 def _holds(text: str, check: Callable[[Any], bool]) -> bool:
@@ -148,9 +153,11 @@ def integer_matmul_entry(dtype: str, plan: Plan, say: Progress,
 
 
 def grouped_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
-                       again: Again | None = None, window: int = 7) -> dict[str, Any]:
-    """The grouped (depthwise) convolution roof of ``dtype`` with a ``window`` x ``window``
-    filter at the plan's image sides (see the module docstring)."""
+                       again: Again | None = None, window: int = 7,
+                       group: int = 1) -> dict[str, Any]:
+    """The grouped convolution roof of ``dtype`` with a ``window`` x ``window`` filter and
+    ``group`` input features per group (1: depthwise) at the plan's image sides (see the
+    module docstring)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -161,17 +168,20 @@ def grouped_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
     def convolution(x: Any, w: Any) -> Any:
         return jax.lax.conv_general_dilated(x, w, window_strides=(1, 1), padding="VALID",
                                             dimension_numbers=("NHWC", "HWIO", "NHWC"),
-                                            feature_group_count=channels)
+                                            feature_group_count=channels // group)
 
     def operands(n: int) -> tuple[Any, Any]:
         rng = np.random.default_rng(3)
         x = rng.standard_normal((batch, n, n, channels), dtype=np.float32)
-        w = rng.standard_normal((window, window, 1, channels), dtype=np.float32) / window
+        w = rng.standard_normal((window, window, group, channels), dtype=np.float32) / window
         return jax.device_put(x.astype(kind)), jax.device_put(w.astype(kind))
 
-    entry = _compute_entry(f"grouped convolution {dtype} ({window}x{window} depthwise)",
+    kind_name = "depthwise" if group == 1 else f"groups of {group}"
+    entry = _compute_entry(f"grouped convolution {dtype} ({window}x{window} {kind_name})",
                            "grouped-convolution", dtype, "default")
     entry["window"] = window
+    if group > 1:
+        entry["group"] = group
     return _sized(entry, convolution, plan.grouped_conv_sizes, operands,
-                  lambda n: depthwise_flops(n, batch, channels, window), grouped_convolution,
-                  plan, say, again)
+                  lambda n: depthwise_flops(n, batch, channels, window, group),
+                  grouped_convolution, plan, say, again)
