@@ -102,6 +102,31 @@ def test_square_roots_are_priced_at_their_own_rates() -> None:
     assert "no square-root rate measured: rsqrt priced at exp float32's rate" in p.notes
 
 
+def test_sines_and_cosines_are_priced_at_the_sine_rate() -> None:
+    import dataclasses
+
+    record = _record(hlo_count={"flops": 0, "flops_by_op": {}, "minimum_bytes": KiB,
+                                "transcendentals_by_op": {"stablehlo.sine": 1_000_000,
+                                                          "stablehlo.cosine": 500_000,
+                                                          "stablehlo.exponential": 1_000_000}})
+    f = predict.facts(record, "float32")
+    assert f is not None
+    rates = (RateRoof("exp float32", "exp", "float32", 4e9, M, ""),
+             RateRoof("sine float32", "sine", "float32", 0.8e9, M, ""))
+    p = predict.predict_facts(f, dataclasses.replace(ROOFS, rates=rates))
+    assert p is not None
+    by_op = {t.detail: (t.seconds, t.roof) for t in p.terms if t.name == "transcendental"}
+    assert by_op == {"sine": (pytest.approx(1e6 / 0.8e9), "sine float32"),
+                     "cosine": (pytest.approx(5e5 / 0.8e9), "sine float32"),
+                     "exponential": (pytest.approx(1e6 / 4e9), "exp float32")}
+    # Ceilings measured before the sine rate: exp's rate, and the prediction says so.
+    p = predict.predict_facts(f, dataclasses.replace(ROOFS, rates=rates[:1]))
+    assert p is not None
+    assert term(p, "transcendental") == pytest.approx(2.5e6 / 4e9)
+    assert "no sine rate measured: sine priced at exp float32's rate" in p.notes
+    assert "no sine rate measured: cosine priced at exp float32's rate" in p.notes
+
+
 def test_loops_and_missing_rates_fall_back() -> None:
     # A loop: XLA's bytes (a body costed once) are not used; the minimum traffic is.
     f = predict.facts(_record(compiled={"kernels": 1, "while_loops": [{"name": "while"}]}),

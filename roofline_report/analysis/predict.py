@@ -83,8 +83,8 @@ DOT_OPS = ("dot_general", "dot", "convolution")
 CONV_OPS = ("convolution",)
 TRANSCENDENTAL_RATE = {"tanh": "tanh", "exp": "exp", "exponential": "exp", "log": "log",
                        "logistic": "exp", "exponential_minus_one": "exp", "log_plus_one": "log",
-                       "rsqrt": "rsqrt", "sqrt": "sqrt", "power": "log", "sine": "exp",
-                       "cosine": "exp", "tan": "tanh", "erf": "tanh", "atan2": "tanh"}
+                       "rsqrt": "rsqrt", "sqrt": "sqrt", "power": "log", "sine": "sine",
+                       "cosine": "sine", "tan": "tanh", "erf": "tanh", "atan2": "tanh"}
 
 Group = Literal["compute", "memory", "pattern", "overhead"]
 
@@ -385,11 +385,13 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
                      f"evaluations, not the {count_of(counted, Kind.ANALYTIC).text} counted")
     for op, count in sorted(evaluated.items()):
         rate = roofs.rate_for(TRANSCENDENTAL_RATE.get(op, "tanh"), arithmetic)
-        if rate is None and TRANSCENDENTAL_RATE.get(op) in ("sqrt", "rsqrt"):
-            # Ceilings measured before the square-root rate was: exp's is the nearest kept.
+        if rate is None and TRANSCENDENTAL_RATE.get(op) in ("sqrt", "rsqrt", "sine"):
+            # Ceilings measured before the square-root or the sine rate was: exp's is the
+            # nearest kept (a sine ran 4 to 6 times slower than an exp on a 2-core CPU).
             rate = roofs.rate_for("exp", arithmetic)
             if rate is not None:
-                notes.append(f"no square-root rate measured: {op} priced at {rate.name}'s rate")
+                what = "sine" if TRANSCENDENTAL_RATE[op] == "sine" else "square-root"
+                notes.append(f"no {what} rate measured: {op} priced at {rate.name}'s rate")
         if rate is None:
             notes.append(f"no rate for {op}: its {count_of(count, Kind.ANALYTIC).text} evaluations "
                          "not charged")

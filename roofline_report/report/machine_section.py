@@ -99,7 +99,8 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
     body.append(_levels(vm))
     if m["rates"]:
         body.append(Section("Operation rates and kernel patterns", (
-            p("Kernels of exp, tanh, log or square roots, and bfloat16 kernels a backend computes"
+            p("Kernels of exp, tanh, log, square roots or sines, and bfloat16 kernels a backend "
+              "computes"
               " in float32, are bound by how many of these operations run per second, not by "
               "multiply-adds or bytes. Each rate is measured on an array held in cache, the "
               "operation applied many times inside one call; multiply-adds as a chain of several "

@@ -174,7 +174,8 @@ class RateCeiling(Record):
     beside the pattern's roof (shown, not used by the prediction)."""
 
     name: str
-    op: Literal["exp", "tanh", "log", "sqrt", "rsqrt", "convert", "multiply-add", "reduce",
+    op: Literal["exp", "tanh", "log", "sqrt", "rsqrt", "sine", "convert", "multiply-add",
+                "reduce",
                 "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
                 "variadic-reduction", "top-k", "fused-transpose", "fft",
                 "interleaved-reduction", "broadcast-transpose"]

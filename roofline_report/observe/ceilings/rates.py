@@ -9,8 +9,11 @@ Each kernel applies its operation to a float array held in cache (64 Ki elements
 times inside one jitted call (a ``fori_loop`` carrying the array, so each application depends on
 the previous one and none can be hoisted or fused away), so the work per call dwarfs dispatch:
 
-* ``exp``: x <- exp(-x); ``tanh``: x <- tanh(x); ``log``: x <- log(x + 2): each one evaluation per
-  element (the negation or the add is one flop beside it);
+* ``exp``: x <- exp(-x); ``tanh``: x <- tanh(x); ``log``: x <- log(x + 2); ``sine``:
+  x <- sin(x + 2) (its arguments between 1 and 3; cosine shares its rate): each one evaluation
+  per element (the negation or the add is one flop beside it). On a 2-core CPU a sine ran 4
+  to 6 times slower than an exp, and slower still on large arguments (0.2 G/s from 300 up,
+  0.5 below 1, standing alone);
 * ``convert``: x <- float32(bfloat16(x)) · c, two conversions per element;
 * ``multiply-add``: x <- x · c + d applied :data:`FMA_CHAIN` times in a row, two flops per
   element each: the rate of elementwise arithmetic, the compute roof of work that is not a
@@ -40,7 +43,7 @@ Progress = Callable[[str], None]
 ELEMENTS = 1 << 16
 FMA_CHAIN = 8  # multiply-adds per element per pass of the multiply-add kernel
 REDUCE_COLUMNS = 1024  # elements per row of the reduction kernel
-OPS_PER_ELEMENT = {"exp": 1, "tanh": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "convert": 2,
+OPS_PER_ELEMENT = {"exp": 1, "tanh": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "sine": 1, "convert": 2,
                    "multiply-add": 2 * FMA_CHAIN}
 
 
@@ -65,7 +68,7 @@ def rate_plan(backend: str, *, quick: bool) -> RatePlan:
     per_call = (1 << 25) if backend == "cpu" else (1 << 30)
     first, last = (1 << 16, 1 << 26) if backend == "cpu" else (1 << 20, 1 << 30)
     return RatePlan(
-        transcendentals=("exp", "tanh", "log", "sqrt", "rsqrt"),
+        transcendentals=("exp", "tanh", "log", "sqrt", "rsqrt", "sine"),
         dtypes=("float32",) if quick else ("float32", "bfloat16"),
         elements=ELEMENTS if backend == "cpu" else ELEMENTS * 64,
         ops_per_call=per_call // 4 if quick else per_call,
@@ -91,6 +94,8 @@ def _step(op: str) -> Callable[[Any, Any], Any]:
         return lambda x, _c: jnp.sqrt(x)
     if op == "rsqrt":
         return lambda x, _c: lax.rsqrt(x)
+    if op == "sine":  # arguments from 1 to 3: past the smallest ones' shortcut
+        return lambda x, c: jnp.sin(x + c)
     if op == "convert":
         return lambda x, c: x.astype(jnp.bfloat16).astype(jnp.float32) * c
     if op == "multiply-add":
@@ -124,7 +129,8 @@ def _entry(op: str, dtype: str, plan: RatePlan) -> dict[str, Any]:
 
     try:
         x = timing.block(jnp.full((plan.elements,), 0.5, dtype=kind))
-        c = jnp.asarray({"log": 2.0, "convert": -1.0, "multiply-add": -0.5}.get(op, 0.0),
+        c = jnp.asarray({"log": 2.0, "sine": 2.0, "convert": -1.0,
+                         "multiply-add": -0.5}.get(op, 0.0),
                         dtype=kind)
         compiled = jax.jit(kernel).lower(x, c).compile()
 
