@@ -111,6 +111,22 @@ def test_a_top_k_takes_the_roof_measured_on_rows_nearest_its_own() -> None:
     assert t is not None and t.roof == long.name
 
 
+def test_a_scatter_of_single_elements_takes_the_single_elements_roof() -> None:
+    from dataclasses import replace
+
+    rows = replace(_rate("scatter", "float32", ((4096.0, 1e9), (1048576.0, 1e9)),
+                         "scatter float32 (rows of 256)"), row=256)
+    single = replace(_rate("scatter", "float32", ((4096.0, 2e8), (1048576.0, 2e8)),
+                           "scatter float32 (scattered elements)"), row=1)
+    roofs_ = RoofSet("hand-made", Kind.MEASURED, (), (), (), (rows, single))
+    bloom = patterns.pattern_time(_kernel("scatter", 65536, pattern_row=1), "float32", roofs_)
+    assert bloom is not None and (bloom.roof, bloom.seconds) == (single.name,
+                                                                 pytest.approx(65536 / 2e8))
+    embedding = patterns.pattern_time(_kernel("scatter", 65536, pattern_row=128), "float32",
+                                      roofs_)
+    assert embedding is not None and embedding.roof == rows.name
+
+
 def test_a_fused_transpose_without_its_own_roof_takes_the_transposes() -> None:
     # 32768 output elements at the float32 transpose roof's 1.5e9 (see the test above).
     t = patterns.pattern_time(_kernel("fused-transpose", 32768), "float32", ROOFS)
@@ -286,7 +302,9 @@ def test_plans_are_small_and_ascending() -> None:
     # rate_for must not have to choose otherwise
     roofs_only = [(k.pattern, k.dtype, k.row) for k in measure.kernels(full) if k.roof]
     assert len(roofs_only) == len(set(roofs_only))
-    assert sum(k.row > 0 for k in measure.kernels(full)) == len(measure.TOP_K_ROWS)
+    rows = sorted((k.pattern, k.row) for k in measure.kernels(full) if k.row)
+    assert rows == [("gather", 1), ("gather", 256), ("scatter", 1), ("scatter", 256),
+                    ("top-k", 1024), ("top-k", 4096)]
 
 
 def test_compiled_programs_are_checked_for_their_pattern() -> None:
@@ -363,7 +381,11 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         assert point["value"] == pytest.approx(point["elements"] / point["seconds"])
         assert e["value"] == point["value"] and point["kernel"]
     assert entries[5]["unit"] == "FLOP/s" and entries[5]["by_size"][0]["elements"] == 2 * 32**3
-    assert [e["roof"] for e in entries] == [True] * 12 + [False] * 3  # the FFT's is a roof too
+    # The FFT's is a roof too; beside the roofs, the 3-D transpose; the gather and the
+    # scatter of scattered elements are roofs of their own row (1 element an index).
+    assert [e["roof"] for e in entries] == [True] * 12 + [False, True, True]
+    assert [e.get("row") for e in (entries[3], entries[4], entries[13], entries[14])] == \
+        [256, 256, 1, 1]
     # (x * 2).T of a 256 x 256 square (rows of a power of two bytes, 1 KiB at least): the
     # output's elements, the broadcast in the copy's loop.
     assert entries[10]["by_size"][0]["elements"] == 256 * 256

@@ -94,7 +94,9 @@ class Pattern:
     name: str | None = None
     size: int = 0
     detail: str | None = None
-    row: int = 0  # a top-k's row length: the length of the last dimension of its operand
+    # Elements per row, where a pattern's rate depends on it: a top-k's row length (the last
+    # dimension of its operand), a gather's slice or a scatter's update window per index.
+    row: int = 0
 
 
 def _plain(shape: Shape | None) -> str:
@@ -496,6 +498,17 @@ def _top_k(inside: Sequence[Instruction]) -> Pattern | None:
                    if operand is not None else None, row)
 
 
+def _scatter_row(scatter: Instruction) -> int:
+    """The elements a scatter writes per index: the product of its update window's dimensions
+    (1 for scattered single elements); 0 where the update shape is not known."""
+    updates = scatter_parts(scatter)[1]
+    shape = updates[0] if updates else None
+    if shape is None or shape.array is None:
+        return 0
+    window = ints_in(scatter.attributes.get("update_window_dims"))
+    return math.prod(shape.array.dims[d] for d in window if d < len(shape.array.dims))
+
+
 def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
     """The kernel's pattern (the first that applies, in this order): ``loop-dot``, ``sort``,
     ``top-k``, ``scatter``, ``gather``, ``variadic-reduction``, ``strided-reduction``,
@@ -534,13 +547,15 @@ def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
         first = scatters[0]
         updates = scatter_parts(first)[1]
         return Pattern("scatter", size, f"updates {_plain(updates[0] if updates else None)} "
-                                        f"into {_plain(first.operand_shapes[0])}")
+                                        f"into {_plain(first.operand_shapes[0])}",
+                       _scatter_row(first))
     gathers = [i for i in inside if i.opcode == "gather"]
     if gathers:
         size = sum(elements_of(i.shape) for i in gathers)
         first = gathers[0]
         return Pattern("gather", size, f"{_plain(first.shape)} gathered from "
-                                       f"{_plain(first.operand_shapes[0])}")
+                                       f"{_plain(first.operand_shapes[0])}",
+                       math.prod(ints_in(first.attributes.get("slice_sizes"))))
     variadic = [i for i in inside if i.opcode == "reduce" and len(i.operands) > 2]
     if variadic:
         size = sum(elements_of(i.operand_shapes[0]) for i in variadic if i.operand_shapes)
