@@ -24,19 +24,21 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
   integers): without a float's NaN tests it ran 4 to 5 times faster on a 2-core CPU.
 * ``gather`` (output elements per second): the roof is ``jnp.take`` of rows of
   :data:`GATHER_ROW` elements of a table (an embedding lookup, a mixture of experts routing its
-  tokens: the bulk of what a training step gathers), and ``jnp.take`` of scattered
-  elements of a vector (a label per row), several times slower per element. Indices are a fixed
-  random permutation, as many as rows (or elements).
+  tokens: the bulk of what a training step gathers); beside it, ``jnp.take`` of scattered
+  elements of a vector as large as the gather (a label per row), several times slower per
+  element, not a roof: its reads miss the caches once the vector outgrows them, while a
+  gather of single elements from a small table (a Bloom filter's) ran nearer the rows' rate.
+  Indices are a fixed random permutation, as many as rows (or elements).
 * ``scatter`` (update elements per second): the roof is ``lax.scatter_add`` of rows of
   :data:`GATHER_ROW` elements into a donated table (an embedding's gradient: what
   ``x.at[idx].add(u)`` runs once its indices are normalised, a kernel of its own), and the
   scatter-add of scattered elements into a vector.
 
-  Both the rows and the scattered elements are roofs (outside quick mode, which measures the
-  rows alone), each with its elements per index (``row``: 256 or 1); the inventory gives a
-  gather its slice and a scatter its update window per index, and the model takes the roof
-  whose row is nearest (in log). On a 2-core CPU a Bloom filter's scatter of single elements
-  ran 5.6 times slower than its price at the rows' rate.
+  The scatter's rows and scattered elements are both roofs (outside quick mode, which
+  measures the rows alone), each with its elements per index (``row``: 256 or 1); the
+  inventory gives a scatter its update window per index (and a gather its slice), and the
+  model takes the roof whose row is nearest (in log). On a 2-core CPU a Bloom filter's
+  scatter of single elements ran 5.6 times slower than its price at the rows' rate.
 * ``sort`` (comparisons per second, n ⌈log2 n⌉ for n keys): the stable ``argsort`` of a
   float32 vector in a random order (a sort of two operands, keys and their indices: how a
   mixture of experts groups its tokens by expert). XLA:CPU calls the comparator once per
@@ -440,7 +442,7 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
            Kernel("variadic-reduction", f"argmax over rows of [R, {REDUCE_COLUMNS}]", True,
                   "int32", sizes, _argmax("int32")),
            Kernel("gather", f"rows of {GATHER_ROW}", True, "float32", sizes,
-                  _gather_rows("float32"), row=GATHER_ROW),
+                  _gather_rows("float32")),
            Kernel("scatter", f"scatter-add of rows of {GATHER_ROW}", True, "float32", sizes,
                   _scatter_add("float32", GATHER_ROW), row=GATHER_ROW),
            Kernel("loop-dot", "a.T @ b.T", True, "float32", plan.dot_sides,
@@ -472,8 +474,8 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
     if plan.variant_sizes:
         out += [Kernel("transpose", f"3-D [{THREE_D_BATCH}, m, m] -> (2, 0, 1)", False,
                        "float32", plan.variant_sizes, _transpose_3d("float32")),
-                Kernel("gather", "scattered elements", True, "float32", plan.variant_sizes,
-                       _gather_elements("float32"), row=1),
+                Kernel("gather", "scattered elements", False, "float32", plan.variant_sizes,
+                       _gather_elements("float32")),
                 Kernel("scatter", "scatter-add of scattered elements", True, "float32",
                        plan.variant_sizes, _scatter_add("float32", 1), row=1)]
     return out
