@@ -107,6 +107,20 @@ def test_gather_and_scatter() -> None:
     assert scatter["pattern_detail"] == "updates f32[4,1,1024] into f32[512,1024]"
 
 
+def test_a_kernel_counts_the_elements_each_of_its_reduce_ops_reads() -> None:
+    def layer_norm(x: Any) -> Any:
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + 1e-5)
+
+    kernels = _kernels(layer_norm, X)
+    reductions = [k for k in kernels if k["category"] == "reduction"]
+    assert reductions
+    # Every reduce reads the whole [512, 1024] input, fused into one kernel or not.
+    assert sum(k["reduced_elements"] for k in reductions) == 2 * X.size
+    assert all(k["reduced_elements"] == 0 for k in kernels if k["category"] != "reduction")
+
+
 def test_an_argmax_is_a_variadic_reduction() -> None:
     k = _only(lambda x: jnp.argmax(x, axis=1), X)  # values and their indices reduced together
     assert (k["pattern"], k["pattern_size"]) == ("variadic-reduction", 512 * 1024)

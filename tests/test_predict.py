@@ -281,6 +281,25 @@ def test_a_reduction_kernel_runs_at_the_row_reduction_rate_of_its_size() -> None
     assert q is not None and memory(q) == pytest.approx(404_000 / 100e9)
 
 
+def test_a_fusion_reducing_its_input_twice_pays_for_both_reductions() -> None:
+    reduce = RateRoof("row reduction float32", "reduce", "float32", 1e9, M, "")
+    roofs = RoofSet("this machine", M, ROOFS.compute, ROOFS.bandwidth, ROOFS.floors,
+                    (*ROOFS.rates, reduce))
+    once = {"flops": 100_000, "flops_by_op": {"stablehlo.reduce": 100_000},
+            "bytes_read": 400_000, "bytes_written": 400_000, "read_by_dtype": {"f32": 400_000},
+            "category": "reduction", "trips": 1, "reduced_elements": 100_000}
+    twice = {**once, "reduced_elements": 200_000}  # a layer norm's mean and variance
+    p, q = (predict.predict_kernel(k, "float32", roofs) for k in (once, twice))
+    assert p is not None and q is not None
+    assert memory(p) == pytest.approx(1e5 / 1e9) and memory(q) == pytest.approx(2e5 / 1e9)
+    # Never fewer than the elements it reads; a document without the field reads them once.
+    fewer = {**once, "reduced_elements": 10}
+    older = {k: v for k, v in once.items() if k != "reduced_elements"}
+    for k in (fewer, older):
+        r = predict.predict_kernel(k, "float32", roofs)
+        assert r is not None and memory(r) == pytest.approx(1e5 / 1e9)
+
+
 def test_a_rate_measured_by_size_loses_the_dispatch_floor() -> None:
     from roofline_report.analysis import roofs as roofs_mod
 

@@ -21,8 +21,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                complex ops, a complex multiply 6 flops where it is counted 1, are priced too:
                :mod:`roofline_report.hlo.uncounted_work`)
     memory   = the largest of: bytes ÷ the bandwidth of the memory level holding them (fresh
-               outputs at the write-new roof, donated buffers in place); for a reduction, its
-               elements ÷ the row-reduction rate at that size
+               outputs at the write-new roof, donated buffers in place); for a reduction, the
+               elements its reduce ops read (at least those it reads; twice for a fusion
+               that reduces its input twice) ÷ the row-reduction rate at that size
     pattern  = for a kernel of a pattern that runs below the streaming roofs (a transposing
                copy, alone, fused into other work or fused with a broadcast, a reduction
                along a non-minor axis or keeping an axis between two it reduces, a gather, a
@@ -226,7 +227,10 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     trans = {_op_name(str(op)): float(v)
              for op, v in (k.get("transcendentals_by_op") or {}).items() if v}
     moved = float(k.get("bytes_read", 0)) + float(k.get("bytes_written", 0))
-    reduced = _elements(k.get("read_by_dtype") or {}, float(k.get("bytes_read", 0))) \
+    # A reduction reads its elements at least once; a fusion of several reduce ops over the
+    # same input (a layer norm's mean and variance in one library kernel) reduces each again.
+    reduced = max(_elements(k.get("read_by_dtype") or {}, float(k.get("bytes_read", 0))),
+                  float(k.get("reduced_elements") or 0)) \
         if k.get("category") == "reduction" else 0.0
     # A kernel writing a donated argument's buffer writes in place: no fresh output.
     fresh = 0.0 if k.get("in_place") else float(k.get("bytes_written", 0))

@@ -403,6 +403,21 @@ def matmul_products(instr: Instruction, module: Module) -> int:
     return max(1, math.prod(lhs.array.dims[d] for d in batch if d < len(lhs.array.dims)))
 
 
+def reduced_elements(instr: Instruction, module: Module) -> int:
+    """The elements the kernel's reduce ops read, summed over them (each reduce's first
+    operand): a fusion that reduces the same input twice (a layer norm's mean and variance,
+    a softmax's maximum and sum, fused into one library kernel) reduces twice the elements
+    it reads. 0 for a kernel without a reduce."""
+    total = 0
+    for i in _fused_instructions(instr, module):
+        if i.opcode != "reduce" or not i.operand_shapes:
+            continue
+        operand = i.operand_shapes[0]
+        if operand is not None and operand.array is not None:
+            total += operand.array.elements
+    return total
+
+
 def patch_conv_flops(instr: Instruction, module: Module) -> int:
     """The flops of the kernel's convolutions whose windows tile their input
     (:func:`~roofline_report.hlo.kernel_cost.tiles_input`): matrix products of patches in

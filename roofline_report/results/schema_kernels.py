@@ -77,6 +77,9 @@ class KernelRecord(Record):
     patch_conv_flops: Count = 0
     # Flops of its grouped convolutions (depthwise ones among them): a roof of their own.
     grouped_conv_flops: Count = 0
+    # Elements its reduce ops read, summed over them (a fusion reducing its input twice counts
+    # it twice); absent from documents written before it was recorded.
+    reduced_elements: Count | None = None
     # The multiply-adds per output element of the largest of them (window elements x input
     # features per group: 9 for a 3x3 depthwise one; 0: none): their rate follows it.
     grouped_conv_taps: Count = 0
