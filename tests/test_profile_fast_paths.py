@@ -16,11 +16,11 @@ import numpy as np
 from roofline_report.ingest import thunk_ends, timeline
 from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
 from roofline_report.results import io
-from roofline_report.traces import events
+from roofline_report.traces import call_samples, events, launches
 from roofline_report.traces.xspace import Event, EventColumns, Line, read_xspace
 
 
-def _shares_reference(leaves: list[events._Kernel], wants: dict[str, int] | None,
+def _shares_reference(leaves: list[launches._Kernel], wants: dict[str, int] | None,
                       cores: int | None) -> list[float]:
     """The shares as first written: each kernel's sum kept on the kernel, part by part."""
     edges: list[tuple[float, int, int]] = []
@@ -52,12 +52,12 @@ def _shares_reference(leaves: list[events._Kernel], wants: dict[str, int] | None
                                                                        strict=True)]
 
 
-def _random_leaves(rng: random.Random, n: int) -> list[events._Kernel]:
+def _random_leaves(rng: random.Random, n: int) -> list[launches._Kernel]:
     leaves = []
     for i in range(n):
         start = rng.uniform(0, 1000) * 1.1
-        event = events._Event(0, start, start + rng.uniform(0, 50), {}, None)
-        k = events._Kernel(event, f"op{i % 4}", None, event.end + rng.uniform(0, 80))
+        event = launches._Event(0, start, start + rng.uniform(0, 50), {}, None)
+        k = launches._Kernel(event, f"op{i % 4}", None, event.end + rng.uniform(0, 80))
         k.self_ns = k.end - start
         k.busy_ns = event.end - start
         leaves.append(k)
@@ -68,17 +68,17 @@ def test_shares_sum_each_part_as_the_plain_loop_did() -> None:
     rng = random.Random(36)
     for trial in range(200):
         leaves = _random_leaves(rng, rng.randint(1, 30))
-        events._waits(leaves)
+        launches._waits(leaves)
         wants = {"op0": 1, "op1": 3, "op2": 8} if trial % 3 else None
         cores = [None, 2, 4][trial % 3]
         expected = _shares_reference(leaves, wants, cores)
-        events._shares(leaves, wants, cores)
+        launches._shares(leaves, wants, cores)
         # Exactly: the same parts added in the same order, not merely close.
         assert [k.shared_ns for k in leaves] == expected
         assert any(s > 0 for s in expected)
 
 
-def _sequential_leaves(rng: random.Random, n: int, overlap: bool) -> list[events._Kernel]:
+def _sequential_leaves(rng: random.Random, n: int, overlap: bool) -> list[launches._Kernel]:
     """Launches one after another (each span ends before the next starts; some touching, some
     of no duration, some completing after their event), or, with ``overlap``, one of them
     starting inside the previous one's span."""
@@ -90,8 +90,8 @@ def _sequential_leaves(rng: random.Random, n: int, overlap: bool) -> list[events
             start = leaves[-1].event.start + rng.uniform(0, leaves[-1].end
                                                           - leaves[-1].event.start)
         own = 0.0 if rng.random() < 0.1 else rng.uniform(0, 50)
-        event = events._Event(0, start, start + own, {}, None)
-        k = events._Kernel(event, f"op{i % 3}", None,
+        event = launches._Event(0, start, start + own, {}, None)
+        k = launches._Kernel(event, f"op{i % 3}", None,
                            event.end + (0.0 if rng.random() < 0.4 else rng.uniform(0, 80)))
         k.self_ns, k.busy_ns = k.end - start, own
         leaves.append(k)
@@ -107,11 +107,11 @@ def test_a_call_of_launches_one_after_another_takes_the_plain_paths_figures() ->
         leaves = _sequential_leaves(rng, rng.randint(1, 12), overlap)
         wants = {"op0": 1, "op1": 3} if trial % 2 else None
         cores = [None, 2, 4][trial % 3]
-        plain = [events._Kernel(k.event, k.op, k.run, k.end, k.self_ns, k.busy_ns)
+        plain = [launches._Kernel(k.event, k.op, k.run, k.end, k.self_ns, k.busy_ns)
                  for k in leaves]
-        events._waits(plain)
-        events._shares(plain, wants, cores)
-        if events._alone(leaves):
+        launches._waits(plain)
+        launches._shares(plain, wants, cores)
+        if launches._alone(leaves):
             fast += 1
             # Exactly the same figures, to the last bit.
             assert [(k.waited_ns, k.shared_ns) for k in leaves] == \
@@ -122,14 +122,60 @@ def test_a_call_of_launches_one_after_another_takes_the_plain_paths_figures() ->
     assert fast > 200
 
 
+def _copied(runs: list[list[launches._Kernel]]) -> list[list[launches._Kernel]]:
+    return [[launches._Kernel(k.event, k.op, k.run, k.end, k.self_ns, k.busy_ns) for k in run]
+            for run in runs]
+
+
+def test_calls_sampled_as_columns_match_the_calls_sampled_one_at_a_time() -> None:
+    rng = random.Random(3607)
+    for trial in range(60):
+        runs: list[list[launches._Kernel]] = []
+        for _ in range(rng.randint(1, 40)):
+            leaves = _sequential_leaves(rng, rng.randint(1, 8), rng.random() < 0.25)
+            # Control flow: a while loop's launch around some of the call's kernels, or a
+            # call of control flow alone, or a call sharing its time with the one before.
+            if rng.random() < 0.3:
+                outer = launches._Event(0, leaves[0].event.start - 5, leaves[-1].end + 5, {},
+                                        None)
+                loop = launches._Kernel(outer, "while.1", None, outer.end, 3.0, 2.0)
+                leaves = [loop, *leaves] if rng.random() < 0.8 else [loop]
+            if runs and rng.random() < 0.1:
+                shift = runs[-1][0].event.start + 1 - leaves[0].event.start
+                for k in leaves:
+                    k.event = launches._Event(0, k.event.start + shift, k.event.end + shift,
+                                              {}, None)
+                    k.end += shift
+            runs.append(leaves)
+        runs.sort(key=lambda ks: min(k.event.start for k in ks))
+        starts = sorted(k.event.start - rng.uniform(0, 30) for run in runs
+                        for k in run[:1] if rng.random() < 0.7)
+        wants = {"op0": 1, "op1": 3} if trial % 2 else None
+        cores = [None, 2, 4][trial % 3]
+        div = 1 if trial % 5 else 3
+
+        def is_kernel(op: str) -> bool:
+            return not op.startswith("while")
+
+        each = call_samples.sample_calls_each(_copied(runs), is_kernel, starts, div, wants,
+                                              cores)
+        columns = call_samples.sample_calls(_copied(runs), is_kernel, starts, div, wants,
+                                            cores)
+        # The same records, to the last bit.
+        assert columns.calls == each.calls
+        assert columns.rows() == each.rows()
+        assert columns.unmatched == each.unmatched
+    assert call_samples.sample_calls([], is_kernel, [], 1).calls == []
+
+
 def test_shares_of_two_kernels_side_by_side() -> None:
-    a = events._Kernel(events._Event(0, 0.0, 10.0, {}, None), "a", None, 10.0, self_ns=10.0)
-    b = events._Kernel(events._Event(1, 5.0, 15.0, {}, None), "b", None, 15.0, self_ns=10.0)
+    a = launches._Kernel(launches._Event(0, 0.0, 10.0, {}, None), "a", None, 10.0, self_ns=10.0)
+    b = launches._Kernel(launches._Event(1, 5.0, 15.0, {}, None), "b", None, 15.0, self_ns=10.0)
     for k in (a, b):
         k.running = [(k.event.start, k.event.end)]
-    events._shares([a, b])
+    launches._shares([a, b])
     assert (a.shared_ns, b.shared_ns) == (7.5, 7.5)  # 5 alone, 5 halved
-    events._shares([a, b], {"a": 1, "b": 1}, 2)  # two cores: neither slows the other
+    launches._shares([a, b], {"a": 1, "b": 1}, 2)  # two cores: neither slows the other
     assert (a.shared_ns, b.shared_ns) == (10.0, 10.0)
 
 

@@ -35,48 +35,22 @@ another profiler was already running).
 from __future__ import annotations
 
 import bisect
-import math
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-from roofline_report.quantiles import median
+from roofline_report.traces.call_samples import sample_calls
+from roofline_report.traces.launches import _Event, _Kernel
 
 __all__ = ["is_execute", "kernel_times", "xspace_text"]
 
 _CONTROL_OPS = ("while", "conditional", "call")
-
-
-@dataclass(slots=True)
-class _Event:  # not frozen: a frozen dataclass is three times slower to build
-    line: int
-    start: float  # ns
-    end: float  # ns
-    stats: Mapping[str, Any]
-    run: Any  # its run_id stat, or the run its line gives it
-
-    @property
-    def duration(self) -> float:
-        return self.end - self.start
-
-
-@dataclass(slots=True)
-class _Kernel:
-    event: _Event
-    op: str
-    run: Any
-    end: float
-    self_ns: float = 0.0  # launch to completion, less nested kernels
-    busy_ns: float = 0.0  # the event's own duration, less nested kernels
-    waited_ns: float = 0.0  # of self_ns, queued behind other kernels' events (:func:`_waits`)
-    shared_ns: float = 0.0  # its running time, each instant split among the kernels running
-    running: list[tuple[float, float]] = field(default_factory=list)  # when it ran (ns)
 
 
 @dataclass(slots=True)
@@ -181,133 +155,6 @@ def _modules_seen(profile: Any) -> list[str]:
                         seen.add(str(stats["hlo_module"]))
     return sorted(seen)
 
-
-def _union(intervals: Iterable[tuple[float, float]]) -> float:
-    """The length of the union of ``intervals``."""
-    return sum(end - start for start, end in _merged(intervals))
-
-
-def _waits(leaves: list[_Kernel]) -> None:
-    """Each launch's wait: the time between the end of its own event and its completion during
-    which another kernel's event ran, counting only the events that ended before it completed.
-    On a CPU an asynchronous kernel's remaining partitions queue behind the work another
-    kernel gave the same worker threads and complete after it; that queueing is the other
-    kernel's cost, not this one's. A kernel that completes while another kernel's event still
-    runs was running beside it, not queued behind it, and keeps that time. Also sets each
-    launch's ``running`` intervals: its own event, and the rest of its span outside the wait."""
-    events = sorted((k.event.start, k.event.end) for k in leaves)
-    starts = [s for s, _ in events]
-    longest = max((e - s for s, e in events), default=0.0)
-    for k in leaves:
-        lo, hi = k.event.end, k.end
-        k.running = [(k.event.start, k.event.end)] if k.event.end > k.event.start else []
-        waited = 0.0
-        if hi > lo:
-            first = bisect.bisect_left(starts, lo - longest)
-            last = bisect.bisect_left(starts, hi)
-            # Its own event ends at lo, so it adds nothing to [lo, hi].
-            queued = _merged((max(lo, s), min(hi, e)) for s, e in events[first:last]
-                             if e <= hi and e > lo and s < hi)
-            waited = sum(e - s for s, e in queued)
-            k.running += _gaps(queued, lo, hi)
-        k.waited_ns = max(0.0, min(waited, k.self_ns - k.busy_ns))
-
-
-def _alone(leaves: list[_Kernel]) -> bool:
-    """Whether each launch of a call (in start order) ran from launch to completion with no
-    other launch's span overlapping its own, as in most calls of a long trace; if so, each gets
-    what :func:`_waits` and :func:`_shares` would give it, without their sweeps: no wait, and
-    its own event then the rest of its span, whole (its running intervals summed in the order
-    :func:`_shares` adds them, so the sums are the same to the last bit). False, with nothing
-    set, where any two overlap or the order is not by start."""
-    reach = -math.inf
-    previous = -math.inf
-    for k in leaves:
-        start = k.event.start
-        if start < reach or start < previous:
-            return False
-        previous = start
-        reach = max(reach, k.end, k.event.end)
-    for k in leaves:
-        start, own_end, end = k.event.start, k.event.end, k.end
-        total = 0.0
-        if own_end > start:
-            total += own_end - start
-        if end > own_end:
-            total += end - own_end
-        k.waited_ns = 0.0
-        k.shared_ns = max(0.0, min(total, k.self_ns))
-    return True
-
-
-def _merged(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The union of ``intervals`` as disjoint intervals in time order."""
-    out: list[tuple[float, float]] = []
-    for start, end in sorted(intervals):
-        if end <= start:
-            continue
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((start, end))
-    return out
-
-
-def _gaps(covered: list[tuple[float, float]], lo: float, hi: float
-          ) -> list[tuple[float, float]]:
-    """The parts of [lo, hi] that the disjoint, ordered ``covered`` intervals leave out."""
-    out: list[tuple[float, float]] = []
-    at = lo
-    for start, end in covered:
-        if start > at:
-            out.append((at, start))
-        at = max(at, end)
-    if hi > at:
-        out.append((at, hi))
-    return out
-
-
-def _shares(leaves: list[_Kernel], wants: Mapping[str, int] | None = None,
-            cores: int | None = None) -> None:
-    """Each launch's share of the machine (after :func:`_waits`): over the intervals it ran,
-    each instant counts the fraction of its own speed alone that the machine could give it.
-    With the threads each kernel keeps busy alone (``wants``, by kernel; a kernel not named
-    wants every core) and the machine's ``cores``: kernels that together want no more than the
-    cores each run as fast as alone and count the whole instant; past that, the cores are
-    split in proportion and each counts cores ÷ (threads wanted) of it. Without them, each of
-    n kernels running counts 1/n (each would fill the machine alone, as on a GPU). Kernels the
-    runtime runs at the same time (independent kernels on different worker threads, or on
-    different streams of a GPU) then take longer than they would alone by just that factor."""
-    edges: list[tuple[float, int, int]] = []
-    supply = float(cores) if cores else 1.0
-    demand = [supply] * len(leaves)
-    if cores and wants is not None:
-        for i, k in enumerate(leaves):
-            demand[i] = float(min(cores, max(1, wants.get(k.op, cores))))
-    add = edges.append
-    for i, k in enumerate(leaves):
-        for start, end in k.running:
-            if end > start:
-                add((start, 1, i))
-                add((end, -1, i))
-    edges.sort(key=itemgetter(0, 1))
-    shared = [0.0] * len(leaves)  # each kernel's sum, its parts added in time order
-    active: set[int] = set()
-    wanted = 0.0  # threads the active kernels want (whole numbers: no rounding drift)
-    at = 0.0
-    for t, step, i in edges:
-        if active and t > at:
-            part = (t - at) * min(1.0, supply / wanted)
-            for j in active:
-                shared[j] += part
-        at = t
-        wanted += step * demand[i]
-        if step > 0:
-            active.add(i)
-        else:
-            active.discard(i)
-    for k, total in zip(leaves, shared, strict=True):
-        k.shared_ns = max(0.0, min(total, k.self_ns - k.waited_ns))
 
 
 def _module_matches(stat: Any, module: str | None) -> bool:
@@ -470,39 +317,15 @@ def kernel_times(
     del items
     per_call_div = calls if len(ordered_runs) == 1 and calls > 1 else 1
 
-    samples = _Samples()
-    previous_end = float("-inf")
-    ns = 1e-9 / per_call_div
-    kernel_ops: dict[str, bool] = {}  # op -> is_kernel(op), asked once per op
-    for index, run in enumerate(ordered_runs):
-        ordered_runs[index] = []  # its launches: not needed past this call
-        leaves: list[_Kernel] = []
-        control: list[_Kernel] = []
-        for k in run:
-            flag = kernel_ops.get(k.op)
-            if flag is None:
-                flag = kernel_ops[k.op] = is_kernel(k.op)
-            (leaves if flag else control).append(k)
-        if control:
-            samples.unmatched |= {k.op for k in control}
-        if not leaves:
-            continue
-        first = min([k.event.start for k in run])  # control flow around kernels included
-        last = max([k.end for k in run])
-        start = _call_start(execute_starts, previous_end, first)
-        previous_end = last
-        control_ns = sum([k.self_ns for k in control])
-        samples.calls.append(_call_times(leaves, control_ns, start, first, last, ns))
-        if not _alone(leaves):
-            _waits(leaves)
-            _shares(leaves, wants, cores)
-        samples.add_kernels(leaves, ns, per_call_div)
+    traced = len(ordered_runs)
+    samples = sample_calls(ordered_runs, is_kernel, execute_starts, per_call_div, wants,
+                           cores)  # empties ordered_runs: its launches are released
     if not samples.calls:
         return {"available": False,
                 "reason": "the trace's events match no kernel of the compiled program"}
     notes = []
-    if len(samples.calls) < len(ordered_runs):
-        notes.append(f"{len(ordered_runs) - len(samples.calls)} traced call(s) held no kernel "
+    if len(samples.calls) < traced:
+        notes.append(f"{traced - len(samples.calls)} traced call(s) held no kernel "
                      "event")
     if per_call_div > 1:
         notes.append(f"the trace's events carry no run id: its {calls} calls are one sample, "
@@ -559,78 +382,6 @@ def _ordered_runs(items: list[_Kernel]) -> list[list[_Kernel]]:
         runs[None] = items
     return sorted(runs.values(), key=lambda ks: min(k.event.start for k in ks))
 
-
-def _call_start(execute_starts: Sequence[float], previous_end: float, first: float) -> float:
-    """When a call starts: at the runtime's last execute event before its first kernel (and
-    after the previous call's kernels), else at that kernel; the kernels may run on another
-    thread. ``execute_starts``: the execute events' starts, in order."""
-    i = bisect.bisect_right(execute_starts, first) - 1
-    if i >= 0 and execute_starts[i] >= previous_end:
-        return execute_starts[i]
-    return first
-
-
-def _call_times(leaves: list[_Kernel], control_ns: float, start: float, first: float,
-                last: float, ns: float) -> dict[str, float]:
-    """One call's wall time, the time during which a kernel ran, and the rest by cause
-    (seconds: ``ns`` converts nanoseconds, per call)."""
-    wall = max(last - start, 1e-9)
-    union = _union((k.event.start, k.end) for k in leaves)
-    loop_control = min(control_ns, max(0.0, wall - union))
-    return {
-        "program_s": wall * ns,
-        "busy_s": union * ns,
-        "dispatch_s": (first - start) * ns,
-        "loop_control_s": loop_control * ns,
-        "gaps_s": max(0.0, wall - union - (first - start) - loop_control) * ns,
-    }
-
-
-@dataclass(slots=True)
-class _Samples:
-    """The samples gathered call by call: per kernel its spans, busy times and launches (one
-    per call in which it ran), the calls' times, and the ops that matched no kernel."""
-
-    span: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    own: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    wait: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    share: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    launches: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    at: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # call indices
-    calls: list[dict[str, float]] = field(default_factory=list)
-    unmatched: set[str] = field(default_factory=set)
-
-    def add_kernels(self, leaves: list[_Kernel], ns: float, per_call_div: int) -> None:
-        """One sample per kernel that ran in this call: its summed span, busy time, launches."""
-        # Per op: [span, busy, wait, share, launches], each sum from 0 as the kernels come.
-        sums: dict[str, list[float]] = {}
-        for k in leaves:
-            acc = sums.get(k.op)
-            if acc is None:
-                sums[k.op] = [0.0 + k.self_ns, 0.0 + k.busy_ns, 0.0 + k.waited_ns,
-                              0.0 + k.shared_ns, 1]
-            else:
-                acc[0] += k.self_ns
-                acc[1] += k.busy_ns
-                acc[2] += k.waited_ns
-                acc[3] += k.shared_ns
-                acc[4] += 1
-        call = len(self.calls) - 1
-        for op, (span, busy, wait, share, count) in sums.items():
-            self.span[op].append(round(span * ns, 12))
-            self.own[op].append(round(busy * ns, 12))
-            self.wait[op].append(round(wait * ns, 12))
-            self.share[op].append(round(share * ns, 12))
-            self.launches[op].append(count / per_call_div)
-            self.at[op].append(call)
-
-    def rows(self) -> list[dict[str, Any]]:
-        """The kernels' records, the longest median busy time first."""
-        order = sorted(self.span, key=lambda op: (-(median(self.own[op]) or 0.0), op))
-        return [{"name": op, "launches": self.launches[op], "busy_s": self.own[op],
-                 "span_s": self.span[op], "wait_s": self.wait[op], "share_s": self.share[op],
-                 **({"calls_at": self.at[op]} if len(self.at[op]) != len(self.calls) else {})}
-                for op in order]
 
 
 def _stat_text(key: int, value: Any) -> str:

@@ -1,0 +1,270 @@
+"""One sample per traced call: the call's times, and each kernel's sums over its launches in
+the call (pure: no jax). :func:`sample_calls` is what :func:`roofline_report.traces.events.
+kernel_times` gathers after it has the launches of each call."""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from roofline_report.quantiles import median
+from roofline_report.traces.launches import _alone, _Kernel, _shares, _union, _waits
+
+
+def _call_start(execute_starts: Sequence[float], previous_end: float, first: float) -> float:
+    """When a call starts: at the runtime's last execute event before its first kernel (and
+    after the previous call's kernels), else at that kernel; the kernels may run on another
+    thread. ``execute_starts``: the execute events' starts, in order."""
+    i = bisect.bisect_right(execute_starts, first) - 1
+    if i >= 0 and execute_starts[i] >= previous_end:
+        return execute_starts[i]
+    return first
+
+
+def _call_times(leaves: list[_Kernel], control_ns: float, start: float, first: float,
+                last: float, ns: float) -> dict[str, float]:
+    """One call's wall time, the time during which a kernel ran, and the rest by cause
+    (seconds: ``ns`` converts nanoseconds, per call)."""
+    wall = max(last - start, 1e-9)
+    union = _union((k.event.start, k.end) for k in leaves)
+    loop_control = min(control_ns, max(0.0, wall - union))
+    return {
+        "program_s": wall * ns,
+        "busy_s": union * ns,
+        "dispatch_s": (first - start) * ns,
+        "loop_control_s": loop_control * ns,
+        "gaps_s": max(0.0, wall - union - (first - start) - loop_control) * ns,
+    }
+
+
+@dataclass(slots=True)
+class _Samples:
+    """The samples gathered call by call: per kernel its spans, busy times and launches (one
+    per call in which it ran), the calls' times, and the ops that matched no kernel."""
+
+    span: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    own: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    wait: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    share: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    launches: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    at: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # call indices
+    calls: list[dict[str, float]] = field(default_factory=list)
+    unmatched: set[str] = field(default_factory=set)
+
+    def add_kernels(self, leaves: list[_Kernel], ns: float, per_call_div: int) -> None:
+        """One sample per kernel that ran in this call: its summed span, busy time, launches."""
+        # Per op: [span, busy, wait, share, launches], each sum from 0 as the kernels come.
+        sums: dict[str, list[float]] = {}
+        for k in leaves:
+            acc = sums.get(k.op)
+            if acc is None:
+                sums[k.op] = [0.0 + k.self_ns, 0.0 + k.busy_ns, 0.0 + k.waited_ns,
+                              0.0 + k.shared_ns, 1]
+            else:
+                acc[0] += k.self_ns
+                acc[1] += k.busy_ns
+                acc[2] += k.waited_ns
+                acc[3] += k.shared_ns
+                acc[4] += 1
+        call = len(self.calls) - 1
+        for op, (span, busy, wait, share, count) in sums.items():
+            self.span[op].append(round(span * ns, 12))
+            self.own[op].append(round(busy * ns, 12))
+            self.wait[op].append(round(wait * ns, 12))
+            self.share[op].append(round(share * ns, 12))
+            self.launches[op].append(count / per_call_div)
+            self.at[op].append(call)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The kernels' records, the longest median busy time first."""
+        order = sorted(self.span, key=lambda op: (-(median(self.own[op]) or 0.0), op))
+        return [{"name": op, "launches": self.launches[op], "busy_s": self.own[op],
+                 "span_s": self.span[op], "wait_s": self.wait[op], "share_s": self.share[op],
+                 **({"calls_at": self.at[op]} if len(self.at[op]) != len(self.calls) else {})}
+                for op in order]
+
+
+def sample_calls_each(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool],
+                      execute_starts: Sequence[float], per_call_div: int,
+                      wants: Mapping[str, int] | None = None,
+                      cores: int | None = None) -> _Samples:
+    """:func:`sample_calls` one call at a time, each call's launches as objects: the
+    definition the columnar version is held to (to the last bit)."""
+    samples = _Samples()
+    previous_end = float("-inf")
+    ns = 1e-9 / per_call_div
+    kernel_ops: dict[str, bool] = {}  # op -> is_kernel(op), asked once per op
+    for run in runs:
+        leaves: list[_Kernel] = []
+        control: list[_Kernel] = []
+        for k in run:
+            flag = kernel_ops.get(k.op)
+            if flag is None:
+                flag = kernel_ops[k.op] = is_kernel(k.op)
+            (leaves if flag else control).append(k)
+        if control:
+            samples.unmatched |= {k.op for k in control}
+        if not leaves:
+            continue
+        first = min([k.event.start for k in run])  # control flow around kernels included
+        last = max([k.end for k in run])
+        start = _call_start(execute_starts, previous_end, first)
+        previous_end = last
+        control_ns = sum([k.self_ns for k in control])
+        samples.calls.append(_call_times(leaves, control_ns, start, first, last, ns))
+        if not _alone(leaves):
+            _waits(leaves)
+            _shares(leaves, wants, cores)
+        samples.add_kernels(leaves, ns, per_call_div)
+    return samples
+
+
+def _floats(values: Iterable[float], count: int) -> np.ndarray:
+    return np.fromiter(values, dtype=np.float64, count=count)
+
+
+def sample_calls(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool],
+                 execute_starts: Sequence[float], per_call_div: int,
+                 wants: Mapping[str, int] | None = None,
+                 cores: int | None = None) -> _Samples:
+    """One sample per call (``runs``: each call's launches in start order, calls in time
+    order) that ran a kernel (``is_kernel``; the other launches are control flow): the call's
+    times (:func:`_call_times`: from the last of ``execute_starts`` before its first launch)
+    and per kernel its sums over its launches, each divided by ``per_call_div``.
+
+    The launches are taken as columns: a long trace has hundreds of thousands of calls of a
+    few launches each, and the work per call is the same arithmetic on every call. A call in
+    which some launch overlaps another (:func:`_alone` false: its waits and shares need their
+    sweeps) is computed as :func:`sample_calls_each` computes it. The sums are taken in the
+    same order as there, so the two agree to the last bit. ``runs`` is emptied: its launches
+    are released once read, but for those of the calls computed one at a time."""
+    samples = _Samples()
+    flat = [k for run in runs for k in run]
+    n = len(flat)
+    if not n:
+        return samples
+    ns = 1e-9 / per_call_div
+    sizes = np.fromiter((len(run) for run in runs), dtype=np.int64, count=len(runs))
+    call_of = np.repeat(np.arange(len(runs)), sizes)
+    op_index: dict[str, int] = {}
+    op_id = np.fromiter((op_index.setdefault(k.op, len(op_index)) for k in flat),
+                        dtype=np.int64, count=n)
+    op_names = list(op_index)
+    leaf = np.array([bool(is_kernel(op)) for op in op_names], dtype=bool)[op_id]
+    samples.unmatched |= {op_names[i] for i in np.unique(op_id[~leaf]).tolist()}
+
+    ev_start = _floats((k.event.start for k in flat), n)
+    ev_end = _floats((k.event.end for k in flat), n)
+    end = _floats((k.end for k in flat), n)
+    self_ns = _floats((k.self_ns for k in flat), n)
+    busy_ns = _floats((k.busy_ns for k in flat), n)
+
+    calls = len(runs)
+    kept = np.flatnonzero(np.bincount(call_of[leaf], minlength=calls) > 0)
+    if not kept.size:
+        return samples
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    first = np.minimum.reduceat(ev_start, offsets)[kept]  # control flow around kernels too
+    last = np.maximum.reduceat(end, offsets)[kept]
+    previous_end = np.concatenate(([-np.inf], last[:-1]))
+    start = first
+    executes = np.asarray(execute_starts, dtype=np.float64)
+    if executes.size:
+        at = np.searchsorted(executes, first, side="right") - 1
+        before = executes[np.maximum(at, 0)]
+        start = np.where((at >= 0) & (before >= previous_end), before, first)
+    control_ns = np.bincount(call_of[~leaf], weights=self_ns[~leaf], minlength=calls)[kept]
+
+    # Which calls ran their launches one after another (as _alone asks, against the reach
+    # of every earlier launch, not only the call's own: a call failing only that is computed
+    # one launch at a time, as any call with an overlap is).
+    rows = np.flatnonzero(leaf)
+    reach = np.maximum(end[rows], ev_end[rows])
+    before_reach = np.concatenate(([-np.inf], np.maximum.accumulate(reach)[:-1]))
+    overlapping = np.bincount(call_of[rows][ev_start[rows] < before_reach], minlength=calls)
+    alone = overlapping == 0
+
+    # The launches of the calls computed one at a time are all that is kept of the objects.
+    position = np.cumsum(sizes) - sizes
+    plain = {call: flat[int(position[call]):int(position[call] + sizes[call])]
+             for call in kept[~alone[kept]].tolist()}
+    del flat
+    runs.clear()
+
+    # Alone: no wait, and a share of its own event then the rest of its span, whole.
+    total = np.where(ev_end > ev_start, ev_end - ev_start, 0.0)
+    total += np.where(end > ev_end, end - ev_end, 0.0)
+    shared = np.where(self_ns < total, self_ns, total)
+    del total
+    shared[shared <= 0.0] = 0.0
+    waited = np.zeros(n)
+    # Alone: the launches' union, touching ones merged as _merged merges them.
+    union = np.zeros(calls)
+    spans = rows[alone[call_of[rows]] & (end[rows] > ev_start[rows])]
+    if spans.size:
+        c, s, e = call_of[spans], ev_start[spans], end[spans]
+        new = np.ones(len(spans), dtype=bool)
+        new[1:] = (c[1:] != c[:-1]) | (s[1:] > e[:-1])
+        heads = np.flatnonzero(new)
+        tails = np.concatenate((heads[1:] - 1, [len(spans) - 1]))
+        union = np.bincount(c[heads], weights=e[tails] - s[heads],
+                            minlength=calls).astype(np.float64)
+
+    # The others, a call at a time.
+    for call, launches in plain.items():
+        at_call = int(position[call])
+        leaves = [k for k, is_leaf in zip(launches, leaf[at_call:at_call + len(launches)],
+                                          strict=True) if is_leaf]
+        _waits(leaves)
+        _shares(leaves, wants, cores)
+        union[call] = _union((k.event.start, k.end) for k in leaves)
+        for j, k in enumerate(launches):
+            waited[at_call + j] = k.waited_ns
+            shared[at_call + j] = k.shared_ns
+
+    span_of_call = last - start
+    wall = np.where(span_of_call > 1e-9, span_of_call, 1e-9)
+    covered = union[kept]
+    free = wall - covered
+    idle = np.where(free > 0.0, free, 0.0)
+    loop_control = np.where(idle < control_ns, idle, control_ns)
+    dispatch = first - start
+    gaps = wall - covered - dispatch - loop_control
+    gaps = np.where(gaps > 0.0, gaps, 0.0)
+    samples.calls = [
+        {"program_s": a, "busy_s": b, "dispatch_s": d, "loop_control_s": lc, "gaps_s": g}
+        for a, b, d, lc, g in zip((wall * ns).tolist(), (covered * ns).tolist(),
+                                  (dispatch * ns).tolist(), (loop_control * ns).tolist(),
+                                  (gaps * ns).tolist(), strict=True)]
+
+    # Per kernel and call: its launches' sums, in launch order (as add_kernels sums them).
+    ordinal = np.full(calls, -1, dtype=np.int64)
+    ordinal[kept] = np.arange(len(kept))
+    width = len(op_names)
+    keys = ordinal[call_of[rows]] * width + op_id[rows]
+    groups, which = np.unique(keys, return_inverse=True)
+    sums = [np.bincount(which, weights=values[rows], minlength=len(groups)) * ns
+            for values in (self_ns, busy_ns, waited, shared)]
+    counts = np.bincount(which, minlength=len(groups)) / per_call_div
+    group_call, group_op = np.divmod(groups, width)
+    order = np.lexsort((group_call, group_op))  # by kernel, then call
+    span_s, busy_s, wait_s, share_s = ([round(v, 12) for v in column[order].tolist()]
+                                       for column in sums)
+    launch_count = counts[order].tolist()
+    call_index = group_call[order].tolist()
+    op_of = group_op[order]
+    bounds = np.flatnonzero(np.diff(op_of)) + 1
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(order)], strict=True):
+        op = op_names[int(op_of[lo])]
+        samples.span[op] = span_s[lo:hi]
+        samples.own[op] = busy_s[lo:hi]
+        samples.wait[op] = wait_s[lo:hi]
+        samples.share[op] = share_s[lo:hi]
+        samples.launches[op] = launch_count[lo:hi]
+        samples.at[op] = call_index[lo:hi]
+    return samples
