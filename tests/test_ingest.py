@@ -186,6 +186,8 @@ def test_roofs_in_order_of_preference(documents: dict[str, Any]) -> None:
     assert "No roofs: the machine that ran the trace is cpu" in md
     assert "--preset NAME" in md and "--ceilings FILE" in md
     assert "100 GFLOP/s" not in md and "20 GB/s" not in md  # never the seed's budgets
+    # The figure of the programs' achieved rates says it draws no roof, not an empty list.
+    assert "Roofs: none." in md and "Roofs: ;" not in md
     with_preset = read_profile(TRACES / "softmax", preset="h200")
     preset_data = results_document(with_preset)
     assert preset_data["options"]["preset"] == "H200"

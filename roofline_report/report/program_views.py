@@ -482,7 +482,8 @@ def _roof_list(s: RoofSet) -> str:
     rest = len(s.compute) + len(s.bandwidth) - len(computes) - len(slopes)
     more = (f" ({plural(rest, 'more roof', 'more roofs')} in the table beside the figure)"
             if rest else "")
-    return f"{compute}; {memory}{more}"
+    drawn = "; ".join(part for part in (compute, memory) if part)
+    return f"{drawn}{more}" if drawn else f"none{more}"
 
 
 # --- the summary: every program, and what could save the most time ----------------------------
