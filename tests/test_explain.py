@@ -65,6 +65,21 @@ def test_each_reason_follows_from_its_evidence() -> None:
         "unknown: slower than predicted, with no evidence of a cause here")
 
 
+def test_page_faults_counted_while_timed_explain_a_slow_program() -> None:
+    p = _prediction(100e-6)
+    # 200 faults a call at 1 us each: 200 us of a 300 us call predicted at 100 us.
+    why = _why(p, 300e-6, page_faults=200.0, fault_s=1e-6)
+    assert why.startswith("fresh pages: while it was timed the process took 200 page faults "
+                          "a call (counted), 200 µs at the measured cost")
+    assert "none predicted" in why
+    # A few faults do not explain the miss; nor do any without a measured cost of one.
+    assert "fresh pages" not in _why(p, 300e-6, page_faults=10.0, fault_s=1e-6)
+    assert "fresh pages" not in _why(p, 300e-6, page_faults=200.0)
+    # Faster than predicted: faults are no reason for that.
+    assert "fresh pages" not in _why(_prediction(300e-6), 100e-6, page_faults=200.0,
+                                     fault_s=1e-6)
+
+
 def test_faster_than_the_dispatch_floor_is_said_so() -> None:
     tiny = _prediction(9e-6, compute=1e-7, memory=1e-6, overhead=8e-6)
     why = _why(tiny, 5.5e-6)

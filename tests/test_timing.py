@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 from collections.abc import Callable
 
 import numpy as np
@@ -104,6 +105,39 @@ def test_timing_json_shape_and_round_trip() -> None:
     assert data["per_call_s"] == [1e-3, 2e-3, 3e-3] and data["inner_reps"] == 8
     assert t.seconds == t.per_call.own == 1.5e-3  # the first quartile: the one time per call
     assert Timing.from_json(json.loads(json.dumps(data, allow_nan=False))) == t
+
+
+def test_page_faults_counted_while_timed_round_trip_and_are_checked() -> None:
+    t = Timing(Stats([1e-3, 2e-3]), 4, 1e-9, 1e-3, "m", page_faults=12.5)
+    data = t.to_json()
+    assert data["page_faults_per_call"] == 12.5
+    assert Timing.from_json(json.loads(json.dumps(data))) == t
+    for bad in (-1, True, "many", float("nan")):
+        with pytest.raises(InputError, match="page_faults_per_call"):
+            Timing.from_json({**data, "page_faults_per_call": bad})
+
+
+@pytest.mark.skipif(timing.minor_faults() is None, reason="the system counts no page faults")
+def test_measure_counts_the_page_faults_of_the_timed_calls_only() -> None:
+    pages = 2048
+
+    def allocating(n: int) -> None:  # n fresh mappings, each page written once
+        for _ in range(n):
+            with mmap.mmap(-1, pages * mmap.PAGESIZE) as fresh:
+                if hasattr(mmap, "MADV_NOHUGEPAGE"):  # 4 KiB pages, one fault each
+                    fresh.madvise(mmap.MADV_NOHUGEPAGE)
+                for at in range(0, pages * mmap.PAGESIZE, mmap.PAGESIZE):
+                    fresh[at] = 1
+
+    counted = timing.measure(allocating, samples=3, min_sample_seconds=1e-4, max_inner=2,
+                             count_faults=True)
+    assert counted.page_faults is not None and counted.page_faults >= 0.9 * pages
+    # Work outside the timed calls (fresh inputs made before each sample) is not counted.
+    quiet = timing.measure(lambda n: None, samples=3, min_sample_seconds=1e-4, max_inner=2,
+                           count_faults=True, prepare=allocating)
+    assert quiet.page_faults is not None and quiet.page_faults < 0.1 * pages
+    assert timing.measure(lambda n: None, samples=2, min_sample_seconds=1e-4,
+                          max_inner=2).page_faults is None
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ from roofline_report.analysis.records import (
     SweepPoint,
 )
 from roofline_report.analysis.roof_check import roof_check
-from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
 from roofline_report.analysis.seed_model import (
     DEFAULT_INTERCONNECT,
     SEED_BANDWIDTH,
@@ -179,6 +179,18 @@ def _timing(record: Any) -> tuple[Stats | None, str]:
     return Timing.from_json(record).per_call, ""
 
 
+def _page_faults(record: Any) -> float | None:
+    """The page faults per call counted while a program was timed; None where not counted."""
+    if not isinstance(record, Mapping) or record.get("available", True) is False:
+        return None
+    return Timing.from_json(record).page_faults
+
+
+def _fault_s(roofs: RoofSet) -> float | None:
+    floor = roofs.floor(PAGE_FAULT)
+    return floor.seconds if floor is not None else None
+
+
 def _available(record: Any) -> bool:
     return isinstance(record, Mapping) and record.get("available", True) is not False
 
@@ -271,7 +283,8 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
             xla_bytes=float(accessed) if isinstance(accessed, int | float) else None,
             kernels=int(compiled.get("kernels") or 1),
             loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
-            rows=table.rows if table is not None else ()))
+            rows=table.rows if table is not None else (),
+            page_faults=_page_faults(w.get("timing")), fault_s=_fault_s(roofs.kernels)))
     minimum, minimum_basis = _minimum(w)
     low = w.get("lowering") or {}
     missing = tuple(op for op in low.get("required_ops", []) if op not in low.get("ops", {}))
@@ -369,7 +382,8 @@ def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend
         compiled = pt.get("compiled") or {}
         why = program_reason(prediction, m, Evidence(
             backend=backend, dtype=dtype, timing=stats, kernels=int(compiled.get("kernels") or 1),
-            loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes))
+            loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
+            page_faults=_page_faults(pt.get("timing")), fault_s=_fault_s(roofs)))
         observed = _closest_group(stats.own, prediction)
     return SweepPoint(dict(pt["dims"]), flops, moved, stats.own, prediction, observed, why)
 

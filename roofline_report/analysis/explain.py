@@ -10,6 +10,10 @@ numbers at hand, never silence:
 * **unstable**: the measurement's spread (IQR ÷ median) is over 10%, so the median itself moves;
 * **cache level**: faster than predicted while the bytes were charged to main memory, although
   they would fit the last-level cache;
+* **fresh pages**: slower, and while it was timed the process took page faults (counted:
+  the operating system mapping new pages, as when the allocator serves a call's outputs
+  anew) whose cost at the measured page-fault floor is at least :data:`FAULT_SHARE` of the
+  miss;
 * **unfused intermediates**: slower, and the compiled program moves at least 1.5× the bytes the
   prediction charged (XLA's bytes accessed against the bytes priced);
 * **launch-bound**: slower, with many kernels for the work, launches the largest term;
@@ -43,6 +47,9 @@ NAMED_KERNELS = 3  # at most this many kernels are named as the cause of a miss
 # A kernel whose third-quartile time over the traced calls exceeds its first by this factor
 # has a time that does not hold still: its reason says so.
 UNSTEADY_KERNEL = 1.5
+# Page faults counted while a program was timed explain its miss when they cost at least this
+# share of it (and a twentieth of its time).
+FAULT_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +64,8 @@ class Evidence:
     loops: bool = False
     cache_bytes: int | None = None
     rows: Sequence[KernelRow] = ()
+    page_faults: float | None = None  # counted per call while the program was timed
+    fault_s: float | None = None  # the measured cost of one (the page-fault floor)
 
 
 def off(m: Miss) -> bool:
@@ -85,6 +94,17 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
                        "without a trace, so the prediction is a lower bound")
     if slower:
         reasons += _slow_kernels(e.rows)
+    if slower and e.page_faults and e.fault_s:
+        cost = e.page_faults * e.fault_s
+        if cost >= FAULT_SHARE * (m.measured - m.predicted) and cost >= m.measured / 20:
+            charged = sum(t.seconds for t in prediction.terms if t.name == "page faults")
+            reasons.append(
+                f"fresh pages: while it was timed the process took "
+                f"{decimal(e.page_faults, 3)} page faults a call (counted), "
+                f"{format_si(cost, 's')} at the measured cost of a first write to a fresh page"
+                + (f" ({format_si(charged, 's')} of them predicted)" if charged else
+                   ", none predicted")
+                + ": the allocator served its arrays with new pages")
     if e.timing is not None and e.timing.unstable:
         reasons.append(f"unstable: the timing's spread is {percent_text(e.timing.spread)}")
     moved = prediction.bytes

@@ -115,6 +115,10 @@ class Timing:
     resolution_s: float
     min_sample_s: float
     method: str
+    # Minor page faults the process took per call while the samples ran (the operating
+    # system mapping fresh pages: the allocator serving a call's outputs anew); None where
+    # they were not counted.
+    page_faults: float | None = None
 
     @property
     def samples(self) -> int:
@@ -135,6 +139,8 @@ class Timing:
             "resolution_s": self.resolution_s,
             "min_sample_s": self.min_sample_s,
             "method": self.method,
+            **({"page_faults_per_call": self.page_faults} if self.page_faults is not None
+               else {}),
         }
 
     @classmethod
@@ -157,7 +163,14 @@ class Timing:
             method = data["method"]
             if not isinstance(method, str):
                 raise ValueError("method must be a string")
-            return cls(per_call, inner, resolution, min_sample, method)
+            faults = data.get("page_faults_per_call")
+            if faults is not None and (isinstance(faults, bool)
+                                       or not isinstance(faults, int | float)
+                                       or not math.isfinite(faults) or faults < 0):
+                raise ValueError(f"page_faults_per_call must be a number of at least 0, got "
+                                 f"{faults!r}")
+            return cls(per_call, inner, resolution, min_sample, method,
+                       None if faults is None else float(faults))
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"timing record is malformed: {_one_line(exc)}") from exc
 

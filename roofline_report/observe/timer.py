@@ -76,6 +76,7 @@ def measure(
     method: str = "enqueued calls, one block per sample",
     warmup_seconds: float = 0.0,
     prepare: Callable[[int], object] | None = None,
+    count_faults: bool = False,
 ) -> Timing:
     """Time ``run`` and return per-call statistics.
 
@@ -87,6 +88,8 @@ def measure(
     once that much time has been spent on samples (but after at least MIN_BUDGET_SAMPLES).
     A sample shorter than one timer tick is recorded as one tick. ``prepare(n)``, when given, is
     called before every ``run(n)``, outside the timed region (fresh donated inputs for n calls).
+    With ``count_faults``, the process's minor page faults during the timed ``run(n)`` calls
+    are counted (:func:`minor_faults`) and kept per call (None where the system does not say).
 
     Raises InputError for invalid settings; exceptions from ``run`` propagate.
     """
@@ -125,12 +128,17 @@ def measure(
         run(inner)
 
     per_call: list[float] = []
+    faults: int | None = 0 if count_faults else None
     sampling_started = timer()
     for _ in range(samples):
         ready(inner)
+        before = minor_faults() if faults is not None else None
         start = timer()
         run(inner)
         elapsed = timer() - start
+        if faults is not None:
+            after = minor_faults()
+            faults = None if before is None or after is None else faults + after - before
         per_call.append(max(elapsed, resolution) / inner)
         if (
             budget_seconds is not None
@@ -138,7 +146,18 @@ def measure(
             and timer() - sampling_started > budget_seconds
         ):
             break
-    return Timing(Stats(per_call), inner, resolution, target, method)
+    return Timing(Stats(per_call), inner, resolution, target, method,
+                  None if faults is None else faults / (inner * len(per_call)))
+
+
+def minor_faults() -> int | None:
+    """The minor page faults this process has taken (``getrusage``), None where the system
+    does not count them (no ``resource`` module: Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
 
 
 def time_jitted(
@@ -197,6 +216,7 @@ def time_jitted(
         timer=timer,
         budget_seconds=budget_seconds,
         warmup_seconds=warmup_seconds,
+        count_faults=True,
         method="jax: n enqueued calls, block_until_ready "
         + ("on all outputs" if keep_outputs else "on the last")
         + " once per sample",
@@ -226,6 +246,7 @@ def _time_pool(pool: tuple[Callable[[int], object], Callable[[], Any]], samples:
         warmup_seconds=warmup_seconds,
         prepare=prepare,
         method=method,
+        count_faults=True,
     )
 
 

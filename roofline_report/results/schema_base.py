@@ -58,3 +58,6 @@ class Timing(Record):
     min_sample_s: NonNeg
     per_call_s: Annotated[list[Pos], Field(min_length=1)]
     resolution_s: NonNeg
+    # Minor page faults the process took per call while the samples ran; absent where not
+    # counted (records written before they were, ceilings' kernels).
+    page_faults_per_call: NonNeg | None = None
