@@ -169,9 +169,13 @@ def _plane_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
             for e in events_where(line.events, stat="hlo_op")]
 
 
+def _start_of(item: tuple[int, Event]) -> float:
+    return item[1].start_ns
+
+
 def _lane(device: str, on_device: bool, found: list[tuple[int, Event]],
           ends: ThunkEnds = NO_ENDS) -> Lane:
-    found = sorted(found, key=lambda item: item[1].start_ns)
+    found = sorted(found, key=_start_of)
     return Lane(device, on_device, tuple(e for _, e in found), tuple(i for i, _ in found),
                 ends)
 
@@ -201,6 +205,8 @@ def lanes(space: XSpace) -> list[Lane]:
                 ordinal = e.stats.get("device_ordinal", 0)
                 by_device[ordinal if isinstance(ordinal, int) else 0].append((line_index, e))
         first += len(plane.lines)
+    for found in by_device.values():  # in time order, as each lane keeps them (a stable sort)
+        found.sort(key=_start_of)
     owned = _owned_ends(space, by_device)
     return [_lane(f"CPU:{d}", False, found, owned.get(d, NO_ENDS))
             for d, found in sorted(by_device.items())]
@@ -245,15 +251,15 @@ def _one_device_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, 
     if not by_device:
         return {}
     ((device, found),) = by_device.items()
+    # The earliest launch of each key: the launches come in time order (lanes sorts them),
+    # so walked from the last, the earliest of a key is the one written last.
     first: dict[tuple[Any, str], float] = {}
-    for _, e in found:
+    for _, e in reversed(found):
         stats = e.stats
         op = str(stats["hlo_op"])
         start = e.start_ns
-        for key in ((stats.get("_p"), op), (None, op)):
-            earliest = first.get(key)
-            if earliest is None or start < earliest:
-                first[key] = start
+        first[(stats.get("_p"), op)] = start
+        first[(None, op)] = start
     ends = host_thunk_ends(space, HOST_CPU)
     inf = math.inf
     kept = [j for j, (key, at) in enumerate(zip(ends.keys(), ends.starts, strict=True))
