@@ -171,19 +171,12 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
 
 # --- programs --------------------------------------------------------------------------------
 
-def _timing(record: Any) -> tuple[Stats | None, str]:
+def _timing(record: Any) -> tuple[Timing | None, str]:
     if not isinstance(record, Mapping):
         return None, "not measured"
     if record.get("available", True) is False:
         return None, str(record.get("reason", "not measured"))
-    return Timing.from_json(record).per_call, ""
-
-
-def _page_faults(record: Any) -> float | None:
-    """The page faults per call counted while a program was timed; None where not counted."""
-    if not isinstance(record, Mapping) or record.get("available", True) is False:
-        return None
-    return Timing.from_json(record).page_faults
+    return Timing.from_json(record), ""
 
 
 def _fault_s(roofs: RoofSet) -> float | None:
@@ -256,7 +249,8 @@ def _traced_time(w: Mapping[str, Any]) -> Stats | None:
 
 def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: int | None
              ) -> Program:
-    stats, timing_reason = _timing(w.get("timing"))
+    timed, timing_reason = _timing(w.get("timing"))
+    stats = timed.per_call if timed is not None else None
     if stats is None and (traced := _traced_time(w)) is not None:
         stats, timing_reason = traced, ""
     table = kernel_table(w, roofs.kernels, backend.name)
@@ -284,7 +278,8 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
             kernels=int(compiled.get("kernels") or 1),
             loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
             rows=table.rows if table is not None else (),
-            page_faults=_page_faults(w.get("timing")), fault_s=_fault_s(roofs.kernels)))
+            page_faults=timed.page_faults if timed is not None else None,
+            fault_s=_fault_s(roofs.kernels)))
     minimum, minimum_basis = _minimum(w)
     low = w.get("lowering") or {}
     missing = tuple(op for op in low.get("required_ops", []) if op not in low.get("ops", {}))
@@ -359,7 +354,8 @@ def _closest_group(seconds: float, p: Prediction) -> str:
 
 def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend: Backend,
            cache_bytes: int | None) -> SweepPoint | None:
-    stats, _ = _timing(pt.get("timing"))
+    timed, _ = _timing(pt.get("timing"))
+    stats = timed.per_call if timed is not None else None
     dtype = str(sw.get("dtype", "float32"))
     record = {**pt, "dtype": dtype}
     flops, moved, _ = _work(record)
@@ -383,7 +379,8 @@ def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend
         why = program_reason(prediction, m, Evidence(
             backend=backend, dtype=dtype, timing=stats, kernels=int(compiled.get("kernels") or 1),
             loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
-            page_faults=_page_faults(pt.get("timing")), fault_s=_fault_s(roofs)))
+            page_faults=timed.page_faults if timed is not None else None,
+            fault_s=_fault_s(roofs)))
         observed = _closest_group(stats.own, prediction)
     return SweepPoint(dict(pt["dims"]), flops, moved, stats.own, prediction, observed, why)
 

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from roofline_report.analysis.miss import AS_PREDICTED, Miss
-from roofline_report.analysis.predict import Prediction
+from roofline_report.analysis.predict import FAULT_TERM, Prediction
 from roofline_report.analysis.records import KernelRow
 from roofline_report.analysis.stats import Stats
 from roofline_report.backends import Backend
@@ -97,7 +97,7 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
     if slower and e.page_faults and e.fault_s:
         cost = e.page_faults * e.fault_s
         if cost >= FAULT_SHARE * (m.measured - m.predicted) and cost >= m.measured / 20:
-            charged = sum(t.seconds for t in prediction.terms if t.name == "page faults")
+            charged = _faults_charged(prediction, e.rows)
             reasons.append(
                 f"fresh pages: while it was timed the process took "
                 f"{decimal(e.page_faults, 3)} page faults a call (counted), "
@@ -138,6 +138,13 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
         reasons.insert(0, "above its roof: it ran faster than its prediction allows (a roof "
                           "measured lower than this program met)")
     return "; ".join(reasons)
+
+
+def _faults_charged(prediction: Prediction, rows: Sequence[KernelRow]) -> float:
+    """The page faults a prediction charges, per call: its kernels' fault terms (a program's
+    own terms keep only each kernel's binding one), else its own."""
+    predictions = [r.prediction for r in rows if r.prediction is not None] or [prediction]
+    return sum(t.seconds for p in predictions for t in p.terms if t.name == FAULT_TERM)
 
 
 def _slow_kernels(rows: Sequence[KernelRow]) -> list[str]:

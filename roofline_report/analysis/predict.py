@@ -88,6 +88,7 @@ TRANSCENDENTAL_RATE = {"tanh": "tanh", "exp": "exp", "exponential": "exp", "log"
                        "cosine": "sine", "tan": "tanh", "erf": "tanh", "atan2": "tanh"}
 
 Group = Literal["compute", "memory", "pattern", "overhead"]
+FAULT_TERM = "page faults"  # the term of the pages a kernel faults in, per call
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,7 +460,7 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
                           split.kind))
     fault = roofs.floor(PAGE_FAULT) if fresh_pages > 0 else None
     if fault is not None:
-        terms.append(Term("page faults", "overhead", fresh_pages * fault.seconds / trips,
+        terms.append(Term(FAULT_TERM, "overhead", fresh_pages * fault.seconds / trips,
                           fault.name, fault.kind))
     seconds, binding = _bound(tuple(terms))
     scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)

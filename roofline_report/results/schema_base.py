@@ -59,5 +59,5 @@ class Timing(Record):
     per_call_s: Annotated[list[Pos], Field(min_length=1)]
     resolution_s: NonNeg
     # Minor page faults the process took per call while the samples ran; absent where not
-    # counted (records written before they were, ceilings' kernels).
+    # counted (records written before they were, kernels not timed by the jax harness).
     page_faults_per_call: NonNeg | None = None

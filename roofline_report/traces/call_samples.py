@@ -167,8 +167,9 @@ def sample_calls(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool],
     calls = len(runs)
     kept = np.flatnonzero(np.bincount(call_of[leaf], minlength=calls) > 0)
     if not kept.size:
+        runs.clear()
         return samples
-    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    offsets = np.cumsum(sizes) - sizes  # each call's first launch in the flat columns
     first = np.minimum.reduceat(ev_start, offsets)[kept]  # control flow around kernels too
     last = np.maximum.reduceat(end, offsets)[kept]
     previous_end = np.concatenate(([-np.inf], last[:-1]))
@@ -190,8 +191,7 @@ def sample_calls(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool],
     alone = overlapping == 0
 
     # The launches of the calls computed one at a time are all that is kept of the objects.
-    position = np.cumsum(sizes) - sizes
-    plain = {call: flat[int(position[call]):int(position[call] + sizes[call])]
+    plain = {call: flat[int(offsets[call]):int(offsets[call] + sizes[call])]
              for call in kept[~alone[kept]].tolist()}
     del flat
     runs.clear()
@@ -217,7 +217,7 @@ def sample_calls(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool],
 
     # The others, a call at a time.
     for call, launches in plain.items():
-        at_call = int(position[call])
+        at_call = int(offsets[call])
         leaves = [k for k, is_leaf in zip(launches, leaf[at_call:at_call + len(launches)],
                                           strict=True) if is_leaf]
         _waits(leaves)
