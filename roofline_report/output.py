@@ -221,22 +221,26 @@ def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str |
     """
     from roofline_report.report import views as render
     from roofline_report.results import io as results
+    from roofline_report.results import json_aside
 
     interrupts.safe_point("rendering")
-    try:
-        # Without a title, the call is the one a renderer stand-in in a test also accepts.
-        rendered = (render.render(data, assumptions) if title is None
-                    else render.render(data, assumptions, title=title))
-    except Exception as exc:
-        if source is None:
-            raise
-        # Saved data that passed validation but does not render: the file's shape is at fault
-        # (rendering is a pure function of it). The cause's traceback is shown with --debug.
-        raise InputError(f"{source}: unexpected structure ({type(exc).__name__}: "
-                         f"{first_line(exc)[:200]})") from exc
     document = data if isinstance(data, Mapping) else results.document(data)
-    files = {"report.html": rendered.html, "report.md": rendered.markdown,
-             "results.json": results.dumps(document)}
+    # A large document's text is written by a helper process while this one renders.
+    with json_aside.Aside(document) as aside:
+        try:
+            # Without a title, the call is the one a renderer stand-in in a test also accepts.
+            rendered = (render.render(data, assumptions) if title is None
+                        else render.render(data, assumptions, title=title))
+        except Exception as exc:
+            if source is None:
+                raise
+            # Saved data that passed validation but does not render: the file's shape is at
+            # fault (rendering is a pure function of it). The cause's traceback is shown with
+            # --debug.
+            raise InputError(f"{source}: unexpected structure ({type(exc).__name__}: "
+                             f"{first_line(exc)[:200]})") from exc
+        files = {"report.html": rendered.html, "report.md": rendered.markdown,
+                 "results.json": aside.text()}
     for name, svg in rendered.figures.items():
         files[f"figures/{name}.svg"] = svg
     interrupts.safe_point("writing")

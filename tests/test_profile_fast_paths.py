@@ -15,7 +15,7 @@ import numpy as np
 
 from roofline_report.ingest import thunk_ends, timeline
 from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
-from roofline_report.results import io
+from roofline_report.results import io, json_text
 from roofline_report.traces import call_samples, events, launches
 from roofline_report.traces.xspace import Event, EventColumns, Line, read_xspace
 
@@ -197,7 +197,7 @@ def test_normalised_module_with_and_without_suffix() -> None:
 
 def test_finite_copies_plain_number_dicts_and_cleans_the_rest() -> None:
     plain: dict[str, Any] = {"b_s": 1.5, "a_s": 2, "c": 0.1 + 0.2}
-    out = io._finite(plain)
+    out = json_text._finite(plain)
     assert out == plain and out is not plain and list(out) == list(plain)
     for dirty, clean in [
         ({"a": math.nan, "b": 1.0}, {"a": None, "b": 1.0}),
@@ -208,7 +208,7 @@ def test_finite_copies_plain_number_dicts_and_cleans_the_rest() -> None:
         ({"a": 10**400}, {"a": 10**400}),
         ({}, {}),
     ]:
-        out = io._finite(dirty)
+        out = json_text._finite(dirty)
         assert out == clean and [type(v) for v in out.values()] == [type(v) for v in
                                                                     clean.values()]
     text = io.dumps({"x": {"calls": [{"program_s": math.nan, "busy_s": 0.25}]}})
