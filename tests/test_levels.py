@@ -154,6 +154,35 @@ def test_tiny_sweep_and_rates_measure() -> None:
     assert rates[2]["ops_per_call"] == 2 * 1024 * rates[2]["reps"]
     # The multiply-add kernel chains FMA_CHAIN multiply-adds per element and pass.
     assert rates[1]["ops_per_call"] == 2 * rate_ceilings.FMA_CHAIN * 1024 * rates[1]["reps"]
+    # Each records the worker threads its kernel ran on: XLA's split, at most the cores.
+    import jax
+
+    from roofline_report.observe.trace import cores
+    if jax.default_backend() == "cpu":
+        assert all(1 <= r["threads"] <= cores() for r in rates if r["op"] != "reduce")
+
+
+def test_a_rate_kernel_split_across_threads_says_so() -> None:
+    jax = pytest.importorskip("jax")
+    from jax import lax
+
+    from roofline_report.observe.trace import cores
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("XLA splits loop kernels across threads on a CPU only")
+
+    def loop(n: int) -> object:
+        x = jax.numpy.full((n,), 0.5, jax.numpy.float32)
+        return jax.jit(lambda v: lax.fori_loop(0, 4, lambda _i, y: jax.numpy.exp(-y), v)
+                       ).lower(x).compile()
+
+    # A few elements stay on one thread; 64 Ki of them are split across the cores (XLA:CPU
+    # 0.10's loop emitter), never more than there are.
+    assert rate_ceilings.kernel_threads(loop(8)) == 1
+    big = rate_ceilings.kernel_threads(loop(1 << 16))
+    assert big is not None and 1 <= big <= cores()
+    if cores() > 1:
+        assert big > 1
 
 
 def test_multiply_add_kernel_computes_its_chain() -> None:

@@ -793,3 +793,41 @@ def test_the_timing_of_an_untraced_loop_is_read_beside_its_lower_bound() -> None
     assert all(y.implied is None for y in implied_trips(two, 3.5e-3, 1.1e-3))
     # A loop with an unpriced kernel gets no time per trip.
     assert per_trip(loops, kernels, {"body.1": 40e-6})[0].per_trip_s is None
+
+
+def test_a_kernel_left_on_one_thread_gets_that_share_of_rates_measured_on_two() -> None:
+    """A loop fusion XLA:CPU does not split runs on one worker thread: its elementwise,
+    transcendental and conversion work at half of rates whose kernels ran split in two; a
+    split kernel, a library kernel and rates that do not say their threads are unchanged."""
+    rates = (RateRoof("multiply-add float32", "multiply-add", "float32", 10e9, M, "",
+                      threads=2),
+             RateRoof("tanh float32", "tanh", "float32", 1e9, M, "", threads=2),
+             RateRoof("convert float32<->bfloat16", "convert", "float32", 4e9, M, "",
+                      threads=2))
+    roofs = replace(ROOFS, rates=rates)
+    kernel = {"flops": 1_000_000, "flops_by_op": {"stablehlo.add": 500_000,
+                                                  "stablehlo.convert": 500_000},
+              "transcendentals_by_op": {"stablehlo.tanh": 200_000},
+              "bytes_read": 4 * KiB, "bytes_written": 4 * KiB, "category": "elementwise",
+              "dtype": "float32", "kind": "kLoop", "opcode": "fusion"}
+
+    def work(k: dict[str, object], on: RoofSet = roofs) -> dict[str, float]:
+        p = predict.predict_kernel(k, "float32", on)
+        assert p is not None
+        return {n: term(p, n) for n in ("elementwise", "transcendental", "conversion")}
+
+    split = work({**kernel, "partitions": 2})
+    assert split == {"elementwise": pytest.approx(5e5 / 10e9),
+                     "transcendental": pytest.approx(2e5 / 1e9),
+                     "conversion": pytest.approx(5e5 / 4e9)}
+    alone = work({**kernel, "partitions": 1})
+    assert alone == {name: pytest.approx(2 * seconds) for name, seconds in split.items()}
+    p = predict.predict_kernel({**kernel, "partitions": 1}, "float32", roofs)
+    assert p is not None and any("runs on 1 thread of the 2" in n for n in p.notes)
+    # Split in four on a machine whose rates ran on two: no faster than the rates.
+    assert work({**kernel, "partitions": 4}) == split
+    # A library kernel runs on the whole pool.
+    assert work({**kernel, "kind": "__xnn_fusion"}) == split
+    # Rates that do not say their threads (an accelerator, older ceilings): as measured.
+    plain = replace(roofs, rates=tuple(replace(r, threads=None) for r in rates))
+    assert work({**kernel, "partitions": 1}, plain) == split

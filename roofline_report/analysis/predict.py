@@ -20,6 +20,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                element, under a broadcast along the minor axis, and the real arithmetic of
                complex ops, a complex multiply 6 flops where it is counted 1, are priced too:
                :mod:`roofline_report.hlo.uncounted_work`)
+               (on a CPU, a kernel XLA leaves on fewer worker threads than the rate's own
+               kernel ran on gets that share of the elementwise, transcendental and
+               conversion rates: :func:`thread_share`)
     memory   = the largest of: bytes ÷ the bandwidth of the memory level holding them (fresh
                outputs at the write-new roof, donated buffers in place); for a reduction, the
                elements its reduce ops read (at least those it reads; twice for a fusion
@@ -69,8 +72,10 @@ from roofline_report.analysis.roofs import (
     SPLIT_LAUNCH,
     SPLIT_LAUNCH_ENQUEUED,
     Floor,
+    RateRoof,
     RoofSet,
 )
+from roofline_report.hlo.kernels import threads_wanted
 from roofline_report.hlo.shapes import FLOAT_TYPES, dtype_bits
 from roofline_report.kinds import Kind
 from roofline_report.text import count as count_of
@@ -138,6 +143,9 @@ class Facts:
     recomputed_flops: float = 0.0
     recomputed: Mapping[str, float] = field(default_factory=dict)
     complex_flops: float = 0.0  # complex arithmetic's real flops beyond the count's
+    # The worker threads the kernel keeps busy (its split on a CPU; ALL_THREADS for a library
+    # kernel or a dot run on the thread pool; None: not known, a program known by its totals).
+    threads: int | None = None
 
     @property
     def flops(self) -> float:
@@ -246,7 +254,8 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
                  grouped_taps=int(k.get("grouped_conv_taps") or 0),
                  matmul_dtype=str(integer) if integer else None,
                  recomputed_flops=float(k.get("recomputed_flops") or 0), recomputed=again,
-                 complex_flops=float(k.get("complex_flops") or 0))
+                 complex_flops=float(k.get("complex_flops") or 0),
+                 threads=threads_wanted(k, ALL_THREADS))
 
 
 def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
@@ -294,6 +303,22 @@ class _Launch:
     terms: tuple[Term, ...]
     level: str
     notes: tuple[str, ...]
+
+
+ALL_THREADS = 1 << 20  # a kernel that runs on every worker thread there is
+
+
+def thread_share(f: Facts, roof: RateRoof) -> float:
+    """The share of a measured rate a kernel gets: the threads it runs on over those the
+    rate's kernel ran on, at most 1. On a CPU, XLA splits a large loop fusion across the
+    worker threads and leaves a small one (a recurrent cell's step inside a loop) on one;
+    the rates are measured on a split kernel (on a 2-core CPU an exp ran at 2.98 G/s split in
+    two and 1.70 G/s pinned to one core, a sigmoid of 2,048 elements at 1.46 unsplit), so a
+    kernel left on one thread evaluates at one thread's share of them. 1 where either count
+    is not known."""
+    if roof.threads is None or f.threads is None or f.threads >= roof.threads:
+        return 1.0
+    return f.threads / roof.threads
 
 
 def product_size(f: Facts) -> float:
@@ -352,12 +377,15 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
                               roof.name, roof.kind, "grouped convolution"))
     # A kernel that converts computes in the wider type: its arithmetic runs at float32's
     # rate, each conversion at the measured conversion rate.
+    shared: list[RateRoof] = []  # the rates its arithmetic was priced at
     arithmetic = "float32" if f.converts else f.dtype
     if f.converts:
         convert = roofs.rate_for("convert", "float32")
         if convert is not None:
-            terms.append(Term("conversion", "compute", f.converts / convert.value, convert.name,
-                              convert.kind))
+            shared.append(convert)
+            terms.append(Term("conversion", "compute",
+                              f.converts / (convert.value * thread_share(f, convert)),
+                              convert.name, convert.kind))
         else:
             notes.append("no conversion rate: conversions not charged")
     # A loop fusion computes an operand under a broadcast along its minor axis once per
@@ -369,8 +397,9 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
         # Named for what most of it is where that is complex arithmetic.
         what = "complex arithmetic" if 2 * f.complex_flops > other else ""
         if fma is not None:
-            terms.append(Term("elementwise", "compute", other / fma.value, fma.name,
-                              fma.kind, what))
+            shared.append(fma)
+            terms.append(Term("elementwise", "compute", other / (fma.value * thread_share(f, fma)),
+                              fma.name, fma.kind, what))
         else:
             terms.append(Term("elementwise", "compute", other / compute.value,
                               compute.name, compute.kind, what))
@@ -403,8 +432,15 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
             continue
         # Named for its repeated evaluations where they are most of it.
         repeated = 2 * f.recomputed.get(op, 0.0) > count
-        terms.append(Term("transcendental", "compute", count / rate.value, rate.name, rate.kind,
+        shared.append(rate)
+        terms.append(Term("transcendental", "compute",
+                          count / (rate.value * thread_share(f, rate)), rate.name, rate.kind,
                           f"{op}, once per output element" if repeated else op))
+    fewer = [r for r in shared if thread_share(f, r) < 1.0]
+    if fewer:
+        notes.append(f"runs on {plural(f.threads or 1, 'thread', 'threads')} of the "
+                     f"{fewer[0].threads} its elementwise and transcendental rates were "
+                     "measured on: its arithmetic at that share of them")
     terms.append(Term("memory", "memory", f.bytes / memory.value if f.bytes else 0.0,
                       memory.name, memory.kind, memory.level))
     if f.reduced:

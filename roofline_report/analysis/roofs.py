@@ -150,6 +150,7 @@ class RateRoof:
     # measured by size (a row reduction): its rate at a size is interpolated between them.
     by_size: tuple[tuple[float, float], ...] = ()
     row: int = 0  # a top-k roof's row length (0: not said)
+    threads: int | None = None  # the worker threads its kernel ran on (None: not recorded)
 
     def rate_at(self, ops: float) -> float:
         """The rate at ``ops`` operations per call: interpolated (in log size) between the
@@ -444,9 +445,15 @@ def measured(ceilings: Mapping[str, Any],
                               max((r for _, r in by_size), default=value), Kind.MEASURED,
                               f"measured: {e.get('name', '')}"
                               + (", by size, the dispatch floor taken off" if by_size else ""),
-                              by_size=by_size, row=int(e.get("row") or 0)))
+                              by_size=by_size, row=int(e.get("row") or 0),
+                              threads=_threads(e.get("threads"))))
     return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
                    tuple(floors), tuple(rates))
+
+
+def _threads(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 \
+        else None
 
 
 def _window_of(entry: Mapping[str, Any]) -> int:

@@ -193,6 +193,9 @@ class RateCeiling(Record):
     variant: str = ""
     roof: bool = True
     row: PosInt | None = None  # a top-k's row length: one roof per row length measured
+    # The worker threads its kernel ran on (XLA:CPU's split of the kernel, at most the
+    # cores); None where not recorded (an accelerator, or ceilings measured before).
+    threads: AtLeastOne | None = None
 
 
 class LaunchCeiling(TimeFloor):

@@ -27,7 +27,9 @@ the previous one and none can be hoisted or fused away), so the work per call dw
   so its rate is measured by size, as a matmul's is. Each point records its time per call
   (dispatch included: the analysis takes the dispatch floor off) and the elements it reduced.
 
-Rates are operations per second from the fastest sample, as for every ceiling.
+Rates are operations per second from the fastest sample, as for every ceiling. On a CPU each
+entry records the worker threads its kernel ran on (``threads``: XLA splits the 64 Ki-element
+loop across the cores); a prediction prices a kernel XLA leaves on fewer threads at that share.
 """
 
 from __future__ import annotations
@@ -146,7 +148,32 @@ def _entry(op: str, dtype: str, plan: RatePlan) -> dict[str, Any]:
         return entry
     entry.update(value=entry["ops_per_call"] / measured.per_call.min, available=True,
                  timing=measured.to_json())
+    threads = kernel_threads(compiled)
+    if threads is not None:
+        entry["threads"] = threads
     return entry
+
+
+def kernel_threads(compiled: Any) -> int | None:
+    """The worker threads a compiled rate kernel runs on: on a CPU, XLA's split of its
+    largest loop fusion (``outer_dimension_partitions``), at most the cores this process may
+    use; None on an accelerator or where the compiled text cannot be read. A prediction prices
+    a kernel XLA leaves on fewer threads at that share of the rate."""
+    import jax
+
+    from roofline_report.hlo.ir import parse_module
+    from roofline_report.hlo.kernels import partitions
+    from roofline_report.observe.trace import cores
+
+    if jax.default_backend() != "cpu":
+        return None
+    try:
+        module = parse_module(compiled.as_text())
+    except Exception:
+        return None
+    parts = max((partitions(i) for c in module.computations.values()
+                 for i in c.instructions if i.opcode == "fusion"), default=1)
+    return max(1, min(parts, cores()))
 
 
 def _reduce_entry(plan: RatePlan) -> dict[str, Any]:
