@@ -271,6 +271,36 @@ def test_a_fresh_output_is_priced_at_the_write_new_rate_of_its_own_size() -> Non
     assert all(not lv.by_size for lv in found if lv.kernel != "write-new")
 
 
+def test_a_large_fresh_output_past_its_kernels_level_is_priced_at_its_own_size() -> None:
+    """A kernel whose reads take it past the last cache (2 x of a 16 MiB array: 32 MiB) but
+    whose fresh output a cache level's write-new sweep measured is priced at that rate, not
+    at main memory's in-place pass; a small output beside large reads is not (a reduction),
+    nor is a write-new roof marked implausible (tiny outputs measure dispatch)."""
+    from roofline_report.analysis.roofs import BandwidthRoof, RoofSet
+    from roofline_report.kinds import Kind
+
+    m = Kind.MEASURED
+    bandwidth = (
+        BandwidthRoof("L1 read-write", 140e9, "L1", m, "", None, 32 * KiB),
+        BandwidthRoof("L1 write-new", 1e9, "L1", m, "", None, 32 * KiB,
+                      unstable="mostly dispatch", by_size=((4 * KiB, 1e9),)),
+        BandwidthRoof("L3 read-write", 120e9, "L3", m, "", 32 * KiB, 32 * MiB),
+        BandwidthRoof("L3 write-new", 70e9, "L3", m, "", 32 * KiB, 32 * MiB,
+                      by_size=((1 * MiB, 70e9), (16 * MiB, 50e9))),
+        BandwidthRoof("DRAM read-write", 68e9, "DRAM", m, "", 32 * MiB, None),
+        BandwidthRoof("DRAM write-new", 5.5e9, "DRAM", m, "", 128 * MiB, None,
+                      by_size=((128 * MiB, 5.5e9),)))
+    r = RoofSet("this machine", m, (), bandwidth, (), ())
+    fresh = r.bandwidth_for(32 * MiB, written=16 * MiB, program=True)
+    assert fresh is not None and fresh.name == "L3 write-new"
+    assert fresh.value == pytest.approx(50e9)
+    reduction = r.bandwidth_for(32 * MiB, written=64 * KiB, program=True)
+    assert reduction is not None and reduction.name == "DRAM read-write"
+    # An output of the L1's size beside 48 KiB of reads: L1's write-new is not believed.
+    small = r.bandwidth_for(48 * KiB, written=16 * KiB, program=True)
+    assert small is not None and small.name == "L3 read-write"
+
+
 def test_rate_plan_sizes_the_reduction_by_backend() -> None:
     cpu = rate_ceilings.rate_plan("cpu", quick=False).reduce_sizes
     assert cpu == tuple(1 << b for b in range(16, 27, 2))  # 64 KiB .. 64 MiB by 4

@@ -120,6 +120,9 @@ _MEASURED_FLOORS = (
      "in place, per page faulted"),
 )
 FRESH = "write-new"  # the sweep kernel that writes a fresh output once per call
+# A fresh output at least this share of a kernel's bytes is priced at the write-new roof of its
+# own size's level where the working set's level has none for it.
+FRESH_SHARE = 0.25
 STREAM = " stream"  # the streaming ceilings on huge-page arrays past the last-level cache
 
 
@@ -273,8 +276,15 @@ class RoofSet:
         if written is not None and written > 0:
             # Read at the size it writes: the allocator serves a large output with new pages
             # that each call faults in, at a fraction of the level's rate.
-            fresh = [replace(r, value=r.rate_at(written)) for r in fresh
-                     if r.holds(written)]
+            held = [r for r in fresh if r.holds(written)]
+            if not held and working_set is not None and written >= FRESH_SHARE * working_set:
+                # A fresh output of a size another level holds, a large part of the traffic
+                # (a 16 MiB output of a kernel whose reads take it past the last cache):
+                # what a fresh output of its size costs, not an in-place pass's rate.
+                # Only a plausible one: a write-new roof of tiny outputs measures dispatch.
+                held = [r for r in self.bandwidth if r.name.endswith(FRESH)
+                        and r.holds(written) and r.unstable is None]
+            fresh = [replace(r, value=r.rate_at(written)) for r in held]
         else:
             fresh = []
         others = [r for r in level if not r.name.endswith(FRESH)] or level
