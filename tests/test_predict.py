@@ -831,3 +831,24 @@ def test_a_kernel_left_on_one_thread_gets_that_share_of_rates_measured_on_two() 
     # Rates that do not say their threads (an accelerator, older ceilings): as measured.
     plain = replace(roofs, rates=tuple(replace(r, threads=None) for r in rates))
     assert work({**kernel, "partitions": 1}, plain) == split
+
+
+def test_an_fft_is_priced_at_its_transform_rate_not_as_elementwise_arithmetic_too() -> None:
+    """An FFT kernel's counted flops are what the FFT rate prices: with that rate measured
+    they are not charged at the multiply-add rate as well (a library transform, not a loop of
+    multiply-adds); without it they still are."""
+    flops = 117_440_512
+    kernel = {"flops": flops + 1_000, "flops_by_op": {"stablehlo.fft": flops,
+                                                      "stablehlo.add": 1_000},
+              "bytes_read": 4 * MiB, "bytes_written": 4 * MiB, "category": "other",
+              "dtype": "complex64", "opcode": "fft", "pattern": "fft",
+              "pattern_size": flops, "read_by_dtype": {"c64": 4 * MiB}}
+    fft = RateRoof("fft complex64", "fft", "complex64", 146e9, M, "")
+    with_fft = replace(ROOFS, rates=(*ROOFS.rates, fft))
+    p = predict.predict_kernel(kernel, "float32", with_fft)
+    assert p is not None
+    assert term(p, "elementwise") == pytest.approx(1_000 / 10e9)
+    assert term(p, "pattern") == pytest.approx(flops / 146e9)
+    assert p.binding.name == "pattern"
+    q = predict.predict_kernel(kernel, "float32", ROOFS)
+    assert q is not None and term(q, "elementwise") == pytest.approx((flops + 1_000) / 10e9)

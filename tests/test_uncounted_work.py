@@ -175,3 +175,36 @@ def test_a_tiled_layout_reads_its_minor_axis_from_the_order_alone() -> None:
     [array] = [i.shape.array for _c, i in module.instructions() if i.name == "b"]
     assert array is not None and array.layout == "{1,0:T(8,128)}"
     assert array.minor_to_major() == [1, 0]
+
+
+_DUS = """HloModule m, entry_computation_layout={(f32[64,2048]{1,0}, f32[2048]{0}, f32[2048]{0}, s32[])->f32[64,2048]{1,0}}
+
+%fused (buf: f32[64,2048], a: f32[2048], b: f32[2048], i: s32[]) -> f32[64,2048] {
+  %buf = f32[64,2048]{1,0} parameter(0)
+  %a = f32[2048]{0} parameter(1)
+  %b = f32[2048]{0} parameter(2)
+  %d = f32[2048]{0} subtract(%a, %b)
+  %row = f32[1,2048]{1,0} bitcast(%d)
+  %i = s32[] parameter(3)
+  %zero = s32[] constant(0)
+  %u = f32[64,2048]{1,0} dynamic-update-slice(%buf, %row, %i, %zero)
+  ROOT %r = f32[64,2048]{1,0} bitcast(%u)
+}
+
+ENTRY %main (buf: f32[64,2048], a: f32[2048], b: f32[2048], i: s32[]) -> f32[64,2048] {
+  %buf = f32[64,2048]{1,0} parameter(0)
+  %a = f32[2048]{0} parameter(1)
+  %b = f32[2048]{0} parameter(2)
+  %i = s32[] parameter(3)
+  ROOT %f = f32[64,2048]{1,0} fusion(%buf, %a, %b, %i), kind=kLoop, calls=%fused
+}
+"""
+
+
+def test_a_fusion_updating_a_slice_in_place_loops_over_the_update_alone() -> None:
+    """A scan's step writing its row of the stacked outputs (a dynamic-update-slice root, under
+    a bitcast) computes the row's 2,048 elements, not the buffer's 131,072: its subtract is
+    evaluated once per element, nothing repeated."""
+    fusion, module = _entry_fusion(_DUS)
+    again = uncounted_work(fusion, module)
+    assert again.recomputed_flops == 0 and not again.recomputed_transcendentals_by_op

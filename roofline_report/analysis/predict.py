@@ -63,7 +63,7 @@ kernel of their totals, with a launch added for each of their kernels.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from roofline_report.analysis.patterns import pattern_time
@@ -305,6 +305,7 @@ class _Launch:
     notes: tuple[str, ...]
 
 
+FFT_PATTERN = "fft"  # the pattern, and the StableHLO op, of a Fourier transform
 ALL_THREADS = 1 << 20  # a kernel that runs on every worker thread there is
 
 
@@ -477,12 +478,18 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
     :mod:`~roofline_report.analysis.fresh_pages`), each term per call; None when the roofs
     lack a compute or a bandwidth roof."""
     f = kernel_facts(k, dtype)
+    slow = pattern_time(k, f.dtype, roofs)
+    if slow is not None and slow.pattern == FFT_PATTERN:
+        # An FFT's flops are what its pattern's rate prices (a library transform): not
+        # elementwise arithmetic as well.
+        fft = sum(float(v) for op, v in (k.get("flops_by_op") or {}).items()
+                  if _op_name(str(op)) == FFT_PATTERN)
+        f = replace(f, other_flops=max(0.0, f.other_flops - fft))
     one = _launch(f, roofs)
     if one is None:
         return None
     trips = max(1, int(k.get("trips", 1)))
     terms = list(one.terms)
-    slow = pattern_time(k, f.dtype, roofs)
     if slow is not None:
         terms.append(Term("pattern", "pattern", slow.seconds, slow.roof, slow.kind,
                           slow.pattern))

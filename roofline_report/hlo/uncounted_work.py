@@ -2,6 +2,8 @@
 
 Our count follows XLA's cost analysis: each instruction of a fused computation is charged once
 per element of its own shape, one flop per element for an elementwise op whatever its type.
+(A fusion whose root updates a slice of a buffer in place loops over the update alone: its
+elements are the loop's.)
 Two things the compiled code does differ from that, and both cost time:
 
 * **Repeated evaluations.** XLA's loop emitter (a ``kLoop`` fusion) computes the fusion's output
@@ -104,6 +106,20 @@ def _repeated(root: Instruction, by_name: dict[str, Instruction]) -> set[str]:
     return reached
 
 
+def _loop_elements(root: Instruction, by_name: dict[str, Instruction]) -> int:
+    """The elements the fusion's loop computes: its root's, except for a root that updates a
+    slice of a buffer in place (a ``dynamic-update-slice``, under bitcasts: a scan writing its
+    step's row of the stacked outputs), whose loop runs over the update alone."""
+    node: Instruction | None = root
+    while node is not None and node.opcode == "bitcast" and node.operands:
+        node = by_name.get(node.operands[0])
+    if node is not None and node.opcode == "dynamic-update-slice" and len(node.operands) > 1:
+        update = by_name.get(node.operands[1])
+        if update is not None:
+            return _elements(update.shape)
+    return _elements(root.shape)
+
+
 def _is_complex(shape: Shape) -> bool:
     return shape.array is not None and shape.array.dtype in COMPLEX_TYPES
 
@@ -120,7 +136,7 @@ def uncounted_work(instr: Instruction, module: Module) -> Uncounted:
     if comp is None or comp.root is None:
         return out
     by_name = {i.name: i for i in comp.instructions}
-    root_elements = _elements(comp.root.shape)
+    root_elements = _loop_elements(comp.root, by_name)
     repeated = _repeated(comp.root, by_name) if instr.fusion_kind == "kLoop" else set()
     for node in comp.instructions:
         own = _elements(node.shape)
