@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from roofline_report.ingest import thunk_ends, timeline
 from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
@@ -348,3 +349,24 @@ def test_a_stat_column_takes_an_events_own_stat_over_its_metadatas_and_exact_dic
         assert stats.column(meta, rows, stat) == [d.get(stat) for d in dicts]
     assert stats.column(meta, rows, "_c") == [5, 8, None, 9]
     assert stats.column(meta[1:3], rows[1:3], "_c") == [8, None]
+
+
+def test_end_events_added_as_columns_match_those_added_one_by_one() -> None:
+    from roofline_report.traces.events import _Ends
+
+    flows = [7, None, 7, 9, None, 7, 12]
+    ops = ["a", "a", "b", "a", "b", "a", "c"]
+    starts = [5.0, 1.0, 2.0, 3, 4.0, 0.5, 6.0]  # an int start taken as a float
+    ends = [6.0, 2.0, 3.0, 4.0, 5.0, 1.5, 7]
+    one, many = _Ends(), _Ends()
+    for event in zip(flows, ops, starts, ends, strict=True):
+        one.add(*event)
+    many.extend(flows, ops, starts, ends)
+    one.sort()
+    many.sort()
+    for stats, op, at in [({"_p": 7}, "a", 0.0), ({"_p": 7}, "a", 0.0), ({"_p": 7}, "a", 0.0),
+                          ({}, "b", 0.0), ({"_p": 12}, "c", 6.0), ({"_p": 9}, "a", 3.5),
+                          ({"_p": 3}, "d", 0.0)]:
+        assert one.take(stats, op, at) == many.take(stats, op, at)
+    with pytest.raises(ValueError):
+        _Ends().extend([1], ["a", "b"], [0.0], [1.0])

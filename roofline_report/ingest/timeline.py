@@ -253,13 +253,10 @@ def _one_device_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, 
     ((device, found),) = by_device.items()
     # The earliest launch of each key: the launches come in time order (lanes sorts them),
     # so walked from the last, the earliest of a key is the one written last.
-    first: dict[tuple[Any, str], float] = {}
-    for _, e in reversed(found):
-        stats = e.stats
-        op = str(stats["hlo_op"])
-        start = e.start_ns
-        first[(stats.get("_p"), op)] = start
-        first[(None, op)] = start
+    launches = [(e.stats.get("_p"), str(e.stats["hlo_op"]), e.start_ns) for _, e in found]
+    first: dict[tuple[Any, str], float] = {(flow, op): start
+                                           for flow, op, start in reversed(launches)}
+    first.update({(None, op): start for _, op, start in reversed(launches)})
     ends = host_thunk_ends(space, HOST_CPU)
     inf = math.inf
     kept = [j for j, (key, at) in enumerate(zip(ends.keys(), ends.starts, strict=True))

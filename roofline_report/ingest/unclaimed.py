@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from roofline_report.ingest import timeline
 from roofline_report.traces.xspace import XSpace
@@ -66,11 +67,14 @@ def several_kernels(lane: timeline.Lane, module: str) -> dict[str, list[str]]:
     """The HLO ops of ``module`` that ran on ``lane`` as more than one device kernel (a
     convolution as an im2col and a gemm), with their kernels' names in the order first run;
     every event of such an op is the op's (the per-kernel times sum them)."""
-    names: dict[str, dict[str, None]] = {}
-    for e in sorted(lane.kernels, key=lambda e: e.start_ns):
-        if e.stats.get("hlo_module") == module and "hlo_op" in e.stats:
-            names.setdefault(str(e.stats["hlo_op"]), {})[e.name.removesuffix(".kd")] = None
-    return {op: list(kernels) for op, kernels in sorted(names.items()) if len(kernels) > 1}
+    # Each (op, kernel) pair once, in the order first run (a dict keeps its first insertion).
+    pairs = dict.fromkeys((str(e.stats["hlo_op"]), e.name.removesuffix(".kd"))
+                          for e in sorted(lane.kernels, key=attrgetter("start_ns"))
+                          if e.stats.get("hlo_module") == module and "hlo_op" in e.stats)
+    names: dict[str, list[str]] = {}
+    for op, kernel in pairs:
+        names.setdefault(op, []).append(kernel)
+    return {op: kernels for op, kernels in sorted(names.items()) if len(kernels) > 1}
 
 
 def summary(items: Sequence[Unclaimed]) -> str:

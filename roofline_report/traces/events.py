@@ -103,10 +103,8 @@ def _scan(profile: Any, module: str | None) -> _Scan:
                 continue
             thunk_ends = getattr(line, "thunk_ends", None)
             if thunk_ends is not None:  # a line of end events only, given as columns
-                for flow, op, start, end in zip(thunk_ends.flows, thunk_ends.ops,
-                                                thunk_ends.starts, thunk_ends.ends,
-                                                strict=True):
-                    add_end(flow, op, start, end)
+                out.ends.extend(thunk_ends.flows, thunk_ends.ops, thunk_ends.starts,
+                                thunk_ends.ends)
                 number += 1
                 continue
             runs = getattr(line, "runs", None)
@@ -219,6 +217,29 @@ class _Ends:
         self._key.append(key)
         self._start.append(start)
         self._ends.append(end)
+
+    def extend(self, flows: Sequence[Any], ops: Sequence[str], starts: Sequence[float],
+               ends: Sequence[float]) -> None:
+        """:meth:`add` for each of many events given as columns (a line of end events)."""
+        if not (len(flows) == len(ops) == len(starts) == len(ends)):
+            raise ValueError("end-event columns of different lengths")
+        keyed = self._flows
+        keys: list[int] = []
+        append = keys.append
+        given = self._keys
+        for flow, op in zip(flows, ops):  # noqa: B905 (the lengths are checked above)
+            by_flow = keyed.get(op)
+            if by_flow is None:
+                by_flow = keyed[op] = {}
+            key = by_flow.get(flow)
+            if key is None:
+                key = by_flow[flow] = given
+                given += 1
+            append(key)
+        self._keys = given
+        self._key.extend(keys)
+        self._start.extend(starts)  # floats (ints are taken as floats)
+        self._ends.extend(ends)
 
     def sort(self) -> None:
         """The events in (key, start) order, a stable sort (as the events came)."""
