@@ -823,7 +823,7 @@ def test_a_kernel_left_on_one_thread_gets_that_share_of_rates_measured_on_two() 
     alone = work({**kernel, "partitions": 1})
     assert alone == {name: pytest.approx(2 * seconds) for name, seconds in split.items()}
     p = predict.predict_kernel({**kernel, "partitions": 1}, "float32", roofs)
-    assert p is not None and any("runs on 1 thread of the 2" in n for n in p.notes)
+    assert p is not None and any("leaves on 1 thread of the 2" in n for n in p.notes)
     # Split in four on a machine whose rates ran on two: no faster than the rates.
     assert work({**kernel, "partitions": 4}) == split
     # A library kernel runs on the whole pool.

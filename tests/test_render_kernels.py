@@ -313,3 +313,16 @@ def test_a_loop_that_stops_on_data_is_priced_at_the_trips_its_trace_observed(
     summary_md = md[md.index('id="summary"'):md.index('id="programs"')]
     assert f"| {row['predicted'].text} `P` |" in summary_md
     assert "is neither known to the compiler nor observed in a profiler trace" in summary_md
+
+
+def test_a_programs_paragraph_names_how_the_model_priced_it() -> None:
+    """The model's notes on a program's prediction (a rate it lacked, work it charged beyond
+    the count, kernels on fewer threads than its rates) are named on its paragraph, the first
+    four in order and the rest counted."""
+    from roofline_report.report.program_views import MODEL_NOTES, model_notes
+
+    assert model_notes(()) == ""
+    assert model_notes(("a", "b")) == "a; b"
+    many = tuple(f"note {i}" for i in range(MODEL_NOTES + 2))
+    assert model_notes(many) == "; ".join(many[:MODEL_NOTES]) + "; and 2 more notes"
+    assert model_notes(many[:MODEL_NOTES + 1]).endswith("; and 1 more note")

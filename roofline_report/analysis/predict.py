@@ -439,9 +439,9 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
                           f"{op}, once per output element" if repeated else op))
     fewer = [r for r in shared if thread_share(f, r) < 1.0]
     if fewer:
-        notes.append(f"runs on {plural(f.threads or 1, 'thread', 'threads')} of the "
-                     f"{fewer[0].threads} its elementwise and transcendental rates were "
-                     "measured on: its arithmetic at that share of them")
+        notes.append(f"a kernel XLA leaves on {plural(f.threads or 1, 'thread', 'threads')} "
+                     f"of the {fewer[0].threads} its rates were measured on: its elementwise, "
+                     "transcendental and conversion work at that share of the rates")
     terms.append(Term("memory", "memory", f.bytes / memory.value if f.bytes else 0.0,
                       memory.name, memory.kind, memory.level))
     if f.reduced:

@@ -121,7 +121,8 @@ def _program(vm: VM, w: Mapping[str, Any]) -> Section:
         body.append(p("The model of the compiled program predicts ", pr["predicted"],
                       f" on {pr['roofs']}, bound by {pr['binding']} (bytes: "
                       f"{pr['bytes_source']}); measured: ", pr["miss"], "."
-                      + (f" Why: {pr['why']}." if pr["why"] else "")))
+                      + (f" Why: {pr['why']}." if pr["why"] else "")
+                      + (f" How it was priced: {pr['notes']}." if pr["notes"] else "")))
     return Section(w["title"], tuple(body), id=w["anchor"])
 
 

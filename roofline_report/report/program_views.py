@@ -681,6 +681,18 @@ def program_sentence(c: Mapping[str, Any]) -> str:
     return "The optimized program: " + "; ".join(parts) + "."
 
 
+MODEL_NOTES = 4  # notes of the model named on a program's paragraph; the rest counted
+
+
+def model_notes(notes: Sequence[str]) -> str:
+    """What the model says of how it priced a program (a rate it lacked, work it charged
+    beyond the count, a kernel on fewer threads than its rates), the first
+    :data:`MODEL_NOTES` in the order the kernels gave them, the others counted; "" for none."""
+    shown = "; ".join(notes[:MODEL_NOTES])
+    left = len(notes) - MODEL_NOTES
+    return shown + (f"; and {plural(left, 'more note', 'more notes')}" if left > 0 else "")
+
+
 def program_view(p: Program) -> dict[str, Any]:
     """One of the user's programs as the subject of the report."""
     w = p.observation
@@ -726,5 +738,5 @@ def program_view(p: Program) -> dict[str, Any]:
             "predicted": cells["predicted"], "miss": miss_text(p.miss),
             "binding": cells["binding"], "bytes_source": p.prediction.bytes_source,
             "roofs": roofs_words(p.kernels.roofs) if p.kernels else "",
-            "why": p.why},
+            "why": p.why, "notes": model_notes(p.prediction.notes)},
     }
