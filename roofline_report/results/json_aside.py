@@ -71,7 +71,7 @@ class Aside:
                  "from roofline_report.results.json_aside import main; main()", folder],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL)
-        except OSError:
+        except (OSError, ValueError):  # no interpreter to start (or a path it cannot take)
             self._close()
         return self
 
