@@ -52,6 +52,7 @@ from roofline_report.analysis.seed_model import (
     SEED_BANDWIDTH,
     SEED_PEAK_FLOPS,
 )
+from roofline_report.analysis.speed_drift import Drift, drift_of
 from roofline_report.analysis.stats import Stats, Timing
 from roofline_report.backends import Backend
 from roofline_report.errors import InputError, reason
@@ -145,9 +146,11 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     cache = ceilings.get("cache_bytes") if ceilings.get("available") else None
     cache_bytes = cache if isinstance(cache, int) and not isinstance(cache, bool) else None
     skipped: list[dict[str, str]] = [dict(s) for s in doc.get("skipped", [])]
-    programs = tuple(_program(w, roofs, backend, cache_bytes)
+    # The speed check speaks of the measured ceilings: only where the predictions rest on them.
+    drift = drift_of(doc) if roofs.measured is not None else None
+    programs = tuple(_program(w, roofs, backend, cache_bytes, drift)
                      for w in doc.get("workloads", []))
-    sweeps = tuple(_sweep(sw, roofs.kernels, backend, cache_bytes)
+    sweeps = tuple(_sweep(sw, roofs.kernels, backend, cache_bytes, drift)
                    for sw in doc.get("sweeps", []))
     accuracy = _accuracy(programs, sweeps) if roofs.measured is not None else Accuracy((), ())
     exps, exercises = _lab(doc, a, roofs, skipped)
@@ -165,8 +168,8 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
         assumptions=a, backend=backend, roofs=roofs, programs=programs, sweeps=sweeps,
         accuracy=accuracy, seed=seed, budgets=budgets, experiments=exps, exercises=exercises,
         sharding=sharding, skipped=tuple(_unique(skipped)),
-        run_note=_run_note(doc.get("options") or {}), observations=doc,
-        roof_check=roof_check(doc, programs, roofs.measured is not None))
+        run_note=_run_note(doc.get("options") or {}, drift), observations=doc,
+        roof_check=roof_check(doc, programs, roofs.measured is not None), speed_drift=drift)
 
 
 # --- programs --------------------------------------------------------------------------------
@@ -247,8 +250,8 @@ def _traced_time(w: Mapping[str, Any]) -> Stats | None:
     return Stats(samples) if samples else None
 
 
-def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: int | None
-             ) -> Program:
+def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: int | None,
+             drift: Drift | None = None) -> Program:
     timed, timing_reason = _timing(w.get("timing"))
     stats = timed.per_call if timed is not None else None
     if stats is None and (traced := _traced_time(w)) is not None:
@@ -279,7 +282,7 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
             loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
             rows=table.rows if table is not None else (),
             page_faults=timed.page_faults if timed is not None else None,
-            fault_s=_fault_s(roofs.kernels)))
+            fault_s=_fault_s(roofs.kernels), drift=drift))
     minimum, minimum_basis = _minimum(w)
     low = w.get("lowering") or {}
     missing = tuple(op for op in low.get("required_ops", []) if op not in low.get("ops", {}))
@@ -353,7 +356,7 @@ def _closest_group(seconds: float, p: Prediction) -> str:
 
 
 def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend: Backend,
-           cache_bytes: int | None) -> SweepPoint | None:
+           cache_bytes: int | None, drift: Drift | None = None) -> SweepPoint | None:
     timed, _ = _timing(pt.get("timing"))
     stats = timed.per_call if timed is not None else None
     dtype = str(sw.get("dtype", "float32"))
@@ -380,14 +383,14 @@ def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend
             backend=backend, dtype=dtype, timing=stats, kernels=int(compiled.get("kernels") or 1),
             loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
             page_faults=timed.page_faults if timed is not None else None,
-            fault_s=_fault_s(roofs)))
+            fault_s=_fault_s(roofs), drift=drift))
         observed = _closest_group(stats.own, prediction)
     return SweepPoint(dict(pt["dims"]), flops, moved, stats.own, prediction, observed, why)
 
 
-def _sweep(sw: Mapping[str, Any], roofs: RoofSet, backend: Backend, cache_bytes: int | None
-           ) -> Sweep:
-    points = tuple(p for p in (_point(sw, pt, roofs, backend, cache_bytes)
+def _sweep(sw: Mapping[str, Any], roofs: RoofSet, backend: Backend, cache_bytes: int | None,
+           drift: Drift | None = None) -> Sweep:
+    points = tuple(p for p in (_point(sw, pt, roofs, backend, cache_bytes, drift)
                                for pt in sw.get("points", [])) if p is not None)
     predicted = next((p.dims for p in points if p.predicted_bound == "compute"), None)
     observed = next((p.dims for p in points if p.observed_bound == "compute"), None)
@@ -474,17 +477,21 @@ def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
     return sharding
 
 
-def _run_note(options: Mapping[str, Any]) -> str:
-    """What this run's options mean for its numbers; only what happened."""
-    if not options.get("quick"):
-        return ""
-    note = "quick mode: fewer timing samples"
-    if options.get("sweeps"):
-        note += " and a reduced sweep"
-    if options.get("sharding"):
-        note += "; the sharded analysis ran alongside the other measurements, so timings are " \
-                "noisier"
-    return note
+def _run_note(options: Mapping[str, Any], drift: Drift | None = None) -> str:
+    """What this run's options and its speed check mean for its numbers; only what
+    happened."""
+    notes: list[str] = []
+    if options.get("quick"):
+        note = "quick mode: fewer timing samples"
+        if options.get("sweeps"):
+            note += " and a reduced sweep"
+        if options.get("sharding"):
+            note += "; the sharded analysis ran alongside the other measurements, so timings " \
+                    "are noisier"
+        notes.append(note)
+    if drift is not None and drift.drifted:
+        notes.append(drift.note())
+    return "; ".join(notes)
 
 
 def _unique(items: list[dict[str, str]]) -> list[dict[str, str]]:

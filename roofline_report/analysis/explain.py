@@ -20,6 +20,9 @@ numbers at hand, never silence:
 * **dispatch-bound**: faster than the overhead alone (dispatch and launches), which the
   prediction takes from separate measurements of the floor: the floor itself moved;
 * **conversions**: slower, a bfloat16 program on a backend that computes bfloat16 in float32;
+* **the machine's speed**: the run's speed check found the machine slower (or faster) after
+  its programs were timed than when its ceilings were measured, by :data:`~roofline_report
+  .analysis.speed_drift.DRIFT` or more, the way the program missed;
 * **loop**: the program runs a loop, whose bodies may not overlap as the model assumes;
 * otherwise **unknown**, with the direction of the miss;
 
@@ -36,6 +39,7 @@ from dataclasses import dataclass
 from roofline_report.analysis.miss import AS_PREDICTED, Miss
 from roofline_report.analysis.predict import FAULT_TERM, Prediction
 from roofline_report.analysis.records import KernelRow
+from roofline_report.analysis.speed_drift import Drift
 from roofline_report.analysis.stats import Stats
 from roofline_report.backends import Backend
 from roofline_report.text import decimal, miss_text, percent_text
@@ -66,6 +70,7 @@ class Evidence:
     rows: Sequence[KernelRow] = ()
     page_faults: float | None = None  # counted per call while the program was timed
     fault_s: float | None = None  # the measured cost of one (the page-fault floor)
+    drift: Drift | None = None  # the run's speed check, where its roofs are the measured ones
 
 
 def off(m: Miss) -> bool:
@@ -127,6 +132,8 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
     if slower and e.backend.converts_bfloat16 and e.dtype == "bfloat16":
         reasons.append(f"conversions: the {e.backend.title} computes bfloat16 in float32, "
                        "converting every operand and result")
+    if e.drift is not None and e.drift.explains(slower):
+        reasons.append(f"the machine's speed: {e.drift.words()}")
     if e.loops:
         reasons.append("loop: its iterations run one after the other, each with its own "
                        "launches")

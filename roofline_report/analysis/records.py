@@ -35,6 +35,7 @@ from roofline_report.analysis.loop_trips import LoopTrips
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.speed_drift import Drift
 from roofline_report.analysis.stats import Stats, median
 from roofline_report.backends import Backend
 from roofline_report.errors import InputError
@@ -582,6 +583,9 @@ class Analysis:
     observations: Mapping[str, Any] = field(repr=False, default_factory=dict)
     # The run's roofs checked against its own programs (None without measured roofs).
     roof_check: RoofCheck | None = None
+    # The machine's speed checked after the programs against its ceilings (None: not checked,
+    # or the predictions do not rest on the measured ceilings).
+    speed_drift: Drift | None = None
 
     @property
     def accuracy_of_sweeps(self) -> float | None:

@@ -169,6 +169,13 @@ def _run(options: RunOptions, say: Progress,
                              for w in swept]
     else:
         results["sweeps"] = []
+    if results["ceilings"].get("available") and (results["workloads"] or results["sweeps"]):
+        # The machine's speed now, against its speed when the ceilings were measured: the
+        # programs and sweeps above are judged by predictions from those ceilings.
+        from roofline_report.observe.speed_check import speed_check
+
+        say("the machine's speed, checked against the ceilings")
+        results["speed_check"] = speed_check(results["ceilings"], quick=options.quick)
 
     ceilings_json = results["ceilings"] if results["ceilings"].get("available") else None
     interrupts.safe_point("lab")

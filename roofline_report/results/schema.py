@@ -59,6 +59,7 @@ from roofline_report.results.schema_ceilings import (
     MatmulSize,
     RateCeiling,
     RateSize,
+    SpeedCheck,
     SweepBandwidth,
     SweepKernel,
     WorkingSetPlan,
@@ -176,6 +177,7 @@ __all__ = [
     "ShardedWorkload",
     "Sharding",
     "Skip",
+    "SpeedCheck",
     "Sweep",
     "Sweep1D",
     "SweepBandwidth",
@@ -223,6 +225,9 @@ class Results(Record):
     sharding: maybe(Sharding)  # type: ignore[valid-type]
     skipped: list[Skip]
     trace: TraceSource | None = None  # read from a profiler trace (roofline-report profile)
+    # The float32 matmul ceiling timed again after the programs (None: not checked, files
+    # written before the check, profiles read from a trace).
+    speed_check: maybe(SpeedCheck) | None = None  # type: ignore[valid-type]
 
     @model_validator(mode="after")
     def _unique_names(self) -> Results:

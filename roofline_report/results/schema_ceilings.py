@@ -264,3 +264,19 @@ class Ceilings(Record):
     page_fault: PageFaultCeiling | None = None
     origin: CeilingsOrigin | None = None  # None: measured in the run (files before the cache)
     conditions: LoadReading | None = None  # the load over the whole measurement (None: not kept)
+
+
+class SpeedCheck(Record):
+    """The machine's speed checked once the programs were timed: the float32 matmul ceiling's
+    own size (``size``, a square product) timed again by the same rule (its fastest sample),
+    ``value`` FLOP/s against the ceiling's ``ceiling_value``. A machine slower at the end of
+    a run than when its ceilings were measured (ceilings from a faster hour, or from the
+    cache) makes every prediction from them read short by about as much."""
+
+    available: Literal[True] = True
+    probe: str
+    size: PosInt
+    ceiling_value: Pos
+    value: Pos
+    timing: Timing
+
