@@ -20,9 +20,10 @@ numbers at hand, never silence:
 * **dispatch-bound**: faster than the overhead alone (dispatch and launches), which the
   prediction takes from separate measurements of the floor: the floor itself moved;
 * **conversions**: slower, a bfloat16 program on a backend that computes bfloat16 in float32;
-* **the machine's speed**: the run's speed check found the machine slower (or faster) after
-  its programs were timed than when its ceilings were measured, by :data:`~roofline_report
-  .analysis.speed_drift.DRIFT` or more, the way the program missed;
+* **drift**: the run's speed check found the machine slower (or faster) after its programs
+  were timed than when its ceilings were measured, by :data:`~roofline_report.analysis
+  .speed_drift.DRIFT` or more, the way the program missed and for at least a quarter of the
+  miss (:meth:`~roofline_report.analysis.speed_drift.Drift.explains`);
 * **loop**: the program runs a loop, whose bodies may not overlap as the model assumes;
 * otherwise **unknown**, with the direction of the miss;
 
@@ -132,8 +133,8 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
     if slower and e.backend.converts_bfloat16 and e.dtype == "bfloat16":
         reasons.append(f"conversions: the {e.backend.title} computes bfloat16 in float32, "
                        "converting every operand and result")
-    if e.drift is not None and e.drift.explains(slower):
-        reasons.append(f"the machine's speed: {e.drift.words()}")
+    if e.drift is not None and e.drift.explains(m.predicted, m.measured):
+        reasons.append(f"drift: {e.drift.words()}")
     if e.loops:
         reasons.append("loop: its iterations run one after the other, each with its own "
                        "launches")

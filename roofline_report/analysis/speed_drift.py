@@ -21,9 +21,12 @@ from typing import Any
 from roofline_report.text import percent_text
 from roofline_report.units import format_si
 
-__all__ = ["DRIFT", "Drift", "drift_of"]
+__all__ = ["DRIFT", "SHARE_OF_MISS", "Drift", "drift_of"]
 
 DRIFT = 0.10  # a check this share or more off its ceiling's rate is said
+# A drift names a program's miss as its reason when it accounts for at least this share of it
+# (in log terms: of the factor between the predicted and the measured time).
+SHARE_OF_MISS = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +73,17 @@ class Drift:
                   "predictions from those ceilings read long of the programs' times")
         return f"{self.words()}: {effect} by about as much"
 
-    def explains(self, slower: bool) -> bool:
-        """Whether the drift would make a program miss this way (measured slower than
-        predicted: ``slower``)."""
-        return self.drifted and self.slower == slower
+    def explains(self, predicted: float, measured: float) -> bool:
+        """Whether the drift accounts for a program's miss: the same way (measured slower than
+        predicted on a machine found slower, or faster on one found faster), and for at least
+        :data:`SHARE_OF_MISS` of it as a factor (a 12% slower machine does not explain a
+        program 2.4 times slower than predicted)."""
+        if not self.drifted or predicted <= 0 or measured <= 0:
+            return False
+        if (measured > predicted) != self.slower:
+            return False
+        miss = abs(math.log(measured / predicted))
+        return abs(math.log(self.ratio)) >= SHARE_OF_MISS * miss
 
 
 def drift_of(doc: Mapping[str, Any]) -> Drift | None:

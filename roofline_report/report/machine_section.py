@@ -52,7 +52,8 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
         Banner(Kind.MEASURED.value, "Measured", f"{machine}, as its trace records it")
     body: list[Block] = [banner]
     if vm["run_note"]:
-        body.append(Note((f"{vm['run_note']}.",)))
+        note = str(vm["run_note"])
+        body.append(Note((f"{note[:1].upper()}{note[1:]}.",)))  # a sentence of its own
     body.append(Section("Environment", (
         table(None, [(c(k), c(v)) for k, v in vm["env"]], row_headers=True),)))
     if vm["seed"] or vm["parts"]["teaching"]:
