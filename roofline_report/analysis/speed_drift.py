@@ -7,8 +7,9 @@ time over a run's programs moved from 0.77 to 1.06 between runs minutes apart). 
 the float32 matmul ceiling's own size again once its programs are timed
 (:mod:`roofline_report.observe.speed_check`, ``speed_check`` in results.json); here that check
 is read: a machine more than :data:`DRIFT` slower or faster than at its ceilings is said so in
-the run's note and named as a reason on a program that missed in the same direction. The words
-follow from the two rates, whichever way they differ.
+the run's note and named as a reason on a program that missed in the same direction, where it
+accounts for at least :data:`SHARE_OF_MISS` of the miss. The words follow from the two rates,
+whichever way they differ.
 """
 
 from __future__ import annotations
