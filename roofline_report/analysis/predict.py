@@ -378,14 +378,14 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
                               roof.name, roof.kind, "grouped convolution"))
     # A kernel that converts computes in the wider type: its arithmetic runs at float32's
     # rate, each conversion at the measured conversion rate.
-    shared: list[RateRoof] = []  # the rates its arithmetic was priced at
+    shares: list[tuple[float, RateRoof]] = []  # each rate its arithmetic was priced at
     arithmetic = "float32" if f.converts else f.dtype
     if f.converts:
         convert = roofs.rate_for("convert", "float32")
         if convert is not None:
-            shared.append(convert)
-            terms.append(Term("conversion", "compute",
-                              f.converts / (convert.value * thread_share(f, convert)),
+            share = thread_share(f, convert)
+            shares.append((share, convert))
+            terms.append(Term("conversion", "compute", f.converts / (convert.value * share),
                               convert.name, convert.kind))
         else:
             notes.append("no conversion rate: conversions not charged")
@@ -398,8 +398,9 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
         # Named for what most of it is where that is complex arithmetic.
         what = "complex arithmetic" if 2 * f.complex_flops > other else ""
         if fma is not None:
-            shared.append(fma)
-            terms.append(Term("elementwise", "compute", other / (fma.value * thread_share(f, fma)),
+            share = thread_share(f, fma)
+            shares.append((share, fma))
+            terms.append(Term("elementwise", "compute", other / (fma.value * share),
                               fma.name, fma.kind, what))
         else:
             terms.append(Term("elementwise", "compute", other / compute.value,
@@ -433,11 +434,12 @@ def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
             continue
         # Named for its repeated evaluations where they are most of it.
         repeated = 2 * f.recomputed.get(op, 0.0) > count
-        shared.append(rate)
-        terms.append(Term("transcendental", "compute",
-                          count / (rate.value * thread_share(f, rate)), rate.name, rate.kind,
+        share = thread_share(f, rate)
+        shares.append((share, rate))
+        terms.append(Term("transcendental", "compute", count / (rate.value * share),
+                          rate.name, rate.kind,
                           f"{op}, once per output element" if repeated else op))
-    fewer = [r for r in shared if thread_share(f, r) < 1.0]
+    fewer = [r for share, r in shares if share < 1.0]
     if fewer:
         notes.append(f"a kernel XLA leaves on {plural(f.threads or 1, 'thread', 'threads')} "
                      f"of the {fewer[0].threads} its rates were measured on: its elementwise, "

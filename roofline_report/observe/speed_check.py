@@ -48,6 +48,7 @@ def speed_check(ceilings: Mapping[str, Any], *, quick: bool) -> dict[str, Any]:
     import jax
 
     from roofline_report.observe.ceilings.compute import _matmul, _matmul_operands
+    from roofline_report.observe.ceilings.sampling import fastest_rate
 
     n = int(entry["size"])
     minimum = ((entry.get("timing") or {}).get("min_sample_s"))
@@ -60,6 +61,9 @@ def speed_check(ceilings: Mapping[str, Any], *, quick: bool) -> dict[str, Any]:
     except Exception as exc:
         return {"available": False,
                 "reason": f"timing the float32 matmul again failed: {reason(exc)}"}
+    # The ceiling's own work per call, at its own rule (the fastest sample's rate).
+    work = entry.get("flops_per_call")
+    flops = int(work) if isinstance(work, int) and work > 0 else 2 * n**3
     return {"available": True, "probe": f"float32 matmul, n={n}", "size": n,
             "ceiling_value": float(entry["value"]),
-            "value": 2 * n**3 / measured.per_call.min, "timing": measured.to_json()}
+            "value": fastest_rate(flops, measured), "timing": measured.to_json()}
