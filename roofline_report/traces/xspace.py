@@ -49,6 +49,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 
+from roofline_report.traces import line_aside
 from roofline_report.traces.line_stats import NO_STATS, LineStats
 from roofline_report.traces.wire_columns import (
     PAD,
@@ -70,6 +71,7 @@ __all__ = [
     "Event",
     "EventColumns",
     "Line",
+    "LineColumns",
     "Plane",
     "ProgramMetadata",
     "TraceFormatError",
@@ -455,22 +457,33 @@ class _PlaneReader:
                 out[name] = value
         return out
 
-    def read(self) -> Plane:
-        p = self.plane
+    def metadata(self) -> tuple[dict[int, str], dict[int, dict[str, Any]],
+                                dict[int, ProgramMetadata]]:
+        """The plane's event names, the stats of the event metadata that have some, and its
+        event metadata, by metadata id."""
         metadata: dict[int, ProgramMetadata] = {}
         names: dict[int, str] = {}
         meta_stats: dict[int, dict[str, Any]] = {}
-        for entry in p.event_metadata:
+        for entry in self.plane.event_metadata:
             m = entry.value
             names[entry.key] = m.name
             decoded = self.stats(m.stats)
             meta_stats[entry.key] = decoded
             metadata[entry.key] = ProgramMetadata(entry.key, m.name, m.display_name, decoded)
-        with_stats = {m: st for m, st in meta_stats.items() if st}
-        lines = [self.line(line, names, with_stats) for line in p.lines]
+        return names, {m: st for m, st in meta_stats.items() if st}, metadata
+
+    def read(self, aside: frozenset[int] = frozenset()) -> tuple[Plane, dict[int, str],
+                                                                   dict[int, dict[str, Any]]]:
+        """The plane, with its names and the stats of its event metadata; the lines
+        ``aside`` (indices, decoded by a helper process) are left empty, to be filled with
+        :meth:`assemble`."""
+        p = self.plane
+        names, with_stats, metadata = self.metadata()
+        lines = [_EMPTY_LINE if i in aside else self.line(line, names, with_stats)
+                 for i, line in enumerate(p.lines)]
         plane = Plane(p.id, p.name, lines, self.stats(p.stats), metadata)
         self.cache.close()  # the serialized stats: not needed once the plane is read
-        return plane
+        return plane, names, with_stats
 
     def untimed(self, e: Any) -> None:
         """An event without an offset: aggregated (num_occurrences), skipped; one placed in
@@ -560,8 +573,9 @@ class _PlaneReader:
         parts.duration.append(duration[keep])
         parts.kept += int(keep.sum())
 
-    def line(self, line: Any, names: dict[int, str],
-             with_stats: dict[int, dict[str, Any]]) -> Line:
+    def columns(self, line: Any, names: dict[int, str],
+                with_stats: dict[int, dict[str, Any]]) -> LineColumns:
+        """A line's events decoded as columns (see :class:`LineColumns`)."""
         # Every event of a trace is decoded here, a chunk of a line's events at a time, as
         # columns (EventColumns), not objects.
         parts = _LineParts()
@@ -571,14 +585,44 @@ class _PlaneReader:
         counts = _joined(parts.counts, np.int64)
         bounds = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=bounds[1:])
-        stats = LineStats(self.stat_names, dict(with_stats), narrow(bounds),
-                           narrow(_joined(parts.key, np.int64)), _joined(parts.kind, np.uint8),
-                           _joined(parts.bits, np.uint64), parts.objects, parts.exact)
         # As base + offset_ps / 1000.0 event by event: the same IEEE operations, in numpy.
         start = line.timestamp_ns + _joined(parts.offset, np.int64) / 1000.0
-        columns = EventColumns(names, narrow(_joined(parts.meta, np.int64)), start,
-                               _joined(parts.duration, np.int64) / 1000.0, stats)
-        return Line(line.id, line.name or line.display_name, columns)
+        return LineColumns(narrow(_joined(parts.meta, np.int64)), start,
+                           _joined(parts.duration, np.int64) / 1000.0, narrow(bounds),
+                           narrow(_joined(parts.key, np.int64)), _joined(parts.kind, np.uint8),
+                           _joined(parts.bits, np.uint64), parts.objects, parts.exact)
+
+    def assemble(self, line: Any, c: LineColumns, names: dict[int, str],
+                 with_stats: dict[int, dict[str, Any]]) -> Line:
+        """The line of ``line`` (the message) whose events are ``c``."""
+        stats = LineStats(self.stat_names, dict(with_stats), c.bounds, c.key, c.kind, c.bits,
+                          c.objects, c.exact)
+        return Line(line.id, line.name or line.display_name,
+                    EventColumns(names, c.meta, c.start_ns, c.duration_ns, stats))
+
+    def line(self, line: Any, names: dict[int, str],
+             with_stats: dict[int, dict[str, Any]]) -> Line:
+        return self.assemble(line, self.columns(line, names, with_stats), names, with_stats)
+
+
+@dataclass(frozen=True, slots=True)
+class LineColumns:
+    """A line's events as decoded (plain arrays and lists, so a helper process can send them
+    back): metadata ids, starts and durations (ns), and the stat columns of
+    :class:`~roofline_report.traces.line_stats.LineStats`."""
+
+    meta: np.ndarray
+    start_ns: np.ndarray
+    duration_ns: np.ndarray
+    bounds: np.ndarray
+    key: np.ndarray
+    kind: np.ndarray
+    bits: np.ndarray
+    objects: list[Any]
+    exact: dict[int, dict[str, Any]]
+
+
+_EMPTY_LINE = Line(0, "", ())  # a line's place while a helper decodes it
 
 
 def _profiler_plane(name: str) -> bool:
@@ -612,10 +656,13 @@ def _not_parsed(data: bytes, exc: Exception) -> str:
     return f"corrupt XSpace: a plane that does not parse ({exc})"
 
 
-def read_xspace_bytes(data: bytes, where: str = "the trace") -> XSpace:
+def read_xspace_bytes(data: bytes, where: str = "the trace", *,
+                      path: Path | None = None) -> XSpace:
     """Decode an XSpace from its bytes (gzip is undone first). Raises :class:`TraceFormatError`
     naming ``where`` for a truncated or corrupt file, one over 2 GiB, a protobuf that is not
-    a trace, or one of a schema this reader cannot read."""
+    a trace, or one of a schema this reader cannot read. ``path``: the file the bytes were
+    read from, which a helper process may read again to decode some lines of a large trace
+    on another core (:mod:`.line_aside`)."""
     if data[:2] == GZIP_MAGIC:
         try:
             data = gzip.decompress(data)
@@ -646,14 +693,58 @@ def read_xspace_bytes(data: bytes, where: str = "the trace") -> XSpace:
     negative: Counter[str] = Counter()
     unknown_values: Counter[str] = Counter()
     try:
-        planes = [_PlaneReader(p, unknown, negative, unknown_values).read()
-                  for p in space.planes]
+        source = line_aside.Source.of(path, len(data)) if path is not None else None
+        planes = _planes(space, unknown, negative, unknown_values, source)
         _all_unknown(space, unknown)  # fields the schema does not have, message by message
     except TraceFormatError as exc:
         raise TraceFormatError(f"{where}: {exc}", newer=exc.newer) from None
     dropped = Dropped(dict(sorted(negative.items())), dict(sorted(unknown_values.items())))
     return XSpace(planes, list(space.errors), list(space.warnings), list(space.hostnames),
                   {k: sorted(v) for k, v in sorted(unknown.items())}, dropped)
+
+
+def _planes(space: Any, unknown: dict[str, set[int]], negative: Counter[str],
+            unknown_values: Counter[str], source: line_aside.Source | None) -> list[Plane]:
+    """The planes of ``space`` decoded; a large trace's lines split between this process and
+    a helper reading ``source`` (:mod:`.line_aside`)."""
+    lines = [[len(line.events) for line in p.lines] for p in space.planes]
+    split = line_aside.plan(lines, line_aside.cores()) if source is not None else {}
+    if source is None or not split:
+        return [_PlaneReader(p, unknown, negative, unknown_values).read()[0]
+                for p in space.planes]
+    with line_aside.LineAside(source, split) as aside:
+        try:
+            read = [_PlaneReader(p, unknown, negative, unknown_values).read(
+                frozenset(split.get(i, ()))) for i, p in enumerate(space.planes)]
+        except TraceFormatError:
+            read = None
+        helped = aside.result() if read is not None else None
+    if read is None:
+        # A corrupt line of this process's: read again in one process, so that the error
+        # raised is the first in the trace's order, as without the helper.
+        unknown.clear()
+        negative.clear()
+        unknown_values.clear()
+        return [_PlaneReader(p, unknown, negative, unknown_values).read()[0]
+                for p in space.planes]
+    if helped is not None:
+        negative.update(helped.negative)
+        unknown_values.update(helped.unknown_values)
+        for name, numbers in helped.unknown.items():
+            unknown.setdefault(name, set()).update(numbers)
+    planes = []
+    for p, (plane, names, with_stats) in enumerate(read):
+        if p in split:
+            message = space.planes[p]
+            reader = _PlaneReader(message, unknown, negative, unknown_values)
+            for i in split[p]:
+                line = message.lines[i]
+                columns = (helped.lines[(p, i)] if helped is not None
+                           else reader.columns(line, names, with_stats))
+                plane.lines[i] = reader.assemble(line, columns, names, with_stats)
+            reader.cache.close()
+        planes.append(plane)
+    return planes
 
 
 def read_xspace(path: str | Path) -> XSpace:
@@ -668,7 +759,7 @@ def read_xspace(path: str | Path) -> XSpace:
         data = p.read_bytes()
     except OSError as exc:
         raise TraceFormatError(f"{p.name}: cannot be read ({exc.strerror})") from None
-    return read_xspace_bytes(data, p.name)
+    return read_xspace_bytes(data, p.name, path=p)
 
 
 def hlo_module_proto(hlo_proto: bytes) -> bytes:

@@ -1,0 +1,234 @@
+"""The lines of a large trace decoded on two cores: a helper process decodes some of them while
+this one decodes the others (no jax).
+
+A 100 MB CPU trace holds about four million events on three lines: the host's Python thread
+(2.4 million short events, 2.5 s to decode on a 2-core CPU) and two runtime threads (0.67
+million events each, 1.2 s each). Decoding is numpy over whole lines, but holds the
+interpreter's lock between its steps, so threads do not help (measured: 1.41 s on two threads
+against 1.36 s on one); a second process does. :func:`plan` gives the helper the lines that
+balance the two processes, counting what starting it costs (:data:`START_EVENTS`), and only
+where there are two cores and enough events to gain (:data:`ASIDE_EVENTS`).
+
+The helper is a fresh interpreter (not a fork: the caller may have threads, jax's among them,
+and a fork copies their locks as they are) that imports only :mod:`.xspace` and reads the trace
+file itself; it sends back each line's :class:`~roofline_report.traces.xspace.LineColumns` and
+what it skipped, pickled in a temporary file, and this process builds the lines with its own
+names. The columns are those this process would have decoded, array for array (the same
+functions on the same bytes). A helper that cannot start, fails, meets an error in its lines,
+finds the file changed, or outlasts :data:`WAIT_S` is set aside, and its lines are decoded here,
+so the result, and the first error a corrupt trace raises, never depend on it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+__all__ = ["ASIDE_EVENTS", "START_EVENTS", "WAIT_S", "Helped", "LineAside", "Source", "cores",
+           "main", "plan"]
+
+ASIDE_EVENTS = 1_000_000  # a trace with fewer events is decoded in one process
+# What starting the helper costs (an interpreter, numpy, the protobuf package and parsing the
+# file again: about 0.7 s on a 2-core CPU), as events it could have decoded meanwhile.
+START_EVENTS = 500_000
+WAIT_S = 600.0  # a helper still decoding after this long is stopped and its lines decoded here
+_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding the package
+_REQUEST, _RESULT = "request.pickle", "lines.pickle"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The trace file the helper reads again: its path, and its size and modification time
+    and the size of its (decompressed) message when this process read it, so a file changed
+    in between is noticed."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    message_bytes: int
+
+    @classmethod
+    def of(cls, path: Path, message_bytes: int) -> Source | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return cls(str(path), st.st_size, st.st_mtime_ns, message_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class Helped:
+    """What the helper decoded: each line's columns by (plane, line) index, and what it
+    skipped (as :class:`~roofline_report.traces.xspace.Dropped` counts them) and the unknown
+    fields it met."""
+
+    lines: dict[tuple[int, int], Any]
+    negative: dict[str, int]
+    unknown_values: dict[str, int]
+    unknown: dict[str, list[int]]
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def plan(events: Sequence[Sequence[int]], available: int) -> dict[int, list[int]]:
+    """The lines for the helper, by plane index (line indices in order), given each plane's
+    lines' event counts; empty where one process should decode them all (one core, fewer
+    than :data:`ASIDE_EVENTS` events, or no split that gains).
+
+    The lines go, largest first, to the process with less to do, the helper's load starting
+    at :data:`START_EVENTS`; the helper is used only where its lines outweigh starting it."""
+    total = sum(sum(lines) for lines in events)
+    if available < 2 or total < ASIDE_EVENTS:
+        return {}
+    order = sorted(((n, p, i) for p, lines in enumerate(events) for i, n in enumerate(lines)
+                    if n > 0), key=lambda t: (-t[0], t[1], t[2]))
+    here, helper = 0, START_EVENTS
+    out: dict[int, list[int]] = {}
+    for n, p, i in order:
+        if helper < here:
+            helper += n
+            out.setdefault(p, []).append(i)
+        else:
+            here += n
+    if helper - START_EVENTS < START_EVENTS:
+        return {}  # too little for the helper to gain
+    return {p: sorted(lines) for p, lines in sorted(out.items())}
+
+
+class LineAside:
+    """``with LineAside(source, plan) as aside: ...; helped = aside.result()``: the helper
+    starts on entering, :meth:`result` waits for it (None where it failed: its lines are
+    then decoded by the caller), and leaving stops it and removes its files."""
+
+    def __init__(self, source: Source, lines: Mapping[int, Sequence[int]]) -> None:
+        self.source = source
+        self.lines = {p: list(v) for p, v in lines.items()}
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._folder: str | None = None
+
+    def __enter__(self) -> LineAside:
+        folder = tempfile.mkdtemp(prefix="roofline-report-lines-")
+        self._folder = folder
+        try:
+            with open(os.path.join(folder, _REQUEST), "wb") as fh:
+                pickle.dump((self.source, self.lines), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-c",
+                 f"import sys; sys.path.insert(0, {_ROOT!r}); "
+                 "from roofline_report.traces.line_aside import main; raise SystemExit(main())",
+                 folder],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL)
+        except (OSError, ValueError):  # no interpreter to start (or a path it cannot take)
+            self._close()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._close()
+
+    def result(self) -> Helped | None:
+        """The helper's lines once it has finished cleanly with every line asked for, else
+        None."""
+        proc, folder = self._proc, self._folder
+        if proc is None or folder is None:
+            return None
+        try:
+            code = proc.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            code = None
+        helped: Any = None
+        if code == 0:
+            try:
+                with open(os.path.join(folder, _RESULT), "rb") as fh:
+                    helped = pickle.load(fh)
+            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
+                    TypeError, ValueError):
+                helped = None
+        self._close()
+        asked = {(p, i) for p, v in self.lines.items() for i in v}
+        if not isinstance(helped, Helped) or set(helped.lines) != asked:
+            return None
+        return helped
+
+    def _close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        folder, self._folder = self._folder, None
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _decode(source: Source, lines: Mapping[int, Sequence[int]]) -> Helped | None:
+    """The helper's work: the lines asked for, decoded from the file as the caller would;
+    None where the file is not the one the caller read or a line is corrupt (the caller
+    decodes them then, and raises their error itself)."""
+    import gzip
+
+    from roofline_report.traces import xspace
+    from roofline_report.traces.xspace_schema import message_class
+
+    path = Path(source.path)
+    st = path.stat()
+    if (st.st_size, st.st_mtime_ns) != (source.size, source.mtime_ns):
+        return None
+    data = path.read_bytes()
+    if data[:2] == xspace.GZIP_MAGIC:
+        data = gzip.decompress(data)
+    if len(data) != source.message_bytes:
+        return None
+    space = message_class("XSpace").FromString(data)
+    del data
+    out: dict[tuple[int, int], Any] = {}
+    unknown: dict[str, set[int]] = {}
+    negative: Counter[str] = Counter()
+    unknown_values: Counter[str] = Counter()
+    try:
+        for p, indices in sorted(lines.items()):
+            plane = space.planes[p]
+            # The metadata's own counts are the caller's: counted there, not here.
+            names, with_stats, _ = xspace._PlaneReader(plane, {}, Counter(), Counter()
+                                                        ).metadata()
+            reader = xspace._PlaneReader(plane, unknown, negative, unknown_values)
+            for i in indices:
+                out[(p, i)] = reader.columns(plane.lines[i], names, with_stats)
+            reader.cache.close()
+    except (xspace.TraceFormatError, IndexError):
+        return None
+    return Helped(out, dict(negative), dict(unknown_values),
+                  {k: sorted(v) for k, v in unknown.items()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The helper: decode the lines the request in the folder given asks for and write them
+    beside it (through a temporary name, so a helper stopped midway leaves nothing to be taken
+    for a whole result); exit 1 where it cannot."""
+    folder = (sys.argv[1:] if argv is None else argv)[0]
+    with open(os.path.join(folder, _REQUEST), "rb") as fh:
+        source, lines = pickle.load(fh)
+    helped = _decode(source, lines)
+    if helped is None:
+        return 1
+    partial = os.path.join(folder, _RESULT + ".partial")
+    with open(partial, "wb") as fh:
+        pickle.dump(helped, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(partial, os.path.join(folder, _RESULT))
+    return 0
