@@ -28,7 +28,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
+
+import numpy as np
 
 __all__ = ["STALL_SHARE", "VARIES", "CallAccount", "CallAccounting", "Stalls", "Varying",
            "account_calls"]
@@ -96,22 +99,71 @@ class Stalls:
 
 @dataclass(frozen=True, slots=True)
 class CallAccounting:
-    """Every traced call accounted for (:class:`CallAccount`), the median call (by program
-    time) apart, with the kernels that vary and the stalls."""
+    """Every traced call accounted for (:attr:`calls`, each a :class:`CallAccount`), the
+    median call (by program time) apart, with the kernels that vary and the stalls. The calls'
+    parts are kept as columns (a long trace holds hundreds of thousands of calls), one
+    :class:`CallAccount` built per call only when :attr:`calls` is read."""
 
-    calls: tuple[CallAccount, ...]
+    columns: _Columns
     median_call: CallAccount
     varying: tuple[Varying, ...]
     stalls: Stalls | None
+    worst_residual: float  # the largest unexplained share of any call
 
     @property
     def table_s(self) -> float:
         return self.median_call.table_s
 
     @property
-    def worst_residual(self) -> float:
-        """The largest unexplained share of any call."""
-        return max((c.unexplained for c in self.calls), default=0.0)
+    def calls(self) -> tuple[CallAccount, ...]:
+        return tuple(self.columns.account(i) for i in range(len(self.columns.program)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """The parts of every call (seconds), one array each, in call order."""
+
+    table: float
+    program: np.ndarray
+    beyond: np.ndarray
+    overlap: np.ndarray
+    dispatch: np.ndarray
+    loop_control: np.ndarray
+    gaps: np.ndarray
+
+    def account(self, i: int) -> CallAccount:
+        return CallAccount(
+            program_s=float(self.program[i]), table_s=self.table,
+            beyond_s=float(self.beyond[i]), overlap_s=float(self.overlap[i]),
+            dispatch_s=float(self.dispatch[i]), loop_control_s=float(self.loop_control[i]),
+            gaps_s=float(self.gaps[i]))
+
+    def unexplained(self) -> np.ndarray:
+        """:attr:`CallAccount.unexplained` of every call, by the same operations."""
+        residual = self.program - (self.table + self.beyond + self.overlap + self.dispatch
+                                   + self.loop_control + self.gaps)
+        out = np.zeros(len(self.program))
+        positive = self.program > 0
+        out[positive] = np.abs(residual[positive]) / self.program[positive]
+        return out
+
+
+def _column(calls: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+    return np.fromiter(map(float, map(itemgetter(key), calls)), dtype=np.float64,
+                       count=len(calls))
+
+
+def _samples(samples: Mapping[str, Sequence[float | None]], names: Sequence[str], calls: int
+             ) -> np.ndarray:
+    """The samples as a (kernel, call) array, NaN where a kernel did not run in a call (or
+    its samples end before it)."""
+    out = np.full((len(names), calls), np.nan)
+    for row, name in zip(out, names, strict=True):
+        s = samples[name]
+        n = min(len(s), calls)
+        row[:n] = np.fromiter((np.nan if x is None else x for x in s[:n]), dtype=np.float64,
+                              count=n)
+    return out
 
 
 def account_calls(timing: Mapping[str, Any], times: Mapping[str, float],
@@ -124,60 +176,59 @@ def account_calls(timing: Mapping[str, Any], times: Mapping[str, float],
         return None
     per_call = int(timing.get("calls_per_sample") or 1)
     table = sum(times.values())
-    accounts: list[CallAccount] = []
-    for i, c in enumerate(calls):
-        kernels = sum(s[i] or 0.0 for name, s in samples.items() if name in times and i < len(s))
-        busy = float(c["busy_s"])
-        accounts.append(CallAccount(
-            program_s=float(c["program_s"]), table_s=table, beyond_s=kernels - table,
-            overlap_s=busy - kernels, dispatch_s=float(c["dispatch_s"]),
-            loop_control_s=float(c["loop_control_s"]), gaps_s=float(c["gaps_s"])))
-    order = sorted(range(len(accounts)), key=lambda i: accounts[i].program_s)
-    middle = accounts[order[(len(order) - 1) // 2]]
-    usable = {name: list(s) for name, s in samples.items()
-              if name in times and any(x is not None for x in s)}
-    return CallAccounting(tuple(accounts), middle, _varying(usable, times),
-                          _stalls(usable, times, accounts, per_call))
+    names = [name for name in samples if name in times]
+    grid = _samples(samples, names, len(calls))
+    # Each call's summed samples, kernel by kernel in the samples' order (as a sum would).
+    kernels = np.zeros(len(calls))
+    for row in grid:
+        kernels += np.where(np.isnan(row), 0.0, row)
+    busy = _column(calls, "busy_s")
+    columns = _Columns(table, _column(calls, "program_s"), kernels - table, busy - kernels,
+                       _column(calls, "dispatch_s"), _column(calls, "loop_control_s"),
+                       _column(calls, "gaps_s"))
+    order = np.argsort(columns.program, kind="stable")
+    middle = columns.account(int(order[(len(order) - 1) // 2]))
+    ran = ~np.isnan(grid)
+    usable = [j for j in range(len(names)) if ran[j].any()]
+    used = [names[j] for j in usable]
+    grid = grid[usable]
+    return CallAccounting(columns, middle, _varying(used, grid, times),
+                          _stalls(used, grid, times, columns.program, per_call),
+                          float(columns.unexplained().max()))
 
 
-def _varying(samples: Mapping[str, list[float | None]], times: Mapping[str, float]
+def _varying(names: Sequence[str], grid: np.ndarray, times: Mapping[str, float]
              ) -> tuple[Varying, ...]:
     found = []
-    for name, ran in samples.items():
-        s = [x for x in ran if x is not None]
-        low, high = min(s), max(s)
+    for name, row in zip(names, grid, strict=True):
+        s = row[~np.isnan(row)]
+        low, high = float(s.min()), float(s.max())
         if len(s) > 1 and high > 0 and high > VARIES * low:
             found.append(Varying(name, low, high, times[name]))
     found.sort(key=lambda v: (-(v.high_s - v.low_s), v.name))
     return tuple(found[:LISTED])
 
 
-def _stalls(samples: Mapping[str, list[float | None]], times: Mapping[str, float],
-            accounts: Sequence[CallAccount], per_call: int) -> Stalls | None:
-    """The calls whose worst kernel (the largest time beyond its first quartile) took at
-    least VARIES × that quartile and STALL_SHARE of the call."""
-    hit: list[tuple[str, float]] = []
-    for i, call in enumerate(accounts):
-        worst: tuple[float, str, float] | None = None
-        for name, s in samples.items():
-            took = s[i] if i < len(s) else None
-            if took is None:
-                continue
-            excess = took - times[name]
-            if worst is None or excess > worst[0]:
-                worst = (excess, name, took)
-        if worst is None:
-            continue
-        _, name, took = worst
-        if took >= VARIES * times[name] and took >= STALL_SHARE * call.program_s and took > 0:
-            hit.append((name, took))
-    if not hit:
+def _stalls(names: Sequence[str], grid: np.ndarray, times: Mapping[str, float],
+            program: np.ndarray, per_call: int) -> Stalls | None:
+    """The calls whose worst kernel (the largest time beyond its first quartile, the first
+    such kernel where several tie) took at least VARIES × that quartile and STALL_SHARE of
+    the call."""
+    if not names:
+        return None
+    quartile = np.array([times[name] for name in names])
+    excess = np.where(np.isnan(grid), -np.inf, grid - quartile[:, None])
+    worst = np.argmax(excess, axis=0)  # the first of the largest, per call
+    calls = np.arange(grid.shape[1])
+    took = grid[worst, calls]
+    hit = (~np.isnan(took) & (took >= VARIES * quartile[worst])
+           & (took >= STALL_SHARE * program) & (took > 0))
+    if not hit.any():
         return None
     by_kernel: dict[str, int] = {}
-    for name, _ in hit:
-        by_kernel[name] = by_kernel.get(name, 0) + 1
+    for j in worst[hit].tolist():
+        by_kernel[names[j]] = by_kernel.get(names[j], 0) + 1
     kernels = tuple(sorted(by_kernel.items(), key=lambda kv: (-kv[1], kv[0])))
-    took_all = [t for _, t in hit]
-    return Stalls(len(hit) * per_call, len(accounts) * per_call, min(took_all), max(took_all),
-                  kernels)
-
+    took_all = took[hit]
+    return Stalls(int(hit.sum()) * per_call, grid.shape[1] * per_call, float(took_all.min()),
+                  float(took_all.max()), kernels)

@@ -19,6 +19,7 @@ work and the bytes it touches) with the times of its profiler trace, under one r
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from roofline_report.analysis import explain, predict
@@ -76,7 +77,7 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
         return None
 
     def med(key: str) -> float:
-        return median([float(c[key]) for c in calls]) or 0.0
+        return median(list(map(float, map(itemgetter(key), calls)))) or 0.0
 
     kernels = timing.get("kernels") or []
     per_call: dict[int, float] = {}
