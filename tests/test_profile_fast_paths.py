@@ -20,6 +20,8 @@ from roofline_report.results import io, json_text
 from roofline_report.traces import call_samples, events, launches
 from roofline_report.traces.xspace import Event, EventColumns, Line, read_xspace
 
+TRACES = Path(__file__).parent / "fixtures" / "traces"
+
 
 def _shares_reference(leaves: list[launches._Kernel], wants: dict[str, int] | None,
                       cores: int | None) -> list[float]:
@@ -370,3 +372,45 @@ def test_end_events_added_as_columns_match_those_added_one_by_one() -> None:
         assert one.take(stats, op, at) == many.take(stats, op, at)
     with pytest.raises(ValueError):
         _Ends().extend([1], ["a", "b"], [0.0], [1.0])
+
+
+def _launched_before_one_by_one(flows: list[Any], ops: list[str], starts: list[float],
+                                ends: thunk_ends.ThunkEnds) -> list[bool]:
+    """The rule as it reads: an end is kept where a launch of its thunk with its flow id (any
+    launch of the thunk, for an end without one) started no later."""
+    out = []
+    for flow, op, at in zip(ends.flows, ends.ops, ends.starts, strict=True):
+        out.append(any(o == op and (flow is None or f == flow) and s <= at
+                       for f, o, s in zip(flows, ops, starts, strict=True)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ends_matched_to_launches_as_columns_match_the_rule(seed: int) -> None:
+    rng = random.Random(seed)
+    ids: list[Any] = [None, 0, 1, 7, -3, 2**62, 2**63 - 1, -(2**63)]
+    if seed >= 4:  # flow ids the integer columns cannot hold: looked up one by one
+        ids += ["a", 2**64, 1.5, True]
+    n = 60
+    flows = [rng.choice(ids) for _ in range(n)]
+    ops = [rng.choice(["fusion", "dot", "copy"]) for _ in range(n)]
+    starts = sorted(rng.uniform(0, 100) for _ in range(n))
+    m = 80
+    ends = thunk_ends.ThunkEnds([rng.choice(ids) for _ in range(m)],
+                                [rng.choice(["fusion", "dot", "copy", "never"]) for _ in range(m)],
+                                [rng.uniform(-10, 110) for _ in range(m)], [0.0] * m)
+    got = timeline._launched_before(flows, ops, starts, ends).tolist()
+    assert got == _launched_before_one_by_one(flows, ops, starts, ends)
+    assert any(got) and not all(got)
+
+
+def test_step_markers_read_as_columns_are_those_of_the_events() -> None:
+    trace = next((TRACES / "transformer").glob("plugins/profile/*/*.xplane.pb*"))
+    space = read_xspace(trace)
+    lines = [line for plane in space.planes if plane.name.startswith("/host:")
+             for line in plane.lines]
+    assert any(isinstance(line.events, EventColumns) for line in lines)
+    for line in lines:
+        as_events = list(timeline._step_marks(list(line.events)))
+        assert list(timeline._step_marks(line.events)) == as_events
+    assert timeline.steps(space)

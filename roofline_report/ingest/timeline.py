@@ -32,10 +32,12 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
+import numpy as np
+
 from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
 from roofline_report.ingest.thunk_ends import NO_ENDS, ThunkEndLine, ThunkEnds, host_thunk_ends
 from roofline_report.quantiles import median
-from roofline_report.traces.xspace import Event, Line, Plane, XSpace, events_where
+from roofline_report.traces.xspace import Event, EventColumns, Line, Plane, XSpace, events_where
 
 __all__ = [
     "KernelLine",
@@ -251,19 +253,68 @@ def _one_device_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, 
     if not by_device:
         return {}
     ((device, found),) = by_device.items()
-    # The earliest launch of each key: the launches come in time order (lanes sorts them),
-    # so walked from the last, the earliest of a key is the one written last.
-    launches = [(e.stats.get("_p"), str(e.stats["hlo_op"]), e.start_ns) for _, e in found]
-    first: dict[tuple[Any, str], float] = {(flow, op): start
-                                           for flow, op, start in reversed(launches)}
-    first.update({(None, op): start for _, op, start in reversed(launches)})
     ends = host_thunk_ends(space, HOST_CPU)
-    inf = math.inf
-    kept = [j for j, (key, at) in enumerate(zip(ends.keys(), ends.starts, strict=True))
-            if first.get(key, inf) <= at]
-    if not kept:
+    flows = [e.stats.get("_p") for _, e in found]
+    ops = [str(e.stats["hlo_op"]) for _, e in found]
+    kept = _launched_before(flows, ops, [e.start_ns for _, e in found], ends)
+    if not kept.any():
         return {}
-    return {device: ends if len(kept) == len(ends) else ends.picked(kept)}
+    return {device: ends if kept.all() else ends.picked(np.flatnonzero(kept).tolist())}
+
+
+_ID_TYPES = frozenset({int, type(None)})
+
+
+def _flow_ids(flows: list[Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(which have one, the flow ids as int64) of a list of flow ids that are all integers of
+    64 bits or None; None for any other list."""
+    if not set(map(type, flows)) <= _ID_TYPES:
+        return None
+    values = np.array(flows, dtype=object)
+    flowed = np.fromiter((f is not None for f in flows), dtype=bool, count=len(flows))
+    try:
+        return flowed, values[flowed].astype(np.int64)
+    except OverflowError:
+        return None
+
+
+def _launched_before(flows: list[Any], ops: list[str], starts: list[float],
+                     ends: ThunkEnds) -> np.ndarray:
+    """Per end event: whether some launch of its thunk with its flow id (any launch of the
+    thunk, for an end without one) started no later than it."""
+    launch_ids, end_ids = _flow_ids(flows), _flow_ids(ends.flows)
+    if launch_ids is None or end_ids is None:
+        # Flow ids of other types: each key looked up as it is.
+        first: dict[tuple[Any, str], float] = {}
+        for flow, op, at in zip(flows, ops, starts, strict=True):
+            for key in ((flow, op), (None, op)):
+                if at < first.get(key, math.inf):
+                    first[key] = at
+        return np.array([first.get(key, math.inf) <= at
+                         for key, at in zip(ends.keys(), ends.starts, strict=True)], dtype=bool)
+    names = {op: i for i, op in enumerate(dict.fromkeys([*ops, *ends.ops]))}
+    launch_op = np.fromiter(map(names.__getitem__, ops), dtype=np.int64, count=len(ops))
+    end_op = np.fromiter(map(names.__getitem__, ends.ops), dtype=np.int64, count=len(ends))
+    launched = np.asarray(starts, dtype=np.float64)
+    # Any launch of the thunk: for an end without a flow id.
+    by_op = np.full(len(names), np.inf)
+    np.minimum.at(by_op, launch_op, launched)
+    limit = by_op[end_op]
+    (launch_flowed, launch_flow), (end_flowed, end_flow) = launch_ids, end_ids
+    if end_flowed.any():
+        # Each (flow id, thunk) key numbered: rows sorted by flow id, then thunk.
+        ids = np.concatenate([launch_flow, end_flow])
+        thunks = np.concatenate([launch_op[launch_flowed], end_op[end_flowed]])
+        order = np.lexsort((thunks, ids))
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (np.diff(ids[order]) != 0) | (np.diff(thunks[order]) != 0)
+        code = np.empty(len(order), dtype=np.int64)
+        code[order] = np.cumsum(new) - 1
+        by_code = np.full(int(code.max()) + 1, np.inf)
+        launch_code = code[:len(launch_flow)]
+        np.minimum.at(by_code, launch_code, launched[launch_flowed])
+        limit[end_flowed] = by_code[code[len(launch_code):]]
+    return limit <= np.asarray(ends.starts, dtype=np.float64)
 
 
 def _device_key(device: str) -> tuple[str, int]:
@@ -289,6 +340,18 @@ def modules(all_lanes: Iterable[Lane]) -> list[ModuleSummary]:
     return sorted(out, key=lambda m: (-m.seconds, m.name))
 
 
+def _step_marks(events: Sequence[Event]) -> Iterable[tuple[Any, float, float]]:
+    """(step number, start, duration) of each event of a line with a step number, in line
+    order: from the reader's columns without building the events (a long run's Python thread
+    holds one marker per step among millions of events), or from each event of a list."""
+    if isinstance(events, EventColumns):
+        _, starts, durations, numbers = events.columns(
+            np.flatnonzero(events.mask(stat=STEP_STAT)), STEP_STAT)
+        return zip(numbers, starts, durations, strict=True)
+    return ((e.stats[STEP_STAT], e.start_ns, e.duration_ns)
+            for e in events_where(events, stat=STEP_STAT))
+
+
 def steps(space: XSpace) -> list[Step]:
     """The step markers of a host's trace (events with ``step_num`` on a host plane), one per
     step number (the outermost span where a number recurs), in time order."""
@@ -297,11 +360,10 @@ def steps(space: XSpace) -> list[Step]:
         if not plane.name.startswith("/host:"):
             continue
         for line in plane.lines:
-            for e in events_where(line.events, stat=STEP_STAT):
-                number = e.stats[STEP_STAT]
-                if not isinstance(number, int) or isinstance(number, bool) or e.duration_ns <= 0:
+            for number, at, took in _step_marks(line.events):
+                if not isinstance(number, int) or isinstance(number, bool) or took <= 0:
                     continue
-                start, end = e.start_ns, e.start_ns + e.duration_ns
+                start, end = at, at + took
                 if number in spans:
                     start, end = min(start, spans[number][0]), max(end, spans[number][1])
                 spans[number] = (start, end)
