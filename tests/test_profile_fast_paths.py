@@ -414,3 +414,48 @@ def test_step_markers_read_as_columns_are_those_of_the_events() -> None:
         as_events = list(timeline._step_marks(list(line.events)))
         assert list(timeline._step_marks(line.events)) == as_events
     assert timeline.steps(space)
+
+
+def _self_times_by_stack(items: list[Any]) -> list[tuple[float, float]]:
+    """Self and busy times by the nesting stack, for every line (the plain rule)."""
+    out = {}
+    order = sorted(range(len(items)), key=lambda i: (items[i].event.start, -items[i].event.end))
+    stack: list[int] = []
+    self_ns = {i: items[i].end - items[i].event.start for i in order}
+    busy = {i: items[i].event.duration for i in order}
+    for i in order:
+        e = items[i].event
+        while stack and items[stack[-1]].event.end <= e.start:
+            stack.pop()
+        if stack and e.end <= items[stack[-1]].event.end:
+            self_ns[stack[-1]] -= e.duration
+            busy[stack[-1]] -= e.duration
+        stack.append(i)
+    for i in order:
+        s = max(0.0, self_ns[i])
+        out[i] = (s, max(0.0, min(busy[i], s)))
+    return [out[i] for i in range(len(items))]
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_self_times_of_kernels_one_after_another_and_nested(nested: bool) -> None:
+    from roofline_report.traces.launches import _Event, _Kernel
+
+    rng = random.Random(7 + nested)
+    items = []
+    at = 0.0
+    for _ in range(200):
+        length = rng.choice([0.0, 1.0, 2.5])
+        if nested and rng.random() < 0.3 and items:  # inside the previous event
+            parent = items[-1].event
+            start = parent.start + (parent.end - parent.start) * rng.random() / 2
+            e = _Event(0, start, min(parent.end, start + length), {}, None)
+        else:
+            at += rng.choice([0.0, 0.5, 3.0])
+            e = _Event(0, at, at + length, {}, None)
+            at += length
+        items.append(_Kernel(e, "k", None, e.end + rng.choice([0.0, 4.0])))
+    want = _self_times_by_stack(items)
+    assert events._apart(items) is (not nested)
+    events._self_times(items)
+    assert [(k.self_ns, k.busy_ns) for k in items] == want

@@ -115,6 +115,11 @@ class CallAccounting:
         return self.median_call.table_s
 
     @property
+    def count(self) -> int:
+        """The number of calls accounted for."""
+        return len(self.columns.program)
+
+    @property
     def calls(self) -> tuple[CallAccount, ...]:
         return tuple(self.columns.account(i) for i in range(len(self.columns.program)))
 

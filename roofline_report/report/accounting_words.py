@@ -41,7 +41,7 @@ def accounting_text(a: CallAccounting) -> tuple[str | Num, ...]:
         parts += (", with ", n(c.residual_s, "s", M), " not told apart")
     parts += (". ",)
     worst = a.worst_residual
-    parts += ((f"Each of the {plural(len(a.calls), 'traced call', 'traced calls')} is "
+    parts += ((f"Each of the {plural(a.count, 'traced call', 'traced calls')} is "
                "accounted for in the same parts"
                + ("" if worst <= SAID_UNEXPLAINED else " to within ")),
               *((percent(worst, M),) if worst > SAID_UNEXPLAINED else ()), ".")

@@ -162,6 +162,18 @@ def _module_matches(stat: Any, module: str | None) -> bool:
     return name == module or name.startswith(module + ".") or name.startswith(module + "(")
 
 
+def _apart(items: list[_Kernel]) -> bool:
+    """Whether each event of ``items`` starts no earlier than every one before it ends (a
+    line of a CPU trace's thunks, one after another): then none holds another, and no self
+    time loses anything (at most a zero-length event that a longer one starts with, which
+    takes nothing from it)."""
+    if len(items) < 2:
+        return True
+    starts = np.fromiter((k.event.start for k in items), dtype=np.float64, count=len(items))
+    ends = np.fromiter((k.event.end for k in items), dtype=np.float64, count=len(items))
+    return bool(np.all(np.maximum.accumulate(ends)[:-1] <= starts[1:]))
+
+
 def _self_times(kernels: list[_Kernel]) -> None:
     """Self times of nested events on one line: launch to completion, and the event's own
     duration, each less the children's durations."""
@@ -169,6 +181,11 @@ def _self_times(kernels: list[_Kernel]) -> None:
     for k in kernels:
         by_line[k.event.line].append(k)
     for items in by_line.values():
+        if _apart(items):  # in order, none inside another: nothing to take from any
+            for k in items:
+                k.self_ns = k.end - k.event.start
+                k.busy_ns = k.event.duration
+            continue
         items.sort(key=lambda k: (k.event.start, -k.event.end))
         stack: list[_Kernel] = []
         for k in items:
