@@ -114,6 +114,7 @@ def _with(e: Event, **stats: Any) -> Event:
 
 # module name -> its module_base and program suffix (one regex each per name, not per event)
 _BASES: dict[str, tuple[str, int | None]] = {}
+_PLAIN: set[str] = set()  # module names normal whatever the event's stats (no suffix)
 
 
 def _normalised(e: Event) -> Event:
@@ -125,6 +126,8 @@ def _normalised(e: Event) -> Event:
         known = _BASES.get(module)
         if known is None:
             known = _BASES[module] = (module_base(module), program_suffix(module))
+            if known == (module, None):
+                _PLAIN.add(module)
         base, program = known
     else:  # never its own base (a base is a str): its suffix of its text
         base, program = module_base(module), program_suffix(str(module))
@@ -167,8 +170,16 @@ def _tpu_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
 
 
 def _plane_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
-    return [(first_line + i, _normalised(e)) for i, line in enumerate(plane.lines)
-            for e in events_where(line.events, stat="hlo_op")]
+    out: list[tuple[int, Event]] = []
+    add = out.append
+    plain = _PLAIN
+    for i, line in enumerate(plane.lines):
+        at = first_line + i
+        for e in events_where(line.events, stat="hlo_op"):
+            module = e.stats.get("hlo_module")
+            # Most events name a module already normal: kept without a call.
+            add((at, e if module is None or module in plain else _normalised(e)))
+    return out
 
 
 def _start_of(item: tuple[int, Event]) -> float:
