@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -208,7 +208,9 @@ def write_report(out: Path, files: Mapping[str, str], *, label: str | None = Non
 
 def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str | None = None,
                   label: str | None = None, assumptions: Assumptions | None = None,
-                  title: str | None = None) -> list[dict[str, str]]:
+                  title: str | None = None,
+                  check: Callable[[Mapping[str, Any]], None] | None = None
+                  ) -> list[dict[str, str]]:
     """Render a results document (as in results.json) under ``assumptions`` (default: the
     budgets the run was given) and write the whole report folder atomically: report.html,
     report.md, results.json and figures/*.svg. Returns what was not available, measured or
@@ -218,6 +220,8 @@ def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str |
     fault and becomes an InputError naming it; with None (fresh measurements) it propagates.
     ``label`` names the destination in messages (see :func:`check_destination`); ``title``
     replaces the page's default title (a rendering option, not recorded in results.json).
+    ``check`` validates a document not yet validated (one the caller built): it runs while the
+    document's text is written beside it, and what it raises stops the write.
     """
     from roofline_report.report import views as render
     from roofline_report.results import io as results
@@ -227,6 +231,8 @@ def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str |
     document = data if isinstance(data, Mapping) else results.document(data)
     # A large document's text is written by a helper process while this one renders.
     with json_aside.Aside(document) as aside:
+        if check is not None:
+            check(document)
         try:
             # Without a title, the call is the one a renderer stand-in in a test also accepts.
             rendered = (render.render(data, assumptions) if title is None

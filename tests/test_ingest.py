@@ -315,6 +315,27 @@ def test_python_api(tmp_path: Path) -> None:
         roofline_report.profile(TRACES / "softmax", module="")
 
 
+def test_a_built_document_the_loader_refuses_is_a_bug_with_or_without_a_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Validated before it is returned, or (with a report to write) while its text is written
+    beside it: either way a RuntimeError, and the report already there is left as it was."""
+    from roofline_report.ingest import records
+
+    source = records._source
+
+    def misbuilt(reading: Reading) -> dict[str, Any]:
+        return {**source(reading), "misspelt": True}
+
+    out = tmp_path / "report"
+    roofline_report.profile(TRACES / "softmax", out=out)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    monkeypatch.setattr(records, "_source", misbuilt)
+    for where in (None, out):
+        with pytest.raises(RuntimeError, match=r"trace\.misspelt: unknown key"):
+            roofline_report.profile(TRACES / "softmax", out=where)
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
 def test_reading_a_trace_imports_jax_only_to_print_hlo() -> None:
     """Decoding, sorting and rendering import no jax; only the HLO printer imports jaxlib."""
     code = (

@@ -218,6 +218,25 @@ def test_finite_copies_plain_number_dicts_and_cleans_the_rest() -> None:
     assert json.loads(text) == {"x": {"calls": [{"program_s": None, "busy_s": 0.25}]}}
 
 
+def test_finite_takes_a_list_of_plain_records_whole_and_cleans_any_other() -> None:
+    records: list[Any] = [{"program_s": 0.5, "busy_s": 1}, {"program_s": 0.25, "gaps_s": 0.0}]
+    out = json_text._finite(records)
+    assert out == records
+    assert json_text._plain_records(records)
+    for dirty, clean in [
+        ([{"a": 1.0}, {"a": math.nan}], [{"a": 1.0}, {"a": None}]),
+        ([{"a": 1.0}, {1: 2.0}], [{"a": 1.0}, {"1": 2.0}]),
+        ([{"a": 1.0}, {"b": [math.inf]}], [{"a": 1.0}, {"b": [None]}]),
+        ([{"a": True}], [{"a": True}]),
+        ([{"a": 1.0}, 3.0], [{"a": 1.0}, 3.0]),
+        ([{}, {}], [{}, {}]),
+    ]:
+        assert not json_text._plain_records(dirty)
+        out = json_text._finite(dirty)
+        assert out == clean
+        assert json.dumps(out) == json.dumps(clean)  # True stays True, not 1
+
+
 # --- execute events kept as their starts --------------------------------------------------------
 
 _TRACES = Path(__file__).parent / "fixtures" / "traces"

@@ -84,7 +84,7 @@ def profile(path: str | Path, out: str | Path | None = None, *, run: str | None 
     """
     from roofline_report import output
     from roofline_report.ingest.pipeline import read_profile
-    from roofline_report.ingest.records import results_document
+    from roofline_report.ingest.records import check_document, results_document
     from roofline_report.report import meta
 
     checked = _path(path, "path")
@@ -99,8 +99,11 @@ def profile(path: str | Path, out: str | Path | None = None, *, run: str | None 
     with _no_cycle_collection():
         reading = read_profile(checked, run=_name(run, "run="), module=_name(module, "module="),
                                ceilings=ceilings_path, preset=_name(preset, "preset="))
+        # With a report to write, the document is validated while its text is written beside
+        # it (the write's ``check``), not before.
         data = results_document(reading,
-                                origin="python" if origin == "python" else "command line")
+                                origin="python" if origin == "python" else "command line",
+                                checked=destination is None)
         module_read = reading.module
         del reading  # the decoded events: freed before rendering
         gc.collect()  # with those of them some cycle holds (else kept while rendering)
@@ -108,5 +111,6 @@ def profile(path: str | Path, out: str | Path | None = None, *, run: str | None 
         # running cost it a sixth more: its passes walk the document again and again.
         if destination is not None:
             output.write_results(Path(destination), data, label=label,
-                                 title=page_title or f"Profile of {module_read}")
+                                 title=page_title or f"Profile of {module_read}",
+                                 check=check_document)
     return data

@@ -205,10 +205,11 @@ def _source(reading: Reading) -> dict[str, Any]:
     }
 
 
-def results_document(reading: Reading, *, origin: str = "command line") -> dict[str, Any]:
-    """The results document of ``reading``, validated against the schema."""
-    from roofline_report.results import io as results_io
-
+def results_document(reading: Reading, *, origin: str = "command line",
+                     checked: bool = True) -> dict[str, Any]:
+    """The results document of ``reading``, validated against the schema (with ``checked``
+    False, left to the caller: :func:`check_document`, as the report's writer does while the
+    document's text is written beside it)."""
     flag = "ceilings=" if origin == "python" else "--ceilings FILE"
     skipped: list[dict[str, str]] = []
     workloads = [_workload(p, reading, skipped) for p in reading.programs]
@@ -236,8 +237,17 @@ def results_document(reading: Reading, *, origin: str = "command line") -> dict[
         "skipped": skipped,
         "trace": _source(reading),
     }
+    if checked:
+        check_document(data)
+    return data
+
+
+def check_document(data: Mapping[str, Any]) -> None:
+    """Validate a document :func:`results_document` built: what is built must be what the
+    loader accepts, so a failure is this tool's bug (RuntimeError), not bad input."""
+    from roofline_report.results import io as results_io
+
     try:
         results_io.validate(data, source="the profile read from the trace")
-    except InputError as exc:  # what is built must be what the loader accepts: a bug here
+    except InputError as exc:
         raise RuntimeError(str(exc)) from None
-    return data

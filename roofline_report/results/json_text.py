@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from itertools import chain
 from typing import Any
 
 # Levels of the document laid out one key or item a line; everything deeper (a kernel's record,
@@ -52,7 +53,8 @@ def _finite(value: Any) -> Any:
             return dict(value)
         return {str(k): _finite(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        if _plain_numbers(value):  # nothing to change: a profile's samples, checked in C
+        if _plain_numbers(value) or _plain_records(value):
+            # nothing to change: a profile's samples or its calls' records, checked in C
             return value if isinstance(value, list) else list(value)
         return [_finite(v) for v in value]
     return value
@@ -60,6 +62,7 @@ def _finite(value: Any) -> Any:
 
 _NUMBERS = frozenset((int, float))
 _STR = frozenset((str,))
+_DICT = frozenset((dict,))
 
 
 def _plain_dict(value: dict[Any, Any]) -> bool:
@@ -67,6 +70,17 @@ def _plain_dict(value: dict[Any, Any]) -> bool:
     which :func:`_finite` would copy unchanged."""
     return (bool(value) and set(map(type, value)) <= _STR
             and _plain_numbers(list(value.values())))
+
+
+def _plain_records(values: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether ``values`` are all dicts of str keys and int or finite float values (a
+    profile's per-call records, 150,000 of them in a long trace), told in C over all of them
+    at once rather than one :func:`_plain_dict` each."""
+    if not values or set(map(type, values)) != _DICT:
+        return False
+    if not set(map(type, set(chain.from_iterable(values)))) <= _STR:
+        return False
+    return _plain_numbers(list(chain.from_iterable(map(dict.values, values))))
 
 
 def _plain_numbers(values: list[Any] | tuple[Any, ...]) -> bool:
