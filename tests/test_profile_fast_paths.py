@@ -473,8 +473,23 @@ def test_self_times_of_kernels_one_after_another_and_nested(nested: bool) -> Non
             at += rng.choice([0.0, 0.5, 3.0])
             e = _Event(0, at, at + length, {}, None)
             at += length
-        items.append(_Kernel(e, "k", None, e.end + rng.choice([0.0, 4.0])))
+        # Completions after the event, with it, or (clamped) before its end or its start.
+        items.append(_Kernel(e, "k", None, e.end + rng.choice([0.0, 4.0, -0.5, -3.0])))
     want = _self_times_by_stack(items)
     assert events._apart(items) is (not nested)
     events._self_times(items)
-    assert [(k.self_ns, k.busy_ns) for k in items] == want
+    assert repr([(k.self_ns, k.busy_ns) for k in items]) == repr(want)  # -0.0 apart
+    assert any(k.self_ns == 0.0 for k in items) and any(k.busy_ns < k.event.duration
+                                                        for k in items)
+
+
+def test_lanes_put_kernels_in_time_order_stably_and_keep_an_ordered_list_whole() -> None:
+    rng = random.Random(7)
+    found = [(rng.randrange(3), Event(f"k{i}", float(rng.randrange(20)), 1.0, {}))
+             for i in range(300)]  # many starts shared: ties keep the list's order
+    ordered = timeline._in_time_order(found)
+    assert ordered == sorted(found, key=lambda item: item[1].start_ns)
+    assert all(a is b for a, b in zip(ordered, sorted(found, key=lambda item: item[1].start_ns),
+                                      strict=True))
+    assert timeline._in_time_order(ordered) is ordered
+    assert timeline._in_time_order([]) == []

@@ -82,16 +82,21 @@ def _line_ends(events: Sequence[Event]) -> ThunkEnds:
         mask = events.mask(name=_is_end)
         if mask.any():
             mask &= ~events.stats.having(events.meta, KERNEL_STAT)
-        names, starts, durations, flows = events.columns(np.flatnonzero(mask), FLOW_STAT)
+        rows = np.flatnonzero(mask)
+        names, _, _, flows = events.columns(rows, FLOW_STAT)
+        # As floats, each end the sum of two floats: by numpy, the same values.
+        at = events.start_ns[rows].astype(np.float64)
+        starts = at.tolist()
+        ends = (at + events.duration_ns[rows].astype(np.float64)).tolist()
     else:
         picked = [e for e in events if _is_end(e.name) and KERNEL_STAT not in e.stats]
         names = [e.name for e in picked]
-        starts = [e.start_ns for e in picked]
-        durations = [e.duration_ns for e in picked]
+        starts = [float(e.start_ns) for e in picked]
+        ends = [s + float(e.duration_ns) for s, e in zip(starts, picked, strict=True)]
         flows = [e.stats.get(FLOW_STAT) for e in picked]
-    starts = [float(s) for s in starts]
-    return ThunkEnds(flows, [n[len(END_PREFIX):] for n in names], starts,
-                     [s + float(d) for s, d in zip(starts, durations, strict=True)])
+    # NAME of ``end: NAME``: cut once per distinct name.
+    ops = {n: n[len(END_PREFIX):] for n in set(names)}
+    return ThunkEnds(flows, list(map(ops.__getitem__, names)), starts, ends)
 
 
 def host_thunk_ends(space: XSpace, plane_name: str) -> ThunkEnds:

@@ -169,9 +169,31 @@ def _apart(items: list[_Kernel]) -> bool:
     takes nothing from it)."""
     if len(items) < 2:
         return True
-    starts = np.fromiter((k.event.start for k in items), dtype=np.float64, count=len(items))
-    ends = np.fromiter((k.event.end for k in items), dtype=np.float64, count=len(items))
+    starts = np.fromiter(map(attrgetter("event.start"), items), dtype=np.float64,
+                         count=len(items))
+    ends = np.fromiter(map(attrgetter("event.end"), items), dtype=np.float64, count=len(items))
     return bool(np.all(np.maximum.accumulate(ends)[:-1] <= starts[1:]))
+
+
+def _positive(values: np.ndarray) -> np.ndarray:
+    """``max(0.0, v)`` of each value, as Python gives it (0.0 for -0.0 and NaN)."""
+    return np.where(values > 0.0, values, 0.0)
+
+
+def _set_apart(items: list[_Kernel]) -> None:
+    """:func:`_self_times` of a line whose events nest nowhere (:func:`_apart`): each self
+    time launch to completion, each busy time the event's own duration, clamped as there, by
+    numpy (the same subtractions, the same values)."""
+    n = len(items)
+    start = np.fromiter(map(attrgetter("event.start"), items), dtype=np.float64, count=n)
+    end = np.fromiter(map(attrgetter("event.end"), items), dtype=np.float64, count=n)
+    done = np.fromiter(map(attrgetter("end"), items), dtype=np.float64, count=n)
+    own = _positive(done - start)
+    took = end - start
+    busy = _positive(np.where(own < took, own, took))  # min(took, own): took on a tie or NaN
+    for k, a, b in zip(items, own.tolist(), busy.tolist(), strict=True):
+        k.self_ns = a
+        k.busy_ns = b
 
 
 def _self_times(kernels: list[_Kernel]) -> None:
@@ -182,9 +204,7 @@ def _self_times(kernels: list[_Kernel]) -> None:
         by_line[k.event.line].append(k)
     for items in by_line.values():
         if _apart(items):  # in order, none inside another: nothing to take from any
-            for k in items:
-                k.self_ns = k.end - k.event.start
-                k.busy_ns = k.event.duration
+            _set_apart(items)
             continue
         items.sort(key=lambda k: (k.event.start, -k.event.end))
         stack: list[_Kernel] = []
@@ -197,9 +217,9 @@ def _self_times(kernels: list[_Kernel]) -> None:
                 stack[-1].self_ns -= k.event.duration
                 stack[-1].busy_ns -= k.event.duration
             stack.append(k)
-    for k in kernels:
-        k.self_ns = max(0.0, k.self_ns)
-        k.busy_ns = max(0.0, min(k.busy_ns, k.self_ns))
+        for k in items:
+            k.self_ns = max(0.0, k.self_ns)
+            k.busy_ns = max(0.0, min(k.busy_ns, k.self_ns))
 
 
 class _Ends:
@@ -397,7 +417,9 @@ def _timed_kernels(found: list[_Event], ends: _Ends) -> list[_Kernel]:
     items: list[_Kernel] = []
     add = items.append
     take = ends.take
-    for e in sorted(found, key=attrgetter("start")):
+    # In time order (a stable sort, by numpy: the events of several lines, interleaved).
+    starts = np.fromiter(map(attrgetter("start"), found), dtype=np.float64, count=len(found))
+    for e in map(found.__getitem__, np.argsort(starts, kind="stable").tolist()):
         end = e.end
         stats = e.stats
         op = str(stats["hlo_op"])
