@@ -223,14 +223,16 @@ def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str |
     ``check`` validates a document not yet validated (one the caller built): it runs while the
     document's text is written beside it, and what it raises stops the write.
     """
-    from roofline_report.report import views as render
     from roofline_report.results import io as results
     from roofline_report.results import json_aside
 
     interrupts.safe_point("rendering")
     document = data if isinstance(data, Mapping) else results.document(data)
-    # A large document's text is written by a helper process while this one renders.
+    # A large document's text is written by a helper process while this one renders; the
+    # renderer's modules (matplotlib's among them: half a second) are imported once it runs.
     with json_aside.Aside(document) as aside:
+        from roofline_report.report import views as render
+
         if check is not None:
             check(document)
         try:
