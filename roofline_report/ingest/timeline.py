@@ -30,7 +30,6 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter, itemgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -186,18 +185,17 @@ def _plane_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
 def _in_time_order(found: list[tuple[int, Event]]) -> list[tuple[int, Event]]:
     """``found`` sorted by the events' starts, stably (as ``sorted`` by start): by numpy, and
     not at all where they already are (as the events of one line, or one sorted before)."""
-    starts = np.fromiter(map(attrgetter("start_ns"), map(itemgetter(1), found)),
-                         dtype=np.float64, count=len(found))
+    starts = np.fromiter((e.start_ns for _, e in found), dtype=np.float64, count=len(found))
     if len(found) < 2 or bool(np.all(starts[1:] >= starts[:-1])):
         return found
-    return list(map(found.__getitem__, np.argsort(starts, kind="stable").tolist()))
+    return [found[i] for i in np.argsort(starts, kind="stable").tolist()]
 
 
 def _lane(device: str, on_device: bool, found: list[tuple[int, Event]],
           ends: ThunkEnds = NO_ENDS) -> Lane:
     found = _in_time_order(found)
-    return Lane(device, on_device, tuple(map(itemgetter(1), found)),
-                tuple(map(itemgetter(0), found)), ends)
+    return Lane(device, on_device, tuple([e for _, e in found]), tuple([i for i, _ in found]),
+                ends)
 
 
 def lanes(space: XSpace) -> list[Lane]:
@@ -222,8 +220,7 @@ def lanes(space: XSpace) -> list[Lane]:
     for plane in space.planes:
         if plane.name == HOST_CPU:
             found = _plane_kernels(plane, first)
-            ordinals = list(map(methodcaller("get", "device_ordinal", 0),
-                                map(attrgetter("stats"), map(itemgetter(1), found))))
+            ordinals = [e.stats.get("device_ordinal", 0) for _, e in found]
             if len(set(ordinals)) == 1 and type(ordinals[0]) is int:  # one device: whole
                 by_device[ordinals[0]].extend(found)
             else:
@@ -277,12 +274,9 @@ def _one_device_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, 
         return {}
     ((device, found),) = by_device.items()
     ends = host_thunk_ends(space, HOST_CPU)
-    # Read as maps over the 350,000 events of a long trace, no Python step each.
-    events = list(map(itemgetter(1), found))
-    stats = list(map(attrgetter("stats"), events))
-    flows = list(map(methodcaller("get", "_p"), stats))
-    ops = list(map(str, map(itemgetter("hlo_op"), stats)))
-    kept = _launched_before(flows, ops, list(map(attrgetter("start_ns"), events)), ends)
+    flows = [e.stats.get("_p") for _, e in found]
+    ops = [str(e.stats["hlo_op"]) for _, e in found]
+    kept = _launched_before(flows, ops, [e.start_ns for _, e in found], ends)
     if not kept.any():
         return {}
     return {device: ends if kept.all() else ends.picked(np.flatnonzero(kept).tolist())}

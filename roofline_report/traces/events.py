@@ -40,7 +40,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -169,9 +168,8 @@ def _apart(items: list[_Kernel]) -> bool:
     takes nothing from it)."""
     if len(items) < 2:
         return True
-    starts = np.fromiter(map(attrgetter("event.start"), items), dtype=np.float64,
-                         count=len(items))
-    ends = np.fromiter(map(attrgetter("event.end"), items), dtype=np.float64, count=len(items))
+    starts = np.fromiter((k.event.start for k in items), dtype=np.float64, count=len(items))
+    ends = np.fromiter((k.event.end for k in items), dtype=np.float64, count=len(items))
     return bool(np.all(np.maximum.accumulate(ends)[:-1] <= starts[1:]))
 
 
@@ -185,9 +183,9 @@ def _set_apart(items: list[_Kernel]) -> None:
     time launch to completion, each busy time the event's own duration, clamped as there, by
     numpy (the same subtractions, the same values)."""
     n = len(items)
-    start = np.fromiter(map(attrgetter("event.start"), items), dtype=np.float64, count=n)
-    end = np.fromiter(map(attrgetter("event.end"), items), dtype=np.float64, count=n)
-    done = np.fromiter(map(attrgetter("end"), items), dtype=np.float64, count=n)
+    start = np.fromiter((k.event.start for k in items), dtype=np.float64, count=n)
+    end = np.fromiter((k.event.end for k in items), dtype=np.float64, count=n)
+    done = np.fromiter((k.end for k in items), dtype=np.float64, count=n)
     own = _positive(done - start)
     took = end - start
     busy = _positive(np.where(own < took, own, took))  # min(took, own): took on a tie or NaN
@@ -418,8 +416,8 @@ def _timed_kernels(found: list[_Event], ends: _Ends) -> list[_Kernel]:
     add = items.append
     take = ends.take
     # In time order (a stable sort, by numpy: the events of several lines, interleaved).
-    starts = np.fromiter(map(attrgetter("start"), found), dtype=np.float64, count=len(found))
-    for e in map(found.__getitem__, np.argsort(starts, kind="stable").tolist()):
+    starts = np.fromiter((e.start for e in found), dtype=np.float64, count=len(found))
+    for e in [found[i] for i in np.argsort(starts, kind="stable").tolist()]:
         end = e.end
         stats = e.stats
         op = str(stats["hlo_op"])
