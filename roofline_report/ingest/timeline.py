@@ -30,7 +30,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -97,8 +97,10 @@ class ModuleSummary:
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
+    """A step marker's span. A named tuple, not a frozen dataclass: a long run has one per
+    step, and a named tuple builds in about two thirds of a frozen dataclass's time."""
+
     number: int
     start: float  # ns
     end: float  # ns
