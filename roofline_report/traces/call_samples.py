@@ -137,6 +137,24 @@ def _floats(values: Iterable[float], count: int) -> np.ndarray:
     return np.fromiter(values, dtype=np.float64, count=count)
 
 
+@dataclass(slots=True)
+class LaunchColumns:
+    """The launches of the traced calls as columns, calls in time order and each call's
+    launches in start order (``sizes``: launches per call): op, event start and end,
+    completion, self and busy times (ns). ``kernels(lo, hi)`` gives the launches of the flat
+    rows ``lo:hi`` as objects, for a call whose launches overlap (:func:`_waits` and
+    :func:`_shares` sweep them one by one)."""
+
+    sizes: np.ndarray
+    ops: list[str]
+    ev_start: np.ndarray
+    ev_end: np.ndarray
+    end: np.ndarray
+    self_ns: np.ndarray
+    busy_ns: np.ndarray
+    kernels: Callable[[int, int], list[_Kernel]]
+
+
 def sample_calls(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool],
                  execute_starts: Sequence[float], per_call_div: int,
                  wants: Mapping[str, int] | None = None,
@@ -146,37 +164,51 @@ def sample_calls(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool],
     times (:func:`_call_times`: from the last of ``execute_starts`` before its first launch)
     and per kernel its sums over its launches, each divided by ``per_call_div``.
 
-    The launches are taken as columns: a long trace has hundreds of thousands of calls of a
-    few launches each, and the work per call is the same arithmetic on every call. A call in
-    which some launch overlaps another (:func:`_alone` false: its waits and shares need their
-    sweeps) is computed as :func:`sample_calls_each` computes it. The sums are taken in the
-    same order as there, so the two agree to the last bit. ``runs`` is emptied: its launches
-    are released once read, but for those of the calls computed one at a time."""
-    samples = _Samples()
+    The launches are taken as columns (:func:`sample_columns`). ``runs`` is emptied: its
+    launches are released once read, but for those of the calls computed one at a time."""
     flat = [k for run in runs for k in run]
     n = len(flat)
+    sizes = np.fromiter((len(run) for run in runs), dtype=np.int64, count=len(runs))
+    runs.clear()
+    columns = LaunchColumns(
+        sizes, [k.op for k in flat], _floats((k.event.start for k in flat), n),
+        _floats((k.event.end for k in flat), n), _floats((k.end for k in flat), n),
+        _floats((k.self_ns for k in flat), n), _floats((k.busy_ns for k in flat), n),
+        lambda lo, hi: flat[lo:hi])
+    return sample_columns(columns, is_kernel, execute_starts, per_call_div, wants, cores)
+
+
+def sample_columns(launches: LaunchColumns, is_kernel: Callable[[str], bool],
+                   execute_starts: Sequence[float], per_call_div: int,
+                   wants: Mapping[str, int] | None = None,
+                   cores: int | None = None) -> _Samples:
+    """:func:`sample_calls` of launches given as columns: a long trace has hundreds of
+    thousands of calls of a few launches each, and the work per call is the same arithmetic
+    on every call. A call in which some launch overlaps another (:func:`_alone` false: its
+    waits and shares need their sweeps) is computed as :func:`sample_calls_each` computes it,
+    on its launches as objects. The sums are taken in the same order as there, so the two
+    agree to the last bit."""
+    samples = _Samples()
+    n = len(launches.ops)
     if not n:
         return samples
     ns = 1e-9 / per_call_div
-    sizes = np.fromiter((len(run) for run in runs), dtype=np.int64, count=len(runs))
-    call_of = np.repeat(np.arange(len(runs)), sizes)
+    sizes = launches.sizes
+    runs = len(sizes)
+    call_of = np.repeat(np.arange(runs), sizes)
     op_index: dict[str, int] = {}
-    op_id = np.fromiter((op_index.setdefault(k.op, len(op_index)) for k in flat),
+    op_id = np.fromiter((op_index.setdefault(op, len(op_index)) for op in launches.ops),
                         dtype=np.int64, count=n)
     op_names = list(op_index)
     leaf = np.array([bool(is_kernel(op)) for op in op_names], dtype=bool)[op_id]
     samples.unmatched |= {op_names[i] for i in np.unique(op_id[~leaf]).tolist()}
 
-    ev_start = _floats((k.event.start for k in flat), n)
-    ev_end = _floats((k.event.end for k in flat), n)
-    end = _floats((k.end for k in flat), n)
-    self_ns = _floats((k.self_ns for k in flat), n)
-    busy_ns = _floats((k.busy_ns for k in flat), n)
+    ev_start, ev_end, end = launches.ev_start, launches.ev_end, launches.end
+    self_ns, busy_ns = launches.self_ns, launches.busy_ns
 
-    calls = len(runs)
+    calls = runs
     kept = np.flatnonzero(np.bincount(call_of[leaf], minlength=calls) > 0)
     if not kept.size:
-        runs.clear()
         return samples
     offsets = np.cumsum(sizes) - sizes  # each call's first launch in the flat columns
     first = np.minimum.reduceat(ev_start, offsets)[kept]  # control flow around kernels too
@@ -199,11 +231,9 @@ def sample_calls(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool],
     overlapping = np.bincount(call_of[rows][ev_start[rows] < before_reach], minlength=calls)
     alone = overlapping == 0
 
-    # The launches of the calls computed one at a time are all that is kept of the objects.
-    plain = {call: flat[int(offsets[call]):int(offsets[call] + sizes[call])]
+    # The launches of the calls computed one at a time, as objects.
+    plain = {call: launches.kernels(int(offsets[call]), int(offsets[call] + sizes[call]))
              for call in kept[~alone[kept]].tolist()}
-    del flat
-    runs.clear()
 
     # Alone: no wait, and a share of its own event then the rest of its span, whole.
     total = np.where(ev_end > ev_start, ev_end - ev_start, 0.0)
@@ -225,14 +255,14 @@ def sample_calls(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool],
                             minlength=calls).astype(np.float64)
 
     # The others, a call at a time.
-    for call, launches in plain.items():
+    for call, objects in plain.items():
         at_call = int(offsets[call])
-        leaves = [k for k, is_leaf in zip(launches, leaf[at_call:at_call + len(launches)],
+        leaves = [k for k, is_leaf in zip(objects, leaf[at_call:at_call + len(objects)],
                                           strict=True) if is_leaf]
         _waits(leaves)
         _shares(leaves, wants, cores)
         union[call] = _union((k.event.start, k.end) for k in leaves)
-        for j, k in enumerate(launches):
+        for j, k in enumerate(objects):
             waited[at_call + j] = k.waited_ns
             shared[at_call + j] = k.shared_ns
 

@@ -44,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from roofline_report.traces.call_samples import sample_calls
+from roofline_report.traces.call_samples import _Samples, sample_calls, sample_columns
+from roofline_report.traces.kernel_columns import timed_launches
 from roofline_report.traces.launches import _Event, _Kernel
 
 __all__ = ["is_execute", "kernel_times", "xspace_text"]
@@ -351,31 +352,45 @@ def kernel_times(
     ``share_s`` of its shares of the machine while it ran; ``calls_at`` (only for a kernel
     that did not run in every call) the index of the call of each sample.
     """
-    scan = _scan(profile, module)
-    source, found = ("device", scan.device) if scan.device else ("host", scan.host)
-    if not found:
-        return {"available": False, "reason": _no_kernel_reason(_modules_seen(profile), module)}
-
     names = set(kernels) if kernels is not None else None
-    ends = scan.ends if source == "host" else _Ends()
-    ends.sort()
-    execute_starts = sorted(scan.execute_starts)
-    del scan  # each launch is kept by its call's list alone, and released with it (below)
-    items = _timed_kernels(found, ends)
-    del found, ends
 
     def is_kernel(op: str) -> bool:
         if names is not None:
             return op in names
         return not op.startswith(_CONTROL_OPS)
 
+    # Lines of kernel events (as the lanes give them) are read as columns; any other trace
+    # one event at a time.
+    fast = timed_launches(profile, module, _Ends, _module_matches)
+    if fast is not None:
+        runs = len(fast.launches.sizes)
+        per_call_div = calls if runs == 1 and calls > 1 else 1
+        samples = sample_columns(fast.launches, is_kernel, fast.execute_starts, per_call_div,
+                                 wants, cores)
+        return _record(fast.source, samples, runs, per_call_div, calls, wants, cores)
+    scan = _scan(profile, module)
+    source, found = ("device", scan.device) if scan.device else ("host", scan.host)
+    if not found:
+        return {"available": False, "reason": _no_kernel_reason(_modules_seen(profile), module)}
+
+    ends = scan.ends if source == "host" else _Ends()
+    ends.sort()
+    execute_starts = sorted(scan.execute_starts)
+    del scan  # each launch is kept by its call's list alone, and released with it (below)
+    items = _timed_kernels(found, ends)
+    del found, ends
     ordered_runs = _ordered_runs(items)
     del items
     per_call_div = calls if len(ordered_runs) == 1 and calls > 1 else 1
-
     traced = len(ordered_runs)
     samples = sample_calls(ordered_runs, is_kernel, execute_starts, per_call_div, wants,
                            cores)  # empties ordered_runs: its launches are released
+    return _record(source, samples, traced, per_call_div, calls, wants, cores)
+
+
+def _record(source: str, samples: _Samples, traced: int, per_call_div: int, calls: int,
+            wants: Mapping[str, int] | None, cores: int | None) -> dict[str, Any]:
+    """The ``kernel_timing`` record of the samples of ``traced`` calls."""
     if not samples.calls:
         return {"available": False,
                 "reason": "the trace's events match no kernel of the compiled program"}

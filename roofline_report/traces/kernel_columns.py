@@ -1,0 +1,216 @@
+"""The kernel launches of a trace read as columns (pure: no jax): the path
+:func:`roofline_report.traces.events.kernel_times` takes when every line it is given is a line
+of kernel events (as the lanes give them: :class:`~roofline_report.ingest.timeline.KernelLine`),
+of execute starts or of thunk ends, and no kernel event nests inside another on its line.
+
+A long trace holds hundreds of thousands of launches, and the general path builds two objects
+per launch (the event as it reads it, then the launch with its completion) before the calls
+are sampled as columns anyway (:func:`~roofline_report.traces.call_samples.sample_columns`).
+Here the launches go to that sampling as columns from the start: put in time order, matched
+to their completion events, given their self and busy times and grouped by call with numpy;
+objects are built only for the calls whose launches overlap, which are sampled one launch at a
+time. What it gives is what the general path gives, to the last bit (the same additions in the
+same order; tested against it): where the lines are of any other kind, or a line's kernel
+events nest, it gives None and the general path runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from roofline_report.traces.call_samples import LaunchColumns
+from roofline_report.traces.launches import _Event, _Kernel
+
+__all__ = ["Timed", "timed_launches"]
+
+_END = "end: "
+_DICT = frozenset((dict,))
+_STR = frozenset((str,))
+
+
+@dataclass(frozen=True, slots=True)
+class Timed:
+    """The launches of one source ("device" or "host") as columns, grouped by call, and the
+    host's execute starts in time order."""
+
+    source: str
+    launches: LaunchColumns
+    execute_starts: list[float]
+
+
+@dataclass(slots=True)
+class _Lines:
+    """The kernel lines of one source, their columns joined in line order."""
+
+    number: list[int]
+    count: list[int]
+    stats: list[dict[str, Any]]
+    start: list[float]
+    duration: list[float]
+    run: list[Any]
+
+
+_Read = tuple[list[dict[str, Any]], list[float], list[float], list[Any]]
+
+
+def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str | None,
+                 matches: Callable[[Any, str | None], bool]) -> _Read | None:
+    """One line's stats, starts, durations and runs, or None where an event is not a kernel
+    event of the module the general path would keep as it is (a stats mapping that is not a
+    dict, a name that is not a string or names an ``end:`` event, no ``hlo_op``, another
+    module)."""
+    stats = [e.stats for e in events]
+    if not set(map(type, stats)) <= _DICT:
+        return None
+    names = [e.name for e in events]
+    if not set(map(type, names)) <= _STR or any(n.startswith(_END) for n in names):
+        return None
+    if not all("hlo_op" in s for s in stats):
+        return None
+    for name in {s.get("hlo_module") for s in stats}:
+        if not matches(name, module):
+            return None
+    if runs is not None and len(runs) != len(stats):
+        return None
+    return (stats, [float(e.start_ns) for e in events], [float(e.duration_ns) for e in events],
+            [s.get("run_id") for s in stats] if runs is None else list(runs))
+
+
+def _read(profile: Any, module: str | None, ends: Any,
+          matches: Callable[[Any, str | None], bool]
+          ) -> tuple[_Lines, _Lines, list[float]] | None:
+    """The device planes' and the host planes' kernel lines (lines numbered across both, as
+    the general path numbers them), the thunk ends given to ``ends`` and the execute starts;
+    None where a line is of another kind."""
+    planes = list(getattr(profile, "planes", []))
+    lines = {False: _Lines([], [], [], [], [], []), True: _Lines([], [], [], [], [], [])}
+    executes: list[float] = []
+    number = 0
+    for host, plane in ([(False, p) for p in planes if str(p.name).startswith("/device:")]
+                        + [(True, p) for p in planes if str(p.name).startswith("/host:")]):
+        for line in plane.lines:
+            starts = getattr(line, "execute_starts", None)
+            thunk_ends = getattr(line, "thunk_ends", None)
+            if starts is not None:
+                if host:
+                    executes.extend(starts)
+            elif thunk_ends is not None:
+                ends.extend(thunk_ends.flows, thunk_ends.ops, thunk_ends.starts,
+                            thunk_ends.ends)
+            elif hasattr(line, "runs"):
+                read = _kernel_line(line.events, line.runs, module, matches)
+                if read is None:
+                    return None
+                into = lines[host]
+                into.number.append(number)
+                into.count.append(len(read[0]))
+                into.stats += read[0]
+                into.start += read[1]
+                into.duration += read[2]
+                into.run += read[3]
+            else:
+                return None  # a line of the trace's own events: read one by one
+            number += 1
+    return lines[False], lines[True], executes
+
+
+def _apart_lines(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether on every line (``line``, ``start`` and ``end`` in time order) each event starts
+    no earlier than every one before it on the line ends: no event holds another."""
+    by_line = np.argsort(line, kind="stable")
+    ordered = line[by_line]
+    cuts = np.flatnonzero(np.diff(ordered)) + 1
+    for rows in np.split(by_line, cuts):
+        if len(rows) > 1:
+            reach = np.maximum.accumulate(end[rows])
+            if not bool(np.all(reach[:-1] <= start[rows][1:])):
+                return False
+    return True
+
+
+def _positive(values: np.ndarray) -> np.ndarray:
+    """``max(0.0, v)`` of each value, as Python gives it (0.0 for -0.0 and NaN)."""
+    return np.where(values > 0.0, values, 0.0)
+
+
+def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any],
+                   matches: Callable[[Any, str | None], bool]) -> Timed | None:
+    """The launches of ``profile`` (planes of kernel lines, execute starts and thunk ends) as
+    columns grouped by call, each lasting until its completion event (from the thunk ends,
+    kept in ``new_ends()``, :class:`~roofline_report.traces.events._Ends`, as the general
+    path keeps them), or None where the general path must read the trace (another kind of
+    line, a kernel event nested in another, no kernel event). ``matches(hlo_module, module)``
+    tells the module's events."""
+    ends = new_ends()
+    read = _read(profile, module, ends, matches)
+    if read is None:
+        return None
+    device, host, executes = read
+    source, lines = ("device", device) if device.stats else ("host", host)
+    n = len(lines.stats)
+    if not n:
+        return None
+    if source == "device":  # a device's kernels end with their own events
+        ends = new_ends()
+    line_of = np.repeat(np.asarray(lines.number, dtype=np.int64),
+                        np.asarray(lines.count, dtype=np.int64))
+    at = np.asarray(lines.start, dtype=np.float64)
+    # In time order (a stable sort: the events of several lines, interleaved).
+    order = np.argsort(at, kind="stable")
+    at = at[order]
+    own_end = at + np.asarray(lines.duration, dtype=np.float64)[order]
+    line_of = line_of[order]
+    if not _apart_lines(line_of, at, own_end):
+        return None
+    picked = order.tolist()
+    stats = [lines.stats[i] for i in picked]
+    runs = [lines.run[i] for i in picked]
+    del lines
+
+    # Each launch until its completion event, matched in time order.
+    ends.sort()
+    take = ends.take
+    ops: list[str] = []
+    add = ops.append
+    done_at = own_end.tolist()
+    for i, (st, start) in enumerate(zip(stats, at.tolist(), strict=True)):
+        op = str(st["hlo_op"])
+        done = take(st, op, start)
+        if done is not None:
+            done_at[i] = max(done_at[i], done)
+        add(op)
+    end = np.asarray(done_at, dtype=np.float64)
+
+    # Self and busy times of launches that nest nowhere: as the general path clamps them.
+    self_ns = _positive(end - at)
+    took = own_end - at
+    busy_ns = _positive(np.where(self_ns < took, self_ns, took))
+
+    # Calls by run, in the order their first launches came (the calls' time order).
+    if all(r is not None for r in runs):
+        codes: dict[Any, int] = {}
+        code = np.fromiter((codes.setdefault(r, len(codes)) for r in runs), dtype=np.int64,
+                           count=n)
+        calls = len(codes)
+    else:
+        code, calls = np.zeros(n, dtype=np.int64), 1
+    flat = np.argsort(code, kind="stable")
+    rows = flat.tolist()
+    line_list = line_of.tolist()
+
+    def kernels(lo: int, hi: int) -> list[_Kernel]:
+        out = []
+        for i in rows[lo:hi]:
+            event = _Event(line_list[i], float(at[i]), float(own_end[i]), stats[i], runs[i])
+            out.append(_Kernel(event, ops[i], runs[i], float(end[i]), float(self_ns[i]),
+                               float(busy_ns[i])))
+        return out
+
+    launches = LaunchColumns(np.bincount(code, minlength=calls).astype(np.int64),
+                             [ops[i] for i in rows], at[flat], own_end[flat], end[flat],
+                             self_ns[flat], busy_ns[flat], kernels)
+    return Timed(source, launches, sorted(executes))
