@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from roofline_report.ingest import timeline
@@ -169,3 +170,32 @@ def test_the_general_path_reads_what_columns_cannot(monkeypatch: pytest.MonkeyPa
     raw.planes[0].lines[0] = Line(first.id, first.name, first.events)
     assert not _taken(raw, "jit_step")
     assert not _taken(_View([]), "jit_step")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_ends_taken_all_at_once_are_those_taken_one_after_another(seed: int) -> None:
+    """Flow ids reused, missing, or without a key of their own; ends without a flow id; ops
+    without ends; several launches before one end; ties."""
+    rng = random.Random(seed)
+    ops = ["a", "b", "c", "d"]
+
+    def ends() -> events._Ends:
+        made = events._Ends()
+        for _ in range(rng.randrange(60, 120)) if seed % 3 else range(0):
+            at = float(rng.randrange(0, 200))
+            made.add(rng.choice([None, 1, 2, 3, 5, 8]), rng.choice(ops[:3]), at,
+                     at + rng.choice([0.0, 1.0, 4.0]))
+        made.sort()
+        return made
+
+    state = rng.getstate()
+    one, every = ends(), (rng.setstate(state), ends())[1]
+    starts = sorted(float(rng.randrange(0, 210)) for _ in range(150))
+    flows = [rng.choice([None, 1, 2, 3, 4, 5]) for _ in starts]
+    launch_ops = [rng.choice(ops) for _ in starts]
+    want = [one.take({} if f is None else {"_p": f}, op, at)
+            for f, op, at in zip(flows, launch_ops, starts, strict=True)]
+    got = every.take_all(flows, launch_ops, np.asarray(starts))
+    assert [None if np.isnan(v) else float(v) for v in got] == want
+    assert every._used == one._used
+    assert (sum(v is not None for v in want) > 20) is bool(seed % 3)

@@ -320,6 +320,73 @@ class _Ends:
                 return self._ends[i]
         return None
 
+    def take_all(self, flows: Sequence[Any], ops: Sequence[str], starts: np.ndarray
+                 ) -> np.ndarray:
+        """:meth:`take` for each of many launches in time order (``starts`` non-decreasing;
+        ``flows`` their flow ids, None where a launch has none): the end each takes, NaN where
+        none, the same as one :meth:`take` after another. Per key, launches take their ends in
+        order: the j-th launch takes index max(its first end starting no earlier, the previous
+        launch's index + 1), a running maximum, so numpy takes them all at once; first by the
+        flow id's key, then, for the launches left, by the key without a flow id."""
+        n = len(ops)
+        out = np.full(n, np.nan)
+        if not n or not self._keys:
+            return out
+        keyed = self._flows
+        nothing: dict[Any, int] = {}
+        by_flow = [keyed.get(op, nothing) for op in ops]
+        own = np.fromiter((-1 if flow is None else keys.get(flow, -1)
+                           for keys, flow in zip(by_flow, flows, strict=True)),
+                          dtype=np.int64, count=n)
+        taken = self._take_keyed(own, starts, out)
+        rest = np.flatnonzero(~taken)
+        if rest.size:
+            listed = rest.tolist()
+            shared = np.fromiter((by_flow[i].get(None, -1) for i in listed), dtype=np.int64,
+                                 count=len(listed))
+            found = np.full(len(listed), np.nan)
+            self._take_keyed(shared, starts[rest], found)
+            out[rest] = found
+        return out
+
+    def _take_keyed(self, key: np.ndarray, starts: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Give each launch with a key (``key`` >= 0, in time order) the first untaken end of
+        its key starting no earlier than it, into ``out``; which launches got one."""
+        got = np.zeros(len(key), dtype=bool)
+        rows = np.flatnonzero(key >= 0)
+        if not rows.size:
+            return got
+        lo = np.frombuffer(self._lo, dtype=np.int64)
+        hi = np.frombuffer(self._hi, dtype=np.int64)
+        end_start = np.frombuffer(self._starts, dtype=np.float64)
+        end_key = np.repeat(np.arange(len(lo)), hi - lo)  # each sorted end's key
+        k = key[rows]
+        at = starts[rows]
+        # (key, start) pairs as one integer each, ordered as the pairs are: the first end of a
+        # launch's key starting no earlier is where its pair would go among the ends'.
+        ranks = np.unique(np.concatenate((end_start, at)), return_inverse=True)[1]
+        width = int(ranks.max()) + 1
+        first = np.searchsorted(end_key * width + ranks[:len(end_start)],
+                                k * width + ranks[len(end_start):], side="left")
+        # Launches of each key in time order: index j of its group takes
+        # max over i <= j of (first[i] - i) + j.
+        order = np.argsort(k, kind="stable")
+        ks = k[order]
+        group = np.concatenate(([0], np.cumsum(ks[1:] != ks[:-1])))
+        heads = np.flatnonzero(np.concatenate(([True], ks[1:] != ks[:-1])))
+        j = np.arange(len(ks)) - heads[group]
+        big = len(end_start) + len(ks) + 2
+        lifted = first[order] - j + group * big
+        index = np.maximum.accumulate(lifted) - group * big + j
+        ok = index < hi[ks]
+        picked = order[ok]
+        used = index[ok]
+        out[rows[picked]] = np.frombuffer(self._ends, dtype=np.float64)[used]
+        got[rows[picked]] = True
+        for i in used.tolist():
+            self._used[i] = 1
+        return got
+
 
 def kernel_times(
     profile: Any,

@@ -171,19 +171,12 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
     runs = [lines.run[i] for i in picked]
     del lines
 
-    # Each launch until its completion event, matched in time order.
+    # Each launch until its completion event, matched in time order (all at once), and no
+    # earlier than its own event's end: max(own end, completion) as Python takes it.
     ends.sort()
-    take = ends.take
-    ops: list[str] = []
-    add = ops.append
-    done_at = own_end.tolist()
-    for i, (st, start) in enumerate(zip(stats, at.tolist(), strict=True)):
-        op = str(st["hlo_op"])
-        done = take(st, op, start)
-        if done is not None:
-            done_at[i] = max(done_at[i], done)
-        add(op)
-    end = np.asarray(done_at, dtype=np.float64)
+    ops = [str(st["hlo_op"]) for st in stats]
+    done = ends.take_all([st.get("_p") for st in stats], ops, at)
+    end = np.where(done > own_end, done, own_end)
 
     # Self and busy times of launches that nest nowhere: as the general path clamps them.
     self_ns = _positive(end - at)
