@@ -2,21 +2,24 @@
 this one decodes the others (no jax).
 
 A 100 MB CPU trace holds about four million events on three lines: the host's Python thread
-(2.4 million short events, 2.5 s to decode on a 2-core CPU) and two runtime threads (0.67
-million events each, 1.2 s each). Decoding is numpy over whole lines, but holds the
-interpreter's lock between its steps, so threads do not help (measured: 1.41 s on two threads
-against 1.36 s on one); a second process does. :func:`plan` gives the helper the lines that
-balance the two processes, counting what starting it costs (:data:`START_EVENTS`), and only
-where there are two cores and enough events to gain (:data:`ASIDE_EVENTS`).
+(2.4 million short events, 35 MB, 1.6 s to decode on a 2-core CPU) and two runtime threads
+(0.67 million events with many stats each, 27 MB, 1.0 s each). Decoding is numpy over a line's
+events, but holds the interpreter's lock between its steps, so threads do not help (measured:
+1.41 s on two threads against 1.36 s on one); a second process does. :func:`plan` gives the
+helper the lines, and the part of one line, that balance the two processes by their cost
+(bytes, plus :data:`EVENT_BYTES` an event), counting what starting it costs
+(:data:`START_COST`), and only where there are two cores and enough events to gain
+(:data:`ASIDE_EVENTS`): whole lines alone left this process waiting 1.1 s of a 3.2 s read.
 
 The helper is a fresh interpreter (not a fork: the caller may have threads, jax's among them,
 and a fork copies their locks as they are) that imports only :mod:`.xspace` and reads the trace
-file itself; it sends back each line's :class:`~roofline_report.traces.xspace.LineColumns` and
-what it skipped, pickled in a temporary file, and this process builds the lines with its own
-names. The columns are those this process would have decoded, array for array (the same
-functions on the same bytes). A helper that cannot start, fails, meets an error in its lines,
-finds the file changed, or outlasts :data:`WAIT_S` is set aside, and its lines are decoded here,
-so the result, and the first error a corrupt trace raises, never depend on it.
+file itself; it sends back the events it decoded (the parts the reader joins into a line's
+columns, after the first events of a line this process decoded) and what it skipped, pickled
+in a temporary file, and this process builds the lines with its own names. The columns are
+those this process would have decoded, array for array (the same functions on the same bytes,
+joined). A helper that cannot start, fails, meets an error in its lines, finds the file
+changed, or outlasts :data:`WAIT_S` is set aside, and its events are decoded here, so the
+result, and the first error a corrupt trace raises, never depend on it.
 """
 
 from __future__ import annotations
@@ -34,13 +37,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-__all__ = ["ASIDE_EVENTS", "START_EVENTS", "WAIT_S", "Helped", "LineAside", "Source", "cores",
-           "main", "plan"]
+__all__ = ["ASIDE_EVENTS", "EVENT_BYTES", "START_COST", "WAIT_S", "Helped", "LineAside",
+           "Load", "Source", "cores", "load", "main", "plan"]
 
 ASIDE_EVENTS = 1_000_000  # a trace with fewer events is decoded in one process
-# What starting the helper costs (an interpreter, numpy, the protobuf package and parsing the
-# file again: about 0.7 s on a 2-core CPU), as events it could have decoded meanwhile.
-START_EVENTS = 500_000
+# Decoding an event costs about what decoding this many bytes of its fields does (measured on
+# a 100 MB CPU trace: 0.19 us an event and 0.032 us a byte), so a line's cost is its bytes
+# plus this many per event: the Python thread's short events cost more per byte than the
+# runtime threads' events with many stats.
+EVENT_BYTES = 6
+# What starting the helper costs, in the same bytes (an interpreter, numpy, the protobuf
+# package, parsing the file again and sending the columns back: about 0.9 s on a 2-core CPU).
+START_COST = 28 * 2**20
+_SAMPLE = 1024  # events whose sizes are read to estimate a long line's bytes
 WAIT_S = 600.0  # a helper still decoding after this long is stopped and its lines decoded here
 _ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding the package
 _REQUEST, _RESULT = "request.pickle", "lines.pickle"
@@ -68,7 +77,8 @@ class Source:
 
 @dataclass(frozen=True, slots=True)
 class Helped:
-    """What the helper decoded: each line's columns by (plane, line) index, and what it
+    """What the helper decoded: each line's events (from the first asked for) by (plane, line)
+    index, and what it
     skipped (as :class:`~roofline_report.traces.xspace.Dropped` counts them) and the unknown
     fields it met."""
 
@@ -86,29 +96,76 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def plan(events: Sequence[Sequence[int]], available: int) -> dict[int, list[int]]:
-    """The lines for the helper, by plane index (line indices in order), given each plane's
-    lines' event counts; empty where one process should decode them all (one core, fewer
-    than :data:`ASIDE_EVENTS` events, or no split that gains).
+@dataclass(frozen=True, slots=True)
+class Load:
+    """A line's events and (estimated) bytes."""
 
-    The lines go, largest first, to the process with less to do, the helper's load starting
-    at :data:`START_EVENTS`; the helper is used only where its lines outweigh starting it."""
-    total = sum(sum(lines) for lines in events)
+    events: int
+    bytes: float
+
+    @property
+    def cost(self) -> float:
+        return self.bytes + EVENT_BYTES * self.events
+
+
+def load(events: Sequence[bytes]) -> Load:
+    """The load of a line's serialized events: their count, and their bytes (a long line's
+    estimated from :data:`_SAMPLE` events spread over it)."""
+    n = len(events)
+    if n <= 2 * _SAMPLE:
+        return Load(n, float(sum(map(len, events))))
+    step = n // _SAMPLE
+    sample = [len(events[j]) for j in range(0, n, step)]
+    return Load(n, n * sum(sample) / len(sample))
+
+
+def plan(loads: Sequence[Sequence[Load]], available: int) -> dict[int, dict[int, int]]:
+    """The helper's share, by plane index: {line index: the first of its events the helper
+    decodes} (0: the whole line; this process decodes the events before it), given each
+    plane's lines' loads; empty where one process should decode them all (one core, fewer than
+    :data:`ASIDE_EVENTS` events, or no share that gains).
+
+    The lines go, costliest first, to the process with less to do, the helper's load starting
+    at :data:`START_COST`; then the two are evened out by splitting one line between them,
+    the heavier side keeping its first or last events. The helper is used only where its
+    share outweighs starting it."""
+    total = sum(line.events for lines in loads for line in lines)
     if available < 2 or total < ASIDE_EVENTS:
         return {}
-    order = sorted(((n, p, i) for p, lines in enumerate(events) for i, n in enumerate(lines)
-                    if n > 0), key=lambda t: (-t[0], t[1], t[2]))
-    here, helper = 0, START_EVENTS
-    out: dict[int, list[int]] = {}
-    for n, p, i in order:
+    cost = {(p, i): line.cost for p, lines in enumerate(loads) for i, line in enumerate(lines)
+            if line.events > 0}
+    events = {(p, i): loads[p][i].events for p, i in cost}
+    here, helper = 0.0, float(START_COST)
+    mine: list[tuple[int, int]] = []
+    first: dict[tuple[int, int], int] = {}
+    for key in sorted(cost, key=lambda k: (-cost[k], k)):
         if helper < here:
-            helper += n
-            out.setdefault(p, []).append(i)
+            helper += cost[key]
+            first[key] = 0
         else:
-            here += n
-    if helper - START_EVENTS < START_EVENTS:
+            here += cost[key]
+            mine.append(key)
+    gap = (helper - here) / 2  # what to move from the helper to this process (< 0: back)
+    side = list(first) if gap > 0 else mine
+    if side and gap:
+        # The cheapest line that can carry the whole gap, else the costliest.
+        fits = [k for k in side if cost[k] >= abs(gap)]
+        key = (min(fits, key=lambda k: (cost[k], k)) if fits
+               else max(side, key=lambda k: (cost[k], k)))
+        moved = round(events[key] * min(1.0, abs(gap) / cost[key]))
+        if gap > 0:  # this process decodes the line's first events
+            first[key] = min(moved, events[key])
+            helper -= cost[key] * first[key] / events[key]
+        elif moved:  # the helper decodes the line's last events
+            first[key] = events[key] - moved
+            helper += cost[key] * moved / events[key]
+    first = {k: v for k, v in first.items() if v < events[k]}
+    if helper - START_COST < START_COST or not first:
         return {}  # too little for the helper to gain
-    return {p: sorted(lines) for p, lines in sorted(out.items())}
+    out: dict[int, dict[int, int]] = {}
+    for (p, i), at in sorted(first.items()):
+        out.setdefault(p, {})[i] = at
+    return out
 
 
 class LineAside:
@@ -116,9 +173,9 @@ class LineAside:
     starts on entering, :meth:`result` waits for it (None where it failed: its lines are
     then decoded by the caller), and leaving stops it and removes its files."""
 
-    def __init__(self, source: Source, lines: Mapping[int, Sequence[int]]) -> None:
+    def __init__(self, source: Source, lines: Mapping[int, Mapping[int, int]]) -> None:
         self.source = source
-        self.lines = {p: list(v) for p, v in lines.items()}
+        self.lines = {p: dict(v) for p, v in lines.items()}
         self._proc: subprocess.Popen[bytes] | None = None
         self._folder: str | None = None
 
@@ -177,7 +234,7 @@ class LineAside:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _decode(source: Source, lines: Mapping[int, Sequence[int]]) -> Helped | None:
+def _decode(source: Source, lines: Mapping[int, Mapping[int, int]]) -> Helped | None:
     """The helper's work: the lines asked for, decoded from the file as the caller would;
     None where the file is not the one the caller read or a line is corrupt (the caller
     decodes them then, and raises their error itself)."""
@@ -202,14 +259,14 @@ def _decode(source: Source, lines: Mapping[int, Sequence[int]]) -> Helped | None
     negative: Counter[str] = Counter()
     unknown_values: Counter[str] = Counter()
     try:
-        for p, indices in sorted(lines.items()):
+        for p, firsts in sorted(lines.items()):
             plane = space.planes[p]
             # The metadata's own counts are the caller's: counted there, not here.
             names, with_stats, _ = xspace._PlaneReader(plane, {}, Counter(), Counter()
                                                         ).metadata()
             reader = xspace._PlaneReader(plane, unknown, negative, unknown_values)
-            for i in indices:
-                out[(p, i)] = reader.columns(plane.lines[i], names, with_stats)
+            for i, first in sorted(firsts.items()):
+                out[(p, i)] = reader.parts(plane.lines[i], names, with_stats, first)
             reader.cache.close()
     except (xspace.TraceFormatError, IndexError):
         return None

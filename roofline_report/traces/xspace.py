@@ -43,6 +43,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, overload
 
 import numpy as np
@@ -354,6 +355,7 @@ def _varint_stat(raw: bytes) -> tuple[int, int, int] | None:
 _STATS_KEPT = 65536
 # Events of a line decoded together: bounds the memory the decoding's temporaries take.
 _CHUNK = 1 << 18
+_NOTHING_ASIDE: Mapping[int, int] = MappingProxyType({})  # no line left to a helper
 
 
 class _StatCache(dict[bytes, tuple[int, Any]]):
@@ -396,6 +398,27 @@ class _LineParts:
     kept: int = 0
 
 
+    def extend(self, tail: _LineParts) -> None:
+        """Append the columns of the events after these (decoded apart, by a helper process):
+        its objects' indices and its exactly decoded events' indices moved past these."""
+        objects, kept = len(self.objects), self.kept
+        for kind, bits in zip(tail.kind, tail.bits, strict=True):
+            picked = kind == 0  # an object's index, not a value
+            if objects and picked.any():
+                bits = bits.copy()
+                bits[picked] += np.uint64(objects)
+            self.bits.append(bits)
+        self.kind += tail.kind
+        self.meta += tail.meta
+        self.offset += tail.offset
+        self.duration += tail.duration
+        self.counts += tail.counts
+        self.key += tail.key
+        self.objects += tail.objects
+        self.exact.update({i + kept: stats for i, stats in tail.exact.items()})
+        self.kept += tail.kept
+
+
 def _joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
@@ -414,6 +437,7 @@ class _PlaneReader:
         self.cache = _StatCache(self)
         self._stat = message_class("XStat")
         self._event = message_class("XEvent")
+        self.heads: dict[int, _LineParts] = {}  # lines' first events, decoded by :meth:`read`
 
     def parse_stat(self, raw: bytes) -> tuple[int, Any]:
         """(metadata id, value) of a serialized stat (the value ``_UNKNOWN_VALUE`` where it is
@@ -472,15 +496,23 @@ class _PlaneReader:
             metadata[entry.key] = ProgramMetadata(entry.key, m.name, m.display_name, decoded)
         return names, {m: st for m, st in meta_stats.items() if st}, metadata
 
-    def read(self, aside: frozenset[int] = frozenset()) -> tuple[Plane, dict[int, str],
-                                                                   dict[int, dict[str, Any]]]:
-        """The plane, with its names and the stats of its event metadata; the lines
-        ``aside`` (indices, decoded by a helper process) are left empty, to be filled with
-        :meth:`assemble`."""
+    def read(self, aside: Mapping[int, int] = _NOTHING_ASIDE
+             ) -> tuple[Plane, dict[int, str], dict[int, dict[str, Any]]]:
+        """The plane, with its names and the stats of its event metadata. The lines ``aside``
+        (index: the first event a helper process decodes) are left empty, to be filled with
+        :meth:`assemble`; of those the helper decodes from some event on, the events before
+        it are decoded here, in the line's turn, and kept in :attr:`heads`."""
         p = self.plane
         names, with_stats, metadata = self.metadata()
-        lines = [_EMPTY_LINE if i in aside else self.line(line, names, with_stats)
-                 for i, line in enumerate(p.lines)]
+        lines = []
+        for i, line in enumerate(p.lines):
+            first = aside.get(i)
+            if first is None:
+                lines.append(self.line(line, names, with_stats))
+                continue
+            if first > 0:
+                self.heads[i] = self.parts(line, names, with_stats, 0, first)
+            lines.append(_EMPTY_LINE)
         plane = Plane(p.id, p.name, lines, self.stats(p.stats), metadata)
         self.cache.close()  # the serialized stats: not needed once the plane is read
         return plane, names, with_stats
@@ -573,15 +605,26 @@ class _PlaneReader:
         parts.duration.append(duration[keep])
         parts.kept += int(keep.sum())
 
+    def parts(self, line: Any, names: dict[int, str], with_stats: dict[int, dict[str, Any]],
+              lo: int = 0, hi: int | None = None) -> _LineParts:
+        """The events ``lo:hi`` of a line decoded, a chunk at a time (the columns do not depend
+        on where the chunks begin: a line decoded in two parts joins to the same)."""
+        parts = _LineParts()
+        events = line.events
+        hi = len(events) if hi is None else hi
+        for first in range(lo, hi, _CHUNK):
+            self.chunk(events[first:min(first + _CHUNK, hi)], names, with_stats, parts)
+        return parts
+
     def columns(self, line: Any, names: dict[int, str],
                 with_stats: dict[int, dict[str, Any]]) -> LineColumns:
         """A line's events decoded as columns (see :class:`LineColumns`)."""
         # Every event of a trace is decoded here, a chunk of a line's events at a time, as
         # columns (EventColumns), not objects.
-        parts = _LineParts()
-        events = line.events
-        for first in range(0, len(events), _CHUNK):
-            self.chunk(events[first:first + _CHUNK], names, with_stats, parts)
+        return self.finished(line, self.parts(line, names, with_stats))
+
+    def finished(self, line: Any, parts: _LineParts) -> LineColumns:
+        """A line's columns from all its events' decoded parts."""
         counts = _joined(parts.counts, np.int64)
         bounds = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=bounds[1:])
@@ -707,15 +750,16 @@ def _planes(space: Any, unknown: dict[str, set[int]], negative: Counter[str],
             unknown_values: Counter[str], source: line_aside.Source | None) -> list[Plane]:
     """The planes of ``space`` decoded; a large trace's lines split between this process and
     a helper reading ``source`` (:mod:`.line_aside`)."""
-    lines = [[len(line.events) for line in p.lines] for p in space.planes]
-    split = line_aside.plan(lines, line_aside.cores()) if source is not None else {}
+    loads = [[line_aside.load(line.events) for line in p.lines] for p in space.planes]
+    split = line_aside.plan(loads, line_aside.cores()) if source is not None else {}
     if source is None or not split:
         return [_PlaneReader(p, unknown, negative, unknown_values).read()[0]
                 for p in space.planes]
+    readers = [_PlaneReader(p, unknown, negative, unknown_values) for p in space.planes]
     with line_aside.LineAside(source, split) as aside:
         try:
-            read = [_PlaneReader(p, unknown, negative, unknown_values).read(
-                frozenset(split.get(i, ()))) for i, p in enumerate(space.planes)]
+            read = [reader.read(split.get(i, _NOTHING_ASIDE))
+                    for i, reader in enumerate(readers)]
         except TraceFormatError:
             read = None
         helped = aside.result() if read is not None else None
@@ -737,11 +781,15 @@ def _planes(space: Any, unknown: dict[str, set[int]], negative: Counter[str],
         if p in split:
             message = space.planes[p]
             reader = _PlaneReader(message, unknown, negative, unknown_values)
-            for i in split[p]:
+            heads = readers[p].heads
+            for i, first in split[p].items():
                 line = message.lines[i]
-                columns = (helped.lines[(p, i)] if helped is not None
-                           else reader.columns(line, names, with_stats))
-                plane.lines[i] = reader.assemble(line, columns, names, with_stats)
+                tail = (helped.lines[(p, i)] if helped is not None
+                        else reader.parts(line, names, with_stats, first))
+                parts = heads.pop(i, None) or _LineParts()
+                parts.extend(tail)
+                plane.lines[i] = reader.assemble(line, reader.finished(line, parts), names,
+                                                 with_stats)
             reader.cache.close()
         planes.append(plane)
     return planes
