@@ -221,13 +221,9 @@ def lanes(space: XSpace) -> list[Lane]:
     first = 0
     for plane in space.planes:
         if plane.name == HOST_CPU:
-            found = _plane_kernels(plane, first)
-            ordinals = [e.stats.get("device_ordinal", 0) for _, e in found]
-            if len(set(ordinals)) == 1 and type(ordinals[0]) is int:  # one device: whole
-                by_device[ordinals[0]].extend(found)
-            else:
-                for item, ordinal in zip(found, ordinals, strict=True):
-                    by_device[ordinal if isinstance(ordinal, int) else 0].append(item)
+            for line_index, e in _plane_kernels(plane, first):
+                ordinal = e.stats.get("device_ordinal", 0)
+                by_device[ordinal if isinstance(ordinal, int) else 0].append((line_index, e))
         first += len(plane.lines)
     for device, found in by_device.items():  # in time order, as each lane keeps them
         by_device[device] = _in_time_order(found)

@@ -46,7 +46,7 @@ import numpy as np
 
 from roofline_report.traces.call_samples import _Samples, sample_calls, sample_columns
 from roofline_report.traces.kernel_columns import timed_launches
-from roofline_report.traces.launches import _Event, _Kernel
+from roofline_report.traces.launches import _Event, _Kernel, apart, apart_self_times
 
 __all__ = ["is_execute", "kernel_times", "xspace_text"]
 
@@ -163,33 +163,20 @@ def _module_matches(stat: Any, module: str | None) -> bool:
 
 
 def _apart(items: list[_Kernel]) -> bool:
-    """Whether each event of ``items`` starts no earlier than every one before it ends (a
-    line of a CPU trace's thunks, one after another): then none holds another, and no self
-    time loses anything (at most a zero-length event that a longer one starts with, which
-    takes nothing from it)."""
-    if len(items) < 2:
-        return True
+    """:func:`~roofline_report.traces.launches.apart` of a line's launches, in start order."""
     starts = np.fromiter((k.event.start for k in items), dtype=np.float64, count=len(items))
     ends = np.fromiter((k.event.end for k in items), dtype=np.float64, count=len(items))
-    return bool(np.all(np.maximum.accumulate(ends)[:-1] <= starts[1:]))
-
-
-def _positive(values: np.ndarray) -> np.ndarray:
-    """``max(0.0, v)`` of each value, as Python gives it (0.0 for -0.0 and NaN)."""
-    return np.where(values > 0.0, values, 0.0)
+    return apart(starts, ends)
 
 
 def _set_apart(items: list[_Kernel]) -> None:
-    """:func:`_self_times` of a line whose events nest nowhere (:func:`_apart`): each self
-    time launch to completion, each busy time the event's own duration, clamped as there, by
-    numpy (the same subtractions, the same values)."""
+    """:func:`_self_times` of a line whose events nest nowhere (:func:`_apart`), by
+    :func:`~roofline_report.traces.launches.apart_self_times`."""
     n = len(items)
-    start = np.fromiter((k.event.start for k in items), dtype=np.float64, count=n)
-    end = np.fromiter((k.event.end for k in items), dtype=np.float64, count=n)
-    done = np.fromiter((k.end for k in items), dtype=np.float64, count=n)
-    own = _positive(done - start)
-    took = end - start
-    busy = _positive(np.where(own < took, own, took))  # min(took, own): took on a tie or NaN
+    own, busy = apart_self_times(
+        np.fromiter((k.event.start for k in items), dtype=np.float64, count=n),
+        np.fromiter((k.event.end for k in items), dtype=np.float64, count=n),
+        np.fromiter((k.end for k in items), dtype=np.float64, count=n))
     for k, a, b in zip(items, own.tolist(), busy.tolist(), strict=True):
         k.self_ns = a
         k.busy_ns = b

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from roofline_report.traces.call_samples import LaunchColumns
-from roofline_report.traces.launches import _Event, _Kernel
+from roofline_report.traces.launches import _Event, _Kernel, apart, apart_self_times
 
 __all__ = ["Timed", "timed_launches"]
 
@@ -119,22 +119,11 @@ def _read(profile: Any, module: str | None, ends: Any,
 
 
 def _apart_lines(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
-    """Whether on every line (``line``, ``start`` and ``end`` in time order) each event starts
-    no earlier than every one before it on the line ends: no event holds another."""
+    """Whether every line's events (``line``, ``start`` and ``end`` in time order) are
+    :func:`~roofline_report.traces.launches.apart`."""
     by_line = np.argsort(line, kind="stable")
-    ordered = line[by_line]
-    cuts = np.flatnonzero(np.diff(ordered)) + 1
-    for rows in np.split(by_line, cuts):
-        if len(rows) > 1:
-            reach = np.maximum.accumulate(end[rows])
-            if not bool(np.all(reach[:-1] <= start[rows][1:])):
-                return False
-    return True
-
-
-def _positive(values: np.ndarray) -> np.ndarray:
-    """``max(0.0, v)`` of each value, as Python gives it (0.0 for -0.0 and NaN)."""
-    return np.where(values > 0.0, values, 0.0)
+    cuts = np.flatnonzero(np.diff(line[by_line])) + 1
+    return all(apart(start[rows], end[rows]) for rows in np.split(by_line, cuts))
 
 
 def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any],
@@ -178,10 +167,8 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
     done = ends.take_all([st.get("_p") for st in stats], ops, at)
     end = np.where(done > own_end, done, own_end)
 
-    # Self and busy times of launches that nest nowhere: as the general path clamps them.
-    self_ns = _positive(end - at)
-    took = own_end - at
-    busy_ns = _positive(np.where(self_ns < took, self_ns, took))
+    # Self and busy times of launches that nest nowhere: as the general path gives them.
+    self_ns, busy_ns = apart_self_times(at, own_end, end)
 
     # Calls by run, in the order their first launches came (the calls' time order).
     if all(r is not None for r in runs):

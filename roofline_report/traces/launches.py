@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
+
 
 @dataclass(slots=True)
 class _Event:  # not frozen: a frozen dataclass is three times slower to build
@@ -42,6 +44,29 @@ class _Kernel:
     waited_ns: float = 0.0  # of self_ns, queued behind other kernels' events (:func:`_waits`)
     shared_ns: float = 0.0  # its running time, each instant split among the kernels running
     running: list[tuple[float, float]] = field(default_factory=list)  # when it ran (ns)
+
+
+def apart(start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether each event (``start``, ``end``, in start order on one line) starts no earlier
+    than every one before it ends: none holds another, so no self time loses anything (at
+    most a zero-length event that a longer one starts with, which takes nothing from it)."""
+    return len(start) < 2 or bool(np.all(np.maximum.accumulate(end)[:-1] <= start[1:]))
+
+
+def apart_self_times(start: np.ndarray, end: np.ndarray, done: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Self and busy times of launches that nest nowhere (:func:`apart`): launch to completion
+    (``done``) and the event's own duration, clamped as the nesting sweep clamps them,
+    ``max(0, self)`` and ``max(0, min(busy, self))`` as Python gives them (0.0 for -0.0 and
+    NaN; the duration on a tie)."""
+    own = _positive(done - start)
+    took = end - start
+    return own, _positive(np.where(own < took, own, took))
+
+
+def _positive(values: np.ndarray) -> np.ndarray:
+    """``max(0.0, v)`` of each value, as Python gives it."""
+    return np.where(values > 0.0, values, 0.0)
 
 
 def _union(intervals: Iterable[tuple[float, float]]) -> float:
