@@ -286,7 +286,7 @@ def test_accepted_documents_render_or_give_input_error(document: dict[str, Any],
     loaded = _expect_input_error_or_document(json.dumps(mutated))
     assume(loaded is not None)
     assert loaded is not None
-    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(figures, "_to_svg", _cheap_svg):
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(figures, "to_svg", _cheap_svg):
         out = Path(tmp) / "report"
         try:
             cli.write(out, loaded, source="fuzz.json")
@@ -316,7 +316,7 @@ def test_a_failed_render_leaves_no_open_figure(document: dict[str, Any], tmp_pat
         raise ValueError("drawing failed")  # a figure has been built when this is called
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(figures, "_to_svg", fail_while_saving)
+        mp.setattr(figures, "to_svg", fail_while_saving)
         with pytest.raises(InputError):
             cli.write(tmp_path / "report", broken, source="fuzz.json")
     assert plt.get_fignums() == []

@@ -7,16 +7,11 @@ the metadata. Accessibility: every SVG gets a <title> and <desc> and ``role="img
 
 from __future__ import annotations
 
-import io
 import math
-import re
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from xml.sax.saxutils import escape
 
-import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
@@ -26,6 +21,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 from roofline_report.analysis.records import Sweep
 from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, RoofSet
 from roofline_report.kinds import Kind
+from roofline_report.report.figure_svg import titled, to_svg
 from roofline_report.report.format import decimal, percent_text, plural, whole
 from roofline_report.roofline import ridge
 from roofline_report.units import format_binary, format_si
@@ -68,39 +64,6 @@ def _new_figure() -> tuple[Figure, Axes]:
     ax.grid(True, which="major", alpha=0.35)
     ax.grid(True, which="minor", alpha=0.12)
     return fig, ax
-
-
-def _to_svg(fig: Figure, name: str, title: str, description: str) -> str:
-    buf = io.StringIO()
-    # Text is kept as text (svg.fonttype none) and drawn by the reader's fonts: a name in a
-    # script matplotlib's own font lacks (CJK, emoji) is nothing to warn about.
-    with matplotlib.rc_context({"svg.hashsalt": f"roofline-report-{name}",
-                                "svg.fonttype": "none"}), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
-        # Fixed margins instead of bbox_inches="tight", which draws every figure twice.
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    return _inlinable(buf.getvalue(), name, title, description)
-
-
-def _inlinable(text: str, name: str, title: str, description: str) -> str:
-    """Make matplotlib's SVG fit to inline in HTML: no XML prolog, DOCTYPE or RDF metadata,
-    every id prefixed with the figure's name (matplotlib reuses ids such as ``axes_1`` in every
-    figure) with the references to them, no fixed size, and a <title> and <desc>."""
-    text = text[text.index("<svg"):]
-    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)
-    text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{name}-{m.group(1)}"', text)
-    text = re.sub(r'(href="#|url\(#)([^")]+)', lambda m: f"{m.group(1)}{name}-{m.group(2)}",
-                  text)
-    head_end = text.index(">") + 1
-    head = text[:head_end]
-    head = re.sub(r'\swidth="([\d.]+)pt"\s+height="([\d.]+)pt"', "", head, count=1)
-    head = head.replace(
-        "<svg", f'<svg role="img" aria-labelledby="{name}-title {name}-desc"', 1
-    )
-    extra = (f'<title id="{name}-title">{escape(title)}</title>'
-             f'<desc id="{name}-desc">{escape(description)}</desc>')
-    lines = [line.rstrip() for line in (head + extra + text[head_end:]).splitlines()]
-    return "\n".join(lines).strip() + "\n"
 
 
 def _tick(v: float) -> str:
@@ -150,14 +113,14 @@ def _seconds_axis(axis: Any) -> None:
 
 def _finish(fig: Figure, name: str, title: str, desc: str, table: Table,
             kinds: tuple[str, ...], tips: Sequence[tuple[str, str]] = ()) -> FigureOut:
-    return FigureOut(name, title, desc, _titled(_to_svg(fig, name, title, desc), name, tips),
+    return FigureOut(name, title, desc, titled(to_svg(fig, name, title, desc), name, tips),
                      table, kinds)
 
 
 def _hover(ax: Axes, points: Sequence[tuple[float, float, str]], prefix: str = "tip"
            ) -> list[tuple[str, str]]:
     """A transparent hover target over each (x, y, tooltip) point, drawn as a marker of its
-    own (an SVG group with an id); returns (id, tooltip) pairs for :func:`_titled`."""
+    own (an SVG group with an id); returns (id, tooltip) pairs for :func:`.figure_svg.titled`."""
     tips = []
     for j, (x, y, tip) in enumerate(points, 1):
         gid = f"{prefix}-{j}"
@@ -167,14 +130,6 @@ def _hover(ax: Axes, points: Sequence[tuple[float, float, str]], prefix: str = "
                 zorder=5)
         tips.append((gid, tip))
     return tips
-
-
-def _titled(svg: str, name: str, tips: Sequence[tuple[str, str]]) -> str:
-    """Each hover target's group gets a <title>: browsers show it when pointing at it."""
-    for gid, tip in tips:
-        marker = f'<g id="{name}-{gid}">'
-        svg = svg.replace(marker, f"{marker}<title>{escape(tip)}</title>", 1)
-    return svg
 
 
 _LEGEND_POINTS = 8.0  # the legend's font size
@@ -400,7 +355,7 @@ def working_set(series: Sequence[SweepSeries], levels: Sequence[LevelBand],
             "the dispatch floor off, so their bands sit above its points); shaded bands are "
             "the memory levels found"
             + (f": {found}." if found else ": none was found."))
-    svg = _titled(_to_svg(fig, "working_set", title, desc), "working_set", tips)
+    svg = titled(to_svg(fig, "working_set", title, desc), "working_set", tips)
     rows = [(s.name, format_binary(b), fmt(v, "B/s")) for s in series for b, v in s.points]
     rows += [(f"level {lv.name} ({lv.kernel})",
               lv.range_text or _range(lv.min_bytes, lv.max_bytes), fmt(lv.value, "B/s"))
@@ -807,7 +762,7 @@ def roofline(name: str, title: str, description: str, sets: Sequence[RoofSet],
     _log_axes(ax, "intensity (FLOP per byte moved)", "FLOP/s", y_unit="FLOP/s")
     ax.set_title(title, fontsize=10, y=1.0, pad=6)
     _legend_below(fig, ax, ncol=2)
-    svg = _with_tooltips(_to_svg(fig, name, title, description), name, points)
+    svg = _with_tooltips(to_svg(fig, name, title, description), name, points)
     table = Table(("roof or point", "kind", "compute (rate)", "bandwidth", "intensity",
                    "category"), tuple(rows))
     kinds = tuple(dict.fromkeys([*(s.kind.value for s in sets),
@@ -818,4 +773,4 @@ def roofline(name: str, title: str, description: str, sets: Sequence[RoofSet],
 
 def _with_tooltips(svg: str, name: str, points: Sequence[PlotPoint]) -> str:
     """Each point's group gets a <title> (browsers show it when pointing at the point)."""
-    return _titled(svg, name, [(f"point-{j}", p.tooltip) for j, p in enumerate(points, 1)])
+    return titled(svg, name, [(f"point-{j}", p.tooltip) for j, p in enumerate(points, 1)])
