@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from roofline_report.analysis.explain import Evidence, kernel_reason, program_reason
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction, Term
@@ -182,3 +184,14 @@ def test_a_lower_bound_slower_than_measured_says_its_loop_was_counted_once() -> 
     assert _why(bound, 2.4e-3).startswith("unknown trip count: a while loop that stops on data")
     assert "unknown trip count" not in _why(_prediction(100e-6), 2.4e-3)
     assert "unknown trip count" not in _why(bound, 110e-6)  # within its bound: nothing said
+
+
+def test_above_its_roof_names_the_kind_of_the_roof_it_is_held_to() -> None:
+    measured = _why(_prediction(100e-6), 90e-6)
+    assert "(a roof measured lower than this program met)" in measured
+    for kind, words in ((Kind.HYPOTHETICAL, "a hypothetical roof"),
+                        (Kind.SPEC_SHEET, "a spec sheet roof")):
+        p = _prediction(100e-6)
+        assumed = replace(p, binding=replace(p.binding, kind=kind))
+        why = _why(assumed, 90e-6)
+        assert f"({words} lower than this program met)" in why and "measured lower" not in why

@@ -43,6 +43,7 @@ from roofline_report.analysis.records import KernelRow
 from roofline_report.analysis.speed_drift import Drift
 from roofline_report.analysis.stats import Stats
 from roofline_report.backends import Backend
+from roofline_report.kinds import Kind
 from roofline_report.text import decimal, miss_text, percent_text
 from roofline_report.units import format_si
 
@@ -143,8 +144,11 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
                        "evidence of a cause here")
     if above:
         # Said first: the program is above the roof it is held to, whatever else is off.
-        reasons.insert(0, "above its roof: it ran faster than its prediction allows (a roof "
-                          "measured lower than this program met)")
+        # The roof's own kind: only a measured roof was "measured lower".
+        kind = prediction.binding.kind
+        roof = "a roof measured" if kind is Kind.MEASURED else f"a {kind.label} roof"
+        reasons.insert(0, "above its roof: it ran faster than its prediction allows "
+                          f"({roof} lower than this program met)")
     return "; ".join(reasons)
 
 
