@@ -231,14 +231,17 @@ def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str |
     # A large document's text is written by a helper process while this one renders; the
     # renderer's modules (matplotlib's among them: half a second) are imported once it runs.
     with json_aside.Aside(document) as aside:
+        from roofline_report.report import svg_sharing
         from roofline_report.report import views as render
 
         if check is not None:
             check(document)
         try:
             # Without a title, the call is the one a renderer stand-in in a test also accepts.
-            rendered = (render.render(data, assumptions) if title is None
-                        else render.render(data, assumptions, title=title))
+            # The figures' SVG is written on two cores only where the helper leaves two.
+            with svg_sharing.cores_taken(1 if aside.helping else 0):
+                rendered = (render.render(data, assumptions) if title is None
+                            else render.render(data, assumptions, title=title))
         except Exception as exc:
             if source is None:
                 raise

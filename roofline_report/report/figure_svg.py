@@ -13,10 +13,18 @@ from xml.sax.saxutils import escape
 import matplotlib
 from matplotlib.figure import Figure
 
+from roofline_report.report import svg_sharing
+
 __all__ = ["inlinable", "titled", "to_svg"]
 
 
 def to_svg(fig: Figure, name: str, title: str, description: str) -> str:
+    """The figure as SVG text, written here or by the copy of this process that shares the
+    writing (:mod:`.svg_sharing`): the same text either way."""
+    return svg_sharing.written(name, lambda: _svg_text(fig, name, title, description))
+
+
+def _svg_text(fig: Figure, name: str, title: str, description: str) -> str:
     buf = io.StringIO()
     # Text is kept as text (svg.fonttype none) and drawn by the reader's fonts: a name in a
     # script matplotlib's own font lacks (CJK, emoji) is nothing to warn about.

@@ -23,7 +23,7 @@ from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import ComputeRoof, RoofSet
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.report import figures as figs
-from roofline_report.report import meta, page, sections, sharding_view
+from roofline_report.report import meta, page, sections, sharding_view, svg_sharing
 from roofline_report.report.ceilings_words import conditions_text, roof_warning
 from roofline_report.report.format import (
     KIND_MARKERS,
@@ -667,8 +667,10 @@ def render(results: schema.Results | Mapping[str, Any], assumptions: Assumptions
 
 
 def render_analysis(an: Analysis, *, title: str | None = None) -> Rendered:
-    """Render one analysis."""
-    vm = view_model_of(an)
+    """Render one analysis (its figures' SVG written on two cores where there are two:
+    :mod:`.svg_sharing`)."""
+    with svg_sharing.sharing():
+        vm = view_model_of(an)
     doc = sections.document(vm)
     context = {"generator": vm["generator"], "kinds": vm["kinds"]}
     page_meta = meta.page_meta(an.observations, title,

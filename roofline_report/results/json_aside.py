@@ -79,6 +79,11 @@ class Aside:
                  tb: TracebackType | None) -> None:
         self._close()
 
+    @property
+    def helping(self) -> bool:
+        """Whether a helper process is writing the text (and so holds a core)."""
+        return self._proc is not None
+
     def text(self) -> str:
         """The document's JSON text: the helper's once it has finished cleanly, else made
         here."""
