@@ -18,6 +18,7 @@ from roofline_report.ingest import thunk_ends, timeline
 from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
 from roofline_report.results import io, json_text
 from roofline_report.traces import call_samples, events, launches
+from roofline_report.traces.kernel_events import LaneKernels
 from roofline_report.traces.xspace import Event, EventColumns, Line, read_xspace
 
 TRACES = Path(__file__).parent / "fixtures" / "traces"
@@ -487,9 +488,10 @@ def test_lanes_put_kernels_in_time_order_stably_and_keep_an_ordered_list_whole()
     rng = random.Random(7)
     found = [(rng.randrange(3), Event(f"k{i}", float(rng.randrange(20)), 1.0, {}))
              for i in range(300)]  # many starts shared: ties keep the list's order
-    ordered = timeline._in_time_order(found)
-    assert ordered == sorted(found, key=lambda item: item[1].start_ns)
-    assert all(a is b for a, b in zip(ordered, sorted(found, key=lambda item: item[1].start_ns),
-                                      strict=True))
-    assert timeline._in_time_order(ordered) is ordered
-    assert timeline._in_time_order([]) == []
+    ordered = LaneKernels.of_events(found).in_time_order()
+    want = sorted(found, key=lambda item: item[1].start_ns)
+    assert list(ordered) == [e for _, e in want]
+    assert ordered.line.tolist() == [line for line, _ in want]
+    assert [e.name for e in ordered] == ordered.names()
+    assert ordered.in_time_order() is ordered
+    assert len(LaneKernels.of_events([]).in_time_order()) == 0

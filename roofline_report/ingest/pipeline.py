@@ -147,9 +147,8 @@ def _program_of(host: HostReading, module: str) -> tuple[int | None, bytes | Non
     none), with notes when several programs share the name."""
     counts: Counter[int] = Counter()
     for lane in host.lanes:
-        for e in lane.kernels:
-            program = e.stats.get("program_id")
-            if e.stats.get("hlo_module") == module and isinstance(program, int):
+        for name, program in zip(lane.kernels.modules(), lane.kernels.programs(), strict=True):
+            if name == module and isinstance(program, int):
                 counts[program] += 1
     protos = host.space.hlo_protos()
     notes: list[str] = []
@@ -232,7 +231,7 @@ def read_profile(path: str | Path, *, run: str | None = None, module: str | None
     programs: list[HostProgram] = []
     notes: list[str] = [*files.notes, *_dropped_notes(hosts)]
     for h in hosts:
-        if not any(e.stats.get("hlo_module") == chosen for lane in h.lanes for e in lane.kernels):
+        if not any(chosen in lane.kernels.modules() for lane in h.lanes):
             notes.append(f"host {h.file.host} ran no kernel of {chosen}")
             continue
         program, proto, host_notes = _program_of(h, chosen)

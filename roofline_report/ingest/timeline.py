@@ -37,6 +37,12 @@ import numpy as np
 from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
 from roofline_report.ingest.thunk_ends import NO_ENDS, ThunkEndLine, ThunkEnds, host_thunk_ends
 from roofline_report.quantiles import median
+from roofline_report.traces.kernel_events import (
+    LaneKernels,
+    module_base,
+    program_suffix,
+)
+from roofline_report.traces.kernel_events import normalised as _normalised
 from roofline_report.traces.xspace import Event, EventColumns, Line, Plane, XSpace, events_where
 
 __all__ = [
@@ -58,32 +64,26 @@ TPU_OPS_LINE = "XLA Ops"
 TPU_MODULES_LINE = "XLA Modules"
 HOST_CPU = "/host:CPU"
 STEP_STAT = "step_num"
-_PROGRAM_SUFFIX = re.compile(r"\((\d+)\)$")
 # Kernels outside every step marker above this share: the markers do not bound the kernels
 # (a device behind its host), and times are taken per call instead.
 OUTSIDE_STEPS_LIMIT = 0.5
 
 
-def module_base(name: Any) -> str:
-    """A module's name without the ``(program id)`` suffix of the metadata plane."""
-    return _PROGRAM_SUFFIX.sub("", str(name)).strip()
-
-
-def program_suffix(name: str) -> int | None:
-    m = _PROGRAM_SUFFIX.search(name)
-    return int(m.group(1)) if m else None
-
-
 @dataclass(frozen=True, slots=True)
 class Lane:
-    """One device's kernel events (stats normalised: ``hlo_op``, ``hlo_module`` without its
+    """One device's kernel events in time order, as columns (:class:`LaneKernels`: each
+    event's line, start and duration, and its stats read by name, ``hlo_module`` without its
     suffix), and whether they lie on a device plane (GPU, TPU) or the host's (CPU)."""
 
     device: str  # "GPU:0", "TPU:3", "CPU:0"
     on_device: bool
-    kernels: tuple[Event, ...]
-    lines: tuple[int, ...]  # each kernel event's line (events nest only within a line)
+    kernels: LaneKernels
     ends: ThunkEnds = NO_ENDS  # the ``end:`` events of this device's asynchronous thunks
+
+    @property
+    def lines(self) -> np.ndarray:
+        """Each kernel event's line (events nest only within a line)."""
+        return self.kernels.line
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,33 +112,6 @@ class Step(NamedTuple):
 
 def _with(e: Event, **stats: Any) -> Event:
     return Event(e.name, e.start_ns, e.duration_ns, {**e.stats, **stats})
-
-
-# module name -> its module_base and program suffix (one regex each per name, not per event)
-_BASES: dict[str, tuple[str, int | None]] = {}
-_PLAIN: set[str] = set()  # module names normal whatever the event's stats (no suffix)
-
-
-def _normalised(e: Event) -> Event:
-    stats = e.stats
-    module = stats.get("hlo_module")
-    if module is None:
-        return e
-    if isinstance(module, str):
-        known = _BASES.get(module)
-        if known is None:
-            known = _BASES[module] = (module_base(module), program_suffix(module))
-            if known == (module, None):
-                _PLAIN.add(module)
-        base, program = known
-    else:  # never its own base (a base is a str): its suffix of its text
-        base, program = module_base(module), program_suffix(str(module))
-    if base == module and ("program_id" in stats or program is None):
-        return e  # already normal: the same event
-    extra: dict[str, Any] = {"hlo_module": base}
-    if "program_id" not in stats and program is not None:
-        extra["program_id"] = program
-    return _with(e, **extra)
 
 
 def _tpu_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
@@ -171,33 +144,21 @@ def _tpu_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
     return out
 
 
-def _plane_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
-    out: list[tuple[int, Event]] = []
-    add = out.append
-    plain = _PLAIN
+def _plane_kernels(plane: Plane, first_line: int
+                   ) -> list[tuple[int, EventColumns | Sequence[Event], np.ndarray]]:
+    """Each line of the plane (its index in the trace) with the rows of its events that hold
+    ``hlo_op``: read from the reader's columns, no event built."""
+    out: list[tuple[int, EventColumns | Sequence[Event], np.ndarray]] = []
     for i, line in enumerate(plane.lines):
-        at = first_line + i
-        for e in events_where(line.events, stat="hlo_op"):
-            module = e.stats.get("hlo_module")
-            # Most events name a module already normal: kept without a call.
-            add((at, e if module is None or module in plain else _normalised(e)))
+        events = line.events
+        if isinstance(events, EventColumns):
+            rows = np.flatnonzero(events.mask(stat="hlo_op"))
+        else:
+            rows = np.array([j for j, e in enumerate(events) if "hlo_op" in e.stats],
+                            dtype=np.int64)
+        if len(rows):
+            out.append((first_line + i, events, rows))
     return out
-
-
-def _in_time_order(found: list[tuple[int, Event]]) -> list[tuple[int, Event]]:
-    """``found`` sorted by the events' starts, stably (as ``sorted`` by start): by numpy, and
-    not at all where they already are (as the events of one line, or one sorted before)."""
-    starts = np.fromiter((e.start_ns for _, e in found), dtype=np.float64, count=len(found))
-    if len(found) < 2 or bool(np.all(starts[1:] >= starts[:-1])):
-        return found
-    return [found[i] for i in np.argsort(starts, kind="stable").tolist()]
-
-
-def _lane(device: str, on_device: bool, found: list[tuple[int, Event]],
-          ends: ThunkEnds = NO_ENDS) -> Lane:
-    found = _in_time_order(found)
-    return Lane(device, on_device, tuple([e for _, e in found]), tuple([i for i, _ in found]),
-                ends)
 
 
 def lanes(space: XSpace) -> list[Lane]:
@@ -207,33 +168,42 @@ def lanes(space: XSpace) -> list[Lane]:
     first = 0
     for plane in space.planes:
         if plane.name.startswith(GPU_PREFIX):
-            found = _plane_kernels(plane, first)
-            if found:
-                out.append(_lane(plane.name.removeprefix("/device:"), True, found))
+            parts = _plane_kernels(plane, first)
+            if parts:
+                out.append(Lane(plane.name.removeprefix("/device:"), True,
+                                LaneKernels.of_lines(parts).in_time_order()))
         elif (m := _TPU_PLANE.match(plane.name)) is not None:
             found = _tpu_kernels(plane, first)
             if found:
-                out.append(_lane(f"TPU:{m.group(1)}", True, found))
+                out.append(Lane(f"TPU:{m.group(1)}", True,
+                                LaneKernels.of_events(found).in_time_order()))
         first += len(plane.lines)
     if out:
         return sorted(out, key=lambda lane: _device_key(lane.device))
-    by_device: dict[int, list[tuple[int, Event]]] = defaultdict(list)
+    parts = []
     first = 0
     for plane in space.planes:
         if plane.name == HOST_CPU:
-            for line_index, e in _plane_kernels(plane, first):
-                ordinal = e.stats.get("device_ordinal", 0)
-                by_device[ordinal if isinstance(ordinal, int) else 0].append((line_index, e))
+            parts += _plane_kernels(plane, first)
         first += len(plane.lines)
-    for device, found in by_device.items():  # in time order, as each lane keeps them
-        by_device[device] = _in_time_order(found)
-    owned = _owned_ends(space, by_device)
-    return [_lane(f"CPU:{d}", False, found, owned.get(d, NO_ENDS))
-            for d, found in sorted(by_device.items())]
+    every = LaneKernels.of_lines(parts)
+    ordinals = [o if isinstance(o, int) else 0 for o in every.stat("device_ordinal")]
+    devices = dict.fromkeys(ordinals)
+    if len(devices) == 1:
+        by_device: dict[Any, Any] = {ordinals[0]: np.arange(len(every))} if ordinals else {}
+    else:
+        codes = {d: i for i, d in enumerate(devices)}
+        code = np.fromiter(map(codes.__getitem__, ordinals), dtype=np.int64,
+                           count=len(ordinals))
+        by_device = {d: np.flatnonzero(code == i) for d, i in codes.items()}
+    # Each device's events in time order, as each lane keeps them.
+    kernels = {device: every.taken(at).in_time_order() for device, at in by_device.items()}
+    owned = _owned_ends(space, kernels)
+    return [Lane(f"CPU:{d}", False, found, owned.get(d, NO_ENDS))
+            for d, found in sorted(kernels.items())]
 
 
-def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event]]]
-                ) -> dict[int, ThunkEnds]:
+def _owned_ends(space: XSpace, by_device: Mapping[int, LaneKernels]) -> dict[int, ThunkEnds]:
     """Each ``end: NAME`` event of the host's thunks, given to the device whose thunk NAME (with
     the same flow id, where the event has one) started last before it. Emulated devices run the
     same thunks on the same threads, and flow ids repeat between calls, so an end event is
@@ -242,10 +212,11 @@ def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event
         return _one_device_ends(space, by_device)
     launches: dict[tuple[Any, str], list[tuple[float, int]]] = defaultdict(list)
     for device, found in by_device.items():
-        for _, e in found:
-            op = str(e.stats["hlo_op"])
-            launches[(e.stats.get("_p"), op)].append((e.start_ns, device))
-            launches[(None, op)].append((e.start_ns, device))
+        for flow, op, at in zip(found.stat("_p"), found.stat("hlo_op"), found.start_ns.tolist(),
+                                strict=True):
+            op = str(op)
+            launches[(flow, op)].append((at, device))
+            launches[(None, op)].append((at, device))
     # Per key, the launches' starts and devices in (start, device) order: the last launch
     # starting no later than an end event is found by bisecting the starts alone.
     starts: dict[tuple[Any, str], list[float]] = {}
@@ -264,7 +235,7 @@ def _owned_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event
     return {device: ends.picked(indices) for device, indices in owned.items()}
 
 
-def _one_device_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, Event]]]
+def _one_device_ends(space: XSpace, by_device: Mapping[int, LaneKernels]
                      ) -> dict[int, ThunkEnds]:
     """:func:`_owned_ends` of a host with one device (or none): an end event is the device's
     where some launch of its thunk (with its flow id, where it has one) started no later."""
@@ -272,9 +243,8 @@ def _one_device_ends(space: XSpace, by_device: Mapping[int, Sequence[tuple[int, 
         return {}
     ((device, found),) = by_device.items()
     ends = host_thunk_ends(space, HOST_CPU)
-    flows = [e.stats.get("_p") for _, e in found]
-    ops = [str(e.stats["hlo_op"]) for _, e in found]
-    kept = _launched_before(flows, ops, [e.start_ns for _, e in found], ends)
+    kept = _launched_before(found.stat("_p"), [str(op) for op in found.stat("hlo_op")],
+                            found.start_ns.tolist(), ends)
     if not kept.any():
         return {}
     return {device: ends if kept.all() else ends.picked(np.flatnonzero(kept).tolist())}
@@ -286,11 +256,14 @@ _ID_TYPES = frozenset({int, type(None)})
 def _flow_ids(flows: list[Any]) -> tuple[np.ndarray, np.ndarray] | None:
     """(which have one, the flow ids as int64) of a list of flow ids that are all integers of
     64 bits or None; None for any other list."""
-    if not set(map(type, flows)) <= _ID_TYPES:
+    types = set(map(type, flows))
+    if not types <= _ID_TYPES:
         return None
-    values = np.array(flows, dtype=object)
-    flowed = np.fromiter((f is not None for f in flows), dtype=bool, count=len(flows))
     try:
+        if type(None) not in types:  # every one has a flow id
+            return np.ones(len(flows), dtype=bool), np.array(flows, dtype=np.int64)
+        values = np.array(flows, dtype=object)
+        flowed = np.fromiter((f is not None for f in flows), dtype=bool, count=len(flows))
         return flowed, values[flowed].astype(np.int64)
     except OverflowError:
         return None
@@ -342,17 +315,23 @@ def _device_key(device: str) -> tuple[str, int]:
 
 def modules(all_lanes: Iterable[Lane]) -> list[ModuleSummary]:
     """Every program seen in the lanes' events, the most kernel time first."""
-    seconds: dict[str, float] = defaultdict(float)
-    events: Counter[str] = Counter()
+    every = list(all_lanes)
+    named = [m if type(m) is str else str(m) for lane in every for m in lane.kernels.modules()]
+    codes = {name: i for i, name in enumerate(dict.fromkeys(named))}
+    code = np.fromiter(map(codes.__getitem__, named), dtype=np.int64, count=len(named))
+    took = np.concatenate([lane.kernels.duration_ns for lane in every] or [np.zeros(0)])
+    # Each module's durations summed in event order, one addition after another (as a loop
+    # over the events adds them: np.bincount adds its weights in order).
+    sums = np.bincount(code, weights=took * 1e-9, minlength=len(codes)).tolist()
+    counts = np.bincount(code, minlength=len(codes)).tolist()
+    names = list(codes)
     programs: dict[str, set[int]] = defaultdict(set)
-    for lane in all_lanes:
-        for e in lane.kernels:
-            name = str(e.stats["hlo_module"])
-            seconds[name] += e.duration_ns * 1e-9
-            events[name] += 1
-            program = e.stats.get("program_id")
-            if isinstance(program, int):
-                programs[name].add(program)
+    every_program = (p for lane in every for p in lane.kernels.programs())
+    for i, program in set(zip(code.tolist(), every_program, strict=True)):
+        if isinstance(program, int):
+            programs[names[i]].add(program)
+    seconds = dict(zip(names, sums, strict=True))
+    events = dict(zip(names, counts, strict=True))
     out = [ModuleSummary(name, tuple(sorted(programs[name])), events[name], seconds[name])
            for name in events]
     return sorted(out, key=lambda m: (-m.seconds, m.name))
@@ -445,10 +424,11 @@ def _support_events(executes: Sequence[ExecuteLine], lane: Lane
     return out
 
 
-def _inferred_calls(kernels: Sequence[Event], trips: Mapping[str, int] | None) -> int:
-    """How many calls the events hold when nothing numbers them: per kernel, its launches
-    over its launches per call (the inventory's trips, else 1); the median of those."""
-    counts = Counter(str(e.stats["hlo_op"]) for e in kernels)
+def _inferred_calls(ops: Sequence[Any], trips: Mapping[str, int] | None) -> int:
+    """How many calls the events hold when nothing numbers them: per kernel (``ops``: each
+    event's ``hlo_op``), its launches over its launches per call (the inventory's trips, else
+    1); the median of those."""
+    counts = Counter(str(op) for op in ops)
     ratios = [n / max(1, (trips or {}).get(op, 1)) for op, n in counts.items()
               if trips is None or op in trips]
     if not ratios:
@@ -464,28 +444,26 @@ def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[in
     host's :func:`execute_lines`, when already read for another lane."""
     wanted = set(program_ids)
     default = min(wanted) if wanted else None  # an event without a program id: kept
-    # The indices of the lane's kernels kept: its own events are read, not copies.
-    kept = [i for i, e in enumerate(lane.kernels) if e.stats.get("hlo_module") == module
-            and (not wanted or e.stats.get("program_id", default) in wanted)]
+    every = lane.kernels
+    # The indices of the lane's kernels kept (read from its columns, no event built).
+    kept = [i for i, (m, p) in enumerate(zip(every.modules(), every.programs(), strict=True))
+            if m == module and (not wanted or (default if p is None else p) in wanted)]
     notes: list[str] = []
     per = "call"
     outside = 0
     # Each kernel's run, where the view gives it (KernelLine.runs): its step, or None where
     # the calls are counted; else (_STAT) its own run_id stat.
     runs: list[Any] = []
-    every = lane.kernels
     if markers and kept:
-        starts = [s.start for s in markers]
-        ends = [s.end for s in markers]
+        starts = np.array([s.start for s in markers], dtype=np.float64)
+        ends = np.array([s.end for s in markers], dtype=np.float64)
         labels = [f"step {s.number}" for s in markers]  # one string per step, shared
-        stepped: list[int] = []
-        add = stepped.append
-        for j in kept:
-            at = every[j].start_ns
-            i = bisect.bisect_right(starts, at) - 1
-            if i >= 0 and at < ends[i]:
-                add(j)
-                runs.append(labels[i])
+        at = every.start_ns[kept]
+        # The step whose marker starts last at or before each kernel's start (a bisection).
+        step = np.searchsorted(starts, at, side="right") - 1
+        inside = (step >= 0) & (at < ends[np.maximum(step, 0)])
+        stepped = np.asarray(kept, dtype=np.int64)[inside].tolist()
+        runs = [labels[i] for i in step[inside].tolist()]
         outside = len(kept) - len(stepped)
         if stepped and outside <= OUTSIDE_STEPS_LIMIT * len(kept):
             kept, per = stepped, "step"
@@ -495,20 +473,21 @@ def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[in
             outside = 0
             runs = []
     calls = 1
-    if per == "call" and kept and not all("run_id" in every[j].stats for j in kept):
-        calls = _inferred_calls([every[j] for j in kept], trips)
+    if per == "call" and kept and not bool(every.has("run_id")[kept].all()):
+        ops = every.stat("hlo_op")
+        calls = _inferred_calls([ops[j] for j in kept], trips)
         runs = [None] * len(kept)
         notes.append(f"the events do not number the calls: {calls} call(s) counted from the "
                      "launches of each kernel")
-    by_line: dict[int, tuple[list[Event], list[Any]]] = {}
+    by_line: dict[int, tuple[list[int], list[Any]]] = {}
+    line_of = every.line.tolist()
     for j, run in zip(kept, runs or repeat(_STAT), strict=False):
-        e, line = every[j], lane.lines[j]
-        events, line_runs = by_line.setdefault(line, ([], []))
-        events.append(e)
+        indices, line_runs = by_line.setdefault(line_of[j], ([], []))
+        indices.append(j)
         line_runs.append(run)
-    kernel_lines = [KernelLine(line, f"kernels {line}", events,
+    kernel_lines = [KernelLine(line, f"kernels {line}", every.taken(indices),
                                None if line_runs[0] is _STAT else line_runs)
-                    for line, (events, line_runs) in sorted(by_line.items())]
+                    for line, (indices, line_runs) in sorted(by_line.items())]
     support = _support_events(execute_lines(space) if executes is None else executes, lane)
     planes = ([_PlaneView(f"/device:{lane.device}", kernel_lines),
                _PlaneView("/host:", support)]

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+
+import numpy as np
 
 from roofline_report.ingest import timeline
 from roofline_report.traces.xspace import XSpace
@@ -43,12 +44,15 @@ def unclaimed(space: XSpace, lane: timeline.Lane, module: str,
               kernels: Iterable[str]) -> list[Unclaimed]:
     """The events of ``lane``'s device plane with no ``hlo_op`` that ran between ``module``'s
     first and last kernel on it, by name, the longest first."""
-    ours = [e for e in lane.kernels if e.stats.get("hlo_module") == module]
     plane = space.plane(f"/device:{lane.device}") if lane.on_device else None
-    if not ours or plane is None:
+    if plane is None:
         return []
-    first = min(e.start_ns for e in ours)
-    last = max(e.start_ns + e.duration_ns for e in ours)
+    k = lane.kernels
+    ours = np.flatnonzero(np.array([m == module for m in k.modules()], dtype=bool))
+    if not len(ours):
+        return []
+    first = float(k.start_ns[ours].min())
+    last = float((k.start_ns[ours] + k.duration_ns[ours]).max())
     by_symbol = {_symbol(k): k for k in kernels}
     found: dict[str, list[float]] = {}
     for line in plane.lines:
@@ -67,10 +71,13 @@ def several_kernels(lane: timeline.Lane, module: str) -> dict[str, list[str]]:
     """The HLO ops of ``module`` that ran on ``lane`` as more than one device kernel (a
     convolution as an im2col and a gemm), with their kernels' names in the order first run;
     every event of such an op is the op's (the per-kernel times sum them)."""
-    # Each (op, kernel) pair once, in the order first run (a dict keeps its first insertion).
-    pairs = dict.fromkeys((str(e.stats["hlo_op"]), e.name.removesuffix(".kd"))
-                          for e in sorted(lane.kernels, key=attrgetter("start_ns"))
-                          if e.stats.get("hlo_module") == module and "hlo_op" in e.stats)
+    # Each (op, kernel) pair once, in the order first run (a dict keeps its first insertion;
+    # a lane's kernels are in time order, and every one holds an hlo_op).
+    k = lane.kernels
+    pairs = dict.fromkeys((str(op), name.removesuffix(".kd"))
+                          for op, name, m in zip(k.stat("hlo_op"), k.names(), k.modules(),
+                                                 strict=True)
+                          if m == module)
     names: dict[str, list[str]] = {}
     for op, kernel in pairs:
         names.setdefault(op, []).append(kernel)

@@ -16,6 +16,7 @@ events nest, it gives None and the general path runs.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from roofline_report.traces.call_samples import LaunchColumns
+from roofline_report.traces.kernel_events import LaneKernels
 from roofline_report.traces.launches import _Event, _Kernel, apart, apart_self_times
 
 __all__ = ["Timed", "timed_launches"]
@@ -44,25 +46,58 @@ class Timed:
 
 @dataclass(slots=True)
 class _Lines:
-    """The kernel lines of one source, their columns joined in line order."""
+    """The kernel lines of one source, their columns joined in line order. A launch's stats
+    are built only for the launches read one at a time (:meth:`stats_of`): a line the lanes
+    give as columns (:class:`~roofline_report.traces.kernel_events.LaneKernels`) keeps them
+    there."""
 
     number: list[int]
     count: list[int]
-    stats: list[dict[str, Any]]
     start: list[float]
     duration: list[float]
     run: list[Any]
+    op: list[str]
+    flow: list[Any]
+    stats: list[Sequence[Any]]  # per line: its stats dicts, or its LaneKernels
+
+    def stats_of(self) -> Callable[[Sequence[int]], list[dict[str, Any]]]:
+        """A function giving the stats of launches (indices into the joined columns), which
+        holds the lines' stats only."""
+        firsts = np.cumsum([0, *self.count[:-1]]).tolist()
+        held = self.stats
+
+        def of(indices: Sequence[int]) -> list[dict[str, Any]]:
+            out = []
+            for i in indices:
+                at = bisect.bisect_right(firsts, i) - 1
+                line, local = held[at], i - firsts[at]
+                out.append(line[local].stats if isinstance(line, LaneKernels) else line[local])
+            return out
+
+        return of
 
 
-_Read = tuple[list[dict[str, Any]], list[float], list[float], list[Any]]
+_Read = tuple[Sequence[Any], list[float], list[float], list[Any], list[str], list[Any]]
 
 
 def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str | None,
                  matches: Callable[[Any, str | None], bool]) -> _Read | None:
-    """One line's stats, starts, durations and runs, or None where an event is not a kernel
-    event of the module the general path would keep as it is (a stats mapping that is not a
-    dict, a name that is not a string or names an ``end:`` event, no ``hlo_op``, another
-    module)."""
+    """One line's stats (its LaneKernels, where the lanes give it so), starts, durations,
+    runs, ops and flow ids, or None where an event is not a kernel event of the module the
+    general path would keep as it is (a stats mapping that is not a dict, a name that is not
+    a string or names an ``end:`` event, no ``hlo_op``, another module)."""
+    if isinstance(events, LaneKernels):
+        # Every event of a lane holds hlo_op and a dict of stats; names are strings.
+        if any(n.startswith(_END) for n in events.names()):
+            return None
+        for name in set(events.modules()):
+            if not matches(name, module):
+                return None
+        if runs is not None and len(runs) != len(events):
+            return None
+        return (events, events.start_ns.tolist(), events.duration_ns.tolist(),
+                events.stat("run_id") if runs is None else list(runs),
+                [str(op) for op in events.stat("hlo_op")], events.stat("_p"))
     stats = [e.stats for e in events]
     if not set(map(type, stats)) <= _DICT:
         return None
@@ -77,7 +112,8 @@ def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str 
     if runs is not None and len(runs) != len(stats):
         return None
     return (stats, [float(e.start_ns) for e in events], [float(e.duration_ns) for e in events],
-            [s.get("run_id") for s in stats] if runs is None else list(runs))
+            [s.get("run_id") for s in stats] if runs is None else list(runs),
+            [str(s["hlo_op"]) for s in stats], [s.get("_p") for s in stats])
 
 
 def _read(profile: Any, module: str | None, ends: Any,
@@ -87,7 +123,7 @@ def _read(profile: Any, module: str | None, ends: Any,
     the general path numbers them), the thunk ends given to ``ends`` and the execute starts;
     None where a line is of another kind."""
     planes = list(getattr(profile, "planes", []))
-    lines = {False: _Lines([], [], [], [], [], []), True: _Lines([], [], [], [], [], [])}
+    lines = {host: _Lines([], [], [], [], [], [], [], []) for host in (False, True)}
     executes: list[float] = []
     number = 0
     for host, plane in ([(False, p) for p in planes if str(p.name).startswith("/device:")]
@@ -107,11 +143,13 @@ def _read(profile: Any, module: str | None, ends: Any,
                     return None
                 into = lines[host]
                 into.number.append(number)
-                into.count.append(len(read[0]))
-                into.stats += read[0]
+                into.count.append(len(read[1]))
+                into.stats.append(read[0])
                 into.start += read[1]
                 into.duration += read[2]
                 into.run += read[3]
+                into.op += read[4]
+                into.flow += read[5]
             else:
                 return None  # a line of the trace's own events: read one by one
             number += 1
@@ -139,8 +177,8 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
     if read is None:
         return None
     device, host, executes = read
-    source, lines = ("device", device) if device.stats else ("host", host)
-    n = len(lines.stats)
+    source, lines = ("device", device) if device.start else ("host", host)
+    n = len(lines.start)
     if not n:
         return None
     if source == "device":  # a device's kernels end with their own events
@@ -156,15 +194,17 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
     if not _apart_lines(line_of, at, own_end):
         return None
     picked = order.tolist()
-    stats = [lines.stats[i] for i in picked]
     runs = [lines.run[i] for i in picked]
+    ops = [lines.op[i] for i in picked]
+    flows = [lines.flow[i] for i in picked]
+    stats_of = lines.stats_of()
     del lines
 
     # Each launch until its completion event, matched in time order (all at once), and no
     # earlier than its own event's end: max(own end, completion) as Python takes it.
     ends.sort()
-    ops = [str(st["hlo_op"]) for st in stats]
-    done = ends.take_all([st.get("_p") for st in stats], ops, at)
+    done = ends.take_all(flows, ops, at)
+    del flows
     end = np.where(done > own_end, done, own_end)
 
     # Self and busy times of launches that nest nowhere: as the general path gives them.
@@ -184,8 +224,10 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
 
     def kernels(lo: int, hi: int) -> list[_Kernel]:
         out = []
-        for i in rows[lo:hi]:
-            event = _Event(line_list[i], float(at[i]), float(own_end[i]), stats[i], runs[i])
+        chosen = rows[lo:hi]
+        stats = stats_of([picked[i] for i in chosen])
+        for i, st in zip(chosen, stats, strict=True):
+            event = _Event(line_list[i], float(at[i]), float(own_end[i]), st, runs[i])
             out.append(_Kernel(event, ops[i], runs[i], float(end[i]), float(self_ns[i]),
                                float(busy_ns[i])))
         return out

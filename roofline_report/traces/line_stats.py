@@ -124,20 +124,22 @@ class LineStats:
         return [k for k, name in zip(present.tolist(), self._named(present, "name"),
                                      strict=True) if name == stat]
 
-    def column(self, meta: list[int], indices: np.ndarray, stat: str) -> list[Any]:
+    def column(self, meta: list[int] | np.ndarray, indices: np.ndarray, stat: str
+               ) -> list[Any]:
         """The value of ``stat`` in the stats of each event ``indices`` (whose metadata ids are
         ``meta``), None where it has none: what ``dicts(meta, indices)[j].get(stat)`` gives,
         without building a dict (an event's own stat over its metadata's, the last of a name
         it holds twice, and an exactly decoded event's own dict)."""
-        out: list[Any] = [None] * len(indices)
+        n = len(indices)
+        out = np.full(n, None, dtype=object)
         inherited = self.inherited
         if inherited:
-            for j, m in enumerate(meta):
-                base = inherited.get(m)
-                if base is not None and stat in base:
-                    out[j] = base[stat]
+            metas = np.asarray(meta, dtype=np.int64)
+            for m, base in inherited.items():
+                if stat in base:
+                    out[metas == m] = base[stat]
         ids = self._ids_named(stat)
-        if ids and len(indices):
+        if ids and n:
             lo, hi = self.bounds[indices], self.bounds[indices + 1]
             counts = hi - lo
             total = int(counts.sum())
@@ -145,15 +147,20 @@ class LineStats:
                 rows = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
                 hit = np.isin(self.key[rows], np.array(ids, dtype=np.int64))
                 if hit.any():
-                    owner = np.repeat(np.arange(len(indices)), counts)[hit]
-                    for j, value in zip(owner.tolist(), self._values(rows[hit]), strict=True):
-                        out[j] = value  # in wire order: the last of a name stands
+                    owner = np.repeat(np.arange(n), counts)[hit]
+                    values = self._values(rows[hit])
+                    if len(owner) > 1 and not bool(np.all(np.diff(owner) > 0)):
+                        for j, value in zip(owner.tolist(), values, strict=True):
+                            out[j] = value  # in wire order: the last of a name stands
+                    else:
+                        _place(out, owner, values)
         if self.exact:
             exact = self.exact
             for j, i in enumerate(indices.tolist()):
                 if i in exact:
                     out[j] = exact[i].get(stat)
-        return out
+        column: list[Any] = out.tolist()
+        return column
 
     def having(self, meta: np.ndarray, stat: str) -> np.ndarray:
         """Per event: whether its stats hold ``stat``."""
@@ -169,6 +176,14 @@ class LineStats:
         for i, st in self.exact.items():
             mask[i] = stat in st
         return mask
+
+
+def _place(out: np.ndarray, at: np.ndarray, values: list[Any]) -> None:
+    """``out[at[k]] = values[k]`` for each k (``at`` without repeats; a stat's value is a
+    number, a string or bytes, never a sequence numpy would spread)."""
+    held = np.empty(len(values), dtype=object)
+    held[:] = values
+    out[at] = held
 
 
 # Stat ids below this are named through a table (ids are small, numbered from 1 per plane).
