@@ -64,6 +64,9 @@ TPU_OPS_LINE = "XLA Ops"
 TPU_MODULES_LINE = "XLA Modules"
 HOST_CPU = "/host:CPU"
 STEP_STAT = "step_num"
+# The stats read of every kernel event (by the programs' summary, the program's view, the
+# matching of thunk ends and the kernel timing): read together, a line's stats gathered once.
+_READ = ("hlo_op", "hlo_module", "program_id", "run_id", "_p")
 # Kernels outside every step marker above this share: the markers do not bound the kernels
 # (a device behind its host), and times are taken per call instead.
 OUTSIDE_STEPS_LIMIT = 0.5
@@ -170,8 +173,10 @@ def lanes(space: XSpace) -> list[Lane]:
         if plane.name.startswith(GPU_PREFIX):
             parts = _plane_kernels(plane, first)
             if parts:
+                kernels = LaneKernels.of_lines(parts)
+                kernels.read(_READ)
                 out.append(Lane(plane.name.removeprefix("/device:"), True,
-                                LaneKernels.of_lines(parts).in_time_order()))
+                                kernels.in_time_order()))
         elif (m := _TPU_PLANE.match(plane.name)) is not None:
             found = _tpu_kernels(plane, first)
             if found:
@@ -187,6 +192,7 @@ def lanes(space: XSpace) -> list[Lane]:
             parts += _plane_kernels(plane, first)
         first += len(plane.lines)
     every = LaneKernels.of_lines(parts)
+    every.read((*_READ, "device_ordinal"))
     ordinals = [o if isinstance(o, int) else 0 for o in every.stat("device_ordinal")]
     devices = dict.fromkeys(ordinals)
     if len(devices) == 1:
@@ -198,6 +204,7 @@ def lanes(space: XSpace) -> list[Lane]:
         by_device = {d: np.flatnonzero(code == i) for d, i in codes.items()}
     # Each device's events in time order, as each lane keeps them.
     kernels = {device: every.taken(at).in_time_order() for device, at in by_device.items()}
+    del every
     owned = _owned_ends(space, kernels)
     return [Lane(f"CPU:{d}", False, found, owned.get(d, NO_ENDS))
             for d, found in sorted(kernels.items())]

@@ -80,7 +80,8 @@ class LaneKernels(Sequence[Event]):
     index in the trace, its start and duration (ns). Iterating or indexing builds the events,
     normalised (:func:`normalised`); columns of their stats are read without building any."""
 
-    __slots__ = ("_columns", "duration_ns", "line", "row", "source", "sources", "start_ns")
+    __slots__ = ("_arrays", "_columns", "duration_ns", "line", "row", "source", "sources",
+                 "start_ns")
 
     def __init__(self, sources: Sequence[Source], source: np.ndarray, row: np.ndarray,
                  line: np.ndarray, start_ns: np.ndarray, duration_ns: np.ndarray) -> None:
@@ -90,7 +91,8 @@ class LaneKernels(Sequence[Event]):
         self.line = line
         self.start_ns = start_ns
         self.duration_ns = duration_ns
-        self._columns: dict[str, list[Any]] = {}
+        self._arrays: dict[str, np.ndarray] = {}  # columns read, as object arrays
+        self._columns: dict[str, list[Any]] = {}  # the same as lists, once asked for
 
     @classmethod
     def of_lines(cls, parts: Sequence[tuple[int, Source, np.ndarray]]) -> LaneKernels:
@@ -131,10 +133,7 @@ class LaneKernels(Sequence[Event]):
         at = np.asarray(indices, dtype=np.int64)
         out = LaneKernels(self.sources, self.source[at], self.row[at], self.line[at],
                           self.start_ns[at], self.duration_ns[at])
-        if self._columns:
-            positions = at.tolist()
-            out._columns = {name: [values[i] for i in positions]
-                            for name, values in self._columns.items()}
+        out._arrays = {name: values[at] for name, values in self._arrays.items()}
         return out
 
     def in_time_order(self) -> LaneKernels:
@@ -157,25 +156,34 @@ class LaneKernels(Sequence[Event]):
             if len(positions):
                 yield self.sources[int(self.source[positions[0]])], positions
 
+    def read(self, names: Sequence[str]) -> None:
+        """Read the columns of the stats ``names`` (as the reader gives them) at once: a line's
+        stats are gathered once for all of them."""
+        missing = [name for name in dict.fromkeys(names) if name not in self._arrays]
+        if not missing:
+            return
+        out = {name: np.full(len(self), None, dtype=object) for name in missing}
+        for src, positions in self._by_source():
+            rows = self.row[positions]
+            if isinstance(src, EventColumns):
+                read = src.stats.columns(src.meta[rows], rows, missing)
+                for name in missing:
+                    out[name][positions] = read[name]
+            else:
+                for name in missing:
+                    held = np.empty(len(rows), dtype=object)
+                    held[:] = [src[i].stats.get(name) for i in rows.tolist()]
+                    out[name][positions] = held
+        self._arrays.update(out)
+
     def stat(self, name: str) -> list[Any]:
         """Each event's value of stat ``name`` as the reader gives it (not normalised), None
         where it has none."""
         known = self._columns.get(name)
-        if known is not None:
-            return known
-        out = np.full(len(self), None, dtype=object)
-        for src, positions in self._by_source():
-            rows = self.row[positions]
-            if isinstance(src, EventColumns):
-                values = src.stats.column(src.meta[rows], rows, name)
-            else:
-                values = [src[i].stats.get(name) for i in rows.tolist()]
-            held = np.empty(len(values), dtype=object)
-            held[:] = values  # numbers, strings or bytes: never spread
-            out[positions] = held
-        column: list[Any] = out.tolist()
-        self._columns[name] = column
-        return column
+        if known is None:
+            self.read((name,))
+            known = self._columns[name] = self._arrays[name].tolist()
+        return known
 
     def has(self, name: str) -> np.ndarray:
         """Per event: whether it holds stat ``name`` (a normalised stat: ``program_id`` is held
@@ -205,25 +213,30 @@ class LaneKernels(Sequence[Event]):
                 out[at] = value
         return out
 
-    def modules(self) -> list[Any]:
-        """Each event's ``hlo_module`` normalised (its :func:`module_base`; None where none)."""
-        key = " hlo_module"
+    def _derived(self, key: str, make: Any) -> list[Any]:
         known = self._columns.get(key)
         if known is None:
-            known = self._columns[key] = _mapped(self.stat("hlo_module"), _base)
+            held = self._arrays.get(key)
+            if held is None:
+                held = np.empty(len(self), dtype=object)
+                held[:] = make()
+                self._arrays[key] = held
+            known = self._columns[key] = held.tolist()
         return known
+
+    def modules(self) -> list[Any]:
+        """Each event's ``hlo_module`` normalised (its :func:`module_base`; None where none)."""
+        return self._derived(" hlo_module", lambda: _mapped(self.stat("hlo_module"), _base))
 
     def programs(self) -> list[Any]:
         """Each event's ``program_id`` normalised: its own, else its module name's suffix, else
         None."""
-        key = " program_id"
-        known = self._columns.get(key)
-        if known is None:
+        def make() -> list[Any]:
             suffixes = _mapped(self.stat("hlo_module"), _suffix)
-            known = self._columns[key] = [
-                p if p is not None else suffix
-                for p, suffix in zip(self.stat("program_id"), suffixes, strict=True)]
-        return known
+            return [p if p is not None else suffix
+                    for p, suffix in zip(self.stat("program_id"), suffixes, strict=True)]
+
+        return self._derived(" program_id", make)
 
     # --- events -------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ can be read for many events as a column, without building any dict."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import islice
 from typing import Any
 
@@ -130,37 +130,55 @@ class LineStats:
         ``meta``), None where it has none: what ``dicts(meta, indices)[j].get(stat)`` gives,
         without building a dict (an event's own stat over its metadata's, the last of a name
         it holds twice, and an exactly decoded event's own dict)."""
+        column: list[Any] = self.columns(meta, indices, (stat,))[stat].tolist()
+        return column
+
+    def columns(self, meta: list[int] | np.ndarray, indices: np.ndarray,
+                stats: Sequence[str]) -> dict[str, np.ndarray]:
+        """:meth:`column` of each of ``stats``, as object arrays, the events' own stats
+        gathered once for all of them."""
         n = len(indices)
-        out = np.full(n, None, dtype=object)
+        out = {stat: np.full(n, None, dtype=object) for stat in stats}
         inherited = self.inherited
         if inherited:
             metas = np.asarray(meta, dtype=np.int64)
             for m, base in inherited.items():
-                if stat in base:
-                    out[metas == m] = base[stat]
-        ids = self._ids_named(stat)
-        if ids and n:
+                held = [stat for stat in stats if stat in base]
+                if held:
+                    mine = metas == m
+                    for stat in held:
+                        out[stat][mine] = base[stat]
+        ids = {stat: self._ids_named(stat) for stat in stats}
+        if n and any(ids.values()):
             lo, hi = self.bounds[indices], self.bounds[indices + 1]
             counts = hi - lo
             total = int(counts.sum())
             if total:
                 rows = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
-                hit = np.isin(self.key[rows], np.array(ids, dtype=np.int64))
-                if hit.any():
-                    owner = np.repeat(np.arange(n), counts)[hit]
+                keys = self.key[rows]
+                owners = np.repeat(np.arange(n), counts)
+                for stat, named in ids.items():
+                    if not named:
+                        continue
+                    hit = (keys == named[0] if len(named) == 1
+                           else np.isin(keys, np.array(named, dtype=np.int64)))
+                    if not hit.any():
+                        continue
+                    owner = owners[hit]
                     values = self._values(rows[hit])
+                    into = out[stat]
                     if len(owner) > 1 and not bool(np.all(np.diff(owner) > 0)):
                         for j, value in zip(owner.tolist(), values, strict=True):
-                            out[j] = value  # in wire order: the last of a name stands
+                            into[j] = value  # in wire order: the last of a name stands
                     else:
-                        _place(out, owner, values)
+                        _place(into, owner, values)
         if self.exact:
             exact = self.exact
             for j, i in enumerate(indices.tolist()):
                 if i in exact:
-                    out[j] = exact[i].get(stat)
-        column: list[Any] = out.tolist()
-        return column
+                    for stat in stats:
+                        out[stat][j] = exact[i].get(stat)
+        return out
 
     def having(self, meta: np.ndarray, stat: str) -> np.ndarray:
         """Per event: whether its stats hold ``stat``."""
