@@ -18,7 +18,7 @@ from roofline_report.ingest import thunk_ends, timeline
 from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
 from roofline_report.results import io, json_text
 from roofline_report.traces import call_samples, events, launches
-from roofline_report.traces.kernel_events import LaneKernels
+from roofline_report.traces.kernel_events import LaneKernels, normalised
 from roofline_report.traces.xspace import Event, EventColumns, Line, read_xspace
 
 TRACES = Path(__file__).parent / "fixtures" / "traces"
@@ -186,16 +186,16 @@ def test_shares_of_two_kernels_side_by_side() -> None:
 def test_normalised_module_with_and_without_suffix() -> None:
     plain = Event("k", 1.0, 2.0, {"hlo_op": "k", "hlo_module": "jit_f"})
     for _ in range(2):  # the second time from what the first remembered
-        assert timeline._normalised(plain) is plain
-        suffixed = timeline._normalised(Event("k", 1.0, 2.0,
+        assert normalised(plain) is plain
+        suffixed = normalised(Event("k", 1.0, 2.0,
                                               {"hlo_op": "k", "hlo_module": "jit_f(7)"}))
         assert suffixed.stats == {"hlo_op": "k", "hlo_module": "jit_f", "program_id": 7}
-        given = timeline._normalised(Event("k", 1.0, 2.0, {"hlo_module": "jit_f(7)",
+        given = normalised(Event("k", 1.0, 2.0, {"hlo_module": "jit_f(7)",
                                                             "program_id": 3}))
         assert given.stats == {"hlo_module": "jit_f", "program_id": 3}
         kept = Event("k", 1.0, 2.0, {"hlo_module": "jit_f(7)"[:5], "program_id": 3})
-        assert timeline._normalised(kept) is kept
-    numbered = timeline._normalised(Event("k", 1.0, 2.0, {"hlo_module": 12}))
+        assert normalised(kept) is kept
+    numbered = normalised(Event("k", 1.0, 2.0, {"hlo_module": 12}))
     assert numbered.stats == {"hlo_module": "12"}
 
 
@@ -431,8 +431,8 @@ def test_step_markers_read_as_columns_are_those_of_the_events() -> None:
              for line in plane.lines]
     assert any(isinstance(line.events, EventColumns) for line in lines)
     for line in lines:
-        as_events = list(timeline._step_marks(list(line.events)))
-        assert list(timeline._step_marks(line.events)) == as_events
+        as_events = timeline._step_marks(list(line.events))
+        assert timeline._step_marks(line.events) == as_events
     assert timeline.steps(space)
 
 
@@ -495,3 +495,22 @@ def test_lanes_put_kernels_in_time_order_stably_and_keep_an_ordered_list_whole()
     assert [e.name for e in ordered] == ordered.names()
     assert ordered.in_time_order() is ordered
     assert len(LaneKernels.of_events([]).in_time_order()) == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_step_markers_merged_as_arrays_are_those_merged_one_by_one(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.randrange(0, 60)
+    numbers: list[Any] = [rng.choice([rng.randrange(8), rng.randrange(8), True, "3", 2.0, None])
+                          for _ in range(n)]
+    starts = [float(rng.randrange(20)) for _ in range(n)]  # ties between numbers
+    took = [rng.choice([0.0, -1.0, float(rng.randrange(1, 9))]) for _ in range(n)]
+    want = timeline._steps_one_by_one(numbers, starts, took)
+    got = timeline._steps_of(numbers, starts, took)
+    assert [tuple(s) for s in got] == [tuple(s) for s in want]
+    assert all(type(s) is timeline.Step and type(s.number) is int for s in got)
+
+
+def test_a_step_number_past_64_bits_is_merged_one_by_one() -> None:
+    got = timeline._steps_of([2**70, 2**70, 1], [5.0, 3.0, 4.0], [1.0, 1.0, 1.0])
+    assert [tuple(s) for s in got] == [(2**70, 3.0, 6.0), (1, 4.0, 5.0)]

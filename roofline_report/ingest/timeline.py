@@ -173,10 +173,10 @@ def lanes(space: XSpace) -> list[Lane]:
         if plane.name.startswith(GPU_PREFIX):
             parts = _plane_kernels(plane, first)
             if parts:
-                kernels = LaneKernels.of_lines(parts)
-                kernels.read(_READ)
+                on_plane = LaneKernels.of_lines(parts)
+                on_plane.read(_READ)
                 out.append(Lane(plane.name.removeprefix("/device:"), True,
-                                kernels.in_time_order()))
+                                on_plane.in_time_order()))
         elif (m := _TPU_PLANE.match(plane.name)) is not None:
             found = _tpu_kernels(plane, first)
             if found:
@@ -344,33 +344,76 @@ def modules(all_lanes: Iterable[Lane]) -> list[ModuleSummary]:
     return sorted(out, key=lambda m: (-m.seconds, m.name))
 
 
-def _step_marks(events: Sequence[Event]) -> Iterable[tuple[Any, float, float]]:
-    """(step number, start, duration) of each event of a line with a step number, in line
-    order: from the reader's columns without building the events (a long run's Python thread
-    holds one marker per step among millions of events), or from each event of a list."""
+def _step_marks(events: Sequence[Event]) -> tuple[list[Any], list[float], list[float]]:
+    """The step number, start and duration of each event of a line with a step number, in
+    line order, as columns: from the reader's columns without building the events (a long
+    run's Python thread holds one marker per step among millions of events), or from each
+    event of a list."""
     if isinstance(events, EventColumns):
         _, starts, durations, numbers = events.columns(
             np.flatnonzero(events.mask(stat=STEP_STAT)), STEP_STAT)
-        return zip(numbers, starts, durations, strict=True)
-    return ((e.stats[STEP_STAT], e.start_ns, e.duration_ns)
-            for e in events_where(events, stat=STEP_STAT))
+        return numbers, starts, durations
+    marked = events_where(events, stat=STEP_STAT)
+    return ([e.stats[STEP_STAT] for e in marked], [e.start_ns for e in marked],
+            [e.duration_ns for e in marked])
 
 
 def steps(space: XSpace) -> list[Step]:
     """The step markers of a host's trace (events with ``step_num`` on a host plane), one per
-    step number (the outermost span where a number recurs), in time order."""
-    spans: dict[int, tuple[float, float]] = {}
+    step number (the outermost span where a number recurs), in time order (markers that start
+    together in the order their numbers first came)."""
+    numbers: list[Any] = []
+    starts: list[float] = []
+    took: list[float] = []
     for plane in space.planes:
         if not plane.name.startswith("/host:"):
             continue
         for line in plane.lines:
-            for number, at, took in _step_marks(line.events):
-                if not isinstance(number, int) or isinstance(number, bool) or took <= 0:
-                    continue
-                start, end = at, at + took
-                if number in spans:
-                    start, end = min(start, spans[number][0]), max(end, spans[number][1])
-                spans[number] = (start, end)
+            line_numbers, line_starts, line_took = _step_marks(line.events)
+            numbers += line_numbers
+            starts += line_starts
+            took += line_took
+    return _steps_of(numbers, starts, took)
+
+
+def _steps_of(numbers: Sequence[Any], starts: Sequence[float], took: Sequence[float]
+              ) -> list[Step]:
+    """:func:`steps` of marks given as columns (step number, start, duration), as arrays."""
+    valid = [isinstance(n, int) and not isinstance(n, bool) and d > 0
+             for n, d in zip(numbers, took, strict=True)]
+    try:
+        number = np.array([n for n, v in zip(numbers, valid, strict=True) if v], dtype=np.int64)
+    except OverflowError:  # a step number past 64 bits: one marker at a time
+        return _steps_one_by_one(numbers, starts, took)
+    keep = np.array(valid, dtype=bool)
+    start = np.array(starts, dtype=np.float64)[keep]
+    end = start + np.array(took, dtype=np.float64)[keep]
+    if not len(number):
+        return []
+    # Per number: the earliest start and the latest end of its markers, and where it first came.
+    distinct, first, which = np.unique(number, return_index=True, return_inverse=True)
+    low = np.full(len(distinct), np.inf)
+    high = np.full(len(distinct), -np.inf)
+    np.minimum.at(low, which, start)
+    np.maximum.at(high, which, end)
+    order = np.lexsort((first, low))  # by start, then by first coming
+    # Built as tuples are (Step's own __new__ is a Python function: twice the time).
+    make = tuple.__new__
+    return [make(Step, fields) for fields in zip(distinct[order].tolist(), low[order].tolist(),
+                                                 high[order].tolist(), strict=True)]
+
+
+def _steps_one_by_one(numbers: Sequence[Any], starts: Sequence[float], took: Sequence[float]
+                      ) -> list[Step]:
+    """:func:`steps` of marks given as columns, one marker at a time."""
+    spans: dict[int, tuple[float, float]] = {}
+    for number, at, duration in zip(numbers, starts, took, strict=True):
+        if not isinstance(number, int) or isinstance(number, bool) or duration <= 0:
+            continue
+        start, end = at, at + duration
+        if number in spans:
+            start, end = min(start, spans[number][0]), max(end, spans[number][1])
+        spans[number] = (start, end)
     return sorted((Step(n, s, e) for n, (s, e) in spans.items()), key=lambda s: s.start)
 
 

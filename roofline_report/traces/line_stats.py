@@ -119,7 +119,11 @@ class LineStats:
         if not self.key.size:
             return []
         if self._present is None:
-            self._present = np.unique(self.key)
+            key = self.key
+            low, high = int(key.min()), int(key.max())
+            # Stat ids are small (numbered from 1 per plane): counted, not sorted.
+            self._present = (np.flatnonzero(np.bincount(key)) if low >= 0 and high < _TABLE_IDS
+                             else np.unique(key))
         present = self._present
         return [k for k, name in zip(present.tolist(), self._named(present, "name"),
                                      strict=True) if name == stat]
@@ -186,7 +190,8 @@ class LineStats:
         mask = np.zeros(n, dtype=bool)
         ids = self._ids_named(stat)
         if ids:
-            rows = np.flatnonzero(np.isin(self.key, np.array(ids, dtype=np.int64)))
+            rows = np.flatnonzero(self.key == ids[0] if len(ids) == 1
+                                  else np.isin(self.key, np.array(ids, dtype=np.int64)))
             mask[np.searchsorted(self.bounds, rows, side="right") - 1] = True
         metas = [m for m, st in self.inherited.items() if stat in st]
         if metas:
