@@ -394,6 +394,32 @@ def test_end_events_added_as_columns_match_those_added_one_by_one() -> None:
         _Ends().extend([1], ["a", "b"], [0.0], [1.0])
 
 
+@pytest.mark.parametrize("fresh", [True, False])
+def test_end_events_each_with_its_own_flow_id_are_keyed_as_one_by_one(fresh: bool) -> None:
+    from roofline_report.traces.events import _Ends
+
+    rng = random.Random(3)
+    n = 200
+    flows: list[Any] = rng.sample(range(10**12, 10**12 + 10**6), n)  # each its own
+    if not fresh:
+        flows[7] = flows[3]  # one pair twice: taken one event after another
+    ops = [rng.choice(["a", "b", "c"]) for _ in range(n)]
+    if not fresh:
+        ops[7] = ops[3]
+    starts = [float(rng.randrange(100)) for _ in range(n)]
+    ends = [s + rng.randrange(1, 5) for s in starts]
+    one, many = _Ends(), _Ends()
+    for event in zip(flows, ops, starts, ends, strict=True):
+        one.add(*event)
+    many.extend(flows, ops, starts, ends)
+    assert many._flows == one._flows and list(many._flows) == list(one._flows)
+    assert many._key == one._key and many._keys == one._keys
+    assert many._start == one._start and many._ends == one._ends
+    many.extend([None, flows[0]], ["a", ops[0]], [1.0, 2.0], [3.0, 4.0])  # keyed before
+    one.extend([None, flows[0]], ["a", ops[0]], [1.0, 2.0], [3.0, 4.0])
+    assert many._flows == one._flows and many._key == one._key
+
+
 def _launched_before_one_by_one(flows: list[Any], ops: list[str], starts: list[float],
                                 ends: thunk_ends.ThunkEnds) -> list[bool]:
     """The rule as it reads: an end is kept where a launch of its thunk with its flow id (any

@@ -29,7 +29,6 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -429,9 +428,6 @@ class KernelLine:
     runs: Sequence[Any] | None = None
 
 
-_STAT = object()  # a kernel whose run is its own run_id stat
-
-
 @dataclass
 class _PlaneView:
     name: str
@@ -495,14 +491,23 @@ def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[in
     wanted = set(program_ids)
     default = min(wanted) if wanted else None  # an event without a program id: kept
     every = lane.kernels
-    # The indices of the lane's kernels kept (read from its columns, no event built).
-    kept = [i for i, (m, p) in enumerate(zip(every.modules(), every.programs(), strict=True))
-            if m == module and (not wanted or (default if p is None else p) in wanted)]
+    # The indices of the lane's kernels kept (read from its columns, no event built): its
+    # module's, of a program wanted (an event without a program id counts as the default).
+    ours = every.as_array("modules") == module
+    if wanted:
+        programs = every.as_array("programs")
+        absent = np.fromiter((q is None for q in every.programs()), dtype=bool,
+                             count=len(every))
+        if absent.any():
+            programs = programs.copy()
+            programs[absent] = default
+        ours &= np.logical_or.reduce([programs == w for w in wanted])
+    kept = np.flatnonzero(ours).tolist()
     notes: list[str] = []
     per = "call"
     outside = 0
     # Each kernel's run, where the view gives it (KernelLine.runs): its step, or None where
-    # the calls are counted; else (_STAT) its own run_id stat.
+    # the calls are counted; none (an empty list) where each kernel's run is its run_id stat.
     runs: list[Any] = []
     if markers and kept:
         starts = np.array([s.start for s in markers], dtype=np.float64)
@@ -529,15 +534,16 @@ def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[in
         runs = [None] * len(kept)
         notes.append(f"the events do not number the calls: {calls} call(s) counted from the "
                      "launches of each kernel")
-    by_line: dict[int, tuple[list[int], list[Any]]] = {}
-    line_of = every.line.tolist()
-    for j, run in zip(kept, runs or repeat(_STAT), strict=False):
-        indices, line_runs = by_line.setdefault(line_of[j], ([], []))
-        indices.append(j)
-        line_runs.append(run)
-    kernel_lines = [KernelLine(line, f"kernels {line}", every.taken(indices),
-                               None if line_runs[0] is _STAT else line_runs)
-                    for line, (indices, line_runs) in sorted(by_line.items())]
+    # The kept kernels by line, in line order (each line's in the order kept), with their runs.
+    at = np.asarray(kept, dtype=np.int64)
+    line_of = every.line[at]
+    by_line = np.argsort(line_of, kind="stable")
+    cuts = np.flatnonzero(np.diff(line_of[by_line])) + 1
+    kernel_lines = []
+    for rows in np.split(by_line, cuts) if len(at) else []:
+        line = int(line_of[rows[0]])
+        kernel_lines.append(KernelLine(line, f"kernels {line}", every.taken(at[rows]),
+                                       [runs[i] for i in rows.tolist()] if runs else None))
     support = _support_events(execute_lines(space) if executes is None else executes, lane)
     planes = ([_PlaneView(f"/device:{lane.device}", kernel_lines),
                _PlaneView("/host:", support)]

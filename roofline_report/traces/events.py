@@ -247,9 +247,13 @@ class _Ends:
         if not (len(flows) == len(ops) == len(starts) == len(ends)):
             raise ValueError("end-event columns of different lengths")
         keyed = self._flows
+        given = self._keys
+        if self._extend_fresh(flows, ops):
+            self._start.extend(starts)  # floats (ints are taken as floats)
+            self._ends.extend(ends)
+            return
         keys: list[int] = []
         append = keys.append
-        given = self._keys
         for flow, op in zip(flows, ops):  # noqa: B905 (the lengths are checked above)
             by_flow = keyed.get(op)
             if by_flow is None:
@@ -263,6 +267,33 @@ class _Ends:
         self._key.extend(keys)
         self._start.extend(starts)  # floats (ints are taken as floats)
         self._ends.extend(ends)
+
+    def _extend_fresh(self, flows: Sequence[Any], ops: Sequence[str]) -> bool:
+        """:meth:`extend`'s keys where every (op, flow id) pair of the columns is new (no op
+        keyed before) and comes once (a long trace's end events, each with its own flow id):
+        the keys are then the events' numbers in order, as one event after another would get
+        them, and each op's keys are set in one step. False, with nothing done, otherwise."""
+        n = len(ops)
+        named = dict.fromkeys(ops)
+        if any(op in self._flows for op in named):
+            return False
+        given = self._keys
+        keys = np.arange(given, given + n, dtype=np.int64)
+        code = {op: i for i, op in enumerate(named)}
+        which = np.fromiter(map(code.__getitem__, ops), dtype=np.int64, count=n)
+        keyed: dict[str, dict[Any, int]] = {}
+        for op, i in code.items():
+            at = np.flatnonzero(which == i).tolist()
+            try:
+                keyed[op] = dict(zip([flows[j] for j in at], keys[at].tolist(), strict=True))
+            except TypeError:  # a flow id that cannot be a key: one event after another
+                return False
+            if len(keyed[op]) != len(at):  # a pair that comes twice
+                return False
+        self._flows.update(keyed)
+        self._keys = given + n
+        self._key.frombytes(keys.tobytes())
+        return True
 
     def sort(self) -> None:
         """The events in (key, start) order, a stable sort (as the events came)."""

@@ -88,7 +88,7 @@ def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str 
     a string or names an ``end:`` event, no ``hlo_op``, another module)."""
     if isinstance(events, LaneKernels):
         # Every event of a lane holds hlo_op and a dict of stats; names are strings.
-        if any(n.startswith(_END) for n in events.names()):
+        if any(n.startswith(_END) for n in set(events.names())):
             return None
         for name in set(events.modules()):
             if not matches(name, module):

@@ -224,6 +224,13 @@ class LaneKernels(Sequence[Event]):
             known = self._columns[key] = held.tolist()
         return known
 
+    def as_array(self, column: str) -> np.ndarray:
+        """A normalised column (``"modules"`` or ``"programs"``) as an object array."""
+        key = {"modules": " hlo_module", "programs": " program_id"}[column]
+        if key not in self._arrays:
+            getattr(self, column)()
+        return self._arrays[key]
+
     def modules(self) -> list[Any]:
         """Each event's ``hlo_module`` normalised (its :func:`module_base`; None where none)."""
         return self._derived(" hlo_module", lambda: _mapped(self.stat("hlo_module"), _base))
