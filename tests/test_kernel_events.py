@@ -107,3 +107,17 @@ def test_events_given_as_objects_are_normalised_alike() -> None:
     assert k == list(k) and k[-1].name == "f" and [e.name for e in k[1:3]] == ["e", "b"]
     with pytest.raises(IndexError):
         k[6]
+
+
+def test_ops_run_as_several_device_kernels_are_named_in_the_order_first_run() -> None:
+    from roofline_report.ingest.unclaimed import several_kernels
+
+    def k(name: str, op: object, at: float, module: str = "jit_f") -> tuple[int, Event]:
+        return 0, Event(name, at, 1.0, {"hlo_op": op, "hlo_module": module})
+
+    found = [k("gemm.kd", "conv", 3.0), k("im2col", "conv", 2.0), k("gemm", "conv", 5.0),
+             k("other", "conv", 1.0, "jit_g"), k("a", 7, 4.0), k("b", "7", 6.0),
+             k("only", "dot", 0.5)]
+    lane = timeline.Lane("GPU:0", True, LaneKernels.of_events(found).in_time_order())
+    assert several_kernels(lane, "jit_f") == {"7": ["a", "b"], "conv": ["im2col", "gemm"]}
+    assert several_kernels(lane, "jit_g") == {}

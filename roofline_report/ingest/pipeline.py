@@ -145,13 +145,15 @@ def _choose_module(summaries: Sequence[timeline.ModuleSummary], wanted: str | No
 def _program_of(host: HostReading, module: str) -> tuple[int | None, bytes | None, list[str]]:
     """The program id of ``module`` on this host and its HLO proto (None when the trace holds
     none), with notes when several programs share the name."""
-    counts: Counter[int] = Counter()
+    # Each program id's events of the module, counted in the order first met.
+    met: Counter[Any] = Counter()
     for lane in host.lanes:
-        for name, program in zip(lane.kernels.modules(), lane.kernels.programs(), strict=True):
-            if name == module and isinstance(program, int):
-                counts[program] += 1
+        ours = lane.kernels.as_array("modules") == module
+        met.update(lane.kernels.as_array("programs")[ours].tolist())
+    counts: Counter[int] = Counter({p: n for p, n in met.items() if isinstance(p, int)})
     protos = host.space.hlo_protos()
     notes: list[str] = []
+    program: int | None
     if counts:
         program = counts.most_common(1)[0][0]
         if len(counts) > 1:

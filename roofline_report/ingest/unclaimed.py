@@ -74,10 +74,14 @@ def several_kernels(lane: timeline.Lane, module: str) -> dict[str, list[str]]:
     # Each (op, kernel) pair once, in the order first run (a dict keeps its first insertion;
     # a lane's kernels are in time order, and every one holds an hlo_op).
     k = lane.kernels
-    pairs = dict.fromkeys((str(op), name.removesuffix(".kd"))
-                          for op, name, m in zip(k.stat("hlo_op"), k.names(), k.modules(),
-                                                 strict=True)
-                          if m == module)
+    ours = k.as_array("modules") == module
+    ops, kernels = k.stat("hlo_op"), k.names()
+    if not ours.all():
+        at = np.flatnonzero(ours).tolist()
+        ops, kernels = [ops[j] for j in at], [kernels[j] for j in at]
+    # The distinct raw pairs in the order first run (zip and dict in C), then as written.
+    pairs = dict.fromkeys((str(op), kernel.removesuffix(".kd"))
+                          for op, kernel in dict.fromkeys(zip(ops, kernels, strict=True)))
     names: dict[str, list[str]] = {}
     for op, kernel in pairs:
         names.setdefault(op, []).append(kernel)
