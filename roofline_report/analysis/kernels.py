@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
+
 from roofline_report.analysis import explain, predict
 from roofline_report.analysis.call_accounting import account_calls
 from roofline_report.analysis.fresh_pages import fresh_pages, temp_bytes
@@ -35,7 +37,7 @@ from roofline_report.analysis.records import (
     TraceSummary,
 )
 from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
-from roofline_report.analysis.stats import median, own_time, quartiles
+from roofline_report.analysis.stats import median, own_time, quantile, quartiles
 from roofline_report.hlo.kernel_cost import MOVEMENT
 from roofline_report.hlo.kernels import reconcile_kernels
 
@@ -77,17 +79,14 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
         return None
 
     def med(key: str) -> float:
-        return median(list(map(float, map(itemgetter(key), calls)))) or 0.0
+        values = np.fromiter(map(float, map(itemgetter(key), calls)), dtype=np.float64,
+                             count=len(calls))
+        return _median(values) or 0.0
 
     kernels = timing.get("kernels") or []
-    per_call: dict[int, float] = {}
-    launches: dict[int, float] = {}
-    for k in kernels:
-        at = _calls_at(k)
-        for i, s in zip(at, kernel_samples(k), strict=False):
-            per_call[i] = per_call.get(i, 0.0) + s
-        for i, n in zip(at, k.get("launches") or [], strict=False):
-            launches[i] = launches.get(i, 0.0) + float(n)
+    at = [_calls_at(k) for k in kernels]
+    per_call = _by_call(at, [kernel_samples(k) for k in kernels])
+    launches = _by_call(at, [[float(n) for n in k.get("launches") or []] for k in kernels])
     untraced = tuple(float(x) for x in timing.get("untraced_s") or [])
     traced = tuple(float(x) for x in timing.get("traced_s") or [])
     shared = bool(kernels) and all(k.get("share_s") is not None for k in kernels)
@@ -103,11 +102,35 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
         calls=len(calls) * int(timing.get("calls_per_sample") or 1),
         source=str(timing.get("source", "host")),
         program_s=med("program_s"), busy_s=med("busy_s"),
-        kernel_sum_s=median(list(per_call.values())) or 0.0,
+        kernel_sum_s=_median(per_call) or 0.0,
         dispatch_s=med("dispatch_s"), loop_control_s=med("loop_control_s"),
-        gaps_s=med("gaps_s"), launches=median(list(launches.values())) or 0.0,
+        gaps_s=med("gaps_s"), launches=_median(launches) or 0.0,
         traced_calls=traced, untraced_calls=untraced, basis=basis,
         notes=tuple(str(n) for n in timing.get("notes") or []))
+
+
+def _median(values: np.ndarray) -> float | None:
+    """:func:`~roofline_report.quantiles.median` of an array (sorted by numpy)."""
+    return quantile(np.sort(values).tolist(), 0.5) if len(values) else None
+
+
+def _by_call(at: list[list[int]], values: list[list[float]]) -> np.ndarray:
+    """Per call that has any, the sum of the kernels' values in it (kernel ``j``'s value
+    ``values[j][m]`` in call ``at[j][m]``; each kernel's pairs as far as both lists go),
+    added kernel after kernel from 0.0 as one addition after another would."""
+    calls = [np.asarray(a[:len(v)], dtype=np.int64) for a, v in zip(at, values, strict=True)]
+    taken = [np.asarray(v[:len(a)], dtype=np.float64) for a, v in zip(at, values, strict=True)]
+    where = np.concatenate(calls) if calls else np.zeros(0, dtype=np.int64)
+    if not len(where):
+        return np.zeros(0)
+    if int(where.min()) < 0:  # not a call index numpy can count by: one at a time
+        sums: dict[int, float] = {}
+        for i, x in zip(where.tolist(), np.concatenate(taken).tolist(), strict=True):
+            sums[i] = sums.get(i, 0.0) + x
+        return np.array(list(sums.values()), dtype=np.float64)
+    # np.bincount adds each bin's weights in their order, from 0.0.
+    summed = np.bincount(where, weights=np.concatenate(taken))
+    return summed[np.bincount(where) > 0]
 
 
 def _calls_at(k: Mapping[str, Any]) -> list[int]:
