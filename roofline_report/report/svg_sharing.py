@@ -12,13 +12,13 @@ nothing to read back, reaches each figure first and would write them all.)
 
 The text is the same as this process would write (the same function on the same figure); a
 figure the copy wrote under another name (the two renderings differing), or did not write
-because it failed, stopped or took more than :data:`WAIT_S`, is written here instead, so the
-report never depends on the copy. Figures are written here one after another without
-``os.fork``, with one usable core, with :data:`ENV_VAR` set to 1, in a process running jax (a
-build that measured: its runtime's threads may hold locks a copy would wait on), and while
-another helper holds the second core (:func:`cores_taken`: the results.json text of a long
-profile is written by one; a third busy process on two cores made a 100 MB profile 0.4 s
-slower, not faster).
+because it failed, stopped or took more than :data:`WAIT_S` (after which the copy is not waited
+for again), is written here instead, so the report never depends on the copy. Figures are
+written here one after another without ``os.fork``, with one usable core, with :data:`ENV_VAR`
+set to 1, in a process running jax (a build that measured: its runtime's threads may hold locks
+a copy would wait on), and while another helper holds the second core (:func:`cores_taken`: the
+results.json text of a long profile is written by one; a third busy process on two cores made a
+100 MB profile 0.4 s slower, not faster).
 
 The copy is forked from a process that may hold other threads (numpy's): it runs only
 matplotlib's and this package's Python code, and it is stopped when the rendering ends,
@@ -121,6 +121,7 @@ class _Share:
         while index not in self.ready and not self.closed:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                self.closed = True  # a copy this slow is not waited for again
                 return None
             data = os.read(self.fd, 4096)
             if not data:
