@@ -37,7 +37,7 @@ from roofline_report.analysis.records import (
     TraceSummary,
 )
 from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
-from roofline_report.analysis.stats import median, own_time, quantile, quartiles
+from roofline_report.analysis.stats import median, own_time, quartiles
 from roofline_report.hlo.kernel_cost import MOVEMENT
 from roofline_report.hlo.kernels import reconcile_kernels
 
@@ -110,8 +110,8 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
 
 
 def _median(values: np.ndarray) -> float | None:
-    """:func:`~roofline_report.quantiles.median` of an array (sorted by numpy)."""
-    return quantile(np.sort(values).tolist(), 0.5) if len(values) else None
+    """:func:`median` of an array, sorted by numpy first (sorting it again is then one pass)."""
+    return median(np.sort(values).tolist())
 
 
 def _by_call(at: list[list[int]], values: list[list[float]]) -> np.ndarray:
@@ -123,12 +123,8 @@ def _by_call(at: list[list[int]], values: list[list[float]]) -> np.ndarray:
     where = np.concatenate(calls) if calls else np.zeros(0, dtype=np.int64)
     if not len(where):
         return np.zeros(0)
-    if int(where.min()) < 0:  # not a call index numpy can count by: one at a time
-        sums: dict[int, float] = {}
-        for i, x in zip(where.tolist(), np.concatenate(taken).tolist(), strict=True):
-            sums[i] = sums.get(i, 0.0) + x
-        return np.array(list(sums.values()), dtype=np.float64)
-    # np.bincount adds each bin's weights in their order, from 0.0.
+    # np.bincount adds each bin's weights in their order, from 0.0 (call indices are counts:
+    # the schema's ``calls_at`` holds no negative one).
     summed = np.bincount(where, weights=np.concatenate(taken))
     return summed[np.bincount(where) > 0]
 

@@ -193,14 +193,9 @@ def lanes(space: XSpace) -> list[Lane]:
     every = LaneKernels.of_lines(parts)
     every.read((*_READ, "device_ordinal"))
     ordinals = [o if isinstance(o, int) else 0 for o in every.stat("device_ordinal")]
-    devices = dict.fromkeys(ordinals)
-    if len(devices) == 1:
-        by_device: dict[Any, Any] = {ordinals[0]: np.arange(len(every))} if ordinals else {}
-    else:
-        codes = {d: i for i, d in enumerate(devices)}
-        code = np.fromiter(map(codes.__getitem__, ordinals), dtype=np.int64,
-                           count=len(ordinals))
-        by_device = {d: np.flatnonzero(code == i) for d, i in codes.items()}
+    codes = {d: i for i, d in enumerate(dict.fromkeys(ordinals))}
+    code = np.fromiter(map(codes.__getitem__, ordinals), dtype=np.int64, count=len(ordinals))
+    by_device = {d: np.flatnonzero(code == i) for d, i in codes.items()}
     # Each device's events in time order, as each lane keeps them.
     kernels = {device: every.taken(at).in_time_order() for device, at in by_device.items()}
     del every

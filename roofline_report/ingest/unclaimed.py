@@ -48,7 +48,7 @@ def unclaimed(space: XSpace, lane: timeline.Lane, module: str,
     if plane is None:
         return []
     k = lane.kernels
-    ours = np.flatnonzero(np.array([m == module for m in k.modules()], dtype=bool))
+    ours = np.flatnonzero(k.as_array("modules") == module)
     if not len(ours):
         return []
     first = float(k.start_ns[ours].min())

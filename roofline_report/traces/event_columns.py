@@ -13,7 +13,7 @@ import numpy as np
 
 from roofline_report.traces.line_stats import LineStats
 
-__all__ = ["Event", "EventColumns", "events_where"]
+__all__ = ["BuiltEvents", "Event", "EventColumns", "events_where"]
 
 
 @dataclass(slots=True)
@@ -28,7 +28,41 @@ class Event:
     stats: dict[str, Any]
 
 
-class EventColumns(Sequence[Event]):
+class BuiltEvents(Sequence[Event]):
+    """A sequence of events kept as columns, whose :class:`Event` objects are built on demand
+    by :meth:`_built` (the events at some indices, in their order): indexing, iterating and
+    comparing build them; nothing built is kept."""
+
+    __slots__ = ()
+
+    def _built(self, indices: Sequence[int] | np.ndarray) -> list[Event]:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Event]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | list[Event]:
+        if isinstance(index, slice):
+            return self._built(range(len(self))[index])
+        i = range(len(self))[index]  # IndexError as a list's
+        return self._built([i])[0]
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._built(range(len(self))))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same events (a list of them, as lines held before)."""
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable columns, as a list
+
+
+class EventColumns(BuiltEvents):
     """The events of one line as the reader keeps them: columns (metadata id, start and
     duration in ns, stats as columns: :class:`LineStats`) instead of one object per event,
     so a trace of millions of events costs tens of bytes an event. Iterating or indexing
@@ -64,29 +98,6 @@ class EventColumns(Sequence[Event]):
         stats = self.stats.dicts(meta, rows)
         return [Event(names.get(m, ""), a, d, st)
                 for m, a, d, st in zip(meta, start, duration, stats, strict=True)]
-
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Event]: ...
-
-    def __getitem__(self, index: int | slice) -> Event | list[Event]:
-        if isinstance(index, slice):
-            return self._built(range(len(self))[index])
-        i = range(len(self))[index]  # IndexError as a list's
-        return self._built([i])[0]
-
-    def __iter__(self) -> Iterator[Event]:
-        return iter(self._built(range(len(self))))
-
-    def __eq__(self, other: object) -> bool:
-        """Equal to any sequence of the same events (a list of them, as lines held before)."""
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(self) == len(other) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable columns, as a list
 
     def where(self, *, name: Callable[[str], bool] | None = None, stat: str | None = None
               ) -> list[Event]:  # the events :meth:`mask` keeps, in line order

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
-from roofline_report.traces.event_columns import Event, EventColumns
+from roofline_report.traces.event_columns import BuiltEvents, Event, EventColumns
 
 __all__ = ["LaneKernels", "module_base", "normalised", "program_suffix"]
 
@@ -74,7 +74,7 @@ def normalised(e: Event) -> Event:
 Source = EventColumns | Sequence[Event]
 
 
-class LaneKernels(Sequence[Event]):
+class LaneKernels(BuiltEvents):
     """Kernel events as rows of the lines that hold them: per event, its source (an index into
     ``sources``: a line's :class:`EventColumns`, or a list of events), its row there, its line's
     index in the trace, its start and duration (ns). Iterating or indexing builds the events,
@@ -145,16 +145,19 @@ class LaneKernels(Sequence[Event]):
 
     # --- columns ------------------------------------------------------------------------
 
-    def _by_source(self) -> Iterator[tuple[Source, np.ndarray]]:
-        """Each source with the positions (indices here) of its events."""
+    def _by_source(self, positions: np.ndarray | None = None
+                   ) -> Iterator[tuple[Source, np.ndarray]]:
+        """Each source with where its events lie: indices here, or, given ``positions``
+        (indices here), indices into ``positions``."""
+        part = self.source if positions is None else self.source[positions]
         if len(self.sources) == 1:
-            yield self.sources[0], np.arange(len(self), dtype=np.int64)
+            yield self.sources[0], np.arange(len(part), dtype=np.int64)
             return
-        order = np.argsort(self.source, kind="stable")
-        cuts = np.flatnonzero(np.diff(self.source[order])) + 1
-        for positions in np.split(order, cuts):
-            if len(positions):
-                yield self.sources[int(self.source[positions[0]])], positions
+        order = np.argsort(part, kind="stable")
+        cuts = np.flatnonzero(np.diff(part[order])) + 1
+        for at in np.split(order, cuts):
+            if len(at):
+                yield self.sources[int(part[at[0]])], at
 
     def read(self, names: Sequence[str]) -> None:
         """Read the columns of the stats ``names`` (as the reader gives them) at once: a line's
@@ -247,46 +250,19 @@ class LaneKernels(Sequence[Event]):
 
     # --- events -------------------------------------------------------------------------
 
-    def _built(self, positions: np.ndarray) -> list[Event]:
+    def _built(self, indices: Sequence[int] | np.ndarray) -> list[Event]:
+        positions = np.asarray(indices, dtype=np.int64)
         out: list[Event | None] = [None] * len(positions)
-        part = self.source[positions]
-        for s in np.unique(part).tolist():
-            where = np.flatnonzero(part == s)
-            src = self.sources[s]
-            rows = self.row[positions[where]]
-            if isinstance(src, EventColumns):
-                events = src._built(rows)
-            else:
-                events = [src[i] for i in rows.tolist()]
-            for at, e in zip(where.tolist(), events, strict=True):
-                out[at] = normalised(e)
+        for src, at in self._by_source(positions):
+            rows = self.row[positions[at]]
+            events = (src._built(rows) if isinstance(src, EventColumns)
+                      else [src[i] for i in rows.tolist()])
+            for j, e in zip(at.tolist(), events, strict=True):
+                out[j] = normalised(e)
         return out  # type: ignore[return-value]  # every place filled
 
     def __len__(self) -> int:
         return len(self.start_ns)
-
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Event]: ...
-
-    def __getitem__(self, index: int | slice) -> Event | list[Event]:
-        if isinstance(index, slice):
-            return self._built(np.arange(len(self), dtype=np.int64)[index])
-        i = range(len(self))[index]  # IndexError as a list's
-        return self._built(np.array([i], dtype=np.int64))[0]
-
-    def __iter__(self) -> Iterator[Event]:
-        return iter(self._built(np.arange(len(self), dtype=np.int64)))
-
-    def __eq__(self, other: object) -> bool:
-        """Equal to any sequence of the same events."""
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(self) == len(other) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def _base(module: Any) -> Any:
