@@ -130,3 +130,147 @@ def test_the_check_times_the_ceilings_own_matmul_again() -> None:
     none = speed_check({"available": True, "compute": [highest]}, quick=True)
     assert none == {"available": False,
                     "reason": "the ceilings have no float32 matmul rate to time again"}
+
+
+# --- the memory roofs checked again ------------------------------------------------------------
+
+def _sweep_point(size: int, value: float, per_call: float) -> dict[str, Any]:
+    return {"available": True, "bytes": size, "bytes_per_call": int(value * per_call),
+            "reason": "", "reps": 1, "value": value,
+            "timing": {"available": True, "inner_reps": 1, "method": "jax: test",
+                       "min_sample_s": 0.001, "per_call_s": [per_call],
+                       "resolution_s": 1e-7}}
+
+
+def _ceilings_with_sweep() -> dict[str, Any]:
+    """Caches of 32 KiB and 1 MiB; read-write, read and write-new points from 4 KiB to 8 MiB
+    (the write-new calls long enough beside a 1 us dispatch to give a rate)."""
+    sizes = [4096 * 2**i for i in range(12)]
+    kernels = [{"name": name, "points": [_sweep_point(b, rate / (1 + i % 3), 1e-3)
+                                         for i, b in enumerate(sizes)]}
+               for name, rate in (("read-write", 60e9), ("read", 40e9), ("write-new", 20e9))]
+    return {"available": True, "backend": "cpu",
+            "caches": [{"level": 1, "size": 32768}, {"level": 2, "size": 1048576}],
+            "dispatch": {"available": True, "value": 1e-6},
+            "working_set": {"available": True, "kernels": kernels,
+                            "plan": {"bytes_per_call": 1 << 20, "min_sample_s": 0.001}}}
+
+
+def test_each_memory_roof_is_checked_at_one_point_of_its_own_level() -> None:
+    from roofline_report.observe.speed_check import memory_points
+
+    chosen = memory_points(_ceilings_with_sweep())
+    # In a cache, the largest working set the level holds (at most half its capacity); in
+    # main memory (past 4 times the last cache) the smallest; the read kernel has no roof
+    # the model prices, so it is not checked.
+    assert [(roof, kernel, size) for roof, kernel, size, _ in chosen] == [
+        ("L1 read-write", "read-write", 16384), ("L1 write-new", "write-new", 16384),
+        ("L2 read-write", "read-write", 524288), ("L2 write-new", "write-new", 524288),
+        ("DRAM read-write", "read-write", 4194304), ("DRAM write-new", "write-new", 4194304)]
+    # Each compares with the sweep's own rate at that point.
+    assert chosen[0][3] == pytest.approx(60e9 / (1 + 2 % 3))
+    assert memory_points({"available": True, "working_set": {"available": False,
+                                                              "reason": "not run"}}) == []
+
+
+def _memory(roof: str, before: float, now: float, size: int = 4194304) -> dict[str, Any]:
+    return {"available": True, "roof": roof, "kernel": roof.split(" ", 1)[1], "bytes": size,
+            "ceiling_value": before, "value": now,
+            "timing": {"available": True, "inner_reps": 1, "method": "jax: test",
+                       "min_sample_s": 0.005, "per_call_s": [2 * size / now],
+                       "resolution_s": 1e-7}}
+
+
+def test_memory_checks_are_read_and_judge_the_programs_bound_by_their_roof() -> None:
+    from roofline_report.analysis.speed_drift import checks_of
+
+    check = {**_check(200e9, 198e9), "memory": [
+        _memory("L3 write-new", 30e9, 15e9),
+        _memory("DRAM read-write", 26e9, 26.5e9, 33554432),
+        {"available": False, "roof": "L1 read-write", "kernel": "read-write", "bytes": 16384,
+         "reason": "read-write on 16384 B failed: out of memory"}]}
+    checks = checks_of({"speed_check": check})
+    assert checks is not None and checks.compute is not None
+    assert [d.probe for d in checks.memory] == ["L3 write-new at 4 MiB",
+                                                "DRAM read-write at 32 MiB"]
+    slow = checks.memory[0]
+    assert slow.unit == "B/s" and slow.roof == "L3 write-new" and slow.slower and slow.drifted
+    memory_bound = Term("memory", "memory", 1e-3, "L3 write-new", Kind.MEASURED)
+    elsewhere = Term("memory", "memory", 1e-3, "L2 read-write", Kind.MEASURED)
+    compute_bound = Term("matmul", "compute", 1e-3, "matmul float32", Kind.MEASURED)
+    assert checks.for_binding(memory_bound) is slow
+    # A roof not checked, and a compute roof, are judged by the matmul's check.
+    assert checks.for_binding(elsewhere) is checks.compute
+    assert checks.for_binding(compute_bound) is checks.compute
+    # The run's note: only the check that drifted, in words built from its rates.
+    assert checks.notes() == [
+        "timed again after its programs, a memory roof's sweep point ran L3 write-new "
+        "at 4 MiB 50% slower (15 GB/s against 30 GB/s): predictions bound by that roof read "
+        "short of the programs' times by about as much"]
+    # A program bound by that roof, 2.2 times slower than predicted, names it; the matmul's
+    # check (1% off) would not.
+    prediction = Prediction(1e-3, (memory_bound,), memory_bound, 0.0, 30e6, "test", "L3")
+    measured_slow = miss(prediction.seconds, 2.2e-3)
+    assert measured_slow is not None
+    evidence = Evidence(backend=describe("cpu"), dtype="float32",
+                        drift=checks.for_binding(prediction.binding))
+    assert "drift: the machine ran 50% slower when checked after its programs were timed " \
+           "than when its ceilings were measured (L3 write-new at 4 MiB: 15 GB/s against " \
+           "30 GB/s)" in program_reason(prediction, measured_slow, evidence)
+
+
+def test_memory_checks_either_way_in_one_note() -> None:
+    from roofline_report.analysis.speed_drift import checks_of
+
+    check = {**_check(200e9, 150e9), "memory": [_memory("L3 write-new", 30e9, 15e9),
+                                                 _memory("L2 read-write", 40e9, 60e9, 262144)]}
+    checks = checks_of({"speed_check": check})
+    assert checks is not None
+    first, second = checks.notes()
+    assert first.startswith("the machine ran 25% slower")
+    assert second == (
+        "timed again after its programs, memory roofs' sweep points ran L3 write-new at "
+        "4 MiB 50% slower (15 GB/s against 30 GB/s) and L2 read-write at 256 KiB 50% faster "
+        "(60 GB/s against 40 GB/s): predictions bound by those roofs read off the programs' "
+        "times by about as much")
+
+
+def test_memory_checks_are_validated_and_shown_with_the_ceilings(
+        saved: dict[str, Any]) -> None:
+    from roofline_report.report import views
+
+    bad = {**_check(200e9, 198e9), "memory": [_memory("L3 write-new", 30e9, -1.0)]}
+    with pytest.raises(InputError, match="speed_check"):
+        _with(saved, bad)
+    doc = _with(saved, {**_check(200e9, 198e9),
+                        "memory": [_memory("L3 write-new", 30e9, 15e9, 134217728)]})
+    an = analyse(doc)
+    assert an.speed_checks is not None and len(an.speed_checks.memory) == 1
+    assert "L3 write-new at 128 MiB 50% slower" in an.run_note
+    first = views.render(doc)
+    md = first.markdown
+    assert "The ceilings timed again after the programs" in md
+    assert "1 check is that far off here" in md
+    row = next(line for line in md.splitlines() if line.startswith("| L3 write-new at 128 MiB"))
+    assert "30 GB/s" in row and "15 GB/s" in row and "0.5" in row
+    assert views.render(doc).html == first.html
+
+
+def test_the_check_times_each_memory_roofs_point_again() -> None:
+    pytest.importorskip("jax")
+    from roofline_report.observe.speed_check import memory_check
+
+    ceilings = _ceilings_with_sweep()
+    ceilings["working_set"]["kernels"] = [
+        k for k in ceilings["working_set"]["kernels"] if k["name"] == "read-write"]
+    ceilings["caches"] = [{"level": 1, "size": 32768}]
+    ceilings["working_set"]["kernels"][0]["points"] = \
+        ceilings["working_set"]["kernels"][0]["points"][:4]  # 4 KiB to 32 KiB
+    records = memory_check(ceilings, quick=True)
+    assert [(r["roof"], r["bytes"]) for r in records] == [("L1 read-write", 16384)]
+    (record,) = records
+    assert record["available"] and record["ceiling_value"] == pytest.approx(60e9 / 3)
+    timing = record["timing"]
+    # Timed as the sweep times a point: bytes moved per call over the fastest call.
+    reps = max(1, (1 << 20) // (2 * 16384))
+    assert record["value"] == pytest.approx(2 * 16384 * reps / min(timing["per_call_s"]))

@@ -52,7 +52,7 @@ from roofline_report.analysis.seed_model import (
     SEED_BANDWIDTH,
     SEED_PEAK_FLOPS,
 )
-from roofline_report.analysis.speed_drift import Drift, drift_of
+from roofline_report.analysis.speed_drift import SpeedChecks, checks_of
 from roofline_report.analysis.stats import Stats, Timing
 from roofline_report.backends import Backend
 from roofline_report.errors import InputError, reason
@@ -147,10 +147,10 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     cache_bytes = cache if isinstance(cache, int) and not isinstance(cache, bool) else None
     skipped: list[dict[str, str]] = [dict(s) for s in doc.get("skipped", [])]
     # The speed check speaks of the measured ceilings: only where the predictions rest on them.
-    drift = drift_of(doc) if roofs.measured is not None else None
-    programs = tuple(_program(w, roofs, backend, cache_bytes, drift)
+    checks = checks_of(doc) if roofs.measured is not None else None
+    programs = tuple(_program(w, roofs, backend, cache_bytes, checks)
                      for w in doc.get("workloads", []))
-    sweeps = tuple(_sweep(sw, roofs.kernels, backend, cache_bytes, drift)
+    sweeps = tuple(_sweep(sw, roofs.kernels, backend, cache_bytes, checks)
                    for sw in doc.get("sweeps", []))
     accuracy = _accuracy(programs, sweeps) if roofs.measured is not None else Accuracy((), ())
     exps, exercises = _lab(doc, a, roofs, skipped)
@@ -168,8 +168,9 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
         assumptions=a, backend=backend, roofs=roofs, programs=programs, sweeps=sweeps,
         accuracy=accuracy, seed=seed, budgets=budgets, experiments=exps, exercises=exercises,
         sharding=sharding, skipped=tuple(_unique(skipped)),
-        run_note=_run_note(doc.get("options") or {}, drift), observations=doc,
-        roof_check=roof_check(doc, programs, roofs.measured is not None), speed_drift=drift)
+        run_note=_run_note(doc.get("options") or {}, checks), observations=doc,
+        roof_check=roof_check(doc, programs, roofs.measured is not None),
+        speed_drift=checks.compute if checks is not None else None, speed_checks=checks)
 
 
 # --- programs --------------------------------------------------------------------------------
@@ -251,7 +252,7 @@ def _traced_time(w: Mapping[str, Any]) -> Stats | None:
 
 
 def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: int | None,
-             drift: Drift | None = None) -> Program:
+             checks: SpeedChecks | None = None) -> Program:
     timed, timing_reason = _timing(w.get("timing"))
     stats = timed.per_call if timed is not None else None
     if stats is None and (traced := _traced_time(w)) is not None:
@@ -282,7 +283,8 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
             loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
             rows=table.rows if table is not None else (),
             page_faults=timed.page_faults if timed is not None else None,
-            fault_s=_fault_s(roofs.kernels), drift=drift))
+            fault_s=_fault_s(roofs.kernels),
+            drift=checks.for_binding(prediction.binding) if checks is not None else None))
     minimum, minimum_basis = _minimum(w)
     low = w.get("lowering") or {}
     missing = tuple(op for op in low.get("required_ops", []) if op not in low.get("ops", {}))
@@ -356,7 +358,7 @@ def _closest_group(seconds: float, p: Prediction) -> str:
 
 
 def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend: Backend,
-           cache_bytes: int | None, drift: Drift | None = None) -> SweepPoint | None:
+           cache_bytes: int | None, checks: SpeedChecks | None = None) -> SweepPoint | None:
     timed, _ = _timing(pt.get("timing"))
     stats = timed.per_call if timed is not None else None
     dtype = str(sw.get("dtype", "float32"))
@@ -383,14 +385,15 @@ def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend
             backend=backend, dtype=dtype, timing=stats, kernels=int(compiled.get("kernels") or 1),
             loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
             page_faults=timed.page_faults if timed is not None else None,
-            fault_s=_fault_s(roofs), drift=drift))
+            fault_s=_fault_s(roofs),
+            drift=checks.for_binding(prediction.binding) if checks is not None else None))
         observed = _closest_group(stats.own, prediction)
     return SweepPoint(dict(pt["dims"]), flops, moved, stats.own, prediction, observed, why)
 
 
 def _sweep(sw: Mapping[str, Any], roofs: RoofSet, backend: Backend, cache_bytes: int | None,
-           drift: Drift | None = None) -> Sweep:
-    points = tuple(p for p in (_point(sw, pt, roofs, backend, cache_bytes, drift)
+           checks: SpeedChecks | None = None) -> Sweep:
+    points = tuple(p for p in (_point(sw, pt, roofs, backend, cache_bytes, checks)
                                for pt in sw.get("points", [])) if p is not None)
     predicted = next((p.dims for p in points if p.predicted_bound == "compute"), None)
     observed = next((p.dims for p in points if p.observed_bound == "compute"), None)
@@ -477,7 +480,7 @@ def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
     return sharding
 
 
-def _run_note(options: Mapping[str, Any], drift: Drift | None = None) -> str:
+def _run_note(options: Mapping[str, Any], checks: SpeedChecks | None = None) -> str:
     """What this run's options and its speed check mean for its numbers; only what
     happened."""
     notes: list[str] = []
@@ -489,8 +492,8 @@ def _run_note(options: Mapping[str, Any], drift: Drift | None = None) -> str:
             note += "; the sharded analysis ran alongside the other measurements, so timings " \
                     "are noisier"
         notes.append(note)
-    if drift is not None and drift.drifted:
-        notes.append(drift.note())
+    if checks is not None:
+        notes.extend(checks.notes())
     return "; ".join(notes)
 
 

@@ -35,7 +35,7 @@ from roofline_report.analysis.loop_trips import LoopTrips
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.roofs import RoofSet
-from roofline_report.analysis.speed_drift import Drift
+from roofline_report.analysis.speed_drift import Drift, SpeedChecks
 from roofline_report.analysis.stats import Stats, median
 from roofline_report.backends import Backend
 from roofline_report.errors import InputError
@@ -585,7 +585,8 @@ class Analysis:
     roof_check: RoofCheck | None = None
     # The machine's speed checked after the programs against its ceilings (None: not checked,
     # or the predictions do not rest on the measured ceilings).
-    speed_drift: Drift | None = None
+    speed_drift: Drift | None = None  # the matmul's check
+    speed_checks: SpeedChecks | None = None  # every check of the run (matmul and memory)
 
     @property
     def accuracy_of_sweeps(self) -> float | None:

@@ -10,6 +10,11 @@ is read: a machine more than :data:`DRIFT` slower or faster than at its ceilings
 the run's note and named as a reason on a program that missed in the same direction, where it
 accounts for at least :data:`SHARE_OF_MISS` of the miss. The words follow from the two rates,
 whichever way they differ.
+
+The memory roofs are checked too, each at one point of the working-set sweep timed again
+(``speed_check.memory``): a program whose binding term is priced at a memory roof that was
+checked is judged by that roof's check, the others by the matmul's. A run whose memory-bound
+programs all ran slow can read its matmul 2% off.
 """
 
 from __future__ import annotations
@@ -17,12 +22,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline_report.text import percent_text
-from roofline_report.units import format_si
+from roofline_report.units import format_binary, format_si
 
-__all__ = ["DRIFT", "SHARE_OF_MISS", "Drift", "drift_of"]
+if TYPE_CHECKING:
+    from roofline_report.analysis.predict import Term
+
+__all__ = ["DRIFT", "SHARE_OF_MISS", "Drift", "SpeedChecks", "checks_of", "drift_of"]
 
 DRIFT = 0.10  # a check this share or more off its ceiling's rate is said
 # A drift names a program's miss as its reason when it accounts for at least this share of it
@@ -32,11 +40,14 @@ SHARE_OF_MISS = 0.25
 
 @dataclass(frozen=True, slots=True)
 class Drift:
-    """The check's rate (``value``) against the ceiling's (``ceiling_value``), FLOP/s."""
+    """The check's rate (``value``) against the ceiling's (``ceiling_value``), in ``unit``;
+    ``roof``: the memory roof a memory check times ("" for the matmul's)."""
 
     probe: str
     ceiling_value: float
     value: float
+    unit: str = "FLOP/s"
+    roof: str = ""
 
     @property
     def ratio(self) -> float:
@@ -64,8 +75,8 @@ class Drift:
         way = "slower" if self.slower else "faster"
         return (f"the machine ran {percent_text(self.share)} {way} when checked after its "
                 f"programs were timed than when its ceilings were measured ({self.probe}: "
-                f"{format_si(self.value, 'FLOP/s')} against "
-                f"{format_si(self.ceiling_value, 'FLOP/s')})")
+                f"{format_si(self.value, self.unit)} against "
+                f"{format_si(self.ceiling_value, self.unit)})")
 
     def note(self) -> str:
         """The run's note: what the drift does to every prediction of the run."""
@@ -87,8 +98,45 @@ class Drift:
         return abs(math.log(self.ratio)) >= SHARE_OF_MISS * miss
 
 
+@dataclass(frozen=True, slots=True)
+class SpeedChecks:
+    """A run's checks: the matmul's (``compute``) and each memory roof's (``memory``)."""
+
+    compute: Drift | None
+    memory: tuple[Drift, ...] = ()
+
+    def for_binding(self, binding: Term) -> Drift | None:
+        """The check a prediction bound by ``binding`` is judged by: its memory roof's where
+        that roof was checked, else the matmul's."""
+        if binding.group == "memory":
+            for d in self.memory:
+                if d.roof == binding.roof:
+                    return d
+        return self.compute
+
+    def notes(self) -> list[str]:
+        """The run's notes: the matmul's drift, then the memory roofs' that drifted, in one
+        sentence built from their rates."""
+        out = [self.compute.note()] if self.compute is not None and self.compute.drifted else []
+        moved = [d for d in self.memory if d.drifted]
+        if moved:
+            parts = [f"{d.probe} {percent_text(d.share)} {'slower' if d.slower else 'faster'} "
+                     f"({format_si(d.value, d.unit)} against {format_si(d.ceiling_value, d.unit)})"
+                     for d in moved]
+            listed = parts[0] if len(parts) == 1 else \
+                f"{', '.join(parts[:-1])} and {parts[-1]}"
+            ways = {d.slower for d in moved}
+            effect = ("short of" if ways == {True} else "long of" if ways == {False}
+                      else "off")
+            what, roofs = (("a memory roof's sweep point", "that roof") if len(moved) == 1
+                           else ("memory roofs' sweep points", "those roofs"))
+            out.append(f"timed again after its programs, {what} ran {listed}: predictions "
+                       f"bound by {roofs} read {effect} the programs' times by about as much")
+        return out
+
+
 def drift_of(doc: Mapping[str, Any]) -> Drift | None:
-    """The run's speed check, where it was made and both rates are positive numbers."""
+    """The run's matmul check, where it was made and both rates are positive numbers."""
     check = doc.get("speed_check")
     if not isinstance(check, Mapping) or not check.get("available"):
         return None
@@ -96,6 +144,24 @@ def drift_of(doc: Mapping[str, Any]) -> Drift | None:
     if before is None or now is None:
         return None
     return Drift(str(check.get("probe") or "the float32 matmul"), before, now)
+
+
+def checks_of(doc: Mapping[str, Any]) -> SpeedChecks | None:
+    """The run's checks (:class:`SpeedChecks`); None where none was made."""
+    check = doc.get("speed_check")
+    if not isinstance(check, Mapping) or not check.get("available"):
+        return None
+    memory = []
+    for m in check.get("memory") or []:
+        if not isinstance(m, Mapping) or not m.get("available"):
+            continue
+        before, now = _rate(m.get("ceiling_value")), _rate(m.get("value"))
+        size = m.get("bytes")
+        if before is None or now is None or not isinstance(size, int):
+            continue
+        roof = str(m.get("roof", ""))
+        memory.append(Drift(f"{roof} at {format_binary(size)}", before, now, "B/s", roof))
+    return SpeedChecks(drift_of(doc), tuple(memory))
 
 
 def _rate(value: Any) -> float | None:

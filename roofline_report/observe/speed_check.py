@@ -8,6 +8,15 @@ together. So once the programs (and their sweeps) are timed, the float32 matmul 
 size is timed again by the ceiling's rule (its fastest sample) and recorded beside it
 (``speed_check`` in results.json); the analysis says when the two differ by more than it can
 ignore (:mod:`roofline_report.analysis.speed_drift`).
+
+A matmul's speed says little of the memory's: a run whose memory-bound programs all ran slow
+read its matmul only 2% off. So each memory roof of the working-set sweep (a level's read-write
+and write-new roofs) has one of its own points timed again too (``speed_check.memory``): in a
+cache, the largest working set the level holds, where another process's share of a shared cache
+shows first (on the 2-core development machine the write-new point at 4 MiB, half its 8 MiB
+last-level cache, ran at 142, 264 and 292 us a call in three runs of one day); in main memory,
+the smallest. Each point is timed as the sweep timed it (the same kernel, calls per sample and
+sampling), so its rate compares with the sweep's own.
 """
 
 from __future__ import annotations
@@ -18,9 +27,11 @@ from typing import Any
 from roofline_report.errors import reason
 from roofline_report.observe import timer as timing
 
-__all__ = ["PROBE_SAMPLES", "probe_entry", "speed_check"]
+__all__ = ["MEMORY_KERNELS", "PROBE_SAMPLES", "memory_check", "memory_points", "probe_entry",
+           "speed_check"]
 
 PROBE_SAMPLES = 7  # samples of the check's timing (its fastest one counts, as a ceiling's)
+MEMORY_KERNELS = ("read-write", "write-new")  # the sweep kernels whose roofs are checked
 
 
 def probe_entry(ceilings: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -66,4 +77,64 @@ def speed_check(ceilings: Mapping[str, Any], *, quick: bool) -> dict[str, Any]:
     flops = int(work) if isinstance(work, int) and work > 0 else 2 * n**3
     return {"available": True, "probe": f"float32 matmul, n={n}", "size": n,
             "ceiling_value": float(entry["value"]),
-            "value": fastest_rate(flops, measured), "timing": measured.to_json()}
+            "value": fastest_rate(flops, measured), "timing": measured.to_json(),
+            "memory": memory_check(ceilings, quick=quick)}
+
+
+def memory_points(ceilings: Mapping[str, Any]) -> list[tuple[str, str, int, float]]:
+    """(roof, kernel, working set, B/s as the sweep measured it) of the sweep point each memory
+    roof of :data:`MEMORY_KERNELS` is checked at: in a cache level the largest working set the
+    level's rule gives it, in main memory the smallest; [] without a sweep. Pure."""
+    from roofline_report.analysis.roofs import measured_levels
+
+    sweep = ceilings.get("working_set") or {}
+    points: dict[str, list[tuple[int, float]]] = {}
+    for kernel in sweep.get("kernels") or []:
+        name = str(kernel.get("name", ""))
+        points[name] = sorted(
+            (int(p["bytes"]), float(p["value"])) for p in kernel.get("points") or []
+            if p.get("available") and isinstance(p.get("value"), int | float)
+            and p["value"] > 0 and isinstance(p.get("bytes"), int) and p["bytes"] > 0)
+    out = []
+    for level in measured_levels(ceilings):
+        if level.kernel not in MEMORY_KERNELS:
+            continue
+        above, at_least, up_to = level.window
+        inside = [(b, v) for b, v in points.get(level.kernel, [])
+                  if (above is None or b > above) and (at_least is None or b >= at_least)
+                  and (up_to is None or b <= up_to)]
+        if inside:
+            size, value = inside[-1] if up_to is not None else inside[0]
+            out.append((f"{level.name} {level.kernel}", level.kernel, size, value))
+    return out
+
+
+def memory_check(ceilings: Mapping[str, Any], *, quick: bool) -> list[dict[str, Any]]:
+    """Each memory roof's point (:func:`memory_points`) timed again as the sweep timed it: a
+    record per roof with the sweep's rate (``ceiling_value``) and the rate now (``value``), or
+    unavailable with the reason."""
+    from roofline_report.observe.ceilings.working_set import SweepPlan, measure_point, sweep_plan
+
+    chosen = memory_points(ceilings)
+    if not chosen:
+        return []
+    saved = (ceilings.get("working_set") or {}).get("plan") or {}
+    default = sweep_plan(str(ceilings.get("backend", "cpu")), quick=quick, cache_bytes=None,
+                         free_bytes=None)
+    per_call = saved.get("bytes_per_call")
+    min_sample = saved.get("min_sample_s")
+    plan = SweepPlan((), int(per_call) if isinstance(per_call, int) and per_call > 0
+                     else default.bytes_per_call, samples=PROBE_SAMPLES,
+                     min_sample_s=float(min_sample) if isinstance(min_sample, int | float)
+                     and min_sample > 0 else default.min_sample_s)
+    out = []
+    for roof, kernel, size, value in chosen:
+        point = measure_point(kernel, size, plan)
+        record: dict[str, Any] = {"roof": roof, "kernel": kernel, "bytes": size}
+        if point["available"]:
+            record.update(available=True, ceiling_value=value, value=float(point["value"]),
+                          timing=point["timing"])
+        else:
+            record.update(available=False, reason=str(point["reason"]))
+        out.append(record)
+    return out

@@ -4,7 +4,10 @@ levels and operation rates, and every timed program placed on its roofline.
 
 from __future__ import annotations
 
+from typing import Any
+
 from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES
+from roofline_report.analysis.speed_drift import DRIFT
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import Banner, Block, Cell, Note, Section, Status, text
 from roofline_report.report.format import Num, plural
@@ -43,6 +46,23 @@ def _timed(vm: VM) -> Section:
                       " of minimum traffic.",
                       f" {m['seed_binding']}" if m["seed_binding"] else None))
     return Section("The seed workload, timed", tuple(body))
+
+
+def _speed_checks(rows: list[dict[str, Any]]) -> Section:
+    drifted = sum(1 for r in rows if r["drifted"])
+    return Section("The ceilings timed again after the programs", (
+        p("Once the programs were timed, the float32 matmul ceiling at its own size and one "
+          "point of each memory roof of the working-set sweep (in a cache, the largest working "
+          "set the level holds; in main memory, the smallest) were timed again as they had "
+          "been: a machine slower or faster than at its ceilings moves every prediction made "
+          "from them by about as much. A ratio off 1 by ",
+          f"{round(DRIFT * 100)}% or more of the faster rate is said above and named on the "
+          "programs it explains; ",
+          plural(drifted, "check is", "checks are"), " that far off here."),
+        table(("timed again", "at the ceilings", "after the programs", "ratio"),
+              [(c(r["probe"]), num(r["before"]), num(r["after"]), num(r["ratio"]))
+               for r in rows]),
+    ))
 
 
 def measured(vm: VM, *, figure: bool = True) -> Section:
@@ -97,6 +117,8 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
         table(("ceiling", "kernel", "value"), rows),
         *by_size,
     )))
+    if m.get("speed_checks"):
+        body.append(_speed_checks(m["speed_checks"]))
     body.append(_levels(vm))
     if m["rates"]:
         body.append(Section("Operation rates and kernel patterns", (

@@ -365,8 +365,22 @@ def _measured(an: Analysis, seed_p: Program | None) -> dict[str, Any]:
         out["ceilings_origin"], out["ceilings_notes"] = _ceilings_origin(an)
         out["ceilings_conditions"] = conditions_text(an)
         out["accuracy"] = accuracy(an)
+        out["speed_checks"] = _speed_checks(an)
         out.update(_levels_and_rates(an))
     return out
+
+
+def _speed_checks(an: Analysis) -> list[dict[str, Any]]:
+    """Each ceiling timed again after the programs: what was timed, its rate at the ceilings and
+    after the programs, and their ratio (below 1: slower after)."""
+    checks = an.speed_checks
+    if checks is None:
+        return []
+    drifts = ([checks.compute] if checks.compute is not None else []) + list(checks.memory)
+    return [{"probe": d.probe, "before": n(d.ceiling_value, d.unit, Kind.MEASURED),
+             "after": n(d.value, d.unit, Kind.MEASURED),
+             "ratio": ratio(d.ratio, Kind.MEASURED, 3), "drifted": d.drifted}
+            for d in drifts]
 
 
 _RATE_UNITS = {"1/s": "/s", "elements/s": " elements/s", "FLOP/s": "FLOP/s",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Discriminator, Field, Tag
 
 from roofline_report.results.schema_base import (
     AtLeastOne,
@@ -17,6 +17,7 @@ from roofline_report.results.schema_base import (
     PosInt,
     Record,
     Timing,
+    available_tag,
     maybe,
 )
 from roofline_report.results.schema_run import MEASURED_AT_PATTERN
@@ -266,12 +267,38 @@ class Ceilings(Record):
     conditions: LoadReading | None = None  # the load over the whole measurement (None: not kept)
 
 
+class MemoryCheck(Record):
+    """One memory roof's sweep point timed again once the programs were timed (``roof`` as the
+    analysis names it, e.g. "L3 write-new"; the sweep ``kernel`` at the working set ``bytes``):
+    ``value`` B/s against the sweep's own ``ceiling_value`` at that point."""
+
+    available: Literal[True] = True
+    roof: str
+    kernel: str
+    bytes: PosInt
+    ceiling_value: Pos
+    value: Pos
+    timing: Timing
+
+
+class MemoryCheckFailed(Record):
+    """A memory roof's point that could not be timed again, with the reason."""
+
+    available: Literal[False]
+    roof: str
+    kernel: str
+    bytes: PosInt
+    reason: str
+
+
 class SpeedCheck(Record):
     """The machine's speed checked once the programs were timed: the float32 matmul ceiling's
     own size (``size``, a square product) timed again by the same rule (its fastest sample),
     ``value`` FLOP/s against the ceiling's ``ceiling_value``. A machine slower at the end of
     a run than when its ceilings were measured (ceilings from a faster hour, or from the
-    cache) makes every prediction from them read short by about as much."""
+    cache) makes every prediction from them read short by about as much. ``memory``: each
+    memory roof's point checked the same way (None: files written before memory was
+    checked)."""
 
     available: Literal[True] = True
     probe: str
@@ -279,4 +306,7 @@ class SpeedCheck(Record):
     ceiling_value: Pos
     value: Pos
     timing: Timing
+    memory: list[Annotated[Annotated[MemoryCheck, Tag("yes")]
+                           | Annotated[MemoryCheckFailed, Tag("no")],
+                           Discriminator(available_tag)]] | None = None
 

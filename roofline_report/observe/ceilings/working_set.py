@@ -125,7 +125,7 @@ def _runner(kind: str, compiled: Any, x: Any, c: Any) -> timing.Runner:
     return run_read_write
 
 
-def _point(kind: str, size: int, plan: SweepPlan) -> dict[str, Any]:
+def measure_point(kind: str, size: int, plan: SweepPlan) -> dict[str, Any]:
     """One kernel at one working set: its point record (unavailable, with the reason, when it
     fails)."""
     import jax.numpy as jnp
@@ -179,7 +179,7 @@ def _recheck(kernels: list[dict[str, Any]], plan: SweepPlan, dispatch: float | N
                 if (why is None or tries >= REMEASURE or gain < REMEASURE_GAIN
                         or futile >= FUTILE_POINTS):
                     break
-                again = _point(name, point["bytes"], plan)
+                again = measure_point(name, point["bytes"], plan)
                 tries += 1
                 done += 1
                 if again["available"] and again["value"] > point["value"]:
@@ -212,7 +212,7 @@ def measure_sweep(plan: SweepPlan, say: Progress | None = None,
     tell = say or (lambda _m: None)
     kernels: list[dict[str, Any]] = []
     for kind in plan.kernels:
-        points = [_point(kind, size, plan) for size in plan.sizes]
+        points = [measure_point(kind, size, plan) for size in plan.sizes]
         kernels.append({"name": kind, "points": points})
     again = _recheck(kernels, plan, dispatch)
     for k in kernels:
