@@ -407,7 +407,7 @@ def test_the_sweep_measures_implausible_points_again(monkeypatch: pytest.MonkeyP
                 "value": series[kind].pop(0), "available": True, "reason": "",
                 "timing": None}
 
-    monkeypatch.setattr(cache_sweep, "_point", point)
+    monkeypatch.setattr(cache_sweep, "measure_point", point)
     plan = cache_sweep.SweepPlan((64 * KiB,), bytes_per_call=MiB, samples=3, min_sample_s=1e-3)
     series.update({"read-write": [200e9], "read": [10e9, 80e9], "write-new": [1e9, 1.01e9]})
     data = cache_sweep.measure_sweep(plan, dispatch=1e-9)
@@ -438,7 +438,7 @@ def test_a_steady_shortfall_ends_a_kernel_s_retries(monkeypatch: pytest.MonkeyPa
         return {"bytes": size, "reps": 1, "bytes_per_call": 2 * size, "value": value,
                 "available": True, "reason": "", "timing": None}
 
-    monkeypatch.setattr(cache_sweep, "_point", point)
+    monkeypatch.setattr(cache_sweep, "measure_point", point)
     plan = cache_sweep.SweepPlan((4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB), bytes_per_call=MiB,
                                  samples=3, min_sample_s=1e-3)
     data = cache_sweep.measure_sweep(plan, dispatch=1e-9)
