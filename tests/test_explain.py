@@ -195,3 +195,45 @@ def test_above_its_roof_names_the_kind_of_the_roof_it_is_held_to() -> None:
         assumed = replace(p, binding=replace(p.binding, kind=kind))
         why = _why(assumed, 90e-6)
         assert f"({words} lower than this program met)" in why and "measured lower" not in why
+
+
+def test_kernels_priced_in_the_cache_that_ran_at_main_memory_s_rate_were_evicted() -> None:
+    # Ten kernels of 8 MiB each, priced at the L3 roof (each 100 us), ran 300 us: 28 GB/s,
+    # about main memory's 26 GB/s; the program's data at its peak, 12 MiB, past the 8 MiB
+    # last-level cache.
+    rows = [_row(f"broadcast_fusion.{i}", "elementwise", 300e-6, 100e-6) for i in range(10)]
+    rows = [replace(r, bytes=8.0 * MiB) for r in rows]
+    ok = {"rows": rows, "cache_bytes": 8 * MiB, "footprint": 12.0 * MiB,
+          "main_roof": ("DRAM read-write", 26e9)}
+    why = _why(_prediction(1e-3), 3e-3, **ok)
+    assert why == (
+        "evicted from the cache: 10 kernels priced at the L3 roof ran at 28 GB/s, about DRAM's "
+        "rate (DRAM read-write: 26 GB/s), and the program's data at its peak (12 MiB) "
+        "exceed the 8 MiB last-level cache, so their operands came back from DRAM: 100% of "
+        "the time the kernels took beyond their predictions")
+    # Each piece of evidence is needed: data that fit the cache, kernels well above main
+    # memory's rate, kernels priced at main memory already, no main-memory roof, a program
+    # faster than predicted.
+    assert "evicted" not in _why(_prediction(1e-3), 3e-3, **{**ok, "footprint": 6.0 * MiB})
+    assert "evicted" not in _why(_prediction(1e-3), 3e-3, **{**ok, "main_roof": ("DRAM", 9e9)})
+    dram = [replace(r, prediction=_prediction(100e-6, level="DRAM")) for r in rows]
+    assert "evicted" not in _why(_prediction(1e-3), 3e-3, **{**ok, "rows": dram})
+    assert "evicted" not in _why(_prediction(1e-3), 3e-3, **{**ok, "main_roof": None})
+    assert "evicted" not in _why(_prediction(3e-3), 1e-3, **ok)
+    # They must hold at least half of the kernels' time beyond their predictions; a kernel
+    # far below main memory's rate (1.4 GB/s) is slow for another reason.
+    slow = _row("copy_fusion", "data movement", 6e-3, 0.1e-3)
+    assert "evicted" not in _why(_prediction(1e-3), 9e-3, **{**ok, "rows": [*rows, slow]})
+    one = _why(_prediction(1e-3), 3e-3, **{**ok, "rows": rows[:1]})
+    assert "1 kernel priced at the L3 roof ran at 28 GB/s" in one and "so its operands" in one
+
+
+def test_the_footprint_is_the_compilers_peak_else_its_parts() -> None:
+    from roofline_report.analysis.fresh_pages import footprint_bytes
+
+    values = {"argument_size_in_bytes": 8, "output_size_in_bytes": 4, "temp_size_in_bytes": 2}
+    assert footprint_bytes({"memory": {"available": True,
+                                       "values": {**values, "peak_memory_in_bytes": 12}}}) == 12
+    assert footprint_bytes({"memory": {"available": True, "values": values}}) == 14
+    assert footprint_bytes({"memory": {"available": False, "reason": "no analysis"}}) is None
+    assert footprint_bytes({}) is None

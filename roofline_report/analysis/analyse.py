@@ -21,6 +21,7 @@ from roofline_report import backends
 from roofline_report.analysis import experiments, reconcile, study
 from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.explain import Evidence, program_reason
+from roofline_report.analysis.fresh_pages import footprint_bytes
 from roofline_report.analysis.kernels import kernel_table
 from roofline_report.analysis.loop_trips import implied_trips, unknown_loops_in
 from roofline_report.analysis.miss import miss
@@ -284,7 +285,8 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
             rows=table.rows if table is not None else (),
             page_faults=timed.page_faults if timed is not None else None,
             fault_s=_fault_s(roofs.kernels),
-            drift=checks.for_binding(prediction.binding) if checks is not None else None))
+            drift=checks.for_binding(prediction.binding) if checks is not None else None,
+            footprint=footprint_bytes(w), main_roof=_main_roof(roofs.kernels)))
     minimum, minimum_basis = _minimum(w)
     low = w.get("lowering") or {}
     missing = tuple(op for op in low.get("required_ops", []) if op not in low.get("ops", {}))
@@ -478,6 +480,12 @@ def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
             skipped.append({"what": f"sharded workload {w.get('name', '?')}: check",
                             "reason": "result differs from the NumPy reference"})
     return sharding
+
+
+def _main_roof(roofs: RoofSet) -> tuple[str, float] | None:
+    """The roof a program meets in main memory (name, B/s); None without bandwidth roofs."""
+    roof = roofs.bandwidth_for(None, program=True)
+    return (roof.name, roof.value) if roof is not None else None
 
 
 def _run_note(options: Mapping[str, Any], checks: SpeedChecks | None = None) -> str:

@@ -10,6 +10,12 @@ numbers at hand, never silence:
 * **unstable**: the measurement's spread (IQR ÷ median) is over 10%, so the median itself moves;
 * **cache level**: faster than predicted while the bytes were charged to main memory, although
   they would fit the last-level cache;
+* **evicted from the cache**: slower, with the program's data at its peak larger than the
+  last-level cache, and kernels priced at a cache's roof that ran at about main memory's rate
+  (from :data:`EVICTED_BELOW` times below it to :data:`EVICTED_MARGIN` times it) account for
+  at least half of the time the kernels took beyond their predictions: each kernel is priced
+  on its own working set, as if its operands were still in the cache, while the program's
+  other arrays, between one kernel and the next or between calls, pushed them out;
 * **fresh pages**: slower, and while it was timed the process took page faults (counted:
   the operating system mapping new pages, as when the allocator serves a call's outputs
   anew) whose cost at the measured page-fault floor is at least :data:`FAULT_SHARE` of the
@@ -45,7 +51,7 @@ from roofline_report.analysis.stats import Stats
 from roofline_report.backends import Backend
 from roofline_report.kinds import Kind
 from roofline_report.text import decimal, miss_text, percent_text
-from roofline_report.units import format_si
+from roofline_report.units import format_binary, format_si
 
 OFF = 2.0  # a prediction this many times the measured time, or a measured time this many
 # times the prediction, is off and gets a reason
@@ -56,6 +62,11 @@ UNSTEADY_KERNEL = 1.5
 # Page faults counted while a program was timed explain its miss when they cost at least this
 # share of it (and a twentieth of its time).
 FAULT_SHARE = 0.25
+# A kernel priced at a cache's roof that ran no faster than EVICTED_MARGIN times main memory's
+# roof and no slower than EVICTED_BELOW times below it ran at about main memory's rate (a
+# kernel far below it is slow for another reason).
+EVICTED_MARGIN = 1.25
+EVICTED_BELOW = 2.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +84,11 @@ class Evidence:
     page_faults: float | None = None  # counted per call while the program was timed
     fault_s: float | None = None  # the measured cost of one (the page-fault floor)
     drift: Drift | None = None  # the run's speed check, where its roofs are the measured ones
+    # The program's data at its peak (bytes: the compiler's peak memory, else its arguments,
+    # outputs and temporaries together); None where not known.
+    footprint: float | None = None
+    # The roof a program meets in main memory (its name and B/s); None without one.
+    main_roof: tuple[str, float] | None = None
 
 
 def off(m: Miss) -> bool:
@@ -120,6 +136,8 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
             and moved < e.cache_bytes:
         reasons.append("cache level: the bytes were charged to main memory but would fit the "
                        "last-level cache")
+    if slower:
+        reasons += _evicted(e)
     if slower and e.xla_bytes is not None and moved and e.xla_bytes >= 1.5 * moved:
         reasons.append(f"unfused intermediates: the compiled program accesses "
                        f"{decimal(e.xla_bytes / moved, 3)}× the bytes charged")
@@ -175,6 +193,41 @@ def _slow_kernels(rows: Sequence[KernelRow]) -> list[str]:
         for _, r in named)
     return [f"slow kernels: {parts} account for {percent_text(share)} of the time the kernels "
             "took beyond their predictions: they run far below their roofs"]
+
+
+def _evicted(e: Evidence) -> list[str]:
+    """The eviction reason (see the module docstring), or nothing where the evidence for it is
+    missing or does not hold."""
+    if e.main_roof is None or not e.cache_bytes or not e.footprint \
+            or e.footprint <= e.cache_bytes:
+        return []
+    roof, rate = e.main_roof
+    main = e.backend.main_memory
+    total = sum(r.saving or 0.0 for r in e.rows)
+    evicted = [r for r in e.rows
+               if r.saving and r.seconds and r.bytes and r.prediction is not None
+               and r.prediction.binding.group == "memory"
+               and main not in r.prediction.level.split(", ")
+               and rate / EVICTED_BELOW <= r.bytes / r.seconds <= EVICTED_MARGIN * rate]
+    gap = sum(r.saving or 0.0 for r in evicted)
+    if total <= 0 or gap < 0.5 * total:
+        return []
+    rates = sorted(r.bytes / r.seconds for r in evicted if r.seconds)
+    levels = sorted({lv for r in evicted if r.prediction is not None
+                     for lv in r.prediction.level.split(", ")})
+    span = (format_si(rates[0], "B/s") if len(rates) == 1 or
+            format_si(rates[0], "B/s") == format_si(rates[-1], "B/s")
+            else f"{format_si(rates[0], 'B/s')} to {format_si(rates[-1], 'B/s')}")
+    one = len(evicted) == 1
+    at = (f"the {levels[0]} roof" if len(levels) == 1
+          else f"the {', '.join(levels[:-1])} and {levels[-1]} roofs")
+    return [f"evicted from the cache: {len(evicted)} {'kernel' if one else 'kernels'} priced "
+            f"at {at} ran at {span}, about {main}'s rate ({roof}: "
+            f"{format_si(rate, 'B/s')}), and the program's data at its peak "
+            f"({format_binary(e.footprint)}) exceed the {format_binary(e.cache_bytes)} "
+            f"last-level cache, so {'its' if one else 'their'} operands came back from "
+            f"{main}: {percent_text(gap / total)} of the time the kernels took beyond their "
+            "predictions"]
 
 
 PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside the matmul "

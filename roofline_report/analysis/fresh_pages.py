@@ -39,6 +39,23 @@ def temp_bytes(record: Mapping[str, Any]) -> int | None:
     return int(value) if isinstance(value, int | float) and value > 0 else None
 
 
+def footprint_bytes(record: Mapping[str, Any]) -> int | None:
+    """The program's data at its peak from its compiled memory analysis: the peak memory where
+    the compiler gives one, else its arguments, outputs and temporaries together; None where
+    unknown."""
+    memory = record.get("memory")
+    if not isinstance(memory, Mapping) or memory.get("available") is False:
+        return None
+    values = memory.get("values") or {}
+    peak = values.get("peak_memory_in_bytes")
+    if isinstance(peak, int | float) and peak > 0:
+        return int(peak)
+    parts = [values.get(k) for k in ("argument_size_in_bytes", "output_size_in_bytes",
+                                     "temp_size_in_bytes")]
+    total = sum(int(v) for v in parts if isinstance(v, int | float) and v > 0)
+    return total or None
+
+
 def fresh_pages(kernels: Sequence[Mapping[str, Any]], temp: int | None,
                 page: int = PAGE_BYTES) -> list[float]:
     """Pages each of ``kernels`` (the inventory, in program order) faults per call: none
