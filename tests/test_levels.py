@@ -3,6 +3,7 @@ they give, and the measuring kernels on tiny plans."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -299,6 +300,14 @@ def test_a_large_fresh_output_past_its_kernels_level_is_priced_at_its_own_size()
     # An output of the L1's size beside 48 KiB of reads: L1's write-new is not believed.
     small = r.bandwidth_for(48 * KiB, written=16 * KiB, program=True)
     assert small is not None and small.name == "L3 read-write"
+    # Never faster than the working set's own level: where main memory streams at 30 GB/s, a
+    # cache-sized output written from 32 MiB of reads is not priced at the cache's 50 GB/s
+    # fresh-output rate (a layer norm's backward kernels, 4 MiB outputs from 8 MiB of reads,
+    # ran at main memory's rate on an 8 MiB last-level cache).
+    slow_dram = RoofSet("this machine", m, (), tuple(
+        replace(b, value=30e9) if b.name == "DRAM read-write" else b for b in bandwidth), (), ())
+    main = slow_dram.bandwidth_for(32 * MiB, written=16 * MiB, program=True)
+    assert main is not None and main.name == "DRAM read-write" and main.value == 30e9
 
 
 def test_rate_plan_sizes_the_reduction_by_backend() -> None:

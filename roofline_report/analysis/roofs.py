@@ -258,7 +258,9 @@ class RoofSet:
         output once per call, by the output's size) read at the ``written`` fresh bytes when
         they are of a size the level holds, else the level's fastest other roof (with
         ``program``, the fastest of the working-set sweep's where the level has one: what a
-        program meets)."""
+        program meets). A large fresh output of a size another level holds (at least
+        :data:`FRESH_SHARE` of the bytes) is read at that level's write-new roof where that is
+        slower than the working set's own level, never where it is faster."""
         if not self.bandwidth:
             return None
         order = self.levels()
@@ -277,6 +279,7 @@ class RoofSet:
             # Read at the size it writes: the allocator serves a large output with new pages
             # that each call faults in, at a fraction of the level's rate.
             held = [r for r in fresh if r.holds(written)]
+            borrowed = False
             if not held and working_set is not None and written >= FRESH_SHARE * working_set:
                 # A fresh output of a size another level holds, a large part of the traffic
                 # (a 16 MiB output of a kernel whose reads take it past the last cache):
@@ -284,7 +287,15 @@ class RoofSet:
                 # Only a plausible one: a write-new roof of tiny outputs measures dispatch.
                 held = [r for r in self.bandwidth if r.name.endswith(FRESH)
                         and r.holds(written) and r.unstable is None]
+                borrowed = True
             fresh = [replace(r, value=r.rate_at(written)) for r in held]
+            if borrowed:
+                # Never faster than the working set's own level: a 4 MiB output written from
+                # 8 MiB of reads is read from main memory whatever a cache-sized fresh output
+                # alone costs (a layer norm's backward kernels so priced at the last-level
+                # cache's write-new rate ran at main memory's).
+                own = max(r.value for r in level)
+                fresh = [r for r in fresh if r.value < own]
         else:
             fresh = []
         others = [r for r in level if not r.name.endswith(FRESH)] or level
