@@ -1,6 +1,7 @@
 """``profile`` on traces of the size people capture, against XProf's conversion of the same file.
 
     python benchmarks/profile_scale.py [--sizes 10,100] [--with-400] [--keep DIR]
+                                       [--xprof-tools hlo_stats,trace_viewer]
 
 With ``--keep DIR`` the traces are written into DIR and kept; a later run with the same DIR
 reads the traces already there instead of capturing them again.
@@ -124,6 +125,9 @@ def _trace_of_size(root: Path, mb: float, per_call: float, reuse: bool) -> tuple
     return _capture(logdir, calls), calls
 
 
+XPROF_TOOLS = ("hlo_stats", "trace_viewer")
+
+
 def _profile(logdir: Path, out: Path) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     wall, rss, _, _ = _run_measured([PYTHON, "-m", "roofline_report", "profile", str(logdir),
@@ -151,7 +155,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--sizes", default="10,100", help="trace sizes in MB, comma separated")
     p.add_argument("--with-400", action="store_true", help="add a 400 MB trace")
     p.add_argument("--keep", metavar="DIR", help="write the traces here and keep them")
+    p.add_argument("--xprof-tools", default=",".join(XPROF_TOOLS),
+                   help="XProf's conversions to time, comma separated (default: %(default)s; "
+                        "trace_viewer takes about ten times as long as profile)")
     ns = p.parse_args(argv)
+    tools = [t.strip() for t in ns.xprof_tools.split(",") if t.strip()]
+    unknown = [t for t in tools if t not in XPROF_TOOLS]
+    if unknown:
+        p.error(f"--xprof-tools: {', '.join(unknown)} is not one of {', '.join(XPROF_TOOLS)}")
     sizes = [float(s) for s in ns.sizes.split(",") if s.strip()]
     if ns.with_400:
         sizes.append(400.0)
@@ -175,8 +186,9 @@ def main(argv: list[str] | None = None) -> None:
             row: dict[str, Any] = {"trace_mb": round(size_mb, 1), "calls": calls,
                                    "profile_s": round(wall, 2), "profile_rss_mb": round(rss),
                                    "load_1min": round(load, 2)}
-            for tool in ("hlo_stats", "trace_viewer"):
-                xs, xrss, what = _xprof(trace, tool)
+            for tool in XPROF_TOOLS:
+                xs, xrss, what = _xprof(trace, tool) if tool in tools else \
+                    (None, None, f"{tool}: not run (--xprof-tools)")
                 row[f"xprof_{tool}_s"] = round(xs, 2) if xs is not None else None
                 row[f"xprof_{tool}_rss_mb"] = round(xrss) if xrss is not None else None
                 row[f"xprof_{tool}_note"] = what
