@@ -10,7 +10,7 @@ from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES
 from roofline_report.analysis.speed_drift import DRIFT
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import Banner, Block, Cell, Note, Section, Status, text
-from roofline_report.report.format import Num, plural
+from roofline_report.report.format import Num, percent_text, plural
 from roofline_report.report.section_parts import (
     MEASURED,
     UNSTABLE,
@@ -56,7 +56,7 @@ def _speed_checks(rows: list[dict[str, Any]]) -> Section:
           "set the level holds; in main memory, the smallest) were timed again as they had "
           "been: a machine slower or faster than at its ceilings moves every prediction made "
           "from them by about as much. A ratio off 1 by ",
-          f"{round(DRIFT * 100)}% or more of the faster rate is said above and named on the "
+          percent_text(DRIFT), " or more of the faster rate is said above and named on the "
           "programs it explains; ",
           plural(drifted, "check is", "checks are"), " that far off here."),
         table(("timed again", "at the ceilings", "after the programs", "ratio"),
