@@ -204,17 +204,18 @@ def _evicted(e: Evidence) -> list[str]:
     roof, rate = e.main_roof
     main = e.backend.main_memory
     total = sum(r.saving or 0.0 for r in e.rows)
-    evicted = [r for r in e.rows
-               if r.saving and r.seconds and r.bytes and r.prediction is not None
-               and r.prediction.binding.group == "memory"
-               and main not in r.prediction.level.split(", ")
-               and rate / EVICTED_BELOW <= r.bytes / r.seconds <= EVICTED_MARGIN * rate]
-    gap = sum(r.saving or 0.0 for r in evicted)
+    # (row, its measured B/s, the levels it was priced at) of each kernel priced in a cache.
+    cached = [(r, r.bytes / r.seconds, r.prediction.level.split(", ")) for r in e.rows
+              if r.saving and r.seconds and r.bytes and r.prediction is not None
+              and r.prediction.binding.group == "memory"
+              and main not in r.prediction.level.split(", ")]
+    evicted = [(r, b, lv) for r, b, lv in cached
+               if rate / EVICTED_BELOW <= b <= EVICTED_MARGIN * rate]
+    gap = sum(r.saving or 0.0 for r, _, _ in evicted)
     if total <= 0 or gap < 0.5 * total:
         return []
-    rates = sorted(r.bytes / r.seconds for r in evicted if r.seconds)
-    levels = sorted({lv for r in evicted if r.prediction is not None
-                     for lv in r.prediction.level.split(", ")})
+    rates = sorted(b for _, b, _ in evicted)
+    levels = sorted({name for _, _, lv in evicted for name in lv})
     span = (format_si(rates[0], "B/s") if len(rates) == 1 or
             format_si(rates[0], "B/s") == format_si(rates[-1], "B/s")
             else f"{format_si(rates[0], 'B/s')} to {format_si(rates[-1], 'B/s')}")

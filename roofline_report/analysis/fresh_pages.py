@@ -30,12 +30,17 @@ FRESH_ABOVE_BYTES = 32 * MiB  # glibc's largest mmap threshold on 64-bit systems
 PAGE_BYTES = 4096
 
 
-def temp_bytes(record: Mapping[str, Any]) -> int | None:
-    """The program's temporaries from its compiled memory analysis, None where unknown."""
+def _memory_values(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The values of a program's compiled memory analysis; {} where it has none."""
     memory = record.get("memory")
     if not isinstance(memory, Mapping) or memory.get("available") is False:
-        return None
-    value = (memory.get("values") or {}).get("temp_size_in_bytes")
+        return {}
+    return memory.get("values") or {}
+
+
+def temp_bytes(record: Mapping[str, Any]) -> int | None:
+    """The program's temporaries from its compiled memory analysis, None where unknown."""
+    value = _memory_values(record).get("temp_size_in_bytes")
     return int(value) if isinstance(value, int | float) and value > 0 else None
 
 
@@ -43,10 +48,7 @@ def footprint_bytes(record: Mapping[str, Any]) -> int | None:
     """The program's data at its peak from its compiled memory analysis: the peak memory where
     the compiler gives one, else its arguments, outputs and temporaries together; None where
     unknown."""
-    memory = record.get("memory")
-    if not isinstance(memory, Mapping) or memory.get("available") is False:
-        return None
-    values = memory.get("values") or {}
+    values = _memory_values(record)
     peak = values.get("peak_memory_in_bytes")
     if isinstance(peak, int | float) and peak > 0:
         return int(peak)

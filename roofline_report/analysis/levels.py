@@ -92,6 +92,13 @@ class Level:
         where a prediction applies the roof."""
         return self.above, self.at_least, self.up_to
 
+    def in_window(self, size: int) -> bool:
+        """Whether a working set of ``size`` bytes is one the level's rule gives it
+        (:attr:`window`)."""
+        above, at_least, up_to = self.window
+        return ((above is None or size > above) and (at_least is None or size >= at_least)
+                and (up_to is None or size <= up_to))
+
 
 def implausible(kernel: str, value: float, reference: float | None) -> str | None:
     """Why ``value`` (B/s) of sweep kernel ``kernel`` cannot be believed beside ``reference``,

@@ -99,12 +99,9 @@ def memory_points(ceilings: Mapping[str, Any]) -> list[tuple[str, str, int, floa
     for level in measured_levels(ceilings):
         if level.kernel not in MEMORY_KERNELS:
             continue
-        above, at_least, up_to = level.window
-        inside = [(b, v) for b, v in points.get(level.kernel, [])
-                  if (above is None or b > above) and (at_least is None or b >= at_least)
-                  and (up_to is None or b <= up_to)]
+        inside = [(b, v) for b, v in points.get(level.kernel, []) if level.in_window(b)]
         if inside:
-            size, value = inside[-1] if up_to is not None else inside[0]
+            size, value = inside[-1] if level.up_to is not None else inside[0]
             out.append((f"{level.name} {level.kernel}", level.kernel, size, value))
     return out
 
@@ -118,15 +115,15 @@ def memory_check(ceilings: Mapping[str, Any], *, quick: bool) -> list[dict[str, 
     chosen = memory_points(ceilings)
     if not chosen:
         return []
+    # The sweep's own bytes per call and sample length where it saved them, else its defaults.
     saved = (ceilings.get("working_set") or {}).get("plan") or {}
-    default = sweep_plan(str(ceilings.get("backend", "cpu")), quick=quick, cache_bytes=None,
-                         free_bytes=None)
-    per_call = saved.get("bytes_per_call")
-    min_sample = saved.get("min_sample_s")
-    plan = SweepPlan((), int(per_call) if isinstance(per_call, int) and per_call > 0
-                     else default.bytes_per_call, samples=PROBE_SAMPLES,
-                     min_sample_s=float(min_sample) if isinstance(min_sample, int | float)
-                     and min_sample > 0 else default.min_sample_s)
+    per_call, min_sample = saved.get("bytes_per_call"), saved.get("min_sample_s")
+    if not (isinstance(per_call, int) and per_call > 0
+            and isinstance(min_sample, int | float) and min_sample > 0):
+        default = sweep_plan(str(ceilings.get("backend", "cpu")), quick=quick, cache_bytes=None,
+                             free_bytes=None)
+        per_call, min_sample = default.bytes_per_call, default.min_sample_s
+    plan = SweepPlan((), int(per_call), samples=PROBE_SAMPLES, min_sample_s=float(min_sample))
     out = []
     for roof, kernel, size, value in chosen:
         point = measure_point(kernel, size, plan)
