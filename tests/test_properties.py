@@ -259,10 +259,10 @@ def _trimmed(doc: dict[str, Any]) -> dict[str, Any]:
     return small
 
 
-def _cheap_svg(fig: Any, _name: str, _title: str, _description: str) -> str:
-    import matplotlib.pyplot as plt
+def _cheap_svg(draw: Any, _name: str, _title: str, _description: str) -> str:
+    from matplotlib.figure import Figure
 
-    plt.close(fig)
+    assert isinstance(draw(), Figure)  # the figure is built, not written
     return "<svg/>\n"
 
 
@@ -312,8 +312,9 @@ def test_a_failed_render_leaves_no_open_figure(document: dict[str, Any], tmp_pat
 
     plt.close("all")
     broken = copy.deepcopy(document)
-    def fail_while_saving(*_args: Any, **_kwargs: Any) -> Any:
-        raise ValueError("drawing failed")  # a figure has been built when this is called
+    def fail_while_saving(draw: Any, *_args: Any, **_kwargs: Any) -> Any:
+        draw()  # the figure is built
+        raise ValueError("drawing failed")
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(figures, "to_svg", fail_while_saving)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from xml.sax.saxutils import escape
 
 import matplotlib
@@ -18,10 +18,11 @@ from roofline_report.report import svg_sharing
 __all__ = ["inlinable", "titled", "to_svg"]
 
 
-def to_svg(fig: Figure, name: str, title: str, description: str) -> str:
-    """The figure as SVG text, written here or by the copy of this process that shares the
-    writing (:mod:`.svg_sharing`): the same text either way."""
-    return svg_sharing.written(name, lambda: _svg_text(fig, name, title, description))
+def to_svg(draw: Callable[[], Figure], name: str, title: str, description: str) -> str:
+    """The figure ``draw()`` builds, as SVG text, built and written here or by the copy of
+    this process that shares the writing (:mod:`.svg_sharing`): the same text either way, and
+    the figure is built only by the process that writes it."""
+    return svg_sharing.written(name, lambda: _svg_text(draw(), name, title, description))
 
 
 def _svg_text(fig: Figure, name: str, title: str, description: str) -> str:

@@ -8,7 +8,7 @@ the metadata. Accessibility: every SVG gets a <title> and <desc> and ``role="img
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,25 +111,32 @@ def _seconds_axis(axis: Any) -> None:
     axis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
 
 
-def _finish(fig: Figure, name: str, title: str, desc: str, table: Table,
+def _finish(draw: Callable[[], Figure], name: str, title: str, desc: str, table: Table,
             kinds: tuple[str, ...], tips: Sequence[tuple[str, str]] = ()) -> FigureOut:
-    return FigureOut(name, title, desc, titled(to_svg(fig, name, title, desc), name, tips),
+    """The figure ``draw()`` builds, as SVG with its caption and table. It is built only where
+    its SVG is written: a process sharing the writing (:mod:`.svg_sharing`) builds only its
+    own half, the figure's words and numbers coming from the data, not from the drawing."""
+    return FigureOut(name, title, desc, titled(to_svg(draw, name, title, desc), name, tips),
                      table, kinds)
 
 
-def _hover(ax: Axes, points: Sequence[tuple[float, float, str]], prefix: str = "tip"
-           ) -> list[tuple[str, str]]:
+HoverPoint = tuple[float, float, str]  # (x, y, tooltip)
+
+
+def _tips(points: Sequence[HoverPoint], prefix: str = "tip") -> list[tuple[str, str]]:
+    """(id, tooltip) of each hover target :func:`_hover` draws over ``points``, for
+    :func:`.figure_svg.titled`."""
+    return [(f"{prefix}-{j}", tip) for j, (_x, _y, tip) in enumerate(points, 1)]
+
+
+def _hover(ax: Axes, points: Sequence[HoverPoint], prefix: str = "tip") -> None:
     """A transparent hover target over each (x, y, tooltip) point, drawn as a marker of its
-    own (an SVG group with an id); returns (id, tooltip) pairs for :func:`.figure_svg.titled`."""
-    tips = []
-    for j, (x, y, tip) in enumerate(points, 1):
-        gid = f"{prefix}-{j}"
+    own (an SVG group with the id :func:`_tips` gives it)."""
+    for (gid, _tip), (x, y, _t) in zip(_tips(points, prefix), points, strict=True):
         # A marker of a line of its own: the same target as a one-point scatter, at a tenth
         # of its cost to draw.
         ax.plot([x], [y], marker="o", markersize=8.0, linestyle="none", alpha=0.0, gid=gid,
                 zorder=5)
-        tips.append((gid, tip))
-    return tips
 
 
 _LEGEND_POINTS = 8.0  # the legend's font size
@@ -190,31 +197,36 @@ def _g(x: float) -> str:
 def seed_roofline(seed_model: Mapping[str, Any]) -> FigureOut:
     data = seed_model["figure"]
     xs = data["x"]
-    fig, ax = _new_figure()
     styles = ("bandwidth budget", "compute budget", "combined ceiling")
-    for i, series in enumerate(data["series"]):
-        lw = 3.0 if series["label"] == "combined ceiling" else 1.4
-        alpha = 0.45 if series["label"] == "combined ceiling" else 1.0
-        ax.plot(xs, series["y"], label=f"{series['label']} (hypothetical)", color=PALETTE[i],
-                linestyle="--" if series["label"] != "combined ceiling" else "-",
-                linewidth=lw, alpha=alpha, marker="o", markersize=3)
     ridge = seed_model["ridge"]
-    ax.axvline(ridge, color="#64748b", linewidth=0.8, linestyle=":")
-    ax.annotate(f"ridge {_g(ridge)} FLOP/B", (ridge, data["series"][1]["y"][0]),
-                textcoords="offset points", xytext=(6, -14), fontsize=8)
-    for n, x, y in zip(seed_model["sizes"], seed_model["intensity"], seed_model["roofline"],
-                       strict=True):
-        ax.annotate(f"n={n}", (x, y / 1e9), textcoords="offset points", xytext=(-8, 6),
-                    fontsize=7)
-    tips = _hover(ax, [(x, y / 1e9, f"n={n}: intensity {_g(x)} FLOP/B, ceiling "
-                     f"{fmt(y, 'FLOP/s')} (hypothetical), {b}-bound")
-                    for n, x, y, b in zip(seed_model["sizes"], seed_model["intensity"],
-                                          seed_model["roofline"], seed_model["bound"],
-                                          strict=True)])
-    _log_axes(ax, data["xlabel"], data["ylabel"])
-    ax.set_title("Hypothetical roofline: square f32 matmuls under assumed budgets", fontsize=10,
-                 y=1.0, pad=6)
-    _legend(ax)
+    hover = [(x, y / 1e9, f"n={n}: intensity {_g(x)} FLOP/B, ceiling "
+              f"{fmt(y, 'FLOP/s')} (hypothetical), {b}-bound")
+             for n, x, y, b in zip(seed_model["sizes"], seed_model["intensity"],
+                                   seed_model["roofline"], seed_model["bound"], strict=True)]
+
+    def draw() -> Figure:
+        fig, ax = _new_figure()
+        for i, series in enumerate(data["series"]):
+            lw = 3.0 if series["label"] == "combined ceiling" else 1.4
+            alpha = 0.45 if series["label"] == "combined ceiling" else 1.0
+            ax.plot(xs, series["y"], label=f"{series['label']} (hypothetical)",
+                    color=PALETTE[i],
+                    linestyle="--" if series["label"] != "combined ceiling" else "-",
+                    linewidth=lw, alpha=alpha, marker="o", markersize=3)
+        ax.axvline(ridge, color="#64748b", linewidth=0.8, linestyle=":")
+        ax.annotate(f"ridge {_g(ridge)} FLOP/B", (ridge, data["series"][1]["y"][0]),
+                    textcoords="offset points", xytext=(6, -14), fontsize=8)
+        for n, x, y in zip(seed_model["sizes"], seed_model["intensity"],
+                           seed_model["roofline"], strict=True):
+            ax.annotate(f"n={n}", (x, y / 1e9), textcoords="offset points", xytext=(-8, 6),
+                        fontsize=7)
+        _hover(ax, hover)
+        _log_axes(ax, data["xlabel"], data["ylabel"])
+        ax.set_title("Hypothetical roofline: square f32 matmuls under assumed budgets",
+                     fontsize=10, y=1.0, pad=6)
+        _legend(ax)
+        return fig
+
     title = "Hypothetical roofline of square float32 matmuls"
     by_bound = {b: [str(n) for n, bb in zip(seed_model["sizes"], seed_model["bound"],
                                             strict=True) if bb == b]
@@ -230,32 +242,38 @@ def seed_roofline(seed_model: Mapping[str, Any]) -> FigureOut:
                                   seed_model["bound"], strict=True)
     )
     table = Table(("n", "intensity (FLOP/B)", "bandwidth × intensity", "ceiling", "bound"), rows)
-    return _finish(fig, "seed_roofline", title, desc, table, (Kind.HYPOTHETICAL.value,), tips)
+    return _finish(draw, "seed_roofline", title, desc, table, (Kind.HYPOTHETICAL.value,),
+                   _tips(hover))
 
 
 def doubled_traffic(experiment: Mapping[str, Any], ridge: float) -> FigureOut:
-    fig, ax = _new_figure()
     sizes = experiment["sizes"]
-    ax.plot(experiment["intensity"], [y / 1e9 for y in experiment["roofline"]], marker="o",
-            color=PALETTE[0], label="minimum traffic (hypothetical)", linestyle="--")
-    ax.plot(experiment["reduced_intensity"], [y / 1e9 for y in experiment["revised"]],
-            marker="s", color=PALETTE[1], label="twice the minimum traffic (hypothetical)",
-            linestyle="--")
-    for n, x, y in zip(sizes, experiment["reduced_intensity"], experiment["revised"],
-                       strict=True):
-        ax.annotate(f"n={n}", (x, y / 1e9), textcoords="offset points", xytext=(-6, -12),
-                    fontsize=7)
-    ax.axvline(ridge, color="#64748b", linewidth=0.8, linestyle=":")
-    tips = _hover(ax, [(x, y / 1e9, f"n={n}, {what}: intensity {_g(x)} FLOP/B, ceiling "
-                        f"{fmt(y, 'FLOP/s')} (hypothetical)")
-                       for what, xs_, ys_ in (
-                           ("minimum traffic", experiment["intensity"], experiment["roofline"]),
-                           ("twice the minimum traffic", experiment["reduced_intensity"],
-                            experiment["revised"]))
-                       for n, x, y in zip(sizes, xs_, ys_, strict=True)])
-    _log_axes(ax, "operations per byte (FLOP/byte)", "hypothetical ceiling (GFLOP/s)")
-    ax.set_title("Doubling the data movement halves intensity", fontsize=10, y=1.0, pad=6)
-    _legend(ax)
+    hover = [(x, y / 1e9, f"n={n}, {what}: intensity {_g(x)} FLOP/B, ceiling "
+              f"{fmt(y, 'FLOP/s')} (hypothetical)")
+             for what, xs_, ys_ in (
+                 ("minimum traffic", experiment["intensity"], experiment["roofline"]),
+                 ("twice the minimum traffic", experiment["reduced_intensity"],
+                  experiment["revised"]))
+             for n, x, y in zip(sizes, xs_, ys_, strict=True)]
+
+    def draw() -> Figure:
+        fig, ax = _new_figure()
+        ax.plot(experiment["intensity"], [y / 1e9 for y in experiment["roofline"]], marker="o",
+                color=PALETTE[0], label="minimum traffic (hypothetical)", linestyle="--")
+        ax.plot(experiment["reduced_intensity"], [y / 1e9 for y in experiment["revised"]],
+                marker="s", color=PALETTE[1], label="twice the minimum traffic (hypothetical)",
+                linestyle="--")
+        for n, x, y in zip(sizes, experiment["reduced_intensity"], experiment["revised"],
+                           strict=True):
+            ax.annotate(f"n={n}", (x, y / 1e9), textcoords="offset points", xytext=(-6, -12),
+                        fontsize=7)
+        ax.axvline(ridge, color="#64748b", linewidth=0.8, linestyle=":")
+        _hover(ax, hover)
+        _log_axes(ax, "operations per byte (FLOP/byte)", "hypothetical ceiling (GFLOP/s)")
+        ax.set_title("Doubling the data movement halves intensity", fontsize=10, y=1.0, pad=6)
+        _legend(ax)
+        return fig
+
     title = "Experiment: twice the minimum traffic"
     desc = ("Each square matmul's point moves left by a factor of two in intensity; below the "
             "ridge its ceiling halves, above it stays at the compute budget.")
@@ -267,8 +285,8 @@ def doubled_traffic(experiment: Mapping[str, Any], ridge: float) -> FigureOut:
     )
     table = Table(("n", "intensity", "halved intensity", "ceiling", "revised ceiling", "ratio"),
                   rows)
-    return _finish(fig, "doubled_traffic", title, desc, table, (Kind.HYPOTHETICAL.value,),
-                   tips)
+    return _finish(draw, "doubled_traffic", title, desc, table, (Kind.HYPOTHETICAL.value,),
+                   _tips(hover))
 
 
 def _range(low: int | None, high: int | None) -> str:
@@ -317,52 +335,57 @@ def working_set(series: Sequence[SweepSeries], levels: Sequence[LevelBand],
                 caches: Sequence[tuple[str, int]]) -> FigureOut:
     """Bandwidth against working-set size, one line per kernel, each level found drawn as a
     horizontal band over its range and each cache's capacity as a dotted vertical line."""
-    fig, ax = _new_figure()
     sizes = [b for s in series for b, _ in s.points]
     lo, hi = (min(sizes), max(sizes)) if sizes else (1 << 12, 1 << 28)
-    for i, s in enumerate(series):
-        ax.plot([b for b, _ in s.points], [v for _, v in s.points], marker="o", markersize=3.5,
-                color=PALETTE[i % len(PALETTE)], label=f"{s.name} (measured)",
-                **KIND_STYLE[Kind.MEASURED.value])
-    for lv in levels:
-        i = next((j for j, s in enumerate(series) if s.name == lv.kernel), 0)
-        start = lv.min_bytes or lo
-        end = lv.max_bytes or hi
-        ax.plot([start, end], [lv.value, lv.value], color=PALETTE[i % len(PALETTE)],
-                linewidth=5, alpha=0.25, solid_capstyle="butt")
-        ax.annotate(f"{lv.name} {format_si(lv.value, 'B/s', 2)}", (start, lv.value),
-                    textcoords="offset points", xytext=(2, 4), fontsize=7)
-    for name, size in caches:
-        ax.axvline(size, color="#94a3b8", linewidth=1.0, linestyle=(0, (1, 2)))
-        ax.annotate(name, (size, 1), xycoords=("data", "axes fraction"),
-                    textcoords="offset points", xytext=(2, -10), fontsize=7, color="#475569")
-    tips = _hover(ax, [(b, v, f"{s.name}: {format_binary(b)} working set, "
-                           f"{fmt(v, 'B/s')} (measured)") for s in series for b, v in s.points])
-    ax.set_xscale("log", base=2)
-    _log10(ax, "y")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: format_binary(v, 2)))
-    ax.yaxis.set_major_formatter(FuncFormatter(
-        lambda v, _p: format_si(v, "B/s", 2).replace(" B/s", "")))
-    ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _p: ""))
-    ax.set_xlabel("working set (bytes)")
-    ax.set_ylabel("bandwidth (B/s)")
+    hover = [(b, v, f"{s.name}: {format_binary(b)} working set, {fmt(v, 'B/s')} (measured)")
+             for s in series for b, v in s.points]
     title = "Bandwidth against working-set size"
-    ax.set_title(title, fontsize=10, y=1.0, pad=6)
-    _legend_below(fig, ax, ncol=2)
+
+    def draw() -> Figure:
+        fig, ax = _new_figure()
+        for i, s in enumerate(series):
+            ax.plot([b for b, _ in s.points], [v for _, v in s.points], marker="o",
+                    markersize=3.5, color=PALETTE[i % len(PALETTE)], label=f"{s.name} (measured)",
+                    **KIND_STYLE[Kind.MEASURED.value])
+        for lv in levels:
+            i = next((j for j, s in enumerate(series) if s.name == lv.kernel), 0)
+            start = lv.min_bytes or lo
+            end = lv.max_bytes or hi
+            ax.plot([start, end], [lv.value, lv.value], color=PALETTE[i % len(PALETTE)],
+                    linewidth=5, alpha=0.25, solid_capstyle="butt")
+            ax.annotate(f"{lv.name} {format_si(lv.value, 'B/s', 2)}", (start, lv.value),
+                        textcoords="offset points", xytext=(2, 4), fontsize=7)
+        for name, size in caches:
+            ax.axvline(size, color="#94a3b8", linewidth=1.0, linestyle=(0, (1, 2)))
+            ax.annotate(name, (size, 1), xycoords=("data", "axes fraction"),
+                        textcoords="offset points", xytext=(2, -10), fontsize=7,
+                        color="#475569")
+        _hover(ax, hover)
+        ax.set_xscale("log", base=2)
+        _log10(ax, "y")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: format_binary(v, 2)))
+        ax.yaxis.set_major_formatter(FuncFormatter(
+            lambda v, _p: format_si(v, "B/s", 2).replace(" B/s", "")))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _p: ""))
+        ax.set_xlabel("working set (bytes)")
+        ax.set_ylabel("bandwidth (B/s)")
+        ax.set_title(title, fontsize=10, y=1.0, pad=6)
+        _legend_below(fig, ax, ncol=2)
+        return fig
+
     found = ", ".join(f"{lv.name} {format_si(lv.value, 'B/s')} ({lv.kernel})" for lv in levels)
     desc = ("Streaming kernels over working sets of growing size, each point the fastest "
             "sample (a write-new point is a whole call, dispatch included; its levels take "
             "the dispatch floor off, so their bands sit above its points); shaded bands are "
             "the memory levels found"
             + (f": {found}." if found else ": none was found."))
-    svg = titled(to_svg(fig, "working_set", title, desc), "working_set", tips)
     rows = [(s.name, format_binary(b), fmt(v, "B/s")) for s in series for b, v in s.points]
     rows += [(f"level {lv.name} ({lv.kernel})",
               lv.range_text or _range(lv.min_bytes, lv.max_bytes), fmt(lv.value, "B/s"))
              for lv in levels]
-    return FigureOut("working_set", title, desc, svg,
-                     Table(("kernel or level", "working set", "bandwidth"), tuple(rows)),
-                     (Kind.MEASURED.value,))
+    return _finish(draw, "working_set", title, desc,
+                   Table(("kernel or level", "working set", "bandwidth"), tuple(rows)),
+                   (Kind.MEASURED.value,), _tips(hover))
 
 
 # --- communication roofline -----------------------------------------------------------------
@@ -371,28 +394,32 @@ def comm_times(study: Mapping[str, Any]) -> FigureOut:
     """Bars of T_math, T_mem and T_comm per sharded workload, per device."""
     rows = study["bounds"]
     kind = study["kind"]
-    fig, ax = _new_figure()
     terms = (("t_math", "T_math"), ("t_mem", "T_mem"), ("t_comm", "T_comm"))
-    width = 0.26
-    positive = [r[key] for r in rows for key, _ in terms if r[key] > 0]
-    floor = min(positive, default=1e-6) / 4  # bars start here on the log axis
-    for j, (key, label) in enumerate(terms):
-        xs = [i + (j - 1) * width for i in range(len(rows))]
-        ys = [r[key] - floor if r[key] > floor else 0.0 for r in rows]
-        ax.bar(xs, ys, bottom=floor, width=width, label=f"{label} ({Kind(kind).label})",
-               color=PALETTE[j])
-        for x, r in zip(xs, rows, strict=True):
-            if r[key] == 0:  # nothing to draw on a log axis: say so
-                ax.annotate("none", (x, floor), textcoords="offset points", xytext=(0, 3),
-                            ha="center", fontsize=7, rotation=90)
     labels = [r["name"] if r["sharding"] == "user" else r["sharding"] for r in rows]
-    ax.set_xticks(range(len(rows)), labels, fontsize=8)
-    _log10(ax, "y")
-    ax.set_ylim(floor, max(positive, default=1.0) * 3)
-    _seconds_axis(ax.yaxis)
-    ax.set_ylabel("time per device")
-    ax.set_title("Per-device time bounds of the sharded matmuls", fontsize=10, y=1.0, pad=6)
-    _legend_below(fig, ax, ncol=3)
+
+    def draw() -> Figure:
+        fig, ax = _new_figure()
+        width = 0.26
+        positive = [r[key] for r in rows for key, _ in terms if r[key] > 0]
+        floor = min(positive, default=1e-6) / 4  # bars start here on the log axis
+        for j, (key, label) in enumerate(terms):
+            xs = [i + (j - 1) * width for i in range(len(rows))]
+            ys = [r[key] - floor if r[key] > floor else 0.0 for r in rows]
+            ax.bar(xs, ys, bottom=floor, width=width, label=f"{label} ({Kind(kind).label})",
+                   color=PALETTE[j])
+            for x, r in zip(xs, rows, strict=True):
+                if r[key] == 0:  # nothing to draw on a log axis: say so
+                    ax.annotate("none", (x, floor), textcoords="offset points", xytext=(0, 3),
+                                ha="center", fontsize=7, rotation=90)
+        ax.set_xticks(range(len(rows)), labels, fontsize=8)
+        _log10(ax, "y")
+        ax.set_ylim(floor, max(positive, default=1.0) * 3)
+        _seconds_axis(ax.yaxis)
+        ax.set_ylabel("time per device")
+        ax.set_title("Per-device time bounds of the sharded matmuls", fontsize=10, y=1.0, pad=6)
+        _legend_below(fig, ax, ncol=3)
+        return fig
+
     budget = study["budget"]
     title = "Communication roofline of the sharded matmuls"
     desc = (f"Per device, under {Kind(kind).label} budgets of {format_si(budget['peak'], 'FLOP/s')}"
@@ -409,42 +436,46 @@ def comm_times(study: Mapping[str, Any]) -> FigureOut:
                          fmt(r["t_comm"], "s"), fmt(r["lower_bound"], "s"),
                          fmt(r["upper_bound"], "s"), r["binding"])
                         for label, r in zip(labels, rows, strict=True)))
-    return _finish(fig, "comm_times", title, desc, table,
-                     (kind,))
+    return _finish(draw, "comm_times", title, desc, table, (kind,))
 
 
 def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
     """Lower-bound time per strategy as the device count and the batch size change."""
     series = study["series"]
     kind = study["kind"]
-    fig = Figure(figsize=(8.4, 3.8), dpi=100)
-    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.14, top=0.9, wspace=0.28)
-    left, right = fig.subplots(1, 2)
-    rows = []
+    strategies = sorted(series["strategies"])
     shapes_batch = series["shapes"].get("batch", "")
-    for i, strategy in enumerate(sorted(series["strategies"])):
-        by_n, by_b = series["by_devices"][strategy], series["by_batch"][strategy]
-        left.plot(series["by_devices"]["devices"], by_n["lower_bound"], marker="o",
-                  color=PALETTE[i], label=strategy)
-        right.plot(series["by_batch"]["batch"], by_b["lower_bound"], marker="o",
-                   color=PALETTE[i], label=strategy)
-        for n_dev, t, b in zip(series["by_devices"]["devices"], by_n["lower_bound"],
-                               by_n["binding"], strict=True):
-            rows.append((strategy, f"{plural(n_dev, 'device', 'devices')}, B={shapes_batch}",
-                         fmt(t, "s"), b))
-    for ax, xlabel in ((left, "devices"), (right, "global batch")):
-        ax.set_xscale("log", base=2)
-        _log10(ax, "y")
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: whole(v, 3)))
-        _seconds_axis(ax.yaxis)
-        ax.set_xlabel(xlabel)
-        ax.grid(True, alpha=0.3)
-    left.set_ylabel(f"lower bound per device ({Kind(kind).label})")
-    left.legend(fontsize=8)
-    left.set_title(f"global batch {series['shapes'].get('batch', '')} fixed", fontsize=9,
-                   y=1.0, pad=6)
-    right.set_title(plural(series["shapes"].get("devices", ""), "device", "devices"), fontsize=9,
-                    y=1.0, pad=6)
+    rows = [(strategy, f"{plural(n_dev, 'device', 'devices')}, B={shapes_batch}", fmt(t, "s"), b)
+            for strategy in strategies
+            for n_dev, t, b in zip(series["by_devices"]["devices"],
+                                   series["by_devices"][strategy]["lower_bound"],
+                                   series["by_devices"][strategy]["binding"], strict=True)]
+
+    def draw() -> Figure:
+        fig = Figure(figsize=(8.4, 3.8), dpi=100)
+        fig.subplots_adjust(left=0.11, right=0.98, bottom=0.14, top=0.9, wspace=0.28)
+        left, right = fig.subplots(1, 2)
+        for i, strategy in enumerate(strategies):
+            left.plot(series["by_devices"]["devices"],
+                      series["by_devices"][strategy]["lower_bound"], marker="o",
+                      color=PALETTE[i], label=strategy)
+            right.plot(series["by_batch"]["batch"], series["by_batch"][strategy]["lower_bound"],
+                       marker="o", color=PALETTE[i], label=strategy)
+        for ax, xlabel in ((left, "devices"), (right, "global batch")):
+            ax.set_xscale("log", base=2)
+            _log10(ax, "y")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: whole(v, 3)))
+            _seconds_axis(ax.yaxis)
+            ax.set_xlabel(xlabel)
+            ax.grid(True, alpha=0.3)
+        left.set_ylabel(f"lower bound per device ({Kind(kind).label})")
+        left.legend(fontsize=8)
+        left.set_title(f"global batch {series['shapes'].get('batch', '')} fixed", fontsize=9,
+                       y=1.0, pad=6)
+        right.set_title(plural(series["shapes"].get("devices", ""), "device", "devices"),
+                        fontsize=9, y=1.0, pad=6)
+        return fig
+
     title = "How the sharded matmuls scale"
     shapes = series["shapes"]
     desc = ("Lower-bound time per device (the largest of T_math, T_mem, T_comm, bandwidth terms "
@@ -458,24 +489,17 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
         desc += (" At the fixed batch every sharding is compute-bound at every device count, so "
                  "the three lines of the left panel coincide.")
     table = Table(("sharding", "devices", "lower bound", "binding"), tuple(rows))
-    return _finish(fig, "comm_scaling", title, desc, table, (kind,)
-    )
+    return _finish(draw, "comm_scaling", title, desc, table, (kind,))
 
 
 def comm_projection(projection: Mapping[str, Any]) -> FigureOut:
     """Projected step time (lower bound) and its T_comm per training step against the device
     count, on one chip preset: a projection from the compiled 8-device program, not a run."""
-    fig, ax = _new_figure()
     kind = projection["kind"]
     names = list(dict.fromkeys(r["name"] for r in projection["rows"]))
+    preset = projection["preset"]
     rows = []
-    for i, name in enumerate(names):
-        points = [r for r in projection["rows"] if r["name"] == name and r["available"]]
-        xs = [r["devices"] for r in points]
-        ax.plot(xs, [r["lower_bound"] for r in points], marker="o", color=PALETTE[i],
-                label=f"{name}: step (max)", **KIND_STYLE[kind])
-        ax.plot(xs, [r["t_comm"] for r in points], marker="x", color=PALETTE[i],
-                linestyle=":", linewidth=1.2, label=f"{name}: T_comm")
+    for name in names:
         for r in projection["rows"]:
             if r["name"] != name:
                 continue
@@ -486,23 +510,34 @@ def comm_projection(projection: Mapping[str, Any]) -> FigureOut:
                          fmt(r["t_math"], "s"), fmt(r["t_comm_latency"], "s") + " + "
                          + fmt(r["t_comm_bandwidth"], "s"), fmt(r["lower_bound"], "s"),
                          r["binding"]))
-    ax.set_xscale("log", base=2)
-    _log10(ax, "y")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: whole(v, 3)))
-    _seconds_axis(ax.yaxis)
-    ax.set_xlabel("devices (projected, not run)")
-    ax.set_ylabel("time per step, per device")
-    ax.grid(True, alpha=0.3)
-    domain = projection.get("domain")
-    if domain:
-        ax.axvline(domain, color="#475569", linewidth=0.8)
-        ax.annotate(f"one {projection['preset']} domain ({domain})", (domain, 1),
-                    xycoords=("data", "axes fraction"), xytext=(3, -12),
-                    textcoords="offset points", fontsize=7)
-    preset = projection["preset"]
-    ax.set_title(f"Projection on {preset}: step time as the mesh grows", fontsize=10, y=1.0,
-                 pad=6)
-    _legend_below(fig, ax, ncol=2)
+
+    def draw() -> Figure:
+        fig, ax = _new_figure()
+        for i, name in enumerate(names):
+            points = [r for r in projection["rows"] if r["name"] == name and r["available"]]
+            xs = [r["devices"] for r in points]
+            ax.plot(xs, [r["lower_bound"] for r in points], marker="o", color=PALETTE[i],
+                    label=f"{name}: step (max)", **KIND_STYLE[kind])
+            ax.plot(xs, [r["t_comm"] for r in points], marker="x", color=PALETTE[i],
+                    linestyle=":", linewidth=1.2, label=f"{name}: T_comm")
+        ax.set_xscale("log", base=2)
+        _log10(ax, "y")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: whole(v, 3)))
+        _seconds_axis(ax.yaxis)
+        ax.set_xlabel("devices (projected, not run)")
+        ax.set_ylabel("time per step, per device")
+        ax.grid(True, alpha=0.3)
+        domain = projection.get("domain")
+        if domain:
+            ax.axvline(domain, color="#475569", linewidth=0.8)
+            ax.annotate(f"one {preset} domain ({domain})", (domain, 1),
+                        xycoords=("data", "axes fraction"), xytext=(3, -12),
+                        textcoords="offset points", fontsize=7)
+        ax.set_title(f"Projection on {preset}: step time as the mesh grows", fontsize=10,
+                     y=1.0, pad=6)
+        _legend_below(fig, ax, ncol=2)
+        return fig
+
     title = f"Projected training steps on {preset} (projection, not measured)"
     desc = (f"A projection, not a run: the per-device FLOPs, HBM bytes and collectives of the "
             f"compiled 8-device steps carried to {_and([str(d) for d in projection['devices']])}"
@@ -512,7 +547,7 @@ def comm_projection(projection: Mapping[str, Any]) -> FigureOut:
             "domain, then across the network.")
     table = Table(("step", "devices", "link", "global batch", "T_math", "T_comm (latency + "
                    "bandwidth)", "step lower bound", "binding"), tuple(rows))
-    return _finish(fig, "comm_projection", title, desc, table, (kind,))
+    return _finish(draw, "comm_projection", title, desc, table, (kind,))
 
 
 # --- sweeps ---------------------------------------------------------------------------------
@@ -539,10 +574,10 @@ def sweep_trajectories(sweeps: Sequence[Sweep], roofs: RoofSet) -> FigureOut:
 
 def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> FigureOut:
     """Predicted against measured time of every sweep point, with the line of equality."""
-    fig, ax = _new_figure()
     rows = []
-    hover: list[tuple[float, float, str]] = []
+    hover: list[HoverPoint] = []
     lo, hi = math.inf, 0.0
+    drawn: list[tuple[int, str, list[float], list[float]]] = []  # (colour, label, x, y)
     for i, sw in enumerate(sweeps):
         pts = [pt for pt in sw.points if pt.prediction is not None]
         if not pts:
@@ -550,8 +585,7 @@ def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> Fig
         pred = [pt.prediction.seconds for pt in pts if pt.prediction is not None]
         meas = [pt.measured for pt in pts]
         lo, hi = min(lo, *pred, *meas), max(hi, *pred, *meas)
-        ax.plot(pred, meas, marker="o", linestyle="none", markersize=4,
-                color=PALETTE[i % len(PALETTE)], label=sw.title)
+        drawn.append((i, sw.title, pred, meas))
         for pt, t_pred in zip(pts, pred, strict=True):
             rows.append((sw.title, _dims_text(pt.dims), fmt(t_pred, "s"), fmt(pt.measured, "s"),
                          f"{decimal(pt.measured / t_pred, 3)}×", pt.predicted_bound))
@@ -559,18 +593,26 @@ def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> Fig
                           f"{sw.title} {_dims_text(pt.dims)}: predicted {fmt(t_pred, 's')}, "
                           f"measured {fmt(pt.measured, 's')} "
                           f"({decimal(pt.measured / t_pred, 3)}×)"))
-    tips = _hover(ax, hover)
-    if hi > 0:
-        ax.plot([lo / 2, hi * 2], [lo / 2, hi * 2], color="#64748b", linewidth=0.9,
-                linestyle="--", label="measured = predicted")
-    _log10(ax, "x")
-    _log10(ax, "y")
-    for axis in (ax.xaxis, ax.yaxis):
-        _seconds_axis(axis)
-    ax.set_xlabel("predicted time: the model of the compiled program")
-    ax.set_ylabel("measured time (first quartile)")
-    ax.set_title("The model's prediction against the stopwatch", fontsize=10, y=1.0, pad=6)
-    _legend_below(fig, ax, ncol=3)
+
+    def draw() -> Figure:
+        fig, ax = _new_figure()
+        for i, label, pred, meas in drawn:
+            ax.plot(pred, meas, marker="o", linestyle="none", markersize=4,
+                    color=PALETTE[i % len(PALETTE)], label=label)
+        _hover(ax, hover)
+        if hi > 0:
+            ax.plot([lo / 2, hi * 2], [lo / 2, hi * 2], color="#64748b", linewidth=0.9,
+                    linestyle="--", label="measured = predicted")
+        _log10(ax, "x")
+        _log10(ax, "y")
+        for axis in (ax.xaxis, ax.yaxis):
+            _seconds_axis(axis)
+        ax.set_xlabel("predicted time: the model of the compiled program")
+        ax.set_ylabel("measured time (first quartile)")
+        ax.set_title("The model's prediction against the stopwatch", fontsize=10, y=1.0, pad=6)
+        _legend_below(fig, ax, ncol=3)
+        return fig
+
     title = "Predicted against measured time"
     desc = ("Each sweep point's predicted time (the per-kernel model on this machine's roofs) "
             "against its measured time (the first quartile of its samples); points on the "
@@ -579,8 +621,8 @@ def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> Fig
                else ""))
     table = Table(("workload", "size", "predicted", "measured", "measured ÷ predicted",
                    "predicted bound"), tuple(rows))
-    return _finish(fig, "sweep_prediction", title, desc, table,
-                   (Kind.PREDICTED.value, Kind.MEASURED.value), tips)
+    return _finish(draw, "sweep_prediction", title, desc, table,
+                   (Kind.PREDICTED.value, Kind.MEASURED.value), _tips(hover))
 
 
 # --- lab notebook ---------------------------------------------------------------------------
@@ -588,28 +630,33 @@ def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> Fig
 def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> FigureOut:
     """A lab experiment's sweep: measured times, the model's, and the fit, on log axes."""
     name = f"lab_{exp_id}"
-    fig, ax = _new_figure()
     xs = data["x"]
-    styles: dict[str, dict[str, Any]] = {"measured": {"marker": "o", "linestyle": "none"},
-              "model": {"linestyle": "--"}, "fit": {"linestyle": ":"}}
-    for i, s in enumerate(data["series"]):
-        key = "measured" if s["label"] == "measured" else "model" if "model" in s["label"] \
-            else "fit"
-        kind_label = Kind(s["kind"]).label
-        label = s["label"] if s["label"] == kind_label else f"{s['label']} ({kind_label})"
-        ax.plot(xs, s["y"], color=PALETTE[i % len(PALETTE)], label=label, **styles[key])
-    tips = _hover(ax, [(x, y, f"{s['label']} at {_tick(x)}: {fmt(y, 's')} "
-                              f"({Kind(s['kind']).label})")
-                       for s in data["series"] for x, y in zip(xs, s["y"], strict=True)
-                       if y is not None and y > 0])
-    ax.set_xscale("log", base=2)
-    _log10(ax, "y")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v)))
-    _seconds_axis(ax.yaxis)
-    ax.set_xlabel(data.get("xlabel", ""))
-    ax.set_ylabel(data.get("ylabel", ""))
-    ax.set_title(title, fontsize=10, y=1.0, pad=6)
-    ax.legend(loc="upper left", fontsize=8)
+    hover = [(x, y, f"{s['label']} at {_tick(x)}: {fmt(y, 's')} ({Kind(s['kind']).label})")
+             for s in data["series"] for x, y in zip(xs, s["y"], strict=True)
+             if y is not None and y > 0]
+
+    def draw() -> Figure:
+        fig, ax = _new_figure()
+        styles: dict[str, dict[str, Any]] = {"measured": {"marker": "o", "linestyle": "none"},
+                                             "model": {"linestyle": "--"},
+                                             "fit": {"linestyle": ":"}}
+        for i, s in enumerate(data["series"]):
+            key = "measured" if s["label"] == "measured" else "model" if "model" in s["label"] \
+                else "fit"
+            kind_label = Kind(s["kind"]).label
+            label = s["label"] if s["label"] == kind_label else f"{s['label']} ({kind_label})"
+            ax.plot(xs, s["y"], color=PALETTE[i % len(PALETTE)], label=label, **styles[key])
+        _hover(ax, hover)
+        ax.set_xscale("log", base=2)
+        _log10(ax, "y")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v)))
+        _seconds_axis(ax.yaxis)
+        ax.set_xlabel(data.get("xlabel", ""))
+        ax.set_ylabel(data.get("ylabel", ""))
+        ax.set_title(title, fontsize=10, y=1.0, pad=6)
+        ax.legend(loc="upper left", fontsize=8)
+        return fig
+
     desc = ("The measured times against the roofline model's, with a flat-then-proportional "
             "fit whose knee is the observed crossing.")
     headers = (data.get("xlabel", "x"), *(s["label"] for s in data["series"]))
@@ -619,7 +666,7 @@ def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> Figur
                   *(fmt(s["y"][i], "s") for s in data["series"]))
                  for i, x in enumerate(xs))
     kinds = tuple(sorted({s["kind"] for s in data["series"]}))
-    return _finish(fig, name, title, desc, Table(headers, rows), kinds, tips)
+    return _finish(draw, name, title, desc, Table(headers, rows), kinds, _tips(hover))
 
 
 # --- the roofline ----------------------------------------------------------------------------
@@ -686,32 +733,17 @@ def _level(bw: BandwidthRoof, roof_set: RoofSet) -> str:
     return bw.level if own == bw.level else f"{bw.level} ({own})"
 
 
-def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
-              dtype: str | None) -> list[tuple[str, ...]]:
-    """Every roof of one set in the table, the :func:`drawn_roofs` on the figure: compute roofs
-    flat from where the set's main-memory slope meets them, one bandwidth slope per memory
-    level."""
-    style = KIND_STYLE.get(roof_set.kind.value, {})
+def _set_rows(roof_set: RoofSet, dtype: str | None) -> list[tuple[str, ...]]:
+    """Every roof of one set, as rows of the figure's table."""
     main_bw = roof_set.memory_bandwidth
-    computes, slopes = drawn_roofs(roof_set, dtype)
+    computes, _slopes = drawn_roofs(roof_set, dtype)
     top = max((c.value for c in computes), default=None)
     rows: list[tuple[str, ...]] = []
     for c in sorted(computes, key=lambda r: -r.value):
-        start = ridge(c.value, main_bw) if main_bw else xs[0]
-        line = [x for x in xs if x >= start] or [xs[-1]]
-        ax.plot([start, *line], [c.value] * (len(line) + 1), color=color,
-                label=f"{roof_set.label}: {_own(c.name, roof_set)} {format_si(c.value, 'FLOP/s')}",
-                **style)
         rows.append((f"{roof_set.label}: {_own(c.name, roof_set)}", Kind(c.kind).label,
                      fmt(c.value, "FLOP/s"),
                      "", _g(ridge(c.value, main_bw)) + " FLOP/B" if main_bw else "", ""))
     for bw in sorted(roof_set.bandwidth, key=lambda r: -r.value):
-        if any(bw is slope for slope in slopes):  # one slope per memory level
-            end = ridge(top, bw.value) if top else xs[-1]
-            line = [x for x in xs if x <= end]
-            ax.plot([*line, end], [bw.value * x for x in [*line, end]], color=color, alpha=0.85,
-                    label=f"{roof_set.label}: {_level(bw, roof_set)} "
-                    f"{format_si(bw.value, 'B/s')}", **style)
         rows.append((f"{roof_set.label}: {_own(bw.name, roof_set)} ({bw.level}"
                      + (f", working sets {_range(bw.min_bytes, bw.max_bytes)}"
                         if bw.min_bytes or bw.max_bytes else "") + ")",
@@ -720,49 +752,79 @@ def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
     return rows
 
 
+def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
+              dtype: str | None) -> None:
+    """The :func:`drawn_roofs` of one set: compute roofs flat from where the set's main-memory
+    slope meets them, one bandwidth slope per memory level."""
+    style = KIND_STYLE.get(roof_set.kind.value, {})
+    main_bw = roof_set.memory_bandwidth
+    computes, slopes = drawn_roofs(roof_set, dtype)
+    top = max((c.value for c in computes), default=None)
+    for c in sorted(computes, key=lambda r: -r.value):
+        start = ridge(c.value, main_bw) if main_bw else xs[0]
+        line = [x for x in xs if x >= start] or [xs[-1]]
+        ax.plot([start, *line], [c.value] * (len(line) + 1), color=color,
+                label=f"{roof_set.label}: {_own(c.name, roof_set)} {format_si(c.value, 'FLOP/s')}",
+                **style)
+    for bw in sorted(roof_set.bandwidth, key=lambda r: -r.value):
+        if not any(bw is slope for slope in slopes):  # one slope per memory level
+            continue
+        end = ridge(top, bw.value) if top else xs[-1]
+        line = [x for x in xs if x <= end]
+        ax.plot([*line, end], [bw.value * x for x in [*line, end]], color=color, alpha=0.85,
+                label=f"{roof_set.label}: {_level(bw, roof_set)} "
+                f"{format_si(bw.value, 'B/s')}", **style)
+
+
 def roofline(name: str, title: str, description: str, sets: Sequence[RoofSet],
              points: Sequence[PlotPoint], *, dtype: str | None = None) -> FigureOut:
     """The one roofline plotter: every roof of every set (one colour per set, one line style
     per kind), and points coloured by category, numbered, each carrying its tooltip (an SVG
     <title>), measured points filled and predicted ones open. The table beside it is the
     figure's text alternative: every roof and every point with its numbers."""
-    fig, ax = _new_figure()
-    xs = _xrange(sets, points)
     rows: list[tuple[str, ...]] = []
     for i, roof_set in enumerate(sets):
-        rows += _draw_set(ax, roof_set, xs, PALETTE[i % len(PALETTE)],
-                          dtype if i == 0 else None)
-    colours = dict(CATEGORY_COLOURS)
-    for p in points:  # categories without a colour of their own, in order of appearance
-        colours.setdefault(p.category, PALETTE[(len(colours) - len(CATEGORY_COLOURS))
-                                               % len(PALETTE)])
-    series: dict[str, list[PlotPoint]] = {}
-    for p in points:
-        if p.series:
-            series.setdefault(p.series, []).append(p)
-    for members in series.values():
-        ax.plot([p.intensity for p in members], [p.rate for p in members], linewidth=1.0,
-                color=colours[members[0].category], alpha=0.7, zorder=2)
-    seen: set[str] = set()
-    for j, p in enumerate(points, 1):
-        color = colours[p.category]
-        label = None if p.category in seen else p.category
-        seen.add(p.category)
-        # A marker of a line of its own (its size the diameter whose square is a scatter's
-        # area): a one-point scatter took ten times as long to draw.
-        ax.plot([p.intensity], [p.rate], marker="o", markersize=math.sqrt(24 + 600 * p.size),
-                linestyle="none", label=label,
-                markerfacecolor="none" if p.predicted else color, markeredgecolor=color,
-                markeredgewidth=1.2 if p.predicted else 0.6, alpha=0.85, zorder=3,
-                gid=f"point-{j}")
-        ax.annotate(str(j), (p.intensity, p.rate), textcoords="offset points",
-                    xytext=(5, 3 if j % 2 else -9), fontsize=7, color=_POINT_INK)
-        rows.append((f"point {j}: {p.label}", "predicted" if p.predicted else "measured",
-                     fmt(p.rate, "FLOP/s"), "", _g(p.intensity) + " FLOP/B", p.category))
-    _log_axes(ax, "intensity (FLOP per byte moved)", "FLOP/s", y_unit="FLOP/s")
-    ax.set_title(title, fontsize=10, y=1.0, pad=6)
-    _legend_below(fig, ax, ncol=2)
-    svg = _with_tooltips(to_svg(fig, name, title, description), name, points)
+        rows += _set_rows(roof_set, dtype if i == 0 else None)
+    rows += [(f"point {j}: {p.label}", "predicted" if p.predicted else "measured",
+              fmt(p.rate, "FLOP/s"), "", _g(p.intensity) + " FLOP/B", p.category)
+             for j, p in enumerate(points, 1)]
+
+    def draw() -> Figure:
+        fig, ax = _new_figure()
+        xs = _xrange(sets, points)
+        for i, roof_set in enumerate(sets):
+            _draw_set(ax, roof_set, xs, PALETTE[i % len(PALETTE)], dtype if i == 0 else None)
+        colours = dict(CATEGORY_COLOURS)
+        for p in points:  # categories without a colour of their own, in order of appearance
+            colours.setdefault(p.category, PALETTE[(len(colours) - len(CATEGORY_COLOURS))
+                                                   % len(PALETTE)])
+        series: dict[str, list[PlotPoint]] = {}
+        for p in points:
+            if p.series:
+                series.setdefault(p.series, []).append(p)
+        for members in series.values():
+            ax.plot([p.intensity for p in members], [p.rate for p in members], linewidth=1.0,
+                    color=colours[members[0].category], alpha=0.7, zorder=2)
+        seen: set[str] = set()
+        for j, p in enumerate(points, 1):
+            color = colours[p.category]
+            label = None if p.category in seen else p.category
+            seen.add(p.category)
+            # A marker of a line of its own (its size the diameter whose square is a
+            # scatter's area): a one-point scatter took ten times as long to draw.
+            ax.plot([p.intensity], [p.rate], marker="o",
+                    markersize=math.sqrt(24 + 600 * p.size), linestyle="none", label=label,
+                    markerfacecolor="none" if p.predicted else color, markeredgecolor=color,
+                    markeredgewidth=1.2 if p.predicted else 0.6, alpha=0.85, zorder=3,
+                    gid=f"point-{j}")
+            ax.annotate(str(j), (p.intensity, p.rate), textcoords="offset points",
+                        xytext=(5, 3 if j % 2 else -9), fontsize=7, color=_POINT_INK)
+        _log_axes(ax, "intensity (FLOP per byte moved)", "FLOP/s", y_unit="FLOP/s")
+        ax.set_title(title, fontsize=10, y=1.0, pad=6)
+        _legend_below(fig, ax, ncol=2)
+        return fig
+
+    svg = _with_tooltips(to_svg(draw, name, title, description), name, points)
     table = Table(("roof or point", "kind", "compute (rate)", "bandwidth", "intensity",
                    "category"), tuple(rows))
     kinds = tuple(dict.fromkeys([*(s.kind.value for s in sets),
