@@ -14,7 +14,7 @@ from typing import Any
 import pydantic
 
 from roofline_report.errors import InputError
-from roofline_report.results import convert, schema
+from roofline_report.results import convert, per_call_columns, schema
 from roofline_report.results.json_text import INDENTED_LEVELS, dumps
 
 SCHEMA_VERSION = schema.SCHEMA_VERSION
@@ -71,6 +71,11 @@ def _loaded(text: str, source: str) -> tuple[dict[str, Any], schema.Results]:
 
 def _converted(data: Any, source: str) -> tuple[dict[str, Any], schema.Results]:
     """``data`` as the version-3 document, and its typed form (validated once)."""
+    if isinstance(data, dict):  # a profile's per-call samples as written, in full again
+        data = dict(per_call_columns.expand(data))
+        problem = per_call_columns.malformed_calls(data)
+        if problem is not None:
+            raise InputError(f"{source}: {problem}")
     if isinstance(data, dict) and data.get("schema_version") == 2 \
             and not isinstance(data.get("schema_version"), bool):
         data = convert.upgrade(data)

@@ -1,13 +1,16 @@
 """A large results document's JSON text written by a helper process while the report renders
 (no jax).
 
-A profile of a long run makes a results.json of tens of megabytes (a 100 MB trace of 133,554
-calls: 27 MB, whose text takes about 1.4 s to write on a 2-core CPU, as long as rendering the
-page), and both are pure functions of the same document: the text is made on another core
-while this process renders. The helper is a fresh interpreter (not a fork: the process has
-threads, numpy's among them, and a fork copies their locks as they are) that imports only
-:mod:`roofline_report.results.json_text`; the document goes to it pickled in a temporary file
-and the text comes back in another, so that neither process waits on a pipe.
+A profile of a long run makes a results.json of tens of megabytes (a 100 MB trace of 170,940
+calls: 18 MB, whose text takes about 1.2 s to write on a 2-core CPU, most of the time the page
+takes to render), and both are pure functions of the same document: the text is made on
+another core while this process renders. The helper is a fresh interpreter (not a fork: the
+process has threads, numpy's among them, and a fork copies their locks as they are; nor would
+a fork be quicker: tried on that trace, the pages both processes then copy on writing made
+each of them slower than the pickling and the interpreter's start it saved) that imports only
+:mod:`roofline_report.results.json_text` and :mod:`.per_call_columns` (the standard library
+beside them); the document goes to it pickled in a temporary file and the text comes back in
+another, so that neither process waits on a pipe.
 
 The text is the one :func:`~roofline_report.results.json_text.dumps` gives in this process,
 byte for byte (the same function on the same values: pickle keeps every float exactly). A

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from itertools import chain
 from typing import Any
 
+from roofline_report.results.per_call_columns import compact
+
 # Levels of the document laid out one key or item a line; everything deeper (a kernel's record,
 # a call's samples) is written on one line by json's C encoder, which the standard library uses
 # only without ``indent``: a profile's per-call samples wrote three times slower indented.
@@ -22,9 +24,11 @@ INDENTED_LEVELS = 4
 
 def dumps(results: Mapping[str, Any]) -> str:
     """Deterministic JSON text: sorted keys, no NaN/inf (they become null), one final newline;
-    the top :data:`INDENTED_LEVELS` levels one key or item a line, deeper values on one line.
-    Files written with another layout (``indent=1`` throughout, before) load the same."""
-    return _layout(_finite(results), 0) + "\n"
+    the top :data:`INDENTED_LEVELS` levels one key or item a line, deeper values on one line;
+    a profile's per-call samples in their compact forms (:mod:`.per_call_columns`). Files
+    written with another layout (``indent=1`` throughout, before) or with the per-call
+    samples in full load the same."""
+    return _layout(_finite(compact(results)), 0) + "\n"
 
 
 _compact = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=False,
