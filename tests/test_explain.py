@@ -237,3 +237,56 @@ def test_the_footprint_is_the_compilers_peak_else_its_parts() -> None:
     assert footprint_bytes({"memory": {"available": True, "values": values}}) == 14
     assert footprint_bytes({"memory": {"available": False, "reason": "no analysis"}}) is None
     assert footprint_bytes({}) is None
+
+
+def test_a_kernel_that_reads_its_input_from_main_memory_in_passes_is_named() -> None:
+    from roofline_report.analysis.read_passes import MultiPass
+
+    # A layer norm in one library kernel over a 16 MiB input: three reads and a write at
+    # 28 GB/s take 2.4 ms, where one pass was predicted (1.2 ms); the program took 2.7 ms.
+    norm = MultiPass("ynn_fusion", 3, 16.0 * MiB, 16.0 * MiB, 16.0 * MiB, 1.2e-3)
+    ok = {"multi_pass": [norm], "cache_bytes": 8 * MiB, "main_roof": ("DRAM read-write", 28e9)}
+    why = _why(_prediction(1.25e-3), 2.7e-3, **ok)
+    assert why == (
+        "passes over DRAM: ynn_fusion reads its 16 MiB input 3 times, and 3 reads and a write "
+        "at the DRAM read-write roof take 2.4 ms against the 1.2 ms predicted for one; its "
+        "input exceeds the 8 MiB last-level cache, so each pass that reads it whole comes from "
+        "DRAM (28 GB/s): 83% of the time the program took beyond its prediction, which prices "
+        "one pass")
+    # Each piece of evidence is needed: an input that fits the cache, no main-memory roof or
+    # cache size, a program faster than predicted, passes that would explain under half of
+    # the miss, and passes that would take far longer than the program did (a kernel that
+    # makes them a row at a time, from the cache).
+    assert "passes" not in _why(_prediction(1.25e-3), 2.7e-3,
+                                **{**ok, "cache_bytes": 32 * MiB})
+    assert "passes" not in _why(_prediction(1.25e-3), 2.7e-3, **{**ok, "main_roof": None})
+    assert "passes" not in _why(_prediction(1.25e-3), 2.7e-3, **{**ok, "cache_bytes": None})
+    assert "passes" not in _why(_prediction(2.7e-3), 1.25e-3, **ok)
+    assert "passes" not in _why(_prediction(1.25e-3), 4e-3, **ok)
+    many = replace(norm, passes=9)  # 9 reads and a write: 6 ms against 2.7 ms measured
+    assert "passes" not in _why(_prediction(1.25e-3), 2.7e-3, **{**ok, "multi_pass": [many]})
+
+
+def test_read_passes_count_each_reduction_and_the_output_made_from_the_input() -> None:
+    from roofline_report.analysis.read_passes import multi_pass_kernels, read_passes
+
+    norm = {"name": "ynn_fusion", "category": "reduction", "bytes_read": 16 * MiB,
+            "bytes_written": 16 * MiB, "read_by_dtype": {"f32": 16 * MiB},
+            "reduced_elements": 2 * 4 * MiB, "trips": 1}
+    assert read_passes(norm) == 3, "the mean, the variance, then the normalised output"
+    assert read_passes({**norm, "bytes_written": 4096}) == 2, "two reductions, a small output"
+    assert read_passes({**norm, "reduced_elements": 4 * MiB, "bytes_written": 4096}) == 1
+    assert read_passes({**norm, "category": "elementwise"}) == 1
+    assert read_passes({**norm, "reduced_elements": None}) == 1, "written before it was kept"
+    bf16 = {**norm, "bytes_read": 8 * MiB, "bytes_written": 8 * MiB,
+            "read_by_dtype": {"bf16": 8 * MiB}}
+    assert read_passes(bf16) == 3, "elements, not bytes"
+    from tests.test_experiments import ROOFS  # 100 GFLOP/s, DRAM at 20 GB/s past 1 MiB
+
+    norm = {**norm, "flops": 5 * 4 * MiB, "transcendentals": 0, "trips": 2}
+    (found,) = multi_pass_kernels([norm, {**norm, "reduced_elements": 4 * MiB,
+                                          "bytes_written": 0}], "float32", ROOFS)
+    assert (found.passes, found.read_per_launch, found.read, found.written) == (
+        3, 16 * MiB, 32 * MiB, 32 * MiB), "per launch, and per call over its two trips"
+    assert found.predicted > 2 * (32 * MiB) / 20e9, "one pass over 32 MiB, twice"
+    assert multi_pass_kernels([{**norm, "charged": False}], "float32", ROOFS) == ()

@@ -32,6 +32,7 @@ from roofline_report.analysis.predict import (
     predict_from_kernels,
     predict_program,
 )
+from roofline_report.analysis.read_passes import MultiPass, multi_pass_kernels
 from roofline_report.analysis.records import (
     SIGNIFICANT_KERNEL_S,
     Accuracy,
@@ -286,7 +287,8 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
             page_faults=timed.page_faults if timed is not None else None,
             fault_s=_fault_s(roofs.kernels),
             drift=checks.for_binding(prediction.binding) if checks is not None else None,
-            footprint=footprint_bytes(w), main_roof=_main_roof(roofs.kernels)))
+            footprint=footprint_bytes(w), main_roof=_main_roof(roofs.kernels),
+            multi_pass=_multi_pass(w.get("kernels"), str(w.get("dtype", "")), roofs.kernels)))
     minimum, minimum_basis = _minimum(w)
     low = w.get("lowering") or {}
     missing = tuple(op for op in low.get("required_ops", []) if op not in low.get("ops", {}))
@@ -388,7 +390,8 @@ def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend
             loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
             page_faults=timed.page_faults if timed is not None else None,
             fault_s=_fault_s(roofs),
-            drift=checks.for_binding(prediction.binding) if checks is not None else None))
+            drift=checks.for_binding(prediction.binding) if checks is not None else None,
+            main_roof=_main_roof(roofs), multi_pass=_multi_pass(inventory, dtype, roofs)))
         observed = _closest_group(stats.own, prediction)
     return SweepPoint(dict(pt["dims"]), flops, moved, stats.own, prediction, observed, why)
 
@@ -480,6 +483,13 @@ def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
             skipped.append({"what": f"sharded workload {w.get('name', '?')}: check",
                             "reason": "result differs from the NumPy reference"})
     return sharding
+
+
+def _multi_pass(inventory: Any, dtype: str, roofs: RoofSet) -> tuple[MultiPass, ...]:
+    """The kernels of a kernel inventory that read their input more than once."""
+    if not _available(inventory) or not isinstance(inventory, Mapping):
+        return ()
+    return multi_pass_kernels(inventory.get("kernels") or (), dtype, roofs)
 
 
 def _main_roof(roofs: RoofSet) -> tuple[str, float] | None:

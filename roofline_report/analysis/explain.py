@@ -16,6 +16,11 @@ numbers at hand, never silence:
   at least half of the time the kernels took beyond their predictions: each kernel is priced
   on its own working set, as if its operands were still in the cache, while the program's
   other arrays, between one kernel and the next or between calls, pushed them out;
+* **passes over main memory**: slower, and kernels that read their input more than once (a
+  fusion that reduces its input and then uses the results on it: :mod:`.read_passes`), with
+  an input larger than the last-level cache, would take at least half of the time the program
+  took beyond its prediction more, were each pass to read main memory at its roof, without
+  then taking more than :data:`PASSES_OVER` times the measured time: the model prices one pass;
 * **fresh pages**: slower, and while it was timed the process took page faults (counted:
   the operating system mapping new pages, as when the allocator serves a call's outputs
   anew) whose cost at the measured page-fault floor is at least :data:`FAULT_SHARE` of the
@@ -45,6 +50,7 @@ from dataclasses import dataclass
 
 from roofline_report.analysis.miss import AS_PREDICTED, Miss
 from roofline_report.analysis.predict import FAULT_TERM, Prediction
+from roofline_report.analysis.read_passes import MultiPass
 from roofline_report.analysis.records import KernelRow
 from roofline_report.analysis.speed_drift import Drift
 from roofline_report.analysis.stats import Stats
@@ -67,6 +73,9 @@ FAULT_SHARE = 0.25
 # kernel far below it is slow for another reason).
 EVICTED_MARGIN = 1.25
 EVICTED_BELOW = 2.5
+# Passes over main memory explain a miss only where they do not overshoot the measured time by
+# more than this factor (a kernel that makes its passes a row at a time reads the cache).
+PASSES_OVER = 1.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +98,8 @@ class Evidence:
     footprint: float | None = None
     # The roof a program meets in main memory (its name and B/s); None without one.
     main_roof: tuple[str, float] | None = None
+    # Its kernels that read their input more than once (:mod:`.read_passes`).
+    multi_pass: Sequence[MultiPass] = ()
 
 
 def off(m: Miss) -> bool:
@@ -138,6 +149,7 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
                        "last-level cache")
     if slower:
         reasons += _evicted(e)
+        reasons += _passes(e, m.measured - m.predicted, m.measured)
     if slower and e.xla_bytes is not None and moved and e.xla_bytes >= 1.5 * moved:
         reasons.append(f"unfused intermediates: the compiled program accesses "
                        f"{decimal(e.xla_bytes / moved, 3)}× the bytes charged")
@@ -229,6 +241,34 @@ def _evicted(e: Evidence) -> list[str]:
             f"last-level cache, so {'its' if one else 'their'} operands came back from "
             f"{main}: {percent_text(gap / total)} of the time the kernels took beyond their "
             "predictions"]
+
+
+def _passes(e: Evidence, gap: float, measured: float) -> list[str]:
+    """The reason of passes over main memory (see the module docstring), or nothing where the
+    evidence for it is missing or does not hold. ``gap``: the time the program took beyond its
+    prediction."""
+    if e.main_roof is None or not e.cache_bytes or gap <= 0:
+        return []
+    roof, rate = e.main_roof
+    big = [k for k in e.multi_pass if k.read_per_launch > e.cache_bytes]
+    # Each kernel's time with every pass read from main memory, and what that adds to its
+    # one-pass prediction.
+    streamed = [(k, (k.passes * k.read + k.written) / rate) for k in big]
+    extra = sum(max(0.0, t - k.predicted) for k, t in streamed)
+    if extra < 0.5 * gap or measured + extra - gap > PASSES_OVER * measured:
+        return []
+    main = e.backend.main_memory
+    parts = "; ".join(
+        f"{k.name} reads its {format_binary(k.read_per_launch)} input {k.passes} times, and "
+        f"{k.passes} reads and a write at the {roof} roof take {format_si(t, 's')} against "
+        f"the {format_si(k.predicted, 's')} predicted for one"
+        for k, t in streamed if t > k.predicted)
+    one = sum(1 for k, t in streamed if t > k.predicted) == 1
+    return [f"passes over {main}: {parts}; {'its input exceeds' if one else 'their inputs exceed'}"
+            f" the {format_binary(e.cache_bytes)} last-level cache, so each pass that reads it "
+            f"whole comes from {main} ({format_si(rate, 'B/s')}): "
+            f"{percent_text(min(1.0, extra / gap))} of the time the program took beyond its "
+            "prediction, which prices one pass"]
 
 
 PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside the matmul "

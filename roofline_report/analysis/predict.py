@@ -81,7 +81,7 @@ from roofline_report.kinds import Kind
 from roofline_report.text import count as count_of
 from roofline_report.text import plural
 
-__all__ = ["Facts", "Prediction", "Term", "facts", "kernel_dtype", "kernel_facts",
+__all__ = ["Facts", "Prediction", "Term", "elements_of", "facts", "kernel_dtype", "kernel_facts",
            "predict_facts", "predict_from_kernels", "predict_kernel", "predict_kernels",
            "predict_program"]
 
@@ -213,7 +213,7 @@ def kernel_dtype(k: Mapping[str, Any], program_dtype: str) -> str:
     return program_dtype
 
 
-def _elements(by_dtype: Mapping[str, Any], total: float) -> float:
+def elements_of(by_dtype: Mapping[str, Any], total: float) -> float:
     """Elements in bytes given by HLO element type (a sub-byte type stored a byte each); a
     type of unknown width counts 4 bytes."""
     if not by_dtype:
@@ -238,7 +238,7 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     moved = float(k.get("bytes_read", 0)) + float(k.get("bytes_written", 0))
     # A reduction reads its elements at least once; a fusion of several reduce ops over the
     # same input (a layer norm's mean and variance in one library kernel) reduces each again.
-    reduced = max(_elements(k.get("read_by_dtype") or {}, float(k.get("bytes_read", 0))),
+    reduced = max(elements_of(k.get("read_by_dtype") or {}, float(k.get("bytes_read", 0))),
                   float(k.get("reduced_elements") or 0)) \
         if k.get("category") == "reduction" else 0.0
     # A kernel writing a donated argument's buffer writes in place: no fresh output.

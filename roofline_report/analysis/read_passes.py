@@ -1,0 +1,78 @@
+"""Kernels that read their input more than once, and what that costs past the cache (no jax).
+
+A fusion that reduces its input and then uses the results on the same input reads it once per
+reduction and once more for its output: a layer norm in one kernel reads its rows for the mean,
+again for the variance, and again to normalise them. Where the input fits the last-level cache
+the later passes read the cache; where it does not, and the kernel makes its passes over the
+whole input rather than a row at a time (as XLA:CPU's YNNPACK layer norm was timed doing, three
+reads and a write of a 16 MiB input at main memory's rate), every pass reads main memory, and
+the kernel takes about that many times as long as one pass, while the model prices one.
+
+Which of the two a library kernel does is not in the HLO, so the model keeps pricing one pass;
+the reason for a program's miss (:func:`roofline_report.analysis.explain.program_reason`) names
+these kernels where the passes account for the miss. The passes are counted from the kernel's
+record: the elements its reduce ops read (``reduced_elements``, a fusion reducing its input
+twice counts it twice) over the elements it reads, and one more where it writes an output as
+large as its input from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_report.analysis.predict import elements_of, predict_kernel
+from roofline_report.analysis.roofs import RoofSet
+
+__all__ = ["MultiPass", "multi_pass_kernels", "read_passes"]
+
+
+@dataclass(frozen=True, slots=True)
+class MultiPass:
+    """A kernel that reads its input ``passes`` times: its bytes read and written per launch
+    and per call of its program (trips included), and its predicted time per call (one pass)."""
+
+    name: str
+    passes: int
+    read_per_launch: float
+    read: float
+    written: float
+    predicted: float
+
+
+def read_passes(k: Mapping[str, Any]) -> int:
+    """How many times a kernel of the inventory reads its input (see the module docstring): 1
+    for anything but a reduction that reduces its input more than once or reduces it and then
+    writes an output as large from it."""
+    if k.get("category") != "reduction":
+        return 1
+    read = float(k.get("bytes_read") or 0)
+    elements = elements_of(k.get("read_by_dtype") or {}, read)
+    reduced = float(k.get("reduced_elements") or 0)
+    if elements <= 0 or reduced <= 0:
+        return 1
+    passes = int(reduced / elements + 0.5)
+    if passes >= 1 and float(k.get("bytes_written") or 0) >= read:
+        passes += 1  # the output, as large as the input, is made from it: one more read
+    return max(1, passes)
+
+
+def multi_pass_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet
+                       ) -> tuple[MultiPass, ...]:
+    """The kernels of an inventory that read their input more than once, each with its one-pass
+    prediction; a kernel the roofs cannot price is left out."""
+    found = []
+    for k in kernels:
+        passes = read_passes(k)
+        if passes < 2 or not k.get("charged", True):
+            continue
+        prediction = predict_kernel(k, dtype, roofs)
+        if prediction is None:
+            continue
+        trips = int(k.get("trips") or 1)
+        read = float(k.get("bytes_read") or 0)
+        found.append(MultiPass(str(k["name"]), passes, read, read * trips,
+                               float(k.get("bytes_written") or 0) * trips,
+                               prediction.seconds))
+    return tuple(found)
