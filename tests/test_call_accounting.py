@@ -5,6 +5,7 @@ committed CPU traces read end to end."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -100,9 +101,11 @@ def test_a_kernel_missing_from_a_call_is_placed_at_the_calls_it_ran_in() -> None
     from roofline_report.analysis.kernels import per_call_samples
 
     k = {"name": "a", "launches": [1, 1], "span_s": [1e-3, 5e-3], "calls_at": [0, 2]}
-    assert per_call_samples(k, 3) == [1e-3, None, 5e-3]
+    placed = per_call_samples(k, 3)
+    assert placed[0] == 1e-3 and math.isnan(placed[1]) and placed[2] == 5e-3
+    assert len(per_call_samples(k, 2)) == 2, "a sample past the calls is left out"
     old = {"name": "a", "launches": [1, 1], "span_s": [1e-3, 5e-3]}  # before calls_at
-    assert per_call_samples(old, 3) == [1e-3, 5e-3, None]
+    assert [None if math.isnan(x) else x for x in per_call_samples(old, 3)] == [1e-3, 5e-3, None]
     calls = [_call(2e-3, 2e-3), _call(1e-3, 1e-3), _call(6e-3, 6e-3)]
     b = [1e-3, 1e-3, 1e-3]
     a = account_calls({"calls": calls}, {"a": 1e-3, "b": 1e-3},

@@ -14,7 +14,7 @@ from roofline_report.results import json_aside
 from roofline_report.results.json_text import dumps
 
 
-def _large(calls: int = 60_000) -> dict[str, Any]:
+def _large(calls: int = 120_000) -> dict[str, Any]:
     """A profile-like document whose pickle is over the helper's threshold, with awkward
     values: floats that need all 17 digits, a NaN, non-ASCII text, nested layout levels."""
     return {"schema_version": 3, "title": "Zürich — µs",

@@ -154,28 +154,32 @@ class _Columns:
 
 
 def _column(calls: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
-    return np.fromiter(map(float, map(itemgetter(key), calls)), dtype=np.float64,
-                       count=len(calls))
+    return np.fromiter(map(itemgetter(key), calls), dtype=np.float64, count=len(calls))
 
 
-def _samples(samples: Mapping[str, Sequence[float | None]], names: Sequence[str], calls: int
-             ) -> np.ndarray:
+PerCall = Sequence[float | None] | np.ndarray  # a kernel's sample in each call (None or NaN: none)
+
+
+def _samples(samples: Mapping[str, PerCall], names: Sequence[str], calls: int) -> np.ndarray:
     """The samples as a (kernel, call) array, NaN where a kernel did not run in a call (or
     its samples end before it)."""
     out = np.full((len(names), calls), np.nan)
     for row, name in zip(out, names, strict=True):
         s = samples[name]
         n = min(len(s), calls)
+        if isinstance(s, np.ndarray):
+            row[:n] = s[:n]
+            continue
         row[:n] = np.fromiter((np.nan if x is None else x for x in s[:n]), dtype=np.float64,
                               count=n)
     return out
 
 
 def account_calls(timing: Mapping[str, Any], times: Mapping[str, float],
-                  samples: Mapping[str, Sequence[float | None]]) -> CallAccounting | None:
+                  samples: Mapping[str, PerCall]) -> CallAccounting | None:
     """The accounting of a ``kernel_timing`` record's calls. ``times``: each table row's time
     (its first quartile), by kernel; ``samples``: each kernel's samples on the same basis, one
-    per call in call order (None in a call it did not run in). None without calls."""
+    per call in call order (None or NaN in a call it did not run in). None without calls."""
     calls = list(timing.get("calls") or [])
     if not calls:
         return None

@@ -33,6 +33,7 @@ from types import TracebackType
 from typing import Any
 
 from roofline_report.results.json_text import dumps
+from roofline_report.results.per_call_columns import compact
 
 __all__ = ["ASIDE_BYTES", "WAIT_S", "Aside", "main"]
 
@@ -57,7 +58,10 @@ class Aside:
 
     def __enter__(self) -> Aside:
         try:
-            blob = pickle.dumps(self.document, protocol=pickle.HIGHEST_PROTOCOL)
+            # In the compact form it is written in (its text is the same): fewer objects to
+            # pickle here and to unpickle there (a long trace's calls: five lists, not a
+            # record each).
+            blob = pickle.dumps(compact(self.document), protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
             return self  # not picklable as it is: the text is made here
         if len(blob) < ASIDE_BYTES:
