@@ -4,11 +4,11 @@ with the figure's name, a <title> and <desc>, and a <title> on each hover target
 
 from __future__ import annotations
 
+import html
 import io
 import re
 import warnings
 from collections.abc import Callable, Sequence
-from xml.sax.saxutils import escape
 
 import matplotlib
 from matplotlib.figure import Figure
@@ -52,8 +52,8 @@ def inlinable(text: str, name: str, title: str, description: str) -> str:
     head = head.replace(
         "<svg", f'<svg role="img" aria-labelledby="{name}-title {name}-desc"', 1
     )
-    extra = (f'<title id="{name}-title">{escape(title)}</title>'
-             f'<desc id="{name}-desc">{escape(description)}</desc>')
+    extra = (f'<title id="{name}-title">{_text(title)}</title>'
+             f'<desc id="{name}-desc">{_text(description)}</desc>')
     lines = [line.rstrip() for line in (head + extra + text[head_end:]).splitlines()]
     return "\n".join(lines).strip() + "\n"
 
@@ -62,5 +62,12 @@ def titled(svg: str, name: str, tips: Sequence[tuple[str, str]]) -> str:
     """Each hover target's group gets a <title>: browsers show it when pointing at it."""
     for gid, tip in tips:
         marker = f'<g id="{name}-{gid}">'
-        svg = svg.replace(marker, f"{marker}<title>{escape(tip)}</title>", 1)
+        svg = svg.replace(marker, f"{marker}<title>{_text(tip)}</title>", 1)
     return svg
+
+
+def _text(value: str) -> str:
+    """Text as SVG character data: &, < and > escaped, quotes kept (html.escape without them
+    is the standard library's XML escape, without importing the XML package's URL and HTTP
+    modules with it)."""
+    return html.escape(value, quote=False)
