@@ -23,7 +23,7 @@ to refuse with its own one-line error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["SAME_AS", "compact", "expand", "malformed_calls"]
@@ -35,15 +35,17 @@ _REPEATABLE = ("span_s", "share_s")
 def compact(document: Mapping[str, Any]) -> Mapping[str, Any]:
     """``document`` with each kernel timing's repeated columns and its calls written in the
     compact forms (see the module docstring)."""
-    return _each_timing(document, _compact_timing)
+    return _each_timing(document, lambda t: _timing(t, _compact_kernel, list, _columns))
 
 
 def expand(document: Mapping[str, Any]) -> Mapping[str, Any]:
     """``document`` with the compact forms written back as the plain lists and records."""
-    return _each_timing(document, _expand_timing)
+    return _each_timing(document, lambda t: _timing(t, _expand_kernel, Mapping, _records))
 
 
-def _each_timing(document: Mapping[str, Any], rewrite: Any) -> Mapping[str, Any]:
+def _each_timing(document: Mapping[str, Any],
+                 rewrite: Callable[[Mapping[str, Any]], dict[str, Any] | None]
+                 ) -> Mapping[str, Any]:
     workloads = document.get("workloads") if isinstance(document, Mapping) else None
     if not isinstance(workloads, list):
         return document
@@ -60,30 +62,43 @@ def _each_timing(document: Mapping[str, Any], rewrite: Any) -> Mapping[str, Any]
     return {**document, "workloads": out} if changed else document
 
 
-def _compact_timing(timing: Mapping[str, Any]) -> dict[str, Any] | None:
+def _timing(timing: Mapping[str, Any], kernel: Callable[[Any], Any], calls_form: type,
+            calls: Callable[[Any], Any]) -> dict[str, Any] | None:
+    """``timing`` with each kernel rewritten by ``kernel`` and its calls by ``calls`` (where
+    they are a ``calls_form``); None where nothing changes."""
     kernels = timing.get("kernels")
-    new_kernels = ([_compact_kernel(k) for k in kernels] if isinstance(kernels, list)
-                   else kernels)
-    calls = timing.get("calls")
-    columns = _columns(calls) if isinstance(calls, list) else None
-    if columns is None and all(a is b for a, b in zip(new_kernels or (), kernels or (),
-                                                      strict=False)):
+    new_kernels = [kernel(k) for k in kernels] if isinstance(kernels, list) else kernels
+    old_calls = timing.get("calls")
+    new_calls = calls(old_calls) if isinstance(old_calls, calls_form) else None
+    if new_calls is None and all(a is b for a, b in zip(new_kernels or (), kernels or (),
+                                                        strict=False)):
         return None
     return {**timing, "kernels": new_kernels,
-            "calls": columns if columns is not None else calls}
+            "calls": new_calls if new_calls is not None else old_calls}
 
 
 def _compact_kernel(kernel: Any) -> Any:
+    return _repeated(kernel, lambda column, busy: isinstance(column, list) and column == busy,
+                     lambda _busy: SAME_AS)
+
+
+def _expand_kernel(kernel: Any) -> Any:
+    return _repeated(kernel, lambda column, _busy: column == SAME_AS, list)
+
+
+def _repeated(kernel: Any, same: Callable[[Any, list[Any]], bool],
+              written: Callable[[list[Any]], Any]) -> Any:
+    """A kernel whose repeatable columns that are ``same`` as its busy column are replaced by
+    ``written(busy)`` (the kernel itself where none is)."""
     if not isinstance(kernel, Mapping):
         return kernel
     busy = kernel.get(SAME_AS)
     if not isinstance(busy, list):
         return kernel
-    same = [name for name in _REPEATABLE
-            if isinstance(kernel.get(name), list) and kernel[name] == busy]
-    if not same:
+    names = [name for name in _REPEATABLE if same(kernel.get(name), busy)]
+    if not names:
         return kernel
-    return {**kernel, **dict.fromkeys(same, SAME_AS)}
+    return {**kernel, **{name: written(busy) for name in names}}
 
 
 def _columns(calls: list[Any]) -> dict[str, list[Any]] | None:
@@ -97,31 +112,6 @@ def _columns(calls: list[Any]) -> dict[str, list[Any]] | None:
         return {key: [c[key] for c in calls] for key in keys}
     except KeyError:  # a call with other keys, as many
         return None
-
-
-def _expand_timing(timing: Mapping[str, Any]) -> dict[str, Any] | None:
-    kernels = timing.get("kernels")
-    new_kernels = ([_expand_kernel(k) for k in kernels] if isinstance(kernels, list)
-                   else kernels)
-    calls = timing.get("calls")
-    records = _records(calls) if isinstance(calls, Mapping) else None
-    if records is None and all(a is b for a, b in zip(new_kernels or (), kernels or (),
-                                                      strict=False)):
-        return None
-    return {**timing, "kernels": new_kernels,
-            "calls": records if records is not None else calls}
-
-
-def _expand_kernel(kernel: Any) -> Any:
-    if not isinstance(kernel, Mapping):
-        return kernel
-    busy = kernel.get(SAME_AS)
-    if not isinstance(busy, list):
-        return kernel
-    same = [name for name in _REPEATABLE if kernel.get(name) == SAME_AS]
-    if not same:
-        return kernel
-    return {**kernel, **{name: list(busy) for name in same}}
 
 
 def _records(columns: Mapping[str, Any]) -> list[dict[str, Any]] | None:
