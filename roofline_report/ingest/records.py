@@ -248,6 +248,6 @@ def check_document(data: Mapping[str, Any]) -> None:
     from roofline_report.results import io as results_io
 
     try:
-        results_io.validate(data, source="the profile read from the trace")
+        results_io.validate_built(data, source="the profile read from the trace")
     except InputError as exc:
         raise RuntimeError(str(exc)) from None
