@@ -59,7 +59,7 @@ from roofline_report.analysis.stats import Stats, Timing
 from roofline_report.backends import Backend
 from roofline_report.errors import InputError, reason
 from roofline_report.kinds import Kind, Quantity
-from roofline_report.results import schema
+from roofline_report.results import per_call_columns, schema
 from roofline_report.roofline import binding, single_roof_seconds
 
 __all__ = ["ARGUMENT_TRAFFIC", "SEED_NAME", "Assumptions", "analyse", "assumptions_for",
@@ -70,9 +70,12 @@ ARGUMENT_TRAFFIC = "argument + result bytes"
 
 
 def _document(results: schema.Results | Mapping[str, Any]) -> Mapping[str, Any]:
+    """The plain document: a typed one dumped, a profile's per-call samples in the compact
+    forms results.json writes them in (a file read with plain ``json.load``) written out in
+    full (:mod:`roofline_report.results.per_call_columns`)."""
     if isinstance(results, schema.Results):
         return results.model_dump(mode="json")
-    return results
+    return per_call_columns.expand(results)
 
 
 def assumptions_for(results: schema.Results | Mapping[str, Any], *, peak: float | None = None,
