@@ -22,8 +22,8 @@ from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import ComputeRoof, RoofSet
 from roofline_report.kinds import Kind, Quantity
+from roofline_report.report import comm_figures, meta, page, sections, sharding_view, svg_sharing
 from roofline_report.report import figures as figs
-from roofline_report.report import meta, page, sections, sharding_view, svg_sharing
 from roofline_report.report.ceilings_words import conditions_text, roof_warning
 from roofline_report.report.format import (
     KIND_MARKERS,
@@ -95,12 +95,12 @@ def view_model_of(an: Analysis) -> dict[str, Any]:
     figures += [v["figure_out"] for v in views if v["figure_out"] is not None]
     sharding = an.sharding
     if sharding.get("available") and sharding.get("model", {}).get("bounds"):
-        figures.append(figs.comm_times(sharding["model"]))
+        figures.append(comm_figures.comm_times(sharding["model"]))
         if sharding["model"].get("series"):
-            figures.append(figs.comm_scaling(sharding["model"]))
+            figures.append(comm_figures.comm_scaling(sharding["model"]))
     projection = (sharding.get("steps_model") or {}).get("projection") or {}
     if sharding.get("available") and any(r.get("available") for r in projection.get("rows", [])):
-        figures.append(figs.comm_projection(projection))
+        figures.append(comm_figures.comm_projection(projection))
     obs = an.observations
     traced = bool(obs.get("trace"))  # a profile: the machine is the one that ran the trace
     return {
