@@ -291,7 +291,9 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
             fault_s=_fault_s(roofs.kernels),
             drift=checks.for_binding(prediction.binding) if checks is not None else None,
             footprint=footprint_bytes(w), main_roof=_main_roof(roofs.kernels),
-            multi_pass=_multi_pass(w.get("kernels"), str(w.get("dtype", "")), roofs.kernels)))
+            multi_pass=_multi_pass(w.get("kernels"), str(w.get("dtype", "")), roofs.kernels,
+                                   {r.name: r.prediction.seconds for r in table.rows
+                                    if r.prediction is not None} if table is not None else None)))
     minimum, minimum_basis = _minimum(w)
     low = w.get("lowering") or {}
     missing = tuple(op for op in low.get("required_ops", []) if op not in low.get("ops", {}))
@@ -488,11 +490,13 @@ def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
     return sharding
 
 
-def _multi_pass(inventory: Any, dtype: str, roofs: RoofSet) -> tuple[MultiPass, ...]:
-    """The kernels of a kernel inventory that read their input more than once."""
+def _multi_pass(inventory: Any, dtype: str, roofs: RoofSet,
+                predicted: Mapping[str, float] | None = None) -> tuple[MultiPass, ...]:
+    """The kernels of a kernel inventory that read their input more than once (their one-pass
+    predictions ``predicted``'s where the kernel table has them)."""
     if not _available(inventory) or not isinstance(inventory, Mapping):
         return ()
-    return multi_pass_kernels(inventory.get("kernels") or (), dtype, roofs)
+    return multi_pass_kernels(inventory.get("kernels") or (), dtype, roofs, predicted)
 
 
 def _main_roof(roofs: RoofSet) -> tuple[str, float] | None:

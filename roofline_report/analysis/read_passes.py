@@ -58,21 +58,25 @@ def read_passes(k: Mapping[str, Any]) -> int:
     return max(1, passes)
 
 
-def multi_pass_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet
-                       ) -> tuple[MultiPass, ...]:
+def multi_pass_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet,
+                       predicted: Mapping[str, float] | None = None) -> tuple[MultiPass, ...]:
     """The kernels of an inventory that read their input more than once, each with its one-pass
-    prediction; a kernel the roofs cannot price is left out."""
+    prediction: ``predicted``'s, by kernel name, where the caller has them (a program's kernel
+    table), else :func:`~roofline_report.analysis.predict.predict_kernel`'s; a kernel the roofs
+    cannot price is left out."""
     found = []
     for k in kernels:
         passes = read_passes(k)
         if passes < 2 or not k.get("charged", True):
             continue
-        prediction = predict_kernel(k, dtype, roofs)
-        if prediction is None:
+        seconds = (predicted or {}).get(str(k["name"]))
+        if seconds is None:
+            prediction = predict_kernel(k, dtype, roofs)
+            seconds = prediction.seconds if prediction is not None else None
+        if seconds is None:
             continue
         trips = int(k.get("trips") or 1)
         read = float(k.get("bytes_read") or 0)
         found.append(MultiPass(str(k["name"]), passes, read, read * trips,
-                               float(k.get("bytes_written") or 0) * trips,
-                               prediction.seconds))
+                               float(k.get("bytes_written") or 0) * trips, seconds))
     return tuple(found)
