@@ -270,3 +270,104 @@ def test_a_device_no_preset_describes_gets_no_roof_and_one_line_on_how_to_give_t
     assert "--preset NAME" in md and "--ceilings FILE" in md
     assert "100 GFLOP/s" not in md and "20 GB/s" not in md
     assert "% `P`" not in md  # no share of any roof
+
+
+# --- an NVIDIA H200 trace: the kernels run in a CUDA graph ----------------------------------
+H200 = REAL / "h200_train_step"
+
+
+def _h200_events() -> list[Any]:
+    from roofline_report.traces.xspace import read_xspace
+
+    (path,) = sorted(H200.glob("plugins/profile/*/*.xplane.pb*"))
+    plane = read_xspace(path).plane("/device:GPU:0")
+    assert plane is not None
+    return [e for line in plane.lines for e in line.events]
+
+
+@pytest.fixture(scope="module")
+def h200() -> dict[str, Any]:
+    return results_document(read_profile(H200))
+
+
+def test_an_h200_trace_is_held_to_the_h200_spec_sheet(h200: dict[str, Any]) -> None:
+    env = h200["environment"]
+    assert env["device_kind"] == "NVIDIA H200" and env["device_preset"] == "H200"
+    assert env["jax"] == "0.11.2" and env["compute_capability"] == "9.0"
+    roofs = analyse(h200).roofs.kernels
+    assert roofs.kind is Kind.SPEC_SHEET and roofs.label == "H200"
+    md = views.render(h200).markdown
+    assert "100 GFLOP/s" not in md and "20 GB/s" not in md  # never the seed's budgets
+
+
+def test_command_buffer_kernels_are_each_timed_by_their_own_names(
+        h200: dict[str, Any]) -> None:
+    """Every kernel event of the trace names the command buffer (``command_buffer_1``) as its
+    HLO op; each of the 70 kernels is timed from the event its name names, and the 11 fusions
+    that run another's compiled code (four products as ``gemm_fusion_dot_47``) from that
+    kernel's events in schedule order."""
+    evs = _h200_events()
+    assert {e.stats["hlo_op"] for e in evs} == {"command_buffer_1"} and len(evs) == 350
+    (w,) = h200["workloads"]
+    timing = w["kernel_timing"]
+    assert timing["available"] and timing["source"] == "device" and not timing["unmatched"]
+    assert w["trace"]["device"] == "GPU:0" and w["trace"]["per"] == "step"
+    assert len(timing["calls"]) == 5
+    names = [k["name"] for k in w["kernels"]["kernels"]]
+    rows = {k["name"]: k for k in timing["kernels"]}
+    assert set(rows) == set(names) and len(names) == 70
+    assert all(r["launches"] == [1.0] * 5 for r in rows.values())
+    (note,) = [n for n in timing["notes"] if "command_buffer_1" in n]
+    assert note.startswith("350 kernel events") and "55 of them" in note
+    # gemm_fusion_dot.47 runs its own kernel first; .53, .52 and .51 (in that schedule order)
+    # run the same compiled kernel: the 2nd, 3rd and 4th such event of each step.
+    shared = [e for e in evs if e.name == "gemm_fusion_dot_47"]
+    for i, name in enumerate(["gemm_fusion_dot.47", "gemm_fusion_dot.53",
+                              "gemm_fusion_dot.52", "gemm_fusion_dot.51"]):
+        expected = [shared[4 * step + i].duration_ns * 1e-9 for step in range(5)]
+        assert rows[name]["busy_s"] == pytest.approx(expected), name
+    assert names.index("gemm_fusion_dot.53") < names.index("gemm_fusion_dot.51")
+    # the command buffer is no HLO op that ran as several kernels
+    assert w["trace"]["device_kernels"] == {}
+    md = views.render(h200).markdown
+    assert "ran as several device kernels" not in md
+
+
+def test_without_step_markers_the_calls_are_counted_from_the_kernels_names(
+        tmp_path: Path) -> None:
+    """The same trace with its step markers taken out: the events carry no run id and their
+    HLO op is the command buffer's, so the calls are counted from the launches of the kernels
+    their names name (five, not one)."""
+    import gzip
+
+    from roofline_report.traces.xspace_schema import message_class
+
+    (path,) = sorted(H200.glob("plugins/profile/*/*.xplane.pb*"))
+    space = message_class("XSpace")()
+    space.ParseFromString(gzip.decompress(path.read_bytes()))
+    event_class, stat_class = message_class("XEvent"), message_class("XStat")
+    dropped = 0
+    for plane in space.planes:
+        step_ids = {e.key for e in plane.stat_metadata if e.value.name == "step_num"}
+        if not step_ids:
+            continue
+        for line in plane.lines:
+            kept = []
+            for raw in line.events:
+                ev = event_class.FromString(raw)
+                if any(stat_class.FromString(s).metadata_id in step_ids for s in ev.stats):
+                    dropped += 1
+                    continue
+                kept.append(raw)
+            del line.events[:]
+            line.events.extend(kept)
+    assert dropped == 5
+    run = tmp_path / "plugins" / "profile" / "run"
+    run.mkdir(parents=True)
+    (run / "vm.xplane.pb").write_bytes(space.SerializeToString())
+    (w,) = results_document(read_profile(tmp_path))["workloads"]
+    timing = w["kernel_timing"]
+    assert w["trace"]["per"] == "call"
+    assert timing["calls_per_sample"] == 5 and len(timing["calls"]) == 1
+    rows = {k["name"]: k for k in timing["kernels"]}
+    assert len(rows) == 70 and rows["gemm_fusion_dot.51"]["launches"] == [1.0]

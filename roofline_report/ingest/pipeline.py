@@ -251,11 +251,12 @@ def read_profile(path: str | Path, *, run: str | None = None, module: str | None
                 continue
             timing = kernel_times(view, module=chosen,
                                   kernels=list(trips) if trips is not None else None,
-                                  calls=view.calls)
+                                  calls=view.calls, launches=trips)
             names = list(trips) if trips is not None else []
             lanes.append(LaneTiming(lane, view, timing,
                                     unclaimed(h.space, lane, chosen, names),
-                                    several_kernels(lane, chosen)))
+                                    several_kernels(lane, chosen,
+                                                    names if trips is not None else None)))
         programs.append(HostProgram(h, program, why, inventory, compiled, lanes, host_notes))
     backend = backend_of(hosts)
     ceilings_record = _ceilings(ceilings, backend) if ceilings is not None else None

@@ -42,6 +42,7 @@ from roofline_report.traces.kernel_events import (
     program_suffix,
 )
 from roofline_report.traces.kernel_events import normalised as _normalised
+from roofline_report.traces.kernel_names import by_symbol, symbol
 from roofline_report.traces.xspace import Event, EventColumns, Line, Plane, XSpace, events_where
 
 __all__ = [
@@ -465,10 +466,16 @@ def _support_events(executes: Sequence[ExecuteLine], lane: Lane
     return out
 
 
-def _inferred_calls(ops: Sequence[Any], trips: Mapping[str, int] | None) -> int:
+def _inferred_calls(ops: Sequence[Any], names: Sequence[str],
+                    trips: Mapping[str, int] | None) -> int:
     """How many calls the events hold when nothing numbers them: per kernel (``ops``: each
-    event's ``hlo_op``), its launches over its launches per call (the inventory's trips, else
-    1); the median of those."""
+    event's ``hlo_op``; where that names no kernel of the inventory, as in a command buffer,
+    the kernel its own name in ``names`` names), its launches over its launches per call (the
+    inventory's trips, else 1); the median of those."""
+    if trips is not None:
+        of_symbol = by_symbol(trips)
+        ops = [op if op in trips else of_symbol.get(symbol(name), op)
+               for op, name in zip(map(str, ops), names, strict=True)]
     counts = Counter(str(op) for op in ops)
     ratios = [n / max(1, (trips or {}).get(op, 1)) for op, n in counts.items()
               if trips is None or op in trips]
@@ -525,7 +532,8 @@ def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[in
     calls = 1
     if per == "call" and kept and not bool(every.has("run_id")[kept].all()):
         ops = every.stat("hlo_op")
-        calls = _inferred_calls([ops[j] for j in kept], trips)
+        names = every.names()
+        calls = _inferred_calls([ops[j] for j in kept], [names[j] for j in kept], trips)
         runs = [None] * len(kept)
         notes.append(f"the events do not number the calls: {calls} call(s) counted from the "
                      "launches of each kernel")

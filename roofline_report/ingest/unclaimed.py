@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline_report.ingest import timeline
+from roofline_report.traces.kernel_names import symbol
 from roofline_report.traces.xspace import XSpace
 
 __all__ = ["Unclaimed", "several_kernels", "unclaimed"]
@@ -36,10 +37,6 @@ class Unclaimed:
                 "like": self.like}
 
 
-def _symbol(name: str) -> str:
-    return name.removesuffix(".kd").replace(".", "_")
-
-
 def unclaimed(space: XSpace, lane: timeline.Lane, module: str,
               kernels: Iterable[str]) -> list[Unclaimed]:
     """The events of ``lane``'s device plane with no ``hlo_op`` that ran between ``module``'s
@@ -53,7 +50,7 @@ def unclaimed(space: XSpace, lane: timeline.Lane, module: str,
         return []
     first = float(k.start_ns[ours].min())
     last = float((k.start_ns[ours] + k.duration_ns[ours]).max())
-    by_symbol = {_symbol(k): k for k in kernels}
+    by_symbol = {symbol(k): k for k in kernels}
     found: dict[str, list[float]] = {}
     for line in plane.lines:
         for e in line.events:
@@ -62,15 +59,19 @@ def unclaimed(space: XSpace, lane: timeline.Lane, module: str,
             if e.start_ns >= last or e.start_ns + e.duration_ns <= first:
                 continue
             found.setdefault(e.name, []).append(e.duration_ns * 1e-9)
-    out = [Unclaimed(name, len(d), sum(d), by_symbol.get(_symbol(name)))
+    out = [Unclaimed(name, len(d), sum(d), by_symbol.get(symbol(name)))
            for name, d in found.items()]
     return sorted(out, key=lambda u: (-u.seconds, u.name))
 
 
-def several_kernels(lane: timeline.Lane, module: str) -> dict[str, list[str]]:
+def several_kernels(lane: timeline.Lane, module: str,
+                    kernels_of: Iterable[str] | None = None) -> dict[str, list[str]]:
     """The HLO ops of ``module`` that ran on ``lane`` as more than one device kernel (a
     convolution as an im2col and a gemm), with their kernels' names in the order first run;
-    every event of such an op is the op's (the per-kernel times sum them)."""
+    every event of such an op is the op's (the per-kernel times sum them). Given the program's
+    kernels (``kernels_of``), only ops among them: a command buffer's thunk names every kernel
+    of its graph, which are matched by their own names
+    (:mod:`roofline_report.traces.kernel_names`)."""
     # Each (op, kernel) pair once, in the order first run (a dict keeps its first insertion;
     # a lane's kernels are in time order, and every one holds an hlo_op).
     k = lane.kernels
@@ -83,8 +84,10 @@ def several_kernels(lane: timeline.Lane, module: str) -> dict[str, list[str]]:
     pairs = dict.fromkeys((str(op), kernel.removesuffix(".kd"))
                           for op, kernel in dict.fromkeys(zip(ops, kernels, strict=True)))
     names: dict[str, list[str]] = {}
+    known = set(kernels_of) if kernels_of is not None else None
     for op, kernel in pairs:
-        names.setdefault(op, []).append(kernel)
+        if known is None or op in known:
+            names.setdefault(op, []).append(kernel)
     return {op: kernels for op, kernels in sorted(names.items()) if len(kernels) > 1}
 
 

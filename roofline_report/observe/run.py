@@ -555,6 +555,7 @@ def _trace(calls: donation.Calls, inventory: Mapping[str, Any],
     median = ((timed or {}).get("per_call") or {}).get("median") \
         if (timed or {}).get("available") else None
     names = [k["name"] for k in inventory["kernels"]]
+    trips = {k["name"]: int(k["trips"]) for k in inventory["kernels"]}
     count = KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS
     cores = kernel_timing.cores()
     wants = kernel_timing.wants(inventory["kernels"], cores)
@@ -563,7 +564,7 @@ def _trace(calls: donation.Calls, inventory: Mapping[str, Any],
         t = kernel_timing.trace_kernels(*calls.plain(), module=inventory["module"],
                                         kernels=names, calls=count, cores=cores, wants=wants,
                                         pool=donation.timed_calls(calls)[0] if calls.donates
-                                        else None)
+                                        else None, launches=trips)
         traces.append(t)
         if not t.get("available") or not median or t["program_s"] <= RETRACE_FACTOR * median:
             break

@@ -111,6 +111,7 @@ def trace_kernels(
     wants: Mapping[str, int] | None = None,
     cores: int | None = None,
     pool: tuple[Callable[[int], object], Callable[[], Any]] | None = None,
+    launches: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Trace ``calls`` calls of ``compiled(*args)`` and time each kernel (:func:`kernel_times`).
 
@@ -120,7 +121,8 @@ def trace_kernels(
     (:func:`kernel_times`). Never raises for a trace problem: a profiler that cannot start or a
     trace without kernel events gives ``{"available": false, ...}``. ``pool``: (prepare, call)
     for a program that donates inputs, as :func:`roofline_report.observe.timer.time_jitted`
-    takes it (``compiled`` and ``args`` are then not used).
+    takes it (``compiled`` and ``args`` are then not used). ``launches``: each kernel's
+    launches per call (its trips), for kernels run in a command buffer (:func:`kernel_times`).
     """
     try:
         if pool is not None:
@@ -130,7 +132,7 @@ def trace_kernels(
     except TraceUnavailable as exc:
         return {"available": False, "reason": str(exc)}
     record = kernel_times(profile, module=module, kernels=kernels, calls=calls,
-                          wants=wants, cores=cores)
+                          wants=wants, cores=cores, launches=launches)
     if record.get("available"):
         record["untraced_s"] = [max(s, 1e-12) for s in untraced]
         record["traced_s"] = [max(s, 1e-12) for s in traced]

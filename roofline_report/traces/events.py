@@ -8,7 +8,9 @@ machine, into per-kernel times:
   ``/host:CPU`` holds one event per runtime thunk; a thunk that completes asynchronously gets an
   ``end: NAME`` event (linked by the flow stats ``_p``/``_c``, else the next one of that name on
   any line), and the kernel lasts until that event ends. On GPU the ``/device:GPU:N`` planes hold
-  the kernel events (they are used whenever they carry ``hlo_op``).
+  the kernel events (they are used whenever they carry ``hlo_op``); an event whose ``hlo_op``
+  names a command buffer rather than a kernel is matched by its own name
+  (:mod:`roofline_report.traces.kernel_names`).
 * Nested events (a ``while`` thunk around the kernels of its body) count their self time; the
   self time of control flow (``while``, ``conditional``, ``call``: events whose ``hlo_op`` is not
   a kernel of the inventory) is loop control.
@@ -46,6 +48,7 @@ import numpy as np
 
 from roofline_report.traces.call_samples import _Samples, sample_calls, sample_columns
 from roofline_report.traces.kernel_columns import timed_launches
+from roofline_report.traces.kernel_names import Resolved, resolve_ops
 from roofline_report.traces.launches import _Event, _Kernel, apart, apart_self_times
 
 __all__ = ["is_execute", "kernel_times", "xspace_text"]
@@ -131,7 +134,7 @@ def _scan(profile: Any, module: str | None) -> _Scan:
                     if ours:
                         start = float(e.start_ns)
                         found.append(_Event(number, start, start + float(e.duration_ns), stats,
-                                            stats.get("run_id") if run is _STAT else run))
+                                            stats.get("run_id") if run is _STAT else run, name))
                 elif host and kind[0]:
                     executes.append(float(e.start_ns))
                 if kind[1] is not None:
@@ -414,6 +417,7 @@ def kernel_times(
     calls: int = 1,
     wants: Mapping[str, int] | None = None,
     cores: int | None = None,
+    launches: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Per-kernel times from a ProfileData (see the module docstring).
 
@@ -421,7 +425,10 @@ def kernel_times(
     ``kernels``: the inventory's kernel names (other matched ops are control flow);
     ``calls``: calls traced, when the events carry no ``run_id``; ``wants`` and ``cores``: the
     worker threads each kernel keeps busy alone and the machine's cores, which weight the
-    shares of kernels that ran side by side (:func:`_shares`; without them, even shares).
+    shares of kernels that ran side by side (:func:`_shares`; without them, even shares);
+    ``launches``: each kernel's launches per call where known (a loop body's trips), which
+    place the events of kernels run in a command buffer (:mod:`~roofline_report.traces.
+    kernel_names`; ``kernels`` in schedule order).
 
     Returns the ``kernel_timing`` record of results.json (samples, no statistics)::
 
@@ -437,7 +444,8 @@ def kernel_times(
     ``share_s`` of its shares of the machine while it ran; ``calls_at`` (only for a kernel
     that did not run in every call) the index of the call of each sample.
     """
-    names = set(kernels) if kernels is not None else None
+    order = list(kernels) if kernels is not None else None
+    names = set(order) if order is not None else None
 
     def is_kernel(op: str) -> bool:
         if names is not None:
@@ -446,13 +454,14 @@ def kernel_times(
 
     # Lines of kernel events (as the lanes give them) are read as columns; any other trace
     # one event at a time.
-    fast = timed_launches(profile, module, _Ends, _module_matches)
+    fast = timed_launches(profile, module, _Ends, _module_matches, order, launches)
     if fast is not None:
         runs = len(fast.launches.sizes)
         per_call_div = calls if runs == 1 and calls > 1 else 1
         samples = sample_columns(fast.launches, is_kernel, fast.execute_starts, per_call_div,
                                  wants, cores)
-        return _record(fast.source, samples, runs, per_call_div, calls, wants, cores)
+        return _record(fast.source, samples, runs, per_call_div, calls, wants, cores,
+                       fast.resolved)
     scan = _scan(profile, module)
     source, found = ("device", scan.device) if scan.device else ("host", scan.host)
     if not found:
@@ -466,20 +475,39 @@ def kernel_times(
     del found, ends
     ordered_runs = _ordered_runs(items)
     del items
+    resolved = _by_own_names(ordered_runs, order, launches) if order is not None else None
     per_call_div = calls if len(ordered_runs) == 1 and calls > 1 else 1
     traced = len(ordered_runs)
     samples = sample_calls(ordered_runs, is_kernel, execute_starts, per_call_div, wants,
                            cores)  # empties ordered_runs: its launches are released
-    return _record(source, samples, traced, per_call_div, calls, wants, cores)
+    return _record(source, samples, traced, per_call_div, calls, wants, cores, resolved)
+
+
+def _by_own_names(runs: list[list[_Kernel]], order: list[str],
+                  launches: Mapping[str, int] | None) -> Resolved:
+    """Each launch whose op names no kernel given the kernel its event's own name names
+    (:func:`~roofline_report.traces.kernel_names.resolve_ops`), call by call."""
+    flat = [k for run in runs for k in run]
+    calls = [i for i, run in enumerate(runs) for _ in run]
+    resolved = resolve_ops([k.op for k in flat], [k.event.name for k in flat], calls, order,
+                           launches)
+    for k, op in zip(flat, resolved.ops, strict=True):
+        k.op = op
+    return resolved
 
 
 def _record(source: str, samples: _Samples, traced: int, per_call_div: int, calls: int,
-            wants: Mapping[str, int] | None, cores: int | None) -> dict[str, Any]:
-    """The ``kernel_timing`` record of the samples of ``traced`` calls."""
+            wants: Mapping[str, int] | None, cores: int | None,
+            resolved: Resolved | None = None) -> dict[str, Any]:
+    """The ``kernel_timing`` record of the samples of ``traced`` calls; ``resolved``, the
+    events placed by their own names, is said in its notes."""
     if not samples.calls:
         return {"available": False,
                 "reason": "the trace's events match no kernel of the compiled program"}
     notes = []
+    said = resolved.note() if resolved is not None else None
+    if said:
+        notes.append(said)
     if len(samples.calls) < traced:
         notes.append(f"{traced - len(samples.calls)} traced call(s) held no kernel "
                      "event")

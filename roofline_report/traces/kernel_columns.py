@@ -17,7 +17,7 @@ events nest, it gives None and the general path runs.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ import numpy as np
 
 from roofline_report.traces.call_samples import LaunchColumns
 from roofline_report.traces.kernel_events import LaneKernels
+from roofline_report.traces.kernel_names import Resolved, resolve_ops
 from roofline_report.traces.launches import _Event, _Kernel, apart, apart_self_times
 
 __all__ = ["Timed", "timed_launches"]
@@ -42,6 +43,7 @@ class Timed:
     source: str
     launches: LaunchColumns
     execute_starts: list[float]
+    resolved: Resolved | None  # the events placed by their own names, where kernels were given
 
 
 @dataclass(slots=True)
@@ -59,6 +61,7 @@ class _Lines:
     op: list[str]
     flow: list[Any]
     stats: list[Sequence[Any]]  # per line: its stats dicts, or its LaneKernels
+    name: list[str]
 
     def stats_of(self) -> Callable[[Sequence[int]], list[dict[str, Any]]]:
         """A function giving the stats of launches (indices into the joined columns), which
@@ -77,15 +80,16 @@ class _Lines:
         return of
 
 
-_Read = tuple[Sequence[Any], list[float], list[float], list[Any], list[str], list[Any]]
+_Read = tuple[Sequence[Any], list[float], list[float], list[Any], list[str], list[Any],
+              list[str]]
 
 
 def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str | None,
                  matches: Callable[[Any, str | None], bool]) -> _Read | None:
     """One line's stats (its LaneKernels, where the lanes give it so), starts, durations,
-    runs, ops and flow ids, or None where an event is not a kernel event of the module the
-    general path would keep as it is (a stats mapping that is not a dict, a name that is not
-    a string or names an ``end:`` event, no ``hlo_op``, another module)."""
+    runs, ops, flow ids and event names, or None where an event is not a kernel event of the
+    module the general path would keep as it is (a stats mapping that is not a dict, a name
+    that is not a string or names an ``end:`` event, no ``hlo_op``, another module)."""
     if isinstance(events, LaneKernels):
         # Every event of a lane holds hlo_op and a dict of stats; names are strings.
         if any(n.startswith(_END) for n in set(events.names())):
@@ -97,7 +101,7 @@ def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str 
             return None
         return (events, events.start_ns.tolist(), events.duration_ns.tolist(),
                 events.stat("run_id") if runs is None else list(runs),
-                [str(op) for op in events.stat("hlo_op")], events.stat("_p"))
+                [str(op) for op in events.stat("hlo_op")], events.stat("_p"), events.names())
     stats = [e.stats for e in events]
     if not set(map(type, stats)) <= _DICT:
         return None
@@ -113,7 +117,7 @@ def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str 
         return None
     return (stats, [float(e.start_ns) for e in events], [float(e.duration_ns) for e in events],
             [s.get("run_id") for s in stats] if runs is None else list(runs),
-            [str(s["hlo_op"]) for s in stats], [s.get("_p") for s in stats])
+            [str(s["hlo_op"]) for s in stats], [s.get("_p") for s in stats], names)
 
 
 def _read(profile: Any, module: str | None, ends: Any,
@@ -123,7 +127,7 @@ def _read(profile: Any, module: str | None, ends: Any,
     the general path numbers them), the thunk ends given to ``ends`` and the execute starts;
     None where a line is of another kind."""
     planes = list(getattr(profile, "planes", []))
-    lines = {host: _Lines([], [], [], [], [], [], [], []) for host in (False, True)}
+    lines = {host: _Lines([], [], [], [], [], [], [], [], []) for host in (False, True)}
     executes: list[float] = []
     number = 0
     for host, plane in ([(False, p) for p in planes if str(p.name).startswith("/device:")]
@@ -150,6 +154,7 @@ def _read(profile: Any, module: str | None, ends: Any,
                 into.run += read[3]
                 into.op += read[4]
                 into.flow += read[5]
+                into.name += read[6]
             else:
                 return None  # a line of the trace's own events: read one by one
             number += 1
@@ -165,13 +170,18 @@ def _apart_lines(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
 
 
 def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any],
-                   matches: Callable[[Any, str | None], bool]) -> Timed | None:
+                   matches: Callable[[Any, str | None], bool],
+                   schedule: Sequence[str] | None = None,
+                   trips: Mapping[str, int] | None = None) -> Timed | None:
     """The launches of ``profile`` (planes of kernel lines, execute starts and thunk ends) as
     columns grouped by call, each lasting until its completion event (from the thunk ends,
     kept in ``new_ends()``, :class:`~roofline_report.traces.events._Ends`, as the general
     path keeps them), or None where the general path must read the trace (another kind of
     line, a kernel event nested in another, no kernel event). ``matches(hlo_module, module)``
-    tells the module's events."""
+    tells the module's events; ``schedule``, the program's kernels in schedule order, and
+    ``trips``, their launches per call where known, place the events whose ``hlo_op``
+    names none of them by their own names
+    (:func:`~roofline_report.traces.kernel_names.resolve_ops`)."""
     ends = new_ends()
     read = _read(profile, module, ends, matches)
     if read is None:
@@ -197,6 +207,7 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
     runs = [lines.run[i] for i in picked]
     ops = [lines.op[i] for i in picked]
     flows = [lines.flow[i] for i in picked]
+    names = [lines.name[i] for i in picked] if schedule is not None else []
     stats_of = lines.stats_of()
     del lines
 
@@ -218,6 +229,11 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
         calls = len(codes)
     else:
         code, calls = np.zeros(n, dtype=np.int64), 1
+    resolved = None
+    if schedule is not None:  # after the completion events, matched by the ops they name
+        resolved = resolve_ops(ops, names, code.tolist(), schedule, trips)
+        ops = resolved.ops
+        del names
     flat = np.argsort(code, kind="stable")
     rows = flat.tolist()
     line_list = line_of.tolist()
@@ -235,4 +251,4 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
     launches = LaunchColumns(np.bincount(code, minlength=calls).astype(np.int64),
                              [ops[i] for i in rows], at[flat], own_end[flat], end[flat],
                              self_ns[flat], busy_ns[flat], kernels)
-    return Timed(source, launches, sorted(executes))
+    return Timed(source, launches, sorted(executes), resolved)

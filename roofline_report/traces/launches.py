@@ -27,6 +27,7 @@ class _Event:  # not frozen: a frozen dataclass is three times slower to build
     end: float  # ns
     stats: Mapping[str, Any]
     run: Any  # its run_id stat, or the run its line gives it
+    name: str = ""  # the event's own name (on a GPU, the compiled kernel's)
 
     @property
     def duration(self) -> float:
