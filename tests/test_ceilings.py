@@ -516,6 +516,38 @@ def test_the_split_launch_is_timed_at_the_size_the_compiler_starts_splitting() -
     SplitLaunchCeiling.model_validate(entry)  # the entry's fields are the schema's
 
 
+def test_a_launch_chain_fused_into_one_kernel_is_measured_apart_at_barriers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """XLA's GPU compiler fused the plain chain into one kernel (an H200: 1 kernel against 1,
+    and no launch floor): the chain is then timed again with its steps kept apart by
+    optimization barriers, whose kernels the count sees."""
+    from roofline_report import hlo
+    from roofline_report.observe.ceilings import dispatch
+    from roofline_report.results.schema_ceilings import LaunchCeiling
+
+    real, program = hlo.inspect_compiled, dispatch._launch_program
+    apart = {"now": False}
+
+    def chain(steps: int, *, barriers: bool = False) -> Any:
+        apart["now"] = barriers
+        return program(steps, barriers=barriers)
+
+    def as_gpu(text: str) -> dict[str, Any]:  # the plain chain counts as one kernel
+        got = dict(real(text))
+        if not apart["now"]:
+            got["kernels"] = 1
+        return got
+
+    monkeypatch.setattr(dispatch, "_launch_program", chain)
+    monkeypatch.setattr(hlo, "inspect_compiled", as_gpu)
+    entry = dispatch.launch_entry(TINY, lambda _m: None)
+    assert entry["barriers"] is True
+    short, long = entry["kernels"]
+    assert long - short == dispatch.LAUNCH_CHAIN - 1
+    assert entry["available"] or "below the noise" in entry["reason"]
+    assert LaunchCeiling.model_validate(entry).barriers
+
+
 def test_no_split_no_split_launch(monkeypatch: pytest.MonkeyPatch) -> None:
     from roofline_report.observe.ceilings import dispatch
 

@@ -205,6 +205,9 @@ class LaunchCeiling(TimeFloor):
     kernels: list[Count] = []  # kernels of the short and the long program
     timing: Timing | None = None  # the long program
     timing_short: Timing | None = None
+    # The chain's steps kept apart by optimization barriers (a compiler that fused the plain
+    # chain into one kernel: XLA's GPU backend).
+    barriers: bool = False
 
 
 class SplitLaunchCeiling(TimeFloor):
