@@ -55,20 +55,23 @@ def main(argv: list[str] | None = None) -> None:
         kernels = w["kernels"]
         timing = w["kernel_timing"]
         names = {k["name"] for k in kernels.get("kernels", [])}
-        timed = {k["name"] for k in timing.get("kernels", [])} if timing.get("available") \
-            else set()
+        rows = timing.get("kernels", []) if timing.get("available") else []
+        timed = {k["name"] for k in rows}
+        busiest = sorted(rows, key=lambda k: -sum(_floats(k.get("busy_s"))))[:5]
         summary.append({
             "workload": w["title"],
             "device": w["trace"]["device"],
             "per": w["trace"]["per"],
+            "steps_s": w["trace"]["steps_s"],
+            "timing_source": timing.get("source"),
             "kernels": kernels.get("count"),
             "timed": len(names & timed),
             "untimed": sorted(names - timed)[:10],
             "unmatched": timing.get("unmatched", []),
             "calls": timing.get("calls"),
-            "program_s": timing.get("program_s"),
-            "kernel_sum_s": timing.get("kernel_sum_s"),
-            "notes": w["trace"]["notes"],
+            "busiest_kernels": [{"name": k["name"], "busy_s": k.get("busy_s"),
+                                 "launches": k.get("launches")} for k in busiest],
+            "notes": w["trace"]["notes"] + timing.get("notes", []),
         })
     print(json.dumps({
         "backend": data["environment"]["backend"],
@@ -81,6 +84,11 @@ def main(argv: list[str] | None = None) -> None:
         "skipped": data["skipped"],
         "workloads": summary,
     }))
+
+
+def _floats(v: object) -> list[float]:
+    """A per-call column as floats (empty where it is written as another column's name)."""
+    return [float(x) for x in v] if isinstance(v, list) else []
 
 
 if __name__ == "__main__":

@@ -122,3 +122,27 @@ def test_a_failed_float32_check_on_gpu_names_tf32(monkeypatch: pytest.MonkeyPatc
     assert record["check"]["passed"] is False
     assert "TF32" in record["check"]["note"]
     assert any("TF32" in s["reason"] for s in skips.items)
+
+
+def test_the_gpu_capture_script_reads_back_what_it_traced(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/capture_gpu_trace.py on the default backend (here the CPU): every kernel of
+    the traced step timed, one sample per step, the summary's keys those of today's records."""
+    pytest.importorskip("flax")
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location(
+        "capture_gpu_trace", REPO / "benchmarks" / "capture_gpu_trace.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(["--steps", "2", "--logdir", str(tmp_path / "trace"),
+                 "--out", str(tmp_path / "report")])
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    (w,) = summary["workloads"]
+    assert w["per"] == "step" and len(w["steps_s"]) == 2 and len(w["calls"]) == 2
+    assert w["kernels"] == w["timed"] > 0 and not w["untimed"] and not w["unmatched"]
+    assert len(w["busiest_kernels"]) == 5
+    assert all(len(k["busy_s"]) == 2 for k in w["busiest_kernels"])
+    assert (tmp_path / "report" / "report.html").is_file()
