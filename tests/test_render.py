@@ -303,3 +303,14 @@ def test_rates_by_size_show_the_rate_each_size_is_held_to() -> None:
     assert [(v.text, held.text) for _, v, held in points] == [
         ("76.5 GFLOP/s", "76.5 GFLOP/s"), ("450 GFLOP/s", "350 GFLOP/s"),
         ("301 GFLOP/s", "301 GFLOP/s")]
+
+
+def test_long_bar_labels_of_the_communication_figure_break_at_a_hyphen() -> None:
+    """Side by side, "contracting-bfloat16" ran into its neighbours: past the characters that
+    fit, a long label is broken at its middlemost hyphen; short ones stay whole."""
+    from roofline_report.report import comm_figures
+
+    assert comm_figures._two_lines("contracting-bfloat16") == "contracting-\nbfloat16"
+    assert comm_figures._two_lines("fsdp-scan-step") == "fsdp-scan-\nstep"
+    assert comm_figures._two_lines("fsdp-step") == "fsdp-step"
+    assert comm_figures._two_lines("contracting") == "contracting"

@@ -30,6 +30,21 @@ from roofline_report.units import format_si
 
 __all__ = ["comm_projection", "comm_scaling", "comm_times"]
 
+# The characters of bar labels that fit side by side under the figure's axis at 8 points
+# ("contracting-bfloat16" beside "fsdp" and "dp-step" ran into each other): past them, each
+# long label is broken in two at its middlemost hyphen.
+TICK_CHARACTERS = 48
+
+
+def _two_lines(label: str) -> str:
+    """``label`` broken after the hyphen nearest its middle, where it has one and is longer
+    than a short word ("contracting-" over "bfloat16"); else as it is."""
+    cuts = [i for i, c in enumerate(label) if c == "-"]
+    if len(label) <= 10 or not cuts:
+        return label
+    at = min(cuts, key=lambda i: abs(2 * i - len(label)))
+    return f"{label[:at + 1]}\n{label[at + 1:]}"
+
 
 def comm_times(study: Mapping[str, Any]) -> FigureOut:
     """Bars of T_math, T_mem and T_comm per sharded workload, per device."""
@@ -52,7 +67,10 @@ def comm_times(study: Mapping[str, Any]) -> FigureOut:
                 if r[key] == 0:  # nothing to draw on a log axis: say so
                     ax.annotate("none", (x, floor), textcoords="offset points", xytext=(0, 3),
                                 ha="center", fontsize=7, rotation=90)
-        ax.set_xticks(range(len(rows)), labels, fontsize=8)
+        ticks = labels
+        if sum(map(len, labels)) > TICK_CHARACTERS:  # side by side they would run together
+            ticks = [_two_lines(label) for label in labels]
+        ax.set_xticks(range(len(rows)), ticks, fontsize=8)
         _log10(ax, "y")
         ax.set_ylim(floor, max(positive, default=1.0) * 3)
         _seconds_axis(ax.yaxis)
