@@ -489,6 +489,18 @@ def test_the_tables_range_is_the_rules_range() -> None:
     assert (l1.min_bytes, l1.max_bytes) == (None, 48 * KiB)
 
 
+def test_without_cache_sizes_main_memory_is_priced_at_its_largest_working_sets() -> None:
+    """An H200's read-write sweep (jax 0.11.2): the rate climbs with size while each call's
+    launch dominates, peaks at 32 MiB in the 50-60 MB L2 (5.12 TB/s, above the chip's 4.8 TB/s
+    of HBM) and settles at 3.8-4.0 TB/s; no drop of 40% separates the L2 from HBM, so HBM's
+    roof comes from the last two octaves."""
+    pts = {1 * MiB: 276e9, 2 * MiB: 659e9, 4 * MiB: 906e9, 8 * MiB: 1.56e12, 16 * MiB: 2.97e12,
+           32 * MiB: 5.12e12, 64 * MiB: 3.78e12, 128 * MiB: 3.95e12, 256 * MiB: 3.96e12}
+    (hbm,) = levels.find_levels(_sweep(pts), [], "gpu")
+    assert hbm.name == "HBM" and hbm.value == 3.96e12 and hbm.points == 9
+    assert "its roof from the 3 of at least a quarter of the largest" in hbm.rule
+
+
 def test_without_cache_sizes_the_window_is_the_plateau() -> None:
     pts = {1 * MiB: 9e12, 4 * MiB: 9.5e12, 16 * MiB: 8.8e12, 256 * MiB: 3e12,
            1024 * MiB: 3.3e12, 4096 * MiB: 3.2e12}
@@ -510,3 +522,36 @@ def test_the_report_shows_the_rules_range() -> None:
     assert {r["range"] for r in rows if r["level"] == "L1"} == \
         {f"up to {format_binary(l1 // 2)}"}
     assert not any(r["range"] == f"up to {format_binary(l1)}" for r in rows)
+
+
+def test_between_the_last_cache_and_main_memory_a_kernel_is_priced_at_the_sweeps_rate() -> None:
+    """The development machine's operating system reports an 8 MiB L3, yet a read-write pass
+    ran at 56 GB/s over 8 MiB and 40 over 16 MiB before settling at 26-28 past 32 MiB (main
+    memory's window starts at 4 x 8 MiB): a working set in between is priced at the sweep's
+    rate at its size, or at its program's bytes per call where those are more, never below
+    main memory's roof; a kernel that reads its input more than once is priced at main
+    memory's roof."""
+    caches = [*CACHES[:2], {"level": 3, "type": "Unified", "size": 8 * MiB}]
+    pts = {1 * MiB: 44e9, 2 * MiB: 52.6e9, 4 * MiB: 50.6e9, 8 * MiB: 56.5e9, 16 * MiB: 39.9e9,
+           32 * MiB: 26.2e9, 64 * MiB: 26.7e9, 128 * MiB: 28.1e9, 256 * MiB: 28.4e9}
+    found = {lv.name: lv for lv in levels.find_levels(_sweep(pts), caches, "cpu")}
+    dram = found["DRAM"]
+    assert dram.value == 28.4e9
+    assert dram.transition == ((8 * MiB, 56.5e9), (16 * MiB, 39.9e9), (32 * MiB, 26.2e9))
+    assert found["L3"].transition == ()
+    rs = roofs.measured({**_ceilings(), "caches": caches, "working_set": _sweep(pts)})
+    assert rs is not None
+
+    def at(ws: float, **kw: Any) -> float:
+        roof = rs.bandwidth_for(ws, program=True, **kw)
+        assert roof is not None
+        return roof.value
+
+    # 12 MiB: log-interpolated between 8 (56.5) and 16 MiB (39.9)
+    assert at(12 * MiB) == pytest.approx(56.5e9 + (39.9e9 - 56.5e9) * 0.5849625, rel=1e-6)
+    assert at(24 * MiB) > 28.4e9 and at(40 * MiB) == 28.4e9
+    assert at(4 * MiB) == 52.6e9  # in the L3 as before: its fastest point
+    # a program moving 64 MiB per call finds nothing left in the cache; a multi-pass kernel
+    assert at(12 * MiB, traffic=64 * MiB) == 28.4e9
+    assert at(12 * MiB, traffic=12 * MiB) == at(12 * MiB)
+    assert at(12 * MiB, passes=3) == 28.4e9

@@ -220,8 +220,9 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
     pages = fresh_pages(listed, temp)
     # A loop that stops on data runs the launches per call its trace observed.
     observed, loops = loop_trips(listed, times)
+    traffic = predict.traffic_per_call(listed)
     rows = [_row(observed_kernel(k, observed.get(str(k["name"]))), times.get(str(k["name"])),
-                 dtype, roofs, trace, fresh)
+                 dtype, roofs, trace, fresh, traffic)
             for k, fresh in zip(listed, pages, strict=True)]
     total = sum(r.seconds or 0.0 for r in rows)
     accounting = None
@@ -248,9 +249,10 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
 
 
 def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,
-         trace: TraceSummary | None, fresh: float = 0.0) -> KernelRow:
+         trace: TraceSummary | None, fresh: float = 0.0,
+         traffic: float | None = None) -> KernelRow:
     trips = int(k["trips"])
-    prediction = predict.predict_kernel(k, dtype, roofs, fresh)
+    prediction = predict.predict_kernel(k, dtype, roofs, fresh, traffic)
     seconds = busy = None
     spread = None
     launches = None

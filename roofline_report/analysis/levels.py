@@ -5,7 +5,12 @@ The rule, stated so that a reader can check it against the sweep's figure:
 * **When the cache sizes are known** (CPU, from the operating system): level k holds the working
   sets larger than level k−1's capacity and at most half its own capacity (the upper half is a
   transition: part of the data already spill to the next level); main memory holds those of at
-  least four times the last-level cache (beyond that, caches cannot keep a useful share). A
+  least four times the last-level cache (beyond that, caches cannot keep a useful share); a
+  working set between the last cache's capacity and main memory's window is priced at the
+  sweep's rate at its size, or at the bytes its program moves per call where those are more
+  (:attr:`Level.transition`: on the 2-core development machine, whose operating system
+  reports an 8 MiB L3, a read-write pass ran at 56 GB/s over 8 MiB, 40 over 16 MiB and 26 to
+  28 past 32 MiB, and a 12 MiB axpy ran at 1.8 times main memory's roof). A
   level's bandwidth is the fastest rate measured inside its window, as every ceiling here reports
   the best rate (noise only slows a kernel). A level with no point in its window is not found.
   The write-new kernel's points are kept by size (:attr:`Level.by_size`): a fresh output's cost
@@ -20,7 +25,10 @@ The rule, stated so that a reader can check it against the sweep's figure:
   level. Each level with at least two points is kept, from its first size to the next level's
   first size; the last is main memory (HBM on an accelerator, DRAM on a CPU). Its window is its
   plateau: from its first size (the smallest size for the first level) to its last (no bound for
-  the last level).
+  the last level). Main memory's roof is the fastest rate among its working sets of at least a
+  quarter of the largest measured (:data:`MAIN_MEMORY_TOP`): a smaller one may still sit in an
+  on-chip cache whose size is not known, whose rate the drops do not separate from the small
+  sizes' launch-bound rates.
 
 Each kernel of the sweep gives its own levels; a level's roof is the fastest kernel's.
 
@@ -48,13 +56,22 @@ from roofline_report.units import format_si
 DROP = 0.6  # a point under 60% of the level's best rate leaves the level
 RULE = ("A cache level holds the working sets larger than the capacity of the level below it "
         "and at most half its own capacity (the upper half is a transition); main memory those "
-        "of at least four times the last-level cache. Without cache sizes, a level ends where "
-        "two consecutive points fall under 60% of its best rate. A level's roof is the fastest "
-        "rate on the working sets it holds, the table's range; predictions use it up to the "
-        "level's capacity, except that a kernel writing a fresh output is priced at the "
-        "write-new rate measured at its own size (past the allocator's threshold for new "
-        "pages, each call faults its output in).")
+        "of at least four times the last-level cache; a kernel whose working set lies between "
+        "the two is priced at the sweep's rate at the larger of its working set and the bytes "
+        "its program moves per call. Without cache sizes, a level ends where "
+        "two consecutive points fall under 60% of its best rate, and main memory's roof is "
+        "taken from its working sets of at least a quarter of the largest measured. A level's "
+        "roof is the fastest rate on the working sets it holds, the table's range; predictions "
+        "use it up to the level's capacity, except that a kernel writing a fresh output is "
+        "priced at the write-new rate measured at its own size (past the allocator's "
+        "threshold for new pages, each call faults its output in).")
 MAIN_MEMORY_MULTIPLE = 4  # working sets of at least this many last-level caches are DRAM's
+# Without cache sizes, main memory's roof comes from the working sets of at least this fraction
+# of the largest measured (1/4: the sweep's last two octaves); smaller ones may still sit in a
+# cache whose size is not known (an H200's read-write sweep: 5.12 TB/s at 32 MiB, in its L2,
+# above the chip's 4.8 TB/s of HBM; 3.78 to 3.96 TB/s from 64 to 256 MiB).
+MAIN_MEMORY_TOP = 4
+_FRACTION = {4: "quarter"}
 REFERENCE = "read-write"  # the kernel a level's other roofs are checked against
 READ_SHARE = 0.25  # a read roof under a quarter of the read-write roof is implausible
 WRITE_NEW_SHARE = 1 / 20  # a write-new roof 20 times below the read-write roof is too
@@ -82,6 +99,12 @@ class Level:
     # write-new kernel, whose rate depends on how the allocator serves an output of that size
     # more than on the level (a prediction reads it at the output's size); () for the others.
     by_size: tuple[tuple[int, float], ...] = ()
+    # Main memory's, with cache sizes known, of the kernels that stream over their working set
+    # in place (read-write, read): (working set, B/s) of the sweep's points from the last
+    # cache's capacity to the first working set of main memory's window, ascending. A working
+    # set between those is neither in the cache nor past it; a prediction reads its rate
+    # there (:meth:`roofline_report.analysis.roofs.BandwidthRoof.rate_for`). () elsewhere.
+    transition: tuple[tuple[int, float], ...] = ()
 
     @property
     def window(self) -> tuple[int | None, int | None, int | None]:
@@ -167,9 +190,12 @@ def _by_caches(points: list[tuple[int, float]], caches: Sequence[Mapping[str, An
             # A fresh output's cost depends on how the allocator serves its size (mapping new
             # pages past a threshold), so that roof holds only from where it was measured.
             low = beyond[0][0] if kernel == "write-new" else lower
+            between = () if kernel == "write-new" else tuple(
+                (b, v) for b, v in points if lower <= b <= start)
             levels.append(Level(main, kernel, max(v for _, v in beyond), low, None,
                                 len(beyond), f"working sets of at least {start} B",
-                                at_least=start, by_size=_sizes(points, kernel, low, None)))
+                                at_least=start, by_size=_sizes(points, kernel, low, None),
+                                transition=between if len(between) >= 2 else ()))
     return levels
 
 
@@ -203,9 +229,15 @@ def _by_drops(points: list[tuple[int, float]], kernel: str, main: str) -> list[L
         last = i == len(kept) - 1
         upper = kept[i + 1][0][0] if not last else None
         name = main if last else f"level {i + 1}"
-        levels.append(Level(name, kernel, max(v for _, v in g), g[0][0] if i else None, upper,
-                            len(g), f"a plateau of {len(g)} sizes (drops under "
-                            f"{percent_text(DROP)})", at_least=g[0][0] if i else None,
+        rated = g
+        how = f"a plateau of {len(g)} sizes (drops under {percent_text(DROP)})"
+        if last:  # main memory: its roof from the largest working sets alone
+            rated = [(b, v) for b, v in g if b * MAIN_MEMORY_TOP >= g[-1][0]]
+            if len(rated) < len(g):
+                how += (f", its roof from the {len(rated)} of at least a "
+                        f"{_FRACTION[MAIN_MEMORY_TOP]} of the largest")
+        levels.append(Level(name, kernel, max(v for _, v in rated), g[0][0] if i else None,
+                            upper, len(g), how, at_least=g[0][0] if i else None,
                             up_to=None if last else g[-1][0]))
     return levels
 

@@ -146,6 +146,7 @@ class Facts:
     # The worker threads the kernel keeps busy (its split on a CPU; ALL_THREADS for a library
     # kernel or a dot run on the thread pool; None: not known, a program known by its totals).
     threads: int | None = None
+    passes: int = 1  # times it reads its input (:func:`read_passes`)
 
     @property
     def flops(self) -> float:
@@ -222,6 +223,24 @@ def elements_of(by_dtype: Mapping[str, Any], total: float) -> float:
                for t, b in by_dtype.items())
 
 
+def read_passes(k: Mapping[str, Any]) -> int:
+    """How many times a kernel of the inventory reads its input
+    (:mod:`roofline_report.analysis.read_passes`): 1
+    for anything but a reduction that reduces its input more than once or reduces it and then
+    writes an output as large from it."""
+    if k.get("category") != "reduction":
+        return 1
+    read = float(k.get("bytes_read") or 0)
+    elements = elements_of(k.get("read_by_dtype") or {}, read)
+    reduced = float(k.get("reduced_elements") or 0)
+    if elements <= 0 or reduced <= 0:
+        return 1
+    passes = int(reduced / elements + 0.5)
+    if passes >= 1 and float(k.get("bytes_written") or 0) >= read:
+        passes += 1  # the output, as large as the input, is made from it: one more read
+    return max(1, passes)
+
+
 def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
     """The facts of one launch of a kernel of the inventory, in the dtype it computes in
     (:func:`kernel_dtype`; ``dtype``, the program's, where it moves no float)."""
@@ -255,7 +274,7 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
                  matmul_dtype=str(integer) if integer else None,
                  recomputed_flops=float(k.get("recomputed_flops") or 0), recomputed=again,
                  complex_flops=float(k.get("complex_flops") or 0),
-                 threads=threads_wanted(k, ALL_THREADS))
+                 threads=threads_wanted(k, ALL_THREADS), passes=read_passes(k))
 
 
 def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
@@ -336,11 +355,13 @@ def product_size(f: Facts) -> float:
     return (f.dot_flops - f.conv_flops) / f.products
 
 
-def _launch(f: Facts, roofs: RoofSet) -> _Launch | None:
-    """The compute and memory terms of one launch of ``f``; None without a compute or a
-    bandwidth roof."""
+def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch | None:
+    """The compute and memory terms of one launch of ``f`` in a program that moves
+    ``traffic`` bytes per call (None: not known); None without a compute or a bandwidth
+    roof."""
     compute = roofs.compute_for(f.dtype)
-    memory = roofs.bandwidth_for(f.bytes, f.written, program=True)
+    memory = roofs.bandwidth_for(f.bytes, f.written, program=True, passes=f.passes,
+                                 traffic=traffic)
     if compute is None or memory is None:
         return None
     notes: list[str] = []
@@ -473,12 +494,24 @@ def _bound(terms: tuple[Term, ...]) -> tuple[float, Term]:
     return work + sum(seconds for seconds, _ in overhead), binding
 
 
+def traffic_per_call(kernels: Iterable[Mapping[str, Any]]) -> float:
+    """The bytes a program's kernels move per call (each kernel's bytes times its trips): how
+    much passes through the caches between one call's use of an input and the next's."""
+    return float(sum((float(k.get("bytes_read") or 0) + float(k.get("bytes_written") or 0))
+                     * max(1, int(k.get("trips", 1))) for k in kernels
+                     if k.get("charged", True)))
+
+
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
-                   fresh_pages: float = 0.0) -> Prediction | None:
+                   fresh_pages: float = 0.0, traffic: float | None = None
+                   ) -> Prediction | None:
     """A kernel's time per call of its program: trips × (max(compute, memory, pattern) +
     launch) + split launch and ``fresh_pages`` page faults (once per call, not per trip;
     :mod:`~roofline_report.analysis.fresh_pages`), each term per call; None when the roofs
-    lack a compute or a bandwidth roof."""
+    lack a compute or a bandwidth roof. ``traffic``: the bytes its program moves per call
+    (:func:`traffic_per_call`), where known, which decides whether a working set between the
+    last cache and main memory is still in the cache from the last call
+    (:meth:`~roofline_report.analysis.roofs.RoofSet.bandwidth_for`)."""
     f = kernel_facts(k, dtype)
     slow = pattern_time(k, f.dtype, roofs)
     if slow is not None and slow.pattern == FFT_PATTERN:
@@ -487,7 +520,7 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
         fft = sum(float(v) for op, v in (k.get("flops_by_op") or {}).items()
                   if _op_name(str(op)) == FFT_PATTERN)
         f = replace(f, other_flops=max(0.0, f.other_flops - fft))
-    one = _launch(f, roofs)
+    one = _launch(f, roofs, traffic)
     if one is None:
         return None
     trips = max(1, int(k.get("trips", 1)))
@@ -572,8 +605,12 @@ def predict_from_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs
 def predict_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet
                     ) -> list[Prediction] | None:
     """Each kernel's :func:`predict_kernel`, in order, leaving out a conditional's branches
-    the program does not charge; None when one cannot be priced."""
-    parts = [predict_kernel(k, dtype, roofs) for k in kernels if k.get("charged", True)]
+    the program does not charge (the kernels' :func:`traffic_per_call` as their program's);
+    None when one cannot be priced."""
+    listed = list(kernels)
+    traffic = traffic_per_call(listed)
+    parts = [predict_kernel(k, dtype, roofs, traffic=traffic) for k in listed
+             if k.get("charged", True)]
     if not all(p is not None for p in parts):
         return None
     return [p for p in parts if p is not None]

@@ -8,8 +8,10 @@ whole input rather than a row at a time (as XLA:CPU's YNNPACK layer norm was tim
 reads and a write of a 16 MiB input at main memory's rate), every pass reads main memory, and
 the kernel takes about that many times as long as one pass, while the model prices one.
 
-Which of the two a library kernel does is not in the HLO, so the model keeps pricing one pass;
-the reason for a program's miss (:func:`roofline_report.analysis.explain.program_reason`) names
+Which of the two a library kernel does is not in the HLO, so the model keeps pricing one pass
+(at main memory's roof where its working set lies between the last cache and main memory, not
+at the sweep's rate there: :meth:`roofline_report.analysis.roofs.RoofSet.bandwidth_for`); the
+reason for a program's miss (:func:`roofline_report.analysis.explain.program_reason`) names
 these kernels where the passes account for the miss. The passes are counted from the kernel's
 record: the elements its reduce ops read (``reduced_elements``, a fusion reducing its input
 twice counts it twice) over the elements it reads, and one more where it writes an output as
@@ -22,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_report.analysis.predict import elements_of, predict_kernel
+from roofline_report.analysis.predict import predict_kernel, read_passes
 from roofline_report.analysis.roofs import RoofSet
 
 __all__ = ["MultiPass", "multi_pass_kernels", "read_passes"]
@@ -39,23 +41,6 @@ class MultiPass:
     read: float
     written: float
     predicted: float
-
-
-def read_passes(k: Mapping[str, Any]) -> int:
-    """How many times a kernel of the inventory reads its input (see the module docstring): 1
-    for anything but a reduction that reduces its input more than once or reduces it and then
-    writes an output as large from it."""
-    if k.get("category") != "reduction":
-        return 1
-    read = float(k.get("bytes_read") or 0)
-    elements = elements_of(k.get("read_by_dtype") or {}, read)
-    reduced = float(k.get("reduced_elements") or 0)
-    if elements <= 0 or reduced <= 0:
-        return 1
-    passes = int(reduced / elements + 0.5)
-    if passes >= 1 and float(k.get("bytes_written") or 0) >= read:
-        passes += 1  # the output, as large as the input, is made from it: one more read
-    return max(1, passes)
 
 
 def multi_pass_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet,

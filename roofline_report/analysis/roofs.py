@@ -95,6 +95,9 @@ class BandwidthRoof:
     # (working set, B/s) measured by size where the roof applies, ascending (the write-new
     # roof's: a fresh output's cost depends on its size more than on the level).
     by_size: tuple[tuple[float, float], ...] = ()
+    # (working set, B/s) of the sweep from the last cache's capacity to this level's window,
+    # ascending (main memory's read-write and read roofs, where cache sizes are known).
+    transition: tuple[tuple[float, float], ...] = ()
 
     def holds(self, working_set: float) -> bool:
         low = self.min_bytes if self.min_bytes is not None else 0
@@ -105,6 +108,16 @@ class BandwidthRoof:
         """The rate at ``working_set``: interpolated (in log size) between the sizes measured,
         the nearest end's beyond them, never above the roof; ``value`` without sizes."""
         return min(self.value, _rate_by_size(self.by_size, working_set, self.value))
+
+    def rate_for(self, working_set: float | None) -> float:
+        """The roof a kernel of ``working_set`` bytes meets: in the transition from the last
+        cache (:attr:`transition`), the sweep's rate at its size, interpolated in log size,
+        never below the level's roof nor above the fastest transition point; else the roof."""
+        points = self.transition
+        if working_set is None or not points or working_set >= points[-1][0]:
+            return self.value
+        rate = _rate_by_size(points, working_set, self.value)
+        return max(self.value, min(rate, max(v for _, v in points)))
 
 
 SPLIT_LAUNCH = "split launch"  # the floor a kernel split across worker threads adds
@@ -251,12 +264,20 @@ class RoofSet:
 
     def bandwidth_for(self, working_set: float | None = None,
                       written: float | None = None, *,
-                      program: bool = False) -> BandwidthRoof | None:
+                      program: bool = False, passes: int = 1,
+                      traffic: float | None = None) -> BandwidthRoof | None:
         """The roof of the innermost level whose range holds ``working_set``; with no working
         set (or none holding it), the outermost level (main memory), never a cache's just
         because it is faster. Within the level, the write-new roof (measured writing a fresh
         output once per call, by the output's size) read at the ``written`` fresh bytes when
-        they are of a size the level holds, else the level's fastest other roof (with
+        they are of a size the level holds, else the level's fastest other roof, each read at
+        the working set's size where it lies between the last cache and main memory's window
+        (:meth:`BandwidthRoof.rate_for`) at the larger of the working set and the program's
+        ``traffic`` per call, where known (the sweep times one kernel called again and again:
+        its data is in the cache when it comes back only if less than the cache's worth passed
+        through it in between, which for a program is all its kernels' bytes), but not for a
+        kernel that reads its input ``passes`` times, whose later passes find it gone from the
+        cache (with
         ``program``, the fastest of the working-set sweep's where the level has one: what a
         program meets). A large fresh output of a size another level holds (at least
         :data:`FRESH_SHARE` of the bytes) is read at that level's write-new roof where that is
@@ -272,6 +293,11 @@ class RoofSet:
         inner = min(order.index(r.level) for r in candidates)
         level = [r for r in candidates if order.index(r.level) == inner]
         level = [r for r in level if r.unstable is None] or level  # plausible roofs first
+        # Between the last cache and main memory's window: the sweep's rate at this size.
+        if passes <= 1 and working_set is not None:
+            cycled = max(working_set, traffic or 0.0)
+            level = [replace(r, value=r.rate_for(cycled)) if r.transition else r
+                     for r in level]
         # A program streams into freshly allocated outputs, one call at a time: where the
         # level was measured that way, that is its roof; else the level's fastest.
         fresh = [r for r in level if r.name.endswith(FRESH)]
@@ -421,7 +447,8 @@ def measured(ceilings: Mapping[str, Any],
                                f"measured: working-set sweep, {lv.rule}",
                                min_bytes=lv.min_bytes, max_bytes=lv.max_bytes,
                                unstable=lv.unstable,
-                               by_size=tuple((float(b), v) for b, v in lv.by_size))
+                               by_size=tuple((float(b), v) for b, v in lv.by_size),
+                               transition=tuple((float(b), v) for b, v in lv.transition))
                  for lv in found]
     # The streams on arrays past the last-level cache measure main memory: their roofs hold
     # where the sweep's main-memory level starts (else from the last-level cache's size).
