@@ -555,7 +555,7 @@ def _trace(calls: donation.Calls, inventory: Mapping[str, Any],
     median = ((timed or {}).get("per_call") or {}).get("median") \
         if (timed or {}).get("available") else None
     names = [k["name"] for k in inventory["kernels"]]
-    trips = {k["name"]: int(k["trips"]) for k in inventory["kernels"]}
+    trips = {k["name"]: int(k.get("trips", 1)) for k in inventory["kernels"]}
     count = KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS
     cores = kernel_timing.cores()
     wants = kernel_timing.wants(inventory["kernels"], cores)
