@@ -723,3 +723,21 @@ dim_labels=b01f_01io->b01f, feature_group_count=4
     assert not special_compute.integer_dot(found["d"], "int4")
     assert special_compute.grouped_convolution(found["c"])
     assert not special_compute.grouped_convolution(found["d"])
+    # XLA's GPU backend runs them as library calls: cuBLAS and cuDNN
+    gpu = """HloModule m
+
+ENTRY %main (a: s8[4,4], b: s8[4,4], x: f32[1,5,5,4], w: f32[3,3,1,4]) -> s32[4,4] {
+  %a = s8[4,4]{1,0} parameter(0)
+  %b = s8[4,4]{1,0} parameter(1)
+  %x = f32[1,5,5,4]{3,2,1,0} parameter(2)
+  %w = f32[3,3,1,4]{3,2,1,0} parameter(3)
+  %c = (f32[1,3,3,4]{3,2,1,0}, u8[0]{0}) custom-call(%x, %w), window={size=3x3}, \
+dim_labels=b01f_01io->b01f, feature_group_count=4, custom_call_target="__cudnn$convForward"
+  %g = (s32[4,4]{1,0}, s8[64]{0}) custom-call(%a, %b), custom_call_target="__cublas$gemm"
+  ROOT %d = s32[4,4]{1,0} get-tuple-element(%g), index=0
+}
+"""
+    found = {i.name: i for _c, i in parse_module(gpu).instructions()}
+    assert special_compute.integer_dot(found["g"], "int8")
+    assert special_compute.grouped_convolution(found["c"])
+    assert not special_compute.grouped_convolution(found["g"])

@@ -388,6 +388,11 @@ def test_integer_products_depthwise_convolutions_and_top_k_by_hand() -> None:
     topk = by_name["topk"]
     assert (topk["pattern"], topk["pattern_size"]) == ("top-k", 4 * 1000)
     assert topk["pattern_detail"] == "f32[4,5] of f32[4,1000]"
+    # XLA's GPU backend names its TopK call __gpu$TopK: the same pattern
+    gpu = {k["name"]: k for k in kernel_inventory(
+        SPECIAL.replace('custom_call_target="TopK"', 'custom_call_target="__gpu$TopK"'))
+        ["kernels"]}
+    assert (gpu["topk"]["pattern"], gpu["topk"]["pattern_size"]) == ("top-k", 4 * 1000)
 
 
 @cpu_only

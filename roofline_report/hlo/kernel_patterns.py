@@ -35,8 +35,9 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   with the runs: on a 2-core CPU, the sum over (1, 3) of ``[4, n, 32, m]`` took about 4.4 ns a
   run for runs of 2, 8 and 16 elements (0.47, 1.8 and 3.6 G elements/s), against 7 to 14 G
   elements/s for a sum over rows.
-* ``top-k``: a kernel holding a ``TopK`` custom call (XLA's partial sort of the k largest
-  along the last dimension, ``jax.lax.top_k``); size: the elements of its operand searched.
+* ``top-k``: a kernel holding a ``TopK`` custom call (``__gpu$TopK`` on a GPU; XLA's partial
+  sort of the k largest along the last dimension, ``jax.lax.top_k``); size: the elements of
+  its operand searched.
 * ``transpose``: a copy or transpose kernel, or a loop fusion whose root (bitcasts aside) is a
   copy or transpose, that puts its data in another order in memory: the source's axes (size-1
   axes aside) come out of the root's layout in another order, followed through bitcasts,
@@ -84,6 +85,9 @@ PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
             "broadcast-transpose")
 TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
+# XLA's GPU backend names its own: an H200's top-k roof (jax 0.11.2) ran custom-call.1
+# (__gpu$TopK) and found no top-k kernel under the CPU's name.
+TOP_K_TARGETS = (TOP_K_TARGET, "__gpu$TopK")
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,7 +503,7 @@ def matmul_dtype(instr: Instruction, module: Module) -> str | None:
 
 def _top_k(inside: Sequence[Instruction]) -> Pattern | None:
     calls = [i for i in inside if i.opcode == "custom-call"
-             and i.custom_call_target == TOP_K_TARGET]
+             and i.custom_call_target in TOP_K_TARGETS]
     if not calls:
         return None
     size = sum(elements_of(i.operand_shapes[0]) for i in calls if i.operand_shapes)

@@ -67,18 +67,28 @@ def _holds(text: str, check: Callable[[Any], bool]) -> bool:
     return any(check(instr) for _comp, instr in parse_module(text).instructions())
 
 
+def _library_call(instr: Any, prefix: str) -> bool:
+    """A custom call to a library whose target starts with ``prefix`` (XLA's GPU backend runs
+    products and convolutions as cuBLAS and cuDNN calls: ``__cublas$gemm``,
+    ``__cudnn$convForward``)."""
+    return bool(instr.opcode == "custom-call"
+                and str(instr.custom_call_target or "").startswith(prefix))
+
+
 def integer_dot(instr: Any, dtype: str) -> bool:
-    """An HLO dot whose left operand is of the integer type ``dtype`` (jax's name)."""
+    """An HLO dot, or a cuBLAS call, whose left operand is of the integer type ``dtype``
+    (jax's name)."""
     from roofline_report.hlo.kernel_patterns import INTEGER_TYPES
 
     operand = instr.operand_shapes[0] if instr.operand_shapes else None
-    return bool(instr.opcode == "dot" and operand is not None and operand.array is not None
+    return bool((instr.opcode == "dot" or _library_call(instr, "__cublas"))
+                and operand is not None and operand.array is not None
                 and INTEGER_TYPES.get(operand.array.dtype) == dtype)
 
 
 def grouped_convolution(instr: Any) -> bool:
-    """An HLO convolution of more than one feature group."""
-    return bool(instr.opcode == "convolution"
+    """An HLO convolution, or a cuDNN convolution call, of more than one feature group."""
+    return bool((instr.opcode == "convolution" or _library_call(instr, "__cudnn$conv"))
                 and instr.attributes.get("feature_group_count", "1") != "1")
 
 
