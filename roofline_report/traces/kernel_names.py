@@ -101,37 +101,37 @@ def resolve_ops(ops: Sequence[str], names: Sequence[str], calls: Iterable[int],
     known = set(kernels)
     of_symbol = by_symbol(kernels)
     out = list(ops)
-    symbols = [symbol(n) for n in names]
+    symbol_of = {n: symbol(n) for n in set(names)}  # one per distinct name, not per event
+    symbols = [symbol_of[n] for n in names]
     pending = [i for i, op in enumerate(ops) if op not in known and symbols[i] in of_symbol]
     if not pending:
         return Resolved(out, 0, 0, ())
-    seen = set(symbols) | {symbol(op) for op in ops if op in known}
+    seen = set(symbol_of.values()) | {symbol(op) for op in known & set(ops)}
     stems = [_stem(k) for k in kernels]
     silent = [symbol(k) not in seen for k in kernels]
     caps = [max(1, int((launches or {}).get(k, 1))) for k in kernels]
     position = {k: i for i, k in enumerate(kernels)}
+    # Per named kernel: the positions it may be placed on, in schedule order (itself, and the
+    # kernels no event names with its stem).
+    places: dict[int, list[int]] = {}
     call_of = list(calls)
     placed: dict[int, dict[int, int]] = {}  # call -> launches placed per kernel, this pass
     cursor: dict[int, int] = {}  # call -> where the search for its next event starts
     shared = 0
     wrappers: set[str] = set()
     for i in pending:
-        named = of_symbol[symbols[i]]
+        own = position[of_symbol[symbols[i]]]
+        fit = places.get(own)
+        if fit is None:
+            fit = places[own] = [j for j in range(len(kernels))
+                                 if j == own or (silent[j] and stems[j] == stems[own])]
         call = call_of[i]
         taken = placed.setdefault(call, {})
         start = cursor.get(call, 0)
-        stem = _stem(named)
-        own = position[named]
-
-        def fits(j: int, taken: dict[int, int] = taken, own: int = own,
-                 stem: str = stem) -> bool:
-            return (taken.get(j, 0) < caps[j]
-                    and (j == own or (silent[j] and stems[j] == stem)))
-
-        j = next((j for j in range(start, len(kernels)) if fits(j)), None)
+        j = next((j for j in fit if j >= start and taken.get(j, 0) < caps[j]), None)
         if j is None:  # a new pass over the schedule
             taken = placed[call] = {}
-            j = next((j for j in range(len(kernels)) if fits(j, taken)), own)
+            j = next((j for j in fit if taken.get(j, 0) < caps[j]), own)
         taken[j] = taken.get(j, 0) + 1
         cursor[call] = j if taken[j] < caps[j] else j + 1
         wrappers.add(ops[i])
