@@ -11,6 +11,7 @@ import pytest
 from roofline_report.traces import events, kernel_columns
 from roofline_report.traces.kernel_names import by_symbol, resolve_ops, symbol
 from roofline_report.traces.xspace import Event
+from tests.test_kernel_columns import _Plane, _View
 
 CB = "command_buffer_1"
 
@@ -24,8 +25,7 @@ def test_symbols_are_written_as_xla_writes_kernel_names() -> None:
     assert by_symbol(["a.1", "a-1", "b.2"]) == {"b_2": "b.2"}
 
 
-def _calls(kernels: list[str], names_per_call: list[list[str]]) -> tuple[list[str], list[str],
-                                                                        list[int]]:
+def _calls(names_per_call: list[list[str]]) -> tuple[list[str], list[str], list[int]]:
     ops, names, calls = [], [], []
     for c, seq in enumerate(names_per_call):
         for n in seq:
@@ -39,7 +39,7 @@ def test_kernels_sharing_compiled_code_are_placed_in_schedule_order() -> None:
     # f.3 and f.5 run f.2's compiled kernel (identical bodies): their events are named f_2.
     kernels = ["a.1", "f.2", "g.4", "f.3", "h", "f.5"]
     per_call = ["a_1", "f_2", "g_4", "f_2", "h", "f_2"]
-    ops, names, calls = _calls(kernels, [per_call, per_call, per_call])
+    ops, names, calls = _calls([per_call, per_call, per_call])
     got = resolve_ops(ops, names, calls, kernels)
     assert got.ops == kernels * 3
     assert (got.by_name, got.shared, got.wrappers) == (18, 6, (CB,))
@@ -50,7 +50,7 @@ def test_kernels_sharing_compiled_code_are_placed_in_schedule_order() -> None:
 
 def test_a_kernel_launched_again_in_a_loop_stays_itself() -> None:
     kernels = ["a.1", "body.2", "b.3"]
-    ops, names, calls = _calls(kernels, [["a_1", "body_2", "body_2", "body_2", "b_3"]] * 2)
+    ops, names, calls = _calls([["a_1", "body_2", "body_2", "body_2", "b_3"]] * 2)
     got = resolve_ops(ops, names, calls, kernels)
     assert got.ops == ["a.1", "body.2", "body.2", "body.2", "b.3"] * 2
     assert got.shared == 0
@@ -61,7 +61,7 @@ def test_a_loop_body_takes_its_trips_before_a_kernel_sharing_its_code() -> None:
     # the three body_2 events in a row are body.2's, the one after b_3 is body.4's.
     kernels = ["a.1", "body.2", "b.3", "body.4"]
     seq = ["a_1", "body_2", "body_2", "body_2", "b_3", "body_2"]
-    ops, names, calls = _calls(kernels, [seq])
+    ops, names, calls = _calls([seq])
     got = resolve_ops(ops, names, calls, kernels, {"body.2": 3})
     assert got.ops == ["a.1", "body.2", "body.2", "body.2", "b.3", "body.4"]
     # without the trips the second launch is taken for the kernel that shares the code
@@ -72,14 +72,14 @@ def test_calls_not_numbered_are_passes_over_the_schedule() -> None:
     # the events of three calls given as one: each call begins a new pass
     kernels = ["a.1", "f.2", "g.4", "f.3"]
     seq = ["a_1", "f_2", "g_4", "f_2"]
-    ops, names, _ = _calls(kernels, [seq] * 3)
+    ops, names, _ = _calls([seq] * 3)
     assert resolve_ops(ops, names, [0] * 12, kernels).ops == kernels * 3
 
 
 def test_a_kernel_seen_by_its_own_name_takes_no_other_kernels_launch() -> None:
     # f.3 runs under its own name: a second f_2 event is f.2 launched again, not f.3.
     kernels = ["f.2", "f.3"]
-    ops, names, calls = _calls(kernels, [["f_2", "f_2", "f_3"]])
+    ops, names, calls = _calls([["f_2", "f_2", "f_3"]])
     assert resolve_ops(ops, names, calls, kernels).ops == ["f.2", "f.2", "f.3"]
 
 
@@ -99,17 +99,6 @@ class _Line:
         self.events = evs
         self.runs = runs
         self.name = "Stream #14(Compute)"
-
-
-class _Plane:
-    def __init__(self, name: str, lines: list[Any]) -> None:
-        self.name = name
-        self.lines = lines
-
-
-class _View:
-    def __init__(self, planes: list[_Plane]) -> None:
-        self.planes = planes
 
 
 def _graph_view(*, overlap: float) -> _View:

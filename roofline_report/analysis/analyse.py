@@ -31,6 +31,7 @@ from roofline_report.analysis.predict import (
     predict_facts,
     predict_from_kernels,
     predict_program,
+    program_traffic,
 )
 from roofline_report.analysis.read_passes import MultiPass, multi_pass_kernels
 from roofline_report.analysis.records import (
@@ -381,7 +382,8 @@ def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend
     inventory = pt.get("kernels")
     prediction: Prediction | None = None
     if _available(inventory) and isinstance(inventory, Mapping) and inventory.get("kernels"):
-        prediction = predict_from_kernels(inventory["kernels"], dtype, roofs)
+        prediction = predict_from_kernels(inventory["kernels"], dtype, roofs,
+                                          program_traffic(inventory))
     else:
         f = facts(record, dtype)
         prediction = predict_facts(f, roofs) if f is not None else None

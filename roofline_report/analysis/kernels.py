@@ -220,7 +220,7 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
     pages = fresh_pages(listed, temp)
     # A loop that stops on data runs the launches per call its trace observed.
     observed, loops = loop_trips(listed, times)
-    traffic = predict.traffic_per_call(listed)
+    traffic = predict.program_traffic(inventory)
     rows = [_row(observed_kernel(k, observed.get(str(k["name"]))), times.get(str(k["name"])),
                  dtype, roofs, trace, fresh, traffic)
             for k, fresh in zip(listed, pages, strict=True)]

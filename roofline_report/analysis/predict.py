@@ -83,7 +83,7 @@ from roofline_report.text import plural
 
 __all__ = ["Facts", "Prediction", "Term", "elements_of", "facts", "kernel_dtype", "kernel_facts",
            "predict_facts", "predict_from_kernels", "predict_kernel", "predict_kernels",
-           "predict_program"]
+           "predict_program", "program_traffic"]
 
 DOT_OPS = ("dot_general", "dot", "convolution")
 CONV_OPS = ("convolution",)
@@ -494,12 +494,14 @@ def _bound(terms: tuple[Term, ...]) -> tuple[float, Term]:
     return work + sum(seconds for seconds, _ in overhead), binding
 
 
-def traffic_per_call(kernels: Iterable[Mapping[str, Any]]) -> float:
-    """The bytes a program's kernels move per call (each kernel's bytes times its trips): how
-    much passes through the caches between one call's use of an input and the next's."""
-    return float(sum((float(k.get("bytes_read") or 0) + float(k.get("bytes_written") or 0))
-                     * max(1, int(k.get("trips", 1))) for k in kernels
-                     if k.get("charged", True)))
+def program_traffic(inventory: Mapping[str, Any]) -> float | None:
+    """The bytes a program's kernels move per call, as its kernel inventory totals them (each
+    charged kernel's bytes times its trips): how much passes through the caches between one
+    call's use of an input and the next's; None where the inventory gives no totals."""
+    read, written = inventory.get("bytes_read"), inventory.get("bytes_written")
+    if read is None or written is None:
+        return None
+    return float(read) + float(written)
 
 
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
@@ -509,7 +511,7 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
     launch) + split launch and ``fresh_pages`` page faults (once per call, not per trip;
     :mod:`~roofline_report.analysis.fresh_pages`), each term per call; None when the roofs
     lack a compute or a bandwidth roof. ``traffic``: the bytes its program moves per call
-    (:func:`traffic_per_call`), where known, which decides whether a working set between the
+    (:func:`program_traffic`), where known, which decides whether a working set between the
     last cache and main memory is still in the cache from the last call
     (:meth:`~roofline_report.analysis.roofs.RoofSet.bandwidth_for`)."""
     f = kernel_facts(k, dtype)
@@ -593,23 +595,22 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet) -> Prediction | N
                       lower_bound=any(p.lower_bound for p in kernels))
 
 
-def predict_from_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet
-                         ) -> Prediction | None:
+def predict_from_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet,
+                         traffic: float | None = None) -> Prediction | None:
     """A program's time from its kernel inventory's ``kernels`` (:func:`predict_program` of
-    each one's :func:`predict_kernel`), leaving out a conditional's branches the program does
-    not charge (``charged: false``); None when it lists none or one cannot be priced."""
-    parts = predict_kernels(kernels, dtype, roofs)
+    each one's :func:`predict_kernel`, in a program moving ``traffic`` bytes per call),
+    leaving out a conditional's branches the program does not charge (``charged: false``);
+    None when it lists none or one cannot be priced."""
+    parts = predict_kernels(kernels, dtype, roofs, traffic)
     return predict_program(parts, roofs) if parts is not None else None
 
 
-def predict_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet
-                    ) -> list[Prediction] | None:
-    """Each kernel's :func:`predict_kernel`, in order, leaving out a conditional's branches
-    the program does not charge (the kernels' :func:`traffic_per_call` as their program's);
-    None when one cannot be priced."""
-    listed = list(kernels)
-    traffic = traffic_per_call(listed)
-    parts = [predict_kernel(k, dtype, roofs, traffic=traffic) for k in listed
+def predict_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet,
+                    traffic: float | None = None) -> list[Prediction] | None:
+    """Each kernel's :func:`predict_kernel` in a program moving ``traffic`` bytes per call, in
+    order, leaving out a conditional's branches the program does not charge; None when one
+    cannot be priced."""
+    parts = [predict_kernel(k, dtype, roofs, traffic=traffic) for k in kernels
              if k.get("charged", True)]
     if not all(p is not None for p in parts):
         return None

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline_report.ingest import timeline
-from roofline_report.traces.kernel_names import symbol
+from roofline_report.traces.kernel_names import by_symbol, symbol
 from roofline_report.traces.xspace import XSpace
 
 __all__ = ["Unclaimed", "several_kernels", "unclaimed"]
@@ -50,7 +50,7 @@ def unclaimed(space: XSpace, lane: timeline.Lane, module: str,
         return []
     first = float(k.start_ns[ours].min())
     last = float((k.start_ns[ours] + k.duration_ns[ours]).max())
-    by_symbol = {symbol(k): k for k in kernels}
+    named = by_symbol(kernels)
     found: dict[str, list[float]] = {}
     for line in plane.lines:
         for e in line.events:
@@ -59,7 +59,7 @@ def unclaimed(space: XSpace, lane: timeline.Lane, module: str,
             if e.start_ns >= last or e.start_ns + e.duration_ns <= first:
                 continue
             found.setdefault(e.name, []).append(e.duration_ns * 1e-9)
-    out = [Unclaimed(name, len(d), sum(d), by_symbol.get(symbol(name)))
+    out = [Unclaimed(name, len(d), sum(d), named.get(symbol(name)))
            for name, d in found.items()]
     return sorted(out, key=lambda u: (-u.seconds, u.name))
 

@@ -207,7 +207,11 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
     runs = [lines.run[i] for i in picked]
     ops = [lines.op[i] for i in picked]
     flows = [lines.flow[i] for i in picked]
-    names = [lines.name[i] for i in picked] if schedule is not None else []
+    # Event names are read only where an op names no kernel (a command buffer's events).
+    if schedule is not None and not set(ops) <= set(schedule):
+        names = [lines.name[i] for i in picked]
+    else:
+        schedule, names = None, []
     stats_of = lines.stats_of()
     del lines
 
@@ -233,7 +237,7 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
     if schedule is not None:  # after the completion events, matched by the ops they name
         resolved = resolve_ops(ops, names, code.tolist(), schedule, trips)
         ops = resolved.ops
-        del names
+    del names
     flat = np.argsort(code, kind="stable")
     rows = flat.tolist()
     line_list = line_of.tolist()

@@ -101,9 +101,12 @@ def resolve_ops(ops: Sequence[str], names: Sequence[str], calls: Iterable[int],
     known = set(kernels)
     of_symbol = by_symbol(kernels)
     out = list(ops)
+    unknown = [i for i, op in enumerate(ops) if op not in known]
+    if not unknown:  # every event names its kernel: nothing to place
+        return Resolved(out, 0, 0, ())
     symbol_of = {n: symbol(n) for n in set(names)}  # one per distinct name, not per event
     symbols = [symbol_of[n] for n in names]
-    pending = [i for i, op in enumerate(ops) if op not in known and symbols[i] in of_symbol]
+    pending = [i for i in unknown if symbols[i] in of_symbol]
     if not pending:
         return Resolved(out, 0, 0, ())
     seen = set(symbol_of.values()) | {symbol(op) for op in known & set(ops)}

@@ -22,7 +22,12 @@ from typing import Any
 
 from roofline_report.analysis.experiments.knees import knee_fit, model_knee_note
 from roofline_report.analysis.experiments.raw import NOT_RECORDED
-from roofline_report.analysis.predict import Prediction, predict_kernels, predict_program
+from roofline_report.analysis.predict import (
+    Prediction,
+    predict_kernels,
+    predict_program,
+    program_traffic,
+)
 from roofline_report.analysis.roofs import FRESH, RoofSet
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.units import format_si
@@ -181,7 +186,8 @@ def kernel_model(
     predictions: dict[str, Prediction] = {}
     kernels: dict[str, list[Prediction]] = {}
     for v, inv in inventories.items():
-        parts = predict_kernels(inv.get("kernels") or [], dtypes[v], roofs)
+        parts = predict_kernels(inv.get("kernels") or [], dtypes[v], roofs,
+                                program_traffic(inv))
         p = predict_program(parts, roofs) if parts is not None else None
         if parts is None or p is None:
             why = "its inventory lists no kernels" if not inv.get("kernels") else (
