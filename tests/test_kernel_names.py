@@ -125,7 +125,8 @@ def test_kernel_times_place_command_buffer_events(overlap: float,
     view = _graph_view(overlap=overlap)
     columns = kernel_columns.timed_launches(view, "jit_step", events._Ends,
                                             events._module_matches, kernels)
-    assert (columns is not None) == (overlap == 0.0)  # events that overlap: the general path
+    # events that overlap without nesting are read as columns too
+    assert columns is not None
     got = events.kernel_times(view, module="jit_step", kernels=kernels)
     assert got["available"] and got["source"] == "device" and got["unmatched"] == []
     rows = {k["name"]: k for k in got["kernels"]}
@@ -133,7 +134,7 @@ def test_kernel_times_place_command_buffer_events(overlap: float,
     assert rows["f.2"]["launches"] == [1.0, 1.0, 1.0]
     assert rows["f.3"]["busy_s"] == pytest.approx([1300e-9, 1301e-9, 1302e-9])
     assert any("command_buffer_1" in n for n in got["notes"])
-    # the general path (events that overlap always take it) gives the same
+    # the general path gives the same
     with monkeypatch.context() as m:
         m.setattr(events, "timed_launches", lambda *a, **k: None)
         assert events.kernel_times(view, module="jit_step", kernels=kernels) == got

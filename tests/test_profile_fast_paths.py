@@ -4,6 +4,7 @@ the runtime's execute events read as their starts."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -483,19 +484,32 @@ def _self_times_by_stack(items: list[Any]) -> list[tuple[float, float]]:
     return [out[i] for i in range(len(items))]
 
 
-@pytest.mark.parametrize("nested", [False, True])
-def test_self_times_of_kernels_one_after_another_and_nested(nested: bool) -> None:
+@pytest.mark.parametrize("mode", ["apart", "chained", "nested"])
+def test_self_times_of_kernels_one_after_another_and_nested(mode: str) -> None:
     from roofline_report.traces.launches import _Event, _Kernel
 
-    rng = random.Random(7 + nested)
+    rng = random.Random({"apart": 7, "chained": 9, "nested": 8}[mode])
     items = []
     at = 0.0
     for _ in range(200):
         length = rng.choice([0.0, 1.0, 2.5])
-        if nested and rng.random() < 0.3 and items:  # inside the previous event
+        if mode == "nested" and rng.random() < 0.3 and items:  # inside the previous event
             parent = items[-1].event
             start = parent.start + (parent.end - parent.start) * rng.random() / 2
             e = _Event(0, start, min(parent.end, start + length), {}, None)
+        elif mode == "chained" and rng.random() < 0.5 and items and length:
+            # starting before the previous event ends and ending after it, as a GPU stream's
+            # kernels do: overlapping, neither inside the other
+            previous = items[-1].event
+            if previous.end > previous.start:
+                start = previous.start + (previous.end - previous.start) * (0.5 + rng.random() / 2)
+                start = max(start, previous.start + 0.25)
+                e = _Event(0, start, max(previous.end + 0.5, start + length), {}, None)
+                at = e.end
+            else:
+                at += 3.0
+                e = _Event(0, at, at + length, {}, None)
+                at += length
         else:
             at += rng.choice([0.0, 0.5, 3.0])
             e = _Event(0, at, at + length, {}, None)
@@ -503,7 +517,9 @@ def test_self_times_of_kernels_one_after_another_and_nested(nested: bool) -> Non
         # Completions after the event, with it, or (clamped) before its end or its start.
         items.append(_Kernel(e, "k", None, e.end + rng.choice([0.0, 4.0, -0.5, -3.0])))
     want = _self_times_by_stack(items)
-    assert events._apart(items) is (not nested)
+    assert events._unnested(items) is (mode != "nested")
+    if mode == "chained":  # some do overlap
+        assert any(b.event.start < a.event.end for a, b in itertools.pairwise(items))
     events._self_times(items)
     assert repr([(k.self_ns, k.busy_ns) for k in items]) == repr(want)  # -0.0 apart
     assert any(k.self_ns == 0.0 for k in items) and any(k.busy_ns < k.event.duration
@@ -540,3 +556,52 @@ def test_step_markers_merged_as_arrays_are_those_merged_one_by_one(seed: int) ->
 def test_a_step_number_past_64_bits_is_merged_one_by_one() -> None:
     got = timeline._steps_of([2**70, 2**70, 1], [5.0, 3.0, 4.0], [1.0, 1.0, 1.0])
     assert [tuple(s) for s in got] == [(2**70, 3.0, 6.0), (1, 4.0, 5.0)]
+
+
+@pytest.mark.parametrize(("wants", "cores"), [(None, None), ({"op0": 1, "op1": 3}, 2),
+                                              (None, 4)])
+def test_overlapping_launches_without_a_wait_are_swept_as_columns(
+        wants: dict[str, int] | None, cores: int | None) -> None:
+    # A GPU stream's calls: each kernel starts a little before the previous one's event ends
+    # and completes with its own event, some events of no length, two streams side by side.
+    rng = random.Random(3608)
+    runs: list[list[launches._Kernel]] = []
+    at = 1.0e6
+    for _ in range(300):
+        run = []
+        for i in range(rng.randint(2, 25)):
+            own = 0.0 if rng.random() < 0.05 else rng.uniform(500, 40_000)
+            start = at - (rng.uniform(0, 800) if run and rng.random() < 0.7 else 0.0)
+            event = launches._Event(i % 2, start, start + own, {}, None)
+            run.append(launches._Kernel(event, f"op{i % 4}", None, event.end, own, own))
+            at = max(at, event.end) + (0.0 if rng.random() < 0.5 else rng.uniform(0, 300))
+        run.sort(key=lambda k: k.event.start)
+        runs.append(run)
+        at += rng.uniform(1e4, 1e5)
+    flat = [k for run in runs for k in run]
+    n = len(flat)
+    columns = call_samples.LaunchColumns(
+        np.array([len(run) for run in runs], dtype=np.int64), [k.op for k in flat],
+        np.array([k.event.start for k in flat]), np.array([k.event.end for k in flat]),
+        np.array([k.end for k in flat]), np.array([k.self_ns for k in flat]),
+        np.array([k.busy_ns for k in flat]), lambda lo, hi: pytest.fail("read one by one"))
+    assert n > 3000
+
+    def is_kernel(op: str) -> bool:
+        return True
+
+    swept = call_samples.sample_columns(columns, is_kernel, [], 1, wants, cores)
+    each = call_samples.sample_calls_each(_copied(runs), is_kernel, [], 1, wants, cores)
+    assert len(swept.calls) == len(each.calls) == 300
+    for got, want in zip(swept.calls, each.calls, strict=True):
+        assert got.keys() == want.keys()
+        for key in got:  # sums in another order: the same to well under a picosecond
+            assert got[key] == pytest.approx(want[key], rel=1e-12, abs=1e-15)
+    for got_row, want_row in zip(swept.rows(), each.rows(), strict=True):
+        assert got_row["name"] == want_row["name"]
+        assert got_row["span_s"] == want_row["span_s"] and got_row["busy_s"] == want_row["busy_s"]
+        assert got_row["share_s"] == pytest.approx(want_row["share_s"], abs=1.01e-12)
+        assert got_row["wait_s"] == want_row["wait_s"]
+    # the kernels did share the machine: some share is below its busy time
+    assert any(s < b for row in swept.rows() for s, b in zip(row["share_s"], row["busy_s"],
+                                                             strict=True))

@@ -13,7 +13,14 @@ from typing import Any
 import numpy as np
 
 from roofline_report.quantiles import median
-from roofline_report.traces.launches import _alone, _Kernel, _shares, _union, _waits
+from roofline_report.traces.launches import (
+    _alone,
+    _Kernel,
+    _shares,
+    _union,
+    _waits,
+    swept_shares,
+)
 
 
 def _to_picoseconds(seconds: np.ndarray) -> list[float]:
@@ -133,6 +140,12 @@ def sample_calls_each(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool
     return samples
 
 
+def _positive_min(total: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """``max(0.0, min(total, limit))`` of each pair, as Python gives it."""
+    low = np.where(limit < total, limit, total)
+    return np.where(low > 0.0, low, 0.0)
+
+
 def _floats(values: Iterable[float], count: int) -> np.ndarray:
     return np.fromiter(values, dtype=np.float64, count=count)
 
@@ -231,9 +244,16 @@ def sample_columns(launches: LaunchColumns, is_kernel: Callable[[str], bool],
     overlapping = np.bincount(call_of[rows][ev_start[rows] < before_reach], minlength=calls)
     alone = overlapping == 0
 
-    # The launches of the calls computed one at a time, as objects.
+    # Of the others, those in which some launch completed after its own event ended (an
+    # asynchronous thunk: its wait needs _waits' sweep) are computed one at a time, as
+    # objects; in the rest (a GPU stream's kernels, each ending with its own event) each
+    # launch ran just its event, and their shares are swept as columns.
+    tailed = np.bincount(call_of[rows][end[rows] > ev_end[rows]], minlength=calls) > 0
+    overlapped = kept[~alone[kept]]
     plain = {call: launches.kernels(int(offsets[call]), int(offsets[call] + sizes[call]))
-             for call in kept[~alone[kept]].tolist()}
+             for call in overlapped[tailed[overlapped]].tolist()}
+    swept = np.zeros(calls, dtype=bool)
+    swept[overlapped[~tailed[overlapped]]] = True
 
     # Alone: no wait, and a share of its own event then the rest of its span, whole.
     total = np.where(ev_end > ev_start, ev_end - ev_start, 0.0)
@@ -253,6 +273,20 @@ def sample_columns(launches: LaunchColumns, is_kernel: Callable[[str], bool],
         tails = np.concatenate((heads[1:] - 1, [len(spans) - 1]))
         union = np.bincount(c[heads], weights=e[tails] - s[heads],
                             minlength=calls).astype(np.float64)
+
+    # The overlapping calls without a wait, all at once (as _shares sweeps them).
+    if swept.any():
+        at_rows = rows[swept[call_of[rows]]]
+        supply = float(cores) if cores else 1.0
+        demand = np.full(len(at_rows), supply)
+        if cores and wants is not None:
+            per_op = np.array([float(min(cores, max(1, wants.get(op, cores))))
+                               for op in op_names])
+            demand = per_op[op_id[at_rows]]
+        total, union_swept = swept_shares(call_of[at_rows], ev_start[at_rows],
+                                          ev_end[at_rows], demand, supply, calls)
+        shared[at_rows] = _positive_min(total, self_ns[at_rows])
+        union[swept] = union_swept[swept]
 
     # The others, a call at a time.
     for call, objects in plain.items():

@@ -49,7 +49,7 @@ import numpy as np
 from roofline_report.traces.call_samples import _Samples, sample_calls, sample_columns
 from roofline_report.traces.kernel_columns import timed_launches
 from roofline_report.traces.kernel_names import Resolved, resolve_ops
-from roofline_report.traces.launches import _Event, _Kernel, apart, apart_self_times
+from roofline_report.traces.launches import _Event, _Kernel, apart_self_times, unnested
 
 __all__ = ["is_execute", "kernel_times", "xspace_text"]
 
@@ -165,15 +165,16 @@ def _module_matches(stat: Any, module: str | None) -> bool:
     return name == module or name.startswith(module + ".") or name.startswith(module + "(")
 
 
-def _apart(items: list[_Kernel]) -> bool:
-    """:func:`~roofline_report.traces.launches.apart` of a line's launches, in start order."""
+def _unnested(items: list[_Kernel]) -> bool:
+    """:func:`~roofline_report.traces.launches.unnested` of a line's launches, in start
+    order."""
     starts = np.fromiter((k.event.start for k in items), dtype=np.float64, count=len(items))
     ends = np.fromiter((k.event.end for k in items), dtype=np.float64, count=len(items))
-    return apart(starts, ends)
+    return unnested(starts, ends)
 
 
 def _set_apart(items: list[_Kernel]) -> None:
-    """:func:`_self_times` of a line whose events nest nowhere (:func:`_apart`), by
+    """:func:`_self_times` of a line whose events nest nowhere (:func:`_unnested`), by
     :func:`~roofline_report.traces.launches.apart_self_times`."""
     n = len(items)
     own, busy = apart_self_times(
@@ -192,7 +193,7 @@ def _self_times(kernels: list[_Kernel]) -> None:
     for k in kernels:
         by_line[k.event.line].append(k)
     for items in by_line.values():
-        if _apart(items):  # in order, none inside another: nothing to take from any
+        if _unnested(items):  # in order, none inside another: nothing to take from any
             _set_apart(items)
             continue
         items.sort(key=lambda k: (k.event.start, -k.event.end))

@@ -8,17 +8,19 @@ per launch (the event as it reads it, then the launch with its completion) befor
 are sampled as columns anyway (:func:`~roofline_report.traces.call_samples.sample_columns`).
 Here the launches go to that sampling as columns from the start: put in time order, matched
 to their completion events, given their self and busy times and grouped by call with numpy;
-objects are built only for the calls whose launches overlap, which are sampled one launch at a
-time. What it gives is what the general path gives, to the last bit (the same additions in the
-same order; tested against it): where the lines are of any other kind, or a line's kernel
-events nest, it gives None and the general path runs.
+objects (without their stats, which the sweeps do not read) are built only for the calls whose
+launches overlap, which are sampled one launch at a time. What it gives is what the general
+path gives, to the last bit (the same additions in the same order; tested against it): where
+the lines are of any other kind, or a line's kernel events nest, it gives None and the general
+path runs. Events that overlap without nesting (a GPU stream's kernels, each starting a little
+before the previous one's event ends) are read here: no self time loses anything.
 """
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -26,13 +28,14 @@ import numpy as np
 from roofline_report.traces.call_samples import LaunchColumns
 from roofline_report.traces.kernel_events import LaneKernels
 from roofline_report.traces.kernel_names import Resolved, resolve_ops
-from roofline_report.traces.launches import _Event, _Kernel, apart, apart_self_times
+from roofline_report.traces.launches import _Event, _Kernel, apart_self_times, unnested
 
 __all__ = ["Timed", "timed_launches"]
 
 _END = "end: "
 _DICT = frozenset((dict,))
 _STR = frozenset((str,))
+_NO_STATS: Mapping[str, Any] = MappingProxyType({})  # the sweeps read no stats
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +51,9 @@ class Timed:
 
 @dataclass(slots=True)
 class _Lines:
-    """The kernel lines of one source, their columns joined in line order. A launch's stats
-    are built only for the launches read one at a time (:meth:`stats_of`): a line the lanes
-    give as columns (:class:`~roofline_report.traces.kernel_events.LaneKernels`) keeps them
-    there."""
+    """The kernel lines of one source, their columns joined in line order (no stats: a line
+    the lanes give as columns, :class:`~roofline_report.traces.kernel_events.LaneKernels`,
+    keeps its own undecoded)."""
 
     number: list[int]
     count: list[int]
@@ -60,36 +62,18 @@ class _Lines:
     run: list[Any]
     op: list[str]
     flow: list[Any]
-    stats: list[Sequence[Any]]  # per line: its stats dicts, or its LaneKernels
     name: list[str]
 
-    def stats_of(self) -> Callable[[Sequence[int]], list[dict[str, Any]]]:
-        """A function giving the stats of launches (indices into the joined columns), which
-        holds the lines' stats only."""
-        firsts = np.cumsum([0, *self.count[:-1]]).tolist()
-        held = self.stats
 
-        def of(indices: Sequence[int]) -> list[dict[str, Any]]:
-            out = []
-            for i in indices:
-                at = bisect.bisect_right(firsts, i) - 1
-                line, local = held[at], i - firsts[at]
-                out.append(line[local].stats if isinstance(line, LaneKernels) else line[local])
-            return out
-
-        return of
-
-
-_Read = tuple[Sequence[Any], list[float], list[float], list[Any], list[str], list[Any],
-              list[str]]
+_Read = tuple[list[float], list[float], list[Any], list[str], list[Any], list[str]]
 
 
 def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str | None,
                  matches: Callable[[Any, str | None], bool]) -> _Read | None:
-    """One line's stats (its LaneKernels, where the lanes give it so), starts, durations,
-    runs, ops, flow ids and event names, or None where an event is not a kernel event of the
-    module the general path would keep as it is (a stats mapping that is not a dict, a name
-    that is not a string or names an ``end:`` event, no ``hlo_op``, another module)."""
+    """One line's starts, durations, runs, ops, flow ids and event names, or None where an
+    event is not a kernel event of the module the general path would keep as it is (a stats
+    mapping that is not a dict, a name that is not a string or names an ``end:`` event, no
+    ``hlo_op``, another module)."""
     if isinstance(events, LaneKernels):
         # Every event of a lane holds hlo_op and a dict of stats; names are strings.
         if any(n.startswith(_END) for n in set(events.names())):
@@ -99,7 +83,7 @@ def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str 
                 return None
         if runs is not None and len(runs) != len(events):
             return None
-        return (events, events.start_ns.tolist(), events.duration_ns.tolist(),
+        return (events.start_ns.tolist(), events.duration_ns.tolist(),
                 events.stat("run_id") if runs is None else list(runs),
                 [str(op) for op in events.stat("hlo_op")], events.stat("_p"), events.names())
     stats = [e.stats for e in events]
@@ -115,7 +99,7 @@ def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str 
             return None
     if runs is not None and len(runs) != len(stats):
         return None
-    return (stats, [float(e.start_ns) for e in events], [float(e.duration_ns) for e in events],
+    return ([float(e.start_ns) for e in events], [float(e.duration_ns) for e in events],
             [s.get("run_id") for s in stats] if runs is None else list(runs),
             [str(s["hlo_op"]) for s in stats], [s.get("_p") for s in stats], names)
 
@@ -127,7 +111,7 @@ def _read(profile: Any, module: str | None, ends: Any,
     the general path numbers them), the thunk ends given to ``ends`` and the execute starts;
     None where a line is of another kind."""
     planes = list(getattr(profile, "planes", []))
-    lines = {host: _Lines([], [], [], [], [], [], [], [], []) for host in (False, True)}
+    lines = {host: _Lines([], [], [], [], [], [], [], []) for host in (False, True)}
     executes: list[float] = []
     number = 0
     for host, plane in ([(False, p) for p in planes if str(p.name).startswith("/device:")]
@@ -147,26 +131,25 @@ def _read(profile: Any, module: str | None, ends: Any,
                     return None
                 into = lines[host]
                 into.number.append(number)
-                into.count.append(len(read[1]))
-                into.stats.append(read[0])
-                into.start += read[1]
-                into.duration += read[2]
-                into.run += read[3]
-                into.op += read[4]
-                into.flow += read[5]
-                into.name += read[6]
+                into.count.append(len(read[0]))
+                into.start += read[0]
+                into.duration += read[1]
+                into.run += read[2]
+                into.op += read[3]
+                into.flow += read[4]
+                into.name += read[5]
             else:
                 return None  # a line of the trace's own events: read one by one
             number += 1
     return lines[False], lines[True], executes
 
 
-def _apart_lines(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
+def _unnested_lines(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
     """Whether every line's events (``line``, ``start`` and ``end`` in time order) are
-    :func:`~roofline_report.traces.launches.apart`."""
+    :func:`~roofline_report.traces.launches.unnested`."""
     by_line = np.argsort(line, kind="stable")
     cuts = np.flatnonzero(np.diff(line[by_line])) + 1
-    return all(apart(start[rows], end[rows]) for rows in np.split(by_line, cuts))
+    return all(unnested(start[rows], end[rows]) for rows in np.split(by_line, cuts))
 
 
 def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any],
@@ -201,7 +184,7 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
     at = at[order]
     own_end = at + np.asarray(lines.duration, dtype=np.float64)[order]
     line_of = line_of[order]
-    if not _apart_lines(line_of, at, own_end):
+    if not _unnested_lines(line_of, at, own_end):
         return None
     picked = order.tolist()
     runs = [lines.run[i] for i in picked]
@@ -212,7 +195,6 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
         names = [lines.name[i] for i in picked]
     else:
         schedule, names = None, []
-    stats_of = lines.stats_of()
     del lines
 
     # Each launch until its completion event, matched in time order (all at once), and no
@@ -244,10 +226,8 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
 
     def kernels(lo: int, hi: int) -> list[_Kernel]:
         out = []
-        chosen = rows[lo:hi]
-        stats = stats_of([picked[i] for i in chosen])
-        for i, st in zip(chosen, stats, strict=True):
-            event = _Event(line_list[i], float(at[i]), float(own_end[i]), st, runs[i])
+        for i in rows[lo:hi]:
+            event = _Event(line_list[i], float(at[i]), float(own_end[i]), _NO_STATS, runs[i])
             out.append(_Kernel(event, ops[i], runs[i], float(end[i]), float(self_ns[i]),
                                float(busy_ns[i])))
         return out
