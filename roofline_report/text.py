@@ -130,8 +130,11 @@ def percent(fraction: float | None, kind: Kind | str = "") -> Num:
 
 
 def plural(number: object, one: str, many: str) -> str:
-    """"1 device", "8 devices": the noun agrees with ``number`` (an int or its display text)."""
-    singular = str(number).strip() in ("1", "1.0") if not isinstance(number, int) else number == 1
+    """"1 device", "8 devices", "3,000 calls": the noun agrees with ``number`` (an int, written
+    with thousands separators as every other count, or its display text)."""
+    if isinstance(number, int) and not isinstance(number, bool):
+        return f"{number:,} {one if number == 1 else many}"
+    singular = str(number).strip() in ("1", "1.0")
     return f"{number} {one if singular else many}"
 
 

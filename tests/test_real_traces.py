@@ -298,6 +298,9 @@ def test_an_h200_trace_is_held_to_the_h200_spec_sheet(h200: dict[str, Any]) -> N
     assert roofs.kind is Kind.SPEC_SHEET and roofs.label == "H200"
     md = views.render(h200).markdown
     assert "100 GFLOP/s" not in md and "20 GB/s" not in md  # never the seed's budgets
+    # the preset's launch cost is its assumption, not a measured ceiling
+    assert "(the launch cost H200 assumes: 2 µs `H`)" in md
+    assert "measured on a chain of kernels" not in md
 
 
 def test_command_buffer_kernels_are_each_timed_by_their_own_names(

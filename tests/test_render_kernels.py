@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from roofline_report.analysis.analyse import analyse
 from roofline_report.analysis.kernels import trace_summary
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.report import views as render
@@ -109,6 +110,10 @@ def test_the_trace_shows_the_launch_cost_beside_the_ceiling(with_kernels: dict[s
     from roofline_report.report.format import n
 
     assert f"That is {n(per, 's', Kind.MEASURED).text} `M` of gap per launch after the first" in md
+    launch = analyse(with_kernels).roofs.kernels.floor("launch")
+    assert launch is not None and launch.kind is Kind.MEASURED
+    assert (f"(the launch ceiling measured on a chain of kernels: "
+            f"{n(launch.seconds, 's', Kind.MEASURED).text} `M`)") in md
 
 
 def test_kernels_that_ran_side_by_side_are_said_to(with_kernels: dict[str, Any]) -> None:

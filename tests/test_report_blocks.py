@@ -78,7 +78,8 @@ def test_counts_never_use_exponent_notation(value: float, expected: str) -> None
 
 @pytest.mark.parametrize(("number", "expected"), [
     (1, "1 device"), (0, "0 devices"), (8, "8 devices"), ("1", "1 device"),
-    ("8", "8 devices"), ("1,000", "1,000 devices"),
+    ("8", "8 devices"), ("1,000", "1,000 devices"), (3000, "3,000 devices"),
+    (1000000, "1,000,000 devices"),
 ])
 def test_plural_agrees_with_the_number(number: object, expected: str) -> None:
     assert plural(number, "device", "devices") == expected

@@ -76,7 +76,8 @@ def profile(path: str | Path, out: str | Path | None = None, *, run: str | None 
     folder, or one ``.xplane.pb`` (``.gz``) file. ``module``: the program to read (default: the
     one with the most kernel time). ``ceilings``: a results.json measured on the machine that
     ran the trace (its ceilings record gives the roofs); else ``preset`` (a chip's spec
-    sheet) or the preset matching the device the trace names; else the assumed budgets.
+    sheet) or the preset matching the device the trace names; else no roof (the kernels'
+    achieved rates, without a prediction: the seed's budgets describe no machine).
 
     Needs jaxlib installed (it prints the trace's HLO), not the trace's backend. Bad input
     (no trace, a corrupt, truncated or newer trace, an unknown module or run) raises

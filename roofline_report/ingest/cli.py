@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
         "GPU, TPU or CPU job) and write the per-kernel roofline of one of its programs: "
         "kernels counted from the HLO the trace holds, timed from its events.",
         epilog="Roofs, in this order: --ceilings (measured on the machine that ran the trace), "
-        "the spec sheet of --preset or of the device the trace names, else the assumed budgets. "
+        "the spec sheet of --preset or of the device the trace names; with neither, no roof: "
+        "the kernels' achieved rates are shown without a prediction. "
         "Reading a trace needs jaxlib installed, not the trace's backend. Exit codes: 0 "
         "written; 3 written with something not available (see the report); 2 bad input "
         "(nothing written); 1 internal error.",

@@ -8,7 +8,7 @@ its kernels with the project's own counter (:func:`roofline_report.hlo.kernels.k
 and times each kernel per step or call on every device
 (:func:`roofline_report.traces.events.kernel_times`). The roofs are chosen too: the ceilings
 record of a results.json measured on the machine that ran the trace, else a chip preset (by name
-or matched to the device the trace names), else the assumed budgets.
+or matched to the device the trace names), else none (the report then predicts nothing).
 
 What it returns (:class:`Reading`) becomes a results document in one place,
 :mod:`roofline_report.ingest.records`.

@@ -171,9 +171,13 @@ def _coverage(t: TraceSummary, roofs: RoofSet, accounting: CallAccounting | None
     per = t.gap_per_launch
     if per is not None:
         launch = roofs.floor("launch")
+        # Only a measured floor was measured; a preset's launch cost is an assumption.
+        what = ("the launch ceiling measured on a chain of kernels"
+                if launch is not None and launch.kind is Kind.MEASURED
+                else f"the launch cost {roofs.label} assumes")
         parts += (" That is ", n(per, "s", M), " of gap per launch after the first",
-                  *((" (the launch ceiling measured on a chain of kernels: ",
-                     n(launch.seconds, "s", launch.kind), ")") if launch is not None else ()),
+                  *((f" ({what}: ", n(launch.seconds, "s", launch.kind), ")")
+                    if launch is not None else ()),
                   ".")
     if t.overhead:
         cost = ("within the untraced calls' own range, so the trace's cost is not told apart "
