@@ -2,6 +2,7 @@
 
     python benchmarks/profile_scale.py [--sizes 10,100] [--with-400] [--keep DIR]
                                        [--xprof-tools hlo_stats,trace_viewer]
+                                       [--gpu-sizes 110]
 
 With ``--keep DIR`` the traces are written into DIR and kept; a later run with the same DIR
 reads the traces already there instead of capturing them again.
@@ -24,6 +25,14 @@ out near the size asked. Then, each in a fresh process so its time and peak memo
 Peak RSS is the child's ``ru_maxrss``; each row also gives the machine's load average (1 min)
 when its ``profile`` started, since other work on a shared machine slows every column.
 ``--with-400`` adds a 400 MB trace (minutes to capture).
+
+``--gpu-sizes`` adds GPU traces of about those sizes (MB), made from the H200 training-step
+trace the tests ship (``tests/fixtures/traces_real/h200_train_step``, five steps captured on an
+NVIDIA H200): its events repeated in time, each copy's step numbers and run ids shifted, so a
+long run of real GPU events is read, not synthetic ones. On a GPU a stream's kernel events
+overlap their neighbours and carry 13 stats each, and XLA ran them in a command buffer whose
+events name no HLO op: the paths a CPU trace never takes. (XProf's ``hlo_stats`` gives no rows
+on this trace: its kernel events name the command buffer, not the ops.)
 The machine may be shared: compare the columns of one run, not runs of different days. The last
 line is one JSON object with a row per size; a Markdown table is printed before it.
 """
@@ -128,6 +137,69 @@ def _trace_of_size(root: Path, mb: float, per_call: float, reuse: bool) -> tuple
 
 
 XPROF_TOOLS = ("hlo_stats", "trace_viewer")
+H200 = ROOT / "tests" / "fixtures" / "traces_real" / "h200_train_step"
+H200_STEPS = 5  # the training steps the shipped trace holds
+
+
+def _h200_of_size(root: Path, mb: float, reuse: bool) -> tuple[Path, int]:
+    """The shipped H200 trace repeated to about ``mb`` MB (kept in ``root`` for reuse):
+    the trace file and its calls (steps)."""
+    import gzip
+
+    sys.path.insert(0, str(ROOT))
+    from roofline_report.traces.xspace_schema import message_class
+
+    logdir = root / f"h200_{mb:g}MB"
+    kept = _kept(logdir) if reuse else None
+    if kept is not None:
+        print(f"reusing the trace kept in {logdir}", file=sys.stderr)
+        return kept, int((logdir / "calls.txt").read_text())
+    (source,) = sorted(H200.glob("plugins/profile/*/*.xplane.pb*"))
+    data = source.read_bytes()
+    space = message_class("XSpace").FromString(gzip.decompress(data) if data[:2] == b"\x1f\x8b"
+                                               else data)
+    event_class, stat_class = message_class("XEvent"), message_class("XStat")
+    copies = max(1, round(mb * 1e6 / space.ByteSize()))
+    first, last = None, None
+    for plane in space.planes:
+        for line in plane.lines:
+            for raw in line.events:
+                ev = event_class.FromString(raw)
+                at = line.timestamp_ns * 1000 + ev.offset_ps
+                first = at if first is None else min(first, at)
+                last = at + ev.duration_ps if last is None else max(last, at + ev.duration_ps)
+    period = (last or 0) - (first or 0) + 10**9  # ps: each copy 1 ms after the last ends
+    for plane in space.planes:
+        counters = {e.key for e in plane.stat_metadata
+                    if e.value.name in ("step_num", "run_id")}
+        for line in plane.lines:
+            events = [event_class.FromString(raw) for raw in line.events]
+            out = []
+            for copy in range(copies):
+                for ev in events:
+                    moved = event_class()
+                    moved.CopyFrom(ev)
+                    moved.offset_ps += copy * period
+                    if counters:
+                        stats = []
+                        for raw in ev.stats:
+                            stat = stat_class.FromString(raw)
+                            kind = stat.WhichOneof("value")
+                            if stat.metadata_id in counters and kind in ("int64_value",
+                                                                          "uint64_value"):
+                                setattr(stat, kind, getattr(stat, kind) + copy * 1000)
+                            stats.append(stat.SerializeToString())
+                        del moved.stats[:]
+                        moved.stats.extend(stats)
+                    out.append(moved.SerializeToString())
+            del line.events[:]
+            line.events.extend(out)
+    run = logdir / "plugins" / "profile" / "run"
+    run.mkdir(parents=True, exist_ok=True)
+    trace = run / "h200.xplane.pb"
+    trace.write_bytes(space.SerializeToString())
+    (logdir / "calls.txt").write_text(f"{H200_STEPS * copies}\n")
+    return trace, H200_STEPS * copies
 
 
 # ``profile`` as its command line runs it, with the report's writing timed from inside.
@@ -185,6 +257,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--sizes", default="10,100", help="trace sizes in MB, comma separated")
     p.add_argument("--with-400", action="store_true", help="add a 400 MB trace")
     p.add_argument("--keep", metavar="DIR", help="write the traces here and keep them")
+    p.add_argument("--gpu-sizes", default="",
+                   help="sizes in MB of GPU traces made by repeating the shipped H200 trace, "
+                        "comma separated (default: none)")
     p.add_argument("--xprof-tools", default=",".join(XPROF_TOOLS),
                    help="XProf's conversions to time, comma separated (default: %(default)s; "
                         "trace_viewer takes about ten times as long as profile)")
@@ -196,6 +271,7 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [float(s) for s in ns.sizes.split(",") if s.strip()]
     if ns.with_400:
         sizes.append(400.0)
+    gpu_sizes = [float(s) for s in ns.gpu_sizes.split(",") if s.strip()]
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="profile_scale_") as tmp:
         root = Path(ns.keep) if ns.keep else Path(tmp)
@@ -203,18 +279,21 @@ def main(argv: list[str] | None = None) -> None:
         # With --keep, a folder that already holds the traces is read again, not captured
         # again: three runs of one set of traces compare the tools, not three captures.
         reuse = bool(ns.keep)
-        calibration = (_kept(root / "calibration") if reuse else None) \
-            or _capture(root / "calibration", 2000)
-        per_call = calibration.stat().st_size / 2000
-        print(f"calibration: {per_call:.0f} bytes per call", file=sys.stderr)
-        for mb in sizes:
-            trace, calls = _trace_of_size(root, mb, per_call, reuse)
+        per_call = 0.0
+        if sizes:
+            calibration = (_kept(root / "calibration") if reuse else None) \
+                or _capture(root / "calibration", 2000)
+            per_call = calibration.stat().st_size / 2000
+            print(f"calibration: {per_call:.0f} bytes per call", file=sys.stderr)
+        traces = [(mb, "CPU", *_trace_of_size(root, mb, per_call, reuse)) for mb in sizes]
+        traces += [(mb, "H200", *_h200_of_size(root, mb, reuse)) for mb in gpu_sizes]
+        for mb, kind, trace, calls in traces:
             size_mb = trace.stat().st_size / 1e6
             print(f"{size_mb:.1f} MB trace ({calls} calls) written", file=sys.stderr)
             load = os.getloadavg()[0]
             wall, rss, write = _profile(trace.parent.parent.parent.parent,
-                                        root / f"out_{mb:g}")
-            row: dict[str, Any] = {"trace_mb": round(size_mb, 1), "calls": calls,
+                                        root / f"out_{kind}_{mb:g}")
+            row: dict[str, Any] = {"trace": kind, "trace_mb": round(size_mb, 1), "calls": calls,
                                    "profile_s": round(wall, 2), "profile_rss_mb": round(rss),
                                    "write_s": round(write, 2) if write is not None else None,
                                    "load_1min": round(load, 2)}
@@ -234,7 +313,7 @@ def main(argv: list[str] | None = None) -> None:
         return "not run" if v is None else f"{v} {unit}"
 
     for r in rows:
-        print(f"| {r['trace_mb']} MB | {r['calls']:,} | {r['profile_s']} s | "
+        print(f"| {r['trace']} {r['trace_mb']} MB | {r['calls']:,} | {r['profile_s']} s | "
               f"{cell(r['write_s'], 's')} | {r['profile_rss_mb']} MB | "
               f"{cell(r['xprof_hlo_stats_s'], 's')} | "
               f"{cell(r['xprof_hlo_stats_rss_mb'], 'MB')} | {cell(r['xprof_trace_viewer_s'], 's')}"

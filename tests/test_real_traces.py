@@ -374,3 +374,31 @@ def test_without_step_markers_the_calls_are_counted_from_the_kernels_names(
     assert timing["calls_per_sample"] == 5 and len(timing["calls"]) == 1
     rows = {k["name"]: k for k in timing["kernels"]}
     assert len(rows) == 70 and rows["gemm_fusion_dot.51"]["launches"] == [1.0]
+
+
+def test_the_h200_trace_repeated_to_size_reads_as_its_copies(
+        h200: dict[str, Any], tmp_path: Path) -> None:
+    """benchmarks/profile_scale.py --gpu-sizes: the shipped trace's events repeated in time
+    read as that many copies of its five steps, each kernel's per-step times repeated."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "profile_scale", Path(__file__).resolve().parents[1] / "benchmarks" / "profile_scale.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    trace, calls = module._h200_of_size(tmp_path, 1.0, False)
+    copies = calls // 5
+    assert copies >= 2 and calls == 5 * copies
+    assert module._h200_of_size(tmp_path, 1.0, True) == (trace, calls)  # kept, read again
+    grown = results_document(read_profile(trace.parent))
+    (w,) = h200["workloads"]
+    (g,) = grown["workloads"]
+    assert len(g["trace"]["steps_s"]) == calls
+    assert g["trace"]["steps_s"] == pytest.approx(w["trace"]["steps_s"] * copies, abs=1e-12)
+    before = {k["name"]: k for k in w["kernel_timing"]["kernels"]}
+    after = {k["name"]: k for k in g["kernel_timing"]["kernels"]}
+    assert after.keys() == before.keys()
+    for name, k in before.items():
+        assert after[name]["busy_s"] == pytest.approx(k["busy_s"] * copies, abs=1e-12), name
+        assert after[name]["share_s"] == pytest.approx(k["share_s"] * copies, abs=1e-12), name
