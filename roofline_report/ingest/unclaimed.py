@@ -20,7 +20,7 @@ import numpy as np
 
 from roofline_report.ingest import timeline
 from roofline_report.traces.kernel_names import by_symbol, symbol
-from roofline_report.traces.xspace import XSpace
+from roofline_report.traces.xspace import EventColumns, XSpace
 
 __all__ = ["Unclaimed", "several_kernels", "unclaimed"]
 
@@ -53,7 +53,16 @@ def unclaimed(space: XSpace, lane: timeline.Lane, module: str,
     named = by_symbol(kernels)
     found: dict[str, list[float]] = {}
     for line in plane.lines:
-        for e in line.events:
+        events = line.events
+        if isinstance(events, EventColumns):  # picked from the columns, none built but these
+            start, duration = events.start_ns, events.duration_ns
+            rows = np.flatnonzero(~events.stats.having(events.meta, "hlo_op") & (duration > 0)
+                                  & (start < last) & (start + duration > first))
+            names, _, took, _ = events.columns(rows, "hlo_op")
+            for name, d in zip(names, took, strict=True):
+                found.setdefault(name, []).append(d * 1e-9)
+            continue
+        for e in events:
             if "hlo_op" in e.stats or e.duration_ns <= 0:
                 continue
             if e.start_ns >= last or e.start_ns + e.duration_ns <= first:
