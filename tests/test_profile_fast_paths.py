@@ -4,6 +4,7 @@ the runtime's execute events read as their starts."""
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
 import math
@@ -81,6 +82,52 @@ def test_shares_sum_each_part_as_the_plain_loop_did() -> None:
         # Exactly: the same parts added in the same order, not merely close.
         assert [k.shared_ns for k in leaves] == expected
         assert any(s > 0 for s in expected)
+
+
+def _waits_reference(leaves: list[launches._Kernel]) -> list[tuple[float, list[Any]]]:
+    """The waits as first written: for each launch, every event that starts before its
+    completion scanned from a window as wide as the call's longest event."""
+    evs = sorted((k.event.start, k.event.end) for k in leaves)
+    starts = [s for s, _ in evs]
+    longest = max((e - s for s, e in evs), default=0.0)
+    out = []
+    for k in leaves:
+        lo, hi = k.event.end, k.end
+        running = [(k.event.start, k.event.end)] if k.event.end > k.event.start else []
+        waited = 0.0
+        if hi > lo:
+            first = bisect.bisect_left(starts, lo - longest)
+            last = bisect.bisect_left(starts, hi)
+            queued = launches._merged((max(lo, s), min(hi, e)) for s, e in evs[first:last]
+                                      if e <= hi and e > lo and s < hi)
+            waited = sum(e - s for s, e in queued)
+            running += launches._gaps(queued, lo, hi)
+        out.append((max(0.0, min(waited, k.self_ns - k.busy_ns)), running))
+    return out
+
+
+def _call_for_waits(seed: int) -> list[launches._Kernel]:
+    rng = random.Random(seed)
+    leaves = _random_leaves(rng, rng.randint(1, 60))
+    if seed % 2:  # one long event: the first form scanned the whole call for every launch
+        leaves[0].event = launches._Event(0, 0.0, 5000.0, {}, None)
+        leaves[0].end = max(leaves[0].end, 5000.0)
+    if seed % 3 == 0:  # ties: events ending where others start or complete
+        for k in leaves[::4]:
+            k.event = launches._Event(0, round(k.event.start), round(k.event.end), {}, None)
+            k.end = max(k.event.end, round(k.end))
+    return leaves
+
+
+def test_waits_found_by_the_ends_are_those_of_the_window() -> None:
+    waited = 0
+    for seed in range(40):
+        leaves = _call_for_waits(seed)
+        want = _waits_reference(leaves)
+        launches._waits(leaves)
+        assert [(k.waited_ns, k.running) for k in leaves] == want, seed  # to the last bit
+        waited += any(w > 0 for w, _ in want)
+    assert waited > 20  # most calls have some launch that waited
 
 
 def _sequential_leaves(rng: random.Random, n: int, overlap: bool) -> list[launches._Kernel]:

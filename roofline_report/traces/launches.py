@@ -97,19 +97,19 @@ def _waits(leaves: list[_Kernel]) -> None:
     kernel's cost, not this one's. A kernel that completes while another kernel's event still
     runs was running beside it, not queued behind it, and keeps that time. Also sets each
     launch's ``running`` intervals: its own event, and the rest of its span outside the wait."""
-    events = sorted((k.event.start, k.event.end) for k in leaves)
-    starts = [s for s, _ in events]
-    longest = max((e - s for s, e in events), default=0.0)
+    # The events by their ends: those ending within a launch's (lo, hi] are found by bisection,
+    # so a call of many launches with one long event costs no more than one without.
+    events = sorted(((k.event.start, k.event.end) for k in leaves), key=itemgetter(1))
+    ends = [e for _, e in events]
     for k in leaves:
         lo, hi = k.event.end, k.end
         k.running = [(k.event.start, k.event.end)] if k.event.end > k.event.start else []
         waited = 0.0
         if hi > lo:
-            first = bisect.bisect_left(starts, lo - longest)
-            last = bisect.bisect_left(starts, hi)
+            first = bisect.bisect_right(ends, lo)
+            last = bisect.bisect_right(ends, hi)
             # Its own event ends at lo, so it adds nothing to [lo, hi].
-            queued = _merged((max(lo, s), min(hi, e)) for s, e in events[first:last]
-                             if e <= hi and e > lo and s < hi)
+            queued = _merged((max(lo, s), min(hi, e)) for s, e in events[first:last] if s < hi)
             waited = sum(e - s for s, e in queued)
             k.running += _gaps(queued, lo, hi)
         k.waited_ns = max(0.0, min(waited, k.self_ns - k.busy_ns))
