@@ -51,6 +51,15 @@ def _name(value: Any, key: str) -> str | None:
     return value
 
 
+def _jobs(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{_API} jobs= must be a whole number of at least 1 (worker "
+                         f"processes reading hosts), got {reprlib.repr(value)}")
+    return value
+
+
 @contextmanager
 def _no_cycle_collection() -> Iterator[None]:
     """Python's cycle collector paused (as it was before, after): reading a trace builds
@@ -67,7 +76,7 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def profile(path: str | Path, out: str | Path | None = None, *, run: str | None = None,
             module: str | None = None, ceilings: str | Path | None = None,
-            preset: str | None = None, title: str | None = None,
+            preset: str | None = None, title: str | None = None, jobs: int | None = None,
             origin: str = "python") -> dict[str, Any]:
     """Read the profiler trace under ``path`` and return its results document (observations,
     as results.json holds them); with ``out``, also write the report folder there.
@@ -77,7 +86,8 @@ def profile(path: str | Path, out: str | Path | None = None, *, run: str | None 
     one with the most kernel time). ``ceilings``: a results.json measured on the machine that
     ran the trace (its ceilings record gives the roofs); else ``preset`` (a chip's spec
     sheet) or the preset matching the device the trace names; else no roof (the kernels'
-    achieved rates, without a prediction: the seed's budgets describe no machine).
+    achieved rates, without a prediction: the seed's budgets describe no machine). ``jobs``:
+    how many worker processes read the hosts' traces side by side (default: the cores).
 
     Needs jaxlib installed (it prints the trace's HLO), not the trace's backend. Bad input
     (no trace, a corrupt, truncated or newer trace, an unknown module or run) raises
@@ -97,9 +107,11 @@ def profile(path: str | Path, out: str | Path | None = None, *, run: str | None 
     if destination is not None:
         output.check_destination(Path(destination), label=label)
     page_title = meta.check_title(title)
+    workers = _jobs(jobs)
     with _no_cycle_collection():
         reading = read_profile(checked, run=_name(run, "run="), module=_name(module, "module="),
-                               ceilings=ceilings_path, preset=_name(preset, "preset="))
+                               ceilings=ceilings_path, preset=_name(preset, "preset="),
+                               jobs=workers)
         # With a report to write, the document is validated while its text is written beside
         # it (the write's ``check``), not before.
         data = results_document(reading,

@@ -23,6 +23,16 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message} (see --help)")
 
 
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="roofline-report profile",
@@ -51,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a chip's spec sheet as the roofs (default: the preset matching the "
                    "device the trace names, if any)")
     p.add_argument("--title", metavar="TEXT", help="the page's title")
+    p.add_argument("--jobs", metavar="N", type=_jobs,
+                   help="worker processes reading the hosts' traces side by side (default: the "
+                   "cores; a run of one host, or of little to read, is read in one)")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return p
 
@@ -62,7 +75,7 @@ def main(argv: Sequence[str]) -> int:
 
     ns = build_parser().parse_args(list(argv))
     data = profile(ns.logdir, out=ns.out, run=ns.run, module=ns.module, ceilings=ns.ceilings,
-                   preset=ns.preset, title=ns.title, origin="command line")
+                   preset=ns.preset, title=ns.title, jobs=ns.jobs, origin="command line")
     out = Path(ns.out)
     skipped = data.get("skipped") or []
     print(output.wrote_line(out, len(skipped)), file=sys.stderr)

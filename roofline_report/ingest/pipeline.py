@@ -30,11 +30,13 @@ from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.ingest import timeline
 from roofline_report.ingest.discover import HostFile, RunFiles, find_run
 from roofline_report.ingest.execute_starts import ExecuteLine
+from roofline_report.ingest.host_readers import read_hosts
 from roofline_report.ingest.unclaimed import several_kernels, unclaimed
 from roofline_report.traces.events import kernel_times
+from roofline_report.traces.line_aside import cores
 from roofline_report.traces.xspace import TraceFormatError, XSpace, read_xspace
 
-__all__ = ["HostProgram", "HostReading", "LaneTiming", "Reading", "read_profile"]
+__all__ = ["HostProgram", "HostReading", "LaneTiming", "Reading", "read_host", "read_profile"]
 
 
 @dataclass
@@ -100,7 +102,9 @@ class Reading:
     notes: list[str]
 
 
-def _read_host(f: HostFile) -> HostReading:
+def read_host(f: HostFile) -> HostReading:
+    """One host's trace read (here, or in a worker of :mod:`.host_readers`); a trace it
+    cannot read is one line of :class:`InputError`."""
     try:
         space = read_xspace(f.path)
     except TraceFormatError as exc:
@@ -212,14 +216,14 @@ def _ceilings(path: str | Path, backend: str) -> dict[str, Any]:
 
 
 def read_profile(path: str | Path, *, run: str | None = None, module: str | None = None,
-                 ceilings: str | Path | None = None, preset: str | None = None) -> Reading:
-    """Read the run under ``path`` (see the module docstring). Bad input raises InputError:
-    no trace, a corrupt, truncated or newer trace file, a trace without kernel events, an
-    unknown ``module`` or ``run``, an unusable ceilings file or preset name."""
+                 ceilings: str | Path | None = None, preset: str | None = None,
+                 jobs: int | None = None) -> Reading:
+    """Read the run under ``path`` (see the module docstring), its hosts in up to ``jobs``
+    worker processes (default: the cores; :mod:`.host_readers`). Bad input raises
+    InputError: no trace, a corrupt, truncated or newer trace file, a trace without kernel
+    events, an unknown ``module`` or ``run``, an unusable ceilings file or preset name."""
     files = find_run(path, run)
-    # One host after another: in separate processes the decoded events cost twice the reading
-    # to send back (a 10 MB trace: read 4.3 s, pickled and unpickled 9.3 s).
-    hosts = [_read_host(f) for f in files.hosts]
+    hosts = read_hosts(files.hosts, jobs if jobs is not None else cores(), read_host)
     summaries = timeline.modules(lane for h in hosts for lane in h.lanes)
     where = f"run {files.run}"
     if not summaries:

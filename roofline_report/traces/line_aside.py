@@ -38,7 +38,7 @@ from types import TracebackType
 from typing import Any
 
 __all__ = ["ASIDE_EVENTS", "EVENT_BYTES", "START_COST", "WAIT_S", "Helped", "LineAside",
-           "Load", "Source", "cores", "load", "main", "plan"]
+           "Load", "Source", "cores", "helping", "load", "main", "plan"]
 
 ASIDE_EVENTS = 1_000_000  # a trace with fewer events is decoded in one process
 # Decoding an event costs about what decoding this many bytes of its fields does (measured on
@@ -86,6 +86,9 @@ class Helped:
     negative: dict[str, int]
     unknown_values: dict[str, int]
     unknown: dict[str, list[int]]
+
+
+helping = True  # False in a process that should decode alone (a worker among others)
 
 
 def cores() -> int:

@@ -641,7 +641,8 @@ def _planes(space: Any, unknown: dict[str, set[int]], negative: Counter[str],
     """The planes of ``space`` decoded; a large trace's lines split between this process and
     a helper reading ``source`` (:mod:`.line_aside`)."""
     loads = [[line_aside.load(line.events) for line in p.lines] for p in space.planes]
-    split = line_aside.plan(loads, line_aside.cores()) if source is not None else {}
+    split = (line_aside.plan(loads, line_aside.cores())
+             if source is not None and line_aside.helping else {})
     if source is None or not split:
         return [_PlaneReader(p, unknown, negative, unknown_values).read()[0]
                 for p in space.planes]
