@@ -234,6 +234,30 @@ def test_cli_writes_the_report(tmp_path: Path) -> None:
     assert 'id="trace"' in html and 'id="kernels"' in html
 
 
+@pytest.mark.parametrize("mode", ["auto", "plain", "bar", "none"])
+def test_cli_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str) -> None:
+    """Each step as it starts: plain log lines, or a live line cleared before the outcome;
+    by default (auto) only on a terminal, so a log or a pipe gets the outcome alone."""
+    out = tmp_path / "report"
+    argv = ["profile", str(TRACES / "two_hosts"), "--out", str(out), "--progress", mode]
+    assert cli.main(argv) == EXIT_OK
+    # (the capture reads a carriage return as a line's end)
+    err = capsys.readouterr().err.replace("\r", "\n")
+    steps = ["reading 2 hosts of run", "jit_step on host0: counting its kernels",
+             "jit_step on host1: counting its kernels", "writing the report"]
+    assert err.splitlines()[-1].removeprefix("\033[K").startswith("wrote ")
+    if mode == "plain":
+        lines = err.splitlines()[:-1]
+        assert len(lines) == len(steps)
+        for line, step in zip(lines, steps, strict=True):
+            assert line.startswith("roofline-report: [") and step in line
+    elif mode == "bar":  # each step overwrites the last; the line is cleared at the end
+        assert all(step in err for step in steps)
+        assert err.splitlines()[-1].startswith("\033[Kwrote ")  # cleared, then the outcome
+    else:  # capsys is not a terminal: auto says nothing but the outcome
+        assert err.count("\n") == 1
+
+
 def test_cli_no_hlo_exits_3_with_the_statement(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "report"

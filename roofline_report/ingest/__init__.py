@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gc
 import reprlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -77,7 +77,8 @@ def _no_cycle_collection() -> Iterator[None]:
 def profile(path: str | Path, out: str | Path | None = None, *, run: str | None = None,
             module: str | None = None, ceilings: str | Path | None = None,
             preset: str | None = None, title: str | None = None, jobs: int | None = None,
-            origin: str = "python") -> dict[str, Any]:
+            origin: str = "python",
+            progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Read the profiler trace under ``path`` and return its results document (observations,
     as results.json holds them); with ``out``, also write the report folder there.
 
@@ -88,6 +89,7 @@ def profile(path: str | Path, out: str | Path | None = None, *, run: str | None 
     sheet) or the preset matching the device the trace names; else no roof (the kernels'
     achieved rates, without a prediction: the seed's budgets describe no machine). ``jobs``:
     how many worker processes read the hosts' traces side by side (default: the cores).
+    ``progress``, where given, is told each step as it starts (the command line's live line).
 
     Needs jaxlib installed (it prints the trace's HLO), not the trace's backend. Bad input
     (no trace, a corrupt, truncated or newer trace, an unknown module or run) raises
@@ -111,7 +113,7 @@ def profile(path: str | Path, out: str | Path | None = None, *, run: str | None 
     with _no_cycle_collection():
         reading = read_profile(checked, run=_name(run, "run="), module=_name(module, "module="),
                                ceilings=ceilings_path, preset=_name(preset, "preset="),
-                               jobs=workers)
+                               jobs=workers, progress=progress)
         # With a report to write, the document is validated while its text is written beside
         # it (the write's ``check``), not before.
         data = results_document(reading,
@@ -123,6 +125,8 @@ def profile(path: str | Path, out: str | Path | None = None, *, run: str | None 
         # Rendering a long trace's samples (millions of numbers in lists) with the collector
         # running cost it a sixth more: its passes walk the document again and again.
         if destination is not None:
+            if progress is not None:
+                progress("writing the report")
             output.write_results(Path(destination), data, label=label,
                                  title=page_title or f"Profile of {module_read}",
                                  check=check_document)

@@ -61,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a chip's spec sheet as the roofs (default: the preset matching the "
                    "device the trace names, if any)")
     p.add_argument("--title", metavar="TEXT", help="the page's title")
+    p.add_argument("--progress", choices=("auto", "bar", "plain", "none"), default="auto",
+                   help="progress on stderr: a live line on a terminal (auto: only there), "
+                   "plain log lines, or none")
     p.add_argument("--jobs", metavar="N", type=_jobs,
                    help="worker processes reading the hosts' traces side by side (default: the "
                    "cores; a run of one host, or of little to read, is read in one)")
@@ -71,11 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     """Run ``roofline-report profile`` with ``argv`` (after the word ``profile``)."""
     from roofline_report import output
+    from roofline_report.cli import Progress
     from roofline_report.ingest import profile
 
     ns = build_parser().parse_args(list(argv))
-    data = profile(ns.logdir, out=ns.out, run=ns.run, module=ns.module, ceilings=ns.ceilings,
-                   preset=ns.preset, title=ns.title, jobs=ns.jobs, origin="command line")
+    # auto: a live line on a terminal, else nothing (a log or a pipe gets the outcome only).
+    progress = Progress(ns.progress if ns.progress != "auto" or sys.stderr.isatty() else "none")
+    try:
+        data = profile(ns.logdir, out=ns.out, run=ns.run, module=ns.module,
+                       ceilings=ns.ceilings, preset=ns.preset, title=ns.title, jobs=ns.jobs,
+                       origin="command line", progress=progress)
+    finally:
+        progress.done()  # the live line cleared before the outcome or the error is printed
     out = Path(ns.out)
     skipped = data.get("skipped") or []
     print(output.wrote_line(out, len(skipped)), file=sys.stderr)

@@ -17,7 +17,7 @@ What it returns (:class:`Reading`) becomes a results document in one place,
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from roofline_report.ingest.discover import HostFile, RunFiles, find_run
 from roofline_report.ingest.execute_starts import ExecuteLine
 from roofline_report.ingest.host_readers import read_hosts
 from roofline_report.ingest.unclaimed import several_kernels, unclaimed
+from roofline_report.text import plural
 from roofline_report.traces.events import kernel_times
 from roofline_report.traces.line_aside import cores
 from roofline_report.traces.xspace import TraceFormatError, XSpace, read_xspace
@@ -217,12 +218,18 @@ def _ceilings(path: str | Path, backend: str) -> dict[str, Any]:
 
 def read_profile(path: str | Path, *, run: str | None = None, module: str | None = None,
                  ceilings: str | Path | None = None, preset: str | None = None,
-                 jobs: int | None = None) -> Reading:
+                 jobs: int | None = None,
+                 progress: Callable[[str], None] | None = None) -> Reading:
     """Read the run under ``path`` (see the module docstring), its hosts in up to ``jobs``
     worker processes (default: the cores; :mod:`.host_readers`). Bad input raises
     InputError: no trace, a corrupt, truncated or newer trace file, a trace without kernel
-    events, an unknown ``module`` or ``run``, an unusable ceilings file or preset name."""
+    events, an unknown ``module`` or ``run``, an unusable ceilings file or preset name.
+    ``progress`` is told each step as it starts."""
+    say = progress or (lambda _message: None)
     files = find_run(path, run)
+    megabytes = sum(_bytes(f.path) for f in files.hosts) / 1e6
+    say(f"reading {plural(len(files.hosts), 'host', 'hosts')} of run {files.run} "
+        f"({megabytes:,.1f} MB)")
     hosts = read_hosts(files.hosts, jobs if jobs is not None else cores(), read_host)
     summaries = timeline.modules(lane for h in hosts for lane in h.lanes)
     where = f"run {files.run}"
@@ -240,6 +247,7 @@ def read_profile(path: str | Path, *, run: str | None = None, module: str | None
         if not any(chosen in lane.kernels.modules() for lane in h.lanes):
             notes.append(f"host {h.file.host} ran no kernel of {chosen}")
             continue
+        say(f"{chosen} on {h.file.host}: counting its kernels and timing them")
         program, proto, host_notes = _program_of(h, chosen)
         inventory, compiled, why = _counted(h, chosen, proto, cache)
         trips = {k["name"]: int(k["trips"]) for k in inventory["kernels"]} if inventory else None
@@ -276,6 +284,13 @@ def read_profile(path: str | Path, *, run: str | None = None, module: str | None
                      "profiler wrote them")
     return Reading(files, hosts, chosen, choice, summaries, with_hlo, programs, ceilings_record,
                    Path(ceilings).name if ceilings is not None else None, preset_name, notes)
+
+
+def _bytes(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # the reader says what is wrong with it
 
 
 def backend_of(hosts: Sequence[HostReading]) -> str:
