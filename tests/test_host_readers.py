@@ -104,3 +104,27 @@ def test_jobs_must_be_a_whole_number_of_at_least_one(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="--jobs: '0' is not a whole number"):
         main([str(TWO_HOSTS), "--out", str(tmp_path / "out"), "--jobs", "0"])
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("jobs", "helped"), [(1, False), (2, True), (None, True)])
+def test_one_job_decodes_in_this_process_alone(monkeypatch: pytest.MonkeyPatch,
+                                               jobs: int | None, helped: bool) -> None:
+    """--jobs 1: no worker and no line helper; more: the line helper where a trace is large
+    enough (under the threshold here, so no worker); the flag is restored after."""
+    from roofline_report.traces import line_aside
+
+    seen: list[bool] = []
+    read_host = pipeline.read_host
+
+    def read_here(f: Any) -> Any:
+        seen.append(line_aside.helping)
+        return read_host(f)
+
+    monkeypatch.setattr(pipeline, "read_host", read_here)
+    read_profile(TWO_HOSTS, jobs=jobs)
+    assert seen == [helped, helped]
+    assert line_aside.helping
+    with line_aside.alone(), pytest.raises(RuntimeError):
+        assert not line_aside.helping
+        raise RuntimeError
+    assert line_aside.helping  # restored on an error too

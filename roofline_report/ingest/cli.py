@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "plain log lines, or none")
     p.add_argument("--jobs", metavar="N", type=_jobs,
                    help="worker processes reading the hosts' traces side by side (default: the "
-                   "cores; a run of one host, or of little to read, is read in one)")
+                   "cores; a run of one host, or of little to read, is read in one; 1: all in "
+                   "one process, on one core)")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return p
 

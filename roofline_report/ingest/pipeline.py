@@ -34,7 +34,7 @@ from roofline_report.ingest.host_readers import read_hosts
 from roofline_report.ingest.unclaimed import several_kernels, unclaimed
 from roofline_report.text import plural
 from roofline_report.traces.events import kernel_times
-from roofline_report.traces.line_aside import cores
+from roofline_report.traces.line_aside import alone, cores
 from roofline_report.traces.xspace import TraceFormatError, XSpace, read_xspace
 
 __all__ = ["HostProgram", "HostReading", "LaneTiming", "Reading", "read_host", "read_profile"]
@@ -221,16 +221,19 @@ def read_profile(path: str | Path, *, run: str | None = None, module: str | None
                  jobs: int | None = None,
                  progress: Callable[[str], None] | None = None) -> Reading:
     """Read the run under ``path`` (see the module docstring), its hosts in up to ``jobs``
-    worker processes (default: the cores; :mod:`.host_readers`). Bad input raises
-    InputError: no trace, a corrupt, truncated or newer trace file, a trace without kernel
-    events, an unknown ``module`` or ``run``, an unusable ceilings file or preset name.
+    worker processes (default: the cores; :mod:`.host_readers`; with one job, all in this
+    process, without the line helper of :mod:`roofline_report.traces.line_aside` either).
+    Bad input raises InputError: no trace, a corrupt, truncated or newer trace file, a trace
+    without kernel events, an unknown ``module`` or ``run``, an unusable ceilings file or
+    preset name.
     ``progress`` is told each step as it starts."""
     say = progress or (lambda _message: None)
     files = find_run(path, run)
     megabytes = sum(_bytes(f.path) for f in files.hosts) / 1e6
     say(f"reading {plural(len(files.hosts), 'host', 'hosts')} of run {files.run} "
         f"({megabytes:,.1f} MB)")
-    hosts = read_hosts(files.hosts, jobs if jobs is not None else cores(), read_host)
+    with alone(jobs == 1):  # one job: one process, without the line helper either
+        hosts = read_hosts(files.hosts, jobs if jobs is not None else cores(), read_host)
     summaries = timeline.modules(lane for h in hosts for lane in h.lanes)
     where = f"run {files.run}"
     if not summaries:

@@ -31,14 +31,15 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 __all__ = ["ASIDE_EVENTS", "EVENT_BYTES", "START_COST", "WAIT_S", "Helped", "LineAside",
-           "Load", "Source", "cores", "helping", "load", "main", "plan"]
+           "Load", "Source", "alone", "cores", "helping", "load", "main", "plan"]
 
 ASIDE_EVENTS = 1_000_000  # a trace with fewer events is decoded in one process
 # Decoding an event costs about what decoding this many bytes of its fields does (measured on
@@ -89,6 +90,18 @@ class Helped:
 
 
 helping = True  # False in a process that should decode alone (a worker among others)
+
+
+@contextmanager
+def alone(solo: bool = True) -> Iterator[None]:
+    """Within it (where ``solo``), this process decodes every line itself: no helper."""
+    global helping
+    before = helping
+    helping = before and not solo
+    try:
+        yield
+    finally:
+        helping = before
 
 
 def cores() -> int:
