@@ -36,6 +36,7 @@ from roofline_report.text import plural
 from roofline_report.traces.events import kernel_times
 from roofline_report.traces.line_aside import alone, cores
 from roofline_report.traces.xspace import TraceFormatError, XSpace, read_xspace
+from roofline_report.units import format_si
 
 __all__ = ["HostProgram", "HostReading", "LaneTiming", "Reading", "read_host", "read_profile"]
 
@@ -229,9 +230,8 @@ def read_profile(path: str | Path, *, run: str | None = None, module: str | None
     ``progress`` is told each step as it starts."""
     say = progress or (lambda _message: None)
     files = find_run(path, run)
-    megabytes = sum(_bytes(f.path) for f in files.hosts) / 1e6
-    say(f"reading {plural(len(files.hosts), 'host', 'hosts')} of run {files.run} "
-        f"({megabytes:,.1f} MB)")
+    size = format_si(sum(_bytes(f.path) for f in files.hosts), "B")
+    say(f"reading {plural(len(files.hosts), 'host', 'hosts')} of run {files.run} ({size})")
     with alone(jobs == 1):  # one job: one process, without the line helper either
         hosts = read_hosts(files.hosts, jobs if jobs is not None else cores(), read_host)
     summaries = timeline.modules(lane for h in hosts for lane in h.lanes)
