@@ -32,7 +32,7 @@ from typing import Any
 
 from roofline_report.errors import InputError
 
-__all__ = ["PARALLEL_BYTES", "main", "read_hosts", "shares"]
+__all__ = ["PARALLEL_BYTES", "main", "read_hosts", "shares", "trace_bytes"]
 
 PARALLEL_BYTES = 32 * 2**20  # less than this in all: read here, one host after another
 _ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding the package
@@ -56,7 +56,7 @@ def shares(sizes: Sequence[int], workers: int) -> list[list[int]]:
 def read_hosts(files: Sequence[Any], jobs: int, read: Callable[[Any], Any]) -> list[Any]:
     """``read`` of each host file (``.path`` its trace), in order: in up to ``jobs`` workers
     where there are several hosts and :data:`PARALLEL_BYTES` to read, else here."""
-    sizes = [_size(f.path) for f in files]
+    sizes = [trace_bytes(f.path) for f in files]
     workers = min(jobs, len(files))
     if workers < 2 or sum(sizes) < PARALLEL_BYTES:
         return [read(f) for f in files]
@@ -97,11 +97,12 @@ def read_hosts(files: Sequence[Any], jobs: int, read: Callable[[Any], Any]) -> l
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _size(path: Path) -> int:
+def trace_bytes(path: Path) -> int:
+    """A trace file's size (0 where it cannot be read: the reader then says why)."""
     try:
         return path.stat().st_size
     except OSError:
-        return 0  # read where it fails, with the reader's own error
+        return 0
 
 
 def _result(folder: str, worker: int) -> dict[int, Any]:

@@ -30,7 +30,7 @@ from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.ingest import timeline
 from roofline_report.ingest.discover import HostFile, RunFiles, find_run
 from roofline_report.ingest.execute_starts import ExecuteLine
-from roofline_report.ingest.host_readers import read_hosts
+from roofline_report.ingest.host_readers import read_hosts, trace_bytes
 from roofline_report.ingest.unclaimed import several_kernels, unclaimed
 from roofline_report.text import plural
 from roofline_report.traces.events import kernel_times
@@ -230,7 +230,7 @@ def read_profile(path: str | Path, *, run: str | None = None, module: str | None
     ``progress`` is told each step as it starts."""
     say = progress or (lambda _message: None)
     files = find_run(path, run)
-    size = format_si(sum(_bytes(f.path) for f in files.hosts), "B")
+    size = format_si(sum(trace_bytes(f.path) for f in files.hosts), "B")
     say(f"reading {plural(len(files.hosts), 'host', 'hosts')} of run {files.run} ({size})")
     with alone(jobs == 1):  # one job: one process, without the line helper either
         hosts = read_hosts(files.hosts, jobs if jobs is not None else cores(), read_host)
@@ -287,13 +287,6 @@ def read_profile(path: str | Path, *, run: str | None = None, module: str | None
                      "profiler wrote them")
     return Reading(files, hosts, chosen, choice, summaries, with_hlo, programs, ceilings_record,
                    Path(ceilings).name if ceilings is not None else None, preset_name, notes)
-
-
-def _bytes(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0  # the reader says what is wrong with it
 
 
 def backend_of(hosts: Sequence[HostReading]) -> str:

@@ -19,7 +19,9 @@ from roofline_report.traces.launches import (
     _shares,
     _union,
     _waits,
+    positive_min,
     swept_shares,
+    thread_demand,
 )
 
 
@@ -140,12 +142,6 @@ def sample_calls_each(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool
     return samples
 
 
-def _positive_min(total: np.ndarray, limit: np.ndarray) -> np.ndarray:
-    """``max(0.0, min(total, limit))`` of each pair, as Python gives it."""
-    low = np.where(limit < total, limit, total)
-    return np.where(low > 0.0, low, 0.0)
-
-
 def _floats(values: Iterable[float], count: int) -> np.ndarray:
     return np.fromiter(values, dtype=np.float64, count=count)
 
@@ -258,9 +254,8 @@ def sample_columns(launches: LaunchColumns, is_kernel: Callable[[str], bool],
     # Alone: no wait, and a share of its own event then the rest of its span, whole.
     total = np.where(ev_end > ev_start, ev_end - ev_start, 0.0)
     total += np.where(end > ev_end, end - ev_end, 0.0)
-    shared = np.where(self_ns < total, self_ns, total)
+    shared = positive_min(total, self_ns)
     del total
-    shared[shared <= 0.0] = 0.0
     waited = np.zeros(n)
     # Alone: the launches' union, touching ones merged as _merged merges them.
     union = np.zeros(calls)
@@ -277,15 +272,11 @@ def sample_columns(launches: LaunchColumns, is_kernel: Callable[[str], bool],
     # The overlapping calls without a wait, all at once (as _shares sweeps them).
     if swept.any():
         at_rows = rows[swept[call_of[rows]]]
-        supply = float(cores) if cores else 1.0
-        demand = np.full(len(at_rows), supply)
-        if cores and wants is not None:
-            per_op = np.array([float(min(cores, max(1, wants.get(op, cores))))
-                               for op in op_names])
-            demand = per_op[op_id[at_rows]]
+        per_op = np.array([thread_demand(op, wants, cores) for op in op_names])
         total, union_swept = swept_shares(call_of[at_rows], ev_start[at_rows],
-                                          ev_end[at_rows], demand, supply, calls)
-        shared[at_rows] = _positive_min(total, self_ns[at_rows])
+                                          ev_end[at_rows], per_op[op_id[at_rows]],
+                                          float(cores) if cores else 1.0, calls)
+        shared[at_rows] = positive_min(total, self_ns[at_rows])
         union[swept] = union_swept[swept]
 
     # The others, a call at a time.

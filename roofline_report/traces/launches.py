@@ -47,16 +47,9 @@ class _Kernel:
     running: list[tuple[float, float]] = field(default_factory=list)  # when it ran (ns)
 
 
-def apart(start: np.ndarray, end: np.ndarray) -> bool:
-    """Whether each event (``start``, ``end``, in start order on one line) starts no earlier
-    than every one before it ends: none holds another, so no self time loses anything (at
-    most a zero-length event that a longer one starts with, which takes nothing from it)."""
-    return len(start) < 2 or bool(np.all(np.maximum.accumulate(end)[:-1] <= start[1:]))
-
-
 def unnested(start: np.ndarray, end: np.ndarray) -> bool:
     """Whether no event (``start``, ``end``, in start order on one line) lies inside another:
-    each either starts no earlier than every one before it ends (:func:`apart`) or starts
+    each either starts no earlier than every one before it ends or starts
     later than the one before it and ends after every one before it, as a GPU stream's
     kernels do when each starts a little before the previous one's end event. The nesting
     sweep then takes nothing from any, so :func:`apart_self_times` gives their self times."""
@@ -70,18 +63,31 @@ def unnested(start: np.ndarray, end: np.ndarray) -> bool:
 
 def apart_self_times(start: np.ndarray, end: np.ndarray, done: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Self and busy times of launches that nest nowhere (:func:`apart`): launch to completion
+    """Self and busy times of launches that nest nowhere (:func:`unnested`): launch to completion
     (``done``) and the event's own duration, clamped as the nesting sweep clamps them,
     ``max(0, self)`` and ``max(0, min(busy, self))`` as Python gives them (0.0 for -0.0 and
     NaN; the duration on a tie)."""
     own = _positive(done - start)
-    took = end - start
-    return own, _positive(np.where(own < took, own, took))
+    return own, positive_min(end - start, own)
 
 
 def _positive(values: np.ndarray) -> np.ndarray:
     """``max(0.0, v)`` of each value, as Python gives it."""
     return np.where(values > 0.0, values, 0.0)
+
+
+def positive_min(values: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """``max(0.0, min(v, limit))`` of each pair, as Python gives it (the limit on a tie)."""
+    return _positive(np.where(limit < values, limit, values))
+
+
+def thread_demand(op: str, wants: Mapping[str, int] | None, cores: int | None) -> float:
+    """The threads a kernel ``op`` keeps busy alone, of the machine's ``cores``: what
+    :func:`_shares` splits the cores by (every core where it is not named, or where the
+    cores or the wants are not given)."""
+    if cores and wants is not None:
+        return float(min(cores, max(1, wants.get(op, cores))))
+    return float(cores) if cores else 1.0
 
 
 def _union(intervals: Iterable[tuple[float, float]]) -> float:
@@ -182,10 +188,7 @@ def _shares(leaves: list[_Kernel], wants: Mapping[str, int] | None = None,
     different streams of a GPU) then take longer than they would alone by just that factor."""
     edges: list[tuple[float, int, int]] = []
     supply = float(cores) if cores else 1.0
-    demand = [supply] * len(leaves)
-    if cores and wants is not None:
-        for i, k in enumerate(leaves):
-            demand[i] = float(min(cores, max(1, wants.get(k.op, cores))))
+    demand = [thread_demand(k.op, wants, cores) for k in leaves]
     add = edges.append
     for i, k in enumerate(leaves):
         for start, end in k.running:
