@@ -9,7 +9,9 @@ against these programs; a new program added to tune a rate belongs elsewhere, no
 Each module has ``setup(**dims) -> (fn, args)``: the function and its example arguments
 (arrays or pytrees), the form ``[[workload]] setup = "module:function"`` in a config and
 ``roofline_report.analyze(fn, *args)`` both take. The sizes make each program run for
-roughly 0.5 to 20 ms per call on a 2-core CPU and compile in a few seconds.
+roughly 0.5 to 20 ms per call on a 2-core CPU and compile in a few seconds; on a GPU or TPU
+each runs at its ``backend_dims`` (heldout.toml), sizes at which a call takes a millisecond or
+more on a TPU v5e.
 
 =====================  ==========================================================  ===============
 module                 program                                                     library

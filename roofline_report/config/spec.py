@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +93,19 @@ class WorkloadSpec:
     partition: tuple[Partition, ...] | None = None
     out_partition: Partition | None = None
     setup: str | None = None  # a setup function making (fn, args[, kwargs]); then no args
+    # Dims replacing ``dims`` on a backend ("cpu", "gpu", "tpu"): see :meth:`on_backend`.
+    backend_dims: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    def on_backend(self, backend: str) -> WorkloadSpec:
+        """The workload at the dims it declares for ``backend`` (a jax platform name: a GPU's
+        "cuda" or "rocm" reads the ``gpu`` entry), its own dims where it declares none."""
+        from roofline_report.backends import describe
+
+        name = describe(backend).name
+        sized = self.backend_dims.get(name)
+        if not sized:
+            return self
+        return replace(self, dims={**self.dims, **sized})
 
     @property
     def is_sharded(self) -> bool:
@@ -141,6 +154,9 @@ class WorkloadSpec:
             "partition": None if self.partition is None else [list(p) for p in self.partition],
             "out_partition": None if self.out_partition is None else list(self.out_partition),
             **({"setup": self.setup} if self.setup is not None else {}),
+            **({"backend_dims": {b: dict(sorted(d.items()))
+                                 for b, d in sorted(self.backend_dims.items())}}
+               if self.backend_dims else {}),
         }
 
     def to_table(self) -> dict[str, Any]:

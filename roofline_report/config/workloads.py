@@ -26,8 +26,11 @@ from roofline_report.errors import InputError
 
 _WORKLOAD_KEYS = (
     "name", "function", "dims", "args", "sweep", "reference", "rtol", "atol",
-    "mesh", "partition", "out_partition", "setup",
+    "mesh", "partition", "out_partition", "setup", "backend_dims",
 )  # fmt: skip
+#: The backends a workload may size itself for (``backend_dims``): jax's platform names, a
+#: GPU's under one name whatever its vendor.
+BACKEND_NAMES = ("cpu", "gpu", "tpu")
 _ARG_KEYS = ("shape", "dtype")
 
 
@@ -53,10 +56,15 @@ def read_workload(table: Any, index: int, where: str) -> WorkloadSpec:
     args = _args(table.get("args"), dims, here)
     sweep = _sweep(table.get("sweep"), dims, here)
     mesh, partition, out_partition = read_sharding(table, args, dims, sweep, here)
+    by_backend = _backend_dims(table.get("backend_dims"), dims, here)
+    if by_backend and mesh is not None:
+        raise InputError(f"{here} 'backend_dims' cannot be used with 'mesh' (a sharded "
+                         "workload is analysed on emulated CPU devices at its declared dims)")
     return WorkloadSpec(
         name=name,
         function=function,
         dims=dims,
+        backend_dims=by_backend,
         args=args,
         sweep=sweep,
         reference=reference,
@@ -77,10 +85,12 @@ def _setup_workload(table: Mapping[str, Any], here: str) -> WorkloadSpec:
             raise InputError(f"{here} '{key}' cannot be used with 'setup' (the setup function "
                              "returns the function and its arguments)")
     reference, name = _reference_and_name(table, setup, here)
+    dims = _dims(table.get("dims"), here)
     return WorkloadSpec(
         name=name,
         function="",
-        dims=_dims(table.get("dims"), here),
+        dims=dims,
+        backend_dims=_backend_dims(table.get("backend_dims"), dims, here),
         args=(),
         reference=reference,
         rtol=_tolerance(table.get("rtol"), "rtol", here),
@@ -125,6 +135,35 @@ def _dims(value: Any, here: str) -> dict[str, int]:
             raise InputError(f"{here} dims: {show(name)} is not a valid name (letters, digits, _)")
         dims[name] = positive_int(size, f"{here} dims.{name}")
     return dict(sorted(dims.items()))
+
+
+def _backend_dims(value: Any, dims: Mapping[str, int], here: str
+                  ) -> dict[str, dict[str, int]]:
+    """``backend_dims = { tpu = { batch = 1024 }, gpu = { ... } }``: dims that replace the
+    declared ones on that backend (a program sized so that a call takes milliseconds on a CPU
+    measures nothing but dispatch on an accelerator). Each name must be one of ``dims``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not value:
+        raise InputError(f"{here} 'backend_dims' must be a table of backend = {{ name = size }} "
+                         f"(backends: {', '.join(BACKEND_NAMES)})")
+    out: dict[str, dict[str, int]] = {}
+    for backend, table in present(value).items():
+        if backend not in BACKEND_NAMES:
+            raise InputError(f"{here} backend_dims: {show(backend)} is not a backend "
+                             f"(one of {', '.join(BACKEND_NAMES)})")
+        at = f"{here} backend_dims.{backend}"
+        if not isinstance(table, Mapping) or not table:
+            raise InputError(f"{at} must be a table of name = positive integer")
+        sized: dict[str, int] = {}
+        for name, size in present(table).items():
+            if name not in dims:
+                defined = ", ".join(dims) or "none"
+                raise InputError(f"{at}: {show(name)} is not in dims (defined: {defined}); "
+                                 "give it its default size in dims")
+            sized[name] = positive_int(size, f"{at}.{name}")
+        out[backend] = dict(sorted(sized.items()))
+    return dict(sorted(out.items()))
 
 
 def _args(value: Any, dims: Mapping[str, int], here: str) -> tuple[ArgSpec, ...]:

@@ -69,7 +69,10 @@ def workload_from_spec(config: Config, spec: WorkloadSpec) -> Workload:
     """A Workload for one ``[[workload]]`` of a config; imports fail with InputError.
 
     Tolerances the config leaves out are the result dtype's defaults (at the declared dims).
+    The dims are those the workload declares for this backend (``backend_dims``), where it
+    declares some.
     """
+    spec = spec.on_backend(jax.default_backend())
     if spec.setup is not None:
         return workload_from_setup(config, spec)
     fn = config.load_function(spec)

@@ -63,6 +63,10 @@ class Workload:
     user: bool = False
     arg_dtypes: tuple[str, ...] | None = None  # per-argument dtypes when they differ
     program: Program | None = None  # a user's program at its own (pytree) arguments
+    # The dims and sweep on an accelerator (:meth:`on_backend`): at the CPU's sizes a call
+    # takes microseconds on a GPU or TPU and measures nothing but dispatch.
+    accelerator_dims: Mapping[str, int] = field(default_factory=dict)
+    accelerator_sweep: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         default = tolerances.for_dtype(self.dtype)
@@ -89,6 +93,16 @@ class Workload:
             dtype or self.dtype, self.required_ops, self.description, rtol, atol,
             self.sweep, self.user, self.arg_dtypes, self.program,
         )
+
+    def on_backend(self, backend: str) -> Workload:
+        """The workload at its sizes for ``backend`` (a jax platform name): its accelerator
+        dims and sweep on a GPU or TPU where it has them, itself otherwise."""
+        from roofline_report.backends import describe
+
+        if not describe(backend).accelerator or not self.accelerator_dims:
+            return self
+        return replace(self, dims={**self.dims, **self.accelerator_dims},
+                       sweep=dict(self.accelerator_sweep) if self.sweep else {})
 
     def inputs(self) -> tuple[tuple[Any, ...], tuple[np.ndarray[Any, Any], ...]]:
         """(JAX arguments in ``dtype``, the same values as float64 (complex128 for complex
@@ -150,17 +164,19 @@ SEED = Workload(
 )
 
 
-def catalog() -> list[Workload]:
-    """The built-in workloads: the seed first, then each catalog workload in float32 and in
-    bfloat16 (the bfloat16 variants are checked at bfloat16's precision and not swept)."""
-    return [SEED, *_CATALOG, *(_bf16(w) for w in _CATALOG)]
+def catalog(backend: str = "cpu") -> list[Workload]:
+    """The built-in workloads at their sizes for ``backend``: the seed first, then each catalog
+    workload in float32 and in bfloat16 (the bfloat16 variants are checked at bfloat16's
+    precision and not swept). On a GPU or TPU the catalog runs at sizes where a call takes a
+    millisecond or more on a TPU v5e (the seed stays the seed's)."""
+    return [w.on_backend(backend) for w in (SEED, *_CATALOG, *(_bf16(w) for w in _CATALOG))]
 
 
 def _bf16(w: Workload) -> Workload:
     # bfloat16 keeps 8 significant bits: checked at its default tolerances, whatever the float32
     # workload set.
     return replace(w, name=f"{w.name}_bf16", title=f"{w.title} [bf16]", dtype="bfloat16",
-                   rtol=FROM_DTYPE, atol=FROM_DTYPE, sweep={})
+                   rtol=FROM_DTYPE, atol=FROM_DTYPE, sweep={}, accelerator_sweep={})
 
 
 def by_name(name: str) -> Workload:
@@ -306,10 +322,15 @@ def _conv_build(d: Dims) -> tuple[np.ndarray[Any, Any], ...]:
 
 
 def _conv_ref(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    # A sum over the window's taps of [b, oh, ow, c] @ [c, f] products: matrix products (no
+    # copy of every window, no loop over outputs), fast at an accelerator's sizes too.
     r = w.shape[0]
-    windows = np.lib.stride_tricks.sliding_window_view(x, (r, r), axis=(1, 2))
-    # windows: [b, oh, ow, c, r, r]; w: [r, r, c, f]
-    return np.asarray(np.einsum("bxycij,ijcf->bxyf", windows, w))
+    oh, ow = x.shape[1] - r + 1, x.shape[2] - r + 1
+    out = np.zeros((x.shape[0], oh, ow, w.shape[3]))
+    for i in range(r):
+        for j in range(w.shape[1]):
+            out += x[:, i:i + oh, j:j + ow, :] @ w[i, j]
+    return out
 
 
 def _conv_analytic(d: Dims, s: int) -> Analytic:
@@ -352,47 +373,67 @@ _CATALOG: list[Workload] = [
     Workload("matmul", "a @ b", _matmul, _matmul_build, np.matmul, matmul_analytic,
              {"m": 256, "k": 256, "n": 256}, required_ops=("stablehlo.dot_general",),
              description="A plain matrix product.", rtol=1e-4, atol=1e-4,
-             sweep={"m": (16, 64, 256, 1024), "k": (16, 64, 256, 1024), "n": (16, 64, 256, 1024)}),
+             sweep={"m": (16, 64, 256, 1024), "k": (16, 64, 256, 1024), "n": (16, 64, 256, 1024)},
+             accelerator_dims={"m": 8192, "k": 4096, "n": 4096},
+             accelerator_sweep={"m": (256, 1024, 2048, 4096), "k": (256, 1024, 2048, 4096),
+                                "n": (256, 1024, 2048, 4096)}),
     Workload("batched_matmul", "einsum('bij,bjk->bik')", _bmm, _bmm_build,
              lambda a, b: np.einsum("bij,bjk->bik", a, b), _bmm_analytic,
              {"b": 8, "m": 128, "k": 128, "n": 128}, required_ops=("stablehlo.dot_general",),
              description="A batch of matrix products.", rtol=1e-4, atol=1e-4,
-             sweep={"m": (16, 64, 128, 256), "k": (16, 64, 128, 256), "n": (16, 64, 128, 256)}),
+             sweep={"m": (16, 64, 128, 256), "k": (16, 64, 128, 256), "n": (16, 64, 128, 256)},
+             accelerator_dims={"b": 128, "m": 1024, "k": 1024, "n": 1024},
+             accelerator_sweep={"m": (128, 256, 512, 1024), "k": (128, 256, 512, 1024),
+                                "n": (128, 256, 512, 1024)}),
     Workload("scale", "2 x", _scale, _vec_build, lambda x: 2.0 * x, _scale_analytic,
              {"n": 1 << 20}, required_ops=("stablehlo.multiply",),
              description="Elementwise scale: one flop per element, read once, written once.",
-             sweep={"n": (1 << 10, 1 << 14, 1 << 18, 1 << 22)}),
+             sweep={"n": (1 << 10, 1 << 14, 1 << 18, 1 << 22)},
+             accelerator_dims={"n": 1 << 27},
+             accelerator_sweep={"n": (1 << 16, 1 << 20, 1 << 24, 1 << 28)}),
     Workload("axpy", "3 x + y", _axpy, _axpy_build, lambda x, y: 3.0 * x + y, _axpy_analytic,
              {"n": 1 << 20}, required_ops=("stablehlo.multiply", "stablehlo.add"),
              description="a·x + y: two flops per element, two reads and one write.",
-             sweep={"n": (1 << 10, 1 << 14, 1 << 18, 1 << 22)}),
+             sweep={"n": (1 << 10, 1 << 14, 1 << 18, 1 << 22)},
+             accelerator_dims={"n": 1 << 27},
+             accelerator_sweep={"n": (1 << 16, 1 << 20, 1 << 24, 1 << 28)}),
     Workload("row_sum", "sum(x, axis=-1)", _sum, _rows_build, lambda x: x.sum(axis=-1),
              _sum_analytic, {"m": 1024, "n": 1024}, required_ops=("stablehlo.reduce",),
              description="A reduction over rows.", rtol=1e-4, atol=1e-3,
-             sweep={"m": (32, 256, 1024, 4096)}),
+             sweep={"m": (32, 256, 1024, 4096)},
+             accelerator_dims={"m": 16384, "n": 16384},
+             accelerator_sweep={"m": (256, 2048, 8192, 16384)}),
     Workload("softmax", "softmax(x, axis=-1)", _softmax, _rows_build, _softmax_ref,
              _softmax_analytic, {"m": 1024, "n": 1024},
              required_ops=("stablehlo.exponential", "stablehlo.reduce"),
              description="Row softmax: max, subtract, exp, sum, divide.", rtol=1e-4, atol=1e-6,
-             sweep={"m": (32, 256, 1024, 4096)}),
+             sweep={"m": (32, 256, 1024, 4096)},
+             accelerator_dims={"m": 16384, "n": 16384},
+             accelerator_sweep={"m": (256, 2048, 8192, 16384)}),
     Workload("layer_norm", "layer_norm(x)", _layernorm, _rows_build, _layernorm_ref,
              _layernorm_analytic, {"m": 1024, "n": 1024},
              required_ops=("stablehlo.rsqrt", "stablehlo.reduce"),
              description="Layer normalisation without affine parameters.", rtol=1e-4, atol=1e-4,
-             sweep={"m": (32, 256, 1024, 4096)}),
+             sweep={"m": (32, 256, 1024, 4096)},
+             accelerator_dims={"m": 16384, "n": 16384},
+             accelerator_sweep={"m": (256, 2048, 8192, 16384)}),
     Workload("attention", "softmax(q kᵀ / √h) v", _attention, _attention_build, _attention_ref,
              _attention_analytic, {"s": 256, "h": 64},
              required_ops=("stablehlo.dot_general", "stablehlo.exponential"),
              description="Single-head attention without masking.", rtol=1e-4, atol=1e-4,
-             sweep={"s": (32, 128, 512, 1024)}),
+             sweep={"s": (32, 128, 512, 1024)},
+             accelerator_dims={"s": 8192, "h": 128},
+             accelerator_sweep={"s": (1024, 2048, 4096, 8192)}),
     Workload("scan", f"lax.scan of tanh(c @ x), {SCAN_STEPS} steps", _scan, _scan_build,
              _scan_ref, _scan_analytic, {"n": 256},
              required_ops=("stablehlo.while", "stablehlo.dot_general", "stablehlo.tanh"),
              description="A loop: XLA's cost analysis counts its body once.", rtol=1e-4,
-             atol=1e-4),
+             atol=1e-4, accelerator_dims={"n": 3072}),
     Workload("conv2d", "conv2d(x, w) NHWC", _conv, _conv_build, _conv_ref, _conv_analytic,
              {"b": 4, "h": 32, "c": 32, "r": 3, "f": 32},
              required_ops=("stablehlo.convolution",),
              description="A 3×3 valid convolution, NHWC / HWIO.", rtol=1e-4, atol=1e-4,
-             sweep={"h": (8, 16, 32, 64)}),
+             sweep={"h": (8, 16, 32, 64)},
+             accelerator_dims={"b": 32, "h": 128, "c": 128, "f": 128},
+             accelerator_sweep={"h": (32, 64, 128, 192)}),
 ]
