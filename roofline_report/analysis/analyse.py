@@ -31,6 +31,7 @@ from roofline_report.analysis.predict import (
     predict_facts,
     predict_from_kernels,
     predict_program,
+    program_buffers,
     program_traffic,
 )
 from roofline_report.analysis.read_passes import MultiPass, multi_pass_kernels
@@ -207,7 +208,9 @@ def _program_prediction(w: Mapping[str, Any], table: KernelTable | None, roofs: 
         # A conditional's branches are all listed; the program runs (and is charged) one.
         parts = [r.prediction for r in table.rows if r.charged]
         if all(p is not None for p in parts):
-            return predict_program([p for p in parts if p is not None], roofs)
+            inventory = w.get("kernels")
+            buffers = program_buffers(inventory) if isinstance(inventory, Mapping) else None
+            return predict_program([p for p in parts if p is not None], roofs, buffers)
         return None
     f = facts(w, dtype)
     prediction = predict_facts(f, roofs) if f is not None else None
@@ -383,7 +386,8 @@ def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend
     prediction: Prediction | None = None
     if _available(inventory) and isinstance(inventory, Mapping) and inventory.get("kernels"):
         prediction = predict_from_kernels(inventory["kernels"], dtype, roofs,
-                                          program_traffic(inventory))
+                                          program_traffic(inventory),
+                                          program_buffers(inventory))
     else:
         f = facts(record, dtype)
         prediction = predict_facts(f, roofs) if f is not None else None

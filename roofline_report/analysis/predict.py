@@ -83,7 +83,7 @@ from roofline_report.text import plural
 
 __all__ = ["Facts", "Prediction", "Term", "elements_of", "facts", "kernel_dtype", "kernel_facts",
            "predict_facts", "predict_from_kernels", "predict_kernel", "predict_kernels",
-           "predict_program", "program_traffic"]
+           "predict_program", "program_buffers", "program_traffic"]
 
 DOT_OPS = ("dot_general", "dot", "convolution")
 CONV_OPS = ("convolution",)
@@ -558,18 +558,43 @@ def _split_launch(roofs: RoofSet) -> Floor | None:
     return floor if floor is not None and floor.seconds > 0 else None
 
 
-def _dispatch(roofs: RoofSet) -> Term | None:
+def _dispatch(roofs: RoofSet, buffers: int | None = None) -> Term | None:
+    """One call's dispatch: the enqueued floor (the blocking one where that was not measured)
+    at the ``buffers`` the call passes, where the floor was measured by buffers."""
     floor = roofs.floor("dispatch enqueued") or roofs.floor("dispatch")
     if floor is None:
         return None
-    return Term("dispatch", "overhead", floor.seconds, floor.name, floor.kind)
+    detail = plural(buffers, "buffer", "buffers") if buffers is not None \
+        and floor.per_buffer > 0 else ""
+    return Term("dispatch", "overhead", floor.at_buffers(buffers), floor.name, floor.kind,
+                detail)
 
 
-def predict_program(kernels: list[Prediction], roofs: RoofSet) -> Prediction | None:
+DISPATCH_BOUND = "the host's dispatch of a call takes longer than the device's work"
+
+
+def predict_program(kernels: list[Prediction], roofs: RoofSet, buffers: int | None = None
+                    ) -> Prediction | None:
     """A program's time as the sum of its kernels' and one call's dispatch floor (the kernels
-    taken to run one after another): each kernel's time charged to its binding term."""
+    taken to run one after another): each kernel's time charged to its binding term.
+
+    Where a call's dispatch overlaps the device's work (``roofs.dispatch_overlaps``: an
+    accelerator, its calls enqueued), a call takes the longer of the two: its kernels' sum,
+    or the dispatch of a call passing ``buffers`` arguments and results (then the dispatch is
+    its one term, and the kernels wait on the host)."""
     if not kernels:
         return None
+    dispatch = _dispatch(roofs, buffers)
+    if roofs.dispatch_overlaps and dispatch is not None:
+        device = sum(p.seconds for p in kernels)
+        if dispatch.seconds > device:
+            levels = sorted({p.level for p in kernels})
+            return Prediction(dispatch.seconds, (dispatch,), dispatch,
+                              sum(p.flops for p in kernels), sum(p.bytes for p in kernels),
+                              "the kernels' touched bytes", ", ".join(levels),
+                              (DISPATCH_BOUND,),
+                              lower_bound=any(p.lower_bound for p in kernels))
+        dispatch = None  # hidden behind the device's work
     charged: dict[tuple[str, Group, str, Kind], float] = {}
     details: dict[tuple[str, Group, str, Kind], set[str]] = {}
     for p in kernels:
@@ -583,7 +608,6 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet) -> Prediction | N
         # A detail (a pattern's) stays only where every kernel of the term shares it.
         shared = next(iter(details[key])) if len(details[key]) == 1 else ""
         terms.append(Term(name, group, seconds, roof, kind, shared))
-    dispatch = _dispatch(roofs)
     if dispatch is not None:
         terms.append(dispatch)
     ordered = tuple(sorted(terms, key=lambda t: (-t.seconds, t.name, t.roof)))
@@ -596,13 +620,23 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet) -> Prediction | N
 
 
 def predict_from_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet,
-                         traffic: float | None = None) -> Prediction | None:
+                         traffic: float | None = None, buffers: int | None = None
+                         ) -> Prediction | None:
     """A program's time from its kernel inventory's ``kernels`` (:func:`predict_program` of
-    each one's :func:`predict_kernel`, in a program moving ``traffic`` bytes per call),
-    leaving out a conditional's branches the program does not charge (``charged: false``);
-    None when it lists none or one cannot be priced."""
+    each one's :func:`predict_kernel`, in a program moving ``traffic`` bytes per call and
+    passing ``buffers`` arguments and results), leaving out a conditional's branches the
+    program does not charge (``charged: false``); None when it lists none or one cannot be
+    priced."""
     parts = predict_kernels(kernels, dtype, roofs, traffic)
-    return predict_program(parts, roofs) if parts is not None else None
+    return predict_program(parts, roofs, buffers) if parts is not None else None
+
+
+def program_buffers(inventory: Mapping[str, Any]) -> int | None:
+    """The arguments and results one call of the program passes, as its kernel inventory
+    counts them (the entry computation's parameters and results); None where not counted."""
+    value = inventory.get("buffers")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
 
 
 def predict_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet,

@@ -141,12 +141,23 @@ STREAM = " stream"  # the streaming ceilings on huge-page arrays past the last-l
 
 @dataclass(frozen=True, slots=True)
 class Floor:
-    """A time no call (``dispatch``) or kernel (``launch``) goes below, in seconds."""
+    """A time no call (``dispatch``) or kernel (``launch``) goes below, in seconds. A dispatch
+    floor measured by the buffers a call passes adds ``per_buffer`` seconds for each argument
+    or result beyond the ``buffers`` of the call it was measured on (:meth:`at_buffers`)."""
 
     name: str
     seconds: float
     kind: Kind
     provenance: str
+    per_buffer: float = 0.0
+    buffers: int = 0
+
+    def at_buffers(self, buffers: int | None) -> float:
+        """The floor of a call passing ``buffers`` arguments and results (None: unknown, the
+        floor as measured)."""
+        if buffers is None or self.per_buffer <= 0:
+            return self.seconds
+        return self.seconds + self.per_buffer * max(0, buffers - self.buffers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +195,10 @@ class RoofSet:
     bandwidth: tuple[BandwidthRoof, ...]
     floors: tuple[Floor, ...] = ()
     rates: tuple[RateRoof, ...] = ()
+    # Whether a call's dispatch on the host overlaps the device's work when calls are enqueued
+    # (an accelerator: a GPU or TPU runs one call while the host dispatches the next), so that
+    # a call takes the longer of the two, not their sum (a CPU runs both on its cores).
+    dispatch_overlaps: bool = False
 
     def rate_for(self, op: str, dtype: str) -> RateRoof | None:
         """The measured rate of ``op`` in ``dtype`` (float32's when that dtype has none)."""
@@ -426,6 +441,7 @@ def measured(ceilings: Mapping[str, Any],
         return None
     backend = str(ceilings.get("backend", ""))
     level = backends.describe(backend).main_memory
+    overlaps = backends.describe(backend).accelerator
     cache = ceilings.get("cache_bytes")
     cache_bytes = cache if isinstance(cache, int) and not isinstance(cache, bool) else None
     d = ceilings.get("dispatch") or {}
@@ -435,7 +451,7 @@ def measured(ceilings: Mapping[str, Any],
         value = _positive(e.get("value")) if e.get("available") else None
         if value is None:
             continue
-        by_flops = _products_net_of_dispatch(e.get("by_size") or [], pipelined)
+        by_flops = _products_net_of_dispatch(e.get("by_size") or [], pipelined, overlaps)
         compute.append(ComputeRoof(
             str(e.get("name", "")), value, str(e.get("dtype")) if e.get("dtype") else None,
             Kind.MEASURED, f"measured: {e.get('name', '')}" + (
@@ -467,8 +483,11 @@ def measured(ceilings: Mapping[str, Any],
         floors.append(Floor("dispatch", seconds, Kind.MEASURED,
                             "measured: one tiny call, blocked after every call"))
     if pipelined is not None:
+        per_buffer, buffers = _per_buffer(d.get("by_buffers") or [])
         floors.append(Floor("dispatch enqueued", pipelined, Kind.MEASURED,
-                            "measured: one tiny call among many enqueued, blocked once"))
+                            "measured: one tiny call among many enqueued, blocked once"
+                            + (", and by the buffers a call passes" if per_buffer else ""),
+                            per_buffer=per_buffer, buffers=buffers))
     for key, name, provenance in _MEASURED_FLOORS:
         entry = ceilings.get(key) or {}
         seconds = _positive(entry.get("value")) if entry.get("available") else None
@@ -485,18 +504,39 @@ def measured(ceilings: Mapping[str, Any],
         value = _positive(e.get("value")) if e.get("available") else None
         if value is None or e.get("roof") is False:  # a variant beside a pattern's roof
             continue
-        by_size = _net_of_dispatch(e.get("by_size") or [], pipelined)
+        by_size = _net_of_dispatch(e.get("by_size") or [], pipelined, overlaps)
         if e.get("by_size") and not by_size:
             continue  # every size was mostly dispatch: no rate of the kernel itself
         rates.append(RateRoof(str(e.get("name", "")), str(e.get("op", "")),
                               str(e.get("dtype", "")),
                               max((r for _, r in by_size), default=value), Kind.MEASURED,
                               f"measured: {e.get('name', '')}"
-                              + (", by size, the dispatch floor taken off" if by_size else ""),
+                              + (", by size" + ("" if overlaps else
+                                                ", the dispatch floor taken off")
+                                 if by_size else ""),
                               by_size=by_size, row=int(e.get("row") or 0),
                               threads=_threads(e.get("threads"))))
     return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
-                   tuple(floors), tuple(rates))
+                   tuple(floors), tuple(rates), dispatch_overlaps=overlaps)
+
+
+#: The buffers of the scalar add the enqueued dispatch floor times: two arguments, one result.
+DISPATCH_FLOOR_BUFFERS = 3
+
+
+def _per_buffer(points: Sequence[Mapping[str, Any]]) -> tuple[float, int]:
+    """(seconds per buffer, the buffers of the floor it adds to) of the dispatch measured by
+    buffers: the least-squares slope of the enqueued time over the buffers passed (0 where
+    fewer than two counts were measured or the slope is not positive: below the noise)."""
+    xy = [(float(p["buffers"]), float(p["enqueued"])) for p in points
+          if _positive(p.get("buffers")) and _positive(p.get("enqueued"))]
+    if len({x for x, _ in xy}) < 2:
+        return 0.0, DISPATCH_FLOOR_BUFFERS
+    mx = sum(x for x, _ in xy) / len(xy)
+    my = sum(y for _, y in xy) / len(xy)
+    slope = (sum((x - mx) * (y - my) for x, y in xy)
+             / sum((x - mx) ** 2 for x, _ in xy))
+    return (slope if slope > 0 else 0.0), DISPATCH_FLOOR_BUFFERS
 
 
 def _threads(value: Any) -> int | None:
@@ -515,28 +555,31 @@ def _window_of(entry: Mapping[str, Any]) -> int:
         and side > 0 else 0
 
 
-def _products_net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: float | None
-                              ) -> tuple[tuple[float, float], ...]:
+def _products_net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: float | None,
+                              overlaps: bool = False) -> tuple[tuple[float, float], ...]:
     """(flops of one product, FLOP/s) of a compute roof's sizes. Each size was timed one call
     at a time, its dispatch included, so its rate is the one net of the enqueued dispatch floor
-    (as a product inside a program pays none); a call of ``batch`` small products is read at
-    the flops of one of them."""
+    (as a product inside a program pays none; where the dispatch ``overlaps`` the device's
+    work, a call's time is the device's); a call of ``batch`` small products is read at the
+    flops of one of them."""
     out: list[tuple[float, float]] = []
     for x in points:
         flops, value = _positive(x.get("flops")), _positive(x.get("value"))
         if flops is None or value is None:
             continue
-        net = _net_of_dispatch([{"elements": flops, "seconds": flops / value}], dispatch)
+        net = _net_of_dispatch([{"elements": flops, "seconds": flops / value}], dispatch,
+                               overlaps)
         out.extend((f / int(x.get("batch") or 1), rate) for f, rate in net)
     return tuple(sorted(out))
 
 
-def _net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: float | None
-                     ) -> tuple[tuple[float, float], ...]:
+def _net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: float | None,
+                     overlaps: bool = False) -> tuple[tuple[float, float], ...]:
     """(elements, elements per second) of a rate measured by size, one call per sample, with
-    the enqueued dispatch floor taken off each call's time; a point under
-    :data:`~roofline_report.analysis.levels.DISPATCH_MARGIN` dispatches is mostly dispatch
-    and left out, as the write-new sweep's are."""
+    the enqueued dispatch floor taken off each call's time (where the dispatch ``overlaps``
+    the device's work, an accelerator's, the call's time is the device's and nothing is taken
+    off); a point under :data:`~roofline_report.analysis.levels.DISPATCH_MARGIN` dispatches
+    is mostly dispatch and left out, as the write-new sweep's are."""
     out = []
     for p in points:
         seconds, elements = _positive(p.get("seconds")), _positive(p.get("elements"))
@@ -545,7 +588,8 @@ def _net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: float | None
         if dispatch:
             if seconds < levels_mod.DISPATCH_MARGIN * dispatch:
                 continue
-            seconds -= dispatch
+            if not overlaps:
+                seconds -= dispatch
         out.append((elements, elements / seconds))
     return tuple(sorted(out))
 

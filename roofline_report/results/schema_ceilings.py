@@ -95,12 +95,23 @@ class TimeFloor(Record):
     value: Pos | None = None
 
 
+class BufferDispatch(Record):
+    """The enqueued dispatch of a call passing ``buffers`` arguments and results."""
+
+    buffers: AtLeastOne
+    enqueued: Pos
+    timing: Timing | None = None
+
+
 class DispatchCeiling(TimeFloor):
     timing: Timing | None = None
     # Per call when calls are enqueued and blocked once (as workloads are timed).
     enqueued: Pos | None = None
     timing_enqueued: Timing | None = None
     enqueued_reason: str = ""
+    # The enqueued dispatch by the buffers a call passes (ascending); [] where not measured.
+    by_buffers: list[BufferDispatch] = []
+    by_buffers_reason: str = ""
 
 
 class CacheLevel(Record):
@@ -208,6 +219,10 @@ class LaunchCeiling(TimeFloor):
     # The chain's steps kept apart by optimization barriers (a compiler that fused the plain
     # chain into one kernel: XLA's GPU backend).
     barriers: bool = False
+    # "difference": (long - short) / (kernels apart), a call's dispatch in both; "long": the
+    # long program's time per kernel, on an accelerator whose dispatch overlaps the device's
+    # work (the short program times the host, not the device).
+    method: Literal["difference", "long"] = "difference"
 
 
 class SplitLaunchCeiling(TimeFloor):

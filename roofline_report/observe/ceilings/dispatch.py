@@ -65,14 +65,51 @@ def dispatch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
         entry.update(enqueued=pipelined.per_call.min, timing_enqueued=pipelined.to_json())
     except Exception as exc:  # the blocking floor stands alone
         entry["enqueued_reason"] = f"enqueued dispatch timing failed: {failure_reason(exc)}"
+    try:
+        entry["by_buffers"] = _by_buffers(plan)
+    except Exception as exc:  # the floor of one buffer stands alone
+        entry["by_buffers_reason"] = f"dispatch by buffers failed: {failure_reason(exc)}"
     say(f"dispatch: {floor * 1e6:.3g} us per call"
         + (f", {entry['enqueued'] * 1e6:.3g} us enqueued" if entry.get("enqueued") else ""))
     return entry
 
 
+#: Arguments of the calls that time what each buffer a call passes adds to its dispatch.
+BUFFER_COUNTS = (1, 32, 128)
+
+
+def _by_buffers(plan: Plan) -> list[dict[str, Any]]:
+    """The enqueued dispatch of a call by the buffers it passes: a jitted sum of k float32
+    scalars (k arguments and one result) for k in :data:`BUFFER_COUNTS`, calls enqueued and
+    blocked once. jax handles each argument and result of a call on the host (flattening,
+    checks, a buffer made for each result): a training step passing hundreds of parameters
+    and optimizer states pays it for each. One record per k: ``buffers`` (k + 1) and
+    ``enqueued`` (seconds per call, the fastest sample)."""
+    import jax
+    import jax.numpy as jnp
+
+    out: list[dict[str, Any]] = []
+    for k in BUFFER_COUNTS:
+        args = [jax.device_put(jnp.float32(i)) for i in range(k)]
+        add = jax.jit(lambda *xs: sum(xs[1:], xs[0]))
+
+        def run(n: int, add: Any = add, args: list[Any] = args) -> None:
+            timing.block([add(*args) for _ in range(n)])
+
+        measured = timing.measure(run, samples=plan.samples, min_sample_seconds=plan.min_sample_s,
+                                  budget_seconds=plan.budget_s,
+                                  method=f"jax: sum of {k} scalars, n calls enqueued, block once")
+        out.append({"buffers": k + 1, "enqueued": measured.per_call.min,
+                    "timing": measured.to_json()})
+    return out
+
+
 # ----------------------------------------------------------------------------------- launch
 
 LAUNCH_CHAIN = 33  # steps of the long program; the short one has one
+# On an accelerator a call's dispatch overlaps the device's work (calls enqueued): the long
+# program must keep the device busier than the host, or both programs time the host alone.
+LAUNCH_CHAIN_ACCELERATOR = 1025
 
 
 def _launch_program(steps: int, *, barriers: bool = False) -> Callable[[Any], Any]:
@@ -111,9 +148,11 @@ def launch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
     try:
         x = jax.device_put(jnp.full((8, 8), 0.1, dtype=jnp.float32))
 
+        long_chain = LAUNCH_CHAIN if jax.default_backend() == "cpu" else LAUNCH_CHAIN_ACCELERATOR
+
         def chain(barriers: bool) -> list[tuple[int, Any]]:
             runs = []
-            for steps in (1, LAUNCH_CHAIN):
+            for steps in (1, long_chain):
                 compiled = jax.jit(_launch_program(steps, barriers=barriers)).lower(x).compile()
                 kernels = int(inspect_compiled(str(compiled.as_text()))["kernels"])
                 measured = timing.time_jitted(compiled, (x,), quick=False,
@@ -137,7 +176,11 @@ def launch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
         entry["reason"] = (f"the compiler fused the chain ({k_long} kernels against "
                            f"{k_short}): no launch cost to measure")
         return entry
-    value = (long.per_call.min - short.per_call.min) / (k_long - k_short)
+    if long_chain == LAUNCH_CHAIN:
+        value = (long.per_call.min - short.per_call.min) / (k_long - k_short)
+    else:  # the host dispatches while the device runs: the long call is the device's time
+        value = long.per_call.min / k_long
+        entry["method"] = "long"
     if value <= 0:
         entry["reason"] = "the longer program was not slower: launch cost below the noise"
         return entry

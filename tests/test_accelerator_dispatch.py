@@ -1,0 +1,105 @@
+"""An accelerator's calls, enqueued: the host dispatches one call while the device runs the one
+before, so a call takes the longer of its dispatch and its kernels, not their sum; and the
+dispatch grows with the buffers a call passes (a training step passes hundreds)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from roofline_report.analysis import predict
+from roofline_report.analysis import roofs as roofs_mod
+from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, Floor, RoofSet
+from roofline_report.kinds import Kind
+
+M = Kind.MEASURED
+DISPATCH = Floor("dispatch enqueued", 120e-6, M, "", per_buffer=4e-6, buffers=3)
+TPU = RoofSet("this machine", M,
+              compute=(ComputeRoof("matmul bfloat16", 190e12, "bfloat16", M, ""),),
+              bandwidth=(BandwidthRoof("HBM stream", 650e9, "HBM", M, ""),),
+              floors=(DISPATCH, Floor("launch", 1e-6, M, "")), dispatch_overlaps=True)
+CPU = replace(TPU, dispatch_overlaps=False)
+
+
+def _stream(nbytes: float) -> predict.Prediction:
+    """One streaming kernel moving ``nbytes``."""
+    k = {"flops": nbytes / 8, "flops_by_op": {"add": nbytes / 8}, "bytes_read": nbytes / 2,
+         "bytes_written": nbytes / 2, "trips": 1, "category": "elementwise"}
+    p = predict.predict_kernel(k, "float32", TPU)
+    assert p is not None
+    return p
+
+
+def test_a_floor_measured_by_buffers_grows_with_them() -> None:
+    assert DISPATCH.at_buffers(None) == DISPATCH.seconds == DISPATCH.at_buffers(2)
+    assert DISPATCH.at_buffers(3) == pytest.approx(120e-6)
+    assert DISPATCH.at_buffers(103) == pytest.approx(520e-6)
+    assert Floor("dispatch", 5e-6, M, "").at_buffers(1000) == 5e-6  # not measured by buffers
+
+
+def test_a_device_bound_call_takes_its_kernels_time_alone() -> None:
+    parts = [_stream(650e6), _stream(325e6)]  # 1 ms + 0.5 ms of HBM traffic
+    device = sum(p.seconds for p in parts)
+    program = predict.predict_program(parts, TPU, buffers=10)
+    assert program is not None
+    assert program.seconds == pytest.approx(device)
+    assert all(t.name != "dispatch" for t in program.terms)
+    assert sum(t.seconds for t in program.terms) == pytest.approx(program.seconds)
+    # On a CPU the host runs the call too: its dispatch adds.
+    on_cpu = predict.predict_program(parts, CPU, buffers=10)
+    assert on_cpu is not None
+    assert on_cpu.seconds == pytest.approx(device + DISPATCH.at_buffers(10))
+
+
+def test_a_host_bound_call_takes_its_dispatch() -> None:
+    parts = [_stream(6.5e6)]  # 10 us on the device, and a call passing 203 buffers
+    program = predict.predict_program(parts, TPU, buffers=203)
+    assert program is not None
+    assert program.seconds == pytest.approx(120e-6 + 200 * 4e-6)
+    assert program.binding.name == "dispatch" and program.terms == (program.binding,)
+    assert program.binding.detail == "203 buffers"
+    assert predict.DISPATCH_BOUND in program.notes
+    # the work and bytes priced stay the kernels'
+    assert program.bytes == parts[0].bytes and program.flops == parts[0].flops
+
+
+def _ceilings(backend: str) -> dict[str, object]:
+    return {"available": True, "backend": backend, "compute": [], "bandwidth": [],
+            "dispatch": {"available": True, "value": 400e-6, "enqueued": 120e-6,
+                         "by_buffers": [{"buffers": 2, "enqueued": 118e-6},
+                                        {"buffers": 33, "enqueued": 242e-6},
+                                        {"buffers": 129, "enqueued": 626e-6}]},
+            "rates": [{"name": "row reduction float32", "op": "reduce", "dtype": "float32",
+                       "available": True, "value": 1e9, "by_size": [
+                           {"elements": 1000, "bytes": 4000, "seconds": 130e-6, "value": 1},
+                           {"elements": 10**8, "bytes": 4 * 10**8, "seconds": 1e-3,
+                            "value": 1}]}]}
+
+
+def test_measured_roofs_of_an_accelerator_keep_the_devices_time() -> None:
+    tpu = roofs_mod.measured(_ceilings("tpu"), [])
+    cpu = roofs_mod.measured(_ceilings("cpu"), [])
+    assert tpu is not None and cpu is not None
+    assert tpu.dispatch_overlaps and not cpu.dispatch_overlaps
+    floor = tpu.floor("dispatch enqueued")
+    assert floor is not None and floor.buffers == roofs_mod.DISPATCH_FLOOR_BUFFERS
+    # the least-squares slope of 118, 242 and 626 us over 2, 33 and 129 buffers
+    assert floor.per_buffer == pytest.approx(4.0e-6, rel=1e-3)
+    # 130 us is mostly dispatch on both; 1 ms is the device's time on the TPU, and 1 ms less
+    # the enqueued dispatch on the CPU
+    on_tpu = tpu.rate_for("reduce", "float32")
+    on_cpu = cpu.rate_for("reduce", "float32")
+    assert on_tpu is not None and on_tpu.by_size == ((1e8, 1e11),)
+    assert on_cpu is not None and len(on_cpu.by_size) == 1
+    assert on_cpu.by_size[0][0] == 1e8
+    assert on_cpu.by_size[0][1] == pytest.approx(1e8 / 880e-6)
+
+
+def test_one_buffer_count_gives_no_slope() -> None:
+    ceilings = _ceilings("tpu")
+    ceilings["dispatch"]["by_buffers"] = [{"buffers": 2, "enqueued": 118e-6}]  # type: ignore[index]
+    roofs = roofs_mod.measured(ceilings, [])
+    assert roofs is not None
+    floor = roofs.floor("dispatch enqueued")
+    assert floor is not None and floor.per_buffer == 0.0
