@@ -31,7 +31,7 @@ from roofline_report.kinds import Kind
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
-            "broadcast-transpose")
+            "broadcast-transpose", "reduce-window-lane")
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, the other
 # patterns' elements.
 UNITS = {"loop-dot": "FLOP", "sort": "comparisons", "fft": "FLOP",
@@ -96,8 +96,9 @@ def pattern_roof(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> RateR
     not measured; the :data:`STAND_IN` pattern's where the set has none of its own); a
     kernel that reads mostly integers takes the int32 rate where one was measured (an integer
     argmax skips a float's NaN tests), one that reads complex numbers (an FFT, a complex dot)
-    the complex64 rate; a top-k the roof measured on rows of the length nearest its own (in
-    log; its rate falls with shorter rows: more of each row is kept). None when the kernel has
+    the complex64 rate; a top-k (or a TPU's reduce-window spanning a row) the roof measured
+    on rows of the length nearest its own (in log; a top-k's rate falls with shorter rows:
+    more of each row is kept). None when the kernel has
     no pattern or the set no rate for it."""
     pattern = _pattern(kernel)
     if pattern is None:

@@ -190,7 +190,7 @@ class RateCeiling(Record):
                 "reduce",
                 "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
                 "variadic-reduction", "top-k", "fused-transpose", "fft",
-                "interleaved-reduction", "broadcast-transpose"]
+                "interleaved-reduction", "broadcast-transpose", "reduce-window-lane"]
     dtype: str
     unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s", "runs/s"] = "1/s"
     kind: Literal["measured"] = "measured"
@@ -204,7 +204,8 @@ class RateCeiling(Record):
     by_size: list[RateSize] = []
     variant: str = ""
     roof: bool = True
-    row: PosInt | None = None  # a top-k's row length: one roof per row length measured
+    # A top-k's (or a reduce-window-lane's) row length: one roof per row length measured.
+    row: PosInt | None = None
     # The worker threads its kernel ran on (XLA:CPU's split of the kernel, at most the
     # cores); None where not recorded (an accelerator, or ceilings measured before).
     threads: AtLeastOne | None = None

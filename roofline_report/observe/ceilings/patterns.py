@@ -116,30 +116,48 @@ class PatternPlan:
     samples: int
     min_sample_s: float
     sort_sizes: tuple[int, ...] = ()  # keys per call of the sort
+    backend: str = "cpu"  # the backend planned for: some patterns exist on one backend only
+
+
+#: Patterns a backend's compiler never emits, with the reason each is not measured there (the
+#: ceilings record them unavailable with it, and kernels of another backend's trace priced by
+#: those roofs fall back as any missing roof's do).
+NOT_ON_BACKEND: dict[str, dict[str, str]] = {
+    "tpu": {
+        "loop-dot": "the TPU runs every matrix product on its matrix unit, as a convolution "
+                    "fusion: no dot outside it to measure",
+        "broadcast-transpose": "a code path of XLA:CPU's loop emitter; the TPU's compiler "
+                               "changes layouts with copies that stream",
+        "fft": "the TPU computes an FFT as matrix products by the DFT's factors (convolution "
+               "fusions) and custom calls that split and join complex numbers: priced as "
+               "those kernels",
+    },
+}
 
 
 def pattern_plan(backend: str, *, quick: bool) -> PatternPlan:
     """CPU: 2^12 to 2^21 elements per call by 8 (every other one for the variants and the
     bfloat16 transpose), loop dots of side 32 to 512 by 2; quick: 2^14 and 2^18 elements, sides
-    64 and 256, no variant and no bfloat16. Accelerators: 2^16 to 2^25 elements, sides 256 to
-    4096. Each size is compiled once (a tenth of a second on a 2-core CPU): the sizes are few,
+    64 and 256, no variant and no bfloat16. Accelerators: 2^17 to 2^26 elements, sides 256 to
+    4096 (a TPU adds its reduce-window spanning a row; :data:`NOT_ON_BACKEND` the patterns
+    it has not). Each size is compiled once (a tenth of a second on a 2-core CPU): the sizes are few,
     and the log-size interpolation of the analysis fills in between. Pure."""
     if backend == "cpu":
         first, last, sides = 1 << 12, 1 << 21, (32, 64, 128, 256, 512)
         quick_sides: tuple[int, ...] = (64, 256)
         sorts, quick_sorts = timing.geometric(1 << 8, 1 << 14, 4), (1 << 9, 1 << 13)
-    else:
-        first, last, sides = 1 << 16, 1 << 25, (256, 512, 1024, 2048, 4096)
+    else:  # a TPU v5e streams 2^25 float32 elements (128 MiB) in about 0.2 ms: larger too
+        first, last, sides = 1 << 17, 1 << 26, (256, 512, 1024, 2048, 4096)
         quick_sides = (512, 2048)
         sorts, quick_sorts = timing.geometric(1 << 12, 1 << 22, 4), (1 << 14, 1 << 20)
     if quick:
         return PatternPlan(sizes=timing.geometric(4 * first, last, 16), dot_sides=quick_sides,
                            variant_sizes=(), bfloat16_sizes=(), samples=4, min_sample_s=0.002,
-                           sort_sizes=quick_sorts)
+                           sort_sizes=quick_sorts, backend=backend)
     sizes = timing.geometric(first, last, 8)
     return PatternPlan(sizes=sizes, dot_sides=sides, variant_sizes=sizes[1::2],
                        bfloat16_sizes=sizes[1::2], samples=6, min_sample_s=0.003,
-                       sort_sizes=sorts)
+                       sort_sizes=sorts, backend=backend)
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,6 +489,12 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
     if plan.bfloat16_sizes:
         out.append(Kernel("transpose", "2-D swap", True, "bfloat16", plan.bfloat16_sizes,
                           _transpose_2d("bfloat16")))
+    if plan.backend == "tpu":
+        # The TPU compiler's form of a reduction broadcast back along its row (a
+        # log-softmax's maximum): a reduce-window spanning the row, at a rate of its own.
+        out += [Kernel("reduce-window-lane", f"log-softmax of rows of {row}", True, "float32",
+                       sizes[1::2] or sizes, _log_softmax("float32", row), row=row)
+                for row in LANE_ROWS]
     if plan.variant_sizes:
         out += [Kernel("transpose", f"3-D [{THREE_D_BATCH}, m, m] -> (2, 0, 1)", False,
                        "float32", plan.variant_sizes, _transpose_3d("float32")),
@@ -478,7 +502,36 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
                        _gather_elements("float32")),
                 Kernel("scatter", "scatter-add of scattered elements", True, "float32",
                        plan.variant_sizes, _scatter_add("float32", 1), row=1)]
-    return out
+    skipped = NOT_ON_BACKEND.get(plan.backend, {})
+    return [k for k in out if k.pattern not in skipped]
+
+
+def not_measured(plan: PatternPlan) -> list[dict[str, Any]]:
+    """An unavailable rate entry, with its reason, for each pattern the plan's backend never
+    runs (:data:`NOT_ON_BACKEND`)."""
+    return [{"name": f"{pattern} (not on this backend)", "op": pattern, "dtype": "float32",
+             "unit": f"{unit(pattern)}/s", "kind": "measured", "value": None,
+             "available": False, "reason": reason, "elements": 1, "reps": 1,
+             "ops_per_call": 1, "timing": None, "by_size": [], "roof": True}
+            for pattern, reason in sorted(NOT_ON_BACKEND.get(plan.backend, {}).items())]
+
+
+LANE_ROWS = (2048, 8192)  # row lengths of the TPU's reduce-window-lane roofs
+
+
+def _log_softmax(dtype: str, row: int) -> Callable[[int], Point]:
+    """``jax.nn.log_softmax`` over rows of ``[R, row]``, elements per call: on a TPU its row
+    maximum, broadcast back, becomes a reduce-window spanning the row."""
+    import jax
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // row)
+        x = _array((rows, row), dtype)
+        count = rows * row
+        return Point(lambda a: jax.nn.log_softmax(a, axis=-1), (x,), count,
+                     2 * count * _itemsize(dtype), (rows, row))
+
+    return build
 
 
 # ------------------------------------------------------------------------------------ checks
@@ -523,8 +576,10 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
 
     def has(k: Mapping[str, Any]) -> bool:
         ops = k.get("ops") or {}
-        if pattern == "transpose":
-            return bool(ops.get("transpose")) and not _library(k)
+        if pattern == "transpose":  # a TPU changes layouts with copies
+            return bool(ops.get("transpose") or ops.get("copy")) and not _library(k)
+        if pattern == "reduce-window-lane":
+            return bool(ops.get("reduce-window"))
         if pattern == "loop-dot":
             return bool(ops.get("dot")) and not _library(k)
         if pattern == "strided-reduction":
@@ -669,12 +724,14 @@ def measure_patterns(plan: PatternPlan, say: Progress | None = None) -> list[dic
     them; each size keeps its fastest round."""
     tell = say or (lambda _m: None)
     chosen = kernels(plan)
+    absent = not_measured(plan)
     prepared = _prepare(chosen)
     per_round = max(MIN_ROUND_SAMPLES, -(-plan.samples // ROUNDS))
     for _ in range(ROUNDS):
         for kernel, (ready, why) in zip(chosen, prepared, strict=True):
             _time_round(kernel, ready, per_round, plan.min_sample_s, why)
     entries = [_entry(k, ready, why) for k, (ready, why) in zip(chosen, prepared, strict=True)]
+    entries += absent
     for e in entries:
         if e["available"]:
             unit = {"FLOP/s": "GFLOP/s", "comparisons/s": "G comparisons/s",
