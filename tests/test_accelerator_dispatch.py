@@ -103,3 +103,20 @@ def test_one_buffer_count_gives_no_slope() -> None:
     assert roofs is not None
     floor = roofs.floor("dispatch enqueued")
     assert floor is not None and floor.per_buffer == 0.0
+
+
+def test_products_at_the_highest_precision_take_that_roof() -> None:
+    exact = ComputeRoof("matmul float32 (highest)", 30e12, "float32", M, "", precision="highest")
+    roofs = replace(TPU, compute=(*TPU.compute, ComputeRoof("matmul float32", 190e12, "float32",
+                                                            M, ""), exact))
+    k = {"flops": 2e12, "flops_by_op": {"dot": 2e12}, "bytes_read": 1e6,
+         "bytes_written": 1e6, "trips": 1, "category": "matmul", "matmul_products": 1}
+    assert roofs.compute_at_precision("float32", "highest") == exact
+    default = predict.predict_kernel(k, "float32", roofs)
+    highest = predict.predict_kernel({**k, "precision": "highest"}, "float32", roofs)
+    assert default is not None and highest is not None
+    assert highest.seconds == pytest.approx(6.4 * default.seconds, rel=0.05)
+    assert highest.binding.roof == exact.name
+    # without such a roof, the default one, and a note that says so
+    plain = predict.predict_kernel({**k, "precision": "highest"}, "float32", TPU)
+    assert plain is not None and any("highest precision" in n for n in plain.notes)

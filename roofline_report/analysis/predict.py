@@ -147,6 +147,9 @@ class Facts:
     # kernel or a dot run on the thread pool; None: not known, a program known by its totals).
     threads: int | None = None
     passes: int = 1  # times it reads its input (:func:`read_passes`)
+    # The precision its products ask for ("highest": full float32, several passes of a TPU's
+    # bfloat16 matrix unit, as its FFT's products do); "default" otherwise.
+    precision: str = "default"
 
     @property
     def flops(self) -> float:
@@ -274,7 +277,8 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
                  matmul_dtype=str(integer) if integer else None,
                  recomputed_flops=float(k.get("recomputed_flops") or 0), recomputed=again,
                  complex_flops=float(k.get("complex_flops") or 0),
-                 threads=threads_wanted(k, ALL_THREADS), passes=read_passes(k))
+                 threads=threads_wanted(k, ALL_THREADS), passes=read_passes(k),
+                 precision=str(k.get("precision") or "default"))
 
 
 def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
@@ -378,6 +382,13 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
             else:
                 notes.append(f"no {f.matmul_dtype} matmul roof measured: {f.matmul_dtype} "
                              f"products at the {compute.name} roof")
+        elif f.precision == "highest" and products.precision != "highest":
+            exact = roofs.compute_at_precision(f.dtype, "highest")
+            if exact is not None:
+                products = exact
+            else:
+                notes.append(f"no roof measured at the highest precision: its products at "
+                             f"the {compute.name} roof")
         per_product = products.rate_at(product_size(f))
         terms.append(Term("matmul", "compute", matmul / per_product, products.name,
                           products.kind, f"{f.matmul_dtype} matmul" if f.matmul_dtype else ""))

@@ -230,6 +230,17 @@ class RoofSet:
                 return match
         return ranked[0]
 
+    def compute_at_precision(self, dtype: str, precision: str) -> ComputeRoof | None:
+        """The matmul roof of ``dtype`` (float32's where that dtype has none) measured at
+        ``precision`` ("highest": full float32 on a GPU's or TPU's matrix units); None where
+        none was."""
+        for wanted in (dtype, "float32"):
+            found = [r for r in self.compute if r.op == "matmul" and r.dtype == wanted
+                     and r.precision == precision]
+            if found:
+                return max(found, key=lambda r: r.value)
+        return None
+
     def grouped_convolution(self, dtype: str, flops: float, taps: int
                             ) -> tuple[ComputeRoof, float] | None:
         """The roof and rate of a grouped convolution of ``flops`` whose outputs each take

@@ -217,8 +217,9 @@ def measure_ceilings(
     compute = [compute_ceilings.matmul_entry(dtype, backend, plan, say, again=again,
                                              budget=budget)
                for dtype in plan.matmul_dtypes]
-    if backend in ("gpu", "cuda") and "float32" in plan.matmul_dtypes:
-        # float32 matmuls run as TF32 by default on NVIDIA GPUs: measure true float32 too.
+    if backend in ("gpu", "cuda", "tpu") and "float32" in plan.matmul_dtypes:
+        # float32 matmuls run as TF32 by default on NVIDIA GPUs, in one bfloat16 pass on TPUs
+        # (several at the highest precision, as a TPU's FFT asks for): measure true float32.
         compute.append(compute_ceilings.matmul_entry("float32", backend, plan, say,
                                                      highest=True, again=again,
                                                      budget=budget))
