@@ -37,7 +37,7 @@ from roofline_report.hlo.ir import (
 )
 from roofline_report.hlo.kernels import program_walk
 from roofline_report.hlo.shapes import Shape
-from roofline_report.hlo.walk import COLLECTIVE_OPCODES, Walk, walk
+from roofline_report.hlo.walk import COLLECTIVE_OPCODES, Loop, Walk, walk
 
 __all__ = [
     "COLLECTIVE_OPCODES",
@@ -258,12 +258,13 @@ def _record(
 # --------------------------------------------------------------------------------------------
 
 
-def _loop_record(instr: Instruction) -> dict[str, Any]:
+def _loop_record(loop: Loop) -> dict[str, Any]:
+    instr = loop.instruction
     cond, body = instr.called("condition"), instr.called("body")
     where = instr.source
     return {
         "name": instr.name,
-        "known_trip_count": instr.known_trip_count,
+        "known_trip_count": loop.known_trip_count,
         "condition": cond[0] if cond else None,
         "body": body[0] if body else None,
         "op_name": instr.op_name,
@@ -276,8 +277,10 @@ def _loop_record(instr: Instruction) -> dict[str, Any]:
 def while_loops(hlo: str | Module) -> list[dict[str, Any]]:
     """The while loops reached from ENTRY, in post-order (inner loops first): ``{"name",
     "known_trip_count", "condition", "body", "op_name", "source_file" (scrubbed),
-    "source_line", "source_column"}``."""
-    return [_loop_record(loop.instruction) for loop in walk(_module(hlo)).loops]
+    "source_line", "source_column"}``. ``known_trip_count`` is the HLO's, or in a TPU's module
+    (whose compiler writes none) the count read from the loop's computations
+    (:func:`roofline_report.hlo.tpu.inferred_trip_count`)."""
+    return [_loop_record(loop) for loop in walk(_module(hlo)).loops]
 
 
 # --------------------------------------------------------------------------------------------
@@ -286,7 +289,7 @@ def while_loops(hlo: str | Module) -> list[dict[str, Any]]:
 
 
 def inspect_compiled(hlo_text: str | Module) -> dict[str, Any]:
-    """Describe the optimized HLO (``compiled.as_text()``) of CPU or GPU backends.
+    """Describe the optimized HLO (``compiled.as_text()``) of CPU, GPU or TPU backends.
 
     Returns plain JSON::
 
@@ -336,7 +339,7 @@ def inspect_compiled(hlo_text: str | Module) -> dict[str, Any]:
                 }
             )
     walked = program_walk(module)
-    loops = [_loop_record(loop.instruction) for loop in walked.loops]
+    loops = [_loop_record(loop) for loop in walked.loops]
     if module.entry is None:
         notes.append("no ENTRY computation: kernels not counted")
     else:

@@ -14,7 +14,7 @@ needs to reason about the program the runtime launches:
   custom-call target, JSON backend config, ``known_trip_count``, metadata ``op_name``, the source
   file/line/column (from ``source_file=``/``source_line=`` or by resolving ``stack_frame_id``
   through the tables) and the ``stack_frame_id`` itself, replica groups decoded,
-  ``source_target_pairs`` and ``channel_id``.
+  ``source_target_pairs``, ``channel_id`` and a constant's value as written.
 
 :meth:`Module.frame_table` gives the printed tables as :class:`StackFrames`, the whole Python
 stack of each op (the frame JAX records is only its innermost).
@@ -169,6 +169,7 @@ class Instruction:
     source_target_pairs: tuple[tuple[int, int], ...] | None = None
     channel_id: int | None = None
     parameter_number: int | None = None
+    literal: str | None = None  # a constant's value as written (``constant(16)``: "16")
 
     def called(self, *roles: str) -> list[str]:
         """Names of the computations called in these roles (all roles when none given)."""
@@ -425,6 +426,7 @@ class _RawInstr:
     attributes: dict[str, str]
     is_root: bool
     parameter_number: int | None
+    literal: str | None = None
 
 
 @dataclass(slots=True)
@@ -461,9 +463,12 @@ def _parse_line(line: str) -> _RawInstr | None:
     operands: list[str] = []
     typed: list[Shape | None] = []
     parameter_number = None
+    literal = None
     if opcode == "parameter":
         parameter_number = _as_int(inside.strip())
-    elif opcode != "constant":
+    elif opcode == "constant":
+        literal = inside.strip()
+    else:
         for part in split_top(inside):
             words = part.split()
             if not words:
@@ -475,7 +480,8 @@ def _parse_line(line: str) -> _RawInstr | None:
         key, sep, value = item.partition("=")
         if sep:
             attributes[key.strip()] = value.strip()
-    return _RawInstr(name, shape, opcode, operands, typed, attributes, is_root, parameter_number)
+    return _RawInstr(name, shape, opcode, operands, typed, attributes, is_root, parameter_number,
+                     literal)
 
 
 def _table_entry(line: str) -> tuple[int, str] | None:
@@ -658,4 +664,5 @@ def _instruction(raw: _RawInstr, shapes: Mapping[str, Shape], module: Module) ->
         source_target_pairs=pairs,
         channel_id=_as_int(attrs.get("channel_id")),
         parameter_number=raw.parameter_number,
+        literal=raw.literal,
     )

@@ -16,6 +16,7 @@ __all__ = ["Array", "Shape", "dtype_bits", "parse_shape"]
 
 #: HLO's floating element types by the dtype names the model prices them under.
 FLOAT_TYPES = {"f64": "float64", "f32": "float32", "bf16": "bfloat16", "f16": "float16"}
+_SPACE = re.compile(r"S\((\d+)\)")
 _FIXED_BITS = {"pred": 8, "bf16": 16, "tf32": 32, "c64": 64, "c128": 128, "token": 0}
 _WIDTH = re.compile(r"^(?:[su]|f)(?P<bits>\d+)(?:e\d+m\d+\w*)?$")
 
@@ -68,6 +69,19 @@ class Array:
         """Bytes in memory (tokens 0); None for an element type of unknown width."""
         bits = _storage_bits(self.dtype, self.layout)
         return None if bits is None else -(-self.elements * bits // 8)
+
+    @property
+    def memory_space(self) -> int:
+        """The memory space its layout names (``{1,0:T(8,128)S(1)}``: 1), 0 where it names
+        none: the device's main memory. What the others are is the backend's (on a TPU, 1 is
+        the core's vector memory: :mod:`roofline_report.hlo.tpu`)."""
+        found = _SPACE.search(self.layout)
+        return int(found.group(1)) if found else 0
+
+    @property
+    def tiled(self) -> bool:
+        """Whether its layout carries tiles (``{1,0:T(8,128)}``), as a TPU's layouts do."""
+        return ":T(" in self.layout or ")T(" in self.layout
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
-__all__ = ["floor_sum", "valid_taps"]
+__all__ = ["DIM_LABELS", "floor_sum", "valid_taps", "window_dims"]
+
+#: A convolution's ``dim_labels`` (``b01f_01io->b01f``): its input's, filter's and output's.
+DIM_LABELS = re.compile(r"^(?P<lhs>\w+)_(?P<rhs>\w+)->(?P<out>\w+)$")
 
 
 def floor_sum(n: int, m: int, a: int, b: int) -> int:
@@ -118,3 +122,22 @@ def valid_taps(
         else:  # lo_j - 1 = ceil(c_j/s) - 1 = floor((c_j - 1)/s)
             total -= _sum_floors(j_lo, j_hi, s * m, s * r_step - big_d, c0 - 1 - s * r0)
     return total
+
+
+def window_dims(text: str, rank: int) -> list[tuple[int, int, int, int, int]]:
+    """(size, stride, low padding, lhs dilation, rhs dilation) per spatial dimension of a
+    ``window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}`` attribute."""
+    items = dict(re.findall(r"(\w+)=([\w_]+)", text))
+
+    def per_dim(key: str, default: int) -> list[int]:
+        value = items.get(key)
+        if value is None:
+            return [default] * rank
+        return [int(v.split("_")[0]) for v in value.split("x")]
+
+    size = per_dim("size", 0)
+    stride = per_dim("stride", 1)
+    pad = per_dim("pad", 0)
+    lhs = per_dim("lhs_dilate", 1)
+    rhs = per_dim("rhs_dilate", 1)
+    return [(size[i], stride[i], pad[i], lhs[i], rhs[i]) for i in range(rank)]

@@ -7,8 +7,11 @@ while loops, the loops around each collective) and the kernel inventory
 
 * ENTRY, instruction by instruction, in program order;
 * each ``while``: its condition, then its body, inside the loop. The loop's trip count is its
-  ``known_trip_count`` backend config; a loop without one is flagged (:attr:`Loop.known` false,
-  a note) and its kernels counted once per enclosing iteration;
+  ``known_trip_count`` backend config (in a TPU's module, which never writes one, the count
+  read from the loop's condition, body and initial value, as XLA's loop analysis reads it:
+  :func:`roofline_report.hlo.tpu.inferred_trip_count`; a note says so); a loop without one is
+  flagged (:attr:`Loop.known` false, a note) and its kernels counted once per enclosing
+  iteration;
 * each ``conditional``: every branch, in order (rule below);
 * each ``call``: the callee, in the caller's loops and branches;
 * every other instruction that launches work is a kernel site (:class:`Site`): fusions, custom
@@ -40,6 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from roofline_report.hlo.ir import Computation, Instruction, Module
+from roofline_report.hlo.tpu import TPU, hlo_backend, inferred_trip_count
 
 __all__ = [
     "COLLECTIVE_OPCODES",
@@ -83,9 +87,11 @@ _BRANCH_ROLES = ("branch_computations", "true_computation", "false_computation")
 @dataclass(frozen=True, slots=True)
 class Loop:
     """A while loop: its instruction and trip count (``known_trip_count``, None when the
-    compiled HLO does not give it)."""
+    compiled HLO does not give it; in a TPU's module, which never gives it, the count read from
+    the loop's condition, body and initial value: ``inferred``)."""
 
     instruction: Instruction
+    inferred: int | None = None
 
     @property
     def name(self) -> str:
@@ -93,7 +99,8 @@ class Loop:
 
     @property
     def known_trip_count(self) -> int | None:
-        return self.instruction.known_trip_count
+        given = self.instruction.known_trip_count
+        return given if given is not None else self.inferred
 
     @property
     def known(self) -> bool:
@@ -224,9 +231,10 @@ def _is_kernel(instr: Instruction) -> bool:
 
 
 class _Walker:
-    def __init__(self, module: Module, weigh: Weigh) -> None:
+    def __init__(self, module: Module, weigh: Weigh, backend: str | None = None) -> None:
         self.module = module
         self.weigh = weigh
+        self.tpu = backend == TPU
         self.out = Walk(module)
         self.done_of: dict[tuple[str, str], Instruction] = {}
         for comp, instr in module.instructions():
@@ -259,7 +267,7 @@ class _Walker:
         for instr in comp.instructions:
             op = instr.opcode
             if op == "while":
-                self.loop(instr, context, inner)
+                self.loop(instr, comp, context, inner)
             elif op == "conditional":
                 self.conditional(instr, context, inner)
             elif op == "call":
@@ -282,8 +290,14 @@ class _Walker:
                 for inner in comp.instructions:
                     self.reach(inner, context, stack | {comp.name})
 
-    def loop(self, instr: Instruction, context: Context, stack: frozenset[str]) -> None:
-        loop = Loop(instr)
+    def loop(self, instr: Instruction, caller: Computation, context: Context,
+             stack: frozenset[str]) -> None:
+        inferred = inferred_trip_count(instr, caller, self.module) \
+            if self.tpu and instr.known_trip_count is None else None
+        loop = Loop(instr, inferred)
+        if inferred is not None:
+            self.note(f"while {instr.name}: {inferred} trips, read from its condition and body "
+                      "(the TPU compiler writes no known_trip_count)")
         inner = replace(context, loops=(*context.loops, loop))
         for callee in instr.called("condition"):
             self.control(callee, inner, "condition", instr, stack)
@@ -343,10 +357,12 @@ def _role(instr: Instruction, key: str) -> str:
     return "other"
 
 
-def walk(module: Module, weigh: Weigh | None = None) -> Walk:
+def walk(module: Module, weigh: Weigh | None = None, backend: str | None = None) -> Walk:
     """Walk ``module`` from ENTRY (module docstring). ``weigh`` gives each kernel site its
-    weight for choosing the charged branch of a conditional (default: one launch each)."""
-    walker = _Walker(module, weigh or _launches)
+    weight for choosing the charged branch of a conditional (default: one launch each).
+    ``backend``: the backend the module was compiled for (None: recognised from the module,
+    :func:`roofline_report.hlo.tpu.hlo_backend`)."""
+    walker = _Walker(module, weigh or _launches, hlo_backend(module, backend))
     if module.entry is None:
         walker.note("no ENTRY computation: no kernels listed")
     else:
