@@ -16,7 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 from roofline_report.hlo.cost import Cost
 from roofline_report.hlo.ir import Instruction, Module
-from roofline_report.hlo.taps import valid_taps
+from roofline_report.hlo.taps import DIM_LABELS, valid_taps, window_dims
+from roofline_report.hlo.tpu import (
+    NO_FLOP_TARGETS,
+    TPU,
+    lane_reduction,
+    product_convolution,
+)
 
 
 def _words(text: str) -> frozenset[str]:
@@ -78,7 +84,8 @@ def dot_flops(instr: Instruction) -> int | None:
     return 2 * _elements(instr) * size
 
 
-_DIM_LABELS = re.compile(r"^(?P<lhs>\w+)_(?P<rhs>\w+)->(?P<out>\w+)$")
+_DIM_LABELS = DIM_LABELS
+_window = window_dims
 
 
 def conv_flops(instr: Instruction) -> int | None:
@@ -150,25 +157,6 @@ def features_per_group(instr: Instruction) -> int:
     return max(1, lhs.array.dims[labels["lhs"].index("f")] // groups)
 
 
-def _window(text: str, rank: int) -> list[tuple[int, int, int, int, int]]:
-    """(size, stride, low padding, lhs dilation, rhs dilation) per spatial dimension of a
-    ``window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}`` attribute."""
-    items = dict(re.findall(r"(\w+)=([\w_]+)", text))
-
-    def per_dim(key: str, default: int) -> list[int]:
-        value = items.get(key)
-        if value is None:
-            return [default] * rank
-        return [int(v.split("_")[0]) for v in value.split("x")]
-
-    size = per_dim("size", 0)
-    stride = per_dim("stride", 1)
-    pad = per_dim("pad", 0)
-    lhs = per_dim("lhs_dilate", 1)
-    rhs = per_dim("rhs_dilate", 1)
-    return [(size[i], stride[i], pad[i], lhs[i], rhs[i]) for i in range(rank)]
-
-
 def tiles_input(instr: Instruction) -> bool:
     """Whether a convolution's windows tile its input: in every spatial dimension a stride
     equal to its window, no padding, no dilation, one feature group and one batch group. Such
@@ -193,10 +181,14 @@ def tiles_input(instr: Instruction) -> bool:
 
 
 class Coster:
-    """Cost of computations of one module, each computed once."""
+    """Cost of computations of one module, each computed once. ``backend`` is the backend the
+    module was compiled for (:func:`roofline_report.hlo.tpu.hlo_backend`): a TPU's rules
+    apply to a TPU's module only."""
 
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, backend: str | None = None) -> None:
         self.module = module
+        self.backend = backend
+        self.tpu = backend == TPU
         self._done: dict[str, Cost] = {}
         self._stack: set[str] = set()
 
@@ -254,6 +246,11 @@ def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
     reduce-scatter body x (group - 1) x elements; data movement 0; a library custom call (a
     convolution, gemm or fused attention: :mod:`~roofline_report.hlo.library_calls`) as the
     library does it; other custom calls 0 flops, listed as not counted with why.
+
+    In a TPU's module (:mod:`~roofline_report.hlo.tpu`): a convolution that computes a matrix
+    product is charged as the ``dot_general`` it is (priced at the matmul roof); a whole-row
+    reduce-window as its row's ``reduce`` (body x (row - 1) per row); the compiler's custom
+    calls that do no arithmetic (``X64Split*``, ``ConcatBitcast``, ...) 0, counted.
     """
     op = instr.opcode
     cost = Cost()
@@ -272,12 +269,19 @@ def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
         if flops is None:
             cost.uncosted.add(instr.name)
         else:
+            if coster.tpu and product_convolution(instr):
+                name = stablehlo_name("dot")  # a matrix product the TPU writes as a convolution
             cost.charge(name, flops=flops)
     elif op == "reduce":
         inputs = _operand_elements(instr, 0)
         outputs = _elements(instr) // max(1, len(instr.operands) // 2)
         if inputs is not None:
             _charge(cost, name, coster.body(instr), inputs - outputs)
+    elif op == "reduce-window" and coster.tpu and (lane := lane_reduction(instr)) is not None:
+        # A reduction broadcast back along the row it reduces: the row's reduce, once per row.
+        _, length = lane
+        rows = _elements(instr) // max(1, length) // max(1, len(instr.operands) // 2)
+        _charge(cost, stablehlo_name("reduce"), coster.body(instr), (length - 1) * rows)
     elif op == "reduce-window":
         window = _window(instr.attributes.get("window", ""), len(instr.shape.array.dims)
                          if instr.shape.array is not None else 0)
@@ -300,6 +304,8 @@ def instruction_cost(instr: Instruction, coster: Coster) -> Cost:
         _charge(cost, stablehlo_name(base), coster.body(instr), _elements(instr) * (size - 1))
     elif op in ("rng", "rng-bit-generator"):
         cost.charge(name, transcendentals=_elements(instr))
+    elif op == "custom-call" and coster.tpu and instr.custom_call_target in NO_FLOP_TARGETS:
+        pass  # moves or marks data, computes nothing (roofline_report.hlo.tpu)
     elif op == "custom-call":
         from roofline_report.hlo.library_calls import library_call
 

@@ -55,7 +55,18 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   2-core CPU, ``(x * 2).T`` of a float32 ``[n, n]`` ran at 1.0, 0.74, 0.48 and 0.31 G
   elements/s for n = 256, 512, 1024 and 2048, against 3.4, 3.4, 1.9 and 0.87 for ``x.T``, and
   at 2.2 and 1.3 for n = 1000 and 1448, as fast as ``x.T`` (1.9 and 1.3). ``(x + y).T``,
-  ``(x * x).T`` and ``x.T * y`` (no broadcast) ran as fast as ``x.T`` at n = 1024.
+  ``(x * x).T`` and ``x.T * y`` (no broadcast) ran as fast as ``x.T`` at n = 1024. An
+  XLA:CPU fact: never given on a TPU.
+* ``reduce-window-lane`` (a TPU's only): a kernel holding a ``reduce-window`` whose window
+  spans its operand's whole row from every position (:func:`~roofline_report.hlo.tpu.
+  lane_reduction`: the TPU compiler's form of a reduction broadcast back along its row, a
+  log-softmax's maximum); size: the elements of its operand; row: the row's length. On a
+  TPU v5e the log-softmax of a float32 ``[4, 512, 8192]`` spent 5.8 ms in that fusion, 0.34
+  ns an element, where a row sum of 64 M floats streamed at 0.005 ns an element.
+
+A TPU's kernels are read with the fusions nested inside them (its compiler wraps a scatter in
+a fusion inside the kernel's), and their matrix products include the convolutions that
+compute one (:func:`~roofline_report.hlo.tpu.product_convolution`).
 
 Pure: no jax.
 """
@@ -80,10 +91,11 @@ from roofline_report.hlo.kernel_cost import (
     window_elements,
 )
 from roofline_report.hlo.shapes import Array, Shape
+from roofline_report.hlo.tpu import TPU, lane_reduction, product_batch, product_convolution
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
-            "broadcast-transpose")
+            "broadcast-transpose", "reduce-window-lane")
 TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
 # XLA's GPU backend names its own: an H200's top-k roof (jax 0.11.2) ran custom-call.1
 # (__gpu$TopK) and found no top-k kernel under the CPU's name.
@@ -114,14 +126,26 @@ def _is_library(instr: Instruction) -> bool:
         or backend_kind(instr) is not None
 
 
-def _fused_instructions(instr: Instruction, module: Module) -> list[Instruction]:
+def _fused_instructions(instr: Instruction, module: Module, nested: bool = False
+                        ) -> list[Instruction]:
+    """The instructions a kernel runs: a fusion's computation's (with ``nested``, a TPU's, those
+    of the fusions inside it too: its compiler wraps a scatter in a fusion inside the kernel's,
+    and relayouts of a product's operands in fusions of their own), else the kernel itself."""
     if instr.opcode != "fusion":
         return [instr]
     out: list[Instruction] = []
-    for name in instr.called("calls"):
+    seen: set[str] = set()
+    pending = list(instr.called("calls"))
+    while pending:
+        name = pending.pop(0)
         comp = module.computations.get(name)
-        if comp is not None:
-            out.extend(comp.instructions)
+        if comp is None or name in seen:
+            continue
+        seen.add(name)
+        out.extend(comp.instructions)
+        if nested:
+            pending.extend(c for i in comp.instructions if i.opcode == "fusion"
+                           for c in i.called("calls"))
     return out
 
 
@@ -326,12 +350,13 @@ def _fused_transpose(program: Sequence[Instruction], target: Instruction) -> Pat
     return Pattern()
 
 
-def _transpose(instr: Instruction, module: Module) -> Pattern:
+def _transpose(instr: Instruction, module: Module, tpu: bool = False) -> Pattern:
     """A copy or transpose kernel, or a loop fusion whose root is one, that changes the order
     of its data in memory: the source's axes (size-1 axes aside) come out in another order
     (``transpose``); or a loop fusion holding such a copy or transpose that feeds other work
     (``fused-transpose``); either fusion holding a broadcast as well, and reading a matrix
-    whose rows are a power of two bytes long (1 KiB or more), is a ``broadcast-transpose``."""
+    whose rows are a power of two bytes long (1 KiB or more), is a ``broadcast-transpose``
+    (an XLA:CPU fact, its plain loop's cache sets: never on a TPU)."""
     if instr.opcode in ("copy", "transpose"):
         return _root_transpose([instr], instr, instr)
     if instr.opcode != "fusion" or _is_library(instr):
@@ -349,7 +374,8 @@ def _transpose(instr: Instruction, module: Module) -> Pattern:
         found = _fused_transpose(list(comp.instructions), comp.root)
     else:
         return Pattern()
-    if found.name is not None and any(i.opcode == "broadcast" for i in comp.instructions) \
+    if found.name is not None and not tpu \
+            and any(i.opcode == "broadcast" for i in comp.instructions) \
             and any(_aliasing_rows(i) for i in comp.instructions if i.opcode == "parameter"):
         return replace(found, name="broadcast-transpose")
     return found
@@ -392,14 +418,36 @@ def sort_comparisons(sort: Instruction) -> int:
     return comparisons(operand.array.elements, operand.array.dims[axis])
 
 
-def matmul_products(instr: Instruction, module: Module) -> int:
+def _products(instr: Instruction, module: Module, backend: str | None
+              ) -> list[tuple[int, Instruction]]:
+    """(flops, instruction) of the kernel's matrix products: its dots, and on a TPU the
+    convolutions that compute one (:func:`~roofline_report.hlo.tpu.product_convolution`)."""
+    tpu = backend == TPU
+    out = [(dot_flops(i) or 0, i) for i in _fused_instructions(instr, module, tpu)
+           if i.opcode == "dot"]
+    if tpu:
+        out += [(conv_flops(i) or 0, i) for i in _fused_instructions(instr, module, tpu)
+                if product_convolution(i)]
+    return out
+
+
+def _largest_product(instr: Instruction, module: Module, backend: str | None
+                     ) -> Instruction | None:
+    found = _products(instr, module, backend)
+    return max(found, key=lambda pair: (pair[0], pair[1].name))[1] if found else None
+
+
+def matmul_products(instr: Instruction, module: Module, backend: str | None = None) -> int:
     """How many independent matrix products the kernel's largest dot computes: the product of
     its batch dimensions (1 for a plain matrix product, or a kernel without a dot). A batched
-    dot of small products runs at the rate of one small product, not of its total flops."""
-    dots = [i for i in _fused_instructions(instr, module) if i.opcode == "dot"]
-    if not dots:
+    dot of small products runs at the rate of one small product, not of its total flops. On a
+    TPU a product written as a convolution counts its batch made spatial dimensions
+    (:func:`~roofline_report.hlo.tpu.product_batch`)."""
+    largest = _largest_product(instr, module, backend)
+    if largest is None:
         return 1
-    largest = max(dots, key=lambda d: (dot_flops(d) or 0, d.name))
+    if largest.opcode == "convolution":
+        return max(1, product_batch(largest))
     lhs = largest.operand_shapes[0] if largest.operand_shapes else None
     if lhs is None or lhs.array is None:
         return 1
@@ -407,28 +455,56 @@ def matmul_products(instr: Instruction, module: Module) -> int:
     return max(1, math.prod(lhs.array.dims[d] for d in batch if d < len(lhs.array.dims)))
 
 
-def reduced_elements(instr: Instruction, module: Module) -> int:
+#: XLA's operand precisions above the default, as it prints them (``operand_precision=``).
+PRECISIONS = ("high", "highest")
+
+
+def matmul_precision(instr: Instruction, module: Module, backend: str | None = None
+                     ) -> str | None:
+    """The operand precision of the kernel's largest matrix product where it asks for more
+    than the default (``high``, ``highest``: ``precision=lax.Precision.HIGHEST``, or an FFT's
+    factors on a TPU); None for the default or a kernel without one. A TPU multiplies float32
+    in bfloat16 passes: one by default, six for ``highest`` (the trace of a 2048 x 2048 float32
+    product at ``highest`` gave XLA's flops as six times the product's 2mnk, and it took 6.5
+    times the default product's time per flop)."""
+    largest = _largest_product(instr, module, backend)
+    if largest is None:
+        return None
+    found = [p for p in ints_words(largest.attributes.get("operand_precision")) if p in PRECISIONS]
+    return max(found, key=PRECISIONS.index) if found else None
+
+
+def ints_words(text: str | None) -> list[str]:
+    """The words of an attribute's value (``{highest,highest}``: ``["highest", "highest"]``)."""
+    return [w for w in (text or "").strip("{}").replace(" ", "").split(",") if w]
+
+
+def reduced_elements(instr: Instruction, module: Module, backend: str | None = None) -> int:
     """The elements the kernel's reduce ops read, summed over them (each reduce's first
     operand): a fusion that reduces the same input twice (a layer norm's mean and variance,
     a softmax's maximum and sum, fused into one library kernel) reduces twice the elements
-    it reads. 0 for a kernel without a reduce."""
+    it reads. 0 for a kernel without a reduce. On a TPU a whole-row reduce-window
+    (:func:`~roofline_report.hlo.tpu.lane_reduction`) is such a reduce."""
+    tpu = backend == TPU
     total = 0
-    for i in _fused_instructions(instr, module):
-        if i.opcode != "reduce" or not i.operand_shapes:
-            continue
-        operand = i.operand_shapes[0]
-        if operand is not None and operand.array is not None:
-            total += operand.array.elements
+    for i in _fused_instructions(instr, module, tpu):
+        if i.opcode == "reduce" or (tpu and lane_reduction(i) is not None):
+            operand = i.operand_shapes[0] if i.operand_shapes else None
+            if operand is not None and operand.array is not None:
+                total += operand.array.elements
     return total
 
 
-def patch_conv_flops(instr: Instruction, module: Module) -> int:
+def patch_conv_flops(instr: Instruction, module: Module, backend: str | None = None) -> int:
     """The flops of the kernel's convolutions whose windows tile their input
     (:func:`~roofline_report.hlo.kernel_cost.tiles_input`): matrix products of patches in
     form. The model still prices them at the convolution roof: XLA keeps them convolutions,
     run by the convolution library (on a 2-core CPU a ViT's 8x8 patch embedding of three
-    colours ran at half the matmul rate of its flops)."""
-    return sum(conv_flops(i) or 0 for i in _fused_instructions(instr, module) if tiles_input(i))
+    colours ran at half the matmul rate of its flops). On a TPU a dot the compiler wrote as a
+    convolution is not one: it is counted a matrix product."""
+    tpu = backend == TPU
+    return sum(conv_flops(i) or 0 for i in _fused_instructions(instr, module, tpu)
+               if tiles_input(i) and not (tpu and product_convolution(i)))
 
 
 def grouped_conv_flops(instr: Instruction, module: Module) -> int:
@@ -481,20 +557,20 @@ INTEGER_TYPES = {"s4": "int4", "u4": "uint4", "s8": "int8", "u8": "uint8", "s16"
                  "u64": "uint64"}
 
 
-def matmul_dtype(instr: Instruction, module: Module) -> str | None:
+def matmul_dtype(instr: Instruction, module: Module, backend: str | None = None) -> str | None:
     """The integer type (jax's name: ``int8``, ``int4``, ...) the kernel's largest dot
-    multiplies (or a library gemm's, on a GPU), from its left operand (an ``s8 x s8 -> s32``
-    dot multiplies int8); None for a
+    multiplies (or a library gemm's, on a GPU; a product written as a convolution's, on a TPU),
+    from its left operand (an ``s8 x s8 -> s32`` dot multiplies int8); None for a
     kernel without a dot or one that multiplies floats. Integer products have roofs of their
     own: accelerators' integer peaks differ from their float ones."""
-    inside = _fused_instructions(instr, module)
-    dots = [i for i in inside if i.opcode == "dot"]
+    inside = _fused_instructions(instr, module, backend == TPU)
     # A library gemm (cuBLAS on a GPU) carries its dot in its backend config.
     gemms = [i for i in inside if i.opcode == "custom-call"
              and isinstance((i.backend_config or {}).get("gemm_backend_config"), Mapping)]
-    if not dots and not gemms:
+    largest = _largest_product(instr, module, backend)
+    if largest is None and not gemms:
         return None
-    largest = max(dots, key=lambda d: (dot_flops(d) or 0, d.name)) if dots else gemms[0]
+    largest = largest if largest is not None else gemms[0]
     lhs = largest.operand_shapes[0] if largest.operand_shapes else None
     if lhs is None or lhs.array is None:
         return None
@@ -528,12 +604,14 @@ def _scatter_row(scatter: Instruction) -> int:
     return math.prod(shape.array.dims[d] for d in window if d < len(shape.array.dims))
 
 
-def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
+def kernel_pattern(instr: Instruction, module: Module, backend: str | None = None) -> Pattern:
     """The kernel's pattern (the first that applies, in this order): ``loop-dot``, ``sort``,
-    ``top-k``, ``scatter``, ``gather``, ``variadic-reduction``, ``strided-reduction``,
-    ``interleaved-reduction``, ``transpose`` or ``fused-transpose``; see the module
-    docstring."""
-    inside = _fused_instructions(instr, module)
+    ``top-k``, ``scatter``, ``gather``, ``reduce-window-lane`` (a TPU's only),
+    ``variadic-reduction``, ``strided-reduction``, ``interleaved-reduction``, ``transpose`` or
+    ``fused-transpose`` (``broadcast-transpose``: not on a TPU); see the module docstring.
+    ``backend``: the backend the module was compiled for."""
+    tpu = backend == TPU
+    inside = _fused_instructions(instr, module, tpu)
     dots = [i for i in inside if i.opcode == "dot"]
     if dots and not _is_library(instr):
         flops = sum(dot_flops(d) or 0 for d in dots)
@@ -575,6 +653,14 @@ def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
         return Pattern("gather", size, f"{_plain(first.shape)} gathered from "
                                        f"{_plain(first.operand_shapes[0])}",
                        math.prod(ints_in(first.attributes.get("slice_sizes"))))
+    lanes = [(i, found) for i in inside if tpu and (found := lane_reduction(i)) is not None]
+    if lanes:
+        size = sum(elements_of(i.operand_shapes[0]) for i, _ in lanes if i.operand_shapes)
+        first, (axis, length) = lanes[0]
+        return Pattern("reduce-window-lane", size,
+                       f"rows of {length} along dimension {axis} of "
+                       f"{_plain(first.operand_shapes[0] if first.operand_shapes else None)}, "
+                       "each reduced whole at every position", length)
     variadic = [i for i in inside if i.opcode == "reduce" and len(i.operands) > 2]
     if variadic:
         size = sum(elements_of(i.operand_shapes[0]) for i in variadic if i.operand_shapes)
@@ -604,7 +690,7 @@ def kernel_pattern(instr: Instruction, module: Module) -> Pattern:
         layout = operand.array.layout if operand is not None and operand.array else ""
         return Pattern("interleaved-reduction", size,
                        f"dimensions {dims} of {_plain(operand)}{layout}, runs of {run}")
-    return _transpose(instr, module)
+    return _transpose(instr, module, tpu)
 
 
 def backend_kind(instr: Instruction) -> str | None:

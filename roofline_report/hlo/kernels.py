@@ -25,6 +25,16 @@ names one frame, the innermost it counts as user code, and an installed library 
 optax counts as user code to JAX, so ``source`` often points into the library that built the op
 while ``user_source`` names the user's line that called it.
 
+Every rule is held for the backend the program was compiled for: a TPU's module (told, or
+recognised by its tiled layouts: :mod:`roofline_report.hlo.tpu`) is read by the TPU's rules
+(its products written as convolutions counted as the matrix products they are, its whole-row
+reduce-windows as the reductions they compute, its bytes as HBM traffic with those in the
+core's own memory apart, its asynchronous copies marked), and the rules measured on XLA:CPU
+(a loop fusion's repeated evaluations, a transpose's cache-set aliasing) are not applied to
+it. A kernel's category follows what it computes: on a TPU an asynchronous slice and the
+compiler's custom calls that only move data (``X64Split*``, ``ConcatBitcast``) are data
+movement, a gather's fusion with its index bookkeeping too.
+
 :func:`reconcile_kernels` sets the sum over the kernels beside our program count (the StableHLO
 count): equal, or apart only by named rewrites the compiler made, each with its amount.
 
@@ -62,10 +72,12 @@ from roofline_report.hlo.kernel_patterns import (
     grouped_conv_taps,
     kernel_pattern,
     matmul_dtype,
+    matmul_precision,
     matmul_products,
     patch_conv_flops,
     reduced_elements,
 )
+from roofline_report.hlo.tpu import MOVEMENT_TARGETS, TPU, hlo_backend
 from roofline_report.hlo.uncounted_work import uncounted_work
 from roofline_report.hlo.walk import COLLECTIVE_OPCODES, Site, Walk, walk
 
@@ -175,7 +187,7 @@ def user_location(instr: Instruction, frames: StackFrames) -> SourceLocation | N
 
 
 
-def _category(instr: Instruction, cost: Cost) -> str:
+def _category(instr: Instruction, cost: Cost, program: _Program) -> str:
     op = instr.opcode
     base = op[: -len("-start")] if op.endswith("-start") else op
     if base in COLLECTIVE_OPCODES or (op == "async-start" and any(
@@ -185,6 +197,8 @@ def _category(instr: Instruction, cost: Cost) -> str:
     if cost.ops.get("dot") or cost.ops.get("convolution"):
         return "matmul"
     if op == "custom-call":
+        if program.tpu and instr.custom_call_target in MOVEMENT_TARGETS:
+            return "data movement"  # moves bytes, computes nothing (roofline_report.hlo.tpu)
         target = (instr.custom_call_target or "").lower()
         if cost.flops_by_op.get("stablehlo.dot_general") or any(t in target for t in _GEMM_TARGETS):
             return "matmul"
@@ -193,7 +207,13 @@ def _category(instr: Instruction, cost: Cost) -> str:
         return "reduction"
     if instr.fusion_kind == "kInput":
         return "reduction"
+    if base != op and base in MOVEMENT:
+        return "data movement"  # an asynchronous slice or copy
     inside = {o for o in cost.ops if o != "fusion"}
+    if program.tpu and "custom-call" in inside and all(
+            i.custom_call_target in MOVEMENT_TARGETS
+            for i in _called_instructions(instr, program.module) if i.opcode == "custom-call"):
+        inside.discard("custom-call")  # a gather's or scatter's index bookkeeping
     if inside and inside <= MOVEMENT:
         return "data movement"
     if op in ("sort", "fft", "rng", "rng-bit-generator", "infeed", "outfeed", "send", "recv"):
@@ -205,15 +225,17 @@ def _category(instr: Instruction, cost: Cost) -> str:
 
 class _Program:
     """One module's kernels, each costed once: the walk (with the conditional rule's weights),
-    the costs, the traffic and the patterns."""
+    the costs, the traffic and the patterns, by the rules of the backend it was compiled for."""
 
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, backend: str | None = None) -> None:
         self.module = module
-        self.coster = Coster(module)
+        self.backend = hlo_backend(module, backend)
+        self.tpu = self.backend == TPU
+        self.coster = Coster(module, self.backend)
         self.fused: dict[str, FusionBytes] = {}
         self._costs: dict[int, Cost] = {}
         self._traffic: dict[int, Traffic] = {}
-        self.walk = walk(module, self.weigh)
+        self.walk = walk(module, self.weigh, self.backend)
 
     def cost(self, site: Site) -> Cost:
         key = id(site.instruction)
@@ -225,7 +247,7 @@ class _Program:
         key = id(site.instruction)
         if key not in self._traffic:
             self._traffic[key] = kernel_traffic(site.instruction, self.module, site.done,
-                                                self.fused)
+                                                self.fused, self.backend)
         return self._traffic[key]
 
     def weigh(self, site: Site) -> tuple[float, float, float]:
@@ -235,10 +257,11 @@ class _Program:
         return (float(cost.flops + cost.transcendentals), float(self.traffic(site).touched), 1.0)
 
 
-def program_walk(module: Module) -> Walk:
+def program_walk(module: Module, backend: str | None = None) -> Walk:
     """The walk of ``module`` (:func:`roofline_report.hlo.walk.walk`) with the kernel
-    inventory's weights: the one walk both the compiled facts and the inventory read."""
-    return _Program(module).walk
+    inventory's weights: the one walk both the compiled facts and the inventory read.
+    ``backend``: as :func:`kernel_inventory`'s."""
+    return _Program(module, backend).walk
 
 
 def _bytes_rule(traffic: Traffic) -> str | None:
@@ -253,14 +276,15 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
     located = kernel_location(instr, program.module)
     cost = program.cost(site)
     traffic = program.traffic(site)
-    pattern = kernel_pattern(instr, program.module)
+    module, backend = program.module, program.backend
+    pattern = kernel_pattern(instr, module, backend)
     kind = backend_kind(instr) or instr.fusion_kind or instr.custom_call_target
     branch = site.context.branch
-    beyond = uncounted_work(instr, program.module)
+    beyond = uncounted_work(instr, module, backend)
     return {
         "name": instr.name,
         "opcode": instr.opcode,
-        "category": _category(instr, cost),
+        "category": _category(instr, cost, program),
         "kind": kind,
         "fusion_kind": instr.fusion_kind,
         "computation": comp.name,
@@ -277,6 +301,8 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "written_by_dtype": dict(sorted((k, v) for k, v in traffic.written.items() if v)),
         "boundary_bytes_read": sum(traffic.boundary_read.values()),
         "boundary_bytes_written": sum(traffic.boundary_written.values()),
+        "on_chip_bytes_read": sum(traffic.on_chip_read.values()),
+        "on_chip_bytes_written": sum(traffic.on_chip_written.values()),
         "bytes_rule": _bytes_rule(traffic),
         "flops_by_op": dict(sorted(cost.flops_by_op.items())),
         "transcendentals_by_op": dict(sorted(cost.transcendentals_by_op.items())),
@@ -288,16 +314,18 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "user_source": None if located is None
         else relative_source(user_location(located, frames), cwd),
         "in_place": traffic.in_place or (comp.is_entry and instr.name in in_place),
+        "asynchronous": site.done is not None,
         "pattern": pattern.name,
         "pattern_size": pattern.size,
         "pattern_detail": pattern.detail,
         "pattern_row": pattern.row,
-        "matmul_products": matmul_products(instr, program.module),
-        "patch_conv_flops": patch_conv_flops(instr, program.module),
-        "grouped_conv_flops": grouped_conv_flops(instr, program.module),
-        "reduced_elements": reduced_elements(instr, program.module),
-        "grouped_conv_taps": grouped_conv_taps(instr, program.module),
-        "matmul_dtype": matmul_dtype(instr, program.module),
+        "matmul_products": matmul_products(instr, module, backend),
+        "patch_conv_flops": patch_conv_flops(instr, module, backend),
+        "grouped_conv_flops": grouped_conv_flops(instr, module),
+        "reduced_elements": reduced_elements(instr, module, backend),
+        "grouped_conv_taps": grouped_conv_taps(instr, module),
+        "matmul_dtype": matmul_dtype(instr, module, backend),
+        "matmul_precision": matmul_precision(instr, module, backend),
         "partitions": partitions(instr),
         "recomputed_flops": beyond.recomputed_flops,
         "recomputed_transcendentals_by_op":
@@ -365,25 +393,41 @@ def in_place_kernels(module: Module) -> frozenset[str]:
 
 
 def kernel_inventory(hlo: str | Module, cwd: str | None = None,
-                     frames: StackFrames | None = None) -> dict[str, Any]:
+                     frames: StackFrames | None = None,
+                     backend: str | None = None) -> dict[str, Any]:
     """The kernels of the optimized HLO (see the module docstring) as plain JSON::
 
-        {"module", "kernels": [{"name", "opcode", "category", "kind", "fusion_kind", "computation",
+        {"module", "backend", "kernels": [{"name", "opcode", "category", "kind",
+                      "fusion_kind", "computation",
                       "loop", "trips", "trips_known", "branch", "charged", "flops",
                       "transcendentals", "bytes_read", "bytes_written", "read_by_dtype",
                       "written_by_dtype", "boundary_bytes_read", "boundary_bytes_written",
+                      "on_chip_bytes_read", "on_chip_bytes_written",
                       "bytes_rule", "flops_by_op", "transcendentals_by_op", "ops", "uncosted",
-                      "op_name", "source", "user_source", "in_place", "pattern",
-                      "pattern_size",
+                      "op_name", "source", "user_source", "in_place", "asynchronous",
+                      "pattern", "pattern_size",
                       "pattern_detail", "pattern_row", "matmul_products",
                       "patch_conv_flops",
                       "grouped_conv_flops", "grouped_conv_taps", "reduced_elements",
-                      "matmul_dtype",
+                      "matmul_dtype", "matmul_precision",
                       "partitions", "recomputed_flops",
                       "recomputed_transcendentals_by_op", "complex_flops"}],
          "count", "launches", "flops", "transcendentals", "bytes_read", "bytes_written",
          "boundary_bytes_read", "boundary_bytes_written", "flops_by_op",
          "transcendentals_by_op", "by_category": {category: kernels}, "notes"}
+
+    ``backend`` names the backend the program was compiled for (jax's platform name: ``cpu``,
+    ``gpu``, ``cuda``, ``rocm``, ``tpu``); None: a module whose layouts carry tiles is a
+    TPU's (:func:`roofline_report.hlo.tpu.hlo_backend`), any other is read by the XLA:CPU and
+    GPU rules. In a TPU's module (:mod:`roofline_report.hlo.tpu`) ``bytes_read`` and
+    ``bytes_written`` are the bytes a launch moves from and to HBM (and the host), and
+    ``on_chip_bytes_read``/``on_chip_bytes_written`` those it moves from and to the core's
+    own memories (vector memory, scalars, sync flags: no memory traffic; 0 on other
+    backends); ``asynchronous`` marks an asynchronous pair (``copy-start``/``copy-done``,
+    ``slice-start``/``slice-done``, a collective's ``-start``/``-done``) listed once, which
+    overlaps the kernels issued between its start and its done; ``matmul_precision`` is the
+    operand precision of its largest matrix product above the default (``high``,
+    ``highest``), else None.
 
     Per-kernel flops and bytes are per launch; ``trips`` is the launches per call of the
     program (a loop's trip count, a condition counted as many times as its body, as the
@@ -396,7 +440,7 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
     printed in the text (:meth:`~roofline_report.hlo.ir.Module.frame_table`).
     """
     module = hlo if isinstance(hlo, Module) else parse_module(hlo)
-    program = _Program(module)
+    program = _Program(module, backend)
     in_place = in_place_kernels(module)
     table = frames if frames is not None else module.frame_table()
     kernels = [_kernel(program, site, cwd, in_place, table) for site in program.walk.sites]
@@ -418,6 +462,7 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
 
     return {
         "module": module.name,
+        "backend": program.backend,
         "count": len(kernels),
         "launches": sum(k["trips"] for k in charged),
         "flops": total("flops"),

@@ -6,7 +6,11 @@ per element of its own shape, one flop per element for an elementwise op whateve
 elements are the loop's.)
 Two things the compiled code does differ from that, and both cost time:
 
-* **Repeated evaluations.** XLA's loop emitter (a ``kLoop`` fusion) computes the fusion's output
+* **Repeated evaluations** (XLA:CPU's and XLA:GPU's loop emitter: :data:`LOOP_EMITTER_BACKENDS`;
+  a TPU's kernel is never charged them: its compiler emits its fusions its own way, and
+  computes such an operand in a kernel of its own: ``a + v[None, :] * sin(v)[None, :]`` over
+  ``[8192, 8192]`` ran the sine and multiply of the 8,192-element vector in a fusion of their
+  own on a TPU v5e). XLA's loop emitter (a ``kLoop`` fusion) computes the fusion's output
   element by element, asking each operand for the value at the index that element needs: an
   instruction feeding a ``broadcast`` is computed again for every output element that reads
   it. Where the broadcast spreads its operand along the output's minor axis (the axis of the
@@ -39,8 +43,14 @@ from dataclasses import dataclass, field
 from roofline_report.hlo.ir import Instruction, Module
 from roofline_report.hlo.kernel_cost import ELEMENTWISE, TRANSCENDENTAL, stablehlo_name
 from roofline_report.hlo.shapes import Shape
+from roofline_report.hlo.tpu import CPU, GPU
 
-__all__ = ["COMPLEX_FLOPS", "Uncounted", "uncounted_work"]
+__all__ = ["COMPLEX_FLOPS", "LOOP_EMITTER_BACKENDS", "Uncounted", "uncounted_work"]
+
+#: The backends whose loop emitter evaluates an operand under a broadcast once per output
+#: element (measured on XLA:CPU; XLA:GPU's loop fusions share its elemental emitter). A
+#: module of unknown backend (None) is read as theirs.
+LOOP_EMITTER_BACKENDS = (CPU, GPU, None)
 
 COMPLEX_TYPES = frozenset({"c64", "c128"})
 # Real flops per element of an elementwise op on complex numbers (counted: 1).
@@ -124,8 +134,10 @@ def _is_complex(shape: Shape) -> bool:
     return shape.array is not None and shape.array.dtype in COMPLEX_TYPES
 
 
-def uncounted_work(instr: Instruction, module: Module) -> Uncounted:
-    """The work one launch of ``instr`` does beyond our count (see the module docstring)."""
+def uncounted_work(instr: Instruction, module: Module, backend: str | None = None) -> Uncounted:
+    """The work one launch of ``instr`` does beyond our count (see the module docstring), on
+    ``backend`` (the one the module was compiled for; None: unknown): repeated evaluations on
+    the backends of :data:`LOOP_EMITTER_BACKENDS` only."""
     out = Uncounted()
     if instr.opcode != "fusion":
         if instr.opcode in COMPLEX_FLOPS and _is_complex(instr.shape):
@@ -137,7 +149,8 @@ def uncounted_work(instr: Instruction, module: Module) -> Uncounted:
         return out
     by_name = {i.name: i for i in comp.instructions}
     root_elements = _loop_elements(comp.root, by_name)
-    repeated = _repeated(comp.root, by_name) if instr.fusion_kind == "kLoop" else set()
+    repeated = _repeated(comp.root, by_name) \
+        if instr.fusion_kind == "kLoop" and backend in LOOP_EMITTER_BACKENDS else set()
     for node in comp.instructions:
         own = _elements(node.shape)
         evaluated = max(own, root_elements) if node.name in repeated else own

@@ -63,9 +63,17 @@ class KernelRecord(Record):
     boundary_bytes_read: Count | None = None  # operand buffers whole, per launch
     boundary_bytes_written: Count | None = None  # result buffers whole, per launch
     bytes_rule: str | None = None  # why the touched bytes are fewer than the boundary's
+    # A TPU's: bytes read from and written to the core's own memories (vector memory, scalars,
+    # sync flags) per launch, apart from bytes_read/bytes_written (HBM traffic); 0 elsewhere.
+    on_chip_bytes_read: Count = 0
+    on_chip_bytes_written: Count = 0
+    # An asynchronous start/done pair (a copy-start/copy-done, a slice-start/slice-done, a
+    # collective's -start/-done) listed once: it overlaps the kernels issued before its done.
+    asynchronous: bool = False
     pattern: Literal["transpose", "loop-dot", "strided-reduction", "gather", "scatter",
                      "sort", "variadic-reduction", "top-k", "fused-transpose", "fft",
-                     "interleaved-reduction", "broadcast-transpose"] | None = None
+                     "interleaved-reduction", "broadcast-transpose",
+                     "reduce-window-lane"] | None = None
     pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
     pattern_row: Count = 0  # a top-k's row length (the length of the dimension it searches)
@@ -85,6 +93,9 @@ class KernelRecord(Record):
     grouped_conv_taps: Count = 0
     # The integer type its largest dot multiplies ("int8"); None for floats or no dot.
     matmul_dtype: str | None = None
+    # The operand precision its largest matrix product asks above the default ("high",
+    # "highest": a TPU multiplies float32 in 3 or 6 bfloat16 passes); None for the default.
+    matmul_precision: Literal["high", "highest"] | None = None
     # Parts XLA:CPU splits the kernel into to run on as many worker threads (1: not split).
     partitions: AtLeastOne = 1
     # Work a loop fusion repeats per output element beyond the count (an instruction under a
@@ -101,6 +112,8 @@ class KernelInventory(Record):
 
     available: Literal[True] = True
     module: str
+    # The backend whose compiler's rules read it ("tpu"; None: XLA:CPU's and GPU's rules).
+    backend: str | None = None
     count: Count
     launches: Count
     flops: Count
