@@ -184,6 +184,30 @@ class LineStats:
                         out[stat][j] = exact[i].get(stat)
         return out
 
+    def integers(self, events: int, stat: str) -> tuple[np.ndarray, np.ndarray]:
+        """The value of the own stat ``stat`` of each of the line's ``events`` where it is a
+        whole number (int64; an event's last of that name), and which events hold one: read
+        from the columns as numbers, no value built (a TPU's ops line holds a device offset
+        and duration on each of its events)."""
+        values = np.zeros(events, dtype=np.int64)
+        held = np.zeros(events, dtype=bool)
+        ids = self._ids_named(stat)
+        if ids:
+            rows = np.flatnonzero((self.key == ids[0] if len(ids) == 1
+                                   else np.isin(self.key, np.array(ids, dtype=np.int64)))
+                                  & ((self.kind == UINT64) | (self.kind == INT64)))
+            owner = np.searchsorted(self.bounds, rows, side="right") - 1
+            values[owner] = self.bits[rows].view(np.int64)  # in wire order: the last stands
+            held[owner] = True
+        for i, st in self.exact.items():
+            value = st.get(stat)
+            held[i] = False
+            if isinstance(value, int) and not isinstance(value, bool) \
+                    and -2**63 <= value < 2**63:
+                held[i] = True
+                values[i] = value
+        return values, held
+
     def having(self, meta: np.ndarray, stat: str) -> np.ndarray:
         """Per event: whether its stats hold ``stat``."""
         n = len(meta)

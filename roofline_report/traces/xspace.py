@@ -103,6 +103,7 @@ class Line:
     id: int
     name: str
     events: Sequence[Event]  # the reader's: EventColumns
+    timestamp_ns: int = 0  # the time its events' offsets count from
 
 
 @dataclass(frozen=True, slots=True)
@@ -531,7 +532,8 @@ class _PlaneReader:
         stats = LineStats(self.stat_names, dict(with_stats), c.bounds, c.key, c.kind, c.bits,
                           c.objects, c.exact)
         return Line(line.id, line.name or line.display_name,
-                    EventColumns(names, c.meta, c.start_ns, c.duration_ns, stats))
+                    EventColumns(names, c.meta, c.start_ns, c.duration_ns, stats),
+                    line.timestamp_ns)
 
     def line(self, line: Any, names: dict[int, str],
              with_stats: dict[int, dict[str, Any]]) -> Line:
