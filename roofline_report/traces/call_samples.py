@@ -24,6 +24,28 @@ from roofline_report.traces.launches import (
     thread_demand,
 )
 
+# A program's executions, where the trace records them (a TPU's module events): their starts
+# and ends (ns), in time order. A call's time is then its execution's.
+Spans = tuple[list[float], list[float]]
+
+
+def _bounded(first: np.ndarray, last: np.ndarray, spans: Spans | None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each call's start and end from the program's executions: the start of the execution
+    in which its first launch starts, the end of the one in which its last launch ends (a
+    call's launches lie in its execution; a step's, in the executions of the step); where no
+    execution holds them, the call's launches' own. Also which calls an execution started."""
+    starts = np.asarray(spans[0] if spans else [], dtype=np.float64)
+    ends = np.asarray(spans[1] if spans else [], dtype=np.float64)
+    if not len(starts):
+        return first, last, np.zeros(len(first), dtype=bool)
+    at = np.searchsorted(starts, first, side="right") - 1
+    opened = (at >= 0) & (first <= ends[np.maximum(at, 0)])
+    closing = np.searchsorted(starts, last, side="left") - 1
+    closed = (closing >= 0) & (last <= ends[np.maximum(closing, 0)])
+    return (np.where(opened, starts[np.maximum(at, 0)], first),
+            np.where(closed, np.maximum(ends[np.maximum(closing, 0)], last), last), opened)
+
 
 def _to_picoseconds(seconds: np.ndarray) -> list[float]:
     """Seconds rounded to whole picoseconds (the trace's own resolution), in one numpy step:
@@ -80,13 +102,13 @@ class _Samples:
             acc = sums.get(k.op)
             if acc is None:
                 sums[k.op] = [0.0 + k.self_ns, 0.0 + k.busy_ns, 0.0 + k.waited_ns,
-                              0.0 + k.shared_ns, 1]
+                              0.0 + k.shared_ns, k.launch]
             else:
                 acc[0] += k.self_ns
                 acc[1] += k.busy_ns
                 acc[2] += k.waited_ns
                 acc[3] += k.shared_ns
-                acc[4] += 1
+                acc[4] += k.launch
         call = len(self.calls) - 1
         for op, (span, busy, wait, share, count) in sums.items():
             span_s, busy_s, wait_s, share_s = _to_picoseconds(
@@ -110,7 +132,8 @@ class _Samples:
 def sample_calls_each(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool],
                       execute_starts: Sequence[float], per_call_div: int,
                       wants: Mapping[str, int] | None = None,
-                      cores: int | None = None) -> _Samples:
+                      cores: int | None = None, executions: Spans | None = None
+                      ) -> _Samples:
     """:func:`sample_calls` one call at a time, each call's launches as objects: the
     definition the columnar version is held to (to the last bit)."""
     samples = _Samples()
@@ -131,7 +154,10 @@ def sample_calls_each(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool
             continue
         first = min([k.event.start for k in run])  # control flow around kernels included
         last = max([k.end for k in run])
-        start = _call_start(execute_starts, previous_end, first)
+        begun, ended, opened = _bounded(np.array([first]), np.array([last]), executions)
+        start = (float(begun[0]) if opened[0]
+                 else _call_start(execute_starts, previous_end, first))
+        last = float(ended[0])
         previous_end = last
         control_ns = sum([k.self_ns for k in control])
         samples.calls.append(_call_times(leaves, control_ns, start, first, last, ns))
@@ -152,7 +178,8 @@ class LaunchColumns:
     launches in start order (``sizes``: launches per call): op, event start and end,
     completion, self and busy times (ns). ``kernels(lo, hi)`` gives the launches of the flat
     rows ``lo:hi`` as objects, for a call whose launches overlap (:func:`_waits` and
-    :func:`_shares` sweep them one by one)."""
+    :func:`_shares` sweep them one by one). ``launch``, where given: the launches each counts
+    (0 for the done of an asynchronous op: ``_Kernel.launch``); else one each."""
 
     sizes: np.ndarray
     ops: list[str]
@@ -162,16 +189,20 @@ class LaunchColumns:
     self_ns: np.ndarray
     busy_ns: np.ndarray
     kernels: Callable[[int, int], list[_Kernel]]
+    launch: np.ndarray | None = None
 
 
 def sample_calls(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool],
                  execute_starts: Sequence[float], per_call_div: int,
                  wants: Mapping[str, int] | None = None,
-                 cores: int | None = None) -> _Samples:
+                 cores: int | None = None, executions: Spans | None = None
+                 ) -> _Samples:
     """One sample per call (``runs``: each call's launches in start order, calls in time
     order) that ran a kernel (``is_kernel``; the other launches are control flow): the call's
     times (:func:`_call_times`: from the last of ``execute_starts`` before its first launch)
-    and per kernel its sums over its launches, each divided by ``per_call_div``.
+    and per kernel its sums over its launches, each divided by ``per_call_div``. Where the
+    program's ``executions`` are given (a TPU's module events), a call lasts from the start of
+    its execution to its end (:func:`_bounded`), not from an execute event.
 
     The launches are taken as columns (:func:`sample_columns`). ``runs`` is emptied: its
     launches are released once read, but for those of the calls computed one at a time."""
@@ -183,14 +214,18 @@ def sample_calls(runs: list[list[_Kernel]], is_kernel: Callable[[str], bool],
         sizes, [k.op for k in flat], _floats((k.event.start for k in flat), n),
         _floats((k.event.end for k in flat), n), _floats((k.end for k in flat), n),
         _floats((k.self_ns for k in flat), n), _floats((k.busy_ns for k in flat), n),
-        lambda lo, hi: flat[lo:hi])
-    return sample_columns(columns, is_kernel, execute_starts, per_call_div, wants, cores)
+        lambda lo, hi: flat[lo:hi],
+        None if all(k.launch == 1 for k in flat)
+        else np.fromiter((k.launch for k in flat), dtype=np.float64, count=n))
+    return sample_columns(columns, is_kernel, execute_starts, per_call_div, wants, cores,
+                          executions)
 
 
 def sample_columns(launches: LaunchColumns, is_kernel: Callable[[str], bool],
                    execute_starts: Sequence[float], per_call_div: int,
                    wants: Mapping[str, int] | None = None,
-                   cores: int | None = None) -> _Samples:
+                   cores: int | None = None, executions: Spans | None = None
+                   ) -> _Samples:
     """:func:`sample_calls` of launches given as columns: a long trace has hundreds of
     thousands of calls of a few launches each, and the work per call is the same arithmetic
     on every call. A call in which some launch overlaps another (:func:`_alone` false: its
@@ -222,6 +257,7 @@ def sample_columns(launches: LaunchColumns, is_kernel: Callable[[str], bool],
     offsets = np.cumsum(sizes) - sizes  # each call's first launch in the flat columns
     first = np.minimum.reduceat(ev_start, offsets)[kept]  # control flow around kernels too
     last = np.maximum.reduceat(end, offsets)[kept]
+    begun, last, opened = _bounded(first, last, executions)
     previous_end = np.concatenate(([-np.inf], last[:-1]))
     start = first
     executes = np.asarray(execute_starts, dtype=np.float64)
@@ -229,6 +265,7 @@ def sample_columns(launches: LaunchColumns, is_kernel: Callable[[str], bool],
         at = np.searchsorted(executes, first, side="right") - 1
         before = executes[np.maximum(at, 0)]
         start = np.where((at >= 0) & (before >= previous_end), before, first)
+    start = np.where(opened, begun, start)
     control_ns = np.bincount(call_of[~leaf], weights=self_ns[~leaf], minlength=calls)[kept]
 
     # Which calls ran their launches one after another (as _alone asks, against the reach
@@ -314,7 +351,9 @@ def sample_columns(launches: LaunchColumns, is_kernel: Callable[[str], bool],
     groups, which = np.unique(keys, return_inverse=True)
     sums = [np.bincount(which, weights=values[rows], minlength=len(groups)) * ns
             for values in (self_ns, busy_ns, waited, shared)]
-    counts = np.bincount(which, minlength=len(groups)) / per_call_div
+    counts = (np.bincount(which, minlength=len(groups)) if launches.launch is None
+              else np.bincount(which, weights=launches.launch[rows], minlength=len(groups))
+              ) / per_call_div
     group_call, group_op = np.divmod(groups, width)
     order = np.lexsort((group_call, group_op))  # by kernel, then call
     span_s, busy_s, wait_s, share_s = (_to_picoseconds(column[order]) for column in sums)

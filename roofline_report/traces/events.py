@@ -46,10 +46,16 @@ from typing import Any
 
 import numpy as np
 
-from roofline_report.traces.call_samples import _Samples, sample_calls, sample_columns
+from roofline_report.traces.call_samples import Spans, _Samples, sample_calls, sample_columns
 from roofline_report.traces.kernel_columns import timed_launches
 from roofline_report.traces.kernel_names import Resolved, resolve_ops
-from roofline_report.traces.launches import _Event, _Kernel, apart_self_times, unnested
+from roofline_report.traces.launches import (
+    DONE_STAT,
+    _Event,
+    _Kernel,
+    apart_self_times,
+    unnested,
+)
 
 __all__ = ["is_execute", "kernel_times", "xspace_text"]
 
@@ -67,6 +73,7 @@ class _Scan:
     host: list[_Event] = field(default_factory=list)
     ends: _Ends = field(default_factory=lambda: _Ends())
     execute_starts: list[float] = field(default_factory=list)
+    spans: Spans = field(default_factory=lambda: ([], []))
 
 
 _STAT = object()  # a kernel's run: its run_id stat
@@ -98,6 +105,12 @@ def _scan(profile: Any, module: str | None) -> _Scan:
         found = out.host if host else out.device
         executes = out.execute_starts
         for line in plane.lines:
+            spans = getattr(line, "program_spans", None)
+            if spans is not None:  # a program's executions, given as their spans
+                out.spans[0].extend(spans[0])
+                out.spans[1].extend(spans[1])
+                number += 1
+                continue
             starts = getattr(line, "execute_starts", None)
             if starts is not None:  # a line of execute events, given as their starts
                 if host:
@@ -460,7 +473,7 @@ def kernel_times(
         runs = len(fast.launches.sizes)
         per_call_div = calls if runs == 1 and calls > 1 else 1
         samples = sample_columns(fast.launches, is_kernel, fast.execute_starts, per_call_div,
-                                 wants, cores)
+                                 wants, cores, fast.spans)
         return _record(fast.source, samples, runs, per_call_div, calls, wants, cores,
                        fast.resolved)
     scan = _scan(profile, module)
@@ -471,6 +484,7 @@ def kernel_times(
     ends = scan.ends if source == "host" else _Ends()
     ends.sort()
     execute_starts = sorted(scan.execute_starts)
+    spans = scan.spans
     del scan  # each launch is kept by its call's list alone, and released with it (below)
     items = _timed_kernels(found, ends)
     del found, ends
@@ -480,7 +494,7 @@ def kernel_times(
     per_call_div = calls if len(ordered_runs) == 1 and calls > 1 else 1
     traced = len(ordered_runs)
     samples = sample_calls(ordered_runs, is_kernel, execute_starts, per_call_div, wants,
-                           cores)  # empties ordered_runs: its launches are released
+                           cores, spans)  # empties ordered_runs: its launches are released
     return _record(source, samples, traced, per_call_div, calls, wants, cores, resolved)
 
 
@@ -553,7 +567,7 @@ def _timed_kernels(found: list[_Event], ends: _Ends) -> list[_Kernel]:
         done = take(stats, op, e.start)
         if done is not None:
             end = max(end, done)
-        add(_Kernel(e, op, e.run, end))
+        add(_Kernel(e, op, e.run, end, launch=0 if stats.get(DONE_STAT) else 1))
     _self_times(items)
     return items
 

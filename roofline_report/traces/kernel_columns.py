@@ -25,10 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from roofline_report.traces.call_samples import LaunchColumns
+from roofline_report.traces.call_samples import LaunchColumns, Spans
 from roofline_report.traces.kernel_events import LaneKernels
 from roofline_report.traces.kernel_names import Resolved, resolve_ops
-from roofline_report.traces.launches import _Event, _Kernel, apart_self_times, unnested
+from roofline_report.traces.launches import (
+    DONE_STAT,
+    _Event,
+    _Kernel,
+    apart_self_times,
+    unnested,
+)
 
 __all__ = ["Timed", "timed_launches"]
 
@@ -47,6 +53,7 @@ class Timed:
     launches: LaunchColumns
     execute_starts: list[float]
     resolved: Resolved | None  # the events placed by their own names, where kernels were given
+    spans: Spans = ([], [])  # a program's executions (starts, ends), where the lines give them
 
 
 @dataclass(slots=True)
@@ -63,9 +70,10 @@ class _Lines:
     op: list[str]
     flow: list[Any]
     name: list[str]
+    done: list[Any]  # DONE_STAT: the done of an asynchronous op (no launch of its own)
 
 
-_Read = tuple[list[float], list[float], list[Any], list[str], list[Any], list[str]]
+_Read = tuple[list[float], list[float], list[Any], list[str], list[Any], list[str], list[Any]]
 
 
 def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str | None,
@@ -85,7 +93,8 @@ def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str 
             return None
         return (events.start_ns.tolist(), events.duration_ns.tolist(),
                 events.stat("run_id") if runs is None else list(runs),
-                [str(op) for op in events.stat("hlo_op")], events.stat("_p"), events.names())
+                [str(op) for op in events.stat("hlo_op")], events.stat("_p"), events.names(),
+                events.stat(DONE_STAT) if DONE_STAT in events.given else [None] * len(events))
     stats = [e.stats for e in events]
     if not set(map(type, stats)) <= _DICT:
         return None
@@ -101,25 +110,31 @@ def _kernel_line(events: Sequence[Any], runs: Sequence[Any] | None, module: str 
         return None
     return ([float(e.start_ns) for e in events], [float(e.duration_ns) for e in events],
             [s.get("run_id") for s in stats] if runs is None else list(runs),
-            [str(s["hlo_op"]) for s in stats], [s.get("_p") for s in stats], names)
+            [str(s["hlo_op"]) for s in stats], [s.get("_p") for s in stats], names,
+            [s.get(DONE_STAT) for s in stats])
 
 
 def _read(profile: Any, module: str | None, ends: Any,
           matches: Callable[[Any, str | None], bool]
-          ) -> tuple[_Lines, _Lines, list[float]] | None:
+          ) -> tuple[_Lines, _Lines, list[float], Spans] | None:
     """The device planes' and the host planes' kernel lines (lines numbered across both, as
-    the general path numbers them), the thunk ends given to ``ends`` and the execute starts;
-    None where a line is of another kind."""
+    the general path numbers them), the thunk ends given to ``ends``, the execute starts and
+    the program's executions; None where a line is of another kind."""
     planes = list(getattr(profile, "planes", []))
-    lines = {host: _Lines([], [], [], [], [], [], [], []) for host in (False, True)}
+    lines = {host: _Lines([], [], [], [], [], [], [], [], []) for host in (False, True)}
     executes: list[float] = []
+    spans: Spans = ([], [])
     number = 0
     for host, plane in ([(False, p) for p in planes if str(p.name).startswith("/device:")]
                         + [(True, p) for p in planes if str(p.name).startswith("/host:")]):
         for line in plane.lines:
             starts = getattr(line, "execute_starts", None)
             thunk_ends = getattr(line, "thunk_ends", None)
-            if starts is not None:
+            given = getattr(line, "program_spans", None)
+            if given is not None:
+                spans[0].extend(given[0])
+                spans[1].extend(given[1])
+            elif starts is not None:
                 if host:
                     executes.extend(starts)
             elif thunk_ends is not None:
@@ -138,10 +153,11 @@ def _read(profile: Any, module: str | None, ends: Any,
                 into.op += read[3]
                 into.flow += read[4]
                 into.name += read[5]
+                into.done += read[6]
             else:
                 return None  # a line of the trace's own events: read one by one
             number += 1
-    return lines[False], lines[True], executes
+    return lines[False], lines[True], executes, spans
 
 
 def _unnested_lines(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
@@ -169,7 +185,7 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
     read = _read(profile, module, ends, matches)
     if read is None:
         return None
-    device, host, executes = read
+    device, host, executes, spans = read
     source, lines = ("device", device) if device.start else ("host", host)
     n = len(lines.start)
     if not n:
@@ -190,6 +206,9 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
     runs = [lines.run[i] for i in picked]
     ops = [lines.op[i] for i in picked]
     flows = [lines.flow[i] for i in picked]
+    # The launches each counts: none for the done of an asynchronous op (DONE_STAT).
+    counted = ([0 if lines.done[i] else 1 for i in picked]
+               if any(d is not None for d in lines.done) else None)
     # Event names are read only where an op names no kernel (a command buffer's events).
     if schedule is not None and not set(ops) <= set(schedule):
         names = [lines.name[i] for i in picked]
@@ -229,10 +248,11 @@ def timed_launches(profile: Any, module: str | None, new_ends: Callable[[], Any]
         for i in rows[lo:hi]:
             event = _Event(line_list[i], float(at[i]), float(own_end[i]), _NO_STATS, runs[i])
             out.append(_Kernel(event, ops[i], runs[i], float(end[i]), float(self_ns[i]),
-                               float(busy_ns[i])))
+                               float(busy_ns[i]), launch=1 if counted is None else counted[i]))
         return out
 
+    launch = None if counted is None else np.asarray(counted, dtype=np.float64)[flat]
     launches = LaunchColumns(np.bincount(code, minlength=calls).astype(np.int64),
                              [ops[i] for i in rows], at[flat], own_end[flat], end[flat],
-                             self_ns[flat], busy_ns[flat], kernels)
-    return Timed(source, launches, sorted(executes), resolved)
+                             self_ns[flat], busy_ns[flat], kernels, launch)
+    return Timed(source, launches, sorted(executes), resolved, spans)

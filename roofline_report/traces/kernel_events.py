@@ -19,7 +19,7 @@ Module names are compared without the ``(program id)`` suffix the metadata plane
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -80,8 +80,8 @@ class LaneKernels(BuiltEvents):
     index in the trace, its start and duration (ns). Iterating or indexing builds the events,
     normalised (:func:`normalised`); columns of their stats are read without building any."""
 
-    __slots__ = ("_arrays", "_columns", "duration_ns", "line", "row", "source", "sources",
-                 "start_ns")
+    __slots__ = ("_arrays", "_columns", "_given", "duration_ns", "line", "row", "source",
+                 "sources", "start_ns")
 
     def __init__(self, sources: Sequence[Source], source: np.ndarray, row: np.ndarray,
                  line: np.ndarray, start_ns: np.ndarray, duration_ns: np.ndarray) -> None:
@@ -93,6 +93,7 @@ class LaneKernels(BuiltEvents):
         self.duration_ns = duration_ns
         self._arrays: dict[str, np.ndarray] = {}  # columns read, as object arrays
         self._columns: dict[str, list[Any]] = {}  # the same as lists, once asked for
+        self._given: tuple[str, ...] = ()  # stats given (:meth:`give`), not the events' own
 
     @classmethod
     def of_lines(cls, parts: Sequence[tuple[int, Source, np.ndarray]]) -> LaneKernels:
@@ -134,7 +135,25 @@ class LaneKernels(BuiltEvents):
         out = LaneKernels(self.sources, self.source[at], self.row[at], self.line[at],
                           self.start_ns[at], self.duration_ns[at])
         out._arrays = {name: values[at] for name, values in self._arrays.items()}
+        out._given = self._given
         return out
+
+    @property
+    def given(self) -> tuple[str, ...]:
+        """The stats given (:meth:`give`)."""
+        return self._given
+
+    def give(self, stats: Mapping[str, np.ndarray]) -> None:
+        """Give the events stats they do not hold themselves (object arrays, one value per
+        event; None: not given to that one), read as their own: a TPU op event's kernel,
+        module, program and call, from its metadata and the module execution around it
+        (:mod:`roofline_report.traces.tpu_ops`). Built events carry them in their stats."""
+        for name, values in stats.items():
+            if len(values) != len(self):
+                raise ValueError(f"stat {name}: {len(values)} values for {len(self)} events")
+            self._arrays[name] = np.asarray(values, dtype=object)
+            self._columns.pop(name, None)
+        self._given = tuple(dict.fromkeys((*self._given, *stats)))
 
     def in_time_order(self) -> LaneKernels:
         """Sorted by start, stably (as ``sorted`` by start); itself where it already is."""
@@ -193,6 +212,9 @@ class LaneKernels(BuiltEvents):
         where the module's name gives it)."""
         if name == "program_id":
             return np.fromiter((p is not None for p in self.programs()), bool, len(self))
+        if name in self._given:
+            given = self._arrays[name].tolist()
+            return np.fromiter((v is not None for v in given), dtype=bool, count=len(given))
         mask = np.zeros(len(self), dtype=bool)
         for src, positions in self._by_source():
             rows = self.row[positions]
@@ -259,6 +281,16 @@ class LaneKernels(BuiltEvents):
                       else [src[i] for i in rows.tolist()])
             for j, e in zip(at.tolist(), events, strict=True):
                 out[j] = normalised(e)
+        if self._given:
+            given = [self._arrays[name][positions].tolist() for name in self._given]
+            for j, values in enumerate(zip(*given, strict=True)):
+                e = out[j]
+                assert e is not None
+                extra = {name: v for name, v in zip(self._given, values, strict=True)
+                         if v is not None}
+                if extra:
+                    out[j] = normalised(Event(e.name, e.start_ns, e.duration_ns,
+                                              {**e.stats, **extra}))
         return out  # type: ignore[return-value]  # every place filled
 
     def __len__(self) -> int:

@@ -34,6 +34,12 @@ class _Event:  # not frozen: a frozen dataclass is three times slower to build
         return self.end - self.start
 
 
+# The stat of an event that completes an asynchronous op whose start is another event of the
+# same kernel (a TPU's copy-done after its copy-start: both the start's kernel's time, one
+# launch): its value is the event's own instruction.
+DONE_STAT = "async_done"
+
+
 @dataclass(slots=True)
 class _Kernel:
     event: _Event
@@ -45,6 +51,7 @@ class _Kernel:
     waited_ns: float = 0.0  # of self_ns, queued behind other kernels' events (:func:`_waits`)
     shared_ns: float = 0.0  # its running time, each instant split among the kernels running
     running: list[tuple[float, float]] = field(default_factory=list)  # when it ran (ns)
+    launch: int = 1  # launches it counts: 0 for the done of an asynchronous op (DONE_STAT)
 
 
 def unnested(start: np.ndarray, end: np.ndarray) -> bool:
