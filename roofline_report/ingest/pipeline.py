@@ -31,6 +31,7 @@ from roofline_report.ingest import timeline
 from roofline_report.ingest.discover import HostFile, RunFiles, find_run
 from roofline_report.ingest.execute_starts import ExecuteLine
 from roofline_report.ingest.host_readers import read_hosts, trace_bytes
+from roofline_report.ingest.tpu_timing import unseen_note
 from roofline_report.ingest.unclaimed import several_kernels, unclaimed
 from roofline_report.text import plural
 from roofline_report.traces.events import kernel_times
@@ -268,6 +269,10 @@ def read_profile(path: str | Path, *, run: str | None = None, module: str | None
                                   kernels=list(trips) if trips is not None else None,
                                   calls=view.calls, launches=trips)
             names = list(trips) if trips is not None else []
+            if lane.device.startswith("TPU"):
+                note = unseen_note(timing, trips, lane.device)
+                if note:
+                    timing["notes"] = [*timing["notes"], note]
             lanes.append(LaneTiming(lane, view, timing,
                                     unclaimed(h.space, lane, chosen, names),
                                     several_kernels(lane, chosen,

@@ -164,7 +164,7 @@ def _workload(p: HostProgram, reading: Reading, skipped: list[dict[str, str]]
             "device": chosen.lane.device if chosen is not None else "none",
             "program_id": p.program_id,
             "per": view.per if view is not None else "call",
-            "steps_s": [s.seconds for s in p.host.markers] if view is not None
+            "steps_s": [s.seconds for s in view.markers] if view is not None
             and view.per == "step" else [],
             "devices": lanes,
             "hlo": p.inventory is not None,

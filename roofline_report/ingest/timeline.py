@@ -7,18 +7,24 @@ this module sorts the events:
 * **Lanes.** One lane per device: a GPU's plane ``/device:GPU:N`` (kernel events carry the stats
   ``hlo_op`` and ``hlo_module``); a TPU's plane ``/device:TPU:N``, whose line ``XLA Ops`` holds
   one event per HLO instruction and whose line ``XLA Modules`` one per program execution (the
-  op events get ``hlo_op``, ``hlo_module``, ``program_id`` and ``run_id`` from the module event
-  around them); on a CPU the thunk events of ``/host:CPU``, one lane per ``device_ordinal``
-  (emulated devices run on the same threads).
+  op events are given ``hlo_op``, the kernel their instruction belongs to, ``program_id``,
+  ``hlo_module`` and ``run_id`` from their metadata and the module execution around them:
+  :mod:`roofline_report.traces.tpu_ops`; the lane keeps the executions, whose spans are the
+  program's calls); on a CPU the thunk events of ``/host:CPU``, one lane per
+  ``device_ordinal`` (emulated devices run on the same threads).
 * **Programs.** Module names are compared without the ``(program id)`` suffix the metadata plane
   gives them (``jit_train_step(58)`` is ``jit_train_step``); where events carry ``program_id``
   they are kept to the chosen program's ids.
 * **Steps.** Events with the stat ``step_num`` (``jax.profiler.StepTraceAnnotation``, or any
-  ``TraceAnnotation`` given ``step_num=``) mark steps; a kernel belongs to the step whose marker
-  spans its start, and the step number stands in for the call (``run_id``), so times are per
-  step. Without markers (or when most kernels fall outside them: on a GPU the device runs behind
-  the host's markers), times are per call: by ``run_id`` where the events carry it, else the
-  calls are counted from the launches and the inventory's launches per call.
+  ``TraceAnnotation`` given ``step_num=``) mark steps; a TPU's ``Steps`` line marks them in
+  the device's own time, and stands for the host's markers on its lane. A kernel belongs to the
+  step whose marker spans its start, and the step number stands in for the call (``run_id``),
+  so times are per step. Without markers (or when most kernels fall outside them: on a GPU the
+  device runs behind the host's markers), times are per call: by ``run_id`` where the events
+  carry it, else the calls are counted from the launches and the inventory's launches per
+  call. A TPU without a ``Steps`` line is timed per call of its program (its module events),
+  never by the host's markers: they are in the host's clock, which on a TPU's trace was seen
+  hundreds of µs off the device's, a call's ops straddling two markers.
 """
 
 from __future__ import annotations
@@ -36,13 +42,10 @@ import numpy as np
 from roofline_report.ingest.execute_starts import ExecuteLine, execute_line
 from roofline_report.ingest.thunk_ends import NO_ENDS, ThunkEndLine, ThunkEnds, host_thunk_ends
 from roofline_report.quantiles import median
-from roofline_report.traces.kernel_events import (
-    LaneKernels,
-    module_base,
-    program_suffix,
-)
-from roofline_report.traces.kernel_events import normalised as _normalised
+from roofline_report.traces.kernel_events import LaneKernels, module_base
 from roofline_report.traces.kernel_names import by_symbol, symbol
+from roofline_report.traces.launches import unnested
+from roofline_report.traces.tpu_ops import NO_EXECUTIONS, Executions, tpu_ops
 from roofline_report.traces.xspace import Event, EventColumns, Line, Plane, XSpace, events_where
 
 __all__ = [
@@ -60,8 +63,6 @@ __all__ = [
 
 GPU_PREFIX = "/device:GPU:"
 _TPU_PLANE = re.compile(r"^/device:TPU:(\d+)$")
-TPU_OPS_LINE = "XLA Ops"
-TPU_MODULES_LINE = "XLA Modules"
 HOST_CPU = "/host:CPU"
 STEP_STAT = "step_num"
 # The stats read of every kernel event (by the programs' summary, the program's view, the
@@ -82,6 +83,11 @@ class Lane:
     on_device: bool
     kernels: LaneKernels
     ends: ThunkEnds = NO_ENDS  # the ``end:`` events of this device's asynchronous thunks
+    # A TPU's program executions (its ``XLA Modules`` events), the steps its ``Steps`` line
+    # marks in the device's time, and its op events outside every execution (left out).
+    executions: Executions = NO_EXECUTIONS
+    steps: tuple[Step, ...] = ()
+    outside_executions: int = 0
 
     @property
     def lines(self) -> np.ndarray:
@@ -113,38 +119,18 @@ class Step(NamedTuple):
         return (self.end - self.start) * 1e-9
 
 
-def _with(e: Event, **stats: Any) -> Event:
-    return Event(e.name, e.start_ns, e.duration_ns, {**e.stats, **stats})
-
-
-def _tpu_kernels(plane: Plane, first_line: int) -> list[tuple[int, Event]]:
-    """The op events of a TPU plane, each given the module execution around it."""
-    modules: list[Event] = []
-    ops: list[tuple[int, Event]] = []
-    for i, line in enumerate(plane.lines):
-        if line.name == TPU_MODULES_LINE:
-            modules += line.events
-        elif line.name == TPU_OPS_LINE:
-            ops += [(first_line + i, e) for e in line.events]
-    modules.sort(key=lambda e: e.start_ns)
-    starts = [m.start_ns for m in modules]
-    out: list[tuple[int, Event]] = []
-    for line_index, e in ops:
-        if "hlo_op" in e.stats and "hlo_module" in e.stats:
-            out.append((line_index, _normalised(e)))
-            continue
-        i = bisect.bisect_right(starts, e.start_ns) - 1
-        if i < 0 or modules[i].start_ns + modules[i].duration_ns < e.start_ns:
-            continue
-        m = modules[i]
-        stats: dict[str, Any] = {"hlo_op": e.stats.get("hlo_op", e.name),
-                                 "hlo_module": module_base(m.name),
-                                 "run_id": m.stats.get("run_id", f"execution {i}")}
-        program = m.stats.get("program_id", program_suffix(m.name))
-        if program is not None:
-            stats["program_id"] = program
-        out.append((line_index, _with(e, **stats)))
-    return out
+def _tpu_lane(space: XSpace, plane: Plane, first_line: int, device: str) -> Lane | None:
+    """A TPU plane's op events as a lane (:func:`~roofline_report.traces.tpu_ops.tpu_ops`:
+    each given its kernel, module, program and call), with the plane's module executions and
+    step marks; None where it has no op event in a module execution."""
+    names = {program: module_base(name) for program, (name, _) in space.hlo_protos().items()}
+    ops = tpu_ops(plane.lines, plane.event_metadata, names)
+    if ops is None or not len(ops.rows):
+        return None
+    kernels = LaneKernels.of_lines([(first_line + ops.line, ops.events, ops.rows)])
+    kernels.give(ops.given)
+    return Lane(device, True, kernels.in_time_order(), executions=ops.executions,
+                steps=tuple(_steps_of(*ops.steps)), outside_executions=ops.outside)
 
 
 def _plane_kernels(plane: Plane, first_line: int
@@ -178,10 +164,9 @@ def lanes(space: XSpace) -> list[Lane]:
                 out.append(Lane(plane.name.removeprefix("/device:"), True,
                                 on_plane.in_time_order()))
         elif (m := _TPU_PLANE.match(plane.name)) is not None:
-            found = _tpu_kernels(plane, first)
-            if found:
-                out.append(Lane(f"TPU:{m.group(1)}", True,
-                                LaneKernels.of_events(found).in_time_order()))
+            lane = _tpu_lane(space, plane, first, f"TPU:{m.group(1)}")
+            if lane is not None:
+                out.append(lane)
         first += len(plane.lines)
     if out:
         return sorted(out, key=lambda lane: _device_key(lane.device))
@@ -315,13 +300,35 @@ def _device_key(device: str) -> tuple[str, int]:
     return kind, int(index) if index.isdigit() else 0
 
 
+def _own_durations(lane: Lane) -> np.ndarray:
+    """Each kernel event's duration, on a TPU less the events nested in it (a ``while`` op's
+    event encloses its body's ops: its own time is loop control, its body's counted once)."""
+    k = lane.kernels
+    took = k.duration_ns
+    if not lane.device.startswith("TPU") or unnested(k.start_ns, k.start_ns + took):
+        return took
+    own = took.copy()
+    ends = k.start_ns + took
+    open_events: list[int] = []  # the events enclosing the one at hand, innermost last
+    for i, (start, end, d) in enumerate(zip(k.start_ns.tolist(), ends.tolist(), took.tolist(),
+                                            strict=True)):
+        while open_events and ends[open_events[-1]] <= start:
+            open_events.pop()
+        if open_events and end <= ends[open_events[-1]]:
+            own[open_events[-1]] -= d
+        open_events.append(i)
+    kept: np.ndarray = np.maximum(own, 0.0)
+    return kept
+
+
 def modules(all_lanes: Iterable[Lane]) -> list[ModuleSummary]:
-    """Every program seen in the lanes' events, the most kernel time first."""
+    """Every program seen in the lanes' events, the most kernel time first (a TPU's nested op
+    events counted once: :func:`_own_durations`)."""
     every = list(all_lanes)
     named = [m if type(m) is str else str(m) for lane in every for m in lane.kernels.modules()]
     codes = {name: i for i, name in enumerate(dict.fromkeys(named))}
     code = np.fromiter(map(codes.__getitem__, named), dtype=np.int64, count=len(named))
-    took = np.concatenate([lane.kernels.duration_ns for lane in every] or [np.zeros(0)])
+    took = np.concatenate([_own_durations(lane) for lane in every] or [np.zeros(0)])
     # Each module's durations summed in event order, one addition after another (as a loop
     # over the events adds them: np.bincount adds its weights in order).
     sums = np.bincount(code, weights=took * 1e-9, minlength=len(codes)).tolist()
@@ -424,10 +431,25 @@ class KernelLine:
     runs: Sequence[Any] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ExecutionLine:
+    """A TPU program's executions (its module events) as :func:`kernel_times` reads them:
+    their starts and ends in time order (``program_spans``), which bound its calls: a call's
+    time is its execution's, from the module event's start to its end."""
+
+    id: int
+    name: str
+    program_spans: tuple[list[float], list[float]]
+
+    @property
+    def events(self) -> list[Event]:
+        return []
+
+
 @dataclass
 class _PlaneView:
     name: str
-    lines: Sequence[Line | KernelLine | ExecuteLine | ThunkEndLine]
+    lines: Sequence[Line | KernelLine | ExecuteLine | ThunkEndLine | ExecutionLine]
 
 
 @dataclass
@@ -440,6 +462,7 @@ class ProfileView:
     calls: int  # calls to divide by when the events carry no run id (else 1)
     outside_steps: int = 0  # kernel events outside every step marker (left out)
     notes: list[str] = field(default_factory=list)
+    markers: Sequence[Step] = ()  # the step markers the times are per, where per step
 
 
 def execute_lines(space: XSpace) -> list[ExecuteLine]:
@@ -488,8 +511,19 @@ def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[in
                 *, markers: Sequence[Step], trips: Mapping[str, int] | None,
                 executes: Sequence[ExecuteLine] | None = None) -> ProfileView:
     """The events of ``module`` on ``lane`` as kernel_times reads them, per step where the
-    markers bound the kernels, else per call (see the module docstring). ``executes``: the
-    host's :func:`execute_lines`, when already read for another lane."""
+    markers bound the kernels, else per call (see the module docstring). A TPU lane's own
+    steps (its ``Steps`` line) stand for the host's ``markers``, and its program's executions
+    bound the calls. ``executes``: the host's :func:`execute_lines`, when already read for
+    another lane."""
+    notes: list[str] = []
+    if len(lane.executions) and not lane.steps and markers:
+        # A TPU without a Steps line: the host's markers are in the host's clock, which on a
+        # TPU's trace can be hundreds of µs off the device's (a call's ops straddling two
+        # markers); its calls are its program's executions.
+        notes.append("the TPU's op events are timed per call of the program (its module "
+                     "events): the host's step markers do not bound them in the device's time "
+                     "and the device marks no steps of its own")
+    markers = lane.steps if len(lane.executions) else markers
     wanted = set(program_ids)
     default = min(wanted) if wanted else None  # an event without a program id: kept
     every = lane.kernels
@@ -505,7 +539,6 @@ def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[in
             programs[absent] = default
         ours &= np.logical_or.reduce([programs == w for w in wanted])
     kept = np.flatnonzero(ours).tolist()
-    notes: list[str] = []
     per = "call"
     outside = 0
     # Each kernel's run, where the view gives it (KernelLine.runs): its step, or None where
@@ -548,7 +581,16 @@ def profile_for(space: XSpace, lane: Lane, module: str, program_ids: Sequence[in
         kernel_lines.append(KernelLine(line, f"kernels {line}", every.taken(at[rows]),
                                        [runs[i] for i in rows.tolist()] if runs else None))
     support = _support_events(execute_lines(space) if executes is None else executes, lane)
-    planes = ([_PlaneView(f"/device:{lane.device}", kernel_lines),
+    device_lines: list[KernelLine | ExecutionLine] = list(kernel_lines)
+    if len(lane.executions):
+        starts, ends = lane.executions.of(module, sorted(wanted))
+        device_lines.append(ExecutionLine(-2, f"executions of {module}",
+                                          (starts.tolist(), ends.tolist())))
+        if lane.outside_executions:
+            notes.append(f"{lane.outside_executions} op event(s) of {lane.device} lie outside "
+                         "every program execution (the trace began or ended during a call) "
+                         "and were left out")
+    planes = ([_PlaneView(f"/device:{lane.device}", device_lines),
                _PlaneView("/host:", support)]
               if lane.on_device else [_PlaneView(HOST_CPU, [*kernel_lines, *support])])
-    return ProfileView(planes, per, calls, outside, notes)
+    return ProfileView(planes, per, calls, outside, notes, markers if per == "step" else ())

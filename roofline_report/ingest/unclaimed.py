@@ -40,9 +40,11 @@ class Unclaimed:
 def unclaimed(space: XSpace, lane: timeline.Lane, module: str,
               kernels: Iterable[str]) -> list[Unclaimed]:
     """The events of ``lane``'s device plane with no ``hlo_op`` that ran between ``module``'s
-    first and last kernel on it, by name, the longest first."""
+    first and last kernel on it, by name, the longest first. None on a TPU: every event of its
+    op lines is an HLO instruction's (claimed by its program, :mod:`roofline_report.traces.
+    tpu_ops`), and its other lines (modules, steps) span the ops."""
     plane = space.plane(f"/device:{lane.device}") if lane.on_device else None
-    if plane is None:
+    if plane is None or lane.device.startswith("TPU"):
         return []
     k = lane.kernels
     ours = np.flatnonzero(k.as_array("modules") == module)
@@ -80,7 +82,11 @@ def several_kernels(lane: timeline.Lane, module: str,
     every event of such an op is the op's (the per-kernel times sum them). Given the program's
     kernels (``kernels_of``), only ops among them: a command buffer's thunk names every kernel
     of its graph, which are matched by their own names
-    (:mod:`roofline_report.traces.kernel_names`)."""
+    (:mod:`roofline_report.traces.kernel_names`). None on a TPU: each of its op events is one
+    HLO instruction (an asynchronous op's start and done are its two halves, both the start's
+    kernel's time, not kernels of their own)."""
+    if lane.device.startswith("TPU"):
+        return {}
     # Each (op, kernel) pair once, in the order first run (a dict keeps its first insertion;
     # a lane's kernels are in time order, and every one holds an hlo_op).
     k = lane.kernels
