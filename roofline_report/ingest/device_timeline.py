@@ -4,11 +4,15 @@ overview count it (pure: no jax).
 For each GPU or TPU device plane of a host's trace, from its first event to its last:
 
 * computation: the time some kernel ran (events of kernel lines, collectives and memory copies
-  apart);
+  apart; on a TPU, the events of its op lines only: its ``XLA Modules`` and ``Steps`` lines
+  span every op and the host's gaps between calls, :mod:`roofline_report.traces.tpu_ops`);
 * communication: the time a collective ran (an event whose ``hlo_op`` is a collective, or a
   NCCL/RCCL kernel), and the part of it no computation overlapped (exposed);
-* memory copies: the time a copy ran (a ``Memcpy`` line or a ``Memcpy``/``Copy...`` event),
-  and the part of it no computation or communication overlapped (exposed);
+* memory copies: the time a copy ran (a ``Memcpy`` line or a ``Memcpy``/``Copy...`` event; on
+  a TPU an asynchronous op that is no collective, a copy or a slice, from its start to its
+  done on the ``Async XLA Ops`` line, and the start and done events themselves on ``XLA Ops``,
+  the core waiting on it), and the part of it no computation or communication overlapped
+  (exposed);
 * idle: the time nothing ran on the device; where it dominates, the device waited on its
   host.
 
@@ -25,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from roofline_report.hlo.walk import COLLECTIVE_OPCODES
-from roofline_report.traces.xspace import EventColumns, Line, XSpace
+from roofline_report.traces.tpu_ops import ASYNC_LINE, device_clock, instruction_name, op_line
+from roofline_report.traces.xspace import EventColumns, Line, Plane, XSpace
 
 __all__ = ["DeviceTimeline", "device_timelines"]
 
@@ -121,22 +126,74 @@ def _kind(memcpy_line: bool, name: str, op: Any) -> int:
     return _COMPUTATION
 
 
+def _tpu_kind(op: str, asynchronous: bool) -> int:
+    """A TPU op's kind by its instruction (``XLA Ops``) or its done's name (``Async XLA Ops``):
+    a collective's start, done or whole op is communication, any other asynchronous op (a
+    copy, a slice) a memory copy, the rest computation."""
+    base = op.split(".")[0]
+    bare = base.removesuffix("-start").removesuffix("-done")
+    if bare in COLLECTIVE_OPCODES:
+        return _COMMUNICATION
+    if asynchronous or bare != base:
+        return _MEMCPY
+    return _COMPUTATION
+
+
+def _tpu_line(plane: Plane, line: Line) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The starts, durations (ns, in the device's clock: :func:`~roofline_report.traces.
+    tpu_ops.device_clock`) and kinds of an op line's events of a TPU plane, each metadata's
+    kind asked once."""
+    events = line.events
+    asynchronous = line.name == ASYNC_LINE
+    start, duration = device_clock(events, line.timestamp_ns)
+    if not isinstance(events, EventColumns):
+        names, _, _, ops = _line_columns(line)
+        each = [_tpu_kind(str(op) if asynchronous and op is not None
+                          else instruction_name(name), asynchronous)
+                for name, op in zip(names, ops, strict=True)]
+        return start, duration, np.asarray(each, dtype=np.int64)
+    meta = events.meta
+    if asynchronous:
+        ops = events.stats.column(meta, np.arange(len(events)), "hlo_op")
+        named = [str(op) if op is not None else instruction_name(events._names.get(m, ""))
+                 for m, op in zip(meta.tolist(), ops, strict=True)]
+        known: dict[str, int] = {}
+        kind = np.fromiter((known[n] if n in known else known.setdefault(n, _tpu_kind(n, True))
+                            for n in named), dtype=np.int64, count=len(named))
+    else:
+        ids = np.unique(meta)
+        per = np.array([_tpu_kind(instruction_name(
+            events._names.get(m, ""), str(getattr(plane.event_metadata.get(m), "display_name",
+                                                   "") or "")), False)
+            for m in ids.tolist()], dtype=np.int64)
+        kind = per[np.searchsorted(ids, meta)] if len(ids) else np.zeros(0, dtype=np.int64)
+    return start, duration, kind
+
+
 def device_timelines(space: XSpace) -> list[DeviceTimeline]:
     """One timeline per GPU or TPU device plane with events, in the planes' order."""
     out = []
     for plane in space.planes:
-        if not plane.name.startswith(("/device:GPU:", "/device:TPU:")):
+        tpu = plane.name.startswith("/device:TPU:")
+        if not tpu and not plane.name.startswith("/device:GPU:"):
             continue
         starts: list[np.ndarray] = []
         ends: list[np.ndarray] = []
         kinds: list[np.ndarray] = []
         for line in plane.lines:
-            names, start, duration, ops = _line_columns(line)
-            memcpy_line = "memcpy" in line.name.casefold()
-            known: dict[tuple[str, Any], int] = {}  # asked once per distinct name and op
-            kind = np.fromiter(
-                (known[key] if key in known else known.setdefault(key, _kind(memcpy_line, *key))
-                 for key in zip(names, ops, strict=True)), dtype=np.int64, count=len(names))
+            if tpu:
+                if not op_line(line.name):
+                    continue
+                start, duration, kind = _tpu_line(plane, line)
+            else:
+                names, start, duration, ops = _line_columns(line)
+                memcpy_line = "memcpy" in line.name.casefold()
+                known: dict[tuple[str, Any], int] = {}  # asked once per distinct name and op
+                kind = np.fromiter(
+                    (known[key] if key in known
+                     else known.setdefault(key, _kind(memcpy_line, *key))
+                     for key in zip(names, ops, strict=True)), dtype=np.int64,
+                    count=len(names))
             ran = duration > 0
             starts.append(start[ran])
             ends.append(start[ran] + duration[ran])
