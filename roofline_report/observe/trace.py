@@ -14,12 +14,16 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from roofline_report.ingest.tpu_timing import has_tpu_ops, tpu_kernel_times
 from roofline_report.observe import timer as timing
 from roofline_report.traces.events import kernel_times
+from roofline_report.traces.xspace import TraceFormatError, XSpace, read_xspace_bytes
 
-__all__ = ["TraceUnavailable", "capture", "cores", "profile_options", "trace_kernels", "wants"]
+__all__ = ["TraceUnavailable", "capture", "cores", "profile_options", "read_trace",
+           "trace_kernels", "wants"]
 
 
 def cores() -> int:
@@ -61,13 +65,12 @@ def capture(call: Callable[[], Any], calls: int, *, warmup: int = 1,
             prepare: Callable[[int], object] | None = None
             ) -> tuple[Any, list[float], list[float]]:
     """``warmup`` calls of ``call``, ``calls`` calls timed untraced, then ``calls`` traced:
-    the trace as a ``jax.profiler.ProfileData`` and both lists of call times (seconds).
+    the trace (:func:`read_trace`) and both lists of call times (seconds).
     ``prepare(n)``, when given, runs before each of the three runs of n calls, before the
     profiler starts (fresh donated inputs: :func:`roofline_report.observe.donation.pool`). Raises
     :class:`TraceUnavailable` when the profiler does not run (another already running, or none
     in this build) or writes no trace."""
     import jax
-    from jax.profiler import ProfileData
 
     from roofline_report.errors import reason
 
@@ -98,7 +101,27 @@ def capture(call: Callable[[], Any], calls: int, *, warmup: int = 1,
         files = sorted(glob.glob(os.path.join(tmp, "**", "*.xplane.pb"), recursive=True))
         if not files:
             raise TraceUnavailable("the profiler wrote no trace")
-        return ProfileData.from_file(files[-1]), untraced, traced
+        return read_trace(files[-1]), untraced, traced
+
+
+# A TPU's device plane is named so in the trace's bytes (a plane's name is a plain string).
+_TPU_PLANE = b"/device:TPU:"
+
+
+def read_trace(path: str | Path) -> Any:
+    """The trace the profiler wrote at ``path``: a TPU's as the project's reader decodes it
+    (an :class:`~roofline_report.traces.xspace.XSpace`), any other as
+    ``jax.profiler.ProfileData`` reads it. Raises :class:`TraceUnavailable` for a TPU trace the
+    reader cannot read."""
+    data = Path(path).read_bytes()
+    if _TPU_PLANE in data:
+        try:
+            return read_xspace_bytes(data, Path(path).name)
+        except TraceFormatError as exc:
+            raise TraceUnavailable(f"the profiler's trace cannot be read ({exc})") from None
+    from jax.profiler import ProfileData
+
+    return ProfileData.from_file(str(path))
 
 
 def trace_kernels(
@@ -131,8 +154,12 @@ def trace_kernels(
             profile, untraced, traced = capture(lambda: compiled(*args), calls)
     except TraceUnavailable as exc:
         return {"available": False, "reason": str(exc)}
-    record = kernel_times(profile, module=module, kernels=kernels, calls=calls,
-                          wants=wants, cores=cores, launches=launches)
+    if isinstance(profile, XSpace) and has_tpu_ops(profile):
+        record = tpu_kernel_times(profile, module=module, kernels=kernels, calls=calls,
+                                  wants=wants, cores=cores, launches=launches)
+    else:
+        record = kernel_times(profile, module=module, kernels=kernels, calls=calls,
+                              wants=wants, cores=cores, launches=launches)
     if record.get("available"):
         record["untraced_s"] = [max(s, 1e-12) for s in untraced]
         record["traced_s"] = [max(s, 1e-12) for s in traced]
