@@ -12,6 +12,9 @@ count of the StableHLO.
   :mod:`~roofline_report.hlo.kernel_cost` (each instruction's flops),
   :mod:`~roofline_report.hlo.kernel_bytes` (the bytes a launch touches) and
   :mod:`~roofline_report.hlo.kernel_patterns` (the kinds of kernel).
+* :mod:`roofline_report.hlo.tpu`: what a TPU's compiler writes that the CPU's and GPU's do not
+  (memory spaces, products as convolutions, whole-row reduce-windows, loop trip counts), and
+  how a module compiled for a TPU is recognised.
 * :mod:`roofline_report.hlo.taps`: convolution taps in closed form.
 * :mod:`roofline_report.hlo.stablehlo_count`: :func:`count_stablehlo` (the MLIR walk);
   :mod:`roofline_report.hlo.stablehlo_loops`: :func:`match_loops`. Lowering a workload to count
