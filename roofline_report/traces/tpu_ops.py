@@ -267,6 +267,13 @@ def _by_key(line: _Line, pairs: Mapping[str, str]
     return keys, ops, programs, dones
 
 
+def _objects(values: Sequence[Any]) -> np.ndarray:
+    """``values`` as an object array (each value as it is, never spread)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
 def named_by_instruction(events: Sequence[Event], metadata: Mapping[int, Any],
                          start_ns: np.ndarray, duration_ns: np.ndarray) -> Sequence[Event]:
     """The events of an ops line named by their instructions rather than their HLO texts and
@@ -298,20 +305,21 @@ def tpu_ops(lines: Sequence[Any], metadata: Mapping[int, Any],
     pairs = _async_pairs(found[ASYNC_LINE][1], metadata) if ASYNC_LINE in found else {}
     keys, ops, programs, dones = _by_key(line, pairs)
     n = len(line.key)
-    code = np.searchsorted(np.asarray(keys, dtype=np.int64), line.key) if n else line.key
-    op_of = np.empty(len(keys), dtype=object)
-    op_of[:] = ops
-    done_of = np.empty(len(keys), dtype=object)
-    done_of[:] = dones
-    program_of = np.empty(len(keys), dtype=object)
-    program_of[:] = programs
-    program = program_of[code] if n else np.zeros(0, dtype=object)
-    module = np.full(n, None, dtype=object)
-    run = np.full(n, None, dtype=object)
+    # Per distinct metadata (a few hundred), then each event's by its metadata's index: the
+    # kernel, the done's own name, the program its metadata names and that program's module.
+    code = (np.searchsorted(np.asarray(keys, dtype=np.int64), line.key) if n
+            else np.zeros(0, dtype=np.int64))
+    module_of = {**(modules or {}),
+                 **{p: m for m, p in zip(executions.module, executions.program, strict=True)
+                    if p is not None}}
+    named = [module_of.get(p) if p is not None else None for p in programs]
+    op_of, done_of, program_of, named_of = (_objects(values) for values in (
+        ops, dones, programs, named))
+    unnamed_of = np.array([p is None for p in programs], dtype=bool)  # no program id
+    nameless_of = np.array([m is None for m in named], dtype=bool)  # no module known
     rows = np.arange(n)
+    which = np.zeros(0, dtype=np.int64)
     outside = 0
-    if modules:
-        module[:] = [modules.get(p) for p in program.tolist()]
     if len(executions):
         # The execution whose start is the last at or before each op's start, if the op
         # starts before it ends (executions of one core run one after another).
@@ -320,30 +328,17 @@ def tpu_ops(lines: Sequence[Any], metadata: Mapping[int, Any],
         outside = int(n - inside.sum())
         rows = np.flatnonzero(inside)
         which = which[rows]
-        program = program[rows]
-        exec_program = np.empty(len(executions), dtype=object)
-        exec_program[:] = executions.program
-        exec_module = np.empty(len(executions), dtype=object)
-        exec_module[:] = executions.module
-        exec_run = np.empty(len(executions), dtype=object)
-        exec_run[:] = executions.run
+    at_key = code[rows]
+    program = program_of[at_key]
+    module = named_of[at_key]
+    run = np.full(len(rows), None, dtype=object)
+    if len(executions):
         # An op's own program where its metadata names one, else its execution's; its module
-        # the one that program's executions are named, else its execution's.
-        unnamed = np.array([p is None for p in program.tolist()], dtype=bool)
-        program = np.where(unnamed, exec_program[which], program)
-        module_of = {**(modules or {}),
-                     **{p: m for m, p in zip(executions.module, executions.program, strict=True)
-                        if p is not None}}
-        module = exec_module[which]
-        if module_of:
-            named = np.empty(len(rows), dtype=object)
-            named[:] = [module_of.get(p) for p in program.tolist()]
-            unknown = np.array([m is None for m in named.tolist()], dtype=bool)
-            module = np.where(unknown, module, named)
-        run = exec_run[which]
-    empty = np.zeros(0, dtype=object)
-    given = {"hlo_op": op_of[code[rows]] if n else empty, "hlo_module": module,
-             "program_id": program, "run_id": run,
-             DONE_STAT: done_of[code[rows]] if n else empty}
+        # the one that program's executions (or HLO) are named, else its execution's.
+        program = np.where(unnamed_of[at_key], _objects(executions.program)[which], program)
+        module = np.where(nameless_of[at_key], _objects(executions.module)[which], module)
+        run = _objects(executions.run)[which]
+    given = {"hlo_op": op_of[at_key], "hlo_module": module, "program_id": program,
+             "run_id": run, DONE_STAT: done_of[at_key]}
     return TpuOps(at, named_by_instruction(events, metadata, line.start, line.duration), rows,
                   given, executions, steps, outside)
