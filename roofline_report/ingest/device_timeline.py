@@ -153,20 +153,18 @@ def _tpu_line(plane: Plane, line: Line) -> tuple[np.ndarray, np.ndarray, np.ndar
                 for name, op in zip(names, ops, strict=True)]
         return start, duration, np.asarray(each, dtype=np.int64)
     meta = events.meta
-    if asynchronous:
-        ops = events.stats.column(meta, np.arange(len(events)), "hlo_op")
-        named = [str(op) if op is not None else instruction_name(events._names.get(m, ""))
-                 for m, op in zip(meta.tolist(), ops, strict=True)]
-        known: dict[str, int] = {}
-        kind = np.fromiter((known[n] if n in known else known.setdefault(n, _tpu_kind(n, True))
-                            for n in named), dtype=np.int64, count=len(named))
+    ids, firsts = np.unique(meta, return_index=True)
+    if asynchronous:  # by the done each start's events name (one per start: its first's)
+        ops = events.stats.column(meta[firsts], firsts, "hlo_op")
+        per = np.array([_tpu_kind(str(op) if op is not None
+                                  else instruction_name(events._names.get(m, "")), True)
+                        for m, op in zip(ids.tolist(), ops, strict=True)], dtype=np.int64)
     else:
-        ids = np.unique(meta)
         per = np.array([_tpu_kind(instruction_name(
             events._names.get(m, ""), str(getattr(plane.event_metadata.get(m), "display_name",
                                                    "") or "")), False)
             for m in ids.tolist()], dtype=np.int64)
-        kind = per[np.searchsorted(ids, meta)] if len(ids) else np.zeros(0, dtype=np.int64)
+    kind = per[np.searchsorted(ids, meta)] if len(ids) else np.zeros(0, dtype=np.int64)
     return start, duration, kind
 
 

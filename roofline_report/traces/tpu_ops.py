@@ -239,9 +239,11 @@ def _async_pairs(line_of: Any, metadata: Mapping[int, Any]) -> dict[str, str]:
     metadata's instruction (the start)."""
     events = line_of.events
     line = _columns(events, metadata, getattr(line_of, "timestamp_ns", 0))
-    dones = _stat_column(events, np.arange(len(line.key)), "hlo_op")
+    # One start's events all name its one done: each metadata's first event is read.
+    keys, firsts = np.unique(line.key, return_index=True)
+    dones = _stat_column(events, firsts, "hlo_op")
     out: dict[str, str] = {}
-    for k, done in set(zip(line.key.tolist(), dones, strict=True)):
+    for k, done in zip(keys.tolist(), dones, strict=True):
         if isinstance(done, str):
             out.setdefault(done, instruction_name(line.names.get(k, ""), line.displays.get(k, "")))
     return out
