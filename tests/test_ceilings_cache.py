@@ -623,7 +623,7 @@ def test_the_command_line_reuses_and_remeasure_replaces(
 
     counting = Counting(fixture_doc)
     monkeypatch.setattr(machine, "measure_ceilings", counting)
-    monkeypatch.setattr(measure, "catalog", lambda: [workloads.SEED])
+    monkeypatch.setattr(measure, "catalog", lambda _backend="cpu": [workloads.SEED])
     code, first, md = _build(tmp_path / "a")
     assert code in (EXIT_OK, EXIT_PARTIAL) and counting.calls == 1
     assert first["ceilings"]["origin"]["cached"] is False
@@ -722,7 +722,7 @@ def test_the_command_line_remeasures_suspect_ceilings_only_when_asked(
 
     counting = Counting(fixture_doc)
     monkeypatch.setattr(machine, "measure_ceilings", counting)
-    monkeypatch.setattr(measure, "catalog", lambda: [workloads.SEED])
+    monkeypatch.setattr(measure, "catalog", lambda _backend="cpu": [workloads.SEED])
     # The seed's real timing decides nothing here: the check says "suspect" outright.
     beaten = RoofCheck(programs=(Above("seed_tanh_matmul", 3.0, 0.1),), programs_checked=1,
                        kernels=(), kernels_checked=0, causes=())

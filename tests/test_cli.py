@@ -75,7 +75,7 @@ def small_measurement(mp: pytest.MonkeyPatch) -> None:
     matmul = dataclasses.replace(workloads.by_name("matmul"), dims={"m": 64, "k": 64, "n": 64},
                                  sweep={"m": (16, 32, 64), "k": (16, 32, 64), "n": (16, 32, 64)})
     real = ceilings.measure_ceilings
-    mp.setattr(measure, "catalog", lambda: [workloads.SEED, matmul])
+    mp.setattr(measure, "catalog", lambda _backend="cpu": [workloads.SEED, matmul])
     mp.setattr(ceilings, "measure_ceilings", lambda **kw: real(**{**kw, "plan": tiny}))
 
 

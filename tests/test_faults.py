@@ -82,7 +82,7 @@ class Build:
 def build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
           catalog: list[workloads.Workload], *, with_ceilings: bool = False) -> Build:
     """Run the command line on ``catalog`` (quick; no sweeps, sharding or experiments)."""
-    monkeypatch.setattr(measure, "catalog", lambda: list(catalog))
+    monkeypatch.setattr(measure, "catalog", lambda _backend="cpu": list(catalog))
     out = tmp_path / "report"
     argv = ["--quick", "--no-sweeps", "--no-sharding", "--no-experiments", "--progress", "none",
             "--out", str(out)]

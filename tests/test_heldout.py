@@ -397,7 +397,7 @@ def test_a_run_times_the_users_programs_first_and_keeps_the_catalogs_order(
         return {"name": w.title}
 
     catalog = [SimpleNamespace(title="a", sweep=None), SimpleNamespace(title="b", sweep=None)]
-    monkeypatch.setattr(run_mod, "catalog", lambda: catalog)
+    monkeypatch.setattr(run_mod, "catalog", lambda _backend="cpu": catalog)
     monkeypatch.setattr(run_mod, "measure_workload", fake_measure)
     monkeypatch.setattr(run_mod.results_mod, "validate", lambda *_a, **_k: None)
     options = run_mod.RunOptions(quick=True, ceilings=False, sweeps=False, sharding=False,

@@ -72,7 +72,7 @@ def _small_run(mp: pytest.MonkeyPatch) -> None:
                 array_bytes=1 * MiB, samples=3, min_sample_s=1e-3, sweep_samples=2,
                 sweep_min_sample_s=5e-4, budget_s=0.2)
     real = ceilings.measure_ceilings
-    mp.setattr(measure, "catalog", lambda: [workloads.SEED])
+    mp.setattr(measure, "catalog", lambda _backend="cpu": [workloads.SEED])
     mp.setattr(ceilings, "measure_ceilings", lambda **kw: real(**{**kw, "plan": tiny}))
 
 
@@ -196,7 +196,7 @@ def test_failure_reasons_do_not_leak_paths(probe: str, tmp_path: Path,
         monkeypatch.setattr(dispatch_ceilings, "dispatch_entry",
                             lambda *_a: {"value": None, "available": False,
                                          "reason": "not measured in this test"})
-    monkeypatch.setattr(measure, "catalog", lambda: [seed])
+    monkeypatch.setattr(measure, "catalog", lambda _backend="cpu": [seed])
     with_ceilings = probe in ("ceilings", "ceiling_entry")
     out = tmp_path / "report"
     code = cli.main(["--quick", "--no-sweeps", "--no-sharding", "--progress", "none",

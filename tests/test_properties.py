@@ -164,7 +164,7 @@ def document(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from roofline_report.observe import workloads
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(measure, "catalog", lambda: [workloads.SEED])
+        mp.setattr(measure, "catalog", lambda _backend="cpu": [workloads.SEED])
         out = tmp_path_factory.mktemp("doc") / "report"
         code = cli.main(["--quick", "--no-sharding", "--no-ceilings", "--no-experiments",
                          "--progress", "none", "--out", str(out)])
