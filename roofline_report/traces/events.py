@@ -11,6 +11,11 @@ machine, into per-kernel times:
   the kernel events (they are used whenever they carry ``hlo_op``); an event whose ``hlo_op``
   names a command buffer rather than a kernel is matched by its own name
   (:mod:`roofline_report.traces.kernel_names`).
+* On a TPU the op events of ``/device:TPU:N`` hold neither stat: they are given them, with
+  ``run_id``, by :mod:`roofline_report.traces.tpu_ops` (the kernel their instruction belongs to,
+  the module execution around them); the done of an asynchronous op (``DONE_STAT``) adds its
+  time to its start's kernel but no launch, and a line giving the program's executions
+  (``program_spans``: a TPU's module events) makes each call last as its execution does.
 * Nested events (a ``while`` thunk around the kernels of its body) count their self time; the
   self time of control flow (``while``, ``conditional``, ``call``: events whose ``hlo_op`` is not
   a kernel of the inventory) is loop control.
