@@ -113,10 +113,50 @@ def test_products_at_the_highest_precision_take_that_roof() -> None:
          "bytes_written": 1e6, "trips": 1, "category": "matmul", "matmul_products": 1}
     assert roofs.compute_at_precision("float32", "highest") == exact
     default = predict.predict_kernel(k, "float32", roofs)
-    highest = predict.predict_kernel({**k, "precision": "highest"}, "float32", roofs)
+    highest = predict.predict_kernel({**k, "matmul_precision": "highest"}, "float32", roofs)
     assert default is not None and highest is not None
     assert highest.seconds == pytest.approx(6.4 * default.seconds, rel=0.05)
     assert highest.binding.roof == exact.name
     # without such a roof, the default one, and a note that says so
-    plain = predict.predict_kernel({**k, "precision": "highest"}, "float32", TPU)
+    plain = predict.predict_kernel({**k, "matmul_precision": "highest"}, "float32", TPU)
     assert plain is not None and any("highest precision" in n for n in plain.notes)
+
+
+def test_the_inventory_counts_the_buffers_a_call_passes() -> None:
+    import gzip
+    from pathlib import Path
+
+    from roofline_report.hlo.kernels import kernel_inventory
+
+    folder = Path(__file__).resolve().parent / "fixtures" / "tpu_v5e_hlo"
+
+    def inventory(name: str) -> dict[str, object]:
+        return kernel_inventory(gzip.decompress((folder / f"{name}.txt.gz").read_bytes())
+                                .decode())
+
+    assert inventory("scale_f32_64M")["buffers"] == 2  # x in, 2 x out
+    # the cache, the new row (the position is a constant of the program), the cache out
+    assert inventory("kv_update_bf16_32x8192x1024")["buffers"] == 3
+    # a training step: its parameters and optimizer state in and out, a batch and a loss
+    assert inventory("transformer_step")["buffers"] == 101
+    text = ("HloModule m, entry_computation_layout={(f32[4]{0}, f32[4]{0})->(f32[4]{0}, "
+            "f32[4]{0}, f32[])}\n\nENTRY %main (a: f32[4], b: f32[4]) -> (f32[4], f32[4], "
+            "f32[]) {\n  %a = f32[4]{0} parameter(0)\n  %b = f32[4]{0} parameter(1)\n"
+            "  %s = f32[4]{0} add(%a, %b)\n  %z = f32[] constant(0)\n"
+            "  ROOT %t = (f32[4]{0}, f32[4]{0}, f32[]) tuple(%s, %a, %z)\n}\n")
+    assert kernel_inventory(text)["buffers"] == 5
+
+
+def test_an_asynchronous_copy_is_not_charged_to_the_call() -> None:
+    copy = {"flops": 0, "flops_by_op": {}, "bytes_read": 650e6, "bytes_written": 650e6,
+            "trips": 1, "category": "data movement", "asynchronous": True}
+    p = predict.predict_kernel(copy, "float32", TPU)
+    sync = predict.predict_kernel({**copy, "asynchronous": False}, "float32", TPU)
+    assert p is not None and sync is not None
+    assert sync.seconds == pytest.approx(2e-3 + 1e-6)  # 1.3 GB at 650 GB/s, and a launch
+    assert p.seconds == pytest.approx(1e-6) and p.binding.name == "launch"
+    assert predict.ASYNCHRONOUS in p.notes and p.bytes == sync.bytes
+    # without a launch floor: nothing on the call's path
+    bare = replace(TPU, floors=(DISPATCH,))
+    q = predict.predict_kernel(copy, "float32", bare)
+    assert q is not None and q.seconds == 0.0 and q.binding.name == predict.OVERLAPPED

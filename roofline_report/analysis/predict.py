@@ -148,7 +148,7 @@ class Facts:
     threads: int | None = None
     passes: int = 1  # times it reads its input (:func:`read_passes`)
     # The precision its products ask for ("highest": full float32, several passes of a TPU's
-    # bfloat16 matrix unit, as its FFT's products do); "default" otherwise.
+    # bfloat16 matrix unit, as its FFT's products do; "high"); "default" otherwise.
     precision: str = "default"
 
     @property
@@ -278,7 +278,7 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
                  recomputed_flops=float(k.get("recomputed_flops") or 0), recomputed=again,
                  complex_flops=float(k.get("complex_flops") or 0),
                  threads=threads_wanted(k, ALL_THREADS), passes=read_passes(k),
-                 precision=str(k.get("precision") or "default"))
+                 precision=str(k.get("matmul_precision") or "default"))
 
 
 def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
@@ -553,13 +553,25 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
     if fault is not None:
         terms.append(Term(FAULT_TERM, "overhead", fresh_pages * fault.seconds / trips,
                           fault.name, fault.kind))
+    notes = one.notes
+    if k.get("asynchronous"):
+        # Its transfer runs while the kernels issued between its start and its done do: only
+        # its issue is the call's time.
+        terms = [t for t in terms if t.group == "overhead"] or [
+            Term(OVERLAPPED, "overhead", 0.0, OVERLAPPED, Kind.PREDICTED)]
+        notes = (*notes, ASYNCHRONOUS)
     seconds, binding = _bound(tuple(terms))
     scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)
                    for t in terms)
     binding = scaled[terms.index(binding)]
     unknown = k.get("trips_known") is False and not k.get("trips_observed")
     return Prediction(seconds * trips, scaled, binding, f.flops * trips, f.bytes * trips,
-                      f.bytes_source, one.level, one.notes, lower_bound=unknown)
+                      f.bytes_source, one.level, notes, lower_bound=unknown)
+
+
+OVERLAPPED = "overlapped"  # the term of an asynchronous kernel's transfer: off the call's path
+ASYNCHRONOUS = ("asynchronous: its transfer overlaps the kernels issued between its start and "
+                "its done, and is not charged to the call")
 
 
 def _split_launch(roofs: RoofSet) -> Floor | None:

@@ -392,12 +392,24 @@ def in_place_kernels(module: Module) -> frozenset[str]:
     return frozenset(names)
 
 
+def entry_buffers(module: Module) -> int | None:
+    """The buffers one call of the program passes: its entry computation's parameters and
+    the arrays of its result (a tuple's, flattened), each of which the runtime handles on the
+    host at every call; None without an entry computation."""
+    entry = module.entry_computation
+    root = entry.root if entry is not None else None
+    if entry is None or root is None:
+        return None
+    parameters = sum(1 for instr in entry.instructions if instr.opcode == "parameter")
+    return parameters + sum(1 for _ in root.shape.arrays())
+
+
 def kernel_inventory(hlo: str | Module, cwd: str | None = None,
                      frames: StackFrames | None = None,
                      backend: str | None = None) -> dict[str, Any]:
     """The kernels of the optimized HLO (see the module docstring) as plain JSON::
 
-        {"module", "backend", "kernels": [{"name", "opcode", "category", "kind",
+        {"module", "backend", "buffers", "kernels": [{"name", "opcode", "category", "kind",
                       "fusion_kind", "computation",
                       "loop", "trips", "trips_known", "branch", "charged", "flops",
                       "transcendentals", "bytes_read", "bytes_written", "read_by_dtype",
@@ -463,6 +475,7 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
     return {
         "module": module.name,
         "backend": program.backend,
+        "buffers": entry_buffers(module),
         "count": len(kernels),
         "launches": sum(k["trips"] for k in charged),
         "flops": total("flops"),

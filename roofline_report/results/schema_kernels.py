@@ -114,6 +114,9 @@ class KernelInventory(Record):
     module: str
     # The backend whose compiler's rules read it ("tpu"; None: XLA:CPU's and GPU's rules).
     backend: str | None = None
+    # The buffers one call passes (its entry's parameters and result arrays): a call's
+    # dispatch grows with them. None in results saved before it was counted.
+    buffers: Count | None = None
     count: Count
     launches: Count
     flops: Count
