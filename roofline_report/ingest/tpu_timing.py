@@ -47,8 +47,8 @@ def unseen_note(timing: Mapping[str, Any], kernels: Iterable[str] | None,
         return None
     named = ", ".join(unseen[:UNSEEN_LISTED]) + (", ..." if len(unseen) > UNSEEN_LISTED else "")
     return (f"{len(unseen)} kernel(s) of the program ran no op event on {device} ({named}): "
-            "a TPU runs scalar instructions on its scalar unit between ops and its profiler "
-            "records no event for them, so their time is unknown")
+            "a TPU's profiler records none for the scalar instructions its scalar unit runs "
+            "between ops (nor for a branch not taken), so their time is unknown")
 
 
 def _program_ids(lane: timeline.Lane, module: str) -> list[int]:
