@@ -160,3 +160,21 @@ def test_an_asynchronous_copy_is_not_charged_to_the_call() -> None:
     bare = replace(TPU, floors=(DISPATCH,))
     q = predict.predict_kernel(copy, "float32", bare)
     assert q is not None and q.seconds == 0.0 and q.binding.name == predict.OVERLAPPED
+
+
+def test_bytes_in_the_cores_own_memory_take_the_on_chip_rate() -> None:
+    from roofline_report.analysis.roofs import RateRoof
+
+    chip = RateRoof("on-chip float32", predict.ON_CHIP, "float32", 1e12, M, "")
+    roofs = replace(TPU, rates=(chip,))
+    k = {"flops": 1e6, "flops_by_op": {"add": 1e6}, "bytes_read": 65e6, "bytes_written": 0,
+         "on_chip_bytes_read": 100e6, "on_chip_bytes_written": 100e6, "trips": 1,
+         "category": "elementwise"}
+    p = predict.predict_kernel(k, "float32", roofs)
+    assert p is not None
+    # the larger of 65 MB of HBM at 650 GB/s (100 us) and 200 MB on chip at 1 TB/s (200 us)
+    assert p.seconds == pytest.approx(200e-6 + 1e-6)
+    assert p.binding.detail == "on chip" and p.binding.roof == chip.name
+    q = predict.predict_kernel(k, "float32", TPU)  # no on-chip rate: HBM alone, and a note
+    assert q is not None and q.seconds == pytest.approx(100e-6 + 1e-6)
+    assert any("on-chip rate" in n for n in q.notes)

@@ -28,6 +28,7 @@ def test_a_tpu_plan_measures_its_own_patterns_and_names_the_absent() -> None:
     assert absent == {"loop-dot", "broadcast-transpose", "fft"}
     assert not on_tpu & absent and absent <= on_cpu
     assert "reduce-window-lane" in on_tpu and "reduce-window-lane" not in on_cpu
+    assert "on-chip" in on_tpu and "on-chip" not in on_cpu
     lanes = [k for k in patterns.kernels(tpu) if k.pattern == "reduce-window-lane"]
     assert sorted(k.row for k in lanes) == sorted(patterns.LANE_ROWS)
     entries = patterns.not_measured(tpu)
@@ -45,6 +46,8 @@ def test_a_tpu_plan_measures_its_own_patterns_and_names_the_absent() -> None:
     ("sort_2048x32768", "sort"),
     ("gather_rows_f32_262144x256", "gather"),
     ("scatter_add_rows_f32_262144x256", "scatter"),
+    # a loop whose carry the compiler keeps in the core's vector memory
+    ("fori16_tanh_matmul_bf16_4096", "on-chip"),
 ])
 def test_the_check_finds_each_pattern_in_the_tpus_forms(program: str, pattern: str) -> None:
     kernel, described = patterns.pattern_kernel(_text(program), pattern)
@@ -54,3 +57,5 @@ def test_the_check_finds_each_pattern_in_the_tpus_forms(program: str, pattern: s
 def test_the_check_finds_no_pattern_where_there_is_none() -> None:
     kernel, described = patterns.pattern_kernel(_text("scale_f32_64M"), "transpose")
     assert kernel is None and described
+    # a kernel streaming from HBM is no on-chip one
+    assert patterns.pattern_kernel(_text("scale_f32_64M"), "on-chip")[0] is None

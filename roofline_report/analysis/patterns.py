@@ -35,7 +35,7 @@ PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, the other
 # patterns' elements.
 UNITS = {"loop-dot": "FLOP", "sort": "comparisons", "fft": "FLOP",
-         "interleaved-reduction": "runs"}
+         "interleaved-reduction": "runs", "on-chip": "bytes"}
 NO_ROOF = "no roof measured for this kind"
 NO_SIZE = "no pattern size in the kernel record"
 

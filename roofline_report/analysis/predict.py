@@ -150,6 +150,9 @@ class Facts:
     # The precision its products ask for ("highest": full float32, several passes of a TPU's
     # bfloat16 matrix unit, as its FFT's products do; "high"); "default" otherwise.
     precision: str = "default"
+    # Bytes it moves to and from a TPU core's own memories (vector memory): no HBM traffic,
+    # but not free either (priced at the on-chip rate where one was measured).
+    on_chip: float = 0.0
 
     @property
     def flops(self) -> float:
@@ -278,7 +281,9 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
                  recomputed_flops=float(k.get("recomputed_flops") or 0), recomputed=again,
                  complex_flops=float(k.get("complex_flops") or 0),
                  threads=threads_wanted(k, ALL_THREADS), passes=read_passes(k),
-                 precision=str(k.get("matmul_precision") or "default"))
+                 precision=str(k.get("matmul_precision") or "default"),
+                 on_chip=float(k.get("on_chip_bytes_read") or 0)
+                 + float(k.get("on_chip_bytes_written") or 0))
 
 
 def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
@@ -483,7 +488,18 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         if reduce is not None:
             terms.append(Term("reduction", "memory", f.reduced / reduce.rate_at(f.reduced),
                               reduce.name, reduce.kind, "row reduction"))
+    if f.on_chip:
+        chip = roofs.rate_for(ON_CHIP, "float32")
+        if chip is not None:
+            terms.append(Term("memory", "memory", f.on_chip / chip.rate_at(f.on_chip),
+                              chip.name, chip.kind, "on chip"))
+        else:
+            notes.append("no on-chip rate measured: its bytes in the core's own memory are "
+                         "not charged")
     return _Launch(tuple(terms), memory.level, tuple(notes))
+
+
+ON_CHIP = "on-chip"  # the rate of bytes moved within a TPU core's vector memory
 
 
 def _bound(terms: tuple[Term, ...]) -> tuple[float, Term]:

@@ -190,9 +190,10 @@ class RateCeiling(Record):
                 "reduce",
                 "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
                 "variadic-reduction", "top-k", "fused-transpose", "fft",
-                "interleaved-reduction", "broadcast-transpose", "reduce-window-lane"]
+                "interleaved-reduction", "broadcast-transpose", "reduce-window-lane",
+                "on-chip"]
     dtype: str
-    unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s", "runs/s"] = "1/s"
+    unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s", "runs/s", "bytes/s"] = "1/s"
     kind: Literal["measured"] = "measured"
     available: bool
     reason: str = ""

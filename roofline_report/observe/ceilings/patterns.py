@@ -139,9 +139,10 @@ def pattern_plan(backend: str, *, quick: bool) -> PatternPlan:
     """CPU: 2^12 to 2^21 elements per call by 8 (every other one for the variants and the
     bfloat16 transpose), loop dots of side 32 to 512 by 2; quick: 2^14 and 2^18 elements, sides
     64 and 256, no variant and no bfloat16. Accelerators: 2^17 to 2^26 elements, sides 256 to
-    4096 (a TPU adds its reduce-window spanning a row; :data:`NOT_ON_BACKEND` the patterns
-    it has not). Each size is compiled once (a tenth of a second on a 2-core CPU): the sizes are few,
-    and the log-size interpolation of the analysis fills in between. Pure."""
+    4096 (a TPU adds its reduce-window spanning a row and its on-chip rate;
+    :data:`NOT_ON_BACKEND` the patterns it has not). Each size is compiled once (a tenth of a
+    second on a 2-core CPU): the sizes are few, and the log-size interpolation of the
+    analysis fills in between. Pure."""
     if backend == "cpu":
         first, last, sides = 1 << 12, 1 << 21, (32, 64, 128, 256, 512)
         quick_sides: tuple[int, ...] = (64, 256)
@@ -495,6 +496,10 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
         out += [Kernel("reduce-window-lane", f"log-softmax of rows of {row}", True, "float32",
                        sizes[1::2] or sizes, _log_softmax("float32", row), row=row)
                 for row in LANE_ROWS]
+        # What a kernel moving data within the core's vector memory takes: the compiler
+        # keeps a loop's carry there.
+        out.append(Kernel("on-chip", f"a loop's carry scaled and shifted, {ON_CHIP_TRIPS} "
+                          "trips", True, "float32", ON_CHIP_SIZES, _on_chip("float32")))
     if plan.variant_sizes:
         out += [Kernel("transpose", f"3-D [{THREE_D_BATCH}, m, m] -> (2, 0, 1)", False,
                        "float32", plan.variant_sizes, _transpose_3d("float32")),
@@ -517,6 +522,33 @@ def not_measured(plan: PatternPlan) -> list[dict[str, Any]]:
 
 
 LANE_ROWS = (2048, 8192)  # row lengths of the TPU's reduce-window-lane roofs
+ON_CHIP_TRIPS = 32  # trips of the on-chip rate's loop
+# Carries of the on-chip rate's loop (float32 elements: 4, 16 and 32 MiB; a TPU v5e core's
+# vector memory holds 128 MiB, and a training step's loop kept a 32 MiB carry there).
+ON_CHIP_SIZES = (1 << 20, 1 << 22, 1 << 23)
+
+
+def _on_chip(dtype: str) -> Callable[[int], Point]:
+    """``ON_CHIP_TRIPS`` trips of ``c * a + b`` over a carry ``[R, 1024]`` of about the
+    elements asked: each trip reads and writes the carry where the compiler keeps it (a TPU:
+    its vector memory; checked by the inventory: no HBM bytes in the loop's kernel), the bytes
+    moved on chip per call the point's size."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    def build(elements: int) -> Point:
+        rows = max(8, elements // 1024)
+        x = _array((rows, 1024), dtype)
+        one = jnp.asarray(1.0001, x.dtype)
+        half = jnp.asarray(0.5, x.dtype)
+
+        def loop(c: Any) -> Any:
+            return lax.fori_loop(0, ON_CHIP_TRIPS, lambda _i, v: v * one + half, c)
+
+        moved = 2 * ON_CHIP_TRIPS * rows * 1024 * _itemsize(dtype)
+        return Point(loop, (x,), moved, moved, (rows, 1024))
+
+    return build
 
 
 def _log_softmax(dtype: str, row: int) -> Callable[[int], Point]:
@@ -592,6 +624,14 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
             return k.get("opcode") == "custom-call" or bool(ops.get("custom-call"))
         return bool(ops.get(pattern))  # gather, scatter, sort
 
+    if pattern == "on-chip":  # no pattern of the inventory: a loop's kernel moving no HBM byte
+        for k in found:
+            chip = int(k.get("on_chip_bytes_read") or 0) + int(k.get("on_chip_bytes_written")
+                                                              or 0)
+            if int(k.get("trips") or 1) > 1 and chip > 0 \
+                    and int(k["bytes_read"]) + int(k["bytes_written"]) == 0:
+                return str(k["name"]), described
+        return None, described
     for k in found:  # the inventory labels every kernel with its pattern (None for none)
         if k["pattern"] == pattern and has(k):
             return str(k["name"]), described
