@@ -4,14 +4,17 @@ An :class:`AnalyzeResult` holds the program's observations (its record in result
 lowering, check, our count, XLA's estimate, timing samples, kernel inventory and trace) and the
 analysis of them: counted work and traffic, measured time, the model's prediction on the roofs
 of the run (this machine's measured ceilings with ``ceilings=True``, else the assumed budgets:
-``roofs`` says which), the miss, the share of roof, what binds it, and every kernel with the
-same. ``to_dict()`` is its plain form for JSON. Like ``jax.experimental.roofline``'s
+``roofs`` says which) and the miss between them (the model's accuracy), the share of the
+hardware roof at its intensity (headroom; on assumed budgets a share of an assumed roof, kept
+apart), what binds it, every kernel with the same, and the levers: what could save it the most
+time, ranked. ``to_dict()`` is its plain form for JSON. Like ``jax.experimental.roofline``'s
 ``RooflineResult`` it answers in Python without a page; unlike it, every number is of the
 compiled program, and beside it the measurement.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +22,15 @@ from typing import Any
 from roofline_report.analysis.analyse import analyse
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
-from roofline_report.analysis.records import Analysis, KernelRow, Program
+from roofline_report.analysis.records import (
+    Analysis,
+    BelowRoof,
+    ExcessTraffic,
+    HardwareRoof,
+    KernelRow,
+    Lever,
+    Program,
+)
 from roofline_report.analysis.stats import Stats
 from roofline_report.errors import InputError
 
@@ -54,6 +65,35 @@ def _timing(s: Stats | None) -> dict[str, Any] | None:
             "samples": s.n, "spread": s.spread, "unstable": s.unstable}
 
 
+def _hardware(h: HardwareRoof | None) -> dict[str, Any] | None:
+    if h is None:
+        return None
+    rate = h.rate
+    return {"seconds": h.seconds, "kind": h.kind.value, "binding": h.binding,
+            "roofs": h.names, "flops": h.flops, "bytes": h.bytes,
+            "rate": None if rate is None else {"value": rate[0], "unit": rate[1]},
+            "parts": [{"group": x.group, "roof": x.name, "work": x.work, "seconds": x.seconds,
+                       "rate": {"value": x.value, "unit": x.unit}} for x in h.parts]}
+
+
+def _lever(x: Lever) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": x.what, "saving_s": x.saving, "share": x.share}
+    if isinstance(x, BelowRoof):
+        out.update(kernel=x.kernel, category=x.category, seconds=x.seconds,
+                   share_of_roof=x.of_roof, roof=_hardware(x.roof))
+    elif isinstance(x, ExcessTraffic):
+        out.update(kernels=list(x.kernels), categories=dict(x.categories), seconds=x.seconds,
+                   bytes=x.bytes, total_bytes=x.total_bytes, minimum_bytes=x.minimum_bytes,
+                   minimum_basis=x.minimum_basis, excess_bytes=x.excess,
+                   bandwidth=x.bandwidth, roof_kind=x.roof_kind.value,
+                   roofs=[{"roof": r.name, "bytes": r.work, "seconds": r.seconds,
+                           "rate": r.value} for r in x.roofs])
+    else:
+        out.update(dispatch_s=x.dispatch, launch_s=x.launch, launches=x.launches,
+                   one_launch_s=x.floor, seconds=x.seconds, roof_kind=x.roof_kind.value)
+    return out
+
+
 def _kernel(r: KernelRow) -> dict[str, Any]:
     return {
         "name": r.name, "category": r.category, "source": r.source, "trips": r.trips,
@@ -61,8 +101,10 @@ def _kernel(r: KernelRow) -> dict[str, Any]:
         "share": r.share, "flops": r.flops, "transcendentals": r.transcendentals,
         "bytes": r.bytes, "intensity": r.intensity, "achieved_flops_per_s": r.achieved,
         "prediction": _prediction(r.prediction), "miss": _miss(r.miss),
-        "share_of_roof": r.share_of_roof, "binding": r.binding, "why": r.why,
-        "pattern": r.pattern,
+        "hardware_roof": _hardware(r.hardware),
+        "share_of_hardware_roof": r.share_of_hardware_roof,
+        "share_of_assumed_roof": r.share_of_assumed_roof, "above_roof": r.above_roof,
+        "headroom_s": r.headroom, "binding": r.binding, "why": r.why, "pattern": r.pattern,
     }
 
 
@@ -116,8 +158,39 @@ class AnalyzeResult:
         return self.program.miss
 
     @property
+    def share_of_hardware_roof(self) -> float | None:
+        """Achieved rate ÷ the hardware roof at the program's intensity: headroom (1.0 is at
+        the roof; above it only where a roof is lower than what ran). None on the assumed
+        budgets (no roof of this machine was measured: :attr:`share_of_assumed_roof`)."""
+        return self.program.share_of_hardware_roof
+
+    @property
+    def share_of_assumed_roof(self) -> float | None:
+        """The same share against the assumed budgets, where no roof was measured: a share of
+        a hypothetical roof, not headroom; None on measured roofs or a spec sheet."""
+        return self.program.share_of_assumed_roof
+
+    @property
+    def hardware_roof(self) -> HardwareRoof | None:
+        """The roof at the program's intensity (its ``kind`` says whose: measured, a spec
+        sheet, or hypothetical)."""
+        return self.program.hardware
+
+    @property
+    def levers(self) -> tuple[Lever, ...]:
+        """What could save the program the most time, the largest saving first: kernels below
+        their roofs, traffic above the program's minimum, dispatch and launches (each an upper
+        bound; they overlap, so they rank and do not add)."""
+        return self.program.levers
+
+    @property
     def share_of_roof(self) -> float | None:
-        return self.program.share_of_roof
+        """Deprecated: :attr:`share_of_hardware_roof` (headroom); the model's accuracy is
+        :attr:`miss`."""
+        warnings.warn("share_of_roof is deprecated: use share_of_hardware_roof (achieved ÷ the "
+                      "roof at its intensity) or miss (predicted against measured)",
+                      DeprecationWarning, stacklevel=2)
+        return self.share_of_hardware_roof
 
     @property
     def binding(self) -> str:
@@ -153,7 +226,10 @@ class AnalyzeResult:
             "minimum_bytes": p.minimum_bytes, "minimum_basis": p.minimum_basis,
             "seconds": p.seconds, "timing": _timing(p.timing),
             "achieved_flops_per_s": p.achieved, "prediction": _prediction(p.prediction),
-            "miss": _miss(p.miss), "share_of_roof": p.share_of_roof, "binding": p.binding,
+            "miss": _miss(p.miss), "hardware_roof": _hardware(p.hardware),
+            "share_of_hardware_roof": p.share_of_hardware_roof,
+            "share_of_assumed_roof": p.share_of_assumed_roof, "above_roof": p.above_roof,
+            "binding": p.binding, "levers": [_lever(x) for x in p.levers],
             "why": p.why, "roofs": self.roofs, "timed_without": list(p.timed_without),
             "roofs_kind": self.analysis.roofs.kernels.kind.value,
             "kernels": [_kernel(r) for r in self.kernels],
@@ -163,8 +239,12 @@ class AnalyzeResult:
     def __repr__(self) -> str:
         seconds = "not timed" if self.seconds is None else f"{self.seconds:.4g} s"
         predicted = "none" if self.prediction is None else f"{self.prediction.seconds:.4g} s"
+        hardware, assumed = self.share_of_hardware_roof, self.share_of_assumed_roof
+        share = (f"{hardware:.0%} of the hardware roof" if hardware is not None else
+                 f"{assumed:.0%} of an assumed roof (no roof measured: not headroom)"
+                 if assumed is not None else "no roof share")
         return (f"AnalyzeResult({self.name!r}: measured {seconds}, predicted {predicted} on "
-                f"{self.roofs}, {len(self.kernels)} kernels)")
+                f"{self.roofs}, {share}, {len(self.kernels)} kernels)")
 
 
 def result_of(results: Mapping[str, Any], name: str) -> AnalyzeResult:

@@ -47,8 +47,9 @@ def test_analyze_counts_checks_and_times() -> None:
 
 def test_analyze_answers_in_python_without_a_page() -> None:
     """The typed answer: counted work, measured time, the prediction of kind predicted on the
-    roofs it names, its share of roof against its own roof, and every kernel the same; and a
-    plain form that JSON takes."""
+    roofs it names and its miss, its share of the roof at its intensity (of an assumed roof,
+    without ceilings, and said so), its levers, and every kernel the same; and a plain form
+    that JSON takes."""
     import json
 
     from roofline_report.api import AnalyzeResult
@@ -64,13 +65,26 @@ def test_analyze_answers_in_python_without_a_page() -> None:
     assert p is not None and p.kind is Kind.PREDICTED
     assert result.roofs == "assumed budgets"  # no ceilings asked for
     assert set(p.roof_kinds) == {Kind.HYPOTHETICAL}
+    # On the assumed budgets the share of the roof at its intensity is no headroom: the API
+    # withholds it as the hardware's and gives it as the assumed roof's, labelled.
     achieved = result.flops / result.seconds
-    assert result.share_of_roof is not None and p.roof_rate is not None
-    assert achieved / result.share_of_roof == pytest.approx(p.roof_rate[0], rel=1e-9)
+    roof = result.hardware_roof
+    assert roof is not None and roof.kind is Kind.HYPOTHETICAL and roof.rate is not None
+    assert result.share_of_hardware_roof is None
+    assert result.share_of_assumed_roof is not None
+    assert achieved / result.share_of_assumed_roof == pytest.approx(roof.rate[0], rel=1e-9)
+    assert "of an assumed roof (no roof measured: not headroom)" in repr(result)
+    with pytest.warns(DeprecationWarning, match="share_of_hardware_roof"):
+        assert result.share_of_roof is None
+    assert result.miss is not None and result.miss.predicted == p.seconds
     assert result.kernels and all(k.prediction is not None for k in result.kernels)
     plain = result.to_dict()
     again = json.loads(json.dumps(plain))
     assert again["prediction"]["kind"] == "predicted" and again["roofs_kind"] == "hypothetical"
+    assert again["share_of_hardware_roof"] is None
+    assert again["hardware_roof"]["kind"] == "hypothetical"
+    assert again["share_of_assumed_roof"] == result.share_of_assumed_roof
+    assert [x["kind"] for x in again["levers"]] == [x.what for x in result.levers]
     assert len(again["kernels"]) == len(result.kernels)
     assert again["record"]["name"] == "user:layer"
     assert "layer" in repr(result)

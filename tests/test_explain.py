@@ -45,8 +45,8 @@ def test_within_a_factor_of_two_and_under_its_roof_says_nothing() -> None:
     # Twice as slow is off, as twice as fast is (their errors against the measured time, 0.5
     # and 1.0, are not alike).
     assert _why(_prediction(100e-6), 200e-6).startswith("unknown: slower")
-    # 10% faster than predicted: above the roof its prediction used.
-    assert _why(_prediction(100e-6), 90e-6).startswith("above its roof: ")
+    # 10% faster than predicted: above the rates its prediction used.
+    assert _why(_prediction(100e-6), 90e-6).startswith("above its prediction: ")
 
 
 def test_each_reason_follows_from_its_evidence() -> None:
@@ -113,11 +113,11 @@ def test_the_kernels_behind_most_of_a_miss_are_named() -> None:
     assert "slow kernels" not in _why(_prediction(4e-3), 1e-3, rows=rows)
 
 
-def test_a_point_above_its_roof_says_so_first() -> None:
+def test_a_point_above_its_prediction_says_so_first() -> None:
     why = _why(_prediction(100e-6), 90e-6)
-    assert why.startswith("above its roof: ") and "unknown" not in why  # within 50%
+    assert why.startswith("above its prediction: ") and "unknown" not in why  # within 50%
     off = _why(_prediction(300e-6), 100e-6)
-    assert off.startswith("above its roof: ") and "; unknown: faster" in off
+    assert off.startswith("above its prediction: ") and "; unknown: faster" in off
 
 
 def test_a_kernel_reason_names_its_roof_and_a_kind_without_one() -> None:
@@ -186,15 +186,25 @@ def test_a_lower_bound_slower_than_measured_says_its_loop_was_counted_once() -> 
     assert "unknown trip count" not in _why(bound, 110e-6)  # within its bound: nothing said
 
 
-def test_above_its_roof_names_the_kind_of_the_roof_it_is_held_to() -> None:
+def test_above_its_prediction_names_the_kind_of_the_rate_it_is_held_to() -> None:
     measured = _why(_prediction(100e-6), 90e-6)
-    assert "(a roof measured lower than this program met)" in measured
-    for kind, words in ((Kind.HYPOTHETICAL, "a hypothetical roof"),
-                        (Kind.SPEC_SHEET, "a spec sheet roof")):
+    assert "(a rate measured lower than this program met)" in measured
+    for kind, words in ((Kind.HYPOTHETICAL, "a hypothetical rate"),
+                        (Kind.SPEC_SHEET, "a spec sheet rate")):
         p = _prediction(100e-6)
         assumed = replace(p, binding=replace(p.binding, kind=kind))
         why = _why(assumed, 90e-6)
         assert f"({words} lower than this program met)" in why and "measured lower" not in why
+
+
+def test_a_call_faster_than_its_floors_blames_the_floors_not_the_roofs() -> None:
+    floors = _prediction(10e-6, compute=1e-7, memory=2e-7, overhead=10e-6)
+    assert floors.binding.group == "overhead"
+    why = _why(floors, 5e-6)
+    assert why.startswith("above its prediction: it ran faster than its prediction allows "
+                          "(a floor measured higher than this call took: the floors moved, "
+                          "not the roofs)")
+    assert "rate measured lower" not in why
 
 
 def test_kernels_priced_in_the_cache_that_ran_at_main_memory_s_rate_were_evicted() -> None:

@@ -1,8 +1,10 @@
 """What the analysis must mean, checked on every kernel and program of a real run rather than
 pinned page by page (no jax).
 
-* A kernel's or program's share of roof is measured against the roof its own prediction uses:
-  achieved ÷ share of roof = the rate its prediction implies.
+* Two numbers kept apart: a kernel's or program's share of the hardware roof is its achieved
+  rate ÷ its own roof at its intensity (achieved ÷ share = that roof's rate), at most 100%
+  unless the record names the roof it ran above; its miss is its own prediction against its
+  own measured time.
 * The binding is the largest term of that same prediction.
 * No predicted number carries the measured kind, and predictions carry the predicted kind
   whatever roofs they were priced on.
@@ -27,7 +29,7 @@ from hypothesis import strategies as st
 
 from roofline_report.analysis.analyse import Assumptions, analyse
 from roofline_report.analysis.predict import Prediction
-from roofline_report.analysis.records import Analysis
+from roofline_report.analysis.records import Analysis, HardwareRoof
 from roofline_report.kinds import Kind
 from roofline_report.report import views as render
 from roofline_report.report.format import KIND_MARKERS
@@ -51,11 +53,12 @@ def _rows(an: Analysis) -> list[Any]:
     return [r for p in an.programs if p.kernels is not None for r in p.kernels.rows]
 
 
-def _check_share(achieved: float | None, share: float | None, p: Prediction | None) -> None:
-    assert p is not None and achieved is not None and share is not None
-    roof = p.roof_rate
-    assert roof is not None and roof[1] == "FLOP/s"
-    assert achieved / share == pytest.approx(roof[0], rel=1e-9)
+def _check_share(achieved: float | None, share: float | None, roof: HardwareRoof | None
+                 ) -> None:
+    assert roof is not None and achieved is not None and share is not None
+    rate = roof.rate
+    assert rate is not None and rate[1] == "FLOP/s"
+    assert achieved / share == pytest.approx(rate[0], rel=1e-9)
 
 
 def _check_binding(p: Prediction) -> None:
@@ -64,19 +67,35 @@ def _check_binding(p: Prediction) -> None:
     assert b.seconds == max(t.seconds for t in p.terms if t.group == b.group)
 
 
-def test_every_kernel_rows_share_of_roof_uses_its_predictions_roof(an: Analysis) -> None:
-    rows = [r for r in _rows(an) if r.seconds and r.flops and r.prediction is not None]
+def test_every_kernel_rows_share_is_of_its_own_roof_and_its_miss_of_its_own_prediction(
+        an: Analysis) -> None:
+    rows = [r for r in _rows(an) if r.seconds and r.flops and r.hardware is not None]
     assert len(rows) > 50
     for r in rows:
-        _check_share(r.achieved, r.share_of_roof, r.prediction)
-        assert r.roof == r.prediction.roof_rate
+        _check_share(r.achieved, r.share_of_hardware_roof, r.hardware)
+        assert r.hardware is not None and r.hardware.kind is Kind.MEASURED
+        share = r.share_of_hardware_roof
+        assert share is not None and (share <= 1.0) == (r.above_roof is None)
+        assert r.miss is not None and r.prediction is not None
+        assert (r.miss.predicted, r.miss.measured) == (r.prediction.seconds, r.seconds)
 
 
-def test_every_programs_share_of_roof_uses_its_predictions_roof(an: Analysis) -> None:
-    programs = [p for p in an.programs if p.seconds and p.flops and p.prediction is not None]
+def test_every_programs_share_is_of_its_own_roof_and_its_miss_of_its_own_prediction(
+        an: Analysis) -> None:
+    programs = [p for p in an.programs if p.seconds and p.flops and p.hardware is not None]
     assert len(programs) == len(an.programs)
     for p in programs:
-        _check_share(p.achieved, p.share_of_roof, p.prediction)
+        _check_share(p.achieved, p.share_of_hardware_roof, p.hardware)
+        share = p.share_of_hardware_roof
+        assert share is not None and (share <= 1.0) == (p.above_roof is None)
+        assert p.miss is not None and p.prediction is not None
+        assert (p.miss.predicted, p.miss.measured) == (p.prediction.seconds, p.seconds)
+        # The program's roof is its charged kernels' parts summed.
+        if p.kernels is not None:
+            kernels = [r.hardware for r in p.kernels.rows if r.charged]
+            for group in ("compute", "memory"):
+                assert p.hardware.group_seconds(group) == pytest.approx(
+                    sum(h.group_seconds(group) for h in kernels if h is not None), rel=1e-12)
 
 
 def test_a_kernels_binding_is_the_largest_term_of_its_prediction(an: Analysis) -> None:
@@ -108,8 +127,8 @@ def test_predictions_carry_their_own_kind(an: Analysis, data: dict[str, Any]) ->
     marker = KIND_MARKERS[Kind.MEASURED.value]
     table = md[md.index("| kernel | category |"):]
     header = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
-    predicted = [header.index(c) for c in ("roof (its prediction's)", "of roof", "predicted",
-                                           "miss")]
+    predicted = [header.index(c) for c in ("predicted", "miss")]
+    roof = [header.index(c) for c in ("hardware roof at its intensity", "of hardware roof")]
     for line in table.splitlines()[2:]:
         if not line.startswith("| `"):
             break
@@ -117,6 +136,8 @@ def test_predictions_carry_their_own_kind(an: Analysis, data: dict[str, Any]) ->
         for i in predicted:
             assert not cells[i].endswith(f"`{marker}`"), (header[i], line)
             assert cells[i].endswith("`P`") or cells[i] == "", (header[i], line)
+        for i in roof:  # the achieved rate against a measured roof: measured, not predicted
+            assert cells[i].endswith(f"`{marker}`") or cells[i] == "—", (header[i], line)
 
 
 def test_predictions_on_assumed_budgets_are_still_predictions(data: dict[str, Any]) -> None:
@@ -186,13 +207,13 @@ def test_every_lab_prediction_is_of_kind_predicted(an: Analysis) -> None:
 
 
 def test_the_share_check_catches_a_row_held_to_another_rows_roof(an: Analysis) -> None:
-    rows = [r for r in _rows(an) if r.seconds and r.flops and r.prediction is not None]
+    rows = [r for r in _rows(an) if r.seconds and r.flops and r.hardware is not None]
     a, b = next((x, y) for x in rows for y in rows
-                if x.prediction is not None and y.prediction is not None
-                and x.prediction.roof_rate != y.prediction.roof_rate)
-    _check_share(a.achieved, a.share_of_roof, a.prediction)  # sound
+                if x.hardware is not None and y.hardware is not None
+                and x.hardware.rate != y.hardware.rate)
+    _check_share(a.achieved, a.share_of_hardware_roof, a.hardware)  # sound
     with pytest.raises(AssertionError):
-        _check_share(a.achieved, a.share_of_roof, b.prediction)
+        _check_share(a.achieved, a.share_of_hardware_roof, b.hardware)
 
 
 def test_the_binding_check_catches_a_binding_that_is_not_the_largest_term(an: Analysis) -> None:

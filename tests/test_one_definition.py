@@ -20,7 +20,9 @@ ONE_PLACE = {
     "bound_at": "roofline.py",
     "binding": "roofline.py",
     "single_roof_seconds": "roofline.py",
-    "share_of_roof": "analysis/records.py",
+    "roof_share": "analysis/records.py",
+    "kernel_roof": "analysis/headroom.py",
+    "program_levers": "analysis/levers.py",
     "sharded_seconds": "analysis/study.py",
     "percent_text": "text.py",
 }

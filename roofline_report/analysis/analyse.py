@@ -22,7 +22,9 @@ from roofline_report.analysis import experiments, reconcile, study
 from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.explain import Evidence, program_reason
 from roofline_report.analysis.fresh_pages import footprint_bytes
+from roofline_report.analysis.headroom import facts_roof, program_roof
 from roofline_report.analysis.kernels import kernel_table
+from roofline_report.analysis.levers import program_levers
 from roofline_report.analysis.loop_trips import implied_trips, unknown_loops_in
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.predict import (
@@ -42,6 +44,7 @@ from roofline_report.analysis.records import (
     Assumptions,
     Exercise,
     Experiment,
+    HardwareRoof,
     KernelTable,
     Program,
     Roofs,
@@ -301,6 +304,7 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
     minimum, minimum_basis = _minimum(w)
     low = w.get("lowering") or {}
     missing = tuple(op for op in low.get("required_ops", []) if op not in low.get("ops", {}))
+    hardware = _hardware(w, table, roofs.kernels)
     return Program(
         name=str(w["name"]), title=str(w["title"]), dtype=str(w.get("dtype", "")),
         user=bool(w.get("user")), timing=stats, timing_reason=timing_reason, flops=flops,
@@ -309,7 +313,20 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
         reconciliation=_reconciliation(w, table, stats, backend),
         spec_sheet=_spec(flops, moved, str(w.get("dtype", "")), roofs.spec_sheet),
         missing_ops=missing,
-        timed_without=tuple(str(x) for x in (w.get("as_written") or {}).get("not_kept", [])))
+        timed_without=tuple(str(x) for x in (w.get("as_written") or {}).get("not_kept", [])),
+        hardware=hardware,
+        levers=program_levers(stats.own if stats else None, table, prediction, minimum,
+                              minimum_basis, roofs.kernels))
+
+
+def _hardware(w: Mapping[str, Any], table: KernelTable | None, roofs: RoofSet
+              ) -> HardwareRoof | None:
+    """The roof at the program's intensity: its charged kernels' roofs summed where its
+    inventory is known, else the roof of its totals."""
+    if table is not None and table.rows:
+        return program_roof(r.hardware for r in table.rows if r.charged)
+    f = facts(w, str(w.get("dtype", "float32")))
+    return facts_roof(f, roofs) if f is not None else None
 
 
 def _reconciliation(w: Mapping[str, Any], table: KernelTable | None, stats: Stats | None,

@@ -1,8 +1,8 @@
 """Why a prediction missed, from the evidence (no jax).
 
-A program above its roof (it ran faster than its prediction allows), or one whose prediction is
-off by a factor of :data:`OFF` or more either way (:func:`off`), gets a reason built from the
-numbers at hand, never silence:
+A program above its prediction (it ran faster than its prediction allows), or one whose
+prediction is off by a factor of :data:`OFF` or more either way (:func:`off`), gets a reason
+built from the numbers at hand, never silence:
 
 * **slow kernels**: slower, and the profiler trace shows a few kernels (at most
   :data:`NAMED_KERNELS`) that account for most of the gap between their measured and predicted
@@ -38,7 +38,9 @@ numbers at hand, never silence:
 * **loop**: the program runs a loop, whose bodies may not overlap as the model assumes;
 * otherwise **unknown**, with the direction of the miss;
 
-and a program above its roof says so first (**above its roof**). A kernel's own reason
+and a program above its prediction says so first (**above its prediction**: a rate lower than
+it met, or for a program bound by its dispatch and launches a floor higher than its call
+took). A kernel's own reason
 (:func:`kernel_reason`) names the roof it was held to and how far below it ran, and says so
 when its kind of kernel has no roof of its own or its time moved between the traced calls.
 """
@@ -116,7 +118,7 @@ def above_roof(prediction: Prediction, measured: float) -> bool:
 
 
 def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
-    """'' when the prediction is not :func:`off` and the program is not above its roof; else
+    """'' when the prediction is not :func:`off` and the program is not above it; else
     the likeliest reasons, most specific first, joined by '; '."""
     above = above_roof(prediction, m.measured)
     if not off(m) and not above:
@@ -173,12 +175,19 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
         reasons.append(f"unknown: {'slower' if slower else 'faster'} than predicted, with no "
                        "evidence of a cause here")
     if above:
-        # Said first: the program is above the roof it is held to, whatever else is off.
-        # The roof's own kind: only a measured roof was "measured lower".
+        # Said first: the program ran faster than the rates its prediction uses, whatever
+        # else is off. The rate's own kind: only a measured one was "measured lower". A
+        # program bound by its dispatch and launches beat floors, not a roof.
         kind = prediction.binding.kind
-        roof = "a roof measured" if kind is Kind.MEASURED else f"a {kind.label} roof"
-        reasons.insert(0, "above its roof: it ran faster than its prediction allows "
-                          f"({roof} lower than this program met)")
+        if prediction.binding.group == "overhead":
+            floor = ("a floor measured" if kind is Kind.MEASURED
+                     else f"a {kind.label} floor")
+            said = f"{floor} higher than this call took: the floors moved, not the roofs"
+        else:
+            rate = "a rate measured" if kind is Kind.MEASURED else f"a {kind.label} rate"
+            said = f"{rate} lower than this program met"
+        reasons.insert(0, f"above its prediction: it ran faster than its prediction allows "
+                          f"({said})")
     return "; ".join(reasons)
 
 

@@ -3,9 +3,9 @@
 A condition is one of (spaces allowed around the parts, case ignored)::
 
     time>P%      a workload's time per call grew by more than P percent (NEW ÷ BASE − 1 > P/100)
-    roof<-Qpp    its share of the roof fell by more than Q percentage points (share = the
-                 program's predicted time on the run's own measured roofs ÷ its measured time:
-                 the share of the roof its prediction uses)
+    roof<-Qpp    its share of the roof fell by more than Q percentage points (share = its
+                 achieved rate ÷ the run's own measured roof at its intensity: its time at
+                 that roof ÷ its measured time)
     topN-new     a kernel is among the workload's N longest kernels in NEW but not in BASE
                  (read from both runs' profiler traces, ``kernel_timing``; skipped, with a
                  note, where absent), and outranks BASE's N-th beyond both spreads
@@ -13,7 +13,7 @@ A condition is one of (spaces allowed around the parts, case ignored)::
 A workload's time is the one the page, ``compare`` and ``analyze()`` show:
 :attr:`~roofline_report.analysis.records.Program.seconds`, the first quartile of its samples
 (:func:`~roofline_report.analysis.stats.own_time`), and its share of the roof is
-:attr:`~roofline_report.analysis.records.Program.share_of_roof` at that time.
+:attr:`~roofline_report.analysis.records.Program.share_of_hardware_roof` at that time.
 
 The gate is aware of noise: a change counts only when it lies beyond both runs' spread, the
 interquartile range (Q1..Q3) of the timing samples. A slowdown fires when NEW's Q1 is above
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from roofline_report.analysis.records import Analysis, KernelRow, Program, share_of_roof
+from roofline_report.analysis.records import Analysis, KernelRow, Program, roof_share
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind
 from roofline_report.text import Num, decimal, n, ordinal, percent, percent_text
@@ -193,14 +193,14 @@ def _time(c: Condition, name: str, title: str, b: Program, nw: Program) -> Findi
 
 def _roof(c: Condition, name: str, title: str, b: Program, nw: Program, base: Analysis,
           new: Analysis) -> Finding | None:
-    """Each run's share of roof: its predicted time on its own measured roofs ÷ its measured
-    time (the share of the roof its prediction uses)."""
+    """Each run's share of roof: its achieved rate ÷ its own measured roof at its intensity
+    (its time at that roof ÷ its measured time)."""
     sb, sn = b.timing, nw.timing
     pb, pn = b.prediction, nw.prediction
     if sb is not None and pb is not None and base.roofs.measured is not None \
             and (sn is None or pn is None):
         return _lost(c, name, title, "timing" if sn is None else "prediction",
-                     percent(b.share_of_roof, Kind.PREDICTED))
+                     percent(b.share_of_hardware_roof, Kind.MEASURED))
     missing = [why for why, bad in (
         ("the time was not measured in BASE", sb is None),
         ("the time was not measured in NEW", sn is None),
@@ -211,16 +211,16 @@ def _roof(c: Condition, name: str, title: str, b: Program, nw: Program, base: An
     if missing or sb is None or sn is None or pb is None or pn is None:
         return Finding(name, title, c.text, "skipped", Num("not measured"), Num("not measured"),
                        Num(""), "; ".join(missing))
-    share_b = b.share_of_roof or 0.0  # the page's share: at each run's own time per call
-    share_n = nw.share_of_roof or 0.0
+    share_b = b.share_of_hardware_roof or 0.0  # the page's share: at each run's own time
+    share_n = nw.share_of_hardware_roof or 0.0
     drop_pp = (share_n - share_b) * 100.0
     if drop_pp >= -c.threshold:
         return None
-    base_num, new_num = percent(share_b, Kind.PREDICTED), percent(share_n, Kind.PREDICTED)
-    shown = Num(f"{decimal(drop_pp, 3)} pp", Kind.PREDICTED.value)
+    base_num, new_num = percent(share_b, Kind.MEASURED), percent(share_n, Kind.MEASURED)
+    shown = Num(f"{decimal(drop_pp, 3)} pp", Kind.MEASURED.value)
     # The same share at the quartile times: timing samples are positive, so both exist.
-    best_new = share_of_roof(pn, sn.q1) or 0.0
-    worst_base = share_of_roof(pb, sb.q3) or 0.0
+    best_new = roof_share(nw.hardware, sn.q1) or 0.0
+    worst_base = roof_share(b.hardware, sb.q3) or 0.0
     if best_new < worst_base:
         return Finding(name, title, c.text, "regression", base_num, new_num, shown,
                        f"beyond both runs' spread (NEW at its Q1 time reaches "

@@ -5,10 +5,10 @@ work and the bytes it touches) with the times of its profiler trace, under one r
   per call (the first quartile over the traced calls of its launch-to-completion time: see
   :func:`kernel_time`), its spread, its share of the summed kernel time (kernels can
   overlap, so shares are of that sum), its prediction
-  (:func:`~roofline_report.analysis.predict.predict_kernel`) and the share of the roof that
-  same prediction used.
+  (:func:`~roofline_report.analysis.predict.predict_kernel`) and its roof at its intensity
+  (:func:`~roofline_report.analysis.headroom.kernel_roof`), whose share it reached is its
+  headroom.
 * Where the time goes, by category; launch-bound kernels (bound by the launch floor) apart.
-* Opportunities, ranked by the time they could save: measured minus predicted at the roof.
 * Every traced call's time accounted for on the table's basis
   (:mod:`~roofline_report.analysis.call_accounting`): the column's sum, what kernels took
   beyond it, overlap, dispatch, loop control and gaps; kernels that vary, stalls that move.
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from roofline_report.analysis import explain, predict
+from roofline_report.analysis import explain, headroom, predict
 from roofline_report.analysis.call_accounting import account_calls
 from roofline_report.analysis.fresh_pages import fresh_pages, temp_bytes
 from roofline_report.analysis.loop_trips import loop_trips, observed_kernel, per_trip
@@ -33,7 +33,6 @@ from roofline_report.analysis.records import (
     Category,
     KernelRow,
     KernelTable,
-    Opportunity,
     TraceSummary,
 )
 from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
@@ -65,7 +64,6 @@ CATEGORY_TITLES = {
     "other": "other",
     "launch-bound": "launch-bound (of any category)",
 }
-OPPORTUNITIES = 5  # opportunities listed per program
 
 
 def _available(record: Any) -> bool:
@@ -239,7 +237,7 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
         sum(r.trips for r in rows if r.charged)
     return KernelTable(
         count=int(inventory["count"]), launches=launches, rows=tuple(rows),
-        categories=categories, opportunities=_opportunities(rows, categories, total),
+        categories=categories,
         trace=trace, trace_reason=reason, roofs=roofs,
         reconciliation=reconcile_kernels(inventory, w.get("hlo_count")),
         notes=tuple(str(n) for n in inventory.get("notes", [])),
@@ -276,7 +274,8 @@ def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: R
         uncosted=tuple(str(u) for u in k.get("uncosted") or ()),
         by_name=tuple(str(u) for u in k.get("counted_by_name") or ()),
         trips_observed=bool(k.get("trips_observed")),
-        static_trips=int(k["static_trips"]) if k.get("trips_observed") else None)
+        static_trips=int(k["static_trips"]) if k.get("trips_observed") else None,
+        hardware=headroom.kernel_roof(k, dtype, roofs, traffic))
     return row
 
 
@@ -321,25 +320,3 @@ def _categories(rows: Sequence[KernelRow], total: float) -> tuple[Category, ...]
                     v[1] / total if total > 0 else 0.0, v[2], v[3])
            for key, v in sums.items()]
     return tuple(sorted(out, key=lambda c: (-c.seconds, c.key)))
-
-
-def _opportunities(rows: Sequence[KernelRow], categories: Sequence[Category], total: float
-                   ) -> tuple[Opportunity, ...]:
-    """The kernels and categories that could save the most time (measured − predicted at
-    their roof), largest first, whatever their category."""
-    if total <= 0:
-        return ()
-    found: list[Opportunity] = []
-    for r in rows:
-        if r.saving:
-            found.append(Opportunity("kernel", r.name, r.saving, r.share or 0.0, r.binding))
-    by_category: dict[str, list[KernelRow]] = {}
-    for r in rows:
-        by_category.setdefault(_category_key(r), []).append(r)
-    for c in categories:
-        members = by_category.get(c.key, [])
-        saving = sum(r.saving or 0.0 for r in members)
-        if len(members) > 1 and saving > 0:
-            found.append(Opportunity(c.key, c.title, saving, c.share, c.key, len(members)))
-    found.sort(key=lambda o: (-o.saving, o.what != "kernel", o.name))
-    return tuple(found[:OPPORTUNITIES])

@@ -3,31 +3,42 @@ shows, each number computed once and carrying its kind.
 
 * :class:`KernelRow`: one kernel of a program: its counted work and bytes (analytic), its
   measured time from a profiler trace, its prediction (kind *predicted*, with the roofs it was
-  priced at, each of its own kind), the miss, the share of roof and the reason for a large miss.
-* :class:`KernelTable`: every kernel of a program, by time; categories; opportunities; the
-  trace's coverage of the program's time.
+  priced at, each of its own kind), the miss, the share of the hardware roof at its intensity
+  and the reason for a large miss.
+* :class:`KernelTable`: every kernel of a program, by time; categories; the trace's coverage
+  of the program's time.
 * :class:`Program`: one program (a catalog workload, the user's, or one read from a trace): its
-  timing statistics, counted work and traffic, its place on the roofline, its prediction and
-  kernels.
+  timing statistics, counted work and traffic, its place on the roofline, its prediction, its
+  share of the hardware roof, its kernels and what could save it the most time (its levers).
+* :class:`HardwareRoof`: the roof at a kernel's or a program's intensity.
+* :class:`BelowRoof`, :class:`ExcessTraffic`, :class:`Overhead`: the levers, each with the time
+  it could save and the numbers it rests on.
 * :class:`SweepPoint` and :class:`Sweep`: a workload at growing sizes, each point predicted.
 * :class:`Accuracy`: how well the model predicted this run.
 * :class:`Analysis`: all of it, with the roofs, the seed's teaching studies, the lab's
   experiments and the sharded workloads.
 
-Two identities hold for every kernel and program and are what the tests check:
+Two numbers are kept apart on every kernel and program, each its own field:
 
-* ``achieved ÷ share_of_roof == roof`` where ``roof`` is the rate of the prediction
-  (:attr:`~roofline_report.analysis.predict.Prediction.roof_rate`): a row's share of roof is
-  measured against the roof its own prediction used;
-* the binding is the largest term of that same prediction (its group's total for a kernel).
+* the **share of the hardware roof** (:func:`roof_share`): the achieved rate ÷ the roof at its
+  intensity (:class:`HardwareRoof`: its work at the peak of each roof it runs under, its bytes
+  at the roof of the memory level holding them), which is the time at that roof ÷ the measured
+  time: headroom. Above 100% only where a roof is lower than what ran (:attr:`KernelRow
+  .above_roof` names it). On assumed budgets it is a share of an assumed roof, not of any
+  hardware's: ``share_of_assumed_roof`` holds it and ``share_of_hardware_roof`` is None;
+* the **miss** (:mod:`~roofline_report.analysis.miss`): the model's predicted time against the
+  measured one, its accuracy.
+
+And the binding is the largest term of the prediction (its group's total for a kernel).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from roofline_report.analysis.call_accounting import CallAccounting
 from roofline_report.analysis.levels import Level
@@ -52,30 +63,155 @@ if TYPE_CHECKING:
 __all__ = [
     "Accuracy",
     "Analysis",
+    "BelowRoof",
     "Category",
+    "ExcessTraffic",
     "Exercise",
     "Experiment",
+    "HardwareRoof",
     "KernelRow",
     "KernelTable",
-    "Opportunity",
+    "Lever",
+    "Overhead",
     "Placement",
     "Program",
+    "RoofPart",
     "Roofs",
     "Sweep",
     "SweepPoint",
     "TraceSummary",
+    "roof_share",
 ]
 
 SIGNIFICANT_KERNEL_S = 50e-6  # kernels at least this long enter the kernel accuracy figures
 OVERLAP_SAID = 1.05  # summed kernel time over busy time above which kernels ran side by side
 
 
-def share_of_roof(prediction: Prediction | None, measured: float | None) -> float | None:
-    """The share of its roof a kernel or program reached: its predicted time ÷ its measured
-    time (its achieved rate ÷ the rate its prediction implies)."""
-    if prediction is None or not measured or measured <= 0 or prediction.seconds <= 0:
+def roof_share(roof: HardwareRoof | None, measured: float | None) -> float | None:
+    """The share of the roof at its intensity a kernel or program reached: its achieved rate ÷
+    the roof's rate at its intensity, which is its time at that roof ÷ its measured time (the
+    one definition; the roof's kind says whose roof it is). None without a roof, a measured
+    time, or a time at the roof (no work and no bytes)."""
+    if roof is None or not measured or measured <= 0 or roof.seconds <= 0:
         return None
-    return prediction.seconds / measured
+    return roof.seconds / measured
+
+
+#: A roof whose part of a hardware roof's binding time is under this share goes unnamed.
+NAMED_PART = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class RoofPart:
+    """One part of a :class:`HardwareRoof`'s time: ``work`` per call (flops, operations of a
+    function or, ``group`` memory, bytes) at the roof called ``name``, taking ``seconds``.
+    ``value``: its rate in ``unit`` (FLOP/s, op/s, B/s), work ÷ seconds (parts of one roof
+    summed over kernels read it at their own sizes: their mean rate)."""
+
+    group: Literal["compute", "memory"]
+    name: str
+    work: float
+    seconds: float
+    unit: str
+
+    @property
+    def value(self) -> float:
+        return self.work / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class HardwareRoof:
+    """The roof at a kernel's (or a program's) intensity, for its dtype and memory level
+    (:mod:`~roofline_report.analysis.headroom` computes it): its work at the peak of each roof
+    it runs under and its bytes at the roof of the memory level holding them, whichever takes
+    longer (a program's: its kernels' compute parts summed against their memory parts summed,
+    the roof at the program's intensity). ``kind``: the roofs' (measured, spec sheet, or
+    hypothetical: assumed budgets, whose share is no headroom)."""
+
+    flops: float
+    bytes: float
+    parts: tuple[RoofPart, ...]  # the largest first
+    kind: Kind
+
+    def group_seconds(self, group: str) -> float:
+        return sum(x.seconds for x in self.parts if x.group == group)
+
+    @property
+    def seconds(self) -> float:
+        """The time at the roof, per call: max(its compute parts summed, its memory parts
+        summed)."""
+        return max(self.group_seconds("compute"), self.group_seconds("memory"))
+
+    @property
+    def binding(self) -> Literal["compute", "memory"]:
+        """The group that sets the time at the roof (compute at a tie, the ridge's rule)."""
+        compute = self.group_seconds("compute")
+        return "compute" if compute > 0 and compute >= self.group_seconds("memory") \
+            else "memory"
+
+    @property
+    def binding_parts(self) -> tuple[RoofPart, ...]:
+        """The parts of the binding group, the largest first."""
+        return tuple(x for x in self.parts if x.group == self.binding)
+
+    @property
+    def names(self) -> str:
+        """The binding roofs' names: 'matmul float32', 'L3 read-write', several joined, those
+        under :data:`NAMED_PART` of the binding group's time counted ('matmul float32 and
+        2 more')."""
+        parts = self.binding_parts
+        total = sum(x.seconds for x in parts)
+        named = [x.name for x in parts if x.seconds >= NAMED_PART * total] or \
+            [x.name for x in parts[:1]]
+        rest = len(parts) - len(named)
+        if rest:
+            return ", ".join(named) + f" and {rest} more"
+        return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+
+    @property
+    def rate(self) -> tuple[float, str] | None:
+        """The roof's rate at its intensity: flops ÷ the time at the roof in FLOP/s, or for
+        one that computes nothing its bytes ÷ that time in B/s; None without either."""
+        t = self.seconds
+        if t <= 0:
+            return None
+        if self.flops > 0:
+            return self.flops / t, "FLOP/s"
+        if self.bytes > 0:
+            return self.bytes / t, "B/s"
+        return None
+
+    @property
+    def hypothetical(self) -> bool:
+        """Whether the roof is assumed (no hardware's): its share is then no headroom."""
+        return self.kind is Kind.HYPOTHETICAL
+
+
+def hardware_share(roof: HardwareRoof | None, measured: float | None) -> float | None:
+    """:func:`roof_share` where the roof is a hardware's (measured, or a chip's spec sheet):
+    headroom; None on assumed budgets."""
+    return None if roof is None or roof.hypothetical else roof_share(roof, measured)
+
+
+def assumed_share(roof: HardwareRoof | None, measured: float | None) -> float | None:
+    """:func:`roof_share` where the roof is the assumed budgets' (no hardware's: not
+    headroom); None on any other roof."""
+    return roof_share(roof, measured) if roof is not None and roof.hypothetical else None
+
+
+def above(roof: HardwareRoof | None, measured: float | None) -> str | None:
+    """The roofs a kernel or program ran above (its share of the roof at its intensity over
+    100%), by name; None at or below them."""
+    share = roof_share(roof, measured)
+    return roof.names if roof is not None and share is not None and share > 1.0 else None
+
+
+def headroom(roof: HardwareRoof | None, measured: float | None) -> float | None:
+    """Seconds per call beyond the time at the roof (measured − at the roof; 0 at or above
+    it); None without both."""
+    if roof is None or measured is None or roof.seconds <= 0:
+        return None
+    return max(0.0, measured - roof.seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +260,8 @@ class KernelRow:
     # ``trips_observed``; ``static_trips`` is what the static count gives, a lower bound.
     trips_observed: bool = False
     static_trips: int | None = None
+    # The roof at its intensity (None where the roofs lack a compute or a bandwidth roof).
+    hardware: HardwareRoof | None = None
 
     @property
     def intensity(self) -> float | None:
@@ -135,12 +273,44 @@ class KernelRow:
         return self.flops / self.seconds if self.seconds and self.flops else None
 
     @property
+    def _roof(self) -> HardwareRoof | None:
+        """Its roof at its intensity, where its work is counted (an opaque call's is not: no
+        roof places it)."""
+        return None if self.uncosted else self.hardware
+
+    @property
+    def share_of_hardware_roof(self) -> float | None:
+        """Achieved rate ÷ the hardware roof at its intensity: headroom (None on assumed
+        budgets: :attr:`share_of_assumed_roof`)."""
+        return hardware_share(self._roof, self.seconds)
+
+    @property
+    def share_of_assumed_roof(self) -> float | None:
+        """The same share on the assumed budgets, where no roof was measured: not headroom."""
+        return assumed_share(self._roof, self.seconds)
+
+    @property
+    def above_roof(self) -> str | None:
+        """The roofs it ran above, by name (its share over 100%); None at or below them."""
+        return above(self._roof, self.seconds)
+
+    @property
+    def headroom(self) -> float | None:
+        """Measured − its time at the roof at its intensity (0 at or above it)."""
+        return headroom(self._roof, self.seconds)
+
+    @property
     def share_of_roof(self) -> float | None:
-        return share_of_roof(self.prediction, self.seconds)
+        """Deprecated: :attr:`share_of_hardware_roof` (headroom); the model's accuracy is
+        :attr:`miss`."""
+        warnings.warn("share_of_roof is deprecated: use share_of_hardware_roof (achieved ÷ the "
+                      "roof at its intensity) or miss (predicted against measured)",
+                      DeprecationWarning, stacklevel=2)
+        return self.share_of_hardware_roof
 
     @property
     def roof(self) -> tuple[float, str] | None:
-        """The rate of the prediction: the roof this kernel is held to."""
+        """The rate of the prediction: the rate the model holds this kernel to."""
         return self.prediction.roof_rate if self.prediction is not None else None
 
     @property
@@ -149,8 +319,9 @@ class KernelRow:
 
     @property
     def saving(self) -> float | None:
-        """Time it could save per call: measured − predicted at its roof (0 when at or above
-        it); None without both."""
+        """Time beyond its prediction per call: measured − predicted (0 when at or under it);
+        None without both. The model's gap, which a miss's reason weighs; what it could save
+        is its :attr:`headroom` under the hardware roof."""
         return self.miss.shortfall if self.miss is not None else None
 
 
@@ -168,15 +339,85 @@ class Category:
 
 
 @dataclass(frozen=True, slots=True)
-class Opportunity:
-    """A kernel or a category that could save time: ``saving`` seconds per call at its roof."""
+class BelowRoof:
+    """A lever: a kernel below its hardware roof at its intensity, which could save up to its
+    measured time less its time at that roof (``saving``, seconds per call; ``share``: of the
+    program's measured time)."""
 
-    what: str  # "kernel" or a category key
-    name: str
+    kernel: str
+    category: str
+    seconds: float  # measured, per call
+    roof: HardwareRoof
     saving: float
-    share: float  # of the summed kernel time
-    binding: str
-    kernels: int = 1
+    share: float | None
+
+    what: ClassVar[str] = "below its roof"
+
+    @property
+    def of_roof(self) -> float | None:
+        """Its share of the roof (:func:`roof_share`)."""
+        return roof_share(self.roof, self.seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class ExcessTraffic:
+    """A lever: traffic above the program's minimum. Every kernel together moves
+    ``total_bytes`` a call against the ``minimum_bytes`` the program must move
+    (``minimum_basis``: the analytic minimum, or every argument read and result written once);
+    the kernels other than matrix products, convolutions and collectives (``kernels``, by
+    category in ``categories``) move ``bytes`` of it in ``seconds``, and fused they could move
+    up to ``excess`` less (the smaller of their bytes
+    and the traffic above the minimum), which at their memory roofs (``roofs``, an effective
+    ``bandwidth``: their bytes ÷ their time at those roofs) takes ``saving`` (no more than
+    their measured time)."""
+
+    kernels: tuple[str, ...]
+    categories: tuple[tuple[str, int], ...]
+    seconds: float
+    bytes: float
+    total_bytes: float
+    minimum_bytes: float
+    minimum_basis: str
+    excess: float
+    bandwidth: float
+    roofs: tuple[RoofPart, ...]
+    roof_kind: Kind
+    saving: float
+    share: float | None
+
+    what: ClassVar[str] = "traffic above the minimum"
+
+    @property
+    def ratio(self) -> float:
+        """Every kernel's bytes ÷ the program's minimum."""
+        return self.total_bytes / self.minimum_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    """A lever: the dispatch of a call and its kernels' launches, as the model prices them
+    (``dispatch``, and ``launch`` seconds over ``launches`` launches per call, split launches
+    included), against the call's measured ``seconds``: work done in fewer, larger calls and
+    fewer kernels could save up to all of it but one launch (``floor``)."""
+
+    dispatch: float
+    launch: float
+    launches: float
+    floor: float
+    seconds: float
+    saving: float
+    share: float | None
+    roof_kind: Kind
+
+    what: ClassVar[str] = "dispatch and launches"
+
+    @property
+    def total(self) -> float:
+        return self.dispatch + self.launch
+
+
+#: A lever: what could save a program time, with the time and the numbers it rests on.
+Lever = BelowRoof | ExcessTraffic | Overhead
 
 
 # A device idle for more than this share of each call of a traced program waits for its host:
@@ -272,7 +513,6 @@ class KernelTable:
     launches: int
     rows: tuple[KernelRow, ...]
     categories: tuple[Category, ...]
-    opportunities: tuple[Opportunity, ...]
     trace: TraceSummary | None
     trace_reason: str
     roofs: RoofSet
@@ -292,20 +532,6 @@ class KernelTable:
     def lower_bound(self) -> bool:
         """Whether a charged loop's trip count is neither known nor observed."""
         return any(x.lower_bound for x in self.loops)
-
-    @property
-    def savers(self) -> tuple[KernelRow, ...]:
-        """The kernels that could save time per call (measured − predicted at their roof),
-        the largest saving first (ties by name)."""
-        return tuple(sorted((r for r in self.rows if r.saving),
-                            key=lambda r: (-(r.saving or 0.0), r.name)))
-
-    @property
-    def saving_total(self) -> float:
-        """The kernels' savings summed (each measured − predicted where it ran beyond its
-        roof): not a time the program could save, since kernels faster than predicted are not
-        set against it and kernels that ran side by side each count their shared time."""
-        return sum(r.saving or 0.0 for r in self.rows)
 
     @property
     def uncounted(self) -> tuple[KernelRow, ...]:
@@ -365,6 +591,10 @@ class Program:
     # Options of the user's jit its compiled program was timed without (jax's names, or
     # "jit_options" when jax did not expose them): its time is not that of the program as written.
     timed_without: tuple[str, ...] = ()
+    # The roof at its intensity (its kernels' parts summed); None where it cannot be placed.
+    hardware: HardwareRoof | None = None
+    # What could save it the most time, the largest saving first (:mod:`.levers`).
+    levers: tuple[Lever, ...] = ()
 
     @property
     def seconds(self) -> float | None:
@@ -384,11 +614,24 @@ class Program:
         return self.flops / self.seconds
 
     @property
-    def share_of_roof(self) -> float | None:
-        return share_of_roof(self.prediction, self.seconds)
+    def share_of_hardware_roof(self) -> float | None:
+        """Achieved rate ÷ the hardware roof at its intensity: headroom (None on assumed
+        budgets: :attr:`share_of_assumed_roof`)."""
+        return hardware_share(self.hardware, self.seconds)
+
+    @property
+    def share_of_assumed_roof(self) -> float | None:
+        """The same share on the assumed budgets, where no roof was measured: not headroom."""
+        return assumed_share(self.hardware, self.seconds)
+
+    @property
+    def above_roof(self) -> str | None:
+        """The roofs it ran above, by name (its share over 100%); None at or below them."""
+        return above(self.hardware, self.seconds)
 
     @property
     def roof(self) -> tuple[float, str] | None:
+        """The rate the prediction implies: the rate the model holds the program to."""
         return self.prediction.roof_rate if self.prediction is not None else None
 
     @property

@@ -13,6 +13,8 @@ calls the roofs **suspect** when at least :data:`SUSPECT_SHARE` of the programs 
 the kernels checked) did. It names the likely reasons from the run's own record: ceilings
 measured under load (:mod:`.measuring_load`), reused from the cache, measured on another
 device. The report words it; the command line's ``--remeasure`` measures the ceilings again.
+A program or kernel whose prediction is bound by the dispatch and launch floors (a trivial
+program's) is not checked: beating a floor says nothing of the roofs.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.measuring_load import conditions
 from roofline_report.analysis.miss import AS_PREDICTED, miss
+from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.records import SIGNIFICANT_KERNEL_S, Program
 from roofline_report.analysis.stats import median
 
@@ -102,6 +105,12 @@ def above(name: str, predicted: float, measured: float, spread: float) -> Above 
     return Above(name, factor, allowed) if factor > 1.0 + allowed else None
 
 
+def _on_floors(p: Prediction) -> bool:
+    """Whether a prediction is bound by its floors (the dispatch of a call, the launches of
+    its kernels): a trivial program faster than them says nothing of the roofs."""
+    return p.binding.group == "overhead"
+
+
 def _kernels(programs: Sequence[Program]) -> tuple[list[Above], int]:
     found: list[Above] = []
     checked = 0
@@ -110,7 +119,7 @@ def _kernels(programs: Sequence[Program]) -> tuple[list[Above], int]:
             continue
         for r in p.kernels.rows:
             if not r.charged or r.prediction is None or r.miss is None \
-                    or (r.seconds or 0.0) < SIGNIFICANT_KERNEL_S:
+                    or (r.seconds or 0.0) < SIGNIFICANT_KERNEL_S or _on_floors(r.prediction):
                 continue
             checked += 1
             q1, q3 = r.spread if r.spread is not None else (0.0, 0.0)
@@ -131,7 +140,8 @@ def roof_check(doc: Mapping[str, Any], programs: Sequence[Program], measured_roo
     found: list[Above] = []
     checked = 0
     for p in programs:
-        if p.prediction is None or p.timing is None or p.seconds is None:
+        if p.prediction is None or p.timing is None or p.seconds is None \
+                or _on_floors(p.prediction):
             continue
         checked += 1
         if (a := above(p.name, p.prediction.seconds, p.seconds, p.timing.spread)) is not None:

@@ -223,12 +223,17 @@ def render_comparison(loaded: Sequence[tuple[str, Results | Mapping[str, Any]]],
 
 def _kinds_lede(result: gate.GateResult | None) -> str:
     """What kinds the page's numbers are, from the numbers it shows: times, rates and ceilings
-    are measured; the gate's shares of the roof, where it shows any, are predicted."""
+    are measured, and the gate's shares of the roof, where it shows any, too (each run's
+    achieved rate against its own measured roofs); anything predicted is said."""
     lede = "Times, rates and ceilings are measured (M), each on its own machine"
     shown = ([] if result is None else
              [x for f in result.findings for x in (f.base, f.new, f.change)])
+    if any(f.condition.startswith("roof") and f.status != "skipped"
+           for f in (result.findings if result is not None else ())):
+        lede += ("; the regression gate's shares of the roof are measured too, each run's "
+                 "achieved rate against its own measured roof at its intensity")
     if any(x.kind == Kind.PREDICTED.value for x in shown):
-        lede += "; the regression gate's shares of the roof are predicted (P)"
+        lede += "; numbers marked P are predicted"
     return lede + "."
 
 

@@ -183,12 +183,14 @@ MODEL_TEXT = (
     "roofs (a transposing copy, one fused with a broadcast, a reduction keeping an axis "
     "between two it reduces, a gather, a scatter, a sort, a top-k, an argmax, an FFT, a "
     "dot outside the matmul library, complex dots at a complex64 rate of their own) takes its "
-    "size at that pattern's rate measured at its size. Its roof is the rate that prediction "
-    "implies (flops ÷ "
-    "predicted time); the share of roof is the achieved rate ÷ that roof, which is the "
-    "predicted time ÷ the measured time; the binding is the prediction's largest term. A "
-    "prediction off by a factor of two or more either way, or a program above its roof, gets "
-    "the likeliest reason from the evidence.")
+    "size at that pattern's rate measured at its size. The binding is the prediction's "
+    "largest term and the miss the predicted time against the measured one (the model's "
+    "accuracy); a prediction off by a factor of two or more either way, or a program above "
+    "its prediction, gets the likeliest reason from the evidence. Apart from the model, the "
+    "hardware roof at a program's intensity is its kernels' work at the peak of each roof "
+    "it runs under summed against their bytes at the roofs of their memory levels summed, "
+    "whichever takes longer: the achieved rate ÷ that roof is the program's share of it, "
+    "its headroom.")
 
 
 def _placements(vm: VM, figure: bool = True) -> Block:
@@ -199,9 +201,9 @@ def _placements(vm: VM, figure: bool = True) -> Block:
         p(f"Every timed program, on {m['placement_roofs']}, at its compiled-program "
           "intensity: the flops its kernels count over the bytes they touch. ", MODEL_TEXT),
         table(
-            ("program", "intensity", "achieved", "roof (its prediction's)", "of roof",
-             "binding (largest term)", "predicted time", "measured time", "miss",
-             "why they differ"),
+            ("program", "intensity", "achieved", "hardware roof at its intensity",
+             "of hardware roof", "binding (largest term)", "predicted time", "measured time",
+             "miss", "why they differ"),
             [(anchored(c(r["title"]), r["anchor"] + "-roofline"), num(r["intensity"]),
               num(r["achieved"]), num(r["roof"]), num(r["of_roof"]), c(r["binding"]),
               num(r["predicted"]), num(r["measured"]), num(r["miss"]),

@@ -140,36 +140,44 @@ def programs(vm: VM) -> Section | None:
 
 
 def summary(vm: VM) -> Section | None:
-    """The first section of a report about programs: every program with its time, prediction,
-    share of roof and what binds, the kernels that could save the most time, and the figure with
-    every program placed. None without programs of the user's."""
+    """The first section of a report about programs: what to fix first in each program (its
+    biggest lever first, in words built from its numbers), then every program with its time,
+    prediction and miss, its share of the hardware roof, what binds it and its largest levers,
+    and the figure with every program placed. None without programs of the user's."""
     s = vm["summary"]
     if not s["rows"]:
         return None
     rows = []
     for r in s["rows"]:
-        savers: list[Inline] = []
-        for i, k in enumerate(r["savers"]):
-            savers += [Break()] if i else []
-            savers += [Link(k["name"], "#" + k["anchor"]), ": ", k["saving"]]
+        levers: list[Inline] = []
+        for i, x in enumerate(r["levers"]):
+            levers += [Break()] if i else []
+            levers += list(x["words"])
         rows.append((anchored(c(Link(r["title"], "#" + r["target"])), r["anchor"] + "-summary"),
                      num(r["measured"], *(f" ({r['timed_without']})",)
                          if r["timed_without"] else ()),
                      num(r["predicted"]), num(r["miss"]), num(r["achieved"]),
                      num(r["of_roof"]), c(r["binding"]),
-                     Cell(tuple(savers) or ("none",))))
+                     Cell(tuple(levers) or ("none",))))
     warning = vm.get("roof_warning", ())
     # A host-bound program's time is not its kernels': said before any roof is.
     host_bound = (vm.get("trace") or {}).get("host_bound", [])
+    assumed = (" These are assumed budgets, not this machine's roofs: a share of them is no "
+               "headroom, and the savings held to them are as hypothetical as they are "
+               "(measure the ceilings for this machine's)." if s["assumed"] else "")
     return Section("Summary", (
         *(Note(text(*x)) for x in host_bound),
         *((Note(warning),) if warning else ()),
-        p(f"Every program on {s['roofs']}: its measured time per call, the time the model "
-          "predicts for it, its achieved rate, its share of the roof its prediction uses, what "
-          "binds it, and the kernels that could save the most time, each with the time it "
-          "could save per call (its measured time minus its predicted time at its roof)."),
-        table(("program", "measured", "predicted", "miss", "achieved", "of roof", "binds",
-               "kernels that could save the most: time per call"), rows),
+        p(Strong("What to fix first"), f" (on {s['roofs']}): each program's levers, ranked by "
+          "the time each could save per call: a kernel below the hardware roof at its "
+          "intensity, traffic above the program's minimum, dispatch and launches." + assumed),
+        BulletList(tuple(text(*x) for x in s["first"])),
+        p("Every program: its measured time per call, the time the model predicts for it and "
+          "the miss between them (the model's accuracy), its achieved rate and its share of "
+          "the hardware roof at its intensity (headroom: the achieved rate ÷ the roof its "
+          "work and bytes allow), what binds its prediction, and its largest levers."),
+        table(("program", "measured", "predicted", "miss", "achieved", "of hardware roof",
+               "binds", "largest levers: time each could save per call"), rows),
         *((p("A predicted time marked “at least” counts a while loop whose trip "
              "count is neither known to the compiler nor observed in a profiler trace once per "
              "call: a lower bound (trace the program to price every trip)."),)
@@ -234,8 +242,8 @@ def reconciliation(vm: VM) -> Section:
 
 
 KERNEL_COLUMNS = ("kernel", "category", "source", "launches", "time", "share", "flops", "bytes",
-                  "intensity", "achieved", "roof (its prediction's)", "of roof", "binding",
-                  "predicted", "miss", "why")
+                  "intensity", "achieved", "hardware roof at its intensity",
+                  "of hardware roof", "binding", "predicted", "miss", "why")
 
 
 def _kernel_cells(r: Mapping[str, Any]) -> tuple[Cell, ...]:
@@ -251,12 +259,11 @@ def _kernel_workload(vm: VM, k: Mapping[str, Any]) -> Section:
                            *(k["coverage"] or (k["unavailable"],)))]
     if k["faults"]:
         body.append(p(*k["faults"]))
-    if k["opportunities"]:
-        body.append(p(Strong("Largest opportunities"), " (time each could save per call: "
-                      "measured minus predicted at its roof):"))
-        body.append(BulletList(tuple(text(*o) for o in k["opportunities"])))
-        if k["savings_note"]:
-            body.append(p(*k["savings_note"]))
+    if k["levers"]:
+        body.append(p(Strong("What to fix first"), " (the time each lever could save per "
+                      "call, largest first):"))
+        body.append(BulletList(tuple(text(*x) for x in k["levers"])))
+        body.append(p(*k["levers_note"]))
     body.append(table(KERNEL_COLUMNS, [_kernel_cells(r) for r in k["rows"]]))
     if k["rest"]:
         body.append(Details((k["more"], " Every kernel:"),
@@ -287,10 +294,14 @@ def kernels(vm: VM) -> Section | None:
         + ("(the spec sheet or the ceilings given for the machine that ran the trace, "
            "where there is one)" if vm.get("trace")
            else "(this machine's where this run measured them)") +
-        ". Its roof is the rate that prediction "
-        "implies, the share of roof the achieved rate ÷ that roof, the binding the largest "
-        "term of that same prediction; the miss says how many times slower or faster than "
-        "predicted it ran.")]
+        ". The binding is the largest term of that prediction, and the miss says how many "
+        "times slower or faster than predicted it ran: the model's accuracy. Apart from it, "
+        "each kernel's hardware roof at its intensity is what those roofs allow its work and "
+        "bytes at their peaks (its products at its dtype's matmul roof, whatever their size; "
+        "elementwise flops at the multiply-add rate; each function at its rate; its bytes at "
+        "the fastest roof of the memory level holding them; no launch cost), whichever takes "
+        "longer: its achieved rate ÷ that roof is its share of it, its headroom, above 100% "
+        "only where a roof is lower than what ran (the row names which).")]
     for i, k in enumerate(views):
         sub = _kernel_workload(vm, k)
         body.append(sub if i == 0 or k["user"] else Details((k["title"],), (sub,)))

@@ -24,9 +24,9 @@ from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.records import (
     SIGNIFICANT_KERNEL_S,
     Analysis,
+    HardwareRoof,
     KernelRow,
     KernelTable,
-    Opportunity,
     Program,
     TraceSummary,
 )
@@ -48,6 +48,14 @@ from roofline_report.report.format import (
     rate,
     ratio,
     signed_count,
+)
+from roofline_report.report.lever_words import (
+    LEVERS_SHOWN,
+    lever_kind,
+    lever_long,
+    lever_short,
+    levers_lede,
+    what_first,
 )
 from roofline_report.report.reconcile_words import rewrites_text
 from roofline_report.units import format_intensity, format_si
@@ -113,11 +121,41 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
         "intensity": Num("—") if r.uncosted and not r.flops
         else Num(format_intensity(r.intensity) if r.intensity else "0", A.value),
         "achieved": n(r.achieved, "FLOP/s", M) if r.achieved else Num("—"),
-        "roof": cells["roof"], "of_roof": percent(r.share_of_roof, P),
+        "roof": hardware_rate(r.hardware if not r.uncosted else None),
+        "of_roof": roof_share_num(r.share_of_hardware_roof, r.share_of_assumed_roof,
+                                  r.hardware),
         "binding": cells["binding"], "predicted": cells["predicted"],
         "miss": miss_text(r.miss),
-        "why": "; ".join(x for x in (_uncounted_words(r), r.why) if x),
+        "why": "; ".join(x for x in (_uncounted_words(r), above_words(r.above_roof), r.why)
+                         if x),
     }
+
+
+def hardware_rate(h: HardwareRoof | None) -> Num:
+    """The roof at its intensity: its rate with the roofs' kind, and the roof that binds it."""
+    if h is None or h.rate is None:
+        return Num("—")
+    value = n(h.rate[0], h.rate[1], h.kind)
+    return Num(f"{value.text} ({h.names})", value.kind)
+
+
+def roof_share_num(hardware: float | None, assumed: float | None, h: HardwareRoof | None
+                   ) -> Num:
+    """The share of the roof at its intensity, of the roofs' kind: the hardware's (headroom),
+    or an assumed roof's, said so (no headroom)."""
+    if hardware is not None and h is not None:
+        return percent(hardware, h.kind)
+    if assumed is not None:
+        return Num(f"{percent_text(assumed)} of an assumed roof", Kind.HYPOTHETICAL.value)
+    return Num("—")
+
+
+def above_words(names: str | None) -> str:
+    """'above its roof (L3 read-write): ...' for a row over 100% of its roof, else ''."""
+    if names is None:
+        return ""
+    return (f"above its roof at its intensity ({names}): that roof is lower than what ran, "
+            "or its time is short of its work")
 
 
 def _uncounted_words(r: KernelRow) -> str:
@@ -193,18 +231,6 @@ def _coverage(t: TraceSummary, roofs: RoofSet, accounting: CallAccounting | None
     return parts
 
 
-def _opportunity(o: Opportunity, launch_group: bool) -> tuple[str | Num, ...]:
-    """A saving in words. ``launch_group``: the launch-bound kernels are counted apart, so a
-    category's kernels are those of it that are not launch-bound, and the sentence says so."""
-    if o.what == "kernel":
-        return (f"{o.name} ({o.binding}) could save ", n(o.saving, "s", P), " per call: it "
-                "takes ", percent(o.share, M), " of the summed kernel time.")
-    apart = " not bound by launches" if launch_group and o.what != "launch-bound" else ""
-    return (f"The {o.kernels} {o.what} kernels{apart} could save ",
-            n(o.saving, "s", P), " per call together (", percent(o.share, M),
-            " of the summed kernel time).")
-
-
 def _figure(p: Program, table: KernelTable) -> figs.FigureOut | None:
     top = table.rows[:KERNEL_POINTS]
     placed = [r for r in top if r.intensity and r.achieved and r.share]
@@ -212,7 +238,7 @@ def _figure(p: Program, table: KernelTable) -> figs.FigureOut | None:
         label=r.name, intensity=r.intensity or 0.0, rate=r.achieved or 0.0,
         category=r.category, size=r.share or 0.0,
         tooltip=_tooltip(r.name, r.seconds, r.share, _source_text(r) if r.source else None,
-                         r.share_of_roof))
+                         r.share_of_hardware_roof, r.share_of_assumed_roof))
         for r in placed]
     # A figure for the user's programs and the seed: one per catalog workload would double
     # the time to re-render; their tables hold the same numbers.
@@ -235,12 +261,14 @@ def _figure(p: Program, table: KernelTable) -> figs.FigureOut | None:
 
 
 def _tooltip(name: str, seconds: float | None, share: float | None, source: str | None,
-             of_roof: float | None) -> str:
+             of_roof: float | None, of_assumed: float | None = None) -> str:
     parts = [name, format_si(seconds, "s") + " per call"]
     if share is not None:
         parts.append(percent_text(share) + " of the time")
     if of_roof is not None:
-        parts.append(percent_text(of_roof) + " of its roof")
+        parts.append(percent_text(of_roof) + " of its roof at its intensity")
+    elif of_assumed is not None:
+        parts.append(percent_text(of_assumed) + " of an assumed roof at its intensity")
     if source:
         parts.append(source)
     return "; ".join(parts)
@@ -287,10 +315,8 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
                         "time": n(c.seconds, "s", M), "share": percent(c.share, M),
                         "flops": count(c.flops, A), "bytes": n(c.bytes, "B", A)}
                        for c in table.categories],
-        "opportunities": [_opportunity(o, any(c.key == "launch-bound"
-                                               for c in table.categories))
-                          for o in table.opportunities],
-        "savings_note": _savings_note(p, table),
+        "levers": [lever_long(x) for x in p.levers[:LEVERS_SHOWN]],
+        "levers_note": levers_lede(p) if p.levers else (),
         "reconciliation": _kernel_reconciliation(table.reconciliation),
         "figure": figure.name if figure is not None else None, "figure_out": figure,
     }
@@ -334,29 +360,6 @@ def _faults(table: KernelTable) -> tuple[Inline, ...]:
             count(table.fresh_pages, P), " pages a call: ",
             n(table.fresh_pages * fault.seconds, "s", P), " at the measured ",
             n(fault.seconds, "s", M), " a page, charged to the kernels that write first.")
-
-
-def _savings_note(p: Program, table: KernelTable) -> tuple[str | Num, ...]:
-    """When the kernels' savings sum past the program's own gap to its prediction, why they do
-    not add up, each reason from the numbers: kernels faster than their predictions, kernels
-    that ran side by side, else the trace's times against the timed calls."""
-    total, m = table.saving_total, p.miss
-    if not table.opportunities or m is None or total <= m.shortfall:
-        return ()
-    whole = (("more than the program's own gap to its prediction (measured ",)
-             if m.shortfall > 0 else ("while the program as a whole ran no slower than predicted "
-                              "(measured ",))
-    causes = []
-    if any(r.miss is not None and r.miss.measured < r.miss.predicted for r in table.rows):
-        causes.append("kernels that ran faster than predicted are not set against them")
-    if table.trace is not None and table.trace.side_by_side:
-        causes.append("kernels that ran side by side each count the time they shared")
-    if not causes:
-        causes.append("the kernels' times come from the traced calls, the program's from the "
-                      "timed ones")
-    return ("These savings do not add up: every kernel's together come to ", n(total, "s", P),
-            " per call, ", *whole, n(m.measured, "s", M), ", predicted ",
-            n(m.predicted, "s", P), f"), because {' and '.join(causes)}.")
 
 
 def kernel_views(an: Analysis) -> list[dict[str, Any]]:
@@ -403,8 +406,9 @@ def placements(an: Analysis) -> list[dict[str, Any]]:
         rows.append({
             "title": p.title, "anchor": meta.workload_anchor(p.name),
             "intensity": Num(format_intensity(p.intensity), A.value),
-            "achieved": n(p.achieved, "FLOP/s", M), "roof": cells["roof"],
-            "of_roof": percent(p.share_of_roof, P), "binding": cells["binding"],
+            "achieved": n(p.achieved, "FLOP/s", M), "roof": hardware_rate(p.hardware),
+            "of_roof": roof_share_num(p.share_of_hardware_roof, p.share_of_assumed_roof,
+                                      p.hardware), "binding": cells["binding"],
             "roofs": cells["roofs"], "predicted": cells["predicted"],
             "measured": n(p.seconds, "s", M), "miss": miss_text(p.miss),
             "why": p.why or ("" if p.prediction is not None else
@@ -447,7 +451,8 @@ def programs_figure(an: Analysis) -> figs.FigureOut | None:
         category = "yours" if p.user else "catalog"
         points.append(figs.PlotPoint(
             label=p.title, intensity=x, rate=achieved, category=category, size=0.0,
-            tooltip=_tooltip(p.title, p.seconds, None, None, p.share_of_roof)))
+            tooltip=_tooltip(p.title, p.seconds, None, None, p.share_of_hardware_roof,
+                             p.share_of_assumed_roof)))
         roof = p.roof
         if roof is not None and roof[1] == "FLOP/s":
             points.append(figs.PlotPoint(
@@ -492,7 +497,7 @@ def _roof_list(s: RoofSet) -> str:
 
 # --- the summary: every program, and what could save the most time ----------------------------
 
-SAVERS = 3  # kernels named per program in the summary
+SAVERS = 3  # levers named per program in the summary's table
 
 #: How each option of a user's jit that a program was timed without is named on the page.
 _JIT_OPTION_WORDS = {
@@ -516,32 +521,38 @@ def timed_without(p: Program) -> str:
 
 
 def summary(an: Analysis) -> dict[str, Any]:
-    """The first table of a report about programs: per program its measured and predicted
-    time, achieved rate, share of roof, what binds, and the kernels that could save the most
-    time (measured minus predicted at their roof), largest first."""
+    """The first table of a report about programs: per program what to fix first (its
+    biggest lever in words, then the next), its measured and predicted time and the miss
+    between them, its achieved rate and share of the hardware roof at its intensity, what
+    binds it, and its largest levers with the time each could save."""
     rows = []
+    first = []
     for p in an.programs:
         if not p.user:
             continue
         cells = prediction_cells(p.prediction)
-        savers = [{"name": r.name, "saving": n(r.saving, "s", P),
-                   "anchor": meta.workload_anchor(p.name) + "-kernels"}
-                  for r in (p.kernels.savers[:SAVERS] if p.kernels is not None else ())]
         anchor = meta.workload_anchor(p.name)
+        target = anchor + ("-kernels" if p.kernels is not None else
+                           "-program" if not p.observation.get("trace") else "-summary")
+        levers = [{"words": lever_short(x), "kind": lever_kind(x).value}
+                  for x in p.levers[:SAVERS]]
+        first.append(what_first(p))
         rows.append({
-            "title": p.title, "anchor": anchor,
-            "target": anchor + ("-kernels" if p.kernels is not None else
-                                "-program" if not p.observation.get("trace") else "-summary"),
+            "title": p.title, "anchor": anchor, "target": target,
             "measured": n(p.seconds, "s", M) if p.seconds else Num(p.timing_reason or
                                                                    "not measured"),
             "predicted": cells["predicted"],
             "lower_bound": p.prediction is not None and p.prediction.lower_bound,
             "achieved": n(p.achieved, "FLOP/s", M) if p.achieved is not None else Num("—"),
-            "of_roof": percent(p.share_of_roof, P), "binding": cells["binding"],
-            "miss": miss_text(p.miss), "savers": savers,
+            "of_roof": roof_share_num(p.share_of_hardware_roof, p.share_of_assumed_roof,
+                                      p.hardware),
+            "binding": cells["binding"],
+            "miss": miss_text(p.miss), "levers": levers,
             "timed_without": timed_without(p),
         })
-    return {"rows": rows, "roofs": roofs_words(an.roofs.kernels)}
+    roofs = an.roofs.kernels
+    return {"rows": rows, "first": first, "roofs": roofs_words(roofs),
+            "assumed": roofs.kind is Kind.HYPOTHETICAL}
 
 
 # --- a user's program ------------------------------------------------------------------------

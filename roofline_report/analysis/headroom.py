@@ -1,0 +1,129 @@
+"""The hardware roof at a kernel's or a program's intensity (no jax): what the machine allows
+its work and its bytes, against which its achieved rate is a share (headroom), apart from the
+model's prediction (whose miss is its accuracy).
+
+A kernel's roof is the roofline's ``min(compute, bandwidth × intensity)`` for its own mix of
+work, as a time per call::
+
+    compute = matrix-product flops ÷ its dtype's matmul roof (an integer product's at its
+              integer type's, a product asking for the highest precision at the roof measured
+              at it, where one was)
+            + convolution flops ÷ the convolution roof (grouped ones ÷ the grouped-convolution
+              roof nearest their window)
+            + conversions ÷ the conversion rate
+            + other flops ÷ the multiply-add rate of the dtype it computes in (the matmul roof
+              where none was measured)
+            + each transcendental ÷ its function's rate
+    memory  = the bytes it touches ÷ the fastest roof of the memory level holding its working
+              set (read where the level meets main memory at its size and its program's
+              traffic, as the model reads it; not the write-new roof: writing into fresh
+              pages is a cost a program can avoid)
+    at the roof = trips × max(compute, memory)
+
+Each roof at its peak, its ``value``: unlike the prediction, not a product's rate read at its
+size, nor a kernel's share of the worker threads, nor the launch floor, the dispatch, page
+faults or a pattern's code path. Those are what a kernel loses below its roof, which is what
+headroom measures. A program's roof sums its charged kernels' compute parts and their memory
+parts and takes the larger: the roof at the program's intensity, with each kernel's bytes at
+its own level's roof.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from roofline_report.analysis.predict import (
+    TRANSCENDENTAL_RATE,
+    Facts,
+    kernel_facts,
+)
+from roofline_report.analysis.records import HardwareRoof, RoofPart
+from roofline_report.analysis.roofs import RoofSet
+
+__all__ = ["facts_roof", "kernel_roof", "program_roof"]
+
+Group = Literal["compute", "memory"]
+
+
+def facts_roof(f: Facts, roofs: RoofSet, traffic: float | None = None, trips: int = 1
+               ) -> HardwareRoof | None:
+    """The roof of ``trips`` launches of work ``f`` (see the module docstring) in a program
+    moving ``traffic`` bytes per call; None where ``roofs`` lack a compute or a bandwidth
+    roof."""
+    compute = roofs.compute_for(f.dtype)
+    memory = roofs.bandwidth_for(f.bytes, None, program=True, passes=f.passes, traffic=traffic)
+    if compute is None or memory is None:
+        return None
+    parts: list[RoofPart] = []
+
+    def add(group: Group, work: float, name: str, value: float, unit: str) -> None:
+        if work > 0 and value > 0:
+            parts.append(RoofPart(group, name, trips * work, trips * work / value, unit))
+
+    matmul = f.dot_flops - f.conv_flops
+    products = compute
+    if f.matmul_dtype is not None:
+        integer = roofs.compute_for(f.matmul_dtype)
+        products = integer if integer is not None and integer.dtype == f.matmul_dtype \
+            else compute
+    elif f.precision == "highest" and compute.precision != "highest":
+        products = roofs.compute_at_precision(f.dtype, "highest") or compute
+    add("compute", matmul, products.name, products.value, "FLOP/s")
+    conv = roofs.compute_for(f.dtype, op="convolution") or compute
+    add("compute", f.conv_flops - f.grouped_flops, conv.name, conv.value, "FLOP/s")
+    if f.grouped_flops:
+        grouped = roofs.grouped_convolution(f.dtype, f.grouped_flops, f.grouped_taps)
+        roof = grouped[0] if grouped is not None else conv
+        add("compute", f.grouped_flops, roof.name, roof.value, "FLOP/s")
+    arithmetic = "float32" if f.converts else f.dtype
+    convert = roofs.rate_for("convert", "float32")
+    if convert is not None:
+        add("compute", f.converts, convert.name, convert.value, "op/s")
+    other = f.other_flops + f.recomputed_flops + f.complex_flops
+    fma = roofs.rate_for("multiply-add", arithmetic)
+    if fma is not None:
+        add("compute", other, fma.name, fma.value, "FLOP/s")
+    else:
+        add("compute", other, compute.name, compute.value, "FLOP/s")
+    evaluated = dict(f.transcendentals)
+    for op, n in f.recomputed.items():
+        evaluated[op] = evaluated.get(op, 0.0) + n
+    for op, n in sorted(evaluated.items()):
+        rate = roofs.rate_for(TRANSCENDENTAL_RATE.get(op, "tanh"), arithmetic) \
+            or roofs.rate_for("exp", arithmetic)
+        if rate is not None:
+            add("compute", n, rate.name, rate.value, "op/s")
+    add("memory", f.bytes, memory.name, memory.value, "B/s")
+    return HardwareRoof(trips * f.flops, trips * f.bytes, _merged(parts), roofs.kind)
+
+
+def kernel_roof(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
+                traffic: float | None = None) -> HardwareRoof | None:
+    """The roof of a kernel of the inventory per call of its program (its trips included), in
+    the dtype it computes in (``dtype``, the program's, where it moves no float)."""
+    return facts_roof(kernel_facts(k, dtype), roofs, traffic, max(1, int(k.get("trips", 1))))
+
+
+def program_roof(kernels: Iterable[HardwareRoof | None]) -> HardwareRoof | None:
+    """The roof at a program's intensity from its charged kernels' roofs: their compute parts
+    summed against their memory parts summed; None without kernels or where one has no
+    roof."""
+    roofs = list(kernels)
+    if not roofs or any(r is None for r in roofs):
+        return None
+    known = [r for r in roofs if r is not None]
+    parts = [x for r in known for x in r.parts]
+    return HardwareRoof(sum(r.flops for r in known), sum(r.bytes for r in known),
+                        _merged(parts), known[0].kind)
+
+
+def _merged(parts: Iterable[RoofPart]) -> tuple[RoofPart, ...]:
+    """Parts of the same group and roof summed, the largest first (ties by name)."""
+    summed: dict[tuple[str, str], RoofPart] = {}
+    for x in parts:
+        key = (x.group, x.name)
+        was = summed.get(key)
+        summed[key] = x if was is None else RoofPart(x.group, x.name, was.work + x.work,
+                                                     was.seconds + x.seconds, x.unit)
+    return tuple(sorted(summed.values(), key=lambda x: (-x.seconds, x.group, x.name)))

@@ -1,0 +1,141 @@
+"""What could save a program the most time (no jax): its levers, ranked, each with the time it
+could save per call and the numbers it rests on. Three kinds, each an upper bound, which may
+overlap (a kernel's time can count in two of them), so they are ranked, not added:
+
+* **a kernel below its roof** (:class:`~roofline_report.analysis.records.BelowRoof`): its
+  measured time less its time at the hardware roof at its intensity
+  (:mod:`~roofline_report.analysis.headroom`);
+* **traffic above the minimum** (:class:`~roofline_report.analysis.records.ExcessTraffic`):
+  every kernel together moves more bytes than the program must (the analytic minimum, or every
+  argument read and every result written once); the kernels bound by memory at their roofs
+  (not matrix products: elementwise kernels such as an optimizer's, reductions, copies) move
+  part of them, and fused they could move up to the smaller of their bytes and the excess
+  less: that many bytes at their own memory roofs, no more than the time they took;
+* **dispatch and launches** (:class:`~roofline_report.analysis.records.Overhead`): the model's
+  dispatch of a call and its kernels' launch terms (split launches included), against the
+  call's time: work done in fewer, larger calls (a loop of steps inside one call) and fewer
+  kernels could save all of it but one launch.
+
+A program that was not timed has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from roofline_report.analysis.predict import Prediction
+from roofline_report.analysis.records import (
+    BelowRoof,
+    ExcessTraffic,
+    KernelRow,
+    KernelTable,
+    Lever,
+    Overhead,
+    RoofPart,
+)
+from roofline_report.analysis.roofs import SPLIT_LAUNCH, RoofSet
+from roofline_report.kinds import Kind
+
+__all__ = ["FUSIBLE", "LAUNCH_TERMS", "program_levers"]
+
+#: The categories of kernels whose traffic fusion takes away: not matrix products and
+#: convolutions (their operands are read as they must be), not collectives.
+FUSIBLE = ("elementwise", "reduction", "data movement", "other")
+#: The prediction's terms that are a kernel's launch costs.
+LAUNCH_TERMS = ("launch", SPLIT_LAUNCH)
+_ORDER = {BelowRoof.what: 2, ExcessTraffic.what: 0, Overhead.what: 1}
+
+
+def program_levers(seconds: float | None, table: KernelTable | None,
+                   prediction: Prediction | None, minimum: float | None, minimum_basis: str,
+                   roofs: RoofSet) -> tuple[Lever, ...]:
+    """A program's levers, the largest saving first (ties: traffic, then overhead, then
+    kernels by name). ``seconds``: its measured time per call; ``minimum``: the bytes it must
+    move (``minimum_basis`` says which minimum)."""
+    if not seconds or seconds <= 0:
+        return ()
+    rows = [r for r in table.rows if r.charged] if table is not None else []
+    found: list[Lever] = [*_below(rows, seconds)]
+    traffic = _traffic(rows, seconds, minimum, minimum_basis)
+    if traffic is not None:
+        found.append(traffic)
+    overhead = _overhead(rows, table is not None, prediction, seconds, roofs)
+    if overhead is not None:
+        found.append(overhead)
+    return tuple(sorted(found, key=lambda x: (-x.saving, _ORDER[x.what], _name(x))))
+
+
+def _name(lever: Lever) -> str:
+    return lever.kernel if isinstance(lever, BelowRoof) else ""
+
+
+def _below(rows: Sequence[KernelRow], seconds: float) -> list[BelowRoof]:
+    out = []
+    for r in rows:
+        room, roof = r.headroom, r.hardware
+        if room and room > 0 and roof is not None and r.seconds:
+            out.append(BelowRoof(r.name, r.category, r.seconds, roof, room, room / seconds))
+    return out
+
+
+def _traffic(rows: Sequence[KernelRow], seconds: float, minimum: float | None, basis: str
+             ) -> ExcessTraffic | None:
+    """The fusible kernels' traffic above the program's minimum (see the module
+    docstring); None where there is no minimum, no excess or no such kernel timed."""
+    if not minimum or minimum <= 0 or not rows:
+        return None
+    total = sum(r.bytes for r in rows)
+    group = [r for r in rows if r.category in FUSIBLE and r.seconds and r.bytes
+             and not r.uncosted and r.hardware is not None]
+    if not group or total <= minimum:
+        return None
+    moved = sum(r.bytes for r in group)
+    at_roof = sum(r.hardware.group_seconds("memory") for r in group if r.hardware is not None)
+    took = sum(r.seconds or 0.0 for r in group)
+    if at_roof <= 0:
+        return None
+    excess = min(moved, total - minimum)
+    bandwidth = moved / at_roof
+    saving = min(took, excess / bandwidth)
+    parts: dict[str, RoofPart] = {}
+    for r in group:
+        assert r.hardware is not None
+        for x in r.hardware.parts:
+            if x.group == "memory":
+                was = parts.get(x.name)
+                parts[x.name] = x if was is None else RoofPart(
+                    "memory", x.name, was.work + x.work, was.seconds + x.seconds, x.unit)
+    categories: dict[str, int] = {}
+    for r in group:
+        categories[r.category] = categories.get(r.category, 0) + 1
+    kind = group[0].hardware.kind if group[0].hardware is not None else Kind.MEASURED
+    return ExcessTraffic(
+        kernels=tuple(r.name for r in group),
+        categories=tuple(sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))),
+        seconds=took, bytes=moved, total_bytes=total, minimum_bytes=minimum,
+        minimum_basis=basis, excess=excess, bandwidth=bandwidth,
+        roofs=tuple(sorted(parts.values(), key=lambda x: (-x.seconds, x.name))),
+        roof_kind=kind, saving=saving, share=saving / seconds)
+
+
+def _overhead(rows: Sequence[KernelRow], tabled: bool, prediction: Prediction | None,
+              seconds: float, roofs: RoofSet) -> Overhead | None:
+    """The model's dispatch and launch terms against the call; None without a prediction or
+    where they leave nothing to save beyond one launch."""
+    if prediction is None:
+        return None
+    dispatch = sum(t.seconds for t in prediction.terms if t.name == "dispatch")
+    terms = [t for r in rows if r.prediction is not None for t in r.prediction.terms] \
+        if tabled else list(prediction.terms)
+    launch = sum(t.seconds for t in terms if t.name in LAUNCH_TERMS)
+    floor = roofs.floor("launch")
+    launches = float(sum(r.trips for r in rows)) if tabled else \
+        (launch / floor.seconds if floor is not None and floor.seconds > 0 else 0.0)
+    one = floor.seconds if floor is not None and launch > 0 else 0.0
+    saving = dispatch + launch - one
+    if saving <= 0:
+        return None
+    kinds = {t.kind for t in prediction.terms if t.name == "dispatch"} | \
+        {t.kind for t in terms if t.name in LAUNCH_TERMS}
+    kind = kinds.pop() if len(kinds) == 1 else Kind.MEASURED
+    return Overhead(dispatch, launch, launches, one, seconds, saving, saving / seconds, kind)

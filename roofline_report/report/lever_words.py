@@ -1,0 +1,169 @@
+"""The words for a program's levers (no jax): what could save it the most time, each sentence
+built from the numbers of its :mod:`~roofline_report.analysis.levers` record, every number of
+its own kind (a saving at a roof of that roof's kind; the model's dispatch and launch terms
+predicted; counts and bytes analytic; times measured).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from roofline_report.analysis.records import (
+    BelowRoof,
+    ExcessTraffic,
+    HardwareRoof,
+    Lever,
+    Overhead,
+    Program,
+)
+from roofline_report.kinds import Kind
+from roofline_report.report.blocks import Inline
+from roofline_report.report.format import Num, count, n, percent, plural, ratio
+from roofline_report.units import format_intensity
+
+__all__ = ["LEVERS_SHOWN", "lever_kind", "lever_long", "lever_short", "levers_lede",
+           "what_first"]
+
+P = Kind.PREDICTED
+M = Kind.MEASURED
+A = Kind.ANALYTIC
+#: Levers listed in a program's own section; the rest summed in one sentence.
+LEVERS_SHOWN = 8
+#: Levers named after the first in the summary's sentence.
+NEXT_LEVERS = 2
+
+FUSIBLE_ONE = "kernel other than a matrix product or convolution"
+FUSIBLE_MANY = "kernels other than matrix products and convolutions"
+_CATEGORY = {"elementwise": ("elementwise", "elementwise"),
+             "reduction": ("reduction", "reductions"),
+             "data movement": ("data movement", "data movement"),
+             "collective": ("collective", "collectives"), "other": ("other", "other")}
+
+
+def lever_kind(lever: Lever) -> Kind:
+    """The kind of a lever's saving: a roof's time for a kernel or the traffic (that roof's
+    kind), the model's terms for dispatch and launches (predicted)."""
+    if isinstance(lever, BelowRoof):
+        return lever.roof.kind
+    if isinstance(lever, ExcessTraffic):
+        return lever.roof_kind
+    return P
+
+
+def _categories(items: Sequence[tuple[str, int]]) -> str:
+    words = [f"{k} {_CATEGORY.get(c, (c, c))[0 if k == 1 else 1]}" for c, k in items]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _roofs(lever: ExcessTraffic) -> list[Inline]:
+    out: list[Inline] = []
+    for i, x in enumerate(lever.roofs):
+        out += [", " if i else "", f"{x.name} ", n(x.value, x.unit, lever.roof_kind)]
+    return out
+
+
+def _roof_rate(r: HardwareRoof, kind: Kind) -> tuple[Inline, ...]:
+    """The roof's rate at the intensity, and for a memory-bound one with work the bandwidth
+    and intensity it comes from: '152 GB/s × 0.25 FLOP/B = 38 GFLOP/s'."""
+    if r.rate is None:
+        return (Num("unknown"),)
+    rate = n(r.rate[0], r.rate[1], kind)
+    parts = r.binding_parts
+    if r.binding == "memory" and r.flops > 0 and r.bytes > 0 and len(parts) == 1:
+        return (n(parts[0].value, parts[0].unit, kind), " × ",
+                Num(format_intensity(r.flops / r.bytes), A.value), " = ", rate)
+    return (rate,)
+
+
+def lever_short(lever: Lever) -> tuple[Inline, ...]:
+    """A lever in a few words and its saving: 'dot.1 below its roof: 4.56 ms (11%)'."""
+    kind = lever_kind(lever)
+    if isinstance(lever, BelowRoof):
+        head = f"{lever.kernel} below its roof"
+    elif isinstance(lever, ExcessTraffic):
+        head = f"fusing {plural(len(lever.kernels), FUSIBLE_ONE, FUSIBLE_MANY)}"
+    else:
+        head = "dispatch and launches"
+    return (f"{head}: ", n(lever.saving, "s", kind), " (", percent(lever.share, kind), ")")
+
+
+def lever_long(lever: Lever) -> tuple[Inline, ...]:
+    """A lever as a sentence of its numbers (see the module docstring)."""
+    kind = lever_kind(lever)
+    share: tuple[Inline, ...] = (percent(lever.share, kind), " of the call")
+    if isinstance(lever, BelowRoof):
+        r = lever.roof
+        of = lever.of_roof
+        return (f"{lever.kernel} ({lever.category}) runs at ", percent(of, kind),
+                f" of its roof at its intensity ({r.names}: ", *_roof_rate(r, kind),
+                "): it took ",
+                n(lever.seconds, "s", M), " against ", n(r.seconds, "s", kind),
+                " at that roof, so it could save up to ", n(lever.saving, "s", kind), ", ",
+                *share, ".")
+    if isinstance(lever, ExcessTraffic):
+        capped = lever.saving >= lever.seconds
+        return ("Fusion: the kernels move ",
+                n(lever.total_bytes, "B", A), " a call, ", ratio(lever.ratio, A, 3),
+                "× the program's minimum of ", n(lever.minimum_bytes, "B", A),
+                f" ({lever.minimum_basis}); the "
+                f"{plural(len(lever.kernels), FUSIBLE_ONE, FUSIBLE_MANY)} "
+                f"({_categories(lever.categories)}) move ", n(lever.bytes, "B", A),
+                " of them in ", n(lever.seconds, "s", M),
+                ". Fused, they could move up to ",
+                n(lever.excess, "B", A), " less, which at their memory roofs (",
+                *_roofs(lever), ") take ",
+                *((n(lever.excess / lever.bandwidth, "s", kind), ", more than the ",
+                   n(lever.seconds, "s", M), " they took: up to all of it, ")
+                  if capped else (n(lever.saving, "s", kind), ", ")),
+                *share, ".")
+    return _overhead(lever, kind, share)
+
+
+def _overhead(o: Overhead, kind: Kind, share: tuple[Inline, ...]) -> tuple[Inline, ...]:
+    parts: list[Inline] = ["Dispatch and launches: the model charges a call "]
+    if o.dispatch > 0:
+        parts += [n(o.dispatch, "s", kind), " of dispatch"]
+    if o.dispatch > 0 and o.launch > 0:
+        parts += [" and "]
+    if o.launch > 0:
+        parts += [count(o.launches, A), f" {'launch' if o.launches == 1 else 'launches'} (",
+                  n(o.launch, "s", kind), ")"]
+    parts += [", ", percent(o.total / o.seconds, kind), " of the call's ",
+              n(o.seconds, "s", M), "; more work per call (steps looped inside one) and "
+              "fewer kernels could save up to ", n(o.saving, "s", kind)]
+    if o.floor > 0:
+        parts += [" (all of it but one launch)"]
+    return (*parts, ", ", *share, ".")
+
+
+def what_first(p: Program) -> tuple[Inline, ...]:
+    """The summary's sentence on a program: its biggest lever in full, the next ones in a few
+    words; or why it has none."""
+    levers = p.levers
+    if not levers:
+        why = ("it was not timed" if p.seconds is None else
+               "nothing ran below its roof, above its minimum traffic or beyond one launch"
+               if p.hardware is not None else "it has no roof to hold it to")
+        return (f"{p.title}: no lever to rank: {why}.",)
+    first = levers[0]
+    parts: list[Inline] = [f"{p.title}: the biggest lever ({first.what}). ", *lever_long(first)]
+    rest = levers[1:1 + NEXT_LEVERS]
+    if rest:
+        parts.append(" Next: ")
+        for i, x in enumerate(rest):
+            parts += ["; " if i else "", *lever_short(x)]
+        parts.append(".")
+    return tuple(parts)
+
+
+def levers_lede(p: Program) -> tuple[Inline, ...]:
+    """The sentence after a program's levers: they overlap, and the ones not listed."""
+    left = p.levers[LEVERS_SHOWN:]
+    parts: list[Inline] = [
+        "Each is an upper bound and they overlap (a kernel's time can count in two), so they "
+        "rank and do not add."]
+    if left:
+        kind = lever_kind(left[0])
+        parts += [f" {plural(len(left), 'more lever saves', 'more levers save')} up to ",
+                  n(left[0].saving, "s", kind), " each."]
+    return tuple(parts)
