@@ -85,9 +85,7 @@ def _lever(x: Lever) -> dict[str, Any]:
         out.update(kernels=list(x.kernels), categories=dict(x.categories), seconds=x.seconds,
                    bytes=x.bytes, total_bytes=x.total_bytes, minimum_bytes=x.minimum_bytes,
                    minimum_basis=x.minimum_basis, excess_bytes=x.excess,
-                   bandwidth=x.bandwidth, roof_kind=x.roof_kind.value,
-                   roofs=[{"roof": r.name, "bytes": r.work, "seconds": r.seconds,
-                           "rate": r.value} for r in x.roofs])
+                   bandwidth=x.bandwidth, roof=x.roof, roof_kind=x.roof_kind.value)
     else:
         out.update(dispatch_s=x.dispatch, launch_s=x.launch, launches=x.launches,
                    one_launch_s=x.floor, seconds=x.seconds, roof_kind=x.roof_kind.value)

@@ -31,7 +31,6 @@ from roofline_report.analysis.records import (
     KernelTable,
     Lever,
     Overhead,
-    RoofPart,
 )
 from roofline_report.analysis.roofs import SPLIT_LAUNCH, RoofSet
 from roofline_report.kinds import Kind
@@ -56,7 +55,7 @@ def program_levers(seconds: float | None, table: KernelTable | None,
         return ()
     rows = [r for r in table.rows if r.charged] if table is not None else []
     found: list[Lever] = [*_below(rows, seconds)]
-    traffic = _traffic(rows, seconds, minimum, minimum_basis)
+    traffic = _traffic(rows, seconds, minimum, minimum_basis, roofs)
     if traffic is not None:
         found.append(traffic)
     overhead = _overhead(rows, table is not None, prediction, seconds, roofs)
@@ -70,52 +69,43 @@ def _name(lever: Lever) -> str:
 
 
 def _below(rows: Sequence[KernelRow], seconds: float) -> list[BelowRoof]:
+    """Each kernel's headroom, no more than the call's time (a kernel's time comes from the
+    traced calls, which can run longer than the timed ones)."""
     out = []
     for r in rows:
         room, roof = r.headroom, r.hardware
         if room and room > 0 and roof is not None and r.seconds:
-            out.append(BelowRoof(r.name, r.category, r.seconds, roof, room, room / seconds))
+            saving = min(room, seconds)
+            out.append(BelowRoof(r.name, r.category, r.seconds, roof, saving,
+                                 saving / seconds, capped=room > seconds))
     return out
 
 
-def _traffic(rows: Sequence[KernelRow], seconds: float, minimum: float | None, basis: str
-             ) -> ExcessTraffic | None:
-    """The fusible kernels' traffic above the program's minimum (see the module
-    docstring); None where there is no minimum, no excess or no such kernel timed."""
+def _traffic(rows: Sequence[KernelRow], seconds: float, minimum: float | None, basis: str,
+             roofs: RoofSet) -> ExcessTraffic | None:
+    """The fusible kernels' traffic above the program's minimum (see the module docstring);
+    None where there is no minimum, no excess, no bandwidth roof or no such kernel timed."""
     if not minimum or minimum <= 0 or not rows:
         return None
     total = sum(r.bytes for r in rows)
     group = [r for r in rows if r.category in FUSIBLE and r.seconds and r.bytes
-             and not r.uncosted and r.hardware is not None]
-    if not group or total <= minimum:
+             and not r.uncosted]
+    roof = roofs.bandwidth_for(total, None, program=True, traffic=total)
+    if not group or total <= minimum or roof is None or roof.value <= 0:
         return None
     moved = sum(r.bytes for r in group)
-    at_roof = sum(r.hardware.group_seconds("memory") for r in group if r.hardware is not None)
     took = sum(r.seconds or 0.0 for r in group)
-    if at_roof <= 0:
-        return None
     excess = min(moved, total - minimum)
-    bandwidth = moved / at_roof
-    saving = min(took, excess / bandwidth)
-    parts: dict[str, RoofPart] = {}
-    for r in group:
-        assert r.hardware is not None
-        for x in r.hardware.parts:
-            if x.group == "memory":
-                was = parts.get(x.name)
-                parts[x.name] = x if was is None else RoofPart(
-                    "memory", x.name, was.work + x.work, was.seconds + x.seconds, x.unit)
     categories: dict[str, int] = {}
     for r in group:
         categories[r.category] = categories.get(r.category, 0) + 1
-    kind = group[0].hardware.kind if group[0].hardware is not None else Kind.MEASURED
+    saving = min(took, excess / roof.value, seconds)
     return ExcessTraffic(
         kernels=tuple(r.name for r in group),
         categories=tuple(sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))),
         seconds=took, bytes=moved, total_bytes=total, minimum_bytes=minimum,
-        minimum_basis=basis, excess=excess, bandwidth=bandwidth,
-        roofs=tuple(sorted(parts.values(), key=lambda x: (-x.seconds, x.name))),
-        roof_kind=kind, saving=saving, share=saving / seconds)
+        minimum_basis=basis, excess=excess, bandwidth=roof.value, roof=roof.name,
+        roof_kind=roof.kind, saving=saving, share=saving / seconds)
 
 
 def _overhead(rows: Sequence[KernelRow], tabled: bool, prediction: Prediction | None,
@@ -132,7 +122,7 @@ def _overhead(rows: Sequence[KernelRow], tabled: bool, prediction: Prediction | 
     launches = float(sum(r.trips for r in rows)) if tabled else \
         (launch / floor.seconds if floor is not None and floor.seconds > 0 else 0.0)
     one = floor.seconds if floor is not None and launch > 0 else 0.0
-    saving = dispatch + launch - one
+    saving = min(seconds, dispatch + launch - one)
     if saving <= 0:
         return None
     kinds = {t.kind for t in prediction.terms if t.name == "dispatch"} | \

@@ -342,7 +342,8 @@ class Category:
 class BelowRoof:
     """A lever: a kernel below its hardware roof at its intensity, which could save up to its
     measured time less its time at that roof (``saving``, seconds per call; ``share``: of the
-    program's measured time)."""
+    program's measured time), no more than the call's time (``capped`` where that held it:
+    the kernel's time is of the traced calls, which can run longer than the timed ones)."""
 
     kernel: str
     category: str
@@ -350,6 +351,7 @@ class BelowRoof:
     roof: HardwareRoof
     saving: float
     share: float | None
+    capped: bool = False
 
     what: ClassVar[str] = "below its roof"
 
@@ -366,10 +368,9 @@ class ExcessTraffic:
     (``minimum_basis``: the analytic minimum, or every argument read and result written once);
     the kernels other than matrix products, convolutions and collectives (``kernels``, by
     category in ``categories``) move ``bytes`` of it in ``seconds``, and fused they could move
-    up to ``excess`` less (the smaller of their bytes
-    and the traffic above the minimum), which at their memory roofs (``roofs``, an effective
-    ``bandwidth``: their bytes ÷ their time at those roofs) takes ``saving`` (no more than
-    their measured time)."""
+    up to ``excess`` less (the smaller of their bytes and the traffic above the minimum), which
+    at the ``bandwidth`` of ``roof``, the roof of the memory level the program's traffic per
+    call lies in, takes ``saving`` (no more than their measured time)."""
 
     kernels: tuple[str, ...]
     categories: tuple[tuple[str, int], ...]
@@ -380,7 +381,7 @@ class ExcessTraffic:
     minimum_basis: str
     excess: float
     bandwidth: float
-    roofs: tuple[RoofPart, ...]
+    roof: str
     roof_kind: Kind
     saving: float
     share: float | None
@@ -398,7 +399,8 @@ class Overhead:
     """A lever: the dispatch of a call and its kernels' launches, as the model prices them
     (``dispatch``, and ``launch`` seconds over ``launches`` launches per call, split launches
     included), against the call's measured ``seconds``: work done in fewer, larger calls and
-    fewer kernels could save up to all of it but one launch (``floor``)."""
+    fewer kernels could save up to all of it but one launch (``floor``), no more than the
+    call's time."""
 
     dispatch: float
     launch: float

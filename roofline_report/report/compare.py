@@ -185,7 +185,8 @@ def render_comparison(loaded: Sequence[tuple[str, Results | Mapping[str, Any]]],
         desc = (f"{plural(len(sets), 'measured roof set', 'measured roof sets')} with the "
                 "programs each run placed at their compiled-program intensity; the colour "
                 "and the label in brackets give the run.")
-        figure = figs.roofline("compare_roofline", fig_title, desc, sets, points)
+        figure = figs.roofline("compare_roofline", fig_title, desc, sets, points,
+                               colour_by_set=True)
         svgs["compare_roofline"] = figure.svg
     kernels = kernel_comparisons(runs)
     vm = {"labels": labels, "env": env_rows,

@@ -544,15 +544,59 @@ def _xrange(sets: Sequence[RoofSet], points: Sequence[PlotPoint]) -> list[float]
     return [2 ** (lo_e + (hi_e - lo_e) * i / steps) for i in range(steps + 1)]
 
 
-def drawn_roofs(roof_set: RoofSet, dtype: str | None = None
+#: A roof family's colour, the same in every roofline: matrix products, integer products,
+#: convolutions, grouped (depthwise) convolutions, each roof of a family drawn in its own
+#: shade of it (the fastest first); memory levels in shades of one colour, the outermost (main
+#: memory) darkest. Line styles tell the kinds (sets) apart.
+FAMILY_COLOURS: dict[str, tuple[str, ...]] = {
+    "matmul": ("#1d4ed8", "#60a5fa", "#1e3a8a"),
+    "integer matmul": ("#a16207", "#eab308"),
+    "convolution": ("#7e22ce", "#c084fc"),
+    "grouped-convolution": ("#be185d", "#f472b6"),
+    "other": ("#475569", "#94a3b8"),
+}
+MEMORY_SHADES = ("#14532d", "#15803d", "#22c55e", "#86efac", "#bbf7d0")
+_INTEGER_DTYPES = ("int8", "uint8", "int4", "uint4", "float8")
+
+#: (dtype, operation) pairs a figure's programs run: the compute roofs it draws.
+Uses = Sequence[tuple[str | None, str]]
+
+
+def roof_family(roof: ComputeRoof) -> str:
+    """A compute roof's family (:data:`FAMILY_COLOURS`)."""
+    if roof.op == "matmul" and roof.dtype is not None and roof.dtype.startswith(_INTEGER_DTYPES):
+        return "integer matmul"
+    return roof.op if roof.op in FAMILY_COLOURS else "other"
+
+
+def _family_colour(roof: ComputeRoof | BandwidthRoof, roof_set: RoofSet,
+                   drawn: Sequence[ComputeRoof] = ()) -> str:
+    """A roof's colour: its family's, in the shade of its place among the ``drawn`` roofs of
+    its family (fastest first); a memory level's shade by its place from main memory."""
+    if isinstance(roof, ComputeRoof):
+        family = roof_family(roof)
+        shades = FAMILY_COLOURS[family]
+        kin = sorted((r for r in drawn if roof_family(r) == family), key=lambda r: -r.value)
+        place = next((i for i, r in enumerate(kin) if r is roof), 0)
+        return shades[place % len(shades)]
+    order = roof_set.levels()
+    outward = len(order) - 1 - order.index(roof.level) if roof.level in order else 0
+    return MEMORY_SHADES[min(outward, len(MEMORY_SHADES) - 1)]
+
+
+def drawn_roofs(roof_set: RoofSet, dtype: str | None = None, uses: Uses | None = None
                 ) -> tuple[list[ComputeRoof], list[BandwidthRoof]]:
-    """The roofs :func:`roofline` draws of a set: its compute roofs (with ``dtype``, only the
-    one that dtype runs under) and one bandwidth slope per memory level, its fastest roof. A
-    caption that names the roofs drawn names these."""
+    """The roofs :func:`roofline` draws of a set: its compute roofs (with ``uses``, those the
+    set runs each (dtype, operation) pair under; with ``dtype``, only the matmul roof that
+    dtype runs under; else every one) and one bandwidth slope per memory level, its fastest
+    roof. A caption that names the roofs drawn names these."""
     computes = list(roof_set.compute)
-    if dtype is not None:
-        chosen = roof_set.compute_for(dtype)
-        computes = [chosen] if chosen is not None else []
+    if uses is not None:
+        chosen = [roof_set.compute_for(d, op) for d, op in uses]
+        computes = [r for r in computes if any(r is c for c in chosen)]
+    elif dtype is not None:
+        found = roof_set.compute_for(dtype)
+        computes = [found] if found is not None else []
     slopes = [max((r for r in roof_set.bandwidth if r.level == level), key=lambda r: r.value)
               for level in roof_set.levels()]
     return computes, sorted(slopes, key=lambda r: -r.value)
@@ -571,10 +615,12 @@ def _level(bw: BandwidthRoof, roof_set: RoofSet) -> str:
     return bw.level if own == bw.level else f"{bw.level} ({own})"
 
 
-def _set_rows(roof_set: RoofSet, dtype: str | None) -> list[tuple[str, ...]]:
-    """Every roof of one set, as rows of the figure's table."""
+def _set_rows(roof_set: RoofSet, dtype: str | None, uses: Uses | None = None
+              ) -> list[tuple[str, ...]]:
+    """The compute roofs drawn of one set and every bandwidth roof, as rows of the figure's
+    table."""
     main_bw = roof_set.memory_bandwidth
-    computes, _slopes = drawn_roofs(roof_set, dtype)
+    computes, _slopes = drawn_roofs(roof_set, dtype, uses)
     top = max((c.value for c in computes), default=None)
     rows: list[tuple[str, ...]] = []
     for c in sorted(computes, key=lambda r: -r.value):
@@ -590,18 +636,20 @@ def _set_rows(roof_set: RoofSet, dtype: str | None) -> list[tuple[str, ...]]:
     return rows
 
 
-def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
-              dtype: str | None) -> None:
-    """The :func:`drawn_roofs` of one set: compute roofs flat from where the set's main-memory
+def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], dtype: str | None,
+              uses: Uses | None = None, colour: str | None = None) -> None:
+    """The :func:`drawn_roofs` of one set, each in its family's colour (or every one in
+    ``colour``) and its set's line style: compute roofs flat from where the set's main-memory
     slope meets them, one bandwidth slope per memory level."""
     style = KIND_STYLE.get(roof_set.kind.value, {})
     main_bw = roof_set.memory_bandwidth
-    computes, slopes = drawn_roofs(roof_set, dtype)
+    computes, slopes = drawn_roofs(roof_set, dtype, uses)
     top = max((c.value for c in computes), default=None)
     for c in sorted(computes, key=lambda r: -r.value):
         start = ridge(c.value, main_bw) if main_bw else xs[0]
         line = [x for x in xs if x >= start] or [xs[-1]]
-        ax.plot([start, *line], [c.value] * (len(line) + 1), color=color,
+        ax.plot([start, *line], [c.value] * (len(line) + 1),
+                color=colour or _family_colour(c, roof_set, computes),
                 label=f"{roof_set.label}: {_own(c.name, roof_set)} {format_si(c.value, 'FLOP/s')}",
                 **style)
     for bw in sorted(roof_set.bandwidth, key=lambda r: -r.value):
@@ -609,20 +657,25 @@ def _draw_set(ax: Axes, roof_set: RoofSet, xs: Sequence[float], color: str,
             continue
         end = ridge(top, bw.value) if top else xs[-1]
         line = [x for x in xs if x <= end]
-        ax.plot([*line, end], [bw.value * x for x in [*line, end]], color=color, alpha=0.85,
+        ax.plot([*line, end], [bw.value * x for x in [*line, end]],
+                color=colour or _family_colour(bw, roof_set), alpha=0.85,
                 label=f"{roof_set.label}: {_level(bw, roof_set)} "
                 f"{format_si(bw.value, 'B/s')}", **style)
 
 
 def roofline(name: str, title: str, description: str, sets: Sequence[RoofSet],
-             points: Sequence[PlotPoint], *, dtype: str | None = None) -> FigureOut:
-    """The one roofline plotter: every roof of every set (one colour per set, one line style
-    per kind), and points coloured by category, numbered, each carrying its tooltip (an SVG
-    <title>), measured points filled and predicted ones open. The table beside it is the
-    figure's text alternative: every roof and every point with its numbers."""
+             points: Sequence[PlotPoint], *, dtype: str | None = None,
+             uses: Uses | None = None, colour_by_set: bool = False) -> FigureOut:
+    """The one roofline plotter: the roofs of every set (with ``uses``, only the compute roofs
+    of those (dtype, operation) pairs; with ``dtype``, the first set's of that dtype alone),
+    one colour per roof family, one line style per kind, and points coloured by category,
+    numbered, each carrying its tooltip (an SVG <title>), measured points filled and predicted
+    ones open (``colour_by_set``: one colour per set instead, for sets of one kind, as
+    compared runs are). The table beside it is the figure's text alternative: every roof
+    drawn, every bandwidth roof and every point with its numbers."""
     rows: list[tuple[str, ...]] = []
     for i, roof_set in enumerate(sets):
-        rows += _set_rows(roof_set, dtype if i == 0 else None)
+        rows += _set_rows(roof_set, dtype if i == 0 else None, uses)
     rows += [(f"point {j}: {p.label}", "predicted" if p.predicted else "measured",
               fmt(p.rate, "FLOP/s"), "", _g(p.intensity) + " FLOP/B", p.category)
              for j, p in enumerate(points, 1)]
@@ -631,7 +684,8 @@ def roofline(name: str, title: str, description: str, sets: Sequence[RoofSet],
         fig, ax = _new_figure()
         xs = _xrange(sets, points)
         for i, roof_set in enumerate(sets):
-            _draw_set(ax, roof_set, xs, PALETTE[i % len(PALETTE)], dtype if i == 0 else None)
+            _draw_set(ax, roof_set, xs, dtype if i == 0 else None, uses,
+                      PALETTE[i % len(PALETTE)] if colour_by_set else None)
         colours = dict(CATEGORY_COLOURS)
         for p in points:  # categories without a colour of their own, in order of appearance
             colours.setdefault(p.category, PALETTE[(len(colours) - len(CATEGORY_COLOURS))

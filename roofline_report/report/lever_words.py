@@ -55,24 +55,24 @@ def _categories(items: Sequence[tuple[str, int]]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def _roofs(lever: ExcessTraffic) -> list[Inline]:
-    out: list[Inline] = []
-    for i, x in enumerate(lever.roofs):
-        out += [", " if i else "", f"{x.name} ", n(x.value, x.unit, lever.roof_kind)]
-    return out
-
-
 def _roof_rate(r: HardwareRoof, kind: Kind) -> tuple[Inline, ...]:
-    """The roof's rate at the intensity, and for a memory-bound one with work the bandwidth
-    and intensity it comes from: '152 GB/s × 0.25 FLOP/B = 38 GFLOP/s'."""
-    if r.rate is None:
+    """The roof's rate at the intensity, with where it comes from: a memory-bound one with
+    work its bandwidth times its intensity ('152 GB/s × 0.25 FLOP/B = 38 GFLOP/s'), one
+    without work its bandwidth, a compute-bound one without flops (a function's evaluations)
+    its roofs' own rates."""
+    parts = r.binding_parts
+    if r.rate is None or not parts:
         return (Num("unknown"),)
     rate = n(r.rate[0], r.rate[1], kind)
-    parts = r.binding_parts
-    if r.binding == "memory" and r.flops > 0 and r.bytes > 0 and len(parts) == 1:
-        return (n(parts[0].value, parts[0].unit, kind), " × ",
-                Num(format_intensity(r.flops / r.bytes), A.value), " = ", rate)
-    return (rate,)
+    if r.flops > 0 and (r.binding == "compute" or len(parts) > 1):
+        return (rate,)
+    own: list[Inline] = []
+    for i, x in enumerate(parts):
+        own += [", " if i else "", *((f"{x.name} ",) if len(parts) > 1 else ()),
+                n(x.value, x.unit, kind)]
+    if r.binding == "memory" and r.flops > 0:
+        return (*own, " × ", Num(format_intensity(r.flops / r.bytes), A.value), " = ", rate)
+    return tuple(own)
 
 
 def lever_short(lever: Lever) -> tuple[Inline, ...]:
@@ -98,22 +98,28 @@ def lever_long(lever: Lever) -> tuple[Inline, ...]:
                 f" of its roof at its intensity ({r.names}: ", *_roof_rate(r, kind),
                 "): it took ",
                 n(lever.seconds, "s", M), " against ", n(r.seconds, "s", kind),
-                " at that roof, so it could save up to ", n(lever.saving, "s", kind), ", ",
-                *share, ".")
+                " at that roof, so it could save up to ",
+                *(("the whole call's ", n(lever.saving, "s", M), " (its time, from the "
+                   "traced calls, exceeds the timed call's)") if lever.capped else
+                  (n(lever.saving, "s", kind), ", ", *share)), ".")
     if isinstance(lever, ExcessTraffic):
         capped = lever.saving >= lever.seconds
+        one = len(lever.kernels) == 1
         return ("Fusion: the kernels move ",
                 n(lever.total_bytes, "B", A), " a call, ", ratio(lever.ratio, A, 3),
                 "× the program's minimum of ", n(lever.minimum_bytes, "B", A),
                 f" ({lever.minimum_basis}); the "
                 f"{plural(len(lever.kernels), FUSIBLE_ONE, FUSIBLE_MANY)} "
-                f"({_categories(lever.categories)}) move ", n(lever.bytes, "B", A),
-                " of them in ", n(lever.seconds, "s", M),
-                ". Fused, they could move up to ",
-                n(lever.excess, "B", A), " less, which at their memory roofs (",
-                *_roofs(lever), ") take ",
+                f"({_categories(lever.categories)}) {'moves' if one else 'move'} ",
+                n(lever.bytes, "B", A), " of them in ", n(lever.seconds, "s", M),
+                ". Fused " + ("with its neighbours, it" if one else "together, they")
+                + " could move up to ",
+                n(lever.excess, "B", A), f" less, which at the {lever.roof} roof (",
+                n(lever.bandwidth, "B/s", lever.roof_kind), ", the level of the program's "
+                "traffic per call) take ",
                 *((n(lever.excess / lever.bandwidth, "s", kind), ", more than the ",
-                   n(lever.seconds, "s", M), " they took: up to all of it, ")
+                   n(lever.seconds, "s", M), f" {'it' if one else 'they'} took: up to all of "
+                  "it, ")
                   if capped else (n(lever.saving, "s", kind), ", ")),
                 *share, ".")
     return _overhead(lever, kind, share)

@@ -257,7 +257,8 @@ def _figure(p: Program, table: KernelTable) -> figs.FigureOut | None:
     desc = (f"{which}, placed at their intensity (flops over the bytes they touch) and "
             f"measured FLOP/s under {roofs_words(table.roofs)}; marker area grows with the "
             "time share, colour shows the category.")
-    return figs.roofline(name, title, desc, [table.roofs], points, dtype=p.dtype)
+    return figs.roofline(name, title, desc, [table.roofs], points,
+                         uses=roof_uses([p], table.roofs))
 
 
 def _tooltip(name: str, seconds: float | None, share: float | None, source: str | None,
@@ -461,6 +462,8 @@ def programs_figure(an: Analysis) -> figs.FigureOut | None:
                 if p.prediction else p.title, predicted=True))
     if not points:
         return None
+    uses = roof_uses([p for p in an.programs if p.intensity is not None
+                      and p.achieved is not None], main)
     measured = roofs.measured is not None
     name = "measured_roofline" if measured else "programs_roofline"
     if measured:
@@ -476,21 +479,42 @@ def programs_figure(an: Analysis) -> figs.FigureOut | None:
     desc = (f"{plural(placed, 'program is', 'programs are')} placed at {their} compiled-program "
             f"intensity (the flops {their} kernels count over the bytes {their} kernels touch) "
             "and measured FLOP/s; an open marker is each one's predicted rate at the same "
-            f"intensity. Roofs: {_roof_list(main)}"
+            f"intensity. Roofs, each family in its own colour: {_roof_list(main, uses)}"
             + ("; the assumed budgets dashed" if measured else "")
             + ("; the spec sheet dotted" if len(sets) > (2 if measured else 1) else "") + ".")
-    return figs.roofline(name, title, desc, sets, points)
+    return figs.roofline(name, title, desc, sets, points, uses=uses)
 
 
-def _roof_list(s: RoofSet) -> str:
-    """The roofs the figure draws of ``s`` (:func:`~roofline_report.report.figures.drawn_roofs`)
-    and how many more the table beside it lists."""
-    computes, slopes = figs.drawn_roofs(s)
+def roof_uses(programs: Sequence[Program], roofs: RoofSet) -> list[tuple[str | None, str]]:
+    """The (dtype, operation) pairs whose compute roofs a figure of ``programs`` draws: each
+    program's dtype's matrix products, and the compute roofs of ``roofs`` its hardware roof
+    prices work at (a convolution's, an integer product's); sorted, once each."""
+    by_name = {r.name: r for r in roofs.compute}
+    uses: set[tuple[str | None, str]] = set()
+    for p in programs:
+        if p.dtype:
+            uses.add((p.dtype, "matmul"))
+        parts = p.hardware.parts if p.hardware is not None else ()
+        for x in parts:
+            roof = by_name.get(x.name)
+            if x.group == "compute" and roof is not None:
+                uses.add((roof.dtype, roof.op))
+    return sorted(uses, key=lambda u: (u[1], u[0] or ""))
+
+
+def _roof_list(s: RoofSet, uses: figs.Uses | None = None) -> str:
+    """The roofs the figure draws of ``s`` (:func:`~roofline_report.report.figures.drawn_roofs`),
+    how many more the table beside it lists and how many compute roofs it leaves out."""
+    computes, slopes = figs.drawn_roofs(s, uses=uses)
     compute = ", ".join(f"{r.name} {format_si(r.value, 'FLOP/s')}" for r in computes)
     memory = ", ".join(f"{r.level} ({r.name}) {format_si(r.value, 'B/s')}" for r in slopes)
-    rest = len(s.compute) + len(s.bandwidth) - len(computes) - len(slopes)
+    rest = len(s.bandwidth) - len(slopes)
     more = (f" ({plural(rest, 'more roof', 'more roofs')} in the table beside the figure)"
             if rest else "")
+    left = len(s.compute) - len(computes)
+    if left:
+        more += (f"; {plural(left, 'compute roof', 'compute roofs')} of other dtypes or "
+                 "operations than these programs run not drawn (the ceilings list them)")
     drawn = "; ".join(part for part in (compute, memory) if part)
     return f"{drawn}{more}" if drawn else f"none{more}"
 
