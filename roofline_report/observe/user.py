@@ -146,7 +146,7 @@ def program_tolerance(p: Program, where: str) -> tolerances.Tolerance:
         raise
     except Exception as exc:
         raise InputError(f"{where} {p.name} cannot be traced at these arguments: "
-                         f"{reason(exc)}") from None
+                         f"{reason(exc)}") from exc
     names = [np.dtype(leaf.dtype).name for leaf in jax.tree_util.tree_leaves(result)]
     return tolerances.for_dtypes(names)
 
@@ -184,7 +184,7 @@ def workload_from_setup(config: Config, spec: WorkloadSpec) -> Workload:
     try:
         made = setup(**spec.dims)
     except Exception as exc:
-        raise InputError(f"{here} setup {spec.setup} raised {reason(exc)}") from None
+        raise InputError(f"{here} setup {spec.setup} raised {reason(exc)}") from exc
     if not isinstance(made, tuple) or len(made) not in (2, 3):
         got = f"a tuple of {len(made)}" if isinstance(made, tuple) else type(made).__name__
         raise InputError(f"{here} setup {spec.setup} must return (fn, args) or "

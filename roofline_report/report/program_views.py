@@ -412,10 +412,11 @@ def placements(an: Analysis) -> list[dict[str, Any]]:
                                       p.hardware), "binding": cells["binding"],
             "roofs": cells["roofs"], "predicted": cells["predicted"],
             "measured": n(p.seconds, "s", M), "miss": miss_text(p.miss),
-            "why": p.why or ("" if p.prediction is not None else
-                             "no prediction: no roof" if not (an.roofs.kernels.compute
-                                                              or an.roofs.kernels.bandwidth)
-                             else "no prediction: the program's work was not counted"),
+            "why": "; ".join(x for x in (above_words(p.above_roof), p.why) if x) or (
+                "" if p.prediction is not None else
+                "no prediction: no roof" if not (an.roofs.kernels.compute
+                                                 or an.roofs.kernels.bandwidth)
+                else "no prediction: the program's work was not counted"),
         })
     return rows
 
