@@ -419,3 +419,51 @@ def test_reading_a_trace_initialises_no_jax_backend(tmp_path: Path) -> None:
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result == {"code": 0, "backends": 0}
     assert (tmp_path / "out" / "report.md").is_file()
+
+
+# --- the pieces ---------------------------------------------------------------------------------
+
+
+def test_an_instruction_is_named_by_its_display_name_else_its_texts_head() -> None:
+    from roofline_report.traces.tpu_ops import done_operand, instruction_name
+
+    text = ("%copy-done.5 = f32[128,4,32]{0,2,1:T(8,128)S(1)} copy-done((f32[128,4,32]"
+            "{0,2,1:T(8,128)S(1)}, f32[128,4,32]{0,2,1:T(8,128)}, u32[]{:S(2)}) %copy-start.5)")
+    assert instruction_name(text, "copy-done.5") == "copy-done.5"
+    assert instruction_name(text) == "copy-done.5"
+    assert instruction_name("fusion.3") == "fusion.3"  # a hand-made trace's name
+    assert done_operand(text) == "copy-start.5"
+    sliced = ("%slice-done.3 = f32[2048,128,8]{1,0,2:T(8,128)S(1)} async-done(((f32[2048,128,32]"
+              "{1,0,2:T(8,128)}), f32[2048,128,8]{1,0,2:T(8,128)S(1)}, s32[]{:S(2)}) "
+              "%slice-start.3)")
+    assert done_operand(sliced) == "slice-start.3"
+    # An op that takes a done's result is no done itself.
+    assert done_operand("%fusion.93 = f32[8]{0} fusion(f32[8]{0} %copy-done.1), kind=kLoop, "
+                        "calls=%fused_computation.91") is None
+    assert done_operand("copy-done.5") is None
+
+
+def test_op_events_outside_every_execution_are_left_out_and_said() -> None:
+    """A trace that began mid-call: the ops before the first module event are counted out, and
+    the view says so."""
+    from roofline_report.traces.xspace import Line, Plane
+
+    space = _space("vit_patch_embed")
+    plane = space.plane("/device:TPU:0")
+    assert plane is not None
+    lines = [Line(line.id, line.name, line.events, line.timestamp_ns) for line in plane.lines]
+    modules = next(i for i, line in enumerate(lines) if line.name == "XLA Modules")
+    first = lines[modules].events[0]
+    later = [e for e in lines[modules].events if e.start_ns > first.start_ns]
+    lines[modules] = Line(lines[modules].id, "XLA Modules", later, lines[modules].timestamp_ns)
+    cut = XSpace([*[p for p in space.planes if p is not plane],
+                  Plane(plane.id, plane.name, lines, plane.stats, plane.event_metadata)],
+                 [], [], [], {})
+    (lane,) = timeline.lanes(cut)
+    per_call = len(_lane("vit_patch_embed").kernels) // 3
+    assert lane.outside_executions == per_call
+    assert len(lane.kernels) == 2 * per_call
+    module = timeline.module_base(space.hlo_protos()[_programs("vit_patch_embed")[0]][0])
+    view = timeline.profile_for(cut, lane, module, [], markers=[], trips=None)
+    assert any(f"{per_call} op event(s) of TPU:0 lie outside every program execution" in n
+               for n in view.notes)
