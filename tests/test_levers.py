@@ -162,7 +162,9 @@ def _check_levers(p: Program) -> None:
         if isinstance(x, BelowRoof):
             r = next(r for r in rows if r.name == x.kernel)
             assert r.hardware is x.roof and r.seconds == x.seconds
-            assert x.saving == pytest.approx(min(x.seconds - x.roof.seconds, seconds), rel=1e-12)
+            assert x.saving == pytest.approx(min(x.seconds, seconds) - x.roof.seconds,
+                                             rel=1e-12)
+            assert x.capped == (x.seconds > seconds)
         elif isinstance(x, ExcessTraffic):
             group = [r for r in rows if r.name in x.kernels]
             assert all(r.category in FUSIBLE for r in group) and group

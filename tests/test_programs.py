@@ -237,7 +237,7 @@ def test_analyze_out_writes_a_report_about_the_program(tmp_path: Path) -> None:
     assert md.startswith("# Roofline of deep mlp\n")
     assert "1. [Summary](#summary)" in md and "2. [Your programs](#programs)" in md
     summary = md[md.index('<a id="summary">'):md.index('<a id="programs">')]
-    assert "deep mlp" in summary and "kernels that could save the most" in summary
+    assert "deep mlp" in summary and "What to fix first" in summary
     for anchor in (*TEACHING_ANCHORS, "(#lab)", "The seed workload"):
         assert anchor not in md, anchor
     # The tree is folded: 24 leaves give the top levels, and every leaf inside a fold.

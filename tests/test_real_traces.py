@@ -262,7 +262,7 @@ def test_a_device_no_preset_describes_gets_no_roof_and_one_line_on_how_to_give_t
     (p,) = an.programs
     assert p.prediction is None and p.kernels is not None
     conv = next(r for r in p.kernels.rows if r.name == "cudnn-conv.1.0")
-    assert conv.prediction is None and conv.share_of_roof is None
+    assert conv.prediction is None and conv.share_of_hardware_roof is None
     assert conv.achieved is not None and conv.achieved > 1e14  # 32.7 GFLOP in 308 us
     md = views.render(data).markdown
     assert ("No roofs: the machine that ran the trace is AMD (vendor AMD, compute capability "

@@ -47,7 +47,7 @@ def test_a_version_2_file_renders_with_the_new_analysis(tmp_path: Path) -> None:
     out = tmp_path / "report"
     assert cli.main(["--from-json", str(V2), "--out", str(out), "--progress", "none"]) in (0, 3)
     md = (out / "report.md").read_text(encoding="utf-8")
-    assert "roof (its prediction's)" in md  # the typed analysis's per-kernel table
+    assert "hardware roof at its intensity" in md  # the typed analysis's per-kernel table
     saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert saved["schema_version"] == 3  # written back as version 3
     an = analyse(results.load(V2))

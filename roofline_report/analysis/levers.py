@@ -69,15 +69,18 @@ def _name(lever: Lever) -> str:
 
 
 def _below(rows: Sequence[KernelRow], seconds: float) -> list[BelowRoof]:
-    """Each kernel's headroom, no more than the call's time (a kernel's time comes from the
-    traced calls, which can run longer than the timed ones)."""
+    """Each kernel's headroom, no more than the call's time less the kernel's time at its
+    roof (a kernel's time comes from the traced calls, which can run longer than the timed
+    ones)."""
     out = []
     for r in rows:
         room, roof = r.headroom, r.hardware
-        if room and room > 0 and roof is not None and r.seconds:
-            saving = min(room, seconds)
+        if not room or room <= 0 or roof is None or not r.seconds:
+            continue
+        saving = min(room, seconds - roof.seconds)
+        if saving > 0:
             out.append(BelowRoof(r.name, r.category, r.seconds, roof, saving,
-                                 saving / seconds, capped=room > seconds))
+                                 saving / seconds, seconds, capped=saving < room))
     return out
 
 

@@ -342,8 +342,9 @@ class Category:
 class BelowRoof:
     """A lever: a kernel below its hardware roof at its intensity, which could save up to its
     measured time less its time at that roof (``saving``, seconds per call; ``share``: of the
-    program's measured time), no more than the call's time (``capped`` where that held it:
-    the kernel's time is of the traced calls, which can run longer than the timed ones)."""
+    program's measured time), no more than the call's time less its time at the roof
+    (``capped`` where that held it: the kernel's time is of the traced calls, which can run
+    longer than the timed ones)."""
 
     kernel: str
     category: str
@@ -351,6 +352,7 @@ class BelowRoof:
     roof: HardwareRoof
     saving: float
     share: float | None
+    call: float  # the program's measured time per call
     capped: bool = False
 
     what: ClassVar[str] = "below its roof"

@@ -81,7 +81,7 @@ def lever_short(lever: Lever) -> tuple[Inline, ...]:
     if isinstance(lever, BelowRoof):
         head = f"{lever.kernel} below its roof"
     elif isinstance(lever, ExcessTraffic):
-        head = f"fusing {plural(len(lever.kernels), FUSIBLE_ONE, FUSIBLE_MANY)}"
+        head = f"fusing {plural(len(lever.kernels), 'kernel', 'kernels')}"
     else:
         head = "dispatch and launches"
     return (f"{head}: ", n(lever.saving, "s", kind), " (", percent(lever.share, kind), ")")
@@ -98,10 +98,11 @@ def lever_long(lever: Lever) -> tuple[Inline, ...]:
                 f" of its roof at its intensity ({r.names}: ", *_roof_rate(r, kind),
                 "): it took ",
                 n(lever.seconds, "s", M), " against ", n(r.seconds, "s", kind),
-                " at that roof, so it could save up to ",
-                *(("the whole call's ", n(lever.saving, "s", M), " (its time, from the "
-                   "traced calls, exceeds the timed call's)") if lever.capped else
-                  (n(lever.saving, "s", kind), ", ", *share)), ".")
+                " at that roof, so it could save up to ", n(lever.saving, "s", kind),
+                *((", the timed call's ", n(lever.call, "s", M),
+                   " less its time at the roof (its own time, from the traced calls, is longer "
+                   "than the timed call)") if lever.capped else ()),
+                ", ", *share, ".")
     if isinstance(lever, ExcessTraffic):
         capped = lever.saving >= lever.seconds
         one = len(lever.kernels) == 1
@@ -147,9 +148,11 @@ def what_first(p: Program) -> tuple[Inline, ...]:
     words; or why it has none."""
     levers = p.levers
     if not levers:
+        empty = p.kernels is not None and not p.kernels.rows
         why = ("it was not timed" if p.seconds is None else
+               "it compiled to no kernel: its call is its dispatch alone" if empty else
                "nothing ran below its roof, above its minimum traffic or beyond one launch"
-               if p.hardware is not None else "it has no roof to hold it to")
+               if p.hardware is not None else "no roof prices its work")
         return (f"{p.title}: no lever to rank: {why}.",)
     first = levers[0]
     parts: list[Inline] = [f"{p.title}: the biggest lever ({first.what}). ", *lever_long(first)]

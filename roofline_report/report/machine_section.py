@@ -203,10 +203,10 @@ def _placements(vm: VM, figure: bool = True) -> Block:
         table(
             ("program", "intensity", "achieved", "hardware roof at its intensity",
              "of hardware roof", "binding (largest term)", "predicted time", "measured time",
-             "miss", "why they differ"),
+             "miss", "largest lever: time it could save per call", "why they differ"),
             [(anchored(c(r["title"]), r["anchor"] + "-roofline"), num(r["intensity"]),
               num(r["achieved"]), num(r["roof"]), num(r["of_roof"]), c(r["binding"]),
-              num(r["predicted"]), num(r["measured"]), num(r["miss"]),
+              num(r["predicted"]), num(r["measured"]), num(r["miss"]), c(*r["lever"]),
               Cell(text(r["why"]), css_class="prose"))
              for r in m["placement"]]),
         *((p(*m["accuracy"]),) if m["accuracy"] else ()),

@@ -412,6 +412,7 @@ def placements(an: Analysis) -> list[dict[str, Any]]:
                                       p.hardware), "binding": cells["binding"],
             "roofs": cells["roofs"], "predicted": cells["predicted"],
             "measured": n(p.seconds, "s", M), "miss": miss_text(p.miss),
+            "lever": lever_short(p.levers[0]) if p.levers else ("none",),
             "why": "; ".join(x for x in (above_words(p.above_roof), p.why) if x) or (
                 "" if p.prediction is not None else
                 "no prediction: no roof" if not (an.roofs.kernels.compute
