@@ -254,8 +254,9 @@ def analyze(fn: Callable[..., Any], *args: Any, name: str | None = None,
     own go in ``fn_kwargs``.
 
     Returns an :class:`~roofline_report.api.AnalyzeResult`: the program's counted work and
-    bytes, measured time, the model's prediction, miss, share of roof and what binds it, and
-    every kernel with the same (``.kernels``); ``.record`` is the program's record as
+    bytes, measured time, the model's prediction and miss, its share of the hardware roof at
+    its intensity, what binds it and its levers, and every kernel with the same
+    (``.kernels``); ``.record`` is the program's record as
     results.json stores it and ``.to_dict()`` the plain form. With ``out``, also writes a
     report folder whose subject is this program; ``teaching=True`` adds the seed's teaching
     sections, the catalog and the lab notebook (measured too: minutes). A destination that

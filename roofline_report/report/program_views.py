@@ -132,11 +132,14 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
 
 
 def hardware_rate(h: HardwareRoof | None) -> Num:
-    """The roof at its intensity: its rate with the roofs' kind, and the roof that binds it."""
-    if h is None or h.rate is None:
+    """The roof at its intensity: its rate with the roofs' kind, and the roof that binds it
+    (the largest part of the binding group, the others counted)."""
+    if h is None or h.rate is None or not h.binding_parts:
         return Num("—")
     value = n(h.rate[0], h.rate[1], h.kind)
-    return Num(f"{value.text} ({h.names})", value.kind)
+    first, *rest = h.binding_parts
+    more = f" and {len(rest)} more" if rest else ""
+    return Num(f"{value.text} ({first.name}{more})", value.kind)
 
 
 def roof_share_num(hardware: float | None, assumed: float | None, h: HardwareRoof | None
