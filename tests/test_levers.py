@@ -254,6 +254,49 @@ def test_on_assumed_budgets_shares_and_savings_say_so_under_any_budgets(
             assert f"{n(p.levers[0].saving, 's', kind).text} `{MARKER[kind]}`" in summary
 
 
+def _words(parts: tuple[Any, ...]) -> str:
+    return "".join(x if isinstance(x, str) else x.text for x in parts)
+
+
+def test_each_lever_sentence_reads_right_where_its_saving_is_held() -> None:
+    """A saving held to the time the kernels took, or to the call's, says so; one kernel is
+    one; a dispatch priced above the call's time is all of the call."""
+    from dataclasses import replace
+
+    from roofline_report.report.lever_words import lever_long
+
+    e = ExcessTraffic(kernels=("a", "b"), categories=(("elementwise", 2),), seconds=1e-3,
+                      bytes=8e6, total_bytes=10e6, minimum_bytes=2e6,
+                      minimum_basis="argument + result bytes", excess=8e6, bandwidth=1e9,
+                      roof="DRAM read-write", roof_kind=Kind.MEASURED, saving=1e-3, share=0.5,
+                      call=2e-3)
+    said = _words(lever_long(e))
+    assert said.startswith("Fusion: the kernels move 10 MB a call, 5× the program's minimum "
+                           "of 2 MB (argument + result bytes); the 2 kernels other than matrix "
+                           "products and convolutions (2 elementwise) move 8 MB of them in "
+                           "1 ms. Fused together, they could move up to 8 MB less")
+    assert said.endswith("take 8 ms, more than the 1 ms they took: up to all of it, 50% of "
+                         "the call.")
+    call = _words(lever_long(replace(e, seconds=5e-3, saving=2e-3, share=1.0)))
+    assert call.endswith("take 8 ms, more than the timed call's 2 ms: up to all of it, 100% "
+                         "of the call.")
+    free = _words(lever_long(replace(e, bandwidth=1e10, saving=0.8e-3, share=0.4)))
+    assert free.endswith("take 800 µs, 40% of the call.") and "more than" not in free
+    one = _words(lever_long(replace(e, kernels=("a",), categories=(("elementwise", 1),))))
+    assert "the 1 kernel other than a matrix product or convolution (1 elementwise) moves" \
+        in one and "Fused with its neighbours, it could" in one and "it took" in one
+
+    o = Overhead(dispatch=10e-6, launch=5e-6, launches=5, floor=1e-6, seconds=100e-6,
+                 saving=14e-6, share=0.14, roof_kind=Kind.MEASURED)
+    assert _words(lever_long(o)) == (
+        "Dispatch and launches: the model charges a call 10 µs of dispatch and 5 launches "
+        "(5 µs), 15% of the call's 100 µs; more work per call (steps looped inside one) and "
+        "fewer kernels could save up to 14 µs (all of it but one launch), 14% of the call.")
+    over = _words(lever_long(replace(o, seconds=8e-6, saving=8e-6, share=1.0)))
+    assert "could save up to all of the call's 8 µs, 100% of the call." in over
+    assert "but one launch" not in over
+
+
 # --- the defects ----------------------------------------------------------------------------------
 
 

@@ -108,7 +108,7 @@ def _traffic(rows: Sequence[KernelRow], seconds: float, minimum: float | None, b
         categories=tuple(sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))),
         seconds=took, bytes=moved, total_bytes=total, minimum_bytes=minimum,
         minimum_basis=basis, excess=excess, bandwidth=roof.value, roof=roof.name,
-        roof_kind=roof.kind, saving=saving, share=saving / seconds)
+        roof_kind=roof.kind, saving=saving, share=saving / seconds, call=seconds)
 
 
 def _overhead(rows: Sequence[KernelRow], tabled: bool, prediction: Prediction | None,

@@ -387,6 +387,7 @@ class ExcessTraffic:
     roof_kind: Kind
     saving: float
     share: float | None
+    call: float  # the program's measured time per call
 
     what: ClassVar[str] = "traffic above the minimum"
 

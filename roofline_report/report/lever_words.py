@@ -104,8 +104,15 @@ def lever_long(lever: Lever) -> tuple[Inline, ...]:
                    "than the timed call)") if lever.capped else ()),
                 ", ", *share, ".")
     if isinstance(lever, ExcessTraffic):
-        capped = lever.saving >= lever.seconds
         one = len(lever.kernels) == 1
+        at = lever.excess / lever.bandwidth
+        held: tuple[Inline, ...] = (n(at, "s", kind), ", ")
+        if lever.saving < at:  # held to the time they took, or to the call's
+            took = lever.saving >= lever.seconds
+            held = (n(at, "s", kind), ", more than the ",
+                    *((n(lever.seconds, "s", M), f" {'it' if one else 'they'} took: up to "
+                       "all of it, ") if took else
+                      ("timed call's ", n(lever.call, "s", M), ": up to all of it, ")))
         return ("Fusion: the kernels move ",
                 n(lever.total_bytes, "B", A), " a call, ", ratio(lever.ratio, A, 3),
                 "× the program's minimum of ", n(lever.minimum_bytes, "B", A),
@@ -117,12 +124,7 @@ def lever_long(lever: Lever) -> tuple[Inline, ...]:
                 + " could move up to ",
                 n(lever.excess, "B", A), f" less, which at the {lever.roof} roof (",
                 n(lever.bandwidth, "B/s", lever.roof_kind), ", the level of the program's "
-                "traffic per call) take ",
-                *((n(lever.excess / lever.bandwidth, "s", kind), ", more than the ",
-                   n(lever.seconds, "s", M), f" {'it' if one else 'they'} took: up to all of "
-                  "it, ")
-                  if capped else (n(lever.saving, "s", kind), ", ")),
-                *share, ".")
+                "traffic per call) take ", *held, *share, ".")
     return _overhead(lever, kind, share)
 
 
@@ -137,9 +139,13 @@ def _overhead(o: Overhead, kind: Kind, share: tuple[Inline, ...]) -> tuple[Inlin
                   n(o.launch, "s", kind), ")"]
     parts += [", ", percent(o.total / o.seconds, kind), " of the call's ",
               n(o.seconds, "s", M), "; more work per call (steps looped inside one) and "
-              "fewer kernels could save up to ", n(o.saving, "s", kind)]
-    if o.floor > 0:
-        parts += [" (all of it but one launch)"]
+              "fewer kernels could save up to "]
+    if o.saving >= o.seconds and o.seconds < o.total - o.floor:  # more than the call took
+        parts += ["all of the call's ", n(o.saving, "s", M)]
+    else:
+        parts += [n(o.saving, "s", kind)]
+        if o.floor > 0:
+            parts += [" (all of it but one launch)"]
     return (*parts, ", ", *share, ".")
 
 
