@@ -80,12 +80,14 @@ def _lever(x: Lever) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": x.what, "saving_s": x.saving, "share": x.share}
     if isinstance(x, BelowRoof):
         out.update(kernel=x.kernel, category=x.category, seconds=x.seconds,
-                   share_of_roof=x.of_roof, roof=_hardware(x.roof))
+                   share_of_roof=x.of_roof, roof=_hardware(x.roof), call_s=x.call,
+                   capped=x.capped)
     elif isinstance(x, ExcessTraffic):
         out.update(kernels=list(x.kernels), categories=dict(x.categories), seconds=x.seconds,
                    bytes=x.bytes, total_bytes=x.total_bytes, minimum_bytes=x.minimum_bytes,
                    minimum_basis=x.minimum_basis, excess_bytes=x.excess,
-                   bandwidth=x.bandwidth, roof=x.roof, roof_kind=x.roof_kind.value)
+                   bandwidth=x.bandwidth, roof=x.roof, roof_kind=x.roof_kind.value,
+                   call_s=x.call)
     else:
         out.update(dispatch_s=x.dispatch, launch_s=x.launch, launches=x.launches,
                    one_launch_s=x.floor, seconds=x.seconds, roof_kind=x.roof_kind.value)
