@@ -4,9 +4,12 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from typing import TYPE_CHECKING, Any
-
+# The entry points import the package first to install their SIGINT handler: nothing else is
+# imported here before it (typing, say), so that no interrupt meets Python's own handler then.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from roofline_report.api import AnalyzeResult
 
 

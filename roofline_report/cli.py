@@ -198,7 +198,8 @@ def _build(ns: argparse.Namespace) -> int:
     else:
         progress = Progress(ns.progress)
         try:
-            data = _measure(ns, progress, assumed, notes)
+            with interrupts.on_stop(progress.done):  # an interrupt's line on a line of its own
+                data = _measure(ns, progress, assumed, notes)
         finally:
             progress.done()
         render_assumptions = assumptions_for(data, preset=assumed["preset"])

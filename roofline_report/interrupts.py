@@ -1,19 +1,41 @@
 """Ctrl-C stops a build at any moment, writes nothing, and exits with 130 (no jax).
 
-Python's own SIGINT handler raises KeyboardInterrupt wherever the main thread is. Where that is
-inside a callback the interpreter calls for itself, the exception is printed as "Exception
-ignored" and dropped: jax's garbage-collection callback (``_xla_gc_callback``) is one, and a
-build interrupted there carried on and replaced the previous report. So the entry points install
-one handler of their own, before jax is imported (:func:`install`), that
+An interrupt may not be raised just anywhere. Python's own SIGINT handler raises
+KeyboardInterrupt wherever the main thread is, and where that is inside native code calling
+back into Python the build does not stop cleanly: raised while jaxlib's extension modules were
+being imported (nanobind creating an enum), it crossed C++ that cannot unwind and the process
+died of SIGABRT or SIGSEGV; raised while pydantic_core was imported or built a validator, it
+came out as a panic or a SchemaError, a traceback and exit code 1; raised in jax's
+garbage-collection callback (``_xla_gc_callback``), it was printed as "Exception ignored" and
+dropped, and the build ran on to the next point that looked for it (past the whole ceilings
+measurement, a minute). And the main thread runs Python's handlers only between bytecodes, so
+during a long compile nothing answers at all.
 
-* records the interrupt and raises KeyboardInterrupt where the main thread is;
-* when that exception is swallowed, raises it again at the next *safe point* of the pipeline
-  (:func:`safe_point`: between workloads, before each measurement, before rendering, before the
-  new report is swapped in), and keeps the swallowed one off stderr;
-* lets nothing be written after it: the swap of the new report for the old one is the commit
-  point (:func:`committing`): an interrupt before it stops the build with the previous report
-  untouched; one during the swap lets the swap finish (a complete new report), and none after it
-  changes anything.
+So the entry points run a build under :func:`run`: the build runs on a thread of its own, and
+the main thread does nothing but wait for it. Python runs signal handlers on the main thread
+only, so nothing is ever raised inside the build (an import, a compile, a callback all run to
+their end), and the main thread answers an interrupt at once:
+
+* it waits for a *critical section* in progress to end (:func:`critical`: a file of the new
+  report written, a child process started, the ceilings cache saved: each a few milliseconds)
+  and keeps the build out of any other;
+* if the new report has been swapped in already (:func:`committing`: the commit point), the
+  interrupt changes nothing and the build ends as it would have;
+* otherwise it runs the stop actions (:func:`on_stop`: the child processes killed, the staging
+  folder of the new report removed, the progress line cleared), prints one line and ends the
+  process with :data:`EXIT_INTERRUPTED` at once (``os._exit``: the interpreter's shutdown, with
+  threads still compiling or importing, took 0.2 s and more, and could crash). The temporary
+  files of the build live in one folder (:func:`run` points :mod:`tempfile` at it), removed
+  then too.
+
+A build that reaches a *safe point* (:func:`safe_point`) once the interrupt has arrived waits
+there for the process to end, so it starts nothing new meanwhile.
+
+Where no entry point supervises (a build run in-process: ``cli.main`` from a test or from
+Python), :func:`handled` installs the handler for its duration and it raises KeyboardInterrupt
+where the main thread is; an interrupt swallowed by a callback is raised again at the next safe
+point, and the unraisable hook keeps the swallowed one off stderr. The swap of the new report
+runs to its end whatever arrives, and nothing after it interrupts.
 
 Tests name a phase in the environment variable :data:`TEST_HOOK` (``PHASE`` or
 ``PHASE:swallowed``) to make the process send itself SIGINT when it reaches that safe point, so
@@ -23,14 +45,21 @@ where the exception is dropped, as in a callback, and the build must still stop 
 
 from __future__ import annotations
 
+# Only what the handler needs is imported before it is installed: an interrupt that arrives
+# sooner meets Python's own handler (tempfile, shutil and typing are imported when used).
 import contextlib
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from types import FrameType
-from typing import Any, Literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import FrameType
+    from typing import Any, Literal, NoReturn
+
+    Mode = Literal["raise", "defer", "ignore"]
 
 #: The exit code of an interrupted build (128 + SIGINT, as a shell reports it).
 EXIT_INTERRUPTED = 130
@@ -39,22 +68,32 @@ MESSAGE = "interrupted: nothing was written; any previous report is untouched"
 #: Environment variable naming the safe point at which a test makes the process interrupt itself.
 TEST_HOOK = "ROOFLINE_REPORT_SIGINT_AT"
 
-Mode = Literal["raise", "defer", "ignore"]
-
 
 class _State:
     installed = False
     pending = False  # an interrupt arrived (and may have been swallowed)
     mode: Mode = "raise"
+    supervised = False  # the build runs on its own thread under :func:`run`
+    committed = False  # the new report has been swapped in
 
 
 _state = _State()
+#: Held by the build through each critical section, and by the main thread once it stops the
+#: process (the build then waits at the next one, for good).
+_critical = threading.RLock()
+#: What the main thread undoes before an interrupted process ends, by a key of its own.
+_stop_actions: dict[int, Callable[[], object]] = {}
 
 
 def _handler(_signum: int, _frame: FrameType | None) -> None:
     if _state.mode == "ignore":
         return
     _state.pending = True
+    if _state.supervised and threading.current_thread() is threading.main_thread():
+        # The main thread only waits for the build: raising here is always safe, and one
+        # interrupt is enough (a second one while the process ends changes nothing).
+        _state.mode = "ignore"
+        raise KeyboardInterrupt
     if _state.mode == "raise":
         raise KeyboardInterrupt
 
@@ -89,7 +128,7 @@ def handled() -> Iterator[None]:
     previous handler and unraisable hook put back on exit (a build run in-process, by a test,
     leaves the process as it was)."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield  # the build thread of :func:`run`, whose main thread holds the handler
         return
     previous = signal.getsignal(signal.SIGINT)
     if previous is _handler or previous is signal.SIG_IGN:
@@ -97,8 +136,8 @@ def handled() -> Iterator[None]:
         yield
         return
     previous_hook = sys.unraisablehook
-    was = (_state.installed, _state.pending, _state.mode)
-    _state.pending, _state.mode = False, "raise"
+    was = (_state.installed, _state.pending, _state.mode, _state.committed)
+    _state.pending, _state.mode, _state.committed = False, "raise", False
     install()
     try:
         yield
@@ -106,15 +145,29 @@ def handled() -> Iterator[None]:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
         sys.unraisablehook = previous_hook
-        _state.installed, _state.pending, _state.mode = was
+        _state.installed, _state.pending, _state.mode, _state.committed = was
 
 
 def _noop() -> None:
     """A Python call: the interpreter runs pending signal handlers on entering one."""
 
 
+def _stopping() -> bool:
+    """Whether the main thread of a supervised build is ending the process."""
+    return (_state.supervised and _state.pending and not _state.committed
+            and threading.current_thread() is not threading.main_thread())
+
+
+def _wait_for_the_end() -> NoReturn:
+    """The build's thread, once the main thread ends the process: start nothing more."""
+    threading.Event().wait()
+    raise AssertionError("unreachable: the process ends while this thread waits")
+
+
 def _interrupt_self() -> None:
     os.kill(os.getpid(), signal.SIGINT)
+    if _state.supervised and threading.current_thread() is not threading.main_thread():
+        _wait_for_the_end()  # the main thread's handler ends the process
     for _ in range(1000):  # until the handler has run (it raises, unless deferred)
         if _state.pending:
             break
@@ -136,10 +189,53 @@ def _test_hook(phase: str) -> None:
 
 def safe_point(phase: str) -> None:
     """A point where the build may stop: raises KeyboardInterrupt if an interrupt arrived (and
-    was swallowed) since the handler was installed. ``phase`` names it for :data:`TEST_HOOK`."""
+    was swallowed) since the handler was installed; under :func:`run`, waits there for the
+    process to end. ``phase`` names it for :data:`TEST_HOOK`."""
     _test_hook(phase)
+    if _stopping():
+        _wait_for_the_end()
     if _state.installed and _state.pending and _state.mode == "raise":
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def critical() -> Iterator[None]:
+    """A step that an interrupt must not cut in half: writing a file, starting a child process
+    (and recording it, so that it is stopped), saving to the cache. Under :func:`run` the main
+    thread waits for it to end before it ends the process, and once it does, no other begins.
+    Keep one short: the interrupt is answered after it. Reentrant."""
+    with _critical:
+        if _stopping():
+            _wait_for_the_end()
+        yield
+
+
+def add_stop(action: Callable[[], object]) -> int:
+    """Have the main thread of :func:`run` call ``action`` before an interrupted process ends,
+    to undo something it must not leave behind (a child process, a folder); returns the key
+    that :func:`remove_stop` takes. Add it inside the :func:`critical` section that makes the
+    thing, so that no interrupt falls between the two. An action must not raise, and must not
+    wait for the build."""
+    key = id(action)
+    while key in _stop_actions:  # the same action twice: a key of its own
+        key += 1
+    _stop_actions[key] = action
+    return key
+
+
+def remove_stop(key: int) -> None:
+    """Forget the stop action added under ``key``."""
+    _stop_actions.pop(key, None)
+
+
+@contextlib.contextmanager
+def on_stop(action: Callable[[], object]) -> Iterator[None]:
+    """:func:`add_stop` for the block inside."""
+    key = add_stop(action)
+    try:
+        yield
+    finally:
+        remove_stop(key)
 
 
 @contextlib.contextmanager
@@ -148,14 +244,16 @@ def committing() -> Iterator[None]:
     the build, nothing written), then the swap runs to its end whatever arrives; once it is done,
     an interrupt changes nothing more (the build ends as it would have)."""
     safe_point("swap")
-    mode = _state.mode
-    _state.mode = "defer"
-    try:
-        yield
-    except BaseException:
-        _state.mode = mode
-        raise
-    _state.mode = "ignore" if _state.installed else mode
+    with critical():
+        mode = _state.mode
+        _state.mode = "defer"
+        try:
+            yield
+        except BaseException:
+            _state.mode = mode
+            raise
+        _state.committed = True
+        _state.mode = "ignore" if _state.installed else mode
 
 
 def interrupted() -> bool:
@@ -163,15 +261,89 @@ def interrupted() -> bool:
     return _state.installed and _state.pending
 
 
+def _end_interrupted() -> NoReturn:
+    """The main thread, interrupted before the new report was swapped in: undo what the build
+    leaves behind, say so in one line, and end the process at once."""
+    for action in reversed(list(_stop_actions.values())):
+        with contextlib.suppress(Exception):
+            action()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with contextlib.suppress(Exception):
+        sys.stderr.write(MESSAGE + "\n")
+        sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
+def _ending() -> None:
+    """The process is ending: an interrupt changes nothing now. SIGINT is ignored from here on:
+    the interpreter's shutdown puts back the default action of a signal that had a handler of
+    Python's, and an interrupt during it killed the process."""
+    _state.mode = "ignore"
+    if _state.installed and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def run(main: Callable[[], int]) -> int:
-    """Run an entry point's ``main`` under the handler; an interrupt that escapes it (while the
-    command line is imported, say) is one line and :data:`EXIT_INTERRUPTED`. Once ``main`` has
-    returned, Ctrl-C changes nothing: the process is ending."""
+    """Run an entry point's ``main`` under the handler and return its exit code.
+
+    With the handler installed (:func:`install`), ``main`` runs on a thread of its own while
+    this one, the main thread, waits for it and answers an interrupt at once (see the module's
+    docstring): the process then ends here, with one line and :data:`EXIT_INTERRUPTED`. The
+    build's temporary files are kept in one folder for the purpose. Once ``main`` has returned,
+    Ctrl-C changes nothing: the process is ending (SIGINT is ignored then). Without the handler
+    (SIGINT ignored), ``main`` runs here."""
+    if not _state.installed or threading.current_thread() is not threading.main_thread():
+        try:
+            code = main()
+        except KeyboardInterrupt:
+            _state.mode = "ignore"
+            print(MESSAGE, file=sys.stderr)
+            code = EXIT_INTERRUPTED
+        _ending()
+        return code
+    outcome: list[tuple[int | None, BaseException | None]] = []
+    done = threading.Event()
+
+    def build() -> None:
+        try:
+            outcome.append((main(), None))
+        except BaseException as exc:  # SystemExit of --help, say: raised again below
+            outcome.append((None, exc))
+        finally:
+            done.set()
+
+    # The build's temporary files go in one folder, made and recorded for removal with the
+    # interrupt held back (it is acted on at once after).
+    _state.mode = "defer"
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="roofline-report-")
+    tempfile.tempdir = folder
+    key = add_stop(lambda: shutil.rmtree(folder, ignore_errors=True))
     try:
-        code = main()
+        _state.supervised = True
+        _state.mode = "raise"
+        if _state.pending:
+            raise KeyboardInterrupt
+        threading.Thread(target=build, name="roofline-report build", daemon=True).start()
+        # A wait the interrupt ends at once; the timeout only bounds the wait where the signal
+        # went to another thread (the kernel prefers this one: it sleeps with nothing pending).
+        while not done.wait(0.1):
+            pass
     except KeyboardInterrupt:
         _state.mode = "ignore"
-        print(MESSAGE, file=sys.stderr)
-        code = EXIT_INTERRUPTED
-    _state.mode = "ignore"
-    return code
+        with _critical:  # the build is in no critical section now, and enters none again
+            if not _state.committed:
+                _end_interrupted()
+        done.wait()  # committed: the build ends as it would have
+    _ending()
+    tempfile.tempdir = None
+    remove_stop(key)
+    shutil.rmtree(folder, ignore_errors=True)
+    returned, error = outcome[0]
+    if error is not None:
+        raise error
+    assert returned is not None
+    return returned

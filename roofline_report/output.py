@@ -124,12 +124,13 @@ def _probe_writable(out: Path, label: str) -> None:
         probe = probe.parent
     if not probe.is_dir():
         raise InputError(f"{label}: {probe.name or probe} is a file, not a folder")
-    try:
-        made = tempfile.mkdtemp(prefix=".roofline-report-probe-", dir=probe)
-    except OSError:
-        raise InputError(f"{label}: cannot write in {probe.name or probe}") from None
-    with contextlib.suppress(OSError):
-        os.rmdir(made)
+    with interrupts.critical():  # made and removed with no interrupt between
+        try:
+            made = tempfile.mkdtemp(prefix=".roofline-report-probe-", dir=probe)
+        except OSError:
+            raise InputError(f"{label}: cannot write in {probe.name or probe}") from None
+        with contextlib.suppress(OSError):
+            os.rmdir(made)
 
 
 def check_destination(out: Path, *, label: str | None = None) -> None:
@@ -182,21 +183,27 @@ def write_report(out: Path, files: Mapping[str, str], *, label: str | None = Non
     label = f"--out {out}" if label is None else label
     check_destination(out, label=label)
     parent = out.resolve().parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
-    except OSError as exc:
-        raise InputError(f"{label}: cannot create ({exc.strerror})") from None
+    # Each step on the disk is a critical section: an interrupt waits for the step under way,
+    # then removes the staging folder (recorded as it is made) and ends the process.
+    with interrupts.critical():
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+        except OSError as exc:
+            raise InputError(f"{label}: cannot create ({exc.strerror})") from None
+        undo = interrupts.add_stop(lambda: shutil.rmtree(staging, ignore_errors=True))
     try:
         for rel, text in sorted(files.items()):
-            target = staging / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(text)
+            with interrupts.critical():
+                target = staging / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with open(target, "w", encoding="utf-8", newline="\n") as fh:
+                    fh.write(text)
         manifest = {"files": sorted(files), "tool": "roofline-report"}
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n",
-                                        encoding="utf-8")
-        os.chmod(staging, 0o755)
+        with interrupts.critical():
+            (staging / MANIFEST).write_text(
+                json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            os.chmod(staging, 0o755)
         # The commit point: an interrupt until here leaves the previous report as it was; the
         # swap, once begun, runs to its end.
         with interrupts.committing():
@@ -204,6 +211,8 @@ def write_report(out: Path, files: Mapping[str, str], *, label: str | None = Non
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        interrupts.remove_stop(undo)
 
 
 def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str | None = None,

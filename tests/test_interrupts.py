@@ -151,6 +151,119 @@ def before_names(before: dict[str, bytes | None]) -> list[str]:
     return [k for k in before if "/" not in k]
 
 
+# ------------------------------------------------------- Ctrl-C at moments spread over a run
+
+#: Moments per round, spread evenly over a run, and rounds (each round's moments fall between
+#: the last one's).
+MOMENTS, ROUNDS = 20, 2
+#: The longest an interrupted run may take to end once the signal is sent. The aim is half a
+#: second; a process needs a core to answer at all, and on a 2-core machine shared with other
+#: jobs it can wait a few hundred milliseconds for one (answering took at most 0.07 s here on
+#: an idle machine and 0.2 s beside two processes spinning on both cores), hence the slack. A
+#: build that waited for a compile, a jax import or the next step to end took 0.6 to 65 s.
+LATENCY_S = 0.75
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
+
+
+def _commit_moment(folder: Path) -> float:
+    """Seconds from its start until an uninterrupted run swaps its new report in (the report
+    folder is then another), watched every few milliseconds."""
+    report = folder / "report"
+    old = _inode(report)
+    start = time.monotonic()
+    proc = _build(folder)
+    committed = None
+    while proc.poll() is None:
+        if committed is None and _inode(report) != old:
+            committed = time.monotonic() - start
+        time.sleep(0.003)
+    _, err = proc.communicate()
+    assert proc.returncode == 0, err
+    return time.monotonic() - start if committed is None else committed
+
+
+def _startup_s() -> float:
+    """How long this interpreter takes to start and install the tool's handler: before that
+    only Python's own handler is in place (an interrupt while ``site`` is imported is Python's
+    to deal with, whatever the tool does)."""
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-c", "from roofline_report import interrupts; "
+                    "interrupts.install()"], env=_env(), check=True)
+    return time.monotonic() - start
+
+
+@pytest.mark.slow
+def test_ctrl_c_at_any_moment_of_a_run(built: Path, tmp_path: Path) -> None:
+    """A real run interrupted at moments spread over its whole length (importing jax, compiling,
+    measuring, rendering, writing): it exits 130 each time, within :data:`LATENCY_S` of the
+    signal, with one line on stderr, the previous report byte for byte as it was and nothing
+    left beside it, and never dies of a signal. The moments run from the end of the
+    interpreter's start to just before the first run's commit point (the swap of the new
+    report: an interrupt after it changes nothing, by design)."""
+    reference = Path(shutil.copytree(built, tmp_path / "reference"))
+    committed = _commit_moment(reference)
+    first = 2 * _startup_s()
+    last = 0.95 * committed
+    assert last > first + 1.0, (first, committed)  # a run long enough to interrupt
+    figures: list[tuple[float, float]] = []
+    failures: list[str] = []
+    for round_ in range(ROUNDS):
+        for i in range(MOMENTS):
+            moment = first + (last - first) * (i + (round_ + 1) / (ROUNDS + 1)) / MOMENTS
+            work = Path(shutil.copytree(built, tmp_path / f"work-{round_}-{i}"))
+            before = snapshot(work)
+            report = work / "report"
+            old = _inode(report)
+            for _ in range(3):
+                start = time.monotonic()
+                proc = _build(work)
+                time.sleep(max(0.0, moment - (time.monotonic() - start)))
+                if proc.poll() is None and _inode(report) == old:
+                    break
+                # A run faster than the first had committed already: the moment is past its
+                # end, not one to interrupt. Put the previous report back and come earlier.
+                proc.communicate()
+                shutil.rmtree(work)
+                work = Path(shutil.copytree(built, work))
+                old = _inode(report)
+                moment *= 0.9
+            else:
+                failures.append(f"{moment:.2f} s: each run had committed before it")
+                continue
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            try:
+                _, err = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+            latency = time.monotonic() - sent
+            figures.append((moment, latency))
+            what = f"{moment:.2f} s (exit {proc.returncode}, {latency:.3f} s)"
+            if proc.returncode < 0:
+                failures.append(f"{what}: died of signal {-proc.returncode}: {err[-2000:]}")
+            elif proc.returncode != interrupts.EXIT_INTERRUPTED:
+                failures.append(f"{what}: not interrupted: {err[-2000:]}")
+            elif err.splitlines() != [MESSAGE]:
+                failures.append(f"{what}: stderr is not one line: {err[-2000:]}")
+            elif latency > LATENCY_S:
+                failures.append(f"{what}: ended {latency:.3f} s after the signal")
+            if snapshot(work) != before:
+                failures.append(f"{what}: the folder of the previous report changed")
+            shutil.rmtree(work)
+    latencies = sorted(latency for _, latency in figures)
+    print(f"\n{len(figures)} interrupts from {first:.2f} to {last:.2f} s of a run committing "
+          f"at {committed:.2f} s: worst {latencies[-1]:.3f} s, median "
+          f"{latencies[len(latencies) // 2]:.3f} s after the signal; {len(failures)} failures")
+    assert failures == []
+
+
 # ------------------------------------------------------------------ the handler, in-process
 
 

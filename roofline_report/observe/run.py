@@ -237,7 +237,8 @@ def _ceilings(options: RunOptions, env: Mapping[str, Any], at: str, say: Progres
     data.pop("peak_compute", None)
     data.pop("peak_bandwidth", None)
     interrupts.safe_point("ceilings")  # an interrupted measurement is not cached
-    saved = cache.save(key, data, at)
+    with interrupts.critical():  # nor one saved in part
+        saved = cache.save(key, data, at)
     for note in saved:
         say(f"note: {note}")
     data["origin"] = cache.origin(cached=False, measured_at=at, key=key, notes=notes + saved)

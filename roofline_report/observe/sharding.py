@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from roofline_report import children
 from roofline_report.errors import InputError, scrub_paths
 from roofline_report.kinds import Kind
 from roofline_report.observe.sharded_analysis import (
@@ -135,13 +136,12 @@ def with_device_flag(xla_flags: str, devices: int) -> str:
 
 
 def _child_env(devices: int) -> dict[str, str]:
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = with_device_flag(env.get("XLA_FLAGS", ""), devices)
-    env["JAX_NUM_CPU_DEVICES"] = str(devices)  # it overrides the XLA flag when both are set
-    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # share a GPU with the parent
-    package_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-    return env
+    return children.environment({
+        "XLA_FLAGS": with_device_flag(os.environ.get("XLA_FLAGS", ""), devices),
+        "JAX_NUM_CPU_DEVICES": str(devices),  # it overrides the XLA flag when both are set
+        # share a GPU with the parent
+        "XLA_PYTHON_CLIENT_PREALLOCATE": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE",
+                                                        "false")})
 
 
 def _last_json(stdout: str) -> dict[str, Any] | None:
@@ -233,23 +233,21 @@ def run_sharded_analysis(
         raise InputError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if config_path is not None and not isinstance(config_path, str | os.PathLike):
         raise InputError(f"config_path must be a path, got {type(config_path).__name__}")
-    command = [sys.executable, "-m", "roofline_report.observe.sharding", "--devices", str(devices)]
+    args = ["--devices", str(devices)]
     if quick:
-        command.append("--quick")
+        args.append("--quick")
     if not builtin:
-        command.append("--no-builtin")
-    env = _child_env(devices)
-    env.pop("ROOFLINE_REPORT_SIGINT_AT", None)  # a test's interrupt is meant for the build
-    cwd = env["PYTHONPATH"].split(os.pathsep)[0]
+        args.append("--no-builtin")
+    cwd = children.ROOT
     if config_path is not None:
-        command += ["--config", str(Path(config_path).resolve())]
+        args += ["--config", str(Path(config_path).resolve())]
         with contextlib.suppress(OSError):  # a removed current directory: keep the package's
             cwd = str(Path.cwd())
     try:
-        proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-    except OSError as exc:
-        return unavailable(f"could not start the sharded measurement: {one_line(exc)}")
+        proc = children.start("roofline_report.observe.sharding", args, isolated=False,
+                              env=_child_env(devices), cwd=cwd, capture=True)
+    except children.NotStarted as exc:
+        return unavailable(f"could not start the sharded measurement: {one_line(exc.error)}")
     _running.add(proc)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -259,6 +257,7 @@ def run_sharded_analysis(
         return unavailable(f"the sharded measurement timed out after {timeout:g} s")
     finally:
         _running.discard(proc)
+        children.end(proc)
     doc = _last_json(stdout)
     if doc is not None:
         return doc

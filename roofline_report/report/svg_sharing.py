@@ -40,6 +40,8 @@ import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from roofline_report import children
+
 __all__ = ["ENV_VAR", "WAIT_S", "cores_taken", "sharing", "written"]
 
 ENV_VAR = "ROOFLINE_REPORT_SVG_JOBS"  # "1": every figure written in this process
@@ -164,8 +166,8 @@ def sharing() -> Iterator[None]:
             # Python 3.12 warns of a fork while other threads run: the copy never touches
             # what they hold (it runs no jax) and is waited for with a limit.
             warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-    except OSError:
+            pid = children.fork()
+    except children.NotStarted:
         for fd in (read_end, write_end):
             os.close(fd)
         shutil.rmtree(folder, ignore_errors=True)
@@ -193,8 +195,6 @@ def sharing() -> Iterator[None]:
         yield
     finally:
         _current.remove(share)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        children.end_fork(pid)
         os.close(read_end)
         shutil.rmtree(folder, ignore_errors=True)

@@ -28,10 +28,10 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from roofline_report import children
 from roofline_report.results.json_text import dumps
 from roofline_report.results.per_call_columns import compact
 
@@ -42,7 +42,6 @@ __all__ = ["ASIDE_BYTES", "WAIT_S", "Aside", "main"]
 # library's json.
 ASIDE_BYTES = 2 * 2**20
 WAIT_S = 600.0  # a helper still writing after this long is stopped and the text made here
-_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding the package
 _INPUT, _OUTPUT = "document.pickle", "results.json"
 
 
@@ -72,13 +71,8 @@ class Aside:
             with open(os.path.join(folder, _INPUT), "wb") as fh:
                 fh.write(blob)
             del blob
-            self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-c",
-                 f"import sys; sys.path.insert(0, {_ROOT!r}); "
-                 "from roofline_report.results.json_aside import main; main()", folder],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL)
-        except (OSError, ValueError):  # no interpreter to start (or a path it cannot take)
+            self._proc = children.start("roofline_report.results.json_aside", [folder])
+        except (OSError, children.NotStarted):  # no interpreter to start, say
             self._close()
         return self
 
@@ -114,9 +108,8 @@ class Aside:
 
     def _close(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            children.end(proc)
         folder, self._folder = self._folder, None
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
