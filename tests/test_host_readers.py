@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ def test_a_worker_that_cannot_start_or_fails_has_its_hosts_read_here(
         parallel: None, monkeypatch: pytest.MonkeyPatch, broken: str) -> None:
     alone = _document(TWO_HOSTS, jobs=1)
     if broken == "start":  # no interpreter to start
-        monkeypatch.setattr(host_readers, "_PYTHON", "/nonexistent/python3")
+        monkeypatch.setattr(sys, "executable", "/nonexistent/python3")
     else:  # the request is written where the workers do not look: each exits 1
         monkeypatch.setattr(host_readers, "_REQUEST", "elsewhere-{}.pickle")
     assert _document(TWO_HOSTS, jobs=2) == alone

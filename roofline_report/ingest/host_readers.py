@@ -30,13 +30,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from roofline_report import children
 from roofline_report.errors import InputError
 
 __all__ = ["PARALLEL_BYTES", "main", "read_hosts", "shares", "trace_bytes"]
 
 PARALLEL_BYTES = 32 * 2**20  # less than this in all: read here, one host after another
-_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding the package
-_PYTHON = sys.executable
 _REQUEST, _RESULT = "request-{}.pickle", "result-{}.pickle"
 
 
@@ -69,14 +68,9 @@ def read_hosts(files: Sequence[Any], jobs: int, read: Callable[[Any], Any]) -> l
                 pickle.dump([(i, files[i]) for i in hosts], fh,
                             protocol=pickle.HIGHEST_PROTOCOL)
             try:
-                procs.append(subprocess.Popen(
-                    [_PYTHON, "-I", "-c",
-                     f"import sys; sys.path.insert(0, {_ROOT!r}); "
-                     "from roofline_report.ingest.host_readers import main; "
-                     "raise SystemExit(main())", folder, str(w)],
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL))
-            except (OSError, ValueError):  # no interpreter to start: read its hosts here
+                procs.append(children.start("roofline_report.ingest.host_readers",
+                                            [folder, str(w)]))
+            except children.NotStarted:  # no interpreter to start: read its hosts here
                 break
         done: dict[int, Any] = {}
         for w, proc in enumerate(procs):
@@ -91,9 +85,7 @@ def read_hosts(files: Sequence[Any], jobs: int, read: Callable[[Any], Any]) -> l
         return out
     finally:
         for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            children.end(proc)
         shutil.rmtree(folder, ignore_errors=True)
 
 

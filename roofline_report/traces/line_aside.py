@@ -38,6 +38,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from roofline_report import children
+
 __all__ = ["ASIDE_EVENTS", "EVENT_BYTES", "START_COST", "WAIT_S", "Helped", "LineAside",
            "Load", "Source", "alone", "cores", "helping", "load", "main", "plan"]
 
@@ -52,7 +54,6 @@ EVENT_BYTES = 6
 START_COST = 28 * 2**20
 _SAMPLE = 1024  # events whose sizes are read to estimate a long line's bytes
 WAIT_S = 600.0  # a helper still decoding after this long is stopped and its lines decoded here
-_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding the package
 _REQUEST, _RESULT = "request.pickle", "lines.pickle"
 
 
@@ -201,14 +202,8 @@ class LineAside:
         try:
             with open(os.path.join(folder, _REQUEST), "wb") as fh:
                 pickle.dump((self.source, self.lines), fh, protocol=pickle.HIGHEST_PROTOCOL)
-            self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-c",
-                 f"import sys; sys.path.insert(0, {_ROOT!r}); "
-                 "from roofline_report.traces.line_aside import main; raise SystemExit(main())",
-                 folder],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL)
-        except (OSError, ValueError):  # no interpreter to start (or a path it cannot take)
+            self._proc = children.start("roofline_report.traces.line_aside", [folder])
+        except (OSError, children.NotStarted):  # no interpreter to start, say
             self._close()
         return self
 
@@ -242,9 +237,8 @@ class LineAside:
 
     def _close(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            children.end(proc)
         folder, self._folder = self._folder, None
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
