@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from roofline_report.hlo.cost import Cost
 from roofline_report.hlo.ir import Instruction, Module
-from roofline_report.hlo.taps import DIM_LABELS, valid_taps, window_dims
+from roofline_report.hlo.taps import DIM_LABELS, convolution_flops, window_dims
 from roofline_report.hlo.tpu import (
     NO_FLOP_TARGETS,
     TPU,
@@ -96,45 +96,6 @@ def conv_flops(instr: Instruction) -> int | None:
     if lhs is None or rhs is None or lhs.array is None or rhs.array is None or out is None:
         return None
     return convolution_flops(lhs.array.dims, rhs.array.dims, out.dims, instr.attributes)
-
-
-def convolution_flops(lhs: Sequence[int], rhs: Sequence[int], out: Sequence[int],
-                      attributes: Mapping[str, str]) -> int | None:
-    """XLA's convolution count: 2 x input features per group x output features x batch per
-    batch group x kernel taps that land on the input (padding and dilation respected), from
-    the input (``lhs``), filter (``rhs``) and output dimensions and the ``dim_labels`` and
-    ``window`` attributes; None where the labels do not fit the shapes."""
-    labels = _DIM_LABELS.match(attributes.get("dim_labels", ""))
-    if labels is None:
-        return None
-    lhs_l, rhs_l, out_l = labels["lhs"], labels["rhs"], labels["out"]
-    if len(lhs_l) != len(lhs) or len(rhs_l) != len(rhs) or len(out_l) != len(out):
-        return None
-    spatial = [c for c in lhs_l if c.isdigit()]
-    window = _window(attributes.get("window", ""), len(spatial))
-    if len(window) != len(spatial):
-        return None
-    taps = 1
-    for i, digit in enumerate(sorted(spatial)):
-        size, stride, pad_lo, lhs_dil, rhs_dil = window[i]
-        taps *= valid_taps(
-            lhs[lhs_l.index(digit)],
-            out[out_l.index(digit)],
-            rhs[rhs_l.index(digit)] if size == 0 else size,
-            stride,
-            pad_lo,
-            lhs_dil,
-            rhs_dil,
-        )
-    groups = int(attributes.get("feature_group_count", "1"))
-    batch_groups = int(attributes.get("batch_group_count", "1"))
-    fma = (
-        (lhs[lhs_l.index("f")] // groups)
-        * out[out_l.index("f")]
-        * (lhs[lhs_l.index("b")] // batch_groups)
-        * taps
-    )
-    return 2 * fma
 
 
 def window_elements(instr: Instruction) -> int:

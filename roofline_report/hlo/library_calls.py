@@ -42,6 +42,7 @@ from typing import Any
 
 from roofline_report.hlo.ir import Instruction
 from roofline_report.hlo.shapes import Array
+from roofline_report.hlo.taps import convolution_flops
 
 __all__ = ["LibraryCount", "library_call"]
 
@@ -78,8 +79,6 @@ def _operand(instr: Instruction, index: int) -> Array | None:
 
 
 def _convolution(instr: Instruction, target: str) -> LibraryCount:
-    from roofline_report.hlo.kernel_cost import convolution_flops
-
     result = next(iter(_arrays(instr)), None)
     a, b = _operand(instr, 0), _operand(instr, 1)
     if result is None or a is None or b is None:

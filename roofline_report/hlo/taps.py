@@ -22,8 +22,9 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Mapping, Sequence
 
-__all__ = ["DIM_LABELS", "floor_sum", "valid_taps", "window_dims"]
+__all__ = ["DIM_LABELS", "convolution_flops", "floor_sum", "valid_taps", "window_dims"]
 
 #: A convolution's ``dim_labels`` (``b01f_01io->b01f``): its input's, filter's and output's.
 DIM_LABELS = re.compile(r"^(?P<lhs>\w+)_(?P<rhs>\w+)->(?P<out>\w+)$")
@@ -141,3 +142,42 @@ def window_dims(text: str, rank: int) -> list[tuple[int, int, int, int, int]]:
     lhs = per_dim("lhs_dilate", 1)
     rhs = per_dim("rhs_dilate", 1)
     return [(size[i], stride[i], pad[i], lhs[i], rhs[i]) for i in range(rank)]
+
+
+def convolution_flops(lhs: Sequence[int], rhs: Sequence[int], out: Sequence[int],
+                      attributes: Mapping[str, str]) -> int | None:
+    """XLA's convolution count: 2 x input features per group x output features x batch per
+    batch group x kernel taps that land on the input (padding and dilation respected), from
+    the input (``lhs``), filter (``rhs``) and output dimensions and the ``dim_labels`` and
+    ``window`` attributes; None where the labels do not fit the shapes."""
+    labels = DIM_LABELS.match(attributes.get("dim_labels", ""))
+    if labels is None:
+        return None
+    lhs_l, rhs_l, out_l = labels["lhs"], labels["rhs"], labels["out"]
+    if len(lhs_l) != len(lhs) or len(rhs_l) != len(rhs) or len(out_l) != len(out):
+        return None
+    spatial = [c for c in lhs_l if c.isdigit()]
+    window = window_dims(attributes.get("window", ""), len(spatial))
+    if len(window) != len(spatial):
+        return None
+    taps = 1
+    for i, digit in enumerate(sorted(spatial)):
+        size, stride, pad_lo, lhs_dil, rhs_dil = window[i]
+        taps *= valid_taps(
+            lhs[lhs_l.index(digit)],
+            out[out_l.index(digit)],
+            rhs[rhs_l.index(digit)] if size == 0 else size,
+            stride,
+            pad_lo,
+            lhs_dil,
+            rhs_dil,
+        )
+    groups = int(attributes.get("feature_group_count", "1"))
+    batch_groups = int(attributes.get("batch_group_count", "1"))
+    fma = (
+        (lhs[lhs_l.index("f")] // groups)
+        * out[out_l.index("f")]
+        * (lhs[lhs_l.index("b")] // batch_groups)
+        * taps
+    )
+    return 2 * fma
