@@ -28,9 +28,7 @@ import os
 import pickle
 import shutil
 import subprocess
-import sys
 import tempfile
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,7 +39,7 @@ from typing import Any
 from roofline_report import children
 
 __all__ = ["ASIDE_EVENTS", "EVENT_BYTES", "START_COST", "WAIT_S", "Helped", "LineAside",
-           "Load", "Source", "alone", "cores", "helping", "load", "main", "plan"]
+           "Load", "Source", "alone", "cores", "helping", "load", "plan"]
 
 ASIDE_EVENTS = 1_000_000  # a trace with fewer events is decoded in one process
 # Decoding an event costs about what decoding this many bytes of its fields does (measured on
@@ -202,7 +200,7 @@ class LineAside:
         try:
             with open(os.path.join(folder, _REQUEST), "wb") as fh:
                 pickle.dump((self.source, self.lines), fh, protocol=pickle.HIGHEST_PROTOCOL)
-            self._proc = children.start("roofline_report.traces.line_aside", [folder])
+            self._proc = children.start("roofline_report.traces.line_worker", [folder])
         except (OSError, children.NotStarted):  # no interpreter to start, say
             self._close()
         return self
@@ -242,60 +240,3 @@ class LineAside:
         folder, self._folder = self._folder, None
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _decode(source: Source, lines: Mapping[int, Mapping[int, int]]) -> Helped | None:
-    """The helper's work: the lines asked for, decoded from the file as the caller would;
-    None where the file is not the one the caller read or a line is corrupt (the caller
-    decodes them then, and raises their error itself)."""
-    import gzip
-
-    from roofline_report.traces import xspace
-    from roofline_report.traces.xspace_schema import message_class
-
-    path = Path(source.path)
-    st = path.stat()
-    if (st.st_size, st.st_mtime_ns) != (source.size, source.mtime_ns):
-        return None
-    data = path.read_bytes()
-    if data[:2] == xspace.GZIP_MAGIC:
-        data = gzip.decompress(data)
-    if len(data) != source.message_bytes:
-        return None
-    space = message_class("XSpace").FromString(data)
-    del data
-    out: dict[tuple[int, int], Any] = {}
-    unknown: dict[str, set[int]] = {}
-    negative: Counter[str] = Counter()
-    unknown_values: Counter[str] = Counter()
-    try:
-        for p, firsts in sorted(lines.items()):
-            plane = space.planes[p]
-            # The metadata's own counts are the caller's: counted there, not here.
-            names, with_stats, _ = xspace._PlaneReader(plane, {}, Counter(), Counter()
-                                                        ).metadata()
-            reader = xspace._PlaneReader(plane, unknown, negative, unknown_values)
-            for i, first in sorted(firsts.items()):
-                out[(p, i)] = reader.parts(plane.lines[i], names, with_stats, first)
-            reader.cache.close()
-    except (xspace.TraceFormatError, IndexError):
-        return None
-    return Helped(out, dict(negative), dict(unknown_values),
-                  {k: sorted(v) for k, v in unknown.items()})
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The helper: decode the lines the request in the folder given asks for and write them
-    beside it (through a temporary name, so a helper stopped midway leaves nothing to be taken
-    for a whole result); exit 1 where it cannot."""
-    folder = (sys.argv[1:] if argv is None else argv)[0]
-    with open(os.path.join(folder, _REQUEST), "rb") as fh:
-        source, lines = pickle.load(fh)
-    helped = _decode(source, lines)
-    if helped is None:
-        return 1
-    partial = os.path.join(folder, _RESULT + ".partial")
-    with open(partial, "wb") as fh:
-        pickle.dump(helped, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(partial, os.path.join(folder, _RESULT))
-    return 0
