@@ -24,7 +24,6 @@ import os
 import pickle
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any
 from roofline_report import children
 from roofline_report.errors import InputError
 
-__all__ = ["PARALLEL_BYTES", "main", "read_hosts", "shares", "trace_bytes"]
+__all__ = ["PARALLEL_BYTES", "read_hosts", "shares", "trace_bytes"]
 
 PARALLEL_BYTES = 32 * 2**20  # less than this in all: read here, one host after another
 _REQUEST, _RESULT = "request-{}.pickle", "result-{}.pickle"
@@ -68,7 +67,7 @@ def read_hosts(files: Sequence[Any], jobs: int, read: Callable[[Any], Any]) -> l
                 pickle.dump([(i, files[i]) for i in hosts], fh,
                             protocol=pickle.HIGHEST_PROTOCOL)
             try:
-                procs.append(children.start("roofline_report.ingest.host_readers",
+                procs.append(children.start("roofline_report.ingest.host_worker",
                                             [folder, str(w)]))
             except children.NotStarted:  # no interpreter to start: read its hosts here
                 break
@@ -105,27 +104,3 @@ def _result(folder: str, worker: int) -> dict[int, Any]:
             ValueError):
         return {}
     return dict(got) if isinstance(got, list) else {}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """A worker: read the hosts its request in the folder names, each reading or its error,
-    and write them beside it (through a temporary name, so a worker stopped midway leaves
-    nothing to be taken for a whole result)."""
-    folder, worker = (sys.argv[1:] if argv is None else argv)[:2]
-    from roofline_report.ingest.pipeline import read_host
-    from roofline_report.traces import line_aside
-
-    line_aside.helping = False  # the workers hold the cores
-    with open(os.path.join(folder, _REQUEST.format(worker)), "rb") as fh:
-        hosts = pickle.load(fh)
-    out: list[tuple[int, Any]] = []
-    for i, f in hosts:
-        try:
-            out.append((i, read_host(f)))
-        except InputError as exc:
-            out.append((i, exc))
-    partial = os.path.join(folder, _RESULT.format(worker) + ".partial")
-    with open(partial, "wb") as fh:
-        pickle.dump(out, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(partial, os.path.join(folder, _RESULT.format(worker)))
-    return 0
