@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from roofline_report.version import __version__
 
-# The entry points import the package first to install their SIGINT handler: nothing else is
-# imported here before it (typing, say), so that no interrupt meets Python's own handler then.
+# The entry points import the package first to install their SIGINT handler: nothing but the
+# version is imported here before it (not typing), so that no interrupt meets Python's own
+# handler then.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Literal, NoReturn
 
-from roofline_report import __version__, interrupts
+from roofline_report import interrupts
 from roofline_report.analysis.analyse import Assumptions, assumptions_for
 from roofline_report.errors import (
     EXIT_INPUT,
@@ -26,6 +26,7 @@ from roofline_report.errors import (
     InputError,
     first_line,
 )
+from roofline_report.version import __version__
 
 DEFAULT_OUT = "build"
 

@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from roofline_report import __version__
 from roofline_report.errors import InputError
 from roofline_report.hlo.shapes import FLOAT_TYPES
 from roofline_report.ingest.device_timeline import device_timelines
@@ -35,6 +34,7 @@ from roofline_report.results.schema_run import (
     SEED_BANDWIDTH,
     SEED_PEAK_FLOPS,
 )
+from roofline_report.version import __version__
 
 __all__ = ["NOT_RECORDED", "results_document", "workload_name"]
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import jax
 
-from roofline_report import __version__, interrupts, tolerances
+from roofline_report import interrupts, tolerances
 from roofline_report.analysis.seed_model import (
     DEFAULT_INTERCONNECT,
     SEED_BANDWIDTH,
@@ -30,6 +30,7 @@ from roofline_report.observe.program import Program
 from roofline_report.observe.workloads import NoAnalyticModel, Workload, catalog
 from roofline_report.results import io as results_mod
 from roofline_report.results.schema import SCHEMA_VERSION
+from roofline_report.version import __version__
 
 Progress = Callable[[str], None]
 TEXT_LIMIT = 40_000  # characters of HLO text kept per workload
