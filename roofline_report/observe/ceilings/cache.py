@@ -59,11 +59,11 @@ from typing import Any, Literal
 
 import pydantic
 
-from roofline_report import __version__
 from roofline_report.analysis.measuring_load import conditions
 from roofline_report.errors import reason
 from roofline_report.results import io as results_io
 from roofline_report.results import schema
+from roofline_report.version import __version__
 
 # The layout and the rates of a cache file; a change makes every older file a miss
 # (2: the sqrt and rsqrt rates are measured; 5: what splitting a kernel across threads adds;
