@@ -31,12 +31,12 @@ __all__ = ["__version__", "analyze", "analyze_sharded", "profile"]
 
 def profile(path: Any, out: Any = None, **kwargs: Any) -> dict[str, Any]:
     """Read a ``jax.profiler`` trace captured anywhere and return its results document; with
-    ``out``, write its per-kernel roofline report; see :func:`roofline_report.ingest.profile`.
+    ``out``, write its per-kernel roofline report; see :func:`roofline_report.profile_cli.profile`.
 
     Needs jaxlib installed (to print the trace's HLO), not the trace's backend; imports it only
     when called.
     """
-    from roofline_report.ingest import profile as _profile
+    from roofline_report.profile_cli import profile as _profile
 
     return _profile(path, out, **kwargs)
 

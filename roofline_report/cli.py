@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
 from roofline_report import interrupts
 from roofline_report.analysis.analyse import Assumptions, assumptions_for
@@ -26,6 +25,7 @@ from roofline_report.errors import (
     InputError,
     first_line,
 )
+from roofline_report.progress import Progress
 from roofline_report.version import __version__
 
 DEFAULT_OUT = "build"
@@ -98,36 +98,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-class Progress:
-    """Progress on stderr: one live line on a terminal, plain log lines otherwise."""
-
-    def __init__(self, mode: str, stream: IO[str] | None = None) -> None:
-        self.stream = stream or sys.stderr
-        if mode == "auto":
-            mode = "bar" if self.stream.isatty() else "plain"
-        self.mode = mode
-        self.start = time.perf_counter()
-        self._live = False
-
-    def __call__(self, message: str) -> None:
-        if self.mode == "none":
-            return
-        elapsed = time.perf_counter() - self.start
-        line = f"[{elapsed:6.1f}s] {message}"
-        if self.mode == "bar":
-            self.stream.write("\r\033[K" + line[:120])
-            self._live = True
-        else:
-            self.stream.write(f"roofline-report: {line}\n")
-        self.stream.flush()
-
-    def done(self) -> None:
-        if self._live:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-            self._live = False
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     with interrupts.handled():  # before jax is imported: Ctrl-C stops a build at any moment
         return _main(argv)
@@ -143,7 +113,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
             return compare.main(args_list[1:])
         if args_list and args_list[0] == "profile":
-            from roofline_report.ingest import cli as profile_cli
+            from roofline_report import profile_cli
 
             return profile_cli.main(args_list[1:])
         return _build(build_parser().parse_args(args_list))

@@ -634,7 +634,7 @@ class _Stream(io.StringIO):
 
 
 def test_progress_is_a_live_line_on_a_terminal_and_plain_lines_otherwise() -> None:
-    from roofline_report.cli import Progress
+    from roofline_report.progress import Progress
 
     term = _Stream(tty=True)
     p = Progress("auto", term)

@@ -95,8 +95,7 @@ def test_the_first_bad_host_in_order_is_the_error(parallel: None, tmp_path: Path
 
 
 def test_jobs_must_be_a_whole_number_of_at_least_one(tmp_path: Path) -> None:
-    from roofline_report.ingest import profile
-    from roofline_report.ingest.cli import main
+    from roofline_report.profile_cli import main, profile
 
     bad: Any
     for bad in (0, -1, 1.5, True, "2"):

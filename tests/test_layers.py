@@ -43,11 +43,12 @@ def test_the_check_sees_an_import_inside_a_function(tmp_path: Path) -> None:
 #: Each part of the package and its layer: a module may import its own part and parts of lower
 #: layers only. Observations flow up: the readers (hlo, traces) and results below the analysis,
 #: the analysis below the report, the report below the outputs; the measuring side (observe)
-#: and the trace reader's entry points orchestrate from above.
+#: and the entry points (the command lines, ``profile()``) orchestrate from above.
 LAYERS: dict[str, int] = {
-    # what everything may use: errors, kinds of numbers, plain arithmetic, formats
+    # what everything may use: errors, kinds of numbers, plain arithmetic, formats, the version,
+    # interrupts and the child processes they stop
     "errors": 0, "kinds": 0, "wire": 0, "tolerances": 0, "interrupts": 0, "quantiles": 0,
-    "heap": 0,
+    "heap": 0, "version": 0, "children": 0, "progress": 0,
     "roofline": 0, "backends": 0, "units": 1, "text": 2, "preset_records": 2, "presets": 2,
     "networks": 3,
     "device_recognition": 3, "config": 3,
@@ -56,12 +57,9 @@ LAYERS: dict[str, int] = {
     # the model, then the words and figures
     "analysis": 5, "report": 6,
     # outputs and entry points
-    "api": 7, "output": 7, "observe": 8, "cli": 9, "compare_cli": 9, "entry": 10, "__main__": 10,
-    "__init__": 10,
+    "api": 7, "output": 7, "observe": 8, "cli": 9, "compare_cli": 9, "profile_cli": 9,
+    "entry": 10, "__main__": 10, "__init__": 10,
 }
-#: Modules that stand at another layer than their part: the trace reader's entry points
-#: (``profile()`` and its command line) write a report, as the command line does.
-ENTRY_POINTS = {"ingest/__init__.py": "cli", "ingest/cli.py": "cli"}
 
 
 def _part(module: str) -> str | None:
@@ -74,9 +72,24 @@ def _part(module: str) -> str | None:
     return parts[1]
 
 
-def _runtime_imports(path: Path) -> list[tuple[int, str]]:
-    """Imports that run (those under ``if TYPE_CHECKING:`` only name types), with
-    ``from roofline_report import x`` read as an import of ``roofline_report.x``."""
+def _module_names(package: Path) -> set[str]:
+    """The dotted name of every module of ``package`` (a folder named ``roofline_report``),
+    ``roofline_report.x`` for a package ``x/__init__.py``."""
+    names = set()
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names.add(".".join(parts))
+    return names
+
+
+def _runtime_imports(path: Path, modules: set[str]) -> list[tuple[int, str]]:
+    """Imports that run (those under ``if TYPE_CHECKING:`` only name types), at module top or
+    inside a function, each as the module it runs: ``from roofline_report.x import y`` is an
+    import of ``roofline_report.x.y`` where that is a module of ``modules``, else of
+    ``roofline_report.x`` (so ``from roofline_report import __version__`` imports the package's
+    ``__init__``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
                    and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
@@ -87,20 +100,20 @@ def _runtime_imports(path: Path) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            if node.module == "roofline_report":
-                found += [(node.lineno, f"roofline_report.{a.name}") for a in node.names]
-            else:
-                found.append((node.lineno, node.module))
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.append((node.lineno, sub if sub in modules else node.module))
     return found
 
 
 def layer_violations(package: Path) -> list[str]:
     """Every import that runs from a lower layer up to a higher one, as 'file:line imports x'."""
+    modules = _module_names(package)
     out = []
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(package).as_posix()
-        own = ENTRY_POINTS.get(rel) or (rel.split("/")[0] if "/" in rel else rel[:-3])
-        for line, module in _runtime_imports(path):
+        own = rel.split("/")[0] if "/" in rel else rel[:-3]
+        for line, module in _runtime_imports(path, modules):
             part = _part(module)
             if part is None or part == own or part not in LAYERS:
                 continue
@@ -120,12 +133,122 @@ def test_the_layer_check_sees_an_import_running_up(tmp_path: Path) -> None:
     package = tmp_path / "roofline_report"
     (package / "analysis").mkdir(parents=True)
     (package / "traces").mkdir()
+    (package / "__init__.py").write_text("__version__ = '0'\n")
+    (package / "text.py").write_text("")
     (package / "analysis" / "model.py").write_text(
         "from typing import TYPE_CHECKING\n"
         "from roofline_report.report.format import n\n"       # up: analysis -> report
         "from roofline_report import text\n"                  # down: fine
-        "if TYPE_CHECKING:\n    from roofline_report.report import views\n")  # types only
+        "if TYPE_CHECKING:\n    from roofline_report.report import views\n"  # types only
+        "def version():\n    from roofline_report import __version__\n")  # up, to __init__
     (package / "traces" / "read.py").write_text("from roofline_report.analysis import stats\n")
     assert layer_violations(package) == [
         "analysis/model.py:2 imports roofline_report.report.format",
+        "analysis/model.py:7 imports roofline_report",
         "traces/read.py:1 imports roofline_report.analysis"]
+
+
+# --- no import cycle ---------------------------------------------------------------------------
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """Each module of ``package`` and the modules of the package it imports when it runs, at
+    module top or inside a function (:func:`_runtime_imports`), with the packages that run
+    first: importing ``a.b.c`` runs ``a/b/__init__.py`` before it (not the importer's own
+    packages, which run before the importer itself, nor the top package's, which runs first of
+    all)."""
+    modules = _module_names(package)
+    graph: dict[str, set[str]] = {}
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        name = ".".join(parts)
+        edges: set[str] = set()
+        for _, module in _runtime_imports(path, modules):
+            while module and module not in modules:  # an attribute of a module: the module
+                module = module.rpartition(".")[0]
+            if not module or module == name:
+                continue
+            edges.add(module)
+            dotted = module.split(".")
+            for i in range(2, len(dotted)):
+                parent = ".".join(dotted[:i])
+                if not (name == parent or name.startswith(parent + ".")):
+                    edges.add(parent)
+        graph[name] = edges
+    return graph
+
+
+def import_cycles(package: Path) -> list[list[str]]:
+    """The modules that import one another round a cycle: each strongly connected group of
+    more than one module of :func:`import_graph`, sorted (Tarjan's algorithm, iterative)."""
+    graph = import_graph(package)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.append(member)
+                        if member == node:
+                            break
+                    if len(group) > 1:
+                        groups.append(sorted(group))
+    return sorted(groups)
+
+
+def test_no_import_cycle() -> None:
+    assert len(import_graph(PACKAGE)) > 100  # the modules were found
+    assert import_cycles(PACKAGE) == []
+
+
+def test_the_cycle_check_sees_a_cycle_closed_inside_a_function(tmp_path: Path) -> None:
+    package = tmp_path / "roofline_report"
+    (package / "hlo").mkdir(parents=True)
+    (package / "ingest").mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "hlo" / "__init__.py").write_text("")
+    (package / "hlo" / "cost.py").write_text("from roofline_report.hlo.calls import n\n")
+    (package / "hlo" / "calls.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "n = 1\n"
+        "def f():\n    from roofline_report.hlo import cost\n"  # closes cost <-> calls
+        "if TYPE_CHECKING:\n    from roofline_report.hlo.tree import T\n")  # types only
+    (package / "hlo" / "tree.py").write_text("from roofline_report.hlo import calls\n")
+    # ingest/__init__ imports read; read imports hlo.cost: no cycle, its own package runs first
+    (package / "ingest" / "__init__.py").write_text("from roofline_report.ingest import read\n")
+    (package / "ingest" / "read.py").write_text("import roofline_report.hlo.cost\n")
+    assert import_cycles(package) == [["roofline_report.hlo.calls", "roofline_report.hlo.cost"]]
+    # through a package's __init__, which runs before any module of the package
+    (package / "hlo" / "__init__.py").write_text(
+        "def load():\n    from roofline_report.ingest import read\n")
+    assert import_cycles(package) == [
+        ["roofline_report.hlo", "roofline_report.ingest", "roofline_report.ingest.read"],
+        ["roofline_report.hlo.calls", "roofline_report.hlo.cost"]]
