@@ -22,7 +22,7 @@ from roofline_report.report.format import Num, count, n, percent, plural, ratio
 from roofline_report.units import format_intensity
 
 __all__ = ["LEVERS_SHOWN", "lever_kind", "lever_long", "lever_short", "levers_lede",
-           "what_first"]
+           "more_levers", "what_first"]
 
 P = Kind.PREDICTED
 M = Kind.MEASURED
@@ -172,7 +172,7 @@ def what_first(p: Program) -> tuple[Inline, ...]:
 
 
 def levers_lede(p: Program) -> tuple[Inline, ...]:
-    """The sentence after a program's levers: they overlap, and the ones not listed."""
+    """The sentence after a program's levers: they overlap, and the ones in the fold."""
     left = p.levers[LEVERS_SHOWN:]
     parts: list[Inline] = [
         "Each is an upper bound and they overlap (a kernel's time can count in two), so they "
@@ -180,5 +180,10 @@ def levers_lede(p: Program) -> tuple[Inline, ...]:
     if left:
         kind = lever_kind(left[0])
         parts += [f" {plural(len(left), 'more lever saves', 'more levers save')} up to ",
-                  n(left[0].saving, "s", kind), " each."]
+                  n(left[0].saving, "s", kind), " each (listed below)."]
     return tuple(parts)
+
+
+def more_levers(p: Program) -> str:
+    """The fold's title of the levers after the first :data:`LEVERS_SHOWN`."""
+    return plural(len(p.levers[LEVERS_SHOWN:]), "more lever", "more levers")

@@ -264,6 +264,9 @@ def _kernel_workload(vm: VM, k: Mapping[str, Any]) -> Section:
                       "call, largest first):"))
         body.append(BulletList(tuple(text(*x) for x in k["levers"])))
         body.append(p(*k["levers_note"]))
+        if k["levers_rest"]:
+            body.append(Details((k["levers_more"],),
+                                (BulletList(tuple(text(*x) for x in k["levers_rest"])),)))
     body.append(table(KERNEL_COLUMNS, [_kernel_cells(r) for r in k["rows"]]))
     if k["rest"]:
         body.append(Details((k["more"], " Every kernel:"),

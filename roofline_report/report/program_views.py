@@ -55,6 +55,7 @@ from roofline_report.report.lever_words import (
     lever_long,
     lever_short,
     levers_lede,
+    more_levers,
     what_first,
 )
 from roofline_report.report.reconcile_words import rewrites_text
@@ -320,6 +321,8 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
                         "flops": count(c.flops, A), "bytes": n(c.bytes, "B", A)}
                        for c in table.categories],
         "levers": [lever_long(x) for x in p.levers[:LEVERS_SHOWN]],
+        "levers_rest": [lever_long(x) for x in p.levers[LEVERS_SHOWN:]],
+        "levers_more": more_levers(p),
         "levers_note": levers_lede(p) if p.levers else (),
         "reconciliation": _kernel_reconciliation(table.reconciliation),
         "figure": figure.name if figure is not None else None, "figure_out": figure,
@@ -484,7 +487,7 @@ def programs_figure(an: Analysis) -> figs.FigureOut | None:
     desc = (f"{plural(placed, 'program is', 'programs are')} placed at {their} compiled-program "
             f"intensity (the flops {their} kernels count over the bytes {their} kernels touch) "
             "and measured FLOP/s; an open marker is each one's predicted rate at the same "
-            f"intensity. Roofs, each family in its own colour: {_roof_list(main, uses)}"
+            f"intensity. Roofs{_roofs_said(main, uses)}"
             + ("; the assumed budgets dashed" if measured else "")
             + ("; the spec sheet dotted" if len(sets) > (2 if measured else 1) else "") + ".")
     return figs.roofline(name, title, desc, sets, points, uses=uses)
@@ -505,6 +508,14 @@ def roof_uses(programs: Sequence[Program], roofs: RoofSet) -> list[tuple[str | N
             if x.group == "compute" and roof is not None:
                 uses.add((roof.dtype, roof.op))
     return sorted(uses, key=lambda u: (u[1], u[0] or ""))
+
+
+def _roofs_said(s: RoofSet, uses: figs.Uses | None) -> str:
+    """': none' where the figure draws no roof of ``s``, else the roofs it draws, each family
+    in its colour."""
+    listed = _roof_list(s, uses)
+    return f": {listed}" if listed.startswith("none") else \
+        f", each family in its own colour: {listed}"
 
 
 def _roof_list(s: RoofSet, uses: figs.Uses | None = None) -> str:
