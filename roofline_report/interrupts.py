@@ -81,6 +81,8 @@ _state = _State()
 #: Held by the build through each critical section, and by the main thread once it stops the
 #: process (the build then waits at the next one, for good).
 _critical = threading.RLock()
+#: How deep in critical sections each thread is (the lock's owner may enter one again).
+_depth = threading.local()
 #: What the main thread undoes before an interrupted process ends, by a key of its own.
 _stop_actions: dict[int, Callable[[], object]] = {}
 
@@ -192,7 +194,7 @@ def safe_point(phase: str) -> None:
     was swallowed) since the handler was installed; under :func:`run`, waits there for the
     process to end. ``phase`` names it for :data:`TEST_HOOK`."""
     _test_hook(phase)
-    if _stopping():
+    if _stopping() and not getattr(_depth, "n", 0):  # never waits holding the lock
         _wait_for_the_end()
     if _state.installed and _state.pending and _state.mode == "raise":
         raise KeyboardInterrupt
@@ -203,11 +205,20 @@ def critical() -> Iterator[None]:
     """A step that an interrupt must not cut in half: writing a file, starting a child process
     (and recording it, so that it is stopped), saving to the cache. Under :func:`run` the main
     thread waits for it to end before it ends the process, and once it does, no other begins.
-    Keep one short: the interrupt is answered after it. Reentrant."""
-    with _critical:
-        if _stopping():
-            _wait_for_the_end()
+    Keep one short: the interrupt is answered after it. Reentrant: one inside another runs
+    to its end with it."""
+    depth = getattr(_depth, "n", 0)
+    _critical.acquire()
+    if depth == 0 and _stopping():
+        # The interrupt came first, and the main thread waits for the lock: it is let go.
+        _critical.release()
+        _wait_for_the_end()
+    _depth.n = depth + 1
+    try:
         yield
+    finally:
+        _depth.n = depth
+        _critical.release()
 
 
 def add_stop(action: Callable[[], object]) -> int:

@@ -264,6 +264,62 @@ def test_ctrl_c_at_any_moment_of_a_run(built: Path, tmp_path: Path) -> None:
     assert failures == []
 
 
+# ------------------------------------------------------- the main thread of a supervised run
+
+SUPERVISED = """
+import os, signal, sys, time
+from roofline_report import interrupts
+interrupts.install()
+def main():
+    print("ready", flush=True)
+{body}
+    return 0
+raise SystemExit(interrupts.run(main))
+"""
+
+BUILDS = {
+    # a long call that holds no interpreter lock, as XLA's compile does
+    "native": "    time.sleep(60)",
+    # one critical section after another, as fast as it can: the main thread still ends it
+    "critical": "    while True:\n        with interrupts.critical():\n            pass",
+    # something to undo, then a wait that swallows any exception raised into it
+    "undo": "    interrupts.add_stop(lambda: print('undone', flush=True))\n"
+            "    while True:\n        try:\n            time.sleep(60)\n"
+            "        except BaseException:\n            pass",
+}
+
+
+def _supervised(body: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", SUPERVISED.format(body=body)],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"
+    return proc
+
+
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_the_main_thread_ends_an_interrupted_run_whatever_the_build_does(build: str) -> None:
+    proc = _supervised(BUILDS[build])
+    time.sleep(0.2)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - sent < LATENCY_S
+    assert proc.returncode == interrupts.EXIT_INTERRUPTED, err
+    assert err.splitlines() == [MESSAGE]
+    assert out == ("undone\n" if build == "undo" else "")
+
+
+def test_an_interrupt_during_the_commit_lets_the_run_end_as_it_would_have() -> None:
+    proc = _supervised("    with interrupts.committing():\n"
+                       "        os.kill(os.getpid(), signal.SIGINT)\n"
+                       "        time.sleep(0.3)\n"
+                       "    print('committed', flush=True)")
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out, err) == (0, "committed\n", "")
+
+
 # ------------------------------------------------------------------ the handler, in-process
 
 
