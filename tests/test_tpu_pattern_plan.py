@@ -59,3 +59,28 @@ def test_the_check_finds_no_pattern_where_there_is_none() -> None:
     assert kernel is None and described
     # a kernel streaming from HBM is no on-chip one
     assert patterns.pattern_kernel(_text("scale_f32_64M"), "on-chip")[0] is None
+
+
+def test_an_accelerators_samples_outlast_its_round_trip() -> None:
+    """A sample's first call waits a blocking round trip before the device starts: on an
+    accelerator every plan's samples last at least ACCELERATOR_MIN_SAMPLE_SECONDS."""
+    from roofline_report.observe import timer
+    from roofline_report.observe.ceilings import machine, rates, working_set
+
+    floor = timer.ACCELERATOR_MIN_SAMPLE_SECONDS
+    for quick in (True, False):
+        tpu = machine.plan_for("tpu", quick=quick, cache_bytes=None, free_bytes=16 << 30)
+        cpu = machine.plan_for("cpu", quick=quick, cache_bytes=32 << 20, free_bytes=16 << 30)
+        assert tpu.min_sample_s >= floor and tpu.sweep_min_sample_s >= floor
+        assert cpu.min_sample_s < floor and cpu.sweep_min_sample_s < floor
+        assert patterns.pattern_plan("tpu", quick=quick).min_sample_s >= floor
+        assert rates.rate_plan("tpu", quick=quick).min_sample_s >= floor
+        sweep = working_set.sweep_plan("tpu", quick=quick, cache_bytes=None, free_bytes=None)
+        assert sweep.min_sample_s >= floor
+    assert timer.min_sample_for(True, 0.002) == floor and timer.min_sample_for(False, 0.002) \
+        == 0.002
+    # a quick plan on an accelerator keeps its two largest sizes (the smaller ones time the
+    # host's dispatch there)
+    quick, full = patterns.pattern_plan("tpu", quick=True), patterns.pattern_plan("tpu",
+                                                                                  quick=False)
+    assert quick.sizes == (full.sizes[-1] // 16, full.sizes[-1])

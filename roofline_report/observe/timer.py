@@ -39,6 +39,11 @@ QUICK_MIN_SAMPLE_SECONDS = 0.005
 # 256^3 matmul executable ran its first ~80 ms of calls at 350 us and then at 200 us.
 PROGRAM_WARMUP_SECONDS = 0.1
 QUICK_PROGRAM_WARMUP_SECONDS = 0.02
+# On an accelerator a sample's first call waits a blocking round trip to the device (about
+# 0.5 ms on a TPU v5e host) before the device starts: samples of a few calls read 10 % slow
+# there (a v5e's 4096^3 bfloat16 product, 0.72 ms on the device, read 0.8 ms in 5 ms samples).
+# Samples on an accelerator last at least this long, whatever the plan asks.
+ACCELERATOR_MIN_SAMPLE_SECONDS = 0.05
 # Upper bound on the calibrated inner count (a 1 us call reaches 0.03 s at 32768).
 DEFAULT_MAX_INNER = 1 << 16
 # A sample must also last this many timer ticks, whatever min_sample_seconds says.
@@ -160,6 +165,21 @@ def minor_faults() -> int | None:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
 
 
+def accelerator_backend() -> bool:
+    """Whether jax's default backend is an accelerator (a GPU or TPU)."""
+    import jax
+
+    from roofline_report.backends import describe
+
+    return describe(jax.default_backend()).accelerator
+
+
+def min_sample_for(accelerator: bool, seconds: float) -> float:
+    """A sample's least length: ``seconds``, at least :data:`ACCELERATOR_MIN_SAMPLE_SECONDS`
+    on an accelerator."""
+    return max(seconds, ACCELERATOR_MIN_SAMPLE_SECONDS) if accelerator else seconds
+
+
 def time_jitted(
     compiled: Any,
     args: Sequence[Any],
@@ -195,6 +215,7 @@ def time_jitted(
     min_seconds = min_sample_seconds
     if min_seconds is None:
         min_seconds = QUICK_MIN_SAMPLE_SECONDS if quick else DEFAULT_MIN_SAMPLE_SECONDS
+    min_seconds = min_sample_for(accelerator_backend(), min_seconds)
     if pool is not None:
         return _time_pool(pool, n_samples, min_seconds, timer, budget_seconds, warmup_seconds,
                           max_inner, pool_method)

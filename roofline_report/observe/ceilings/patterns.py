@@ -151,13 +151,18 @@ def pattern_plan(backend: str, *, quick: bool) -> PatternPlan:
         first, last, sides = 1 << 17, 1 << 26, (256, 512, 1024, 2048, 4096)
         quick_sides = (512, 2048)
         sorts, quick_sorts = timing.geometric(1 << 12, 1 << 22, 4), (1 << 14, 1 << 20)
+    accelerator = backend != "cpu"
     if quick:
-        return PatternPlan(sizes=timing.geometric(4 * first, last, 16), dot_sides=quick_sides,
-                           variant_sizes=(), bfloat16_sizes=(), samples=4, min_sample_s=0.002,
+        # An accelerator's smaller sizes time its host's dispatch: the largest two.
+        quick_sizes = (last // 16, last) if accelerator else timing.geometric(4 * first, last, 16)
+        return PatternPlan(sizes=quick_sizes, dot_sides=quick_sides,
+                           variant_sizes=(), bfloat16_sizes=(), samples=4,
+                           min_sample_s=timing.min_sample_for(accelerator, 0.002),
                            sort_sizes=quick_sorts, backend=backend)
     sizes = timing.geometric(first, last, 8)
     return PatternPlan(sizes=sizes, dot_sides=sides, variant_sizes=sizes[1::2],
-                       bfloat16_sizes=sizes[1::2], samples=6, min_sample_s=0.003,
+                       bfloat16_sizes=sizes[1::2], samples=6,
+                       min_sample_s=timing.min_sample_for(accelerator, 0.003),
                        sort_sizes=sorts, backend=backend)
 
 

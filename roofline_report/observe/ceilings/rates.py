@@ -75,7 +75,7 @@ def rate_plan(backend: str, *, quick: bool) -> RatePlan:
         elements=ELEMENTS if backend == "cpu" else ELEMENTS * 64,
         ops_per_call=per_call // 4 if quick else per_call,
         samples=5 if quick else 7,
-        min_sample_s=0.003 if quick else 0.005,
+        min_sample_s=timing.min_sample_for(backend != "cpu", 0.003 if quick else 0.005),
         reduce_sizes=timing.geometric(first, last, 16 if quick else 4),
     )
 

@@ -76,7 +76,9 @@ def sweep_plan(backend: str, *, quick: bool, cache_bytes: int | None,
     last = max(256 * MiB, 8 * cache_bytes) if cache_bytes else 256 * MiB
     last = min(last, cap, free_bytes // 8 if free_bytes else cap)
     return SweepPlan(timing.geometric(first, last, factor), per_call // 4 if quick else per_call,
-                     samples=5 if quick else 7, min_sample_s=0.003 if quick else 0.005,
+                     samples=5 if quick else 7,
+                     min_sample_s=timing.min_sample_for(backend != "cpu",
+                                                         0.003 if quick else 0.005),
                      kernels=("read-write", "write-new") if quick else KERNELS)
 
 
