@@ -84,3 +84,13 @@ def test_an_accelerators_samples_outlast_its_round_trip() -> None:
     quick, full = patterns.pattern_plan("tpu", quick=True), patterns.pattern_plan("tpu",
                                                                                   quick=False)
     assert quick.sizes == (full.sizes[-1] // 16, full.sizes[-1])
+
+
+def test_the_integer_roofs_check_finds_the_tpus_integer_product() -> None:
+    from roofline_report.observe.ceilings import special_compute
+
+    int8 = _text("matmul_int8_4096")
+    assert special_compute._holds(int8, lambda i: special_compute.integer_dot(i, "int8"))
+    assert not special_compute._holds(int8, lambda i: special_compute.integer_dot(i, "int4"))
+    assert not special_compute._holds(_text("matmul_bf16_4096"),
+                                      lambda i: special_compute.integer_dot(i, "int8"))

@@ -76,12 +76,14 @@ def _library_call(instr: Any, prefix: str) -> bool:
 
 
 def integer_dot(instr: Any, dtype: str) -> bool:
-    """An HLO dot, or a cuBLAS call, whose left operand is of the integer type ``dtype``
-    (jax's name)."""
+    """An HLO dot, a cuBLAS call, or a TPU's convolution computing a matrix product (the TPU
+    writes every dot so), whose left operand is of the integer type ``dtype`` (jax's name)."""
     from roofline_report.hlo.kernel_patterns import INTEGER_TYPES
+    from roofline_report.hlo.tpu import product_convolution
 
     operand = instr.operand_shapes[0] if instr.operand_shapes else None
-    return bool((instr.opcode == "dot" or _library_call(instr, "__cublas"))
+    return bool((instr.opcode == "dot" or _library_call(instr, "__cublas")
+                 or product_convolution(instr))
                 and operand is not None and operand.array is not None
                 and INTEGER_TYPES.get(operand.array.dtype) == dtype)
 
