@@ -5,6 +5,7 @@ dispatch grows with the buffers a call passes (a training step passes hundreds).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -178,3 +179,37 @@ def test_bytes_in_the_cores_own_memory_take_the_on_chip_rate() -> None:
     q = predict.predict_kernel(k, "float32", TPU)  # no on-chip rate: HBM alone, and a note
     assert q is not None and q.seconds == pytest.approx(100e-6 + 1e-6)
     assert any("on-chip rate" in n for n in q.notes)
+
+
+def test_a_programs_own_host_dispatch_is_its_dispatch() -> None:
+    parts = [_stream(6.5e6)]  # 10 us on the device
+    program = predict.predict_program(parts, TPU, buffers=101, host=764e-6)
+    assert program is not None and program.seconds == pytest.approx(764e-6)
+    assert program.binding.roof == predict.HOST_DISPATCH and program.binding.kind == M
+    assert program.binding.detail == "101 buffers"
+    long = [_stream(6.5e9)]  # 10 ms on the device: the host's 764 us hides behind it
+    device_bound = predict.predict_program(long, TPU, buffers=101, host=764e-6)
+    assert device_bound is not None and device_bound.seconds == pytest.approx(long[0].seconds)
+
+
+def test_the_host_dispatch_twin_passes_every_argument_and_result() -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from roofline_report.observe import donation
+    from roofline_report.observe import run as measure
+
+    def step(params: dict[str, Any], x: Any) -> tuple[Any, dict[str, Any]]:
+        # "unused" is passed and not read: the twin still passes it
+        return x @ params["w"], {"w": params["w"] * 2, "b": params["b"] + 1}
+
+    params = {"w": jnp.ones((8, 8)), "b": jnp.ones((8,)), "unused": jnp.ones((3,))}
+    x = jnp.ones((4, 8))
+    compiled = jax.jit(step).lower(params, x).compile()
+    calls = donation.calls_of(compiled, (params, x), {})
+    record = measure._host_dispatch(calls, compiled)
+    assert record["available"] and record["seconds"] > 0
+    assert record["buffers"] == 4 + 3  # three parameters and x in, three arrays out
+    from roofline_report.results.schema_workloads import HostDispatch
+
+    HostDispatch.model_validate(record)

@@ -213,7 +213,9 @@ def _program_prediction(w: Mapping[str, Any], table: KernelTable | None, roofs: 
         if all(p is not None for p in parts):
             inventory = w.get("kernels")
             buffers = program_buffers(inventory) if isinstance(inventory, Mapping) else None
-            return predict_program([p for p in parts if p is not None], roofs, buffers)
+            host = w.get("host_dispatch") or {}
+            return predict_program([p for p in parts if p is not None], roofs, buffers,
+                                   float(host["seconds"]) if host.get("available") else None)
         return None
     f = facts(w, dtype)
     prediction = predict_facts(f, roofs) if f is not None else None

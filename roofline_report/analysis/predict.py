@@ -597,9 +597,18 @@ def _split_launch(roofs: RoofSet) -> Floor | None:
     return floor if floor is not None and floor.seconds > 0 else None
 
 
-def _dispatch(roofs: RoofSet, buffers: int | None = None) -> Term | None:
-    """One call's dispatch: the enqueued floor (the blocking one where that was not measured)
-    at the ``buffers`` the call passes, where the floor was measured by buffers."""
+HOST_DISPATCH = "host dispatch of its arguments"  # the roof of a program's own measured dispatch
+
+
+def _dispatch(roofs: RoofSet, buffers: int | None = None, host: float | None = None
+              ) -> Term | None:
+    """One call's dispatch: ``host``, the program's own host cost where it was measured (on
+    an accelerator: the same arguments passed to a program that computes nothing), else the
+    enqueued floor (the blocking one where that was not measured) at the ``buffers`` the call
+    passes, where the floor was measured by buffers."""
+    if host is not None and host > 0:
+        return Term("dispatch", "overhead", host, HOST_DISPATCH, Kind.MEASURED,
+                    plural(buffers, "buffer", "buffers") if buffers is not None else "")
     floor = roofs.floor("dispatch enqueued") or roofs.floor("dispatch")
     if floor is None:
         return None
@@ -612,18 +621,19 @@ def _dispatch(roofs: RoofSet, buffers: int | None = None) -> Term | None:
 DISPATCH_BOUND = "the host's dispatch of a call takes longer than the device's work"
 
 
-def predict_program(kernels: list[Prediction], roofs: RoofSet, buffers: int | None = None
-                    ) -> Prediction | None:
+def predict_program(kernels: list[Prediction], roofs: RoofSet, buffers: int | None = None,
+                    host: float | None = None) -> Prediction | None:
     """A program's time as the sum of its kernels' and one call's dispatch floor (the kernels
     taken to run one after another): each kernel's time charged to its binding term.
 
     Where a call's dispatch overlaps the device's work (``roofs.dispatch_overlaps``: an
     accelerator, its calls enqueued), a call takes the longer of the two: its kernels' sum,
     or the dispatch of a call passing ``buffers`` arguments and results (then the dispatch is
-    its one term, and the kernels wait on the host)."""
+    its one term, and the kernels wait on the host). ``host``: the program's own dispatch,
+    where it was measured (:func:`_dispatch`)."""
     if not kernels:
         return None
-    dispatch = _dispatch(roofs, buffers)
+    dispatch = _dispatch(roofs, buffers, host)
     if roofs.dispatch_overlaps and dispatch is not None:
         device = sum(p.seconds for p in kernels)
         if dispatch.seconds > device:

@@ -12,6 +12,7 @@ from pydantic import Discriminator, Tag
 from roofline_report.results.schema_base import (
     Count,
     NonNeg,
+    Pos,
     PosInt,
     Record,
     Timing,
@@ -137,6 +138,18 @@ class ArgumentTree(Record):
     bytes: Count
     result: ArgumentNode | None = None
 
+class HostDispatch(Record):
+    """What one call of the program costs the host alone, on an accelerator: the same
+    arguments passed to a program that computes nothing and returns scalars in the result's
+    structure, its calls enqueued (``seconds`` the fastest sample's per call), and the
+    ``buffers`` passed (arguments and results)."""
+
+    available: Literal[True] = True
+    seconds: Pos
+    buffers: Count
+    timing: Timing | None = None
+
+
 class Workload(Record):
     name: str
     title: str
@@ -156,6 +169,8 @@ class Workload(Record):
     compiled: Compiled | None = None  # facts of the optimized HLO
     hlo_count: maybe(HloCount) | None = None  # type: ignore[valid-type]
     timing: maybe(Timing) | None = None  # type: ignore[valid-type]
+    # On an accelerator: the host's own cost of a call with these arguments and results.
+    host_dispatch: maybe(HostDispatch) | None = None  # type: ignore[valid-type]
     arguments: ArgumentTree | None = None  # a user's program: arguments and result as trees
     as_written: AsWritten | None = None  # a user's program: its jit's options kept or not
     kernels: maybe(KernelInventory) | None = None  # type: ignore[valid-type]
