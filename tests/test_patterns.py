@@ -308,7 +308,8 @@ def test_plans_are_small_and_ascending() -> None:
     roofs_only = [(k.pattern, k.dtype, k.row) for k in measure.kernels(full) if k.roof]
     assert len(roofs_only) == len(set(roofs_only))
     rows = sorted((k.pattern, k.row) for k in measure.kernels(full) if k.row)
-    assert rows == [("scatter", 1), ("scatter", 256), ("top-k", 1024), ("top-k", 4096)]
+    assert rows == [("gather", 256), ("scatter", 1), ("scatter", 256), ("top-k", 1024),
+                    ("top-k", 4096)]
 
 
 def test_compiled_programs_are_checked_for_their_pattern() -> None:
@@ -389,7 +390,7 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     # elements; the scatter of scattered elements is a roof of its own row (1 an index).
     assert [e["roof"] for e in entries] == [True] * 12 + [False, False, True]
     assert [e.get("row") for e in (entries[3], entries[4], entries[13], entries[14])] == \
-        [None, 256, None, 1]
+        [256, 256, None, 1]
     # (x * 2).T of a 256 x 256 square (rows of a power of two bytes, 1 KiB at least): the
     # output's elements, the broadcast in the copy's loop.
     assert entries[10]["by_size"][0]["elements"] == 256 * 256

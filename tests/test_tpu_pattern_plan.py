@@ -94,3 +94,28 @@ def test_the_integer_roofs_check_finds_the_tpus_integer_product() -> None:
     assert not special_compute._holds(int8, lambda i: special_compute.integer_dot(i, "int4"))
     assert not special_compute._holds(_text("matmul_bf16_4096"),
                                       lambda i: special_compute.integer_dot(i, "int8"))
+
+
+def test_an_accelerator_measures_sorts_and_gathers_by_their_row() -> None:
+    """A TPU sorts rows and gathers single elements at rates of their own: sorts are measured
+    by row length and a gather of single elements is a roof (row 1) beside the rows' (256),
+    even in a quick plan; a CPU keeps its vector sort and its rows' gather alone."""
+    for quick in (True, False):
+        tpu = [(k.pattern, k.row, k.roof) for k in patterns.kernels(
+            patterns.pattern_plan("tpu", quick=quick))]
+        assert [(r, roof) for p, r, roof in tpu if p == "sort"] == \
+            [(row, True) for row in patterns.SORT_ROWS]
+        assert ("gather", 1, True) in tpu and ("gather", 256, True) in tpu
+        assert ("scatter", 1, True) in tpu
+    cpu = [(k.pattern, k.row, k.roof) for k in patterns.kernels(
+        patterns.pattern_plan("cpu", quick=False))]
+    assert [(r, roof) for p, r, roof in cpu if p == "sort"] == [(0, True)]
+    assert ("gather", 1, True) not in cpu
+
+
+def test_a_sort_kernel_says_its_row() -> None:
+    from roofline_report.hlo.kernels import kernel_inventory
+
+    sorts = [k for k in kernel_inventory(_text("sort_2048x32768"))["kernels"]
+             if k["pattern"] == "sort"]
+    assert [k["pattern_row"] for k in sorts] == [32768]

@@ -111,7 +111,8 @@ class Pattern:
     size: int = 0
     detail: str | None = None
     # Elements per row, where a pattern's rate depends on it: a top-k's row length (the last
-    # dimension of its operand), a gather's slice or a scatter's update window per index.
+    # dimension of its operand), a gather's slice or a scatter's update window per index, the
+    # length of the dimension a sort sorts.
     row: int = 0
 
 
@@ -407,6 +408,16 @@ def comparisons(elements: int, length: int) -> int:
     return elements * math.ceil(math.log2(length)) if length > 1 else 0
 
 
+def sort_row(sort: Instruction) -> int:
+    """The length of the dimension a sort sorts (its runs of keys); 0 where not known."""
+    operand = sort.operand_shapes[0] if sort.operand_shapes else None
+    if operand is None or operand.array is None or not operand.array.dims:
+        return 0
+    dims = ints_in(sort.attributes.get("dimensions"))
+    axis = dims[0] if dims and dims[0] < len(operand.array.dims) else len(operand.array.dims) - 1
+    return int(operand.array.dims[axis])
+
+
 def sort_comparisons(sort: Instruction) -> int:
     """A sort's comparisons (:func:`comparisons`): its first operand's elements, in runs of
     the length of the dimension it sorts."""
@@ -634,7 +645,7 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         return Pattern("sort", sum(sort_comparisons(i) for i in sorts),
                        f"sort of {_plain(keys)} along "
                        f"{tuple(ints_in(first.attributes.get('dimensions')))}"
-                       + (f", {operands} operands" if operands > 1 else ""))
+                       + (f", {operands} operands" if operands > 1 else ""), sort_row(first))
     top_k = _top_k(inside)
     if top_k is not None:
         return top_k

@@ -466,7 +466,7 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
            Kernel("variadic-reduction", f"argmax over rows of [R, {REDUCE_COLUMNS}]", True,
                   "int32", sizes, _argmax("int32")),
            Kernel("gather", f"rows of {GATHER_ROW}", True, "float32", sizes,
-                  _gather_rows("float32")),
+                  _gather_rows("float32"), row=GATHER_ROW),
            Kernel("scatter", f"scatter-add of rows of {GATHER_ROW}", True, "float32", sizes,
                   _scatter_add("float32", GATHER_ROW), row=GATHER_ROW),
            Kernel("loop-dot", "a.T @ b.T", True, "float32", plan.dot_sides,
@@ -475,9 +475,18 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
            # about a sixth of the float32 loop dot's rate in XLA's flops here.
            Kernel("loop-dot", "a.T @ b.T", True, "complex64", plan.dot_sides,
                   _loop_dot("complex64"))]
-    if plan.sort_sizes:
+    accelerator = plan.backend != "cpu"
+    if plan.sort_sizes and not accelerator:
         out.append(Kernel("sort", "stable argsort of a vector", True, "float32",
                           plan.sort_sizes, _argsort("float32")))
+    if accelerator:
+        # A TPU sorts rows (a sampler's vocabulary, a mixture of experts' routing) at rates
+        # that differ with their length: a roof per row length, each kernel taking the
+        # nearest; and a gather of single elements runs far below one of rows there.
+        out += [Kernel("sort", f"sort of rows of {row}", True, "float32", sizes[1::2] or sizes,
+                       _sort_rows("float32", row), row=row) for row in SORT_ROWS]
+        out.append(Kernel("gather", "scattered elements", True, "float32",
+                          sizes[1::2] or sizes, _gather_elements("float32"), row=1))
     out += [Kernel("top-k", f"top {TOP_K} of rows of {row}", True, "float32",
                    sizes[1::2] or sizes, _top_k("float32", row), row=row) for row in TOP_K_ROWS]
     out.append(Kernel("fused-transpose", "2-D swap fused into a multiply (x.T * y)", True,
@@ -507,11 +516,14 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
                           "trips", True, "float32", ON_CHIP_SIZES, _on_chip("float32")))
     if plan.variant_sizes:
         out += [Kernel("transpose", f"3-D [{THREE_D_BATCH}, m, m] -> (2, 0, 1)", False,
-                       "float32", plan.variant_sizes, _transpose_3d("float32")),
-                Kernel("gather", "scattered elements", False, "float32", plan.variant_sizes,
-                       _gather_elements("float32")),
-                Kernel("scatter", "scatter-add of scattered elements", True, "float32",
-                       plan.variant_sizes, _scatter_add("float32", 1), row=1)]
+                       "float32", plan.variant_sizes, _transpose_3d("float32"))]
+        if not accelerator:
+            out.append(Kernel("gather", "scattered elements", False, "float32",
+                              plan.variant_sizes, _gather_elements("float32")))
+    if plan.variant_sizes or accelerator:
+        out.append(Kernel("scatter", "scatter-add of scattered elements", True, "float32",
+                          plan.variant_sizes or sizes[1::2] or sizes,
+                          _scatter_add("float32", 1), row=1))
     skipped = NOT_ON_BACKEND.get(plan.backend, {})
     return [k for k in out if k.pattern not in skipped]
 
@@ -527,6 +539,23 @@ def not_measured(plan: PatternPlan) -> list[dict[str, Any]]:
 
 
 LANE_ROWS = (2048, 8192)  # row lengths of the TPU's reduce-window-lane roofs
+SORT_ROWS = (1024, 32768)  # row lengths of an accelerator's sort roofs
+
+
+def _sort_rows(dtype: str, row: int) -> Callable[[int], Point]:
+    """``jnp.sort`` of each row of ``[R, row]`` (R rows of about the elements asked), its
+    comparisons per call (:func:`~roofline_report.hlo.kernel_patterns.comparisons`)."""
+    import jax.numpy as jnp
+
+    from roofline_report.hlo.kernel_patterns import comparisons
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // row)
+        x = _array((rows, row), dtype)
+        return Point(lambda a: jnp.sort(a, axis=-1), (x,), comparisons(rows * row, row),
+                     2 * rows * row * _itemsize(dtype), (rows, row))
+
+    return build
 ON_CHIP_TRIPS = 32  # trips of the on-chip rate's loop
 # Carries of the on-chip rate's loop (float32 elements: 4, 16 and 32 MiB; a TPU v5e core's
 # vector memory holds 128 MiB, and a training step's loop kept a 32 MiB carry there).
