@@ -213,3 +213,15 @@ def test_the_host_dispatch_twin_passes_every_argument_and_result() -> None:
     from roofline_report.results.schema_workloads import HostDispatch
 
     HostDispatch.model_validate(record)
+
+
+def test_an_accelerators_reads_take_the_read_stream() -> None:
+    streams = (BandwidthRoof("HBM read-write", 569e9, "HBM", M, ""),
+               BandwidthRoof("reduce stream", 678e9, "HBM", M, ""),
+               BandwidthRoof("scale stream", 601e9, "HBM", M, ""))
+    tpu = replace(TPU, bandwidth=streams)
+    # a reduction: 256 MB read, 64 kB written
+    assert tpu.bandwidth_for(256e6, 64e3, program=True).name == "reduce stream"
+    # a copy reads and writes alike: the fastest of the others, never the read stream's
+    assert tpu.bandwidth_for(512e6, 256e6, program=True).name == "scale stream"
+    assert tpu.bandwidth_for(512e6, None, program=True).name == "scale stream"
