@@ -24,6 +24,7 @@ def _layer(x: object, w: object) -> object:
     return jnp.tanh(x @ w)  # type: ignore[operator]
 
 
+@pytest.mark.slow
 def test_analyze_counts_checks_and_times() -> None:
     x = jnp.asarray(np.linspace(-1, 1, 64 * 32, dtype=np.float32).reshape(64, 32))
     w = jnp.asarray(np.linspace(-1, 1, 32 * 16, dtype=np.float32).reshape(32, 16))
@@ -45,6 +46,7 @@ def test_analyze_counts_checks_and_times() -> None:
     assert "stablehlo.dot_general" in record["lowering"]["ops"]
 
 
+@pytest.mark.slow
 def test_analyze_answers_in_python_without_a_page() -> None:
     """The typed answer: counted work, measured time, the prediction of kind predicted on the
     roofs it names and its miss, its share of the roof at its intensity (of an assumed roof,
@@ -94,6 +96,7 @@ def test_analyze_answers_in_python_without_a_page() -> None:
     assert again["timing"]["seconds"] == result.seconds
 
 
+@pytest.mark.slow
 def test_analyze_without_reference_says_so() -> None:
     x = jnp.ones((8, 8))
     record = roofline_report.analyze(_layer, x, x).record
@@ -102,6 +105,7 @@ def test_analyze_without_reference_says_so() -> None:
     assert record["timing"]["available"] is True
 
 
+@pytest.mark.slow
 def test_analyze_writes_a_report(tmp_path: Path) -> None:
     x = jnp.ones((16, 16))
     roofline_report.analyze(_layer, x, x, name="<b>mine</b>", out=tmp_path / "r")
@@ -120,6 +124,7 @@ def test_analyze_rejects_bad_arguments() -> None:
         roofline_report.analyze(_layer, 3, 4)
 
 
+@pytest.mark.slow
 def test_analyze_sharded_on_emulated_devices() -> None:
     code = """
 import json
@@ -173,6 +178,7 @@ def _low_precision_args(dtype: str) -> tuple[object, object]:
     return a, b
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_low_precision_matmuls_pass_at_their_dtype_tolerance(dtype: str) -> None:
     from roofline_report import tolerances
@@ -186,6 +192,7 @@ def test_low_precision_matmuls_pass_at_their_dtype_tolerance(dtype: str) -> None
     assert check["max_abs_error"] > 2e-5  # the old one-size tolerance would have failed it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_low_precision_matmuls_fail_at_a_tiny_tolerance(dtype: str) -> None:
     a, b = _low_precision_args(dtype)

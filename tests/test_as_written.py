@@ -153,6 +153,7 @@ def test_the_pool_is_capped_to_its_bytes() -> None:
     assert not plain.donates and plain.inputs() is plain.values
 
 
+@pytest.mark.slow
 def test_a_donating_program_is_timed_with_donation(tmp_path: Path) -> None:
     params, grad = _inputs()
     out = tmp_path / "report"
@@ -170,6 +171,7 @@ def test_a_donating_program_is_timed_with_donation(tmp_path: Path) -> None:
     assert "timed without" not in md
 
 
+@pytest.mark.slow
 def test_donated_keyword_arguments_and_kept_options() -> None:
     def f(x: Any, *, acc: Any) -> Any:
         return acc + x
@@ -184,6 +186,7 @@ def test_donated_keyword_arguments_and_kept_options() -> None:
     assert record["timing"]["available"] is True
 
 
+@pytest.mark.slow
 def test_shardings_of_the_users_jit_are_kept() -> None:
     device = jax.devices()[0]
     one = jax.sharding.SingleDeviceSharding(device)
@@ -195,6 +198,7 @@ def test_shardings_of_the_users_jit_are_kept() -> None:
     assert record["timing"]["available"] is True
 
 
+@pytest.mark.slow
 def test_what_was_not_kept_is_said_in_the_summary_row(tmp_path: Path) -> None:
     params, grad = _inputs()
     out = tmp_path / "report"
@@ -208,6 +212,7 @@ def test_what_was_not_kept_is_said_in_the_summary_row(tmp_path: Path) -> None:
     assert "this is not its time as written" in page.markdown
 
 
+@pytest.mark.slow
 def test_the_users_own_arrays_are_never_donated() -> None:
     params = {"w": jnp.linspace(-1, 1, N, dtype=jnp.float32)}
     grad = jnp.full(N, 0.5, jnp.float32)

@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 import pytest
 
-pytestmark = pytest.mark.browser
+# Each test here loads a whole report in a browser: left out by -m "not slow" too.
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 playwright_sync = pytest.importorskip(
     "playwright.sync_api",

@@ -181,6 +181,7 @@ def tiny() -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 def test_tiny_run_structure(tiny: dict[str, Any]) -> None:
     messages = tiny.pop("_messages")
     try:
@@ -210,6 +211,7 @@ def test_tiny_run_structure(tiny: dict[str, Any]) -> None:
         tiny["_messages"] = messages
 
 
+@pytest.mark.slow
 def test_tiny_run_compute_entries(tiny: dict[str, Any]) -> None:
     names = [e["name"] for e in tiny["compute"]]
     assert names == ["matmul float32", "matmul bfloat16"]
@@ -234,6 +236,7 @@ def test_tiny_run_compute_entries(tiny: dict[str, Any]) -> None:
     }
 
 
+@pytest.mark.slow
 def test_tiny_run_bandwidth_entries(tiny: dict[str, Any]) -> None:
     entries = tiny["bandwidth"]
     assert [e["name"] for e in entries] == ["reduce", "scale", "triad"]
@@ -252,6 +255,7 @@ def test_tiny_run_bandwidth_entries(tiny: dict[str, Any]) -> None:
     assert tiny["peak_bandwidth"] == {"value": best["value"], "name": best["name"]}
 
 
+@pytest.mark.slow
 def test_tiny_run_dispatch(tiny: dict[str, Any]) -> None:
     dispatch = tiny["dispatch"]
     assert dispatch["available"]
@@ -448,6 +452,7 @@ def test_conv_flops_by_hand() -> None:
     assert compute_ceilings.conv_shape("cpu") == (4, 32)
 
 
+@pytest.mark.slow
 def test_tiny_convolution_roof_is_measured_apart() -> None:
     plan = Plan(**{**_fields(TINY), "matmul_sizes": (32,), "matmul_dtypes": ("float32",),
                    "conv_sizes": (6, 10)})
@@ -464,6 +469,7 @@ def test_tiny_convolution_roof_is_measured_apart() -> None:
 # ---------------------------------------------------------------------- small products
 
 
+@pytest.mark.slow
 def test_small_sides_are_timed_as_a_batch_of_products() -> None:
     """Sides below the sweep's are timed as a batch of products in one call; the point keeps
     its batch and the whole call's flops, and never becomes the roof's size."""
@@ -490,6 +496,7 @@ def test_a_plan_times_small_products_below_its_smallest_size() -> None:
 # ------------------------------------------------------------------------------ split launch
 
 
+@pytest.mark.slow
 def test_the_split_launch_is_timed_at_the_size_the_compiler_starts_splitting() -> None:
     from roofline_report.observe.ceilings import dispatch
 
@@ -516,6 +523,7 @@ def test_the_split_launch_is_timed_at_the_size_the_compiler_starts_splitting() -
     SplitLaunchCeiling.model_validate(entry)  # the entry's fields are the schema's
 
 
+@pytest.mark.slow
 def test_a_launch_chain_fused_into_one_kernel_is_measured_apart_at_barriers(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """XLA's GPU compiler fused the plain chain into one kernel (an H200: 1 kernel against 1,
@@ -596,6 +604,7 @@ def test_each_matmul_size_keeps_its_faster_of_two_rounds(monkeypatch: pytest.Mon
 # ------------------------------------------------------------------------------ page faults
 
 
+@pytest.mark.slow
 def test_a_fresh_output_past_the_mmap_threshold_pays_its_page_faults() -> None:
     from roofline_report.observe.ceilings import page_faults
 
@@ -648,6 +657,7 @@ def test_depthwise_flops_by_hand() -> None:
     assert special_compute.depthwise_shape("cpu") == (4, 64)
 
 
+@pytest.mark.slow
 def test_tiny_integer_and_grouped_convolution_roofs() -> None:
     from roofline_report.observe.ceilings import special_compute
     from roofline_report.results.schema import ComputeCeiling

@@ -615,6 +615,7 @@ def _build(out: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
     return code, doc, (out / "report.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_the_command_line_reuses_and_remeasure_replaces(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture_doc: dict[str, Any]) -> None:
     from roofline_report.observe import run as measure
@@ -713,6 +714,7 @@ def test_ceilings_the_programs_beat_are_measured_again_with_a_note(
     assert counting.calls == 1
 
 
+@pytest.mark.slow
 def test_the_command_line_remeasures_suspect_ceilings_only_when_asked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture_doc: dict[str, Any]) -> None:
     from roofline_report.analysis.roof_check import Above, RoofCheck
@@ -753,6 +755,7 @@ def test_analyze_remeasure_is_checked() -> None:
         roofline_report.analyze(_double, x, ceilings=True, remeasure="yes")
 
 
+@pytest.mark.slow
 def test_analyze_measures_once_with_a_real_tiny_plan(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ceilings_cache_folder: Path) -> None:
     """analyze(ceilings=True) twice: the real measurement (a tiny plan) is saved by the first
@@ -812,6 +815,7 @@ def _sentence(md: str) -> str:
     return md[start:md.index("| ceiling |", start)]
 
 
+@pytest.mark.slow
 def test_the_report_says_the_ceilings_were_measured_in_the_run(
         fixture_doc: dict[str, Any]) -> None:
     md = views.render(_with_origin(fixture_doc, AT, None)).markdown
@@ -826,6 +830,7 @@ CACHED = {"cached": True, "measured_at": AT, "key": "0123456789abcdef",
           "notes": ["the cached ceilings ceilings-full-x.json were ignored: not JSON"]}
 
 
+@pytest.mark.slow
 def test_the_report_says_when_cached_ceilings_were_measured(
         fixture_doc: dict[str, Any]) -> None:
     md = views.render(_with_origin(fixture_doc, "2026-12-04T09:00:00Z", CACHED)).markdown

@@ -105,6 +105,7 @@ def test_a_child_that_cannot_start(child_module: Path, monkeypatch: pytest.Monke
     assert not children._running
 
 
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # the copy runs no jax
 def test_the_stop_action_kills_every_child(child_module: Path) -> None:
     procs = [children.start("probe_child", ["sleep"], isolated=False, cwd=str(child_module))
              for _ in range(2)]

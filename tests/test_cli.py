@@ -215,6 +215,7 @@ def test_from_json_refuses_a_folder_and_a_missing_file(cwd: Path,
     assert snapshot(cwd) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("flags", "expected"), [
     (["--bandwidth", "100 GB/s"], "1 TB/s"),
     (["--peak", "10 GFLOP/s", "--bandwidth", "1 TB/s"], "compute-bound"),
@@ -282,6 +283,7 @@ def test_a_blank_preset_is_refused_with_one_line(value: str, saved: Path, cwd: P
     assert snapshot(cwd) == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("flag", "value", "read", "unit"), [
     ("--peak", "100", "100 FLOP/s", "FLOP/s"), ("--bandwidth", "2e10", "20 GB/s", "B/s"),
     ("--interconnect", " 5e9 ", "5 GB/s", "B/s"),
@@ -491,6 +493,7 @@ def test_out_in_a_read_only_folder(saved: Path, cwd: Path,
     assert entries == []
 
 
+@pytest.mark.slow
 def test_errors_in_a_real_process_have_no_traceback(tmp_path: Path) -> None:
     """The same contract when run as ``python generate.py`` (argparse and the interpreter)."""
     bad = _write(tmp_path / "results.json", b"\x00\x01 not json")
@@ -542,6 +545,7 @@ def test_interrupt_while_measuring_leaves_the_previous_report(
     assert snapshot(previous.parent) == before
 
 
+@pytest.mark.slow
 def test_interrupt_while_swapping_leaves_the_previous_report(
         saved: Path, previous: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -610,6 +614,7 @@ def test_debug_shows_the_cause_of_a_saved_file_that_does_not_render(
     assert not (cwd / "report").exists()
 
 
+@pytest.mark.slow
 def test_a_fresh_build_replaces_a_previous_report(saved: Path, previous: Path,
                                                   monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:

@@ -45,6 +45,7 @@ def _scale_timing(timing: dict[str, Any], factor: float) -> None:
     timing["per_call_s"] = [x * factor for x in timing["per_call_s"]]
 
 
+@pytest.mark.slow
 def test_compare_writes_a_side_by_side_report(two_runs: tuple[Path, Path],
                                               tmp_path: Path) -> None:
     a, b = two_runs
@@ -91,6 +92,7 @@ def test_comparison_is_deterministic(two_runs: tuple[Path, Path]) -> None:
     assert compare.render_comparison(runs) == compare.render_comparison(runs)
 
 
+@pytest.mark.slow
 def test_runs_with_different_workload_sets_show_each_runs_workloads(
         two_runs: tuple[Path, Path], tmp_path: Path) -> None:
     a, _ = two_runs
@@ -133,6 +135,7 @@ def test_the_same_file_twice_is_refused(two_runs: tuple[Path, Path], tmp_path: P
         assert not out.exists()
 
 
+@pytest.mark.slow
 def test_compare_takes_a_title_and_names_each_runs_date(two_runs: tuple[Path, Path],
                                                         tmp_path: Path) -> None:
     a, b = two_runs
@@ -154,6 +157,7 @@ def test_compare_takes_a_title_and_names_each_runs_date(two_runs: tuple[Path, Pa
 V2 = Path(__file__).resolve().parent / "fixtures" / "cpu_results_v2.json"
 
 
+@pytest.mark.slow
 def test_runs_of_schema_versions_2_and_3_compare(two_runs: tuple[Path, Path],
                                                   tmp_path: Path) -> None:
     """A version-2 file is converted on reading: mixing it with a version-3 one is fine."""

@@ -19,6 +19,9 @@ from roofline_report.report import views as render
 from roofline_report.report.blocks import count_tables
 from roofline_report.results import io as results
 
+#: Each test here builds a whole report: left out by -m "not slow".
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("mkdocs", reason="mkdocs is in the test extra; the docs site is not built")
 
 REPO = Path(__file__).resolve().parent.parent

@@ -27,6 +27,9 @@ from roofline_report.observe import workloads
 from roofline_report.observe.ceilings import machine as ceilings
 from roofline_report.text import plural
 
+#: Each test here builds a whole report: left out by -m "not slow".
+pytestmark = pytest.mark.slow
+
 SEED_TITLE = workloads.SEED.title
 
 

@@ -88,6 +88,7 @@ def test_malformed_conditions_are_one_line(text: str) -> None:
 # --- the gate on recorded runs -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_slower_run_fails_the_gate(base: str, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     new = _save(tmp_path / "new", _derive({"matmul": 1.5}))
@@ -113,6 +114,7 @@ def test_a_slower_run_fails_the_gate(base: str, tmp_path: Path,
         "time>10%", "roof<-5pp", "top5-new"]
 
 
+@pytest.mark.slow
 def test_a_change_inside_the_spread_is_noise(base: str, tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     # scan's IQR is made 48% of its median in both runs: 20% slower is past the threshold,
@@ -130,6 +132,7 @@ def test_a_change_inside_the_spread_is_noise(base: str, tmp_path: Path,
     assert doc["gate"]["regressions"] == [] and len(doc["gate"]["noise"]) == 2
 
 
+@pytest.mark.slow
 def test_a_faster_or_equal_run_passes(base: str, tmp_path: Path) -> None:
     same = _save(tmp_path / "same", results.load(FIXTURE))
     faster = _save(tmp_path / "faster", _derive({"matmul": 0.5, "softmax": 0.8}))
@@ -138,6 +141,7 @@ def test_a_faster_or_equal_run_passes(base: str, tmp_path: Path) -> None:
         assert cli.main(["compare", base, new, "--out", str(out), *CONDITIONS]) == EXIT_OK
 
 
+@pytest.mark.slow
 def test_thresholds_are_thresholds(base: str, tmp_path: Path) -> None:
     new = _save(tmp_path / "new", _derive({"matmul": 1.5}))
     out = tmp_path / "gate"
@@ -147,6 +151,7 @@ def test_thresholds_are_thresholds(base: str, tmp_path: Path) -> None:
                      "--fail-if", "roof<-60pp"]) == EXIT_OK
 
 
+@pytest.mark.slow
 def test_workloads_in_one_run_only_are_listed_not_gated(base: str, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
@@ -228,6 +233,7 @@ def test_a_program_that_lost_its_timing_fails_the_gate() -> None:
         assert "NEW has no timing for it while BASE had one" in lost[0].why
 
 
+@pytest.mark.slow
 def test_a_lost_timing_fires_the_gate_on_the_command_line(base: str, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]
                                                           ) -> None:

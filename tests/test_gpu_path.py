@@ -81,6 +81,7 @@ def test_preset_is_matched_automatically() -> None:
     assert chosen is not None and chosen["name"] == "A100" and chosen["chosen"] == "by name"
 
 
+@pytest.mark.slow
 def test_gpu_results_survive_a_round_trip(tmp_path: Path) -> None:
     gpu = _as_gpu(results.load(FIXTURE))
     text = results.dumps(gpu)
@@ -88,6 +89,7 @@ def test_gpu_results_survive_a_round_trip(tmp_path: Path) -> None:
     assert render.render(again).html == render.render(gpu).html
 
 
+@pytest.mark.slow
 def test_gpu_ceilings_measure_float32_at_default_and_highest_precision(
         monkeypatch: pytest.MonkeyPatch) -> None:
     jax = pytest.importorskip("jax")
@@ -106,6 +108,7 @@ def test_gpu_ceilings_measure_float32_at_default_and_highest_precision(
     assert highest["precision"] == "highest" and highest["available"]
 
 
+@pytest.mark.slow
 def test_a_failed_float32_check_on_gpu_names_tf32(monkeypatch: pytest.MonkeyPatch) -> None:
     jax = pytest.importorskip("jax")
     import numpy as np
@@ -124,6 +127,7 @@ def test_a_failed_float32_check_on_gpu_names_tf32(monkeypatch: pytest.MonkeyPatc
     assert any("TF32" in s["reason"] for s in skips.items)
 
 
+@pytest.mark.slow
 def test_the_gpu_capture_script_reads_back_what_it_traced(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """benchmarks/capture_gpu_trace.py on the default backend (here the CPU): every kernel of

@@ -420,7 +420,9 @@ def _load(module: str) -> Any:
 
 
 def _run(module: str, **dims: Any) -> tuple[Any, tuple[Any, ...], str]:
-    """The program's NumPy inputs, its outputs as NumPy arrays and its compiled HLO text."""
+    """The program's NumPy inputs, its outputs as NumPy arrays and its compiled HLO text. A test
+    that calls it compiles and runs a whole program, as the pipeline does a workload's (seconds
+    each): it is marked slow."""
     import jax
     import numpy as np
 
@@ -461,6 +463,7 @@ def test_the_cited_programs_name_repository_file_and_commit() -> None:
         assert re.search(r"commit [0-9a-f]{40}\b", text), f"{module} names no commit"
 
 
+@pytest.mark.slow
 def test_graph_net_matches_numpy_segment_sums() -> None:
     import numpy as np
 
@@ -491,6 +494,7 @@ def test_graph_net_matches_numpy_segment_sums() -> None:
         _close(got, want, 1e-3)
 
 
+@pytest.mark.slow
 def test_lstm_stack_matches_a_numpy_lstm() -> None:
     import numpy as np
 
@@ -509,6 +513,7 @@ def test_lstm_stack_matches_a_numpy_lstm() -> None:
     _close(out, xs[-1] @ params["head"]["w"] + params["head"]["b"])
 
 
+@pytest.mark.slow
 def test_fnet_matches_numpy_fft_mixing() -> None:
     import numpy as np
 
@@ -530,6 +535,7 @@ def test_fnet_matches_numpy_fft_mixing() -> None:
     _close(out, x, 1e-3)
 
 
+@pytest.mark.slow
 def test_int8_mlp_multiplies_int8_and_matches_numpy_integers() -> None:
     import numpy as np
 
@@ -547,6 +553,7 @@ def test_int8_mlp_multiplies_int8_and_matches_numpy_integers() -> None:
     _close(out, dense(h, params["w2"], params["s2"], params["b2"]), 2e-2)
 
 
+@pytest.mark.slow
 def test_mbconv_depthwise_convolution_matches_numpy() -> None:
     import numpy as np
 
@@ -570,6 +577,7 @@ def test_mbconv_depthwise_convolution_matches_numpy() -> None:
     _close(out, x, 1e-3)
 
 
+@pytest.mark.slow
 def test_sampling_stops_when_every_sequence_has_ended_as_numpy_decides() -> None:
     """Each emitted token is the one NumPy's decoder picks from the same prefix (teacher
     forcing, so a near-tie decided differently in float32 cannot derail the rest), and the
@@ -639,6 +647,7 @@ def _np_conv2d_same(x: Any, w: Any, b: Any) -> Any:
                for i in range(k) for j in range(k)) + b
 
 
+@pytest.mark.slow
 def test_vae_up_decoder_matches_numpy_group_norms_and_nearest_upsampling() -> None:
     import numpy as np
 
@@ -667,6 +676,7 @@ def test_vae_up_decoder_matches_numpy_group_norms_and_nearest_upsampling() -> No
     _close(out, _np_conv2d_same(x, params["w_out"], params["b_out"]), 1e-3)
 
 
+@pytest.mark.slow
 def test_t5_attention_matches_numpy_relative_buckets_and_mask() -> None:
     import math
 
@@ -712,6 +722,7 @@ def test_t5_attention_matches_numpy_relative_buckets_and_mask() -> None:
     assert len(set(lengths.tolist())) > 1 and lengths.min() < seq
 
 
+@pytest.mark.slow
 def test_wav2vec2_features_match_numpy_strided_and_grouped_convolutions() -> None:
     import numpy as np
 
@@ -741,6 +752,7 @@ def test_wav2vec2_features_match_numpy_strided_and_grouped_convolutions() -> Non
     _close(out, x + _np_gelu_exact(pos[:, :-1]), 1e-3)
 
 
+@pytest.mark.slow
 def test_s5_parallel_scan_matches_a_numpy_recurrence() -> None:
     import numpy as np
 
@@ -767,6 +779,7 @@ def test_s5_parallel_scan_matches_a_numpy_recurrence() -> None:
     _close(out, x, 1e-3)
 
 
+@pytest.mark.slow
 def test_perceiver_cross_attention_matches_numpy_attention() -> None:
     import numpy as np
 
@@ -825,6 +838,7 @@ def _silu(x: Any) -> Any:
     return x * _sigmoid(x)
 
 
+@pytest.mark.slow
 def test_llama_decoder_matches_numpy_rotary_causal_attention_and_swiglu() -> None:
     import numpy as np
 
@@ -857,6 +871,7 @@ def test_llama_decoder_matches_numpy_rotary_causal_attention_and_swiglu() -> Non
     _close(out, _np_rms_norm(x, params["final_norm"], 1e-6) @ params["lm_head"], 1e-3)
 
 
+@pytest.mark.slow
 def test_mamba_selective_scan_matches_a_numpy_recurrence() -> None:
     import numpy as np
 
@@ -889,6 +904,7 @@ def test_mamba_selective_scan_matches_a_numpy_recurrence() -> None:
     _close(out, logits, 1e-3)
 
 
+@pytest.mark.slow
 def test_swin_shifted_windows_match_numpy_window_attention() -> None:
     import numpy as np
 
@@ -935,6 +951,7 @@ def test_swin_shifted_windows_match_numpy_window_attention() -> None:
     _close(out, want, 1e-3)
 
 
+@pytest.mark.slow
 def test_nerf_loss_matches_numpy_rendering_and_its_gradient_a_difference() -> None:
     import copy
 

@@ -316,6 +316,7 @@ def test_fft_kernels_count_xlas_flops(case: str, shape: tuple[int, ...], dtype: 
     assert sum(k["flops"] for k in inv["kernels"]) == xla["flops"]
 
 
+@pytest.mark.slow
 def test_measure_workload_records_kernels_times_and_jax_estimate() -> None:
     from roofline_report.observe import run as measure
     from roofline_report.observe.workloads import by_name

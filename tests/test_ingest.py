@@ -134,6 +134,7 @@ def test_sharded_step_devices_and_collectives(readings: dict[str, Reading],
         [r["instruction"] for r in records]
 
 
+@pytest.mark.slow
 def test_two_hosts_side_by_side(readings: dict[str, Reading],
                                 documents: dict[str, Any]) -> None:
     # Two processes of one jax.distributed job wrote the two files.
@@ -154,6 +155,7 @@ def test_two_hosts_side_by_side(readings: dict[str, Reading],
     assert "Hosts and devices side by side" in md
 
 
+@pytest.mark.slow
 def test_no_hlo_shows_per_op_times_and_says_the_work_is_not_counted(
         documents: dict[str, Any]) -> None:
     data = documents["no_hlo"]
@@ -165,6 +167,7 @@ def test_no_hlo_shows_per_op_times_and_says_the_work_is_not_counted(
     assert "The work cannot be counted" in md and "Per-op times" in md
 
 
+@pytest.mark.slow
 def test_results_document_round_trips(documents: dict[str, Any]) -> None:
     for data in documents.values():
         again = results_io.loads(results_io.dumps(data))
@@ -178,6 +181,7 @@ def _kernel_roofs(data: dict[str, Any]) -> Any:
     return analyse(data).roofs.kernels
 
 
+@pytest.mark.slow
 def test_roofs_in_order_of_preference(documents: dict[str, Any]) -> None:
     data = documents["softmax"]
     roofs = _kernel_roofs(data)  # a CPU: no preset matches, no ceilings given: no roof
@@ -217,6 +221,7 @@ def test_ceilings_of_another_backend_are_refused(tmp_path: Path) -> None:
 # --- the command line and the API ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_writes_the_report(tmp_path: Path) -> None:
     out = tmp_path / "report"
     assert cli.main(["profile", str(TRACES / "transformer"), "--out", str(out)]) == EXIT_OK
@@ -234,6 +239,7 @@ def test_cli_writes_the_report(tmp_path: Path) -> None:
     assert 'id="trace"' in html and 'id="kernels"' in html
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "plain", "bar", "none"])
 def test_cli_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str) -> None:
     """Each step as it starts: plain log lines, or a live line cleared before the outcome;
@@ -258,6 +264,7 @@ def test_cli_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: 
         assert err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_cli_no_hlo_exits_3_with_the_statement(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "report"
@@ -317,6 +324,7 @@ def test_truncated_corrupt_and_newer_traces(tmp_path: Path,
         assert fragment in err, (label, err)
 
 
+@pytest.mark.slow
 def test_generate_py_profile_in_a_fresh_process(tmp_path: Path) -> None:
     out = tmp_path / "report"
     proc = subprocess.run([sys.executable, str(REPO / "generate.py"), "profile",
@@ -326,6 +334,7 @@ def test_generate_py_profile_in_a_fresh_process(tmp_path: Path) -> None:
     assert (out / "report.html").is_file()
 
 
+@pytest.mark.slow
 def test_python_api(tmp_path: Path) -> None:
     out = tmp_path / "api"
     data = roofline_report.profile(TRACES / "softmax", out=out, module="_softmax")
@@ -339,6 +348,7 @@ def test_python_api(tmp_path: Path) -> None:
         roofline_report.profile(TRACES / "softmax", module="")
 
 
+@pytest.mark.slow
 def test_a_built_document_the_loader_refuses_is_a_bug_with_or_without_a_report(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Validated before it is returned, or (with a report to write) while its text is written
@@ -360,6 +370,7 @@ def test_a_built_document_the_loader_refuses_is_a_bug_with_or_without_a_report(
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
+@pytest.mark.slow
 def test_reading_a_trace_imports_jax_only_to_print_hlo() -> None:
     """Decoding, sorting and rendering import no jax; only the HLO printer imports jaxlib."""
     code = (

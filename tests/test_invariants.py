@@ -119,6 +119,7 @@ def test_a_programs_binding_is_its_largest_term_and_its_terms_its_time(an: Analy
                 sum(k.seconds for k in kernels if k is not None) + dispatch, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_predictions_carry_their_own_kind(an: Analysis, data: dict[str, Any]) -> None:
     for p in [*(q.prediction for q in an.programs), *(r.prediction for r in _rows(an))]:
         assert p is not None and p.kind is Kind.PREDICTED
@@ -152,6 +153,7 @@ def test_predictions_on_assumed_budgets_are_still_predictions(data: dict[str, An
     assert an.accuracy.errors == ()
 
 
+@pytest.mark.slow
 def test_every_program_is_placed_on_the_measured_roofline(an: Analysis,
                                                          data: dict[str, Any]) -> None:
     rendered = render.render(data)
@@ -166,6 +168,7 @@ def test_every_program_is_placed_on_the_measured_roofline(an: Analysis,
         rendered.markdown
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(peak=st.floats(min_value=1e3, max_value=1e16),
        bandwidth=st.floats(min_value=1e3, max_value=1e14))
@@ -185,6 +188,7 @@ def test_sentences_follow_from_their_numbers_under_any_budgets(peak: float,
         assert row["bound"] == ("memory" if n / 6 < ridge else "compute")
 
 
+@pytest.mark.slow
 def test_no_number_is_formatted_outside_the_formatter(data: dict[str, Any]) -> None:
     """Exponent notation and raw floats never reach the page, whatever the budgets."""
     for budgets in ((100.0, 1e-30 * 1e30), (1e18, 1e-3), (1e12, 1e12)):

@@ -35,6 +35,7 @@ def raw() -> dict[str, Any]:
     return lab.run_lab(quick=True, ceilings=None, plan=TINY)
 
 
+@pytest.mark.slow
 def test_run_lab_records_every_experiment(raw: dict[str, Any]) -> None:
     assert set(raw["experiments"]) == set(experiments.EXPERIMENT_IDS)
     for exp_id, record in raw["experiments"].items():
@@ -44,6 +45,7 @@ def test_run_lab_records_every_experiment(raw: dict[str, Any]) -> None:
     json.dumps(raw, allow_nan=False)  # plain JSON
 
 
+@pytest.mark.slow
 def test_timings_are_timing_records(raw: dict[str, Any]) -> None:
     e = raw["experiments"]
     records = [
@@ -64,6 +66,7 @@ def test_timings_are_timing_records(raw: dict[str, Any]) -> None:
     assert e["dispatch"]["sizes"] == list(TINY.dispatch_sizes)
 
 
+@pytest.mark.slow
 def test_counts_from_the_compiled_programs(raw: dict[str, Any]) -> None:
     e = raw["experiments"]
     assert e["fusion"]["kernels"]["fused"] >= 1
@@ -76,6 +79,7 @@ def test_counts_from_the_compiled_programs(raw: dict[str, Any]) -> None:
     assert e["bf16_compute"]["converts"]["float32"] == 0
 
 
+@pytest.mark.slow
 def test_analyse_gives_a_verdict_for_each_experiment(raw: dict[str, Any]) -> None:
     out = experiments.analyse(raw, ceilings=None, peak=SEED_PEAK_FLOPS, bandwidth=SEED_BANDWIDTH)
     assert [e["id"] for e in out] == list(experiments.EXPERIMENT_IDS)
@@ -97,6 +101,7 @@ VARIANTS = {
 }
 
 
+@pytest.mark.slow
 def test_every_timed_program_has_its_kernel_inventory(raw: dict[str, Any]) -> None:
     e = raw["experiments"]
     for exp_id, variants in VARIANTS.items():
@@ -130,6 +135,7 @@ ROOFS = RoofSet(
 )
 
 
+@pytest.mark.slow
 def test_the_per_kernel_model_predicts_every_recorded_experiment(raw: dict[str, Any]) -> None:
     out = experiments.analyse(raw, ceilings=None, peak=SEED_PEAK_FLOPS,
                               bandwidth=SEED_BANDWIDTH, roofs=ROOFS)
@@ -171,6 +177,7 @@ def test_an_unreadable_inventory_is_recorded_and_the_experiment_runs(
         "ValueError: no HLO today")
 
 
+@pytest.mark.slow
 def test_a_failing_experiment_is_recorded_and_the_others_run() -> None:
     broken = replace(TINY, fusion_shape=(-1, 4, 64), batches=(1, 4), dispatch_sizes=(16,))
     raw = lab.run_lab(quick=True, ceilings={"cache_bytes": 12345}, plan=broken)

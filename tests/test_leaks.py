@@ -27,6 +27,9 @@ from roofline_report import cli
 from roofline_report.errors import EXIT_OK, EXIT_PARTIAL
 from roofline_report.results import io as results_module
 
+#: Each test here builds a whole report: left out by -m "not slow".
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = "<script>alert(1)</script>"
 MARKDOWN = "a | b [click](javascript:alert(2)) <img src=x onerror=alert(3)> **bold**"

@@ -126,6 +126,7 @@ def test_sweep_plans() -> None:
     assert gpu.sizes[0] == MiB
 
 
+@pytest.mark.slow
 def test_tiny_sweep_and_rates_measure() -> None:
     pytest.importorskip("jax")
     plan = cache_sweep.SweepPlan((4 * KiB, 64 * KiB), bytes_per_call=1 * MiB, samples=3,
@@ -509,6 +510,7 @@ def test_without_cache_sizes_the_window_is_the_plateau() -> None:
     assert hbm.window == (None, 256 * MiB, None)
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_rules_range() -> None:
     from pathlib import Path
 

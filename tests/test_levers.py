@@ -115,6 +115,7 @@ def test_a_kernels_roof_is_the_roofline_at_its_intensity(an: Analysis) -> None:
     assert e.hardware.rate == pytest.approx((bw.value * e.intensity, "FLOP/s"))
 
 
+@pytest.mark.slow
 def test_the_share_and_the_miss_are_two_columns_of_their_own(an: Analysis,
                                                             doc: dict[str, Any]) -> None:
     md = views.render(doc).markdown
@@ -133,6 +134,7 @@ def test_the_share_and_the_miss_are_two_columns_of_their_own(an: Analysis,
         assert cells[miss] == f"{miss_text(p.miss).text} `P`", p.name
 
 
+@pytest.mark.slow
 def test_a_row_above_its_roof_names_the_roof(an: Analysis, doc: dict[str, Any]) -> None:
     conv = _program(an, "conv2d")
     share = conv.share_of_hardware_roof
@@ -201,6 +203,7 @@ def test_the_lever_check_catches_a_saving_that_is_not_its_own(an: Analysis) -> N
                                          *p.levers[1:])))
 
 
+@pytest.mark.slow
 def test_the_summary_opens_with_the_biggest_lever_in_words_from_its_numbers(
         doc: dict[str, Any]) -> None:
     users = _users(doc, ("attention", "seed_tanh_matmul"))
@@ -226,6 +229,7 @@ def test_the_summary_opens_with_the_biggest_lever_in_words_from_its_numbers(
     assert positions == sorted(positions)
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(peak=st.floats(min_value=1e6, max_value=1e15),
        bandwidth=st.floats(min_value=1e6, max_value=1e13))
@@ -300,6 +304,7 @@ def test_each_lever_sentence_reads_right_where_its_saving_is_held() -> None:
 # --- the defects ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_trivial_program_faster_than_its_floors_casts_no_doubt_on_the_ceilings(
         doc: dict[str, Any]) -> None:
     """A program whose prediction is its dispatch and launches (the seed's tiny tanh(a @ b))
@@ -336,6 +341,7 @@ def _with_other_roofs(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 def test_the_measured_roofline_draws_the_roofs_its_programs_run_each_family_its_colour(
         doc: dict[str, Any]) -> None:
     users = _with_other_roofs(_users(doc, ("matmul", "conv2d")))
@@ -386,6 +392,7 @@ def _readme_orders() -> list[list[tuple[int, str]]]:
     return orders
 
 
+@pytest.mark.slow
 def test_the_readme_numbers_the_sections_as_the_report_does(doc: dict[str, Any]) -> None:
     user_order, full_order = _readme_orders()
     for said, md in ((full_order, views.render(doc).markdown),

@@ -146,6 +146,7 @@ def test_no_paragraph_runs_into_a_block(rendered: render.Rendered) -> None:
         assert not starts_block, f"line {i + 1} follows text without a blank line: {line[:60]}"
 
 
+@pytest.mark.slow
 def test_a_failed_check_shows_its_errors_and_tolerance(data: dict[str, object]) -> None:
     import copy
 

@@ -127,6 +127,7 @@ def _figure_files(out: Path) -> list[str]:
     return sorted(p.name for p in (out / "figures").iterdir())
 
 
+@pytest.mark.slow
 def test_from_json_with_a_5000_character_name(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     name = "L" * 5000
@@ -143,6 +144,7 @@ def test_from_json_with_a_5000_character_name(tmp_path: Path,
     assert f"figures/{expected}" in md
 
 
+@pytest.mark.slow
 def test_from_json_of_a_file_with_a_long_name(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """The results file's own name may be as long as the file system allows."""
@@ -151,6 +153,7 @@ def test_from_json_of_a_file_with_a_long_name(tmp_path: Path,
     assert (out / "report.html").is_file()
 
 
+@pytest.mark.slow
 def test_from_json_with_names_in_other_alphabets(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     out = _render(_with_user_names(ODD_NAMES), tmp_path / "odd", capsys)
@@ -195,6 +198,7 @@ def _tanh_layer(x: Any, w: Any) -> Any:
     return jnp.tanh(x @ w)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["L" * 260, "行列積 🚀 שכבה"])
 def test_analyze_with_a_long_or_foreign_name_writes_its_report(name: str, tmp_path: Path
                                                                ) -> None:

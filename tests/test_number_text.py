@@ -49,6 +49,7 @@ def _no_raw_numbers(md: str) -> None:
     assert not re.findall(r"\d-th\b", md)
 
 
+@pytest.mark.slow
 def test_a_bandwidth_of_1e_minus_30(tmp_path: Path) -> None:
     md = _report(tmp_path, "--bandwidth", "1e-30 B/s")
     _no_raw_numbers(md)
@@ -59,6 +60,7 @@ def test_a_bandwidth_of_1e_minus_30(tmp_path: Path) -> None:
     assert "The ridge is at 1×10⁴¹ FLOP/byte" in md  # the figure's caption agrees
 
 
+@pytest.mark.slow
 def test_a_peak_of_100_flops(tmp_path: Path) -> None:
     md = _report(tmp_path, "--peak", "100")
     _no_raw_numbers(md)
@@ -67,6 +69,7 @@ def test_a_peak_of_100_flops(tmp_path: Path) -> None:
     assert "3e-08" not in md and "5e-09" not in md
 
 
+@pytest.mark.slow
 def test_an_ordinary_ridge_is_one_size(tmp_path: Path) -> None:
     md = _report(tmp_path, "--peak", "1 PFLOP/s")
     assert "is at 50000 FLOP/B `H`: a square float32 matmul of size n = 300000 `H`." in md

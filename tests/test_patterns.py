@@ -348,6 +348,7 @@ def test_compiled_programs_are_checked_for_their_pattern() -> None:
     assert measure.pattern_kernel(text(lambda x: x.T, a), "fused-transpose")[0] is None
 
 
+@pytest.mark.slow
 def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     pytest.importorskip("jax")
     from roofline_report.observe.ceilings import patterns as measure

@@ -173,6 +173,7 @@ def test_sweeps_without_a_hand_model_are_placed_by_their_kernels() -> None:
         assert point.bytes == raw["kernels"]["bytes_read"] + raw["kernels"]["bytes_written"]
 
 
+@pytest.mark.slow
 def test_a_users_program_shows_its_prediction() -> None:
     import copy
     from pathlib import Path
@@ -355,6 +356,7 @@ def test_a_program_meets_the_sweeps_roof_not_the_huge_page_streams() -> None:
     assert both.bandwidth_for(8 * MiB, program=True).name == "DRAM read-write"  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_every_sweep_point_off_by_more_than_half_says_why() -> None:
     from pathlib import Path
 

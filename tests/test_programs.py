@@ -60,6 +60,7 @@ def _plain_trees() -> list[tuple[str, Callable[..., Any], tuple[Any, ...], int]]
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [k for k, *_ in _plain_trees()])
 def test_pytree_arguments_are_lowered_through_their_trees(kind: str) -> None:
     _, fn, args, leaves = next(t for t in _plain_trees() if t[0] == kind)
@@ -74,6 +75,7 @@ def test_pytree_arguments_are_lowered_through_their_trees(kind: str) -> None:
     assert record["analytic"] == {"available": False, "reason": "no analytic model"}
 
 
+@pytest.mark.slow
 def test_flax_nnx_split_state_and_graphdef() -> None:
     nnx = pytest.importorskip("flax.nnx")
     model = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
@@ -89,6 +91,7 @@ def test_flax_nnx_split_state_and_graphdef() -> None:
     assert record["arguments"]["arguments"][0]["leaf_count"] == 0  # the graph def: no arrays
 
 
+@pytest.mark.slow
 def test_optax_state_and_equinox_module() -> None:
     optax = pytest.importorskip("optax")
     eqx = pytest.importorskip("equinox")
@@ -132,6 +135,7 @@ def _scaled_ref(x: Any, n: int, *, w: Any, mode: str = "tanh") -> Any:
     return y
 
 
+@pytest.mark.slow
 def test_keyword_and_static_arguments() -> None:
     record = roofline_report.analyze(_scaled, _a(4, 3), 3, w=_a(3, 2), mode="sin",
                                      static_argnums=1, static_argnames="mode",
@@ -147,6 +151,7 @@ def test_keyword_and_static_arguments() -> None:
     assert record["jax_roofline"]["flops"] == 2 * 4 * 3 * 2
 
 
+@pytest.mark.slow
 def test_an_already_jitted_function_and_its_statics() -> None:
     jitted = jax.jit(_scaled, static_argnums=1, static_argnames="mode")
     record = roofline_report.analyze(jitted, _a(4, 3), 2, w=_a(3, 2), reference=_scaled_ref).record
@@ -157,6 +162,7 @@ def test_an_already_jitted_function_and_its_statics() -> None:
     assert plain["timing"]["available"] is True
 
 
+@pytest.mark.slow
 def test_a_donated_argument_is_donated_on_every_call_and_says_so(tmp_path: Path) -> None:
     def step(params: Any, x: Any) -> Any:
         return jax.tree.map(lambda p: p - 0.1 * x.sum(), params)
@@ -172,6 +178,7 @@ def test_a_donated_argument_is_donated_on_every_call_and_says_so(tmp_path: Path)
     assert "`params` (donated by your jit, and by every timed call)" in md
 
 
+@pytest.mark.slow
 def test_a_pytree_result_is_checked_leaf_by_leaf() -> None:
     def f(x: Any) -> Any:
         return {"sum": x.sum(), "parts": [x * 2, jnp.tanh(x)]}
@@ -224,6 +231,7 @@ def _mlp(params: dict[str, Any], x: Any) -> Any:
     return x
 
 
+@pytest.mark.slow
 def test_analyze_out_writes_a_report_about_the_program(tmp_path: Path) -> None:
     out = tmp_path / "mine"
     roofline_report.analyze(_mlp, _many_leaves(), _a(4, 8), name="deep mlp", out=out)
@@ -256,6 +264,7 @@ TEACHING_ANCHORS = ("(#lowered)", "(#compiled)", "(#model)", "(#experiment)", "(
                     "(#catalog)")
 
 
+@pytest.mark.slow
 def test_teaching_adds_the_seed_sections() -> None:
     data = json.loads((REPO / "tests" / "fixtures" / "cpu_results.json").read_text())
     data["options"]["teaching"] = False
@@ -337,6 +346,7 @@ def _config(module: Path, setup: str, extra: str = "") -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_setup_workload_reports_only_the_users_program(
         setups: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = _config(setups, "good", f'dims = {{ n = 5 }}\nreference = "{setups.stem}:reference"')
@@ -383,6 +393,7 @@ def test_a_bad_setup_is_one_line_and_writes_nothing(
 # ------------------------------------------------------------------ the shipped example
 
 
+@pytest.mark.slow
 def test_the_shipped_transformer_step_end_to_end(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("flax")
@@ -402,6 +413,7 @@ def test_the_shipped_transformer_step_end_to_end(tmp_path: Path,
     assert "opt\\_state: top levels" in md and "(#lab)" not in md
 
 
+@pytest.mark.slow
 def test_numbers_inside_a_pytree_are_held_like_equinox_fields() -> None:
     """An Equinox module carries Python numbers as fields (MaxPool2d's ``init``, a norm's
     ``eps``): held as values, as ``equinox.filter_jit`` holds them; a bare number stays refused."""

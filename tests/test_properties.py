@@ -266,6 +266,7 @@ def _cheap_svg(draw: Any, _name: str, _title: str, _description: str) -> str:
     return "<svg/>\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                  HealthCheck.filter_too_much])  # the schema refuses most
@@ -301,6 +302,7 @@ def test_accepted_documents_render_or_give_input_error(document: dict[str, Any],
             plt.close("all")
 
 
+@pytest.mark.slow
 def test_unmutated_document_renders(document: dict[str, Any], tmp_path: Path) -> None:
     """The control case: the real document itself renders."""
     cli.write(tmp_path / "report", document, source="fuzz.json")

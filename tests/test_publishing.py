@@ -45,6 +45,7 @@ def test_workload_anchor_comes_from_the_name_alone() -> None:
     assert re.fullmatch(r"w-[0-9a-f]{6}", meta.workload_anchor("√"))
 
 
+@pytest.mark.slow
 def test_anchors_do_not_move_when_the_workload_set_changes(data: dict[str, Any]) -> None:
     full = render.render(data)
     fewer = copy.deepcopy(data)
@@ -62,6 +63,7 @@ def test_anchors_do_not_move_when_the_workload_set_changes(data: dict[str, Any])
     assert section_ids == {i for i in _ids(partial.html) if not i.startswith(own)}
 
 
+@pytest.mark.slow
 def test_title_and_footer(data: dict[str, Any]) -> None:
     r = render.render(data, title="Nightly: model v2 <on CI>")
     assert "<title>Nightly: model v2 &lt;on CI&gt;</title>" in r.html
@@ -74,6 +76,7 @@ def test_title_and_footer(data: dict[str, Any]) -> None:
     assert f"<h1>{meta.DEFAULT_TITLE}</h1>" in default.html
 
 
+@pytest.mark.slow
 def test_footer_without_a_recorded_date() -> None:
     data = results.load(FIXTURE)
     data["generator"].pop("measured_at", None)  # a run saved before dates were recorded
@@ -81,6 +84,7 @@ def test_footer_without_a_recorded_date() -> None:
     assert "the date of the measurement was not recorded" in r.markdown
 
 
+@pytest.mark.slow
 def test_from_json_takes_a_title(tmp_path: Path, data: dict[str, Any]) -> None:
     src = tmp_path / "results.json"
     src.write_text(results.dumps(data), encoding="utf-8")

@@ -38,6 +38,7 @@ def _kernel(data: dict[str, Any], name: str) -> dict[str, Any]:
     return next(k for k in w["kernels"]["kernels"] if k["name"] == name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "chip", "arch"), [
     ("mi300x_conv_08", "AMD Instinct MI300X", "9.4"),
     ("mi300x_conv_legacy", "AMD Instinct MI300X", "9.4"),
@@ -78,6 +79,7 @@ def test_the_convolution_is_counted_from_its_window_and_dim_labels(
     assert moved == pytest.approx(float(row["Data Moved (MB)_first"]) * 2**20, rel=0.01)
 
 
+@pytest.mark.slow
 def test_kernel_times_match_tracelens(documents: dict[str, dict[str, Any]]) -> None:
     """TraceLens's CSVs are of the legacy trace (its one GPU): the per-call kernel times agree
     to within the first quartile's difference from the mean."""
@@ -101,6 +103,7 @@ def test_kernel_times_match_tracelens(documents: dict[str, dict[str, Any]]) -> N
                                                                  rel=0.02)
 
 
+@pytest.mark.slow
 def test_fused_attention_ffi_calls_are_counted_by_name(
         documents: dict[str, dict[str, Any]]) -> None:
     """Transformer Engine's fused attention (55 % of the MI355X trace's kernel time) is an
@@ -127,6 +130,7 @@ def test_fused_attention_ffi_calls_are_counted_by_name(
     assert not data["skipped"]
 
 
+@pytest.mark.slow
 def test_an_opaque_call_is_said_to_be_uncounted_and_exits_3(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With no rule for Transformer Engine's calls, they are opaque: their bytes count, their
@@ -167,6 +171,7 @@ def test_an_unknown_device_gets_no_roof() -> None:
     assert recognise(mi355x).preset == "AMD Instinct MI350X"  # the clock tells them apart
 
 
+@pytest.mark.slow
 def test_events_no_hlo_op_claims_are_listed(documents: dict[str, dict[str, Any]]) -> None:
     """On GPU:0 of the 8-GPU trace the first call's Im3d2Col and input transpose carry no HLO
     op (so 0.8 and 1.8 launches per call are timed): they and the runtime's copy kernels are
@@ -182,6 +187,7 @@ def test_events_no_hlo_op_claims_are_listed(documents: dict[str, dict[str, Any]]
     assert "looks like input\\_transpose\\_fusion.1 by its name" in md
 
 
+@pytest.mark.slow
 def test_the_machine_that_ran_the_trace_is_never_this_machine(
         documents: dict[str, dict[str, Any]]) -> None:
     md = views.render(documents["mi300x_conv_legacy"]).markdown
@@ -193,6 +199,7 @@ def test_the_machine_that_ran_the_trace_is_never_this_machine(
     assert "| `input_transpose_fusion.1` | data movement | argument x (no source line) |" in md
 
 
+@pytest.mark.slow
 def test_a_mostly_idle_device_is_said_to_be_host_bound_first(
         documents: dict[str, dict[str, Any]]) -> None:
     an = analyse(documents["mi300x_conv_legacy"])
@@ -229,6 +236,7 @@ def test_two_profiles_compared_kernel_by_kernel(documents: dict[str, dict[str, A
     assert "speed-up, run 2 vs 1" in md and "kernel in some runs only" in md
 
 
+@pytest.mark.slow
 def test_device_timelines_match_tracelens(documents: dict[str, dict[str, Any]]) -> None:
     """TraceLens's GPU timeline of the legacy trace: its pid 8 is GPU:7 (the kernels), its
     pid 1 GPU:0 (memory copies only)."""
@@ -290,6 +298,7 @@ def h200() -> dict[str, Any]:
     return results_document(read_profile(H200))
 
 
+@pytest.mark.slow
 def test_an_h200_trace_is_held_to_the_h200_spec_sheet(h200: dict[str, Any]) -> None:
     env = h200["environment"]
     assert env["device_kind"] == "NVIDIA H200" and env["device_preset"] == "H200"
@@ -303,6 +312,7 @@ def test_an_h200_trace_is_held_to_the_h200_spec_sheet(h200: dict[str, Any]) -> N
     assert "measured on a chain of kernels" not in md
 
 
+@pytest.mark.slow
 def test_command_buffer_kernels_are_each_timed_by_their_own_names(
         h200: dict[str, Any]) -> None:
     """Every kernel event of the trace names the command buffer (``command_buffer_1``) as its

@@ -210,6 +210,7 @@ def test_no_loop_no_loop_reason_on_bytes() -> None:
     assert [f["cause"] for f in result["rows"][2]["flags"]] == ["unfused_intermediate"]
 
 
+@pytest.mark.slow
 def test_the_catalog_accounting_words_its_rewrites() -> None:
     import json
 

@@ -182,10 +182,12 @@ def test_markdown_format_pin(rendered: render.Rendered) -> None:
         pytest.fail(f"the pinned Markdown differs (REFRESH_GOLD=1 to accept):\n{diff[:6000]}")
 
 
+@pytest.mark.slow
 def test_readme_figures_are_up_to_date() -> None:
     assert readme_figures.main(["--check"]) == 0
 
 
+@pytest.mark.slow
 def test_rendering_does_not_import_jax(tmp_path: Path) -> None:
     code = (
         "import sys, json\n"

@@ -44,6 +44,7 @@ def with_kernels() -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 def test_per_kernel_section_table_and_accounting_columns(with_kernels: dict[str, Any]) -> None:
     md = render.render(with_kernels).markdown
     assert "Per-kernel roofline" in md
@@ -55,6 +56,7 @@ def test_per_kernel_section_table_and_accounting_columns(with_kernels: dict[str,
     assert not re.search(r"(?<![\w<])/(home|root|tmp|usr)/", md)
 
 
+@pytest.mark.slow
 def test_trace_not_available_keeps_the_inventory(with_kernels: dict[str, Any]) -> None:
     data = copy.deepcopy(with_kernels)
     for w in data["workloads"]:
@@ -66,6 +68,7 @@ def test_trace_not_available_keeps_the_inventory(with_kernels: dict[str, Any]) -
     assert "ynn_fusion" in md[md.index("Per-kernel roofline"):]
 
 
+@pytest.mark.slow
 def test_gpu_shaped_trace_renders(with_kernels: dict[str, Any]) -> None:
     data = copy.deepcopy(with_kernels)
     inv = kernel_inventory((FIXTURES / "gpu_step_hlo.txt").read_text(), cwd="/home/someone/project")
@@ -79,6 +82,7 @@ def test_gpu_shaped_trace_renders(with_kernels: dict[str, Any]) -> None:
     assert any(name.startswith("kernels_") for name in out.figures)
 
 
+@pytest.mark.slow
 def test_kernels_held_to_assumed_budgets_are_marked_hypothetical(
         with_kernels: dict[str, Any]) -> None:
     import copy
@@ -103,6 +107,7 @@ def test_kernels_held_to_assumed_budgets_are_marked_hypothetical(
     assert "This run measured no ceilings of this machine" not in measured
 
 
+@pytest.mark.slow
 def test_the_trace_shows_the_launch_cost_beside_the_ceiling(with_kernels: dict[str, Any]) -> None:
     md = render.render(with_kernels).markdown
     scan = next(w for w in with_kernels["workloads"] if w["name"] == "scan")
@@ -119,6 +124,7 @@ def test_the_trace_shows_the_launch_cost_beside_the_ceiling(with_kernels: dict[s
             f"{n(launch.seconds, 's', Kind.MEASURED).text} `M`)") in md
 
 
+@pytest.mark.slow
 def test_kernels_that_ran_side_by_side_are_said_to(with_kernels: dict[str, Any]) -> None:
     import copy
 
@@ -145,6 +151,7 @@ def test_kernels_that_ran_side_by_side_are_said_to(with_kernels: dict[str, Any])
         in section[:section.index("\n### ")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("traced", "said"), [
     ([1.1e-3, 1.2e-3, 1.3e-3], "(1.2 `M`×): within the untraced calls' own range"),
     ([2.0e-3, 2.1e-3, 2.2e-3], "(2.1 `M`×): slower than any untraced call"),
@@ -168,6 +175,7 @@ def test_the_trace_cost_shows_both_times_it_compares(with_kernels: dict[str, Any
     assert said in section
 
 
+@pytest.mark.slow
 def test_the_kernel_figure_says_which_kernels_it_leaves_out(
         with_kernels: dict[str, Any]) -> None:
     data = copy.deepcopy(with_kernels)
@@ -185,6 +193,7 @@ def test_the_kernel_figure_says_which_kernels_it_leaves_out(
             "table)") in caption
 
 
+@pytest.mark.slow
 def test_a_program_with_large_temporaries_pays_its_page_faults(
         with_kernels: dict[str, Any]) -> None:
     from roofline_report.analysis.analyse import analyse
@@ -217,6 +226,7 @@ def test_a_program_with_large_temporaries_pays_its_page_faults(
     assert "Its temporary buffers (" not in render.render(data).markdown
 
 
+@pytest.mark.slow
 def test_a_loop_that_stops_on_data_is_priced_at_the_trips_its_trace_observed(
         with_kernels: dict[str, Any]) -> None:
     """The scan fixture with its loop's known trip count taken out, as a loop that stops on

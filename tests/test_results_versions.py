@@ -43,6 +43,7 @@ def test_a_version_2_file_is_converted_and_keeps_its_samples(v2: dict[str, Any])
     results.validate(v3)
 
 
+@pytest.mark.slow
 def test_a_version_2_file_renders_with_the_new_analysis(tmp_path: Path) -> None:
     out = tmp_path / "report"
     assert cli.main(["--from-json", str(V2), "--out", str(out), "--progress", "none"]) in (0, 3)

@@ -82,6 +82,7 @@ def test_above_by_hand() -> None:
     assert above("p", 0.0, 1.0, 0.0) is None
 
 
+@pytest.mark.slow
 def test_the_quiet_fixture_is_not_suspect_and_the_page_says_nothing(doc: dict[str, Any]
                                                                     ) -> None:
     rc = analyse(doc).roof_check
@@ -93,6 +94,7 @@ def test_the_quiet_fixture_is_not_suspect_and_the_page_says_nothing(doc: dict[st
     assert "They were measured over" not in md  # the fixture records no load
 
 
+@pytest.mark.slow
 def test_roofs_ten_times_too_low_are_suspect_with_counts_from_the_analysis(
         doc: dict[str, Any]) -> None:
     low = _roofs_divided(doc, 10.0)
@@ -116,6 +118,7 @@ def test_roofs_ten_times_too_low_are_suspect_with_counts_from_the_analysis(
     assert section.split("\n\n")[1].startswith("> " + WARNING)
 
 
+@pytest.mark.slow
 def test_the_likely_reasons_come_from_the_run_s_record(doc: dict[str, Any]) -> None:
     low = _cached(_loaded(_roofs_divided(doc, 10.0), 0.6))
     rc = analyse(low).roof_check
@@ -132,6 +135,7 @@ def test_the_likely_reasons_come_from_the_run_s_record(doc: dict[str, Any]) -> N
         _paragraph(views.render(other).markdown, "> " + WARNING)
 
 
+@pytest.mark.slow
 def test_python_users_are_told_their_own_way_to_remeasure(doc: dict[str, Any]) -> None:
     low = _roofs_divided(doc, 10.0)
     low["options"]["origin"] = "python"
@@ -139,6 +143,7 @@ def test_python_users_are_told_their_own_way_to_remeasure(doc: dict[str, Any]) -
     assert "analyze(..., remeasure=True) measures them again" in warning
 
 
+@pytest.mark.slow
 def test_the_warning_heads_the_summary_of_a_report_on_the_user_s_programs(
         doc: dict[str, Any]) -> None:
     low = _roofs_divided(doc, 10.0)
@@ -155,6 +160,7 @@ def test_the_warning_heads_the_summary_of_a_report_on_the_user_s_programs(
     assert WARNING not in views.render(quiet).markdown
 
 
+@pytest.mark.slow
 def test_no_measured_roofs_nothing_to_check(doc: dict[str, Any]) -> None:
     none = copy.deepcopy(doc)
     none["ceilings"] = {"available": False, "reason": "skipped with --no-ceilings"}
@@ -165,6 +171,7 @@ def test_no_measured_roofs_nothing_to_check(doc: dict[str, Any]) -> None:
 # ------------------------------------------------------------------ measuring conditions
 
 
+@pytest.mark.slow
 def test_the_measuring_conditions_stand_beside_the_origin(doc: dict[str, Any]) -> None:
     quiet = _loaded(doc, 0.05)
     md = views.render(quiet).markdown
@@ -178,6 +185,7 @@ def test_the_measuring_conditions_stand_beside_the_origin(doc: dict[str, Any]) -
     assert origin < md.index(sentence) < md.index("| ceiling | kernel | value |")
 
 
+@pytest.mark.slow
 def test_ceilings_measured_under_load_are_named(doc: dict[str, Any]) -> None:
     md = views.render(_loaded(doc, 0.5)).markdown
     sentence = _paragraph(md, "They were measured over")
@@ -196,6 +204,7 @@ def test_ceilings_measured_under_load_are_named(doc: dict[str, Any]) -> None:
     assert "That is under load" in sentence and "may be too low" in sentence
 
 
+@pytest.mark.slow
 def test_a_system_without_cpu_times_says_the_load_is_not_known(doc: dict[str, Any]) -> None:
     out = copy.deepcopy(doc)
     out["ceilings"]["conditions"] = {"wall_s": 12.5, "others_cpu_s": None, "cores": None,
@@ -205,6 +214,7 @@ def test_a_system_without_cpu_times_says_the_load_is_not_known(doc: dict[str, An
                         "took not known on this system.")
 
 
+@pytest.mark.slow
 def test_roofs_measured_quietly_in_the_run_are_not_called_too_low(doc: dict[str, Any]) -> None:
     """Programs beat roofs measured in this run on a quiet machine (its load recorded): no
     record makes the roofs suspect, so the warning says the model may price them high and does

@@ -97,6 +97,7 @@ def test_a_collective_over_one_device_is_free_and_said_so() -> None:
     assert row["groups"] == "one device (mesh axis 'one' of size 1): sends nothing"
 
 
+@pytest.mark.slow
 def test_a_sharded_workload_without_a_reference_renders(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

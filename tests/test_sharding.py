@@ -369,6 +369,7 @@ def _workload(doc: dict[str, Any], sharding: str) -> dict[str, Any]:
     return found[0]
 
 
+@pytest.mark.slow
 def test_document_header(sharded: dict[str, Any]) -> None:
     assert sharded["devices"] == 8
     assert [w["sharding"] for w in sharded["workloads"]] == [
@@ -386,6 +387,7 @@ def test_document_header(sharded: dict[str, Any]) -> None:
     assert sharded["kinds"]["measured_per_call_s"] == "measured"
 
 
+@pytest.mark.slow
 def test_document_is_plain_json_without_paths(sharded: dict[str, Any]) -> None:
     text = json.dumps(sharded, allow_nan=False, sort_keys=True)
     assert json.loads(text) == sharded
@@ -404,6 +406,7 @@ def test_document_is_plain_json_without_paths(sharded: dict[str, Any]) -> None:
     assert not [s for s in strings(sharded) if s.startswith("/") or str(Path.home()) in s]
 
 
+@pytest.mark.slow
 def test_data_parallel_needs_no_collective(sharded: dict[str, Any]) -> None:
     w = _workload(sharded, "data")
     assert w["collectives"] == []
@@ -413,6 +416,7 @@ def test_data_parallel_needs_no_collective(sharded: dict[str, Any]) -> None:
     assert w["mesh"]["axis_types"] == ["auto"]
 
 
+@pytest.mark.slow
 def test_contracting_axis_all_reduces_the_output(sharded: dict[str, Any]) -> None:
     w = _workload(sharded, "contracting")
     assert w["shapes"]["x"] == [64, 512] and w["shapes"]["w"] == [512, 256]
@@ -424,6 +428,7 @@ def test_contracting_axis_all_reduces_the_output(sharded: dict[str, Any]) -> Non
     assert w["per_device"]["comm_bytes"] == w["per_device"]["comm_bytes_hlo"] == 114688
 
 
+@pytest.mark.slow
 def test_fsdp_all_gathers_the_weights(sharded: dict[str, Any]) -> None:
     w = _workload(sharded, "fsdp")
     [c] = w["collectives"]
@@ -433,6 +438,7 @@ def test_fsdp_all_gathers_the_weights(sharded: dict[str, Any]) -> None:
     assert w["per_device"]["comm_bytes_hlo"] == 458752
 
 
+@pytest.mark.slow
 def test_fsdp_step_bytes_by_hand(sharded: dict[str, Any]) -> None:
     """Quick sizes: B=64, D=128, F=512, f32, 8 devices. w1[128,512] and w2[512,128] are
     262144 B each; each all-gather sends 262144 x 7/8 = 229376 B per device; each gradient
@@ -455,6 +461,7 @@ def test_fsdp_step_bytes_by_hand(sharded: dict[str, Any]) -> None:
     assert w["jax_roofline"]["ici_bytes"] == {"d": 917504}  # jax's ring formulas agree
 
 
+@pytest.mark.slow
 def test_fsdp_scan_step_counts_the_loop(sharded: dict[str, Any]) -> None:
     """4 scanned layers of w[128,128] (65536 B): per layer an all-gather sending 65536 x 7/8 =
     57344 B and a reduce-scatter (result 8192 B) sending 8192 x 7 = 57344 B, in two while loops
@@ -469,6 +476,7 @@ def test_fsdp_scan_step_counts_the_loop(sharded: dict[str, Any]) -> None:
     assert w["jax_roofline"]["ici_bytes"] == {"d": 458752 // 4}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("step", "arrays", "sent"),
     [("dp-step", [262144, 262144], 2 * 458752), ("tp-step", [32768], 57344)],
@@ -487,6 +495,7 @@ def test_dp_and_tp_steps(sharded: dict[str, Any], step: str, arrays: list[int],
     assert w["comm_scales_with_batch"] is (step == "tp-step")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sharding", ["data", "contracting", "fsdp"])
 def test_results_match_numpy_and_costs_are_per_device(
     sharded: dict[str, Any], sharding: str
@@ -504,6 +513,7 @@ def test_results_match_numpy_and_costs_are_per_device(
     assert "measured_seconds" not in w
 
 
+@pytest.mark.slow
 def test_measured_collectives_under_a_hypothetical_budget(sharded: dict[str, Any]) -> None:
     # 100 GFLOP/s, 20 GB/s HBM, 5 GB/s interconnect (assumed, for round numbers).
     w = _workload(sharded, "fsdp")
@@ -530,6 +540,7 @@ def test_measured_collectives_under_a_hypothetical_budget(sharded: dict[str, Any
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_user_contracting_matmul_all_reduces_the_output(sharded: dict[str, Any]) -> None:
     """a[32,64] split on k, b[64,16] split on k, over d=4: one all-reduce of f32[32,16]."""
     w = _user(sharded, "contracting")
@@ -563,6 +574,7 @@ def test_user_contracting_matmul_all_reduces_the_output(sharded: dict[str, Any])
     assert "error" not in w
 
 
+@pytest.mark.slow
 def test_user_unused_mesh_axis_does_not_split_the_work(sharded: dict[str, Any]) -> None:
     """Rows of a over x=2 of a 2x2 mesh; y shards nothing, so its devices repeat the work."""
     w = _user(sharded, "rows over x, y unused")
@@ -579,6 +591,7 @@ def test_user_unused_mesh_axis_does_not_split_the_work(sharded: dict[str, Any]) 
     assert w["measured_per_call_s"] is None or min(w["measured_per_call_s"]) > 0
 
 
+@pytest.mark.slow
 def test_the_document_is_valid_results_data(sharded: dict[str, Any]) -> None:
     """A sharded workload without a reference once failed the results schema (a null check)
     after everything was measured."""
@@ -587,6 +600,7 @@ def test_the_document_is_valid_results_data(sharded: dict[str, Any]) -> None:
     Sharding.model_validate(sharded)
 
 
+@pytest.mark.slow
 def test_bfloat16_collectives_are_priced_in_bfloat16(sharded: dict[str, Any]) -> None:
     """x[64,512] @ w[512,256] in bf16 over the contracting axis: XLA:CPU all-reduces the
     partial products in f32 (65536 B on this machine); the program's array is bf16[64,256],
@@ -608,6 +622,7 @@ def test_bfloat16_collectives_are_priced_in_bfloat16(sharded: dict[str, Any]) ->
     assert (f32["program_dtype"], f32["converted"]) == ("f32", False)
 
 
+@pytest.mark.slow
 def test_a_combined_psum_is_one_collective(sharded: dict[str, Any]) -> None:
     """psum of four bf16[16] arrays split over d=4: one all-reduce of four bf16[4] (f32 on
     this CPU), priced once: its latency is that of one all-reduce, its bytes all four's."""
@@ -626,6 +641,7 @@ def test_a_combined_psum_is_one_collective(sharded: dict[str, Any]) -> None:
     assert comm["t_latency"] == pytest.approx(6e-6)
 
 
+@pytest.mark.slow
 def test_a_collective_over_an_axis_of_size_one_sends_nothing(sharded: dict[str, Any]) -> None:
     w = _user(sharded, "axis of size one")
     assert "error" not in w
@@ -634,6 +650,7 @@ def test_a_collective_over_an_axis_of_size_one_sends_nothing(sharded: dict[str, 
     assert w["per_device"]["comm_bytes"] == 0
 
 
+@pytest.mark.slow
 def test_an_unknown_trip_count_is_flagged_with_the_bytes(sharded: dict[str, Any]) -> None:
     """A psum in a fori_loop whose bound is an argument: the compiled while loop has no known
     trip count. The bytes (24 = 2 x 16 x 3/4, counted once) are returned as a lower bound."""
@@ -645,6 +662,7 @@ def test_an_unknown_trip_count_is_flagged_with_the_bytes(sharded: dict[str, Any]
     assert any("unknown trip count" in note and "lower bound" in note for note in w["notes"])
 
 
+@pytest.mark.slow
 def test_the_step_study_of_the_document(sharded: dict[str, Any]) -> None:
     """The analysis of the child's document: every workload priced, the unknown trip count a
     lower bound, the training steps projected on a chip with a two-level network."""
@@ -668,6 +686,7 @@ def test_the_step_study_of_the_document(sharded: dict[str, Any]) -> None:
     assert "jax_roofline" in model and all(r["available"] for r in model["jax_roofline"])
 
 
+@pytest.mark.slow
 def test_user_failures_stay_with_their_workload(sharded: dict[str, Any]) -> None:
     missing = _user(sharded, "missing function")
     assert "has no 'no_such_function'" in missing["error"]
@@ -683,6 +702,7 @@ def test_user_failures_stay_with_their_workload(sharded: dict[str, Any]) -> None
     assert all("error" not in w for w in sharded["workloads"][:10])
 
 
+@pytest.mark.slow
 def test_main_process_skips_sharded_workloads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -835,6 +855,7 @@ print(json.dumps(analyze_sharded(fn, (x,), (s,), (s, s, s), time_it=False)))
 """
 
 
+@pytest.mark.slow
 def test_explicit_collectives_in_real_hlo() -> None:
     """psum_scatter, all_to_all and ppermute of a per-device f32[8,16] (512 bytes)."""
     env = _child_env(8)
@@ -886,6 +907,7 @@ def test_bad_launch_arguments(devices: Any, timeout: Any) -> None:
         run_sharded_analysis(devices=devices, quick=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_cli_in_this_process_on_one_device(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--devices", "1", "--quick"]) == 0
     doc = json.loads(capsys.readouterr().out)

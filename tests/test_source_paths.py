@@ -63,6 +63,7 @@ def _sources(md: str) -> set[str]:
     return set(re.findall(r"[^\s|`(]*rr_layers\.py:\d+", text))
 
 
+@pytest.mark.slow
 def test_the_api_the_config_and_profile_give_the_same_source(
         project: tuple[Path, ModuleType], monkeypatch: pytest.MonkeyPatch) -> None:
     root, module = project
@@ -90,6 +91,7 @@ def test_the_api_the_config_and_profile_give_the_same_source(
         assert str(root) not in md
 
 
+@pytest.mark.slow
 def test_a_file_outside_the_current_folder_keeps_only_its_name(
         project: tuple[Path, ModuleType], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -146,6 +146,7 @@ def _section_texts(data: dict[str, Any], preset: str) -> tuple[str, str]:
     return html, md
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["TPU v5e"])
 def test_tpu_section_says_no_launch_floor_is_known(data: dict[str, Any], name: str) -> None:
     view = _spec_view(data, name)
@@ -158,6 +159,7 @@ def test_tpu_section_says_no_launch_floor_is_known(data: dict[str, Any], name: s
     assert "no launch floor known for this chip" in md
 
 
+@pytest.mark.slow
 def test_gpu_section_shows_the_floor_in_both_formats(data: dict[str, Any]) -> None:
     html, md = _section_texts(data, "H100")
     for out in (html, md):
@@ -168,6 +170,7 @@ def test_gpu_section_shows_the_floor_in_both_formats(data: dict[str, Any]) -> No
         assert "The launch floor binds" in out
 
 
+@pytest.mark.slow
 def test_the_float32_roof_sentence_follows_the_chip() -> None:
     from roofline_report.analysis.analyse import assumptions_for
     from roofline_report.report import views as render

@@ -81,6 +81,7 @@ def test_the_record_is_validated(saved: dict[str, Any]) -> None:
         _with(saved, bad)
 
 
+@pytest.mark.slow
 def test_a_drifted_run_says_so_in_its_note_and_the_same_render_twice(
         saved: dict[str, Any]) -> None:
     from roofline_report.report import views
@@ -235,6 +236,7 @@ def test_memory_checks_either_way_in_one_note() -> None:
         "times by about as much")
 
 
+@pytest.mark.slow
 def test_memory_checks_are_validated_and_shown_with_the_ceilings(
         saved: dict[str, Any]) -> None:
     from roofline_report.report import views

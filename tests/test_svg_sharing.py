@@ -59,6 +59,7 @@ def test_the_copy_writes_every_second_figure() -> None:
     assert svg_sharing._current == [], "the share ends with the block"
 
 
+@pytest.mark.slow
 def test_a_report_rendered_on_two_cores_is_the_same_byte_for_byte(
         monkeypatch: pytest.MonkeyPatch) -> None:
     data = results.load(FIXTURE)
@@ -158,6 +159,7 @@ def test_an_error_here_stops_the_copy_and_leaves_no_files(tmp_path: Path,
     assert list(tmp_path.iterdir()) == [], "the copy's folder is removed"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("large", [False, True])
 def test_the_report_writer_leaves_the_core_the_json_helper_holds(
         large: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
