@@ -88,7 +88,10 @@ def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
     traced = tuple(float(x) for x in timing.get("traced_s") or [])
     shared = bool(kernels) and all(k.get("share_s") is not None for k in kernels)
     if timing.get("source") == "device":
-        basis = DEVICE_SHARED if shared else DEVICE_EVENT
+        # Shares said only where kernels overlapped: a TPU core runs its ops one after
+        # another, each share its own duration.
+        basis = DEVICE_SHARED if shared and any(_overlapped(k) for k in kernels) \
+            else DEVICE_EVENT
     elif shared:
         basis = SHARED_CORES if timing.get("cores") else SHARED
     elif kernels and all(k.get("wait_s") is not None for k in kernels):
@@ -320,3 +323,13 @@ def _categories(rows: Sequence[KernelRow], total: float) -> tuple[Category, ...]
                     v[1] / total if total > 0 else 0.0, v[2], v[3])
            for key, v in sums.items()]
     return tuple(sorted(out, key=lambda c: (-c.seconds, c.key)))
+
+
+def _overlapped(kernel: Mapping[str, Any]) -> bool:
+    """Whether a timed kernel's share of the device differs from its own duration in some
+    call (another kernel ran beside it); per-call columns of the same length, else False."""
+    share, busy = kernel.get("share_s"), kernel.get("busy_s")
+    if not isinstance(share, list) or not isinstance(busy, list) or len(share) != len(busy):
+        return False
+    return any(abs(float(a) - float(b)) > 1e-12 * max(1.0, abs(float(b)))
+               for a, b in zip(share, busy, strict=True))

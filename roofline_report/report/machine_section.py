@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES
 from roofline_report.analysis.speed_drift import DRIFT
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import Banner, Block, Cell, Note, Section, Status, text
@@ -155,51 +154,14 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
                    kind=Kind.MEASURED.value)
 
 
-MODEL_TEXT = (
-    "The predicted time is the model of the compiled program, kernel by kernel: Σ over its "
-    "kernels of trips × (max(compute, memory, pattern) + launch) + the dispatch floor of one "
-    "call "
-    "(trips: a loop's trip count, or for a loop that stops on data the launches per call its "
-    "trace observed; untraced, such a loop counts once and the prediction is a lower bound), "
-    "where a kernel's launch is the launch floor, plus the split-launch floor once per call for "
-    "a kernel the compiler splits across worker threads (measured with the calls enqueued, as "
-    "programs are timed; a loop's later trips find the workers awake), and, in a CPU program "
-    "whose temporary buffers reach "
-    f"{FRESH_ABOVE_BYTES >> 20} MiB (past which glibc maps them afresh on every call), a page "
-    "fault for each fresh page its writes reach first "
-    "(the kernels' fresh writes in program order until they cover the temporaries); a "
-    "kernel's compute charges matrix-product flops to the matmul roof of its dtype at the "
-    "flops of one product (an integer product to its integer type's matmul roof), grouped "
-    "(depthwise) convolution flops to the grouped-convolution roof read at their multiply-adds "
-    "per output (window × input features per group), other "
-    "convolution flops (patch embeddings' among them) to the convolution roof, conversions "
-    "to the conversion "
-    "rate, other flops to the measured multiply-add rate and each transcendental to its "
-    "function's rate (with the work a loop fusion repeats for every output element, under a "
-    "broadcast along the output's minor axis, that the count charges once per element of its "
-    "own shape, and the real arithmetic of complex ops: a complex multiply is six flops), its "
-    "memory time is the bytes it touches at the bandwidth of the "
-    "memory level that holds them, and a kernel of a pattern that runs below the streaming "
-    "roofs (a transposing copy, one fused with a broadcast, a reduction keeping an axis "
-    "between two it reduces, a gather, a scatter, a sort, a top-k, an argmax, an FFT, a "
-    "dot outside the matmul library, complex dots at a complex64 rate of their own) takes its "
-    "size at that pattern's rate measured at its size. The binding is the prediction's "
-    "largest term and the miss the predicted time against the measured one (the model's "
-    "accuracy); a prediction off by a factor of two or more either way, or a program above "
-    "its prediction, gets the likeliest reason from the evidence. Apart from the model, the "
-    "hardware roof at a program's intensity is its kernels' work at the peak of each roof "
-    "it runs under summed against their bytes at the roofs of their memory levels summed, "
-    "whichever takes longer: the achieved rate ÷ that roof is the program's share of it, "
-    "its headroom.")
-
-
 def _placements(vm: VM, figure: bool = True) -> Block:
     m = vm["measured"]
     if not m["placement"]:
         return Section("Programs on the roofline", (p("No program of this run was timed."),))
     return Section("Programs on the roofline", (
         p(f"Every timed program, on {m['placement_roofs']}, at its compiled-program "
-          "intensity: the flops its kernels count over the bytes they touch. ", MODEL_TEXT),
+          "intensity: the flops its kernels count over the bytes they touch. ",
+          m["model_text"]),
         table(
             ("program", "intensity", "achieved", "hardware roof at its intensity",
              "of hardware roof", "binding (largest term)", "predicted time", "measured time",

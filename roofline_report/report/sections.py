@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from roofline_report.report.blocks import BulletList, Document, Group, Section, Strong, text
 from roofline_report.report.lab_sections import lab, sweeps
-from roofline_report.report.machine_section import MODEL_TEXT, measured
+from roofline_report.report.machine_section import measured
+from roofline_report.report.model_words import MODEL_TEXT
 from roofline_report.report.program_sections import (
     KERNEL_COLUMNS,
     kernels,

@@ -37,6 +37,7 @@ from roofline_report.report.format import (
     ratio,
     whole,
 )
+from roofline_report.report.model_words import ACCELERATOR_MODEL_TEXT, MODEL_TEXT
 from roofline_report.report.program_views import (
     NO_MODEL,
     accuracy,
@@ -355,6 +356,7 @@ def _measured(an: Analysis, seed_p: Program | None) -> dict[str, Any]:
                                    f"{seed_p.prediction.binding.label} "
                                    f"({seed_p.prediction.binding.roof}).")
     out["placement"] = placements(an)
+    out["model_text"] = ACCELERATOR_MODEL_TEXT if an.backend.accelerator else MODEL_TEXT
     out["placement_roofs"] = ("this machine's measured roofs" if an.roofs.measured is not None
                               else "the assumed budgets (hypothetical)"
                               if an.roofs.kernels is an.roofs.hypothetical
