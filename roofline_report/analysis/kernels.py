@@ -312,17 +312,24 @@ def _category_key(r: KernelRow) -> str:
 
 
 def _categories(rows: Sequence[KernelRow], total: float) -> tuple[Category, ...]:
+    """Each category's kernels, time (None where none of them has one: a TPU's scalar
+    instructions run no op event), share, work and bytes."""
     sums: dict[str, list[float]] = {}
+    timed: set[str] = set()
     for r in rows:
-        entry = sums.setdefault(_category_key(r), [0, 0.0, 0.0, 0.0])
+        key = _category_key(r)
+        entry = sums.setdefault(key, [0, 0.0, 0.0, 0.0])
         entry[0] += 1
-        entry[1] += r.seconds or 0.0
+        if r.seconds is not None:
+            entry[1] += r.seconds
+            timed.add(key)
         entry[2] += r.flops
         entry[3] += r.bytes
-    out = [Category(key, CATEGORY_TITLES.get(key, key), int(v[0]), v[1],
-                    v[1] / total if total > 0 else 0.0, v[2], v[3])
+    out = [Category(key, CATEGORY_TITLES.get(key, key), int(v[0]),
+                    v[1] if key in timed else None,
+                    (v[1] / total if total > 0 else 0.0) if key in timed else None, v[2], v[3])
            for key, v in sums.items()]
-    return tuple(sorted(out, key=lambda c: (-c.seconds, c.key)))
+    return tuple(sorted(out, key=lambda c: (-(c.seconds or 0.0), c.key)))
 
 
 def _overlapped(kernel: Mapping[str, Any]) -> bool:

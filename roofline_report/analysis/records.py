@@ -332,8 +332,8 @@ class Category:
     key: str
     title: str
     kernels: int
-    seconds: float
-    share: float
+    seconds: float | None  # None where none of its kernels has a time
+    share: float | None
     flops: float
     bytes: float
 
