@@ -230,6 +230,16 @@ def _is_kernel(instr: Instruction) -> bool:
                 or op in ("while", "conditional", "call"))
 
 
+def _scalar(instr: Instruction) -> bool:
+    """An instruction of its own (not a fusion, a library call or an asynchronous op) whose
+    every operand and result is an array of rank 0."""
+    if instr.opcode in ("fusion", "custom-call") or instr.opcode.endswith("-start"):
+        return False
+    shapes = [instr.shape, *(s for s in instr.operand_shapes if s is not None)]
+    arrays = [a for s in shapes for a in s.arrays()]
+    return bool(arrays) and all(not a.dims for a in arrays)
+
+
 class _Walker:
     def __init__(self, module: Module, weigh: Weigh, backend: str | None = None) -> None:
         self.module = module
@@ -273,6 +283,12 @@ class _Walker:
             elif op == "call":
                 for callee in instr.called("to_apply"):
                     self.control(callee, context, "call", instr, inner)
+            elif _is_kernel(instr) and self.tpu and _scalar(instr):
+                # Arithmetic on scalars only (a step counter, a learning rate's schedule):
+                # the TPU's scalar unit runs it between kernels, with no op event of its own.
+                self.note("scalar instructions (operands and results of rank 0) run on the "
+                          "TPU's scalar unit between kernels: not counted as kernels")
+                self.reach(instr, context, inner)
             elif _is_kernel(instr):
                 self.out.sites.append(
                     Site(comp, instr, context, self.done_of.get((comp.name, instr.name)))
