@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import jax
 
-from roofline_report import interrupts, tolerances
+from roofline_report import interrupts, quantiles, tolerances
 from roofline_report.analysis.seed_model import (
     DEFAULT_INTERCONNECT,
     SEED_BANDWIDTH,
@@ -595,8 +595,8 @@ def _trace(calls: donation.Calls, inventory: Mapping[str, Any],
     :data:`RETRACE_FACTOR` times slower than the program's timed median, with a note."""
     from roofline_report.observe import trace as kernel_timing
 
-    median = ((timed or {}).get("per_call") or {}).get("median") \
-        if (timed or {}).get("available") else None
+    samples = (timed or {}).get("per_call_s") if (timed or {}).get("available") else None
+    median = quantiles.median([float(s) for s in samples]) if samples else None
     names = [k["name"] for k in inventory["kernels"]]
     trips = {k["name"]: int(k.get("trips", 1)) for k in inventory["kernels"]}
     count = KERNEL_TRACE_CALLS_QUICK if quick else KERNEL_TRACE_CALLS
@@ -609,16 +609,22 @@ def _trace(calls: donation.Calls, inventory: Mapping[str, Any],
                                         pool=donation.timed_calls(calls)[0] if calls.donates
                                         else None, launches=trips)
         traces.append(t)
-        if not t.get("available") or not median or t["program_s"] <= RETRACE_FACTOR * median:
+        if not t.get("available") or not median or _traced_call_s(t) <= RETRACE_FACTOR * median:
             break
     if len(traces) == 1 or not median:
         return traces[-1]
-    best = min((t for t in traces if t.get("available")), key=lambda t: t["program_s"])
-    first = traces[0]["program_s"] / median
+    best = min((t for t in traces if t.get("available")), key=_traced_call_s)
+    first = _traced_call_s(traces[0]) / median
     best["notes"] = [*best["notes"],
                      f"traced {len(traces)} times: the first trace's calls ran {first:.3g}× the "
                      "timed median (load elsewhere on the machine); the fastest trace is kept"]
     return best
+
+
+def _traced_call_s(record: Mapping[str, Any]) -> float:
+    """The median of a kernel-timing record's traced calls' program times (seconds)."""
+    return quantiles.median([float(c["program_s"]) for c in record.get("calls") or []]) \
+        or float("inf")
 
 
 def _jax_roofline(w: Workload, args: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
