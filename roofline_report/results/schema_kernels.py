@@ -170,9 +170,9 @@ class KernelTime(Record):
 
 class TraceCall(Record):
     """One traced call of the program (seconds): its wall time from the runtime's execute event
-    to the end of its last kernel, the time during which at least one kernel ran, and the rest
-    by cause: dispatch (execute to the first kernel), loop control (the self time of control
-    flow), gaps between kernels."""
+    to the end of its last kernel (on a TPU, its module event's span on the device), the time
+    during which at least one kernel ran, and the rest by cause: dispatch (execute to the first
+    kernel), loop control (the self time of control flow), gaps between kernels."""
 
     program_s: NonNeg
     busy_s: NonNeg
