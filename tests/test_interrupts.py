@@ -6,7 +6,9 @@ test hook of :mod:`roofline_report.interrupts` (an environment variable naming t
 interrupt lands where it should whatever the machine's load; ``:swallowed`` drops the
 KeyboardInterrupt where it is raised, as jax's garbage-collection callback does, and the build
 must stop at the next safe point all the same. Two interrupts at wall-clock moments are checked
-with tolerant assertions (interrupted with the old report, or finished with a complete new one).
+with tolerant assertions (interrupted with the old report, or finished with a complete new one),
+and a real run is interrupted at moments spread over its whole length, each of which must end it
+at once. The main thread of a supervised run is checked on its own, whatever its build does.
 """
 
 from __future__ import annotations
