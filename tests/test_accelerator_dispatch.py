@@ -220,8 +220,45 @@ def test_an_accelerators_reads_take_the_read_stream() -> None:
                BandwidthRoof("reduce stream", 678e9, "HBM", M, ""),
                BandwidthRoof("scale stream", 601e9, "HBM", M, ""))
     tpu = replace(TPU, bandwidth=streams)
-    # a reduction: 256 MB read, 64 kB written
-    assert tpu.bandwidth_for(256e6, 64e3, program=True).name == "reduce stream"
+    def roof(touched: float, written: float | None) -> str:
+        found = tpu.bandwidth_for(touched, written, program=True)
+        assert found is not None
+        return found.name
+
+    assert roof(256e6, 64e3) == "reduce stream"  # a reduction: 256 MB read, 64 kB written
     # a copy reads and writes alike: the fastest of the others, never the read stream's
-    assert tpu.bandwidth_for(512e6, 256e6, program=True).name == "scale stream"
-    assert tpu.bandwidth_for(512e6, None, program=True).name == "scale stream"
+    assert roof(512e6, 256e6) == "scale stream"
+    assert roof(512e6, None) == "scale stream"
+
+
+def test_a_tpus_units_work_side_by_side() -> None:
+    """A TPU kernel's products (matrix unit), other arithmetic (vector unit) and
+    transcendentals (their own unit) run side by side: its compute is the largest of the three,
+    where a CPU's cores do all of it one after another."""
+    from roofline_report.analysis.roofs import RateRoof
+
+    rates = (RateRoof("multiply-add float32", "multiply-add", "float32", 2e12, M, ""),
+             RateRoof("tanh float32", "tanh", "float32", 0.5e12, M, ""))
+    tpu = replace(TPU, compute=(ComputeRoof("matmul float32", 100e12, "float32", M, ""),),
+                  rates=rates, units_overlap=True)
+    cpu_like = replace(tpu, units_overlap=False)
+    k = {"flops": 3.05e9, "flops_by_op": {"dot": 3e9, "add": 0.05e9},
+         "transcendentals_by_op": {"tanh": 4e6}, "bytes_read": 1e3, "bytes_written": 1e3,
+         "trips": 1, "category": "matmul"}
+    on_tpu = predict.predict_kernel(k, "float32", tpu)
+    summed = predict.predict_kernel(k, "float32", cpu_like)
+    assert on_tpu is not None and summed is not None
+    matmul, vector, transcendental = 30e-6, 25e-6, 8e-6
+    assert on_tpu.seconds == pytest.approx(matmul + 1e-6)  # and its launch
+    assert summed.seconds == pytest.approx(matmul + vector + transcendental + 1e-6)
+    assert on_tpu.binding.name == "matmul"
+
+
+def test_a_tpu_spec_sheet_overlaps_its_units_and_its_dispatch() -> None:
+    from roofline_report import presets
+    from roofline_report.analysis.roofs import spec_sheet
+
+    tpu = spec_sheet(presets.get_preset("TPU v5e").to_json())
+    gpu = spec_sheet(presets.get_preset("H100").to_json())
+    assert tpu.units_overlap and tpu.dispatch_overlaps
+    assert not gpu.units_overlap and gpu.dispatch_overlaps

@@ -502,13 +502,29 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
 ON_CHIP = "on-chip"  # the rate of bytes moved within a TPU core's vector memory
 
 
-def _bound(terms: tuple[Term, ...]) -> tuple[float, Term]:
+#: The unit each compute term runs on, where the backend's units work side by side: a TPU's
+#: matrix unit (products and convolutions), vector unit (other arithmetic, conversions) and
+#: transcendental unit.
+UNITS = {"matmul": "matrix", "convolution": "matrix", "elementwise": "vector",
+         "conversion": "vector", "transcendental": "transcendental"}
+
+
+def _bound(terms: tuple[Term, ...], units_overlap: bool = False) -> tuple[float, Term]:
     """(seconds, binding) of terms combined as max(Σ compute, max memory, max pattern) + Σ
     overhead: a launch's costs are paid before its work, not while it runs. The binding is the
-    largest of the work's group (its largest term standing for it) and each overhead term."""
+    largest of the work's group (its largest term standing for it) and each overhead term.
+    Where the backend's compute units work side by side (``units_overlap``: a TPU's matrix,
+    vector and transcendental units, pipelined within a kernel), its compute is the largest of
+    its units' sums, not the sum of all."""
     compute = [t for t in terms if t.group == "compute"]
     groups: list[tuple[float, Term]] = []
-    if compute:
+    if compute and units_overlap:
+        by_unit: dict[str, list[Term]] = {}
+        for t in compute:
+            by_unit.setdefault(UNITS.get(t.name, t.name), []).append(t)
+        groups += [(sum(t.seconds for t in members), max(members, key=lambda t: t.seconds))
+                   for members in by_unit.values()]
+    elif compute:
         groups.append((sum(t.seconds for t in compute), max(compute, key=lambda t: t.seconds)))
     for group in ("memory", "pattern"):
         members = [t for t in terms if t.group == group]
@@ -576,7 +592,7 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
         terms = [t for t in terms if t.group == "overhead"] or [
             Term(OVERLAPPED, "overhead", 0.0, OVERLAPPED, Kind.PREDICTED)]
         notes = (*notes, ASYNCHRONOUS)
-    seconds, binding = _bound(tuple(terms))
+    seconds, binding = _bound(tuple(terms), roofs.units_overlap)
     scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)
                    for t in terms)
     binding = scaled[terms.index(binding)]
@@ -717,6 +733,6 @@ def predict_facts(f: Facts, roofs: RoofSet) -> Prediction | None:
     dispatch = _dispatch(roofs)
     if dispatch is not None:
         terms.append(dispatch)
-    total, binding = _bound(tuple(terms))
+    total, binding = _bound(tuple(terms), roofs.units_overlap)
     return Prediction(total, tuple(terms), binding, f.flops, f.bytes, f.bytes_source,
                       one.level, tuple(notes))

@@ -202,6 +202,9 @@ class RoofSet:
     # (an accelerator: a GPU or TPU runs one call while the host dispatches the next), so that
     # a call takes the longer of the two, not their sum (a CPU runs both on its cores).
     dispatch_overlaps: bool = False
+    # Whether its compute units work side by side within a kernel (a TPU's matrix, vector and
+    # transcendental units): a kernel's compute is then the largest of its units' times.
+    units_overlap: bool = False
 
     def rate_for(self, op: str, dtype: str) -> RateRoof | None:
         """The measured rate of ``op`` in ``dtype`` (float32's when that dtype has none)."""
@@ -546,7 +549,8 @@ def measured(ceilings: Mapping[str, Any],
                               by_size=by_size, row=int(e.get("row") or 0),
                               threads=_threads(e.get("threads"))))
     return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
-                   tuple(floors), tuple(rates), dispatch_overlaps=overlaps)
+                   tuple(floors), tuple(rates), dispatch_overlaps=overlaps,
+                   units_overlap=backends.describe(backend).name == "tpu")
 
 
 #: The buffers of the scalar add the enqueued dispatch floor times: two arguments, one result.
@@ -654,5 +658,8 @@ def spec_sheet(preset: Mapping[str, Any]) -> RoofSet:
     if seconds is not None:
         floors.append(Floor("launch", seconds, Kind.HYPOTHETICAL,
                             str(launch.get("note", "")) or "assumed launch floor"))
+    # Every preset is an accelerator's (its calls' dispatch overlaps its work); a TPU's
+    # (Google's) matrix, vector and transcendental units work side by side.
     return RoofSet(str(preset["name"]), Kind.SPEC_SHEET, tuple(compute), tuple(bandwidth),
-                   tuple(floors))
+                   tuple(floors), dispatch_overlaps=True,
+                   units_overlap=str(preset.get("vendor", "")) == "Google")
