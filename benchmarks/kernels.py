@@ -67,7 +67,7 @@ def main() -> int:
             print(f"{row.name:<40} {row.category:<14} {(row.seconds or 0) * 1e6:9.1f} us "
                   f"{100 * (row.share or 0):5.1f} %  {row.source or ''}")
         for c in table.categories:
-            print(f"{c.title:<24} {c.kernels:4d} kernels {100 * c.share:5.1f} %")
+            print(f"{c.title:<24} {c.kernels:4d} kernels {100 * (c.share or 0):5.1f} %")
     trace = table.trace if table is not None else None
     print(json.dumps({
         "kernels": inventory["count"],
