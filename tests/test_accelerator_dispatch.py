@@ -262,3 +262,24 @@ def test_a_tpu_spec_sheet_overlaps_its_units_and_its_dispatch() -> None:
     gpu = spec_sheet(presets.get_preset("H100").to_json())
     assert tpu.units_overlap and tpu.dispatch_overlaps
     assert not gpu.units_overlap and gpu.dispatch_overlaps
+
+
+def test_a_tpus_hardware_roof_takes_its_busiest_unit_and_memory() -> None:
+    from roofline_report.analysis.headroom import kernel_roof
+    from roofline_report.analysis.roofs import RateRoof
+
+    rates = (RateRoof("multiply-add float32", "multiply-add", "float32", 2e12, M, ""),
+             RateRoof("on-chip float32", predict.ON_CHIP, "float32", 1e12, M, ""))
+    tpu = replace(TPU, compute=(ComputeRoof("matmul float32", 100e12, "float32", M, ""),),
+                  rates=rates, units_overlap=True)
+    k = {"flops": 3.05e9, "flops_by_op": {"dot": 3e9, "add": 0.05e9}, "bytes_read": 6.5e6,
+         "bytes_written": 0, "on_chip_bytes_read": 40e6, "on_chip_bytes_written": 0,
+         "trips": 1, "category": "matmul"}
+    roof = kernel_roof(k, "float32", tpu)
+    summed = kernel_roof(k, "float32", replace(tpu, units_overlap=False))
+    assert roof is not None and summed is not None
+    # matrix 30 us beside vector 25 us; on chip 40 us beside HBM 10 us
+    assert roof.group_seconds("compute") == pytest.approx(30e-6)
+    assert roof.group_seconds("memory") == pytest.approx(40e-6)
+    assert roof.seconds == pytest.approx(40e-6) and roof.binding == "memory"
+    assert summed.group_seconds("compute") == pytest.approx(55e-6)

@@ -20,6 +20,10 @@ work, as a time per call::
               pages is a cost a program can avoid)
     at the roof = trips × max(compute, memory)
 
+On a TPU (roofs whose ``units_overlap``) its matrix, vector and transcendental units work side
+by side, as its HBM and its core's own memory do: compute is the busiest unit's sum, memory the
+larger of its HBM bytes at the HBM roof and its on-chip bytes at the on-chip rate.
+
 Each roof at its peak, its ``value``: unlike the prediction, not a product's rate read at its
 size, nor a kernel's share of the worker threads, nor the launch floor, the dispatch, page
 faults or a pattern's code path. Those are what a kernel loses below its roof, which is what
@@ -34,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from roofline_report.analysis.predict import (
+    ON_CHIP,
     TRANSCENDENTAL_RATE,
     Facts,
     kernel_facts,
@@ -56,10 +61,13 @@ def facts_roof(f: Facts, roofs: RoofSet, traffic: float | None = None, trips: in
     if compute is None or memory is None:
         return None
     parts: list[RoofPart] = []
+    engines: list[str] = []  # the unit each part runs on, where units work side by side
 
-    def add(group: Group, work: float, name: str, value: float, unit: str) -> None:
+    def add(group: Group, work: float, name: str, value: float, unit: str,
+            engine: str = "") -> None:
         if work > 0 and value > 0:
             parts.append(RoofPart(group, name, trips * work, trips * work / value, unit))
+            engines.append(engine or group)
 
     matmul = f.dot_flops - f.conv_flops
     products = compute
@@ -69,23 +77,23 @@ def facts_roof(f: Facts, roofs: RoofSet, traffic: float | None = None, trips: in
             else compute
     elif f.precision == "highest" and compute.precision != "highest":
         products = roofs.compute_at_precision(f.dtype, "highest") or compute
-    add("compute", matmul, products.name, products.value, "FLOP/s")
+    add("compute", matmul, products.name, products.value, "FLOP/s", "matrix")
     conv = roofs.compute_for(f.dtype, op="convolution") or compute
-    add("compute", f.conv_flops - f.grouped_flops, conv.name, conv.value, "FLOP/s")
+    add("compute", f.conv_flops - f.grouped_flops, conv.name, conv.value, "FLOP/s", "matrix")
     if f.grouped_flops:
         grouped = roofs.grouped_convolution(f.dtype, f.grouped_flops, f.grouped_taps)
         roof = grouped[0] if grouped is not None else conv
-        add("compute", f.grouped_flops, roof.name, roof.value, "FLOP/s")
+        add("compute", f.grouped_flops, roof.name, roof.value, "FLOP/s", "matrix")
     arithmetic = "float32" if f.converts else f.dtype
     convert = roofs.rate_for("convert", "float32")
     if convert is not None:
-        add("compute", f.converts, convert.name, convert.value, "op/s")
+        add("compute", f.converts, convert.name, convert.value, "op/s", "vector")
     other = f.other_flops + f.recomputed_flops + f.complex_flops
     fma = roofs.rate_for("multiply-add", arithmetic)
     if fma is not None:
-        add("compute", other, fma.name, fma.value, "FLOP/s")
+        add("compute", other, fma.name, fma.value, "FLOP/s", "vector")
     else:
-        add("compute", other, compute.name, compute.value, "FLOP/s")
+        add("compute", other, compute.name, compute.value, "FLOP/s", "vector")
     evaluated = dict(f.transcendentals)
     for op, n in f.recomputed.items():
         evaluated[op] = evaluated.get(op, 0.0) + n
@@ -93,9 +101,34 @@ def facts_roof(f: Facts, roofs: RoofSet, traffic: float | None = None, trips: in
         rate = roofs.rate_for(TRANSCENDENTAL_RATE.get(op, "tanh"), arithmetic) \
             or roofs.rate_for("exp", arithmetic)
         if rate is not None:
-            add("compute", n, rate.name, rate.value, "op/s")
-    add("memory", f.bytes, memory.name, memory.value, "B/s")
+            add("compute", n, rate.name, rate.value, "op/s", "transcendental")
+    add("memory", f.bytes, memory.name, memory.value, "B/s", "memory")
+    if f.on_chip:
+        chip = roofs.rate_for(ON_CHIP, "float32")
+        if chip is not None:
+            add("memory", f.on_chip, chip.name, chip.value, "B/s", "on chip")
+    if roofs.units_overlap:
+        parts = _overlapping(parts, engines)
     return HardwareRoof(trips * f.flops, trips * f.bytes, _merged(parts), roofs.kind)
+
+
+def _overlapping(parts: list[RoofPart], engines: list[str]) -> list[RoofPart]:
+    """Where a backend's units work side by side (a TPU's matrix, vector and transcendental
+    units; its HBM and its on-chip memory), a kernel's compute at the roof is its busiest
+    unit's and its memory its busiest memory's: the parts of the others run hidden behind
+    them and are left out."""
+    kept: list[RoofPart] = []
+    for group in ("compute", "memory"):
+        totals: dict[str, float] = {}
+        for x, engine in zip(parts, engines, strict=True):
+            if x.group == group:
+                totals[engine] = totals.get(engine, 0.0) + x.seconds
+        if not totals:
+            continue
+        busiest = max(sorted(totals), key=lambda e: totals[e])
+        kept += [x for x, engine in zip(parts, engines, strict=True)
+                 if x.group == group and engine == busiest]
+    return kept
 
 
 def kernel_roof(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
