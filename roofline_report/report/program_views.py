@@ -347,10 +347,14 @@ def _loops(table: KernelTable) -> tuple[Inline, ...]:
                       f"counted at the static count, {static} per call, so the work, bytes and "
                       "predicted time are lower bounds."]
             if x.implied is not None and x.per_trip_s:
+                # Tracing is the way to count them only where no trace was read: a trace
+                # that holds none of the loop's launches cannot.
+                how = ("trace the program to count them" if table.trace is None
+                       else "its trace holds none of the loop's launches")
                 parts += [" At the ", n(x.per_trip_s, "s", P), " predicted for one trip, the "
                           "measured call would hold about ", count(int(x.implied + 0.5), P),
-                          " trips (a reading of the timing, not used by the prediction; "
-                          "trace the program to count them)."]
+                          f" trips (a reading of the timing, not used by the prediction; "
+                          f"{how})."]
     return tuple(parts)
 
 
