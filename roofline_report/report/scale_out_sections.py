@@ -59,6 +59,10 @@ def preset(vm: VM) -> Section | None:
         columns = ("workload", "intensity", "roof", "bound", "roofline time on it")
         rows = [(c(r["title"]), num(r["intensity"]), c(r["roof_name"]), c(r["bound"]),
                  num(r["time"])) for r in pr["placed"]]
+    if pr["kernels_on_sheet"]:
+        times = p(*times.parts, " These times place each program whole, at one intensity: "
+                  "the predictions above, on the same spec sheet, price each kernel at its "
+                  "own roofs (the model), and differ from them where the kernels' mixes do.")
     return Section(f"Spec sheet: {pr['name']}", (
         p(f"Published dense figures of a real chip ({pr['chosen']}), not measured here: the "
           "workloads above placed against its roof show where they would be bound on it."),

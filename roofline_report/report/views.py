@@ -626,6 +626,8 @@ def _preset(an: Analysis) -> dict[str, Any]:
         "launch_sources": [(s_["title"], s_["url"])
                            for s_ in launch_record.get("sources", [])] if launch else [],
         "launch_binds": _launch_binds(placed) if launch is not None else "",
+        # The kernels were predicted on this sheet too: the page says how the two times differ.
+        "kernels_on_sheet": an.roofs.kernels is roof_set,
     }
 
 
