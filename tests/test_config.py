@@ -372,6 +372,41 @@ def test_workload_errors(tmp_path: Path, text: str, fragment: str) -> None:
     assert str(tmp_path) not in message
 
 
+SETUP = '[[workload]]\nname = "s"\nsetup = "pkg.mod:setup"\ndims = { n = 2 }\n'
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    ('function = "pkg.mod:fn"', "'function' cannot be used with 'setup'"),
+    ("sweep = { n = [1, 2] }", "'sweep' cannot be used with 'setup'"),
+    ("mesh = { d = 2 }", "'mesh' cannot be used with 'setup'"),
+    ('setup = "pkg.mod:other"', "TOML syntax error"),  # a key given twice
+    ("backend_dims = { tpu = { m = 2 } }", "backend_dims.tpu: 'm' is not in dims (defined: n)"),
+])
+def test_a_setup_workload_declares_no_function_or_arguments(extra: str, fragment: str) -> None:
+    with pytest.raises(InputError) as info:
+        loads_config(SETUP + extra + "\n", source="s.toml")
+    assert fragment in str(info.value)
+    assert str(info.value).startswith("s.toml: ")
+    (spec,) = loads_config(SETUP, source="s.toml").workloads
+    assert (spec.setup, spec.function, spec.args, spec.dims) == ("pkg.mod:setup", "", (), {"n": 2})
+
+
+def test_an_unknown_key_is_reported_before_the_problems_of_its_table() -> None:
+    """A typo explains the rest: a table's unknown key comes first, whatever else is wrong in
+    it or below it; another table's problems keep the file's order."""
+    typo = _workload('dimz = { n = 4 }', dims="{ n = 0 }")
+    with pytest.raises(InputError, match=r"workload 'w1': unknown key 'dimz'; allowed: name, "
+                       r"function, dims, args, sweep, reference, rtol, atol, mesh, partition, "
+                       r"out_partition, setup, backend_dims$"):
+        loads_config(typo, source="t.toml")
+    with pytest.raises(InputError, match=r"^t\.toml: unknown key 'colour'; allowed: schema, "
+                       r"preset, budgets, workload$"):
+        loads_config('colour = "red"\n', source="t.toml")  # no workload either
+    with pytest.raises(InputError, match=r"^t\.toml: workload 'w1': dims\.n: 0 is not a "):
+        loads_config(_workload(dims="{ n = 0 }") + _workload('colour = 1').replace("w1", "w2"),
+                     source="t.toml")
+
+
 def test_workload_named_by_index_when_it_has_no_usable_name() -> None:
     second = "[[workload]]\nfunction = 7\nargs = []\n"
     with pytest.raises(InputError, match=r"^c\.toml: workload #2: 'function' must be"):
@@ -647,6 +682,7 @@ def test_fuzz_dicts_raise_only_input_error(document: Any) -> None:
         message = str(exc)
         assert message.startswith("fuzz.toml:")
         assert "\n" not in message
+        assert "Input should" not in message  # pydantic's error, worded in the project's words
     else:
         _check_usable(config)
 

@@ -58,13 +58,14 @@ Rules:
 Every problem is an :class:`~roofline_report.errors.InputError` whose one-line message names the
 file, the workload (by name, or ``#k`` counting from 1) and the problem. Nothing here imports jax.
 
-Modules: :mod:`~roofline_report.config.loading` reads the file and its top-level table,
-:mod:`~roofline_report.config.workloads` one ``[[workload]]`` table,
-:mod:`~roofline_report.config.sharded` its mesh and partitions,
-:mod:`~roofline_report.config.budgets` the ``[budgets]`` table,
-:mod:`~roofline_report.config.spec` the validated records (:class:`Config`, :class:`WorkloadSpec`),
-:mod:`~roofline_report.config.values` the checks of single values every part shares, and
-:mod:`~roofline_report.config.imports` the import of a workload's functions.
+Modules: :mod:`~roofline_report.config.loading` reads the file and its TOML,
+:mod:`~roofline_report.config.models` validates it (pydantic models of the file, its
+``[budgets]``, each ``[[workload]]`` and its arguments, with the checks between keys),
+:mod:`~roofline_report.config.messages` words a validation error as the one line the user reads,
+:mod:`~roofline_report.config.spec` holds the validated records (:class:`Config`,
+:class:`WorkloadSpec`), :mod:`~roofline_report.config.values` what those share (limits,
+patterns, the check of a workload's name, the short forms of a value in a message), and
+:mod:`~roofline_report.config.imports` imports a workload's functions.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
-"""Checks of single values that every part of a config file uses, and the short forms a message
-quotes a value in (:func:`show`, :func:`type_name`). Each failed check is an InputError."""
+"""What the config's models and messages share: the limits and patterns of its values, the check
+of a workload's name (the Python API's too), and the short forms a message quotes a value in
+(:func:`show`, :func:`type_name`)."""
 
 from __future__ import annotations
 
-import numbers
 import re
 import reprlib
 import unicodedata
-from collections.abc import Mapping, Sequence
 from typing import Any
-
-from roofline_report.errors import InputError
 
 #: The largest dimension, mesh axis size or shape entry a config may give.
 MAX_DIM = 2**31 - 1
@@ -22,41 +19,9 @@ IMPORT_PATH_RE = re.compile(rf"{_IDENT}(?:\.{_IDENT})*:{_IDENT}(?:\.{_IDENT})*",
 DIM_NAME_RE = re.compile(_IDENT, re.ASCII)
 
 
-def import_path(value: Any, key: str, here: str) -> str:
-    """``value`` when it is an import path 'package.module:function'; else an InputError."""
-    if not isinstance(value, str) or not IMPORT_PATH_RE.fullmatch(value):
-        raise InputError(
-            f"{here} '{key}' must be an import path 'package.module:function', got {show(value)}"
-        )
-    return value
-
-
 def attribute_name(path: str) -> str:
     """The last name of an import path's attribute: ``f`` for ``pkg.mod:Class.f``."""
     return path.rsplit(":", 1)[1].rsplit(".", 1)[-1]
-
-
-def positive_int(value: Any, what: str) -> int:
-    if not is_int(value) or not 0 < value <= MAX_DIM:
-        raise InputError(f"{what}: {show(value)} is not a positive integer (at most {MAX_DIM})")
-    return int(value)
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def present(table: Mapping[Any, Any]) -> dict[Any, Any]:
-    """The table without its None values (TOML has no null: None counts as an absent key)."""
-    return {k: v for k, v in table.items() if v is not None}
-
-
-def check_keys(table: Mapping[Any, Any], allowed: Sequence[str], where: str) -> None:
-    for key in table:
-        if key not in allowed:
-            raise InputError(
-                f"{where} unknown key {show(str(key))}; allowed: {', '.join(allowed)}"
-            )
 
 
 def name_problem(name: object) -> str | None:
