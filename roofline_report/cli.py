@@ -1,7 +1,21 @@
-"""Command line: ``roofline-report`` / ``python generate.py``.
+"""The command line: ``roofline-report``, ``python generate.py`` and ``python -m
+roofline_report``, one parser with three commands (argparse subcommands):
+
+* ``report`` measures JAX workloads (or re-renders a saved run, ``--from-json``) and writes the
+  report; it is the default: a command line that names no command is a report's, so
+  ``generate.py --quick`` is ``generate.py report --quick``;
+* ``profile LOGDIR --out DIR`` writes the per-kernel roofline of a profiler trace captured
+  anywhere (:func:`roofline_report.profile`);
+* ``compare A/results.json B/results.json --out DIR`` sets saved runs side by side, and with
+  ``--fail-if`` gates B against A (:func:`roofline_report.compare`).
+
+The options two or more commands take are defined once, on the parent parser every command
+inherits (:func:`_shared_options`); a command that has no use for one refuses it with one line.
+A usage error is one line and exit code 2 (:class:`_Parser`), as is any bad input.
 
 Exit codes: 0 the report was built; 2 bad input (one line on stderr, nothing written);
 3 the report was built but some measurement was not available (listed in the report);
+4 (compare ``--fail-if``) the comparison was built and a condition fired;
 1 an internal failure (short message; the traceback with --debug); 130 interrupted (the previous
 report is untouched).
 """
@@ -11,47 +25,140 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 from roofline_report import interrupts
 from roofline_report.analysis.analyse import Assumptions, assumptions_for
+from roofline_report.analysis.gate import GRAMMAR
 from roofline_report.errors import (
     EXIT_INPUT,
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_PARTIAL,
+    EXIT_REGRESSION,
     InputError,
     first_line,
 )
 from roofline_report.progress import Progress
+from roofline_report.text import plural
 from roofline_report.version import __version__
 
+PROG = "roofline-report"
 DEFAULT_OUT = "build"
+#: The commands, the first the default (a command line that names none is a report's).
+COMMANDS = ("report", "profile", "compare")
+PROGRESS_MODES = ("auto", "bar", "plain", "none")
+
+
+def _usage_error(prog: str, message: str) -> InputError:
+    """A usage error of the command named ``prog``: one line, exit code 2."""
+    return InputError(f"{prog}: {message} (see --help)")
+
+
+def _prog(command: str) -> str:
+    """A command's name in its usage line and its errors: the default command's is the
+    tool's (it may be left out)."""
+    return PROG if command == COMMANDS[0] else f"{PROG} {command}"
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line and exit code 2."""
+    """argparse that reports a usage error as one line and exit code 2 (an InputError)."""
 
     def error(self, message: str) -> NoReturn:
-        raise InputError(f"{self.prog}: {message} (see --help)")
+        raise _usage_error(self.prog, message)
+
+
+def _shared_options() -> _Parser:
+    """The parent of every command: the options two or more of them take."""
+    shared = _Parser(add_help=False)
+    group = shared.add_argument_group("options every command takes")
+    group.add_argument("--out", metavar="DIR",
+                       help="folder to write the report into; only a folder holding a previous "
+                       "report is ever replaced (report: by default build; profile and compare "
+                       "need it)")
+    group.add_argument("--preset", metavar="NAME",
+                       help="a chip's spec sheet as the roofs (e.g. H100, H200, A100, B200, "
+                       "'TPU v5e'; see report --list-presets); by default the preset matching "
+                       "the device (this one, or the one the trace names), if any; compare "
+                       "shows each run on its own roofs and takes none")
+    group.add_argument("--title", metavar="TEXT",
+                       help="the page's title (a rendering option: report --from-json takes it)")
+    group.add_argument("--progress", choices=PROGRESS_MODES, default="auto",
+                       help="progress on stderr: a live line (bar), plain log lines (plain) or "
+                       "none; auto (the default) is a live line on a terminal, and elsewhere "
+                       "plain lines for report, nothing for profile and compare")
+    group.add_argument("--debug", action="store_true",
+                       help="show the traceback of an internal error, or of your code behind an "
+                       "input error")
+    group.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    return shared
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="roofline-report",
+    """The command line: the three commands, each with the shared options and its own."""
+    shared = _shared_options()
+    parser = _Parser(prog=PROG, description="Reason about JAX computations with HLO and the "
+                     "roofline model: a static, checked report.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                     parser_class=_Parser)
+    report = commands.add_parser(
+        "report", parents=[shared], prog=_prog("report"),
+        help="measure workloads and write the report (the default command)",
         description="Lower, check, account and time JAX workloads; write a roofline report "
-        "(HTML, Markdown, SVG figures and results.json).",
-        epilog="Also: 'roofline-report compare A/results.json B/results.json --out DIR' sets "
-        "saved runs side by side ('--fail-if COND' gates B against A: exit code 4); "
-        "'roofline-report profile LOGDIR --out DIR' reads a jax.profiler trace captured "
-        "anywhere and writes its per-kernel roofline. Exit "
-        "codes: 0 built; 2 bad input; 3 built with some measurement not available; 1 internal "
-        "error; 130 interrupted.",
-    )
-    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                   help="folder to write the report into (default: build)")
+        "(HTML, Markdown, SVG figures and results.json). 'report' is the default command: it "
+        "may be left out.",
+        epilog="Other commands: 'roofline-report profile LOGDIR --out DIR' reads a "
+        "jax.profiler trace captured anywhere and writes its per-kernel roofline; "
+        "'roofline-report compare A/results.json B/results.json --out DIR' sets saved runs "
+        "side by side ('--fail-if COND' gates B against A: exit code 4); "
+        "'roofline-report COMMAND --help' lists a command's options. Exit codes: 0 built; 2 "
+        "bad input; 3 built with some measurement not available; 1 internal error; 130 "
+        "interrupted.")
+    _report_options(report)
+    report.set_defaults(handler=_build)
+    profile = commands.add_parser(
+        "profile", parents=[shared], prog=_prog("profile"),
+        help="the per-kernel roofline of a profiler trace",
+        description="Read a profiler trace captured anywhere (jax.profiler.trace(LOGDIR) on a "
+        "GPU, TPU or CPU job) and write the per-kernel roofline of one of its programs: "
+        "kernels counted from the HLO the trace holds, timed from its events.",
+        epilog="Roofs, in this order: --ceilings (measured on the machine that ran the trace), "
+        "the spec sheet of --preset or of the device the trace names; with neither, no roof: "
+        "the kernels' achieved rates are shown without a prediction. "
+        "Reading a trace needs jaxlib installed, not the trace's backend. Exit codes: 0 "
+        "written; 3 written with something not available (see the report); 2 bad input "
+        "(nothing written); 1 internal error.")
+    _profile_options(profile)
+    profile.set_defaults(handler=_profile)
+    compare = commands.add_parser(
+        "compare", parents=[shared], prog=_prog("compare"),
+        help="saved runs side by side, or gated",
+        description="Set two or more saved runs (results.json files) side by side; with "
+        "--fail-if, gate NEW against BASE.",
+        epilog=f"A --fail-if condition is {GRAMMAR}. A change inside both runs' spread (the "
+        "IQR of the timing samples) is noise, not a regression. Exit codes: 0 written; 4 "
+        "written and a --fail-if condition fired; 2 bad input (nothing written); 1 internal "
+        "error.")
+    _compare_options(compare)
+    compare.set_defaults(handler=_compare)
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """``argv`` parsed; a command line that names no command is the default command's. An
+    argument the command does not know is refused in the command's name."""
+    args = list(argv)
+    if not args or args[0] not in COMMANDS:
+        args.insert(0, COMMANDS[0])
+    ns, unknown = build_parser().parse_known_args(args)
+    if unknown:
+        raise _usage_error(_prog(ns.command), f"unrecognized arguments: {' '.join(unknown)}")
+    return ns
+
+
+def _report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from-json", metavar="FILE",
                    help="re-render from a saved results.json without importing jax or measuring")
     p.add_argument("--quick", action="store_true",
@@ -85,17 +192,42 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hypothetical interconnect bandwidth per device for sharded workloads, "
                    "e.g. '5 GB/s' (default 5 GB/s, an assumption); a bare number is in B/s, "
                    "said on stderr")
-    p.add_argument("--preset", metavar="NAME",
-                   help="draw a real chip's spec-sheet budgets (e.g. H100, H200, A100, B200, "
-                   "'TPU v5e'); by default the preset matching this device, if any")
     p.add_argument("--list-presets", action="store_true", help="list the chip presets and exit")
-    p.add_argument("--title", metavar="TEXT",
-                   help="the page's title (a rendering option: --from-json accepts it)")
-    p.add_argument("--progress", choices=("auto", "bar", "plain", "none"), default="auto",
-                   help="progress on stderr: a live line on a terminal, plain lines otherwise")
-    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
-    p.add_argument("--version", action="version", version=f"roofline-report {__version__}")
-    return p
+
+
+def _jobs_flag(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
+def _profile_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("logdir", metavar="LOGDIR",
+                   help="the folder given to jax.profiler.trace (or a run folder under "
+                   "plugins/profile, or one .xplane.pb file)")
+    p.add_argument("--run", metavar="NAME", help="the run to read (default: the newest)")
+    p.add_argument("--module", metavar="NAME",
+                   help="the program to read, e.g. jit_train_step (default: the one with the "
+                   "most kernel time)")
+    p.add_argument("--ceilings", metavar="FILE",
+                   help="a results.json measured on the machine that ran the trace: its "
+                   "ceilings are the roofs")
+    p.add_argument("--jobs", metavar="N", type=_jobs_flag,
+                   help="worker processes reading the hosts' traces side by side (default: the "
+                   "cores; a run of one host, or of little to read, is read in one; 1: all in "
+                   "one process, on one core)")
+
+
+def _compare_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results", nargs="+", metavar="RESULTS_JSON",
+                   help="two or more saved runs, the first the baseline (with --fail-if "
+                   "exactly two: BASE, then NEW)")
+    p.add_argument("--fail-if", action="append", default=[], metavar="COND",
+                   help="exit 4 when COND holds for a workload of NEW against BASE (repeatable)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,19 +236,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args_list
+    debug = False  # until the command line is read (a usage error has no traceback to show)
     try:
         interrupts.safe_point("start")
-        if args_list and args_list[0] == "compare":
-            from roofline_report import compare_cli as compare
-
-            return compare.main(args_list[1:])
-        if args_list and args_list[0] == "profile":
-            from roofline_report import profile_cli
-
-            return profile_cli.main(args_list[1:])
-        return _build(build_parser().parse_args(args_list))
+        ns = parse_args(sys.argv[1:] if argv is None else argv)
+        debug = ns.debug
+        handler: Callable[[argparse.Namespace], int] = ns.handler
+        return handler(ns)
     except InputError as exc:
         if debug and exc.__cause__ is not None:
             traceback.print_exception(exc.__cause__)
@@ -133,7 +259,68 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_INTERNAL
 
 
+def _required_out(ns: argparse.Namespace) -> Path:
+    """The --out a command needs (report's has a default)."""
+    if ns.out is None:
+        raise _usage_error(_prog(ns.command), "the following arguments are required: --out")
+    return Path(ns.out)
+
+
+def _quiet_elsewhere(mode: str) -> Progress:
+    """Progress for profile and compare: auto is a live line on a terminal, else nothing (a
+    log or a pipe gets the outcome only)."""
+    return Progress(mode if mode != "auto" or sys.stderr.isatty() else "none")
+
+
+def _profile(ns: argparse.Namespace) -> int:
+    """``roofline-report profile``: :func:`roofline_report.profile`, and the outcome on
+    stderr."""
+    from roofline_report import output
+    from roofline_report.profile_cli import profile
+
+    out = _required_out(ns)
+    progress = _quiet_elsewhere(ns.progress)
+    try:
+        data = profile(ns.logdir, out=out, run=ns.run, module=ns.module,
+                       ceilings=ns.ceilings, preset=ns.preset, title=ns.title, jobs=ns.jobs,
+                       origin="command line", progress=progress)
+    finally:
+        progress.done()  # the live line cleared before the outcome or the error is printed
+    skipped = data.get("skipped") or []
+    print(output.wrote_line(out, len(skipped)), file=sys.stderr)
+    return EXIT_PARTIAL if skipped else EXIT_OK
+
+
+def _compare(ns: argparse.Namespace) -> int:
+    """``roofline-report compare``: :func:`roofline_report.compare`, what it found on stderr,
+    and exit code 4 where a --fail-if condition fired."""
+    from roofline_report.compare_cli import compare
+
+    out = _required_out(ns)
+    if ns.preset is not None:
+        raise InputError("compare: --preset does not apply: each run is shown on the roofs it "
+                         "was saved with")
+    progress = _quiet_elsewhere(ns.progress)
+    try:
+        doc = compare(ns.results, out, fail_if=ns.fail_if, title=ns.title,
+                      origin="command line", progress=progress)
+    finally:
+        progress.done()
+    print(f"wrote {out / 'report.html'} comparing {len(ns.results)} runs", file=sys.stderr)
+    if not ns.fail_if:
+        return EXIT_OK
+    for label, key in (("only in BASE", "1"), ("only in NEW", "2")):
+        names = doc["only"].get(key, [])
+        if names:
+            print(f"note: {plural(len(names), 'workload', 'workloads')} {label}, not gated: "
+                  f"{', '.join(names)}", file=sys.stderr)
+    for line in doc["gate"]["regressions"]:
+        print(f"regression: {line}", file=sys.stderr)
+    return EXIT_REGRESSION if doc["gate"]["regressions"] else EXIT_OK
+
+
 def _build(ns: argparse.Namespace) -> int:
+    """``roofline-report [report]``: measure (or read a saved run) and write the report."""
     from roofline_report import output
     from roofline_report.report import meta
     from roofline_report.results import io as results
@@ -144,7 +331,7 @@ def _build(ns: argparse.Namespace) -> int:
         for p in presets.list_presets():
             print(p.name)
         return EXIT_OK
-    out = Path(ns.out)
+    out = Path(DEFAULT_OUT if ns.out is None else ns.out)
     output.check_destination(out)  # refuse before measuring for minutes
     title = meta.check_title(ns.title)
     assumed = _assumed_rates(ns)

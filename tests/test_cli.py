@@ -662,3 +662,114 @@ def test_progress_is_a_live_line_on_a_terminal_and_plain_lines_otherwise() -> No
     quiet = _Stream(tty=True)
     Progress("none", quiet)("anything")
     assert quiet.getvalue() == ""
+
+
+# ---------------------------------------------------------------------- one command line
+
+
+PACKAGE = REPO / "roofline_report"
+SHARED = ("--out", "--preset", "--title", "--progress", "--debug", "--version")
+OWN = {"report": ("--from-json", "--quick", "--config", "--peak", "--list-presets"),
+       "profile": ("LOGDIR", "--run", "--module", "--ceilings", "--jobs"),
+       "compare": ("RESULTS_JSON", "--fail-if")}
+
+
+def _options_defined(source: str) -> list[str]:
+    """The option strings of every ``add_argument`` call in ``source``."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "add_argument":
+            found += [a.value for a in node.args if isinstance(a, ast.Constant)
+                      and isinstance(a.value, str) and a.value.startswith("-")]
+    return found
+
+
+def test_each_option_and_the_parser_are_defined_once() -> None:
+    """One command line: no option is defined twice across the package's command-line modules
+    (those at its top; the sharding child's arguments are the build's own), and one argparse
+    class words a usage error (the check sees a second definition)."""
+    sources = [p.read_text(encoding="utf-8") for p in sorted(PACKAGE.glob("*.py"))]
+    options = [o for source in sources for o in _options_defined(source)]
+    assert set(SHARED) | {o for own in OWN.values() for o in own if o.startswith("-")} \
+        <= set(options)
+    assert sorted({o for o in options if options.count(o) > 1}) == []
+    assert sum(source.count("(argparse.ArgumentParser)") for source in sources) == 1
+    twice = _options_defined('p.add_argument("--title")\nq.add_argument("--title", "-t")\n')
+    assert twice == ["--title", "--title", "-t"]
+
+
+@pytest.mark.parametrize("command", sorted(OWN))
+def test_each_commands_help_lists_its_options_and_the_shared_ones(
+        command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli.main([command, "--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    for option in (*SHARED, *OWN[command]):
+        assert option in text, (command, option)
+    usage = text.split("\n\n")[0].split()
+    others = {o for c, own in OWN.items() if c != command for o in own} - set(OWN[command])
+    assert not [o for o in others if o in usage or f"[{o}" in usage]
+
+
+def test_report_is_the_default_command() -> None:
+    for argv in ([], ["--quick", "--out", "x"], ["--from-json", "r.json", "--debug"]):
+        ns = cli.parse_args(argv)
+        assert ns.command == "report"
+        assert vars(ns) == vars(cli.parse_args(["report", *argv]))
+    assert cli.parse_args([]).out is None and cli.parse_args([]).progress == "auto"
+    assert cli.parse_args(["profile", "logs", "--out", "o", "--run", "r"]).run == "r"
+    ns = cli.parse_args(["compare", "a.json", "b.json", "--out", "o", "--fail-if", "time>5%"])
+    assert (ns.command, ns.results, ns.fail_if) == ("compare", ["a.json", "b.json"],
+                                                    ["time>5%"])
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["profile", "logs"], "roofline-report profile: the following arguments are required: "
+     "--out (see --help)"),
+    (["compare", "a.json", "b.json"], "roofline-report compare: the following arguments are "
+     "required: --out"),
+    (["compare", "a.json", "b.json", "--out", "o", "--preset", "H100"],
+     "compare: --preset does not apply"),
+    (["compare", "--out", "o"], "roofline-report compare: the following arguments are "
+     "required: RESULTS_JSON"),
+    (["profile", "logs", "--out", "o", "--fail-if", "time>5%"],
+     "roofline-report profile: unrecognized arguments: --fail-if"),
+    (["compare", "a.json", "b.json", "--out", "o", "--jobs", "2"],
+     "roofline-report compare: unrecognized arguments: --jobs"),
+    (["--fail-if", "time>5%"], "roofline-report: unrecognized arguments: --fail-if"),
+    (["profile", "logs", "--out", "o", "--progress", "loud"], "invalid choice: 'loud'"),
+])
+def test_a_commands_usage_error_is_one_line(argv: list[str], fragment: str, cwd: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run(argv, capsys)
+    assert code == EXIT_INPUT
+    assert_one_error_line(err, fragment)
+    assert snapshot(cwd) == {}
+
+
+def test_debug_is_an_option_of_the_command_line_not_a_word_in_it(
+        saved: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--debug shows the traceback of an internal error of any command; the same word as an
+    argument (a results file named "--debug", after "--") is not the flag."""
+    from roofline_report import compare_cli
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise ValueError("the comparison broke")
+
+    monkeypatch.setattr(compare_cli, "render_comparison", broken)
+    shutil.copy(FIXTURE.parent / "cpu_results_v2.json", cwd / "--debug")
+    before = snapshot(cwd)
+    for argv, traced in ((["compare", "--debug", "--out", "c", str(saved), "--", "--debug"],
+                          True),
+                         (["compare", "--out", "c", str(saved), "--", "--debug"], False)):
+        code, err = run(argv, capsys)
+        assert code == EXIT_INTERNAL, err
+        assert ("Traceback (most recent call last)" in err) is traced
+        assert err.splitlines()[-1].startswith("internal error: ValueError: the comparison "
+                                               "broke")
+    assert snapshot(cwd) == before

@@ -94,15 +94,21 @@ def test_the_first_bad_host_in_order_is_the_error(parallel: None, tmp_path: Path
     assert "host1" in str(alone.value)
 
 
-def test_jobs_must_be_a_whole_number_of_at_least_one(tmp_path: Path) -> None:
-    from roofline_report.profile_cli import main, profile
+def test_jobs_must_be_a_whole_number_of_at_least_one(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from roofline_report import cli
+    from roofline_report.profile_cli import profile
 
     bad: Any
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(InputError, match="jobs= must be a whole number"):
             profile(TWO_HOSTS, jobs=bad)
-    with pytest.raises(InputError, match="--jobs: '0' is not a whole number"):
-        main([str(TWO_HOSTS), "--out", str(tmp_path / "out"), "--jobs", "0"])
+    capsys.readouterr()
+    assert cli.main(["profile", str(TWO_HOSTS), "--out", str(tmp_path / "out"),
+                     "--jobs", "0"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: roofline-report profile: argument --jobs: '0' is not a whole "
+                           "number of at least 1")
     assert not (tmp_path / "out").exists()
 
 
