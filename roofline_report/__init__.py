@@ -26,7 +26,7 @@ def analyze(fn: Any, *args: Any, **kwargs: Any) -> AnalyzeResult:
     return _analyze(fn, *args, **kwargs)
 
 
-__all__ = ["__version__", "analyze", "analyze_sharded", "profile"]
+__all__ = ["__version__", "analyze", "analyze_sharded", "compare", "profile"]
 
 
 def profile(path: Any, out: Any = None, **kwargs: Any) -> dict[str, Any]:
@@ -39,6 +39,18 @@ def profile(path: Any, out: Any = None, **kwargs: Any) -> dict[str, Any]:
     from roofline_report.profile_cli import profile as _profile
 
     return _profile(path, out, **kwargs)
+
+
+def compare(runs: Any, out: Any = None, **kwargs: Any) -> dict[str, Any]:
+    """Set two or more saved runs (results.json files) side by side and return the comparison's
+    document (each workload's numbers per run, the verdicts, the workloads only some runs hold;
+    with ``fail_if=["time>10%", ...]`` the gate's regressions of the second run against the
+    first); with ``out``, write the comparison report; see
+    :func:`roofline_report.compare_cli.compare`. Needs no jax.
+    """
+    from roofline_report.compare_cli import compare as _compare
+
+    return _compare(runs, out, **kwargs)
 
 
 def analyze_sharded(fn: Any, args: Any, in_shardings: Any, out_shardings: Any,

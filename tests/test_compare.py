@@ -239,3 +239,67 @@ def test_the_lede_states_the_kinds_the_page_shows(two_runs: tuple[Path, Path]) -
     said = "the regression gate's shares of the roof are measured too"
     assert said in md and "predicted (P)" not in md and "marked P" not in md
     assert said in html or said.replace("'", "&#39;") in html
+
+
+# --- the Python API ----------------------------------------------------------------------------
+
+
+def test_compare_from_python_returns_the_comparison_and_writes_only_when_asked(
+        two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """roofline_report.compare(): the document comparison.json holds, the folder written only
+    with ``out``, the gate with ``fail_if`` (the fast run against the slow one: no workload
+    got slower)."""
+    import roofline_report
+
+    a, b = two_runs
+    doc = roofline_report.compare([a, str(b)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu", "fast"]  # nothing written
+    assert len(doc["workloads"]["tanh(a @ b)"]) == 2 and "gate" not in doc
+    gated = roofline_report.compare([a, b], out=tmp_path / "cmp", fail_if=["time>10%"])
+    assert gated["gate"]["regressions"] == []
+    written = json.loads((tmp_path / "cmp" / "comparison.json").read_text(encoding="utf-8"))
+    assert written == json.loads(json.dumps(gated))
+    slower = roofline_report.compare([b, a], fail_if=["time>10%"])
+    assert slower["gate"]["regressions"] and doc["workloads"] == compare.render_comparison(
+        compare.load_runs([str(a), str(b)]))[3]["workloads"]
+    assert roofline_report.compare.__doc__ and "side by side" in roofline_report.compare.__doc__
+
+
+@pytest.mark.parametrize(("runs", "kwargs", "fragment"), [
+    ("one", {}, "compare(): runs must be a list of results.json paths"),
+    (["a"], {}, "compare: give at least two results.json files, got one: a"),
+    ([], {}, "got none"),
+    (None, {}, "compare(): runs must be a list"),
+    ("two", {"fail_if": "time>10%"}, "compare(): fail_if= must be a list of strings"),
+    ("two", {"fail_if": ["time>ten%"]}, "is not a condition"),
+    ("two", {"title": 3}, "compare(): title= must be a string"),
+    ("two", {"out": "/"}, "compare(): out='/': "),
+])
+def test_compare_from_python_refuses_bad_input_with_one_line(
+        runs: Any, kwargs: dict[str, Any], fragment: str, two_runs: tuple[Path, Path],
+        tmp_path: Path) -> None:
+    import roofline_report
+    from roofline_report.errors import InputError
+
+    given = list(two_runs) if runs == "two" else runs
+    with pytest.raises(InputError) as refused:
+        roofline_report.compare(given, **kwargs)
+    assert fragment in str(refused.value) and "\n" not in str(refused.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu", "fast"]
+
+
+@pytest.mark.parametrize("mode", ["plain", "auto"])
+def test_compare_says_its_steps_with_progress(mode: str, two_runs: tuple[Path, Path],
+                                              tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """--progress, shared with the other commands: plain log lines; auto only on a terminal
+    (capsys is none), so a log gets the outcome alone."""
+    a, b = two_runs
+    out = tmp_path / "cmp"
+    capsys.readouterr()
+    assert cli.main(["compare", str(a), str(b), "--out", str(out), "--progress", mode]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == f"wrote {out / 'report.html'} comparing 2 runs"
+    steps = [line.split("] ", 1)[1] for line in lines[:-1]]
+    assert steps == (["reading 2 runs", "setting the runs side by side", "writing the report"]
+                     if mode == "plain" else [])
