@@ -148,13 +148,20 @@ def test_sorts_count_their_comparisons() -> None:
     [
         (jnp.ones((4, 4)), jnp.ones((4, 4)), 2 * 4 * 4 * 4),  # small: below 8 x 8
         (jnp.ones((64, 64), jnp.int32), jnp.ones((64, 64), jnp.int32), 2 * 64**3),  # integer
-        (jnp.ones((256, 256)), jnp.ones((256,)), 2 * 256 * 256),  # matrix-vector
     ],
 )
 def test_dots_xla_cpu_leaves_as_dot_are_loop_dots(a: Any, b: Any, flops: int) -> None:
     k = _only(lambda a, b: a @ b, a, b)
     assert (k["opcode"], k["pattern"], k["pattern_size"]) == ("dot", "loop-dot", flops)
     assert k["pattern_size"] == k["flops"]
+
+
+@cpu_only
+def test_a_matrix_vector_dot_xla_cpu_leaves_as_dot_is_sized_by_its_matrix() -> None:
+    k = _only(lambda a, b: a @ b, jnp.ones((256, 256)), jnp.ones((256,)))
+    assert (k["opcode"], k["pattern"], k["pattern_size"], k["pattern_row"]) == \
+        ("dot", "mat-vec", 256 * 256, 1)
+    assert k["flops"] == 2 * 256 * 256
 
 
 @cpu_only

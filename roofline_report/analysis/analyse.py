@@ -34,6 +34,7 @@ from roofline_report.analysis.predict import (
     predict_from_kernels,
     predict_program,
     program_buffers,
+    program_footprint,
     program_traffic,
 )
 from roofline_report.analysis.read_passes import MultiPass, multi_pass_kernels
@@ -406,7 +407,8 @@ def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend
     if _available(inventory) and isinstance(inventory, Mapping) and inventory.get("kernels"):
         prediction = predict_from_kernels(inventory["kernels"], dtype, roofs,
                                           program_traffic(inventory),
-                                          program_buffers(inventory))
+                                          program_buffers(inventory),
+                                          program_footprint(inventory))
     else:
         f = facts(record, dtype)
         prediction = predict_facts(f, roofs) if f is not None else None

@@ -289,7 +289,11 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
                  "fft": "an FFT",
                  "interleaved-reduction": "a reduction over axes with a kept axis between "
                  "them (read a short run at a time)",
-                 "broadcast-transpose": "a transposing copy fused with a broadcast"}
+                 "broadcast-transpose": "a transposing copy fused with a broadcast",
+                 "block-transpose": "a transposing copy moving whole runs",
+                 "mat-vec": "a matrix-vector product outside the matmul library",
+                 "transposed-dot": "a dot with a transposed operand outside the matmul "
+                 "library"}
 
 
 def kernel_reason(r: KernelRow, peak: float | None = None) -> str:

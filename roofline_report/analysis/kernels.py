@@ -222,8 +222,9 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
     # A loop that stops on data runs the launches per call its trace observed.
     observed, loops = loop_trips(listed, times)
     traffic = predict.program_traffic(inventory)
+    footprint = predict.program_footprint(inventory)
     rows = [_row(observed_kernel(k, observed.get(str(k["name"]))), times.get(str(k["name"])),
-                 dtype, roofs, trace, fresh, traffic)
+                 dtype, roofs, trace, fresh, traffic, footprint)
             for k, fresh in zip(listed, pages, strict=True)]
     total = sum(r.seconds or 0.0 for r in rows)
     accounting = None
@@ -251,9 +252,9 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
 
 def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,
          trace: TraceSummary | None, fresh: float = 0.0,
-         traffic: float | None = None) -> KernelRow:
+         traffic: float | None = None, footprint: float | None = None) -> KernelRow:
     trips = int(k["trips"])
-    prediction = predict.predict_kernel(k, dtype, roofs, fresh, traffic)
+    prediction = predict.predict_kernel(k, dtype, roofs, fresh, traffic, footprint)
     seconds = busy = None
     spread = None
     launches = None
@@ -282,7 +283,8 @@ def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: R
     return row
 
 
-MOVEMENT_PATTERNS = ("transpose", "broadcast-transpose", "gather", "scatter")
+MOVEMENT_PATTERNS = ("transpose", "broadcast-transpose", "block-transpose", "gather",
+                     "scatter")
 
 
 def _category(k: Mapping[str, Any]) -> str:

@@ -6,10 +6,15 @@ emits as a loop of its own (not handed to its matmul library) runs far below wha
 the streaming bandwidth, or its flops at the matmul roof, allow: on a 2-core CPU the layout
 changes of a transpose ran at about 1% of the streaming roof. The kernel inventory labels such
 a kernel with its ``pattern`` and a ``pattern_size`` per launch (a transpose, alone or fused
-into other work: output elements; a strided or a variadic reduction: operand elements read; a
-gather: output elements gathered; a scatter: update elements scattered; a sort: its
-comparisons; a top-k: the elements it searches; a loop dot: its flops); the ceilings measure
-each pattern's rate by size (:mod:`roofline_report.observe.ceilings.patterns`).
+into other work, or a block transpose moving whole runs: output elements; a strided or a
+variadic reduction: operand elements read; a gather: output elements gathered; a scatter:
+update elements scattered; a sort: its comparisons; a top-k: the elements it searches; a loop
+dot or a transposed dot: its flops; a matrix-vector product: its matrix's elements; an FFT:
+XLA's flops) and, where the rate depends on it, a ``pattern_row`` (a top-k's row, a sort's, a
+gather's or scatter's elements per index, a block transpose's run, a matrix-vector product's
+narrow width, an FFT's length); the ceilings measure each pattern's rate by size, some by row
+too (:mod:`roofline_report.observe.ceilings.patterns`), and a kernel takes the roof of the row
+nearest its own.
 :func:`pattern_time` is the one place that turns the two into a time: ``pattern_size`` ÷
 the pattern's rate at that size, the rate interpolated in log size between the sizes measured
 (the nearest end's beyond them), with the dispatch floor already taken off each measured point
@@ -31,11 +36,12 @@ from roofline_report.kinds import Kind
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
-            "broadcast-transpose", "reduce-window-lane")
-# What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, the other
-# patterns' elements.
+            "broadcast-transpose", "reduce-window-lane", "mat-vec", "transposed-dot",
+            "block-transpose")
+# What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, a
+# matrix-vector product's matrix elements, the other patterns' elements.
 UNITS = {"loop-dot": "FLOP", "sort": "comparisons", "fft": "FLOP",
-         "interleaved-reduction": "runs", "on-chip": "bytes"}
+         "interleaved-reduction": "runs", "on-chip": "bytes", "transposed-dot": "FLOP"}
 NO_ROOF = "no roof measured for this kind"
 NO_SIZE = "no pattern size in the kernel record"
 
@@ -73,7 +79,8 @@ def _size(kernel: Mapping[str, Any]) -> float | None:
 
 # A pattern measured later than another it resembles: ceilings measured before it was take the
 # other's rate (a transpose fused into other work runs about as a transposing copy does).
-STAND_IN = {"fused-transpose": "transpose"}
+STAND_IN = {"fused-transpose": "transpose", "block-transpose": "transpose",
+            "transposed-dot": "loop-dot"}
 
 
 # HLO complex types: an FFT's operands, a complex dot's.
@@ -96,9 +103,11 @@ def pattern_roof(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> RateR
     not measured; the :data:`STAND_IN` pattern's where the set has none of its own); a
     kernel that reads mostly integers takes the int32 rate where one was measured (an integer
     argmax skips a float's NaN tests), one that reads complex numbers (an FFT, a complex dot)
-    the complex64 rate; a top-k (or a TPU's reduce-window spanning a row) the roof measured
-    on rows of the length nearest its own (in log; a top-k's rate falls with shorter rows:
-    more of each row is kept). None when the kernel has
+    the complex64 rate; a kernel whose pattern was measured by row (a top-k, a TPU's
+    reduce-window spanning a row, a scatter, a block transpose, a matrix-vector product, a
+    real FFT) the roof measured on the row nearest its own (in log; a top-k's rate falls
+    with shorter rows: more of each row is kept; a matrix-vector product of one column
+    streams its matrix thirty times faster than one of 16). None when the kernel has
     no pattern or the set no rate for it."""
     pattern = _pattern(kernel)
     if pattern is None:

@@ -137,6 +137,7 @@ FRESH = "write-new"  # the sweep kernel that writes a fresh output once per call
 # own size's level where the working set's level has none for it.
 FRESH_SHARE = 0.25
 READ_STREAM = "reduce"  # the streaming ceiling that only reads (a sum)
+READ_KERNEL = "read"  # the working-set sweep's kernel that only reads
 # A kernel writing less than this share of the bytes it touches reads, as a reduction does.
 READ_MOSTLY = 0.1
 STREAM = " stream"  # the streaming ceilings on huge-page arrays past the last-level cache
@@ -381,6 +382,21 @@ class RoofSet:
 
     def floor(self, name: str) -> Floor | None:
         return next((f for f in self.floors if f.name == name), None)
+
+    def cold_read(self) -> tuple[BandwidthRoof, float] | None:
+        """Where a host's caches are known: main memory's read roof (the working-set sweep's
+        reading kernel past the last-level cache, the rate of bytes no cache holds) and the
+        last-level cache's capacity (where main memory's level starts); None on an
+        accelerator, without a sweep past the caches or without a plausible read roof."""
+        if self.dispatch_overlaps or not self.bandwidth:
+            return None
+        main = self.levels()[-1]
+        roofs = [r for r in self.bandwidth if r.level == main]
+        starts = [r.min_bytes for r in roofs if r.min_bytes]
+        reads = [r for r in roofs if r.name == f"{main} {READ_KERNEL}" and r.unstable is None]
+        if not starts or not reads:
+            return None
+        return max(reads, key=lambda r: r.value), float(min(starts))
 
     @property
     def peak(self) -> float | None:

@@ -107,6 +107,8 @@ class Traffic:
     # A TPU's: the bytes read from and written to the core's own memory (not traffic).
     on_chip_read: Counter[str] = field(default_factory=Counter)
     on_chip_written: Counter[str] = field(default_factory=Counter)
+    # The bytes read from each operand, in operand order (a TPU's: its HBM bytes).
+    read_by_operand: list[int] = field(default_factory=list)
 
     @property
     def touched(self) -> int:
@@ -183,6 +185,15 @@ class FusionBytes:
             if all(self._is_parameter_view(n) for n in instr.operands[:inputs]):
                 return instr
         return None
+
+    def updated_operand(self) -> int | None:
+        """The parameter number whose buffer the fusion's single output updates in place (a
+        dynamic-update-slice or scatter root): the output is that operand's buffer; None for
+        any other fusion."""
+        if len(self.outputs) != 1:
+            return None
+        update = self.updates.get(self.outputs[0])
+        return self._target(update) if update is not None else None
 
     def _target(self, update: Instruction) -> int | None:
         """The parameter number of the buffer an in-place update writes into."""
@@ -313,6 +324,7 @@ def kernel_traffic(instr: Instruction, module: Module, done: Instruction | None 
         hbm, chip = _split(counter, shape, backend)
         traffic.read.update(hbm)
         traffic.on_chip_read.update(chip)
+        traffic.read_by_operand.append(sum(hbm.values()))
     for counter, shape in zip(writes, outputs, strict=False):
         hbm, chip = _split(counter, shape, backend)
         traffic.written.update(hbm)

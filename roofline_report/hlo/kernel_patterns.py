@@ -6,13 +6,34 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   holding one, not handed to a library (no custom call, no ``kCustom`` fusion, no backend fusion
   kind such as ``__ynn_fusion``, oneDNN or a Triton gemm); size: its flops. On XLA:CPU
   (jax 0.10.2) these stay plain ``dot`` kernels: f32 matrix products below 8 x 8 (4 x 4),
-  integer dots (s32 x s32, s8 x s8 -> s8, u8), complex dots and matrix-vector products (a
-  1024 x 1024 matrix by a vector); f32, f64 and f16 products from 8 x 8 up, batched products
-  and s8 x s8 -> s32 go to ``__ynn_fusion``, inside loops too.
+  integer dots (s32 x s32, s8 x s8 -> s8, u8), complex dots, matrix-vector products (a
+  1024 x 1024 matrix by a vector) and products whose left operand is contracted along its
+  major axis (``a.T @ b``); f32, f64 and f16 products from 8 x 8 up, batched products and
+  s8 x s8 -> s32 go to ``__ynn_fusion``, inside loops too.
+  Two kinds of dot outside the library run at rates of their own on a CPU (never given on a
+  TPU, whose compiler runs every product on its matrix unit):
+
+  * ``mat-vec``: a loop dot one of whose operands is a vector or a few rows (at most
+    :data:`NARROW_DOT` elements besides its batch and contracted dimensions: one token through
+    a projection, a query against a cache of keys, the weight gradient of a layer of ten
+    classes) and the other a matrix (more than that); size: the elements of the wide
+    operand; row: the narrow operand's width.
+    Its time goes with the matrix it reads, not with its flops: on a 2-core CPU ``v @ W`` of a
+    float32 ``[2048, 2048]`` took 270 µs (15 G matrix elements/s, 31 GFLOP/s), and
+    ``x.T @ y`` of a ``[512, 1024]`` by 8, 16 or 32 columns about 1.1 ms each, 0.5 G matrix
+    elements/s whatever the width (one column: a vector, 30 times faster).
+  * ``transposed-dot``: a float loop dot whose left operand is contracted along its major
+    axis and whose right operand is contracted along its major axis too (``x.T @ y``: the
+    weight gradient of a dense layer, ``lhs_contracting_dims={0}, rhs_contracting_dims={0}``);
+    size: its flops. XLA:CPU hands it to Eigen with the left operand transposed, faster than
+    the loop dot's ``a.T @ b.T`` (``rhs_contracting_dims={1}``: both transposed): 158 against
+    123 GFLOP/s for a 512-cubed product here.
 * ``fft``: a kernel holding an FFT; size: its flops by XLA's rule (8 per operand element per
-  floor(log2 n) of each transformed length). XLA:CPU runs it through its FFT library (DUCC) at
-  a rate of its own: a 2-D FFT of c64[8, 128, 256] ran at about twice the multiply-add rate
-  those flops would give.
+  floor(log2 n) of each transformed length); row: the length of its last transformed axis.
+  XLA:CPU runs it through its FFT library (DUCC) at a rate of its own: a 2-D FFT of
+  c64[8, 128, 256] ran at about twice the multiply-add rate those flops would give; a real
+  FFT (``RFFT``, float operands) of rows at a rate set by their length (here 0.9 G elements/s
+  for rows of 256, 2.1 for rows of 512, 1.5 for rows of 2048 at 2 M elements).
 * ``sort``: a kernel holding a sort; size: its comparisons, the elements of its first operand
   times ⌈log2⌉ of the length of the dimension it sorts (XLA:CPU runs a comparator call per
   comparison: a stable argsort of 2048 int32 keys took about 0.5 ms on a 2-core CPU, 40 M
@@ -43,6 +64,13 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   axes aside) come out of the root's layout in another order, followed through bitcasts,
   reshapes (which may split an axis), broadcasts and elementwise ops; size: the output
   elements. A copy that only moves a size-1 axis is no transpose.
+* ``block-transpose`` (not on a TPU): a ``transpose`` or ``fused-transpose`` that keeps the
+  source's minor-most axis minor-most, so that it moves whole runs of contiguous elements
+  (a key-value cache re-laid out between ``[B, S, H, D]`` and ``[B, H, S, D]``: runs of D, a
+  weight re-laid out as ``[2, D, F] -> [D, 2, F]``: runs of F); row: the run, in elements.
+  XLA:CPU copies such runs several times faster than it swaps a minor axis: the cache layout
+  change of a float32 ``[1, 4096, 8, 64]`` ran at 7 to 10 G elements/s here, its 2-D swap
+  of as many elements at 1.4 to 1.7.
 * ``fused-transpose``: a loop fusion holding a copy or transpose whose result feeds other work
   (its root is not the copy: a gradient fused with the transpose of its input), where some
   source, followed alone to the root, comes out of the root's layout in another order; size:
@@ -95,7 +123,13 @@ from roofline_report.hlo.tpu import TPU, lane_reduction, product_batch, product_
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
-            "broadcast-transpose", "reduce-window-lane")
+            "broadcast-transpose", "reduce-window-lane", "mat-vec", "transposed-dot",
+            "block-transpose")
+# A loop dot whose narrow operand has at most this many elements besides its batch and
+# contracted dimensions is a matrix-vector product (``mat-vec``): its time goes with the
+# matrix it reads (on a 2-core CPU a [512, 1024] matrix took 1.1 ms by 8, 16 or 32 columns,
+# 1.3 ms by 64, 2.8 ms by 128, where it becomes a product of its flops).
+NARROW_DOT = 64
 TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
 # XLA's GPU backend names its own: an H200's top-k roof (jax 0.11.2) ran custom-call.1
 # (__gpu$TopK) and found no top-k kernel under the CPU's name.
@@ -112,7 +146,8 @@ class Pattern:
     detail: str | None = None
     # Elements per row, where a pattern's rate depends on it: a top-k's row length (the last
     # dimension of its operand), a gather's slice or a scatter's update window per index, the
-    # length of the dimension a sort sorts.
+    # length of the dimension a sort sorts, a block transpose's run, a matrix-vector
+    # product's narrow width, an FFT's last transformed length.
     row: int = 0
 
 
@@ -295,6 +330,27 @@ def _detail(came: tuple[int, ...], source: Array) -> str:
     return f"axes {came} of {source.dtype}[{','.join(map(str, source.dims))}]"
 
 
+def kept_run(out: Sequence[_Atom], n: int, source: Array) -> int:
+    """The elements of source ``n`` that stay contiguous at the minor end of ``out`` (physical
+    atoms, major to minor): the source's minor-most axes, in its layout's order and unbroken
+    (an axis split in parts counts the parts that follow on from its minor end), as far as
+    they come out at the minor end in the same order. 1 when the source's minor axis moves
+    (a swap of the minor axis, ``x.T``); a key-value cache re-laid out from ``[B, S, H, D]``
+    to ``[B, H, S, D]`` keeps runs of D."""
+    order = [d for d in source.minor_to_major() if source.dims[d] != 1]
+    run, axis, stride = 1, 0, 1
+    for atom in reversed(out):
+        if atom[2] == 1:
+            continue
+        if axis >= len(order) or atom[0] != n or atom[1] != order[axis] or atom[3] != stride:
+            break
+        run *= atom[2]
+        stride *= atom[2]
+        if stride == source.dims[order[axis]]:
+            axis, stride = axis + 1, 1
+    return run
+
+
 def _root_transpose(program: Sequence[Instruction], target: Instruction,
                     unfused: Instruction | None) -> Pattern:
     """A copy or transpose kernel (``unfused``: its operand 0 is the source), or a fusion's
@@ -323,7 +379,8 @@ def _root_transpose(program: Sequence[Instruction], target: Instruction,
     for n, source in sorted(sources.items()):
         came = _reordered(out, n, source)
         if came is not None:
-            return Pattern("transpose", target.shape.array.elements, _detail(came, source))
+            return Pattern("transpose", target.shape.array.elements, _detail(came, source),
+                           kept_run(out, n, source))
     return Pattern()
 
 
@@ -344,10 +401,12 @@ def _fused_transpose(program: Sequence[Instruction], target: Instruction) -> Pat
                 known[step.name] = axes
         if target.name not in known:
             continue
-        came = _reordered(_physical(known[target.name], target.shape.array), n, array)
+        out = _physical(known[target.name], target.shape.array)
+        came = _reordered(out, n, array)
         if came is not None:
             return Pattern("fused-transpose", target.shape.array.elements,
-                           _detail(came, array) + f" into {target.opcode}")
+                           _detail(came, array) + f" into {target.opcode}",
+                           kept_run(out, n, array))
     return Pattern()
 
 
@@ -357,7 +416,18 @@ def _transpose(instr: Instruction, module: Module, tpu: bool = False) -> Pattern
     (``transpose``); or a loop fusion holding such a copy or transpose that feeds other work
     (``fused-transpose``); either fusion holding a broadcast as well, and reading a matrix
     whose rows are a power of two bytes long (1 KiB or more), is a ``broadcast-transpose``
-    (an XLA:CPU fact, its plain loop's cache sets: never on a TPU)."""
+    (an XLA:CPU fact, its plain loop's cache sets: never on a TPU). Either that keeps the
+    source's minor axis minor, moving whole runs (:func:`kept_run`), is a ``block-transpose``
+    with its run as row (an XLA:CPU fact too: a TPU keeps its transposes)."""
+    found = _any_transpose(instr, module, tpu)
+    if found.name is None:
+        return found
+    if found.row > 1 and not tpu:
+        return replace(found, name="block-transpose")
+    return replace(found, row=0)
+
+
+def _any_transpose(instr: Instruction, module: Module, tpu: bool) -> Pattern:
     if instr.opcode in ("copy", "transpose"):
         return _root_transpose([instr], instr, instr)
     if instr.opcode != "fusion" or _is_library(instr):
@@ -375,7 +445,7 @@ def _transpose(instr: Instruction, module: Module, tpu: bool = False) -> Pattern
         found = _fused_transpose(list(comp.instructions), comp.root)
     else:
         return Pattern()
-    if found.name is not None and not tpu \
+    if found.name is not None and not tpu and found.row <= 1 \
             and any(i.opcode == "broadcast" for i in comp.instructions) \
             and any(_aliasing_rows(i) for i in comp.instructions if i.opcode == "parameter"):
         return replace(found, name="broadcast-transpose")
@@ -616,27 +686,26 @@ def _scatter_row(scatter: Instruction) -> int:
 
 
 def kernel_pattern(instr: Instruction, module: Module, backend: str | None = None) -> Pattern:
-    """The kernel's pattern (the first that applies, in this order): ``loop-dot``, ``sort``,
+    """The kernel's pattern (the first that applies, in this order): ``loop-dot`` (or
+    ``mat-vec``, ``transposed-dot``: not on a TPU), ``fft``, ``sort``,
     ``top-k``, ``scatter``, ``gather``, ``reduce-window-lane`` (a TPU's only),
     ``variadic-reduction``, ``strided-reduction``, ``interleaved-reduction``, ``transpose`` or
-    ``fused-transpose`` (``broadcast-transpose``: not on a TPU); see the module docstring.
+    ``fused-transpose`` (``broadcast-transpose``, ``block-transpose``: not on a TPU); see the
+    module docstring.
     ``backend``: the backend the module was compiled for."""
     tpu = backend == TPU
     inside = _fused_instructions(instr, module, tpu)
     dots = [i for i in inside if i.opcode == "dot"]
     if dots and not _is_library(instr):
-        flops = sum(dot_flops(d) or 0 for d in dots)
-        first = dots[0]
-        detail = " x ".join(_plain(s) for s in first.operand_shapes) + " -> " + \
-            _plain(first.shape)
-        return Pattern("loop-dot", flops, f"dot {detail}")
+        return _loop_dot(dots, tpu)
     ffts = [i for i in inside if i.opcode == "fft"]
     if ffts:
         first = ffts[0]
+        lengths = tuple(ints_in(first.attributes.get("fft_length")))
         return Pattern("fft", sum(fft_instruction_flops(i) or 0 for i in ffts),
                        f"{first.attributes.get('fft_type', 'FFT')} of "
                        f"{_plain(first.operand_shapes[0] if first.operand_shapes else None)}, "
-                       f"lengths {tuple(ints_in(first.attributes.get('fft_length')))}")
+                       f"lengths {lengths}", lengths[-1] if lengths else 0)
     sorts = [i for i in inside if i.opcode == "sort"]
     if sorts:
         first = sorts[0]
@@ -702,6 +771,79 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         return Pattern("interleaved-reduction", size,
                        f"dimensions {dims} of {_plain(operand)}{layout}, runs of {run}")
     return _transpose(instr, module, tpu)
+
+
+FLOAT_DOT_TYPES = ("f16", "bf16", "f32", "f64")  # the operand types of a transposed-dot
+
+
+def _free_elements(dot: Instruction, side: int) -> int | None:
+    """The elements of a dot operand's dimensions that are neither contracted nor batch
+    (``side`` 0: the left operand, 1: the right); None where its shape is not known."""
+    shape = dot.operand_shapes[side] if len(dot.operand_shapes) > side else None
+    if shape is None or shape.array is None:
+        return None
+    prefix = ("lhs", "rhs")[side]
+    skip = set(ints_in(dot.attributes.get(f"{prefix}_contracting_dims"))) \
+        | set(ints_in(dot.attributes.get(f"{prefix}_batch_dims")))
+    return math.prod(n for d, n in enumerate(shape.array.dims) if d not in skip)
+
+
+def narrow_side(dot: Instruction) -> tuple[int, int] | None:
+    """(the narrow operand's width, the index of the wide operand) of a dot one of whose
+    operands has at most :data:`NARROW_DOT` elements besides its batch and contracted
+    dimensions (a vector, a few rows) and the other more (a matrix); None for any other dot
+    (two narrow operands make a small product, two wide ones a product of its flops)."""
+    left, right = _free_elements(dot, 0), _free_elements(dot, 1)
+    if left is None or right is None or min(left, right) > NARROW_DOT \
+            or max(left, right) <= NARROW_DOT:
+        return None
+    return (left, 1) if left < right else (right, 0)
+
+
+def contracted_on_major(dot: Instruction, side: int) -> bool:
+    """Whether a dot operand is contracted along a dimension other than its minor-most one
+    that is neither batch nor of size 1, in its layout (the left operand of ``x.T @ y``, the
+    right operand of ``a @ b``); False where its shape is not known."""
+    shape = dot.operand_shapes[side] if len(dot.operand_shapes) > side else None
+    if shape is None or shape.array is None:
+        return False
+    array = shape.array
+    prefix = ("lhs", "rhs")[side]
+    contracted = set(ints_in(dot.attributes.get(f"{prefix}_contracting_dims")))
+    batch = set(ints_in(dot.attributes.get(f"{prefix}_batch_dims")))
+    minor = next((d for d in array.minor_to_major()
+                  if d not in batch and array.dims[d] != 1), None)
+    return minor is not None and bool(contracted) and minor not in contracted
+
+
+def _float(dot: Instruction) -> bool:
+    lhs = dot.operand_shapes[0] if dot.operand_shapes else None
+    return lhs is not None and lhs.array is not None and lhs.array.dtype in FLOAT_DOT_TYPES
+
+
+def _transposed(dot: Instruction) -> bool:
+    """Whether a dot is ``x.T @ y``: float operands, both contracted along a major axis."""
+    return _float(dot) and contracted_on_major(dot, 0) and contracted_on_major(dot, 1)
+
+
+def _loop_dot(dots: Sequence[Instruction], tpu: bool) -> Pattern:
+    """The pattern of a kernel whose ``dots`` its own loop emitter computes: ``mat-vec`` where
+    every dot multiplies floats and has a narrow side, ``transposed-dot`` where every dot is
+    ``x.T @ y`` (neither on a TPU), else ``loop-dot`` (integer and complex dots among them)."""
+    first = dots[0]
+    detail = "dot " + " x ".join(_plain(s) for s in first.operand_shapes) + " -> " + \
+        _plain(first.shape)
+    flops = sum(dot_flops(d) or 0 for d in dots)
+    narrow = [narrow_side(d) for d in dots]
+    if not tpu and all(n is not None for n in narrow) and all(_float(d) for d in dots):
+        found = [n for n in narrow if n is not None]
+        wide = sum(elements_of(d.operand_shapes[side]) for d, (_, side) in zip(dots, found,
+                                                                                strict=True))
+        width = max(w for w, _ in found)
+        return Pattern("mat-vec", wide, f"{detail}, {width} wide", width)
+    if not tpu and all(_transposed(d) for d in dots):
+        return Pattern("transposed-dot", flops, detail)
+    return Pattern("loop-dot", flops, detail)
 
 
 def backend_kind(instr: Instruction) -> str | None:

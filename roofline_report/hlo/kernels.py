@@ -52,6 +52,7 @@ from typing import Any
 from roofline_report.errors import scrub_paths
 from roofline_report.hlo.cost import Cost
 from roofline_report.hlo.ir import (
+    Computation,
     Instruction,
     Module,
     SourceLocation,
@@ -264,6 +265,47 @@ def program_walk(module: Module, backend: str | None = None) -> Walk:
     return _Program(module, backend).walk
 
 
+def argument_bytes_read(instr: Instruction, comp: Computation, module: Module,
+                        traffic: Traffic) -> int:
+    """The bytes a kernel of the entry computation reads from the program's arguments: its
+    operands that are entry parameters, through bitcasts, tuple elements and kernels that
+    update a parameter's buffer in place (a dynamic-update-slice writing one row of a donated
+    cache leaves the rest as the argument left it); 0 for a kernel of any other computation
+    (a loop body's operands are its loop's state, not arguments). Between one call's read of
+    an argument and the next call's, all the program's traffic passes through the caches."""
+    if not comp.is_entry:
+        return 0
+    total = 0
+    for index, name in enumerate(instr.operands):
+        if index < len(traffic.read_by_operand) and _argument_buffer(name, comp, module):
+            total += traffic.read_by_operand[index]
+    return total
+
+
+def _argument_buffer(name: str, comp: Computation, module: Module) -> bool:
+    """Whether the value ``name`` of the entry computation lives in an argument's buffer."""
+    source = comp.instruction(name)
+    seen: set[str] = set()
+    while source is not None and source.name not in seen:
+        seen.add(source.name)
+        if source.opcode == "parameter":
+            return True
+        if source.opcode in ("bitcast", "get-tuple-element") and source.operands:
+            source = comp.instruction(source.operands[0])
+            continue
+        target: int | None = None
+        if source.opcode in ("dynamic-update-slice", "scatter"):
+            target = 0
+        elif source.opcode == "fusion" and source.called("calls"):
+            fused = module.computations.get(source.called("calls")[0])
+            if fused is not None:
+                target = FusionBytes(module, fused).updated_operand()
+        if target is None or target >= len(source.operands):
+            return False
+        source = comp.instruction(source.operands[target])
+    return False
+
+
 def _bytes_rule(traffic: Traffic) -> str | None:
     if traffic.read == traffic.boundary_read and traffic.written == traffic.boundary_written:
         return None
@@ -297,6 +339,7 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "transcendentals": cost.transcendentals,
         "bytes_read": sum(traffic.read.values()),
         "bytes_written": sum(traffic.written.values()),
+        "argument_bytes_read": argument_bytes_read(instr, comp, module, traffic),
         "read_by_dtype": dict(sorted((k, v) for k, v in traffic.read.items() if v)),
         "written_by_dtype": dict(sorted((k, v) for k, v in traffic.written.items() if v)),
         "boundary_bytes_read": sum(traffic.boundary_read.values()),
@@ -404,15 +447,35 @@ def entry_buffers(module: Module) -> int | None:
     return parameters + sum(1 for _ in root.shape.arrays())
 
 
+def entry_call_bytes(module: Module) -> int | None:
+    """The bytes one call of the program holds at least: its entry computation's parameters
+    and the arrays of its result that do not alias a parameter (a donated argument's buffer
+    counts once); None without an entry computation. With its temporaries, all that passes
+    through the caches between one call's read of an argument and the next call's."""
+    entry = module.entry_computation
+    root = entry.root if entry is not None else None
+    if entry is None or root is None:
+        return None
+    parameters = sum(instr.shape.nbytes or 0 for instr in entry.instructions
+                     if instr.opcode == "parameter")
+    aliased = set(module.aliased_outputs)
+    outputs = list(root.shape.elements) if root.shape.is_tuple else [root.shape]
+    results = sum(shape.nbytes or 0 for index, shape in enumerate(outputs)
+                  if ((index,) if root.shape.is_tuple else ()) not in aliased)
+    return parameters + results
+
+
 def kernel_inventory(hlo: str | Module, cwd: str | None = None,
                      frames: StackFrames | None = None,
                      backend: str | None = None) -> dict[str, Any]:
     """The kernels of the optimized HLO (see the module docstring) as plain JSON::
 
-        {"module", "backend", "buffers", "kernels": [{"name", "opcode", "category", "kind",
+        {"module", "backend", "buffers", "call_bytes",
+         "kernels": [{"name", "opcode", "category", "kind",
                       "fusion_kind", "computation",
                       "loop", "trips", "trips_known", "branch", "charged", "flops",
-                      "transcendentals", "bytes_read", "bytes_written", "read_by_dtype",
+                      "transcendentals", "bytes_read", "bytes_written",
+                      "argument_bytes_read", "read_by_dtype",
                       "written_by_dtype", "boundary_bytes_read", "boundary_bytes_written",
                       "on_chip_bytes_read", "on_chip_bytes_written",
                       "bytes_rule", "flops_by_op", "transcendentals_by_op", "ops", "uncosted",
@@ -476,6 +539,7 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
         "module": module.name,
         "backend": program.backend,
         "buffers": entry_buffers(module),
+        "call_bytes": entry_call_bytes(module),
         "count": len(kernels),
         "launches": sum(k["trips"] for k in charged),
         "flops": total("flops"),

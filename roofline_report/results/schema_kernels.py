@@ -60,6 +60,9 @@ class KernelRecord(Record):
     trips_known: bool = True  # False when a loop around it has no known trip count
     branch: str | None = None  # "conditional.3 branch 1 of 2" inside a conditional
     charged: bool = True  # False for a branch the program totals do not charge
+    # Of bytes_read, those read from the program's arguments (a kernel of the entry
+    # computation reading an entry parameter), per launch.
+    argument_bytes_read: Count = 0
     boundary_bytes_read: Count | None = None  # operand buffers whole, per launch
     boundary_bytes_written: Count | None = None  # result buffers whole, per launch
     bytes_rule: str | None = None  # why the touched bytes are fewer than the boundary's
@@ -73,10 +76,14 @@ class KernelRecord(Record):
     pattern: Literal["transpose", "loop-dot", "strided-reduction", "gather", "scatter",
                      "sort", "variadic-reduction", "top-k", "fused-transpose", "fft",
                      "interleaved-reduction", "broadcast-transpose",
-                     "reduce-window-lane"] | None = None
+                     "reduce-window-lane", "mat-vec", "transposed-dot",
+                     "block-transpose"] | None = None
     pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
-    pattern_row: Count = 0  # a top-k's row length (the length of the dimension it searches)
+    # Elements per row where the pattern's rate depends on it: a top-k's row length (the
+    # dimension it searches), a sort's, a gather's slice or a scatter's update window per
+    # index, a block transpose's run, a matrix-vector product's narrow width, an FFT's length.
+    pattern_row: Count = 0
     # Independent matrix products of its largest dot (its batch size; 1 for a plain product).
     matmul_products: AtLeastOne = 1
     # Flops of its convolutions whose windows tile their input (patch embeddings, 1x1
@@ -117,6 +124,9 @@ class KernelInventory(Record):
     # The buffers one call passes (its entry's parameters and result arrays): a call's
     # dispatch grows with them. None in results saved before it was counted.
     buffers: Count | None = None
+    # The bytes of a call's arguments and of its results that alias none of them (what it
+    # holds at least between calls). None in results saved before it was counted.
+    call_bytes: Count | None = None
     count: Count
     launches: Count
     flops: Count

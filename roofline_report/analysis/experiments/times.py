@@ -26,6 +26,7 @@ from roofline_report.analysis.predict import (
     Prediction,
     predict_kernels,
     predict_program,
+    program_footprint,
     program_traffic,
 )
 from roofline_report.analysis.roofs import FRESH, RoofSet
@@ -187,7 +188,7 @@ def kernel_model(
     kernels: dict[str, list[Prediction]] = {}
     for v, inv in inventories.items():
         parts = predict_kernels(inv.get("kernels") or [], dtypes[v], roofs,
-                                program_traffic(inv))
+                                program_traffic(inv), program_footprint(inv))
         p = predict_program(parts, roofs) if parts is not None else None
         if parts is None or p is None:
             why = "its inventory lists no kernels" if not inv.get("kernels") else (

@@ -72,6 +72,28 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
   plain ``dot`` (``a @ b`` included), each complex multiply-add four real ones; on a 2-core CPU
   a complex64 ``[512, 512]`` product ran at 15 such GFLOP/s beside 98 for the float32 loop dot.
 
+A CPU's own kinds (:func:`cpu_kernels`; an accelerator's plan leaves them out: its compiler
+runs every product on its matrix unit or library, and changes layouts with copies that stream),
+each a roof of its row, the kernel taking the roof whose row is nearest its own (in log), at the
+roofs' sizes and, outside quick mode, twice the largest (an operand of 16 MiB, past a 32 MiB
+last-level cache once read and written):
+
+* ``mat-vec`` (matrix elements per second): ``v @ W`` of a square ``[n, n]`` (row 1: one token
+  through a projection) and ``x.T @ y`` of a square ``x`` by a ``y`` of 16 columns (row 16: the
+  weight gradient of a narrow layer), n a power of two as programs size their layers (a side
+  of 1,448 ran up to three times faster than one of 1,024 or 4,096 here); sizes whose matrix
+  is wider than a narrow product's side.
+* ``transposed-dot`` (FLOP/s): ``x.T @ y`` of square operands, both contracted along their
+  major axis (a dense layer's weight gradient), at the loop dot's sides past a narrow
+  product's.
+* ``block-transpose`` (elements per second): a cache's layout change ``[1, S, 8, run] ->
+  [1, 8, S, run]``, whole runs of 64 elements (a head's features) and of 1,024 (a weight's
+  row) moved.
+* ``fft`` (FLOP/s, XLA's count) in float32: the real FFT of each row of ``[R, n]`` for rows
+  of 256, 512 and 2,048 (frames of a signal); the complex 2-D roof stays the complex FFT's.
+* ``scatter``: the scatter-add of rows of 16 and of 64 (an embedding's gradient of narrow
+  rows), beside the rows of 256 and the scattered elements.
+
 Every point's compiled program is checked to hold its pattern (the kernel inventory of its
 optimized HLO, and the inventory's own ``pattern`` label): a size whose program
 does not is left out with the reason, and an entry none of whose sizes has the pattern is
@@ -453,6 +475,133 @@ def _loop_dot(dtype: str) -> Callable[[int], Point]:
     return build
 
 
+def _power_side(elements: int) -> int:
+    """The largest power of two whose square is at most ``elements`` (at least 2): the side of
+    a matrix as programs size them. XLA:CPU's narrow products run up to three times faster
+    on a side of 1,448 than on one of 1,024 or 4,096 (strides of a power of two bytes share
+    cache sets), a rate programs of power-of-two widths do not meet."""
+    return 1 << max(1, _side(elements).bit_length() - 1)
+
+
+def _vector_matrix(dtype: str) -> Callable[[int], Point]:
+    """``v @ W`` of a square ``[n, n]`` matrix, n a power of two (one token through a
+    projection: the vector contracted with the matrix's major axis), its matrix elements
+    per call: a plain ``dot`` on XLA:CPU, outside its matmul library."""
+    def build(elements: int) -> Point:
+        n = _power_side(elements)
+        w, v = _array((n, n), dtype), _array((n,), dtype)
+        return Point(lambda m, x: x @ m, (w, v), n * n, (n * n + 2 * n) * _itemsize(dtype),
+                     (n, n))
+
+    return build
+
+
+def _narrow_product(dtype: str, width: int) -> Callable[[int], Point]:
+    """``x.T @ y`` of a square ``[n, n]`` ``x``, n a power of two, and a ``[n, width]``
+    ``y`` (the weight gradient of a layer of ``width`` outputs), its matrix elements (those
+    of ``x``) per call: a plain ``dot`` whose time goes with ``x``, not with its flops."""
+    import jax
+
+    def build(elements: int) -> Point:
+        n = _power_side(elements)
+        x, y = _array((n, n), dtype), _array((n, width), dtype)
+        dims = (((0,), (0,)), ((), ()))
+        return Point(lambda a, b: jax.lax.dot_general(a, b, dims), (x, y), n * n,
+                     (n * n + 2 * n * width) * _itemsize(dtype), (n, n, width))
+
+    return build
+
+
+def _transposed_dot(dtype: str) -> Callable[[int], Point]:
+    """``x.T @ y`` of square ``[n, n]`` operands (a dense layer's weight gradient: both
+    contracted along their major axis), 2n³ FLOP per call."""
+    import jax
+
+    def build(n: int) -> Point:
+        a, b = _array((n, n), dtype), _array((n, n), dtype)
+        dims = (((0,), (0,)), ((), ()))
+        return Point(lambda x, y: jax.lax.dot_general(x, y, dims), (a, b), 2 * n**3,
+                     3 * n * n * _itemsize(dtype), (n, n, n))
+
+    return build
+
+
+CACHE_HEADS = 8  # the key-value cache layout of the block-transpose roof: [1, S, 8, run]
+
+
+def _block_transpose(dtype: str, run: int) -> Callable[[int], Point]:
+    """A cache's layout change ``[1, S, H, run] -> [1, H, S, run]`` (whole runs of ``run``
+    elements moved; :data:`CACHE_HEADS` heads), its elements per call."""
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        seq = max(2, elements // (CACHE_HEADS * run))
+        x = _array((1, seq, CACHE_HEADS, run), dtype)
+        count = seq * CACHE_HEADS * run
+        return Point(lambda a: jnp.transpose(a, (0, 2, 1, 3)), (x,), count,
+                     2 * count * _itemsize(dtype), (1, seq, CACHE_HEADS, run))
+
+    return build
+
+
+def _rfft(length: int) -> Callable[[int], Point]:
+    """The real FFT of each row of a float32 ``[R, length]`` (frames of a signal; R rows of
+    about the elements asked), in XLA's flops (:func:`~roofline_report.hlo.kernel_cost.
+    fft_flops`)."""
+    import jax.numpy as jnp
+
+    from roofline_report.hlo.kernel_cost import fft_flops
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // length)
+        x = _array((rows, length), "float32")
+        count = rows * length
+        return Point(lambda a: jnp.fft.rfft(a, axis=-1), (x,), fft_flops(count, (length,)),
+                     count * 4 + rows * (length // 2 + 1) * 8, (rows, length))
+
+    return build
+
+
+MAT_VEC_WIDTHS = (1, 16)  # the matrix-vector roofs: a vector, and a layer of 16 outputs
+BLOCK_RUNS = (64, 1024)  # the block-transpose roofs' runs: a head's features, a weight's row
+RFFT_LENGTHS = (256, 512, 2048)  # the real FFT roofs' row lengths
+SCATTER_ROWS = (16, 64)  # a CPU's further row scatter roofs (beside GATHER_ROW's)
+
+
+def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
+    """The kinds a CPU runs at rates of their own that an accelerator's plan leaves out: a
+    dot with a narrow side by its width (``mat-vec``: matrix elements per second), ``x.T @
+    y`` (``transposed-dot``), a cache's block transpose by its run, a real FFT by its
+    length and a row scatter by its width; each a roof, the kernel taking the nearest row."""
+    sizes = plan.sizes
+    half = sizes[1::2] or sizes
+    # One size more, twice the largest, outside quick mode: a 16 MiB operand, whose kernel's
+    # reads and writes no longer fit a 32 MiB last-level cache (a real FFT of rows of 400
+    # ran at 2.3 G elements/s at 2 M elements here and at 1.6 at 3.2 M).
+    large = (*sizes, 2 * sizes[-1]) if plan.variant_sizes else sizes
+    from roofline_report.hlo.kernel_patterns import NARROW_DOT
+
+    # A matrix wider than a narrow product's side: a smaller one makes a small product.
+    matrices = tuple(n for n in large if _power_side(n) > NARROW_DOT) or large[-1:]
+    out = [Kernel("mat-vec", "v @ W" if width == 1 else f"x.T @ y, y of {width} columns",
+                  True, "float32", matrices,
+                  _vector_matrix("float32") if width == 1
+                  else _narrow_product("float32", width), row=width)
+           for width in MAT_VEC_WIDTHS]
+    # Sides past a narrow product's width: a smaller one is a matrix-vector product.
+    sides = tuple(n for n in plan.dot_sides if n > NARROW_DOT) or plan.dot_sides[-1:]
+    out.append(Kernel("transposed-dot", "x.T @ y", True, "float32", sides,
+                      _transposed_dot("float32")))
+    out += [Kernel("block-transpose", f"[1, S, {CACHE_HEADS}, {run}] -> (0, 2, 1, 3)", True,
+                   "float32", large, _block_transpose("float32", run), row=run)
+            for run in BLOCK_RUNS]
+    out += [Kernel("fft", f"rfft of [R, {n}]", True, "float32", large, _rfft(n), row=n)
+            for n in RFFT_LENGTHS]
+    out += [Kernel("scatter", f"scatter-add of rows of {row}", True, "float32", half,
+                   _scatter_add("float32", row), row=row) for row in SCATTER_ROWS]
+    return out
+
+
 def kernels(plan: PatternPlan) -> list[Kernel]:
     """The kernels of ``plan``: each pattern's roof in float32, then the bfloat16 transpose and
     the variants beside the roofs where the plan has sizes for them."""
@@ -524,6 +673,8 @@ def kernels(plan: PatternPlan) -> list[Kernel]:
         out.append(Kernel("scatter", "scatter-add of scattered elements", True, "float32",
                           plan.variant_sizes or sizes[1::2] or sizes,
                           _scatter_add("float32", 1), row=1))
+    if not accelerator:
+        out += cpu_kernels(plan)
     skipped = NOT_ON_BACKEND.get(plan.backend, {})
     return [k for k in out if k.pattern not in skipped]
 
@@ -650,13 +801,13 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
             return bool(ops.get("transpose") or ops.get("copy")) and not _library(k)
         if pattern == "reduce-window-lane":
             return bool(ops.get("reduce-window"))
-        if pattern == "loop-dot":
+        if pattern in ("loop-dot", "mat-vec", "transposed-dot"):
             return bool(ops.get("dot")) and not _library(k)
         if pattern == "strided-reduction":
             return bool(ops.get("reduce")) and minor_reduced() is False
         if pattern in ("variadic-reduction", "interleaved-reduction"):
             return bool(ops.get("reduce"))
-        if pattern in ("fused-transpose", "broadcast-transpose"):
+        if pattern in ("fused-transpose", "broadcast-transpose", "block-transpose"):
             return bool(ops.get("transpose") or ops.get("copy")) and not _library(k)
         if pattern == "top-k":
             return k.get("opcode") == "custom-call" or bool(ops.get("custom-call"))

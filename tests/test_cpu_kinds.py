@@ -1,0 +1,453 @@
+# ruff: noqa: E501
+"""The kinds of kernel a CPU runs at rates of their own (matrix-vector products, transposed dots,
+block transposes, real FFTs by length, row scatters by width): how the inventory labels them
+(hand-written HLO and programs XLA:CPU compiles here), the roofs the ceilings plan for them, and
+how the model picks the roof a kernel is priced at."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from roofline_report.analysis import patterns
+from roofline_report.analysis.roofs import RateRoof, RoofSet
+from roofline_report.hlo.ir import parse_module
+from roofline_report.hlo.kernel_patterns import (
+    NARROW_DOT,
+    contracted_on_major,
+    kept_run,
+    kernel_pattern,
+    narrow_side,
+)
+from roofline_report.hlo.kernels import kernel_inventory
+from roofline_report.hlo.shapes import parse_shape
+from roofline_report.kinds import Kind
+from roofline_report.results.schema import KernelInventory
+
+DOTS = """HloModule dots
+
+ENTRY %main (v: f32[256,1], w: f32[256,2048], x: f32[128,1024], y: f32[128,10], z: f32[128,1024], a: f32[512,512], i: s32[128,1024], j: s32[128,10], c: c64[128,1024], k: f32[8,4096,64], q: f32[8,64,1], g: f32[128,96]) -> f32[1,2048] {
+  %v = f32[256,1]{1,0} parameter(0)
+  %w = f32[256,2048]{1,0} parameter(1)
+  %x = f32[128,1024]{1,0} parameter(2)
+  %y = f32[128,10]{1,0} parameter(3)
+  %z = f32[128,1024]{1,0} parameter(4)
+  %a = f32[512,512]{1,0} parameter(5)
+  %i = s32[128,1024]{1,0} parameter(6)
+  %j = s32[128,10]{1,0} parameter(7)
+  %c = c64[128,1024]{1,0} parameter(8)
+  %k = f32[8,4096,64]{2,1,0} parameter(9)
+  %q = f32[8,64,1]{2,1,0} parameter(10)
+  %g = f32[128,96]{1,0} parameter(11)
+  %token = f32[1,2048]{1,0} dot(%v, %w), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %classes = f32[1024,10]{1,0} dot(%x, %y), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %wgrad = f32[1024,1024]{1,0} dot(%x, %z), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %both = f32[512,512]{1,0} dot(%a, %a), lhs_contracting_dims={0}, rhs_contracting_dims={1}
+  %integer = s32[1024,10]{1,0} dot(%i, %j), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %complex = c64[1024,1024]{1,0} dot(%c, %c), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %keys = f32[8,4096,1]{2,1,0} dot(%k, %q), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  %wide = f32[1024,96]{1,0} dot(%x, %g), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT %out = f32[1,2048]{1,0} copy(%token)
+}
+"""
+
+
+def _pattern(text: str, name: str, backend: str | None = None) -> tuple[str | None, int, int]:
+    module = parse_module(text)
+    entry = module.entry_computation
+    assert entry is not None
+    instr = entry.instruction(name)
+    assert instr is not None
+    found = kernel_pattern(instr, module, backend)
+    return found.name, found.size, found.row
+
+
+def test_a_dot_with_a_narrow_side_is_a_matrix_vector_product_of_its_wide_operand() -> None:
+    # one token through a projection: v [256] contracted with W [256, 2048]
+    assert _pattern(DOTS, "token") == ("mat-vec", 256 * 2048, 1)
+    # a layer of ten classes' weight gradient: x.T @ y, ten columns wide
+    assert _pattern(DOTS, "classes") == ("mat-vec", 128 * 1024, 10)
+    # a query against a cache of keys: batched, one column per batch
+    assert _pattern(DOTS, "keys") == ("mat-vec", 8 * 4096 * 64, 1)
+    # 96 columns: wider than NARROW_DOT, a product of its flops
+    assert NARROW_DOT < 96
+    assert _pattern(DOTS, "wide") == ("transposed-dot", 2 * 128 * 1024 * 96, 0)
+
+
+def test_a_dot_contracting_both_operands_along_their_major_axis_is_a_transposed_dot() -> None:
+    assert _pattern(DOTS, "wgrad") == ("transposed-dot", 2 * 128 * 1024 * 1024, 0)
+    # a.T @ b.T: the right operand contracted along its minor axis, the loop dot it was
+    assert _pattern(DOTS, "both") == ("loop-dot", 2 * 512**3, 0)
+
+
+def test_integer_and_complex_dots_stay_loop_dots_and_a_tpu_keeps_them_all() -> None:
+    assert _pattern(DOTS, "integer") == ("loop-dot", 2 * 128 * 1024 * 10, 0)
+    assert _pattern(DOTS, "complex") == ("loop-dot", 2 * 128 * 1024 * 1024, 0)
+    for name in ("token", "classes", "wgrad", "keys"):
+        assert _pattern(DOTS, name, "tpu")[0] == "loop-dot"
+
+
+def test_narrow_sides_and_major_contractions_by_hand() -> None:
+    module = parse_module(DOTS)
+    entry = module.entry_computation
+    assert entry is not None
+
+    def dot(name: str) -> Any:
+        found = entry.instruction(name)
+        assert found is not None
+        return found
+
+    assert narrow_side(dot("token")) == (1, 1)  # one element wide; the matrix on the right
+    assert narrow_side(dot("classes")) == (10, 0)
+    assert narrow_side(dot("wgrad")) is None
+    # x [128, 1024] contracted along 128, its major axis; y [128, 10] too (a standard right
+    # operand); a.T @ b.T's right operand along its minor one
+    assert contracted_on_major(dot("wgrad"), 0) and contracted_on_major(dot("wgrad"), 1)
+    assert contracted_on_major(dot("both"), 0) and not contracted_on_major(dot("both"), 1)
+    assert not contracted_on_major(dot("keys"), 0)  # [8, 4096, 64] along its minor 64
+
+
+TRANSPOSES = """HloModule transposes
+
+%kv_values (p: f32[1,4096,8,64]) -> f32[1,8,4096,64] {
+  %p = f32[1,4096,8,64]{3,2,1,0} parameter(0)
+  %t = f32[1,8,4096,64]{3,1,2,0} transpose(%p), dimensions={0,2,1,3}
+  ROOT %c = f32[1,8,4096,64]{3,2,1,0} copy(%t)
+}
+
+%kv_keys (p: f32[1,4096,8,64]) -> f32[1,8,64,4096] {
+  %p = f32[1,4096,8,64]{3,2,1,0} parameter(0)
+  %t = f32[1,8,64,4096]{1,3,2,0} transpose(%p), dimensions={0,2,3,1}
+  ROOT %c = f32[1,8,64,4096]{3,2,1,0} copy(%t)
+}
+
+%split_minor (p: f32[8,128]) -> f32[2,8,64] {
+  %p = f32[8,128]{1,0} parameter(0)
+  %r = f32[8,2,64]{2,1,0} reshape(%p)
+  %t = f32[2,8,64]{2,0,1} transpose(%r), dimensions={1,0,2}
+  ROOT %c = f32[2,8,64]{2,1,0} copy(%t)
+}
+
+%scaled_runs (p: f32[64,8,256]) -> f32[8,64,256] {
+  %p = f32[64,8,256]{2,1,0} parameter(0)
+  %two = f32[] constant(2)
+  %b = f32[64,8,256]{2,1,0} broadcast(%two), dimensions={}
+  %m = f32[64,8,256]{2,1,0} multiply(%p, %b)
+  %t = f32[8,64,256]{2,0,1} transpose(%m), dimensions={1,0,2}
+  ROOT %c = f32[8,64,256]{2,1,0} copy(%t)
+}
+
+ENTRY %main (cache: f32[1,4096,8,64], s: f32[8,128], w: f32[2,512,2048], m: f32[64,8,256]) -> f32[1,8,4096,64] {
+  %cache = f32[1,4096,8,64]{3,2,1,0} parameter(0)
+  %s = f32[8,128]{1,0} parameter(1)
+  %w = f32[2,512,2048]{2,1,0} parameter(2)
+  %m = f32[64,8,256]{2,1,0} parameter(3)
+  %values = f32[1,8,4096,64]{3,2,1,0} fusion(%cache), kind=kLoop, calls=%kv_values
+  %keys = f32[1,8,64,4096]{3,2,1,0} fusion(%cache), kind=kLoop, calls=%kv_keys
+  %split = f32[2,8,64]{2,1,0} fusion(%s), kind=kLoop, calls=%split_minor
+  %scaled = f32[8,64,256]{2,1,0} fusion(%m), kind=kLoop, calls=%scaled_runs
+  %weights = f32[512,2,2048]{2,0,1} copy(%w)
+  ROOT %out = f32[1,8,4096,64]{3,2,1,0} copy(%values)
+}
+"""
+
+
+def test_a_transposing_copy_that_keeps_the_minor_axis_moves_runs() -> None:
+    # a key-value cache from [B, S, H, D] to [B, H, S, D]: runs of D = 64
+    assert _pattern(TRANSPOSES, "values") == ("block-transpose", 4096 * 8 * 64, 64)
+    # to [B, H, D, S]: the minor axis moves, a transpose
+    assert _pattern(TRANSPOSES, "keys") == ("transpose", 4096 * 8 * 64, 0)
+    # the minor axis split in two: the run is its minor part, 64
+    assert _pattern(TRANSPOSES, "split") == ("block-transpose", 2 * 8 * 64, 64)
+    # a weight [2, 512, 2048] laid out as [512, 2, 2048] by a bare copy: runs of 2048
+    assert _pattern(TRANSPOSES, "weights") == ("block-transpose", 2 * 512 * 2048, 2048)
+    # a broadcast fused in, rows of 1 KiB: still runs of 256, no cache-set aliasing
+    assert _pattern(TRANSPOSES, "scaled") == ("block-transpose", 64 * 8 * 256, 256)
+
+
+def test_a_tpu_keeps_its_transposes() -> None:
+    assert _pattern(TRANSPOSES, "values", "tpu") == ("transpose", 4096 * 8 * 64, 0)
+    assert _pattern(TRANSPOSES, "weights", "tpu") == ("transpose", 2 * 512 * 2048, 0)
+
+
+def test_kept_run_by_hand() -> None:
+    source = parse_shape("f32[4,6,8]{2,1,0}").array
+    assert source is not None
+    whole = [(0, 0, 4, 1), (0, 1, 6, 1), (0, 2, 8, 1)]
+    assert kept_run(whole, 0, source) == 4 * 6 * 8  # nothing moved: one run
+    assert kept_run([(0, 1, 6, 1), (0, 0, 4, 1), (0, 2, 8, 1)], 0, source) == 8
+    assert kept_run([(0, 2, 8, 1), (0, 0, 4, 1), (0, 1, 6, 1)], 0, source) == 1
+    # the minor axis split: its minor part of 2 stays minor, its major part of 4 moves out
+    assert kept_run([(0, 2, 4, 2), (0, 0, 4, 1), (0, 1, 6, 1), (0, 2, 2, 1)], 0, source) == 2
+    # another source's atom at the minor end: nothing of source 0 stays there
+    assert kept_run([(0, 0, 4, 1), (0, 1, 6, 1), (0, 2, 8, 1), (1, 0, 3, 1)], 0, source) == 1
+
+
+FFTS = """HloModule ffts
+
+ENTRY %main (x: f32[8,1001,400], c: c64[8,64,128]) -> c64[8,1001,201] {
+  %x = f32[8,1001,400]{2,1,0} parameter(0)
+  %c = c64[8,64,128]{2,1,0} parameter(1)
+  %planes = c64[8,64,128]{2,1,0} fft(%c), fft_type=FFT, fft_length={64,128}
+  ROOT %frames = c64[8,1001,201]{2,1,0} fft(%x), fft_type=RFFT, fft_length={400}
+}
+"""
+
+
+def test_an_fft_says_its_last_length() -> None:
+    # XLA's rule: 8 flops per operand element per floor(log2 n) of each length
+    assert _pattern(FFTS, "frames") == ("fft", 8 * 8 * 8 * 1001 * 400, 400)
+    assert _pattern(FFTS, "planes") == ("fft", 8 * 6 * 7 * 8 * 64 * 128, 128)
+    inv = kernel_inventory(FFTS)
+    KernelInventory.model_validate(inv)
+
+
+# ------------------------------------------------------------------------------ pricing
+
+
+def _rate(op: str, dtype: str, points: tuple[tuple[float, float], ...], row: int = 0,
+          name: str = "") -> RateRoof:
+    return RateRoof(name or f"{op} {dtype} {row}", op, dtype, max(r for _, r in points),
+                    Kind.MEASURED, "test", by_size=points, row=row)
+
+
+def _roofs(*rates: RateRoof) -> RoofSet:
+    return RoofSet("test", Kind.MEASURED, (), (), (), rates)
+
+
+ROOFS = _roofs(
+    _rate("mat-vec", "float32", ((1e4, 5e9), (1e6, 20e9)), row=1),
+    _rate("mat-vec", "float32", ((1e4, 0.5e9), (1e6, 0.5e9)), row=16),
+    _rate("transposed-dot", "float32", ((1e6, 50e9), (1e8, 160e9))),
+    _rate("loop-dot", "float32", ((1e6, 40e9), (1e8, 130e9))),
+    _rate("transpose", "float32", ((1e4, 1e9), (1e6, 2e9))),
+    _rate("block-transpose", "float32", ((1e4, 4e9), (1e6, 10e9)), row=64),
+    _rate("block-transpose", "float32", ((1e4, 6e9), (1e6, 12e9)), row=1024),
+    _rate("fft", "complex64", ((1e6, 100e9), (1e8, 200e9))),
+    _rate("fft", "float32", ((1e6, 60e9), (1e8, 150e9)), row=256),
+    _rate("fft", "float32", ((1e6, 70e9), (1e8, 140e9)), row=2048),
+)
+
+
+def _kernel(pattern: str, size: float, row: int = 0, read: dict[str, int] | None = None
+            ) -> dict[str, Any]:
+    return {"pattern": pattern, "pattern_size": size, "pattern_row": row,
+            "read_by_dtype": read or {"f32": 4 * int(size)}}
+
+
+def test_a_matrix_vector_product_takes_the_roof_of_the_nearest_width() -> None:
+    # one token: the vector's roof, 1e6 matrix elements at 20 G/s
+    vector = patterns.pattern_time(_kernel("mat-vec", 1e6, 1), "float32", ROOFS)
+    assert vector is not None and vector.seconds == pytest.approx(1e6 / 20e9)
+    assert vector.unit == "elements"
+    # ten columns: nearer 16 than 1 in log, 0.5 G matrix elements/s
+    ten = patterns.pattern_time(_kernel("mat-vec", 1e6, 10), "float32", ROOFS)
+    assert ten is not None and ten.seconds == pytest.approx(1e6 / 0.5e9)
+    # three: nearer 1 (log 3) than 16 (log 16/3)
+    three = patterns.pattern_roof(_kernel("mat-vec", 1e6, 3), "float32", ROOFS)
+    assert three is not None and three.row == 1
+
+
+def test_a_transposed_dot_takes_its_own_roof_and_the_loop_dots_without_one() -> None:
+    own = patterns.pattern_time(_kernel("transposed-dot", 1e8), "float32", ROOFS)
+    assert own is not None and own.seconds == pytest.approx(1e8 / 160e9)
+    assert own.unit == "FLOP"
+    older = _roofs(*(r for r in ROOFS.rates if r.op != "transposed-dot"))
+    stand_in = patterns.pattern_time(_kernel("transposed-dot", 1e8), "float32", older)
+    assert stand_in is not None and stand_in.seconds == pytest.approx(1e8 / 130e9)
+    # a matrix-vector product has no stand-in: its size is in matrix elements
+    no_vector = _roofs(*(r for r in ROOFS.rates if r.op != "mat-vec"))
+    kernel = _kernel("mat-vec", 1e6, 1)
+    assert patterns.pattern_time(kernel, "float32", no_vector) is None
+    assert patterns.missing(kernel, "float32", no_vector) == patterns.NO_ROOF
+
+
+def test_a_block_transpose_takes_the_nearest_run_or_the_transposes_roof() -> None:
+    # runs of 128: 64 (log 2) against 1024 (log 8)
+    found = patterns.pattern_time(_kernel("block-transpose", 1e6, 128), "float32", ROOFS)
+    assert found is not None and found.seconds == pytest.approx(1e6 / 10e9)
+    wide = patterns.pattern_time(_kernel("block-transpose", 1e6, 2048), "float32", ROOFS)
+    assert wide is not None and wide.seconds == pytest.approx(1e6 / 12e9)
+    older = _roofs(*(r for r in ROOFS.rates if r.op != "block-transpose"))
+    stand_in = patterns.pattern_time(_kernel("block-transpose", 1e6, 64), "float32", older)
+    assert stand_in is not None and stand_in.seconds == pytest.approx(1e6 / 2e9)
+
+
+def test_a_real_fft_takes_the_float_roof_of_its_length_a_complex_one_the_complex_roof() -> None:
+    real = patterns.pattern_time(_kernel("fft", 1e8, 400), "float32", ROOFS)
+    assert real is not None and real.seconds == pytest.approx(1e8 / 150e9)  # 256 is nearer
+    long = patterns.pattern_time(_kernel("fft", 1e6, 4096), "float32", ROOFS)
+    assert long is not None and long.seconds == pytest.approx(1e6 / 70e9)
+    planes = patterns.pattern_time(_kernel("fft", 1e8, 128, {"c64": 8 * 10**6}), "float32",
+                                   ROOFS)
+    assert planes is not None and planes.seconds == pytest.approx(1e8 / 200e9)
+
+
+def test_a_scatter_takes_the_roof_of_its_nearest_width() -> None:
+    roofs = _roofs(
+        _rate("scatter", "float32", ((1e4, 1e9), (1e6, 1e9)), row=1),
+        _rate("scatter", "float32", ((1e4, 4e9), (1e6, 4e9)), row=16),
+        _rate("scatter", "float32", ((1e4, 5e9), (1e6, 5e9)), row=64),
+        _rate("scatter", "float32", ((1e4, 7e9), (1e6, 7e9)), row=256))
+    for row, rate in ((1, 1e9), (8, 4e9), (64, 5e9), (128, 5e9), (200, 7e9), (512, 7e9)):
+        found = patterns.pattern_time(_kernel("scatter", 1e6, row), "float32", roofs)
+        assert found is not None and found.seconds == pytest.approx(1e6 / rate), row
+
+
+# ------------------------------------------------------------------------------ the plan
+
+
+def test_a_cpu_plans_its_kinds_by_width_and_an_accelerator_none_of_them() -> None:
+    from roofline_report.observe.ceilings import patterns as measure
+
+    for quick in (False, True):
+        cpu = measure.kernels(measure.pattern_plan("cpu", quick=quick))
+        rows = {(k.pattern, k.row) for k in cpu if k.roof}
+        assert {("mat-vec", w) for w in measure.MAT_VEC_WIDTHS} <= rows
+        assert {("block-transpose", r) for r in measure.BLOCK_RUNS} <= rows
+        assert {("fft", n) for n in measure.RFFT_LENGTHS} <= rows
+        assert {("scatter", r) for r in (*measure.SCATTER_ROWS, measure.GATHER_ROW)} <= rows
+        assert ("transposed-dot", 0) in rows
+        # its transposed dots are wider than a narrow product
+        dots = [k for k in cpu if k.pattern == "transposed-dot"]
+        assert dots and all(n > NARROW_DOT for k in dots for n in k.sizes)
+        # the complex FFT roof stays, without a row
+        assert ("fft", 0) in {(k.pattern, k.row) for k in cpu if k.dtype == "complex64"}
+        for backend in ("tpu", "gpu"):
+            plan = measure.kernels(measure.pattern_plan(backend, quick=quick))
+            mine = {k.name for k in measure.cpu_kernels(measure.pattern_plan(backend,
+                                                                             quick=quick))}
+            assert not mine & {k.name for k in plan}, backend
+            assert not {"mat-vec", "transposed-dot", "block-transpose"} & {
+                k.pattern for k in plan}
+
+
+@pytest.mark.parametrize("name", ["mat-vec float32 (v @ W)",
+                                  "mat-vec float32 (x.T @ y, y of 16 columns)",
+                                  "transposed-dot float32 (x.T @ y)",
+                                  "block-transpose float32 ([1, S, 8, 64] -> (0, 2, 1, 3))",
+                                  "block-transpose float32 ([1, S, 8, 1024] -> (0, 2, 1, 3))",
+                                  "fft float32 (rfft of [R, 256])",
+                                  "scatter float32 (scatter-add of rows of 16)"])
+def test_each_cpu_kind_compiles_to_a_kernel_of_its_pattern_and_row(name: str) -> None:
+    """Each roof's smallest compiled program holds a kernel the inventory labels with the
+    roof's pattern and, where the roof has one, its row (compiled, not timed)."""
+    jax = pytest.importorskip("jax")
+    if jax.default_backend() != "cpu":
+        pytest.skip("XLA:CPU's kernels")
+    from roofline_report.observe.ceilings import patterns as measure
+
+    plan = measure.pattern_plan("cpu", quick=False)
+    [kernel] = [k for k in measure.kernels(plan) if k.name == name]
+    point = kernel.build(kernel.sizes[0])
+    text = jax.jit(point.fn).lower(*point.args).compile().as_text()
+    found, described = measure.pattern_kernel(text, kernel.pattern)
+    assert found is not None, described
+    inventory = kernel_inventory(text)["kernels"]
+    [record] = [k for k in inventory if k["name"] == found]
+    assert record["pattern_row"] == kernel.row
+    if kernel.pattern != "transposed-dot":  # a dot's size is its flops, the point's too
+        assert record["pattern_size"] == point.ops
+
+
+# ------------------------------------------------------------------------------ cold arguments
+
+DONATED = """HloModule donated, input_output_alias={ {1}: (1, {}, may-alias) }
+
+%update (cache: f32[1024,1024], row: f32[1,1024], i: s32[]) -> f32[1024,1024] {
+  %cache = f32[1024,1024]{1,0} parameter(0)
+  %row = f32[1,1024]{1,0} parameter(1)
+  %i = s32[] parameter(2)
+  %zero = s32[] constant(0)
+  ROOT %dus = f32[1024,1024]{1,0} dynamic-update-slice(%cache, %row, %i, %zero)
+}
+
+%swap (p: f32[1024,1024]) -> f32[1024,1024] {
+  %p = f32[1024,1024]{1,0} parameter(0)
+  %t = f32[1024,1024]{0,1} transpose(%p), dimensions={1,0}
+  ROOT %c = f32[1024,1024]{1,0} copy(%t)
+}
+
+ENTRY %main (w: f32[256,256], cache: f32[1024,1024], row: f32[1,1024], i: s32[]) -> (f32[256,256], f32[1024,1024]) {
+  %w = f32[256,256]{1,0} parameter(0)
+  %cache = f32[1024,1024]{1,0} parameter(1)
+  %row = f32[1,1024]{1,0} parameter(2)
+  %i = s32[] parameter(3)
+  %relaid = f32[256,256]{0,1} copy(%w)
+  %again = f32[256,256]{1,0} copy(%relaid)
+  %updated = f32[1024,1024]{1,0} fusion(%cache, %row, %i), kind=kLoop, calls=%update
+  %swapped = f32[1024,1024]{1,0} fusion(%updated), kind=kLoop, calls=%swap
+  ROOT %out = (f32[256,256]{1,0}, f32[1024,1024]{1,0}) tuple(%again, %updated)
+}
+"""
+
+
+def test_a_kernel_says_what_it_reads_from_the_programs_arguments() -> None:
+    inv = kernel_inventory(DONATED)
+    KernelInventory.model_validate(inv)
+    by_name = {k["name"]: k for k in inv["kernels"]}
+    # a weight read once a call: all its bytes are an argument's
+    assert by_name["relaid"]["argument_bytes_read"] == 256 * 256 * 4
+    # a copy of a copy reads a temporary
+    assert by_name["again"]["argument_bytes_read"] == 0
+    # a donated cache updated in place one row at a time stays the argument's buffer: its
+    # transposing copy reads the argument
+    assert by_name["swapped"]["argument_bytes_read"] == 1024 * 1024 * 4
+    # the arguments, and the one result that aliases none (the donated cache counts once)
+    assert inv["call_bytes"] == 4 * (256 * 256 + 1024 * 1024 + 1024 + 1) + 4 * 256 * 256
+
+
+def _bandwidth(name: str, level: str, value: float, low: int | None, high: int | None) -> Any:
+    from roofline_report.analysis.roofs import BandwidthRoof
+
+    return BandwidthRoof(name, value, level, Kind.MEASURED, "test", min_bytes=low,
+                         max_bytes=high)
+
+
+MIB = 1 << 20
+LEVELS = RoofSet("test", Kind.MEASURED, (), (
+    _bandwidth("L3 read-write", "L3", 200e9, MIB, 32 * MIB),
+    _bandwidth("DRAM read-write", "DRAM", 50e9, 32 * MIB, None),
+    _bandwidth("DRAM read", "DRAM", 25e9, 32 * MIB, None)))
+
+
+def test_arguments_come_from_main_memory_where_the_programs_data_exceed_the_last_cache() -> None:
+    from roofline_report.analysis.predict import Facts, cold_arguments
+
+    # an 8 MiB argument read, 16 MiB touched: priced in the L3
+    f = Facts("float32", 0.0, 0.0, {}, 16 * MIB, "test", arguments=8 * MIB)
+    cold = cold_arguments(f, LEVELS, 100 * MIB, "L3", 64 * MIB)
+    assert cold is not None
+    extra, roof = cold
+    assert roof.name == "DRAM read"
+    assert extra == pytest.approx(8 * MIB / 25e9 - 8 * MIB / 200e9)
+    # the program's data fit the cache, or are not known: the argument stays in the cache
+    assert cold_arguments(f, LEVELS, 100 * MIB, "L3", 16 * MIB) is None
+    assert cold_arguments(f, LEVELS, 100 * MIB, "L3", None) is None
+    # no argument read, or priced at main memory already
+    assert cold_arguments(Facts("float32", 0.0, 0.0, {}, 16 * MIB, "test"), LEVELS,
+                          100 * MIB, "L3", 64 * MIB) is None
+    assert cold_arguments(f, LEVELS, 100 * MIB, "DRAM", 64 * MIB) is None
+    # an accelerator's memory: no caches the model knows of
+    accelerator = RoofSet("test", Kind.MEASURED, (), LEVELS.bandwidth, dispatch_overlaps=True)
+    assert cold_arguments(f, accelerator, 100 * MIB, "L3", 64 * MIB) is None
+
+
+def test_a_kernel_reading_a_cold_argument_is_priced_at_main_memorys_read_roof() -> None:
+    from roofline_report.analysis.predict import COLD, predict_kernel
+    from roofline_report.analysis.roofs import ComputeRoof
+
+    roofs = RoofSet("test", Kind.MEASURED,
+                    (ComputeRoof("matmul", 100e9, "float32", Kind.MEASURED, "test"),),
+                    LEVELS.bandwidth)
+    kernel = {"name": "copy", "category": "data movement", "flops": 0,
+              "bytes_read": 8 * MIB, "bytes_written": 8 * MIB, "read_by_dtype": {"f32": 8 * MIB},
+              "written_by_dtype": {"f32": 8 * MIB}, "argument_bytes_read": 8 * MIB,
+              "trips": 1}
+    hot = predict_kernel(kernel, "float32", roofs, traffic=100 * MIB, footprint=16 * MIB)
+    cold = predict_kernel(kernel, "float32", roofs, traffic=100 * MIB, footprint=64 * MIB)
+    assert hot is not None and cold is not None
+    assert hot.seconds == pytest.approx(16 * MIB / 200e9)
+    assert cold.seconds == pytest.approx(16 * MIB / 200e9 + 8 * MIB / 25e9 - 8 * MIB / 200e9)
+    assert cold.binding.detail == COLD and cold.binding.roof == "DRAM read"
