@@ -301,6 +301,21 @@ def test_each_lever_sentence_reads_right_where_its_saving_is_held() -> None:
     assert "but one launch" not in over
 
 
+def test_a_kernel_bound_by_on_chip_bytes_alone_reads_its_roofs_rate_not_an_intensity() -> None:
+    """A TPU kernel whose memory part is its vector-memory traffic has flops and no HBM bytes:
+    its sentence gives the on-chip roof's rate (re-rendering a v5e run divided by zero)."""
+    from roofline_report.analysis.records import BelowRoof, HardwareRoof, RoofPart
+    from roofline_report.report.lever_words import lever_long
+
+    roof = HardwareRoof(flops=2e6, bytes=0.0, kind=Kind.MEASURED,
+                        parts=(RoofPart("memory", "on-chip", 4e9, 1e-3, "B/s"),
+                               RoofPart("compute", "vector float32", 2e6, 1e-6, "FLOP/s")))
+    below = BelowRoof(kernel="while.3", category="loop", seconds=4e-3, roof=roof,
+                      saving=3e-3, share=0.5, call=6e-3)
+    said = _words(lever_long(below))
+    assert "(on-chip: 4 TB/s)" in said and "×" not in said
+
+
 # --- the defects ----------------------------------------------------------------------------------
 
 

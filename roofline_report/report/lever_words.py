@@ -59,7 +59,8 @@ def _roof_rate(r: HardwareRoof, kind: Kind) -> tuple[Inline, ...]:
     """The roof's rate at the intensity, with where it comes from: a memory-bound one with
     work its bandwidth times its intensity ('152 GB/s × 0.25 FLOP/B = 38 GFLOP/s'), one
     without work its bandwidth, a compute-bound one without flops (a function's evaluations)
-    its roofs' own rates."""
+    its roofs' own rates; one whose binding bytes are all on-chip (a TPU loop's carry in
+    vector memory: no HBM bytes, so no intensity over them) its roofs' own rates."""
     parts = r.binding_parts
     if r.rate is None or not parts:
         return (Num("unknown"),)
@@ -70,7 +71,7 @@ def _roof_rate(r: HardwareRoof, kind: Kind) -> tuple[Inline, ...]:
     for i, x in enumerate(parts):
         own += [", " if i else "", *((f"{x.name} ",) if len(parts) > 1 else ()),
                 n(x.value, x.unit, kind)]
-    if r.binding == "memory" and r.flops > 0:
+    if r.binding == "memory" and r.flops > 0 and r.bytes > 0:
         return (*own, " × ", Num(format_intensity(r.flops / r.bytes), A.value), " = ", rate)
     return tuple(own)
 
