@@ -10,7 +10,8 @@
 #    (benchmarks/capture_gpu_trace.py, which runs on any backend), read back by `profile`;
 # 3. profile_read: that trace read by `profile` in a fresh process, timed: reading a trace
 #    must not start the TPU runtime (a process that opens the chip spends tens of seconds);
-# 4. prediction: benchmarks/prediction.py (PREDICTION_ARGS, default `--suite heldout`):
+# 4. prediction: benchmarks/prediction.py (PREDICTION_ARGS, default `--suite heldout`; at most
+#    PREDICTION_SECONDS, default 420):
 #    ceilings measured on this TPU, the held-out programs at their accelerator sizes measured,
 #    traced and scored; the report and results.json kept;
 # 5. profile_ceilings: the captured trace read again with the ceilings measured in step 4;
@@ -70,7 +71,7 @@ if [ -d "$out/trace" ]; then
   step profile_read 90 bash -c "start=\$(date +%s%N); $py -m roofline_report profile '$out/trace' --out '$out/profile_read_out' --progress none; rc=\$?; echo \"read in \$(( (\$(date +%s%N) - start) / 1000000 )) ms\"; [ \$rc -eq 0 ] || [ \$rc -eq 3 ]"
 fi
 # shellcheck disable=SC2086  # PREDICTION_ARGS is a list of arguments
-step prediction 420 "$py" benchmarks/prediction.py ${PREDICTION_ARGS:---suite heldout} \
+step prediction "${PREDICTION_SECONDS:-420}" "$py" benchmarks/prediction.py ${PREDICTION_ARGS:---suite heldout} \
   --out "$out/prediction"
 if [ -f "$out/prediction/results.json" ] && [ -d "$out/trace" ]; then
   step profile_ceilings 60 "$py" -m roofline_report profile "$out/trace" \
