@@ -55,17 +55,13 @@ from roofline_report.analysis.records import (
 )
 from roofline_report.analysis.roof_check import roof_check
 from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
-from roofline_report.analysis.seed_model import (
-    DEFAULT_INTERCONNECT,
-    SEED_BANDWIDTH,
-    SEED_PEAK_FLOPS,
-)
 from roofline_report.analysis.speed_drift import SpeedChecks, checks_of
 from roofline_report.analysis.stats import Stats, Timing
 from roofline_report.backends import Backend
 from roofline_report.errors import InputError, reason
 from roofline_report.kinds import Kind, Quantity
-from roofline_report.results import per_call_columns, schema
+from roofline_report.results import io as results_io
+from roofline_report.results import schema
 from roofline_report.roofline import binding, single_roof_seconds
 
 __all__ = ["ARGUMENT_TRAFFIC", "SEED_NAME", "Assumptions", "analyse", "assumptions_for",
@@ -75,53 +71,50 @@ SEED_NAME = "seed_tanh_matmul"
 ARGUMENT_TRAFFIC = "argument + result bytes"
 
 
-def _document(results: schema.Results | Mapping[str, Any]) -> Mapping[str, Any]:
-    """The plain document: a typed one dumped, a profile's per-call samples in the compact
-    forms results.json writes them in (a file read with plain ``json.load``) written out in
-    full (:mod:`roofline_report.results.per_call_columns`)."""
-    if isinstance(results, schema.Results):
-        return results.model_dump(mode="json")
-    return per_call_columns.expand(results)
+def _typed(results: schema.Results | Mapping[str, Any]) -> schema.Results:
+    """The typed document: a plain one (as ``json.load`` gives it) written out in full,
+    converted and validated once, as reading a results.json does
+    (:func:`roofline_report.results.io.typed`)."""
+    return results_io.typed(results)
+
+
+def _plain(results: schema.Results) -> Mapping[str, Any]:
+    """The document as results.json holds it, for the readers that take it in that form."""
+    return results_io.document(results)
 
 
 def assumptions_for(results: schema.Results | Mapping[str, Any], *, peak: float | None = None,
                     bandwidth: float | None = None, interconnect: float | None = None,
                     preset: str | None = None) -> Assumptions:
     """The run's own assumptions, each overridden where this render gives one."""
-    doc = _document(results)
-    saved = doc.get("assumptions") or {}
+    saved = _typed(results).assumptions
     overridden = any(v is not None for v in (peak, bandwidth, interconnect))
-    source = ("assumed budgets given for this rendering" if overridden
-              else str(saved.get("source", "the seed's assumed budgets")))
+    source = "assumed budgets given for this rendering" if overridden else saved.source
     return Assumptions(
-        peak=peak if peak is not None else float(saved.get("peak", SEED_PEAK_FLOPS)),
-        bandwidth=bandwidth if bandwidth is not None
-        else float(saved.get("bandwidth", SEED_BANDWIDTH)),
-        interconnect=interconnect if interconnect is not None
-        else float(saved.get("interconnect", DEFAULT_INTERCONNECT)),
+        peak=peak if peak is not None else float(saved.peak),
+        bandwidth=bandwidth if bandwidth is not None else float(saved.bandwidth),
+        interconnect=interconnect if interconnect is not None else float(saved.interconnect),
         source=source,
         preset=preset,
     )
 
 
-def preset_record(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any] | None:
+def preset_record(results: schema.Results, a: Assumptions) -> dict[str, Any] | None:
     """The chip preset to draw: this render's, else the run's, else the one matching the
     device; with how it was chosen."""
     from roofline_report import presets
 
-    name = a.preset or (results.get("options") or {}).get("preset")
+    name = a.preset or results.options.preset
     if name:
-        data = presets.get_preset(str(name)).to_json()
+        data = presets.get_preset(name).to_json()
         data["chosen"] = "by name"
         return data
-    env = results.get("environment") or {}
-    recognised = env.get("device_preset")
-    if recognised:  # a trace's device, recognised from its plane's stats
-        data = presets.get_preset(str(recognised)).to_json()
-        data["chosen"] = f"recognised by {env.get('device_recognised_by') or 'stats'}"
+    env = results.environment
+    if env.device_preset:  # a trace's device, recognised from its plane's stats
+        data = presets.get_preset(env.device_preset).to_json()
+        data["chosen"] = f"recognised by {env.device_recognised_by or 'stats'}"
         return data
-    kind = env.get("device_kind")
-    match = presets.match_device_kind(str(kind)) if kind else None
+    match = presets.match_device_kind(env.device_kind) if env.device_kind else None
     if match is None:
         return None
     data = match.to_json()
@@ -129,10 +122,10 @@ def preset_record(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any] 
     return data
 
 
-def roof_sets(results: Mapping[str, Any], a: Assumptions) -> Roofs:
+def roof_sets(results: schema.Results, a: Assumptions) -> Roofs:
     """The hypothetical, measured and spec-sheet roof sets of one render."""
     preset = preset_record(results, a)
-    ceilings = results.get("ceilings") or {}
+    ceilings = _plain(results).get("ceilings") or {}
     levels = roofs_mod.measured_levels(ceilings)
     measured = roofs_mod.measured(ceilings, levels)
     return Roofs(
@@ -141,22 +134,23 @@ def roof_sets(results: Mapping[str, Any], a: Assumptions) -> Roofs:
         spec_sheet=roofs_mod.spec_sheet(preset) if preset else None,
         levels=tuple(levels),
         preset=preset,
-        trace=bool(results.get("trace")),
+        trace=results.trace is not None,
     )
 
 
 def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None = None
             ) -> Analysis:
     """Everything the report shows, from the observations under the assumptions ``a``
-    (default: the budgets the run was given)."""
-    doc = _document(results)
-    a = a or assumptions_for(doc)
-    backend = backends.describe(str((doc.get("environment") or {}).get("backend", "cpu")))
-    roofs = roof_sets(doc, a)
-    ceilings = doc.get("ceilings") or {}
-    cache = ceilings.get("cache_bytes") if ceilings.get("available") else None
-    cache_bytes = cache if isinstance(cache, int) and not isinstance(cache, bool) else None
-    skipped: list[dict[str, str]] = [dict(s) for s in doc.get("skipped", [])]
+    (default: the budgets the run was given). A plain document (as ``json.load`` gives it)
+    is validated here, once."""
+    typed = _typed(results)
+    doc = _plain(typed)
+    a = a or assumptions_for(typed)
+    backend = backends.describe(typed.environment.backend)
+    roofs = roof_sets(typed, a)
+    ceilings = typed.ceilings
+    cache_bytes = ceilings.cache_bytes if isinstance(ceilings, schema.Ceilings) else None
+    skipped: list[dict[str, str]] = [s.model_dump() for s in typed.skipped]
     # The speed check speaks of the measured ceilings: only where the predictions rest on them.
     checks = checks_of(doc) if roofs.measured is not None else None
     programs = tuple(_program(w, roofs, backend, cache_bytes, checks)
@@ -179,7 +173,7 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
         assumptions=a, backend=backend, roofs=roofs, programs=programs, sweeps=sweeps,
         accuracy=accuracy, seed=seed, budgets=budgets, experiments=exps, exercises=exercises,
         sharding=sharding, skipped=tuple(_unique(skipped)),
-        run_note=_run_note(doc.get("options") or {}, checks), observations=doc,
+        run_note=_run_note(typed.options, checks), observations=doc,
         roof_check=roof_check(doc, programs, roofs.measured is not None),
         speed_drift=checks.compute if checks is not None else None, speed_checks=checks)
 
@@ -532,15 +526,15 @@ def _main_roof(roofs: RoofSet) -> tuple[str, float] | None:
     return (roof.name, roof.value) if roof is not None else None
 
 
-def _run_note(options: Mapping[str, Any], checks: SpeedChecks | None = None) -> str:
+def _run_note(options: schema.Options, checks: SpeedChecks | None = None) -> str:
     """What this run's options and its speed check mean for its numbers; only what
     happened."""
     notes: list[str] = []
-    if options.get("quick"):
+    if options.quick:
         note = "quick mode: fewer timing samples"
-        if options.get("sweeps"):
+        if options.sweeps:
             note += " and a reduced sweep"
-        if options.get("sharding"):
+        if options.sharding:
             note += "; the sharded analysis ran alongside the other measurements, so timings " \
                     "are noisier"
         notes.append(note)

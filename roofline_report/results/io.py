@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from roofline_report.results.json_text import INDENTED_LEVELS, dumps
 
 SCHEMA_VERSION = schema.SCHEMA_VERSION
 __all__ = ["INDENTED_LEVELS", "SCHEMA_VERSION", "document", "dumps", "load", "loads", "parse",
-           "read", "validate"]
+           "read", "typed", "validate"]
 
 
 class _NotFinite(ValueError):
@@ -81,6 +82,15 @@ def _converted(data: Any, source: str) -> tuple[dict[str, Any], schema.Results]:
             and not isinstance(data.get("schema_version"), bool):
         data = convert.upgrade(data)
     return data, parse(data, source=source)
+
+
+def typed(results: schema.Results | Mapping[str, Any], *, source: str = "results.json"
+          ) -> schema.Results:
+    """``results`` as the typed document: a typed one as it is, a plain one (as ``json.load``
+    gives it) written out in full, converted and validated once, as :func:`read` does."""
+    if isinstance(results, schema.Results):
+        return results
+    return _converted(dict(results), source)[1]
 
 
 def read(path: str | Path) -> schema.Results:
