@@ -150,7 +150,7 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     roofs = roof_sets(typed, a)
     ceilings = typed.ceilings
     cache_bytes = ceilings.cache_bytes if isinstance(ceilings, schema.Ceilings) else None
-    skipped: list[dict[str, str]] = [s.model_dump() for s in typed.skipped]
+    skipped: list[schema.Skip] = list(typed.skipped)
     # The speed check speaks of the measured ceilings: only where the predictions rest on them.
     checks = checks_of(doc) if roofs.measured is not None else None
     programs = tuple(_program(w, roofs, backend, cache_bytes, checks)
@@ -442,7 +442,7 @@ def _accuracy(programs: Sequence[Program], sweeps: Sequence[Sweep]) -> Accuracy:
 
 # --- the lab, the sharded workloads ------------------------------------------------------------
 
-def _lab(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs, skipped: list[dict[str, str]]
+def _lab(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs, skipped: list[schema.Skip]
          ) -> tuple[tuple[Experiment, ...], tuple[Exercise, ...]]:
     ceilings = doc.get("ceilings") or {}
     measured_ceilings = _with_default_roofs(ceilings, roofs.measured) \
@@ -463,8 +463,8 @@ def _lab(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs, skipped: list[dic
                 str(verdict.get("status", "unavailable")), str(verdict.get("text", "")),
                 dict(e.get("details") or {})))
             if verdict.get("status") == "unavailable":
-                skipped.append({"what": f"experiment {e['title']}",
-                                "reason": str(verdict.get("text", ""))})
+                skipped.append(schema.Skip(what=f"experiment {e['title']}",
+                                           reason=str(verdict.get("text", ""))))
     exercises = tuple(
         Exercise(str(x["id"]), str(x.get("after", "")), str(x["question"]),
                  tuple(str(s) for s in x.get("solution", [])))
@@ -490,7 +490,7 @@ def _with_default_roofs(ceilings: Mapping[str, Any], measured: RoofSet | None
 
 
 def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
-              skipped: list[dict[str, str]]) -> dict[str, Any]:
+              skipped: list[schema.Skip]) -> dict[str, Any]:
     sharding = dict(doc.get("sharding") or {})
     if not sharding.get("available"):
         return sharding
@@ -506,8 +506,8 @@ def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
     for w in sharding.get("workloads", []):
         check = w.get("check") or {}
         if check and check.get("passed") is False:
-            skipped.append({"what": f"sharded workload {w.get('name', '?')}: check",
-                            "reason": "result differs from the NumPy reference"})
+            skipped.append(schema.Skip(what=f"sharded workload {w.get('name', '?')}: check",
+                                       reason="result differs from the NumPy reference"))
     return sharding
 
 
@@ -543,11 +543,11 @@ def _run_note(options: schema.Options, checks: SpeedChecks | None = None) -> str
     return "; ".join(notes)
 
 
-def _unique(items: list[dict[str, str]]) -> list[dict[str, str]]:
+def _unique(items: list[schema.Skip]) -> list[schema.Skip]:
     seen: set[tuple[str, str]] = set()
     out = []
     for item in items:
-        key = (item["what"], item["reason"])
+        key = (item.what, item.reason)
         if key not in seen:
             seen.add(key)
             out.append(item)

@@ -51,6 +51,7 @@ from roofline_report.analysis.stats import Stats, median
 from roofline_report.backends import Backend
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind, Quantity
+from roofline_report.results import schema
 from roofline_report.results.schema_run import (
     DEFAULT_INTERCONNECT,
     SEED_BANDWIDTH,
@@ -826,7 +827,7 @@ class Analysis:
     experiments: tuple[Experiment, ...]
     exercises: tuple[Exercise, ...]
     sharding: Mapping[str, Any]
-    skipped: tuple[Mapping[str, str], ...]
+    skipped: tuple[schema.Skip, ...]  # what the run or this analysis could not do, and why
     run_note: str
     observations: Mapping[str, Any] = field(repr=False, default_factory=dict)
     # The run's roofs checked against its own programs (None without measured roofs).
