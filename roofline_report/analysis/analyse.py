@@ -153,10 +153,10 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     skipped: list[schema.Skip] = list(typed.skipped)
     # The speed check speaks of the measured ceilings: only where the predictions rest on them.
     checks = checks_of(doc) if roofs.measured is not None else None
-    programs = tuple(_program(w, roofs, backend, cache_bytes, checks)
-                     for w in doc.get("workloads", []))
-    sweeps = tuple(_sweep(sw, roofs.kernels, backend, cache_bytes, checks)
-                   for sw in doc.get("sweeps", []))
+    programs = tuple(_program(w, plain, roofs, backend, cache_bytes, checks)
+                     for w, plain in zip(typed.workloads, doc["workloads"], strict=True))
+    sweeps = tuple(_sweep(sw, plain, roofs.kernels, backend, cache_bytes, checks)
+                   for sw, plain in zip(typed.sweeps, doc["sweeps"], strict=True))
     accuracy = _accuracy(programs, sweeps) if roofs.measured is not None else Accuracy((), ())
     exps, exercises = _lab(doc, a, roofs, skipped)
     sharding = _sharding(doc, a, roofs, skipped)
@@ -180,12 +180,12 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
 
 # --- programs --------------------------------------------------------------------------------
 
-def _timing(record: Any) -> tuple[Timing | None, str]:
-    if not isinstance(record, Mapping):
+def _timing(record: schema.Timing | schema.Unavailable | None) -> tuple[Timing | None, str]:
+    if record is None:
         return None, "not measured"
-    if record.get("available", True) is False:
-        return None, str(record.get("reason", "not measured"))
-    return Timing.from_json(record), ""
+    if isinstance(record, schema.Unavailable):
+        return None, record.reason
+    return Timing.of(record), ""
 
 
 def _fault_s(roofs: RoofSet) -> float | None:
@@ -197,77 +197,79 @@ def _available(record: Any) -> bool:
     return isinstance(record, Mapping) and record.get("available", True) is not False
 
 
-def _program_prediction(w: Mapping[str, Any], table: KernelTable | None, roofs: RoofSet
-                        ) -> Prediction | None:
+def _program_prediction(w: schema.Workload, plain: Mapping[str, Any], table: KernelTable | None,
+                        roofs: RoofSet) -> Prediction | None:
     """The per-kernel model of the compiled program when its inventory is known, else the
-    model of its totals."""
-    dtype = str(w.get("dtype", "float32"))
+    model of its totals (``plain``: the workload as results.json holds it)."""
     if table is not None and table.rows:
         # A conditional's branches are all listed; the program runs (and is charged) one.
         parts = [r.prediction for r in table.rows if r.charged]
         if all(p is not None for p in parts):
-            inventory = w.get("kernels")
+            inventory = plain.get("kernels")
             buffers = program_buffers(inventory) if isinstance(inventory, Mapping) else None
-            host = w.get("host_dispatch") or {}
+            host = w.host_dispatch
             return predict_program([p for p in parts if p is not None], roofs, buffers,
-                                   float(host["seconds"]) if host.get("available") else None)
+                                   float(host.seconds) if isinstance(host, schema.HostDispatch)
+                                   else None)
         return None
-    f = facts(w, dtype)
+    f = facts(plain, w.dtype)
     prediction = predict_facts(f, roofs) if f is not None else None
-    if prediction is not None and unknown_loops_in(w.get("compiled")):
+    if prediction is not None and unknown_loops_in(plain.get("compiled")):
         # Known by its totals, a loop without a known trip count counts once.
         prediction = replace(prediction, lower_bound=True)
     return prediction
 
 
-def _work(w: Mapping[str, Any]) -> tuple[float | None, float | None, str]:
+def _work(w: schema.Workload | schema.SweepPoint) -> tuple[float | None, float | None, str]:
     """(flops, bytes, basis) of the compiled program: its kernels' sums where the inventory
     is known, else our count's work and minimum traffic."""
-    inventory = w.get("kernels")
-    if _available(inventory) and isinstance(inventory, Mapping):
-        moved = float(inventory.get("bytes_read", 0)) + float(inventory.get("bytes_written", 0))
-        return float(inventory.get("flops", 0)), moved or None, "the bytes its kernels touch"
-    ours = w.get("hlo_count") or {}
-    if _available(ours) and "flops" in ours:
-        minimum = ours.get("minimum_bytes")
-        return float(ours["flops"]), float(minimum) if minimum else None, \
+    inventory = w.kernels
+    if isinstance(inventory, schema.KernelInventory):
+        moved = float(inventory.bytes_read) + float(inventory.bytes_written)
+        return float(inventory.flops), moved or None, "the bytes its kernels touch"
+    ours = w.hlo_count
+    if isinstance(ours, schema.HloCount):
+        minimum = ours.minimum_bytes
+        return float(ours.flops), float(minimum) if minimum else None, \
             "our count's minimum traffic"
     return None, None, ""
 
 
-def _minimum(w: Mapping[str, Any]) -> tuple[float | None, str]:
+def _minimum(w: schema.Workload) -> tuple[float | None, str]:
     """The least traffic: the hand model's, else every argument read and every result
     written once (labelled as such)."""
-    an = w.get("analytic") or {}
-    if _available(an) and an.get("minimum_bytes"):
-        return float(an["minimum_bytes"]), "analytic minimum traffic"
-    tree = w.get("arguments")
-    if isinstance(tree, Mapping):
-        read = int(tree.get("bytes", 0))
-        written = int((tree.get("result") or {}).get("bytes", 0))
+    an = w.analytic
+    if isinstance(an, schema.Analytic) and an.minimum_bytes:
+        return float(an.minimum_bytes), "analytic minimum traffic"
+    tree = w.arguments
+    if tree is not None:
+        read = tree.bytes
+        written = tree.result.bytes if tree.result is not None else 0
         if read + written > 0:
             return float(read + written), ARGUMENT_TRAFFIC
     return None, ""
 
 
-def _traced_time(w: Mapping[str, Any]) -> Stats | None:
+def _traced_time(w: schema.Workload) -> Stats | None:
     """A program read from a profiler trace has no timing of its own: its time per step or
     call is the traced calls' wall times."""
-    timing = w.get("kernel_timing")
-    if not w.get("trace") or not isinstance(timing, Mapping) or not _available(timing):
+    timing = w.kernel_timing
+    if w.trace is None or not isinstance(timing, schema.KernelTiming):
         return None
-    samples = [float(c["program_s"]) for c in timing.get("calls") or [] if c["program_s"] > 0]
+    samples = [float(c.program_s) for c in timing.calls if c.program_s > 0]
     return Stats(samples) if samples else None
 
 
-def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: int | None,
-             checks: SpeedChecks | None = None) -> Program:
-    timed, timing_reason = _timing(w.get("timing"))
+def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend: Backend,
+             cache_bytes: int | None, checks: SpeedChecks | None = None) -> Program:
+    """One program's record (``plain``: the workload as results.json holds it, for the
+    readers that take that form, and kept as the program's observation)."""
+    timed, timing_reason = _timing(w.timing)
     stats = timed.per_call if timed is not None else None
     if stats is None and (traced := _traced_time(w)) is not None:
         stats, timing_reason = traced, ""
-    table = kernel_table(w, roofs.kernels, backend.name)
-    prediction = _program_prediction(w, table, roofs.kernels)
+    table = kernel_table(plain, roofs.kernels, backend.name)
+    prediction = _program_prediction(w, plain, table, roofs.kernels)
     flops, moved, basis = _work(w)
     if table is not None and any(r.trips_observed for r in table.rows):
         # A loop's trips observed in the trace: the work and bytes of every trip it ran.
@@ -281,71 +283,70 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
             prediction.seconds if prediction else None))
     why = ""
     if prediction is not None and m is not None:
-        compiled = w.get("compiled") or {}
-        xla = w.get("xla") or {}
-        accessed = (xla.get("raw") or {}).get("bytes accessed") if xla.get("available") \
-            else None
+        compiled = w.compiled
+        xla = w.xla
+        accessed = xla.raw.get("bytes accessed") if xla is not None and xla.available else None
         why = program_reason(prediction, m, Evidence(
-            backend=backend, dtype=str(w.get("dtype", "")), timing=stats,
-            xla_bytes=float(accessed) if isinstance(accessed, int | float) else None,
-            kernels=int(compiled.get("kernels") or 1),
-            loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
-            rows=table.rows if table is not None else (),
+            backend=backend, dtype=w.dtype, timing=stats,
+            xla_bytes=float(accessed) if accessed is not None else None,
+            kernels=(compiled.kernels if compiled is not None else 0) or 1,
+            loops=bool(compiled.while_loops) if compiled is not None else False,
+            cache_bytes=cache_bytes, rows=table.rows if table is not None else (),
             page_faults=timed.page_faults if timed is not None else None,
             fault_s=_fault_s(roofs.kernels),
             drift=checks.for_binding(prediction.binding) if checks is not None else None,
-            footprint=footprint_bytes(w), main_roof=_main_roof(roofs.kernels),
-            multi_pass=_multi_pass(w.get("kernels"), str(w.get("dtype", "")), roofs.kernels,
+            footprint=footprint_bytes(plain), main_roof=_main_roof(roofs.kernels),
+            multi_pass=_multi_pass(plain.get("kernels"), w.dtype, roofs.kernels,
                                    {r.name: r.prediction.seconds for r in table.rows
                                     if r.prediction is not None} if table is not None else None)))
     minimum, minimum_basis = _minimum(w)
-    low = w.get("lowering") or {}
-    missing = tuple(op for op in low.get("required_ops", []) if op not in low.get("ops", {}))
-    hardware = _hardware(w, table, roofs.kernels)
+    low = w.lowering
+    missing = tuple(op for op in low.required_ops if op not in low.ops) \
+        if isinstance(low, schema.Lowering) else ()
+    hardware = _hardware(w, plain, table, roofs.kernels)
     return Program(
-        name=str(w["name"]), title=str(w["title"]), dtype=str(w.get("dtype", "")),
-        user=bool(w.get("user")), timing=stats, timing_reason=timing_reason, flops=flops,
+        name=w.name, title=w.title, dtype=w.dtype,
+        user=w.user, timing=stats, timing_reason=timing_reason, flops=flops,
         bytes=moved, bytes_basis=basis, minimum_bytes=minimum, minimum_basis=minimum_basis,
-        prediction=prediction, miss=m, why=why, kernels=table, observation=w,
-        reconciliation=_reconciliation(w, table, stats, backend),
-        spec_sheet=_spec(flops, moved, str(w.get("dtype", "")), roofs.spec_sheet),
+        prediction=prediction, miss=m, why=why, kernels=table, observation=plain,
+        reconciliation=_reconciliation(w, plain, table, stats, backend),
+        spec_sheet=_spec(flops, moved, w.dtype, roofs.spec_sheet),
         missing_ops=missing,
-        timed_without=tuple(str(x) for x in (w.get("as_written") or {}).get("not_kept", [])),
+        timed_without=tuple(w.as_written.not_kept) if w.as_written is not None else (),
         hardware=hardware,
         levers=program_levers(stats.own if stats else None, table, prediction, minimum,
                               minimum_basis, roofs.kernels))
 
 
-def _hardware(w: Mapping[str, Any], table: KernelTable | None, roofs: RoofSet
-              ) -> HardwareRoof | None:
+def _hardware(w: schema.Workload, plain: Mapping[str, Any], table: KernelTable | None,
+              roofs: RoofSet) -> HardwareRoof | None:
     """The roof at the program's intensity: its charged kernels' roofs summed where its
     inventory is known, else the roof of its totals."""
     if table is not None and table.rows:
         return program_roof(r.hardware for r in table.rows if r.charged)
-    f = facts(w, str(w.get("dtype", "float32")))
+    f = facts(plain, w.dtype)
     return facts_roof(f, roofs) if f is not None else None
 
 
-def _reconciliation(w: Mapping[str, Any], table: KernelTable | None, stats: Stats | None,
-                    backend: Backend) -> dict[str, Any] | None:
-    low = w.get("lowering") or {}
-    if not low.get("available"):
+def _reconciliation(w: schema.Workload, plain: Mapping[str, Any], table: KernelTable | None,
+                    stats: Stats | None, backend: Backend) -> dict[str, Any] | None:
+    if not isinstance(w.lowering, schema.Lowering):
         return None
-    ours = w.get("hlo_count") or {}
-    xla = w.get("xla") or {}
-    an = w.get("analytic") or {}
-    analytic = an if _available(an) and "flops" in an else None
+    ours = plain.get("hlo_count") or {}
+    xla = plain.get("xla") or {}
+    an = plain.get("analytic") or {}
+    analytic = an if isinstance(w.analytic, schema.Analytic) else None
     try:
         rec = reconcile.reconcile(
             analytic=analytic, ours=ours if _available(ours) else {},
-            xla=xla.get("raw") if xla.get("available") else None,
-            compiled=w.get("compiled"), measured_seconds=stats.own if stats else None,
+            xla=xla.get("raw") if w.xla is not None and w.xla.available else None,
+            compiled=plain.get("compiled"), measured_seconds=stats.own if stats else None,
             backend=backend.name)
     except InputError as exc:
         return {"available": False, "reason": reason(exc)}
-    if rec.get("rows") and (table is not None or w.get("jax_roofline")):
+    if rec.get("rows") and (table is not None or w.jax_roofline is not None):
         reconcile.add_kernel_columns(
-            rec, kernels=w.get("kernels"), jax_estimate=w.get("jax_roofline"),
+            rec, kernels=plain.get("kernels"), jax_estimate=plain.get("jax_roofline"),
             ours=ours if _available(ours) else {},
             rewrites=table.reconciliation["rewrites"] if table is not None else None)
     return rec
@@ -384,52 +385,57 @@ def _closest_group(seconds: float, p: Prediction) -> str:
     return min(positive, key=lambda g: (abs(math.log(seconds / positive[g])), g))
 
 
-def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend: Backend,
-           cache_bytes: int | None, checks: SpeedChecks | None = None) -> SweepPoint | None:
-    timed, _ = _timing(pt.get("timing"))
+def _point(sw: schema.Sweep, pt: schema.SweepPoint, plain: Mapping[str, Any], roofs: RoofSet,
+           backend: Backend, cache_bytes: int | None, checks: SpeedChecks | None = None
+           ) -> SweepPoint | None:
+    """One point of a sweep (``plain``: the point as results.json holds it, for the readers
+    that take that form)."""
+    timed, _ = _timing(pt.timing)
     stats = timed.per_call if timed is not None else None
-    dtype = str(sw.get("dtype", "float32"))
-    record = {**pt, "dtype": dtype}
-    flops, moved, _ = _work(record)
-    an = pt.get("analytic") or {}
-    if (flops is None or not moved) and _available(an) and "flops" in an:
-        flops, moved = float(an["flops"]), float(an["minimum_bytes"])
+    dtype = sw.dtype
+    flops, moved, _ = _work(pt)
+    an = pt.analytic
+    if (flops is None or not moved) and isinstance(an, schema.Analytic):
+        flops, moved = float(an.flops), float(an.minimum_bytes)
     if stats is None or flops is None or not moved:
         return None
-    inventory = pt.get("kernels")
+    inventory = plain.get("kernels")
     prediction: Prediction | None = None
-    if _available(inventory) and isinstance(inventory, Mapping) and inventory.get("kernels"):
+    if isinstance(pt.kernels, schema.KernelInventory) and pt.kernels.kernels \
+            and isinstance(inventory, Mapping):
         prediction = predict_from_kernels(inventory["kernels"], dtype, roofs,
                                           program_traffic(inventory),
                                           program_buffers(inventory),
                                           program_footprint(inventory))
     else:
-        f = facts(record, dtype)
+        f = facts({**plain, "dtype": dtype}, dtype)
         prediction = predict_facts(f, roofs) if f is not None else None
     m = miss(prediction.seconds if prediction else None, stats.own)
     why = ""
     observed = "unknown"
     if prediction is not None and m is not None:
-        compiled = pt.get("compiled") or {}
+        compiled = pt.compiled
         why = program_reason(prediction, m, Evidence(
-            backend=backend, dtype=dtype, timing=stats, kernels=int(compiled.get("kernels") or 1),
-            loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
+            backend=backend, dtype=dtype, timing=stats,
+            kernels=(compiled.kernels if compiled is not None else 0) or 1,
+            loops=bool(compiled.while_loops) if compiled is not None else False,
+            cache_bytes=cache_bytes,
             page_faults=timed.page_faults if timed is not None else None,
             fault_s=_fault_s(roofs),
             drift=checks.for_binding(prediction.binding) if checks is not None else None,
             main_roof=_main_roof(roofs), multi_pass=_multi_pass(inventory, dtype, roofs)))
         observed = _closest_group(stats.own, prediction)
-    return SweepPoint(dict(pt["dims"]), flops, moved, stats.own, prediction, observed, why)
+    return SweepPoint(dict(pt.dims), flops, moved, stats.own, prediction, observed, why)
 
 
-def _sweep(sw: Mapping[str, Any], roofs: RoofSet, backend: Backend, cache_bytes: int | None,
-           checks: SpeedChecks | None = None) -> Sweep:
-    points = tuple(p for p in (_point(sw, pt, roofs, backend, cache_bytes, checks)
-                               for pt in sw.get("points", [])) if p is not None)
+def _sweep(sw: schema.Sweep, plain: Mapping[str, Any], roofs: RoofSet, backend: Backend,
+           cache_bytes: int | None, checks: SpeedChecks | None = None) -> Sweep:
+    points = tuple(p for p in (_point(sw, pt, plain_pt, roofs, backend, cache_bytes, checks)
+                               for pt, plain_pt in zip(sw.points, plain["points"], strict=True))
+                   if p is not None)
     predicted = next((p.dims for p in points if p.predicted_bound == "compute"), None)
     observed = next((p.dims for p in points if p.observed_bound == "compute"), None)
-    return Sweep(str(sw.get("name", "")), str(sw.get("title", "")), str(sw.get("dtype", "")),
-                 tuple(sw.get("parameters", [])), points, predicted, observed)
+    return Sweep(sw.name, sw.title, sw.dtype, tuple(sw.parameters), points, predicted, observed)
 
 
 def _accuracy(programs: Sequence[Program], sweeps: Sequence[Sweep]) -> Accuracy:
