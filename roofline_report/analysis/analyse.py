@@ -51,6 +51,7 @@ from roofline_report.analysis.records import (
     Roofs,
     SpecPlacement,
     Sweep,
+    SweepFigure,
     SweepPoint,
 )
 from roofline_report.analysis.roof_check import roof_check
@@ -463,11 +464,12 @@ def _lab(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs, skipped: list[sch
         for e in experiments.analyse(raw, ceilings=measured_ceilings, peak=a.peak,
                                      bandwidth=a.bandwidth, roofs=roofs.kernels):
             verdict = e.get("verdict") or {}
+            figure = (e.get("details") or {}).get("figure")
             exps.append(Experiment(
                 str(e["id"]), str(e["title"]), str(e.get("hypothesis", "")),
                 Quantity.from_json(e["prediction"]), Quantity.from_json(e["measurement"]),
                 str(verdict.get("status", "unavailable")), str(verdict.get("text", "")),
-                dict(e.get("details") or {})))
+                SweepFigure.from_json(figure) if figure else None))
             if verdict.get("status") == "unavailable":
                 skipped.append(schema.Skip(what=f"experiment {e['title']}",
                                            reason=str(verdict.get("text", ""))))

@@ -69,6 +69,7 @@ __all__ = [
     "ExcessTraffic",
     "Exercise",
     "Experiment",
+    "FigureSeries",
     "HardwareRoof",
     "KernelRow",
     "KernelTable",
@@ -79,6 +80,7 @@ __all__ = [
     "RoofPart",
     "Roofs",
     "Sweep",
+    "SweepFigure",
     "SweepPoint",
     "TraceSummary",
     "roof_share",
@@ -790,8 +792,37 @@ class Roofs:
 
 
 @dataclass(frozen=True, slots=True)
+class FigureSeries:
+    """One line of a lab sweep's figure: its label, its kind, a value per size."""
+
+    label: str
+    kind: Kind
+    y: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SweepFigure:
+    """A lab experiment's sweep as drawn: the sizes, the axes' labels and each series over
+    the sizes."""
+
+    x: tuple[float, ...]
+    xlabel: str
+    ylabel: str
+    series: tuple[FigureSeries, ...]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SweepFigure:
+        """From the figure an experiment's details hold
+        (:func:`roofline_report.analysis.experiments.knees.sweep_figure`)."""
+        return cls(tuple(data["x"]), str(data.get("xlabel", "")), str(data.get("ylabel", "")),
+                   tuple(FigureSeries(str(s["label"]), Kind(s["kind"]), tuple(s["y"]))
+                         for s in data["series"]))
+
+
+@dataclass(frozen=True, slots=True)
 class Experiment:
-    """One lab experiment: the model's prediction, the measurement, the verdict."""
+    """One lab experiment: the model's prediction, the measurement, the verdict, and the
+    sweep it drew (None for an experiment of two programs)."""
 
     id: str
     title: str
@@ -800,7 +831,7 @@ class Experiment:
     measurement: Quantity
     status: str
     verdict: str
-    details: Mapping[str, Any]
+    figure: SweepFigure | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,9 +89,8 @@ def view_model_of(an: Analysis) -> dict[str, Any]:
         figures.append(figs.sweep_trajectories(an.sweeps, an.roofs.measured))
         figures.append(figs.sweep_prediction(an.sweeps, an.accuracy_of_sweeps))
     for e in an.experiments:
-        fig_data = e.details.get("figure")
-        if fig_data and fig_data.get("series"):
-            figures.append(figs.experiment_figure(e.id, e.title, fig_data))
+        if e.figure is not None and e.figure.series:
+            figures.append(figs.experiment_figure(e.id, e.title, e.figure))
     views = kernel_views(an)
     figures += [v["figure_out"] for v in views if v["figure_out"] is not None]
     sharding = an.sharding
