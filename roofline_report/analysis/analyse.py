@@ -153,7 +153,7 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     cache_bytes = ceilings.cache_bytes if isinstance(ceilings, schema.Ceilings) else None
     skipped: list[schema.Skip] = list(typed.skipped)
     # The speed check speaks of the measured ceilings: only where the predictions rest on them.
-    checks = checks_of(doc) if roofs.measured is not None else None
+    checks = checks_of(typed) if roofs.measured is not None else None
     programs = tuple(_program(w, plain, roofs, backend, cache_bytes, checks)
                      for w, plain in zip(typed.workloads, doc["workloads"], strict=True))
     sweeps = tuple(_sweep(sw, plain, roofs.kernels, backend, cache_bytes, checks)
