@@ -20,12 +20,14 @@ from typing import Any
 from roofline_report import backends
 from roofline_report.analysis import experiments, reconcile, study
 from roofline_report.analysis import roofs as roofs_mod
+from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.explain import Evidence, program_reason
 from roofline_report.analysis.fresh_pages import footprint_bytes
 from roofline_report.analysis.headroom import facts_roof, program_roof
 from roofline_report.analysis.kernels import kernel_table
 from roofline_report.analysis.levers import program_levers
 from roofline_report.analysis.loop_trips import implied_trips, unknown_loops_in
+from roofline_report.analysis.measuring_load import conditions
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.predict import (
     Prediction,
@@ -151,6 +153,7 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     roofs = roof_sets(typed, a)
     ceilings = typed.ceilings
     cache_bytes = ceilings.cache_bytes if isinstance(ceilings, schema.Ceilings) else None
+    origin = ceilings_origin(typed)
     skipped: list[schema.Skip] = list(typed.skipped)
     # The speed check speaks of the measured ceilings: only where the predictions rest on them.
     checks = checks_of(typed) if roofs.measured is not None else None
@@ -174,8 +177,10 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
         assumptions=a, backend=backend, roofs=roofs, programs=programs, sweeps=sweeps,
         accuracy=accuracy, seed=seed, budgets=budgets, experiments=exps, exercises=exercises,
         sharding=sharding, skipped=tuple(_unique(skipped)),
-        run_note=_run_note(typed.options, checks), observations=doc,
-        roof_check=roof_check(doc, programs, roofs.measured is not None),
+        run_note=_run_note(typed.options, checks), results=typed, observations=doc,
+        ceilings_origin=origin,
+        roof_check=roof_check(typed, programs, roofs.measured is not None,
+                              conditions(doc["ceilings"]), origin),
         speed_drift=checks.compute if checks is not None else None, speed_checks=checks)
 
 

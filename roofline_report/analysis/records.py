@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from roofline_report.analysis.call_accounting import CallAccounting
+from roofline_report.analysis.ceilings_origin import CeilingsOrigin
 from roofline_report.analysis.levels import Level
 from roofline_report.analysis.loop_trips import LoopTrips
 from roofline_report.analysis.miss import Miss
@@ -860,7 +861,12 @@ class Analysis:
     sharding: Mapping[str, Any]
     skipped: tuple[schema.Skip, ...]  # what the run or this analysis could not do, and why
     run_note: str
+    # The typed document analysed, and the same as results.json holds it (the plain form is
+    # kept for the readers not yet written for the typed one).
+    results: schema.Results = field(repr=False)
     observations: Mapping[str, Any] = field(repr=False, default_factory=dict)
+    # Where the ceilings came from and their age as of the run (None without ceilings).
+    ceilings_origin: CeilingsOrigin | None = None
     # The run's roofs checked against its own programs (None without measured roofs).
     roof_check: RoofCheck | None = None
     # The machine's speed checked after the programs against its ceilings (None: not checked,

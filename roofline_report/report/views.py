@@ -18,7 +18,6 @@ from typing import Any
 from roofline_report.analysis import levels as levels_mod
 from roofline_report.analysis import study, words
 from roofline_report.analysis.analyse import SEED_NAME, Assumptions, analyse
-from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import ComputeRoof, RoofSet
 from roofline_report.kinds import Kind, Quantity
@@ -401,7 +400,7 @@ def _rate_sizes(e: Mapping[str, Any]) -> str:
 def _ceilings_origin(an: Analysis) -> tuple[str, tuple[str, ...]]:
     """The sentence saying whether the ceilings were measured in this run or reused from the
     ceilings cache (when, and their age as of this run), and the cache's notes."""
-    o = ceilings_origin(an.observations)
+    o = an.ceilings_origin
     if o is None:
         return "", ()
     if not o.cached:
