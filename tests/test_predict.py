@@ -562,6 +562,7 @@ def test_a_products_rate_by_size_loses_the_dispatch_floor() -> None:
 
 def test_fresh_pages_go_to_the_first_fresh_writes_of_a_large_program() -> None:
     from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES, fresh_pages, temp_bytes
+    from roofline_report.results.schema import MemoryStats
 
     kernels = [{"bytes_written": 24 * MiB}, {"bytes_written": 8 * MiB, "in_place": True},
                {"bytes_written": 16 * MiB}, {"bytes_written": 4 * MiB, "charged": False},
@@ -572,9 +573,10 @@ def test_fresh_pages_go_to_the_first_fresh_writes_of_a_large_program() -> None:
     # 36 MiB of temporaries: the first 24 MiB written, then 12 of the next 16 MiB; writes in
     # place and branches not charged take none.
     assert fresh_pages(kernels, 36 * MiB) == [24 * MiB / 4096, 0.0, 12 * MiB / 4096, 0.0, 0.0]
-    record = {"memory": {"available": True, "values": {"temp_size_in_bytes": 36 * MiB}}}
-    assert temp_bytes(record) == 36 * MiB
-    assert temp_bytes({"memory": {"available": False, "reason": "x"}}) is None
+    memory = MemoryStats(available=True, values={"temp_size_in_bytes": 36 * MiB})
+    assert temp_bytes(memory) == 36 * MiB
+    assert temp_bytes(MemoryStats(available=False, reason="x", values={})) is None
+    assert temp_bytes(None) is None
 
 
 def test_page_faults_are_charged_once_a_call_and_merge_in_the_program() -> None:

@@ -220,7 +220,7 @@ def _program_prediction(w: schema.Workload, plain: Mapping[str, Any], table: Ker
         return None
     f = facts(plain, w.dtype)
     prediction = predict_facts(f, roofs) if f is not None else None
-    if prediction is not None and unknown_loops_in(plain.get("compiled")):
+    if prediction is not None and unknown_loops_in(w.compiled):
         # Known by its totals, a loop without a known trip count counts once.
         prediction = replace(prediction, lower_bound=True)
     return prediction
@@ -274,7 +274,7 @@ def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend
     stats = timed.per_call if timed is not None else None
     if stats is None and (traced := _traced_time(w)) is not None:
         stats, timing_reason = traced, ""
-    table = kernel_table(plain, roofs.kernels, backend.name)
+    table = kernel_table(w, plain, roofs.kernels, backend.name)
     prediction = _program_prediction(w, plain, table, roofs.kernels)
     flops, moved, basis = _work(w)
     if table is not None and any(r.trips_observed for r in table.rows):
@@ -301,7 +301,7 @@ def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend
             page_faults=timed.page_faults if timed is not None else None,
             fault_s=_fault_s(roofs.kernels),
             drift=checks.for_binding(prediction.binding) if checks is not None else None,
-            footprint=footprint_bytes(plain), main_roof=_main_roof(roofs.kernels),
+            footprint=footprint_bytes(w.memory), main_roof=_main_roof(roofs.kernels),
             multi_pass=_multi_pass(plain.get("kernels"), w.dtype, roofs.kernels,
                                    {r.name: r.prediction.seconds for r in table.rows
                                     if r.prediction is not None} if table is not None else None)))
