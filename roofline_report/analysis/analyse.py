@@ -218,7 +218,7 @@ def _program_prediction(w: schema.Workload, plain: Mapping[str, Any], table: Ker
                                    float(host.seconds) if isinstance(host, schema.HostDispatch)
                                    else None)
         return None
-    f = facts(plain, w.dtype)
+    f = facts(w, w.dtype)
     prediction = predict_facts(f, roofs) if f is not None else None
     if prediction is not None and unknown_loops_in(w.compiled):
         # Known by its totals, a loop without a known trip count counts once.
@@ -309,7 +309,7 @@ def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend
     low = w.lowering
     missing = tuple(op for op in low.required_ops if op not in low.ops) \
         if isinstance(low, schema.Lowering) else ()
-    hardware = _hardware(w, plain, table, roofs.kernels)
+    hardware = _hardware(w, table, roofs.kernels)
     return Program(
         name=w.name, title=w.title, dtype=w.dtype,
         user=w.user, timing=stats, timing_reason=timing_reason, flops=flops,
@@ -324,13 +324,13 @@ def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend
                               minimum_basis, roofs.kernels))
 
 
-def _hardware(w: schema.Workload, plain: Mapping[str, Any], table: KernelTable | None,
-              roofs: RoofSet) -> HardwareRoof | None:
+def _hardware(w: schema.Workload, table: KernelTable | None, roofs: RoofSet
+              ) -> HardwareRoof | None:
     """The roof at the program's intensity: its charged kernels' roofs summed where its
     inventory is known, else the roof of its totals."""
     if table is not None and table.rows:
         return program_roof(r.hardware for r in table.rows if r.charged)
-    f = facts(plain, w.dtype)
+    f = facts(w, w.dtype)
     return facts_roof(f, roofs) if f is not None else None
 
 
@@ -414,7 +414,7 @@ def _point(sw: schema.Sweep, pt: schema.SweepPoint, plain: Mapping[str, Any], ro
                                           program_buffers(inventory),
                                           program_footprint(inventory))
     else:
-        f = facts({**plain, "dtype": dtype}, dtype)
+        f = facts(pt, dtype)
         prediction = predict_facts(f, roofs) if f is not None else None
     m = miss(prediction.seconds if prediction else None, stats.own)
     why = ""
