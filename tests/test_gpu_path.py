@@ -81,11 +81,11 @@ def test_preset_is_matched_automatically() -> None:
             "options": saved.options.model_copy(update={"preset": preset})})
 
     got = analysis.preset_record(run("NVIDIA H100 80GB HBM3"), a)
-    assert got is not None and got["name"] == "H100 SXM"
-    assert got["chosen"] == "matched to this device"
+    assert got is not None and got.preset.name == "H100 SXM"
+    assert got.chosen == "matched to this device"
     assert analysis.preset_record(run("cpu"), a) is None
     chosen = analysis.preset_record(run("cpu", "A100"), a)
-    assert chosen is not None and chosen["name"] == "A100" and chosen["chosen"] == "by name"
+    assert chosen is not None and chosen.preset.name == "A100" and chosen.chosen == "by name"
 
 
 @pytest.mark.slow

@@ -275,7 +275,7 @@ def test_a_dtype_without_a_roof_takes_a_float_roof_never_an_integer_one() -> Non
     from roofline_report import presets
     from roofline_report.analysis import roofs as roofs_mod
 
-    tpu = roofs_mod.spec_sheet(presets.get_preset("TPU v5e").to_json())
+    tpu = roofs_mod.spec_sheet(presets.get_preset("TPU v5e"))
     roof = tpu.compute_for("float32")
     assert roof is not None and roof.dtype == "bfloat16"
 

@@ -45,6 +45,7 @@ from roofline_report.analysis.records import (
     Accuracy,
     Analysis,
     Assumptions,
+    ChosenPreset,
     Exercise,
     Experiment,
     HardwareRoof,
@@ -102,27 +103,20 @@ def assumptions_for(results: schema.Results | Mapping[str, Any], *, peak: float 
     )
 
 
-def preset_record(results: schema.Results, a: Assumptions) -> dict[str, Any] | None:
+def preset_record(results: schema.Results, a: Assumptions) -> ChosenPreset | None:
     """The chip preset to draw: this render's, else the run's, else the one matching the
     device; with how it was chosen."""
     from roofline_report import presets
 
     name = a.preset or results.options.preset
     if name:
-        data = presets.get_preset(name).to_json()
-        data["chosen"] = "by name"
-        return data
+        return ChosenPreset(presets.get_preset(name), "by name")
     env = results.environment
     if env.device_preset:  # a trace's device, recognised from its plane's stats
-        data = presets.get_preset(env.device_preset).to_json()
-        data["chosen"] = f"recognised by {env.device_recognised_by or 'stats'}"
-        return data
+        return ChosenPreset(presets.get_preset(env.device_preset),
+                            f"recognised by {env.device_recognised_by or 'stats'}")
     match = presets.match_device_kind(env.device_kind) if env.device_kind else None
-    if match is None:
-        return None
-    data = match.to_json()
-    data["chosen"] = "matched to this device"
-    return data
+    return ChosenPreset(match, "matched to this device") if match is not None else None
 
 
 def roof_sets(results: schema.Results, a: Assumptions) -> Roofs:
@@ -134,7 +128,7 @@ def roof_sets(results: schema.Results, a: Assumptions) -> Roofs:
     return Roofs(
         hypothetical=roofs_mod.hypothetical(a.peak, a.bandwidth, a.source),
         measured=measured if measured is not None and measured.complete else None,
-        spec_sheet=roofs_mod.spec_sheet(preset) if preset else None,
+        spec_sheet=roofs_mod.spec_sheet(preset.preset) if preset is not None else None,
         levels=tuple(levels),
         preset=preset,
         trace=results.trace is not None,
@@ -167,7 +161,7 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     budgets: dict[str, Any] = {"hypothetical": study.budgets_json(
         a.peak, a.bandwidth, source=a.source, interconnect=a.interconnect)}
     if roofs.preset is not None:
-        budgets["preset"] = roofs.preset
+        budgets["preset"] = roofs.preset.to_json()
     seed = {
         "model": study.hypothetical_model(a.peak, a.bandwidth),
         "experiment": study.doubled_traffic_experiment(a.peak, a.bandwidth),
@@ -513,7 +507,7 @@ def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
     measured = roofs.measured
     sharding["steps_model"] = study.step_study(
         sharding, a.peak, a.bandwidth, a.interconnect, source=a.source,
-        preset=str(preset["name"]) if preset else None,
+        preset=preset.preset.name if preset is not None else None,
         measured_peak=measured.peak if measured is not None else None,
         measured_bandwidth=measured.memory_bandwidth if measured is not None else None)
     for w in sharding.get("workloads", []):

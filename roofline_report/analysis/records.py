@@ -61,12 +61,14 @@ from roofline_report.results.schema_run import (
 
 if TYPE_CHECKING:
     from roofline_report.analysis.roof_check import RoofCheck
+    from roofline_report.preset_records import Preset
 
 __all__ = [
     "Accuracy",
     "Analysis",
     "BelowRoof",
     "Category",
+    "ChosenPreset",
     "ExcessTraffic",
     "Exercise",
     "Experiment",
@@ -767,6 +769,19 @@ class Assumptions:
 
 
 @dataclass(frozen=True, slots=True)
+class ChosenPreset:
+    """The chip preset a render draws, and how it was chosen ("by name", "recognised by
+    stats", "matched to this device")."""
+
+    preset: Preset
+    chosen: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The preset's published figures, with how it was chosen."""
+        return {**self.preset.to_json(), "chosen": self.chosen}
+
+
+@dataclass(frozen=True, slots=True)
 class Roofs:
     """The roof sets of one render."""
 
@@ -774,7 +789,7 @@ class Roofs:
     measured: RoofSet | None
     spec_sheet: RoofSet | None
     levels: tuple[Level, ...] = ()  # the memory levels found in the working-set sweep
-    preset: Mapping[str, Any] | None = None  # the chip preset drawn, with how it was chosen
+    preset: ChosenPreset | None = None  # the chip preset drawn, with how it was chosen
     trace: bool = False  # the run was read from a profiler trace captured elsewhere
 
     @property

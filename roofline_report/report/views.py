@@ -585,7 +585,7 @@ def _sweeps(an: Analysis) -> dict[str, Any]:
 
 
 def _preset(an: Analysis) -> dict[str, Any]:
-    preset = an.roofs.preset
+    preset = an.roofs.preset.to_json() if an.roofs.preset is not None else None
     roof_set = an.roofs.spec_sheet
     if not preset or roof_set is None:
         return {"available": False}
