@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from roofline_report import backends
-from roofline_report.analysis import experiments, reconcile, study
+from roofline_report.analysis import experiments, reconcile, seed_model, study
 from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.explain import Evidence, program_reason
@@ -45,10 +45,12 @@ from roofline_report.analysis.records import (
     Accuracy,
     Analysis,
     Assumptions,
+    Budgets,
     ChosenPreset,
     Exercise,
     Experiment,
     HardwareRoof,
+    HypotheticalBudgets,
     KernelTable,
     Program,
     Roofs,
@@ -158,10 +160,11 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     accuracy = _accuracy(programs, sweeps) if roofs.measured is not None else Accuracy((), ())
     exps, exercises = _lab(doc, a, roofs, skipped)
     sharding = _sharding(doc, a, roofs, skipped)
-    budgets: dict[str, Any] = {"hypothetical": study.budgets_json(
-        a.peak, a.bandwidth, source=a.source, interconnect=a.interconnect)}
-    if roofs.preset is not None:
-        budgets["preset"] = roofs.preset.to_json()
+    budgets = Budgets(HypotheticalBudgets(
+        Quantity(a.peak, "FLOP/s", Kind.HYPOTHETICAL, a.source),
+        Quantity(a.bandwidth, "B/s", Kind.HYPOTHETICAL, a.source),
+        Quantity(a.interconnect, "B/s", Kind.HYPOTHETICAL, a.source),
+        seed_model.ridge(a.peak, a.bandwidth), a.source), roofs.preset)
     seed = {
         "model": study.hypothetical_model(a.peak, a.bandwidth),
         "experiment": study.doubled_traffic_experiment(a.peak, a.bandwidth),

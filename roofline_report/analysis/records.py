@@ -67,6 +67,7 @@ __all__ = [
     "Accuracy",
     "Analysis",
     "BelowRoof",
+    "Budgets",
     "Category",
     "ChosenPreset",
     "ExcessTraffic",
@@ -74,6 +75,7 @@ __all__ = [
     "Experiment",
     "FigureSeries",
     "HardwareRoof",
+    "HypotheticalBudgets",
     "KernelRow",
     "KernelTable",
     "Lever",
@@ -782,6 +784,26 @@ class ChosenPreset:
 
 
 @dataclass(frozen=True, slots=True)
+class HypotheticalBudgets:
+    """The assumed budgets of a render, each a hypothetical quantity noted with their source,
+    and the ridge between them (FLOP/byte)."""
+
+    peak: Quantity
+    bandwidth: Quantity
+    interconnect: Quantity
+    ridge: float
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """The budgets a render states: the assumed ones, and the chip preset drawn (None: none)."""
+
+    hypothetical: HypotheticalBudgets
+    preset: ChosenPreset | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Roofs:
     """The roof sets of one render."""
 
@@ -870,7 +892,7 @@ class Analysis:
     sweeps: tuple[Sweep, ...]
     accuracy: Accuracy
     seed: Mapping[str, Any]  # the seed's hypothetical model, experiment and exercise
-    budgets: Mapping[str, Any]
+    budgets: Budgets
     experiments: tuple[Experiment, ...]
     exercises: tuple[Exercise, ...]
     sharding: Mapping[str, Any]

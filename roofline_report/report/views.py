@@ -71,7 +71,7 @@ def view_model(results: schema.Results | Mapping[str, Any],
 def view_model_of(an: Analysis) -> dict[str, Any]:
     """The view model of one analysis."""
     seed = an.seed
-    hyp = an.budgets["hypothetical"]
+    hyp = an.budgets.hypothetical
     seed_p = next((p for p in an.programs if p.name == SEED_NAME), None)
     teaching = bool((an.observations.get("options") or {}).get("teaching", True))
     figures: list[figs.FigureOut] = [
@@ -110,10 +110,10 @@ def view_model_of(an: Analysis) -> dict[str, Any]:
                    "description": TRACE_MEASURED if traced and k is Kind.MEASURED
                    else k.description} for k in Kind],
         "budgets": {
-            "peak": n(hyp["peak"]["value"], "FLOP/s", Kind.HYPOTHETICAL),
-            "bandwidth": n(hyp["bandwidth"]["value"], "B/s", Kind.HYPOTHETICAL),
+            "peak": n(hyp.peak.value, "FLOP/s", Kind.HYPOTHETICAL),
+            "bandwidth": n(hyp.bandwidth.value, "B/s", Kind.HYPOTHETICAL),
             "ridge": Num(format_intensity(seed["model"]["ridge"]), Kind.HYPOTHETICAL.value),
-            "source": hyp.get("source", ""),
+            "source": hyp.source,
         },
         "seed": _seed_workload(seed_p) if seed_p else None,
         "model": _model(seed["model"]),
