@@ -312,6 +312,7 @@ def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend
         user=w.user, timing=stats, timing_reason=timing_reason, flops=flops,
         bytes=moved, bytes_basis=basis, minimum_bytes=minimum, minimum_basis=minimum_basis,
         prediction=prediction, miss=m, why=why, kernels=table, observation=plain,
+        workload=w,
         reconciliation=_reconciliation(w, plain, table, stats, backend),
         spec_sheet=_spec(flops, moved, w.dtype, roofs.spec_sheet),
         missing_ops=missing,

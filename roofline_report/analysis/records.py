@@ -598,6 +598,7 @@ class Program:
     why: str
     kernels: KernelTable | None
     observation: Mapping[str, Any]  # the workload's record in results.json
+    workload: schema.Workload  # the same record, typed
     reconciliation: Mapping[str, Any] | None = None
     spec_sheet: SpecPlacement | None = None
     missing_ops: tuple[str, ...] = ()  # operations the workload requires that its lowering lacks
