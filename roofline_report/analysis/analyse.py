@@ -124,7 +124,7 @@ def preset_record(results: schema.Results, a: Assumptions) -> ChosenPreset | Non
 def roof_sets(results: schema.Results, a: Assumptions) -> Roofs:
     """The hypothetical, measured and spec-sheet roof sets of one render."""
     preset = preset_record(results, a)
-    ceilings = _plain(results).get("ceilings") or {}
+    ceilings = results.ceilings.model_dump(mode="json", exclude_unset=True)
     levels = roofs_mod.measured_levels(ceilings)
     measured = roofs_mod.measured(ceilings, levels)
     return Roofs(
