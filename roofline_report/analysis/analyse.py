@@ -8,6 +8,12 @@ exercises and the communication model, is computed here from the saved observati
 budgets of *this* render, so ``--from-json`` with ``--peak``/``--bandwidth``/``--interconnect``/
 ``--preset`` re-renders a saved run under other assumptions, and a fix to the model reaches
 every saved run and ``compare``. The observations are never changed.
+
+The document is read typed (:class:`~roofline_report.results.schema.Results`): a plain one, as
+``json.load`` gives it, is validated once on the way in. The readers still written for the
+form results.json holds (the kernel model's kernel and timing records, the reconciliation, the
+measured roofs, the lab and the sharded workloads) are handed that form, dumped once from the
+typed document.
 """
 
 from __future__ import annotations
