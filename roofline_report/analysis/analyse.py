@@ -164,8 +164,8 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     sweeps = tuple(_sweep(sw, plain, roofs.kernels, backend, cache_bytes, checks)
                    for sw, plain in zip(typed.sweeps, doc["sweeps"], strict=True))
     accuracy = _accuracy(programs, sweeps) if roofs.measured is not None else Accuracy((), ())
-    exps, exercises = _lab(doc, a, roofs, skipped)
-    sharding = _sharding(doc, a, roofs, skipped)
+    exps, exercises = _lab(typed, doc, a, roofs, skipped)
+    sharding = _sharding(typed, doc, a, roofs, skipped)
     budgets = Budgets(HypotheticalBudgets(
         Quantity(a.peak, "FLOP/s", Kind.HYPOTHETICAL, a.source),
         Quantity(a.bandwidth, "B/s", Kind.HYPOTHETICAL, a.source),
@@ -458,14 +458,15 @@ def _accuracy(programs: Sequence[Program], sweeps: Sequence[Sweep]) -> Accuracy:
 
 # --- the lab, the sharded workloads ------------------------------------------------------------
 
-def _lab(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs, skipped: list[schema.Skip]
-         ) -> tuple[tuple[Experiment, ...], tuple[Exercise, ...]]:
-    ceilings = doc.get("ceilings") or {}
-    measured_ceilings = _with_default_roofs(ceilings, roofs.measured) \
-        if ceilings.get("available") else None
-    lab = doc.get("lab") or {}
+def _lab(results: schema.Results, doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
+         skipped: list[schema.Skip]) -> tuple[tuple[Experiment, ...], tuple[Exercise, ...]]:
+    """The lab's experiments and exercises (``doc``: the document as results.json holds it,
+    whose lab and ceilings records the experiments read)."""
+    measured_ceilings = _with_default_roofs(doc["ceilings"], roofs.measured) \
+        if isinstance(results.ceilings, schema.Ceilings) else None
+    lab = doc["lab"]
     exps: list[Experiment] = []
-    if lab.get("available", True) and lab.get("experiments"):
+    if isinstance(results.lab, schema.Lab) and lab.get("experiments"):
         raw = {**lab, "experiments": {k: v for k, v in lab["experiments"].items()
                                       if v is not None}}
         # Every experiment is priced by the per-kernel model, on this machine's roofs where
@@ -506,10 +507,12 @@ def _with_default_roofs(ceilings: Mapping[str, Any], measured: RoofSet | None
     return out
 
 
-def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
+def _sharding(results: schema.Results, doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
               skipped: list[schema.Skip]) -> dict[str, Any]:
-    sharding = dict(doc.get("sharding") or {})
-    if not sharding.get("available"):
+    """The sharded workloads' record with the communication and step models added (``doc``:
+    the document as results.json holds it, whose sharding record the models read)."""
+    sharding = dict(doc["sharding"])
+    if not isinstance(results.sharding, schema.Sharding):
         return sharding
     sharding["model"] = study.comm_study(sharding, a.peak, a.bandwidth, a.interconnect,
                                          source=a.source)
@@ -520,10 +523,9 @@ def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
         preset=preset.preset.name if preset is not None else None,
         measured_peak=measured.peak if measured is not None else None,
         measured_bandwidth=measured.memory_bandwidth if measured is not None else None)
-    for w in sharding.get("workloads", []):
-        check = w.get("check") or {}
-        if check and check.get("passed") is False:
-            skipped.append(schema.Skip(what=f"sharded workload {w.get('name', '?')}: check",
+    for w in results.sharding.workloads:
+        if w.check.get("passed") is False:
+            skipped.append(schema.Skip(what=f"sharded workload {w.name}: check",
                                        reason="result differs from the NumPy reference"))
     return sharding
 
