@@ -20,8 +20,8 @@ from roofline_report.results import convert, per_call_columns, schema
 from roofline_report.results.json_text import INDENTED_LEVELS, dumps
 
 SCHEMA_VERSION = schema.SCHEMA_VERSION
-__all__ = ["INDENTED_LEVELS", "SCHEMA_VERSION", "document", "dumps", "load", "loads", "parse",
-           "read", "typed", "validate"]
+__all__ = ["INDENTED_LEVELS", "SCHEMA_VERSION", "document", "dumps", "load", "load_both",
+           "loads", "parse", "read", "typed", "validate"]
 
 
 class _NotFinite(ValueError):
@@ -96,6 +96,12 @@ def typed(results: schema.Results | Mapping[str, Any], *, source: str = "results
 def read(path: str | Path) -> schema.Results:
     """The typed document of the results.json at ``path`` (converted, validated)."""
     return _loaded(_read_text(path), str(path))[1]
+
+
+def load_both(path: str | Path) -> tuple[dict[str, Any], schema.Results]:
+    """The plain version-3 document of the results.json at ``path`` and its typed form, read,
+    converted and validated once (as :func:`load` and :func:`read` each do)."""
+    return _loaded(_read_text(path), str(path))
 
 
 def load(path: str | Path) -> dict[str, Any]:
