@@ -50,6 +50,7 @@ def main() -> int:
     from roofline_report.analysis.roofs import hypothetical
     from roofline_report.hlo.kernels import kernel_inventory
     from roofline_report.observe.trace import trace_kernels
+    from roofline_report.results import schema
 
     fn, args = _setup(ns.setup)
     compiled = (fn if hasattr(fn, "lower") else jax.jit(fn)).lower(*args).compile()
@@ -57,7 +58,15 @@ def main() -> int:
     inventory = kernel_inventory(str(compiled.as_text()))
     timing = trace_kernels(compiled, args, module=inventory["module"],
                            kernels=[k["name"] for k in inventory["kernels"]], calls=ns.calls)
-    table = kernel_table({"kernels": inventory, "kernel_timing": timing, "dtype": "float32"},
+    # The workload's typed record holds only what the kernel table reads (not validated:
+    # the table's own records are read from the plain ones).
+    timed = schema.KernelTiming.model_construct(**timing) if timing.get("available") \
+        else schema.Unavailable.model_construct(**timing)
+    fields: dict[str, Any] = {"dtype": "float32", "kernel_timing": timed,
+                              "kernels": schema.KernelInventory.model_construct(**inventory)}
+    workload = schema.Workload.model_construct(**fields)
+    table = kernel_table(workload, {"kernels": inventory, "kernel_timing": timing,
+                                    "dtype": "float32"},
                          hypothetical(1e11, 2e10, "assumed budgets"), "cpu")
     seconds = time.perf_counter() - start
     if not timing.get("available"):

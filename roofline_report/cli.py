@@ -350,9 +350,9 @@ def _build(ns: argparse.Namespace) -> int:
             raise InputError(f"--from-json re-renders saved results; {measuring_flags[0]} "
                              "would need a new measurement (budgets and --preset are "
                              "assumptions: those may be given)")
-        data: Any = results.load(ns.from_json)
+        data, typed = results.load_both(ns.from_json)
         _say(notes)
-        render_assumptions = assumptions_for(data, **assumed)
+        render_assumptions = assumptions_for(typed, **assumed)
     else:
         progress = Progress(ns.progress)
         try:
@@ -360,9 +360,10 @@ def _build(ns: argparse.Namespace) -> int:
                 data = _measure(ns, progress, assumed, notes)
         finally:
             progress.done()
-        render_assumptions = assumptions_for(data, preset=assumed["preset"])
+        typed = results.typed(data, source="the measured results")
+        render_assumptions = assumptions_for(typed, preset=assumed["preset"])
     skipped = write(out, data, source=Path(ns.from_json).name if ns.from_json else None,
-                    assumptions=render_assumptions, title=title)
+                    assumptions=render_assumptions, title=title, typed=typed)
     print(output.wrote_line(out, len(skipped)), file=sys.stderr)
     return EXIT_PARTIAL if skipped else EXIT_OK
 
@@ -459,13 +460,14 @@ def _measure(ns: argparse.Namespace, progress: Progress,
 
 def write(out: Path, data: Any, *, source: str | None = None,
           assumptions: Assumptions | None = None,
-          title: str | None = None) -> list[dict[str, str]]:
+          title: str | None = None, typed: Any = None) -> list[dict[str, str]]:
     """Render ``data`` and write the whole report folder atomically (see
-    :func:`roofline_report.output.write_results`); returns what was not available."""
+    :func:`roofline_report.output.write_results`; ``typed``: its typed form, where read);
+    returns what was not available."""
     from roofline_report import output
 
     return output.write_results(out, data, source=source, assumptions=assumptions,
-                                title=title)
+                                title=title, typed=typed)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -218,8 +218,8 @@ def write_report(out: Path, files: Mapping[str, str], *, label: str | None = Non
 def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str | None = None,
                   label: str | None = None, assumptions: Assumptions | None = None,
                   title: str | None = None,
-                  check: Callable[[Mapping[str, Any]], None] | None = None
-                  ) -> list[dict[str, str]]:
+                  check: Callable[[Mapping[str, Any]], None] | None = None,
+                  typed: Results | None = None) -> list[dict[str, str]]:
     """Render a results document (as in results.json) under ``assumptions`` (default: the
     budgets the run was given) and write the whole report folder atomically: report.html,
     report.md, results.json and figures/*.svg. Returns what was not available, measured or
@@ -230,7 +230,9 @@ def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str |
     ``label`` names the destination in messages (see :func:`check_destination`); ``title``
     replaces the page's default title (a rendering option, not recorded in results.json).
     ``check`` validates a document not yet validated (one the caller built): it runs while the
-    document's text is written beside it, and what it raises stops the write.
+    document's text is written beside it, and what it raises stops the write. ``typed``: the
+    typed form of a plain ``data`` where the caller has it (rendered from, so that the document
+    is not validated again).
     """
     from roofline_report.results import io as results
     from roofline_report.results import json_aside
@@ -249,8 +251,9 @@ def write_results(out: Path, data: Results | Mapping[str, Any], *, source: str |
             # Without a title, the call is the one a renderer stand-in in a test also accepts.
             # The figures' SVG is written on two cores only where the helper leaves two.
             with svg_sharing.cores_taken(1 if aside.helping else 0):
-                rendered = (render.render(data, assumptions) if title is None
-                            else render.render(data, assumptions, title=title))
+                shown = typed if typed is not None else data
+                rendered = (render.render(shown, assumptions) if title is None
+                            else render.render(shown, assumptions, title=title))
         except Exception as exc:
             if source is None:
                 raise

@@ -258,8 +258,8 @@ def test_a_tpu_spec_sheet_overlaps_its_units_and_its_dispatch() -> None:
     from roofline_report import presets
     from roofline_report.analysis.roofs import spec_sheet
 
-    tpu = spec_sheet(presets.get_preset("TPU v5e").to_json())
-    gpu = spec_sheet(presets.get_preset("H100").to_json())
+    tpu = spec_sheet(presets.get_preset("TPU v5e"))
+    gpu = spec_sheet(presets.get_preset("H100"))
     assert tpu.units_overlap and tpu.dispatch_overlaps
     assert not gpu.units_overlap and gpu.dispatch_overlaps
 

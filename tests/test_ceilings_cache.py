@@ -863,10 +863,10 @@ def test_the_age_is_from_the_runs_own_date(run_at: str, age: str,
 
 def test_the_age_is_computed_by_the_analysis(fixture_doc: dict[str, Any]) -> None:
     origin = {"cached": True, "measured_at": AT, "key": "k", "notes": []}
-    o = ceilings_origin(_with_origin(fixture_doc, "2026-12-11T08:38:40Z", origin))
+    o = ceilings_origin(results_io.typed(_with_origin(fixture_doc, "2026-12-11T08:38:40Z", origin)))
     assert o is not None and o.cached and o.age_days == 9 and o.measured_at == AT
     # A run dated before its ceilings (clocks that disagree): no age.
-    o = ceilings_origin(_with_origin(fixture_doc, "2026-11-30T00:00:00Z", origin))
+    o = ceilings_origin(results_io.typed(_with_origin(fixture_doc, "2026-11-30T00:00:00Z", origin)))
     assert o is not None and o.age_days is None
-    assert ceilings_origin({**fixture_doc, "ceilings": {"available": False,
-                                                        "reason": "x"}}) is None
+    assert ceilings_origin(results_io.typed({**fixture_doc, "ceilings": {"available": False,
+                                                                      "reason": "x"}})) is None

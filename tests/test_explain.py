@@ -240,13 +240,14 @@ def test_kernels_priced_in_the_cache_that_ran_at_main_memory_s_rate_were_evicted
 
 def test_the_footprint_is_the_compilers_peak_else_its_parts() -> None:
     from roofline_report.analysis.fresh_pages import footprint_bytes
+    from roofline_report.results.schema import MemoryStats
 
     values = {"argument_size_in_bytes": 8, "output_size_in_bytes": 4, "temp_size_in_bytes": 2}
-    assert footprint_bytes({"memory": {"available": True,
-                                       "values": {**values, "peak_memory_in_bytes": 12}}}) == 12
-    assert footprint_bytes({"memory": {"available": True, "values": values}}) == 14
-    assert footprint_bytes({"memory": {"available": False, "reason": "no analysis"}}) is None
-    assert footprint_bytes({}) is None
+    assert footprint_bytes(MemoryStats(available=True,
+                                       values={**values, "peak_memory_in_bytes": 12})) == 12
+    assert footprint_bytes(MemoryStats(available=True, values=values)) == 14
+    assert footprint_bytes(MemoryStats(available=False, reason="no analysis", values={})) is None
+    assert footprint_bytes(None) is None
 
 
 def test_a_kernel_that_reads_its_input_from_main_memory_in_passes_is_named() -> None:

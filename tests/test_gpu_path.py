@@ -15,6 +15,7 @@ import pytest
 
 from roofline_report.report import views as render
 from roofline_report.results import io as results
+from roofline_report.results import schema
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "cpu_results.json"
@@ -72,13 +73,19 @@ def test_preset_is_matched_automatically() -> None:
     from roofline_report.analysis import analyse as analysis
 
     a = analysis.Assumptions()
-    got = analysis.preset_record({"environment": {"device_kind": "NVIDIA H100 80GB HBM3"}}, a)
-    assert got is not None and got["name"] == "H100 SXM"
-    assert got["chosen"] == "matched to this device"
-    assert analysis.preset_record({"environment": {"device_kind": "cpu"}}, a) is None
-    chosen = analysis.preset_record({"environment": {"device_kind": "cpu"},
-                                     "options": {"preset": "A100"}}, a)
-    assert chosen is not None and chosen["name"] == "A100" and chosen["chosen"] == "by name"
+    saved = results.read(FIXTURE)
+
+    def run(device_kind: str, preset: str | None = None) -> schema.Results:
+        return saved.model_copy(update={
+            "environment": saved.environment.model_copy(update={"device_kind": device_kind}),
+            "options": saved.options.model_copy(update={"preset": preset})})
+
+    got = analysis.preset_record(run("NVIDIA H100 80GB HBM3"), a)
+    assert got is not None and got.preset.name == "H100 SXM"
+    assert got.chosen == "matched to this device"
+    assert analysis.preset_record(run("cpu"), a) is None
+    chosen = analysis.preset_record(run("cpu", "A100"), a)
+    assert chosen is not None and chosen.preset.name == "A100" and chosen.chosen == "by name"
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from roofline_report.analysis.roofs import (
     RoofSet,
 )
 from roofline_report.kinds import Kind
+from roofline_report.results import schema
 
 M = Kind.MEASURED
 KiB, MiB = 1 << 10, 1 << 20
@@ -44,17 +46,35 @@ def memory(p: predict.Prediction) -> float:
     return max((t.seconds for t in p.terms if t.group == "memory"), default=0.0)
 
 
-def _record(**over: object) -> dict[str, object]:
-    record: dict[str, object] = {
+# The fields of the records a program's totals are read from that these tests leave out.
+_COUNT = {"entry": None, "ops": {}, "ops_static": {}, "transcendentals": 0,
+          "argument_bytes": 0, "result_bytes": 0, "bytes_by_dtype": {}, "loops": [],
+          "unknown_trip_counts": 0, "custom_calls": [], "notes": []}
+_COMPILED = {"entry": None, "fusions": {"count": 0, "by_kind": {}, "by_backend_kind": {}},
+             "custom_calls": [], "collectives": [], "kernels_static": 0, "converts": 0,
+             "opcodes": {}, "notes": []}
+_LOOP = {"known_trip_count": None, "condition": None, "body": None, "op_name": None,
+         "source_file": None, "source_line": None, "source_column": None}
+
+
+def _record(**over: dict[str, Any]) -> schema.SweepPoint:
+    """A program known by its totals (a sweep point's records), ``over`` replacing any."""
+    parts: dict[str, dict[str, Any]] = {
         "hlo_count": {"flops": 2_000_000 + 500_000, "flops_by_op": {
             "stablehlo.dot_general": 2_000_000, "stablehlo.add": 500_000},
             "transcendentals_by_op": {"stablehlo.tanh": 100_000}, "minimum_bytes": 200 * KiB},
         "compiled": {"kernels": 3, "while_loops": []},
-        "xla": {"available": True, "raw": {"bytes accessed": 300.0 * KiB}},
+        "xla": {"available": True, "raw": {"bytes accessed": 300.0 * KiB}, "values": {}},
         "analytic": {"flops": 2_000_000, "minimum_bytes": 200 * KiB},
     }
-    record.update(over)
-    return record
+    parts.update(over)
+    count, compiled = parts["hlo_count"], parts["compiled"]
+    if count.get("available", True):
+        count = {**_COUNT, **count}
+    compiled = {**_COMPILED, **compiled,
+                "while_loops": [{**_LOOP, **x} for x in compiled["while_loops"]]}
+    return schema.SweepPoint.model_validate(
+        {**parts, "dims": {}, "hlo_count": count, "compiled": compiled})
 
 
 def test_every_term_by_hand() -> None:
@@ -145,8 +165,8 @@ def test_loops_and_missing_rates_fall_back() -> None:
 
 
 def test_big_traffic_goes_to_main_memory_and_no_count_no_prediction() -> None:
-    f = predict.facts(_record(xla={"available": True, "raw": {"bytes accessed": 64.0 * MiB}}),
-                      "float32")
+    f = predict.facts(_record(xla={"available": True, "raw": {"bytes accessed": 64.0 * MiB},
+                                   "values": {}}), "float32")
     assert f is not None
     p = predict.predict_facts(f, ROOFS)
     assert p is not None and p.level == "DRAM" and p.binding.group == "memory"
@@ -255,7 +275,7 @@ def test_a_dtype_without_a_roof_takes_a_float_roof_never_an_integer_one() -> Non
     from roofline_report import presets
     from roofline_report.analysis import roofs as roofs_mod
 
-    tpu = roofs_mod.spec_sheet(presets.get_preset("TPU v5e").to_json())
+    tpu = roofs_mod.spec_sheet(presets.get_preset("TPU v5e"))
     roof = tpu.compute_for("float32")
     assert roof is not None and roof.dtype == "bfloat16"
 
@@ -562,6 +582,7 @@ def test_a_products_rate_by_size_loses_the_dispatch_floor() -> None:
 
 def test_fresh_pages_go_to_the_first_fresh_writes_of_a_large_program() -> None:
     from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES, fresh_pages, temp_bytes
+    from roofline_report.results.schema import MemoryStats
 
     kernels = [{"bytes_written": 24 * MiB}, {"bytes_written": 8 * MiB, "in_place": True},
                {"bytes_written": 16 * MiB}, {"bytes_written": 4 * MiB, "charged": False},
@@ -572,9 +593,10 @@ def test_fresh_pages_go_to_the_first_fresh_writes_of_a_large_program() -> None:
     # 36 MiB of temporaries: the first 24 MiB written, then 12 of the next 16 MiB; writes in
     # place and branches not charged take none.
     assert fresh_pages(kernels, 36 * MiB) == [24 * MiB / 4096, 0.0, 12 * MiB / 4096, 0.0, 0.0]
-    record = {"memory": {"available": True, "values": {"temp_size_in_bytes": 36 * MiB}}}
-    assert temp_bytes(record) == 36 * MiB
-    assert temp_bytes({"memory": {"available": False, "reason": "x"}}) is None
+    memory = MemoryStats(available=True, values={"temp_size_in_bytes": 36 * MiB})
+    assert temp_bytes(memory) == 36 * MiB
+    assert temp_bytes(MemoryStats(available=False, reason="x", values={})) is None
+    assert temp_bytes(None) is None
 
 
 def test_page_faults_are_charged_once_a_call_and_merge_in_the_program() -> None:

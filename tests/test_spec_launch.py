@@ -4,6 +4,7 @@ launch of one kernel, and a chip with no known floor says so."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -69,12 +70,12 @@ def test_tpu_preset_has_no_launch_floor(name: str) -> None:
     preset = get_preset(name)
     assert preset.launch is None and preset.launch_quantity() is None
     assert preset.to_json()["launch"] is None
-    assert roofs.spec_sheet(preset.to_json()).launch is None
+    assert roofs.spec_sheet(preset).launch is None
 
 
 def test_spec_sheet_roof_set_has_the_launch_floor() -> None:
     preset = get_preset("H100")
-    roof_set = roofs.spec_sheet(preset.to_json())
+    roof_set = roofs.spec_sheet(preset)
     assert roof_set.launch == preset.launch
     floor = roof_set.floor("launch")
     assert floor is not None
@@ -84,8 +85,7 @@ def test_spec_sheet_roof_set_has_the_launch_floor() -> None:
 
 
 def test_spec_sheet_tolerates_a_preset_without_launch() -> None:
-    record = get_preset("H100").to_json()
-    del record["launch"]
+    record = dataclasses.replace(get_preset("H100"), launch=None, launch_note="")
     roof_set = roofs.spec_sheet(record)
     assert roof_set.floors == () and roof_set.launch is None
     assert roof_set.complete

@@ -65,11 +65,14 @@ def test_the_words_follow_from_the_rates_either_way() -> None:
 
 
 def test_a_check_is_read_only_where_it_was_made(saved: dict[str, Any]) -> None:
-    assert drift_of(saved) is None  # written before the check
-    assert drift_of({"speed_check": {"available": False, "reason": "no ceilings"}}) is None
-    assert drift_of({"speed_check": {"available": True, "ceiling_value": 0, "value": 1}}) is None
-    found = drift_of(_with(saved, _check(200e9, 150e9)))
+    assert drift_of(results.typed(saved)) is None  # written before the check
+    unavailable = _with(saved, {"available": False, "reason": "no ceilings"})
+    assert drift_of(results.typed(unavailable)) is None
+    found = drift_of(results.typed(_with(saved, _check(200e9, 150e9))))
     assert found is not None and found.ratio == pytest.approx(0.75)
+    # A rate that is not a positive number is refused with the record, not read.
+    with pytest.raises(InputError, match="speed_check"):
+        _with(saved, {**_check(200e9, 150e9), "ceiling_value": 0})
 
 
 def test_the_record_is_validated(saved: dict[str, Any]) -> None:
@@ -182,7 +185,8 @@ def _memory(roof: str, before: float, now: float, size: int = 4194304) -> dict[s
                        "resolution_s": 1e-7}}
 
 
-def test_memory_checks_are_read_and_judge_the_programs_bound_by_their_roof() -> None:
+def test_memory_checks_are_read_and_judge_the_programs_bound_by_their_roof(
+        saved: dict[str, Any]) -> None:
     from roofline_report.analysis.speed_drift import checks_of
 
     check = {**_check(200e9, 198e9), "memory": [
@@ -190,7 +194,7 @@ def test_memory_checks_are_read_and_judge_the_programs_bound_by_their_roof() -> 
         _memory("DRAM read-write", 26e9, 26.5e9, 33554432),
         {"available": False, "roof": "L1 read-write", "kernel": "read-write", "bytes": 16384,
          "reason": "read-write on 16384 B failed: out of memory"}]}
-    checks = checks_of({"speed_check": check})
+    checks = checks_of(results.typed(_with(saved, check)))
     assert checks is not None and checks.compute is not None
     assert [d.probe for d in checks.memory] == ["L3 write-new at 4 MiB",
                                                 "DRAM read-write at 32 MiB"]
@@ -220,12 +224,12 @@ def test_memory_checks_are_read_and_judge_the_programs_bound_by_their_roof() -> 
            "30 GB/s)" in program_reason(prediction, measured_slow, evidence)
 
 
-def test_memory_checks_either_way_in_one_note() -> None:
+def test_memory_checks_either_way_in_one_note(saved: dict[str, Any]) -> None:
     from roofline_report.analysis.speed_drift import checks_of
 
     check = {**_check(200e9, 150e9), "memory": [_memory("L3 write-new", 30e9, 15e9),
                                                  _memory("L2 read-write", 40e9, 60e9, 262144)]}
-    checks = checks_of({"speed_check": check})
+    checks = checks_of(results.typed(_with(saved, check)))
     assert checks is not None
     first, second = checks.notes()
     assert first.startswith("the machine ran 25% slower")

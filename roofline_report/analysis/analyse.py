@@ -8,6 +8,12 @@ exercises and the communication model, is computed here from the saved observati
 budgets of *this* render, so ``--from-json`` with ``--peak``/``--bandwidth``/``--interconnect``/
 ``--preset`` re-renders a saved run under other assumptions, and a fix to the model reaches
 every saved run and ``compare``. The observations are never changed.
+
+The document is read typed (:class:`~roofline_report.results.schema.Results`): a plain one, as
+``json.load`` gives it, is validated once on the way in. The readers still written for the
+form results.json holds (the kernel model's kernel and timing records, the reconciliation, the
+measured roofs, the lab and the sharded workloads) are handed that form, dumped once from the
+typed document.
 """
 
 from __future__ import annotations
@@ -18,14 +24,16 @@ from dataclasses import replace
 from typing import Any
 
 from roofline_report import backends
-from roofline_report.analysis import experiments, reconcile, study
+from roofline_report.analysis import experiments, reconcile, seed_model, study
 from roofline_report.analysis import roofs as roofs_mod
+from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.explain import Evidence, program_reason
 from roofline_report.analysis.fresh_pages import footprint_bytes
 from roofline_report.analysis.headroom import facts_roof, program_roof
 from roofline_report.analysis.kernels import kernel_table
 from roofline_report.analysis.levers import program_levers
 from roofline_report.analysis.loop_trips import implied_trips, unknown_loops_in
+from roofline_report.analysis.measuring_load import conditions
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.predict import (
     Prediction,
@@ -43,29 +51,29 @@ from roofline_report.analysis.records import (
     Accuracy,
     Analysis,
     Assumptions,
+    Budgets,
+    ChosenPreset,
     Exercise,
     Experiment,
     HardwareRoof,
+    HypotheticalBudgets,
     KernelTable,
     Program,
     Roofs,
     SpecPlacement,
     Sweep,
+    SweepFigure,
     SweepPoint,
 )
 from roofline_report.analysis.roof_check import roof_check
 from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
-from roofline_report.analysis.seed_model import (
-    DEFAULT_INTERCONNECT,
-    SEED_BANDWIDTH,
-    SEED_PEAK_FLOPS,
-)
 from roofline_report.analysis.speed_drift import SpeedChecks, checks_of
 from roofline_report.analysis.stats import Stats, Timing
 from roofline_report.backends import Backend
 from roofline_report.errors import InputError, reason
 from roofline_report.kinds import Kind, Quantity
-from roofline_report.results import per_call_columns, schema
+from roofline_report.results import io as results_io
+from roofline_report.results import schema
 from roofline_report.roofline import binding, single_roof_seconds
 
 __all__ = ["ARGUMENT_TRAFFIC", "SEED_NAME", "Assumptions", "analyse", "assumptions_for",
@@ -75,101 +83,94 @@ SEED_NAME = "seed_tanh_matmul"
 ARGUMENT_TRAFFIC = "argument + result bytes"
 
 
-def _document(results: schema.Results | Mapping[str, Any]) -> Mapping[str, Any]:
-    """The plain document: a typed one dumped, a profile's per-call samples in the compact
-    forms results.json writes them in (a file read with plain ``json.load``) written out in
-    full (:mod:`roofline_report.results.per_call_columns`)."""
-    if isinstance(results, schema.Results):
-        return results.model_dump(mode="json")
-    return per_call_columns.expand(results)
+def _typed(results: schema.Results | Mapping[str, Any]) -> schema.Results:
+    """The typed document: a plain one (as ``json.load`` gives it) written out in full,
+    converted and validated once, as reading a results.json does
+    (:func:`roofline_report.results.io.typed`)."""
+    return results_io.typed(results)
+
+
+def _plain(results: schema.Results) -> Mapping[str, Any]:
+    """The document as results.json holds it, for the readers that take it in that form."""
+    return results_io.document(results)
 
 
 def assumptions_for(results: schema.Results | Mapping[str, Any], *, peak: float | None = None,
                     bandwidth: float | None = None, interconnect: float | None = None,
                     preset: str | None = None) -> Assumptions:
     """The run's own assumptions, each overridden where this render gives one."""
-    doc = _document(results)
-    saved = doc.get("assumptions") or {}
+    saved = _typed(results).assumptions
     overridden = any(v is not None for v in (peak, bandwidth, interconnect))
-    source = ("assumed budgets given for this rendering" if overridden
-              else str(saved.get("source", "the seed's assumed budgets")))
+    source = "assumed budgets given for this rendering" if overridden else saved.source
     return Assumptions(
-        peak=peak if peak is not None else float(saved.get("peak", SEED_PEAK_FLOPS)),
-        bandwidth=bandwidth if bandwidth is not None
-        else float(saved.get("bandwidth", SEED_BANDWIDTH)),
-        interconnect=interconnect if interconnect is not None
-        else float(saved.get("interconnect", DEFAULT_INTERCONNECT)),
+        peak=peak if peak is not None else float(saved.peak),
+        bandwidth=bandwidth if bandwidth is not None else float(saved.bandwidth),
+        interconnect=interconnect if interconnect is not None else float(saved.interconnect),
         source=source,
         preset=preset,
     )
 
 
-def preset_record(results: Mapping[str, Any], a: Assumptions) -> dict[str, Any] | None:
+def preset_record(results: schema.Results, a: Assumptions) -> ChosenPreset | None:
     """The chip preset to draw: this render's, else the run's, else the one matching the
     device; with how it was chosen."""
     from roofline_report import presets
 
-    name = a.preset or (results.get("options") or {}).get("preset")
+    name = a.preset or results.options.preset
     if name:
-        data = presets.get_preset(str(name)).to_json()
-        data["chosen"] = "by name"
-        return data
-    env = results.get("environment") or {}
-    recognised = env.get("device_preset")
-    if recognised:  # a trace's device, recognised from its plane's stats
-        data = presets.get_preset(str(recognised)).to_json()
-        data["chosen"] = f"recognised by {env.get('device_recognised_by') or 'stats'}"
-        return data
-    kind = env.get("device_kind")
-    match = presets.match_device_kind(str(kind)) if kind else None
-    if match is None:
-        return None
-    data = match.to_json()
-    data["chosen"] = "matched to this device"
-    return data
+        return ChosenPreset(presets.get_preset(name), "by name")
+    env = results.environment
+    if env.device_preset:  # a trace's device, recognised from its plane's stats
+        return ChosenPreset(presets.get_preset(env.device_preset),
+                            f"recognised by {env.device_recognised_by or 'stats'}")
+    match = presets.match_device_kind(env.device_kind) if env.device_kind else None
+    return ChosenPreset(match, "matched to this device") if match is not None else None
 
 
-def roof_sets(results: Mapping[str, Any], a: Assumptions) -> Roofs:
+def roof_sets(results: schema.Results, a: Assumptions) -> Roofs:
     """The hypothetical, measured and spec-sheet roof sets of one render."""
     preset = preset_record(results, a)
-    ceilings = results.get("ceilings") or {}
+    ceilings = results.ceilings.model_dump(mode="json", exclude_unset=True)
     levels = roofs_mod.measured_levels(ceilings)
     measured = roofs_mod.measured(ceilings, levels)
     return Roofs(
         hypothetical=roofs_mod.hypothetical(a.peak, a.bandwidth, a.source),
         measured=measured if measured is not None and measured.complete else None,
-        spec_sheet=roofs_mod.spec_sheet(preset) if preset else None,
+        spec_sheet=roofs_mod.spec_sheet(preset.preset) if preset is not None else None,
         levels=tuple(levels),
         preset=preset,
-        trace=bool(results.get("trace")),
+        trace=results.trace is not None,
     )
 
 
 def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None = None
             ) -> Analysis:
     """Everything the report shows, from the observations under the assumptions ``a``
-    (default: the budgets the run was given)."""
-    doc = _document(results)
-    a = a or assumptions_for(doc)
-    backend = backends.describe(str((doc.get("environment") or {}).get("backend", "cpu")))
-    roofs = roof_sets(doc, a)
-    ceilings = doc.get("ceilings") or {}
-    cache = ceilings.get("cache_bytes") if ceilings.get("available") else None
-    cache_bytes = cache if isinstance(cache, int) and not isinstance(cache, bool) else None
-    skipped: list[dict[str, str]] = [dict(s) for s in doc.get("skipped", [])]
+    (default: the budgets the run was given). A plain document (as ``json.load`` gives it)
+    is validated here, once."""
+    typed = _typed(results)
+    doc = _plain(typed)
+    a = a or assumptions_for(typed)
+    backend = backends.describe(typed.environment.backend)
+    roofs = roof_sets(typed, a)
+    ceilings = typed.ceilings
+    cache_bytes = ceilings.cache_bytes if isinstance(ceilings, schema.Ceilings) else None
+    origin = ceilings_origin(typed)
+    skipped: list[schema.Skip] = list(typed.skipped)
     # The speed check speaks of the measured ceilings: only where the predictions rest on them.
-    checks = checks_of(doc) if roofs.measured is not None else None
-    programs = tuple(_program(w, roofs, backend, cache_bytes, checks)
-                     for w in doc.get("workloads", []))
-    sweeps = tuple(_sweep(sw, roofs.kernels, backend, cache_bytes, checks)
-                   for sw in doc.get("sweeps", []))
+    checks = checks_of(typed) if roofs.measured is not None else None
+    programs = tuple(_program(w, plain, roofs, backend, cache_bytes, checks)
+                     for w, plain in zip(typed.workloads, doc["workloads"], strict=True))
+    sweeps = tuple(_sweep(sw, plain, roofs.kernels, backend, cache_bytes, checks)
+                   for sw, plain in zip(typed.sweeps, doc["sweeps"], strict=True))
     accuracy = _accuracy(programs, sweeps) if roofs.measured is not None else Accuracy((), ())
-    exps, exercises = _lab(doc, a, roofs, skipped)
-    sharding = _sharding(doc, a, roofs, skipped)
-    budgets: dict[str, Any] = {"hypothetical": study.budgets_json(
-        a.peak, a.bandwidth, source=a.source, interconnect=a.interconnect)}
-    if roofs.preset is not None:
-        budgets["preset"] = roofs.preset
+    exps, exercises = _lab(typed, doc, a, roofs, skipped)
+    sharding = _sharding(typed, doc, a, roofs, skipped)
+    budgets = Budgets(HypotheticalBudgets(
+        Quantity(a.peak, "FLOP/s", Kind.HYPOTHETICAL, a.source),
+        Quantity(a.bandwidth, "B/s", Kind.HYPOTHETICAL, a.source),
+        Quantity(a.interconnect, "B/s", Kind.HYPOTHETICAL, a.source),
+        seed_model.ridge(a.peak, a.bandwidth), a.source), roofs.preset)
     seed = {
         "model": study.hypothetical_model(a.peak, a.bandwidth),
         "experiment": study.doubled_traffic_experiment(a.peak, a.bandwidth),
@@ -179,19 +180,21 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
         assumptions=a, backend=backend, roofs=roofs, programs=programs, sweeps=sweeps,
         accuracy=accuracy, seed=seed, budgets=budgets, experiments=exps, exercises=exercises,
         sharding=sharding, skipped=tuple(_unique(skipped)),
-        run_note=_run_note(doc.get("options") or {}, checks), observations=doc,
-        roof_check=roof_check(doc, programs, roofs.measured is not None),
+        run_note=_run_note(typed.options, checks), results=typed, observations=doc,
+        ceilings_origin=origin,
+        roof_check=roof_check(typed, programs, roofs.measured is not None,
+                              conditions(doc["ceilings"]), origin),
         speed_drift=checks.compute if checks is not None else None, speed_checks=checks)
 
 
 # --- programs --------------------------------------------------------------------------------
 
-def _timing(record: Any) -> tuple[Timing | None, str]:
-    if not isinstance(record, Mapping):
+def _timing(record: schema.Timing | schema.Unavailable | None) -> tuple[Timing | None, str]:
+    if record is None:
         return None, "not measured"
-    if record.get("available", True) is False:
-        return None, str(record.get("reason", "not measured"))
-    return Timing.from_json(record), ""
+    if isinstance(record, schema.Unavailable):
+        return None, record.reason
+    return Timing.of(record), ""
 
 
 def _fault_s(roofs: RoofSet) -> float | None:
@@ -203,77 +206,79 @@ def _available(record: Any) -> bool:
     return isinstance(record, Mapping) and record.get("available", True) is not False
 
 
-def _program_prediction(w: Mapping[str, Any], table: KernelTable | None, roofs: RoofSet
-                        ) -> Prediction | None:
+def _program_prediction(w: schema.Workload, plain: Mapping[str, Any], table: KernelTable | None,
+                        roofs: RoofSet) -> Prediction | None:
     """The per-kernel model of the compiled program when its inventory is known, else the
-    model of its totals."""
-    dtype = str(w.get("dtype", "float32"))
+    model of its totals (``plain``: the workload as results.json holds it)."""
     if table is not None and table.rows:
         # A conditional's branches are all listed; the program runs (and is charged) one.
         parts = [r.prediction for r in table.rows if r.charged]
         if all(p is not None for p in parts):
-            inventory = w.get("kernels")
+            inventory = plain.get("kernels")
             buffers = program_buffers(inventory) if isinstance(inventory, Mapping) else None
-            host = w.get("host_dispatch") or {}
+            host = w.host_dispatch
             return predict_program([p for p in parts if p is not None], roofs, buffers,
-                                   float(host["seconds"]) if host.get("available") else None)
+                                   float(host.seconds) if isinstance(host, schema.HostDispatch)
+                                   else None)
         return None
-    f = facts(w, dtype)
+    f = facts(w, w.dtype)
     prediction = predict_facts(f, roofs) if f is not None else None
-    if prediction is not None and unknown_loops_in(w.get("compiled")):
+    if prediction is not None and unknown_loops_in(w.compiled):
         # Known by its totals, a loop without a known trip count counts once.
         prediction = replace(prediction, lower_bound=True)
     return prediction
 
 
-def _work(w: Mapping[str, Any]) -> tuple[float | None, float | None, str]:
+def _work(w: schema.Workload | schema.SweepPoint) -> tuple[float | None, float | None, str]:
     """(flops, bytes, basis) of the compiled program: its kernels' sums where the inventory
     is known, else our count's work and minimum traffic."""
-    inventory = w.get("kernels")
-    if _available(inventory) and isinstance(inventory, Mapping):
-        moved = float(inventory.get("bytes_read", 0)) + float(inventory.get("bytes_written", 0))
-        return float(inventory.get("flops", 0)), moved or None, "the bytes its kernels touch"
-    ours = w.get("hlo_count") or {}
-    if _available(ours) and "flops" in ours:
-        minimum = ours.get("minimum_bytes")
-        return float(ours["flops"]), float(minimum) if minimum else None, \
+    inventory = w.kernels
+    if isinstance(inventory, schema.KernelInventory):
+        moved = float(inventory.bytes_read) + float(inventory.bytes_written)
+        return float(inventory.flops), moved or None, "the bytes its kernels touch"
+    ours = w.hlo_count
+    if isinstance(ours, schema.HloCount):
+        minimum = ours.minimum_bytes
+        return float(ours.flops), float(minimum) if minimum else None, \
             "our count's minimum traffic"
     return None, None, ""
 
 
-def _minimum(w: Mapping[str, Any]) -> tuple[float | None, str]:
+def _minimum(w: schema.Workload) -> tuple[float | None, str]:
     """The least traffic: the hand model's, else every argument read and every result
     written once (labelled as such)."""
-    an = w.get("analytic") or {}
-    if _available(an) and an.get("minimum_bytes"):
-        return float(an["minimum_bytes"]), "analytic minimum traffic"
-    tree = w.get("arguments")
-    if isinstance(tree, Mapping):
-        read = int(tree.get("bytes", 0))
-        written = int((tree.get("result") or {}).get("bytes", 0))
+    an = w.analytic
+    if isinstance(an, schema.Analytic) and an.minimum_bytes:
+        return float(an.minimum_bytes), "analytic minimum traffic"
+    tree = w.arguments
+    if tree is not None:
+        read = tree.bytes
+        written = tree.result.bytes if tree.result is not None else 0
         if read + written > 0:
             return float(read + written), ARGUMENT_TRAFFIC
     return None, ""
 
 
-def _traced_time(w: Mapping[str, Any]) -> Stats | None:
+def _traced_time(w: schema.Workload) -> Stats | None:
     """A program read from a profiler trace has no timing of its own: its time per step or
     call is the traced calls' wall times."""
-    timing = w.get("kernel_timing")
-    if not w.get("trace") or not isinstance(timing, Mapping) or not _available(timing):
+    timing = w.kernel_timing
+    if w.trace is None or not isinstance(timing, schema.KernelTiming):
         return None
-    samples = [float(c["program_s"]) for c in timing.get("calls") or [] if c["program_s"] > 0]
+    samples = [float(c.program_s) for c in timing.calls if c.program_s > 0]
     return Stats(samples) if samples else None
 
 
-def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: int | None,
-             checks: SpeedChecks | None = None) -> Program:
-    timed, timing_reason = _timing(w.get("timing"))
+def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend: Backend,
+             cache_bytes: int | None, checks: SpeedChecks | None = None) -> Program:
+    """One program's record (``plain``: the workload as results.json holds it, for the
+    readers that take that form, and kept as the program's observation)."""
+    timed, timing_reason = _timing(w.timing)
     stats = timed.per_call if timed is not None else None
     if stats is None and (traced := _traced_time(w)) is not None:
         stats, timing_reason = traced, ""
-    table = kernel_table(w, roofs.kernels, backend.name)
-    prediction = _program_prediction(w, table, roofs.kernels)
+    table = kernel_table(w, plain, roofs.kernels, backend.name)
+    prediction = _program_prediction(w, plain, table, roofs.kernels)
     flops, moved, basis = _work(w)
     if table is not None and any(r.trips_observed for r in table.rows):
         # A loop's trips observed in the trace: the work and bytes of every trip it ran.
@@ -287,71 +292,71 @@ def _program(w: Mapping[str, Any], roofs: Roofs, backend: Backend, cache_bytes: 
             prediction.seconds if prediction else None))
     why = ""
     if prediction is not None and m is not None:
-        compiled = w.get("compiled") or {}
-        xla = w.get("xla") or {}
-        accessed = (xla.get("raw") or {}).get("bytes accessed") if xla.get("available") \
-            else None
+        compiled = w.compiled
+        xla = w.xla
+        accessed = xla.raw.get("bytes accessed") if xla is not None and xla.available else None
         why = program_reason(prediction, m, Evidence(
-            backend=backend, dtype=str(w.get("dtype", "")), timing=stats,
-            xla_bytes=float(accessed) if isinstance(accessed, int | float) else None,
-            kernels=int(compiled.get("kernels") or 1),
-            loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
-            rows=table.rows if table is not None else (),
+            backend=backend, dtype=w.dtype, timing=stats,
+            xla_bytes=float(accessed) if accessed is not None else None,
+            kernels=(compiled.kernels if compiled is not None else 0) or 1,
+            loops=bool(compiled.while_loops) if compiled is not None else False,
+            cache_bytes=cache_bytes, rows=table.rows if table is not None else (),
             page_faults=timed.page_faults if timed is not None else None,
             fault_s=_fault_s(roofs.kernels),
             drift=checks.for_binding(prediction.binding) if checks is not None else None,
-            footprint=footprint_bytes(w), main_roof=_main_roof(roofs.kernels),
-            multi_pass=_multi_pass(w.get("kernels"), str(w.get("dtype", "")), roofs.kernels,
+            footprint=footprint_bytes(w.memory), main_roof=_main_roof(roofs.kernels),
+            multi_pass=_multi_pass(plain.get("kernels"), w.dtype, roofs.kernels,
                                    {r.name: r.prediction.seconds for r in table.rows
                                     if r.prediction is not None} if table is not None else None)))
     minimum, minimum_basis = _minimum(w)
-    low = w.get("lowering") or {}
-    missing = tuple(op for op in low.get("required_ops", []) if op not in low.get("ops", {}))
+    low = w.lowering
+    missing = tuple(op for op in low.required_ops if op not in low.ops) \
+        if isinstance(low, schema.Lowering) else ()
     hardware = _hardware(w, table, roofs.kernels)
     return Program(
-        name=str(w["name"]), title=str(w["title"]), dtype=str(w.get("dtype", "")),
-        user=bool(w.get("user")), timing=stats, timing_reason=timing_reason, flops=flops,
+        name=w.name, title=w.title, dtype=w.dtype,
+        user=w.user, timing=stats, timing_reason=timing_reason, flops=flops,
         bytes=moved, bytes_basis=basis, minimum_bytes=minimum, minimum_basis=minimum_basis,
-        prediction=prediction, miss=m, why=why, kernels=table, observation=w,
-        reconciliation=_reconciliation(w, table, stats, backend),
-        spec_sheet=_spec(flops, moved, str(w.get("dtype", "")), roofs.spec_sheet),
+        prediction=prediction, miss=m, why=why, kernels=table, observation=plain,
+        workload=w,
+        reconciliation=_reconciliation(w, plain, table, stats, backend),
+        spec_sheet=_spec(flops, moved, w.dtype, roofs.spec_sheet),
         missing_ops=missing,
-        timed_without=tuple(str(x) for x in (w.get("as_written") or {}).get("not_kept", [])),
+        timed_without=tuple(w.as_written.not_kept) if w.as_written is not None else (),
         hardware=hardware,
         levers=program_levers(stats.own if stats else None, table, prediction, minimum,
                               minimum_basis, roofs.kernels))
 
 
-def _hardware(w: Mapping[str, Any], table: KernelTable | None, roofs: RoofSet
+def _hardware(w: schema.Workload, table: KernelTable | None, roofs: RoofSet
               ) -> HardwareRoof | None:
     """The roof at the program's intensity: its charged kernels' roofs summed where its
     inventory is known, else the roof of its totals."""
     if table is not None and table.rows:
         return program_roof(r.hardware for r in table.rows if r.charged)
-    f = facts(w, str(w.get("dtype", "float32")))
+    f = facts(w, w.dtype)
     return facts_roof(f, roofs) if f is not None else None
 
 
-def _reconciliation(w: Mapping[str, Any], table: KernelTable | None, stats: Stats | None,
-                    backend: Backend) -> dict[str, Any] | None:
-    low = w.get("lowering") or {}
-    if not low.get("available"):
+def _reconciliation(w: schema.Workload, plain: Mapping[str, Any], table: KernelTable | None,
+                    stats: Stats | None, backend: Backend) -> dict[str, Any] | None:
+    if not isinstance(w.lowering, schema.Lowering):
         return None
-    ours = w.get("hlo_count") or {}
-    xla = w.get("xla") or {}
-    an = w.get("analytic") or {}
-    analytic = an if _available(an) and "flops" in an else None
+    ours = plain.get("hlo_count") or {}
+    xla = plain.get("xla") or {}
+    an = plain.get("analytic") or {}
+    analytic = an if isinstance(w.analytic, schema.Analytic) else None
     try:
         rec = reconcile.reconcile(
             analytic=analytic, ours=ours if _available(ours) else {},
-            xla=xla.get("raw") if xla.get("available") else None,
-            compiled=w.get("compiled"), measured_seconds=stats.own if stats else None,
+            xla=xla.get("raw") if w.xla is not None and w.xla.available else None,
+            compiled=plain.get("compiled"), measured_seconds=stats.own if stats else None,
             backend=backend.name)
     except InputError as exc:
         return {"available": False, "reason": reason(exc)}
-    if rec.get("rows") and (table is not None or w.get("jax_roofline")):
+    if rec.get("rows") and (table is not None or w.jax_roofline is not None):
         reconcile.add_kernel_columns(
-            rec, kernels=w.get("kernels"), jax_estimate=w.get("jax_roofline"),
+            rec, kernels=plain.get("kernels"), jax_estimate=plain.get("jax_roofline"),
             ours=ours if _available(ours) else {},
             rewrites=table.reconciliation["rewrites"] if table is not None else None)
     return rec
@@ -390,52 +395,57 @@ def _closest_group(seconds: float, p: Prediction) -> str:
     return min(positive, key=lambda g: (abs(math.log(seconds / positive[g])), g))
 
 
-def _point(sw: Mapping[str, Any], pt: Mapping[str, Any], roofs: RoofSet, backend: Backend,
-           cache_bytes: int | None, checks: SpeedChecks | None = None) -> SweepPoint | None:
-    timed, _ = _timing(pt.get("timing"))
+def _point(sw: schema.Sweep, pt: schema.SweepPoint, plain: Mapping[str, Any], roofs: RoofSet,
+           backend: Backend, cache_bytes: int | None, checks: SpeedChecks | None = None
+           ) -> SweepPoint | None:
+    """One point of a sweep (``plain``: the point as results.json holds it, for the readers
+    that take that form)."""
+    timed, _ = _timing(pt.timing)
     stats = timed.per_call if timed is not None else None
-    dtype = str(sw.get("dtype", "float32"))
-    record = {**pt, "dtype": dtype}
-    flops, moved, _ = _work(record)
-    an = pt.get("analytic") or {}
-    if (flops is None or not moved) and _available(an) and "flops" in an:
-        flops, moved = float(an["flops"]), float(an["minimum_bytes"])
+    dtype = sw.dtype
+    flops, moved, _ = _work(pt)
+    an = pt.analytic
+    if (flops is None or not moved) and isinstance(an, schema.Analytic):
+        flops, moved = float(an.flops), float(an.minimum_bytes)
     if stats is None or flops is None or not moved:
         return None
-    inventory = pt.get("kernels")
+    inventory = plain.get("kernels")
     prediction: Prediction | None = None
-    if _available(inventory) and isinstance(inventory, Mapping) and inventory.get("kernels"):
+    if isinstance(pt.kernels, schema.KernelInventory) and pt.kernels.kernels \
+            and isinstance(inventory, Mapping):
         prediction = predict_from_kernels(inventory["kernels"], dtype, roofs,
                                           program_traffic(inventory),
                                           program_buffers(inventory),
                                           program_footprint(inventory))
     else:
-        f = facts(record, dtype)
+        f = facts(pt, dtype)
         prediction = predict_facts(f, roofs) if f is not None else None
     m = miss(prediction.seconds if prediction else None, stats.own)
     why = ""
     observed = "unknown"
     if prediction is not None and m is not None:
-        compiled = pt.get("compiled") or {}
+        compiled = pt.compiled
         why = program_reason(prediction, m, Evidence(
-            backend=backend, dtype=dtype, timing=stats, kernels=int(compiled.get("kernels") or 1),
-            loops=bool(compiled.get("while_loops")), cache_bytes=cache_bytes,
+            backend=backend, dtype=dtype, timing=stats,
+            kernels=(compiled.kernels if compiled is not None else 0) or 1,
+            loops=bool(compiled.while_loops) if compiled is not None else False,
+            cache_bytes=cache_bytes,
             page_faults=timed.page_faults if timed is not None else None,
             fault_s=_fault_s(roofs),
             drift=checks.for_binding(prediction.binding) if checks is not None else None,
             main_roof=_main_roof(roofs), multi_pass=_multi_pass(inventory, dtype, roofs)))
         observed = _closest_group(stats.own, prediction)
-    return SweepPoint(dict(pt["dims"]), flops, moved, stats.own, prediction, observed, why)
+    return SweepPoint(dict(pt.dims), flops, moved, stats.own, prediction, observed, why)
 
 
-def _sweep(sw: Mapping[str, Any], roofs: RoofSet, backend: Backend, cache_bytes: int | None,
-           checks: SpeedChecks | None = None) -> Sweep:
-    points = tuple(p for p in (_point(sw, pt, roofs, backend, cache_bytes, checks)
-                               for pt in sw.get("points", [])) if p is not None)
+def _sweep(sw: schema.Sweep, plain: Mapping[str, Any], roofs: RoofSet, backend: Backend,
+           cache_bytes: int | None, checks: SpeedChecks | None = None) -> Sweep:
+    points = tuple(p for p in (_point(sw, pt, plain_pt, roofs, backend, cache_bytes, checks)
+                               for pt, plain_pt in zip(sw.points, plain["points"], strict=True))
+                   if p is not None)
     predicted = next((p.dims for p in points if p.predicted_bound == "compute"), None)
     observed = next((p.dims for p in points if p.observed_bound == "compute"), None)
-    return Sweep(str(sw.get("name", "")), str(sw.get("title", "")), str(sw.get("dtype", "")),
-                 tuple(sw.get("parameters", [])), points, predicted, observed)
+    return Sweep(sw.name, sw.title, sw.dtype, tuple(sw.parameters), points, predicted, observed)
 
 
 def _accuracy(programs: Sequence[Program], sweeps: Sequence[Sweep]) -> Accuracy:
@@ -448,14 +458,15 @@ def _accuracy(programs: Sequence[Program], sweeps: Sequence[Sweep]) -> Accuracy:
 
 # --- the lab, the sharded workloads ------------------------------------------------------------
 
-def _lab(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs, skipped: list[dict[str, str]]
-         ) -> tuple[tuple[Experiment, ...], tuple[Exercise, ...]]:
-    ceilings = doc.get("ceilings") or {}
-    measured_ceilings = _with_default_roofs(ceilings, roofs.measured) \
-        if ceilings.get("available") else None
-    lab = doc.get("lab") or {}
+def _lab(results: schema.Results, doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
+         skipped: list[schema.Skip]) -> tuple[tuple[Experiment, ...], tuple[Exercise, ...]]:
+    """The lab's experiments and exercises (``doc``: the document as results.json holds it,
+    whose lab and ceilings records the experiments read)."""
+    measured_ceilings = _with_default_roofs(doc["ceilings"], roofs.measured) \
+        if isinstance(results.ceilings, schema.Ceilings) else None
+    lab = doc["lab"]
     exps: list[Experiment] = []
-    if lab.get("available", True) and lab.get("experiments"):
+    if isinstance(results.lab, schema.Lab) and lab.get("experiments"):
         raw = {**lab, "experiments": {k: v for k, v in lab["experiments"].items()
                                       if v is not None}}
         # Every experiment is priced by the per-kernel model, on this machine's roofs where
@@ -463,14 +474,15 @@ def _lab(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs, skipped: list[dic
         for e in experiments.analyse(raw, ceilings=measured_ceilings, peak=a.peak,
                                      bandwidth=a.bandwidth, roofs=roofs.kernels):
             verdict = e.get("verdict") or {}
+            figure = (e.get("details") or {}).get("figure")
             exps.append(Experiment(
                 str(e["id"]), str(e["title"]), str(e.get("hypothesis", "")),
                 Quantity.from_json(e["prediction"]), Quantity.from_json(e["measurement"]),
                 str(verdict.get("status", "unavailable")), str(verdict.get("text", "")),
-                dict(e.get("details") or {})))
+                SweepFigure.from_json(figure) if figure else None))
             if verdict.get("status") == "unavailable":
-                skipped.append({"what": f"experiment {e['title']}",
-                                "reason": str(verdict.get("text", ""))})
+                skipped.append(schema.Skip(what=f"experiment {e['title']}",
+                                           reason=str(verdict.get("text", ""))))
     exercises = tuple(
         Exercise(str(x["id"]), str(x.get("after", "")), str(x["question"]),
                  tuple(str(s) for s in x.get("solution", [])))
@@ -495,10 +507,12 @@ def _with_default_roofs(ceilings: Mapping[str, Any], measured: RoofSet | None
     return out
 
 
-def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
-              skipped: list[dict[str, str]]) -> dict[str, Any]:
-    sharding = dict(doc.get("sharding") or {})
-    if not sharding.get("available"):
+def _sharding(results: schema.Results, doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
+              skipped: list[schema.Skip]) -> dict[str, Any]:
+    """The sharded workloads' record with the communication and step models added (``doc``:
+    the document as results.json holds it, whose sharding record the models read)."""
+    sharding = dict(doc["sharding"])
+    if not isinstance(results.sharding, schema.Sharding):
         return sharding
     sharding["model"] = study.comm_study(sharding, a.peak, a.bandwidth, a.interconnect,
                                          source=a.source)
@@ -506,14 +520,13 @@ def _sharding(doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
     measured = roofs.measured
     sharding["steps_model"] = study.step_study(
         sharding, a.peak, a.bandwidth, a.interconnect, source=a.source,
-        preset=str(preset["name"]) if preset else None,
+        preset=preset.preset.name if preset is not None else None,
         measured_peak=measured.peak if measured is not None else None,
         measured_bandwidth=measured.memory_bandwidth if measured is not None else None)
-    for w in sharding.get("workloads", []):
-        check = w.get("check") or {}
-        if check and check.get("passed") is False:
-            skipped.append({"what": f"sharded workload {w.get('name', '?')}: check",
-                            "reason": "result differs from the NumPy reference"})
+    for w in results.sharding.workloads:
+        if w.check.get("passed") is False:
+            skipped.append(schema.Skip(what=f"sharded workload {w.name}: check",
+                                       reason="result differs from the NumPy reference"))
     return sharding
 
 
@@ -532,15 +545,15 @@ def _main_roof(roofs: RoofSet) -> tuple[str, float] | None:
     return (roof.name, roof.value) if roof is not None else None
 
 
-def _run_note(options: Mapping[str, Any], checks: SpeedChecks | None = None) -> str:
+def _run_note(options: schema.Options, checks: SpeedChecks | None = None) -> str:
     """What this run's options and its speed check mean for its numbers; only what
     happened."""
     notes: list[str] = []
-    if options.get("quick"):
+    if options.quick:
         note = "quick mode: fewer timing samples"
-        if options.get("sweeps"):
+        if options.sweeps:
             note += " and a reduced sweep"
-        if options.get("sharding"):
+        if options.sharding:
             note += "; the sharded analysis ran alongside the other measurements, so timings " \
                     "are noisier"
         notes.append(note)
@@ -549,11 +562,11 @@ def _run_note(options: Mapping[str, Any], checks: SpeedChecks | None = None) -> 
     return "; ".join(notes)
 
 
-def _unique(items: list[dict[str, str]]) -> list[dict[str, str]]:
+def _unique(items: list[schema.Skip]) -> list[schema.Skip]:
     seen: set[tuple[str, str]] = set()
     out = []
     for item in items:
-        key = (item["what"], item["reason"])
+        key = (item.what, item.reason)
         if key not in seen:
             seen.add(key)
             out.append(item)

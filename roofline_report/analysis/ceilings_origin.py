@@ -9,9 +9,9 @@ same, since the clock is never read.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from roofline_report.results import schema
 
 _FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 DAY_S = 86_400
@@ -29,8 +29,8 @@ class CeilingsOrigin:
     notes: tuple[str, ...]
 
 
-def _time(text: Any) -> datetime.datetime | None:
-    if not isinstance(text, str):
+def _time(text: str | None) -> datetime.datetime | None:
+    if text is None:
         return None
     try:
         return datetime.datetime.strptime(text, _FORMAT).replace(tzinfo=datetime.UTC)
@@ -38,25 +38,22 @@ def _time(text: Any) -> datetime.datetime | None:
         return None
 
 
-def ceilings_origin(doc: Mapping[str, Any]) -> CeilingsOrigin | None:
-    """The origin of ``doc``'s ceilings; None where no ceilings are available. Ceilings without
-    an ``origin`` record (runs saved before the cache) were measured in their run."""
-    ceilings = doc.get("ceilings")
-    if not isinstance(ceilings, Mapping) or not ceilings.get("available"):
+def ceilings_origin(results: schema.Results) -> CeilingsOrigin | None:
+    """The origin of the run's ceilings; None where no ceilings are available. Ceilings
+    without an ``origin`` record (runs saved before the cache) were measured in their run."""
+    ceilings = results.ceilings
+    if not isinstance(ceilings, schema.Ceilings):
         return None
-    origin = ceilings.get("origin")
-    run_at = (doc.get("generator") or {}).get("measured_at")
-    if not isinstance(origin, Mapping):
-        return CeilingsOrigin(cached=False, measured_at=run_at if isinstance(run_at, str)
-                              else None, age_days=None, notes=())
-    measured_at = origin.get("measured_at")
-    then, now = _time(measured_at), _time(run_at)
+    origin = ceilings.origin
+    run_at = results.generator.measured_at
+    if origin is None:
+        return CeilingsOrigin(cached=False, measured_at=run_at, age_days=None, notes=())
+    then, now = _time(origin.measured_at), _time(run_at)
     age = None
     if then is not None and now is not None and now >= then:
         age = int((now - then).total_seconds() // DAY_S)
-    return CeilingsOrigin(cached=bool(origin.get("cached")),
-                          measured_at=measured_at if isinstance(measured_at, str) else None,
-                          age_days=age, notes=tuple(str(n) for n in origin.get("notes", ())))
+    return CeilingsOrigin(cached=origin.cached, measured_at=origin.measured_at, age_days=age,
+                          notes=tuple(origin.notes))
 
 
 __all__ = ["CeilingsOrigin", "ceilings_origin"]

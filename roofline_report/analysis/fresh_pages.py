@@ -25,36 +25,38 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from roofline_report.results import schema
+
 MiB = 1 << 20
 FRESH_ABOVE_BYTES = 32 * MiB  # glibc's largest mmap threshold on 64-bit systems
 PAGE_BYTES = 4096
 
 
-def _memory_values(record: Mapping[str, Any]) -> Mapping[str, Any]:
+def _memory_values(memory: schema.MemoryStats | None) -> Mapping[str, int]:
     """The values of a program's compiled memory analysis; {} where it has none."""
-    memory = record.get("memory")
-    if not isinstance(memory, Mapping) or memory.get("available") is False:
+    if memory is None or not memory.available:
         return {}
-    return memory.get("values") or {}
+    return memory.values
 
 
-def temp_bytes(record: Mapping[str, Any]) -> int | None:
-    """The program's temporaries from its compiled memory analysis, None where unknown."""
-    value = _memory_values(record).get("temp_size_in_bytes")
-    return int(value) if isinstance(value, int | float) and value > 0 else None
+def temp_bytes(memory: schema.MemoryStats | None) -> int | None:
+    """The program's temporaries from its compiled memory analysis (``memory``, a workload's
+    record of it), None where unknown."""
+    value = _memory_values(memory).get("temp_size_in_bytes")
+    return value if value is not None and value > 0 else None
 
 
-def footprint_bytes(record: Mapping[str, Any]) -> int | None:
-    """The program's data at its peak from its compiled memory analysis: the peak memory where
-    the compiler gives one, else its arguments, outputs and temporaries together; None where
-    unknown."""
-    values = _memory_values(record)
+def footprint_bytes(memory: schema.MemoryStats | None) -> int | None:
+    """The program's data at its peak from its compiled memory analysis (``memory``, a
+    workload's record of it): the peak memory where the compiler gives one, else its
+    arguments, outputs and temporaries together; None where unknown."""
+    values = _memory_values(memory)
     peak = values.get("peak_memory_in_bytes")
-    if isinstance(peak, int | float) and peak > 0:
-        return int(peak)
+    if peak is not None and peak > 0:
+        return peak
     parts = [values.get(k) for k in ("argument_size_in_bytes", "output_size_in_bytes",
                                      "temp_size_in_bytes")]
-    total = sum(int(v) for v in parts if isinstance(v, int | float) and v > 0)
+    total = sum(v for v in parts if v is not None and v > 0)
     return total or None
 
 

@@ -39,6 +39,7 @@ from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
 from roofline_report.analysis.stats import median, own_time, quartiles
 from roofline_report.hlo.kernel_cost import MOVEMENT
 from roofline_report.hlo.kernels import reconcile_kernels
+from roofline_report.results import schema
 
 __all__ = ["CATEGORY_TITLES", "kernel_samples", "kernel_seconds", "kernel_table", "trace_summary"]
 
@@ -202,22 +203,25 @@ def _busy(k: Mapping[str, Any]) -> list[float] | None:
     return list(map(float, busy)) if busy is not None else None
 
 
-def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTable | None:
-    """The per-kernel view of one workload record (see the module docstring); None when it
-    has no kernel inventory. Times are per call of the program."""
-    found = w.get("kernels")
-    if not isinstance(found, Mapping) or not _available(found):
+def kernel_table(w: schema.Workload, plain: Mapping[str, Any], roofs: RoofSet, backend: str
+                 ) -> KernelTable | None:
+    """The per-kernel view of one workload (see the module docstring; ``plain``: its record
+    as results.json holds it, whose kernel records the model reads); None when it has no
+    kernel inventory. Times are per call of the program."""
+    found = w.kernels
+    if not isinstance(found, schema.KernelInventory):
         return None
-    inventory: Mapping[str, Any] = found
-    raw = w.get("kernel_timing")
-    timing: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-    timed = bool(timing) and _available(timing)
-    trace = trace_summary(timing) if timed else None
+    inventory: Mapping[str, Any] = plain["kernels"]
+    typed_timing = w.kernel_timing
+    timing: Mapping[str, Any] = plain["kernel_timing"] \
+        if isinstance(typed_timing, schema.KernelTiming) else {}
+    trace = trace_summary(timing) if timing else None
     times = {str(k["name"]): k for k in timing.get("kernels", [])} if trace else {}
-    dtype = str(w.get("dtype", ""))
+    dtype = w.dtype
     listed = list(inventory["kernels"])
     # Fresh pages cost only where the CPU's page fault was measured.
-    temp = temp_bytes(w) if backend == "cpu" and roofs.floor(PAGE_FAULT) is not None else None
+    temp = temp_bytes(w.memory) if backend == "cpu" and roofs.floor(PAGE_FAULT) is not None \
+        else None
     pages = fresh_pages(listed, temp)
     # A loop that stops on data runs the launches per call its trace observed.
     observed, loops = loop_trips(listed, times)
@@ -236,15 +240,16 @@ def kernel_table(w: Mapping[str, Any], roofs: RoofSet, backend: str) -> KernelTa
     rows = [_with_share(r, total, roofs.highest_compute) for r in rows]
     rows.sort(key=lambda r: (-(r.seconds or 0.0), -r.flops, r.name))
     categories = _categories(rows, total)
-    reason = "" if trace else str(timing.get("reason", "the workload was not traced"))
-    launches = int(inventory["launches"]) if not observed else \
+    reason = "" if trace else typed_timing.reason \
+        if isinstance(typed_timing, schema.Unavailable) else "the workload was not traced"
+    launches = found.launches if not observed else \
         sum(r.trips for r in rows if r.charged)
     return KernelTable(
-        count=int(inventory["count"]), launches=launches, rows=tuple(rows),
+        count=found.count, launches=launches, rows=tuple(rows),
         categories=categories,
         trace=trace, trace_reason=reason, roofs=roofs,
-        reconciliation=reconcile_kernels(inventory, w.get("hlo_count")),
-        notes=tuple(str(n) for n in inventory.get("notes", [])),
+        reconciliation=reconcile_kernels(inventory, plain.get("hlo_count")),
+        notes=tuple(found.notes),
         fresh_pages=sum(pages), temp_bytes=temp, accounting=accounting,
         loops=per_trip(loops, listed, {r.name: r.prediction.seconds for r in rows
                                        if r.prediction is not None}))

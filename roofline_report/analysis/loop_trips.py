@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline_report.analysis.stats import median
+from roofline_report.results import schema
 
 __all__ = ["LoopTrips", "implied_trips", "loop_trips", "observed_kernel", "per_trip",
            "unknown_loops_in"]
@@ -113,11 +114,12 @@ def observed_kernel(k: Mapping[str, Any], trips: int | None) -> Mapping[str, Any
             "static_trips": max(1, int(k.get("trips") or 1))}
 
 
-def unknown_loops_in(compiled: Mapping[str, Any] | None) -> int:
+def unknown_loops_in(compiled: schema.Compiled | None) -> int:
     """How many while loops of a program's compiled facts have no known trip count (a program
     known only by its totals: its prediction is then a lower bound)."""
-    loops = (compiled or {}).get("while_loops") or []
-    return sum(1 for x in loops if isinstance(x, Mapping) and x.get("known_trip_count") is None)
+    if compiled is None:
+        return 0
+    return sum(1 for x in compiled.while_loops if x.known_trip_count is None)
 
 
 def per_trip(loops: Sequence[LoopTrips], kernels: Sequence[Mapping[str, Any]],

@@ -85,6 +85,7 @@ from roofline_report.analysis.roofs import (
 from roofline_report.hlo.kernels import threads_wanted
 from roofline_report.hlo.shapes import FLOAT_TYPES, dtype_bits
 from roofline_report.kinds import Kind
+from roofline_report.results import schema
 from roofline_report.text import count as count_of
 from roofline_report.text import plural
 
@@ -297,40 +298,39 @@ def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
                  arguments=float(k.get("argument_bytes_read") or 0))
 
 
-def facts(record: Mapping[str, Any], dtype: str) -> Facts | None:
-    """The facts of a program known by its totals (keys ``hlo_count``, ``compiled``, ``xla``,
-    ``analytic``): our count's work, and XLA's bytes accessed where it has no loop (XLA costs a
-    loop body once), else the minimum traffic; None without our count or any traffic."""
-    ours = record.get("hlo_count") or {}
-    if not ours or ours.get("available") is False or "flops" not in ours:
+def facts(record: schema.Workload | schema.SweepPoint, dtype: str) -> Facts | None:
+    """The facts of a program known by its totals (its ``hlo_count``, ``compiled``, ``xla``
+    and ``analytic``): our count's work, and XLA's bytes accessed where it has no loop (XLA
+    costs a loop body once), else the minimum traffic; None without our count or any
+    traffic."""
+    ours = record.hlo_count
+    if not isinstance(ours, schema.HloCount):
         return None
-    by_op = {_op_name(k): float(v) for k, v in (ours.get("flops_by_op") or {}).items()}
+    by_op = {_op_name(k): float(v) for k, v in ours.flops_by_op.items()}
     dot = sum(v for k, v in by_op.items() if k in DOT_OPS)
     conv = sum(v for k, v in by_op.items() if k in CONV_OPS)
-    other = max(0.0, float(ours["flops"]) - dot)
-    trans = {_op_name(k): float(v)
-             for k, v in (ours.get("transcendentals_by_op") or {}).items() if v}
-    compiled = record.get("compiled") or {}
-    kernels = int(compiled.get("kernels") or 1)
-    moved, source = _total_bytes(record, compiled)
+    other = max(0.0, float(ours.flops) - dot)
+    trans = {_op_name(k): float(v) for k, v in ours.transcendentals_by_op.items() if v}
+    compiled = record.compiled
+    kernels = (compiled.kernels if compiled is not None else 0) or 1
+    moved, source = _total_bytes(record, ours, compiled)
     if moved is None:
         return None
-    written = ours.get("result_bytes")
     return Facts(dtype, dot, other, trans, moved, source, max(1, kernels),
-                 written=float(written) if isinstance(written, int | float) else None,
-                 conv_flops=conv)
+                 written=float(ours.result_bytes), conv_flops=conv)
 
 
-def _total_bytes(record: Mapping[str, Any], compiled: Mapping[str, Any]
-                 ) -> tuple[float | None, str]:
-    xla = record.get("xla") or {}
-    accessed = (xla.get("raw") or {}).get("bytes accessed") if xla.get("available") else None
-    if isinstance(accessed, int | float) and accessed > 0 and not compiled.get("while_loops"):
+def _total_bytes(record: schema.Workload | schema.SweepPoint, ours: schema.HloCount,
+                 compiled: schema.Compiled | None) -> tuple[float | None, str]:
+    xla = record.xla
+    accessed = xla.raw.get("bytes accessed") if xla is not None and xla.available else None
+    loops = compiled is not None and bool(compiled.while_loops)
+    if accessed is not None and accessed > 0 and not loops:
         return float(accessed), "XLA's bytes accessed"
-    ours = record.get("hlo_count") or {}
-    analytic = record.get("analytic") or {}
-    minimum = analytic.get("minimum_bytes") or ours.get("minimum_bytes")
-    if isinstance(minimum, int | float) and minimum > 0:
+    analytic = record.analytic
+    minimum = (analytic.minimum_bytes if isinstance(analytic, schema.Analytic) else None) \
+        or ours.minimum_bytes
+    if minimum > 0:
         return float(minimum), "the minimum traffic"
     return None, ""
 

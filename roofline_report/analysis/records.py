@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from roofline_report.analysis.call_accounting import CallAccounting
+from roofline_report.analysis.ceilings_origin import CeilingsOrigin
 from roofline_report.analysis.levels import Level
 from roofline_report.analysis.loop_trips import LoopTrips
 from roofline_report.analysis.miss import Miss
@@ -51,6 +52,7 @@ from roofline_report.analysis.stats import Stats, median
 from roofline_report.backends import Backend
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind, Quantity
+from roofline_report.results import schema
 from roofline_report.results.schema_run import (
     DEFAULT_INTERCONNECT,
     SEED_BANDWIDTH,
@@ -59,16 +61,21 @@ from roofline_report.results.schema_run import (
 
 if TYPE_CHECKING:
     from roofline_report.analysis.roof_check import RoofCheck
+    from roofline_report.preset_records import Preset
 
 __all__ = [
     "Accuracy",
     "Analysis",
     "BelowRoof",
+    "Budgets",
     "Category",
+    "ChosenPreset",
     "ExcessTraffic",
     "Exercise",
     "Experiment",
+    "FigureSeries",
     "HardwareRoof",
+    "HypotheticalBudgets",
     "KernelRow",
     "KernelTable",
     "Lever",
@@ -78,6 +85,7 @@ __all__ = [
     "RoofPart",
     "Roofs",
     "Sweep",
+    "SweepFigure",
     "SweepPoint",
     "TraceSummary",
     "roof_share",
@@ -590,6 +598,7 @@ class Program:
     why: str
     kernels: KernelTable | None
     observation: Mapping[str, Any]  # the workload's record in results.json
+    workload: schema.Workload  # the same record, typed
     reconciliation: Mapping[str, Any] | None = None
     spec_sheet: SpecPlacement | None = None
     missing_ops: tuple[str, ...] = ()  # operations the workload requires that its lowering lacks
@@ -763,6 +772,39 @@ class Assumptions:
 
 
 @dataclass(frozen=True, slots=True)
+class ChosenPreset:
+    """The chip preset a render draws, and how it was chosen ("by name", "recognised by
+    stats", "matched to this device")."""
+
+    preset: Preset
+    chosen: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The preset's published figures, with how it was chosen."""
+        return {**self.preset.to_json(), "chosen": self.chosen}
+
+
+@dataclass(frozen=True, slots=True)
+class HypotheticalBudgets:
+    """The assumed budgets of a render, each a hypothetical quantity noted with their source,
+    and the ridge between them (FLOP/byte)."""
+
+    peak: Quantity
+    bandwidth: Quantity
+    interconnect: Quantity
+    ridge: float
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """The budgets a render states: the assumed ones, and the chip preset drawn (None: none)."""
+
+    hypothetical: HypotheticalBudgets
+    preset: ChosenPreset | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Roofs:
     """The roof sets of one render."""
 
@@ -770,7 +812,7 @@ class Roofs:
     measured: RoofSet | None
     spec_sheet: RoofSet | None
     levels: tuple[Level, ...] = ()  # the memory levels found in the working-set sweep
-    preset: Mapping[str, Any] | None = None  # the chip preset drawn, with how it was chosen
+    preset: ChosenPreset | None = None  # the chip preset drawn, with how it was chosen
     trace: bool = False  # the run was read from a profiler trace captured elsewhere
 
     @property
@@ -789,8 +831,37 @@ class Roofs:
 
 
 @dataclass(frozen=True, slots=True)
+class FigureSeries:
+    """One line of a lab sweep's figure: its label, its kind, a value per size."""
+
+    label: str
+    kind: Kind
+    y: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SweepFigure:
+    """A lab experiment's sweep as drawn: the sizes, the axes' labels and each series over
+    the sizes."""
+
+    x: tuple[float, ...]
+    xlabel: str
+    ylabel: str
+    series: tuple[FigureSeries, ...]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SweepFigure:
+        """From the figure an experiment's details hold
+        (:func:`roofline_report.analysis.experiments.knees.sweep_figure`)."""
+        return cls(tuple(data["x"]), str(data.get("xlabel", "")), str(data.get("ylabel", "")),
+                   tuple(FigureSeries(str(s["label"]), Kind(s["kind"]), tuple(s["y"]))
+                         for s in data["series"]))
+
+
+@dataclass(frozen=True, slots=True)
 class Experiment:
-    """One lab experiment: the model's prediction, the measurement, the verdict."""
+    """One lab experiment: the model's prediction, the measurement, the verdict, and the
+    sweep it drew (None for an experiment of two programs)."""
 
     id: str
     title: str
@@ -799,7 +870,7 @@ class Experiment:
     measurement: Quantity
     status: str
     verdict: str
-    details: Mapping[str, Any]
+    figure: SweepFigure | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -822,13 +893,18 @@ class Analysis:
     sweeps: tuple[Sweep, ...]
     accuracy: Accuracy
     seed: Mapping[str, Any]  # the seed's hypothetical model, experiment and exercise
-    budgets: Mapping[str, Any]
+    budgets: Budgets
     experiments: tuple[Experiment, ...]
     exercises: tuple[Exercise, ...]
     sharding: Mapping[str, Any]
-    skipped: tuple[Mapping[str, str], ...]
+    skipped: tuple[schema.Skip, ...]  # what the run or this analysis could not do, and why
     run_note: str
+    # The typed document analysed, and the same as results.json holds it (the plain form is
+    # kept for the readers not yet written for the typed one).
+    results: schema.Results = field(repr=False)
     observations: Mapping[str, Any] = field(repr=False, default_factory=dict)
+    # Where the ceilings came from and their age as of the run (None without ceilings).
+    ceilings_origin: CeilingsOrigin | None = None
     # The run's roofs checked against its own programs (None without measured roofs).
     roof_check: RoofCheck | None = None
     # The machine's speed checked after the programs against its ceilings (None: not checked,

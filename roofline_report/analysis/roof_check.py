@@ -20,16 +20,16 @@ program's) is not checked: beating a floor says nothing of the roofs.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from roofline_report.analysis.ceilings_origin import ceilings_origin
-from roofline_report.analysis.measuring_load import conditions
+from roofline_report.analysis.ceilings_origin import CeilingsOrigin
+from roofline_report.analysis.measuring_load import Conditions
 from roofline_report.analysis.miss import AS_PREDICTED, miss
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.records import SIGNIFICANT_KERNEL_S, Program
 from roofline_report.analysis.stats import median
+from roofline_report.results import schema
 
 #: Roofs are suspect when at least this share of the programs (or kernels) checked ran above
 #: them by more than their spread: half, so that a model error on a few programs of a run is
@@ -130,12 +130,13 @@ def _kernels(programs: Sequence[Program]) -> tuple[list[Above], int]:
     return found, checked
 
 
-def roof_check(doc: Mapping[str, Any], programs: Sequence[Program], measured_roofs: bool
-               ) -> RoofCheck | None:
+def roof_check(results: schema.Results, programs: Sequence[Program], measured_roofs: bool,
+               measuring: Conditions, origin: CeilingsOrigin | None) -> RoofCheck | None:
     """The check of ``programs`` against the run's measured roofs; None where the run has no
-    measured roofs (its predictions then rest on assumed budgets)."""
-    ceilings = doc.get("ceilings") or {}
-    if not measured_roofs or not isinstance(ceilings, Mapping) or not ceilings.get("available"):
+    measured roofs (its predictions then rest on assumed budgets). ``measuring``: the load the
+    ceilings were measured under; ``origin``: where they came from."""
+    ceilings = results.ceilings
+    if not measured_roofs or not isinstance(ceilings, schema.Ceilings):
         return None
     found: list[Above] = []
     checked = 0
@@ -148,24 +149,22 @@ def roof_check(doc: Mapping[str, Any], programs: Sequence[Program], measured_roo
             found.append(a)
     kernels, kernels_checked = _kernels(programs)
     causes: list[Cause] = []
-    measuring = conditions(ceilings)
     if measuring.loaded:
         causes.append(Cause.LOADED)
-    origin = ceilings_origin(doc)
     if origin is not None and origin.cached:
         causes.append(Cause.CACHED)
-    env = doc.get("environment") or {}
-    ceilings_device = f"{ceilings.get('backend', '')} {ceilings.get('device_kind', '')}".strip()
-    run_device = f"{env.get('backend', '')} {env.get('device_kind', '')}".strip()
+    env = results.environment
+    ceilings_device = f"{ceilings.backend} {ceilings.device_kind}".strip()
+    run_device = f"{env.backend} {env.device_kind}".strip()
     if ceilings_device and run_device and ceilings_device != run_device:
         causes.append(Cause.OTHER_DEVICE)
     return RoofCheck(programs=tuple(found), programs_checked=checked, kernels=tuple(kernels),
                      kernels_checked=kernels_checked, causes=tuple(causes),
                      age_days=origin.age_days if origin is not None and origin.cached else None,
-                     ceilings_device=str(ceilings.get("device_kind", "")),
+                     ceilings_device=ceilings.device_kind,
                      measured_quietly=(not causes and measuring.recorded and origin is not None
                                        and not origin.cached),
-                     run_device=str(env.get("device_kind", "")))
+                     run_device=env.device_kind)
 
 
 __all__ = ["SUSPECT_SHARE", "Above", "Cause", "RoofCheck", "above", "roof_check"]

@@ -14,12 +14,15 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline_report import backends
 from roofline_report.analysis import levels as levels_mod
 from roofline_report.kinds import Kind
 from roofline_report.roofline import attainable, ridge
+
+if TYPE_CHECKING:
+    from roofline_report.preset_records import Preset
 
 
 def _log_interpolate(points: Sequence[tuple[float, float]], size: float) -> float | None:
@@ -647,35 +650,34 @@ _PRESET_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf3
                   "fp8": "float8", "int8": "int8"}
 
 
-def spec_sheet(preset: Mapping[str, Any]) -> RoofSet:
+def spec_sheet(preset: Preset) -> RoofSet:
     """A chip's published roofs: a compute roof per dtype, HBM bandwidth; and, where the preset
     carries one, its kernel launch floor (``launch``, an assumption: kind hypothetical, the
     preset's note its provenance). A preset without ``launch`` gives a set without floors."""
     compute = []
-    for key, q in sorted(preset.get("peaks", {}).items()):
-        value = _positive((q or {}).get("value"))
+    for peak in sorted(preset.peaks, key=lambda p: p.dtype):
+        value = _positive(peak.value)
         if value is None:
             continue
+        key = peak.dtype
         dtype = _PRESET_DTYPES.get(key, key)
         # jax runs float32 matmuls as TF32 on NVIDIA GPUs by default; full float32 is the
         # "highest" precision there.
         precision = {"tf32": "default", "fp32": "highest"}.get(key, "default")
-        compute.append(ComputeRoof(f"{preset['name']} {key}", value, dtype, Kind.SPEC_SHEET,
-                                   str((q or {}).get("note", "")) or "spec sheet",
-                                   precision=precision))
+        compute.append(ComputeRoof(f"{preset.name} {key}", value, dtype, Kind.SPEC_SHEET,
+                                   peak.note or "spec sheet", precision=precision))
     bandwidth = []
-    hbm = _positive((preset.get("hbm_bandwidth") or {}).get("value"))
+    hbm = _positive(preset.hbm_bandwidth)
     if hbm is not None:
-        bandwidth.append(BandwidthRoof(f"{preset['name']} HBM", hbm, "HBM", Kind.SPEC_SHEET,
+        bandwidth.append(BandwidthRoof(f"{preset.name} HBM", hbm, "HBM", Kind.SPEC_SHEET,
                                        "spec sheet"))
     floors = []
-    launch = preset.get("launch") or {}
-    seconds = _positive(launch.get("value"))
+    seconds = _positive(preset.launch)
     if seconds is not None:
         floors.append(Floor("launch", seconds, Kind.HYPOTHETICAL,
-                            str(launch.get("note", "")) or "assumed launch floor"))
+                            preset.launch_note or "assumed launch floor"))
     # Every preset is an accelerator's (its calls' dispatch overlaps its work); a TPU's
     # (Google's) matrix, vector and transcendental units work side by side.
-    return RoofSet(str(preset["name"]), Kind.SPEC_SHEET, tuple(compute), tuple(bandwidth),
+    return RoofSet(preset.name, Kind.SPEC_SHEET, tuple(compute), tuple(bandwidth),
                    tuple(floors), dispatch_overlaps=True,
-                   units_overlap=str(preset.get("vendor", "")) == "Google")
+                   units_overlap=preset.vendor == "Google")

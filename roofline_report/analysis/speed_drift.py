@@ -20,10 +20,10 @@ programs all ran slow can read its matmul 2% off.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from roofline_report.results import schema
 from roofline_report.text import percent_text
 from roofline_report.units import format_binary, format_si
 
@@ -135,36 +135,21 @@ class SpeedChecks:
         return out
 
 
-def drift_of(doc: Mapping[str, Any]) -> Drift | None:
-    """The run's matmul check, where it was made and both rates are positive numbers."""
-    check = doc.get("speed_check")
-    if not isinstance(check, Mapping) or not check.get("available"):
+def drift_of(results: schema.Results) -> Drift | None:
+    """The run's matmul check, where it was made."""
+    check = results.speed_check
+    if not isinstance(check, schema.SpeedCheck):
         return None
-    before, now = _rate(check.get("ceiling_value")), _rate(check.get("value"))
-    if before is None or now is None:
-        return None
-    return Drift(str(check.get("probe") or "the float32 matmul"), before, now)
+    return Drift(check.probe or "the float32 matmul", float(check.ceiling_value),
+                 float(check.value))
 
 
-def checks_of(doc: Mapping[str, Any]) -> SpeedChecks | None:
+def checks_of(results: schema.Results) -> SpeedChecks | None:
     """The run's checks (:class:`SpeedChecks`); None where none was made."""
-    check = doc.get("speed_check")
-    if not isinstance(check, Mapping) or not check.get("available"):
+    check = results.speed_check
+    if not isinstance(check, schema.SpeedCheck):
         return None
-    memory = []
-    for m in check.get("memory") or []:
-        if not isinstance(m, Mapping) or not m.get("available"):
-            continue
-        before, now = _rate(m.get("ceiling_value")), _rate(m.get("value"))
-        size = m.get("bytes")
-        if before is None or now is None or not isinstance(size, int):
-            continue
-        roof = str(m.get("roof", ""))
-        memory.append(Drift(f"{roof} at {format_binary(size)}", before, now, "B/s", roof))
-    return SpeedChecks(drift_of(doc), tuple(memory))
-
-
-def _rate(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) and value > 0 else None
+    memory = tuple(Drift(f"{m.roof} at {format_binary(m.bytes)}", float(m.ceiling_value),
+                         float(m.value), "B/s", m.roof)
+                   for m in check.memory or () if isinstance(m, schema.MemoryCheck))
+    return SpeedChecks(drift_of(results), memory)

@@ -19,6 +19,7 @@ import numpy as np
 
 from roofline_report.errors import InputError
 from roofline_report.quantiles import median, quantile
+from roofline_report.results import schema
 
 __all__ = ["MIN_STABLE_SAMPLES", "OWN_QUANTILE", "UNSTABLE_SPREAD", "Stats", "Timing",
            "error_summary", "median", "own_time", "quantile", "quartiles"]
@@ -146,6 +147,14 @@ class Timing:
             **({"page_faults_per_call": self.page_faults} if self.page_faults is not None
                else {}),
         }
+
+    @classmethod
+    def of(cls, record: schema.Timing) -> Timing:
+        """Rebuild from a validated timing record of results.json."""
+        faults = record.page_faults_per_call
+        return cls(Stats(record.per_call_s), record.inner_reps, float(record.resolution_s),
+                   float(record.min_sample_s), record.method,
+                   None if faults is None else float(faults))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Timing:

@@ -20,7 +20,7 @@ from roofline_report.analysis import (
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.stats import own_time
 from roofline_report.hlo.collectives import COLLECTIVE_OPS
-from roofline_report.kinds import Kind, Quantity
+from roofline_report.kinds import Kind
 
 #: A petabyte: more than any one device's memory holds, so a square matmul whose matrices take
 #: more cannot run, and the size of the ridge says only that every size that runs is below it.
@@ -37,19 +37,6 @@ def sharded_seconds(w: Mapping[str, Any]) -> float | None:
         return own_time([float(x) for x in samples])
     legacy = w.get("measured_seconds")
     return float(legacy) if legacy else None
-
-def budgets_json(peak: float, bandwidth: float, *, source: str,
-                 interconnect: float = model.DEFAULT_INTERCONNECT) -> dict[str, Any]:
-    """Hypothetical budgets as stored in results.json."""
-    return {
-        "peak": Quantity(peak, "FLOP/s", Kind.HYPOTHETICAL, source).to_json(),
-        "bandwidth": Quantity(bandwidth, "B/s", Kind.HYPOTHETICAL, source).to_json(),
-        "interconnect": Quantity(interconnect, "B/s", Kind.HYPOTHETICAL,
-                                       source).to_json(),
-        "ridge": model.ridge(peak, bandwidth),
-        "source": source,
-    }
-
 
 def hypothetical_model(
     peak: float, bandwidth: float, sizes: Sequence[int] = model.SEED_SIZES, itemsize: int = 4

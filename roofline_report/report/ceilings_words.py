@@ -6,7 +6,6 @@ analysis, formatted here.
 
 from __future__ import annotations
 
-from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.measuring_load import LOADED_SHARE, conditions
 from roofline_report.analysis.records import Analysis
 from roofline_report.analysis.roof_check import Cause, RoofCheck
@@ -19,7 +18,7 @@ M = Kind.MEASURED
 
 def _again(an: Analysis) -> str:
     """How whoever asked for this run measures the ceilings again."""
-    if (an.observations.get("options") or {}).get("origin") == "python":
+    if an.results.options.origin == "python":
         return "analyze(..., remeasure=True)"
     return "--remeasure"
 
@@ -130,7 +129,7 @@ def roof_warning(an: Analysis) -> Text:
     if reasons:
         parts += [": " + "; or ".join(reasons)]
     else:
-        origin = ceilings_origin(an.observations)
+        origin = an.ceilings_origin
         measured_here = origin is not None and not origin.cached
         parts += [": the machine was likely busier while they were measured than while the "
                   "programs ran" + (" (they were measured in this run)" if measured_here

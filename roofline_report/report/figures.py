@@ -18,7 +18,7 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from roofline_report.analysis.records import Sweep
+from roofline_report.analysis.records import Sweep, SweepFigure
 from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.report.figure_svg import titled, to_svg
@@ -465,12 +465,12 @@ def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> Fig
 
 # --- lab notebook ---------------------------------------------------------------------------
 
-def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> FigureOut:
+def experiment_figure(exp_id: str, title: str, data: SweepFigure) -> FigureOut:
     """A lab experiment's sweep: measured times, the model's, and the fit, on log axes."""
     name = f"lab_{exp_id}"
-    xs = data["x"]
-    hover = [(x, y, f"{s['label']} at {_tick(x)}: {fmt(y, 's')} ({Kind(s['kind']).label})")
-             for s in data["series"] for x, y in zip(xs, s["y"], strict=True)
+    xs = data.x
+    hover = [(x, y, f"{s.label} at {_tick(x)}: {fmt(y, 's')} ({s.kind.label})")
+             for s in data.series for x, y in zip(xs, s.y, strict=True)
              if y is not None and y > 0]
 
     def draw() -> Figure:
@@ -478,32 +478,32 @@ def experiment_figure(exp_id: str, title: str, data: Mapping[str, Any]) -> Figur
         styles: dict[str, dict[str, Any]] = {"measured": {"marker": "o", "linestyle": "none"},
                                              "model": {"linestyle": "--"},
                                              "fit": {"linestyle": ":"}}
-        for i, s in enumerate(data["series"]):
-            key = "measured" if s["label"] == "measured" else "model" if "model" in s["label"] \
+        for i, s in enumerate(data.series):
+            key = "measured" if s.label == "measured" else "model" if "model" in s.label \
                 else "fit"
-            kind_label = Kind(s["kind"]).label
-            label = s["label"] if s["label"] == kind_label else f"{s['label']} ({kind_label})"
-            ax.plot(xs, s["y"], color=PALETTE[i % len(PALETTE)], label=label, **styles[key])
+            kind_label = s.kind.label
+            label = s.label if s.label == kind_label else f"{s.label} ({kind_label})"
+            ax.plot(xs, s.y, color=PALETTE[i % len(PALETTE)], label=label, **styles[key])
         _hover(ax, hover)
         ax.set_xscale("log", base=2)
         _log10(ax, "y")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v)))
         _seconds_axis(ax.yaxis)
-        ax.set_xlabel(data.get("xlabel", ""))
-        ax.set_ylabel(data.get("ylabel", ""))
+        ax.set_xlabel(data.xlabel)
+        ax.set_ylabel(data.ylabel)
         ax.set_title(title, fontsize=10, y=1.0, pad=6)
         ax.legend(loc="upper left", fontsize=8)
         return fig
 
     desc = ("The measured times against the roofline model's, with a flat-then-proportional "
             "fit whose knee is the observed crossing.")
-    headers = (data.get("xlabel", "x"), *(s["label"] for s in data["series"]))
+    headers = (data.xlabel, *(s.label for s in data.series))
     # The table's column of sizes: whole numbers as counts ("1,048,576"), as a column of
     # integers reads; the axis keeps its short ticks.
     rows = tuple((f"{int(x):,}" if float(x).is_integer() else _tick(x),
-                  *(fmt(s["y"][i], "s") for s in data["series"]))
+                  *(fmt(s.y[i], "s") for s in data.series))
                  for i, x in enumerate(xs))
-    kinds = tuple(sorted({s["kind"] for s in data["series"]}))
+    kinds = tuple(sorted({s.kind.value for s in data.series}))
     return _finish(draw, name, title, desc, Table(headers, rows), kinds, _tips(hover))
 
 

@@ -53,8 +53,7 @@ def _roofs(an: Analysis) -> tuple[Inline, ...]:
                 f"(the ceilings record of {trace.get('ceilings_file') or 'the results given'}), "
                 f"the first choice; the trace ran on {device}.",)
     if chosen.kind is Kind.SPEC_SHEET and chosen.compute:
-        preset = an.roofs.preset or {}
-        chosen_by = str(preset.get("chosen", ""))
+        chosen_by = an.roofs.preset.chosen if an.roofs.preset is not None else ""
         if chosen_by == "by name":
             how: tuple[Inline, ...] = ("chosen by name",)
         elif chosen_by.startswith("recognised"):

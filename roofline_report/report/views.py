@@ -18,7 +18,6 @@ from typing import Any
 from roofline_report.analysis import levels as levels_mod
 from roofline_report.analysis import study, words
 from roofline_report.analysis.analyse import SEED_NAME, Assumptions, analyse
-from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import ComputeRoof, RoofSet
 from roofline_report.kinds import Kind, Quantity
@@ -72,7 +71,7 @@ def view_model(results: schema.Results | Mapping[str, Any],
 def view_model_of(an: Analysis) -> dict[str, Any]:
     """The view model of one analysis."""
     seed = an.seed
-    hyp = an.budgets["hypothetical"]
+    hyp = an.budgets.hypothetical
     seed_p = next((p for p in an.programs if p.name == SEED_NAME), None)
     teaching = bool((an.observations.get("options") or {}).get("teaching", True))
     figures: list[figs.FigureOut] = [
@@ -89,9 +88,8 @@ def view_model_of(an: Analysis) -> dict[str, Any]:
         figures.append(figs.sweep_trajectories(an.sweeps, an.roofs.measured))
         figures.append(figs.sweep_prediction(an.sweeps, an.accuracy_of_sweeps))
     for e in an.experiments:
-        fig_data = e.details.get("figure")
-        if fig_data and fig_data.get("series"):
-            figures.append(figs.experiment_figure(e.id, e.title, fig_data))
+        if e.figure is not None and e.figure.series:
+            figures.append(figs.experiment_figure(e.id, e.title, e.figure))
     views = kernel_views(an)
     figures += [v["figure_out"] for v in views if v["figure_out"] is not None]
     sharding = an.sharding
@@ -112,10 +110,10 @@ def view_model_of(an: Analysis) -> dict[str, Any]:
                    "description": TRACE_MEASURED if traced and k is Kind.MEASURED
                    else k.description} for k in Kind],
         "budgets": {
-            "peak": n(hyp["peak"]["value"], "FLOP/s", Kind.HYPOTHETICAL),
-            "bandwidth": n(hyp["bandwidth"]["value"], "B/s", Kind.HYPOTHETICAL),
+            "peak": n(hyp.peak.value, "FLOP/s", Kind.HYPOTHETICAL),
+            "bandwidth": n(hyp.bandwidth.value, "B/s", Kind.HYPOTHETICAL),
             "ridge": Num(format_intensity(seed["model"]["ridge"]), Kind.HYPOTHETICAL.value),
-            "source": hyp.get("source", ""),
+            "source": hyp.source,
         },
         "seed": _seed_workload(seed_p) if seed_p else None,
         "model": _model(seed["model"]),
@@ -402,7 +400,7 @@ def _rate_sizes(e: Mapping[str, Any]) -> str:
 def _ceilings_origin(an: Analysis) -> tuple[str, tuple[str, ...]]:
     """The sentence saying whether the ceilings were measured in this run or reused from the
     ceilings cache (when, and their age as of this run), and the cache's notes."""
-    o = ceilings_origin(an.observations)
+    o = an.ceilings_origin
     if o is None:
         return "", ()
     if not o.cached:
@@ -587,7 +585,7 @@ def _sweeps(an: Analysis) -> dict[str, Any]:
 
 
 def _preset(an: Analysis) -> dict[str, Any]:
-    preset = an.roofs.preset
+    preset = an.roofs.preset.to_json() if an.roofs.preset is not None else None
     roof_set = an.roofs.spec_sheet
     if not preset or roof_set is None:
         return {"available": False}

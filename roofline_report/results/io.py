@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,8 @@ from roofline_report.results import convert, per_call_columns, schema
 from roofline_report.results.json_text import INDENTED_LEVELS, dumps
 
 SCHEMA_VERSION = schema.SCHEMA_VERSION
-__all__ = ["INDENTED_LEVELS", "SCHEMA_VERSION", "document", "dumps", "load", "loads", "parse",
-           "read", "validate"]
+__all__ = ["INDENTED_LEVELS", "SCHEMA_VERSION", "document", "dumps", "load", "load_both",
+           "loads", "parse", "read", "typed", "validate"]
 
 
 class _NotFinite(ValueError):
@@ -83,9 +84,24 @@ def _converted(data: Any, source: str) -> tuple[dict[str, Any], schema.Results]:
     return data, parse(data, source=source)
 
 
+def typed(results: schema.Results | Mapping[str, Any], *, source: str = "results.json"
+          ) -> schema.Results:
+    """``results`` as the typed document: a typed one as it is, a plain one (as ``json.load``
+    gives it) written out in full, converted and validated once, as :func:`read` does."""
+    if isinstance(results, schema.Results):
+        return results
+    return _converted(dict(results), source)[1]
+
+
 def read(path: str | Path) -> schema.Results:
     """The typed document of the results.json at ``path`` (converted, validated)."""
     return _loaded(_read_text(path), str(path))[1]
+
+
+def load_both(path: str | Path) -> tuple[dict[str, Any], schema.Results]:
+    """The plain version-3 document of the results.json at ``path`` and its typed form, read,
+    converted and validated once (as :func:`load` and :func:`read` each do)."""
+    return _loaded(_read_text(path), str(path))
 
 
 def load(path: str | Path) -> dict[str, Any]:
