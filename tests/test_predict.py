@@ -188,7 +188,7 @@ def test_a_users_program_shows_its_prediction() -> None:
     w = next(x for x in doc["workloads"] if x["name"] == "matmul")
     w["user"] = True
     vm = render.view_model(doc)
-    shown = next(x for x in vm["programs"] if x["title"] == w["title"])
+    shown = next(x for x in vm.programs if x["title"] == w["title"])
     pr = shown["prediction"]
     program = analyse(doc).program("matmul")
     assert program is not None and program.prediction is not None

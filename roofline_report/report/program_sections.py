@@ -36,6 +36,7 @@ from roofline_report.report.section_parts import (
     table,
     yes_no,
 )
+from roofline_report.report.view_records import AccountingView
 
 
 def _leaf_table(rows: Sequence[Mapping[str, Any]], caption: str = "") -> Table:
@@ -109,9 +110,9 @@ def _program(vm: VM, w: Mapping[str, Any]) -> Section:
                       caption="Work and traffic (details in the three-way accounting)"))
     t = w["timing"]
     if t:
-        body.append(p("Time per call ", t["q1"], ", the first quartile of ",
-                      plural(t["samples"], "sample", "samples"), " (median ", t["median"],
-                      ", IQR ", t["iqr"], f"; {t['method']})."
+        body.append(p("Time per call ", t.q1, ", the first quartile of ",
+                      plural(t.samples, "sample", "samples"), " (median ", t.median,
+                      ", IQR ", t.iqr, f"; {t.method})."
                       + (f" The program was {w['timed_without']}: this is not its time as "
                          "written." if w["timed_without"] else "")))
     else:
@@ -128,14 +129,14 @@ def _program(vm: VM, w: Mapping[str, Any]) -> Section:
 
 def programs(vm: VM) -> Section | None:
     """The user's workloads, as the subject of the report; None when there are none."""
-    if not vm["programs"]:
+    if not vm.programs:
         return None
     return Section("Your programs", (
         p("Each program as it was lowered: its arguments and result as trees of arrays, the "
           "NumPy check, the work and traffic counted three ways and its time on this machine. A "
           "program without a hand-written model shows none: its least traffic is every argument "
           "read once and every result written once (argument + result bytes)."),
-        *(_program(vm, w) for w in vm["programs"]),
+        *(_program(vm, w) for w in vm.programs),
     ), id="programs")
 
 
@@ -144,7 +145,7 @@ def summary(vm: VM) -> Section | None:
     biggest lever first, in words built from its numbers), then every program with its time,
     prediction and miss, its share of the hardware roof, what binds it and its largest levers,
     and the figure with every program placed. None without programs of the user's."""
-    s = vm["summary"]
+    s = vm.summary
     if not s["rows"]:
         return None
     rows = []
@@ -159,9 +160,9 @@ def summary(vm: VM) -> Section | None:
                      num(r["predicted"]), num(r["miss"]), num(r["achieved"]),
                      num(r["of_roof"]), c(r["binding"]),
                      Cell(tuple(levers) or ("none",))))
-    warning = vm.get("roof_warning", ())
+    warning = vm.roof_warning
     # A host-bound program's time is not its kernels': said before any roof is.
-    host_bound = (vm.get("trace") or {}).get("host_bound", [])
+    host_bound = vm.trace["host_bound"] if vm.trace else []
     assumed = (" These are assumed budgets, not this machine's roofs: a share of them is no "
                "headroom, and the savings held to them are as hypothetical as they are "
                "(measure the ceilings for this machine's)." if s["assumed"] else "")
@@ -195,36 +196,36 @@ def _flags(flags: Sequence[tuple[str, Sequence[Inline]]]) -> Cell:
     return Cell(tuple(parts), css_class="flag prose")
 
 
-def _accounting(r: Mapping[str, Any]) -> Section:
-    if not r["rows"]:
-        return Section(r["title"], (p("Not available: ", r["reason"]),))
-    body: list[Block] = [_accounting_wide(r)] if r.get("extra") else [table(
+def _accounting(r: AccountingView) -> Section:
+    if not r.rows:
+        return Section(r.title, (p("Not available: ", r.reason),))
+    body: list[Block] = [_accounting_wide(r)] if r.extra else [table(
         ("quantity", "analytic", "our HLO count", "XLA", "agree", "why they differ"),
-        [(c(row["quantity"]), num(row["analytic"]), num(row["ours"]), num(row["xla"]),
-          c(yes_no(row["agree"])), _flags(row["flags"])) for row in r["rows"]])]
-    if r["efficiency"]:
-        body.append(p("Traffic efficiency (XLA bytes ÷ minimum bytes): ", r["efficiency"], ".",
-                      f" {r['program']}" if r["program"] else None))
-    elif r["program"]:
-        body.append(p(r["program"]))
-    return Section(r["title"], tuple(body))
+        [(c(row.quantity), num(row.analytic), num(row.ours), num(row.xla),
+          c(yes_no(row.agree)), _flags(row.flags)) for row in r.rows])]
+    if r.efficiency:
+        body.append(p("Traffic efficiency (XLA bytes ÷ minimum bytes): ", r.efficiency, ".",
+                      f" {r.program}" if r.program else None))
+    elif r.program:
+        body.append(p(r.program))
+    return Section(r.title, tuple(body))
 
 
-def _accounting_wide(r: Mapping[str, Any]) -> Table:
+def _accounting_wide(r: AccountingView) -> Table:
     """The accounting with two more columns: the sum over the compiled kernels and
     ``jax.experimental.roofline``'s estimate."""
     return table(
         ("quantity", "analytic", "our HLO count", "XLA", "kernel sum", "jax roofline", "agree",
          "why they differ"),
-        [(c(row["quantity"]), num(row["analytic"]), num(row["ours"]), num(row["xla"]),
-          num(row["kernels"]), num(row["jax"]), c(yes_no(row["agree"])), _flags(row["flags"]))
-         for row in r["rows"]])
+        [(c(row.quantity), num(row.analytic), num(row.ours), num(row.xla),
+          num(row.kernels), num(row.jax), c(yes_no(row.agree)), _flags(row.flags))
+         for row in r.rows])
 
 
-def _agreement(r: Mapping[str, Any]) -> str:
-    if not r["rows"]:
+def _agreement(r: AccountingView) -> str:
+    if not r.rows:
         return "not available"
-    differ = [row["quantity"] for row in r["rows"] if not row["agree"]]
+    differ = [row.quantity for row in r.rows if not row.agree]
     return f"{', '.join(differ)} differ" if differ else "all three agree"
 
 
@@ -234,9 +235,9 @@ def reconciliation(vm: VM) -> Section:
         "walks the StableHLO program (following calls, multiplying loop bodies by their trip "
         "counts); XLA's cost analysis is the compiler's estimate. Where they disagree the cause "
         "is named.")]
-    for i, r in enumerate(vm["reconciliation"]):
+    for i, r in enumerate(vm.reconciliation):
         sub = _accounting(r)
-        body.append(sub if i == 0 else Details((f"{r['title']}: {_agreement(r)}",), (sub,)))
+        body.append(sub if i == 0 else Details((f"{r.title}: {_agreement(r)}",), (sub,)))
     return Section("Three-way accounting: analytic, our HLO count, XLA", tuple(body),
                    id="reconciliation")
 
@@ -284,7 +285,7 @@ def _kernel_workload(vm: VM, k: Mapping[str, Any]) -> Section:
 def kernels(vm: VM) -> Section | None:
     """The per-kernel roofline of every workload: the user's first and open, the catalog's
     folded."""
-    views = vm.get("kernels") or []
+    views = vm.kernels
     if not views:
         return None
     body: list[Block] = [p(
@@ -295,7 +296,7 @@ def kernels(vm: VM) -> Section | None:
         "pattern such as a transpose, a gather or an FFT, its size at that pattern's rate), "
         "under the roofs named below each program "
         + ("(the spec sheet or the ceilings given for the machine that ran the trace, "
-           "where there is one)" if vm.get("trace")
+           "where there is one)" if vm.trace
            else "(this machine's where this run measured them)") +
         ". The binding is the largest term of that prediction, and the miss says how many "
         "times slower or faster than predicted it ran: the model's accuracy. Apart from it, "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.analyse import SEED_NAME
@@ -80,18 +81,26 @@ def roofs_words(roofs: RoofSet) -> str:
     return f"{roofs.label} ({roofs.kind.label})"
 
 
-def prediction_cells(p: Prediction | None) -> dict[str, Num | str]:
+@dataclass(frozen=True, slots=True)
+class PredictionCells:
+    """The cells every prediction shows: time, roof rate, binding, roofs used."""
+
+    predicted: Num
+    roof: Num
+    binding: str
+    roofs: str
+
+
+def prediction_cells(p: Prediction | None) -> PredictionCells:
     """The cells every prediction shows: time, roof rate, binding, roofs used."""
     if p is None:
-        return {"predicted": Num("no roof", P.value), "roof": Num("no roof", P.value),
-                "binding": "unknown", "roofs": ""}
+        return PredictionCells(Num("no roof", P.value), Num("no roof", P.value), "unknown", "")
     kinds = ", ".join(k.label for k in p.roof_kinds)
     predicted = n(p.seconds, "s", P)
     if p.lower_bound:  # a loop of unknown trip count counted once
         predicted = Num(f"at least {predicted.text}", predicted.kind)
-    return {"predicted": predicted, "roof": rate(p.roof_rate, P),
-            "binding": p.binding.label,
-            "roofs": f"{'; '.join(p.roofs)} ({kinds})"}
+    return PredictionCells(predicted, rate(p.roof_rate, P), p.binding.label,
+                           f"{'; '.join(p.roofs)} ({kinds})")
 
 
 # --- kernels ---------------------------------------------------------------------------------
@@ -125,7 +134,7 @@ def _kernel_row(r: KernelRow) -> dict[str, Any]:
         "roof": hardware_rate(r.hardware if not r.uncosted else None),
         "of_roof": roof_share_num(r.share_of_hardware_roof, r.share_of_assumed_roof,
                                   r.hardware),
-        "binding": cells["binding"], "predicted": cells["predicted"],
+        "binding": cells.binding, "predicted": cells.predicted,
         "miss": miss_text(r.miss),
         "why": "; ".join(x for x in (_uncounted_words(r), above_words(r.above_roof), r.why)
                          if x),
@@ -406,7 +415,26 @@ def _kernel_reconciliation(r: Mapping[str, Any]) -> tuple[Inline, ...]:
 
 # --- programs on the roofline ----------------------------------------------------------------
 
-def placements(an: Analysis) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class PlacementRow:
+    """A timed program on the roofline it is predicted on."""
+
+    title: str
+    anchor: str
+    intensity: Num
+    achieved: Num
+    roof: Num
+    of_roof: Num
+    binding: str
+    roofs: str
+    predicted: Num
+    measured: Num
+    miss: Num
+    lever: tuple[Inline, ...]
+    why: str
+
+
+def placements(an: Analysis) -> list[PlacementRow]:
     """Every timed program on the roofline it is predicted on (this machine's, where
     measured): compiled-program intensity, achieved rate, the prediction's roof, share."""
     rows = []
@@ -414,21 +442,21 @@ def placements(an: Analysis) -> list[dict[str, Any]]:
         if p.seconds is None or p.intensity is None:
             continue
         cells = prediction_cells(p.prediction)
-        rows.append({
-            "title": p.title, "anchor": meta.workload_anchor(p.name),
-            "intensity": Num(format_intensity(p.intensity), A.value),
-            "achieved": n(p.achieved, "FLOP/s", M), "roof": hardware_rate(p.hardware),
-            "of_roof": roof_share_num(p.share_of_hardware_roof, p.share_of_assumed_roof,
-                                      p.hardware), "binding": cells["binding"],
-            "roofs": cells["roofs"], "predicted": cells["predicted"],
-            "measured": n(p.seconds, "s", M), "miss": miss_text(p.miss),
-            "lever": lever_short(p.levers[0]) if p.levers else ("none",),
-            "why": "; ".join(x for x in (above_words(p.above_roof), p.why) if x) or (
+        rows.append(PlacementRow(
+            title=p.title, anchor=meta.workload_anchor(p.name),
+            intensity=Num(format_intensity(p.intensity), A.value),
+            achieved=n(p.achieved, "FLOP/s", M), roof=hardware_rate(p.hardware),
+            of_roof=roof_share_num(p.share_of_hardware_roof, p.share_of_assumed_roof,
+                                   p.hardware), binding=cells.binding,
+            roofs=cells.roofs, predicted=cells.predicted,
+            measured=n(p.seconds, "s", M), miss=miss_text(p.miss),
+            lever=lever_short(p.levers[0]) if p.levers else ("none",),
+            why="; ".join(x for x in (above_words(p.above_roof), p.why) if x) or (
                 "" if p.prediction is not None else
                 "no prediction: no roof" if not (an.roofs.kernels.compute
                                                  or an.roofs.kernels.bandwidth)
                 else "no prediction: the program's work was not counted"),
-        })
+        ))
     return rows
 
 
@@ -585,12 +613,12 @@ def summary(an: Analysis) -> dict[str, Any]:
             "title": p.title, "anchor": anchor, "target": target,
             "measured": n(p.seconds, "s", M) if p.seconds else Num(p.timing_reason or
                                                                    "not measured"),
-            "predicted": cells["predicted"],
+            "predicted": cells.predicted,
             "lower_bound": p.prediction is not None and p.prediction.lower_bound,
             "achieved": n(p.achieved, "FLOP/s", M) if p.achieved is not None else Num("—"),
             "of_roof": roof_share_num(p.share_of_hardware_roof, p.share_of_assumed_roof,
                                       p.hardware),
-            "binding": cells["binding"],
+            "binding": cells.binding,
             "miss": miss_text(p.miss), "levers": levers,
             "timed_without": timed_without(p),
         })
@@ -701,18 +729,35 @@ def has_model(p: Program) -> bool:
     return isinstance(an, Mapping) and "flops" in an
 
 
-def timing_rows(p: Program) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class TimingView:
+    """A program's timing samples, summarised."""
+
+    median: Num
+    min: Num
+    q1: Num
+    q3: Num
+    iqr: Num
+    samples: str
+    outliers: str
+    inner: str
+    unstable: bool
+    spread: str
+    method: str
+
+
+def timing_rows(p: Program) -> TimingView | None:
     s = p.timing
     if s is None:
         return None
     t = p.observation.get("timing") or {}
-    return {
-        "median": n(s.median, "s", M), "min": n(s.min, "s", M), "q1": n(s.q1, "s", M),
-        "q3": n(s.q3, "s", M), "iqr": n(s.iqr, "s", M), "samples": str(s.n),
-        "outliers": str(s.outliers), "inner": str(t.get("inner_reps", 1)),
-        "unstable": s.unstable, "spread": percent_text(s.spread),
-        "method": str(t.get("method", "")),
-    }
+    return TimingView(
+        median=n(s.median, "s", M), min=n(s.min, "s", M), q1=n(s.q1, "s", M),
+        q3=n(s.q3, "s", M), iqr=n(s.iqr, "s", M), samples=str(s.n),
+        outliers=str(s.outliers), inner=str(t.get("inner_reps", 1)),
+        unstable=s.unstable, spread=percent_text(s.spread),
+        method=str(t.get("method", "")),
+    )
 
 
 def tolerance(check: Mapping[str, Any]) -> str:
@@ -794,8 +839,8 @@ def program_view(p: Program) -> dict[str, Any]:
         "timing": timing_rows(p), "timing_reason": p.timing_reason or "not measured",
         "timed_without": timed_without(p),
         "prediction": None if p.prediction is None or p.miss is None else {
-            "predicted": cells["predicted"], "miss": miss_text(p.miss),
-            "binding": cells["binding"], "bytes_source": p.prediction.bytes_source,
+            "predicted": cells.predicted, "miss": miss_text(p.miss),
+            "binding": cells.binding, "bytes_source": p.prediction.bytes_source,
             "roofs": roofs_words(p.kernels.roofs) if p.kernels else "",
             "why": p.why, "notes": model_notes(p.prediction.notes)},
     }

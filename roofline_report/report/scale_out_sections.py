@@ -5,6 +5,9 @@ measurement and the projection to more devices).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from roofline_report.report.blocks import (
     Block,
     BulletList,
@@ -24,19 +27,19 @@ def preset(vm: VM) -> Section | None:
     """The spec-sheet section, or None when the run chose no preset. Each workload's predicted
     time there is at least the chip's launch floor where one is known; a chip without one is
     said to have no launch floor known."""
-    pr = vm["preset"]
-    if not pr["available"]:
+    pr = vm.preset
+    if pr is None:
         return None
     sources: list[Inline] = []
-    for i, (title, url) in enumerate(pr["sources"]):
+    for i, (title, url) in enumerate(pr.sources):
         sources += ["; "] if i else []
         sources.append(Link(title, url))
-    launch = pr["launch"]
-    held = (f"Each workload is held to the roof of its own dtype ({pr['float32_roof']}; "
+    launch = pr.launch
+    held = (f"Each workload is held to the roof of its own dtype ({pr.float32_roof}; "
             "bfloat16 to bfloat16's). ")
     if launch is not None:
         cited: list[Inline] = []
-        for i, (title, url) in enumerate(pr["launch_sources"]):
+        for i, (title, url) in enumerate(pr.launch_sources):
             cited += ["; "] if i else [" ("]
             cited.append(Link(title, url))
         cited += [")"] if cited else []
@@ -44,12 +47,12 @@ def preset(vm: VM) -> Section | None:
         times = p(held, "Its predicted time is the largest of flops ÷ that roof, minimum bytes "
                   "÷ HBM bandwidth and the launch floor, ", launch, ": a program runs at least "
                   "one kernel, and no kernel finishes sooner than its launch. Where the floor "
-                  "comes from: ", pr["launch_note"], *cited, ". ", pr["launch_binds"])
+                  "comes from: ", pr.launch_note, *cited, ". ", pr.launch_binds)
         columns: tuple[str, ...] = ("workload", "intensity", "roof", "roofline time", "binds",
                                     "predicted time on it")
         rows: list[tuple[Cell, ...]] = [
-            (c(r["title"]), num(r["intensity"]), c(r["roof_name"]), num(r["roofline"]),
-             c(r["bound"]), num(r["time"])) for r in pr["placed"]]
+            (c(r.title), num(r.intensity), c(r.roof_name), num(r.roofline),
+             c(r.bound), num(r.time)) for r in pr.placed]
     else:
         floor_line = ("; no launch floor known for this chip",)
         times = p(held, "The times are the roofline's alone (flops ÷ that roof or minimum bytes "
@@ -57,20 +60,20 @@ def preset(vm: VM) -> Section | None:
                   "so they leave out the cost of starting a kernel on it, which its spec sheet "
                   "does not publish.")
         columns = ("workload", "intensity", "roof", "bound", "roofline time on it")
-        rows = [(c(r["title"]), num(r["intensity"]), c(r["roof_name"]), c(r["bound"]),
-                 num(r["time"])) for r in pr["placed"]]
-    if pr["kernels_on_sheet"]:
+        rows = [(c(r.title), num(r.intensity), c(r.roof_name), c(r.bound),
+                 num(r.time)) for r in pr.placed]
+    if pr.kernels_on_sheet:
         times = p(*times.parts, " These times place each program whole, at one intensity: "
                   "the predictions above, on the same spec sheet, price each kernel at its "
                   "own roofs (the model), and differ from them where the kernels' mixes do.")
-    return Section(f"Spec sheet: {pr['name']}", (
-        p(f"Published dense figures of a real chip ({pr['chosen']}), not measured here: the "
+    return Section(f"Spec sheet: {pr.name}", (
+        p(f"Published dense figures of a real chip ({pr.chosen}), not measured here: the "
           "workloads above placed against its roof show where they would be bound on it."),
         table(("dtype", "dense peak", "ridge", "note"),
-              [(c(r["dtype"]), num(r["value"]), num(r["ridge"]), c(r["note"]))
-               for r in pr["peaks"]]),
-        p("Memory bandwidth ", pr["hbm"], "; interconnect ", pr["interconnect_name"], " ",
-          pr["interconnect"], *floor_line, ".", f" {pr['notes']}" if pr["notes"] else None),
+              [(c(r.dtype), num(r.value), num(r.ridge), c(r.note))
+               for r in pr.peaks]),
+        p("Memory bandwidth ", pr.hbm, "; interconnect ", pr.interconnect_name, " ",
+          pr.interconnect, *floor_line, ".", f" {pr.notes}" if pr.notes else None),
         *((p("Sources: ", *sources, "."),) if sources else ()),
         times,
         table(columns, rows),
@@ -78,7 +81,7 @@ def preset(vm: VM) -> Section | None:
 
 
 def sharding(vm: VM) -> Section:
-    sh = vm["sharding"]
+    sh = vm.sharding
     title = "Past one device: the communication roofline"
     if not sh["available"]:
         return Section(title, (p("Not available: ", sh["reason"]),), id="sharding")
@@ -117,7 +120,7 @@ def sharding(vm: VM) -> Section:
     return Section(title, tuple(body), id="sharding")
 
 
-def _sharded_steps(st: VM) -> list[Block]:
+def _sharded_steps(st: Mapping[str, Any]) -> list[Block]:
     """The alpha-beta tables, the comparison with jax.experimental.roofline, the emulated
     measurement and the projection beyond this machine."""
     body: list[Block] = []

@@ -13,7 +13,7 @@ the report's usual ones (``report/views.py``, ``report/sections.py``), from the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline_report.analysis.kernels import kernel_seconds, trace_summary
 from roofline_report.analysis.records import Analysis, Program
@@ -34,6 +34,9 @@ from roofline_report.report.blocks import (
 )
 from roofline_report.report.format import Num, count, miss_text, n, percent, plural
 from roofline_report.units import format_binary, format_si
+
+if TYPE_CHECKING:
+    from roofline_report.report.view_records import ViewModel
 
 __all__ = ["OP_ROWS", "trace_section", "trace_view"]
 
@@ -327,9 +330,9 @@ def _num(x: Num) -> Cell:
     return Cell((x,), numeric=True)
 
 
-def trace_section(vm: Mapping[str, Any]) -> Section | None:
+def trace_section(vm: ViewModel) -> Section | None:
     """The section on the trace, or None for a measured run."""
-    t = vm.get("trace")
+    t = vm.trace
     if not t:
         return None
     how = ("the one with the most kernel time" if t["choice"] == "most kernel time"
