@@ -10,14 +10,20 @@ sharded workloads and a trace are the records of ``report/program_views.py``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_report.report import figures as figs
 from roofline_report.report.blocks import Text
 from roofline_report.report.format import Num
-from roofline_report.report.program_views import PlacementRow, TimingView
+from roofline_report.report.program_views import (
+    KernelView,
+    PlacementRow,
+    ProgramView,
+    SummaryView,
+    TimingView,
+)
 
 # --- the page's frame ---------------------------------------------------------------------------
 
@@ -419,8 +425,8 @@ class ViewModel:
     figures: dict[str, figs.FigureOut]
     skipped: list[dict[str, str]]
     teaching: bool
-    programs: Sequence[Mapping[str, Any]]
+    programs: list[ProgramView]
     trace: Mapping[str, Any] | None
-    kernels: Sequence[Mapping[str, Any]]
-    summary: Mapping[str, Any]
+    kernels: list[KernelView]
+    summary: SummaryView
 

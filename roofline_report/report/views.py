@@ -125,7 +125,7 @@ def view_model_of(an: Analysis) -> ViewModel:
         if fig_data and fig_data.get("series"):
             figures.append(figs.experiment_figure(e.id, e.title, fig_data))
     views = kernel_views(an)
-    figures += [v["figure_out"] for v in views if v["figure_out"] is not None]
+    figures += [v.figure_out for v in views if v.figure_out is not None]
     sharding = an.sharding
     if sharding.get("available") and sharding.get("model", {}).get("bounds"):
         figures.append(comm_figures.comm_times(sharding["model"]))
