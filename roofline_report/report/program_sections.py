@@ -169,7 +169,7 @@ def summary(vm: VM) -> Section | None:
                      Cell(tuple(levers) or ("none",))))
     warning = vm.roof_warning
     # A host-bound program's time is not its kernels': said before any roof is.
-    host_bound = vm.trace["host_bound"] if vm.trace else []
+    host_bound = vm.trace.host_bound if vm.trace else []
     assumed = (" These are assumed budgets, not this machine's roofs: a share of them is no "
                "headroom, and the savings held to them are as hypothetical as they are "
                "(measure the ceilings for this machine's)." if s.assumed else "")

@@ -24,6 +24,7 @@ from roofline_report.report.program_views import (
     SummaryView,
     TimingView,
 )
+from roofline_report.report.trace_view import TraceView
 
 # --- the page's frame ---------------------------------------------------------------------------
 
@@ -426,7 +427,7 @@ class ViewModel:
     skipped: list[dict[str, str]]
     teaching: bool
     programs: list[ProgramView]
-    trace: Mapping[str, Any] | None
+    trace: TraceView | None
     kernels: list[KernelView]
     summary: SummaryView
 
