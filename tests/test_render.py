@@ -24,6 +24,7 @@ import pytest
 
 from roofline_report.report import readme_figures
 from roofline_report.report import views as render
+from roofline_report.report.sharding_view import ShardingView
 from roofline_report.results import io as results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -241,10 +242,11 @@ def test_each_sharded_row_shows_its_own_bounds(data: dict[str, object]) -> None:
                                   "description": "broken: not analysed", "collectives": [],
                                   "error": "ImportError: no module"})
     vm = render.view_model(doc)  # the communication model is computed at render time
-    rows = {r["name"]: r for r in vm.sharding["rows"]}
-    assert rows["first mine"]["t_math"].text == "20 ms"  # 2e9 / 100 GFLOP/s
-    assert rows["second mine"]["t_math"].text == "80 ms"
-    assert rows["broken"]["t_math"].text == "unknown"
+    assert isinstance(vm.sharding, ShardingView)
+    rows = {r.name: r for r in vm.sharding.rows}
+    assert rows["first mine"].t_math.text == "20 ms"  # 2e9 / 100 GFLOP/s
+    assert rows["second mine"].t_math.text == "80 ms"
+    assert rows["broken"].t_math.text == "unknown"
     assert "first mine" in vm.figures["comm_times"].svg
 
 

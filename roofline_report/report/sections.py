@@ -61,7 +61,7 @@ def _user_document(vm: VM) -> Document:
                  if s is not None)
     also = tuple(s for s in (lab(vm) if vm.lab.rows else None,
                              sweeps(vm) if vm.sweeps.available else None, preset(vm),
-                             sharding(vm) if vm.sharding["available"] else None,
+                             sharding(vm) if vm.sharding.available else None,
                              skipped(vm)) if s is not None)
     groups = [Group("", main, numbered=True)]
     if also:

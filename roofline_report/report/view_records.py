@@ -24,6 +24,7 @@ from roofline_report.report.program_views import (
     SummaryView,
     TimingView,
 )
+from roofline_report.report.sharding_view import ShardingUnavailable, ShardingView
 from roofline_report.report.trace_view import TraceView
 
 # --- the page's frame ---------------------------------------------------------------------------
@@ -419,7 +420,7 @@ class ViewModel:
     run_note: str
     catalog: list[CatalogRow]
     reconciliation: list[AccountingView]
-    sharding: Mapping[str, Any]
+    sharding: ShardingView | ShardingUnavailable
     lab: LabView
     sweeps: SweepsView
     preset: PresetView | None
