@@ -3,8 +3,10 @@ section tree -> HTML and Markdown, all pure functions.
 
 The view model holds display strings only: every number is one the analysis
 (:func:`roofline_report.analysis.analyse.analyse`) computed, formatted with its kind by
-``report/format.py``; nothing here computes a number. ``report/sections.py`` turns the view model
-into one tree of blocks, which ``report/html.py`` and ``report/markdown.py`` render. Jinja2
+``report/format.py``; nothing here computes a number. Its records are typed
+(``report/view_records.py`` and the views of programs, sharding and a trace beside it), so a
+field renamed is a type error. ``report/sections.py`` turns the view model into one tree of
+blocks, which ``report/html.py`` and ``report/markdown.py`` render. Jinja2
 (StrictUndefined, autoescaping) only lays out the page around it.
 """
 
