@@ -20,7 +20,7 @@ def test_the_model_is_told_as_the_backend_runs_it() -> None:
     data = json.loads(FIXTURE.read_text())
     as_tpu = copy.deepcopy(data)
     as_tpu["environment"]["backend"] = "tpu"
-    texts = {name: views.view_model_of(analyse(doc))["measured"]["model_text"]
+    texts = {name: views.view_model_of(analyse(doc)).measured.model_text
              for name, doc in (("cpu", data), ("tpu", as_tpu))}
     assert texts["cpu"] == MODEL_TEXT and texts["tpu"] == ACCELERATOR_MODEL_TEXT
     for words in ("split-launch", "page fault", "worker threads", "glibc"):

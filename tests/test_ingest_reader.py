@@ -348,7 +348,7 @@ def test_a_gpu_trace_counts_calls_and_draws_the_spec_sheet(
     from roofline_report.report.program_views import kernel_views
 
     (view,) = kernel_views(an)
-    basis = "".join(str(part) for part in view["coverage"])
+    basis = "".join(str(part) for part in view.coverage)
     assert "duration on the device" in basis and "worker" not in basis
 
 

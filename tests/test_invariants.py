@@ -177,15 +177,15 @@ def test_sentences_follow_from_their_numbers_under_any_budgets(peak: float,
     doc = results.load(FIXTURE)
     a = Assumptions(peak=peak, bandwidth=bandwidth)
     vm = render.view_model(doc, a)
-    x = vm["exercise"]
+    x = vm.exercise
     intensity = 27648 / 8064
     ridge = peak / bandwidth
     expected = "below" if intensity < ridge else "equal to" if intensity == ridge else "above"
-    assert x["relation"] == expected
-    assert x["bound"] == ("memory" if intensity < ridge else "compute")
-    for row in vm["model"]["rows"]:
-        n = int(row["n"])
-        assert row["bound"] == ("memory" if n / 6 < ridge else "compute")
+    assert x.relation == expected
+    assert x.bound == ("memory" if intensity < ridge else "compute")
+    for row in vm.model.rows:
+        n = int(row.n)
+        assert row.bound == ("memory" if n / 6 < ridge else "compute")
 
 
 @pytest.mark.slow

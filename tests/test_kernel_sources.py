@@ -225,12 +225,12 @@ def _row(source: str | None, user_source: str | None) -> KernelRow:
 
 
 def test_the_table_names_the_users_line_and_the_librarys() -> None:
-    assert _kernel_row(_row("flax/nnx/nn/linear.py:431", "model.py:12"))["source"] == \
+    assert _kernel_row(_row("flax/nnx/nn/linear.py:431", "model.py:12")).source == \
         "model.py:12 (via flax/nnx/nn/linear.py:431)"
-    assert _kernel_row(_row("model.py:12", "model.py:12"))["source"] == "model.py:12"
-    assert _kernel_row(_row("flax/nnx/nn/linear.py:431", None))["source"] == \
+    assert _kernel_row(_row("model.py:12", "model.py:12")).source == "model.py:12"
+    assert _kernel_row(_row("flax/nnx/nn/linear.py:431", None)).source == \
         "flax/nnx/nn/linear.py:431"
-    assert _kernel_row(_row(None, None))["source"] == "jit(f)/dot_general"
+    assert _kernel_row(_row(None, None)).source == "jit(f)/dot_general"
 
 
 def test_an_inventory_written_before_user_source_still_loads() -> None:

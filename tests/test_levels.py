@@ -520,10 +520,10 @@ def test_the_report_shows_the_rules_range() -> None:
     fixture = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
     data = results.load(fixture)
     l1 = next(c["size"] for c in data["ceilings"]["caches"] if c["level"] == 1)
-    rows = views.view_model(data)["measured"]["levels"]
-    assert {r["range"] for r in rows if r["level"] == "L1"} == \
+    rows = views.view_model(data).measured.levels
+    assert {r.range for r in rows if r.level == "L1"} == \
         {f"up to {format_binary(l1 // 2)}"}
-    assert not any(r["range"] == f"up to {format_binary(l1)}" for r in rows)
+    assert not any(r.range == f"up to {format_binary(l1)}" for r in rows)
 
 
 def test_between_the_last_cache_and_main_memory_a_kernel_is_priced_at_the_sweeps_rate() -> None:

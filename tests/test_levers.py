@@ -362,7 +362,7 @@ def test_the_measured_roofline_draws_the_roofs_its_programs_run_each_family_its_
     users = _with_other_roofs(_users(doc, ("matmul", "conv2d")))
     out = views.render(users)
     svg = out.figures["measured_roofline"]
-    fig = next(f for f in views.view_model(users)["figures"].values()
+    fig = next(f for f in views.view_model(users).figures.values()
                if f.name == "measured_roofline")
     drawn = [row[0] for row in fig.table.rows if row[2] and not row[0].startswith("point")]
     assert "this machine: matmul float32" in drawn and "this machine: convolution float32" in drawn
@@ -382,7 +382,7 @@ def test_the_measured_roofline_draws_the_roofs_its_programs_run_each_family_its_
         if w["name"] == "matmul":
             for k in w["kernels"]["kernels"]:
                 k["matmul_dtype"] = "int8"
-    fig = next(f for f in views.view_model(int8)["figures"].values()
+    fig = next(f for f in views.view_model(int8).figures.values()
                if f.name == "measured_roofline")
     assert "this machine: matmul int8 (int32 sums)" in [row[0] for row in fig.table.rows]
     # The same document gives the same SVG.

@@ -208,12 +208,12 @@ def test_a_users_program_shows_its_prediction() -> None:
     w = next(x for x in doc["workloads"] if x["name"] == "matmul")
     w["user"] = True
     vm = render.view_model(doc)
-    shown = next(x for x in vm["programs"] if x["title"] == w["title"])
-    pr = shown["prediction"]
+    shown = next(x for x in vm.programs if x.title == w["title"])
+    pr = shown.prediction
     program = analyse(doc).program("matmul")
     assert program is not None and program.prediction is not None
-    assert pr is not None and pr["binding"] == program.prediction.binding.label
-    assert pr["miss"] == miss_text(program.miss) and pr["predicted"].kind == "predicted"
+    assert pr is not None and pr.binding == program.prediction.binding.label
+    assert pr.miss == miss_text(program.miss) and pr.predicted.kind == "predicted"
 
 
 def test_convolution_flops_go_to_the_convolution_roof() -> None:

@@ -9,12 +9,14 @@ sections; when a change to the templates is intended, refresh it with
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -22,6 +24,7 @@ import pytest
 
 from roofline_report.report import readme_figures
 from roofline_report.report import views as render
+from roofline_report.report.sharding_view import ShardingView
 from roofline_report.results import io as results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -209,14 +212,18 @@ def test_view_model_holds_display_strings_only(data: dict[str, object]) -> None:
     def walk(x: object) -> None:
         if isinstance(x, float):
             raise AssertionError(f"unformatted float in the view model: {x!r}")
-        if isinstance(x, dict):
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            for f in dataclasses.fields(x):
+                if f.name != "figures":
+                    walk(getattr(x, f.name))
+        elif isinstance(x, Mapping):
             for v in x.values():
                 walk(v)
         elif isinstance(x, list | tuple):
             for v in x:
                 walk(v)
 
-    walk({k: v for k, v in vm.items() if k != "figures"})
+    walk(vm)
 
 
 def test_each_sharded_row_shows_its_own_bounds(data: dict[str, object]) -> None:
@@ -235,11 +242,12 @@ def test_each_sharded_row_shows_its_own_bounds(data: dict[str, object]) -> None:
                                   "description": "broken: not analysed", "collectives": [],
                                   "error": "ImportError: no module"})
     vm = render.view_model(doc)  # the communication model is computed at render time
-    rows = {r["name"]: r for r in vm["sharding"]["rows"]}
-    assert rows["first mine"]["t_math"].text == "20 ms"  # 2e9 / 100 GFLOP/s
-    assert rows["second mine"]["t_math"].text == "80 ms"
-    assert rows["broken"]["t_math"].text == "unknown"
-    assert "first mine" in vm["figures"]["comm_times"].svg
+    assert isinstance(vm.sharding, ShardingView)
+    rows = {r.name: r for r in vm.sharding.rows}
+    assert rows["first mine"].t_math.text == "20 ms"  # 2e9 / 100 GFLOP/s
+    assert rows["second mine"].t_math.text == "80 ms"
+    assert rows["broken"].t_math.text == "unknown"
+    assert "first mine" in vm.figures["comm_times"].svg
 
 
 def _rule(css: str, selector: str) -> str:
@@ -301,7 +309,7 @@ def test_rates_by_size_show_the_rate_each_size_is_held_to() -> None:
     roof = ComputeRoof("matmul float32", 350e9, "float32", Kind.MEASURED, "test",
                        by_flops=((8.19e3, 76.5e9), (2.68e8, 450e9), (2.15e9, 301e9)))
     rows = _by_size(RoofSet("this machine", Kind.MEASURED, (roof,), ()))
-    points = rows[0]["points"]
+    points = rows[0].points
     assert [(v.text, held.text) for _, v, held in points] == [
         ("76.5 GFLOP/s", "76.5 GFLOP/s"), ("450 GFLOP/s", "350 GFLOP/s"),
         ("301 GFLOP/s", "301 GFLOP/s")]

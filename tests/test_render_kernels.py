@@ -274,11 +274,11 @@ def test_a_loop_that_stops_on_data_is_priced_at_the_trips_its_trace_observed(
         1 + (untraced.seconds - untraced.prediction.seconds) / loop.per_trip_s)
     from roofline_report.report.program_views import summary
 
-    row = next(r for r in summary(analyse(data))["rows"] if r["title"] == scan["title"])
-    assert row["lower_bound"] and row["predicted"].text.startswith("at least ")
+    row = next(r for r in summary(analyse(data)).rows if r.title == scan["title"])
+    assert row.lower_bound and row.predicted.text.startswith("at least ")
     md = render.render(data).markdown
     placed = md[md.index("Programs on the roofline"):]
-    assert f"| at least {row['predicted'].text.removeprefix('at least ')}" in placed
+    assert f"| at least {row.predicted.text.removeprefix('at least ')}" in placed
     assert "no trace observed its trips" in md
     assert f"would hold about {round(loop.implied):,} `P` trips" in md
     # A report about the user's program: its summary row and the note beneath it.
@@ -286,7 +286,7 @@ def test_a_loop_that_stops_on_data_is_priced_at_the_trips_its_trace_observed(
     data["workloads"] = [scan]
     md = render.render(data).markdown
     summary_md = md[md.index('id="summary"'):md.index('id="programs"')]
-    assert f"| {row['predicted'].text} `P` |" in summary_md
+    assert f"| {row.predicted.text} `P` |" in summary_md
     assert "is neither known to the compiler nor observed in a profiler trace" in summary_md
 
 

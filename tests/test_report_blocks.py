@@ -279,8 +279,16 @@ def test_document_contract() -> None:
 
 
 def test_a_missing_figure_is_an_error() -> None:
+    from dataclasses import replace
+    from pathlib import Path
+
+    from roofline_report.report import views
+    from roofline_report.results import io as results
+
+    fixture = Path(__file__).parent / "fixtures" / "cpu_results.json"
+    vm = replace(views.view_model(results.load(fixture)), figures={})
     with pytest.raises(MissingFigure, match="seed_roofline"):
-        figure_of({"figures": {}}, "seed_roofline")
+        figure_of(vm, "seed_roofline")
 
 
 def test_count_tables_counts_figure_tables() -> None:

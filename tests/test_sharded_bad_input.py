@@ -62,7 +62,7 @@ def _steps_doc() -> dict[str, Any]:
 
 def test_a_preset_without_a_network_figure_is_not_projected_past_its_pod() -> None:
     from roofline_report.analysis.study import step_study
-    from roofline_report.report.sharding_view import sharding
+    from roofline_report.report.sharding_view import ShardingView, UnprojectedRow, sharding
 
     sh = _steps_doc()
     model = step_study(sh, 100e9, 20e9, 5e9, preset="TPU v5e")
@@ -76,9 +76,12 @@ def test_a_preset_without_a_network_figure_is_not_projected_past_its_pod() -> No
                for r in rows)
     assert any(r["reason"] == pod for r in rows)
     view = sharding({**sh, "steps_model": model, "model": {}})
-    shown = [r for r in view["steps"]["projection"] if r["devices"] == "1,024"]
-    assert all(r["reason"].startswith("not projected: ") for r in shown)
-    assert any(r["reason"].startswith("not projected: beyond one TPU v5e pod") for r in shown)
+    assert isinstance(view, ShardingView) and view.steps is not None
+    shown = [r for r in view.steps.projection if r.devices == "1,024"]
+    assert shown and all(isinstance(r, UnprojectedRow) for r in shown)
+    assert all(r.reason.startswith("not projected: ") for r in shown)  # type: ignore[union-attr]
+    assert any(r.reason.startswith("not projected: beyond one TPU v5e pod")  # type: ignore[union-attr]
+               for r in shown)
 
 
 def test_a_collective_over_one_device_is_free_and_said_so() -> None:
@@ -91,10 +94,10 @@ def test_a_collective_over_one_device_is_free_and_said_so() -> None:
               "replica_groups": None, "trip_count": 1, "loops": []}
     row = _ab_collective({"workload": "w", "collective": record, "priced": cost},
                          "hypothetical")
-    assert row["groups"] == "one device: sends nothing"
+    assert row.groups == "one device: sends nothing"
     row = _ab_collective({"workload": "w", "collective": record, "priced": cost,
                           "unit_axes": ["one"]}, "hypothetical")
-    assert row["groups"] == "one device (mesh axis 'one' of size 1): sends nothing"
+    assert row.groups == "one device (mesh axis 'one' of size 1): sends nothing"
 
 
 @pytest.mark.slow
@@ -166,7 +169,7 @@ def test_replica_groups_are_shown_as_device_ids() -> None:
     row = {"workload": "w", "collective": {"op": "all-reduce", "replica_groups": groups,
                                            "group_size": 4, "result_bytes": 32},
            "priced": None, "device_ids": order}
-    assert _ab_collective(row, "hypothetical")["groups"] == "2 x 4, device ids {0,2,4,6}{1,3,5,7}"
+    assert _ab_collective(row, "hypothetical").groups == "2 x 4, device ids {0,2,4,6}{1,3,5,7}"
 
 
 def test_errors_are_one_line_cut_at_a_word() -> None:

@@ -996,9 +996,10 @@ def test_an_unavailable_jax_roofline_says_why() -> None:
             w["jax_roofline"] = {"available": False, "reason": reason}
     model = step_study(doc, 100e9, 20e9, 5e9)
     assert model["jax_roofline"] and not any(r["available"] for r in model["jax_roofline"])
-    view = sharding({**doc, "steps_model": model, "model": {}})["steps"]
-    assert all(r["why"] == f"not available: {reason}" for r in view["jax_roofline"])
-    assert view["jax_unavailable"] == reason
+    view = sharding({**doc, "steps_model": model, "model": {}}).steps  # type: ignore[union-attr]
+    assert view is not None
+    assert all(r.why == f"not available: {reason}" for r in view.jax_roofline)
+    assert view.jax_unavailable == reason
 
 
 def test_a_sharded_time_is_the_first_quartile_of_its_samples() -> None:

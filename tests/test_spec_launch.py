@@ -17,6 +17,7 @@ from roofline_report.kinds import Kind, Quantity
 from roofline_report.presets import get_preset, list_presets
 from roofline_report.report import views as render
 from roofline_report.report.format import Num
+from roofline_report.report.view_records import PresetView
 from roofline_report.results import io as results
 from roofline_report.units import format_si
 
@@ -36,8 +37,9 @@ def _analysed(data: dict[str, Any], preset: str) -> Analysis:
     return analyse(data, assumptions_for(data, preset=preset))
 
 
-def _spec_view(data: dict[str, Any], preset: str) -> dict[str, Any]:
-    view: dict[str, Any] = render._preset(_analysed(data, preset))
+def _spec_view(data: dict[str, Any], preset: str) -> PresetView:
+    view = render._preset(_analysed(data, preset))
+    assert view is not None
     return view
 
 
@@ -95,25 +97,25 @@ def test_seed_on_h100_is_never_below_the_launch_floor(data: dict[str, Any]) -> N
     view = _spec_view(data, "H100")
     floor = get_preset("H100").launch
     assert floor is not None
-    assert view["launch"] == Num(format_si(floor, "s"), Kind.HYPOTHETICAL.value)
-    seed = next(r for r in view["placed"] if r["title"] == SEED)
-    assert _seconds(seed["roofline"]) < floor  # the roofline alone says about a nanosecond
-    assert _seconds(seed["time"]) >= floor
-    assert seed["bound"] == "launch"
-    assert seed["time"].kind == Kind.HYPOTHETICAL.value  # set by the assumed floor
-    assert seed["roofline"].kind == Kind.SPEC_SHEET.value
-    for row in view["placed"]:
-        assert _seconds(row["time"]) >= floor * (1 - 1e-3), row["title"]
-        expected = Kind.HYPOTHETICAL if row["bound"] == "launch" else Kind.SPEC_SHEET
-        assert row["time"].kind == expected.value, row["title"]
+    assert view.launch == Num(format_si(floor, "s"), Kind.HYPOTHETICAL.value)
+    seed = next(r for r in view.placed if r.title == SEED)
+    assert _seconds(seed.roofline) < floor  # the roofline alone says about a nanosecond
+    assert _seconds(seed.time) >= floor
+    assert seed.bound == "launch"
+    assert seed.time.kind == Kind.HYPOTHETICAL.value  # set by the assumed floor
+    assert seed.roofline.kind == Kind.SPEC_SHEET.value
+    for row in view.placed:
+        assert _seconds(row.time) >= floor * (1 - 1e-3), row.title
+        expected = Kind.HYPOTHETICAL if row.bound == "launch" else Kind.SPEC_SHEET
+        assert row.time.kind == expected.value, row.title
 
 
 def test_the_count_the_floor_binds_follows_the_rows(data: dict[str, Any]) -> None:
     view = _spec_view(data, "H100")
-    bound = sum(1 for r in view["placed"] if r["bound"] == "launch")
-    total = len(view["placed"])
+    bound = sum(1 for r in view.placed if r.bound == "launch")
+    total = len(view.placed)
     assert 0 < bound < total
-    assert view["launch_binds"].startswith(f"The launch floor binds {bound} of the {total} ")
+    assert view.launch_binds.startswith(f"The launch floor binds {bound} of the {total} ")
 
 
 def test_large_compute_bound_workload_keeps_its_roofline_time(data: dict[str, Any]) -> None:
@@ -126,15 +128,15 @@ def test_large_compute_bound_workload_keeps_its_roofline_time(data: dict[str, An
     seed["kernels"]["bytes_written"] = 0
     doc["workloads"] = [seed]
     view = render._preset(_analysed(doc, "H100"))
-    (row,) = view["placed"]
+    (row,) = view.placed
     tf32 = get_preset("H100").peak("tf32")
     assert tf32 is not None
     roofline = flops / tf32
     launch = get_preset("H100").launch
     assert launch is not None and roofline > launch
-    assert row["bound"] == "compute"
-    assert row["time"] == Num(format_si(roofline, "s"), Kind.SPEC_SHEET.value)
-    assert row["time"] == row["roofline"]
+    assert row.bound == "compute"
+    assert row.time == Num(format_si(roofline, "s"), Kind.SPEC_SHEET.value)
+    assert row.time == row.roofline
 
 
 def _section_texts(data: dict[str, Any], preset: str) -> tuple[str, str]:
@@ -150,10 +152,10 @@ def _section_texts(data: dict[str, Any], preset: str) -> tuple[str, str]:
 @pytest.mark.parametrize("name", ["TPU v5e"])
 def test_tpu_section_says_no_launch_floor_is_known(data: dict[str, Any], name: str) -> None:
     view = _spec_view(data, name)
-    assert view["launch"] is None and view["launch_binds"] == ""
-    for row in view["placed"]:
-        assert row["bound"] in ("memory", "compute")
-        assert row["time"] == row["roofline"] and row["time"].kind == Kind.SPEC_SHEET.value
+    assert view.launch is None and view.launch_binds == ""
+    for row in view.placed:
+        assert row.bound in ("memory", "compute")
+        assert row.time == row.roofline and row.time.kind == Kind.SPEC_SHEET.value
     html, md = _section_texts(data, name)
     assert "no launch floor known for this chip" in html
     assert "no launch floor known for this chip" in md

@@ -14,6 +14,7 @@ report then opens with the regressions, each is one line on stderr, and the exit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from roofline_report.report.blocks import (
     Strong,
     text,
 )
-from roofline_report.report.compare_kernels import kernel_comparisons
+from roofline_report.report.compare_kernels import KernelComparison, kernel_comparisons
 from roofline_report.report.format import Num, n, plural, ratio
 from roofline_report.report.markdown import escape as md_escape
 from roofline_report.report.section_parts import c, num, p, table
@@ -110,8 +111,77 @@ def _ratio(value: float | None, base: float | None) -> Num:
     return ratio(value / base, Kind.MEASURED, 3)
 
 
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A program name across the runs: its title, anchor, and per run whether the run holds
+    it, its time and its rate (None where the run does not hold it)."""
+
+    name: str
+    title: str
+    anchor: str
+    present: list[bool]
+    times: list[float | None]
+    rates: list[float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class CeilingComparison:
+    """A ceiling in every run, and each later run's ratio to run 1."""
+
+    name: str
+    cells: list[Num]
+    ratios: list[Num]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadComparison:
+    """A workload every run holds: its time and rate in each, speed-ups against run 1."""
+
+    name: str
+    title: str
+    anchor: str
+    times: list[Num]
+    rates: list[Num]
+    speedups: list[Num]
+    offender: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PartialWorkload:
+    """A workload only some runs hold: the runs that do and its time in each."""
+
+    name: str
+    title: str
+    anchor: str
+    times: list[Num]
+    runs: str
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRow:
+    """An experiment's verdict in each run ('' where the run did not run it)."""
+
+    title: str
+    verdicts: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class CompareView:
+    """The comparison's view model: what its sections show."""
+
+    labels: list[str]
+    env: list[tuple[str, list[str]]]
+    ceilings: list[CeilingComparison]
+    workloads: list[WorkloadComparison]
+    partial: list[PartialWorkload]
+    verdicts: list[VerdictRow]
+    figure: figs.FigureOut | None
+    gate: gate.GateResult | None
+    kernels: list[KernelComparison]
+
+
 def _workload_rows(runs: Sequence[tuple[str, Analysis]], names: Sequence[str]
-                   ) -> list[dict[str, Any]]:
+                   ) -> list[_Held]:
     """One row per program name: its title, anchor, and per run its time and rate (or None
     when the run does not hold it)."""
     by_run = [{p.name: p for p in an.programs} for _, an in runs]
@@ -119,10 +189,10 @@ def _workload_rows(runs: Sequence[tuple[str, Analysis]], names: Sequence[str]
     for name in names:
         recs: list[Program | None] = [b.get(name) for b in by_run]
         first = next(r for r in recs if r is not None)
-        rows.append({"name": name, "title": first.title, "anchor": meta.workload_anchor(name),
-                     "present": [r is not None for r in recs],
-                     "times": [r.seconds if r is not None else None for r in recs],
-                     "rates": [r.achieved if r is not None else None for r in recs]})
+        rows.append(_Held(name=name, title=first.title, anchor=meta.workload_anchor(name),
+                          present=[r is not None for r in recs],
+                          times=[r.seconds if r is not None else None for r in recs],
+                          rates=[r.achieved if r is not None else None for r in recs]))
     return rows
 
 
@@ -144,28 +214,31 @@ def render_comparison(loaded: Sequence[tuple[str, Results | Mapping[str, Any]]],
 
     ceilings_by_run = [_ceiling_values(an.observations) for _, an in runs]
     names = sorted({k for c in ceilings_by_run for k in c})
-    ceiling_rows: list[dict[str, Any]] = []
+    ceiling_rows: list[CeilingComparison] = []
     for name in names:
         values = [c.get(name, (None, ""))[0] for c in ceilings_by_run]
         unit = next((c[name][1] for c in ceilings_by_run if name in c), "")
-        ceiling_rows.append({"name": name, "cells": [_measured(v, unit) for v in values],
-                             "ratios": [_ratio(v, values[0]) for v in values[1:]]})
+        ceiling_rows.append(CeilingComparison(name, [_measured(v, unit) for v in values],
+                                              [_ratio(v, values[0]) for v in values[1:]]))
 
     result = (gate.evaluate(conditions, runs[0][1], runs[1][1]) if conditions else None)
     offenders = result.offenders if result else ()
     all_names = list(dict.fromkeys(p.name for _, an in runs for p in an.programs))
     rows = _workload_rows(runs, all_names)
-    common = [r for r in rows if all(r["present"])]
-    common.sort(key=lambda r: r["name"] not in offenders)  # offenders first, else run order
-    some = [r for r in rows if not all(r["present"])]
-    workload_rows = [{**r, "times": [_measured(t, "s") for t in r["times"]],
-                      "rates": [_measured(x, "FLOP/s") for x in r["rates"]],
-                      "speedups": [_ratio(r["times"][0], t) for t in r["times"][1:]],
-                      "offender": r["name"] in offenders} for r in common]
-    partial_rows = [{**r, "times": [_measured(t, "s") if here else Num(NOT_IN_RUN)
-                                    for t, here in zip(r["times"], r["present"], strict=True)],
-                     "runs": ", ".join(str(i) for i, here in enumerate(r["present"], 1)
-                                       if here)} for r in some]
+    common = [r for r in rows if all(r.present)]
+    common.sort(key=lambda r: r.name not in offenders)  # offenders first, else run order
+    some = [r for r in rows if not all(r.present)]
+    workload_rows = [WorkloadComparison(
+        name=r.name, title=r.title, anchor=r.anchor,
+        times=[_measured(t, "s") for t in r.times],
+        rates=[_measured(x, "FLOP/s") for x in r.rates],
+        speedups=[_ratio(r.times[0], t) for t in r.times[1:]],
+        offender=r.name in offenders) for r in common]
+    partial_rows = [PartialWorkload(
+        name=r.name, title=r.title, anchor=r.anchor,
+        times=[_measured(t, "s") if here else Num(NOT_IN_RUN)
+               for t, here in zip(r.times, r.present, strict=True)],
+        runs=", ".join(str(i) for i, here in enumerate(r.present, 1) if here)) for r in some]
 
     verdict_rows = _verdicts(runs)
     sets, points = [], []
@@ -189,10 +262,9 @@ def render_comparison(loaded: Sequence[tuple[str, Results | Mapping[str, Any]]],
                                colour_by_set=True)
         svgs["compare_roofline"] = figure.svg
     kernels = kernel_comparisons(runs)
-    vm = {"labels": labels, "env": env_rows,
-          "ceilings": ceiling_rows, "workloads": workload_rows, "partial": partial_rows,
-          "verdicts": verdict_rows, "figure": figure, "gate": result,
-          "kernels": kernels}
+    vm = CompareView(labels=labels, env=env_rows, ceilings=ceiling_rows,
+                     workloads=workload_rows, partial=partial_rows, verdicts=verdict_rows,
+                     figure=figure, gate=result, kernels=kernels)
     tree = comparison_document(vm)
     default = meta.DEFAULT_COMPARE_TITLE.format(runs=len(labels))
     provenance = [f"Run {label}: measured "
@@ -208,14 +280,14 @@ def render_comparison(loaded: Sequence[tuple[str, Results | Mapping[str, Any]]],
                               **{**context, "title": md_escape(context["title"])})
     doc: dict[str, Any] = {
         "runs": labels,
-        "ceilings": {r["name"]: [c.text for c in r["cells"]] for r in ceiling_rows},
-        "workloads": {r["title"]: [t.text for t in r["times"]] for r in workload_rows},
-        "only": {str(i): [r["name"] for r in some if r["present"][i - 1]]
+        "ceilings": {r.name: [c.text for c in r.cells] for r in ceiling_rows},
+        "workloads": {r.title: [t.text for t in r.times] for r in workload_rows},
+        "only": {str(i): [r.name for r in some if r.present[i - 1]]
                  for i in range(1, len(labels) + 1)},
-        "verdicts": {r["title"]: r["verdicts"] for r in verdict_rows},
-        "kernels": {k["title"]: {"every run": {r["name"]: [t.text for t in r["times"]]
-                                               for r in k["rows"]},
-                                 "some runs": {r["name"]: r["runs"] for r in k["only"]}}
+        "verdicts": {r.title: r.verdicts for r in verdict_rows},
+        "kernels": {k.title: {"every run": {r.name: [t.text for t in r.times]
+                                            for r in k.rows},
+                              "some runs": {r.name: r.runs for r in k.only}}
                     for k in kernels}}
     if result is not None:
         doc["gate"] = result.to_json()
@@ -238,9 +310,9 @@ def _kinds_lede(result: gate.GateResult | None) -> str:
     return lede + "."
 
 
-def _workload_link(r: Mapping[str, Any]) -> Cell:
+def _workload_link(r: WorkloadComparison | PartialWorkload) -> Cell:
     """A workload's title cell, carrying its anchor (stable across runs)."""
-    return Cell(text(r["title"]), id=r["anchor"])
+    return Cell(text(r.title), id=r.anchor)
 
 
 def _gate_section(result: gate.GateResult, labels: Sequence[str]) -> Section:
@@ -280,79 +352,79 @@ def _gate_section(result: gate.GateResult, labels: Sequence[str]) -> Section:
     return Section("Regression gate", tuple(body), id="gate")
 
 
-def _kernels_section(k: Mapping[str, Any], runs: range, later: range) -> Section:
+def _kernels_section(k: KernelComparison, runs: range, later: range) -> Section:
     """One program's kernels in every run side by side, and those only some runs hold."""
     body: list[Block] = [p(
-        f"The kernels of {k['title']}, matched by the HLO op they run (a name that differs "
+        f"The kernels of {k.title}, matched by the HLO op they run (a name that differs "
         "only by a trailing .0 is the same op renamed between compilations), each with its "
         "time per call in every run and its speed-up against run 1.")]
-    if k["rows"]:
+    if k.rows:
         body.append(table(("kernel", *(f"time per call, run {i}" for i in runs),
                            *(f"speed-up, run {i} vs 1" for i in later)),
-                          [(c(Code(r["name"])), *(num(x) for x in r["times"]),
-                            *(num(x) for x in r["speedups"])) for r in k["rows"]]))
-    if k["only"]:
+                          [(c(Code(r.name)), *(num(x) for x in r.times),
+                            *(num(x) for x in r.speedups)) for r in k.rows]))
+    if k.only:
         body.append(table(("kernel in some runs only", "in runs",
                            *(f"time per call, run {i}" for i in runs)),
-                          [(c(Code(r["name"])), c(r["runs"]), *(num(x) for x in r["times"]))
-                           for r in k["only"]]))
-    return Section(f"Kernels of {k['title']}, run by run", tuple(body),
-                   id=f"kernels-{meta.workload_anchor(k['name'])}", kind=Kind.MEASURED.value)
+                          [(c(Code(r.name)), c(r.runs), *(num(x) for x in r.times))
+                           for r in k.only]))
+    return Section(f"Kernels of {k.title}, run by run", tuple(body),
+                   id=f"kernels-{meta.workload_anchor(k.name)}", kind=Kind.MEASURED.value)
 
 
-def comparison_document(vm: Mapping[str, Any]) -> Document:
+def comparison_document(vm: CompareView) -> Document:
     """The comparison's sections from its view model (labels, env, ceilings, workloads,
     partial, verdicts, figure, gate), rendered by the same renderers as the report."""
-    labels: list[str] = vm["labels"]
+    labels: list[str] = vm.labels
     runs = range(1, len(labels) + 1)
     later = range(2, len(labels) + 1)
     measured = Kind.MEASURED.value
     sections: list[Section] = []
-    if vm.get("gate") is not None:
-        sections.append(_gate_section(vm["gate"], labels))
+    if vm.gate is not None:
+        sections.append(_gate_section(vm.gate, labels))
     sections.append(Section("Runs", (table(("", *labels), [(c(k), *(c(v) for v in values))
-                                                           for k, values in vm["env"]],
+                                                           for k, values in vm.env],
                                            row_headers=True),), id="runs"))
-    figure = (Figure(vm["figure"]),) if vm["figure"] else ()
+    figure = (Figure(vm.figure),) if vm.figure else ()
     ceilings = (table(("ceiling", *labels, *(f"run {i} ÷ run 1" for i in later)),
-                      [(c(r["name"]), *(num(x) for x in r["cells"]),
-                        *(num(x) for x in r["ratios"])) for r in vm["ceilings"]])
-                if vm["ceilings"] else p("No run measured its ceilings."))
+                      [(c(r.name), *(num(x) for x in r.cells),
+                        *(num(x) for x in r.ratios)) for r in vm.ceilings])
+                if vm.ceilings else p("No run measured its ceilings."))
     sections.append(Section("Measured ceilings", (ceilings, *figure), id="ceilings",
                             kind=measured))
     common: Block = (table(
         ("workload", *(f"time per call, run {i}" for i in runs),
          *(f"achieved, run {i}" for i in runs), *(f"speed-up, run {i} vs 1" for i in later)),
-        [(_workload_link(w), *(num(x) for x in w["times"]), *(num(x) for x in w["rates"]),
-          *(num(x) for x in w["speedups"])) for w in vm["workloads"]])
-        if vm["workloads"] else
+        [(_workload_link(w), *(num(x) for x in w.times), *(num(x) for x in w.rates),
+          *(num(x) for x in w.speedups)) for w in vm.workloads])
+        if vm.workloads else
         p("No workload is in every run: each run's own workloads are listed in ",
           Link("workloads in some runs only", "#workloads-some"), "."))
     sections.append(Section("Workloads in every run", (common,), id="workloads", kind=measured))
-    if vm["partial"]:
+    if vm.partial:
         sections.append(Section("Workloads in some runs only", (
             p("The workloads that not every run holds, each with its time per call in the runs "
               "that hold it: no workload of a run is left out."),
             table(("workload", "in runs", *(f"time per call, run {i}" for i in runs)),
-                  [(_workload_link(w), c(w["runs"]), *(num(x) for x in w["times"]))
-                   for w in vm["partial"]])), id="workloads-some", kind=measured))
-    for k in vm.get("kernels", []):
+                  [(_workload_link(w), c(w.runs), *(num(x) for x in w.times))
+                   for w in vm.partial])), id="workloads-some", kind=measured))
+    for k in vm.kernels:
         sections.append(_kernels_section(k, runs, later))
-    if vm["verdicts"]:
+    if vm.verdicts:
         sections.append(Section("Where the model held", (table(
             ("experiment", *labels),
-            [(c(r["title"]), *(c(v) for v in r["verdicts"])) for r in vm["verdicts"]]),),
+            [(c(r.title), *(c(v) for v in r.verdicts)) for r in vm.verdicts]),),
             id="verdicts"))
     return Document((Group("", tuple(sections)),),
-                    figures=(vm["figure"].name,) if vm["figure"] else ())
+                    figures=(vm.figure.name,) if vm.figure else ())
 
 
-def _verdicts(runs: Sequence[tuple[str, Analysis]]) -> list[dict[str, Any]]:
-    by_id: dict[str, dict[str, Any]] = {}
+def _verdicts(runs: Sequence[tuple[str, Analysis]]) -> list[VerdictRow]:
+    by_id: dict[str, VerdictRow] = {}
     for i, (_, an) in enumerate(runs):
         for e in an.experiments:
-            row = by_id.setdefault(e.id, {"title": e.title, "verdicts": [""] * len(runs)})
-            row["verdicts"][i] = e.verdict
+            row = by_id.setdefault(e.id, VerdictRow(e.title, [""] * len(runs)))
+            row.verdicts[i] = e.verdict
     return [by_id[k] for k in sorted(by_id)]
 
 

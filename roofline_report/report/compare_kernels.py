@@ -11,13 +11,13 @@ runs hold is listed with the runs that hold it, never dropped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from roofline_report.analysis.records import Analysis, KernelRow
 from roofline_report.kinds import Kind
 from roofline_report.report.format import Num, n, ratio
 
-__all__ = ["kernel_comparisons"]
+__all__ = ["KernelComparison", "MatchedKernel", "PartialKernel", "kernel_comparisons"]
 
 NOT_IN_RUN = "not in this run"
 
@@ -42,7 +42,36 @@ def _tables(runs: Sequence[tuple[str, Analysis]], name: str) -> list[dict[str, K
     return tables
 
 
-def _compare(title: str, name: str, tables: Sequence[dict[str, KernelRow]]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class MatchedKernel:
+    """A kernel every run holds: its time per call in each and its speed-ups against run 1."""
+
+    name: str
+    times: list[Num]
+    speedups: list[Num]
+
+
+@dataclass(frozen=True, slots=True)
+class PartialKernel:
+    """A kernel only some runs hold, the runs that do and its time in each."""
+
+    name: str
+    runs: str
+    times: list[Num]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelComparison:
+    """One program's kernels in every run side by side."""
+
+    title: str
+    name: str
+    rows: list[MatchedKernel]
+    only: list[PartialKernel]
+
+
+def _compare(title: str, name: str, tables: Sequence[dict[str, KernelRow]]
+             ) -> KernelComparison:
     keys = list(dict.fromkeys(k for t in tables for k in t))
     both = sorted((k for k in keys if all(k in t for t in tables)),
                   key=lambda k: -(tables[0][k].seconds or 0.0))
@@ -51,20 +80,20 @@ def _compare(title: str, name: str, tables: Sequence[dict[str, KernelRow]]) -> d
     for k in both:
         ts = [t[k].seconds for t in tables]
         base = ts[0]
-        rows.append({
-            "name": " / ".join(dict.fromkeys(t[k].name for t in tables)),
-            "times": [n(x, "s", Kind.MEASURED) for x in ts],
-            "speedups": [ratio(base / x, Kind.MEASURED, 3) if base and x else Num("—")
-                         for x in ts[1:]],
-        })
-    only = [{"name": next(t[k].name for t in tables if k in t),
-             "runs": ", ".join(str(i) for i, t in enumerate(tables, 1) if k in t),
-             "times": [n(t[k].seconds, "s", Kind.MEASURED) if k in t else Num(NOT_IN_RUN)
-                       for t in tables]} for k in some]
-    return {"title": title, "name": name, "rows": rows, "only": only}
+        rows.append(MatchedKernel(
+            name=" / ".join(dict.fromkeys(t[k].name for t in tables)),
+            times=[n(x, "s", Kind.MEASURED) for x in ts],
+            speedups=[ratio(base / x, Kind.MEASURED, 3) if base and x else Num("—")
+                      for x in ts[1:]],
+        ))
+    only = [PartialKernel(name=next(t[k].name for t in tables if k in t),
+                          runs=", ".join(str(i) for i, t in enumerate(tables, 1) if k in t),
+                          times=[n(t[k].seconds, "s", Kind.MEASURED) if k in t
+                                 else Num(NOT_IN_RUN) for t in tables]) for k in some]
+    return KernelComparison(title=title, name=name, rows=rows, only=only)
 
 
-def kernel_comparisons(runs: Sequence[tuple[str, Analysis]]) -> list[dict[str, Any]]:
+def kernel_comparisons(runs: Sequence[tuple[str, Analysis]]) -> list[KernelComparison]:
     """Per program every run holds with timed kernels: the matched kernels (name, times,
     speed-ups against run 1) and the kernels only some runs hold."""
     if len(runs) < 2:

@@ -4,8 +4,6 @@ levels and operation rates, and every timed program placed on its roofline.
 
 from __future__ import annotations
 
-from typing import Any
-
 from roofline_report.analysis.speed_drift import DRIFT
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import Banner, Block, Cell, Note, Section, Status, text
@@ -21,34 +19,35 @@ from roofline_report.report.section_parts import (
     p,
     table,
 )
+from roofline_report.report.view_records import SpeedCheck
 
 
 def _timed(vm: VM) -> Section:
-    m = vm["measured"]
-    t = m["timing"]
+    m = vm.measured
+    t = m.timing
     if not t:
-        return Section("The seed workload, timed", (p("Not measured: ", m["timing_reason"]),))
+        return Section("The seed workload, timed", (p("Not measured: ", m.timing_reason),))
     body: list[Block] = [
         p("Warm samples of the compiled executable, each sample ",
-          plural(t["inner"], "call", "calls"), f" enqueued and blocked once ({t['method']}). "
+          plural(t.inner, "call", "calls"), f" enqueued and blocked once ({t.method}). "
           "Compile time is reported apart, above."),
         table(("median", "min", "Q1", "Q3", "IQR", "samples", "outliers"),
-              [(num(t["median"]), num(t["min"]), num(t["q1"]), num(t["q3"]), num(t["iqr"]),
-                num(Num(t["samples"])), num(Num(t["outliers"])))]),
+              [(num(t.median), num(t.min), num(t.q1), num(t.q3), num(t.iqr),
+                num(Num(t.samples)), num(Num(t.outliers)))]),
     ]
-    if t["unstable"]:
+    if t.unstable:
         body.append(Note(text("This result may be unstable: the spread (IQR ÷ median) is ",
-                              t["spread"], ".")))
-    a = m["achieved"]
+                              t.spread, ".")))
+    a = m.achieved
     if a:
-        body.append(p("Achieved: ", a["flops_per_s"], " of matmul work and ", a["bytes_per_s"],
+        body.append(p("Achieved: ", a.flops_per_s, " of matmul work and ", a.bytes_per_s,
                       " of minimum traffic.",
-                      f" {m['seed_binding']}" if m["seed_binding"] else None))
+                      f" {m.seed_binding}" if m.seed_binding else None))
     return Section("The seed workload, timed", tuple(body))
 
 
-def _speed_checks(rows: list[dict[str, Any]]) -> Section:
-    drifted = sum(1 for r in rows if r["drifted"])
+def _speed_checks(rows: list[SpeedCheck]) -> Section:
+    drifted = sum(1 for r in rows if r.drifted)
     return Section("The ceilings timed again after the programs", (
         p("Once the programs were timed, the float32 matmul ceiling at its own size and one "
           "point of each memory roof of the working-set sweep (in a cache, the largest working "
@@ -59,39 +58,39 @@ def _speed_checks(rows: list[dict[str, Any]]) -> Section:
           "programs it explains; ",
           plural(drifted, "check is", "checks are"), " that far off here."),
         table(("timed again", "at the ceilings", "after the programs", "ratio"),
-              [(c(r["probe"]), num(r["before"]), num(r["after"]), num(r["ratio"]))
+              [(c(r.probe), num(r.before), num(r.after), num(r.ratio))
                for r in rows]),
     ))
 
 
 def measured(vm: VM, *, figure: bool = True) -> Section:
-    m = vm["measured"]
-    machine = str(vm.get("machine", "this machine"))
+    m = vm.measured
+    machine = vm.machine
     banner = MEASURED if machine == "this machine" else \
         Banner(Kind.MEASURED.value, "Measured", f"{machine}, as its trace records it")
     body: list[Block] = [banner]
-    if vm["run_note"]:
-        note = str(vm["run_note"])
+    if vm.run_note:
+        note = str(vm.run_note)
         body.append(Note((f"{note[:1].upper()}{note[1:]}.",)))  # a sentence of its own
     body.append(Section("Environment", (
-        table(None, [(c(k), c(v)) for k, v in vm["env"]], row_headers=True),)))
-    if vm["seed"] or vm["parts"]["teaching"]:
+        table(None, [(c(k), c(v)) for k, v in vm.env], row_headers=True),)))
+    if vm.seed or vm.teaching:
         body.append(_timed(vm))
-    if not m["ceilings"]:
+    if not m.ceilings:
         body.append(Section(f"Ceilings of {machine}",
-                            (p("Ceilings not measured: ", m["ceilings_reason"]),)))
+                            (p("Ceilings not measured: ", m.ceilings_reason),)))
         body.append(_placements(vm, figure))
         return Section(f"Measured on {machine}", tuple(body), id="measured",
                        kind=Kind.MEASURED.value)
     rows = []
-    for r in m["ceilings"]:
-        value = (num(r["value"], " " if r["unstable"] else None,
-                     UNSTABLE if r["unstable"] else None)
-                 if r["available"] else Cell(text("not available: ", r["reason"]), numeric=True))
-        rows.append((c(r["group"]), c(r["name"]), value))
-    origin = m.get("ceilings_origin", "")
+    for r in m.ceilings:
+        value = (num(r.value, " " if r.unstable else None,
+                     UNSTABLE if r.unstable else None)
+                 if r.available else Cell(text("not available: ", r.reason), numeric=True))
+        rows.append((c(r.group), c(r.name), value))
+    origin = m.ceilings_origin
     by_size: list[Block] = []
-    if m.get("by_size"):
+    if m.by_size:
         by_size = [
             p("A product's rate grows with its size: each matrix product or convolution is held "
               "to the rate measured at its size (the enqueued dispatch floor taken off each "
@@ -103,23 +102,23 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "its own flops (tall, skinny products ran at the rate of square ones of their "
               "flops); a batched product, as one of its products."),
             table(("roof", "flops of one product", "rate measured", "rate held to"),
-                  [(c(r["name"]) if i == 0 else c(""), num(f), num(v), num(held))
-                   for r in m["by_size"] for i, (f, v, held) in enumerate(r["points"])]),
+                  [(c(r.name) if i == 0 else c(""), num(f), num(v), num(held))
+                   for r in m.by_size for i, (f, v, held) in enumerate(r.points)]),
         ]
-    conditions = m.get("ceilings_conditions", ())
-    warning = vm.get("roof_warning", ())
+    conditions = m.ceilings_conditions
+    warning = vm.roof_warning
     body.append(Section(f"Ceilings of {machine}", (
         *((Note(warning),) if warning else ()),
         *((p(origin),) if origin else ()),
         *((p(*conditions),) if conditions else ()),
-        *(Note((f"Ceilings cache: {note}.",)) for note in m.get("ceilings_notes", ())),
+        *(Note((f"Ceilings cache: {note}.",)) for note in m.ceilings_notes),
         table(("ceiling", "kernel", "value"), rows),
         *by_size,
     )))
-    if m.get("speed_checks"):
-        body.append(_speed_checks(m["speed_checks"]))
+    if m.speed_checks:
+        body.append(_speed_checks(m.speed_checks))
     body.append(_levels(vm))
-    if m["rates"]:
+    if m.rates:
         body.append(Section("Operation rates and kernel patterns", (
             p("Kernels of exp, tanh, log, square roots or sines, and bfloat16 kernels a backend "
               "computes"
@@ -141,13 +140,13 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "contiguous runs it reads; a top-k at the roof measured on rows nearest its own); "
               "a rate measured beside one, not used as a roof, says so."),
             table(("operation", "sizes measured (a call)", "rate"),
-                  [(c(r["name"], "" if r["roof"] else " (beside the roof, not used by the "
-                    "model)"), c(r["sizes"]),
-                    num(r["value"], " " if r["unstable"] else None,
-                        UNSTABLE if r["unstable"] else None)
-                    if r["available"]
-                    else Cell(text("not available: ", r["reason"]), numeric=True))
-                   for r in m["rates"]]),
+                  [(c(r.name, "" if r.roof else " (beside the roof, not used by the "
+                    "model)"), c(r.sizes),
+                    num(r.value, " " if r.unstable else None,
+                        UNSTABLE if r.unstable else None)
+                    if r.available
+                    else Cell(text("not available: ", r.reason), numeric=True))
+                   for r in m.rates]),
         )))
     body.append(_placements(vm, figure))
     return Section(f"Measured on {machine}", tuple(body), id="measured",
@@ -155,41 +154,41 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
 
 
 def _placements(vm: VM, figure: bool = True) -> Block:
-    m = vm["measured"]
-    if not m["placement"]:
+    m = vm.measured
+    if not m.placement:
         return Section("Programs on the roofline", (p("No program of this run was timed."),))
     return Section("Programs on the roofline", (
-        p(f"Every timed program, on {m['placement_roofs']}, at its compiled-program "
+        p(f"Every timed program, on {m.placement_roofs}, at its compiled-program "
           "intensity: the flops its kernels count over the bytes they touch. ",
-          m["model_text"]),
+          m.model_text),
         table(
             ("program", "intensity", "achieved", "hardware roof at its intensity",
              "of hardware roof", "binding (largest term)", "predicted time", "measured time",
              "miss", "largest lever: time it could save per call", "why they differ"),
-            [(anchored(c(r["title"]), r["anchor"] + "-roofline"), num(r["intensity"]),
-              num(r["achieved"]), num(r["roof"]), num(r["of_roof"]), c(r["binding"]),
-              num(r["predicted"]), num(r["measured"]), num(r["miss"]), c(*r["lever"]),
-              Cell(text(r["why"]), css_class="prose"))
-             for r in m["placement"]]),
-        *((p(*m["accuracy"]),) if m["accuracy"] else ()),
+            [(anchored(c(r.title), r.anchor + "-roofline"), num(r.intensity),
+              num(r.achieved), num(r.roof), num(r.of_roof), c(r.binding),
+              num(r.predicted), num(r.measured), num(r.miss), c(*r.lever),
+              Cell(text(r.why), css_class="prose"))
+             for r in m.placement]),
+        *((p(*m.accuracy),) if m.accuracy else ()),
         *((*optional_figure(vm, "measured_roofline"),
            *optional_figure(vm, "programs_roofline")) if figure else ())))
 
 
 def _levels(vm: VM) -> Section:
-    m = vm["measured"]
+    m = vm.measured
     body: list[Block] = [p(
         "A working-set sweep streams over arrays of growing size: while they fit in a cache the "
-        "stream runs at that cache's bandwidth, past it at the next level's. ", m["level_rule"],
-        (" The caches this machine reports: " + ", ".join(m["caches"]) + ".")
-        if m["caches"] else None)]
-    if m["levels"]:
+        "stream runs at that cache's bandwidth, past it at the next level's. ", m.level_rule,
+        (" The caches this machine reports: " + ", ".join(m.caches) + ".")
+        if m.caches else None)]
+    if m.levels:
         body.append(table(("level", "kernel", "working sets", "bandwidth", "plausible"),
-                          [(c(r["level"]), c(r["kernel"]), c(r["range"]), num(r["value"]),
-                            c(Status("marked unstable", "warn"), ": ", r["unstable"])
-                            if r["unstable"] else c("yes"))
-                           for r in m["levels"]]))
+                          [(c(r.level), c(r.kernel), c(r.range), num(r.value),
+                            c(Status("marked unstable", "warn"), ": ", r.unstable)
+                            if r.unstable else c("yes"))
+                           for r in m.levels]))
     else:
-        body.append(p("Memory levels not available: ", m["levels_reason"], "."))
+        body.append(p("Memory levels not available: ", m.levels_reason, "."))
     body.extend(optional_figure(vm, "working_set"))
     return Section("Memory levels", tuple(body))

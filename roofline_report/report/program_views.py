@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.analyse import SEED_NAME
@@ -80,18 +81,26 @@ def roofs_words(roofs: RoofSet) -> str:
     return f"{roofs.label} ({roofs.kind.label})"
 
 
-def prediction_cells(p: Prediction | None) -> dict[str, Num | str]:
+@dataclass(frozen=True, slots=True)
+class PredictionCells:
+    """The cells every prediction shows: time, roof rate, binding, roofs used."""
+
+    predicted: Num
+    roof: Num
+    binding: str
+    roofs: str
+
+
+def prediction_cells(p: Prediction | None) -> PredictionCells:
     """The cells every prediction shows: time, roof rate, binding, roofs used."""
     if p is None:
-        return {"predicted": Num("no roof", P.value), "roof": Num("no roof", P.value),
-                "binding": "unknown", "roofs": ""}
+        return PredictionCells(Num("no roof", P.value), Num("no roof", P.value), "unknown", "")
     kinds = ", ".join(k.label for k in p.roof_kinds)
     predicted = n(p.seconds, "s", P)
     if p.lower_bound:  # a loop of unknown trip count counted once
         predicted = Num(f"at least {predicted.text}", predicted.kind)
-    return {"predicted": predicted, "roof": rate(p.roof_rate, P),
-            "binding": p.binding.label,
-            "roofs": f"{'; '.join(p.roofs)} ({kinds})"}
+    return PredictionCells(predicted, rate(p.roof_rate, P), p.binding.label,
+                           f"{'; '.join(p.roofs)} ({kinds})")
 
 
 # --- kernels ---------------------------------------------------------------------------------
@@ -109,27 +118,50 @@ def _source_text(r: KernelRow) -> str:
     return r.user_source or r.source or r.op_name or ""
 
 
-def _kernel_row(r: KernelRow) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class KernelRowView:
+    """One kernel of a program's table."""
+
+    name: str
+    category: str
+    kind: str
+    source: str
+    launches: Num
+    time: Num
+    share: Num
+    flops: Num
+    bytes: Num
+    intensity: Num
+    achieved: Num
+    roof: Num
+    of_roof: Num
+    binding: str
+    predicted: Num
+    miss: Num
+    why: str
+
+
+def _kernel_row(r: KernelRow) -> KernelRowView:
     cells = prediction_cells(r.prediction)
-    return {
-        "name": r.name, "category": r.category, "kind": r.fusion or "",
-        "source": _source_text(r),
-        "launches": count(r.launches, M) if r.launches is not None
+    return KernelRowView(
+        name=r.name, category=r.category, kind=r.fusion or "",
+        source=_source_text(r),
+        launches=count(r.launches, M) if r.launches is not None
         else count(r.trips, M if r.trips_observed else A),
-        "time": n(r.seconds, "s", M), "share": percent(r.share, M),
-        "flops": Num("not counted", A.value) if r.uncosted and not r.flops
-        else count(r.flops, A), "bytes": n(r.bytes, "B", A),
-        "intensity": Num("—") if r.uncosted and not r.flops
+        time=n(r.seconds, "s", M), share=percent(r.share, M),
+        flops=Num("not counted", A.value) if r.uncosted and not r.flops
+        else count(r.flops, A), bytes=n(r.bytes, "B", A),
+        intensity=Num("—") if r.uncosted and not r.flops
         else Num(format_intensity(r.intensity) if r.intensity else "0", A.value),
-        "achieved": n(r.achieved, "FLOP/s", M) if r.achieved else Num("—"),
-        "roof": hardware_rate(r.hardware if not r.uncosted else None),
-        "of_roof": roof_share_num(r.share_of_hardware_roof, r.share_of_assumed_roof,
-                                  r.hardware),
-        "binding": cells["binding"], "predicted": cells["predicted"],
-        "miss": miss_text(r.miss),
-        "why": "; ".join(x for x in (_uncounted_words(r), above_words(r.above_roof), r.why)
-                         if x),
-    }
+        achieved=n(r.achieved, "FLOP/s", M) if r.achieved else Num("—"),
+        roof=hardware_rate(r.hardware if not r.uncosted else None),
+        of_roof=roof_share_num(r.share_of_hardware_roof, r.share_of_assumed_roof,
+                               r.hardware),
+        binding=cells.binding, predicted=cells.predicted,
+        miss=miss_text(r.miss),
+        why="; ".join(x for x in (_uncounted_words(r), above_words(r.above_roof), r.why)
+                      if x),
+    )
 
 
 def hardware_rate(h: HardwareRoof | None) -> Num:
@@ -279,7 +311,44 @@ def _tooltip(name: str, seconds: float | None, share: float | None, source: str 
     return "; ".join(parts)
 
 
-def kernel_view(p: Program) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class CategoryRow:
+    """Where a program's kernel time goes: one category of kernels."""
+
+    title: str
+    kernels: Num
+    time: Num
+    share: Num
+    flops: Num
+    bytes: Num
+
+
+@dataclass(frozen=True, slots=True)
+class KernelView:
+    """A program's per-kernel roofline: its kernels, levers and where the time goes."""
+
+    title: str
+    user: bool
+    anchor: str
+    summary: str
+    faults: tuple[Inline, ...]
+    loops: tuple[Inline, ...]
+    coverage: tuple[str | Num, ...]
+    unavailable: str
+    rows: list[KernelRowView]
+    rest: list[KernelRowView]
+    more: str
+    categories: list[CategoryRow]
+    levers: list[tuple[Inline, ...]]
+    levers_rest: list[tuple[Inline, ...]]
+    levers_more: str
+    levers_note: tuple[Inline, ...]
+    reconciliation: tuple[Inline, ...]
+    figure: str | None
+    figure_out: figs.FigureOut | None
+
+
+def kernel_view(p: Program) -> KernelView | None:
     table = p.kernels
     if table is None:
         return None
@@ -305,28 +374,28 @@ def kernel_view(p: Program) -> dict[str, Any] | None:
                     "to the assumed budgets, without a launch cost; their predictions are as "
                     "hypothetical as the budgets (roofline_report.analyze(..., ceilings=True)"
                     " or a run of generate.py measures them).")
-    return {
-        "title": p.title, "user": p.user, "anchor": meta.workload_anchor(p.name),
-        "summary": summary,
-        "faults": _faults(table),
-        "loops": _loops(table),
-        "coverage": _coverage(t, table.roofs, table.accounting) if t is not None else (),
-        "unavailable": "" if t else f"Per-kernel times not available: {table.trace_reason}.",
-        "rows": rows[:KERNEL_ROWS], "rest": rows[KERNEL_ROWS:],
-        "more": (f"{plural(len(rest), 'more kernel', 'more kernels')} take "
-                 f"{percent_text(table.share_after(KERNEL_ROWS))} of the summed kernel "
-                 "time.") if rest else "",
-        "categories": [{"title": c.title, "kernels": count(c.kernels, A),
-                        "time": n(c.seconds, "s", M), "share": percent(c.share, M),
-                        "flops": count(c.flops, A), "bytes": n(c.bytes, "B", A)}
-                       for c in table.categories],
-        "levers": [lever_long(x) for x in p.levers[:LEVERS_SHOWN]],
-        "levers_rest": [lever_long(x) for x in p.levers[LEVERS_SHOWN:]],
-        "levers_more": more_levers(p),
-        "levers_note": levers_lede(p) if p.levers else (),
-        "reconciliation": _kernel_reconciliation(table.reconciliation),
-        "figure": figure.name if figure is not None else None, "figure_out": figure,
-    }
+    return KernelView(
+        title=p.title, user=p.user, anchor=meta.workload_anchor(p.name),
+        summary=summary,
+        faults=_faults(table),
+        loops=_loops(table),
+        coverage=_coverage(t, table.roofs, table.accounting) if t is not None else (),
+        unavailable="" if t else f"Per-kernel times not available: {table.trace_reason}.",
+        rows=rows[:KERNEL_ROWS], rest=rows[KERNEL_ROWS:],
+        more=(f"{plural(len(rest), 'more kernel', 'more kernels')} take "
+              f"{percent_text(table.share_after(KERNEL_ROWS))} of the summed kernel "
+              "time.") if rest else "",
+        categories=[CategoryRow(title=c.title, kernels=count(c.kernels, A),
+                                time=n(c.seconds, "s", M), share=percent(c.share, M),
+                                flops=count(c.flops, A), bytes=n(c.bytes, "B", A))
+                    for c in table.categories],
+        levers=[lever_long(x) for x in p.levers[:LEVERS_SHOWN]],
+        levers_rest=[lever_long(x) for x in p.levers[LEVERS_SHOWN:]],
+        levers_more=more_levers(p),
+        levers_note=levers_lede(p) if p.levers else (),
+        reconciliation=_kernel_reconciliation(table.reconciliation),
+        figure=figure.name if figure is not None else None, figure_out=figure,
+    )
 
 
 def _loops(table: KernelTable) -> tuple[Inline, ...]:
@@ -373,10 +442,10 @@ def _faults(table: KernelTable) -> tuple[Inline, ...]:
             n(fault.seconds, "s", M), " a page, charged to the kernels that write first.")
 
 
-def kernel_views(an: Analysis) -> list[dict[str, Any]]:
+def kernel_views(an: Analysis) -> list[KernelView]:
     """The per-kernel view of every program that has one: the user's first."""
     views = [v for v in (kernel_view(p) for p in an.programs) if v is not None]
-    return sorted(views, key=lambda v: not v["user"])
+    return sorted(views, key=lambda v: not v.user)
 
 
 def _kernel_reconciliation(r: Mapping[str, Any]) -> tuple[Inline, ...]:
@@ -406,7 +475,26 @@ def _kernel_reconciliation(r: Mapping[str, Any]) -> tuple[Inline, ...]:
 
 # --- programs on the roofline ----------------------------------------------------------------
 
-def placements(an: Analysis) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class PlacementRow:
+    """A timed program on the roofline it is predicted on."""
+
+    title: str
+    anchor: str
+    intensity: Num
+    achieved: Num
+    roof: Num
+    of_roof: Num
+    binding: str
+    roofs: str
+    predicted: Num
+    measured: Num
+    miss: Num
+    lever: tuple[Inline, ...]
+    why: str
+
+
+def placements(an: Analysis) -> list[PlacementRow]:
     """Every timed program on the roofline it is predicted on (this machine's, where
     measured): compiled-program intensity, achieved rate, the prediction's roof, share."""
     rows = []
@@ -414,21 +502,21 @@ def placements(an: Analysis) -> list[dict[str, Any]]:
         if p.seconds is None or p.intensity is None:
             continue
         cells = prediction_cells(p.prediction)
-        rows.append({
-            "title": p.title, "anchor": meta.workload_anchor(p.name),
-            "intensity": Num(format_intensity(p.intensity), A.value),
-            "achieved": n(p.achieved, "FLOP/s", M), "roof": hardware_rate(p.hardware),
-            "of_roof": roof_share_num(p.share_of_hardware_roof, p.share_of_assumed_roof,
-                                      p.hardware), "binding": cells["binding"],
-            "roofs": cells["roofs"], "predicted": cells["predicted"],
-            "measured": n(p.seconds, "s", M), "miss": miss_text(p.miss),
-            "lever": lever_short(p.levers[0]) if p.levers else ("none",),
-            "why": "; ".join(x for x in (above_words(p.above_roof), p.why) if x) or (
+        rows.append(PlacementRow(
+            title=p.title, anchor=meta.workload_anchor(p.name),
+            intensity=Num(format_intensity(p.intensity), A.value),
+            achieved=n(p.achieved, "FLOP/s", M), roof=hardware_rate(p.hardware),
+            of_roof=roof_share_num(p.share_of_hardware_roof, p.share_of_assumed_roof,
+                                   p.hardware), binding=cells.binding,
+            roofs=cells.roofs, predicted=cells.predicted,
+            measured=n(p.seconds, "s", M), miss=miss_text(p.miss),
+            lever=lever_short(p.levers[0]) if p.levers else ("none",),
+            why="; ".join(x for x in (above_words(p.above_roof), p.why) if x) or (
                 "" if p.prediction is not None else
                 "no prediction: no roof" if not (an.roofs.kernels.compute
                                                  or an.roofs.kernels.bandwidth)
                 else "no prediction: the program's work was not counted"),
-        })
+        ))
     return rows
 
 
@@ -564,13 +652,49 @@ def timed_without(p: Program) -> str:
     return f"timed without {joined}"
 
 
-def summary(an: Analysis) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class SummaryLever:
+    """A lever in a few words, and the kind of its saving."""
+
+    words: tuple[Inline, ...]
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRow:
+    """One of the user's programs in the summary's table."""
+
+    title: str
+    anchor: str
+    target: str
+    measured: Num
+    predicted: Num
+    lower_bound: bool
+    achieved: Num
+    of_roof: Num
+    binding: str
+    miss: Num
+    levers: list[SummaryLever]
+    timed_without: str
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryView:
+    """The summary: what to fix first in each program, and every program's numbers."""
+
+    rows: list[SummaryRow]
+    first: list[tuple[Inline, ...]]
+    roofs: str
+    assumed: bool
+
+
+def summary(an: Analysis) -> SummaryView:
     """The first table of a report about programs: per program what to fix first (its
     biggest lever in words, then the next), its measured and predicted time and the miss
     between them, its achieved rate and share of the hardware roof at its intensity, what
     binds it, and its largest levers with the time each could save."""
-    rows = []
-    first = []
+    rows: list[SummaryRow] = []
+    first: list[tuple[Inline, ...]] = []
     for p in an.programs:
         if not p.user:
             continue
@@ -578,25 +702,24 @@ def summary(an: Analysis) -> dict[str, Any]:
         anchor = meta.workload_anchor(p.name)
         target = anchor + ("-kernels" if p.kernels is not None else
                            "-program" if not p.observation.get("trace") else "-summary")
-        levers = [{"words": lever_short(x), "kind": lever_kind(x).value}
-                  for x in p.levers[:SAVERS]]
+        levers = [SummaryLever(lever_short(x), lever_kind(x).value) for x in p.levers[:SAVERS]]
         first.append(what_first(p))
-        rows.append({
-            "title": p.title, "anchor": anchor, "target": target,
-            "measured": n(p.seconds, "s", M) if p.seconds else Num(p.timing_reason or
-                                                                   "not measured"),
-            "predicted": cells["predicted"],
-            "lower_bound": p.prediction is not None and p.prediction.lower_bound,
-            "achieved": n(p.achieved, "FLOP/s", M) if p.achieved is not None else Num("—"),
-            "of_roof": roof_share_num(p.share_of_hardware_roof, p.share_of_assumed_roof,
-                                      p.hardware),
-            "binding": cells["binding"],
-            "miss": miss_text(p.miss), "levers": levers,
-            "timed_without": timed_without(p),
-        })
+        rows.append(SummaryRow(
+            title=p.title, anchor=anchor, target=target,
+            measured=n(p.seconds, "s", M) if p.seconds else Num(p.timing_reason or
+                                                                "not measured"),
+            predicted=cells.predicted,
+            lower_bound=p.prediction is not None and p.prediction.lower_bound,
+            achieved=n(p.achieved, "FLOP/s", M) if p.achieved is not None else Num("—"),
+            of_roof=roof_share_num(p.share_of_hardware_roof, p.share_of_assumed_roof,
+                                   p.hardware),
+            binding=cells.binding,
+            miss=miss_text(p.miss), levers=levers,
+            timed_without=timed_without(p),
+        ))
     roofs = an.roofs.kernels
-    return {"rows": rows, "first": first, "roofs": roofs_words(roofs),
-            "assumed": roofs.kind is Kind.HYPOTHETICAL}
+    return SummaryView(rows=rows, first=first, roofs=roofs_words(roofs),
+                       assumed=roofs.kind is Kind.HYPOTHETICAL)
 
 
 # --- a user's program ------------------------------------------------------------------------
@@ -627,7 +750,27 @@ def _path_parts(path: str) -> list[str]:
     return _PATH_PART.findall(path) or ([path] if path else [])
 
 
-def _groups(leaves: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class GroupRow:
+    """One top level of a folded argument tree."""
+
+    path: str
+    leaves: str
+    bytes: Num
+    dtypes: str
+
+
+@dataclass(frozen=True, slots=True)
+class LeafRow:
+    """One array of an argument tree."""
+
+    path: str
+    shape: str
+    dtype: str
+    bytes: Num
+
+
+def _groups(leaves: Sequence[Mapping[str, Any]]) -> list[GroupRow]:
     """The top levels of a tree: the shallowest depth (1 to 3) with at least 3 groups, each
     with its leaf count, bytes and dtypes."""
     chosen: dict[str, list[Mapping[str, Any]]] = {}
@@ -647,15 +790,16 @@ def _groups(leaves: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _group_row(prefix: str, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    return {"path": prefix, "leaves": str(len(members)),
-            "bytes": n(sum(int(x["bytes"]) for x in members), "B", A),
-            "dtypes": ", ".join(sorted({str(x["dtype"]) for x in members}))}
+def _group_row(prefix: str, members: Sequence[Mapping[str, Any]]) -> GroupRow:
+    return GroupRow(path=prefix, leaves=str(len(members)),
+                    bytes=n(sum(int(x["bytes"]) for x in members), "B", A),
+                    dtypes=", ".join(sorted({str(x["dtype"]) for x in members})))
 
 
-def _leaf_row(leaf: Mapping[str, Any]) -> dict[str, Any]:
-    return {"path": str(leaf["path"]) or "(the argument itself)", "shape": str(list(leaf["shape"])),
-            "dtype": str(leaf["dtype"]), "bytes": n(leaf["bytes"], "B", A)}
+def _leaf_row(leaf: Mapping[str, Any]) -> LeafRow:
+    return LeafRow(path=str(leaf["path"]) or "(the argument itself)",
+                   shape=str(list(leaf["shape"])), dtype=str(leaf["dtype"]),
+                   bytes=n(leaf["bytes"], "B", A))
 
 
 def _bare(leaves: Sequence[Mapping[str, Any]]) -> bool:
@@ -668,23 +812,41 @@ def _type_name(name: str, leaves: int) -> str:
         else name
 
 
-def _argument_view(node: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class ArgumentView:
+    """One argument (or the result) of a program, as a tree of arrays."""
+
+    name: str
+    role: str
+    type: str
+    bare: bool
+    value: str
+    leaves: str
+    bytes: Num
+    held: str
+    omitted: str
+    folded: bool
+    groups: list[GroupRow]
+    rows: list[LeafRow]
+
+
+def _argument_view(node: Mapping[str, Any]) -> ArgumentView:
     leaves = list(node.get("leaves", []))
     count_ = int(node.get("leaf_count", 0))
     role = "static" if node.get("static") else "keyword" if node.get("keyword") else ""
     if node.get("donated"):
         role = ", ".join(x for x in (role, "donated by your jit, and by every timed call")
                          if x)
-    return {
-        "name": str(node["name"]), "role": role,
-        "type": (f"{leaves[0]['dtype']}{list(leaves[0]['shape'])}" if _bare(leaves)
-                 else _type_name(str(node.get("type", "")), count_)),
-        "bare": _bare(leaves), "value": str(node.get("value", "")), "leaves": str(count_),
-        "bytes": n(node.get("bytes", 0), "B", A), "held": str(node.get("held_leaves", 0)),
-        "omitted": str(node.get("omitted", 0)), "folded": count_ > FOLD_AFTER,
-        "groups": _groups(leaves) if count_ > FOLD_AFTER else [],
-        "rows": [_leaf_row(x) for x in leaves],
-    }
+    return ArgumentView(
+        name=str(node["name"]), role=role,
+        type=(f"{leaves[0]['dtype']}{list(leaves[0]['shape'])}" if _bare(leaves)
+              else _type_name(str(node.get("type", "")), count_)),
+        bare=_bare(leaves), value=str(node.get("value", "")), leaves=str(count_),
+        bytes=n(node.get("bytes", 0), "B", A), held=str(node.get("held_leaves", 0)),
+        omitted=str(node.get("omitted", 0)), folded=count_ > FOLD_AFTER,
+        groups=_groups(leaves) if count_ > FOLD_AFTER else [],
+        rows=[_leaf_row(x) for x in leaves],
+    )
 
 
 def traffic_num(p: Program) -> Num:
@@ -701,18 +863,35 @@ def has_model(p: Program) -> bool:
     return isinstance(an, Mapping) and "flops" in an
 
 
-def timing_rows(p: Program) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class TimingView:
+    """A program's timing samples, summarised."""
+
+    median: Num
+    min: Num
+    q1: Num
+    q3: Num
+    iqr: Num
+    samples: str
+    outliers: str
+    inner: str
+    unstable: bool
+    spread: str
+    method: str
+
+
+def timing_rows(p: Program) -> TimingView | None:
     s = p.timing
     if s is None:
         return None
     t = p.observation.get("timing") or {}
-    return {
-        "median": n(s.median, "s", M), "min": n(s.min, "s", M), "q1": n(s.q1, "s", M),
-        "q3": n(s.q3, "s", M), "iqr": n(s.iqr, "s", M), "samples": str(s.n),
-        "outliers": str(s.outliers), "inner": str(t.get("inner_reps", 1)),
-        "unstable": s.unstable, "spread": percent_text(s.spread),
-        "method": str(t.get("method", "")),
-    }
+    return TimingView(
+        median=n(s.median, "s", M), min=n(s.min, "s", M), q1=n(s.q1, "s", M),
+        q3=n(s.q3, "s", M), iqr=n(s.iqr, "s", M), samples=str(s.n),
+        outliers=str(s.outliers), inner=str(t.get("inner_reps", 1)),
+        unstable=s.unstable, spread=percent_text(s.spread),
+        method=str(t.get("method", "")),
+    )
 
 
 def tolerance(check: Mapping[str, Any]) -> str:
@@ -752,7 +931,59 @@ def model_notes(notes: Sequence[str]) -> str:
     return shown + (f"; and {plural(left, 'more note', 'more notes')}" if left > 0 else "")
 
 
-def program_view(p: Program) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class ProgramPrediction:
+    """The model's prediction for a program, beside its measured time."""
+
+    predicted: Num
+    miss: Num
+    binding: str
+    bytes_source: str
+    roofs: str
+    why: str
+    notes: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramView:
+    """One of the user's programs as the subject of the report."""
+
+    title: str
+    description: str
+    anchor: str
+    has_tree: bool
+    arguments: list[ArgumentView]
+    result: ArgumentView | None
+    summary: str
+    args: str
+    lowering_available: bool
+    lowering_reason: str
+    lower_s: Num
+    compile_s: Num
+    program: str
+    model: str
+    flops_analytic: Num
+    flops_ours: Num
+    flops_xla: Num
+    traffic: Num
+    xla_bytes: Num
+    bytes_ours: Num
+    check_available: bool
+    check_reason: str
+    check_passed: bool
+    check_max_abs: Num
+    check_max_rel: Num
+    check_tolerance: str
+    check_note: str
+    check_leaf: str
+    check_leaves: str
+    timing: TimingView | None
+    timing_reason: str
+    timed_without: str
+    prediction: ProgramPrediction | None
+
+
+def program_view(p: Program) -> ProgramView:
     """One of the user's programs as the subject of the report."""
     w = p.observation
     tree = w.get("arguments") or {}
@@ -762,40 +993,40 @@ def program_view(p: Program) -> dict[str, Any]:
     xla = (w.get("xla") or {}).get("values") or {}
     an = w.get("analytic") or {}
     cells = prediction_cells(p.prediction)
-    return {
-        "title": p.title, "description": str(w.get("description", "")),
-        "anchor": meta.workload_anchor(p.name) + "-program",
-        "has_tree": bool(tree),
-        "arguments": [_argument_view(a) for a in tree.get("arguments", [])],
-        "result": _argument_view(tree["result"]) if tree.get("result") else None,
-        "summary": tree_summary(tree, result=True) if tree else "",
-        "args": ", ".join(f"{a['dtype']}{a['shape']}" for a in w.get("args", [])),
-        "lowering_available": bool(low.get("available")),
-        "lowering_reason": str(low.get("reason", "")),
-        "lower_s": n(low.get("lower_s"), "s", M), "compile_s": n(low.get("compile_s"), "s", M),
-        "program": program_sentence(w.get("compiled") or {}),
-        "model": "" if has_model(p) else NO_MODEL,
-        "flops_analytic": count(an.get("flops"), A),
-        "flops_ours": count(ours.get("flops") if ours.get("available", True) else None, A),
-        "flops_xla": count(xla.get("flops"), Kind.COMPILER_ESTIMATE),
-        "traffic": traffic_num(p),
-        "xla_bytes": n(xla.get("bytes accessed"), "B", Kind.COMPILER_ESTIMATE),
-        "bytes_ours": n(ours.get("minimum_bytes") if ours.get("available", True) else None,
-                        "B", A),
-        "check_available": check.get("available", True) and "passed" in check,
-        "check_reason": str(check.get("reason", "")),
-        "check_passed": bool(check.get("passed")),
-        "check_max_abs": ratio(check.get("max_abs_error"), M, 3),
-        "check_max_rel": ratio(check.get("max_rel_error"), M, 3),
-        "check_tolerance": tolerance(check) if check else "",
-        "check_note": str(check.get("note") or ""),
-        "check_leaf": str(check.get("leaf") or ""),
-        "check_leaves": str(check.get("leaves") or ""),
-        "timing": timing_rows(p), "timing_reason": p.timing_reason or "not measured",
-        "timed_without": timed_without(p),
-        "prediction": None if p.prediction is None or p.miss is None else {
-            "predicted": cells["predicted"], "miss": miss_text(p.miss),
-            "binding": cells["binding"], "bytes_source": p.prediction.bytes_source,
-            "roofs": roofs_words(p.kernels.roofs) if p.kernels else "",
-            "why": p.why, "notes": model_notes(p.prediction.notes)},
-    }
+    return ProgramView(
+        title=p.title, description=str(w.get("description", "")),
+        anchor=meta.workload_anchor(p.name) + "-program",
+        has_tree=bool(tree),
+        arguments=[_argument_view(a) for a in tree.get("arguments", [])],
+        result=_argument_view(tree["result"]) if tree.get("result") else None,
+        summary=tree_summary(tree, result=True) if tree else "",
+        args=", ".join(f"{a['dtype']}{a['shape']}" for a in w.get("args", [])),
+        lowering_available=bool(low.get("available")),
+        lowering_reason=str(low.get("reason", "")),
+        lower_s=n(low.get("lower_s"), "s", M), compile_s=n(low.get("compile_s"), "s", M),
+        program=program_sentence(w.get("compiled") or {}),
+        model="" if has_model(p) else NO_MODEL,
+        flops_analytic=count(an.get("flops"), A),
+        flops_ours=count(ours.get("flops") if ours.get("available", True) else None, A),
+        flops_xla=count(xla.get("flops"), Kind.COMPILER_ESTIMATE),
+        traffic=traffic_num(p),
+        xla_bytes=n(xla.get("bytes accessed"), "B", Kind.COMPILER_ESTIMATE),
+        bytes_ours=n(ours.get("minimum_bytes") if ours.get("available", True) else None,
+                     "B", A),
+        check_available=check.get("available", True) and "passed" in check,
+        check_reason=str(check.get("reason", "")),
+        check_passed=bool(check.get("passed")),
+        check_max_abs=ratio(check.get("max_abs_error"), M, 3),
+        check_max_rel=ratio(check.get("max_rel_error"), M, 3),
+        check_tolerance=tolerance(check) if check else "",
+        check_note=str(check.get("note") or ""),
+        check_leaf=str(check.get("leaf") or ""),
+        check_leaves=str(check.get("leaves") or ""),
+        timing=timing_rows(p), timing_reason=p.timing_reason or "not measured",
+        timed_without=timed_without(p),
+        prediction=None if p.prediction is None or p.miss is None else ProgramPrediction(
+            predicted=cells.predicted, miss=miss_text(p.miss),
+            binding=cells.binding, bytes_source=p.prediction.bytes_source,
+            roofs=roofs_words(p.kernels.roofs) if p.kernels else "",
+            why=p.why, notes=model_notes(p.prediction.notes)),
+    )

@@ -9,9 +9,8 @@ placed, so a renamed figure is an error in either case.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import (
@@ -25,8 +24,9 @@ from roofline_report.report.blocks import (
     text,
 )
 from roofline_report.report.format import Num
+from roofline_report.report.view_records import ViewModel
 
-VM = Mapping[str, Any]
+VM = ViewModel
 SOLUTION = "Reference solution (try the exercise before reading this)"
 UNSTABLE = Status("(may be unstable)", "warn")
 
@@ -37,14 +37,14 @@ class MissingFigure(LookupError):
 
 def figure_of(vm: VM, name: str) -> Figure:
     try:
-        return Figure(vm["figures"][name])
+        return Figure(vm.figures[name])
     except KeyError:
         raise MissingFigure(f"the report shows the figure {name!r}, which was not produced "
-                            f"(produced: {sorted(vm['figures'])})") from None
+                            f"(produced: {sorted(vm.figures)})") from None
 
 
 def optional_figure(vm: VM, name: str) -> tuple[Figure, ...]:
-    f = vm["figures"].get(name)
+    f = vm.figures.get(name)
     return (Figure(f),) if f is not None else ()
 
 

@@ -2,7 +2,8 @@
 
 Each section is defined once, as a function from the view model to a
 :class:`~roofline_report.report.blocks.Section`, and both formats are rendered from these. The view
-model is :func:`roofline_report.report.views.view_model`'s dict of display strings and
+model is :func:`roofline_report.report.views.view_model`'s
+:class:`~roofline_report.report.view_records.ViewModel`: typed records of display strings and
 :class:`~roofline_report.report.format.Num` values. The sections live beside this module:
 ``seed_sections.py`` (the seed's teaching steps and the catalog), ``machine_section.py`` (the
 measured machine), ``program_sections.py`` (the user's programs, the three-way accounting, the
@@ -43,10 +44,10 @@ __all__ = ["KERNEL_COLUMNS", "MODEL_TEXT", "MissingFigure", "catalog", "compiled
 
 def skipped(vm: VM) -> Section | None:
     """What this run left out, or None when it left nothing out."""
-    if not vm["skipped"]:
+    if not vm.skipped:
         return None
     return Section("Not available in this run", (BulletList(tuple(
-        text(Strong(str(item["what"])), ": ", str(item["reason"])) for item in vm["skipped"])),),
+        text(Strong(str(item["what"])), ": ", str(item["reason"])) for item in vm.skipped)),),
         id="skipped")
 
 
@@ -54,23 +55,23 @@ def _user_document(vm: VM) -> Document:
     """A report about the user's programs: theirs first, then this machine and the accounting;
     the seed's teaching sections, the catalog and the lab only when the run asked for them."""
     # A profile read from a trace has no StableHLO to account three ways.
-    accounting = reconciliation(vm) if vm["reconciliation"] or not vm.get("trace") else None
+    accounting = reconciliation(vm) if vm.reconciliation or not vm.trace else None
     main = tuple(s for s in (summary(vm), trace_section(vm), programs(vm), kernels(vm),
                              measured(vm, figure=summary(vm) is None), accounting)
                  if s is not None)
-    also = tuple(s for s in (lab(vm) if vm["lab"]["rows"] else None,
-                             sweeps(vm) if vm["sweeps"]["available"] else None, preset(vm),
-                             sharding(vm) if vm["sharding"]["available"] else None,
+    also = tuple(s for s in (lab(vm) if vm.lab.rows else None,
+                             sweeps(vm) if vm.sweeps.available else None, preset(vm),
+                             sharding(vm) if vm.sharding.available else None,
                              skipped(vm)) if s is not None)
     groups = [Group("", main, numbered=True)]
     if also:
         groups.append(Group("Also in this run", also))
-    return Document(tuple(groups), figures=tuple(vm["figures"]))
+    return Document(tuple(groups), figures=tuple(vm.figures))
 
 
 def document(vm: VM) -> Document:
     """The whole report body: the seed's steps, numbered, then what lies beyond the seed."""
-    if not vm["parts"]["teaching"]:
+    if not vm.teaching:
         return _user_document(vm)
     seed = tuple(s for s in (lowered(vm), compiled(vm), model(vm), experiment(vm), exercise(vm),
                              measured(vm), reconciliation(vm), kernels(vm), catalog(vm))
@@ -78,4 +79,4 @@ def document(vm: VM) -> Document:
     beyond = tuple(s for s in (programs(vm), lab(vm), sweeps(vm), preset(vm), sharding(vm),
                                skipped(vm)) if s is not None)
     return Document((Group("", seed, numbered=True), Group("Beyond the seed", beyond)),
-                    figures=tuple(vm["figures"]))
+                    figures=tuple(vm.figures))

@@ -4,6 +4,7 @@ alpha-beta model of their steps and its projection to real chips, as display str
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.study import sharded_seconds
@@ -61,9 +62,58 @@ def _sent(per: Mapping[str, Any]) -> Num:
     return Num(text, sent.kind)
 
 
-def sharding(sh: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class ShardedRow:
+    """One sharded workload: what each device computes, moves and sends, and its bounds."""
+
+    name: str
+    description: str
+    collectives: str
+    flops: Num
+    hbm: Num
+    comm: Num
+    comm_hlo: Num
+    xla_flops: Num
+    check: str
+    t_math: Num
+    t_mem: Num
+    t_comm: Num
+    lower: Num
+    upper: Num
+    binding: str
+    comm_intensity: Num
+    measured: Num
+
+
+@dataclass(frozen=True, slots=True)
+class ShardingUnavailable:
+    """No sharded workloads in this run, and why."""
+
+    reason: str
+    available: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ShardingView:
+    """The sharded workloads and the alpha-beta model of their steps."""
+
+    devices: str
+    note: str
+    emulated: bool
+    rows: list[ShardedRow]
+    bf16_variant: bool
+    notes: list[str]
+    peak: Num
+    bandwidth: Num
+    interconnect: Num
+    critical: Num
+    steps: StepsView | None
+    available: bool = True
+
+
+def sharding(sh: Mapping[str, Any]) -> ShardingView | ShardingUnavailable:
     if not sh.get("available"):
-        return {"available": False, "reason": sh.get("reason", "not measured")}
+        return ShardingUnavailable(sh.get("reason", "not measured"))
     model = sh.get("model") or {}
     kind = model.get("kind", Kind.HYPOTHETICAL.value)
     # Bounds rows point back at their workload by index (several user workloads share the
@@ -82,42 +132,41 @@ def sharding(sh: Mapping[str, Any]) -> dict[str, Any]:
             f"{plural(c.get('group_size'), 'device', 'devices')}"
             for c in w.get("collectives", [])) or "none"
         notes += [f"{w.get('name', '')}: {note}" for note in w.get("notes") or []]
-        rows.append({
-            "name": w.get("name", ""),
-            "description": w.get("description", ""),
-            "collectives": colls,
-            "flops": count(per.get("flops"), Kind.ANALYTIC),
-            "hbm": n(per.get("hbm_bytes"), "B", Kind.ANALYTIC),
-            "comm": n(per.get("comm_bytes"), "B", Kind.ANALYTIC),
-            "comm_hlo": _sent(per),
-            "xla_flops": count(xla.get("flops"), Kind.COMPILER_ESTIMATE),
-            "check": _check_text(w.get("check")),
-            "t_math": n(b.get("t_math"), "s", kind),
-            "t_mem": n(b.get("t_mem"), "s", kind),
-            "t_comm": n(b.get("t_comm"), "s", kind),
-            "lower": n(b.get("lower_bound"), "s", kind),
-            "upper": n(b.get("upper_bound"), "s", kind),
-            "binding": b.get("binding", ""),
-            "comm_intensity": Num(format_intensity(b["comm_intensity"]), Kind.ANALYTIC.value)
+        rows.append(ShardedRow(
+            name=w.get("name", ""),
+            description=w.get("description", ""),
+            collectives=colls,
+            flops=count(per.get("flops"), Kind.ANALYTIC),
+            hbm=n(per.get("hbm_bytes"), "B", Kind.ANALYTIC),
+            comm=n(per.get("comm_bytes"), "B", Kind.ANALYTIC),
+            comm_hlo=_sent(per),
+            xla_flops=count(xla.get("flops"), Kind.COMPILER_ESTIMATE),
+            check=_check_text(w.get("check")),
+            t_math=n(b.get("t_math"), "s", kind),
+            t_mem=n(b.get("t_mem"), "s", kind),
+            t_comm=n(b.get("t_comm"), "s", kind),
+            lower=n(b.get("lower_bound"), "s", kind),
+            upper=n(b.get("upper_bound"), "s", kind),
+            binding=b.get("binding", ""),
+            comm_intensity=Num(format_intensity(b["comm_intensity"]), Kind.ANALYTIC.value)
             if b.get("comm_intensity") else Num("no communication"),
-            "measured": n(sharded_seconds(w), "s", Kind.MEASURED),
-        })
+            measured=n(sharded_seconds(w), "s", Kind.MEASURED),
+        ))
     crit = next(iter(bounds.values()), {}).get("critical_intensity")
-    return {
-        "available": True,
-        "devices": str(sh.get("devices", "")),
-        "note": sh.get("note", ""),
-        "emulated": bool(sh.get("emulated")),
-        "rows": rows,
-        "bf16_variant": any(w.get("dtype") == "bfloat16" and not w.get("step")
-                            and w.get("sharding") != "user" for w in sh.get("workloads", [])),
-        "notes": list(dict.fromkeys(notes)),
-        "peak": n(budget.get("peak"), "FLOP/s", kind),
-        "bandwidth": n(budget.get("bandwidth"), "B/s", kind),
-        "interconnect": n(budget.get("interconnect"), "B/s", kind),
-        "critical": Num(format_intensity(crit), kind) if crit else Num("unknown"),
-        "steps": _sharded_steps(sh),
-    }
+    return ShardingView(
+        devices=str(sh.get("devices", "")),
+        note=sh.get("note", ""),
+        emulated=bool(sh.get("emulated")),
+        rows=rows,
+        bf16_variant=any(w.get("dtype") == "bfloat16" and not w.get("step")
+                         and w.get("sharding") != "user" for w in sh.get("workloads", [])),
+        notes=list(dict.fromkeys(notes)),
+        peak=n(budget.get("peak"), "FLOP/s", kind),
+        bandwidth=n(budget.get("bandwidth"), "B/s", kind),
+        interconnect=n(budget.get("interconnect"), "B/s", kind),
+        critical=Num(format_intensity(crit), kind) if crit else Num("unknown"),
+        steps=_sharded_steps(sh),
+    )
 
 
 def _batch_text(batch: Mapping[str, Any] | None, mesh: str) -> str:
@@ -186,7 +235,23 @@ def device_groups(groups: Sequence[Sequence[int]], device_ids: Sequence[int] | N
     return [[int(device_ids[i]) if 0 <= i < len(device_ids) else i for i in g] for g in groups]
 
 
-def _ab_collective(row: Mapping[str, Any], kind: str) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class AbCollective:
+    """A collective of a compiled program, priced by the alpha-beta model."""
+
+    workload: str
+    op: str
+    array: str
+    groups: str
+    sent: Num
+    runs: str
+    algorithm: str
+    t_latency: Num
+    t_bandwidth: Num
+    note: str
+
+
+def _ab_collective(row: Mapping[str, Any], kind: str) -> AbCollective:
     c, priced = row["collective"], row["priced"] or {}
     groups = c.get("replica_groups")
     if groups:
@@ -204,29 +269,44 @@ def _ab_collective(row: Mapping[str, Any], kind: str) -> dict[str, Any]:
     sent = c.get("program_bytes_per_device")
     if sent is None:
         sent = c.get("bytes_per_device")
-    return {
-        "workload": row["workload"],
-        "op": c.get("op", ""),
-        "array": array_text(c),
-        "groups": groups_text,
-        "sent": n(sent, "B", Kind.ANALYTIC),
-        "runs": _runs_text(c),
-        "algorithm": _algorithm_text(priced) if priced else "not priced",
-        "t_latency": n(priced.get("t_latency"), "s", kind),
-        "t_bandwidth": n(priced.get("t_bandwidth"), "s", kind),
-        "note": c.get("dtype_note") or "",
-    }
+    return AbCollective(
+        workload=row["workload"],
+        op=c.get("op", ""),
+        array=array_text(c),
+        groups=groups_text,
+        sent=n(sent, "B", Kind.ANALYTIC),
+        runs=_runs_text(c),
+        algorithm=_algorithm_text(priced) if priced else "not priced",
+        t_latency=n(priced.get("t_latency"), "s", kind),
+        t_bandwidth=n(priced.get("t_bandwidth"), "s", kind),
+        note=c.get("dtype_note") or "",
+    )
 
 
-def _jax_roofline_row(r: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class JaxRooflineRow:
+    """Our counts of a workload beside jax.experimental.roofline's."""
+
+    name: str
+    available: bool
+    ours_bytes: Num
+    jax_bytes: Num
+    ours_steps: Num
+    jax_latency: Num
+    ours_flops: Num
+    jax_flops: Num
+    why: str
+
+
+def _jax_roofline_row(r: Mapping[str, Any]) -> JaxRooflineRow:
     """Our counts (analytic) beside ``jax.experimental.roofline``'s: JAX's own estimate, of
     kind compiler estimate here as in the accounting tables."""
     if not r.get("available", True):
         unknown = Num("not available")
-        return {"name": r["name"], "available": False, "ours_bytes": unknown,
-                "jax_bytes": unknown, "ours_steps": unknown, "jax_latency": unknown,
-                "ours_flops": unknown, "jax_flops": unknown,
-                "why": f"not available: {r.get('reason', 'unknown')}"}
+        return JaxRooflineRow(name=r["name"], available=False, ours_bytes=unknown,
+                              jax_bytes=unknown, ours_steps=unknown, jax_latency=unknown,
+                              ours_flops=unknown, jax_flops=unknown,
+                              why=f"not available: {r.get('reason', 'unknown')}")
     ours, theirs = r["ours_bytes"], r["jax_bytes"]
     if ours == theirs:
         why = "the same ring formulas: bytes agree"
@@ -235,33 +315,45 @@ def _jax_roofline_row(r: Mapping[str, Any]) -> dict[str, Any]:
                f"times per step ({decimal(ours / theirs, 3)} x its bytes)")
     else:
         why = "differ: see the collectives table"
-    return {
-        "name": r["name"],
-        "available": True,
-        "ours_bytes": n(ours, "B", Kind.ANALYTIC),
-        "jax_bytes": n(theirs, "B", Kind.COMPILER_ESTIMATE),
-        "ours_steps": count(r["ours_steps"], Kind.ANALYTIC),
-        "jax_latency": count(r["jax_latency"], Kind.COMPILER_ESTIMATE),
-        "ours_flops": count(r["ours_flops"], Kind.ANALYTIC),
-        "jax_flops": count(r["jax_flops"], Kind.COMPILER_ESTIMATE),
-        "why": why,
-    }
+    return JaxRooflineRow(
+        name=r["name"],
+        available=True,
+        ours_bytes=n(ours, "B", Kind.ANALYTIC),
+        jax_bytes=n(theirs, "B", Kind.COMPILER_ESTIMATE),
+        ours_steps=count(r["ours_steps"], Kind.ANALYTIC),
+        jax_latency=count(r["jax_latency"], Kind.COMPILER_ESTIMATE),
+        ours_flops=count(r["ours_flops"], Kind.ANALYTIC),
+        jax_flops=count(r["jax_flops"], Kind.COMPILER_ESTIMATE),
+        why=why,
+    )
 
 
-def _emulated_rows(em: Mapping[str, Any]) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class EmulatedRow:
+    """A workload timed on emulated devices, beside its serialised prediction."""
+
+    name: str
+    measured: Num
+    per_device: Num
+    serialised: Num
+    ratio: Num
+    devices: str
+
+
+def _emulated_rows(em: Mapping[str, Any]) -> list[EmulatedRow]:
     rows = []
     for r in em.get("rows", []):
         ratio_value = r["ratio"]
-        rows.append({
-            "name": r["name"],
-            "measured": n(r["measured"], "s", Kind.MEASURED),
+        rows.append(EmulatedRow(
+            name=r["name"],
+            measured=n(r["measured"], "s", Kind.MEASURED),
             # Times from the measured peak are predictions (kind predicted); the ratio of a
             # measurement to a prediction is the miss, predicted as the page's others are.
-            "per_device": n(r["t_math_measured_peak"], "s", Kind.PREDICTED),
-            "serialised": n(r["serialised"], "s", Kind.PREDICTED),
-            "ratio": ratio(ratio_value, Kind.PREDICTED, 3),
-            "devices": str(r["devices"]),
-        })
+            per_device=n(r["t_math_measured_peak"], "s", Kind.PREDICTED),
+            serialised=n(r["serialised"], "s", Kind.PREDICTED),
+            ratio=ratio(ratio_value, Kind.PREDICTED, 3),
+            devices=str(r["devices"]),
+        ))
     return rows
 
 
@@ -302,10 +394,38 @@ def _network_text(r: Mapping[str, Any]) -> str:
     return "; ".join(parts) or str(r.get("link", ""))
 
 
-def _projection_row(r: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class ProjectionRow:
+    """A training step projected to more devices of a real chip."""
+
+    name: str
+    devices: str
+    link: str
+    network: str
+    batch: str
+    t_math: Num
+    t_mem: Num
+    t_latency: Num
+    t_bandwidth: Num
+    lower: Num
+    binding: str
+    critical: Num
+    flags: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnprojectedRow:
+    """A training step not projected to a number of devices, and why."""
+
+    name: str
+    devices: str
+    reason: str
+
+
+def _projection_row(r: Mapping[str, Any]) -> ProjectionRow | UnprojectedRow:
     if not r["available"]:
-        return {"name": r["name"], "devices": f"{r['devices']:,}", "available": False,
-                "reason": f"not projected: {r['reason']}"}
+        return UnprojectedRow(name=r["name"], devices=f"{r['devices']:,}",
+                              reason=f"not projected: {r['reason']}")
     kinds = r["kinds"]
     per_device = r.get("critical_per_device")
     if r.get("comm_scales"):
@@ -316,17 +436,17 @@ def _projection_row(r: Mapping[str, Any]) -> dict[str, Any]:
         critical = Num(f"{whole(per_device, 3)} per device", kinds["critical_batch"])
     else:
         critical = Num("no communication")
-    return {
-        "name": r["name"], "devices": f"{r['devices']:,}", "available": True,
-        "link": r["link"], "network": _network_text(r), "batch": f"B={r['global_batch']:,}",
-        "t_math": n(r["t_math"], "s", kinds["t_math"]),
-        "t_mem": n(r["t_mem"], "s", kinds["t_mem"]),
-        "t_latency": n(r["t_comm_latency"], "s", kinds["t_comm_latency"]),
-        "t_bandwidth": n(r["t_comm_bandwidth"], "s", kinds["t_comm_bandwidth"]),
-        "lower": n(r["lower_bound"], "s", kinds["lower_bound"]), "binding": r["binding"],
-        "critical": critical,
-        "flags": "; ".join(r.get("flags") or []),
-    }
+    return ProjectionRow(
+        name=r["name"], devices=f"{r['devices']:,}",
+        link=r["link"], network=_network_text(r), batch=f"B={r['global_batch']:,}",
+        t_math=n(r["t_math"], "s", kinds["t_math"]),
+        t_mem=n(r["t_mem"], "s", kinds["t_mem"]),
+        t_latency=n(r["t_comm_latency"], "s", kinds["t_comm_latency"]),
+        t_bandwidth=n(r["t_comm_bandwidth"], "s", kinds["t_comm_bandwidth"]),
+        lower=n(r["lower_bound"], "s", kinds["lower_bound"]), binding=r["binding"],
+        critical=critical,
+        flags="; ".join(r.get("flags") or []),
+    )
 
 
 def _crossover_sentences(pr: Mapping[str, Any]) -> list[tuple[str | Num, ...]]:
@@ -368,31 +488,51 @@ def _links_text(pr: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _step_row(r: Mapping[str, Any], kind: str) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class StepRow:
+    """A sharded step's time bounds under the alpha-beta model."""
+
+    name: str
+    batch: str
+    t_math: Num
+    t_mem: Num
+    memory: Num
+    t_latency: Num
+    t_bandwidth: Num
+    t_comm: Num
+    lower: Num
+    upper: Num
+    binding: str
+    critical: Num
+    critical_book: Num
+    flag: str
+
+
+def _step_row(r: Mapping[str, Any], kind: str) -> StepRow:
     lower_bound = r.get("comm_lower_bound")
     t_comm_latency = n(r["t_comm_latency"], "s", kind)
     t_comm_bandwidth = n(r["t_comm_bandwidth"], "s", kind)
     if lower_bound:
         t_comm_latency = Num(f"≥ {t_comm_latency.text}", kind)
         t_comm_bandwidth = Num(f"≥ {t_comm_bandwidth.text}", kind)
-    return {
-        "name": r["name"],
-        "batch": _batch_text(r["batch"], r["mesh"]),
-        "t_math": n(r["t_math"], "s", kind),
-        "t_mem": n(r["t_mem"], "s", kind),
-        "memory": n(r.get("memory_bytes"), "B", Kind.ANALYTIC),
-        "t_latency": t_comm_latency,
-        "t_bandwidth": t_comm_bandwidth,
-        "t_comm": n(r["t_comm"], "s", kind),
-        "lower": n(r["lower_bound"], "s", kind),
-        "upper": n(r["upper_bound"], "s", kind),
-        "binding": r["binding"],
-        "critical": _critical_text(r, kind),
-        "critical_book": _book_text(r, kind),
-        "flag": (f"{plural(r['unknown_trips'], 'collective', 'collectives')} in a loop of "
-                 "unknown trip count, counted once: T_comm is a lower bound")
+    return StepRow(
+        name=r["name"],
+        batch=_batch_text(r["batch"], r["mesh"]),
+        t_math=n(r["t_math"], "s", kind),
+        t_mem=n(r["t_mem"], "s", kind),
+        memory=n(r.get("memory_bytes"), "B", Kind.ANALYTIC),
+        t_latency=t_comm_latency,
+        t_bandwidth=t_comm_bandwidth,
+        t_comm=n(r["t_comm"], "s", kind),
+        lower=n(r["lower_bound"], "s", kind),
+        upper=n(r["upper_bound"], "s", kind),
+        binding=r["binding"],
+        critical=_critical_text(r, kind),
+        critical_book=_book_text(r, kind),
+        flag=(f"{plural(r['unknown_trips'], 'collective', 'collectives')} in a loop of "
+              "unknown trip count, counted once: T_comm is a lower bound")
         if lower_bound else "",
-    }
+    )
 
 
 def _jax_unavailable(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -400,12 +540,37 @@ def _jax_unavailable(rows: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(reasons)
 
 
-def _sharded_steps(sh: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class StepsView:
+    """Display strings of the alpha-beta model of the sharded steps, and its projection."""
+
+    latency: Num
+    interconnect: Num
+    algorithms: list[str]
+    rows: list[StepRow]
+    flags: list[str]
+    collectives: list[AbCollective]
+    jax_roofline: list[JaxRooflineRow]
+    jax_unavailable: str
+    emulated: list[EmulatedRow]
+    emulated_range: str
+    projection: list[ProjectionRow | UnprojectedRow]
+    preset: str
+    peak: Num
+    peak_dtype: str
+    hbm: Num
+    links: list[str]
+    domain: str
+    torus: str
+    crossovers: list[tuple[str | Num, ...]]
+
+
+def _sharded_steps(sh: Mapping[str, Any]) -> StepsView | None:
     """Display strings of the alpha-beta model
-    (:func:`roofline_report.analysis.study.step_study`)."""
+    (:func:`roofline_report.analysis.study.step_study`); None without one."""
     model = sh.get("steps_model") or {}
     if not model:
-        return {"available": False}
+        return None
     kind = model.get("kind", Kind.HYPOTHETICAL.value)
     budget = model["budget"]
     pr = model["projection"]
@@ -414,28 +579,27 @@ def _sharded_steps(sh: Mapping[str, Any]) -> dict[str, Any]:
     emulated = _emulated_rows(em)
     ratios = [r["ratio"] for r in em.get("rows", []) if r.get("ratio")]
     jax_rows = list(model["jax_roofline"])
-    return {
-        "available": True,
-        "latency": n(budget["latency"], "s", kind),
-        "interconnect": n(budget["interconnect"], "B/s", kind),
-        "algorithms": list(model["algorithms"].values()),
-        "rows": [_step_row(r, kind) for r in model["rows"]],
-        "flags": [f"{r['name']}: {plural(r['unknown_trips'], 'collective', 'collectives')} in "
-                  "a while loop of unknown trip count, counted once: its T_comm is a lower bound"
-                  for r in model["rows"] if r.get("comm_lower_bound")],
-        "collectives": [_ab_collective(r, kind) for r in model["collectives"]],
-        "jax_roofline": [_jax_roofline_row(r) for r in jax_rows],
-        "jax_unavailable": _jax_unavailable(jax_rows),
-        "emulated": emulated,
-        "emulated_range": (f"{decimal(min(ratios), 2)}–{decimal(max(ratios), 2)}"
-                           if len(ratios) > 1 else decimal(ratios[0], 2) if ratios else ""),
-        "projection": projection,
-        "preset": pr["preset"],
-        "peak": n(pr["peak"], "FLOP/s", pr["kind"]),
-        "peak_dtype": pr["peak_dtype"],
-        "hbm": n(pr["hbm_bandwidth"], "B/s", pr["kind"]),
-        "links": _links_text(pr),
-        "domain": str(pr["domain"] or ""),
-        "torus": " x ".join(map(str, pr.get("torus") or [])),
-        "crossovers": _crossover_sentences(pr),
-    }
+    return StepsView(
+        latency=n(budget["latency"], "s", kind),
+        interconnect=n(budget["interconnect"], "B/s", kind),
+        algorithms=list(model["algorithms"].values()),
+        rows=[_step_row(r, kind) for r in model["rows"]],
+        flags=[f"{r['name']}: {plural(r['unknown_trips'], 'collective', 'collectives')} in "
+               "a while loop of unknown trip count, counted once: its T_comm is a lower bound"
+               for r in model["rows"] if r.get("comm_lower_bound")],
+        collectives=[_ab_collective(r, kind) for r in model["collectives"]],
+        jax_roofline=[_jax_roofline_row(r) for r in jax_rows],
+        jax_unavailable=_jax_unavailable(jax_rows),
+        emulated=emulated,
+        emulated_range=(f"{decimal(min(ratios), 2)}–{decimal(max(ratios), 2)}"
+                        if len(ratios) > 1 else decimal(ratios[0], 2) if ratios else ""),
+        projection=projection,
+        preset=pr["preset"],
+        peak=n(pr["peak"], "FLOP/s", pr["kind"]),
+        peak_dtype=pr["peak_dtype"],
+        hbm=n(pr["hbm_bandwidth"], "B/s", pr["kind"]),
+        links=_links_text(pr),
+        domain=str(pr["domain"] or ""),
+        torus=" x ".join(map(str, pr.get("torus") or [])),
+        crossovers=_crossover_sentences(pr),
+    )

@@ -13,7 +13,8 @@ the report's usual ones (``report/views.py``, ``report/sections.py``), from the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from roofline_report.analysis.kernels import kernel_seconds, trace_summary
 from roofline_report.analysis.records import Analysis, Program
@@ -21,6 +22,7 @@ from roofline_report.analysis.stats import median
 from roofline_report.hlo.walk import COLLECTIVE_OPCODES
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import (
+    Block,
     BulletList,
     Cell,
     Code,
@@ -34,6 +36,9 @@ from roofline_report.report.blocks import (
 )
 from roofline_report.report.format import Num, count, miss_text, n, percent, plural
 from roofline_report.units import format_binary, format_si
+
+if TYPE_CHECKING:
+    from roofline_report.report.view_records import ViewModel
 
 __all__ = ["OP_ROWS", "trace_section", "trace_view"]
 
@@ -130,7 +135,21 @@ def _lane_collectives(w: Mapping[str, Any], lane: Mapping[str, Any], names: set[
             for k in lane_timing(w, lane).get("kernels") or [] if str(k["name"]) in names}
 
 
-def _host_rows(programs: Sequence[Program]) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class HostRow:
+    """One device of one host, side by side with the others: its medians per step or call."""
+
+    host: str
+    device: str
+    calls: str
+    step: Num
+    program: Num
+    kernels: Num
+    busy: Num
+    collectives: Num
+
+
+def _host_rows(programs: Sequence[Program]) -> list[HostRow]:
     rows = []
     for prog in programs:
         w = prog.observation
@@ -146,20 +165,40 @@ def _host_rows(programs: Sequence[Program]) -> list[dict[str, Any]]:
             if s is None:
                 continue
             collectives = _lane_collectives(w, lane, names)
-            rows.append({
-                "host": tr["host"], "device": lane["device"],
-                "calls": plural(s.calls, tr["per"], f"{tr['per']}s"),
-                "step": n(median(steps), "s", M) if steps else Num("—"),
-                "program": n(s.program_s, "s", M),
-                "kernels": n(s.kernel_sum_s, "s", M),
-                "busy": n(s.busy_s, "s", M),
-                "collectives": n(sum(collectives.values()), "s", M) if collectives
+            rows.append(HostRow(
+                host=tr["host"], device=lane["device"],
+                calls=plural(s.calls, tr["per"], f"{tr['per']}s"),
+                step=n(median(steps), "s", M) if steps else Num("—"),
+                program=n(s.program_s, "s", M),
+                kernels=n(s.kernel_sum_s, "s", M),
+                busy=n(s.busy_s, "s", M),
+                collectives=n(sum(collectives.values()), "s", M) if collectives
                 else Num("—"),
-            })
+            ))
     return rows
 
 
-def _collective_rows(programs: Sequence[Program]) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class CollectiveTime:
+    """A collective's time on one host, and its bytes over that time."""
+
+    host: str
+    time: Num
+    rate: Num
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveRow:
+    """A collective of the program: its bytes from the HLO, its time on each host."""
+
+    name: str
+    op: str
+    group: str
+    bytes: Num
+    times: list[CollectiveTime]
+
+
+def _collective_rows(programs: Sequence[Program]) -> list[CollectiveRow]:
     """Each collective of the program: its bytes per device from the HLO and, per host, its
     time from the events of the device read there, and bytes ÷ time."""
     first = next((p.observation for p in programs
@@ -178,18 +217,37 @@ def _collective_rows(programs: Sequence[Program]) -> list[dict[str, Any]]:
             lane = next((d for d in tr["devices"] if d["device"] == tr["device"]), None)
             seconds = (_lane_collectives(p.observation, lane, {name}).get(name)
                        if lane is not None else None)
-            times.append({"host": tr["host"],
-                          "time": n(seconds, "s", M) if seconds is not None else Num("—"),
-                          "rate": n(moved / seconds, "B/s", M)
-                          if seconds and moved is not None else Num("—")})
-        rows.append({"name": name, "op": str(c["op"]),
-                     "group": str(c.get("group_size") or "?"),
-                     "bytes": n(moved, "B", A) if moved is not None else Num("unknown"),
-                     "times": times})
+            times.append(CollectiveTime(
+                host=tr["host"], time=n(seconds, "s", M) if seconds is not None else Num("—"),
+                rate=n(moved / seconds, "B/s", M) if seconds and moved is not None
+                else Num("—")))
+        rows.append(CollectiveRow(name=name, op=str(c["op"]),
+                                  group=str(c.get("group_size") or "?"),
+                                  bytes=n(moved, "B", A) if moved is not None
+                                  else Num("unknown"),
+                                  times=times))
     return rows
 
 
-def _ops(p: Program) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class OpRow:
+    name: str
+    launches: Num
+    time: Num
+    share: Num
+
+
+@dataclass(frozen=True, slots=True)
+class OpsView:
+    """The per-op times of a program whose work cannot be counted."""
+
+    title: str
+    reason: str
+    rows: list[OpRow]
+    more: str
+
+
+def _ops(p: Program) -> OpsView | None:
     """The per-op times of a program whose work cannot be counted (no HLO in the trace)."""
     w = p.observation
     k = w.get("kernels") or {}
@@ -200,12 +258,12 @@ def _ops(p: Program) -> dict[str, Any] | None:
                    median([float(x) for x in o.get("launches") or []]) or 0.0)
                   for o in t["kernels"]), key=lambda o: (-o[1], o[0]))
     total = sum(o[1] for o in ops)
-    rows = [{"name": name, "launches": count(launches, M), "time": n(seconds, "s", M),
-             "share": percent(seconds / total if total > 0 else None, M)}
+    rows = [OpRow(name=name, launches=count(launches, M), time=n(seconds, "s", M),
+                  share=percent(seconds / total if total > 0 else None, M))
             for name, seconds, launches in ops[:OP_ROWS]]
-    return {"title": p.title, "reason": str(k.get("reason", "")), "rows": rows,
-            "more": plural(len(ops) - OP_ROWS, "more op", "more ops")
-            if len(ops) > OP_ROWS else ""}
+    return OpsView(title=p.title, reason=str(k.get("reason", "")), rows=rows,
+                   more=plural(len(ops) - OP_ROWS, "more op", "more ops")
+                   if len(ops) > OP_ROWS else "")
 
 
 def _prediction(p: Program) -> tuple[Inline, ...] | None:
@@ -247,33 +305,120 @@ def _host_bound(p: Program) -> tuple[Inline, ...] | None:
             "claims, not to the kernels: their roofs below do not bound the program's time.")
 
 
-def _timeline_row(t: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class TimelineRow:
+    """Where one device's time went over the whole trace: each part's time and share."""
+
+    host: str
+    device: str
+    total: Num
+    computation: tuple[Num, Num]
+    exposed_communication: tuple[Num, Num]
+    exposed_memcpy: tuple[Num, Num]
+    idle: tuple[Num, Num]
+
+
+def _timeline_row(t: Mapping[str, Any]) -> TimelineRow:
     total = float(t["total_s"])
 
     def part(key: str) -> tuple[Num, Num]:
         value = float(t[key])
         return n(value, "s", M), percent(value / total if total > 0 else None, M)
 
-    return {"host": str(t["host"]), "device": str(t["device"]), "total": n(total, "s", M),
-            **{key: part(f"{key}_s") for key in ("computation", "exposed_communication",
-                                                  "exposed_memcpy", "idle")}}
+    return TimelineRow(host=str(t["host"]), device=str(t["device"]), total=n(total, "s", M),
+                       computation=part("computation_s"),
+                       exposed_communication=part("exposed_communication_s"),
+                       exposed_memcpy=part("exposed_memcpy_s"), idle=part("idle_s"))
 
 
-def _unclaimed(p: Program) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class UnclaimedRow:
+    name: str
+    events: Num
+    time: Num
+    like: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnclaimedView:
+    """The device events no HLO op claims while a program ran, on the device read."""
+
+    title: str
+    device: str
+    host: str
+    rows: list[UnclaimedRow]
+
+
+def _unclaimed(p: Program) -> UnclaimedView | None:
     """The device events no HLO op claims while the program ran, on the device read."""
     tr = p.observation["trace"]
     items = tr.get("unclaimed") or []
     if not items:
         return None
-    rows = [{"name": str(u["name"]), "events": count(u["events"], M),
-             "time": n(u["seconds"], "s", M),
-             "like": f"looks like {u['like']} by its name (its event carries no HLO op)"
-             if u.get("like") else ""} for u in items]
-    return {"title": p.title, "device": str(tr["device"]), "host": str(tr["host"]),
-            "rows": rows}
+    rows = [UnclaimedRow(name=str(u["name"]), events=count(u["events"], M),
+                         time=n(u["seconds"], "s", M),
+                         like=f"looks like {u['like']} by its name (its event carries no HLO "
+                         "op)" if u.get("like") else "") for u in items]
+    return UnclaimedView(title=p.title, device=str(tr["device"]), host=str(tr["host"]),
+                         rows=rows)
 
 
-def trace_view(an: Analysis) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class TraceHost:
+    """A host of the trace: its file and the devices that ran kernels."""
+
+    name: str
+    file: str
+    bytes: Num
+    devices: str
+    jax: str
+
+
+@dataclass(frozen=True, slots=True)
+class TraceModule:
+    """A program that ran while the trace was recorded."""
+
+    name: str
+    events: Num
+    seconds: Num
+    hlo: bool
+    chosen: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SeveralKernels:
+    """The HLO ops of a program that ran as several device kernels each."""
+
+    title: str
+    device: str
+    ops: list[tuple[str, list[str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceView:
+    """The trace section's display values."""
+
+    run: str
+    runs: int
+    hosts: list[TraceHost]
+    module: str
+    choice: str
+    modules: list[TraceModule]
+    module_seconds: Num
+    per: str
+    roofs: tuple[Inline, ...]
+    host_rows: list[HostRow]
+    collectives: list[CollectiveRow]
+    ops: list[OpsView]
+    predictions: list[tuple[Inline, ...]]
+    unclaimed: list[UnclaimedView]
+    timeline: list[TimelineRow]
+    host_bound: list[tuple[Inline, ...]]
+    several: list[SeveralKernels]
+    notes: list[str]
+
+
+def trace_view(an: Analysis) -> TraceView | None:
     """The trace section's display values; None for a measured run."""
     trace = an.observations.get("trace")
     if not trace:
@@ -289,33 +434,34 @@ def trace_view(an: Analysis) -> dict[str, Any] | None:
         notes += [f"{h['name']}: the profiler recorded an error: {e}" for e in h["errors"]]
         notes += [f"{h['name']}: the profiler recorded a warning: {e}" for e in h["warnings"]]
     per = {p.observation["trace"]["per"] for p in programs}
-    return {
-        "run": str(trace["run"]),
-        "runs": len(trace["runs"]),
-        "hosts": [{"name": h["name"], "file": h["file"], "bytes": Num(format_si(h["bytes"], "B")),
-                   "devices": ", ".join(h["devices"]) or "none",
-                   "jax": f"jax {h['jax']}, jaxlib {h['jaxlib']}" if h.get("jax")
-                   else "not recorded"} for h in hosts],
-        "module": str(trace["module"]),
-        "choice": str(trace["module_choice"]),
-        "modules": [{"name": m["name"], "events": Num(f"{m['events']:,}"),
-                     "seconds": n(m["seconds"], "s", M), "hlo": bool(m["hlo"]),
-                     "chosen": m["name"] == trace["module"]} for m in trace["modules"]],
-        "module_seconds": n(chosen["seconds"], "s", M) if chosen else Num("unknown"),
-        "per": "step" if per == {"step"} else "call" if per == {"call"} else "step or call",
-        "roofs": _roofs(an),
-        "host_rows": _host_rows(programs),
-        "collectives": _collective_rows(programs),
-        "ops": [o for o in (_ops(p) for p in programs) if o is not None],
-        "predictions": [x for x in (_prediction(p) for p in programs) if x is not None],
-        "unclaimed": [u for u in (_unclaimed(p) for p in programs) if u is not None],
-        "timeline": [_timeline_row(t) for t in trace.get("timeline") or []],
-        "host_bound": [x for x in (_host_bound(p) for p in programs) if x is not None],
-        "several": [{"title": p.title, "device": str(p.observation["trace"]["device"]),
-                     "ops": sorted(p.observation["trace"].get("device_kernels", {}).items())}
-                    for p in programs if p.observation["trace"].get("device_kernels")],
-        "notes": notes,
-    }
+    return TraceView(
+        run=str(trace["run"]),
+        runs=len(trace["runs"]),
+        hosts=[TraceHost(name=h["name"], file=h["file"], bytes=Num(format_si(h["bytes"], "B")),
+                         devices=", ".join(h["devices"]) or "none",
+                         jax=f"jax {h['jax']}, jaxlib {h['jaxlib']}" if h.get("jax")
+                         else "not recorded") for h in hosts],
+        module=str(trace["module"]),
+        choice=str(trace["module_choice"]),
+        modules=[TraceModule(name=m["name"], events=Num(f"{m['events']:,}"),
+                             seconds=n(m["seconds"], "s", M), hlo=bool(m["hlo"]),
+                             chosen=m["name"] == trace["module"]) for m in trace["modules"]],
+        module_seconds=n(chosen["seconds"], "s", M) if chosen else Num("unknown"),
+        per="step" if per == {"step"} else "call" if per == {"call"} else "step or call",
+        roofs=_roofs(an),
+        host_rows=_host_rows(programs),
+        collectives=_collective_rows(programs),
+        ops=[o for o in (_ops(p) for p in programs) if o is not None],
+        predictions=[x for x in (_prediction(p) for p in programs) if x is not None],
+        unclaimed=[u for u in (_unclaimed(p) for p in programs) if u is not None],
+        timeline=[_timeline_row(t) for t in trace.get("timeline") or []],
+        host_bound=[x for x in (_host_bound(p) for p in programs) if x is not None],
+        several=[SeveralKernels(
+            title=p.title, device=str(p.observation["trace"]["device"]),
+            ops=sorted(p.observation["trace"].get("device_kernels", {}).items()))
+            for p in programs if p.observation["trace"].get("device_kernels")],
+        notes=notes,
+    )
 
 
 def _cell(*parts: Inline | None) -> Cell:
@@ -326,35 +472,35 @@ def _num(x: Num) -> Cell:
     return Cell((x,), numeric=True)
 
 
-def trace_section(vm: Mapping[str, Any]) -> Section | None:
+def trace_section(vm: ViewModel) -> Section | None:
     """The section on the trace, or None for a measured run."""
-    t = vm.get("trace")
+    t = vm.trace
     if not t:
         return None
-    how = ("the one with the most kernel time" if t["choice"] == "most kernel time"
+    how = ("the one with the most kernel time" if t.choice == "most kernel time"
            else "chosen by name")
-    body: list[Any] = [
+    body: list[Block] = [
         Paragraph(text(
-            f"Read from the profiler trace of run {t['run']} (", plural(t["runs"], "run", "runs"),
-            " in the folder; ", plural(len(t["hosts"]), "host", "hosts"), "). The program is ",
-            Code(t["module"]), f" ({how}: ", t["module_seconds"], " of kernel time in the "
+            f"Read from the profiler trace of run {t.run} (", plural(t.runs, "run", "runs"),
+            " in the folder; ", plural(len(t.hosts), "host", "hosts"), "). The program is ",
+            Code(t.module), f" ({how}: ", t.module_seconds, " of kernel time in the "
             "trace). Its kernels are counted from the optimized HLO the trace holds, with the "
             "same counter as a measured run, and timed from the trace's events per "
-            f"{t['per']} (each kernel's time the first quartile over the {t['per']}s), each "
+            f"{t.per} (each kernel's time the first quartile over the {t.per}s), each "
             "kernel matched to its events by the HLO instruction it runs.")),
-        Paragraph(text(*t["roofs"])),
+        Paragraph(text(*t.roofs)),
         Table(("host", "trace file", "size", "devices with kernels", "profiler"),
-              tuple((_cell(h["name"]), _cell(Code(h["file"])), _num(h["bytes"]),
-                     _cell(h["devices"]), _cell(h["jax"])) for h in t["hosts"]),
+              tuple((_cell(h.name), _cell(Code(h.file)), _num(h.bytes),
+                     _cell(h.devices), _cell(h.jax)) for h in t.hosts),
               caption="Hosts of the trace"),
     ]
-    if len(t["modules"]) > 1:
+    if len(t.modules) > 1:
         body.append(Table(("program", "kernel events", "kernel time", "HLO in the trace"),
-                          tuple((_cell(Code(m["name"]), " (read)" if m["chosen"] else None),
-                                 _num(m["events"]), _num(m["seconds"]),
-                                 _cell("yes" if m["hlo"] else "no")) for m in t["modules"]),
+                          tuple((_cell(Code(m.name), " (read)" if m.chosen else None),
+                                 _num(m.events), _num(m.seconds),
+                                 _cell("yes" if m.hlo else "no")) for m in t.modules),
                           caption="Programs that ran while the trace was recorded"))
-    if t.get("timeline"):
+    if t.timeline:
         body.append(Paragraph(text(
             "Where each device's time went over the whole trace, from its first event to its "
             "last (every program, as TraceLens's GPU timeline and XProf's overview count it): "
@@ -363,55 +509,55 @@ def trace_section(vm: Mapping[str, Any]) -> Section | None:
         body.append(Table(
             ("host", "device", "trace span", "computation", "exposed communication",
              "exposed memory copies", "idle"),
-            tuple((_cell(r["host"]), _cell(r["device"]), _num(r["total"]),
-                   *(Cell((r[k][0], " (", r[k][1], ")"), numeric=True)
-                     for k in ("computation", "exposed_communication", "exposed_memcpy",
-                               "idle")))
-                  for r in t["timeline"]),
+            tuple((_cell(r.host), _cell(r.device), _num(r.total),
+                   *(Cell((time, " (", share, ")"), numeric=True)
+                     for time, share in (r.computation, r.exposed_communication,
+                                         r.exposed_memcpy, r.idle)))
+                  for r in t.timeline),
             caption="The devices' time over the whole trace"))
-    if t["host_rows"]:
+    if t.host_rows:
         body.append(Table(
             ("host", "device", "timed", "step (marker)", "program", "kernels summed",
              "at least one kernel", "collectives"),
-            tuple((_cell(r["host"]), _cell(r["device"]), _cell(r["calls"]), _num(r["step"]),
-                   _num(r["program"]), _num(r["kernels"]), _num(r["busy"]),
-                   _num(r["collectives"])) for r in t["host_rows"]),
-            caption=f"Hosts and devices side by side (medians per {t['per']})"))
-    if t["collectives"]:
-        hosts = [x["host"] for x in t["collectives"][0]["times"]]
+            tuple((_cell(r.host), _cell(r.device), _cell(r.calls), _num(r.step),
+                   _num(r.program), _num(r.kernels), _num(r.busy),
+                   _num(r.collectives)) for r in t.host_rows),
+            caption=f"Hosts and devices side by side (medians per {t.per})"))
+    if t.collectives:
+        hosts = [x.host for x in t.collectives[0].times]
         header = ("collective", "op", "group", "bytes per device (HLO)",
                   *(h2 for h in hosts for h2 in (f"time on {h}", f"bytes ÷ time on {h}")))
         body.append(Table(header, tuple(
-            (_cell(Code(r["name"])), _cell(r["op"]), _cell(r["group"]), _num(r["bytes"]),
-             *(c for x in r["times"] for c in (_num(x["time"]), _num(x["rate"]))))
-            for r in t["collectives"]),
-            caption=f"Collectives: bytes from the HLO, times from the events (per {t['per']})"))
-    for p in t["predictions"]:
+            (_cell(Code(r.name)), _cell(r.op), _cell(r.group), _num(r.bytes),
+             *(c for x in r.times for c in (_num(x.time), _num(x.rate))))
+            for r in t.collectives),
+            caption=f"Collectives: bytes from the HLO, times from the events (per {t.per})"))
+    for p in t.predictions:
         body.append(Paragraph(p))
-    for s in t.get("several", []):
+    for s in t.several:
         body.append(Table(("HLO op", "device kernels", "its kernels"), tuple(
             (_cell(Code(op)), _num(count(len(kernels), M)), _cell(", ".join(kernels)))
-            for op, kernels in s["ops"]),
-            caption=f"HLO ops of {s['title']} that ran as several device kernels on "
-                    f"{s['device']} (each op's time in the kernel table is their sum)"))
-    for u in t.get("unclaimed", []):
+            for op, kernels in s.ops),
+            caption=f"HLO ops of {s.title} that ran as several device kernels on "
+                    f"{s.device} (each op's time in the kernel table is their sum)"))
+    for u in t.unclaimed:
         body.append(Paragraph(text(
-            f"Device events no HLO op claims ran on {u['device']} of {u['host']} between the "
-            f"first and last kernel of {u['title']}: memory copies, runtime and library "
+            f"Device events no HLO op claims ran on {u.device} of {u.host} between the "
+            f"first and last kernel of {u.title}: memory copies, runtime and library "
             "kernels, or kernels whose events carry no HLO op. They are not in the per-kernel "
             "table (no op, so no work or bytes to hold them to); their times summed over the "
             "calls traced:")))
         body.append(Table(("event", "events", "summed time", "note"), tuple(
-            (_cell(Code(r["name"])), _num(r["events"]), _num(r["time"]), _cell(r["like"]))
-            for r in u["rows"]), caption=f"Events no HLO op claims, on {u['device']}"))
-    for o in t["ops"]:
-        body.append(Note(text(Strong("The work cannot be counted"), f" for {o['title']}: ",
-                              o["reason"], ". The per-op times the trace holds:")))
+            (_cell(Code(r.name)), _num(r.events), _num(r.time), _cell(r.like))
+            for r in u.rows), caption=f"Events no HLO op claims, on {u.device}"))
+    for o in t.ops:
+        body.append(Note(text(Strong("The work cannot be counted"), f" for {o.title}: ",
+                              o.reason, ". The per-op times the trace holds:")))
         body.append(Table(("op", "launches", "time", "share"), tuple(
-            (_cell(Code(r["name"])), _num(r["launches"]), _num(r["time"]), _num(r["share"]))
-            for r in o["rows"]), caption=f"Per-op times of {o['title']} (per {t['per']})"))
-        if o["more"]:
-            body.append(Paragraph(text(o["more"], " not shown.")))
-    if t["notes"]:
-        body.append(BulletList(tuple(text(x) for x in t["notes"])))
+            (_cell(Code(r.name)), _num(r.launches), _num(r.time), _num(r.share))
+            for r in o.rows), caption=f"Per-op times of {o.title} (per {t.per})"))
+        if o.more:
+            body.append(Paragraph(text(o.more, " not shown.")))
+    if t.notes:
+        body.append(BulletList(tuple(text(x) for x in t.notes)))
     return Section("The profile", tuple(body), id="trace")

@@ -3,15 +3,17 @@ section tree -> HTML and Markdown, all pure functions.
 
 The view model holds display strings only: every number is one the analysis
 (:func:`roofline_report.analysis.analyse.analyse`) computed, formatted with its kind by
-``report/format.py``; nothing here computes a number. ``report/sections.py`` turns the view model
-into one tree of blocks, which ``report/html.py`` and ``report/markdown.py`` render. Jinja2
+``report/format.py``; nothing here computes a number. Its records are typed
+(``report/view_records.py`` and the views of programs, sharding and a trace beside it), so a
+field renamed is a type error. ``report/sections.py`` turns the view model into one tree of
+blocks, which ``report/html.py`` and ``report/markdown.py`` render. Jinja2
 (StrictUndefined, autoescaping) only lays out the page around it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -55,20 +57,52 @@ from roofline_report.report.program_views import (
 )
 from roofline_report.report.reconcile_words import flag_text
 from roofline_report.report.trace_view import trace_view
+from roofline_report.report.view_records import (
+    AccountingRow,
+    AccountingView,
+    Achieved,
+    Budgets,
+    BySize,
+    CatalogRow,
+    CeilingRow,
+    ExerciseView,
+    ExperimentRow,
+    ExperimentView,
+    KindView,
+    LabExercise,
+    LabRow,
+    LabView,
+    LevelRow,
+    MeasuredView,
+    ModelRow,
+    ModelView,
+    PresetPeak,
+    PresetPlaced,
+    PresetView,
+    RateRow,
+    SeedCheck,
+    SeedView,
+    SpeedCheck,
+    SweepPoint,
+    SweepRow,
+    SweepsView,
+    ViewModel,
+)
 from roofline_report.results import schema
 from roofline_report.units import format_binary, format_intensity, format_si
 
-__all__ = ["KIND_MARKERS", "Num", "Rendered", "count", "n", "ratio", "render", "view_model"]
+__all__ = ["KIND_MARKERS", "Num", "Rendered", "ViewModel", "count", "n", "ratio", "render",
+           "view_model"]
 
 
 def view_model(results: schema.Results | Mapping[str, Any],
-               assumptions: Assumptions | None = None) -> dict[str, Any]:
+               assumptions: Assumptions | None = None) -> ViewModel:
     """Everything the report shows, as display strings and figure outputs: the observations in
     ``results`` analysed under ``assumptions`` (default: the budgets the run was given)."""
     return view_model_of(analyse(results, assumptions))
 
 
-def view_model_of(an: Analysis) -> dict[str, Any]:
+def view_model_of(an: Analysis) -> ViewModel:
     """The view model of one analysis."""
     seed = an.seed
     hyp = an.budgets.hypothetical
@@ -91,7 +125,7 @@ def view_model_of(an: Analysis) -> dict[str, Any]:
         if e.figure is not None and e.figure.series:
             figures.append(figs.experiment_figure(e.id, e.title, e.figure))
     views = kernel_views(an)
-    figures += [v["figure_out"] for v in views if v["figure_out"] is not None]
+    figures += [v.figure_out for v in views if v.figure_out is not None]
     sharding = an.sharding
     if sharding.get("available") and sharding.get("model", {}).get("bounds"):
         figures.append(comm_figures.comm_times(sharding["model"]))
@@ -102,41 +136,41 @@ def view_model_of(an: Analysis) -> dict[str, Any]:
         figures.append(comm_figures.comm_projection(projection))
     obs = an.observations
     traced = bool(obs.get("trace"))  # a profile: the machine is the one that ran the trace
-    return {
-        "generator": obs["generator"],
-        "env": _environment(obs["environment"]),
-        "machine": TRACE_MACHINE if traced else "this machine",
-        "kinds": [{"value": k.value, "label": k.label, "marker": KIND_MARKERS[k.value],
-                   "description": TRACE_MEASURED if traced and k is Kind.MEASURED
-                   else k.description} for k in Kind],
-        "budgets": {
-            "peak": n(hyp.peak.value, "FLOP/s", Kind.HYPOTHETICAL),
-            "bandwidth": n(hyp.bandwidth.value, "B/s", Kind.HYPOTHETICAL),
-            "ridge": Num(format_intensity(seed["model"]["ridge"]), Kind.HYPOTHETICAL.value),
-            "source": hyp.source,
-        },
-        "seed": _seed_workload(seed_p) if seed_p else None,
-        "model": _model(seed["model"]),
-        "experiment": _experiment(seed["experiment"]),
-        "exercise": _exercise(seed["exercise"]),
-        "measured": _measured(an, seed_p),
-        "roof_warning": roof_warning(an),
-        "run_note": an.run_note,
-        "catalog": [_catalog_row(p) for p in an.programs],
-        "reconciliation": [_reconciliation(p) for p in an.programs if p.reconciliation],
-        "sharding": sharding_view.sharding(sharding),
-        "lab": _lab(an),
-        "sweeps": _sweeps(an),
-        "preset": _preset(an),
-        "figures": {f.name: f for f in figures},
-        "skipped": [dict(s) for s in an.skipped],
-        "parts": {"teaching": teaching},
-        "programs": [program_view(p) for p in an.programs
-                     if p.user and not p.observation.get("trace")],
-        "trace": trace_view(an),
-        "kernels": views,
-        "summary": summary(an),
-    }
+    return ViewModel(
+        generator=obs["generator"],
+        env=_environment(obs["environment"]),
+        machine=TRACE_MACHINE if traced else "this machine",
+        kinds=[KindView(k.value, k.label, KIND_MARKERS[k.value],
+                        TRACE_MEASURED if traced and k is Kind.MEASURED else k.description)
+               for k in Kind],
+        budgets=Budgets(
+            peak=n(hyp.peak.value, "FLOP/s", Kind.HYPOTHETICAL),
+            bandwidth=n(hyp.bandwidth.value, "B/s", Kind.HYPOTHETICAL),
+            ridge=Num(format_intensity(seed["model"]["ridge"]), Kind.HYPOTHETICAL.value),
+            source=hyp.source,
+        ),
+        seed=_seed_workload(seed_p) if seed_p else None,
+        model=_model(seed["model"]),
+        experiment=_experiment(seed["experiment"]),
+        exercise=_exercise(seed["exercise"]),
+        measured=_measured(an, seed_p),
+        roof_warning=roof_warning(an),
+        run_note=an.run_note,
+        catalog=[_catalog_row(p) for p in an.programs],
+        reconciliation=[_reconciliation(p) for p in an.programs if p.reconciliation],
+        sharding=sharding_view.sharding(sharding),
+        lab=_lab(an),
+        sweeps=_sweeps(an),
+        preset=_preset(an),
+        figures={f.name: f for f in figures},
+        skipped=[dict(s) for s in an.skipped],
+        teaching=teaching,
+        programs=[program_view(p) for p in an.programs
+                  if p.user and not p.observation.get("trace")],
+        trace=trace_view(an),
+        kernels=views,
+        summary=summary(an),
+    )
 
 
 TRACE_MACHINE = "the machine that ran the trace"
@@ -165,57 +199,57 @@ def _environment(env: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 # --- the seed ---------------------------------------------------------------------------------
 
-def _seed_workload(p: Program) -> dict[str, Any]:
+def _seed_workload(p: Program) -> SeedView:
     w = p.observation
     low = w.get("lowering") or {}
     check = w.get("check") or {}
     xla = w.get("xla") or {}
     mem = w.get("memory") or {}
     ce = Kind.COMPILER_ESTIMATE
-    return {
-        "args": ", ".join(f"{a['dtype']}{a['shape']}" for a in w.get("args", [])),
-        "lowering_available": bool(low.get("available")),
-        "lowering_reason": low.get("reason", ""),
-        "ops": sorted((low.get("ops") or {}).items()),
-        "required": [(op, op not in p.missing_ops) for op in low.get("required_ops", [])],
-        "stablehlo_text": low.get("stablehlo_text", ""),
-        "compiled_text": low.get("compiled_text", ""),
-        "lower_s": n(low.get("lower_s"), "s", Kind.MEASURED),
-        "compile_s": n(low.get("compile_s"), "s", Kind.MEASURED),
-        "check": {
-            "available": check.get("available", True) and "passed" in check,
-            "reason": check.get("reason", ""),
-            "passed": check.get("passed", False),
-            "max_abs": ratio(check.get("max_abs_error"), Kind.MEASURED, 3),
-            "max_rel": ratio(check.get("max_rel_error"), Kind.MEASURED, 3),
-            "tolerance": tolerance(check),
-            "note": str(check.get("note") or ""),
-        },
-        "xla_available": bool(xla.get("available")),
-        "xla_reason": xla.get("reason", ""),
-        "xla": [(k, count(v, ce)) for k, v in sorted((xla.get("values") or {}).items())],
-        "xla_raw": [(k, count(v, ce)) for k, v in sorted((xla.get("raw") or {}).items())],
-        "memory_available": bool(mem.get("available")),
-        "memory": [(k.replace("_in_bytes", "").replace("_", " "), n(v, "B", ce))
-                   for k, v in sorted((mem.get("values") or {}).items())],
-    }
+    return SeedView(
+        args=", ".join(f"{a['dtype']}{a['shape']}" for a in w.get("args", [])),
+        lowering_available=bool(low.get("available")),
+        lowering_reason=low.get("reason", ""),
+        ops=sorted((low.get("ops") or {}).items()),
+        required=[(op, op not in p.missing_ops) for op in low.get("required_ops", [])],
+        stablehlo_text=low.get("stablehlo_text", ""),
+        compiled_text=low.get("compiled_text", ""),
+        lower_s=n(low.get("lower_s"), "s", Kind.MEASURED),
+        compile_s=n(low.get("compile_s"), "s", Kind.MEASURED),
+        check=SeedCheck(
+            available=check.get("available", True) and "passed" in check,
+            reason=check.get("reason", ""),
+            passed=check.get("passed", False),
+            max_abs=ratio(check.get("max_abs_error"), Kind.MEASURED, 3),
+            max_rel=ratio(check.get("max_rel_error"), Kind.MEASURED, 3),
+            tolerance=tolerance(check),
+            note=str(check.get("note") or ""),
+        ),
+        xla_available=bool(xla.get("available")),
+        xla_reason=xla.get("reason", ""),
+        xla=[(k, count(v, ce)) for k, v in sorted((xla.get("values") or {}).items())],
+        xla_raw=[(k, count(v, ce)) for k, v in sorted((xla.get("raw") or {}).items())],
+        memory_available=bool(mem.get("available")),
+        memory=[(k.replace("_in_bytes", "").replace("_", " "), n(v, "B", ce))
+                for k, v in sorted((mem.get("values") or {}).items())],
+    )
 
 
-def _model(m: Mapping[str, Any]) -> dict[str, Any]:
+def _model(m: Mapping[str, Any]) -> ModelView:
     rows = []
     for c, x, mc, r, b in zip(m["contracts"], m["intensity"], m["memory_ceiling"],
                               m["roofline"], m["bound"], strict=True):
-        rows.append({
-            "n": str(c["m"]),
-            "flops": count(c["flops"], Kind.ANALYTIC),
-            "bytes": count(c["minimum_bytes"], Kind.ANALYTIC),
-            "intensity": Num(format_intensity(x), Kind.ANALYTIC.value),
-            "memory_ceiling": n(mc, "FLOP/s", Kind.HYPOTHETICAL),
-            "ceiling": n(r, "FLOP/s", Kind.HYPOTHETICAL),
-            "bound": b,
-        })
-    return {"rows": rows, "ridge": Num(format_intensity(m["ridge"]), Kind.HYPOTHETICAL.value),
-            "ridge_size": _ridge_size(m)}
+        rows.append(ModelRow(
+            n=str(c["m"]),
+            flops=count(c["flops"], Kind.ANALYTIC),
+            bytes=count(c["minimum_bytes"], Kind.ANALYTIC),
+            intensity=Num(format_intensity(x), Kind.ANALYTIC.value),
+            memory_ceiling=n(mc, "FLOP/s", Kind.HYPOTHETICAL),
+            ceiling=n(r, "FLOP/s", Kind.HYPOTHETICAL),
+            bound=b,
+        ))
+    return ModelView(rows=rows, ridge=Num(format_intensity(m["ridge"]), Kind.HYPOTHETICAL.value),
+                     ridge_size=_ridge_size(m))
 
 
 def _ridge_size(m: Mapping[str, Any]) -> tuple[str | Num, ...]:
@@ -236,38 +270,38 @@ def _ridge_size(m: Mapping[str, Any]) -> tuple[str | Num, ...]:
     return (*parts, ".")
 
 
-def _experiment(e: Mapping[str, Any]) -> dict[str, Any]:
+def _experiment(e: Mapping[str, Any]) -> ExperimentView:
     rows = []
     for size, x, xr, r, rv, q in zip(e["sizes"], e["intensity"], e["reduced_intensity"],
                                      e["roofline"], e["revised"], e["ratio"], strict=True):
-        rows.append({
-            "n": str(size),
-            "intensity": Num(format_intensity(x), Kind.ANALYTIC.value),
-            "reduced": Num(format_intensity(xr), Kind.ANALYTIC.value),
-            "ceiling": n(r, "FLOP/s", Kind.HYPOTHETICAL),
-            "revised": n(rv, "FLOP/s", Kind.HYPOTHETICAL),
-            "ratio": ratio(q, Kind.HYPOTHETICAL),
-        })
-    return {"rows": rows}
+        rows.append(ExperimentRow(
+            n=str(size),
+            intensity=Num(format_intensity(x), Kind.ANALYTIC.value),
+            reduced=Num(format_intensity(xr), Kind.ANALYTIC.value),
+            ceiling=n(r, "FLOP/s", Kind.HYPOTHETICAL),
+            revised=n(rv, "FLOP/s", Kind.HYPOTHETICAL),
+            ratio=ratio(q, Kind.HYPOTHETICAL),
+        ))
+    return ExperimentView(rows)
 
 
-def _exercise(x: Mapping[str, Any]) -> dict[str, Any]:
+def _exercise(x: Mapping[str, Any]) -> ExerciseView:
     (m, k), (_, nn) = x["shapes"]
-    return {
-        "shapes": f"({m}, {k}) and ({k}, {nn})",
-        "itemsize": str(x["itemsize"]),
-        "flops": count(x["flops"], Kind.ANALYTIC),
-        "bytes": count(x["minimum_bytes"], Kind.ANALYTIC),
-        "intensity": Num(f"{decimal(x['intensity'], 6)} FLOP/B", Kind.ANALYTIC.value),
-        "fraction": str(Fraction(int(x["flops"]), int(x["minimum_bytes"]))),
-        "bw_times_intensity": n(x["bandwidth_times_intensity"], "FLOP/s", Kind.HYPOTHETICAL),
-        "peak": n(x["peak"], "FLOP/s", Kind.HYPOTHETICAL),
-        "bandwidth": n(x["bandwidth"], "B/s", Kind.HYPOTHETICAL),
-        "bound": x["bound"],
+    return ExerciseView(
+        shapes=f"({m}, {k}) and ({k}, {nn})",
+        itemsize=str(x["itemsize"]),
+        flops=count(x["flops"], Kind.ANALYTIC),
+        bytes=count(x["minimum_bytes"], Kind.ANALYTIC),
+        intensity=Num(f"{decimal(x['intensity'], 6)} FLOP/B", Kind.ANALYTIC.value),
+        fraction=str(Fraction(int(x["flops"]), int(x["minimum_bytes"]))),
+        bw_times_intensity=n(x["bandwidth_times_intensity"], "FLOP/s", Kind.HYPOTHETICAL),
+        peak=n(x["peak"], "FLOP/s", Kind.HYPOTHETICAL),
+        bandwidth=n(x["bandwidth"], "B/s", Kind.HYPOTHETICAL),
+        bound=x["bound"],
         # The comparison the solution states, from the numbers it states.
-        "relation": words.relation(x["intensity"], x["peak"] / x["bandwidth"]),
-        "m": str(m), "k": str(k), "n": str(nn),
-    }
+        relation=words.relation(x["intensity"], x["peak"] / x["bandwidth"]),
+        m=str(m), k=str(k), n=str(nn),
+    )
 
 
 # --- measured on this machine -----------------------------------------------------------------
@@ -284,43 +318,39 @@ def _unstable(record: Any) -> bool:
         Stats(samples).spread > UNSTABLE_SPREAD
 
 
-def _ceiling_rows(c: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _ceiling_rows(c: Mapping[str, Any]) -> list[CeilingRow]:
     rows = []
     for group, unit in (("compute", "FLOP/s"), ("bandwidth", "B/s")):
         for e in c.get("compute" if group == "compute" else "bandwidth", []):
-            rows.append({"group": group, "name": e.get("name", ""),
-                         "value": n(e.get("value"), unit, Kind.MEASURED),
-                         "available": bool(e.get("available")), "reason": e.get("reason", ""),
-                         "unstable": _unstable(e)})
+            rows.append(CeilingRow(group, e.get("name", ""), n(e.get("value"), unit, Kind.MEASURED),
+                                   bool(e.get("available")), e.get("reason", ""),
+                                   _unstable(e)))
     for key, group, name in (
             ("launch", "launch", "one more kernel in a program"),
             ("split_launch", "launch", "a kernel split across worker threads, more"),
             ("page_fault", "page fault", "a first write to a fresh page of memory")):
         floor = c.get(key) or {}
         if floor:
-            rows.append({"group": group, "name": name,
-                         "value": n(floor.get("value"), "s", Kind.MEASURED),
-                         "available": bool(floor.get("available")),
-                         "reason": floor.get("reason", ""), "unstable": _unstable(floor)})
+            rows.append(CeilingRow(group, name, n(floor.get("value"), "s", Kind.MEASURED),
+                                   bool(floor.get("available")), floor.get("reason", ""),
+                                   _unstable(floor)))
     split = c.get("split_launch") or {}
     if split.get("available") and split.get("enqueued") is not None:
-        rows.append({"group": "launch",
-                     "name": "a kernel split across worker threads, more, calls enqueued",
-                     "value": n(split.get("enqueued"), "s", Kind.MEASURED), "available": True,
-                     "reason": "", "unstable": _unstable({"timing": split.get("timing_enqueued")})})
+        rows.append(CeilingRow(
+            "launch", "a kernel split across worker threads, more, calls enqueued",
+            n(split.get("enqueued"), "s", Kind.MEASURED), True, "",
+            _unstable({"timing": split.get("timing_enqueued")})))
     d = c.get("dispatch") or {}
     if d.get("enqueued"):
-        rows.append({"group": "dispatch", "name": "one tiny call among many enqueued",
-                     "value": n(d.get("enqueued"), "s", Kind.MEASURED), "available": True,
-                     "reason": "", "unstable": _unstable({"timing": d.get("timing_enqueued")})})
-    rows.append({"group": "dispatch", "name": "one tiny call",
-                 "value": n(d.get("value"), "s", Kind.MEASURED),
-                 "available": bool(d.get("available")), "reason": d.get("reason", ""),
-                 "unstable": _unstable(d)})
+        rows.append(CeilingRow("dispatch", "one tiny call among many enqueued",
+                               n(d.get("enqueued"), "s", Kind.MEASURED), True, "",
+                               _unstable({"timing": d.get("timing_enqueued")})))
+    rows.append(CeilingRow("dispatch", "one tiny call", n(d.get("value"), "s", Kind.MEASURED),
+                           bool(d.get("available")), d.get("reason", ""), _unstable(d)))
     return rows
 
 
-def _by_size(roofs: RoofSet | None) -> list[dict[str, Any]]:
+def _by_size(roofs: RoofSet | None) -> list[BySize]:
     """Each compute roof measured at several product sizes: the rate at each size, the rates
     a kernel's product is held to (interpolated between them)."""
     if roofs is None:
@@ -328,58 +358,57 @@ def _by_size(roofs: RoofSet | None) -> list[dict[str, Any]]:
     # Each size's rate as measured and the rate a product of that size is held to
     # (ComputeRoof.rate_at: never above the roof), so the table never shows a rate above the
     # roof printed above it without saying which one the model uses.
-    return [{"name": r.name,
-             "points": [(n(flops, "FLOP", Kind.MEASURED), n(value, "FLOP/s", Kind.MEASURED),
-                         n(r.rate_at(flops), "FLOP/s", Kind.MEASURED))
-                        for flops, value in r.by_flops]}
+    return [BySize(r.name, [(n(flops, "FLOP", Kind.MEASURED), n(value, "FLOP/s", Kind.MEASURED),
+                             n(r.rate_at(flops), "FLOP/s", Kind.MEASURED))
+                            for flops, value in r.by_flops])
             for r in roofs.compute if r.by_flops]
 
 
-def _measured(an: Analysis, seed_p: Program | None) -> dict[str, Any]:
+def _measured(an: Analysis, seed_p: Program | None) -> MeasuredView:
     ceilings = an.observations.get("ceilings") or {}
-    out: dict[str, Any] = {"timing": None, "timing_reason": "", "achieved": None,
-                           "seed_binding": "", "ceilings": None,
-                           "ceilings_reason": ceilings.get("reason", ""), "placement": [],
-                           "accuracy": ()}
+    timing, timing_reason, achieved, seed_binding = None, "", None, ""
     if seed_p is not None:
-        out["timing"] = timing_rows(seed_p)
-        out["timing_reason"] = seed_p.timing_reason
+        timing = timing_rows(seed_p)
+        timing_reason = seed_p.timing_reason
         if seed_p.achieved is not None and seed_p.bytes and seed_p.seconds:
-            out["achieved"] = {
-                "flops_per_s": n(seed_p.achieved, "FLOP/s", Kind.MEASURED),
-                "bytes_per_s": n(seed_p.bytes / seed_p.seconds, "B/s", Kind.MEASURED),
-            }
+            achieved = Achieved(
+                flops_per_s=n(seed_p.achieved, "FLOP/s", Kind.MEASURED),
+                bytes_per_s=n(seed_p.bytes / seed_p.seconds, "B/s", Kind.MEASURED),
+            )
         if seed_p.prediction is not None and an.roofs.measured is not None:
-            out["seed_binding"] = (f"On this machine the seed's prediction is bound by "
-                                   f"{seed_p.prediction.binding.label} "
-                                   f"({seed_p.prediction.binding.roof}).")
-    out["placement"] = placements(an)
-    out["model_text"] = ACCELERATOR_MODEL_TEXT if an.backend.accelerator else MODEL_TEXT
-    out["placement_roofs"] = ("this machine's measured roofs" if an.roofs.measured is not None
-                              else "the assumed budgets (hypothetical)"
-                              if an.roofs.kernels is an.roofs.hypothetical
-                              else roofs_words(an.roofs.kernels))
-    if ceilings.get("available"):
-        out["ceilings"] = _ceiling_rows(ceilings)
-        out["by_size"] = _by_size(an.roofs.measured)
-        out["ceilings_origin"], out["ceilings_notes"] = _ceilings_origin(an)
-        out["ceilings_conditions"] = conditions_text(an)
-        out["accuracy"] = accuracy(an)
-        out["speed_checks"] = _speed_checks(an)
-        out.update(_levels_and_rates(an))
-    return out
+            seed_binding = (f"On this machine the seed's prediction is bound by "
+                            f"{seed_p.prediction.binding.label} "
+                            f"({seed_p.prediction.binding.roof}).")
+    out = MeasuredView(
+        timing=timing, timing_reason=timing_reason, achieved=achieved,
+        seed_binding=seed_binding, ceilings_reason=ceilings.get("reason", ""),
+        placement=placements(an),
+        model_text=ACCELERATOR_MODEL_TEXT if an.backend.accelerator else MODEL_TEXT,
+        placement_roofs=("this machine's measured roofs" if an.roofs.measured is not None
+                         else "the assumed budgets (hypothetical)"
+                         if an.roofs.kernels is an.roofs.hypothetical
+                         else roofs_words(an.roofs.kernels)))
+    if not ceilings.get("available"):
+        return out
+    origin, notes = _ceilings_origin(an)
+    levels, levels_reason, rates, caches = _levels_and_rates(an)
+    return replace(out, ceilings=_ceiling_rows(ceilings), by_size=_by_size(an.roofs.measured),
+                   ceilings_origin=origin, ceilings_notes=notes,
+                   ceilings_conditions=conditions_text(an), accuracy=accuracy(an),
+                   speed_checks=_speed_checks(an), levels=levels, levels_reason=levels_reason,
+                   rates=rates, caches=caches, level_rule=levels_mod.RULE)
 
 
-def _speed_checks(an: Analysis) -> list[dict[str, Any]]:
+def _speed_checks(an: Analysis) -> list[SpeedCheck]:
     """Each ceiling timed again after the programs: what was timed, its rate at the ceilings and
     after the programs, and their ratio (below 1: slower after)."""
     checks = an.speed_checks
     if checks is None:
         return []
     drifts = ([checks.compute] if checks.compute is not None else []) + list(checks.memory)
-    return [{"probe": d.probe, "before": n(d.ceiling_value, d.unit, Kind.MEASURED),
-             "after": n(d.value, d.unit, Kind.MEASURED),
-             "ratio": ratio(d.ratio, Kind.MEASURED, 3), "drifted": d.drifted}
+    return [SpeedCheck(probe=d.probe, before=n(d.ceiling_value, d.unit, Kind.MEASURED),
+                       after=n(d.value, d.unit, Kind.MEASURED),
+                       ratio=ratio(d.ratio, Kind.MEASURED, 3), drifted=d.drifted)
             for d in drifts]
 
 
@@ -417,14 +446,15 @@ def _ceilings_origin(an: Analysis) -> tuple[str, tuple[str, ...]]:
             f"ceilings cache{age}; {again} measures them again.", o.notes)
 
 
-def _levels_and_rates(an: Analysis) -> dict[str, Any]:
-    """The memory levels found in the working-set sweep and the measured operation rates."""
+def _levels_and_rates(an: Analysis
+                      ) -> tuple[list[LevelRow], str, list[RateRow], list[str]]:
+    """The memory levels found in the working-set sweep (and why none, where none), the
+    measured operation rates and the caches the machine reports."""
     c = an.observations.get("ceilings") or {}
     sweep = c.get("working_set")
-    levels = [{"level": lv.name, "kernel": lv.kernel,
-               "range": figs.working_sets(*lv.window),
-               "value": n(lv.value, "B/s", Kind.MEASURED), "rule": lv.rule,
-               "unstable": lv.unstable or ""}
+    levels = [LevelRow(level=lv.name, kernel=lv.kernel, range=figs.working_sets(*lv.window),
+                       value=n(lv.value, "B/s", Kind.MEASURED), rule=lv.rule,
+                       unstable=lv.unstable or "")
               for lv in an.roofs.levels]
     if not sweep:
         why = "not measured in this run"
@@ -432,17 +462,16 @@ def _levels_and_rates(an: Analysis) -> dict[str, Any]:
         why = str(sweep.get("reason", "not available"))
     else:
         why = "" if levels else "no level found: the rates did not form plateaus"
-    rates = [{"name": str(e.get("name", "")),
-              "value": n(e.get("value"), _RATE_UNITS.get(str(e.get("unit")), "/s"),
-                         Kind.MEASURED) if e.get("available")
-              else Num("not available"),
-              "roof": bool(e.get("roof", True)),
-              "reason": str(e.get("reason", "")), "available": bool(e.get("available")),
-              "unstable": _unstable(e), "sizes": _rate_sizes(e)}
+    rates = [RateRow(name=str(e.get("name", "")),
+                     value=n(e.get("value"), _RATE_UNITS.get(str(e.get("unit")), "/s"),
+                             Kind.MEASURED) if e.get("available")
+                     else Num("not available"),
+                     roof=bool(e.get("roof", True)),
+                     reason=str(e.get("reason", "")), available=bool(e.get("available")),
+                     unstable=_unstable(e), sizes=_rate_sizes(e))
              for e in c.get("rates", [])]
     caches = [f"L{x['level']} {format_binary(x['size'])}" for x in c.get("caches", [])]
-    return {"levels": levels, "levels_reason": why, "rates": rates, "caches": caches,
-            "level_rule": levels_mod.RULE}
+    return levels, why, rates, caches
 
 
 def _working_set_figure(an: Analysis) -> figs.FigureOut | None:
@@ -461,7 +490,7 @@ def _working_set_figure(an: Analysis) -> figs.FigureOut | None:
 
 # --- the catalog and the accounting -----------------------------------------------------------
 
-def _catalog_row(p: Program) -> dict[str, Any]:
+def _catalog_row(p: Program) -> CatalogRow:
     w = p.observation
     an = w.get("analytic") or {}
     check = w.get("check") or {}
@@ -470,52 +499,53 @@ def _catalog_row(p: Program) -> dict[str, Any]:
     args = ", ".join(f"{x['dtype']}{x['shape']}" for x in w.get("args", []))
     if tree and not args:
         args = tree_summary(tree)
-    return {
-        "title": p.title, "dtype": p.dtype, "args": args,
-        "flops": count(an.get("flops"), Kind.ANALYTIC) if model else Num(NO_MODEL),
-        "bytes": n(an.get("minimum_bytes"), "B", Kind.ANALYTIC) if model else traffic_num(p),
-        "intensity": Num(format_intensity(an["flops"] / an["minimum_bytes"]),
-                         Kind.ANALYTIC.value) if model else Num(NO_MODEL),
-        "check": ("passed" if check.get("passed") else
-                  "failed" if "passed" in check else "not run"),
-        "check_max_abs": ratio(check.get("max_abs_error"), Kind.MEASURED, 3),
-        "check_max_rel": ratio(check.get("max_rel_error"), Kind.MEASURED, 3),
-        "check_tolerance": tolerance(check),
-        "check_note": str(check.get("note") or ""),
-        "time": n(p.seconds, "s", Kind.MEASURED) if p.timing else Num("not measured"),
-        "unstable": bool(p.timing and p.timing.unstable),
-        "achieved": n(p.achieved, "FLOP/s", Kind.MEASURED) if p.achieved is not None
+    return CatalogRow(
+        title=p.title, dtype=p.dtype, args=args,
+        flops=count(an.get("flops"), Kind.ANALYTIC) if model else Num(NO_MODEL),
+        bytes=n(an.get("minimum_bytes"), "B", Kind.ANALYTIC) if model else traffic_num(p),
+        intensity=Num(format_intensity(an["flops"] / an["minimum_bytes"]),
+                      Kind.ANALYTIC.value) if model else Num(NO_MODEL),
+        check=("passed" if check.get("passed") else
+               "failed" if "passed" in check else "not run"),
+        check_max_abs=ratio(check.get("max_abs_error"), Kind.MEASURED, 3),
+        check_max_rel=ratio(check.get("max_rel_error"), Kind.MEASURED, 3),
+        check_tolerance=tolerance(check),
+        check_note=str(check.get("note") or ""),
+        time=n(p.seconds, "s", Kind.MEASURED) if p.timing else Num("not measured"),
+        unstable=bool(p.timing and p.timing.unstable),
+        achieved=n(p.achieved, "FLOP/s", Kind.MEASURED) if p.achieved is not None
         else Num("not measured"),
-        "user": p.user,
-        "anchor": meta.workload_anchor(p.name),
-    }
+        user=p.user,
+        anchor=meta.workload_anchor(p.name),
+    )
 
 
-def _reconciliation(p: Program) -> dict[str, Any]:
+def _reconciliation(p: Program) -> AccountingView:
     rec = p.reconciliation or {}
     if not rec.get("rows"):
-        return {"title": p.title, "rows": [], "reason": rec.get("reason", ""),
-                "efficiency": None}
+        return AccountingView(title=p.title, rows=[], reason=rec.get("reason", ""),
+                              efficiency=None)
     model = has_model(p)
     rows = []
     for r in rec["rows"]:
         analytic = count(r.get("analytic"), Kind.ANALYTIC)
         if not model:
             analytic = traffic_num(p) if r["quantity"] == "bytes" else Num(NO_MODEL)
-        rows.append({
-            "quantity": r["quantity"], "analytic": analytic,
-            "ours": count(r.get("ours"), Kind.ANALYTIC),
-            "xla": count(r.get("xla"), Kind.COMPILER_ESTIMATE),
-            "kernels": count(r.get("kernels"), Kind.ANALYTIC),
-            "jax": count(r.get("jax"), Kind.COMPILER_ESTIMATE),
-            "agree": bool(r.get("agree")),
-            "flags": [(f.get("cause", ""), flag_text(f)) for f in r.get("flags", [])],
-        })
+        rows.append(AccountingRow(
+            quantity=r["quantity"], analytic=analytic,
+            ours=count(r.get("ours"), Kind.ANALYTIC),
+            xla=count(r.get("xla"), Kind.COMPILER_ESTIMATE),
+            kernels=count(r.get("kernels"), Kind.ANALYTIC),
+            jax=count(r.get("jax"), Kind.COMPILER_ESTIMATE),
+            agree=bool(r.get("agree")),
+            flags=[(f.get("cause", ""), flag_text(f)) for f in r.get("flags", [])],
+        ))
     eff = rec.get("traffic_efficiency")
-    return {"title": p.title, "rows": rows, "reason": "",
-            "efficiency": ratio(eff, Kind.COMPILER_ESTIMATE, 3) if eff else None,
-            "program": program_sentence(p.observation.get("compiled") or {}),
-            "extra": any("kernels" in r or "jax" in r for r in rec["rows"])}
+    return AccountingView(
+        title=p.title, rows=rows, reason="",
+        efficiency=ratio(eff, Kind.COMPILER_ESTIMATE, 3) if eff else None,
+        program=program_sentence(p.observation.get("compiled") or {}),
+        extra=any("kernels" in r or "jax" in r for r in rec["rows"]))
 
 
 # --- the lab, the sweeps, the spec sheet ------------------------------------------------------
@@ -532,28 +562,27 @@ def _quantity(q: Quantity) -> Num:
     return Num(format_si(value, unit), q.kind.value)
 
 
-def _lab(an: Analysis) -> dict[str, Any]:
-    by_after: dict[str, list[dict[str, Any]]] = {}
+def _lab(an: Analysis) -> LabView:
+    by_after: dict[str, list[LabExercise]] = {}
     for x in an.exercises:
-        by_after.setdefault(x.after, []).append(
-            {"id": x.id, "question": x.question, "solution": list(x.solution)})
-    rows = [{"id": e.id, "title": e.title, "hypothesis": e.hypothesis,
-             "prediction": _quantity(e.prediction), "prediction_note": e.prediction.note,
-             "measurement": _quantity(e.measurement), "measurement_note": e.measurement.note,
-             "status": e.status, "verdict": e.verdict, "figure": f"lab_{e.id}",
-             "exercises": by_after.pop(e.id, [])} for e in an.experiments]
+        by_after.setdefault(x.after, []).append(LabExercise(x.id, x.question, list(x.solution)))
+    rows = [LabRow(id=e.id, title=e.title, hypothesis=e.hypothesis,
+                   prediction=_quantity(e.prediction), prediction_note=e.prediction.note,
+                   measurement=_quantity(e.measurement), measurement_note=e.measurement.note,
+                   status=e.status, verdict=e.verdict, figure=f"lab_{e.id}",
+                   exercises=by_after.pop(e.id, [])) for e in an.experiments]
     leftover = [x for xs in by_after.values() for x in xs]
     lab = an.observations.get("lab") or {}
-    held = sum(1 for r in rows if r["status"] == "held")
-    return {"rows": rows, "exercises": leftover, "held": str(held), "count": str(len(rows)),
-            "reason": "" if rows else lab.get("reason", "not run")}
+    held = sum(1 for r in rows if r.status == "held")
+    return LabView(rows=rows, exercises=leftover, held=str(held), count=str(len(rows)),
+                   reason="" if rows else lab.get("reason", "not run"))
 
 
 def _dims_text(dims: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{k} = {v}" for k, v in sorted(dims.items())) if dims else "not reached"
 
 
-def _sweeps(an: Analysis) -> dict[str, Any]:
+def _sweeps(an: Analysis) -> SweepsView:
     options = an.observations.get("options") or {}
     if not an.sweeps:
         if options.get("sweeps", True):
@@ -562,71 +591,72 @@ def _sweeps(an: Analysis) -> dict[str, Any]:
             why = "roofline_report.analyze() runs no sweeps"
         else:
             why = "no sweeps in this run (--no-sweeps)"
-        return {"available": False, "reason": why}
+        return SweepsView(available=False, reason=why)
     if an.roofs.measured is None:
-        return {"available": False,
-                "reason": "the sweeps are predicted from this machine's measured ceilings, "
-                + ("which this run did not measure" if not options.get("ceilings", True)
-                   else "which could not be measured (see what was not available)")}
-    rows = [{"title": sw.title, "points": str(len(sw.points)),
-             "predicted": _dims_text(sw.predicted_crossing),
-             "observed": _dims_text(sw.observed_crossing),
-             "error": percent(sw.median_error, Kind.PREDICTED)} for sw in an.sweeps]
-    points = [{"title": sw.title, "size": _dims_text(pt.dims),
-               "predicted": n(pt.prediction.seconds if pt.prediction else None, "s",
-                              Kind.PREDICTED),
-               "measured": n(pt.measured, "s", Kind.MEASURED), "miss": miss_text(pt.miss),
-               "bound": pt.prediction.binding.label if pt.prediction else "unknown",
-               "why": pt.why}
+        return SweepsView(
+            available=False,
+            reason="the sweeps are predicted from this machine's measured ceilings, "
+            + ("which this run did not measure" if not options.get("ceilings", True)
+               else "which could not be measured (see what was not available)"))
+    rows = [SweepRow(title=sw.title, points=str(len(sw.points)),
+                     predicted=_dims_text(sw.predicted_crossing),
+                     observed=_dims_text(sw.observed_crossing),
+                     error=percent(sw.median_error, Kind.PREDICTED)) for sw in an.sweeps]
+    points = [SweepPoint(title=sw.title, size=_dims_text(pt.dims),
+                         predicted=n(pt.prediction.seconds if pt.prediction else None, "s",
+                                     Kind.PREDICTED),
+                         measured=n(pt.measured, "s", Kind.MEASURED), miss=miss_text(pt.miss),
+                         bound=pt.prediction.binding.label if pt.prediction else "unknown",
+                         why=pt.why)
               for sw in an.sweeps for pt in sw.points]
-    return {"available": True, "rows": rows, "point_rows": points,
-            "points": str(sum(len(sw.points) for sw in an.sweeps)),
-            "median_error": percent(an.accuracy_of_sweeps, Kind.PREDICTED)}
+    return SweepsView(available=True, rows=rows, point_rows=points,
+                      points=str(sum(len(sw.points) for sw in an.sweeps)),
+                      median_error=percent(an.accuracy_of_sweeps, Kind.PREDICTED))
 
 
-def _preset(an: Analysis) -> dict[str, Any]:
+def _preset(an: Analysis) -> PresetView | None:
     preset = an.roofs.preset.to_json() if an.roofs.preset is not None else None
     roof_set = an.roofs.spec_sheet
     if not preset or roof_set is None:
-        return {"available": False}
+        return None
     sp = Kind.SPEC_SHEET
     hbm = preset["hbm_bandwidth"]["value"]
-    peaks = [{"dtype": dtype, "value": n(q["value"], q.get("unit", "FLOP/s"), sp),
-              "ridge": Num(format_intensity(q["value"] / hbm), sp.value),
-              "note": q.get("note", "")}
+    peaks = [PresetPeak(dtype=dtype, value=n(q["value"], q.get("unit", "FLOP/s"), sp),
+                        ridge=Num(format_intensity(q["value"] / hbm), sp.value),
+                        note=q.get("note", ""))
              for dtype, q in sorted(preset["peaks"].items()) if q.get("value")]
     ic = preset.get("interconnect") or {}
     launch = roof_set.floor("launch")
-    placed = []
+    placed: list[PresetPlaced] = []
     for p in an.programs:
         s = p.spec_sheet
         if s is None or p.intensity is None:
             continue
-        placed.append({"title": p.title,
-                       "intensity": Num(format_intensity(p.intensity), Kind.ANALYTIC.value),
-                       "roof_name": s.roof_name, "bound": s.binding,
-                       "roofline": n(s.roofline_s, "s", sp), "time": n(s.predicted_s, "s", s.kind)})
+        placed.append(PresetPlaced(
+            title=p.title, intensity=Num(format_intensity(p.intensity), Kind.ANALYTIC.value),
+            roof_name=s.roof_name, bound=s.binding, roofline=n(s.roofline_s, "s", sp),
+            time=n(s.predicted_s, "s", s.kind)))
     default = roof_set.compute_for("float32")
     launch_record = preset.get("launch") or {}
-    return {
-        "available": True, "name": preset["name"], "chosen": preset.get("chosen", ""),
-        "peaks": peaks, "hbm": n(hbm, "B/s", sp),
-        "interconnect": n((ic.get("bandwidth") or {}).get("value"), "B/s", sp) if ic
+    return PresetView(
+        name=preset["name"], chosen=preset.get("chosen", ""),
+        peaks=peaks, hbm=n(hbm, "B/s", sp),
+        interconnect=n((ic.get("bandwidth") or {}).get("value"), "B/s", sp) if ic
         else Num("not published"),
-        "interconnect_name": ic.get("name", ""),
-        "sources": [(s_["title"], s_["url"]) for s_ in preset.get("sources", [])],
-        "notes": preset.get("notes", ""),
-        "roof_label": default.name if default is not None else "",
-        "float32_roof": _float32_roof_text(default),
-        "placed": placed,
-        "launch": n(launch.seconds, "s", launch.kind) if launch is not None else None,
-        "launch_note": launch.provenance if launch is not None else "",
-        "launch_sources": [(s_["title"], s_["url"])
-                           for s_ in launch_record.get("sources", [])] if launch else [],
-        "launch_binds": _launch_binds(placed) if launch is not None else "",
+        interconnect_name=ic.get("name", ""),
+        sources=[(s_["title"], s_["url"]) for s_ in preset.get("sources", [])],
+        notes=preset.get("notes", ""),
+        roof_label=default.name if default is not None else "",
+        float32_roof=_float32_roof_text(default),
+        placed=placed,
+        launch=n(launch.seconds, "s", launch.kind) if launch is not None else None,
+        launch_note=launch.provenance if launch is not None else "",
+        launch_sources=[(s_["title"], s_["url"])
+                        for s_ in launch_record.get("sources", [])] if launch else [],
+        launch_binds=_launch_binds(placed) if launch is not None else "",
         # The kernels were predicted on this sheet too: the page says how the two times differ.
-        "kernels_on_sheet": an.roofs.kernels is roof_set,
-    }
+        kernels_on_sheet=an.roofs.kernels is roof_set,
+    )
 
 
 def _float32_roof_text(roof: ComputeRoof | None) -> str:
@@ -642,11 +672,11 @@ def _float32_roof_text(roof: ComputeRoof | None) -> str:
             "jax runs float32 matrix products there in 16-bit passes by default")
 
 
-def _launch_binds(placed: Sequence[Mapping[str, Any]]) -> str:
+def _launch_binds(placed: Sequence[PresetPlaced]) -> str:
     """How many of the placed programs the launch floor binds (those whose roofline time is
     below it), as a sentence; '' when none is placed."""
     total = len(placed)
-    bound = sum(1 for r in placed if r["bound"] == "launch")
+    bound = sum(1 for r in placed if r.bound == "launch")
     if total == 0:
         return ""
     if total == 1:
@@ -688,14 +718,14 @@ def render_analysis(an: Analysis, *, title: str | None = None) -> Rendered:
     with svg_sharing.sharing():
         vm = view_model_of(an)
     doc = sections.document(vm)
-    context = {"generator": vm["generator"], "kinds": vm["kinds"]}
+    context = {"generator": vm.generator, "kinds": vm.kinds}
     page_meta = meta.page_meta(an.observations, title,
                                [p.title for p in an.programs if p.user])
     return Rendered(
         html=page.render_html("report.html.j2", doc, meta=page_meta, **context),
         markdown=page.render_markdown("report.md.j2", doc, meta=page_meta.for_markdown(),
                                       **context),
-        figures={name: f.svg for name, f in vm["figures"].items()},
-        skipped=list(vm["skipped"]),
+        figures={name: f.svg for name, f in vm.figures.items()},
+        skipped=list(vm.skipped),
     )
 
