@@ -52,6 +52,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 TYPE_CHECKING = False
@@ -339,10 +340,13 @@ def run(main: Callable[[], int]) -> int:
         if _state.pending:
             raise KeyboardInterrupt
         threading.Thread(target=build, name="roofline-report build", daemon=True).start()
-        # A wait the interrupt ends at once; the timeout only bounds the wait where the signal
-        # went to another thread (the kernel prefers this one: it sleeps with nothing pending).
-        while not done.wait(0.1):
-            pass
+        # A wait the interrupt ends at once: a sleep, which a signal cuts short, and a flag read
+        # without a lock. (Event.wait takes a lock inside, and an interrupt raised while it
+        # restores that lock left it released twice: exit 1, "release unlocked lock".) The
+        # sleep's length only bounds the wait where the signal went to another thread, and how
+        # long a finished build waits to be noticed.
+        while not done.is_set():
+            time.sleep(0.02)
     except KeyboardInterrupt:
         _state.mode = "ignore"
         with _critical:  # the build is in no critical section now, and enters none again

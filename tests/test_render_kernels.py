@@ -244,7 +244,8 @@ def test_a_loop_that_stops_on_data_is_priced_at_the_trips_its_trace_observed(
     known = analyse(data).program("scan")
     scan["kernels"] = inv
     scan["compiled"] = {**scan.get("compiled", {}), "while_loops": [
-        {"name": "while.5", "known_trip_count": None}]}
+        {"name": "while.5", "known_trip_count": None, "condition": None, "body": None,
+         "op_name": None, "source_file": None, "source_line": None, "source_column": None}]}
     observed = analyse(data).program("scan")
     assert known is not None and observed is not None
     assert observed.kernels is not None and observed.prediction is not None
