@@ -12,14 +12,9 @@ import pytest
 
 from roofline_report.analysis import patterns
 from roofline_report.analysis.roofs import RateRoof, RoofSet
+from roofline_report.hlo.dot_patterns import NARROW_DOT, contracted_on_major, narrow_side
 from roofline_report.hlo.ir import parse_module
-from roofline_report.hlo.kernel_patterns import (
-    NARROW_DOT,
-    contracted_on_major,
-    kept_run,
-    kernel_pattern,
-    narrow_side,
-)
+from roofline_report.hlo.kernel_patterns import kept_run, kernel_pattern
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.hlo.shapes import parse_shape
 from roofline_report.kinds import Kind

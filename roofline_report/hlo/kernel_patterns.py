@@ -105,6 +105,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from roofline_report.hlo.dot_patterns import is_float_dot, is_transposed_dot, narrow_side
 from roofline_report.hlo.ir import Instruction, Module
 from roofline_report.hlo.kernel_bytes import elements_of, scatter_parts
 from roofline_report.hlo.kernel_cost import (
@@ -125,11 +126,6 @@ PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
             "broadcast-transpose", "reduce-window-lane", "mat-vec", "transposed-dot",
             "block-transpose")
-# A loop dot whose narrow operand has at most this many elements besides its batch and
-# contracted dimensions is a matrix-vector product (``mat-vec``): its time goes with the
-# matrix it reads (on a 2-core CPU a [512, 1024] matrix took 1.1 ms by 8, 16 or 32 columns,
-# 1.3 ms by 64, 2.8 ms by 128, where it becomes a product of its flops).
-NARROW_DOT = 64
 TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
 # XLA's GPU backend names its own: an H200's top-k roof (jax 0.11.2) ran custom-call.1
 # (__gpu$TopK) and found no top-k kernel under the CPU's name.
@@ -773,59 +769,6 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
     return _transpose(instr, module, tpu)
 
 
-FLOAT_DOT_TYPES = ("f16", "bf16", "f32", "f64")  # the operand types of a transposed-dot
-
-
-def _free_elements(dot: Instruction, side: int) -> int | None:
-    """The elements of a dot operand's dimensions that are neither contracted nor batch
-    (``side`` 0: the left operand, 1: the right); None where its shape is not known."""
-    shape = dot.operand_shapes[side] if len(dot.operand_shapes) > side else None
-    if shape is None or shape.array is None:
-        return None
-    prefix = ("lhs", "rhs")[side]
-    skip = set(ints_in(dot.attributes.get(f"{prefix}_contracting_dims"))) \
-        | set(ints_in(dot.attributes.get(f"{prefix}_batch_dims")))
-    return math.prod(n for d, n in enumerate(shape.array.dims) if d not in skip)
-
-
-def narrow_side(dot: Instruction) -> tuple[int, int] | None:
-    """(the narrow operand's width, the index of the wide operand) of a dot one of whose
-    operands has at most :data:`NARROW_DOT` elements besides its batch and contracted
-    dimensions (a vector, a few rows) and the other more (a matrix); None for any other dot
-    (two narrow operands make a small product, two wide ones a product of its flops)."""
-    left, right = _free_elements(dot, 0), _free_elements(dot, 1)
-    if left is None or right is None or min(left, right) > NARROW_DOT \
-            or max(left, right) <= NARROW_DOT:
-        return None
-    return (left, 1) if left < right else (right, 0)
-
-
-def contracted_on_major(dot: Instruction, side: int) -> bool:
-    """Whether a dot operand is contracted along a dimension other than its minor-most one
-    that is neither batch nor of size 1, in its layout (the left operand of ``x.T @ y``, the
-    right operand of ``a @ b``); False where its shape is not known."""
-    shape = dot.operand_shapes[side] if len(dot.operand_shapes) > side else None
-    if shape is None or shape.array is None:
-        return False
-    array = shape.array
-    prefix = ("lhs", "rhs")[side]
-    contracted = set(ints_in(dot.attributes.get(f"{prefix}_contracting_dims")))
-    batch = set(ints_in(dot.attributes.get(f"{prefix}_batch_dims")))
-    minor = next((d for d in array.minor_to_major()
-                  if d not in batch and array.dims[d] != 1), None)
-    return minor is not None and bool(contracted) and minor not in contracted
-
-
-def _float(dot: Instruction) -> bool:
-    lhs = dot.operand_shapes[0] if dot.operand_shapes else None
-    return lhs is not None and lhs.array is not None and lhs.array.dtype in FLOAT_DOT_TYPES
-
-
-def _transposed(dot: Instruction) -> bool:
-    """Whether a dot is ``x.T @ y``: float operands, both contracted along a major axis."""
-    return _float(dot) and contracted_on_major(dot, 0) and contracted_on_major(dot, 1)
-
-
 def _loop_dot(dots: Sequence[Instruction], tpu: bool) -> Pattern:
     """The pattern of a kernel whose ``dots`` its own loop emitter computes: ``mat-vec`` where
     every dot multiplies floats and has a narrow side, ``transposed-dot`` where every dot is
@@ -835,13 +778,13 @@ def _loop_dot(dots: Sequence[Instruction], tpu: bool) -> Pattern:
         _plain(first.shape)
     flops = sum(dot_flops(d) or 0 for d in dots)
     narrow = [narrow_side(d) for d in dots]
-    if not tpu and all(n is not None for n in narrow) and all(_float(d) for d in dots):
+    if not tpu and all(n is not None for n in narrow) and all(is_float_dot(d) for d in dots):
         found = [n for n in narrow if n is not None]
         wide = sum(elements_of(d.operand_shapes[side]) for d, (_, side) in zip(dots, found,
                                                                                 strict=True))
         width = max(w for w, _ in found)
         return Pattern("mat-vec", wide, f"{detail}, {width} wide", width)
-    if not tpu and all(_transposed(d) for d in dots):
+    if not tpu and all(is_transposed_dot(d) for d in dots):
         return Pattern("transposed-dot", flops, detail)
     return Pattern("loop-dot", flops, detail)
 

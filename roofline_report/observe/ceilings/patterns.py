@@ -579,7 +579,7 @@ def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
     # reads and writes no longer fit a 32 MiB last-level cache (a real FFT of rows of 400
     # ran at 2.3 G elements/s at 2 M elements here and at 1.6 at 3.2 M).
     large = (*sizes, 2 * sizes[-1]) if plan.variant_sizes else sizes
-    from roofline_report.hlo.kernel_patterns import NARROW_DOT
+    from roofline_report.hlo.dot_patterns import NARROW_DOT
 
     # A matrix wider than a narrow product's side: a smaller one makes a small product.
     matrices = tuple(n for n in large if _power_side(n) > NARROW_DOT) or large[-1:]
