@@ -72,6 +72,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from roofline_report.analysis.inventory_totals import (
+    program_buffers,
+    program_footprint,
+    program_traffic,
+)
 from roofline_report.analysis.patterns import pattern_time
 from roofline_report.analysis.roofs import (
     PAGE_FAULT,
@@ -548,25 +553,6 @@ def _bound(terms: tuple[Term, ...], units_overlap: bool = False) -> tuple[float,
     return work + sum(seconds for seconds, _ in overhead), binding
 
 
-def program_footprint(inventory: Mapping[str, Any]) -> float | None:
-    """The bytes a call of the program holds at least (its arguments and the results that
-    alias none of them: the inventory's ``call_bytes``): what passes through the caches
-    between one call's read of an argument and the next call's; None where not counted."""
-    value = inventory.get("call_bytes")
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        and value > 0 else None
-
-
-def program_traffic(inventory: Mapping[str, Any]) -> float | None:
-    """The bytes a program's kernels move per call, as its kernel inventory totals them (each
-    charged kernel's bytes times its trips): how much passes through the caches between one
-    call's use of an input and the next's; None where the inventory gives no totals."""
-    read, written = inventory.get("bytes_read"), inventory.get("bytes_written")
-    if read is None or written is None:
-        return None
-    return float(read) + float(written)
-
-
 def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
                    fresh_pages: float = 0.0, traffic: float | None = None,
                    footprint: float | None = None) -> Prediction | None:
@@ -759,14 +745,6 @@ def predict_from_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs
     lists none or one cannot be priced."""
     parts = predict_kernels(kernels, dtype, roofs, traffic, footprint)
     return predict_program(parts, roofs, buffers) if parts is not None else None
-
-
-def program_buffers(inventory: Mapping[str, Any]) -> int | None:
-    """The arguments and results one call of the program passes, as its kernel inventory
-    counts them (the entry computation's parameters and results); None where not counted."""
-    value = inventory.get("buffers")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
-        else None
 
 
 def predict_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet,
