@@ -280,7 +280,7 @@ class Program:
             if isinstance(x, jax.ShapeDtypeStruct):
                 return jax.device_put(_random(rng, tuple(x.shape), np.dtype(x.dtype)))
             if isinstance(x, jax.Array):
-                return x
+                return on_default_device(x)
             return jax.device_put(np.asarray(x))
 
         (dyn_a, dyn_k), _ = self._split(self.args, self.kwargs)
@@ -363,6 +363,20 @@ def _leaf_problem(leaf: Any, nested: bool = True) -> str | None:
     if dtype.kind in "OUSMmV" and dtype.name not in tolerances.DEFAULTS:
         return f"has dtype {dtype.name}; pass numeric arrays"
     return None
+
+
+def on_default_device(x: jax.Array) -> jax.Array:
+    """``x`` on the default backend's first device where it is an uncommitted array on the
+    host while that backend is an accelerator (a setup run on the host, or parameters made
+    there); otherwise ``x`` itself. An uncommitted host array passed to a jitted call on an
+    accelerator is copied to it on every call, which the timing would count; an array the
+    user placed (committed) stays where it is."""
+    if x.committed or jax.default_backend() == "cpu":
+        return x
+    if not all(d.platform == "cpu" for d in x.devices()):
+        return x
+    placed: jax.Array = jax.device_put(x, jax.devices()[0])
+    return placed
 
 
 def make_program(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], *, name: str,
