@@ -3,6 +3,7 @@
     python benchmarks/prediction.py                          # the catalog suite: measure, score
     python benchmarks/prediction.py --suite heldout          # the held-out suite
     python benchmarks/prediction.py [--suite S] --from-json FILE   # score a saved results.json
+    python benchmarks/prediction.py --suite heldout --from-json A B   # a run measured in parts
     python benchmarks/prediction.py --suite heldout --out DIR      # keep the measured report
     python benchmarks/prediction.py --suite both             # both suites from one run
 
@@ -290,9 +291,17 @@ def heldout_names(config: Path = HELDOUT_CONFIG, *, blind: bool = False) -> list
     return [f"user:{spec.name}" for spec in specs]
 
 
-def heldout(data: dict[str, Any]) -> dict[str, Any]:
+def heldout(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The held-out suite's scores from one run's results, or from the parts of a run that
+    measured the suite in several processes (on a TPU one process cannot hold the whole
+    suite within a command's limit); a program in two parts is an error."""
     names = heldout_names()
-    scores = [s for s in read_scores(data) if s.name in names and not s.sweep_point]
+    scores = [s for data in parts for s in read_scores(data)
+              if s.name in names and not s.sweep_point]
+    twice = sorted({s.name for s in scores if [t.name for t in scores].count(s.name) > 1})
+    if twice:
+        raise InputError("the parts both hold " + ", ".join(n.removeprefix("user:")
+                                                             for n in twice))
     found = {s.name for s in scores}
     missing = [n.removeprefix("user:") for n in names if n not in found]
     if not scores:
@@ -318,7 +327,9 @@ def heldout(data: dict[str, Any]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--suite", choices=("catalog", "heldout", "both"), default="catalog")
-    parser.add_argument("--from-json", metavar="FILE", help="score a saved results.json")
+    parser.add_argument("--from-json", metavar="FILE", nargs="+",
+                        help="score a saved results.json; for the held-out suite, the parts "
+                             "of one run measured in several processes may be given together")
     parser.add_argument("--out", metavar="DIR",
                         help="keep the measured report (and its results.json) in DIR")
     parser.add_argument("--no-step", action="store_true",
@@ -328,21 +339,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "this run")
     ns = parser.parse_args(argv)
     try:
+        if ns.from_json and len(ns.from_json) > 1 and ns.suite != "heldout":
+            raise InputError(f"--from-json takes one file for the {ns.suite} suite")
         if ns.suite == "heldout":
-            data = (results.load(ns.from_json) if ns.from_json else
-                    _measure(["--config", str(HELDOUT_CONFIG), "--only-config"], ns.out,
-                             cached=ns.cached_ceilings))
-            out = heldout(data)
+            parts = ([results.load(f) for f in ns.from_json] if ns.from_json else
+                     [_measure(["--config", str(HELDOUT_CONFIG), "--only-config"], ns.out,
+                               cached=ns.cached_ceilings)])
+            out = heldout(parts)
         elif ns.suite == "both":
-            data = (results.load(ns.from_json) if ns.from_json else
+            data = (results.load(ns.from_json[0]) if ns.from_json else
                     _measure(["--config", str(HELDOUT_CONFIG)], ns.out,
                              cached=ns.cached_ceilings))
             print("catalog suite")
             first = catalog(data, None, heldout_names())
             print("held-out suite")
-            out = {"catalog": first, "heldout": heldout(data)}
+            out = {"catalog": first, "heldout": heldout([data])}
         else:
-            data = results.load(ns.from_json) if ns.from_json else \
+            data = results.load(ns.from_json[0]) if ns.from_json else \
                 _measure(_step_argv(ns.no_step), ns.out, cached=ns.cached_ceilings)
             found = any(w.get("name") == STEP_NAME for w in data["workloads"])
             step = STEP_NAME if found and not ns.no_step else None

@@ -1032,3 +1032,32 @@ def test_nerf_loss_matches_numpy_rendering_and_its_gradient_a_difference() -> No
         up["rgb"]["b"][i] += step
         down["rgb"]["b"][i] -= step
         assert abs((loss(up) - loss(down)) / (2 * step) - grads["rgb"]["b"][i]) < 1e-3
+
+
+def test_a_run_measured_in_parts_is_scored_as_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a TPU the suite runs in two processes sharing one ceilings cache: the parts' results
+    are scored together, the same as one run holding both; a program in two parts, or parts
+    given for another suite, is a one-line error."""
+    everyone = prediction.heldout_names()
+    data = results.load(FIXTURES / "cpu_results.json")
+    timed = [w for w in data["workloads"] if (w.get("kernel_timing") or {}).get("available")]
+    first = {**data, "workloads": [{**timed[0], "name": everyone[0]}]}
+    second = {**data, "workloads": [{**timed[1], "name": everyone[1]}]}
+    whole = {**data, "workloads": [*first["workloads"], *second["workloads"]]}
+    paths = []
+    for name, doc in (("a", first), ("b", second), ("whole", whole)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(results.dumps(doc), encoding="utf-8")
+    assert prediction.main(["--suite", "heldout", "--from-json", str(paths[0]),
+                            str(paths[1])]) == 0
+    parts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert prediction.main(["--suite", "heldout", "--from-json", str(paths[2])]) == 0
+    one = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert parts["points"] == 2 and parts == one
+    assert prediction.main(["--suite", "heldout", "--from-json", str(paths[0]),
+                            str(paths[2])]) == EXIT_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the parts both hold" in err[0]
+    assert prediction.main(["--from-json", str(paths[0]), str(paths[1])]) == EXIT_INPUT
+    assert "takes one file for the catalog suite" in capsys.readouterr().err
