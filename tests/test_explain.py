@@ -113,6 +113,29 @@ def test_the_kernels_behind_most_of_a_miss_are_named() -> None:
     assert "slow kernels" not in _why(_prediction(4e-3), 1e-3, rows=rows)
 
 
+def test_the_kernels_behind_most_of_a_fast_program_are_named_with_their_roofs() -> None:
+    """A program faster than predicted by 2× or more names the few kernels whose predictions
+    overshoot most (a TPU's gathers of a table held on chip, held to a gather roof measured
+    from main memory) rather than 'unknown'."""
+    rows = [_row("gather_fusion", "data movement", 0.1e-3, 2.85e-3),
+            _row("fusion.4", "reduction", 0.02e-3, 0.14e-3),
+            _row("dot", "matmul", 0.5e-3, 0.45e-3),
+            _row("untimed", "elementwise", None, 1e-3)]
+    why = _why(_prediction(4e-3), 0.93e-3, rows=rows)
+    label = _prediction(1.0).binding
+    assert why.startswith("above its prediction: ")
+    assert (f"; fast kernels: gather_fusion (data movement, 100 µs against 2.85 ms predicted "
+            f"at its {label.label} roof, {label.roof}), fusion.4 (reduction, 20 µs against "
+            f"140 µs predicted at its {label.label} roof, {label.roof}) account for 100% of "
+            "the time the kernels' predictions exceed their measured times") in why
+    assert "unknown" not in why and "slow kernels" not in why
+    # Spread over many kernels, none a few of which explains half: not named.
+    even = [_row(f"k{i}", "elementwise", 1e-4, 4e-4) for i in range(10)]
+    assert "fast kernels" not in _why(_prediction(4e-3), 1e-3, rows=even)
+    # Slower than predicted: these kernels are not the reason.
+    assert "fast kernels" not in _why(_prediction(1e-3), 4e-3, rows=rows)
+
+
 def test_a_point_above_its_prediction_says_so_first() -> None:
     why = _why(_prediction(100e-6), 90e-6)
     assert why.startswith("above its prediction: ") and "unknown" not in why  # within 50%

@@ -7,6 +7,9 @@ built from the numbers at hand, never silence:
 * **slow kernels**: slower, and the profiler trace shows a few kernels (at most
   :data:`NAMED_KERNELS`) that account for most of the gap between their measured and predicted
   times: they run far below their roofs (a code path slower than the roofs it was held to);
+* **fast kernels**: faster, and a few kernels (at most :data:`NAMED_KERNELS`) account for
+  most of the time their predictions exceed their measured times: each is named with the roof
+  it was held to, which does not describe it;
 * **unstable**: the measurement's spread (IQR ÷ median) is over 10%, so the median itself moves;
 * **cache level**: faster than predicted while the bytes were charged to main memory, although
   they would fit the last-level cache;
@@ -130,6 +133,8 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
                        "without a trace, so the prediction is a lower bound")
     if slower:
         reasons += _slow_kernels(e.rows)
+    else:
+        reasons += _fast_kernels(e.rows)
     if slower and e.page_faults and e.fault_s:
         cost = e.page_faults * e.fault_s
         if cost >= FAULT_SHARE * (m.measured - m.predicted) and cost >= m.measured / 20:
@@ -214,6 +219,28 @@ def _slow_kernels(rows: Sequence[KernelRow]) -> list[str]:
         for _, r in named)
     return [f"slow kernels: {parts} account for {percent_text(share)} of the time the kernels "
             "took beyond their predictions: they run far below their roofs"]
+
+
+def _fast_kernels(rows: Sequence[KernelRow]) -> list[str]:
+    """The few kernels of the trace behind most of the time the model predicted and the
+    kernels did not take, each with the roof it was held to, or nothing without per-kernel
+    times or when no few of them explain half of it."""
+    gains = sorted(((p.seconds - r.seconds, r) for r in rows
+                    if (p := r.prediction) is not None and r.seconds
+                    and p.seconds > r.seconds), key=lambda g: (-g[0], g[1].name))
+    total = sum(g for g, _ in gains)
+    named = gains[:NAMED_KERNELS]
+    share = sum(g for g, _ in named) / total if total > 0 else 0.0
+    if not named or share < 0.5:
+        return []
+    parts = ", ".join(
+        f"{r.name} ({r.category}, {format_si(r.seconds, 's')} against "
+        f"{format_si(r.prediction.seconds, 's')} predicted at its "
+        f"{r.prediction.binding.label} roof, {r.prediction.binding.roof})"
+        for _, r in named if r.prediction is not None)
+    return [f"fast kernels: {parts} account for {percent_text(share)} of the time the "
+            "kernels' predictions exceed their measured times: they ran above the roofs they "
+            "were held to, which do not describe them"]
 
 
 def _evicted(e: Evidence) -> list[str]:
