@@ -1061,3 +1061,26 @@ def test_a_run_measured_in_parts_is_scored_as_one(
     assert len(err) == 1 and "the parts both hold" in err[0]
     assert prediction.main(["--from-json", str(paths[0]), str(paths[1])]) == EXIT_INPUT
     assert "takes one file for the catalog suite" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_tpu_run_in_two_parts_scores_every_program_and_names_each_large_miss(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A real TPU v5e run of the whole suite in two parts (quick ceilings measured in the
+    first, reused by the second): every program is scored, and each miss of 2x or more,
+    either way, carries a cause on its row, never 'unknown'."""
+    import gzip
+
+    paths = []
+    for part in ("a", "b"):
+        packed = FIXTURES / "tpu_v5e_results" / f"heldout_part_{part}.json.gz"
+        paths.append(tmp_path / f"{part}.json")
+        paths[-1].write_bytes(gzip.decompress(packed.read_bytes()))
+    assert prediction.main(["--suite", "heldout", "--from-json", *map(str, paths)]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["points"] == len(prediction.heldout_names()) and out["kernels"] > 200
+    large = [p for p in out["programs"]
+             if max(p["predicted_s"] / p["measured_s"], p["measured_s"] / p["predicted_s"]) >= 2]
+    assert large, "the run holds misses of 2x or more (the T5 and VAE programs' gathers)"
+    for p in large:
+        assert p["reason"] and "unknown" not in p["reason"], p["name"]

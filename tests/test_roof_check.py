@@ -10,6 +10,7 @@ to the cache, its device changed.
 from __future__ import annotations
 
 import copy
+import gzip
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,14 @@ import pytest
 
 from roofline_report.analysis.analyse import analyse
 from roofline_report.analysis.measuring_load import LOADED_SHARE
-from roofline_report.analysis.roof_check import SUSPECT_SHARE, Above, Cause, above
+from roofline_report.analysis.roof_check import (
+    SUSPECT_SHARE,
+    Above,
+    Cause,
+    RoofCheck,
+    RoofTally,
+    above,
+)
 from roofline_report.report import views
 from roofline_report.results import io as results_io
 
@@ -228,3 +236,57 @@ def test_roofs_measured_quietly_in_the_run_are_not_called_too_low(doc: dict[str,
     assert "--remeasure measures them again" in warning
     # Without a record of the load, the roofs stay the likely cause.
     assert not analyse(_roofs_divided(doc, 10.0)).roof_check.measured_quietly  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------------------ by kind
+
+
+def _tally_check(roofs: tuple[RoofTally, ...]) -> RoofCheck:
+    above_ = tuple(Above(f"p: k{i}", 3.0, 0.0) for i in range(sum(t.above for t in roofs)))
+    return RoofCheck(programs=(), programs_checked=0, kernels=above_,
+                     kernels_checked=sum(t.checked for t in roofs), causes=(), roofs=roofs)
+
+
+def test_kernels_above_the_roofs_of_some_kinds_while_the_commonest_held() -> None:
+    """On a TPU v5e every gather ran above the gather roofs while none of 31 kernels held to
+    the triad stream did: the roofs of those kinds, not the ceilings, are what they beat."""
+    gather = RoofTally("gather float32 (rows of 256)", 6, 6)
+    triad = RoofTally("triad stream", 31, 0)
+    reduce = RoofTally("reduce stream", 4, 0)  # too few kernels to say it held
+    rc = _tally_check((gather, triad, reduce))
+    assert rc.beaten == (gather,) and rc.held == (triad,) and rc.by_kind
+    # The commonest roof beaten too: the ceilings as a whole may be low.
+    low = _tally_check((gather, RoofTally("triad stream", 31, 20)))
+    assert not low.by_kind
+    # A commonest roof checked by too few kernels to hold says nothing.
+    assert not _tally_check((RoofTally("gather", 3, 3), RoofTally("triad stream", 4, 0))).by_kind
+    # Nothing above: nothing to say.
+    assert not _tally_check((triad,)).by_kind
+
+
+TPU_PART_B = FIXTURE.parent / "tpu_v5e_results" / "heldout_part_b.json.gz"
+
+
+@pytest.mark.slow
+def test_a_tpu_run_names_the_roofs_beaten_and_the_roofs_that_held() -> None:
+    """A real TPU v5e run (fourteen held-out programs, its ceilings quick and reused from the
+    cache minutes after they were measured): its gathers beat the gather roofs while no
+    kernel beat the streaming roofs. The warning names the roofs with their counts, gives no
+    advice to measure the ceilings again, and --remeasure-if-suspect does not."""
+    from roofline_report.observe import suspect_ceilings
+
+    doc = results_io.loads(gzip.decompress(TPU_PART_B.read_bytes()).decode("utf-8"))
+    rc = analyse(doc).roof_check
+    assert rc is not None and rc.suspect and rc.by_kind
+    tallies = {t.roof: t for t in rc.roofs}
+    gather = tallies["gather float32 (rows of 256)"]
+    assert gather.above == gather.checked > 0
+    assert tallies["triad stream"].held and tallies["reduce stream"].held
+    warning = _paragraph(views.render(doc).markdown, "> Check these roofs: ")
+    assert f"gather float32 (rows of 256) ({gather.above} of {gather.checked} kernels held to " \
+           "it)" in warning
+    held = sum(t.checked for t in rc.held)
+    assert f"none of the {held} kernels held to triad stream and reduce stream ran above " \
+           "them" in warning
+    assert "--remeasure" not in warning and "likely too low" not in warning
+    assert suspect_ceilings.suspect(doc) is None

@@ -13,6 +13,11 @@ calls the roofs **suspect** when at least :data:`SUSPECT_SHARE` of the programs 
 the kernels checked) did. It names the likely reasons from the run's own record: ceilings
 measured under load (:mod:`.measuring_load`), reused from the cache, measured on another
 device. The report words it; the command line's ``--remeasure`` measures the ceilings again.
+It tallies the kernels by the roof each was held to: where the kernels above were held to the
+roofs of some kinds of work (on a TPU v5e, every gather held to the gather roofs, 26 of 26)
+while the roof most kernels were held to held for all of them (none of 23 to 31 above the
+triad stream's), the ceilings as a whole are not too low, and the report says which roofs do
+not describe their kernels instead of advising to measure them all again.
 A program or kernel whose prediction is bound by the dispatch and launch floors (a trivial
 program's) is not checked: beating a floor says nothing of the roofs.
 """
@@ -35,6 +40,9 @@ from roofline_report.results import schema
 #: them by more than their spread: half, so that a model error on a few programs of a run is
 #: not taken for wrong ceilings.
 SUSPECT_SHARE = 0.5
+#: A roof held when at least this many significant kernels were checked against it and none
+#: ran above it: its ceilings are not too low, whatever the kernels of other kinds did.
+HELD_AT_LEAST = 5
 
 
 class Cause(enum.Enum):
@@ -57,6 +65,20 @@ class Above:
 
 
 @dataclass(frozen=True, slots=True)
+class RoofTally:
+    """The significant kernels checked against one roof (its name) and how many of them ran
+    above it beyond their spread."""
+
+    roof: str
+    checked: int
+    above: int
+
+    @property
+    def held(self) -> bool:
+        return self.above == 0 and self.checked >= HELD_AT_LEAST
+
+
+@dataclass(frozen=True, slots=True)
 class RoofCheck:
     """The programs and kernels above their roofs beyond their spread, of how many checked;
     whether that makes the roofs suspect; the likely causes; and the cached ceilings' age
@@ -73,6 +95,29 @@ class RoofCheck:
     # Measured in this run with the machine's load recorded, and no round under load: then
     # nothing recorded makes the roofs suspect, and the model may price the programs high.
     measured_quietly: bool = False
+    # The kernels checked, by the roof each was held to: most kernels above first.
+    roofs: tuple[RoofTally, ...] = ()
+
+    @property
+    def beaten(self) -> tuple[RoofTally, ...]:
+        """The roofs some kernel ran above."""
+        return tuple(t for t in self.roofs if t.above)
+
+    @property
+    def held(self) -> tuple[RoofTally, ...]:
+        """The roofs :attr:`RoofTally.held`: many kernels checked, none above."""
+        return tuple(t for t in self.roofs if t.held)
+
+    @property
+    def by_kind(self) -> bool:
+        """Whether the kernels above were held to the roofs of some kinds of work while the
+        roof most kernels were held to held for all of them: then the ceilings as a whole are
+        not too low (ceilings measured under load, or on another machine, lower that roof as
+        much as any), and measuring them again would not change what these kernels beat."""
+        if not self.beaten:
+            return False
+        commonest = max(self.roofs, key=lambda t: (t.checked, -t.above))
+        return commonest.held
 
     @property
     def suspect(self) -> bool:
@@ -111,9 +156,10 @@ def _on_floors(p: Prediction) -> bool:
     return p.binding.group == "overhead"
 
 
-def _kernels(programs: Sequence[Program]) -> tuple[list[Above], int]:
+def _kernels(programs: Sequence[Program]) -> tuple[list[Above], int, tuple[RoofTally, ...]]:
     found: list[Above] = []
     checked = 0
+    tally: dict[str, list[int]] = {}
     for p in programs:
         if p.kernels is None:
             continue
@@ -124,10 +170,15 @@ def _kernels(programs: Sequence[Program]) -> tuple[list[Above], int]:
             checked += 1
             q1, q3 = r.spread if r.spread is not None else (0.0, 0.0)
             spread = (q3 - q1) / r.miss.measured if q3 > q1 else 0.0
+            counts = tally.setdefault(r.prediction.binding.roof, [0, 0])
+            counts[0] += 1
             if (a := above(f"{p.name}: {r.name}", r.prediction.seconds, r.miss.measured,
                            spread)) is not None:
                 found.append(a)
-    return found, checked
+                counts[1] += 1
+    roofs = sorted((RoofTally(roof, n, up) for roof, (n, up) in tally.items()),
+                   key=lambda t: (-t.above, -t.checked, t.roof))
+    return found, checked, tuple(roofs)
 
 
 def roof_check(results: schema.Results, programs: Sequence[Program], measured_roofs: bool,
@@ -147,7 +198,7 @@ def roof_check(results: schema.Results, programs: Sequence[Program], measured_ro
         checked += 1
         if (a := above(p.name, p.prediction.seconds, p.seconds, p.timing.spread)) is not None:
             found.append(a)
-    kernels, kernels_checked = _kernels(programs)
+    kernels, kernels_checked, roofs = _kernels(programs)
     causes: list[Cause] = []
     if measuring.loaded:
         causes.append(Cause.LOADED)
@@ -164,7 +215,8 @@ def roof_check(results: schema.Results, programs: Sequence[Program], measured_ro
                      ceilings_device=ceilings.device_kind,
                      measured_quietly=(not causes and measuring.recorded and origin is not None
                                        and not origin.cached),
-                     run_device=env.device_kind)
+                     run_device=env.device_kind, roofs=roofs)
 
 
-__all__ = ["SUSPECT_SHARE", "Above", "Cause", "RoofCheck", "above", "roof_check"]
+__all__ = ["HELD_AT_LEAST", "SUSPECT_SHARE", "Above", "Cause", "RoofCheck", "RoofTally", "above",
+           "roof_check"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from roofline_report.analysis.measuring_load import LOADED_SHARE, conditions
 from roofline_report.analysis.records import Analysis
-from roofline_report.analysis.roof_check import Cause, RoofCheck
+from roofline_report.analysis.roof_check import Cause, RoofCheck, RoofTally
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import Inline, Text, text
 from roofline_report.report.format import Num, count, n, percent, plural, ratio
@@ -93,7 +93,7 @@ def roof_warning(an: Analysis) -> Text:
     rc: RoofCheck | None = an.roof_check
     if rc is None or not rc.suspect:
         return ()
-    parts: list[Inline] = ["Check these ceilings: "]
+    parts: list[Inline] = ["Check these roofs: " if rc.by_kind else "Check these ceilings: "]
     if rc.programs:
         parts += [_of(len(rc.programs), rc.programs_checked, "program", "programs")]
         if rc.kernels:
@@ -108,6 +108,9 @@ def roof_warning(an: Analysis) -> Text:
     else:
         parts += ["by ", _times(min(factors)), " to ", _times(max(factors)), " (median ",
                   _times(rc.median_factor), ")"]
+    if rc.by_kind:
+        parts += [". ", *_by_kind(rc)]
+        return text(*parts)
     if rc.measured_quietly:
         parts += [". They were measured in this run while the machine was quiet (see their "
                   "measuring conditions), so nothing recorded makes them too low: the model "
@@ -137,6 +140,34 @@ def roof_warning(an: Analysis) -> Text:
     parts += [f". {_again(an)} measures them again; every prediction, miss and share of roof "
               "below rests on them."]
     return text(*parts)
+
+
+LISTED_ROOFS = 4  # roofs named in the warning, the most kernels above first
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _by_kind(rc: RoofCheck) -> list[Inline]:
+    """The kernels above by the roof they were held to, and the roofs that held: the words of
+    a check whose roofs are wrong for a few kinds of work, not as a whole."""
+    beaten, held = rc.beaten, rc.held
+
+    def one(t: RoofTally) -> str:
+        return f"{t.roof} ({t.above} of {plural(t.checked, 'kernel', 'kernels')} held to it)"
+
+    named = [one(t) for t in beaten[:LISTED_ROOFS]]
+    if len(beaten) > LISTED_ROOFS:
+        rest = len(beaten) - LISTED_ROOFS
+        named.append(f"{plural(rest, 'roof', 'roofs')} more")
+    checked = sum(t.checked for t in held)
+    return [f"The kernels above were held to the roofs of some kinds of work: "
+            f"{_listed(named)}; none of the {checked} kernels held to "
+            f"{_listed([t.roof for t in held])} ran above {'it' if len(held) == 1 else 'them'}."
+            " So the ceilings as a whole are not too low: those roofs do not describe these "
+            "kernels, and the model charges them more time than they take. Measuring the "
+            "ceilings again measures the same kinds of work the same way."]
 
 
 def _of(found: int, checked: int, one: str, many: str) -> str:
