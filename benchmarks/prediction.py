@@ -4,6 +4,7 @@
     python benchmarks/prediction.py --suite heldout          # the held-out suite
     python benchmarks/prediction.py [--suite S] --from-json FILE   # score a saved results.json
     python benchmarks/prediction.py --suite heldout --from-json A B   # a run measured in parts
+    python benchmarks/prediction.py --suite heldout --part 1/2 --out DIR   # one part of it
     python benchmarks/prediction.py --suite heldout --out DIR      # keep the measured report
     python benchmarks/prediction.py --suite both             # both suites from one run
 
@@ -30,6 +31,13 @@ each program and every kernel of at least 50 µs across them. Those programs are
 to fit any rate: they say how the model does on code it has not seen. With ``--from-json``
 the saved file must hold them (a run of that config); programs it lacks are named on stderr.
 
+``--part K/N`` measures the K-th of N consecutive parts of the held-out programs only (a
+temporary config naming their setups as ``benchmarks.heldout.<module>``), for a machine where
+one process cannot measure the whole suite within a command's limit (a TPU: the first part
+with its ceilings took 347 s there, the whole suite over 600 s); the parts, each kept with
+``--out`` and the later ones run with ``--cached-ceilings`` on the first one's ceilings, are
+scored together with ``--from-json A B``.
+
 ``--suite both`` scores the two suites separately from one run (``generate.py --config
 benchmarks/heldout/heldout.toml``: the catalog and the held-out programs on the same measured
 ceilings; the catalog's kernels are then its own, the training step is not measured). With
@@ -53,6 +61,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -291,6 +300,38 @@ def heldout_names(config: Path = HELDOUT_CONFIG, *, blind: bool = False) -> list
     return [f"user:{spec.name}" for spec in specs]
 
 
+def part_config(part: int, parts: int, config: Path = HELDOUT_CONFIG) -> str:
+    """The text of a config holding the ``part``-th (from 1) of ``parts`` consecutive slices
+    of ``config``'s workloads, as written there (comments kept), each setup named from the
+    repository root (``benchmarks.heldout.<module>:<function>``) so that the config may
+    live anywhere."""
+    head, *blocks = re.split(r"(?m)^(?=\[\[workload\]\])", config.read_text(encoding="utf-8"))
+    size = -(-len(blocks) // parts)
+    chosen = blocks[(part - 1) * size:part * size]
+    package = ".".join(config.parent.relative_to(REPO).parts)
+    return head + "".join(re.sub(r'(?m)^setup = "', f'setup = "{package}.', b)
+                          for b in chosen)
+
+
+def _part(text: str) -> tuple[int, int]:
+    """``K/N`` as (K, N), 1 <= K <= N; an InputError otherwise."""
+    match = re.fullmatch(r"(\d+)/(\d+)", text)
+    if match is None or not 1 <= int(match[1]) <= int(match[2]):
+        raise InputError(f"--part must be K/N with 1 <= K <= N (say 1/2), got {text!r}")
+    return int(match[1]), int(match[2])
+
+
+def _measure_part(spec: str, keep: str | None, *, cached: bool) -> dict[str, Any]:
+    part, parts = _part(spec)
+    if parts > len(heldout_names()):
+        raise InputError(f"--part {spec}: the held-out suite has only "
+                         f"{len(heldout_names())} programs")
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / f"heldout_part_{part}_of_{parts}.toml"
+        config.write_text(part_config(part, parts), encoding="utf-8")
+        return _measure(["--config", str(config), "--only-config"], keep, cached=cached)
+
+
 def heldout(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The held-out suite's scores from one run's results, or from the parts of a run that
     measured the suite in several processes (on a TPU one process cannot hold the whole
@@ -334,6 +375,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="keep the measured report (and its results.json) in DIR")
     parser.add_argument("--no-step", action="store_true",
                         help="catalog suite: leave out the shipped training step")
+    parser.add_argument("--part", metavar="K/N",
+                        help="held-out suite: measure only the K-th of N parts of its programs")
     parser.add_argument("--cached-ceilings", action="store_true",
                         help="reuse the ceilings cache rather than measure the ceilings in "
                              "this run")
@@ -341,10 +384,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if ns.from_json and len(ns.from_json) > 1 and ns.suite != "heldout":
             raise InputError(f"--from-json takes one file for the {ns.suite} suite")
+        if ns.part is not None and (ns.suite != "heldout" or ns.from_json):
+            raise InputError("--part measures a part of the held-out suite: it goes with "
+                             "--suite heldout and without --from-json")
         if ns.suite == "heldout":
             parts = ([results.load(f) for f in ns.from_json] if ns.from_json else
-                     [_measure(["--config", str(HELDOUT_CONFIG), "--only-config"], ns.out,
-                               cached=ns.cached_ceilings)])
+                     [_measure_part(ns.part, ns.out, cached=ns.cached_ceilings)] if ns.part
+                     else [_measure(["--config", str(HELDOUT_CONFIG), "--only-config"], ns.out,
+                                    cached=ns.cached_ceilings)])
             out = heldout(parts)
         elif ns.suite == "both":
             data = (results.load(ns.from_json[0]) if ns.from_json else

@@ -13,7 +13,11 @@
 # 4. prediction: benchmarks/prediction.py (PREDICTION_ARGS, default `--suite heldout`; at most
 #    PREDICTION_SECONDS, default 420):
 #    ceilings measured on this TPU, the held-out programs at their accelerator sizes measured,
-#    traced and scored; the report and results.json kept;
+#    traced and scored; the report and results.json kept. The whole suite with its ceilings
+#    takes over 600 s on a TPU v5e: run it in parts, each a call of its own sharing one
+#    ceilings cache, e.g. PREDICTION_ARGS="--suite heldout --part 1/2 --cached-ceilings" with
+#    ROOFLINE_REPORT_CACHE=/tmp/rr-ceilings, then --part 2/2, and score the two
+#    results.json together (prediction.py --suite heldout --from-json A B);
 # 5. profile_ceilings: the captured trace read again with the ceilings measured in step 4;
 # 6. tests: the test suite on the TPU backend (one process: one program at a time may hold
 #    the chip), each test named as it ends, so that a run cut short still names its failures.

@@ -15,7 +15,7 @@ from benchmarks import kernels_alone as alone
 from benchmarks import prediction
 from benchmarks.heldout import PROGRAMS
 from roofline_report.config import load_config
-from roofline_report.errors import EXIT_INPUT
+from roofline_report.errors import EXIT_INPUT, InputError
 from roofline_report.hlo import ir, shapes
 from roofline_report.results import io as results
 from roofline_report.traces.events import kernel_times, xspace_text
@@ -1084,3 +1084,25 @@ def test_a_tpu_run_in_two_parts_scores_every_program_and_names_each_large_miss(
     assert large, "the run holds misses of 2x or more (the T5 and VAE programs' gathers)"
     for p in large:
         assert p["reason"] and "unknown" not in p["reason"], p["name"]
+
+
+def test_the_suite_in_parts_holds_every_program_once_with_importable_setups(
+        tmp_path: Path) -> None:
+    """``--part K/N``'s configs: consecutive slices of the suite that together hold every
+    program once, each config valid where it is written (its setups named from the
+    repository root), and a bad part a one-line error."""
+    from roofline_report.config import load_config
+
+    names: list[str] = []
+    for part in (1, 2, 3):
+        path = tmp_path / f"part{part}.toml"
+        path.write_text(prediction.part_config(part, 3), encoding="utf-8")
+        config = load_config(path)
+        names += [f"user:{spec.name}" for spec in config.workloads]
+        first = config.workloads[0]
+        assert str(first.setup).startswith("benchmarks.heldout.")
+        assert callable(config.load_setup(first))
+    assert names == prediction.heldout_names()
+    for bad in ("0/2", "3/2", "1", "a/b"):
+        with pytest.raises(InputError, match="--part must be K/N"):
+            prediction._part(bad)
