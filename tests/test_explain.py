@@ -324,3 +324,24 @@ def test_read_passes_count_each_reduction_and_the_output_made_from_the_input() -
         3, 16 * MiB, 32 * MiB, 32 * MiB), "per launch, and per call over its two trips"
     assert found.predicted > 2 * (32 * MiB) / 20e9, "one pass over 32 MiB, twice"
     assert multi_pass_kernels([{**norm, "charged": False}], "float32", ROOFS) == ()
+
+
+def test_a_gather_that_moves_no_main_memory_bytes_says_its_roof_is_a_fallback() -> None:
+    """A TPU gather of a table held on chip (no HBM bytes, its on-chip bytes priced) is held
+    to the gather roof, measured from a table in main memory: its reason says that roof is a
+    fallback, not the rate of its case. A gather that moves main-memory bytes says nothing of
+    the kind."""
+    memory = Term("memory", "memory", 6.7e-6, "on chip", Kind.MEASURED)
+    gather = Term("pattern", "pattern", 507e-6, "gather float32 (rows of 256)", Kind.MEASURED)
+    on_chip = Prediction(seconds=507e-6, terms=(memory, gather), binding=gather, flops=0.0,
+                         bytes=0.0, bytes_source="the kernels' touched bytes", level="HBM")
+    row = KernelRow("gather_fusion", "data movement", None, None, None, 1, 1.0, 9.7e-6,
+                    9.7e-6, "busy", None, None, 0.0, 0, 0.0, on_chip,
+                    Miss(507e-6, 9.7e-6), pattern="gather")
+    why = kernel_reason(row)
+    assert why.startswith("52× faster than predicted at its ")
+    assert ("it moves no main-memory bytes (its operands stay on chip), while the gather "
+            "roofs were measured on arrays in main memory: no roof is measured for this "
+            "case, so that roof is a fallback here") in why
+    from_memory = replace(row, bytes=4 * MiB)
+    assert "stay on chip" not in kernel_reason(from_memory)

@@ -323,6 +323,11 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
                  "library"}
 
 
+# Patterns whose roofs are measured on arrays in main memory, read at scattered places: a
+# kernel of theirs that moves no main-memory bytes is not what they measured.
+MAIN_MEMORY_PATTERNS = ("gather", "scatter")
+
+
 def kernel_reason(r: KernelRow, peak: float | None = None) -> str:
     """A kernel's reason, when its prediction is :func:`off` or it ran above
     its roof: how far from which roof, a kind of kernel that has no roof of its own, and a
@@ -342,6 +347,12 @@ def kernel_reason(r: KernelRow, peak: float | None = None) -> str:
     if r.pattern and not priced:
         text += (f"; no roof measured for this kind ({PATTERN_WORDS.get(r.pattern, r.pattern)})"
                  if m.direction == "slower" else "")
+    elif r.pattern in MAIN_MEMORY_PATTERNS and priced and r.bytes == 0 \
+            and any(t.group == "memory" and t.seconds > 0 for t in p.terms):
+        # A TPU's gather of a table its compiler keeps on chip: no roof of its own.
+        text += (f"; it moves no main-memory bytes (its operands stay on chip), while the "
+                 f"{r.pattern} roofs were measured on arrays in main memory: no roof is "
+                 "measured for this case, so that roof is a fallback here")
     elif r.uncosted and m.direction == "slower" and not priced:  # a top-k has its pattern's
         text += (f"; no roof measured for this kind ({', '.join(r.uncosted)}: its work is not "
                  "counted, only its bytes and its launch)")
