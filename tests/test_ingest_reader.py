@@ -345,7 +345,7 @@ def test_a_gpu_trace_counts_calls_and_draws_the_spec_sheet(
     chosen_roofs = an.roofs.kernels
     assert chosen_roofs.label == "H200" and chosen_roofs.kind is Kind.SPEC_SHEET
     # A device's kernel events are the kernels' own durations: no word of worker threads.
-    from roofline_report.report.program_views import kernel_views
+    from roofline_report.report.kernel_view import kernel_views
 
     (view,) = kernel_views(an)
     basis = "".join(str(part) for part in view.coverage)

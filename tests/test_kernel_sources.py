@@ -13,7 +13,7 @@ from roofline_report.analysis.records import KernelRow
 from roofline_report.hlo.ir import SourceLocation, StackFrames, parse_module
 from roofline_report.hlo.kernels import is_library_path, kernel_inventory
 from roofline_report.hlo.stack_frames import read_stack_frames
-from roofline_report.report.program_views import _kernel_row
+from roofline_report.report.kernel_view import _kernel_row
 from roofline_report.results.schema import KernelInventory
 
 # A module as jaxlib 0.10.2 prints it: every frame's parent one higher than the serialized

@@ -23,7 +23,7 @@ from roofline_report.hlo.kernels import (
 )
 from roofline_report.report.blocks import Code
 from roofline_report.report.format import Num
-from roofline_report.report.program_views import _kernel_reconciliation
+from roofline_report.report.kernel_view import _kernel_reconciliation
 from roofline_report.report.reconcile_words import flag_text, plain
 
 OURS, XLA, KERNELS = 218_327_777, 218_727_456, 218_727_485

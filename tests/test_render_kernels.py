@@ -273,7 +273,7 @@ def test_a_loop_that_stops_on_data_is_priced_at_the_trips_its_trace_observed(
     assert loop.lower_bound and loop.per_trip_s is not None and loop.implied is not None
     assert loop.implied == pytest.approx(
         1 + (untraced.seconds - untraced.prediction.seconds) / loop.per_trip_s)
-    from roofline_report.report.program_views import summary
+    from roofline_report.report.summary_view import summary
 
     row = next(r for r in summary(analyse(data)).rows if r.title == scan["title"])
     assert row.lower_bound and row.predicted.text.startswith("at least ")
@@ -295,7 +295,7 @@ def test_a_programs_paragraph_names_how_the_model_priced_it() -> None:
     """The model's notes on a program's prediction (a rate it lacked, work it charged beyond
     the count, kernels on fewer threads than its rates) are named on its paragraph, the first
     four in order and the rest counted."""
-    from roofline_report.report.program_views import MODEL_NOTES, model_notes
+    from roofline_report.report.program_view import MODEL_NOTES, model_notes
 
     assert model_notes(()) == ""
     assert model_notes(("a", "b")) == "a; b"

@@ -25,13 +25,8 @@ from roofline_report.report.blocks import (
     text,
 )
 from roofline_report.report.format import Num, plural
-from roofline_report.report.program_views import (
-    ArgumentView,
-    KernelRowView,
-    KernelView,
-    LeafRow,
-    ProgramView,
-)
+from roofline_report.report.kernel_view import KernelRowView, KernelView
+from roofline_report.report.program_view import ArgumentView, LeafRow, ProgramView
 from roofline_report.report.section_parts import (
     VM,
     anchored,

@@ -3,9 +3,10 @@
 and read by the section builders (``report/sections.py`` and its neighbours).
 
 Each record is frozen, its fields typed, so that a field renamed on one side is a type error on
-the other rather than a failure when a page renders. The views of programs, kernels, the
-sharded workloads and a trace are the records of ``report/program_views.py``,
-``report/sharding_view.py`` and ``report/trace_view.py``.
+the other rather than a failure when a page renders. The summary, a program, its kernels, the
+programs on the roofline, the sharded workloads and a trace are the records of
+``report/summary_view.py``, ``report/program_view.py``, ``report/kernel_view.py``,
+``report/programs_roofline.py``, ``report/sharding_view.py`` and ``report/trace_view.py``.
 """
 
 from __future__ import annotations
@@ -17,14 +18,11 @@ from typing import Any
 from roofline_report.report import figures as figs
 from roofline_report.report.blocks import Text
 from roofline_report.report.format import Num
-from roofline_report.report.program_views import (
-    KernelView,
-    PlacementRow,
-    ProgramView,
-    SummaryView,
-    TimingView,
-)
+from roofline_report.report.kernel_view import KernelView
+from roofline_report.report.program_view import ProgramView, TimingView
+from roofline_report.report.programs_roofline import PlacementRow
 from roofline_report.report.sharding_view import ShardingUnavailable, ShardingView
+from roofline_report.report.summary_view import SummaryView
 from roofline_report.report.trace_view import TraceView
 
 # --- the page's frame ---------------------------------------------------------------------------

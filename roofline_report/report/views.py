@@ -38,24 +38,22 @@ from roofline_report.report.format import (
     ratio,
     whole,
 )
+from roofline_report.report.kernel_view import kernel_views
 from roofline_report.report.model_words import ACCELERATOR_MODEL_TEXT, MODEL_TEXT
-from roofline_report.report.program_views import (
+from roofline_report.report.program_view import (
     NO_MODEL,
-    accuracy,
     has_model,
-    kernel_views,
-    placements,
     program_sentence,
     program_view,
-    programs_figure,
-    roofs_words,
-    summary,
     timing_rows,
     tolerance,
     traffic_num,
     tree_summary,
 )
+from roofline_report.report.programs_roofline import accuracy, placements, programs_figure
 from roofline_report.report.reconcile_words import flag_text
+from roofline_report.report.roof_words import roofs_words
+from roofline_report.report.summary_view import summary
 from roofline_report.report.trace_view import trace_view
 from roofline_report.report.view_records import (
     AccountingRow,
