@@ -717,7 +717,7 @@ def test_ceilings_the_programs_beat_are_measured_again_with_a_note(
 @pytest.mark.slow
 def test_the_command_line_remeasures_suspect_ceilings_only_when_asked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture_doc: dict[str, Any]) -> None:
-    from roofline_report.analysis.roof_check import Above, RoofCheck
+    from roofline_report.analysis.roof_check_records import Above, RoofCheck
     from roofline_report.observe import run as measure
     from roofline_report.observe import suspect_ceilings, workloads
     from roofline_report.observe.ceilings import machine

@@ -18,7 +18,7 @@ import pytest
 
 from roofline_report.analysis.analyse import analyse
 from roofline_report.analysis.measuring_load import LOADED_SHARE
-from roofline_report.analysis.roof_check import (
+from roofline_report.analysis.roof_check_records import (
     SUSPECT_SHARE,
     Above,
     Cause,

@@ -46,6 +46,7 @@ from roofline_report.analysis.levels import Level
 from roofline_report.analysis.loop_trips import LoopTrips
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
+from roofline_report.analysis.roof_check_records import RoofCheck
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.speed_drift import Drift, SpeedChecks
 from roofline_report.analysis.stats import Stats, median
@@ -60,7 +61,6 @@ from roofline_report.results.schema_run import (
 )
 
 if TYPE_CHECKING:
-    from roofline_report.analysis.roof_check import RoofCheck
     from roofline_report.preset_records import Preset
 
 __all__ = [

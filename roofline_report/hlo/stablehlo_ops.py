@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from roofline_report.hlo.cost import Cost
 from roofline_report.hlo.stablehlo_mlir import (
@@ -26,8 +26,27 @@ from roofline_report.hlo.stablehlo_mlir import (
 )
 from roofline_report.hlo.taps import valid_taps
 
-if TYPE_CHECKING:
-    from roofline_report.hlo.stablehlo_walker import Walker
+
+class Walker(Protocol):
+    """What an op's handler asks of the walk that called it
+    (:class:`roofline_report.hlo.stablehlo_walker.Walker` is the one): notes for the count,
+    the custom calls met, and the costs of regions, calls and loops under the op."""
+
+    custom_calls: set[str]
+
+    def note(self, text: str) -> None: ...
+
+    def region(self, region: Any) -> Cost: ...
+
+    def call(self, callee: str) -> Cost: ...
+
+    def result_elements(self, op: Any) -> int: ...
+
+    def body_per_application(self, op: Any, index: int = 0) -> Cost: ...
+
+    def while_loop(self, op: Any, cost: Cost) -> None: ...
+
+    def branches(self, op: Any, cost: Cost) -> None: ...
 
 
 def _names(prefix: str, words: str) -> frozenset[str]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from roofline_report.analysis.analyse import analyse
-from roofline_report.analysis.roof_check import RoofCheck
+from roofline_report.analysis.roof_check_records import RoofCheck
 
 
 def suspect(results: Mapping[str, Any]) -> RoofCheck | None:

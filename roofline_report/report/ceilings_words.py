@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from roofline_report.analysis.measuring_load import LOADED_SHARE, conditions
 from roofline_report.analysis.records import Analysis
-from roofline_report.analysis.roof_check import Cause, RoofCheck, RoofTally
+from roofline_report.analysis.roof_check_records import Cause, RoofCheck, RoofTally
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import Inline, Text, text
 from roofline_report.report.format import Num, count, n, percent, plural, ratio

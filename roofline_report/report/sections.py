@@ -56,7 +56,7 @@ def _user_document(vm: VM) -> Document:
     the seed's teaching sections, the catalog and the lab only when the run asked for them."""
     # A profile read from a trace has no StableHLO to account three ways.
     accounting = reconciliation(vm) if vm.reconciliation or not vm.trace else None
-    main = tuple(s for s in (summary(vm), trace_section(vm), programs(vm), kernels(vm),
+    main = tuple(s for s in (summary(vm), trace_section(vm.trace), programs(vm), kernels(vm),
                              measured(vm, figure=summary(vm) is None), accounting)
                  if s is not None)
     also = tuple(s for s in (lab(vm) if vm.lab.rows else None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from roofline_report.analysis.kernels import kernel_seconds, trace_summary
 from roofline_report.analysis.records import Analysis, Program
@@ -36,9 +36,6 @@ from roofline_report.report.blocks import (
 )
 from roofline_report.report.format import Num, count, miss_text, n, percent, plural
 from roofline_report.units import format_binary, format_si
-
-if TYPE_CHECKING:
-    from roofline_report.report.view_records import ViewModel
 
 __all__ = ["OP_ROWS", "trace_section", "trace_view"]
 
@@ -472,9 +469,9 @@ def _num(x: Num) -> Cell:
     return Cell((x,), numeric=True)
 
 
-def trace_section(vm: ViewModel) -> Section | None:
-    """The section on the trace, or None for a measured run."""
-    t = vm.trace
+def trace_section(t: TraceView | None) -> Section | None:
+    """The section on the trace (the view model's :class:`TraceView`), or None for a measured
+    run."""
     if not t:
         return None
     how = ("the one with the most kernel time" if t.choice == "most kernel time"
