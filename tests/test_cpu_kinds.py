@@ -294,15 +294,16 @@ def test_a_scatter_takes_the_roof_of_its_nearest_width() -> None:
 
 
 def test_a_cpu_plans_its_kinds_by_width_and_an_accelerator_none_of_them() -> None:
-    from roofline_report.observe.ceilings import patterns as measure
+    from roofline_report.observe.ceilings import pattern_plans
+    from roofline_report.observe.ceilings.pattern_programs import GATHER_ROW
 
     for quick in (False, True):
-        cpu = measure.kernels(measure.pattern_plan("cpu", quick=quick))
+        cpu = pattern_plans.kernels(pattern_plans.pattern_plan("cpu", quick=quick))
         rows = {(k.pattern, k.row) for k in cpu if k.roof}
-        assert {("mat-vec", w) for w in measure.MAT_VEC_WIDTHS} <= rows
-        assert {("block-transpose", r) for r in measure.BLOCK_RUNS} <= rows
-        assert {("fft", n) for n in measure.RFFT_LENGTHS} <= rows
-        assert {("scatter", r) for r in (*measure.SCATTER_ROWS, measure.GATHER_ROW)} <= rows
+        assert {("mat-vec", w) for w in pattern_plans.MAT_VEC_WIDTHS} <= rows
+        assert {("block-transpose", r) for r in pattern_plans.BLOCK_RUNS} <= rows
+        assert {("fft", n) for n in pattern_plans.RFFT_LENGTHS} <= rows
+        assert {("scatter", r) for r in (*pattern_plans.SCATTER_ROWS, GATHER_ROW)} <= rows
         assert ("transposed-dot", 0) in rows
         # its transposed dots are wider than a narrow product
         dots = [k for k in cpu if k.pattern == "transposed-dot"]
@@ -310,9 +311,9 @@ def test_a_cpu_plans_its_kinds_by_width_and_an_accelerator_none_of_them() -> Non
         # the complex FFT roof stays, without a row
         assert ("fft", 0) in {(k.pattern, k.row) for k in cpu if k.dtype == "complex64"}
         for backend in ("tpu", "gpu"):
-            plan = measure.kernels(measure.pattern_plan(backend, quick=quick))
-            mine = {k.name for k in measure.cpu_kernels(measure.pattern_plan(backend,
-                                                                             quick=quick))}
+            plan = pattern_plans.kernels(pattern_plans.pattern_plan(backend, quick=quick))
+            mine = {k.name for k in pattern_plans.cpu_kernels(
+                pattern_plans.pattern_plan(backend, quick=quick))}
             assert not mine & {k.name for k in plan}, backend
             assert not {"mat-vec", "transposed-dot", "block-transpose"} & {
                 k.pattern for k in plan}
@@ -331,13 +332,14 @@ def test_each_cpu_kind_compiles_to_a_kernel_of_its_pattern_and_row(name: str) ->
     jax = pytest.importorskip("jax")
     if jax.default_backend() != "cpu":
         pytest.skip("XLA:CPU's kernels")
-    from roofline_report.observe.ceilings import patterns as measure
+    from roofline_report.observe.ceilings import pattern_plans
+    from roofline_report.observe.ceilings.pattern_check import pattern_kernel
 
-    plan = measure.pattern_plan("cpu", quick=False)
-    [kernel] = [k for k in measure.kernels(plan) if k.name == name]
+    plan = pattern_plans.pattern_plan("cpu", quick=False)
+    [kernel] = [k for k in pattern_plans.kernels(plan) if k.name == name]
     point = kernel.build(kernel.sizes[0])
     text = jax.jit(point.fn).lower(*point.args).compile().as_text()
-    found, described = measure.pattern_kernel(text, kernel.pattern)
+    found, described = pattern_kernel(text, kernel.pattern)
     assert found is not None, described
     inventory = kernel_inventory(text)["kernels"]
     [record] = [k for k in inventory if k["name"] == found]

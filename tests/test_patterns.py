@@ -286,16 +286,16 @@ def test_roofs_from_ceilings_take_dispatch_off_and_skip_variants() -> None:
 
 
 def test_plans_are_small_and_ascending() -> None:
-    from roofline_report.observe.ceilings import patterns as measure
+    from roofline_report.observe.ceilings import pattern_plans
 
-    full = measure.pattern_plan("cpu", quick=False)
-    quick = measure.pattern_plan("cpu", quick=True)
+    full = pattern_plans.pattern_plan("cpu", quick=False)
+    quick = pattern_plans.pattern_plan("cpu", quick=True)
     assert list(full.sizes) == sorted(full.sizes) and full.sizes[0] == 1 << 12
     assert len(quick.sizes) < len(full.sizes) and not quick.variant_sizes
     # Sorts run at tens of millions of comparisons a second on a CPU: fewer, smaller keys.
     assert full.sort_sizes == (256, 1024, 4096, 16384) and len(quick.sort_sizes) == 2
     assert set(full.variant_sizes) <= set(full.sizes)
-    names = [(k.pattern, k.dtype, k.roof) for k in measure.kernels(full)]
+    names = [(k.pattern, k.dtype, k.roof) for k in pattern_plans.kernels(full)]
     # every pattern has a float32 roof, an FFT a complex one; a TPU's own pattern is planned
     # on a TPU only
     for pattern in patterns.PATTERNS:
@@ -305,9 +305,9 @@ def test_plans_are_small_and_ascending() -> None:
         assert (pattern, "complex64" if pattern == "fft" else "float32", True) in names
     # one roof per pattern and dtype (a top-k's, per row length: chosen by the kernel's):
     # rate_for must not have to choose otherwise
-    roofs_only = [(k.pattern, k.dtype, k.row) for k in measure.kernels(full) if k.roof]
+    roofs_only = [(k.pattern, k.dtype, k.row) for k in pattern_plans.kernels(full) if k.roof]
     assert len(roofs_only) == len(set(roofs_only))
-    rows = sorted((k.pattern, k.row) for k in measure.kernels(full) if k.row)
+    rows = sorted((k.pattern, k.row) for k in pattern_plans.kernels(full) if k.row)
     assert rows == [("block-transpose", 64), ("block-transpose", 1024), ("fft", 256),
                     ("fft", 512), ("fft", 2048), ("gather", 256), ("mat-vec", 1),
                     ("mat-vec", 16), ("scatter", 1), ("scatter", 16), ("scatter", 64),
@@ -319,7 +319,7 @@ def test_compiled_programs_are_checked_for_their_pattern() -> None:
     if jax.default_backend() != "cpu":  # a TPU runs every dot on its matrix unit
         pytest.skip("XLA:CPU's loop dots and library products; test_tpu_hlo checks a TPU's")
     jnp = jax.numpy
-    from roofline_report.observe.ceilings import patterns as measure
+    from roofline_report.observe.ceilings.pattern_check import pattern_kernel
 
     def text(fn: Any, *args: Any) -> str:
         return str(jax.jit(fn).lower(*args).compile().as_text())
@@ -327,39 +327,39 @@ def test_compiled_programs_are_checked_for_their_pattern() -> None:
     a = jnp.ones((64, 64), jnp.float32)
     loop_dot = text(lambda x, y: jnp.einsum("km,nk->mn", x, y), a, a)
     library_dot = text(lambda x, y: x @ y, a, a)
-    assert measure.pattern_kernel(loop_dot, "loop-dot")[0] is not None
-    name, described = measure.pattern_kernel(library_dot, "loop-dot")
+    assert pattern_kernel(loop_dot, "loop-dot")[0] is not None
+    name, described = pattern_kernel(library_dot, "loop-dot")
     assert name is None and "ynn" in described  # handed to the matmul library
-    assert measure.pattern_kernel(text(lambda x: x.T, a), "transpose")[0] is not None
-    assert measure.pattern_kernel(text(lambda x: x * 2, a), "transpose")[0] is None
+    assert pattern_kernel(text(lambda x: x.T, a), "transpose")[0] is not None
+    assert pattern_kernel(text(lambda x: x * 2, a), "transpose")[0] is None
     columns = text(lambda x: jnp.sum(x, axis=0), a)
     rows = text(lambda x: jnp.sum(x, axis=1), a)
-    assert measure.pattern_kernel(columns, "strided-reduction")[0] is not None
-    assert measure.pattern_kernel(rows, "strided-reduction")[0] is None
-    assert measure.pattern_kernel(text(lambda x: jnp.argmax(x, axis=1), a),
-                                  "variadic-reduction")[0] is not None
-    assert measure.pattern_kernel(rows, "variadic-reduction")[0] is None
+    assert pattern_kernel(columns, "strided-reduction")[0] is not None
+    assert pattern_kernel(rows, "strided-reduction")[0] is None
+    assert pattern_kernel(text(lambda x: jnp.argmax(x, axis=1), a),
+                          "variadic-reduction")[0] is not None
+    assert pattern_kernel(rows, "variadic-reduction")[0] is None
     v = jnp.ones((256,), jnp.float32)
-    assert measure.pattern_kernel(text(lambda x: jnp.argsort(x, stable=True), v), "sort")[0]
-    assert measure.pattern_kernel(text(lambda x: x * 2, v), "sort")[0] is None
+    assert pattern_kernel(text(lambda x: jnp.argsort(x, stable=True), v), "sort")[0]
+    assert pattern_kernel(text(lambda x: x * 2, v), "sort")[0] is None
     top = text(lambda x: jax.lax.top_k(x, 4), a)
-    assert measure.pattern_kernel(top, "top-k")[0] is not None
-    assert measure.pattern_kernel(top, "sort")[0] is None  # a custom call of its own
-    assert measure.pattern_kernel(text(lambda x: x * 2, a), "top-k")[0] is None
+    assert pattern_kernel(top, "top-k")[0] is not None
+    assert pattern_kernel(top, "sort")[0] is None  # a custom call of its own
+    assert pattern_kernel(text(lambda x: x * 2, a), "top-k")[0] is None
     fused = text(lambda x, y: x.T * y, a, a)
-    assert measure.pattern_kernel(fused, "fused-transpose")[0] is not None
-    assert measure.pattern_kernel(fused, "transpose")[0] is None  # its root is the multiply
-    assert measure.pattern_kernel(text(lambda x: x.T, a), "fused-transpose")[0] is None
+    assert pattern_kernel(fused, "fused-transpose")[0] is not None
+    assert pattern_kernel(fused, "transpose")[0] is None  # its root is the multiply
+    assert pattern_kernel(text(lambda x: x.T, a), "fused-transpose")[0] is None
 
 
 @pytest.mark.slow
 def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     pytest.importorskip("jax")
     from roofline_report.observe.ceilings import patterns as measure
+    from roofline_report.observe.ceilings.pattern_plans import Kernel, PatternPlan
 
-    plan = measure.PatternPlan(sizes=(1 << 12,), dot_sides=(32,), variant_sizes=(1 << 12,),
-                               bfloat16_sizes=(), samples=2, min_sample_s=1e-3,
-                               sort_sizes=(256,))
+    plan = PatternPlan(sizes=(1 << 12,), dot_sides=(32,), variant_sizes=(1 << 12,),
+                       bfloat16_sizes=(), samples=2, min_sample_s=1e-3, sort_sizes=(256,))
     entries = measure.measure_patterns(plan)
     # A CPU's own kinds come last, each a roof of its row: a narrow product by its width, the
     # transposed dot, a block transpose by its run, a real FFT by its length, a row scatter
@@ -440,8 +440,7 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert entries[4]["by_size"][0]["shape"] == [16, 256]  # 4096 elements in rows of 256
 
     # A "loop dot" that the compiler hands to its matmul library is not measured.
-    library = measure.Kernel("loop-dot", "a @ b", True, "float32", (32,),
-                             _library_dot("float32"))
+    library = Kernel("loop-dot", "a @ b", True, "float32", (32,), _library_dot("float32"))
     ready, why = measure._prepare([library])[0]
     assert not ready and "has no loop-dot kernel" in why[0]
     entry = measure._entry(library, ready, why)
@@ -449,10 +448,10 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
 
 
 def _library_dot(dtype: str) -> Any:
-    from roofline_report.observe.ceilings import patterns as measure
+    from roofline_report.observe.ceilings.pattern_programs import Point, _array
 
     def build(n: int) -> Any:
-        a = measure._array((n, n), dtype)
-        return measure.Point(lambda x, y: x @ y, (a, a), 2 * n**3, 12 * n * n, (n, n, n))
+        a = _array((n, n), dtype)
+        return Point(lambda x, y: x @ y, (a, a), 2 * n**3, 12 * n * n, (n, n, n))
 
     return build

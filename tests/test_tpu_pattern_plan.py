@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline_report.observe.ceilings import patterns
+from roofline_report.observe.ceilings import pattern_plans
+from roofline_report.observe.ceilings.pattern_check import pattern_kernel
 from roofline_report.results.schema_ceilings import RateCeiling
 
 HLO = Path(__file__).resolve().parent / "fixtures" / "tpu_v5e_hlo"
@@ -20,22 +21,23 @@ def _text(name: str) -> str:
 
 
 def test_a_tpu_plan_measures_its_own_patterns_and_names_the_absent() -> None:
-    tpu = patterns.pattern_plan("tpu", quick=False)
-    cpu = patterns.pattern_plan("cpu", quick=False)
-    on_tpu = {k.pattern for k in patterns.kernels(tpu)}
-    on_cpu = {k.pattern for k in patterns.kernels(cpu)}
-    absent = set(patterns.NOT_ON_BACKEND["tpu"])
+    tpu = pattern_plans.pattern_plan("tpu", quick=False)
+    cpu = pattern_plans.pattern_plan("cpu", quick=False)
+    on_tpu = {k.pattern for k in pattern_plans.kernels(tpu)}
+    on_cpu = {k.pattern for k in pattern_plans.kernels(cpu)}
+    absent = set(pattern_plans.NOT_ON_BACKEND["tpu"])
     assert absent == {"loop-dot", "broadcast-transpose", "fft"}
     assert not on_tpu & absent and absent <= on_cpu
     assert "reduce-window-lane" in on_tpu and "reduce-window-lane" not in on_cpu
     assert "on-chip" in on_tpu and "on-chip" not in on_cpu
-    lanes = [k for k in patterns.kernels(tpu) if k.pattern == "reduce-window-lane"]
-    assert sorted(k.row for k in lanes) == sorted(patterns.LANE_ROWS)
-    entries = patterns.not_measured(tpu)
-    assert {e["op"] for e in entries} == absent and patterns.not_measured(cpu) == []
+    lanes = [k for k in pattern_plans.kernels(tpu) if k.pattern == "reduce-window-lane"]
+    assert sorted(k.row for k in lanes) == sorted(pattern_plans.LANE_ROWS)
+    entries = pattern_plans.not_measured(tpu)
+    assert {e["op"] for e in entries} == absent and pattern_plans.not_measured(cpu) == []
     for e in entries:  # each a valid, unavailable ceilings entry with its reason
         record = RateCeiling.model_validate(e)
-        assert not record.available and record.reason == patterns.NOT_ON_BACKEND["tpu"][e["op"]]
+        assert not record.available
+        assert record.reason == pattern_plans.NOT_ON_BACKEND["tpu"][e["op"]]
 
 
 @pytest.mark.parametrize(("program", "pattern"), [
@@ -50,15 +52,15 @@ def test_a_tpu_plan_measures_its_own_patterns_and_names_the_absent() -> None:
     ("fori16_tanh_matmul_bf16_4096", "on-chip"),
 ])
 def test_the_check_finds_each_pattern_in_the_tpus_forms(program: str, pattern: str) -> None:
-    kernel, described = patterns.pattern_kernel(_text(program), pattern)
+    kernel, described = pattern_kernel(_text(program), pattern)
     assert kernel is not None, described
 
 
 def test_the_check_finds_no_pattern_where_there_is_none() -> None:
-    kernel, described = patterns.pattern_kernel(_text("scale_f32_64M"), "transpose")
+    kernel, described = pattern_kernel(_text("scale_f32_64M"), "transpose")
     assert kernel is None and described
     # a kernel streaming from HBM is no on-chip one
-    assert patterns.pattern_kernel(_text("scale_f32_64M"), "on-chip")[0] is None
+    assert pattern_kernel(_text("scale_f32_64M"), "on-chip")[0] is None
 
 
 def test_an_accelerators_samples_outlast_its_round_trip() -> None:
@@ -73,7 +75,7 @@ def test_an_accelerators_samples_outlast_its_round_trip() -> None:
         cpu = machine.plan_for("cpu", quick=quick, cache_bytes=32 << 20, free_bytes=16 << 30)
         assert tpu.min_sample_s >= floor and tpu.sweep_min_sample_s >= floor
         assert cpu.min_sample_s < floor and cpu.sweep_min_sample_s < floor
-        assert patterns.pattern_plan("tpu", quick=quick).min_sample_s >= floor
+        assert pattern_plans.pattern_plan("tpu", quick=quick).min_sample_s >= floor
         assert rates.rate_plan("tpu", quick=quick).min_sample_s >= floor
         sweep = working_set.sweep_plan("tpu", quick=quick, cache_bytes=None, free_bytes=None)
         assert sweep.min_sample_s >= floor
@@ -81,8 +83,8 @@ def test_an_accelerators_samples_outlast_its_round_trip() -> None:
         == 0.002
     # a quick plan on an accelerator keeps its two largest sizes (the smaller ones time the
     # host's dispatch there)
-    quick, full = patterns.pattern_plan("tpu", quick=True), patterns.pattern_plan("tpu",
-                                                                                  quick=False)
+    quick = pattern_plans.pattern_plan("tpu", quick=True)
+    full = pattern_plans.pattern_plan("tpu", quick=False)
     assert quick.sizes == (full.sizes[-1] // 16, full.sizes[-1])
 
 
@@ -101,14 +103,14 @@ def test_an_accelerator_measures_sorts_and_gathers_by_their_row() -> None:
     by row length and a gather of single elements is a roof (row 1) beside the rows' (256),
     even in a quick plan; a CPU keeps its vector sort and its rows' gather alone."""
     for quick in (True, False):
-        tpu = [(k.pattern, k.row, k.roof) for k in patterns.kernels(
-            patterns.pattern_plan("tpu", quick=quick))]
+        tpu = [(k.pattern, k.row, k.roof) for k in pattern_plans.kernels(
+            pattern_plans.pattern_plan("tpu", quick=quick))]
         assert [(r, roof) for p, r, roof in tpu if p == "sort"] == \
-            [(row, True) for row in patterns.SORT_ROWS]
+            [(row, True) for row in pattern_plans.SORT_ROWS]
         assert ("gather", 1, True) in tpu and ("gather", 256, True) in tpu
         assert ("scatter", 1, True) in tpu
-    cpu = [(k.pattern, k.row, k.roof) for k in patterns.kernels(
-        patterns.pattern_plan("cpu", quick=False))]
+    cpu = [(k.pattern, k.row, k.roof) for k in pattern_plans.kernels(
+        pattern_plans.pattern_plan("cpu", quick=False))]
     assert [(r, roof) for p, r, roof in cpu if p == "sort"] == [(0, True)]
     assert ("gather", 1, True) not in cpu
 

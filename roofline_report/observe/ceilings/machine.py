@@ -47,7 +47,7 @@ from typing import Any
 from roofline_report.observe import timer as timing
 from roofline_report.observe.ceilings import compute as compute_ceilings
 from roofline_report.observe.ceilings import dispatch as dispatch_ceilings
-from roofline_report.observe.ceilings import host, load
+from roofline_report.observe.ceilings import host, load, pattern_plans
 from roofline_report.observe.ceilings import page_faults as page_fault_ceilings
 from roofline_report.observe.ceilings import patterns as pattern_ceilings
 from roofline_report.observe.ceilings import rates as rate_ceilings
@@ -92,7 +92,7 @@ class Plan:
     rates: rate_ceilings.RatePlan | None = None
     # The rates of the kernel patterns that run below the streaming roofs (transposes, strided
     # reductions, gathers, scatters, loop dots), by size; recorded among the rates.
-    patterns: pattern_ceilings.PatternPlan | None = None
+    patterns: pattern_plans.PatternPlan | None = None
     launch: bool = False  # the cost of one more kernel inside a program
     # What splitting a kernel across worker threads adds (XLA:CPU splits loop kernels).
     split_launch: bool = False
@@ -171,7 +171,7 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         huge_pages=backend == "cpu",
         levels=levels,
         rates=rate_ceilings.rate_plan(backend, quick=quick),
-        patterns=pattern_ceilings.pattern_plan(backend, quick=quick),
+        patterns=pattern_plans.pattern_plan(backend, quick=quick),
         launch=True,
         split_launch=backend == "cpu",
         page_faults=backend == "cpu",

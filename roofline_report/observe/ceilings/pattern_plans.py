@@ -1,0 +1,351 @@
+"""The kernels each backend measures below the streaming roofs (imports jax when listing them).
+
+:func:`pattern_plan` sizes a backend's run (pure); :func:`kernels` lists its kernels, each a
+pattern's roof or a variant beside it, with its dtype, its sizes and its program (the builders
+of :mod:`.pattern_programs`, which import jax); :func:`not_measured` names the patterns the
+backend never runs (:data:`NOT_ON_BACKEND`).
+
+Kernels (``op`` is the pattern's name, as the kernel inventory names it):
+
+* ``transpose`` (elements of the output per second): the roof is the **2-D swap** of a square
+  ``[n, n]`` (``x.T``: the minor axis moves; the layout changes of weights and activations in a
+  training step are of this kind); beside it, not a roof, the 3-D permutation
+  ``[8, m, m] -> (2, 0, 1)`` that also moves the minor axis. float32, and bfloat16 for the 2-D
+  swap outside quick mode.
+* ``strided-reduction`` (operand elements per second): ``sum(x, axis=0)`` of a row-major
+  ``[R, 1024]``, by R. XLA:CPU runs small ones as a loop of its own and large ones through its
+  library (``__ynn_fusion``): each point records which kernel ran.
+* ``variadic-reduction`` (operand elements per second): ``argmax(x, axis=-1)`` of a row-major
+  float32 ``[R, 1024]``, by R: a reduce of two operands (the values and their indices) that
+  XLA:CPU emits as a loop of its own. It has an int32 roof too (the same argmax of distinct
+  integers): without a float's NaN tests it ran 4 to 5 times faster on a 2-core CPU.
+* ``gather`` (output elements per second): the roof is ``jnp.take`` of rows of
+  :data:`GATHER_ROW` elements of a table (an embedding lookup, a mixture of experts routing its
+  tokens: the bulk of what a training step gathers); beside it, ``jnp.take`` of scattered
+  elements of a vector as large as the gather (a label per row), several times slower per
+  element, not a roof: its reads miss the caches once the vector outgrows them, while a
+  gather of single elements from a small table (a Bloom filter's) ran nearer the rows' rate.
+  Indices are a fixed random permutation, as many as rows (or elements).
+* ``scatter`` (update elements per second): the roof is ``lax.scatter_add`` of rows of
+  :data:`GATHER_ROW` elements into a donated table (an embedding's gradient: what
+  ``x.at[idx].add(u)`` runs once its indices are normalised, a kernel of its own), and the
+  scatter-add of scattered elements into a vector.
+
+  The scatter's rows and scattered elements are both roofs (outside quick mode, which
+  measures the rows alone), each with its elements per index (``row``: 256 or 1); the
+  inventory gives a scatter its update window per index (and a gather its slice), and the
+  model takes the roof whose row is nearest (in log). On a 2-core CPU a Bloom filter's
+  scatter of single elements ran 5.6 times slower than its price at the rows' rate.
+* ``sort`` (comparisons per second, n ⌈log2 n⌉ for n keys): the stable ``argsort`` of a
+  float32 vector in a random order (a sort of two operands, keys and their indices: how a
+  mixture of experts groups its tokens by expert). XLA:CPU calls the comparator once per
+  comparison, at a small fraction of the multiply-add rate; its sizes are smaller than the
+  other patterns' (2^8 to 2^14 keys on a CPU: the largest takes several milliseconds).
+* ``top-k`` (operand elements searched per second): ``lax.top_k`` of the :data:`TOP_K`
+  largest of rows of each of :data:`TOP_K_ROWS` float32 values (a sampler's top-k over a
+  vocabulary; a roof for each row length, which the model reads by the kernel's own: at a
+  million elements on a 2-core CPU the top 16 of rows of 1,024 ran at 0.19 G elements/s, of
+  rows of 4,096 at 0.39 and of rows of 32,768 at 0.44),
+  by rows: XLA:CPU runs it as a ``TopK`` custom call of its own, not as a sort. Half the
+  roofs' sizes (every other one).
+* ``fused-transpose`` (output elements per second): ``x.T * y`` of square float32 ``[n, n]``,
+  the 2-D swap fused into a multiply (a gradient fused with the transpose of its input), at
+  half the roofs' sizes (every other one).
+* ``broadcast-transpose`` (output elements per second): ``(x * 2).T`` of square float32
+  ``[n, n]``, n a power of two: a transposing copy fused with a broadcast (here of a constant)
+  reading rows of a power of two bytes, which XLA:CPU runs several times slower than the plain
+  swap (0.48 against 1.9 G elements/s at ``[1024, 1024]`` on a 2-core CPU; at n = 1000 both
+  ran at about 2), at half the roofs' sizes (every other one).
+* ``interleaved-reduction`` (contiguous runs per second): the sum over axes (1, 3) of
+  ``[R, 32, 32, 2]``, by R: a reduce over the minor axis and a non-minor one with an axis kept
+  between them (a group norm's statistics), whose time goes with the runs of adjacent elements
+  it reads (here 2 each), not with its elements. Half the roofs' sizes (every other one).
+* ``loop-dot`` (FLOP/s): ``einsum('km,nk->mn')`` of square operands, both contracted on their
+  "wrong" axis. XLA:CPU (jax 0.10) hands ``a @ b``, ``a @ b.T`` and batched products to its
+  matmul library but emits a plain ``dot`` (Eigen, outside the library's fusion) when the left
+  operand is contracted on its first axis (``a.T @ b``, ``a.T @ b.T``: the weight gradients of a
+  dense layer) and for matrix-vector products; n×n×n, 2n³ FLOP per call. It has a complex64
+  roof too, in XLA's flops (2 per complex multiply-add): XLA:CPU emits every complex dot as a
+  plain ``dot`` (``a @ b`` included), each complex multiply-add four real ones; on a 2-core CPU
+  a complex64 ``[512, 512]`` product ran at 15 such GFLOP/s beside 98 for the float32 loop dot.
+
+A CPU's own kinds (:func:`cpu_kernels`; an accelerator's plan leaves them out: its compiler
+runs every product on its matrix unit or library, and changes layouts with copies that stream),
+each a roof of its row, the kernel taking the roof whose row is nearest its own (in log), at the
+roofs' sizes and, outside quick mode, twice the largest (an operand of 16 MiB, past a 32 MiB
+last-level cache once read and written):
+
+* ``mat-vec`` (matrix elements per second): ``v @ W`` of a square ``[n, n]`` (row 1: one token
+  through a projection) and ``x.T @ y`` of a square ``x`` by a ``y`` of 16 columns (row 16: the
+  weight gradient of a narrow layer), n a power of two as programs size their layers (a side
+  of 1,448 ran up to three times faster than one of 1,024 or 4,096 here); sizes whose matrix
+  is wider than a narrow product's side.
+* ``transposed-dot`` (FLOP/s): ``x.T @ y`` of square operands, both contracted along their
+  major axis (a dense layer's weight gradient), at the loop dot's sides past a narrow
+  product's.
+* ``block-transpose`` (elements per second): a cache's layout change ``[1, S, 8, run] ->
+  [1, 8, S, run]``, whole runs of 64 elements (a head's features) and of 1,024 (a weight's
+  row) moved.
+* ``fft`` (FLOP/s, XLA's count) in float32: the real FFT of each row of ``[R, n]`` for rows
+  of 256, 512 and 2,048 (frames of a signal); the complex 2-D roof stays the complex FFT's.
+* ``scatter``: the scatter-add of rows of 16 and of 64 (an embedding's gradient of narrow
+  rows), beside the rows of 256 and the scattered elements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_report.analysis.patterns import unit
+from roofline_report.observe import timer as timing
+from roofline_report.observe.ceilings.pattern_programs import (
+    CACHE_HEADS,
+    FFT_BATCH,
+    GATHER_ROW,
+    INTERLEAVED,
+    ON_CHIP_TRIPS,
+    REDUCE_COLUMNS,
+    THREE_D_BATCH,
+    TOP_K,
+    Point,
+    argmax,
+    argsort,
+    block_transpose,
+    broadcast_transpose,
+    fft2,
+    fused_transpose,
+    gather_elements,
+    gather_rows,
+    interleaved_reduction,
+    log_softmax,
+    loop_dot,
+    narrow_product,
+    on_chip,
+    power_side,
+    rfft,
+    scatter_add,
+    sort_rows,
+    strided_reduction,
+    top_k,
+    transpose_2d,
+    transpose_3d,
+    transposed_dot,
+    vector_matrix,
+)
+
+TOP_K_ROWS = (1024, 4096)  # the top-k roofs: the TOP_K largest of rows of these
+MAT_VEC_WIDTHS = (1, 16)  # the matrix-vector roofs: a vector, and a layer of 16 outputs
+BLOCK_RUNS = (64, 1024)  # the block-transpose roofs' runs: a head's features, a weight's row
+RFFT_LENGTHS = (256, 512, 2048)  # the real FFT roofs' row lengths
+SCATTER_ROWS = (16, 64)  # a CPU's further row scatter roofs (beside GATHER_ROW's)
+LANE_ROWS = (2048, 8192)  # row lengths of the TPU's reduce-window-lane roofs
+SORT_ROWS = (1024, 32768)  # row lengths of an accelerator's sort roofs
+# Carries of the on-chip rate's loop (float32 elements: 4, 16 and 32 MiB; a TPU v5e core's
+# vector memory holds 128 MiB, and a training step's loop kept a 32 MiB carry there).
+ON_CHIP_SIZES = (1 << 20, 1 << 22, 1 << 23)
+
+
+@dataclass(frozen=True, slots=True)
+class PatternPlan:
+    """Elements per call of the patterns' roofs (ascending), of the variants beside them and of
+    the bfloat16 transpose (() for none), sides of the loop dots, and the sampling settings
+    (samples over both rounds)."""
+
+    sizes: tuple[int, ...]
+    dot_sides: tuple[int, ...]
+    variant_sizes: tuple[int, ...]
+    bfloat16_sizes: tuple[int, ...]
+    samples: int
+    min_sample_s: float
+    sort_sizes: tuple[int, ...] = ()  # keys per call of the sort
+    backend: str = "cpu"  # the backend planned for: some patterns exist on one backend only
+
+
+#: Patterns a backend's compiler never emits, with the reason each is not measured there (the
+#: ceilings record them unavailable with it, and kernels of another backend's trace priced by
+#: those roofs fall back as any missing roof's do).
+NOT_ON_BACKEND: dict[str, dict[str, str]] = {
+    "tpu": {
+        "loop-dot": "the TPU runs every matrix product on its matrix unit, as a convolution "
+                    "fusion: no dot outside it to measure",
+        "broadcast-transpose": "a code path of XLA:CPU's loop emitter; the TPU's compiler "
+                               "changes layouts with copies that stream",
+        "fft": "the TPU computes an FFT as matrix products by the DFT's factors (convolution "
+               "fusions) and custom calls that split and join complex numbers: priced as "
+               "those kernels",
+    },
+}
+
+
+def pattern_plan(backend: str, *, quick: bool) -> PatternPlan:
+    """CPU: 2^12 to 2^21 elements per call by 8 (every other one for the variants and the
+    bfloat16 transpose), loop dots of side 32 to 512 by 2; quick: 2^14 and 2^18 elements, sides
+    64 and 256, no variant and no bfloat16. Accelerators: 2^17 to 2^26 elements, sides 256 to
+    4096 (a TPU adds its reduce-window spanning a row and its on-chip rate;
+    :data:`NOT_ON_BACKEND` the patterns it has not). Each size is compiled once (a tenth of a
+    second on a 2-core CPU): the sizes are few, and the log-size interpolation of the
+    analysis fills in between. Pure."""
+    if backend == "cpu":
+        first, last, sides = 1 << 12, 1 << 21, (32, 64, 128, 256, 512)
+        quick_sides: tuple[int, ...] = (64, 256)
+        sorts, quick_sorts = timing.geometric(1 << 8, 1 << 14, 4), (1 << 9, 1 << 13)
+    else:  # a TPU v5e streams 2^25 float32 elements (128 MiB) in about 0.2 ms: larger too
+        first, last, sides = 1 << 17, 1 << 26, (256, 512, 1024, 2048, 4096)
+        quick_sides = (512, 2048)
+        sorts, quick_sorts = timing.geometric(1 << 12, 1 << 22, 4), (1 << 14, 1 << 20)
+    accelerator = backend != "cpu"
+    if quick:
+        # An accelerator's smaller sizes time its host's dispatch: the largest two.
+        quick_sizes = (last // 16, last) if accelerator else timing.geometric(4 * first, last, 16)
+        return PatternPlan(sizes=quick_sizes, dot_sides=quick_sides,
+                           variant_sizes=(), bfloat16_sizes=(), samples=4,
+                           min_sample_s=timing.min_sample_for(accelerator, 0.002),
+                           sort_sizes=quick_sorts, backend=backend)
+    sizes = timing.geometric(first, last, 8)
+    return PatternPlan(sizes=sizes, dot_sides=sides, variant_sizes=sizes[1::2],
+                       bfloat16_sizes=sizes[1::2], samples=6,
+                       min_sample_s=timing.min_sample_for(accelerator, 0.003),
+                       sort_sizes=sorts, backend=backend)
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """A measured kernel: its pattern, what it is, whether it is the pattern's roof, its dtype
+    and how to build its call at a size (elements per call, or a dot's side)."""
+
+    pattern: str
+    variant: str
+    roof: bool
+    dtype: str
+    sizes: tuple[int, ...]
+    build: Callable[[int], Point]
+    # Elements per row where the rate depends on it (a top-k's row length, a gather's or a
+    # scatter's elements per index), 0 where not: the model takes the roof of the nearest.
+    row: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.pattern} {self.dtype} ({self.variant})"
+
+
+def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
+    """The kinds a CPU runs at rates of their own that an accelerator's plan leaves out: a
+    dot with a narrow side by its width (``mat-vec``: matrix elements per second), ``x.T @
+    y`` (``transposed-dot``), a cache's block transpose by its run, a real FFT by its
+    length and a row scatter by its width; each a roof, the kernel taking the nearest row."""
+    sizes = plan.sizes
+    half = sizes[1::2] or sizes
+    # One size more, twice the largest, outside quick mode: a 16 MiB operand, whose kernel's
+    # reads and writes no longer fit a 32 MiB last-level cache (a real FFT of rows of 400
+    # ran at 2.3 G elements/s at 2 M elements here and at 1.6 at 3.2 M).
+    large = (*sizes, 2 * sizes[-1]) if plan.variant_sizes else sizes
+    from roofline_report.hlo.dot_patterns import NARROW_DOT
+
+    # A matrix wider than a narrow product's side: a smaller one makes a small product.
+    matrices = tuple(n for n in large if power_side(n) > NARROW_DOT) or large[-1:]
+    out = [Kernel("mat-vec", "v @ W" if width == 1 else f"x.T @ y, y of {width} columns",
+                  True, "float32", matrices,
+                  vector_matrix("float32") if width == 1
+                  else narrow_product("float32", width), row=width)
+           for width in MAT_VEC_WIDTHS]
+    # Sides past a narrow product's width: a smaller one is a matrix-vector product.
+    sides = tuple(n for n in plan.dot_sides if n > NARROW_DOT) or plan.dot_sides[-1:]
+    out.append(Kernel("transposed-dot", "x.T @ y", True, "float32", sides,
+                      transposed_dot("float32")))
+    out += [Kernel("block-transpose", f"[1, S, {CACHE_HEADS}, {run}] -> (0, 2, 1, 3)", True,
+                   "float32", large, block_transpose("float32", run), row=run)
+            for run in BLOCK_RUNS]
+    out += [Kernel("fft", f"rfft of [R, {n}]", True, "float32", large, rfft(n), row=n)
+            for n in RFFT_LENGTHS]
+    out += [Kernel("scatter", f"scatter-add of rows of {row}", True, "float32", half,
+                   scatter_add("float32", row), row=row) for row in SCATTER_ROWS]
+    return out
+
+
+def kernels(plan: PatternPlan) -> list[Kernel]:
+    """The kernels of ``plan``: each pattern's roof in float32, then the bfloat16 transpose and
+    the variants beside the roofs where the plan has sizes for them."""
+    sizes = plan.sizes
+    out = [Kernel("transpose", "2-D swap", True, "float32", sizes, transpose_2d("float32")),
+           Kernel("strided-reduction", f"sum over axis 0 of [R, {REDUCE_COLUMNS}]", True,
+                  "float32", sizes, strided_reduction("float32")),
+           Kernel("variadic-reduction", f"argmax over rows of [R, {REDUCE_COLUMNS}]", True,
+                  "float32", sizes, argmax("float32")),
+           # An integer argmax runs without a float's NaN tests: 4 to 5 times faster here.
+           Kernel("variadic-reduction", f"argmax over rows of [R, {REDUCE_COLUMNS}]", True,
+                  "int32", sizes, argmax("int32")),
+           Kernel("gather", f"rows of {GATHER_ROW}", True, "float32", sizes,
+                  gather_rows("float32"), row=GATHER_ROW),
+           Kernel("scatter", f"scatter-add of rows of {GATHER_ROW}", True, "float32", sizes,
+                  scatter_add("float32", GATHER_ROW), row=GATHER_ROW),
+           Kernel("loop-dot", "a.T @ b.T", True, "float32", plan.dot_sides,
+                  loop_dot("float32")),
+           # A complex dot stays a plain dot too, each complex multiply-add four real ones:
+           # about a sixth of the float32 loop dot's rate in XLA's flops here.
+           Kernel("loop-dot", "a.T @ b.T", True, "complex64", plan.dot_sides,
+                  loop_dot("complex64"))]
+    accelerator = plan.backend != "cpu"
+    if plan.sort_sizes and not accelerator:
+        out.append(Kernel("sort", "stable argsort of a vector", True, "float32",
+                          plan.sort_sizes, argsort("float32")))
+    if accelerator:
+        # A TPU sorts rows (a sampler's vocabulary, a mixture of experts' routing) at rates
+        # that differ with their length: a roof per row length, each kernel taking the
+        # nearest; and a gather of single elements runs far below one of rows there.
+        out += [Kernel("sort", f"sort of rows of {row}", True, "float32", sizes[1::2] or sizes,
+                       sort_rows("float32", row), row=row) for row in SORT_ROWS]
+        out.append(Kernel("gather", "scattered elements", True, "float32",
+                          sizes[1::2] or sizes, gather_elements("float32"), row=1))
+    out += [Kernel("top-k", f"top {TOP_K} of rows of {row}", True, "float32",
+                   sizes[1::2] or sizes, top_k("float32", row), row=row) for row in TOP_K_ROWS]
+    out.append(Kernel("fused-transpose", "2-D swap fused into a multiply (x.T * y)", True,
+                      "float32", sizes[1::2] or sizes, fused_transpose("float32")))
+    out.append(Kernel("broadcast-transpose", "2-D swap of a product by a constant ((x * 2).T)",
+                      True, "float32", sizes[1::2] or sizes, broadcast_transpose("float32")))
+    out.append(Kernel("interleaved-reduction",
+                      "sum over axes (1, 3) of [R, {}, {}, {}]".format(*INTERLEAVED), True,
+                      "float32", sizes[1::2] or sizes, interleaved_reduction("float32")))
+    # Every size: an FFT's rate climbs steeply with its planes (114 GFLOP/s at [8, 64, 64],
+    # 406 at [8, 512, 512] here), and every other size left a gap that mispriced the planes
+    # between them.
+    out.append(Kernel("fft", f"2-D FFT of [{FFT_BATCH}, n, n]", True, "complex64", sizes,
+                      fft2()))
+    if plan.bfloat16_sizes:
+        out.append(Kernel("transpose", "2-D swap", True, "bfloat16", plan.bfloat16_sizes,
+                          transpose_2d("bfloat16")))
+    if plan.backend == "tpu":
+        # The TPU compiler's form of a reduction broadcast back along its row (a
+        # log-softmax's maximum): a reduce-window spanning the row, at a rate of its own.
+        out += [Kernel("reduce-window-lane", f"log-softmax of rows of {row}", True, "float32",
+                       sizes[1::2] or sizes, log_softmax("float32", row), row=row)
+                for row in LANE_ROWS]
+        # What a kernel moving data within the core's vector memory takes: the compiler
+        # keeps a loop's carry there.
+        out.append(Kernel("on-chip", f"a loop's carry scaled and shifted, {ON_CHIP_TRIPS} "
+                          "trips", True, "float32", ON_CHIP_SIZES, on_chip("float32")))
+    if plan.variant_sizes:
+        out += [Kernel("transpose", f"3-D [{THREE_D_BATCH}, m, m] -> (2, 0, 1)", False,
+                       "float32", plan.variant_sizes, transpose_3d("float32"))]
+        if not accelerator:
+            out.append(Kernel("gather", "scattered elements", False, "float32",
+                              plan.variant_sizes, gather_elements("float32")))
+    if plan.variant_sizes or accelerator:
+        out.append(Kernel("scatter", "scatter-add of scattered elements", True, "float32",
+                          plan.variant_sizes or sizes[1::2] or sizes,
+                          scatter_add("float32", 1), row=1))
+    if not accelerator:
+        out += cpu_kernels(plan)
+    skipped = NOT_ON_BACKEND.get(plan.backend, {})
+    return [k for k in out if k.pattern not in skipped]
+
+
+def not_measured(plan: PatternPlan) -> list[dict[str, Any]]:
+    """An unavailable rate entry, with its reason, for each pattern the plan's backend never
+    runs (:data:`NOT_ON_BACKEND`)."""
+    return [{"name": f"{pattern} (not on this backend)", "op": pattern, "dtype": "float32",
+             "unit": f"{unit(pattern)}/s", "kind": "measured", "value": None,
+             "available": False, "reason": reason, "elements": 1, "reps": 1,
+             "ops_per_call": 1, "timing": None, "by_size": [], "roof": True}
+            for pattern, reason in sorted(NOT_ON_BACKEND.get(plan.backend, {}).items())]

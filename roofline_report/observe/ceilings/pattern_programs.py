@@ -1,0 +1,443 @@
+"""The example program of each kernel pattern that runs below the streaming roofs, by size
+(imports jax when used).
+
+Each builder takes the kernel's dtype (an FFT's is fixed) and, where the pattern's rate depends
+on it, a row (a top-k's or a sort's row length, a scatter's elements per index, a block
+transpose's run, a real FFT's length, a narrow product's width), and returns a function from a
+size (elements per call, a sort's keys, or a dot's side) to a :class:`Point`: the function to
+jit and its arguments, the work per call in the pattern's unit, the bytes it reads and writes
+and the operand shape shown.
+The arrays hold random values of a fixed seed; a gather's and a scatter's indices are a fixed
+random permutation.
+
+Which of them each backend measures, at which sizes, and what each has shown:
+:mod:`.pattern_plans`; timing them: :mod:`.patterns`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+REDUCE_COLUMNS = 1024  # columns of the strided reduction's [R, C] operand
+GATHER_ROW = 256  # elements per row of the row gather and scatter
+THREE_D_BATCH = 8  # leading axis of the 3-D transpose
+TOP_K = 16  # the top-k roofs' k: the k largest of each row (of pattern_plans.TOP_K_ROWS)
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One size of one kernel, ready to time: the jitted function's arguments, the work per call
+    in the entry's unit, the bytes it reads and writes, the operand shape shown, and whether
+    argument 0 is donated (then each call's output is the next call's argument 0)."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    ops: int
+    nbytes: int
+    shape: tuple[int, ...]
+    donate: bool = False
+
+
+def _side(elements: int, batch: int = 1) -> int:
+    return max(1, math.isqrt(elements // batch))
+
+
+def _rng() -> Any:
+    import numpy as np
+
+    return np.random.default_rng(0)
+
+
+def _array(shape: Sequence[int], dtype: str) -> Any:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    if jnp.issubdtype(jnp.dtype(dtype), jnp.integer):  # distinct values, as hashes are
+        return jax.device_put(jnp.asarray(_rng().integers(0, 1 << 30, tuple(shape)),
+                                          dtype=jnp.dtype(dtype)))
+    data = _rng().random(tuple(shape), dtype=np.float32)
+    if jnp.issubdtype(jnp.dtype(dtype), jnp.complexfloating):
+        data = data + 1j * _rng().random(tuple(shape), dtype=np.float32)
+    return jax.device_put(jnp.asarray(data, dtype=jnp.dtype(dtype)))
+
+
+def _itemsize(dtype: str) -> int:
+    import jax.numpy as jnp
+
+    return int(jnp.dtype(dtype).itemsize)
+
+
+def transpose_2d(dtype: str) -> Callable[[int], Point]:
+    def build(elements: int) -> Point:
+        n = _side(elements)
+        x = _array((n, n), dtype)
+        return Point(lambda a: a.T, (x,), n * n, 2 * n * n * _itemsize(dtype), (n, n))
+
+    return build
+
+
+def fused_transpose(dtype: str) -> Callable[[int], Point]:
+    """``x.T * y`` of square ``[n, n]``: XLA fuses the transposing copy into the multiply, one
+    loop over the output that reads ``x`` across its rows."""
+    def build(elements: int) -> Point:
+        n = _side(elements)
+        x, y = _array((n, n), dtype), _array((n, n), dtype)
+        return Point(lambda a, b: a.T * b, (x, y), n * n, 3 * n * n * _itemsize(dtype), (n, n))
+
+    return build
+
+
+def broadcast_transpose(dtype: str) -> Callable[[int], Point]:
+    """``(x * 2).T`` of square ``[n, n]``, n a power of two (at least 256): the transposing copy
+    of a product by a broadcast constant, one loop fusion holding the broadcast, reading rows
+    of a power of two bytes."""
+    def build(elements: int) -> Point:
+        n = 1 << max(8, _side(elements).bit_length() - 1)
+        x = _array((n, n), dtype)
+        return Point(lambda a: (a * 2).T, (x,), n * n, 2 * n * n * _itemsize(dtype), (n, n))
+
+    return build
+
+
+def transpose_3d(dtype: str) -> Callable[[int], Point]:
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        m = _side(elements, THREE_D_BATCH)
+        x = _array((THREE_D_BATCH, m, m), dtype)
+        count = THREE_D_BATCH * m * m
+        return Point(lambda a: jnp.transpose(a, (2, 0, 1)), (x,), count,
+                     2 * count * _itemsize(dtype), (THREE_D_BATCH, m, m))
+
+    return build
+
+
+def _reduced_rows(elements: int, dtype: str) -> tuple[Any, int, int]:
+    """The operand of a reduction kernel: ``[R, REDUCE_COLUMNS]`` with about ``elements``
+    elements (at least two rows), its rows and its elements."""
+    rows = max(2, elements // REDUCE_COLUMNS)
+    return _array((rows, REDUCE_COLUMNS), dtype), rows, rows * REDUCE_COLUMNS
+
+
+def strided_reduction(dtype: str) -> Callable[[int], Point]:
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        x, rows, count = _reduced_rows(elements, dtype)
+        return Point(lambda a: jnp.sum(a, axis=0), (x,), count,
+                     (count + REDUCE_COLUMNS) * _itemsize(dtype), (rows, REDUCE_COLUMNS))
+
+    return build
+
+
+INTERLEAVED = (32, 32, 2)  # the interleaved reduction's [R, S, G, C]: sum over S and C
+
+
+def interleaved_reduction(dtype: str) -> Callable[[int], Point]:
+    """The sum over axes (1, 3) of ``[R, 32, 32, 2]`` (a group norm's statistics over the
+    positions and the channels of each of 32 groups, two channels a group): minor runs of 2
+    elements, 32 groups kept between the reduced axes; its work is its runs, R × 32 × 32."""
+    import jax.numpy as jnp
+
+    spatial, groups, channels = INTERLEAVED
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // (spatial * groups * channels))
+        x = _array((rows, spatial, groups, channels), dtype)
+        count = rows * spatial * groups * channels
+        return Point(lambda a: jnp.sum(a, axis=(1, 3)), (x,), count // channels,
+                     (count + rows * groups) * _itemsize(dtype),
+                     (rows, spatial, groups, channels))
+
+    return build
+
+
+@functools.lru_cache(maxsize=8)
+def _permutation(count: int) -> Any:
+    """A fixed random permutation of range(count) as int32, made once per count (the gather
+    and the scatter of a size share it; never donated)."""
+    import jax
+    import numpy as np
+
+    return jax.device_put(_rng().permutation(count).astype(np.int32))
+
+
+def _indices(count: int) -> Any:
+    return _permutation(count)
+
+
+def argmax(dtype: str) -> Callable[[int], Point]:
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        x, rows, count = _reduced_rows(elements, dtype)
+        return Point(lambda a: jnp.argmax(a, axis=-1), (x,), count,
+                     count * _itemsize(dtype) + 4 * rows, (rows, REDUCE_COLUMNS))
+
+    return build
+
+
+def gather_elements(dtype: str) -> Callable[[int], Point]:
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        x, idx = _array((elements,), dtype), _indices(elements)
+        return Point(lambda a, i: jnp.take(a, i), (x, idx), elements,
+                     elements * (2 * _itemsize(dtype) + 4), (elements,))
+
+    return build
+
+
+def gather_rows(dtype: str) -> Callable[[int], Point]:
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // GATHER_ROW)
+        x, idx = _array((rows, GATHER_ROW), dtype), _indices(rows)
+        count = rows * GATHER_ROW
+        return Point(lambda a, i: jnp.take(a, i, axis=0), (x, idx), count,
+                     2 * count * _itemsize(dtype) + 4 * rows, (rows, GATHER_ROW))
+
+    return build
+
+
+def scatter_add(dtype: str, row: int) -> Callable[[int], Point]:
+    """Scatter-add of ``row`` elements per index (1: single elements of a vector) into a
+    donated operand, one update per row of the operand, in a random order."""
+    from jax import lax
+
+    numbers = lax.ScatterDimensionNumbers(update_window_dims=(1,) if row > 1 else (),
+                                          inserted_window_dims=(0,),
+                                          scatter_dims_to_operand_dims=(0,))
+
+    def scatter(a: Any, i: Any, u: Any) -> Any:
+        return lax.scatter_add(a, i[:, None], u, numbers,
+                               mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // row)
+        shape = (rows, row) if row > 1 else (rows,)
+        x, idx, u = _array(shape, dtype), _indices(rows), _array(shape, dtype)
+        count = rows * row
+        # Each update reads and writes one element of x and reads its value; one index a row.
+        return Point(scatter, (x, idx, u), count, 3 * count * _itemsize(dtype) + 4 * rows,
+                     shape, donate=True)
+
+    return build
+
+
+def argsort(dtype: str) -> Callable[[int], Point]:
+    """The stable argsort of ``n`` keys in a random order: n ⌈log2 n⌉ comparisons."""
+    import jax.numpy as jnp
+
+    from roofline_report.hlo.kernel_patterns import comparisons
+
+    def build(n: int) -> Point:
+        keys = _array((n,), dtype)
+        return Point(lambda a: jnp.argsort(a, stable=True), (keys,), comparisons(n, n),
+                     n * (_itemsize(dtype) + 4), (n,))
+
+    return build
+
+
+def top_k(dtype: str, row: int) -> Callable[[int], Point]:
+    """The :data:`TOP_K` largest of each row of ``[R, row]`` (R rows of about the elements
+    asked), searched elements per call."""
+    from jax import lax
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // row)
+        x = _array((rows, row), dtype)
+        count = rows * row
+        return Point(lambda a: lax.top_k(a, TOP_K), (x,), count,
+                     count * _itemsize(dtype) + rows * TOP_K * (_itemsize(dtype) + 4),
+                     (rows, row))
+
+    return build
+
+
+FFT_BATCH = 8  # 2-D FFTs per call of the FFT roof
+
+
+def fft2() -> Callable[[int], Point]:
+    """A 2-D FFT of ``complex64[FFT_BATCH, n, n]`` (n a power of two, about the elements
+    asked in all), in XLA's flops (:func:`~roofline_report.hlo.kernel_cost.fft_flops`)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from roofline_report.hlo.kernel_cost import fft_flops
+
+    def build(elements: int) -> Point:
+        n = 1 << max(2, _side(elements, FFT_BATCH).bit_length() - 1)
+        real = _rng().random((FFT_BATCH, n, n), dtype=np.float32)
+        data = jax.device_put(jnp.asarray(real, dtype=jnp.complex64))
+        count = FFT_BATCH * n * n
+        return Point(lambda a: jnp.fft.fft2(a), (data,), fft_flops(count, (n, n)),
+                     2 * count * 8, (FFT_BATCH, n, n))
+
+    return build
+
+
+def loop_dot(dtype: str) -> Callable[[int], Point]:
+    import jax.numpy as jnp
+
+    def build(n: int) -> Point:
+        a, b = _array((n, n), dtype), _array((n, n), dtype)
+        return Point(lambda x, y: jnp.einsum("km,nk->mn", x, y), (a, b), 2 * n**3,
+                     3 * n * n * _itemsize(dtype), (n, n, n))
+
+    return build
+
+
+def power_side(elements: int) -> int:
+    """The largest power of two whose square is at most ``elements`` (at least 2): the side of
+    a matrix as programs size them. XLA:CPU's narrow products run up to three times faster
+    on a side of 1,448 than on one of 1,024 or 4,096 (strides of a power of two bytes share
+    cache sets), a rate programs of power-of-two widths do not meet."""
+    return 1 << max(1, _side(elements).bit_length() - 1)
+
+
+def vector_matrix(dtype: str) -> Callable[[int], Point]:
+    """``v @ W`` of a square ``[n, n]`` matrix, n a power of two (one token through a
+    projection: the vector contracted with the matrix's major axis), its matrix elements
+    per call: a plain ``dot`` on XLA:CPU, outside its matmul library."""
+    def build(elements: int) -> Point:
+        n = power_side(elements)
+        w, v = _array((n, n), dtype), _array((n,), dtype)
+        return Point(lambda m, x: x @ m, (w, v), n * n, (n * n + 2 * n) * _itemsize(dtype),
+                     (n, n))
+
+    return build
+
+
+def narrow_product(dtype: str, width: int) -> Callable[[int], Point]:
+    """``x.T @ y`` of a square ``[n, n]`` ``x``, n a power of two, and a ``[n, width]``
+    ``y`` (the weight gradient of a layer of ``width`` outputs), its matrix elements (those
+    of ``x``) per call: a plain ``dot`` whose time goes with ``x``, not with its flops."""
+    import jax
+
+    def build(elements: int) -> Point:
+        n = power_side(elements)
+        x, y = _array((n, n), dtype), _array((n, width), dtype)
+        dims = (((0,), (0,)), ((), ()))
+        return Point(lambda a, b: jax.lax.dot_general(a, b, dims), (x, y), n * n,
+                     (n * n + 2 * n * width) * _itemsize(dtype), (n, n, width))
+
+    return build
+
+
+def transposed_dot(dtype: str) -> Callable[[int], Point]:
+    """``x.T @ y`` of square ``[n, n]`` operands (a dense layer's weight gradient: both
+    contracted along their major axis), 2n³ FLOP per call."""
+    import jax
+
+    def build(n: int) -> Point:
+        a, b = _array((n, n), dtype), _array((n, n), dtype)
+        dims = (((0,), (0,)), ((), ()))
+        return Point(lambda x, y: jax.lax.dot_general(x, y, dims), (a, b), 2 * n**3,
+                     3 * n * n * _itemsize(dtype), (n, n, n))
+
+    return build
+
+
+CACHE_HEADS = 8  # the key-value cache layout of the block-transpose roof: [1, S, 8, run]
+
+
+def block_transpose(dtype: str, run: int) -> Callable[[int], Point]:
+    """A cache's layout change ``[1, S, H, run] -> [1, H, S, run]`` (whole runs of ``run``
+    elements moved; :data:`CACHE_HEADS` heads), its elements per call."""
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        seq = max(2, elements // (CACHE_HEADS * run))
+        x = _array((1, seq, CACHE_HEADS, run), dtype)
+        count = seq * CACHE_HEADS * run
+        return Point(lambda a: jnp.transpose(a, (0, 2, 1, 3)), (x,), count,
+                     2 * count * _itemsize(dtype), (1, seq, CACHE_HEADS, run))
+
+    return build
+
+
+def rfft(length: int) -> Callable[[int], Point]:
+    """The real FFT of each row of a float32 ``[R, length]`` (frames of a signal; R rows of
+    about the elements asked), in XLA's flops (:func:`~roofline_report.hlo.kernel_cost.
+    fft_flops`)."""
+    import jax.numpy as jnp
+
+    from roofline_report.hlo.kernel_cost import fft_flops
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // length)
+        x = _array((rows, length), "float32")
+        count = rows * length
+        return Point(lambda a: jnp.fft.rfft(a, axis=-1), (x,), fft_flops(count, (length,)),
+                     count * 4 + rows * (length // 2 + 1) * 8, (rows, length))
+
+    return build
+
+
+def sort_rows(dtype: str, row: int) -> Callable[[int], Point]:
+    """``jnp.sort`` of each row of ``[R, row]`` (R rows of about the elements asked), its
+    comparisons per call (:func:`~roofline_report.hlo.kernel_patterns.comparisons`)."""
+    import jax.numpy as jnp
+
+    from roofline_report.hlo.kernel_patterns import comparisons
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // row)
+        x = _array((rows, row), dtype)
+        return Point(lambda a: jnp.sort(a, axis=-1), (x,), comparisons(rows * row, row),
+                     2 * rows * row * _itemsize(dtype), (rows, row))
+
+    return build
+
+
+ON_CHIP_TRIPS = 32  # trips of the on-chip rate's loop
+
+
+def on_chip(dtype: str) -> Callable[[int], Point]:
+    """``ON_CHIP_TRIPS`` trips of ``c * a + b`` over a carry ``[R, 1024]`` of about the
+    elements asked: each trip reads and writes the carry where the compiler keeps it (a TPU:
+    its vector memory; checked by the inventory: no HBM bytes in the loop's kernel), the bytes
+    moved on chip per call the point's size."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    def build(elements: int) -> Point:
+        rows = max(8, elements // 1024)
+        x = _array((rows, 1024), dtype)
+        one = jnp.asarray(1.0001, x.dtype)
+        half = jnp.asarray(0.5, x.dtype)
+
+        def loop(c: Any) -> Any:
+            return lax.fori_loop(0, ON_CHIP_TRIPS, lambda _i, v: v * one + half, c)
+
+        moved = 2 * ON_CHIP_TRIPS * rows * 1024 * _itemsize(dtype)
+        return Point(loop, (x,), moved, moved, (rows, 1024))
+
+    return build
+
+
+LANE_BLOCK = 512  # the middle axis of the lane roofs' [B, 512, row] (a [4, 512, 8192] had it)
+
+
+def log_softmax(dtype: str, row: int) -> Callable[[int], Point]:
+    """``jax.nn.log_softmax`` over the last axis of ``[B, 512, row]``, elements per call: on a
+    TPU v5e its row maximum, broadcast back, became a reduce-window spanning the row for a
+    float32 ``[4, 512, 8192]`` (and not for a two-dimensional ``[1024, 8192]``)."""
+    import jax
+
+    def build(elements: int) -> Point:
+        batch = max(1, elements // (LANE_BLOCK * row))
+        x = _array((batch, LANE_BLOCK, row), dtype)
+        count = batch * LANE_BLOCK * row
+        return Point(lambda a: jax.nn.log_softmax(a, axis=-1), (x,), count,
+                     2 * count * _itemsize(dtype), (batch, LANE_BLOCK, row))
+
+    return build
