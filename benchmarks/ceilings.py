@@ -47,6 +47,7 @@ from roofline_report.analysis.stats import Stats, median  # noqa: E402
 from roofline_report.observe import timer as timing  # noqa: E402
 from roofline_report.observe.ceilings import host  # noqa: E402
 from roofline_report.observe.ceilings import machine as ceilings  # noqa: E402
+from roofline_report.observe.ceilings.plan import Plan, plan_for  # noqa: E402
 from roofline_report.observe.ceilings.sampling import MiB  # noqa: E402
 
 TARGETS = {"compute_ratio": 0.95, "bandwidth_ratio": 0.90}
@@ -65,7 +66,7 @@ class NumpyReference:
 
     name = "numpy"
 
-    def __init__(self, plan: ceilings.Plan, samples: int, min_sample_s: float) -> None:
+    def __init__(self, plan: Plan, samples: int, min_sample_s: float) -> None:
         self.plan = plan
         self.samples = samples
         self.min_sample_s = min_sample_s
@@ -129,7 +130,7 @@ class TorchReference:
 
     name = "torch"
 
-    def __init__(self, plan: ceilings.Plan, samples: int, min_sample_s: float) -> None:
+    def __init__(self, plan: Plan, samples: int, min_sample_s: float) -> None:
         import torch
 
         self.torch = torch
@@ -183,7 +184,7 @@ class TorchReference:
 Reference = NumpyReference | TorchReference
 
 
-def _reference(backend: str, plan: ceilings.Plan, quick: bool) -> tuple[Reference | None, str]:
+def _reference(backend: str, plan: Plan, quick: bool) -> tuple[Reference | None, str]:
     samples = timing.QUICK_SAMPLES if quick else timing.DEFAULT_SAMPLES
     min_sample = timing.QUICK_MIN_SAMPLE_SECONDS if quick else timing.DEFAULT_MIN_SAMPLE_SECONDS
     if backend == "cpu":
@@ -196,7 +197,7 @@ def _reference(backend: str, plan: ceilings.Plan, quick: bool) -> tuple[Referenc
     return None, f"no reference for backend {backend!r}"
 
 
-def _reference_pass(ref: Reference, plan: ceilings.Plan) -> dict[str, Rates]:
+def _reference_pass(ref: Reference, plan: Plan) -> dict[str, Rates]:
     """One pass: matmul at every size the project sweeps, per dtype, then the streaming kernels."""
     compute: Rates = {}
     for dtype in plan.matmul_dtypes:
@@ -233,7 +234,7 @@ def _spread(values: Sequence[float | None]) -> tuple[float | None, list[float] |
     return median(known), [min(known), max(known)]
 
 
-def lean(plan: ceilings.Plan) -> ceilings.Plan:
+def lean(plan: Plan) -> Plan:
     """``plan`` measuring only what the benchmark compares: float32 matmuls, streams and
     dispatch (a shorter round sits closer in time to the reference passes around it)."""
     return dataclasses.replace(plan, levels=None, rates=None, patterns=None, launch=False,
@@ -285,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     device = jax.devices()[0]
     cache = host.read_cache_bytes() if backend == "cpu" else None
     free = host.free_memory_bytes(device)
-    plan = ceilings.plan_for(backend, quick=args.quick, cache_bytes=cache, free_bytes=free)
+    plan = plan_for(backend, quick=args.quick, cache_bytes=cache, free_bytes=free)
 
     ref, why_not = _reference(backend, plan, args.quick)
     passes: list[dict[str, Rates] | None] = [_reference_pass(ref, plan) if ref else None]

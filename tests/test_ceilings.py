@@ -17,7 +17,7 @@ from roofline_report.observe.ceilings import dispatch as dispatch_ceilings
 from roofline_report.observe.ceilings import host, load, sampling
 from roofline_report.observe.ceilings import machine as ceilings
 from roofline_report.observe.ceilings import streams as stream_ceilings
-from roofline_report.observe.ceilings.machine import Plan
+from roofline_report.observe.ceilings.plan import Plan, plan_for
 from roofline_report.observe.ceilings.sampling import GiB, MiB
 
 TINY = Plan(
@@ -37,43 +37,43 @@ TINY = Plan(
 
 
 def test_cpu_plan_scales_arrays_with_the_cache() -> None:
-    small_cache = ceilings.plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=None)
+    small_cache = plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=None)
     assert small_cache.array_bytes == 256 * MiB  # 4 x 32 MiB = 128 MiB, raised to the floor
-    mid_cache = ceilings.plan_for("cpu", quick=False, cache_bytes=96 * MiB, free_bytes=None)
+    mid_cache = plan_for("cpu", quick=False, cache_bytes=96 * MiB, free_bytes=None)
     assert mid_cache.array_bytes == 384 * MiB
-    big_cache = ceilings.plan_for("cpu", quick=False, cache_bytes=480 * MiB, free_bytes=None)
+    big_cache = plan_for("cpu", quick=False, cache_bytes=480 * MiB, free_bytes=None)
     assert big_cache.array_bytes == 512 * MiB  # the cap
-    unknown = ceilings.plan_for("cpu", quick=False, cache_bytes=None, free_bytes=None)
+    unknown = plan_for("cpu", quick=False, cache_bytes=None, free_bytes=None)
     assert unknown.array_bytes == 256 * MiB
     assert big_cache.huge_pages
 
 
 def test_plans_measure_the_kernel_patterns() -> None:
-    full = ceilings.plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=None)
-    quick = ceilings.plan_for("cpu", quick=True, cache_bytes=32 * MiB, free_bytes=None)
+    full = plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=None)
+    quick = plan_for("cpu", quick=True, cache_bytes=32 * MiB, free_bytes=None)
     assert full.patterns is not None and quick.patterns is not None
     assert len(quick.patterns.sizes) < len(full.patterns.sizes)
     assert TINY.patterns is None  # hand-made plans measure none unless asked
 
 
 def test_cpu_plan_quick_is_smaller_and_memory_bounded() -> None:
-    quick = ceilings.plan_for("cpu", quick=True, cache_bytes=480 * MiB, free_bytes=None)
-    full = ceilings.plan_for("cpu", quick=False, cache_bytes=480 * MiB, free_bytes=None)
+    quick = plan_for("cpu", quick=True, cache_bytes=480 * MiB, free_bytes=None)
+    full = plan_for("cpu", quick=False, cache_bytes=480 * MiB, free_bytes=None)
     assert quick.array_bytes == 256 * MiB
     assert max(quick.matmul_sizes) <= max(full.matmul_sizes)
     assert quick.samples < full.samples
     assert quick.budget_s < full.budget_s
-    tight = ceilings.plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=1 * GiB)
+    tight = plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=1 * GiB)
     assert tight.array_bytes == 128 * MiB  # an eighth of the free memory
 
 
 def test_gpu_plan_uses_large_matmuls_and_a_fraction_of_free_memory() -> None:
-    plan = ceilings.plan_for("gpu", quick=False, cache_bytes=None, free_bytes=130 * GiB)
+    plan = plan_for("gpu", quick=False, cache_bytes=None, free_bytes=130 * GiB)
     assert max(plan.matmul_sizes) == 8192
     assert plan.array_bytes == 4 * GiB
-    small = ceilings.plan_for("gpu", quick=False, cache_bytes=None, free_bytes=16 * GiB)
+    small = plan_for("gpu", quick=False, cache_bytes=None, free_bytes=16 * GiB)
     assert small.array_bytes == 1 * GiB
-    unknown = ceilings.plan_for("gpu", quick=True, cache_bytes=None, free_bytes=None)
+    unknown = plan_for("gpu", quick=True, cache_bytes=None, free_bytes=None)
     assert unknown.array_bytes == 256 * MiB
     assert list(plan.matmul_sizes) == sorted(plan.matmul_sizes)
     assert not plan.huge_pages
@@ -488,7 +488,7 @@ def test_small_sides_are_timed_as_a_batch_of_products() -> None:
 def test_a_plan_times_small_products_below_its_smallest_size() -> None:
     for backend in ("cpu", "gpu"):
         for quick in (True, False):
-            plan = ceilings.plan_for(backend, quick=quick, cache_bytes=32 * MiB, free_bytes=None)
+            plan = plan_for(backend, quick=quick, cache_bytes=32 * MiB, free_bytes=None)
             assert plan.batch_sides and max(plan.batch_sides) < min(plan.matmul_sizes)
             assert plan.batch_flops >= 2 * max(plan.batch_sides) ** 3
 
@@ -563,7 +563,7 @@ def test_no_split_no_split_launch(monkeypatch: pytest.MonkeyPatch) -> None:
     entry = dispatch.split_launch_entry(TINY, lambda _m: None)
     assert not entry["available"] and entry["value"] is None
     assert entry["reason"].startswith("the compiler split no kernel")
-    assert not ceilings.plan_for("gpu", quick=True, cache_bytes=None,
+    assert not plan_for("gpu", quick=True, cache_bytes=None,
                                  free_bytes=None).split_launch
 
 
@@ -623,22 +623,22 @@ def test_an_allocator_that_keeps_the_memory_gives_no_page_fault_cost(
     entry = page_faults.page_fault_entry(TINY, lambda _m: None, fresh_bytes=4 * MiB)
     assert not entry["available"] and entry["value"] is None
     assert entry["faults_per_call"] == 0 and "keeps the memory" in entry["reason"]
-    assert ceilings.plan_for("cpu", quick=True, cache_bytes=None, free_bytes=None).page_faults
-    assert not ceilings.plan_for("gpu", quick=True, cache_bytes=None, free_bytes=None).page_faults
+    assert plan_for("cpu", quick=True, cache_bytes=None, free_bytes=None).page_faults
+    assert not plan_for("gpu", quick=True, cache_bytes=None, free_bytes=None).page_faults
 
 
 # ------------------------------------------- integer products and grouped convolutions
 
 
 def test_plans_measure_integer_products_and_grouped_convolutions() -> None:
-    full = ceilings.plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=None)
-    quick = ceilings.plan_for("cpu", quick=True, cache_bytes=32 * MiB, free_bytes=None)
+    full = plan_for("cpu", quick=False, cache_bytes=32 * MiB, free_bytes=None)
+    quick = plan_for("cpu", quick=True, cache_bytes=32 * MiB, free_bytes=None)
     for plan in (full, quick):
         # int4 only where the backend has an int4 product: XLA:CPU and XLA:GPU refuse one, and a
         # default build must not list it as missing on every machine.
         assert plan.integer_dtypes == ("int8",)
         assert plan.integer_sizes and plan.grouped_conv_sizes
-    tpu = ceilings.plan_for("tpu", quick=False, cache_bytes=None, free_bytes=None)
+    tpu = plan_for("tpu", quick=False, cache_bytes=None, free_bytes=None)
     assert tpu.integer_dtypes == ("int8", "int4")
     # Few sizes: these roofs must not lengthen the ceilings pass by more than seconds.
     assert len(quick.integer_sizes) == len(quick.grouped_conv_sizes) == 1

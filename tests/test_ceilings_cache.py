@@ -763,7 +763,8 @@ def test_analyze_measures_once_with_a_real_tiny_plan(
     import numpy as np
 
     from roofline_report.observe.ceilings import machine
-    from roofline_report.observe.ceilings.machine import MiB, Plan
+    from roofline_report.observe.ceilings.plan import Plan
+    from roofline_report.observe.ceilings.sampling import MiB
 
     tiny = Plan(matmul_sizes=(32,), matmul_max_call_s=1.0, matmul_dtypes=("float32",),
                 array_bytes=1 * MiB, samples=3, min_sample_s=1e-3, sweep_samples=2,

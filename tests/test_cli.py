@@ -66,7 +66,7 @@ def small_measurement(mp: pytest.MonkeyPatch) -> None:
     from roofline_report.observe import run as measure
     from roofline_report.observe import workloads
     from roofline_report.observe.ceilings import machine as ceilings
-    from roofline_report.observe.ceilings.machine import Plan
+    from roofline_report.observe.ceilings.plan import Plan
     from roofline_report.observe.ceilings.sampling import MiB
 
     tiny = Plan(matmul_sizes=(32, 64), matmul_max_call_s=1.0, matmul_dtypes=("float32",),

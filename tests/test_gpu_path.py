@@ -101,8 +101,9 @@ def test_gpu_ceilings_measure_float32_at_default_and_highest_precision(
         monkeypatch: pytest.MonkeyPatch) -> None:
     jax = pytest.importorskip("jax")
     from roofline_report.observe.ceilings import machine as ceilings
+    from roofline_report.observe.ceilings.plan import Plan
 
-    tiny = ceilings.Plan(matmul_sizes=(32,), matmul_max_call_s=1.0,
+    tiny = Plan(matmul_sizes=(32,), matmul_max_call_s=1.0,
                          matmul_dtypes=("float32", "bfloat16"), array_bytes=1 << 20, samples=3,
                          min_sample_s=1e-3, sweep_samples=2, sweep_min_sample_s=5e-4,
                          budget_s=0.2, huge_pages=False)

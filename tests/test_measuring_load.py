@@ -170,7 +170,7 @@ def test_a_compute_ceiling_records_each_round_s_load(monkeypatch: pytest.MonkeyP
     """The full timing of matmul float32 under load the first time (taken again, quiet), then
     quiet in the second round: both rounds' loads recorded, the repeat counted."""
     from roofline_report.observe.ceilings import compute
-    from roofline_report.observe.ceilings.machine import Plan
+    from roofline_report.observe.ceilings.plan import Plan
 
     full = iter([2e-3, 1e-3, 1.5e-3])  # per-call minimum of each full timing, in order
 
@@ -232,7 +232,7 @@ def test_a_compute_ceiling_keeps_its_quiet_round(monkeypatch: pytest.MonkeyPatch
     """The first full round ran under load (and again under load: no budget), the second
     quiet but slower: the quiet one is the value."""
     from roofline_report.observe.ceilings import compute
-    from roofline_report.observe.ceilings.machine import Plan
+    from roofline_report.observe.ceilings.plan import Plan
 
     full = iter([1e-3, 2e-3])
 

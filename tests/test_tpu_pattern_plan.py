@@ -67,12 +67,12 @@ def test_an_accelerators_samples_outlast_its_round_trip() -> None:
     """A sample's first call waits a blocking round trip before the device starts: on an
     accelerator every plan's samples last at least ACCELERATOR_MIN_SAMPLE_SECONDS."""
     from roofline_report.observe import timer
-    from roofline_report.observe.ceilings import machine, rates, working_set
+    from roofline_report.observe.ceilings import plan, rates, working_set
 
     floor = timer.ACCELERATOR_MIN_SAMPLE_SECONDS
     for quick in (True, False):
-        tpu = machine.plan_for("tpu", quick=quick, cache_bytes=None, free_bytes=16 << 30)
-        cpu = machine.plan_for("cpu", quick=quick, cache_bytes=32 << 20, free_bytes=16 << 30)
+        tpu = plan.plan_for("tpu", quick=quick, cache_bytes=None, free_bytes=16 << 30)
+        cpu = plan.plan_for("cpu", quick=quick, cache_bytes=32 << 20, free_bytes=16 << 30)
         assert tpu.min_sample_s >= floor and tpu.sweep_min_sample_s >= floor
         assert cpu.min_sample_s < floor and cpu.sweep_min_sample_s < floor
         assert pattern_plans.pattern_plan("tpu", quick=quick).min_sample_s >= floor

@@ -5,12 +5,13 @@ with rough timings and the best size timed in full (:func:`matmul_entry`, :func:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Kind
 from roofline_report.observe import timer as timing
 from roofline_report.observe.ceilings import load
+from roofline_report.observe.ceilings.plan import Plan
 from roofline_report.observe.ceilings.sampling import (
     Again,
     Progress,
@@ -20,8 +21,6 @@ from roofline_report.observe.ceilings.sampling import (
     round_samples,
 )
 
-if TYPE_CHECKING:
-    from roofline_report.observe.ceilings.machine import Plan
 
 def _matmul(a: Any, b: Any) -> Any:
     return a @ b
@@ -193,7 +192,7 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
         entry["reason"] = join_notes(f"{name} unavailable: {stopped}", caveat)
         return entry
     _, n, compiled, args = best
-    samples = plan.samples if again is None else round_samples(plan)
+    samples = plan.samples if again is None else round_samples(plan.samples)
 
     def final() -> Timing:
         return timing.time_jitted(compiled, args, quick=False, samples=samples,

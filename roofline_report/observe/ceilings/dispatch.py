@@ -6,14 +6,13 @@ threads adds to it (:func:`dispatch_entry`, :func:`launch_entry`, :func:`split_l
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from roofline_report.kinds import Kind
 from roofline_report.observe import timer as timing
+from roofline_report.observe.ceilings.plan import Plan
 from roofline_report.observe.ceilings.sampling import Progress, failure_reason
 
-if TYPE_CHECKING:
-    from roofline_report.observe.ceilings.machine import Plan
 
 def _dispatch_runner(*, enqueued: bool = False) -> timing.Runner:
     """run(n): n jitted scalar adds, blocking after each (the latency one call pays) or, with

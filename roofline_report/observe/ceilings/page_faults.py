@@ -15,14 +15,12 @@ pages (another allocator keeps the memory), the entry says so and gives no value
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from roofline_report.kinds import Kind
 from roofline_report.observe import timer as timing
+from roofline_report.observe.ceilings.plan import Plan
 from roofline_report.observe.ceilings.sampling import MiB, Progress, failure_reason
-
-if TYPE_CHECKING:
-    from roofline_report.observe.ceilings.machine import Plan
 
 # An output past glibc's largest mmap threshold (32 MiB on 64-bit systems): mapped afresh on
 # every call, however the threshold has grown.

@@ -6,14 +6,10 @@ the reasons a measurement gives when it fails.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from roofline_report.analysis.stats import Timing
 from roofline_report.errors import reason
 from roofline_report.observe import timer as timing
-
-if TYPE_CHECKING:
-    from roofline_report.observe.ceilings.machine import Plan
 
 Progress = Callable[[str], None]
 Again = list[Callable[[], None]]  # timings to take once more, after the other ceilings
@@ -25,9 +21,9 @@ _REASON_CHARS = 200
 ROUNDS = 2  # rounds of the compute and stream ceilings' final timings
 
 
-def round_samples(plan: Plan) -> int:
-    """Samples of one round of a final timing: the plan's samples split between rounds."""
-    return max(timing.MIN_BUDGET_SAMPLES, -(-plan.samples // ROUNDS))
+def round_samples(samples: int) -> int:
+    """Samples of one round of a final timing: a plan's ``samples`` split between rounds."""
+    return max(timing.MIN_BUDGET_SAMPLES, -(-samples // ROUNDS))
 
 
 def fastest_rate(work: float, measured: Timing) -> float:

@@ -27,18 +27,16 @@ grouped convolution); a size without it is left out with the reason.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from roofline_report.observe.ceilings.compute import Rough, _compute_entry, _rough, _rough_again
+from roofline_report.observe.ceilings.plan import Plan
 from roofline_report.observe.ceilings.sampling import (
     Again,
     Progress,
     failure_reason,
     fastest_rate,
 )
-
-if TYPE_CHECKING:
-    from roofline_report.observe.ceilings.machine import Plan
 
 # The grouped convolution roofs: (window side, input features per group). Depthwise at 3x3
 # and 7x7 (9 and 49 taps an output), and 3x3 over groups of 16 features (144 taps), where the

@@ -9,12 +9,13 @@ import ctypes
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Kind
 from roofline_report.observe import timer as timing
 from roofline_report.observe.ceilings import load
+from roofline_report.observe.ceilings.plan import CACHE_MULTIPLE, Plan
 from roofline_report.observe.ceilings.sampling import (
     MiB,
     Progress,
@@ -22,11 +23,6 @@ from roofline_report.observe.ceilings.sampling import (
     fastest_rate,
 )
 
-if TYPE_CHECKING:
-    from roofline_report.observe.ceilings.machine import Plan
-
-# Bandwidth arrays should be at least this many times the last-level cache.
-CACHE_MULTIPLE = 4
 STREAM_KERNELS = ("reduce", "scale", "triad")
 STREAM_ITEMSIZE = 4  # float32
 
