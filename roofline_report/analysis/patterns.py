@@ -13,7 +13,7 @@ dot or a transposed dot: its flops; a matrix-vector product: its matrix's elemen
 XLA's flops) and, where the rate depends on it, a ``pattern_row`` (a top-k's row, a sort's, a
 gather's or scatter's elements per index, a block transpose's run, a matrix-vector product's
 narrow width, an FFT's length); the ceilings measure each pattern's rate by size, some by row
-too (:mod:`roofline_report.observe.ceilings.patterns`), and a kernel takes the roof of the row
+too (:mod:`roofline_report.observe.ceilings.pattern_plans`), and a kernel takes the roof of the row
 nearest its own.
 :func:`pattern_time` is the one place that turns the two into a time: ``pattern_size`` ÷
 the pattern's rate at that size, the rate interpolated in log size between the sizes measured
