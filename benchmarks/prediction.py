@@ -74,8 +74,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from roofline_report.analysis.analyse import analyse  # noqa: E402
+from roofline_report.analysis.kernel_records import SIGNIFICANT_KERNEL_S  # noqa: E402
 from roofline_report.analysis.miss import Miss  # noqa: E402
-from roofline_report.analysis.records import SIGNIFICANT_KERNEL_S  # noqa: E402
 from roofline_report.analysis.stats import error_summary  # noqa: E402
 from roofline_report.errors import EXIT_INPUT, InputError  # noqa: E402
 from roofline_report.observe.ceilings.cache import ENV_VAR as CACHE_ENV  # noqa: E402

@@ -20,17 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.analyse import analyse
+from roofline_report.analysis.hardware_roof import HardwareRoof
+from roofline_report.analysis.kernel_records import BelowRoof, ExcessTraffic, KernelRow, Lever
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
-from roofline_report.analysis.records import (
-    Analysis,
-    BelowRoof,
-    ExcessTraffic,
-    HardwareRoof,
-    KernelRow,
-    Lever,
-    Program,
-)
+from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.stats import Stats
 from roofline_report.errors import InputError
 

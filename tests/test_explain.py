@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from roofline_report.analysis.explain import Evidence, kernel_reason, program_reason
+from roofline_report.analysis.kernel_records import KernelRow
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction, Term
-from roofline_report.analysis.records import KernelRow
 from roofline_report.analysis.stats import Stats
 from roofline_report.backends import describe
 from roofline_report.kinds import Kind

@@ -28,8 +28,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline_report.analysis.analyse import Assumptions, analyse
+from roofline_report.analysis.hardware_roof import HardwareRoof
 from roofline_report.analysis.predict import Prediction
-from roofline_report.analysis.records import Analysis, HardwareRoof
+from roofline_report.analysis.records import Analysis
 from roofline_report.kinds import Kind
 from roofline_report.report import views as render
 from roofline_report.report.format import KIND_MARKERS

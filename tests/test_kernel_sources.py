@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_report.analysis.records import KernelRow
+from roofline_report.analysis.kernel_records import KernelRow
 from roofline_report.hlo.ir import SourceLocation, StackFrames, parse_module
 from roofline_report.hlo.kernels import is_library_path, kernel_inventory
 from roofline_report.hlo.stack_frames import read_stack_frames

@@ -26,14 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline_report.analysis.analyse import Assumptions, analyse
+from roofline_report.analysis.kernel_records import BelowRoof, ExcessTraffic, Overhead
 from roofline_report.analysis.levers import FUSIBLE, LAUNCH_TERMS
-from roofline_report.analysis.records import (
-    Analysis,
-    BelowRoof,
-    ExcessTraffic,
-    Overhead,
-    Program,
-)
+from roofline_report.analysis.records import Analysis, Program
 from roofline_report.kinds import Kind
 from roofline_report.report import figures as figs
 from roofline_report.report import views
@@ -304,7 +299,8 @@ def test_each_lever_sentence_reads_right_where_its_saving_is_held() -> None:
 def test_a_kernel_bound_by_on_chip_bytes_alone_reads_its_roofs_rate_not_an_intensity() -> None:
     """A TPU kernel whose memory part is its vector-memory traffic has flops and no HBM bytes:
     its sentence gives the on-chip roof's rate (re-rendering a v5e run divided by zero)."""
-    from roofline_report.analysis.records import BelowRoof, HardwareRoof, RoofPart
+    from roofline_report.analysis.hardware_roof import HardwareRoof, RoofPart
+    from roofline_report.analysis.kernel_records import BelowRoof
     from roofline_report.report.lever_words import lever_long
 
     roof = HardwareRoof(flops=2e6, bytes=0.0, kind=Kind.MEASURED,

@@ -20,7 +20,7 @@ ONE_PLACE = {
     "bound_at": "roofline.py",
     "binding": "roofline.py",
     "single_roof_seconds": "roofline.py",
-    "roof_share": "analysis/records.py",
+    "roof_share": "analysis/hardware_roof.py",
     "kernel_roof": "analysis/headroom.py",
     "program_levers": "analysis/levers.py",
     "sharded_seconds": "analysis/study.py",

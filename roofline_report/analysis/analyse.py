@@ -29,7 +29,9 @@ from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.ceilings_origin import ceilings_origin
 from roofline_report.analysis.explain import Evidence, program_reason
 from roofline_report.analysis.fresh_pages import footprint_bytes
+from roofline_report.analysis.hardware_roof import HardwareRoof
 from roofline_report.analysis.headroom import facts_roof, program_roof
+from roofline_report.analysis.kernel_records import SIGNIFICANT_KERNEL_S, KernelTable
 from roofline_report.analysis.kernels import kernel_table
 from roofline_report.analysis.levers import program_levers
 from roofline_report.analysis.loop_trips import implied_trips, unknown_loops_in
@@ -47,7 +49,6 @@ from roofline_report.analysis.predict import (
 )
 from roofline_report.analysis.read_passes import MultiPass, multi_pass_kernels
 from roofline_report.analysis.records import (
-    SIGNIFICANT_KERNEL_S,
     Accuracy,
     Analysis,
     Assumptions,
@@ -55,9 +56,7 @@ from roofline_report.analysis.records import (
     ChosenPreset,
     Exercise,
     Experiment,
-    HardwareRoof,
     HypotheticalBudgets,
-    KernelTable,
     Program,
     Roofs,
     SpecPlacement,

@@ -53,10 +53,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from roofline_report.analysis.kernel_records import KernelRow
 from roofline_report.analysis.miss import AS_PREDICTED, Miss
 from roofline_report.analysis.predict import FAULT_TERM, Prediction
 from roofline_report.analysis.read_passes import MultiPass
-from roofline_report.analysis.records import KernelRow
 from roofline_report.analysis.speed_drift import Drift
 from roofline_report.analysis.stats import Stats
 from roofline_report.backends import Backend

@@ -31,7 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from roofline_report.analysis.records import Analysis, KernelRow, Program, roof_share
+from roofline_report.analysis.hardware_roof import roof_share
+from roofline_report.analysis.kernel_records import KernelRow
+from roofline_report.analysis.records import Analysis, Program
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind
 from roofline_report.text import Num, decimal, n, ordinal, percent, percent_text

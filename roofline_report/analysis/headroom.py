@@ -37,13 +37,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+from roofline_report.analysis.hardware_roof import HardwareRoof, RoofPart
 from roofline_report.analysis.predict import (
     ON_CHIP,
     TRANSCENDENTAL_RATE,
     Facts,
     kernel_facts,
 )
-from roofline_report.analysis.records import HardwareRoof, RoofPart
 from roofline_report.analysis.roofs import RoofSet
 
 __all__ = ["facts_roof", "kernel_roof", "program_roof"]

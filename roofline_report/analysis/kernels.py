@@ -1,7 +1,7 @@
 """The per-kernel view of a program (no jax): its kernel inventory (our count of each kernel's
 work and the bytes it touches) with the times of its profiler trace, under one roof set.
 
-* One :class:`~roofline_report.analysis.records.KernelRow` per kernel, longest first: time
+* One :class:`~roofline_report.analysis.kernel_records.KernelRow` per kernel, longest first: time
   per call (the first quartile over the traced calls of its launch-to-completion time: see
   :func:`kernel_time`), its spread, its share of the summed kernel time (kernels can
   overlap, so shares are of that sum), its prediction
@@ -27,14 +27,9 @@ import numpy as np
 from roofline_report.analysis import explain, headroom, predict
 from roofline_report.analysis.call_accounting import account_calls
 from roofline_report.analysis.fresh_pages import fresh_pages, temp_bytes
+from roofline_report.analysis.kernel_records import Category, KernelRow, KernelTable, TraceSummary
 from roofline_report.analysis.loop_trips import loop_trips, observed_kernel, per_trip
 from roofline_report.analysis.miss import miss
-from roofline_report.analysis.records import (
-    Category,
-    KernelRow,
-    KernelTable,
-    TraceSummary,
-)
 from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
 from roofline_report.analysis.stats import median, own_time, quartiles
 from roofline_report.hlo.kernel_cost import MOVEMENT

@@ -2,19 +2,19 @@
 could save per call and the numbers it rests on. Three kinds, each an upper bound, which may
 overlap (a kernel's time can count in two of them), so they are ranked, not added:
 
-* **a kernel below its roof** (:class:`~roofline_report.analysis.records.BelowRoof`): its
+* **a kernel below its roof** (:class:`~roofline_report.analysis.kernel_records.BelowRoof`): its
   measured time less its time at the hardware roof at its intensity
   (:mod:`~roofline_report.analysis.headroom`);
-* **traffic above the minimum** (:class:`~roofline_report.analysis.records.ExcessTraffic`):
+* **traffic above the minimum** (:class:`~roofline_report.analysis.kernel_records.ExcessTraffic`):
   every kernel together moves more bytes than the program must (the analytic minimum, or every
   argument read and every result written once); the kernels bound by memory at their roofs
   (not matrix products: elementwise kernels such as an optimizer's, reductions, copies) move
   part of them, and fused they could move up to the smaller of their bytes and the excess
   less: that many bytes at their own memory roofs, no more than the time they took;
-* **dispatch and launches** (:class:`~roofline_report.analysis.records.Overhead`): the model's
-  dispatch of a call and its kernels' launch terms (split launches included), against the
-  call's time: work done in fewer, larger calls (a loop of steps inside one call) and fewer
-  kernels could save all of it but one launch.
+* **dispatch and launches** (:class:`~roofline_report.analysis.kernel_records.Overhead`):
+  the model's dispatch of a call and its kernels' launch terms (split launches included),
+  against the call's time: work done in fewer, larger calls (a loop of steps inside one call)
+  and fewer kernels could save all of it but one launch.
 
 A program that was not timed has none.
 """
@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from roofline_report.analysis.predict import Prediction
-from roofline_report.analysis.records import (
+from roofline_report.analysis.kernel_records import (
     BelowRoof,
     ExcessTraffic,
     KernelRow,
@@ -32,6 +31,7 @@ from roofline_report.analysis.records import (
     Lever,
     Overhead,
 )
+from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.roofs import SPLIT_LAUNCH, RoofSet
 from roofline_report.kinds import Kind
 

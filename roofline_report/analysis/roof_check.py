@@ -27,9 +27,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from roofline_report.analysis.ceilings_origin import CeilingsOrigin
+from roofline_report.analysis.kernel_records import SIGNIFICANT_KERNEL_S
 from roofline_report.analysis.measuring_load import Conditions
 from roofline_report.analysis.predict import Prediction
-from roofline_report.analysis.records import SIGNIFICANT_KERNEL_S, Program
+from roofline_report.analysis.records import Program
 from roofline_report.analysis.roof_check_records import (
     Above,
     Cause,

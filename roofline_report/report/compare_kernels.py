@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from roofline_report.analysis.records import Analysis, KernelRow
+from roofline_report.analysis.kernel_records import KernelRow
+from roofline_report.analysis.records import Analysis
 from roofline_report.kinds import Kind
 from roofline_report.report.format import Num, n, ratio
 

@@ -1,5 +1,5 @@
 """The per-kernel roofline of a program (no jax): display strings of the analysis's
-:class:`~roofline_report.analysis.records.KernelTable` records: each kernel's row, where the
+:class:`~roofline_report.analysis.kernel_records.KernelTable` records: each kernel's row, where the
 time goes by category, what the trace covered, loops stopped on data, fresh pages, the
 program's levers, the kernels' flops reconciled with the program's count, and the figure of the
 kernels on the roofline. Nothing is computed here but the text of numbers the analysis computed.
@@ -14,6 +14,7 @@ from typing import Any
 from roofline_report.analysis.analyse import SEED_NAME
 from roofline_report.analysis.call_accounting import CallAccounting
 from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES
+from roofline_report.analysis.kernel_records import KernelRow, KernelTable, TraceSummary
 from roofline_report.analysis.kernels import (
     DEVICE_EVENT,
     DEVICE_SHARED,
@@ -21,13 +22,7 @@ from roofline_report.analysis.kernels import (
     SHARED,
     SHARED_CORES,
 )
-from roofline_report.analysis.records import (
-    Analysis,
-    KernelRow,
-    KernelTable,
-    Program,
-    TraceSummary,
-)
+from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.report import figures as figs

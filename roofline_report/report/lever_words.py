@@ -8,14 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from roofline_report.analysis.records import (
-    BelowRoof,
-    ExcessTraffic,
-    HardwareRoof,
-    Lever,
-    Overhead,
-    Program,
-)
+from roofline_report.analysis.hardware_roof import HardwareRoof
+from roofline_report.analysis.kernel_records import BelowRoof, ExcessTraffic, Lever, Overhead
+from roofline_report.analysis.records import Program
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import Inline
 from roofline_report.report.format import Num, count, n, percent, plural, ratio

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roofline_report.analysis.records import SIGNIFICANT_KERNEL_S, Analysis
+from roofline_report.analysis.kernel_records import SIGNIFICANT_KERNEL_S
+from roofline_report.analysis.records import Analysis
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.report import figures as figs

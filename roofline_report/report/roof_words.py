@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from roofline_report.analysis.hardware_roof import HardwareRoof
 from roofline_report.analysis.predict import Prediction
-from roofline_report.analysis.records import HardwareRoof, Program
+from roofline_report.analysis.records import Program
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.report.format import Num, n, percent, percent_text, rate
