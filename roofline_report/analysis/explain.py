@@ -203,20 +203,27 @@ def _faults_charged(prediction: Prediction, rows: Sequence[KernelRow]) -> float:
     return sum(t.seconds for p in predictions for t in p.terms if t.name == FAULT_TERM)
 
 
+def _behind_most(gaps: Sequence[tuple[float, KernelRow]]) -> tuple[list[KernelRow], float]:
+    """The few kernels (at most :data:`NAMED_KERNELS`) with the largest of ``gaps`` (each a
+    kernel's part of a miss) and their share of all of them; none when no few explain half."""
+    ranked = sorted(((g, r) for g, r in gaps if g > 0), key=lambda g: (-g[0], g[1].name))
+    total = sum(g for g, _ in ranked)
+    named = ranked[:NAMED_KERNELS]
+    share = sum(g for g, _ in named) / total if total > 0 else 0.0
+    return ([r for _, r in named], share) if named and share >= 0.5 else ([], share)
+
+
 def _slow_kernels(rows: Sequence[KernelRow]) -> list[str]:
     """The few kernels of the trace behind most of the time the model did not predict, or
     nothing without per-kernel times or when no few of them explain half the gap."""
     # The gap of a kernel is its saving: measured − predicted, where it ran beyond its roof.
-    gaps = sorted(((g, r) for r in rows if (g := r.saving)), key=lambda g: (-g[0], g[1].name))
-    total = sum(g for g, _ in gaps)
-    named = gaps[:NAMED_KERNELS]
-    share = sum(g for g, _ in named) / total if total > 0 else 0.0
-    if not named or share < 0.5:
+    named, share = _behind_most([(r.saving, r) for r in rows if r.saving])
+    if not named:
         return []
     parts = ", ".join(
         f"{r.name} ({r.category}, {format_si(r.seconds, 's')} against "
         f"{format_si(r.prediction.seconds if r.prediction else None, 's')} predicted)"
-        for _, r in named)
+        for r in named)
     return [f"slow kernels: {parts} account for {percent_text(share)} of the time the kernels "
             "took beyond their predictions: they run far below their roofs"]
 
@@ -225,19 +232,15 @@ def _fast_kernels(rows: Sequence[KernelRow]) -> list[str]:
     """The few kernels of the trace behind most of the time the model predicted and the
     kernels did not take, each with the roof it was held to, or nothing without per-kernel
     times or when no few of them explain half of it."""
-    gains = sorted(((p.seconds - r.seconds, r) for r in rows
-                    if (p := r.prediction) is not None and r.seconds
-                    and p.seconds > r.seconds), key=lambda g: (-g[0], g[1].name))
-    total = sum(g for g, _ in gains)
-    named = gains[:NAMED_KERNELS]
-    share = sum(g for g, _ in named) / total if total > 0 else 0.0
-    if not named or share < 0.5:
-        return []
+    named, share = _behind_most([(r.prediction.seconds - r.seconds, r) for r in rows
+                                 if r.prediction is not None and r.seconds])
     parts = ", ".join(
         f"{r.name} ({r.category}, {format_si(r.seconds, 's')} against "
         f"{format_si(r.prediction.seconds, 's')} predicted at its "
         f"{r.prediction.binding.label} roof, {r.prediction.binding.roof})"
-        for _, r in named if r.prediction is not None)
+        for r in named if r.prediction is not None)
+    if not parts:
+        return []
     return [f"fast kernels: {parts} account for {percent_text(share)} of the time the "
             "kernels' predictions exceed their measured times: they ran above the roofs they "
             "were held to, which do not describe them"]

@@ -280,7 +280,7 @@ class Program:
             if isinstance(x, jax.ShapeDtypeStruct):
                 return jax.device_put(_random(rng, tuple(x.shape), np.dtype(x.dtype)))
             if isinstance(x, jax.Array):
-                return on_default_device(x)
+                return x
             return jax.device_put(np.asarray(x))
 
         (dyn_a, dyn_k), _ = self._split(self.args, self.kwargs)
@@ -379,6 +379,10 @@ def on_default_device(x: jax.Array) -> jax.Array:
     return placed
 
 
+def _placed(leaf: Any) -> Any:
+    return on_default_device(leaf) if isinstance(leaf, jax.Array) else leaf
+
+
 def make_program(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], *, name: str,
                  where: str, static_argnums: int | Sequence[int] | None = None,
                  static_argnames: str | Sequence[str] | None = None) -> Program:
@@ -401,6 +405,9 @@ def make_program(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], *, nam
             _check_tree(v, f"{where} keyword argument {k!r}")
     donated = (_own_donated(fn, _parameter_names(fn, len(args))) if is_jitted(fn)
                else frozenset())
+    # Host arrays go to an accelerator here, once for every later use of the arguments.
+    args = [a if i in nums else jax.tree.map(_placed, a) for i, a in enumerate(args)]
+    kwargs = {k: v if k in names else jax.tree.map(_placed, v) for k, v in kwargs.items()}
     return Program(fn, tuple(args), dict(kwargs), frozenset(nums), frozenset(names), name,
                    zlib.crc32(name.encode("utf-8")), donated, jit_options(fn))
 
