@@ -85,8 +85,8 @@ def test_the_ridge_sentence_follows_the_numbers(peak: float, bandwidth: float,
     model = study.hypothetical_model(peak, bandwidth)
     parts = views._ridge_size(model)
     text = "".join(p if isinstance(p, str) else p.text for p in parts)
-    size = model["ridge_square_size"]
-    assert model["ridge_square_bytes"] == pytest.approx(3 * 4 * size**2)
+    size = model.ridge_square_size
+    assert model.ridge_square_bytes == pytest.approx(3 * 4 * size**2)
     if ending:
         assert text.endswith(ending)
     else:

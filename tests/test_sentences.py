@@ -37,7 +37,7 @@ def test_seed_exercise_compares_from_its_numbers(b: tuple[float, float]) -> None
     peak, bandwidth = b
     x = study.exercise(48, 24, 12, peak, bandwidth)
     vm = render._exercise(x)
-    rate = bandwidth * x["intensity"]  # the two numbers the sentence states
+    rate = bandwidth * x.intensity  # the two numbers the sentence states
     if not math.isclose(rate, peak, rel_tol=1e-12):  # (equal ones may round either way)
         assert vm.relation == ("below" if rate < peak else "above")
     assert vm.bound == ("memory" if vm.relation == "below" else "compute")

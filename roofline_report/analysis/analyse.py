@@ -170,14 +170,10 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
         Quantity(a.bandwidth, "B/s", Kind.HYPOTHETICAL, a.source),
         Quantity(a.interconnect, "B/s", Kind.HYPOTHETICAL, a.source),
         seed_model.ridge(a.peak, a.bandwidth), a.source), roofs.preset)
-    seed = {
-        "model": study.hypothetical_model(a.peak, a.bandwidth),
-        "experiment": study.doubled_traffic_experiment(a.peak, a.bandwidth),
-        "exercise": study.exercise(48, 24, 12, a.peak, a.bandwidth),
-    }
     return Analysis(
         assumptions=a, backend=backend, roofs=roofs, programs=programs, sweeps=sweeps,
-        accuracy=accuracy, seed=seed, budgets=budgets, experiments=exps, exercises=exercises,
+        accuracy=accuracy, seed=study.seed_study(a.peak, a.bandwidth), budgets=budgets,
+        experiments=exps, exercises=exercises,
         sharding=sharding, skipped=tuple(_unique(skipped)),
         run_note=_run_note(typed.options, checks), results=typed, observations=doc,
         ceilings_origin=origin,

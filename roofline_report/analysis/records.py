@@ -44,6 +44,7 @@ from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.roof_check_records import RoofCheck
 from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.seed_records import SeedStudy
 from roofline_report.analysis.speed_drift import Drift, SpeedChecks
 from roofline_report.analysis.stats import Stats, median
 from roofline_report.backends import Backend
@@ -399,7 +400,7 @@ class Analysis:
     programs: tuple[Program, ...]
     sweeps: tuple[Sweep, ...]
     accuracy: Accuracy
-    seed: Mapping[str, Any]  # the seed's hypothetical model, experiment and exercise
+    seed: SeedStudy  # the seed's hypothetical model, experiment and exercise
     budgets: Budgets
     experiments: tuple[Experiment, ...]
     exercises: tuple[Exercise, ...]

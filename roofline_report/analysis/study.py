@@ -18,6 +18,14 @@ from roofline_report.analysis import (
     comm_step,
 )
 from roofline_report.analysis import seed_model as model
+from roofline_report.analysis.seed_records import (
+    CeilingSeries,
+    DoubledTraffic,
+    SeedExercise,
+    SeedFigure,
+    SeedModel,
+    SeedStudy,
+)
 from roofline_report.analysis.stats import own_time
 from roofline_report.hlo.collectives import COLLECTIVE_OPS
 from roofline_report.kinds import Kind
@@ -40,90 +48,94 @@ def sharded_seconds(w: Mapping[str, Any]) -> float | None:
 
 def hypothetical_model(
     peak: float, bandwidth: float, sizes: Sequence[int] = model.SEED_SIZES, itemsize: int = 4
-) -> dict[str, Any]:
+) -> SeedModel:
     """Step 3 of the seed: square-matmul intensities n/6 and their ceilings under the budgets."""
-    contracts = [model.contract(n, n, n, itemsize) for n in sizes]
-    intensity = [c.intensity for c in contracts]
-    memory_ceiling = [bandwidth * x for x in intensity]
-    roofline = model.attainable_series(intensity, peak, bandwidth)
+    contracts = tuple(model.contract(n, n, n, itemsize) for n in sizes)
+    intensity = tuple(c.intensity for c in contracts)
     ridge = model.ridge(peak, bandwidth)
-    return {
-        "kind": Kind.HYPOTHETICAL.value,
-        "itemsize": itemsize,
-        "sizes": list(sizes),
-        "contracts": [c.to_json() for c in contracts],
-        "intensity": intensity,
-        "closed_form_intensity": [model.square_intensity(n, itemsize) for n in sizes],
-        "memory_ceiling": memory_ceiling,
-        "roofline": roofline,
-        "bound": [model.bound_by(x, peak, bandwidth) for x in intensity],
-        "ridge": ridge,
-        "ridge_square_size": ridge * 3 * itemsize / 2,
+    return SeedModel(
+        kind=Kind.HYPOTHETICAL,
+        itemsize=itemsize,
+        sizes=tuple(sizes),
+        contracts=contracts,
+        intensity=intensity,
+        closed_form_intensity=tuple(model.square_intensity(n, itemsize) for n in sizes),
+        memory_ceiling=tuple(bandwidth * x for x in intensity),
+        roofline=tuple(model.attainable_series(intensity, peak, bandwidth)),
+        bound=tuple(model.bound_by(x, peak, bandwidth) for x in intensity),
+        ridge=ridge,
+        ridge_square_size=ridge * 3 * itemsize / 2,
         # The three n x n matrices of the square matmul at the ridge: beyond any memory
         # (BEYOND_MEMORY_BYTES), no square matmul that runs reaches the ridge.
-        "ridge_square_bytes": 3 * itemsize * (ridge * 3 * itemsize / 2) ** 2,
-        "figure": roofline_figure_data(intensity, peak, bandwidth),
-    }
+        ridge_square_bytes=3 * itemsize * (ridge * 3 * itemsize / 2) ** 2,
+        figure=roofline_figure_data(intensity, peak, bandwidth),
+    )
 
 
 def roofline_figure_data(
     intensity: Sequence[float], peak: float, bandwidth: float
-) -> dict[str, Any]:
+) -> SeedFigure:
     """The seed's figure data: the intensities plus the ridge, and the three series."""
-    xs = sorted([*intensity, model.ridge(peak, bandwidth)])
-    return {
-        "x": xs,
-        "xlabel": "minimum-traffic operations per byte (FLOP/byte)",
-        "ylabel": "hypothetical ceiling (GFLOP/s)",
-        "series": [
-            {"label": "bandwidth budget", "y": [bandwidth * x / 1e9 for x in xs]},
-            {"label": "compute budget", "y": [peak / 1e9] * len(xs)},
-            {"label": "combined ceiling",
-             "y": [model.attainable(x, peak, bandwidth) / 1e9 for x in xs]},
-        ],
-    }
+    xs = tuple(sorted([*intensity, model.ridge(peak, bandwidth)]))
+    return SeedFigure(
+        x=xs,
+        xlabel="minimum-traffic operations per byte (FLOP/byte)",
+        ylabel="hypothetical ceiling (GFLOP/s)",
+        series=(
+            CeilingSeries("bandwidth budget", tuple(bandwidth * x / 1e9 for x in xs)),
+            CeilingSeries("compute budget", (peak / 1e9,) * len(xs)),
+            CeilingSeries("combined ceiling",
+                          tuple(model.attainable(x, peak, bandwidth) / 1e9 for x in xs)),
+        ),
+    )
 
 
 def doubled_traffic_experiment(
     peak: float, bandwidth: float, sizes: Sequence[int] = model.SEED_SIZES, itemsize: int = 4
-) -> dict[str, Any]:
+) -> DoubledTraffic:
     """The seed's experiment: the work is unchanged; doubling traffic halves the intensity."""
     base = hypothetical_model(peak, bandwidth, sizes, itemsize)
-    reduced = [x / 2 for x in base["intensity"]]
-    revised = model.attainable_series(reduced, peak, bandwidth)
-    ratio = [r / b for r, b in zip(revised, base["roofline"], strict=True)]
-    return {
-        "kind": Kind.HYPOTHETICAL.value,
-        "sizes": list(sizes),
-        "intensity": base["intensity"],
-        "reduced_intensity": reduced,
-        "roofline": base["roofline"],
-        "revised": revised,
-        "ratio": ratio,
-        "halved": [model.bound_by(x, peak, bandwidth) == "memory" for x in reduced],
-        "unchanged": [r == peak for r in revised],
-    }
+    reduced = tuple(x / 2 for x in base.intensity)
+    revised = tuple(model.attainable_series(reduced, peak, bandwidth))
+    return DoubledTraffic(
+        kind=Kind.HYPOTHETICAL,
+        sizes=tuple(sizes),
+        intensity=base.intensity,
+        reduced_intensity=reduced,
+        roofline=base.roofline,
+        revised=revised,
+        ratio=tuple(r / b for r, b in zip(revised, base.roofline, strict=True)),
+        halved=tuple(model.bound_by(x, peak, bandwidth) == "memory" for x in reduced),
+        unchanged=tuple(r == peak for r in revised),
+    )
 
 
 def exercise(
     m: int, k: int, n: int, peak: float, bandwidth: float, itemsize: int = 4
-) -> dict[str, Any]:
+) -> SeedExercise:
     """The seed's exercise: work, minimum traffic, intensity and bound of an (m,k)x(k,n) matmul."""
     c = model.contract(m, k, n, itemsize)
-    ceiling = model.attainable(c.intensity, peak, bandwidth)
-    return {
-        "kind": Kind.ANALYTIC.value,
-        "shapes": [[m, k], [k, n]],
-        "itemsize": itemsize,
-        "flops": c.flops,
-        "minimum_bytes": c.minimum_bytes,
-        "intensity": c.intensity,
-        "bandwidth_times_intensity": bandwidth * c.intensity,
-        "attainable": ceiling,
-        "bound": model.bound_by(c.intensity, peak, bandwidth),
-        "peak": peak,
-        "bandwidth": bandwidth,
-    }
+    return SeedExercise(
+        kind=Kind.ANALYTIC,
+        shapes=((m, k), (k, n)),
+        itemsize=itemsize,
+        flops=c.flops,
+        minimum_bytes=c.minimum_bytes,
+        intensity=c.intensity,
+        bandwidth_times_intensity=bandwidth * c.intensity,
+        attainable=model.attainable(c.intensity, peak, bandwidth),
+        bound=model.bound_by(c.intensity, peak, bandwidth),
+        peak=peak,
+        bandwidth=bandwidth,
+    )
+
+
+def seed_study(peak: float, bandwidth: float) -> SeedStudy:
+    """The seed's model, experiment and exercise (a 48 × 24 by 24 × 12 matmul) under the
+    budgets."""
+    return SeedStudy(model=hypothetical_model(peak, bandwidth),
+                     experiment=doubled_traffic_experiment(peak, bandwidth),
+                     exercise=exercise(48, 24, 12, peak, bandwidth))
 
 
 DEFAULT_LATENCY = 1e-6

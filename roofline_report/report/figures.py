@@ -20,6 +20,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 
 from roofline_report.analysis.records import Sweep, SweepFigure
 from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, RoofSet
+from roofline_report.analysis.seed_records import DoubledTraffic, SeedModel
 from roofline_report.kinds import Kind
 from roofline_report.report.figure_svg import titled, to_svg
 from roofline_report.report.format import decimal, percent_text, whole
@@ -194,41 +195,41 @@ def _g(x: float) -> str:
 
 # --- the seed's hypothetical figures --------------------------------------------------------
 
-def seed_roofline(seed_model: Mapping[str, Any]) -> FigureOut:
-    data = seed_model["figure"]
-    xs = data["x"]
+def seed_roofline(seed_model: SeedModel) -> FigureOut:
+    data = seed_model.figure
+    xs = data.x
     styles = ("bandwidth budget", "compute budget", "combined ceiling")
-    ridge = seed_model["ridge"]
+    ridge = seed_model.ridge
     hover = [(x, y / 1e9, f"n={n}: intensity {_g(x)} FLOP/B, ceiling "
               f"{fmt(y, 'FLOP/s')} (hypothetical), {b}-bound")
-             for n, x, y, b in zip(seed_model["sizes"], seed_model["intensity"],
-                                   seed_model["roofline"], seed_model["bound"], strict=True)]
+             for n, x, y, b in zip(seed_model.sizes, seed_model.intensity,
+                                   seed_model.roofline, seed_model.bound, strict=True)]
 
     def draw() -> Figure:
         fig, ax = _new_figure()
-        for i, series in enumerate(data["series"]):
-            lw = 3.0 if series["label"] == "combined ceiling" else 1.4
-            alpha = 0.45 if series["label"] == "combined ceiling" else 1.0
-            ax.plot(xs, series["y"], label=f"{series['label']} (hypothetical)",
+        for i, series in enumerate(data.series):
+            lw = 3.0 if series.label == "combined ceiling" else 1.4
+            alpha = 0.45 if series.label == "combined ceiling" else 1.0
+            ax.plot(xs, series.y, label=f"{series.label} (hypothetical)",
                     color=PALETTE[i],
-                    linestyle="--" if series["label"] != "combined ceiling" else "-",
+                    linestyle="--" if series.label != "combined ceiling" else "-",
                     linewidth=lw, alpha=alpha, marker="o", markersize=3)
         ax.axvline(ridge, color="#64748b", linewidth=0.8, linestyle=":")
-        ax.annotate(f"ridge {_g(ridge)} FLOP/B", (ridge, data["series"][1]["y"][0]),
+        ax.annotate(f"ridge {_g(ridge)} FLOP/B", (ridge, data.series[1].y[0]),
                     textcoords="offset points", xytext=(6, -14), fontsize=8)
-        for n, x, y in zip(seed_model["sizes"], seed_model["intensity"],
-                           seed_model["roofline"], strict=True):
+        for n, x, y in zip(seed_model.sizes, seed_model.intensity,
+                           seed_model.roofline, strict=True):
             ax.annotate(f"n={n}", (x, y / 1e9), textcoords="offset points", xytext=(-8, 6),
                         fontsize=7)
         _hover(ax, hover)
-        _log_axes(ax, data["xlabel"], data["ylabel"])
+        _log_axes(ax, data.xlabel, data.ylabel)
         ax.set_title("Hypothetical roofline: square f32 matmuls under assumed budgets",
                      fontsize=10, y=1.0, pad=6)
         _legend(ax)
         return fig
 
     title = "Hypothetical roofline of square float32 matmuls"
-    by_bound = {b: [str(n) for n, bb in zip(seed_model["sizes"], seed_model["bound"],
+    by_bound = {b: [str(n) for n, bb in zip(seed_model.sizes, seed_model.bound,
                                             strict=True) if bb == b]
                 for b in ("memory", "compute")}
     verdicts = "; ".join(f"{_and(by_bound[b])} {'is' if len(by_bound[b]) == 1 else 'are'} "
@@ -237,33 +238,33 @@ def seed_roofline(seed_model: Mapping[str, Any]) -> FigureOut:
             f"The ridge is at {_g(ridge)} FLOP/byte; sizes {verdicts}.")
     rows = tuple(
         (str(n), _g(x), fmt(mc, "FLOP/s"), fmt(r, "FLOP/s"), b)
-        for n, x, mc, r, b in zip(seed_model["sizes"], seed_model["intensity"],
-                                  seed_model["memory_ceiling"], seed_model["roofline"],
-                                  seed_model["bound"], strict=True)
+        for n, x, mc, r, b in zip(seed_model.sizes, seed_model.intensity,
+                                  seed_model.memory_ceiling, seed_model.roofline,
+                                  seed_model.bound, strict=True)
     )
     table = Table(("n", "intensity (FLOP/B)", "bandwidth × intensity", "ceiling", "bound"), rows)
     return _finish(draw, "seed_roofline", title, desc, table, (Kind.HYPOTHETICAL.value,),
                    _tips(hover))
 
 
-def doubled_traffic(experiment: Mapping[str, Any], ridge: float) -> FigureOut:
-    sizes = experiment["sizes"]
+def doubled_traffic(experiment: DoubledTraffic, ridge: float) -> FigureOut:
+    sizes = experiment.sizes
     hover = [(x, y / 1e9, f"n={n}, {what}: intensity {_g(x)} FLOP/B, ceiling "
               f"{fmt(y, 'FLOP/s')} (hypothetical)")
              for what, xs_, ys_ in (
-                 ("minimum traffic", experiment["intensity"], experiment["roofline"]),
-                 ("twice the minimum traffic", experiment["reduced_intensity"],
-                  experiment["revised"]))
+                 ("minimum traffic", experiment.intensity, experiment.roofline),
+                 ("twice the minimum traffic", experiment.reduced_intensity,
+                  experiment.revised))
              for n, x, y in zip(sizes, xs_, ys_, strict=True)]
 
     def draw() -> Figure:
         fig, ax = _new_figure()
-        ax.plot(experiment["intensity"], [y / 1e9 for y in experiment["roofline"]], marker="o",
+        ax.plot(experiment.intensity, [y / 1e9 for y in experiment.roofline], marker="o",
                 color=PALETTE[0], label="minimum traffic (hypothetical)", linestyle="--")
-        ax.plot(experiment["reduced_intensity"], [y / 1e9 for y in experiment["revised"]],
+        ax.plot(experiment.reduced_intensity, [y / 1e9 for y in experiment.revised],
                 marker="s", color=PALETTE[1], label="twice the minimum traffic (hypothetical)",
                 linestyle="--")
-        for n, x, y in zip(sizes, experiment["reduced_intensity"], experiment["revised"],
+        for n, x, y in zip(sizes, experiment.reduced_intensity, experiment.revised,
                            strict=True):
             ax.annotate(f"n={n}", (x, y / 1e9), textcoords="offset points", xytext=(-6, -12),
                         fontsize=7)
@@ -279,9 +280,9 @@ def doubled_traffic(experiment: Mapping[str, Any], ridge: float) -> FigureOut:
             "ridge its ceiling halves, above it stays at the compute budget.")
     rows = tuple(
         (str(n), _g(x), _g(xr), fmt(r, "FLOP/s"), fmt(rv, "FLOP/s"), _g(q))
-        for n, x, xr, r, rv, q in zip(sizes, experiment["intensity"],
-                                      experiment["reduced_intensity"], experiment["roofline"],
-                                      experiment["revised"], experiment["ratio"], strict=True)
+        for n, x, xr, r, rv, q in zip(sizes, experiment.intensity,
+                                      experiment.reduced_intensity, experiment.roofline,
+                                      experiment.revised, experiment.ratio, strict=True)
     )
     table = Table(("n", "intensity", "halved intensity", "ceiling", "revised ceiling", "ratio"),
                   rows)

@@ -22,6 +22,7 @@ from roofline_report.analysis import study, words
 from roofline_report.analysis.analyse import SEED_NAME, Assumptions, analyse
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import ComputeRoof, RoofSet
+from roofline_report.analysis.seed_records import DoubledTraffic, SeedExercise, SeedModel
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.report import comm_figures, meta, page, sections, sharding_view, svg_sharing
 from roofline_report.report import figures as figs
@@ -107,8 +108,8 @@ def view_model_of(an: Analysis) -> ViewModel:
     seed_p = next((p for p in an.programs if p.name == SEED_NAME), None)
     teaching = bool((an.observations.get("options") or {}).get("teaching", True))
     figures: list[figs.FigureOut] = [
-        figs.seed_roofline(seed["model"]),
-        figs.doubled_traffic(seed["experiment"], seed["model"]["ridge"]),
+        figs.seed_roofline(seed.model),
+        figs.doubled_traffic(seed.experiment, seed.model.ridge),
     ] if teaching else []
     placed = programs_figure(an)
     if placed is not None:
@@ -144,13 +145,13 @@ def view_model_of(an: Analysis) -> ViewModel:
         budgets=Budgets(
             peak=n(hyp.peak.value, "FLOP/s", Kind.HYPOTHETICAL),
             bandwidth=n(hyp.bandwidth.value, "B/s", Kind.HYPOTHETICAL),
-            ridge=Num(format_intensity(seed["model"]["ridge"]), Kind.HYPOTHETICAL.value),
+            ridge=Num(format_intensity(seed.model.ridge), Kind.HYPOTHETICAL.value),
             source=hyp.source,
         ),
         seed=_seed_workload(seed_p) if seed_p else None,
-        model=_model(seed["model"]),
-        experiment=_experiment(seed["experiment"]),
-        exercise=_exercise(seed["exercise"]),
+        model=_model(seed.model),
+        experiment=_experiment(seed.experiment),
+        exercise=_exercise(seed.exercise),
         measured=_measured(an, seed_p),
         roof_warning=roof_warning(an),
         run_note=an.run_note,
@@ -233,28 +234,28 @@ def _seed_workload(p: Program) -> SeedView:
     )
 
 
-def _model(m: Mapping[str, Any]) -> ModelView:
+def _model(m: SeedModel) -> ModelView:
     rows = []
-    for c, x, mc, r, b in zip(m["contracts"], m["intensity"], m["memory_ceiling"],
-                              m["roofline"], m["bound"], strict=True):
+    for c, x, mc, r, b in zip(m.contracts, m.intensity, m.memory_ceiling, m.roofline, m.bound,
+                              strict=True):
         rows.append(ModelRow(
-            n=str(c["m"]),
-            flops=count(c["flops"], Kind.ANALYTIC),
-            bytes=count(c["minimum_bytes"], Kind.ANALYTIC),
+            n=str(c.m),
+            flops=count(c.flops, Kind.ANALYTIC),
+            bytes=count(c.minimum_bytes, Kind.ANALYTIC),
             intensity=Num(format_intensity(x), Kind.ANALYTIC.value),
             memory_ceiling=n(mc, "FLOP/s", Kind.HYPOTHETICAL),
             ceiling=n(r, "FLOP/s", Kind.HYPOTHETICAL),
             bound=b,
         ))
-    return ModelView(rows=rows, ridge=Num(format_intensity(m["ridge"]), Kind.HYPOTHETICAL.value),
+    return ModelView(rows=rows, ridge=Num(format_intensity(m.ridge), Kind.HYPOTHETICAL.value),
                      ridge_size=_ridge_size(m))
 
 
-def _ridge_size(m: Mapping[str, Any]) -> tuple[str | Num, ...]:
+def _ridge_size(m: SeedModel) -> tuple[str | Num, ...]:
     """What the size of the square matmul at the ridge means: a size, no size below 1 (every
     size compute-bound) or a size whose matrices no memory holds (every size that runs
     memory-bound), from the numbers."""
-    size, nbytes = m["ridge_square_size"], m["ridge_square_bytes"]
+    size, nbytes = m.ridge_square_size, m.ridge_square_bytes
     parts: tuple[str | Num, ...] = (": a square float32 matmul of size n = ",
                                     Num(whole(size, 4), Kind.HYPOTHETICAL.value))
     if size < 1:
@@ -268,10 +269,10 @@ def _ridge_size(m: Mapping[str, Any]) -> tuple[str | Num, ...]:
     return (*parts, ".")
 
 
-def _experiment(e: Mapping[str, Any]) -> ExperimentView:
+def _experiment(e: DoubledTraffic) -> ExperimentView:
     rows = []
-    for size, x, xr, r, rv, q in zip(e["sizes"], e["intensity"], e["reduced_intensity"],
-                                     e["roofline"], e["revised"], e["ratio"], strict=True):
+    for size, x, xr, r, rv, q in zip(e.sizes, e.intensity, e.reduced_intensity, e.roofline,
+                                     e.revised, e.ratio, strict=True):
         rows.append(ExperimentRow(
             n=str(size),
             intensity=Num(format_intensity(x), Kind.ANALYTIC.value),
@@ -283,21 +284,21 @@ def _experiment(e: Mapping[str, Any]) -> ExperimentView:
     return ExperimentView(rows)
 
 
-def _exercise(x: Mapping[str, Any]) -> ExerciseView:
-    (m, k), (_, nn) = x["shapes"]
+def _exercise(x: SeedExercise) -> ExerciseView:
+    (m, k), (_, nn) = x.shapes
     return ExerciseView(
         shapes=f"({m}, {k}) and ({k}, {nn})",
-        itemsize=str(x["itemsize"]),
-        flops=count(x["flops"], Kind.ANALYTIC),
-        bytes=count(x["minimum_bytes"], Kind.ANALYTIC),
-        intensity=Num(f"{decimal(x['intensity'], 6)} FLOP/B", Kind.ANALYTIC.value),
-        fraction=str(Fraction(int(x["flops"]), int(x["minimum_bytes"]))),
-        bw_times_intensity=n(x["bandwidth_times_intensity"], "FLOP/s", Kind.HYPOTHETICAL),
-        peak=n(x["peak"], "FLOP/s", Kind.HYPOTHETICAL),
-        bandwidth=n(x["bandwidth"], "B/s", Kind.HYPOTHETICAL),
-        bound=x["bound"],
+        itemsize=str(x.itemsize),
+        flops=count(x.flops, Kind.ANALYTIC),
+        bytes=count(x.minimum_bytes, Kind.ANALYTIC),
+        intensity=Num(f"{decimal(x.intensity, 6)} FLOP/B", Kind.ANALYTIC.value),
+        fraction=str(Fraction(int(x.flops), int(x.minimum_bytes))),
+        bw_times_intensity=n(x.bandwidth_times_intensity, "FLOP/s", Kind.HYPOTHETICAL),
+        peak=n(x.peak, "FLOP/s", Kind.HYPOTHETICAL),
+        bandwidth=n(x.bandwidth, "B/s", Kind.HYPOTHETICAL),
+        bound=x.bound,
         # The comparison the solution states, from the numbers it states.
-        relation=words.relation(x["intensity"], x["peak"] / x["bandwidth"]),
+        relation=words.relation(x.intensity, x.peak / x.bandwidth),
         m=str(m), k=str(k), n=str(nn),
     )
 
