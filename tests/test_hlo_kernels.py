@@ -74,13 +74,13 @@ def test_reconcile_names_each_rewrite_with_its_amount() -> None:
                "flops_by_op": {"stablehlo.multiply": 90, "stablehlo.divide": 10},
                "transcendentals_by_op": {"stablehlo.tanh": 5}}
     r = reconcile_kernels(inv, program)
-    kinds = {(x["op"], x["kind"], x["amount"]) for x in r["rewrites"]}
+    kinds = {(x.op, x.kind, x.amount) for x in r.rewrites}
     assert kinds == {("stablehlo.convert", "converts_inserted", 12),
                      ("stablehlo.multiply", "duplicated", 8),
                      ("stablehlo.divide", "simplified_away", -10)}
-    assert r["unexplained"] == {"flops": 0, "transcendentals": 0}
-    assert r["transcendentals"]["equal"] and not r["flops"]["equal"]
-    assert reconcile_kernels(inv, {"available": False})["flops"]["program"] is None
+    assert r.unexplained == {"flops": 0, "transcendentals": 0}
+    assert r.transcendentals.equal and not r.flops.equal
+    assert reconcile_kernels(inv, {"available": False}).flops.program is None
 
 
 def test_cpu_trace_matches_kernels_and_end_events() -> None:
@@ -286,15 +286,16 @@ def test_catalog_kernel_sum_reconciles_with_program_count(name: str) -> None:
     inv = kernel_inventory(text)
     KernelInventory.model_validate(inv)
     r = reconcile_kernels(inv, program)
-    assert r["unexplained"] == {"flops": 0, "transcendentals": 0}
-    assert r["transcendentals"]["equal"]
-    kinds = {x["kind"] for x in r["rewrites"]}
+    assert r.unexplained == {"flops": 0, "transcendentals": 0}
+    assert r.transcendentals.equal
+    kinds = {x.kind for x in r.rewrites}
     if w.dtype == "bfloat16":
-        assert r["flops"]["equal"] or "converts_inserted" in kinds
+        assert r.flops.equal or "converts_inserted" in kinds
     else:
         assert "converts_inserted" not in kinds
         # apart only by strength reduction (x / c -> x * (1/c)) and ops simplified away
-        assert abs(r["flops"]["difference"]) <= 0.001 * program["flops"]
+        assert r.flops.difference is not None
+        assert abs(r.flops.difference) <= 0.001 * program["flops"]
 
 
 @pytest.mark.parametrize(("case", "shape", "dtype"), [

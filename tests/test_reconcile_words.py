@@ -15,9 +15,13 @@ from typing import Any
 import pytest
 
 from roofline_report.analysis import reconcile
-from roofline_report.hlo.kernels import (
+from roofline_report.hlo.kernel_reconciliation import (
     MINOR_REWRITE_SHARE,
     STRENGTH_REDUCTION_RTOL,
+    MinorRewrites,
+    OpRewrite,
+    Rewrite,
+    StrengthReduction,
     group_rewrites,
     reconcile_kernels,
 )
@@ -48,7 +52,7 @@ def _cnn(diffs: dict[str, int] = DIFFS) -> tuple[dict[str, Any], dict[str, Any]]
 
 def _accounting(xla_flops: float) -> dict[str, Any]:
     program, inventory = _cnn()
-    rewrites = reconcile_kernels(inventory, program)["rewrites"]
+    rewrites = reconcile_kernels(inventory, program).rewrites
     result = reconcile.reconcile(
         analytic=None, ours=program, xla={"flops": xla_flops, "bytes accessed": 81920.0},
         compiled={"kernels": 40, "converts": 0, "custom_calls": []}, measured_seconds=None,
@@ -65,7 +69,7 @@ def _flops_flags(result: dict[str, Any]) -> list[dict[str, Any]]:
 def test_the_kernels_of_the_cnn_step_sum_as_in_the_report() -> None:
     program, inventory = _cnn()
     assert inventory["flops"] == KERNELS
-    assert reconcile_kernels(inventory, program)["unexplained"]["flops"] == 0
+    assert reconcile_kernels(inventory, program).unexplained["flops"] == 0
 
 
 def test_rewrites_that_explain_the_gap_to_xla_are_its_cause_not_unexplained() -> None:
@@ -91,11 +95,11 @@ def test_a_kernel_sum_apart_from_xla_leaves_the_gap_unexplained() -> None:
 
 def test_a_divide_removed_and_a_multiply_added_are_one_strength_reduction() -> None:
     program, inventory = _cnn()
-    items = reconcile_kernels(inventory, program)["flops"]["rewrites"]
-    (paired,) = [i for i in items if i["kind"] == "strength_reduction"]
-    assert paired == {"kind": "strength_reduction", "ops": ["divide", "multiply"],
-                      "removed": 507_980, "added": 507_979, "amount": -1}
-    assert not any(i.get("op") in ("divide", "multiply") for i in items)
+    items = reconcile_kernels(inventory, program).flops.rewrites
+    (paired,) = [i for i in items if i.kind == "strength_reduction"]
+    assert paired == StrengthReduction(("divide", "multiply"), removed=507_980, added=507_979,
+                                       amount=-1)
+    assert not any(isinstance(i, OpRewrite) and i.op in ("divide", "multiply") for i in items)
     words = plain(_kernel_reconciliation(reconcile_kernels(inventory, program)))
     assert ("strength reduction (x / c became x * (1/c)): divide -507,980 flops, "
             "multiply +507,979 flops") in words
@@ -103,36 +107,33 @@ def test_a_divide_removed_and_a_multiply_added_are_one_strength_reduction() -> N
 
 def test_a_multiply_much_larger_than_the_divide_is_not_paired() -> None:
     # the recorded layer norm: divides -2,048, multiplies +3,072 (not within the tolerance)
-    rewrites = [{"op": "stablehlo.divide", "kind": "simplified_away", "quantity": "flops",
-                 "amount": -2048},
-                {"op": "stablehlo.multiply", "kind": "duplicated", "quantity": "flops",
-                 "amount": 3072}]
+    rewrites = [Rewrite("stablehlo.divide", "simplified_away", "flops", -2048),
+                Rewrite("stablehlo.multiply", "duplicated", "flops", 3072)]
     assert STRENGTH_REDUCTION_RTOL < 1024 / 3072
     items = group_rewrites(rewrites, "flops", 6_292_480)
-    assert [(i["kind"], i["op"]) for i in items] == [("duplicated", "multiply"),
-                                                    ("simplified_away", "divide")]
+    assert items == (OpRewrite("duplicated", "multiply", 3072),
+                     OpRewrite("simplified_away", "divide", -2048))
 
 
 def test_small_rewrites_are_summed_and_large_ones_listed_largest_first() -> None:
     program, inventory = _cnn()
-    items = reconcile_kernels(inventory, program)["flops"]["rewrites"]
-    assert [i["kind"] for i in items] == ["strength_reduction", "duplicated", "others"]
-    assert items[1]["op"] == "add"
+    items = reconcile_kernels(inventory, program).flops.rewrites
+    assert [i.kind for i in items] == ["strength_reduction", "duplicated", "others"]
+    assert items[1] == OpRewrite("duplicated", "add", 399_669)
     small = {op: d for op, d in DIFFS.items() if op not in ("add", "divide", "multiply")}
     assert all(abs(d) < MINOR_REWRITE_SHARE * OURS for d in small.values())
-    assert items[2] == {"kind": "others", "count": len(small), "amount": sum(small.values())}
-    assert sum(i["amount"] for i in items) == KERNELS - OURS
+    assert items[2] == MinorRewrites(count=len(small), amount=sum(small.values()))
+    assert sum(i.amount for i in items) == KERNELS - OURS
     text = plain(flag_text(_flops_flags(_accounting(XLA))[0]))
     assert text.endswith("; add duplicated into several kernels or added by the compiler "
                          "(+399,669 flops); 9 other ops, +40 flops together.")
 
 
 def test_one_small_rewrite_is_listed_by_name() -> None:
-    rewrites = [{"op": "stablehlo.add", "kind": "duplicated", "quantity": "flops",
-                 "amount": 5000},
-                {"op": "stablehlo.and", "kind": "simplified_away", "quantity": "flops",
-                 "amount": -1}]
-    assert [i["op"] for i in group_rewrites(rewrites, "flops", 1_000_000)] == ["add", "and"]
+    rewrites = [Rewrite("stablehlo.add", "duplicated", "flops", 5000),
+                Rewrite("stablehlo.and", "simplified_away", "flops", -1)]
+    assert group_rewrites(rewrites, "flops", 1_000_000) == (
+        OpRewrite("duplicated", "add", 5000), OpRewrite("simplified_away", "and", -1))
 
 
 def test_op_names_are_code_so_and_reads_as_an_op() -> None:

@@ -333,7 +333,7 @@ def test_kernel_flops_reconcile_with_the_stablehlo_count(name: str) -> None:
     expected = REWRITES.get(name, {})
     exact: Mapping[tuple[str, str], int] = expected.get("exact", {})
     small_ops, bound = expected.get("small", ((), 0))
-    seen = {(r["quantity"], _short(r["op"])): int(r["amount"]) for r in report["rewrites"]}
+    seen = {(r.quantity, _short(r.op)): r.amount for r in report.rewrites}
     for key, amount in exact.items():
         assert seen.pop(key, 0) == amount, (key, amount)
     for op in expected.get("gone", ()):
@@ -341,9 +341,9 @@ def test_kernel_flops_reconcile_with_the_stablehlo_count(name: str) -> None:
         assert amount == -int(program["flops_by_op"][f"stablehlo.{op}"]), op
     assert {op for _, op in seen} <= set(small_ops), seen
     assert sum(abs(a) for a in seen.values()) <= bound, seen
-    assert report["unexplained"] == {"flops": 0, "transcendentals": 0}
+    assert report.unexplained == {"flops": 0, "transcendentals": 0}
     if not expected:
-        assert report["flops"]["equal"] and report["transcendentals"]["equal"], report
+        assert report.flops.equal and report.transcendentals.equal, report
 
 
 def test_the_fft_count_and_its_products() -> None:

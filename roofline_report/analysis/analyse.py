@@ -353,7 +353,7 @@ def _reconciliation(w: schema.Workload, plain: Mapping[str, Any], table: KernelT
         reconcile.add_kernel_columns(
             rec, kernels=plain.get("kernels"), jax_estimate=plain.get("jax_roofline"),
             ours=ours if _available(ours) else {},
-            rewrites=table.reconciliation["rewrites"] if table is not None else None)
+            rewrites=table.reconciliation.rewrites if table is not None else None)
     return rec
 
 

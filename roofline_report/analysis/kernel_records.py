@@ -9,9 +9,8 @@ could save a program time, each with the time it could save and the numbers it r
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from roofline_report.analysis.call_accounting import CallAccounting
 from roofline_report.analysis.hardware_roof import (
@@ -27,6 +26,7 @@ from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.stats import median
+from roofline_report.hlo.kernel_reconciliation import KernelReconciliation
 from roofline_report.kinds import Kind
 
 SIGNIFICANT_KERNEL_S = 50e-6  # kernels at least this long enter the kernel accuracy figures
@@ -340,7 +340,7 @@ class KernelTable:
     trace: TraceSummary | None
     trace_reason: str
     roofs: RoofSet
-    reconciliation: Mapping[str, Any]
+    reconciliation: KernelReconciliation
     notes: tuple[str, ...] = ()
     # Pages the kernels fault on fresh memory per call, and the temporaries that make them
     # fresh (see analysis.fresh_pages); 0 and None where none are charged.

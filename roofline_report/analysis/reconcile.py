@@ -11,7 +11,7 @@ strings; every number and op name is a value the report formats, never baked int
     {"ratio": r, "kind": k}                   # "10x"
     {"code": text}                            # an op name, a target, XLA's -1: set as code
     {"rewrites": [item], "unit": u}           # the compiler's rewrites, see
-                                              # roofline_report.hlo.kernels.group_rewrites
+                                              # roofline_report.hlo.kernel_reconciliation
 
 Reading XLA's cost analysis (JAX documents it as backend- and version-dependent; the known
 miscounts below are discussed in jax-ml/jax issues 13956, 16008, 20184 and 22249):
@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_report.errors import InputError
-from roofline_report.hlo.kernels import group_rewrites
+from roofline_report.hlo.kernel_reconciliation import Rewrite, group_rewrites
 from roofline_report.kinds import Kind
 
 __all__ = ["AGREE_RTOL", "CAUSES", "KERNELS_XLA_RTOL", "Part", "add_kernel_columns", "reconcile"]
@@ -606,13 +606,13 @@ def add_kernel_columns(
     kernels: Mapping[str, Any] | None,
     jax_estimate: Mapping[str, Any] | None,
     ours: Mapping[str, Any] | None,
-    rewrites: list[Mapping[str, Any]] | None = None,
+    rewrites: Sequence[Rewrite] | None = None,
 ) -> dict[str, Any]:
     """Add to each row of a :func:`reconcile` result the kernel sum (``kernels``: the kernel
     inventory; bytes are every kernel's boundary bytes) and JAX's estimate (``jax_estimate``:
     ``jax.experimental.roofline``'s flops and HBM bytes; it has no transcendentals), with
     flags: the compiler's rewrites that set the kernel sum apart from our program count
-    (``rewrites`` from :func:`roofline_report.hlo.kernels.reconcile_kernels`), and the
+    (``rewrites`` from :func:`roofline_report.hlo.kernel_reconciliation.reconcile_kernels`), and the
     estimator's miscounts (a loop body counted once; ops it does not cost).
 
     Where the kernel sum and XLA's count agree (within KERNELS_XLA_RTOL) and the rewrites
@@ -646,11 +646,11 @@ def add_kernel_columns(
 
 
 def _rewrites_flag(row: dict[str, Any], flags: list[dict[str, Any]], k_value: float,
-                   program: float, rewrites: list[Mapping[str, Any]] | None) -> None:
+                   program: float, rewrites: Sequence[Rewrite] | None) -> None:
     quantity = row["quantity"]
     items = group_rewrites(rewrites, quantity, program)
     listed: list[Part] = [{"rewrites": items, "unit": quantity}] if items else []
-    net = sum(int(item["amount"]) for item in items)
+    net = sum(item.amount for item in items)
     accounted = bool(items) and abs(net - (k_value - program)) <= KERNELS_XLA_RTOL * max(
         abs(k_value), abs(program))
     xla = row.get("xla")

@@ -35,8 +35,9 @@ it. A kernel's category follows what it computes: on a TPU an asynchronous slice
 compiler's custom calls that only move data (``X64Split*``, ``ConcatBitcast``) are data
 movement, a gather's fusion with its index bookkeeping too.
 
-:func:`reconcile_kernels` sets the sum over the kernels beside our program count (the StableHLO
-count): equal, or apart only by named rewrites the compiler made, each with its amount.
+:func:`~roofline_report.hlo.kernel_reconciliation.reconcile_kernels` (re-exported here) sets
+the sum over the kernels beside our program count (the StableHLO count): equal, or apart only
+by named rewrites the compiler made, each with its amount.
 
 Pure: no jax. Plain JSON out, for results.json.
 """
@@ -77,6 +78,12 @@ from roofline_report.hlo.kernel_patterns import (
     matmul_products,
     patch_conv_flops,
     reduced_elements,
+)
+from roofline_report.hlo.kernel_reconciliation import (
+    MINOR_REWRITE_SHARE,
+    STRENGTH_REDUCTION_RTOL,
+    group_rewrites,
+    reconcile_kernels,
 )
 from roofline_report.hlo.tpu import MOVEMENT_TARGETS, TPU, hlo_backend
 from roofline_report.hlo.uncounted_work import uncounted_work
@@ -554,115 +561,3 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
         "kernels": kernels,
         "notes": notes,
     }
-
-
-# --------------------------------------------------------------------------------------------
-# Reconciliation with the program count
-# --------------------------------------------------------------------------------------------
-
-
-#: A rewrite smaller than this share of the program count is not listed on its own: the small
-#: ones are summed into one item ("9 other ops, +40 together").
-MINOR_REWRITE_SHARE = 1e-4
-#: A divide simplified away and a multiply added are one strength reduction (x / c becomes
-#: x * (1/c)) when their amounts are within this share of each other: the multiplies added
-#: equal the divides removed, give or take the few reciprocals the compiler computes once.
-STRENGTH_REDUCTION_RTOL = 1e-2
-
-
-def _rewrite(op: str, amount: int, unit: str) -> dict[str, Any]:
-    """One op's share of the difference: ``kind`` says which rewrite; the report words it."""
-    short = op.split(".", 1)[-1]
-    if short == "convert" and amount > 0:
-        kind = "converts_inserted"  # narrow floats computed in a wider type
-    elif amount > 0:
-        kind = "duplicated"  # into several kernels, or added by the compiler
-    else:
-        kind = "simplified_away"
-    return {"op": op, "kind": kind, "quantity": unit, "amount": amount}
-
-
-def group_rewrites(rewrites: list[Mapping[str, Any]] | None, quantity: str,
-                   reference: float | None) -> list[dict[str, Any]]:
-    """The rewrites of ``quantity`` as a reader takes them in, largest first (by the size of
-    the rewrite, not its net amount)::
-
-        {"kind": "converts_inserted" | "duplicated" | "simplified_away", "op", "amount"}
-        {"kind": "strength_reduction", "ops": ["divide", "multiply"], "removed", "added",
-         "amount"}
-        {"kind": "others", "count", "amount"}   # last: the rewrites each under
-                                                # MINOR_REWRITE_SHARE of ``reference``
-
-    A divide simplified away with a multiply added in an amount within
-    STRENGTH_REDUCTION_RTOL of it is one strength reduction. ``op`` is the op's short name
-    (``divide``, not ``stablehlo.divide``). The items' amounts add up to the rewrites'."""
-    mine = [r for r in rewrites or [] if r.get("quantity") == quantity]
-    items: list[dict[str, Any]] = [{"kind": str(r["kind"]), "op": str(r["op"]).split(".", 1)[-1],
-              "amount": int(r["amount"])} for r in mine]
-    divide = next((i for i in items if i["op"] == "divide" and i["amount"] < 0), None)
-    multiply = next((i for i in items if i["op"] == "multiply" and i["amount"] > 0), None)
-    if divide is not None and multiply is not None:
-        removed, added = -int(divide["amount"]), int(multiply["amount"])
-        if abs(added - removed) <= STRENGTH_REDUCTION_RTOL * max(removed, added):
-            items = [i for i in items if i is not divide and i is not multiply]
-            items.append({"kind": "strength_reduction", "ops": ["divide", "multiply"],
-                          "removed": removed, "added": added, "amount": added - removed})
-
-    def size(item: Mapping[str, Any]) -> int:
-        if item["kind"] == "strength_reduction":
-            return max(int(item["removed"]), int(item["added"]))
-        return abs(int(item["amount"]))
-
-    items.sort(key=lambda i: (-size(i), str(i.get("op", ""))))
-    floor = MINOR_REWRITE_SHARE * abs(reference) if reference else 0.0
-    minor = [i for i in items if size(i) < floor]
-    if len(minor) < 2:
-        return items
-    major = [i for i in items if size(i) >= floor]
-    return [*major, {"kind": "others", "count": len(minor),
-                     "amount": sum(int(i["amount"]) for i in minor)}]
-
-
-def reconcile_kernels(
-    inventory: Mapping[str, Any], program: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    """The kernel sums beside our program count (``hlo_count``), per quantity::
-
-        {"flops": {"kernels", "program", "difference", "equal", "rewrites"},
-         "transcendentals": {...},
-         "rewrites": [{"op", "kind", "quantity", "amount"}],
-         "unexplained": {"flops": n, "transcendentals": n}}
-
-    The difference of each quantity is split by op: every op whose kernel sum differs from the
-    program's is one rewrite (``kind``: converts inserted, an op duplicated into several
-    kernels or added, an op simplified away), so the rewrites' amounts add up to the
-    difference; what no op accounts for is ``unexplained``. Each quantity's ``rewrites`` are
-    the same, grouped for reading (:func:`group_rewrites`). ``program`` None (or not
-    available) compares nothing.
-    """
-    out: dict[str, Any] = {"rewrites": [], "unexplained": {}}
-    available = program is not None and program.get("available", True) is not False
-    for quantity, by_op in (("flops", "flops_by_op"), ("transcendentals",
-                                                      "transcendentals_by_op")):
-        ours = int(inventory.get(quantity, 0))
-        theirs = int(program.get(quantity, 0)) if program is not None and available else None
-        out[quantity] = {
-            "kernels": ours,
-            "program": theirs,
-            "difference": None if theirs is None else ours - theirs,
-            "equal": theirs is not None and ours == theirs,
-            "rewrites": [],
-        }
-        if theirs is None or program is None:
-            continue
-        mine: Mapping[str, int] = inventory.get(by_op, {})
-        other: Mapping[str, int] = program.get(by_op, {})
-        explained = 0
-        for op in sorted(set(mine) | set(other)):
-            diff = int(mine.get(op, 0)) - int(other.get(op, 0))
-            if diff:
-                out["rewrites"].append(_rewrite(op, diff, quantity))
-                explained += diff
-        out["unexplained"][quantity] = (ours - theirs) - explained
-        out[quantity]["rewrites"] = group_rewrites(out["rewrites"], quantity, theirs)
-    return out

@@ -7,9 +7,7 @@ kernels on the roofline. Nothing is computed here but the text of numbers the an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from roofline_report.analysis.analyse import SEED_NAME
 from roofline_report.analysis.call_accounting import CallAccounting
@@ -24,6 +22,7 @@ from roofline_report.analysis.kernels import (
 )
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
+from roofline_report.hlo.kernel_reconciliation import KernelReconciliation
 from roofline_report.kinds import Kind
 from roofline_report.report import figures as figs
 from roofline_report.report import meta
@@ -362,23 +361,23 @@ def kernel_views(an: Analysis) -> list[KernelView]:
     return sorted(views, key=lambda v: not v.user)
 
 
-def _kernel_reconciliation(r: Mapping[str, Any]) -> tuple[Inline, ...]:
+def _kernel_reconciliation(reconciled: KernelReconciliation) -> tuple[Inline, ...]:
     """The kernels' flops against our program count, as inline parts (counts: analytic)."""
-    flops = r["flops"]
-    if flops["program"] is None:
+    flops = reconciled.flops
+    if flops.program is None:
         return ("No program count to reconcile the kernel sum with.",)
-    if flops["equal"] and r["transcendentals"]["equal"] and not r["rewrites"]:
-        return ("The kernels' flops sum to ", count(flops["kernels"], A),
+    if flops.equal and reconciled.transcendentals.equal and not reconciled.rewrites:
+        return ("The kernels' flops sum to ", count(flops.kernels, A),
                 ", equal to our program count.")
-    parts: list[Inline] = ["The kernels' flops sum to ", count(flops["kernels"], A),
-                           ", our program count is ", count(flops["program"], A),
+    parts: list[Inline] = ["The kernels' flops sum to ", count(flops.kernels, A),
+                           ", our program count is ", count(flops.program, A),
                            "; the compiler's rewrites: "]
-    grouped = [(q, r[q].get("rewrites") or []) for q in ("flops", "transcendentals")]
+    grouped = [(q, reconciled.quantity(q).rewrites) for q in ("flops", "transcendentals")]
     for i, (quantity, items) in enumerate([(q, x) for q, x in grouped if x]):
         parts += ["; "] if i else []
         parts += rewrites_text(items, quantity)
     parts.append(".")
-    left = [(q, v) for q, v in r["unexplained"].items() if v]
+    left = [(q, v) for q, v in reconciled.unexplained.items() if v]
     if left:
         parts.append(" Not explained by a rewrite: ")
         for i, (q, v) in enumerate(left):

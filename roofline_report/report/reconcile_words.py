@@ -9,6 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from roofline_report.hlo.kernel_reconciliation import (
+    GroupedRewrite,
+    MinorRewrites,
+    StrengthReduction,
+)
 from roofline_report.report.blocks import Code, Inline, Text
 from roofline_report.report.format import Num, count, ratio, signed_count
 
@@ -48,21 +53,22 @@ def _amount(value: int, unit: str) -> Num:
     return signed_count(value, "analytic", unit)
 
 
-def rewrite_text(item: Mapping[str, Any], unit: str) -> Text:
-    """One rewrite (an item of :func:`roofline_report.hlo.kernels.group_rewrites`) in words:
-    what the compiler did, then its amount of ``unit`` in brackets."""
-    kind = item["kind"]
-    amount = int(item["amount"])
-    if kind == "strength_reduction":
-        divide, multiply = item["ops"]
+def rewrite_text(item: GroupedRewrite, unit: str) -> Text:
+    """One rewrite (an item of
+    :func:`roofline_report.hlo.kernel_reconciliation.group_rewrites`) in words: what the
+    compiler did, then its amount of ``unit`` in brackets."""
+    amount = item.amount
+    if isinstance(item, StrengthReduction):
+        divide, multiply = item.ops
         return ("strength reduction (", Code("x / c"), " became ", Code("x * (1/c)"), "): ",
-                Code(divide), " ", signed_count(-int(item["removed"]), "analytic", unit), ", ",
-                Code(multiply), " ", signed_count(int(item["added"]), "analytic", unit))
-    if kind == "others":
-        number = int(item["count"])
+                Code(divide), " ", signed_count(-item.removed, "analytic", unit), ", ",
+                Code(multiply), " ", signed_count(item.added, "analytic", unit))
+    if isinstance(item, MinorRewrites):
+        number = item.count
         return (count(number, "analytic"), " other op" if number == 1 else " other ops", ", ",
                 _amount(amount, unit), " together")
-    op = Code(str(item["op"]))
+    kind = item.kind
+    op = Code(item.op)
     if kind == "converts_inserted":
         return (op, " ops inserted by the compiler (narrow floats computed in a wider type) (",
                 _amount(amount, unit), ")")
@@ -72,7 +78,7 @@ def rewrite_text(item: Mapping[str, Any], unit: str) -> Text:
     return (op, " simplified away by the compiler (", _amount(amount, unit), ")")
 
 
-def rewrites_text(items: Sequence[Mapping[str, Any]], unit: str) -> Text:
+def rewrites_text(items: Sequence[GroupedRewrite], unit: str) -> Text:
     """The rewrites, in the order given (largest first), separated by semicolons."""
     parts: list[Inline] = []
     for i, item in enumerate(items):
