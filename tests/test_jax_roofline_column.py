@@ -5,22 +5,23 @@ leaving 'unknown' unexplained."""
 from __future__ import annotations
 
 from roofline_report.analysis import reconcile
+from roofline_report.analysis.reconcile_records import Flag, ReconciledRow, Reconciliation
 
 
-def _rows() -> dict[str, object]:
-    return {"rows": [{"quantity": "flops", "flags": []}, {"quantity": "bytes", "flags": []}]}
+def _rows() -> Reconciliation:
+    return Reconciliation(rows=(ReconciledRow("flops", None, None, None, False, ()),
+                                ReconciledRow("bytes", None, None, None, False, ())))
 
 
 def test_an_unavailable_estimator_is_said_with_its_reason() -> None:
     reason = "ImportError: jax.experimental.roofline needs absl-py"
     result = reconcile.add_kernel_columns(
         _rows(), kernels=None, jax_estimate={"available": False, "reason": reason}, ours={})
-    flops, traffic = result["rows"]
-    assert flops["jax"] is None
-    assert flops["flags"] == [{"cause": "estimator_unavailable",
-                               "parts": [f"jax.experimental.roofline not available: "
-                                         f"{reason}"]}]
-    assert traffic["flags"] == []  # said once, on the first row
+    flops, traffic = result.rows
+    assert flops.jax is None
+    assert flops.flags == (Flag("estimator_unavailable",
+                                (f"jax.experimental.roofline not available: {reason}",)),)
+    assert traffic.flags == ()  # said once, on the first row
     assert "estimator_unavailable" in reconcile.CAUSES
 
 
@@ -28,6 +29,6 @@ def test_an_available_estimator_fills_the_column() -> None:
     result = reconcile.add_kernel_columns(
         _rows(), kernels=None, jax_estimate={"available": True, "flops": 8192.0,
                                              "hbm_bytes": 3584.0}, ours={"flops": 8192})
-    flops, traffic = result["rows"]
-    assert (flops["jax"], traffic["jax"]) == (8192.0, 3584.0)
-    assert not any(f["cause"] == "estimator_unavailable" for f in flops["flags"])
+    flops, traffic = result.rows
+    assert (flops.jax, traffic.jax) == (8192.0, 3584.0)
+    assert not any(f.cause == "estimator_unavailable" for f in flops.flags)

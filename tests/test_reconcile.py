@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from roofline_report.analysis import reconcile
+from roofline_report.analysis.reconcile_records import Flag, ReconciledRow, Reconciliation
 from roofline_report.errors import InputError
 from roofline_report.report.reconcile_words import flag_text, plain
 
@@ -72,7 +73,7 @@ GEMM_COMPILED_H200 = {
 }
 
 
-def _run(**overrides: Any) -> dict[str, Any]:
+def _run(**overrides: Any) -> Reconciliation:
     kwargs: dict[str, Any] = {
         "analytic": SEED_ANALYTIC,
         "ours": SEED_OURS,
@@ -85,17 +86,17 @@ def _run(**overrides: Any) -> dict[str, Any]:
     return reconcile.reconcile(**kwargs)
 
 
-def _row(result: dict[str, Any], quantity: str) -> dict[str, Any]:
-    (row,) = [r for r in result["rows"] if r["quantity"] == quantity]
-    assert isinstance(row, dict)
+def _row(result: Reconciliation, quantity: str) -> ReconciledRow:
+    (row,) = [r for r in result.rows if r.quantity == quantity]
+    assert row == result.row(quantity)
     return row
 
 
-def _causes(result: dict[str, Any], quantity: str) -> list[str]:
-    return [flag["cause"] for flag in _row(result, quantity)["flags"]]
+def _causes(result: Reconciliation, quantity: str) -> list[str]:
+    return [flag.cause for flag in _row(result, quantity).flags]
 
 
-def _text(flag: dict[str, Any]) -> str:
+def _text(flag: Flag) -> str:
     """A flag's sentence as the report words it, without kind markers."""
     return plain(flag_text(flag))
 
@@ -126,22 +127,22 @@ def test_reconcile_does_not_import_jax() -> None:
 
 def test_seed_on_cpu() -> None:
     result = _run()
-    assert [r["quantity"] for r in result["rows"]] == ["flops", "transcendentals", "bytes"]
+    assert [r.quantity for r in result.rows] == ["flops", "transcendentals", "bytes"]
     flops = _row(result, "flops")
-    assert (flops["analytic"], flops["ours"], flops["xla"]) == (8192, 8192, 8192.0)
-    assert flops["agree"] and flops["flags"] == []
+    assert (flops.analytic, flops.ours, flops.xla) == (8192, 8192, 8192.0)
+    assert flops.agree and flops.flags == ()
     trans = _row(result, "transcendentals")
-    assert trans["agree"] and trans["analytic"] is None
+    assert trans.agree and trans.analytic is None
     assert _causes(result, "transcendentals") == ["epilogue_not_in_analytic"]
-    assert "256" in _text(trans["flags"][0])
+    assert "256" in _text(trans.flags[0])
     traffic = _row(result, "bytes")
-    assert not traffic["agree"]
+    assert not traffic.agree
     assert _causes(result, "bytes") == ["unfused_intermediate"]
-    explanation = _text(traffic["flags"][0])
+    explanation = _text(traffic.flags[0])
     assert "5,632" in explanation and "3,584" in explanation and "2,048" in explanation
     assert "written" in explanation and "read back" in explanation
-    assert result["traffic_efficiency"] == pytest.approx(5632 / 3584)
-    assert result["measured"] is None
+    assert result.traffic_efficiency == pytest.approx(5632 / 3584)
+    assert result.measured is None
 
 
 def test_one_fused_kernel_above_the_minimum() -> None:
@@ -152,8 +153,8 @@ def test_one_fused_kernel_above_the_minimum() -> None:
     exact = _run(
         xla={**SEED_XLA_CPU, "bytes accessed": 3584.0}, compiled={**SEED_COMPILED_CPU, "kernels": 1}
     )
-    assert _row(exact, "bytes")["agree"] and _row(exact, "bytes")["flags"] == []
-    assert exact["traffic_efficiency"] == 1.0
+    assert _row(exact, "bytes").agree and _row(exact, "bytes").flags == ()
+    assert exact.traffic_efficiency == 1.0
 
 
 def test_scan_loop_counted_once_by_xla() -> None:
@@ -165,11 +166,11 @@ def test_scan_loop_counted_once_by_xla() -> None:
     )
     for quantity in ("flops", "transcendentals"):
         row = _row(result, quantity)
-        assert not row["agree"]
+        assert not row.agree
         assert "loop_counted_once" in _causes(result, quantity)
     flops = _row(result, "flops")
-    assert flops["ours"] == 10 * flops["xla"]
-    text = _text(flops["flags"][0])
+    assert flops.ours == 10 * flops.xla
+    text = _text(flops.flags[0])
     assert "524,290" in text and "5,242,900" in text and "10× as much" in text
 
 
@@ -182,9 +183,9 @@ def test_unknown_trip_count_makes_ours_a_lower_bound() -> None:
     }
     result = _run(analytic=None, ours=ours, xla=SCAN_XLA_CPU)
     flops = _row(result, "flops")
-    assert flops["agree"]  # both count one iteration ...
+    assert flops.agree  # both count one iteration ...
     assert _causes(result, "flops") == ["loop_counted_once"]  # ... and we say so
-    assert "lower bound" in _text(flops["flags"][0])
+    assert "lower bound" in _text(flops.flags[0])
 
 
 def test_gpu_minus_one_is_never_a_number() -> None:
@@ -197,17 +198,18 @@ def test_gpu_minus_one_is_never_a_number() -> None:
         backend="gpu",
     )
     flops = _row(result, "flops")
-    assert flops["xla"] is None
+    assert flops.xla is None
     assert "negative_or_missing" in _causes(result, "flops")
-    explanation = _text(flops["flags"][0])
+    explanation = _text(flops.flags[0])
     assert "-1" in explanation and "custom call" in explanation
-    assert flops["agree"]  # analytic and ours, the two numbers there are
-    assert _row(result, "bytes")["xla"] is None
+    assert flops.agree  # analytic and ours, the two numbers there are
+    assert _row(result, "bytes").xla is None
     assert "negative_or_missing" in _causes(result, "bytes")
-    assert result["traffic_efficiency"] is None
-    assert result["measured"]["achieved_flops_per_s"] == pytest.approx(2 * N**3 / 0.2)
-    assert -1.0 not in _numbers(result)
-    assert all(n >= 0 for n in _numbers(result))
+    assert result.traffic_efficiency is None
+    assert result.measured is not None
+    assert result.measured.achieved_flops_per_s == pytest.approx(2 * N**3 / 0.2)
+    assert -1.0 not in _numbers(result.to_json())
+    assert all(n >= 0 for n in _numbers(result.to_json()))
 
 
 def test_gpu_total_with_custom_calls_summed_in_is_not_used() -> None:
@@ -229,31 +231,31 @@ def test_gpu_total_with_custom_calls_summed_in_is_not_used() -> None:
     ours = {**GEMM_OURS, "flops": 2 * 2 * N**3 + N * N, "transcendentals": N * N}
     result = _run(analytic=None, ours=ours, xla=xla, compiled=compiled, backend="cuda")
     flops = _row(result, "flops")
-    assert flops["xla"] is None
+    assert flops.xla is None
     assert _causes(result, "flops") == ["unknown_custom_call"]
-    assert "2 custom calls (__cublas$gemm)" in _text(flops["flags"][0])
-    assert _row(result, "transcendentals")["xla"] == 4.2e6  # custom calls do not touch these
-    assert result["traffic_efficiency"] is None
+    assert "2 custom calls (__cublas$gemm)" in _text(flops.flags[0])
+    assert _row(result, "transcendentals").xla == 4.2e6  # custom calls do not touch these
+    assert result.traffic_efficiency is None
 
 
 def test_missing_keys_read_as_zero_and_no_dict_as_unavailable() -> None:
     no_trans = {"flops": 8192.0, "bytes accessed": 5632.0}  # XLA omits zero-valued keys
     result = _run(ours={**SEED_OURS, "transcendentals": 0}, xla=no_trans)
-    assert _row(result, "transcendentals")["xla"] == 0.0
+    assert _row(result, "transcendentals").xla == 0.0
     missing: dict[str, float] | None
     for missing in (None, {}):
         result = _run(xla=missing)
-        for row in result["rows"]:
-            assert row["xla"] is None
-            assert "negative_or_missing" in [f["cause"] for f in row["flags"]]
-        assert result["traffic_efficiency"] is None
+        for row in result.rows:
+            assert row.xla is None
+            assert "negative_or_missing" in [f.cause for f in row.flags]
+        assert result.traffic_efficiency is None
 
 
 def test_non_finite_xla_value_is_unknown() -> None:
     result = _run(xla={**SEED_XLA_CPU, "flops": math.nan})
-    assert _row(result, "flops")["xla"] is None
+    assert _row(result, "flops").xla is None
     assert _causes(result, "flops") == ["negative_or_missing"]
-    json.dumps(result, allow_nan=False)
+    json.dumps(result.to_json(), allow_nan=False)
 
 
 def test_bf16_upcast_on_cpu_only() -> None:
@@ -270,7 +272,7 @@ def test_bf16_upcast_on_cpu_only() -> None:
         analytic={"flops": 8192, "minimum_bytes": 1792}, ours=ours, xla=xla, compiled=compiled
     )
     assert _causes(result, "flops") == ["dtype_upcast"]
-    assert "896 more than ours" in _text(_row(result, "flops")["flags"][0])
+    assert "896 more than ours" in _text(_row(result, "flops").flags[0])
     assert "dtype_upcast" in _causes(result, "bytes")
     on_gpu = _run(
         analytic={"flops": 8192, "minimum_bytes": 1792},
@@ -290,7 +292,7 @@ def test_epilogue_beyond_the_analytic_contraction() -> None:
     }
     result = _run(ours=ours, xla={**SEED_XLA_CPU, "flops": 8448.0})
     assert _causes(result, "flops") == ["epilogue_not_in_analytic"]
-    assert "256" in _text(_row(result, "flops")["flags"][0])
+    assert "256" in _text(_row(result, "flops").flags[0])
 
 
 def test_all_reduce_group_size() -> None:
@@ -302,13 +304,13 @@ def test_all_reduce_group_size() -> None:
     }
     result = _run(analytic=None, ours=ours, xla={**SEED_XLA_CPU, "flops": 16640.0})
     assert _causes(result, "flops") == ["collective_group_size"]
-    assert "768" in _text(_row(result, "flops")["flags"][0])
+    assert "768" in _text(_row(result, "flops").flags[0])
 
 
 def test_unexplained_difference_is_said() -> None:
     result = _run(xla={**SEED_XLA_CPU, "flops": 9000.0})
     assert _causes(result, "flops") == ["unexplained"]
-    assert "9,000" in _text(_row(result, "flops")["flags"][0])
+    assert "9,000" in _text(_row(result, "flops").flags[0])
 
 
 # sum(x, axis=-1) of a bfloat16 x[1024, 1024] on CPU, as recorded: JAX accumulates in float32,
@@ -330,11 +332,11 @@ def test_conversions_explain_the_gap_to_the_analytic_count_and_it_is_not_unexpla
                   xla={"flops": 2097152.0, "transcendentals": 0.0, "bytes accessed": 2107392.0},
                   compiled={"kernels": 2, "converts": 2, "custom_calls": []})
     row = _row(result, "flops")
-    assert not row["agree"]
+    assert not row.agree
     assert _causes(result, "flops") == ["conversions_not_in_analytic"]
-    text = _text(row["flags"][0])
+    text = _text(row.flags[0])
     assert "1,047,552 + 1,049,600 = 2,097,152" in text
-    reconcile.add_kernel_columns(result, kernels={"flops": 2097152, "bytes_read": 0,
+    result = reconcile.add_kernel_columns(result, kernels={"flops": 2097152, "bytes_read": 0,
                                                   "bytes_written": 0},
                                  jax_estimate={"flops": 0.0, "hbm_bytes": 0.0},
                                  ours=ROW_SUM_BF16_OURS)
@@ -348,36 +350,37 @@ def test_no_accounting_cell_of_the_recorded_run_is_unexplained() -> None:
     fixture = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
     an = analyse(results.load(fixture))
     rows = [(p.name, row) for p in an.programs if p.reconciliation
-            for row in p.reconciliation.get("rows", [])]
+            for row in p.reconciliation.rows]
     assert len(rows) > 20
-    flagged = [(name, row["quantity"]) for name, row in rows
-               if any(f["cause"] == "unexplained" for f in row["flags"])]
+    flagged = [(name, row.quantity) for name, row in rows
+               if any(f.cause == "unexplained" for f in row.flags)]
     assert not flagged
 
 
 def test_agreement_tolerance() -> None:
     close = _run(xla={**SEED_XLA_CPU, "flops": 8192.0 * (1 + 1e-4)})
-    assert _row(close, "flops")["agree"]
+    assert _row(close, "flops").agree
     far = _run(xla={**SEED_XLA_CPU, "flops": 8192.0 * 1.01})
-    assert not _row(far, "flops")["agree"]
+    assert not _row(far, "flops").agree
     lonely = _run(analytic=None, xla=None)
-    assert not _row(lonely, "flops")["agree"]  # one value alone agrees with nothing
+    assert not _row(lonely, "flops").agree  # one value alone agrees with nothing
 
 
 def test_measured_throughput() -> None:
     result = _run(measured_seconds=2e-6)
-    assert result["measured"] == {
+    assert result.measured is not None
+    assert result.measured.to_json() == {
         "seconds": 2e-6,
         "achieved_flops_per_s": pytest.approx(8192 / 2e-6),
         "flops_basis": "analytic",
     }
     ours_only = _run(analytic=None, measured_seconds=1e-3)
-    assert ours_only["measured"]["flops_basis"] == "ours"
+    assert ours_only.measured is not None and ours_only.measured.flops_basis == "ours"
 
 
 def test_absent_count_is_tolerated() -> None:
     result = _run(ours={}, analytic=None)
-    assert all(row["ours"] is None for row in result["rows"])
+    assert all(row.ours is None for row in result.rows)
 
 
 @pytest.mark.parametrize(
@@ -399,10 +402,11 @@ def test_bad_inputs_raise_input_error(overrides: dict[str, Any]) -> None:
 
 
 def test_plain_and_deterministic_json() -> None:
-    first = json.dumps(_run(measured_seconds=1e-3), sort_keys=True, allow_nan=False)
-    second = json.dumps(_run(measured_seconds=1e-3), sort_keys=True, allow_nan=False)
+    first = json.dumps(_run(measured_seconds=1e-3).to_json(), sort_keys=True, allow_nan=False)
+    second = json.dumps(_run(measured_seconds=1e-3).to_json(), sort_keys=True, allow_nan=False)
     assert first == second
-    for row in json.loads(first)["rows"]:
-        for flag in row["flags"]:
-            assert flag["cause"] in reconcile.CAUSES
+    result = _run(measured_seconds=1e-3)
+    for row in result.rows:
+        for flag in row.flags:
+            assert flag.cause in reconcile.CAUSES
             assert _text(flag).endswith(".") and "\n" not in _text(flag)

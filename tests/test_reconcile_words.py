@@ -9,12 +9,14 @@ twelve ops' rewrites.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from roofline_report.analysis import reconcile
+from roofline_report.analysis.reconcile_records import Flag, Reconciliation
 from roofline_report.hlo.kernel_reconciliation import (
     MINOR_REWRITE_SHARE,
     STRENGTH_REDUCTION_RTOL,
@@ -50,7 +52,7 @@ def _cnn(diffs: dict[str, int] = DIFFS) -> tuple[dict[str, Any], dict[str, Any]]
     return program, inventory
 
 
-def _accounting(xla_flops: float) -> dict[str, Any]:
+def _accounting(xla_flops: float) -> Reconciliation:
     program, inventory = _cnn()
     rewrites = reconcile_kernels(inventory, program).rewrites
     result = reconcile.reconcile(
@@ -62,8 +64,8 @@ def _accounting(xla_flops: float) -> dict[str, Any]:
         ours=program, rewrites=rewrites)
 
 
-def _flops_flags(result: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(result["rows"][0]["flags"])
+def _flops_flags(result: Reconciliation) -> list[Flag]:
+    return list(result.rows[0].flags)
 
 
 def test_the_kernels_of_the_cnn_step_sum_as_in_the_report() -> None:
@@ -74,7 +76,7 @@ def test_the_kernels_of_the_cnn_step_sum_as_in_the_report() -> None:
 
 def test_rewrites_that_explain_the_gap_to_xla_are_its_cause_not_unexplained() -> None:
     flags = _flops_flags(_accounting(XLA))
-    causes = [f["cause"] for f in flags]
+    causes = [f.cause for f in flags]
     assert "unexplained" not in causes
     assert causes[0] == "compiler_rewrites"  # the verdict comes first
     text = plain(flag_text(flags[0]))
@@ -86,9 +88,9 @@ def test_rewrites_that_explain_the_gap_to_xla_are_its_cause_not_unexplained() ->
 def test_a_kernel_sum_apart_from_xla_leaves_the_gap_unexplained() -> None:
     far = XLA * (1 + 10 * reconcile.KERNELS_XLA_RTOL)
     flags = _flops_flags(_accounting(far))
-    causes = [f["cause"] for f in flags]
+    causes = [f.cause for f in flags]
     assert causes[0] == "unexplained" and "compiler_rewrites" in causes
-    rewrites = next(f for f in flags if f["cause"] == "compiler_rewrites")
+    rewrites = next(f for f in flags if f.cause == "compiler_rewrites")
     assert plain(flag_text(rewrites)).startswith(
         "The compiled kernels sum to 218,727,485 flops, our program count 218,327,777 (")
 
@@ -146,16 +148,16 @@ def test_op_names_are_code_so_and_reads_as_an_op() -> None:
                                                     p) for p in parts)
 
 
-def _digits_in_words(flags: list[dict[str, Any]]) -> list[str]:
+def _digits_in_words(flags: Sequence[Flag]) -> list[str]:
     """Numbers written into a flag's words (not values): none may be."""
-    return [part for flag in flags for part in flag["parts"]
+    return [part for flag in flags for part in flag.parts
             if isinstance(part, str) and re.search(r"(?<![\w.])\d", part)]
 
 
 def test_every_number_is_a_value_formatted_with_its_kind() -> None:
     result = _accounting(XLA)
-    for row in result["rows"]:
-        assert not _digits_in_words(row["flags"]), row["quantity"]
+    for row in result.rows:
+        assert not _digits_in_words(row.flags), row.quantity
     text = flag_text(_flops_flags(result)[0])
     numbers = [p for p in text if isinstance(p, Num)]
     assert all(p.kind in ("analytic", "compiler_estimate") for p in numbers)
@@ -169,7 +171,7 @@ def test_the_recorded_run_has_no_number_in_its_words() -> None:
 
     an = analyse(results.load(Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"))
     flags = [f for p in an.programs if p.reconciliation
-             for row in p.reconciliation.get("rows", []) for f in row["flags"]]
+             for row in p.reconciliation.rows for f in row.flags]
     assert len(flags) > 20
     assert not _digits_in_words(flags)
 
@@ -195,9 +197,9 @@ def test_xla_bytes_are_said_to_count_a_loop_body_once(xla_bytes: float,
         xla={"flops": 524290.0, "transcendentals": 4096.0, "bytes accessed": xla_bytes},
         compiled={"kernels": 42, "converts": 0, "custom_calls": []}, measured_seconds=None,
         backend="cpu")
-    traffic = result["rows"][2]
-    assert [f["cause"] for f in traffic["flags"]] == ["loop_counted_once", *others]
-    text = plain(flag_text(traffic["flags"][0]))
+    traffic = result.rows[2]
+    assert [f.cause for f in traffic.flags] == ["loop_counted_once", *others]
+    text = plain(flag_text(traffic.flags[0]))
     assert "bytes accessed count each loop body once (the body runs 10 times)" in text
     assert ("under the minimum of 49,152 bytes" in text) == (xla_bytes < 49152)
 
@@ -208,7 +210,7 @@ def test_no_loop_no_loop_reason_on_bytes() -> None:
         analytic=None, ours=ours, xla={"flops": 5242900.0, "bytes accessed": 114765.0},
         compiled={"kernels": 42, "converts": 0, "custom_calls": []}, measured_seconds=None,
         backend="cpu")
-    assert [f["cause"] for f in result["rows"][2]["flags"]] == ["unfused_intermediate"]
+    assert [f.cause for f in result.rows[2].flags] == ["unfused_intermediate"]
 
 
 @pytest.mark.slow
@@ -228,3 +230,17 @@ def test_the_catalog_accounting_words_its_rewrites() -> None:
     assert not re.search(r"\d{4,}(?![\d,])", " ".join(
         line for line in md.splitlines() if line.startswith("| bytes |")
         or line.startswith("| flops |")).replace("`", ""))
+
+
+def test_the_plain_form_keeps_the_kernel_columns_and_the_rewrites() -> None:
+    import json
+
+    plain_form = json.loads(json.dumps(_accounting(XLA).to_json(), allow_nan=False))
+    flops = plain_form["rows"][0]
+    assert (flops["kernels"], flops["jax"]) == (KERNELS, 38_780_928.0)
+    (listed,) = [part for part in flops["flags"][0]["parts"]
+                 if isinstance(part, dict) and "rewrites" in part]
+    assert listed["unit"] == "flops"
+    assert listed["rewrites"][0] == {"kind": "strength_reduction", "ops": ["divide", "multiply"],
+                                     "removed": 507_980, "added": 507_979, "amount": -1}
+    assert listed["rewrites"][-1]["kind"] == "others"

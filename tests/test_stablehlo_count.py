@@ -99,12 +99,12 @@ def test_seed_against_xla_on_cpu_flags_the_unfused_intermediate() -> None:
         measured_seconds=None,
         backend="cpu",
     )
-    flops, _, traffic = result["rows"]
-    assert flops["agree"] and flops["ours"] == 8192
-    assert [f["cause"] for f in traffic["flags"]] == ["unfused_intermediate"]
-    text = plain(flag_text(traffic["flags"][0]))
+    flops, _, traffic = result.rows
+    assert flops.agree and flops.ours == 8192
+    assert [f.cause for f in traffic.flags] == ["unfused_intermediate"]
+    text = plain(flag_text(traffic.flags[0]))
     assert "5,632" in text and "3,584" in text and "2 kernels" in text
-    assert result["traffic_efficiency"] == pytest.approx(5632 / 3584)
+    assert result.traffic_efficiency == pytest.approx(5632 / 3584)
 
 
 # ---- loops -----------------------------------------------------------------------------------
@@ -153,10 +153,10 @@ def test_xla_costs_one_iteration_and_reconcile_says_so(fn: Callable[..., Any]) -
         measured_seconds=None,
         backend="cpu",
     )
-    flops_row = result["rows"][0]
-    assert not flops_row["agree"]
-    assert "loop_counted_once" in [f["cause"] for f in flops_row["flags"]]
-    assert "10× as much" in plain(flag_text(flops_row["flags"][0]))
+    flops_row = result.rows[0]
+    assert not flops_row.agree
+    assert "loop_counted_once" in [f.cause for f in flops_row.flags]
+    assert "10× as much" in plain(flag_text(flops_row.flags[0]))
 
 
 def test_data_dependent_loop_is_counted_once_and_said() -> None:

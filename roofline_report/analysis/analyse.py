@@ -48,6 +48,7 @@ from roofline_report.analysis.predict import (
     program_traffic,
 )
 from roofline_report.analysis.read_passes import MultiPass, multi_pass_kernels
+from roofline_report.analysis.reconcile_records import Reconciliation
 from roofline_report.analysis.records import (
     Accuracy,
     Analysis,
@@ -334,7 +335,7 @@ def _hardware(w: schema.Workload, table: KernelTable | None, roofs: RoofSet
 
 
 def _reconciliation(w: schema.Workload, plain: Mapping[str, Any], table: KernelTable | None,
-                    stats: Stats | None, backend: Backend) -> dict[str, Any] | None:
+                    stats: Stats | None, backend: Backend) -> Reconciliation | None:
     if not isinstance(w.lowering, schema.Lowering):
         return None
     ours = plain.get("hlo_count") or {}
@@ -348,9 +349,9 @@ def _reconciliation(w: schema.Workload, plain: Mapping[str, Any], table: KernelT
             compiled=plain.get("compiled"), measured_seconds=stats.own if stats else None,
             backend=backend.name)
     except InputError as exc:
-        return {"available": False, "reason": reason(exc)}
-    if rec.get("rows") and (table is not None or w.jax_roofline is not None):
-        reconcile.add_kernel_columns(
+        return Reconciliation.unavailable(reason(exc))
+    if rec.rows and (table is not None or w.jax_roofline is not None):
+        rec = reconcile.add_kernel_columns(
             rec, kernels=plain.get("kernels"), jax_estimate=plain.get("jax_roofline"),
             ours=ours if _available(ours) else {},
             rewrites=table.reconciliation.rewrites if table is not None else None)

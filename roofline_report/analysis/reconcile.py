@@ -2,15 +2,16 @@
 
 Pure: works from saved JSON (no jax). Each quantity (flops, transcendentals, bytes) becomes a
 row with the three values, whether they agree, and flags that name the known cause of each
-disagreement. A flag is ``{"cause", "parts"}``: its sentence as parts the report sets (words are
-strings; every number and op name is a value the report formats, never baked into the words)::
+disagreement (:mod:`~roofline_report.analysis.reconcile_records`). A flag is a cause and its
+sentence as parts the report sets (words are strings; every number and op name is a value the
+report formats, never baked into the words)::
 
     "words"                                   # a piece of the sentence
-    {"count": n, "kind": k}                   # a count of kind k (a Kind value)
-    {"count": n, "kind": k, "signed": True}   # a change: "+399,669", "-1"
-    {"ratio": r, "kind": k}                   # "10x"
-    {"code": text}                            # an op name, a target, XLA's -1: set as code
-    {"rewrites": [item], "unit": u}           # the compiler's rewrites, see
+    CountPart(n, k)                           # a count of kind k (a Kind value)
+    CountPart(n, k, signed=True)              # a change: "+399,669", "-1"
+    RatioPart(r, k)                           # "10x"
+    CodePart(text)                            # an op name, a target, XLA's -1: set as code
+    RewritesPart(items, u)                    # the compiler's rewrites, see
                                               # roofline_report.hlo.kernel_reconciliation
 
 Reading XLA's cost analysis (JAX documents it as backend- and version-dependent; the known
@@ -32,9 +33,20 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from roofline_report.analysis.reconcile_records import (
+    CodePart,
+    CountPart,
+    Flag,
+    MeasuredRate,
+    Part,
+    RatioPart,
+    ReconciledRow,
+    Reconciliation,
+    RewritesPart,
+)
 from roofline_report.errors import InputError
 from roofline_report.hlo.kernel_reconciliation import Rewrite, group_rewrites
 from roofline_report.kinds import Kind
@@ -46,15 +58,14 @@ AGREE_RTOL = 1e-3
 #: kernels run) when they are within this share of each other.
 KERNELS_XLA_RTOL = 1e-4
 
-Part = str | dict[str, Any]
 _A = Kind.ANALYTIC.value  # our counts: the program's, the kernels', the analytic model's
 _C = Kind.COMPILER_ESTIMATE.value  # XLA's cost analysis and jax.experimental.roofline
 
 
-def _n(value: float, kind: str = _A, *, signed: bool = False) -> dict[str, Any]:
+def _n(value: float, kind: str = _A, *, signed: bool = False) -> CountPart:
     """A count in a sentence (integers stay integers)."""
     number: float = int(value) if float(value).is_integer() else float(value)
-    return {"count": number, "kind": kind, **({"signed": True} if signed else {})}
+    return CountPart(number, kind, signed)
 
 
 def _literal(value: float) -> str:
@@ -62,10 +73,10 @@ def _literal(value: float) -> str:
     return str(int(value)) if value.is_integer() else str(value)
 
 
-def _code(name: str) -> dict[str, Any]:
+def _code(name: str) -> CodePart:
     """An op name, a custom-call target, a dtype, or a value XLA reported as a marker (its
     -1), set as code: a name, never a count."""
-    return {"code": name}
+    return CodePart(name)
 
 
 def _listing(values: list[Any], kind: str = _A) -> list[Part]:
@@ -117,13 +128,13 @@ class _Row:
     analytic: float | None
     ours: float | None
     xla: float | None
-    flags: list[dict[str, Any]] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)
 
     def flag(self, cause: str, *parts: Part) -> None:
         if cause not in CAUSES:  # pragma: no cover - a programming error
             raise ValueError(f"unknown cause {cause!r}")
-        if all(f["parts"] != list(parts) for f in self.flags):
-            self.flags.append({"cause": cause, "parts": list(parts)})
+        if all(f.parts != parts for f in self.flags):
+            self.flags.append(Flag(cause, parts))
 
     def values(self) -> list[float]:
         return [v for v in (self.analytic, self.ours, self.xla) if v is not None]
@@ -133,15 +144,9 @@ class _Row:
         values = self.values()
         return len(values) >= 2 and all(_close(values[0], v) for v in values[1:])
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "quantity": self.quantity,
-            "analytic": self.analytic,
-            "ours": self.ours,
-            "xla": self.xla,
-            "agree": self.agree,
-            "flags": list(self.flags),
-        }
+    def record(self) -> ReconciledRow:
+        return ReconciledRow(self.quantity, self.analytic, self.ours, self.xla, self.agree,
+                             tuple(self.flags))
 
 
 def _close(a: float, b: float) -> bool:
@@ -266,7 +271,7 @@ def _loop_flags(row: _Row, ours: Mapping[str, Any], unit: str) -> None:
         )
     multi = _repeated(ours)
     if multi and row.ours is not None and row.xla is not None and row.ours > row.xla:
-        as_much: list[Part] = ([{"ratio": row.ours / row.xla, "kind": _A}, " as much"]
+        as_much: list[Part] = ([RatioPart(row.ours / row.xla, _A), " as much"]
                                if row.xla > 0 else ["more"])
         row.flag(
             "loop_counted_once",
@@ -510,7 +515,7 @@ def reconcile(
     compiled: Mapping[str, Any] | None,
     measured_seconds: float | None,
     backend: str,
-) -> dict[str, Any]:
+) -> Reconciliation:
     """Reconcile the analytic model, our StableHLO count and XLA's cost analysis.
 
     ``analytic``: ``{"flops", "minimum_bytes", "transcendentals" (optional)}`` or None.
@@ -520,11 +525,9 @@ def reconcile(
     ``measured_seconds``: the measured time of one call, or None.
     ``backend``: ``jax.default_backend()`` ("cpu", "gpu", "cuda", "rocm", "tpu").
 
-    Returns ``{"rows": [{"quantity", "analytic", "ours", "xla", "agree",
-    "flags": [{"cause", "parts"}]}] (flops, transcendentals, bytes), "traffic_efficiency":
-    XLA bytes / minimum bytes or None, "measured": {"seconds", "achieved_flops_per_s",
-    "flops_basis"} or None}``. Raises InputError for malformed inputs (wrong types, negative or
-    non-finite analytic or measured values).
+    Returns the rows (flops, transcendentals, bytes), XLA's bytes ÷ the minimum bytes (None:
+    either unknown) and the measured rate (None: not measured). Raises InputError for
+    malformed inputs (wrong types, negative or non-finite analytic or measured values).
     """
     analytic = _mapping("analytic", analytic)
     ours = _mapping("ours", ours) or {}
@@ -560,14 +563,12 @@ def reconcile(
         if bytes_row.xla is not None and minimum is not None and minimum > 0
         else None
     )
-    return {
-        "rows": [row.to_json() for row in rows],
-        "traffic_efficiency": efficiency,
-        "measured": _measured(measured_seconds, rows[0]),
-    }
+    return Reconciliation(rows=tuple(row.record() for row in rows),
+                          traffic_efficiency=efficiency,
+                          measured=_measured(measured_seconds, rows[0]))
 
 
-def _measured(seconds: float | None, flops_row: _Row) -> dict[str, Any] | None:
+def _measured(seconds: float | None, flops_row: _Row) -> MeasuredRate | None:
     if seconds is None:
         return None
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
@@ -579,11 +580,9 @@ def _measured(seconds: float | None, flops_row: _Row) -> dict[str, Any] | None:
         if flops_row.analytic is not None
         else ("ours", flops_row.ours)
     )
-    return {
-        "seconds": float(seconds),
-        "achieved_flops_per_s": None if flops is None else flops / float(seconds),
-        "flops_basis": basis if flops is not None else None,
-    }
+    return MeasuredRate(seconds=float(seconds),
+                        achieved_flops_per_s=None if flops is None else flops / float(seconds),
+                        flops_basis=basis if flops is not None else None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -601,77 +600,77 @@ def _kernel_value(kernels: Mapping[str, Any], quantity: str) -> float | None:
 
 
 def add_kernel_columns(
-    result: dict[str, Any],
+    result: Reconciliation,
     *,
     kernels: Mapping[str, Any] | None,
     jax_estimate: Mapping[str, Any] | None,
     ours: Mapping[str, Any] | None,
     rewrites: Sequence[Rewrite] | None = None,
-) -> dict[str, Any]:
-    """Add to each row of a :func:`reconcile` result the kernel sum (``kernels``: the kernel
+) -> Reconciliation:
+    """A :func:`reconcile` result with, on each row, the kernel sum (``kernels``: the kernel
     inventory; bytes are every kernel's boundary bytes) and JAX's estimate (``jax_estimate``:
     ``jax.experimental.roofline``'s flops and HBM bytes; it has no transcendentals), with
     flags: the compiler's rewrites that set the kernel sum apart from our program count
-    (``rewrites`` from :func:`roofline_report.hlo.kernel_reconciliation.reconcile_kernels`), and the
-    estimator's miscounts (a loop body counted once; ops it does not cost).
+    (``rewrites`` from :func:`roofline_report.hlo.kernel_reconciliation.reconcile_kernels`),
+    and the estimator's miscounts (a loop body counted once; ops it does not cost).
 
     Where the kernel sum and XLA's count agree (within KERNELS_XLA_RTOL) and the rewrites
     account for the kernel sum against our count, XLA counted the compiled program, so the
     rewrites are why our count and XLA's differ: the row's ``unexplained`` flag is dropped and
     the rewrites' flag says so, first.
-    The rows' ``agree`` stays the three-way agreement. Returns ``result``, changed in place."""
+    The rows' ``agree`` stays the three-way agreement."""
     kernels = kernels if kernels and kernels.get("available", True) is not False else None
     missing = (jax_estimate.get("reason") if jax_estimate
                and jax_estimate.get("available", True) is False else None)
     jax_estimate = jax_estimate if jax_estimate and jax_estimate.get("available", True) \
         is not False else None
     ours = ours or {}
-    for row in result.get("rows", []):
-        quantity = row["quantity"]
+    rows = []
+    for row in result.rows:
+        quantity = row.quantity
         k_value = _kernel_value(kernels, quantity) if kernels is not None else None
         key = _JAX_KEYS.get(quantity)
         j_value = None if jax_estimate is None or key is None else jax_estimate.get(key)
-        row["kernels"] = k_value
-        row["jax"] = None if j_value is None else float(j_value)
-        flags: list[dict[str, Any]] = row.setdefault("flags", [])
+        jax = None if j_value is None else float(j_value)
+        flags = list(row.flags)
         program = ours.get(quantity) if quantity != "bytes" else None
         if k_value is not None and program is not None and not _close(k_value, float(program)):
             _rewrites_flag(row, flags, k_value, float(program), rewrites)
-        if row["jax"] is not None and quantity == "flops":
-            _estimator_flags(flags, row["jax"], ours)
+        if jax is not None and quantity == "flops":
+            _estimator_flags(flags, jax, ours)
         if missing and quantity == "flops":  # the JAX column is empty: say why
-            flags.append({"cause": "estimator_unavailable",
-                          "parts": [f"jax.experimental.roofline not available: {missing}"]})
-    return result
+            flags.append(Flag("estimator_unavailable",
+                              (f"jax.experimental.roofline not available: {missing}",)))
+        rows.append(replace(row, kernels=k_value, jax=jax, flags=tuple(flags)))
+    return replace(result, rows=tuple(rows), kernel_columns=True)
 
 
-def _rewrites_flag(row: dict[str, Any], flags: list[dict[str, Any]], k_value: float,
+def _rewrites_flag(row: ReconciledRow, flags: list[Flag], k_value: float,
                    program: float, rewrites: Sequence[Rewrite] | None) -> None:
-    quantity = row["quantity"]
+    quantity = row.quantity
     items = group_rewrites(rewrites, quantity, program)
-    listed: list[Part] = [{"rewrites": items, "unit": quantity}] if items else []
+    listed: list[Part] = [RewritesPart(items, quantity)] if items else []
     net = sum(item.amount for item in items)
     accounted = bool(items) and abs(net - (k_value - program)) <= KERNELS_XLA_RTOL * max(
         abs(k_value), abs(program))
-    xla = row.get("xla")
+    xla = row.xla
     if accounted and xla is not None and abs(k_value - xla) <= KERNELS_XLA_RTOL * max(
             abs(k_value), abs(xla)):
         gap: list[Part] = (["equal to the compiled kernels' sum"] if k_value == xla else
                            ["within ", _n(abs(k_value - xla), _C), " of the compiled kernels' "
                             "sum, ", _n(k_value)])
-        flags[:] = [f for f in flags if f.get("cause") != "unexplained"]
-        flags.insert(0, {"cause": "compiler_rewrites", "parts": [
+        flags[:] = [f for f in flags if f.cause != "unexplained"]
+        flags.insert(0, Flag("compiler_rewrites", (
             "XLA counts the compiled program: its ", _n(xla, _C), f" {quantity} are ", *gap,
             ". Our count, ", _n(program), ", is of the program before the compiler's "
-            "rewrites, which make up the difference: ", *listed, "."]})
+            "rewrites, which make up the difference: ", *listed, ".")))
         return
-    flags.append({"cause": "compiler_rewrites", "parts": [
+    flags.append(Flag("compiler_rewrites", (
         "The compiled kernels sum to ", _n(k_value), f" {quantity}, our program count ",
-        _n(program), *([" (", *listed, ")"] if listed else []), "."]})
+        _n(program), *([" (", *listed, ")"] if listed else []), ".")))
 
 
-def _estimator_flags(flags: list[dict[str, Any]], estimate: float,
-                     ours: Mapping[str, Any]) -> None:
+def _estimator_flags(flags: list[Flag], estimate: float, ours: Mapping[str, Any]) -> None:
     program = ours.get("flops")
     if program is None or _close(estimate, float(program)):
         return
@@ -680,15 +679,15 @@ def _estimator_flags(flags: list[dict[str, Any]], estimate: float,
     once = sum(float(loop.get("body_flops") or 0) * (int(loop["trip_count"]) - 1)
                for loop in loops)
     if loops and _close(estimate, float(program) - once):
-        flags.append({"cause": "estimator_loop_counted_once", "parts": [
+        flags.append(Flag("estimator_loop_counted_once", (
             "jax.experimental.roofline counts each loop body once (", _n(estimate, _C),
             " flops); the body runs ", *_listing([loop["trip_count"] for loop in loops]),
-            " times, ", _n(float(program)), " flops."]})
+            " times, ", _n(float(program)), " flops.")))
         return
     contraction = sum(float(by_op.get(op, 0)) for op in _CONTRACTIONS)
     if estimate < float(program):
         scope = ("only the contractions" if _close(estimate, contraction) and contraction
                  else "only some operations")
-        flags.append({"cause": "estimator_scope", "parts": [
+        flags.append(Flag("estimator_scope", (
             f"jax.experimental.roofline costs {scope}: ", _n(estimate, _C), " flops of our ",
-            _n(float(program)), ", and counts each loop body once." if loops else "."]})
+            _n(float(program)), ", and counts each loop body once." if loops else ".")))

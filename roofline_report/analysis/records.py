@@ -42,6 +42,7 @@ from roofline_report.analysis.kernel_records import (
 from roofline_report.analysis.levels import Level
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
+from roofline_report.analysis.reconcile_records import Reconciliation
 from roofline_report.analysis.roof_check_records import RoofCheck
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.seed_records import SeedStudy
@@ -108,7 +109,7 @@ class Program:
     kernels: KernelTable | None
     observation: Mapping[str, Any]  # the workload's record in results.json
     workload: schema.Workload  # the same record, typed
-    reconciliation: Mapping[str, Any] | None = None
+    reconciliation: Reconciliation | None = None
     spec_sheet: SpecPlacement | None = None
     missing_ops: tuple[str, ...] = ()  # operations the workload requires that its lowering lacks
     # Options of the user's jit its compiled program was timed without (jax's names, or

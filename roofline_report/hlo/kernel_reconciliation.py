@@ -58,7 +58,7 @@ class OpRewrite:
     op: str
     amount: int
 
-    def to_json(self) -> dict[str, str | int]:
+    def to_json(self) -> dict[str, object]:
         return {"kind": self.kind, "op": self.op, "amount": self.amount}
 
 
@@ -73,7 +73,7 @@ class StrengthReduction:
     added: int  # the multiplies' amount
     amount: int  # added less removed
 
-    def to_json(self) -> dict[str, str | int | list[str]]:
+    def to_json(self) -> dict[str, object]:
         return {"kind": self.kind, "ops": list(self.ops), "removed": self.removed,
                 "added": self.added, "amount": self.amount}
 
@@ -86,7 +86,7 @@ class MinorRewrites:
     count: int
     amount: int
 
-    def to_json(self) -> dict[str, str | int]:
+    def to_json(self) -> dict[str, object]:
         return {"kind": self.kind, "count": self.count, "amount": self.amount}
 
 

@@ -1,14 +1,20 @@
 """The words of the reconciliation: a flag's parts and the compiler's rewrites, set as inline
 text. The analysis hands over the numbers and op names (see
-:mod:`roofline_report.analysis.reconcile`); every number is formatted here through
+:mod:`roofline_report.analysis.reconcile_records`); every number is formatted here through
 :mod:`roofline_report.report.format`, with its kind, and every op name is set as code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from roofline_report.analysis.reconcile_records import (
+    CodePart,
+    CountPart,
+    Flag,
+    Part,
+    RatioPart,
+)
 from roofline_report.hlo.kernel_reconciliation import (
     GroupedRewrite,
     MinorRewrites,
@@ -20,33 +26,29 @@ from roofline_report.report.format import Num, count, ratio, signed_count
 __all__ = ["flag_text", "plain", "rewrite_text", "rewrites_text"]
 
 
-def _count_part(part: Mapping[str, Any]) -> Num:
-    kind = str(part.get("kind") or "analytic")
-    if part.get("signed"):
-        return signed_count(part["count"], kind)
-    return count(part["count"], kind)
+def _count_part(part: CountPart) -> Num:
+    kind = part.kind or "analytic"
+    if part.signed:
+        return signed_count(part.count, kind)
+    return count(part.count, kind)
 
 
-def _part(part: Any) -> Text:
+def _part(part: Part) -> Text:
     if isinstance(part, str):
         return (part,)
-    if not isinstance(part, Mapping):  # pragma: no cover - a programming error
-        raise TypeError(f"not a part of a sentence: {part!r}")
-    if "count" in part:
+    if isinstance(part, CountPart):
         return (_count_part(part),)
-    if "ratio" in part:
-        r = ratio(part["ratio"], str(part.get("kind") or "analytic"), 3)
+    if isinstance(part, RatioPart):
+        r = ratio(part.ratio, part.kind or "analytic", 3)
         return (Num(f"{r.text}×", r.kind),)
-    if "code" in part:
-        return (Code(str(part["code"])),)
-    if "rewrites" in part:
-        return rewrites_text(part["rewrites"], str(part.get("unit", "flops")))
-    raise TypeError(f"not a part of a sentence: {part!r}")  # pragma: no cover
+    if isinstance(part, CodePart):
+        return (Code(part.code),)
+    return rewrites_text(part.rewrites, part.unit)
 
 
-def flag_text(flag: Mapping[str, Any]) -> Text:
+def flag_text(flag: Flag) -> Text:
     """A reconciliation flag's sentence (its ``parts``) as inline text."""
-    return tuple(inline for part in flag.get("parts", ()) for inline in _part(part))
+    return tuple(inline for part in flag.parts for inline in _part(part))
 
 
 def _amount(value: int, unit: str) -> Num:

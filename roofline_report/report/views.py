@@ -520,31 +520,31 @@ def _catalog_row(p: Program) -> CatalogRow:
 
 
 def _reconciliation(p: Program) -> AccountingView:
-    rec = p.reconciliation or {}
-    if not rec.get("rows"):
-        return AccountingView(title=p.title, rows=[], reason=rec.get("reason", ""),
-                              efficiency=None)
+    rec = p.reconciliation
+    if rec is None or not rec.rows:
+        return AccountingView(title=p.title, rows=[],
+                              reason=rec.reason if rec is not None else "", efficiency=None)
     model = has_model(p)
     rows = []
-    for r in rec["rows"]:
-        analytic = count(r.get("analytic"), Kind.ANALYTIC)
+    for r in rec.rows:
+        analytic = count(r.analytic, Kind.ANALYTIC)
         if not model:
-            analytic = traffic_num(p) if r["quantity"] == "bytes" else Num(NO_MODEL)
+            analytic = traffic_num(p) if r.quantity == "bytes" else Num(NO_MODEL)
         rows.append(AccountingRow(
-            quantity=r["quantity"], analytic=analytic,
-            ours=count(r.get("ours"), Kind.ANALYTIC),
-            xla=count(r.get("xla"), Kind.COMPILER_ESTIMATE),
-            kernels=count(r.get("kernels"), Kind.ANALYTIC),
-            jax=count(r.get("jax"), Kind.COMPILER_ESTIMATE),
-            agree=bool(r.get("agree")),
-            flags=[(f.get("cause", ""), flag_text(f)) for f in r.get("flags", [])],
+            quantity=r.quantity, analytic=analytic,
+            ours=count(r.ours, Kind.ANALYTIC),
+            xla=count(r.xla, Kind.COMPILER_ESTIMATE),
+            kernels=count(r.kernels, Kind.ANALYTIC),
+            jax=count(r.jax, Kind.COMPILER_ESTIMATE),
+            agree=r.agree,
+            flags=[(f.cause, flag_text(f)) for f in r.flags],
         ))
-    eff = rec.get("traffic_efficiency")
+    eff = rec.traffic_efficiency
     return AccountingView(
         title=p.title, rows=rows, reason="",
         efficiency=ratio(eff, Kind.COMPILER_ESTIMATE, 3) if eff else None,
         program=program_sentence(p.observation.get("compiled") or {}),
-        extra=any("kernels" in r or "jax" in r for r in rec["rows"]))
+        extra=rec.kernel_columns)
 
 
 # --- the lab, the sweeps, the spec sheet ------------------------------------------------------
