@@ -27,6 +27,7 @@ from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.stats import Stats
 from roofline_report.errors import InputError
+from roofline_report.results import io as results_io
 
 __all__ = ["AnalyzeResult", "result_of"]
 
@@ -114,9 +115,9 @@ class AnalyzeResult:
         return self.program.name
 
     @property
-    def record(self) -> Mapping[str, Any]:
-        """The program's observations, as results.json records them."""
-        return self.program.observation
+    def record(self) -> dict[str, Any]:
+        """The program's observations, as results.json records them (a fresh copy)."""
+        return results_io.plain(self.program.workload)
 
     @property
     def flops(self) -> float | None:
@@ -227,7 +228,7 @@ class AnalyzeResult:
             "why": p.why, "roofs": self.roofs, "timed_without": list(p.timed_without),
             "roofs_kind": self.analysis.roofs.kernels.kind.value,
             "kernels": [_kernel(r) for r in self.kernels],
-            "record": dict(p.observation),
+            "record": self.record,
         }
 
     def __repr__(self) -> str:

@@ -21,7 +21,7 @@ from roofline_report.results.json_text import INDENTED_LEVELS, dumps
 
 SCHEMA_VERSION = schema.SCHEMA_VERSION
 __all__ = ["INDENTED_LEVELS", "SCHEMA_VERSION", "document", "dumps", "load", "load_both",
-           "loads", "parse", "read", "typed", "validate"]
+           "loads", "parse", "plain", "read", "typed", "validate"]
 
 
 class _NotFinite(ValueError):
@@ -128,7 +128,14 @@ def _read_text(path: str | Path) -> str:
 
 def document(results: schema.Results) -> dict[str, Any]:
     """The plain JSON form of a validated document (what results.json holds)."""
-    return results.model_dump(mode="json", exclude_unset=True)
+    return plain(results)
+
+
+def plain(record: pydantic.BaseModel) -> dict[str, Any]:
+    """The plain JSON form of a validated record, as results.json holds it: the keys the
+    record was given, none of the defaults it was not (a workload's record is the one the
+    document's ``workloads`` list holds)."""
+    return record.model_dump(mode="json", exclude_unset=True)
 
 
 def parse(data: Any, *, source: str = "results.json") -> schema.Results:
