@@ -8,9 +8,8 @@ computed.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from roofline_report.analysis.records import Program
 from roofline_report.kinds import Kind
@@ -26,6 +25,7 @@ from roofline_report.report.format import (
     ratio,
 )
 from roofline_report.report.roof_words import prediction_cells, roofs_words
+from roofline_report.results import schema
 from roofline_report.units import format_si
 
 __all__ = ["MODEL_NOTES", "NO_MODEL", "ArgumentView", "GroupRow", "LeafRow", "ProgramPrediction",
@@ -65,17 +65,17 @@ def timed_without(p: Program) -> str:
     return f"timed without {joined}"
 
 
-def tree_summary(tree: Mapping[str, Any], *, result: bool = False) -> str:
+def tree_summary(tree: schema.ArgumentTree, *, result: bool = False) -> str:
     """The traced arguments' count, arrays and bytes; with ``result``, the result's after them
     (a tree's own counts cover its arguments only)."""
-    nodes = [a for a in tree.get("arguments", []) if not a.get("static")]
+    nodes = [a for a in tree.arguments if not a.static]
     out = (f"{plural(len(nodes), 'argument', 'arguments')}, "
-           f"{plural(tree.get('leaf_count', 0), 'array', 'arrays')}, "
-           f"{format_si(tree.get('bytes', 0), 'B')}")
-    r = tree.get("result") if result else None
-    if r:
-        out += (f"; the result {plural(r.get('leaf_count', 0), 'array', 'arrays')}, "
-                f"{format_si(r.get('bytes', 0), 'B')}")
+           f"{plural(tree.leaf_count, 'array', 'arrays')}, "
+           f"{format_si(tree.bytes, 'B')}")
+    shown = tree.result if result else None
+    if shown is not None:
+        out += (f"; the result {plural(shown.leaf_count, 'array', 'arrays')}, "
+                f"{format_si(shown.bytes, 'B')}")
     return out
 
 
@@ -103,19 +103,19 @@ class LeafRow:
     bytes: Num
 
 
-def _groups(leaves: Sequence[Mapping[str, Any]]) -> list[GroupRow]:
+def _groups(leaves: Sequence[schema.ArgumentLeaf]) -> list[GroupRow]:
     """The top levels of a tree: the shallowest depth (1 to 3) with at least 3 groups, each
     with its leaf count, bytes and dtypes."""
-    chosen: dict[str, list[Mapping[str, Any]]] = {}
+    chosen: dict[str, list[schema.ArgumentLeaf]] = {}
     for depth in (1, 2, 3):
-        groups: dict[str, list[Mapping[str, Any]]] = {}
+        groups: dict[str, list[schema.ArgumentLeaf]] = {}
         for leaf in leaves:
-            parts = _path_parts(str(leaf["path"]))
+            parts = _path_parts(leaf.path)
             groups.setdefault("".join(parts[:depth]) or "(the argument itself)", []).append(leaf)
         chosen = groups
         if len(groups) >= 3:
             break
-    items = sorted(chosen.items(), key=lambda kv: -sum(int(x["bytes"]) for x in kv[1]))
+    items = sorted(chosen.items(), key=lambda kv: -sum(x.bytes for x in kv[1]))
     rows = [_group_row(prefix, members) for prefix, members in items[:MAX_GROUPS]]
     rest = [x for _, members in items[MAX_GROUPS:] for x in members]
     if rest:
@@ -123,21 +123,21 @@ def _groups(leaves: Sequence[Mapping[str, Any]]) -> list[GroupRow]:
     return rows
 
 
-def _group_row(prefix: str, members: Sequence[Mapping[str, Any]]) -> GroupRow:
+def _group_row(prefix: str, members: Sequence[schema.ArgumentLeaf]) -> GroupRow:
     return GroupRow(path=prefix, leaves=str(len(members)),
-                    bytes=n(sum(int(x["bytes"]) for x in members), "B", A),
-                    dtypes=", ".join(sorted({str(x["dtype"]) for x in members})))
+                    bytes=n(sum(x.bytes for x in members), "B", A),
+                    dtypes=", ".join(sorted({x.dtype for x in members})))
 
 
-def _leaf_row(leaf: Mapping[str, Any]) -> LeafRow:
-    return LeafRow(path=str(leaf["path"]) or "(the argument itself)",
-                   shape=str(list(leaf["shape"])), dtype=str(leaf["dtype"]),
-                   bytes=n(leaf["bytes"], "B", A))
+def _leaf_row(leaf: schema.ArgumentLeaf) -> LeafRow:
+    return LeafRow(path=leaf.path or "(the argument itself)",
+                   shape=str(list(leaf.shape)), dtype=leaf.dtype,
+                   bytes=n(leaf.bytes, "B", A))
 
 
-def _bare(leaves: Sequence[Mapping[str, Any]]) -> bool:
+def _bare(leaves: Sequence[schema.ArgumentLeaf]) -> bool:
     """An argument that is one array (no tree to show)."""
-    return len(leaves) == 1 and not leaves[0].get("path")
+    return len(leaves) == 1 and not leaves[0].path
 
 
 def _type_name(name: str, leaves: int) -> str:
@@ -163,21 +163,21 @@ class ArgumentView:
     rows: list[LeafRow]
 
 
-def _argument_view(node: Mapping[str, Any]) -> ArgumentView:
-    leaves = list(node.get("leaves", []))
-    count_ = int(node.get("leaf_count", 0))
-    role = "static" if node.get("static") else "keyword" if node.get("keyword") else ""
-    if node.get("donated"):
+def _argument_view(node: schema.ArgumentNode) -> ArgumentView:
+    leaves = node.leaves
+    leaf_count = node.leaf_count
+    role = "static" if node.static else "keyword" if node.keyword else ""
+    if node.donated:
         role = ", ".join(x for x in (role, "donated by your jit, and by every timed call")
                          if x)
     return ArgumentView(
-        name=str(node["name"]), role=role,
-        type=(f"{leaves[0]['dtype']}{list(leaves[0]['shape'])}" if _bare(leaves)
-              else _type_name(str(node.get("type", "")), count_)),
-        bare=_bare(leaves), value=str(node.get("value", "")), leaves=str(count_),
-        bytes=n(node.get("bytes", 0), "B", A), held=str(node.get("held_leaves", 0)),
-        omitted=str(node.get("omitted", 0)), folded=count_ > FOLD_AFTER,
-        groups=_groups(leaves) if count_ > FOLD_AFTER else [],
+        name=node.name, role=role,
+        type=(f"{leaves[0].dtype}{list(leaves[0].shape)}" if _bare(leaves)
+              else _type_name(node.type, leaf_count)),
+        bare=_bare(leaves), value=node.value, leaves=str(leaf_count),
+        bytes=n(node.bytes, "B", A), held=str(node.held_leaves),
+        omitted=str(node.omitted), folded=leaf_count > FOLD_AFTER,
+        groups=_groups(leaves) if leaf_count > FOLD_AFTER else [],
         rows=[_leaf_row(x) for x in leaves],
     )
 
@@ -192,8 +192,8 @@ def traffic_num(p: Program) -> Num:
 
 
 def has_model(p: Program) -> bool:
-    an = p.observation.get("analytic")
-    return isinstance(an, Mapping) and "flops" in an
+    """Whether the program has a hand model (its analytic work and minimum traffic)."""
+    return isinstance(p.workload.analytic, schema.Analytic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,36 +217,38 @@ def timing_rows(p: Program) -> TimingView | None:
     s = p.timing
     if s is None:
         return None
-    t = p.observation.get("timing") or {}
+    timed = p.workload.timing
+    timing = timed if isinstance(timed, schema.Timing) else None
     return TimingView(
         median=n(s.median, "s", M), min=n(s.min, "s", M), q1=n(s.q1, "s", M),
         q3=n(s.q3, "s", M), iqr=n(s.iqr, "s", M), samples=str(s.n),
-        outliers=str(s.outliers), inner=str(t.get("inner_reps", 1)),
+        outliers=str(s.outliers), inner=str(timing.inner_reps if timing is not None else 1),
         unstable=s.unstable, spread=percent_text(s.spread),
-        method=str(t.get("method", "")),
+        method=timing.method if timing is not None else "",
     )
 
 
-def tolerance(check: Mapping[str, Any]) -> str:
-    return (f"rtol = {decimal(float(check.get('rtol', 0)), 3)}, "
-            f"atol = {decimal(float(check.get('atol', 0)), 3)}")
+def tolerance(check: schema.Check | schema.Unavailable | None) -> str:
+    """The check's tolerances (0 for a check not run)."""
+    rtol, atol = (check.rtol, check.atol) if isinstance(check, schema.Check) else (0, 0)
+    return f"rtol = {decimal(float(rtol), 3)}, atol = {decimal(float(atol), 3)}"
 
 
-def program_sentence(c: Mapping[str, Any]) -> str:
+def program_sentence(compiled: schema.Compiled | None) -> str:
     """One sentence on the optimized program: kernels, fusions, custom calls, loops."""
-    if not c:
+    if compiled is None:
         return ""
-    parts = [plural(c.get("kernels"), "kernel launch", "kernel launches")]
-    fusions = (c.get("fusions") or {}).get("count")
+    parts = [plural(compiled.kernels, "kernel launch", "kernel launches")]
+    fusions = compiled.fusions.count
     if fusions:
         parts.append(plural(fusions, "fusion", "fusions"))
-    calls = sorted({str(x.get("target", "")) for x in c.get("custom_calls", [])})
+    calls = sorted({x.target for x in compiled.custom_calls})
     if calls:
         parts.append("custom calls " + ", ".join(calls))
-    loops = [x.get("known_trip_count") for x in c.get("while_loops", [])]
+    loops = [x.known_trip_count for x in compiled.while_loops]
     if loops:
         parts.append("loops with trip counts " + ", ".join(str(t) for t in loops))
-    colls = c.get("collectives", [])
+    colls = compiled.collectives
     if colls:
         parts.append(plural(len(colls), "collective", "collectives"))
     return "The optimized program: " + "; ".join(parts) + "."
@@ -318,43 +320,44 @@ class ProgramView:
 
 def program_view(p: Program) -> ProgramView:
     """One of the user's programs as the subject of the report."""
-    w = p.observation
-    tree = w.get("arguments") or {}
-    low = w.get("lowering") or {}
-    check = w.get("check") or {}
-    ours = w.get("hlo_count") or {}
-    xla = (w.get("xla") or {}).get("values") or {}
-    an = w.get("analytic") or {}
+    w = p.workload
+    tree = w.arguments
+    low = w.lowering
+    check = w.check
+    passed = check if isinstance(check, schema.Check) else None
+    ours = w.hlo_count if isinstance(w.hlo_count, schema.HloCount) else None
+    xla = w.xla.values if w.xla is not None else {}
+    analytic = w.analytic if isinstance(w.analytic, schema.Analytic) else None
     cells = prediction_cells(p.prediction)
     return ProgramView(
-        title=p.title, description=str(w.get("description", "")),
+        title=p.title, description=w.description,
         anchor=meta.workload_anchor(p.name) + "-program",
-        has_tree=bool(tree),
-        arguments=[_argument_view(a) for a in tree.get("arguments", [])],
-        result=_argument_view(tree["result"]) if tree.get("result") else None,
-        summary=tree_summary(tree, result=True) if tree else "",
-        args=", ".join(f"{a['dtype']}{a['shape']}" for a in w.get("args", [])),
-        lowering_available=bool(low.get("available")),
-        lowering_reason=str(low.get("reason", "")),
-        lower_s=n(low.get("lower_s"), "s", M), compile_s=n(low.get("compile_s"), "s", M),
-        program=program_sentence(w.get("compiled") or {}),
+        has_tree=tree is not None,
+        arguments=[_argument_view(a) for a in tree.arguments] if tree is not None else [],
+        result=_argument_view(tree.result) if tree is not None and tree.result is not None
+        else None,
+        summary=tree_summary(tree, result=True) if tree is not None else "",
+        args=", ".join(f"{a.dtype}{a.shape}" for a in w.args),
+        lowering_available=low.available,
+        lowering_reason=low.reason,
+        lower_s=n(low.lower_s, "s", M), compile_s=n(low.compile_s, "s", M),
+        program=program_sentence(w.compiled),
         model="" if has_model(p) else NO_MODEL,
-        flops_analytic=count(an.get("flops"), A),
-        flops_ours=count(ours.get("flops") if ours.get("available", True) else None, A),
+        flops_analytic=count(analytic.flops if analytic is not None else None, A),
+        flops_ours=count(ours.flops if ours is not None else None, A),
         flops_xla=count(xla.get("flops"), Kind.COMPILER_ESTIMATE),
         traffic=traffic_num(p),
         xla_bytes=n(xla.get("bytes accessed"), "B", Kind.COMPILER_ESTIMATE),
-        bytes_ours=n(ours.get("minimum_bytes") if ours.get("available", True) else None,
-                     "B", A),
-        check_available=check.get("available", True) and "passed" in check,
-        check_reason=str(check.get("reason", "")),
-        check_passed=bool(check.get("passed")),
-        check_max_abs=ratio(check.get("max_abs_error"), M, 3),
-        check_max_rel=ratio(check.get("max_rel_error"), M, 3),
-        check_tolerance=tolerance(check) if check else "",
-        check_note=str(check.get("note") or ""),
-        check_leaf=str(check.get("leaf") or ""),
-        check_leaves=str(check.get("leaves") or ""),
+        bytes_ours=n(ours.minimum_bytes if ours is not None else None, "B", A),
+        check_available=passed is not None,
+        check_reason=check.reason if isinstance(check, schema.Unavailable) else "",
+        check_passed=passed is not None and passed.passed,
+        check_max_abs=ratio(passed.max_abs_error if passed is not None else None, M, 3),
+        check_max_rel=ratio(passed.max_rel_error if passed is not None else None, M, 3),
+        check_tolerance=tolerance(check) if check is not None else "",
+        check_note=passed.note if passed is not None else "",
+        check_leaf=(passed.leaf if passed is not None else None) or "",
+        check_leaves=str((passed.leaves if passed is not None else None) or ""),
         timing=timing_rows(p), timing_reason=p.timing_reason or "not measured",
         timed_without=timed_without(p),
         prediction=None if p.prediction is None or p.miss is None else ProgramPrediction(

@@ -72,7 +72,7 @@ def summary(an: Analysis) -> SummaryView:
         cells = prediction_cells(p.prediction)
         anchor = meta.workload_anchor(p.name)
         target = anchor + ("-kernels" if p.kernels is not None else
-                           "-program" if not p.observation.get("trace") else "-summary")
+                           "-program" if p.workload.trace is None else "-summary")
         levers = [SummaryLever(lever_short(x), lever_kind(x).value) for x in p.levers[:SAVERS]]
         first.append(what_first(p))
         rows.append(SummaryRow(

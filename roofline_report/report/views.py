@@ -165,7 +165,7 @@ def view_model_of(an: Analysis) -> ViewModel:
         skipped=[dict(s) for s in an.skipped],
         teaching=teaching,
         programs=[program_view(p) for p in an.programs
-                  if p.user and not p.observation.get("trace")],
+                  if p.user and p.workload.trace is None],
         trace=trace_view(an),
         kernels=views,
         summary=summary(an),
@@ -199,38 +199,45 @@ def _environment(env: Mapping[str, Any]) -> list[tuple[str, str]]:
 # --- the seed ---------------------------------------------------------------------------------
 
 def _seed_workload(p: Program) -> SeedView:
-    w = p.observation
-    low = w.get("lowering") or {}
-    check = w.get("check") or {}
-    xla = w.get("xla") or {}
-    mem = w.get("memory") or {}
+    w = p.workload
+    low = w.lowering
+    lowered = low if isinstance(low, schema.Lowering) else None
+    check = w.check
+    passed = check if isinstance(check, schema.Check) else None
+    xla = w.xla
+    mem = w.memory
     ce = Kind.COMPILER_ESTIMATE
     return SeedView(
-        args=", ".join(f"{a['dtype']}{a['shape']}" for a in w.get("args", [])),
-        lowering_available=bool(low.get("available")),
-        lowering_reason=low.get("reason", ""),
-        ops=sorted((low.get("ops") or {}).items()),
-        required=[(op, op not in p.missing_ops) for op in low.get("required_ops", [])],
-        stablehlo_text=low.get("stablehlo_text", ""),
-        compiled_text=low.get("compiled_text", ""),
-        lower_s=n(low.get("lower_s"), "s", Kind.MEASURED),
-        compile_s=n(low.get("compile_s"), "s", Kind.MEASURED),
+        args=", ".join(f"{a.dtype}{a.shape}" for a in w.args),
+        lowering_available=low.available,
+        lowering_reason=low.reason,
+        ops=sorted(lowered.ops.items()) if lowered is not None else [],
+        required=[(op, op not in p.missing_ops)
+                  for op in (lowered.required_ops if lowered is not None else [])],
+        stablehlo_text=lowered.stablehlo_text if lowered is not None else "",
+        compiled_text=lowered.compiled_text if lowered is not None else "",
+        lower_s=n(low.lower_s, "s", Kind.MEASURED),
+        compile_s=n(low.compile_s, "s", Kind.MEASURED),
         check=SeedCheck(
-            available=check.get("available", True) and "passed" in check,
-            reason=check.get("reason", ""),
-            passed=check.get("passed", False),
-            max_abs=ratio(check.get("max_abs_error"), Kind.MEASURED, 3),
-            max_rel=ratio(check.get("max_rel_error"), Kind.MEASURED, 3),
+            available=passed is not None,
+            reason=check.reason if isinstance(check, schema.Unavailable) else "",
+            passed=passed is not None and passed.passed,
+            max_abs=ratio(passed.max_abs_error if passed is not None else None,
+                          Kind.MEASURED, 3),
+            max_rel=ratio(passed.max_rel_error if passed is not None else None,
+                          Kind.MEASURED, 3),
             tolerance=tolerance(check),
-            note=str(check.get("note") or ""),
+            note=passed.note if passed is not None else "",
         ),
-        xla_available=bool(xla.get("available")),
-        xla_reason=xla.get("reason", ""),
-        xla=[(k, count(v, ce)) for k, v in sorted((xla.get("values") or {}).items())],
-        xla_raw=[(k, count(v, ce)) for k, v in sorted((xla.get("raw") or {}).items())],
-        memory_available=bool(mem.get("available")),
+        xla_available=xla is not None and xla.available,
+        xla_reason=xla.reason if xla is not None else "",
+        xla=[(k, count(v, ce)) for k, v in sorted(xla.values.items())] if xla is not None
+        else [],
+        xla_raw=[(k, count(v, ce)) for k, v in sorted(xla.raw.items())] if xla is not None
+        else [],
+        memory_available=mem is not None and mem.available,
         memory=[(k.replace("_in_bytes", "").replace("_", " "), n(v, "B", ce))
-                for k, v in sorted((mem.get("values") or {}).items())],
+                for k, v in sorted(mem.values.items())] if mem is not None else [],
     )
 
 
@@ -490,26 +497,30 @@ def _working_set_figure(an: Analysis) -> figs.FigureOut | None:
 # --- the catalog and the accounting -----------------------------------------------------------
 
 def _catalog_row(p: Program) -> CatalogRow:
-    w = p.observation
-    an = w.get("analytic") or {}
-    check = w.get("check") or {}
-    tree = w.get("arguments") or {}
-    model = has_model(p)
-    args = ", ".join(f"{x['dtype']}{x['shape']}" for x in w.get("args", []))
-    if tree and not args:
+    w = p.workload
+    analytic = w.analytic if isinstance(w.analytic, schema.Analytic) else None
+    check = w.check
+    passed = check if isinstance(check, schema.Check) else None
+    tree = w.arguments
+    args = ", ".join(f"{x.dtype}{x.shape}" for x in w.args)
+    if tree is not None and not args:
         args = tree_summary(tree)
     return CatalogRow(
         title=p.title, dtype=p.dtype, args=args,
-        flops=count(an.get("flops"), Kind.ANALYTIC) if model else Num(NO_MODEL),
-        bytes=n(an.get("minimum_bytes"), "B", Kind.ANALYTIC) if model else traffic_num(p),
-        intensity=Num(format_intensity(an["flops"] / an["minimum_bytes"]),
-                      Kind.ANALYTIC.value) if model else Num(NO_MODEL),
-        check=("passed" if check.get("passed") else
-               "failed" if "passed" in check else "not run"),
-        check_max_abs=ratio(check.get("max_abs_error"), Kind.MEASURED, 3),
-        check_max_rel=ratio(check.get("max_rel_error"), Kind.MEASURED, 3),
+        flops=count(analytic.flops, Kind.ANALYTIC) if analytic is not None
+        else Num(NO_MODEL),
+        bytes=n(analytic.minimum_bytes, "B", Kind.ANALYTIC) if analytic is not None
+        else traffic_num(p),
+        intensity=Num(format_intensity(analytic.flops / analytic.minimum_bytes),
+                      Kind.ANALYTIC.value) if analytic is not None else Num(NO_MODEL),
+        check=("passed" if passed is not None and passed.passed else
+               "failed" if passed is not None else "not run"),
+        check_max_abs=ratio(passed.max_abs_error if passed is not None else None,
+                            Kind.MEASURED, 3),
+        check_max_rel=ratio(passed.max_rel_error if passed is not None else None,
+                            Kind.MEASURED, 3),
         check_tolerance=tolerance(check),
-        check_note=str(check.get("note") or ""),
+        check_note=passed.note if passed is not None else "",
         time=n(p.seconds, "s", Kind.MEASURED) if p.timing else Num("not measured"),
         unstable=bool(p.timing and p.timing.unstable),
         achieved=n(p.achieved, "FLOP/s", Kind.MEASURED) if p.achieved is not None
@@ -543,7 +554,7 @@ def _reconciliation(p: Program) -> AccountingView:
     return AccountingView(
         title=p.title, rows=rows, reason="",
         efficiency=ratio(eff, Kind.COMPILER_ESTIMATE, 3) if eff else None,
-        program=program_sentence(p.observation.get("compiled") or {}),
+        program=program_sentence(p.workload.compiled),
         extra=rec.kernel_columns)
 
 
