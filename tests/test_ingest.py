@@ -30,6 +30,7 @@ from roofline_report.kinds import Kind
 from roofline_report.report import views
 from roofline_report.report.trace_view import lane_timing
 from roofline_report.results import io as results_io
+from roofline_report.results import schema
 from roofline_report.traces.xspace import read_xspace
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,6 +47,16 @@ def readings() -> dict[str, Reading]:
 @pytest.fixture(scope="module")
 def documents(readings: dict[str, Reading]) -> dict[str, dict[str, Any]]:
     return {name: results_document(r) for name, r in readings.items()}
+
+
+def _lane_timings(w: dict[str, Any]) -> list[schema.KernelTiming]:
+    """Each device's per-kernel samples of a traced workload (its record as results.json
+    holds it), in the order of the trace's devices."""
+    typed = schema.Workload.model_validate(w)
+    assert typed.trace is not None
+    timings = [lane_timing(typed, lane) for lane in typed.trace.devices]
+    assert all(t is not None for t in timings)
+    return [t for t in timings if t is not None]
 
 
 def _trace_hlo(reading: Reading, host: int = 0) -> str:
@@ -126,10 +137,10 @@ def test_sharded_step_devices_and_collectives(readings: dict[str, Reading],
     assert documents["sharded8"]["environment"]["device_count"] == 8
     records = collective_records(_trace_hlo(readings["sharded8"]))
     assert records and all(r["op"] == "all-reduce" for r in records)
-    for d in devices:  # each device's collectives timed from its own events
-        timed = {k["name"]: k for k in lane_timing(w, d)["kernels"]}
+    for lane in _lane_timings(w):  # each device's collectives timed from its own events
+        timed = {k.name: k for k in lane.kernels}
         assert {r["instruction"] for r in records} <= set(timed)
-        assert all(max(timed[r["instruction"]]["busy_s"]) > 0 for r in records)
+        assert all(max(timed[r["instruction"]].busy_s or [0]) > 0 for r in records)
     assert [c["instruction"] for c in w["compiled"]["collectives"]] == \
         [r["instruction"] for r in records]
 
@@ -147,7 +158,7 @@ def test_two_hosts_side_by_side(readings: dict[str, Reading],
                                         f"{data['trace']['module']} on host1"]
     for w in ws:
         assert w["kernel_timing"]["available"] and w["trace"]["per"] == "step"
-        timed = {k["name"] for k in lane_timing(w, w["trace"]["devices"][0])["kernels"]}
+        timed = {k.name for k in _lane_timings(w)[0].kernels}
         collectives = {k["name"] for k in w["kernels"]["kernels"] if k["category"] == "collective"}
         assert collectives and collectives <= timed  # the gradients' all-reduce
     md = views.render(data).markdown
@@ -433,7 +444,7 @@ def test_every_kernel_of_every_fixture_is_timed(documents: dict[str, Any]) -> No
             inventory = {k["name"] for k in w["kernels"]["kernels"]}
             timed = {k["name"] for k in w["kernel_timing"]["kernels"]}
             assert timed == inventory, (name, w["title"], inventory ^ timed)
-            for d in w["trace"]["devices"]:
-                assert len(lane_timing(w, d)["calls"]) == len(w["kernel_timing"]["calls"])
+            for d, lane in zip(w["trace"]["devices"], _lane_timings(w), strict=True):
+                assert len(lane.calls) == len(w["kernel_timing"]["calls"])
                 # The chosen device's samples are stored once, as the workload's.
                 assert ("timing" in d) == (d["device"] != w["trace"]["device"])

@@ -145,7 +145,7 @@ def per_call_samples(k: Mapping[str, Any], calls: int) -> np.ndarray:
     return out
 
 
-def kernel_samples(k: Mapping[str, Any]) -> list[float]:
+def kernel_samples(k: Mapping[str, Any] | schema.KernelTime) -> list[float]:
     """A kernel's time samples: its share of the machine from each launch to its completion,
     less the time it spent queued behind other kernels (``share_s``; traces read before shares
     were kept: the span less ``wait_s``, else the plain span). On a CPU an asynchronous
@@ -164,21 +164,24 @@ def kernel_samples(k: Mapping[str, Any]) -> list[float]:
     (benchmarks/kernels_alone.py), the median over kernels of |first quartile ÷ alone − 1| was
     0.10 to 0.45 over eight programs (median 0.235), against 0.10 to 0.49 (median 0.30) for
     the launch-to-completion less waiting alone. The first quartile of these samples is the
-    kernel's time (:func:`kernel_time`)."""
-    spans = k.get("span_s") or []
-    shares = k.get("share_s")
+    kernel's time (:func:`kernel_time`). ``k``: the kernel's record, typed or as results.json
+    holds it."""
+    if isinstance(k, schema.KernelTime):
+        spans, shares, waits = k.span_s, k.share_s, k.wait_s
+    else:
+        spans, shares, waits = k.get("span_s") or [], k.get("share_s"), k.get("wait_s")
     if shares is not None and len(shares) == len(spans):
         return list(map(float, shares))
     spans = list(map(float, spans))
-    waits = k.get("wait_s")
     if waits is None or len(waits) != len(spans):
         return spans
     return [max(0.0, s - float(w)) for s, w in zip(spans, waits, strict=True)]
 
 
-def kernel_seconds(k: Mapping[str, Any]) -> float:
-    """A kernel's time per call from its record in a trace: the first quartile of its samples
-    (:func:`kernel_samples`, :func:`kernel_time`); 0 without samples."""
+def kernel_seconds(k: Mapping[str, Any] | schema.KernelTime) -> float:
+    """A kernel's time per call from its record in a trace (typed, or as results.json holds
+    it): the first quartile of its samples (:func:`kernel_samples`, :func:`kernel_time`); 0
+    without samples."""
     samples = kernel_samples(k)
     return kernel_time(samples)[0] if samples else 0.0
 

@@ -12,10 +12,10 @@ the report's usual ones (``report/views.py``, ``report/sections.py``), from the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from roofline_report.analysis.kernel_records import TraceSummary
 from roofline_report.analysis.kernels import kernel_seconds, trace_summary
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.stats import median
@@ -35,6 +35,8 @@ from roofline_report.report.blocks import (
     text,
 )
 from roofline_report.report.format import Num, count, miss_text, n, percent, plural
+from roofline_report.results import io as results_io
+from roofline_report.results import schema
 from roofline_report.units import format_binary, format_si
 
 __all__ = ["OP_ROWS", "trace_section", "trace_view"]
@@ -43,16 +45,25 @@ OP_ROWS = 20  # per-op times shown for a program whose work cannot be counted
 M, A = Kind.MEASURED, Kind.ANALYTIC
 
 
-def _roofs(an: Analysis) -> tuple[Inline, ...]:
+def _trace_of(p: Program) -> schema.TracedProgram:
+    """Where a program of the trace section was read from (each of them was read from the
+    trace)."""
+    trace = p.workload.trace
+    if trace is None:
+        raise ValueError(f"{p.name} was not read from a trace")
+    return trace
+
+
+def _roofs(an: Analysis, trace: schema.TraceSource) -> tuple[Inline, ...]:
     """Which roofs the kernels are held to, and why those, as inline parts."""
-    trace = an.observations["trace"]
-    env = an.observations.get("environment") or {}
-    device = str(env.get("device_kind", "unknown"))
+    env = an.results.environment
+    device = env.device_kind
     chosen = an.roofs.kernels
     if chosen.kind is Kind.MEASURED:
-        ceilings = an.observations.get("ceilings") or {}
-        return (f"Roofs: the ceilings measured on {ceilings.get('device_kind', device)} "
-                f"(the ceilings record of {trace.get('ceilings_file') or 'the results given'}), "
+        ceilings = an.results.ceilings
+        measured_on = ceilings.device_kind if isinstance(ceilings, schema.Ceilings) else device
+        return (f"Roofs: the ceilings measured on {measured_on} "
+                f"(the ceilings record of {trace.ceilings_file or 'the results given'}), "
                 f"the first choice; the trace ran on {device}.",)
     if chosen.kind is Kind.SPEC_SHEET and chosen.compute:
         chosen_by = an.roofs.preset.chosen if an.roofs.preset is not None else ""
@@ -65,7 +76,7 @@ def _roofs(an: Analysis) -> tuple[Inline, ...]:
         return (f"Roofs: the spec sheet of the {chosen.label} (", *how, "): published figures, "
                 "not measured. No ceilings measured on the machine that ran the trace were "
                 "given (--ceilings FILE takes the ceilings of a results.json measured there).")
-    why = str(env.get("device_unrecognised") or "no chip preset matches it")
+    why = env.device_unrecognised or "no chip preset matches it"
     return (f"No roofs: the machine that ran the trace is {_described(env, device)}, and {why}; "
             "no ceilings measured there were given. The kernels' achieved rates are shown "
             "without a share of a roof or a prediction. To hold them to roofs, give "
@@ -73,63 +84,75 @@ def _roofs(an: Analysis) -> tuple[Inline, ...]:
             "(a results.json measured on that machine).",)
 
 
-def _described(env: Mapping[str, Any], device: str) -> str:
+def _described(env: schema.Environment, device: str) -> str:
     """The device in the words its plane gives: vendor, architecture, cores, memory, clock."""
     parts = _recognised(env)
     return f"{device} ({''.join(str(p) for p in parts)})" if parts else device
 
 
-def _recognised(env: Mapping[str, Any]) -> tuple[str, ...]:
+def _recognised(env: schema.Environment) -> tuple[str, ...]:
     """What the device plane says of the device, as the facts the chip was recognised by."""
     from roofline_report.device_recognition import DeviceFacts, architecture
 
     words: list[str] = []
-    if env.get("device_recognised_by") == "name":
+    if env.device_recognised_by == "name":
         return ("its name",)
-    vendor = env.get("device_vendor")
+    vendor = env.device_vendor
     if vendor:
         words.append(f"vendor {vendor}")
-    cap = env.get("compute_capability")
+    cap = env.compute_capability
     if cap:
-        major, _, minor = str(cap).partition(".")
-        facts = DeviceFacts(vendor=str(vendor) if vendor else None,
+        major, _, minor = cap.partition(".")
+        facts = DeviceFacts(vendor=vendor or None,
                             compute_capability=(int(major), int(minor))
                             if major.isdigit() and minor.isdigit() else None)
         arch = architecture(facts)
         words.append(f"compute capability {cap}" + (f" ({arch})" if arch else ""))
-    if env.get("core_count") is not None:
+    if env.core_count is not None:
         unit = "compute units" if str(vendor).casefold() == "amd" else "cores"
-        words.append(f"{env['core_count']} {unit}")
-    if env.get("device_memory_bytes") is not None:
-        words.append(f"{format_binary(env['device_memory_bytes'])} of device memory")
-    if env.get("clock_hz"):
-        words.append(f"a {format_si(env['clock_hz'], 'Hz')} clock")
+        words.append(f"{env.core_count} {unit}")
+    if env.device_memory_bytes is not None:
+        words.append(f"{format_binary(env.device_memory_bytes)} of device memory")
+    if env.clock_hz:
+        words.append(f"a {format_si(env.clock_hz, 'Hz')} clock")
     return (", ".join(words),) if words else ()
 
 
-def _collective_names(w: Mapping[str, Any]) -> set[str]:
+def _collective_names(w: schema.Workload) -> set[str]:
     """The kernels of a program that are collectives: by the inventory's category where the
     trace held the HLO, else by their opcode."""
-    inventory = w.get("kernels") or {}
-    if inventory.get("available", True) is not False and inventory.get("kernels"):
-        return {str(k["name"]) for k in inventory["kernels"] if k["category"] == "collective"}
-    timing = w.get("kernel_timing") or {}
-    return {str(k["name"]) for k in timing.get("kernels") or []
-            if str(k["name"]).split(".")[0].removesuffix("-start").removesuffix("-done")
+    inventory = w.kernels
+    if isinstance(inventory, schema.KernelInventory) and inventory.kernels:
+        return {k.name for k in inventory.kernels if k.category == "collective"}
+    timing = w.kernel_timing
+    timed = timing.kernels if isinstance(timing, schema.KernelTiming) else []
+    return {k.name for k in timed
+            if k.name.split(".")[0].removesuffix("-start").removesuffix("-done")
             in COLLECTIVE_OPCODES}
 
 
-def lane_timing(w: Mapping[str, Any], lane: Mapping[str, Any]) -> Mapping[str, Any]:
+def lane_timing(w: schema.Workload, lane: schema.LaneTiming) -> schema.KernelTiming | None:
     """One device's per-kernel samples of a traced program: the lane's own, or, for the device
-    the workload's times come from (stored once), the workload's ``kernel_timing``."""
-    own = lane.get("timing")
-    return own if own is not None else w.get("kernel_timing") or {}
+    the workload's times come from (stored once), the workload's ``kernel_timing``; None where
+    it has none."""
+    if lane.timing is not None:
+        return lane.timing
+    own = w.kernel_timing
+    return own if isinstance(own, schema.KernelTiming) else None
 
 
-def _lane_collectives(w: Mapping[str, Any], lane: Mapping[str, Any], names: set[str]
+def _lane_summary(timing: schema.KernelTiming | None) -> TraceSummary | None:
+    """The medians of a device's traced calls (:func:`trace_summary`, which reads the record
+    as results.json holds it)."""
+    return trace_summary(results_io.plain(timing)) if timing is not None else None
+
+
+def _lane_collectives(w: schema.Workload, lane: schema.LaneTiming, names: set[str]
                       ) -> dict[str, float]:
-    return {str(k["name"]): kernel_seconds(k)
-            for k in lane_timing(w, lane).get("kernels") or [] if str(k["name"]) in names}
+    timing = lane_timing(w, lane)
+    if timing is None:
+        return {}
+    return {k.name: kernel_seconds(k) for k in timing.kernels if k.name in names}
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,22 +172,22 @@ class HostRow:
 def _host_rows(programs: Sequence[Program]) -> list[HostRow]:
     rows = []
     for prog in programs:
-        w = prog.observation
-        tr = w["trace"]
-        steps = tr.get("steps_s") or []
+        w = prog.workload
+        tr = _trace_of(prog)
+        steps = tr.steps_s
         names = _collective_names(w)
-        for lane in tr["devices"]:
+        for lane in tr.devices:
             # The device the workload's times come from has its summary in the analysis
             # already (the same record's): a long trace's is 0.2 s to make again.
             table = prog.kernels
-            s = table.trace if lane.get("timing") is None and table is not None \
-                and table.trace is not None else trace_summary(lane_timing(w, lane))
+            s = table.trace if lane.timing is None and table is not None \
+                and table.trace is not None else _lane_summary(lane_timing(w, lane))
             if s is None:
                 continue
             collectives = _lane_collectives(w, lane, names)
             rows.append(HostRow(
-                host=tr["host"], device=lane["device"],
-                calls=plural(s.calls, tr["per"], f"{tr['per']}s"),
+                host=tr.host, device=lane.device,
+                calls=plural(s.calls, tr.per, f"{tr.per}s"),
                 step=n(median(steps), "s", M) if steps else Num("—"),
                 program=n(s.program_s, "s", M),
                 kernels=n(s.kernel_sum_s, "s", M),
@@ -198,24 +221,25 @@ class CollectiveRow:
 def _collective_rows(programs: Sequence[Program]) -> list[CollectiveRow]:
     """Each collective of the program: its bytes per device from the HLO and, per host, its
     time from the events of the device read there, and bytes ÷ time."""
-    first = next((p.observation for p in programs
-                  if (p.observation.get("compiled") or {}).get("collectives")), None)
+    first = next((compiled for p in programs
+                  if (compiled := p.workload.compiled) is not None and compiled.collectives),
+                 None)
     if first is None:
         return []
     rows = []
-    for c in first["compiled"]["collectives"]:
+    for c in first.collectives:
         name = str(c["instruction"])
         trips = c.get("trip_count") or 1
         per_device = c.get("bytes_per_device")
         moved = per_device * trips if per_device is not None else None
         times = []
         for p in programs:
-            tr = p.observation["trace"]
-            lane = next((d for d in tr["devices"] if d["device"] == tr["device"]), None)
-            seconds = (_lane_collectives(p.observation, lane, {name}).get(name)
+            tr = _trace_of(p)
+            lane = next((d for d in tr.devices if d.device == tr.device), None)
+            seconds = (_lane_collectives(p.workload, lane, {name}).get(name)
                        if lane is not None else None)
             times.append(CollectiveTime(
-                host=tr["host"], time=n(seconds, "s", M) if seconds is not None else Num("—"),
+                host=tr.host, time=n(seconds, "s", M) if seconds is not None else Num("—"),
                 rate=n(moved / seconds, "B/s", M) if seconds and moved is not None
                 else Num("—")))
         rows.append(CollectiveRow(name=name, op=str(c["op"]),
@@ -246,19 +270,18 @@ class OpsView:
 
 def _ops(p: Program) -> OpsView | None:
     """The per-op times of a program whose work cannot be counted (no HLO in the trace)."""
-    w = p.observation
-    k = w.get("kernels") or {}
-    t = w.get("kernel_timing") or {}
-    if k.get("available", True) is not False or not t.get("available"):
+    w = p.workload
+    missing = w.kernels
+    timing = w.kernel_timing
+    if not isinstance(missing, schema.Unavailable) or not isinstance(timing, schema.KernelTiming):
         return None
-    ops = sorted(((str(o["name"]), kernel_seconds(o),
-                   median([float(x) for x in o.get("launches") or []]) or 0.0)
-                  for o in t["kernels"]), key=lambda o: (-o[1], o[0]))
+    ops = sorted(((o.name, kernel_seconds(o), median([float(x) for x in o.launches]) or 0.0)
+                  for o in timing.kernels), key=lambda o: (-o[1], o[0]))
     total = sum(o[1] for o in ops)
     rows = [OpRow(name=name, launches=count(launches, M), time=n(seconds, "s", M),
                   share=percent(seconds / total if total > 0 else None, M))
             for name, seconds, launches in ops[:OP_ROWS]]
-    return OpsView(title=p.title, reason=str(k.get("reason", "")), rows=rows,
+    return OpsView(title=p.title, reason=missing.reason, rows=rows,
                    more=plural(len(ops) - OP_ROWS, "more op", "more ops")
                    if len(ops) > OP_ROWS else "")
 
@@ -267,7 +290,7 @@ def _prediction(p: Program) -> tuple[Inline, ...] | None:
     """The model of the compiled program beside the program's traced time per step or call."""
     if p.prediction is None or p.miss is None:
         return None
-    per = p.observation["trace"]["per"]
+    per = _trace_of(p).per
     return (f"{p.title}: the model of the compiled program (its kernels one after another, "
             "under the roofs above) predicts ", n(p.prediction.seconds, "s", Kind.PREDICTED),
             f" per {per}; the trace shows ", n(p.seconds, "s", M), " (",
@@ -293,8 +316,9 @@ def _host_bound(p: Program) -> tuple[Inline, ...] | None:
     t = p.kernels.trace if p.kernels is not None else None
     if t is None or not t.host_bound:
         return None
-    per = p.observation["trace"]["per"]
-    return (Strong("Host-bound"), f": on {p.observation['trace']['device']} a {per} of "
+    tr = _trace_of(p)
+    per = tr.per
+    return (Strong("Host-bound"), f": on {tr.device} a {per} of "
             f"{p.title} took ", n(t.program_s, "s", M), " and some kernel of it ran during ",
             n(t.busy_s, "s", M), "; the device was idle ", percent(t.idle, M),
             f" of the {per} (no kernel of the program ran). That time went to the host's work "
@@ -315,17 +339,18 @@ class TimelineRow:
     idle: tuple[Num, Num]
 
 
-def _timeline_row(t: Mapping[str, Any]) -> TimelineRow:
-    total = float(t["total_s"])
+def _timeline_row(timeline: schema.DeviceTimeline) -> TimelineRow:
+    total = float(timeline.total_s)
 
-    def part(key: str) -> tuple[Num, Num]:
-        value = float(t[key])
+    def part(seconds: float) -> tuple[Num, Num]:
+        value = float(seconds)
         return n(value, "s", M), percent(value / total if total > 0 else None, M)
 
-    return TimelineRow(host=str(t["host"]), device=str(t["device"]), total=n(total, "s", M),
-                       computation=part("computation_s"),
-                       exposed_communication=part("exposed_communication_s"),
-                       exposed_memcpy=part("exposed_memcpy_s"), idle=part("idle_s"))
+    return TimelineRow(host=timeline.host, device=timeline.device, total=n(total, "s", M),
+                       computation=part(timeline.computation_s),
+                       exposed_communication=part(timeline.exposed_communication_s),
+                       exposed_memcpy=part(timeline.exposed_memcpy_s),
+                       idle=part(timeline.idle_s))
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,16 +373,15 @@ class UnclaimedView:
 
 def _unclaimed(p: Program) -> UnclaimedView | None:
     """The device events no HLO op claims while the program ran, on the device read."""
-    tr = p.observation["trace"]
-    items = tr.get("unclaimed") or []
+    tr = _trace_of(p)
+    items = tr.unclaimed
     if not items:
         return None
-    rows = [UnclaimedRow(name=str(u["name"]), events=count(u["events"], M),
-                         time=n(u["seconds"], "s", M),
-                         like=f"looks like {u['like']} by its name (its event carries no HLO "
-                         "op)" if u.get("like") else "") for u in items]
-    return UnclaimedView(title=p.title, device=str(tr["device"]), host=str(tr["host"]),
-                         rows=rows)
+    rows = [UnclaimedRow(name=u.name, events=count(u.events, M),
+                         time=n(u.seconds, "s", M),
+                         like=f"looks like {u.like} by its name (its event carries no HLO "
+                         "op)" if u.like else "") for u in items]
+    return UnclaimedView(title=p.title, device=tr.device, host=tr.host, rows=rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,46 +441,46 @@ class TraceView:
 
 def trace_view(an: Analysis) -> TraceView | None:
     """The trace section's display values; None for a measured run."""
-    trace = an.observations.get("trace")
-    if not trace:
+    trace = an.results.trace
+    if trace is None:
         return None
-    programs = [p for p in an.programs if p.observation.get("trace")]
-    chosen = next((m for m in trace["modules"] if m["name"] == trace["module"]), None)
-    hosts = trace["hosts"]
-    notes: list[str] = [*trace.get("notes", [])]
+    programs = [p for p in an.programs if p.workload.trace is not None]
+    chosen = next((m for m in trace.modules if m.name == trace.module), None)
+    hosts = trace.hosts
+    notes: list[str] = [*trace.notes]
     for p in programs:
-        tr = p.observation["trace"]
-        notes += [f"{tr['host']}: {x}" for x in tr.get("notes", [])]
+        tr = _trace_of(p)
+        notes += [f"{tr.host}: {x}" for x in tr.notes]
     for h in hosts:
-        notes += [f"{h['name']}: the profiler recorded an error: {e}" for e in h["errors"]]
-        notes += [f"{h['name']}: the profiler recorded a warning: {e}" for e in h["warnings"]]
-    per = {p.observation["trace"]["per"] for p in programs}
+        notes += [f"{h.name}: the profiler recorded an error: {e}" for e in h.errors]
+        notes += [f"{h.name}: the profiler recorded a warning: {e}" for e in h.warnings]
+    per = {_trace_of(p).per for p in programs}
     return TraceView(
-        run=str(trace["run"]),
-        runs=len(trace["runs"]),
-        hosts=[TraceHost(name=h["name"], file=h["file"], bytes=Num(format_si(h["bytes"], "B")),
-                         devices=", ".join(h["devices"]) or "none",
-                         jax=f"jax {h['jax']}, jaxlib {h['jaxlib']}" if h.get("jax")
+        run=trace.run,
+        runs=len(trace.runs),
+        hosts=[TraceHost(name=h.name, file=h.file, bytes=Num(format_si(h.bytes, "B")),
+                         devices=", ".join(h.devices) or "none",
+                         jax=f"jax {h.jax}, jaxlib {h.jaxlib}" if h.jax
                          else "not recorded") for h in hosts],
-        module=str(trace["module"]),
-        choice=str(trace["module_choice"]),
-        modules=[TraceModule(name=m["name"], events=Num(f"{m['events']:,}"),
-                             seconds=n(m["seconds"], "s", M), hlo=bool(m["hlo"]),
-                             chosen=m["name"] == trace["module"]) for m in trace["modules"]],
-        module_seconds=n(chosen["seconds"], "s", M) if chosen else Num("unknown"),
+        module=trace.module,
+        choice=trace.module_choice,
+        modules=[TraceModule(name=m.name, events=Num(f"{m.events:,}"),
+                             seconds=n(m.seconds, "s", M), hlo=m.hlo,
+                             chosen=m.name == trace.module) for m in trace.modules],
+        module_seconds=n(chosen.seconds, "s", M) if chosen is not None else Num("unknown"),
         per="step" if per == {"step"} else "call" if per == {"call"} else "step or call",
-        roofs=_roofs(an),
+        roofs=_roofs(an, trace),
         host_rows=_host_rows(programs),
         collectives=_collective_rows(programs),
         ops=[o for o in (_ops(p) for p in programs) if o is not None],
         predictions=[x for x in (_prediction(p) for p in programs) if x is not None],
         unclaimed=[u for u in (_unclaimed(p) for p in programs) if u is not None],
-        timeline=[_timeline_row(t) for t in trace.get("timeline") or []],
+        timeline=[_timeline_row(t) for t in trace.timeline],
         host_bound=[x for x in (_host_bound(p) for p in programs) if x is not None],
         several=[SeveralKernels(
-            title=p.title, device=str(p.observation["trace"]["device"]),
-            ops=sorted(p.observation["trace"].get("device_kernels", {}).items()))
-            for p in programs if p.observation["trace"].get("device_kernels")],
+            title=p.title, device=_trace_of(p).device,
+            ops=sorted(_trace_of(p).device_kernels.items()))
+            for p in programs if _trace_of(p).device_kernels],
         notes=notes,
     )
 

@@ -102,11 +102,13 @@ from roofline_report.results.schema_run import (
 )
 from roofline_report.results.schema_sharding import ShardedWorkload, Sharding
 from roofline_report.results.schema_traces import (
+    DeviceTimeline,
     LaneTiming,
     TracedProgram,
     TraceHost,
     TraceModule,
     TraceSource,
+    UnclaimedEvents,
 )
 from roofline_report.results.schema_workloads import (
     Analytic,
@@ -147,6 +149,7 @@ __all__ = [
     "Count",
     "CountedLoop",
     "CustomCall",
+    "DeviceTimeline",
     "DispatchCeiling",
     "DoubledTraffic",
     "Environment",
@@ -198,6 +201,7 @@ __all__ = [
     "TraceSource",
     "TracedProgram",
     "Unavailable",
+    "UnclaimedEvents",
     "WhileLoop",
     "WorkingSetPlan",
     "WorkingSetSweep",
