@@ -268,7 +268,7 @@ def _traced_time(w: schema.Workload) -> Stats | None:
 def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend: Backend,
              cache_bytes: int | None, checks: SpeedChecks | None = None) -> Program:
     """One program's record (``plain``: the workload as results.json holds it, for the
-    readers that take that form, and kept as the program's observation)."""
+    readers that take that form)."""
     timed, timing_reason = _timing(w.timing)
     stats = timed.per_call if timed is not None else None
     if stats is None and (traced := _traced_time(w)) is not None:
@@ -313,8 +313,7 @@ def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend
         name=w.name, title=w.title, dtype=w.dtype,
         user=w.user, timing=stats, timing_reason=timing_reason, flops=flops,
         bytes=moved, bytes_basis=basis, minimum_bytes=minimum, minimum_basis=minimum_basis,
-        prediction=prediction, miss=m, why=why, kernels=table, observation=plain,
-        workload=w,
+        prediction=prediction, miss=m, why=why, kernels=table, workload=w,
         reconciliation=_reconciliation(w, plain, table, stats, backend),
         spec_sheet=_spec(flops, moved, w.dtype, roofs.spec_sheet),
         missing_ops=missing,

@@ -107,8 +107,7 @@ class Program:
     miss: Miss | None
     why: str
     kernels: KernelTable | None
-    observation: Mapping[str, Any]  # the workload's record in results.json
-    workload: schema.Workload  # the same record, typed
+    workload: schema.Workload  # the workload's record in results.json
     reconciliation: Reconciliation | None = None
     spec_sheet: SpecPlacement | None = None
     missing_ops: tuple[str, ...] = ()  # operations the workload requires that its lowering lacks
