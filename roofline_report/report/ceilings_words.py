@@ -12,6 +12,8 @@ from roofline_report.analysis.roof_check_records import Cause, RoofCheck, RoofTa
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import Inline, Text, text
 from roofline_report.report.format import Num, count, n, percent, plural, ratio
+from roofline_report.results import io as results_io
+from roofline_report.results import schema
 
 M = Kind.MEASURED
 
@@ -32,10 +34,10 @@ def _names(names: tuple[str, ...]) -> str:
 def conditions_text(an: Analysis) -> Text:
     """The sentence on the load the ceilings were measured under, beside their origin; ()
     where the run did not record it (runs saved before it was)."""
-    record = an.observations.get("ceilings") or {}
-    if not record.get("available"):
+    ceilings = an.results.ceilings
+    if not isinstance(ceilings, schema.Ceilings):
         return ()
-    c = conditions(record)
+    c = conditions(results_io.plain(ceilings))
     if not c.recorded:
         return ()
     sentences: list[list[Inline]] = []

@@ -46,7 +46,13 @@ from roofline_report.report.format import Num, n, plural, ratio
 from roofline_report.report.markdown import escape as md_escape
 from roofline_report.report.section_parts import c, num, p, table
 from roofline_report.results import io as results_mod
-from roofline_report.results.schema import Results
+from roofline_report.results.schema import (
+    BandwidthCeiling,
+    Ceilings,
+    ComputeCeiling,
+    Environment,
+    Results,
+)
 from roofline_report.units import format_si
 
 
@@ -86,18 +92,30 @@ def _label(path: str, backend: str, device: str, index: int) -> str:
     return f"{index + 1}: {folder} ({backend}, {device})"
 
 
-def _ceiling_values(data: Mapping[str, Any]) -> dict[str, tuple[float | None, str]]:
-    c = data.get("ceilings", {})
+def _ceiling_values(results: Results) -> dict[str, tuple[float | None, str]]:
+    """A run's measured ceilings by name ("compute: NAME"), each with its unit; None where a
+    ceiling could not be measured, nothing where the run measured none."""
+    c = results.ceilings
     out: dict[str, tuple[float | None, str]] = {}
-    if not c.get("available"):
+    if not isinstance(c, Ceilings):
         return out
-    for group, unit in (("compute", "FLOP/s"), ("bandwidth", "B/s")):
-        for e in c.get(group, []):
-            out[f"{group}: {e.get('name')}"] = (e.get("value") if e.get("available") else None,
-                                                unit)
-    d = c.get("dispatch", {})
-    out["dispatch: one tiny call"] = (d.get("value") if d.get("available") else None, "s")
+    measured: list[tuple[str, str, list[ComputeCeiling] | list[BandwidthCeiling]]] = [
+        ("compute", "FLOP/s", c.compute), ("bandwidth", "B/s", c.bandwidth)]
+    for group, unit, entries in measured:
+        for e in entries:
+            out[f"{group}: {e.name}"] = (e.value if e.available else None, unit)
+    d = c.dispatch
+    out["dispatch: one tiny call"] = (d.value if d.available else None, "s")
     return out
+
+
+#: The rows of the environment compared side by side (the fields' names).
+ENVIRONMENT_ROWS = ("backend", "device_kind", "cpu_model", "jax", "jaxlib", "python")
+
+
+def _environment_values(env: Environment) -> tuple[str, ...]:
+    """The run's values of :data:`ENVIRONMENT_ROWS`, in their order ('' where not recorded)."""
+    return (env.backend, env.device_kind, env.cpu_model or "", env.jax, env.jaxlib, env.python)
 
 
 def _measured(value: float | None, unit: str) -> Num:
@@ -205,14 +223,14 @@ def render_comparison(loaded: Sequence[tuple[str, Results | Mapping[str, Any]]],
     # budgets that run was given.
     runs = [(label, analyse(data)) for label, data in loaded]
     labels = [label for label, _ in runs]
-    env_keys = ("backend", "device_kind", "cpu_model", "jax", "jaxlib", "python")
-    envs = [[str(an.observations.get("environment", {}).get(k, "") or "") for _, an in runs]
-            for k in env_keys]
-    envs.append([meta.measured_date(an.observations) or "not recorded" for _, an in runs])
+    env_keys = ENVIRONMENT_ROWS
+    environments = [_environment_values(an.results.environment) for _, an in runs]
+    envs = [[run[row] for run in environments] for row in range(len(env_keys))]
+    envs.append([meta.measured_date(an.results) or "not recorded" for _, an in runs])
     envs.append([plural(len(an.programs), "workload", "workloads") for _, an in runs])
     env_rows = list(zip((*env_keys, "measured (UTC)", "workloads"), envs, strict=True))
 
-    ceilings_by_run = [_ceiling_values(an.observations) for _, an in runs]
+    ceilings_by_run = [_ceiling_values(an.results) for _, an in runs]
     names = sorted({k for c in ceilings_by_run for k in c})
     ceiling_rows: list[CeilingComparison] = []
     for name in names:
@@ -268,11 +286,11 @@ def render_comparison(loaded: Sequence[tuple[str, Results | Mapping[str, Any]]],
     tree = comparison_document(vm)
     default = meta.DEFAULT_COMPARE_TITLE.format(runs=len(labels))
     provenance = [f"Run {label}: measured "
-                  f"{meta.measured_date(an.observations) or '(date not recorded)'} "
-                  f"on {meta.machine(an.observations.get('environment') or {})}."
+                  f"{meta.measured_date(an.results) or '(date not recorded)'} "
+                  f"on {meta.machine(an.results.environment)}."
                   for label, an in runs]
     context = {"runs": len(labels), "title": title or default,
-               "version": runs[0][1].observations.get("generator", {}).get("version", ""),
+               "version": runs[0][1].results.generator.version,
                "kinds": _kinds_lede(result)}
     html = page.render_html("compare.html.j2", tree, provenance=provenance, **context)
     md = page.render_markdown("compare.md.j2", tree,

@@ -10,9 +10,11 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from roofline_report.results import schema
 
 DEFAULT_TITLE = "Reasoning with HLO and the roofline model"
 DEFAULT_HTML_TITLE = "Roofline report: reasoning with HLO and the roofline model"
@@ -87,24 +89,22 @@ def check_title(title: str | None) -> str | None:
     return cleaned
 
 
-def machine(env: Mapping[str, Any]) -> str:
+def machine(env: schema.Environment) -> str:
     """One line naming the machine a run measured: backend, device (the CPU model where the
     device is just 'cpu'), device count and jax version."""
-    backend = str(env.get("backend", "unknown backend"))
-    device = str(env.get("device_kind", ""))
-    cpu = str(env.get("cpu_model", ""))
+    device = env.device_kind
+    cpu = env.cpu_model or ""
     if cpu and device.lower() in ("", "cpu"):
         device = cpu
-    count = env.get("device_count")
-    many = f" ×{count}" if isinstance(count, int) and count > 1 else ""
-    jax = f", jax {env['jax']}" if env.get("jax") else ""
-    return f"{backend}: {device or 'unknown device'}{many}{jax}"
+    count = env.device_count
+    many = f" ×{count}" if count > 1 else ""
+    jax = f", jax {env.jax}" if env.jax else ""
+    return f"{env.backend}: {device or 'unknown device'}{many}{jax}"
 
 
-def measured_date(results: Mapping[str, Any]) -> str:
+def measured_date(results: schema.Results) -> str:
     """The recorded measurement time (UTC, ISO 8601), or '' where it was not recorded."""
-    at = (results.get("generator") or {}).get("measured_at")
-    return str(at) if at else ""
+    return results.generator.measured_at or ""
 
 
 TEACHING_LEDE = ("A JAX computation lowered, checked, accounted three ways and timed on this "
@@ -156,17 +156,16 @@ class PageMeta:
                        machine=escape(self.machine), lede=escape(self.lede))
 
 
-def page_meta(results: Mapping[str, Any], title: str | None = None,
+def page_meta(results: schema.Results, title: str | None = None,
               programs: list[str] | None = None) -> PageMeta:
     """The report page's title, lede and footer facts from a results document. A report about
     the user's ``programs`` (no teaching sections) is titled by them."""
-    where = machine(results.get("environment") or {})
-    teaching = bool((results.get("options") or {}).get("teaching", True))
-    if programs and not teaching:
+    where = machine(results.environment)
+    if programs and not results.options.teaching:
         default = programs_title(programs)
         names = ", ".join(programs[:MAX_NAMED]) + (
             f" and {len(programs) - MAX_NAMED} more" if len(programs) > MAX_NAMED else "")
-        lede = (TRACE_LEDE if results.get("trace") else PROGRAMS_LEDE).format(
+        lede = (TRACE_LEDE if results.trace is not None else PROGRAMS_LEDE).format(
             names=names, machine=where)
         html_default = f"Roofline report: {default.removeprefix('Roofline of ')}"
     else:
@@ -174,7 +173,7 @@ def page_meta(results: Mapping[str, Any], title: str | None = None,
     return PageMeta(
         title=title or default,
         html_title=title or html_default,
-        version=str((results.get("generator") or {}).get("version", "")),
+        version=results.generator.version,
         measured_at=measured_date(results),
         machine=where,
         lede=lede,

@@ -11,9 +11,7 @@ programs on the roofline, the sharded workloads and a trace are the records of
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from roofline_report.report import figures as figs
 from roofline_report.report.blocks import Text
@@ -24,6 +22,7 @@ from roofline_report.report.programs_roofline import PlacementRow
 from roofline_report.report.sharding_view import ShardingUnavailable, ShardingView
 from roofline_report.report.summary_view import SummaryView
 from roofline_report.report.trace_view import TraceView
+from roofline_report.results import schema
 
 # --- the page's frame ---------------------------------------------------------------------------
 
@@ -404,7 +403,7 @@ class PresetView:
 class ViewModel:
     """Everything the report shows, as display strings and figure outputs."""
 
-    generator: Mapping[str, Any]
+    generator: schema.Generator
     env: list[tuple[str, str]]
     machine: str
     kinds: list[KindView]

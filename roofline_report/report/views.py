@@ -106,7 +106,7 @@ def view_model_of(an: Analysis) -> ViewModel:
     seed = an.seed
     hyp = an.budgets.hypothetical
     seed_p = next((p for p in an.programs if p.name == SEED_NAME), None)
-    teaching = bool((an.observations.get("options") or {}).get("teaching", True))
+    teaching = an.results.options.teaching
     figures: list[figs.FigureOut] = [
         figs.seed_roofline(seed.model),
         figs.doubled_traffic(seed.experiment, seed.model.ridge),
@@ -133,11 +133,10 @@ def view_model_of(an: Analysis) -> ViewModel:
     projection = (sharding.get("steps_model") or {}).get("projection") or {}
     if sharding.get("available") and any(r.get("available") for r in projection.get("rows", [])):
         figures.append(comm_figures.comm_projection(projection))
-    obs = an.observations
-    traced = bool(obs.get("trace"))  # a profile: the machine is the one that ran the trace
+    traced = an.results.trace is not None  # a profile: the machine is the one that ran it
     return ViewModel(
-        generator=obs["generator"],
-        env=_environment(obs["environment"]),
+        generator=an.results.generator,
+        env=_environment(an.results.environment),
         machine=TRACE_MACHINE if traced else "this machine",
         kinds=[KindView(k.value, k.label, KIND_MARKERS[k.value],
                         TRACE_MEASURED if traced and k is Kind.MEASURED else k.description)
@@ -176,23 +175,20 @@ TRACE_MACHINE = "the machine that ran the trace"
 TRACE_MEASURED = "timed on the machine that ran the trace, read from its trace"
 
 
-def _environment(env: Mapping[str, Any]) -> list[tuple[str, str]]:
-    names = [("backend", "backend"), ("device_kind", "device"), ("device_count", "devices"),
-             ("device_preset", "chip recognised"), ("device_vendor", "vendor"),
-             ("cpu_model", "CPU"), ("cpu_count", "CPU cores available"),
-             ("compute_capability", "compute capability"), ("core_count", "cores"),
-             ("clock_hz", "clock"),
-             ("device_memory_bytes", "device memory"), ("platform", "platform"),
-             ("python", "Python"), ("jax", "jax"), ("jaxlib", "jaxlib"), ("numpy", "NumPy")]
-    rows = []
-    for key, label in names:
-        value = env.get(key)
-        if value is not None:
-            text = (format_si(value, "B") if key == "device_memory_bytes"
-                    else format_si(value, "Hz") if key == "clock_hz" else str(value))
-            rows.append((label, text))
-    if env.get("device_unrecognised"):
-        rows.append(("chip recognised", f"none: {env['device_unrecognised']}"))
+def _environment(env: schema.Environment) -> list[tuple[str, str]]:
+    memory, clock = env.device_memory_bytes, env.clock_hz
+    shown: list[tuple[str, str | int | None]] = [
+        ("backend", env.backend), ("device", env.device_kind), ("devices", env.device_count),
+        ("chip recognised", env.device_preset), ("vendor", env.device_vendor),
+        ("CPU", env.cpu_model), ("CPU cores available", env.cpu_count),
+        ("compute capability", env.compute_capability), ("cores", env.core_count),
+        ("clock", format_si(clock, "Hz") if clock is not None else None),
+        ("device memory", format_si(memory, "B") if memory is not None else None),
+        ("platform", env.platform), ("Python", env.python), ("jax", env.jax),
+        ("jaxlib", env.jaxlib), ("NumPy", env.numpy)]
+    rows = [(label, str(value)) for label, value in shown if value is not None]
+    if env.device_unrecognised:
+        rows.append(("chip recognised", f"none: {env.device_unrecognised}"))
     return rows
 
 
@@ -312,47 +308,46 @@ def _exercise(x: SeedExercise) -> ExerciseView:
 
 # --- measured on this machine -----------------------------------------------------------------
 
-def _unstable(record: Any) -> bool:
+def _unstable(timing: schema.Timing | None) -> bool:
     """Whether a ceiling's samples spread too far to trust: their spread (IQR ÷ median) over
     the limit a timing is held to. A ceiling keeps its best sample of a few, by plan, so the
     number of samples alone does not make it unstable."""
     from roofline_report.analysis.stats import UNSTABLE_SPREAD, Stats
 
-    t = record.get("timing") if isinstance(record, Mapping) else None
-    samples = (t or {}).get("per_call_s") if isinstance(t, Mapping) else None
-    return isinstance(samples, list) and len(samples) > 1 and \
-        Stats(samples).spread > UNSTABLE_SPREAD
+    samples = timing.per_call_s if timing is not None else []
+    return len(samples) > 1 and Stats(samples).spread > UNSTABLE_SPREAD
 
 
-def _ceiling_rows(c: Mapping[str, Any]) -> list[CeilingRow]:
+def _ceiling_rows(c: schema.Ceilings) -> list[CeilingRow]:
     rows = []
-    for group, unit in (("compute", "FLOP/s"), ("bandwidth", "B/s")):
-        for e in c.get("compute" if group == "compute" else "bandwidth", []):
-            rows.append(CeilingRow(group, e.get("name", ""), n(e.get("value"), unit, Kind.MEASURED),
-                                   bool(e.get("available")), e.get("reason", ""),
-                                   _unstable(e)))
-    for key, group, name in (
-            ("launch", "launch", "one more kernel in a program"),
-            ("split_launch", "launch", "a kernel split across worker threads, more"),
-            ("page_fault", "page fault", "a first write to a fresh page of memory")):
-        floor = c.get(key) or {}
-        if floor:
-            rows.append(CeilingRow(group, name, n(floor.get("value"), "s", Kind.MEASURED),
-                                   bool(floor.get("available")), floor.get("reason", ""),
-                                   _unstable(floor)))
-    split = c.get("split_launch") or {}
-    if split.get("available") and split.get("enqueued") is not None:
+    measured: list[tuple[str, str, list[schema.ComputeCeiling] | list[schema.BandwidthCeiling]]] \
+        = [("compute", "FLOP/s", c.compute), ("bandwidth", "B/s", c.bandwidth)]
+    for group, unit, entries in measured:
+        for e in entries:
+            rows.append(CeilingRow(group, e.name, n(e.value, unit, Kind.MEASURED),
+                                   e.available, e.reason, _unstable(e.timing)))
+    floors: tuple[tuple[schema.LaunchCeiling | schema.SplitLaunchCeiling
+                        | schema.PageFaultCeiling | None, str, str], ...] = (
+        (c.launch, "launch", "one more kernel in a program"),
+        (c.split_launch, "launch", "a kernel split across worker threads, more"),
+        (c.page_fault, "page fault", "a first write to a fresh page of memory"))
+    for floor, group, name in floors:
+        if floor is not None:
+            rows.append(CeilingRow(group, name, n(floor.value, "s", Kind.MEASURED),
+                                   floor.available, floor.reason, _unstable(floor.timing)))
+    split = c.split_launch
+    if split is not None and split.available and split.enqueued is not None:
         rows.append(CeilingRow(
             "launch", "a kernel split across worker threads, more, calls enqueued",
-            n(split.get("enqueued"), "s", Kind.MEASURED), True, "",
-            _unstable({"timing": split.get("timing_enqueued")})))
-    d = c.get("dispatch") or {}
-    if d.get("enqueued"):
+            n(split.enqueued, "s", Kind.MEASURED), True, "",
+            _unstable(split.timing_enqueued)))
+    d = c.dispatch
+    if d.enqueued:
         rows.append(CeilingRow("dispatch", "one tiny call among many enqueued",
-                               n(d.get("enqueued"), "s", Kind.MEASURED), True, "",
-                               _unstable({"timing": d.get("timing_enqueued")})))
-    rows.append(CeilingRow("dispatch", "one tiny call", n(d.get("value"), "s", Kind.MEASURED),
-                           bool(d.get("available")), d.get("reason", ""), _unstable(d)))
+                               n(d.enqueued, "s", Kind.MEASURED), True, "",
+                               _unstable(d.timing_enqueued)))
+    rows.append(CeilingRow("dispatch", "one tiny call", n(d.value, "s", Kind.MEASURED),
+                           d.available, d.reason, _unstable(d.timing)))
     return rows
 
 
@@ -371,7 +366,7 @@ def _by_size(roofs: RoofSet | None) -> list[BySize]:
 
 
 def _measured(an: Analysis, seed_p: Program | None) -> MeasuredView:
-    ceilings = an.observations.get("ceilings") or {}
+    ceilings = an.results.ceilings
     timing, timing_reason, achieved, seed_binding = None, "", None, ""
     if seed_p is not None:
         timing = timing_rows(seed_p)
@@ -387,17 +382,18 @@ def _measured(an: Analysis, seed_p: Program | None) -> MeasuredView:
                             f"({seed_p.prediction.binding.roof}).")
     out = MeasuredView(
         timing=timing, timing_reason=timing_reason, achieved=achieved,
-        seed_binding=seed_binding, ceilings_reason=ceilings.get("reason", ""),
+        seed_binding=seed_binding,
+        ceilings_reason=ceilings.reason if isinstance(ceilings, schema.Unavailable) else "",
         placement=placements(an),
         model_text=ACCELERATOR_MODEL_TEXT if an.backend.accelerator else MODEL_TEXT,
         placement_roofs=("this machine's measured roofs" if an.roofs.measured is not None
                          else "the assumed budgets (hypothetical)"
                          if an.roofs.kernels is an.roofs.hypothetical
                          else roofs_words(an.roofs.kernels)))
-    if not ceilings.get("available"):
+    if not isinstance(ceilings, schema.Ceilings):
         return out
     origin, notes = _ceilings_origin(an)
-    levels, levels_reason, rates, caches = _levels_and_rates(an)
+    levels, levels_reason, rates, caches = _levels_and_rates(an, ceilings)
     return replace(out, ceilings=_ceiling_rows(ceilings), by_size=_by_size(an.roofs.measured),
                    ceilings_origin=origin, ceilings_notes=notes,
                    ceilings_conditions=conditions_text(an), accuracy=accuracy(an),
@@ -422,13 +418,13 @@ _RATE_UNITS = {"1/s": "/s", "elements/s": " elements/s", "FLOP/s": "FLOP/s",
                "comparisons/s": " comparisons/s", "runs/s": " runs/s"}
 
 
-def _rate_sizes(e: Mapping[str, Any]) -> str:
+def _rate_sizes(rate: schema.RateCeiling) -> str:
     """The sizes a rate was measured at (operations per call), '' for a rate of one size."""
-    sizes = sorted(int(x["elements"]) for x in e.get("by_size") or [] if x.get("elements"))
+    sizes = sorted(x.elements for x in rate.by_size if x.elements)
     if not sizes:
         return ""
     unit = {"FLOP/s": " FLOP", "comparisons/s": " comparisons",
-            "runs/s": " runs"}.get(str(e.get("unit")), " elements")
+            "runs/s": " runs"}.get(rate.unit, " elements")
     return ", ".join(f"{x:,}" for x in sizes) + unit
 
 
@@ -446,51 +442,50 @@ def _ceilings_origin(an: Analysis) -> tuple[str, tuple[str, ...]]:
            " (less than a day old as of this run)" if o.age_days == 0 else
            f" (age {plural(o.age_days, 'day', 'days')} as of this run)")
     again = ("analyze(..., remeasure=True)"
-             if (an.observations.get("options") or {}).get("origin") == "python"
+             if an.results.options.origin == "python"
              else "--remeasure")
     return (f"These ceilings were measured{when} on this machine and reused from the "
             f"ceilings cache{age}; {again} measures them again.", o.notes)
 
 
-def _levels_and_rates(an: Analysis
+def _levels_and_rates(an: Analysis, c: schema.Ceilings
                       ) -> tuple[list[LevelRow], str, list[RateRow], list[str]]:
     """The memory levels found in the working-set sweep (and why none, where none), the
-    measured operation rates and the caches the machine reports."""
-    c = an.observations.get("ceilings") or {}
-    sweep = c.get("working_set")
+    measured operation rates and the caches the machine reports (of the ceilings ``c``)."""
+    sweep = c.working_set
     levels = [LevelRow(level=lv.name, kernel=lv.kernel, range=figs.working_sets(*lv.window),
                        value=n(lv.value, "B/s", Kind.MEASURED), rule=lv.rule,
                        unstable=lv.unstable or "")
               for lv in an.roofs.levels]
-    if not sweep:
+    if sweep is None:
         why = "not measured in this run"
-    elif not sweep.get("available"):
-        why = str(sweep.get("reason", "not available"))
+    elif isinstance(sweep, schema.Unavailable):
+        why = sweep.reason
     else:
         why = "" if levels else "no level found: the rates did not form plateaus"
-    rates = [RateRow(name=str(e.get("name", "")),
-                     value=n(e.get("value"), _RATE_UNITS.get(str(e.get("unit")), "/s"),
-                             Kind.MEASURED) if e.get("available")
-                     else Num("not available"),
-                     roof=bool(e.get("roof", True)),
-                     reason=str(e.get("reason", "")), available=bool(e.get("available")),
-                     unstable=_unstable(e), sizes=_rate_sizes(e))
-             for e in c.get("rates", [])]
-    caches = [f"L{x['level']} {format_binary(x['size'])}" for x in c.get("caches", [])]
+    rates = [RateRow(name=e.name,
+                     value=n(e.value, _RATE_UNITS.get(e.unit, "/s"), Kind.MEASURED)
+                     if e.available else Num("not available"),
+                     roof=e.roof, reason=e.reason, available=e.available,
+                     unstable=_unstable(e.timing), sizes=_rate_sizes(e))
+             for e in c.rates]
+    caches = [f"L{x.level} {format_binary(x.size)}" for x in c.caches]
     return levels, why, rates, caches
 
 
 def _working_set_figure(an: Analysis) -> figs.FigureOut | None:
-    ceilings = an.observations.get("ceilings") or {}
-    sweep = ceilings.get("working_set") or {}
-    if not sweep.get("available"):
+    ceilings = an.results.ceilings
+    if not isinstance(ceilings, schema.Ceilings):
         return None
-    series = [figs.SweepSeries(str(k["name"]), tuple(
-        (int(p["bytes"]), float(p["value"])) for p in k["points"]
-        if p.get("available") and p.get("value"))) for k in sweep["kernels"]]
+    sweep = ceilings.working_set
+    if not isinstance(sweep, schema.WorkingSetSweep):
+        return None
+    series = [figs.SweepSeries(k.name, tuple(
+        (p.bytes, float(p.value)) for p in k.points
+        if p.available and p.value)) for k in sweep.kernels]
     bands = [figs.LevelBand(lv.name, lv.kernel, lv.value, lv.above or lv.at_least, lv.up_to,
                             figs.working_sets(*lv.window)) for lv in an.roofs.levels]
-    caches = [(f"L{x['level']}", int(x["size"])) for x in ceilings.get("caches", [])]
+    caches = [(f"L{x.level}", x.size) for x in ceilings.caches]
     return figs.working_set(series, bands, caches)
 
 
@@ -582,10 +577,11 @@ def _lab(an: Analysis) -> LabView:
                    status=e.status, verdict=e.verdict, figure=f"lab_{e.id}",
                    exercises=by_after.pop(e.id, [])) for e in an.experiments]
     leftover = [x for xs in by_after.values() for x in xs]
-    lab = an.observations.get("lab") or {}
+    lab = an.results.lab
     held = sum(1 for r in rows if r.status == "held")
     return LabView(rows=rows, exercises=leftover, held=str(held), count=str(len(rows)),
-                   reason="" if rows else lab.get("reason", "not run"))
+                   reason="" if rows else lab.reason if isinstance(lab, schema.Unavailable)
+                   else "not run")
 
 
 def _dims_text(dims: Mapping[str, Any] | None) -> str:
@@ -593,11 +589,11 @@ def _dims_text(dims: Mapping[str, Any] | None) -> str:
 
 
 def _sweeps(an: Analysis) -> SweepsView:
-    options = an.observations.get("options") or {}
+    options = an.results.options
     if not an.sweeps:
-        if options.get("sweeps", True):
+        if options.sweeps:
             why = "no workload in this run declares a sweep"
-        elif options.get("origin") == "python":
+        elif options.origin == "python":
             why = "roofline_report.analyze() runs no sweeps"
         else:
             why = "no sweeps in this run (--no-sweeps)"
@@ -606,7 +602,7 @@ def _sweeps(an: Analysis) -> SweepsView:
         return SweepsView(
             available=False,
             reason="the sweeps are predicted from this machine's measured ceilings, "
-            + ("which this run did not measure" if not options.get("ceilings", True)
+            + ("which this run did not measure" if not options.ceilings
                else "which could not be measured (see what was not available)"))
     rows = [SweepRow(title=sw.title, points=str(len(sw.points)),
                      predicted=_dims_text(sw.predicted_crossing),
@@ -729,7 +725,7 @@ def render_analysis(an: Analysis, *, title: str | None = None) -> Rendered:
         vm = view_model_of(an)
     doc = sections.document(vm)
     context = {"generator": vm.generator, "kinds": vm.kinds}
-    page_meta = meta.page_meta(an.observations, title,
+    page_meta = meta.page_meta(an.results, title,
                                [p.title for p in an.programs if p.user])
     return Rendered(
         html=page.render_html("report.html.j2", doc, meta=page_meta, **context),
