@@ -176,7 +176,7 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
         accuracy=accuracy, seed=study.seed_study(a.peak, a.bandwidth), budgets=budgets,
         experiments=exps, exercises=exercises,
         sharding=sharding, skipped=tuple(_unique(skipped)),
-        run_note=_run_note(typed.options, checks), results=typed, observations=doc,
+        run_note=_run_note(typed.options, checks), results=typed,
         ceilings_origin=origin,
         roof_check=roof_check(typed, programs, roofs.measured is not None,
                               conditions(doc["ceilings"]), origin),

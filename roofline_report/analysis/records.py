@@ -407,10 +407,9 @@ class Analysis:
     sharding: Mapping[str, Any]
     skipped: tuple[schema.Skip, ...]  # what the run or this analysis could not do, and why
     run_note: str
-    # The typed document analysed, and the same as results.json holds it (the plain form is
-    # kept for the readers not yet written for the typed one).
+    # The typed document analysed (as results.json holds it: roofline_report.results.io.plain
+    # of it).
     results: schema.Results = field(repr=False)
-    observations: Mapping[str, Any] = field(repr=False, default_factory=dict)
     # Where the ceilings came from and their age as of the run (None without ceilings).
     ceilings_origin: CeilingsOrigin | None = None
     # The run's roofs checked against its own programs (None without measured roofs).
