@@ -65,7 +65,7 @@ def _hardware(h: HardwareRoof | None) -> dict[str, Any] | None:
         return None
     rate = h.rate
     return {"seconds": h.seconds, "kind": h.kind.value, "binding": h.binding,
-            "roofs": h.names, "flops": h.flops, "bytes": h.bytes,
+            "roofs": h.names or None, "flops": h.flops, "bytes": h.bytes,
             "rate": None if rate is None else {"value": rate[0], "unit": rate[1]},
             "parts": [{"group": x.group, "roof": x.name, "work": x.work, "seconds": x.seconds,
                        "rate": {"value": x.value, "unit": x.unit}} for x in h.parts]}

@@ -89,8 +89,10 @@ class HardwareRoof:
     def names(self) -> str:
         """The binding roofs' names: 'matmul float32', 'L3 read-write', several joined, those
         under :data:`NAMED_PART` of the binding group's time counted ('matmul float32 and
-        2 more')."""
+        2 more'); empty for a roof of no counted work (an uncounted custom call's)."""
         parts = self.binding_parts
+        if not parts:
+            return ""
         total = sum(x.seconds for x in parts)
         named = [x.name for x in parts if x.seconds >= NAMED_PART * total] or \
             [x.name for x in parts[:1]]
