@@ -1,8 +1,9 @@
 """``python -m roofline_report`` is the same as ``roofline-report``."""
 
-from roofline_report import interrupts
+from roofline_report import interrupts, malloc_arenas
 
 interrupts.install()  # first: Ctrl-C stops the build cleanly from here on
+malloc_arenas.widen()  # before any thread allocates: see roofline_report.malloc_arenas
 
 
 def _main() -> int:
