@@ -217,12 +217,23 @@ def test_ctrl_c_at_any_moment_of_a_run(built: Path, tmp_path: Path) -> None:
     failures: list[str] = []
     for round_ in range(ROUNDS):
         for i in range(MOMENTS):
-            moment = first + (last - first) * (i + (round_ + 1) / (ROUNDS + 1)) / MOMENTS
+            fraction = (i + (round_ + 1) / (ROUNDS + 1)) / MOMENTS
+            moment = first + (last - first) * fraction
             work = Path(shutil.copytree(built, tmp_path / f"work-{round_}-{i}"))
             before = snapshot(work)
             report = work / "report"
             old = _inode(report)
-            for _ in range(3):
+            for attempt in range(4):
+                if attempt == 3:
+                    # Runs have grown faster than the first (a shared machine's load fell):
+                    # time one again and place the moment on its length.
+                    shutil.rmtree(work)
+                    committed = _commit_moment(Path(shutil.copytree(
+                        built, tmp_path / f"again-{round_}-{i}")))
+                    last = max(first + 1.0, 0.95 * committed)
+                    moment = first + (last - first) * fraction
+                    work = Path(shutil.copytree(built, tmp_path / f"work-{round_}-{i}"))
+                    old = _inode(report)
                 start = time.monotonic()
                 proc = _build(work)
                 time.sleep(max(0.0, moment - (time.monotonic() - start)))
@@ -373,7 +384,9 @@ def test_the_entry_points_install_the_handler_before_anything_else() -> None:
                 .splitlines()]
         code = [line for line in code
                 if line and not line.startswith(('"""', "if __name__"))]
-        assert code[:2] == ["from roofline_report import interrupts", "interrupts.install()"], path
+        # then glibc's arena limit, before anything starts a thread (roofline_report.malloc_arenas)
+        assert code[:3] == ["from roofline_report import interrupts, malloc_arenas",
+                            "interrupts.install()", "malloc_arenas.widen()"], path
     # The installed command's entry point installs it before importing the command line.
     import ast
 
@@ -381,9 +394,11 @@ def test_the_entry_points_install_the_handler_before_anything_else() -> None:
 
     tree = ast.parse((REPO / "roofline_report" / "entry.py").read_text(encoding="utf-8"))
     top_imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    assert [ast.unparse(n) for n in top_imports] == ["from roofline_report import interrupts"]
+    assert [ast.unparse(n) for n in top_imports] == [
+        "from roofline_report import interrupts, malloc_arenas"]
     main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
     assert ast.unparse(main.body[1]) == "interrupts.install()"  # after the docstring, first
+    assert ast.unparse(main.body[2]) == "malloc_arenas.widen()"
     assert entry.main.__module__ == "roofline_report.entry"
     import tomllib
 
