@@ -12,8 +12,8 @@ every saved run and ``compare``. The observations are never changed.
 The document is read typed (:class:`~roofline_report.results.schema.Results`): a plain one, as
 ``json.load`` gives it, is validated once on the way in. The readers still written for the
 form results.json holds (the kernel model's kernel and timing records, the reconciliation, the
-measured roofs, the lab and the sharded workloads) are handed that form, dumped once from the
-typed document.
+measured roofs and the lab) are handed that form, dumped once from the typed document; the
+sharded workloads' models read the typed sharding record.
 """
 
 from __future__ import annotations
