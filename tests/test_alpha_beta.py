@@ -430,11 +430,11 @@ def test_a_v5p_preset_is_priced_and_printed_on_its_3d_torus() -> None:
     that torus is priced at: 6 links x 90 GB/s one way."""
     from dataclasses import replace
 
-    from roofline_report.analysis.study import _links_json
+    from roofline_report.analysis.study import _links
 
     v5p = replace(get_preset("TPU v5e"), name="TPU v5p", torus=(), slices=())
     [level] = preset_network(v5p)
     assert (level.topology, level.torus, level.wraps_every) == ("torus", (16, 20, 28), 4)
-    [link] = _links_json(v5p)
-    assert link["egress"] == 6 * 9e10 == level.bandwidth * 6
-    assert link["link_bandwidth"]["value"] == level.bandwidth
+    [link] = _links(v5p)
+    assert link.egress == 6 * 9e10 == level.bandwidth * 6
+    assert link.link_bandwidth == level.bandwidth

@@ -33,12 +33,14 @@ from typing import Any
 
 import pytest
 
+from roofline_report.analysis.sharding_records import ProjectedStep
 from roofline_report.analysis.study import step_study
 from roofline_report.observe.training_steps import (
     StepSizes,
     expected_collectives,
     matmul_flops,
 )
+from roofline_report.results.schema_sharding import Sharding
 
 SIZES = StepSizes(batch=8 * 1024, d_model=16384, d_ff=16384, layers=1)
 BF16 = 2
@@ -66,11 +68,12 @@ def _step(strategy: str) -> dict[str, Any]:
     }
 
 
-def _projected(preset: str, strategy: str, devices: int) -> dict[str, Any]:
-    doc = {"available": True, "devices": COMPILED_DEVICES, "workloads": [_step(strategy)]}
+def _projected(preset: str, strategy: str, devices: int) -> ProjectedStep:
+    doc = Sharding.model_validate({"available": True, "devices": COMPILED_DEVICES,
+                                   "emulated": True, "workloads": [_step(strategy)]})
     model = step_study(doc, 1e11, 2e10, 5e9, preset=preset)
-    [row] = [r for r in model["projection"]["rows"] if r["devices"] == devices]
-    assert row["available"], row
+    [row] = [r for r in model.projection.rows if r.devices == devices]
+    assert isinstance(row, ProjectedStep), row
     return row
 
 
@@ -88,13 +91,13 @@ def _book(peak: float, seconds_per_byte: float, devices: int) -> float:
     return _by_hand(peak, seconds_per_byte, devices) * 10 / 8
 
 
-def _check_both(row: dict[str, Any], peak: float, seconds_per_byte: float, devices: int
+def _check_both(row: ProjectedStep, peak: float, seconds_per_byte: float, devices: int
                 ) -> None:
     hand = _by_hand(peak, seconds_per_byte, devices)
-    assert row["critical_per_device_book"] == pytest.approx(_book(peak, seconds_per_byte,
+    assert row.critical_per_device_book == pytest.approx(_book(peak, seconds_per_byte,
                                                                  devices), rel=0.01)
     # with latency, on the whole step's flops: at least the bandwidth-only figure
-    assert row["critical_per_device"] >= hand * (1 - 1e-9)
+    assert row.critical_per_device >= hand * (1 - 1e-9)
 
 
 @pytest.mark.parametrize("strategy", ["dp-step", "fsdp-step"])
@@ -105,11 +108,11 @@ def test_tpu_v5e_pod(strategy: str) -> None:
     # the book's rule of thumb, B/X > C / (W_bidi n_axes): 1.97e14 / (9e10 x 2) = 1,094
     assert _book(c, 1 / w, 256) == pytest.approx(1.97e14 / (9e10 * 2) * 255 / 256)
     row = _projected("TPU v5e", strategy, 256)
-    [level] = row["levels"]
-    assert level["slice"] == "16 x 16" and row["peak_dtype"] == "bf16"
+    [level] = row.bounds.levels
+    assert level.slice == "16 x 16" and row.peak_dtype == "bf16"
     _check_both(row, c, 1 / w, 256)
-    assert row["critical_per_device"] == pytest.approx(hand, rel=0.10)  # latency is small here
-    assert row["kinds"]["critical_batch"] == "hypothetical"  # an assumed latency enters
+    assert row.critical_per_device == pytest.approx(hand, rel=0.10)  # latency is small here
+    assert row.kinds.critical_batch == "hypothetical"  # an assumed latency enters
 
 
 @pytest.mark.parametrize("strategy", ["dp-step", "fsdp-step"])
@@ -118,7 +121,7 @@ def test_h100_inside_one_nvlink_domain(strategy: str) -> None:
     # the book's C / W = 2,198 for H100 over NVLink, times (N-1)/N
     assert _book(c, 1 / w, 8) == pytest.approx(7 / 8 * c / w)
     row = _projected("H100 SXM", strategy, 8)
-    assert [level["level"] for level in row["levels"]] == ["NVLink 4"]
+    assert [level.level for level in row.bounds.levels] == ["NVLink 4"]
     _check_both(row, c, 1 / w, 8)
 
 
@@ -133,9 +136,9 @@ def test_h100_across_infiniband(strategy: str) -> None:
     c, nvlink, ib = 9.89e14, 4.5e11, 5e10
     per_byte = max(7 / 8 / nvlink, (1 / 8) * (127 / 128) / ib) / (1023 / 1024)
     row = _projected("H100 SXM", strategy, 1024)
-    assert [level["level"] for level in row["levels"]] == ["NVLink 4", "InfiniBand NDR"]
-    assert row["binding_level"] == "InfiniBand NDR"
+    assert [level.level for level in row.bounds.levels] == ["NVLink 4", "InfiniBand NDR"]
+    assert row.binding_level == "InfiniBand NDR"
     _check_both(row, c, per_byte, 1024)
-    assert row["critical_per_device_book"] == pytest.approx(c / 4e11, rel=0.02)
-    inside = _projected("H100 SXM", strategy, 8)["critical_per_device_book"]
-    assert 1.2 < row["critical_per_device_book"] / inside < 1.35
+    assert row.critical_per_device_book == pytest.approx(c / 4e11, rel=0.02)
+    inside = _projected("H100 SXM", strategy, 8).critical_per_device_book
+    assert 1.2 < row.critical_per_device_book / inside < 1.35

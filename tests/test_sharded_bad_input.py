@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from roofline_report import cli
 from roofline_report.errors import EXIT_INPUT
+from roofline_report.results.schema_sharding import Sharding
 
 BASE = """
 [[workload]]
@@ -54,28 +54,33 @@ def test_bad_mesh_or_partition(tmp_path: Path, capsys: pytest.CaptureFixture[str
 FIXTURE = Path(__file__).parent / "fixtures" / "cpu_results.json"
 
 
-def _steps_doc() -> dict[str, Any]:
+def _steps_doc() -> Sharding:
     """The recorded run's sharded part: its training steps, as the sharding child wrote them."""
-    doc: dict[str, Any] = json.loads(FIXTURE.read_text(encoding="utf-8"))["sharding"]
-    return doc
+    from roofline_report.results.io import parse
+
+    sharding = parse(json.loads(FIXTURE.read_text(encoding="utf-8"))).sharding
+    assert isinstance(sharding, Sharding)
+    return sharding
 
 
 def test_a_preset_without_a_network_figure_is_not_projected_past_its_pod() -> None:
+    from roofline_report.analysis.sharding_records import NotProjected, ShardingStudy
     from roofline_report.analysis.study import step_study
     from roofline_report.report.sharding_view import ShardingView, UnprojectedRow, sharding
 
     sh = _steps_doc()
     model = step_study(sh, 100e9, 20e9, 5e9, preset="TPU v5e")
-    rows = [r for r in model["projection"]["rows"] if r["devices"] == 1024]
-    assert rows and not any(r["available"] for r in rows)
+    rows = [r for r in model.projection.rows if r.devices == 1024]
+    assert rows and all(isinstance(r, NotProjected) for r in rows)
+    reasons = [r.reason for r in rows if isinstance(r, NotProjected)]
     pod = ("beyond one TPU v5e pod of 256 chips: no published network figure across pods for "
            "TPU v5e")
     # A step whose weights split over 1,024 devices is refused for the pod; one whose weights
     # do not is refused for that first.
-    assert all(r["reason"] == pod or "cannot be split over 1,024 devices" in r["reason"]
-               for r in rows)
-    assert any(r["reason"] == pod for r in rows)
-    view = sharding({**sh, "steps_model": model, "model": {}})
+    assert all(reason == pod or "cannot be split over 1,024 devices" in reason
+               for reason in reasons)
+    assert pod in reasons
+    view = sharding(ShardingStudy(sh, steps=model))
     assert isinstance(view, ShardingView) and view.steps is not None
     shown = [r for r in view.steps.projection if r.devices == "1,024"]
     assert shown and all(isinstance(r, UnprojectedRow) for r in shown)
@@ -86,17 +91,18 @@ def test_a_preset_without_a_network_figure_is_not_projected_past_its_pod() -> No
 
 def test_a_collective_over_one_device_is_free_and_said_so() -> None:
     from roofline_report.analysis.comm_network import collective_cost, flat_network
+    from roofline_report.analysis.sharding_records import CollectiveCost, StepCollective
     from roofline_report.report.sharding_view import _ab_collective
 
-    cost = collective_cost("all-reduce", 4096, 1, flat_network(1e9, 1e-6))
-    assert (cost["bytes"], cost["steps"], cost["time"]) == (0, 0, 0)
+    cost = CollectiveCost.of(collective_cost("all-reduce", 4096, 1, flat_network(1e9, 1e-6)))
+    assert (cost.bytes, cost.steps, cost.time) == (0, 0, 0)
     record = {"op": "all-reduce", "result_bytes": 4096, "group_size": 1, "bytes_per_device": 0,
               "replica_groups": None, "trip_count": 1, "loops": []}
-    row = _ab_collective({"workload": "w", "collective": record, "priced": cost},
+    row = _ab_collective(StepCollective("w", record, cost, unit_axes=(), device_ids=None),
                          "hypothetical")
     assert row.groups == "one device: sends nothing"
-    row = _ab_collective({"workload": "w", "collective": record, "priced": cost,
-                          "unit_axes": ["one"]}, "hypothetical")
+    row = _ab_collective(StepCollective("w", record, cost, unit_axes=("one",), device_ids=None),
+                         "hypothetical")
     assert row.groups == "one device (mesh axis 'one' of size 1): sends nothing"
 
 
@@ -160,15 +166,16 @@ def test_a_replica_group_that_is_not_a_partition_is_refused(groups: str, problem
 def test_replica_groups_are_shown_as_device_ids() -> None:
     """The HLO numbers a device by its place in the program's device assignment: a mesh over
     devices [0,2,4,6,1,3,5,7] runs the group of places {0,1,2,3} on devices {0,2,4,6}."""
+    from roofline_report.analysis.sharding_records import StepCollective
     from roofline_report.report.sharding_view import _ab_collective, device_groups
 
     order = [0, 2, 4, 6, 1, 3, 5, 7]
     groups = [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert device_groups(groups, order) == [[0, 2, 4, 6], [1, 3, 5, 7]]
     assert device_groups(groups, None) == groups
-    row = {"workload": "w", "collective": {"op": "all-reduce", "replica_groups": groups,
-                                           "group_size": 4, "result_bytes": 32},
-           "priced": None, "device_ids": order}
+    row = StepCollective("w", {"op": "all-reduce", "replica_groups": groups, "group_size": 4,
+                               "result_bytes": 32},
+                         priced=None, unit_axes=(), device_ids=tuple(order))
     assert _ab_collective(row, "hypothetical").groups == "2 x 4, device ids {0,2,4,6}{1,3,5,7}"
 
 

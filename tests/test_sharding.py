@@ -30,6 +30,7 @@ from roofline_report.observe.sharding import (
     run_sharded_analysis,
     with_device_flag,
 )
+from roofline_report.results.schema_sharding import ShardedWorkload, Sharding
 
 # --------------------------------------------------------------------------------------------
 # Collectives from the IR of the HLO text (pure)
@@ -666,24 +667,32 @@ def test_an_unknown_trip_count_is_flagged_with_the_bytes(sharded: dict[str, Any]
 def test_the_step_study_of_the_document(sharded: dict[str, Any]) -> None:
     """The analysis of the child's document: every workload priced, the unknown trip count a
     lower bound, the training steps projected on a chip with a two-level network."""
+    from roofline_report.analysis.sharding_records import (
+        JaxRooflineCompared,
+        NotProjected,
+        ProjectedStep,
+    )
     from roofline_report.analysis.study import step_study
 
-    model = step_study(sharded, 100e9, 20e9, 5e9, preset="H100 SXM")
-    rows = {r["name"]: r for r in model["rows"]}
-    assert rows["unknown trip count"]["comm_lower_bound"] is True
-    [one] = [r for r in model["collectives"] if r["workload"] == "axis of size one"]
-    assert one["unit_axes"] == ["one"] and one["priced"]["time"] == 0
-    assert rows["training step, FSDP"]["comm_lower_bound"] is False
+    model = step_study(Sharding.model_validate(sharded), 100e9, 20e9, 5e9, preset="H100 SXM")
+    rows = {r.name: r for r in model.rows}
+    assert rows["unknown trip count"].bounds.comm_lower_bound is True
+    [one] = [r for r in model.collectives if r.workload == "axis of size one"]
+    assert one.unit_axes == ("one",) and one.priced is not None and one.priced.time == 0
+    assert rows["training step, FSDP"].bounds.comm_lower_bound is False
     # FSDP's memory traffic adds its gathered weights and scattered gradients
     fsdp = rows["training step, FSDP"]
-    assert fsdp["memory_bytes"] > _workload(sharded, "fsdp-step")["per_device"]["hbm_bytes"]
-    projected = {(r["name"], r["devices"]): r for r in model["projection"]["rows"]}
+    assert fsdp.bounds.memory_bytes > _workload(sharded, "fsdp-step")["per_device"]["hbm_bytes"]
+    projected = {(r.name, r.devices): r for r in model.projection.rows}
     # quick sizes: w1 has 128 rows; 256 devices cannot split it
-    assert not projected[("training step, FSDP", 256)]["available"]
-    assert "w1 dimension 0 (128)" in projected[("training step, FSDP", 256)]["reason"]
+    refused = projected[("training step, FSDP", 256)]
+    assert isinstance(refused, NotProjected)
+    assert "w1 dimension 0 (128)" in refused.reason
     dp = projected[("training step, data parallel", 64)]
-    assert [level["level"] for level in dp["levels"]] == ["NVLink 4", "InfiniBand NDR"]
-    assert "jax_roofline" in model and all(r["available"] for r in model["jax_roofline"])
+    assert isinstance(dp, ProjectedStep)
+    assert [level.level for level in dp.bounds.levels] == ["NVLink 4", "InfiniBand NDR"]
+    assert model.jax_roofline
+    assert all(isinstance(r, JaxRooflineCompared) for r in model.jax_roofline)
 
 
 @pytest.mark.slow
@@ -985,6 +994,7 @@ def test_jax_roofline_is_installed_with_the_project() -> None:
 
 
 def test_an_unavailable_jax_roofline_says_why() -> None:
+    from roofline_report.analysis.sharding_records import JaxRooflineUnavailable, ShardingStudy
     from roofline_report.analysis.study import step_study
     from roofline_report.report.sharding_view import sharding
 
@@ -994,9 +1004,11 @@ def test_an_unavailable_jax_roofline_says_why() -> None:
     for w in doc["workloads"]:
         if w.get("jax_roofline"):
             w["jax_roofline"] = {"available": False, "reason": reason}
-    model = step_study(doc, 100e9, 20e9, 5e9)
-    assert model["jax_roofline"] and not any(r["available"] for r in model["jax_roofline"])
-    view = sharding({**doc, "steps_model": model, "model": {}}).steps  # type: ignore[union-attr]
+    observed = Sharding.model_validate(doc)
+    model = step_study(observed, 100e9, 20e9, 5e9)
+    assert model.jax_roofline
+    assert all(isinstance(r, JaxRooflineUnavailable) for r in model.jax_roofline)
+    view = sharding(ShardingStudy(observed, steps=model)).steps  # type: ignore[union-attr]
     assert view is not None
     assert all(r.why == f"not available: {reason}" for r in view.jax_roofline)
     assert view.jax_unavailable == reason
@@ -1009,9 +1021,10 @@ def test_a_sharded_time_is_the_first_quartile_of_its_samples() -> None:
     from roofline_report.analysis.study import sharded_seconds
 
     samples = [4e-3, 1e-3, 2e-3, 3e-3, 9e-3]
-    assert sharded_seconds({"measured_per_call_s": samples}) == own_time(samples) == 2e-3
-    assert sharded_seconds({"measured_seconds": 5e-3}) == 5e-3
-    assert sharded_seconds({"measured_per_call_s": None, "measured_seconds": None}) is None
+    assert (sharded_seconds(ShardedWorkload(name="w", measured_per_call_s=samples))
+            == own_time(samples) == 2e-3)
+    assert sharded_seconds(ShardedWorkload(name="w", measured_seconds=5e-3)) == 5e-3
+    assert sharded_seconds(ShardedWorkload(name="w")) is None
 
 
 def test_the_time_bounds_figure_states_the_time_bounds_table() -> None:
@@ -1021,15 +1034,16 @@ def test_the_time_bounds_figure_states_the_time_bounds_table() -> None:
     from roofline_report.analysis import study
     from roofline_report.results import io as results_io
 
-    data = results_io.load(Path(__file__).resolve().parent / "fixtures" / "cpu_results.json")
-    sharding = data["sharding"]
+    data = results_io.read(Path(__file__).resolve().parent / "fixtures" / "cpu_results.json")
+    sharding = data.sharding
+    assert isinstance(sharding, Sharding)
     figure = study.comm_study(sharding, 100e9, 20e9, 5e9)
     table = study.step_study(sharding, 100e9, 20e9, 5e9)
-    by_index = {r["index"]: r for r in table["rows"]}
-    assert len(figure["bounds"]) >= 8
-    for r in figure["bounds"]:
-        t = by_index[r["index"]]
-        for key in ("t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding"):
-            assert r[key] == t[key], (r["name"], key)
-    steps = [r for r in figure["bounds"] if r["sharding"] == "dp-step"]
-    assert steps and steps[0]["t_mem"] > steps[0]["t_math"]  # the buffers make it memory-bound
+    by_index = {r.index: r.bounds for r in table.rows}
+    assert len(figure.bounds) >= 8
+    for r in figure.bounds:
+        t, b = by_index[r.index], r.bounds
+        assert (b.t_math, b.t_mem, b.t_comm, b.lower_bound, b.upper_bound, b.binding) == (
+            t.t_math, t.t_mem, t.t_comm, t.lower_bound, t.upper_bound, t.binding), r.name
+    steps = [r.bounds for r in figure.bounds if r.sharding == "dp-step"]
+    assert steps and steps[0].t_mem > steps[0].t_math  # the buffers make it memory-bound

@@ -12,8 +12,8 @@ every saved run and ``compare``. The observations are never changed.
 The document is read typed (:class:`~roofline_report.results.schema.Results`): a plain one, as
 ``json.load`` gives it, is validated once on the way in. The readers still written for the
 form results.json holds (the kernel model's kernel and timing records, the reconciliation, the
-measured roofs, the lab and the sharded workloads) are handed that form, dumped once from the
-typed document.
+measured roofs and the lab) are handed that form, dumped once from the typed document; the
+sharded workloads' models read the typed sharding record.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ from roofline_report.analysis.records import (
 )
 from roofline_report.analysis.roof_check import roof_check
 from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
+from roofline_report.analysis.sharding_records import ShardingStudy
 from roofline_report.analysis.speed_drift import SpeedChecks, checks_of
 from roofline_report.analysis.stats import Stats, Timing
 from roofline_report.backends import Backend
@@ -165,7 +166,7 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
                    for sw, plain in zip(typed.sweeps, doc["sweeps"], strict=True))
     accuracy = _accuracy(programs, sweeps) if roofs.measured is not None else Accuracy((), ())
     exps, exercises = _lab(typed, doc, a, roofs, skipped)
-    sharding = _sharding(typed, doc, a, roofs, skipped)
+    sharding = _sharding(typed, a, roofs, skipped)
     budgets = Budgets(HypotheticalBudgets(
         Quantity(a.peak, "FLOP/s", Kind.HYPOTHETICAL, a.source),
         Quantity(a.bandwidth, "B/s", Kind.HYPOTHETICAL, a.source),
@@ -502,27 +503,27 @@ def _with_default_roofs(ceilings: Mapping[str, Any], measured: RoofSet | None
     return out
 
 
-def _sharding(results: schema.Results, doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
-              skipped: list[schema.Skip]) -> dict[str, Any]:
-    """The sharded workloads' record with the communication and step models added (``doc``:
-    the document as results.json holds it, whose sharding record the models read)."""
-    sharding = dict(doc["sharding"])
-    if not isinstance(results.sharding, schema.Sharding):
-        return sharding
-    sharding["model"] = study.comm_study(sharding, a.peak, a.bandwidth, a.interconnect,
-                                         source=a.source)
+def _sharding(results: schema.Results, a: Assumptions, roofs: Roofs,
+              skipped: list[schema.Skip]) -> ShardingStudy:
+    """The sharded workloads' record with the communication and step models, or why the run
+    has none."""
+    observed = results.sharding
+    if not isinstance(observed, schema.Sharding):
+        return ShardingStudy(None, observed.reason)
     preset = roofs.preset
     measured = roofs.measured
-    sharding["steps_model"] = study.step_study(
-        sharding, a.peak, a.bandwidth, a.interconnect, source=a.source,
+    steps = study.step_study(
+        observed, a.peak, a.bandwidth, a.interconnect, source=a.source,
         preset=preset.preset.name if preset is not None else None,
         measured_peak=measured.peak if measured is not None else None,
         measured_bandwidth=measured.memory_bandwidth if measured is not None else None)
-    for w in results.sharding.workloads:
+    for w in observed.workloads:
         if w.check.get("passed") is False:
             skipped.append(schema.Skip(what=f"sharded workload {w.name}: check",
                                        reason="result differs from the NumPy reference"))
-    return sharding
+    return ShardingStudy(observed, model=study.comm_study(observed, a.peak, a.bandwidth,
+                                                          a.interconnect, source=a.source),
+                         steps=steps)
 
 
 def _multi_pass(inventory: Any, dtype: str, roofs: RoofSet,

@@ -46,6 +46,7 @@ from roofline_report.analysis.reconcile_records import Reconciliation
 from roofline_report.analysis.roof_check_records import RoofCheck
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.seed_records import SeedStudy
+from roofline_report.analysis.sharding_records import ShardingStudy
 from roofline_report.analysis.speed_drift import Drift, SpeedChecks
 from roofline_report.analysis.stats import Stats, median
 from roofline_report.backends import Backend
@@ -404,7 +405,7 @@ class Analysis:
     budgets: Budgets
     experiments: tuple[Experiment, ...]
     exercises: tuple[Exercise, ...]
-    sharding: Mapping[str, Any]
+    sharding: ShardingStudy  # the sharded workloads and their communication models
     skipped: tuple[schema.Skip, ...]  # what the run or this analysis could not do, and why
     run_note: str
     # The typed document analysed (as results.json holds it: roofline_report.results.io.plain

@@ -5,12 +5,15 @@ with a table each."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from roofline_report.analysis.sharding_records import (
+    CommStudy,
+    ProjectedStep,
+    Projection,
+    ScalingSeries,
+)
 from roofline_report.kinds import Kind
 from roofline_report.report.figures import (
     KIND_STYLE,
@@ -46,25 +49,27 @@ def _two_lines(label: str) -> str:
     return f"{label[:at + 1]}\n{label[at + 1:]}"
 
 
-def comm_times(study: Mapping[str, Any]) -> FigureOut:
+def comm_times(study: CommStudy) -> FigureOut:
     """Bars of T_math, T_mem and T_comm per sharded workload, per device."""
-    rows = study["bounds"]
-    kind = study["kind"]
-    terms = (("t_math", "T_math"), ("t_mem", "T_mem"), ("t_comm", "T_comm"))
-    labels = [r["name"] if r["sharding"] == "user" else r["sharding"] for r in rows]
+    rows = [r.bounds for r in study.bounds]
+    kind = study.kind
+    terms = ("T_math", "T_mem", "T_comm")
+    # each term's time per workload, in the order of ``terms``
+    times = [[b.t_math for b in rows], [b.t_mem for b in rows], [b.t_comm for b in rows]]
+    labels = [r.name if r.sharding == "user" else r.sharding for r in study.bounds]
 
     def draw() -> Figure:
         fig, ax = _new_figure()
         width = 0.26
-        positive = [r[key] for r in rows for key, _ in terms if r[key] > 0]
+        positive = [t for i in range(len(rows)) for term in times if (t := term[i]) > 0]
         floor = min(positive, default=1e-6) / 4  # bars start here on the log axis
-        for j, (key, label) in enumerate(terms):
+        for j, (label, term) in enumerate(zip(terms, times, strict=True)):
             xs = [i + (j - 1) * width for i in range(len(rows))]
-            ys = [r[key] - floor if r[key] > floor else 0.0 for r in rows]
+            ys = [t - floor if t > floor else 0.0 for t in term]
             ax.bar(xs, ys, bottom=floor, width=width, label=f"{label} ({Kind(kind).label})",
                    color=PALETTE[j])
-            for x, r in zip(xs, rows, strict=True):
-                if r[key] == 0:  # nothing to draw on a log axis: say so
+            for x, t in zip(xs, term, strict=True):
+                if t == 0:  # nothing to draw on a log axis: say so
                     ax.annotate("none", (x, floor), textcoords="offset points", xytext=(0, 3),
                                 ha="center", fontsize=7, rotation=90)
         ticks = labels
@@ -79,46 +84,42 @@ def comm_times(study: Mapping[str, Any]) -> FigureOut:
         _legend_below(fig, ax, ncol=3)
         return fig
 
-    budget = study["budget"]
+    budget = study.budget
     title = "Communication roofline of the sharded matmuls"
-    desc = (f"Per device, under {Kind(kind).label} budgets of {format_si(budget['peak'], 'FLOP/s')}"
-            f", {format_si(budget['bandwidth'], 'B/s')} memory and "
-            f"{format_si(budget['interconnect'], 'B/s')} interconnect"
-            + (f" ({format_si(budget['latency'], 's')} a collective step)"
-               if budget.get("latency") else "")
+    desc = (f"Per device, under {Kind(kind).label} budgets of {format_si(budget.peak, 'FLOP/s')}"
+            f", {format_si(budget.bandwidth, 'B/s')} memory and "
+            f"{format_si(budget.interconnect, 'B/s')} interconnect"
+            + (f" ({format_si(budget.latency, 's')} a collective step)"
+               if budget.latency else "")
             + ": the time the math, the memory traffic (a training step's with its collectives' "
             "buffers) and the collectives each need, as the time-bounds table states them. The "
             "largest binds.")
     table = Table(("sharding", "T_math", "T_mem", "T_comm", "lower bound (max)",
                    "upper bound (sum)", "binding"),
-                  tuple((label, fmt(r["t_math"], "s"), fmt(r["t_mem"], "s"),
-                         fmt(r["t_comm"], "s"), fmt(r["lower_bound"], "s"),
-                         fmt(r["upper_bound"], "s"), r["binding"])
+                  tuple((label, fmt(r.t_math, "s"), fmt(r.t_mem, "s"),
+                         fmt(r.t_comm, "s"), fmt(r.lower_bound, "s"),
+                         fmt(r.upper_bound, "s"), r.binding)
                         for label, r in zip(labels, rows, strict=True)))
     return _finish(draw, "comm_times", title, desc, table, (kind,))
 
 
-def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
+def comm_scaling(series: ScalingSeries, kind: str) -> FigureOut:
     """Lower-bound time per strategy as the device count and the batch size change."""
-    series = study["series"]
-    kind = study["kind"]
-    strategies = sorted(series["strategies"])
-    shapes_batch = series["shapes"].get("batch", "")
-    rows = [(strategy, f"{plural(n_dev, 'device', 'devices')}, B={shapes_batch}", fmt(t, "s"), b)
+    strategies = sorted(series.strategies)
+    rows = [(strategy, f"{plural(n_dev, 'device', 'devices')}, B={series.batch}", fmt(t, "s"), b)
             for strategy in strategies
-            for n_dev, t, b in zip(series["by_devices"]["devices"],
-                                   series["by_devices"][strategy]["lower_bound"],
-                                   series["by_devices"][strategy]["binding"], strict=True)]
+            for n_dev, t, b in zip(series.device_counts,
+                                   series.by_devices[strategy].lower_bound,
+                                   series.by_devices[strategy].binding, strict=True)]
 
     def draw() -> Figure:
         fig = Figure(figsize=(8.4, 3.8), dpi=100)
         fig.subplots_adjust(left=0.11, right=0.98, bottom=0.14, top=0.9, wspace=0.28)
         left, right = fig.subplots(1, 2)
         for i, strategy in enumerate(strategies):
-            left.plot(series["by_devices"]["devices"],
-                      series["by_devices"][strategy]["lower_bound"], marker="o",
-                      color=PALETTE[i], label=strategy)
-            right.plot(series["by_batch"]["batch"], series["by_batch"][strategy]["lower_bound"],
+            left.plot(series.device_counts, series.by_devices[strategy].lower_bound,
+                      marker="o", color=PALETTE[i], label=strategy)
+            right.plot(series.batches, series.by_batch[strategy].lower_bound,
                        marker="o", color=PALETTE[i], label=strategy)
         for ax, xlabel in ((left, "devices"), (right, "global batch")):
             ax.set_xscale("log", base=2)
@@ -129,21 +130,18 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
             ax.grid(True, alpha=0.3)
         left.set_ylabel(f"lower bound per device ({Kind(kind).label})")
         left.legend(fontsize=8)
-        left.set_title(f"global batch {series['shapes'].get('batch', '')} fixed", fontsize=9,
-                       y=1.0, pad=6)
-        right.set_title(plural(series["shapes"].get("devices", ""), "device", "devices"),
-                        fontsize=9, y=1.0, pad=6)
+        left.set_title(f"global batch {series.batch} fixed", fontsize=9, y=1.0, pad=6)
+        right.set_title(plural(series.devices, "device", "devices"), fontsize=9, y=1.0, pad=6)
         return fig
 
     title = "How the sharded matmuls scale"
-    shapes = series["shapes"]
     desc = ("Lower-bound time per device (the largest of T_math, T_mem, T_comm, bandwidth terms "
             "only) of the forward matmul x[B, D] @ w[D, F] with "
-            f"D={shapes.get('d_model')}, F={shapes.get('d_ff')}, for data-parallel, "
+            f"D={series.d_model}, F={series.d_ff}, for data-parallel, "
             "contracting-axis and FSDP shardings, as the device count grows at the global batch "
-            f"B={shapes.get('batch')} the matmuls were compiled at, and as the batch grows on "
-            f"{plural(shapes.get('devices'), 'device', 'devices')}.")
-    fixed_batch = [series["by_devices"][s]["binding"] for s in series["strategies"]]
+            f"B={series.batch} the matmuls were compiled at, and as the batch grows on "
+            f"{plural(series.devices, 'device', 'devices')}.")
+    fixed_batch = [series.by_devices[name].binding for name in series.strategies]
     if all(b == "compute" for bindings in fixed_batch for b in bindings):
         desc += (" At the fixed batch every sharding is compute-bound at every device count, so "
                  "the three lines of the left panel coincide.")
@@ -151,33 +149,34 @@ def comm_scaling(study: Mapping[str, Any]) -> FigureOut:
     return _finish(draw, "comm_scaling", title, desc, table, (kind,))
 
 
-def comm_projection(projection: Mapping[str, Any]) -> FigureOut:
+def comm_projection(projection: Projection) -> FigureOut:
     """Projected step time (lower bound) and its T_comm per training step against the device
     count, on one chip preset: a projection from the compiled 8-device program, not a run."""
-    kind = projection["kind"]
-    names = list(dict.fromkeys(r["name"] for r in projection["rows"]))
-    preset = projection["preset"]
+    kind = projection.kind
+    names = list(dict.fromkeys(r.name for r in projection.rows))
+    preset = projection.preset
     rows = []
     for name in names:
-        for r in projection["rows"]:
-            if r["name"] != name:
+        for r in projection.rows:
+            if r.name != name:
                 continue
-            if not r["available"]:
-                rows.append((name, str(r["devices"]), "", "", "", "", "", r["reason"]))
+            if not isinstance(r, ProjectedStep):
+                rows.append((name, str(r.devices), "", "", "", "", "", r.reason))
                 continue
-            rows.append((name, str(r["devices"]), r["link"], str(r["global_batch"]),
-                         fmt(r["t_math"], "s"), fmt(r["t_comm_latency"], "s") + " + "
-                         + fmt(r["t_comm_bandwidth"], "s"), fmt(r["lower_bound"], "s"),
-                         r["binding"]))
+            rows.append((name, str(r.devices), r.link, str(r.global_batch),
+                         fmt(r.bounds.t_math, "s"), fmt(r.bounds.t_comm_latency, "s") + " + "
+                         + fmt(r.bounds.t_comm_bandwidth, "s"), fmt(r.bounds.lower_bound, "s"),
+                         r.bounds.binding))
 
     def draw() -> Figure:
         fig, ax = _new_figure()
         for i, name in enumerate(names):
-            points = [r for r in projection["rows"] if r["name"] == name and r["available"]]
-            xs = [r["devices"] for r in points]
-            ax.plot(xs, [r["lower_bound"] for r in points], marker="o", color=PALETTE[i],
+            points = [r for r in projection.rows
+                      if r.name == name and isinstance(r, ProjectedStep)]
+            xs = [r.devices for r in points]
+            ax.plot(xs, [r.bounds.lower_bound for r in points], marker="o", color=PALETTE[i],
                     label=f"{name}: step (max)", **KIND_STYLE[kind])
-            ax.plot(xs, [r["t_comm"] for r in points], marker="x", color=PALETTE[i],
+            ax.plot(xs, [r.bounds.t_comm for r in points], marker="x", color=PALETTE[i],
                     linestyle=":", linewidth=1.2, label=f"{name}: T_comm")
         ax.set_xscale("log", base=2)
         _log10(ax, "y")
@@ -186,7 +185,7 @@ def comm_projection(projection: Mapping[str, Any]) -> FigureOut:
         ax.set_xlabel("devices (projected, not run)")
         ax.set_ylabel("time per step, per device")
         ax.grid(True, alpha=0.3)
-        domain = projection.get("domain")
+        domain = projection.domain
         if domain:
             ax.axvline(domain, color="#475569", linewidth=0.8)
             ax.annotate(f"one {preset} domain ({domain})", (domain, 1),
@@ -199,9 +198,9 @@ def comm_projection(projection: Mapping[str, Any]) -> FigureOut:
 
     title = f"Projected training steps on {preset} (projection, not measured)"
     desc = (f"A projection, not a run: the per-device FLOPs, HBM bytes and collectives of the "
-            f"compiled 8-device steps carried to {_and([str(d) for d in projection['devices']])}"
+            f"compiled 8-device steps carried to {_and([str(d) for d in projection.devices])}"
             f" devices with each device keeping its share of the batch (weak scaling), on "
-            f"{preset}'s published peak ({projection['peak_dtype']}) and HBM bandwidth; "
+            f"{preset}'s published peak ({projection.peak_dtype}) and HBM bandwidth; "
             "collectives priced by the alpha-beta model level by level: inside the fast "
             "domain, then across the network.")
     table = Table(("step", "devices", "link", "global batch", "T_math", "T_comm (latency + "

@@ -7,6 +7,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_report.analysis.sharding_records import (
+    CollectiveCost,
+    Crossover,
+    EmulatedTiming,
+    JaxRooflineCompared,
+    JaxRooflineUnavailable,
+    NotProjected,
+    PricedLevel,
+    ProjectedStep,
+    Projection,
+    ShardingStudy,
+    StepCollective,
+    StepStudy,
+    WorkloadBatch,
+)
+from roofline_report.analysis.sharding_records import StepRow as StepRecord
 from roofline_report.analysis.study import sharded_seconds
 from roofline_report.kinds import Kind
 from roofline_report.report.format import Num, count, decimal, n, plural, ratio, whole
@@ -111,68 +127,67 @@ class ShardingView:
     available: bool = True
 
 
-def sharding(sh: Mapping[str, Any]) -> ShardingView | ShardingUnavailable:
-    if not sh.get("available"):
-        return ShardingUnavailable(sh.get("reason", "not measured"))
-    model = sh.get("model") or {}
-    kind = model.get("kind", Kind.HYPOTHETICAL.value)
-    # Bounds rows point back at their workload by index (several user workloads share the
-    # sharding "user"); results saved before the index existed are matched by sharding.
-    bounds: dict[Any, dict[str, Any]] = {b.get("index", b["sharding"]): b
-                                         for b in model.get("bounds", [])}
-    budget = model.get("budget", {})
+def sharding(sh: ShardingStudy) -> ShardingView | ShardingUnavailable:
+    observed = sh.observed
+    if observed is None:
+        return ShardingUnavailable(sh.reason)
+    model = sh.model
+    kind = model.kind if model is not None else Kind.HYPOTHETICAL.value
+    budget = model.budget if model is not None else None
     rows = []
     notes: list[str] = []
-    for i, w in enumerate(sh.get("workloads", [])):
-        per = w.get("per_device") or {}
-        xla = w.get("xla_per_device") or {}
-        b = bounds.get(i, bounds.get(w.get("sharding", ""), {}))
+    for i, w in enumerate(observed.workloads):
+        per = w.per_device
+        # Bounds rows point back at their workload by index (several user workloads share
+        # the sharding "user").
+        found = model.of_workload(i) if model is not None else None
+        b = found.bounds if found is not None else None
         colls = "; ".join(
             f"{c['op']} {array_text(c)} over "
             f"{plural(c.get('group_size'), 'device', 'devices')}"
-            for c in w.get("collectives", [])) or "none"
-        notes += [f"{w.get('name', '')}: {note}" for note in w.get("notes") or []]
+            for c in w.collectives) or "none"
+        notes += [f"{w.name}: {note}" for note in w.notes]
         rows.append(ShardedRow(
-            name=w.get("name", ""),
-            description=w.get("description", ""),
+            name=w.name,
+            description=w.description,
             collectives=colls,
             flops=count(per.get("flops"), Kind.ANALYTIC),
             hbm=n(per.get("hbm_bytes"), "B", Kind.ANALYTIC),
             comm=n(per.get("comm_bytes"), "B", Kind.ANALYTIC),
             comm_hlo=_sent(per),
-            xla_flops=count(xla.get("flops"), Kind.COMPILER_ESTIMATE),
-            check=_check_text(w.get("check")),
-            t_math=n(b.get("t_math"), "s", kind),
-            t_mem=n(b.get("t_mem"), "s", kind),
-            t_comm=n(b.get("t_comm"), "s", kind),
-            lower=n(b.get("lower_bound"), "s", kind),
-            upper=n(b.get("upper_bound"), "s", kind),
-            binding=b.get("binding", ""),
-            comm_intensity=Num(format_intensity(b["comm_intensity"]), Kind.ANALYTIC.value)
-            if b.get("comm_intensity") else Num("no communication"),
+            xla_flops=count(w.xla_per_device.get("flops"), Kind.COMPILER_ESTIMATE),
+            check=_check_text(w.check),
+            t_math=n(b.t_math if b else None, "s", kind),
+            t_mem=n(b.t_mem if b else None, "s", kind),
+            t_comm=n(b.t_comm if b else None, "s", kind),
+            lower=n(b.lower_bound if b else None, "s", kind),
+            upper=n(b.upper_bound if b else None, "s", kind),
+            binding=b.binding if b else "",
+            comm_intensity=Num(format_intensity(b.comm_intensity), Kind.ANALYTIC.value)
+            if b and b.comm_intensity else Num("no communication"),
             measured=n(sharded_seconds(w), "s", Kind.MEASURED),
         ))
-    crit = next(iter(bounds.values()), {}).get("critical_intensity")
+    crit = model.bounds[0].bounds.critical_intensity if model and model.bounds else None
     return ShardingView(
-        devices=str(sh.get("devices", "")),
-        note=sh.get("note", ""),
-        emulated=bool(sh.get("emulated")),
+        devices=str(observed.devices),
+        note=observed.note,
+        emulated=observed.emulated,
         rows=rows,
-        bf16_variant=any(w.get("dtype") == "bfloat16" and not w.get("step")
-                         and w.get("sharding") != "user" for w in sh.get("workloads", [])),
+        bf16_variant=any(w.dtype == "bfloat16" and not w.step and w.sharding != "user"
+                         for w in observed.workloads),
         notes=list(dict.fromkeys(notes)),
-        peak=n(budget.get("peak"), "FLOP/s", kind),
-        bandwidth=n(budget.get("bandwidth"), "B/s", kind),
-        interconnect=n(budget.get("interconnect"), "B/s", kind),
+        peak=n(budget.peak if budget else None, "FLOP/s", kind),
+        bandwidth=n(budget.bandwidth if budget else None, "B/s", kind),
+        interconnect=n(budget.interconnect if budget else None, "B/s", kind),
         critical=Num(format_intensity(crit), kind) if crit else Num("unknown"),
-        steps=_sharded_steps(sh),
+        steps=None if sh.steps is None else _sharded_steps(sh.steps),
     )
 
 
-def _batch_text(batch: Mapping[str, Any] | None, mesh: str) -> str:
-    if not batch:
+def _batch_text(batch: WorkloadBatch | None, mesh: str) -> str:
+    if batch is None:
         return f"arguments as declared; mesh {mesh}"
-    return f"B={batch['global']} ({batch['per_device']} per device); mesh {mesh}"
+    return f"B={batch.global_batch} ({batch.per_device} per device); mesh {mesh}"
 
 
 def _runs_text(c: Mapping[str, Any]) -> str:
@@ -192,34 +207,34 @@ ALGORITHM_WORDS: dict[str, str] = {
 }
 
 
-def algorithm_words(level: Mapping[str, Any]) -> str:
+def algorithm_words(level: PricedLevel) -> str:
     """One level's algorithm in words, with where it runs: the torus slice it spans, the links
     across the cut an all-to-all is bound by."""
-    name = str(level["algorithm"])
+    name = level.algorithm
     text = ALGORITHM_WORDS.get(name, name)
-    if level.get("slice"):
-        text += f" ({level['slice']}"
-        if level.get("cut_links"):
-            text += f", {plural(level['cut_links'], 'link', 'links')} across the cut"
+    if level.slice:
+        text += f" ({level.slice}"
+        if level.cut_links:
+            text += f", {plural(level.cut_links, 'link', 'links')} across the cut"
         text += ")"
-    return f"{text} on {level['level']}"
+    return f"{text} on {level.level}"
 
 
-def _algorithm_text(priced: Mapping[str, Any]) -> str:
+def _algorithm_text(priced: CollectiveCost) -> str:
     """The algorithm at each level, its steps, the one it beat; which level sets the time
     when the levels are pipelined."""
     parts = []
-    levels = priced.get("levels", [])
+    levels = priced.levels
     for level in levels:
-        text = f"{algorithm_words(level)}, {plural(level['steps'], 'step', 'steps')}"
-        rejected = level.get("rejected")
-        if rejected and rejected["time"] > level["time"]:
+        text = f"{algorithm_words(level)}, {plural(level.steps, 'step', 'steps')}"
+        rejected = level.rejected
+        if rejected and rejected.time > level.time:
             text += (f" (faster than the "
-                     f"{ALGORITHM_WORDS.get(rejected['algorithm'], rejected['algorithm'])})")
+                     f"{ALGORITHM_WORDS.get(rejected.algorithm, rejected.algorithm)})")
         elif rejected:
             text += (f" (as fast as the "
-                     f"{ALGORITHM_WORDS.get(rejected['algorithm'], rejected['algorithm'])})")
-        if len(levels) > 1 and level.get("binds"):
+                     f"{ALGORITHM_WORDS.get(rejected.algorithm, rejected.algorithm)})")
+        if len(levels) > 1 and level.binds:
             text += ", the slower level: its bandwidth time is the collective's (pipelined)"
         parts.append(text)
     return "; ".join(parts)
@@ -251,17 +266,17 @@ class AbCollective:
     note: str
 
 
-def _ab_collective(row: Mapping[str, Any], kind: str) -> AbCollective:
-    c, priced = row["collective"], row["priced"] or {}
+def _ab_collective(row: StepCollective, kind: str) -> AbCollective:
+    c, priced = row.collective, row.priced
     groups = c.get("replica_groups")
     if groups:
-        groups = device_groups(groups, row.get("device_ids"))
-        label = "device ids" if row.get("device_ids") else "devices"
+        groups = device_groups(groups, row.device_ids)
+        label = "device ids" if row.device_ids else "devices"
         groups_text = (f"{len(groups)} x {len(groups[0])}, {label} "
                        + "".join("{" + ",".join(map(str, g)) + "}" for g in groups[:2])
                        + (" ..." if len(groups) > 2 else ""))
     elif c.get("group_size") == 1:
-        axes = row.get("unit_axes") or []
+        axes = row.unit_axes
         over = (f" (mesh axis {', '.join(repr(a) for a in axes)} of size 1)" if axes else "")
         groups_text = f"one device{over}: sends nothing"
     else:
@@ -270,15 +285,15 @@ def _ab_collective(row: Mapping[str, Any], kind: str) -> AbCollective:
     if sent is None:
         sent = c.get("bytes_per_device")
     return AbCollective(
-        workload=row["workload"],
+        workload=row.workload,
         op=c.get("op", ""),
         array=array_text(c),
         groups=groups_text,
         sent=n(sent, "B", Kind.ANALYTIC),
         runs=_runs_text(c),
         algorithm=_algorithm_text(priced) if priced else "not priced",
-        t_latency=n(priced.get("t_latency"), "s", kind),
-        t_bandwidth=n(priced.get("t_bandwidth"), "s", kind),
+        t_latency=n(priced.t_latency if priced else None, "s", kind),
+        t_bandwidth=n(priced.t_bandwidth if priced else None, "s", kind),
         note=c.get("dtype_note") or "",
     )
 
@@ -298,32 +313,32 @@ class JaxRooflineRow:
     why: str
 
 
-def _jax_roofline_row(r: Mapping[str, Any]) -> JaxRooflineRow:
+def _jax_roofline_row(r: JaxRooflineCompared | JaxRooflineUnavailable) -> JaxRooflineRow:
     """Our counts (analytic) beside ``jax.experimental.roofline``'s: JAX's own estimate, of
     kind compiler estimate here as in the accounting tables."""
-    if not r.get("available", True):
+    if isinstance(r, JaxRooflineUnavailable):
         unknown = Num("not available")
-        return JaxRooflineRow(name=r["name"], available=False, ours_bytes=unknown,
+        return JaxRooflineRow(name=r.name, available=False, ours_bytes=unknown,
                               jax_bytes=unknown, ours_steps=unknown, jax_latency=unknown,
                               ours_flops=unknown, jax_flops=unknown,
-                              why=f"not available: {r.get('reason', 'unknown')}")
-    ours, theirs = r["ours_bytes"], r["jax_bytes"]
+                              why=f"not available: {r.reason}")
+    ours, theirs = r.ours_bytes, r.jax_bytes
     if ours == theirs:
         why = "the same ring formulas: bytes agree"
-    elif r["in_loops"] and theirs and ours:
-        why = (f"jax costs a loop body once; the HLO runs its collectives {r['collectives']} "
+    elif r.in_loops and theirs and ours:
+        why = (f"jax costs a loop body once; the HLO runs its collectives {r.collectives} "
                f"times per step ({decimal(ours / theirs, 3)} x its bytes)")
     else:
         why = "differ: see the collectives table"
     return JaxRooflineRow(
-        name=r["name"],
+        name=r.name,
         available=True,
         ours_bytes=n(ours, "B", Kind.ANALYTIC),
         jax_bytes=n(theirs, "B", Kind.COMPILER_ESTIMATE),
-        ours_steps=count(r["ours_steps"], Kind.ANALYTIC),
-        jax_latency=count(r["jax_latency"], Kind.COMPILER_ESTIMATE),
-        ours_flops=count(r["ours_flops"], Kind.ANALYTIC),
-        jax_flops=count(r["jax_flops"], Kind.COMPILER_ESTIMATE),
+        ours_steps=count(r.ours_steps, Kind.ANALYTIC),
+        jax_latency=count(r.jax_latency, Kind.COMPILER_ESTIMATE),
+        ours_flops=count(r.ours_flops, Kind.ANALYTIC),
+        jax_flops=count(r.jax_flops, Kind.COMPILER_ESTIMATE),
         why=why,
     )
 
@@ -340,58 +355,57 @@ class EmulatedRow:
     devices: str
 
 
-def _emulated_rows(em: Mapping[str, Any]) -> list[EmulatedRow]:
+def _emulated_rows(timings: Sequence[EmulatedTiming]) -> list[EmulatedRow]:
     rows = []
-    for r in em.get("rows", []):
-        ratio_value = r["ratio"]
+    for r in timings:
         rows.append(EmulatedRow(
-            name=r["name"],
-            measured=n(r["measured"], "s", Kind.MEASURED),
+            name=r.name,
+            measured=n(r.measured, "s", Kind.MEASURED),
             # Times from the measured peak are predictions (kind predicted); the ratio of a
             # measurement to a prediction is the miss, predicted as the page's others are.
-            per_device=n(r["t_math_measured_peak"], "s", Kind.PREDICTED),
-            serialised=n(r["serialised"], "s", Kind.PREDICTED),
-            ratio=ratio(ratio_value, Kind.PREDICTED, 3),
-            devices=str(r["devices"]),
+            per_device=n(r.t_math_measured_peak, "s", Kind.PREDICTED),
+            serialised=n(r.serialised, "s", Kind.PREDICTED),
+            ratio=ratio(r.ratio, Kind.PREDICTED, 3),
+            devices=str(r.devices),
         ))
     return rows
 
 
-def _critical_text(r: Mapping[str, Any], kind: str) -> Num:
-    crit = r["critical_batch"]
-    if r["batch"] is None:
+def _critical_text(r: StepRecord, kind: str) -> Num:
+    crit = r.critical_batch
+    if r.batch is None:
         return Num("no batch known")
-    if r["t_comm"] == 0:
+    if r.bounds.t_comm == 0:
         return Num("no communication")
     if crit is None:
         return Num("none: communication grows as fast as the math")
     return Num(f"B ≈ {whole(crit, 3)}", kind)
 
 
-def _book_text(r: Mapping[str, Any], kind: str) -> Num:
+def _book_text(r: StepRecord, kind: str) -> Num:
     """The compute-bound batch as the scaling book states it: bandwidth only, the backward
     pass's flops (twice the forward); why there is none."""
-    book = r.get("critical_batch_book")
+    book = r.critical_batch_book
     if book is not None:
         return Num(f"B ≈ {whole(book, 3)}", kind)
-    if r.get("batch") is None or r.get("t_comm", 0) == 0:
+    if r.batch is None or r.bounds.t_comm == 0:
         return Num("")
-    if (r.get("batch") or {}).get("comm_scales"):
+    if r.batch.comm_scales:
         return Num("none: activations grow with the batch (the book bounds the model axis)")
     return Num("forward flops not known")
 
 
-def _network_text(r: Mapping[str, Any]) -> str:
+def _network_text(r: ProjectedStep) -> str:
     """Each level a projected step's collectives cross: devices (the torus slice), the
     algorithms chosen there."""
     parts = []
-    for level in r.get("levels", []):
-        where = f"{level['level']}, {level['devices']:,} devices"
-        if level.get("slice"):
-            where += f" ({level['slice']})"
-        words = " and ".join(ALGORITHM_WORDS.get(a, a) for a in level["algorithms"])
+    for level in r.bounds.levels:
+        where = f"{level.level}, {level.devices:,} devices"
+        if level.slice:
+            where += f" ({level.slice})"
+        words = " and ".join(ALGORITHM_WORDS.get(a, a) for a in level.algorithms)
         parts.append(f"{where}: {words}")
-    return "; ".join(parts) or str(r.get("link", ""))
+    return "; ".join(parts) or r.link
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,68 +436,67 @@ class UnprojectedRow:
     reason: str
 
 
-def _projection_row(r: Mapping[str, Any]) -> ProjectionRow | UnprojectedRow:
-    if not r["available"]:
-        return UnprojectedRow(name=r["name"], devices=f"{r['devices']:,}",
-                              reason=f"not projected: {r['reason']}")
-    kinds = r["kinds"]
-    per_device = r.get("critical_per_device")
-    if r.get("comm_scales"):
-        crit = r.get("critical_batch")
-        critical = (Num(f"global B ≈ {whole(crit, 3)}", kinds["critical_batch"]) if crit
+def _projection_row(r: ProjectedStep | NotProjected) -> ProjectionRow | UnprojectedRow:
+    if isinstance(r, NotProjected):
+        return UnprojectedRow(name=r.name, devices=f"{r.devices:,}",
+                              reason=f"not projected: {r.reason}")
+    kinds = r.kinds
+    per_device = r.critical_per_device
+    if r.comm_scales:
+        crit = r.critical_batch
+        critical = (Num(f"global B ≈ {whole(crit, 3)}", kinds.critical_batch) if crit
                     else Num("none: communication grows with the batch"))
     elif per_device:
-        critical = Num(f"{whole(per_device, 3)} per device", kinds["critical_batch"])
+        critical = Num(f"{whole(per_device, 3)} per device", kinds.critical_batch)
     else:
         critical = Num("no communication")
+    bounds = r.bounds
     return ProjectionRow(
-        name=r["name"], devices=f"{r['devices']:,}",
-        link=r["link"], network=_network_text(r), batch=f"B={r['global_batch']:,}",
-        t_math=n(r["t_math"], "s", kinds["t_math"]),
-        t_mem=n(r["t_mem"], "s", kinds["t_mem"]),
-        t_latency=n(r["t_comm_latency"], "s", kinds["t_comm_latency"]),
-        t_bandwidth=n(r["t_comm_bandwidth"], "s", kinds["t_comm_bandwidth"]),
-        lower=n(r["lower_bound"], "s", kinds["lower_bound"]), binding=r["binding"],
+        name=r.name, devices=f"{r.devices:,}",
+        link=r.link, network=_network_text(r), batch=f"B={r.global_batch:,}",
+        t_math=n(bounds.t_math, "s", kinds.t_math),
+        t_mem=n(bounds.t_mem, "s", kinds.t_mem),
+        t_latency=n(bounds.t_comm_latency, "s", kinds.t_comm_latency),
+        t_bandwidth=n(bounds.t_comm_bandwidth, "s", kinds.t_comm_bandwidth),
+        lower=n(bounds.lower_bound, "s", kinds.lower_bound), binding=bounds.binding,
         critical=critical,
-        flags="; ".join(r.get("flags") or []),
+        flags="; ".join(r.flags),
     )
 
 
-def _crossover_sentences(pr: Mapping[str, Any]) -> list[tuple[str | Num, ...]]:
+def _crossover_sentences(pr: Projection) -> list[tuple[str | Num, ...]]:
     """One sentence per step with a crossover: the per-device batch above which it stays
     compute-bound, inside the fast domain and across the network, given both ways: with the
     assumed latency on the whole step's flops, and bandwidth only on the backward pass's flops
     (the scaling book's convention), each with the level whose bandwidth sets it."""
-    by_name: dict[str, list[Mapping[str, Any]]] = {}
-    for c in pr.get("crossovers", []):
-        by_name.setdefault(c["name"], []).append(c)
+    by_name: dict[str, list[Crossover]] = {}
+    for c in pr.crossovers:
+        by_name.setdefault(c.name, []).append(c)
     out: list[tuple[str | Num, ...]] = []
     for name, points in by_name.items():
         parts: list[str | Num] = [f"{name}: compute-bound above "]
         for i, c in enumerate(points):
             if i:
                 parts.append("; and above ")
-            parts += [Num(whole(c["per_device"], 3), c["kind"]),
-                      f" samples per device on {c['devices']:,} devices ({c['link']}; whole "
+            parts += [Num(whole(c.per_device, 3), c.kind),
+                      f" samples per device on {c.devices:,} devices ({c.link}; whole "
                       "step's flops, latency included)"]
-            if c.get("per_device_book") is not None:
-                parts += [", ", Num(whole(c["per_device_book"], 3), c["book_kind"]),
+            if c.per_device_book is not None:
+                parts += [", ", Num(whole(c.per_device_book, 3), c.book_kind),
                           " bandwidth only with the book's convention (backward flops, twice "
-                          f"the forward; set by the {c.get('binding_level') or c['link']} "
+                          f"the forward; set by the {c.binding_level or c.link} "
                           "bandwidth)"]
         out.append((*parts, "."))
     return out
 
 
-def _links_text(pr: Mapping[str, Any]) -> list[str]:
+def _links_text(pr: Projection) -> list[str]:
     out = []
-    for link in pr["links"]:
-        text = f"{link['name']} {format_si(link['egress'], 'B/s')} per direction"
-        one_link = link.get("link_bandwidth")
-        if one_link:
-            text += f" per chip, {format_si(one_link['value'], 'B/s')} per torus link one way"
-        latency = link["latency"]
-        text += f", {format_si(latency['value'], 's')} per step ({latency['note']})"
+    for link in pr.links:
+        text = f"{link.name} {format_si(link.egress, 'B/s')} per direction"
+        if link.link_bandwidth is not None:
+            text += f" per chip, {format_si(link.link_bandwidth, 'B/s')} per torus link one way"
+        text += f", {format_si(link.latency, 's')} per step ({link.latency_note})"
         out.append(text)
     return out
 
@@ -508,35 +521,36 @@ class StepRow:
     flag: str
 
 
-def _step_row(r: Mapping[str, Any], kind: str) -> StepRow:
-    lower_bound = r.get("comm_lower_bound")
-    t_comm_latency = n(r["t_comm_latency"], "s", kind)
-    t_comm_bandwidth = n(r["t_comm_bandwidth"], "s", kind)
+def _step_row(r: StepRecord, kind: str) -> StepRow:
+    bounds = r.bounds
+    lower_bound = bounds.comm_lower_bound
+    t_comm_latency = n(bounds.t_comm_latency, "s", kind)
+    t_comm_bandwidth = n(bounds.t_comm_bandwidth, "s", kind)
     if lower_bound:
         t_comm_latency = Num(f"≥ {t_comm_latency.text}", kind)
         t_comm_bandwidth = Num(f"≥ {t_comm_bandwidth.text}", kind)
     return StepRow(
-        name=r["name"],
-        batch=_batch_text(r["batch"], r["mesh"]),
-        t_math=n(r["t_math"], "s", kind),
-        t_mem=n(r["t_mem"], "s", kind),
-        memory=n(r.get("memory_bytes"), "B", Kind.ANALYTIC),
+        name=r.name,
+        batch=_batch_text(r.batch, r.mesh),
+        t_math=n(bounds.t_math, "s", kind),
+        t_mem=n(bounds.t_mem, "s", kind),
+        memory=n(bounds.memory_bytes, "B", Kind.ANALYTIC),
         t_latency=t_comm_latency,
         t_bandwidth=t_comm_bandwidth,
-        t_comm=n(r["t_comm"], "s", kind),
-        lower=n(r["lower_bound"], "s", kind),
-        upper=n(r["upper_bound"], "s", kind),
-        binding=r["binding"],
+        t_comm=n(bounds.t_comm, "s", kind),
+        lower=n(bounds.lower_bound, "s", kind),
+        upper=n(bounds.upper_bound, "s", kind),
+        binding=bounds.binding,
         critical=_critical_text(r, kind),
         critical_book=_book_text(r, kind),
-        flag=(f"{plural(r['unknown_trips'], 'collective', 'collectives')} in a loop of "
+        flag=(f"{plural(bounds.unknown_trips, 'collective', 'collectives')} in a loop of "
               "unknown trip count, counted once: T_comm is a lower bound")
         if lower_bound else "",
     )
 
 
-def _jax_unavailable(rows: Sequence[Mapping[str, Any]]) -> str:
-    reasons = sorted({str(r["reason"]) for r in rows if not r.get("available", True)})
+def _jax_unavailable(rows: Sequence[JaxRooflineCompared | JaxRooflineUnavailable]) -> str:
+    reasons = sorted({r.reason for r in rows if isinstance(r, JaxRooflineUnavailable)})
     return "; ".join(reasons)
 
 
@@ -565,41 +579,36 @@ class StepsView:
     crossovers: list[tuple[str | Num, ...]]
 
 
-def _sharded_steps(sh: Mapping[str, Any]) -> StepsView | None:
+def _sharded_steps(model: StepStudy) -> StepsView:
     """Display strings of the alpha-beta model
-    (:func:`roofline_report.analysis.study.step_study`); None without one."""
-    model = sh.get("steps_model") or {}
-    if not model:
-        return None
-    kind = model.get("kind", Kind.HYPOTHETICAL.value)
-    budget = model["budget"]
-    pr = model["projection"]
-    projection = [_projection_row(r) for r in pr["rows"]]
-    em = model.get("emulated") or {}
-    emulated = _emulated_rows(em)
-    ratios = [r["ratio"] for r in em.get("rows", []) if r.get("ratio")]
-    jax_rows = list(model["jax_roofline"])
+    (:func:`roofline_report.analysis.study.step_study`)."""
+    kind = model.kind
+    budget = model.budget
+    pr = model.projection
+    projection = [_projection_row(r) for r in pr.rows]
+    emulated = _emulated_rows(model.emulated)
+    ratios = [r.ratio for r in model.emulated if r.ratio]
     return StepsView(
-        latency=n(budget["latency"], "s", kind),
-        interconnect=n(budget["interconnect"], "B/s", kind),
-        algorithms=list(model["algorithms"].values()),
-        rows=[_step_row(r, kind) for r in model["rows"]],
-        flags=[f"{r['name']}: {plural(r['unknown_trips'], 'collective', 'collectives')} in "
+        latency=n(budget.latency, "s", kind),
+        interconnect=n(budget.interconnect, "B/s", kind),
+        algorithms=list(model.algorithms),
+        rows=[_step_row(r, kind) for r in model.rows],
+        flags=[f"{r.name}: {plural(r.bounds.unknown_trips, 'collective', 'collectives')} in "
                "a while loop of unknown trip count, counted once: its T_comm is a lower bound"
-               for r in model["rows"] if r.get("comm_lower_bound")],
-        collectives=[_ab_collective(r, kind) for r in model["collectives"]],
-        jax_roofline=[_jax_roofline_row(r) for r in jax_rows],
-        jax_unavailable=_jax_unavailable(jax_rows),
+               for r in model.rows if r.bounds.comm_lower_bound],
+        collectives=[_ab_collective(r, kind) for r in model.collectives],
+        jax_roofline=[_jax_roofline_row(r) for r in model.jax_roofline],
+        jax_unavailable=_jax_unavailable(model.jax_roofline),
         emulated=emulated,
         emulated_range=(f"{decimal(min(ratios), 2)}–{decimal(max(ratios), 2)}"
                         if len(ratios) > 1 else decimal(ratios[0], 2) if ratios else ""),
         projection=projection,
-        preset=pr["preset"],
-        peak=n(pr["peak"], "FLOP/s", pr["kind"]),
-        peak_dtype=pr["peak_dtype"],
-        hbm=n(pr["hbm_bandwidth"], "B/s", pr["kind"]),
+        preset=pr.preset,
+        peak=n(pr.peak, "FLOP/s", pr.kind),
+        peak_dtype=pr.peak_dtype,
+        hbm=n(pr.hbm_bandwidth, "B/s", pr.kind),
         links=_links_text(pr),
-        domain=str(pr["domain"] or ""),
-        torus=" x ".join(map(str, pr.get("torus") or [])),
+        domain=str(pr.domain or ""),
+        torus=" x ".join(map(str, pr.torus)),
         crossovers=_crossover_sentences(pr),
     )

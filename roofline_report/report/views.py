@@ -23,6 +23,7 @@ from roofline_report.analysis.analyse import SEED_NAME, Assumptions, analyse
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import ComputeRoof, RoofSet
 from roofline_report.analysis.seed_records import DoubledTraffic, SeedExercise, SeedModel
+from roofline_report.analysis.sharding_records import ProjectedStep
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.report import comm_figures, meta, page, sections, sharding_view, svg_sharing
 from roofline_report.report import figures as figs
@@ -126,13 +127,13 @@ def view_model_of(an: Analysis) -> ViewModel:
     views = kernel_views(an)
     figures += [v.figure_out for v in views if v.figure_out is not None]
     sharding = an.sharding
-    if sharding.get("available") and sharding.get("model", {}).get("bounds"):
-        figures.append(comm_figures.comm_times(sharding["model"]))
-        if sharding["model"].get("series"):
-            figures.append(comm_figures.comm_scaling(sharding["model"]))
-    projection = (sharding.get("steps_model") or {}).get("projection") or {}
-    if sharding.get("available") and any(r.get("available") for r in projection.get("rows", [])):
-        figures.append(comm_figures.comm_projection(projection))
+    if sharding.model is not None and sharding.model.bounds:
+        figures.append(comm_figures.comm_times(sharding.model))
+        if sharding.model.series is not None:
+            figures.append(comm_figures.comm_scaling(sharding.model.series, sharding.model.kind))
+    if sharding.steps is not None and any(isinstance(r, ProjectedStep)
+                                          for r in sharding.steps.projection.rows):
+        figures.append(comm_figures.comm_projection(sharding.steps.projection))
     traced = an.results.trace is not None  # a profile: the machine is the one that ran it
     return ViewModel(
         generator=an.results.generator,

@@ -1,0 +1,498 @@
+"""The sharded workloads as the analysis hands them to the report (no jax): typed records,
+built by :func:`roofline_report.analysis.study.comm_study` and
+:func:`~roofline_report.analysis.study.step_study` from the run's sharding record
+(:class:`roofline_report.results.schema_sharding.Sharding`).
+
+* :class:`StepBounds`: T_math, T_mem and the alpha-beta T_comm of one step per device, and the
+  bounds they set (:func:`~roofline_report.analysis.comm_step.step_bounds`), with
+  :class:`LevelTotals` per network level.
+* :class:`CommStudy`: each workload's bounds under the render's budgets
+  (:class:`WorkloadBounds`) and the built-in matmul's analytic :class:`ScalingSeries`.
+* :class:`StepStudy`: each step under the alpha-beta model (:class:`StepRow`), its collectives
+  priced (:class:`StepCollective`, :class:`CollectiveCost`), ours beside
+  jax.experimental.roofline, the emulated timings and the :class:`Projection` to a chip preset.
+* :class:`ShardingStudy`: the run's sharding record and the two studies, or why there is none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from roofline_report.analysis.comm_network import Level
+from roofline_report.results.schema_sharding import Sharding
+
+__all__ = [
+    "CollectiveCost",
+    "CommBudget",
+    "CommStudy",
+    "Crossover",
+    "EmulatedTiming",
+    "JaxRooflineCompared",
+    "JaxRooflineUnavailable",
+    "LevelTotals",
+    "NotProjected",
+    "PricedLevel",
+    "ProjectedStep",
+    "Projection",
+    "ProjectionKinds",
+    "ProjectionLink",
+    "RejectedAlgorithm",
+    "ScalingSeries",
+    "SeriesColumns",
+    "ShardingStudy",
+    "StepBounds",
+    "StepCollective",
+    "StepRow",
+    "StepStudy",
+    "WorkloadBatch",
+    "WorkloadBounds",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CommBudget:
+    """The budgets a study prices the sharded workloads at: peak FLOP/s, memory and
+    interconnect bandwidth (bytes/s), the latency of one collective step (seconds)."""
+
+    peak: float
+    bandwidth: float
+    interconnect: float
+    latency: float
+
+
+@dataclass(frozen=True, slots=True)
+class LevelTotals:
+    """One network level's share of a step's collectives: its latency and bandwidth time,
+    the bytes and steps there (loop trips included) and the algorithms chosen."""
+
+    level: str
+    topology: str
+    t_latency: float
+    t_bandwidth: float
+    bytes: int
+    steps: int
+    algorithms: tuple[str, ...]
+    devices: int
+    slice: str | None
+    latency_kind: str
+    bandwidth_kind: str
+
+    @classmethod
+    def of(cls, totals: Mapping[str, Any]) -> LevelTotals:
+        """From a level of :func:`~roofline_report.analysis.comm_step.step_bounds`."""
+        return cls(str(totals["level"]), str(totals["topology"]), float(totals["t_latency"]),
+                   float(totals["t_bandwidth"]), totals["bytes"], totals["steps"],
+                   tuple(totals["algorithms"]), totals["devices"], totals["slice"],
+                   str(totals["latency_kind"]), str(totals["bandwidth_kind"]))
+
+
+@dataclass(frozen=True, slots=True)
+class StepBounds:
+    """T_math, T_mem and the alpha-beta T_comm of one step per device: the largest a lower
+    bound on the step (perfect overlap), their sum an upper bound (no overlap)."""
+
+    t_math: float
+    t_mem: float
+    t_comm: float
+    t_comm_latency: float
+    t_comm_bandwidth: float
+    comm_steps: int
+    comm_bytes: int
+    comm_memory_bytes: int
+    memory_bytes: float  # the memory traffic T_mem prices
+    levels: tuple[LevelTotals, ...]
+    algorithms: tuple[str, ...]
+    unknown_trips: int
+    comm_lower_bound: bool  # a loop of unknown trip count: T_comm is at least this
+    not_priced: tuple[str, ...]
+    lower_bound: float
+    upper_bound: float
+    binding: str
+    critical_intensity: float
+    comm_intensity: float | None
+
+    @classmethod
+    def of(cls, bounds: Mapping[str, Any]) -> StepBounds:
+        """From :func:`~roofline_report.analysis.comm_step.step_bounds`'s keys."""
+        return cls(
+            t_math=bounds["t_math"], t_mem=bounds["t_mem"], t_comm=bounds["t_comm"],
+            t_comm_latency=bounds["t_comm_latency"],
+            t_comm_bandwidth=bounds["t_comm_bandwidth"], comm_steps=bounds["comm_steps"],
+            comm_bytes=bounds["comm_bytes"], comm_memory_bytes=bounds["comm_memory_bytes"],
+            memory_bytes=bounds["memory_bytes"],
+            levels=tuple(LevelTotals.of(level) for level in bounds["levels"]),
+            algorithms=tuple(bounds["algorithms"]), unknown_trips=bounds["unknown_trips"],
+            comm_lower_bound=bool(bounds["comm_lower_bound"]),
+            not_priced=tuple(bounds["not_priced"]), lower_bound=bounds["lower_bound"],
+            upper_bound=bounds["upper_bound"], binding=str(bounds["binding"]),
+            critical_intensity=bounds["critical_intensity"],
+            comm_intensity=bounds["comm_intensity"],
+        )
+
+
+# --- the communication roofline under the render's budgets ------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadBounds:
+    """One sharded workload's bounds: ``index`` its place among the run's workloads (several
+    user workloads share the sharding "user")."""
+
+    index: int
+    name: str
+    sharding: str
+    bounds: StepBounds
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesColumns:
+    """One strategy's bounds at each point of a sweep."""
+
+    t_math: tuple[float, ...]
+    t_mem: tuple[float, ...]
+    t_comm: tuple[float, ...]
+    lower_bound: tuple[float, ...]
+    upper_bound: tuple[float, ...]
+    binding: tuple[str, ...]
+    comm_bytes: tuple[int, ...]
+
+    @classmethod
+    def of(cls, columns: Mapping[str, Any]) -> SeriesColumns:
+        return cls(*(tuple(columns[key]) for key in (
+            "t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding",
+            "comm_bytes")))
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingSeries:
+    """The built-in matmul x[B, D] @ w[D, F] per strategy, as the device count grows at the
+    fixed batch and as the batch grows on the fixed devices
+    (:func:`roofline_report.analysis.comm.scaling_series`)."""
+
+    d_model: int
+    d_ff: int
+    batch: int
+    devices: int
+    itemsize: int
+    critical_intensity: float
+    strategies: Mapping[str, str]  # name: label
+    device_counts: tuple[int, ...]
+    batches: tuple[int, ...]
+    by_devices: Mapping[str, SeriesColumns]
+    by_batch: Mapping[str, SeriesColumns]
+
+    @classmethod
+    def of(cls, series: Mapping[str, Any]) -> ScalingSeries:
+        shapes = series["shapes"]
+        names = tuple(series["strategies"])
+        return cls(
+            d_model=shapes["d_model"], d_ff=shapes["d_ff"], batch=shapes["batch"],
+            devices=shapes["devices"], itemsize=shapes["itemsize"],
+            critical_intensity=series["critical_intensity"],
+            strategies=dict(series["strategies"]),
+            device_counts=tuple(series["by_devices"]["devices"]),
+            batches=tuple(series["by_batch"]["batch"]),
+            by_devices={name: SeriesColumns.of(series["by_devices"][name]) for name in names},
+            by_batch={name: SeriesColumns.of(series["by_batch"][name]) for name in names},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CommStudy:
+    """Per-device T_math, T_mem and T_comm of each sharded workload under the render's
+    budgets, and the built-in matmul's scaling (None without one)."""
+
+    kind: str
+    source: str
+    budget: CommBudget
+    bounds: tuple[WorkloadBounds, ...]
+    series: ScalingSeries | None
+
+    def of_workload(self, index: int) -> WorkloadBounds | None:
+        """The bounds of the run's ``index``-th workload; None when it has none."""
+        return next((b for b in self.bounds if b.index == index), None)
+
+
+# --- the alpha-beta model of the steps --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadBatch:
+    """A sharded workload's batch: global, per device, and whether its collectives' arrays
+    grow with it."""
+
+    global_batch: int
+    per_device: int
+    comm_scales: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StepRow:
+    """One sharded workload under the alpha-beta model on the render's interconnect."""
+
+    index: int
+    name: str
+    sharding: str
+    step: bool  # a whole training step
+    mesh: str
+    devices: int
+    batch: WorkloadBatch | None
+    dtype: str
+    critical_batch: float | None
+    forward_flops: float | None
+    critical_batch_book: float | None  # as the scaling book states it
+    bounds: StepBounds
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedAlgorithm:
+    """The algorithm a level did not choose, and its time."""
+
+    algorithm: str
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class PricedLevel:
+    """One network level's part of a collective
+    (:func:`~roofline_report.analysis.comm_network.collective_cost`)."""
+
+    level: str
+    topology: str
+    devices: int
+    algorithm: str
+    steps: int
+    bytes: int
+    bandwidth: float
+    latency: float
+    slice: str | None
+    cut_links: int | None
+    t_latency: float
+    t_bandwidth: float
+    time: float
+    rejected: RejectedAlgorithm | None
+    binds: bool  # the slower level: its bandwidth time is the collective's
+    latency_kind: str
+    bandwidth_kind: str
+
+    @classmethod
+    def of(cls, level: Mapping[str, Any]) -> PricedLevel:
+        rejected = level["rejected"]
+        return cls(
+            level=level["level"], topology=level["topology"], devices=level["devices"],
+            algorithm=level["algorithm"], steps=level["steps"], bytes=level["bytes"],
+            bandwidth=level["bandwidth"], latency=level["latency"], slice=level["slice"],
+            cut_links=level["cut_links"], t_latency=level["t_latency"],
+            t_bandwidth=level["t_bandwidth"], time=level["time"],
+            rejected=None if rejected is None
+            else RejectedAlgorithm(rejected["algorithm"], rejected["time"]),
+            binds=bool(level["binds"]), latency_kind=level["latency_kind"],
+            bandwidth_kind=level["bandwidth_kind"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveCost:
+    """The alpha-beta time of a collective's runs on a network of levels."""
+
+    op: str
+    group_size: int
+    count: int
+    array_bytes: int
+    levels: tuple[PricedLevel, ...]
+    algorithm: str
+    pipelined: bool
+    steps: int
+    bytes: int
+    t_latency: float
+    t_bandwidth: float
+    time: float
+    memory_bytes: int
+
+    @classmethod
+    def of(cls, cost: Mapping[str, Any]) -> CollectiveCost:
+        """From :func:`~roofline_report.analysis.comm_network.collective_cost`."""
+        return cls(
+            op=cost["op"], group_size=cost["group_size"], count=cost["count"],
+            array_bytes=cost["array_bytes"],
+            levels=tuple(PricedLevel.of(level) for level in cost["levels"]),
+            algorithm=cost["algorithm"], pipelined=bool(cost["pipelined"]),
+            steps=cost["steps"], bytes=cost["bytes"], t_latency=cost["t_latency"],
+            t_bandwidth=cost["t_bandwidth"], time=cost["time"],
+            memory_bytes=cost["memory_bytes"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StepCollective:
+    """One collective instruction of a workload (a combined one once), as the sharded child
+    read it, priced on the render's interconnect (None where it has no formula, size or
+    group, or the network cannot carry it)."""
+
+    workload: str
+    collective: Mapping[str, Any]  # the record as the run wrote it
+    priced: CollectiveCost | None
+    unit_axes: tuple[str, ...]  # mesh axes of size 1
+    device_ids: tuple[int, ...] | None  # the mesh's devices in order, where the run kept them
+
+
+@dataclass(frozen=True, slots=True)
+class JaxRooflineCompared:
+    """Our counts of a workload beside jax.experimental.roofline's."""
+
+    name: str
+    ours_bytes: int | None
+    jax_bytes: float
+    ours_steps: int
+    jax_latency: float
+    ours_flops: float
+    jax_flops: float | None
+    in_loops: bool  # a collective runs in a loop
+    collectives: int  # runs of collectives per step
+
+
+@dataclass(frozen=True, slots=True)
+class JaxRooflineUnavailable:
+    """A workload given to jax.experimental.roofline that it could not estimate, and why."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class EmulatedTiming:
+    """A workload timed on emulated devices, beside its prediction run one device after
+    another on the measured roofs."""
+
+    name: str
+    devices: int
+    measured: float
+    serialised: float
+    ratio: float | None
+    t_math_measured_peak: float
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionKinds:
+    """The kind of each number of a projected step: spec-sheet figures, except what an
+    assumed latency enters."""
+
+    t_math: str
+    t_mem: str
+    t_comm_bandwidth: str
+    t_comm_latency: str
+    t_comm: str
+    lower_bound: str
+    upper_bound: str
+    critical_batch: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectedStep:
+    """A training step carried to ``devices`` devices of the preset (weak scaling)."""
+
+    name: str
+    devices: int
+    comm_scales: bool
+    bounds: StepBounds
+    batch_factor: float
+    hbm_shards: float
+    flags: tuple[str, ...]
+    link: str
+    binding_level: str | None
+    global_batch: int
+    peak: float
+    peak_dtype: str
+    critical_batch: float | None
+    critical_per_device: float | None
+    critical_per_device_book: float | None
+    kinds: ProjectionKinds
+
+
+@dataclass(frozen=True, slots=True)
+class NotProjected:
+    """A training step not carried to ``devices`` devices, and why."""
+
+    name: str
+    devices: int
+    comm_scales: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Crossover:
+    """The per-device batch above which a projected step stays compute-bound, on its largest
+    projection inside the first level or across the network."""
+
+    name: str
+    devices: int
+    link: str
+    per_device: float
+    kind: str
+    per_device_book: float | None
+    book_kind: str
+    binding_level: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionLink:
+    """A link the projection prices, as the page prints it."""
+
+    name: str
+    egress: float  # bytes/s one chip sends
+    link_bandwidth: float | None  # one torus link's, one way; None on a switch
+    latency: float | None
+    latency_note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """The training steps carried to more devices of a chip preset: spec-sheet figures, an
+    assumed latency."""
+
+    kind: str
+    latency_kind: str
+    preset: str
+    peak: float
+    peak_dtype: str
+    hbm_bandwidth: float
+    domain: int | None
+    torus: tuple[int, ...]
+    links: tuple[ProjectionLink, ...]
+    network: tuple[Level, ...]
+    devices: tuple[int, ...]
+    rows: tuple[ProjectedStep | NotProjected, ...]
+    crossovers: tuple[Crossover, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StepStudy:
+    """The alpha-beta view of every sharded workload under the render's budgets, and the
+    training steps projected on a chip preset."""
+
+    kind: str
+    source: str
+    budget: CommBudget
+    algorithms: tuple[str, ...]  # what each algorithm does, in words
+    rows: tuple[StepRow, ...]
+    collectives: tuple[StepCollective, ...]
+    jax_roofline: tuple[JaxRooflineCompared | JaxRooflineUnavailable, ...]
+    emulated: tuple[EmulatedTiming, ...]
+    projection: Projection
+
+
+@dataclass(frozen=True, slots=True)
+class ShardingStudy:
+    """The run's sharded workloads with the communication and step models, or why the run has
+    none (``observed`` None)."""
+
+    observed: Sharding | None
+    reason: str = ""
+    model: CommStudy | None = None
+    steps: StepStudy | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.observed is not None
