@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from roofline_report.analysis import reconcile
 from roofline_report.analysis.reconcile_records import Flag, ReconciledRow, Reconciliation
+from tests.reconcile_inputs import estimate_record, hlo_count_record
 
 
 def _rows() -> Reconciliation:
@@ -16,7 +17,8 @@ def _rows() -> Reconciliation:
 def test_an_unavailable_estimator_is_said_with_its_reason() -> None:
     reason = "ImportError: jax.experimental.roofline needs absl-py"
     result = reconcile.add_kernel_columns(
-        _rows(), kernels=None, jax_estimate={"available": False, "reason": reason}, ours={})
+        _rows(), kernels=None,
+        jax_estimate=estimate_record({"available": False, "reason": reason}), ours=None)
     flops, traffic = result.rows
     assert flops.jax is None
     assert flops.flags == (Flag("estimator_unavailable",
@@ -27,8 +29,9 @@ def test_an_unavailable_estimator_is_said_with_its_reason() -> None:
 
 def test_an_available_estimator_fills_the_column() -> None:
     result = reconcile.add_kernel_columns(
-        _rows(), kernels=None, jax_estimate={"available": True, "flops": 8192.0,
-                                             "hbm_bytes": 3584.0}, ours={"flops": 8192})
+        _rows(), kernels=None,
+        jax_estimate=estimate_record({"available": True, "flops": 8192.0, "hbm_bytes": 3584.0}),
+        ours=hlo_count_record({"flops": 8192}))
     flops, traffic = result.rows
     assert (flops.jax, traffic.jax) == (8192.0, 3584.0)
     assert not any(f.cause == "estimator_unavailable" for f in flops.flags)

@@ -13,12 +13,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 
 from roofline_report.analysis import reconcile
 from roofline_report.analysis.reconcile_records import Flag, ReconciledRow, Reconciliation
 from roofline_report.errors import InputError
 from roofline_report.report.reconcile_words import flag_text, plain
+from tests.reconcile_inputs import (
+    analytic_record,
+    compiled_record,
+    estimate_record,
+    hlo_count_record,
+    inventory_record,
+    xla_record,
+)
 
 SEED_ANALYTIC = {"flops": 8192, "minimum_bytes": 3584}
 SEED_OURS: dict[str, Any] = {
@@ -74,7 +83,9 @@ GEMM_COMPILED_H200 = {
 
 
 def _run(**overrides: Any) -> Reconciliation:
-    kwargs: dict[str, Any] = {
+    """The reconciliation of the seed on CPU, with ``overrides`` (recorded dicts, validated
+    into the workload's records)."""
+    recorded: dict[str, Any] = {
         "analytic": SEED_ANALYTIC,
         "ours": SEED_OURS,
         "xla": SEED_XLA_CPU,
@@ -82,8 +93,11 @@ def _run(**overrides: Any) -> Reconciliation:
         "measured_seconds": None,
         "backend": "cpu",
     }
-    kwargs.update(overrides)
-    return reconcile.reconcile(**kwargs)
+    recorded.update(overrides)
+    return reconcile.reconcile(
+        analytic=analytic_record(recorded["analytic"]), ours=hlo_count_record(recorded["ours"]),
+        xla=xla_record(recorded["xla"]), compiled=compiled_record(recorded["compiled"]),
+        measured_seconds=recorded["measured_seconds"], backend=recorded["backend"])
 
 
 def _row(result: Reconciliation, quantity: str) -> ReconciledRow:
@@ -336,10 +350,10 @@ def test_conversions_explain_the_gap_to_the_analytic_count_and_it_is_not_unexpla
     assert _causes(result, "flops") == ["conversions_not_in_analytic"]
     text = _text(row.flags[0])
     assert "1,047,552 + 1,049,600 = 2,097,152" in text
-    result = reconcile.add_kernel_columns(result, kernels={"flops": 2097152, "bytes_read": 0,
-                                                  "bytes_written": 0},
-                                 jax_estimate={"flops": 0.0, "hbm_bytes": 0.0},
-                                 ours=ROW_SUM_BF16_OURS)
+    result = reconcile.add_kernel_columns(
+        result, kernels=inventory_record({"flops": 2097152, "bytes_read": 0, "bytes_written": 0}),
+        jax_estimate=estimate_record({"flops": 0.0, "hbm_bytes": 0.0}),
+        ours=hlo_count_record(ROW_SUM_BF16_OURS))
     assert "unexplained" not in _causes(result, "flops")
 
 
@@ -386,11 +400,7 @@ def test_absent_count_is_tolerated() -> None:
 @pytest.mark.parametrize(
     "overrides",
     [
-        {"analytic": {"flops": "many", "minimum_bytes": 1}},
-        {"analytic": {"minimum_bytes": 1}},
-        {"analytic": {"flops": -5, "minimum_bytes": 1}},
-        {"ours": [1, 2]},
-        {"xla": {"flops": "x"}},
+        {"ours": {**SEED_OURS, "flops": math.inf}},
         {"measured_seconds": -1.0},
         {"measured_seconds": math.inf},
         {"backend": ""},
@@ -398,6 +408,22 @@ def test_absent_count_is_tolerated() -> None:
 )
 def test_bad_inputs_raise_input_error(overrides: dict[str, Any]) -> None:
     with pytest.raises(InputError):
+        _run(**overrides)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"analytic": {"flops": "many", "minimum_bytes": 1}},
+        {"analytic": {"minimum_bytes": 1}},
+        {"analytic": {"flops": -5, "minimum_bytes": 1}},
+        {"xla": {"flops": "x"}},
+    ],
+)
+def test_malformed_records_are_refused_where_they_are_read(overrides: dict[str, Any]) -> None:
+    """A count of the wrong type, sign or none at all never reaches the reconciliation: the
+    document's records refuse it (reading results.json names its key path)."""
+    with pytest.raises(pydantic.ValidationError):
         _run(**overrides)
 
 

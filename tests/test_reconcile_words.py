@@ -31,6 +31,13 @@ from roofline_report.report.blocks import Code
 from roofline_report.report.format import Num
 from roofline_report.report.kernel_view import _kernel_reconciliation
 from roofline_report.report.reconcile_words import flag_text, plain
+from tests.reconcile_inputs import (
+    compiled_record,
+    estimate_record,
+    hlo_count_record,
+    inventory_record,
+    xla_record,
+)
 
 OURS, XLA, KERNELS = 218_327_777, 218_727_456, 218_727_485
 DIFFS = {"abs": 32, "add": 399_669, "and": -1, "compare": 61, "convert": -1,
@@ -55,13 +62,15 @@ def _cnn(diffs: dict[str, int] = DIFFS) -> tuple[dict[str, Any], dict[str, Any]]
 def _accounting(xla_flops: float) -> Reconciliation:
     program, inventory = _cnn()
     rewrites = reconcile_kernels(inventory, program).rewrites
+    ours = hlo_count_record(program)
     result = reconcile.reconcile(
-        analytic=None, ours=program, xla={"flops": xla_flops, "bytes accessed": 81920.0},
-        compiled={"kernels": 40, "converts": 0, "custom_calls": []}, measured_seconds=None,
-        backend="cpu")
+        analytic=None, ours=ours, xla=xla_record({"flops": xla_flops, "bytes accessed": 81920.0}),
+        compiled=compiled_record({"kernels": 40, "converts": 0, "custom_calls": []}),
+        measured_seconds=None, backend="cpu")
     return reconcile.add_kernel_columns(
-        result, kernels=inventory, jax_estimate={"flops": 38_780_928.0, "hbm_bytes": 1.0},
-        ours=program, rewrites=rewrites)
+        result, kernels=inventory_record(inventory),
+        jax_estimate=estimate_record({"flops": 38_780_928.0, "hbm_bytes": 1.0}),
+        ours=ours, rewrites=rewrites)
 
 
 def _flops_flags(result: Reconciliation) -> list[Flag]:
@@ -193,10 +202,11 @@ SCAN_OURS: dict[str, Any] = {
 def test_xla_bytes_are_said_to_count_a_loop_body_once(xla_bytes: float,
                                                       others: list[str]) -> None:
     result = reconcile.reconcile(
-        analytic=None, ours=SCAN_OURS,
-        xla={"flops": 524290.0, "transcendentals": 4096.0, "bytes accessed": xla_bytes},
-        compiled={"kernels": 42, "converts": 0, "custom_calls": []}, measured_seconds=None,
-        backend="cpu")
+        analytic=None, ours=hlo_count_record(SCAN_OURS),
+        xla=xla_record({"flops": 524290.0, "transcendentals": 4096.0,
+                        "bytes accessed": xla_bytes}),
+        compiled=compiled_record({"kernels": 42, "converts": 0, "custom_calls": []}),
+        measured_seconds=None, backend="cpu")
     traffic = result.rows[2]
     assert [f.cause for f in traffic.flags] == ["loop_counted_once", *others]
     text = plain(flag_text(traffic.flags[0]))
@@ -207,9 +217,10 @@ def test_xla_bytes_are_said_to_count_a_loop_body_once(xla_bytes: float,
 def test_no_loop_no_loop_reason_on_bytes() -> None:
     ours = {**SCAN_OURS, "loops": []}
     result = reconcile.reconcile(
-        analytic=None, ours=ours, xla={"flops": 5242900.0, "bytes accessed": 114765.0},
-        compiled={"kernels": 42, "converts": 0, "custom_calls": []}, measured_seconds=None,
-        backend="cpu")
+        analytic=None, ours=hlo_count_record(ours),
+        xla=xla_record({"flops": 5242900.0, "bytes accessed": 114765.0}),
+        compiled=compiled_record({"kernels": 42, "converts": 0, "custom_calls": []}),
+        measured_seconds=None, backend="cpu")
     assert [f.cause for f in result.rows[2].flags] == ["unfused_intermediate"]
 
 

@@ -26,6 +26,12 @@ from roofline_report.errors import InputError
 from roofline_report.hlo import stablehlo_count, stablehlo_mlir, stablehlo_ops
 from roofline_report.observe.lower import count_workload
 from roofline_report.report.reconcile_words import flag_text, plain
+from tests.reconcile_inputs import (
+    analytic_record,
+    compiled_record,
+    hlo_count_record,
+    xla_record,
+)
 
 ON_CPU = jax.default_backend() == "cpu"
 cpu_only = pytest.mark.skipif(not ON_CPU, reason="XLA's CPU numbers are recorded for CPU")
@@ -92,10 +98,10 @@ def test_seed_against_xla_on_cpu_flags_the_unfused_intermediate() -> None:
     assert xla["bytes accessed"] == 5632  # the 1 KiB tanh input is written and read back
     assert both["compiled"]["kernels"] == 2
     result = reconcile.reconcile(
-        analytic={"flops": 8192, "minimum_bytes": 3584},
-        ours=both["stablehlo"],
-        xla=xla,
-        compiled=both["compiled"],
+        analytic=analytic_record({"flops": 8192, "minimum_bytes": 3584}),
+        ours=hlo_count_record(both["stablehlo"]),
+        xla=xla_record(xla),
+        compiled=compiled_record(both["compiled"]),
         measured_seconds=None,
         backend="cpu",
     )
@@ -147,9 +153,9 @@ def test_xla_costs_one_iteration_and_reconcile_says_so(fn: Callable[..., Any]) -
     assert [loop["known_trip_count"] for loop in compiled["while_loops"]] == [10]
     result = reconcile.reconcile(
         analytic=None,
-        ours=ours,
-        xla=xla,
-        compiled=compiled,
+        ours=hlo_count_record(ours),
+        xla=xla_record(xla),
+        compiled=compiled_record(compiled),
         measured_seconds=None,
         backend="cpu",
     )

@@ -315,7 +315,7 @@ def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend
         user=w.user, timing=stats, timing_reason=timing_reason, flops=flops,
         bytes=moved, bytes_basis=basis, minimum_bytes=minimum, minimum_basis=minimum_basis,
         prediction=prediction, miss=m, why=why, kernels=table, workload=w,
-        reconciliation=_reconciliation(w, plain, table, stats, backend),
+        reconciliation=_reconciliation(w, table, stats, backend),
         spec_sheet=_spec(flops, moved, w.dtype, roofs.spec_sheet),
         missing_ops=missing,
         timed_without=tuple(w.as_written.not_kept) if w.as_written is not None else (),
@@ -334,26 +334,21 @@ def _hardware(w: schema.Workload, table: KernelTable | None, roofs: RoofSet
     return facts_roof(f, roofs) if f is not None else None
 
 
-def _reconciliation(w: schema.Workload, plain: Mapping[str, Any], table: KernelTable | None,
-                    stats: Stats | None, backend: Backend) -> Reconciliation | None:
+def _reconciliation(w: schema.Workload, table: KernelTable | None, stats: Stats | None,
+                    backend: Backend) -> Reconciliation | None:
     if not isinstance(w.lowering, schema.Lowering):
         return None
-    ours = plain.get("hlo_count") or {}
-    xla = plain.get("xla") or {}
-    an = plain.get("analytic") or {}
-    analytic = an if isinstance(w.analytic, schema.Analytic) else None
+    ours = w.hlo_count if isinstance(w.hlo_count, schema.HloCount) else None
     try:
         rec = reconcile.reconcile(
-            analytic=analytic, ours=ours if _available(ours) else {},
-            xla=xla.get("raw") if w.xla is not None and w.xla.available else None,
-            compiled=plain.get("compiled"), measured_seconds=stats.own if stats else None,
-            backend=backend.name)
+            analytic=w.analytic if isinstance(w.analytic, schema.Analytic) else None,
+            ours=ours, xla=w.xla, compiled=w.compiled,
+            measured_seconds=stats.own if stats else None, backend=backend.name)
     except InputError as exc:
         return Reconciliation.unavailable(reason(exc))
     if rec.rows and (table is not None or w.jax_roofline is not None):
         rec = reconcile.add_kernel_columns(
-            rec, kernels=plain.get("kernels"), jax_estimate=plain.get("jax_roofline"),
-            ours=ours if _available(ours) else {},
+            rec, kernels=w.kernels, jax_estimate=w.jax_roofline, ours=ours,
             rewrites=table.reconciliation.rewrites if table is not None else None)
     return rec
 

@@ -34,7 +34,6 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from roofline_report.analysis.reconcile_records import (
     CodePart,
@@ -50,6 +49,7 @@ from roofline_report.analysis.reconcile_records import (
 from roofline_report.errors import InputError
 from roofline_report.hlo.kernel_reconciliation import Rewrite, group_rewrites
 from roofline_report.kinds import Kind
+from roofline_report.results import schema
 
 __all__ = ["AGREE_RTOL", "CAUSES", "KERNELS_XLA_RTOL", "Part", "add_kernel_columns", "reconcile"]
 
@@ -79,11 +79,11 @@ def _code(name: str) -> CodePart:
     return CodePart(name)
 
 
-def _listing(values: list[Any], kind: str = _A) -> list[Part]:
+def _listing(values: Sequence[float], kind: str = _A) -> list[Part]:
     """Counts joined with commas: [10, ", ", 5]."""
     parts: list[Part] = []
-    for i, value in enumerate(values):
-        parts += [", "] if i else []
+    for position, value in enumerate(values):
+        parts += [", "] if position else []
         parts.append(_n(float(value), kind))
     return parts
 
@@ -118,7 +118,7 @@ class _Reading:
     """One XLA value: the number to use (or None) and, when None, why."""
 
     value: float | None
-    raw: Any = None
+    raw: float | None = None
     reason: tuple[Part, ...] = ()
 
 
@@ -153,34 +153,34 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= AGREE_RTOL * max(abs(a), abs(b))
 
 
-def _number(source: str, key: str, value: Any, *, required: bool) -> float | None:
+def _count(source: str, key: str, value: float | None) -> float | None:
+    """A count as a row holds it (None: not counted). The records' counts are numbers and not
+    negative; one that is not finite is an InputError."""
     if value is None:
-        if required:
-            raise InputError(f"{source} has no {key!r}")
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InputError(f"{source} {key!r} must be a number, got {value!r}")
-    as_float = float(value)
-    if not math.isfinite(as_float) or as_float < 0:
+    if not math.isfinite(value):
         raise InputError(f"{source} {key!r} must be finite and non-negative, got {value!r}")
-    return int(value) if isinstance(value, numbers.Integral) else as_float
-
-
-def _mapping(name: str, value: Any) -> Mapping[str, Any] | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise InputError(f"{name} must be a JSON object or null, got {type(value).__name__}")
     return value
 
 
-def _read_xla(xla: Mapping[str, Any] | None, key: str, backend: str,
+def _stated_transcendentals(analytic: schema.Analytic | None) -> float | None:
+    """The hand model's transcendentals where it states them; a model that does not counts
+    none, which the row shows as no value (not 0), said by ``epilogue_not_in_analytic``."""
+    if analytic is None or "transcendentals" not in analytic.model_fields_set:
+        return None
+    return analytic.transcendentals
+
+
+def _cost_analysis(xla: schema.XlaCost | None) -> Mapping[str, float] | None:
+    """XLA's cost analysis as the backend returned it (its own names, -1 kept), or None."""
+    return xla.raw if xla is not None and xla.available else None
+
+
+def _read_xla(xla: Mapping[str, float] | None, key: str, backend: str,
               contaminated: tuple[Part, ...]) -> _Reading:
     if not xla:
         return _Reading(None, None, (f"XLA gave no cost analysis on {backend}",))
     raw = xla.get(key, 0.0)  # XLA omits zero-valued keys
-    if isinstance(raw, bool) or not isinstance(raw, numbers.Real):
-        raise InputError(f"XLA cost analysis {key!r} must be a number, got {raw!r}")
     value = float(raw)
     if not math.isfinite(value):
         return _Reading(None, raw, ("XLA reported ", _code(_literal(value)),
@@ -200,32 +200,28 @@ def _read_xla(xla: Mapping[str, Any] | None, key: str, backend: str,
     return _Reading(value, raw)
 
 
-def _custom_call_targets(compiled: Mapping[str, Any] | None) -> list[str]:
-    if not compiled:
+def _custom_call_targets(compiled: schema.Compiled | None) -> list[str]:
+    if compiled is None:
         return []
-    calls = compiled.get("custom_calls") or []
     targets: list[str] = []
-    for call in calls:
-        target = str(call.get("target", "?")) if isinstance(call, Mapping) else str(call)
-        if target not in targets:
-            targets.append(target)
+    for call in compiled.custom_calls:
+        if call.target not in targets:
+            targets.append(call.target)
     return targets
 
 
-def _contamination(xla: Mapping[str, Any] | None, compiled: Mapping[str, Any] | None
+def _contamination(xla: Mapping[str, float] | None, compiled: schema.Compiled | None
                    ) -> tuple[Part, ...]:
     """Why XLA's totals cannot be used (custom calls costed -1 and summed in), or ()."""
     targets = _custom_call_targets(compiled)
     optimal = (xla or {}).get("optimal_seconds")
-    negative_time = (
-        isinstance(optimal, numbers.Real) and not isinstance(optimal, bool) and float(optimal) < 0
-    )
+    negative_time = optimal is not None and optimal < 0
     what: list[Part]
     if targets:
-        count = len((compiled or {}).get("custom_calls") or [])
+        count = len(compiled.custom_calls) if compiled is not None else 0
         what = [_n(count), f" custom call{'s' if count != 1 else ''} ("]
-        for i, target in enumerate(targets):
-            what += [", "] if i else []
+        for position, target in enumerate(targets):
+            what += [", "] if position else []
             what.append(_code(target))
         what.append(")")
     elif negative_time:
@@ -241,28 +237,27 @@ def _xla_flag(row: _Row, reading: _Reading) -> None:
     if reading.value is not None or not reading.reason:
         return
     raw = reading.raw
-    tainted = (
-        isinstance(raw, numbers.Real)
-        and not isinstance(raw, bool)
-        and math.isfinite(float(raw))
-        and float(raw) >= 0
-    )
+    tainted = raw is not None and math.isfinite(raw) and raw >= 0
     row.flag("unknown_custom_call" if tainted else "negative_or_missing", *reading.reason, ".")
 
 
-def _loops(ours: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    loops = ours.get("loops") or []
-    return [loop for loop in loops if isinstance(loop, Mapping)]
+def _loops(ours: schema.HloCount | None) -> list[schema.CountedLoop]:
+    return list(ours.loops) if ours is not None else []
 
 
-def _repeated(ours: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _repeated(ours: schema.HloCount | None) -> list[schema.CountedLoop]:
     """The loops that run their body more than once (a known trip count above 1)."""
-    return [loop for loop in _loops(ours) if (loop.get("trip_count") or 0) > 1]
+    return [loop for loop in _loops(ours) if (loop.trip_count or 0) > 1]
 
 
-def _loop_flags(row: _Row, ours: Mapping[str, Any], unit: str) -> None:
+def _trip_counts(loops: Sequence[schema.CountedLoop]) -> list[int]:
+    """The known trip counts of ``loops``, in order."""
+    return [loop.trip_count for loop in loops if loop.trip_count is not None]
+
+
+def _loop_flags(row: _Row, ours: schema.HloCount | None, unit: str) -> None:
     loops = _loops(ours)
-    unknown = [loop for loop in loops if loop.get("trip_count") is None]
+    unknown = [loop for loop in loops if loop.trip_count is None]
     if unknown:
         row.flag(
             "loop_counted_once",
@@ -276,19 +271,19 @@ def _loop_flags(row: _Row, ours: Mapping[str, Any], unit: str) -> None:
         row.flag(
             "loop_counted_once",
             "XLA costs each loop as one iteration (", _n(row.xla, _C), f" {unit}); our count "
-            "runs the body its trip count (", *_listing([loop["trip_count"] for loop in multi]),
+            "runs the body its trip count (", *_listing(_trip_counts(multi)),
             ") times, ", _n(row.ours), f" {unit}, ", *as_much, ".",
         )
 
 
-def _bytes_loop_flag(row: _Row, ours: Mapping[str, Any], minimum: float | None) -> bool:
+def _bytes_loop_flag(row: _Row, ours: schema.HloCount | None, minimum: float | None) -> bool:
     """XLA's bytes accessed cost a while loop's body once, whatever its trip count: say so
     where the program loops (and XLA gave a count). Returns whether it did."""
     multi = _repeated(ours)
-    unknown = [loop for loop in _loops(ours) if loop.get("trip_count") is None]
+    unknown = [loop for loop in _loops(ours) if loop.trip_count is None]
     if row.xla is None or not (multi or unknown):
         return False
-    runs: list[Part] = (["the body runs ", *_listing([loop["trip_count"] for loop in multi]),
+    runs: list[Part] = (["the body runs ", *_listing(_trip_counts(multi)),
                          " times"] if multi else ["its trip count is not known"])
     below: list[Part] = (["; that is why they are under the minimum of ", _n(minimum),
                           " bytes"] if minimum is not None and row.xla < minimum
@@ -310,11 +305,12 @@ def _ops_list(names: list[str], sep: str = ", ") -> list[Part]:
 
 
 def _upcast(
-    row: _Row, ours: Mapping[str, Any], compiled: Mapping[str, Any] | None, backend: str
+    row: _Row, ours: schema.HloCount | None, compiled: schema.Compiled | None, backend: str
 ) -> bool:
-    if backend != "cpu" or not compiled or not compiled.get("converts"):
+    if backend != "cpu" or compiled is None or not compiled.converts:
         return False
-    dtypes = [d for d in (ours.get("bytes_by_dtype") or {}) if str(d).startswith(_NARROW_FLOATS)]
+    by_dtype = ours.bytes_by_dtype if ours is not None else {}
+    dtypes = [dtype for dtype in by_dtype if dtype.startswith(_NARROW_FLOATS)]
     if not dtypes or row.xla is None:
         return False
     reference = row.ours if row.quantity != "bytes" else None
@@ -324,36 +320,32 @@ def _upcast(
     row.flag(
         "dtype_upcast",
         "On CPU XLA converts the ", *_ops_list(sorted(dtypes), "/"), " values to ",
-        _code("f32"), " (", _n(compiled["converts"]), " converts), so its ", _n(row.xla, _C),
+        _code("f32"), " (", _n(compiled.converts), " converts), so its ", _n(row.xla, _C),
         f" {row.quantity} include the conversions", *extra, ".",
     )
     return True
 
 
-def _new_row(quantity: str, key: str, analytic: Mapping[str, Any] | None,
-             ours: Mapping[str, Any], xla_reading: _Reading, *, analytic_required: bool) -> _Row:
-    """A row of ``quantity`` with the analytic model's and our count's ``key`` and XLA's value;
-    with ``analytic_required``, an analytic record that lacks ``key`` is an InputError."""
-    return _Row(
-        quantity,
-        _number("analytic", key, (analytic or {}).get(key),
-                required=analytic_required and analytic is not None),
-        _number("our count", key, ours.get(key), required=False),
-        xla_reading.value,
-    )
+def _new_row(quantity: str, key: str, analytic: float | None, ours: float | None,
+             xla_reading: _Reading) -> _Row:
+    """A row of ``quantity`` with the analytic model's and our count's ``key`` and XLA's
+    value."""
+    return _Row(quantity, _count("analytic", key, analytic), _count("our count", key, ours),
+                xla_reading.value)
 
 
 def _flops_row(
-    analytic: Mapping[str, Any] | None,
-    ours: Mapping[str, Any],
+    analytic: schema.Analytic | None,
+    ours: schema.HloCount | None,
     xla_reading: _Reading,
-    compiled: Mapping[str, Any] | None,
+    compiled: schema.Compiled | None,
     backend: str,
 ) -> _Row:
-    row = _new_row("flops", "flops", analytic, ours, xla_reading, analytic_required=True)
+    row = _new_row("flops", "flops", analytic.flops if analytic is not None else None,
+                   ours.flops if ours is not None else None, xla_reading)
     _common_flags(row, ours, xla_reading, compiled, backend, "flops")
+    by_op = _flops_by_op(ours)
     if row.analytic is not None and row.ours is not None and row.ours > row.analytic:
-        by_op = ours.get("flops_by_op") or {}
         contraction = sum(float(by_op.get(op, 0)) for op in _CONTRACTIONS)
         other = row.ours - contraction
         diff = row.ours - row.analytic
@@ -380,7 +372,7 @@ def _flops_row(
         and row.ours > row.xla
         and not _close(row.ours, row.xla)
     ):
-        windowed = float((ours.get("flops_by_op") or {}).get("stablehlo.reduce_window", 0))
+        windowed = float(by_op.get("stablehlo.reduce_window", 0))
         if windowed and row.ours - row.xla <= windowed:
             row.flag(
                 "reduce_window_rewritten",
@@ -389,8 +381,7 @@ def _flops_row(
                 " in all.",
             )
         collective = sum(
-            float((ours.get("flops_by_op") or {}).get(op, 0))
-            for op in ("stablehlo.all_reduce", "stablehlo.reduce_scatter")
+            float(by_op.get(op, 0)) for op in ("stablehlo.all_reduce", "stablehlo.reduce_scatter")
         )
         if collective and row.ours - row.xla <= collective:
             row.flag(
@@ -402,18 +393,17 @@ def _flops_row(
 
 
 def _transcendentals_row(
-    analytic: Mapping[str, Any] | None,
-    ours: Mapping[str, Any],
+    analytic: schema.Analytic | None,
+    ours: schema.HloCount | None,
     xla_reading: _Reading,
-    compiled: Mapping[str, Any] | None,
+    compiled: schema.Compiled | None,
     backend: str,
 ) -> _Row:
-    row = _new_row("transcendentals", "transcendentals", analytic, ours, xla_reading,
-                   analytic_required=False)
+    row = _new_row("transcendentals", "transcendentals", _stated_transcendentals(analytic),
+                   ours.transcendentals if ours is not None else None, xla_reading)
     _common_flags(row, ours, xla_reading, compiled, backend, "transcendentals")
-    if analytic is not None and row.analytic is None and row.ours:
-        names = sorted(str(op).split(".", 1)[-1]
-                       for op in (ours.get("transcendentals_by_op") or {}))
+    if analytic is not None and row.analytic is None and row.ours and ours is not None:
+        names = sorted(op.split(".", 1)[-1] for op in ours.transcendentals_by_op)
         ops: list[Part] = _ops_list(names) if names else ["the program"]
         row.flag(
             "epilogue_not_in_analytic",
@@ -424,14 +414,15 @@ def _transcendentals_row(
 
 
 def _bytes_row(
-    analytic: Mapping[str, Any] | None,
-    ours: Mapping[str, Any],
+    analytic: schema.Analytic | None,
+    ours: schema.HloCount | None,
     xla_reading: _Reading,
-    compiled: Mapping[str, Any] | None,
+    compiled: schema.Compiled | None,
     backend: str,
 ) -> _Row:
-    row = _new_row("bytes", "minimum_bytes", analytic, ours, xla_reading,
-                   analytic_required=True)
+    row = _new_row("bytes", "minimum_bytes",
+                   analytic.minimum_bytes if analytic is not None else None,
+                   ours.minimum_bytes if ours is not None else None, xla_reading)
     _xla_flag(row, xla_reading)
     minimum = row.analytic if row.analytic is not None else row.ours
     if row.analytic is not None and row.ours is not None and not _close(row.analytic, row.ours):
@@ -445,12 +436,12 @@ def _bytes_row(
     looped = _bytes_loop_flag(row, ours, minimum)
     if minimum is not None and row.xla is not None and not _close(row.xla, minimum):
         _upcast(row, ours, compiled, backend)
-        kernels = (compiled or {}).get("kernels")
+        kernels = compiled.kernels if compiled is not None else None
         if row.xla > minimum:
             above: list[Part] = ["XLA counts ", _n(row.xla, _C), " bytes, ",
                                  _n(row.xla - minimum, _C), " above the minimum of ",
                                  _n(minimum)]
-            if isinstance(kernels, int) and kernels > 1:
+            if kernels is not None and kernels > 1:
                 row.flag(
                     "unfused_intermediate",
                     *above, ": the program runs as ", _n(kernels), " kernels, so "
@@ -472,21 +463,25 @@ def _bytes_row(
     return row
 
 
+def _flops_by_op(ours: schema.HloCount | None) -> Mapping[str, float]:
+    return ours.flops_by_op if ours is not None else {}
+
+
 def _common_flags(
     row: _Row,
-    ours: Mapping[str, Any],
+    ours: schema.HloCount | None,
     xla_reading: _Reading,
-    compiled: Mapping[str, Any] | None,
+    compiled: schema.Compiled | None,
     backend: str,
     unit: str,
 ) -> None:
     _xla_flag(row, xla_reading)
-    custom = list(ours.get("custom_calls") or [])
+    custom = list(ours.custom_calls) if ours is not None else []
     if custom and row.ours is not None:
         row.flag(
             "unknown_custom_call",
             f"Our count has no cost for the custom call{'s' if len(custom) != 1 else ''} ",
-            *_ops_list([str(c) for c in custom]), ", so its ", _n(row.ours),
+            *_ops_list(custom), ", so its ", _n(row.ours),
             f" {unit} are a lower bound.",
         )
     _loop_flags(row, ours, unit)
@@ -509,37 +504,36 @@ def _unexplained(row: _Row) -> None:
 
 def reconcile(
     *,
-    analytic: Mapping[str, Any] | None,
-    ours: Mapping[str, Any] | None,
-    xla: Mapping[str, Any] | None,
-    compiled: Mapping[str, Any] | None,
+    analytic: schema.Analytic | None,
+    ours: schema.HloCount | None,
+    xla: schema.XlaCost | None,
+    compiled: schema.Compiled | None,
     measured_seconds: float | None,
     backend: str,
 ) -> Reconciliation:
     """Reconcile the analytic model, our StableHLO count and XLA's cost analysis.
 
-    ``analytic``: ``{"flops", "minimum_bytes", "transcendentals" (optional)}`` or None.
-    ``ours``: :func:`roofline_report.hlo.count_stablehlo` output (None or ``{}``: absent).
-    ``xla``: the raw ``compiled.cost_analysis()`` dict, or None when unavailable.
-    ``compiled``: :func:`roofline_report.hlo.inspect_compiled` output, or None.
-    ``measured_seconds``: the measured time of one call, or None.
-    ``backend``: ``jax.default_backend()`` ("cpu", "gpu", "cuda", "rocm", "tpu").
+    ``analytic``: the workload's hand model (its transcendentals where it states them), or
+    None. ``ours``: our count of the StableHLO (:func:`roofline_report.hlo.count_stablehlo`),
+    or None. ``xla``: XLA's cost analysis as recorded (an unavailable one or None: every XLA
+    value is None). ``compiled``: the facts of the optimized HLO
+    (:func:`roofline_report.hlo.inspect_compiled`), or None. ``measured_seconds``: the
+    measured time of one call, or None. ``backend``: ``jax.default_backend()`` ("cpu", "gpu",
+    "cuda", "rocm", "tpu").
 
     Returns the rows (flops, transcendentals, bytes), XLA's bytes ÷ the minimum bytes (None:
-    either unknown) and the measured rate (None: not measured). Raises InputError for
-    malformed inputs (wrong types, negative or non-finite analytic or measured values).
+    either unknown) and the measured rate (None: not measured). Raises InputError for a count
+    that is not finite, a measured time that is not positive and finite, or no backend (the
+    records' own types and signs are checked where the document is read).
     """
-    analytic = _mapping("analytic", analytic)
-    ours = _mapping("ours", ours) or {}
-    xla = _mapping("xla", xla)
-    compiled = _mapping("compiled", compiled)
     if not isinstance(backend, str) or not backend.strip():
         raise InputError(f"backend must be a name such as 'cpu' or 'gpu', got {backend!r}")
     backend = backend.strip().lower()
-    tainted = _contamination(xla, compiled)
+    cost = _cost_analysis(xla)
+    tainted = _contamination(cost, compiled)
     readings = {
         quantity: _read_xla(
-            xla,
+            cost,
             key,
             backend,
             # custom calls are costed -1 in flops and bytes, not in transcendentals
@@ -589,22 +583,44 @@ def _measured(seconds: float | None, flops_row: _Row) -> MeasuredRate | None:
 # Two more columns: the sum over the compiled kernels, and JAX's own estimator
 # --------------------------------------------------------------------------------------------
 
-_JAX_KEYS = {"flops": "flops", "transcendentals": None, "bytes": "hbm_bytes"}
-
-
-def _kernel_value(kernels: Mapping[str, Any], quantity: str) -> float | None:
+def _kernel_value(kernels: schema.KernelInventory, quantity: str) -> float | None:
+    """The kernels' sum of ``quantity``; the bytes are every kernel's bytes read and written."""
     if quantity == "bytes":
-        return float(kernels.get("bytes_read", 0)) + float(kernels.get("bytes_written", 0))
-    value = kernels.get(quantity)
-    return None if value is None else float(value)
+        return float(kernels.bytes_read) + float(kernels.bytes_written)
+    if quantity == "flops":
+        return float(kernels.flops)
+    if quantity == "transcendentals":
+        return float(kernels.transcendentals)
+    return None
+
+
+def _estimator_value(estimate: schema.JaxRoofline, quantity: str) -> float | None:
+    """JAX's estimate of ``quantity``: its flops and HBM bytes; it has no transcendentals."""
+    if quantity == "flops":
+        return float(estimate.flops)
+    if quantity == "bytes":
+        return float(estimate.hbm_bytes)
+    return None
+
+
+def _program_value(ours: schema.HloCount | None, quantity: str) -> float | None:
+    """Our program count's flops or transcendentals (None for the bytes: the row's minimum is
+    not a count of the program's traffic)."""
+    if ours is None:
+        return None
+    if quantity == "flops":
+        return ours.flops
+    if quantity == "transcendentals":
+        return ours.transcendentals
+    return None
 
 
 def add_kernel_columns(
     result: Reconciliation,
     *,
-    kernels: Mapping[str, Any] | None,
-    jax_estimate: Mapping[str, Any] | None,
-    ours: Mapping[str, Any] | None,
+    kernels: schema.KernelInventory | schema.Unavailable | None,
+    jax_estimate: schema.JaxRoofline | schema.Unavailable | None,
+    ours: schema.HloCount | None,
     rewrites: Sequence[Rewrite] | None = None,
 ) -> Reconciliation:
     """A :func:`reconcile` result with, on each row, the kernel sum (``kernels``: the kernel
@@ -619,46 +635,41 @@ def add_kernel_columns(
     rewrites are why our count and XLA's differ: the row's ``unexplained`` flag is dropped and
     the rewrites' flag says so, first.
     The rows' ``agree`` stays the three-way agreement."""
-    kernels = kernels if kernels and kernels.get("available", True) is not False else None
-    missing = (jax_estimate.get("reason") if jax_estimate
-               and jax_estimate.get("available", True) is False else None)
-    jax_estimate = jax_estimate if jax_estimate and jax_estimate.get("available", True) \
-        is not False else None
-    ours = ours or {}
+    inventory = kernels if isinstance(kernels, schema.KernelInventory) else None
+    missing = jax_estimate.reason if isinstance(jax_estimate, schema.Unavailable) else None
+    estimate = jax_estimate if isinstance(jax_estimate, schema.JaxRoofline) else None
     rows = []
     for row in result.rows:
         quantity = row.quantity
-        k_value = _kernel_value(kernels, quantity) if kernels is not None else None
-        key = _JAX_KEYS.get(quantity)
-        j_value = None if jax_estimate is None or key is None else jax_estimate.get(key)
-        jax = None if j_value is None else float(j_value)
+        kernel_sum = _kernel_value(inventory, quantity) if inventory is not None else None
+        jax = _estimator_value(estimate, quantity) if estimate is not None else None
         flags = list(row.flags)
-        program = ours.get(quantity) if quantity != "bytes" else None
-        if k_value is not None and program is not None and not _close(k_value, float(program)):
-            _rewrites_flag(row, flags, k_value, float(program), rewrites)
+        program = _program_value(ours, quantity)
+        if kernel_sum is not None and program is not None and not _close(kernel_sum, program):
+            _rewrites_flag(row, flags, kernel_sum, program, rewrites)
         if jax is not None and quantity == "flops":
             _estimator_flags(flags, jax, ours)
         if missing and quantity == "flops":  # the JAX column is empty: say why
             flags.append(Flag("estimator_unavailable",
                               (f"jax.experimental.roofline not available: {missing}",)))
-        rows.append(replace(row, kernels=k_value, jax=jax, flags=tuple(flags)))
+        rows.append(replace(row, kernels=kernel_sum, jax=jax, flags=tuple(flags)))
     return replace(result, rows=tuple(rows), kernel_columns=True)
 
 
-def _rewrites_flag(row: ReconciledRow, flags: list[Flag], k_value: float,
+def _rewrites_flag(row: ReconciledRow, flags: list[Flag], kernel_sum: float,
                    program: float, rewrites: Sequence[Rewrite] | None) -> None:
     quantity = row.quantity
     items = group_rewrites(rewrites, quantity, program)
     listed: list[Part] = [RewritesPart(items, quantity)] if items else []
     net = sum(item.amount for item in items)
-    accounted = bool(items) and abs(net - (k_value - program)) <= KERNELS_XLA_RTOL * max(
-        abs(k_value), abs(program))
+    accounted = bool(items) and abs(net - (kernel_sum - program)) <= KERNELS_XLA_RTOL * max(
+        abs(kernel_sum), abs(program))
     xla = row.xla
-    if accounted and xla is not None and abs(k_value - xla) <= KERNELS_XLA_RTOL * max(
-            abs(k_value), abs(xla)):
-        gap: list[Part] = (["equal to the compiled kernels' sum"] if k_value == xla else
-                           ["within ", _n(abs(k_value - xla), _C), " of the compiled kernels' "
-                            "sum, ", _n(k_value)])
+    if accounted and xla is not None and abs(kernel_sum - xla) <= KERNELS_XLA_RTOL * max(
+            abs(kernel_sum), abs(xla)):
+        gap: list[Part] = (["equal to the compiled kernels' sum"] if kernel_sum == xla else
+                           ["within ", _n(abs(kernel_sum - xla), _C), " of the compiled kernels' "
+                            "sum, ", _n(kernel_sum)])
         flags[:] = [f for f in flags if f.cause != "unexplained"]
         flags.insert(0, Flag("compiler_rewrites", (
             "XLA counts the compiled program: its ", _n(xla, _C), f" {quantity} are ", *gap,
@@ -666,28 +677,27 @@ def _rewrites_flag(row: ReconciledRow, flags: list[Flag], k_value: float,
             "rewrites, which make up the difference: ", *listed, ".")))
         return
     flags.append(Flag("compiler_rewrites", (
-        "The compiled kernels sum to ", _n(k_value), f" {quantity}, our program count ",
+        "The compiled kernels sum to ", _n(kernel_sum), f" {quantity}, our program count ",
         _n(program), *([" (", *listed, ")"] if listed else []), ".")))
 
 
-def _estimator_flags(flags: list[Flag], estimate: float, ours: Mapping[str, Any]) -> None:
-    program = ours.get("flops")
-    if program is None or _close(estimate, float(program)):
+def _estimator_flags(flags: list[Flag], estimate: float, ours: schema.HloCount | None) -> None:
+    if ours is None or _close(estimate, float(ours.flops)):
         return
-    by_op = ours.get("flops_by_op") or {}
+    program = float(ours.flops)
     loops = _repeated(ours)
-    once = sum(float(loop.get("body_flops") or 0) * (int(loop["trip_count"]) - 1)
-               for loop in loops)
-    if loops and _close(estimate, float(program) - once):
+    once = sum(float(loop.body_flops) * (trips - 1)
+               for loop, trips in zip(loops, _trip_counts(loops), strict=True))
+    if loops and _close(estimate, program - once):
         flags.append(Flag("estimator_loop_counted_once", (
             "jax.experimental.roofline counts each loop body once (", _n(estimate, _C),
-            " flops); the body runs ", *_listing([loop["trip_count"] for loop in loops]),
-            " times, ", _n(float(program)), " flops.")))
+            " flops); the body runs ", *_listing(_trip_counts(loops)),
+            " times, ", _n(program), " flops.")))
         return
-    contraction = sum(float(by_op.get(op, 0)) for op in _CONTRACTIONS)
-    if estimate < float(program):
+    contraction = sum(float(ours.flops_by_op.get(op, 0)) for op in _CONTRACTIONS)
+    if estimate < program:
         scope = ("only the contractions" if _close(estimate, contraction) and contraction
                  else "only some operations")
         flags.append(Flag("estimator_scope", (
             f"jax.experimental.roofline costs {scope}: ", _n(estimate, _C), " flops of our ",
-            _n(float(program)), ", and counts each loop body once." if loops else ".")))
+            _n(program), ", and counts each loop body once." if loops else ".")))
