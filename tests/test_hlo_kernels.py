@@ -567,5 +567,6 @@ def test_byte_rules_on_hand_written_edges() -> None:
 def test_a_pattern_kernel_is_data_movement_only_when_it_computes_nothing(
         ops: dict[str, int], pattern: str | None, inventory: str, shown: str) -> None:
     from roofline_report.analysis.kernels import _category
+    from tests.kernel_records import kernel_record
 
-    assert _category({"ops": ops, "pattern": pattern, "category": inventory}) == shown
+    assert _category(kernel_record(ops=ops, pattern=pattern, category=inventory)) == shown

@@ -12,8 +12,8 @@ work and the bytes it touches) with the times of its profiler trace, under one r
 * Every traced call's time accounted for on the table's basis
   (:mod:`~roofline_report.analysis.call_accounting`): the column's sum, what kernels took
   beyond it, overlap, dispatch, loop control and gaps; kernels that vary, stalls that move.
-* The kernel sum reconciled with the program count (:func:`~roofline_report.hlo.kernels
-  .reconcile_kernels`).
+* The kernel sum reconciled with the program count (:func:`~roofline_report.hlo
+  .kernel_reconciliation.reconcile_counts`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from roofline_report.analysis.miss import miss
 from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
 from roofline_report.analysis.stats import median, own_time, quartiles
 from roofline_report.hlo.kernel_cost import MOVEMENT
-from roofline_report.hlo.kernels import reconcile_kernels
+from roofline_report.hlo.kernel_reconciliation import Counts, reconcile_counts
 from roofline_report.results import schema
 
 __all__ = ["CATEGORY_TITLES", "kernel_samples", "kernel_seconds", "kernel_table", "trace_summary"]
@@ -201,33 +201,32 @@ def _busy(k: Mapping[str, Any]) -> list[float] | None:
     return list(map(float, busy)) if busy is not None else None
 
 
-def kernel_table(w: schema.Workload, plain: Mapping[str, Any], roofs: RoofSet, backend: str
-                 ) -> KernelTable | None:
+def kernel_table(workload: schema.Workload, plain: Mapping[str, Any], roofs: RoofSet,
+                 backend: str) -> KernelTable | None:
     """The per-kernel view of one workload (see the module docstring; ``plain``: its record
-    as results.json holds it, whose kernel records the model reads); None when it has no
+    as results.json holds it, whose timing records the model reads); None when it has no
     kernel inventory. Times are per call of the program."""
-    found = w.kernels
-    if not isinstance(found, schema.KernelInventory):
+    inventory = workload.kernels
+    if not isinstance(inventory, schema.KernelInventory):
         return None
-    inventory: Mapping[str, Any] = plain["kernels"]
-    typed_timing = w.kernel_timing
+    typed_timing = workload.kernel_timing
     timing: Mapping[str, Any] = plain["kernel_timing"] \
         if isinstance(typed_timing, schema.KernelTiming) else {}
     trace = trace_summary(timing) if timing else None
     times = {str(k["name"]): k for k in timing.get("kernels", [])} if trace else {}
-    dtype = w.dtype
-    listed = list(inventory["kernels"])
+    dtype = workload.dtype
+    listed = inventory.kernels
     # Fresh pages cost only where the CPU's page fault was measured.
-    temp = temp_bytes(w.memory) if backend == "cpu" and roofs.floor(PAGE_FAULT) is not None \
-        else None
+    temp = temp_bytes(workload.memory) \
+        if backend == "cpu" and roofs.floor(PAGE_FAULT) is not None else None
     pages = fresh_pages(listed, temp)
     # A loop that stops on data runs the launches per call its trace observed.
     observed, loops = loop_trips(listed, times)
     traffic = predict.program_traffic(inventory)
     footprint = predict.program_footprint(inventory)
-    rows = [_row(observed_kernel(k, observed.get(str(k["name"]))), times.get(str(k["name"])),
+    rows = [_row(*observed_kernel(kernel, observed.get(kernel.name)), times.get(kernel.name),
                  dtype, roofs, trace, fresh, traffic, footprint)
-            for k, fresh in zip(listed, pages, strict=True)]
+            for kernel, fresh in zip(listed, pages, strict=True)]
     total = sum(r.seconds or 0.0 for r in rows)
     accounting = None
     if trace is not None:
@@ -240,49 +239,63 @@ def kernel_table(w: schema.Workload, plain: Mapping[str, Any], roofs: RoofSet, b
     categories = _categories(rows, total)
     reason = "" if trace else typed_timing.reason \
         if isinstance(typed_timing, schema.Unavailable) else "the workload was not traced"
-    launches = found.launches if not observed else \
+    launches = inventory.launches if not observed else \
         sum(r.trips for r in rows if r.charged)
+    ours = workload.hlo_count
     return KernelTable(
-        count=found.count, launches=launches, rows=tuple(rows),
+        count=inventory.count, launches=launches, rows=tuple(rows),
         categories=categories,
         trace=trace, trace_reason=reason, roofs=roofs,
-        reconciliation=reconcile_kernels(inventory, plain.get("hlo_count")),
-        notes=tuple(found.notes),
+        reconciliation=reconcile_counts(
+            _counts(inventory), _counts(ours) if isinstance(ours, schema.HloCount) else None),
+        notes=tuple(inventory.notes),
         fresh_pages=sum(pages), temp_bytes=temp, accounting=accounting,
         loops=per_trip(loops, listed, {r.name: r.prediction.seconds for r in rows
                                        if r.prediction is not None}))
 
 
-def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,
+def _counts(record: schema.KernelInventory | schema.HloCount) -> Counts:
+    """What the kernel sum's reconciliation reads of the inventory's or our program count."""
+    return Counts(int(record.flops), int(record.transcendentals),
+                  {op: int(value) for op, value in record.flops_by_op.items()},
+                  {op: int(value) for op, value in record.transcendentals_by_op.items()})
+
+
+def _row(kernel: schema.KernelRecord, static_trips: int | None,
+         timed: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,
          trace: TraceSummary | None, fresh: float = 0.0,
          traffic: float | None = None, footprint: float | None = None) -> KernelRow:
-    trips = int(k["trips"])
-    prediction = predict.predict_kernel(k, dtype, roofs, fresh, traffic, footprint)
+    """A kernel's row: ``kernel`` with its trips observed in the trace where ``static_trips``
+    (the count they replace) is given, and its record in the trace, ``timed``."""
+    trips = kernel.trips
+    observed = static_trips is not None
+    prediction = predict.predict_kernel(kernel, dtype, roofs, fresh, traffic, footprint,
+                                        trips_observed=observed)
     seconds = busy = None
     spread = None
     launches = None
-    if t is not None:
-        samples = kernel_samples(t)
+    if timed is not None:
+        samples = kernel_samples(timed)
         seconds, q1, q3 = kernel_time(samples)
         spread = (q1, q3)
-        own = _busy(t)
+        own = _busy(timed)
         busy = median(own) if own else None
-        launches = median(list(map(float, t.get("launches") or [])))
+        launches = median(list(map(float, timed.get("launches") or [])))
     row = KernelRow(
-        name=str(k["name"]), category=_category(k), fusion=k.get("kind"),
-        source=k.get("source"), op_name=k.get("op_name"), trips=trips, launches=launches,
+        name=kernel.name, category=_category(kernel), fusion=kernel.kind,
+        source=kernel.source, op_name=kernel.op_name, trips=trips, launches=launches,
         seconds=seconds, busy_seconds=busy, basis=trace.basis if trace else "",
         spread=spread, share=None,
-        flops=float(k["flops"]) * trips, transcendentals=float(k["transcendentals"]) * trips,
-        bytes=(float(k["bytes_read"]) + float(k["bytes_written"])) * trips,
+        flops=float(kernel.flops) * trips,
+        transcendentals=float(kernel.transcendentals) * trips,
+        bytes=(float(kernel.bytes_read) + float(kernel.bytes_written)) * trips,
         prediction=prediction, miss=miss(prediction.seconds if prediction else None, seconds),
-        pattern=k.get("pattern"), charged=bool(k.get("charged", True)),
-        user_source=k.get("user_source"),
-        uncosted=tuple(str(u) for u in k.get("uncosted") or ()),
-        by_name=tuple(str(u) for u in k.get("counted_by_name") or ()),
-        trips_observed=bool(k.get("trips_observed")),
-        static_trips=int(k["static_trips"]) if k.get("trips_observed") else None,
-        hardware=headroom.kernel_roof(k, dtype, roofs, traffic))
+        pattern=kernel.pattern, charged=kernel.charged,
+        user_source=kernel.user_source,
+        uncosted=tuple(kernel.uncosted),
+        by_name=tuple(kernel.counted_by_name),
+        trips_observed=observed, static_trips=static_trips,
+        hardware=headroom.kernel_roof(kernel, dtype, roofs, traffic))
     return row
 
 
@@ -290,16 +303,16 @@ MOVEMENT_PATTERNS = ("transpose", "broadcast-transpose", "block-transpose", "gat
                      "scatter")
 
 
-def _category(k: Mapping[str, Any]) -> str:
+def _category(kernel: schema.KernelRecord) -> str:
     """A kernel's category: the inventory's, except that a transposing copy, a gather or a
     scatter that does nothing else is data movement whatever fusion it was compiled into (an
     elementwise loop fusion whose root is a copy moves data and computes nothing; a scatter's
     combiner is its own). A kernel of such a pattern that also computes (a loss reduced over
     gathered values, a transpose fused with arithmetic) keeps its category."""
-    ops = set(k.get("ops") or {}) - {"fusion", "scatter"}
-    if k.get("pattern") in MOVEMENT_PATTERNS and ops <= MOVEMENT:
+    ops = set(kernel.ops) - {"fusion", "scatter"}
+    if kernel.pattern in MOVEMENT_PATTERNS and ops <= MOVEMENT:
         return "data movement"
-    return str(k["category"])
+    return kernel.category
 
 
 def _with_share(r: KernelRow, total: float, peak: float | None) -> KernelRow:
