@@ -29,3 +29,25 @@ def kernel_record(fields: Mapping[str, object] | None = None, /,
 def kernel_records(kernels: Iterable[Mapping[str, object]]) -> list[schema.KernelRecord]:
     """:func:`kernel_record` of each of ``kernels``."""
     return [kernel_record(kernel) for kernel in kernels]
+
+
+def kernel_time(fields: Mapping[str, object] | None = None, /,
+                **more: object) -> schema.KernelTime:
+    """A kernel's record in a profiler trace from the fields a test gives: named ``fusion``,
+    one launch, and spans of 0 s where the test gives none (one per sample of launches)."""
+    given = {**(fields or {}), **more}
+    launches = given.get("launches", [1])
+    samples = len(launches) if isinstance(launches, list) else 1
+    return schema.KernelTime.model_validate(
+        {"name": "fusion", "launches": launches, "span_s": [0.0] * samples, **given},
+        strict=False)
+
+
+def traced(by_name: Mapping[str, Mapping[str, object]]) -> dict[str, schema.KernelTime]:
+    """:func:`kernel_time` of each kernel of a trace, by name."""
+    return {name: kernel_time(record, name=name) for name, record in by_name.items()}
+
+
+def trace_calls(calls: Iterable[Mapping[str, object]]) -> list[schema.TraceCall]:
+    """The typed records of a trace's calls."""
+    return [schema.TraceCall.model_validate(call) for call in calls]

@@ -18,7 +18,7 @@ from roofline_report.analysis.roofs import (
 )
 from roofline_report.kinds import Kind
 from roofline_report.results import schema
-from tests.kernel_records import kernel_record, kernel_records
+from tests.kernel_records import kernel_record, kernel_records, traced
 
 M = Kind.MEASURED
 KiB, MiB = 1 << 10, 1 << 20
@@ -650,17 +650,17 @@ def test_a_loop_that_stops_on_data_runs_the_trips_its_trace_observed() -> None:
     kernels = [_looped("body.1"), _looped("body.2"), _looped("cond.1"),
                {**_looped("branch.1"), "branch": "conditional.2 branch 1 of 2"},
                {**_looped("entry.1", known=True), "loop": None}]
-    traced = {"body.1": {"launches": [24, 24, 25]}, "body.2": {"launches": [24, 23, 24]},
-              "cond.1": {"launches": [25, 25, 26]}, "branch.1": {"launches": [7, 9, 8]},
-              "entry.1": {"launches": [1, 1, 1]}}
-    observed, loops = loop_trips(kernel_records(kernels), traced)
+    seen = {"body.1": {"launches": [24, 24, 25]}, "body.2": {"launches": [24, 23, 24]},
+            "cond.1": {"launches": [25, 25, 26]}, "branch.1": {"launches": [7, 9, 8]},
+            "entry.1": {"launches": [1, 1, 1]}}
+    observed, loops = loop_trips(kernel_records(kernels), traced(seen))
     # The loop runs the most common of its kernels' medians (24, 24, 25, 8): every kernel of
     # it runs that, the condition too; a branch taken on some trips runs its own.
     assert observed == {"body.1": 24, "body.2": 24, "cond.1": 24, "branch.1": 8}
     assert [(x.loop, x.static, x.observed, x.kernels, x.lower_bound) for x in loops] == [
         ("while.3", 1, 24, 4, False)]
     # A kernel of the loop the trace does not show runs the loop's count.
-    observed, _ = loop_trips(kernel_records(kernels), {"body.1": {"launches": [24]}})
+    observed, _ = loop_trips(kernel_records(kernels), traced({"body.1": {"launches": [24]}}))
     assert observed == {"body.1": 24, "body.2": 24, "cond.1": 24, "branch.1": 24}
     one = predict.predict_kernel(kernel_record(kernels[0]), "float32", ROOFS)
     counted, static = observed_kernel(kernel_record(kernels[0]), 24)
@@ -685,8 +685,9 @@ def test_a_loop_without_a_trace_is_a_lower_bound_and_an_inner_known_loop_multipl
     observed, loops = loop_trips(kernel_records(kernels), {})
     assert observed == {} and all(x.lower_bound for x in loops)
     assert [(x.loop, x.static) for x in loops] == [("while.3", 1), ("while.7", 5)]
-    observed, loops = loop_trips(kernel_records(kernels), {"inner.1": {"launches": [60, 60]},
-                                           "outer.1": {"launches": [12, 12]}})
+    observed, loops = loop_trips(kernel_records(kernels),
+                                 traced({"inner.1": {"launches": [60, 60]},
+                                        "outer.1": {"launches": [12, 12]}}))
     assert observed == {"inner.1": 60, "outer.1": 12}
     # A branch the program does not charge makes no lower bound.
     _, loops = loop_trips(kernel_records([_looped("branch.1", charged=False)]), {})

@@ -274,7 +274,7 @@ def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend
     stats = timed.per_call if timed is not None else None
     if stats is None and (traced := _traced_time(w)) is not None:
         stats, timing_reason = traced, ""
-    table = kernel_table(w, plain, roofs.kernels, backend.name)
+    table = kernel_table(w, roofs.kernels, backend.name)
     prediction = _program_prediction(w, table, roofs.kernels)
     flops, moved, basis = _work(w)
     if table is not None and any(r.trips_observed for r in table.rows):

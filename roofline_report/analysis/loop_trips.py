@@ -28,7 +28,6 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from roofline_report.analysis.stats import median
 from roofline_report.results import schema
@@ -61,12 +60,12 @@ class LoopTrips:
         return self.observed is None and self.charged
 
 
-def _launches(record: Mapping[str, Any] | None) -> int | None:
+def _launches(record: schema.KernelTime | None) -> int | None:
     """A traced kernel's launches per call: the median over the traced calls, rounded; None
     when the trace kept none."""
     if record is None:
         return None
-    counts = [float(x) for x in record.get("launches") or [] if isinstance(x, int | float)]
+    counts = [float(x) for x in record.launches]
     value = median(counts) if counts else None
     return math.floor(value + 0.5) if value is not None and value > 0 else None
 
@@ -76,7 +75,7 @@ def _unknown(kernel: schema.KernelRecord) -> bool:
 
 
 def loop_trips(kernels: Sequence[schema.KernelRecord],
-               traced: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, int],
+               traced: Mapping[str, schema.KernelTime]) -> tuple[dict[str, int],
                                                                  tuple[LoopTrips, ...]]:
     """(observed launches per call by kernel name, each loop without a known trip count) for
     an inventory's ``kernels`` and a trace's kernel records by name (``{}`` without a trace);
