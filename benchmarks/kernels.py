@@ -58,16 +58,17 @@ def main() -> int:
     inventory = kernel_inventory(str(compiled.as_text()))
     timing = trace_kernels(compiled, args, module=inventory["module"],
                            kernels=[k["name"] for k in inventory["kernels"]], calls=ns.calls)
-    # The workload's typed record holds only what the kernel table reads (not validated:
-    # the table's own records are read from the plain ones).
-    timed = schema.KernelTiming.model_construct(**timing) if timing.get("available") \
-        else schema.Unavailable.model_construct(**timing)
+    # The workload's typed record holds only what the kernel table reads: the inventory and
+    # the timing validated as results.json's are (as JSON), the rest left out.
+    def written(record: dict[str, Any]) -> Any:
+        return json.loads(json.dumps(record))
+
+    timed = schema.KernelTiming.model_validate(written(timing)) if timing.get("available") \
+        else schema.Unavailable.model_validate(written(timing))
     fields: dict[str, Any] = {"dtype": "float32", "kernel_timing": timed,
-                              "kernels": schema.KernelInventory.model_construct(**inventory)}
+                              "kernels": schema.KernelInventory.model_validate(written(inventory))}
     workload = schema.Workload.model_construct(**fields)
-    table = kernel_table(workload, {"kernels": inventory, "kernel_timing": timing,
-                                    "dtype": "float32"},
-                         hypothetical(1e11, 2e10, "assumed budgets"), "cpu")
+    table = kernel_table(workload, hypothetical(1e11, 2e10, "assumed budgets"), "cpu")
     seconds = time.perf_counter() - start
     if not timing.get("available"):
         print(f"per-kernel times not available: {timing.get('reason')}")

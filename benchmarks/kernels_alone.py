@@ -70,7 +70,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from roofline_report.analysis.kernels import kernel_samples  # noqa: E402
+from roofline_report.analysis.kernels import time_samples  # noqa: E402
 from roofline_report.analysis.stats import median, quartiles  # noqa: E402
 from roofline_report.errors import EXIT_INPUT, InputError  # noqa: E402
 from roofline_report.hlo import ir, shapes  # noqa: E402
@@ -451,9 +451,10 @@ class _Traces:
         for row in spans["kernels"]:
             self.busy.setdefault(row["name"], []).extend(row["busy_s"])
             self.span.setdefault(row["name"], []).extend(row["span_s"])
-            self.held.setdefault(row["name"], []).extend(kernel_samples(row))
+            self.held.setdefault(row["name"], []).extend(
+                time_samples(row["span_s"], row.get("share_s"), row.get("wait_s")))
             self.queued.setdefault(row["name"], []).extend(
-                kernel_samples({"span_s": row["span_s"], "wait_s": row.get("wait_s")}))
+                time_samples(row["span_s"], None, row.get("wait_s")))
             self.launches[row["name"]] = median(row["launches"]) or 0.0
         self.busy_sum += _per_call_sums(row["busy_s"] for row in spans["kernels"])
         self.span_sum += _per_call_sums(row["span_s"] for row in spans["kernels"])

@@ -13,6 +13,7 @@ from roofline_report.analysis import predict
 from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, Floor, RoofSet
 from roofline_report.kinds import Kind
+from tests.kernel_records import kernel_record
 
 M = Kind.MEASURED
 DISPATCH = Floor("dispatch enqueued", 120e-6, M, "", per_buffer=4e-6, buffers=3)
@@ -27,7 +28,7 @@ def _stream(nbytes: float) -> predict.Prediction:
     """One streaming kernel moving ``nbytes``."""
     k = {"flops": nbytes / 8, "flops_by_op": {"add": nbytes / 8}, "bytes_read": nbytes / 2,
          "bytes_written": nbytes / 2, "trips": 1, "category": "elementwise"}
-    p = predict.predict_kernel(k, "float32", TPU)
+    p = predict.predict_kernel(kernel_record(k), "float32", TPU)
     assert p is not None
     return p
 
@@ -113,13 +114,15 @@ def test_products_at_the_highest_precision_take_that_roof() -> None:
     k = {"flops": 2e12, "flops_by_op": {"dot": 2e12}, "bytes_read": 1e6,
          "bytes_written": 1e6, "trips": 1, "category": "matmul", "matmul_products": 1}
     assert roofs.compute_at_precision("float32", "highest") == exact
-    default = predict.predict_kernel(k, "float32", roofs)
-    highest = predict.predict_kernel({**k, "matmul_precision": "highest"}, "float32", roofs)
+    default = predict.predict_kernel(kernel_record(k), "float32", roofs)
+    highest = predict.predict_kernel(kernel_record({**k, "matmul_precision": "highest"}),
+                                     "float32", roofs)
     assert default is not None and highest is not None
     assert highest.seconds == pytest.approx(6.4 * default.seconds, rel=0.05)
     assert highest.binding.roof == exact.name
     # without such a roof, the default one, and a note that says so
-    plain = predict.predict_kernel({**k, "matmul_precision": "highest"}, "float32", TPU)
+    plain = predict.predict_kernel(kernel_record({**k, "matmul_precision": "highest"}),
+                                   "float32", TPU)
     assert plain is not None and any("highest precision" in n for n in plain.notes)
 
 
@@ -151,15 +154,15 @@ def test_the_inventory_counts_the_buffers_a_call_passes() -> None:
 def test_an_asynchronous_copy_is_not_charged_to_the_call() -> None:
     copy = {"flops": 0, "flops_by_op": {}, "bytes_read": 650e6, "bytes_written": 650e6,
             "trips": 1, "category": "data movement", "asynchronous": True}
-    p = predict.predict_kernel(copy, "float32", TPU)
-    sync = predict.predict_kernel({**copy, "asynchronous": False}, "float32", TPU)
+    p = predict.predict_kernel(kernel_record(copy), "float32", TPU)
+    sync = predict.predict_kernel(kernel_record({**copy, "asynchronous": False}), "float32", TPU)
     assert p is not None and sync is not None
     assert sync.seconds == pytest.approx(2e-3 + 1e-6)  # 1.3 GB at 650 GB/s, and a launch
     assert p.seconds == pytest.approx(1e-6) and p.binding.name == "launch"
     assert predict.ASYNCHRONOUS in p.notes and p.bytes == sync.bytes
     # without a launch floor: nothing on the call's path
     bare = replace(TPU, floors=(DISPATCH,))
-    q = predict.predict_kernel(copy, "float32", bare)
+    q = predict.predict_kernel(kernel_record(copy), "float32", bare)
     assert q is not None and q.seconds == 0.0 and q.binding.name == predict.OVERLAPPED
 
 
@@ -171,12 +174,13 @@ def test_bytes_in_the_cores_own_memory_take_the_on_chip_rate() -> None:
     k = {"flops": 1e6, "flops_by_op": {"add": 1e6}, "bytes_read": 65e6, "bytes_written": 0,
          "on_chip_bytes_read": 100e6, "on_chip_bytes_written": 100e6, "trips": 1,
          "category": "elementwise"}
-    p = predict.predict_kernel(k, "float32", roofs)
+    p = predict.predict_kernel(kernel_record(k), "float32", roofs)
     assert p is not None
     # the larger of 65 MB of HBM at 650 GB/s (100 us) and 200 MB on chip at 1 TB/s (200 us)
     assert p.seconds == pytest.approx(200e-6 + 1e-6)
     assert p.binding.detail == "on chip" and p.binding.roof == chip.name
-    q = predict.predict_kernel(k, "float32", TPU)  # no on-chip rate: HBM alone, and a note
+    q = predict.predict_kernel(kernel_record(k),
+                               "float32", TPU)  # no on-chip rate: HBM alone, and a note
     assert q is not None and q.seconds == pytest.approx(100e-6 + 1e-6)
     assert any("on-chip rate" in n for n in q.notes)
 
@@ -245,8 +249,8 @@ def test_a_tpus_units_work_side_by_side() -> None:
     k = {"flops": 3.05e9, "flops_by_op": {"dot": 3e9, "add": 0.05e9},
          "transcendentals_by_op": {"tanh": 4e6}, "bytes_read": 1e3, "bytes_written": 1e3,
          "trips": 1, "category": "matmul"}
-    on_tpu = predict.predict_kernel(k, "float32", tpu)
-    summed = predict.predict_kernel(k, "float32", cpu_like)
+    on_tpu = predict.predict_kernel(kernel_record(k), "float32", tpu)
+    summed = predict.predict_kernel(kernel_record(k), "float32", cpu_like)
     assert on_tpu is not None and summed is not None
     matmul, vector, transcendental = 30e-6, 25e-6, 8e-6
     assert on_tpu.seconds == pytest.approx(matmul + 1e-6)  # and its launch
@@ -275,8 +279,8 @@ def test_a_tpus_hardware_roof_takes_its_busiest_unit_and_memory() -> None:
     k = {"flops": 3.05e9, "flops_by_op": {"dot": 3e9, "add": 0.05e9}, "bytes_read": 6.5e6,
          "bytes_written": 0, "on_chip_bytes_read": 40e6, "on_chip_bytes_written": 0,
          "trips": 1, "category": "matmul"}
-    roof = kernel_roof(k, "float32", tpu)
-    summed = kernel_roof(k, "float32", replace(tpu, units_overlap=False))
+    roof = kernel_roof(kernel_record(k), "float32", tpu)
+    summed = kernel_roof(kernel_record(k), "float32", replace(tpu, units_overlap=False))
     assert roof is not None and summed is not None
     # matrix 30 us beside vector 25 us; on chip 40 us beside HBM 10 us
     assert roof.group_seconds("compute") == pytest.approx(30e-6)

@@ -12,6 +12,7 @@ from roofline_report.analysis.analyse import analyse
 from roofline_report.analysis.kernels import _overlapped
 from roofline_report.report import views
 from roofline_report.report.model_words import ACCELERATOR_MODEL_TEXT, MODEL_TEXT
+from tests.kernel_records import kernel_time
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cpu_results.json"
 
@@ -30,7 +31,7 @@ def test_the_model_is_told_as_the_backend_runs_it() -> None:
 
 
 def test_shares_are_said_only_where_kernels_overlapped() -> None:
-    alone = {"busy_s": [1e-3, 2e-3], "share_s": [1e-3, 2e-3]}
-    beside = {"busy_s": [1e-3, 2e-3], "share_s": [0.5e-3, 2e-3]}
+    alone = kernel_time(launches=[1, 1], busy_s=[1e-3, 2e-3], share_s=[1e-3, 2e-3])
+    beside = kernel_time(launches=[1, 1], busy_s=[1e-3, 2e-3], share_s=[0.5e-3, 2e-3])
     assert not _overlapped(alone) and _overlapped(beside)
-    assert not _overlapped({"busy_s": [1e-3], "share_s": "busy_s"})  # written as the same
+    assert not _overlapped(kernel_time(launches=[1, 1], busy_s=[1e-3, 2e-3]))  # no shares

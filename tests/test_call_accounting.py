@@ -16,6 +16,7 @@ from roofline_report.analysis.call_accounting import VARIES, account_calls
 from roofline_report.ingest.pipeline import read_profile
 from roofline_report.ingest.records import results_document
 from roofline_report.report.accounting_words import accounting_text
+from tests.kernel_records import kernel_time, trace_calls
 
 TRACES = Path(__file__).parent / "fixtures" / "traces"
 
@@ -39,7 +40,7 @@ CALLS = [_call(5e-3, 4e-3, 2e-4), _call(13.5e-3, 12e-3, 2e-4), _call(5e-3, 4e-3,
 
 
 def test_each_call_is_the_table_plus_what_it_took_beyond_plus_the_rest() -> None:
-    a = account_calls({"calls": CALLS}, TIMES, SAMPLES)
+    a = account_calls(trace_calls(CALLS), TIMES, SAMPLES)
     assert a is not None
     assert a.table_s == pytest.approx(4e-3)  # the column: 1 + 2 + 1 ms
     first, second, _, fourth = a.calls
@@ -66,7 +67,7 @@ def test_each_call_is_the_table_plus_what_it_took_beyond_plus_the_rest() -> None
 def test_a_call_whose_parts_do_not_add_up_is_caught() -> None:
     broken = [dict(c) for c in CALLS]
     broken[2]["gaps_s"] += 2e-3  # a reader that double-counts a gap
-    a = account_calls({"calls": broken}, TIMES, SAMPLES)
+    a = account_calls(trace_calls(broken), TIMES, SAMPLES)
     assert a is not None
     assert a.worst_residual == pytest.approx(2e-3 / 5e-3)
     assert "to within 40%" in _text(accounting_text(a))
@@ -75,9 +76,9 @@ def test_a_call_whose_parts_do_not_add_up_is_caught() -> None:
 def test_steady_kernels_have_no_stall_and_no_varying_row() -> None:
     steady = {"a": [1e-3] * 3, "b": [2e-3, 2.5e-3, 2e-3]}
     calls = [_call(3.5e-3, 3e-3), _call(4e-3, 3.5e-3), _call(3.5e-3, 3e-3)]
-    a = account_calls({"calls": calls}, {"a": 1e-3, "b": 2e-3}, steady)
+    a = account_calls(trace_calls(calls), {"a": 1e-3, "b": 2e-3}, steady)
     assert a is not None and a.stalls is None and a.varying == ()
-    assert account_calls({"calls": []}, {}, {}) is None
+    assert account_calls([], {}, {}) is None
 
 
 @pytest.mark.parametrize("trace", ["transformer", "sharded8", "../traces_real/h200_train_step"])
@@ -101,15 +102,15 @@ def test_a_kernel_missing_from_a_call_is_placed_at_the_calls_it_ran_in() -> None
     to the first ones: else every later call's sum is shifted."""
     from roofline_report.analysis.kernels import per_call_samples
 
-    k = {"name": "a", "launches": [1, 1], "span_s": [1e-3, 5e-3], "calls_at": [0, 2]}
+    k = kernel_time(name="a", launches=[1, 1], span_s=[1e-3, 5e-3], calls_at=[0, 2])
     placed = per_call_samples(k, 3)
     assert placed[0] == 1e-3 and math.isnan(placed[1]) and placed[2] == 5e-3
     assert len(per_call_samples(k, 2)) == 2, "a sample past the calls is left out"
-    old = {"name": "a", "launches": [1, 1], "span_s": [1e-3, 5e-3]}  # before calls_at
+    old = kernel_time(name="a", launches=[1, 1], span_s=[1e-3, 5e-3])  # before calls_at
     assert [None if math.isnan(x) else x for x in per_call_samples(old, 3)] == [1e-3, 5e-3, None]
     calls = [_call(2e-3, 2e-3), _call(1e-3, 1e-3), _call(6e-3, 6e-3)]
     b = [1e-3, 1e-3, 1e-3]
-    a = account_calls({"calls": calls}, {"a": 1e-3, "b": 1e-3},
+    a = account_calls(trace_calls(calls), {"a": 1e-3, "b": 1e-3},
                       {"a": per_call_samples(k, 3), "b": b})
     assert a is not None
     assert [c.kernels_s for c in a.calls] == pytest.approx([2e-3, 1e-3, 6e-3])

@@ -19,6 +19,7 @@ from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.hlo.shapes import parse_shape
 from roofline_report.kinds import Kind
 from roofline_report.results.schema import KernelInventory
+from tests.kernel_records import kernel_record
 
 DOTS = """HloModule dots
 
@@ -233,48 +234,53 @@ def _kernel(pattern: str, size: float, row: int = 0, read: dict[str, int] | None
 
 def test_a_matrix_vector_product_takes_the_roof_of_the_nearest_width() -> None:
     # one token: the vector's roof, 1e6 matrix elements at 20 G/s
-    vector = patterns.pattern_time(_kernel("mat-vec", 1e6, 1), "float32", ROOFS)
+    vector = patterns.pattern_time(kernel_record(_kernel("mat-vec", 1e6, 1)), "float32", ROOFS)
     assert vector is not None and vector.seconds == pytest.approx(1e6 / 20e9)
     assert vector.unit == "elements"
     # ten columns: nearer 16 than 1 in log, 0.5 G matrix elements/s
-    ten = patterns.pattern_time(_kernel("mat-vec", 1e6, 10), "float32", ROOFS)
+    ten = patterns.pattern_time(kernel_record(_kernel("mat-vec", 1e6, 10)), "float32", ROOFS)
     assert ten is not None and ten.seconds == pytest.approx(1e6 / 0.5e9)
     # three: nearer 1 (log 3) than 16 (log 16/3)
-    three = patterns.pattern_roof(_kernel("mat-vec", 1e6, 3), "float32", ROOFS)
+    three = patterns.pattern_roof(kernel_record(_kernel("mat-vec", 1e6, 3)), "float32", ROOFS)
     assert three is not None and three.row == 1
 
 
 def test_a_transposed_dot_takes_its_own_roof_and_the_loop_dots_without_one() -> None:
-    own = patterns.pattern_time(_kernel("transposed-dot", 1e8), "float32", ROOFS)
+    own = patterns.pattern_time(kernel_record(_kernel("transposed-dot", 1e8)), "float32", ROOFS)
     assert own is not None and own.seconds == pytest.approx(1e8 / 160e9)
     assert own.unit == "FLOP"
     older = _roofs(*(r for r in ROOFS.rates if r.op != "transposed-dot"))
-    stand_in = patterns.pattern_time(_kernel("transposed-dot", 1e8), "float32", older)
+    stand_in = patterns.pattern_time(kernel_record(_kernel("transposed-dot", 1e8)),
+                                     "float32", older)
     assert stand_in is not None and stand_in.seconds == pytest.approx(1e8 / 130e9)
     # a matrix-vector product has no stand-in: its size is in matrix elements
     no_vector = _roofs(*(r for r in ROOFS.rates if r.op != "mat-vec"))
     kernel = _kernel("mat-vec", 1e6, 1)
-    assert patterns.pattern_time(kernel, "float32", no_vector) is None
-    assert patterns.missing(kernel, "float32", no_vector) == patterns.NO_ROOF
+    assert patterns.pattern_time(kernel_record(kernel), "float32", no_vector) is None
+    assert patterns.missing(kernel_record(kernel), "float32", no_vector) == patterns.NO_ROOF
 
 
 def test_a_block_transpose_takes_the_nearest_run_or_the_transposes_roof() -> None:
     # runs of 128: 64 (log 2) against 1024 (log 8)
-    found = patterns.pattern_time(_kernel("block-transpose", 1e6, 128), "float32", ROOFS)
+    found = patterns.pattern_time(kernel_record(_kernel("block-transpose", 1e6, 128)),
+                                  "float32", ROOFS)
     assert found is not None and found.seconds == pytest.approx(1e6 / 10e9)
-    wide = patterns.pattern_time(_kernel("block-transpose", 1e6, 2048), "float32", ROOFS)
+    wide = patterns.pattern_time(kernel_record(_kernel("block-transpose", 1e6, 2048)),
+                                 "float32", ROOFS)
     assert wide is not None and wide.seconds == pytest.approx(1e6 / 12e9)
     older = _roofs(*(r for r in ROOFS.rates if r.op != "block-transpose"))
-    stand_in = patterns.pattern_time(_kernel("block-transpose", 1e6, 64), "float32", older)
+    stand_in = patterns.pattern_time(kernel_record(_kernel("block-transpose", 1e6, 64)),
+                                     "float32", older)
     assert stand_in is not None and stand_in.seconds == pytest.approx(1e6 / 2e9)
 
 
 def test_a_real_fft_takes_the_float_roof_of_its_length_a_complex_one_the_complex_roof() -> None:
-    real = patterns.pattern_time(_kernel("fft", 1e8, 400), "float32", ROOFS)
+    real = patterns.pattern_time(kernel_record(_kernel("fft", 1e8, 400)), "float32", ROOFS)
     assert real is not None and real.seconds == pytest.approx(1e8 / 150e9)  # 256 is nearer
-    long = patterns.pattern_time(_kernel("fft", 1e6, 4096), "float32", ROOFS)
+    long = patterns.pattern_time(kernel_record(_kernel("fft", 1e6, 4096)), "float32", ROOFS)
     assert long is not None and long.seconds == pytest.approx(1e6 / 70e9)
-    planes = patterns.pattern_time(_kernel("fft", 1e8, 128, {"c64": 8 * 10**6}), "float32",
+    planes = patterns.pattern_time(kernel_record(_kernel("fft", 1e8, 128, {"c64": 8 * 10**6})),
+                                   "float32",
                                    ROOFS)
     assert planes is not None and planes.seconds == pytest.approx(1e8 / 200e9)
 
@@ -286,7 +292,7 @@ def test_a_scatter_takes_the_roof_of_its_nearest_width() -> None:
         _rate("scatter", "float32", ((1e4, 5e9), (1e6, 5e9)), row=64),
         _rate("scatter", "float32", ((1e4, 7e9), (1e6, 7e9)), row=256))
     for row, rate in ((1, 1e9), (8, 4e9), (64, 5e9), (128, 5e9), (200, 7e9), (512, 7e9)):
-        found = patterns.pattern_time(_kernel("scatter", 1e6, row), "float32", roofs)
+        found = patterns.pattern_time(kernel_record(_kernel("scatter", 1e6, row)), "float32", roofs)
         assert found is not None and found.seconds == pytest.approx(1e6 / rate), row
 
 
@@ -442,8 +448,10 @@ def test_a_kernel_reading_a_cold_argument_is_priced_at_main_memorys_read_roof() 
               "bytes_read": 8 * MIB, "bytes_written": 8 * MIB, "read_by_dtype": {"f32": 8 * MIB},
               "written_by_dtype": {"f32": 8 * MIB}, "argument_bytes_read": 8 * MIB,
               "trips": 1}
-    hot = predict_kernel(kernel, "float32", roofs, traffic=100 * MIB, footprint=16 * MIB)
-    cold = predict_kernel(kernel, "float32", roofs, traffic=100 * MIB, footprint=64 * MIB)
+    hot = predict_kernel(kernel_record(kernel),
+                         "float32", roofs, traffic=100 * MIB, footprint=16 * MIB)
+    cold = predict_kernel(kernel_record(kernel),
+                          "float32", roofs, traffic=100 * MIB, footprint=64 * MIB)
     assert hot is not None and cold is not None
     assert hot.seconds == pytest.approx(16 * MIB / 200e9)
     assert cold.seconds == pytest.approx(16 * MIB / 200e9 + 8 * MIB / 25e9 - 8 * MIB / 200e9)

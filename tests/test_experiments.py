@@ -741,6 +741,7 @@ def inventory(*kernels: dict[str, Any]) -> dict[str, Any]:
         "module": "jit_f", "kernels": list(kernels), "count": len(kernels),
         "launches": sum(k["trips"] for k in kernels),
         "flops": sum(k["flops"] * k["trips"] for k in kernels),
+        "transcendentals": sum(k["transcendentals"] * k["trips"] for k in kernels),
         "bytes_read": sum(k["bytes_read"] * k["trips"] for k in kernels),
         "bytes_written": sum(k["bytes_written"] * k["trips"] for k in kernels),
         "flops_by_op": {}, "transcendentals_by_op": {}, "by_category": {}, "notes": [],

@@ -11,6 +11,7 @@ from roofline_report.analysis.predict import Prediction, Term
 from roofline_report.analysis.stats import Stats
 from roofline_report.backends import describe
 from roofline_report.kinds import Kind
+from tests.kernel_records import kernel_record, kernel_records
 
 MiB = 1 << 20
 M = Kind.MEASURED
@@ -307,23 +308,27 @@ def test_read_passes_count_each_reduction_and_the_output_made_from_the_input() -
     norm = {"name": "ynn_fusion", "category": "reduction", "bytes_read": 16 * MiB,
             "bytes_written": 16 * MiB, "read_by_dtype": {"f32": 16 * MiB},
             "reduced_elements": 2 * 4 * MiB, "trips": 1}
-    assert read_passes(norm) == 3, "the mean, the variance, then the normalised output"
-    assert read_passes({**norm, "bytes_written": 4096}) == 2, "two reductions, a small output"
-    assert read_passes({**norm, "reduced_elements": 4 * MiB, "bytes_written": 4096}) == 1
-    assert read_passes({**norm, "category": "elementwise"}) == 1
-    assert read_passes({**norm, "reduced_elements": None}) == 1, "written before it was kept"
+    assert read_passes(kernel_record(norm)) == 3, \
+        "the mean, the variance, then the normalised output"
+    assert read_passes(kernel_record({**norm, "bytes_written": 4096})) == 2, \
+        "two reductions, a small output"
+    assert read_passes(kernel_record({**norm, "reduced_elements": 4 * MiB,
+                                      "bytes_written": 4096})) == 1
+    assert read_passes(kernel_record({**norm, "category": "elementwise"})) == 1
+    assert read_passes(kernel_record({**norm, "reduced_elements": None})) == 1, \
+        "written before it was kept"
     bf16 = {**norm, "bytes_read": 8 * MiB, "bytes_written": 8 * MiB,
             "read_by_dtype": {"bf16": 8 * MiB}}
-    assert read_passes(bf16) == 3, "elements, not bytes"
+    assert read_passes(kernel_record(bf16)) == 3, "elements, not bytes"
     from tests.test_experiments import ROOFS  # 100 GFLOP/s, DRAM at 20 GB/s past 1 MiB
 
     norm = {**norm, "flops": 5 * 4 * MiB, "transcendentals": 0, "trips": 2}
-    (found,) = multi_pass_kernels([norm, {**norm, "reduced_elements": 4 * MiB,
-                                          "bytes_written": 0}], "float32", ROOFS)
+    (found,) = multi_pass_kernels(kernel_records([norm, {**norm, "reduced_elements": 4 * MiB,
+                                                  "bytes_written": 0}]), "float32", ROOFS)
     assert (found.passes, found.read_per_launch, found.read, found.written) == (
         3, 16 * MiB, 32 * MiB, 32 * MiB), "per launch, and per call over its two trips"
     assert found.predicted > 2 * (32 * MiB) / 20e9, "one pass over 32 MiB, twice"
-    assert multi_pass_kernels([{**norm, "charged": False}], "float32", ROOFS) == ()
+    assert multi_pass_kernels(kernel_records([{**norm, "charged": False}]), "float32", ROOFS) == ()
 
 
 def test_a_gather_that_moves_no_main_memory_bytes_says_its_roof_is_a_fallback() -> None:

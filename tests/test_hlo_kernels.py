@@ -15,8 +15,9 @@ import pytest
 from roofline_report.analysis.kernels import kernel_seconds, trace_summary
 from roofline_report.hlo.ir import SourceLocation
 from roofline_report.hlo.kernels import kernel_inventory, reconcile_kernels, relative_source
-from roofline_report.results.schema import KernelInventory, KernelTiming
+from roofline_report.results.schema import KernelInventory, KernelTime, KernelTiming
 from roofline_report.traces.events import kernel_times, xspace_text
+from tests.kernel_records import kernel_time
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -96,7 +97,7 @@ def test_cpu_trace_matches_kernels_and_end_events() -> None:
     assert all(b <= s + 1e-15 for k in r["kernels"] for b, s in zip(k["busy_s"], k["span_s"],
                                                                      strict=True))
     assert r["unmatched"] == ["while.5"]  # the loop thunk: its self time is loop control
-    summary = trace_summary(r)
+    summary = trace_summary(KernelTiming.model_validate(r))
     assert summary is not None and summary.calls == 3
     assert 0.9 < summary.coverage <= 1
     assert summary.kernel_sum_s <= summary.program_s * 1.001  # one thread: no overlap
@@ -114,7 +115,7 @@ def test_gpu_trace_overlapping_streams() -> None:
     KernelTiming.model_validate(r)
     assert r["source"] == "device" and len(r["calls"]) == 3
     # middle call: execute at 0, gemm 6-27 us, reduce 28-33 us, transpose 29-37 us (overlap)
-    s = trace_summary(r)
+    s = trace_summary(KernelTiming.model_validate(r))
     assert s is not None
     assert s.program_s == pytest.approx(37e-6)
     assert s.busy_s == pytest.approx(30e-6)
@@ -157,7 +158,7 @@ def test_nested_events_count_self_time() -> None:
                      kernels=["fusion"])
     assert r["kernels"][0]["launches"] == [2]
     assert r["kernels"][0]["busy_s"] == [pytest.approx(60e-9)]
-    s = trace_summary(r)
+    s = trace_summary(KernelTiming.model_validate(r))
     assert s is not None
     assert s.loop_control_s == pytest.approx(40e-9)
     assert s.coverage == pytest.approx(60 / 100)
@@ -202,7 +203,7 @@ def test_a_kernel_queued_behind_another_kernels_work_is_not_charged_the_wait() -
     assert k["select"]["span_s"] == [pytest.approx(810e-9)]
     assert k["select"]["wait_s"] == [pytest.approx(780e-9)]
     assert k["conv"]["wait_s"] == [0.0] and k["conv.1"]["wait_s"] == [0.0]
-    table = kernel_seconds(k["select"])
+    table = kernel_seconds(KernelTime.model_validate(k["select"]))
     assert table == pytest.approx(30e-9)
     # A kernel that completes while the other kernel's event still runs ran beside it: an
     # end event for the select at 500 (both convolutions still running) leaves it no wait.
@@ -213,13 +214,14 @@ def test_a_kernel_queued_behind_another_kernels_work_is_not_charged_the_wait() -
     assert k2["select"]["wait_s"] == [0.0]
     # It ran alone 0-20, beside the first convolution 20-30 and beside both 30-500: its share
     # is 20 + 10/2 + 470/3 ns; the three shares add up to the 800 ns during which one ran.
-    assert kernel_seconds(k2["select"]) == pytest.approx((20 + 5 + 470 / 3) * 1e-9)
+    assert kernel_seconds(KernelTime.model_validate(k2["select"])) \
+        == pytest.approx((20 + 5 + 470 / 3) * 1e-9)
     assert sum(row["share_s"][0] for row in r["kernels"]) == pytest.approx(800e-9, rel=1e-4)
     # A record without shares (analysed before they were kept) takes its span less its wait;
     # without waits, its span.
-    assert kernel_seconds({"span_s": [810e-9], "wait_s": [780e-9], "launches": [1]}) \
+    assert kernel_seconds(kernel_time(span_s=[810e-9], wait_s=[780e-9])) \
         == pytest.approx(30e-9)
-    assert kernel_seconds({"span_s": [810e-9], "launches": [1]}) == pytest.approx(810e-9)
+    assert kernel_seconds(kernel_time(span_s=[810e-9])) == pytest.approx(810e-9)
 
 
 def test_kernels_side_by_side_share_the_cores_they_want() -> None:
@@ -567,5 +569,6 @@ def test_byte_rules_on_hand_written_edges() -> None:
 def test_a_pattern_kernel_is_data_movement_only_when_it_computes_nothing(
         ops: dict[str, int], pattern: str | None, inventory: str, shown: str) -> None:
     from roofline_report.analysis.kernels import _category
+    from tests.kernel_records import kernel_record
 
-    assert _category({"ops": ops, "pattern": pattern, "category": inventory}) == shown
+    assert _category(kernel_record(ops=ops, pattern=pattern, category=inventory)) == shown

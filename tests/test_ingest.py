@@ -83,7 +83,7 @@ def test_transformer_step_every_kernel_counted_and_timed(readings: dict[str, Rea
     assert {k["name"] for k in timing["kernels"]} == names  # every kernel matched to a time
     assert timing["unmatched"] == []
     assert len(w["trace"]["steps_s"]) == 3
-    summary = trace_summary(timing)
+    summary = trace_summary(schema.KernelTiming.model_validate(timing))
     assert summary is not None and summary.launches == inventory["launches"]
 
 

@@ -14,6 +14,7 @@ from roofline_report.analysis import patterns, roofs
 from roofline_report.analysis.roofs import RateRoof, RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.results import schema
+from tests.kernel_records import EMPTY_KERNEL, kernel_record
 
 
 def _rate(op: str, dtype: str, by_size: tuple[tuple[float, float], ...],
@@ -42,7 +43,7 @@ def _kernel(pattern: str | None, size: float | None, **extra: Any) -> dict[str, 
 def test_transpose_between_two_sizes_by_hand() -> None:
     # 32768 elements lie halfway (in log size) between 4096 and 262144:
     # ln(32768/4096) / ln(262144/4096) = ln 8 / ln 64 = 1/2, so the rate is 1.5e9 elements/s.
-    t = patterns.pattern_time(_kernel("transpose", 32768), "float32", ROOFS)
+    t = patterns.pattern_time(kernel_record(_kernel("transpose", 32768)), "float32", ROOFS)
     assert t is not None
     assert t.rate == pytest.approx(1.5e9)
     assert t.seconds == pytest.approx(32768 / 1.5e9)  # 21.845 us
@@ -51,17 +52,17 @@ def test_transpose_between_two_sizes_by_hand() -> None:
 
 
 def test_sizes_beyond_the_measured_ones_take_the_nearest_rate() -> None:
-    small = patterns.pattern_time(_kernel("transpose", 1000), "float32", ROOFS)
-    large = patterns.pattern_time(_kernel("transpose", 1 << 24), "float32", ROOFS)
+    small = patterns.pattern_time(kernel_record(_kernel("transpose", 1000)), "float32", ROOFS)
+    large = patterns.pattern_time(kernel_record(_kernel("transpose", 1 << 24)), "float32", ROOFS)
     assert small is not None and small.seconds == pytest.approx(1000 / 1e9)  # 1 us
     assert large is not None and large.seconds == pytest.approx((1 << 24) / 2e9)  # 8.39 ms
 
 
 def test_each_dtype_has_its_roof_and_float32_stands_in() -> None:
-    bf16 = patterns.pattern_time(_kernel("transpose", 262144), "bfloat16", ROOFS)
+    bf16 = patterns.pattern_time(kernel_record(_kernel("transpose", 262144)), "bfloat16", ROOFS)
     assert bf16 is not None and bf16.seconds == pytest.approx(262144 / 6e9)
     # No bfloat16 gather was measured: float32's rate, 2.5e8/s at a million elements.
-    gather = patterns.pattern_time(_kernel("gather", 1048576), "bfloat16", ROOFS)
+    gather = patterns.pattern_time(kernel_record(_kernel("gather", 1048576)), "bfloat16", ROOFS)
     assert gather is not None and gather.roof == "gather float32"
     assert gather.seconds == pytest.approx(1048576 / 2.5e8)  # 4.19 ms
 
@@ -69,7 +70,7 @@ def test_each_dtype_has_its_roof_and_float32_stands_in() -> None:
 def test_a_sort_at_its_comparison_rate() -> None:
     # A stable argsort of 2048 int32 keys: 22528 comparisons, between the two sizes measured;
     # the float32 roof stands in for int32. ln(22528/2048) / ln(229376/2048) = ln 11 / ln 112.
-    t = patterns.pattern_time(_kernel("sort", 22528), "int32", ROOFS)
+    t = patterns.pattern_time(kernel_record(_kernel("sort", 22528)), "int32", ROOFS)
     w = math.log(11) / math.log(112)
     assert t is not None and t.unit == "comparisons"
     assert t.rate == pytest.approx(4e7 + w * 0.5e7)
@@ -82,11 +83,12 @@ def test_a_top_k_at_its_rate_of_elements_searched() -> None:
     # larger size measured: 262144 / 2e8 per second = 1.31 ms.
     roofs_ = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
         _rate("top-k", "float32", ((32768.0, 6e8), (262144.0, 2e8))),))
-    t = patterns.pattern_time(_kernel("top-k", 262144), "float32", roofs_)
+    t = patterns.pattern_time(kernel_record(_kernel("top-k", 262144)), "float32", roofs_)
     assert t is not None and (t.unit, t.roof) == ("elements", "top-k float32")
     assert t.seconds == pytest.approx(262144 / 2e8)
     # Without its roof, a top-k says so (it is not priced as a sort).
-    assert patterns.missing(_kernel("top-k", 262144), "float32", ROOFS) == patterns.NO_ROOF
+    assert patterns.missing(kernel_record(_kernel("top-k", 262144)),
+                            "float32", ROOFS) == patterns.NO_ROOF
 
 
 def test_a_top_k_takes_the_roof_measured_on_rows_nearest_its_own() -> None:
@@ -98,16 +100,18 @@ def test_a_top_k_takes_the_roof_measured_on_rows_nearest_its_own() -> None:
                          "top-k float32 (top 16 of rows of 4096)"), row=4096)
     roofs_ = RoofSet("hand-made", Kind.MEASURED, (), (), (), (long, short))
     # A sampler's top 20 of 8 rows of 1024 words: the rows-of-1024 roof, not the first one.
-    sampler = patterns.pattern_time(_kernel("top-k", 8192, pattern_row=1024), "float32",
+    sampler = patterns.pattern_time(kernel_record(_kernel("top-k", 8192, pattern_row=1024)),
+                                    "float32",
                                     roofs_)
     assert sampler is not None and sampler.roof == short.name
     assert sampler.seconds == pytest.approx(8192 / 1.9e8)
     # Rows of 32768 are nearer 4096 (in log); rows of 2048 lie as near both: the shorter's.
     for row, roof in ((32768, long), (256, short), (2048, short), (3000, long)):
-        t = patterns.pattern_time(_kernel("top-k", 65536, pattern_row=row), "float32", roofs_)
+        t = patterns.pattern_time(kernel_record(_kernel("top-k", 65536, pattern_row=row)),
+                                  "float32", roofs_)
         assert t is not None and t.roof == roof.name, row
     # A record without its row (saved before it was kept): the first top-k roof, as before.
-    t = patterns.pattern_time(_kernel("top-k", 65536), "float32", roofs_)
+    t = patterns.pattern_time(kernel_record(_kernel("top-k", 65536)), "float32", roofs_)
     assert t is not None and t.roof == long.name
 
 
@@ -119,22 +123,24 @@ def test_a_scatter_of_single_elements_takes_the_single_elements_roof() -> None:
     single = replace(_rate("scatter", "float32", ((4096.0, 2e8), (1048576.0, 2e8)),
                            "scatter float32 (scattered elements)"), row=1)
     roofs_ = RoofSet("hand-made", Kind.MEASURED, (), (), (), (rows, single))
-    bloom = patterns.pattern_time(_kernel("scatter", 65536, pattern_row=1), "float32", roofs_)
+    bloom = patterns.pattern_time(kernel_record(_kernel("scatter", 65536, pattern_row=1)),
+                                  "float32", roofs_)
     assert bloom is not None and (bloom.roof, bloom.seconds) == (single.name,
                                                                  pytest.approx(65536 / 2e8))
-    embedding = patterns.pattern_time(_kernel("scatter", 65536, pattern_row=128), "float32",
+    embedding = patterns.pattern_time(kernel_record(_kernel("scatter", 65536, pattern_row=128)),
+                                      "float32",
                                       roofs_)
     assert embedding is not None and embedding.roof == rows.name
 
 
 def test_a_fused_transpose_without_its_own_roof_takes_the_transposes() -> None:
     # 32768 output elements at the float32 transpose roof's 1.5e9 (see the test above).
-    t = patterns.pattern_time(_kernel("fused-transpose", 32768), "float32", ROOFS)
+    t = patterns.pattern_time(kernel_record(_kernel("fused-transpose", 32768)), "float32", ROOFS)
     assert t is not None and (t.pattern, t.roof) == ("fused-transpose", "transpose float32")
     assert t.seconds == pytest.approx(32768 / 1.5e9)
     own = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
         *ROOFS.rates, _rate("fused-transpose", "float32", ((4096.0, 5e8), (262144.0, 5e8)))))
-    t = patterns.pattern_time(_kernel("fused-transpose", 32768), "float32", own)
+    t = patterns.pattern_time(kernel_record(_kernel("fused-transpose", 32768)), "float32", own)
     assert t is not None and t.roof == "fused-transpose float32"
     assert t.seconds == pytest.approx(32768 / 5e8)
 
@@ -146,42 +152,48 @@ def test_an_interleaved_reduction_is_priced_by_its_runs() -> None:
     own = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
         *ROOFS.rates, _rate("interleaved-reduction", "float32",
                             ((8192.0, 2.3e8), (524288.0, 2.3e8)))))
-    t = patterns.pattern_time(kernel, "float32", own)
+    t = patterns.pattern_time(kernel_record(kernel), "float32", own)
     assert t is not None and (t.unit, t.roof) == ("runs", "interleaved-reduction float32")
     assert t.seconds == pytest.approx(131072 / 2.3e8)
-    assert patterns.missing(kernel, "float32", ROOFS) == patterns.NO_ROOF
+    assert patterns.missing(kernel_record(kernel), "float32", ROOFS) == patterns.NO_ROOF
 
 
 def test_loop_dot_in_flops() -> None:
     # 2·128³ flops lie halfway between 2·64³ and 2·256³ in log size: 7.5e10 FLOP/s.
     flops = 2 * 128**3
-    t = patterns.pattern_time(_kernel("loop-dot", flops, category="matmul"), "float32", ROOFS)
+    t = patterns.pattern_time(kernel_record(_kernel("loop-dot", flops, category="matmul")),
+                              "float32", ROOFS)
     assert t is not None and t.unit == "FLOP"
     assert t.rate == pytest.approx(7.5e10)
     assert t.seconds == pytest.approx(flops / 7.5e10)  # 55.9 us
 
 
-@pytest.mark.parametrize("kernel", [
-    _kernel(None, 4096), {"name": "fusion"}, _kernel("elementwise", 4096),
-])
+@pytest.mark.parametrize("kernel", [_kernel(None, 4096), {"name": "fusion"}])
 def test_no_pattern_no_time(kernel: dict[str, Any]) -> None:
-    assert patterns.pattern_time(kernel, "float32", ROOFS) is None
-    assert patterns.missing(kernel, "float32", ROOFS) is None
+    assert patterns.pattern_time(kernel_record(kernel), "float32", ROOFS) is None
+    assert patterns.missing(kernel_record(kernel), "float32", ROOFS) is None
 
 
 def test_a_pattern_without_a_roof_says_so() -> None:
     scatter = _kernel("scatter", 4096)
-    assert patterns.pattern_time(scatter, "float32", ROOFS) is None
-    assert patterns.missing(scatter, "float32", ROOFS) == patterns.NO_ROOF
+    assert patterns.pattern_time(kernel_record(scatter), "float32", ROOFS) is None
+    assert patterns.missing(kernel_record(scatter), "float32", ROOFS) == patterns.NO_ROOF
     empty = RoofSet("none", Kind.MEASURED, (), ())
-    assert patterns.missing(_kernel("transpose", 4096), "float32", empty) == patterns.NO_ROOF
+    assert patterns.missing(kernel_record(_kernel("transpose", 4096)),
+                            "float32", empty) == patterns.NO_ROOF
 
 
-@pytest.mark.parametrize("size", [None, 0, -5, math.nan, math.inf, True, "4096"])
-def test_a_pattern_without_a_size_gets_no_time(size: Any) -> None:
-    kernel = _kernel("transpose", size)
-    assert patterns.pattern_time(kernel, "float32", ROOFS) is None
-    assert patterns.missing(kernel, "float32", ROOFS) == patterns.NO_SIZE
+def test_a_pattern_without_a_size_gets_no_time() -> None:
+    kernel = _kernel("transpose", 0)
+    assert patterns.pattern_time(kernel_record(kernel), "float32", ROOFS) is None
+    assert patterns.missing(kernel_record(kernel), "float32", ROOFS) == patterns.NO_SIZE
+
+
+@pytest.mark.parametrize("size", [None, -5, math.nan, math.inf, True, "4096"])
+def test_a_record_keeps_no_size_that_is_not_a_count(size: object) -> None:
+    """What the model is spared: the kernel record refuses a size that is not a count."""
+    with pytest.raises(ValueError, match="pattern_size"):
+        schema.KernelRecord.model_validate({**EMPTY_KERNEL, **_kernel("transpose", size)})
 
 
 def _pattern_entry(op: str, points: list[tuple[int, float]], *, roof: bool = True,
@@ -208,15 +220,15 @@ def test_an_integer_kernel_takes_its_patterns_int32_rate() -> None:
     assert m is not None
     floats = {**_kernel("variadic-reduction", 1 << 20), "read_by_dtype": {"f32": 4 << 20}}
     ints = {**floats, "read_by_dtype": {"u32": 4 << 20, "f32": 1024}}
-    t_float = patterns.pattern_time(floats, "float32", m)
-    t_int = patterns.pattern_time(ints, "float32", m)
+    t_float = patterns.pattern_time(kernel_record(floats), "float32", m)
+    t_int = patterns.pattern_time(kernel_record(ints), "float32", m)
     assert t_float is not None and t_int is not None
     assert t_float.seconds == pytest.approx(4e-3) and t_int.seconds == pytest.approx(1e-3)
     assert t_int.roof == "variadic-reduction int32 (v)"
     # Without an int32 roof, the integer kernel takes the float32 one.
     only_float = roofs.measured({**ceilings, "rates": entries[:1]})
     assert only_float is not None
-    t = patterns.pattern_time(ints, "float32", only_float)
+    t = patterns.pattern_time(kernel_record(ints), "float32", only_float)
     assert t is not None and t.seconds == pytest.approx(4e-3)
 
 
@@ -228,10 +240,11 @@ def test_an_fft_takes_the_complex_fft_rate() -> None:
     m = roofs.measured(ceilings)
     assert m is not None
     kernel = {**_kernel("fft", 1 << 27), "read_by_dtype": {"c64": 1 << 21}}
-    t = patterns.pattern_time(kernel, "float32", m)
+    t = patterns.pattern_time(kernel_record(kernel), "float32", m)
     assert t is not None and t.seconds == pytest.approx(400e-6) and t.unit == "FLOP"
     # Its operands' type, not the program's float type, picks the roof; none for floats.
-    assert patterns.pattern_time({**kernel, "read_by_dtype": {"f32": 1 << 21}}, "float32",
+    assert patterns.pattern_time(kernel_record({**kernel, "read_by_dtype": {"f32": 1 << 21}}),
+                                 "float32",
                                  m) is None
 
 
@@ -247,15 +260,16 @@ def test_a_complex_dot_takes_the_complex_loop_dot_rate() -> None:
     m = roofs.measured(ceilings)
     assert m is not None
     kernel = {**_kernel("loop-dot", 1 << 24), "read_by_dtype": {"c64": 1 << 20}}
-    t = patterns.pattern_time(kernel, "float32", m)
+    t = patterns.pattern_time(kernel_record(kernel), "float32", m)
     assert t is not None and t.seconds == pytest.approx(600e-6)
     assert t.roof == "loop-dot complex64 (v)"
-    floats = patterns.pattern_time({**kernel, "read_by_dtype": {"f32": 1 << 20}}, "float32", m)
+    floats = patterns.pattern_time(kernel_record({**kernel, "read_by_dtype": {"f32": 1 << 20}}),
+                                   "float32", m)
     assert floats is not None and floats.seconds == pytest.approx(100e-6)
     # Without a complex64 roof (ceilings measured before it was), the float32 one.
     only_float = roofs.measured({**ceilings, "rates": entries[:1]})
     assert only_float is not None
-    t = patterns.pattern_time(kernel, "float32", only_float)
+    t = patterns.pattern_time(kernel_record(kernel), "float32", only_float)
     assert t is not None and t.seconds == pytest.approx(100e-6)
 
 
@@ -278,7 +292,7 @@ def test_roofs_from_ceilings_take_dispatch_off_and_skip_variants() -> None:
     # The enqueued dispatch (4 us) taken off each call: 4096 / 10 us, 262144 / 131 us.
     assert [n for n, _ in roof.by_size] == [4096, 262144]
     assert [r for _, r in roof.by_size] == pytest.approx([4096 / 10e-6, 262144 / 131e-6])
-    t = patterns.pattern_time(_kernel("transpose", 262144), "float32", m)
+    t = patterns.pattern_time(kernel_record(_kernel("transpose", 262144)), "float32", m)
     assert t is not None and t.seconds == pytest.approx(131e-6)
 
 

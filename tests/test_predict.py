@@ -18,6 +18,7 @@ from roofline_report.analysis.roofs import (
 )
 from roofline_report.kinds import Kind
 from roofline_report.results import schema
+from tests.kernel_records import kernel_record, kernel_records, traced
 
 M = Kind.MEASURED
 KiB, MiB = 1 << 10, 1 << 20
@@ -223,7 +224,7 @@ def test_convolution_flops_go_to_the_convolution_roof() -> None:
     kernel = {"flops": 3_000_000, "flops_by_op": {"stablehlo.convolution": 2_000_000,
                                                    "stablehlo.dot_general": 1_000_000},
               "bytes_read": 0, "bytes_written": 0, "trips": 1}
-    p = predict.predict_kernel(kernel, "float32", roofs)
+    p = predict.predict_kernel(kernel_record(kernel), "float32", roofs)
     assert p is not None
     # 1e6 matmul flops at 100 GFLOP/s and 2e6 convolution flops at 25 GFLOP/s: 10 + 80 us.
     assert alu(p) == pytest.approx(1e6 / 100e9 + 2e6 / 25e9)
@@ -233,12 +234,13 @@ def test_convolution_flops_go_to_the_convolution_roof() -> None:
     assert roofs.compute_for("float32") is not None
     assert roofs.compute_for("float32").name == "matmul float32"  # type: ignore[union-attr]
     # Without a convolution roof, convolutions run at the matmul rate.
-    q = predict.predict_kernel(kernel, "float32", ROOFS)
+    q = predict.predict_kernel(kernel_record(kernel), "float32", ROOFS)
     assert q is not None and alu(q) == pytest.approx(3e6 / 100e9)
     # A convolution whose windows tile its input (a patch embedding) is still a convolution
     # in the HLO, run by the convolution library: its flops stay at the convolution roof (a
     # ViT's 8x8 patches of 3 colours ran at half the matmul rate of their flops).
-    patches = predict.predict_kernel({**kernel, "patch_conv_flops": 2_000_000}, "float32", roofs)
+    patches = predict.predict_kernel(kernel_record({**kernel, "patch_conv_flops": 2_000_000}),
+                                     "float32", roofs)
     assert patches is not None and alu(patches) == pytest.approx(alu(p))
     assert patches.binding.name == "convolution"
 
@@ -267,7 +269,7 @@ def test_a_batch_of_small_products_is_read_at_one_products_flops() -> None:
     kernel = {"flops": call, "flops_by_op": {"stablehlo.dot_general": call},
               "bytes_read": 64 * 2 * 16**2 * 4, "bytes_written": 64 * 16**2 * 4, "trips": 1,
               "matmul_products": 64, "category": "matmul"}
-    p = predict.predict_kernel(kernel, "float32", roofs)
+    p = predict.predict_kernel(kernel_record(kernel), "float32", roofs)
     assert p is not None and term(p, "matmul") == pytest.approx(10e-6)
 
 
@@ -291,14 +293,15 @@ def test_a_reduction_kernel_runs_at_the_row_reduction_rate_of_its_size() -> None
     kernel = {"flops": 100_000, "flops_by_op": {"stablehlo.add": 100_000},
               "bytes_read": 400_000, "bytes_written": 4_000, "read_by_dtype": {"f32": 400_000},
               "category": "reduction", "trips": 1}
-    p = predict.predict_kernel(kernel, "float32", roofs)
+    p = predict.predict_kernel(kernel_record(kernel), "float32", roofs)
     assert p is not None
     # The level's bandwidth would give 404 kB / 100 GB/s = 4.04 us; the reduction rate
     # 1e5 / 5.5e9 = 18.2 us binds.
     assert memory(p) == pytest.approx(1e5 / 5.5e9)
     assert "row reduction float32" in p.roofs and p.binding.name == "reduction"
     # Not a reduction: the level's bandwidth alone.
-    q = predict.predict_kernel({**kernel, "category": "elementwise"}, "float32", roofs)
+    q = predict.predict_kernel(kernel_record({**kernel, "category": "elementwise"}),
+                               "float32", roofs)
     assert q is not None and memory(q) == pytest.approx(404_000 / 100e9)
 
 
@@ -310,14 +313,14 @@ def test_a_fusion_reducing_its_input_twice_pays_for_both_reductions() -> None:
             "bytes_read": 400_000, "bytes_written": 400_000, "read_by_dtype": {"f32": 400_000},
             "category": "reduction", "trips": 1, "reduced_elements": 100_000}
     twice = {**once, "reduced_elements": 200_000}  # a layer norm's mean and variance
-    p, q = (predict.predict_kernel(k, "float32", roofs) for k in (once, twice))
+    p, q = (predict.predict_kernel(kernel_record(k), "float32", roofs) for k in (once, twice))
     assert p is not None and q is not None
     assert memory(p) == pytest.approx(1e5 / 1e9) and memory(q) == pytest.approx(2e5 / 1e9)
     # Never fewer than the elements it reads; a document without the field reads them once.
     fewer = {**once, "reduced_elements": 10}
     older = {k: v for k, v in once.items() if k != "reduced_elements"}
     for k in (fewer, older):
-        r = predict.predict_kernel(k, "float32", roofs)
+        r = predict.predict_kernel(kernel_record(k), "float32", roofs)
         assert r is not None and memory(r) == pytest.approx(1e5 / 1e9)
 
 
@@ -342,11 +345,12 @@ def test_a_kernel_computes_in_the_dtype_of_its_operands_not_the_programs() -> No
                  "read_by_dtype": {"f32": 4_000_000}, "written_by_dtype": {"f32": 4_000},
                  "category": "elementwise", "trips": 1}
     # A bfloat16 program's kernel reading float32 (converted before it) runs float32 adds.
-    assert predict.kernel_dtype(reduction, "bfloat16") == "float32"
-    assert predict.kernel_facts(reduction, "bfloat16").dtype == "float32"
+    assert predict.kernel_dtype(kernel_record(reduction), "bfloat16") == "float32"
+    assert predict.kernel_facts(kernel_record(reduction), "bfloat16").dtype == "float32"
     mixed = {**reduction, "read_by_dtype": {"bf16": 3_000_000, "f32": 1_000}}
-    assert predict.kernel_dtype(mixed, "float32") == "bfloat16"
-    assert predict.kernel_dtype({"read_by_dtype": {"s32": 8}}, "bfloat16") == "bfloat16"
+    assert predict.kernel_dtype(kernel_record(mixed), "float32") == "bfloat16"
+    assert predict.kernel_dtype(kernel_record({"read_by_dtype": {"s32": 8}}),
+                                "bfloat16") == "bfloat16"
 
 
 def test_a_kernel_writing_in_place_is_not_charged_the_fresh_output_roof() -> None:
@@ -356,8 +360,8 @@ def test_a_kernel_writing_in_place_is_not_charged_the_fresh_output_roof() -> Non
     kernel = {"flops": 1_000, "flops_by_op": {"stablehlo.multiply": 1_000},
               "bytes_read": 1 * MiB, "bytes_written": 1 * MiB, "read_by_dtype": {"f32": MiB},
               "category": "elementwise", "trips": 1}
-    new = predict.predict_kernel(kernel, "float32", roofs)
-    donated = predict.predict_kernel({**kernel, "in_place": True}, "float32", roofs)
+    new = predict.predict_kernel(kernel_record(kernel), "float32", roofs)
+    donated = predict.predict_kernel(kernel_record({**kernel, "in_place": True}), "float32", roofs)
     assert new is not None and donated is not None
     # A fresh 1 MiB output: the write-new roof (it holds for 2 x 1 MiB); in place: the stream.
     assert memory(new) == pytest.approx(2 * MiB / 5e9)
@@ -400,8 +404,8 @@ def test_a_program_is_the_sum_of_its_kernels_and_its_binding_its_largest_term() 
                     "bytes_written": 40, "trips": 3, "category": "elementwise"}
     matmul = {"flops": 2_000_000, "flops_by_op": {"stablehlo.dot_general": 2_000_000},
               "bytes_read": 1000, "bytes_written": 1000, "trips": 1, "category": "matmul"}
-    a = predict.predict_kernel(launch_bound, "float32", ROOFS)
-    b = predict.predict_kernel(matmul, "float32", ROOFS)
+    a = predict.predict_kernel(kernel_record(launch_bound), "float32", ROOFS)
+    b = predict.predict_kernel(kernel_record(matmul), "float32", ROOFS)
     assert a is not None and b is not None
     # A tiny kernel: 3 launches of its roofline time after the 1 us launch floor, which
     # binds (its 80 bytes stream in far less).
@@ -426,10 +430,11 @@ def test_a_batched_dot_runs_at_the_rate_of_one_of_its_products() -> None:
     roofs = RoofSet("this machine", M, (sized,), ROOFS.bandwidth, ROOFS.floors, ROOFS.rates)
     kernel = {"flops": 100_000_000, "flops_by_op": {"stablehlo.dot_general": 100_000_000},
               "bytes_read": 0, "bytes_written": 0, "trips": 1}
-    whole = predict.predict_kernel(kernel, "float32", roofs)
+    whole = predict.predict_kernel(kernel_record(kernel), "float32", roofs)
     # 100 products of 1e6 flops each run at the 1e6-flop product's 10 GFLOP/s, not at the
     # 100 GFLOP/s of one 1e8-flop product.
-    batched = predict.predict_kernel({**kernel, "matmul_products": 100}, "float32", roofs)
+    batched = predict.predict_kernel(kernel_record({**kernel, "matmul_products": 100}),
+                                     "float32", roofs)
     assert whole is not None and batched is not None
     assert alu(whole) == pytest.approx(1e8 / 100e9)
     assert alu(batched) == pytest.approx(1e8 / 10e9)
@@ -438,10 +443,10 @@ def test_a_batched_dot_runs_at_the_rate_of_one_of_its_products() -> None:
 def test_a_product_runs_at_the_rate_of_its_own_flops_whatever_its_shape() -> None:
     def kernel(m: int, k: int, n: int, dtype: str = "float32", extra: int = 0) -> predict.Facts:
         size = {"float32": 4, "bfloat16": 2}[dtype]
-        return predict.kernel_facts({
+        return predict.kernel_facts(kernel_record({
             "flops": 2 * m * k * n, "flops_by_op": {"stablehlo.dot_general": 2 * m * k * n},
             "bytes_read": size * (m * k + k * n) + extra, "bytes_written": size * m * n,
-            "category": "matmul", "dtype": dtype}, dtype)
+            "category": "matmul"}), dtype)
 
     assert predict.product_size(kernel(512, 512, 512)) == pytest.approx(2 * 512 ** 3)
     # A tall, skinny product (a graph network's edges through a layer) is read at its flops,
@@ -463,10 +468,10 @@ def test_a_product_runs_at_the_rate_of_its_own_flops_whatever_its_shape() -> Non
     assert p is not None
     assert term(p, "matmul") == pytest.approx(2 * 8192 * 256 * 64 / 200e9)
     # Batched: each product's flops (a batch of 8 [64, 64] @ [64, 64] products).
-    batched = predict.kernel_facts({
+    batched = predict.kernel_facts(kernel_record({
         "flops": 8 * 2 * 64**3, "flops_by_op": {"stablehlo.dot_general": 8 * 2 * 64**3},
         "bytes_read": 8 * 2 * 4 * 64**2, "bytes_written": 8 * 4 * 64**2, "category": "matmul",
-        "matmul_products": 8}, "float32")
+        "matmul_products": 8}), "float32")
     assert predict.product_size(batched) == 2 * 64**3
 
 
@@ -477,9 +482,9 @@ def test_a_kernel_split_across_workers_pays_the_split_launch_once_per_call() -> 
     kernel = {"flops": 1_000_000, "flops_by_op": {"stablehlo.add": 1_000_000},
               "bytes_read": 4 * MiB, "bytes_written": 4 * MiB, "trips": 2,
               "category": "elementwise"}
-    alone = predict.predict_kernel(kernel, "float32", roofs)
-    split = predict.predict_kernel({**kernel, "partitions": 2}, "float32", roofs)
-    elsewhere = predict.predict_kernel({**kernel, "partitions": 2}, "float32", ROOFS)
+    alone = predict.predict_kernel(kernel_record(kernel), "float32", roofs)
+    split = predict.predict_kernel(kernel_record({**kernel, "partitions": 2}), "float32", roofs)
+    elsewhere = predict.predict_kernel(kernel_record({**kernel, "partitions": 2}), "float32", ROOFS)
     assert alone is not None and split is not None and elsewhere is not None
     # 8 MiB at the 20 GB/s stream, then the 1 us launch: per launch, twice.
     streamed = 8 * MiB / 20e9
@@ -493,20 +498,16 @@ def test_a_kernel_split_across_workers_pays_the_split_launch_once_per_call() -> 
     # Roofs without the floor (a GPU, a spec sheet) charge nothing for the split.
     assert elsewhere.seconds == pytest.approx(alone.seconds)
     # A small split kernel is bound by the split, and says so.
-    small = predict.predict_kernel({**kernel, "bytes_read": 64 * KiB, "bytes_written": 64 * KiB,
-                                    "flops": 1000, "flops_by_op": {"stablehlo.add": 1000},
-                                    "partitions": 2}, "float32", roofs)
+    tiny = {**kernel, "bytes_read": 64 * KiB, "bytes_written": 64 * KiB, "flops": 1000,
+            "flops_by_op": {"stablehlo.add": 1000}, "partitions": 2}
+    small = predict.predict_kernel(kernel_record(tiny), "float32", roofs)
     assert small is not None
     assert small.binding.name == "split launch"
     assert small.binding.label == "split launch"
     # Outside a loop the one launch pays it whole; in a loop of 64 trips the small kernel's
     # launches bind instead, the split spread over them.
-    once = predict.predict_kernel({**kernel, "bytes_read": 64 * KiB, "bytes_written": 64 * KiB,
-                                   "flops": 1000, "flops_by_op": {"stablehlo.add": 1000},
-                                   "partitions": 2, "trips": 1}, "float32", roofs)
-    looped = predict.predict_kernel({**kernel, "bytes_read": 64 * KiB, "bytes_written": 64 * KiB,
-                                     "flops": 1000, "flops_by_op": {"stablehlo.add": 1000},
-                                     "partitions": 2, "trips": 64}, "float32", roofs)
+    once = predict.predict_kernel(kernel_record(tiny, trips=1), "float32", roofs)
+    looped = predict.predict_kernel(kernel_record(tiny, trips=64), "float32", roofs)
     assert once is not None and looped is not None
     assert term(once, "split launch") == pytest.approx(20e-6)
     assert term(looped, "split launch") == pytest.approx(20e-6)
@@ -543,7 +544,7 @@ def test_programs_timed_enqueued_pay_the_split_launch_measured_enqueued() -> Non
         assert roofs is not None
         roofs = RoofSet("this machine", M, roofs.compute, ROOFS.bandwidth,
                         (*roofs.floors, *ROOFS.floors), ROOFS.rates)
-        p = predict.predict_kernel(kernel, "float32", roofs)
+        p = predict.predict_kernel(kernel_record(kernel), "float32", roofs)
         assert p is not None
         return term(p, "split launch")
 
@@ -588,11 +589,12 @@ def test_fresh_pages_go_to_the_first_fresh_writes_of_a_large_program() -> None:
                {"bytes_written": 16 * MiB}, {"bytes_written": 4 * MiB, "charged": False},
                {"bytes_written": 16 * MiB}]
     # Temporaries under glibc's largest mmap threshold are reused: no fresh page.
-    assert fresh_pages(kernels, FRESH_ABOVE_BYTES - 1) == [0.0] * 5
-    assert fresh_pages(kernels, None) == [0.0] * 5
+    assert fresh_pages(kernel_records(kernels), FRESH_ABOVE_BYTES - 1) == [0.0] * 5
+    assert fresh_pages(kernel_records(kernels), None) == [0.0] * 5
     # 36 MiB of temporaries: the first 24 MiB written, then 12 of the next 16 MiB; writes in
     # place and branches not charged take none.
-    assert fresh_pages(kernels, 36 * MiB) == [24 * MiB / 4096, 0.0, 12 * MiB / 4096, 0.0, 0.0]
+    assert fresh_pages(kernel_records(kernels),
+                       36 * MiB) == [24 * MiB / 4096, 0.0, 12 * MiB / 4096, 0.0, 0.0]
     memory = MemoryStats(available=True, values={"temp_size_in_bytes": 36 * MiB})
     assert temp_bytes(memory) == 36 * MiB
     assert temp_bytes(MemoryStats(available=False, reason="x", values={})) is None
@@ -605,17 +607,17 @@ def test_page_faults_are_charged_once_a_call_and_merge_in_the_program() -> None:
     roofs = RoofSet("this machine", M, ROOFS.compute, ROOFS.bandwidth,
                     (*ROOFS.floors, Floor(PAGE_FAULT, 1e-6, M, "")), ROOFS.rates)
     kernel = {"flops": 0, "bytes_read": 4096, "bytes_written": 4096, "trips": 4}
-    plain = predict.predict_kernel(kernel, "float32", roofs)
-    faulted = predict.predict_kernel(kernel, "float32", roofs, fresh_pages=500)
+    plain = predict.predict_kernel(kernel_record(kernel), "float32", roofs)
+    faulted = predict.predict_kernel(kernel_record(kernel), "float32", roofs, fresh_pages=500)
     assert plain is not None and faulted is not None
     # 500 pages at 1 µs, once a call however many trips the loop runs.
     assert term(faulted, "page faults") == pytest.approx(500e-6)
     assert faulted.seconds == pytest.approx(plain.seconds + 500e-6)
     assert faulted.binding.label == "page faults" and faulted.binding.roof == PAGE_FAULT
     # No floor measured (a GPU, another allocator): nothing charged.
-    assert predict.predict_kernel(kernel, "float32", ROOFS, fresh_pages=500) == \
-        predict.predict_kernel(kernel, "float32", ROOFS)
-    other = predict.predict_kernel(kernel, "float32", roofs, fresh_pages=300)
+    assert predict.predict_kernel(kernel_record(kernel), "float32", ROOFS, fresh_pages=500) == \
+        predict.predict_kernel(kernel_record(kernel), "float32", ROOFS)
+    other = predict.predict_kernel(kernel_record(kernel), "float32", roofs, fresh_pages=300)
     assert other is not None
     program = predict.predict_program([faulted, other], roofs)
     assert program is not None
@@ -648,20 +650,22 @@ def test_a_loop_that_stops_on_data_runs_the_trips_its_trace_observed() -> None:
     kernels = [_looped("body.1"), _looped("body.2"), _looped("cond.1"),
                {**_looped("branch.1"), "branch": "conditional.2 branch 1 of 2"},
                {**_looped("entry.1", known=True), "loop": None}]
-    traced = {"body.1": {"launches": [24, 24, 25]}, "body.2": {"launches": [24, 23, 24]},
-              "cond.1": {"launches": [25, 25, 26]}, "branch.1": {"launches": [7, 9, 8]},
-              "entry.1": {"launches": [1, 1, 1]}}
-    observed, loops = loop_trips(kernels, traced)
+    seen = {"body.1": {"launches": [24, 24, 25]}, "body.2": {"launches": [24, 23, 24]},
+            "cond.1": {"launches": [25, 25, 26]}, "branch.1": {"launches": [7, 9, 8]},
+            "entry.1": {"launches": [1, 1, 1]}}
+    observed, loops = loop_trips(kernel_records(kernels), traced(seen))
     # The loop runs the most common of its kernels' medians (24, 24, 25, 8): every kernel of
     # it runs that, the condition too; a branch taken on some trips runs its own.
     assert observed == {"body.1": 24, "body.2": 24, "cond.1": 24, "branch.1": 8}
     assert [(x.loop, x.static, x.observed, x.kernels, x.lower_bound) for x in loops] == [
         ("while.3", 1, 24, 4, False)]
     # A kernel of the loop the trace does not show runs the loop's count.
-    observed, _ = loop_trips(kernels, {"body.1": {"launches": [24]}})
+    observed, _ = loop_trips(kernel_records(kernels), traced({"body.1": {"launches": [24]}}))
     assert observed == {"body.1": 24, "body.2": 24, "cond.1": 24, "branch.1": 24}
-    one = predict.predict_kernel(kernels[0], "float32", ROOFS)
-    many = predict.predict_kernel(observed_kernel(kernels[0], 24), "float32", ROOFS)
+    one = predict.predict_kernel(kernel_record(kernels[0]), "float32", ROOFS)
+    counted, static = observed_kernel(kernel_record(kernels[0]), 24)
+    assert (counted.trips, static) == (24, 1)
+    many = predict.predict_kernel(counted, "float32", ROOFS, trips_observed=True)
     assert one is not None and many is not None
     assert one.lower_bound and not many.lower_bound
     # Every trip's work, bytes and time: 24 × (max(1 MFLOP ÷ 10 GFLOP/s, 8 KiB ÷ 100 GB/s)
@@ -678,14 +682,15 @@ def test_a_loop_without_a_trace_is_a_lower_bound_and_an_inner_known_loop_multipl
 
     # An unknown loop around a known 5-trip loop: its kernels run 5 times per observed trip.
     kernels = [_looped("inner.1", trips=5, loop="while.7"), _looped("outer.1")]
-    observed, loops = loop_trips(kernels, {})
+    observed, loops = loop_trips(kernel_records(kernels), {})
     assert observed == {} and all(x.lower_bound for x in loops)
     assert [(x.loop, x.static) for x in loops] == [("while.3", 1), ("while.7", 5)]
-    observed, loops = loop_trips(kernels, {"inner.1": {"launches": [60, 60]},
-                                           "outer.1": {"launches": [12, 12]}})
+    observed, loops = loop_trips(kernel_records(kernels),
+                                 traced({"inner.1": {"launches": [60, 60]},
+                                        "outer.1": {"launches": [12, 12]}}))
     assert observed == {"inner.1": 60, "outer.1": 12}
     # A branch the program does not charge makes no lower bound.
-    _, loops = loop_trips([_looped("branch.1", charged=False)], {})
+    _, loops = loop_trips(kernel_records([_looped("branch.1", charged=False)]), {})
     assert not loops[0].lower_bound
 
 
@@ -695,7 +700,7 @@ def test_integer_products_run_at_their_integer_roof() -> None:
                     ROOFS.rates)
     kernel = {"flops": 2_000_000, "flops_by_op": {"stablehlo.dot_general": 2_000_000},
               "bytes_read": 0, "bytes_written": 0, "trips": 1, "matmul_dtype": "int8"}
-    p = predict.predict_kernel(kernel, "float32", roofs)
+    p = predict.predict_kernel(kernel_record(kernel), "float32", roofs)
     assert p is not None
     # 2e6 products at 400 G/s: 5 us, at the int8 roof, named where it binds.
     assert term(p, "matmul") == pytest.approx(2e6 / 400e9)
@@ -703,10 +708,11 @@ def test_integer_products_run_at_their_integer_roof() -> None:
     assert p.binding.label == "compute: int8 matmul"
     # The float roof stays the float kernels' and the one a float roofline draws.
     assert roofs.compute_for("float32").name == "matmul float32"  # type: ignore[union-attr]
-    floats = predict.predict_kernel({**kernel, "matmul_dtype": None}, "float32", roofs)
+    floats = predict.predict_kernel(kernel_record({**kernel, "matmul_dtype": None}),
+                                    "float32", roofs)
     assert floats is not None and term(floats, "matmul") == pytest.approx(2e6 / 100e9)
     # Without an int8 roof: the float32 roof, and a note says so.
-    q = predict.predict_kernel(kernel, "float32", ROOFS)
+    q = predict.predict_kernel(kernel_record(kernel), "float32", ROOFS)
     assert q is not None and term(q, "matmul") == pytest.approx(2e6 / 100e9)
     assert q.binding.roof == "matmul float32"
     assert any("no int8 matmul roof measured" in n for n in q.notes)
@@ -722,7 +728,7 @@ def test_grouped_convolutions_run_at_their_own_roof() -> None:
     # A 7x7 depthwise convolution beside a dense one in one kernel.
     kernel = {"flops": 5_000_000, "flops_by_op": {"stablehlo.convolution": 5_000_000},
               "bytes_read": 0, "bytes_written": 0, "trips": 1, "grouped_conv_flops": 2_500_000}
-    p = predict.predict_kernel(kernel, "float32", roofs)
+    p = predict.predict_kernel(kernel_record(kernel), "float32", roofs)
     assert p is not None
     # 2.5e6 dense at 25 GFLOP/s (100 us) + 2.5e6 grouped at the 2.5 MFLOP size's 2 GFLOP/s
     # (1.25 ms).
@@ -731,14 +737,14 @@ def test_grouped_convolutions_run_at_their_own_roof() -> None:
     assert p.binding.label == "compute: grouped convolution"
     # Past its largest size a grouped convolution keeps that size's rate (it falls with
     # size), not the roof's best: 1.7e8 flops at 1 GFLOP/s.
-    big = predict.predict_kernel({**kernel, "flops": 1.7e8,
-                                  "flops_by_op": {"stablehlo.convolution": 1.7e8},
-                                  "grouped_conv_flops": 1.7e8}, "float32", roofs)
+    big = predict.predict_kernel(kernel_record({**kernel, "flops": 1.7e8,
+                                                "flops_by_op": {"stablehlo.convolution": 1.7e8},
+                                                "grouped_conv_flops": 1.7e8}), "float32", roofs)
     assert big is not None and alu(big) == pytest.approx(1.7e8 / 1e9)
     # Without a grouped roof: the dense convolution's, and a note says so.
     bare = RoofSet("this machine", M, (*ROOFS.compute, conv), ROOFS.bandwidth, ROOFS.floors,
                    ROOFS.rates)
-    q = predict.predict_kernel(kernel, "float32", bare)
+    q = predict.predict_kernel(kernel_record(kernel), "float32", bare)
     assert q is not None and alu(q) == pytest.approx(5e6 / 25e9)
     assert any("no grouped-convolution roof measured" in n for n in q.notes)
 
@@ -756,7 +762,7 @@ def test_a_grouped_convolution_runs_at_the_rate_of_its_taps() -> None:
         kernel = {"flops": 1e7, "flops_by_op": {"stablehlo.convolution": 1e7},
                   "bytes_read": 0, "bytes_written": 0, "trips": 1, "grouped_conv_flops": 1e7,
                   "grouped_conv_taps": window}
-        p = predict.predict_kernel(kernel, "float32", roofs)
+        p = predict.predict_kernel(kernel_record(kernel), "float32", roofs)
         assert p is not None
         return alu(p)
 
@@ -806,7 +812,8 @@ def test_the_timing_of_an_untraced_loop_is_read_beside_its_lower_bound() -> None
                                                       "loop": None}]
     loops = (LoopTrips("while.3", 1, None, 2),)
     # One trip: 40 + 60 us predicted.
-    priced = per_trip(loops, kernels, {"body.1": 40e-6, "body.2": 60e-6, "x.1": 1e-3})
+    priced = per_trip(loops, kernel_records(kernels),
+                      {"body.1": 40e-6, "body.2": 60e-6, "x.1": 1e-3})
     assert priced[0].per_trip_s == pytest.approx(100e-6)
     # Predicted 1.1 ms a call (the loop once), measured 3.5 ms: 1 + 2.4 ms / 100 us = 25 trips.
     [x] = implied_trips(priced, 3.5e-3, 1.1e-3)
@@ -816,7 +823,7 @@ def test_the_timing_of_an_untraced_loop_is_read_beside_its_lower_bound() -> None
     two = (*priced, LoopTrips("while.9", 1, None, 1, per_trip_s=1e-6))
     assert all(y.implied is None for y in implied_trips(two, 3.5e-3, 1.1e-3))
     # A loop with an unpriced kernel gets no time per trip.
-    assert per_trip(loops, kernels, {"body.1": 40e-6})[0].per_trip_s is None
+    assert per_trip(loops, kernel_records(kernels), {"body.1": 40e-6})[0].per_trip_s is None
 
 
 def test_a_kernel_left_on_one_thread_gets_that_share_of_rates_measured_on_two() -> None:
@@ -833,10 +840,10 @@ def test_a_kernel_left_on_one_thread_gets_that_share_of_rates_measured_on_two() 
                                                   "stablehlo.convert": 500_000},
               "transcendentals_by_op": {"stablehlo.tanh": 200_000},
               "bytes_read": 4 * KiB, "bytes_written": 4 * KiB, "category": "elementwise",
-              "dtype": "float32", "kind": "kLoop", "opcode": "fusion"}
+              "kind": "kLoop", "opcode": "fusion"}
 
     def work(k: dict[str, object], on: RoofSet = roofs) -> dict[str, float]:
-        p = predict.predict_kernel(k, "float32", on)
+        p = predict.predict_kernel(kernel_record(k), "float32", on)
         assert p is not None
         return {n: term(p, n) for n in ("elementwise", "transcendental", "conversion")}
 
@@ -846,7 +853,7 @@ def test_a_kernel_left_on_one_thread_gets_that_share_of_rates_measured_on_two() 
                      "conversion": pytest.approx(5e5 / 4e9)}
     alone = work({**kernel, "partitions": 1})
     assert alone == {name: pytest.approx(2 * seconds) for name, seconds in split.items()}
-    p = predict.predict_kernel({**kernel, "partitions": 1}, "float32", roofs)
+    p = predict.predict_kernel(kernel_record({**kernel, "partitions": 1}), "float32", roofs)
     assert p is not None and any("leaves on 1 thread of the 2" in n for n in p.notes)
     # Split in four on a machine whose rates ran on two: no faster than the rates.
     assert work({**kernel, "partitions": 4}) == split
@@ -865,14 +872,14 @@ def test_an_fft_is_priced_at_its_transform_rate_not_as_elementwise_arithmetic_to
     kernel = {"flops": flops + 1_000, "flops_by_op": {"stablehlo.fft": flops,
                                                       "stablehlo.add": 1_000},
               "bytes_read": 4 * MiB, "bytes_written": 4 * MiB, "category": "other",
-              "dtype": "complex64", "opcode": "fft", "pattern": "fft",
+              "opcode": "fft", "pattern": "fft",
               "pattern_size": flops, "read_by_dtype": {"c64": 4 * MiB}}
     fft = RateRoof("fft complex64", "fft", "complex64", 146e9, M, "")
     with_fft = replace(ROOFS, rates=(*ROOFS.rates, fft))
-    p = predict.predict_kernel(kernel, "float32", with_fft)
+    p = predict.predict_kernel(kernel_record(kernel), "float32", with_fft)
     assert p is not None
     assert term(p, "elementwise") == pytest.approx(1_000 / 10e9)
     assert term(p, "pattern") == pytest.approx(flops / 146e9)
     assert p.binding.name == "pattern"
-    q = predict.predict_kernel(kernel, "float32", ROOFS)
+    q = predict.predict_kernel(kernel_record(kernel), "float32", ROOFS)
     assert q is not None and term(q, "elementwise") == pytest.approx((flops + 1_000) / 10e9)

@@ -16,6 +16,7 @@ from roofline_report.analysis.kernels import trace_summary
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.report import views as render
 from roofline_report.results import io as results
+from roofline_report.results import schema
 from roofline_report.traces.events import kernel_times
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -111,7 +112,7 @@ def test_kernels_held_to_assumed_budgets_are_marked_hypothetical(
 def test_the_trace_shows_the_launch_cost_beside_the_ceiling(with_kernels: dict[str, Any]) -> None:
     md = render.render(with_kernels).markdown
     scan = next(w for w in with_kernels["workloads"] if w["name"] == "scan")
-    t = trace_summary(scan["kernel_timing"])
+    t = trace_summary(schema.KernelTiming.model_validate(scan["kernel_timing"]))
     assert t is not None
     per = t.gaps_s / (t.launches - 1)
     from roofline_report.kinds import Kind

@@ -36,6 +36,7 @@ from roofline_report.ingest.hlo import hlo_text
 from roofline_report.ingest.pipeline import read_profile
 from roofline_report.ingest.records import results_document
 from roofline_report.ingest.tpu_timing import tpu_kernel_times
+from roofline_report.results import schema
 from roofline_report.traces.events import kernel_times
 from roofline_report.traces.xspace import XSpace, read_xspace
 from roofline_report.traces.xspace_schema import message_class
@@ -243,7 +244,8 @@ def test_each_kernels_time_per_call_is_its_raw_events_self_time(name: str) -> No
             want = [t * 1e-12 for t in expected[k["name"]]]
             assert k["busy_s"] == pytest.approx(want, rel=1e-9, abs=1e-15), k["name"]
             # The report's time of a kernel: one op after another on the core, whole.
-            assert kernel_samples(k) == pytest.approx(want, rel=1e-9, abs=1e-15), k["name"]
+            timed = schema.KernelTime.model_validate(k)
+            assert kernel_samples(timed) == pytest.approx(want, rel=1e-9, abs=1e-15), k["name"]
             assert k["launches"] == launches[k["name"]], k["name"]
 
 

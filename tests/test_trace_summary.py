@@ -12,19 +12,30 @@ import pytest
 from roofline_report.analysis.kernels import _calls_at, kernel_samples, trace_summary
 from roofline_report.quantiles import median
 from roofline_report.results import io as results
+from roofline_report.results import schema
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
-def _sums_one_by_one(timing: dict[str, Any]) -> tuple[float, float]:
+def _typed(timing: dict[str, Any]) -> schema.KernelTiming:
+    """The timing's typed record, built as it is: a random one's columns may be ragged, which
+    the schema refuses and the sum still takes as far as both lists go."""
+    return schema.KernelTiming.model_construct(
+        source=timing.get("source", "host"), notes=list(timing.get("notes", [])),
+        unmatched=[], calls_per_sample=timing.get("calls_per_sample", 1),
+        calls=[schema.TraceCall.model_construct(**call) for call in timing["calls"]],
+        kernels=[schema.KernelTime.model_construct(**kernel) for kernel in timing["kernels"]])
+
+
+def _sums_one_by_one(timing: schema.KernelTiming) -> tuple[float, float]:
     """(median kernel sum per call, median launches per call) as the rule reads."""
     per_call: dict[int, float] = {}
     launches: dict[int, float] = {}
-    for k in timing.get("kernels") or []:
+    for k in timing.kernels:
         at = _calls_at(k)
         for i, s in zip(at, kernel_samples(k), strict=False):
             per_call[i] = per_call.get(i, 0.0) + s
-        for i, n in zip(at, k.get("launches") or [], strict=False):
+        for i, n in zip(at, k.launches, strict=False):
             launches[i] = launches.get(i, 0.0) + float(n)
     return median(list(per_call.values())) or 0.0, median(list(launches.values())) or 0.0
 
@@ -60,8 +71,9 @@ def _random(seed: int) -> dict[str, Any]:
 @pytest.mark.parametrize("timing", [*_recorded(), *(_random(s) for s in range(12))])
 def test_each_calls_kernels_are_summed_as_one_addition_after_another(
         timing: dict[str, Any]) -> None:
-    summary = trace_summary(timing)
+    typed = _typed(timing)
+    summary = trace_summary(typed)
     assert summary is not None
-    assert (summary.kernel_sum_s, summary.launches) == _sums_one_by_one(timing)
+    assert (summary.kernel_sum_s, summary.launches) == _sums_one_by_one(typed)
     program = median([float(c["program_s"]) for c in timing["calls"]]) or 0.0
     assert summary.program_s == program

@@ -14,6 +14,7 @@ from roofline_report.hlo.ir import parse_module
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.hlo.uncounted_work import uncounted_work
 from roofline_report.results.schema import KernelInventory
+from tests.kernel_records import kernel_record
 
 _MODULE = """HloModule m, entry_computation_layout={{(f32[32]{{0}}, f32[8,32]{{1,0}})->f32[8,32]{{1,0}}}}
 
@@ -137,9 +138,9 @@ def _roofs(*, bandwidth: float, rate: tuple[str, str, float]) -> roofs.RoofSet:
 
 def test_the_model_prices_the_repeated_evaluations_and_says_so() -> None:
     m = _roofs(bandwidth=1e10, rate=("exp", "elements/s", 1e8))
-    once = predict.predict_kernel(_kernel(), "float32", m)
+    once = predict.predict_kernel(kernel_record(_kernel()), "float32", m)
     again = predict.predict_kernel(
-        _kernel(recomputed_transcendentals_by_op={"stablehlo.sine": 64 * 256 - 256}),
+        kernel_record(_kernel(recomputed_transcendentals_by_op={"stablehlo.sine": 64 * 256 - 256})),
         "float32", m)
     assert once is not None and again is not None
     sine = [t for t in again.terms if t.name == "transcendental"]
@@ -156,8 +157,8 @@ def test_the_model_prices_complex_arithmetic_and_says_so() -> None:
     m = _roofs(bandwidth=1e12, rate=("multiply-add", "FLOP/s", 1e9))
     record = {**_kernel(), "transcendentals": 0, "transcendentals_by_op": {},
               "flops": 1 << 16, "flops_by_op": {"stablehlo.multiply": 1 << 16}}
-    plain = predict.predict_kernel(record, "float32", m)
-    real = predict.predict_kernel({**record, "complex_flops": 5 << 16}, "float32", m)
+    plain = predict.predict_kernel(kernel_record(record), "float32", m)
+    real = predict.predict_kernel(kernel_record({**record, "complex_flops": 5 << 16}), "float32", m)
     assert plain is not None and real is not None
     [term] = [t for t in real.terms if t.name == "elementwise"]
     assert term.seconds == pytest.approx(6 * (1 << 16) / 1e9)

@@ -203,16 +203,17 @@ def _available(record: Any) -> bool:
     return isinstance(record, Mapping) and record.get("available", True) is not False
 
 
-def _program_prediction(w: schema.Workload, plain: Mapping[str, Any], table: KernelTable | None,
-                        roofs: RoofSet) -> Prediction | None:
+def _program_prediction(w: schema.Workload, table: KernelTable | None, roofs: RoofSet
+                        ) -> Prediction | None:
     """The per-kernel model of the compiled program when its inventory is known, else the
-    model of its totals (``plain``: the workload as results.json holds it)."""
+    model of its totals."""
     if table is not None and table.rows:
         # A conditional's branches are all listed; the program runs (and is charged) one.
         parts = [r.prediction for r in table.rows if r.charged]
         if all(p is not None for p in parts):
-            inventory = plain.get("kernels")
-            buffers = program_buffers(inventory) if isinstance(inventory, Mapping) else None
+            inventory = w.kernels
+            buffers = program_buffers(inventory) \
+                if isinstance(inventory, schema.KernelInventory) else None
             host = w.host_dispatch
             return predict_program([p for p in parts if p is not None], roofs, buffers,
                                    float(host.seconds) if isinstance(host, schema.HostDispatch)
@@ -274,8 +275,8 @@ def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend
     stats = timed.per_call if timed is not None else None
     if stats is None and (traced := _traced_time(w)) is not None:
         stats, timing_reason = traced, ""
-    table = kernel_table(w, plain, roofs.kernels, backend.name)
-    prediction = _program_prediction(w, plain, table, roofs.kernels)
+    table = kernel_table(w, roofs.kernels, backend.name)
+    prediction = _program_prediction(w, table, roofs.kernels)
     flops, moved, basis = _work(w)
     if table is not None and any(r.trips_observed for r in table.rows):
         # A loop's trips observed in the trace: the work and bytes of every trip it ran.
@@ -302,7 +303,7 @@ def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend
             fault_s=_fault_s(roofs.kernels),
             drift=checks.for_binding(prediction.binding) if checks is not None else None,
             footprint=footprint_bytes(w.memory), main_roof=_main_roof(roofs.kernels),
-            multi_pass=_multi_pass(plain.get("kernels"), w.dtype, roofs.kernels,
+            multi_pass=_multi_pass(w.kernels, w.dtype, roofs.kernels,
                                    {r.name: r.prediction.seconds for r in table.rows
                                     if r.prediction is not None} if table is not None else None)))
     minimum, minimum_basis = _minimum(w)
@@ -400,11 +401,10 @@ def _point(sw: schema.Sweep, pt: schema.SweepPoint, plain: Mapping[str, Any], ro
         flops, moved = float(an.flops), float(an.minimum_bytes)
     if stats is None or flops is None or not moved:
         return None
-    inventory = plain.get("kernels")
+    inventory = pt.kernels
     prediction: Prediction | None = None
-    if isinstance(pt.kernels, schema.KernelInventory) and pt.kernels.kernels \
-            and isinstance(inventory, Mapping):
-        prediction = predict_from_kernels(inventory["kernels"], dtype, roofs,
+    if isinstance(inventory, schema.KernelInventory) and inventory.kernels:
+        prediction = predict_from_kernels(inventory.kernels, dtype, roofs,
                                           program_traffic(inventory),
                                           program_buffers(inventory),
                                           program_footprint(inventory))
@@ -521,13 +521,14 @@ def _sharding(results: schema.Results, a: Assumptions, roofs: Roofs,
                          steps=steps)
 
 
-def _multi_pass(inventory: Any, dtype: str, roofs: RoofSet,
-                predicted: Mapping[str, float] | None = None) -> tuple[MultiPass, ...]:
+def _multi_pass(inventory: schema.KernelInventory | schema.Unavailable | None, dtype: str,
+                roofs: RoofSet, predicted: Mapping[str, float] | None = None
+                ) -> tuple[MultiPass, ...]:
     """The kernels of a kernel inventory that read their input more than once (their one-pass
     predictions ``predicted``'s where the kernel table has them)."""
-    if not _available(inventory) or not isinstance(inventory, Mapping):
+    if not isinstance(inventory, schema.KernelInventory):
         return ()
-    return multi_pass_kernels(inventory.get("kernels") or (), dtype, roofs, predicted)
+    return multi_pass_kernels(inventory.kernels, dtype, roofs, predicted)
 
 
 def _main_roof(roofs: RoofSet) -> tuple[str, float] | None:

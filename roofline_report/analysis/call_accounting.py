@@ -26,12 +26,12 @@ report says so instead of letting it vanish from the rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
-from typing import Any
 
 import numpy as np
+
+from roofline_report.results import schema
 
 __all__ = ["STALL_SHARE", "VARIES", "CallAccount", "CallAccounting", "Stalls", "Varying",
            "account_calls"]
@@ -153,8 +153,10 @@ class _Columns:
         return out
 
 
-def _column(calls: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
-    return np.fromiter(map(itemgetter(key), calls), dtype=np.float64, count=len(calls))
+def _column(calls: Sequence[schema.TraceCall], part: Callable[[schema.TraceCall], float]
+            ) -> np.ndarray:
+    """One part of every call (its ``program_s``, ``busy_s``, ...) as an array."""
+    return np.fromiter(map(part, calls), dtype=np.float64, count=len(calls))
 
 
 PerCall = Sequence[float | None] | np.ndarray  # a kernel's sample in each call (None or NaN: none)
@@ -175,15 +177,16 @@ def _samples(samples: Mapping[str, PerCall], names: Sequence[str], calls: int) -
     return out
 
 
-def account_calls(timing: Mapping[str, Any], times: Mapping[str, float],
-                  samples: Mapping[str, PerCall]) -> CallAccounting | None:
-    """The accounting of a ``kernel_timing`` record's calls. ``times``: each table row's time
-    (its first quartile), by kernel; ``samples``: each kernel's samples on the same basis, one
-    per call in call order (None or NaN in a call it did not run in). None without calls."""
-    calls = list(timing.get("calls") or [])
+def account_calls(calls: Sequence[schema.TraceCall], times: Mapping[str, float],
+                  samples: Mapping[str, PerCall], calls_per_sample: int = 1
+                  ) -> CallAccounting | None:
+    """The accounting of a ``kernel_timing`` record's ``calls`` (each sample of which averages
+    ``calls_per_sample`` traced calls). ``times``: each table row's time (its first quartile),
+    by kernel; ``samples``: each kernel's samples on the same basis, one per call in call order
+    (None or NaN in a call it did not run in). None without calls."""
     if not calls:
         return None
-    per_call = int(timing.get("calls_per_sample") or 1)
+    per_call = calls_per_sample
     table = sum(times.values())
     names = [name for name in samples if name in times]
     grid = _samples(samples, names, len(calls))
@@ -191,10 +194,11 @@ def account_calls(timing: Mapping[str, Any], times: Mapping[str, float],
     kernels = np.zeros(len(calls))
     for row in grid:
         kernels += np.where(np.isnan(row), 0.0, row)
-    busy = _column(calls, "busy_s")
-    columns = _Columns(table, _column(calls, "program_s"), kernels - table, busy - kernels,
-                       _column(calls, "dispatch_s"), _column(calls, "loop_control_s"),
-                       _column(calls, "gaps_s"))
+    busy = _column(calls, lambda call: call.busy_s)
+    columns = _Columns(table, _column(calls, lambda call: call.program_s), kernels - table,
+                       busy - kernels, _column(calls, lambda call: call.dispatch_s),
+                       _column(calls, lambda call: call.loop_control_s),
+                       _column(calls, lambda call: call.gaps_s))
     order = np.argsort(columns.program, kind="stable")
     middle = columns.account(int(order[(len(order) - 1) // 2]))
     ran = ~np.isnan(grid)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from roofline_report.results import schema
 
@@ -60,7 +59,7 @@ def footprint_bytes(memory: schema.MemoryStats | None) -> int | None:
     return total or None
 
 
-def fresh_pages(kernels: Sequence[Mapping[str, Any]], temp: int | None,
+def fresh_pages(kernels: Sequence[schema.KernelRecord], temp: int | None,
                 page: int = PAGE_BYTES) -> list[float]:
     """Pages each of ``kernels`` (the inventory, in program order) faults per call: none
     unless ``temp`` reaches :data:`FRESH_ABOVE_BYTES`; else the kernels' fresh writes in order
@@ -69,9 +68,8 @@ def fresh_pages(kernels: Sequence[Mapping[str, Any]], temp: int | None,
         return [0.0] * len(kernels)
     left = float(temp)
     out = []
-    for k in kernels:
-        written = 0.0 if k.get("in_place") or not k.get("charged", True) \
-            else float(k.get("bytes_written") or 0)
+    for kernel in kernels:
+        written = 0.0 if kernel.in_place or not kernel.charged else float(kernel.bytes_written)
         taken = min(left, written)
         left -= taken
         out.append(float(math.ceil(taken / page)))  # a page begun is a page faulted

@@ -34,8 +34,8 @@ its own level's roof.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import Literal
 
 from roofline_report.analysis.hardware_roof import HardwareRoof, RoofPart
 from roofline_report.analysis.predict import (
@@ -45,6 +45,7 @@ from roofline_report.analysis.predict import (
     kernel_facts,
 )
 from roofline_report.analysis.roofs import RoofSet
+from roofline_report.results import schema
 
 __all__ = ["facts_roof", "kernel_roof", "program_roof"]
 
@@ -131,11 +132,11 @@ def _overlapping(parts: list[RoofPart], engines: list[str]) -> list[RoofPart]:
     return kept
 
 
-def kernel_roof(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
+def kernel_roof(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
                 traffic: float | None = None) -> HardwareRoof | None:
     """The roof of a kernel of the inventory per call of its program (its trips included), in
     the dtype it computes in (``dtype``, the program's, where it moves no float)."""
-    return facts_roof(kernel_facts(k, dtype), roofs, traffic, max(1, int(k.get("trips", 1))))
+    return facts_roof(kernel_facts(kernel, dtype), roofs, traffic, max(1, kernel.trips))
 
 
 def program_roof(kernels: Iterable[HardwareRoof | None]) -> HardwareRoof | None:

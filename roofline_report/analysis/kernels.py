@@ -12,15 +12,13 @@ work and the bytes it touches) with the times of its profiler trace, under one r
 * Every traced call's time accounted for on the table's basis
   (:mod:`~roofline_report.analysis.call_accounting`): the column's sum, what kernels took
   beyond it, overlap, dispatch, loop control and gaps; kernels that vary, stalls that move.
-* The kernel sum reconciled with the program count (:func:`~roofline_report.hlo.kernels
-  .reconcile_kernels`).
+* The kernel sum reconciled with the program count (:func:`~roofline_report.hlo
+  .kernel_reconciliation.reconcile_counts`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from operator import itemgetter
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -33,10 +31,11 @@ from roofline_report.analysis.miss import miss
 from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
 from roofline_report.analysis.stats import median, own_time, quartiles
 from roofline_report.hlo.kernel_cost import MOVEMENT
-from roofline_report.hlo.kernels import reconcile_kernels
+from roofline_report.hlo.kernel_reconciliation import Counts, reconcile_counts
 from roofline_report.results import schema
 
-__all__ = ["CATEGORY_TITLES", "kernel_samples", "kernel_seconds", "kernel_table", "trace_summary"]
+__all__ = ["CATEGORY_TITLES", "kernel_samples", "kernel_seconds", "kernel_table", "time_samples",
+           "trace_summary"]
 
 # What a kernel's time is (TraceSummary.basis): a device's event, shared with the kernels that
 # ran at the same time (DEVICE_SHARED) or whole (traces analysed before shares were kept); a host
@@ -62,47 +61,44 @@ CATEGORY_TITLES = {
 }
 
 
-def _available(record: Any) -> bool:
-    return isinstance(record, Mapping) and record.get("available", True) is not False
-
-
-def trace_summary(timing: Mapping[str, Any]) -> TraceSummary | None:
+def trace_summary(timing: schema.KernelTiming) -> TraceSummary | None:
     """The medians of a ``kernel_timing`` record's traced calls; None when it has none."""
-    calls = timing.get("calls") or []
+    calls = timing.calls
     if not calls:
         return None
 
-    def med(key: str) -> float:
-        values = np.fromiter(map(itemgetter(key), calls), dtype=np.float64, count=len(calls))
+    def med(part: Callable[[schema.TraceCall], float]) -> float:
+        values = np.fromiter(map(part, calls), dtype=np.float64, count=len(calls))
         return _median(values) or 0.0
 
-    kernels = timing.get("kernels") or []
-    at = [_calls_at(k) for k in kernels]
-    per_call = _by_call(at, [kernel_samples(k) for k in kernels])
-    launches = _by_call(at, [[float(n) for n in k.get("launches") or []] for k in kernels])
-    untraced = tuple(float(x) for x in timing.get("untraced_s") or [])
-    traced = tuple(float(x) for x in timing.get("traced_s") or [])
-    shared = bool(kernels) and all(k.get("share_s") is not None for k in kernels)
-    if timing.get("source") == "device":
+    kernels = timing.kernels
+    at = [_calls_at(kernel) for kernel in kernels]
+    per_call = _by_call(at, [kernel_samples(kernel) for kernel in kernels])
+    launches = _by_call(at, [[float(n) for n in kernel.launches] for kernel in kernels])
+    untraced = tuple(float(x) for x in timing.untraced_s)
+    traced = tuple(float(x) for x in timing.traced_s)
+    shared = bool(kernels) and all(kernel.share_s is not None for kernel in kernels)
+    if timing.source == "device":
         # Shares said only where kernels overlapped: a TPU core runs its ops one after
         # another, each share its own duration.
-        basis = DEVICE_SHARED if shared and any(_overlapped(k) for k in kernels) \
+        basis = DEVICE_SHARED if shared and any(_overlapped(kernel) for kernel in kernels) \
             else DEVICE_EVENT
     elif shared:
-        basis = SHARED_CORES if timing.get("cores") else SHARED
-    elif kernels and all(k.get("wait_s") is not None for k in kernels):
+        basis = SHARED_CORES if timing.cores else SHARED
+    elif kernels and all(kernel.wait_s is not None for kernel in kernels):
         basis = LESS_WAITS
     else:
         basis = LAUNCH_TO_COMPLETION
     return TraceSummary(
-        calls=len(calls) * int(timing.get("calls_per_sample") or 1),
-        source=str(timing.get("source", "host")),
-        program_s=med("program_s"), busy_s=med("busy_s"),
+        calls=len(calls) * timing.calls_per_sample,
+        source=timing.source,
+        program_s=med(lambda call: call.program_s), busy_s=med(lambda call: call.busy_s),
         kernel_sum_s=_median(per_call) or 0.0,
-        dispatch_s=med("dispatch_s"), loop_control_s=med("loop_control_s"),
-        gaps_s=med("gaps_s"), launches=_median(launches) or 0.0,
+        dispatch_s=med(lambda call: call.dispatch_s),
+        loop_control_s=med(lambda call: call.loop_control_s),
+        gaps_s=med(lambda call: call.gaps_s), launches=_median(launches) or 0.0,
         traced_calls=traced, untraced_calls=untraced, basis=basis,
-        notes=tuple(str(n) for n in timing.get("notes") or []))
+        notes=tuple(timing.notes))
 
 
 def _median(values: np.ndarray) -> float | None:
@@ -125,19 +121,19 @@ def _by_call(at: list[list[int]], values: list[list[float]]) -> np.ndarray:
     return summed[np.bincount(where) > 0]
 
 
-def _calls_at(k: Mapping[str, Any]) -> list[int]:
+def _calls_at(kernel: schema.KernelTime) -> list[int]:
     """The call of each of a kernel's samples: its ``calls_at``, else one per call in order
     (records that do not say which calls a kernel missed)."""
-    at = k.get("calls_at")
-    return list(map(int, at)) if at is not None else list(range(len(k.get("span_s") or [])))
+    at = kernel.calls_at
+    return list(at) if at is not None else list(range(len(kernel.span_s)))
 
 
-def per_call_samples(k: Mapping[str, Any], calls: int) -> np.ndarray:
+def per_call_samples(kernel: schema.KernelTime, calls: int) -> np.ndarray:
     """A kernel's samples (:func:`kernel_samples`) placed at their calls, as many as there
     are calls: NaN in a call in which it did not run."""
     out = np.full(calls, np.nan)
-    at = np.asarray(_calls_at(k), dtype=np.int64)
-    samples = np.asarray(kernel_samples(k), dtype=np.float64)
+    at = np.asarray(_calls_at(kernel), dtype=np.int64)
+    samples = np.asarray(kernel_samples(kernel), dtype=np.float64)
     n = min(len(at), len(samples))
     at, samples = at[:n], samples[:n]
     inside = (at >= 0) & (at < calls)
@@ -145,7 +141,7 @@ def per_call_samples(k: Mapping[str, Any], calls: int) -> np.ndarray:
     return out
 
 
-def kernel_samples(k: Mapping[str, Any] | schema.KernelTime) -> list[float]:
+def kernel_samples(kernel: schema.KernelTime) -> list[float]:
     """A kernel's time samples: its share of the machine from each launch to its completion,
     less the time it spent queued behind other kernels (``share_s``; traces read before shares
     were kept: the span less ``wait_s``, else the plain span). On a CPU an asynchronous
@@ -164,25 +160,27 @@ def kernel_samples(k: Mapping[str, Any] | schema.KernelTime) -> list[float]:
     (benchmarks/kernels_alone.py), the median over kernels of |first quartile ÷ alone − 1| was
     0.10 to 0.45 over eight programs (median 0.235), against 0.10 to 0.49 (median 0.30) for
     the launch-to-completion less waiting alone. The first quartile of these samples is the
-    kernel's time (:func:`kernel_time`). ``k``: the kernel's record, typed or as results.json
-    holds it."""
-    if isinstance(k, schema.KernelTime):
-        spans, shares, waits = k.span_s, k.share_s, k.wait_s
-    else:
-        spans, shares, waits = k.get("span_s") or [], k.get("share_s"), k.get("wait_s")
+    kernel's time (:func:`kernel_time`)."""
+    return time_samples(kernel.span_s, kernel.share_s, kernel.wait_s)
+
+
+def time_samples(spans: Sequence[float], shares: Sequence[float] | None,
+                 waits: Sequence[float] | None) -> list[float]:
+    """:func:`kernel_samples` of a kernel's columns given apart (``span_s``, ``share_s`` and
+    ``wait_s``; the last two None where not kept): the measuring side's records are plain
+    until they are written."""
     if shares is not None and len(shares) == len(spans):
         return list(map(float, shares))
-    spans = list(map(float, spans))
-    if waits is None or len(waits) != len(spans):
-        return spans
-    return [max(0.0, s - float(w)) for s, w in zip(spans, waits, strict=True)]
+    whole = list(map(float, spans))
+    if waits is None or len(waits) != len(whole):
+        return whole
+    return [max(0.0, span - float(wait)) for span, wait in zip(whole, waits, strict=True)]
 
 
-def kernel_seconds(k: Mapping[str, Any] | schema.KernelTime) -> float:
-    """A kernel's time per call from its record in a trace (typed, or as results.json holds
-    it): the first quartile of its samples (:func:`kernel_samples`, :func:`kernel_time`); 0
-    without samples."""
-    samples = kernel_samples(k)
+def kernel_seconds(kernel: schema.KernelTime) -> float:
+    """A kernel's time per call from its record in a trace: the first quartile of its
+    samples (:func:`kernel_samples`, :func:`kernel_time`); 0 without samples."""
+    samples = kernel_samples(kernel)
     return kernel_time(samples)[0] if samples else 0.0
 
 
@@ -196,93 +194,107 @@ def kernel_time(samples: list[float]) -> tuple[float, float, float]:
     return own_time(ordered), q1, q3
 
 
-def _busy(k: Mapping[str, Any]) -> list[float] | None:
-    busy = k.get("busy_s")
+def _busy(kernel: schema.KernelTime) -> list[float] | None:
+    busy = kernel.busy_s
     return list(map(float, busy)) if busy is not None else None
 
 
-def kernel_table(w: schema.Workload, plain: Mapping[str, Any], roofs: RoofSet, backend: str
+def kernel_table(workload: schema.Workload, roofs: RoofSet, backend: str
                  ) -> KernelTable | None:
-    """The per-kernel view of one workload (see the module docstring; ``plain``: its record
-    as results.json holds it, whose kernel records the model reads); None when it has no
+    """The per-kernel view of one workload (see the module docstring); None when it has no
     kernel inventory. Times are per call of the program."""
-    found = w.kernels
-    if not isinstance(found, schema.KernelInventory):
+    inventory = workload.kernels
+    if not isinstance(inventory, schema.KernelInventory):
         return None
-    inventory: Mapping[str, Any] = plain["kernels"]
-    typed_timing = w.kernel_timing
-    timing: Mapping[str, Any] = plain["kernel_timing"] \
-        if isinstance(typed_timing, schema.KernelTiming) else {}
-    trace = trace_summary(timing) if timing else None
-    times = {str(k["name"]): k for k in timing.get("kernels", [])} if trace else {}
-    dtype = w.dtype
-    listed = list(inventory["kernels"])
+    timing = workload.kernel_timing
+    traced = timing if isinstance(timing, schema.KernelTiming) else None
+    trace = trace_summary(traced) if traced is not None else None
+    times = {kernel.name: kernel for kernel in traced.kernels} \
+        if traced is not None and trace is not None else {}
+    dtype = workload.dtype
+    listed = inventory.kernels
     # Fresh pages cost only where the CPU's page fault was measured.
-    temp = temp_bytes(w.memory) if backend == "cpu" and roofs.floor(PAGE_FAULT) is not None \
-        else None
+    temp = temp_bytes(workload.memory) \
+        if backend == "cpu" and roofs.floor(PAGE_FAULT) is not None else None
     pages = fresh_pages(listed, temp)
     # A loop that stops on data runs the launches per call its trace observed.
     observed, loops = loop_trips(listed, times)
     traffic = predict.program_traffic(inventory)
     footprint = predict.program_footprint(inventory)
-    rows = [_row(observed_kernel(k, observed.get(str(k["name"]))), times.get(str(k["name"])),
+    rows = [_row(*observed_kernel(kernel, observed.get(kernel.name)), times.get(kernel.name),
                  dtype, roofs, trace, fresh, traffic, footprint)
-            for k, fresh in zip(listed, pages, strict=True)]
+            for kernel, fresh in zip(listed, pages, strict=True)]
     total = sum(r.seconds or 0.0 for r in rows)
     accounting = None
-    if trace is not None:
+    if traced is not None and trace is not None:
         row_times = {r.name: r.seconds for r in rows if r.seconds is not None}
-        calls = len(timing.get("calls") or [])
+        calls = len(traced.calls)
         accounting = account_calls(
-            timing, row_times, {name: per_call_samples(times[name], calls) for name in row_times})
+            traced.calls, row_times,
+            {name: per_call_samples(times[name], calls) for name in row_times},
+            traced.calls_per_sample)
     rows = [_with_share(r, total, roofs.highest_compute) for r in rows]
     rows.sort(key=lambda r: (-(r.seconds or 0.0), -r.flops, r.name))
     categories = _categories(rows, total)
-    reason = "" if trace else typed_timing.reason \
-        if isinstance(typed_timing, schema.Unavailable) else "the workload was not traced"
-    launches = found.launches if not observed else \
+    reason = "" if trace else timing.reason \
+        if isinstance(timing, schema.Unavailable) else "the workload was not traced"
+    launches = inventory.launches if not observed else \
         sum(r.trips for r in rows if r.charged)
+    ours = workload.hlo_count
     return KernelTable(
-        count=found.count, launches=launches, rows=tuple(rows),
+        count=inventory.count, launches=launches, rows=tuple(rows),
         categories=categories,
         trace=trace, trace_reason=reason, roofs=roofs,
-        reconciliation=reconcile_kernels(inventory, plain.get("hlo_count")),
-        notes=tuple(found.notes),
+        reconciliation=reconcile_counts(
+            _counts(inventory), _counts(ours) if isinstance(ours, schema.HloCount) else None),
+        notes=tuple(inventory.notes),
         fresh_pages=sum(pages), temp_bytes=temp, accounting=accounting,
         loops=per_trip(loops, listed, {r.name: r.prediction.seconds for r in rows
                                        if r.prediction is not None}))
 
 
-def _row(k: Mapping[str, Any], t: Mapping[str, Any] | None, dtype: str, roofs: RoofSet,
+def _counts(record: schema.KernelInventory | schema.HloCount) -> Counts:
+    """What the kernel sum's reconciliation reads of the inventory's or our program count."""
+    return Counts(int(record.flops), int(record.transcendentals),
+                  {op: int(value) for op, value in record.flops_by_op.items()},
+                  {op: int(value) for op, value in record.transcendentals_by_op.items()})
+
+
+def _row(kernel: schema.KernelRecord, static_trips: int | None,
+         timed: schema.KernelTime | None, dtype: str, roofs: RoofSet,
          trace: TraceSummary | None, fresh: float = 0.0,
          traffic: float | None = None, footprint: float | None = None) -> KernelRow:
-    trips = int(k["trips"])
-    prediction = predict.predict_kernel(k, dtype, roofs, fresh, traffic, footprint)
+    """A kernel's row: ``kernel`` with its trips observed in the trace where ``static_trips``
+    (the count they replace) is given, and its record in the trace, ``timed``."""
+    trips = kernel.trips
+    observed = static_trips is not None
+    prediction = predict.predict_kernel(kernel, dtype, roofs, fresh, traffic, footprint,
+                                        trips_observed=observed)
     seconds = busy = None
     spread = None
     launches = None
-    if t is not None:
-        samples = kernel_samples(t)
+    if timed is not None:
+        samples = kernel_samples(timed)
         seconds, q1, q3 = kernel_time(samples)
         spread = (q1, q3)
-        own = _busy(t)
+        own = _busy(timed)
         busy = median(own) if own else None
-        launches = median(list(map(float, t.get("launches") or [])))
+        launches = median(list(map(float, timed.launches)))
     row = KernelRow(
-        name=str(k["name"]), category=_category(k), fusion=k.get("kind"),
-        source=k.get("source"), op_name=k.get("op_name"), trips=trips, launches=launches,
+        name=kernel.name, category=_category(kernel), fusion=kernel.kind,
+        source=kernel.source, op_name=kernel.op_name, trips=trips, launches=launches,
         seconds=seconds, busy_seconds=busy, basis=trace.basis if trace else "",
         spread=spread, share=None,
-        flops=float(k["flops"]) * trips, transcendentals=float(k["transcendentals"]) * trips,
-        bytes=(float(k["bytes_read"]) + float(k["bytes_written"])) * trips,
+        flops=float(kernel.flops) * trips,
+        transcendentals=float(kernel.transcendentals) * trips,
+        bytes=(float(kernel.bytes_read) + float(kernel.bytes_written)) * trips,
         prediction=prediction, miss=miss(prediction.seconds if prediction else None, seconds),
-        pattern=k.get("pattern"), charged=bool(k.get("charged", True)),
-        user_source=k.get("user_source"),
-        uncosted=tuple(str(u) for u in k.get("uncosted") or ()),
-        by_name=tuple(str(u) for u in k.get("counted_by_name") or ()),
-        trips_observed=bool(k.get("trips_observed")),
-        static_trips=int(k["static_trips"]) if k.get("trips_observed") else None,
-        hardware=headroom.kernel_roof(k, dtype, roofs, traffic))
+        pattern=kernel.pattern, charged=kernel.charged,
+        user_source=kernel.user_source,
+        uncosted=tuple(kernel.uncosted),
+        by_name=tuple(kernel.counted_by_name),
+        trips_observed=observed, static_trips=static_trips,
+        hardware=headroom.kernel_roof(kernel, dtype, roofs, traffic))
     return row
 
 
@@ -290,16 +302,16 @@ MOVEMENT_PATTERNS = ("transpose", "broadcast-transpose", "block-transpose", "gat
                      "scatter")
 
 
-def _category(k: Mapping[str, Any]) -> str:
+def _category(kernel: schema.KernelRecord) -> str:
     """A kernel's category: the inventory's, except that a transposing copy, a gather or a
     scatter that does nothing else is data movement whatever fusion it was compiled into (an
     elementwise loop fusion whose root is a copy moves data and computes nothing; a scatter's
     combiner is its own). A kernel of such a pattern that also computes (a loss reduced over
     gathered values, a transpose fused with arithmetic) keeps its category."""
-    ops = set(k.get("ops") or {}) - {"fusion", "scatter"}
-    if k.get("pattern") in MOVEMENT_PATTERNS and ops <= MOVEMENT:
+    ops = set(kernel.ops) - {"fusion", "scatter"}
+    if kernel.pattern in MOVEMENT_PATTERNS and ops <= MOVEMENT:
         return "data movement"
-    return str(k["category"])
+    return kernel.category
 
 
 def _with_share(r: KernelRow, total: float, peak: float | None) -> KernelRow:
@@ -337,11 +349,11 @@ def _categories(rows: Sequence[KernelRow], total: float) -> tuple[Category, ...]
     return tuple(sorted(out, key=lambda c: (-(c.seconds or 0.0), c.key)))
 
 
-def _overlapped(kernel: Mapping[str, Any]) -> bool:
+def _overlapped(kernel: schema.KernelTime) -> bool:
     """Whether a timed kernel's share of the device differs from its own duration in some
     call (another kernel ran beside it); per-call columns of the same length, else False."""
-    share, busy = kernel.get("share_s"), kernel.get("busy_s")
-    if not isinstance(share, list) or not isinstance(busy, list) or len(share) != len(busy):
+    share, busy = kernel.share_s, kernel.busy_s
+    if share is None or busy is None or len(share) != len(busy):
         return False
     return any(abs(float(a) - float(b)) > 1e-12 * max(1.0, abs(float(b)))
                for a, b in zip(share, busy, strict=True))

@@ -28,7 +28,6 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from roofline_report.analysis.stats import median
 from roofline_report.results import schema
@@ -61,57 +60,56 @@ class LoopTrips:
         return self.observed is None and self.charged
 
 
-def _launches(record: Mapping[str, Any] | None) -> int | None:
+def _launches(record: schema.KernelTime | None) -> int | None:
     """A traced kernel's launches per call: the median over the traced calls, rounded; None
     when the trace kept none."""
     if record is None:
         return None
-    counts = [float(x) for x in record.get("launches") or [] if isinstance(x, int | float)]
+    counts = [float(x) for x in record.launches]
     value = median(counts) if counts else None
     return math.floor(value + 0.5) if value is not None and value > 0 else None
 
 
-def _unknown(k: Mapping[str, Any]) -> bool:
-    return k.get("trips_known") is False and k.get("loop") is not None
+def _unknown(kernel: schema.KernelRecord) -> bool:
+    return not kernel.trips_known and kernel.loop is not None
 
 
-def loop_trips(kernels: Sequence[Mapping[str, Any]],
-               traced: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, int],
+def loop_trips(kernels: Sequence[schema.KernelRecord],
+               traced: Mapping[str, schema.KernelTime]) -> tuple[dict[str, int],
                                                                  tuple[LoopTrips, ...]]:
     """(observed launches per call by kernel name, each loop without a known trip count) for
     an inventory's ``kernels`` and a trace's kernel records by name (``{}`` without a trace);
     see the module docstring for the rule."""
-    by_loop: dict[str, list[Mapping[str, Any]]] = {}
-    for k in kernels:
-        if _unknown(k):
-            by_loop.setdefault(str(k["loop"]), []).append(k)
+    by_loop: dict[str, list[schema.KernelRecord]] = {}
+    for kernel in kernels:
+        if kernel.loop is not None and _unknown(kernel):
+            by_loop.setdefault(kernel.loop, []).append(kernel)
     observed: dict[str, int] = {}
     loops: list[LoopTrips] = []
     for loop, members in by_loop.items():
-        static = min(max(1, int(k.get("trips") or 1)) for k in members)
-        own = {str(k["name"]): n for k in members
-               if (n := _launches(traced.get(str(k["name"])))) is not None}
+        static = min(kernel.trips for kernel in members)
+        own = {kernel.name: n for kernel in members
+               if (n := _launches(traced.get(kernel.name))) is not None}
         common: int | None = None
         if own:
             tally = Counter(own.values())
             common = min(tally, key=lambda n: (-tally[n], n))
-        for k in members:
-            name = str(k["name"])
-            count = own.get(name, common) if k.get("branch") is not None else common
+        for kernel in members:
+            count = own.get(kernel.name, common) if kernel.branch is not None else common
             if count is not None:
-                observed[name] = max(count, max(1, int(k.get("trips") or 1)))
+                observed[kernel.name] = max(count, kernel.trips)
         loops.append(LoopTrips(loop, static, None if common is None else max(common, static),
-                               len(members), any(k.get("charged", True) for k in members)))
+                               len(members), any(kernel.charged for kernel in members)))
     return observed, tuple(sorted(loops, key=lambda x: x.loop))
 
 
-def observed_kernel(k: Mapping[str, Any], trips: int | None) -> Mapping[str, Any]:
-    """``k`` with its launches per call set to the ``trips`` observed and marked so
-    (``trips_observed``, ``static_trips`` the count it replaces); ``k`` itself for None."""
+def observed_kernel(kernel: schema.KernelRecord, trips: int | None
+                    ) -> tuple[schema.KernelRecord, int | None]:
+    """``kernel`` with its launches per call set to the ``trips`` observed, and the static
+    count they replace; ``kernel`` itself and None for None."""
     if trips is None:
-        return k
-    return {**k, "trips": trips, "trips_observed": True,
-            "static_trips": max(1, int(k.get("trips") or 1))}
+        return kernel, None
+    return kernel.model_copy(update={"trips": trips}), kernel.trips
 
 
 def unknown_loops_in(compiled: schema.Compiled | None) -> int:
@@ -122,20 +120,20 @@ def unknown_loops_in(compiled: schema.Compiled | None) -> int:
     return sum(1 for x in compiled.while_loops if x.known_trip_count is None)
 
 
-def per_trip(loops: Sequence[LoopTrips], kernels: Sequence[Mapping[str, Any]],
+def per_trip(loops: Sequence[LoopTrips], kernels: Sequence[schema.KernelRecord],
              seconds: Mapping[str, float]) -> tuple[LoopTrips, ...]:
     """``loops`` with the predicted seconds of one trip of each loop whose trips nothing
     observed: its charged kernels' predicted ``seconds`` per call (by kernel name) summed over
     its static count; a loop with a kernel left unpriced keeps None."""
     out = []
     for x in loops:
-        members = [k for k in kernels if _unknown(k) and str(k["loop"]) == x.loop
-                   and k.get("charged", True)]
+        members = [kernel for kernel in kernels
+                   if _unknown(kernel) and kernel.loop == x.loop and kernel.charged]
         if x.observed is not None or not members \
-                or any(str(k["name"]) not in seconds for k in members):
+                or any(kernel.name not in seconds for kernel in members):
             out.append(x)
             continue
-        total = sum(seconds[str(k["name"])] for k in members)
+        total = sum(seconds[kernel.name] for kernel in members)
         out.append(replace(x, per_trip_s=total / x.static if total > 0 else None))
     return tuple(out)
 

@@ -25,14 +25,13 @@ and its other terms for the launch.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from roofline_report.analysis.roofs import RateRoof, RoofSet
 from roofline_report.hlo.kernel_patterns import INTEGER_TYPES
 from roofline_report.hlo.shapes import FLOAT_TYPES
 from roofline_report.kinds import Kind
+from roofline_report.results import schema
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
@@ -65,16 +64,13 @@ class PatternTime:
     kind: Kind
 
 
-def _pattern(kernel: Mapping[str, Any]) -> str | None:
-    pattern = kernel.get("pattern")
-    return pattern if isinstance(pattern, str) and pattern in PATTERNS else None
+def _pattern(kernel: schema.KernelRecord) -> str | None:
+    pattern = kernel.pattern
+    return pattern if pattern in PATTERNS else None
 
 
-def _size(kernel: Mapping[str, Any]) -> float | None:
-    size = kernel.get("pattern_size")
-    if isinstance(size, bool) or not isinstance(size, int | float):
-        return None
-    return float(size) if math.isfinite(size) and size > 0 else None
+def _size(kernel: schema.KernelRecord) -> float | None:
+    return float(kernel.pattern_size) if kernel.pattern_size > 0 else None
 
 
 # A pattern measured later than another it resembles: ceilings measured before it was take the
@@ -87,18 +83,18 @@ STAND_IN = {"fused-transpose": "transpose", "block-transpose": "transpose",
 COMPLEX_TYPES = {"c64": "complex64", "c128": "complex128"}
 
 
-def _operand_family(kernel: Mapping[str, Any]) -> str | None:
+def _operand_family(kernel: schema.KernelRecord) -> str | None:
     """``int32`` for a kernel that reads mostly integers (HLO ``s32``, ``u32``, ...),
     ``complex64`` for one that reads mostly complex numbers, None for floats."""
-    read = kernel.get("read_by_dtype") or {}
+    read = kernel.read_by_dtype
     totals = {None: sum(float(b) for t, b in read.items() if t in FLOAT_TYPES),
               "int32": sum(float(b) for t, b in read.items() if t in INTEGER_TYPES),
               "complex64": sum(float(b) for t, b in read.items() if t in COMPLEX_TYPES)}
-    family = max(totals, key=lambda k: totals[k])  # floats first: they win a tie
+    family = max(totals, key=lambda name: totals[name])  # floats first: they win a tie
     return family if totals[family] > 0 else None
 
 
-def pattern_roof(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> RateRoof | None:
+def pattern_roof(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet) -> RateRoof | None:
     """The measured rate of ``kernel``'s pattern in ``dtype`` (float32's where that dtype was
     not measured; the :data:`STAND_IN` pattern's where the set has none of its own); a
     kernel that reads mostly integers takes the int32 rate where one was measured (an integer
@@ -120,15 +116,16 @@ def pattern_roof(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> RateR
     found = roofs.rate_for(pattern, dtype)
     if found is None and pattern in STAND_IN:
         found = roofs.rate_for(STAND_IN[pattern], dtype)
-    row = kernel.get("pattern_row")
-    if found is not None and found.row and isinstance(row, int) and row > 0:
+    row = kernel.pattern_row
+    if found is not None and found.row and row > 0:
         # A top-k's rate depends on its row length: the roof measured nearest it (in log).
         same = [r for r in roofs.rates if r.op == found.op and r.dtype == found.dtype and r.row]
         found = min(same, key=lambda r: (abs(math.log(r.row / row)), r.row))
     return found
 
 
-def pattern_time(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> PatternTime | None:
+def pattern_time(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet
+                 ) -> PatternTime | None:
     """Seconds per launch of ``kernel`` (a kernel inventory record) at its pattern's measured
     rate at its ``pattern_size``, in ``dtype`` (the dtype the kernel computes in); None when
     the kernel has no pattern (or no positive size) or no rate was measured for its pattern
@@ -143,7 +140,7 @@ def pattern_time(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> Patte
     return PatternTime(pattern, size, unit(pattern), size / rate, rate, roof.name, roof.kind)
 
 
-def missing(kernel: Mapping[str, Any], dtype: str, roofs: RoofSet) -> str | None:
+def missing(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet) -> str | None:
     """Why a kernel with a pattern gets no :func:`pattern_time`: :data:`NO_ROOF` when the set
     lacks its pattern's rate, :data:`NO_SIZE` when the record gives no positive size; None for
     a kernel without a pattern or with a time."""

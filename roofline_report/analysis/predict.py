@@ -70,7 +70,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Literal
 
 from roofline_report.analysis.inventory_totals import (
     program_buffers,
@@ -87,7 +87,7 @@ from roofline_report.analysis.roofs import (
     RateRoof,
     RoofSet,
 )
-from roofline_report.hlo.kernels import threads_wanted
+from roofline_report.hlo.kernels import threads_for
 from roofline_report.hlo.shapes import FLOAT_TYPES, dtype_bits
 from roofline_report.kinds import Kind
 from roofline_report.results import schema
@@ -226,17 +226,17 @@ def _op_name(key: str) -> str:
 
 
 
-def kernel_dtype(k: Mapping[str, Any], program_dtype: str) -> str:
+def kernel_dtype(kernel: schema.KernelRecord, program_dtype: str) -> str:
     """The dtype a kernel computes in: the floating type of most of the bytes it reads (else
     writes), not the program's. The program's dtype where the kernel moves no float."""
-    for by_dtype in (k.get("read_by_dtype") or {}, k.get("written_by_dtype") or {}):
+    for by_dtype in (kernel.read_by_dtype, kernel.written_by_dtype):
         floats = {FLOAT_TYPES[t]: float(b) for t, b in by_dtype.items() if t in FLOAT_TYPES}
         if floats:
             return max(sorted(floats), key=lambda t: floats[t])
     return program_dtype
 
 
-def elements_of(by_dtype: Mapping[str, Any], total: float) -> float:
+def elements_of(by_dtype: Mapping[str, float], total: float) -> float:
     """Elements in bytes given by HLO element type (a sub-byte type stored a byte each); a
     type of unknown width counts 4 bytes."""
     if not by_dtype:
@@ -245,62 +245,61 @@ def elements_of(by_dtype: Mapping[str, Any], total: float) -> float:
                for t, b in by_dtype.items())
 
 
-def read_passes(k: Mapping[str, Any]) -> int:
+def read_passes(kernel: schema.KernelRecord) -> int:
     """How many times a kernel of the inventory reads its input
     (:mod:`roofline_report.analysis.read_passes`): 1
     for anything but a reduction that reduces its input more than once or reduces it and then
     writes an output as large from it."""
-    if k.get("category") != "reduction":
+    if kernel.category != "reduction":
         return 1
-    read = float(k.get("bytes_read") or 0)
-    elements = elements_of(k.get("read_by_dtype") or {}, read)
-    reduced = float(k.get("reduced_elements") or 0)
+    read = float(kernel.bytes_read)
+    elements = elements_of(kernel.read_by_dtype, read)
+    reduced = float(kernel.reduced_elements or 0)
     if elements <= 0 or reduced <= 0:
         return 1
     passes = int(reduced / elements + 0.5)
-    if passes >= 1 and float(k.get("bytes_written") or 0) >= read:
+    if passes >= 1 and float(kernel.bytes_written) >= read:
         passes += 1  # the output, as large as the input, is made from it: one more read
     return max(1, passes)
 
 
-def kernel_facts(k: Mapping[str, Any], dtype: str) -> Facts:
+def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
     """The facts of one launch of a kernel of the inventory, in the dtype it computes in
     (:func:`kernel_dtype`; ``dtype``, the program's, where it moves no float)."""
-    dtype = kernel_dtype(k, dtype)
-    by_op = {_op_name(str(op)): float(v) for op, v in (k.get("flops_by_op") or {}).items()}
+    dtype = kernel_dtype(kernel, dtype)
+    by_op = {_op_name(op): float(v) for op, v in kernel.flops_by_op.items()}
     dot = sum(v for op, v in by_op.items() if op in DOT_OPS)
     # Every convolution the HLO keeps, those whose windows tile their input (patch
     # embeddings, 1x1 convolutions) among them, runs through the convolution library.
     conv = sum(v for op, v in by_op.items() if op in CONV_OPS)
     converts = by_op.get("convert", 0.0)
-    other = max(0.0, float(k.get("flops", 0)) - dot - converts)
-    trans = {_op_name(str(op)): float(v)
-             for op, v in (k.get("transcendentals_by_op") or {}).items() if v}
-    moved = float(k.get("bytes_read", 0)) + float(k.get("bytes_written", 0))
+    other = max(0.0, float(kernel.flops) - dot - converts)
+    trans = {_op_name(op): float(v) for op, v in kernel.transcendentals_by_op.items() if v}
+    moved = float(kernel.bytes_read) + float(kernel.bytes_written)
     # A reduction reads its elements at least once; a fusion of several reduce ops over the
     # same input (a layer norm's mean and variance in one library kernel) reduces each again.
-    reduced = max(elements_of(k.get("read_by_dtype") or {}, float(k.get("bytes_read", 0))),
-                  float(k.get("reduced_elements") or 0)) \
-        if k.get("category") == "reduction" else 0.0
+    reduced = max(elements_of(kernel.read_by_dtype, float(kernel.bytes_read)),
+                  float(kernel.reduced_elements or 0)) \
+        if kernel.category == "reduction" else 0.0
     # A kernel writing a donated argument's buffer writes in place: no fresh output.
-    fresh = 0.0 if k.get("in_place") else float(k.get("bytes_written", 0))
-    products = max(1, int(k.get("matmul_products") or 1))
-    grouped = min(conv, float(k.get("grouped_conv_flops") or 0))
-    integer = k.get("matmul_dtype")
-    again = {_op_name(str(op)): float(v)
-             for op, v in (k.get("recomputed_transcendentals_by_op") or {}).items() if v}
+    fresh = 0.0 if kernel.in_place else float(kernel.bytes_written)
+    products = max(1, kernel.matmul_products)
+    grouped = min(conv, float(kernel.grouped_conv_flops))
+    integer = kernel.matmul_dtype
+    again = {_op_name(op): float(v)
+             for op, v in kernel.recomputed_transcendentals_by_op.items() if v}
     return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
                  written=fresh, conv_flops=conv, reduced=reduced, products=products,
                  grouped_flops=grouped,
-                 grouped_taps=int(k.get("grouped_conv_taps") or 0),
-                 matmul_dtype=str(integer) if integer else None,
-                 recomputed_flops=float(k.get("recomputed_flops") or 0), recomputed=again,
-                 complex_flops=float(k.get("complex_flops") or 0),
-                 threads=threads_wanted(k, ALL_THREADS), passes=read_passes(k),
-                 precision=str(k.get("matmul_precision") or "default"),
-                 on_chip=float(k.get("on_chip_bytes_read") or 0)
-                 + float(k.get("on_chip_bytes_written") or 0),
-                 arguments=float(k.get("argument_bytes_read") or 0))
+                 grouped_taps=kernel.grouped_conv_taps,
+                 matmul_dtype=integer or None,
+                 recomputed_flops=float(kernel.recomputed_flops), recomputed=again,
+                 complex_flops=float(kernel.complex_flops),
+                 threads=threads_for(kernel.partitions, kernel.kind, kernel.opcode, ALL_THREADS),
+                 passes=read_passes(kernel),
+                 precision=kernel.matmul_precision or "default",
+                 on_chip=float(kernel.on_chip_bytes_read) + float(kernel.on_chip_bytes_written),
+                 arguments=float(kernel.argument_bytes_read))
 
 
 def facts(record: schema.Workload | schema.SweepPoint, dtype: str) -> Facts | None:
@@ -553,9 +552,10 @@ def _bound(terms: tuple[Term, ...], units_overlap: bool = False) -> tuple[float,
     return work + sum(seconds for seconds, _ in overhead), binding
 
 
-def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
+def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
                    fresh_pages: float = 0.0, traffic: float | None = None,
-                   footprint: float | None = None) -> Prediction | None:
+                   footprint: float | None = None, *, trips_observed: bool = False
+                   ) -> Prediction | None:
     """A kernel's time per call of its program: trips × (max(compute, memory, pattern) +
     launch) + split launch and ``fresh_pages`` page faults (once per call, not per trip;
     :mod:`~roofline_report.analysis.fresh_pages`), each term per call; None when the roofs
@@ -564,19 +564,21 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
     last cache and main memory is still in the cache from the last call
     (:meth:`~roofline_report.analysis.roofs.RoofSet.bandwidth_for`); ``footprint``: the
     bytes a call holds (:func:`program_footprint`), where known, which decides whether its
-    arguments come from main memory (:func:`cold_arguments`)."""
-    f = kernel_facts(k, dtype)
-    slow = pattern_time(k, f.dtype, roofs)
+    arguments come from main memory (:func:`cold_arguments`); ``trips_observed``: its
+    ``trips`` are the launches a trace observed (:func:`~roofline_report.analysis.loop_trips
+    .observed_kernel`), not a lower bound where its loop has no known trip count."""
+    f = kernel_facts(kernel, dtype)
+    slow = pattern_time(kernel, f.dtype, roofs)
     if slow is not None and slow.pattern == FFT_PATTERN:
         # An FFT's flops are what its pattern's rate prices (a library transform): not
         # elementwise arithmetic as well.
-        fft = sum(float(v) for op, v in (k.get("flops_by_op") or {}).items()
-                  if _op_name(str(op)) == FFT_PATTERN)
+        fft = sum(float(v) for op, v in kernel.flops_by_op.items()
+                  if _op_name(op) == FFT_PATTERN)
         f = replace(f, other_flops=max(0.0, f.other_flops - fft))
     one = _launch(f, roofs, traffic)
     if one is None:
         return None
-    trips = max(1, int(k.get("trips", 1)))
+    trips = max(1, kernel.trips)
     terms = list(one.terms)
     cold = cold_arguments(f, roofs, traffic, one.level, footprint)
     if cold is not None:
@@ -596,7 +598,7 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
     launch = roofs.floor("launch")
     if launch is not None:
         terms.append(Term("launch", "overhead", launch.seconds, "launch", launch.kind))
-    split = _split_launch(roofs) if int(k.get("partitions") or 1) > 1 else None
+    split = _split_launch(roofs) if kernel.partitions > 1 else None
     if split is not None:
         # Per launch here, scaled by trips below: one split launch per call of the program.
         terms.append(Term(SPLIT_LAUNCH, "overhead", split.seconds / trips, split.name,
@@ -606,7 +608,7 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
         terms.append(Term(FAULT_TERM, "overhead", fresh_pages * fault.seconds / trips,
                           fault.name, fault.kind))
     notes = one.notes
-    if k.get("asynchronous"):
+    if kernel.asynchronous:
         # Its transfer runs while the kernels issued between its start and its done do: only
         # its issue is the call's time.
         terms = [t for t in terms if t.group == "overhead"] or [
@@ -616,7 +618,7 @@ def predict_kernel(k: Mapping[str, Any], dtype: str, roofs: RoofSet,
     scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)
                    for t in terms)
     binding = scaled[terms.index(binding)]
-    unknown = k.get("trips_known") is False and not k.get("trips_observed")
+    unknown = not kernel.trips_known and not trips_observed
     return Prediction(seconds * trips, scaled, binding, f.flops * trips, f.bytes * trips,
                       f.bytes_source, one.level, notes, lower_bound=unknown)
 
@@ -735,7 +737,7 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet, buffers: int | No
                       lower_bound=any(p.lower_bound for p in kernels))
 
 
-def predict_from_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet,
+def predict_from_kernels(kernels: Iterable[schema.KernelRecord], dtype: str, roofs: RoofSet,
                          traffic: float | None = None, buffers: int | None = None,
                          footprint: float | None = None) -> Prediction | None:
     """A program's time from its kernel inventory's ``kernels`` (:func:`predict_program` of
@@ -747,14 +749,14 @@ def predict_from_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs
     return predict_program(parts, roofs, buffers) if parts is not None else None
 
 
-def predict_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet,
+def predict_kernels(kernels: Iterable[schema.KernelRecord], dtype: str, roofs: RoofSet,
                     traffic: float | None = None, footprint: float | None = None
                     ) -> list[Prediction] | None:
     """Each kernel's :func:`predict_kernel` in a program moving ``traffic`` bytes per call and
     holding ``footprint``, in order, leaving out a conditional's branches the program does not
     charge; None when one cannot be priced."""
-    parts = [predict_kernel(k, dtype, roofs, traffic=traffic, footprint=footprint)
-             for k in kernels if k.get("charged", True)]
+    parts = [predict_kernel(kernel, dtype, roofs, traffic=traffic, footprint=footprint)
+             for kernel in kernels if kernel.charged]
     if not all(p is not None for p in parts):
         return None
     return [p for p in parts if p is not None]

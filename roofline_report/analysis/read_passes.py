@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from roofline_report.analysis.predict import predict_kernel, read_passes
 from roofline_report.analysis.roofs import RoofSet
+from roofline_report.results import schema
 
 __all__ = ["MultiPass", "multi_pass_kernels", "read_passes"]
 
@@ -43,25 +43,25 @@ class MultiPass:
     predicted: float
 
 
-def multi_pass_kernels(kernels: Iterable[Mapping[str, Any]], dtype: str, roofs: RoofSet,
+def multi_pass_kernels(kernels: Iterable[schema.KernelRecord], dtype: str, roofs: RoofSet,
                        predicted: Mapping[str, float] | None = None) -> tuple[MultiPass, ...]:
     """The kernels of an inventory that read their input more than once, each with its one-pass
     prediction: ``predicted``'s, by kernel name, where the caller has them (a program's kernel
     table), else :func:`~roofline_report.analysis.predict.predict_kernel`'s; a kernel the roofs
     cannot price is left out."""
     found = []
-    for k in kernels:
-        passes = read_passes(k)
-        if passes < 2 or not k.get("charged", True):
+    for kernel in kernels:
+        passes = read_passes(kernel)
+        if passes < 2 or not kernel.charged:
             continue
-        seconds = (predicted or {}).get(str(k["name"]))
+        seconds = (predicted or {}).get(kernel.name)
         if seconds is None:
-            prediction = predict_kernel(k, dtype, roofs)
+            prediction = predict_kernel(kernel, dtype, roofs)
             seconds = prediction.seconds if prediction is not None else None
         if seconds is None:
             continue
-        trips = int(k.get("trips") or 1)
-        read = float(k.get("bytes_read") or 0)
-        found.append(MultiPass(str(k["name"]), passes, read, read * trips,
-                               float(k.get("bytes_written") or 0) * trips, seconds))
+        trips = kernel.trips
+        read = float(kernel.bytes_read)
+        found.append(MultiPass(kernel.name, passes, read, read * trips,
+                               float(kernel.bytes_written) * trips, seconds))
     return tuple(found)

@@ -20,6 +20,7 @@ from typing import ClassVar
 __all__ = [
     "MINOR_REWRITE_SHARE",
     "STRENGTH_REDUCTION_RTOL",
+    "Counts",
     "GroupedRewrite",
     "KernelReconciliation",
     "MinorRewrites",
@@ -28,6 +29,7 @@ __all__ = [
     "Rewrite",
     "StrengthReduction",
     "group_rewrites",
+    "reconcile_counts",
     "reconcile_kernels",
 ]
 
@@ -169,6 +171,23 @@ def group_rewrites(rewrites: Sequence[Rewrite] | None, quantity: str,
     return (*major, MinorRewrites(len(minor), sum(i.amount for i in minor)))
 
 
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """What the reconciliation reads of a count, the kernels' or the program's: its flops and
+    transcendentals, and each by op."""
+
+    flops: int
+    transcendentals: int
+    flops_by_op: Mapping[str, int]
+    transcendentals_by_op: Mapping[str, int]
+
+    def total(self, quantity: str) -> int:
+        return self.flops if quantity == "flops" else self.transcendentals
+
+    def by_op(self, quantity: str) -> Mapping[str, int]:
+        return self.flops_by_op if quantity == "flops" else self.transcendentals_by_op
+
+
 def _available(program: Mapping[str, object] | None) -> bool:
     return program is not None and program.get("available", True) is not False
 
@@ -178,30 +197,41 @@ def _count(record: Mapping[str, object], key: str) -> int:
     return int(value) if isinstance(value, int | float | str) else 0
 
 
+def _counts(record: Mapping[str, object]) -> Counts:
+    """The counts of a record as results.json holds it (a kernel inventory, ``hlo_count``)."""
+    return Counts(_count(record, "flops"), _count(record, "transcendentals"),
+                  _by_op(record, "flops_by_op"), _by_op(record, "transcendentals_by_op"))
+
+
 def reconcile_kernels(inventory: Mapping[str, object], program: Mapping[str, object] | None
                       ) -> KernelReconciliation:
-    """The kernel sums (``inventory``: the kernel inventory) beside our program count
-    (``hlo_count``), per quantity.
+    """:func:`reconcile_counts` of a kernel inventory and our program count (``hlo_count``)
+    as results.json holds them; ``program`` None (or not available) compares nothing."""
+    return reconcile_counts(_counts(inventory),
+                            _counts(program) if program is not None and _available(program)
+                            else None)
+
+
+def reconcile_counts(kernels: Counts, program: Counts | None) -> KernelReconciliation:
+    """The kernel sums (``kernels``: the kernel inventory's) beside our program count
+    (``program``: ``hlo_count``'s), per quantity.
 
     The difference of each quantity is split by op: every op whose kernel sum differs from the
     program's is one :class:`Rewrite` (converts inserted, an op duplicated into several
     kernels or added, an op simplified away), so the rewrites' amounts add up to the
     difference; what no op accounts for is ``unexplained``. Each quantity's ``rewrites`` are
-    the same, grouped for reading (:func:`group_rewrites`). ``program`` None (or not
-    available) compares nothing.
+    the same, grouped for reading (:func:`group_rewrites`). ``program`` None compares nothing.
     """
     rewrites: list[Rewrite] = []
     unexplained: dict[str, int] = {}
     compared: dict[str, QuantityReconciliation] = {}
-    for quantity, by_op in (("flops", "flops_by_op"), ("transcendentals",
-                                                      "transcendentals_by_op")):
-        ours = _count(inventory, quantity)
-        theirs = _count(program, quantity) if program is not None and _available(program) \
-            else None
+    for quantity in ("flops", "transcendentals"):
+        ours = kernels.total(quantity)
+        theirs = program.total(quantity) if program is not None else None
         grouped: tuple[GroupedRewrite, ...] = ()
         if theirs is not None and program is not None:
-            mine = _by_op(inventory, by_op)
-            other = _by_op(program, by_op)
+            mine = kernels.by_op(quantity)
+            other = program.by_op(quantity)
             explained = 0
             for op in sorted(set(mine) | set(other)):
                 diff = int(mine.get(op, 0)) - int(other.get(op, 0))

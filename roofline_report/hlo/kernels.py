@@ -405,14 +405,21 @@ _POOL_OPCODES = ("dot", "convolution")
 
 
 def threads_wanted(kernel: Mapping[str, Any], cores: int) -> int:
-    """How many of ``cores`` worker threads a kernel of the inventory keeps busy when it runs
-    alone: its partitions where XLA split it, every core for a library kernel or a dot or
-    convolution run on the thread pool, one otherwise (a loop kernel, a sort, a custom call)."""
-    parts = int(kernel.get("partitions") or 1)
-    if parts > 1:
-        return min(parts, cores)
-    kind = str(kernel.get("kind") or "")
-    if kind.startswith("__") or kernel.get("opcode") in _POOL_OPCODES:
+    """:func:`threads_for` a kernel of the inventory as results.json holds it (a plain
+    record: the measuring side's, before it is written)."""
+    kind = kernel.get("kind")
+    return threads_for(int(kernel.get("partitions") or 1), str(kind) if kind else None,
+                       str(kernel.get("opcode") or ""), cores)
+
+
+def threads_for(partitions: int, kind: str | None, opcode: str, cores: int) -> int:
+    """How many of ``cores`` worker threads a kernel keeps busy when it runs alone, from its
+    ``partitions``, fusion ``kind`` and ``opcode``: its partitions where XLA split it, every
+    core for a library kernel or a dot or convolution run on the thread pool, one otherwise (a
+    loop kernel, a sort, a custom call)."""
+    if partitions > 1:
+        return min(partitions, cores)
+    if (kind or "").startswith("__") or opcode in _POOL_OPCODES:
         return cores
     return 1
 

@@ -35,7 +35,6 @@ from roofline_report.report.blocks import (
     text,
 )
 from roofline_report.report.format import Num, count, miss_text, n, percent, plural
-from roofline_report.results import io as results_io
 from roofline_report.results import schema
 from roofline_report.units import format_binary, format_si
 
@@ -142,9 +141,8 @@ def lane_timing(w: schema.Workload, lane: schema.LaneTiming) -> schema.KernelTim
 
 
 def _lane_summary(timing: schema.KernelTiming | None) -> TraceSummary | None:
-    """The medians of a device's traced calls (:func:`trace_summary`, which reads the record
-    as results.json holds it)."""
-    return trace_summary(results_io.plain(timing)) if timing is not None else None
+    """The medians of a device's traced calls (:func:`trace_summary`)."""
+    return trace_summary(timing) if timing is not None else None
 
 
 def _lane_collectives(w: schema.Workload, lane: schema.LaneTiming, names: set[str]

@@ -31,6 +31,7 @@ from roofline_report.analysis.predict import (
 )
 from roofline_report.analysis.roofs import FRESH, RoofSet
 from roofline_report.kinds import Kind, Quantity
+from roofline_report.results import schema
 from roofline_report.units import format_si
 
 Programs = Mapping[str, Mapping[str, Any] | str]
@@ -187,8 +188,10 @@ def kernel_model(
     predictions: dict[str, Prediction] = {}
     kernels: dict[str, list[Prediction]] = {}
     for v, inv in inventories.items():
-        parts = predict_kernels(inv.get("kernels") or [], dtypes[v], roofs,
-                                program_traffic(inv), program_footprint(inv))
+        # The lab's records as results.json holds them: read typed, as the model reads them.
+        typed = schema.KernelInventory.model_validate(inv)
+        parts = predict_kernels(typed.kernels, dtypes[v], roofs, program_traffic(typed),
+                                program_footprint(typed))
         p = predict_program(parts, roofs) if parts is not None else None
         if parts is None or p is None:
             why = "its inventory lists no kernels" if not inv.get("kernels") else (
