@@ -11,9 +11,8 @@ every saved run and ``compare``. The observations are never changed.
 
 The document is read typed (:class:`~roofline_report.results.schema.Results`): a plain one, as
 ``json.load`` gives it, is validated once on the way in. The readers still written for the
-form results.json holds (the kernel model's kernel and timing records, the reconciliation, the
-measured roofs and the lab) are handed that form, dumped once from the typed document; the
-sharded workloads' models read the typed sharding record.
+form results.json holds (the measured ceilings' conditions and the lab) are handed that form,
+dumped once from the typed document.
 """
 
 from __future__ import annotations
@@ -160,10 +159,9 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     skipped: list[schema.Skip] = list(typed.skipped)
     # The speed check speaks of the measured ceilings: only where the predictions rest on them.
     checks = checks_of(typed) if roofs.measured is not None else None
-    programs = tuple(_program(w, plain, roofs, backend, cache_bytes, checks)
-                     for w, plain in zip(typed.workloads, doc["workloads"], strict=True))
-    sweeps = tuple(_sweep(sw, plain, roofs.kernels, backend, cache_bytes, checks)
-                   for sw, plain in zip(typed.sweeps, doc["sweeps"], strict=True))
+    programs = tuple(_program(w, roofs, backend, cache_bytes, checks) for w in typed.workloads)
+    sweeps = tuple(_sweep(sw, roofs.kernels, backend, cache_bytes, checks)
+                   for sw in typed.sweeps)
     accuracy = _accuracy(programs, sweeps) if roofs.measured is not None else Accuracy((), ())
     exps, exercises = _lab(typed, doc, a, roofs, skipped)
     sharding = _sharding(typed, a, roofs, skipped)
@@ -267,10 +265,9 @@ def _traced_time(w: schema.Workload) -> Stats | None:
     return Stats(samples) if samples else None
 
 
-def _program(w: schema.Workload, plain: Mapping[str, Any], roofs: Roofs, backend: Backend,
-             cache_bytes: int | None, checks: SpeedChecks | None = None) -> Program:
-    """One program's record (``plain``: the workload as results.json holds it, for the
-    readers that take that form)."""
+def _program(w: schema.Workload, roofs: Roofs, backend: Backend, cache_bytes: int | None,
+             checks: SpeedChecks | None = None) -> Program:
+    """One program's record."""
     timed, timing_reason = _timing(w.timing)
     stats = timed.per_call if timed is not None else None
     if stats is None and (traced := _traced_time(w)) is not None:
@@ -387,11 +384,9 @@ def _closest_group(seconds: float, p: Prediction) -> str:
     return min(positive, key=lambda g: (abs(math.log(seconds / positive[g])), g))
 
 
-def _point(sw: schema.Sweep, pt: schema.SweepPoint, plain: Mapping[str, Any], roofs: RoofSet,
-           backend: Backend, cache_bytes: int | None, checks: SpeedChecks | None = None
-           ) -> SweepPoint | None:
-    """One point of a sweep (``plain``: the point as results.json holds it, for the readers
-    that take that form)."""
+def _point(sw: schema.Sweep, pt: schema.SweepPoint, roofs: RoofSet, backend: Backend,
+           cache_bytes: int | None, checks: SpeedChecks | None = None) -> SweepPoint | None:
+    """One point of a sweep."""
     timed, _ = _timing(pt.timing)
     stats = timed.per_call if timed is not None else None
     dtype = sw.dtype
@@ -429,10 +424,10 @@ def _point(sw: schema.Sweep, pt: schema.SweepPoint, plain: Mapping[str, Any], ro
     return SweepPoint(dict(pt.dims), flops, moved, stats.own, prediction, observed, why)
 
 
-def _sweep(sw: schema.Sweep, plain: Mapping[str, Any], roofs: RoofSet, backend: Backend,
-           cache_bytes: int | None, checks: SpeedChecks | None = None) -> Sweep:
-    points = tuple(p for p in (_point(sw, pt, plain_pt, roofs, backend, cache_bytes, checks)
-                               for pt, plain_pt in zip(sw.points, plain["points"], strict=True))
+def _sweep(sw: schema.Sweep, roofs: RoofSet, backend: Backend, cache_bytes: int | None,
+           checks: SpeedChecks | None = None) -> Sweep:
+    points = tuple(p for p in (_point(sw, pt, roofs, backend, cache_bytes, checks)
+                               for pt in sw.points)
                    if p is not None)
     predicted = next((p.dims for p in points if p.predicted_bound == "compute"), None)
     observed = next((p.dims for p in points if p.observed_bound == "compute"), None)
