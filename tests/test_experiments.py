@@ -38,15 +38,8 @@ def timing_json(seconds: float, spread: float = 0.0) -> dict[str, Any]:
     return Timing(Stats(samples), 1, 1e-9, 1e-3, "synthetic").to_json()
 
 
-CEILINGS: dict[str, Any] = {
-    "peak_compute": {"value": 150e9, "name": "matmul float32"},
-    "peak_bandwidth": {"value": 40e9, "name": "scale"},
-    "dispatch": {"value": 6e-6, "available": True},
-    "compute": [
-        {"dtype": "float32", "value": 150e9, "available": True},
-        {"dtype": "bfloat16", "value": 140e9, "available": True},
-    ],
-}
+CEILINGS = ex.MeasuredCeilings(
+    peak=150e9, bandwidth=40e9, dispatch=6e-6, compute={"float32": 150e9, "bfloat16": 140e9})
 
 N = 1 << 20
 FUSION = (2048, 4, 2048)
@@ -120,7 +113,7 @@ def sweep_raw(exp_id: str, flat: float, slope: float, **extra: Any) -> dict[str,
 def analyse_one(
     record: dict[str, Any],
     exp_id: str,
-    ceilings: dict[str, Any] | None = None,
+    ceilings: ex.MeasuredCeilings | None = None,
     cache_bytes: int | None = None,
 ) -> dict[str, Any]:
     raw = {"experiments": {exp_id: record}, "cache_bytes": cache_bytes}
@@ -329,11 +322,8 @@ def test_budgets_measured_and_fallback() -> None:
     assert fallback.kind is Kind.HYPOTHETICAL
     assert fallback.dispatch == ex.HYPOTHETICAL_DISPATCH_S
     assert "hypothetical" in fallback.note
-    half = ex.budgets(
-        {"peak_compute": {"value": 1e11}, "peak_bandwidth": {"value": None}},
-        peak=PEAK,
-        bandwidth=BW,
-    )
+    half = ex.budgets(ex.MeasuredCeilings(peak=1e11, bandwidth=None, dispatch=None, compute={}),
+                      peak=PEAK, bandwidth=BW)
     assert half.kind is Kind.HYPOTHETICAL and half.peak == PEAK
 
 
@@ -414,10 +404,7 @@ def test_bf16_compute_prediction_from_measured_ceilings_and_upcast_reason() -> N
     assert held["prediction"]["roofs_kind"] == "measured"
     assert held["prediction"]["value"] == pytest.approx(expected)
     assert held["verdict"]["status"] == "held"
-    faster = {
-        **CEILINGS,
-        "compute": [{"dtype": "float32", "value": 150e9}, {"dtype": "bfloat16", "value": 300e9}],
-    }
+    faster = replace(CEILINGS, compute={"float32": 150e9, "bfloat16": 300e9})
     wins = analyse_one(ratio_raw("bf16_compute", 2.0), "bf16_compute", ceilings=faster)
     assert wins["verdict"]["status"] == "held"
     # Measured bf16 ceiling at or under f32's, and a far-off measurement: the upcast reason.
@@ -442,7 +429,7 @@ def _model_batch_slope(peak: float) -> float:
 
 
 @pytest.mark.parametrize("ceilings", [None, CEILINGS])
-def test_batching_knee_holds_and_fails(ceilings: dict[str, Any] | None) -> None:
+def test_batching_knee_holds_and_fails(ceilings: ex.MeasuredCeilings | None) -> None:
     b = ex.budgets(ceilings, peak=PEAK, bandwidth=BW)
     b_star = ex.batch_ridge(D, model.ridge(b.peak, b.bandwidth))
     assert b_star is not None
@@ -469,7 +456,7 @@ def test_batching_knee_holds_and_fails(ceilings: dict[str, Any] | None) -> None:
 
 
 def test_batching_never_reaching_the_ridge_is_unavailable() -> None:
-    tiny = {"peak_compute": {"value": 1e15}, "peak_bandwidth": {"value": 1e9}}
+    tiny = ex.MeasuredCeilings(peak=1e15, bandwidth=1e9, dispatch=None, compute={})
     rec = analyse_one(sweep_raw("batching", 1e-3, 1e-6), "batching", tiny)
     assert rec["prediction"]["value"] is None
     assert "never reached" in rec["prediction"]["note"]
@@ -491,7 +478,7 @@ def test_dispatch_knee_holds_and_fails() -> None:
 
 
 def test_dispatch_prediction_kind_follows_its_inputs() -> None:
-    only_dispatch = {"dispatch": {"value": 6e-6}}
+    only_dispatch = ex.MeasuredCeilings(peak=None, bandwidth=None, dispatch=6e-6, compute={})
     rec = analyse_one(sweep_raw("dispatch", 6e-6, 8 / BW), "dispatch", only_dispatch)
     assert rec["prediction"]["kind"] == "predicted"
     assert rec["prediction"]["roofs_kind"] == "hypothetical"  # the bandwidth is still assumed
@@ -558,7 +545,7 @@ def full_raw() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("ceilings", [None, CEILINGS])
-def test_analyse_is_plain_deterministic_json(ceilings: dict[str, Any] | None) -> None:
+def test_analyse_is_plain_deterministic_json(ceilings: ex.MeasuredCeilings | None) -> None:
     first = json.dumps(
         ex.analyse(full_raw(), ceilings=ceilings, peak=PEAK, bandwidth=BW),
         sort_keys=True,
@@ -593,7 +580,7 @@ def test_analyse_rejects_malformed_input(raw: Any) -> None:
 # ---------------------------------------------------------------------------- exercises
 
 
-def exercises_by_id(ceilings: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+def exercises_by_id(ceilings: ex.MeasuredCeilings | None = None) -> dict[str, dict[str, Any]]:
     return {x["id"]: x for x in ex.exercises(peak=PEAK, bandwidth=BW, ceilings=ceilings)}
 
 
@@ -777,7 +764,7 @@ def doubled_by_hand() -> float:
 
 
 def analyse_with(record: dict[str, Any], exp_id: str, roofs: RoofSet | None = ROOFS,
-                 ceilings: dict[str, Any] | None = None,
+                 ceilings: ex.MeasuredCeilings | None = None,
                  cache_bytes: int | None = None) -> dict[str, Any]:
     raw = {"experiments": {exp_id: record}, "cache_bytes": cache_bytes}
     out = ex.analyse(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW, roofs=roofs)

@@ -452,8 +452,8 @@ def _accuracy(programs: Sequence[Program], sweeps: Sequence[Sweep]) -> Accuracy:
 def _lab(results: schema.Results, doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
          skipped: list[schema.Skip]) -> tuple[tuple[Experiment, ...], tuple[Exercise, ...]]:
     """The lab's experiments and exercises (``doc``: the document as results.json holds it,
-    whose lab and ceilings records the experiments read)."""
-    measured_ceilings = _with_default_roofs(doc["ceilings"], roofs.measured) \
+    whose lab record the experiments read), priced on this machine's measured ceilings."""
+    measured_ceilings = experiments.MeasuredCeilings.of(results.ceilings, roofs.measured) \
         if isinstance(results.ceilings, schema.Ceilings) else None
     lab = doc["lab"]
     exps: list[Experiment] = []
@@ -480,22 +480,6 @@ def _lab(results: schema.Results, doc: Mapping[str, Any], a: Assumptions, roofs:
         for x in experiments.exercises(peak=a.peak, bandwidth=a.bandwidth,
                                        ceilings=measured_ceilings))
     return tuple(exps), exercises
-
-
-def _with_default_roofs(ceilings: Mapping[str, Any], measured: RoofSet | None
-                        ) -> dict[str, Any]:
-    """The ceilings with the roofs the lab's budgets use named (a copy)."""
-    out = dict(ceilings)
-    if measured is None:
-        return out
-    compute = measured.compute_for("float32")
-    bandwidth = measured.bandwidth_for(None)
-    out["peak_compute"] = {"value": compute.value if compute else None,
-                           "name": compute.name if compute else None}
-    out["peak_bandwidth"] = {"value": bandwidth.value if bandwidth else None,
-                             "name": bandwidth.name.removesuffix(" stream")
-                             if bandwidth else None}
-    return out
 
 
 def _sharding(results: schema.Results, a: Assumptions, roofs: Roofs,

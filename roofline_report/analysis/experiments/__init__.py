@@ -69,6 +69,7 @@ from roofline_report.analysis.experiments.single_roof import (
     HYPOTHETICAL_BF16_SPEEDUP,
     HYPOTHETICAL_DISPATCH_S,
     Budgets,
+    MeasuredCeilings,
     budgets,
 )
 from roofline_report.analysis.experiments.verdicts import verdict
@@ -94,6 +95,7 @@ __all__ = [
     "TITLES",
     "TOLERANCE",
     "Budgets",
+    "MeasuredCeilings",
     "analyse",
     "batch_ridge",
     "budgets",
@@ -121,7 +123,7 @@ _BUILDERS: dict[str, Builder] = {
 def analyse(
     raw: Mapping[str, Any],
     *,
-    ceilings: Mapping[str, Any] | None,
+    ceilings: MeasuredCeilings | None,
     peak: float,
     bandwidth: float,
     roofs: RoofSet | None = None,
@@ -130,8 +132,8 @@ def analyse(
     notebook.
 
     ``roofs`` is this machine's measured roof set (None: none measured); with it, and the kernel
-    inventories the lab recorded, the per-kernel model predicts. ``ceilings`` (the measured
-    ceilings record, or None) and the hypothetical ``peak`` and ``bandwidth`` give the budgets
+    inventories the lab recorded, the per-kernel model predicts. ``ceilings`` (this machine's
+    measured ceilings, or None) and the hypothetical ``peak`` and ``bandwidth`` give the budgets
     of the single-roof model, which predicts otherwise.
 
     Returns one record per experiment in :data:`EXPERIMENT_IDS` order::
