@@ -9,9 +9,11 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
+import pydantic
 import pytest
 
 from roofline_report.analysis import experiments as ex
@@ -28,6 +30,7 @@ from roofline_report.analysis.seed_model import SEED_PEAK_FLOPS as PEAK
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.observe.timer import Stats, Timing
+from roofline_report.results.schema_lab import LabExperiments
 
 # ------------------------------------------------------------------------------- helpers
 
@@ -110,6 +113,29 @@ def sweep_raw(exp_id: str, flat: float, slope: float, **extra: Any) -> dict[str,
     return {"available": True, **rec, **extra}
 
 
+def typed_lab(experiments: Any) -> LabExperiments:
+    """The typed lab record of plain ``experiments``, each record given the keys the schema
+    requires that it left out: no kernel inventory recorded (none by variant, and an
+    unreadable one per sweep point), no dtypes named."""
+    if not isinstance(experiments, dict):
+        return LabExperiments.model_validate(experiments)
+    filled = {}
+    for exp_id, record in experiments.items():
+        if isinstance(record, dict) and record.get("available") is True:
+            points = record.get("times")  # a sweep's: one per point
+            record = {"programs": ([{"available": False, "reason": "not recorded"}] * len(points)
+                                   if isinstance(points, list) else {}),
+                      **({"dtypes": {}} if exp_id.startswith("bf16") else {}), **record}
+        filled[exp_id] = record
+    return LabExperiments.model_validate(filled)
+
+
+def analyse_raw(raw: dict[str, Any], **options: Any) -> list[dict[str, Any]]:
+    """:func:`ex.analyse` of a plain lab record (its experiments and cache size)."""
+    return ex.analyse(typed_lab(raw["experiments"]), cache_bytes=raw.get("cache_bytes"),
+                      **options)
+
+
 def analyse_one(
     record: dict[str, Any],
     exp_id: str,
@@ -117,7 +143,7 @@ def analyse_one(
     cache_bytes: int | None = None,
 ) -> dict[str, Any]:
     raw = {"experiments": {exp_id: record}, "cache_bytes": cache_bytes}
-    out = {e["id"]: e for e in ex.analyse(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW)}
+    out = {e["id"]: e for e in analyse_raw(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW)}
     return out[exp_id]
 
 
@@ -512,7 +538,7 @@ def test_analyse_covers_every_experiment_and_marks_missing_ones() -> None:
             "scan": ratio_raw("scan", 10.0),
         }
     }
-    out = ex.analyse(raw, ceilings=None, peak=PEAK, bandwidth=BW)
+    out = analyse_raw(raw, ceilings=None, peak=PEAK, bandwidth=BW)
     assert [e["id"] for e in out] == list(ex.EXPERIMENT_IDS)
     by_id = {e["id"]: e for e in out}
     assert by_id["fusion"]["verdict"] == {
@@ -547,34 +573,58 @@ def full_raw() -> dict[str, Any]:
 @pytest.mark.parametrize("ceilings", [None, CEILINGS])
 def test_analyse_is_plain_deterministic_json(ceilings: ex.MeasuredCeilings | None) -> None:
     first = json.dumps(
-        ex.analyse(full_raw(), ceilings=ceilings, peak=PEAK, bandwidth=BW),
+        analyse_raw(full_raw(), ceilings=ceilings, peak=PEAK, bandwidth=BW),
         sort_keys=True,
         allow_nan=False,
     )
     again = json.dumps(
-        ex.analyse(json.loads(json.dumps(full_raw())), ceilings=ceilings, peak=PEAK, bandwidth=BW),
+        analyse_raw(json.loads(json.dumps(full_raw())), ceilings=ceilings, peak=PEAK, bandwidth=BW),
         sort_keys=True,
         allow_nan=False,
     )
     assert first == again
 
 
+def _without(record: dict[str, Any], key: str) -> dict[str, Any]:
+    return {name: value for name, value in record.items() if name != key}
+
+
 @pytest.mark.parametrize(
-    "raw",
+    ("experiments", "message"),
     [
-        [],
-        {},
-        {"experiments": []},
-        {"experiments": {"scan": 3}},
-        {"experiments": {"scan": {"available": True, "size": 0, "steps": 10}}},
-        {"experiments": {"scan": {**ratio_raw("scan", 1.0), "body": {"per_call": {}}}}},
-        {"experiments": {"batching": {**sweep_raw("batching", 1, 1), "times": []}}},
-        {"experiments": {"fusion": ratio_raw("fusion", 1.0, kernels={"fused": -1})}},
+        ({"batching": {**sweep_raw("batching", 1, 1), "times": []}},
+         "experiment 'batching' field 'times' must be a list of 10 timing records"),
+        ({"batching": _without(sweep_raw("batching", 1, 1), "d")},
+         "experiment 'batching' field 'd' must be a positive integer, got None"),
+        ({"batching": _without(sweep_raw("batching", 1, 1), "batches")},
+         "experiment 'batching' field 'batches' must be a list of positive integers"),
+        ({"dispatch": _without(sweep_raw("dispatch", 1, 1), "sizes")},
+         "experiment 'dispatch' field 'sizes' must be a list of positive integers"),
+        ({"bf16_memory": _without(ratio_raw("bf16_memory", 1.0), "elements")},
+         "experiment 'bf16_memory' field 'elements' must be a positive integer, got None"),
+        ({"bf16_compute": _without(ratio_raw("bf16_compute", 1.0), "size")},
+         "experiment 'bf16_compute' field 'size' must be a positive integer, got None"),
     ],
 )
-def test_analyse_rejects_malformed_input(raw: Any) -> None:
-    with pytest.raises(InputError):
-        ex.analyse(raw, ceilings=None, peak=PEAK, bandwidth=BW)
+def test_analyse_rejects_what_the_schema_leaves_open(experiments: dict[str, Any],
+                                                      message: str) -> None:
+    with pytest.raises(InputError, match=re.escape(f"lab measurements: {message}")):
+        analyse_raw({"experiments": experiments}, ceilings=None, peak=PEAK, bandwidth=BW)
+
+
+@pytest.mark.parametrize(
+    "experiments",
+    [
+        [],
+        {"scan": 3},
+        {"scan": {"available": True, "size": 0, "steps": 10}},
+        {"scan": {**ratio_raw("scan", 1.0), "body": {"per_call": {}}}},
+        {"fusion": ratio_raw("fusion", 1.0, kernels={"fused": -1})},
+    ],
+)
+def test_the_schema_refuses_malformed_experiments(experiments: Any) -> None:
+    with pytest.raises(pydantic.ValidationError):
+        typed_lab(experiments)
 
 
 # ---------------------------------------------------------------------------- exercises
@@ -728,6 +778,7 @@ def inventory(*kernels: dict[str, Any]) -> dict[str, Any]:
         "module": "jit_f", "kernels": list(kernels), "count": len(kernels),
         "launches": sum(k["trips"] for k in kernels),
         "flops": sum(k["flops"] * k["trips"] for k in kernels),
+        "transcendentals": sum(k["transcendentals"] * k["trips"] for k in kernels),
         "bytes_read": sum(k["bytes_read"] * k["trips"] for k in kernels),
         "bytes_written": sum(k["bytes_written"] * k["trips"] for k in kernels),
         "flops_by_op": {}, "transcendentals_by_op": {}, "by_category": {}, "notes": [],
@@ -767,7 +818,7 @@ def analyse_with(record: dict[str, Any], exp_id: str, roofs: RoofSet | None = RO
                  ceilings: ex.MeasuredCeilings | None = None,
                  cache_bytes: int | None = None) -> dict[str, Any]:
     raw = {"experiments": {exp_id: record}, "cache_bytes": cache_bytes}
-    out = ex.analyse(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW, roofs=roofs)
+    out = analyse_raw(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW, roofs=roofs)
     return {e["id"]: e for e in out}[exp_id]
 
 
@@ -1071,23 +1122,28 @@ def test_an_inventory_without_kernels_is_not_priced() -> None:
 
 
 @pytest.mark.parametrize(
-    ("exp_id", "programs"),
+    "programs",
     [
-        ("doubled_traffic", []),
-        ("doubled_traffic", {"one_array": 3, "two_arrays": {"kernels": []}}),
-        ("doubled_traffic", {"one_array": {"kernels": {}}}),
-        ("doubled_traffic", {"one_array": inventory(kernel("k", read=-1))}),
-        ("doubled_traffic", {"one_array": inventory({**kernel("k"), "trips": 0})}),
-        ("doubled_traffic", {"one_array": inventory({**kernel("k"), "flops_by_op": {"x": "2"}})}),
-        ("batching", {"b=1": inventory()}),
-        ("batching", [inventory()]),
+        [],
+        {"one_array": 3, "two_arrays": {"kernels": []}},
+        {"one_array": {"kernels": {}}},
+        {"one_array": inventory(kernel("k", read=-1))},
+        {"one_array": inventory({**kernel("k"), "trips": 0})},
+        {"one_array": inventory({**kernel("k"), "flops_by_op": {"x": "2"}})},
     ],
 )
-def test_malformed_inventories_are_rejected(exp_id: str, programs: Any) -> None:
-    raw = (ratio_raw(exp_id, 2.0, programs=programs) if exp_id != "batching"
-           else sweep_raw(exp_id, 1e-3, 1e-6, programs=programs))
-    with pytest.raises(InputError, match="programs"):
-        analyse_with(raw, exp_id)
+def test_the_schema_refuses_malformed_inventories(programs: Any) -> None:
+    with pytest.raises(pydantic.ValidationError):
+        typed_lab({"doubled_traffic": ratio_raw("doubled_traffic", 2.0, programs=programs)})
+
+
+def test_a_sweep_needs_an_inventory_per_point() -> None:
+    with pytest.raises(pydantic.ValidationError):  # a list, aligned with the points
+        typed_lab({"batching": sweep_raw("batching", 1e-3, 1e-6, programs={"b=1": inventory()})})
+    raw = sweep_raw("batching", 1e-3, 1e-6, programs=[inventory()])
+    with pytest.raises(InputError, match=re.escape(
+            "experiment 'batching' field 'programs' must be a list of 10 kernel inventories")):
+        analyse_with(raw, "batching")
 
 
 def test_the_package_reexports_what_callers_use() -> None:

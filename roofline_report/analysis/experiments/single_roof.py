@@ -74,6 +74,11 @@ class Budgets:
     dispatch_note: str
     compute: Mapping[str, float]  # measured compute ceilings by dtype (available ones only)
 
+    def seconds(self, flops: float, moved: float) -> float:
+        """The single-roof time of ``flops`` over ``moved`` bytes, a dispatch at the least
+        (:func:`roofline_report.analysis.seed_model.predicted_seconds` on these budgets)."""
+        return model.predicted_seconds(flops, moved, self.peak, self.bandwidth, self.dispatch)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "peak": Quantity(self.peak, "FLOP/s", self.kind, self.note).to_json(),
