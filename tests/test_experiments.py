@@ -9,9 +9,11 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
+import pydantic
 import pytest
 
 from roofline_report.analysis import experiments as ex
@@ -28,6 +30,7 @@ from roofline_report.analysis.seed_model import SEED_PEAK_FLOPS as PEAK
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.observe.timer import Stats, Timing
+from roofline_report.results.schema_lab import LabExperiments
 
 # ------------------------------------------------------------------------------- helpers
 
@@ -38,15 +41,8 @@ def timing_json(seconds: float, spread: float = 0.0) -> dict[str, Any]:
     return Timing(Stats(samples), 1, 1e-9, 1e-3, "synthetic").to_json()
 
 
-CEILINGS: dict[str, Any] = {
-    "peak_compute": {"value": 150e9, "name": "matmul float32"},
-    "peak_bandwidth": {"value": 40e9, "name": "scale"},
-    "dispatch": {"value": 6e-6, "available": True},
-    "compute": [
-        {"dtype": "float32", "value": 150e9, "available": True},
-        {"dtype": "bfloat16", "value": 140e9, "available": True},
-    ],
-}
+CEILINGS = ex.MeasuredCeilings(
+    peak=150e9, bandwidth=40e9, dispatch=6e-6, compute={"float32": 150e9, "bfloat16": 140e9})
 
 N = 1 << 20
 FUSION = (2048, 4, 2048)
@@ -117,14 +113,37 @@ def sweep_raw(exp_id: str, flat: float, slope: float, **extra: Any) -> dict[str,
     return {"available": True, **rec, **extra}
 
 
+def typed_lab(experiments: Any) -> LabExperiments:
+    """The typed lab record of plain ``experiments``, each record given the keys the schema
+    requires that it left out: no kernel inventory recorded (none by variant, and an
+    unreadable one per sweep point), no dtypes named."""
+    if not isinstance(experiments, dict):
+        return LabExperiments.model_validate(experiments)
+    filled = {}
+    for exp_id, record in experiments.items():
+        if isinstance(record, dict) and record.get("available") is True:
+            points = record.get("times")  # a sweep's: one per point
+            record = {"programs": ([{"available": False, "reason": "not recorded"}] * len(points)
+                                   if isinstance(points, list) else {}),
+                      **({"dtypes": {}} if exp_id.startswith("bf16") else {}), **record}
+        filled[exp_id] = record
+    return LabExperiments.model_validate(filled)
+
+
+def analyse_raw(raw: dict[str, Any], **options: Any) -> list[dict[str, Any]]:
+    """:func:`ex.analyse` of a plain lab record (its experiments and cache size)."""
+    return ex.analyse(typed_lab(raw["experiments"]), cache_bytes=raw.get("cache_bytes"),
+                      **options)
+
+
 def analyse_one(
     record: dict[str, Any],
     exp_id: str,
-    ceilings: dict[str, Any] | None = None,
+    ceilings: ex.MeasuredCeilings | None = None,
     cache_bytes: int | None = None,
 ) -> dict[str, Any]:
     raw = {"experiments": {exp_id: record}, "cache_bytes": cache_bytes}
-    out = {e["id"]: e for e in ex.analyse(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW)}
+    out = {e["id"]: e for e in analyse_raw(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW)}
     return out[exp_id]
 
 
@@ -329,11 +348,8 @@ def test_budgets_measured_and_fallback() -> None:
     assert fallback.kind is Kind.HYPOTHETICAL
     assert fallback.dispatch == ex.HYPOTHETICAL_DISPATCH_S
     assert "hypothetical" in fallback.note
-    half = ex.budgets(
-        {"peak_compute": {"value": 1e11}, "peak_bandwidth": {"value": None}},
-        peak=PEAK,
-        bandwidth=BW,
-    )
+    half = ex.budgets(ex.MeasuredCeilings(peak=1e11, bandwidth=None, dispatch=None, compute={}),
+                      peak=PEAK, bandwidth=BW)
     assert half.kind is Kind.HYPOTHETICAL and half.peak == PEAK
 
 
@@ -414,10 +430,7 @@ def test_bf16_compute_prediction_from_measured_ceilings_and_upcast_reason() -> N
     assert held["prediction"]["roofs_kind"] == "measured"
     assert held["prediction"]["value"] == pytest.approx(expected)
     assert held["verdict"]["status"] == "held"
-    faster = {
-        **CEILINGS,
-        "compute": [{"dtype": "float32", "value": 150e9}, {"dtype": "bfloat16", "value": 300e9}],
-    }
+    faster = replace(CEILINGS, compute={"float32": 150e9, "bfloat16": 300e9})
     wins = analyse_one(ratio_raw("bf16_compute", 2.0), "bf16_compute", ceilings=faster)
     assert wins["verdict"]["status"] == "held"
     # Measured bf16 ceiling at or under f32's, and a far-off measurement: the upcast reason.
@@ -442,7 +455,7 @@ def _model_batch_slope(peak: float) -> float:
 
 
 @pytest.mark.parametrize("ceilings", [None, CEILINGS])
-def test_batching_knee_holds_and_fails(ceilings: dict[str, Any] | None) -> None:
+def test_batching_knee_holds_and_fails(ceilings: ex.MeasuredCeilings | None) -> None:
     b = ex.budgets(ceilings, peak=PEAK, bandwidth=BW)
     b_star = ex.batch_ridge(D, model.ridge(b.peak, b.bandwidth))
     assert b_star is not None
@@ -469,7 +482,7 @@ def test_batching_knee_holds_and_fails(ceilings: dict[str, Any] | None) -> None:
 
 
 def test_batching_never_reaching_the_ridge_is_unavailable() -> None:
-    tiny = {"peak_compute": {"value": 1e15}, "peak_bandwidth": {"value": 1e9}}
+    tiny = ex.MeasuredCeilings(peak=1e15, bandwidth=1e9, dispatch=None, compute={})
     rec = analyse_one(sweep_raw("batching", 1e-3, 1e-6), "batching", tiny)
     assert rec["prediction"]["value"] is None
     assert "never reached" in rec["prediction"]["note"]
@@ -491,7 +504,7 @@ def test_dispatch_knee_holds_and_fails() -> None:
 
 
 def test_dispatch_prediction_kind_follows_its_inputs() -> None:
-    only_dispatch = {"dispatch": {"value": 6e-6}}
+    only_dispatch = ex.MeasuredCeilings(peak=None, bandwidth=None, dispatch=6e-6, compute={})
     rec = analyse_one(sweep_raw("dispatch", 6e-6, 8 / BW), "dispatch", only_dispatch)
     assert rec["prediction"]["kind"] == "predicted"
     assert rec["prediction"]["roofs_kind"] == "hypothetical"  # the bandwidth is still assumed
@@ -525,7 +538,7 @@ def test_analyse_covers_every_experiment_and_marks_missing_ones() -> None:
             "scan": ratio_raw("scan", 10.0),
         }
     }
-    out = ex.analyse(raw, ceilings=None, peak=PEAK, bandwidth=BW)
+    out = analyse_raw(raw, ceilings=None, peak=PEAK, bandwidth=BW)
     assert [e["id"] for e in out] == list(ex.EXPERIMENT_IDS)
     by_id = {e["id"]: e for e in out}
     assert by_id["fusion"]["verdict"] == {
@@ -558,42 +571,66 @@ def full_raw() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("ceilings", [None, CEILINGS])
-def test_analyse_is_plain_deterministic_json(ceilings: dict[str, Any] | None) -> None:
+def test_analyse_is_plain_deterministic_json(ceilings: ex.MeasuredCeilings | None) -> None:
     first = json.dumps(
-        ex.analyse(full_raw(), ceilings=ceilings, peak=PEAK, bandwidth=BW),
+        analyse_raw(full_raw(), ceilings=ceilings, peak=PEAK, bandwidth=BW),
         sort_keys=True,
         allow_nan=False,
     )
     again = json.dumps(
-        ex.analyse(json.loads(json.dumps(full_raw())), ceilings=ceilings, peak=PEAK, bandwidth=BW),
+        analyse_raw(json.loads(json.dumps(full_raw())), ceilings=ceilings, peak=PEAK, bandwidth=BW),
         sort_keys=True,
         allow_nan=False,
     )
     assert first == again
 
 
+def _without(record: dict[str, Any], key: str) -> dict[str, Any]:
+    return {name: value for name, value in record.items() if name != key}
+
+
 @pytest.mark.parametrize(
-    "raw",
+    ("experiments", "message"),
     [
-        [],
-        {},
-        {"experiments": []},
-        {"experiments": {"scan": 3}},
-        {"experiments": {"scan": {"available": True, "size": 0, "steps": 10}}},
-        {"experiments": {"scan": {**ratio_raw("scan", 1.0), "body": {"per_call": {}}}}},
-        {"experiments": {"batching": {**sweep_raw("batching", 1, 1), "times": []}}},
-        {"experiments": {"fusion": ratio_raw("fusion", 1.0, kernels={"fused": -1})}},
+        ({"batching": {**sweep_raw("batching", 1, 1), "times": []}},
+         "experiment 'batching' field 'times' must be a list of 10 timing records"),
+        ({"batching": _without(sweep_raw("batching", 1, 1), "d")},
+         "experiment 'batching' field 'd' must be a positive integer, got None"),
+        ({"batching": _without(sweep_raw("batching", 1, 1), "batches")},
+         "experiment 'batching' field 'batches' must be a list of positive integers"),
+        ({"dispatch": _without(sweep_raw("dispatch", 1, 1), "sizes")},
+         "experiment 'dispatch' field 'sizes' must be a list of positive integers"),
+        ({"bf16_memory": _without(ratio_raw("bf16_memory", 1.0), "elements")},
+         "experiment 'bf16_memory' field 'elements' must be a positive integer, got None"),
+        ({"bf16_compute": _without(ratio_raw("bf16_compute", 1.0), "size")},
+         "experiment 'bf16_compute' field 'size' must be a positive integer, got None"),
     ],
 )
-def test_analyse_rejects_malformed_input(raw: Any) -> None:
-    with pytest.raises(InputError):
-        ex.analyse(raw, ceilings=None, peak=PEAK, bandwidth=BW)
+def test_analyse_rejects_what_the_schema_leaves_open(experiments: dict[str, Any],
+                                                      message: str) -> None:
+    with pytest.raises(InputError, match=re.escape(f"lab measurements: {message}")):
+        analyse_raw({"experiments": experiments}, ceilings=None, peak=PEAK, bandwidth=BW)
+
+
+@pytest.mark.parametrize(
+    "experiments",
+    [
+        [],
+        {"scan": 3},
+        {"scan": {"available": True, "size": 0, "steps": 10}},
+        {"scan": {**ratio_raw("scan", 1.0), "body": {"per_call": {}}}},
+        {"fusion": ratio_raw("fusion", 1.0, kernels={"fused": -1})},
+    ],
+)
+def test_the_schema_refuses_malformed_experiments(experiments: Any) -> None:
+    with pytest.raises(pydantic.ValidationError):
+        typed_lab(experiments)
 
 
 # ---------------------------------------------------------------------------- exercises
 
 
-def exercises_by_id(ceilings: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+def exercises_by_id(ceilings: ex.MeasuredCeilings | None = None) -> dict[str, dict[str, Any]]:
     return {x["id"]: x for x in ex.exercises(peak=PEAK, bandwidth=BW, ceilings=ceilings)}
 
 
@@ -778,10 +815,10 @@ def doubled_by_hand() -> float:
 
 
 def analyse_with(record: dict[str, Any], exp_id: str, roofs: RoofSet | None = ROOFS,
-                 ceilings: dict[str, Any] | None = None,
+                 ceilings: ex.MeasuredCeilings | None = None,
                  cache_bytes: int | None = None) -> dict[str, Any]:
     raw = {"experiments": {exp_id: record}, "cache_bytes": cache_bytes}
-    out = ex.analyse(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW, roofs=roofs)
+    out = analyse_raw(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW, roofs=roofs)
     return {e["id"]: e for e in out}[exp_id]
 
 
@@ -1085,23 +1122,28 @@ def test_an_inventory_without_kernels_is_not_priced() -> None:
 
 
 @pytest.mark.parametrize(
-    ("exp_id", "programs"),
+    "programs",
     [
-        ("doubled_traffic", []),
-        ("doubled_traffic", {"one_array": 3, "two_arrays": {"kernels": []}}),
-        ("doubled_traffic", {"one_array": {"kernels": {}}}),
-        ("doubled_traffic", {"one_array": inventory(kernel("k", read=-1))}),
-        ("doubled_traffic", {"one_array": inventory({**kernel("k"), "trips": 0})}),
-        ("doubled_traffic", {"one_array": inventory({**kernel("k"), "flops_by_op": {"x": "2"}})}),
-        ("batching", {"b=1": inventory()}),
-        ("batching", [inventory()]),
+        [],
+        {"one_array": 3, "two_arrays": {"kernels": []}},
+        {"one_array": {"kernels": {}}},
+        {"one_array": inventory(kernel("k", read=-1))},
+        {"one_array": inventory({**kernel("k"), "trips": 0})},
+        {"one_array": inventory({**kernel("k"), "flops_by_op": {"x": "2"}})},
     ],
 )
-def test_malformed_inventories_are_rejected(exp_id: str, programs: Any) -> None:
-    raw = (ratio_raw(exp_id, 2.0, programs=programs) if exp_id != "batching"
-           else sweep_raw(exp_id, 1e-3, 1e-6, programs=programs))
-    with pytest.raises(InputError, match="programs"):
-        analyse_with(raw, exp_id)
+def test_the_schema_refuses_malformed_inventories(programs: Any) -> None:
+    with pytest.raises(pydantic.ValidationError):
+        typed_lab({"doubled_traffic": ratio_raw("doubled_traffic", 2.0, programs=programs)})
+
+
+def test_a_sweep_needs_an_inventory_per_point() -> None:
+    with pytest.raises(pydantic.ValidationError):  # a list, aligned with the points
+        typed_lab({"batching": sweep_raw("batching", 1e-3, 1e-6, programs={"b=1": inventory()})})
+    raw = sweep_raw("batching", 1e-3, 1e-6, programs=[inventory()])
+    with pytest.raises(InputError, match=re.escape(
+            "experiment 'batching' field 'programs' must be a list of 10 kernel inventories")):
+        analyse_with(raw, "batching")
 
 
 def test_the_package_reexports_what_callers_use() -> None:

@@ -14,6 +14,7 @@ from roofline_report.analysis.seed_model import SEED_BANDWIDTH, SEED_PEAK_FLOPS
 from roofline_report.kinds import Kind
 from roofline_report.observe import lab
 from roofline_report.observe.timer import Timing
+from roofline_report.results.schema_lab import LabExperiments
 
 TINY = lab.LabPlan(
     stream_elements=1 << 12,
@@ -28,6 +29,12 @@ TINY = lab.LabPlan(
     samples=3,
     min_sample_s=0.0005,
 )
+
+
+def analyse(raw: dict[str, Any], **options: Any) -> list[dict[str, Any]]:
+    """:func:`experiments.analyse` of the lab's plain record, read as the schema types it."""
+    return experiments.analyse(LabExperiments.model_validate(raw["experiments"]),
+                               cache_bytes=raw.get("cache_bytes"), **options)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +88,7 @@ def test_counts_from_the_compiled_programs(raw: dict[str, Any]) -> None:
 
 @pytest.mark.slow
 def test_analyse_gives_a_verdict_for_each_experiment(raw: dict[str, Any]) -> None:
-    out = experiments.analyse(raw, ceilings=None, peak=SEED_PEAK_FLOPS, bandwidth=SEED_BANDWIDTH)
+    out = analyse(raw, ceilings=None, peak=SEED_PEAK_FLOPS, bandwidth=SEED_BANDWIDTH)
     assert [e["id"] for e in out] == list(experiments.EXPERIMENT_IDS)
     for e in out:
         assert e["measurement"]["kind"] == "measured"
@@ -137,7 +144,7 @@ ROOFS = RoofSet(
 
 @pytest.mark.slow
 def test_the_per_kernel_model_predicts_every_recorded_experiment(raw: dict[str, Any]) -> None:
-    out = experiments.analyse(raw, ceilings=None, peak=SEED_PEAK_FLOPS,
+    out = analyse(raw, ceilings=None, peak=SEED_PEAK_FLOPS,
                               bandwidth=SEED_BANDWIDTH, roofs=ROOFS)
     for e in out:
         assert e["prediction"]["kind"] == "predicted", e["id"]
@@ -167,7 +174,7 @@ def test_an_unreadable_inventory_is_recorded_and_the_experiment_runs(
         "two_arrays": {"available": False, "reason": "ValueError: no HLO today"},
     }
     assert Timing.from_json(record["two_arrays"]).per_call.min > 0
-    out = experiments.analyse({"experiments": {"doubled_traffic": {"available": True, **record}}},
+    out = analyse({"experiments": {"doubled_traffic": {"available": True, **record}}},
                               ceilings=None, peak=SEED_PEAK_FLOPS, bandwidth=SEED_BANDWIDTH,
                               roofs=ROOFS)
     assert out[0]["prediction"]["kind"] == "predicted"
@@ -190,7 +197,7 @@ def test_a_failing_experiment_is_recorded_and_the_others_run() -> None:
     assert len(e["batching"]["programs"]) == len(e["batching"]["batches"]) == 2
     out = {
         x["id"]: x
-        for x in experiments.analyse(
+        for x in analyse(
             raw, ceilings=None, peak=SEED_PEAK_FLOPS, bandwidth=SEED_BANDWIDTH
         )
     }

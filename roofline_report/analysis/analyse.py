@@ -11,8 +11,8 @@ every saved run and ``compare``. The observations are never changed.
 
 The document is read typed (:class:`~roofline_report.results.schema.Results`): a plain one, as
 ``json.load`` gives it, is validated once on the way in. The readers still written for the
-form results.json holds (the measured ceilings' conditions and the lab) are handed that form,
-dumped once from the typed document.
+form results.json holds (the measured ceilings' conditions) are handed that form, dumped once
+from the typed document.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     sweeps = tuple(_sweep(sw, roofs.kernels, backend, cache_bytes, checks)
                    for sw in typed.sweeps)
     accuracy = _accuracy(programs, sweeps) if roofs.measured is not None else Accuracy((), ())
-    exps, exercises = _lab(typed, doc, a, roofs, skipped)
+    exps, exercises = _lab(typed, a, roofs, skipped)
     sharding = _sharding(typed, a, roofs, skipped)
     budgets = Budgets(HypotheticalBudgets(
         Quantity(a.peak, "FLOP/s", Kind.HYPOTHETICAL, a.source),
@@ -444,20 +444,20 @@ def _accuracy(programs: Sequence[Program], sweeps: Sequence[Sweep]) -> Accuracy:
 
 # --- the lab, the sharded workloads ------------------------------------------------------------
 
-def _lab(results: schema.Results, doc: Mapping[str, Any], a: Assumptions, roofs: Roofs,
-         skipped: list[schema.Skip]) -> tuple[tuple[Experiment, ...], tuple[Exercise, ...]]:
-    """The lab's experiments and exercises (``doc``: the document as results.json holds it,
-    whose lab and ceilings records the experiments read)."""
-    measured_ceilings = _with_default_roofs(doc["ceilings"], roofs.measured) \
+def _lab(results: schema.Results, a: Assumptions, roofs: Roofs, skipped: list[schema.Skip]
+         ) -> tuple[tuple[Experiment, ...], tuple[Exercise, ...]]:
+    """The lab's experiments and exercises, from the run's typed lab record, priced on this
+    machine's measured ceilings."""
+    measured_ceilings = experiments.MeasuredCeilings.of(results.ceilings, roofs.measured) \
         if isinstance(results.ceilings, schema.Ceilings) else None
-    lab = doc["lab"]
+    lab = results.lab
     exps: list[Experiment] = []
-    if isinstance(results.lab, schema.Lab) and lab.get("experiments"):
-        raw = {**lab, "experiments": {k: v for k, v in lab["experiments"].items()
-                                      if v is not None}}
+    # A lab record that names no experiment has no notebook.
+    if isinstance(lab, schema.Lab) and lab.experiments.model_fields_set:
         # Every experiment is priced by the per-kernel model, on this machine's roofs where
         # they were measured and on the assumed budgets otherwise.
-        for e in experiments.analyse(raw, ceilings=measured_ceilings, peak=a.peak,
+        for e in experiments.analyse(lab.experiments, cache_bytes=lab.cache_bytes,
+                                     ceilings=measured_ceilings, peak=a.peak,
                                      bandwidth=a.bandwidth, roofs=roofs.kernels):
             verdict = e.get("verdict") or {}
             figure = (e.get("details") or {}).get("figure")
@@ -475,22 +475,6 @@ def _lab(results: schema.Results, doc: Mapping[str, Any], a: Assumptions, roofs:
         for x in experiments.exercises(peak=a.peak, bandwidth=a.bandwidth,
                                        ceilings=measured_ceilings))
     return tuple(exps), exercises
-
-
-def _with_default_roofs(ceilings: Mapping[str, Any], measured: RoofSet | None
-                        ) -> dict[str, Any]:
-    """The ceilings with the roofs the lab's budgets use named (a copy)."""
-    out = dict(ceilings)
-    if measured is None:
-        return out
-    compute = measured.compute_for("float32")
-    bandwidth = measured.bandwidth_for(None)
-    out["peak_compute"] = {"value": compute.value if compute else None,
-                           "name": compute.name if compute else None}
-    out["peak_bandwidth"] = {"value": bandwidth.value if bandwidth else None,
-                             "name": bandwidth.name.removesuffix(" stream")
-                             if bandwidth else None}
-    return out
 
 
 def _sharding(results: schema.Results, a: Assumptions, roofs: Roofs,

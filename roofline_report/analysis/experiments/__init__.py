@@ -28,7 +28,6 @@ in :mod:`.times`, the exercises in :mod:`.exercises`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from roofline_report.analysis.experiments import (
@@ -64,16 +63,25 @@ from roofline_report.analysis.experiments.exercises import (
 )
 from roofline_report.analysis.experiments.fusion import fusion_traffic
 from roofline_report.analysis.experiments.knees import knee, knee_fit
-from roofline_report.analysis.experiments.raw import Entry
 from roofline_report.analysis.experiments.single_roof import (
     HYPOTHETICAL_BF16_SPEEDUP,
     HYPOTHETICAL_DISPATCH_S,
     Budgets,
+    MeasuredCeilings,
     budgets,
 )
 from roofline_report.analysis.experiments.verdicts import verdict
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.errors import InputError
+from roofline_report.results.schema_base import Unavailable
+from roofline_report.results.schema_lab import (
+    Bf16Pair,
+    DoubledTraffic,
+    Fusion,
+    LabExperiments,
+    Scan,
+    Sweep1D,
+)
 
 __all__ = [
     "BF16",
@@ -94,6 +102,7 @@ __all__ = [
     "TITLES",
     "TOLERANCE",
     "Budgets",
+    "MeasuredCeilings",
     "analyse",
     "batch_ridge",
     "budgets",
@@ -105,34 +114,23 @@ __all__ = [
     "verdict",
 ]
 
-Builder = Callable[[Entry, Budgets, RoofSet | None, int | None], dict[str, Any]]
-
-_BUILDERS: dict[str, Builder] = {
-    "doubled_traffic": doubled_traffic.build,
-    "fusion": fusion.build,
-    "bf16_memory": bf16.memory,
-    "bf16_compute": bf16.compute,
-    "batching": batching.build,
-    "dispatch": dispatch.build,
-    "scan": scan.build,
-}
-
-
 def analyse(
-    raw: Mapping[str, Any],
+    lab: LabExperiments,
     *,
-    ceilings: Mapping[str, Any] | None,
+    cache_bytes: int | None,
+    ceilings: MeasuredCeilings | None,
     peak: float,
     bandwidth: float,
     roofs: RoofSet | None = None,
 ) -> list[dict[str, Any]]:
-    """Turn the lab's raw measurements (see :func:`roofline_report.observe.lab.run_lab`) into the
-    notebook.
+    """Turn the lab's measurements (see :func:`roofline_report.observe.lab.run_lab`), read as
+    the results document's typed record, into the notebook.
 
-    ``roofs`` is this machine's measured roof set (None: none measured); with it, and the kernel
-    inventories the lab recorded, the per-kernel model predicts. ``ceilings`` (the measured
-    ceilings record, or None) and the hypothetical ``peak`` and ``bandwidth`` give the budgets
-    of the single-roof model, which predicts otherwise.
+    ``cache_bytes`` is the last-level cache the lab recorded (None: unknown). ``roofs`` is this
+    machine's measured roof set (None: none measured); with it, and the kernel inventories the
+    lab recorded, the per-kernel model predicts. ``ceilings`` (this machine's measured
+    ceilings, or None) and the hypothetical ``peak`` and ``bandwidth`` give the budgets of the
+    single-roof model, which predicts otherwise.
 
     Returns one record per experiment in :data:`EXPERIMENT_IDS` order::
 
@@ -140,25 +138,42 @@ def analyse(
          (kind measured), "verdict": verdict(...), "details": {...}, "likely_reason": str}
 
     ``likely_reason`` is '' unless the verdict failed. An experiment that is missing from
-    ``raw`` or recorded ``available: False`` gets ``verdict.status == "unavailable"``.
-    Raises InputError when ``raw`` (or a present experiment's record) is malformed.
+    ``lab`` or recorded unavailable gets ``verdict.status == "unavailable"``. Raises InputError
+    when a present experiment's record lacks what the schema leaves open (a sweep's points, a
+    size only some experiments record, lists aligned with the points).
     """
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("experiments"), Mapping):
-        raise InputError("lab measurements: expected an object with an 'experiments' object")
-    b = budgets(ceilings, peak=peak, bandwidth=bandwidth)
-    cache = raw.get("cache_bytes")
-    cache_bytes = cache if isinstance(cache, int) and not isinstance(cache, bool) else None
-    records = []
-    for exp_id in EXPERIMENT_IDS:
-        data = raw["experiments"].get(exp_id)
-        if data is None:
-            records.append(unavailable(exp_id, "not in the recorded measurements"))
-            continue
-        if not isinstance(data, Mapping):
-            raise InputError(f"lab measurements: experiment {exp_id!r} must be an object")
-        if data.get("available") is not True:
-            reason = data.get("reason")
-            records.append(unavailable(exp_id, str(reason) if reason else "not measured"))
-            continue
-        records.append(_BUILDERS[exp_id](Entry(exp_id, data), b, roofs, cache_bytes))
-    return records
+    resolved = budgets(ceilings, peak=peak, bandwidth=bandwidth)
+    recorded: dict[str, object] = {
+        "doubled_traffic": lab.doubled_traffic,
+        "fusion": lab.fusion,
+        "bf16_memory": lab.bf16_memory,
+        "bf16_compute": lab.bf16_compute,
+        "batching": lab.batching,
+        "dispatch": lab.dispatch,
+        "scan": lab.scan,
+    }
+    return [_experiment(exp_id, recorded[exp_id], resolved, roofs, cache_bytes)
+            for exp_id in EXPERIMENT_IDS]
+
+
+def _experiment(exp_id: str, record: object, resolved: Budgets, roofs: RoofSet | None,
+                cache_bytes: int | None) -> dict[str, Any]:
+    """One experiment from its typed record (``LabExperiments``' fields are typed loosely:
+    each is narrowed here to the record the schema gives it)."""
+    if record is None:
+        return unavailable(exp_id, "not in the recorded measurements")
+    if isinstance(record, Unavailable):
+        return unavailable(exp_id, record.reason or "not measured")
+    if isinstance(record, DoubledTraffic):
+        return doubled_traffic.build(record, resolved, roofs, cache_bytes)
+    if isinstance(record, Fusion):
+        return fusion.build(record, resolved, roofs, cache_bytes)
+    if isinstance(record, Bf16Pair):
+        build_pair = bf16.memory if exp_id == "bf16_memory" else bf16.compute
+        return build_pair(record, resolved, roofs, cache_bytes)
+    if isinstance(record, Sweep1D):
+        build_sweep = batching.build if exp_id == "batching" else dispatch.build
+        return build_sweep(record, resolved, roofs, cache_bytes)
+    if isinstance(record, Scan):
+        return scan.build(record, resolved, roofs, cache_bytes)
+    raise InputError(f"lab measurements: experiment {exp_id!r} must be an object")

@@ -19,6 +19,7 @@ from typing import Any
 
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis import words
+from roofline_report.analysis.experiments import raw
 from roofline_report.analysis.experiments.common import (
     F32,
     cache_note,
@@ -34,7 +35,6 @@ from roofline_report.analysis.experiments.knees import (
     outside_sweep,
     sweep_figure,
 )
-from roofline_report.analysis.experiments.raw import Entry
 from roofline_report.analysis.experiments.single_roof import Budgets
 from roofline_report.analysis.experiments.times import (
     KernelModel,
@@ -43,6 +43,7 @@ from roofline_report.analysis.experiments.times import (
 )
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
+from roofline_report.results.schema_lab import Sweep1D
 from roofline_report.text import decimal
 from roofline_report.units import format_si
 
@@ -74,21 +75,23 @@ class _ModelSide:
     in_main_memory: bool
 
 
-def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) -> dict[str, Any]:
-    d, s = e.count("d"), e.count("itemsize")
-    batches = e.ints("batches")
-    times_t = e.timings("times", len(batches))
+def build(recorded: Sweep1D, budgets: Budgets, roofs: RoofSet | None, cache_bytes: int | None
+          ) -> dict[str, Any]:
+    d, s = raw.count("batching", "d", recorded.d), recorded.itemsize
+    batches = raw.sizes("batching", "batches", recorded.batches)
+    times_t = raw.timings("batching", "times", recorded.times, len(batches))
     times = [seconds_of(t) for t in times_t]
-    ridge = model.ridge(b.peak, b.bandwidth)
+    ridge = model.ridge(budgets.peak, budgets.bandwidth)
     b_star = batch_ridge(d, ridge, s)
     contracts = [model.contract(d, d, x, s) for x in batches]
     labels = [f"b={x}" for x in batches]
     dtype = dtype_of(s)
     km, why = kernel_model(
-        roofs, e.sweep_programs(labels), dict.fromkeys(labels, dtype), {x: x for x in labels}
+        roofs, raw.sweep_programs("batching", recorded.programs, labels),
+        dict.fromkeys(labels, dtype), {x: x for x in labels}
     )
     side = (_kernel_model_side(km, labels, batches, contracts, dtype) if km is not None
-            else _budget_side(b, contracts, d, s, ridge, b_star, why))
+            else _budget_side(budgets, contracts, d, s, ridge, b_star, why))
     fit = knee_fit(batches, times)
     measured = None if fit is None else float(fit["knee"])
     how = KNEE_NOTE if fit is not None else NO_KNEE
@@ -103,8 +106,8 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         if side.fit is not None:
             model_flat, model_slope = float(side.fit["flat"]), float(side.fit["slope"])
         else:
-            model_flat = contracts[0].minimum_bytes / b.bandwidth
-            model_slope = 2 * d * d / b.peak
+            model_flat = contracts[0].minimum_bytes / budgets.bandwidth
+            model_slope = 2 * d * d / budgets.peak
         flat_text, slope_text = _side_texts(side, fit, model_flat, flat_bw, top_rate,
                                             cache_note(w_bytes, cache_bytes))
         return knee_failure(m, side.predicted, fit, model_flat, model_slope, flat_text,
@@ -132,7 +135,7 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         ),
     }
     return record("batching", side.prediction, measured, how, reason, details, model=km,
-                  why=why, budgets=b)
+                  why=why, budgets=budgets)
 
 
 def _kernel_model_side(km: KernelModel, labels: list[str], batches: list[int],
@@ -151,24 +154,25 @@ def _kernel_model_side(km: KernelModel, labels: list[str], batches: list[int],
                       km.main_memory(labels[0]))
 
 
-def _budget_side(b: Budgets, contracts: list[Any], d: int, s: int, ridge: float,
+def _budget_side(budgets: Budgets, contracts: list[Any], d: int, s: int, ridge: float,
                  b_star: float | None, why: str) -> _ModelSide:
     """The single-roof prediction on the budgets: the closed-form b* at their ridge."""
     model_times = [
-        model.predicted_seconds(c.flops, c.minimum_bytes, b.peak, b.bandwidth, b.dispatch)
+        budgets.seconds(c.flops, c.minimum_bytes)
         for c in contracts
     ]
     note = (
-        f"b* = s·R·d / (2(d − s·R)) at the ridge R = {decimal(ridge, 3)} FLOP/B; {b.note}"
+        f"b* = s·R·d / (2(d − s·R)) at the ridge R = {decimal(ridge, 3)} FLOP/B; {budgets.note}"
         if b_star is not None
         else f"never reached: the intensity tends to d/s = {decimal(d / s, 3)} FLOP/B, "
         "under the "
-        f"ridge {decimal(ridge, 3)} FLOP/B; {b.note}"
+        f"ridge {decimal(ridge, 3)} FLOP/B; {budgets.note}"
     )
-    prediction = Quantity(b_star, "columns", b.kind, single_roof_note(note, why))
+    prediction = Quantity(b_star, "columns", budgets.kind, single_roof_note(note, why))
     return _ModelSide(prediction, b_star, model_times, None, float(contracts[0].minimum_bytes),
-                      b.bandwidth, f"the {format_si(b.bandwidth, 'B/s')} ceiling", b.peak,
-                      f"the {format_si(b.peak, 'FLOP/s')} compute ceiling", True)
+                      budgets.bandwidth, f"the {format_si(budgets.bandwidth, 'B/s')} ceiling",
+                      budgets.peak, f"the {format_si(budgets.peak, 'FLOP/s')} compute ceiling",
+                      True)
 
 
 def _side_texts(side: _ModelSide, fit: Mapping[str, Any], model_flat: float, flat_bw: float,

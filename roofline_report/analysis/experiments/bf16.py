@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from roofline_report.analysis import seed_model as model
+from roofline_report.analysis.experiments import raw
 from roofline_report.analysis.experiments.common import (
     BF16,
     F32,
@@ -30,7 +31,6 @@ from roofline_report.analysis.experiments.common import (
     seconds_of,
     time_json,
 )
-from roofline_report.analysis.experiments.raw import Entry
 from roofline_report.analysis.experiments.single_roof import (
     HYPOTHETICAL_BF16_SPEEDUP,
     Budgets,
@@ -38,18 +38,21 @@ from roofline_report.analysis.experiments.single_roof import (
 )
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Kind, Quantity
+from roofline_report.results.schema_lab import Bf16Pair
 from roofline_report.text import decimal
 from roofline_report.units import format_si
 
 VARIANTS = ("float32", "bfloat16")
 
 
-def memory(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) -> dict[str, Any]:
-    n = e.count("elements")
-    f32, bf16 = e.timing("float32"), e.timing("bfloat16")
+def memory(recorded: Bf16Pair, budgets: Budgets, roofs: RoofSet | None, cache_bytes: int | None
+           ) -> dict[str, Any]:
+    n = raw.count("bf16_memory", "elements", recorded.elements)
+    f32, bf16 = Timing.of(recorded.float32), Timing.of(recorded.bfloat16)
     bytes_ = {"float32": 2 * F32 * n, "bfloat16": 2 * BF16 * n}
-    km, why = kernel_model(roofs, e.programs(VARIANTS), e.dtypes(VARIANTS))
+    km, why = kernel_model(roofs, raw.programs(recorded.programs, VARIANTS), _dtypes(recorded))
     if km is not None:
         t32, t16 = km.seconds("float32"), km.seconds("bfloat16")
         moved = {v: km.bytes(v) for v in VARIANTS}
@@ -60,24 +63,21 @@ def memory(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None)
             f"predicted time of the float32 program ÷ that of the bfloat16 program; {km.note()}",
         )
     else:
-        t32 = model.predicted_seconds(n, bytes_["float32"], b.peak, b.bandwidth, b.dispatch)
-        t16 = model.predicted_seconds(n, bytes_["bfloat16"], b.peak, b.bandwidth, b.dispatch)
+        t32 = budgets.seconds(n, bytes_["float32"])
+        t16 = budgets.seconds(n, bytes_["bfloat16"])
         moved = {v: float(bytes_[v]) for v in VARIANTS}
         prediction = Quantity(
             t32 / t16,
             "×",
-            b.kind,
+            budgets.kind,
             single_roof_note(
                 f"predicted_seconds of n flops over 2·itemsize·n bytes (read + write), float32 "
-                f"÷ bfloat16; {b.note}",
+                f"÷ bfloat16; {budgets.note}",
                 why,
             ),
         )
     measured = seconds_of(f32) / seconds_of(bf16)
-    converts = {
-        "float32": e.opt_count("converts", "float32"),
-        "bfloat16": e.opt_count("converts", "bfloat16"),
-    }
+    converts = {variant: recorded.converts.get(variant) for variant in VARIANTS}
     achieved = {k: moved[k] / seconds_of(t) for k, t in (("float32", f32), ("bfloat16", bf16))}
     in_main_memory = km is None or km.main_memory("float32")
 
@@ -114,8 +114,13 @@ def memory(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None)
     }
     return record(
         "bf16_memory", prediction, measured, ratio_note("float32", "bfloat16"), reason, details,
-        model=km, why=why, budgets=b,
+        model=km, why=why, budgets=budgets,
     )
+
+
+def _dtypes(recorded: Bf16Pair) -> dict[str, str]:
+    """The dtype of each variant; a variant without one is named after its dtype."""
+    return {variant: recorded.dtypes.get(variant, variant) for variant in VARIANTS}
 
 
 def dtype_rates(roofs: RoofSet, flops: float) -> dict[str, float | None]:
@@ -128,12 +133,12 @@ def dtype_rates(roofs: RoofSet, flops: float) -> dict[str, float | None]:
     return out
 
 
-def compute(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None
+def compute(recorded: Bf16Pair, budgets: Budgets, roofs: RoofSet | None, cache_bytes: int | None
             ) -> dict[str, Any]:
-    size = e.count("size")
-    f32, bf16 = e.timing("float32"), e.timing("bfloat16")
+    size = raw.count("bf16_compute", "size", recorded.size)
+    f32, bf16 = Timing.of(recorded.float32), Timing.of(recorded.bfloat16)
     c32, c16 = model.contract(size, size, size, F32), model.contract(size, size, size, BF16)
-    km, why = kernel_model(roofs, e.programs(VARIANTS), e.dtypes(VARIANTS))
+    km, why = kernel_model(roofs, raw.programs(recorded.programs, VARIANTS), _dtypes(recorded))
     if km is not None:
         t32, t16 = km.seconds("float32"), km.seconds("bfloat16")
         rates = dtype_rates(km.roofs, c32.flops)
@@ -147,7 +152,7 @@ def compute(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None
             f"predicted time of the float32 program ÷ that of the bfloat16 program; {km.note()}",
         )
     else:
-        m32, m16 = b.compute.get("float32"), b.compute.get("bfloat16")
+        m32, m16 = budgets.compute.get("float32"), budgets.compute.get("bfloat16")
         what = "ceiling"
         if m32 is not None and m16 is not None:
             kind, p32, p16 = Kind.MEASURED, m32, m16
@@ -156,28 +161,27 @@ def compute(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None
                 f"{format_si(m32, 'FLOP/s')}"
             )
         else:
-            kind, p32 = Kind.HYPOTHETICAL, b.peak
+            kind, p32 = Kind.HYPOTHETICAL, budgets.peak
             p16 = HYPOTHETICAL_BF16_SPEEDUP * p32
             note = (
                 f"no measured bfloat16 and float32 compute ceilings: assumes bfloat16 runs at "
                 f"{decimal(HYPOTHETICAL_BF16_SPEEDUP, 6)}× the float32 peak "
                 f"({format_si(p32, 'FLOP/s')})"
             )
-        t32 = model.predicted_seconds(c32.flops, c32.minimum_bytes, p32, b.bandwidth, b.dispatch)
-        t16 = model.predicted_seconds(c16.flops, c16.minimum_bytes, p16, b.bandwidth, b.dispatch)
+        t32 = model.predicted_seconds(c32.flops, c32.minimum_bytes, p32, budgets.bandwidth,
+                                      budgets.dispatch)
+        t16 = model.predicted_seconds(c16.flops, c16.minimum_bytes, p16, budgets.bandwidth,
+                                      budgets.dispatch)
         ceilings = {"float32": p32, "bfloat16": p16}
         prediction = Quantity(
             t32 / t16,
             "×",
-            weaker(kind, b.kind),
+            weaker(kind, budgets.kind),
             single_roof_note(f"predicted_seconds float32 ÷ bfloat16; {note}", why),
         )
     predicted = t32 / t16
     measured = seconds_of(f32) / seconds_of(bf16)
-    converts = {
-        "float32": e.opt_count("converts", "float32"),
-        "bfloat16": e.opt_count("converts", "bfloat16"),
-    }
+    converts = {variant: recorded.converts.get(variant) for variant in VARIANTS}
 
     def reason(ratio: float) -> str:
         upcast = ""
@@ -214,5 +218,5 @@ def compute(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None
     }
     return record(
         "bf16_compute", prediction, measured, ratio_note("float32", "bfloat16"), reason, details,
-        model=km, why=why, budgets=b,
+        model=km, why=why, budgets=budgets,
     )

@@ -30,7 +30,7 @@ from roofline_report.analysis.experiments.knees import (
     model_knee_note,
     sweep_figure,
 )
-from roofline_report.analysis.experiments.raw import NOT_RECORDED, Entry
+from roofline_report.analysis.experiments.raw import NOT_RECORDED
 from roofline_report.analysis.experiments.single_roof import (
     HYPOTHETICAL_BF16_SPEEDUP,
     HYPOTHETICAL_DISPATCH_S,
@@ -65,7 +65,6 @@ __all__ = [
     "TOLERANCE",
     "UNITS",
     "Budgets",
-    "Entry",
     "budgets",
     "cache_note",
     "dtype_of",

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_report.analysis import seed_model as model
 from roofline_report.analysis import words
+from roofline_report.analysis.experiments import raw
 from roofline_report.analysis.experiments.common import dtype_of, knee_failure, record, seconds_of
 from roofline_report.analysis.experiments.knees import (
     KNEE_NOTE,
@@ -27,11 +27,11 @@ from roofline_report.analysis.experiments.knees import (
     outside_sweep,
     sweep_figure,
 )
-from roofline_report.analysis.experiments.raw import Entry
 from roofline_report.analysis.experiments.single_roof import Budgets, weaker
 from roofline_report.analysis.experiments.times import KernelModel, kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
+from roofline_report.results.schema_lab import Sweep1D
 from roofline_report.units import format_si
 
 
@@ -57,14 +57,15 @@ class _ModelSide:
     fresh: bool
 
 
-def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) -> dict[str, Any]:
-    s = e.count("itemsize")
-    sizes = e.ints("sizes")
-    times_t = e.timings("times", len(sizes))
+def build(recorded: Sweep1D, budgets: Budgets, roofs: RoofSet | None, cache_bytes: int | None
+          ) -> dict[str, Any]:
+    s = recorded.itemsize
+    sizes = raw.sizes("dispatch", "sizes", recorded.sizes)
+    times_t = raw.timings("dispatch", "times", recorded.times, len(sizes))
     times = [seconds_of(t) for t in times_t]
     per_element = 2 * s
     labels = [f"n={x}" for x in sizes]
-    programs = e.sweep_programs(labels)
+    programs = raw.sweep_programs("dispatch", recorded.programs, labels)
     km: KernelModel | None
     if roofs is not None and roofs.complete and roofs.dispatch_enqueued is None:
         km, why = None, "the measured roofs hold no dispatch floor"
@@ -73,7 +74,7 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
             roofs, programs, dict.fromkeys(labels, dtype_of(s)), {x: x for x in labels}
         )
     side = (_kernel_model_side(km, labels, sizes) if km is not None
-            else _budget_side(b, sizes, per_element, why))
+            else _budget_side(budgets, sizes, per_element, why))
     fit = knee_fit(sizes, times)
     measured = None if fit is None else float(fit["knee"])
     how = KNEE_NOTE if fit is not None else NO_KNEE
@@ -86,8 +87,8 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         if side.fit is not None:
             model_flat, model_slope = float(side.fit["flat"]), float(side.fit["slope"])
         else:
-            model_flat, model_slope = b.dispatch, per_element / b.bandwidth
-        flat_text, slope_text = _side_texts(side, fit, model_flat, stream_bw, b.dispatch)
+            model_flat, model_slope = budgets.dispatch, per_element / budgets.bandwidth
+        flat_text, slope_text = _side_texts(side, fit, model_flat, stream_bw, budgets.dispatch)
         return knee_failure(m, side.predicted, fit, model_flat, model_slope, flat_text,
                             slope_text,
                             {f"n={x}": t for x, t in zip(sizes, times_t, strict=True)})
@@ -96,7 +97,7 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         "itemsize": s,
         "bytes_per_element": per_element,
         "sizes": sizes,
-        "closed_form_knee": dispatch_size(b.dispatch, b.bandwidth, per_element),
+        "closed_form_knee": dispatch_size(budgets.dispatch, budgets.bandwidth, per_element),
         "seconds": times,
         "median_seconds": [t.per_call.median for t in times_t],
         "model_seconds": side.times,
@@ -107,7 +108,7 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
                                "elements n"),
     }
     return record("dispatch", side.prediction, measured, how, reason, details, model=km,
-                  why=why, budgets=b)
+                  why=why, budgets=budgets)
 
 
 def _kernel_model_side(km: KernelModel, labels: list[str], sizes: list[int]) -> _ModelSide:
@@ -119,26 +120,26 @@ def _kernel_model_side(km: KernelModel, labels: list[str], sizes: list[int]) -> 
                       km.bandwidth_text(labels[-1]), km.fresh_roof(labels[-1]))
 
 
-def _budget_side(b: Budgets, sizes: list[int], per_element: int, why: str) -> _ModelSide:
+def _budget_side(budgets: Budgets, sizes: list[int], per_element: int, why: str) -> _ModelSide:
     """The single-roof prediction on the budgets: the closed-form n* = dispatch × bandwidth ÷
     bytes per element."""
-    predicted = dispatch_size(b.dispatch, b.bandwidth, per_element)
+    predicted = dispatch_size(budgets.dispatch, budgets.bandwidth, per_element)
     prediction = Quantity(
         predicted,
         "elements",
-        weaker(b.kind, b.dispatch_kind),
+        weaker(budgets.kind, budgets.dispatch_kind),
         single_roof_note(
-            f"dispatch × bandwidth ÷ {per_element} B per element; {b.dispatch_note}; "
-            f"{b.note}",
+            f"dispatch × bandwidth ÷ {per_element} B per element; {budgets.dispatch_note}; "
+            f"{budgets.note}",
             why,
         ),
     )
     model_times = [
-        model.predicted_seconds(n, per_element * n, b.peak, b.bandwidth, b.dispatch)
+        budgets.seconds(n, per_element * n)
         for n in sizes
     ]
-    return _ModelSide(prediction, predicted, model_times, None, b.dispatch, b.bandwidth,
-                      f"the {format_si(b.bandwidth, 'B/s')} ceiling", False)
+    return _ModelSide(prediction, predicted, model_times, None, budgets.dispatch, budgets.bandwidth,
+                      f"the {format_si(budgets.bandwidth, 'B/s')} ceiling", False)
 
 
 def _side_texts(side: _ModelSide, fit: Mapping[str, Any], model_flat: float, stream_bw: float,

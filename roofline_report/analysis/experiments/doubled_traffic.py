@@ -10,9 +10,10 @@ timing noise.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from roofline_report.analysis import seed_model as model
+from roofline_report.analysis.experiments import raw
 from roofline_report.analysis.experiments.common import (
     LOW_EFFICIENCY,
     cache_note,
@@ -24,22 +25,26 @@ from roofline_report.analysis.experiments.common import (
     seconds_of,
     time_json,
 )
-from roofline_report.analysis.experiments.raw import Entry
 from roofline_report.analysis.experiments.single_roof import Budgets
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Quantity
+from roofline_report.results.schema_lab import DoubledTraffic
 from roofline_report.units import format_si
 
-VARIANTS = ("one_array", "two_arrays")
+Variant = Literal["one_array", "two_arrays"]
+VARIANTS: tuple[Variant, ...] = ("one_array", "two_arrays")
 
 
-def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) -> dict[str, Any]:
-    n, s = e.count("elements"), e.count("itemsize")
-    one, two = e.timing("one_array"), e.timing("two_arrays")
+def build(recorded: DoubledTraffic, budgets: Budgets, roofs: RoofSet | None,
+          cache_bytes: int | None) -> dict[str, Any]:
+    n, s = recorded.elements, recorded.itemsize
+    one, two = Timing.of(recorded.one_array), Timing.of(recorded.two_arrays)
     flops = 2 * n
     bytes_one, bytes_two = s * n, 2 * s * n
-    km, why = kernel_model(roofs, e.programs(VARIANTS), dict.fromkeys(VARIANTS, dtype_of(s)))
+    km, why = kernel_model(roofs, raw.programs(recorded.programs, VARIANTS),
+                           dict.fromkeys(VARIANTS, dtype_of(s)))
     if km is not None:
         t_one, t_two = km.seconds("one_array"), km.seconds("two_arrays")
         bounds = [km.bound(v) for v in VARIANTS]
@@ -54,19 +59,20 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
             f"{km.note()}",
         )
     else:
-        t_one = model.predicted_seconds(flops, bytes_one, b.peak, b.bandwidth, b.dispatch)
-        t_two = model.predicted_seconds(flops, bytes_two, b.peak, b.bandwidth, b.dispatch)
-        bounds = [model.bound_by(flops / x, b.peak, b.bandwidth) for x in (bytes_one, bytes_two)]
+        t_one = budgets.seconds(flops, bytes_one)
+        t_two = budgets.seconds(flops, bytes_two)
+        bounds = [model.bound_by(flops / x, budgets.peak, budgets.bandwidth)
+                  for x in (bytes_one, bytes_two)]
         moved = [float(bytes_one), float(bytes_two)]
-        ceiling = f"the {format_si(b.bandwidth, 'B/s')} bandwidth ceiling"
-        model_bw = b.bandwidth
+        ceiling = f"the {format_si(budgets.bandwidth, 'B/s')} bandwidth ceiling"
+        model_bw = budgets.bandwidth
         prediction = Quantity(
             t_two / t_one,
             "×",
-            b.kind,
+            budgets.kind,
             single_roof_note(
                 f"predicted_seconds(two arrays) ÷ predicted_seconds(one array), "
-                f"{bounds[0]}-bound and {bounds[1]}-bound; {b.note}",
+                f"{bounds[0]}-bound and {bounds[1]}-bound; {budgets.note}",
                 why,
             ),
         )
@@ -117,6 +123,6 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         details,
         model=km,
         why=why,
-        budgets=b,
+        budgets=budgets,
     )
 

@@ -9,7 +9,6 @@ ceilings hold one). Everything returned is plain, deterministic JSON.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from roofline_report.analysis import seed_model as model
@@ -21,6 +20,7 @@ from roofline_report.analysis.experiments.fusion import fusion_traffic
 from roofline_report.analysis.experiments.single_roof import (
     HYPOTHETICAL_DISPATCH_S,
     Budgets,
+    MeasuredCeilings,
     budgets,
 )
 from roofline_report.analysis.experiments.verdicts import number
@@ -37,12 +37,13 @@ EX_SCAN_SIZE, EX_SCAN_STEPS = 256, 10
 
 
 def exercises(
-    *, peak: float, bandwidth: float, ceilings: Mapping[str, Any] | None
+    *, peak: float, bandwidth: float, ceilings: MeasuredCeilings | None
 ) -> list[dict[str, Any]]:
     """One exercise after each group of experiments, every number computed by the model.
 
-    ``peak``/``bandwidth`` are the hypothetical budgets the questions assume; when ``ceilings``
-    holds measured ones, answers that depend on the machine also give this machine's figure.
+    ``peak``/``bandwidth`` are the hypothetical budgets the questions assume; when this
+    machine's measured ``ceilings`` hold a peak and a bandwidth (or a dispatch floor), answers
+    that depend on the machine also give this machine's figure.
     Returns ``[{"id", "after": experiment id, "question", "solution": [str], "answer": {...}}]``.
     Raises InputError for non-positive budgets.
     """

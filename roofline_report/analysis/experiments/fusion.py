@@ -11,9 +11,10 @@ by timing noise, or by the fused variant not being memory-bound.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from roofline_report.analysis import seed_model as model
+from roofline_report.analysis.experiments import raw
 from roofline_report.analysis.experiments.common import (
     cache_note,
     dtype_of,
@@ -24,15 +25,17 @@ from roofline_report.analysis.experiments.common import (
     seconds_of,
     time_json,
 )
-from roofline_report.analysis.experiments.raw import Entry
 from roofline_report.analysis.experiments.single_roof import Budgets
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Quantity
+from roofline_report.results.schema_lab import Fusion
 from roofline_report.text import decimal
 from roofline_report.units import format_si
 
-VARIANTS = ("fused", "unfused")
+Variant = Literal["fused", "unfused"]
+VARIANTS: tuple[Variant, ...] = ("fused", "unfused")
 
 
 def fusion_traffic(m: int, k: int, n: int, itemsize: int) -> dict[str, int]:
@@ -48,11 +51,13 @@ def fusion_traffic(m: int, k: int, n: int, itemsize: int) -> dict[str, int]:
     }
 
 
-def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) -> dict[str, Any]:
-    m, k, n, s = e.count("m"), e.count("k"), e.count("n"), e.count("itemsize")
-    fused, unfused = e.timing("fused"), e.timing("unfused")
+def build(recorded: Fusion, budgets: Budgets, roofs: RoofSet | None, cache_bytes: int | None
+          ) -> dict[str, Any]:
+    m, k, n, s = recorded.m, recorded.k, recorded.n, recorded.itemsize
+    fused, unfused = Timing.of(recorded.fused), Timing.of(recorded.unfused)
     traffic = fusion_traffic(m, k, n, s)
-    km, why = kernel_model(roofs, e.programs(VARIANTS), dict.fromkeys(VARIANTS, dtype_of(s)))
+    km, why = kernel_model(roofs, raw.programs(recorded.programs, VARIANTS),
+                           dict.fromkeys(VARIANTS, dtype_of(s)))
     if km is not None:
         t_f, t_u = km.seconds("fused"), km.seconds("unfused")
         bound = km.bound("fused")
@@ -66,32 +71,27 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
             f"move {decimal(moved['unfused'] / moved['fused'], 3)}× the bytes; {km.note()}",
         )
     else:
-        t_f = model.predicted_seconds(
-            traffic["flops"], traffic["fused"], b.peak, b.bandwidth, b.dispatch
-        )
-        t_u = model.predicted_seconds(
-            traffic["flops"], traffic["unfused"], b.peak, b.bandwidth, b.dispatch
-        )
-        bound = model.bound_by(traffic["flops"] / traffic["fused"], b.peak, b.bandwidth)
+        t_f = budgets.seconds(
+            traffic["flops"], traffic["fused"])
+        t_u = budgets.seconds(
+            traffic["flops"], traffic["unfused"])
+        bound = model.bound_by(traffic["flops"] / traffic["fused"], budgets.peak, budgets.bandwidth)
         moved = {"fused": float(traffic["fused"]), "unfused": float(traffic["unfused"])}
         under = "these ceilings"
         prediction = Quantity(
             t_u / t_f,
             "×",
-            b.kind,
+            budgets.kind,
             single_roof_note(
                 f"traffic ratio {decimal(traffic['unfused'] / traffic['fused'], 3)} "
                 "(unfused ÷ fused "
                 f"minimum bytes) through predicted_seconds; the fused shape is {bound}-bound; "
-                f"{b.note}",
+                f"{budgets.note}",
                 why,
             ),
         )
     measured = seconds_of(unfused) / seconds_of(fused)
-    kernels = {
-        "fused": e.opt_count("kernels", "fused"),
-        "unfused": e.opt_count("kernels", "unfused"),
-    }
+    kernels = {variant: recorded.kernels.get(variant) for variant in VARIANTS}
     in_main_memory = km is None or km.main_memory("unfused")
 
     def reason(ratio: float) -> str:
@@ -139,5 +139,5 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         details,
         model=km,
         why=why,
-        budgets=b,
+        budgets=budgets,
     )

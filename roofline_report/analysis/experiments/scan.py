@@ -13,9 +13,10 @@ timing noise.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 from roofline_report.analysis import seed_model as model
+from roofline_report.analysis.experiments import raw
 from roofline_report.analysis.experiments.common import (
     F32,
     NEAR_DISPATCH,
@@ -26,22 +27,27 @@ from roofline_report.analysis.experiments.common import (
     seconds_of,
     time_json,
 )
-from roofline_report.analysis.experiments.raw import Entry
 from roofline_report.analysis.experiments.single_roof import Budgets, weaker
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
 from roofline_report.analysis.roofs import RoofSet
+from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Quantity
+from roofline_report.results.schema_lab import Scan
 from roofline_report.text import decimal
 from roofline_report.units import format_si
 
-VARIANTS = ("body", "scan")
+Part = Literal["body", "scan"]
+VARIANTS: tuple[Part, ...] = ("body", "scan")
+PARTS: tuple[Part, ...] = ("scan", "body")  # in the order the details list them
 
 
-def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) -> dict[str, Any]:
-    size, steps = e.count("size"), e.count("steps")
-    scan, body = e.timing("scan"), e.timing("body")
+def build(recorded: Scan, budgets: Budgets, roofs: RoofSet | None, cache_bytes: int | None
+          ) -> dict[str, Any]:
+    size, steps = recorded.size, recorded.steps
+    scan, body = Timing.of(recorded.scan), Timing.of(recorded.body)
     c = model.contract(size, size, size, F32)
-    km, why = kernel_model(roofs, e.programs(VARIANTS), dict.fromkeys(VARIANTS, "float32"))
+    km, why = kernel_model(roofs, raw.programs(recorded.programs, VARIANTS),
+                           dict.fromkeys(VARIANTS, "float32"))
     if km is not None:
         t_body, t_scan = km.seconds("body"), km.seconds("scan")
         prediction = Quantity(
@@ -60,27 +66,28 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
             if launch else ""
         )
     else:
-        t_body = model.predicted_seconds(c.flops, c.minimum_bytes, b.peak, b.bandwidth, b.dispatch)
+        t_body = budgets.seconds(c.flops, c.minimum_bytes)
         # The carry stays on the device between steps: the scan's minimum traffic is one contract.
-        t_scan = model.predicted_seconds(
-            steps * c.flops, c.minimum_bytes, b.peak, b.bandwidth, b.dispatch
-        )
+        t_scan = budgets.seconds(
+            steps * c.flops, c.minimum_bytes)
         prediction = Quantity(
             t_scan / t_body,
             "×",
-            weaker(b.kind, b.dispatch_kind),
+            weaker(budgets.kind, budgets.dispatch_kind),
             single_roof_note(
                 f"predicted_seconds of {steps} bodies ÷ one body, our count ({steps} × "
-                f"{c.flops} flops); {b.note}",
+                f"{c.flops} flops); {budgets.note}",
                 why,
             ),
         )
-        floor, floor_name, charged = b.dispatch, "dispatch floor", ""
+        floor, floor_name, charged = budgets.dispatch, "dispatch floor", ""
     predicted = t_scan / t_body
     measured = seconds_of(scan) / seconds_of(body)
-    xla = {"scan": e.opt_number("xla_flops", "scan"), "body": e.opt_number("xla_flops", "body")}
-    ours = {"scan": e.opt_number("our_flops", "scan"), "body": e.opt_number("our_flops", "body")}
-    kernels = {"scan": e.opt_count("kernels", "scan"), "body": e.opt_count("kernels", "body")}
+    xla = {part: raw.number("scan", f"xla_flops.{part}", recorded.xla_flops.get(part))
+           for part in PARTS}
+    ours = {part: raw.number("scan", f"our_flops.{part}", recorded.our_flops.get(part))
+            for part in PARTS}
+    kernels = {part: recorded.kernels.get(part) for part in PARTS}
     xla_ratio = xla["scan"] / xla["body"] if xla["scan"] is not None and xla["body"] else None
 
     def reason(m: float) -> str:
@@ -135,5 +142,5 @@ def build(e: Entry, b: Budgets, roofs: RoofSet | None, cache_bytes: int | None) 
         details,
         model=km,
         why=why,
-        budgets=b,
+        budgets=budgets,
     )

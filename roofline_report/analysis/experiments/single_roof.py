@@ -1,5 +1,6 @@
 """The budgets of the lab's single-roof model (no jax): this machine's measured peak, bandwidth
-and dispatch floor where the ceilings record has them, else the hypothetical ones. They predict
+and dispatch floor where the measured ceilings have them (:class:`MeasuredCeilings`), else the
+hypothetical ones. They predict
 when the per-kernel model cannot (see :mod:`roofline_report.analysis.experiments.times`).
 """
 
@@ -11,11 +12,14 @@ from typing import Any
 
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.experiments.verdicts import finite
+from roofline_report.analysis.roofs import RoofSet
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind, Quantity
+from roofline_report.results.schema_ceilings import Ceilings
 from roofline_report.units import format_si
 
-__all__ = ["HYPOTHETICAL_BF16_SPEEDUP", "HYPOTHETICAL_DISPATCH_S", "Budgets", "budgets", "weaker"]
+__all__ = ["HYPOTHETICAL_BF16_SPEEDUP", "HYPOTHETICAL_DISPATCH_S", "Budgets", "MeasuredCeilings",
+           "budgets", "weaker"]
 
 # Assumed budgets where no measured ceiling exists (assumptions for teaching, like the seed's).
 HYPOTHETICAL_DISPATCH_S = 5e-6
@@ -23,6 +27,38 @@ HYPOTHETICAL_DISPATCH_S = 5e-6
 5 us measured on a 2-core machine)."""
 HYPOTHETICAL_BF16_SPEEDUP = 2.0
 """Assumed bfloat16 : float32 compute-ceiling ratio, as on chips with native bfloat16 units."""
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredCeilings:
+    """What the budgets read from this machine's measured ceilings: the peak and the bandwidth
+    of the measured roof set (its float32 compute roof and its main-memory roof; None where
+    there is none), the dispatch floor and the best compute ceiling of each dtype (positive,
+    finite values only)."""
+
+    peak: float | None
+    bandwidth: float | None
+    dispatch: float | None
+    compute: Mapping[str, float]
+
+    @classmethod
+    def of(cls, ceilings: Ceilings, roofs: RoofSet | None) -> MeasuredCeilings:
+        """The ceilings record's dispatch floor and compute ceilings, with the peak and the
+        bandwidth of ``roofs``, the roof set measured from it (None: incomplete)."""
+        compute: dict[str, float] = {}
+        for entry in ceilings.compute:
+            rate = _positive(entry.value) if entry.available else None
+            if rate is not None:
+                compute[entry.dtype] = max(rate, compute.get(entry.dtype, 0.0))
+        dispatch = ceilings.dispatch
+        peak_roof = roofs.compute_for("float32") if roofs is not None else None
+        bandwidth_roof = roofs.bandwidth_for(None) if roofs is not None else None
+        return cls(
+            peak=_positive(peak_roof.value) if peak_roof is not None else None,
+            bandwidth=_positive(bandwidth_roof.value) if bandwidth_roof is not None else None,
+            dispatch=_positive(dispatch.value) if dispatch.available else None,
+            compute=compute,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +74,11 @@ class Budgets:
     dispatch_note: str
     compute: Mapping[str, float]  # measured compute ceilings by dtype (available ones only)
 
+    def seconds(self, flops: float, moved: float) -> float:
+        """The single-roof time of ``flops`` over ``moved`` bytes, a dispatch at the least
+        (:func:`roofline_report.analysis.seed_model.predicted_seconds` on these budgets)."""
+        return model.predicted_seconds(flops, moved, self.peak, self.bandwidth, self.dispatch)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "peak": Quantity(self.peak, "FLOP/s", self.kind, self.note).to_json(),
@@ -50,8 +91,9 @@ class Budgets:
         }
 
 
-def budgets(ceilings: Mapping[str, Any] | None, *, peak: float, bandwidth: float) -> Budgets:
-    """Resolve the budgets from measured ``ceilings`` (or None) and the hypothetical ones.
+def budgets(measured: MeasuredCeilings | None, *, peak: float, bandwidth: float) -> Budgets:
+    """Resolve the budgets from this machine's ``measured`` ceilings (or None) and the
+    hypothetical ones.
 
     Measured peak and bandwidth are used together or not at all (mixing would give a ridge of
     neither machine). Raises InputError when the hypothetical budgets are not positive numbers.
@@ -60,42 +102,34 @@ def budgets(ceilings: Mapping[str, Any] | None, *, peak: float, bandwidth: float
         if finite(value) is None or value <= 0:
             raise InputError(f"the hypothetical {name} must be a positive number, got {value!r}")
     hypo = f"hypothetical budgets ({format_si(peak, 'FLOP/s')}, {format_si(bandwidth, 'B/s')})"
-    c = ceilings if isinstance(ceilings, Mapping) else {}
-    m_peak = _ceiling_value(c.get("peak_compute"))
-    m_bw = _ceiling_value(c.get("peak_bandwidth"))
-    m_dispatch = _ceiling_value(c.get("dispatch"))
-    compute: dict[str, float] = {}
-    entries = c.get("compute")
-    if isinstance(entries, list):
-        for e in entries:
-            if isinstance(e, Mapping) and e.get("available", True) is not False:
-                rate = _ceiling_value(e)
-                if rate is not None and isinstance(e.get("dtype"), str):
-                    compute[str(e["dtype"])] = max(rate, compute.get(str(e["dtype"]), 0.0))
-    if m_peak is not None and m_bw is not None:
-        kind, use_peak, use_bw = Kind.MEASURED, m_peak, m_bw
+    measured_peak = measured.peak if measured is not None else None
+    measured_bandwidth = measured.bandwidth if measured is not None else None
+    measured_dispatch = measured.dispatch if measured is not None else None
+    compute = dict(measured.compute) if measured is not None else {}
+    if measured_peak is not None and measured_bandwidth is not None:
+        kind, use_peak, use_bw = Kind.MEASURED, measured_peak, measured_bandwidth
         note = (
-            f"from this machine's measured ceilings ({format_si(m_peak, 'FLOP/s')}, "
-            f"{format_si(m_bw, 'B/s')})"
+            f"from this machine's measured ceilings ({format_si(measured_peak, 'FLOP/s')}, "
+            f"{format_si(measured_bandwidth, 'B/s')})"
         )
     else:
-        why = "no measured ceilings" if not c else "the measured peak or bandwidth is missing"
+        why = ("no measured ceilings" if measured is None
+               else "the measured peak or bandwidth is missing")
         kind, use_peak, use_bw = Kind.HYPOTHETICAL, float(peak), float(bandwidth)
         note = f"{why}: falls back on the {hypo}"
-    if m_dispatch is not None:
-        d_kind, dispatch = Kind.MEASURED, m_dispatch
-        d_note = f"measured dispatch floor ({format_si(m_dispatch, 's')} per call)"
+    if measured_dispatch is not None:
+        dispatch_kind, dispatch = Kind.MEASURED, measured_dispatch
+        dispatch_note = f"measured dispatch floor ({format_si(measured_dispatch, 's')} per call)"
     else:
-        d_kind, dispatch = Kind.HYPOTHETICAL, HYPOTHETICAL_DISPATCH_S
-        d_note = f"no measured dispatch floor: assumes {format_si(dispatch, 's')} per call"
-    return Budgets(use_peak, use_bw, dispatch, kind, d_kind, note, d_note, compute)
+        dispatch_kind, dispatch = Kind.HYPOTHETICAL, HYPOTHETICAL_DISPATCH_S
+        dispatch_note = f"no measured dispatch floor: assumes {format_si(dispatch, 's')} per call"
+    return Budgets(use_peak, use_bw, dispatch, kind, dispatch_kind, note, dispatch_note, compute)
 
 
-def _ceiling_value(entry: object) -> float | None:
-    if not isinstance(entry, Mapping) or entry.get("available", True) is False:
-        return None
-    value = finite(entry.get("value"))
-    return value if value is not None and value > 0 else None
+def _positive(value: float | None) -> float | None:
+    """``value`` where it is a positive finite number, else None."""
+    number = finite(value)
+    return number if number is not None and number > 0 else None
 
 
 def weaker(*kinds: Kind) -> Kind:
