@@ -1,10 +1,9 @@
 """Build the roofline report: ``python generate.py --help`` lists the options."""
 
 if __name__ == "__main__":
-    from roofline_report import interrupts, malloc_arenas
+    from roofline_report import interrupts
 
     interrupts.install()  # first: Ctrl-C stops the build cleanly from here on
-    malloc_arenas.widen()  # before any thread allocates: see roofline_report.malloc_arenas
 
     def _main() -> int:
         from roofline_report.cli import main

@@ -73,11 +73,6 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from roofline_report import malloc_arenas  # noqa: E402
-
-# Measured as generate.py measures: glibc's arena limit raised before numpy or jax start a thread.
-malloc_arenas.widen()
-
 from roofline_report.analysis.analyse import analyse  # noqa: E402
 from roofline_report.analysis.kernel_records import SIGNIFICANT_KERNEL_S  # noqa: E402
 from roofline_report.analysis.miss import Miss  # noqa: E402

@@ -1,9 +1,8 @@
 """``python -m roofline_report`` is the same as ``roofline-report``."""
 
-from roofline_report import interrupts, malloc_arenas
+from roofline_report import interrupts
 
 interrupts.install()  # first: Ctrl-C stops the build cleanly from here on
-malloc_arenas.widen()  # before any thread allocates: see roofline_report.malloc_arenas
 
 
 def _main() -> int:

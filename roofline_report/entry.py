@@ -5,13 +5,12 @@ matplotlib) are loaded, so Ctrl-C at any moment of a build, that import included
 one line and exit 130, as ``python generate.py`` and ``python -m roofline_report`` do.
 """
 
-from roofline_report import interrupts, malloc_arenas
+from roofline_report import interrupts
 
 
 def main() -> int:
     """Install the handler, then run the command line under it."""
     interrupts.install()  # first: Ctrl-C stops the build cleanly from here on
-    malloc_arenas.widen()  # before any thread allocates: see roofline_report.malloc_arenas
 
     def _main() -> int:
         from roofline_report.cli import main as cli_main

@@ -48,7 +48,7 @@ LAYERS: dict[str, int] = {
     # what everything may use: errors, kinds of numbers, plain arithmetic, formats, the version,
     # interrupts and the child processes they stop
     "errors": 0, "kinds": 0, "wire": 0, "tolerances": 0, "interrupts": 0, "quantiles": 0,
-    "heap": 0, "version": 0, "children": 0, "progress": 0, "malloc_arenas": 0,
+    "heap": 0, "version": 0, "children": 0, "progress": 0,
     "roofline": 0, "backends": 0, "units": 1, "text": 2, "preset_records": 2, "presets": 2,
     "networks": 3,
     "device_recognition": 3, "config": 3,

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 from jax.extend.mlir import ir
 
-from roofline_report import errors, malloc_arenas
+from roofline_report import errors
 from roofline_report.errors import InputError
 from roofline_report.hlo.compiled import inspect_compiled
 from roofline_report.hlo.stablehlo_count import count_stablehlo
@@ -263,9 +263,6 @@ def environment() -> dict[str, Any]:
         "cpu_model": cpu_model(),
         "cpu_count": _cpu_count(),
     }
-    arenas = malloc_arenas.in_force()
-    if arenas is not None:
-        info["malloc_arena_max"] = arenas
     for attr in ("compute_capability",):
         value = getattr(device, attr, None)
         if value is not None:

@@ -186,8 +186,7 @@ def _environment(env: schema.Environment) -> list[tuple[str, str]]:
         ("clock", format_si(clock, "Hz") if clock is not None else None),
         ("device memory", format_si(memory, "B") if memory is not None else None),
         ("platform", env.platform), ("Python", env.python), ("jax", env.jax),
-        ("jaxlib", env.jaxlib), ("NumPy", env.numpy),
-        ("glibc malloc arenas (at most)", env.malloc_arena_max)]
+        ("jaxlib", env.jaxlib), ("NumPy", env.numpy)]
     rows = [(label, str(value)) for label, value in shown if value is not None]
     if env.device_unrecognised:
         rows.append(("chip recognised", f"none: {env.device_unrecognised}"))

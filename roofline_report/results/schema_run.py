@@ -82,6 +82,3 @@ class Environment(Record):
     device_preset: str | None = None
     device_recognised_by: str | None = None  # "name" or "stats"
     device_unrecognised: str | None = None
-    # glibc's limit on malloc arenas the measuring process ran under (None: glibc's own, eight
-    # per core, or another C library); see roofline_report.malloc_arenas.
-    malloc_arena_max: Count | None = None
