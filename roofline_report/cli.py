@@ -430,9 +430,11 @@ def _measure(ns: argparse.Namespace, progress: Progress,
     interrupts.safe_point("import")
     # jax is imported only from here on.
     from roofline_report.analysis import seed_model as model
+    from roofline_report.observe import cpu_dispatch, user
     from roofline_report.observe import run as measure
-    from roofline_report.observe import user
 
+    # Before the user's modules are imported (one may make an array, and with it jax's client).
+    cpu_dispatch.calls_on_caller()
     user_workloads = user.workloads_from_config(config) if config else ()
     source = ("assumed budgets from the command line or config" if (peak or bandwidth)
               else "the seed's assumed budgets")

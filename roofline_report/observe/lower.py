@@ -24,6 +24,7 @@ from roofline_report import errors
 from roofline_report.errors import InputError
 from roofline_report.hlo.compiled import inspect_compiled
 from roofline_report.hlo.stablehlo_count import count_stablehlo
+from roofline_report.observe import cpu_dispatch
 
 # Keys of XLA's cost analysis that the report shows; everything else is kept raw in results.json.
 XLA_COST_KEYS = ("flops", "transcendentals", "bytes accessed", "optimal_seconds")
@@ -263,6 +264,8 @@ def environment() -> dict[str, Any]:
         "cpu_model": cpu_model(),
         "cpu_count": _cpu_count(),
     }
+    if info["backend"] == "cpu":
+        info["cpu_async_dispatch"] = cpu_dispatch.async_dispatch()
     for attr in ("compute_capability",):
         value = getattr(device, attr, None)
         if value is not None:

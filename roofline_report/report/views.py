@@ -186,7 +186,10 @@ def _environment(env: schema.Environment) -> list[tuple[str, str]]:
         ("clock", format_si(clock, "Hz") if clock is not None else None),
         ("device memory", format_si(memory, "B") if memory is not None else None),
         ("platform", env.platform), ("Python", env.python), ("jax", env.jax),
-        ("jaxlib", env.jaxlib), ("NumPy", env.numpy)]
+        ("jaxlib", env.jaxlib), ("NumPy", env.numpy),
+        ("CPU calls run", None if env.cpu_async_dispatch is None
+         else "on a worker thread (asynchronous dispatch)" if env.cpu_async_dispatch
+         else "on the calling thread")]
     rows = [(label, str(value)) for label, value in shown if value is not None]
     if env.device_unrecognised:
         rows.append(("chip recognised", f"none: {env.device_unrecognised}"))

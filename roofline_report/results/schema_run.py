@@ -82,3 +82,7 @@ class Environment(Record):
     device_preset: str | None = None
     device_recognised_by: str | None = None  # "name" or "stats"
     device_unrecognised: str | None = None
+    # A CPU run: whether jax's CPU client ran each call on a worker thread (asynchronous
+    # dispatch) or on the calling thread (roofline_report.observe.cpu_dispatch); None: not
+    # recorded (another backend, or a run saved before it was).
+    cpu_async_dispatch: bool | None = None
