@@ -384,9 +384,7 @@ def test_the_entry_points_install_the_handler_before_anything_else() -> None:
                 .splitlines()]
         code = [line for line in code
                 if line and not line.startswith(('"""', "if __name__"))]
-        # then glibc's arena limit, before anything starts a thread (roofline_report.malloc_arenas)
-        assert code[:3] == ["from roofline_report import interrupts, malloc_arenas",
-                            "interrupts.install()", "malloc_arenas.widen()"], path
+        assert code[:2] == ["from roofline_report import interrupts", "interrupts.install()"], path
     # The installed command's entry point installs it before importing the command line.
     import ast
 
@@ -394,11 +392,9 @@ def test_the_entry_points_install_the_handler_before_anything_else() -> None:
 
     tree = ast.parse((REPO / "roofline_report" / "entry.py").read_text(encoding="utf-8"))
     top_imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    assert [ast.unparse(n) for n in top_imports] == [
-        "from roofline_report import interrupts, malloc_arenas"]
+    assert [ast.unparse(n) for n in top_imports] == ["from roofline_report import interrupts"]
     main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
     assert ast.unparse(main.body[1]) == "interrupts.install()"  # after the docstring, first
-    assert ast.unparse(main.body[2]) == "malloc_arenas.widen()"
     assert entry.main.__module__ == "roofline_report.entry"
     import tomllib
 
