@@ -1,13 +1,13 @@
 """Whether the smallest timed calls of a build hold steady from run to run: jax's CPU client
-running each call on a worker thread (its default) against on the calling thread (a build's,
-roofline_report.observe.cpu_dispatch).
+running each call on a worker thread (its default, and a build's) against on the calling thread
+(``JAX_CPU_ENABLE_ASYNC_DISPATCH=false``, roofline_report.observe.cpu_dispatch).
 
     python benchmarks/cpu_dispatch.py [--runs N]
 
 Runs the catalog build without ceilings, sharding or experiments (``generate.py --no-ceilings
 --no-sharding --no-experiments``) ``N`` times each way, the two interleaved so that both meet
-the same load: with ``JAX_CPU_ENABLE_ASYNC_DISPATCH=true`` (the worker thread) and without it
-(the build's own: the calling thread).
+the same load: with ``JAX_CPU_ENABLE_ASYNC_DISPATCH=true`` (the worker thread) and ``false``
+(the calling thread).
 From each run it reads the time per call (the first quartile of its samples) of the smallest
 points of the "2 x" and "3 x + y" sweeps (4 kB of float32), and prints each run's figures, then
 each way the median, the fastest and slowest run and how many runs read over 1.5× the fastest
@@ -52,8 +52,8 @@ VARIABLE = "JAX_CPU_ENABLE_ASYNC_DISPATCH"
 
 
 def build(asked: str | None, out: Path, cache: Path) -> dict[str, float]:
-    """One build with the variable set to ``asked`` (None: unset, the build's own way); its
-    smallest calls."""
+    """One build with the variable set to ``asked`` (None: unset, jax's own way); its smallest
+    calls."""
     env = {k: v for k, v in os.environ.items() if k != VARIABLE}
     env["ROOFLINE_REPORT_CACHE"] = str(cache)
     if asked is not None:
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    ways = {"worker thread": "true", "calling thread": None}
+    ways = {"worker thread": "true", "calling thread": "false"}
     figures: dict[str, list[dict[str, float]]] = {name: [] for name in ways}
     with tempfile.TemporaryDirectory() as tmp:
         for run in range(args.runs):

@@ -434,7 +434,7 @@ def _measure(ns: argparse.Namespace, progress: Progress,
     from roofline_report.observe import run as measure
 
     # Before the user's modules are imported (one may make an array, and with it jax's client).
-    cpu_dispatch.calls_on_caller()
+    cpu_dispatch.from_environment()
     user_workloads = user.workloads_from_config(config) if config else ()
     source = ("assumed budgets from the command line or config" if (peak or bandwidth)
               else "the seed's assumed budgets")

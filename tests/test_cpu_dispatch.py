@@ -1,5 +1,6 @@
-"""A measured build has jax's CPU client run each call on the calling thread
-(roofline_report.observe.cpu_dispatch), and results.json says which way its calls ran."""
+"""A measured build runs its CPU calls the way jax's client does by default (a worker thread) or
+as JAX_CPU_ENABLE_ASYNC_DISPATCH asks (roofline_report.observe.cpu_dispatch), and results.json
+says which way its calls ran."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ _PROBE = textwrap.dedent("""
     from roofline_report.observe import cpu_dispatch
     if sys.argv[1] == "late":
         jnp.ones(4).block_until_ready()
-    on_caller = cpu_dispatch.calls_on_caller()
+    on_worker = cpu_dispatch.from_environment()
     f = jax.jit(lambda x: 2 * x)
     x = jnp.ones(1024, jnp.float32)
     f(x).block_until_ready()
@@ -41,7 +42,7 @@ _PROBE = textwrap.dedent("""
     before = waits()
     for _ in range(2000):
         f(x).block_until_ready()
-    print(json.dumps({"on_caller": on_caller, "async": cpu_dispatch.async_dispatch(),
+    print(json.dumps({"on_worker": on_worker, "async": cpu_dispatch.async_dispatch(),
                       "waits_per_call": (waits() - before) / 2000}))
 """)
 
@@ -57,20 +58,21 @@ def _probe(when: str, **env: str) -> dict[str, object]:
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts waits from /proc")
 def test_asked_before_the_client_exists_calls_run_on_the_calling_thread() -> None:
-    result = _probe("early")
-    assert result["on_caller"] is True and result["async"] is False
+    result = _probe("early", **{VARIABLE: "false"})
+    assert result["on_worker"] is False and result["async"] is False
     # On the calling thread a blocking call never waits for another thread.
     assert isinstance(result["waits_per_call"], float) and result["waits_per_call"] < 0.05
 
 
-def test_a_client_made_already_keeps_its_worker_thread_and_says_so() -> None:
-    result = _probe("late")
-    assert result["on_caller"] is False and result["async"] is True
+def test_unasked_the_client_keeps_jax_s_worker_thread() -> None:
+    result = _probe("early")
+    assert result["on_worker"] is True and result["async"] is True
+    assert _probe("early", **{VARIABLE: "TRUE"})["async"] is True
 
 
-def test_the_users_choice_in_the_environment_is_kept() -> None:
-    assert _probe("early", **{VARIABLE: "true"})["async"] is True
-    assert _probe("early", **{VARIABLE: "False"})["async"] is False
+def test_a_client_made_already_keeps_its_way_and_says_so() -> None:
+    result = _probe("late", **{VARIABLE: "false"})
+    assert result["on_worker"] is True and result["async"] is True
 
 
 PROGRAM = """
@@ -98,13 +100,17 @@ def _build(folder: Path, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-def test_a_build_runs_its_calls_on_the_calling_thread_and_records_it(tmp_path: Path) -> None:
-    proc = _build(tmp_path)
+@pytest.mark.parametrize(("asked", "recorded", "shown"), [
+    (None, True, "on a worker thread (asynchronous dispatch)"),
+    ("false", False, "on the calling thread")])
+def test_a_build_records_which_way_its_calls_ran(tmp_path: Path, asked: str | None,
+                                                 recorded: bool, shown: str) -> None:
+    proc = _build(tmp_path, **({VARIABLE: asked} if asked else {}))
     assert proc.returncode == 0, proc.stderr
     results = json.loads((tmp_path / "report" / "results.json").read_text(encoding="utf-8"))
-    assert results["environment"]["cpu_async_dispatch"] is False
+    assert results["environment"]["cpu_async_dispatch"] is recorded
     page = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
-    assert "| CPU calls run | on the calling thread |" in page
+    assert f"| CPU calls run | {shown} |" in page
 
 
 def test_a_bad_value_of_the_variable_is_one_line_and_exit_2(tmp_path: Path) -> None:
