@@ -10,7 +10,7 @@ import importlib
 import json
 import math
 import re
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import pydantic
@@ -18,6 +18,7 @@ import pytest
 
 from roofline_report.analysis import experiments as ex
 from roofline_report.analysis import seed_model as model
+from roofline_report.analysis.records import Experiment
 from roofline_report.analysis.roofs import (
     BandwidthRoof,
     ComputeRoof,
@@ -28,7 +29,7 @@ from roofline_report.analysis.roofs import (
 from roofline_report.analysis.seed_model import SEED_BANDWIDTH as BW
 from roofline_report.analysis.seed_model import SEED_PEAK_FLOPS as PEAK
 from roofline_report.errors import InputError
-from roofline_report.kinds import Kind, Quantity
+from roofline_report.kinds import Kind
 from roofline_report.observe.timer import Stats, Timing
 from roofline_report.results.schema_lab import LabExperiments
 
@@ -143,7 +144,7 @@ def analyse_one(
     cache_bytes: int | None = None,
 ) -> dict[str, Any]:
     raw = {"experiments": {exp_id: record}, "cache_bytes": cache_bytes}
-    out = {e["id"]: e for e in analyse_raw(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW)}
+    out = {e.id: e for e in analyse_raw(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW)}
     return out[exp_id]
 
 
@@ -183,22 +184,22 @@ RATIO_IDS = ["doubled_traffic", "fusion", "bf16_memory", "bf16_compute", "scan"]
 
 def test_verdict_linear_held_and_failed() -> None:
     held = ex.verdict(2.0, 1.76, tolerance=0.25)
-    assert held["status"] == "held"
+    assert held.status == "held"
     # The one error of a prediction: |predicted - measured| / measured (as Miss.error).
-    assert held["error"] == pytest.approx(0.24 / 1.76)
-    assert held["text"] == "held within 14%"
+    assert held.error == pytest.approx(0.24 / 1.76)
+    assert held.text == "held within 14%"
     failed = ex.verdict(2.0, 1.05, tolerance=0.25, reason_if_failed="XLA did not fuse")
-    assert failed["status"] == "failed"
-    assert failed["error"] == pytest.approx(0.95 / 1.05)
-    assert failed["text"] == (
+    assert failed.status == "failed"
+    assert failed.error == pytest.approx(0.95 / 1.05)
+    assert failed.text == (
         "failed: measured 1.05× against a predicted 2× (error 90%); "
         "likely reason: XLA did not fuse"
     )
 
 
 def test_verdict_boundary_is_inclusive() -> None:
-    assert ex.verdict(5.0, 4.0, tolerance=0.25)["status"] == "held"
-    assert ex.verdict(5.0, 4.0 - 1e-9, tolerance=0.25)["status"] == "failed"
+    assert ex.verdict(5.0, 4.0, tolerance=0.25).status == "held"
+    assert ex.verdict(5.0, 4.0 - 1e-9, tolerance=0.25).status == "failed"
 
 
 def test_the_lab_error_is_the_miss_error() -> None:
@@ -207,20 +208,20 @@ def test_the_lab_error_is_the_miss_error() -> None:
     from roofline_report.analysis.miss import Miss
     for predicted, measured in ((2.0, 1.76), (1.0, 3.0), (3.0, 1.0)):
         v = ex.verdict(predicted, measured, tolerance=10.0)
-        assert v["error"] == pytest.approx(Miss(predicted, measured).error)
+        assert v.error == pytest.approx(Miss(predicted, measured).error)
 
 
 def test_verdict_log_scale() -> None:
     held = ex.verdict(10.0, 14.0, tolerance=2.0, log_scale=True, unit="columns")
-    assert held["status"] == "held"
-    assert held["error"] == pytest.approx(1.4)
-    assert held["text"] == "held within a factor of 1.4"
+    assert held.status == "held"
+    assert held.error == pytest.approx(1.4)
+    assert held.text == "held within a factor of 1.4"
     low = ex.verdict(10.0, 4.0, tolerance=2.0, log_scale=True, unit="columns")
-    assert low["status"] == "failed"
-    assert low["error"] == pytest.approx(2.5)
+    assert low.status == "failed"
+    assert low.error == pytest.approx(2.5)
     assert (
         "measured 4 columns against a predicted 10 columns (off by a factor of 2.5)"
-        in (low["text"])
+        in (low.text)
     )
 
 
@@ -238,10 +239,10 @@ def test_verdict_log_scale() -> None:
 )
 def test_verdict_unavailable(p: float | None, m: float | None, log: bool) -> None:
     v = ex.verdict(p, m, tolerance=2.0, log_scale=log)
-    assert v["status"] == "unavailable"
-    assert v["error"] is None
-    assert v["text"].startswith("unavailable: ")
-    json.dumps(v, allow_nan=False)
+    assert v.status == "unavailable"
+    assert v.error is None
+    assert v.text.startswith("unavailable: ")
+    json.dumps(asdict(v), allow_nan=False)
 
 
 @pytest.mark.parametrize(
@@ -367,57 +368,57 @@ def test_ratio_experiments_hold_near_and_fail_far_from_the_prediction(exp_id: st
     predicted = predicted_ratio(exp_id)
     tol = ex.TOLERANCE[exp_id]
     held = analyse_one(ratio_raw(exp_id, predicted * (1 + tol / 2)), exp_id)
-    assert held["prediction"]["value"] == pytest.approx(predicted)
-    assert held["prediction"]["kind"] == "predicted"
-    assert held["prediction"]["roofs_kind"] == "hypothetical"
-    assert held["measurement"]["kind"] == "measured"
-    assert held["measurement"]["value"] == pytest.approx(predicted * (1 + tol / 2))
-    assert held["verdict"]["status"] == "held"
-    assert held["likely_reason"] == ""
+    assert held.prediction.value == pytest.approx(predicted)
+    assert held.prediction.kind == "predicted"
+    assert held.roofs_kind == "hypothetical"
+    assert held.measurement.kind == "measured"
+    assert held.measurement.value == pytest.approx(predicted * (1 + tol / 2))
+    assert held.verdict.status == "held"
+    assert held.likely_reason == ""
     failed = analyse_one(ratio_raw(exp_id, predicted * (1 - 2 * tol)), exp_id)
-    assert failed["verdict"]["status"] == "failed"
-    assert failed["likely_reason"]
-    assert failed["likely_reason"] in failed["verdict"]["text"]
+    assert failed.verdict.status == "failed"
+    assert failed.likely_reason
+    assert failed.likely_reason in failed.verdict.text
 
 
 def test_doubled_traffic_predicts_two_when_both_are_memory_bound() -> None:
     assert predicted_ratio("doubled_traffic") == pytest.approx(2.0)
     rec = analyse_one(ratio_raw("doubled_traffic", 2.0), "doubled_traffic", ceilings=CEILINGS)
-    assert rec["prediction"]["kind"] == "predicted"
-    assert rec["prediction"]["roofs_kind"] == "measured"
-    assert rec["prediction"]["value"] == pytest.approx(2.0)
-    assert rec["details"]["bound"] == {"one_array": "memory", "two_arrays": "memory"}
+    assert rec.prediction.kind == "predicted"
+    assert rec.roofs_kind == "measured"
+    assert rec.prediction.value == pytest.approx(2.0)
+    assert rec.details["bound"] == {"one_array": "memory", "two_arrays": "memory"}
 
 
 def test_doubled_traffic_blames_the_cache_when_the_data_fit() -> None:
     rec = analyse_one(ratio_raw("doubled_traffic", 1.1), "doubled_traffic", cache_bytes=1 << 30)
-    assert "fit in the last-level cache" in rec["likely_reason"]
+    assert "fit in the last-level cache" in rec.likely_reason
 
 
 def test_fusion_failure_blames_missing_fusion_from_the_kernel_count() -> None:
     unfused = ratio_raw("fusion", 1.0, kernels={"fused": 2, "unfused": 2})
     rec = analyse_one(unfused, "fusion")
-    assert rec["verdict"]["status"] == "failed"
-    assert rec["likely_reason"].startswith("XLA did not fuse the dot and the tanh")
-    assert "runs 2 kernels" in rec["likely_reason"]
+    assert rec.verdict.status == "failed"
+    assert rec.likely_reason.startswith("XLA did not fuse the dot and the tanh")
+    assert "runs 2 kernels" in rec.likely_reason
     # One kernel in the fused variant: the reason must come from other evidence.
     fused = analyse_one(ratio_raw("fusion", 1.0), "fusion", cache_bytes=1 << 30)
-    assert "did not fuse" not in fused["likely_reason"]
-    assert "cache" in fused["likely_reason"]
+    assert "did not fuse" not in fused.likely_reason
+    assert "cache" in fused.likely_reason
 
 
 def test_fusion_prediction_is_the_traffic_ratio_when_memory_bound() -> None:
     rec = analyse_one(ratio_raw("fusion", 1.0), "fusion")
-    assert rec["details"]["bound"] == "memory"
-    assert rec["prediction"]["value"] == pytest.approx(rec["details"]["traffic_ratio"])
+    assert rec.details["bound"] == "memory"
+    assert rec.prediction.value == pytest.approx(rec.details["traffic_ratio"])
 
 
 def test_bf16_memory_blames_converts() -> None:
     rec = analyse_one(
         ratio_raw("bf16_memory", 0.5, converts={"float32": 0, "bfloat16": 3}), "bf16_memory"
     )
-    assert "computes bfloat16 arithmetic in float32" in rec["likely_reason"]
-    assert "3 converts" in rec["likely_reason"]
+    assert "computes bfloat16 arithmetic in float32" in rec.likely_reason
+    assert "3 converts" in rec.likely_reason
 
 
 def test_bf16_compute_prediction_from_measured_ceilings_and_upcast_reason() -> None:
@@ -426,28 +427,28 @@ def test_bf16_compute_prediction_from_measured_ceilings_and_upcast_reason() -> N
         c32.flops, c32.minimum_bytes, 150e9, 40e9, 6e-6
     ) / model.predicted_seconds(c16.flops, c16.minimum_bytes, 140e9, 40e9, 6e-6)
     held = analyse_one(ratio_raw("bf16_compute", expected), "bf16_compute", ceilings=CEILINGS)
-    assert held["prediction"]["kind"] == "predicted"
-    assert held["prediction"]["roofs_kind"] == "measured"
-    assert held["prediction"]["value"] == pytest.approx(expected)
-    assert held["verdict"]["status"] == "held"
+    assert held.prediction.kind == "predicted"
+    assert held.roofs_kind == "measured"
+    assert held.prediction.value == pytest.approx(expected)
+    assert held.verdict.status == "held"
     faster = replace(CEILINGS, compute={"float32": 150e9, "bfloat16": 300e9})
     wins = analyse_one(ratio_raw("bf16_compute", 2.0), "bf16_compute", ceilings=faster)
-    assert wins["verdict"]["status"] == "held"
+    assert wins.verdict.status == "held"
     # Measured bf16 ceiling at or under f32's, and a far-off measurement: the upcast reason.
     slow = analyse_one(ratio_raw("bf16_compute", expected / 3), "bf16_compute", ceilings=CEILINGS)
-    assert slow["verdict"]["status"] == "failed"
-    assert "upcasts bfloat16 matmuls" in slow["likely_reason"]
+    assert slow.verdict.status == "failed"
+    assert "upcasts bfloat16 matmuls" in slow.likely_reason
     # bfloat16 beating a prediction of no gain: an upcast cannot be the reason.
     beat = analyse_one(ratio_raw("bf16_compute", expected * 3), "bf16_compute", ceilings=CEILINGS)
-    assert beat["verdict"]["status"] == "failed"
-    assert "upcast" not in beat["likely_reason"]
+    assert beat.verdict.status == "failed"
+    assert "upcast" not in beat.likely_reason
     # No measured ceilings: the hypothetical 2x, and the converts as evidence.
     hypo = analyse_one(
         ratio_raw("bf16_compute", 0.9, converts={"float32": 0, "bfloat16": 3}), "bf16_compute"
     )
-    assert hypo["prediction"]["kind"] == "predicted"
-    assert hypo["prediction"]["roofs_kind"] == "hypothetical"
-    assert "3 converts" in hypo["likely_reason"]
+    assert hypo.prediction.kind == "predicted"
+    assert hypo.roofs_kind == "hypothetical"
+    assert "3 converts" in hypo.likely_reason
 
 
 def _model_batch_slope(peak: float) -> float:
@@ -461,74 +462,74 @@ def test_batching_knee_holds_and_fails(ceilings: ex.MeasuredCeilings | None) -> 
     assert b_star is not None
     slope = _model_batch_slope(b.peak)
     held = analyse_one(sweep_raw("batching", slope * b_star * 1.3, slope), "batching", ceilings)
-    assert held["prediction"]["value"] == pytest.approx(b_star)
-    assert held["prediction"]["kind"] == "predicted"
-    assert held["prediction"]["roofs_kind"] == b.kind.value
-    assert held["measurement"]["value"] == pytest.approx(b_star * 1.3)
-    assert held["verdict"]["status"] == "held"
+    assert held.prediction.value == pytest.approx(b_star)
+    assert held.prediction.kind == "predicted"
+    assert held.roofs_kind == b.kind.value
+    assert held.measurement.value == pytest.approx(b_star * 1.3)
+    assert held.verdict.status == "held"
     # The flat part 4x higher than the model's: slow small batches push the knee right.
     slow_flat = analyse_one(sweep_raw("batching", slope * b_star * 4, slope), "batching", ceilings)
-    assert slow_flat["verdict"]["status"] == "failed"
-    assert "small batches read W at only" in slow_flat["likely_reason"]
+    assert slow_flat.verdict.status == "failed"
+    assert "small batches read W at only" in slow_flat.likely_reason
     # The flat part 4x lower, W in cache: the knee moves left and the cache is named.
     cached = analyse_one(
         sweep_raw("batching", slope * b_star / 4, slope), "batching", ceilings, cache_bytes=1 << 30
     )
-    assert cached["verdict"]["status"] == "failed"
-    assert "fit in the last-level cache" in cached["likely_reason"]
+    assert cached.verdict.status == "failed"
+    assert "fit in the last-level cache" in cached.likely_reason
     # The proportional part 4x steeper: slow large batches push the knee left.
     steep = analyse_one(sweep_raw("batching", slope * b_star, 4 * slope), "batching", ceilings)
-    assert "large batches reach only" in steep["likely_reason"]
+    assert "large batches reach only" in steep.likely_reason
 
 
 def test_batching_never_reaching_the_ridge_is_unavailable() -> None:
     tiny = ex.MeasuredCeilings(peak=1e15, bandwidth=1e9, dispatch=None, compute={})
     rec = analyse_one(sweep_raw("batching", 1e-3, 1e-6), "batching", tiny)
-    assert rec["prediction"]["value"] is None
-    assert "never reached" in rec["prediction"]["note"]
-    assert rec["verdict"]["status"] == "unavailable"
-    assert "never reached" in rec["verdict"]["text"]
+    assert rec.prediction.value is None
+    assert "never reached" in rec.prediction.note
+    assert rec.verdict.status == "unavailable"
+    assert "never reached" in rec.verdict.text
 
 
 def test_dispatch_knee_holds_and_fails() -> None:
     n_star = ex.dispatch_size(ex.HYPOTHETICAL_DISPATCH_S, BW, 8)
     slope = 8 / BW
     held = analyse_one(sweep_raw("dispatch", ex.HYPOTHETICAL_DISPATCH_S * 1.5, slope), "dispatch")
-    assert held["prediction"]["value"] == pytest.approx(n_star)
-    assert held["verdict"]["status"] == "held"
+    assert held.prediction.value == pytest.approx(n_star)
+    assert held.verdict.status == "held"
     slow = analyse_one(sweep_raw("dispatch", ex.HYPOTHETICAL_DISPATCH_S, slope * 5), "dispatch")
-    assert slow["verdict"]["status"] == "failed"
-    assert "freshly allocated output" in slow["likely_reason"]
+    assert slow.verdict.status == "failed"
+    assert "freshly allocated output" in slow.likely_reason
     costly = analyse_one(sweep_raw("dispatch", ex.HYPOTHETICAL_DISPATCH_S * 5, slope), "dispatch")
-    assert "above the" in costly["likely_reason"] and "dispatch floor" in costly["likely_reason"]
+    assert "above the" in costly.likely_reason and "dispatch floor" in costly.likely_reason
 
 
 def test_dispatch_prediction_kind_follows_its_inputs() -> None:
     only_dispatch = ex.MeasuredCeilings(peak=None, bandwidth=None, dispatch=6e-6, compute={})
     rec = analyse_one(sweep_raw("dispatch", 6e-6, 8 / BW), "dispatch", only_dispatch)
-    assert rec["prediction"]["kind"] == "predicted"
-    assert rec["prediction"]["roofs_kind"] == "hypothetical"  # the bandwidth is still assumed
-    assert rec["prediction"]["value"] == pytest.approx(ex.dispatch_size(6e-6, BW, 8))
+    assert rec.prediction.kind == "predicted"
+    assert rec.roofs_kind == "hypothetical"  # the bandwidth is still assumed
+    assert rec.prediction.value == pytest.approx(ex.dispatch_size(6e-6, BW, 8))
     rec = analyse_one(sweep_raw("dispatch", 6e-6, 8 / 40e9), "dispatch", CEILINGS)
-    assert rec["prediction"]["kind"] == "predicted"
-    assert rec["prediction"]["roofs_kind"] == "measured"
+    assert rec.prediction.kind == "predicted"
+    assert rec.roofs_kind == "measured"
 
 
 def test_scan_reasons() -> None:
     rec = analyse_one(ratio_raw("scan", 10.0), "scan")
-    assert rec["details"]["xla_ratio"] == pytest.approx(1.0, rel=1e-6)
-    assert rec["details"]["scan_flops"] == 10 * rec["details"]["body_flops"]
+    assert rec.details["xla_ratio"] == pytest.approx(1.0, rel=1e-6)
+    assert rec.details["scan_flops"] == 10 * rec.details["body_flops"]
     near_xla = analyse_one(ratio_raw("scan", 1.5), "scan")
-    assert "nearer XLA's implied" in near_xla["likely_reason"]
+    assert "nearer XLA's implied" in near_xla.likely_reason
     slow = analyse_one(ratio_raw("scan", 20.0), "scan")
-    assert "kernels" in slow["likely_reason"] and "per step" in slow["likely_reason"]
+    assert "kernels" in slow.likely_reason and "per step" in slow.likely_reason
 
 
 def test_noise_is_named_when_nothing_else_explains_a_failure() -> None:
     rec = ratio_raw("doubled_traffic", 3.0)
     rec["two_arrays"] = timing_json(3e-3, spread=0.5)
     out = analyse_one(rec, "doubled_traffic")
-    assert out["likely_reason"].startswith("timing noise")
+    assert out.likely_reason.startswith("timing noise")
 
 
 def test_analyse_covers_every_experiment_and_marks_missing_ones() -> None:
@@ -539,27 +540,17 @@ def test_analyse_covers_every_experiment_and_marks_missing_ones() -> None:
         }
     }
     out = analyse_raw(raw, ceilings=None, peak=PEAK, bandwidth=BW)
-    assert [e["id"] for e in out] == list(ex.EXPERIMENT_IDS)
-    by_id = {e["id"]: e for e in out}
-    assert by_id["fusion"]["verdict"] == {
-        **by_id["fusion"]["verdict"],
-        "status": "unavailable",
-        "text": "unavailable: out of memory",
-    }
-    assert by_id["batching"]["verdict"]["status"] == "unavailable"
-    assert by_id["scan"]["verdict"]["status"] == "held"
+    assert [e.id for e in out] == list(ex.EXPERIMENT_IDS)
+    by_id = {e.id: e for e in out}
+    assert by_id["fusion"].verdict == replace(
+        by_id["fusion"].verdict, status="unavailable", text="unavailable: out of memory")
+    assert by_id["batching"].verdict.status == "unavailable"
+    assert by_id["scan"].verdict.status == "held"
     for e in out:
-        assert set(e) == {
-            "id",
-            "title",
-            "hypothesis",
-            "prediction",
-            "measurement",
-            "verdict",
-            "details",
-            "likely_reason",
-        }
-        assert Quantity.from_json(e["prediction"]).unit == e["measurement"]["unit"]
+        assert isinstance(e, Experiment)
+        assert isinstance(e.verdict, ex.Verdict)
+        assert e.title and e.hypothesis
+        assert e.prediction.unit == e.measurement.unit
 
 
 def full_raw() -> dict[str, Any]:
@@ -571,18 +562,17 @@ def full_raw() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("ceilings", [None, CEILINGS])
-def test_analyse_is_plain_deterministic_json(ceilings: ex.MeasuredCeilings | None) -> None:
-    first = json.dumps(
-        analyse_raw(full_raw(), ceilings=ceilings, peak=PEAK, bandwidth=BW),
-        sort_keys=True,
-        allow_nan=False,
-    )
-    again = json.dumps(
-        analyse_raw(json.loads(json.dumps(full_raw())), ceilings=ceilings, peak=PEAK, bandwidth=BW),
-        sort_keys=True,
-        allow_nan=False,
-    )
+def test_analyse_is_deterministic_with_plain_json_details(
+        ceilings: ex.MeasuredCeilings | None) -> None:
+    first = analyse_raw(full_raw(), ceilings=ceilings, peak=PEAK, bandwidth=BW)
+    again = analyse_raw(json.loads(json.dumps(full_raw())), ceilings=ceilings, peak=PEAK,
+                        bandwidth=BW)
     assert first == again
+    for e in first:  # every number finite, as plain JSON holds it
+        assert all(value is None or math.isfinite(value)
+                   for value in (e.prediction.value, e.measurement.value, e.verdict.error))
+    assert json.dumps([e.details for e in first], sort_keys=True, allow_nan=False) == \
+        json.dumps([e.details for e in again], sort_keys=True, allow_nan=False)
 
 
 def _without(record: dict[str, Any], key: str) -> dict[str, Any]:
@@ -819,7 +809,7 @@ def analyse_with(record: dict[str, Any], exp_id: str, roofs: RoofSet | None = RO
                  cache_bytes: int | None = None) -> dict[str, Any]:
     raw = {"experiments": {exp_id: record}, "cache_bytes": cache_bytes}
     out = analyse_raw(raw, ceilings=ceilings, peak=PEAK, bandwidth=BW, roofs=roofs)
-    return {e["id"]: e for e in out}[exp_id]
+    return {e.id: e for e in out}[exp_id]
 
 
 def test_doubled_traffic_per_kernel_ratio_by_hand() -> None:
@@ -827,26 +817,26 @@ def test_doubled_traffic_per_kernel_ratio_by_hand() -> None:
     assert expected == pytest.approx(1.9722, abs=1e-4)  # the floors pull it under 2
     rec = analyse_with(ratio_raw("doubled_traffic", expected, programs=doubled_programs()),
                        "doubled_traffic")
-    assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
-    assert rec["prediction"]["kind"] == "predicted"
-    assert rec["prediction"]["roofs_kind"] == "measured"
-    note = rec["prediction"]["note"]
+    assert rec.prediction.value == pytest.approx(expected, rel=1e-12)
+    assert rec.prediction.kind == "predicted"
+    assert rec.roofs_kind == "measured"
+    note = rec.prediction.note
     assert "the per-kernel model on this machine's measured roofs" in note
     assert "one array: 1 kernel, bound by memory (DRAM)" in note
-    assert rec["verdict"]["status"] == "held"
-    assert rec["details"]["bound"] == {"one_array": "memory", "two_arrays": "memory"}
-    assert rec["details"]["predicted_seconds"]["one_array"] == pytest.approx(
+    assert rec.verdict.status == "held"
+    assert rec.details["bound"] == {"one_array": "memory", "two_arrays": "memory"}
+    assert rec.details["predicted_seconds"]["one_array"] == pytest.approx(
         (4 * N + 4) / BW_DRAM + LAUNCH + ENQUEUED, rel=1e-12)
-    assert rec["details"]["model"]["two_arrays"]["bandwidth"] == pytest.approx(BW_DRAM)
-    assert rec["details"]["single_roof_reason"] == ""
+    assert rec.details["model"]["two_arrays"]["bandwidth"] == pytest.approx(BW_DRAM)
+    assert rec.details["single_roof_reason"] == ""
 
 
 def test_doubled_traffic_reason_compares_with_the_level_the_model_charged() -> None:
     # Measured 1.0 (one array at 1 ms, 4.19 GB/s): under half the DRAM roof the model charged.
     rec = analyse_with(ratio_raw("doubled_traffic", 1.0, programs=doubled_programs()),
                        "doubled_traffic")
-    assert rec["verdict"]["status"] == "failed"
-    assert rec["likely_reason"] == (
+    assert rec.verdict.status == "failed"
+    assert rec.likely_reason == (
         "the one-array kernel reaches only 4.19 GB/s of the 20 GB/s the model charges for DRAM: "
         "something other than memory bounds it, so more bytes cost less than proportionally "
         "more time"
@@ -858,12 +848,12 @@ def test_doubled_traffic_reason_compares_with_the_level_the_model_charged() -> N
     raw["one_array"] = timing_json(4 * small / BW_L2)  # at the L2 roof: not "well below" it
     raw["two_arrays"] = timing_json(0.8 * 4 * small / BW_L2)  # faster: the ratio fails
     cached = analyse_with(raw, "doubled_traffic", cache_bytes=1 << 30)
-    assert cached["details"]["model"]["one_array"]["level"] == "L2"
-    assert cached["verdict"]["status"] == "failed"
-    assert "last-level cache" not in cached["likely_reason"]
+    assert cached.details["model"]["one_array"]["level"] == "L2"
+    assert cached.verdict.status == "failed"
+    assert "last-level cache" not in cached.likely_reason
     # The same arrays priced by the single-roof model: the cache is the reason.
     single = analyse_with(raw, "doubled_traffic", roofs=None, cache_bytes=1 << 30)
-    assert "fit in the last-level cache" in single["likely_reason"]
+    assert "fit in the last-level cache" in single.likely_reason
 
 
 def test_fusion_per_kernel_ratio_by_hand() -> None:
@@ -879,16 +869,16 @@ def test_fusion_per_kernel_ratio_by_hand() -> None:
     expected = t_u / t_f
     rec = analyse_with(
         ratio_raw("fusion", expected, programs={"fused": fused, "unfused": unfused}), "fusion")
-    assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
+    assert rec.prediction.value == pytest.approx(expected, rel=1e-12)
     assert expected == pytest.approx(1.1119, abs=1e-4)  # far under the traffic ratio
-    assert rec["details"]["bound"] == "compute"
-    assert rec["details"]["model_bytes"] == {"fused": ab + product,
+    assert rec.details["bound"] == "compute"
+    assert rec.details["model_bytes"] == {"fused": ab + product,
                                              "unfused": ab + 3 * product}
-    assert "move 2.99× the bytes" in rec["prediction"]["note"]
-    assert rec["verdict"]["status"] == "held"
+    assert "move 2.99× the bytes" in rec.prediction.note
+    assert rec.verdict.status == "held"
     far = analyse_with(
         ratio_raw("fusion", 3.0, programs={"fused": fused, "unfused": unfused}), "fusion")
-    assert far["likely_reason"] == "the fused kernel is compute-bound under the per-kernel model"
+    assert far.likely_reason == "the fused kernel is compute-bound under the per-kernel model"
 
 
 def bf16_matmul_programs(size: int) -> dict[str, Any]:
@@ -905,10 +895,10 @@ def test_bf16_compute_per_kernel_ratio_and_upcast_reason() -> None:
     rec = analyse_with(ratio_raw("bf16_compute", expected, programs=programs,
                                  dtypes={"float32": "float32", "bfloat16": "bfloat16"}),
                        "bf16_compute")
-    assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
-    assert rec["prediction"]["kind"] == "predicted"
-    assert rec["prediction"]["roofs_kind"] == "measured"
-    assert rec["details"]["ceilings"] == {"float32": 100e9, "bfloat16": 200e9}
+    assert rec.prediction.value == pytest.approx(expected, rel=1e-12)
+    assert rec.prediction.kind == "predicted"
+    assert rec.roofs_kind == "measured"
+    assert rec.details["ceilings"] == {"float32": 100e9, "bfloat16": 200e9}
     # A bfloat16 roof under float32's: the model predicts a loss, and a slower bfloat16 than
     # even that is blamed on the rates the model used.
     slow_roofs = replace(ROOFS, compute=(ROOFS.compute[0],
@@ -917,11 +907,11 @@ def test_bf16_compute_per_kernel_ratio_and_upcast_reason() -> None:
     slower = (flops / 100e9 + LAUNCH + ENQUEUED) / (flops / 80e9 + LAUNCH + ENQUEUED)
     slow = analyse_with(ratio_raw("bf16_compute", slower / 3, programs=programs),
                         "bf16_compute", roofs=slow_roofs)
-    assert slow["prediction"]["value"] == pytest.approx(slower, rel=1e-12)
-    assert slow["verdict"]["status"] == "failed"
+    assert slow.prediction.value == pytest.approx(slower, rel=1e-12)
+    assert slow.verdict.status == "failed"
     assert (
         "its measured bfloat16 matmul rate at this size (80 GFLOP/s) is no higher than "
-        "float32's (100 GFLOP/s)" in slow["likely_reason"]
+        "float32's (100 GFLOP/s)" in slow.likely_reason
     )
 
 
@@ -943,17 +933,17 @@ def test_bf16_memory_prices_each_variant_in_its_dtype() -> None:
         ratio_raw("bf16_memory", expected, programs={"float32": f32, "bfloat16": bf16},
                   converts={"float32": 0, "bfloat16": 3}),
         "bf16_memory", roofs=roofs)
-    assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
-    assert rec["details"]["model"]["bfloat16"]["binding"] == "compute"
-    assert "bfloat16: 1 kernel, bound by compute" in rec["prediction"]["note"]
-    assert rec["verdict"]["status"] == "held"
+    assert rec.prediction.value == pytest.approx(expected, rel=1e-12)
+    assert rec.details["model"]["bfloat16"]["binding"] == "compute"
+    assert "bfloat16: 1 kernel, bound by compute" in rec.prediction.note
+    assert rec.verdict.status == "held"
     # bfloat16 faster than predicted: its converts cannot be the reason.
     fast = analyse_with(
         ratio_raw("bf16_memory", 4 * expected, programs={"float32": f32, "bfloat16": bf16},
                   converts={"float32": 0, "bfloat16": 3}),
         "bf16_memory", roofs=roofs)
-    assert fast["verdict"]["status"] == "failed"
-    assert "converts" not in fast["likely_reason"]
+    assert fast.verdict.status == "failed"
+    assert "converts" not in fast.likely_reason
 
 
 def batching_programs() -> list[dict[str, Any]]:
@@ -974,29 +964,30 @@ def test_batching_knee_is_the_fit_of_the_models_times() -> None:
     slope = model_fit["slope"]
     raw = sweep_raw("batching", model_fit["flat"] * 1.3, slope, programs=batching_programs())
     rec = analyse_with(raw, "batching")
-    assert rec["prediction"]["value"] == pytest.approx(model_fit["knee"], rel=1e-12)
-    assert rec["prediction"]["kind"] == "predicted"
-    assert rec["prediction"]["roofs_kind"] == "measured"
-    assert rec["prediction"]["note"].startswith(
+    assert rec.prediction.value == pytest.approx(model_fit["knee"], rel=1e-12)
+    assert rec.prediction.kind == "predicted"
+    assert rec.roofs_kind == "measured"
+    assert rec.prediction.note.startswith(
         "knee of the per-kernel model's predicted times over the same sweep points, by the fit "
         "that gives the measured knee (knee_fit)")
-    assert rec["details"]["model_seconds"] == pytest.approx(hand, rel=1e-12)
-    series = {s["label"]: s for s in rec["details"]["figure"]["series"]}
-    assert series["model"]["y"] == pytest.approx(hand, rel=1e-12)
-    assert series["model"]["kind"] == "measured"
-    assert rec["measurement"]["value"] == pytest.approx(model_fit["knee"] * 1.3)
-    assert rec["verdict"]["status"] == "held"
+    assert rec.details["model_seconds"] == pytest.approx(hand, rel=1e-12)
+    assert rec.figure is not None
+    series = {s.label: s for s in rec.figure.series}
+    assert series["model"].y == pytest.approx(hand, rel=1e-12)
+    assert series["model"].kind == "measured"
+    assert rec.measurement.value == pytest.approx(model_fit["knee"] * 1.3)
+    assert rec.verdict.status == "held"
     # Not the closed form at the budgets' ridge (which these roofs share: 5 FLOP/B), though
     # near it: the fit sees the dispatch floor and the discrete batches.
     closed = ex.batch_ridge(D, model.ridge(PEAK, BW))
-    assert closed is not None and rec["details"]["closed_form_knee"] == pytest.approx(closed)
-    assert rec["prediction"]["value"] != pytest.approx(closed, rel=1e-3)
+    assert closed is not None and rec.details["closed_form_knee"] == pytest.approx(closed)
+    assert rec.prediction.value != pytest.approx(closed, rel=1e-3)
     # A flat part 4x the model's: the knee moves right, and the reason says so from the fits.
     slow = analyse_with(sweep_raw("batching", model_fit["flat"] * 4, slope,
                                   programs=batching_programs()), "batching")
-    assert slow["verdict"]["status"] == "failed"
-    assert "is higher than the model's" in slow["likely_reason"]
-    assert "the model charges for DRAM" in slow["likely_reason"]
+    assert slow.verdict.status == "failed"
+    assert "is higher than the model's" in slow.likely_reason
+    assert "the model charges for DRAM" in slow.likely_reason
 
 
 def dispatch_programs() -> list[dict[str, Any]]:
@@ -1018,24 +1009,24 @@ def test_dispatch_knee_is_the_fit_of_the_models_times() -> None:
     raw = sweep_raw("dispatch", model_fit["flat"], model_fit["slope"] * 1.5,
                     programs=dispatch_programs())
     rec = analyse_with(raw, "dispatch")
-    assert rec["prediction"]["value"] == pytest.approx(model_fit["knee"], rel=1e-12)
-    assert rec["details"]["model_seconds"] == pytest.approx(hand, rel=1e-12)
-    assert rec["verdict"]["status"] == "held"
-    assert "n=16: 1 kernel, bound by overhead" in rec["prediction"]["note"]
-    assert "bound by memory (DRAM)" in rec["prediction"]["note"]
+    assert rec.prediction.value == pytest.approx(model_fit["knee"], rel=1e-12)
+    assert rec.details["model_seconds"] == pytest.approx(hand, rel=1e-12)
+    assert rec.verdict.status == "held"
+    assert "n=16: 1 kernel, bound by overhead" in rec.prediction.note
+    assert "bound by memory (DRAM)" in rec.prediction.note
     # Costly calls: the flat part against the model's (the enqueued floor and one kernel).
     costly = analyse_with(sweep_raw("dispatch", model_fit["flat"] * 5, model_fit["slope"],
                                     programs=dispatch_programs()), "dispatch")
-    assert costly["verdict"]["status"] == "failed"
-    assert "enqueued calls cost" in costly["likely_reason"]
-    assert "above the model's" in costly["likely_reason"]
+    assert costly.verdict.status == "failed"
+    assert "enqueued calls cost" in costly.likely_reason
+    assert "above the model's" in costly.likely_reason
     # Roofs without a dispatch floor: the closed form, and the note says why.
     bare = replace(ROOFS, floors=(Floor("launch", 1e-6, MEAS, ""),))
     closed = analyse_with(raw, "dispatch", roofs=bare)
-    assert closed["prediction"]["value"] == pytest.approx(
+    assert closed.prediction.value == pytest.approx(
         ex.dispatch_size(ex.HYPOTHETICAL_DISPATCH_S, BW, 8))
     assert "single-roof model: the measured roofs hold no dispatch floor" in (
-        closed["prediction"]["note"])
+        closed.prediction.note)
 
 
 def test_scan_per_kernel_ratio_by_hand() -> None:
@@ -1058,14 +1049,14 @@ def test_scan_per_kernel_ratio_by_hand() -> None:
     expected = t_scan / t_body
     rec = analyse_with(ratio_raw("scan", expected, programs={"body": body, "scan": scanned}),
                        "scan")
-    assert rec["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
-    assert "scan: 4 kernels (31 launches), bound by compute" in rec["prediction"]["note"]
-    assert rec["details"]["model"]["scan"]["launches"] == 31
-    assert rec["verdict"]["status"] == "held"
+    assert rec.prediction.value == pytest.approx(expected, rel=1e-12)
+    assert "scan: 4 kernels (31 launches), bound by compute" in rec.prediction.note
+    assert rec.details["model"]["scan"]["launches"] == 31
+    assert rec.verdict.status == "held"
     slow = analyse_with(ratio_raw("scan", 2 * expected, programs={"body": body,
                                                                   "scan": scanned}), "scan")
-    assert "per step" in slow["likely_reason"]
-    assert "the model charges its 31 launches at 1 µs each" in slow["likely_reason"]
+    assert "per step" in slow.likely_reason
+    assert "the model charges its 31 launches at 1 µs each" in slow.likely_reason
 
 
 def test_without_roofs_or_inventories_the_single_roof_model_predicts() -> None:
@@ -1073,20 +1064,20 @@ def test_without_roofs_or_inventories_the_single_roof_model_predicts() -> None:
     # Inventories recorded, no measured roofs: the hypothetical budgets, as before.
     no_roofs = analyse_with(ratio_raw("doubled_traffic", 2.0, programs=doubled_programs()),
                             "doubled_traffic", roofs=None)
-    assert no_roofs["prediction"]["value"] == pytest.approx(predicted, rel=1e-12)
-    assert no_roofs["prediction"]["kind"] == "predicted"
-    assert no_roofs["prediction"]["roofs_kind"] == "hypothetical"
-    assert no_roofs["prediction"]["note"].endswith("; single-roof model: no measured roofs")
-    assert no_roofs["details"]["model"] is None
+    assert no_roofs.prediction.value == pytest.approx(predicted, rel=1e-12)
+    assert no_roofs.prediction.kind == "predicted"
+    assert no_roofs.roofs_kind == "hypothetical"
+    assert no_roofs.prediction.note.endswith("; single-roof model: no measured roofs")
+    assert no_roofs.details["model"] is None
     # An old-format record (no "programs") with measured roofs and ceilings: the measured
     # budgets' prediction, unchanged, and the note says no inventory was recorded.
     old = analyse_with(ratio_raw("doubled_traffic", 2.0), "doubled_traffic", ceilings=CEILINGS)
     expected = model.predicted_seconds(2 * N, 8 * N, 150e9, 40e9, 6e-6) / (
         model.predicted_seconds(2 * N, 4 * N, 150e9, 40e9, 6e-6))
-    assert old["prediction"]["value"] == pytest.approx(expected, rel=1e-12)
-    assert old["prediction"]["kind"] == "predicted"
-    assert old["prediction"]["roofs_kind"] == "measured"
-    assert old["prediction"]["note"].endswith(
+    assert old.prediction.value == pytest.approx(expected, rel=1e-12)
+    assert old.prediction.kind == "predicted"
+    assert old.roofs_kind == "measured"
+    assert old.prediction.note.endswith(
         "single-roof model: no kernel inventory recorded (results saved before the lab "
         "recorded them)")
     # One variant's inventory failed: both fall back (a ratio of two models measures neither).
@@ -1094,29 +1085,29 @@ def test_without_roofs_or_inventories_the_single_roof_model_predicts() -> None:
               "two_arrays": {"available": False, "reason": "unparsable HLO"}}
     one_missing = analyse_with(ratio_raw("doubled_traffic", 2.0, programs=broken),
                                "doubled_traffic")
-    assert one_missing["prediction"]["value"] == pytest.approx(predicted, rel=1e-12)
-    assert one_missing["prediction"]["note"].endswith(
+    assert one_missing.prediction.value == pytest.approx(predicted, rel=1e-12)
+    assert one_missing.prediction.note.endswith(
         "single-roof model: the two arrays program: its kernel inventory failed: unparsable HLO")
     # An incomplete roof set is no roof set.
     no_bandwidth = replace(ROOFS, bandwidth=())
     partial = analyse_with(ratio_raw("doubled_traffic", 2.0, programs=doubled_programs()),
                            "doubled_traffic", roofs=no_bandwidth)
-    assert partial["prediction"]["value"] == pytest.approx(predicted, rel=1e-12)
-    assert "lack a compute or a bandwidth roof" in partial["prediction"]["note"]
+    assert partial.prediction.value == pytest.approx(predicted, rel=1e-12)
+    assert "lack a compute or a bandwidth roof" in partial.prediction.note
     # A sweep recorded before the lab kept inventories: the closed-form knee.
     sweep = analyse_with(sweep_raw("batching", 1e-3, 1e-6), "batching")
     b_star = ex.batch_ridge(D, model.ridge(PEAK, BW))
-    assert sweep["prediction"]["value"] == pytest.approx(b_star)
-    assert sweep["prediction"]["kind"] == "predicted"
-    assert sweep["prediction"]["roofs_kind"] == "hypothetical"
+    assert sweep.prediction.value == pytest.approx(b_star)
+    assert sweep.prediction.kind == "predicted"
+    assert sweep.roofs_kind == "hypothetical"
 
 
 def test_an_inventory_without_kernels_is_not_priced() -> None:
     programs = {"one_array": inventory(), "two_arrays": reduction(N, 2)}
     rec = analyse_with(ratio_raw("doubled_traffic", 2.0, programs=programs), "doubled_traffic")
-    assert rec["prediction"]["kind"] == "predicted"
-    assert rec["prediction"]["roofs_kind"] == "hypothetical"
-    assert rec["prediction"]["note"].endswith(
+    assert rec.prediction.kind == "predicted"
+    assert rec.roofs_kind == "hypothetical"
+    assert rec.prediction.note.endswith(
         "the per-kernel model gives no time for the one array program: its inventory lists no "
         "kernels")
 

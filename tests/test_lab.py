@@ -89,14 +89,14 @@ def test_counts_from_the_compiled_programs(raw: dict[str, Any]) -> None:
 @pytest.mark.slow
 def test_analyse_gives_a_verdict_for_each_experiment(raw: dict[str, Any]) -> None:
     out = analyse(raw, ceilings=None, peak=SEED_PEAK_FLOPS, bandwidth=SEED_BANDWIDTH)
-    assert [e["id"] for e in out] == list(experiments.EXPERIMENT_IDS)
+    assert [e.id for e in out] == list(experiments.EXPERIMENT_IDS)
     for e in out:
-        assert e["measurement"]["kind"] == "measured"
-        assert e["measurement"]["value"] is not None and e["measurement"]["value"] > 0
-        assert e["verdict"]["status"] in {"held", "failed"}
-        assert e["verdict"]["text"]
-        assert (e["likely_reason"] != "") == (e["verdict"]["status"] == "failed")
-    json.dumps(out, allow_nan=False)
+        assert e.measurement.kind == "measured"
+        assert e.measurement.value is not None and e.measurement.value > 0
+        assert e.verdict.status in {"held", "failed"}
+        assert e.verdict.text
+        assert (e.likely_reason != "") == (e.verdict.status == "failed")
+    json.dumps([e.details for e in out], allow_nan=False)  # the details are plain JSON
 
 
 VARIANTS = {
@@ -147,18 +147,18 @@ def test_the_per_kernel_model_predicts_every_recorded_experiment(raw: dict[str, 
     out = analyse(raw, ceilings=None, peak=SEED_PEAK_FLOPS,
                               bandwidth=SEED_BANDWIDTH, roofs=ROOFS)
     for e in out:
-        assert e["prediction"]["kind"] == "predicted", e["id"]
-        assert e["prediction"]["roofs_kind"] == "measured", e["id"]
-        assert "the per-kernel model on this machine's measured roofs" in e["prediction"]["note"]
-        assert e["details"]["single_roof_reason"] == ""
-        assert e["verdict"]["status"] in {"held", "failed"}, (e["id"], e["verdict"]["text"])
-        assert (e["likely_reason"] != "") == (e["verdict"]["status"] == "failed")
-    by_id = {e["id"]: e for e in out}
+        assert e.prediction.kind == "predicted", e.id
+        assert e.roofs_kind == "measured", e.id
+        assert "the per-kernel model on this machine's measured roofs" in e.prediction.note
+        assert e.details["single_roof_reason"] == ""
+        assert e.verdict.status in {"held", "failed"}, (e.id, e.verdict.text)
+        assert (e.likely_reason != "") == (e.verdict.status == "failed")
+    by_id = {e.id: e for e in out}
     # The ratios are ratios of the model's times.
-    doubled = by_id["doubled_traffic"]["details"]
-    assert by_id["doubled_traffic"]["prediction"]["value"] == pytest.approx(
+    doubled = by_id["doubled_traffic"].details
+    assert by_id["doubled_traffic"].prediction.value == pytest.approx(
         doubled["model"]["two_arrays"]["seconds"] / doubled["model"]["one_array"]["seconds"])
-    json.dumps(out, allow_nan=False)
+    json.dumps([e.details for e in out], allow_nan=False)  # the details are plain JSON
 
 
 def test_an_unreadable_inventory_is_recorded_and_the_experiment_runs(
@@ -177,9 +177,9 @@ def test_an_unreadable_inventory_is_recorded_and_the_experiment_runs(
     out = analyse({"experiments": {"doubled_traffic": {"available": True, **record}}},
                               ceilings=None, peak=SEED_PEAK_FLOPS, bandwidth=SEED_BANDWIDTH,
                               roofs=ROOFS)
-    assert out[0]["prediction"]["kind"] == "predicted"
-    assert out[0]["prediction"]["roofs_kind"] == "hypothetical"
-    assert out[0]["prediction"]["note"].endswith(
+    assert out[0].prediction.kind == "predicted"
+    assert out[0].roofs_kind == "hypothetical"
+    assert out[0].prediction.note.endswith(
         "single-roof model: the one array program: its kernel inventory failed: "
         "ValueError: no HLO today")
 
@@ -196,15 +196,15 @@ def test_a_failing_experiment_is_recorded_and_the_others_run() -> None:
     assert raw["cache_bytes"] == 12345
     assert len(e["batching"]["programs"]) == len(e["batching"]["batches"]) == 2
     out = {
-        x["id"]: x
+        x.id: x
         for x in analyse(
             raw, ceilings=None, peak=SEED_PEAK_FLOPS, bandwidth=SEED_BANDWIDTH
         )
     }
-    assert out["fusion"]["verdict"]["status"] == "unavailable"
+    assert out["fusion"].verdict.status == "unavailable"
     # Sweeps of fewer than three points give no knee: no verdict, but no crash either.
-    assert out["batching"]["verdict"]["status"] == "unavailable"
-    assert "at least three points" in out["batching"]["verdict"]["text"]
+    assert out["batching"].verdict.status == "unavailable"
+    assert "at least three points" in out["batching"].verdict.text
 
 
 def test_plans_scale_with_the_backend() -> None:

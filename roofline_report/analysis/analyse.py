@@ -61,7 +61,6 @@ from roofline_report.analysis.records import (
     Roofs,
     SpecPlacement,
     Sweep,
-    SweepFigure,
     SweepPoint,
 )
 from roofline_report.analysis.roof_check import roof_check
@@ -456,19 +455,11 @@ def _lab(results: schema.Results, a: Assumptions, roofs: Roofs, skipped: list[sc
     if isinstance(lab, schema.Lab) and lab.experiments.model_fields_set:
         # Every experiment is priced by the per-kernel model, on this machine's roofs where
         # they were measured and on the assumed budgets otherwise.
-        for e in experiments.analyse(lab.experiments, cache_bytes=lab.cache_bytes,
-                                     ceilings=measured_ceilings, peak=a.peak,
-                                     bandwidth=a.bandwidth, roofs=roofs.kernels):
-            verdict = e.get("verdict") or {}
-            figure = (e.get("details") or {}).get("figure")
-            exps.append(Experiment(
-                str(e["id"]), str(e["title"]), str(e.get("hypothesis", "")),
-                Quantity.from_json(e["prediction"]), Quantity.from_json(e["measurement"]),
-                str(verdict.get("status", "unavailable")), str(verdict.get("text", "")),
-                SweepFigure.from_json(figure) if figure else None))
-            if verdict.get("status") == "unavailable":
-                skipped.append(schema.Skip(what=f"experiment {e['title']}",
-                                           reason=str(verdict.get("text", ""))))
+        exps = experiments.analyse(lab.experiments, cache_bytes=lab.cache_bytes,
+                                   ceilings=measured_ceilings, peak=a.peak,
+                                   bandwidth=a.bandwidth, roofs=roofs.kernels)
+        skipped.extend(schema.Skip(what=f"experiment {e.title}", reason=e.verdict.text)
+                       for e in exps if e.status == "unavailable")
     exercises = tuple(
         Exercise(str(x["id"]), str(x.get("after", "")), str(x["question"]),
                  tuple(str(s) for s in x.get("solution", [])))

@@ -10,7 +10,8 @@ shows, each number computed once and carrying its kind.
 * :class:`SweepPoint` and :class:`Sweep`: a workload at growing sizes, each point predicted.
 * :class:`Accuracy`: how well the model predicted this run.
 * :class:`Roofs`, :class:`Budgets`, :class:`ChosenPreset`: the roofs drawn and what they rest on.
-* :class:`Experiment`, :class:`Exercise`: the lab's experiments and the seed's exercise.
+* :class:`Experiment` (with its :class:`Verdict`), :class:`Exercise`: the lab's experiments
+  and the seed's exercise.
 * :class:`Analysis`: all of it, with the roofs, the seed's teaching studies, the lab's
   experiments and the sharded workloads.
 
@@ -77,6 +78,7 @@ __all__ = [
     "Sweep",
     "SweepFigure",
     "SweepPoint",
+    "Verdict",
 ]
 @dataclass(frozen=True, slots=True)
 class Placement:
@@ -358,28 +360,50 @@ class SweepFigure:
     ylabel: str
     series: tuple[FigureSeries, ...]
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SweepFigure:
-        """From the figure an experiment's details hold
-        (:func:`roofline_report.analysis.experiments.knees.sweep_figure`)."""
-        return cls(tuple(data["x"]), str(data.get("xlabel", "")), str(data.get("ylabel", "")),
-                   tuple(FigureSeries(str(s["label"]), Kind(s["kind"]), tuple(s["y"]))
-                         for s in data["series"]))
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A lab experiment's measurement judged against its prediction
+    (:func:`~roofline_report.analysis.experiments.verdicts.verdict`): ``status`` is "held",
+    "failed" or "unavailable"; ``error`` the relative error (linear scale) or the factor (log
+    scale), None where unavailable; ``text`` states it (the reason, where unavailable or
+    failed)."""
+
+    status: str
+    error: float | None
+    tolerance: float
+    log_scale: bool
+    predicted: float | None
+    measured: float | None
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
 class Experiment:
     """One lab experiment: the model's prediction, the measurement, the verdict, and the
-    sweep it drew (None for an experiment of two programs)."""
+    sweep it drew (None for an experiment of two programs).
+
+    The prediction is of kind predicted whatever roofs it stands on; ``roofs_kind`` keeps
+    theirs (measured ceilings or assumed budgets; None where nothing was predicted).
+    ``likely_reason`` is '' unless the verdict failed. ``details`` holds what the prediction
+    rests on, as plain JSON (the per-kernel model, the budgets, the experiment's own numbers).
+    """
 
     id: str
     title: str
     hypothesis: str
     prediction: Quantity
     measurement: Quantity
-    status: str
-    verdict: str
+    verdict: Verdict
     figure: SweepFigure | None = None
+    roofs_kind: Kind | None = None
+    likely_reason: str = ""
+    details: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        """The verdict's status: "held", "failed" or "unavailable"."""
+        return self.verdict.status
 
 
 @dataclass(frozen=True, slots=True)

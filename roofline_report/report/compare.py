@@ -442,7 +442,7 @@ def _verdicts(runs: Sequence[tuple[str, Analysis]]) -> list[VerdictRow]:
     for i, (_, an) in enumerate(runs):
         for e in an.experiments:
             row = by_id.setdefault(e.id, VerdictRow(e.title, [""] * len(runs)))
-            row.verdicts[i] = e.verdict
+            row.verdicts[i] = e.verdict.text
     return [by_id[k] for k in sorted(by_id)]
 
 

@@ -578,7 +578,7 @@ def _lab(an: Analysis) -> LabView:
     rows = [LabRow(id=e.id, title=e.title, hypothesis=e.hypothesis,
                    prediction=_quantity(e.prediction), prediction_note=e.prediction.note,
                    measurement=_quantity(e.measurement), measurement_note=e.measurement.note,
-                   status=e.status, verdict=e.verdict, figure=f"lab_{e.id}",
+                   status=e.status, verdict=e.verdict.text, figure=f"lab_{e.id}",
                    exercises=by_after.pop(e.id, [])) for e in an.experiments]
     leftover = [x for xs in by_after.values() for x in xs]
     lab = an.results.lab

@@ -17,7 +17,8 @@ prediction's note names the model and, for the single-roof one, why the per-kern
 not predict.
 
 :func:`exercises` poses one exercise after each group of experiments; every number in it comes
-from :mod:`roofline_report.analysis.seed_model`. Everything returned is plain, deterministic JSON.
+from :mod:`roofline_report.analysis.seed_model`. Everything returned is deterministic: typed
+records whose details are plain JSON.
 
 One module per experiment (:mod:`.doubled_traffic`, :mod:`.fusion`, :mod:`.bf16` for both
 bfloat16 experiments, :mod:`.batching`, :mod:`.dispatch`, :mod:`.scan`), what they share in
@@ -27,8 +28,6 @@ in :mod:`.times`, the exercises in :mod:`.exercises`.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from roofline_report.analysis.experiments import (
     batching,
@@ -70,7 +69,8 @@ from roofline_report.analysis.experiments.single_roof import (
     MeasuredCeilings,
     budgets,
 )
-from roofline_report.analysis.experiments.verdicts import verdict
+from roofline_report.analysis.experiments.verdicts import Verdict, verdict
+from roofline_report.analysis.records import Experiment
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.errors import InputError
 from roofline_report.results.schema_base import Unavailable
@@ -103,6 +103,7 @@ __all__ = [
     "TOLERANCE",
     "Budgets",
     "MeasuredCeilings",
+    "Verdict",
     "analyse",
     "batch_ridge",
     "budgets",
@@ -122,7 +123,7 @@ def analyse(
     peak: float,
     bandwidth: float,
     roofs: RoofSet | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Experiment]:
     """Turn the lab's measurements (see :func:`roofline_report.observe.lab.run_lab`), read as
     the results document's typed record, into the notebook.
 
@@ -132,13 +133,11 @@ def analyse(
     ceilings, or None) and the hypothetical ``peak`` and ``bandwidth`` give the budgets of the
     single-roof model, which predicts otherwise.
 
-    Returns one record per experiment in :data:`EXPERIMENT_IDS` order::
-
-        {"id", "title", "hypothesis", "prediction": Quantity json, "measurement": Quantity json
-         (kind measured), "verdict": verdict(...), "details": {...}, "likely_reason": str}
-
-    ``likely_reason`` is '' unless the verdict failed. An experiment that is missing from
-    ``lab`` or recorded unavailable gets ``verdict.status == "unavailable"``. Raises InputError
+    Returns one :class:`~roofline_report.analysis.records.Experiment` per experiment in
+    :data:`EXPERIMENT_IDS` order: its prediction, its measurement (kind measured), the
+    :func:`verdict`, the details the prediction rests on, the sweep's figure and the likely
+    reason ('' unless the verdict failed). An experiment that is missing from ``lab`` or
+    recorded unavailable gets ``verdict.status == "unavailable"``. Raises InputError
     when a present experiment's record lacks what the schema leaves open (a sweep's points, a
     size only some experiments record, lists aligned with the points).
     """
@@ -157,7 +156,7 @@ def analyse(
 
 
 def _experiment(exp_id: str, record: object, resolved: Budgets, roofs: RoofSet | None,
-                cache_bytes: int | None) -> dict[str, Any]:
+                cache_bytes: int | None) -> Experiment:
     """One experiment from its typed record (``LabExperiments``' fields are typed loosely:
     each is narrowed here to the record the schema gives it)."""
     if record is None:

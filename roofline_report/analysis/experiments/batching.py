@@ -41,6 +41,7 @@ from roofline_report.analysis.experiments.times import (
     kernel_model,
     single_roof_note,
 )
+from roofline_report.analysis.records import Experiment
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
 from roofline_report.results.schema_lab import Sweep1D
@@ -76,7 +77,7 @@ class _ModelSide:
 
 
 def build(recorded: Sweep1D, budgets: Budgets, roofs: RoofSet | None, cache_bytes: int | None
-          ) -> dict[str, Any]:
+          ) -> Experiment:
     d, s = raw.count("batching", "d", recorded.d), recorded.itemsize
     batches = raw.sizes("batching", "batches", recorded.batches)
     times_t = raw.timings("batching", "times", recorded.times, len(batches))
@@ -130,12 +131,11 @@ def build(recorded: Sweep1D, budgets: Budgets, roofs: RoofSet | None, cache_byte
         "small_batch_bandwidth": flat_bw,
         "large_batch_rate": top_rate,
         "cache_bytes": cache_bytes,
-        "figure": sweep_figure(
-            batches, times, fit, side.times, side.prediction.kind, "batch columns b"
-        ),
     }
     return record("batching", side.prediction, measured, how, reason, details, model=km,
-                  why=why, budgets=budgets)
+                  why=why, budgets=budgets,
+                  figure=sweep_figure(batches, times, fit, side.times, side.prediction.kind,
+                                      "batch columns b"))
 
 
 def _kernel_model_side(km: KernelModel, labels: list[str], batches: list[int],

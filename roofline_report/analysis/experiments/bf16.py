@@ -16,8 +16,6 @@ timing noise.
 
 from __future__ import annotations
 
-from typing import Any
-
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.experiments import raw
 from roofline_report.analysis.experiments.common import (
@@ -37,6 +35,7 @@ from roofline_report.analysis.experiments.single_roof import (
     weaker,
 )
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
+from roofline_report.analysis.records import Experiment
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Kind, Quantity
@@ -48,7 +47,7 @@ VARIANTS = ("float32", "bfloat16")
 
 
 def memory(recorded: Bf16Pair, budgets: Budgets, roofs: RoofSet | None, cache_bytes: int | None
-           ) -> dict[str, Any]:
+           ) -> Experiment:
     n = raw.count("bf16_memory", "elements", recorded.elements)
     f32, bf16 = Timing.of(recorded.float32), Timing.of(recorded.bfloat16)
     bytes_ = {"float32": 2 * F32 * n, "bfloat16": 2 * BF16 * n}
@@ -134,7 +133,7 @@ def dtype_rates(roofs: RoofSet, flops: float) -> dict[str, float | None]:
 
 
 def compute(recorded: Bf16Pair, budgets: Budgets, roofs: RoofSet | None, cache_bytes: int | None
-            ) -> dict[str, Any]:
+            ) -> Experiment:
     size = raw.count("bf16_compute", "size", recorded.size)
     f32, bf16 = Timing.of(recorded.float32), Timing.of(recorded.bfloat16)
     c32, c16 = model.contract(size, size, size, F32), model.contract(size, size, size, BF16)

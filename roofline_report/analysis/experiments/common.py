@@ -1,8 +1,9 @@
 """What the lab's experiments share (no jax): their ids, titles, tolerances and hypotheses, the
 assembly of an experiment's record, and the evidence a likely reason is built from.
 
-* :func:`record` assembles an experiment's plain-JSON record; the likely reason of a failed
-  verdict is computed by the experiment from its evidence (:func:`noise`, :func:`cache_note`,
+* :func:`record` assembles an experiment's typed record
+  (:class:`~roofline_report.analysis.records.Experiment`); the likely reason of a failed verdict
+  is computed by the experiment from its evidence (:func:`noise`, :func:`cache_note`,
   :func:`knee_failure`, ...), never typed in for a machine.
 * The verdict itself is :mod:`.verdicts`, the knee fit :mod:`.knees`, the single-roof budgets
   :mod:`.single_roof`, the reading of an experiment's raw record :mod:`.raw`; their names stay
@@ -17,6 +18,7 @@ a call; the quartile keeps that without letting one lucky sample set the time.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from roofline_report.analysis.experiments.knees import (
@@ -39,7 +41,8 @@ from roofline_report.analysis.experiments.single_roof import (
     weaker,
 )
 from roofline_report.analysis.experiments.times import KernelModel
-from roofline_report.analysis.experiments.verdicts import finite, number, verdict
+from roofline_report.analysis.experiments.verdicts import Verdict, finite, number, verdict
+from roofline_report.analysis.records import Experiment, SweepFigure
 from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.text import percent_text
@@ -65,6 +68,7 @@ __all__ = [
     "TOLERANCE",
     "UNITS",
     "Budgets",
+    "Verdict",
     "budgets",
     "cache_note",
     "dtype_of",
@@ -185,20 +189,17 @@ UNITS = {
 }
 
 
-def unavailable(exp_id: str, reason: str) -> dict[str, Any]:
+def unavailable(exp_id: str, reason: str) -> Experiment:
     unit = UNITS[exp_id]
-    v = verdict(None, None, tolerance=TOLERANCE[exp_id], log_scale=exp_id in LOG_SCALE)
-    v["text"] = f"unavailable: {reason}"
-    return {
-        "id": exp_id,
-        "title": TITLES[exp_id],
-        "hypothesis": HYPOTHESES[exp_id],
-        "prediction": Quantity(None, unit, Kind.PREDICTED, f"not computed: {reason}").to_json(),
-        "measurement": Quantity(None, unit, Kind.MEASURED, reason).to_json(),
-        "verdict": v,
-        "details": {},
-        "likely_reason": "",
-    }
+    judged = verdict(None, None, tolerance=TOLERANCE[exp_id], log_scale=exp_id in LOG_SCALE)
+    return Experiment(
+        id=exp_id,
+        title=TITLES[exp_id],
+        hypothesis=HYPOTHESES[exp_id],
+        prediction=Quantity(None, unit, Kind.PREDICTED, f"not computed: {reason}"),
+        measurement=Quantity(None, unit, Kind.MEASURED, reason),
+        verdict=replace(judged, text=f"unavailable: {reason}"),
+    )
 
 
 HYPOTHESES = {
@@ -245,37 +246,46 @@ def record(
     model: KernelModel | None,
     why: str,
     budgets: Budgets,
-) -> dict[str, Any]:
+    figure: SweepFigure | None = None,
+) -> Experiment:
     """Assemble an experiment; ``reason(measured)`` is consulted only when the verdict fails.
     ``details`` gains what the prediction rests on: the per-kernel ``model`` (None where it did
-    not predict, and ``why`` not) and the single-roof ``budgets``."""
+    not predict, and ``why`` not) and the single-roof ``budgets``. ``figure`` is the sweep it
+    drew (None for an experiment of two programs)."""
     unit = UNITS[exp_id]
-    kw: dict[str, Any] = {"tolerance": TOLERANCE[exp_id], "log_scale": exp_id in LOG_SCALE}
-    v = verdict(prediction.value, measured, unit=unit, **kw)
+    tolerance, log_scale = TOLERANCE[exp_id], exp_id in LOG_SCALE
+    judged = verdict(prediction.value, measured, unit=unit, tolerance=tolerance,
+                     log_scale=log_scale)
     likely = ""
-    if v["status"] == "unavailable":
+    if judged.status == "unavailable":
         why = prediction.note if prediction.value is None else measured_note
-        v["text"] = f"unavailable: {why}"
-    if v["status"] == "failed" and measured is not None:
+        judged = replace(judged, text=f"unavailable: {why}")
+    if judged.status == "failed" and measured is not None:
         likely = reason(measured)
-        v = verdict(prediction.value, measured, unit=unit, reason_if_failed=likely, **kw)
+        judged = verdict(prediction.value, measured, unit=unit, tolerance=tolerance,
+                         log_scale=log_scale, reason_if_failed=likely)
     details.update({"model": model.to_json() if model is not None else None,
                     "single_roof_reason": why, "budgets": budgets.to_json(),
                     "statistic": STATISTIC})
-    return {
-        "id": exp_id,
-        "title": TITLES[exp_id],
-        "hypothesis": HYPOTHESES[exp_id],
+    return Experiment(
+        id=exp_id,
+        title=TITLES[exp_id],
+        hypothesis=HYPOTHESES[exp_id],
         # A prediction is of kind predicted whatever roofs it stands on; their kind (measured
         # ceilings or assumed budgets) is kept beside it.
-        "prediction": {**Quantity(prediction.value, prediction.unit, Kind.PREDICTED,
-                                  prediction.note).to_json(),
-                       "roofs_kind": prediction.kind.value},
-        "measurement": Quantity(measured, unit, Kind.MEASURED, measured_note).to_json(),
-        "verdict": v,
-        "details": details,
-        "likely_reason": likely,
-    }
+        prediction=Quantity(_float_or_none(prediction.value), prediction.unit, Kind.PREDICTED,
+                            prediction.note),
+        measurement=Quantity(_float_or_none(measured), unit, Kind.MEASURED, measured_note),
+        verdict=judged,
+        figure=figure,
+        roofs_kind=prediction.kind,
+        likely_reason=likely,
+        details=details,
+    )
+
+
+def _float_or_none(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def ratio_note(top: str, bottom: str) -> str:

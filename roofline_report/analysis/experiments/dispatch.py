@@ -29,6 +29,7 @@ from roofline_report.analysis.experiments.knees import (
 )
 from roofline_report.analysis.experiments.single_roof import Budgets, weaker
 from roofline_report.analysis.experiments.times import KernelModel, kernel_model, single_roof_note
+from roofline_report.analysis.records import Experiment
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Quantity
 from roofline_report.results.schema_lab import Sweep1D
@@ -58,7 +59,7 @@ class _ModelSide:
 
 
 def build(recorded: Sweep1D, budgets: Budgets, roofs: RoofSet | None, cache_bytes: int | None
-          ) -> dict[str, Any]:
+          ) -> Experiment:
     s = recorded.itemsize
     sizes = raw.sizes("dispatch", "sizes", recorded.sizes)
     times_t = raw.timings("dispatch", "times", recorded.times, len(sizes))
@@ -104,11 +105,11 @@ def build(recorded: Sweep1D, budgets: Budgets, roofs: RoofSet | None, cache_byte
         "fit": fit,
         "model_fit": side.fit,
         "cache_bytes": cache_bytes,
-        "figure": sweep_figure(sizes, times, fit, side.times, side.prediction.kind,
-                               "elements n"),
     }
     return record("dispatch", side.prediction, measured, how, reason, details, model=km,
-                  why=why, budgets=budgets)
+                  why=why, budgets=budgets,
+                  figure=sweep_figure(sizes, times, fit, side.times, side.prediction.kind,
+                                      "elements n"))
 
 
 def _kernel_model_side(km: KernelModel, labels: list[str], sizes: list[int]) -> _ModelSide:

@@ -10,7 +10,7 @@ timing noise.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.experiments import raw
@@ -27,6 +27,7 @@ from roofline_report.analysis.experiments.common import (
 )
 from roofline_report.analysis.experiments.single_roof import Budgets
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
+from roofline_report.analysis.records import Experiment
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Quantity
@@ -38,7 +39,7 @@ VARIANTS: tuple[Variant, ...] = ("one_array", "two_arrays")
 
 
 def build(recorded: DoubledTraffic, budgets: Budgets, roofs: RoofSet | None,
-          cache_bytes: int | None) -> dict[str, Any]:
+          cache_bytes: int | None) -> Experiment:
     n, s = recorded.elements, recorded.itemsize
     one, two = Timing.of(recorded.one_array), Timing.of(recorded.two_arrays)
     flops = 2 * n

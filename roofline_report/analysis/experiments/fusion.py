@@ -11,7 +11,7 @@ by timing noise, or by the fused variant not being memory-bound.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.experiments import raw
@@ -27,6 +27,7 @@ from roofline_report.analysis.experiments.common import (
 )
 from roofline_report.analysis.experiments.single_roof import Budgets
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
+from roofline_report.analysis.records import Experiment
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Quantity
@@ -52,7 +53,7 @@ def fusion_traffic(m: int, k: int, n: int, itemsize: int) -> dict[str, int]:
 
 
 def build(recorded: Fusion, budgets: Budgets, roofs: RoofSet | None, cache_bytes: int | None
-          ) -> dict[str, Any]:
+          ) -> Experiment:
     m, k, n, s = recorded.m, recorded.k, recorded.n, recorded.itemsize
     fused, unfused = Timing.of(recorded.fused), Timing.of(recorded.unfused)
     traffic = fusion_traffic(m, k, n, s)

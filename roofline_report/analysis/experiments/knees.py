@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from roofline_report.analysis.experiments.verdicts import finite, number
+from roofline_report.analysis.records import FigureSeries, SweepFigure
 from roofline_report.kinds import Kind
 
 __all__ = ["KNEE_NOTE", "MODEL_KNEE_NOTE", "NO_KNEE", "NO_MODEL_KNEE", "knee", "knee_fit",
@@ -73,20 +74,16 @@ def sweep_figure(
     model_times: Sequence[float],
     model_kind: Kind,
     xlabel: str,
-) -> dict[str, Any]:
-    series: list[dict[str, Any]] = [
-        {"label": "measured", "kind": Kind.MEASURED.value, "y": list(times)},
-        {"label": "model", "kind": model_kind.value, "y": list(model_times)},
+) -> SweepFigure:
+    """A sweep's figure: the measured times, the model's, and the knee fit where there is one."""
+    series = [
+        FigureSeries("measured", Kind.MEASURED, tuple(times)),
+        FigureSeries("model", model_kind, tuple(model_times)),
     ]
     if fit is not None:
-        series.append(
-            {
-                "label": "flat-then-proportional fit",
-                "kind": Kind.MEASURED.value,
-                "y": [max(fit["flat"], fit["slope"] * x) for x in xs],
-            }
-        )
-    return {"x": list(xs), "xlabel": xlabel, "ylabel": "time per call (s)", "series": series}
+        series.append(FigureSeries("flat-then-proportional fit", Kind.MEASURED,
+                                   tuple(max(fit["flat"], fit["slope"] * x) for x in xs)))
+    return SweepFigure(tuple(xs), xlabel, "time per call (s)", tuple(series))
 
 
 KNEE_NOTE = (

@@ -13,7 +13,7 @@ timing noise.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Literal
 
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis.experiments import raw
@@ -29,6 +29,7 @@ from roofline_report.analysis.experiments.common import (
 )
 from roofline_report.analysis.experiments.single_roof import Budgets, weaker
 from roofline_report.analysis.experiments.times import kernel_model, single_roof_note
+from roofline_report.analysis.records import Experiment
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.stats import Timing
 from roofline_report.kinds import Quantity
@@ -42,7 +43,7 @@ PARTS: tuple[Part, ...] = ("scan", "body")  # in the order the details list them
 
 
 def build(recorded: Scan, budgets: Budgets, roofs: RoofSet | None, cache_bytes: int | None
-          ) -> dict[str, Any]:
+          ) -> Experiment:
     size, steps = recorded.size, recorded.steps
     scan, body = Timing.of(recorded.scan), Timing.of(recorded.body)
     c = model.contract(size, size, size, F32)

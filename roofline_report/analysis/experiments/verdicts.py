@@ -5,12 +5,12 @@ or a log scale, with the text that states it.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from roofline_report.analysis.miss import Miss, relative_error
+from roofline_report.analysis.records import Verdict
 from roofline_report.text import decimal, percent_text, whole
 
-__all__ = ["finite", "number", "verdict"]
+__all__ = ["Verdict", "finite", "number", "verdict"]
 
 
 def verdict(
@@ -21,7 +21,7 @@ def verdict(
     log_scale: bool = False,
     reason_if_failed: str = "",
     unit: str = "×",
-) -> dict[str, Any]:
+) -> Verdict:
     """Compare a measurement with its prediction.
 
     Linear scale: ``error`` = |predicted - measured| / |measured|, the one error of a prediction
@@ -29,54 +29,42 @@ def verdict(
     (a fraction: 0.25 is 25%). Log scale: ``error`` = max(measured/predicted, predicted/measured),
     a factor >= 1, held when error <= tolerance (a factor > 1, e.g. 2.0).
 
-    Returns ``{"status": "held"|"failed"|"unavailable", "error", "tolerance", "log_scale",
-    "predicted", "measured", "text"}``; a missing, non-finite (or, on a log scale, non-positive)
-    input gives ``status: unavailable`` with the reason in ``text``. ``unit`` formats the values
-    in the text ("×" for ratios). Raises ValueError for an invalid tolerance.
+    A missing, non-finite (or, on a log scale, non-positive) input gives ``status:
+    unavailable`` with the reason in ``text``. ``unit`` formats the values in the text ("×"
+    for ratios). Raises ValueError for an invalid tolerance.
     """
     if not (isinstance(tolerance, int | float) and math.isfinite(tolerance) and tolerance > 0):
         raise ValueError(f"tolerance must be positive and finite, got {tolerance!r}")
     if log_scale and tolerance <= 1:
         raise ValueError(f"a log-scale tolerance is a factor above 1, got {tolerance!r}")
-    out: dict[str, Any] = {
-        "status": "unavailable",
-        "error": None,
-        "tolerance": float(tolerance),
-        "log_scale": log_scale,
-        "predicted": finite(predicted),
-        "measured": finite(measured),
-        "text": "",
-    }
-    p, m = out["predicted"], out["measured"]
-    if p is None or m is None:
-        which = "prediction" if p is None else "measurement"
-        out["text"] = f"unavailable: no finite {which}"
-        return out
-    if log_scale and (p <= 0 or m <= 0):
-        out["text"] = "unavailable: a log-scale verdict needs positive values"
-        return out
-    if not log_scale and m == 0:
-        out["text"] = "unavailable: a relative error needs a non-zero measurement"
-        return out
+    predicted_value, measured_value = finite(predicted), finite(measured)
+
+    def judged(status: str, text: str, error: float | None = None) -> Verdict:
+        return Verdict(status, error, float(tolerance), log_scale, predicted_value,
+                       measured_value, text)
+
+    if predicted_value is None or measured_value is None:
+        which = "prediction" if predicted_value is None else "measurement"
+        return judged("unavailable", f"unavailable: no finite {which}")
+    if log_scale and (predicted_value <= 0 or measured_value <= 0):
+        return judged("unavailable", "unavailable: a log-scale verdict needs positive values")
+    if not log_scale and measured_value == 0:
+        return judged("unavailable",
+                      "unavailable: a relative error needs a non-zero measurement")
     if log_scale:
-        error = Miss(p, m).factor  # both positive, checked above
-        held = error <= tolerance
+        error = Miss(predicted_value, measured_value).factor  # both positive, checked above
         size = f"a factor of {decimal(error, 3)}"
-        out["text"] = f"held within {size}" if held else ""
-        off = f"off by {size}"
+        held_text, off = f"held within {size}", f"off by {size}"
     else:
-        error = relative_error(p, m)
-        held = error <= tolerance
-        out["text"] = f"held within {_pct(error)}" if held else ""
-        off = f"error {_pct(error)}"
-    out["error"] = error
-    out["status"] = "held" if held else "failed"
-    if not held:
-        text = f"failed: measured {_show(m, unit)} against a predicted {_show(p, unit)} ({off})"
-        if reason_if_failed:
-            text += f"; likely reason: {reason_if_failed}"
-        out["text"] = text
-    return out
+        error = relative_error(predicted_value, measured_value)
+        held_text, off = f"held within {_pct(error)}", f"error {_pct(error)}"
+    if error <= tolerance:
+        return judged("held", held_text, error)
+    text = (f"failed: measured {_show(measured_value, unit)} against a predicted "
+            f"{_show(predicted_value, unit)} ({off})")
+    if reason_if_failed:
+        text += f"; likely reason: {reason_if_failed}"
+    return judged("failed", text, error)
 
 
 def _pct(fraction: float) -> str:
