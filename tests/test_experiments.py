@@ -18,7 +18,8 @@ import pytest
 
 from roofline_report.analysis import experiments as ex
 from roofline_report.analysis import seed_model as model
-from roofline_report.analysis.records import Experiment
+from roofline_report.analysis.exercise_records import Answer
+from roofline_report.analysis.records import Exercise, Experiment
 from roofline_report.analysis.roofs import (
     BandwidthRoof,
     ComputeRoof,
@@ -620,87 +621,83 @@ def test_the_schema_refuses_malformed_experiments(experiments: Any) -> None:
 # ---------------------------------------------------------------------------- exercises
 
 
-def exercises_by_id(ceilings: ex.MeasuredCeilings | None = None) -> dict[str, dict[str, Any]]:
-    return {x["id"]: x for x in ex.exercises(peak=PEAK, bandwidth=BW, ceilings=ceilings)}
+def exercises_by_id(ceilings: ex.MeasuredCeilings | None = None) -> dict[str, Exercise]:
+    return {x.id: x for x in ex.exercises(peak=PEAK, bandwidth=BW, ceilings=ceilings)}
 
 
 def test_every_exercise_follows_an_experiment() -> None:
     out = ex.exercises(peak=PEAK, bandwidth=BW, ceilings=None)
-    assert {x["after"] for x in out} <= set(ex.EXPERIMENT_IDS)
+    assert {x.after for x in out} <= set(ex.EXPERIMENT_IDS)
     for x in out:
-        assert set(x) == {"id", "after", "question", "solution", "answer"}
-        assert x["solution"] and all(isinstance(s, str) for s in x["solution"])
+        assert x.id and x.question and isinstance(x.answer, Answer)
+        assert x.solution and all(isinstance(s, str) for s in x.solution)
 
 
 def test_exercise_seed_shapes_in_bfloat16() -> None:
-    answer = exercises_by_id()["ex_bf16"]["answer"]
-    assert answer["float32"]["flops"] == answer["bfloat16"]["flops"] == 27648
-    assert answer["float32"]["minimum_bytes"] == 8064
-    assert answer["bfloat16"]["minimum_bytes"] == 4032
-    assert answer["float32"]["intensity"] == pytest.approx(24 / 7)
-    assert answer["bfloat16"]["intensity"] == pytest.approx(48 / 7)
-    assert answer["float32"]["bound"] == "memory"
-    assert answer["bfloat16"]["bound"] == "compute"  # 48/7 > the ridge 5
-    assert answer["bfloat16"]["attainable"] == PEAK
+    answer = exercises_by_id()["ex_bf16"].answer
+    assert answer.float32.flops == answer.bfloat16.flops == 27648
+    assert answer.float32.minimum_bytes == 8064
+    assert answer.bfloat16.minimum_bytes == 4032
+    assert answer.float32.intensity == pytest.approx(24 / 7)
+    assert answer.bfloat16.intensity == pytest.approx(48 / 7)
+    assert answer.float32.bound == "memory"
+    assert answer.bfloat16.bound == "compute"  # 48/7 > the ridge 5
+    assert answer.bfloat16.attainable == PEAK
 
 
 def test_exercise_batch_at_the_ridge() -> None:
     ridge = PEAK / BW
-    answer = exercises_by_id()["ex_batching"]["answer"]
-    assert answer["b_star"] == pytest.approx(2 * ridge * 1024 / (1024 - 4 * ridge))
-    assert answer["first_batch_at_ridge"] == math.ceil(answer["b_star"])
-    assert answer["intensity_at_first"] == model.contract(1024, 1024, 11).intensity >= ridge
-    assert answer["intensity_below_first"] == model.contract(1024, 1024, 10).intensity < ridge
-    assert answer["measured_b_star"] is None
-    measured = exercises_by_id(CEILINGS)["ex_batching"]["answer"]
-    assert measured["measured_b_star"] == pytest.approx(ex.batch_ridge(1024, 150 / 40))
+    answer = exercises_by_id()["ex_batching"].answer
+    assert answer.b_star == pytest.approx(2 * ridge * 1024 / (1024 - 4 * ridge))
+    assert answer.first_batch_at_ridge == math.ceil(answer.b_star)
+    assert answer.intensity_at_first == model.contract(1024, 1024, 11).intensity >= ridge
+    assert answer.intensity_below_first == model.contract(1024, 1024, 10).intensity < ridge
+    assert answer.measured_b_star is None
+    measured = exercises_by_id(CEILINGS)["ex_batching"].answer
+    assert measured.measured_b_star == pytest.approx(ex.batch_ridge(1024, 150 / 40))
 
 
 def test_exercise_dispatch_bound_size() -> None:
-    answer = exercises_by_id()["ex_dispatch"]["answer"]
-    assert answer["n_star"] == pytest.approx(12500)
-    assert answer["traffic_seconds_at_n_star"] == pytest.approx(5e-6)
-    assert exercises_by_id(CEILINGS)["ex_dispatch"]["answer"]["measured_n_star"] == (
+    answer = exercises_by_id()["ex_dispatch"].answer
+    assert answer.n_star == pytest.approx(12500)
+    assert answer.traffic_seconds_at_n_star == pytest.approx(5e-6)
+    assert exercises_by_id(CEILINGS)["ex_dispatch"].answer.measured_n_star == (
         pytest.approx(6e-6 * 40e9 / 8)
     )
 
 
 def test_exercise_scan_flops() -> None:
-    answer = exercises_by_id()["ex_scan"]["answer"]
-    assert answer["body_flops"] == 2 * 256**3
-    assert answer["our_flops"] == 10 * answer["xla_flops"] == 10 * 2 * 256**3
-    assert answer["ratio"] == 10
+    answer = exercises_by_id()["ex_scan"].answer
+    assert answer.body_flops == 2 * 256**3
+    assert answer.our_flops == 10 * answer.xla_flops == 10 * 2 * 256**3
+    assert answer.ratio == 10
 
 
 def test_exercise_doubled_and_fusion() -> None:
     by_id = exercises_by_id()
-    doubled = by_id["ex_doubled_traffic"]["answer"]
-    assert doubled["one_array"]["intensity"] == 0.5
-    assert doubled["two_arrays"]["intensity"] == 0.25
-    assert doubled["two_arrays"]["attainable"] == BW * 0.25
-    assert doubled["time_ratio"] == pytest.approx(2.0)
-    fusion = by_id["ex_fusion"]["answer"]
+    doubled = by_id["ex_doubled_traffic"].answer
+    assert doubled.one_array.intensity == 0.5
+    assert doubled.two_arrays.intensity == 0.25
+    assert doubled.two_arrays.attainable == BW * 0.25
+    assert doubled.time_ratio == pytest.approx(2.0)
+    fusion = by_id["ex_fusion"].answer
     c = model.contract(2048, 4, 2048)
-    assert fusion["fused_bytes"] == c.minimum_bytes
-    assert fusion["unfused_bytes"] == c.minimum_bytes + 2 * 4 * 2048 * 2048
-    assert fusion["time_ratio"] == pytest.approx(fusion["unfused_bytes"] / c.minimum_bytes)
+    assert fusion.fused_bytes == c.minimum_bytes
+    assert fusion.unfused_bytes == c.minimum_bytes + 2 * 4 * 2048 * 2048
+    assert fusion.time_ratio == pytest.approx(fusion.unfused_bytes / c.minimum_bytes)
 
 
 def test_exercise_answers_are_in_their_solutions() -> None:
     by_id = exercises_by_id()
-    assert any("12500" in s for s in by_id["ex_dispatch"]["solution"])
-    assert any("27648" in s for s in by_id["ex_bf16"]["solution"])
-    assert any("b = 11" in s for s in by_id["ex_batching"]["solution"])
+    assert any("12500" in s for s in by_id["ex_dispatch"].solution)
+    assert any("27648" in s for s in by_id["ex_bf16"].solution)
+    assert any("b = 11" in s for s in by_id["ex_batching"].solution)
 
 
-def test_exercises_json_and_inputs() -> None:
-    a = json.dumps(
-        ex.exercises(peak=PEAK, bandwidth=BW, ceilings=CEILINGS), sort_keys=True, allow_nan=False
-    )
-    b = json.dumps(
-        ex.exercises(peak=PEAK, bandwidth=BW, ceilings=CEILINGS), sort_keys=True, allow_nan=False
-    )
-    assert a == b
+def test_exercises_deterministic_finite_and_inputs() -> None:
+    a = ex.exercises(peak=PEAK, bandwidth=BW, ceilings=CEILINGS)
+    assert a == ex.exercises(peak=PEAK, bandwidth=BW, ceilings=CEILINGS)
+    json.dumps([asdict(x) for x in a], allow_nan=False)  # every number finite
     with pytest.raises(InputError):
         ex.exercises(peak=-1.0, bandwidth=BW, ceilings=None)
 

@@ -48,34 +48,34 @@ def test_seed_exercise_compares_from_its_numbers(b: tuple[float, float]) -> None
 def test_lab_exercises_compare_from_their_numbers(b: tuple[float, float]) -> None:
     peak, bandwidth = b
     ridge = model.ridge(peak, bandwidth)
-    ex = {e["id"]: e for e in experiments.exercises(peak=peak, bandwidth=bandwidth,
+    ex = {e.id: e for e in experiments.exercises(peak=peak, bandwidth=bandwidth,
                                                      ceilings=None)}
     # Doubled traffic: both intensities against the ridge, and the bound they imply.
     d = ex["ex_doubled_traffic"]
-    xs = [d["answer"]["one_array"]["intensity"], d["answer"]["two_arrays"]["intensity"]]
-    line = next(s for s in d["solution"] if "the ridge" in s)
+    xs = [d.answer.one_array.intensity, d.answer.two_arrays.intensity]
+    line = next(s for s in d.solution if "the ridge" in s)
     _check_sides(line, xs, ridge)
     # Fusion: fused and unfused intensities.
     f = ex["ex_fusion"]
-    a = f["answer"]
-    xs = [a["intensity_fused"], a["flops"] / a["unfused_bytes"]]
-    line = next(s for s in f["solution"] if "the ridge" in s)
+    a = f.answer
+    xs = [a.intensity_fused, a.flops / a.unfused_bytes]
+    line = next(s for s in f.solution if "the ridge" in s)
     _check_sides(line, xs, ridge)
     if "so time follows traffic" in line:
         assert all(x < ridge for x in xs)
     # bfloat16 against float32: each dtype's bound from its own intensity.
     h = ex["ex_bf16"]
-    line = next(s for s in h["solution"] if s.startswith("against the ridge"))
+    line = next(s for s in h.solution if s.startswith("against the ridge"))
     for dtype in ("bfloat16", "float32"):
         bound = re.search(rf"{dtype} is (memory|compute)-bound", line)
         assert bound, line
-        assert bound.group(1) == words.bound(h["answer"][dtype]["intensity"], ridge)
+        assert bound.group(1) == words.bound(getattr(h.answer, dtype).intensity, ridge)
     # Batching: "no batch reaches it" only when the limit d/4 is under the ridge.
     bt = ex["ex_batching"]
-    never = [s for s in bt["solution"] if "no batch reaches it" in s]
-    assert bool(never) == (bt["answer"]["b_star"] is None)
+    never = [s for s in bt.solution if "no batch reaches it" in s]
+    assert bool(never) == (bt.answer.b_star is None)
     if never:
-        assert bt["answer"]["d"] / 4 <= ridge
+        assert bt.answer.d / 4 <= ridge
 
 
 def _check_sides(line: str, xs: list[float], ridge: float) -> None:

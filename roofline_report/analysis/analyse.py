@@ -460,12 +460,9 @@ def _lab(results: schema.Results, a: Assumptions, roofs: Roofs, skipped: list[sc
                                    bandwidth=a.bandwidth, roofs=roofs.kernels)
         skipped.extend(schema.Skip(what=f"experiment {e.title}", reason=e.verdict.text)
                        for e in exps if e.status == "unavailable")
-    exercises = tuple(
-        Exercise(str(x["id"]), str(x.get("after", "")), str(x["question"]),
-                 tuple(str(s) for s in x.get("solution", [])))
-        for x in experiments.exercises(peak=a.peak, bandwidth=a.bandwidth,
-                                       ceilings=measured_ceilings))
-    return tuple(exps), exercises
+    exercises = experiments.exercises(peak=a.peak, bandwidth=a.bandwidth,
+                                      ceilings=measured_ceilings)
+    return tuple(exps), tuple(exercises)
 
 
 def _sharding(results: schema.Results, a: Assumptions, roofs: Roofs,

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from roofline_report.analysis.ceilings_origin import CeilingsOrigin
+from roofline_report.analysis.exercise_records import Answer
 from roofline_report.analysis.hardware_roof import (
     HardwareRoof,
     above,
@@ -408,10 +409,14 @@ class Experiment:
 
 @dataclass(frozen=True, slots=True)
 class Exercise:
+    """One exercise: the experiment it follows, its question, the steps of its solution and
+    the numbers they state (:mod:`~roofline_report.analysis.exercise_records`)."""
+
     id: str
     after: str
     question: str
     solution: tuple[str, ...]
+    answer: Answer
 
 
 @dataclass(frozen=True, slots=True)

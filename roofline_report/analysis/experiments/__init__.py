@@ -18,7 +18,7 @@ not predict.
 
 :func:`exercises` poses one exercise after each group of experiments; every number in it comes
 from :mod:`roofline_report.analysis.seed_model`. Everything returned is deterministic: typed
-records whose details are plain JSON.
+records, an experiment's details plain JSON.
 
 One module per experiment (:mod:`.doubled_traffic`, :mod:`.fusion`, :mod:`.bf16` for both
 bfloat16 experiments, :mod:`.batching`, :mod:`.dispatch`, :mod:`.scan`), what they share in

@@ -2,17 +2,27 @@
 
 :func:`exercises` poses each question on the hypothetical budgets and computes every number of
 its solution with :mod:`roofline_report.analysis.seed_model` (and this machine's figure where the
-measured
-ceilings hold one). Everything returned is plain, deterministic JSON.
+measured ceilings hold one). Everything returned is deterministic: typed records, each answer
+the numbers its solution states (:mod:`roofline_report.analysis.exercise_records`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import replace
 
 from roofline_report.analysis import seed_model as model
 from roofline_report.analysis import words
+from roofline_report.analysis.exercise_records import (
+    BatchingAnswer,
+    Bf16Answer,
+    DispatchAnswer,
+    DoubledAnswer,
+    DtypeRow,
+    FusionAnswer,
+    ScanAnswer,
+    StreamRow,
+)
 from roofline_report.analysis.experiments.batching import batch_ridge
 from roofline_report.analysis.experiments.common import BF16, F32
 from roofline_report.analysis.experiments.dispatch import dispatch_size
@@ -24,6 +34,7 @@ from roofline_report.analysis.experiments.single_roof import (
     budgets,
 )
 from roofline_report.analysis.experiments.verdicts import number
+from roofline_report.analysis.records import Exercise
 from roofline_report.kinds import Kind
 from roofline_report.text import decimal
 from roofline_report.units import format_si
@@ -38,13 +49,14 @@ EX_SCAN_SIZE, EX_SCAN_STEPS = 256, 10
 
 def exercises(
     *, peak: float, bandwidth: float, ceilings: MeasuredCeilings | None
-) -> list[dict[str, Any]]:
+) -> list[Exercise]:
     """One exercise after each group of experiments, every number computed by the model.
 
     ``peak``/``bandwidth`` are the hypothetical budgets the questions assume; when this
     machine's measured ``ceilings`` hold a peak and a bandwidth (or a dispatch floor), answers
     that depend on the machine also give this machine's figure.
-    Returns ``[{"id", "after": experiment id, "question", "solution": [str], "answer": {...}}]``.
+    Returns one :class:`~roofline_report.analysis.records.Exercise` each, its ``answer`` the
+    numbers its solution states.
     Raises InputError for non-positive budgets.
     """
     b = budgets(None, peak=peak, bandwidth=bandwidth)
@@ -64,53 +76,44 @@ def _gflops(x: float) -> str:
     return format_si(x, "FLOP/s")
 
 
-def _ex_doubled(b: Budgets) -> dict[str, Any]:
+def _ex_doubled(b: Budgets) -> Exercise:
     n = EX_STREAM_ELEMENTS
     flops = 2 * n
-    rows = []
-    for arrays in (1, 2):
-        traffic = arrays * F32 * n
-        intensity = flops / traffic
-        rows.append(
-            {
-                "bytes": traffic,
-                "intensity": intensity,
-                "attainable": model.attainable(intensity, b.peak, b.bandwidth),
-                "seconds": model.predicted_seconds(flops, traffic, b.peak, b.bandwidth),
-            }
-        )
-    ratio = rows[1]["seconds"] / rows[0]["seconds"]
-    xs = [rows[0]["intensity"], rows[1]["intensity"]]
+    one, two = (_stream_row(flops, arrays * F32 * n, b) for arrays in (1, 2))
+    ratio = two.seconds / one.seconds
+    xs = [one.intensity, two.intensity]
     ridge = model.ridge(b.peak, b.bandwidth)
-    return {
-        "id": "ex_doubled_traffic",
-        "after": "doubled_traffic",
-        "question": (
+    return Exercise(
+        id="ex_doubled_traffic",
+        after="doubled_traffic",
+        question=(
             f"sum(2·x) and sum(w·x) on n = {n} float32 elements both do 2n flops; the first reads "
             f"one array, the second two. Under {_gflops(b.peak)} and "
             f"{format_si(b.bandwidth, 'B/s')}, what are their intensities, attainable rates and "
             f"times, and the time ratio?"
         ),
-        "solution": [
+        solution=(
             f"work: 2n = {flops} flops for both",
-            f"traffic: {rows[0]['bytes']} B for one array, {rows[1]['bytes']} B for two",
-            f"intensity: {decimal(rows[0]['intensity'], 3)} and "
-            f"{decimal(rows[1]['intensity'], 3)} FLOP/B, "
+            f"traffic: {one.bytes} B for one array, {two.bytes} B for two",
+            f"intensity: {decimal(one.intensity, 3)} and "
+            f"{decimal(two.intensity, 3)} FLOP/B, "
             f"{words.sides(xs, ridge)} {decimal(ridge, 3)} FLOP/B: {words.bounds_text(xs, ridge)}",
-            f"attainable: {_gflops(rows[0]['attainable'])} and {_gflops(rows[1]['attainable'])}",
-            f"times: {format_si(rows[0]['seconds'], 's')} and "
-            f"{format_si(rows[1]['seconds'], 's')}, ratio {decimal(ratio, 3)}",
-        ],
-        "answer": {
-            "flops": flops,
-            "one_array": rows[0],
-            "two_arrays": rows[1],
-            "time_ratio": ratio,
-        },
-    }
+            f"attainable: {_gflops(one.attainable)} and {_gflops(two.attainable)}",
+            f"times: {format_si(one.seconds, 's')} and "
+            f"{format_si(two.seconds, 's')}, ratio {decimal(ratio, 3)}",
+        ),
+        answer=DoubledAnswer(flops, one, two, ratio),
+    )
 
 
-def _ex_fusion(b: Budgets) -> dict[str, Any]:
+def _stream_row(flops: int, traffic: int, assumed: Budgets) -> StreamRow:
+    intensity = flops / traffic
+    return StreamRow(traffic, intensity,
+                     model.attainable(intensity, assumed.peak, assumed.bandwidth),
+                     model.predicted_seconds(flops, traffic, assumed.peak, assumed.bandwidth))
+
+
+def _ex_fusion(b: Budgets) -> Exercise:
     m, k, n = EX_FUSION_SHAPE
     t = fusion_traffic(m, k, n, F32)
     seconds = {
@@ -121,16 +124,16 @@ def _ex_fusion(b: Budgets) -> dict[str, Any]:
     fused_x = t["flops"] / t["fused"]
     unfused_x = t["flops"] / t["unfused"]
     ridge = model.ridge(b.peak, b.bandwidth)
-    return {
-        "id": "ex_fusion",
-        "after": "fusion",
-        "question": (
+    return Exercise(
+        id="ex_fusion",
+        after="fusion",
+        question=(
             f"tanh(a@b) with a ({m},{k}) and b ({k},{n}) in float32: what is the minimum traffic "
             f"when the tanh is fused into the matmul, and when the ({m},{n}) product goes "
             f"through memory? What time ratio do {_gflops(b.peak)} and "
             f"{format_si(b.bandwidth, 'B/s')} predict?"
         ),
-        "solution": [
+        solution=(
             f"work: 2mkn = {t['flops']} flops (the tanh is counted apart)",
             f"fused: 4(mk + kn + mn) = {t['fused']} B",
             f"unfused: add the product written and read back, 2 × 4mn = "
@@ -144,70 +147,56 @@ def _ex_fusion(b: Budgets) -> dict[str, Any]:
                else ""),
             f"times: {format_si(seconds['fused'], 's')} and {format_si(seconds['unfused'], 's')}"
             f", ratio {decimal(ratio, 3)}",
-        ],
-        "answer": {
-            "flops": t["flops"],
-            "fused_bytes": t["fused"],
-            "unfused_bytes": t["unfused"],
-            "intensity_fused": t["flops"] / t["fused"],
-            "seconds": seconds,
-            "time_ratio": ratio,
-        },
-    }
+        ),
+        answer=FusionAnswer(t["flops"], t["fused"], t["unfused"], fused_x, seconds["fused"],
+                            seconds["unfused"], ratio),
+    )
 
 
-def _ex_bf16(b: Budgets) -> dict[str, Any]:
+def _ex_bf16(b: Budgets) -> Exercise:
     m, k, n = EX_SEED_SHAPE
-    rows: dict[str, dict[str, Any]] = {}
-    for name, s in (("float32", F32), ("bfloat16", BF16)):
-        c = model.contract(m, k, n, s)
-        rows[name] = {
-            "flops": c.flops,
-            "minimum_bytes": c.minimum_bytes,
-            "intensity": c.intensity,
-            "attainable": model.attainable(c.intensity, b.peak, b.bandwidth),
-            "bound": model.bound_by(c.intensity, b.peak, b.bandwidth),
-        }
-    f, h = rows["float32"], rows["bfloat16"]
-    return {
-        "id": "ex_bf16",
-        "after": "bf16_compute",
-        "question": (
+    f, h = (_dtype_row(model.contract(m, k, n, itemsize), b) for itemsize in (F32, BF16))
+    return Exercise(
+        id="ex_bf16",
+        after="bf16_compute",
+        question=(
             f"The seed's exercise, ({m},{k})×({k},{n}), in bfloat16: what are its minimum "
             f"traffic, intensity and attainable rate under {_gflops(b.peak)} and "
             f"{format_si(b.bandwidth, 'B/s')}, against float32?"
         ),
-        "solution": [
-            f"work is unchanged: 2mkn = {h['flops']} flops",
-            f"traffic halves: 2(mk + kn + mn) = {h['minimum_bytes']} B (float32: "
-            f"{f['minimum_bytes']} B)",
-            f"intensity doubles: {decimal(h['intensity'], 4)} FLOP/B (float32: "
-            f"{decimal(f['intensity'], 4)})",
+        solution=(
+            f"work is unchanged: 2mkn = {h.flops} flops",
+            f"traffic halves: 2(mk + kn + mn) = {h.minimum_bytes} B (float32: "
+            f"{f.minimum_bytes} B)",
+            f"intensity doubles: {decimal(h.intensity, 4)} FLOP/B (float32: "
+            f"{decimal(f.intensity, 4)})",
             f"against the ridge {decimal(model.ridge(b.peak, b.bandwidth), 3)} FLOP/B: bfloat16 is "
-            f"{h['bound']}-bound at {_gflops(h['attainable'])}; float32 is {f['bound']}-bound at "
-            f"{_gflops(f['attainable'])}",
-        ],
-        "answer": rows,
-    }
+            f"{h.bound}-bound at {_gflops(h.attainable)}; float32 is {f.bound}-bound at "
+            f"{_gflops(f.attainable)}",
+        ),
+        answer=Bf16Answer(float32=f, bfloat16=h),
+    )
 
 
-def _ex_batching(b: Budgets, measured: Budgets | None) -> dict[str, Any]:
+def _dtype_row(contract: model.Contract, assumed: Budgets) -> DtypeRow:
+    intensity = contract.intensity
+    return DtypeRow(contract.flops, contract.minimum_bytes, intensity,
+                    model.attainable(intensity, assumed.peak, assumed.bandwidth),
+                    model.bound_by(intensity, assumed.peak, assumed.bandwidth))
+
+
+def _ex_batching(b: Budgets, measured: Budgets | None) -> Exercise:
     d = EX_BATCH_D
     ridge = model.ridge(b.peak, b.bandwidth)
     b_star = batch_ridge(d, ridge, F32)
     first = None if b_star is None else math.ceil(b_star)
     below = None if first is None or first <= 1 else model.contract(d, d, first - 1, F32)
     at = None if first is None else model.contract(d, d, first, F32)
-    answer: dict[str, Any] = {
-        "d": d,
-        "ridge": ridge,
-        "b_star": b_star,
-        "first_batch_at_ridge": first,
-        "intensity_at_first": None if at is None else at.intensity,
-        "intensity_below_first": None if below is None else below.intensity,
-        "measured_ridge": None,
-        "measured_b_star": None,
-    }
+    answer = BatchingAnswer(
+        d=d, ridge=ridge, b_star=b_star, first_batch_at_ridge=first,
+        intensity_at_first=None if at is None else at.intensity,
+        intensity_below_first=None if below is None else below.intensity,
+        measured_ridge=None, measured_b_star=None)
     steps = [
         f"intensity of W[{d},{d}] @ X[{d},b]: 2d²b / (4(d² + 2db)) (the contract with m = k = "
         f"{d}, n = b)",
@@ -224,40 +213,35 @@ def _ex_batching(b: Budgets, measured: Budgets | None) -> dict[str, Any]:
         steps.append(f"d/4 = {decimal(d / 4, 6)} FLOP/B is under the ridge: no batch reaches it")
     if measured is not None:
         m_ridge = model.ridge(measured.peak, measured.bandwidth)
-        answer["measured_ridge"] = m_ridge
-        answer["measured_b_star"] = batch_ridge(d, m_ridge, F32)
+        answer = replace(answer, measured_ridge=m_ridge,
+                         measured_b_star=batch_ridge(d, m_ridge, F32))
         steps.append(
             f"on this machine (measured ridge {decimal(m_ridge, 3)} FLOP/B): b* = "
             + (
                 "never reached"
-                if answer["measured_b_star"] is None
-                else number(answer["measured_b_star"])
+                if answer.measured_b_star is None
+                else number(answer.measured_b_star)
             )
         )
-    return {
-        "id": "ex_batching",
-        "after": "batching",
-        "question": (
+    return Exercise(
+        id="ex_batching",
+        after="batching",
+        question=(
             f"At what batch b does W[{d},{d}] @ X[{d},b] in float32 reach the ridge of "
             f"{_gflops(b.peak)} and {format_si(b.bandwidth, 'B/s')}?"
         ),
-        "solution": steps,
-        "answer": answer,
-    }
+        solution=tuple(steps),
+        answer=answer,
+    )
 
 
-def _ex_dispatch(b: Budgets, measured: Budgets | None) -> dict[str, Any]:
+def _ex_dispatch(b: Budgets, measured: Budgets | None) -> Exercise:
     per_element = 2 * F32
     n_star = dispatch_size(HYPOTHETICAL_DISPATCH_S, b.bandwidth, per_element)
     check = model.predicted_seconds(n_star, per_element * n_star, b.peak, b.bandwidth)
-    answer: dict[str, Any] = {
-        "dispatch_s": HYPOTHETICAL_DISPATCH_S,
-        "bandwidth": b.bandwidth,
-        "bytes_per_element": per_element,
-        "n_star": n_star,
-        "traffic_seconds_at_n_star": check,
-        "measured_n_star": None,
-    }
+    answer = DispatchAnswer(
+        dispatch_s=HYPOTHETICAL_DISPATCH_S, bandwidth=b.bandwidth, bytes_per_element=per_element,
+        n_star=n_star, traffic_seconds_at_n_star=check, measured_n_star=None)
     steps = [
         f"y = 2·x in float32 reads 4 B and writes 4 B per element: {per_element} B",
         f"traffic time n · {per_element} B ÷ {format_si(b.bandwidth, 'B/s')} equals the "
@@ -267,53 +251,46 @@ def _ex_dispatch(b: Budgets, measured: Budgets | None) -> dict[str, Any]:
         f"check: predicted_seconds at n* = {format_si(check, 's')}",
     ]
     if measured is not None:
-        answer["measured_n_star"] = dispatch_size(
-            measured.dispatch, measured.bandwidth, per_element
-        )
+        measured_n_star = dispatch_size(measured.dispatch, measured.bandwidth, per_element)
+        answer = replace(answer, measured_n_star=measured_n_star)
         steps.append(
             f"on this machine ({format_si(measured.dispatch, 's')}, "
-            f"{format_si(measured.bandwidth, 'B/s')}): n* = {number(answer['measured_n_star'])}"
+            f"{format_si(measured.bandwidth, 'B/s')}): n* = {number(measured_n_star)}"
         )
-    return {
-        "id": "ex_dispatch",
-        "after": "dispatch",
-        "question": (
+    return Exercise(
+        id="ex_dispatch",
+        after="dispatch",
+        question=(
             f"A call costs {format_si(HYPOTHETICAL_DISPATCH_S, 's')} to dispatch and memory "
             f"streams {format_si(b.bandwidth, 'B/s')}: below what size n is y = 2·x in float32 "
             f"dispatch-bound?"
         ),
-        "solution": steps,
-        "answer": answer,
-    }
+        solution=tuple(steps),
+        answer=answer,
+    )
 
 
-def _ex_scan(b: Budgets) -> dict[str, Any]:
+def _ex_scan(b: Budgets) -> Exercise:
     n, steps = EX_SCAN_SIZE, EX_SCAN_STEPS
     body = model.contract(n, n, n, F32)
     ours = steps * body.flops
     xla = body.flops  # XLA costs a loop as one iteration of its body
     t_ours = model.predicted_seconds(ours, body.minimum_bytes, b.peak, b.bandwidth)
     t_xla = model.predicted_seconds(xla, body.minimum_bytes, b.peak, b.bandwidth)
-    return {
-        "id": "ex_scan",
-        "after": "scan",
-        "question": (
+    return Exercise(
+        id="ex_scan",
+        after="scan",
+        question=(
             f"A {steps}-step lax.scan applies tanh(c@x) with c and x ({n},{n}) float32. How many "
             f"flops does it do, how many does XLA's cost analysis report (it costs a loop as one "
             f"iteration), and what times do they predict under {_gflops(b.peak)}?"
         ),
-        "solution": [
+        solution=(
             f"one body: 2n³ = {body.flops} flops (the tanh is counted apart)",
             f"our count: {steps} × {body.flops} = {ours} flops",
             f"XLA's: one iteration, {xla} flops (plus a few for the loop counter)",
             f"predicted times: {format_si(t_ours, 's')} by our count, {format_si(t_xla, 's')} "
             f"by XLA's, a factor {decimal(ours / xla, 3)} apart",
-        ],
-        "answer": {
-            "body_flops": body.flops,
-            "our_flops": ours,
-            "xla_flops": xla,
-            "ratio": ours / xla,
-            "predicted_seconds": {"ours": t_ours, "xla": t_xla},
-        },
-    }
+        ),
+        answer=ScanAnswer(body.flops, ours, xla, ours / xla, t_ours, t_xla),
+    )
