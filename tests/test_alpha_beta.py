@@ -24,6 +24,8 @@ from roofline_report.analysis.comm_network import (
     mesh_span,
 )
 from roofline_report.analysis.comm_projection import (
+    ProjectedBounds,
+    UnprojectedStep,
     project_collective,
     project_step,
     split_problems,
@@ -126,26 +128,26 @@ def test_step_bounds_and_overlap() -> None:
     records = [{"op": "all-reduce", "result_bytes": MIB8, "group_size": 8, "trip_count": 1}]
     b = step_bounds(flops=1e9, hbm_bytes=1e8, collectives=records, peak_flops=1e12,
                     hbm_bandwidth=1e12, network=FLAT, algorithm="ring")
-    assert b["t_math"] == pytest.approx(1e-3) and b["t_mem"] == pytest.approx(1e-4)
-    assert b["t_comm"] == pytest.approx(160.80064e-6)
-    assert b["t_comm_latency"] == pytest.approx(14e-6)
-    assert b["lower_bound"] == b["t_math"] and b["binding"] == "compute"
-    assert b["upper_bound"] == pytest.approx(1e-3 + 1e-4 + 160.80064e-6)
-    assert b["comm_lower_bound"] is False and b["critical_intensity"] == pytest.approx(1e12 / W)
+    assert b.t_math == pytest.approx(1e-3) and b.t_mem == pytest.approx(1e-4)
+    assert b.t_comm == pytest.approx(160.80064e-6)
+    assert b.t_comm_latency == pytest.approx(14e-6)
+    assert b.lower_bound == b.t_math and b.binding == "compute"
+    assert b.upper_bound == pytest.approx(1e-3 + 1e-4 + 160.80064e-6)
+    assert b.comm_lower_bound is False and b.critical_intensity == pytest.approx(1e12 / W)
     # the faster algorithm: the double binary tree's 2 log2 8 = 6 steps save 8 us, its 2 V bytes
     # (8/7 of the ring's) cost 21 us more at 100 GB/s: the ring stays
     best = step_bounds(flops=1e9, hbm_bytes=1e8, collectives=records, peak_flops=1e12,
                        hbm_bandwidth=1e12, network=FLAT)
-    assert best["algorithms"] == ["ring"] and best["t_comm"] == pytest.approx(b["t_comm"])
+    assert best.algorithms == ("ring",) and best.t_comm == pytest.approx(b.t_comm)
     tree = step_bounds(flops=1e9, hbm_bytes=1e8, collectives=records, peak_flops=1e12,
                        hbm_bandwidth=1e12, network=FLAT, algorithm="tree")
-    assert tree["t_comm_latency"] == pytest.approx(6e-6)
-    assert tree["t_comm_bandwidth"] == pytest.approx(b["t_comm_bandwidth"] * 8 / 7)
+    assert tree.t_comm_latency == pytest.approx(6e-6)
+    assert tree.t_comm_bandwidth == pytest.approx(b.t_comm_bandwidth * 8 / 7)
     # a step's memory traffic can add the collective's buffers: read V, write V, read V again
     buffered = step_bounds(flops=1e9, hbm_bytes=1e8, collectives=records, peak_flops=1e12,
                            hbm_bandwidth=1e12, network=FLAT, count_buffers=True)
-    assert buffered["comm_memory_bytes"] == 3 * MIB8
-    assert buffered["memory_bytes"] == 1e8 + 3 * MIB8
+    assert buffered.comm_memory_bytes == 3 * MIB8
+    assert buffered.memory_bytes == 1e8 + 3 * MIB8
 
 
 def test_critical_batch() -> None:
@@ -179,13 +181,15 @@ def test_project_step_weak_scaling() -> None:
     rows = [project_step(flops=1e9, hbm_bytes=0, collectives=[ag], devices=8, to_devices=n,
                          comm_scales=False, peak_flops=1e12, hbm_bandwidth=1e12,
                          network=FLAT, algorithm="ring") for n in (8, 1024)]
-    assert rows[0]["t_comm"] == pytest.approx(80.40032e-6)
-    assert rows[1]["t_math"] == rows[0]["t_math"]
-    assert rows[1]["t_comm_latency"] == pytest.approx(1023e-6)
-    assert rows[1]["comm_bytes"] == math.ceil(MIB8 * 1023 / 1024)
-    assert rows[1]["binding"] == "communication" and rows[1]["devices"] == 1024
+    assert isinstance(rows[0], ProjectedBounds) and isinstance(rows[1], ProjectedBounds)
+    at8, at1024 = rows[0].bounds, rows[1].bounds
+    assert at8.t_comm == pytest.approx(80.40032e-6)
+    assert at1024.t_math == at8.t_math
+    assert at1024.t_comm_latency == pytest.approx(1023e-6)
+    assert at1024.comm_bytes == math.ceil(MIB8 * 1023 / 1024)
+    assert at1024.binding == "communication" and rows[1].devices == 1024
     # the gathered 8 MiB is written and read on every device, 1/1024 of it read as the shard
-    assert rows[1]["comm_memory_bytes"] == math.ceil(MIB8 / 1024) + 2 * MIB8
+    assert at1024.comm_memory_bytes == math.ceil(MIB8 / 1024) + 2 * MIB8
 
 
 # --------------------------------------------------------------------------------------------
@@ -306,7 +310,7 @@ def test_a_network_without_a_level_beyond_the_domain_does_not_price() -> None:
     row = project_step(flops=1e9, hbm_bytes=0, devices=8, to_devices=1024, comm_scales=False,
                        collectives=[{"op": "all-reduce", "result_bytes": MIB8, "group_size": 8}],
                        peak_flops=1e12, hbm_bandwidth=1e12, network=pod)
-    assert row["available"] is False and "no network across domains" in row["reason"]
+    assert isinstance(row, UnprojectedStep) and "no network across domains" in row.reason
 
 
 def test_a_torus_axis_rings_both_ways_when_it_wraps() -> None:
@@ -343,7 +347,7 @@ def test_split_problems() -> None:
     row = project_step(flops=1, hbm_bytes=0, collectives=[], devices=8, to_devices=1024,
                        comm_scales=True, peak_flops=1, hbm_bandwidth=1, network=GPUS,
                        split_dims=dims)
-    assert row == {"available": False, "devices": 1024, "reason": split_problems(dims, 1024)[0]}
+    assert row == UnprojectedStep(devices=1024, reason=str(split_problems(dims, 1024)[0]))
 
 
 def test_projected_memory_rescales_the_shards() -> None:
@@ -353,12 +357,13 @@ def test_projected_memory_rescales_the_shards() -> None:
     row = project_step(flops=1e9, hbm_bytes=9000, collectives=[], devices=8, to_devices=64,
                        comm_scales=False, peak_flops=1e12, hbm_bandwidth=1e9, network=GPUS,
                        hbm_parts=parts)
-    assert row["hbm_shards"] == 1000 + 1000 and row["memory_bytes"] == 2000
+    assert isinstance(row, ProjectedBounds)
+    assert row.hbm_shards == 1000 + 1000 and row.bounds.memory_bytes == 2000
     tp = {**parts, "data_split": False}
     row = project_step(flops=1e9, hbm_bytes=9000, collectives=[], devices=8, to_devices=64,
                        comm_scales=True, peak_flops=1e12, hbm_bandwidth=1e9, network=GPUS,
                        hbm_parts=tp)
-    assert row["hbm_shards"] == 8 * 1000 + 1000
+    assert isinstance(row, ProjectedBounds) and row.hbm_shards == 8 * 1000 + 1000
 
 
 def test_levels_refuse_bad_figures() -> None:

@@ -3,9 +3,10 @@ built by :func:`roofline_report.analysis.study.comm_study` and
 :func:`~roofline_report.analysis.study.step_study` from the run's sharding record
 (:class:`roofline_report.results.schema_sharding.Sharding`).
 
-* :class:`StepBounds`: T_math, T_mem and the alpha-beta T_comm of one step per device, and the
-  bounds they set (:func:`~roofline_report.analysis.comm_step.step_bounds`), with
-  :class:`LevelTotals` per network level.
+* :class:`StepBounds` (from :mod:`~roofline_report.analysis.comm_step`): T_math, T_mem and the
+  alpha-beta T_comm of one step per device, and the bounds they set
+  (:func:`~roofline_report.analysis.comm_step.step_bounds`), with :class:`LevelTotals` per
+  network level.
 * :class:`CommStudy`: each workload's bounds under the render's budgets
   (:class:`WorkloadBounds`) and the built-in matmul's analytic :class:`ScalingSeries`.
 * :class:`StepStudy`: each step under the alpha-beta model (:class:`StepRow`), its collectives
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.comm_network import Level
+from roofline_report.analysis.comm_step import LevelTotals, StepBounds
 from roofline_report.results.schema_sharding import Sharding
 
 __all__ = [
@@ -60,76 +62,6 @@ class CommBudget:
     bandwidth: float
     interconnect: float
     latency: float
-
-
-@dataclass(frozen=True, slots=True)
-class LevelTotals:
-    """One network level's share of a step's collectives: its latency and bandwidth time,
-    the bytes and steps there (loop trips included) and the algorithms chosen."""
-
-    level: str
-    topology: str
-    t_latency: float
-    t_bandwidth: float
-    bytes: int
-    steps: int
-    algorithms: tuple[str, ...]
-    devices: int
-    slice: str | None
-    latency_kind: str
-    bandwidth_kind: str
-
-    @classmethod
-    def of(cls, totals: Mapping[str, Any]) -> LevelTotals:
-        """From a level of :func:`~roofline_report.analysis.comm_step.step_bounds`."""
-        return cls(str(totals["level"]), str(totals["topology"]), float(totals["t_latency"]),
-                   float(totals["t_bandwidth"]), totals["bytes"], totals["steps"],
-                   tuple(totals["algorithms"]), totals["devices"], totals["slice"],
-                   str(totals["latency_kind"]), str(totals["bandwidth_kind"]))
-
-
-@dataclass(frozen=True, slots=True)
-class StepBounds:
-    """T_math, T_mem and the alpha-beta T_comm of one step per device: the largest a lower
-    bound on the step (perfect overlap), their sum an upper bound (no overlap)."""
-
-    t_math: float
-    t_mem: float
-    t_comm: float
-    t_comm_latency: float
-    t_comm_bandwidth: float
-    comm_steps: int
-    comm_bytes: int
-    comm_memory_bytes: int
-    memory_bytes: float  # the memory traffic T_mem prices
-    levels: tuple[LevelTotals, ...]
-    algorithms: tuple[str, ...]
-    unknown_trips: int
-    comm_lower_bound: bool  # a loop of unknown trip count: T_comm is at least this
-    not_priced: tuple[str, ...]
-    lower_bound: float
-    upper_bound: float
-    binding: str
-    critical_intensity: float
-    comm_intensity: float | None
-
-    @classmethod
-    def of(cls, bounds: Mapping[str, Any]) -> StepBounds:
-        """From :func:`~roofline_report.analysis.comm_step.step_bounds`'s keys."""
-        return cls(
-            t_math=bounds["t_math"], t_mem=bounds["t_mem"], t_comm=bounds["t_comm"],
-            t_comm_latency=bounds["t_comm_latency"],
-            t_comm_bandwidth=bounds["t_comm_bandwidth"], comm_steps=bounds["comm_steps"],
-            comm_bytes=bounds["comm_bytes"], comm_memory_bytes=bounds["comm_memory_bytes"],
-            memory_bytes=bounds["memory_bytes"],
-            levels=tuple(LevelTotals.of(level) for level in bounds["levels"]),
-            algorithms=tuple(bounds["algorithms"]), unknown_trips=bounds["unknown_trips"],
-            comm_lower_bound=bool(bounds["comm_lower_bound"]),
-            not_priced=tuple(bounds["not_priced"]), lower_bound=bounds["lower_bound"],
-            upper_bound=bounds["upper_bound"], binding=str(bounds["binding"]),
-            critical_intensity=bounds["critical_intensity"],
-            comm_intensity=bounds["comm_intensity"],
-        )
 
 
 # --- the communication roofline under the render's budgets ------------------------------------
