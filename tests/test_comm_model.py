@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from roofline_report.analysis.comm import (
     STRATEGIES,
+    ScalingSeries,
     comm_bounds,
     matmul_per_device,
     scaling_series,
@@ -218,7 +219,7 @@ class TestMatmulPerDevice:
 
 
 class TestScalingSeries:
-    def series(self) -> dict[str, object]:
+    def series(self) -> ScalingSeries:
         return scaling_series(
             d_model=1024,
             d_ff=1024,
@@ -233,42 +234,42 @@ class TestScalingSeries:
 
     def test_structure(self) -> None:
         s = self.series()
-        assert s["critical_intensity"] == pytest.approx(20.0)
-        by_devices = s["by_devices"]
-        assert isinstance(by_devices, dict)
-        assert by_devices["devices"] == [1, 2, 4, 8]
+        assert s.critical_intensity == pytest.approx(20.0)
+        assert s.device_counts == (1, 2, 4, 8)
         for strategy in STRATEGIES:
-            for column in ("t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding"):
-                assert len(by_devices[strategy][column]) == 4
+            columns = s.by_devices[strategy]
+            for column in (columns.t_math, columns.t_mem, columns.t_comm, columns.lower_bound,
+                           columns.upper_bound, columns.binding):
+                assert len(column) == 4
 
     def test_data_parallel_never_communicates(self) -> None:
         s = self.series()
-        assert s["by_devices"]["data"]["t_comm"] == [0.0] * 4  # type: ignore[index]
-        assert s["by_batch"]["data"]["t_comm"] == [0.0] * 5  # type: ignore[index]
+        assert s.by_devices["data"].t_comm == (0.0,) * 4
+        assert s.by_batch["data"].t_comm == (0.0,) * 5
 
     def test_math_shrinks_as_one_over_n(self) -> None:
-        t_math = self.series()["by_devices"]["contracting"]["t_math"]  # type: ignore[index]
+        t_math = self.series().by_devices["contracting"].t_math
         # 2 * 512 * 1024 * 1024 / N / 1e11
         assert t_math == pytest.approx([2 * 512 * 1024 * 1024 / n / PEAK for n in (1, 2, 4, 8)])
 
     def test_contracting_all_reduce_grows_with_n(self) -> None:
-        t_comm = self.series()["by_devices"]["contracting"]["t_comm"]  # type: ignore[index]
+        t_comm = self.series().by_devices["contracting"].t_comm
         # 2 * 4 * 512 * 1024 * (N-1)/N bytes at 5 GB/s
         expected = [2 * 4 * 512 * 1024 * (n - 1) / n / LINK for n in (1, 2, 4, 8)]
         assert t_comm == pytest.approx(expected)
 
     def test_fsdp_turns_compute_bound_past_the_critical_batch(self) -> None:
         # compute-bound when B > s * peak * (N-1) / (2 W) = 4 * 1e11 * 7 / 1e10 = 280
-        fsdp = self.series()["by_batch"]["fsdp"]  # type: ignore[index]
-        assert fsdp["binding"] == [
+        fsdp = self.series().by_batch["fsdp"]
+        assert fsdp.binding == (
             "communication",
             "communication",
             "communication",
             "compute",
             "compute",
-        ]
+        )
         # the all-gather of w[1024,1024] does not depend on the batch: 4 MiB * 7/8 at 5 GB/s
-        assert fsdp["t_comm"] == pytest.approx([4 * 1024 * 1024 * 7 / 8 / LINK] * 5)
+        assert fsdp.t_comm == pytest.approx([4 * 1024 * 1024 * 7 / 8 / LINK] * 5)
 
     def test_rejects_empty_sweeps_and_bad_budgets(self) -> None:
         with pytest.raises(ValueError):

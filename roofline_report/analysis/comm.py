@@ -43,14 +43,16 @@ the communication, with latency and as the book states it);
 :mod:`~roofline_report.analysis.comm_projection` carries a compiled step to more devices (weak
 scaling), flagging weights that do not split that many ways. Every
 function here is pure and deterministic; this module holds the bandwidth-only bounds, the
-sharded matmul's strategies and the checks of the model's inputs.
+sharded matmul's strategies (and their :class:`ScalingSeries`) and the checks of the model's
+inputs.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.hlo.collectives import (
@@ -67,6 +69,37 @@ STRATEGY_LABELS: dict[str, str] = {
     "contracting": "contracting axis: x sharded on D, w sharded on D, all-reduce of the output",
     "fsdp": "FSDP: x sharded on B, w sharded on D and all-gathered before the matmul",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesColumns:
+    """One strategy's bounds at each point of a sweep."""
+
+    t_math: tuple[float, ...]
+    t_mem: tuple[float, ...]
+    t_comm: tuple[float, ...]
+    lower_bound: tuple[float, ...]
+    upper_bound: tuple[float, ...]
+    binding: tuple[str, ...]
+    comm_bytes: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingSeries:
+    """The built-in matmul x[B, D] @ w[D, F] per strategy, as the device count grows at the
+    fixed batch and as the batch grows on the fixed devices (:func:`scaling_series`)."""
+
+    d_model: int
+    d_ff: int
+    batch: int
+    devices: int
+    itemsize: int
+    critical_intensity: float
+    strategies: Mapping[str, str]  # name: label
+    device_counts: tuple[int, ...]
+    batches: tuple[int, ...]
+    by_devices: Mapping[str, SeriesColumns]
+    by_batch: Mapping[str, SeriesColumns]
 
 
 def non_negative(name: str, value: object) -> float:
@@ -217,9 +250,14 @@ def _series_point(
     }
 
 
-def _columns(points: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    keys = ("t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding", "comm_bytes")
-    return {key: [p[key] for p in points] for key in keys}
+def _columns(points: list[dict[str, Any]]) -> SeriesColumns:
+    return SeriesColumns(
+        t_math=tuple(p["t_math"] for p in points), t_mem=tuple(p["t_mem"] for p in points),
+        t_comm=tuple(p["t_comm"] for p in points),
+        lower_bound=tuple(p["lower_bound"] for p in points),
+        upper_bound=tuple(p["upper_bound"] for p in points),
+        binding=tuple(p["binding"] for p in points),
+        comm_bytes=tuple(p["comm_bytes"] for p in points))
 
 
 def scaling_series(
@@ -234,20 +272,11 @@ def scaling_series(
     hbm_bandwidth: float,
     interconnect_bandwidth: float,
     itemsize: int = 4,
-) -> dict[str, Any]:
+) -> ScalingSeries:
     """How t_math, t_mem and t_comm of x[B, D] @ w[D, F] move with N and with B, per strategy.
 
     ``by_devices`` holds ``batch`` fixed and sweeps ``device_counts``; ``by_batch`` holds
-    ``devices`` fixed and sweeps ``batches``. Returns::
-
-        {"shapes": {"d_model", "d_ff", "batch", "devices", "itemsize"},
-         "budget": {"peak_flops", "hbm_bandwidth", "interconnect_bandwidth"},
-         "critical_intensity": peak / interconnect,
-         "strategies": {name: label},
-         "by_devices": {"devices": [...], name: {"t_math": [...], "t_mem": [...],
-                        "t_comm": [...], "lower_bound": [...], "upper_bound": [...],
-                        "binding": [...], "comm_bytes": [...]}},
-         "by_batch": {"batch": [...], name: {same columns}}}
+    ``devices`` fixed and sweeps ``batches``; ``critical_intensity`` is peak over interconnect.
 
     Closed forms (itemsize s): data parallel never communicates in the forward pass; the
     contracting-axis all-reduce sends ``2 s B F (N-1)/N`` whatever N, while the math shrinks as
@@ -263,32 +292,16 @@ def scaling_series(
         "interconnect_bandwidth": positive("interconnect_bandwidth", interconnect_bandwidth),
     }
     sizes = {"d_model": d_model, "d_ff": d_ff, "itemsize": itemsize}
-    by_devices: dict[str, Any] = {"devices": [int(n) for n in device_counts]}
-    by_batch: dict[str, Any] = {"batch": [int(b) for b in batches]}
-    for strategy in STRATEGIES:
-        by_devices[strategy] = _columns(
-            [
-                _series_point(strategy, batch=batch, devices=n, budget=budget, **sizes)
-                for n in device_counts
-            ]
-        )
-        by_batch[strategy] = _columns(
-            [
-                _series_point(strategy, batch=b, devices=devices, budget=budget, **sizes)
-                for b in batches
-            ]
-        )
-    return {
-        "shapes": {
-            "d_model": d_model,
-            "d_ff": d_ff,
-            "batch": batch,
-            "devices": devices,
-            "itemsize": itemsize,
-        },
-        "budget": budget,
-        "critical_intensity": budget["peak_flops"] / budget["interconnect_bandwidth"],
-        "strategies": dict(STRATEGY_LABELS),
-        "by_devices": by_devices,
-        "by_batch": by_batch,
-    }
+    return ScalingSeries(
+        d_model=d_model, d_ff=d_ff, batch=batch, devices=devices, itemsize=itemsize,
+        critical_intensity=budget["peak_flops"] / budget["interconnect_bandwidth"],
+        strategies=dict(STRATEGY_LABELS),
+        device_counts=tuple(int(n) for n in device_counts),
+        batches=tuple(int(b) for b in batches),
+        by_devices={strategy: _columns([
+            _series_point(strategy, batch=batch, devices=n, budget=budget, **sizes)
+            for n in device_counts]) for strategy in STRATEGIES},
+        by_batch={strategy: _columns([
+            _series_point(strategy, batch=b, devices=devices, budget=budget, **sizes)
+            for b in batches]) for strategy in STRATEGIES},
+    )

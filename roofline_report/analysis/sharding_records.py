@@ -8,7 +8,8 @@ built by :func:`roofline_report.analysis.study.comm_study` and
   (:func:`~roofline_report.analysis.comm_step.step_bounds`), with :class:`LevelTotals` per
   network level.
 * :class:`CommStudy`: each workload's bounds under the render's budgets
-  (:class:`WorkloadBounds`) and the built-in matmul's analytic :class:`ScalingSeries`.
+  (:class:`WorkloadBounds`) and the built-in matmul's analytic :class:`ScalingSeries` (from
+  :mod:`~roofline_report.analysis.comm`).
 * :class:`StepStudy`: each step under the alpha-beta model (:class:`StepRow`), its collectives
   priced (:class:`StepCollective`, :class:`CollectiveCost`), ours beside
   jax.experimental.roofline, the emulated timings and the :class:`Projection` to a chip preset.
@@ -21,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_report.analysis.comm import ScalingSeries, SeriesColumns
 from roofline_report.analysis.comm_network import Level
 from roofline_report.analysis.comm_step import LevelTotals, StepBounds
 from roofline_report.results.schema_sharding import Sharding
@@ -76,59 +78,6 @@ class WorkloadBounds:
     name: str
     sharding: str
     bounds: StepBounds
-
-
-@dataclass(frozen=True, slots=True)
-class SeriesColumns:
-    """One strategy's bounds at each point of a sweep."""
-
-    t_math: tuple[float, ...]
-    t_mem: tuple[float, ...]
-    t_comm: tuple[float, ...]
-    lower_bound: tuple[float, ...]
-    upper_bound: tuple[float, ...]
-    binding: tuple[str, ...]
-    comm_bytes: tuple[int, ...]
-
-    @classmethod
-    def of(cls, columns: Mapping[str, Any]) -> SeriesColumns:
-        return cls(*(tuple(columns[key]) for key in (
-            "t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding",
-            "comm_bytes")))
-
-
-@dataclass(frozen=True, slots=True)
-class ScalingSeries:
-    """The built-in matmul x[B, D] @ w[D, F] per strategy, as the device count grows at the
-    fixed batch and as the batch grows on the fixed devices
-    (:func:`roofline_report.analysis.comm.scaling_series`)."""
-
-    d_model: int
-    d_ff: int
-    batch: int
-    devices: int
-    itemsize: int
-    critical_intensity: float
-    strategies: Mapping[str, str]  # name: label
-    device_counts: tuple[int, ...]
-    batches: tuple[int, ...]
-    by_devices: Mapping[str, SeriesColumns]
-    by_batch: Mapping[str, SeriesColumns]
-
-    @classmethod
-    def of(cls, series: Mapping[str, Any]) -> ScalingSeries:
-        shapes = series["shapes"]
-        names = tuple(series["strategies"])
-        return cls(
-            d_model=shapes["d_model"], d_ff=shapes["d_ff"], batch=shapes["batch"],
-            devices=shapes["devices"], itemsize=shapes["itemsize"],
-            critical_intensity=series["critical_intensity"],
-            strategies=dict(series["strategies"]),
-            device_counts=tuple(series["by_devices"]["devices"]),
-            batches=tuple(series["by_batch"]["batch"]),
-            by_devices={name: SeriesColumns.of(series["by_devices"][name]) for name in names},
-            by_batch={name: SeriesColumns.of(series["by_batch"][name]) for name in names},
-        )
 
 
 @dataclass(frozen=True, slots=True)

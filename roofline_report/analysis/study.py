@@ -40,7 +40,6 @@ from roofline_report.analysis.sharding_records import (
     Projection,
     ProjectionKinds,
     ProjectionLink,
-    ScalingSeries,
     StepBounds,
     StepCollective,
     StepRow,
@@ -198,12 +197,12 @@ def comm_study(
         shapes = matmul.shapes
         d_model, d_ff = shapes["w"][:2]
         batch = int(shapes["x"][0])
-        series = ScalingSeries.of(comm_model.scaling_series(
+        series = comm_model.scaling_series(
             d_model=int(d_model), d_ff=int(d_ff), batch=batch,
             device_counts=[1, 2, 4, 8], batches=sorted({8 * 2**i for i in range(0, 9)} | {batch}),
             devices=int(sharding.devices), peak_flops=peak, hbm_bandwidth=bandwidth,
             interconnect_bandwidth=interconnect,
-        ))
+        )
     return CommStudy(kind=kind, source=source,
                      budget=CommBudget(peak, bandwidth, interconnect, latency),
                      bounds=tuple(rows), series=series)
