@@ -97,8 +97,9 @@ def test_ring_or_tree_is_a_real_choice() -> None:
     """Large arrays go on the ring (fewer bytes), small ones on the tree (fewer steps)."""
     big = collective_cost("all-reduce", 256 * 2**20, 8, FLAT)
     small = collective_cost("all-reduce", 4096, 8, FLAT)
-    assert big["algorithm"] == "ring" and big["levels"][0]["rejected"]["algorithm"] == "tree"
-    assert small["algorithm"] == "tree" and small["steps"] == 6
+    rejected = big.levels[0].rejected
+    assert big.algorithm == "ring" and rejected is not None and rejected.algorithm == "tree"
+    assert small.algorithm == "tree" and small.steps == 6
 
 
 def test_latency_dominates_small_messages() -> None:
@@ -116,12 +117,12 @@ def test_step_counts_loop_trips() -> None:
         {"op": "ragged-all-to-all", "result_bytes": 4, "group_size": 8},
     ]
     comm = step_comm_time(records, FLAT, algorithm="ring")
-    assert comm["bytes"] == 4 * 57344 + 4 * 57344 + 7 == 458_759
-    assert comm["steps"] == 4 * 7 + 4 * 7 + 14 == 70
-    assert comm["t_latency"] == pytest.approx(70e-6)
-    assert comm["unpriced"] == 1
+    assert comm.bytes == 4 * 57344 + 4 * 57344 + 7 == 458_759
+    assert comm.steps == 4 * 7 + 4 * 7 + 14 == 70
+    assert comm.t_latency == pytest.approx(70e-6)
+    assert comm.unpriced == 1
     # the all-reduce in a loop of unknown trip count is counted once and said so
-    assert comm["unknown_trips"] == 1
+    assert comm.unknown_trips == 1
 
 
 def test_step_bounds_and_overlap() -> None:
@@ -209,26 +210,26 @@ def test_a_combined_collective_pays_one_latency() -> None:
     arrays = [{"op": "all-reduce", "instruction": "all-reduce.3", "result_bytes": 4096,
                "group_size": 8, "trip_count": 1, "dtype": "f32", "shape": [1024]}] * 4
     combined = step_comm_time(arrays, FLAT, algorithm="ring")
-    assert combined["steps"] == 14 and combined["t_latency"] == pytest.approx(14e-6)
-    assert combined["bytes"] == 2 * 4 * 4096 * 7 // 8
-    [cost] = combined["collectives"]
-    assert len(cost["record"]["arrays"]) == 4 and cost["record"]["result_bytes"] == 16384
+    assert combined.steps == 14 and combined.t_latency == pytest.approx(14e-6)
+    assert combined.bytes == 2 * 4 * 4096 * 7 // 8
+    [cost] = combined.collectives
+    assert len(cost.record["arrays"]) == 4 and cost.record["result_bytes"] == 16384
     separate = step_comm_time([{**a, "instruction": f"ar.{i}"} for i, a in enumerate(arrays)],
                               FLAT, algorithm="ring")
-    assert separate["steps"] == 4 * 14 and separate["bytes"] == combined["bytes"]
+    assert separate.steps == 4 * 14 and separate.bytes == combined.bytes
 
 
 def test_inside_one_domain_one_level() -> None:
     """All-reduce of 8 MiB over 8 GPUs of one node: the tree's 6 steps (6 us) against the
     ring's 14 (14 us) outweigh its extra bytes (2 V against 2 V 7/8: 4.7 us at 450 GB/s)."""
     cost = collective_cost("all-reduce", MIB8, 8, GPUS)
-    [level] = cost["levels"]
-    assert (level["level"], level["devices"], level["algorithm"]) == ("NVLink", 8, "tree")
-    assert level["steps"] == 6 and level["bytes"] == 2 * MIB8
-    assert level["rejected"]["algorithm"] == "ring"
-    assert level["rejected"]["time"] == pytest.approx(14e-6 + 2 * MIB8 * 7 / 8 / 4.5e11)
-    assert cost["t_latency"] == pytest.approx(6e-6)
-    assert cost["t_bandwidth"] == pytest.approx(2 * MIB8 / 4.5e11)
+    [level] = cost.levels
+    assert (level.level, level.devices, level.algorithm) == ("NVLink", 8, "tree")
+    assert level.steps == 6 and level.bytes == 2 * MIB8
+    assert level.rejected is not None and level.rejected.algorithm == "ring"
+    assert level.rejected.time == pytest.approx(14e-6 + 2 * MIB8 * 7 / 8 / 4.5e11)
+    assert cost.t_latency == pytest.approx(6e-6)
+    assert cost.t_bandwidth == pytest.approx(2 * MIB8 / 4.5e11)
 
 
 def test_a_data_parallel_all_reduce_over_1024_gpus_pipelines_its_levels() -> None:
@@ -240,23 +241,23 @@ def test_a_data_parallel_all_reduce_over_1024_gpus_pipelines_its_levels() -> Non
     latency."""
     v = 256 * 2**20  # 256 MiB of gradients
     cost = collective_cost("all-reduce", v, 1024, GPUS)
-    inside, across = cost["levels"]
-    assert (inside["level"], inside["devices"]) == ("NVLink", 8)
-    assert (across["level"], across["devices"]) == ("InfiniBand", 128)
+    inside, across = cost.levels
+    assert (inside.level, inside.devices) == ("NVLink", 8)
+    assert (across.level, across.devices) == ("InfiniBand", 128)
     # inside, the ring (14 us + 1,044 us) beats the tree (6 us + 1,193 us)
-    assert (inside["algorithm"], inside["steps"]) == ("ring", 14)
-    assert inside["t_bandwidth"] == pytest.approx(2 * v * 7 / 8 / 4.5e11)
+    assert (inside.algorithm, inside.steps) == ("ring", 14)
+    assert inside.t_bandwidth == pytest.approx(2 * v * 7 / 8 / 4.5e11)
     # across, the tree (70 us + 1,342 us) beats the ring (1,270 us + 1,331 us)
-    assert (across["algorithm"], across["steps"]) == ("tree", 14)
-    assert across["bytes"] == 2 * (v // 8)
-    assert across["t_bandwidth"] == pytest.approx(2 * (v / 8) / 5e10)
-    assert cost["pipelined"] and across["binds"] and not inside["binds"]
-    assert cost["t_bandwidth"] == across["t_bandwidth"]
-    assert cost["t_latency"] == pytest.approx(14e-6 + 14 * 5e-6)
-    assert cost["algorithm"] == "ring (NVLink), with tree (InfiniBand)"
+    assert (across.algorithm, across.steps) == ("tree", 14)
+    assert across.bytes == 2 * (v // 8)
+    assert across.t_bandwidth == pytest.approx(2 * (v / 8) / 5e10)
+    assert cost.pipelined and across.binds and not inside.binds
+    assert cost.t_bandwidth == across.t_bandwidth
+    assert cost.t_latency == pytest.approx(14e-6 + 14 * 5e-6)
+    assert cost.algorithm == "ring (NVLink), with tree (InfiniBand)"
     flat = collective_cost("all-reduce", v, 1024, (IB,), algorithm="ring")
-    assert flat["t_latency"] == pytest.approx(2046 * 5e-6)
-    assert cost["time"] < flat["time"]
+    assert flat.t_latency == pytest.approx(2046 * 5e-6)
+    assert cost.time < flat.time
 
 
 def test_two_levels_are_not_added() -> None:
@@ -265,11 +266,11 @@ def test_two_levels_are_not_added() -> None:
     it), not their 9.28 us sum."""
     v = 2**20
     cost = collective_cost("all-reduce", v, 1024, GPUS, algorithm="ring")
-    inside, across = cost["levels"]
-    assert inside["t_bandwidth"] == pytest.approx(4.08e-6, rel=1e-3)
-    assert across["t_bandwidth"] == pytest.approx(2 * v * 127 / 128 / 4e11) == pytest.approx(
+    inside, across = cost.levels
+    assert inside.t_bandwidth == pytest.approx(4.08e-6, rel=1e-3)
+    assert across.t_bandwidth == pytest.approx(2 * v * 127 / 128 / 4e11) == pytest.approx(
         5.20e-6, rel=1e-3)
-    assert cost["t_bandwidth"] == across["t_bandwidth"]
+    assert cost.t_bandwidth == across.t_bandwidth
 
 
 def test_all_gather_and_reduce_scatter_across_domains() -> None:
@@ -277,28 +278,28 @@ def test_all_gather_and_reduce_scatter_across_domains() -> None:
     ag = collective_cost("all-gather", v, 64, GPUS)
     rs = collective_cost("reduce-scatter", v // 64, 64, GPUS)
     for cost in (ag, rs):
-        inside, across = cost["levels"]
-        assert inside["bytes"] == v * 7 // 8  # the whole array, inside each node
-        assert across["bytes"] == (v // 8) * 7 // 8  # 1/8 of it across the 8 nodes
-    assert ag["memory_bytes"] == v // 64 + 2 * v  # the shard read, the gathered V written, read
-    assert rs["memory_bytes"] == v + 2 * (v // 64)
+        inside, across = cost.levels
+        assert inside.bytes == v * 7 // 8  # the whole array, inside each node
+        assert across.bytes == (v // 8) * 7 // 8  # 1/8 of it across the 8 nodes
+    assert ag.memory_bytes == v // 64 + 2 * v  # the shard read, the gathered V written, read
+    assert rs.memory_bytes == v + 2 * (v // 64)
 
 
 def test_all_to_all_and_permute_across_domains() -> None:
     a2a = collective_cost("all-to-all", 1 << 20, 64, GPUS)
-    inside, across = a2a["levels"]
+    inside, across = a2a.levels
     # of a 1 MiB buffer, 7/64 goes to the node's other GPUs, 56/64 crosses the network, each
     # share sent directly, in one step
-    assert inside["bytes"] == (1 << 20) * 7 // 64 and across["bytes"] == (1 << 20) * 56 // 64
-    assert (inside["algorithm"], across["algorithm"]) == ("direct", "direct")
-    assert a2a["steps"] == 2 and a2a["t_bandwidth"] == across["t_bandwidth"]
+    assert inside.bytes == (1 << 20) * 7 // 64 and across.bytes == (1 << 20) * 56 // 64
+    assert (inside.algorithm, across.algorithm) == ("direct", "direct")
+    assert a2a.steps == 2 and a2a.t_bandwidth == across.t_bandwidth
     # the issue's case: 262,144 B a GPU over 1,024 H100s, 127/128 of it through a 50 GB/s
     # port: 5.2 us (Bruck's 7 steps of half the buffer cost 18.4 us)
     big = collective_cost("all-to-all", 262144, 1024, GPUS)
-    assert big["t_bandwidth"] == pytest.approx(262144 * 127 / 128 / 5e10)
+    assert big.t_bandwidth == pytest.approx(262144 * 127 / 128 / 5e10)
     permute = collective_cost("collective-permute", 4096, 64, GPUS)
-    [level] = permute["levels"]
-    assert (level["level"], level["steps"], level["bytes"]) == ("InfiniBand", 1, 4096)
+    [level] = permute.levels
+    assert (level.level, level.steps, level.bytes) == ("InfiniBand", 1, 4096)
 
 
 def test_a_network_without_a_level_beyond_the_domain_does_not_price() -> None:
@@ -306,7 +307,7 @@ def test_a_network_without_a_level_beyond_the_domain_does_not_price() -> None:
     with pytest.raises(NotPriced, match="no network across domains"):
         collective_cost("all-reduce", MIB8, 1024, pod)
     comm = step_comm_time([{"op": "all-reduce", "result_bytes": MIB8, "group_size": 1024}], pod)
-    assert comm["not_priced"] and comm["t_comm"] == 0
+    assert comm.not_priced and comm.t_comm == 0
     row = project_step(flops=1e9, hbm_bytes=0, devices=8, to_devices=1024, comm_scales=False,
                        collectives=[{"op": "all-reduce", "result_bytes": MIB8, "group_size": 8}],
                        peak_flops=1e12, hbm_bandwidth=1e12, network=pod)
@@ -323,12 +324,12 @@ def test_a_torus_axis_rings_both_ways_when_it_wraps() -> None:
                  slices=slices),)
     v = 64 * 2**20
     pod = collective_cost("all-gather", v, 256, ici)
-    [level] = pod["levels"]
-    assert (level["slice"], level["bandwidth"], level["steps"]) == ("16 x 16", 1.8e11, 16)
-    assert level["t_bandwidth"] == pytest.approx(v * 255 / 256 / 1.8e11)
+    [level] = pod.levels
+    assert (level.slice, level.bandwidth, level.steps) == ("16 x 16", 1.8e11, 16)
+    assert level.t_bandwidth == pytest.approx(v * 255 / 256 / 1.8e11)
     small = collective_cost("all-reduce", v, 8, ici)
-    [level] = small["levels"]
-    assert (level["slice"], level["bandwidth"], level["steps"]) == ("2 x 4", 9e10, 2 * 4)
+    [level] = small.levels
+    assert (level.slice, level.bandwidth, level.steps) == ("2 x 4", 9e10, 2 * 4)
     # an unpublished count takes the most nearly square slice that fits
     assert ici[0].shape_of(32) == (4, 8) and ici[0].shape_of(512) is None
 
@@ -400,22 +401,21 @@ def test_tpu_v4_and_v5p_close_every_axis_of_a_multiple_of_four() -> None:
     assert networks.torus_for("v5p") is networks.torus_for("TPU v5p")
     assert networks.torus_for("TPU v5e") is None and networks.torus_for("H100") is None
     ring = collective_cost("all-gather", MIB8, 4, v4, span=(4, 1, 1))
-    [level] = ring["levels"]
-    assert (level["steps"], level["bandwidth"]) == (2, 2 * 4.5e10)
+    [level] = ring.levels
+    assert (level.steps, level.bandwidth) == (2, 2 * 4.5e10)
     line = collective_cost("all-gather", MIB8, 2, v5p, span=(2, 1, 1))
-    assert (line["steps"], line["levels"][0]["bandwidth"]) == (1, 9e10)
+    assert (line.steps, line.levels[0].bandwidth) == (1, 9e10)
     # a slice smaller than a cube is a mesh (Google's v5p page: 4x4x4 and larger are tori)
-    mesh = collective_cost("all-gather", MIB8, 32, v5p)["levels"][0]
-    assert (mesh["slice"], mesh["steps"], mesh["bandwidth"]) == ("2 x 4 x 4", 1 + 3 + 3, 3 * 9e10)
-    cube = collective_cost("all-gather", MIB8, 64, v5p)["levels"][0]
-    assert (cube["slice"], cube["steps"], cube["bandwidth"]) == ("4 x 4 x 4", 6, 6 * 9e10)
+    mesh = collective_cost("all-gather", MIB8, 32, v5p).levels[0]
+    assert (mesh.slice, mesh.steps, mesh.bandwidth) == ("2 x 4 x 4", 1 + 3 + 3, 3 * 9e10)
+    cube = collective_cost("all-gather", MIB8, 64, v5p).levels[0]
+    assert (cube.slice, cube.steps, cube.bandwidth) == ("4 x 4 x 4", 6, 6 * 9e10)
     pod = collective_cost("all-reduce", MIB8, 8960, v5p)
-    assert pod["levels"][0]["slice"] == "16 x 20 x 28"
-    assert pod["levels"][0]["bandwidth"] == 6 * 9e10
+    assert pod.levels[0].slice == "16 x 20 x 28"
+    assert pod.levels[0].bandwidth == 6 * 9e10
     assert networks.torus_for("TPU v5p").egress == 6 * 9e10  # type: ignore[union-attr]
     v5e = preset_network(get_preset("TPU v5e"))
-    assert collective_cost("all-gather", MIB8, 4, v5e, span=(1, 4))["levels"][0][
-        "bandwidth"] == 4.5e10
+    assert collective_cost("all-gather", MIB8, 4, v5e, span=(1, 4)).levels[0].bandwidth == 4.5e10
     with pytest.raises(NotPriced, match="fit no slice"):
         collective_cost("all-gather", MIB8, 4, v5e, span=(2, 4))
 
@@ -426,7 +426,7 @@ def test_a_torus_preset_prints_the_figure_it_prices() -> None:
     preset = get_preset("TPU v5e")
     assert preset.interconnect is not None
     pod = collective_cost("all-gather", MIB8, 256, preset_network(preset))
-    assert preset.interconnect.egress == pod["levels"][0]["bandwidth"] == 1.8e11
+    assert preset.interconnect.egress == pod.levels[0].bandwidth == 1.8e11
 
 
 def test_a_v5p_preset_is_priced_and_printed_on_its_3d_torus() -> None:

@@ -638,8 +638,8 @@ def test_a_combined_psum_is_one_collective(sharded: dict[str, Any]) -> None:
     assert c["program_bytes_per_device"] == 2 * 32 * 3 // 4 == 48
     assert w["per_device"]["comm_bytes"] == 48 and w["per_device"]["comm_bytes_compiled"] == 96
     comm = step_comm_time(w["collectives"], flat_network(1e9, 1e-6), algorithm="ring")
-    assert comm["steps"] == 2 * 3  # one ring all-reduce over 4 devices, not four
-    assert comm["t_latency"] == pytest.approx(6e-6)
+    assert comm.steps == 2 * 3  # one ring all-reduce over 4 devices, not four
+    assert comm.t_latency == pytest.approx(6e-6)
 
 
 @pytest.mark.slow

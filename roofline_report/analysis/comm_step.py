@@ -12,9 +12,40 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.comm import non_negative, positive
-from roofline_report.analysis.comm_network import Level, NotPriced, collective_cost
+from roofline_report.analysis.comm_network import (
+    CollectiveCost,
+    Level,
+    NotPriced,
+    PricedLevel,
+    collective_cost,
+)
 from roofline_report.hlo.collectives import COLLECTIVE_OPS
 from roofline_report.roofline import binding
+
+
+@dataclass(frozen=True, slots=True)
+class PricedCollective:
+    """A collective record of a step (one instruction, its arrays combined) and its cost."""
+
+    record: Mapping[str, Any]  # the record as priced, combined by :func:`combine_records`
+    cost: CollectiveCost
+
+
+@dataclass(frozen=True, slots=True)
+class StepComm:
+    """The alpha-beta communication time of one step (:func:`step_comm_time`): ``bytes``,
+    ``steps`` and ``memory_bytes`` totals over the step (loop trips included)."""
+
+    t_latency: float
+    t_bandwidth: float
+    t_comm: float
+    bytes: int
+    steps: int
+    memory_bytes: int
+    collectives: tuple[PricedCollective, ...]
+    unpriced: int  # records without an op formula, size or group
+    unknown_trips: int  # records in a loop of unknown trip count, counted once
+    not_priced: tuple[str, ...]  # why the network could not carry some
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +130,7 @@ def _array_of(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def step_comm_time(collectives: Sequence[Any], network: Sequence[Level], *,
-                   algorithm: str = "best") -> dict[str, Any]:
+                   algorithm: str = "best") -> StepComm:
     """Alpha-beta communication time of one step: every collective record (as
     :func:`roofline_report.observe.sharded_collectives.parse_collectives` writes them: ``op``, bytes
     (:func:`priced_bytes`), ``group_size``, ``trip_count``; optionally ``span``, its extent
@@ -109,14 +140,11 @@ def step_comm_time(collectives: Sequence[Any], network: Sequence[Level], *,
     count, run one after another.
 
     A trip count of None (a while loop whose count the compiler does not know) is counted
-    once and tallied in ``"unknown_trips"``: the totals are then lower bounds. Returns
-    ``{"t_latency", "t_bandwidth", "t_comm", "bytes", "steps", "memory_bytes", "collectives":
-    [collective_cost(...) with "record"], "unpriced": int, "unknown_trips": int,
-    "not_priced": [reasons]}``; ``bytes``, ``steps`` and ``memory_bytes`` are totals over the
-    step (counts included); records without an op formula, size or group count in
-    ``unpriced``, those the network cannot carry in ``not_priced``.
+    once and tallied in ``unknown_trips``: the totals are then lower bounds. Records without an
+    op formula, size or group count in ``unpriced``, those the network cannot carry in
+    ``not_priced``.
     """
-    priced: list[dict[str, Any]] = []
+    priced: list[PricedCollective] = []
     unpriced = unknown = 0
     not_priced: list[str] = []
     for record in combine_records(collectives):
@@ -135,42 +163,43 @@ def step_comm_time(collectives: Sequence[Any], network: Sequence[Level], *,
         except NotPriced as exc:
             not_priced.append(str(exc))
             continue
-        priced.append({**cost, "record": record})
-    t_latency = sum(p["t_latency"] for p in priced)
-    t_bandwidth = sum(p["t_bandwidth"] for p in priced)
-    return {
-        "t_latency": t_latency,
-        "t_bandwidth": t_bandwidth,
-        "t_comm": t_latency + t_bandwidth,
-        "bytes": sum(p["bytes"] * p["count"] for p in priced),
-        "steps": sum(p["steps"] * p["count"] for p in priced),
-        "memory_bytes": sum(p["memory_bytes"] * p["count"] for p in priced),
-        "collectives": priced,
-        "unpriced": unpriced,
-        "unknown_trips": unknown,
-        "not_priced": list(dict.fromkeys(not_priced)),
-    }
+        priced.append(PricedCollective(record, cost))
+    costs = [p.cost for p in priced]
+    t_latency = sum(c.t_latency for c in costs)
+    t_bandwidth = sum(c.t_bandwidth for c in costs)
+    return StepComm(
+        t_latency=t_latency,
+        t_bandwidth=t_bandwidth,
+        t_comm=t_latency + t_bandwidth,
+        bytes=sum(c.bytes * c.count for c in costs),
+        steps=sum(c.steps * c.count for c in costs),
+        memory_bytes=sum(c.memory_bytes * c.count for c in costs),
+        collectives=tuple(priced),
+        unpriced=unpriced,
+        unknown_trips=unknown,
+        not_priced=tuple(dict.fromkeys(not_priced)),
+    )
 
 
-def _levels_summary(priced: Sequence[Mapping[str, Any]]) -> tuple[LevelTotals, ...]:
+def _levels_summary(priced: Sequence[PricedCollective]) -> tuple[LevelTotals, ...]:
     """Per network level: its latency and bandwidth time, bytes, steps and the algorithms
     chosen there, over every priced collective."""
-    parts: dict[str, list[tuple[Mapping[str, Any], int]]] = {}
-    for cost in priced:
-        for p in cost["levels"]:
-            parts.setdefault(p["level"], []).append((p, cost["count"]))
+    parts: dict[str, list[tuple[PricedLevel, int]]] = {}
+    for collective in priced:
+        for p in collective.cost.levels:
+            parts.setdefault(p.level, []).append((p, collective.cost.count))
     out = []
     for name, runs in parts.items():
         first = runs[0][0]
         out.append(LevelTotals(
-            level=name, topology=first["topology"],
-            t_latency=sum((p["t_latency"] for p, _ in runs), 0.0),
-            t_bandwidth=sum((p["t_bandwidth"] for p, _ in runs), 0.0),
-            bytes=sum(p["bytes"] * count for p, count in runs),
-            steps=sum(p["steps"] * count for p, count in runs),
-            algorithms=tuple(dict.fromkeys(p["algorithm"] for p, _ in runs)),
-            devices=max(p["devices"] for p, _ in runs), slice=first["slice"],
-            latency_kind=first["latency_kind"], bandwidth_kind=first["bandwidth_kind"]))
+            level=name, topology=first.topology,
+            t_latency=sum((p.t_latency for p, _ in runs), 0.0),
+            t_bandwidth=sum((p.t_bandwidth for p, _ in runs), 0.0),
+            bytes=sum(p.bytes * count for p, count in runs),
+            steps=sum(p.steps * count for p, count in runs),
+            algorithms=tuple(dict.fromkeys(p.algorithm for p, _ in runs)),
+            devices=max(p.devices for p, _ in runs), slice=first.slice,
+            latency_kind=first.latency_kind, bandwidth_kind=first.bandwidth_kind))
     return tuple(out)
 
 
@@ -201,32 +230,32 @@ def step_bounds(
     traffic = non_negative("hbm_bytes", hbm_bytes)
     peak = positive("peak_flops", peak_flops)
     hbm = positive("hbm_bandwidth", hbm_bandwidth)
-    memory = traffic + (comm["memory_bytes"] if count_buffers else 0)
-    t_math, t_mem, t_comm = work / peak, memory / hbm, comm["t_comm"]
+    memory = traffic + (comm.memory_bytes if count_buffers else 0)
+    t_math, t_mem, t_comm = work / peak, memory / hbm, comm.t_comm
     times = {"compute": t_math, "memory": t_mem, "communication": t_comm}
     lower = max(times.values())
-    levels = _levels_summary(comm["collectives"])
+    levels = _levels_summary(comm.collectives)
     slowest = min(level.bandwidth for level in network)
     return StepBounds(
         t_math=t_math,
         t_mem=t_mem,
         t_comm=t_comm,
-        t_comm_latency=comm["t_latency"],
-        t_comm_bandwidth=comm["t_bandwidth"],
-        comm_steps=comm["steps"],
-        comm_bytes=comm["bytes"],
-        comm_memory_bytes=comm["memory_bytes"],
+        t_comm_latency=comm.t_latency,
+        t_comm_bandwidth=comm.t_bandwidth,
+        comm_steps=comm.steps,
+        comm_bytes=comm.bytes,
+        comm_memory_bytes=comm.memory_bytes,
         memory_bytes=memory,
         levels=levels,
         algorithms=tuple(sorted({a for level in levels for a in level.algorithms})),
-        unknown_trips=comm["unknown_trips"],
-        comm_lower_bound=comm["unknown_trips"] > 0,
-        not_priced=tuple(comm["not_priced"]),
+        unknown_trips=comm.unknown_trips,
+        comm_lower_bound=comm.unknown_trips > 0,
+        not_priced=comm.not_priced,
         lower_bound=lower,
         upper_bound=t_math + t_mem + t_comm,
         binding=binding(times),
         critical_intensity=peak / slowest,
-        comm_intensity=None if comm["bytes"] == 0 else work / comm["bytes"],
+        comm_intensity=None if comm.bytes == 0 else work / comm.bytes,
     )
 
 

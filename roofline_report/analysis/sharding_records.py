@@ -11,7 +11,8 @@ built by :func:`roofline_report.analysis.study.comm_study` and
   (:class:`WorkloadBounds`) and the built-in matmul's analytic :class:`ScalingSeries` (from
   :mod:`~roofline_report.analysis.comm`).
 * :class:`StepStudy`: each step under the alpha-beta model (:class:`StepRow`), its collectives
-  priced (:class:`StepCollective`, :class:`CollectiveCost`), ours beside
+  priced (:class:`StepCollective`, :class:`CollectiveCost` from
+  :mod:`~roofline_report.analysis.comm_network`), ours beside
   jax.experimental.roofline, the emulated timings and the :class:`Projection` to a chip preset.
 * :class:`ShardingStudy`: the run's sharding record and the two studies, or why there is none.
 """
@@ -23,7 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.comm import ScalingSeries, SeriesColumns
-from roofline_report.analysis.comm_network import Level
+from roofline_report.analysis.comm_network import (
+    CollectiveCost,
+    Level,
+    PricedLevel,
+    RejectedAlgorithm,
+)
 from roofline_report.analysis.comm_step import LevelTotals, StepBounds
 from roofline_report.results.schema_sharding import Sharding
 
@@ -125,85 +131,6 @@ class StepRow:
     forward_flops: float | None
     critical_batch_book: float | None  # as the scaling book states it
     bounds: StepBounds
-
-
-@dataclass(frozen=True, slots=True)
-class RejectedAlgorithm:
-    """The algorithm a level did not choose, and its time."""
-
-    algorithm: str
-    time: float
-
-
-@dataclass(frozen=True, slots=True)
-class PricedLevel:
-    """One network level's part of a collective
-    (:func:`~roofline_report.analysis.comm_network.collective_cost`)."""
-
-    level: str
-    topology: str
-    devices: int
-    algorithm: str
-    steps: int
-    bytes: int
-    bandwidth: float
-    latency: float
-    slice: str | None
-    cut_links: int | None
-    t_latency: float
-    t_bandwidth: float
-    time: float
-    rejected: RejectedAlgorithm | None
-    binds: bool  # the slower level: its bandwidth time is the collective's
-    latency_kind: str
-    bandwidth_kind: str
-
-    @classmethod
-    def of(cls, level: Mapping[str, Any]) -> PricedLevel:
-        rejected = level["rejected"]
-        return cls(
-            level=level["level"], topology=level["topology"], devices=level["devices"],
-            algorithm=level["algorithm"], steps=level["steps"], bytes=level["bytes"],
-            bandwidth=level["bandwidth"], latency=level["latency"], slice=level["slice"],
-            cut_links=level["cut_links"], t_latency=level["t_latency"],
-            t_bandwidth=level["t_bandwidth"], time=level["time"],
-            rejected=None if rejected is None
-            else RejectedAlgorithm(rejected["algorithm"], rejected["time"]),
-            binds=bool(level["binds"]), latency_kind=level["latency_kind"],
-            bandwidth_kind=level["bandwidth_kind"],
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class CollectiveCost:
-    """The alpha-beta time of a collective's runs on a network of levels."""
-
-    op: str
-    group_size: int
-    count: int
-    array_bytes: int
-    levels: tuple[PricedLevel, ...]
-    algorithm: str
-    pipelined: bool
-    steps: int
-    bytes: int
-    t_latency: float
-    t_bandwidth: float
-    time: float
-    memory_bytes: int
-
-    @classmethod
-    def of(cls, cost: Mapping[str, Any]) -> CollectiveCost:
-        """From :func:`~roofline_report.analysis.comm_network.collective_cost`."""
-        return cls(
-            op=cost["op"], group_size=cost["group_size"], count=cost["count"],
-            array_bytes=cost["array_bytes"],
-            levels=tuple(PricedLevel.of(level) for level in cost["levels"]),
-            algorithm=cost["algorithm"], pipelined=bool(cost["pipelined"]),
-            steps=cost["steps"], bytes=cost["bytes"], t_latency=cost["t_latency"],
-            t_bandwidth=cost["t_bandwidth"], time=cost["time"],
-            memory_bytes=cost["memory_bytes"],
-        )
 
 
 @dataclass(frozen=True, slots=True)

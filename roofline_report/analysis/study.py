@@ -28,7 +28,6 @@ from roofline_report.analysis.seed_records import (
     SeedStudy,
 )
 from roofline_report.analysis.sharding_records import (
-    CollectiveCost,
     CommBudget,
     CommStudy,
     Crossover,
@@ -265,9 +264,9 @@ def _collective_rows(workload: ShardedWorkload, network: Sequence[comm_network.L
         if c.get("op") in COLLECTIVE_OPS and size is not None and c.get("group_size") is not None:
             trips = c.get("trip_count", 1)
             try:
-                priced = CollectiveCost.of(comm_network.collective_cost(
+                priced = comm_network.collective_cost(
                     c["op"], size, int(c["group_size"]), network,
-                    count=1 if trips is None else int(trips)))
+                    count=1 if trips is None else int(trips))
             except comm_network.NotPriced:
                 priced = None
         rows.append(StepCollective(
