@@ -99,35 +99,35 @@ class TestCommBounds:
         # flops 2*64*64*256 = 2097152; hbm 4*(64*64 + 64*256 + 64*256) = 147456;
         # all-reduce of f32[64,256]: 2*65536*7/8 = 114688 bytes.
         b = comm_bounds(flops=2097152, hbm_bytes=147456, comm_bytes=114688, **BUDGET)
-        assert b["t_math"] == pytest.approx(20.97152e-6)
-        assert b["t_mem"] == pytest.approx(7.3728e-6)
-        assert b["t_comm"] == pytest.approx(22.9376e-6)
-        assert b["lower_bound"] == pytest.approx(22.9376e-6)
-        assert b["upper_bound"] == pytest.approx(51.28192e-6)
-        assert b["binding"] == "communication"
-        assert b["critical_intensity"] == pytest.approx(20.0)
-        assert b["comm_intensity"] == pytest.approx(128 / 7)  # below 20: communication-bound
+        assert b.t_math == pytest.approx(20.97152e-6)
+        assert b.t_mem == pytest.approx(7.3728e-6)
+        assert b.t_comm == pytest.approx(22.9376e-6)
+        assert b.lower_bound == pytest.approx(22.9376e-6)
+        assert b.upper_bound == pytest.approx(51.28192e-6)
+        assert b.binding == "communication"
+        assert b.critical_intensity == pytest.approx(20.0)
+        assert b.comm_intensity == pytest.approx(128 / 7)  # below 20: communication-bound
 
     def test_data_parallel_matmul_is_memory_bound_and_sends_nothing(self) -> None:
         # flops 2*8*512*256 = 2097152; hbm 4*(8*512 + 512*256 + 8*256) = 548864.
         b = comm_bounds(flops=2097152, hbm_bytes=548864, comm_bytes=0, **BUDGET)
-        assert b["t_comm"] == 0.0
-        assert b["comm_intensity"] is None
-        assert b["t_mem"] == pytest.approx(27.4432e-6)
-        assert b["binding"] == "memory"
-        assert b["lower_bound"] == b["t_mem"]
-        assert b["upper_bound"] == pytest.approx(20.97152e-6 + 27.4432e-6)
+        assert b.t_comm == 0.0
+        assert b.comm_intensity is None
+        assert b.t_mem == pytest.approx(27.4432e-6)
+        assert b.binding == "memory"
+        assert b.lower_bound == b.t_mem
+        assert b.upper_bound == pytest.approx(20.97152e-6 + 27.4432e-6)
 
     def test_compute_bound_when_the_math_dominates(self) -> None:
         b = comm_bounds(flops=1e12, hbm_bytes=1e9, comm_bytes=1e9, **BUDGET)
-        assert b["t_math"] == pytest.approx(10.0)
-        assert b["binding"] == "compute"
-        assert b["comm_intensity"] == pytest.approx(1000.0)
+        assert b.t_math == pytest.approx(10.0)
+        assert b.binding == "compute"
+        assert b.comm_intensity == pytest.approx(1000.0)
 
     def test_ties_prefer_compute_then_memory(self) -> None:
         b = comm_bounds(flops=100e9, hbm_bytes=20e9, comm_bytes=5e9, **BUDGET)
-        assert b["t_math"] == b["t_mem"] == b["t_comm"] == pytest.approx(1.0)
-        assert b["binding"] == "compute"
+        assert b.t_math == b.t_mem == b.t_comm == pytest.approx(1.0)
+        assert b.binding == "compute"
 
     @pytest.mark.parametrize("bad", [0, -1.0, math.inf, math.nan, "1e9", None])
     @pytest.mark.parametrize("field", ["peak_flops", "hbm_bandwidth", "interconnect_bandwidth"])
@@ -168,16 +168,16 @@ class TestCommBounds:
             hbm_bandwidth=hbm,
             interconnect_bandwidth=link,
         )
-        times = {"compute": b["t_math"], "memory": b["t_mem"], "communication": b["t_comm"]}
-        assert b["lower_bound"] == max(times.values())
-        assert times[b["binding"]] == b["lower_bound"]
-        assert b["lower_bound"] <= b["upper_bound"] * (1 + 1e-12)
-        assert b["upper_bound"] <= 3 * b["lower_bound"] * (1 + 1e-12)
-        assert b["critical_intensity"] == pytest.approx(peak / link)
+        times = {"compute": b.t_math, "memory": b.t_mem, "communication": b.t_comm}
+        assert b.lower_bound == max(times.values())
+        assert times[b.binding] == b.lower_bound
+        assert b.lower_bound <= b.upper_bound * (1 + 1e-12)
+        assert b.upper_bound <= 3 * b.lower_bound * (1 + 1e-12)
+        assert b.critical_intensity == pytest.approx(peak / link)
         if comm_bytes == 0:
-            assert b["comm_intensity"] is None and b["t_comm"] == 0
+            assert b.comm_intensity is None and b.t_comm == 0
         else:
-            assert b["comm_intensity"] == pytest.approx(flops / comm_bytes)
+            assert b.comm_intensity == pytest.approx(flops / comm_bytes)
 
 
 class TestMatmulPerDevice:

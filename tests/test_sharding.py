@@ -529,11 +529,11 @@ def test_measured_collectives_under_a_hypothetical_budget(sharded: dict[str, Any
     )
     # flops 2097152 -> 20.97 us; hbm 4*(8*512 + 512*256 + 8*256) = 548864 -> 27.44 us;
     # all-gather 458752 B -> 91.75 us.
-    assert b["t_math"] == pytest.approx(20.97152e-6)
-    assert b["t_mem"] == pytest.approx(27.4432e-6)
-    assert b["t_comm"] == pytest.approx(91.7504e-6)
-    assert b["binding"] == "communication"
-    assert b["upper_bound"] == pytest.approx((20.97152 + 27.4432 + 91.7504) * 1e-6)
+    assert b.t_math == pytest.approx(20.97152e-6)
+    assert b.t_mem == pytest.approx(27.4432e-6)
+    assert b.t_comm == pytest.approx(91.7504e-6)
+    assert b.binding == "communication"
+    assert b.upper_bound == pytest.approx((20.97152 + 27.4432 + 91.7504) * 1e-6)
 
 
 # --------------------------------------------------------------------------------------------

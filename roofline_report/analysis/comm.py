@@ -72,6 +72,21 @@ STRATEGY_LABELS: dict[str, str] = {
 
 
 @dataclass(frozen=True, slots=True)
+class CommBounds:
+    """Bandwidth-only per-device bounds of a step (:func:`comm_bounds`): times in seconds, the
+    largest the lower bound, their sum the upper; ``binding`` the largest's name."""
+
+    t_math: float
+    t_mem: float
+    t_comm: float
+    lower_bound: float
+    upper_bound: float
+    binding: str
+    critical_intensity: float  # peak FLOP/s over interconnect bytes/s
+    comm_intensity: float | None  # flops per byte sent; None when nothing is sent
+
+
+@dataclass(frozen=True, slots=True)
 class SeriesColumns:
     """One strategy's bounds at each point of a sweep."""
 
@@ -128,15 +143,14 @@ def comm_bounds(
     peak_flops: float,
     hbm_bandwidth: float,
     interconnect_bandwidth: float,
-) -> dict[str, Any]:
+) -> CommBounds:
     """Per-device time bounds from work, HBM traffic and interconnect traffic.
 
-    Returns ``{"t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding",
-    "critical_intensity", "comm_intensity"}``: times in seconds; ``lower_bound`` is the max of the
-    three, ``upper_bound`` their sum; ``binding`` is ``"compute"``, ``"memory"`` or
-    ``"communication"``, whichever time is largest (ties go in that order);
-    ``critical_intensity = peak_flops / interconnect_bandwidth``; ``comm_intensity =
-    flops / comm_bytes``, None when nothing is communicated.
+    Times in seconds; ``lower_bound`` is the max of the three, ``upper_bound`` their sum;
+    ``binding`` is ``"compute"``, ``"memory"`` or ``"communication"``, whichever time is
+    largest (ties go in that order); ``critical_intensity = peak_flops /
+    interconnect_bandwidth``; ``comm_intensity = flops / comm_bytes``, None when nothing is
+    communicated.
 
     Raises ValueError for negative or non-finite amounts and for non-positive budgets.
     """
@@ -153,16 +167,16 @@ def comm_bounds(
     times = {"compute": t_math, "memory": t_mem, "communication": t_comm}
     lower = max(times.values())
     bound = binding(times)
-    return {
-        "t_math": t_math,
-        "t_mem": t_mem,
-        "t_comm": t_comm,
-        "lower_bound": lower,
-        "upper_bound": t_math + t_mem + t_comm,
-        "binding": bound,
-        "critical_intensity": peak / link,
-        "comm_intensity": None if sent == 0 else work / sent,
-    }
+    return CommBounds(
+        t_math=t_math,
+        t_mem=t_mem,
+        t_comm=t_comm,
+        lower_bound=lower,
+        upper_bound=t_math + t_mem + t_comm,
+        binding=bound,
+        critical_intensity=peak / link,
+        comm_intensity=None if sent == 0 else work / sent,
+    )
 
 
 def _shard(name: str, size: int, devices: int) -> int:
@@ -235,29 +249,25 @@ def _series_point(
     devices: int,
     itemsize: int,
     budget: dict[str, float],
-) -> dict[str, Any]:
+) -> tuple[CommBounds, int]:
+    """The bounds of one point of a sweep, and the bytes each device sends there."""
     work = matmul_per_device(
         strategy, batch=batch, d_model=d_model, d_ff=d_ff, devices=devices, itemsize=itemsize
     )
     bounds = comm_bounds(
         flops=work["flops"], hbm_bytes=work["hbm_bytes"], comm_bytes=work["comm_bytes"], **budget
     )
-    return {
-        "flops": work["flops"],
-        "hbm_bytes": work["hbm_bytes"],
-        "comm_bytes": work["comm_bytes"],
-        **bounds,
-    }
+    return bounds, work["comm_bytes"]
 
 
-def _columns(points: list[dict[str, Any]]) -> SeriesColumns:
+def _columns(points: list[tuple[CommBounds, int]]) -> SeriesColumns:
     return SeriesColumns(
-        t_math=tuple(p["t_math"] for p in points), t_mem=tuple(p["t_mem"] for p in points),
-        t_comm=tuple(p["t_comm"] for p in points),
-        lower_bound=tuple(p["lower_bound"] for p in points),
-        upper_bound=tuple(p["upper_bound"] for p in points),
-        binding=tuple(p["binding"] for p in points),
-        comm_bytes=tuple(p["comm_bytes"] for p in points))
+        t_math=tuple(p.t_math for p, _ in points), t_mem=tuple(p.t_mem for p, _ in points),
+        t_comm=tuple(p.t_comm for p, _ in points),
+        lower_bound=tuple(p.lower_bound for p, _ in points),
+        upper_bound=tuple(p.upper_bound for p, _ in points),
+        binding=tuple(p.binding for p, _ in points),
+        comm_bytes=tuple(sent for _, sent in points))
 
 
 def scaling_series(
