@@ -42,35 +42,35 @@ FLAT = flat_network(W, ALPHA)
 
 def test_all_gather_ring() -> None:
     t = collective_time("all-gather", MIB8, 8, bandwidth=W, latency=ALPHA)
-    assert t["steps"] == 7
-    assert t["bytes"] == MIB8 * 7 // 8 == 7_340_032
-    assert t["t_bandwidth"] == pytest.approx(73.40032e-6)
-    assert t["t_latency"] == pytest.approx(7e-6)
-    assert t["time"] == pytest.approx(80.40032e-6)
+    assert t.steps == 7
+    assert t.bytes == MIB8 * 7 // 8 == 7_340_032
+    assert t.t_bandwidth == pytest.approx(73.40032e-6)
+    assert t.t_latency == pytest.approx(7e-6)
+    assert t.time == pytest.approx(80.40032e-6)
 
 
 def test_reduce_scatter_ring_prices_the_operand() -> None:
     # the result is V/N = 1 MiB; each device sends V (N-1)/N, as an all-gather of V does
     t = collective_time("reduce-scatter", MIB8 // 8, 8, bandwidth=W, latency=ALPHA)
-    assert (t["steps"], t["bytes"]) == (7, 7_340_032)
-    assert t["time"] == pytest.approx(80.40032e-6)
+    assert (t.steps, t.bytes) == (7, 7_340_032)
+    assert t.time == pytest.approx(80.40032e-6)
 
 
 def test_all_reduce_is_reduce_scatter_plus_all_gather() -> None:
     ar = collective_time("all-reduce", MIB8, 8, bandwidth=W, latency=ALPHA)
     rs = collective_time("reduce-scatter", MIB8 // 8, 8, bandwidth=W, latency=ALPHA)
     ag = collective_time("all-gather", MIB8, 8, bandwidth=W, latency=ALPHA)
-    assert ar["steps"] == rs["steps"] + ag["steps"] == 14
-    assert ar["bytes"] == rs["bytes"] + ag["bytes"] == 14_680_064
-    assert ar["time"] == pytest.approx(rs["time"] + ag["time"]) == pytest.approx(160.80064e-6)
+    assert ar.steps == rs.steps + ag.steps == 14
+    assert ar.bytes == rs.bytes + ag.bytes == 14_680_064
+    assert ar.time == pytest.approx(rs.time + ag.time) == pytest.approx(160.80064e-6)
 
 
 def test_all_to_all_is_direct() -> None:
     """NCCL's all-to-all sends each peer its 1/N at once: (N-1)/N of the buffer, one step (not a
     ring of N-1 steps, not Bruck's log2 N steps of half the buffer)."""
     direct = collective_time("all-to-all", MIB8, 8, bandwidth=W, latency=ALPHA)
-    assert (direct["algorithm"], direct["steps"], direct["bytes"]) == ("direct", 1, 7_340_032)
-    assert direct["time"] == pytest.approx(1e-6 + 73.40032e-6)
+    assert (direct.algorithm, direct.steps, direct.bytes) == ("direct", 1, 7_340_032)
+    assert direct.time == pytest.approx(1e-6 + 73.40032e-6)
     with pytest.raises(ValueError, match="runs no ring algorithm for all-to-all"):
         collective_time("all-to-all", MIB8, 8, bandwidth=W, latency=ALPHA, algorithm="ring")
 
@@ -105,8 +105,8 @@ def test_ring_or_tree_is_a_real_choice() -> None:
 def test_latency_dominates_small_messages() -> None:
     # 4 KiB all-reduce over 1024 devices on a ring: 2046 steps of 1 us outweigh 81.9 ns of bytes
     t = collective_time("all-reduce", 4096, 1024, bandwidth=W, latency=ALPHA)
-    assert t["t_latency"] == pytest.approx(2046e-6)
-    assert t["t_bandwidth"] == pytest.approx(math.ceil(2 * 4096 * 1023 / 1024) / W)
+    assert t.t_latency == pytest.approx(2046e-6)
+    assert t.t_bandwidth == pytest.approx(math.ceil(2 * 4096 * 1023 / 1024) / W)
 
 
 def test_step_counts_loop_trips() -> None:
