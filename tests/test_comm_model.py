@@ -193,19 +193,19 @@ class TestMatmulPerDevice:
         self, strategy: str, hbm: int, comm: int, op: str | None, result: int | None
     ) -> None:
         work = matmul_per_device(strategy, batch=64, d_model=512, d_ff=256, devices=8)
-        assert work["flops"] == 2 * 64 * 512 * 256 // 8
-        assert work["hbm_bytes"] == hbm
-        assert work["comm_bytes"] == comm
+        assert work.flops == 2 * 64 * 512 * 256 // 8
+        assert work.hbm_bytes == hbm
+        assert work.comm_bytes == comm
         if op is None:
-            assert work["collective"] is None
+            assert work.collective is None
         else:
-            assert work["collective"] == {"op": op, "result_bytes": result, "group_size": 8}
+            assert work.collective == {"op": op, "result_bytes": result, "group_size": 8}
 
     def test_one_device_sends_nothing(self) -> None:
         for strategy in STRATEGIES:
             work = matmul_per_device(strategy, batch=4, d_model=8, d_ff=2, devices=1)
-            assert work["comm_bytes"] == 0
-            assert work["flops"] == 2 * 4 * 8 * 2
+            assert work.comm_bytes == 0
+            assert work.flops == 2 * 4 * 8 * 2
 
     def test_rejects_indivisible_and_unknown(self) -> None:
         with pytest.raises(ValueError, match="divisible"):

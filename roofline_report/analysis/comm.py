@@ -53,7 +53,6 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from roofline_report.hlo.collectives import (
     _count,
@@ -69,6 +68,19 @@ STRATEGY_LABELS: dict[str, str] = {
     "contracting": "contracting axis: x sharded on D, w sharded on D, all-reduce of the output",
     "fsdp": "FSDP: x sharded on B, w sharded on D and all-gathered before the matmul",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class MatmulWork:
+    """Analytic per-device work and traffic of the sharded matmul (:func:`matmul_per_device`):
+    ``collective`` the record of the one it runs (``{"op", "result_bytes", "group_size"}``),
+    None when it runs none."""
+
+    strategy: str
+    flops: int
+    hbm_bytes: int
+    comm_bytes: int
+    collective: dict[str, str | int] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,11 +199,10 @@ def _shard(name: str, size: int, devices: int) -> int:
 
 def matmul_per_device(
     strategy: str, *, batch: int, d_model: int, d_ff: int, devices: int, itemsize: int = 4
-) -> dict[str, Any]:
+) -> MatmulWork:
     """Analytic per-device work and traffic of the forward matmul x[B, D] @ w[D, F] on N devices.
 
-    Returns ``{"strategy", "flops", "hbm_bytes", "comm_bytes", "collective"}`` (ints, and the
-    collective as ``{"op", "result_bytes", "group_size"}`` or None). Every strategy does
+    Every strategy does
     ``2 B D F / N`` flops per device. ``hbm_bytes`` counts the operands once as the local matmul
     reads them and its result written once (collective buffers are not counted):
 
@@ -207,37 +218,33 @@ def matmul_per_device(
     f = _count("d_ff", d_ff, minimum=1)
     n = _count("devices", devices, minimum=1)
     s = _count("itemsize", itemsize, minimum=1)
-    collective: dict[str, Any] | None
+    collective: dict[str, str | int] | None
+    op: str | None
     if strategy == "data":
         b_local = _shard("batch", b, n)
         flops = 2 * b_local * d * f
         hbm = s * (b_local * d + d * f + b_local * f)
-        collective = None
+        op, result = None, 0
     elif strategy == "contracting":
         d_local = _shard("d_model", d, n)
         flops = 2 * b * d_local * f
         hbm = s * (b * d_local + d_local * f + b * f)
-        collective = {"op": "all-reduce", "result_bytes": s * b * f, "group_size": n}
+        op, result = "all-reduce", s * b * f
     elif strategy == "fsdp":
         b_local = _shard("batch", b, n)
         _shard("d_model", d, n)
         flops = 2 * b_local * d * f
         hbm = s * (b_local * d + d * f + b_local * f)
-        collective = {"op": "all-gather", "result_bytes": s * d * f, "group_size": n}
+        op, result = "all-gather", s * d * f
     else:
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
-    comm = (
-        0
-        if collective is None
-        else collective_bytes(collective["op"], collective["result_bytes"], n)
-    )
-    return {
-        "strategy": strategy,
-        "flops": flops,
-        "hbm_bytes": hbm,
-        "comm_bytes": comm,
-        "collective": collective,
-    }
+    if op is None:
+        collective, comm = None, 0
+    else:
+        collective = {"op": op, "result_bytes": result, "group_size": n}
+        comm = collective_bytes(op, result, n)
+    return MatmulWork(strategy=strategy, flops=flops, hbm_bytes=hbm, comm_bytes=comm,
+                      collective=collective)
 
 
 def _series_point(
@@ -255,9 +262,9 @@ def _series_point(
         strategy, batch=batch, d_model=d_model, d_ff=d_ff, devices=devices, itemsize=itemsize
     )
     bounds = comm_bounds(
-        flops=work["flops"], hbm_bytes=work["hbm_bytes"], comm_bytes=work["comm_bytes"], **budget
+        flops=work.flops, hbm_bytes=work.hbm_bytes, comm_bytes=work.comm_bytes, **budget
     )
-    return bounds, work["comm_bytes"]
+    return bounds, work.comm_bytes
 
 
 def _columns(points: list[tuple[CommBounds, int]]) -> SeriesColumns:
