@@ -117,6 +117,6 @@ def test_an_unknown_trip_count_makes_the_bytes_a_lower_bound() -> None:
     assert any("lower bound" in note for note in totals["notes"])
     bounds = step_bounds(flops=1e9, hbm_bytes=0, collectives=records, peak_flops=1e12,
                          hbm_bandwidth=1e12, network=flat_network(1e10, 1e-6))
-    assert bounds["unknown_trips"] == 1 and bounds["comm_lower_bound"] is True
+    assert bounds.unknown_trips == 1 and bounds.comm_lower_bound is True
     known = [r for r in records if r["trip_count"] is not None]
     assert comm_totals(known)["comm_bytes_complete"] is True

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from roofline_report.analysis.comm import (
     STRATEGIES,
+    ScalingSeries,
     comm_bounds,
     matmul_per_device,
     scaling_series,
@@ -98,35 +99,35 @@ class TestCommBounds:
         # flops 2*64*64*256 = 2097152; hbm 4*(64*64 + 64*256 + 64*256) = 147456;
         # all-reduce of f32[64,256]: 2*65536*7/8 = 114688 bytes.
         b = comm_bounds(flops=2097152, hbm_bytes=147456, comm_bytes=114688, **BUDGET)
-        assert b["t_math"] == pytest.approx(20.97152e-6)
-        assert b["t_mem"] == pytest.approx(7.3728e-6)
-        assert b["t_comm"] == pytest.approx(22.9376e-6)
-        assert b["lower_bound"] == pytest.approx(22.9376e-6)
-        assert b["upper_bound"] == pytest.approx(51.28192e-6)
-        assert b["binding"] == "communication"
-        assert b["critical_intensity"] == pytest.approx(20.0)
-        assert b["comm_intensity"] == pytest.approx(128 / 7)  # below 20: communication-bound
+        assert b.t_math == pytest.approx(20.97152e-6)
+        assert b.t_mem == pytest.approx(7.3728e-6)
+        assert b.t_comm == pytest.approx(22.9376e-6)
+        assert b.lower_bound == pytest.approx(22.9376e-6)
+        assert b.upper_bound == pytest.approx(51.28192e-6)
+        assert b.binding == "communication"
+        assert b.critical_intensity == pytest.approx(20.0)
+        assert b.comm_intensity == pytest.approx(128 / 7)  # below 20: communication-bound
 
     def test_data_parallel_matmul_is_memory_bound_and_sends_nothing(self) -> None:
         # flops 2*8*512*256 = 2097152; hbm 4*(8*512 + 512*256 + 8*256) = 548864.
         b = comm_bounds(flops=2097152, hbm_bytes=548864, comm_bytes=0, **BUDGET)
-        assert b["t_comm"] == 0.0
-        assert b["comm_intensity"] is None
-        assert b["t_mem"] == pytest.approx(27.4432e-6)
-        assert b["binding"] == "memory"
-        assert b["lower_bound"] == b["t_mem"]
-        assert b["upper_bound"] == pytest.approx(20.97152e-6 + 27.4432e-6)
+        assert b.t_comm == 0.0
+        assert b.comm_intensity is None
+        assert b.t_mem == pytest.approx(27.4432e-6)
+        assert b.binding == "memory"
+        assert b.lower_bound == b.t_mem
+        assert b.upper_bound == pytest.approx(20.97152e-6 + 27.4432e-6)
 
     def test_compute_bound_when_the_math_dominates(self) -> None:
         b = comm_bounds(flops=1e12, hbm_bytes=1e9, comm_bytes=1e9, **BUDGET)
-        assert b["t_math"] == pytest.approx(10.0)
-        assert b["binding"] == "compute"
-        assert b["comm_intensity"] == pytest.approx(1000.0)
+        assert b.t_math == pytest.approx(10.0)
+        assert b.binding == "compute"
+        assert b.comm_intensity == pytest.approx(1000.0)
 
     def test_ties_prefer_compute_then_memory(self) -> None:
         b = comm_bounds(flops=100e9, hbm_bytes=20e9, comm_bytes=5e9, **BUDGET)
-        assert b["t_math"] == b["t_mem"] == b["t_comm"] == pytest.approx(1.0)
-        assert b["binding"] == "compute"
+        assert b.t_math == b.t_mem == b.t_comm == pytest.approx(1.0)
+        assert b.binding == "compute"
 
     @pytest.mark.parametrize("bad", [0, -1.0, math.inf, math.nan, "1e9", None])
     @pytest.mark.parametrize("field", ["peak_flops", "hbm_bandwidth", "interconnect_bandwidth"])
@@ -167,16 +168,16 @@ class TestCommBounds:
             hbm_bandwidth=hbm,
             interconnect_bandwidth=link,
         )
-        times = {"compute": b["t_math"], "memory": b["t_mem"], "communication": b["t_comm"]}
-        assert b["lower_bound"] == max(times.values())
-        assert times[b["binding"]] == b["lower_bound"]
-        assert b["lower_bound"] <= b["upper_bound"] * (1 + 1e-12)
-        assert b["upper_bound"] <= 3 * b["lower_bound"] * (1 + 1e-12)
-        assert b["critical_intensity"] == pytest.approx(peak / link)
+        times = {"compute": b.t_math, "memory": b.t_mem, "communication": b.t_comm}
+        assert b.lower_bound == max(times.values())
+        assert times[b.binding] == b.lower_bound
+        assert b.lower_bound <= b.upper_bound * (1 + 1e-12)
+        assert b.upper_bound <= 3 * b.lower_bound * (1 + 1e-12)
+        assert b.critical_intensity == pytest.approx(peak / link)
         if comm_bytes == 0:
-            assert b["comm_intensity"] is None and b["t_comm"] == 0
+            assert b.comm_intensity is None and b.t_comm == 0
         else:
-            assert b["comm_intensity"] == pytest.approx(flops / comm_bytes)
+            assert b.comm_intensity == pytest.approx(flops / comm_bytes)
 
 
 class TestMatmulPerDevice:
@@ -192,19 +193,19 @@ class TestMatmulPerDevice:
         self, strategy: str, hbm: int, comm: int, op: str | None, result: int | None
     ) -> None:
         work = matmul_per_device(strategy, batch=64, d_model=512, d_ff=256, devices=8)
-        assert work["flops"] == 2 * 64 * 512 * 256 // 8
-        assert work["hbm_bytes"] == hbm
-        assert work["comm_bytes"] == comm
+        assert work.flops == 2 * 64 * 512 * 256 // 8
+        assert work.hbm_bytes == hbm
+        assert work.comm_bytes == comm
         if op is None:
-            assert work["collective"] is None
+            assert work.collective is None
         else:
-            assert work["collective"] == {"op": op, "result_bytes": result, "group_size": 8}
+            assert work.collective == {"op": op, "result_bytes": result, "group_size": 8}
 
     def test_one_device_sends_nothing(self) -> None:
         for strategy in STRATEGIES:
             work = matmul_per_device(strategy, batch=4, d_model=8, d_ff=2, devices=1)
-            assert work["comm_bytes"] == 0
-            assert work["flops"] == 2 * 4 * 8 * 2
+            assert work.comm_bytes == 0
+            assert work.flops == 2 * 4 * 8 * 2
 
     def test_rejects_indivisible_and_unknown(self) -> None:
         with pytest.raises(ValueError, match="divisible"):
@@ -218,7 +219,7 @@ class TestMatmulPerDevice:
 
 
 class TestScalingSeries:
-    def series(self) -> dict[str, object]:
+    def series(self) -> ScalingSeries:
         return scaling_series(
             d_model=1024,
             d_ff=1024,
@@ -233,42 +234,42 @@ class TestScalingSeries:
 
     def test_structure(self) -> None:
         s = self.series()
-        assert s["critical_intensity"] == pytest.approx(20.0)
-        by_devices = s["by_devices"]
-        assert isinstance(by_devices, dict)
-        assert by_devices["devices"] == [1, 2, 4, 8]
+        assert s.critical_intensity == pytest.approx(20.0)
+        assert s.device_counts == (1, 2, 4, 8)
         for strategy in STRATEGIES:
-            for column in ("t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding"):
-                assert len(by_devices[strategy][column]) == 4
+            columns = s.by_devices[strategy]
+            for column in (columns.t_math, columns.t_mem, columns.t_comm, columns.lower_bound,
+                           columns.upper_bound, columns.binding):
+                assert len(column) == 4
 
     def test_data_parallel_never_communicates(self) -> None:
         s = self.series()
-        assert s["by_devices"]["data"]["t_comm"] == [0.0] * 4  # type: ignore[index]
-        assert s["by_batch"]["data"]["t_comm"] == [0.0] * 5  # type: ignore[index]
+        assert s.by_devices["data"].t_comm == (0.0,) * 4
+        assert s.by_batch["data"].t_comm == (0.0,) * 5
 
     def test_math_shrinks_as_one_over_n(self) -> None:
-        t_math = self.series()["by_devices"]["contracting"]["t_math"]  # type: ignore[index]
+        t_math = self.series().by_devices["contracting"].t_math
         # 2 * 512 * 1024 * 1024 / N / 1e11
         assert t_math == pytest.approx([2 * 512 * 1024 * 1024 / n / PEAK for n in (1, 2, 4, 8)])
 
     def test_contracting_all_reduce_grows_with_n(self) -> None:
-        t_comm = self.series()["by_devices"]["contracting"]["t_comm"]  # type: ignore[index]
+        t_comm = self.series().by_devices["contracting"].t_comm
         # 2 * 4 * 512 * 1024 * (N-1)/N bytes at 5 GB/s
         expected = [2 * 4 * 512 * 1024 * (n - 1) / n / LINK for n in (1, 2, 4, 8)]
         assert t_comm == pytest.approx(expected)
 
     def test_fsdp_turns_compute_bound_past_the_critical_batch(self) -> None:
         # compute-bound when B > s * peak * (N-1) / (2 W) = 4 * 1e11 * 7 / 1e10 = 280
-        fsdp = self.series()["by_batch"]["fsdp"]  # type: ignore[index]
-        assert fsdp["binding"] == [
+        fsdp = self.series().by_batch["fsdp"]
+        assert fsdp.binding == (
             "communication",
             "communication",
             "communication",
             "compute",
             "compute",
-        ]
+        )
         # the all-gather of w[1024,1024] does not depend on the batch: 4 MiB * 7/8 at 5 GB/s
-        assert fsdp["t_comm"] == pytest.approx([4 * 1024 * 1024 * 7 / 8 / LINK] * 5)
+        assert fsdp.t_comm == pytest.approx([4 * 1024 * 1024 * 7 / 8 / LINK] * 5)
 
     def test_rejects_empty_sweeps_and_bad_budgets(self) -> None:
         with pytest.raises(ValueError):

@@ -31,7 +31,7 @@ C_V5P = 4.59e14  # the book's table of TPUs
 
 
 def _bandwidth(op: str, result_bytes: int, group: int, network: tuple, **kw: object) -> float:
-    return float(collective_cost(op, result_bytes, group, network, **kw)["t_bandwidth"])
+    return float(collective_cost(op, result_bytes, group, network, **kw).t_bandwidth)
 
 
 # --------------------------------------------------------------------------------------------
@@ -109,10 +109,10 @@ def test_two_node_all_gather_is_bound_by_the_node() -> None:
     bounded by the node level reduction"."""
     b = 1 << 30
     cost = collective_cost("all-gather", b, 16, H100)
-    inside, across = cost["levels"]
-    assert inside["binds"] and not across["binds"]
-    assert cost["t_bandwidth"] == pytest.approx(b / 514e9, rel=0.01)
-    assert across["t_bandwidth"] == pytest.approx(b / 800e9, rel=0.01)
+    inside, across = cost.levels
+    assert inside.binds and not across.binds
+    assert cost.t_bandwidth == pytest.approx(b / 514e9, rel=0.01)
+    assert across.t_bandwidth == pytest.approx(b / 800e9, rel=0.01)
 
 
 def test_h100_all_to_all_within_and_across_nodes() -> None:
@@ -160,9 +160,9 @@ def test_v5e_pod_all_gather_and_all_to_all() -> None:
     crossing, links = 256 * 128 * s / 256 / 2, 16 * 2
     assert crossing * 2 / links == 1048576
     a2a = collective_cost("all-to-all", s, 256, V5E)
-    [level] = a2a["levels"]
-    assert (level["algorithm"], level["cut_links"]) == ("bisection", 32)
-    assert a2a["t_bandwidth"] == pytest.approx(crossing / (links * 4.5e10)) == pytest.approx(
+    [level] = a2a.levels
+    assert (level.algorithm, level.cut_links) == ("bisection", 32)
+    assert a2a.t_bandwidth == pytest.approx(crossing / (links * 4.5e10)) == pytest.approx(
         11.65e-6, rel=1e-3)
     ring = (16, 1)
     v_ring = 16 * s
@@ -177,15 +177,15 @@ def test_v5e_slice_all_to_all_and_a_line_of_four() -> None:
     reduce-scatter and all-gather, one link one way): 2 x 65,536 x 3/4 / 4.5e10 = 2.18 us in 6
     hops, not the 2 x 2 slice a group of 4 would own."""
     a2a = collective_cost("all-to-all", 262144, 8, V5E)
-    assert a2a["levels"][0]["slice"] == "2 x 4"
-    assert a2a["t_bandwidth"] == pytest.approx(4 * 4 / 8 * 262144 / (2 * 4.5e10))
-    assert a2a["t_bandwidth"] == pytest.approx(5.83e-6, rel=1e-3)
+    assert a2a.levels[0].slice == "2 x 4"
+    assert a2a.t_bandwidth == pytest.approx(4 * 4 / 8 * 262144 / (2 * 4.5e10))
+    assert a2a.t_bandwidth == pytest.approx(5.83e-6, rel=1e-3)
     span = mesh_span((2, 4), (1,), V5E[0].shape_of(8) or ())
     line = collective_cost("all-reduce", 65536, 4, V5E, span=span)
-    assert (line["levels"][0]["slice"], line["steps"]) == ("1 x 4", 6)
-    assert line["t_bandwidth"] == pytest.approx(2 * 65536 * 3 / 4 / 4.5e10)
+    assert (line.levels[0].slice, line.steps) == ("1 x 4", 6)
+    assert line.t_bandwidth == pytest.approx(2 * 65536 * 3 / 4 / 4.5e10)
     owned = collective_cost("all-reduce", 65536, 4, V5E)
-    assert (owned["levels"][0]["slice"], owned["steps"]) == ("2 x 2", 4)
+    assert (owned.levels[0].slice, owned.steps) == ("2 x 2", 4)
 
 
 # --------------------------------------------------------------------------------------------

@@ -91,10 +91,10 @@ def test_a_preset_without_a_network_figure_is_not_projected_past_its_pod() -> No
 
 def test_a_collective_over_one_device_is_free_and_said_so() -> None:
     from roofline_report.analysis.comm_network import collective_cost, flat_network
-    from roofline_report.analysis.sharding_records import CollectiveCost, StepCollective
+    from roofline_report.analysis.sharding_records import StepCollective
     from roofline_report.report.sharding_view import _ab_collective
 
-    cost = CollectiveCost.of(collective_cost("all-reduce", 4096, 1, flat_network(1e9, 1e-6)))
+    cost = collective_cost("all-reduce", 4096, 1, flat_network(1e9, 1e-6))
     assert (cost.bytes, cost.steps, cost.time) == (0, 0, 0)
     record = {"op": "all-reduce", "result_bytes": 4096, "group_size": 1, "bytes_per_device": 0,
               "replica_groups": None, "trip_count": 1, "loops": []}

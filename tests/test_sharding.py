@@ -529,11 +529,11 @@ def test_measured_collectives_under_a_hypothetical_budget(sharded: dict[str, Any
     )
     # flops 2097152 -> 20.97 us; hbm 4*(8*512 + 512*256 + 8*256) = 548864 -> 27.44 us;
     # all-gather 458752 B -> 91.75 us.
-    assert b["t_math"] == pytest.approx(20.97152e-6)
-    assert b["t_mem"] == pytest.approx(27.4432e-6)
-    assert b["t_comm"] == pytest.approx(91.7504e-6)
-    assert b["binding"] == "communication"
-    assert b["upper_bound"] == pytest.approx((20.97152 + 27.4432 + 91.7504) * 1e-6)
+    assert b.t_math == pytest.approx(20.97152e-6)
+    assert b.t_mem == pytest.approx(27.4432e-6)
+    assert b.t_comm == pytest.approx(91.7504e-6)
+    assert b.binding == "communication"
+    assert b.upper_bound == pytest.approx((20.97152 + 27.4432 + 91.7504) * 1e-6)
 
 
 # --------------------------------------------------------------------------------------------
@@ -638,8 +638,8 @@ def test_a_combined_psum_is_one_collective(sharded: dict[str, Any]) -> None:
     assert c["program_bytes_per_device"] == 2 * 32 * 3 // 4 == 48
     assert w["per_device"]["comm_bytes"] == 48 and w["per_device"]["comm_bytes_compiled"] == 96
     comm = step_comm_time(w["collectives"], flat_network(1e9, 1e-6), algorithm="ring")
-    assert comm["steps"] == 2 * 3  # one ring all-reduce over 4 devices, not four
-    assert comm["t_latency"] == pytest.approx(6e-6)
+    assert comm.steps == 2 * 3  # one ring all-reduce over 4 devices, not four
+    assert comm.t_latency == pytest.approx(6e-6)
 
 
 @pytest.mark.slow

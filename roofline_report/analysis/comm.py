@@ -43,15 +43,16 @@ the communication, with latency and as the book states it);
 :mod:`~roofline_report.analysis.comm_projection` carries a compiled step to more devices (weak
 scaling), flagging weights that do not split that many ways. Every
 function here is pure and deterministic; this module holds the bandwidth-only bounds, the
-sharded matmul's strategies and the checks of the model's inputs.
+sharded matmul's strategies (and their :class:`ScalingSeries`) and the checks of the model's
+inputs.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from roofline_report.hlo.collectives import (
     _count,
@@ -67,6 +68,65 @@ STRATEGY_LABELS: dict[str, str] = {
     "contracting": "contracting axis: x sharded on D, w sharded on D, all-reduce of the output",
     "fsdp": "FSDP: x sharded on B, w sharded on D and all-gathered before the matmul",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class MatmulWork:
+    """Analytic per-device work and traffic of the sharded matmul (:func:`matmul_per_device`):
+    ``collective`` the record of the one it runs (``{"op", "result_bytes", "group_size"}``),
+    None when it runs none."""
+
+    strategy: str
+    flops: int
+    hbm_bytes: int
+    comm_bytes: int
+    collective: dict[str, str | int] | None
+
+
+@dataclass(frozen=True, slots=True)
+class CommBounds:
+    """Bandwidth-only per-device bounds of a step (:func:`comm_bounds`): times in seconds, the
+    largest the lower bound, their sum the upper; ``binding`` the largest's name."""
+
+    t_math: float
+    t_mem: float
+    t_comm: float
+    lower_bound: float
+    upper_bound: float
+    binding: str
+    critical_intensity: float  # peak FLOP/s over interconnect bytes/s
+    comm_intensity: float | None  # flops per byte sent; None when nothing is sent
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesColumns:
+    """One strategy's bounds at each point of a sweep."""
+
+    t_math: tuple[float, ...]
+    t_mem: tuple[float, ...]
+    t_comm: tuple[float, ...]
+    lower_bound: tuple[float, ...]
+    upper_bound: tuple[float, ...]
+    binding: tuple[str, ...]
+    comm_bytes: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingSeries:
+    """The built-in matmul x[B, D] @ w[D, F] per strategy, as the device count grows at the
+    fixed batch and as the batch grows on the fixed devices (:func:`scaling_series`)."""
+
+    d_model: int
+    d_ff: int
+    batch: int
+    devices: int
+    itemsize: int
+    critical_intensity: float
+    strategies: Mapping[str, str]  # name: label
+    device_counts: tuple[int, ...]
+    batches: tuple[int, ...]
+    by_devices: Mapping[str, SeriesColumns]
+    by_batch: Mapping[str, SeriesColumns]
 
 
 def non_negative(name: str, value: object) -> float:
@@ -95,15 +155,14 @@ def comm_bounds(
     peak_flops: float,
     hbm_bandwidth: float,
     interconnect_bandwidth: float,
-) -> dict[str, Any]:
+) -> CommBounds:
     """Per-device time bounds from work, HBM traffic and interconnect traffic.
 
-    Returns ``{"t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding",
-    "critical_intensity", "comm_intensity"}``: times in seconds; ``lower_bound`` is the max of the
-    three, ``upper_bound`` their sum; ``binding`` is ``"compute"``, ``"memory"`` or
-    ``"communication"``, whichever time is largest (ties go in that order);
-    ``critical_intensity = peak_flops / interconnect_bandwidth``; ``comm_intensity =
-    flops / comm_bytes``, None when nothing is communicated.
+    Times in seconds; ``lower_bound`` is the max of the three, ``upper_bound`` their sum;
+    ``binding`` is ``"compute"``, ``"memory"`` or ``"communication"``, whichever time is
+    largest (ties go in that order); ``critical_intensity = peak_flops /
+    interconnect_bandwidth``; ``comm_intensity = flops / comm_bytes``, None when nothing is
+    communicated.
 
     Raises ValueError for negative or non-finite amounts and for non-positive budgets.
     """
@@ -120,16 +179,16 @@ def comm_bounds(
     times = {"compute": t_math, "memory": t_mem, "communication": t_comm}
     lower = max(times.values())
     bound = binding(times)
-    return {
-        "t_math": t_math,
-        "t_mem": t_mem,
-        "t_comm": t_comm,
-        "lower_bound": lower,
-        "upper_bound": t_math + t_mem + t_comm,
-        "binding": bound,
-        "critical_intensity": peak / link,
-        "comm_intensity": None if sent == 0 else work / sent,
-    }
+    return CommBounds(
+        t_math=t_math,
+        t_mem=t_mem,
+        t_comm=t_comm,
+        lower_bound=lower,
+        upper_bound=t_math + t_mem + t_comm,
+        binding=bound,
+        critical_intensity=peak / link,
+        comm_intensity=None if sent == 0 else work / sent,
+    )
 
 
 def _shard(name: str, size: int, devices: int) -> int:
@@ -140,11 +199,10 @@ def _shard(name: str, size: int, devices: int) -> int:
 
 def matmul_per_device(
     strategy: str, *, batch: int, d_model: int, d_ff: int, devices: int, itemsize: int = 4
-) -> dict[str, Any]:
+) -> MatmulWork:
     """Analytic per-device work and traffic of the forward matmul x[B, D] @ w[D, F] on N devices.
 
-    Returns ``{"strategy", "flops", "hbm_bytes", "comm_bytes", "collective"}`` (ints, and the
-    collective as ``{"op", "result_bytes", "group_size"}`` or None). Every strategy does
+    Every strategy does
     ``2 B D F / N`` flops per device. ``hbm_bytes`` counts the operands once as the local matmul
     reads them and its result written once (collective buffers are not counted):
 
@@ -160,37 +218,33 @@ def matmul_per_device(
     f = _count("d_ff", d_ff, minimum=1)
     n = _count("devices", devices, minimum=1)
     s = _count("itemsize", itemsize, minimum=1)
-    collective: dict[str, Any] | None
+    collective: dict[str, str | int] | None
+    op: str | None
     if strategy == "data":
         b_local = _shard("batch", b, n)
         flops = 2 * b_local * d * f
         hbm = s * (b_local * d + d * f + b_local * f)
-        collective = None
+        op, result = None, 0
     elif strategy == "contracting":
         d_local = _shard("d_model", d, n)
         flops = 2 * b * d_local * f
         hbm = s * (b * d_local + d_local * f + b * f)
-        collective = {"op": "all-reduce", "result_bytes": s * b * f, "group_size": n}
+        op, result = "all-reduce", s * b * f
     elif strategy == "fsdp":
         b_local = _shard("batch", b, n)
         _shard("d_model", d, n)
         flops = 2 * b_local * d * f
         hbm = s * (b_local * d + d * f + b_local * f)
-        collective = {"op": "all-gather", "result_bytes": s * d * f, "group_size": n}
+        op, result = "all-gather", s * d * f
     else:
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
-    comm = (
-        0
-        if collective is None
-        else collective_bytes(collective["op"], collective["result_bytes"], n)
-    )
-    return {
-        "strategy": strategy,
-        "flops": flops,
-        "hbm_bytes": hbm,
-        "comm_bytes": comm,
-        "collective": collective,
-    }
+    if op is None:
+        collective, comm = None, 0
+    else:
+        collective = {"op": op, "result_bytes": result, "group_size": n}
+        comm = collective_bytes(op, result, n)
+    return MatmulWork(strategy=strategy, flops=flops, hbm_bytes=hbm, comm_bytes=comm,
+                      collective=collective)
 
 
 def _series_point(
@@ -202,24 +256,25 @@ def _series_point(
     devices: int,
     itemsize: int,
     budget: dict[str, float],
-) -> dict[str, Any]:
+) -> tuple[CommBounds, int]:
+    """The bounds of one point of a sweep, and the bytes each device sends there."""
     work = matmul_per_device(
         strategy, batch=batch, d_model=d_model, d_ff=d_ff, devices=devices, itemsize=itemsize
     )
     bounds = comm_bounds(
-        flops=work["flops"], hbm_bytes=work["hbm_bytes"], comm_bytes=work["comm_bytes"], **budget
+        flops=work.flops, hbm_bytes=work.hbm_bytes, comm_bytes=work.comm_bytes, **budget
     )
-    return {
-        "flops": work["flops"],
-        "hbm_bytes": work["hbm_bytes"],
-        "comm_bytes": work["comm_bytes"],
-        **bounds,
-    }
+    return bounds, work.comm_bytes
 
 
-def _columns(points: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    keys = ("t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding", "comm_bytes")
-    return {key: [p[key] for p in points] for key in keys}
+def _columns(points: list[tuple[CommBounds, int]]) -> SeriesColumns:
+    return SeriesColumns(
+        t_math=tuple(p.t_math for p, _ in points), t_mem=tuple(p.t_mem for p, _ in points),
+        t_comm=tuple(p.t_comm for p, _ in points),
+        lower_bound=tuple(p.lower_bound for p, _ in points),
+        upper_bound=tuple(p.upper_bound for p, _ in points),
+        binding=tuple(p.binding for p, _ in points),
+        comm_bytes=tuple(sent for _, sent in points))
 
 
 def scaling_series(
@@ -234,20 +289,11 @@ def scaling_series(
     hbm_bandwidth: float,
     interconnect_bandwidth: float,
     itemsize: int = 4,
-) -> dict[str, Any]:
+) -> ScalingSeries:
     """How t_math, t_mem and t_comm of x[B, D] @ w[D, F] move with N and with B, per strategy.
 
     ``by_devices`` holds ``batch`` fixed and sweeps ``device_counts``; ``by_batch`` holds
-    ``devices`` fixed and sweeps ``batches``. Returns::
-
-        {"shapes": {"d_model", "d_ff", "batch", "devices", "itemsize"},
-         "budget": {"peak_flops", "hbm_bandwidth", "interconnect_bandwidth"},
-         "critical_intensity": peak / interconnect,
-         "strategies": {name: label},
-         "by_devices": {"devices": [...], name: {"t_math": [...], "t_mem": [...],
-                        "t_comm": [...], "lower_bound": [...], "upper_bound": [...],
-                        "binding": [...], "comm_bytes": [...]}},
-         "by_batch": {"batch": [...], name: {same columns}}}
+    ``devices`` fixed and sweeps ``batches``; ``critical_intensity`` is peak over interconnect.
 
     Closed forms (itemsize s): data parallel never communicates in the forward pass; the
     contracting-axis all-reduce sends ``2 s B F (N-1)/N`` whatever N, while the math shrinks as
@@ -263,32 +309,16 @@ def scaling_series(
         "interconnect_bandwidth": positive("interconnect_bandwidth", interconnect_bandwidth),
     }
     sizes = {"d_model": d_model, "d_ff": d_ff, "itemsize": itemsize}
-    by_devices: dict[str, Any] = {"devices": [int(n) for n in device_counts]}
-    by_batch: dict[str, Any] = {"batch": [int(b) for b in batches]}
-    for strategy in STRATEGIES:
-        by_devices[strategy] = _columns(
-            [
-                _series_point(strategy, batch=batch, devices=n, budget=budget, **sizes)
-                for n in device_counts
-            ]
-        )
-        by_batch[strategy] = _columns(
-            [
-                _series_point(strategy, batch=b, devices=devices, budget=budget, **sizes)
-                for b in batches
-            ]
-        )
-    return {
-        "shapes": {
-            "d_model": d_model,
-            "d_ff": d_ff,
-            "batch": batch,
-            "devices": devices,
-            "itemsize": itemsize,
-        },
-        "budget": budget,
-        "critical_intensity": budget["peak_flops"] / budget["interconnect_bandwidth"],
-        "strategies": dict(STRATEGY_LABELS),
-        "by_devices": by_devices,
-        "by_batch": by_batch,
-    }
+    return ScalingSeries(
+        d_model=d_model, d_ff=d_ff, batch=batch, devices=devices, itemsize=itemsize,
+        critical_intensity=budget["peak_flops"] / budget["interconnect_bandwidth"],
+        strategies=dict(STRATEGY_LABELS),
+        device_counts=tuple(int(n) for n in device_counts),
+        batches=tuple(int(b) for b in batches),
+        by_devices={strategy: _columns([
+            _series_point(strategy, batch=batch, devices=n, budget=budget, **sizes)
+            for n in device_counts]) for strategy in STRATEGIES},
+        by_batch={strategy: _columns([
+            _series_point(strategy, batch=b, devices=devices, budget=budget, **sizes)
+            for b in batches]) for strategy in STRATEGIES},
+    )

@@ -25,7 +25,7 @@ binary tree for all-reduce since NCCL 2.4; all-to-all as grouped point-to-point 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
 
 from roofline_report.analysis.comm import non_negative, positive
 from roofline_report.hlo.collectives import COLLECTIVE_OPS, _count, collective_bytes
@@ -106,6 +106,22 @@ def algorithm_bytes(op: str, result_bytes: int, group_size: int,
     return collective_bytes(op, result_bytes, g)
 
 
+@dataclass(frozen=True, slots=True)
+class CollectiveTime:
+    """The alpha-beta time of ``count`` runs of one collective on one link
+    (:func:`collective_time`): ``steps`` and ``bytes`` per run, the times over all runs."""
+
+    op: str
+    group_size: int
+    algorithm: str
+    count: int
+    steps: int
+    bytes: int
+    t_latency: float
+    t_bandwidth: float
+    time: float
+
+
 def collective_time(
     op: str,
     result_bytes: int,
@@ -115,15 +131,13 @@ def collective_time(
     latency: float,
     algorithm: str | None = None,
     count: int = 1,
-) -> dict[str, Any]:
+) -> CollectiveTime:
     """The alpha-beta time of ``count`` executions of one collective.
 
     ``time = count x (latency x steps + bytes sent / bandwidth)``, with ``steps`` from
     :func:`algorithm_steps` and ``bytes`` from :func:`algorithm_bytes`; ``bandwidth`` is what one
     device sends per second (its egress), ``latency`` the seconds each step costs whatever its
-    size (alpha). Returns ``{"op", "group_size", "algorithm", "count", "steps", "bytes",
-    "t_latency", "t_bandwidth", "time"}`` (``steps`` and ``bytes`` per execution; times for
-    all ``count``).
+    size (alpha).
     """
     link = positive("bandwidth", bandwidth)
     alpha = non_negative("latency", latency)
@@ -133,14 +147,14 @@ def collective_time(
     sent = algorithm_bytes(op, result_bytes, group_size, algorithm)
     t_latency = times * steps * alpha
     t_bandwidth = times * sent / link
-    return {
-        "op": op,
-        "group_size": int(group_size),
-        "algorithm": algorithm,
-        "count": times,
-        "steps": steps,
-        "bytes": sent,
-        "t_latency": t_latency,
-        "t_bandwidth": t_bandwidth,
-        "time": t_latency + t_bandwidth,
-    }
+    return CollectiveTime(
+        op=op,
+        group_size=int(group_size),
+        algorithm=algorithm,
+        count=times,
+        steps=steps,
+        bytes=sent,
+        t_latency=t_latency,
+        t_bandwidth=t_bandwidth,
+        time=t_latency + t_bandwidth,
+    )

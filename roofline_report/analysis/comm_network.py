@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline_report.analysis.comm import non_negative, positive
@@ -174,6 +174,58 @@ def flat_network(bandwidth: float, latency: float, *, kind: str = Kind.HYPOTHETI
     return (Level(name, bandwidth, latency, None, bandwidth_kind=kind, latency_kind=kind),)
 
 
+@dataclass(frozen=True, slots=True)
+class RejectedAlgorithm:
+    """The algorithm a level did not choose, and its time."""
+
+    algorithm: str
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class PricedLevel:
+    """One network level's part of a collective (:func:`collective_cost`)."""
+
+    level: str
+    topology: str
+    devices: int
+    algorithm: str
+    steps: int
+    bytes: int
+    bandwidth: float
+    latency: float
+    slice: str | None
+    cut_links: int | None
+    t_latency: float
+    t_bandwidth: float
+    time: float
+    rejected: RejectedAlgorithm | None
+    binds: bool  # the slower level: its bandwidth time is the collective's
+    latency_kind: str
+    bandwidth_kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveCost:
+    """The alpha-beta time of a collective's runs on a network of levels
+    (:func:`collective_cost`): ``steps`` and ``bytes`` per run over all levels, the times over
+    all runs, ``memory_bytes`` per run."""
+
+    op: str
+    group_size: int
+    count: int
+    array_bytes: int
+    levels: tuple[PricedLevel, ...]
+    algorithm: str
+    pipelined: bool
+    steps: int
+    bytes: int
+    t_latency: float
+    t_bandwidth: float
+    time: float
+    memory_bytes: int
+
+
 class NotPriced(ValueError):
     """A collective the network as described cannot carry (a group larger than its last level,
     a group that fits no slice of the torus); the message says why."""
@@ -225,21 +277,21 @@ def _torus_phase(op: str, full: int, g: int, level: Level, span: Sequence[int] |
 
 
 def _phase_cost(op: str, full: int, g: int, level: Level, count: int, algorithm: str,
-                span: Sequence[int] | None = None) -> dict[str, Any]:
+                span: Sequence[int] | None = None) -> PricedLevel:
     """One level's part of a collective: on a switch the algorithms NCCL runs for ``op``
     (``algorithm`` ``"best"``: whichever takes less time, the other kept as ``"rejected"``), on
     a torus its rings or its bisection."""
 
     def priced(name: str, steps: int, sent: int, egress: float, shape: str | None,
-               cut: int | None = None) -> dict[str, Any]:
+               cut: int | None = None) -> PricedLevel:
         t_latency = count * steps * level.latency
         t_bandwidth = count * sent / egress
-        return {"level": level.name, "topology": level.topology, "devices": g,
-                "algorithm": name, "steps": steps, "bytes": sent, "bandwidth": egress,
-                "latency": level.latency, "slice": shape, "cut_links": cut,
-                "t_latency": t_latency, "t_bandwidth": t_bandwidth,
-                "time": t_latency + t_bandwidth, "rejected": None, "binds": True,
-                "latency_kind": level.latency_kind, "bandwidth_kind": level.bandwidth_kind}
+        return PricedLevel(
+            level=level.name, topology=level.topology, devices=g, algorithm=name, steps=steps,
+            bytes=sent, bandwidth=egress, latency=level.latency, slice=shape, cut_links=cut,
+            t_latency=t_latency, t_bandwidth=t_bandwidth, time=t_latency + t_bandwidth,
+            rejected=None, binds=True, latency_kind=level.latency_kind,
+            bandwidth_kind=level.bandwidth_kind)
 
     if level.topology == "torus":
         name, steps, sent, egress, shape, cut = _torus_phase(op, full, g, level, span)
@@ -248,10 +300,10 @@ def _phase_cost(op: str, full: int, g: int, level: Level, count: int, algorithm:
     result = _ceil_div(full, g) if op == "reduce-scatter" else full  # what one device holds
     options = [priced(name, algorithm_steps(op, g, name), algorithm_bytes(op, result, g, name),
                       level.bandwidth, None) for name in names]
-    options.sort(key=lambda o: (o["time"], o["steps"]))
+    options.sort(key=lambda o: (o.time, o.steps))
     chosen = options[0]
     if len(options) > 1:
-        chosen["rejected"] = {"algorithm": options[1]["algorithm"], "time": options[1]["time"]}
+        chosen = replace(chosen, rejected=RejectedAlgorithm(options[1].algorithm, options[1].time))
     return chosen
 
 
@@ -285,7 +337,7 @@ def _phases(op: str, full: int, group: int, network: Sequence[Level]
 
 def collective_cost(op: str, result_bytes: int, group_size: int, network: Sequence[Level], *,
                     count: int = 1, algorithm: str = "best",
-                    span: Sequence[int] | None = None) -> dict[str, Any]:
+                    span: Sequence[int] | None = None) -> CollectiveCost:
     """The alpha-beta time of ``count`` runs of one collective on a network of levels.
 
     ``result_bytes`` is the result one device holds (a combined collective's arrays added:
@@ -294,12 +346,8 @@ def collective_cost(op: str, result_bytes: int, group_size: int, network: Sequen
     those the libraries run there unless ``algorithm`` names one. ``span``: the group's extent
     along each axis of a torus first level (:func:`mesh_span`); None: the group owns its
     slice. The levels are pipelined: the collective's bandwidth time is the slowest level's
-    (``"binds"`` marks it), its latency every level's. Returns ``{"op", "group_size",
-    "count", "array_bytes", "levels": [per level: "level", "topology", "devices",
-    "algorithm", "steps", "bytes", "bandwidth", "latency", "slice", "cut_links",
-    "t_latency", "t_bandwidth", "time", "rejected", "binds", kinds], "algorithm" (text),
-    "pipelined", "steps", "bytes" (per run, all levels), "t_latency", "t_bandwidth", "time"
-    (all runs), "memory_bytes" (per run, :func:`collective_memory_bytes`)}``.
+    (``binds`` marks it), its latency every level's; ``memory_bytes`` is
+    :func:`collective_memory_bytes`.
 
     Raises NotPriced when the network cannot carry the group, ValueError for bad arguments.
     """
@@ -314,27 +362,26 @@ def collective_cost(op: str, result_bytes: int, group_size: int, network: Sequen
     runs = _count("count", count, minimum=0)
     full = full_array_bytes(op, result_bytes, group)
     phases = _phases(op, full, group, network)
-    levels = [_phase_cost(o, array, g, level, runs, algorithm,
+    priced = [_phase_cost(o, array, g, level, runs, algorithm,
                           span if i == 0 and len(phases) == 1 else None)
               for i, (level, o, array, g) in enumerate(phases)]
-    t_latency = sum(p["t_latency"] for p in levels)
-    t_bandwidth = max(p["t_bandwidth"] for p in levels)
-    slowest = max(range(len(levels)), key=lambda i: (levels[i]["t_bandwidth"], -i))
-    for i, p in enumerate(levels):
-        p["binds"] = i == slowest
-    return {
-        "op": op,
-        "group_size": group,
-        "count": runs,
-        "array_bytes": full,
-        "levels": levels,
-        "algorithm": ", with ".join(f"{p['algorithm']} ({p['level']})" for p in levels)
-        if len(levels) > 1 else levels[0]["algorithm"],
-        "pipelined": len(levels) > 1,
-        "steps": sum(p["steps"] for p in levels),
-        "bytes": sum(p["bytes"] for p in levels),
-        "t_latency": t_latency,
-        "t_bandwidth": t_bandwidth,
-        "time": t_latency + t_bandwidth,
-        "memory_bytes": collective_memory_bytes(op, int(result_bytes), group),
-    }
+    t_latency = sum(p.t_latency for p in priced)
+    t_bandwidth = max(p.t_bandwidth for p in priced)
+    slowest = max(range(len(priced)), key=lambda i: (priced[i].t_bandwidth, -i))
+    levels = tuple(replace(p, binds=i == slowest) for i, p in enumerate(priced))
+    return CollectiveCost(
+        op=op,
+        group_size=group,
+        count=runs,
+        array_bytes=full,
+        levels=levels,
+        algorithm=", with ".join(f"{p.algorithm} ({p.level})" for p in levels)
+        if len(levels) > 1 else levels[0].algorithm,
+        pipelined=len(levels) > 1,
+        steps=sum(p.steps for p in levels),
+        bytes=sum(p.bytes for p in levels),
+        t_latency=t_latency,
+        t_bandwidth=t_bandwidth,
+        time=t_latency + t_bandwidth,
+        memory_bytes=collective_memory_bytes(op, int(result_bytes), group),
+    )

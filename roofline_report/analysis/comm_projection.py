@@ -8,15 +8,42 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.comm import non_negative
 from roofline_report.analysis.comm_network import Level
-from roofline_report.analysis.comm_step import combine_records, priced_bytes, step_bounds
+from roofline_report.analysis.comm_step import (
+    StepBounds,
+    combine_records,
+    priced_bytes,
+    step_bounds,
+)
 from roofline_report.hlo.collectives import COLLECTIVE_OPS, _ceil_div, _count
 
 PROJECTION_DEVICES: tuple[int, ...] = (8, 64, 256, 1024)
 """Device counts of the projection beyond the compiled program (:func:`project_step`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectedBounds:
+    """A step's bounds on ``devices`` devices (:func:`project_step`): the global batch
+    ``batch_factor`` times the compiled one, ``hbm_shards`` the memory traffic of its argument
+    and result shards, ``flags`` the dimensions that split unevenly."""
+
+    devices: int
+    bounds: StepBounds
+    batch_factor: float
+    hbm_shards: float
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UnprojectedStep:
+    """Why a step has no bounds on ``devices`` devices (:func:`project_step`)."""
+
+    devices: int
+    reason: str
 
 
 def project_collective(
@@ -83,7 +110,7 @@ def project_step(
     hbm_parts: Mapping[str, Any] | None = None,
     split_dims: Sequence[Mapping[str, Any]] = (),
     algorithm: str = "best",
-) -> dict[str, Any]:
+) -> ProjectedBounds | UnprojectedStep:
     """:func:`step_bounds` of the step projected from ``devices`` to ``to_devices`` devices.
 
     Weak scaling: each device keeps its share of the batch, so its flops stay those of the
@@ -97,15 +124,14 @@ def project_step(
     (the gathered weights) are added (``count_buffers``). Dimensions that do not split
     (:func:`split_problems`) flag the row or stop it.
 
-    Returns step_bounds' keys plus ``"available": True``, ``"devices"``, ``"batch_factor"``,
-    ``"hbm_shards"``, ``"flags"``; or ``{"available": False, "devices", "reason"}``.
+    Returns the projected bounds, or why there are none.
     """
     n = _count("devices", devices, minimum=1)
     m = _count("to_devices", to_devices, minimum=1)
     factor = m / n
     reason, flags = split_problems(split_dims, m)
     if reason is not None:
-        return {"available": False, "devices": m, "reason": reason}
+        return UnprojectedStep(m, reason)
     projected = [
         project_collective(c, devices=n, to_devices=m, batch_factor=factor if comm_scales else 1.0)
         for c in combine_records(collectives)
@@ -121,7 +147,6 @@ def project_step(
         flops=flops, hbm_bytes=shards, collectives=projected, peak_flops=peak_flops,
         hbm_bandwidth=hbm_bandwidth, network=network, algorithm=algorithm, count_buffers=True,
     )  # fmt: skip
-    if bounds["not_priced"]:
-        return {"available": False, "devices": m, "reason": bounds["not_priced"][0]}
-    return {**bounds, "available": True, "devices": m, "batch_factor": factor,
-            "hbm_shards": shards, "flags": flags}
+    if bounds.not_priced:
+        return UnprojectedStep(m, bounds.not_priced[0])
+    return ProjectedBounds(m, bounds, factor, shards, tuple(flags))

@@ -1,18 +1,95 @@
 """The communication of one step: its collective records priced on a network
 (:func:`step_comm_time`), set beside the math and the memory traffic (:func:`step_bounds`), and
 the batch at which the math catches up with the communication (:func:`critical_batch`). Pure
-and deterministic.
+and deterministic. :class:`StepBounds` (with :class:`LevelTotals` per network level) is what
+:func:`step_bounds` returns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from roofline_report.analysis.comm import non_negative, positive
-from roofline_report.analysis.comm_network import Level, NotPriced, collective_cost
+from roofline_report.analysis.comm_network import (
+    CollectiveCost,
+    Level,
+    NotPriced,
+    PricedLevel,
+    collective_cost,
+)
 from roofline_report.hlo.collectives import COLLECTIVE_OPS
 from roofline_report.roofline import binding
+
+
+@dataclass(frozen=True, slots=True)
+class PricedCollective:
+    """A collective record of a step (one instruction, its arrays combined) and its cost."""
+
+    record: Mapping[str, Any]  # the record as priced, combined by :func:`combine_records`
+    cost: CollectiveCost
+
+
+@dataclass(frozen=True, slots=True)
+class StepComm:
+    """The alpha-beta communication time of one step (:func:`step_comm_time`): ``bytes``,
+    ``steps`` and ``memory_bytes`` totals over the step (loop trips included)."""
+
+    t_latency: float
+    t_bandwidth: float
+    t_comm: float
+    bytes: int
+    steps: int
+    memory_bytes: int
+    collectives: tuple[PricedCollective, ...]
+    unpriced: int  # records without an op formula, size or group
+    unknown_trips: int  # records in a loop of unknown trip count, counted once
+    not_priced: tuple[str, ...]  # why the network could not carry some
+
+
+@dataclass(frozen=True, slots=True)
+class LevelTotals:
+    """One network level's share of a step's collectives: its latency and bandwidth time,
+    the bytes and steps there (loop trips included) and the algorithms chosen."""
+
+    level: str
+    topology: str
+    t_latency: float
+    t_bandwidth: float
+    bytes: int
+    steps: int
+    algorithms: tuple[str, ...]
+    devices: int
+    slice: str | None
+    latency_kind: str
+    bandwidth_kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepBounds:
+    """T_math, T_mem and the alpha-beta T_comm of one step per device: the largest a lower
+    bound on the step (perfect overlap), their sum an upper bound (no overlap)."""
+
+    t_math: float
+    t_mem: float
+    t_comm: float
+    t_comm_latency: float
+    t_comm_bandwidth: float
+    comm_steps: int
+    comm_bytes: int
+    comm_memory_bytes: int
+    memory_bytes: float  # the memory traffic T_mem prices
+    levels: tuple[LevelTotals, ...]
+    algorithms: tuple[str, ...]
+    unknown_trips: int
+    comm_lower_bound: bool  # a loop of unknown trip count: T_comm is at least this
+    not_priced: tuple[str, ...]
+    lower_bound: float
+    upper_bound: float
+    binding: str
+    critical_intensity: float
+    comm_intensity: float | None
 
 
 def priced_bytes(record: Mapping[str, Any]) -> int | None:
@@ -53,7 +130,7 @@ def _array_of(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def step_comm_time(collectives: Sequence[Any], network: Sequence[Level], *,
-                   algorithm: str = "best") -> dict[str, Any]:
+                   algorithm: str = "best") -> StepComm:
     """Alpha-beta communication time of one step: every collective record (as
     :func:`roofline_report.observe.sharded_collectives.parse_collectives` writes them: ``op``, bytes
     (:func:`priced_bytes`), ``group_size``, ``trip_count``; optionally ``span``, its extent
@@ -63,14 +140,11 @@ def step_comm_time(collectives: Sequence[Any], network: Sequence[Level], *,
     count, run one after another.
 
     A trip count of None (a while loop whose count the compiler does not know) is counted
-    once and tallied in ``"unknown_trips"``: the totals are then lower bounds. Returns
-    ``{"t_latency", "t_bandwidth", "t_comm", "bytes", "steps", "memory_bytes", "collectives":
-    [collective_cost(...) with "record"], "unpriced": int, "unknown_trips": int,
-    "not_priced": [reasons]}``; ``bytes``, ``steps`` and ``memory_bytes`` are totals over the
-    step (counts included); records without an op formula, size or group count in
-    ``unpriced``, those the network cannot carry in ``not_priced``.
+    once and tallied in ``unknown_trips``: the totals are then lower bounds. Records without an
+    op formula, size or group count in ``unpriced``, those the network cannot carry in
+    ``not_priced``.
     """
-    priced: list[dict[str, Any]] = []
+    priced: list[PricedCollective] = []
     unpriced = unknown = 0
     not_priced: list[str] = []
     for record in combine_records(collectives):
@@ -89,42 +163,44 @@ def step_comm_time(collectives: Sequence[Any], network: Sequence[Level], *,
         except NotPriced as exc:
             not_priced.append(str(exc))
             continue
-        priced.append({**cost, "record": record})
-    t_latency = sum(p["t_latency"] for p in priced)
-    t_bandwidth = sum(p["t_bandwidth"] for p in priced)
-    return {
-        "t_latency": t_latency,
-        "t_bandwidth": t_bandwidth,
-        "t_comm": t_latency + t_bandwidth,
-        "bytes": sum(p["bytes"] * p["count"] for p in priced),
-        "steps": sum(p["steps"] * p["count"] for p in priced),
-        "memory_bytes": sum(p["memory_bytes"] * p["count"] for p in priced),
-        "collectives": priced,
-        "unpriced": unpriced,
-        "unknown_trips": unknown,
-        "not_priced": list(dict.fromkeys(not_priced)),
-    }
+        priced.append(PricedCollective(record, cost))
+    costs = [p.cost for p in priced]
+    t_latency = sum(c.t_latency for c in costs)
+    t_bandwidth = sum(c.t_bandwidth for c in costs)
+    return StepComm(
+        t_latency=t_latency,
+        t_bandwidth=t_bandwidth,
+        t_comm=t_latency + t_bandwidth,
+        bytes=sum(c.bytes * c.count for c in costs),
+        steps=sum(c.steps * c.count for c in costs),
+        memory_bytes=sum(c.memory_bytes * c.count for c in costs),
+        collectives=tuple(priced),
+        unpriced=unpriced,
+        unknown_trips=unknown,
+        not_priced=tuple(dict.fromkeys(not_priced)),
+    )
 
 
-def _levels_summary(priced: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _levels_summary(priced: Sequence[PricedCollective]) -> tuple[LevelTotals, ...]:
     """Per network level: its latency and bandwidth time, bytes, steps and the algorithms
     chosen there, over every priced collective."""
-    out: dict[str, dict[str, Any]] = {}
-    for cost in priced:
-        for p in cost["levels"]:
-            row = out.setdefault(p["level"], {
-                "level": p["level"], "topology": p["topology"], "t_latency": 0.0,
-                "t_bandwidth": 0.0, "bytes": 0, "steps": 0, "algorithms": [],
-                "devices": p["devices"], "slice": p["slice"],
-                "latency_kind": p["latency_kind"], "bandwidth_kind": p["bandwidth_kind"]})
-            row["t_latency"] += p["t_latency"]
-            row["t_bandwidth"] += p["t_bandwidth"]
-            row["bytes"] += p["bytes"] * cost["count"]
-            row["steps"] += p["steps"] * cost["count"]
-            row["devices"] = max(row["devices"], p["devices"])
-            if p["algorithm"] not in row["algorithms"]:
-                row["algorithms"].append(p["algorithm"])
-    return list(out.values())
+    parts: dict[str, list[tuple[PricedLevel, int]]] = {}
+    for collective in priced:
+        for p in collective.cost.levels:
+            parts.setdefault(p.level, []).append((p, collective.cost.count))
+    out = []
+    for name, runs in parts.items():
+        first = runs[0][0]
+        out.append(LevelTotals(
+            level=name, topology=first.topology,
+            t_latency=sum((p.t_latency for p, _ in runs), 0.0),
+            t_bandwidth=sum((p.t_bandwidth for p, _ in runs), 0.0),
+            bytes=sum(p.bytes * count for p, count in runs),
+            steps=sum(p.steps * count for p, count in runs),
+            algorithms=tuple(dict.fromkeys(p.algorithm for p, _ in runs)),
+            devices=max(p.devices for p, _ in runs), slice=first.slice,
+            latency_kind=first.latency_kind, bandwidth_kind=first.bandwidth_kind))
+    return tuple(out)
 
 
 def step_bounds(
@@ -137,53 +213,50 @@ def step_bounds(
     network: Sequence[Level],
     algorithm: str = "best",
     count_buffers: bool = False,
-) -> dict[str, Any]:
+) -> StepBounds:
     """T_math, T_mem and the alpha-beta T_comm of one step per device, and the overlap bounds.
 
-    Returns :func:`~roofline_report.analysis.comm.comm_bounds`'s keys (``t_comm`` now latency +
-    bandwidth, ``lower_bound`` the max of the three, ``upper_bound`` their sum) plus
-    ``"t_comm_latency"``, ``"t_comm_bandwidth"``, ``"comm_steps"``, ``"comm_bytes"`` (bytes each
-    device sends per step, loop trips included), ``"comm_memory_bytes"`` (the collectives' own
-    buffers, :func:`~roofline_report.hlo.collectives.collective_memory_bytes`),
-    ``"memory_bytes"`` (the memory traffic T_mem prices: ``hbm_bytes``, plus the buffers with
-    ``count_buffers``),
-    ``"levels"`` (per network level), ``"algorithms"``, ``"unknown_trips"`` and
-    ``"comm_lower_bound"`` (True when a loop's trip count is unknown: the communication is then
-    at least this), ``"not_priced"``. ``critical_intensity`` is the peak over the slowest
-    level's bandwidth.
+    Besides :func:`~roofline_report.analysis.comm.comm_bounds`'s figures (``t_comm`` now latency +
+    bandwidth, ``lower_bound`` the max of the three, ``upper_bound`` their sum): ``comm_bytes``
+    (bytes each device sends per step, loop trips included), ``comm_memory_bytes`` (the
+    collectives' own buffers, :func:`~roofline_report.hlo.collectives.collective_memory_bytes`),
+    ``memory_bytes`` (the memory traffic T_mem prices: ``hbm_bytes``, plus the buffers with
+    ``count_buffers``), ``levels`` (per network level) and ``comm_lower_bound`` (True when a
+    loop's trip count is unknown: the communication is then at least this).
+    ``critical_intensity`` is the peak over the slowest level's bandwidth.
     """
     comm = step_comm_time(collectives, network, algorithm=algorithm)
     work = non_negative("flops", flops)
     traffic = non_negative("hbm_bytes", hbm_bytes)
     peak = positive("peak_flops", peak_flops)
     hbm = positive("hbm_bandwidth", hbm_bandwidth)
-    memory = traffic + (comm["memory_bytes"] if count_buffers else 0)
-    t_math, t_mem, t_comm = work / peak, memory / hbm, comm["t_comm"]
+    memory = traffic + (comm.memory_bytes if count_buffers else 0)
+    t_math, t_mem, t_comm = work / peak, memory / hbm, comm.t_comm
     times = {"compute": t_math, "memory": t_mem, "communication": t_comm}
     lower = max(times.values())
-    levels = _levels_summary(comm["collectives"])
+    levels = _levels_summary(comm.collectives)
     slowest = min(level.bandwidth for level in network)
-    return {
-        "t_math": t_math,
-        "t_mem": t_mem,
-        "t_comm": t_comm,
-        "t_comm_latency": comm["t_latency"],
-        "t_comm_bandwidth": comm["t_bandwidth"],
-        "comm_steps": comm["steps"],
-        "comm_bytes": comm["bytes"],
-        "comm_memory_bytes": comm["memory_bytes"],
-        "memory_bytes": memory,
-        "levels": levels,
-        "algorithms": sorted({a for level in levels for a in level["algorithms"]}),
-        "unknown_trips": comm["unknown_trips"],
-        "comm_lower_bound": comm["unknown_trips"] > 0,
-        "not_priced": comm["not_priced"],
-        "lower_bound": lower,
-        "upper_bound": t_math + t_mem + t_comm,
-        "binding": binding(times),
-        "critical_intensity": peak / slowest,
-        "comm_intensity": None if comm["bytes"] == 0 else work / comm["bytes"],
-    }
+    return StepBounds(
+        t_math=t_math,
+        t_mem=t_mem,
+        t_comm=t_comm,
+        t_comm_latency=comm.t_latency,
+        t_comm_bandwidth=comm.t_bandwidth,
+        comm_steps=comm.steps,
+        comm_bytes=comm.bytes,
+        comm_memory_bytes=comm.memory_bytes,
+        memory_bytes=memory,
+        levels=levels,
+        algorithms=tuple(sorted({a for level in levels for a in level.algorithms})),
+        unknown_trips=comm.unknown_trips,
+        comm_lower_bound=comm.unknown_trips > 0,
+        not_priced=comm.not_priced,
+        lower_bound=lower,
+        upper_bound=t_math + t_mem + t_comm,
+        binding=binding(times),
+        critical_intensity=peak / slowest,
+        comm_intensity=None if comm.bytes == 0 else work / comm.bytes,
+    )
 
 
 def critical_batch(

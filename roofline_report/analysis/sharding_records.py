@@ -3,13 +3,16 @@ built by :func:`roofline_report.analysis.study.comm_study` and
 :func:`~roofline_report.analysis.study.step_study` from the run's sharding record
 (:class:`roofline_report.results.schema_sharding.Sharding`).
 
-* :class:`StepBounds`: T_math, T_mem and the alpha-beta T_comm of one step per device, and the
-  bounds they set (:func:`~roofline_report.analysis.comm_step.step_bounds`), with
-  :class:`LevelTotals` per network level.
+* :class:`StepBounds` (from :mod:`~roofline_report.analysis.comm_step`): T_math, T_mem and the
+  alpha-beta T_comm of one step per device, and the bounds they set
+  (:func:`~roofline_report.analysis.comm_step.step_bounds`), with :class:`LevelTotals` per
+  network level.
 * :class:`CommStudy`: each workload's bounds under the render's budgets
-  (:class:`WorkloadBounds`) and the built-in matmul's analytic :class:`ScalingSeries`.
+  (:class:`WorkloadBounds`) and the built-in matmul's analytic :class:`ScalingSeries` (from
+  :mod:`~roofline_report.analysis.comm`).
 * :class:`StepStudy`: each step under the alpha-beta model (:class:`StepRow`), its collectives
-  priced (:class:`StepCollective`, :class:`CollectiveCost`), ours beside
+  priced (:class:`StepCollective`, :class:`CollectiveCost` from
+  :mod:`~roofline_report.analysis.comm_network`), ours beside
   jax.experimental.roofline, the emulated timings and the :class:`Projection` to a chip preset.
 * :class:`ShardingStudy`: the run's sharding record and the two studies, or why there is none.
 """
@@ -20,7 +23,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_report.analysis.comm_network import Level
+from roofline_report.analysis.comm import ScalingSeries, SeriesColumns
+from roofline_report.analysis.comm_network import (
+    CollectiveCost,
+    Level,
+    PricedLevel,
+    RejectedAlgorithm,
+)
+from roofline_report.analysis.comm_step import LevelTotals, StepBounds
 from roofline_report.results.schema_sharding import Sharding
 
 __all__ = [
@@ -62,76 +72,6 @@ class CommBudget:
     latency: float
 
 
-@dataclass(frozen=True, slots=True)
-class LevelTotals:
-    """One network level's share of a step's collectives: its latency and bandwidth time,
-    the bytes and steps there (loop trips included) and the algorithms chosen."""
-
-    level: str
-    topology: str
-    t_latency: float
-    t_bandwidth: float
-    bytes: int
-    steps: int
-    algorithms: tuple[str, ...]
-    devices: int
-    slice: str | None
-    latency_kind: str
-    bandwidth_kind: str
-
-    @classmethod
-    def of(cls, totals: Mapping[str, Any]) -> LevelTotals:
-        """From a level of :func:`~roofline_report.analysis.comm_step.step_bounds`."""
-        return cls(str(totals["level"]), str(totals["topology"]), float(totals["t_latency"]),
-                   float(totals["t_bandwidth"]), totals["bytes"], totals["steps"],
-                   tuple(totals["algorithms"]), totals["devices"], totals["slice"],
-                   str(totals["latency_kind"]), str(totals["bandwidth_kind"]))
-
-
-@dataclass(frozen=True, slots=True)
-class StepBounds:
-    """T_math, T_mem and the alpha-beta T_comm of one step per device: the largest a lower
-    bound on the step (perfect overlap), their sum an upper bound (no overlap)."""
-
-    t_math: float
-    t_mem: float
-    t_comm: float
-    t_comm_latency: float
-    t_comm_bandwidth: float
-    comm_steps: int
-    comm_bytes: int
-    comm_memory_bytes: int
-    memory_bytes: float  # the memory traffic T_mem prices
-    levels: tuple[LevelTotals, ...]
-    algorithms: tuple[str, ...]
-    unknown_trips: int
-    comm_lower_bound: bool  # a loop of unknown trip count: T_comm is at least this
-    not_priced: tuple[str, ...]
-    lower_bound: float
-    upper_bound: float
-    binding: str
-    critical_intensity: float
-    comm_intensity: float | None
-
-    @classmethod
-    def of(cls, bounds: Mapping[str, Any]) -> StepBounds:
-        """From :func:`~roofline_report.analysis.comm_step.step_bounds`'s keys."""
-        return cls(
-            t_math=bounds["t_math"], t_mem=bounds["t_mem"], t_comm=bounds["t_comm"],
-            t_comm_latency=bounds["t_comm_latency"],
-            t_comm_bandwidth=bounds["t_comm_bandwidth"], comm_steps=bounds["comm_steps"],
-            comm_bytes=bounds["comm_bytes"], comm_memory_bytes=bounds["comm_memory_bytes"],
-            memory_bytes=bounds["memory_bytes"],
-            levels=tuple(LevelTotals.of(level) for level in bounds["levels"]),
-            algorithms=tuple(bounds["algorithms"]), unknown_trips=bounds["unknown_trips"],
-            comm_lower_bound=bool(bounds["comm_lower_bound"]),
-            not_priced=tuple(bounds["not_priced"]), lower_bound=bounds["lower_bound"],
-            upper_bound=bounds["upper_bound"], binding=str(bounds["binding"]),
-            critical_intensity=bounds["critical_intensity"],
-            comm_intensity=bounds["comm_intensity"],
-        )
-
-
 # --- the communication roofline under the render's budgets ------------------------------------
 
 
@@ -144,59 +84,6 @@ class WorkloadBounds:
     name: str
     sharding: str
     bounds: StepBounds
-
-
-@dataclass(frozen=True, slots=True)
-class SeriesColumns:
-    """One strategy's bounds at each point of a sweep."""
-
-    t_math: tuple[float, ...]
-    t_mem: tuple[float, ...]
-    t_comm: tuple[float, ...]
-    lower_bound: tuple[float, ...]
-    upper_bound: tuple[float, ...]
-    binding: tuple[str, ...]
-    comm_bytes: tuple[int, ...]
-
-    @classmethod
-    def of(cls, columns: Mapping[str, Any]) -> SeriesColumns:
-        return cls(*(tuple(columns[key]) for key in (
-            "t_math", "t_mem", "t_comm", "lower_bound", "upper_bound", "binding",
-            "comm_bytes")))
-
-
-@dataclass(frozen=True, slots=True)
-class ScalingSeries:
-    """The built-in matmul x[B, D] @ w[D, F] per strategy, as the device count grows at the
-    fixed batch and as the batch grows on the fixed devices
-    (:func:`roofline_report.analysis.comm.scaling_series`)."""
-
-    d_model: int
-    d_ff: int
-    batch: int
-    devices: int
-    itemsize: int
-    critical_intensity: float
-    strategies: Mapping[str, str]  # name: label
-    device_counts: tuple[int, ...]
-    batches: tuple[int, ...]
-    by_devices: Mapping[str, SeriesColumns]
-    by_batch: Mapping[str, SeriesColumns]
-
-    @classmethod
-    def of(cls, series: Mapping[str, Any]) -> ScalingSeries:
-        shapes = series["shapes"]
-        names = tuple(series["strategies"])
-        return cls(
-            d_model=shapes["d_model"], d_ff=shapes["d_ff"], batch=shapes["batch"],
-            devices=shapes["devices"], itemsize=shapes["itemsize"],
-            critical_intensity=series["critical_intensity"],
-            strategies=dict(series["strategies"]),
-            device_counts=tuple(series["by_devices"]["devices"]),
-            batches=tuple(series["by_batch"]["batch"]),
-            by_devices={name: SeriesColumns.of(series["by_devices"][name]) for name in names},
-            by_batch={name: SeriesColumns.of(series["by_batch"][name]) for name in names},
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,85 +131,6 @@ class StepRow:
     forward_flops: float | None
     critical_batch_book: float | None  # as the scaling book states it
     bounds: StepBounds
-
-
-@dataclass(frozen=True, slots=True)
-class RejectedAlgorithm:
-    """The algorithm a level did not choose, and its time."""
-
-    algorithm: str
-    time: float
-
-
-@dataclass(frozen=True, slots=True)
-class PricedLevel:
-    """One network level's part of a collective
-    (:func:`~roofline_report.analysis.comm_network.collective_cost`)."""
-
-    level: str
-    topology: str
-    devices: int
-    algorithm: str
-    steps: int
-    bytes: int
-    bandwidth: float
-    latency: float
-    slice: str | None
-    cut_links: int | None
-    t_latency: float
-    t_bandwidth: float
-    time: float
-    rejected: RejectedAlgorithm | None
-    binds: bool  # the slower level: its bandwidth time is the collective's
-    latency_kind: str
-    bandwidth_kind: str
-
-    @classmethod
-    def of(cls, level: Mapping[str, Any]) -> PricedLevel:
-        rejected = level["rejected"]
-        return cls(
-            level=level["level"], topology=level["topology"], devices=level["devices"],
-            algorithm=level["algorithm"], steps=level["steps"], bytes=level["bytes"],
-            bandwidth=level["bandwidth"], latency=level["latency"], slice=level["slice"],
-            cut_links=level["cut_links"], t_latency=level["t_latency"],
-            t_bandwidth=level["t_bandwidth"], time=level["time"],
-            rejected=None if rejected is None
-            else RejectedAlgorithm(rejected["algorithm"], rejected["time"]),
-            binds=bool(level["binds"]), latency_kind=level["latency_kind"],
-            bandwidth_kind=level["bandwidth_kind"],
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class CollectiveCost:
-    """The alpha-beta time of a collective's runs on a network of levels."""
-
-    op: str
-    group_size: int
-    count: int
-    array_bytes: int
-    levels: tuple[PricedLevel, ...]
-    algorithm: str
-    pipelined: bool
-    steps: int
-    bytes: int
-    t_latency: float
-    t_bandwidth: float
-    time: float
-    memory_bytes: int
-
-    @classmethod
-    def of(cls, cost: Mapping[str, Any]) -> CollectiveCost:
-        """From :func:`~roofline_report.analysis.comm_network.collective_cost`."""
-        return cls(
-            op=cost["op"], group_size=cost["group_size"], count=cost["count"],
-            array_bytes=cost["array_bytes"],
-            levels=tuple(PricedLevel.of(level) for level in cost["levels"]),
-            algorithm=cost["algorithm"], pipelined=bool(cost["pipelined"]),
-            steps=cost["steps"], bytes=cost["bytes"], t_latency=cost["t_latency"],
-            t_bandwidth=cost["t_bandwidth"], time=cost["time"],
-            memory_bytes=cost["memory_bytes"],
-        )
 
 
 @dataclass(frozen=True, slots=True)

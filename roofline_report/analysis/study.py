@@ -28,7 +28,6 @@ from roofline_report.analysis.seed_records import (
     SeedStudy,
 )
 from roofline_report.analysis.sharding_records import (
-    CollectiveCost,
     CommBudget,
     CommStudy,
     Crossover,
@@ -40,7 +39,6 @@ from roofline_report.analysis.sharding_records import (
     Projection,
     ProjectionKinds,
     ProjectionLink,
-    ScalingSeries,
     StepBounds,
     StepCollective,
     StepRow,
@@ -186,9 +184,9 @@ def comm_study(
             peak_flops=peak, hbm_bandwidth=bandwidth, network=flat,
             count_buffers=bool(w.step),
         )
-        lower_bound_only = per.get("comm_bytes_complete") is False or bounds["comm_lower_bound"]
+        lower_bound_only = per.get("comm_bytes_complete") is False or bounds.comm_lower_bound
         rows.append(WorkloadBounds(index, w.name, w.sharding, replace(
-            StepBounds.of(bounds), comm_lower_bound=lower_bound_only)))
+            bounds, comm_lower_bound=lower_bound_only)))
     # The analytic series of the built-in matmul, at the batch the matmuls were measured at
     # (none when the run has no built-in matmul, as with --only-config).
     matmul = next((w for w in sharding.workloads
@@ -198,12 +196,12 @@ def comm_study(
         shapes = matmul.shapes
         d_model, d_ff = shapes["w"][:2]
         batch = int(shapes["x"][0])
-        series = ScalingSeries.of(comm_model.scaling_series(
+        series = comm_model.scaling_series(
             d_model=int(d_model), d_ff=int(d_ff), batch=batch,
             device_counts=[1, 2, 4, 8], batches=sorted({8 * 2**i for i in range(0, 9)} | {batch}),
             devices=int(sharding.devices), peak_flops=peak, hbm_bandwidth=bandwidth,
             interconnect_bandwidth=interconnect,
-        ))
+        )
     return CommStudy(kind=kind, source=source,
                      budget=CommBudget(peak, bandwidth, interconnect, latency),
                      bounds=tuple(rows), series=series)
@@ -266,9 +264,9 @@ def _collective_rows(workload: ShardedWorkload, network: Sequence[comm_network.L
         if c.get("op") in COLLECTIVE_OPS and size is not None and c.get("group_size") is not None:
             trips = c.get("trip_count", 1)
             try:
-                priced = CollectiveCost.of(comm_network.collective_cost(
+                priced = comm_network.collective_cost(
                     c["op"], size, int(c["group_size"]), network,
-                    count=1 if trips is None else int(trips)))
+                    count=1 if trips is None else int(trips))
             except comm_network.NotPriced:
                 priced = None
         rows.append(StepCollective(
@@ -369,15 +367,15 @@ def _links(preset: Any) -> tuple[ProjectionLink, ...]:
                  for link in (preset.interconnect, preset.scale_out) if link is not None)
 
 
-def _projection_kinds(point: Mapping[str, Any]) -> ProjectionKinds:
+def _projection_kinds(point: StepBounds) -> ProjectionKinds:
     """The kind of each number of a projected row: spec-sheet figures, except what an assumed
     latency enters (T_comm's latency, T_comm, a bound it sets, the critical batch)."""
     spec, hyp = Kind.SPEC_SHEET.value, Kind.HYPOTHETICAL.value
-    assumed = point["t_comm_latency"] > 0
+    assumed = point.t_comm_latency > 0
     comm = hyp if assumed else spec
     return ProjectionKinds(
         t_math=spec, t_mem=spec, t_comm_bandwidth=spec, t_comm_latency=hyp, t_comm=comm,
-        lower_bound=comm if point["binding"] == "communication" else spec,
+        lower_bound=comm if point.binding == "communication" else spec,
         upper_bound=comm, critical_batch=comm)
 
 
@@ -480,20 +478,20 @@ def step_study(
             count_buffers=bool(w.step),
         )
         critical = None if batch is None else comm_step.critical_batch(
-            batch=batch.global_batch, t_math=bounds["t_math"],
-            t_latency=bounds["t_comm_latency"], t_bandwidth=bounds["t_comm_bandwidth"],
+            batch=batch.global_batch, t_math=bounds.t_math,
+            t_latency=bounds.t_comm_latency, t_bandwidth=bounds.t_comm_bandwidth,
             comm_scales=batch.comm_scales)
         forward = forward_flops(w, devices)
         book = None if batch is None else comm_step.book_critical_batch(
             batch=batch.global_batch, forward_flops=forward, peak_flops=peak,
-            t_bandwidth=bounds["t_comm_bandwidth"], comm_scales=batch.comm_scales)
+            t_bandwidth=bounds.t_comm_bandwidth, comm_scales=batch.comm_scales)
         rows.append(StepRow(
             index=index, name=w.name, sharding=w.sharding, step=bool(w.step),
             mesh=_mesh_text(w), devices=devices, batch=batch, dtype=_workload_dtype(w),
             critical_batch=critical, forward_flops=forward, critical_batch_book=book,
-            bounds=StepBounds.of(bounds)))
+            bounds=bounds))
         collectives += _collective_rows(w, flat)
-        jr = _jax_roofline_row(w, per, bounds["comm_steps"])
+        jr = _jax_roofline_row(w, per, bounds.comm_steps)
         if jr is not None:
             compare.append(jr)
         seconds = sharded_seconds(w)
@@ -557,27 +555,28 @@ def _project_rows(workload: ShardedWorkload, row: StepRow, chosen: Any,
             peak_flops=chip_peak, hbm_bandwidth=chosen.hbm_bandwidth, network=network,
             hbm_parts=per.get("hbm_parts"), split_dims=workload.split_dims or (),
         )  # fmt: skip
-        if not point["available"]:
+        if isinstance(point, comm_projection.UnprojectedStep):
             out.append(NotProjected(row.name, n, batch.comm_scales,
-                                    _not_projected(chosen, point["reason"])))
+                                    _not_projected(chosen, point.reason)))
             continue
+        bounds = point.bounds
         global_batch = int(batch.global_batch * n / row.devices)
         critical = None if not global_batch else comm_step.critical_batch(
-            batch=global_batch, t_math=point["t_math"], t_latency=point["t_comm_latency"],
-            t_bandwidth=point["t_comm_bandwidth"], comm_scales=batch.comm_scales)
+            batch=global_batch, t_math=bounds.t_math, t_latency=bounds.t_comm_latency,
+            t_bandwidth=bounds.t_comm_bandwidth, comm_scales=batch.comm_scales)
         book = None if not global_batch else comm_step.book_critical_batch(
             batch=global_batch, forward_flops=row.forward_flops, peak_flops=chip_peak,
-            t_bandwidth=point["t_comm_bandwidth"], comm_scales=batch.comm_scales)
-        link = " + ".join(level["level"] for level in point["levels"]) or network[0].name
-        binding_level = max(point["levels"], key=lambda level: level["t_bandwidth"],
-                            default={"level": None})["level"]
+            t_bandwidth=bounds.t_comm_bandwidth, comm_scales=batch.comm_scales)
+        link = " + ".join(level.level for level in bounds.levels) or network[0].name
+        binding_level = max(bounds.levels, key=lambda level: level.t_bandwidth).level \
+            if bounds.levels else None
         out.append(ProjectedStep(
-            name=row.name, devices=point["devices"], comm_scales=batch.comm_scales,
-            bounds=StepBounds.of(point), batch_factor=point["batch_factor"],
-            hbm_shards=point["hbm_shards"], flags=tuple(point["flags"]), link=link,
+            name=row.name, devices=point.devices, comm_scales=batch.comm_scales,
+            bounds=bounds, batch_factor=point.batch_factor,
+            hbm_shards=point.hbm_shards, flags=point.flags, link=link,
             binding_level=binding_level, global_batch=global_batch, peak=chip_peak,
             peak_dtype=peak_dtype, critical_batch=critical,
             critical_per_device=None if critical is None else critical / n,
             critical_per_device_book=None if book is None else book / n,
-            kinds=_projection_kinds(point)))
+            kinds=_projection_kinds(bounds)))
     return out
