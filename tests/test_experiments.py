@@ -32,6 +32,7 @@ from roofline_report.analysis.seed_model import SEED_PEAK_FLOPS as PEAK
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind
 from roofline_report.observe.timer import Stats, Timing
+from roofline_report.results.schema_kernels import KernelInventory
 from roofline_report.results.schema_lab import LabExperiments
 
 # ------------------------------------------------------------------------------- helpers
@@ -1143,7 +1144,9 @@ def test_the_package_reexports_what_callers_use() -> None:
     assert ex.verdict is common.verdict and ex.knee_fit is common.knee_fit
     assert ex.Budgets is common.Budgets
     assert callable(bf16.memory) and callable(bf16.compute)
-    km, why = times.kernel_model(ROOFS, doubled_programs(), dict.fromkeys(
+    typed_programs = {variant: KernelInventory.model_validate(inventory)
+                      for variant, inventory in doubled_programs().items()}
+    km, why = times.kernel_model(ROOFS, typed_programs, dict.fromkeys(
         ("one_array", "two_arrays"), "float32"))
     assert km is not None and why == ""
     assert km.seconds("one_array") == pytest.approx((4 * N + 4) / BW_DRAM + LAUNCH + ENQUEUED)

@@ -1,18 +1,17 @@
 """Reading one lab experiment's typed record (no jax): what the schema leaves open checked, with
 InputError naming the field: a size only some experiments record, a sweep's lists aligned with
 its points, a number that must be finite. The kernel inventories are handed to the kernel model
-in the form results.json holds them, or the reason a variant has none.
+as their typed records, or the reason a variant has none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from roofline_report.analysis.experiments.verdicts import finite
 from roofline_report.analysis.stats import Timing
 from roofline_report.errors import InputError
-from roofline_report.results.io import plain
 from roofline_report.results.schema_base import Timing as TimingRecord
 from roofline_report.results.schema_base import Unavailable
 from roofline_report.results.schema_kernels import KernelInventory
@@ -62,14 +61,14 @@ def timings(exp_id: str, key: str, records: Sequence[TimingRecord], points: int
 
 
 def programs(by_variant: Mapping[Variant, Inventory], variants: Sequence[Variant]
-             ) -> dict[str, Mapping[str, Any] | str]:
+             ) -> dict[str, KernelInventory | str]:
     """The kernel inventory of each variant (as results.json holds it, for the kernel model),
     or the reason it has none (not recorded, or its reading failed)."""
     return {variant: _inventory(by_variant.get(variant)) for variant in variants}
 
 
 def sweep_programs(exp_id: str, inventories: Sequence[Inventory], labels: Sequence[str]
-                   ) -> dict[str, Mapping[str, Any] | str]:
+                   ) -> dict[str, KernelInventory | str]:
     """The kernel inventory of each sweep point (named by ``labels``), from the list aligned
     with the points, or the reason it has none."""
     if len(inventories) != len(labels):
@@ -78,13 +77,13 @@ def sweep_programs(exp_id: str, inventories: Sequence[Inventory], labels: Sequen
             for label, inventory in zip(labels, inventories, strict=True)}
 
 
-def _inventory(inventory: Inventory | None) -> Mapping[str, Any] | str:
+def _inventory(inventory: Inventory | None) -> KernelInventory | str:
     if inventory is None:
         return NOT_RECORDED
     if isinstance(inventory, Unavailable):
         why = inventory.reason
         return f"its kernel inventory failed: {why}" if why else "its kernel inventory failed"
-    return plain(inventory)
+    return inventory
 
 
 NOT_RECORDED = "no kernel inventory recorded (results saved before the lab recorded them)"

@@ -34,7 +34,7 @@ from roofline_report.kinds import Kind, Quantity
 from roofline_report.results import schema
 from roofline_report.units import format_si
 
-Programs = Mapping[str, Mapping[str, Any] | str]
+Programs = Mapping[str, schema.KernelInventory | str]
 """A kernel inventory by variant, or the reason a variant has none."""
 
 
@@ -44,7 +44,7 @@ class KernelModel:
 
     roofs: RoofSet
     predictions: Mapping[str, Prediction]
-    inventories: Mapping[str, Mapping[str, Any]]
+    inventories: Mapping[str, schema.KernelInventory]
     labels: Mapping[str, str]
     kernels: Mapping[str, Sequence[Prediction]]  # each variant's kernels' predictions
 
@@ -91,8 +91,8 @@ class KernelModel:
 
     def counts(self, variant: str) -> tuple[int, int]:
         """(kernels, launches per call) of the variant's program."""
-        kernels = self.inventories[variant].get("kernels") or []
-        return len(kernels), sum(int(k.get("trips", 1)) for k in kernels)
+        kernels = self.inventories[variant].kernels
+        return len(kernels), sum(kernel.trips for kernel in kernels)
 
     def bandwidth_text(self, variant: str) -> str:
         """'the 31.3 GB/s the model charges for DRAM' (or the level alone without traffic)."""
@@ -173,7 +173,7 @@ def kernel_model(
         return None, "no measured roofs"
     if not roofs.complete:
         return None, "the measured roofs lack a compute or a bandwidth roof"
-    inventories: dict[str, Mapping[str, Any]] = {}
+    inventories: dict[str, schema.KernelInventory] = {}
     missing: dict[str, str] = {}
     for v, inv in programs.items():
         if isinstance(inv, str):
@@ -188,13 +188,11 @@ def kernel_model(
     predictions: dict[str, Prediction] = {}
     kernels: dict[str, list[Prediction]] = {}
     for v, inv in inventories.items():
-        # The lab's records as results.json holds them: read typed, as the model reads them.
-        typed = schema.KernelInventory.model_validate(inv)
-        parts = predict_kernels(typed.kernels, dtypes[v], roofs, program_traffic(typed),
-                                program_footprint(typed))
+        parts = predict_kernels(inv.kernels, dtypes[v], roofs, program_traffic(inv),
+                                program_footprint(inv))
         p = predict_program(parts, roofs) if parts is not None else None
         if parts is None or p is None:
-            why = "its inventory lists no kernels" if not inv.get("kernels") else (
+            why = "its inventory lists no kernels" if not inv.kernels else (
                 "a roof it needs is missing")
             return None, f"the per-kernel model gives no time for the {names[v]} program: {why}"
         predictions[v], kernels[v] = p, parts
