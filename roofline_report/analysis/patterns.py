@@ -120,8 +120,25 @@ def pattern_roof(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet) -> Rat
     if found is not None and found.row and row > 0:
         # A top-k's rate depends on its row length: the roof measured nearest it (in log).
         same = [r for r in roofs.rates if r.op == found.op and r.dtype == found.dtype and r.row]
-        found = min(same, key=lambda r: (abs(math.log(r.row / row)), r.row))
+        nearest = min(same, key=lambda r: (abs(math.log(r.row / row)), r.row)).row
+        found = _by_table(kernel, [r for r in same if r.row == nearest])
     return found
+
+
+def _by_table(kernel: schema.KernelRecord, roofs: list[RateRoof]) -> RateRoof:
+    """Of roofs of one row, the one whose table is nearest the kernel's gather table (in log);
+    a roof whose table grows with its output (``table`` 0: float32, as large as the output)
+    is read at the kernel's own output. Without the kernel's table (another pattern, a record
+    written before tables were), the roof of a growing table where there is one."""
+    table = kernel.pattern_table_bytes
+    if table <= 0 or not any(r.table for r in roofs):
+        return min(roofs, key=lambda r: r.table)
+
+    def distance(r: RateRoof) -> float:
+        own = r.table or 4 * max(1, kernel.pattern_size)
+        return abs(math.log(own / table))
+
+    return min(roofs, key=lambda r: (distance(r), r.table))
 
 
 def pattern_time(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet

@@ -185,6 +185,7 @@ class RateRoof:
     by_size: tuple[tuple[float, float], ...] = ()
     row: int = 0  # a top-k roof's row length (0: not said)
     threads: int | None = None  # the worker threads its kernel ran on (None: not recorded)
+    table: int = 0  # a gather roof's fixed table in bytes (0: as large as its output)
 
     def rate_at(self, ops: float) -> float:
         """The rate at ``ops`` operations per call: interpolated (in log size) between the
@@ -566,7 +567,8 @@ def measured(ceilings: Mapping[str, Any],
                                                 ", the dispatch floor taken off")
                                  if by_size else ""),
                               by_size=by_size, row=int(e.get("row") or 0),
-                              threads=_threads(e.get("threads"))))
+                              threads=_threads(e.get("threads")),
+                              table=int(e.get("table") or 0)))
     return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
                    tuple(floors), tuple(rates), dispatch_overlaps=overlaps,
                    units_overlap=backends.describe(backend).name == "tpu")

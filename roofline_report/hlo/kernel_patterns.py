@@ -145,6 +145,10 @@ class Pattern:
     # length of the dimension a sort sorts, a block transpose's run, a matrix-vector
     # product's narrow width, an FFT's last transformed length.
     row: int = 0
+    # A gather's table: the bytes of the operand it gathers from (0 for other patterns, or
+    # an element type of unknown width). Where it fits a core's own memory a TPU gathers
+    # from it far faster than from a table in HBM.
+    table: int = 0
 
 
 def _plain(shape: Shape | None) -> str:
@@ -726,9 +730,11 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
     if gathers:
         size = sum(elements_of(i.shape) for i in gathers)
         first = gathers[0]
+        table = first.operand_shapes[0] if first.operand_shapes else None
         return Pattern("gather", size, f"{_plain(first.shape)} gathered from "
-                                       f"{_plain(first.operand_shapes[0])}",
-                       math.prod(ints_in(first.attributes.get("slice_sizes"))))
+                                       f"{_plain(table)}",
+                       math.prod(ints_in(first.attributes.get("slice_sizes"))),
+                       table=(table.nbytes or 0) if table is not None else 0)
     lanes = [(i, found) for i in inside if tpu and (found := lane_reduction(i)) is not None]
     if lanes:
         size = sum(elements_of(i.operand_shapes[0]) for i, _ in lanes if i.operand_shapes)

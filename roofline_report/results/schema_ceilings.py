@@ -207,6 +207,9 @@ class RateCeiling(Record):
     roof: bool = True
     # A top-k's (or a reduce-window-lane's) row length: one roof per row length measured.
     row: PosInt | None = None
+    # A gather's fixed table, in bytes: one roof per table size (None: a table as large as
+    # the gather's output).
+    table: PosInt | None = None
     # The worker threads its kernel ran on (XLA:CPU's split of the kernel, at most the
     # cores); None where not recorded (an accelerator, or ceilings measured before).
     threads: AtLeastOne | None = None

@@ -84,6 +84,9 @@ class KernelRecord(Record):
     # dimension it searches), a sort's, a gather's slice or a scatter's update window per
     # index, a block transpose's run, a matrix-vector product's narrow width, an FFT's length.
     pattern_row: Count = 0
+    # A gather's table: the bytes of the operand it gathers from (0: not a gather, or not
+    # recorded: documents written before it was).
+    pattern_table_bytes: Count = 0
     # Independent matrix products of its largest dot (its batch size; 1 for a plain product).
     matmul_products: AtLeastOne = 1
     # Flops of its convolutions whose windows tile their input (patch embeddings, 1x1

@@ -108,6 +108,9 @@ def measure_ceilings(
                                                         again=again, window=window,
                                                         group=group)
                     for window, group in special_ceilings.GROUPED_ROOFS]
+        if backend != "cpu":
+            compute.append(special_ceilings.causal_conv_entry("float32", backend, plan, say,
+                                                              again=again))
     kept: dict[str, Any] = {}
     streams = [stream_ceilings.bandwidth_entries(plan, cache_bytes, say, kept,
                                                  round_samples(plan.samples), budget)]

@@ -206,6 +206,35 @@ def gather_rows(dtype: str) -> Callable[[int], Point]:
     return build
 
 
+def _uniform(count: int, bound: int) -> Any:
+    """``count`` fixed random indices into range(bound), int32, uniform and independent (a
+    table smaller than the gather repeats rows, as an embedding's lookups do)."""
+    import jax
+    import numpy as np
+
+    return jax.device_put(_rng().integers(0, bound, count).astype(np.int32))
+
+
+def gather_table(dtype: str, row: int, table_bytes: int) -> Callable[[int], Point]:
+    """``jnp.take`` of rows of ``row`` elements (1: single elements of a vector) from a table
+    of a fixed ``table_bytes``, at uniform random indices, by output elements: what a gather
+    from a small table costs (a position bias, an embedding of a short vocabulary), apart
+    from the size of its output. Bytes: the output written, the rows read, the indices."""
+    import jax.numpy as jnp
+
+    item = _itemsize(dtype)
+    rows_in = max(1, table_bytes // (item * row))
+
+    def build(elements: int) -> Point:
+        count = max(1, elements // row)
+        shape = (rows_in, row) if row > 1 else (rows_in,)
+        x, idx = _array(shape, dtype), _uniform(count, rows_in)
+        return Point(lambda a, i: jnp.take(a, i, axis=0), (x, idx), count * row,
+                     2 * count * row * item + 4 * count, shape)
+
+    return build
+
+
 def scatter_add(dtype: str, row: int) -> Callable[[int], Point]:
     """Scatter-add of ``row`` elements per index (1: single elements of a vector) into a
     donated operand, one update per row of the operand, in a random order."""

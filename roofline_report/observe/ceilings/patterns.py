@@ -136,6 +136,7 @@ def _entry(kernel: Kernel, ready: Mapping[int, _Ready], why: Sequence[str]) -> d
         "available": False, "reason": "; ".join(why), "elements": 1, "reps": 1,
         "ops_per_call": 1, "timing": None, "by_size": [], "variant": kernel.variant,
         "roof": kernel.roof, **({"row": kernel.row} if kernel.row else {}),
+        **({"table": kernel.table} if kernel.table else {}),
     }
     best: tuple[float, _Ready] | None = None
     for size in sorted(ready):

@@ -42,6 +42,11 @@ from roofline_report.observe.ceilings.sampling import (
 # and 7x7 (9 and 49 taps an output), and 3x3 over groups of 16 features (144 taps), where the
 # groups' features fill the vector lanes and the rate is an order of magnitude higher.
 GROUPED_ROOFS = ((3, 1), (7, 1), (3, 16))
+# An accelerator's 1-D depthwise roof: a causal convolution of this many taps along the
+# sequence of [batch, length, channels] (a state-space model's token mixing). On a TPU v5e such
+# a 4-tap convolution ran 25 times below the 3x3 depthwise roof's FLOP/s: its taps are not an
+# image's.
+CAUSAL_TAPS = 4
 INTEGER_SUM = "int32"  # what the integer products accumulate in
 
 
@@ -195,3 +200,37 @@ def grouped_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
     return _sized(entry, convolution, plan.grouped_conv_sizes, operands,
                   lambda n: depthwise_flops(n, batch, channels, window, group),
                   grouped_convolution, plan, say, again)
+
+
+def causal_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
+                      again: Again | None = None, taps: int = CAUSAL_TAPS) -> dict[str, Any]:
+    """The 1-D depthwise roof of ``dtype``: a causal convolution of ``taps`` along the
+    sequence of ``[batch, n², channels]`` (one group per channel, padded on the left, the
+    output as long as the input: ``NWC``, ``WIO``), at the plan's image sides n (the 2-D
+    roofs' elements). Its ``window`` is its taps: the model reads a grouped convolution's
+    rate by its taps."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    batch, channels = depthwise_shape(backend)
+    kind = jnp.dtype(dtype)
+
+    def convolution(x: Any, w: Any) -> Any:
+        return jax.lax.conv_general_dilated(x, w, window_strides=(1,),
+                                            padding=[(taps - 1, 0)],
+                                            dimension_numbers=("NWC", "WIO", "NWC"),
+                                            feature_group_count=channels)
+
+    def operands(n: int) -> tuple[Any, Any]:
+        rng = np.random.default_rng(4)
+        x = rng.standard_normal((batch, n * n, channels), dtype=np.float32)
+        w = rng.standard_normal((taps, 1, channels), dtype=np.float32) / taps
+        return jax.device_put(x.astype(kind)), jax.device_put(w.astype(kind))
+
+    entry = _compute_entry(f"grouped convolution {dtype} (1-D causal, {taps} taps, depthwise)",
+                           "grouped-convolution", dtype, "default")
+    entry["window"] = taps
+    return _sized(entry, convolution, plan.grouped_conv_sizes, operands,
+                  lambda n: 2 * batch * n * n * channels * taps, grouped_convolution, plan,
+                  say, again)
