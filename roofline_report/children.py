@@ -63,16 +63,21 @@ def start(module: str, args: Sequence[str] = (), *, isolated: bool = True,
     """Start a fresh interpreter that runs ``module``'s ``main()`` with ``args`` (its
     ``sys.argv[1:]``) and exits with what it returns.
 
-    ``isolated`` (a helper that imports only the package and the standard library): the
-    interpreter runs with ``-I``, away from the user's site and ``PYTHON*`` variables, and
-    nothing is read from or written to its standard streams. Otherwise (a child that imports the
+    ``isolated`` (a helper that imports only the package, its dependencies and the standard
+    library): the interpreter runs with ``-I``, away from the ``PYTHON*`` variables and the
+    user's ``sitecustomize``, on this process's import path, and nothing is read from or
+    written to its standard streams. Otherwise (a child that imports the
     user's modules, as the sharded measurement does) it runs in ``cwd`` with the user's paths,
     and with ``capture`` its output and errors come back as text (``communicate()``). ``env``
     is its whole environment, made by :func:`environment` (by default with nothing added).
 
     The child is recorded until :func:`end`; raises :class:`NotStarted` if it cannot start.
     """
-    code = (f"import sys; sys.path.insert(0, {ROOT!r}); "
+    # An isolated interpreter drops the user's site and PYTHONPATH, where the package's own
+    # dependencies may live (protobuf installed with --user, or from a folder on PYTHONPATH):
+    # it takes this process's import path instead, the package's folder first.
+    path = [ROOT, *(p for p in sys.path if p and p != ROOT)] if isolated else [ROOT]
+    code = (f"import sys; sys.path[:0] = {path!r}; "
             f"from {module} import main; raise SystemExit(main())")
     command = [sys.executable, *(["-I"] if isolated else []), "-c", code, *args]
     streams: dict[str, Any] = {"stdin": subprocess.DEVNULL}

@@ -96,6 +96,20 @@ def test_an_isolated_child_imports_the_package_only(child_module: Path) -> None:
     children.end(proc)
 
 
+def test_an_isolated_child_keeps_this_processs_import_path(
+        child_module: Path, tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The package's dependencies may live where only this process's path finds them (a
+    folder on PYTHONPATH, the user's site): -I drops both, so the child is given the path."""
+    reached = tmp_path_factory.mktemp("reached")
+    (child_module / "probe_child.py").rename(reached / "probe_child.py")
+    monkeypatch.syspath_prepend(str(reached))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    proc = children.start("probe_child", ["4"], cwd=str(child_module))
+    assert proc.wait(timeout=60) == 4
+    children.end(proc)
+
+
 def test_a_child_that_cannot_start(child_module: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "executable", str(child_module / "no-such-python"))
     with pytest.raises(children.NotStarted) as raised:
