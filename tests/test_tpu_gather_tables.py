@@ -155,3 +155,22 @@ def test_a_gather_kept_on_chip_keeps_its_gather_roof() -> None:
     assert [t.roof for t in found.terms if t.group == "pattern"] == [GROWING.name]
     assert predict.on_chip_only(record)
     assert not predict.on_chip_only(record.model_copy(update={"bytes_read": 4}))
+
+
+def test_a_sequence_convolution_roof_counts_its_taps_along_one_dimension() -> None:
+    from roofline_report.analysis.roofs import _window_of
+
+    # the 1-D causal roof: 4 taps, not 4 x 4; an image's 3x3 and one over groups of 16
+    assert _window_of({"window": 4, "rank": 1}) == 4
+    assert _window_of({"window": 3}) == 9
+    assert _window_of({"window": 3, "group": 16}) == 144
+    assert _window_of({"window": 3, "rank": True}) == 9  # not a count: an image's
+    from roofline_report.observe.ceilings.special_compute import CAUSAL_TAPS
+    from roofline_report.results.schema_ceilings import ComputeCeiling
+
+    entry = ComputeCeiling.model_validate(
+        {"name": f"grouped convolution float32 (1-D causal, {CAUSAL_TAPS} taps, depthwise)",
+         "op": "grouped-convolution", "precision": "default", "dtype": "float32",
+         "value": 3.2e11, "unit": "FLOP/s", "kind": "measured", "available": True,
+         "reason": "", "window": CAUSAL_TAPS, "rank": 1})
+    assert (entry.window, entry.rank) == (CAUSAL_TAPS, 1)

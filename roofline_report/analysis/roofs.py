@@ -599,13 +599,16 @@ def _threads(value: Any) -> int | None:
 
 
 def _window_of(entry: Mapping[str, Any]) -> int:
-    """A grouped-convolution ceiling's taps: its window elements (``window``: its side) times
-    its input features per group (``group``, 1 where not said: depthwise); 0 where the entry
-    does not give its window."""
-    side, group = entry.get("window"), entry.get("group") or 1
+    """A grouped-convolution ceiling's taps: its window elements (``window``: its side, to the
+    power of its ``rank``, 2 where not said: an image's; 1: a sequence's) times its input
+    features per group (``group``, 1 where not said: depthwise); 0 where the entry does not
+    give its window."""
+    side, group, rank = entry.get("window"), entry.get("group") or 1, entry.get("rank") or 2
     if not isinstance(group, int) or isinstance(group, bool) or group < 1:
         group = 1
-    return side * side * group if isinstance(side, int) and not isinstance(side, bool) \
+    if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
+        rank = 2
+    return side**rank * group if isinstance(side, int) and not isinstance(side, bool) \
         and side > 0 else 0
 
 

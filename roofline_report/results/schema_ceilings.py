@@ -66,6 +66,7 @@ class ComputeCeiling(Record):
     repeated: Count = 0  # rounds taken again because other work held the cores
     window: PosInt | None = None  # a grouped convolution's window side (3: 3x3)
     group: PosInt | None = None  # its input features per group (None: 1, depthwise)
+    rank: PosInt | None = None  # its window's dimensions (None: 2, an image's; 1: a sequence's)
 
 
 class BandwidthCeiling(Record):

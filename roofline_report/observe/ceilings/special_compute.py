@@ -207,8 +207,8 @@ def causal_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
     """The 1-D depthwise roof of ``dtype``: a causal convolution of ``taps`` along the
     sequence of ``[batch, n², channels]`` (one group per channel, padded on the left, the
     output as long as the input: ``NWC``, ``WIO``), at the plan's image sides n (the 2-D
-    roofs' elements). Its ``window`` is its taps: the model reads a grouped convolution's
-    rate by its taps."""
+    roofs' elements). Its ``window`` is its taps and its ``rank`` 1: the model reads a
+    grouped convolution's rate by its taps."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -231,6 +231,7 @@ def causal_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
     entry = _compute_entry(f"grouped convolution {dtype} (1-D causal, {taps} taps, depthwise)",
                            "grouped-convolution", dtype, "default")
     entry["window"] = taps
+    entry["rank"] = 1
     return _sized(entry, convolution, plan.grouped_conv_sizes, operands,
                   lambda n: 2 * batch * n * n * channels * taps, grouped_convolution, plan,
                   say, again)
