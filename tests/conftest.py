@@ -20,6 +20,21 @@ from roofline_report import cli
 from roofline_report.errors import EXIT_OK, EXIT_PARTIAL
 from roofline_report.observe.ceilings import cache as ceilings_cache
 
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``cpu_backend(why)`` asserts what holds where jax's default backend is
+    the CPU (XLA:CPU's kernels and byte rules, a CPU's timing): skipped on another backend,
+    saying what it checks and which backend ran."""
+    marker = item.get_closest_marker("cpu_backend")
+    if marker is None:
+        return
+    import jax
+
+    backend = jax.default_backend()
+    if backend != "cpu":
+        pytest.skip(f"on the CPU backend only ({marker.args[0]}); this one is {backend}")
+
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_RESULTS = REPO / "tests" / "fixtures" / "cpu_results.json"
 ARTIFACTS = REPO / ".test-artifacts"

@@ -289,6 +289,13 @@ def test_catalog_kernel_sum_reconciles_with_program_count(name: str) -> None:
     KernelInventory.model_validate(inv)
     r = reconcile_kernels(inv, program)
     assert r.unexplained == {"flops": 0, "transcendentals": 0}
+    import jax
+
+    if jax.default_backend() != "cpu":
+        # A TPU's compiler evaluates a transcendental again in each fusion that needs it,
+        # inserts converts for its matrix unit and folds others: on every backend, what
+        # holds is that each difference is a rewrite the reconciliation names (above).
+        return
     assert r.transcendentals.equal
     kinds = {x.kind for x in r.rewrites}
     if w.dtype == "bfloat16":
@@ -305,6 +312,8 @@ def test_catalog_kernel_sum_reconciles_with_program_count(name: str) -> None:
     ("fft2", (4, 64, 32), "complex64"),
     ("ifft", (100,), "complex64"),  # a length that is not a power of two
 ])
+@pytest.mark.cpu_backend(
+    "XLA:CPU's fft kernel; a TPU runs an FFT as convolution fusions and custom calls")
 def test_fft_kernels_count_xlas_flops(case: str, shape: tuple[int, ...], dtype: str) -> None:
     jax = pytest.importorskip("jax")
     fft = jax.numpy.fft
@@ -400,6 +409,8 @@ def _holding(inv: dict[str, Any], op: str) -> dict[str, Any]:
     return kernel
 
 
+@pytest.mark.cpu_backend(
+    "XLA:CPU's bytes of a loop's rows in main memory; a TPU keeps them in vector memory")
 def test_scan_updates_and_slices_charge_one_row_per_iteration() -> None:
     import jax.numpy as jnp
     from jax import lax
@@ -428,6 +439,8 @@ def test_scan_updates_and_slices_charge_one_row_per_iteration() -> None:
     assert inv["boundary_bytes_read"] > inv["bytes_read"]
 
 
+@pytest.mark.cpu_backend(
+    "XLA:CPU's bytes of a loop's rows in main memory; a TPU keeps them in vector memory")
 def test_gru_scan_buffer_rows() -> None:
     import jax.numpy as jnp
     from jax import lax
@@ -445,6 +458,7 @@ def test_gru_scan_buffer_rows() -> None:
     assert update["boundary_bytes_written"] == 32 * row
 
 
+@pytest.mark.cpu_backend("XLA:CPU's bytes of a gather and a scatter in main memory")
 def test_gather_and_scatter_charge_their_elements() -> None:
     import jax.numpy as jnp
 

@@ -35,6 +35,8 @@ X = jnp.ones((512, 1024), jnp.float32)
 IDX = jnp.array([3, 1, 7, 7], jnp.int32)
 
 
+@pytest.mark.cpu_backend(
+    "XLA:CPU's transposing copies; a TPU's are layout copies (test_tpu_pattern_plan)")
 def test_transpose_copy() -> None:
     k = _only(jnp.transpose, X)
     assert (k["pattern"], k["pattern_size"]) == ("transpose", 512 * 1024)
@@ -47,6 +49,7 @@ def test_transpose_copy() -> None:
     assert negated["pattern"] == "transpose"
 
 
+@pytest.mark.cpu_backend("XLA:CPU's loop emitter")
 def test_a_transpose_fused_with_a_broadcast_is_a_pattern_of_its_own() -> None:
     square = jnp.ones((256, 256), jnp.float32)
     row = jnp.ones((256,), jnp.float32)
@@ -75,6 +78,7 @@ def test_moving_a_size_one_axis_or_copying_is_no_transpose() -> None:
     assert all(k["pattern"] is None for k in _kernels(lambda x: x * 2, X))
 
 
+@pytest.mark.cpu_backend("XLA:CPU's row-major layouts")
 def test_a_reduction_keeping_an_axis_between_two_it_reduces_is_read_a_run_at_a_time() -> None:
     # A group norm's statistics: over (H, W, channels of a group) of [N, H, W, G, C/G].
     k = _only(lambda x: x.sum(axis=(1, 2, 4)), jnp.ones((4, 32, 32, 32, 2), jnp.float32))
@@ -90,6 +94,7 @@ def test_a_reduction_keeping_an_axis_between_two_it_reduces_is_read_a_run_at_a_t
                  )["pattern"] == "strided-reduction"
 
 
+@pytest.mark.cpu_backend("XLA:CPU's row-major layouts; a TPU's are tiled")
 def test_reductions_strided_or_not() -> None:
     k = _only(lambda x: x.sum(axis=0), X)  # row-major: axis 0 is not the minor-most
     assert (k["pattern"], k["pattern_size"]) == ("strided-reduction", 512 * 1024)
@@ -98,6 +103,7 @@ def test_reductions_strided_or_not() -> None:
     assert all(k["pattern"] is None for k in _kernels(jnp.sum, X))
 
 
+@pytest.mark.cpu_backend("XLA:CPU's gather and scatter shapes")
 def test_gather_and_scatter() -> None:
     gather = _only(lambda x, i: jnp.take(x, i, axis=0), X, IDX)
     assert (gather["pattern"], gather["pattern_size"]) == ("gather", 4 * 1024)
@@ -130,6 +136,7 @@ def test_an_argmax_is_a_variadic_reduction() -> None:
     assert all(k["pattern"] is None for k in _kernels(lambda x: x.max(axis=1), X))
 
 
+@pytest.mark.cpu_backend("XLA:CPU's sorts; a TPU sorts rows with their indices")
 def test_sorts_count_their_comparisons() -> None:
     keys = jnp.arange(2048, dtype=jnp.int32)[::-1]
     k = _only(lambda x: jnp.argsort(x, stable=True), keys)
@@ -316,6 +323,7 @@ def test_a_convolution_whose_windows_tile_its_input_is_a_matrix_product(
         assert flops == 2 * (2 * (16 // stride) ** 2) * (window * window * 3) * 8
 
 
+@pytest.mark.cpu_backend("XLA:CPU's dot for a 1x1 convolution; a TPU keeps it a convolution")
 def test_xla_compiles_a_1x1_convolution_to_a_dot() -> None:
     """The rule the model follows for tiling windows, taken by XLA itself for 1x1 windows."""
     x = jnp.ones((2, 16, 16, 3), jnp.float32)

@@ -102,6 +102,8 @@ def test_per_kernel_flops_are_the_inventorys(readings: dict[str, Reading],
             w["kernels"]["flops"]
 
 
+@pytest.mark.cpu_backend(
+    "the fixture's trace was captured on a CPU: this jax compiles that program alike only there")
 def test_trace_hlo_is_the_compiled_program_of_this_jax(readings: dict[str, Reading]) -> None:
     """Where this jax is the one that wrote the trace, the HLO the trace holds is the program
     compiled here: the same kernels with the same flops."""

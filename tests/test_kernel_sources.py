@@ -244,6 +244,7 @@ def test_an_inventory_written_before_user_source_still_loads() -> None:
 # --- a real program ----------------------------------------------------------------------------
 
 
+@pytest.mark.cpu_backend("XLA:CPU keeps the layer's product and the user's tanh in kernels apart")
 def test_a_flax_layers_kernels_name_the_users_line() -> None:
     jax = pytest.importorskip("jax")
     nnx = pytest.importorskip("flax.nnx")

@@ -5,6 +5,8 @@ reporting another default backend; the placement rules are what is checked."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -28,9 +30,16 @@ def test_on_the_cpu_backend_arrays_stay_as_they_are() -> None:
     assert on_default_device(x) is x
 
 
+def _on_host(make: Callable[[], jax.Array]) -> jax.Array:
+    """An array made on the host, as a setup run there makes it: uncommitted on the CPU."""
+    with jax.default_device(jax.devices("cpu")[0]):
+        return make()
+
+
 @pytest.mark.usefixtures("accelerator")
 def test_an_uncommitted_host_array_goes_to_the_default_device_once() -> None:
-    x = jnp.arange(4.0)
+    x = _on_host(lambda: jnp.arange(4.0))
+    assert not x.committed
     moved = on_default_device(x)
     assert moved is not x
     assert moved.committed
@@ -47,14 +56,17 @@ def test_an_array_the_user_placed_stays_where_it_is() -> None:
 
 @pytest.mark.usefixtures("accelerator")
 def test_a_programs_device_inputs_are_placed_leaf_by_leaf() -> None:
-    params = {"w": jnp.ones((2, 2)), "b": jax.device_put(jnp.zeros(2), jax.devices()[0])}
-    p = make_program(lambda q, x: q["w"] @ x + q["b"], (params, jnp.ones(2)), {},
+    params = {"w": _on_host(lambda: jnp.ones((2, 2))),
+              "b": jax.device_put(jnp.zeros(2), jax.devices()[0])}
+    p = make_program(lambda q, x: q["w"] @ x + q["b"], (params, _on_host(lambda: jnp.ones(2))),
+                     {},
                      name="layer", where="test:")
     (q, x), _ = p.device_inputs()
     assert q["w"].committed and x.committed
     assert q["b"] is params["b"]
 
 
+@pytest.mark.cpu_backend("a CPU backend leaves the default device as it is")
 def test_a_setup_runs_on_the_default_device_of_a_cpu_backend() -> None:
     with user.host_default_device():
         assert _default_device() is None

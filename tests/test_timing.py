@@ -118,6 +118,7 @@ def test_page_faults_counted_while_timed_round_trip_and_are_checked() -> None:
 
 
 @pytest.mark.skipif(timing.minor_faults() is None, reason="the system counts no page faults")
+@pytest.mark.cpu_backend("a CPU backend's page faults")
 def test_measure_counts_the_page_faults_of_the_timed_calls_only() -> None:
     pages = 2048
 
@@ -350,6 +351,7 @@ class CountingExecutable:
 
 
 @pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.cpu_backend("a CPU's quick sample length")
 def test_time_jitted_enqueues_and_counts_calls(keep: bool) -> None:
     clock = Clock()
     fake = CountingExecutable(clock, cost=1e-3)

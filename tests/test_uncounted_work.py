@@ -79,6 +79,8 @@ def test_complex_ops_are_priced_at_their_real_arithmetic() -> None:
     assert uncounted_work(mul, module).complex_flops == (6 - 1) * 32
 
 
+@pytest.mark.cpu_backend(
+    "XLA:CPU's loop emitter evaluates a broadcast operand once per output element")
 def test_compiled_programs_record_the_repeated_work() -> None:
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
@@ -103,6 +105,7 @@ def test_compiled_programs_record_the_repeated_work() -> None:
     assert k["transcendentals"] == 64 and k["recomputed_transcendentals_by_op"] == {}
 
 
+@pytest.mark.cpu_backend("XLA:CPU's one kernel for a complex product")
 def test_a_compiled_complex_product_records_its_real_arithmetic() -> None:
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
