@@ -118,23 +118,26 @@ TPU_ROOFS = RoofSet(
            1.8e11),
      _rate("on-chip float32 (a loop's carry scaled and shifted, 32 trips)", "on-chip",
            ON_CHIP_RATE),
+     _rate("row reduction float32", "reduce", 1.87e11),
      GROWING),
     units_overlap=True)
 
 
 def _reduction(**bytes_moved: int) -> dict[str, object]:
     return {"name": "fusion.4", "category": "reduction", "pattern": "strided-reduction",
-            "pattern_size": 25_165_824, "flops": 50_233_344,
+            "pattern_size": 25_165_824, "flops": 50_233_344, "reduced_elements": 25_165_824,
             "read_by_dtype": {}, **bytes_moved}
 
 
-def test_a_reduction_kept_on_chip_is_priced_by_its_on_chip_bytes_not_the_hbm_roof() -> None:
+def test_a_reduction_kept_on_chip_is_priced_by_its_on_chip_bytes_not_the_hbm_roofs() -> None:
     chip = 101_056_512 + 393_216
     kept = predict.predict_kernel(kernel_record(_reduction(on_chip_bytes_read=101_056_512,
                                                            on_chip_bytes_written=393_216)),
                                   "float32", TPU_ROOFS)
     assert kept is not None
     assert not [t for t in kept.terms if t.group == "pattern"]
+    assert not [t for t in kept.terms if t.name == "reduction"]  # nor the row reduction's
+    assert predict.ON_CHIP_REDUCTION in kept.notes
     assert kept.seconds == pytest.approx(chip / ON_CHIP_RATE, rel=0.05)
     assert any("stay on chip" in n and "strided-reduction" in n for n in kept.notes)
     # the same reduction reading its operand from HBM keeps the roof measured there
@@ -144,6 +147,8 @@ def test_a_reduction_kept_on_chip_is_priced_by_its_on_chip_bytes_not_the_hbm_roo
     assert streamed is not None
     pattern = [t for t in streamed.terms if t.group == "pattern"]
     assert pattern and pattern[0].seconds == pytest.approx(25_165_824 / 1.8e11)
+    assert [t.seconds for t in streamed.terms if t.name == "reduction"] == \
+        [pytest.approx(25_165_824 / 1.87e11)]
     assert not any("stay on chip" in n for n in streamed.notes)
 
 

@@ -498,7 +498,11 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
                      "transcendental and conversion work at that share of the rates")
     terms.append(Term("memory", "memory", f.bytes / memory.value if f.bytes else 0.0,
                       memory.name, memory.kind, memory.level))
-    if f.reduced:
+    if f.reduced and f.bytes == 0 and f.on_chip > 0:
+        # A TPU kernel reducing what stays in vector memory: the row reduction's roof was
+        # measured on arrays streamed from HBM; its on-chip bytes price it (below).
+        notes.append(ON_CHIP_REDUCTION)
+    elif f.reduced:
         reduce = roofs.rate_for("reduce", f.dtype)
         if reduce is not None:
             terms.append(Term("reduction", "memory", f.reduced / reduce.rate_at(f.reduced),
@@ -515,6 +519,9 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
 
 
 ON_CHIP = "on-chip"  # the rate of bytes moved within a TPU core's vector memory
+ON_CHIP_REDUCTION = ("its reductions read operands that stay on chip: the row reduction's "
+                     "roof, measured on arrays in HBM, does not bound them; priced by their "
+                     "on-chip bytes")
 
 
 #: The unit each compute term runs on, where the backend's units work side by side: a TPU's
