@@ -202,6 +202,13 @@ class AnalyzeResult:
         return self.program.timed_without
 
     @property
+    def timed_under_load(self) -> float | None:
+        """Other processes' share of the machine's cores while the program was timed, where
+        it was under load (a fifth of them or more: its time may hold theirs); None where it
+        was not, or the load is not known."""
+        return self.program.timed_under_load
+
+    @property
     def kernels(self) -> tuple[KernelRow, ...]:
         """Every kernel of the compiled program, longest first ('' without an inventory)."""
         return self.program.kernels.rows if self.program.kernels is not None else ()
@@ -226,6 +233,7 @@ class AnalyzeResult:
             "share_of_assumed_roof": p.share_of_assumed_roof, "above_roof": p.above_roof,
             "binding": p.binding, "levers": [_lever(x) for x in p.levers],
             "why": p.why, "roofs": self.roofs, "timed_without": list(p.timed_without),
+            "timed_under_load": p.timed_under_load,
             "roofs_kind": self.analysis.roofs.kernels.kind.value,
             "kernels": [_kernel(r) for r in self.kernels],
             "record": self.record,

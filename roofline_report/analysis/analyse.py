@@ -34,7 +34,7 @@ from roofline_report.analysis.kernel_records import SIGNIFICANT_KERNEL_S, Kernel
 from roofline_report.analysis.kernels import kernel_table
 from roofline_report.analysis.levers import program_levers
 from roofline_report.analysis.loop_trips import implied_trips, unknown_loops_in
-from roofline_report.analysis.measuring_load import conditions
+from roofline_report.analysis.measuring_load import conditions, load_of
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.predict import (
     Prediction,
@@ -295,6 +295,7 @@ def _program(w: schema.Workload, roofs: Roofs, backend: Backend, cache_bytes: in
             kernels=(compiled.kernels if compiled is not None else 0) or 1,
             loops=bool(compiled.while_loops) if compiled is not None else False,
             cache_bytes=cache_bytes, rows=table.rows if table is not None else (),
+            load=load_of(w.timing_load),
             page_faults=timed.page_faults if timed is not None else None,
             fault_s=_fault_s(roofs.kernels),
             drift=checks.for_binding(prediction.binding) if checks is not None else None,
@@ -316,7 +317,7 @@ def _program(w: schema.Workload, roofs: Roofs, backend: Backend, cache_bytes: in
         spec_sheet=_spec(flops, moved, w.dtype, roofs.spec_sheet),
         missing_ops=missing,
         timed_without=tuple(w.as_written.not_kept) if w.as_written is not None else (),
-        hardware=hardware,
+        hardware=hardware, timing_load=load_of(w.timing_load),
         levers=program_levers(stats.own if stats else None, table, prediction, minimum,
                               minimum_basis, roofs.kernels))
 

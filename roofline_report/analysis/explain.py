@@ -54,6 +54,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from roofline_report.analysis.kernel_records import KernelRow
+from roofline_report.analysis.measuring_load import Load
 from roofline_report.analysis.miss import AS_PREDICTED, Miss
 from roofline_report.analysis.predict import FAULT_TERM, Prediction
 from roofline_report.analysis.read_passes import MultiPass
@@ -105,6 +106,8 @@ class Evidence:
     main_roof: tuple[str, float] | None = None
     # Its kernels that read their input more than once (:mod:`.read_passes`).
     multi_pass: Sequence[MultiPass] = ()
+    # The machine's load while it was timed (None: not read).
+    load: Load | None = None
 
 
 def off(m: Miss) -> bool:
@@ -146,6 +149,8 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
                 + (f" ({format_si(charged, 's')} of them predicted)" if charged else
                    ", none predicted")
                 + ": the allocator served its arrays with new pages")
+    if slower and e.load is not None and e.load.loaded:
+        reasons.append(under_load(e.load))
     if e.timing is not None and e.timing.unstable:
         reasons.append(f"unstable: the timing's spread is {percent_text(e.timing.spread)}")
     moved = prediction.bytes
@@ -194,6 +199,18 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
         reasons.insert(0, f"above its prediction: it ran faster than its prediction allows "
                           f"({said})")
     return "; ".join(reasons)
+
+
+def share_of_cores(load: Load) -> str:
+    """'45% of the 2 cores': other processes' share of the machine over a span (its cores
+    where known)."""
+    cores = f" of the {load.cores} cores" if load.cores else " of the cores"
+    return f"{percent_text(load.others_share or 0.0)}{cores}"
+
+
+def under_load(load: Load) -> str:
+    """'timed under load: other processes took 45% of the 2 cores while it was timed'."""
+    return f"timed under load: other processes took {share_of_cores(load)} while it was timed"
 
 
 def _faults_charged(prediction: Prediction, rows: Sequence[KernelRow]) -> float:

@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from roofline_report.results import schema
+
 #: Other processes holding this share of the machine's cores (their CPU time over wall time ×
 #: cores) make a span "under load". A fifth: on two cores, other work that keeps 0.4 of a core
 #: busy takes a fifth of what a kernel running on both could use.
@@ -154,3 +156,12 @@ def conditions(ceilings: Mapping[str, Any]) -> Conditions:
 
 __all__ = ["LOADED_SHARE", "ROUND_GROUPS", "Conditions", "Load", "best_round", "ceiling_load",
            "conditions"]
+
+
+def load_of(record: schema.LoadReading | None) -> Load | None:
+    """A typed ``LoadReading`` record (a program's timing's, say) as a :class:`Load`; None
+    for none."""
+    if record is None:
+        return None
+    return Load(wall_s=record.wall_s, others_cpu_s=record.others_cpu_s, cores=record.cores,
+                loadavg=tuple(record.loadavg))

@@ -42,6 +42,7 @@ from roofline_report.analysis.kernel_records import (
     Lever,
 )
 from roofline_report.analysis.levels import Level
+from roofline_report.analysis.measuring_load import Load
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.reconcile_records import Reconciliation
@@ -122,10 +123,20 @@ class Program:
     hardware: HardwareRoof | None = None
     # What could save it the most time, the largest saving first (:mod:`.levers`).
     levers: tuple[Lever, ...] = ()
+    # The machine's load while it was timed (None: not read).
+    timing_load: Load | None = None
 
     @property
     def seconds(self) -> float | None:
         return self.timing.own if self.timing is not None else None
+
+    @property
+    def timed_under_load(self) -> float | None:
+        """Other processes' share of the machine's cores while it was timed, where it was
+        under load (:data:`~roofline_report.analysis.measuring_load.LOADED_SHARE` or more);
+        None where it was not, or the load is not known."""
+        load = self.timing_load
+        return load.others_share if load is not None and load.loaded else None
 
     @property
     def intensity(self) -> float | None:

@@ -27,6 +27,7 @@ from roofline_report.hlo.ir import Module, parse_module
 from roofline_report.observe import donation
 from roofline_report.observe import lower as lowering
 from roofline_report.observe import timer as timing
+from roofline_report.observe.ceilings import load as machine_load
 from roofline_report.observe.program import Program
 from roofline_report.observe.workloads import NoAnalyticModel, Workload, catalog
 from roofline_report.results import io as results_mod
@@ -354,8 +355,13 @@ def measure_workload(w: Workload, *, quick: bool, skips: Skips,
     _compiled_facts(program, module, record, label, skips)
     interrupts.safe_point("measuring")
     if ran:
+        # The machine's load while the program is timed: other processes on its cores
+        # lengthen its calls, and the page says so where they held a share of them.
+        before = machine_load.PROBE()
         record["timing"] = _timing_record(calls, quick=quick, sampling=sampling,
                                           label=label, skips=skips)
+        if record["timing"].get("available"):
+            record["timing_load"] = machine_load.load_between(before, machine_load.PROBE())
         if timing.accelerator_backend():
             record["host_dispatch"] = _host_dispatch(calls, low.compiled)
     else:

@@ -116,7 +116,10 @@ def _program(vm: VM, w: ProgramView) -> Section:
                       plural(t.samples, "sample", "samples"), " (median ", t.median,
                       ", IQR ", t.iqr, f"; {t.method})."
                       + (f" The program was {w.timed_without}: this is not its time as "
-                         "written." if w.timed_without else "")))
+                         "written." if w.timed_without else "")
+                      + (f" Other processes took {w.timed_under_load} while it was timed "
+                         "(under load): its time may hold theirs." if w.timed_under_load
+                         else "")))
     else:
         body.append(p("Not timed: ", w.timing_reason, "."))
     pr = w.prediction

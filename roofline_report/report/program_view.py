@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from roofline_report.analysis.explain import share_of_cores
 from roofline_report.analysis.records import Program
 from roofline_report.kinds import Kind
 from roofline_report.report import meta
@@ -315,6 +316,7 @@ class ProgramView:
     timing: TimingView | None
     timing_reason: str
     timed_without: str
+    timed_under_load: str  # '45% of the 2 cores' others took while it was timed; '' unloaded
     prediction: ProgramPrediction | None
 
 
@@ -360,6 +362,8 @@ def program_view(p: Program) -> ProgramView:
         check_leaves=str((passed.leaves if passed is not None else None) or ""),
         timing=timing_rows(p), timing_reason=p.timing_reason or "not measured",
         timed_without=timed_without(p),
+        timed_under_load=share_of_cores(p.timing_load)
+        if p.timing_load is not None and p.timing_load.loaded else "",
         prediction=None if p.prediction is None or p.miss is None else ProgramPrediction(
             predicted=cells.predicted, miss=miss_text(p.miss),
             binding=cells.binding, bytes_source=p.prediction.bytes_source,

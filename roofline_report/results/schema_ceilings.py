@@ -35,7 +35,8 @@ class MatmulSize(Record):
 
 
 class LoadReading(Record):
-    """The machine's load over one span of the ceilings' measurement: its wall time, the CPU
+    """The machine's load over one span (a round of the ceilings' measurement, a program's
+    timing): its wall time, the CPU
     time other processes took over it (all cores' busy time less this process's own; None
     where the system does not tell), the cores that busy time is counted over, and the 1-minute
     load average at the span's start and end (where the system gives one). See

@@ -19,6 +19,7 @@ from roofline_report.results.schema_base import (
     available_tag,
     maybe,
 )
+from roofline_report.results.schema_ceilings import LoadReading
 from roofline_report.results.schema_kernels import (
     Compiled,
     HloCount,
@@ -169,6 +170,8 @@ class Workload(Record):
     compiled: Compiled | None = None  # facts of the optimized HLO
     hlo_count: maybe(HloCount) | None = None  # type: ignore[valid-type]
     timing: maybe(Timing) | None = None  # type: ignore[valid-type]
+    # The machine's load while it was timed (None: not read, or written before it was).
+    timing_load: LoadReading | None = None
     # On an accelerator: the host's own cost of a call with these arguments and results.
     host_dispatch: maybe(HostDispatch) | None = None  # type: ignore[valid-type]
     arguments: ArgumentTree | None = None  # a user's program: arguments and result as trees
