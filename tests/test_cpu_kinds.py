@@ -285,15 +285,34 @@ def test_a_real_fft_takes_the_float_roof_of_its_length_a_complex_one_the_complex
     assert planes is not None and planes.seconds == pytest.approx(1e8 / 200e9)
 
 
-def test_a_scatter_takes_the_roof_of_its_nearest_width() -> None:
+def _two_costs(row: int, low: tuple[int, float], high: tuple[int, float]) -> float:
+    """By hand: the rate at ``row`` of a cost a an index and b an element, t = a/row + b
+    seconds an element, through the rates of two measured rows."""
+    (r1, rate1), (r2, rate2) = low, high
+    a = (1 / rate1 - 1 / rate2) / (1 / r1 - 1 / r2)
+    b = 1 / rate2 - a / r2
+    return 1 / (a / row + b)
+
+
+def test_a_scatter_takes_its_own_row_or_the_two_costs_between_two_rows() -> None:
     roofs = _roofs(
         _rate("scatter", "float32", ((1e4, 1e9), (1e6, 1e9)), row=1),
         _rate("scatter", "float32", ((1e4, 4e9), (1e6, 4e9)), row=16),
         _rate("scatter", "float32", ((1e4, 5e9), (1e6, 5e9)), row=64),
         _rate("scatter", "float32", ((1e4, 7e9), (1e6, 7e9)), row=256))
-    for row, rate in ((1, 1e9), (8, 4e9), (64, 5e9), (128, 5e9), (200, 7e9), (512, 7e9)):
+    for row, rate in ((1, 1e9), (16, 4e9), (64, 5e9), (256, 7e9), (512, 7e9),
+                      (8, _two_costs(8, (1, 1e9), (16, 4e9))),  # 3.33 G/s
+                      (128, _two_costs(128, (64, 5e9), (256, 7e9))),  # 6.18 G/s
+                      (200, _two_costs(200, (64, 5e9), (256, 7e9)))):
         found = patterns.pattern_time(kernel_record(_kernel("scatter", 1e6, row)), "float32", roofs)
         assert found is not None and found.seconds == pytest.approx(1e6 / rate), row
+    assert _two_costs(8, (1, 1e9), (16, 4e9)) == pytest.approx(1e9 / 0.3)
+    # Two rows whose rates give no positive cost of an index (the shorter row the faster):
+    # the nearest row's roof, as without the model.
+    odd = _roofs(_rate("scatter", "float32", ((1e4, 8e9), (1e6, 8e9)), row=1),
+                 _rate("scatter", "float32", ((1e4, 2e9), (1e6, 2e9)), row=256))
+    found = patterns.pattern_time(kernel_record(_kernel("scatter", 1e6, 128)), "float32", odd)
+    assert found is not None and found.seconds == pytest.approx(1e6 / 2e9)
 
 
 # ------------------------------------------------------------------------------ the plan

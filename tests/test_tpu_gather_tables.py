@@ -179,3 +179,19 @@ def test_a_sequence_convolution_roof_counts_its_taps_along_one_dimension() -> No
          "value": 3.2e11, "unit": "FLOP/s", "kind": "measured", "available": True,
          "reason": "", "window": CAUSAL_TAPS, "rank": 1})
     assert (entry.window, entry.rank) == (CAUSAL_TAPS, 1)
+
+
+def test_a_growing_table_is_read_at_the_sizes_it_was_measured_at() -> None:
+    # Measured at 2^26 elements only: its table was 256 MiB there, whatever the kernel's size.
+    growing = _rate("gather float32 (scattered elements)", "gather", 7e7, row=1)
+    growing = RateRoof(growing.name, "gather", "float32", 7e7, Kind.MEASURED, "hand-made",
+                       by_size=((float(1 << 26), 7e7),), row=1)
+    fixed = _rate("gather float32 (scattered elements of a table of 1 MiB)", "gather", 1.4e8,
+                  row=1, table=1 << 20)
+    roofs = RoofSet("hand-made", Kind.MEASURED, (), (), (), (growing, fixed))
+    # a routing gather of 131,072 elements from a 512 KiB table: nearer 1 MiB than 256 MiB
+    found = patterns.pattern_roof(kernel_record(_gather(131072, 1, 1 << 19)), "float32", roofs)
+    assert found is fixed
+    # a gather from a 256 MiB table takes the growing one
+    found = patterns.pattern_roof(kernel_record(_gather(131072, 1, 1 << 28)), "float32", roofs)
+    assert found is growing
