@@ -65,6 +65,15 @@ def test_each_dtype_has_its_roof_and_float32_stands_in() -> None:
     gather = patterns.pattern_time(kernel_record(_kernel("gather", 1048576)), "bfloat16", ROOFS)
     assert gather is not None and gather.roof == "gather float32"
     assert gather.seconds == pytest.approx(1048576 / 2.5e8)  # 4.19 ms
+    # A transpose only moves bytes: where float32's roof stands in for a narrower or wider
+    # dtype, its rate in elements scales with their widths (2e9/s at 262,144 in float32).
+    float32_only = RoofSet("hand-made", Kind.MEASURED, (), (), (),
+                           tuple(r for r in ROOFS.rates if r.dtype == "float32"))
+    for dtype, width in (("bfloat16", 2), ("int8", 1), ("float64", 8), ("float32", 4)):
+        found = patterns.pattern_time(kernel_record(_kernel("transpose", 262144)), dtype,
+                                      float32_only)
+        assert found is not None and found.roof == "transpose float32"
+        assert found.seconds == pytest.approx(262144 / (2e9 * 4 / width)), dtype
 
 
 def test_a_sort_at_its_comparison_rate() -> None:
