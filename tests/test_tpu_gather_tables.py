@@ -158,8 +158,10 @@ def test_a_gather_kept_on_chip_keeps_its_gather_roof() -> None:
     found = predict.predict_kernel(record, "float32", TPU_ROOFS)
     assert found is not None
     assert [t.roof for t in found.terms if t.group == "pattern"] == [GROWING.name]
-    assert predict.on_chip_only(record)
-    assert not predict.on_chip_only(record.model_copy(update={"bytes_read": 4}))
+    assert predict.reads_on_chip(record)
+    assert not predict.reads_on_chip(record.model_copy(update={"bytes_read": 4}))
+    # a reduction's small result written to HBM: its operands still stay on chip
+    assert predict.reads_on_chip(record.model_copy(update={"bytes_written": 1024}))
 
 
 def test_a_sequence_convolution_roof_counts_its_taps_along_one_dimension() -> None:

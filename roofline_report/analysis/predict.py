@@ -166,6 +166,7 @@ class Facts:
     # Bytes it moves to and from a TPU core's own memories (vector memory): no HBM traffic,
     # but not free either (priced at the on-chip rate where one was measured).
     on_chip: float = 0.0
+    reads_on_chip: bool = False  # its operands all in those memories (:func:`reads_on_chip`)
     # Bytes it reads from the program's arguments (:func:`cold_arguments` prices them from
     # main memory in a program whose bytes per call exceed the last-level cache).
     arguments: float = 0.0
@@ -299,6 +300,7 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
                  passes=read_passes(kernel),
                  precision=kernel.matmul_precision or "default",
                  on_chip=float(kernel.on_chip_bytes_read) + float(kernel.on_chip_bytes_written),
+                 reads_on_chip=reads_on_chip(kernel),
                  arguments=float(kernel.argument_bytes_read))
 
 
@@ -498,7 +500,7 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
                      "transcendental and conversion work at that share of the rates")
     terms.append(Term("memory", "memory", f.bytes / memory.value if f.bytes else 0.0,
                       memory.name, memory.kind, memory.level))
-    if f.reduced and f.bytes == 0 and f.on_chip > 0:
+    if f.reduced and f.reads_on_chip:
         # A TPU kernel reducing what stays in vector memory: the row reduction's roof was
         # measured on arrays streamed from HBM; its on-chip bytes price it (below).
         notes.append(ON_CHIP_REDUCTION)
@@ -600,9 +602,9 @@ def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
             terms.append(Term("memory", "memory", memory.seconds + extra, read.name, read.kind,
                               COLD))
     notes = one.notes
-    if slow is not None and on_chip_only(kernel) and slow.pattern in STREAMED_PATTERNS:
-        # Its operands and results stay in the core's vector memory: a roof measured on
-        # arrays streamed from HBM does not bound it; its on-chip bytes price it.
+    if slow is not None and reads_on_chip(kernel) and slow.pattern in STREAMED_PATTERNS:
+        # Its operands stay in the core's vector memory: a roof measured on arrays streamed
+        # from HBM does not bound it; its on-chip bytes price it.
         notes = (*notes, ON_CHIP_PATTERN.format(pattern=slow.pattern, roof=slow.roof))
         slow = None
     if slow is not None:
@@ -644,15 +646,14 @@ COLD = "arguments from main memory"  # the detail of the terms of cold arguments
 #: time goes with their access order, not with where their bytes are.
 STREAMED_PATTERNS = ("strided-reduction", "variadic-reduction", "interleaved-reduction",
                      "reduce-window-lane")
-ON_CHIP_PATTERN = ("its operands and results stay on chip: the {pattern} roof ({roof}), "
-                   "measured on arrays in HBM, does not bound it; priced by its on-chip bytes")
+ON_CHIP_PATTERN = ("its operands stay on chip: the {pattern} roof ({roof}), measured on "
+                   "arrays in HBM, does not bound it; priced by its on-chip bytes")
 
 
-def on_chip_only(kernel: schema.KernelRecord) -> bool:
-    """True for a TPU kernel that moves bytes only within the core's own memories: no HBM
-    byte read or written, some on chip."""
-    return (kernel.bytes_read + kernel.bytes_written == 0
-            and kernel.on_chip_bytes_read + kernel.on_chip_bytes_written > 0)
+def reads_on_chip(kernel: schema.KernelRecord) -> bool:
+    """True for a TPU kernel whose operands all stay in the core's own memories: no HBM byte
+    read, some on chip (what it writes, a reduction's small result say, may go to HBM)."""
+    return kernel.bytes_read == 0 and kernel.on_chip_bytes_read > 0
 
 
 def cold_arguments(f: Facts, roofs: RoofSet, traffic: float | None, level: str,
