@@ -102,7 +102,12 @@ from roofline_report.results.schema_run import (
     Generator,
     Options,
 )
-from roofline_report.results.schema_sharding import ShardedWorkload, Sharding
+from roofline_report.results.schema_sharding import (
+    CollectiveArray,
+    ShardedCollective,
+    ShardedWorkload,
+    Sharding,
+)
 from roofline_report.results.schema_traces import (
     DeviceTimeline,
     LaneTiming,
@@ -146,6 +151,7 @@ __all__ = [
     "Ceilings",
     "CeilingsOrigin",
     "Check",
+    "CollectiveArray",
     "Compiled",
     "ComputeCeiling",
     "Count",
@@ -188,6 +194,7 @@ __all__ = [
     "Record",
     "Results",
     "Scan",
+    "ShardedCollective",
     "ShardedWorkload",
     "Sharding",
     "Skip",
