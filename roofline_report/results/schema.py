@@ -104,6 +104,8 @@ from roofline_report.results.schema_run import (
 )
 from roofline_report.results.schema_sharding import (
     CollectiveArray,
+    ExpectedCollective,
+    ExpectedStepCollective,
     ShardedCollective,
     ShardedWorkload,
     Sharding,
@@ -161,6 +163,8 @@ __all__ = [
     "DispatchCeiling",
     "DoubledTraffic",
     "Environment",
+    "ExpectedCollective",
+    "ExpectedStepCollective",
     "Fusion",
     "FusionCounts",
     "Generator",

@@ -66,6 +66,24 @@ class ShardedCollective(Record):
     loops: list[str] = []  # the while loops around it, outermost first
 
 
+class ExpectedCollective(Record):
+    """The collective a built-in sharded matmul runs, derived by hand
+    (:func:`roofline_report.analysis.comm.matmul_per_device`): its result per device and group."""
+
+    op: str
+    result_bytes: Count
+    group_size: PosInt
+
+
+class ExpectedStepCollective(ExpectedCollective):
+    """A collective of a built-in training step, derived by hand
+    (:func:`roofline_report.observe.training_steps.expected_collectives`): how many times it runs
+    per step and the bytes one device sends per run."""
+
+    count: AtLeastOne
+    bytes_per_device: Count
+
+
 class ShardedWorkload(Record):
     """One sharded program: built in (a matmul sharded three ways, whole training steps) or
     the user's, as the sharded child process measured it."""
@@ -94,8 +112,8 @@ class ShardedWorkload(Record):
     comm_scales_with_batch: bool | None = None
     split_dims: list[Any] | None = None
     partition_specs: dict[str, Any] | None = None
-    expected_collective: dict[str, Any] | None = None
-    expected_collectives: list[dict[str, Any]] | None = None
+    expected_collective: ExpectedCollective | None = None
+    expected_collectives: list[ExpectedStepCollective] | None = None
     jax_roofline: dict[str, Any] | None = None
     arguments: list[dict[str, Any]] | None = None  # a user's workload: its arguments' shards
     results: list[dict[str, Any]] | None = None  # and its results'
