@@ -7,6 +7,7 @@ buffer V; each hop costs the latency alpha."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -33,11 +34,17 @@ from roofline_report.analysis.comm_projection import (
 from roofline_report.analysis.comm_step import critical_batch, step_bounds, step_comm_time
 from roofline_report.analysis.study import preset_network, torus_network
 from roofline_report.presets import get_preset
+from roofline_report.results.schema_sharding import ShardedCollective
 
 MIB8 = 8 * 2**20  # V = 8 MiB
 W = 100e9  # bytes one device sends per second
 ALPHA = 1e-6  # seconds per step
 FLAT = flat_network(W, ALPHA)
+
+
+def collectives(*records: dict[str, Any]) -> list[ShardedCollective]:
+    """Collective records as results.json holds them, validated as the schema reads them."""
+    return [ShardedCollective.model_validate(r) for r in records]
 
 
 def test_all_gather_ring() -> None:
@@ -110,12 +117,12 @@ def test_latency_dominates_small_messages() -> None:
 
 
 def test_step_counts_loop_trips() -> None:
-    records = [
+    records = collectives(
         {"op": "all-gather", "result_bytes": 65536, "group_size": 8, "trip_count": 4},
         {"op": "reduce-scatter", "result_bytes": 8192, "group_size": 8, "trip_count": 4},
         {"op": "all-reduce", "result_bytes": 4, "group_size": 8, "trip_count": None},
         {"op": "ragged-all-to-all", "result_bytes": 4, "group_size": 8},
-    ]
+    )
     comm = step_comm_time(records, FLAT, algorithm="ring")
     assert comm.bytes == 4 * 57344 + 4 * 57344 + 7 == 458_759
     assert comm.steps == 4 * 7 + 4 * 7 + 14 == 70
@@ -126,7 +133,8 @@ def test_step_counts_loop_trips() -> None:
 
 
 def test_step_bounds_and_overlap() -> None:
-    records = [{"op": "all-reduce", "result_bytes": MIB8, "group_size": 8, "trip_count": 1}]
+    records = collectives(
+        {"op": "all-reduce", "result_bytes": MIB8, "group_size": 8, "trip_count": 1})
     b = step_bounds(flops=1e9, hbm_bytes=1e8, collectives=records, peak_flops=1e12,
                     hbm_bandwidth=1e12, network=FLAT, algorithm="ring")
     assert b.t_math == pytest.approx(1e-3) and b.t_mem == pytest.approx(1e-4)
@@ -165,21 +173,22 @@ def test_critical_batch() -> None:
 
 
 def test_projection_keeps_the_array_and_grows_the_group() -> None:
-    rs = {"op": "reduce-scatter", "result_bytes": 32768, "group_size": 8, "trip_count": 1}
+    [rs] = collectives(
+        {"op": "reduce-scatter", "result_bytes": 32768, "group_size": 8, "trip_count": 1})
     big = project_collective(rs, devices=8, to_devices=64)
-    assert (big["group_size"], big["result_bytes"]) == (64, 4096)
+    assert (big.group_size, big.result_bytes) == (64, 4096)
     # the operand (262144 B) is unchanged: each device sends V (N-1)/N = 262144 x 63/64
     assert algorithm_bytes("reduce-scatter", 4096, 64) == 262144 * 63 // 64 == 258048
-    sub = {"op": "all-reduce", "result_bytes": 1024, "group_size": 4}
-    assert project_collective(sub, devices=8, to_devices=64)["group_size"] == 4
-    scaled = project_collective({"op": "all-reduce", "result_bytes": 1024, "group_size": 8},
-                                devices=8, to_devices=64, batch_factor=8)
-    assert scaled["result_bytes"] == 8192
+    [sub, whole] = collectives({"op": "all-reduce", "result_bytes": 1024, "group_size": 4},
+                               {"op": "all-reduce", "result_bytes": 1024, "group_size": 8})
+    assert project_collective(sub, devices=8, to_devices=64).group_size == 4
+    scaled = project_collective(whole, devices=8, to_devices=64, batch_factor=8)
+    assert scaled.result_bytes == 8192
 
 
 def test_project_step_weak_scaling() -> None:
-    ag = {"op": "all-gather", "result_bytes": MIB8, "group_size": 8, "trip_count": 1}
-    rows = [project_step(flops=1e9, hbm_bytes=0, collectives=[ag], devices=8, to_devices=n,
+    ag = collectives({"op": "all-gather", "result_bytes": MIB8, "group_size": 8, "trip_count": 1})
+    rows = [project_step(flops=1e9, hbm_bytes=0, collectives=ag, devices=8, to_devices=n,
                          comm_scales=False, peak_flops=1e12, hbm_bandwidth=1e12,
                          network=FLAT, algorithm="ring") for n in (8, 1024)]
     assert isinstance(rows[0], ProjectedBounds) and isinstance(rows[1], ProjectedBounds)
@@ -209,13 +218,15 @@ def test_a_combined_collective_pays_one_latency() -> None:
     and the four arrays' bytes together."""
     arrays = [{"op": "all-reduce", "instruction": "all-reduce.3", "result_bytes": 4096,
                "group_size": 8, "trip_count": 1, "dtype": "f32", "shape": [1024]}] * 4
-    combined = step_comm_time(arrays, FLAT, algorithm="ring")
+    combined = step_comm_time(collectives(*arrays), FLAT, algorithm="ring")
     assert combined.steps == 14 and combined.t_latency == pytest.approx(14e-6)
     assert combined.bytes == 2 * 4 * 4096 * 7 // 8
     [cost] = combined.collectives
-    assert len(cost.record["arrays"]) == 4 and cost.record["result_bytes"] == 16384
-    separate = step_comm_time([{**a, "instruction": f"ar.{i}"} for i, a in enumerate(arrays)],
-                              FLAT, algorithm="ring")
+    assert cost.record.arrays is not None and len(cost.record.arrays) == 4
+    assert cost.record.result_bytes == 16384
+    separate = step_comm_time(
+        collectives(*({**a, "instruction": f"ar.{i}"} for i, a in enumerate(arrays))),
+        FLAT, algorithm="ring")
     assert separate.steps == 4 * 14 and separate.bytes == combined.bytes
 
 
@@ -306,10 +317,12 @@ def test_a_network_without_a_level_beyond_the_domain_does_not_price() -> None:
     pod = (Level("ICI", 4.5e10, 1e-6, devices=256, topology="torus", torus=(16, 16)),)
     with pytest.raises(NotPriced, match="no network across domains"):
         collective_cost("all-reduce", MIB8, 1024, pod)
-    comm = step_comm_time([{"op": "all-reduce", "result_bytes": MIB8, "group_size": 1024}], pod)
+    comm = step_comm_time(
+        collectives({"op": "all-reduce", "result_bytes": MIB8, "group_size": 1024}), pod)
     assert comm.not_priced and comm.t_comm == 0
     row = project_step(flops=1e9, hbm_bytes=0, devices=8, to_devices=1024, comm_scales=False,
-                       collectives=[{"op": "all-reduce", "result_bytes": MIB8, "group_size": 8}],
+                       collectives=collectives(
+                           {"op": "all-reduce", "result_bytes": MIB8, "group_size": 8}),
                        peak_flops=1e12, hbm_bandwidth=1e12, network=pod)
     assert isinstance(row, UnprojectedStep) and "no network across domains" in row.reason
 

@@ -9,6 +9,7 @@ from roofline_report.analysis.comm_step import step_bounds
 from roofline_report.hlo.compiled import collective_records, loop_context
 from roofline_report.hlo.ir import parse_module
 from roofline_report.observe.sharded_collectives import comm_totals, parse_collectives
+from roofline_report.results.schema_sharding import ShardedCollective
 
 # Two nested loops (3 x 4 iterations) around an all-gather, a loop without a known trip count
 # around a reduce-scatter, and an all-reduce outside any loop; the spelling of XLA's CPU HLO.
@@ -115,7 +116,8 @@ def test_an_unknown_trip_count_makes_the_bytes_a_lower_bound() -> None:
     assert totals["comm_bytes"] == 12 * 57344 + 8192 * 7 + 2 * 65536 * 7 // 8
     assert totals["unknown_trip_counts"] == 1 and totals["comm_bytes_complete"] is False
     assert any("lower bound" in note for note in totals["notes"])
-    bounds = step_bounds(flops=1e9, hbm_bytes=0, collectives=records, peak_flops=1e12,
+    typed = [ShardedCollective.model_validate(r) for r in records]
+    bounds = step_bounds(flops=1e9, hbm_bytes=0, collectives=typed, peak_flops=1e12,
                          hbm_bandwidth=1e12, network=flat_network(1e10, 1e-6))
     assert bounds.unknown_trips == 1 and bounds.comm_lower_bound is True
     known = [r for r in records if r["trip_count"] is not None]

@@ -15,6 +15,7 @@ from roofline_report.analysis.analyse import analyse
 from roofline_report.errors import EXIT_INPUT, InputError
 from roofline_report.results import convert
 from roofline_report.results import io as results
+from roofline_report.results.schema_sharding import Sharding
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 V2 = FIXTURES / "cpu_results_v2.json"
@@ -122,3 +123,20 @@ def test_duplicated_workload_names_are_refused(v2: dict[str, Any]) -> None:
     doc["workloads"].append(dict(doc["workloads"][0]))
     with pytest.raises(InputError, match=r"workloads\[2\]\.name .* is also the name of "):
         results.validate(doc)
+
+
+def test_the_sharded_collectives_are_typed_and_written_back_as_read() -> None:
+    """Each collective of a sharded program is a closed record: read back typed, written out
+    key for key as the file holds it ("async" included), an unknown key refused with its path."""
+    data = results.load(FIXTURES / "cpu_results.json")
+    typed = results.parse(data)
+    assert isinstance(typed.sharding, Sharding)
+    collectives = [c for w in typed.sharding.workloads for c in w.collectives]
+    assert collectives and all(c.op and c.arrays for c in collectives)
+    assert results.document(typed)["sharding"] == data["sharding"]
+    doc = json.loads(json.dumps(data))
+    index = next(i for i, w in enumerate(doc["sharding"]["workloads"]) if w["collectives"])
+    doc["sharding"]["workloads"][index]["collectives"][0]["surprise"] = 1
+    with pytest.raises(InputError, match=rf"sharding\.workloads\[{index}\]\.collectives\[0\]"
+                                         r"\.surprise: unknown key"):
+        results.parse(doc)

@@ -10,7 +10,7 @@ import pytest
 
 from roofline_report import cli
 from roofline_report.errors import EXIT_INPUT
-from roofline_report.results.schema_sharding import Sharding
+from roofline_report.results.schema_sharding import ShardedCollective, Sharding
 
 BASE = """
 [[workload]]
@@ -96,8 +96,9 @@ def test_a_collective_over_one_device_is_free_and_said_so() -> None:
 
     cost = collective_cost("all-reduce", 4096, 1, flat_network(1e9, 1e-6))
     assert (cost.bytes, cost.steps, cost.time) == (0, 0, 0)
-    record = {"op": "all-reduce", "result_bytes": 4096, "group_size": 1, "bytes_per_device": 0,
-              "replica_groups": None, "trip_count": 1, "loops": []}
+    record = ShardedCollective.model_validate(
+        {"op": "all-reduce", "result_bytes": 4096, "group_size": 1, "bytes_per_device": 0,
+         "replica_groups": None, "trip_count": 1, "loops": []})
     row = _ab_collective(StepCollective("w", record, cost, unit_axes=(), device_ids=None),
                          "hypothetical")
     assert row.groups == "one device: sends nothing"
@@ -173,9 +174,9 @@ def test_replica_groups_are_shown_as_device_ids() -> None:
     groups = [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert device_groups(groups, order) == [[0, 2, 4, 6], [1, 3, 5, 7]]
     assert device_groups(groups, None) == groups
-    row = StepCollective("w", {"op": "all-reduce", "replica_groups": groups, "group_size": 4,
-                               "result_bytes": 32},
-                         priced=None, unit_axes=(), device_ids=tuple(order))
+    record = ShardedCollective.model_validate(
+        {"op": "all-reduce", "replica_groups": groups, "group_size": 4, "result_bytes": 32})
+    row = StepCollective("w", record, priced=None, unit_axes=(), device_ids=tuple(order))
     assert _ab_collective(row, "hypothetical").groups == "2 x 4, device ids {0,2,4,6}{1,3,5,7}"
 
 

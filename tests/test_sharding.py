@@ -629,6 +629,7 @@ def test_a_combined_psum_is_one_collective(sharded: dict[str, Any]) -> None:
     this CPU), priced once: its latency is that of one all-reduce, its bytes all four's."""
     from roofline_report.analysis.comm_network import flat_network
     from roofline_report.analysis.comm_step import step_comm_time
+    from roofline_report.results.schema_sharding import ShardedCollective
 
     w = _user(sharded, "combined bf16 psum")
     [c] = w["collectives"]
@@ -637,7 +638,8 @@ def test_a_combined_psum_is_one_collective(sharded: dict[str, Any]) -> None:
     assert c["program_result_bytes"] == 4 * 4 * 2 == 32
     assert c["program_bytes_per_device"] == 2 * 32 * 3 // 4 == 48
     assert w["per_device"]["comm_bytes"] == 48 and w["per_device"]["comm_bytes_compiled"] == 96
-    comm = step_comm_time(w["collectives"], flat_network(1e9, 1e-6), algorithm="ring")
+    typed = [ShardedCollective.model_validate(r) for r in w["collectives"]]
+    comm = step_comm_time(typed, flat_network(1e9, 1e-6), algorithm="ring")
     assert comm.steps == 2 * 3  # one ring all-reduce over 4 devices, not four
     assert comm.t_latency == pytest.approx(6e-6)
 

@@ -20,6 +20,7 @@ from roofline_report.analysis.comm_step import (
     step_bounds,
 )
 from roofline_report.hlo.collectives import COLLECTIVE_OPS, _ceil_div, _count
+from roofline_report.results.schema_sharding import ShardedCollective
 
 PROJECTION_DEVICES: tuple[int, ...] = (8, 64, 256, 1024)
 """Device counts of the projection beyond the compiled program (:func:`project_step`)."""
@@ -47,8 +48,8 @@ class UnprojectedStep:
 
 
 def project_collective(
-    record: Any, *, devices: int, to_devices: int, batch_factor: float = 1.0
-) -> dict[str, Any]:
+    record: ShardedCollective, *, devices: int, to_devices: int, batch_factor: float = 1.0
+) -> ShardedCollective:
     """One collective of an ``devices``-device program, as it would be on ``to_devices``.
 
     A group that spans every device grows to ``to_devices``; a smaller group (a sub-mesh axis)
@@ -56,20 +57,23 @@ def project_collective(
     stay, and a reduce-scatter's result (1/g of the array) shrinks to 1/g'. ``batch_factor``
     multiplies the bytes of a collective whose array grows with the batch (pass 1 for the
     others). Bytes are :func:`priced_bytes` (the program's dtype where it was read). Returns
-    ``{"op", "instruction", "result_bytes", "group_size", "trip_count"}``.
+    a record of its ``op``, ``instruction``, ``result_bytes``, ``group_size`` and
+    ``trip_count``.
     """
     n = _count("devices", devices, minimum=1)
     m = _count("to_devices", to_devices, minimum=1)
-    group = int(record["group_size"])
+    if record.group_size is None:
+        raise ValueError("a collective record needs group_size")
+    group = int(record.group_size)
     size = priced_bytes(record)
     if size is None:
         raise ValueError("a collective record needs result_bytes")
     new_group = m if group == n else group
-    if record["op"] == "reduce-scatter":
+    if record.op == "reduce-scatter":
         size = _ceil_div(size * group, new_group)
     size = math.ceil(size * batch_factor)
-    return {"op": record["op"], "instruction": record.get("instruction"), "result_bytes": size,
-            "group_size": new_group, "trip_count": record.get("trip_count", 1)}
+    return ShardedCollective(op=record.op, instruction=record.instruction, result_bytes=size,
+                             group_size=new_group, trip_count=record.trip_count)
 
 
 def split_problems(split_dims: Sequence[Mapping[str, Any]], to_devices: int
@@ -100,7 +104,7 @@ def project_step(
     *,
     flops: float,
     hbm_bytes: float,
-    collectives: Sequence[Any],
+    collectives: Sequence[ShardedCollective],
     devices: int,
     to_devices: int,
     comm_scales: bool,
@@ -135,8 +139,7 @@ def project_step(
     projected = [
         project_collective(c, devices=n, to_devices=m, batch_factor=factor if comm_scales else 1.0)
         for c in combine_records(collectives)
-        if c.get("op") in COLLECTIVE_OPS and priced_bytes(c) is not None
-        and c.get("group_size") is not None
+        if c.op in COLLECTIVE_OPS and priced_bytes(c) is not None and c.group_size is not None
     ]
     shards = non_negative("hbm_bytes", hbm_bytes)
     if hbm_parts:

@@ -20,6 +20,7 @@ from roofline_report.analysis.comm_network import (
     collective_cost,
 )
 from roofline_report.hlo.collectives import COLLECTIVE_OPS
+from roofline_report.results.schema_sharding import CollectiveArray, ShardedCollective
 from roofline_report.roofline import binding
 
 
@@ -27,7 +28,7 @@ from roofline_report.roofline import binding
 class PricedCollective:
     """A collective record of a step (one instruction, its arrays combined) and its cost."""
 
-    record: Mapping[str, Any]  # the record as priced, combined by :func:`combine_records`
+    record: ShardedCollective  # the record as priced, combined by :func:`combine_records`
     cost: CollectiveCost
 
 
@@ -92,50 +93,56 @@ class StepBounds:
     comm_intensity: float | None
 
 
-def priced_bytes(record: Mapping[str, Any]) -> int | None:
+def priced_bytes(record: ShardedCollective) -> int | None:
     """The bytes a collective record is priced at: its arrays in the program's dtype where it
     was read (``program_result_bytes``), else as compiled (``result_bytes``)."""
-    value = record.get("program_result_bytes")
+    value = record.program_result_bytes
     if value is None:
-        value = record.get("result_bytes")
+        value = record.result_bytes
     return None if value is None else int(value)
 
 
-def combine_records(collectives: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def combine_records(collectives: Sequence[ShardedCollective]) -> list[ShardedCollective]:
     """One record per collective instruction: records of one instruction (results saved when a
     combined collective was listed once per array) are merged, their bytes added. Records
     without an instruction name stay as they are."""
-    out: list[dict[str, Any]] = []
+    out: list[ShardedCollective] = []
     index: dict[str, int] = {}
     for record in collectives:
-        name = record.get("instruction")
+        name = record.instruction
         if not name or name not in index:
             if name:
                 index[name] = len(out)
-            out.append(dict(record))
+            out.append(record)
             continue
-        merged = out[index[name]]
-        for key in ("result_bytes", "program_result_bytes", "bytes_per_device",
-                    "program_bytes_per_device"):
-            if merged.get(key) is not None and record.get(key) is not None:
-                merged[key] = int(merged[key]) + int(record[key])
-        merged["arrays"] = [*(merged.get("arrays") or [_array_of(merged)]), _array_of(record)]
-        merged["shape"] = None
+        first = out[index[name]]
+        merged = first.model_copy(update={
+            "result_bytes": _added(first.result_bytes, record.result_bytes),
+            "program_result_bytes": _added(first.program_result_bytes,
+                                           record.program_result_bytes),
+            "bytes_per_device": _added(first.bytes_per_device, record.bytes_per_device),
+            "program_bytes_per_device": _added(first.program_bytes_per_device,
+                                               record.program_bytes_per_device),
+        })
+        arrays = [*(merged.arrays or [_array_of(merged)]), _array_of(record)]
+        out[index[name]] = merged.model_copy(update={"arrays": arrays, "shape": None})
     return out
 
 
-def _array_of(record: Mapping[str, Any]) -> dict[str, Any]:
-    return {"dtype": record.get("dtype"), "shape": record.get("shape"),
-            "bytes": record.get("result_bytes")}
+def _added(total: int | None, more: int | None) -> int | None:
+    """Bytes of two records of one instruction added; the first's where either is unknown."""
+    return total if total is None or more is None else total + more
 
 
-def step_comm_time(collectives: Sequence[Any], network: Sequence[Level], *,
+def _array_of(record: ShardedCollective) -> CollectiveArray:
+    return CollectiveArray(dtype=record.dtype, shape=record.shape, bytes=record.result_bytes)
+
+
+def step_comm_time(collectives: Sequence[ShardedCollective], network: Sequence[Level], *,
                    algorithm: str = "best") -> StepComm:
     """Alpha-beta communication time of one step: every collective record (as
     :func:`roofline_report.observe.sharded_collectives.parse_collectives` writes them: ``op``, bytes
-    (:func:`priced_bytes`), ``group_size``, ``trip_count``; optionally ``span``, its extent
-    along each axis of a torus, :func:`~roofline_report.analysis.comm_network.mesh_span`), one
-    per instruction
+    (:func:`priced_bytes`), ``group_size``, ``trip_count``), one per instruction
     (:func:`combine_records`), priced by :func:`collective_cost` with ``count`` = its trip
     count, run one after another.
 
@@ -148,18 +155,16 @@ def step_comm_time(collectives: Sequence[Any], network: Sequence[Level], *,
     unpriced = unknown = 0
     not_priced: list[str] = []
     for record in combine_records(collectives):
-        op, size, group = record.get("op"), priced_bytes(record), record.get("group_size")
+        op, size, group = record.op, priced_bytes(record), record.group_size
         if op not in COLLECTIVE_OPS or size is None or group is None:
             unpriced += 1
             continue
-        trips = record.get("trip_count", 1)
+        trips = record.trip_count
         if trips is None:
             unknown += 1
         try:
-            span = record.get("span")
             cost = collective_cost(op, size, int(group), network, algorithm=algorithm,
-                                   count=1 if trips is None else int(trips),
-                                   span=None if span is None else tuple(span))
+                                   count=1 if trips is None else int(trips))
         except NotPriced as exc:
             not_priced.append(str(exc))
             continue
@@ -207,7 +212,7 @@ def step_bounds(
     *,
     flops: float,
     hbm_bytes: float,
-    collectives: Sequence[Any],
+    collectives: Sequence[ShardedCollective],
     peak_flops: float,
     hbm_bandwidth: float,
     network: Sequence[Level],

@@ -19,9 +19,7 @@ built by :func:`roofline_report.analysis.study.comm_study` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from roofline_report.analysis.comm import ScalingSeries, SeriesColumns
 from roofline_report.analysis.comm_network import (
@@ -31,7 +29,7 @@ from roofline_report.analysis.comm_network import (
     RejectedAlgorithm,
 )
 from roofline_report.analysis.comm_step import LevelTotals, StepBounds
-from roofline_report.results.schema_sharding import Sharding
+from roofline_report.results.schema_sharding import ShardedCollective, Sharding
 
 __all__ = [
     "CollectiveCost",
@@ -140,7 +138,7 @@ class StepCollective:
     group, or the network cannot carry it)."""
 
     workload: str
-    collective: Mapping[str, Any]  # the record as the run wrote it
+    collective: ShardedCollective  # the record as the run wrote it (combined)
     priced: CollectiveCost | None
     unit_axes: tuple[str, ...]  # mesh axes of size 1
     device_ids: tuple[int, ...] | None  # the mesh's devices in order, where the run kept them

@@ -261,11 +261,11 @@ def _collective_rows(workload: ShardedWorkload, network: Sequence[comm_network.L
     for c in comm_step.combine_records(workload.collectives):
         priced = None
         size = comm_step.priced_bytes(c)
-        if c.get("op") in COLLECTIVE_OPS and size is not None and c.get("group_size") is not None:
-            trips = c.get("trip_count", 1)
+        if c.op in COLLECTIVE_OPS and size is not None and c.group_size is not None:
+            trips = c.trip_count
             try:
                 priced = comm_network.collective_cost(
-                    c["op"], size, int(c["group_size"]), network,
+                    c.op, size, int(c.group_size), network,
                     count=1 if trips is None else int(trips))
             except comm_network.NotPriced:
                 priced = None
@@ -396,7 +396,7 @@ def _jax_roofline_row(workload: ShardedWorkload, per: Mapping[str, Any], steps: 
         return None
     if not jr.get("available"):
         return JaxRooflineUnavailable(workload.name, str(jr.get("reason") or "not available"))
-    trips = [c.get("trip_count") or 1 for c in comm_step.combine_records(workload.collectives)]
+    trips = [c.trip_count or 1 for c in comm_step.combine_records(workload.collectives)]
     return JaxRooflineCompared(
         name=workload.name,
         ours_bytes=per.get("comm_bytes_hlo"),

@@ -26,6 +26,7 @@ from roofline_report.analysis.sharding_records import StepRow as StepRecord
 from roofline_report.analysis.study import sharded_seconds
 from roofline_report.kinds import Kind
 from roofline_report.report.format import Num, count, decimal, n, plural, ratio, whole
+from roofline_report.results.schema_sharding import CollectiveArray, ShardedCollective
 from roofline_report.units import format_intensity, format_si
 
 
@@ -33,24 +34,22 @@ def _dims(shape: Any) -> str:
     return "[" + ",".join(map(str, shape)) + "]" if isinstance(shape, list) else ""
 
 
-def _arrays(c: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _arrays(c: ShardedCollective) -> list[CollectiveArray]:
     """A collective record's arrays; results saved before records held them: the record."""
-    arrays = c.get("arrays")
-    if arrays:
-        return list(arrays)
-    return [{"dtype": c.get("dtype"), "shape": c.get("shape"), "bytes": c.get("result_bytes"),
-             "program_dtype": c.get("program_dtype") or c.get("dtype")}]
+    if c.arrays:
+        return list(c.arrays)
+    return [CollectiveArray(dtype=c.dtype, shape=c.shape, bytes=c.result_bytes,
+                            program_dtype=c.program_dtype or c.dtype)]
 
 
-def array_text(c: Mapping[str, Any]) -> str:
+def array_text(c: ShardedCollective) -> str:
     """The arrays of a collective in the program's dtype, per device; a combined collective's
     arrays listed together; where the compiled dtype differs, it follows (this machine's)."""
     arrays = _arrays(c)
-    parts = [f"{a.get('program_dtype') or a.get('dtype') or ''}{_dims(a.get('shape'))}"
-             for a in arrays]
+    parts = [f"{a.program_dtype or a.dtype or ''}{_dims(a.shape)}" for a in arrays]
     text = parts[0] if len(parts) == 1 else f"{len(parts)} arrays combined: ({', '.join(parts)})"
-    compiled = sorted({str(a.get("dtype")) for a in arrays
-                       if a.get("program_dtype") and a.get("dtype") != a.get("program_dtype")})
+    compiled = sorted({str(a.dtype) for a in arrays
+                       if a.program_dtype and a.dtype != a.program_dtype})
     if compiled:
         text += f" (compiled {'/'.join(compiled)} on this CPU)"
     return text
@@ -143,8 +142,7 @@ def sharding(sh: ShardingStudy) -> ShardingView | ShardingUnavailable:
         found = model.of_workload(i) if model is not None else None
         b = found.bounds if found is not None else None
         colls = "; ".join(
-            f"{c['op']} {array_text(c)} over "
-            f"{plural(c.get('group_size'), 'device', 'devices')}"
+            f"{c.op} {array_text(c)} over {plural(c.group_size, 'device', 'devices')}"
             for c in w.collectives) or "none"
         notes += [f"{w.name}: {note}" for note in w.notes]
         rows.append(ShardedRow(
@@ -190,9 +188,9 @@ def _batch_text(batch: WorkloadBatch | None, mesh: str) -> str:
     return f"B={batch.global_batch} ({batch.per_device} per device); mesh {mesh}"
 
 
-def _runs_text(c: Mapping[str, Any]) -> str:
-    trips = c.get("trip_count", 1)  # results saved before loops were read: once
-    loops = c.get("loops") or []
+def _runs_text(c: ShardedCollective) -> str:
+    trips = c.trip_count  # results saved before loops were read: once
+    loops = c.loops
     if trips is None:
         return "unknown: a loop without a known trip count, counted once (a lower bound)"
     return f"{trips} ({plural(len(loops), 'loop', 'loops')})" if loops else "1"
@@ -268,25 +266,24 @@ class AbCollective:
 
 def _ab_collective(row: StepCollective, kind: str) -> AbCollective:
     c, priced = row.collective, row.priced
-    groups = c.get("replica_groups")
-    if groups:
-        groups = device_groups(groups, row.device_ids)
+    if c.replica_groups:
+        groups = device_groups(c.replica_groups, row.device_ids)
         label = "device ids" if row.device_ids else "devices"
         groups_text = (f"{len(groups)} x {len(groups[0])}, {label} "
                        + "".join("{" + ",".join(map(str, g)) + "}" for g in groups[:2])
                        + (" ..." if len(groups) > 2 else ""))
-    elif c.get("group_size") == 1:
+    elif c.group_size == 1:
         axes = row.unit_axes
         over = (f" (mesh axis {', '.join(repr(a) for a in axes)} of size 1)" if axes else "")
         groups_text = f"one device{over}: sends nothing"
     else:
-        groups_text = "unknown" if c.get("group_size") is None else "all devices"
-    sent = c.get("program_bytes_per_device")
+        groups_text = "unknown" if c.group_size is None else "all devices"
+    sent = c.program_bytes_per_device
     if sent is None:
-        sent = c.get("bytes_per_device")
+        sent = c.bytes_per_device
     return AbCollective(
         workload=row.workload,
-        op=c.get("op", ""),
+        op=c.op,
         array=array_text(c),
         groups=groups_text,
         sent=n(sent, "B", Kind.ANALYTIC),
@@ -294,7 +291,7 @@ def _ab_collective(row: StepCollective, kind: str) -> AbCollective:
         algorithm=_algorithm_text(priced) if priced else "not priced",
         t_latency=n(priced.t_latency if priced else None, "s", kind),
         t_bandwidth=n(priced.t_bandwidth if priced else None, "s", kind),
-        note=c.get("dtype_note") or "",
+        note=c.dtype_note,
     )
 
 

@@ -102,7 +102,14 @@ from roofline_report.results.schema_run import (
     Generator,
     Options,
 )
-from roofline_report.results.schema_sharding import ShardedWorkload, Sharding
+from roofline_report.results.schema_sharding import (
+    CollectiveArray,
+    ExpectedCollective,
+    ExpectedStepCollective,
+    ShardedCollective,
+    ShardedWorkload,
+    Sharding,
+)
 from roofline_report.results.schema_traces import (
     DeviceTimeline,
     LaneTiming,
@@ -146,6 +153,7 @@ __all__ = [
     "Ceilings",
     "CeilingsOrigin",
     "Check",
+    "CollectiveArray",
     "Compiled",
     "ComputeCeiling",
     "Count",
@@ -155,6 +163,8 @@ __all__ = [
     "DispatchCeiling",
     "DoubledTraffic",
     "Environment",
+    "ExpectedCollective",
+    "ExpectedStepCollective",
     "Fusion",
     "FusionCounts",
     "Generator",
@@ -188,6 +198,7 @@ __all__ = [
     "Record",
     "Results",
     "Scan",
+    "ShardedCollective",
     "ShardedWorkload",
     "Sharding",
     "Skip",
