@@ -228,7 +228,7 @@ def _ceilings(options: RunOptions, env: Mapping[str, Any], at: str, say: Progres
             say(f"note: {note}")
         if entry is not None:
             say(f"ceilings of this machine reused from the cache (measured {entry.measured_at})")
-            data = {**entry.ceilings, "origin": cache.origin(
+            data = {**results_mod.plain(entry.ceilings), "origin": cache.origin(
                 cached=True, measured_at=entry.measured_at, key=entry.key, notes=notes)}
             _skip_unavailable(data, skips, f" (reused from the cache; "
                               f"{options.remeasure_hint()} measures again)")

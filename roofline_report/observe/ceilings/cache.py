@@ -163,10 +163,10 @@ def key_for(environment: Mapping[str, Any], *, quick: bool, version: str = __ver
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """Ceilings read from the cache: the record (without ``origin``), when it was measured
-    and under which key."""
+    """Ceilings read from the cache: the record (without ``origin``) as validated, when it was
+    measured and under which key."""
 
-    ceilings: dict[str, Any]
+    ceilings: schema.Ceilings
     measured_at: str
     key: Key
 
@@ -219,7 +219,7 @@ def parse_entry(text: str, key: Key) -> Entry:
                       f"({key.plan})")
     if (why := under_load(typed)):
         raise Damaged(why)
-    return Entry(ceilings=ceilings, measured_at=measured_at, key=key)
+    return Entry(ceilings=typed, measured_at=measured_at, key=key)
 
 
 def _no_constant(name: str) -> Any:
