@@ -13,6 +13,7 @@ from roofline_report.analysis import predict
 from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, Floor, RoofSet
 from roofline_report.kinds import Kind
+from tests.ceilings_records import typed_ceilings
 from tests.kernel_records import kernel_record
 
 M = Kind.MEASURED
@@ -73,15 +74,16 @@ def _ceilings(backend: str) -> dict[str, object]:
                                         {"buffers": 33, "enqueued": 242e-6},
                                         {"buffers": 129, "enqueued": 626e-6}]},
             "rates": [{"name": "row reduction float32", "op": "reduce", "dtype": "float32",
-                       "available": True, "value": 1e9, "by_size": [
+                       "available": True, "value": 1e9, "elements": 10**8, "reps": 1,
+                       "ops_per_call": 10**8, "by_size": [
                            {"elements": 1000, "bytes": 4000, "seconds": 130e-6, "value": 1},
                            {"elements": 10**8, "bytes": 4 * 10**8, "seconds": 1e-3,
                             "value": 1}]}]}
 
 
 def test_measured_roofs_of_an_accelerator_keep_the_devices_time() -> None:
-    tpu = roofs_mod.measured(_ceilings("tpu"), [])
-    cpu = roofs_mod.measured(_ceilings("cpu"), [])
+    tpu = roofs_mod.measured(typed_ceilings(_ceilings("tpu")), [])
+    cpu = roofs_mod.measured(typed_ceilings(_ceilings("cpu")), [])
     assert tpu is not None and cpu is not None
     assert tpu.dispatch_overlaps and not cpu.dispatch_overlaps
     floor = tpu.floor("dispatch enqueued")
@@ -101,7 +103,7 @@ def test_measured_roofs_of_an_accelerator_keep_the_devices_time() -> None:
 def test_one_buffer_count_gives_no_slope() -> None:
     ceilings = _ceilings("tpu")
     ceilings["dispatch"]["by_buffers"] = [{"buffers": 2, "enqueued": 118e-6}]  # type: ignore[index]
-    roofs = roofs_mod.measured(ceilings, [])
+    roofs = roofs_mod.measured(typed_ceilings(ceilings), [])
     assert roofs is not None
     floor = roofs.floor("dispatch enqueued")
     assert floor is not None and floor.per_buffer == 0.0

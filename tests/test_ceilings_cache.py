@@ -108,7 +108,7 @@ def test_round_trip(tmp_path: Path, fixture_doc: dict[str, Any]) -> None:
     entry, notes = cache.lookup(key(), tmp_path)
     assert notes == []
     assert entry is not None
-    assert entry.ceilings == record  # the origin is the run's, not saved
+    assert results_io.plain(entry.ceilings) == record  # the origin is the run's, not saved
     assert entry.measured_at == AT and entry.key == key()
 
 
@@ -118,7 +118,7 @@ def test_the_plan_rule(tmp_path: Path, fixture_doc: dict[str, Any]) -> None:
     assert cache.save(key(), ceilings_record(fixture_doc, quick=False), AT, tmp_path) == []
     entry, _ = cache.lookup(quick, tmp_path)
     assert entry is not None and entry.key.plan == "full"
-    assert entry.ceilings["quick"] is False
+    assert entry.ceilings.quick is False
     later = "2026-12-02T00:00:00Z"
     assert cache.save(quick, ceilings_record(fixture_doc, quick=True), later, tmp_path) == []
     entry, _ = cache.lookup(quick, tmp_path)
@@ -425,8 +425,9 @@ def test_ceilings_measured_under_load_are_not_saved(tmp_path: Path,
     assert cache.save(key(), quiet, AT, tmp_path) == []
     entry, notes = cache.lookup(key(), tmp_path)
     assert entry is not None and notes == []
-    assert entry.ceilings["conditions"] == quiet["conditions"]
-    assert entry.ceilings["compute"][0]["round_loads"] == quiet["compute"][0]["round_loads"]
+    saved = results_io.plain(entry.ceilings)
+    assert saved["conditions"] == quiet["conditions"]
+    assert saved["compute"][0]["round_loads"] == quiet["compute"][0]["round_loads"]
 
 
 def test_an_entry_marked_as_measured_under_load_is_ignored(

@@ -3,6 +3,7 @@ they give, and the measuring kernels on tiny plans."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -11,7 +12,9 @@ import pytest
 from roofline_report.analysis import levels, roofs
 from roofline_report.observe.ceilings import rates as rate_ceilings
 from roofline_report.observe.ceilings import working_set as cache_sweep
+from roofline_report.results import schema
 from roofline_report.units import format_binary
+from tests.ceilings_records import typed_ceilings
 
 KiB, MiB = 1 << 10, 1 << 20
 CACHES = [{"level": 1, "type": "Data", "size": 32 * KiB},
@@ -19,8 +22,24 @@ CACHES = [{"level": 1, "type": "Data", "size": 32 * KiB},
           {"level": 3, "type": "Unified", "size": 32 * MiB}]
 
 
+def _plan(sizes: Iterable[int], kernels: Iterable[str]) -> dict[str, Any]:
+    """A sweep's plan record of these working sets and kernels."""
+    return {"sizes": sorted(set(sizes)), "bytes_per_call": MiB, "samples": 1,
+            "min_sample_s": 1e-3, "kernels": list(kernels)}
+
+
+def find_levels(sweep: Mapping[str, Any] | None, caches: Sequence[Mapping[str, Any]],
+                backend: str, dispatch: float | None = None) -> list[levels.Level]:
+    """The levels of a plain sweep and caches (as results.json holds them), read as the typed
+    records the level finder takes."""
+    typed = None if sweep is None else typed_ceilings({"working_set": sweep}).working_set
+    return levels.find_levels(typed, [schema.CacheLevel.model_validate(c) for c in caches],
+                              backend, dispatch)
+
+
 def _sweep(points: dict[int, float], name: str = "read-write") -> dict[str, Any]:
-    return {"available": True, "plan": {}, "kernels": [{"name": name, "points": [
+    return {"available": True, "plan": _plan(points, [name]),
+            "kernels": [{"name": name, "points": [
         {"bytes": b, "reps": 1, "bytes_per_call": b, "available": True, "reason": "",
          "value": v, "timing": None} for b, v in sorted(points.items())]}]}
 
@@ -33,7 +52,7 @@ POINTS = {4 * KiB: 150e9, 16 * KiB: 160e9, 32 * KiB: 120e9, 64 * KiB: 110e9, 256
 
 
 def test_levels_follow_the_cache_windows() -> None:
-    found = levels.find_levels(_sweep(POINTS), CACHES, "cpu")
+    found = find_levels(_sweep(POINTS), CACHES, "cpu")
     by_name = {lv.name: lv for lv in found}
     assert list(by_name) == ["L1", "L2", "L3", "DRAM"]
     # L1: working sets up to half its 32 KiB: the 4 and 16 KiB points; the fastest wins.
@@ -51,17 +70,17 @@ def test_levels_follow_the_cache_windows() -> None:
 def test_levels_without_cache_sizes_follow_the_drops() -> None:
     pts = {1 * MiB: 9e12, 4 * MiB: 9.5e12, 16 * MiB: 8.8e12, 256 * MiB: 3e12, 1024 * MiB: 3.3e12,
            4096 * MiB: 3.2e12}
-    found = levels.find_levels(_sweep(pts), [], "gpu")
+    found = find_levels(_sweep(pts), [], "gpu")
     assert [(lv.name, lv.value) for lv in found] == [("level 1", 9.5e12), ("HBM", 3.3e12)]
     assert found[0].max_bytes == 256 * MiB and found[1].min_bytes == 256 * MiB
     # One slow point alone is noise, not a new level.
     noisy = {**pts, 4 * MiB: 4e12}
-    assert [lv.name for lv in levels.find_levels(_sweep(noisy), [], "gpu")] == ["level 1", "HBM"]
+    assert [lv.name for lv in find_levels(_sweep(noisy), [], "gpu")] == ["level 1", "HBM"]
 
 
 @pytest.mark.parametrize("sweep", [None, {"available": False, "reason": "out of memory"}])
 def test_no_sweep_no_levels(sweep: dict[str, Any] | None) -> None:
-    assert levels.find_levels(sweep, CACHES, "cpu") == []
+    assert find_levels(sweep, CACHES, "cpu") == []
 
 
 def _ceilings() -> dict[str, Any]:
@@ -74,14 +93,14 @@ def _ceilings() -> dict[str, Any]:
         "dispatch": {"available": True, "value": 8e-6},
         "working_set": _sweep(POINTS),
         "rates": [{"name": "tanh float32", "op": "tanh", "dtype": "float32", "available": True,
-                   "value": 2.5e9},
+                   "value": 2.5e9, "elements": 1 << 20, "reps": 1, "ops_per_call": 1 << 20},
                   {"name": "exp float32", "op": "exp", "dtype": "float32", "available": False,
-                   "value": None}],
+                   "value": None, "elements": 1 << 20, "reps": 1, "ops_per_call": 1 << 20}],
     }
 
 
 def test_measured_roofs_pick_the_level_that_holds_the_working_set() -> None:
-    m = roofs.measured(_ceilings())
+    m = roofs.measured(typed_ceilings(_ceilings()))
     assert m is not None
     assert m.levels() == ["L1", "L2", "L3", "DRAM"]
     l1, l3, dram = (m.bandwidth_for(ws) for ws in (8 * KiB, 4 * MiB, 1 << 30))
@@ -101,7 +120,7 @@ def test_measured_roofs_pick_the_level_that_holds_the_working_set() -> None:
 def test_without_a_sweep_the_streams_hold_from_the_last_level_cache() -> None:
     c = _ceilings()
     del c["working_set"]
-    m = roofs.measured(c)
+    m = roofs.measured(typed_ceilings(c))
     assert m is not None and m.levels() == ["DRAM"]
     only = m.bandwidth_for(4 * KiB)  # nothing holds it: main memory, as before levels existed
     assert only is not None and only.level == "DRAM"
@@ -220,17 +239,17 @@ def test_write_new_calls_lose_their_dispatch_and_become_the_levels_roof() -> Non
         {"bytes": b, "reps": 1, "bytes_per_call": 2 * b, "available": True, "reason": "",
          "value": 2 * b / (2 * b / 20e9 + 10e-6), "timing": None}
         for b in (4 * KiB, 64 * KiB, 8 * MiB, 256 * MiB)]})
-    found = levels.find_levels(sweep, CACHES, "cpu", dispatch=10e-6)
+    found = find_levels(sweep, CACHES, "cpu", dispatch=10e-6)
     fresh = {lv.name: lv for lv in found if lv.kernel == "write-new"}
     # The 4 KiB call (10.4 us) is mostly dispatch: left out; 64 KiB takes 16.6 us, past
     # 1.5 dispatches. Every level kept streams at 20 GB/s exactly once dispatch is taken off.
     assert sorted(fresh) == ["DRAM", "L2", "L3"]
     assert fresh["L3"].value == pytest.approx(20e9) and fresh["DRAM"].value == pytest.approx(20e9)
-    assert not [lv for lv in levels.find_levels(sweep, CACHES, "cpu") if lv.kernel == "write-new"]
+    assert not [lv for lv in find_levels(sweep, CACHES, "cpu") if lv.kernel == "write-new"]
     c = _ceilings()
     c["working_set"] = sweep
     c["dispatch"] = {"available": True, "value": 10e-6}
-    m = roofs.measured(c)
+    m = roofs.measured(typed_ceilings(c))
     assert m is not None
     # 4 MiB moved, 2 MiB of it written to a fresh output: the write-new roof of L3.
     l3 = m.bandwidth_for(4 * MiB, written=2 * MiB)
@@ -255,11 +274,11 @@ def test_a_fresh_output_is_priced_at_the_write_new_rate_of_its_own_size() -> Non
     c = _ceilings()
     c["working_set"] = sweep
     c["dispatch"] = {"available": True, "value": 1e-9}
-    found = levels.find_levels(sweep, CACHES, "cpu", dispatch=1e-9)
+    found = find_levels(sweep, CACHES, "cpu", dispatch=1e-9)
     l3 = next(lv for lv in found if lv.name == "L3" and lv.kernel == "write-new")
     assert l3.value == pytest.approx(50e9, rel=1e-3)  # the level's roof: its fastest point
     assert [b for b, _ in l3.by_size] == [1 * MiB, 4 * MiB, 8 * MiB, 16 * MiB]
-    m = roofs.measured(c)
+    m = roofs.measured(typed_ceilings(c))
     assert m is not None
     # The sweep's sizes are its outputs' (x * c into a fresh array as large as x): a kernel's
     # fresh output is read at its own size.
@@ -340,12 +359,13 @@ def test_each_rate_keeps_its_best_round() -> None:
 def _kernels(**points: dict[int, float]) -> dict[str, Any]:
     """A sweep of several kernels (name=points), every point one call of bytes_per_call = its
     working set (write-new: twice it, as measured)."""
-    return {"available": True, "plan": {}, "kernels": [
-        {"name": name.replace("_", "-"), "points": [
-            {"bytes": b, "reps": 1, "bytes_per_call": (2 if name == "write_new" else 1) * b,
-             "available": True, "reason": "", "value": v, "timing": None}
-            for b, v in sorted(pts.items())]}
-        for name, pts in points.items()]}
+    kernels = [{"name": name.replace("_", "-"), "points": [
+        {"bytes": b, "reps": 1, "bytes_per_call": (2 if name == "write_new" else 1) * b,
+         "available": True, "reason": "", "value": v, "timing": None}
+        for b, v in sorted(pts.items())]} for name, pts in points.items()]
+    sizes = (b for pts in points.values() for b in pts)
+    return {"available": True, "plan": _plan(sizes, (k["name"] for k in kernels)),
+            "kernels": kernels}
 
 
 # The issue's figures: L1 read 36 GB/s beside read-write 248 GB/s; L2 read at 50% of it.
@@ -355,7 +375,7 @@ READ = {4 * KiB: 30e9, 16 * KiB: 36e9, 64 * KiB: 100e9, 256 * KiB: 95e9}
 
 def test_a_read_roof_far_below_read_write_is_unstable() -> None:
     found = {(lv.name, lv.kernel): lv
-             for lv in levels.find_levels(_kernels(read_write=RW, read=READ), CACHES, "cpu")}
+             for lv in find_levels(_kernels(read_write=RW, read=READ), CACHES, "cpu")}
     l1 = found[("L1", "read")]
     # 36 / 248 = 14.5%, under a quarter: the reason is built from those numbers.
     assert l1.value == 36e9
@@ -373,7 +393,7 @@ def test_write_new_twenty_times_below_is_unstable_and_the_reason_names_the_retri
                                                256 * KiB: 512 * KiB / 9e-6})
     sweep["kernels"][1]["points"][0]["remeasured"] = 2
     found = {(lv.name, lv.kernel): lv
-             for lv in levels.find_levels(sweep, CACHES, "cpu", dispatch)}
+             for lv in find_levels(sweep, CACHES, "cpu", dispatch)}
     l1 = found[("L1", "write-new")]
     assert l1.value == pytest.approx(32 * KiB / 5e-6)
     assert l1.unstable is not None and "37.8 times below" in l1.unstable
@@ -395,7 +415,7 @@ def test_the_prediction_prefers_the_level_s_plausible_roof() -> None:
     c = _ceilings()
     c["dispatch"] = {"available": True, "value": 5e-6}
     c["working_set"] = _kernels(read_write=RW, write_new={16 * KiB: 32 * KiB / 10e-6})
-    m = roofs.measured(c)
+    m = roofs.measured(typed_ceilings(c))
     assert m is not None
     l1 = [r for r in m.bandwidth if r.level == "L1"]
     assert {r.name: r.unstable is not None for r in l1} == {"L1 read-write": False,
@@ -455,7 +475,7 @@ def test_a_steady_shortfall_ends_a_kernel_s_retries(monkeypatch: pytest.MonkeyPa
     read = data["kernels"][1]["points"]
     assert [p["remeasured"] for p in read] == [1, 1, 0, 0]
     assert all("10% of read-write" in p["implausible"] for p in read)
-    found = {(lv.name, lv.kernel): lv for lv in levels.find_levels(data, CACHES, "cpu", 1e-9)}
+    found = {(lv.name, lv.kernel): lv for lv in find_levels(data, CACHES, "cpu", 1e-9)}
     assert found[("L1", "read")].unstable is not None
     assert found[("L1", "read")].unstable.endswith("still so after 1 re-measurement")
     assert found[("L2", "read")].unstable is not None
@@ -474,7 +494,7 @@ def test_the_tables_range_is_the_rules_range() -> None:
               {"level": 3, "type": "Unified", "size": 32 * MiB}]
     points = {4 * KiB: 150e9, 24 * KiB: 160e9, 32 * KiB: 120e9, 64 * KiB: 110e9,
               1 * MiB: 100e9, 2 * MiB: 80e9, 8 * MiB: 65e9, 128 * MiB: 31e9}
-    by_name = {lv.name: lv for lv in levels.find_levels(_sweep(points), caches, "cpu")}
+    by_name = {lv.name: lv for lv in find_levels(_sweep(points), caches, "cpu")}
     l1, l2, l3, dram = (by_name[k] for k in ("L1", "L2", "L3", "DRAM"))
     assert l1.window == (None, None, 24 * KiB) and l1.points == 2  # 4 and 24 KiB
     assert l2.window == (48 * KiB, None, 1 * MiB) and l2.points == 2  # 64 KiB and 1 MiB
@@ -497,7 +517,7 @@ def test_without_cache_sizes_main_memory_is_priced_at_its_largest_working_sets()
     roof comes from the last two octaves."""
     pts = {1 * MiB: 276e9, 2 * MiB: 659e9, 4 * MiB: 906e9, 8 * MiB: 1.56e12, 16 * MiB: 2.97e12,
            32 * MiB: 5.12e12, 64 * MiB: 3.78e12, 128 * MiB: 3.95e12, 256 * MiB: 3.96e12}
-    (hbm,) = levels.find_levels(_sweep(pts), [], "gpu")
+    (hbm,) = find_levels(_sweep(pts), [], "gpu")
     assert hbm.name == "HBM" and hbm.value == 3.96e12 and hbm.points == 9
     assert "its roof from the 3 of at least a quarter of the largest" in hbm.rule
 
@@ -505,7 +525,7 @@ def test_without_cache_sizes_main_memory_is_priced_at_its_largest_working_sets()
 def test_without_cache_sizes_the_window_is_the_plateau() -> None:
     pts = {1 * MiB: 9e12, 4 * MiB: 9.5e12, 16 * MiB: 8.8e12, 256 * MiB: 3e12,
            1024 * MiB: 3.3e12, 4096 * MiB: 3.2e12}
-    first, hbm = levels.find_levels(_sweep(pts), [], "gpu")
+    first, hbm = find_levels(_sweep(pts), [], "gpu")
     assert first.window == (None, None, 16 * MiB)
     assert hbm.window == (None, 256 * MiB, None)
 
@@ -536,12 +556,13 @@ def test_between_the_last_cache_and_main_memory_a_kernel_is_priced_at_the_sweeps
     caches = [*CACHES[:2], {"level": 3, "type": "Unified", "size": 8 * MiB}]
     pts = {1 * MiB: 44e9, 2 * MiB: 52.6e9, 4 * MiB: 50.6e9, 8 * MiB: 56.5e9, 16 * MiB: 39.9e9,
            32 * MiB: 26.2e9, 64 * MiB: 26.7e9, 128 * MiB: 28.1e9, 256 * MiB: 28.4e9}
-    found = {lv.name: lv for lv in levels.find_levels(_sweep(pts), caches, "cpu")}
+    found = {lv.name: lv for lv in find_levels(_sweep(pts), caches, "cpu")}
     dram = found["DRAM"]
     assert dram.value == 28.4e9
     assert dram.transition == ((8 * MiB, 56.5e9), (16 * MiB, 39.9e9), (32 * MiB, 26.2e9))
     assert found["L3"].transition == ()
-    rs = roofs.measured({**_ceilings(), "caches": caches, "working_set": _sweep(pts)})
+    rs = roofs.measured(typed_ceilings({**_ceilings(), "caches": caches,
+                                        "working_set": _sweep(pts)}))
     assert rs is not None
 
     def at(ws: float, **kw: Any) -> float:

@@ -7,6 +7,7 @@ or on timing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -15,12 +16,15 @@ import pytest
 
 from roofline_report.analysis.measuring_load import (
     LOADED_SHARE,
+    Conditions,
     Load,
     best_round,
     ceiling_load,
     conditions,
 )
 from roofline_report.observe.ceilings import load
+from roofline_report.results import schema
+from tests.ceilings_records import typed_ceilings
 
 
 class Script:
@@ -48,6 +52,34 @@ def reading(share: float | None, wall: float = 1.0) -> dict[str, Any]:
             "cores": 2, "loadavg": [1.0, 1.2]}
 
 
+#: The keys of a ceiling entry that record its rounds and their load.
+ROUND_KEYS = ("name", "available", "value", "rounds", "round_loads", "repeated")
+
+
+def _rounds_of(entry: dict[str, Any]) -> dict[str, Any]:
+    """A ceiling entry's record of its rounds (a measured entry's other keys left out: a
+    test's stand-in timing is not a timing record)."""
+    return {k: entry[k] for k in ROUND_KEYS if k in entry}
+
+
+def compute_entry(entry: dict[str, Any]) -> schema.ComputeCeiling:
+    """A compute ceiling holding ``entry``'s rounds, as the typed record."""
+    return schema.ComputeCeiling.model_validate(
+        {"name": "matmul float32", "dtype": "float32", **_rounds_of(entry)})
+
+
+def measured_under(compute: Sequence[dict[str, Any]] = (),
+                   bandwidth: Sequence[dict[str, Any]] = (),
+                   whole: dict[str, Any] | None = None) -> Conditions:
+    """The conditions of a ceilings record of these compute and streaming entries' rounds and
+    the load over the whole measurement (``whole``)."""
+    return conditions(typed_ceilings({
+        "compute": [{"name": "matmul float32", "dtype": "float32", **_rounds_of(e)}
+                    for e in compute],
+        "bandwidth": [{"name": "scale", **_rounds_of(e)} for e in bandwidth],
+        "conditions": whole}))
+
+
 # --------------------------------------------------------------------------- the rule
 
 
@@ -66,21 +98,19 @@ def test_the_share_of_other_processes_and_the_rule() -> None:
 def test_a_ceiling_is_under_load_when_its_best_round_was() -> None:
     entry = {"name": "matmul float32", "available": True, "value": 9.0, "rounds": [5.0, 9.0],
              "round_loads": [reading(0.9), reading(0.0)], "repeated": 1}
-    assert best_round(entry) == 1
-    assert ceiling_load(entry) == Load.from_json(reading(0.0))
-    quiet = conditions({"compute": [entry], "bandwidth": []})
+    assert best_round(compute_entry(entry)) == 1
+    assert ceiling_load(compute_entry(entry)) == Load.from_json(reading(0.0))
+    quiet = measured_under([entry], [])
     assert not quiet.loaded and quiet.repeated == 1 and quiet.rounds_recorded == 2
     # The best round under load: the ceiling is.
     loaded = {**entry, "round_loads": [reading(0.0), reading(0.5)]}
-    c = conditions({"compute": [loaded], "bandwidth": [{**loaded, "name": "triad"}],
-                    "conditions": reading(0.1)})
+    c = measured_under([loaded], [{**loaded, "name": "triad"}], reading(0.1))
     assert c.loaded and c.loaded_ceilings == ("matmul float32", "triad")
     # The whole measurement under load, its rounds not recorded (None: unknown).
-    c = conditions({"compute": [{**entry, "round_loads": [None, None]}],
-                    "conditions": reading(0.4)})
+    c = measured_under([{**entry, "round_loads": [None, None]}], whole=reading(0.4))
     assert c.loaded and c.loaded_ceilings == () and c.rounds_recorded == 0
     # Nothing recorded (a run saved before the load was): not judged.
-    c = conditions({"compute": [{**entry, "round_loads": []}]})
+    c = measured_under([{**entry, "round_loads": []}])
     assert not c.loaded and not c.recorded
 
 
@@ -195,7 +225,7 @@ def test_a_compute_ceiling_records_each_round_s_load(monkeypatch: pytest.MonkeyP
     assert entry["value"] == flops / 1e-3 and entry["timing"] == {"s": 1e-3}
     assert [r["others_cpu_s"] for r in entry["round_loads"]] == pytest.approx([0.0, 0.2])
     assert entry["repeated"] == 1 and budget.repeated == 1
-    assert not conditions({"compute": [entry]}).loaded
+    assert not measured_under([entry]).loaded
 
 
 # ------------------------------------------------------------- a round under load discarded
@@ -211,7 +241,7 @@ def test_the_round_kept_is_the_fastest_quiet_one() -> None:
     # The analysis finds the kept round by its rate, not by being the fastest.
     entry = {"available": True, "value": 5.0, "rounds": [5.0, 9.0],
              "round_loads": [quiet, busy]}
-    assert best_round(entry) == 0 and not conditions({"compute": [entry]}).loaded
+    assert best_round(compute_entry(entry)) == 0 and not measured_under([entry]).loaded
 
 
 def test_a_stream_s_round_under_load_is_discarded_for_a_quiet_one() -> None:
@@ -225,7 +255,7 @@ def test_a_stream_s_round_under_load_is_discarded_for_a_quiet_one() -> None:
     assert best[0]["value"] == 30e9 and best[0]["rounds"] == [30e9, 45e9]
     assert best[0]["round_loads"] == [reading(0.0), reading(0.8)]
     assert best[0]["repeated"] == 2
-    assert not conditions({"bandwidth": best}).loaded
+    assert not measured_under(bandwidth=best).loaded
 
 
 def test_a_compute_ceiling_keeps_its_quiet_round(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -253,4 +283,4 @@ def test_a_compute_ceiling_keeps_its_quiet_round(monkeypatch: pytest.MonkeyPatch
     flops = 2 * 32**3
     assert entry["rounds"] == [flops / 1e-3, flops / 2e-3]
     assert entry["value"] == flops / 2e-3 and entry["timing"] == {"s": 2e-3}
-    assert not conditions({"compute": [entry]}).loaded
+    assert not measured_under([entry]).loaded

@@ -14,6 +14,7 @@ from roofline_report.analysis import patterns, roofs
 from roofline_report.analysis.roofs import RateRoof, RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.results import schema
+from tests.ceilings_records import typed_ceilings
 from tests.kernel_records import EMPTY_KERNEL, kernel_record
 
 
@@ -223,9 +224,9 @@ def test_an_integer_kernel_takes_its_patterns_int32_rate() -> None:
     entries = [_pattern_entry("variadic-reduction", [(1 << 20, 4e-3)]),
                _pattern_entry("variadic-reduction", [(1 << 20, 1e-3)], dtype="int32")]
     ceilings = {"available": True, "backend": "cpu", "compute": [], "bandwidth": [],
-                "dispatch": {"available": True, "value": 6e-6, "enqueued": 0.0},
+                "dispatch": {"available": True, "value": 6e-6, "enqueued": None},
                 "rates": entries}
-    m = roofs.measured(ceilings)
+    m = roofs.measured(typed_ceilings(ceilings))
     assert m is not None
     floats = {**_kernel("variadic-reduction", 1 << 20), "read_by_dtype": {"f32": 4 << 20}}
     ints = {**floats, "read_by_dtype": {"u32": 4 << 20, "f32": 1024}}
@@ -235,7 +236,7 @@ def test_an_integer_kernel_takes_its_patterns_int32_rate() -> None:
     assert t_float.seconds == pytest.approx(4e-3) and t_int.seconds == pytest.approx(1e-3)
     assert t_int.roof == "variadic-reduction int32 (v)"
     # Without an int32 roof, the integer kernel takes the float32 one.
-    only_float = roofs.measured({**ceilings, "rates": entries[:1]})
+    only_float = roofs.measured(typed_ceilings({**ceilings, "rates": entries[:1]}))
     assert only_float is not None
     t = patterns.pattern_time(kernel_record(ints), "float32", only_float)
     assert t is not None and t.seconds == pytest.approx(4e-3)
@@ -244,9 +245,9 @@ def test_an_integer_kernel_takes_its_patterns_int32_rate() -> None:
 def test_an_fft_takes_the_complex_fft_rate() -> None:
     entries = [_pattern_entry("fft", [(1 << 24, 50e-6), (1 << 27, 400e-6)], dtype="complex64")]
     ceilings = {"available": True, "backend": "cpu", "compute": [], "bandwidth": [],
-                "dispatch": {"available": True, "value": 6e-6, "enqueued": 0.0},
+                "dispatch": {"available": True, "value": 6e-6, "enqueued": None},
                 "rates": entries}
-    m = roofs.measured(ceilings)
+    m = roofs.measured(typed_ceilings(ceilings))
     assert m is not None
     kernel = {**_kernel("fft", 1 << 27), "read_by_dtype": {"c64": 1 << 21}}
     t = patterns.pattern_time(kernel_record(kernel), "float32", m)
@@ -264,9 +265,9 @@ def test_a_complex_dot_takes_the_complex_loop_dot_rate() -> None:
                _pattern_entry("loop-dot", [(1 << 20, 60e-6), (1 << 24, 600e-6)],
                               dtype="complex64")]
     ceilings = {"available": True, "backend": "cpu", "compute": [], "bandwidth": [],
-                "dispatch": {"available": True, "value": 6e-6, "enqueued": 0.0},
+                "dispatch": {"available": True, "value": 6e-6, "enqueued": None},
                 "rates": entries}
-    m = roofs.measured(ceilings)
+    m = roofs.measured(typed_ceilings(ceilings))
     assert m is not None
     kernel = {**_kernel("loop-dot", 1 << 24), "read_by_dtype": {"c64": 1 << 20}}
     t = patterns.pattern_time(kernel_record(kernel), "float32", m)
@@ -276,7 +277,7 @@ def test_a_complex_dot_takes_the_complex_loop_dot_rate() -> None:
                                    "float32", m)
     assert floats is not None and floats.seconds == pytest.approx(100e-6)
     # Without a complex64 roof (ceilings measured before it was), the float32 one.
-    only_float = roofs.measured({**ceilings, "rates": entries[:1]})
+    only_float = roofs.measured(typed_ceilings({**ceilings, "rates": entries[:1]}))
     assert only_float is not None
     t = patterns.pattern_time(kernel_record(kernel), "float32", only_float)
     assert t is not None and t.seconds == pytest.approx(100e-6)
@@ -293,7 +294,7 @@ def test_roofs_from_ceilings_take_dispatch_off_and_skip_variants() -> None:
     ceilings = {"available": True, "backend": "cpu", "compute": [], "bandwidth": [],
                 "dispatch": {"available": True, "value": 6e-6, "enqueued": 4e-6},
                 "rates": entries}
-    m = roofs.measured(ceilings)
+    m = roofs.measured(typed_ceilings(ceilings))
     assert m is not None
     assert [r.name for r in m.rates] == ["transpose float32 (2-D swap)"]  # the variant is not
     roof = m.rate_for("transpose", "float32")

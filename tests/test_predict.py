@@ -18,6 +18,7 @@ from roofline_report.analysis.roofs import (
 )
 from roofline_report.kinds import Kind
 from roofline_report.results import schema
+from tests.ceilings_records import typed_ceilings
 from tests.kernel_records import kernel_record, kernel_records, traced
 
 M = Kind.MEASURED
@@ -257,7 +258,7 @@ def test_a_batch_of_small_products_is_read_at_one_products_flops() -> None:
                              "dtype": "float32", "op": "matmul", "by_size": [
                                  {"n": 16, "flops": call, "value": call / 20e-6, "batch": 64},
                                  {"n": 128, "flops": alone, "value": alone / 50e-6}]}]}
-    found = measured(ceilings)
+    found = measured(typed_ceilings(ceilings))
     assert found is not None
     (roof,) = found.compute
     assert roof.by_flops == (pytest.approx((2 * 16**3, call / 10e-6)),
@@ -330,11 +331,12 @@ def test_a_rate_measured_by_size_loses_the_dispatch_floor() -> None:
     ceilings = {"available": True, "backend": "cpu", "compute": [], "bandwidth": [],
                 "dispatch": {"available": True, "value": 8e-6, "enqueued": 5e-6},
                 "rates": [{"name": "row reduction float32", "op": "reduce", "dtype": "float32",
-                           "available": True, "value": 1e9, "by_size": [
+                           "available": True, "value": 1e9, "elements": 10**6, "reps": 1,
+                           "ops_per_call": 10**6, "by_size": [
                                {"elements": 1000, "bytes": 4000, "seconds": 6e-6, "value": 1},
                                {"elements": 10**6, "bytes": 4 * 10**6, "seconds": 105e-6,
                                 "value": 1}]}]}
-    rate = roofs_mod.measured(ceilings, []).rate_for("reduce", "float32")  # type: ignore[union-attr]
+    rate = roofs_mod.measured(typed_ceilings(ceilings), []).rate_for("reduce", "float32")  # type: ignore[union-attr]
     # 6 us is under 1.5 dispatches (7.5 us): left out; 1e6 elements in 105 - 5 = 100 us.
     assert rate is not None and rate.by_size == ((1e6, 1e10),) and rate.value == 1e10
 
@@ -518,21 +520,22 @@ def test_the_split_launch_floor_is_read_only_where_it_was_measured() -> None:
     from roofline_report.analysis.roofs import measured
 
     base = {"available": True, "backend": "cpu", "compute": [], "bandwidth": [],
-            "dispatch": {}}
-    found = measured({**base, "split_launch": {"available": True, "value": 2e-5}})
-    failed = measured({**base, "split_launch": {"available": False, "value": None,
-                                                "reason": "the compiler split no kernel"}})
+            "dispatch": {"available": False, "reason": "not measured"}}
+    found = measured(typed_ceilings({**base, "split_launch": {"available": True, "value": 2e-5}}))
+    failed = measured(typed_ceilings({**base, "split_launch": {"available": False, "value": None,
+                                                "reason": "the compiler split no kernel"}}))
     assert found is not None and failed is not None
     floor = found.floor("split launch")
     assert floor is not None and floor.seconds == 2e-5 and floor.kind is M
     assert failed.floor("split launch") is None
-    assert measured(base) is not None and measured(base).floor("split launch") is None  # type: ignore[union-attr]
+    assert measured(typed_ceilings(base)).floor("split launch") is None
 
 
 def test_programs_timed_enqueued_pay_the_split_launch_measured_enqueued() -> None:
     from roofline_report.analysis.roofs import measured
 
-    base = {"available": True, "backend": "cpu", "bandwidth": [], "dispatch": {},
+    base = {"available": True, "backend": "cpu", "bandwidth": [],
+            "dispatch": {"available": False, "reason": "not measured"},
             "compute": [{"name": "matmul float32", "available": True, "value": 100e9,
                          "dtype": "float32", "op": "matmul"}],
             "working_set": None}
@@ -540,7 +543,7 @@ def test_programs_timed_enqueued_pay_the_split_launch_measured_enqueued() -> Non
               "bytes_written": 64 * KiB, "category": "elementwise", "partitions": 2}
 
     def split_term(split: dict[str, object]) -> float:
-        roofs = measured({**base, "split_launch": split})
+        roofs = measured(typed_ceilings({**base, "split_launch": split}))
         assert roofs is not None
         roofs = RoofSet("this machine", M, roofs.compute, ROOFS.bandwidth,
                         (*roofs.floors, *ROOFS.floors), ROOFS.rates)
@@ -570,14 +573,14 @@ def test_a_products_rate_by_size_loses_the_dispatch_floor() -> None:
                              "dtype": "float32", "op": "matmul", "by_size": [
                                  {"n": 128, "flops": small, "value": small / 50e-6},
                                  {"n": 2048, "flops": large, "value": large / 0.1}]}]}
-    roofs = measured(ceilings)
+    roofs = measured(typed_ceilings(ceilings))
     assert roofs is not None
     (roof,) = roofs.compute
     assert roof.by_flops == (pytest.approx((small, small / 40e-6)),
                              pytest.approx((large, large / (0.1 - 10e-6))))
     # A point that was mostly dispatch says nothing of the product and is left out.
     ceilings["compute"][0]["by_size"][0]["value"] = small / 15e-6  # type: ignore[index]
-    only = measured(ceilings)
+    only = measured(typed_ceilings(ceilings))
     assert only is not None and [f for f, _ in only.compute[0].by_flops] == [large]
 
 

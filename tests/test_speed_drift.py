@@ -18,6 +18,7 @@ from roofline_report.backends import describe
 from roofline_report.errors import InputError
 from roofline_report.kinds import Kind
 from roofline_report.results import io as results
+from tests.ceilings_records import typed_ceilings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -123,15 +124,16 @@ def test_the_check_times_the_ceilings_own_matmul_again() -> None:
 
     entry = {"name": "matmul float32", "op": "matmul", "dtype": "float32",
              "precision": "default", "available": True, "size": 64, "value": 1e9,
-             "timing": {"min_sample_s": 0.001}}
-    check = speed_check({"available": True, "compute": [entry]}, quick=True)
+             "timing": {"available": True, "inner_reps": 1, "method": "jax: test",
+                        "min_sample_s": 0.001, "per_call_s": [2 * 64**3 / 1e9],
+                        "resolution_s": 1e-7}}
+    check = speed_check(typed_ceilings({"compute": [entry]}), quick=True)
     assert check["available"] and check["size"] == 64 and check["ceiling_value"] == 1e9
     assert check["value"] == pytest.approx(2 * 64**3 / min(check["timing"]["per_call_s"]))
     assert check["probe"] == "float32 matmul, n=64"
     # Nothing to check against: said, not invented.
-    assert speed_check({"available": False}, quick=True)["available"] is False
     highest = {**entry, "precision": "highest"}
-    none = speed_check({"available": True, "compute": [highest]}, quick=True)
+    none = speed_check(typed_ceilings({"compute": [highest]}), quick=True)
     assert none == {"available": False,
                     "reason": "the ceilings have no float32 matmul rate to time again"}
 
@@ -154,16 +156,19 @@ def _ceilings_with_sweep() -> dict[str, Any]:
                                          for i, b in enumerate(sizes)]}
                for name, rate in (("read-write", 60e9), ("read", 40e9), ("write-new", 20e9))]
     return {"available": True, "backend": "cpu",
-            "caches": [{"level": 1, "size": 32768}, {"level": 2, "size": 1048576}],
+            "caches": [{"level": 1, "type": "Data", "size": 32768},
+                       {"level": 2, "type": "Unified", "size": 1048576}],
             "dispatch": {"available": True, "value": 1e-6},
             "working_set": {"available": True, "kernels": kernels,
-                            "plan": {"bytes_per_call": 1 << 20, "min_sample_s": 0.001}}}
+                            "plan": {"sizes": sizes, "bytes_per_call": 1 << 20, "samples": 1,
+                                     "min_sample_s": 0.001,
+                                     "kernels": ["read-write", "read", "write-new"]}}}
 
 
 def test_each_memory_roof_is_checked_at_one_point_of_its_own_level() -> None:
     from roofline_report.observe.speed_check import memory_points
 
-    chosen = memory_points(_ceilings_with_sweep())
+    chosen = memory_points(typed_ceilings(_ceilings_with_sweep()))
     # In a cache, the largest working set the level holds (at most half its capacity); in
     # main memory (past 4 times the last cache) the smallest; the read kernel has no roof
     # the model prices, so it is not checked.
@@ -173,8 +178,8 @@ def test_each_memory_roof_is_checked_at_one_point_of_its_own_level() -> None:
         ("DRAM read-write", "read-write", 4194304), ("DRAM write-new", "write-new", 4194304)]
     # Each compares with the sweep's own rate at that point.
     assert chosen[0][3] == pytest.approx(60e9 / (1 + 2 % 3))
-    assert memory_points({"available": True, "working_set": {"available": False,
-                                                              "reason": "not run"}}) == []
+    assert memory_points(typed_ceilings({"working_set": {"available": False,
+                                                         "reason": "not run"}})) == []
 
 
 def _memory(roof: str, before: float, now: float, size: int = 4194304) -> dict[str, Any]:
@@ -269,10 +274,10 @@ def test_the_check_times_each_memory_roofs_point_again() -> None:
     ceilings = _ceilings_with_sweep()
     ceilings["working_set"]["kernels"] = [
         k for k in ceilings["working_set"]["kernels"] if k["name"] == "read-write"]
-    ceilings["caches"] = [{"level": 1, "size": 32768}]
+    ceilings["caches"] = [{"level": 1, "type": "Data", "size": 32768}]
     ceilings["working_set"]["kernels"][0]["points"] = \
         ceilings["working_set"]["kernels"][0]["points"][:4]  # 4 KiB to 32 KiB
-    records = memory_check(ceilings, quick=True)
+    records = memory_check(typed_ceilings(ceilings), quick=True)
     assert [(r["roof"], r["bytes"]) for r in records] == [("L1 read-write", 16384)]
     (record,) = records
     assert record["available"] and record["ceiling_value"] == pytest.approx(60e9 / 3)

@@ -165,15 +165,23 @@ def test_a_gather_kept_on_chip_keeps_its_gather_roof() -> None:
 
 
 def test_a_sequence_convolution_roof_counts_its_taps_along_one_dimension() -> None:
-    from roofline_report.analysis.roofs import _window_of
+    import pydantic
 
-    # the 1-D causal roof: 4 taps, not 4 x 4; an image's 3x3 and one over groups of 16
-    assert _window_of({"window": 4, "rank": 1}) == 4
-    assert _window_of({"window": 3}) == 9
-    assert _window_of({"window": 3, "group": 16}) == 144
-    assert _window_of({"window": 3, "rank": True}) == 9  # not a count: an image's
+    from roofline_report.analysis.roofs import _window_of
     from roofline_report.observe.ceilings.special_compute import CAUSAL_TAPS
     from roofline_report.results.schema_ceilings import ComputeCeiling
+
+    def taps(**window: object) -> int:
+        return _window_of(ComputeCeiling.model_validate(
+            {"name": "grouped convolution float32", "op": "grouped-convolution",
+             "dtype": "float32", "available": True, **window}))
+
+    # the 1-D causal roof: 4 taps, not 4 x 4; an image's 3x3 and one over groups of 16
+    assert taps(window=4, rank=1) == 4
+    assert taps(window=3) == 9
+    assert taps(window=3, group=16) == 144
+    with pytest.raises(pydantic.ValidationError):  # not a count: refused by the record
+        taps(window=3, rank=True)
 
     entry = ComputeCeiling.model_validate(
         {"name": f"grouped convolution float32 (1-D causal, {CAUSAL_TAPS} taps, depthwise)",

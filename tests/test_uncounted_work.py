@@ -14,6 +14,7 @@ from roofline_report.hlo.ir import parse_module
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.hlo.uncounted_work import uncounted_work
 from roofline_report.results.schema import KernelInventory
+from tests.ceilings_records import typed_ceilings
 from tests.kernel_records import kernel_record
 
 _MODULE = """HloModule m, entry_computation_layout={{(f32[32]{{0}}, f32[8,32]{{1,0}})->f32[8,32]{{1,0}}}}
@@ -126,15 +127,16 @@ def _kernel(**extra: Any) -> dict[str, Any]:
 def _roofs(*, bandwidth: float, rate: tuple[str, str, float]) -> roofs.RoofSet:
     """Measured roofs: a matmul roof, one bandwidth and one float32 rate (op, unit, value)."""
     op, unit, value = rate
-    m = roofs.measured({
+    m = roofs.measured(typed_ceilings({
         "available": True, "backend": "cpu",
         "compute": [{"name": "matmul", "dtype": "float32", "value": 1e11, "kind": "measured",
                      "available": True, "unit": "FLOP/s"}],
         "bandwidth": [{"name": "triad", "value": bandwidth, "kind": "measured",
                        "available": True, "unit": "B/s"}],
-        "dispatch": {"available": True, "value": 5e-6, "enqueued": 0.0},
+        "dispatch": {"available": True, "value": 5e-6, "enqueued": None},
         "rates": [{"name": f"{op} float32", "op": op, "dtype": "float32", "unit": unit,
-                   "value": value, "kind": "measured", "available": True, "reason": ""}]})
+                   "value": value, "kind": "measured", "available": True, "reason": "",
+                   "elements": 1 << 20, "reps": 1, "ops_per_call": 1 << 20}]}))
     assert m is not None
     return m
 

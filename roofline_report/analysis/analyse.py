@@ -10,9 +10,7 @@ budgets of *this* render, so ``--from-json`` with ``--peak``/``--bandwidth``/``-
 every saved run and ``compare``. The observations are never changed.
 
 The document is read typed (:class:`~roofline_report.results.schema.Results`): a plain one, as
-``json.load`` gives it, is validated once on the way in. The readers still written for the
-form results.json holds (the measured ceilings' conditions) are handed that form, dumped once
-from the typed document.
+``json.load`` gives it, is validated once on the way in.
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ from roofline_report.analysis.kernel_records import SIGNIFICANT_KERNEL_S, Kernel
 from roofline_report.analysis.kernels import kernel_table
 from roofline_report.analysis.levers import program_levers
 from roofline_report.analysis.loop_trips import implied_trips, unknown_loops_in
-from roofline_report.analysis.measuring_load import conditions, load_of
+from roofline_report.analysis.measuring_load import load_of
 from roofline_report.analysis.miss import miss
 from roofline_report.analysis.predict import (
     Prediction,
@@ -89,11 +87,6 @@ def _typed(results: schema.Results | Mapping[str, Any]) -> schema.Results:
     return results_io.typed(results)
 
 
-def _plain(results: schema.Results) -> Mapping[str, Any]:
-    """The document as results.json holds it, for the readers that take it in that form."""
-    return results_io.document(results)
-
-
 def assumptions_for(results: schema.Results | Mapping[str, Any], *, peak: float | None = None,
                     bandwidth: float | None = None, interconnect: float | None = None,
                     preset: str | None = None) -> Assumptions:
@@ -129,9 +122,11 @@ def preset_record(results: schema.Results, a: Assumptions) -> ChosenPreset | Non
 def roof_sets(results: schema.Results, a: Assumptions) -> Roofs:
     """The hypothetical, measured and spec-sheet roof sets of one render."""
     preset = preset_record(results, a)
-    ceilings = results.ceilings.model_dump(mode="json", exclude_unset=True)
-    levels = roofs_mod.measured_levels(ceilings)
-    measured = roofs_mod.measured(ceilings, levels)
+    ceilings = results.ceilings
+    levels = roofs_mod.measured_levels(ceilings) \
+        if isinstance(ceilings, schema.Ceilings) else []
+    measured = roofs_mod.measured(ceilings, levels) \
+        if isinstance(ceilings, schema.Ceilings) else None
     return Roofs(
         hypothetical=roofs_mod.hypothetical(a.peak, a.bandwidth, a.source),
         measured=measured if measured is not None and measured.complete else None,
@@ -148,7 +143,6 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     (default: the budgets the run was given). A plain document (as ``json.load`` gives it)
     is validated here, once."""
     typed = _typed(results)
-    doc = _plain(typed)
     a = a or assumptions_for(typed)
     backend = backends.describe(typed.environment.backend)
     roofs = roof_sets(typed, a)
@@ -176,8 +170,7 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
         sharding=sharding, skipped=tuple(_unique(skipped)),
         run_note=_run_note(typed.options, checks), results=typed,
         ceilings_origin=origin,
-        roof_check=roof_check(typed, programs, roofs.measured is not None,
-                              conditions(doc["ceilings"]), origin),
+        roof_check=roof_check(typed, programs, roofs.measured is not None, origin),
         speed_drift=checks.compute if checks is not None else None, speed_checks=checks)
 
 

@@ -47,9 +47,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from roofline_report import backends
+from roofline_report.results import schema
 from roofline_report.text import decimal, percent_text
 from roofline_report.units import format_si
 
@@ -147,44 +147,44 @@ def implausible(kernel: str, value: float, reference: float | None) -> str | Non
 DISPATCH_MARGIN = 1.5  # a write-new call under 1.5 dispatches is mostly dispatch: not used
 
 
-def point_rate(kernel: str, point: Mapping[str, Any], dispatch: float | None) -> float | None:
+def point_rate(kernel: str, point: schema.SweepBandwidth, dispatch: float | None
+               ) -> float | None:
     """The B/s a level finder reads from one sweep point of ``kernel``; None for a point that
     gives none. A ``write-new`` point is one call with its dispatch: the dispatch floor is
     taken off its time, and a point whose call is mostly dispatch (under
     :data:`DISPATCH_MARGIN` dispatches, or without a dispatch floor) gives none."""
-    value = point.get("value")
-    if not (point.get("available") and isinstance(value, int | float) and value > 0):
+    value = point.value
+    if not (point.available and value is not None and value > 0):
         return None
     if kernel != "write-new":
         return float(value)
-    seconds = float(point["bytes_per_call"]) / float(value)
+    seconds = float(point.bytes_per_call) / float(value)
     if not dispatch or seconds < DISPATCH_MARGIN * dispatch:
         return None
-    return float(point["bytes_per_call"]) / (seconds - dispatch)
+    return float(point.bytes_per_call) / (seconds - dispatch)
 
 
-def _points(kernel: Mapping[str, Any], dispatch: float | None) -> list[tuple[int, float]]:
+def _points(kernel: schema.SweepKernel, dispatch: float | None) -> list[tuple[int, float]]:
     """(working set, B/s) of a kernel's points that give a rate (:func:`point_rate`)."""
-    name = str(kernel.get("name", ""))
-    rated = ((int(p["bytes"]), point_rate(name, p, dispatch)) for p in kernel.get("points", []))
+    rated = ((p.bytes, point_rate(kernel.name, p, dispatch)) for p in kernel.points)
     return sorted((b, v) for b, v in rated if v is not None)
 
 
-def _by_caches(points: list[tuple[int, float]], caches: Sequence[Mapping[str, Any]],
+def _by_caches(points: list[tuple[int, float]], caches: Sequence[schema.CacheLevel],
                kernel: str, main: str) -> list[Level]:
     levels = []
     lower = 0
     for cache in caches:
-        size = int(cache["size"])
+        size = cache.size
         inside = [v for b, v in points if lower < b <= size // 2]
         if inside:
-            levels.append(Level(f"L{cache['level']}", kernel, max(inside), lower or None, size,
+            levels.append(Level(f"L{cache.level}", kernel, max(inside), lower or None, size,
                                 len(inside), f"working sets in ({lower} B, {size // 2} B]",
                                 above=lower or None, up_to=size // 2,
                                 by_size=_sizes(points, kernel, lower, size)))
         lower = size
     if caches:
-        start = MAIN_MEMORY_MULTIPLE * int(caches[-1]["size"])
+        start = MAIN_MEMORY_MULTIPLE * caches[-1].size
         beyond = [(b, v) for b, v in points if b >= start]
         if beyond:
             # A fresh output's cost depends on how the allocator serves its size (mapping new
@@ -242,25 +242,25 @@ def _by_drops(points: list[tuple[int, float]], kernel: str, main: str) -> list[L
     return levels
 
 
-def find_levels(sweep: Mapping[str, Any] | None, caches: Sequence[Mapping[str, Any]],
+def find_levels(sweep: schema.WorkingSetSweep | schema.Unavailable | None,
+                caches: Sequence[schema.CacheLevel],
                 backend: str, dispatch: float | None = None) -> list[Level]:
     """The levels of every kernel of ``sweep`` (the ``working_set`` record), innermost first,
     implausible roofs marked ``unstable`` (see the module docstring); [] when the sweep is
     missing or unavailable. ``dispatch``: the per-call floor, taken off the calls of the
     ``write-new`` kernel (without it, that kernel gives no level)."""
-    if not sweep or not sweep.get("available"):
+    if not isinstance(sweep, schema.WorkingSetSweep):
         return []
     main = backends.describe(backend).main_memory
     levels: list[Level] = []
     retried: dict[str, list[tuple[int, int]]] = {}
-    for kernel in sweep.get("kernels", []):
+    for kernel in sweep.kernels:
         points = _points(kernel, dispatch)
-        name = str(kernel.get("name", ""))
+        name = kernel.name
         found = (_by_caches(points, caches, name, main) if caches
                  else _by_drops(points, name, main))
         levels.extend(found)
-        retried[name] = [(int(p["bytes"]), p["remeasured"]) for p in kernel.get("points", [])
-                         if isinstance(p.get("remeasured"), int) and p["remeasured"] > 0]
+        retried[name] = [(p.bytes, p.remeasured) for p in kernel.points if p.remeasured > 0]
     levels = _mark(levels, retried)
     return sorted(levels, key=lambda lv: (lv.min_bytes or 0, -lv.value))
 

@@ -24,10 +24,11 @@ report says which were.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import pydantic
 
 from roofline_report.results import schema
 
@@ -65,37 +66,29 @@ class Load:
         return share is not None and share >= LOADED_SHARE
 
     @staticmethod
-    def from_json(data: Any) -> Load | None:
-        """A ``LoadReading`` record of results.json as a :class:`Load`; None for anything
-        else."""
-        if not isinstance(data, Mapping):
+    def from_json(data: Mapping[str, Any] | None) -> Load | None:
+        """A plain ``LoadReading`` record (as the measuring side builds it) as a :class:`Load`,
+        validated by the schema's record; None for anything that is not one."""
+        if data is None:
             return None
-        wall = _number(data.get("wall_s"))
-        if wall is None:
+        try:
+            return load_of(schema.LoadReading.model_validate(data))
+        except pydantic.ValidationError:
             return None
-        cores = data.get("cores")
-        return Load(wall_s=wall, others_cpu_s=_number(data.get("others_cpu_s")),
-                    cores=cores if isinstance(cores, int) and not isinstance(cores, bool)
-                    and cores > 0 else None,
-                    loadavg=tuple(v for v in (_number(x) for x in data.get("loadavg") or ())
-                                  if v is not None))
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+#: A ceiling whose rounds record their load.
+RoundCeiling = schema.ComputeCeiling | schema.BandwidthCeiling
 
 
-def best_round(entry: Mapping[str, Any]) -> int | None:
+def best_round(entry: RoundCeiling) -> int | None:
     """The index of the round a ceiling's value comes from (the first whose rate is the value;
     else its fastest, as in runs where the value was the fastest round), or None where the
     rounds do not say."""
-    value = entry.get("value")
-    rounds = entry.get("rounds") or []
-    if not isinstance(value, int | float) or not isinstance(rounds, Sequence):
+    value = entry.value
+    if value is None:
         return None
-    usable = [(r, i) for i, r in enumerate(rounds) if isinstance(r, int | float)]
+    usable = [(r, i) for i, r in enumerate(entry.rounds) if r is not None]
     if not usable:
         return None
     exact = next((i for r, i in usable if r == value), None)
@@ -105,13 +98,13 @@ def best_round(entry: Mapping[str, Any]) -> int | None:
     return next(i for r, i in usable if r == best)
 
 
-def ceiling_load(entry: Mapping[str, Any]) -> Load | None:
+def ceiling_load(entry: RoundCeiling) -> Load | None:
     """The load during the round a ceiling's value comes from, or None where not recorded."""
     i = best_round(entry)
-    loads = entry.get("round_loads") or []
-    if i is None or not isinstance(loads, Sequence) or i >= len(loads):
+    loads = entry.round_loads
+    if i is None or i >= len(loads):
         return None
-    return Load.from_json(loads[i])
+    return load_of(loads[i])
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,21 +129,19 @@ class Conditions:
         return self.whole is not None or self.rounds_recorded > 0
 
 
-def conditions(ceilings: Mapping[str, Any]) -> Conditions:
+def conditions(ceilings: schema.Ceilings) -> Conditions:
     """The measuring conditions of a ``ceilings`` record of results.json (or a cache entry's)."""
     names: list[str] = []
     repeated = recorded = 0
-    for group in ROUND_GROUPS:
-        for entry in ceilings.get(group) or []:
-            if not isinstance(entry, Mapping):
-                continue
-            count = entry.get("repeated")
-            repeated += count if isinstance(count, int) and not isinstance(count, bool) else 0
-            recorded += sum(1 for r in entry.get("round_loads") or [] if r is not None)
+    groups: tuple[Sequence[RoundCeiling], ...] = (ceilings.compute, ceilings.bandwidth)
+    for group in groups:
+        for entry in group:
+            repeated += entry.repeated
+            recorded += sum(1 for r in entry.round_loads if r is not None)
             load = ceiling_load(entry)
-            if entry.get("available") and load is not None and load.loaded:
-                names.append(str(entry.get("name", "")))
-    return Conditions(whole=Load.from_json(ceilings.get("conditions")),
+            if entry.available and load is not None and load.loaded:
+                names.append(entry.name)
+    return Conditions(whole=load_of(ceilings.conditions),
                       loaded_ceilings=tuple(names), repeated=repeated, rounds_recorded=recorded)
 
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from roofline_report.analysis.ceilings_origin import CeilingsOrigin
 from roofline_report.analysis.kernel_records import SIGNIFICANT_KERNEL_S
-from roofline_report.analysis.measuring_load import Conditions
+from roofline_report.analysis.measuring_load import conditions
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.records import Program
 from roofline_report.analysis.roof_check_records import (
@@ -73,13 +73,14 @@ def _kernels(programs: Sequence[Program]) -> tuple[list[Above], int, tuple[RoofT
 
 
 def roof_check(results: schema.Results, programs: Sequence[Program], measured_roofs: bool,
-               measuring: Conditions, origin: CeilingsOrigin | None) -> RoofCheck | None:
+               origin: CeilingsOrigin | None) -> RoofCheck | None:
     """The check of ``programs`` against the run's measured roofs; None where the run has no
-    measured roofs (its predictions then rest on assumed budgets). ``measuring``: the load the
-    ceilings were measured under; ``origin``: where they came from."""
+    measured roofs (its predictions then rest on assumed budgets). ``origin``: where the
+    ceilings came from; the load they were measured under is read from them."""
     ceilings = results.ceilings
     if not measured_roofs or not isinstance(ceilings, schema.Ceilings):
         return None
+    measuring = conditions(ceilings)
     found: list[Above] = []
     checked = 0
     for p in programs:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from roofline_report import backends
 from roofline_report.analysis import levels as levels_mod
 from roofline_report.kinds import Kind
+from roofline_report.results import schema
 from roofline_report.roofline import attainable, ridge
 
 if TYPE_CHECKING:
@@ -127,14 +128,13 @@ SPLIT_LAUNCH = "split launch"  # the floor a kernel split across worker threads 
 # The same with calls enqueued, as programs are timed (may be 0: below the noise).
 SPLIT_LAUNCH_ENQUEUED = "split launch enqueued"
 PAGE_FAULT = "page fault"  # a first write to a fresh page of memory, per page
-# The floors measured apart from the dispatch: (ceilings key, floor name, provenance).
-_MEASURED_FLOORS = (
-    ("launch", "launch", "measured: one more kernel inside a program"),
-    ("split_launch", SPLIT_LAUNCH, "measured: a kernel split across worker threads less the "
-     "same kernel one row smaller, run on one"),
-    ("page_fault", PAGE_FAULT, "measured: a fresh output's first write, less the same write "
-     "in place, per page faulted"),
-)
+# The floors measured apart from the dispatch: (floor name, provenance) of the launch, the
+# split launch and the page fault.
+_LAUNCH_FLOOR = ("launch", "measured: one more kernel inside a program")
+_SPLIT_LAUNCH_FLOOR = (SPLIT_LAUNCH, "measured: a kernel split across worker threads less the "
+                       "same kernel one row smaller, run on one")
+_PAGE_FAULT_FLOOR = (PAGE_FAULT, "measured: a fresh output's first write, less the same write "
+                     "in place, per page faulted")
 FRESH = "write-new"  # the sweep kernel that writes a fresh output once per call
 # A fresh output at least this share of a kernel's bytes is priced at the write-new roof of its
 # own size's level where the working set's level has none for it.
@@ -470,46 +470,39 @@ def _positive(value: object) -> float | None:
     return float(value) if math.isfinite(value) and value > 0 else None
 
 
-def measured_levels(ceilings: Mapping[str, Any]) -> list[levels_mod.Level]:
+def measured_levels(ceilings: schema.Ceilings) -> list[levels_mod.Level]:
     """The memory levels of the ceilings' working-set sweep (the dispatch floor taken off the
     write-new calls); [] without a sweep."""
-    if not ceilings.get("available"):
-        return []
-    d = ceilings.get("dispatch") or {}
-    dispatch = _positive(d.get("value")) if d.get("available") else None
-    return levels_mod.find_levels(ceilings.get("working_set"), ceilings.get("caches") or [],
-                                  str(ceilings.get("backend", "")), dispatch)
+    d = ceilings.dispatch
+    dispatch = _positive(d.value) if d.available else None
+    return levels_mod.find_levels(ceilings.working_set, ceilings.caches, ceilings.backend,
+                                  dispatch)
 
 
-def measured(ceilings: Mapping[str, Any],
-             levels: Sequence[levels_mod.Level] | None = None) -> RoofSet | None:
-    """This machine's measured roofs from the ceilings record, or None when none was measured.
+def measured(ceilings: schema.Ceilings,
+             levels: Sequence[levels_mod.Level] | None = None) -> RoofSet:
+    """This machine's measured roofs from the ceilings record.
     ``levels``: those of :func:`measured_levels`, when the caller already has them.
 
     Streaming kernels run on arrays larger than the last-level cache measure main memory: their
     roofs hold for working sets from that cache's size up (from 0 when the size is unknown).
     """
-    if not ceilings.get("available"):
-        return None
-    backend = str(ceilings.get("backend", ""))
+    backend = ceilings.backend
     level = backends.describe(backend).main_memory
     overlaps = backends.describe(backend).accelerator
-    cache = ceilings.get("cache_bytes")
-    cache_bytes = cache if isinstance(cache, int) and not isinstance(cache, bool) else None
-    d = ceilings.get("dispatch") or {}
-    pipelined = _positive(d.get("enqueued")) if d.get("available") else None
+    cache_bytes = ceilings.cache_bytes
+    d = ceilings.dispatch
+    pipelined = _positive(d.enqueued) if d.available else None
     compute = []
-    for e in ceilings.get("compute", []):
-        value = _positive(e.get("value")) if e.get("available") else None
+    for e in ceilings.compute:
+        value = _positive(e.value) if e.available else None
         if value is None:
             continue
-        by_flops = _products_net_of_dispatch(e.get("by_size") or [], pipelined, overlaps)
+        by_flops = _products_net_of_dispatch(e.by_size, pipelined, overlaps)
         compute.append(ComputeRoof(
-            str(e.get("name", "")), value, str(e.get("dtype")) if e.get("dtype") else None,
-            Kind.MEASURED, f"measured: {e.get('name', '')}" + (
-                f" ({e['reason']})" if e.get("reason") else ""),
-            precision=str(e.get("precision", "default")), by_flops=by_flops,
-            op=str(e.get("op", "matmul")), window=_window_of(e)))
+            e.name, value, e.dtype or None,
+            Kind.MEASURED, f"measured: {e.name}" + (f" ({e.reason})" if e.reason else ""),
+            precision=e.precision, by_flops=by_flops, op=e.op, window=_window_of(e)))
     found = measured_levels(ceilings) if levels is None else levels
     bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
                                f"measured: working-set sweep, {lv.rule}",
@@ -521,54 +514,55 @@ def measured(ceilings: Mapping[str, Any],
     # The streams on arrays past the last-level cache measure main memory: their roofs hold
     # where the sweep's main-memory level starts (else from the last-level cache's size).
     main_start = next((lv.min_bytes for lv in found if lv.name == level), cache_bytes)
-    for e in ceilings.get("bandwidth", []):
-        value = _positive(e.get("value")) if e.get("available") else None
+    for b in ceilings.bandwidth:
+        value = _positive(b.value) if b.available else None
         if value is None:
             continue
+        array_bytes = "?" if b.array_bytes is None else b.array_bytes
         bandwidth.append(BandwidthRoof(
-            f"{e.get('name', '')}{STREAM}", value, level, Kind.MEASURED,
-            f"measured: {e.get('name', '')} on {e.get('array_bytes', '?')} B",
-            min_bytes=main_start))
+            f"{b.name}{STREAM}", value, level, Kind.MEASURED,
+            f"measured: {b.name} on {array_bytes} B", min_bytes=main_start))
     floors = []
-    seconds = _positive(d.get("value")) if d.get("available") else None
+    seconds = _positive(d.value) if d.available else None
     if seconds is not None:
         floors.append(Floor("dispatch", seconds, Kind.MEASURED,
                             "measured: one tiny call, blocked after every call"))
     if pipelined is not None:
-        per_buffer, buffers = _per_buffer(d.get("by_buffers") or [])
+        per_buffer, buffers = _per_buffer(d.by_buffers)
         floors.append(Floor("dispatch enqueued", pipelined, Kind.MEASURED,
                             "measured: one tiny call among many enqueued, blocked once"
                             + (", and by the buffers a call passes" if per_buffer else ""),
                             per_buffer=per_buffer, buffers=buffers))
-    for key, name, provenance in _MEASURED_FLOORS:
-        entry = ceilings.get(key) or {}
-        seconds = _positive(entry.get("value")) if entry.get("available") else None
+    measured_floors: tuple[tuple[schema.LaunchCeiling | schema.SplitLaunchCeiling
+                                 | schema.PageFaultCeiling | None, str, str], ...] = (
+        (ceilings.launch, *_LAUNCH_FLOOR), (ceilings.split_launch, *_SPLIT_LAUNCH_FLOOR),
+        (ceilings.page_fault, *_PAGE_FAULT_FLOOR))
+    for entry, name, provenance in measured_floors:
+        seconds = _positive(entry.value) if entry is not None and entry.available else None
         if seconds is not None:
             floors.append(Floor(name, seconds, Kind.MEASURED, provenance))
-    split = ceilings.get("split_launch") or {}
-    enqueued = split.get("enqueued")
-    if split.get("available") and isinstance(enqueued, int | float) and enqueued >= 0 \
+    split = ceilings.split_launch
+    enqueued = split.enqueued if split is not None else None
+    if split is not None and split.available and enqueued is not None and enqueued >= 0 \
             and math.isfinite(enqueued):
         floors.append(Floor(SPLIT_LAUNCH_ENQUEUED, float(enqueued), Kind.MEASURED,
                             "measured: as the split launch, with the calls enqueued"))
     rates = []
-    for e in ceilings.get("rates", []):
-        value = _positive(e.get("value")) if e.get("available") else None
-        if value is None or e.get("roof") is False:  # a variant beside a pattern's roof
+    for r in ceilings.rates:
+        value = _positive(r.value) if r.available else None
+        if value is None or r.roof is False:  # a variant beside a pattern's roof
             continue
-        by_size = _net_of_dispatch(e.get("by_size") or [], pipelined, overlaps)
-        if e.get("by_size") and not by_size:
+        by_size = _net_of_dispatch(r.by_size, pipelined, overlaps)
+        if r.by_size and not by_size:
             continue  # every size was mostly dispatch: no rate of the kernel itself
-        rates.append(RateRoof(str(e.get("name", "")), str(e.get("op", "")),
-                              str(e.get("dtype", "")),
-                              max((r for _, r in by_size), default=value), Kind.MEASURED,
-                              f"measured: {e.get('name', '')}"
+        rates.append(RateRoof(r.name, r.op, r.dtype,
+                              max((rate for _, rate in by_size), default=value), Kind.MEASURED,
+                              f"measured: {r.name}"
                               + (", by size" + ("" if overlaps else
                                                 ", the dispatch floor taken off")
                                  if by_size else ""),
-                              by_size=by_size, row=int(e.get("row") or 0),
-                              threads=_threads(e.get("threads")),
-                              table=int(e.get("table") or 0)))
+                              by_size=by_size, row=r.row or 0, threads=r.threads,
+                              table=r.table or 0))
     return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
                    tuple(floors), tuple(rates), dispatch_overlaps=overlaps,
                    units_overlap=backends.describe(backend).name == "tpu")
@@ -578,12 +572,12 @@ def measured(ceilings: Mapping[str, Any],
 DISPATCH_FLOOR_BUFFERS = 3
 
 
-def _per_buffer(points: Sequence[Mapping[str, Any]]) -> tuple[float, int]:
+def _per_buffer(points: Sequence[schema.BufferDispatch]) -> tuple[float, int]:
     """(seconds per buffer, the buffers of the floor it adds to) of the dispatch measured by
     buffers: the least-squares slope of the enqueued time over the buffers passed (0 where
     fewer than two counts were measured or the slope is not positive: below the noise)."""
-    xy = [(float(p["buffers"]), float(p["enqueued"])) for p in points
-          if _positive(p.get("buffers")) and _positive(p.get("enqueued"))]
+    xy = [(float(p.buffers), float(p.enqueued)) for p in points
+          if _positive(p.buffers) and _positive(p.enqueued)]
     if len({x for x, _ in xy}) < 2:
         return 0.0, DISPATCH_FLOOR_BUFFERS
     mx = sum(x for x, _ in xy) / len(xy)
@@ -593,26 +587,17 @@ def _per_buffer(points: Sequence[Mapping[str, Any]]) -> tuple[float, int]:
     return (slope if slope > 0 else 0.0), DISPATCH_FLOOR_BUFFERS
 
 
-def _threads(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 \
-        else None
-
-
-def _window_of(entry: Mapping[str, Any]) -> int:
+def _window_of(entry: schema.ComputeCeiling) -> int:
     """A grouped-convolution ceiling's taps: its window elements (``window``: its side, to the
     power of its ``rank``, 2 where not said: an image's; 1: a sequence's) times its input
     features per group (``group``, 1 where not said: depthwise); 0 where the entry does not
     give its window."""
-    side, group, rank = entry.get("window"), entry.get("group") or 1, entry.get("rank") or 2
-    if not isinstance(group, int) or isinstance(group, bool) or group < 1:
-        group = 1
-    if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
-        rank = 2
-    return side**rank * group if isinstance(side, int) and not isinstance(side, bool) \
-        and side > 0 else 0
+    if entry.window is None:
+        return 0
+    return int(entry.window ** (entry.rank or 2)) * (entry.group or 1)
 
 
-def _products_net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: float | None,
+def _products_net_of_dispatch(points: Sequence[schema.MatmulSize], dispatch: float | None,
                               overlaps: bool = False) -> tuple[tuple[float, float], ...]:
     """(flops of one product, FLOP/s) of a compute roof's sizes. Each size was timed one call
     at a time, its dispatch included, so its rate is the one net of the enqueued dispatch floor
@@ -621,25 +606,33 @@ def _products_net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: flo
     flops of one of them."""
     out: list[tuple[float, float]] = []
     for x in points:
-        flops, value = _positive(x.get("flops")), _positive(x.get("value"))
+        flops, value = _positive(x.flops), _positive(x.value)
         if flops is None or value is None:
             continue
-        net = _net_of_dispatch([{"elements": flops, "seconds": flops / value}], dispatch,
-                               overlaps)
-        out.extend((f / int(x.get("batch") or 1), rate) for f, rate in net)
+        net = _net_of_dispatch_times([(flops, flops / value)], dispatch, overlaps)
+        out.extend((f / x.batch, rate) for f, rate in net)
     return tuple(sorted(out))
 
 
-def _net_of_dispatch(points: Sequence[Mapping[str, Any]], dispatch: float | None,
+def _net_of_dispatch(points: Sequence[schema.RateSize], dispatch: float | None,
                      overlaps: bool = False) -> tuple[tuple[float, float], ...]:
     """(elements, elements per second) of a rate measured by size, one call per sample, with
-    the enqueued dispatch floor taken off each call's time (where the dispatch ``overlaps``
-    the device's work, an accelerator's, the call's time is the device's and nothing is taken
-    off); a point under :data:`~roofline_report.analysis.levels.DISPATCH_MARGIN` dispatches
-    is mostly dispatch and left out, as the write-new sweep's are."""
+    the enqueued dispatch floor taken off each call's time (:func:`_net_of_dispatch_times`)."""
+    return _net_of_dispatch_times([(p.elements, p.seconds) for p in points], dispatch,
+                                  overlaps)
+
+
+def _net_of_dispatch_times(points: Sequence[tuple[float, float]], dispatch: float | None,
+                           overlaps: bool = False) -> tuple[tuple[float, float], ...]:
+    """(elements, elements per second) of (elements, seconds per call) measured one call per
+    sample, with the enqueued dispatch floor taken off each call's time (where the dispatch
+    ``overlaps`` the device's work, an accelerator's, the call's time is the device's and
+    nothing is taken off); a point under
+    :data:`~roofline_report.analysis.levels.DISPATCH_MARGIN` dispatches is mostly dispatch and
+    left out, as the write-new sweep's are."""
     out = []
-    for p in points:
-        seconds, elements = _positive(p.get("seconds")), _positive(p.get("elements"))
+    for count, time in points:
+        seconds, elements = _positive(time), _positive(count)
         if seconds is None or elements is None:
             continue
         if dispatch:

@@ -31,6 +31,7 @@ from roofline_report.observe.ceilings import load as machine_load
 from roofline_report.observe.program import Program
 from roofline_report.observe.workloads import NoAnalyticModel, Workload, catalog
 from roofline_report.results import io as results_mod
+from roofline_report.results import schema
 from roofline_report.results.schema import SCHEMA_VERSION
 from roofline_report.version import __version__
 
@@ -179,7 +180,8 @@ def _run(options: RunOptions, say: Progress,
         from roofline_report.observe.speed_check import speed_check
 
         say("the machine's speed, checked against the ceilings")
-        results["speed_check"] = speed_check(results["ceilings"], quick=options.quick)
+        results["speed_check"] = speed_check(
+            schema.Ceilings.model_validate(results["ceilings"]), quick=options.quick)
 
     ceilings_json = results["ceilings"] if results["ceilings"].get("available") else None
     interrupts.safe_point("lab")
@@ -226,7 +228,7 @@ def _ceilings(options: RunOptions, env: Mapping[str, Any], at: str, say: Progres
             say(f"note: {note}")
         if entry is not None:
             say(f"ceilings of this machine reused from the cache (measured {entry.measured_at})")
-            data = {**entry.ceilings, "origin": cache.origin(
+            data = {**results_mod.plain(entry.ceilings), "origin": cache.origin(
                 cached=True, measured_at=entry.measured_at, key=entry.key, notes=notes)}
             _skip_unavailable(data, skips, f" (reused from the cache; "
                               f"{options.remeasure_hint()} measures again)")

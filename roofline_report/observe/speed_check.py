@@ -21,11 +21,11 @@ sampling), so its rate compares with the sweep's own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from roofline_report.errors import reason
 from roofline_report.observe import timer as timing
+from roofline_report.results import schema
 
 __all__ = ["MEMORY_KERNELS", "PROBE_SAMPLES", "memory_check", "memory_points", "probe_entry",
            "speed_check"]
@@ -34,26 +34,22 @@ PROBE_SAMPLES = 7  # samples of the check's timing (its fastest one counts, as a
 MEMORY_KERNELS = ("read-write", "write-new")  # the sweep kernels whose roofs are checked
 
 
-def probe_entry(ceilings: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def probe_entry(ceilings: schema.Ceilings) -> schema.ComputeCeiling | None:
     """The ceilings' float32 matmul entry at jax's default precision, measured, with the
     size it was timed at in full; None where there is none."""
-    entries: list[Mapping[str, Any]] = list(ceilings.get("compute") or [])
-    for entry in entries:
-        if (entry.get("op") == "matmul" and entry.get("dtype") == "float32"
-                and entry.get("precision", "default") == "default" and entry.get("available")
-                and isinstance(entry.get("size"), int) and entry["size"] > 0
-                and isinstance(entry.get("value"), int | float) and entry["value"] > 0):
+    for entry in ceilings.compute:
+        if (entry.op == "matmul" and entry.dtype == "float32" and entry.precision == "default"
+                and entry.available and entry.size is not None and entry.size > 0
+                and entry.value is not None and entry.value > 0):
             return entry
     return None
 
 
-def speed_check(ceilings: Mapping[str, Any], *, quick: bool) -> dict[str, Any]:
+def speed_check(ceilings: schema.Ceilings, *, quick: bool) -> dict[str, Any]:
     """Time the ceilings' float32 matmul at its own size again; an unavailable record (with
     the reason) where the ceilings have none or the timing fails."""
-    if not ceilings.get("available"):
-        return {"available": False, "reason": "no ceilings to check the machine's speed against"}
     entry = probe_entry(ceilings)
-    if entry is None:
+    if entry is None or entry.size is None or entry.value is None:
         return {"available": False,
                 "reason": "the ceilings have no float32 matmul rate to time again"}
     import jax
@@ -61,40 +57,38 @@ def speed_check(ceilings: Mapping[str, Any], *, quick: bool) -> dict[str, Any]:
     from roofline_report.observe.ceilings.compute import _matmul, _matmul_operands
     from roofline_report.observe.ceilings.sampling import fastest_rate
 
-    n = int(entry["size"])
-    minimum = ((entry.get("timing") or {}).get("min_sample_s"))
+    n = entry.size
+    minimum = entry.timing.min_sample_s if entry.timing is not None else None
     try:
         args = _matmul_operands(n, "float32")
         _, compiled, _, _ = timing.measure_compile(jax.jit(_matmul), args)
         measured = timing.time_jitted(
             compiled, args, quick=quick, samples=PROBE_SAMPLES,
-            min_sample_seconds=float(minimum) if isinstance(minimum, int | float) else None)
+            min_sample_seconds=float(minimum) if minimum is not None else None)
     except Exception as exc:
         return {"available": False,
                 "reason": f"timing the float32 matmul again failed: {reason(exc)}"}
     # The ceiling's own work per call, at its own rule (the fastest sample's rate).
-    work = entry.get("flops_per_call")
-    flops = int(work) if isinstance(work, int) and work > 0 else 2 * n**3
+    work = entry.flops_per_call
+    flops = work if work is not None and work > 0 else 2 * n**3
     return {"available": True, "probe": f"float32 matmul, n={n}", "size": n,
-            "ceiling_value": float(entry["value"]),
+            "ceiling_value": float(entry.value),
             "value": fastest_rate(flops, measured), "timing": measured.to_json(),
             "memory": memory_check(ceilings, quick=quick)}
 
 
-def memory_points(ceilings: Mapping[str, Any]) -> list[tuple[str, str, int, float]]:
+def memory_points(ceilings: schema.Ceilings) -> list[tuple[str, str, int, float]]:
     """(roof, kernel, working set, B/s as the sweep measured it) of the sweep point each memory
     roof of :data:`MEMORY_KERNELS` is checked at: in a cache level the largest working set the
     level's rule gives it, in main memory the smallest; [] without a sweep. Pure."""
     from roofline_report.analysis.roofs import measured_levels
 
-    sweep = ceilings.get("working_set") or {}
+    sweep = ceilings.working_set
     points: dict[str, list[tuple[int, float]]] = {}
-    for kernel in sweep.get("kernels") or []:
-        name = str(kernel.get("name", ""))
-        points[name] = sorted(
-            (int(p["bytes"]), float(p["value"])) for p in kernel.get("points") or []
-            if p.get("available") and isinstance(p.get("value"), int | float)
-            and p["value"] > 0 and isinstance(p.get("bytes"), int) and p["bytes"] > 0)
+    for kernel in sweep.kernels if isinstance(sweep, schema.WorkingSetSweep) else []:
+        points[kernel.name] = sorted(
+            (p.bytes, float(p.value)) for p in kernel.points
+            if p.available and p.value is not None and p.value > 0)
     out = []
     for level in measured_levels(ceilings):
         if level.kernel not in MEMORY_KERNELS:
@@ -106,7 +100,7 @@ def memory_points(ceilings: Mapping[str, Any]) -> list[tuple[str, str, int, floa
     return out
 
 
-def memory_check(ceilings: Mapping[str, Any], *, quick: bool) -> list[dict[str, Any]]:
+def memory_check(ceilings: schema.Ceilings, *, quick: bool) -> list[dict[str, Any]]:
     """Each memory roof's point (:func:`memory_points`) timed again as the sweep timed it: a
     record per roof with the sweep's rate (``ceiling_value``) and the rate now (``value``), or
     unavailable with the reason."""
@@ -116,12 +110,11 @@ def memory_check(ceilings: Mapping[str, Any], *, quick: bool) -> list[dict[str, 
     if not chosen:
         return []
     # The sweep's own bytes per call and sample length where it saved them, else its defaults.
-    saved = (ceilings.get("working_set") or {}).get("plan") or {}
-    per_call, min_sample = saved.get("bytes_per_call"), saved.get("min_sample_s")
-    if not (isinstance(per_call, int) and per_call > 0
-            and isinstance(min_sample, int | float) and min_sample > 0):
-        default = sweep_plan(str(ceilings.get("backend", "cpu")), quick=quick, cache_bytes=None,
-                             free_bytes=None)
+    sweep = ceilings.working_set
+    if isinstance(sweep, schema.WorkingSetSweep):
+        per_call, min_sample = sweep.plan.bytes_per_call, sweep.plan.min_sample_s
+    else:
+        default = sweep_plan(ceilings.backend, quick=quick, cache_bytes=None, free_bytes=None)
         per_call, min_sample = default.bytes_per_call, default.min_sample_s
     plan = SweepPlan((), int(per_call), samples=PROBE_SAMPLES, min_sample_s=float(min_sample))
     out = []

@@ -12,7 +12,6 @@ from roofline_report.analysis.roof_check_records import Cause, RoofCheck, RoofTa
 from roofline_report.kinds import Kind
 from roofline_report.report.blocks import Inline, Text, text
 from roofline_report.report.format import Num, count, n, percent, plural, ratio
-from roofline_report.results import io as results_io
 from roofline_report.results import schema
 
 M = Kind.MEASURED
@@ -37,7 +36,7 @@ def conditions_text(an: Analysis) -> Text:
     ceilings = an.results.ceilings
     if not isinstance(ceilings, schema.Ceilings):
         return ()
-    c = conditions(results_io.plain(ceilings))
+    c = conditions(ceilings)
     if not c.recorded:
         return ()
     sentences: list[list[Inline]] = []

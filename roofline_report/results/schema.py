@@ -49,6 +49,7 @@ from roofline_report.results.schema_base import (
 )
 from roofline_report.results.schema_ceilings import (
     BandwidthCeiling,
+    BufferDispatch,
     CacheLevel,
     Ceilings,
     CeilingsOrigin,
@@ -149,6 +150,7 @@ __all__ = [
     "Assumptions",
     "BandwidthCeiling",
     "Bf16Pair",
+    "BufferDispatch",
     "CacheLevel",
     "Ceilings",
     "CeilingsOrigin",

@@ -163,10 +163,10 @@ def key_for(environment: Mapping[str, Any], *, quick: bool, version: str = __ver
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """Ceilings read from the cache: the record (without ``origin``), when it was measured
-    and under which key."""
+    """Ceilings read from the cache: the record (without ``origin``) as validated, when it was
+    measured and under which key."""
 
-    ceilings: dict[str, Any]
+    ceilings: schema.Ceilings
     measured_at: str
     key: Key
 
@@ -208,7 +208,7 @@ def parse_entry(text: str, key: Key) -> Entry:
     if "origin" in ceilings:
         raise Damaged("its ceilings carry an origin (a results.json record, not a cache entry)")
     try:
-        schema.Ceilings.model_validate(ceilings)
+        typed = schema.Ceilings.model_validate(ceilings)
     except pydantic.ValidationError as exc:
         raise Damaged(f"not a valid ceilings record: {results_io.describe(exc)}") from None
     for field in ("backend", "device_kind"):
@@ -217,9 +217,9 @@ def parse_entry(text: str, key: Key) -> Entry:
     if ceilings["quick"] != (key.plan == "quick"):
         raise Damaged(f"its ceilings were measured with the other plan than its key's "
                       f"({key.plan})")
-    if (why := under_load(ceilings)):
+    if (why := under_load(typed)):
         raise Damaged(why)
-    return Entry(ceilings=ceilings, measured_at=measured_at, key=key)
+    return Entry(ceilings=typed, measured_at=measured_at, key=key)
 
 
 def _no_constant(name: str) -> Any:
@@ -234,7 +234,7 @@ def content_digest(document: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def under_load(ceilings: Mapping[str, Any]) -> str:
+def under_load(ceilings: schema.Ceilings) -> str:
     """Why ceilings measured under load must not be kept ('' when they were not): which
     roofs came from rounds under load, or the load over the whole measurement."""
     c = conditions(ceilings)
@@ -373,14 +373,18 @@ def save(key: Key, ceilings: Mapping[str, Any], measured_at: str,
     folder that cannot be written is a note, not an error)."""
     where = ceilings_folder() if folder is None else folder
     record = {k: v for k, v in ceilings.items() if k != "origin"}
-    if why := under_load(record):
+    # The digest is of the content as it will be read back (tuples as lists, no NaN).
+    body = json.loads(results_io.dumps({"format": CACHE_FORMAT, "key": key.fields(),
+                                        "measured_at": measured_at, "ceilings": record}))
+    try:  # read as the next run reads it; a record it would refuse is refused below
+        typed: schema.Ceilings | None = schema.Ceilings.model_validate(body["ceilings"])
+    except pydantic.ValidationError:
+        typed = None
+    if typed is not None and (why := under_load(typed)):
         return [f"the ceilings were not saved to the cache: {why}; the next run measures them "
                 "again"]
     if why := folder_problem(where):
         return [f"the ceilings were not saved to the cache: {why}"]
-    # The digest is of the content as it will be read back (tuples as lists, no NaN).
-    body = json.loads(results_io.dumps({"format": CACHE_FORMAT, "key": key.fields(),
-                                        "measured_at": measured_at, "ceilings": record}))
     document = {**body, "digest": content_digest(body)}
     # What is saved must be what the next run accepts: check it the way it will be read.
     text = results_io.dumps(document)

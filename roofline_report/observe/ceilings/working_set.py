@@ -36,6 +36,7 @@ from typing import Any
 from roofline_report.analysis import levels
 from roofline_report.errors import reason
 from roofline_report.observe import timer as timing
+from roofline_report.results import schema
 
 Progress = Callable[[str], None]
 KiB = 1 << 10
@@ -165,8 +166,13 @@ def _recheck(kernels: list[dict[str, Any]], plan: SweepPlan, dispatch: float | N
     :data:`REMEASURE_GAIN`, and a kernel's when :data:`FUTILE_POINTS` points in a row ended
     so: a steady shortfall of the kernel (the read kernel's adds), not a burst of load, which
     more retries cannot mend. Returns the number of re-measurements."""
+    def rate_of(kernel: str, point: dict[str, Any]) -> float | None:
+        """The point's rate as the level finder reads it, from the point as results.json
+        will hold it (validated by the schema's record)."""
+        return levels.point_rate(kernel, schema.SweepBandwidth.model_validate(point), dispatch)
+
     by_name = {k["name"]: k for k in kernels}
-    reference = {p["bytes"]: levels.point_rate(levels.REFERENCE, p, dispatch)
+    reference = {p["bytes"]: rate_of(levels.REFERENCE, p)
                  for p in by_name.get(levels.REFERENCE, {}).get("points", [])}
     done = 0
     for name in ("read", "write-new"):
@@ -175,7 +181,7 @@ def _recheck(kernels: list[dict[str, Any]], plan: SweepPlan, dispatch: float | N
         for i, point in enumerate(points):
             tries, gain = 0, math.inf
             while True:
-                rate = levels.point_rate(name, point, dispatch)
+                rate = rate_of(name, point)
                 why = None if rate is None else levels.implausible(
                     name, rate, reference.get(point["bytes"]))
                 if (why is None or tries >= REMEASURE or gain < REMEASURE_GAIN
