@@ -4,12 +4,24 @@ counts, so a per-step total counts a collective once per iteration."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from roofline_report.analysis.analyse import analyse
 from roofline_report.analysis.comm_network import flat_network
 from roofline_report.analysis.comm_step import step_bounds
 from roofline_report.hlo.compiled import collective_records, loop_context
 from roofline_report.hlo.ir import parse_module
+from roofline_report.ingest.pipeline import read_profile
+from roofline_report.ingest.records import results_document
 from roofline_report.observe.sharded_collectives import comm_totals, parse_collectives
+from roofline_report.report.trace_view import trace_view
+from roofline_report.results.schema import CompiledCollective
 from roofline_report.results.schema_sharding import ShardedCollective
+
+GRU_SCAN = Path(__file__).resolve().parent / "fixtures" / "traces_real" / "tpu_v5e" / "gru_scan"
 
 # Two nested loops (3 x 4 iterations) around an all-gather, a loop without a known trip count
 # around a reduce-scatter, and an all-reduce outside any loop; the spelling of XLA's CPU HLO.
@@ -122,3 +134,31 @@ def test_an_unknown_trip_count_makes_the_bytes_a_lower_bound() -> None:
     assert bounds.unknown_trips == 1 and bounds.comm_lower_bound is True
     known = [r for r in records if r["trip_count"] is not None]
     assert comm_totals(known)["comm_bytes_complete"] is True
+
+
+def test_compiled_records_load_typed_and_dump_as_written() -> None:
+    records = collective_records(NESTED)
+    typed = [CompiledCollective.model_validate(r) for r in records]
+    assert [t.model_dump() for t in typed] == records  # "async" written back under its name
+    gather, scatter, reduce = typed
+    assert gather.async_ is False and gather.trip_count == 12
+    assert [(x.name, x.known_trip_count) for x in gather.loops] == [("outer", 3), ("inner", 4)]
+    assert [(a.dtype, a.shape, a.bytes) for a in gather.arrays] == [("f32", [128, 128], 65536)]
+    assert scatter.trip_count is None and reduce.trip_count == 1 and reduce.loops == []
+    # A record saved before the loops were recorded loads with none and an unknown count.
+    older = {k: v for k, v in records[2].items() if k not in ("loops", "trip_count")}
+    loaded = CompiledCollective.model_validate(older)
+    assert (loaded.loops, loaded.trip_count) == ([], None)
+    with pytest.raises(ValidationError, match="bytes"):
+        CompiledCollective.model_validate({**records[2], "bytes": 1})
+
+
+def test_the_trace_section_lists_the_compiled_collectives_with_their_trips() -> None:
+    doc = results_document(read_profile(GRU_SCAN))
+    doc["workloads"][0]["compiled"]["collectives"] = collective_records(NESTED)
+    view = trace_view(analyse(doc))
+    assert view is not None
+    rows = [(r.name, r.op, r.group, r.bytes.text) for r in view.collectives]
+    # the all-gather's bytes counted 12 times; the reduce-scatter's unknown count taken as once
+    assert rows == [("ag", "all-gather", "8", "688 kB"), ("rs", "reduce-scatter", "8", "57.3 kB"),
+                    ("ar", "all-reduce", "8", "115 kB")]

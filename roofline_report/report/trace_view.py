@@ -226,9 +226,9 @@ def _collective_rows(programs: Sequence[Program]) -> list[CollectiveRow]:
         return []
     rows = []
     for c in first.collectives:
-        name = str(c["instruction"])
-        trips = c.get("trip_count") or 1
-        per_device = c.get("bytes_per_device")
+        name = c.instruction
+        trips = c.trip_count or 1
+        per_device = c.bytes_per_device
         moved = per_device * trips if per_device is not None else None
         times = []
         for p in programs:
@@ -240,8 +240,8 @@ def _collective_rows(programs: Sequence[Program]) -> list[CollectiveRow]:
                 host=tr.host, time=n(seconds, "s", M) if seconds is not None else Num("—"),
                 rate=n(moved / seconds, "B/s", M) if seconds and moved is not None
                 else Num("—")))
-        rows.append(CollectiveRow(name=name, op=str(c["op"]),
-                                  group=str(c.get("group_size") or "?"),
+        rows.append(CollectiveRow(name=name, op=c.op,
+                                  group=str(c.group_size or "?"),
                                   bytes=n(moved, "B", A) if moved is not None
                                   else Num("unknown"),
                                   times=times))

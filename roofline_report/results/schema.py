@@ -72,6 +72,9 @@ from roofline_report.results.schema_ceilings import (
 )
 from roofline_report.results.schema_kernels import (
     Compiled,
+    CompiledCollective,
+    CompiledCollectiveArray,
+    CompiledCollectiveLoop,
     CountedLoop,
     CustomCall,
     FusionCounts,
@@ -157,6 +160,9 @@ __all__ = [
     "Check",
     "CollectiveArray",
     "Compiled",
+    "CompiledCollective",
+    "CompiledCollectiveArray",
+    "CompiledCollectiveLoop",
     "ComputeCeiling",
     "Count",
     "CountedLoop",

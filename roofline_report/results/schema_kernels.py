@@ -6,9 +6,9 @@ profiler trace, the facts of the optimized HLO, our own count of the StableHLO a
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from roofline_report.results.schema_base import (
     AtLeastOne,
@@ -256,13 +256,60 @@ class WhileLoop(Record):
     source_column: Count | None
 
 
+class CompiledCollectiveArray(Record):
+    """One array a compiled collective's result holds (tokens left out): its element type,
+    dimensions and bytes (None for an element type of unknown width)."""
+
+    dtype: str
+    shape: list[Count]
+    bytes: Count | None
+
+
+class CompiledCollectiveLoop(Record):
+    """A while loop around a compiled collective: its instruction and known trip count (None
+    when the compiler states none)."""
+
+    name: str
+    known_trip_count: Count | None
+
+
+class CompiledCollective(Record):
+    """One collective of the compiled program, as
+    :func:`roofline_report.hlo.compiled.collective_records` writes it (an async
+    ``-start``/``-done`` pair once). The bytes and the group are None where they could not be
+    read; the loops around it were not recorded before the trip count was (those records load
+    with no loops and an unknown trip count)."""
+
+    # "async" is a keyword: the field is named async_ and read and written as "async"
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    instruction: str
+    computation: str
+    op: str
+    async_: bool = Field(alias="async")
+    shape: str  # the result's HLO text
+    dtype: str | None  # None when its arrays differ
+    arrays: list[CompiledCollectiveArray]
+    result_bytes: Count | None
+    operand_bytes: Count | None
+    group_size: Count | None
+    replica_groups: list[list[Count]] | None  # each group's devices
+    source_target_pairs: list[list[Count]] | None  # a collective-permute's [source, target]
+    channel_id: Count | None
+    bytes_per_device: Count | None  # sent per execution; None without a cost formula
+    op_name: str | None
+    source: str | None  # "name.py:12"
+    loops: list[CompiledCollectiveLoop] = []  # the while loops around it, outermost first
+    trip_count: Count | None = None  # runs per call: the loops' trip counts; None when unknown
+
+
 class Compiled(Record):
     """Facts of the optimized HLO (:func:`roofline_report.hlo.compiled.inspect_compiled`)."""
 
     entry: str | None
     fusions: FusionCounts
     custom_calls: list[CustomCall]
-    collectives: list[dict[str, Any]]
+    collectives: list[CompiledCollective]
     while_loops: list[WhileLoop]
     kernels: Count
     kernels_static: Count
