@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from roofline_report.analysis import predict
+from roofline_report.analysis import on_chip, predict
 from roofline_report.analysis import roofs as roofs_mod
 from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, Floor, RoofSet
 from roofline_report.kinds import Kind
@@ -171,7 +171,7 @@ def test_an_asynchronous_copy_is_not_charged_to_the_call() -> None:
 def test_bytes_in_the_cores_own_memory_take_the_on_chip_rate() -> None:
     from roofline_report.analysis.roofs import RateRoof
 
-    chip = RateRoof("on-chip float32", predict.ON_CHIP, "float32", 1e12, M, "")
+    chip = RateRoof("on-chip float32", on_chip.ON_CHIP, "float32", 1e12, M, "")
     roofs = replace(TPU, rates=(chip,))
     k = {"flops": 1e6, "flops_by_op": {"add": 1e6}, "bytes_read": 65e6, "bytes_written": 0,
          "on_chip_bytes_read": 100e6, "on_chip_bytes_written": 100e6, "trips": 1,
@@ -275,7 +275,7 @@ def test_a_tpus_hardware_roof_takes_its_busiest_unit_and_memory() -> None:
     from roofline_report.analysis.roofs import RateRoof
 
     rates = (RateRoof("multiply-add float32", "multiply-add", "float32", 2e12, M, ""),
-             RateRoof("on-chip float32", predict.ON_CHIP, "float32", 1e12, M, ""))
+             RateRoof("on-chip float32", on_chip.ON_CHIP, "float32", 1e12, M, ""))
     tpu = replace(TPU, compute=(ComputeRoof("matmul float32", 100e12, "float32", M, ""),),
                   rates=rates, units_overlap=True)
     k = {"flops": 3.05e9, "flops_by_op": {"dot": 3e9, "add": 0.05e9}, "bytes_read": 6.5e6,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_report.analysis import patterns, predict
+from roofline_report.analysis import on_chip, patterns, predict
 from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, RateRoof, RoofSet
 from roofline_report.hlo.ir import parse_module
 from roofline_report.hlo.kernels import kernel_inventory
@@ -137,7 +137,7 @@ def test_a_reduction_kept_on_chip_is_priced_by_its_on_chip_bytes_not_the_hbm_roo
     assert kept is not None
     assert not [t for t in kept.terms if t.group == "pattern"]
     assert not [t for t in kept.terms if t.name == "reduction"]  # nor the row reduction's
-    assert predict.ON_CHIP_REDUCTION in kept.notes
+    assert on_chip.ON_CHIP_REDUCTION in kept.notes
     assert kept.seconds == pytest.approx(chip / ON_CHIP_RATE, rel=0.05)
     assert any("stay on chip" in n and "strided-reduction" in n for n in kept.notes)
     # the same reduction reading its operand from HBM keeps the roof measured there
@@ -158,10 +158,10 @@ def test_a_gather_kept_on_chip_keeps_its_gather_roof() -> None:
     found = predict.predict_kernel(record, "float32", TPU_ROOFS)
     assert found is not None
     assert [t.roof for t in found.terms if t.group == "pattern"] == [GROWING.name]
-    assert predict.reads_on_chip(record)
-    assert not predict.reads_on_chip(record.model_copy(update={"bytes_read": 4}))
+    assert on_chip.reads_on_chip(record)
+    assert not on_chip.reads_on_chip(record.model_copy(update={"bytes_read": 4}))
     # a reduction's small result written to HBM: its operands still stay on chip
-    assert predict.reads_on_chip(record.model_copy(update={"bytes_written": 1024}))
+    assert on_chip.reads_on_chip(record.model_copy(update={"bytes_written": 1024}))
 
 
 def test_a_sequence_convolution_roof_counts_its_taps_along_one_dimension() -> None:

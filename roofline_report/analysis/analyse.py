@@ -278,6 +278,7 @@ def _program(w: schema.Workload, roofs: Roofs, backend: Backend, cache_bytes: in
             table.loops, stats.own if stats else None,
             prediction.seconds if prediction else None))
     why = ""
+    load = load_of(w.timing_load)
     if prediction is not None and m is not None:
         compiled = w.compiled
         xla = w.xla
@@ -288,7 +289,7 @@ def _program(w: schema.Workload, roofs: Roofs, backend: Backend, cache_bytes: in
             kernels=(compiled.kernels if compiled is not None else 0) or 1,
             loops=bool(compiled.while_loops) if compiled is not None else False,
             cache_bytes=cache_bytes, rows=table.rows if table is not None else (),
-            load=load_of(w.timing_load),
+            load=load,
             page_faults=timed.page_faults if timed is not None else None,
             fault_s=_fault_s(roofs.kernels),
             drift=checks.for_binding(prediction.binding) if checks is not None else None,
@@ -310,7 +311,7 @@ def _program(w: schema.Workload, roofs: Roofs, backend: Backend, cache_bytes: in
         spec_sheet=_spec(flops, moved, w.dtype, roofs.spec_sheet),
         missing_ops=missing,
         timed_without=tuple(w.as_written.not_kept) if w.as_written is not None else (),
-        hardware=hardware, timing_load=load_of(w.timing_load),
+        hardware=hardware, timing_load=load,
         levers=program_levers(stats.own if stats else None, table, prediction, minimum,
                               minimum_basis, roofs.kernels))
 

@@ -38,8 +38,8 @@ from collections.abc import Iterable
 from typing import Literal
 
 from roofline_report.analysis.hardware_roof import HardwareRoof, RoofPart
+from roofline_report.analysis.on_chip import ON_CHIP
 from roofline_report.analysis.predict import (
-    ON_CHIP,
     TRANSCENDENTAL_RATE,
     Facts,
     kernel_facts,

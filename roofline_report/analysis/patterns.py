@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from roofline_report.analysis.roofs import RateRoof, RoofSet
 from roofline_report.config.spec import DTYPES
-from roofline_report.hlo.kernel_patterns import INTEGER_TYPES
+from roofline_report.hlo.product_facts import INTEGER_TYPES
 from roofline_report.hlo.shapes import FLOAT_TYPES
 from roofline_report.kinds import Kind
 from roofline_report.results import schema

@@ -77,6 +77,13 @@ from roofline_report.analysis.inventory_totals import (
     program_footprint,
     program_traffic,
 )
+from roofline_report.analysis.on_chip import (
+    ON_CHIP,
+    ON_CHIP_PATTERN,
+    ON_CHIP_REDUCTION,
+    STREAMED_PATTERNS,
+    reads_on_chip,
+)
 from roofline_report.analysis.patterns import pattern_time
 from roofline_report.analysis.roofs import (
     PAGE_FAULT,
@@ -520,10 +527,6 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
     return _Launch(tuple(terms), memory.level, tuple(notes))
 
 
-ON_CHIP = "on-chip"  # the rate of bytes moved within a TPU core's vector memory
-ON_CHIP_REDUCTION = ("its reductions read operands that stay on chip: the row reduction's "
-                     "roof, measured on arrays in HBM, does not bound them; priced by their "
-                     "on-chip bytes")
 
 
 #: The unit each compute term runs on, where the backend's units work side by side: a TPU's
@@ -638,23 +641,6 @@ def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
 
 
 COLD = "arguments from main memory"  # the detail of the terms of cold arguments
-
-#: Reductions whose roofs are measured on arrays streamed from HBM: on a TPU v5e a strided
-#: reduction whose operands the compiler kept in vector memory ran 3.5 times faster (median
-#: of 39 kernels) than that roof allows, near its on-chip bytes at the on-chip rate (0.84 of
-#: its time). Transposes, gathers, scatters, sorts and top-k keep their roofs there: their
-#: time goes with their access order, not with where their bytes are.
-STREAMED_PATTERNS = ("strided-reduction", "variadic-reduction", "interleaved-reduction",
-                     "reduce-window-lane")
-ON_CHIP_PATTERN = ("its operands stay on chip: the {pattern} roof ({roof}), measured on "
-                   "arrays in HBM, does not bound it; priced by its on-chip bytes")
-
-
-def reads_on_chip(kernel: schema.KernelRecord) -> bool:
-    """True for a TPU kernel whose operands all stay in the core's own memories: no HBM byte
-    read, some on chip (what it writes, a reduction's small result say, may go to HBM)."""
-    return kernel.bytes_read == 0 and kernel.on_chip_bytes_read > 0
-
 
 def cold_arguments(f: Facts, roofs: RoofSet, traffic: float | None, level: str,
                    footprint: float | None) -> tuple[float, BandwidthRoof] | None:

@@ -102,7 +102,7 @@ Pure: no jax.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from roofline_report.hlo.dot_patterns import is_float_dot, is_transposed_dot, narrow_side
@@ -111,16 +111,12 @@ from roofline_report.hlo.kernel_bytes import elements_of, scatter_parts
 from roofline_report.hlo.kernel_cost import (
     ELEMENTWISE,
     TRANSCENDENTAL,
-    conv_flops,
     dot_flops,
-    features_per_group,
     fft_instruction_flops,
     ints_in,
-    tiles_input,
-    window_elements,
 )
 from roofline_report.hlo.shapes import Array, Shape
-from roofline_report.hlo.tpu import TPU, lane_reduction, product_batch, product_convolution
+from roofline_report.hlo.tpu import TPU, lane_reduction
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
@@ -497,165 +493,6 @@ def sort_comparisons(sort: Instruction) -> int:
     dims = ints_in(sort.attributes.get("dimensions"))
     axis = dims[0] if dims and dims[0] < len(operand.array.dims) else len(operand.array.dims) - 1
     return comparisons(operand.array.elements, operand.array.dims[axis])
-
-
-def _products(instr: Instruction, module: Module, backend: str | None
-              ) -> list[tuple[int, Instruction]]:
-    """(flops, instruction) of the kernel's matrix products: its dots, and on a TPU the
-    convolutions that compute one (:func:`~roofline_report.hlo.tpu.product_convolution`)."""
-    tpu = backend == TPU
-    out = [(dot_flops(i) or 0, i) for i in _fused_instructions(instr, module, tpu)
-           if i.opcode == "dot"]
-    if tpu:
-        out += [(conv_flops(i) or 0, i) for i in _fused_instructions(instr, module, tpu)
-                if product_convolution(i)]
-    return out
-
-
-def _largest_product(instr: Instruction, module: Module, backend: str | None
-                     ) -> Instruction | None:
-    found = _products(instr, module, backend)
-    return max(found, key=lambda pair: (pair[0], pair[1].name))[1] if found else None
-
-
-def matmul_products(instr: Instruction, module: Module, backend: str | None = None) -> int:
-    """How many independent matrix products the kernel's largest dot computes: the product of
-    its batch dimensions (1 for a plain matrix product, or a kernel without a dot). A batched
-    dot of small products runs at the rate of one small product, not of its total flops. On a
-    TPU a product written as a convolution counts its batch made spatial dimensions
-    (:func:`~roofline_report.hlo.tpu.product_batch`)."""
-    largest = _largest_product(instr, module, backend)
-    if largest is None:
-        return 1
-    if largest.opcode == "convolution":
-        return max(1, product_batch(largest))
-    lhs = largest.operand_shapes[0] if largest.operand_shapes else None
-    if lhs is None or lhs.array is None:
-        return 1
-    batch = ints_in(largest.attributes.get("lhs_batch_dims"))
-    return max(1, math.prod(lhs.array.dims[d] for d in batch if d < len(lhs.array.dims)))
-
-
-#: XLA's operand precisions above the default, as it prints them (``operand_precision=``).
-PRECISIONS = ("high", "highest")
-
-
-def matmul_precision(instr: Instruction, module: Module, backend: str | None = None
-                     ) -> str | None:
-    """The operand precision of the kernel's largest matrix product where it asks for more
-    than the default (``high``, ``highest``: ``precision=lax.Precision.HIGHEST``, or an FFT's
-    factors on a TPU); None for the default or a kernel without one. A TPU multiplies float32
-    in bfloat16 passes: one by default, six for ``highest`` (the trace of a 2048 x 2048 float32
-    product at ``highest`` gave XLA's flops as six times the product's 2mnk, and it took 6.5
-    times the default product's time per flop)."""
-    largest = _largest_product(instr, module, backend)
-    if largest is None:
-        return None
-    found = [p for p in ints_words(largest.attributes.get("operand_precision")) if p in PRECISIONS]
-    return max(found, key=PRECISIONS.index) if found else None
-
-
-def ints_words(text: str | None) -> list[str]:
-    """The words of an attribute's value (``{highest,highest}``: ``["highest", "highest"]``)."""
-    return [w for w in (text or "").strip("{}").replace(" ", "").split(",") if w]
-
-
-def reduced_elements(instr: Instruction, module: Module, backend: str | None = None) -> int:
-    """The elements the kernel's reduce ops read, summed over them (each reduce's first
-    operand): a fusion that reduces the same input twice (a layer norm's mean and variance,
-    a softmax's maximum and sum, fused into one library kernel) reduces twice the elements
-    it reads. 0 for a kernel without a reduce. On a TPU a whole-row reduce-window
-    (:func:`~roofline_report.hlo.tpu.lane_reduction`) is such a reduce."""
-    tpu = backend == TPU
-    total = 0
-    for i in _fused_instructions(instr, module, tpu):
-        if i.opcode == "reduce" or (tpu and lane_reduction(i) is not None):
-            operand = i.operand_shapes[0] if i.operand_shapes else None
-            if operand is not None and operand.array is not None:
-                total += operand.array.elements
-    return total
-
-
-def patch_conv_flops(instr: Instruction, module: Module, backend: str | None = None) -> int:
-    """The flops of the kernel's convolutions whose windows tile their input
-    (:func:`~roofline_report.hlo.kernel_cost.tiles_input`): matrix products of patches in
-    form. The model still prices them at the convolution roof: XLA keeps them convolutions,
-    run by the convolution library (on a 2-core CPU a ViT's 8x8 patch embedding of three
-    colours ran at half the matmul rate of its flops). On a TPU a dot the compiler wrote as a
-    convolution is not one: it is counted a matrix product."""
-    tpu = backend == TPU
-    return sum(conv_flops(i) or 0 for i in _fused_instructions(instr, module, tpu)
-               if tiles_input(i) and not (tpu and product_convolution(i)))
-
-
-def grouped_conv_flops(instr: Instruction, module: Module) -> int:
-    """The flops of the kernel's grouped convolutions (``feature_group_count`` or
-    ``batch_group_count`` above 1; depthwise when the groups are the channels), HLO
-    convolutions and library ones (cuDNN custom calls) alike: each group a small convolution
-    of its own, which runs at a rate of its own, far below a dense convolution's
-    (:func:`~roofline_report.hlo.kernel_cost.conv_flops` counts their flops). The model charges
-    them no more than the kernel's counted convolution flops."""
-    return sum(flops for _, flops in _grouped_convolutions(instr, module))
-
-
-def grouped_conv_taps(instr: Instruction, module: Module) -> int:
-    """The multiply-adds of each output element of the kernel's grouped convolution of the most
-    flops: its window's elements times the input features of a group (9 for a 3x3 depthwise
-    one, 1,024 for 128 taps over groups of 8 features); 0 without one. A grouped convolution's
-    rate follows them: on XLA:CPU its time goes with its outputs more than with its
-    multiply-adds, so a 3x3 depthwise one runs at about a quarter of a 7x7 one's FLOP/s."""
-    convs = list(_grouped_convolutions(instr, module))
-    if not convs:
-        return 0
-    conv, _ = max(convs, key=lambda pair: pair[1])
-    return window_elements(conv) * features_per_group(conv)
-
-
-def _grouped_convolutions(instr: Instruction, module: Module
-                          ) -> Iterator[tuple[Instruction, int]]:
-    """(convolution, flops) of each grouped convolution of the kernel, HLO and library ones."""
-    for i in _fused_instructions(instr, module):
-        if not _grouped(i):
-            continue
-        if i.opcode == "convolution":
-            yield i, conv_flops(i) or 0
-        elif i.opcode == "custom-call" and "conv" in (i.custom_call_target or "").lower():
-            # A library convolution (cuDNN on a GPU) returns (result, workspace): its flops
-            # are those of the convolution its first array is the result of.
-            result = next(iter(i.shape.elements), None)
-            if result is not None and result.array is not None:
-                yield i, conv_flops(replace(i, shape=result)) or 0
-
-
-def _grouped(conv: Instruction) -> bool:
-    return conv.attributes.get("feature_group_count", "1") != "1" \
-        or conv.attributes.get("batch_group_count", "1") != "1"
-
-
-# HLO integer element types by the name jax gives them.
-INTEGER_TYPES = {"s4": "int4", "u4": "uint4", "s8": "int8", "u8": "uint8", "s16": "int16",
-                 "u16": "uint16", "s32": "int32", "u32": "uint32", "s64": "int64",
-                 "u64": "uint64"}
-
-
-def matmul_dtype(instr: Instruction, module: Module, backend: str | None = None) -> str | None:
-    """The integer type (jax's name: ``int8``, ``int4``, ...) the kernel's largest dot
-    multiplies (or a library gemm's, on a GPU; a product written as a convolution's, on a TPU),
-    from its left operand (an ``s8 x s8 -> s32`` dot multiplies int8); None for a
-    kernel without a dot or one that multiplies floats. Integer products have roofs of their
-    own: accelerators' integer peaks differ from their float ones."""
-    inside = _fused_instructions(instr, module, backend == TPU)
-    # A library gemm (cuBLAS on a GPU) carries its dot in its backend config.
-    gemms = [i for i in inside if i.opcode == "custom-call"
-             and isinstance((i.backend_config or {}).get("gemm_backend_config"), Mapping)]
-    largest = _largest_product(instr, module, backend)
-    if largest is None and not gemms:
-        return None
-    largest = largest if largest is not None else gemms[0]
-    lhs = largest.operand_shapes[0] if largest.operand_shapes else None
-    if lhs is None or lhs.array is None:
-        return None
-    return INTEGER_TYPES.get(lhs.array.dtype)
 
 
 def _top_k(inside: Sequence[Instruction]) -> Pattern | None:

@@ -68,22 +68,21 @@ from roofline_report.hlo.kernel_cost import (
     Coster,
     instruction_cost,
 )
-from roofline_report.hlo.kernel_patterns import (
-    backend_kind,
-    grouped_conv_flops,
-    grouped_conv_taps,
-    kernel_pattern,
-    matmul_dtype,
-    matmul_precision,
-    matmul_products,
-    patch_conv_flops,
-    reduced_elements,
-)
+from roofline_report.hlo.kernel_patterns import backend_kind, kernel_pattern
 from roofline_report.hlo.kernel_reconciliation import (
     MINOR_REWRITE_SHARE,
     STRENGTH_REDUCTION_RTOL,
     group_rewrites,
     reconcile_kernels,
+)
+from roofline_report.hlo.product_facts import (
+    grouped_conv_flops,
+    grouped_conv_taps,
+    matmul_dtype,
+    matmul_precision,
+    matmul_products,
+    patch_conv_flops,
+    reduced_elements,
 )
 from roofline_report.hlo.tpu import MOVEMENT_TARGETS, TPU, hlo_backend
 from roofline_report.hlo.uncounted_work import uncounted_work

@@ -363,7 +363,7 @@ def program_view(p: Program) -> ProgramView:
         timing=timing_rows(p), timing_reason=p.timing_reason or "not measured",
         timed_without=timed_without(p),
         timed_under_load=share_of_cores(p.timing_load)
-        if p.timing_load is not None and p.timing_load.loaded else "",
+        if p.timing_load is not None and p.timed_under_load is not None else "",
         prediction=None if p.prediction is None or p.miss is None else ProgramPrediction(
             predicted=cells.predicted, miss=miss_text(p.miss),
             binding=cells.binding, bytes_source=p.prediction.bytes_source,

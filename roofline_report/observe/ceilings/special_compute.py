@@ -81,7 +81,7 @@ def _library_call(instr: Any, prefix: str) -> bool:
 def integer_dot(instr: Any, dtype: str) -> bool:
     """An HLO dot, a cuBLAS call, or a TPU's convolution computing a matrix product (the TPU
     writes every dot so), whose left operand is of the integer type ``dtype`` (jax's name)."""
-    from roofline_report.hlo.kernel_patterns import INTEGER_TYPES
+    from roofline_report.hlo.product_facts import INTEGER_TYPES
     from roofline_report.hlo.tpu import product_convolution
 
     operand = instr.operand_shapes[0] if instr.operand_shapes else None
