@@ -6,11 +6,14 @@
 # Steps, in this order (STEPS, comma-separated, picks some; default all):
 # 1. environment: the project's dependencies installed (benchmarks/tpu_env.sh: wheels carried in
 #    .whl-tpu/, matplotlib, flax and optax from the machine's own index), jax, its devices;
-# 2. capture: a plain `jax.profiler.trace` of five steps of the shipped training step
+# 2. build: the default build, `python generate.py` (the catalog at its accelerator sizes, the
+#    experiments, the ceilings measured or reused from ROOFLINE_REPORT_CACHE), at most
+#    BUILD_SECONDS (default 300); its report and results.json kept;
+# 3. capture: a plain `jax.profiler.trace` of five steps of the shipped training step
 #    (benchmarks/capture_gpu_trace.py, which runs on any backend), read back by `profile`;
-# 3. profile_read: that trace read by `profile` in a fresh process, timed: reading a trace
+# 4. profile_read: that trace read by `profile` in a fresh process, timed: reading a trace
 #    must not start the TPU runtime (a process that opens the chip spends tens of seconds);
-# 4. prediction: benchmarks/prediction.py (PREDICTION_ARGS, default `--suite heldout`; at most
+# 5. prediction: benchmarks/prediction.py (PREDICTION_ARGS, default `--suite heldout`; at most
 #    PREDICTION_SECONDS, default 420):
 #    ceilings measured on this TPU, the held-out programs at their accelerator sizes measured,
 #    traced and scored; the report and results.json kept. The whole suite with its ceilings
@@ -18,9 +21,14 @@
 #    ceilings cache, e.g. PREDICTION_ARGS="--suite heldout --part 1/2 --cached-ceilings" with
 #    ROOFLINE_REPORT_CACHE=/tmp/rr-ceilings, then --part 2/2, and score the two
 #    results.json together (prediction.py --suite heldout --from-json A B);
-# 5. profile_ceilings: the captured trace read again with the ceilings measured in step 4;
-# 6. tests: the test suite on the TPU backend (one process: one program at a time may hold
+# 6. profile_ceilings: the captured trace read again with the ceilings measured in step 5
+#    (or, without that step, in step 2);
+# 7. tests: the test suite on the TPU backend (one process: one program at a time may hold
 #    the chip), each test named as it ends, so that a run cut short still names its failures.
+# Each TPU process spends about a minute starting the chip's runtime, so not every step fits
+# one ten-minute call: a whole check is two or three calls sharing ROOFLINE_REPORT_CACHE, e.g.
+# `environment,build,capture,profile_read,profile_ceilings`, then `tests`, and the held-out
+# runs with benchmarks/tpu_heldout.sh.
 # The run keeps within SECONDS (default 560): each step's limit is cut to what is left, and a
 # step with under 20 s left is skipped. Every step's output and exit code land in OUTDIR with
 # the trace, the results.json files and a tarball of the logs (check.tar.gz, the one file to
@@ -35,7 +43,7 @@
 set -u
 out=${1:?usage: benchmarks/tpu_check.sh OUTDIR [SECONDS] [STEPS]}
 budget=${2:-560}
-only=${3:-environment,capture,profile_read,prediction,profile_ceilings,tests}
+only=${3:-environment,build,capture,profile_read,prediction,profile_ceilings,tests}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
@@ -69,7 +77,9 @@ step() {  # step NAME SECONDS COMMAND...: runs within min(SECONDS, what is left 
 
 : >"$out/summary.txt"
 step environment 60 bash -c "$py -c 'import jax, jaxlib, google.protobuf, pydantic, matplotlib; print(\"jax\", jax.__version__, \"backend\", jax.default_backend(), \"protobuf\", google.protobuf.__version__, \"pydantic\", pydantic.__version__); print(jax.devices()); print(jax.devices()[0].device_kind)'; $py -c 'import flax, optax; print(\"flax\", flax.__version__, \"optax\", optax.__version__)'; nproc"
-rm -rf "$out/trace" "$out/profile" "$out/profile_read_out" "$out/prediction" "$out/profile_ceilings"
+rm -rf "$out/build" "$out/trace" "$out/profile" "$out/profile_read_out" "$out/prediction" \
+  "$out/profile_ceilings"
+step build "${BUILD_SECONDS:-300}" "$py" generate.py --out "$out/build" --progress plain
 step capture 120 "$py" benchmarks/capture_gpu_trace.py --logdir "$out/trace" --out "$out/profile" --steps 5
 if [ -d "$out/trace" ]; then
   step profile_read 90 bash -c "start=\$(date +%s%N); $py -m roofline_report profile '$out/trace' --out '$out/profile_read_out' --progress none; rc=\$?; echo \"read in \$(( (\$(date +%s%N) - start) / 1000000 )) ms\"; [ \$rc -eq 0 ] || [ \$rc -eq 3 ]"
@@ -77,21 +87,23 @@ fi
 # shellcheck disable=SC2086  # PREDICTION_ARGS is a list of arguments
 step prediction "${PREDICTION_SECONDS:-420}" "$py" benchmarks/prediction.py ${PREDICTION_ARGS:---suite heldout} \
   --out "$out/prediction"
-if [ -f "$out/prediction/results.json" ] && [ -d "$out/trace" ]; then
+measured=$out/prediction/results.json
+[ -f "$measured" ] || measured=$out/build/results.json
+if [ -f "$measured" ] && [ -d "$out/trace" ]; then
   step profile_ceilings 60 "$py" -m roofline_report profile "$out/trace" \
-    --ceilings "$out/prediction/results.json" --out "$out/profile_ceilings"
+    --ceilings "$measured" --out "$out/profile_ceilings"
 fi
 par=()
 "$py" -c 'import pytest_timeout' 2>/dev/null && par+=(--timeout 120)
 step tests 400 "$py" -m pytest -v --tb=line -rfE -p no:cacheprovider "${par[@]}" --maxfail=80 tests
 
-for d in prediction profile profile_ceilings; do
+for d in build prediction profile profile_ceilings; do
   [ -f "$out/$d/results.json" ] && gzip -c "$out/$d/results.json" >"$out/${d}_results.json.gz"
 done
-for d in prediction profile_ceilings; do
+for d in build prediction profile_ceilings; do
   [ -f "$out/$d/report.md" ] && cp "$out/$d/report.md" "$out/${d}_report.md"
 done
-tar -czf "$out/check.tar.gz" -C "$out" --exclude='check.tar.gz' --exclude=prediction \
-  --exclude=profile --exclude=profile_ceilings --exclude=profile_read_out .
+tar -czf "$out/check.tar.gz" -C "$out" --exclude='check.tar.gz' --exclude=build \
+  --exclude=prediction --exclude=profile --exclude=profile_ceilings --exclude=profile_read_out .
 echo "failed steps: $failed" | tee -a "$out/summary.txt"
 exit "$failed"
