@@ -102,7 +102,8 @@ def pattern_roof(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet) -> Rat
     argmax skips a float's NaN tests), one that reads complex numbers (an FFT, a complex dot)
     the complex64 rate; a kernel whose pattern was measured by row (a top-k, a TPU's
     reduce-window spanning a row, a scatter, a block transpose, a matrix-vector product, a
-    real FFT) the roof measured on the row nearest its own (in log; a top-k's rate falls
+    real FFT) the roof measured on the row nearest its own (in log; an FFT's among lengths
+    that are, or are not, powers of two as its own is; a top-k's rate falls
     with shorter rows: more of each row is kept; a matrix-vector product of one column
     streams its matrix thirty times faster than one of 16). None when the kernel has
     no pattern or the set no rate for it."""
@@ -121,9 +122,18 @@ def pattern_roof(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet) -> Rat
     if found is not None and found.row and row > 0:
         # A top-k's rate depends on its row length: the roof measured nearest it (in log).
         same = [r for r in roofs.rates if r.op == found.op and r.dtype == found.dtype and r.row]
+        if pattern == "fft":
+            # An FFT's rate goes with its length's factors: a length with a factor other than
+            # 2 takes the roof of such a length where one was measured, a power of two a
+            # power of two's.
+            same = [r for r in same if _power_of_two(r.row) == _power_of_two(row)] or same
         nearest = min(same, key=lambda r: (abs(math.log(r.row / row)), r.row)).row
         found = _by_table(kernel, [r for r in same if r.row == nearest])
     return found
+
+
+def _power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
 
 
 def _by_table(kernel: schema.KernelRecord, roofs: list[RateRoof]) -> RateRoof:

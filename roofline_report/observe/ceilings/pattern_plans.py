@@ -87,7 +87,10 @@ last-level cache once read and written):
   [1, 8, S, run]``, whole runs of 64 elements (a head's features) and of 1,024 (a weight's
   row) moved.
 * ``fft`` (FLOP/s, XLA's count) in float32: the real FFT of each row of ``[R, n]`` for rows
-  of 256, 512 and 2,048 (frames of a signal); the complex 2-D roof stays the complex FFT's.
+  of 256, 512 and 2,048 (frames of a signal), and of 400 (2^4 x 5^2: a speech frame of
+  25 ms at 16 kHz), a length a mixed-radix FFT runs at a rate of its own (a Whisper front
+  end's rows of 400 ran at half the rate of rows of 512 at its size here); the complex 2-D
+  roof stays the complex FFT's.
 * ``scatter``: the scatter-add of rows of 16 and of 64 (an embedding's gradient of narrow
   rows), beside the rows of 256 and the scattered elements.
 """
@@ -139,7 +142,7 @@ from roofline_report.observe.ceilings.pattern_programs import (
 TOP_K_ROWS = (1024, 4096)  # the top-k roofs: the TOP_K largest of rows of these
 MAT_VEC_WIDTHS = (1, 16)  # the matrix-vector roofs: a vector, and a layer of 16 outputs
 BLOCK_RUNS = (64, 1024)  # the block-transpose roofs' runs: a head's features, a weight's row
-RFFT_LENGTHS = (256, 512, 2048)  # the real FFT roofs' row lengths
+RFFT_LENGTHS = (256, 400, 512, 2048)  # the real FFT roofs' row lengths: powers of two and not
 SCATTER_ROWS = (16, 64)  # a CPU's further row scatter roofs (beside GATHER_ROW's)
 LANE_ROWS = (2048, 8192)  # row lengths of the TPU's reduce-window-lane roofs
 SORT_ROWS = (1024, 32768)  # row lengths of an accelerator's sort roofs
