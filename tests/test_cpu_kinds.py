@@ -23,7 +23,7 @@ from tests.kernel_records import kernel_record
 
 DOTS = """HloModule dots
 
-ENTRY %main (v: f32[256,1], w: f32[256,2048], x: f32[128,1024], y: f32[128,10], z: f32[128,1024], a: f32[512,512], i: s32[128,1024], j: s32[128,10], c: c64[128,1024], k: f32[8,4096,64], q: f32[8,64,1], g: f32[128,96]) -> f32[1,2048] {
+ENTRY %main (v: f32[256,1], w: f32[256,2048], x: f32[128,1024], y: f32[128,10], z: f32[128,1024], a: f32[512,512], i: s32[128,1024], j: s32[128,10], c: c64[128,1024], k: f32[8,4096,64], q: f32[8,64,1], g: f32[128,96], kt: f32[8,64,4096], p: f32[8,4096,1], s: f32[8,16,32], t: f32[8,32,8]) -> f32[1,2048] {
   %v = f32[256,1]{1,0} parameter(0)
   %w = f32[256,2048]{1,0} parameter(1)
   %x = f32[128,1024]{1,0} parameter(2)
@@ -36,6 +36,12 @@ ENTRY %main (v: f32[256,1], w: f32[256,2048], x: f32[128,1024], y: f32[128,10], 
   %k = f32[8,4096,64]{2,1,0} parameter(9)
   %q = f32[8,64,1]{2,1,0} parameter(10)
   %g = f32[128,96]{1,0} parameter(11)
+  %kt = f32[8,64,4096]{2,1,0} parameter(12)
+  %p = f32[8,4096,1]{2,1,0} parameter(13)
+  %s = f32[8,16,32]{2,1,0} parameter(14)
+  %t = f32[8,32,8]{2,1,0} parameter(15)
+  %values = f32[8,64,1]{2,1,0} dot(%kt, %p), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  %small = f32[8,16,8]{2,1,0} dot(%s, %t), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
   %token = f32[1,2048]{1,0} dot(%v, %w), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   %classes = f32[1024,10]{1,0} dot(%x, %y), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   %wgrad = f32[1024,1024]{1,0} dot(%x, %z), lhs_contracting_dims={0}, rhs_contracting_dims={0}
@@ -97,6 +103,10 @@ def test_narrow_sides_and_major_contractions_by_hand() -> None:
     assert narrow_side(dot("token")) == (1, 1)  # one element wide; the matrix on the right
     assert narrow_side(dot("classes")) == (10, 0)
     assert narrow_side(dot("wgrad")) is None
+    # attention weights against a cache's values: 64 features by 4,096 positions, one query
+    # (both free sides narrow, but the contraction makes the left a matrix)
+    assert narrow_side(dot("values")) == (1, 0)
+    assert narrow_side(dot("small")) is None  # 16 x 32 by 32 x 8: a small product
     # x [128, 1024] contracted along 128, its major axis; y [128, 10] too (a standard right
     # operand); a.T @ b.T's right operand along its minor one
     assert contracted_on_major(dot("wgrad"), 0) and contracted_on_major(dot("wgrad"), 1)
@@ -285,6 +295,18 @@ def test_a_real_fft_takes_the_float_roof_of_its_length_a_complex_one_the_complex
     assert planes is not None and planes.seconds == pytest.approx(1e8 / 200e9)
 
 
+def test_a_real_fft_of_a_length_with_a_factor_other_than_two_takes_such_a_lengths_roof() -> None:
+    mixed = _roofs(*ROOFS.rates, _rate("fft", "float32", ((1e6, 30e9), (1e8, 65e9)), row=400))
+    for length, rate in ((400, 65e9),  # 2^4 x 5^2: its own roof
+                         (1000, 65e9),  # 2^3 x 5^3: nearer 512 or 2048 in log, but a power of 2
+                         (320, 65e9),  # 2^6 x 5
+                         (256, 150e9), (512, 150e9),  # powers of two keep theirs, 400 nearer
+                         (4096, 140e9)):
+        found = patterns.pattern_time(kernel_record(_kernel("fft", 1e8, length)), "float32",
+                                      mixed)
+        assert found is not None and found.seconds == pytest.approx(1e8 / rate), length
+
+
 def _two_costs(row: int, low: tuple[int, float], high: tuple[int, float]) -> float:
     """By hand: the rate at ``row`` of a cost a an index and b an element, t = a/row + b
     seconds an element, through the rates of two measured rows."""
@@ -350,6 +372,7 @@ def test_a_cpu_plans_its_kinds_by_width_and_an_accelerator_none_of_them() -> Non
                                   "block-transpose float32 ([1, S, 8, 64] -> (0, 2, 1, 3))",
                                   "block-transpose float32 ([1, S, 8, 1024] -> (0, 2, 1, 3))",
                                   "fft float32 (rfft of [R, 256])",
+                                  "fft float32 (rfft of [R, 400])",
                                   "scatter float32 (scatter-add of rows of 16)"])
 def test_each_cpu_kind_compiles_to_a_kernel_of_its_pattern_and_row(name: str) -> None:
     """Each roof's smallest compiled program holds a kernel the inventory labels with the
