@@ -23,7 +23,7 @@ from tests.kernel_records import kernel_record
 
 DOTS = """HloModule dots
 
-ENTRY %main (v: f32[256,1], w: f32[256,2048], x: f32[128,1024], y: f32[128,10], z: f32[128,1024], a: f32[512,512], i: s32[128,1024], j: s32[128,10], c: c64[128,1024], k: f32[8,4096,64], q: f32[8,64,1], g: f32[128,96], kt: f32[8,64,4096], p: f32[8,4096,1], s: f32[8,16,32], t: f32[8,32,8]) -> f32[1,2048] {
+ENTRY %main (v: f32[256,1], w: f32[256,2048], x: f32[128,1024], y: f32[128,10], z: f32[128,1024], a: f32[512,512], i: s32[128,1024], j: s32[128,10], c: c64[128,1024], k: f32[8,4096,64], q: f32[8,64,1], g: f32[128,96], kt: f32[8,64,4096], p: f32[8,4096,1], s: f32[8,16,32], t: f32[8,32,8], n: f32[3072,64]) -> f32[1,2048] {
   %v = f32[256,1]{1,0} parameter(0)
   %w = f32[256,2048]{1,0} parameter(1)
   %x = f32[128,1024]{1,0} parameter(2)
@@ -40,6 +40,8 @@ ENTRY %main (v: f32[256,1], w: f32[256,2048], x: f32[128,1024], y: f32[128,10], 
   %p = f32[8,4096,1]{2,1,0} parameter(13)
   %s = f32[8,16,32]{2,1,0} parameter(14)
   %t = f32[8,32,8]{2,1,0} parameter(15)
+  %n = f32[3072,64]{1,0} parameter(16)
+  %narrow = f32[64,64]{1,0} dot(%n, %n), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   %values = f32[8,64,1]{2,1,0} dot(%kt, %p), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
   %small = f32[8,16,8]{2,1,0} dot(%s, %t), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
   %token = f32[1,2048]{1,0} dot(%v, %w), lhs_contracting_dims={0}, rhs_contracting_dims={0}
@@ -107,6 +109,8 @@ def test_narrow_sides_and_major_contractions_by_hand() -> None:
     # (both free sides narrow, but the contraction makes the left a matrix)
     assert narrow_side(dot("values")) == (1, 0)
     assert narrow_side(dot("small")) is None  # 16 x 32 by 32 x 8: a small product
+    # a narrow layer's weight gradient over 3,072 rows: two narrow sides, no vector
+    assert narrow_side(dot("narrow")) is None
     # x [128, 1024] contracted along 128, its major axis; y [128, 10] too (a standard right
     # operand); a.T @ b.T's right operand along its minor one
     assert contracted_on_major(dot("wgrad"), 0) and contracted_on_major(dot("wgrad"), 1)

@@ -45,17 +45,19 @@ def _contracted_elements(dot: Instruction) -> int | None:
 def narrow_side(dot: Instruction) -> tuple[int, int] | None:
     """(the narrow operand's width, the index of the wide operand) of a dot one of whose
     operands has at most :data:`NARROW_DOT` elements besides its batch and contracted
-    dimensions (a vector, a few rows) and the other is a matrix: more such elements, or as
-    few over a contraction long enough that it holds more than ``NARROW_DOT`` squared
-    elements (a head's 64 features by 4,096 cached positions, against one query); None for
-    any other dot (two narrow operands over a short contraction make a small product, two
-    wide ones a product of its flops)."""
+    dimensions (a vector, a few rows) and the other is a matrix: more such elements, or, beside
+    a vector, as few over a contraction long enough that it holds more than ``NARROW_DOT``
+    squared elements (a head's 64 features by 4,096 cached positions, against one query's
+    weights); None for any other dot (two narrow operands make a small product, or, over a
+    long contraction, a narrow layer's weight gradient ``x.T @ y``; two wide ones a product of
+    its flops)."""
     left, right = _free_elements(dot, 0), _free_elements(dot, 1)
     if left is None or right is None or min(left, right) > NARROW_DOT:
         return None
     if max(left, right) <= NARROW_DOT:
         contracted = _contracted_elements(dot)
-        if contracted is None or max(left, right) * contracted <= NARROW_DOT * NARROW_DOT:
+        if min(left, right) != 1 or contracted is None \
+                or max(left, right) * contracted <= NARROW_DOT * NARROW_DOT:
             return None
     return (left, 1) if left < right else (right, 0)
 
