@@ -100,6 +100,7 @@ def _kernel(r: KernelRow) -> dict[str, Any]:
         "share_of_hardware_roof": r.share_of_hardware_roof,
         "share_of_assumed_roof": r.share_of_assumed_roof, "above_roof": r.above_roof,
         "headroom_s": r.headroom, "binding": r.binding, "why": r.why, "pattern": r.pattern,
+        "asynchronous": r.asynchronous,
     }
 
 

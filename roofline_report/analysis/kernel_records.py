@@ -81,6 +81,11 @@ class KernelRow:
     static_trips: int | None = None
     # The roof at its intensity (None where the roofs lack a compute or a bandwidth roof).
     hardware: HardwareRoof | None = None
+    # An asynchronous pair (a copy-start and its copy-done, a slice-start, an async
+    # collective): its event on the device is its transfer's issue and whatever of the
+    # transfer the kernels between its start and its done did not hide, so no roof at its
+    # intensity times it (its roof still counts in its program's).
+    asynchronous: bool = False
 
     @property
     def intensity(self) -> float | None:
@@ -94,8 +99,8 @@ class KernelRow:
     @property
     def _roof(self) -> HardwareRoof | None:
         """Its roof at its intensity, where its work is counted (an opaque call's is not: no
-        roof places it)."""
-        return None if self.uncosted else self.hardware
+        roof places it) and its event is its work (an asynchronous pair's is not)."""
+        return None if self.uncosted or self.asynchronous else self.hardware
 
     @property
     def share_of_hardware_roof(self) -> float | None:

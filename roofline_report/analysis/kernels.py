@@ -294,7 +294,8 @@ def _row(kernel: schema.KernelRecord, static_trips: int | None,
         uncosted=tuple(kernel.uncosted),
         by_name=tuple(kernel.counted_by_name),
         trips_observed=observed, static_trips=static_trips,
-        hardware=headroom.kernel_roof(kernel, dtype, roofs, traffic))
+        hardware=headroom.kernel_roof(kernel, dtype, roofs, traffic),
+        asynchronous=kernel.asynchronous)
     return row
 
 

@@ -110,14 +110,19 @@ def _kernel_row(r: KernelRow) -> KernelRowView:
         intensity=Num("—") if r.uncosted and not r.flops
         else Num(format_intensity(r.intensity) if r.intensity else "0", A.value),
         achieved=n(r.achieved, "FLOP/s", M) if r.achieved else Num("—"),
-        roof=hardware_rate(r.hardware if not r.uncosted else None),
+        roof=hardware_rate(r.hardware if not (r.uncosted or r.asynchronous) else None),
         of_roof=roof_share_num(r.share_of_hardware_roof, r.share_of_assumed_roof,
-                               r.hardware),
+                               None if r.asynchronous else r.hardware),
         binding=cells.binding, predicted=cells.predicted,
         miss=miss_text(r.miss),
-        why="; ".join(x for x in (_uncounted_words(r), above_words(r.above_roof), r.why)
-                      if x),
+        why="; ".join(x for x in (_uncounted_words(r), ASYNCHRONOUS_WORDS if r.asynchronous
+                                  else "", above_words(r.above_roof), r.why) if x),
     )
+
+
+ASYNCHRONOUS_WORDS = ("asynchronous: its time is its transfer's issue and what of the transfer "
+                      "the kernels between its start and its done did not hide, so no roof at "
+                      "its intensity times it")
 
 
 def _uncounted_words(r: KernelRow) -> str:
