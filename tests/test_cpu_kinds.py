@@ -42,6 +42,7 @@ ENTRY %main (v: f32[256,1], w: f32[256,2048], x: f32[128,1024], y: f32[128,10], 
   %t = f32[8,32,8]{2,1,0} parameter(15)
   %n = f32[3072,64]{1,0} parameter(16)
   %narrow = f32[64,64]{1,0} dot(%n, %n), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %inputs = f32[10,1024]{1,0} dot(%y, %x), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   %values = f32[8,64,1]{2,1,0} dot(%kt, %p), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
   %small = f32[8,16,8]{2,1,0} dot(%s, %t), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
   %token = f32[1,2048]{1,0} dot(%v, %w), lhs_contracting_dims={0}, rhs_contracting_dims={0}
@@ -74,6 +75,10 @@ def test_a_dot_with_a_narrow_side_is_a_matrix_vector_product_of_its_wide_operand
     assert _pattern(DOTS, "classes") == ("mat-vec", 128 * 1024, 10)
     # a query against a cache of keys: batched, one column per batch
     assert _pattern(DOTS, "keys") == ("mat-vec", 8 * 4096 * 64, 1)
+    # the mirror of "classes": the narrow operand on the left, the result's rows its width
+    assert _pattern(DOTS, "inputs") == ("vec-mat", 128 * 1024, 10)
+    # attention weights against a cache's values: one vector, a mat-vec on either side
+    assert _pattern(DOTS, "values") == ("mat-vec", 8 * 64 * 4096, 1)
     # 96 columns: wider than NARROW_DOT, a product of its flops
     assert NARROW_DOT < 96
     assert _pattern(DOTS, "wide") == ("transposed-dot", 2 * 128 * 1024 * 96, 0)
@@ -259,6 +264,15 @@ def test_a_matrix_vector_product_takes_the_roof_of_the_nearest_width() -> None:
     assert three is not None and three.row == 1
 
 
+def test_a_few_vectors_on_the_left_take_their_own_roof_else_the_matrix_vector_one() -> None:
+    own = _roofs(*ROOFS.rates, _rate("vec-mat", "float32", ((1e4, 1e9), (1e6, 2.5e9)), row=16))
+    found = patterns.pattern_time(kernel_record(_kernel("vec-mat", 1e6, 16)), "float32", own)
+    assert found is not None and found.seconds == pytest.approx(1e6 / 2.5e9)
+    # ceilings measured before the mirrored roof was: the mat-vec roof of the nearest width
+    older = patterns.pattern_time(kernel_record(_kernel("vec-mat", 1e6, 16)), "float32", ROOFS)
+    assert older is not None and older.seconds == pytest.approx(1e6 / 0.5e9)
+
+
 def test_a_transposed_dot_takes_its_own_roof_and_the_loop_dots_without_one() -> None:
     own = patterns.pattern_time(kernel_record(_kernel("transposed-dot", 1e8)), "float32", ROOFS)
     assert own is not None and own.seconds == pytest.approx(1e8 / 160e9)
@@ -372,6 +386,7 @@ def test_a_cpu_plans_its_kinds_by_width_and_an_accelerator_none_of_them() -> Non
 
 @pytest.mark.parametrize("name", ["mat-vec float32 (v @ W)",
                                   "mat-vec float32 (x.T @ y, y of 16 columns)",
+                                  "vec-mat float32 (x.T @ y, x of 16 columns)",
                                   "transposed-dot float32 (x.T @ y)",
                                   "block-transpose float32 ([1, S, 8, 64] -> (0, 2, 1, 3))",
                                   "block-transpose float32 ([1, S, 8, 1024] -> (0, 2, 1, 3))",

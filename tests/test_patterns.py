@@ -335,7 +335,7 @@ def test_plans_are_small_and_ascending() -> None:
     assert rows == [("block-transpose", 64), ("block-transpose", 1024), ("fft", 256),
                     ("fft", 400), ("fft", 512), ("fft", 2048), ("gather", 256), ("mat-vec", 1),
                     ("mat-vec", 16), ("scatter", 1), ("scatter", 16), ("scatter", 64),
-                    ("scatter", 256), ("top-k", 1024), ("top-k", 4096)]
+                    ("scatter", 256), ("top-k", 1024), ("top-k", 4096), ("vec-mat", 16)]
 
 
 def test_compiled_programs_are_checked_for_their_pattern() -> None:
@@ -385,23 +385,24 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     plan = PatternPlan(sizes=(1 << 12,), dot_sides=(32,), variant_sizes=(1 << 12,),
                        bfloat16_sizes=(), samples=2, min_sample_s=1e-3, sort_sizes=(256,))
     entries = measure.measure_patterns(plan)
-    # A CPU's own kinds come last, each a roof of its row: a narrow product by its width, the
-    # transposed dot, a block transpose by its run, a real FFT by its length, a row scatter
-    # by its width.
+    # A CPU's own kinds come last, each a roof of its row: a narrow product by its width and
+    # side, the transposed dot, a block transpose by its run, a real FFT by its length, a row
+    # scatter by its width.
     own = entries[18:]
     assert [(e["op"], e.get("row")) for e in own] == [
-        ("mat-vec", 1), ("mat-vec", 16), ("transposed-dot", None), ("block-transpose", 64),
+        ("mat-vec", 1), ("mat-vec", 16), ("vec-mat", 16), ("transposed-dot", None),
+        ("block-transpose", 64),
         ("block-transpose", 1024), ("fft", 256), ("fft", 400), ("fft", 512), ("fft", 2048),
         ("scatter", 16), ("scatter", 64)]
     for e in own:
         schema.RateCeiling.model_validate_json(json.dumps(e))
         assert e["roof"]
-    # 64 x 64 is no matrix beside a vector (a small product: both sides narrow); the others
+    # 64 x 64 is no matrix beside a few vectors (a small product: both sides narrow); the others
     # ran at their smallest sizes
-    assert [e["available"] for e in own] == [False, False] + [True] * 9
+    assert [e["available"] for e in own] == [False, False, False] + [True] * 9
     assert "has no mat-vec kernel" in own[0]["reason"]
-    assert own[2]["by_size"][0]["elements"] == 2 * 32**3 and own[2]["unit"] == "FLOP/s"
-    assert own[5]["by_size"][0]["shape"] == [16, 256] and own[5]["unit"] == "FLOP/s"
+    assert own[3]["by_size"][0]["elements"] == 2 * 32**3 and own[3]["unit"] == "FLOP/s"
+    assert own[6]["by_size"][0]["shape"] == [16, 256] and own[6]["unit"] == "FLOP/s"
     del entries[18:]
     assert [e["op"] for e in entries] == ["transpose", "strided-reduction",
                                           "variadic-reduction", "variadic-reduction", "gather",

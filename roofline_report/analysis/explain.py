@@ -339,6 +339,7 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
                  "broadcast-transpose": "a transposing copy fused with a broadcast",
                  "block-transpose": "a transposing copy moving whole runs",
                  "mat-vec": "a matrix-vector product outside the matmul library",
+                 "vec-mat": "a few vectors times a matrix outside the matmul library",
                  "transposed-dot": "a dot with a transposed operand outside the matmul "
                  "library"}
 

@@ -36,7 +36,7 @@ from roofline_report.results import schema
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
-            "broadcast-transpose", "reduce-window-lane", "mat-vec", "transposed-dot",
+            "broadcast-transpose", "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
             "block-transpose")
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, a
 # matrix-vector product's matrix elements, the other patterns' elements.
@@ -77,7 +77,7 @@ def _size(kernel: schema.KernelRecord) -> float | None:
 # A pattern measured later than another it resembles: ceilings measured before it was take the
 # other's rate (a transpose fused into other work runs about as a transposing copy does).
 STAND_IN = {"fused-transpose": "transpose", "block-transpose": "transpose",
-            "transposed-dot": "loop-dot"}
+            "transposed-dot": "loop-dot", "vec-mat": "mat-vec"}
 
 
 # HLO complex types: an FFT's operands, a complex dot's.

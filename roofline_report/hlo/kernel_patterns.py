@@ -22,6 +22,12 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
     float32 ``[2048, 2048]`` took 270 µs (15 G matrix elements/s, 31 GFLOP/s), and
     ``x.T @ y`` of a ``[512, 1024]`` by 8, 16 or 32 columns about 1.1 ms each, 0.5 G matrix
     elements/s whatever the width (one column: a vector, 30 times faster).
+  * ``vec-mat``: a ``mat-vec`` whose narrow operand, of more than one row, is the left one
+    (``x.T @ y`` with ``x`` of a few columns: the result's rows are the narrow side): XLA:CPU
+    walks the wide operand along its rows, several times faster than the mirrored product
+    (a GRU's weight gradient, ``f32[384,16] x f32[384,128]``, ran at 2.4 G matrix
+    elements/s where ``x.T @ y`` by 16 columns of ``y`` runs at about 0.5); size and row as
+    a ``mat-vec``'s.
   * ``transposed-dot``: a float loop dot whose left operand is contracted along its major
     axis and whose right operand is contracted along its major axis too (``x.T @ y``: the
     weight gradient of a dense layer, ``lhs_contracting_dims={0}, rhs_contracting_dims={0}``);
@@ -120,7 +126,7 @@ from roofline_report.hlo.tpu import TPU, lane_reduction
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
-            "broadcast-transpose", "reduce-window-lane", "mat-vec", "transposed-dot",
+            "broadcast-transpose", "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
             "block-transpose")
 TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
 # XLA's GPU backend names its own: an H200's top-k roof (jax 0.11.2) ran custom-call.1
@@ -626,7 +632,10 @@ def _loop_dot(dots: Sequence[Instruction], tpu: bool) -> Pattern:
         wide = sum(elements_of(d.operand_shapes[side]) for d, (_, side) in zip(dots, found,
                                                                                 strict=True))
         width = max(w for w, _ in found)
-        return Pattern("mat-vec", wide, f"{detail}, {width} wide", width)
+        # A few vectors on the left (the wide operand on the right, the narrow side leading
+        # the result) run at a rate of their own; one vector on either side is a mat-vec.
+        name = "vec-mat" if width > 1 and all(side == 1 for _, side in found) else "mat-vec"
+        return Pattern(name, wide, f"{detail}, {width} wide", width)
     if not tpu and all(is_transposed_dot(d) for d in dots):
         return Pattern("transposed-dot", flops, detail)
     return Pattern("loop-dot", flops, detail)

@@ -76,7 +76,7 @@ class KernelRecord(Record):
     pattern: Literal["transpose", "loop-dot", "strided-reduction", "gather", "scatter",
                      "sort", "variadic-reduction", "top-k", "fused-transpose", "fft",
                      "interleaved-reduction", "broadcast-transpose",
-                     "reduce-window-lane", "mat-vec", "transposed-dot",
+                     "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
                      "block-transpose"] | None = None
     pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"

@@ -61,7 +61,7 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
             return bool(ops.get("transpose") or ops.get("copy")) and not _library(k)
         if pattern == "reduce-window-lane":
             return bool(ops.get("reduce-window"))
-        if pattern in ("loop-dot", "mat-vec", "transposed-dot"):
+        if pattern in ("loop-dot", "mat-vec", "vec-mat", "transposed-dot"):
             return bool(ops.get("dot")) and not _library(k)
         if pattern == "strided-reduction":
             return bool(ops.get("reduce")) and minor_reduced() is False

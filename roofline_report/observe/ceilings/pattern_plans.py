@@ -80,6 +80,9 @@ last-level cache once read and written):
   weight gradient of a narrow layer), n a power of two as programs size their layers (a side
   of 1,448 ran up to three times faster than one of 1,024 or 4,096 here); sizes whose matrix
   is wider than a narrow product's side.
+* ``vec-mat`` (matrix elements per second): the mirror, ``x.T @ y`` of an ``x`` of 16 columns
+  by a square ``y`` (row 16: the weight gradient of a layer of 16 inputs, the result's rows
+  the narrow side), at the same sizes.
 * ``transposed-dot`` (FLOP/s): ``x.T @ y`` of square operands, both contracted along their
   major axis (a dense layer's weight gradient), at the loop dot's sides past a narrow
   product's.
@@ -125,6 +128,7 @@ from roofline_report.observe.ceilings.pattern_programs import (
     interleaved_reduction,
     log_softmax,
     loop_dot,
+    narrow_left_product,
     narrow_product,
     on_chip,
     power_side,
@@ -141,6 +145,7 @@ from roofline_report.observe.ceilings.pattern_programs import (
 
 TOP_K_ROWS = (1024, 4096)  # the top-k roofs: the TOP_K largest of rows of these
 MAT_VEC_WIDTHS = (1, 16)  # the matrix-vector roofs: a vector, and a layer of 16 outputs
+VEC_MAT_WIDTHS = (16,)  # the mirrored product's: a layer of 16 inputs
 BLOCK_RUNS = (64, 1024)  # the block-transpose roofs' runs: a head's features, a weight's row
 RFFT_LENGTHS = (256, 400, 512, 2048)  # the real FFT roofs' row lengths: powers of two and not
 SCATTER_ROWS = (16, 64)  # a CPU's further row scatter roofs (beside GATHER_ROW's)
@@ -271,6 +276,9 @@ def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
                   vector_matrix("float32") if width == 1
                   else narrow_product("float32", width), row=width)
            for width in MAT_VEC_WIDTHS]
+    out += [Kernel("vec-mat", f"x.T @ y, x of {width} columns", True, "float32", matrices,
+                   narrow_left_product("float32", width), row=width)
+            for width in VEC_MAT_WIDTHS]
     # Sides past a narrow product's width: a smaller one is a matrix-vector product.
     sides = tuple(n for n in plan.dot_sides if n > NARROW_DOT) or plan.dot_sides[-1:]
     out.append(Kernel("transposed-dot", "x.T @ y", True, "float32", sides,
