@@ -123,10 +123,10 @@ def roof_sets(results: schema.Results, a: Assumptions) -> Roofs:
     """The hypothetical, measured and spec-sheet roof sets of one render."""
     preset = preset_record(results, a)
     ceilings = results.ceilings
-    levels = roofs_mod.measured_levels(ceilings) \
-        if isinstance(ceilings, schema.Ceilings) else []
-    measured = roofs_mod.measured(ceilings, levels) \
-        if isinstance(ceilings, schema.Ceilings) else None
+    levels, measured = [], None
+    if isinstance(ceilings, schema.Ceilings):
+        levels = roofs_mod.measured_levels(ceilings)
+        measured = roofs_mod.measured(ceilings, levels)
     return Roofs(
         hypothetical=roofs_mod.hypothetical(a.peak, a.bandwidth, a.source),
         measured=measured if measured is not None and measured.complete else None,

@@ -97,31 +97,32 @@ class KernelRow:
         return self.flops / self.seconds if self.seconds and self.flops else None
 
     @property
-    def _roof(self) -> HardwareRoof | None:
-        """Its roof at its intensity, where its work is counted (an opaque call's is not: no
-        roof places it) and its event is its work (an asynchronous pair's is not)."""
+    def placed_roof(self) -> HardwareRoof | None:
+        """Its roof at its intensity as its measured time is set against it: where its work is
+        counted (an opaque call's is not: no roof places it) and its event is its work (an
+        asynchronous pair's is not); None otherwise."""
         return None if self.uncosted or self.asynchronous else self.hardware
 
     @property
     def share_of_hardware_roof(self) -> float | None:
         """Achieved rate ÷ the hardware roof at its intensity: headroom (None on assumed
         budgets: :attr:`share_of_assumed_roof`)."""
-        return hardware_share(self._roof, self.seconds)
+        return hardware_share(self.placed_roof, self.seconds)
 
     @property
     def share_of_assumed_roof(self) -> float | None:
         """The same share on the assumed budgets, where no roof was measured: not headroom."""
-        return assumed_share(self._roof, self.seconds)
+        return assumed_share(self.placed_roof, self.seconds)
 
     @property
     def above_roof(self) -> str | None:
         """The roofs it ran above, by name (its share over 100%); None at or below them."""
-        return above(self._roof, self.seconds)
+        return above(self.placed_roof, self.seconds)
 
     @property
     def headroom(self) -> float | None:
         """Measured − its time at the roof at its intensity (0 at or above it)."""
-        return headroom(self._roof, self.seconds)
+        return headroom(self.placed_roof, self.seconds)
 
     @property
     def share_of_roof(self) -> float | None:

@@ -527,8 +527,6 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
     return _Launch(tuple(terms), memory.level, tuple(notes))
 
 
-
-
 #: The unit each compute term runs on, where the backend's units work side by side: a TPU's
 #: matrix unit (products and convolutions), vector unit (other arithmetic, conversions) and
 #: transcendental unit.

@@ -110,9 +110,9 @@ def _kernel_row(r: KernelRow) -> KernelRowView:
         intensity=Num("—") if r.uncosted and not r.flops
         else Num(format_intensity(r.intensity) if r.intensity else "0", A.value),
         achieved=n(r.achieved, "FLOP/s", M) if r.achieved else Num("—"),
-        roof=hardware_rate(r.hardware if not (r.uncosted or r.asynchronous) else None),
+        roof=hardware_rate(r.placed_roof),
         of_roof=roof_share_num(r.share_of_hardware_roof, r.share_of_assumed_roof,
-                               None if r.asynchronous else r.hardware),
+                               r.placed_roof),
         binding=cells.binding, predicted=cells.predicted,
         miss=miss_text(r.miss),
         why="; ".join(x for x in (_uncounted_words(r), ASYNCHRONOUS_WORDS if r.asynchronous

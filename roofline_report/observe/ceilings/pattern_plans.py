@@ -128,7 +128,6 @@ from roofline_report.observe.ceilings.pattern_programs import (
     interleaved_reduction,
     log_softmax,
     loop_dot,
-    narrow_left_product,
     narrow_product,
     on_chip,
     power_side,
@@ -277,7 +276,7 @@ def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
                   else narrow_product("float32", width), row=width)
            for width in MAT_VEC_WIDTHS]
     out += [Kernel("vec-mat", f"x.T @ y, x of {width} columns", True, "float32", matrices,
-                   narrow_left_product("float32", width), row=width)
+                   narrow_product("float32", width, left=True), row=width)
             for width in VEC_MAT_WIDTHS]
     # Sides past a narrow product's width: a smaller one is a matrix-vector product.
     sides = tuple(n for n in plan.dot_sides if n > NARROW_DOT) or plan.dot_sides[-1:]

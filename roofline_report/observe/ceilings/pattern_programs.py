@@ -345,34 +345,22 @@ def vector_matrix(dtype: str) -> Callable[[int], Point]:
     return build
 
 
-def narrow_left_product(dtype: str, width: int) -> Callable[[int], Point]:
-    """``x.T @ y`` of a ``[n, width]`` ``x`` and a square ``[n, n]`` ``y``, n a power of two
-    (a layer's weight gradient of ``width`` inputs: the result's rows are the narrow side),
-    its matrix elements (those of ``y``) per call: the mirror of :func:`narrow_product`."""
+def narrow_product(dtype: str, width: int, *, left: bool = False) -> Callable[[int], Point]:
+    """``x.T @ y`` of a square ``[n, n]`` matrix, n a power of two, and a ``[n, width]``
+    narrow operand, both contracted along their major axis: the narrow one on the right (the
+    weight gradient of a layer of ``width`` outputs) or, with ``left``, on the left (of
+    ``width`` inputs: the result's rows are the narrow side); its matrix elements per call: a
+    plain ``dot`` whose time goes with the matrix, not with its flops."""
     import jax
 
     def build(elements: int) -> Point:
         n = power_side(elements)
-        x, y = _array((n, width), dtype), _array((n, n), dtype)
+        matrix, narrow = _array((n, n), dtype), _array((n, width), dtype)
+        operands = (narrow, matrix) if left else (matrix, narrow)
         dims = (((0,), (0,)), ((), ()))
-        return Point(lambda a, b: jax.lax.dot_general(a, b, dims), (x, y), n * n,
-                     (n * n + 2 * n * width) * _itemsize(dtype), (n, width, n))
-
-    return build
-
-
-def narrow_product(dtype: str, width: int) -> Callable[[int], Point]:
-    """``x.T @ y`` of a square ``[n, n]`` ``x``, n a power of two, and a ``[n, width]``
-    ``y`` (the weight gradient of a layer of ``width`` outputs), its matrix elements (those
-    of ``x``) per call: a plain ``dot`` whose time goes with ``x``, not with its flops."""
-    import jax
-
-    def build(elements: int) -> Point:
-        n = power_side(elements)
-        x, y = _array((n, n), dtype), _array((n, width), dtype)
-        dims = (((0,), (0,)), ((), ()))
-        return Point(lambda a, b: jax.lax.dot_general(a, b, dims), (x, y), n * n,
-                     (n * n + 2 * n * width) * _itemsize(dtype), (n, n, width))
+        return Point(lambda a, b: jax.lax.dot_general(a, b, dims), operands, n * n,
+                     (n * n + 2 * n * width) * _itemsize(dtype),
+                     (n, width, n) if left else (n, n, width))
 
     return build
 
