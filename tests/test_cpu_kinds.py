@@ -181,6 +181,45 @@ def test_a_transposing_copy_that_keeps_the_minor_axis_moves_runs() -> None:
     assert _pattern(TRANSPOSES, "scaled") == ("block-transpose", 64 * 8 * 256, 256)
 
 
+# An Equinox MLP's gradient (jax.vmap over eqx.nn.Linear, XLA:CPU): a stream transposed there
+# and back meets, before the root's copy, one transposed once, so no one layout names the
+# root's order; each source followed alone finds the transposed one.
+ROUND_TRIP = """HloModule round_trip
+
+%fused (param_0.224: f32[16,128,1024], param_1.302: f32[1024], param_2.279: f32[1024,2048]) -> f32[1024,2048] {
+  %param_2.279 = f32[1024,2048]{1,0} parameter(2)
+  %bitcast.87 = f32[1024,16,128]{2,1,0} bitcast(%param_2.279)
+  %param_1.302 = f32[1024]{0} parameter(1)
+  %broadcast.195 = f32[1024,16,128]{2,1,0} broadcast(%param_1.302), dimensions={0}
+  %add.79 = f32[1024,16,128]{2,1,0} add(%bitcast.87, %broadcast.195)
+  %transpose.110 = f32[16,128,1024]{1,0,2} transpose(%add.79), dimensions={1,2,0}
+  %copy.69 = f32[16,128,1024]{2,1,0} copy(%transpose.110)
+  %param_0.224 = f32[16,128,1024]{2,1,0} parameter(0)
+  %constant.243 = f32[] constant(1)
+  %broadcast.194 = f32[16,128,1024]{2,1,0} broadcast(%constant.243), dimensions={}
+  %add.78 = f32[16,128,1024]{2,1,0} add(%param_0.224, %broadcast.194)
+  %constant.242 = f32[] constant(0.5)
+  %broadcast.193 = f32[16,128,1024]{2,1,0} broadcast(%constant.242), dimensions={}
+  %mul.300 = f32[16,128,1024]{2,1,0} multiply(%add.78, %broadcast.193)
+  %mul.299 = f32[16,128,1024]{2,1,0} multiply(%copy.69, %mul.300)
+  %transpose.109 = f32[1024,16,128]{0,2,1} transpose(%mul.299), dimensions={2,0,1}
+  %copy.68 = f32[1024,16,128]{2,1,0} copy(%transpose.109)
+  ROOT %bitcast.86 = f32[1024,2048]{1,0} bitcast(%copy.68)
+}
+
+ENTRY %main (a: f32[16,128,1024], b: f32[1024], c: f32[1024,2048]) -> f32[1024,2048] {
+  %a = f32[16,128,1024]{2,1,0} parameter(0)
+  %b = f32[1024]{0} parameter(1)
+  %c = f32[1024,2048]{1,0} parameter(2)
+  ROOT %k = f32[1024,2048]{1,0} fusion(%a, %b, %c), kind=kLoop, calls=%fused
+}
+"""
+
+
+def test_a_root_copy_whose_sources_meet_in_two_orders_is_still_a_transpose() -> None:
+    assert _pattern(ROUND_TRIP, "k") == ("broadcast-transpose", 16 * 128 * 1024, 0)
+
+
 def test_a_tpu_keeps_its_transposes() -> None:
     assert _pattern(TRANSPOSES, "values", "tpu") == ("transpose", 4096 * 8 * 64, 0)
     assert _pattern(TRANSPOSES, "weights", "tpu") == ("transpose", 2 * 512 * 2048, 0)

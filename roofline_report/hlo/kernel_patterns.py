@@ -443,6 +443,10 @@ def _any_transpose(instr: Instruction, module: Module, tpu: bool) -> Pattern:
         root = comp.instruction(root.operands[0]) if root.operands else None
     if root is not None and root.opcode in ("copy", "transpose"):
         found = _root_transpose(list(comp.instructions), comp.root, None)
+        if found.name is None:
+            # Its sources meet before the root's copy in orders no one layout names (two
+            # transposed streams multiplied, say): each followed alone, as a fused one is.
+            found = _fused_transpose(list(comp.instructions), comp.root)
     elif any(i.opcode in ("copy", "transpose") for i in comp.instructions):
         found = _fused_transpose(list(comp.instructions), comp.root)
     else:
