@@ -24,7 +24,10 @@
 # 6. profile_ceilings: the captured trace read again with the ceilings measured in step 5
 #    (or, without that step, in step 2);
 # 7. tests: the test suite on the TPU backend (one process: one program at a time may hold
-#    the chip), each test named as it ends, so that a run cut short still names its failures.
+#    the chip), each test named as it ends and each failure's reason printed at once
+#    (benchmarks/early_failures.py), so that a run cut short still says why (at most
+#    TESTS_SECONDS, default 400; TEST_ARGS, default `tests`; PYTEST_ADDOPTS='-m "not slow"'
+#    leaves the slow tests to a call of their own).
 # Each TPU process spends about a minute starting the chip's runtime, so not every step fits
 # one ten-minute call: a whole check is two or three calls sharing ROOFLINE_REPORT_CACHE, e.g.
 # `environment,build,capture,profile_read,profile_ceilings`, then `tests`, and the held-out
@@ -95,7 +98,8 @@ if [ -f "$measured" ] && [ -d "$out/trace" ]; then
 fi
 par=()
 "$py" -c 'import pytest_timeout' 2>/dev/null && par+=(--timeout 120)
-step tests 400 "$py" -m pytest -v --tb=line -rfE -p no:cacheprovider "${par[@]}" --maxfail=80 tests
+# shellcheck disable=SC2086  # TEST_ARGS is a list of arguments
+step tests "${TESTS_SECONDS:-400}" "$py" -m pytest -v --tb=short -rfE -p no:cacheprovider -p benchmarks.early_failures "${par[@]}" --maxfail=80 ${TEST_ARGS:-tests}
 
 for d in build prediction profile profile_ceilings; do
   [ -f "$out/$d/results.json" ] && gzip -c "$out/$d/results.json" >"$out/${d}_results.json.gz"
@@ -106,7 +110,9 @@ done
 echo "failed steps: $failed" | tee -a "$out/summary.txt"
 # written beside the folder, then moved in: an archive growing inside the folder it reads
 # makes tar warn that the folder changed
-tar -czf "$out.check.tar.gz" -C "$out" --exclude='check.tar.gz' --exclude=build \
-  --exclude=prediction --exclude=profile --exclude=profile_ceilings --exclude=profile_read_out . \
+# (anchored: the trace's own plugins/profile folder is kept)
+tar -czf "$out.check.tar.gz" -C "$out" --anchored --exclude=./check.tar.gz --exclude=./build \
+  --exclude=./prediction --exclude=./profile --exclude=./profile_ceilings \
+  --exclude=./profile_read_out . \
   && mv "$out.check.tar.gz" "$out/check.tar.gz"
 exit "$failed"
