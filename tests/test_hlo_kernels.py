@@ -329,6 +329,8 @@ def test_fft_kernels_count_xlas_flops(case: str, shape: tuple[int, ...], dtype: 
 
 
 @pytest.mark.slow
+@pytest.mark.cpu_backend("XLA:CPU's scan: two kernels around the loop, four a trip, its body "
+                         "a ynn_fusion")
 def test_measure_workload_records_kernels_times_and_jax_estimate() -> None:
     from roofline_report.observe import run as measure
     from roofline_report.observe.workloads import by_name
