@@ -423,15 +423,19 @@ def _load(module: str) -> Any:
 
 
 def _run(module: str, **dims: Any) -> tuple[Any, tuple[Any, ...], str]:
-    """The program's NumPy inputs, its outputs as NumPy arrays and its compiled HLO text. A test
-    that calls it compiles and runs a whole program, as the pipeline does a workload's (seconds
+    """The program's NumPy inputs, its outputs as NumPy arrays and its compiled HLO text, run on
+    jax's CPU device whatever the default backend: the references' tolerances and the HLO forms
+    the tests name (an ``fft``, a ``scatter``, a ``while``) are XLA:CPU's; a TPU computes an
+    FFT as matrix products and a float32 matmul at default precision in bfloat16. A test that
+    calls it compiles and runs a whole program, as the pipeline does a workload's (seconds
     each): it is marked slow."""
     import jax
     import numpy as np
 
-    fn, args = _load(module).setup(**dims)
-    compiled = jax.jit(fn).lower(*args).compile()
-    out = jax.tree.map(np.asarray, compiled(*args))
+    with jax.default_device(jax.devices("cpu")[0]):
+        fn, args = _load(module).setup(**dims)
+        compiled = jax.jit(fn).lower(*args).compile()
+        out = jax.tree.map(np.asarray, compiled(*args))
     return out, jax.tree.map(np.asarray, args), compiled.as_text()
 
 

@@ -18,13 +18,16 @@ pytestmark = pytest.mark.slow
 
 def _run(module: str, **dims: Any) -> tuple[Any, Any, list[dict[str, Any]]]:
     """The program's outputs and inputs as NumPy arrays and its kernel inventory (the inputs
-    taken before the call: a program may donate them)."""
+    taken before the call: a program may donate them), run on jax's CPU device whatever the
+    default backend: the kinds and tolerances here are XLA:CPU's (a TPU runs a float32 matmul
+    at default precision in bfloat16, and its kernels are its own)."""
     import jax
 
-    fn, args = importlib.import_module(f"benchmarks.heldout.{module}").setup(**dims)
-    compiled = jax.jit(fn).lower(*args).compile()
-    inputs = jax.tree.map(np.asarray, args)
-    out = jax.tree.map(np.asarray, compiled(*args))
+    with jax.default_device(jax.devices("cpu")[0]):
+        fn, args = importlib.import_module(f"benchmarks.heldout.{module}").setup(**dims)
+        compiled = jax.jit(fn).lower(*args).compile()
+        inputs = jax.tree.map(np.asarray, args)
+        out = jax.tree.map(np.asarray, compiled(*args))
     return out, inputs, kernel_inventory(compiled.as_text())["kernels"]
 
 
@@ -32,12 +35,6 @@ def _close(got: Any, want: Any, tol: float = 2e-4) -> None:
     scale = max(1.0, float(np.max(np.abs(want))))
     assert np.shape(got) == np.shape(want)
     np.testing.assert_allclose(got, want, rtol=0, atol=tol * scale)
-
-
-def _on_cpu() -> bool:
-    import jax
-
-    return bool(jax.default_backend() == "cpu")
 
 
 def _rms_norm(x: Any, scale: Any) -> Any:
@@ -83,16 +80,13 @@ def test_gemma_decode_step_matches_numpy_and_writes_its_cache_in_place_of_the_st
         gate = np.einsum("btd,ndh->btnh", h, p["gating"])
         x = x + (_gelu(gate[..., 0, :]) * gate[..., 1, :]) @ p["linear"]
     _close(logits, _rms_norm(x, params["final_norm"]) @ table.T, 1e-3)
-    if _on_cpu():
-        found = {k["pattern"] for k in kernels}
-        # a cache re-laid out by whole heads' features (its products are too small to be
-        # matrix-vector products: the next test sizes them so)
-        assert "block-transpose" in found
+    found = {k["pattern"] for k in kernels}
+    # a cache re-laid out by whole heads' features (its products are too small to be
+    # matrix-vector products: the next test sizes them so)
+    assert "block-transpose" in found
 
 
 def test_gemma_decode_on_one_sequence_runs_its_projections_as_matrix_vector_products() -> None:
-    if not _on_cpu():
-        pytest.skip("XLA:CPU's kernels")
     _, _, kernels = _run("gemma_kv_decode", batch=1, cache=64, heads=2, head_dim=16, width=64,
                          hidden=128, layers=1, vocab=256)
     vectors = [k for k in kernels if k["pattern"] == "mat-vec"]
@@ -124,9 +118,8 @@ def test_whisper_log_mel_matches_numpy_framing_window_rfft_and_mel() -> None:
     spacing = whisper.SAMPLE_RATE / whisper.N_FFT
     areas = filters.sum(axis=1) * spacing
     np.testing.assert_allclose(areas[2:-2], 1.0, rtol=0.1)
-    if _on_cpu():
-        [fft] = [k for k in kernels if k["pattern"] == "fft"]
-        assert fft["pattern_row"] == whisper.N_FFT
+    [fft] = [k for k in kernels if k["pattern"] == "fft"]
+    assert fft["pattern_row"] == whisper.N_FFT
 
 
 def test_dlrm_step_matches_numpy_forward_and_updates_only_the_rows_it_looked_up() -> None:
@@ -156,9 +149,8 @@ def test_dlrm_step_matches_numpy_forward_and_updates_only_the_rows_it_looked_up(
     used[np.unique(sparse % dims["vocab"])] = True
     np.testing.assert_array_equal(params["embedding"][~used], old["embedding"][~used])
     assert not np.allclose(params["embedding"][used], old["embedding"][used])
-    if _on_cpu():
-        scatters = [k for k in kernels if k["pattern"] == "scatter"]
-        assert any(k["pattern_row"] == dims["embed"] for k in scatters)
+    scatters = [k for k in kernels if k["pattern"] == "scatter"]
+    assert any(k["pattern_row"] == dims["embed"] for k in scatters)
 
 
 def test_mnist_mlp_step_matches_numpy_backpropagation() -> None:
@@ -182,7 +174,6 @@ def test_mnist_mlp_step_matches_numpy_backpropagation() -> None:
     for (w, b), (dw, db), (new_w, new_b) in zip(params, grads, out, strict=True):
         _close(new_w, w - mnist.STEP_SIZE * dw, 1e-5)
         _close(new_b, b - mnist.STEP_SIZE * db, 1e-5)
-    if _on_cpu():
-        found = [k["pattern"] for k in kernels]
-        # the hidden layers' weight gradients, x.T @ dy; the classes' layer is narrow
-        assert found.count("transposed-dot") >= 1 and "mat-vec" in found
+    found = [k["pattern"] for k in kernels]
+    # the hidden layers' weight gradients, x.T @ dy; the classes' layer is narrow
+    assert found.count("transposed-dot") >= 1 and "mat-vec" in found
