@@ -8,6 +8,7 @@ not exist, the real pipeline is run once in a subprocess (``--quick --no-sweeps 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,15 @@ from hypothesis import settings as _hypothesis_settings
 from roofline_report import cli
 from roofline_report.errors import EXIT_OK, EXIT_PARTIAL
 from roofline_report.observe.ceilings import cache as ceilings_cache
+
+# On a TPU v5e host whose transparent hugepages are off, `import jax` warns about the TPU
+# runtime's start-up time (jax/_src/cloud_tpu_init.py), whatever JAX_PLATFORMS says: in every
+# process, the CPU-only ones included. The warning is the machine's, not the tool's; tests that
+# hold a child's stderr to the tool's own lines (one line for Ctrl-C, one for bad input) run
+# their children without it.
+_MACHINE_WARNING = "ignore::UserWarning:jax._src.cloud_tpu_init"
+os.environ["PYTHONWARNINGS"] = ",".join(
+    w for w in (os.environ.get("PYTHONWARNINGS"), _MACHINE_WARNING) if w)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -141,8 +141,11 @@ print(json.dumps({"ops": [c["op"] for c in out["collectives"]],
                   "bytes": [c["result_bytes"] for c in out["collectives"]],
                   "passed": out["check"]["passed"]}))
 """
+    # four emulated devices of the CPU platform, whatever accelerator this machine has (its
+    # one chip is held by this process)
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
-           "JAX_NUM_CPU_DEVICES": "4", "PYTHONPATH": str(REPO)}
+           "JAX_NUM_CPU_DEVICES": "4", "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
