@@ -8,7 +8,8 @@
 #    .whl-tpu/, matplotlib, flax and optax from the machine's own index), jax, its devices;
 # 2. build: the default build, `python generate.py` (the catalog at its accelerator sizes, the
 #    experiments, the ceilings measured or reused from ROOFLINE_REPORT_CACHE), at most
-#    BUILD_SECONDS (default 300); its report and results.json kept;
+#    BUILD_SECONDS (default 540: on a TPU v5e the full ceilings alone take about 300 s, so a
+#    build that measures them is a call of its own); its report and results.json kept;
 # 3. capture: a plain `jax.profiler.trace` of five steps of the shipped training step
 #    (benchmarks/capture_gpu_trace.py, which runs on any backend), read back by `profile`;
 # 4. profile_read: that trace read by `profile` in a fresh process, timed: reading a trace
@@ -29,9 +30,11 @@
 #    TESTS_SECONDS, default 400; TEST_ARGS, default `tests`; PYTEST_ADDOPTS='-m "not slow"'
 #    leaves the slow tests to a call of their own).
 # Each TPU process spends about a minute starting the chip's runtime, so not every step fits
-# one ten-minute call: a whole check is two or three calls sharing ROOFLINE_REPORT_CACHE, e.g.
-# `environment,build,capture,profile_read,profile_ceilings`, then `tests`, and the held-out
-# runs with benchmarks/tpu_heldout.sh.
+# one ten-minute call: a whole check is several calls sharing ROOFLINE_REPORT_CACHE, e.g.
+# `environment,build`, then `capture,profile_read,profile_ceilings`, then `tests` with
+# PYTEST_ADDOPTS='-m "not slow"' (about 260 s on a v5e), then the slow tests in two or three
+# calls (TEST_ARGS naming a part of tests/: over 520 s in all), and the held-out runs with
+# benchmarks/tpu_heldout.sh.
 # The run keeps within SECONDS (default 560): each step's limit is cut to what is left, and a
 # step with under 20 s left is skipped. Every step's output and exit code land in OUTDIR with
 # the trace, the results.json files and a tarball of the logs (check.tar.gz, the one file to
@@ -82,7 +85,7 @@ step() {  # step NAME SECONDS COMMAND...: runs within min(SECONDS, what is left 
 step environment 60 bash -c "$py -c 'import jax, jaxlib, google.protobuf, pydantic, matplotlib; print(\"jax\", jax.__version__, \"backend\", jax.default_backend(), \"protobuf\", google.protobuf.__version__, \"pydantic\", pydantic.__version__); print(jax.devices()); print(jax.devices()[0].device_kind)'; $py -c 'import flax, optax; print(\"flax\", flax.__version__, \"optax\", optax.__version__)'; nproc"
 rm -rf "$out/build" "$out/trace" "$out/profile" "$out/profile_read_out" "$out/prediction" \
   "$out/profile_ceilings"
-step build "${BUILD_SECONDS:-300}" "$py" generate.py --out "$out/build" --progress plain
+step build "${BUILD_SECONDS:-540}" "$py" generate.py --out "$out/build" --progress plain
 step capture 120 "$py" benchmarks/capture_gpu_trace.py --logdir "$out/trace" --out "$out/profile" --steps 5
 if [ -d "$out/trace" ]; then
   step profile_read 90 bash -c "start=\$(date +%s%N); $py -m roofline_report profile '$out/trace' --out '$out/profile_read_out' --progress none; rc=\$?; echo \"read in \$(( (\$(date +%s%N) - start) / 1000000 )) ms\"; [ \$rc -eq 0 ] || [ \$rc -eq 3 ]"
