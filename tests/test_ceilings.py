@@ -473,6 +473,35 @@ def test_tiny_convolution_roof_is_measured_apart() -> None:
     assert data["peak_compute"]["name"] == "matmul float32"
 
 
+@pytest.mark.slow
+def test_tiny_sequence_convolution_roof_reads_at_a_filter() -> None:
+    from roofline_report.analysis.roofs import measured
+
+    plan = Plan(**{**_fields(TINY), "matmul_sizes": (32,), "matmul_dtypes": ("float32",),
+                   "conv_1d_features": (8, 16)})
+    data = ceilings.measure_ceilings(quick=True, plan=plan)
+    [line] = [e for e in data["compute"] if e["op"] == "convolution-1d"]
+    assert line["available"], line["reason"]
+    assert (line["window"], line["rank"]) == (3, 1)
+    assert line["positions"] == compute_ceilings.LINE_BATCH * compute_ceilings.LINE_LENGTH
+    assert [(s["n"], s["flops"]) for s in line["by_size"]] == [
+        (f, compute_ceilings.line_conv_flops(f)) for f in (8, 16)]
+    kept = {k: v for k, v in data.items() if k not in ("peak_compute", "peak_bandwidth")}
+    roofs = measured(typed_ceilings({**kept, "available": True}))
+    found = roofs.line_convolution("float32", 3 * 16 * 16)
+    assert found is not None and found[0].name == line["name"] and found[1] > 0
+    assert data["peak_compute"]["name"] == "matmul float32"  # never the convolution's
+
+
+def test_only_the_cpu_plans_a_sequence_convolution_roof() -> None:
+    for quick in (True, False):
+        cpu = plan_for("cpu", quick=quick, cache_bytes=32 * MiB, free_bytes=None)
+        assert len(cpu.conv_1d_features) >= 3
+        for backend in ("gpu", "tpu"):
+            assert not plan_for(backend, quick=quick, cache_bytes=None,
+                                free_bytes=None).conv_1d_features
+
+
 # ---------------------------------------------------------------------- small products
 
 

@@ -588,3 +588,35 @@ def test_a_pattern_kernel_is_data_movement_only_when_it_computes_nothing(
     from tests.kernel_records import kernel_record
 
     assert _category(kernel_record(ops=ops, pattern=pattern, category=inventory)) == shown
+
+
+# ---- a sequence's convolutions ---------------------------------------------------------------
+
+
+def test_a_sequences_dense_convolutions_give_their_flops_and_filter() -> None:
+    """A dense 1-D convolution (an audio encoder's, strided) counts its flops and its filter's
+    elements; an image's convolution and a grouped 1-D one count none (other roofs)."""
+    import jax
+    import jax.numpy as jnp
+
+    def convs(x: Any, w: Any, image: Any, k: Any, g: Any) -> Any:
+        seq = jax.lax.conv_general_dilated(x, w, (2,), "VALID",
+                                           dimension_numbers=("NWC", "WIO", "NWC"))
+        pic = jax.lax.conv_general_dilated(image, k, (1, 1), "VALID",
+                                           dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        grouped = jax.lax.conv_general_dilated(x, g, (1,), "SAME", feature_group_count=4,
+                                               dimension_numbers=("NWC", "WIO", "NWC"))
+        return seq, pic, grouped
+
+    x = jnp.ones((2, 101, 32))
+    args = (x, jnp.ones((3, 32, 48)), jnp.ones((1, 10, 10, 8)), jnp.ones((3, 3, 8, 8)),
+            jnp.ones((5, 8, 32)))
+    inv = _inventory(convs, *args)
+    convolutions = [k for k in inv["kernels"]
+                    if any("convolution" in op for op in k["flops_by_op"])]
+    assert len(convolutions) == 3
+    [seq] = [k for k in convolutions if k["line_conv_flops"]]
+    # 50 outputs of 48 features, each 3 x 32 multiply-adds, twice over the batch
+    assert seq["line_conv_flops"] == 2 * 2 * 50 * 48 * 3 * 32
+    assert seq["line_conv_filter"] == 3 * 32 * 48
+    assert all(k["line_conv_filter"] == 0 for k in convolutions if k is not seq)

@@ -752,6 +752,49 @@ def test_grouped_convolutions_run_at_their_own_roof() -> None:
     assert any("no grouped-convolution roof measured" in n for n in q.notes)
 
 
+def test_a_sequences_convolution_runs_at_its_filters_rate() -> None:
+    conv = ComputeRoof("convolution float32", 25e9, "float32", M, "", op="convolution")
+    # Measured at 16, 64 and 256 features over a window of 3, 1,000 positions a call: filters
+    # of 768, 12,288 and 196,608 elements at 80, 180 and 200 GFLOP/s.
+    points = tuple((2 * 1000 * 3 * f * f, rate)
+                   for f, rate in ((16, 80e9), (64, 180e9), (256, 200e9)))
+    line = ComputeRoof("convolution float32 (1-D, window 3)", 200e9, "float32", M, "",
+                       op="convolution-1d", by_flops=points, positions=1000)
+    roofs = RoofSet("this machine", M, (*ROOFS.compute, conv, line), ROOFS.bandwidth,
+                    ROOFS.floors, ROOFS.rates)
+
+    def kernel(filter_elements: int, line_flops: float = 3e8) -> dict[str, Any]:
+        return {"flops": 3e8, "flops_by_op": {"stablehlo.convolution": 3e8},
+                "bytes_read": 0, "bytes_written": 0, "trips": 1,
+                "line_conv_flops": line_flops, "line_conv_filter": filter_elements}
+
+    # A filter of 128 x 128 features over a window of 3 (an audio encoder's) on the line
+    # between the 64- and 256-feature points, in log flops, whatever its length.
+    p = predict.predict_kernel(kernel_record(kernel(3 * 128 * 128)), "float32", roofs)
+    assert p is not None
+    t = math.log(128**2 / 64**2) / math.log(256**2 / 64**2)
+    assert alu(p) == pytest.approx(3e8 / (180e9 + t * 20e9))
+    assert p.binding.roof == line.name and p.binding.label == "compute: 1-D convolution"
+    # A filter smaller than any measured (one input feature, a window of 10, 128 outputs:
+    # 1,280 elements) between the two smallest; smaller still, the smallest's rate.
+    t = math.log(1280 / 768) / math.log(16)
+    small = predict.predict_kernel(kernel_record(kernel(1280)), "float32", roofs)
+    assert small is not None and alu(small) == pytest.approx(3e8 / (80e9 + t * 100e9))
+    tiny = predict.predict_kernel(kernel_record(kernel(10)), "float32", roofs)
+    assert tiny is not None and alu(tiny) == pytest.approx(3e8 / 80e9)
+    # Part of the kernel's convolutions a sequence's: that part at its roof, the rest at the
+    # convolution roof's rate at its flops.
+    half = predict.predict_kernel(kernel_record(kernel(3 * 256 * 256, 1e8)), "float32", roofs)
+    assert half is not None and alu(half) == pytest.approx(1e8 / 200e9 + 2e8 / 25e9)
+    # Without the 1-D roof (ceilings measured before it was, an accelerator's): the
+    # convolution roof, and a note says so.
+    bare = RoofSet("this machine", M, (*ROOFS.compute, conv), ROOFS.bandwidth, ROOFS.floors,
+                   ROOFS.rates)
+    q = predict.predict_kernel(kernel_record(kernel(3 * 128 * 128)), "float32", bare)
+    assert q is not None and alu(q) == pytest.approx(3e8 / 25e9)
+    assert any("no 1-D convolution roof measured" in n for n in q.notes)
+
+
 def test_a_grouped_convolution_runs_at_the_rate_of_its_taps() -> None:
     # Roofs at 3x3 (0.5 GFLOP/s) and 7x7 (2 GFLOP/s), each flat in size.
     small = ComputeRoof("grouped convolution float32 (3x3 depthwise)", 0.5e9, "float32", M, "",

@@ -80,7 +80,12 @@ def facts_roof(f: Facts, roofs: RoofSet, traffic: float | None = None, trips: in
         products = roofs.compute_at_precision(f.dtype, "highest") or compute
     add("compute", matmul, products.name, products.value, "FLOP/s", "matrix")
     conv = roofs.compute_for(f.dtype, op="convolution") or compute
-    add("compute", f.conv_flops - f.grouped_flops, conv.name, conv.value, "FLOP/s", "matrix")
+    dense = f.conv_flops - f.grouped_flops
+    line = roofs.line_convolution(f.dtype, f.line_filter) if f.line_flops else None
+    if line is not None:
+        add("compute", f.line_flops, line[0].name, line[0].value, "FLOP/s", "matrix")
+        dense -= f.line_flops
+    add("compute", dense, conv.name, conv.value, "FLOP/s", "matrix")
     if f.grouped_flops:
         grouped = roofs.grouped_convolution(f.dtype, f.grouped_flops, f.grouped_taps)
         roof = grouped[0] if grouped is not None else conv

@@ -157,6 +157,10 @@ class Facts:
     products: int = 1  # independent matrix products the matmul flops are split over
     grouped_flops: float = 0.0  # the part of conv_flops done by grouped (depthwise) ones
     grouped_taps: int = 0  # their multiply-adds per output (9 for 3x3 depthwise; 0: unknown)
+    # The part of conv_flops done by dense 1-D (a sequence's) convolutions, and the filter
+    # elements (window x features in x out) of the largest: their roof is read at it.
+    line_flops: float = 0.0
+    line_filter: int = 0
     matmul_dtype: str | None = None  # the integer type its matrix products multiply
     # Work a loop fusion repeats per output element beyond the count (priced, not counted in
     # ``flops``): flops, and transcendentals by function name.
@@ -293,6 +297,7 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
     fresh = 0.0 if kernel.in_place else float(kernel.bytes_written)
     products = max(1, kernel.matmul_products)
     grouped = min(conv, float(kernel.grouped_conv_flops))
+    line = min(conv - grouped, float(kernel.line_conv_flops))
     integer = kernel.matmul_dtype
     again = {_op_name(op): float(v)
              for op, v in kernel.recomputed_transcendentals_by_op.items() if v}
@@ -300,6 +305,7 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
                  written=fresh, conv_flops=conv, reduced=reduced, products=products,
                  grouped_flops=grouped,
                  grouped_taps=kernel.grouped_conv_taps,
+                 line_flops=line, line_filter=kernel.line_conv_filter,
                  matmul_dtype=integer or None,
                  recomputed_flops=float(kernel.recomputed_flops), recomputed=again,
                  complex_flops=float(kernel.complex_flops),
@@ -424,6 +430,17 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
     if f.conv_flops:
         conv = roofs.compute_for(f.dtype, op="convolution") or compute
         dense = f.conv_flops - f.grouped_flops
+        if f.line_flops:
+            # A sequence's convolution runs at a rate its filter sets: its own roof.
+            line = roofs.line_convolution(f.dtype, f.line_filter)
+            if line is None:
+                notes.append("no 1-D convolution roof measured: 1-D convolutions at the "
+                             f"{conv.name} roof")
+            else:
+                roof, per_second = line
+                terms.append(Term("convolution", "compute", f.line_flops / per_second,
+                                  roof.name, roof.kind, "1-D convolution"))
+                dense -= f.line_flops
         if dense > 0:
             terms.append(Term("convolution", "compute", dense / conv.rate_at(dense), conv.name,
                               conv.kind))

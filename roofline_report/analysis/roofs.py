@@ -51,14 +51,16 @@ def _rate_by_size(points: Sequence[tuple[float, float]], size: float, default: f
 
 
 GROUPED_CONVOLUTION = "grouped-convolution"  # the compute roof of grouped convolutions
+LINE_CONVOLUTION = "convolution-1d"  # the compute roof of dense 1-D (a sequence's) convolutions
 
 
 @dataclass(frozen=True, slots=True)
 class ComputeRoof:
     """A compute ceiling in FLOP/s; ``dtype`` None means it applies to any dtype. ``op``: the
     operation it was measured on, ``matmul`` (the roof of matrix products, and the compute roof
-    a roofline draws), ``convolution`` (measured apart: another library path) or
-    ``grouped-convolution`` (depthwise: each group a tiny convolution)."""
+    a roofline draws), ``convolution`` (measured apart: another library path),
+    ``convolution-1d`` (a sequence's: its rate follows its filter) or ``grouped-convolution``
+    (depthwise: each group a tiny convolution)."""
 
     name: str
     value: float
@@ -71,6 +73,7 @@ class ComputeRoof:
     # with its size, so one of a given size runs at the rate measured near it.
     by_flops: tuple[tuple[float, float], ...] = ()
     window: int = 0  # a grouped convolution roof's window elements (49 for 7x7; 0: not said)
+    positions: int = 0  # a 1-D convolution roof's output positions a call (0: not said)
 
     def rate_at(self, flops: float | None) -> float:
         """The rate of a product of ``flops``: interpolated (in log flops) between the sizes
@@ -299,6 +302,21 @@ class RoofSet:
         dense = self.compute_for(dtype, op="convolution") or self.compute_for(dtype)
         return nearest, min(read, dense.rate_at(flops)) if dense is not None else read
 
+    def line_convolution(self, dtype: str, filter_elements: int
+                         ) -> tuple[ComputeRoof, float] | None:
+        """The roof and rate of a dense 1-D convolution whose filter has ``filter_elements``
+        (window x input features x output features): the 1-D convolution roof read at the
+        flops its own kernel had with a filter of that size (2 x its positions x the
+        filter), that is between the two feature counts measured around it (interpolated in
+        log flops), the smallest's rate below them, the roof's beyond. On XLA:CPU such a
+        convolution's rate follows its filter, not its length (a 2-core CPU: 78 GFLOP/s at
+        16 features over a window of 3, 160 at 32, 180 to 210 at 64 to 256, strided or not).
+        None without that roof or a filter size."""
+        roof = self.compute_for(dtype, op=LINE_CONVOLUTION)
+        if roof is None or filter_elements <= 0 or roof.positions <= 0:
+            return None
+        return roof, roof.rate_at(2.0 * roof.positions * filter_elements)
+
     def bandwidth_for(self, working_set: float | None = None,
                       written: float | None = None, *,
                       program: bool = False, passes: int = 1,
@@ -502,7 +520,8 @@ def measured(ceilings: schema.Ceilings,
         compute.append(ComputeRoof(
             e.name, value, e.dtype or None,
             Kind.MEASURED, f"measured: {e.name}" + (f" ({e.reason})" if e.reason else ""),
-            precision=e.precision, by_flops=by_flops, op=e.op, window=_window_of(e)))
+            precision=e.precision, by_flops=by_flops, op=e.op, window=_window_of(e),
+            positions=e.positions or 0))
     found = measured_levels(ceilings) if levels is None else levels
     bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
                                f"measured: working-set sweep, {lv.rule}",

@@ -78,6 +78,7 @@ from roofline_report.hlo.kernel_reconciliation import (
 from roofline_report.hlo.product_facts import (
     grouped_conv_flops,
     grouped_conv_taps,
+    line_convolutions,
     matmul_dtype,
     matmul_precision,
     matmul_products,
@@ -329,6 +330,7 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
     kind = backend_kind(instr) or instr.fusion_kind or instr.custom_call_target
     branch = site.context.branch
     beyond = uncounted_work(instr, module, backend)
+    line_flops, line_filter = line_convolutions(instr, module, backend)
     return {
         "name": instr.name,
         "opcode": instr.opcode,
@@ -372,6 +374,8 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "matmul_products": matmul_products(instr, module, backend),
         "patch_conv_flops": patch_conv_flops(instr, module, backend),
         "grouped_conv_flops": grouped_conv_flops(instr, module),
+        "line_conv_flops": line_flops,
+        "line_conv_filter": line_filter,
         "reduced_elements": reduced_elements(instr, module, backend),
         "grouped_conv_taps": grouped_conv_taps(instr, module),
         "matmul_dtype": matmul_dtype(instr, module, backend),
@@ -499,6 +503,7 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
                       "matmul_products",
                       "patch_conv_flops",
                       "grouped_conv_flops", "grouped_conv_taps", "reduced_elements",
+                      "line_conv_flops", "line_conv_filter",
                       "matmul_dtype", "matmul_precision",
                       "partitions", "recomputed_flops",
                       "recomputed_transcendentals_by_op", "complex_flops"}],

@@ -22,6 +22,7 @@ from roofline_report.hlo.kernel_cost import (
     window_elements,
 )
 from roofline_report.hlo.kernel_patterns import _fused_instructions
+from roofline_report.hlo.taps import DIM_LABELS
 from roofline_report.hlo.tpu import TPU, lane_reduction, product_batch, product_convolution
 
 
@@ -112,6 +113,35 @@ def patch_conv_flops(instr: Instruction, module: Module, backend: str | None = N
     tpu = backend == TPU
     return sum(conv_flops(i) or 0 for i in _fused_instructions(instr, module, tpu)
                if tiles_input(i) and not (tpu and product_convolution(i)))
+
+
+def line_convolutions(instr: Instruction, module: Module, backend: str | None = None
+                      ) -> tuple[int, int]:
+    """(flops, filter elements) of the kernel's dense convolutions over one spatial dimension
+    (a sequence's: an audio encoder's strided convolutions; no feature or batch groups), the
+    filter that of the one of the most flops: its window × input features × output features,
+    the weights of the matrix product each output position is. On XLA:CPU such a convolution
+    runs near the matmul roof once its filter is large (a 2-core CPU: 78 GFLOP/s with 16
+    features over a window of 3, 160 with 32, 180 to 210 with 64 to 256, strided or not),
+    while an image's 3x3 convolution falls with the image's size (92 GFLOP/s at 32x32 with 32
+    channels, 23 at 128x128): a roof of its own, read at its filter's size. (0, 0) without
+    one; on a TPU a convolution that computes a matrix product is not one."""
+    tpu = backend == TPU
+    best = (0, 0)
+    total = 0
+    for i in _fused_instructions(instr, module, tpu):
+        if i.opcode != "convolution" or _grouped(i) or (tpu and product_convolution(i)):
+            continue
+        labels = DIM_LABELS.match(i.attributes.get("dim_labels", ""))
+        if labels is None or sum(c.isdigit() for c in labels["lhs"]) != 1:
+            continue
+        rhs = i.operand_shapes[1] if len(i.operand_shapes) > 1 else None
+        flops = conv_flops(i) or 0
+        if rhs is None or rhs.array is None or not flops:
+            continue
+        total += flops
+        best = max(best, (flops, rhs.array.elements))
+    return total, best[1]
 
 
 def grouped_conv_flops(instr: Instruction, module: Module) -> int:

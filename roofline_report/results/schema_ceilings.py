@@ -50,7 +50,7 @@ class LoadReading(Record):
 
 class ComputeCeiling(Record):
     name: str
-    op: Literal["matmul", "convolution", "grouped-convolution"] = "matmul"
+    op: Literal["matmul", "convolution", "convolution-1d", "grouped-convolution"] = "matmul"
     dtype: str
     precision: str = "default"
     available: bool
@@ -68,6 +68,9 @@ class ComputeCeiling(Record):
     window: PosInt | None = None  # a grouped convolution's window side (3: 3x3)
     group: PosInt | None = None  # its input features per group (None: 1, depthwise)
     rank: PosInt | None = None  # its window's dimensions (None: 2, an image's; 1: a sequence's)
+    # a 1-D convolution roof's output positions a call (batch x length): each size's flops
+    # are 2 x positions x its filter's elements, so a kernel's filter reads the roof's rate
+    positions: PosInt | None = None
 
 
 class BandwidthCeiling(Record):

@@ -101,6 +101,11 @@ class KernelRecord(Record):
     # The multiply-adds per output element of the largest of them (window elements x input
     # features per group: 9 for a 3x3 depthwise one; 0: none): their rate follows it.
     grouped_conv_taps: Count = 0
+    # Flops of its dense convolutions over one spatial dimension (a sequence's), and the
+    # filter elements (window x input x output features) of the one of the most flops: a
+    # roof of their own, read at that size; 0 in documents written before they were recorded.
+    line_conv_flops: Count = 0
+    line_conv_filter: Count = 0
     # The integer type its largest dot multiplies ("int8"); None for floats or no dot.
     matmul_dtype: str | None = None
     # The operand precision its largest matrix product asks above the default ("high",

@@ -290,3 +290,48 @@ def conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
                         lambda n: conv_flops(n, batch, channels), plan, say,
                         _matmul_caveat(backend, dtype), again, budget)
 
+
+# A sequence's convolution (1-D: an audio encoder's) of F features in and out over a window of
+# CONV_WINDOW, a batch of LINE_BATCH sequences giving LINE_LENGTH outputs each, by F: on
+# XLA:CPU its rate follows its filter (window x features in x out), not the sequence's length.
+LINE_BATCH = 8
+LINE_LENGTH = 2048
+
+
+def line_conv_flops(features: int) -> int:
+    """2 · batch · length · window · features²: the multiply-adds of the 1-D roof's kernel."""
+    return 2 * LINE_BATCH * LINE_LENGTH * CONV_WINDOW * features * features
+
+
+def _line_convolution(x: Any, w: Any) -> Any:
+    import jax
+
+    return jax.lax.conv_general_dilated(x, w, window_strides=(1,), padding="VALID",
+                                        dimension_numbers=("NWC", "WIO", "NWC"))
+
+
+def line_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
+                    again: Again | None = None,
+                    budget: load.Budget | None = None) -> dict[str, Any]:
+    """The 1-D convolution roof of ``dtype`` by features (see :data:`LINE_BATCH`): its
+    ``positions`` (outputs a call, batch x length) let a kernel's filter read its rate."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    kind = jnp.dtype(dtype)
+
+    def operands(features: int) -> tuple[Any, Any]:
+        rng = np.random.default_rng(2)
+        x = rng.standard_normal((LINE_BATCH, LINE_LENGTH + CONV_WINDOW - 1, features),
+                                dtype=np.float32)
+        w = rng.standard_normal((CONV_WINDOW, features, features),
+                                dtype=np.float32) / (3 * features**0.5)
+        return jax.device_put(x.astype(kind)), jax.device_put(w.astype(kind))
+
+    entry = _compute_entry(f"convolution {dtype} (1-D, window {CONV_WINDOW})",
+                           "convolution-1d", dtype, "default")
+    entry.update(window=CONV_WINDOW, rank=1, positions=LINE_BATCH * LINE_LENGTH)
+    return _sized_rates(entry, _line_convolution, plan.conv_1d_features, operands,
+                        line_conv_flops, plan, say, _matmul_caveat(backend, dtype), again,
+                        budget)

@@ -100,6 +100,9 @@ def measure_ceilings(
     if plan.conv_sizes:
         compute.append(compute_ceilings.conv_entry("float32", backend, plan, say, again=again,
                                                    budget=budget))
+    if plan.conv_1d_features:
+        compute.append(compute_ceilings.line_conv_entry("float32", backend, plan, say,
+                                                        again=again, budget=budget))
     if plan.integer_sizes:
         compute += [special_ceilings.integer_matmul_entry(dtype, plan, say, again=again)
                     for dtype in plan.integer_dtypes]

@@ -48,6 +48,8 @@ class Plan:
     # What splitting a kernel across worker threads adds (XLA:CPU splits loop kernels).
     split_launch: bool = False
     conv_sizes: tuple[int, ...] = ()  # image sides of the convolution roof; () measures none
+    # Features (in and out) of the 1-D convolution roof (window 3 over a sequence); () for none.
+    conv_1d_features: tuple[int, ...] = ()
     # The cost of a first write to a fresh page (CPU: see :mod:`.page_faults`).
     page_faults: bool = False
     # Sides of the small square products timed as a batch in one call (a product too small to
@@ -81,11 +83,16 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
     min_sample = timing.QUICK_MIN_SAMPLE_SECONDS if quick else timing.DEFAULT_MIN_SAMPLE_SECONDS
     sizes: tuple[int, ...]
     conv: tuple[int, ...]
+    line: tuple[int, ...]
     if backend == "cpu":
         # Small sizes too: a matmul's rate grows with its size, and the prediction of a small
         # product uses the rate measured near its size.
         sizes = (128, 1024) if quick else (128, 256, 512, 1024, 2048)
         conv = (16, 64) if quick else (8, 16, 32, 64, 128)
+        # A sequence's convolutions (audio encoders) run near the matmul roof once their
+        # filters are large, unlike an image's: measured apart, by their features. Measured
+        # on the CPU only so far: an accelerator's are priced at its convolution roof.
+        line = (16, 64, 256) if quick else (8, 16, 32, 64, 128, 256)
         # Attention's per-head products and small experts: sides below the smallest size.
         batch_sides: tuple[int, ...] = (32,) if quick else (16, 32, 64)
         batch_flops = 2 * 256**3
@@ -99,6 +106,7 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
     else:
         sizes = (2048, 4096, 8192) if quick else (1024, 2048, 4096, 8192)
         conv = (64, 256) if quick else (32, 64, 128, 256)
+        line = ()
         batch_sides = (128,) if quick else (64, 128, 256, 512)
         batch_flops = 2 * 1024**3
         integer = (4096,) if quick else (2048, 8192)
@@ -127,6 +135,7 @@ def plan_for(backend: str, *, quick: bool, cache_bytes: int | None, free_bytes: 
         split_launch=backend == "cpu",
         page_faults=backend == "cpu",
         conv_sizes=conv,
+        conv_1d_features=line,
         batch_sides=batch_sides,
         batch_flops=batch_flops,
         load_repeat_s=LOAD_REPEAT_S[quick],
