@@ -84,8 +84,10 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   across its rows.
 * ``broadcast-transpose``: a ``transpose`` or ``fused-transpose`` loop fusion that also holds a
   broadcast (a scale, a bias, a softmax's normaliser, a constant) and reads a matrix whose rows
-  are a power of two bytes long, 1 KiB or more; size: as the transpose's. XLA:CPU then walks
-  the matrix across its rows in a plain loop, every read in the same few cache sets: on a
+  are a power of two bytes long, 1 KiB or more, or walks its source in steps of such a power
+  of two (the full reversal of a float32 ``[256, 16, 128]``: 8 KiB); size: as the
+  transpose's. XLA:CPU then walks the source across its rows in a plain loop, every read in
+  the same few cache sets: on a
   2-core CPU, ``(x * 2).T`` of a float32 ``[n, n]`` ran at 1.0, 0.74, 0.48 and 0.31 G
   elements/s for n = 256, 512, 1024 and 2048, against 3.4, 3.4, 1.9 and 0.87 for ``x.T``, and
   at 2.2 and 1.3 for n = 1000 and 1448, as fast as ``x.T`` (1.9 and 1.3). ``(x + y).T``,
@@ -151,6 +153,9 @@ class Pattern:
     # an element type of unknown width). Where it fits a core's own memory a TPU gathers
     # from it far faster than from a table in HBM.
     table: int = 0
+    # A transpose's bytes between two reads one step along its output's minor axis (the
+    # stride of the source axis that comes out minor-most); 0 for other patterns.
+    walk: int = 0
 
 
 def _plain(shape: Shape | None) -> str:
@@ -332,6 +337,21 @@ def _detail(came: tuple[int, ...], source: Array) -> str:
     return f"axes {came} of {source.dtype}[{','.join(map(str, source.dims))}]"
 
 
+def _walk(came: tuple[int, ...], source: Array) -> int:
+    """The bytes a transpose steps in its source between two reads along its output's minor
+    axis: the stride, in the source's layout, of the source axis that comes out minor-most
+    (a row's bytes for ``x.T``; 8 KiB for the full reversal of a float32 ``[256, 16, 128]``);
+    0 where not known."""
+    if not came or not source.elements or not source.nbytes:
+        return 0
+    stride = 1
+    for d in source.minor_to_major():
+        if d == came[-1]:
+            return stride * (source.nbytes // source.elements)
+        stride *= source.dims[d]
+    return 0
+
+
 def kept_run(out: Sequence[_Atom], n: int, source: Array) -> int:
     """The elements of source ``n`` that stay contiguous at the minor end of ``out`` (physical
     atoms, major to minor): the source's minor-most axes, in its layout's order and unbroken
@@ -382,7 +402,7 @@ def _root_transpose(program: Sequence[Instruction], target: Instruction,
         came = _reordered(out, n, source)
         if came is not None:
             return Pattern("transpose", target.shape.array.elements, _detail(came, source),
-                           kept_run(out, n, source))
+                           kept_run(out, n, source), walk=_walk(came, source))
     return Pattern()
 
 
@@ -408,7 +428,7 @@ def _fused_transpose(program: Sequence[Instruction], target: Instruction) -> Pat
         if came is not None:
             return Pattern("fused-transpose", target.shape.array.elements,
                            _detail(came, array) + f" into {target.opcode}",
-                           kept_run(out, n, array))
+                           kept_run(out, n, array), walk=_walk(came, array))
     return Pattern()
 
 
@@ -453,12 +473,19 @@ def _any_transpose(instr: Instruction, module: Module, tpu: bool) -> Pattern:
         return Pattern()
     if found.name is not None and not tpu and found.row <= 1 \
             and any(i.opcode == "broadcast" for i in comp.instructions) \
-            and any(_aliasing_rows(i) for i in comp.instructions if i.opcode == "parameter"):
+            and (_aliasing(found.walk) or any(_aliasing_rows(i) for i in comp.instructions
+                                              if i.opcode == "parameter")):
         return replace(found, name="broadcast-transpose")
     return found
 
 
 ALIAS_ROW_BYTES = 1024  # rows of a power of two bytes from this long share cache sets
+
+
+def _aliasing(stride: int) -> bool:
+    """Whether reads that far apart (bytes) share cache sets: a power of two from
+    :data:`ALIAS_ROW_BYTES` up."""
+    return stride >= ALIAS_ROW_BYTES and stride & (stride - 1) == 0
 
 
 def _aliasing_rows(param: Instruction) -> bool:
@@ -473,8 +500,7 @@ def _aliasing_rows(param: Instruction) -> bool:
     nbytes = array.nbytes
     if len(order) < 2 or not nbytes or not array.elements:
         return False
-    row = array.dims[order[0]] * (nbytes // array.elements)
-    return row >= ALIAS_ROW_BYTES and row & (row - 1) == 0
+    return _aliasing(array.dims[order[0]] * (nbytes // array.elements))
 
 
 def comparisons(elements: int, length: int) -> int:
