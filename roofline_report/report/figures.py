@@ -407,8 +407,25 @@ def sweep_trajectories(sweeps: Sequence[Sweep], roofs: RoofSet) -> FigureOut:
     title = "Size sweeps on the measured roofline"
     desc = ("Each workload measured at growing sizes, joined in order of size, at its "
             "compiled-program intensity: small sizes sit far below the roof (dispatch-bound), "
-            "larger ones approach the memory slope or the compute roof.")
-    return roofline("sweep_roofline", title, desc, [roofs], points)
+            "larger ones approach the memory slope or the compute roof. The compute roofs "
+            "drawn are those the workloads' predictions price their work at.")
+    return roofline("sweep_roofline", title, desc, [roofs], points,
+                    uses=sweep_uses(sweeps, roofs))
+
+
+def sweep_uses(sweeps: Sequence[Sweep], roofs: RoofSet) -> list[tuple[str | None, str]]:
+    """The (dtype, operation) pairs whose compute roofs the sweeps run under: each sweep's
+    dtype's matrix products, and the compute roofs of ``roofs`` its points' predictions price
+    work at (a convolution's); sorted, once each."""
+    by_name = {r.name: r for r in roofs.compute}
+    uses: set[tuple[str | None, str]] = {(sw.dtype, "matmul") for sw in sweeps}
+    for sw in sweeps:
+        for pt in sw.points:
+            for term in pt.prediction.terms if pt.prediction is not None else ():
+                roof = by_name.get(term.roof)
+                if term.group == "compute" and roof is not None:
+                    uses.add((roof.dtype, roof.op))
+    return sorted(uses, key=lambda u: (u[1], u[0] or ""))
 
 
 def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> FigureOut:
