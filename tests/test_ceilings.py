@@ -741,8 +741,9 @@ def test_tiny_integer_and_grouped_convolution_roofs() -> None:
     found = roofs.compute_for("float32", op="grouped-convolution")
     assert found is not None and found.name in (grouped["name"], small["name"],
                                                 "grouped convolution float32 (3x3 groups of 16)")
-    # Taps an output: 3x3 and 7x7 depthwise, and 3x3 over groups of 16 input features.
-    assert {r.window for r in roofs.compute if r.op == "grouped-convolution"} == {9, 49, 144}
+    # Taps an output: 3x3 and 7x7 depthwise, 3x3 over groups of 16 input features, and a
+    # sequence's 4 taps (causal, depthwise), on every backend.
+    assert {r.window for r in roofs.compute if r.op == "grouped-convolution"} == {4, 9, 49, 144}
     wide = by_name["grouped convolution float32 (3x3 groups of 16)"]
     assert wide["available"] and (wide["window"], wide["group"]) == (3, 16)
     assert wide["by_size"][0]["flops"] == special_compute.depthwise_flops(10, batch, channels,
