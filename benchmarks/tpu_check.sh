@@ -27,14 +27,15 @@
 # 7. tests: the test suite on the TPU backend (one process: one program at a time may hold
 #    the chip), each test named as it ends and each failure's reason printed at once
 #    (benchmarks/early_failures.py), so that a run cut short still says why (at most
-#    TESTS_SECONDS, default 400; TEST_ARGS, default `tests`; PYTEST_ADDOPTS='-m "not slow"'
-#    leaves the slow tests to a call of their own).
+#    TESTS_SECONDS, default 400; TEST_ARGS, default `tests`, or TEST_PART=K/N, every N-th test
+#    collected from the K-th; PYTEST_ADDOPTS='-m "not slow"' leaves the slow tests to calls
+#    of their own).
 # Each TPU process spends about a minute starting the chip's runtime, so not every step fits
 # one ten-minute call: a whole check is several calls sharing ROOFLINE_REPORT_CACHE, e.g.
 # `environment,build`, then `capture,profile_read,profile_ceilings`, then `tests` with
-# PYTEST_ADDOPTS='-m "not slow"' (about 260 s on a v5e), then the slow tests in two or three
-# calls (TEST_ARGS naming a part of tests/: over 520 s in all), and the held-out runs with
-# benchmarks/tpu_heldout.sh.
+# PYTEST_ADDOPTS='-m "not slow"' (about 260 s on a v5e), then the slow tests in three
+# calls (PYTEST_ADDOPTS='-m slow' with TEST_PART=1/3, 2/3, 3/3: over 520 s in all), and the
+# held-out runs with benchmarks/tpu_heldout.sh.
 # The run keeps within SECONDS (default 560): each step's limit is cut to what is left, and a
 # step with under 20 s left is skipped. Every step's output and exit code land in OUTDIR with
 # the trace, the results.json files and a tarball of the logs (check.tar.gz, the one file to
@@ -101,6 +102,15 @@ if [ -f "$measured" ] && [ -d "$out/trace" ]; then
 fi
 par=()
 "$py" -c 'import pytest_timeout' 2>/dev/null && par+=(--timeout 120)
+# TEST_PART=K/N: every N-th of the tests collected (PYTEST_ADDOPTS applies), from the K-th,
+# read by pytest from a file (@file), for suites longer than one call
+if [ -n "${TEST_PART:-}" ]; then
+  k=${TEST_PART%%/*} n=${TEST_PART#*/}
+  "$py" -m pytest --collect-only -q -p no:cacheprovider tests 2>/dev/null | grep '::' \
+    | awk -v k="$k" -v n="$n" 'NR % n == k % n' >"$out/test_ids.txt"
+  echo "tests: part $TEST_PART, $(wc -l <"$out/test_ids.txt") tests" | tee -a "$out/summary.txt"
+  TEST_ARGS="@$out/test_ids.txt"
+fi
 # shellcheck disable=SC2086  # TEST_ARGS is a list of arguments
 step tests "${TESTS_SECONDS:-400}" "$py" -m pytest -v --tb=short -rfE -p no:cacheprovider -p benchmarks.early_failures "${par[@]}" --maxfail=80 ${TEST_ARGS:-tests}
 
