@@ -8,6 +8,7 @@ from roofline_report.analysis.records import Sweep, SweepPoint
 from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.report import figures as figs
+from roofline_report.report.roof_words import sweep_uses
 
 M = Kind.MEASURED
 ROOFS = RoofSet("this machine", M, (
@@ -36,11 +37,11 @@ def test_the_sweeps_draw_the_roofs_their_predictions_price_work_at() -> None:
     sweeps = [_sweep("a @ b", _point(256, "matmul float32"), _point(512, "matmul float32")),
               _sweep("conv2d", _point(8, "convolution float32"),
                      _point(16, "DRAM read-write", "memory"))]
-    assert figs.sweep_uses(sweeps, ROOFS) == [("float32", "convolution"), ("float32", "matmul")]
+    assert sweep_uses(sweeps, ROOFS) == [("float32", "convolution"), ("float32", "matmul")]
     out = figs.sweep_trajectories(sweeps, ROOFS)
     drawn = {row[0] for row in out.table.rows}
     assert {"this machine: matmul float32", "this machine: convolution float32"} <= drawn
     assert not [x for x in drawn if "int8" in x or "1-D" in x or "depthwise" in x]
     # A sweep of a sequence's convolution gets its roof drawn.
     line = _sweep("conv1d", _point(8, "convolution float32 (1-D, window 3)"))
-    assert ("float32", "convolution-1d") in figs.sweep_uses([*sweeps, line], ROOFS)
+    assert ("float32", "convolution-1d") in sweep_uses([*sweeps, line], ROOFS)

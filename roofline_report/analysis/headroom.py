@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
+from roofline_report.analysis.convolution_roofs import convolution_parts
 from roofline_report.analysis.hardware_roof import HardwareRoof, RoofPart
 from roofline_report.analysis.on_chip import ON_CHIP
 from roofline_report.analysis.predict import (
@@ -79,17 +80,11 @@ def facts_roof(f: Facts, roofs: RoofSet, traffic: float | None = None, trips: in
     elif f.precision == "highest" and compute.precision != "highest":
         products = roofs.compute_at_precision(f.dtype, "highest") or compute
     add("compute", matmul, products.name, products.value, "FLOP/s", "matrix")
-    conv = roofs.compute_for(f.dtype, op="convolution") or compute
-    dense = f.conv_flops - f.grouped_flops
-    line = roofs.line_convolution(f.dtype, f.line_filter) if f.line_flops else None
-    if line is not None:
-        add("compute", f.line_flops, line[0].name, line[0].value, "FLOP/s", "matrix")
-        dense -= f.line_flops
-    add("compute", dense, conv.name, conv.value, "FLOP/s", "matrix")
-    if f.grouped_flops:
-        grouped = roofs.grouped_convolution(f.dtype, f.grouped_flops, f.grouped_taps)
-        roof = grouped[0] if grouped is not None else conv
-        add("compute", f.grouped_flops, roof.name, roof.value, "FLOP/s", "matrix")
+    convs, _ = convolution_parts(roofs, f.dtype, compute, flops=f.conv_flops,
+                                 grouped=f.grouped_flops, taps=f.grouped_taps,
+                                 line=f.line_flops, line_filter=f.line_filter)
+    for c in convs:  # each at its roof's peak
+        add("compute", c.flops, c.roof.name, c.roof.value, "FLOP/s", "matrix")
     arithmetic = "float32" if f.converts else f.dtype
     convert = roofs.rate_for("convert", "float32")
     if convert is not None:

@@ -72,6 +72,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from roofline_report.analysis.convolution_roofs import convolution_parts
 from roofline_report.analysis.inventory_totals import (
     program_buffers,
     program_footprint,
@@ -428,32 +429,12 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         terms.append(Term("matmul", "compute", matmul / per_product, products.name,
                           products.kind, f"{f.matmul_dtype} matmul" if f.matmul_dtype else ""))
     if f.conv_flops:
-        conv = roofs.compute_for(f.dtype, op="convolution") or compute
-        dense = f.conv_flops - f.grouped_flops
-        if f.line_flops:
-            # A sequence's convolution runs at a rate its filter sets: its own roof.
-            line = roofs.line_convolution(f.dtype, f.line_filter)
-            if line is None:
-                notes.append("no 1-D convolution roof measured: 1-D convolutions at the "
-                             f"{conv.name} roof")
-            else:
-                roof, per_second = line
-                terms.append(Term("convolution", "compute", f.line_flops / per_second,
-                                  roof.name, roof.kind, "1-D convolution"))
-                dense -= f.line_flops
-        if dense > 0:
-            terms.append(Term("convolution", "compute", dense / conv.rate_at(dense), conv.name,
-                              conv.kind))
-        if f.grouped_flops:
-            # A grouped (depthwise) convolution runs far below a dense one: its own roof.
-            grouped = roofs.grouped_convolution(f.dtype, f.grouped_flops, f.grouped_taps)
-            if grouped is None:
-                notes.append("no grouped-convolution roof measured: grouped convolutions at "
-                             f"the {conv.name} roof")
-                grouped = (conv, conv.rate_at(f.grouped_flops))
-            roof, per_second = grouped
-            terms.append(Term("convolution", "compute", f.grouped_flops / per_second,
-                              roof.name, roof.kind, "grouped convolution"))
+        convs, said = convolution_parts(roofs, f.dtype, compute, flops=f.conv_flops,
+                                        grouped=f.grouped_flops, taps=f.grouped_taps,
+                                        line=f.line_flops, line_filter=f.line_filter)
+        notes += said
+        terms += [Term("convolution", "compute", c.flops / c.rate, c.roof.name, c.roof.kind,
+                       c.detail) for c in convs]
     # A kernel that converts computes in the wider type: its arithmetic runs at float32's
     # rate, each conversion at the measured conversion rate.
     shares: list[tuple[float, RateRoof]] = []  # each rate its arithmetic was priced at

@@ -24,6 +24,7 @@ from roofline_report.analysis.seed_records import DoubledTraffic, SeedModel
 from roofline_report.kinds import Kind
 from roofline_report.report.figure_svg import titled, to_svg
 from roofline_report.report.format import decimal, percent_text, whole
+from roofline_report.report.roof_words import sweep_uses
 from roofline_report.roofline import ridge
 from roofline_report.units import format_binary, format_si
 
@@ -412,20 +413,6 @@ def sweep_trajectories(sweeps: Sequence[Sweep], roofs: RoofSet) -> FigureOut:
     return roofline("sweep_roofline", title, desc, [roofs], points,
                     uses=sweep_uses(sweeps, roofs))
 
-
-def sweep_uses(sweeps: Sequence[Sweep], roofs: RoofSet) -> list[tuple[str | None, str]]:
-    """The (dtype, operation) pairs whose compute roofs the sweeps run under: each sweep's
-    dtype's matrix products, and the compute roofs of ``roofs`` its points' predictions price
-    work at (a convolution's); sorted, once each."""
-    by_name = {r.name: r for r in roofs.compute}
-    uses: set[tuple[str | None, str]] = {(sw.dtype, "matmul") for sw in sweeps}
-    for sw in sweeps:
-        for pt in sw.points:
-            for term in pt.prediction.terms if pt.prediction is not None else ():
-                roof = by_name.get(term.roof)
-                if term.group == "compute" and roof is not None:
-                    uses.add((roof.dtype, roof.op))
-    return sorted(uses, key=lambda u: (u[1], u[0] or ""))
 
 
 def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> FigureOut:

@@ -7,12 +7,12 @@ tables, the programs' placements, the summary and a program's own view share the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from roofline_report.analysis.hardware_roof import HardwareRoof
 from roofline_report.analysis.predict import Prediction
-from roofline_report.analysis.records import Program
+from roofline_report.analysis.records import Program, Sweep
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.kinds import Kind
 from roofline_report.report.format import Num, n, percent, percent_text, rate
@@ -106,14 +106,28 @@ def roof_uses(programs: Sequence[Program], roofs: RoofSet) -> list[tuple[str | N
     """The (dtype, operation) pairs whose compute roofs a figure of ``programs`` draws: each
     program's dtype's matrix products, and the compute roofs of ``roofs`` its hardware roof
     prices work at (a convolution's, an integer product's); sorted, once each."""
+    return _uses((p.dtype for p in programs if p.dtype),
+                 ((x.group, x.name) for p in programs if p.hardware is not None
+                  for x in p.hardware.parts), roofs)
+
+
+def sweep_uses(sweeps: Sequence[Sweep], roofs: RoofSet) -> list[tuple[str | None, str]]:
+    """The (dtype, operation) pairs whose compute roofs the size sweeps run under: each
+    sweep's dtype's matrix products, and the compute roofs of ``roofs`` its points'
+    predictions price work at (a convolution's); sorted, once each."""
+    return _uses((sw.dtype for sw in sweeps),
+                 ((t.group, t.roof) for sw in sweeps for pt in sw.points
+                  if pt.prediction is not None for t in pt.prediction.terms), roofs)
+
+
+def _uses(dtypes: Iterable[str], priced: Iterable[tuple[str, str]], roofs: RoofSet
+          ) -> list[tuple[str | None, str]]:
+    """Each dtype's matrix products and the compute roofs of ``roofs`` named among the
+    ``priced`` (group, roof name) pairs, as (dtype, operation); sorted, once each."""
     by_name = {r.name: r for r in roofs.compute}
-    uses: set[tuple[str | None, str]] = set()
-    for p in programs:
-        if p.dtype:
-            uses.add((p.dtype, "matmul"))
-        parts = p.hardware.parts if p.hardware is not None else ()
-        for x in parts:
-            roof = by_name.get(x.name)
-            if x.group == "compute" and roof is not None:
-                uses.add((roof.dtype, roof.op))
+    uses: set[tuple[str | None, str]] = {(d, "matmul") for d in dtypes}
+    for group, name in priced:
+        roof = by_name.get(name)
+        if group == "compute" and roof is not None:
+            uses.add((roof.dtype, roof.op))
     return sorted(uses, key=lambda u: (u[1], u[0] or ""))

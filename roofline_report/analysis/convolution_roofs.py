@@ -1,0 +1,62 @@
+"""Which roof each part of a kernel's convolution flops runs under, in one place: the
+prediction prices each part at its roof's rate at the part's size, the hardware roof at that
+roof's peak (pure; no jax).
+
+A kernel's convolution flops split three ways: dense 1-D ones (a sequence's) at the 1-D
+convolution roof read at their filter's size, grouped (depthwise) ones at the grouped roof read
+at their taps, the rest at the convolution roof; a part whose roof was not measured falls to the
+convolution roof, and a note says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline_report.analysis.roofs import ComputeRoof, RoofSet
+
+
+@dataclass(frozen=True, slots=True)
+class ConvolutionPart:
+    """``flops`` of a kernel's convolutions priced at ``roof``, at ``rate`` FLOP/s for their
+    size; ``detail`` names the kind ("" for plain convolutions)."""
+
+    flops: float
+    roof: ComputeRoof
+    rate: float
+    detail: str = ""
+
+
+def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, *, flops: float,
+                      grouped: float = 0.0, taps: int = 0, line: float = 0.0,
+                      line_filter: int = 0) -> tuple[list[ConvolutionPart], list[str]]:
+    """The parts of ``flops`` of convolutions in ``dtype`` (``grouped`` of them grouped, of
+    ``taps`` multiply-adds an output; ``line`` of them dense 1-D ones, whose largest filter has
+    ``line_filter`` elements), each with its roof (the convolution roof, else ``fallback``,
+    where a part's own was not measured), and the notes saying which fell back."""
+    conv = roofs.compute_for(dtype, op="convolution") or fallback
+    parts: list[ConvolutionPart] = []
+    notes: list[str] = []
+    dense = flops - grouped
+    if line:
+        # A sequence's convolution runs at a rate its filter sets: its own roof.
+        found = roofs.line_convolution(dtype, line_filter)
+        if found is None:
+            notes.append(f"no 1-D convolution roof measured: 1-D convolutions at the "
+                         f"{conv.name} roof")
+        else:
+            parts.append(ConvolutionPart(line, found[0], found[1], "1-D convolution"))
+            dense -= line
+    if dense > 0:
+        parts.append(ConvolutionPart(dense, conv, conv.rate_at(dense)))
+    if grouped:
+        # A grouped (depthwise) convolution runs far below a dense one: its own roof.
+        at = roofs.grouped_convolution(dtype, grouped, taps)
+        if at is None:
+            notes.append("no grouped-convolution roof measured: grouped convolutions at the "
+                         f"{conv.name} roof")
+            at = (conv, conv.rate_at(grouped))
+        parts.append(ConvolutionPart(grouped, at[0], at[1], "grouped convolution"))
+    return parts, notes
+
+
+__all__ = ["ConvolutionPart", "convolution_parts"]
