@@ -124,13 +124,16 @@ def line_convolutions(instr: Instruction, module: Module, backend: str | None = 
     runs near the matmul roof once its filter is large (a 2-core CPU: 78 GFLOP/s with 16
     features over a window of 3, 160 with 32, 180 to 210 with 64 to 256, strided or not),
     while an image's 3x3 convolution falls with the image's size (92 GFLOP/s at 32x32 with 32
-    channels, 23 at 128x128): a roof of its own, read at its filter's size. (0, 0) without
-    one; on a TPU a convolution that computes a matrix product is not one."""
+    channels, 23 at 128x128): a roof of its own, read at its filter's size. A dilated one (a
+    strided convolution's gradients: ``lhs_dilate`` for its input's, ``rhs_dilate`` for its
+    filter's) is not one: in a plain-JAX audio step they ran at a quarter of that roof. (0, 0)
+    without one; on a TPU a convolution that computes a matrix product is not one."""
     tpu = backend == TPU
     best = (0, 0)
     total = 0
     for i in _fused_instructions(instr, module, tpu):
-        if i.opcode != "convolution" or _grouped(i) or (tpu and product_convolution(i)):
+        if i.opcode != "convolution" or _grouped(i) or (tpu and product_convolution(i)) \
+                or "dilate=" in i.attributes.get("window", ""):
             continue
         labels = DIM_LABELS.match(i.attributes.get("dim_labels", ""))
         if labels is None or sum(c.isdigit() for c in labels["lhs"]) != 1:
