@@ -26,6 +26,7 @@ from roofline_report.observe.sharded_collectives import parse_collectives
 from roofline_report.observe.sharding import (
     _child_env,
     _last_json,
+    host_only,
     main,
     run_sharded_analysis,
     with_device_flag,
@@ -204,6 +205,16 @@ def test_device_flag_and_child_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "--xla_force_host_platform_device_count=8" in env["XLA_FLAGS"]
     package_parent = Path(env["PYTHONPATH"].split(os.pathsep)[0])
     assert (package_parent / "roofline_report" / "observe" / "sharding.py").is_file()
+
+
+def test_the_child_keeps_to_the_host_where_the_parent_holds_the_accelerator() -> None:
+    """libtpu lets one process open a host's chips: a child of a process holding the TPU failed
+    on its lockfile ("Unable to initialize backend 'tpu'") on a TPU v5e. A GPU is shared, when
+    it has the devices asked for; no backend made yet leaves the child to choose."""
+    assert not host_only(8, None)
+    assert host_only(8, ("tpu", 8)) and host_only(8, ("tpu", 1))
+    assert not host_only(8, ("gpu", 8))
+    assert host_only(8, ("gpu", 4))
 
 
 def test_last_json_line() -> None:

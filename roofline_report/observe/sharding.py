@@ -135,13 +135,36 @@ def with_device_flag(xla_flags: str, devices: int) -> str:
     return " ".join([*kept, f"{_DEVICE_FLAG}={devices}"])
 
 
+def _parent_accelerator() -> tuple[str, int] | None:
+    """The platform and device count of this process's jax backend, if jax has made one and it
+    is not the CPU's; None otherwise (jax not imported, or no backend made yet: asking would
+    start one)."""
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    if bridge is None or not bridge.backends_are_initialized():
+        return None
+    jax = sys.modules["jax"]
+    platform = str(jax.default_backend())
+    return None if platform == "cpu" else (platform, len(jax.devices()))
+
+
+def host_only(devices: int, parent: tuple[str, int] | None) -> bool:
+    """Whether the child must keep to the host's CPU devices: this process holds a TPU (libtpu
+    lets one process open a host's chips; a second one fails on its lockfile) or holds too few
+    accelerators for ``devices`` (the child would start the accelerator's runtime, which takes
+    tens of seconds on a TPU, only to fall back to the host)."""
+    return parent is not None and (parent[0] == "tpu" or parent[1] < devices)
+
+
 def _child_env(devices: int) -> dict[str, str]:
-    return children.environment({
+    extra = {
         "XLA_FLAGS": with_device_flag(os.environ.get("XLA_FLAGS", ""), devices),
         "JAX_NUM_CPU_DEVICES": str(devices),  # it overrides the XLA flag when both are set
         # share a GPU with the parent
         "XLA_PYTHON_CLIENT_PREALLOCATE": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE",
-                                                        "false")})
+                                                        "false")}
+    if host_only(devices, _parent_accelerator()):
+        extra["JAX_PLATFORMS"] = "cpu"
+    return children.environment(extra)
 
 
 def _last_json(stdout: str) -> dict[str, Any] | None:
