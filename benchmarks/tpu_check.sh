@@ -45,7 +45,7 @@
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.11 \
 #     --implementation cp --platform manylinux2014_x86_64 -d .whl-tpu pydantic \
 #     pydantic_core annotated-types typing-inspection typing_extensions jinja2 markupsafe \
-#     "protobuf>=5.26,<7" equinox jaxtyping wadler-lindig absl-py
+#     "protobuf>=5.26,<7" equinox jaxtyping wadler-lindig absl-py cmarkgfm cffi pycparser
 # (pydantic_core at the version pydantic names).
 set -u
 out=${1:?usage: benchmarks/tpu_check.sh OUTDIR [SECONDS] [STEPS]}

@@ -467,8 +467,9 @@ def test_tiny_convolution_roof_is_measured_apart() -> None:
     conv = [e for e in data["compute"] if e["op"] == "convolution"]
     assert len(conv) == 1 and conv[0]["available"] and conv[0]["dtype"] == "float32"
     assert [s["n"] for s in conv[0]["by_size"]] == [6, 10]
-    assert [s["flops"] for s in conv[0]["by_size"]] == [compute_ceilings.conv_flops(n, 4, 32)
-                                                        for n in (6, 10)]
+    batch, channels = compute_ceilings.conv_shape(data["backend"])  # a TPU's are larger
+    assert [s["flops"] for s in conv[0]["by_size"]] == [
+        compute_ceilings.conv_flops(n, batch, channels) for n in (6, 10)]
     # The default float32 roof is the matmul's at default precision, never the convolution's.
     assert data["peak_compute"]["name"] == "matmul float32"
 
@@ -742,12 +743,19 @@ def test_tiny_integer_and_grouped_convolution_roofs() -> None:
     assert found is not None and found.name in (grouped["name"], small["name"],
                                                 "grouped convolution float32 (3x3 groups of 16)")
     # Taps an output: 3x3 and 7x7 depthwise, 3x3 over groups of 16 input features, and a
-    # sequence's 4 taps (causal, depthwise), on every backend.
-    assert {r.window for r in roofs.compute if r.op == "grouped-convolution"} == {4, 9, 49, 144}
+    # sequence's 4 taps (causal, depthwise), on every backend that runs each as a grouped
+    # convolution. A TPU v5e's compiler leaves no grouped convolution of groups of 16 in the
+    # program: that roof is unavailable there, with the reason.
+    windows = {r.window for r in roofs.compute if r.op == "grouped-convolution"}
     wide = by_name["grouped convolution float32 (3x3 groups of 16)"]
-    assert wide["available"] and (wide["window"], wide["group"]) == (3, 16)
-    assert wide["by_size"][0]["flops"] == special_compute.depthwise_flops(10, batch, channels,
-                                                                          3, 16)
+    assert (wide["window"], wide["group"]) == (3, 16)
+    if data["backend"] == "cpu" or wide["available"]:
+        assert wide["available"] and windows == {4, 9, 49, 144}
+        assert wide["by_size"][0]["flops"] == special_compute.depthwise_flops(
+            10, batch, channels, 3, 16)
+    else:
+        assert windows == {4, 9, 49}
+        assert "has no grouped convolution float32 (3x3 groups of 16) kernel" in wide["reason"]
 
 
 def jax_backend() -> str:

@@ -515,13 +515,21 @@ class Counting:
     """A stand-in for measure_ceilings that returns the fixture's real ceilings record, as the
     plan asked for, and counts its calls."""
 
-    def __init__(self, doc: dict[str, Any]) -> None:
+    def __init__(self, doc: dict[str, Any], *, this_machine: bool = False) -> None:
         self.doc = doc
         self.calls = 0
+        # A build's cache key is this machine's, and the cache refuses a record of another
+        # backend or device (a CPU's record on a TPU is never saved): as this machine's.
+        self.this_machine = this_machine
 
     def __call__(self, **kwargs: Any) -> dict[str, Any]:
         self.calls += 1
         record = ceilings_record(self.doc, quick=bool(kwargs["quick"]))
+        if self.this_machine:
+            from roofline_report.observe.lower import environment
+
+            env = environment()
+            record["backend"], record["device_kind"] = env["backend"], env["device_kind"]
         # Each measurement differs (a rate), so a reuse can be told from a new measurement.
         record["dispatch"] = {**record["dispatch"], "value": 1e-6 * self.calls}
         return record
@@ -623,7 +631,7 @@ def test_the_command_line_reuses_and_remeasure_replaces(
     from roofline_report.observe import workloads
     from roofline_report.observe.ceilings import machine
 
-    counting = Counting(fixture_doc)
+    counting = Counting(fixture_doc, this_machine=True)
     monkeypatch.setattr(machine, "measure_ceilings", counting)
     monkeypatch.setattr(measure, "catalog", lambda _backend="cpu": [workloads.SEED])
     code, first, md = _build(tmp_path / "a")
@@ -723,7 +731,7 @@ def test_the_command_line_remeasures_suspect_ceilings_only_when_asked(
     from roofline_report.observe import suspect_ceilings, workloads
     from roofline_report.observe.ceilings import machine
 
-    counting = Counting(fixture_doc)
+    counting = Counting(fixture_doc, this_machine=True)
     monkeypatch.setattr(machine, "measure_ceilings", counting)
     monkeypatch.setattr(measure, "catalog", lambda _backend="cpu": [workloads.SEED])
     # The seed's real timing decides nothing here: the check says "suspect" outright.

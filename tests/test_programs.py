@@ -404,7 +404,8 @@ def test_the_shipped_transformer_step_end_to_end(tmp_path: Path,
     assert code in (EXIT_OK, EXIT_PARTIAL), capsys.readouterr().err
     data = json.loads((out / "results.json").read_text(encoding="utf-8"))
     (w,) = data["workloads"]
-    assert w["compiled"]["kernels"] >= 100
+    # A whole training step's kernels: over 100 on XLA:CPU, 93 on a TPU v5e (it fuses more).
+    assert w["compiled"]["kernels"] >= (100 if data["environment"]["backend"] == "cpu" else 80)
     tree = w["arguments"]
     assert [a["name"] for a in tree["arguments"]] == ["params", "opt_state", "x", "y"]
     assert tree["arguments"][0]["leaf_count"] == 16
