@@ -278,16 +278,15 @@ def test_a_kernel_that_reads_its_input_from_main_memory_in_passes_is_named() -> 
     from roofline_report.analysis.read_passes import MultiPass
 
     # A layer norm in one library kernel over a 16 MiB input: three reads and a write at
-    # 28 GB/s take 2.4 ms, where one pass was predicted (1.2 ms); the program took 2.7 ms.
+    # 28 GB/s take 2.4 ms, where 1.2 ms was predicted; the program took 2.7 ms.
     norm = MultiPass("ynn_fusion", 3, 16.0 * MiB, 16.0 * MiB, 16.0 * MiB, 1.2e-3)
     ok = {"multi_pass": [norm], "cache_bytes": 8 * MiB, "main_roof": ("DRAM read-write", 28e9)}
     why = _why(_prediction(1.25e-3), 2.7e-3, **ok)
     assert why == (
         "passes over DRAM: ynn_fusion reads its 16 MiB input 3 times, and 3 reads and a write "
-        "at the DRAM read-write roof take 2.4 ms against the 1.2 ms predicted for one; its "
+        "at the DRAM read-write roof take 2.4 ms against the 1.2 ms predicted; its "
         "input exceeds the 8 MiB last-level cache, so each pass that reads it whole comes from "
-        "DRAM (28 GB/s): 83% of the time the program took beyond its prediction, which prices "
-        "one pass")
+        "DRAM (28 GB/s): 83% of the time the program took beyond its prediction")
     # Each piece of evidence is needed: an input that fits the cache, no main-memory roof or
     # cache size, a program faster than predicted, passes that would explain under half of
     # the miss, and passes that would take far longer than the program did (a kernel that

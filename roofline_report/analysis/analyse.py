@@ -486,7 +486,7 @@ def _sharding(results: schema.Results, a: Assumptions, roofs: Roofs,
 def _multi_pass(inventory: schema.KernelInventory | schema.Unavailable | None, dtype: str,
                 roofs: RoofSet, predicted: Mapping[str, float] | None = None
                 ) -> tuple[MultiPass, ...]:
-    """The kernels of a kernel inventory that read their input more than once (their one-pass
+    """The kernels of a kernel inventory that read their input more than once (their
     predictions ``predicted``'s where the kernel table has them)."""
     if not isinstance(inventory, schema.KernelInventory):
         return ()

@@ -23,7 +23,9 @@ built from the numbers at hand, never silence:
   fusion that reduces its input and then uses the results on it: :mod:`.read_passes`), with
   an input larger than the last-level cache, would take at least half of the time the program
   took beyond its prediction more, were each pass to read main memory at its roof, without
-  then taking more than :data:`PASSES_OVER` times the measured time: the model prices one pass;
+  then taking more than :data:`PASSES_OVER` times the measured time (the model prices the
+  later passes at the row reduction's roof, one after another with the rest of the kernel's
+  work: :func:`~roofline_report.analysis.past_the_cache.passes_in_series`);
 * **fresh pages**: slower, and while it was timed the process took page faults (counted:
   the operating system mapping new pages, as when the allocator serves a call's outputs
   anew) whose cost at the measured page-fault floor is at least :data:`FAULT_SHARE` of the
@@ -308,7 +310,7 @@ def _passes(e: Evidence, gap: float, measured: float) -> list[str]:
     roof, rate = e.main_roof
     big = [k for k in e.multi_pass if k.read_per_launch > e.cache_bytes]
     # Each kernel's time with every pass read from main memory, and what that adds to its
-    # one-pass prediction.
+    # prediction.
     streamed = [(k, (k.passes * k.read + k.written) / rate) for k in big]
     extra = sum(max(0.0, t - k.predicted) for k, t in streamed)
     if extra < 0.5 * gap or measured + extra - gap > PASSES_OVER * measured:
@@ -317,14 +319,14 @@ def _passes(e: Evidence, gap: float, measured: float) -> list[str]:
     parts = "; ".join(
         f"{k.name} reads its {format_binary(k.read_per_launch)} input {k.passes} times, and "
         f"{k.passes} reads and a write at the {roof} roof take {format_si(t, 's')} against "
-        f"the {format_si(k.predicted, 's')} predicted for one"
+        f"the {format_si(k.predicted, 's')} predicted"
         for k, t in streamed if t > k.predicted)
     one = sum(1 for k, t in streamed if t > k.predicted) == 1
     return [f"passes over {main}: {parts}; {'its input exceeds' if one else 'their inputs exceed'}"
             f" the {format_binary(e.cache_bytes)} last-level cache, so each pass that reads it "
             f"whole comes from {main} ({format_si(rate, 'B/s')}): "
             f"{percent_text(min(1.0, extra / gap))} of the time the program took beyond its "
-            "prediction, which prices one pass"]
+            "prediction"]
 
 
 PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside the matmul "

@@ -68,7 +68,7 @@ kernel of their totals, with a launch added for each of their kernels.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -85,12 +85,17 @@ from roofline_report.analysis.on_chip import (
     STREAMED_PATTERNS,
     reads_on_chip,
 )
+from roofline_report.analysis.past_the_cache import (
+    COLD,
+    IN_SERIES,
+    cold_arguments,
+    passes_in_series,
+)
 from roofline_report.analysis.patterns import pattern_time
 from roofline_report.analysis.roofs import (
     PAGE_FAULT,
     SPLIT_LAUNCH,
     SPLIT_LAUNCH_ENQUEUED,
-    BandwidthRoof,
     Floor,
     RateRoof,
     RoofSet,
@@ -102,9 +107,10 @@ from roofline_report.results import schema
 from roofline_report.text import count as count_of
 from roofline_report.text import plural
 
-__all__ = ["Facts", "Prediction", "Term", "elements_of", "facts", "kernel_dtype", "kernel_facts",
-           "predict_facts", "predict_from_kernels", "predict_kernel", "predict_kernels",
-           "predict_program", "program_buffers", "program_footprint", "program_traffic"]
+__all__ = ["COLD", "IN_SERIES", "Facts", "Prediction", "Term", "cold_arguments", "elements_of",
+           "facts", "kernel_dtype", "kernel_facts", "passes_in_series", "predict_facts",
+           "predict_from_kernels", "predict_kernel", "predict_kernels", "predict_program",
+           "program_buffers", "program_footprint", "program_traffic"]
 
 DOT_OPS = ("dot_general", "dot", "convolution")
 CONV_OPS = ("convolution",)
@@ -532,13 +538,22 @@ UNITS = {"matmul": "matrix", "convolution": "matrix", "elementwise": "vector",
          "conversion": "vector", "transcendental": "transcendental"}
 
 
-def _bound(terms: tuple[Term, ...], units_overlap: bool = False) -> tuple[float, Term]:
+def _in_series(members: Sequence[Term]) -> float:
+    """A group's terms one after another: its traffic (the largest of its ``memory`` terms,
+    which price the same bytes at different levels) and each of its other terms."""
+    traffic = max((t.seconds for t in members if t.name == "memory"), default=0.0)
+    return traffic + sum(t.seconds for t in members if t.name != "memory")
+
+
+def _bound(terms: tuple[Term, ...], units_overlap: bool = False, *,
+           in_series: bool = False) -> tuple[float, Term]:
     """(seconds, binding) of terms combined as max(Σ compute, max memory, max pattern) + Σ
     overhead: a launch's costs are paid before its work, not while it runs. The binding is the
     largest of the work's group (its largest term standing for it) and each overhead term.
     Where the backend's compute units work side by side (``units_overlap``: a TPU's matrix,
     vector and transcendental units, pipelined within a kernel), its compute is the largest of
-    its units' sums, not the sum of all."""
+    its units' sums, not the sum of all. ``in_series`` (:func:`passes_in_series`): the work
+    is the sum of every term, none hiding another."""
     compute = [t for t in terms if t.group == "compute"]
     groups: list[tuple[float, Term]] = []
     if compute and units_overlap:
@@ -553,9 +568,10 @@ def _bound(terms: tuple[Term, ...], units_overlap: bool = False) -> tuple[float,
         members = [t for t in terms if t.group == group]
         if members:
             top = max(members, key=lambda t: t.seconds)
-            groups.append((top.seconds, top))
+            groups.append((_in_series(members) if in_series else top.seconds, top))
     overhead = [(t.seconds, t) for t in terms if t.group == "overhead"]
-    work = max((seconds for seconds, _ in groups), default=0.0)
+    work = sum(seconds for seconds, _ in groups) if in_series \
+        else max((seconds for seconds, _ in groups), default=0.0)
     binding = max([*groups, *overhead], key=lambda g: g[0])[1]
     return work + sum(seconds for seconds, _ in overhead), binding
 
@@ -627,43 +643,16 @@ def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
         terms = [t for t in terms if t.group == "overhead"] or [
             Term(OVERLAPPED, "overhead", 0.0, OVERLAPPED, Kind.PREDICTED)]
         notes = (*notes, ASYNCHRONOUS)
-    seconds, binding = _bound(tuple(terms), roofs.units_overlap)
+    serial = passes_in_series(f, roofs)
+    if serial:
+        notes = (*notes, IN_SERIES.format(passes=f.passes))
+    seconds, binding = _bound(tuple(terms), roofs.units_overlap, in_series=serial)
     scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)
                    for t in terms)
     binding = scaled[terms.index(binding)]
     unknown = not kernel.trips_known and not trips_observed
     return Prediction(seconds * trips, scaled, binding, f.flops * trips, f.bytes * trips,
                       f.bytes_source, one.level, notes, lower_bound=unknown)
-
-
-COLD = "arguments from main memory"  # the detail of the terms of cold arguments
-
-def cold_arguments(f: Facts, roofs: RoofSet, traffic: float | None, level: str,
-                   footprint: float | None) -> tuple[float, BandwidthRoof] | None:
-    """(seconds, roof) a launch spends more reading its arguments from main memory than the
-    level its working set was priced at allows, in a program whose data (``footprint``: its
-    arguments and results, :func:`program_footprint`) exceed the last-level cache: between
-    one call's read of an argument and the next call's, all of it passed through the caches,
-    so no cache holds the argument (a key-value cache transposed once a step, a weight read
-    once a step). Its arguments' bytes at main memory's read roof less the same bytes at the
-    level's rate; None where the program's data fit the cache or are not known, the caches
-    are not known, the kernel reads no argument or its working set was priced at main memory
-    already. On a 2-core CPU the transposing copy of an 8 MiB cache took 390 µs while its
-    source stayed in the cache and 610 µs when it came from main memory each time, ``x + 1``
-    of it 296 and 600 µs."""
-    if f.arguments <= 0 or footprint is None:
-        return None
-    cold = roofs.cold_read()
-    if cold is None:
-        return None
-    read, cache = cold
-    if footprint <= cache or level == read.level or read.value <= 0:
-        return None
-    at_level = roofs.bandwidth_for(f.bytes, f.written, program=True, passes=f.passes,
-                                   traffic=traffic)
-    hot = f.arguments / at_level.value if at_level is not None and at_level.value > 0 else 0.0
-    extra = f.arguments / read.value - hot
-    return (extra, read) if extra > 0 else None
 
 
 OVERLAPPED = "overlapped"  # the term of an asynchronous kernel's transfer: off the call's path

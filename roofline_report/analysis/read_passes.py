@@ -6,16 +6,18 @@ again for the variance, and again to normalise them. Where the input fits the la
 the later passes read the cache; where it does not, and the kernel makes its passes over the
 whole input rather than a row at a time (as XLA:CPU's YNNPACK layer norm was timed doing, three
 reads and a write of a 16 MiB input at main memory's rate), every pass reads main memory, and
-the kernel takes about that many times as long as one pass, while the model prices one.
+the kernel takes about that many times as long as one pass.
 
-Which of the two a library kernel does is not in the HLO, so the model keeps pricing one pass
-(at main memory's roof where its working set lies between the last cache and main memory, not
-at the sweep's rate there: :meth:`roofline_report.analysis.roofs.RoofSet.bandwidth_for`); the
-reason for a program's miss (:func:`roofline_report.analysis.explain.program_reason`) names
-these kernels where the passes account for the miss. The passes are counted from the kernel's
-record: the elements its reduce ops read (``reduced_elements``, a fusion reducing its input
-twice counts it twice) over the elements it reads, and one more where it writes an output as
-large as its input from it.
+Which of the two a library kernel does is not in the HLO. The model charges the later passes
+at the row reduction's roof (a term of its own), and where the kernel's bytes are at least
+the last-level cache's capacity it charges its terms one after another rather than letting
+the largest hide the rest (:func:`~roofline_report.analysis.past_the_cache.passes_in_series`:
+the YNNPACK softmax and layer norm over 16 MiB inputs took about that sum). The reason for a
+program's miss (:func:`roofline_report.analysis.explain.program_reason`) names these kernels
+where every pass read from main memory at its roof would account for the miss. The passes
+are counted from the kernel's record: the elements its reduce ops read (``reduced_elements``,
+a fusion reducing its input twice counts it twice) over the elements it reads, and one more
+where it writes an output as large as its input from it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ __all__ = ["MultiPass", "multi_pass_kernels", "read_passes"]
 @dataclass(frozen=True, slots=True)
 class MultiPass:
     """A kernel that reads its input ``passes`` times: its bytes read and written per launch
-    and per call of its program (trips included), and its predicted time per call (one pass)."""
+    and per call of its program (trips included), and its predicted time per call."""
 
     name: str
     passes: int
@@ -45,7 +47,7 @@ class MultiPass:
 
 def multi_pass_kernels(kernels: Iterable[schema.KernelRecord], dtype: str, roofs: RoofSet,
                        predicted: Mapping[str, float] | None = None) -> tuple[MultiPass, ...]:
-    """The kernels of an inventory that read their input more than once, each with its one-pass
+    """The kernels of an inventory that read their input more than once, each with its
     prediction: ``predicted``'s, by kernel name, where the caller has them (a program's kernel
     table), else :func:`~roofline_report.analysis.predict.predict_kernel`'s; a kernel the roofs
     cannot price is left out."""

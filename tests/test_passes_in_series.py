@@ -1,0 +1,123 @@
+"""A kernel that reads its input in several passes over data no cache holds: its terms add up.
+
+On a 2-core CPU a softmax that XLA:CPU fused into one kernel over [4096, 1024] float32 (16 MiB
+in, 16 MiB out, a 32 MiB last-level cache) took 1.8 to 2.3 ms in three runs, where its
+exponentials alone were priced at 1.1 ms and its traffic at 0.57 ms; over [1024, 1024] it took
+no more than its largest term."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from roofline_report import presets
+from roofline_report.analysis import predict, roofs
+from roofline_report.results import schema
+from tests.ceilings_records import typed_ceilings
+from tests.kernel_records import kernel_record
+from tests.test_levels import CACHES, POINTS, _ceilings, _plan
+
+
+def _softmax(rows: int, width: int = 1024) -> schema.KernelRecord:
+    """The one fused kernel of softmax(x, axis=-1) over [rows, width] float32, as XLA:CPU's
+    inventory records it: a maximum and a sum per row (two reductions of the input), the
+    exponentials, and an output as large as the input."""
+    n = rows * width
+    record: dict[str, Any] = {
+        "name": "ynn_fusion", "opcode": "fusion", "kind": "__ynn_fusion",
+        "fusion_kind": "kCustom", "category": "reduction", "computation": "main",
+        "flops": 4 * n, "transcendentals": n,
+        "flops_by_op": {"stablehlo.reduce": 2 * n, "stablehlo.subtract": n,
+                        "stablehlo.multiply": n},
+        "transcendentals_by_op": {"stablehlo.exponential": n},
+        "bytes_read": 4 * n, "bytes_written": 4 * n, "argument_bytes_read": 4 * n,
+        "boundary_bytes_read": 4 * n, "boundary_bytes_written": 4 * n,
+        "read_by_dtype": {"f32": 4 * n}, "written_by_dtype": {"f32": 4 * n},
+        "reduced_elements": 2 * n, "ops": {"reduce": 2, "exponential": 1, "fusion": 1},
+        "trips": 1, "trips_known": True, "charged": True,
+    }
+    return kernel_record(record)
+
+
+def _points(rates: dict[int, float]) -> list[dict[str, Any]]:
+    return [{"bytes": b, "reps": 1, "bytes_per_call": b, "available": True, "reason": "",
+             "value": v, "timing": None} for b, v in sorted(rates.items())]
+
+
+@pytest.fixture(scope="module")
+def machine() -> roofs.RoofSet:
+    """A host with a 32 MiB last-level cache whose working-set sweep read and wrote, and read,
+    past it (main memory's read roof: what :meth:`RoofSet.cold_read` needs)."""
+    reads = {b: v / 2 for b, v in POINTS.items()}
+    sweep = {"available": True, "plan": _plan(POINTS, ["read-write", "read"]),
+             "kernels": [{"name": "read-write", "points": _points(POINTS)},
+                         {"name": "read", "points": _points(reads)}]}
+    rates = [{"name": "exp float32", "op": "exp", "dtype": "float32", "available": True,
+              "value": 2e9, "elements": 1 << 20, "reps": 1, "ops_per_call": 1 << 20}]
+    found = roofs.measured(typed_ceilings({**_ceilings(), "caches": CACHES,
+                                           "working_set": sweep, "rates": rates}))
+    assert found is not None and found.cold_read() is not None
+    return found
+
+
+def _work(p: predict.Prediction) -> tuple[float, float]:
+    """(the sum of its work terms, the largest of its groups' combined as they overlap)."""
+    work = [t for t in p.terms if t.group != "overhead"]
+    compute = sum(t.seconds for t in work if t.group == "compute")
+    memory = max((t.seconds for t in work if t.group == "memory"), default=0.0)
+    return sum(t.seconds for t in work), max(compute, memory)
+
+
+def test_passes_over_data_no_cache_holds_are_charged_one_after_another(
+        machine: roofs.RoofSet) -> None:
+    cold = machine.cold_read()
+    assert cold is not None
+    cache = cold[1]
+    rows = int(cache // (8 * 1024)) * 2  # input and output together twice the cache
+    big = predict.predict_kernel(_softmax(rows), "float32", machine)
+    assert big is not None and predict.read_passes(_softmax(rows)) == 3
+    overhead = sum(t.seconds for t in big.terms if t.group == "overhead")
+    in_series, overlapped = _work(big)
+    assert in_series > overlapped
+    assert big.seconds == pytest.approx(in_series + overhead, rel=1e-12)
+    assert predict.IN_SERIES.format(passes=3) in big.notes
+
+
+def test_traffic_priced_twice_is_charged_once_in_series() -> None:
+    """Arguments from main memory add a second memory term for the same bytes (the traffic at
+    the slower rate): one after another, the slower of the two is charged, never both."""
+    from roofline_report.kinds import Kind
+
+    def term(name: str, group: str, seconds: float, detail: str = "") -> predict.Term:
+        return predict.Term(name, group, seconds, "roof", Kind.MEASURED, detail)
+
+    terms = (term("transcendental", "compute", 2.0), term("elementwise", "compute", 0.25),
+             term("memory", "memory", 1.0), term("memory", "memory", 1.5, predict.COLD),
+             term("reduction", "memory", 0.5), term("launch", "overhead", 0.125))
+    assert predict._bound(terms)[0] == 2.25 + 0.125
+    assert predict._bound(terms, in_series=True)[0] == 2.25 + 1.5 + 0.5 + 0.125
+
+
+def test_passes_over_data_the_cache_holds_overlap(machine: roofs.RoofSet) -> None:
+    cold = machine.cold_read()
+    assert cold is not None
+    rows = max(1, int(cold[1] // (8 * 1024)) // 8)  # an eighth of the cache
+    small = predict.predict_kernel(_softmax(rows), "float32", machine)
+    assert small is not None
+    overhead = sum(t.seconds for t in small.terms if t.group == "overhead")
+    _, overlapped = _work(small)
+    assert small.seconds == pytest.approx(overlapped + overhead, rel=1e-12)
+    assert not any("passes over data no cache holds" in n for n in small.notes)
+
+
+def test_an_accelerator_or_a_single_pass_is_not_charged_in_series(
+        machine: roofs.RoofSet) -> None:
+    chip = roofs.spec_sheet(presets.get_preset("TPU v5e"))
+    facts = predict.kernel_facts(_softmax(1 << 16), "float32")
+    assert facts.passes == 3
+    assert not predict.passes_in_series(facts, chip)  # no host caches known there
+    one_pass = predict.Facts(**{**{f: getattr(facts, f) for f in facts.__dataclass_fields__},
+                                "passes": 1})
+    assert not predict.passes_in_series(one_pass, machine)
+    assert predict.passes_in_series(facts, machine)
