@@ -11,14 +11,25 @@ last-level cache, both on a host whose caches were measured (:meth:`RoofSet.cold
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from roofline_report.analysis.roofs import BandwidthRoof, RoofSet
 
-if TYPE_CHECKING:
-    from roofline_report.analysis.predict import Facts
+__all__ = ["COLD", "IN_SERIES", "Launch", "cold_arguments", "passes_in_series"]
 
-__all__ = ["COLD", "IN_SERIES", "cold_arguments", "passes_in_series"]
+
+class Launch(Protocol):
+    """What these rules read of one launch's facts
+    (:class:`roofline_report.analysis.predict.Facts`)."""
+
+    @property
+    def bytes(self) -> float: ...  # read and written
+    @property
+    def written(self) -> float | None: ...  # written to fresh outputs, where known
+    @property
+    def arguments(self) -> float: ...  # read from the program's arguments
+    @property
+    def passes(self) -> int: ...  # times it reads its input
 
 COLD = "arguments from main memory"  # the detail of the terms of cold arguments
 
@@ -26,7 +37,7 @@ IN_SERIES = ("{passes} passes over data no cache holds: each streams its input i
              "its arithmetic, reductions and traffic are charged one after another")
 
 
-def passes_in_series(f: Facts, roofs: RoofSet) -> bool:
+def passes_in_series(f: Launch, roofs: RoofSet) -> bool:
     """Whether a launch's terms add up rather than overlap: a kernel that reads its input in
     several passes (:func:`~roofline_report.analysis.predict.read_passes`: a softmax's
     maximum, its sum of exponentials, its division) whose bytes are at least the last-level
@@ -41,7 +52,7 @@ def passes_in_series(f: Facts, roofs: RoofSet) -> bool:
     return cold is not None and f.bytes >= cold[1]
 
 
-def cold_arguments(f: Facts, roofs: RoofSet, traffic: float | None, level: str,
+def cold_arguments(f: Launch, roofs: RoofSet, traffic: float | None, level: str,
                    footprint: float | None) -> tuple[float, BandwidthRoof] | None:
     """(seconds, roof) a launch spends more reading its arguments from main memory than the
     level its working set was priced at allows, in a program whose data (``footprint``: its
