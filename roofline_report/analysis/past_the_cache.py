@@ -1,7 +1,7 @@
 """What a CPU kernel pays when its data come from main memory rather than the caches (no jax).
 
 Two rules of the per-kernel model (:mod:`roofline_report.analysis.predict`) for data past the
-last-level cache, both on a host whose caches were measured (:meth:`RoofSet.cold_read`):
+last-level cache, both on a host whose caches were measured:
 
 * :func:`cold_arguments`: a kernel of a program whose data exceed the last-level cache reads
   its arguments from main memory, whatever level its own working set was priced at;
@@ -41,15 +41,15 @@ def passes_in_series(f: Launch, roofs: RoofSet) -> bool:
     """Whether a launch's terms add up rather than overlap: a kernel that reads its input in
     several passes (:func:`~roofline_report.analysis.predict.read_passes`: a softmax's
     maximum, its sum of exponentials, its division) whose bytes are at least the last-level
-    cache's capacity, on a host whose caches were measured (:meth:`RoofSet.cold_read`; an
+    cache's capacity, on a host whose caches were measured (:meth:`RoofSet.last_cache_bytes`; an
     accelerator's kernels are not known to do so): each pass finds its input gone, and the
     cores run each pass's loads and arithmetic in turn. On a 2-core CPU a softmax fused into
     one kernel over [4096, 1024] float32 took 1.8 to 2.3 ms where its exponentials alone were
     priced at 1.1 ms and its traffic at 0.57 ms, a layer norm 1.0 to 1.1 ms against 0.57 ms of
     traffic; over [1024, 1024], their data in the cache, their kernels took no more than their
     largest terms."""
-    cold = roofs.cold_read() if f.passes > 1 else None
-    return cold is not None and f.bytes >= cold[1]
+    cache = roofs.last_cache_bytes() if f.passes > 1 else None
+    return cache is not None and f.bytes >= cache
 
 
 def cold_arguments(f: Launch, roofs: RoofSet, traffic: float | None, level: str,

@@ -405,20 +405,27 @@ class RoofSet:
     def floor(self, name: str) -> Floor | None:
         return next((f for f in self.floors if f.name == name), None)
 
+    def last_cache_bytes(self) -> float | None:
+        """The last-level cache's capacity where a host's caches are known (where main
+        memory's level starts); None on an accelerator or without a sweep past the caches."""
+        if self.dispatch_overlaps or not self.bandwidth:
+            return None
+        main = self.levels()[-1]
+        starts = [r.min_bytes for r in self.bandwidth if r.level == main and r.min_bytes]
+        return float(min(starts)) if starts else None
+
     def cold_read(self) -> tuple[BandwidthRoof, float] | None:
         """Where a host's caches are known: main memory's read roof (the working-set sweep's
         reading kernel past the last-level cache, the rate of bytes no cache holds) and the
         last-level cache's capacity (where main memory's level starts); None on an
         accelerator, without a sweep past the caches or without a plausible read roof."""
-        if self.dispatch_overlaps or not self.bandwidth:
+        cache = self.last_cache_bytes()
+        if cache is None:
             return None
         main = self.levels()[-1]
-        roofs = [r for r in self.bandwidth if r.level == main]
-        starts = [r.min_bytes for r in roofs if r.min_bytes]
-        reads = [r for r in roofs if r.name == f"{main} {READ_KERNEL}" and r.unstable is None]
-        if not starts or not reads:
-            return None
-        return max(reads, key=lambda r: r.value), float(min(starts))
+        reads = [r for r in self.bandwidth
+                 if r.level == main and r.name == f"{main} {READ_KERNEL}" and r.unstable is None]
+        return (max(reads, key=lambda r: r.value), cache) if reads else None
 
     @property
     def peak(self) -> float | None:
