@@ -129,7 +129,8 @@ def test_every_timed_program_has_its_kernel_inventory(raw: dict[str, Any]) -> No
         flops = sum(k["flops"] * k["trips"] for k in inv["kernels"])
         # W @ x is a product (a TPU's convolution is counted as the product it is), or, where
         # the compiler writes a narrow one as a multiply and a row sum (a TPU's mat-vec at
-        # b = 1), d²·b multiplies and (d - 1)·d·b adds.
+        # b = 1: test_tpu_hlo.test_a_tpu_mat_vec_is_a_multiply_and_a_row_sum), d²·b
+        # multiplies and (d - 1)·d·b adds.
         assert dots == 2 * d * d * b or (dots == 0 and flops == 2 * d * d * b - d * b), \
             (b, inv["kernels"])
     for n, inv in zip(e["dispatch"]["sizes"], e["dispatch"]["programs"], strict=True):

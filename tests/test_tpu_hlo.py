@@ -840,3 +840,15 @@ def test_the_lane_fusion_is_where_xla_counts_the_window_at_nothing() -> None:
     window = 2048 * 8191  # the row maximum, as the reduce it is
     # Without the window's reduce, ours is XLA's (x - max and the row sum) within 0.1 %.
     assert math.isclose(ours - window, theirs, rel_tol=1e-3)
+
+
+def test_a_tpu_mat_vec_is_a_multiply_and_a_row_sum() -> None:
+    """A TPU v5e's compiler writes W @ x (W[8192, 8192], x[8192]) as one loop fusion: x
+    broadcast along W's rows, multiplied, and each row summed; no dot, no convolution. Its
+    flops are d² multiplies and (d - 1)·d adds, the product's 2·d² less one add a row."""
+    inventory = kernel_inventory(_text("matvec_f32_8192"))
+    d = 8192
+    (kernel,) = inventory["kernels"]
+    assert kernel["flops_by_op"] == {"stablehlo.multiply": d * d,
+                                     "stablehlo.reduce": (d - 1) * d}
+    assert inventory["flops"] == 2 * d * d - d
