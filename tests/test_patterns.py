@@ -327,14 +327,17 @@ def test_plans_are_small_and_ascending() -> None:
             assert (pattern, "float32", True) not in names
             continue
         assert (pattern, "complex64" if pattern == "fft" else "float32", True) in names
-    # one roof per pattern and dtype (a top-k's, per row length: chosen by the kernel's):
-    # rate_for must not have to choose otherwise
-    roofs_only = [(k.pattern, k.dtype, k.row) for k in pattern_plans.kernels(full) if k.roof]
+    # one roof per pattern and dtype (a top-k's, per row length, a scatter's of single
+    # elements per table too: chosen by the kernel's): rate_for must not have to choose
+    # otherwise
+    roofs_only = [(k.pattern, k.dtype, k.row, k.table) for k in pattern_plans.kernels(full)
+                  if k.roof]
     assert len(roofs_only) == len(set(roofs_only))
     rows = sorted((k.pattern, k.row) for k in pattern_plans.kernels(full) if k.row)
     assert rows == [("block-transpose", 64), ("block-transpose", 1024), ("fft", 256),
                     ("fft", 400), ("fft", 512), ("fft", 2048), ("gather", 256), ("mat-vec", 1),
-                    ("mat-vec", 16), ("scatter", 1), ("scatter", 16), ("scatter", 64),
+                    ("mat-vec", 16), ("scatter", 1), ("scatter", 1), ("scatter", 1),
+                    ("scatter", 16), ("scatter", 64),
                     ("scatter", 256), ("top-k", 1024), ("top-k", 4096), ("vec-mat", 16)]
 
 
@@ -397,19 +400,21 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         return
     # A CPU's own kinds come last, each a roof of its row: a narrow product by its width and
     # side, the transposed dot, a block transpose by its run, a real FFT by its length, a row
-    # scatter by its width.
+    # scatter by its width, a scatter of single elements by its table.
     own = entries[18:]
     assert [(e["op"], e.get("row")) for e in own] == [
         ("mat-vec", 1), ("mat-vec", 16), ("vec-mat", 16), ("transposed-dot", None),
         ("block-transpose", 64),
         ("block-transpose", 1024), ("fft", 256), ("fft", 400), ("fft", 512), ("fft", 2048),
-        ("scatter", 16), ("scatter", 64)]
+        ("scatter", 16), ("scatter", 64), ("scatter", 1), ("scatter", 1)]
     for e in own:
         schema.RateCeiling.model_validate_json(json.dumps(e))
         assert e["roof"]
     # 64 x 64 is no matrix beside a few vectors (a small product: both sides narrow); the others
     # ran at their smallest sizes
-    assert [e["available"] for e in own] == [False, False, False] + [True] * 9
+    assert [e["available"] for e in own] == [False, False, False] + [True] * 11
+    # single elements scattered into tables of 16 KiB and 1 MiB, each a roof of its table
+    assert [e["table"] for e in own[-2:]] == [1 << 14, 1 << 20]
     assert "has no mat-vec kernel" in own[0]["reason"]
     assert own[3]["by_size"][0]["elements"] == 2 * 32**3 and own[3]["unit"] == "FLOP/s"
     assert own[6]["by_size"][0]["shape"] == [16, 256] and own[6]["unit"] == "FLOP/s"

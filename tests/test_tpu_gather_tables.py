@@ -52,7 +52,7 @@ def test_the_tpu_count_records_the_table_a_gather_reads() -> None:
     assert {k["pattern_table_bytes"] for k in gathers} == {262144 * 256 * 4}
 
 
-def test_the_tpu_plan_measures_gathers_from_fixed_tables_and_a_cpu_plan_none() -> None:
+def test_a_tpu_plans_gathers_from_fixed_tables_and_a_cpu_only_scatters_into_them() -> None:
     for quick in (True, False):
         tpu = [k for k in pattern_plans.kernels(pattern_plans.pattern_plan("tpu", quick=quick))
                if k.pattern == "gather" and k.table]
@@ -62,7 +62,9 @@ def test_the_tpu_plan_measures_gathers_from_fixed_tables_and_a_cpu_plan_none() -
             == sorted(pattern_plans.GATHER_ELEMENT_TABLES)
         assert len({k.name for k in tpu}) == len(tpu)  # each its own roof
         cpu = pattern_plans.kernels(pattern_plans.pattern_plan("cpu", quick=quick))
-        assert not [k for k in cpu if k.table]
+        assert not [k for k in cpu if k.table and k.pattern == "gather"]
+        # a CPU's tables are its scatters' of single elements
+        assert sorted(k.table for k in cpu if k.table) == sorted(pattern_plans.SCATTER_TABLES)
 
 
 def test_a_table_roof_entry_is_a_valid_ceilings_record() -> None:

@@ -149,9 +149,10 @@ class Pattern:
     # length of the dimension a sort sorts, a block transpose's run, a matrix-vector
     # product's narrow width, an FFT's last transformed length.
     row: int = 0
-    # A gather's table: the bytes of the operand it gathers from (0 for other patterns, or
-    # an element type of unknown width). Where it fits a core's own memory a TPU gathers
-    # from it far faster than from a table in HBM.
+    # A gather's or scatter's table: the bytes of the operand it gathers from or scatters
+    # into (0 for other patterns, or an element type of unknown width). Where it fits a
+    # core's own memory a TPU gathers from it far faster than from a table in HBM; a CPU
+    # scatters into a table its caches hold far faster than into one they do not.
     table: int = 0
     # A transpose's bytes between two reads one step along its output's minor axis (the
     # stride of the source axis that comes out minor-most); 0 for other patterns.
@@ -596,9 +597,11 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         size = sum(elements_of(s) for i in scatters for s in scatter_parts(i)[1])
         first = scatters[0]
         updates = scatter_parts(first)[1]
+        table = first.operand_shapes[0] if first.operand_shapes else None
         return Pattern("scatter", size, f"updates {_plain(updates[0] if updates else None)} "
-                                        f"into {_plain(first.operand_shapes[0])}",
-                       _scatter_row(first))
+                                        f"into {_plain(table)}",
+                       _scatter_row(first),
+                       table=(table.nbytes or 0) if table is not None else 0)
     gathers = [i for i in inside if i.opcode == "gather"]
     if gathers:
         size = sum(elements_of(i.shape) for i in gathers)

@@ -73,8 +73,9 @@ from roofline_report.version import __version__
 # an int32 argmax; 11: a complex64 loop dot; 12: the interleaved reduction and the
 # transpose fused with a broadcast; 13: a CPU's matrix-vector products, transposed dots,
 # block transposes, real FFTs and row scatters by their widths; 14: real FFTs of rows of 400,
-# products of a few vectors on the left, a sequence's convolutions, dense and depthwise)
-CACHE_FORMAT = 14
+# products of a few vectors on the left, a sequence's convolutions, dense and depthwise; 15:
+# a CPU's scatters of single elements into tables of a fixed size)
+CACHE_FORMAT = 15
 MAX_FILE_BYTES = 4 << 20  # a cache file is about 50 KB; a larger one is not read
 ENV_VAR = "ROOFLINE_REPORT_CACHE"
 APP = "roofline-report"

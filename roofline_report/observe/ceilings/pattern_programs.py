@@ -260,6 +260,30 @@ def scatter_add(dtype: str, row: int) -> Callable[[int], Point]:
     return build
 
 
+def scatter_table(dtype: str, table_bytes: int) -> Callable[[int], Point]:
+    """Scatter-add of single elements into a donated vector of a fixed ``table_bytes``, at
+    uniform random indices, by updates: what a scatter into a small table costs (a Bloom
+    filter's bits, a histogram's bins), apart from the number of its updates. Bytes: each
+    update reads and writes its element and reads its value and index."""
+    from jax import lax
+
+    numbers = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                          scatter_dims_to_operand_dims=(0,))
+    item = _itemsize(dtype)
+    slots = max(1, table_bytes // item)
+
+    def scatter(a: Any, i: Any, u: Any) -> Any:
+        return lax.scatter_add(a, i[:, None], u, numbers,
+                               mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+    def build(elements: int) -> Point:
+        x, idx, u = _array((slots,), dtype), _uniform(elements, slots), _array((elements,), dtype)
+        return Point(scatter, (x, idx, u), elements, elements * (3 * item + 4), (slots,),
+                     donate=True)
+
+    return build
+
+
 def argsort(dtype: str) -> Callable[[int], Point]:
     """The stable argsort of ``n`` keys in a random order: n ⌈log2 n⌉ comparisons."""
     import jax.numpy as jnp
