@@ -31,6 +31,7 @@ class Launch(Protocol):
     @property
     def passes(self) -> int: ...  # times it reads its input
 
+
 COLD = "arguments from main memory"  # the detail of the terms of cold arguments
 
 IN_SERIES = ("{passes} passes over data no cache holds: each streams its input in again, and "

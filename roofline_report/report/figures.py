@@ -414,7 +414,6 @@ def sweep_trajectories(sweeps: Sequence[Sweep], roofs: RoofSet) -> FigureOut:
                     uses=sweep_uses(sweeps, roofs))
 
 
-
 def sweep_prediction(sweeps: Sequence[Sweep], median_error: float | None) -> FigureOut:
     """Predicted against measured time of every sweep point, with the line of equality."""
     rows = []

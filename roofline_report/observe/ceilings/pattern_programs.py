@@ -235,9 +235,10 @@ def gather_table(dtype: str, row: int, table_bytes: int) -> Callable[[int], Poin
     return build
 
 
-def scatter_add(dtype: str, row: int) -> Callable[[int], Point]:
-    """Scatter-add of ``row`` elements per index (1: single elements of a vector) into a
-    donated operand, one update per row of the operand, in a random order."""
+def _scatter_adder(row: int) -> Callable[[Any, Any, Any], Any]:
+    """``scatter(a, i, u)``: ``lax.scatter_add`` of ``row`` elements of ``u`` per index of
+    ``i`` (1: single elements of a vector) into ``a`` along its first axis, the indices
+    promised in bounds."""
     from jax import lax
 
     numbers = lax.ScatterDimensionNumbers(update_window_dims=(1,) if row > 1 else (),
@@ -247,6 +248,14 @@ def scatter_add(dtype: str, row: int) -> Callable[[int], Point]:
     def scatter(a: Any, i: Any, u: Any) -> Any:
         return lax.scatter_add(a, i[:, None], u, numbers,
                                mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+    return scatter
+
+
+def scatter_add(dtype: str, row: int) -> Callable[[int], Point]:
+    """Scatter-add of ``row`` elements per index (1: single elements of a vector) into a
+    donated operand, one update per row of the operand, in a random order."""
+    scatter = _scatter_adder(row)
 
     def build(elements: int) -> Point:
         rows = max(1, elements // row)
@@ -265,16 +274,9 @@ def scatter_table(dtype: str, table_bytes: int) -> Callable[[int], Point]:
     uniform random indices, by updates: what a scatter into a small table costs (a Bloom
     filter's bits, a histogram's bins), apart from the number of its updates. Bytes: each
     update reads and writes its element and reads its value and index."""
-    from jax import lax
-
-    numbers = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
-                                          scatter_dims_to_operand_dims=(0,))
+    scatter = _scatter_adder(1)
     item = _itemsize(dtype)
     slots = max(1, table_bytes // item)
-
-    def scatter(a: Any, i: Any, u: Any) -> Any:
-        return lax.scatter_add(a, i[:, None], u, numbers,
-                               mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
     def build(elements: int) -> Point:
         x, idx, u = _array((slots,), dtype), _uniform(elements, slots), _array((elements,), dtype)
