@@ -296,7 +296,9 @@ def kernels(vm: VM) -> Section | None:
     body: list[Block] = [p(
         "Each compiled kernel, counted from the optimized HLO and timed from a profiler trace "
         "of repeated calls. Kernels can overlap, so shares are of the summed kernel time. "
-        "Predicted: launches × (max(compute, memory, pattern) + launch) from the kernel's own "
+        "Predicted: launches × (max(compute, memory, pattern) + launch) (on a CPU whose "
+        "caches were measured, their sum for a kernel that reads its input in several passes "
+        "past the last-level cache) from the kernel's own "
         "flops, transcendentals and the bytes it touches (and, for a kernel of a measured "
         "pattern such as a transpose, a gather or an FFT, its size at that pattern's rate), "
         "under the roofs named below each program "
