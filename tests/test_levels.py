@@ -164,13 +164,17 @@ def test_tiny_sweep_and_rates_measure() -> None:
         min_sample_s=1e-3))
     assert [r["name"] for r in rates] == ["tanh float32", "multiply-add float32",
                                           "convert float32<->bfloat16"]
-    reduce = rate_ceilings.measure_rates(rate_ceilings.RatePlan(
-        (), ("float32",), elements=1024, ops_per_call=1 << 16, samples=3, min_sample_s=1e-3,
-        reduce_sizes=(1 << 14, 1 << 16)))[-1]
-    assert reduce["op"] == "reduce" and reduce["available"]
-    assert [p["elements"] for p in reduce["by_size"]] == [1 << 12, 1 << 14]
-    assert all(p["value"] == pytest.approx(p["elements"] / p["seconds"])
-               for p in reduce["by_size"])
+    reduces = rate_ceilings.measure_rates(rate_ceilings.RatePlan(
+        (), ("float32", "bfloat16"), elements=1024, ops_per_call=1 << 16, samples=3,
+        min_sample_s=1e-3, reduce_sizes=(1 << 14, 1 << 16)))[-2:]
+    # One row reduction per dtype of the plan, each over arrays of the plan's bytes.
+    assert [r["name"] for r in reduces] == ["row reduction float32", "row reduction bfloat16"]
+    for reduce, width in zip(reduces, (4, 2), strict=True):
+        assert reduce["op"] == "reduce" and reduce["available"], reduce["reason"]
+        assert [p["elements"] for p in reduce["by_size"]] == [(1 << 14) // width,
+                                                              (1 << 16) // width]
+        assert all(p["value"] == pytest.approx(p["elements"] / p["seconds"])
+                   for p in reduce["by_size"])
     assert all(r["available"] and r["value"] > 0 for r in rates)
     assert rates[2]["ops_per_call"] == 2 * 1024 * rates[2]["reps"]
     # The multiply-add kernel chains FMA_CHAIN multiply-adds per element and pass.

@@ -325,6 +325,67 @@ def test_a_fusion_reducing_its_input_twice_pays_for_both_reductions() -> None:
         assert r is not None and memory(r) == pytest.approx(1e5 / 1e9)
 
 
+def test_a_reductions_own_adds_are_the_reduction_terms_work() -> None:
+    """A library reduction adds as it streams: its reduce op's adds are not priced again as
+    elementwise arithmetic (a bfloat16 row maximum's at the slow bfloat16 multiply-add rate
+    read 123 µs for a kernel of 40), while the rest of its arithmetic is."""
+    reduce = RateRoof("row reduction float32", "reduce", "float32", 1e9, M, "")
+    slow = RateRoof("multiply-add bfloat16", "multiply-add", "bfloat16", 1e8, M, "")
+    roofs = RoofSet("this machine", M, ROOFS.compute, ROOFS.bandwidth, ROOFS.floors,
+                    (*ROOFS.rates, slow, reduce))
+    kernel = {"flops": 100_000, "flops_by_op": {"stablehlo.reduce": 100_000},
+              "bytes_read": 200_000, "bytes_written": 200, "read_by_dtype": {"bf16": 200_000},
+              "category": "reduction", "trips": 1, "reduced_elements": 100_000}
+    p = predict.predict_kernel(kernel_record(kernel), "bfloat16", roofs)
+    assert p is not None and p.binding.name == "reduction"
+    assert term(p, "elementwise") == 0.0 and memory(p) == pytest.approx(1e5 / 1e9)
+    # A multiply beside the reduce stays arithmetic.
+    scaled = {**kernel, "flops": 200_000,
+              "flops_by_op": {"stablehlo.reduce": 100_000, "stablehlo.multiply": 100_000}}
+    q = predict.predict_kernel(kernel_record(scaled), "bfloat16", roofs)
+    assert q is not None and term(q, "elementwise") == pytest.approx(1e5 / 1e8)
+    # No reduction roof: the adds are the kernel's arithmetic, as before.
+    bare = RoofSet("this machine", M, ROOFS.compute, ROOFS.bandwidth, ROOFS.floors,
+                   (*ROOFS.rates, slow))
+    r = predict.predict_kernel(kernel_record(kernel), "bfloat16", bare)
+    assert r is not None and term(r, "elementwise") == pytest.approx(1e5 / 1e8)
+
+
+def test_a_bfloat16_reduction_widens_its_elements_at_its_own_roof() -> None:
+    """A bfloat16 row sum converts each element as it loads it: where the bfloat16 row
+    reduction was measured, its conversions are that roof's work (a [1024, 1024] sum took 23 to
+    39 µs where its conversions alone, at the conversion rate, take 35 to 40); where only
+    float32's was, they are charged at the conversion rate as before."""
+    convert = RateRoof("convert float32<->bfloat16", "convert", "float32", 2e9, M, "")
+    f32 = RateRoof("row reduction float32", "reduce", "float32", 1e9, M, "")
+    bf16 = RateRoof("row reduction bfloat16", "reduce", "bfloat16", 4e9, M, "")
+    kernel = {"flops": 2_000_000, "flops_by_op": {"stablehlo.convert": 1_000_000,
+                                                   "stablehlo.reduce": 1_000_000},
+              "bytes_read": 2_000_000, "bytes_written": 4_000, "read_by_dtype": {"bf16": 2_000_000},
+              "written_by_dtype": {"f32": 4_000}, "category": "reduction", "trips": 1,
+              "reduced_elements": 1_000_000}
+
+    def predicted(*rates: RateRoof) -> predict.Prediction:
+        roofs = RoofSet("this machine", M, ROOFS.compute, ROOFS.bandwidth, ROOFS.floors,
+                        (*ROOFS.rates, convert, *rates))
+        p = predict.predict_kernel(kernel_record(kernel), "bfloat16", roofs)
+        assert p is not None
+        return p
+
+    own = predicted(f32, bf16)
+    assert term(own, "conversion") == 0.0 and own.binding.roof == "row reduction bfloat16"
+    assert own.seconds == pytest.approx(1e6 / 4e9 + 1e-6)  # and one launch
+    assert any("widens each element as it loads it" in n for n in own.notes)
+    fallback = predicted(f32)
+    assert term(fallback, "conversion") == pytest.approx(1e6 / 2e9)
+    assert fallback.binding.roof == "row reduction float32"
+    assert not any("widens" in n for n in fallback.notes)
+    # More conversions than elements reduced (it narrows its output too): the rest charged.
+    kernel["flops_by_op"] = {"stablehlo.convert": 1_500_000, "stablehlo.reduce": 1_000_000}
+    kernel["flops"] = 2_500_000
+    assert term(predicted(f32, bf16), "conversion") == pytest.approx(5e5 / 2e9)
+
+
 def test_a_rate_measured_by_size_loses_the_dispatch_floor() -> None:
     from roofline_report.analysis import roofs as roofs_mod
 

@@ -161,6 +161,7 @@ class Facts:
     written: float | None = None  # bytes written to fresh outputs, where known
     conv_flops: float = 0.0  # the part of dot_flops done by sliding-window convolutions
     reduced: float = 0.0  # elements a reduction kernel reads (0: not a reduction)
+    reduce_flops: float = 0.0  # the part of other_flops that is its reduce ops' own adds
     products: int = 1  # independent matrix products the matmul flops are split over
     grouped_flops: float = 0.0  # the part of conv_flops done by grouped (depthwise) ones
     grouped_taps: int = 0  # their multiply-adds per output (9 for 3x3 depthwise; 0: unknown)
@@ -300,6 +301,7 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
     reduced = max(elements_of(kernel.read_by_dtype, float(kernel.bytes_read)),
                   float(kernel.reduced_elements or 0)) \
         if kernel.category == "reduction" else 0.0
+    reducing = min(other, by_op.get("reduce", 0.0)) if reduced else 0.0
     # A kernel writing a donated argument's buffer writes in place: no fresh output.
     fresh = 0.0 if kernel.in_place else float(kernel.bytes_written)
     products = max(1, kernel.matmul_products)
@@ -309,7 +311,8 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
     again = {_op_name(op): float(v)
              for op, v in kernel.recomputed_transcendentals_by_op.items() if v}
     return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
-                 written=fresh, conv_flops=conv, reduced=reduced, products=products,
+                 written=fresh, conv_flops=conv, reduced=reduced, reduce_flops=reducing,
+                 products=products,
                  grouped_flops=grouped,
                  grouped_taps=kernel.grouped_conv_taps,
                  line_flops=line, line_filter=kernel.line_conv_filter,
@@ -441,23 +444,33 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         notes += said
         terms += [Term("convolution", "compute", c.flops / c.rate, c.roof.name, c.roof.kind,
                        c.detail) for c in convs]
+    # A reduction's own adds, and (where the row reduction was measured in the kernel's own
+    # 16-bit type) the widening of the elements it reads, run inside the reduction's roof:
+    # they are its term's work, not priced again as arithmetic or conversions.
+    reduce = roofs.rate_for("reduce", f.dtype) if f.reduced and not f.reads_on_chip else None
+    reducing = f.reduce_flops if reduce is not None else 0.0
+    widened = min(f.converts, f.reduced) \
+        if reduce is not None and reduce.dtype == f.dtype != "float32" else 0.0
+    if widened:
+        notes.append(WIDENED_IN_REDUCTION.format(dtype=f.dtype))
+    converts = f.converts - widened
     # A kernel that converts computes in the wider type: its arithmetic runs at float32's
     # rate, each conversion at the measured conversion rate.
     shares: list[tuple[float, RateRoof]] = []  # each rate its arithmetic was priced at
     arithmetic = "float32" if f.converts else f.dtype
-    if f.converts:
+    if converts:
         convert = roofs.rate_for("convert", "float32")
         if convert is not None:
             share = thread_share(f, convert)
             shares.append((share, convert))
-            terms.append(Term("conversion", "compute", f.converts / (convert.value * share),
+            terms.append(Term("conversion", "compute", converts / (convert.value * share),
                               convert.name, convert.kind))
         else:
             notes.append("no conversion rate: conversions not charged")
     # A loop fusion computes an operand under a broadcast along its minor axis once per
     # output element, and a complex op does the real arithmetic of its formula: that work is
     # priced as well as the count's.
-    other = f.other_flops + f.recomputed_flops + f.complex_flops
+    other = f.other_flops - reducing + f.recomputed_flops + f.complex_flops
     if other:
         fma = roofs.rate_for("multiply-add", arithmetic)
         # Named for what most of it is where that is complex arithmetic.
@@ -515,11 +528,9 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         # A TPU kernel reducing what stays in vector memory: the row reduction's roof was
         # measured on arrays streamed from HBM; its on-chip bytes price it (below).
         notes.append(ON_CHIP_REDUCTION)
-    elif f.reduced:
-        reduce = roofs.rate_for("reduce", f.dtype)
-        if reduce is not None:
-            terms.append(Term("reduction", "memory", f.reduced / reduce.rate_at(f.reduced),
-                              reduce.name, reduce.kind, "row reduction"))
+    elif reduce is not None:
+        terms.append(Term("reduction", "memory", f.reduced / reduce.rate_at(f.reduced),
+                          reduce.name, reduce.kind, "row reduction"))
     if f.on_chip:
         chip = roofs.rate_for(ON_CHIP, "float32")
         if chip is not None:
@@ -529,6 +540,12 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
             notes.append("no on-chip rate measured: its bytes in the core's own memory are "
                          "not charged")
     return _Launch(tuple(terms), memory.level, tuple(notes))
+
+
+# The note of a reduction whose widening conversions its measured roof holds.
+WIDENED_IN_REDUCTION = ("a {dtype} reduction: it widens each element as it loads it, as the "
+                        "{dtype} row reduction it is priced at does; its conversions are not "
+                        "charged apart")
 
 
 #: The unit each compute term runs on, where the backend's units work side by side: a TPU's
