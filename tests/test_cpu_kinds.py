@@ -590,3 +590,52 @@ def test_a_kernel_reading_a_cold_argument_is_priced_at_main_memorys_read_roof() 
     assert hot.seconds == pytest.approx(16 * MIB / 200e9)
     assert cold.seconds == pytest.approx(16 * MIB / 200e9 + 8 * MIB / 25e9 - 8 * MIB / 200e9)
     assert cold.binding.detail == COLD and cold.binding.roof == "DRAM read"
+
+
+def test_a_fresh_output_past_the_last_cache_streams_no_faster_than_main_memory() -> None:
+    """``3 x + y`` over 16 MiB arrays (48 MiB touched, a 32 MiB last-level cache) ran at 33 to
+    97 GB/s (median 47) over 17 runs, main memory's read-write roof 55: the sweep's transition
+    from the cache read 100 at its size and, with its arguments at the read roof besides, it
+    was priced at 34. Now: the slower of its fresh output's write-new rate and main memory's
+    read-write roof past its window, its arguments not charged again."""
+    from roofline_report.analysis.predict import predict_kernel
+    from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof
+
+    dram = BandwidthRoof("DRAM read-write", 50e9, "DRAM", Kind.MEASURED, "test",
+                         min_bytes=32 * MIB, transition=((32 * MIB, 140e9), (128 * MIB, 50e9)))
+
+    def machine(write_new: float) -> RoofSet:
+        fresh = _bandwidth("L3 write-new", "L3", write_new, MIB, 32 * MIB)
+        return RoofSet("test", Kind.MEASURED,
+                       (ComputeRoof("matmul", 100e9, "float32", Kind.MEASURED, "test"),),
+                       (LEVELS.bandwidth[0], dram, LEVELS.bandwidth[2], fresh))
+
+    kernel = {"name": "multiply_add_fusion", "category": "elementwise", "flops": 2 * MIB,
+              "bytes_read": 32 * MIB, "bytes_written": 16 * MIB,
+              "read_by_dtype": {"f32": 32 * MIB}, "written_by_dtype": {"f32": 16 * MIB},
+              "argument_bytes_read": 32 * MIB, "trips": 1}
+
+    def predicted(roofs: RoofSet) -> Any:
+        p = predict_kernel(kernel_record(kernel), "float32", roofs, traffic=48 * MIB,
+                           footprint=48 * MIB)
+        assert p is not None
+        return p
+
+    # A fresh output's rate faster than main memory's: main memory's roof, no transition.
+    fast = predicted(machine(90e9))
+    assert fast.binding.roof == "DRAM read-write" and fast.level == "DRAM"
+    assert fast.seconds == pytest.approx(48 * MIB / 50e9)
+    # Slower: the fresh output's rate, and still no cold-argument term.
+    slow = predicted(machine(40e9))
+    assert slow.binding.roof == "L3 write-new"
+    assert slow.seconds == pytest.approx(48 * MIB / 40e9)
+    # In place (no fresh output): the sweep's transition, as before.
+    in_place = machine(90e9).bandwidth_for(48 * MIB, 0.0, program=True)
+    assert in_place is not None and in_place.value > 50e9
+    # A kernel inside the cache whose program's data exceed it still reads cold arguments.
+    small = {**kernel, "bytes_read": 8 * MIB, "bytes_written": 4 * MIB,
+             "read_by_dtype": {"f32": 8 * MIB}, "written_by_dtype": {"f32": 4 * MIB},
+             "argument_bytes_read": 8 * MIB}
+    p = predict_kernel(kernel_record(small), "float32", machine(90e9), traffic=48 * MIB,
+                       footprint=48 * MIB)
+    assert p is not None and p.binding.roof == "DRAM read"

@@ -62,8 +62,11 @@ def cold_arguments(f: Launch, roofs: RoofSet, traffic: float | None, level: str,
     so no cache holds the argument (a key-value cache transposed once a step, a weight read
     once a step). Its arguments' bytes at main memory's read roof less the same bytes at the
     level's rate; None where the program's data fit the cache or are not known, the caches
-    are not known, the kernel reads no argument or its working set was priced at main memory
-    already. On a 2-core CPU the transposing copy of an 8 MiB cache took 390 µs while its
+    are not known, the kernel reads no argument, or its working set was priced at main memory
+    already or is itself past the last cache (it streams from main memory, as
+    :meth:`~roofline_report.analysis.roofs.RoofSet.bandwidth_for` prices it: ``3 x + y``
+    over 16 MiB arrays, its 32 MiB of arguments at the read roof, read 34 GB/s where it ran
+    at a median 47). On a 2-core CPU the transposing copy of an 8 MiB cache took 390 µs while its
     source stayed in the cache and 610 µs when it came from main memory each time, ``x + 1``
     of it 296 and 600 µs."""
     if f.arguments <= 0 or footprint is None:
@@ -72,7 +75,7 @@ def cold_arguments(f: Launch, roofs: RoofSet, traffic: float | None, level: str,
     if cold is None:
         return None
     read, cache = cold
-    if footprint <= cache or level == read.level or read.value <= 0:
+    if footprint <= cache or level == read.level or read.value <= 0 or f.bytes >= cache:
         return None
     at_level = roofs.bandwidth_for(f.bytes, f.written, program=True, passes=f.passes,
                                    traffic=traffic)
