@@ -147,7 +147,7 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     backend = backends.describe(typed.environment.backend)
     roofs = roof_sets(typed, a)
     ceilings = typed.ceilings
-    cache_bytes = ceilings.cache_bytes if isinstance(ceilings, schema.Ceilings) else None
+    cache_bytes = _last_cache(roofs, ceilings)
     origin = ceilings_origin(typed)
     skipped: list[schema.Skip] = list(typed.skipped)
     # The speed check speaks of the measured ceilings: only where the predictions rest on them.
@@ -255,6 +255,20 @@ def _traced_time(w: schema.Workload) -> Stats | None:
         return None
     samples = [float(c.program_s) for c in timing.calls if c.program_s > 0]
     return Stats(samples) if samples else None
+
+
+def _last_cache(roofs: Roofs, ceilings: schema.Ceilings | schema.Unavailable | None
+                ) -> int | None:
+    """The last-level cache's capacity the reasons speak of: where main memory's measured
+    level starts (:meth:`RoofSet.last_cache_bytes`), the size at which the model's own rules
+    for data past the cache switch, else the size the operating system reports. The two
+    differ on a host whose system reports less than its caches hold (8 MiB where main
+    memory's window starts at 32 MiB): a reason must not call a kernel past the cache that
+    the model priced inside it."""
+    measured = roofs.measured.last_cache_bytes() if roofs.measured is not None else None
+    if measured is not None:
+        return int(measured)
+    return ceilings.cache_bytes if isinstance(ceilings, schema.Ceilings) else None
 
 
 def _program(w: schema.Workload, roofs: Roofs, backend: Backend, cache_bytes: int | None,
