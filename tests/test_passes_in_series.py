@@ -126,3 +126,26 @@ def test_an_accelerator_or_a_single_pass_is_not_charged_in_series(
         replace(r, unstable="spread") if r.name.endswith(" read") else r
         for r in machine.bandwidth))
     assert unsteady.cold_read() is None and predict.passes_in_series(facts, unsteady)
+
+
+def test_the_reasons_last_cache_is_where_the_models_rules_switch() -> None:
+    """The miss reasons ("passes over DRAM", cold arguments, "fits in the cache") speak of
+    the last-level cache where the model's own rules switch, where main memory's measured
+    level starts, not the operating system's figure when the two differ; that figure only
+    where no level was measured."""
+    from roofline_report.analysis import analyse
+    from roofline_report.analysis.records import Roofs
+
+    reported = typed_ceilings({**_ceilings(), "caches": CACHES, "cache_bytes": 8 * 1024 * 1024,
+                               "working_set": {"available": True,
+                                               "plan": _plan(POINTS, ["read-write"]),
+                                               "kernels": [{"name": "read-write",
+                                                            "points": _points(POINTS)}]}})
+    measured = roofs.measured(reported)
+    assert measured is not None and measured.last_cache_bytes() == 32 * 1024 * 1024
+    hypothetical = roofs.hypothetical(100e9, 20e9, "test")
+    both = Roofs(hypothetical=hypothetical, measured=measured, spec_sheet=None)
+    assert analyse._last_cache(both, reported) == 32 * 1024 * 1024
+    unmeasured = Roofs(hypothetical=hypothetical, measured=None, spec_sheet=None)
+    assert analyse._last_cache(unmeasured, reported) == 8 * 1024 * 1024
+    assert analyse._last_cache(unmeasured, None) is None
