@@ -14,6 +14,7 @@ import pytest
 
 from roofline_report import presets
 from roofline_report.analysis import predict, roofs
+from roofline_report.analysis import terms as terms_mod
 from roofline_report.results import schema
 from tests.ceilings_records import typed_ceilings
 from tests.kernel_records import kernel_record
@@ -95,8 +96,8 @@ def test_traffic_priced_twice_is_charged_once_in_series() -> None:
     terms = (term("transcendental", "compute", 2.0), term("elementwise", "compute", 0.25),
              term("memory", "memory", 1.0), term("memory", "memory", 1.5, predict.COLD),
              term("reduction", "memory", 0.5), term("launch", "overhead", 0.125))
-    assert predict._bound(terms)[0] == 2.25 + 0.125
-    assert predict._bound(terms, in_series=True)[0] == 2.25 + 1.5 + 0.5 + 0.125
+    assert terms_mod.combine(terms)[0] == 2.25 + 0.125
+    assert terms_mod.combine(terms, in_series=True)[0] == 2.25 + 1.5 + 0.5 + 0.125
 
 
 def test_passes_over_data_the_cache_holds_overlap(machine: roofs.RoofSet) -> None:

@@ -49,8 +49,7 @@ def passes_in_series(f: Launch, roofs: RoofSet) -> bool:
     priced at 1.1 ms and its traffic at 0.57 ms, a layer norm 1.0 to 1.1 ms against 0.57 ms of
     traffic; over [1024, 1024], their data in the cache, their kernels took no more than their
     largest terms."""
-    cache = roofs.last_cache_bytes() if f.passes > 1 else None
-    return cache is not None and f.bytes >= cache
+    return f.passes > 1 and roofs.past_the_cache(f.bytes)
 
 
 def cold_arguments(f: Launch, roofs: RoofSet, traffic: float | None, level: str,
@@ -75,7 +74,8 @@ def cold_arguments(f: Launch, roofs: RoofSet, traffic: float | None, level: str,
     if cold is None:
         return None
     read, cache = cold
-    if footprint <= cache or level == read.level or read.value <= 0 or f.bytes >= cache:
+    if footprint <= cache or level == read.level or read.value <= 0 \
+            or roofs.past_the_cache(f.bytes):
         return None
     at_level = roofs.bandwidth_for(f.bytes, f.written, program=True, passes=f.passes,
                                    traffic=traffic)

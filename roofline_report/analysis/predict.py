@@ -68,9 +68,8 @@ kernel of their totals, with a launch added for each of their kernels.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from roofline_report.analysis.convolution_roofs import convolution_parts
 from roofline_report.analysis.inventory_totals import (
@@ -100,6 +99,7 @@ from roofline_report.analysis.roofs import (
     RateRoof,
     RoofSet,
 )
+from roofline_report.analysis.terms import Group, Term, combine
 from roofline_report.hlo.kernels import threads_for
 from roofline_report.hlo.shapes import FLOAT_TYPES, dtype_bits
 from roofline_report.kinds import Kind
@@ -119,31 +119,7 @@ TRANSCENDENTAL_RATE = {"tanh": "tanh", "exp": "exp", "exponential": "exp", "log"
                        "rsqrt": "rsqrt", "sqrt": "sqrt", "power": "log", "sine": "sine",
                        "cosine": "sine", "tan": "tanh", "erf": "tanh", "atan2": "tanh"}
 
-Group = Literal["compute", "memory", "pattern", "overhead"]
 FAULT_TERM = "page faults"  # the term of the pages a kernel faults in, per call
-
-
-@dataclass(frozen=True, slots=True)
-class Term:
-    """One part of a prediction: ``seconds`` per call of the program, priced at ``roof`` (its
-    name) of ``kind``. ``name``: matmul, convolution, conversion, elementwise, transcendental,
-    memory, reduction, launch, split launch or dispatch; ``detail``: the function, level or
-    pattern."""
-
-    name: str
-    group: Group
-    seconds: float
-    roof: str
-    kind: Kind
-    detail: str = ""
-
-    @property
-    def label(self) -> str:
-        """The words for what binds: 'compute: tanh', 'memory: L2', 'transpose', 'launch'."""
-        if self.group == "overhead" or self.group == "pattern":
-            return self.detail or self.name
-        what = self.detail or self.name
-        return f"{self.group}: {what}" if what != self.group else self.group
 
 
 @dataclass(frozen=True, slots=True)
@@ -548,51 +524,6 @@ WIDENED_IN_REDUCTION = ("a {dtype} reduction: it widens each element as it loads
                         "charged apart")
 
 
-#: The unit each compute term runs on, where the backend's units work side by side: a TPU's
-#: matrix unit (products and convolutions), vector unit (other arithmetic, conversions) and
-#: transcendental unit.
-UNITS = {"matmul": "matrix", "convolution": "matrix", "elementwise": "vector",
-         "conversion": "vector", "transcendental": "transcendental"}
-
-
-def _in_series(members: Sequence[Term]) -> float:
-    """A group's terms one after another: its traffic (the largest of its ``memory`` terms,
-    which price the same bytes at different levels) and each of its other terms."""
-    traffic = max((t.seconds for t in members if t.name == "memory"), default=0.0)
-    return traffic + sum(t.seconds for t in members if t.name != "memory")
-
-
-def _bound(terms: tuple[Term, ...], units_overlap: bool = False, *,
-           in_series: bool = False) -> tuple[float, Term]:
-    """(seconds, binding) of terms combined as max(Σ compute, max memory, max pattern) + Σ
-    overhead: a launch's costs are paid before its work, not while it runs. The binding is the
-    largest of the work's group (its largest term standing for it) and each overhead term.
-    Where the backend's compute units work side by side (``units_overlap``: a TPU's matrix,
-    vector and transcendental units, pipelined within a kernel), its compute is the largest of
-    its units' sums, not the sum of all. ``in_series`` (:func:`passes_in_series`): the work
-    is the sum of every term, none hiding another."""
-    compute = [t for t in terms if t.group == "compute"]
-    groups: list[tuple[float, Term]] = []
-    if compute and units_overlap:
-        by_unit: dict[str, list[Term]] = {}
-        for t in compute:
-            by_unit.setdefault(UNITS.get(t.name, t.name), []).append(t)
-        groups += [(sum(t.seconds for t in members), max(members, key=lambda t: t.seconds))
-                   for members in by_unit.values()]
-    elif compute:
-        groups.append((sum(t.seconds for t in compute), max(compute, key=lambda t: t.seconds)))
-    for group in ("memory", "pattern"):
-        members = [t for t in terms if t.group == group]
-        if members:
-            top = max(members, key=lambda t: t.seconds)
-            groups.append((_in_series(members) if in_series else top.seconds, top))
-    overhead = [(t.seconds, t) for t in terms if t.group == "overhead"]
-    work = sum(seconds for seconds, _ in groups) if in_series \
-        else max((seconds for seconds, _ in groups), default=0.0)
-    binding = max([*groups, *overhead], key=lambda g: g[0])[1]
-    return work + sum(seconds for seconds, _ in overhead), binding
-
-
 def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
                    fresh_pages: float = 0.0, traffic: float | None = None,
                    footprint: float | None = None, *, trips_observed: bool = False
@@ -663,7 +594,7 @@ def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
     serial = passes_in_series(f, roofs)
     if serial:
         notes = (*notes, IN_SERIES.format(passes=f.passes))
-    seconds, binding = _bound(tuple(terms), roofs.units_overlap, in_series=serial)
+    seconds, binding = combine(tuple(terms), roofs.units_overlap, in_series=serial)
     scaled = tuple(Term(t.name, t.group, t.seconds * trips, t.roof, t.kind, t.detail)
                    for t in terms)
     binding = scaled[terms.index(binding)]
@@ -782,7 +713,8 @@ def predict_kernels(kernels: Iterable[schema.KernelRecord], dtype: str, roofs: R
 
 def predict_facts(f: Facts, roofs: RoofSet) -> Prediction | None:
     """A program known only by its totals: max(compute, memory) of its totals, plus a launch
-    for each of its kernels and the dispatch floor (:func:`_bound`, as a kernel's)."""
+    for each of its kernels and the dispatch floor (combined as a kernel's terms are:
+    :func:`~roofline_report.analysis.terms.combine`)."""
     one = _launch(f, roofs)
     if one is None:
         return None
@@ -797,6 +729,6 @@ def predict_facts(f: Facts, roofs: RoofSet) -> Prediction | None:
     dispatch = _dispatch(roofs)
     if dispatch is not None:
         terms.append(dispatch)
-    total, binding = _bound(tuple(terms), roofs.units_overlap)
+    total, binding = combine(tuple(terms), roofs.units_overlap)
     return Prediction(total, tuple(terms), binding, f.flops, f.bytes, f.bytes_source,
                       one.level, tuple(notes))

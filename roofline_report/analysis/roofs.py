@@ -401,16 +401,21 @@ class RoofSet:
 
     def _main_read_write(self, working_set: float | None) -> BandwidthRoof | None:
         """Main memory's read-write roof past its window (the working-set sweep's, without its
-        transition from the last cache) for a working set of at least the last-level cache's
-        capacity; None where the caches are not known, the working set is smaller, or main
-        memory has no plausible read-write roof."""
-        cache = self.last_cache_bytes()
-        if cache is None or working_set is None or working_set < cache:
+        transition from the last cache) for a working set past the last-level cache
+        (:meth:`past_the_cache`); None where it is not, or main memory has no plausible
+        read-write roof."""
+        if working_set is None or not self.past_the_cache(working_set):
             return None
+        roof = self._main_sweep(READ_WRITE_KERNEL)
+        return replace(roof, transition=()) if roof is not None else None
+
+    def _main_sweep(self, kernel: str) -> BandwidthRoof | None:
+        """The fastest plausible roof of the working-set sweep's ``kernel`` at main memory's
+        level; None without one."""
         main = self.levels()[-1]
-        roofs = [r for r in self.bandwidth if r.level == main and r.unstable is None
-                 and r.name == f"{main} {READ_WRITE_KERNEL}"]
-        return replace(max(roofs, key=lambda r: r.value), transition=()) if roofs else None
+        roofs = [r for r in self.bandwidth
+                 if r.level == main and r.name == f"{main} {kernel}" and r.unstable is None]
+        return max(roofs, key=lambda r: r.value) if roofs else None
 
     def _device_memory(self, level: str, touched: float | None, written: float | None
                        ) -> BandwidthRoof:
@@ -437,18 +442,21 @@ class RoofSet:
         starts = [r.min_bytes for r in self.bandwidth if r.level == main and r.min_bytes]
         return float(min(starts)) if starts else None
 
+    def past_the_cache(self, nbytes: float) -> bool:
+        """Whether ``nbytes`` reach the last-level cache's capacity (:meth:`last_cache_bytes`):
+        no cache holds them from one pass, or one call, to the next. False where the caches
+        are not known."""
+        cache = self.last_cache_bytes()
+        return cache is not None and nbytes >= cache
+
     def cold_read(self) -> tuple[BandwidthRoof, float] | None:
         """Where a host's caches are known: main memory's read roof (the working-set sweep's
         reading kernel past the last-level cache, the rate of bytes no cache holds) and the
         last-level cache's capacity (where main memory's level starts); None on an
         accelerator, without a sweep past the caches or without a plausible read roof."""
         cache = self.last_cache_bytes()
-        if cache is None:
-            return None
-        main = self.levels()[-1]
-        reads = [r for r in self.bandwidth
-                 if r.level == main and r.name == f"{main} {READ_KERNEL}" and r.unstable is None]
-        return (max(reads, key=lambda r: r.value), cache) if reads else None
+        read = self._main_sweep(READ_KERNEL) if cache is not None else None
+        return (read, cache) if read is not None and cache is not None else None
 
     @property
     def peak(self) -> float | None:
