@@ -386,6 +386,37 @@ def test_a_bfloat16_reduction_widens_its_elements_at_its_own_roof() -> None:
     assert term(predicted(f32, bf16), "conversion") == pytest.approx(5e5 / 2e9)
 
 
+def test_the_hardware_roof_leaves_a_reductions_own_work_to_it_as_the_prediction_does() -> None:
+    """The bfloat16 row sum's conversions and adds are its reduction's work in the prediction;
+    charged at the conversion and multiply-add peaks in its hardware roof as well, it read
+    "149% of roof" while "as predicted". Both now take that work from one place."""
+    from roofline_report.analysis import headroom
+
+    convert = RateRoof("convert float32<->bfloat16", "convert", "float32", 2e9, M, "")
+    reduce = RateRoof("row reduction bfloat16", "reduce", "bfloat16", 4e9, M, "")
+    roofs = RoofSet("this machine", M, ROOFS.compute, ROOFS.bandwidth, ROOFS.floors,
+                    (*ROOFS.rates, convert, reduce))
+    kernel = kernel_record({
+        "flops": 2_000_000, "flops_by_op": {"stablehlo.convert": 1_000_000,
+                                            "stablehlo.reduce": 1_000_000},
+        "bytes_read": 2_000_000, "bytes_written": 4_000, "read_by_dtype": {"bf16": 2_000_000},
+        "written_by_dtype": {"f32": 4_000}, "category": "reduction", "trips": 1,
+        "reduced_elements": 1_000_000})
+    f = predict.kernel_facts(kernel, "bfloat16")
+    assert predict.reduction_work(f, roofs) == (reduce, 1_000_000, 1_000_000)
+    roof = headroom.kernel_roof(kernel, "bfloat16", roofs)
+    assert roof is not None and roof.group_seconds("compute") == 0.0
+    assert roof.seconds == pytest.approx(2_004_000 / 20e9)  # its bytes at main memory's roof
+    # Without the bfloat16 roof the conversions are charged in both, the adds in neither.
+    bare = RoofSet("this machine", M, ROOFS.compute, ROOFS.bandwidth, ROOFS.floors,
+                   (*ROOFS.rates, convert,
+                    RateRoof("row reduction float32", "reduce", "float32", 1e9, M, "")))
+    plain = headroom.kernel_roof(kernel, "bfloat16", bare)
+    p = predict.predict_kernel(kernel, "bfloat16", bare)
+    assert plain is not None and p is not None
+    assert plain.group_seconds("compute") == pytest.approx(1e6 / 2e9) == term(p, "conversion")
+
+
 def test_a_rate_measured_by_size_loses_the_dispatch_floor() -> None:
     from roofline_report.analysis import roofs as roofs_mod
 

@@ -13,6 +13,9 @@ work, as a time per call::
             + conversions ÷ the conversion rate
             + other flops ÷ the multiply-add rate of the dtype it computes in (the matmul roof
               where none was measured)
+              (a reduction's own adds, and the conversions it does in its loads where its
+              row reduction was measured in its 16-bit type, left out as the prediction
+              leaves them: the reduction's code path, as a pattern's is)
             + each transcendental ÷ its function's rate
     memory  = the bytes it touches ÷ the fastest roof of the memory level holding its working
               set (read where the level meets main memory at its size and its program's
@@ -44,6 +47,7 @@ from roofline_report.analysis.predict import (
     TRANSCENDENTAL_RATE,
     Facts,
     kernel_facts,
+    reduction_work,
 )
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.results import schema
@@ -86,10 +90,13 @@ def facts_roof(f: Facts, roofs: RoofSet, traffic: float | None = None, trips: in
     for c in convs:  # each at its roof's peak
         add("compute", c.flops, c.roof.name, c.roof.value, "FLOP/s", "matrix")
     arithmetic = "float32" if f.converts else f.dtype
+    # A reduction's adds and the widening it does in its loads are its own code path's work
+    # (as the prediction prices them), not arithmetic or conversions at their peaks.
+    _, reducing, widened = reduction_work(f, roofs)
     convert = roofs.rate_for("convert", "float32")
     if convert is not None:
-        add("compute", f.converts, convert.name, convert.value, "op/s", "vector")
-    other = f.other_flops + f.recomputed_flops + f.complex_flops
+        add("compute", f.converts - widened, convert.name, convert.value, "op/s", "vector")
+    other = f.other_flops - reducing + f.recomputed_flops + f.complex_flops
     fma = roofs.rate_for("multiply-add", arithmetic)
     if fma is not None:
         add("compute", other, fma.name, fma.value, "FLOP/s", "vector")

@@ -110,7 +110,7 @@ from roofline_report.text import plural
 __all__ = ["COLD", "IN_SERIES", "Facts", "Prediction", "Term", "cold_arguments", "elements_of",
            "facts", "kernel_dtype", "kernel_facts", "passes_in_series", "predict_facts",
            "predict_from_kernels", "predict_kernel", "predict_kernels", "predict_program",
-           "program_buffers", "program_footprint", "program_traffic"]
+           "program_buffers", "program_footprint", "program_traffic", "reduction_work"]
 
 DOT_OPS = ("dot_general", "dot", "convolution")
 CONV_OPS = ("convolution",)
@@ -380,6 +380,20 @@ def product_size(f: Facts) -> float:
     return (f.dot_flops - f.conv_flops) / f.products
 
 
+def reduction_work(f: Facts, roofs: RoofSet) -> tuple[RateRoof | None, float, float]:
+    """(roof, adds, conversions): the row reduction's roof a launch's reduction runs at (None
+    for no reduction, one on operands that stay on chip, or no roof measured), and the work it
+    does inside that roof: its reduce ops' own adds and, where the roof was measured in the
+    kernel's own 16-bit type, the conversions that widen the elements it reads. That work is
+    the reduction's, not arithmetic or conversions priced again: the prediction and the
+    hardware roof (:mod:`~roofline_report.analysis.headroom`) both take it from here."""
+    reduce = roofs.rate_for("reduce", f.dtype) if f.reduced and not f.reads_on_chip else None
+    if reduce is None:
+        return None, 0.0, 0.0
+    widened = min(f.converts, f.reduced) if reduce.dtype == f.dtype != "float32" else 0.0
+    return reduce, f.reduce_flops, widened
+
+
 def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch | None:
     """The compute and memory terms of one launch of ``f`` in a program that moves
     ``traffic`` bytes per call (None: not known); None without a compute or a bandwidth
@@ -420,13 +434,7 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         notes += said
         terms += [Term("convolution", "compute", c.flops / c.rate, c.roof.name, c.roof.kind,
                        c.detail) for c in convs]
-    # A reduction's own adds, and (where the row reduction was measured in the kernel's own
-    # 16-bit type) the widening of the elements it reads, run inside the reduction's roof:
-    # they are its term's work, not priced again as arithmetic or conversions.
-    reduce = roofs.rate_for("reduce", f.dtype) if f.reduced and not f.reads_on_chip else None
-    reducing = f.reduce_flops if reduce is not None else 0.0
-    widened = min(f.converts, f.reduced) \
-        if reduce is not None and reduce.dtype == f.dtype != "float32" else 0.0
+    reduce, reducing, widened = reduction_work(f, roofs)
     if widened:
         notes.append(WIDENED_IN_REDUCTION.format(dtype=f.dtype))
     converts = f.converts - widened
