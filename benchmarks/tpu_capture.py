@@ -1,6 +1,7 @@
 """Capture what an accelerator runs: compiled HLO, call times and profiler traces of programs.
 
     python benchmarks/tpu_capture.py --out DIR [--budget SECONDS] [--only GROUP,...]
+        [--match TEXT,...] [--sizes scaled|backend]
 
 For each program of three groups, on the default jax backend (meant for a TPU):
 
@@ -10,7 +11,12 @@ For each program of three groups, on the default jax backend (meant for a TPU):
   sized so that the chip, not the host, sets the time;
 * ``step``: the shipped Flax NNX training step (examples/transformer.py) at its own size;
 * ``heldout``: the programs of benchmarks/heldout/ with their batch dimension scaled by 8, then
-  4 times more while a call takes under 1.5 ms (at most three sizes).
+  4 times more while a call takes under 1.5 ms (at most three sizes); with ``--sizes
+  backend``, once each at the sizes benchmarks/heldout/heldout.toml gives this backend (the
+  sizes the prediction benchmark measures there).
+
+``--match`` keeps the programs whose name holds one of its comma-separated texts (``dus_``:
+the in-place update-slice sweep).
 
 it writes ``hlo/NAME.txt`` (the optimized HLO), the program's cost and memory analysis and its
 call times (calls enqueued and blocked once, five rounds) into ``programs.json``, and a
@@ -190,6 +196,7 @@ def _pattern_cases() -> Iterator[Case]:
     yield Case("kv_update_bf16_32x8192x1024",
                lambda c, u: cache_update(c, u, jnp.int32(77)),
                args(rand((32, 8192, 1024), bf16), rand((32, 1, 1024), bf16)), donate=(0,))
+    yield from _update_slice_cases(rand, args)
     yield Case("concat_f32_2x8192x4096", lambda a, b: jnp.concatenate([a, b], axis=-1),
                args(rand((8192, 4096)), rand((8192, 4096))))
     yield Case("pad_f32_8192x4096", lambda a: jnp.pad(a, ((1, 1), (3, 5))),
@@ -201,10 +208,72 @@ def _pattern_cases() -> Iterator[Case]:
     yield Case("where_mask_f32_64M", lambda x: jnp.where(x > 0, x, 0.1 * x), args(rand((big,))))
 
 
-def _heldout_cases(config: Path) -> Iterator[tuple[str, str, dict[str, int]]]:
+def _named(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` under ``name``: jax names the compiled module after it (``jit_NAME``), so that
+    programs traced together stay apart in the trace."""
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def _update_slice_cases(rand: Callable[..., Callable[[], Any]],
+                        args: Callable[..., Callable[[], tuple[Any, ...]]]) -> Iterator[Case]:
+    """In-place dynamic-update-slices along each axis of the chip's tiled layouts: the update
+    along the major axis (whole tiles), the second-minor (one sublane row of each tile it
+    crosses), the minor (one lane of each tile), aligned to a tile and not, in float32 and
+    bfloat16, alone and once an iteration of a loop, at sizes that scale the tiles crossed."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    bf16 = jnp.bfloat16
+
+    def update(name: str, shape: tuple[int, ...], upd: tuple[int, ...], at: tuple[int, ...],
+               dtype: Any = jnp.float32) -> Case:
+        fn = _named(name, lambda c, u: lax.dynamic_update_slice(
+            c, u, tuple(jnp.int32(i) for i in at)))
+        return Case(name, fn, args(rand(shape, dtype), rand(upd, dtype)), donate=(0,))
+
+    def looped(name: str, shape: tuple[int, ...], axis: int, trips: int) -> Case:
+        upd = tuple(1 if d == axis else n for d, n in enumerate(shape))
+
+        def body(i: Any, carry: tuple[Any, Any]) -> tuple[Any, Any]:
+            c, u = carry
+            u = u * 1.0001 + 0.5
+            start = tuple(i if d == axis else jnp.int32(0) for d in range(len(shape)))
+            return lax.dynamic_update_slice(c, u, start), u
+
+        fn = _named(name, lambda c, u: lax.fori_loop(0, trips, body, (c, u))[0])
+        return Case(name, fn, args(rand(shape), rand(upd)), donate=(0,))
+
+    yield update("dus_row_f32_8192x4096", (8192, 4096), (1, 4096), (77, 0))
+    yield update("dus_rows8_f32_8192x4096", (8192, 4096), (8, 4096), (80, 0))
+    yield update("dus_col_f32_2048x4096", (2048, 4096), (2048, 1), (0, 77))
+    yield update("dus_col_f32_8192x4096", (8192, 4096), (8192, 1), (0, 77))
+    yield update("dus_col_f32_32768x4096", (32768, 4096), (32768, 1), (0, 77))
+    yield update("dus_col_f32_65536x729", (65536, 729), (65536, 1), (0, 77))
+    yield update("dus_kv_f32_64x4096x8x64", (64, 4096, 8, 64), (64, 1, 8, 64), (0, 77, 0, 0))
+    yield update("dus_kv_bf16_64x4096x8x64", (64, 4096, 8, 64), (64, 1, 8, 64),
+                 (0, 77, 0, 0), bf16)
+    yield update("dus_kv_f32_8x4096x8x64", (8, 4096, 8, 64), (8, 1, 8, 64), (0, 77, 0, 0))
+    yield update("dus_kv_f32_64x4096x8x128", (64, 4096, 8, 128), (64, 1, 8, 128), (0, 77, 0, 0))
+    yield update("dus_major_f32_128x256x256", (128, 256, 256), (1, 256, 256), (77, 0, 0))
+    yield update("dus_mid_f32_256x128x256", (256, 128, 256), (256, 1, 256), (0, 77, 0))
+    yield update("dus_mid_f32_1024x128x256", (1024, 128, 256), (1024, 1, 256), (0, 77, 0))
+    yield update("dus_mid_bf16_256x128x256", (256, 128, 256), (256, 1, 256), (0, 77, 0), bf16)
+    yield looped("dus_loop_mid_f32_256x128x256", (256, 128, 256), 1, 128)
+    yield looped("dus_loop_major_f32_128x256x256", (128, 256, 256), 0, 128)
+    yield looped("dus_loop_col_f32_65536x729", (65536, 729), 1, 64)
+
+
+def _heldout_cases(config: Path, backend: str | None = None
+                   ) -> Iterator[tuple[str, str, dict[str, int]]]:
+    """Each held-out workload's title, setup and dims; with ``backend``, the dims that
+    heldout.toml gives that backend laid over its own."""
     spec = tomllib.loads(config.read_text())
     for w in spec["workload"]:
-        yield w["name"], w["setup"], dict(w.get("dims", {}))
+        dims = dict(w.get("dims", {}))
+        if backend is not None:
+            dims.update(w.get("backend_dims", {}).get(backend, {}))
+        yield w["name"], w["setup"], dims
 
 
 def _block(x: Any) -> Any:
@@ -298,12 +367,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--budget", type=float, default=480.0)
     p.add_argument("--only", default="step,patterns,heldout")
-    p.add_argument("--match", default="", help="only programs whose name holds this text")
+    p.add_argument("--match", default="",
+                   help="only programs whose name holds one of these texts (comma-separated)")
+    p.add_argument("--sizes", choices=("scaled", "backend"), default="scaled",
+                   help="held-out programs with their batch scaled by 8 and more (scaled), or "
+                        "once at the sizes heldout.toml gives this backend (backend)")
     ns = p.parse_args(argv)
     start = time.perf_counter()
     out = Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
     groups = ns.only.split(",")
+    matches = ns.match.split(",")
+
+    def wanted(name: str) -> bool:
+        return any(m in name for m in matches)
 
     import jax
     dev = jax.devices()[0]
@@ -359,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
             chunk += 1
 
         for case in _pattern_cases():
-            if ns.match not in case.name:
+            if not wanted(case.name):
                 continue
             if len(traced) >= 6:
                 flush()
@@ -380,10 +457,36 @@ def main(argv: list[str] | None = None) -> int:
                 print(case.name, "failed:", traceback.format_exc()[-400:], flush=True)
         flush()
         save()
-    if "heldout" in groups:
+    if "heldout" in groups and ns.sizes == "backend":
+        backend = jax.default_backend()
+        for title, setup_ref, dims in _heldout_cases(ROOT / "benchmarks/heldout/heldout.toml",
+                                                     backend):
+            module_name, func = setup_ref.split(":")
+            if not wanted(module_name) or left() < 40:
+                continue
+            name = f"heldout_{module_name}_{backend}"
+            try:
+                setup = getattr(importlib.import_module(module_name), func)
+                fn, args = setup(**dims)
+                compiled, rec = _compile(name, fn, args, (), out)
+                call = Runner(compiled, args, ())
+                rec["timing"] = _time_calls(call)
+                rec.update(group="heldout", title=title, dims=dims, setup=setup_ref)
+                _trace(out / "traces" / name, [(name, call)])
+                rec["traced"] = True
+                programs[name] = rec
+                print(name, f"{rec['timing']['median_s'] * 1e3:.3f} ms", flush=True)
+            except Exception:
+                programs[name] = {"error": traceback.format_exc()[-3000:], "group": "heldout",
+                                  "dims": dims}
+                print(name, "failed:", traceback.format_exc()[-400:], flush=True)
+            finally:
+                jax.clear_caches()  # type: ignore[no-untyped-call]
+            save()
+    elif "heldout" in groups:
         for title, setup_ref, dims in _heldout_cases(ROOT / "benchmarks/heldout/heldout.toml"):
             module_name, func = setup_ref.split(":")
-            if ns.match not in module_name:
+            if not wanted(module_name):
                 continue
             batch = next((d for d in BATCH_DIMS if d in dims), None)
             factor = 8
