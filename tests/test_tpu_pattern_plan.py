@@ -30,6 +30,7 @@ def test_a_tpu_plan_measures_its_own_patterns_and_names_the_absent() -> None:
     assert not on_tpu & absent and absent <= on_cpu
     assert "reduce-window-lane" in on_tpu and "reduce-window-lane" not in on_cpu
     assert "on-chip" in on_tpu and "on-chip" not in on_cpu
+    assert "update-slice" in on_tpu and "update-slice" not in on_cpu
     lanes = [k for k in pattern_plans.kernels(tpu) if k.pattern == "reduce-window-lane"]
     assert sorted(k.row for k in lanes) == sorted(pattern_plans.LANE_ROWS)
     entries = pattern_plans.not_measured(tpu)
@@ -50,6 +51,8 @@ def test_a_tpu_plan_measures_its_own_patterns_and_names_the_absent() -> None:
     ("scatter_add_rows_f32_262144x256", "scatter"),
     # a loop whose carry the compiler keeps in the core's vector memory
     ("fori16_tanh_matmul_bf16_4096", "on-chip"),
+    # one position of a cache: one row of each tile it crosses
+    ("kv_update_bf16_32x8192x1024", "update-slice"),
 ])
 def test_the_check_finds_each_pattern_in_the_tpus_forms(program: str, pattern: str) -> None:
     kernel, described = pattern_kernel(_text(program), pattern)
@@ -61,6 +64,8 @@ def test_the_check_finds_no_pattern_where_there_is_none() -> None:
     assert kernel is None and described
     # a kernel streaming from HBM is no on-chip one
     assert pattern_kernel(_text("scale_f32_64M"), "on-chip")[0] is None
+    # an update of whole tiles is no update-slice: it writes its tiles and reads none
+    assert pattern_kernel(_text("slice_rows_f32_16384x4096"), "update-slice")[0] is None
 
 
 def test_an_accelerators_samples_outlast_its_round_trip() -> None:

@@ -37,11 +37,12 @@ from roofline_report.results import schema
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
             "broadcast-transpose", "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
-            "block-transpose")
+            "block-transpose", "update-slice")
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, a
 # matrix-vector product's matrix elements, the other patterns' elements.
 UNITS = {"loop-dot": "FLOP", "sort": "comparisons", "fft": "FLOP",
-         "interleaved-reduction": "runs", "on-chip": "bytes", "transposed-dot": "FLOP"}
+         "interleaved-reduction": "runs", "on-chip": "bytes", "transposed-dot": "FLOP",
+         "update-slice": "tiles"}
 NO_ROOF = "no roof measured for this kind"
 NO_SIZE = "no pattern size in the kernel record"
 

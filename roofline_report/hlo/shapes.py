@@ -17,6 +17,7 @@ __all__ = ["Array", "Shape", "dtype_bits", "parse_shape"]
 #: HLO's floating element types by the dtype names the model prices them under.
 FLOAT_TYPES = {"f64": "float64", "f32": "float32", "bf16": "bfloat16", "f16": "float16"}
 _SPACE = re.compile(r"S\((\d+)\)")
+_TILE = re.compile(r"[:)]T\(([\d,\s]+)\)")
 _FIXED_BITS = {"pred": 8, "bf16": 16, "tf32": 32, "c64": 64, "c128": 128, "token": 0}
 _WIDTH = re.compile(r"^(?:[su]|f)(?P<bits>\d+)(?:e\d+m\d+\w*)?$")
 
@@ -82,6 +83,16 @@ class Array:
     def tiled(self) -> bool:
         """Whether its layout carries tiles (``{1,0:T(8,128)}``), as a TPU's layouts do."""
         return ":T(" in self.layout or ")T(" in self.layout
+
+    @property
+    def tile(self) -> tuple[int, ...]:
+        """Its layout's first tile, in elements of its minor-most dimensions
+        (``{2,1,0:T(8,128)(2,1)}``: (8, 128), the last for the minor-most dimension); () where
+        the layout carries none."""
+        found = _TILE.search(self.layout)
+        if found is None:
+            return ()
+        return tuple(int(v) for v in found.group(1).split(",") if v.strip())
 
 
 @dataclass(frozen=True, slots=True)

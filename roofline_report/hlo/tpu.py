@@ -43,6 +43,17 @@ under ``tests/fixtures/tpu_v5e_hlo/``), each fact checked there; the kernel inve
   moves a byte (the traces show them taking no time); ``AssumeGatherIndicesInBound`` and
   ``GatherScatterIndicesBitpacked`` mark or pack the indices of a gather or a scatter inside
   its fusion.
+* **Updates of tiled arrays** (:func:`updated_tiles`). An HBM array's layout stores it in
+  tiles (``T(8,128)``: 8 rows of the second-minor dimension by 128 of the minor-most, padded),
+  and an in-place ``dynamic-update-slice`` moves whole tiles: one that writes part of a tile
+  reads and writes all of it. A key-value cache laid out with its positions minor-most
+  (``f32[64,4096,8,64]{1,3,2,0:T(8,128)}``, as the compiler chose for a decode step's
+  attention) takes one token's update as one lane of 4,096 tiles: 16 MiB of tiles for 128 KiB
+  of update. On a TPU v5e such updates took 15 to 20 ns a tile (4 KiB), the tiles' bytes read
+  and written at 410 to 550 GB/s, whether the update crossed tiles along their lanes (a
+  column of [8192, 4096]: 17.6 µs), their rows (a [256, 1, 256] update of a [128, 256, 256]
+  carry whose second axis is second-minor: 10.4 µs an iteration of a loop) or a cache's
+  positions (the 16 MiB above: 70 µs); an update of whole rows of tiles writes them only.
 * **While loops** (:func:`inferred_trip_count`). The TPU compiler writes no
   ``known_trip_count``; a ``fori_loop``'s trip count is read from its condition (a compare of
   the induction variable with a constant), its body (the variable stepped by a constant) and
@@ -55,7 +66,7 @@ import math
 from collections.abc import Iterator
 
 from roofline_report.hlo.ir import Computation, Instruction, Module
-from roofline_report.hlo.shapes import Array
+from roofline_report.hlo.shapes import Array, dtype_bits
 from roofline_report.hlo.taps import DIM_LABELS, valid_taps, window_dims
 
 __all__ = [
@@ -73,6 +84,7 @@ __all__ = [
     "on_chip",
     "product_batch",
     "product_convolution",
+    "updated_tiles",
 ]
 
 TPU, CPU, GPU = "tpu", "cpu", "gpu"
@@ -327,3 +339,40 @@ def _step(body: Computation, index: int) -> int | None:
             and (value := _int(_through(body, left))) is not None:
         return value
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# In-place updates of tiled arrays
+# --------------------------------------------------------------------------------------------
+
+
+def updated_tiles(target: Array | None, update: Array | None) -> tuple[int, int, int] | None:
+    """(tiles, bytes read, bytes written) of an in-place update of ``update``'s extent into
+    ``target``, a TPU array stored in tiles: the tiles the update crosses, each moved whole
+    (its padding included), read too where the update covers only part of it. Along each of
+    the tiled (minor-most) dimensions the update crosses ``ceil(extent / tile)`` tiles
+    (starting on a tile boundary, as a cache's rows and a loop's steps do); it covers them
+    whole where its extent is a multiple of the tile's or the whole dimension. None where
+    ``target`` carries no tile or the shapes do not pair."""
+    if target is None or update is None or len(update.dims) != len(target.dims):
+        return None
+    tile = target.tile
+    rank = len(target.dims)
+    if not tile or len(tile) > rank:
+        return None
+    bits = dtype_bits(target.dtype)
+    if not bits:
+        return None
+    order = target.minor_to_major()
+    tiled = {order[i]: tile[len(tile) - 1 - i] for i in range(len(tile))}
+    tiles, whole = 1, True
+    for d, (size, extent) in enumerate(zip(target.dims, update.dims, strict=True)):
+        extent = min(extent, size)
+        if d in tiled:
+            step = max(1, tiled[d])
+            tiles *= -(-extent // step)
+            whole = whole and (extent % step == 0 or extent == size)
+        else:
+            tiles *= extent
+    nbytes = tiles * math.prod(tile) * max(8, bits) // 8
+    return tiles, (0 if whole else nbytes), nbytes

@@ -75,5 +75,6 @@ ACCELERATOR_MODEL_TEXT = (
     "reads) and its bytes in the core's own memory at the measured on-chip rate; and a "
     "kernel of a pattern with a rate of its own (a sort or a top-k by row length, a gather "
     "or a scatter by the elements of each index, a reduction broadcast back along its row as "
-    "a reduce-window spanning the row, a reduction along a non-minor axis, an argmax) takes "
-    "its size at that pattern's rate measured at its size. " + _JUDGED)
+    "a reduce-window spanning the row, a reduction along a non-minor axis, an argmax, a TPU's "
+    "in-place update of part of each tile it crosses by those tiles) takes its size at that "
+    "pattern's rate measured at its size. " + _JUDGED)

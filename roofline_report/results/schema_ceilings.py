@@ -196,9 +196,11 @@ class RateCeiling(Record):
                 "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
                 "variadic-reduction", "top-k", "fused-transpose", "fft",
                 "interleaved-reduction", "broadcast-transpose", "reduce-window-lane",
-                "on-chip", "mat-vec", "vec-mat", "transposed-dot", "block-transpose"]
+                "on-chip", "mat-vec", "vec-mat", "transposed-dot", "block-transpose",
+                "update-slice"]
     dtype: str
-    unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s", "runs/s", "bytes/s"] = "1/s"
+    unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s", "runs/s", "bytes/s",
+                  "tiles/s"] = "1/s"
     kind: Literal["measured"] = "measured"
     available: bool
     reason: str = ""

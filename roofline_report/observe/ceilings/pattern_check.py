@@ -61,6 +61,8 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
             return bool(ops.get("transpose") or ops.get("copy")) and not _library(k)
         if pattern == "reduce-window-lane":
             return bool(ops.get("reduce-window"))
+        if pattern == "update-slice":
+            return bool(ops.get("dynamic-update-slice"))
         if pattern in ("loop-dot", "mat-vec", "vec-mat", "transposed-dot"):
             return bool(ops.get("dot")) and not _library(k)
         if pattern == "strided-reduction":

@@ -483,6 +483,28 @@ def on_chip(dtype: str) -> Callable[[int], Point]:
     return build
 
 
+UPDATE_LANES = 128  # the update-slice roof's array: [R, 128], one tile of lanes wide
+UPDATE_COLUMN = 77  # the column it updates: one lane of every tile
+
+
+def update_column(dtype: str) -> Callable[[int], Point]:
+    """``lax.dynamic_update_slice`` of a column ``[R, 1]`` into a donated ``[R, 128]`` (about
+    the elements asked), by tiles crossed: on a TPU every tile of 8 x 128 of the array holds
+    one element of the update, and is read and written whole
+    (:func:`~roofline_report.hlo.tpu.updated_tiles`); R / 8 tiles a call."""
+    from jax import lax
+
+    def build(elements: int) -> Point:
+        rows = max(8, elements // UPDATE_LANES // 8 * 8)
+        x, column = _array((rows, UPDATE_LANES), dtype), _array((rows, 1), dtype)
+        tiles = rows // 8
+        return Point(lambda c, u: lax.dynamic_update_slice(c, u, (0, UPDATE_COLUMN)),
+                     (x, column), tiles, 2 * rows * UPDATE_LANES * _itemsize(dtype),
+                     (rows, UPDATE_LANES), donate=True)
+
+    return build
+
+
 LANE_BLOCK = 512  # the middle axis of the lane roofs' [B, 512, row] (a [4, 512, 8192] had it)
 
 
