@@ -15,8 +15,10 @@ For each program of three groups, on the default jax backend (meant for a TPU):
   backend``, once each at the sizes benchmarks/heldout/heldout.toml gives this backend (the
   sizes the prediction benchmark measures there).
 
-``--match`` keeps the programs whose name holds one of its comma-separated texts (``dus_``:
-the in-place update-slice sweep).
+``--only updates`` adds a group of its own, traced with the patterns: in-place
+dynamic-update-slices along each axis of the tiled layouts (``dus_...``), whose per-op times
+show what such an update costs a tile. ``--match`` keeps the programs whose name holds one of
+its comma-separated texts.
 
 it writes ``hlo/NAME.txt`` (the optimized HLO), the program's cost and memory analysis and its
 call times (calls enqueued and blocked once, five rounds) into ``programs.json``, and a
@@ -196,7 +198,6 @@ def _pattern_cases() -> Iterator[Case]:
     yield Case("kv_update_bf16_32x8192x1024",
                lambda c, u: cache_update(c, u, jnp.int32(77)),
                args(rand((32, 8192, 1024), bf16), rand((32, 1, 1024), bf16)), donate=(0,))
-    yield from _update_slice_cases(rand, args)
     yield Case("concat_f32_2x8192x4096", lambda a, b: jnp.concatenate([a, b], axis=-1),
                args(rand((8192, 4096)), rand((8192, 4096))))
     yield Case("pad_f32_8192x4096", lambda a: jnp.pad(a, ((1, 1), (3, 5))),
@@ -215,16 +216,23 @@ def _named(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _update_slice_cases(rand: Callable[..., Callable[[], Any]],
-                        args: Callable[..., Callable[[], tuple[Any, ...]]]) -> Iterator[Case]:
+def _update_slice_cases() -> Iterator[Case]:
     """In-place dynamic-update-slices along each axis of the chip's tiled layouts: the update
     along the major axis (whole tiles), the second-minor (one sublane row of each tile it
     crosses), the minor (one lane of each tile), aligned to a tile and not, in float32 and
     bfloat16, alone and once an iteration of a loop, at sizes that scale the tiles crossed."""
+    import jax
     import jax.numpy as jnp
     from jax import lax
 
     bf16 = jnp.bfloat16
+    key = jax.random.PRNGKey(0)
+
+    def rand(shape: tuple[int, ...], dtype: Any = jnp.float32) -> Callable[[], Any]:
+        return lambda: jax.random.normal(key, shape, dtype)
+
+    def args(*makers: Callable[[], Any]) -> Callable[[], tuple[Any, ...]]:
+        return lambda: tuple(m() for m in makers)
 
     def update(name: str, shape: tuple[int, ...], upd: tuple[int, ...], at: tuple[int, ...],
                dtype: Any = jnp.float32) -> Case:
@@ -417,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             programs["transformer_step"] = {"error": traceback.format_exc()[-3000:]}
             print(programs["transformer_step"]["error"], flush=True)
         save()
-    if "patterns" in groups:
+    if "patterns" in groups or "updates" in groups:
         traced: list[tuple[str, Runner]] = []
         chunk = 0
 
@@ -435,7 +443,9 @@ def main(argv: list[str] | None = None) -> int:
             traced.clear()
             chunk += 1
 
-        for case in _pattern_cases():
+        cases = [*(_pattern_cases() if "patterns" in groups else ()),
+                 *(_update_slice_cases() if "updates" in groups else ())]
+        for case in cases:
             if not wanted(case.name):
                 continue
             if len(traced) >= 6:
