@@ -19,10 +19,12 @@ work and the bytes it touches) with the times of its profiler trace, under one r
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from roofline_report.analysis import explain, headroom, predict
+from roofline_report.analysis.async_exposure import expose
 from roofline_report.analysis.call_accounting import account_calls
 from roofline_report.analysis.fresh_pages import fresh_pages, temp_bytes
 from roofline_report.analysis.kernel_records import Category, KernelRow, KernelTable, TraceSummary
@@ -221,9 +223,15 @@ def kernel_table(workload: schema.Workload, roofs: RoofSet, backend: str
     observed, loops = loop_trips(listed, times)
     traffic = predict.program_traffic(inventory)
     footprint = predict.program_footprint(inventory)
-    rows = [_row(*observed_kernel(kernel, observed.get(kernel.name)), times.get(kernel.name),
-                 dtype, roofs, trace, fresh, traffic, footprint)
-            for kernel, fresh in zip(listed, pages, strict=True)]
+    sized = [observed_kernel(kernel, observed.get(kernel.name)) for kernel in listed]
+    rows = [_row(kernel, static, times.get(kernel.name), dtype, roofs, trace, fresh, traffic,
+                 footprint)
+            for (kernel, static), fresh in zip(sized, pages, strict=True)]
+    # An asynchronous copy is charged what of its transfer the kernels beside it leave.
+    exposed = expose([kernel for kernel, _ in sized], [r.prediction for r in rows])
+    rows = [r if p is r.prediction else
+            replace(r, prediction=p, miss=miss(p.seconds if p else None, r.seconds))
+            for r, p in zip(rows, exposed, strict=True)]
     total = sum(r.seconds or 0.0 for r in rows)
     accounting = None
     if traced is not None and trace is not None:

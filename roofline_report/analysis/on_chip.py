@@ -8,6 +8,7 @@ from __future__ import annotations
 from roofline_report.results import schema
 
 ON_CHIP = "on-chip"  # the rate of bytes moved within a TPU core's vector memory
+ON_CHIP_DETAIL = "on chip"  # the detail of a prediction's term for its on-chip bytes
 ON_CHIP_REDUCTION = ("its reductions read operands that stay on chip: the row reduction's "
                      "roof, measured on arrays in HBM, does not bound them; priced by their "
                      "on-chip bytes")

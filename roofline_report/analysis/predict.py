@@ -71,6 +71,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from roofline_report.analysis.async_exposure import expose
 from roofline_report.analysis.convolution_roofs import convolution_parts
 from roofline_report.analysis.inventory_totals import (
     program_buffers,
@@ -79,6 +80,7 @@ from roofline_report.analysis.inventory_totals import (
 )
 from roofline_report.analysis.on_chip import (
     ON_CHIP,
+    ON_CHIP_DETAIL,
     ON_CHIP_PATTERN,
     ON_CHIP_REDUCTION,
     STREAMED_PATTERNS,
@@ -187,6 +189,10 @@ class Prediction:
     # True when a while loop whose trip count is neither known to the compiler nor observed in
     # a trace is counted once: the time, work and bytes are then lower bounds.
     lower_bound: bool = False
+    # An asynchronous pair's transfer per call (its largest term), off the call's path where
+    # the kernels issued between its start and its done hide it
+    # (:mod:`roofline_report.analysis.async_exposure`); None for any other kernel.
+    transfer: Term | None = None
 
     def group_seconds(self, group: Group) -> float:
         """The summed seconds of one group's terms."""
@@ -519,7 +525,7 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         chip = roofs.rate_for(ON_CHIP, "float32")
         if chip is not None:
             terms.append(Term("memory", "memory", f.on_chip / chip.rate_at(f.on_chip),
-                              chip.name, chip.kind, "on chip"))
+                              chip.name, chip.kind, ON_CHIP_DETAIL))
         else:
             notes.append("no on-chip rate measured: its bytes in the core's own memory are "
                          "not charged")
@@ -593,9 +599,16 @@ def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
     if fault is not None:
         terms.append(Term(FAULT_TERM, "overhead", fresh_pages * fault.seconds / trips,
                           fault.name, fault.kind))
+    transfer = None
     if kernel.asynchronous:
         # Its transfer runs while the kernels issued between its start and its done do: only
-        # its issue is the call's time.
+        # its issue is the call's time here; what of the transfer they do not hide is added
+        # across the program's kernels (async_exposure.expose).
+        work = [t for t in terms if t.group != "overhead"]
+        top = max(work, key=lambda t: t.seconds, default=None)
+        if top is not None:
+            transfer = Term(top.name, top.group, top.seconds * trips, top.roof, top.kind,
+                            top.detail)
         terms = [t for t in terms if t.group == "overhead"] or [
             Term(OVERLAPPED, "overhead", 0.0, OVERLAPPED, Kind.PREDICTED)]
         notes = (*notes, ASYNCHRONOUS)
@@ -608,7 +621,7 @@ def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
     binding = scaled[terms.index(binding)]
     unknown = not kernel.trips_known and not trips_observed
     return Prediction(seconds * trips, scaled, binding, f.flops * trips, f.bytes * trips,
-                      f.bytes_source, one.level, notes, lower_bound=unknown)
+                      f.bytes_source, one.level, notes, lower_bound=unknown, transfer=transfer)
 
 
 OVERLAPPED = "overlapped"  # the term of an asynchronous kernel's transfer: off the call's path
@@ -712,8 +725,9 @@ def predict_kernels(kernels: Iterable[schema.KernelRecord], dtype: str, roofs: R
     """Each kernel's :func:`predict_kernel` in a program moving ``traffic`` bytes per call and
     holding ``footprint``, in order, leaving out a conditional's branches the program does not
     charge; None when one cannot be priced."""
-    parts = [predict_kernel(kernel, dtype, roofs, traffic=traffic, footprint=footprint)
-             for kernel in kernels if kernel.charged]
+    charged = [kernel for kernel in kernels if kernel.charged]
+    parts = expose(charged, [predict_kernel(kernel, dtype, roofs, traffic=traffic,
+                                            footprint=footprint) for kernel in charged])
     if not all(p is not None for p in parts):
         return None
     return [p for p in parts if p is not None]

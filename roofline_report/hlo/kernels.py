@@ -47,7 +47,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline_report.errors import scrub_paths
@@ -319,6 +319,28 @@ def _bytes_rule(traffic: Traffic) -> str | None:
     return "; ".join(traffic.rules) or None
 
 
+def _overlapped(sites: Sequence[Site]) -> dict[int, list[str]]:
+    """For each asynchronous pair (by its index in ``sites``), the kernels issued between its
+    start and its done, which its transfer runs beside: the kernels of its computation
+    scheduled between the two (a scheduled module lists its instructions in the order they
+    are issued) and those of the loops scheduled there. Nothing where the start and the done
+    are not both found."""
+    out: dict[int, list[str]] = {}
+    for index, site in enumerate(sites):
+        if site.done is None:
+            continue
+        order = {id(i): n for n, i in enumerate(site.computation.instructions)}
+        start, done = order.get(id(site.instruction)), order.get(id(site.done))
+        if start is None or done is None or done <= start:
+            continue
+        between = {id(i) for i in site.computation.instructions[start + 1:done]}
+        out[index] = [
+            other.instruction.name for other in sites if other is not site and (
+                (other.computation is site.computation and id(other.instruction) in between)
+                or any(id(loop.instruction) in between for loop in other.context.loops))]
+    return out
+
+
 def _kernel(program: _Program, site: Site, cwd: str | None,
             in_place: frozenset[str], frames: StackFrames) -> dict[str, Any]:
     instr, comp = site.instruction, site.computation
@@ -366,6 +388,7 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         else relative_source(user_location(located, frames), cwd),
         "in_place": traffic.in_place or (comp.is_entry and instr.name in in_place),
         "asynchronous": site.done is not None,
+        "overlapped_by": [] if site.done is not None else None,
         "pattern": pattern.name,
         "pattern_size": pattern.size,
         "pattern_detail": pattern.detail,
@@ -520,7 +543,9 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
     own memories (vector memory, scalars, sync flags: no memory traffic; 0 on other
     backends); ``asynchronous`` marks an asynchronous pair (``copy-start``/``copy-done``,
     ``slice-start``/``slice-done``, a collective's ``-start``/``-done``) listed once, which
-    overlaps the kernels issued between its start and its done; ``matmul_precision`` is the
+    overlaps the kernels issued between its start and its done (``overlapped_by``: their
+    names, those of loops scheduled between included; None for any other kernel);
+    ``matmul_precision`` is the
     operand precision of its largest matrix product above the default (``high``,
     ``highest``), else None.
 
@@ -539,6 +564,8 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
     in_place = in_place_kernels(module)
     table = frames if frames is not None else module.frame_table()
     kernels = [_kernel(program, site, cwd, in_place, table) for site in program.walk.sites]
+    for index, names in _overlapped(program.walk.sites).items():
+        kernels[index]["overlapped_by"] = names
     notes = list(program.walk.notes)
     charged = [k for k in kernels if k["charged"]]
     flops_by_op: Counter[str] = Counter()

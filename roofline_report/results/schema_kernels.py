@@ -73,6 +73,10 @@ class KernelRecord(Record):
     # An asynchronous start/done pair (a copy-start/copy-done, a slice-start/slice-done, a
     # collective's -start/-done) listed once: it overlaps the kernels issued before its done.
     asynchronous: bool = False
+    # An asynchronous pair's: the kernels issued between its start and its done, which its
+    # transfer runs beside ([] for none: nothing hides it); None where not recorded (another
+    # kernel, or documents written before it was).
+    overlapped_by: list[str] | None = None
     pattern: Literal["transpose", "loop-dot", "strided-reduction", "gather", "scatter",
                      "sort", "variadic-reduction", "top-k", "fused-transpose", "fft",
                      "interleaved-reduction", "broadcast-transpose",
