@@ -22,19 +22,23 @@ scatter 3 x its updates plus its indices):
   kernel, read by its op's rule (an asynchronous slice reads its slice), its result the
   ``-done``'s.
 
-In a TPU's module (:mod:`roofline_report.hlo.tpu`) the bytes are the HBM traffic: an operand
-or result in the core's own memory (vector memory ``S(1)``, scalars, sync flags) is counted
-apart (``on_chip_read``, ``on_chip_written``), not as traffic, and the boundary bytes are the
-HBM's too; ``ConcatBitcast`` and ``AllocateBuffer`` move nothing; and a fusion nested inside
-the kernel's is followed (its compiler wraps a scatter in a fusion inside the kernel's: the
-scatter still updates the donated table in place); and an in-place dynamic-update-slice of an
-array stored in tiles moves the whole tiles its update crosses, reading those it covers only
-in part (:func:`~roofline_report.hlo.tpu.updated_tiles`: one token's update of a cache whose
-positions are minor-most moves 16 MiB of tiles for 128 KiB). Checked against XLA's own per-op HBM
-figures in the TPU v5e traces (``memory_access_breakdown``): equal for every kernel of the
-pattern programs but those XLA's figures leave out (custom calls), charge to the ``-done``
-(an asynchronous copy's write) or charge otherwise (a fusion's operand read by two of its
-ops: twice; a scatter: its whole output written, nothing read; a sort: no write).
+In a TPU's module (:mod:`roofline_report.hlo.tpu`) the bytes are the HBM traffic: an operand or
+result in the core's own memory (vector memory ``S(1)``, scalars, sync flags) is counted apart
+(``on_chip_read``, ``on_chip_written``), not as traffic, and the boundary bytes are the HBM's
+too; ``ConcatBitcast`` and ``AllocateBuffer`` move nothing; and a fusion nested inside the
+kernel's is followed (its compiler wraps a scatter in a fusion inside the kernel's: the scatter
+still updates the donated table in place); and an in-place dynamic-update-slice of an array
+stored in tiles moves the whole tiles its update crosses, reading those it covers only in part
+(:func:`~roofline_report.hlo.tpu.updated_tiles`: one token's update of a cache whose positions
+are minor-most moves 16 MiB of tiles for 128 KiB); and every array stored in tiles moves with
+its tiles' padding (:attr:`~roofline_report.hlo.shapes.Array.padded_nbytes`: a
+``bf16[65536,1,64]`` in tiles of 2 x 128 moves four times its 8 MiB), recorded apart too
+(``padding_read``, ``padding_written``, ``padding_on_chip``). Checked against XLA's own per-op
+HBM figures in the TPU v5e traces (``memory_access_breakdown``, logical bytes: equal to the
+count's less its padding) for every kernel of the pattern programs but those XLA's figures
+leave out (custom calls), charge to the ``-done`` (an asynchronous copy's write) or charge
+otherwise (a fusion's operand read by two of its ops: twice; a scatter: its whole output
+written, nothing read; a sort: no write).
 
 Inside a loop, these are per launch: a dynamic-update-slice writing one row of a [32, 32, 256]
 buffer per iteration charges one row (32 KiB) per launch, not the buffer (1 MiB).
@@ -62,8 +66,19 @@ def _array_bytes(array: Array, elements: int) -> int:
     return size or 0
 
 
-def _full(shape: Shape | None) -> Counter[str]:
-    return Counter(shape.bytes_by_dtype()) if shape is not None else Counter()
+def _full(shape: Shape | None, tpu: bool = False) -> Counter[str]:
+    """Bytes of every array of ``shape`` by element type; with ``tpu``, with their tiles'
+    padding (:attr:`~roofline_report.hlo.shapes.Array.padded_nbytes`)."""
+    if shape is None:
+        return Counter()
+    if not tpu:
+        return Counter(shape.bytes_by_dtype())
+    out: Counter[str] = Counter()
+    for array in shape.arrays():
+        size = array.padded_nbytes
+        if size:
+            out[array.dtype] += size
+    return out
 
 
 def _part(array: Array | None, elements: int) -> Counter[str]:
@@ -112,6 +127,14 @@ class Traffic:
     on_chip_written: Counter[str] = field(default_factory=Counter)
     # The bytes read from each operand, in operand order (a TPU's: its HBM bytes).
     read_by_operand: list[int] = field(default_factory=list)
+    # A TPU's: the reads (by operand) and writes (by output) already counted in whole tiles
+    # (an in-place update's), which its layouts' padding is not added to again.
+    whole_tiles: set[tuple[str, int]] = field(default_factory=set)
+    # A TPU's: how many of the bytes above are its arrays' tile padding (HBM reads, HBM
+    # writes, and on chip both ways).
+    padding_read: int = 0
+    padding_written: int = 0
+    padding_on_chip: int = 0
 
     @property
     def touched(self) -> int:
@@ -282,12 +305,13 @@ def _split(counter: Counter[str], shape: Shape | None, backend: str | None
         return counter, Counter()
     if shape.array is not None:
         return (Counter(), counter) if on_chip(shape.array, backend) else (counter, Counter())
-    if counter != _full(shape):
+    whole = counter == _full(shape)
+    if not whole and counter != _full(shape, tpu=True):
         return counter, Counter()
     hbm: Counter[str] = Counter()
     chip: Counter[str] = Counter()
     for array in shape.arrays():
-        size = array.nbytes
+        size = array.nbytes if whole else array.padded_nbytes
         if size:
             (chip if on_chip(array, backend) else hbm)[array.dtype] += size
     return hbm, chip
@@ -312,9 +336,9 @@ def kernel_traffic(instr: Instruction, module: Module, done: Instruction | None 
         op = op[: -len("-start")]  # an asynchronous slice or copy: the op's own rule
     operands = list(instr.operand_shapes)
     for shape in operands:
-        traffic.boundary_read.update(_split(_full(shape), shape, backend)[0])
+        traffic.boundary_read.update(_split(_full(shape, tpu), shape, backend)[0])
     for shape in outputs:
-        traffic.boundary_written.update(_split(_full(shape), shape, backend)[0])
+        traffic.boundary_written.update(_split(_full(shape, tpu), shape, backend)[0])
     reads: list[Counter[str]] = [_full(s) for s in operands]
     writes: list[Counter[str]] = [_full(s) for s in outputs]
     first = operands[0].array if operands and operands[0] is not None else None
@@ -337,6 +361,7 @@ def kernel_traffic(instr: Instruction, module: Module, done: Instruction | None 
             traffic.rules.append("dynamic-update-slice in place: writes only the update")
         else:
             reads[0], writes[0] = tiles[1], tiles[2]
+            traffic.whole_tiles |= {("read", 0), ("write", 0)}
             traffic.rules.append(f"dynamic-update-slice in place: {tiles[3]}")
     elif op == "scatter":
         inputs, updates = scatter_parts(instr)
@@ -352,16 +377,47 @@ def kernel_traffic(instr: Instruction, module: Module, done: Instruction | None 
         traffic.rules.append("scatter in place: reads and writes only the scattered elements")
     elif op == "fusion":
         _fusion_traffic(instr, module, fused, reads, writes, outputs, traffic, tpu)
-    for counter, shape in zip(reads, operands, strict=False):
+    for index, (counter, shape) in enumerate(zip(reads, operands, strict=False)):
         hbm, chip = _split(counter, shape, backend)
+        if tpu and ("read", index) not in traffic.whole_tiles:
+            more_hbm, more_chip = _split(_padded(counter, shape), shape, backend)
+            traffic.padding_read += sum(more_hbm.values()) - sum(hbm.values())
+            traffic.padding_on_chip += sum(more_chip.values()) - sum(chip.values())
+            hbm, chip = more_hbm, more_chip
         traffic.read.update(hbm)
         traffic.on_chip_read.update(chip)
         traffic.read_by_operand.append(sum(hbm.values()))
-    for counter, shape in zip(writes, outputs, strict=False):
+    for index, (counter, shape) in enumerate(zip(writes, outputs, strict=False)):
         hbm, chip = _split(counter, shape, backend)
+        if tpu and ("write", index) not in traffic.whole_tiles:
+            more_hbm, more_chip = _split(_padded(counter, shape), shape, backend)
+            traffic.padding_written += sum(more_hbm.values()) - sum(hbm.values())
+            traffic.padding_on_chip += sum(more_chip.values()) - sum(chip.values())
+            hbm, chip = more_hbm, more_chip
         traffic.written.update(hbm)
         traffic.on_chip_written.update(chip)
+    if traffic.padding_read or traffic.padding_written or traffic.padding_on_chip:
+        traffic.rules.append(PADDED)
     return traffic
+
+
+#: The rule of a TPU kernel some of whose arrays' tiles are padded.
+PADDED = ("arrays stored in tiles counted with their tiles' padding (a dimension shorter than "
+          "its tile moves as a whole tile)")
+
+
+def _padded(counter: Counter[str], shape: Shape | None) -> Counter[str]:
+    """``counter`` (bytes of one operand or result of ``shape``) with its arrays' tile
+    padding: the bytes of one array scaled by its padded size over its size, those of a
+    tuple read or written whole replaced by its arrays' padded sizes."""
+    if shape is None or not counter:
+        return counter
+    if shape.array is not None:
+        size, padded = shape.array.nbytes, shape.array.padded_nbytes
+        if not size or not padded or padded <= size:
+            return counter
+        return Counter({k: v * padded // size for k, v in counter.items()})
+    return _full(shape, tpu=True) if counter == _full(shape) else counter
 
 
 def _fusion_traffic(instr: Instruction, module: Module, cache: dict[str, FusionBytes] | None,
@@ -405,6 +461,7 @@ def _fusion_traffic(instr: Instruction, module: Module, cache: dict[str, FusionB
             if tiles is not None and target is not None and target < len(reads):
                 reads[target] = reads[target] + tiles[1]
                 writes[i] = tiles[2]
+                traffic.whole_tiles |= {("read", target), ("write", i)}
                 traffic.rules.append(f"output {i}: dynamic-update-slice in place, {tiles[3]}")
                 continue
             count = elements_of(given)

@@ -314,7 +314,9 @@ def _argument_buffer(name: str, comp: Computation, module: Module) -> bool:
 
 
 def _bytes_rule(traffic: Traffic) -> str | None:
-    if traffic.read == traffic.boundary_read and traffic.written == traffic.boundary_written:
+    padded = traffic.padding_read or traffic.padding_written or traffic.padding_on_chip
+    if traffic.read == traffic.boundary_read and traffic.written == traffic.boundary_written \
+            and not padded:
         return None
     return "; ".join(traffic.rules) or None
 
@@ -376,6 +378,9 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "boundary_bytes_written": sum(traffic.boundary_written.values()),
         "on_chip_bytes_read": sum(traffic.on_chip_read.values()),
         "on_chip_bytes_written": sum(traffic.on_chip_written.values()),
+        "padding_bytes_read": traffic.padding_read,
+        "padding_bytes_written": traffic.padding_written,
+        "padding_on_chip_bytes": traffic.padding_on_chip,
         "bytes_rule": _bytes_rule(traffic),
         "flops_by_op": dict(sorted(cost.flops_by_op.items())),
         "transcendentals_by_op": dict(sorted(cost.transcendentals_by_op.items())),

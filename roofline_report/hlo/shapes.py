@@ -85,6 +85,23 @@ class Array:
         return ":T(" in self.layout or ")T(" in self.layout
 
     @property
+    def padded_nbytes(self) -> int | None:
+        """Bytes in memory with its tiles' padding: each tiled (minor-most) dimension rounded up
+        to a whole number of its layout's first tile (``f32[4096,64]{1,0:T(8,128)}``: 64 lanes
+        padded to 128, twice :attr:`nbytes`); :attr:`nbytes` where the layout carries none."""
+        tile = self.tile
+        if not tile or len(tile) > len(self.dims):
+            return self.nbytes
+        bits = _storage_bits(self.dtype, self.layout)
+        if bits is None:
+            return None
+        dims = list(self.dims)
+        for d, step in zip(self.minor_to_major(), reversed(tile), strict=False):
+            if step > 0:
+                dims[d] = -(-dims[d] // step) * step
+        return -(-math.prod(dims) * bits // 8)
+
+    @property
     def tile(self) -> tuple[int, ...]:
         """Its layout's first tile, in elements of its minor-most dimensions
         (``{2,1,0:T(8,128)(2,1)}``: (8, 128), the last for the minor-most dimension); () where

@@ -70,6 +70,11 @@ class KernelRecord(Record):
     # sync flags) per launch, apart from bytes_read/bytes_written (HBM traffic); 0 elsewhere.
     on_chip_bytes_read: Count = 0
     on_chip_bytes_written: Count = 0
+    # A TPU kernel's: how many of its bytes above are its arrays' tile padding (HBM reads, HBM
+    # writes, on chip both ways; a dimension shorter than its tile moves as a whole tile).
+    padding_bytes_read: Count = 0
+    padding_bytes_written: Count = 0
+    padding_on_chip_bytes: Count = 0
     # An asynchronous start/done pair (a copy-start/copy-done, a slice-start/slice-done, a
     # collective's -start/-done) listed once: it overlaps the kernels issued before its done.
     asynchronous: bool = False
