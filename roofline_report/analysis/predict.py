@@ -48,7 +48,10 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
     kernel   = trips × (max(compute, memory, pattern) + launch) + split
                (trips: the loop's known trip count, else the launches per call a trace
                observed, :mod:`roofline_report.analysis.loop_trips`; with neither, once, and
-               the prediction is marked a lower bound)
+               the prediction is marked a lower bound); an asynchronous copy or slice: its
+               launch, plus what of its transfer (its largest term) the kernels issued
+               between its start and its done leave unhidden
+               (:mod:`roofline_report.analysis.async_exposure`)
     program  = Σ kernels + the dispatch floor of one call (calls enqueued, as programs are timed)
 
 A kernel computes in the dtype of the bytes it reads (:func:`kernel_dtype`): a bfloat16 program
