@@ -25,15 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from roofline_report.analysis.on_chip import ON_CHIP_DETAIL
-from roofline_report.analysis.terms import Term
+from roofline_report.analysis.terms import Prediction, Term
 from roofline_report.results import schema
 from roofline_report.units import format_si
-
-if TYPE_CHECKING:  # predict calls expose: its type only, no import cycle
-    from roofline_report.analysis.predict import Prediction
 
 __all__ = ["EXPOSED", "TRANSFERS", "expose", "slack"]
 

@@ -104,7 +104,7 @@ from roofline_report.analysis.roofs import (
     RateRoof,
     RoofSet,
 )
-from roofline_report.analysis.terms import Group, Term, combine
+from roofline_report.analysis.terms import Group, Prediction, Term, combine
 from roofline_report.hlo.kernels import threads_for
 from roofline_report.hlo.shapes import FLOAT_TYPES, dtype_bits
 from roofline_report.kinds import Kind
@@ -174,55 +174,6 @@ class Facts:
     @property
     def flops(self) -> float:
         return self.dot_flops + self.other_flops + self.converts
-
-
-@dataclass(frozen=True, slots=True)
-class Prediction:
-    """A predicted time per call, its terms, the term that binds, and what it was priced on."""
-
-    seconds: float
-    terms: tuple[Term, ...]
-    binding: Term
-    flops: float  # the work priced, per call
-    bytes: float  # the bytes priced, per call
-    bytes_source: str
-    level: str  # the memory level(s) holding the bytes
-    notes: tuple[str, ...] = field(default=())
-    kind: Kind = Kind.PREDICTED
-    # True when a while loop whose trip count is neither known to the compiler nor observed in
-    # a trace is counted once: the time, work and bytes are then lower bounds.
-    lower_bound: bool = False
-    # An asynchronous pair's transfer per call (its largest term), off the call's path where
-    # the kernels issued between its start and its done hide it
-    # (:mod:`roofline_report.analysis.async_exposure`); None for any other kernel.
-    transfer: Term | None = None
-
-    def group_seconds(self, group: Group) -> float:
-        """The summed seconds of one group's terms."""
-        return sum(t.seconds for t in self.terms if t.group == group)
-
-    @property
-    def roofs(self) -> tuple[str, ...]:
-        """The names of the roofs priced, in order, once each."""
-        return tuple(dict.fromkeys(t.roof for t in self.terms if t.seconds > 0 or t.roof))
-
-    @property
-    def roof_kinds(self) -> tuple[Kind, ...]:
-        """The kinds of the roofs priced, once each."""
-        return tuple(dict.fromkeys(t.kind for t in self.terms))
-
-    @property
-    def roof_rate(self) -> tuple[float, str] | None:
-        """The rate the prediction implies, the roof it holds the program or kernel to: its
-        flops ÷ its time in FLOP/s, or for one that computes nothing its bytes ÷ its time in
-        B/s; None for a zero time or no work and no bytes."""
-        if self.seconds <= 0:
-            return None
-        if self.flops > 0:
-            return self.flops / self.seconds, "FLOP/s"
-        if self.bytes > 0:
-            return self.bytes / self.seconds, "B/s"
-        return None
 
 
 def _op_name(key: str) -> str:
