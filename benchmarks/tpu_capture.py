@@ -15,17 +15,17 @@ For each program of three groups, on the default jax backend (meant for a TPU):
   backend``, once each at the sizes benchmarks/heldout/heldout.toml gives this backend (the
   sizes the prediction benchmark measures there).
 
-``--only updates`` adds a group of its own, traced with the patterns: in-place
-dynamic-update-slices along each axis of the tiled layouts (``dus_...``), whose per-op times
-show what such an update costs a tile. ``--match`` keeps the programs whose name holds one of
-its comma-separated texts.
-
-it writes ``hlo/NAME.txt`` (the optimized HLO), the program's cost and memory analysis and its
+It writes ``hlo/NAME.txt`` (the optimized HLO), the program's cost and memory analysis and its
 call times (calls enqueued and blocked once, five rounds) into ``programs.json``, and a
 profiler trace of three calls, each inside a ``StepTraceAnnotation``, under
 ``traces/NAME/`` (``patterns`` share one trace). The output is what the trace reader and the
 accelerator's pricing are developed and tested against; the held-out programs are captured
 to read their traces and to choose their sizes on this backend, never to fit a rate.
+
+``--only updates`` adds a group of its own, traced with the patterns: in-place
+dynamic-update-slices along each axis of the tiled layouts (``dus_...``), whose per-op times
+show what such an update costs a tile. ``--match`` keeps the programs whose name holds one of
+its comma-separated texts.
 """
 
 from __future__ import annotations
