@@ -312,6 +312,25 @@ def test_a_kernel_bound_by_on_chip_bytes_alone_reads_its_roofs_rate_not_an_inten
     assert "(on-chip: 4 TB/s)" in said and "×" not in said
 
 
+def test_an_update_of_part_of_its_tiles_says_what_a_program_can_change() -> None:
+    """A TPU's in-place update below its roof (the update-slice pattern) says why, and what
+    would write whole tiles; a kernel of another pattern says nothing of it."""
+    from dataclasses import replace
+
+    from roofline_report.analysis.hardware_roof import HardwareRoof, RoofPart
+    from roofline_report.analysis.kernel_records import BelowRoof
+    from roofline_report.report.lever_words import lever_long
+
+    roof = HardwareRoof(flops=0.0, bytes=2e6, kind=Kind.MEASURED,
+                        parts=(RoofPart("memory", "HBM", 7e11, 3e-6, "B/s"),))
+    below = BelowRoof(kernel="dynamic_update_slice.8", category="data movement",
+                      seconds=10e-6, roof=roof, saving=7e-6, share=0.1, call=70e-6,
+                      pattern="update-slice")
+    said = _words(lever_long(below))
+    assert "writes part of each tile it crosses" in said and "major axis" in said
+    assert "tile" not in _words(lever_long(replace(below, pattern="transpose")))
+
+
 # --- the defects ----------------------------------------------------------------------------------
 
 

@@ -179,6 +179,7 @@ class BelowRoof:
     share: float | None
     call: float  # the program's measured time per call
     capped: bool = False
+    pattern: str | None = None  # the kernel's pattern (KernelRow.pattern), None for none
 
     what: ClassVar[str] = "below its roof"
 

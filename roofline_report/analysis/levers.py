@@ -80,7 +80,8 @@ def _below(rows: Sequence[KernelRow], seconds: float) -> list[BelowRoof]:
         saving = min(room, seconds - roof.seconds)
         if saving > 0:
             out.append(BelowRoof(r.name, r.category, r.seconds, roof, saving,
-                                 saving / seconds, seconds, capped=saving < room))
+                                 saving / seconds, seconds, capped=saving < room,
+                                 pattern=r.pattern))
     return out
 
 

@@ -83,6 +83,19 @@ def lever_short(lever: Lever) -> tuple[Inline, ...]:
     return (f"{head}: ", n(lever.saving, "s", kind), " (", percent(lever.share, kind), ")")
 
 
+#: What a lever's kernel of a pattern loses below its roof, and what a program can change.
+PATTERN_ADVICE = {
+    "update-slice": (" Its in-place update writes part of each tile it crosses, and each of "
+                     "those tiles is read and written whole: an update along its array's "
+                     "major axis writes whole tiles."),
+}
+
+
+def _pattern_advice(pattern: str | None) -> tuple[Inline, ...]:
+    advice = PATTERN_ADVICE.get(pattern or "")
+    return (advice,) if advice else ()
+
+
 def lever_long(lever: Lever) -> tuple[Inline, ...]:
     """A lever as a sentence of its numbers (see the module docstring)."""
     kind = lever_kind(lever)
@@ -98,7 +111,7 @@ def lever_long(lever: Lever) -> tuple[Inline, ...]:
                 *((", the timed call's ", n(lever.call, "s", M),
                    " less its time at the roof (its own time, from the traced calls, is longer "
                    "than the timed call)") if lever.capped else ()),
-                ", ", *share, ".")
+                ", ", *share, ".", *_pattern_advice(lever.pattern))
     if isinstance(lever, ExcessTraffic):
         one = len(lever.kernels) == 1
         at = lever.excess / lever.bandwidth
