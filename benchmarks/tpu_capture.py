@@ -357,6 +357,19 @@ class Runner:
         return self.compiled(*self.state)
 
 
+def _heldout_program(name: str, title: str, setup_ref: str, dims: dict[str, int],
+                     out: Path) -> tuple[dict[str, Any], Runner]:
+    """A held-out program (``module:function`` of benchmarks/heldout/) set up at ``dims``,
+    compiled, its HLO written and its calls timed: its record and its runner."""
+    module_name, func = setup_ref.split(":")
+    fn, args = getattr(importlib.import_module(module_name), func)(**dims)
+    compiled, rec = _compile(name, fn, args, (), out)
+    call = Runner(compiled, args, ())
+    rec["timing"] = _time_calls(call)
+    rec.update(group="heldout", title=title, dims=dims, setup=setup_ref)
+    return rec, call
+
+
 def _trace(logdir: Path, calls: list[tuple[str, Runner]], steps: int = 3) -> None:
     import jax
     logdir.mkdir(parents=True, exist_ok=True)
@@ -471,17 +484,12 @@ def main(argv: list[str] | None = None) -> int:
         backend = jax.default_backend()
         for title, setup_ref, dims in _heldout_cases(ROOT / "benchmarks/heldout/heldout.toml",
                                                      backend):
-            module_name, func = setup_ref.split(":")
+            module_name = setup_ref.split(":")[0]
             if not wanted(module_name) or left() < 40:
                 continue
             name = f"heldout_{module_name}_{backend}"
             try:
-                setup = getattr(importlib.import_module(module_name), func)
-                fn, args = setup(**dims)
-                compiled, rec = _compile(name, fn, args, (), out)
-                call = Runner(compiled, args, ())
-                rec["timing"] = _time_calls(call)
-                rec.update(group="heldout", title=title, dims=dims, setup=setup_ref)
+                rec, call = _heldout_program(name, title, setup_ref, dims, out)
                 _trace(out / "traces" / name, [(name, call)])
                 rec["traced"] = True
                 programs[name] = rec
@@ -495,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
             save()
     elif "heldout" in groups:
         for title, setup_ref, dims in _heldout_cases(ROOT / "benchmarks/heldout/heldout.toml"):
-            module_name, func = setup_ref.split(":")
+            module_name = setup_ref.split(":")[0]
             if not wanted(module_name):
                 continue
             batch = next((d for d in BATCH_DIMS if d in dims), None)
@@ -508,12 +516,7 @@ def main(argv: list[str] | None = None) -> int:
                 if batch:
                     sized[batch] = dims[batch] * factor
                 try:
-                    setup = getattr(importlib.import_module(module_name), func)
-                    fn, args = setup(**sized)
-                    compiled, rec = _compile(name, fn, args, (), out)
-                    call = Runner(compiled, args, ())
-                    rec["timing"] = _time_calls(call)
-                    rec.update(group="heldout", title=title, dims=sized, setup=setup_ref)
+                    rec, call = _heldout_program(name, title, setup_ref, sized, out)
                     programs[name] = rec
                     median = rec["timing"]["median_s"]
                     print(name, f"{median * 1e3:.3f} ms", flush=True)

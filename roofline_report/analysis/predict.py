@@ -558,11 +558,10 @@ def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
         # Its transfer runs while the kernels issued between its start and its done do: only
         # its issue is the call's time here; what of the transfer they do not hide is added
         # across the program's kernels (async_exposure.expose).
-        work = [t for t in terms if t.group != "overhead"]
-        top = max(work, key=lambda t: t.seconds, default=None)
-        if top is not None:
-            transfer = Term(top.name, top.group, top.seconds * trips, top.roof, top.kind,
-                            top.detail)
+        work = tuple(t for t in terms if t.group != "overhead")
+        if work:
+            busy, top = combine(work, roofs.units_overlap)
+            transfer = Term(top.name, top.group, busy * trips, top.roof, top.kind, top.detail)
         terms = [t for t in terms if t.group == "overhead"] or [
             Term(OVERLAPPED, "overhead", 0.0, OVERLAPPED, Kind.PREDICTED)]
         notes = (*notes, ASYNCHRONOUS)

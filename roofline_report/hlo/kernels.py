@@ -328,10 +328,12 @@ def _overlapped(sites: Sequence[Site]) -> dict[int, list[str]]:
     are issued) and those of the loops scheduled there. Nothing where the start and the done
     are not both found."""
     out: dict[int, list[str]] = {}
+    orders: dict[str, dict[int, int]] = {}  # each computation's schedule, read once
     for index, site in enumerate(sites):
         if site.done is None:
             continue
-        order = {id(i): n for n, i in enumerate(site.computation.instructions)}
+        comp = site.computation
+        order = orders.setdefault(comp.name, {id(i): n for n, i in enumerate(comp.instructions)})
         start, done = order.get(id(site.instruction)), order.get(id(site.done))
         if start is None or done is None or done <= start:
             continue
