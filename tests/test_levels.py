@@ -187,6 +187,33 @@ def test_tiny_sweep_and_rates_measure() -> None:
         assert all(1 <= r["threads"] <= cores() for r in rates if r["op"] != "reduce")
 
 
+def test_the_functions_xla_expands_are_measured_in_float32_at_a_fixed_point() -> None:
+    jax = pytest.importorskip("jax")
+    import numpy as np
+
+    plan = rate_ceilings.RatePlan(("exp",), ("float32", "bfloat16"), elements=1024,
+                                  ops_per_call=1 << 14, samples=3, min_sample_s=1e-3,
+                                  functions=rate_ceilings.FUNCTIONS)
+    rates = rate_ceilings.measure_rates(plan)
+    functions = [r for r in rates if r["op"] in rate_ceilings.FUNCTIONS]
+    # Each function once, in float32 only, whatever dtypes the plan measures the others in.
+    assert [r["name"] for r in functions] == [f"{op} float32" for op in rate_ceilings.FUNCTIONS]
+    for r in functions:
+        assert r["available"] and r["value"] > 0, r["reason"]
+        assert r["ops_per_call"] == 1024 * r["reps"]
+    # Each step keeps its argument at a fixed point well inside the function's domain (no
+    # drift into a small-argument shortcut, an overflow or a NaN), as the kernel applies it.
+    for op in rate_ceilings.FUNCTIONS:
+        step = rate_ceilings._step(op)
+        x = jax.numpy.full((4,), 0.5, jax.numpy.float32)
+        c = jax.numpy.float32(rate_ceilings.STEP_CONSTANT[op])
+        for _ in range(300):
+            x = step(x, c)
+        value = float(np.asarray(x)[0])
+        assert 0.3 < value < 2.4, (op, value)
+        assert abs(float(np.asarray(step(x, c))[0]) - value) < 1e-3, op
+
+
 def test_a_rate_kernel_split_across_threads_says_so() -> None:
     jax = pytest.importorskip("jax")
     from jax import lax

@@ -149,6 +149,54 @@ def test_sines_and_cosines_are_priced_at_the_sine_rate() -> None:
     assert "no sine rate measured: cosine priced at exp float32's rate" in p.notes
 
 
+def test_functions_xla_expands_are_priced_at_their_own_rates() -> None:
+    import dataclasses
+
+    from roofline_report.analysis import headroom
+
+    counts = {"stablehlo.log_plus_one": 1_000_000, "stablehlo.exponential_minus_one": 400_000,
+              "stablehlo.power": 200_000, "stablehlo.tan": 100_000,
+              "stablehlo.atan2": 50_000, "stablehlo.exponential": 1_000_000}
+    record = _record(hlo_count={"flops": 0, "flops_by_op": {}, "minimum_bytes": KiB,
+                                "transcendentals_by_op": counts})
+    f = predict.facts(record, "float32")
+    assert f is not None
+    proxies = (RateRoof("exp float32", "exp", "float32", 4e9, M, ""),
+               RateRoof("log float32", "log", "float32", 3e9, M, ""),
+               RateRoof("tanh float32", "tanh", "float32", 5e9, M, ""))
+    own = tuple(RateRoof(f"{op} float32", op, "float32", value, M, "")
+                for op, value in (("log1p", 1.5e9), ("expm1", 1.6e9), ("power", 0.3e9),
+                                  ("tan", 0.4e9), ("atan2", 0.2e9)))
+    p = predict.predict_facts(f, dataclasses.replace(ROOFS, rates=proxies + own))
+    assert p is not None
+    by_op = {t.detail: (t.seconds, t.roof) for t in p.terms if t.name == "transcendental"}
+    assert by_op == {"log_plus_one": (pytest.approx(1e6 / 1.5e9), "log1p float32"),
+                     "exponential_minus_one": (pytest.approx(4e5 / 1.6e9), "expm1 float32"),
+                     "power": (pytest.approx(2e5 / 0.3e9), "power float32"),
+                     "tan": (pytest.approx(1e5 / 0.4e9), "tan float32"),
+                     "atan2": (pytest.approx(5e4 / 0.2e9), "atan2 float32"),
+                     "exponential": (pytest.approx(1e6 / 4e9), "exp float32")}
+    assert not any("rate measured" in n for n in p.notes)
+    # The hardware roof prices them at the same rates.
+    roofs = dataclasses.replace(ROOFS, rates=proxies + own)
+    roof = headroom.facts_roof(f, roofs)
+    assert roof is not None
+    parts = {part.name: part.seconds for part in roof.parts}
+    assert parts["log1p float32"] == pytest.approx(1e6 / 1.5e9)
+    assert parts["atan2 float32"] == pytest.approx(5e4 / 0.2e9)
+    # Ceilings measured before these rates: the nearest function's stands in, each named in a
+    # note, and the kernel is predicted faster than with its own rates.
+    older = predict.predict_facts(f, dataclasses.replace(ROOFS, rates=proxies))
+    assert older is not None
+    by_op = {t.detail: t.roof for t in older.terms if t.name == "transcendental"}
+    assert by_op == {"log_plus_one": "log float32", "exponential_minus_one": "exp float32",
+                     "power": "log float32", "tan": "tanh float32", "atan2": "tanh float32",
+                     "exponential": "exp float32"}
+    assert "no log1p rate measured: log_plus_one priced at log float32's rate" in older.notes
+    assert "no atan2 rate measured: atan2 priced at tanh float32's rate" in older.notes
+    assert term(older, "transcendental") < term(p, "transcendental")
+
+
 def test_loops_and_missing_rates_fall_back() -> None:
     # A loop: XLA's bytes (a body costed once) are not used; the minimum traffic is.
     f = predict.facts(_record(compiled={"kernels": 1, "while_loops": [{"name": "while"}]}),

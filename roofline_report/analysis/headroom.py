@@ -44,8 +44,8 @@ from roofline_report.analysis.convolution_roofs import convolution_parts
 from roofline_report.analysis.hardware_roof import HardwareRoof, RoofPart
 from roofline_report.analysis.on_chip import ON_CHIP
 from roofline_report.analysis.predict import (
-    TRANSCENDENTAL_RATE,
     Facts,
+    function_rate,
     kernel_facts,
     reduction_work,
 )
@@ -106,8 +106,7 @@ def facts_roof(f: Facts, roofs: RoofSet, traffic: float | None = None, trips: in
     for op, n in f.recomputed.items():
         evaluated[op] = evaluated.get(op, 0.0) + n
     for op, n in sorted(evaluated.items()):
-        rate = roofs.rate_for(TRANSCENDENTAL_RATE.get(op, "tanh"), arithmetic) \
-            or roofs.rate_for("exp", arithmetic)
+        rate = function_rate(op, roofs, arithmetic)[0] or roofs.rate_for("exp", arithmetic)
         if rate is not None:
             add("compute", n, rate.name, rate.value, "op/s", "transcendental")
     add("memory", f.bytes, memory.name, memory.value, "B/s", "memory")

@@ -192,7 +192,7 @@ class RateCeiling(Record):
 
     name: str
     op: Literal["exp", "tanh", "log", "sqrt", "rsqrt", "sine", "convert", "multiply-add",
-                "reduce",
+                "log1p", "expm1", "power", "tan", "atan2", "reduce",
                 "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
                 "variadic-reduction", "top-k", "fused-transpose", "fft",
                 "interleaved-reduction", "broadcast-transpose", "reduce-window-lane",

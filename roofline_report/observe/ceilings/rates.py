@@ -14,6 +14,18 @@ the previous one and none can be hoisted or fused away), so the work per call dw
   per element (the negation or the add is one flop beside it). On a 2-core CPU a sine ran 4
   to 6 times slower than an exp, and slower still on large arguments (0.2 G/s from 300 up,
   0.5 below 1, standing alone);
+* the functions XLA expands into longer code than the one each would otherwise be priced by,
+  in float32 only (:data:`FUNCTIONS`; a CPU computes them in float32 for a 16-bit kernel too,
+  after converting its elements, and those conversions are priced apart):
+  ``log1p``: x <- log1p(x + 1); ``expm1``: x <- expm1(-x) + 1; ``power``: x <- (x + 1) ** 0.7;
+  ``tan``: x <- tan(1 - x) / 2; ``atan2``: x <- atan2(1.3, x); each has a fixed point
+  between 0.3 and 2.4, so that no argument drifts into a shortcut. On the 2-core CPU this was
+  built on (jax 0.10.2, 64 Ki elements) they ran at 1.41 (log1p), 1.55 (expm1), 0.27 (power),
+  0.38 (tan) and 0.19 G/s (atan2), where the rates they were priced at before (log's, exp's,
+  tanh's) read 2.9 to 5.3 G/s: a softplus priced at log's rate was predicted at half its
+  time. A power with a constant base and an array exponent (``base ** x``) ran at 0.58 G/s
+  there, twice as fast as the form measured here (an array base, a constant exponent:
+  ``x ** 0.7``);
 * ``convert``: x <- float32(bfloat16(x)) · c, two conversions per element;
 * ``multiply-add``: x <- x · c + d applied :data:`FMA_CHAIN` times in a row, two flops per
   element each: the rate of elementwise arithmetic, the compute roof of work that is not a
@@ -50,8 +62,10 @@ Progress = Callable[[str], None]
 ELEMENTS = 1 << 16
 FMA_CHAIN = 8  # multiply-adds per element per pass of the multiply-add kernel
 REDUCE_COLUMNS = 1024  # elements per row of the reduction kernel
+# Functions measured in float32 only (see the module docstring).
+FUNCTIONS = ("log1p", "expm1", "power", "tan", "atan2")
 OPS_PER_ELEMENT = {"exp": 1, "tanh": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "sine": 1, "convert": 2,
-                   "multiply-add": 2 * FMA_CHAIN}
+                   "multiply-add": 2 * FMA_CHAIN, **{f: 1 for f in FUNCTIONS}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +79,12 @@ class RatePlan:
     samples: int
     min_sample_s: float
     reduce_sizes: tuple[int, ...] = ()  # bytes of the reduction kernel's array; () for none
+    functions: tuple[str, ...] = ()  # measured in float32 only (FUNCTIONS)
 
 
 def rate_plan(backend: str, *, quick: bool) -> RatePlan:
-    """exp/tanh/log/sqrt/rsqrt in float32 and bfloat16 and the float32<->bfloat16 conversion;
+    """exp/tanh/log/sqrt/rsqrt/sine in float32 and bfloat16, the :data:`FUNCTIONS` in float32
+    and the float32<->bfloat16 conversion;
     2^25 (CPU) or 2^30 (accelerators) operations per call; the row reduction from 64 KiB to
     64 MiB (CPU) or 1 MiB to 1 GiB, by 4. Quick mode: float32 only, a quarter of the
     operations per call, the reduction by 16. Pure."""
@@ -82,7 +98,13 @@ def rate_plan(backend: str, *, quick: bool) -> RatePlan:
         samples=5 if quick else 7,
         min_sample_s=timing.min_sample_for(backend != "cpu", 0.003 if quick else 0.005),
         reduce_sizes=timing.geometric(first, last, 16 if quick else 4),
+        functions=FUNCTIONS,
     )
+
+
+# The constant ``c`` each operation's step takes (0 where it takes none).
+STEP_CONSTANT = {"log": 2.0, "sine": 2.0, "convert": -1.0, "multiply-add": -0.5, "log1p": 1.0,
+                 "expm1": 1.0, "power": 1.0, "tan": 1.0, "atan2": 1.3}
 
 
 def _step(op: str) -> Callable[[Any, Any], Any]:
@@ -103,6 +125,16 @@ def _step(op: str) -> Callable[[Any, Any], Any]:
         return lambda x, _c: lax.rsqrt(x)
     if op == "sine":  # arguments from 1 to 3: past the smallest ones' shortcut
         return lambda x, c: jnp.sin(x + c)
+    if op == "log1p":
+        return lambda x, c: jnp.log1p(x + c)
+    if op == "expm1":
+        return lambda x, c: jnp.expm1(-x) + c
+    if op == "power":
+        return lambda x, c: jnp.power(x + c, jnp.asarray(0.7, x.dtype))
+    if op == "tan":
+        return lambda x, c: jnp.tan(c - x) * jnp.asarray(0.5, x.dtype)
+    if op == "atan2":
+        return lambda x, c: jnp.arctan2(c, x)
     if op == "convert":
         return lambda x, c: x.astype(jnp.bfloat16).astype(jnp.float32) * c
     if op == "multiply-add":
@@ -136,9 +168,7 @@ def _entry(op: str, dtype: str, plan: RatePlan) -> dict[str, Any]:
 
     try:
         x = timing.block(jnp.full((plan.elements,), 0.5, dtype=kind))
-        c = jnp.asarray({"log": 2.0, "sine": 2.0, "convert": -1.0,
-                         "multiply-add": -0.5}.get(op, 0.0),
-                        dtype=kind)
+        c = jnp.asarray(STEP_CONSTANT.get(op, 0.0), dtype=kind)
         compiled = jax.jit(kernel).lower(x, c).compile()
 
         def run(n: int) -> None:
@@ -243,6 +273,7 @@ MIN_ROUND_SAMPLES = 3
 def _one_round(plan: RatePlan) -> list[dict[str, Any]]:
     entries = [_entry(op, dtype, plan)
                for op in (*plan.transcendentals, "multiply-add") for dtype in plan.dtypes]
+    entries += [_entry(op, "float32", plan) for op in plan.functions]
     entries.append(_entry("convert", "float32", plan))
     if plan.reduce_sizes:
         entries += [_reduce_entry(plan, dtype) for dtype in plan.dtypes]
