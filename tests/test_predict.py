@@ -738,10 +738,30 @@ def test_fresh_pages_go_to_the_first_fresh_writes_of_a_large_program() -> None:
     # place and branches not charged take none.
     assert fresh_pages(kernel_records(kernels),
                        36 * MiB) == [24 * MiB / 4096, 0.0, 12 * MiB / 4096, 0.0, 0.0]
+    # Faults its timing counted stand for the rule, temporaries or none: 5,000 pages fall in
+    # the first fresh write, 8,000 spill into the third kernel's.
+    assert fresh_pages(kernel_records(kernels), None, counted=5000.0) == [5000.0, 0, 0, 0, 0]
+    assert fresh_pages(kernel_records(kernels), 36 * MiB,
+                       counted=8000.0) == [6144.0, 0.0, 1856.0, 0.0, 0.0]
     memory = MemoryStats(available=True, values={"temp_size_in_bytes": 36 * MiB})
     assert temp_bytes(memory) == 36 * MiB
     assert temp_bytes(MemoryStats(available=False, reason="x", values={})) is None
     assert temp_bytes(None) is None
+
+
+def test_only_a_timing_that_counted_enough_faults_sets_the_pages() -> None:
+    from roofline_report.analysis.fresh_pages import COUNTED_PAGES, counted_pages
+    from roofline_report.results.schema import Timing
+
+    def timing(faults: float | None) -> Timing:
+        return Timing(inner_reps=1, method="m", min_sample_s=0.0, per_call_s=[1e-3],
+                      resolution_s=1e-9, page_faults_per_call=faults)
+
+    # The runtime's own few allocations fault a page or two a call: not the kernels'.
+    assert counted_pages(timing(0.6)) is None
+    assert counted_pages(timing(COUNTED_PAGES - 0.5)) is None
+    assert counted_pages(timing(None)) is None and counted_pages(None) is None
+    assert counted_pages(timing(1148.2)) == pytest.approx(1148.2)
 
 
 def test_page_faults_are_charged_once_a_call_and_merge_in_the_program() -> None:

@@ -225,6 +225,15 @@ def test_a_program_with_large_temporaries_pays_its_page_faults(
     # Under the threshold nothing is charged and nothing said.
     scan["memory"]["values"]["temp_size_in_bytes"] = FRESH_ABOVE_BYTES - 1
     assert "Its temporary buffers (" not in render.render(data).markdown
+    # Under it, but with faults its timing counted: those are charged, and the page says so.
+    scan["timing"]["page_faults_per_call"] = 300.4
+    counted = analyse(data).program("scan")
+    assert counted is not None and counted.kernels is not None
+    assert counted.kernels.counted_pages == pytest.approx(300.4)
+    assert counted.kernels.fresh_pages == pytest.approx(min(301, written / 4096), abs=kernels)
+    md = render.render(data).markdown
+    assert "While it was timed, the process took 300 `M` page faults a call (counted" in md
+    assert "Its temporary buffers (" not in md
 
 
 @pytest.mark.slow

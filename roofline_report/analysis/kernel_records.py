@@ -349,10 +349,12 @@ class KernelTable:
     roofs: RoofSet
     reconciliation: KernelReconciliation
     notes: tuple[str, ...] = ()
-    # Pages the kernels fault on fresh memory per call, and the temporaries that make them
-    # fresh (see analysis.fresh_pages); 0 and None where none are charged.
+    # Pages the kernels fault on fresh memory per call, the temporaries that make them fresh
+    # and the faults a call its timing counted, where those set them (see
+    # analysis.fresh_pages); 0 and None where none are charged.
     fresh_pages: float = 0.0
     temp_bytes: int | None = None
+    counted_pages: float | None = None
     # Every traced call's time in parts on the table's basis (analysis.call_accounting).
     accounting: CallAccounting | None = None
     # The while loops without a known trip count, each with the launches per call the trace

@@ -26,7 +26,7 @@ import numpy as np
 from roofline_report.analysis import explain, headroom, predict
 from roofline_report.analysis.async_exposure import expose
 from roofline_report.analysis.call_accounting import account_calls
-from roofline_report.analysis.fresh_pages import fresh_pages, temp_bytes
+from roofline_report.analysis.fresh_pages import counted_pages, fresh_pages, temp_bytes
 from roofline_report.analysis.kernel_records import Category, KernelRow, KernelTable, TraceSummary
 from roofline_report.analysis.loop_trips import loop_trips, observed_kernel, per_trip
 from roofline_report.analysis.miss import miss
@@ -215,10 +215,13 @@ def kernel_table(workload: schema.Workload, roofs: RoofSet, backend: str
         if traced is not None and trace is not None else {}
     dtype = workload.dtype
     listed = inventory.kernels
-    # Fresh pages cost only where the CPU's page fault was measured.
-    temp = temp_bytes(workload.memory) \
-        if backend == "cpu" and roofs.floor(PAGE_FAULT) is not None else None
-    pages = fresh_pages(listed, temp)
+    # Fresh pages cost only where the CPU's page fault was measured; the faults its timing
+    # counted, where it counted enough, else the allocator's rule on its temporaries.
+    faulting = backend == "cpu" and roofs.floor(PAGE_FAULT) is not None
+    temp = temp_bytes(workload.memory) if faulting else None
+    timed = workload.timing if isinstance(workload.timing, schema.Timing) else None
+    counted = counted_pages(timed) if faulting else None
+    pages = fresh_pages(listed, temp, counted=counted)
     # A loop that stops on data runs the launches per call its trace observed.
     observed, loops = loop_trips(listed, times)
     traffic = predict.program_traffic(inventory)
@@ -256,7 +259,8 @@ def kernel_table(workload: schema.Workload, roofs: RoofSet, backend: str
         reconciliation=reconcile_counts(
             _counts(inventory), _counts(ours) if isinstance(ours, schema.HloCount) else None),
         notes=tuple(inventory.notes),
-        fresh_pages=sum(pages), temp_bytes=temp, accounting=accounting,
+        fresh_pages=sum(pages), temp_bytes=temp, counted_pages=counted,
+        accounting=accounting,
         loops=per_trip(loops, listed, {r.name: r.prediction.seconds for r in rows
                                        if r.prediction is not None}))
 

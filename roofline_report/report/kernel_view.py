@@ -348,7 +348,18 @@ def _loops(table: KernelTable) -> tuple[Inline, ...]:
 def _faults(table: KernelTable) -> tuple[Inline, ...]:
     """What fresh pages cost the program each call, where its kernels are charged any."""
     fault = table.roofs.floor(PAGE_FAULT)
-    if not table.fresh_pages or fault is None or not table.temp_bytes:
+    if not table.fresh_pages or fault is None:
+        return ()
+    if table.counted_pages is not None:
+        return ("While it was timed, the process took ",
+                count(float(round(table.counted_pages)), M),
+                " page faults a call (counted: the C allocator served its buffers with new "
+                "pages, as it does or not by what the process allocated and freed before), so "
+                "its kernels' first writes fault on ", count(table.fresh_pages, P),
+                " pages a call: ", n(table.fresh_pages * fault.seconds, "s", P),
+                " at the measured ", n(fault.seconds, "s", M),
+                " a page, charged to the kernels that write first.")
+    if not table.temp_bytes:
         return ()
     return ("Its temporary buffers (", n(table.temp_bytes, "B", Kind.COMPILER_ESTIMATE),
             ") reach ", n(FRESH_ABOVE_BYTES, "B", Kind.HYPOTHETICAL),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES
+from roofline_report.analysis.fresh_pages import COUNTED_PAGES, FRESH_ABOVE_BYTES
 
 __all__ = ["ACCELERATOR_MODEL_TEXT", "MODEL_TEXT"]
 
@@ -25,10 +25,14 @@ MODEL_TEXT = (
     "where a kernel's launch is the launch floor, plus the split-launch floor once per call for "
     "a kernel the compiler splits across worker threads (measured with the calls enqueued, as "
     "programs are timed; a loop's later trips find the workers awake), and, in a CPU program "
-    "whose temporary buffers reach "
+    f"whose timing counted page faults (at least {COUNTED_PAGES} a call: the C allocator "
+    "serves buffers with new pages or not by what the process allocated and freed before) or, "
+    "uncounted, whose "
+    "temporary buffers reach "
     f"{FRESH_ABOVE_BYTES >> 20} MiB (past which glibc maps them afresh on every call), a page "
     "fault for each fresh page its writes reach first "
-    "(the kernels' fresh writes in program order until they cover the temporaries); a "
+    "(the kernels' fresh writes in program order until they cover the counted pages or the "
+    "temporaries); a "
     "kernel's compute charges matrix-product flops to the matmul roof of its dtype at the "
     "flops of one product (an integer product to its integer type's matmul roof), grouped "
     "(depthwise) convolution flops to the grouped-convolution roof read at their multiply-adds "
