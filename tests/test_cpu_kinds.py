@@ -365,6 +365,38 @@ def test_a_real_fft_of_a_length_with_a_factor_other_than_two_takes_such_a_length
         assert found is not None and found.seconds == pytest.approx(1e8 / rate), length
 
 
+def test_an_fft_takes_the_roof_measured_as_its_operand_comes() -> None:
+    import dataclasses
+
+    computed = (dataclasses.replace(_rate("fft", "float32", ((1e6, 40e9), (1e8, 80e9)),
+                                          row=400), computed=True),
+                dataclasses.replace(_rate("fft", "float32", ((1e6, 45e9), (1e8, 90e9)),
+                                          row=512), computed=True),
+                dataclasses.replace(_rate("fft", "complex64", ((1e6, 60e9), (1e8, 90e9))),
+                                    computed=True))
+    both = _roofs(*ROOFS.rates, *computed)
+
+    def seconds(length: int, arguments: int, read: dict[str, int] | None = None,
+                roofs: RoofSet = both) -> float:
+        kernel = {**_kernel("fft", 1e8, length, read), "bytes_read": 4 * 10**8,
+                  "argument_bytes_read": arguments}
+        found = patterns.pattern_time(kernel_record(kernel), "float32", roofs)
+        assert found is not None
+        return found.seconds
+
+    # Its operand a program's argument: the roofs measured of an argument, as before.
+    assert seconds(256, 4 * 10**8) == pytest.approx(1e8 / 150e9)
+    # Computed in the program (a framing, a window): the roofs measured so, by length, a
+    # power of two taking the power of two's.
+    assert seconds(400, 0) == pytest.approx(1e8 / 80e9)
+    assert seconds(256, 0) == pytest.approx(1e8 / 90e9)
+    assert seconds(2048, 10**8) == pytest.approx(1e8 / 90e9)  # partly an argument's
+    assert seconds(128, 0, {"c64": 8 * 10**6}) == pytest.approx(1e8 / 90e9)
+    assert seconds(128, 8 * 10**8, {"c64": 8 * 10**6}) == pytest.approx(1e8 / 200e9)
+    # Ceilings measured before the computed operand's roofs: the argument's stand.
+    assert seconds(256, 0, roofs=ROOFS) == pytest.approx(1e8 / 150e9)
+
+
 def _two_costs(row: int, low: tuple[int, float], high: tuple[int, float]) -> float:
     """By hand: the rate at ``row`` of a cost a an index and b an element, t = a/row + b
     seconds an element, through the rates of two measured rows."""
@@ -461,6 +493,8 @@ def test_a_cpu_plans_its_kinds_by_width_and_an_accelerator_none_of_them() -> Non
                                   "block-transpose float32 ([1, S, 8, 1024] -> (0, 2, 1, 3))",
                                   "fft float32 (rfft of [R, 256])",
                                   "fft float32 (rfft of [R, 400])",
+                                  "fft float32 (rfft of [R, 400], its operand computed)",
+                                  "fft complex64 (2-D FFT of [8, n, n], its operand computed)",
                                   "scatter float32 (scatter-add of rows of 16)",
                                   "scatter float32 (scatter-add of scattered elements into a "
                                   "table of 16 KiB)"])
@@ -481,11 +515,21 @@ def test_each_cpu_kind_compiles_to_a_kernel_of_its_pattern_and_row(name: str) ->
     assert found is not None, described
     inventory = kernel_inventory(text)["kernels"]
     [record] = [k for k in inventory if k["name"] == found]
-    assert record["pattern_row"] == kernel.row
+    # A complex FFT's roof has no row (its record names its last length).
+    assert record["pattern_row"] == kernel.row or kernel.dtype == "complex64"
     if kernel.pattern != "transposed-dot":  # a dot's size is its flops, the point's too
         assert record["pattern_size"] == point.ops
     if kernel.table:  # the bytes of the operand it scatters into
         assert record["pattern_table_bytes"] == kernel.table
+    if kernel.computed:
+        # Its operand computed by a kernel before it, which its baseline runs alone: the
+        # pattern's kernel reads no argument, and the baseline has no such kernel.
+        assert record["argument_bytes_read"] == 0
+        assert point.baseline is not None
+        alone = jax.jit(point.baseline).lower(*point.args).compile().as_text()
+        assert pattern_kernel(alone, kernel.pattern)[0] is None
+    else:
+        assert point.baseline is None
 
 
 # ------------------------------------------------------------------------------ cold arguments

@@ -232,7 +232,7 @@ def test_a_program_with_large_temporaries_pays_its_page_faults(
     assert counted.kernels.counted_pages == pytest.approx(300.4)
     assert counted.kernels.fresh_pages == pytest.approx(min(301, written / 4096), abs=kernels)
     md = render.render(data).markdown
-    assert "While it was timed, the process took 300 `M` page faults a call (counted" in md
+    assert "While it was timed, the process took 300.4 `M` page faults a call (counted" in md
     assert "Its temporary buffers (" not in md
 
 

@@ -111,19 +111,23 @@ def pattern_roof(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet) -> Rat
     pattern = _pattern(kernel)
     if pattern is None:
         return None
+    computed = _operand_computed(kernel) if pattern == FFT else None
     family = _operand_family(kernel)
     if family is not None:
         own = roofs.rate_for(pattern, family)
         if own is not None and own.dtype == family:
-            return own
+            return _as_operand_comes(own, computed, roofs)
     found = roofs.rate_for(pattern, dtype)
     if found is None and pattern in STAND_IN:
         found = roofs.rate_for(STAND_IN[pattern], dtype)
+    if found is not None:
+        found = _as_operand_comes(found, computed, roofs)
     row = kernel.pattern_row
     if found is not None and found.row and row > 0:
         # A top-k's rate depends on its row length: the roof measured nearest it (in log).
-        same = [r for r in roofs.rates if r.op == found.op and r.dtype == found.dtype and r.row]
-        if pattern == "fft":
+        same = [r for r in roofs.rates if r.op == found.op and r.dtype == found.dtype and r.row
+                and r.computed == found.computed]
+        if pattern == FFT:
             # An FFT's rate goes with its length's factors: a length with a factor other than
             # 2 takes the roof of such a length where one was measured, a power of two a
             # power of two's.
@@ -131,6 +135,27 @@ def pattern_roof(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet) -> Rat
         nearest = min(same, key=lambda r: (abs(math.log(r.row / row)), r.row)).row
         found = _by_table(kernel, [r for r in same if r.row == nearest])
     return found
+
+
+FFT = "fft"
+
+
+def _operand_computed(kernel: schema.KernelRecord) -> bool:
+    """Whether a kernel's operand is computed in its program (not all its reads are of the
+    program's arguments): on a CPU an FFT then runs after the kernel that computes it, on
+    about one worker thread (:mod:`roofline_report.observe.ceilings.pattern_plans`)."""
+    return kernel.argument_bytes_read < kernel.bytes_read
+
+
+def _as_operand_comes(found: RateRoof, computed: bool | None, roofs: RoofSet) -> RateRoof:
+    """Of the roofs of ``found``'s operation and dtype, one measured with its operand as the
+    kernel's comes (``computed``; None: either), row-measured where ``found`` is; ``found``
+    where the set has none such (ceilings measured before the computed operand's were)."""
+    if computed is None or found.computed == computed:
+        return found
+    alike = [r for r in roofs.rates if r.op == found.op and r.dtype == found.dtype
+             and bool(r.row) == bool(found.row) and r.computed == computed]
+    return alike[0] if alike else found
 
 
 def _power_of_two(n: int) -> bool:

@@ -190,6 +190,9 @@ class RateRoof:
     row: int = 0  # a top-k roof's row length (0: not said)
     threads: int | None = None  # the worker threads its kernel ran on (None: not recorded)
     table: int = 0  # a gather roof's fixed table in bytes (0: as large as its output)
+    # Measured with its operand computed by a kernel before it (an FFT as programs run it);
+    # False: of an argument.
+    computed: bool = False
 
     def rate_at(self, ops: float) -> float:
         """The rate at ``ops`` operations per call: interpolated (in log size) between the
@@ -609,17 +612,19 @@ def measured(ceilings: schema.Ceilings,
         value = _positive(r.value) if r.available else None
         if value is None or r.roof is False:  # a variant beside a pattern's roof
             continue
-        by_size = _net_of_dispatch(r.by_size, pipelined, overlaps)
+        # A computed operand's points are the kernel's own time already: the call less the
+        # same call without it, dispatch and all.
+        by_size = tuple(sorted((float(p.elements), float(p.value)) for p in r.by_size)) \
+            if r.computed else _net_of_dispatch(r.by_size, pipelined, overlaps)
         if r.by_size and not by_size:
             continue  # every size was mostly dispatch: no rate of the kernel itself
+        taken = ", the call without the kernel taken off" if r.computed else \
+            "" if overlaps else ", the dispatch floor taken off"
         rates.append(RateRoof(r.name, r.op, r.dtype,
                               max((rate for _, rate in by_size), default=value), Kind.MEASURED,
-                              f"measured: {r.name}"
-                              + (", by size" + ("" if overlaps else
-                                                ", the dispatch floor taken off")
-                                 if by_size else ""),
+                              f"measured: {r.name}" + (", by size" + taken if by_size else ""),
                               by_size=by_size, row=r.row or 0, threads=r.threads,
-                              table=r.table or 0))
+                              table=r.table or 0, computed=r.computed))
     return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
                    tuple(floors), tuple(rates), dispatch_overlaps=overlaps,
                    units_overlap=backends.describe(backend).name == "tpu")

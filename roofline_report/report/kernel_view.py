@@ -351,8 +351,7 @@ def _faults(table: KernelTable) -> tuple[Inline, ...]:
     if not table.fresh_pages or fault is None:
         return ()
     if table.counted_pages is not None:
-        return ("While it was timed, the process took ",
-                count(float(round(table.counted_pages)), M),
+        return ("While it was timed, the process took ", count(table.counted_pages, M),
                 " page faults a call (counted: the C allocator served its buffers with new "
                 "pages, as it does or not by what the process allocated and freed before), so "
                 "its kernels' first writes fault on ", count(table.fresh_pages, P),

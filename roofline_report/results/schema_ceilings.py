@@ -170,7 +170,8 @@ class WorkingSetSweep(Record):
 
 class RateSize(Record):
     """One size of a rate measured by size: operations per call (elements; a loop dot's
-    flops), bytes read and written, the fastest time per call (dispatch included) and
+    flops), bytes read and written, the fastest time per call (dispatch included; where the
+    rate's operand is computed, the kernel's own time: :attr:`RateCeiling.computed`) and
     operations ÷ that time; for a kernel pattern, the operand shape and the kernel of the
     compiled program that has the pattern."""
 
@@ -220,6 +221,10 @@ class RateCeiling(Record):
     # The worker threads its kernel ran on (XLA:CPU's split of the kernel, at most the
     # cores); None where not recorded (an accelerator, or ceilings measured before).
     threads: AtLeastOne | None = None
+    # Its kernel's operand computed by a kernel before it in the same call: each point's
+    # seconds are the call's less the same call without the kernel (so without its dispatch
+    # too); ``timing`` is the whole call's at the best size.
+    computed: bool = False
 
 
 class LaunchCeiling(TimeFloor):

@@ -101,6 +101,11 @@ last-level cache once read and written):
   25 ms at 16 kHz), a length a mixed-radix FFT runs at a rate of its own (a Whisper front
   end's rows of 400 ran at half the rate of rows of 512 at its size here); the complex 2-D
   roof stays the complex FFT's.
+  Each is measured a second time with its operand computed by a kernel before it in the
+  same call (rows of 400 and of 512, and the 2-D FFT), that kernel's call alone taken off:
+  XLA:CPU runs such an FFT on about one worker thread, where an FFT of an argument uses them
+  all (rows of 400: 2.64 to 2.82 ms against 1.77 on 2 cores); a program's FFT takes the roof
+  measured as its operand comes (an argument or not).
 * ``scatter``: the scatter-add of rows of 16 and of 64 (an embedding's gradient of narrow
   rows), beside the rows of 256 and the scattered elements.
 """
@@ -157,6 +162,7 @@ MAT_VEC_WIDTHS = (1, 16)  # the matrix-vector roofs: a vector, and a layer of 16
 VEC_MAT_WIDTHS = (16,)  # the mirrored product's: a layer of 16 inputs
 BLOCK_RUNS = (64, 1024)  # the block-transpose roofs' runs: a head's features, a weight's row
 RFFT_LENGTHS = (256, 400, 512, 2048)  # the real FFT roofs' row lengths: powers of two and not
+COMPUTED_RFFT_LENGTHS = (400, 512)  # those measured with their operand computed too
 SCATTER_ROWS = (16, 64)  # a CPU's further row scatter roofs (beside GATHER_ROW's)
 # A CPU's scatters of single elements into tables of a fixed size (bytes): on a 2-core CPU
 # scatter-adds into a 16 KiB table ran at 1.6 to 1.7 G updates/s, into 1 MiB at 1.1 and into
@@ -264,6 +270,9 @@ class Kernel:
     row: int = 0
     # A gather's fixed table, in bytes (0: a table as large as the gather's output).
     table: int = 0
+    # Whether its operand is computed by a kernel before it in the same call, that kernel's
+    # time taken off (each point's ``baseline``): an FFT as programs run it on a CPU.
+    computed: bool = False
 
     @property
     def name(self) -> str:
@@ -303,6 +312,14 @@ def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
             for run in BLOCK_RUNS]
     out += [Kernel("fft", f"rfft of [R, {n}]", True, "float32", large, rfft(n), row=n)
             for n in RFFT_LENGTHS]
+    # The same FFTs with their operand computed by a kernel before them, as a program's are:
+    # XLA:CPU then runs the FFT after that kernel's parts, on about one worker thread (an FFT
+    # of rows of 400 took 2.64 to 2.82 ms so, 1.77 ms of an argument; on one core 3.1 and
+    # 3.0). A power of two and a length that is not: the other lengths take the nearest.
+    out += [Kernel("fft", f"rfft of [R, {n}], its operand computed", True, "float32", large,
+                   rfft(n, computed=True), row=n, computed=True) for n in COMPUTED_RFFT_LENGTHS]
+    out.append(Kernel("fft", f"2-D FFT of [{FFT_BATCH}, n, n], its operand computed", True,
+                      "complex64", sizes, fft2(computed=True), computed=True))
     out += [Kernel("scatter", f"scatter-add of rows of {row}", True, "float32", half,
                    scatter_add("float32", row), row=row) for row in SCATTER_ROWS]
     out += [Kernel("scatter", f"scatter-add of scattered elements into a table of "

@@ -53,10 +53,12 @@ class _Ready:
     kernel: str
     args: list[Any]  # the current arguments: a donated argument 0 is the last call's output
     best: Timing | None = None
+    baseline: Any = None  # the point's baseline compiled, where it has one
+    baseline_best: Timing | None = None  # and its best time so far
 
 
-def _runner(ready: _Ready) -> timing.Runner:
-    compiled, args = ready.compiled, ready.args
+def _runner(ready: _Ready, baseline: bool = False) -> timing.Runner:
+    compiled, args = (ready.baseline if baseline else ready.compiled), ready.args
     if ready.point.donate:
         def run_donated(n: int) -> None:
             value = args[0]
@@ -86,12 +88,14 @@ def _prepare_point(kernel: Kernel, size: int) -> _Ready | str:
         compiled = jax.jit(point.fn, donate_argnums=(0,) if point.donate else ()) \
             .lower(*point.args).compile()
         name, described = pattern_kernel(str(compiled.as_text()), kernel.pattern)
+        baseline = jax.jit(point.baseline).lower(*point.args).compile() \
+            if point.baseline is not None else None
     except Exception as exc:
         return f"{kernel.name} at {size} failed: {reason(exc)}"
     if name is None:
         return (f"the compiled {kernel.name} of shape {list(point.shape)} has no "
                 f"{kernel.pattern} kernel (it runs {described})")
-    return _Ready(point, compiled, name, list(point.args))
+    return _Ready(point, compiled, name, list(point.args), baseline=baseline)
 
 
 COMPILE_THREADS = 4  # points compiled at once (compiling releases the GIL); before any timing
@@ -127,6 +131,18 @@ def _time_round(kernel: Kernel, ready: dict[int, _Ready], samples: int, min_samp
             continue
         if r.best is None or measured.per_call.min < r.best.per_call.min:
             r.best = measured
+        if r.baseline is not None:  # timed right after its point, in the same round
+            try:
+                alone = timing.measure(_runner(r, baseline=True), samples=samples,
+                                       min_sample_seconds=min_sample_s,
+                                       method="jax: the same call without the pattern's "
+                                              "kernel, n calls enqueued, block once")
+            except Exception as exc:
+                why.append(f"{kernel.name}'s baseline at {size} failed: {reason(exc)}")
+                del ready[size]
+                continue
+            if r.baseline_best is None or alone.per_call.min < r.baseline_best.per_call.min:
+                r.baseline_best = alone
 
 
 def _entry(kernel: Kernel, ready: Mapping[int, _Ready], why: Sequence[str]) -> dict[str, Any]:
@@ -137,6 +153,7 @@ def _entry(kernel: Kernel, ready: Mapping[int, _Ready], why: Sequence[str]) -> d
         "ops_per_call": 1, "timing": None, "by_size": [], "variant": kernel.variant,
         "roof": kernel.roof, **({"row": kernel.row} if kernel.row else {}),
         **({"table": kernel.table} if kernel.table else {}),
+        **({"computed": True} if kernel.computed else {}),
     }
     best: tuple[float, _Ready] | None = None
     for size in sorted(ready):
@@ -144,6 +161,13 @@ def _entry(kernel: Kernel, ready: Mapping[int, _Ready], why: Sequence[str]) -> d
         if r.best is None:
             continue
         seconds = r.best.per_call.min
+        if r.baseline is not None:
+            # The kernel's own time: the call less the same call without it (each call's
+            # dispatch in both). A size where the baseline took as long says nothing of it.
+            alone = r.baseline_best.per_call.min if r.baseline_best is not None else None
+            if alone is None or alone >= seconds:
+                continue
+            seconds -= alone
         value = r.point.ops / seconds
         entry["by_size"].append({"elements": r.point.ops, "bytes": r.point.nbytes,
                                  "seconds": seconds, "value": value,
