@@ -120,8 +120,9 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
     body.append(_levels(vm))
     if m.rates:
         body.append(Section("Operation rates and kernel patterns", (
-            p("Kernels of exp, tanh, log, square roots or sines, and bfloat16 kernels a backend "
-              "computes"
+            p("Kernels of exp, tanh, log, square roots or sines, of the functions the "
+              "compiler expands into longer code (log1p, expm1, power, tan and atan2, each at "
+              "its own rate, measured in float32), and bfloat16 kernels a backend computes"
               " in float32, are bound by how many of these operations run per second, not by "
               "multiply-adds or bytes. Each rate is measured on an array held in cache, the "
               "operation applied many times inside one call; multiply-adds as a chain of several "
@@ -137,7 +138,9 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "the compiler leaves to its loop emitter) are "
               "charged the rate of their pattern at their size (a sort's in comparisons, "
               "n ⌈log2 n⌉ for n keys; a reduction keeping an axis between reduced ones in the "
-              "contiguous runs it reads; a top-k at the roof measured on rows nearest its own); "
+              "contiguous runs it reads; a top-k at the roof measured on rows nearest its own; "
+              "an FFT at the roof measured with its operand as its own comes, a program's "
+              "argument or computed by a kernel before it, that kernel's time taken off); "
               "a rate measured beside one, not used as a roof, says so."),
             table(("operation", "sizes measured (a call)", "rate"),
                   [(c(r.name, "" if r.roof else " (beside the roof, not used by the "
