@@ -137,7 +137,7 @@ def pattern_roof(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet) -> Rat
     return found
 
 
-FFT = "fft"
+FFT = "fft"  # the pattern, and the StableHLO op, of a Fourier transform
 
 
 def _operand_computed(kernel: schema.KernelRecord) -> bool:

@@ -95,7 +95,7 @@ from roofline_report.analysis.past_the_cache import (
     cold_arguments,
     passes_in_series,
 )
-from roofline_report.analysis.patterns import pattern_time
+from roofline_report.analysis.patterns import FFT, pattern_time
 from roofline_report.analysis.roofs import (
     PAGE_FAULT,
     SPLIT_LAUNCH,
@@ -319,7 +319,6 @@ class _Launch:
     notes: tuple[str, ...]
 
 
-FFT_PATTERN = "fft"  # the pattern, and the StableHLO op, of a Fourier transform
 ALL_THREADS = 1 << 20  # a kernel that runs on every worker thread there is
 
 
@@ -531,11 +530,11 @@ def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
     .observed_kernel`), not a lower bound where its loop has no known trip count."""
     f = kernel_facts(kernel, dtype)
     slow = pattern_time(kernel, f.dtype, roofs)
-    if slow is not None and slow.pattern == FFT_PATTERN:
+    if slow is not None and slow.pattern == FFT:
         # An FFT's flops are what its pattern's rate prices (a library transform): not
         # elementwise arithmetic as well.
         fft = sum(float(v) for op, v in kernel.flops_by_op.items()
-                  if _op_name(op) == FFT_PATTERN)
+                  if _op_name(op) == FFT)
         f = replace(f, other_flops=max(0.0, f.other_flops - fft))
     one = _launch(f, roofs, traffic)
     if one is None:
