@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from roofline_report.analysis.kernel_records import KernelRow
 from roofline_report.analysis.measuring_load import Load
 from roofline_report.analysis.miss import AS_PREDICTED, Miss
-from roofline_report.analysis.predict import FAULT_TERM, Prediction
+from roofline_report.analysis.predict import Prediction, faults_charged
 from roofline_report.analysis.read_passes import MultiPass
 from roofline_report.analysis.speed_drift import Drift
 from roofline_report.analysis.stats import Stats
@@ -218,8 +218,8 @@ def under_load(load: Load) -> str:
 def _faults_charged(prediction: Prediction, rows: Sequence[KernelRow]) -> float:
     """The page faults a prediction charges, per call: its kernels' fault terms (a program's
     own terms keep only each kernel's binding one), else its own."""
-    predictions = [r.prediction for r in rows if r.prediction is not None] or [prediction]
-    return sum(t.seconds for p in predictions for t in p.terms if t.name == FAULT_TERM)
+    return faults_charged([r.prediction for r in rows if r.prediction is not None]
+                          or [prediction])
 
 
 def _behind_most(gaps: Sequence[tuple[float, KernelRow]]) -> tuple[list[KernelRow], float]:

@@ -23,7 +23,7 @@ from roofline_report.analysis.hardware_roof import (
 )
 from roofline_report.analysis.loop_trips import LoopTrips
 from roofline_report.analysis.miss import Miss
-from roofline_report.analysis.predict import Prediction
+from roofline_report.analysis.predict import Prediction, faults_charged
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.analysis.stats import median
 from roofline_report.hlo.kernel_reconciliation import KernelReconciliation
@@ -365,6 +365,12 @@ class KernelTable:
     def lower_bound(self) -> bool:
         """Whether a charged loop's trip count is neither known nor observed."""
         return any(x.lower_bound for x in self.loops)
+
+    @property
+    def fault_seconds(self) -> float:
+        """What the fresh pages cost a call: the kernels' predicted page-fault terms
+        (:func:`~roofline_report.analysis.predict.faults_charged`)."""
+        return faults_charged(r.prediction for r in self.rows if r.prediction is not None)
 
     @property
     def uncounted(self) -> tuple[KernelRow, ...]:

@@ -113,7 +113,8 @@ from roofline_report.text import count as count_of
 from roofline_report.text import plural
 
 __all__ = ["COLD", "IN_SERIES", "Facts", "Prediction", "Term", "cold_arguments", "elements_of",
-           "facts", "kernel_dtype", "kernel_facts", "passes_in_series", "predict_facts",
+           "facts", "faults_charged", "function_rate", "kernel_dtype", "kernel_facts",
+           "passes_in_series", "predict_facts",
            "predict_from_kernels", "predict_kernel", "predict_kernels", "predict_program",
            "program_buffers", "program_footprint", "program_traffic", "reduction_work"]
 
@@ -135,6 +136,12 @@ STAND_IN_RATE = {"sqrt": ("exp", "square-root"), "rsqrt": ("exp", "square-root")
                  "tan": ("tanh", "tan"), "atan2": ("tanh", "atan2")}
 
 FAULT_TERM = "page faults"  # the term of the pages a kernel faults in, per call
+
+
+def faults_charged(predictions: Iterable[Prediction]) -> float:
+    """What fresh pages cost a call in ``predictions``: their page-fault terms summed, 0
+    where none is charged. The kernel section and the miss's reason both read it here."""
+    return sum(t.seconds for p in predictions for t in p.terms if t.name == FAULT_TERM)
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,7 +105,7 @@ class Prediction:
     # True when a while loop whose trip count is neither known to the compiler nor observed in
     # a trace is counted once: the time, work and bytes are then lower bounds.
     lower_bound: bool = False
-    # An asynchronous pair's transfer per call (its largest term), off the call's path where
+    # An asynchronous pair's transfer per call (its work terms combined), off the call's path where
     # the kernels issued between its start and its done hide it
     # (:mod:`roofline_report.analysis.async_exposure`); None for any other kernel.
     transfer: Term | None = None

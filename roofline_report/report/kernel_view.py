@@ -350,24 +350,20 @@ def _faults(table: KernelTable) -> tuple[Inline, ...]:
     fault = table.roofs.floor(PAGE_FAULT)
     if not table.fresh_pages or fault is None:
         return ()
+    charged = ("its kernels' first writes fault on ", count(table.fresh_pages, P),
+               " pages a call: ", n(table.fault_seconds, "s", P), " at the measured ",
+               n(fault.seconds, "s", M), " a page, charged to the kernels that write first.")
     if table.counted_pages is not None:
         return ("While it was timed, the process took ", count(table.counted_pages, M),
                 " page faults a call (counted: the C allocator served its buffers with new "
-                "pages, as it does or not by what the process allocated and freed before), so "
-                "its kernels' first writes fault on ", count(table.fresh_pages, P),
-                " pages a call: ", n(table.fresh_pages * fault.seconds, "s", P),
-                " at the measured ", n(fault.seconds, "s", M),
-                " a page, charged to the kernels that write first.")
+                "pages, as it does or not by what the process allocated and freed before), so ",
+                *charged)
     if not table.temp_bytes:
         return ()
     return ("Its temporary buffers (", n(table.temp_bytes, "B", Kind.COMPILER_ESTIMATE),
             ") reach ", n(FRESH_ABOVE_BYTES, "B", Kind.HYPOTHETICAL),
             f" ({FRESH_ABOVE_BYTES >> 20} MiB, glibc's largest mmap threshold, assumed of the C "
-            "allocator), past which "
-            "it maps them afresh on every call, so its kernels' first writes fault on ",
-            count(table.fresh_pages, P), " pages a call: ",
-            n(table.fresh_pages * fault.seconds, "s", P), " at the measured ",
-            n(fault.seconds, "s", M), " a page, charged to the kernels that write first.")
+            "allocator), past which it maps them afresh on every call, so ", *charged)
 
 
 def kernel_views(an: Analysis) -> list[KernelView]:

@@ -118,31 +118,32 @@ def _prepare(chosen: Sequence[Kernel]) -> list[tuple[dict[int, _Ready], list[str
     return out
 
 
+# How a point's call and its baseline's (the same call without the pattern's kernel) are timed.
+_METHOD = {False: "jax: one call of the pattern per enqueued call, n calls enqueued, block once",
+           True: "jax: the same call without the pattern's kernel, n calls enqueued, block once"}
+
+
 def _time_round(kernel: Kernel, ready: dict[int, _Ready], samples: int, min_sample_s: float,
                 why: list[str]) -> None:
     for size, r in list(ready.items()):
-        try:
-            measured = timing.measure(_runner(r), samples=samples, min_sample_seconds=min_sample_s,
-                                      method="jax: one call of the pattern per enqueued call, "
-                                             "n calls enqueued, block once")
-        except Exception as exc:
-            why.append(f"{kernel.name} at {size} failed: {reason(exc)}")
-            del ready[size]
-            continue
-        if r.best is None or measured.per_call.min < r.best.per_call.min:
-            r.best = measured
-        if r.baseline is not None:  # timed right after its point, in the same round
+        # The point, then its baseline where it has one, right after it in the same round;
+        # each keeps its fastest round.
+        for alone in (False, True) if r.baseline is not None else (False,):
             try:
-                alone = timing.measure(_runner(r, baseline=True), samples=samples,
-                                       min_sample_seconds=min_sample_s,
-                                       method="jax: the same call without the pattern's "
-                                              "kernel, n calls enqueued, block once")
+                measured = timing.measure(_runner(r, baseline=alone), samples=samples,
+                                          min_sample_seconds=min_sample_s,
+                                          method=_METHOD[alone])
             except Exception as exc:
-                why.append(f"{kernel.name}'s baseline at {size} failed: {reason(exc)}")
+                what = f"{kernel.name}'s baseline" if alone else kernel.name
+                why.append(f"{what} at {size} failed: {reason(exc)}")
                 del ready[size]
-                continue
-            if r.baseline_best is None or alone.per_call.min < r.baseline_best.per_call.min:
-                r.baseline_best = alone
+                break
+            kept = r.baseline_best if alone else r.best
+            if kept is None or measured.per_call.min < kept.per_call.min:
+                if alone:
+                    r.baseline_best = measured
+                else:
+                    r.best = measured
 
 
 def _entry(kernel: Kernel, ready: Mapping[int, _Ready], why: Sequence[str]) -> dict[str, Any]:
