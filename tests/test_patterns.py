@@ -328,9 +328,10 @@ def test_plans_are_small_and_ascending() -> None:
             continue
         assert (pattern, "complex64" if pattern == "fft" else "float32", True) in names
     # one roof per pattern and dtype (a top-k's, per row length, a scatter's of single
-    # elements per table, an FFT's per operand, an argument or computed, too: chosen by the
-    # kernel's): rate_for must not have to choose otherwise
-    roofs_only = [(k.pattern, k.dtype, k.row, k.table, k.computed)
+    # elements per table, an FFT's per operand, an argument or computed, a transpose's with its
+    # operand in main memory, too: chosen by the kernel's): rate_for must not have to choose
+    # otherwise
+    roofs_only = [(k.pattern, k.dtype, k.row, k.table, k.computed, k.from_memory)
                   for k in pattern_plans.kernels(full) if k.roof]
     assert len(roofs_only) == len(set(roofs_only))
     rows = sorted((k.pattern, k.row) for k in pattern_plans.kernels(full) if k.row)
@@ -407,7 +408,7 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         ("mat-vec", 1), ("mat-vec", 16), ("vec-mat", 16), ("transposed-dot", None),
         ("block-transpose", 64),
         ("block-transpose", 1024), ("fft", 256), ("fft", 400), ("fft", 512), ("fft", 2048),
-        ("fft", 400), ("fft", 512), ("fft", None),
+        ("fft", 400), ("fft", 512), ("fft", None), ("transpose", None),
         ("scatter", 16), ("scatter", 64), ("scatter", 1), ("scatter", 1)]
     for e in own:
         schema.RateCeiling.model_validate_json(json.dumps(e))
@@ -415,7 +416,7 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     # The FFTs of an operand computed before them: each point the call less its baseline (the
     # same call without the FFT), so below the whole call's time.
     computed = own[10:13]
-    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 4
+    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 5
     for e in computed:
         assert e["available"], e["reason"]
         for point in e["by_size"]:
@@ -425,6 +426,12 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         best = max(e["by_size"], key=lambda point: point["value"])
         assert best["seconds"] < min(e["timing"]["per_call_s"])
     del own[10:13]
+    # The 2-D swap with its operand from main memory: 4 MiB operands taken in turn, slower
+    # per element than the same swap with its operand in the cache.
+    cold = own.pop(10)
+    assert cold["from_memory"] and cold["op"] == "transpose" and cold["available"], cold
+    assert cold["by_size"][0]["shape"] == [1024, 1024]
+    assert "from_memory" not in entries[0]
     # 64 x 64 is no matrix beside a few vectors (a small product: both sides narrow); the others
     # ran at their smallest sizes
     assert [e["available"] for e in own] == [False, False, False] + [True] * 11

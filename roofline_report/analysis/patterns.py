@@ -183,28 +183,46 @@ def _by_table(kernel: schema.KernelRecord, roofs: list[RateRoof]) -> RateRoof:
     return min(roofs, key=lambda r: (distance(r), r.table))
 
 
-def pattern_time(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet
-                 ) -> PatternTime | None:
+def pattern_time(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
+                 from_memory: float = 0.0) -> PatternTime | None:
     """Seconds per launch of ``kernel`` (a kernel inventory record) at its pattern's measured
     rate at its ``pattern_size``, in ``dtype`` (the dtype the kernel computes in); None when
     the kernel has no pattern (or no positive size) or no rate was measured for its pattern
-    (:func:`missing` then says so)."""
+    (:func:`missing` then says so). ``from_memory``: the share of its reads that come from
+    main memory (a program's arguments in a program whose data outgrow the caches,
+    :func:`~roofline_report.analysis.past_the_cache.cold_arguments`); that share of its
+    elements goes at the roof measured with its operand there, where the set has one (a
+    transposing copy's), the rest at its own."""
     pattern, size = _pattern(kernel), _size(kernel)
     roof = pattern_roof(kernel, dtype, roofs)
     if pattern is None or size is None or roof is None:
         return None
-    rate = roof.rate_at(size)
+    rate = _rate_in(dtype, roof, roof.rate_at(size), pattern)
     if not (math.isfinite(rate) and rate > 0):
         return None
     between = _between_rows(kernel, roof, roofs, size) if pattern == "scatter" else None
     if between is not None:
-        rate = between
-    if pattern in BY_BYTES and roof.dtype != dtype and dtype in DTYPES and roof.dtype in DTYPES:
-        # Another dtype's roof stands in: a layout change moves bytes, so its rate in
-        # elements scales with the widths (a bfloat16 transposing copy on a TPU v5e ran
-        # 4.6 times faster per element than the float32 roof, near its bytes at HBM's rate).
-        rate *= DTYPES[roof.dtype] / DTYPES[dtype]
+        rate = _rate_in(dtype, roof, between, pattern)
+    cold = roofs.from_memory(roof) if from_memory > 0 else None
+    # Never faster than its operand in the cache (a small copy's time is mostly its start).
+    cold_rate = min(rate, _rate_in(dtype, roof, cold.rate_at(size), pattern)) \
+        if cold is not None else 0.0
+    if cold is not None and math.isfinite(cold_rate) and cold_rate > 0:
+        share = min(1.0, from_memory)
+        seconds = size * (share / cold_rate + (1.0 - share) / rate)
+        return PatternTime(pattern, size, unit(pattern), seconds, size / seconds, cold.name,
+                           cold.kind)
     return PatternTime(pattern, size, unit(pattern), size / rate, rate, roof.name, roof.kind)
+
+
+def _rate_in(dtype: str, roof: RateRoof, rate: float, pattern: str) -> float:
+    """``rate``, of ``roof``'s dtype, in ``dtype``: where another dtype's roof stands in for a
+    layout change, which moves bytes, its rate in elements scales with the widths (a bfloat16
+    transposing copy on a TPU v5e ran 4.6 times faster per element than the float32 roof,
+    near its bytes at HBM's rate)."""
+    if pattern in BY_BYTES and roof.dtype != dtype and dtype in DTYPES and roof.dtype in DTYPES:
+        return rate * DTYPES[roof.dtype] / DTYPES[dtype]
+    return rate
 
 
 #: Patterns that move data without arithmetic: where another dtype's roof stands in for the

@@ -37,8 +37,10 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                (:mod:`roofline_report.analysis.patterns`)
                (in a program whose arguments and results exceed the last-level cache, the
                bytes a kernel of its entry reads from the program's arguments come from main
-               memory: its memory and pattern terms take their time at main memory's read
-               roof less their time at the level priced, :func:`cold_arguments`)
+               memory: its memory term takes their time at main memory's read roof less
+               their time at the level priced, :func:`cold_arguments`; a transposing copy
+               takes the share of its elements read from them at the 2-D swap's roof
+               measured with its operand in main memory, where one was)
     launch   = the launch floor (what the runtime spends starting a kernel before its work)
     split    = for a kernel XLA:CPU splits across worker threads, the split-launch floor
                (handing its parts to the workers), as programs are timed: calls enqueued,
@@ -550,11 +552,14 @@ def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
     terms = list(one.terms)
     cold = cold_arguments(f, roofs, traffic, one.level, footprint)
     if cold is not None:
-        # Its arguments come from main memory: its memory term takes that much longer. A
-        # pattern's own term stays: its reads' misses overlap the misses of its own access
-        # order (a transposing copy that swaps its minor axis took about as long with its
-        # source in main memory as in the cache, a block transpose as long as a copy from
-        # main memory).
+        # Its arguments come from main memory: its memory term takes that much longer, and
+        # a pattern measured with its operand there too (a transposing copy: 1.3 to 3 times
+        # its time with its operand in the cache) takes that roof for the share of its reads
+        # that are arguments. Other patterns keep their term (a block transpose took as
+        # long as a copy from main memory).
+        if slow is not None and kernel.bytes_read > 0:
+            slow = pattern_time(kernel, f.dtype, roofs,
+                                from_memory=kernel.argument_bytes_read / kernel.bytes_read)
         extra, read = cold
         memory = next((t for t in terms if t.name == "memory" and t.group == "memory"), None)
         if memory is not None:

@@ -193,6 +193,9 @@ class RateRoof:
     # Measured with its operand computed by a kernel before it (an FFT as programs run it);
     # False: of an argument.
     computed: bool = False
+    # Measured with its operand in main memory (a transposing copy whose source the caches no
+    # longer hold); False: its operand in the cache, as a call repeated on it leaves it.
+    from_memory: bool = False
 
     def rate_at(self, ops: float) -> float:
         """The rate at ``ops`` operations per call: interpolated (in log size) between the
@@ -221,10 +224,17 @@ class RoofSet:
     def rate_for(self, op: str, dtype: str) -> RateRoof | None:
         """The measured rate of ``op`` in ``dtype`` (float32's when that dtype has none)."""
         for wanted in (dtype, "float32"):
-            match = next((r for r in self.rates if r.op == op and r.dtype == wanted), None)
+            match = next((r for r in self.rates if r.op == op and r.dtype == wanted
+                          and not r.from_memory), None)
             if match is not None:
                 return match
         return None
+
+    def from_memory(self, roof: RateRoof) -> RateRoof | None:
+        """The roof of ``roof``'s operation and dtype measured with its operand in main
+        memory; None where the set has none."""
+        return next((r for r in self.rates if r.op == roof.op and r.dtype == roof.dtype
+                     and r.from_memory), None)
 
     def levels(self) -> list[str]:
         """The memory levels of the bandwidth roofs, innermost first."""
@@ -624,7 +634,8 @@ def measured(ceilings: schema.Ceilings,
                               max((rate for _, rate in by_size), default=value), Kind.MEASURED,
                               f"measured: {r.name}" + (", by size" + taken if by_size else ""),
                               by_size=by_size, row=r.row or 0, threads=r.threads,
-                              table=r.table or 0, computed=r.computed))
+                              table=r.table or 0, computed=r.computed,
+                              from_memory=r.from_memory))
     return RoofSet("this machine", Kind.MEASURED, tuple(compute), tuple(bandwidth),
                    tuple(floors), tuple(rates), dispatch_overlaps=overlaps,
                    units_overlap=backends.describe(backend).name == "tpu")

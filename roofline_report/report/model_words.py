@@ -53,7 +53,9 @@ MODEL_TEXT = (
     "roofs (a transposing copy, one fused with a broadcast, a reduction keeping an axis "
     "between two it reduces, a gather, a scatter, a sort, a top-k, an argmax, an FFT, a "
     "dot outside the matmul library, complex dots at a complex64 rate of their own) takes its "
-    "size at that pattern's rate measured at its size; a kernel that reads its input in "
+    "size at that pattern's rate measured at its size (a transposing copy of a program's "
+    "argument, in a program whose data outgrow the last-level cache, at the 2-D swap's rate "
+    "measured with its operand in main memory); a kernel that reads its input in "
     "several passes (a fused softmax or layer norm) over bytes at least the last-level "
     "cache's capacity takes its compute, memory and pattern terms one after another, not the "
     "largest of them, each pass streaming its input from main memory again. " + _JUDGED)

@@ -225,6 +225,9 @@ class RateCeiling(Record):
     # seconds are the call's less the same call without the kernel (so without its dispatch
     # too); ``timing`` is the whole call's at the best size.
     computed: bool = False
+    # Each call's operand read from main memory (the calls take operands past the caches in
+    # turn): a CPU's transposing copy as a program whose data outgrow the caches runs it.
+    from_memory: bool = False
 
 
 class LaunchCeiling(TimeFloor):

@@ -108,6 +108,14 @@ last-level cache once read and written):
   measured as its operand comes (an argument or not).
 * ``scatter``: the scatter-add of rows of 16 and of 64 (an embedding's gradient of narrow
   rows), beside the rows of 256 and the scattered elements.
+* ``transpose`` with its operand in main memory (outside quick mode): the 2-D swap of
+  ``[1024, 1024]``, each call on the next of 128 MiB of operands, so that no cache holds it
+  (one batched swap of them all faults its fresh output's pages in on every call instead).
+  A program whose data outgrow the last-level cache reads its arguments from main memory,
+  and a transposing copy of one ran 1.3 to 3 times as long as with its operand in the cache
+  (``[8, 4096, 64] -> (1, 2, 0)``, 8 MiB: 330 µs against 730), where a streaming copy grows
+  by its reads' time only; such a copy takes this roof for the share of its elements read
+  from the arguments.
 """
 
 from __future__ import annotations
@@ -152,6 +160,7 @@ from roofline_report.observe.ceilings.pattern_programs import (
     top_k,
     transpose_2d,
     transpose_3d,
+    transpose_from_memory,
     transposed_dot,
     update_column,
     vector_matrix,
@@ -163,6 +172,7 @@ VEC_MAT_WIDTHS = (16,)  # the mirrored product's: a layer of 16 inputs
 BLOCK_RUNS = (64, 1024)  # the block-transpose roofs' runs: a head's features, a weight's row
 RFFT_LENGTHS = (256, 400, 512, 2048)  # the real FFT roofs' row lengths: powers of two and not
 COMPUTED_RFFT_LENGTHS = (400, 512)  # those measured with their operand computed too
+FROM_MEMORY_SIZES = (1 << 20,)  # the 2-D swap from main memory: [1024, 1024], 4 MiB
 SCATTER_ROWS = (16, 64)  # a CPU's further row scatter roofs (beside GATHER_ROW's)
 # A CPU's scatters of single elements into tables of a fixed size (bytes): on a 2-core CPU
 # scatter-adds into a 16 KiB table ran at 1.6 to 1.7 G updates/s, into 1 MiB at 1.1 and into
@@ -273,6 +283,9 @@ class Kernel:
     # Whether its operand is computed by a kernel before it in the same call, that kernel's
     # time taken off (each point's ``baseline``): an FFT as programs run it on a CPU.
     computed: bool = False
+    # Whether each call's operand comes from main memory (the calls take operands past the
+    # caches in turn): a transposing copy as a program past the cache runs it on a CPU.
+    from_memory: bool = False
 
     @property
     def name(self) -> str:
@@ -320,6 +333,15 @@ def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
                    rfft(n, computed=True), row=n, computed=True) for n in COMPUTED_RFFT_LENGTHS]
     out.append(Kernel("fft", f"2-D FFT of [{FFT_BATCH}, n, n], its operand computed", True,
                       "complex64", sizes, fft2(computed=True), computed=True))
+    if plan.variant_sizes:
+        # The 2-D swap with its operand in main memory, as a program whose data outgrow the
+        # caches reads a key-value cache it transposes: 1.3 to 3 times the time of its
+        # operand in the cache here (an [8, 4096, 64] cache's swap of its minor axes, 8 MiB:
+        # 330 µs from the cache, 730 from main memory), where a streaming copy's time grows
+        # by its reads' share only.
+        out.append(Kernel("transpose", "2-D swap, its operand from main memory", True,
+                          "float32", FROM_MEMORY_SIZES, transpose_from_memory("float32"),
+                          from_memory=True))
     out += [Kernel("scatter", f"scatter-add of rows of {row}", True, "float32", half,
                    scatter_add("float32", row), row=row) for row in SCATTER_ROWS]
     out += [Kernel("scatter", f"scatter-add of scattered elements into a table of "

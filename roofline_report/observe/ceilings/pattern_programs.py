@@ -43,6 +43,10 @@ class Point:
     # The same call without the kernel measured, whose time is taken off the call's (the
     # kernel that computes its operand); None where the call is the kernel alone.
     baseline: Callable[..., Any] | None = None
+    # Further arguments of the same shapes, which successive calls take in turn after
+    # ``args`` (each call's operand last read a whole turn earlier, the turn's bytes past the
+    # caches: an operand from main memory); () where every call takes ``args``.
+    rotate: tuple[tuple[Any, ...], ...] = ()
 
 
 def _side(elements: int, batch: int = 1) -> int:
@@ -80,6 +84,25 @@ def transpose_2d(dtype: str) -> Callable[[int], Point]:
         n = _side(elements)
         x = _array((n, n), dtype)
         return Point(lambda a: a.T, (x,), n * n, 2 * n * n * _itemsize(dtype), (n, n))
+
+    return build
+
+
+FROM_MEMORY_BYTES = 128 << 20  # the operands a transpose from main memory cycles through
+
+
+def transpose_from_memory(dtype: str) -> Callable[[int], Point]:
+    """``x.T`` of square ``[n, n]``, each call on the next of operands of
+    :data:`FROM_MEMORY_BYTES` in all, so that its operand comes from main memory (a
+    key-value cache transposed once a step in a program whose data outgrow the caches). One
+    batched transpose of them all is not this: its fresh output of that size faults its pages
+    in on every call."""
+    def build(elements: int) -> Point:
+        n = _side(elements)
+        count = max(2, FROM_MEMORY_BYTES // (n * n * _itemsize(dtype)))
+        operands = [(_array((n, n), dtype),) for _ in range(count)]
+        return Point(lambda a: a.T, operands[0], n * n, 2 * n * n * _itemsize(dtype), (n, n),
+                     rotate=tuple(operands[1:]))
 
     return build
 

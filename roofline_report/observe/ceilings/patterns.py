@@ -20,6 +20,7 @@ there is no loop-dot to measure.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -68,6 +69,17 @@ def _runner(ready: _Ready, baseline: bool = False) -> timing.Runner:
             timing.block(value)
 
         return run_donated
+
+    if ready.point.rotate and not baseline:
+        turn = itertools.cycle((tuple(args), *ready.point.rotate))
+
+        def run_in_turn(n: int) -> None:
+            out = None
+            for _ in range(n):
+                out = compiled(*next(turn))  # the next operand, from main memory
+            timing.block(out)
+
+        return run_in_turn
 
     def run(n: int) -> None:
         out = None
@@ -155,6 +167,7 @@ def _entry(kernel: Kernel, ready: Mapping[int, _Ready], why: Sequence[str]) -> d
         "roof": kernel.roof, **({"row": kernel.row} if kernel.row else {}),
         **({"table": kernel.table} if kernel.table else {}),
         **({"computed": True} if kernel.computed else {}),
+        **({"from_memory": True} if kernel.from_memory else {}),
     }
     best: tuple[float, _Ready] | None = None
     for size in sorted(ready):
