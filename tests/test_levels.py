@@ -187,6 +187,26 @@ def test_tiny_sweep_and_rates_measure() -> None:
         assert all(1 <= r["threads"] <= cores() for r in rates if r["op"] != "reduce")
 
 
+def test_a_cpu_measures_its_rates_on_one_thread_too() -> None:
+    """On a CPU the plan measures its functions, the multiply-add and the conversion a second
+    time over a loop XLA leaves on one worker thread; an accelerator's plan has none."""
+    jax = pytest.importorskip("jax")
+    assert rate_ceilings.rate_plan("cpu", quick=True).one_thread == rate_ceilings.ONE_THREAD
+    assert rate_ceilings.rate_plan("tpu", quick=False).one_thread == ()
+    plan = rate_ceilings.RatePlan(("exp",), ("float32",), elements=1 << 16,
+                                  ops_per_call=1 << 16, samples=3, min_sample_s=1e-3,
+                                  one_thread=("exp", "multiply-add"))
+    rates = rate_ceilings.measure_rates(plan)
+    one = rates[-2:]
+    assert [r["name"] for r in one] == ["exp float32 (one thread)",
+                                        "multiply-add float32 (one thread)"]
+    for r in one:
+        assert r["elements"] == rate_ceilings.ONE_THREAD_ELEMENTS
+        if jax.default_backend() == "cpu":
+            assert r["available"] and r["threads"] == 1 and r["value"] > 0, r["reason"]
+            schema.RateCeiling.model_validate(r)
+
+
 def test_the_functions_xla_expands_are_measured_in_float32_at_a_fixed_point() -> None:
     jax = pytest.importorskip("jax")
     import numpy as np

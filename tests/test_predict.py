@@ -1070,6 +1070,54 @@ def test_a_kernel_left_on_one_thread_gets_that_share_of_rates_measured_on_two() 
     assert work({**kernel, "partitions": 1}, plain) == split
 
 
+def test_a_kernel_left_on_one_thread_takes_the_rates_measured_on_one() -> None:
+    """Where the rates were measured on one worker thread too (a loop of 2,048 elements XLA
+    leaves unsplit), a kernel on one thread takes them, not half of the split rates: one
+    thread does more than its share of two (an exp at 3.0 G/s on one, 4.5 to 5.1 split in
+    two; the multiply-add chain at 120 GFLOP/s on one, 111 split). The lookup by operation
+    takes the rate on the most threads; an operation with no rate on one thread keeps the
+    share."""
+    split = (RateRoof("multiply-add float32", "multiply-add", "float32", 10e9, M, "",
+                      threads=2),
+             RateRoof("tanh float32", "tanh", "float32", 1e9, M, "", threads=2),
+             RateRoof("convert float32<->bfloat16", "convert", "float32", 4e9, M, "",
+                      threads=2))
+    one = (RateRoof("multiply-add float32 (one thread)", "multiply-add", "float32", 9e9, M,
+                    "", threads=1),
+           RateRoof("tanh float32 (one thread)", "tanh", "float32", 0.7e9, M, "", threads=1))
+    roofs = replace(ROOFS, rates=(*one, *split))  # listed first: still not the split kernels'
+    assert roofs.rate_for("tanh", "float32") is split[1]
+    kernel = {"flops": 1_000_000, "flops_by_op": {"stablehlo.add": 500_000,
+                                                  "stablehlo.convert": 500_000},
+              "transcendentals_by_op": {"stablehlo.tanh": 200_000},
+              "bytes_read": 4 * KiB, "bytes_written": 4 * KiB, "category": "elementwise",
+              "kind": "kLoop", "opcode": "fusion"}
+
+    def priced(partitions: int) -> Any:
+        p = predict.predict_kernel(kernel_record({**kernel, "partitions": partitions}),
+                                   "float32", roofs)
+        assert p is not None
+        return p
+
+    alone = priced(1)
+    assert term(alone, "elementwise") == pytest.approx(5e5 / 9e9)
+    assert term(alone, "transcendental") == pytest.approx(2e5 / 0.7e9)
+    # The conversion has no rate on one thread: half the split rate, and the note says so.
+    assert term(alone, "conversion") == pytest.approx(5e5 / 2e9)
+    assert [n for n in alone.notes if "leaves on 1 thread" in n]
+    roofs_named = {t.roof for t in alone.terms}
+    assert {"multiply-add float32 (one thread)", "tanh float32 (one thread)",
+            "convert float32<->bfloat16"} <= roofs_named
+    # A split kernel keeps the split rates.
+    both = priced(2)
+    assert term(both, "elementwise") == pytest.approx(5e5 / 10e9)
+    assert term(both, "transcendental") == pytest.approx(2e5 / 1e9)
+    # A rate on one thread faster than the split one never prices a kernel faster than that.
+    fast = replace(roofs, rates=(replace(one[0], value=20e9), *split))
+    p = predict.predict_kernel(kernel_record({**kernel, "partitions": 1}), "float32", fast)
+    assert p is not None and term(p, "elementwise") == pytest.approx(5e5 / 10e9)
+
+
 def test_an_fft_is_priced_at_its_transform_rate_not_as_elementwise_arithmetic_too() -> None:
     """An FFT kernel's counted flops are what the FFT rate prices: with that rate measured
     they are not charged at the multiply-add rate as well (a library transform, not a loop of

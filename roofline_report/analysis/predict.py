@@ -21,8 +21,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                complex ops, a complex multiply 6 flops where it is counted 1, are priced too:
                :mod:`roofline_report.hlo.uncounted_work`)
                (on a CPU, a kernel XLA leaves on fewer worker threads than the rate's own
-               kernel ran on gets that share of the elementwise, transcendental and
-               conversion rates: :func:`thread_share`)
+               kernel ran on takes the rates measured on that many threads, a loop left on
+               one, where they were measured, else that share of the elementwise,
+               transcendental and conversion rates: :func:`rate_on_threads`)
     memory   = the largest of: bytes ÷ the bandwidth of the memory level holding them (fresh
                outputs at the write-new roof, donated buffers in place); for a reduction, the
                elements its reduce ops read (at least those it reads; twice for a fusion
@@ -99,6 +100,7 @@ from roofline_report.analysis.past_the_cache import (
 )
 from roofline_report.analysis.patterns import FFT, pattern_time
 from roofline_report.analysis.roofs import (
+    ALL_THREADS,
     PAGE_FAULT,
     SPLIT_LAUNCH,
     SPLIT_LAUNCH_ENQUEUED,
@@ -328,7 +330,18 @@ class _Launch:
     notes: tuple[str, ...]
 
 
-ALL_THREADS = 1 << 20  # a kernel that runs on every worker thread there is
+def rate_on_threads(f: Facts, roof: RateRoof, roofs: RoofSet) -> tuple[float, RateRoof, bool]:
+    """(rate, roof, scaled): the rate a kernel evaluates ``roof``'s operation at on the
+    threads it runs on: the rate measured on that many threads where the set has one (a
+    CPU's loop left on one worker thread: one thread does more than its share of two), else
+    :func:`thread_share` of ``roof``'s (``scaled`` then True where that share is below 1)."""
+    share = thread_share(f, roof)
+    if share >= 1.0 or f.threads is None:
+        return roof.value, roof, False
+    own = roofs.on_threads(roof, f.threads)
+    if own is not None and own.value > 0:
+        return min(own.value, roof.value), own, False
+    return roof.value * share, roof, True
 
 
 def thread_share(f: Facts, roof: RateRoof) -> float:
@@ -435,14 +448,15 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
     converts = f.converts - widened
     # A kernel that converts computes in the wider type: its arithmetic runs at float32's
     # rate, each conversion at the measured conversion rate.
-    shares: list[tuple[float, RateRoof]] = []  # each rate its arithmetic was priced at
+    # Each rate its arithmetic was priced at, and whether at a share of its threads.
+    shares: list[tuple[bool, RateRoof]] = []
     arithmetic = "float32" if f.converts else f.dtype
     if converts:
         convert = roofs.rate_for("convert", "float32")
         if convert is not None:
-            share = thread_share(f, convert)
-            shares.append((share, convert))
-            terms.append(Term("conversion", "compute", converts / (convert.value * share),
+            value, convert, scaled = rate_on_threads(f, convert, roofs)
+            shares.append((scaled, convert))
+            terms.append(Term("conversion", "compute", converts / value,
                               convert.name, convert.kind))
         else:
             notes.append("no conversion rate: conversions not charged")
@@ -455,9 +469,9 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         # Named for what most of it is where that is complex arithmetic.
         what = "complex arithmetic" if 2 * f.complex_flops > other else ""
         if fma is not None:
-            share = thread_share(f, fma)
-            shares.append((share, fma))
-            terms.append(Term("elementwise", "compute", other / (fma.value * share),
+            value, fma, scaled = rate_on_threads(f, fma, roofs)
+            shares.append((scaled, fma))
+            terms.append(Term("elementwise", "compute", other / value,
                               fma.name, fma.kind, what))
         else:
             terms.append(Term("elementwise", "compute", other / compute.value,
@@ -486,12 +500,12 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
             continue
         # Named for its repeated evaluations where they are most of it.
         repeated = 2 * f.recomputed.get(op, 0.0) > count
-        share = thread_share(f, rate)
-        shares.append((share, rate))
-        terms.append(Term("transcendental", "compute", count / (rate.value * share),
+        value, rate, scaled = rate_on_threads(f, rate, roofs)
+        shares.append((scaled, rate))
+        terms.append(Term("transcendental", "compute", count / value,
                           rate.name, rate.kind,
                           f"{op}, once per output element" if repeated else op))
-    fewer = [r for share, r in shares if share < 1.0]
+    fewer = [r for scaled, r in shares if scaled]
     if fewer:
         notes.append(f"a kernel XLA leaves on {plural(f.threads or 1, 'thread', 'threads')} "
                      f"of the {fewer[0].threads} its rates were measured on: its elementwise, "

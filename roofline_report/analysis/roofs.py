@@ -127,6 +127,7 @@ class BandwidthRoof:
         return max(self.value, min(rate, max(v for _, v in points)))
 
 
+ALL_THREADS = 1 << 20  # a rate whose threads were not recorded ranks as on every thread
 SPLIT_LAUNCH = "split launch"  # the floor a kernel split across worker threads adds
 # The same with calls enqueued, as programs are timed (may be 0: below the noise).
 SPLIT_LAUNCH_ENQUEUED = "split launch enqueued"
@@ -222,13 +223,22 @@ class RoofSet:
     units_overlap: bool = False
 
     def rate_for(self, op: str, dtype: str) -> RateRoof | None:
-        """The measured rate of ``op`` in ``dtype`` (float32's when that dtype has none)."""
+        """The measured rate of ``op`` in ``dtype`` (float32's when that dtype has none); of
+        rates measured on different numbers of worker threads, the one on the most (a
+        kernel on fewer takes its own: :meth:`on_threads`)."""
         for wanted in (dtype, "float32"):
-            match = next((r for r in self.rates if r.op == op and r.dtype == wanted
-                          and not r.from_memory), None)
-            if match is not None:
-                return match
+            matches = [r for r in self.rates if r.op == op and r.dtype == wanted
+                       and not r.from_memory]
+            if matches:
+                return max(matches, key=lambda r: ALL_THREADS if r.threads is None
+                           else r.threads)
         return None
+
+    def on_threads(self, roof: RateRoof, threads: int) -> RateRoof | None:
+        """The rate of ``roof``'s operation and dtype measured on ``threads`` worker threads
+        (a CPU's loop left on one), where the set has one besides ``roof``."""
+        return next((r for r in self.rates if r.op == roof.op and r.dtype == roof.dtype
+                     and r.threads == threads and r is not roof and not r.from_memory), None)
 
     def from_memory(self, roof: RateRoof) -> RateRoof | None:
         """The roof of ``roof``'s operation and dtype measured with its operand in main

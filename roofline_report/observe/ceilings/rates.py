@@ -46,7 +46,14 @@ the previous one and none can be hoisted or fused away), so the work per call dw
 
 Rates are operations per second from the fastest sample, as for every ceiling. On a CPU each
 entry records the worker threads its kernel ran on (``threads``: XLA splits the 64 Ki-element
-loop across the cores); a prediction prices a kernel XLA leaves on fewer threads at that share.
+loop across the cores). On a CPU the float32 functions, the multiply-add and the conversion
+are measured a second time over :data:`ONE_THREAD_ELEMENTS` elements, a loop XLA leaves on
+one worker thread (``(one thread)``): a kernel XLA leaves on one thread (a recurrent cell's
+step inside a loop) takes those rates. One thread does more than its share of two: on the
+2-core CPU this was built on an exp ran at 3.0 G/s on one and 4.5 to 5.1 split in two, the
+multiply-add chain at 115 to 121 GFLOP/s on one and 111 split (2,048 elements: XLA splits
+the chain's loop of 4,096 across the cores). Where no such rate was measured, a kernel on
+fewer threads takes that share of the split rate.
 """
 
 from __future__ import annotations
@@ -80,6 +87,9 @@ class RatePlan:
     min_sample_s: float
     reduce_sizes: tuple[int, ...] = ()  # bytes of the reduction kernel's array; () for none
     functions: tuple[str, ...] = ()  # measured in float32 only (FUNCTIONS)
+    # Measured again in float32 over ONE_THREAD_ELEMENTS, a loop XLA:CPU leaves on one
+    # worker thread (a CPU's only; () for none).
+    one_thread: tuple[str, ...] = ()
 
 
 def rate_plan(backend: str, *, quick: bool) -> RatePlan:
@@ -99,7 +109,13 @@ def rate_plan(backend: str, *, quick: bool) -> RatePlan:
         min_sample_s=timing.min_sample_for(backend != "cpu", 0.003 if quick else 0.005),
         reduce_sizes=timing.geometric(first, last, 16 if quick else 4),
         functions=FUNCTIONS,
+        one_thread=ONE_THREAD if backend == "cpu" else (),
     )
+
+
+# The operations measured on one worker thread too, and the elements of that loop.
+ONE_THREAD = ("exp", "tanh", "log", "sqrt", "rsqrt", "sine", "multiply-add", "convert")
+ONE_THREAD_ELEMENTS = 1 << 11
 
 
 # The constant ``c`` each operation's step takes (0 where it takes none).
@@ -147,18 +163,21 @@ def _step(op: str) -> Callable[[Any, Any], Any]:
     raise ValueError(f"unknown operation {op!r}")
 
 
-def _entry(op: str, dtype: str, plan: RatePlan) -> dict[str, Any]:
+def _entry(op: str, dtype: str, plan: RatePlan, *, one_thread: bool = False
+           ) -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
     from jax import lax
 
     ops = OPS_PER_ELEMENT[op]
-    reps = max(1, plan.ops_per_call // (ops * plan.elements))
+    elements = ONE_THREAD_ELEMENTS if one_thread else plan.elements
+    reps = max(1, plan.ops_per_call // (ops * elements))
+    name = f"{op} {dtype}" if op != "convert" else "convert float32<->bfloat16"
     entry: dict[str, Any] = {
-        "name": f"{op} {dtype}" if op != "convert" else "convert float32<->bfloat16",
+        "name": f"{name} (one thread)" if one_thread else name,
         "op": op, "dtype": dtype, "unit": "1/s", "kind": "measured", "value": None,
-        "available": False, "reason": "", "elements": plan.elements, "reps": reps,
-        "ops_per_call": ops * plan.elements * reps, "timing": None,
+        "available": False, "reason": "", "elements": elements, "reps": reps,
+        "ops_per_call": ops * elements * reps, "timing": None,
     }
     step = _step(op)
     kind = jnp.dtype(dtype)
@@ -167,7 +186,7 @@ def _entry(op: str, dtype: str, plan: RatePlan) -> dict[str, Any]:
         return lax.fori_loop(0, reps, lambda _i, y: step(y, c).astype(kind), x)
 
     try:
-        x = timing.block(jnp.full((plan.elements,), 0.5, dtype=kind))
+        x = timing.block(jnp.full((elements,), 0.5, dtype=kind))
         c = jnp.asarray(STEP_CONSTANT.get(op, 0.0), dtype=kind)
         compiled = jax.jit(kernel).lower(x, c).compile()
 
@@ -181,9 +200,13 @@ def _entry(op: str, dtype: str, plan: RatePlan) -> dict[str, Any]:
     except Exception as exc:
         entry["reason"] = f"{entry['name']} failed: {reason(exc)}"
         return entry
+    threads = kernel_threads(compiled)
+    if one_thread and threads != 1:
+        entry["reason"] = (f"{entry['name']}: XLA ran the loop of {elements} elements on "
+                           f"{threads or 'an unknown number of'} threads, not one")
+        return entry
     entry.update(value=entry["ops_per_call"] / measured.per_call.min, available=True,
                  timing=measured.to_json())
-    threads = kernel_threads(compiled)
     if threads is not None:
         entry["threads"] = threads
     return entry
@@ -277,6 +300,7 @@ def _one_round(plan: RatePlan) -> list[dict[str, Any]]:
     entries.append(_entry("convert", "float32", plan))
     if plan.reduce_sizes:
         entries += [_reduce_entry(plan, dtype) for dtype in plan.dtypes]
+    entries += [_entry(op, "float32", plan, one_thread=True) for op in plan.one_thread]
     return entries
 
 
