@@ -108,7 +108,7 @@ last-level cache once read and written):
   measured as its operand comes (an argument or not).
 * ``scatter``: the scatter-add of rows of 16 and of 64 (an embedding's gradient of narrow
   rows), beside the rows of 256 and the scattered elements.
-* ``transpose`` with its operand in main memory (outside quick mode): the 2-D swap of
+* ``transpose`` with its operand in main memory: the 2-D swap of
   ``[1024, 1024]``, each call on the next of 128 MiB of operands, so that no cache holds it
   (one batched swap of them all faults its fresh output's pages in on every call instead).
   A program whose data outgrow the last-level cache reads its arguments from main memory,
@@ -333,15 +333,14 @@ def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
                    rfft(n, computed=True), row=n, computed=True) for n in COMPUTED_RFFT_LENGTHS]
     out.append(Kernel("fft", f"2-D FFT of [{FFT_BATCH}, n, n], its operand computed", True,
                       "complex64", sizes, fft2(computed=True), computed=True))
-    if plan.variant_sizes:
-        # The 2-D swap with its operand in main memory, as a program whose data outgrow the
-        # caches reads a key-value cache it transposes: 1.3 to 3 times the time of its
-        # operand in the cache here (an [8, 4096, 64] cache's swap of its minor axes, 8 MiB:
-        # 330 µs from the cache, 730 from main memory), where a streaming copy's time grows
-        # by its reads' share only.
-        out.append(Kernel("transpose", "2-D swap, its operand from main memory", True,
-                          "float32", FROM_MEMORY_SIZES, transpose_from_memory("float32"),
-                          from_memory=True))
+    # The 2-D swap with its operand in main memory, as a program whose data outgrow the
+    # caches reads a key-value cache it transposes: 1.3 to 3 times the time of its operand in
+    # the cache here (an [8, 4096, 64] cache's swap of its minor axes, 8 MiB: 330 µs from the
+    # cache, 730 from main memory), where a streaming copy's time grows by its reads' share
+    # only. Quick mode too: one size, well under a second.
+    out.append(Kernel("transpose", "2-D swap, its operand from main memory", True,
+                      "float32", FROM_MEMORY_SIZES, transpose_from_memory("float32"),
+                      from_memory=True))
     out += [Kernel("scatter", f"scatter-add of rows of {row}", True, "float32", half,
                    scatter_add("float32", row), row=row) for row in SCATTER_ROWS]
     out += [Kernel("scatter", f"scatter-add of scattered elements into a table of "
