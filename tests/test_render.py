@@ -324,3 +324,23 @@ def test_long_bar_labels_of_the_communication_figure_break_at_a_hyphen() -> None
     assert comm_figures._two_lines("fsdp-scan-step") == "fsdp-scan-\nstep"
     assert comm_figures._two_lines("fsdp-step") == "fsdp-step"
     assert comm_figures._two_lines("contracting") == "contracting"
+
+
+def test_the_rates_section_says_what_a_rate_on_one_thread_and_from_main_memory_price(
+        data: dict[str, object], rendered: render.Rendered) -> None:
+    """Where the ceilings hold rates measured on one worker thread and the 2-D swap with its
+    operand from main memory, the page says which kernels each prices; ceilings without them
+    (this fixture's) say neither."""
+    one_thread = "A rate marked (one thread) was measured again"
+    from_memory = "The 2-D swap with its operand from main memory took"
+    assert one_thread not in rendered.markdown and from_memory not in rendered.markdown
+    grown = json.loads(json.dumps(data))
+    rates = grown["ceilings"]["rates"]
+    exp = next(r for r in rates if r["name"] == "exp float32")
+    swap = next(r for r in rates if r["name"] == "transpose float32 (2-D swap)")
+    rates += [{**exp, "name": "exp float32 (one thread)", "threads": 1},
+              {**swap, "name": "transpose float32 (2-D swap, its operand from main memory)",
+               "variant": "2-D swap, its operand from main memory", "from_memory": True}]
+    page = render.render(grown).markdown
+    assert one_thread in page and from_memory in page
+    assert "| exp float32 (one thread) |" in page

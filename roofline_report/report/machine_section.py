@@ -19,7 +19,7 @@ from roofline_report.report.section_parts import (
     p,
     table,
 )
-from roofline_report.report.view_records import SpeedCheck
+from roofline_report.report.view_records import RateRow, SpeedCheck
 
 
 def _timed(vm: VM) -> Section:
@@ -141,7 +141,7 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "contiguous runs it reads; a top-k at the roof measured on rows nearest its own; "
               "an FFT at the roof measured with its operand as its own comes, a program's "
               "argument or computed by a kernel before it, that kernel's time taken off); "
-              "a rate measured beside one, not used as a roof, says so."),
+              "a rate measured beside one, not used as a roof, says so." + _rate_kinds(m.rates)),
             table(("operation", "sizes measured (a call)", "rate"),
                   [(c(r.name, "" if r.roof else " (beside the roof, not used by the "
                     "model)"), c(r.sizes),
@@ -154,6 +154,29 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
     body.append(_placements(vm, figure))
     return Section(f"Measured on {machine}", tuple(body), id="measured",
                    kind=Kind.MEASURED.value)
+
+
+# The rate names that mark a rate measured on one worker thread, and a transposing copy's
+# with its operand in main memory (as the ceilings name them).
+ONE_THREAD = "(one thread)"
+FROM_MEMORY = "its operand from main memory"
+
+
+def _rate_kinds(rates: list[RateRow]) -> str:
+    """The sentences on the rates measured on one thread and from main memory, where the
+    machine's ceilings hold such rates ("" otherwise)."""
+    names = [r.name for r in rates if r.available]
+    out = ""
+    if any(n.endswith(ONE_THREAD) for n in names):
+        out += (" A rate marked (one thread) was measured again over a loop the compiler "
+                "leaves on one worker thread: a kernel it leaves on one thread is charged that "
+                "rate, not a share of the rate split across the cores.")
+    if any(FROM_MEMORY in n for n in names):
+        out += (" The 2-D swap with its operand from main memory took each call's operand in "
+                "turn from more than the caches hold: a transposing copy of a program's "
+                "argument, in a program whose data outgrow the last-level cache, is charged "
+                "that rate for the elements it reads from the arguments.")
+    return out
 
 
 def _placements(vm: VM, figure: bool = True) -> Block:
