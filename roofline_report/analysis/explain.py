@@ -41,6 +41,10 @@ built from the numbers at hand, never silence:
   .speed_drift.DRIFT` or more, the way the program missed and for at least a quarter of the
   miss (:meth:`~roofline_report.analysis.speed_drift.Drift.explains`);
 * **loop**: the program runs a loop, whose bodies may not overlap as the model assumes;
+* **slow kernels of one kind**: slower, no reason above holds, and the kernels of one kind
+  (their pattern, else their category) account for at least half of the time the kernels
+  took beyond their predictions, where no few kernels do (a decode step's eight transposing
+  copies of its caches): they are counted, named by the slowest, with their times;
 * otherwise **unknown**, with the direction of the miss;
 
 and a program above its prediction says so first (**above its prediction**: a rate lower than
@@ -183,6 +187,9 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
     if e.loops:
         reasons.append("loop: its iterations run one after the other, each with its own "
                        "launches")
+    if not reasons and slower:
+        # Nothing more specific: the kernels of one kind behind most of it, where there are.
+        reasons += _slow_kind(e.rows)
     if not reasons and off(m):
         reasons.append(f"unknown: {'slower' if slower else 'faster'} than predicted, with no "
                        "evidence of a cause here")
@@ -245,6 +252,39 @@ def _slow_kernels(rows: Sequence[KernelRow]) -> list[str]:
         for r in named)
     return [f"slow kernels: {parts} account for {percent_text(share)} of the time the kernels "
             "took beyond their predictions: they run far below their roofs"]
+
+
+def _slow_kind(rows: Sequence[KernelRow]) -> list[str]:
+    """The kernels of one kind (their pattern, else their category) behind at least half the
+    time the kernels took beyond their predictions, counted and named by the slowest (eight
+    transposing copies of a key-value cache, each a few times its price): said where no
+    other reason is, in place of 'unknown'; nothing where no kind is."""
+    gaps = [(r.saving, r) for r in rows if r.saving and r.saving > 0]
+    total = sum(g for g, _ in gaps)
+    if total <= 0:
+        return []
+    kinds: dict[str, list[tuple[float, KernelRow]]] = {}
+    for g, r in gaps:
+        kinds.setdefault(r.pattern or r.category, []).append((g, r))
+    kind, members = max(kinds.items(), key=lambda k: (sum(g for g, _ in k[1]), k[0]))
+    share = sum(g for g, _ in members) / total
+    if share < 0.5:
+        return []
+    members.sort(key=lambda m: (-m[0], m[1].name))
+    measured = [r.seconds for _, r in members if r.seconds]
+    predicted = [r.prediction.seconds for _, r in members if r.prediction is not None]
+    if not measured or not predicted:
+        return []
+    return [f"slow kernels: {len(members)} {kind} kernels ({members[0][1].name} and "
+            f"{len(members) - 1} more), {_span(measured)} each against {_span(predicted)} "
+            f"predicted, account for {percent_text(share)} of the time the kernels took "
+            "beyond their predictions: they run far below their roofs"]
+
+
+def _span(seconds: Sequence[float]) -> str:
+    """'0.7 ms to 4.2 ms', or one time where they are all one."""
+    low, high = format_si(min(seconds), "s"), format_si(max(seconds), "s")
+    return low if low == high else f"{low} to {high}"
 
 
 def _fast_kernels(rows: Sequence[KernelRow]) -> list[str]:
