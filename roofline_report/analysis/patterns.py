@@ -153,9 +153,7 @@ def _as_operand_comes(found: RateRoof, computed: bool | None, roofs: RoofSet) ->
     where the set has none such (ceilings measured before the computed operand's were)."""
     if computed is None or found.computed == computed:
         return found
-    alike = [r for r in roofs.rates if r.op == found.op and r.dtype == found.dtype
-             and bool(r.row) == bool(found.row) and r.computed == computed]
-    return alike[0] if alike else found
+    return roofs.alike(found, computed=computed) or found
 
 
 def _power_of_two(n: int) -> bool:
@@ -203,7 +201,7 @@ def pattern_time(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
     between = _between_rows(kernel, roof, roofs, size) if pattern == "scatter" else None
     if between is not None:
         rate = _rate_in(dtype, roof, between, pattern)
-    cold = roofs.from_memory(roof) if from_memory > 0 else None
+    cold = roofs.alike(roof, from_memory=True) if from_memory > 0 else None
     # Never faster than its operand in the cache (a small copy's time is mostly its start).
     cold_rate = min(rate, _rate_in(dtype, roof, cold.rate_at(size), pattern)) \
         if cold is not None else 0.0

@@ -338,7 +338,7 @@ def rate_on_threads(f: Facts, roof: RateRoof, roofs: RoofSet) -> tuple[float, Ra
     share = thread_share(f, roof)
     if share >= 1.0 or f.threads is None:
         return roof.value, roof, False
-    own = roofs.on_threads(roof, f.threads)
+    own = roofs.alike(roof, threads=f.threads)
     if own is not None and own.value > 0:
         return min(own.value, roof.value), own, False
     return roof.value * share, roof, True

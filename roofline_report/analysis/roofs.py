@@ -225,7 +225,7 @@ class RoofSet:
     def rate_for(self, op: str, dtype: str) -> RateRoof | None:
         """The measured rate of ``op`` in ``dtype`` (float32's when that dtype has none); of
         rates measured on different numbers of worker threads, the one on the most (a
-        kernel on fewer takes its own: :meth:`on_threads`)."""
+        kernel on fewer takes its own: :meth:`alike`)."""
         for wanted in (dtype, "float32"):
             matches = [r for r in self.rates if r.op == op and r.dtype == wanted
                        and not r.from_memory]
@@ -234,17 +234,18 @@ class RoofSet:
                            else r.threads)
         return None
 
-    def on_threads(self, roof: RateRoof, threads: int) -> RateRoof | None:
-        """The rate of ``roof``'s operation and dtype measured on ``threads`` worker threads
-        (a CPU's loop left on one), where the set has one besides ``roof``."""
-        return next((r for r in self.rates if r.op == roof.op and r.dtype == roof.dtype
-                     and r.threads == threads and r is not roof and not r.from_memory), None)
-
-    def from_memory(self, roof: RateRoof) -> RateRoof | None:
-        """The roof of ``roof``'s operation and dtype measured with its operand in main
-        memory; None where the set has none."""
-        return next((r for r in self.rates if r.op == roof.op and r.dtype == roof.dtype
-                     and r.from_memory), None)
+    def alike(self, roof: RateRoof, *, computed: bool | None = None, from_memory: bool = False,
+              threads: int | None = None) -> RateRoof | None:
+        """Another roof of ``roof``'s operation and dtype, measured by row where ``roof`` is,
+        measured as asked: with its operand computed by a kernel before it or not
+        (``computed``; None: either), from main memory or not (``from_memory``), on
+        ``threads`` worker threads (None: any); None where the set has none (ceilings
+        measured before such roofs were)."""
+        return next((r for r in self.rates if r is not roof and r.op == roof.op
+                     and r.dtype == roof.dtype and bool(r.row) == bool(roof.row)
+                     and r.from_memory == from_memory
+                     and (computed is None or r.computed == computed)
+                     and (threads is None or r.threads == threads)), None)
 
     def levels(self) -> list[str]:
         """The memory levels of the bandwidth roofs, innermost first."""

@@ -156,22 +156,16 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
                    kind=Kind.MEASURED.value)
 
 
-# The rate names that mark a rate measured on one worker thread, and a transposing copy's
-# with its operand in main memory (as the ceilings name them).
-ONE_THREAD = "(one thread)"
-FROM_MEMORY = "its operand from main memory"
-
-
 def _rate_kinds(rates: list[RateRow]) -> str:
     """The sentences on the rates measured on one thread and from main memory, where the
     machine's ceilings hold such rates ("" otherwise)."""
-    names = [r.name for r in rates if r.available]
+    measured = [r for r in rates if r.available]
     out = ""
-    if any(n.endswith(ONE_THREAD) for n in names):
+    if any(r.one_thread for r in measured):
         out += (" A rate marked (one thread) was measured again over a loop the compiler "
                 "leaves on one worker thread: a kernel it leaves on one thread is charged that "
                 "rate, not a share of the rate split across the cores.")
-    if any(FROM_MEMORY in n for n in names):
+    if any(r.from_memory for r in measured):
         out += (" The 2-D swap with its operand from main memory took each call's operand in "
                 "turn from more than the caches hold: a transposing copy of a program's "
                 "argument, in a program whose data outgrow the last-level cache, is charged "

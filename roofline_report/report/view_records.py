@@ -206,6 +206,10 @@ class RateRow:
     available: bool
     unstable: bool
     sizes: str
+    # Measured again on one worker thread, beside a rate of its operation on more; measured
+    # with its operand in main memory (a transposing copy's).
+    one_thread: bool = False
+    from_memory: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -471,7 +471,11 @@ def _levels_and_rates(an: Analysis, c: schema.Ceilings
                      value=n(e.value, _RATE_UNITS.get(e.unit, "/s"), Kind.MEASURED)
                      if e.available else Num("not available"),
                      roof=e.roof, reason=e.reason, available=e.available,
-                     unstable=_unstable(e.timing), sizes=_rate_sizes(e))
+                     unstable=_unstable(e.timing), sizes=_rate_sizes(e),
+                     one_thread=e.threads == 1 and any(
+                         o.op == e.op and o.dtype == e.dtype and (o.threads or 0) > 1
+                         for o in c.rates),
+                     from_memory=e.from_memory)
              for e in c.rates]
     caches = [f"L{x.level} {format_binary(x.size)}" for x in c.caches]
     return levels, why, rates, caches
