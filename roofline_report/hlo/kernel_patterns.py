@@ -99,6 +99,28 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   log-softmax's maximum); size: the elements of its operand; row: the row's length. On a
   TPU v5e the log-softmax of a float32 ``[4, 512, 8192]`` spent 5.8 ms in that fusion, 0.34
   ns an element, where a row sum of 64 M floats streamed at 0.005 ns an element.
+* ``reduce-window`` and ``sum-window`` (not on a TPU): a kernel of XLA's own loop emitter
+  (not a library fusion: XLA:CPU hands a 2 x 2 max or average pool of stride 2 without
+  padding to ``__ynn_fusion``) holding a ``reduce-window`` that is not a whole-row one: a
+  ``sum-window`` where every such window's reducer only adds (:func:`sums`: a cumulative
+  sum, which XLA:CPU rewrites into windows of 16 and sums of their totals, an average pool's
+  gradient, a reduction's partial sums), else a ``reduce-window`` (a maximum or a minimum:
+  a max pool, a cumulative maximum, and a max pool's gradient, a ``select-and-scatter``
+  that XLA:CPU expands into a window of the values beside one iota of indices per
+  dimension, keeping the larger value and its indices, then a scatter); size: the window
+  elements it visits that land on its operand (padding and dilation holes left out,
+  :func:`window_elements`) times the arrays it reduces together; a ``reduce-window``'s row:
+  those arrays (1 for a plain window). XLA:CPU runs either as a scalar loop over each
+  output's window, far below the streaming roofs; on a 2-core CPU the 3 x 3 max pool of
+  stride 2 of a float32 ``[64, 32, 32, 32]`` (ResNet's stem pool) took 0.24 ns a window
+  element (its bytes stream in a tenth of that time), a sum's windows of 16 along rows 0.08
+  to 0.15 ns, and a max pool's gradient's 2 x 2 window 0.53 to 0.63 ns an array's element
+  with 5 arrays (the values and the indices of 4 dimensions: 2.7 to 3.2 ns an element),
+  0.56 to 0.78 with 6 (an Equinox pool's 5 dimensions) and 0.59 with 4 or 7: from 4 arrays
+  up its time goes with them, while 2 ran at 0.32 and 3 at 0.98. A 2 x 2 window of stride 1
+  padded at one end ran ten times faster than that (0.03 ns an element): its roof holds it
+  several times slow. Tiny windows (a mean's partial sums, a few hundred elements) cost less
+  than their launch at these rates.
 
 * ``update-slice`` (a TPU's only): a kernel whose in-place ``dynamic-update-slice`` writes
   part of the tiles of an array stored in tiles (:func:`~roofline_report.hlo.tpu.
@@ -132,12 +154,13 @@ from roofline_report.hlo.kernel_cost import (
     ints_in,
 )
 from roofline_report.hlo.shapes import Array, Shape
+from roofline_report.hlo.taps import valid_taps, window_dims
 from roofline_report.hlo.tpu import TPU, lane_reduction, updated_tiles
 
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
             "broadcast-transpose", "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
-            "block-transpose", "update-slice")
+            "block-transpose", "update-slice", "reduce-window", "sum-window")
 TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
 # XLA's GPU backend names its own: an H200's top-k roof (jax 0.11.2) ran custom-call.1
 # (__gpu$TopK) and found no top-k kernel under the CPU's name.
@@ -571,9 +594,10 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
     """The kernel's pattern (the first that applies, in this order): ``loop-dot`` (or
     ``mat-vec``, ``transposed-dot``: not on a TPU), ``fft``, ``sort``,
     ``top-k``, ``scatter``, ``gather``, ``reduce-window-lane`` and ``update-slice`` (a TPU's
-    only), ``variadic-reduction``, ``strided-reduction``, ``interleaved-reduction``,
-    ``transpose`` or ``fused-transpose`` (``broadcast-transpose``, ``block-transpose``: not
-    on a TPU); see the module docstring.
+    only), ``sum-window`` or ``reduce-window`` (not on a TPU), ``variadic-reduction``,
+    ``strided-reduction``,
+    ``interleaved-reduction``, ``transpose`` or ``fused-transpose`` (``broadcast-transpose``,
+    ``block-transpose``: not on a TPU); see the module docstring.
     ``backend``: the backend the module was compiled for."""
     tpu = backend == TPU
     inside = _fused_instructions(instr, module, tpu)
@@ -636,6 +660,10 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         return Pattern("update-slice", sum(tiles for _, tiles in partial),
                        f"{_plain(given)} into {_plain(first.shape)}"
                        f"{target.layout if target else ''}")
+    windows = [i for i in inside if not tpu and i.opcode == "reduce-window"
+               and lane_reduction(i) is None] if not _is_library(instr) else []
+    if windows:
+        return _window(windows, module)
     variadic = [i for i in inside if i.opcode == "reduce" and len(i.operands) > 2]
     if variadic:
         size = sum(elements_of(i.operand_shapes[0]) for i in variadic if i.operand_shapes)
@@ -666,6 +694,78 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         return Pattern("interleaved-reduction", size,
                        f"dimensions {dims} of {_plain(operand)}{layout}, runs of {run}")
     return _transpose(instr, module, tpu)
+
+
+#: The reducers of a ``sum-window``: arithmetic that combines its two operands, no comparison.
+SUMMING = frozenset({"add", "multiply", "and", "or", "xor"})
+_PLUMBING = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast",
+                       "convert"})
+
+
+def sums(window: Instruction, module: Module) -> bool:
+    """Whether a ``reduce-window``'s reducer only combines its operands by :data:`SUMMING`
+    arithmetic (a sum's add: a cumulative sum, an average pool's gradient, a reduction's
+    partial sums), not by a comparison (a maximum, a minimum, a max pool's gradient's choice
+    of the larger value and its indices)."""
+    names = window.called("to_apply")
+    comp = module.computations.get(names[0]) if names else None
+    if comp is None:
+        return False
+    ops = {i.opcode for i in comp.instructions} - _PLUMBING
+    return bool(ops) and ops <= SUMMING
+
+
+def _window(windows: Sequence[Instruction], module: Module) -> Pattern:
+    """The pattern of a kernel of XLA's loop emitter holding these windows (``reduce-window``):
+    ``sum-window`` where every one of them sums (:func:`sums`), else ``reduce-window`` with
+    the arrays its first window reduces together as its row; size: their window elements
+    (:func:`window_elements`) times their arrays."""
+    first = windows[0]
+    arrays = window_arrays(first)
+    operand = first.operand_shapes[0] if first.operand_shapes else None
+    size = sum(window_elements(i) * window_arrays(i) for i in windows)
+    detail = (f"window {first.attributes.get('window', '').strip('{}')} of {_plain(operand)}"
+              + (f", {arrays} arrays" if arrays > 1 else ""))
+    if all(sums(i, module) for i in windows):
+        return Pattern("sum-window", size, detail)
+    return Pattern("reduce-window", size, detail, arrays)
+
+
+def window_arrays(window: Instruction) -> int:
+    """The arrays a ``reduce-window`` reduces together: its operands less their initial
+    values (1 for a plain window; a max pool's gradient on XLA:CPU, the values and one array
+    of indices per dimension)."""
+    return max(1, len(window.operands) // 2)
+
+
+def window_elements(window: Instruction) -> int:
+    """The window elements a ``reduce-window`` visits that land on its operand, summed over
+    its outputs (of one of its arrays): per dimension the window positions that fall on an
+    element, not on padding nor between base-dilated elements (:func:`~roofline_report.hlo.
+    taps.valid_taps`, a convolution's rule), multiplied over the dimensions; where its
+    window attribute does not fit its rank, its outputs times its window's size. The one
+    rule of the inventory's ``reduce-window`` size and of the roof's work per call."""
+    operand = window.operand_shapes[0] if window.operand_shapes else None
+    result = window.shape.array if window.shape.array is not None else next(
+        (s.array for s in window.shape.elements if s.array is not None), None)
+    if operand is None or operand.array is None or result is None:
+        return 0
+    source, dims = operand.array.dims, result.dims
+    sizes = window_dims(window.attributes.get("window", ""), len(source))
+    if len(dims) != len(source) or len(sizes) != len(source) \
+            or any(size < 1 for size, *_ in sizes):
+        return result.elements * math.prod(max(1, size) for size, *_ in sizes)
+    return visited(source, dims, sizes)
+
+
+def visited(source: Sequence[int], result: Sequence[int],
+            windows: Sequence[tuple[int, int, int, int, int]]) -> int:
+    """The window elements that land on a ``source`` of these dimensions, summed over the
+    outputs of a ``result`` of these, for windows of (size, stride, low padding, base
+    dilation, window dilation) along each dimension: :func:`window_elements`'s count."""
+    return math.prod(valid_taps(n, out, size, stride, pad, base, dilation)
+                     for n, out, (size, stride, pad, base, dilation)
+                     in zip(source, result, windows, strict=True))
 
 
 def _partial_tiles(update: Instruction) -> int | None:

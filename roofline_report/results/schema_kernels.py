@@ -86,12 +86,14 @@ class KernelRecord(Record):
                      "sort", "variadic-reduction", "top-k", "fused-transpose", "fft",
                      "interleaved-reduction", "broadcast-transpose",
                      "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
-                     "block-transpose", "update-slice"] | None = None
+                     "block-transpose", "update-slice", "reduce-window",
+                     "sum-window"] | None = None
     pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
     # Elements per row where the pattern's rate depends on it: a top-k's row length (the
     # dimension it searches), a sort's, a gather's slice or a scatter's update window per
-    # index, a block transpose's run, a matrix-vector product's narrow width, an FFT's length.
+    # index, a block transpose's run, a matrix-vector product's narrow width, an FFT's length;
+    # a reduce-window's arrays reduced together (1 for a plain window).
     pattern_row: Count = 0
     # A gather's table: the bytes of the operand it gathers from (0: not a gather, or not
     # recorded: documents written before it was).
