@@ -498,7 +498,14 @@ def test_a_cpu_plans_its_kinds_by_width_and_an_accelerator_none_of_them() -> Non
                                   "transpose float32 (2-D swap, its operand from main memory)",
                                   "scatter float32 (scatter-add of rows of 16)",
                                   "scatter float32 (scatter-add of scattered elements into a "
-                                  "table of 16 KiB)"])
+                                  "table of 16 KiB)",
+                                  "reduce-window float32 (3 x 3 max pool of stride 2, SAME, of "
+                                  "[B, 32, 32, 32])",
+                                  "reduce-window float32 (2 x 2 window of stride 2 over "
+                                  "[B, 32, 32, 32] and the indices of its dimensions (5 "
+                                  "arrays: a max pool's gradient))",
+                                  "sum-window float32 (a cumulative sum's windows of 16 along "
+                                  "rows of 512)"])
 def test_each_cpu_kind_compiles_to_a_kernel_of_its_pattern_and_row(name: str) -> None:
     """Each roof's smallest compiled program holds a kernel the inventory labels with the
     roof's pattern and, where the roof has one, its row (compiled, not timed)."""

@@ -338,7 +338,8 @@ def test_plans_are_small_and_ascending() -> None:
     assert rows == [("block-transpose", 64), ("block-transpose", 1024), ("fft", 256),
                     ("fft", 400), ("fft", 400), ("fft", 512), ("fft", 512), ("fft", 2048),
                     ("gather", 256), ("mat-vec", 1),
-                    ("mat-vec", 16), ("scatter", 1), ("scatter", 1), ("scatter", 1),
+                    ("mat-vec", 16), ("reduce-window", 1), ("reduce-window", 5),
+                    ("scatter", 1), ("scatter", 1), ("scatter", 1),
                     ("scatter", 16), ("scatter", 64),
                     ("scatter", 256), ("top-k", 1024), ("top-k", 4096), ("vec-mat", 16)]
 
@@ -402,21 +403,23 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         return
     # A CPU's own kinds come last, each a roof of its row: a narrow product by its width and
     # side, the transposed dot, a block transpose by its run, a real FFT by its length, a row
-    # scatter by its width, a scatter of single elements by its table.
+    # scatter by its width, a scatter of single elements by its table, a reduce-window by the
+    # arrays it reduces together.
     own = entries[18:]
     assert [(e["op"], e.get("row")) for e in own] == [
         ("mat-vec", 1), ("mat-vec", 16), ("vec-mat", 16), ("transposed-dot", None),
         ("block-transpose", 64),
         ("block-transpose", 1024), ("fft", 256), ("fft", 400), ("fft", 512), ("fft", 2048),
         ("fft", 400), ("fft", 512), ("fft", None), ("transpose", None),
-        ("scatter", 16), ("scatter", 64), ("scatter", 1), ("scatter", 1)]
+        ("scatter", 16), ("scatter", 64), ("scatter", 1), ("scatter", 1),
+        ("reduce-window", 1), ("reduce-window", 5), ("sum-window", None)]
     for e in own:
         schema.RateCeiling.model_validate_json(json.dumps(e))
         assert e["roof"]
     # The FFTs of an operand computed before them: each point the call less its baseline (the
     # same call without the FFT), so below the whole call's time.
     computed = own[10:13]
-    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 5
+    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 8
     for e in computed:
         assert e["available"], e["reason"]
         for point in e["by_size"]:
@@ -434,7 +437,14 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert "from_memory" not in entries[0]
     # 64 x 64 is no matrix beside a few vectors (a small product: both sides narrow); the others
     # ran at their smallest sizes
-    assert [e["available"] for e in own] == [False, False, False] + [True] * 11
+    assert [e["available"] for e in own] == [False, False, False] + [True] * 14
+    # The pools of one image [1, 32, 32, 32] (the size asked is smaller): a 3 x 3 max pool's
+    # 70,688 window elements on the input; 5 arrays' 2 x 2 windows, 5 x 32,768; a cumulative
+    # sum's windows of 16 over 8 rows of 512, 136 elements each.
+    windows = own[-3:]
+    assert [e["by_size"][0]["elements"] for e in windows] == [70688, 5 * 32768, 8 * 32 * 136]
+    assert [e["by_size"][0]["shape"] for e in windows] == [[1, 32, 32, 32]] * 2 + [[8, 32, 16]]
+    del own[-3:]
     # single elements scattered into tables of 16 KiB and 1 MiB, each a roof of its table
     assert [e["table"] for e in own[-2:]] == [1 << 14, 1 << 20]
     assert "has no mat-vec kernel" in own[0]["reason"]

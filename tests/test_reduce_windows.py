@@ -1,7 +1,7 @@
 # ruff: noqa: E501
 """A CPU's windowed reductions outside its library (``reduce-window`` and ``sum-window``): how the
 inventory labels and sizes them (hand-written HLO in the forms an Equinox CNN's step compiled
-to, and programs XLA:CPU compiles here)."""
+to, and programs XLA:CPU compiles here) and the roofs the ceilings plan for them."""
 
 from __future__ import annotations
 
@@ -288,3 +288,50 @@ def test_compiled_sums_and_cumulative_sums_are_sum_windows() -> None:
     found = _window_kernels(lambda a: jax.lax.cummax(a, axis=1),
                             jnp.ones((64, 512), jnp.float32))
     assert {k["pattern"] for k in found} == {"reduce-window"}
+
+
+# ------------------------------------------------------------------------------ the plan and the check
+
+
+def test_a_cpu_measures_the_windows_by_their_arrays_and_an_accelerator_none() -> None:
+    from roofline_report.observe.ceilings import pattern_plans
+    from roofline_report.observe.ceilings.pattern_programs import POOL_ARRAYS
+
+    for quick in (False, True):
+        plan = pattern_plans.pattern_plan("cpu", quick=quick)
+        found = [k for k in pattern_plans.kernels(plan)
+                 if k.pattern in ("reduce-window", "sum-window")]
+        assert sorted((k.pattern, k.row) for k in found) == [
+            ("reduce-window", 1), ("reduce-window", POOL_ARRAYS), ("sum-window", 0)]
+        assert all(k.roof and k.dtype == "float32" for k in found)
+        if quick:  # one size each, the largest: well under a second
+            assert all(k.sizes == plan.sizes[-1:] for k in found)
+        else:  # pools of one image or more: no size repeats another's point
+            pools = [k for k in found if k.pattern == "reduce-window"]
+            assert all(len(k.sizes) > 1 and k.sizes[0] == 32 * 32 * 32 for k in pools)
+        for backend in ("tpu", "gpu"):
+            other = pattern_plans.kernels(pattern_plans.pattern_plan(backend, quick=quick))
+            assert not {"reduce-window", "sum-window"} & {k.pattern for k in other}
+
+
+@pytest.mark.cpu_backend("XLA:CPU's library pools and its loop emitter's windows")
+def test_the_check_finds_a_window_of_the_loop_emitter_not_the_librarys() -> None:
+    jax = pytest.importorskip("jax")
+    jnp, lax = jax.numpy, jax.lax
+    from roofline_report.observe.ceilings.pattern_check import pattern_kernel
+
+    def text(fn: Any, *args: Any) -> str:
+        return str(jax.jit(fn).lower(*args).compile().as_text())
+
+    x = jnp.ones((2, 16, 16, 32), jnp.float32)
+    pool = text(lambda a: lax.reduce_window(a, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                                            "VALID"), x)
+    name, described = pattern_kernel(pool, "reduce-window")
+    assert name is None and "ynn" in described
+    stem = text(lambda a: lax.reduce_window(a, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1),
+                                            "SAME"), x)
+    assert pattern_kernel(stem, "reduce-window")[0] is not None
+    assert pattern_kernel(stem, "sum-window")[0] is None
+    cumsum = text(lambda a: jnp.cumsum(a, axis=-1), jnp.ones((64, 512), jnp.float32))
+    assert pattern_kernel(cumsum, "sum-window")[0] is not None
+    assert pattern_kernel(cumsum, "reduce-window")[0] is None

@@ -198,7 +198,7 @@ class RateCeiling(Record):
                 "variadic-reduction", "top-k", "fused-transpose", "fft",
                 "interleaved-reduction", "broadcast-transpose", "reduce-window-lane",
                 "on-chip", "mat-vec", "vec-mat", "transposed-dot", "block-transpose",
-                "update-slice"]
+                "update-slice", "reduce-window", "sum-window"]
     dtype: str
     unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s", "runs/s", "bytes/s",
                   "tiles/s"] = "1/s"
@@ -213,7 +213,8 @@ class RateCeiling(Record):
     by_size: list[RateSize] = []
     variant: str = ""
     roof: bool = True
-    # A top-k's (or a reduce-window-lane's) row length: one roof per row length measured.
+    # A top-k's (or a reduce-window-lane's) row length: one roof per row length measured; a
+    # reduce-window's arrays reduced together: one roof per count of arrays.
     row: PosInt | None = None
     # A gather's fixed table, in bytes: one roof per table size (None: a table as large as
     # the gather's output).

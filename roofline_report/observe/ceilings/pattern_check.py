@@ -6,9 +6,9 @@ The kernel inventory of the optimized HLO labels each kernel with its ``pattern`
 holds the pattern's operation: a transpose (or a copy, a TPU's form of a layout change) or a dot
 outside the compiler's libraries (no custom call, no kind named ``__...``), a reduce (a strided
 reduction's in a module where some reduce keeps its operand's minor axis), a reduce-window
-(spanning a row), a top-k's custom call, or the gather, scatter or sort itself. The on-chip rate
-has no label: its kernel is a loop (of more than one trip) that moves bytes on chip and none to
-or from HBM.
+(spanning a row on a TPU; outside the libraries on a CPU), a top-k's custom call, or the
+gather, scatter or sort itself. The on-chip rate has no label: its kernel is a loop (of more
+than one trip) that moves bytes on chip and none to or from HBM.
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
             return bool(ops.get("transpose") or ops.get("copy")) and not _library(k)
         if pattern == "reduce-window-lane":
             return bool(ops.get("reduce-window"))
+        if pattern in ("reduce-window", "sum-window"):  # XLA's own loop, not a library's
+            return bool(ops.get("reduce-window")) and not _library(k)
         if pattern == "update-slice":
             return bool(ops.get("dynamic-update-slice"))
         if pattern in ("loop-dot", "mat-vec", "vec-mat", "transposed-dot"):

@@ -116,10 +116,25 @@ last-level cache once read and written):
   (``[8, 4096, 64] -> (1, 2, 0)``, 8 MiB: 330 µs against 730), where a streaming copy grows
   by its reads' time only; such a copy takes this roof for the share of its elements read
   from the arguments.
+* ``reduce-window`` (window elements that land on the input, times the arrays reduced
+  together, per second), by those arrays: the 3 x 3 max pool of stride 2 with SAME padding
+  of ``[B, 32, 32, 32]`` (row 1: ResNet's stem pool, which XLA:CPU runs in its own loop; a
+  2 x 2 pool of stride 2 without padding goes to its library; 0.24 ns a window element on
+  2 cores) and the 2 x 2 window of stride 2 over such values beside an iota of their
+  indices along each of their 4 dimensions, keeping the largest value and its indices
+  (row 5: the window XLA:CPU expands a max pool's gradient, a ``select-and-scatter``, into
+  before its scatter; 0.53 to 0.63 ns an array's element), at the roofs' sizes from one
+  image up (the largest size in quick mode). A window of 6 arrays (an Equinox pool's 5
+  dimensions) takes the row of 5: from 4 arrays up the cost goes with the arrays.
+* ``sum-window`` (window elements that land on the input per second): the sums of each
+  element and the 15 before it within its block of 16 along rows of 512, the window
+  XLA:CPU rewrites a cumulative sum into (0.08 to 0.15 ns a window element, two to three
+  times faster than a maximum's window), at the roofs' sizes (the largest in quick mode).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -132,6 +147,10 @@ from roofline_report.observe.ceilings.pattern_programs import (
     GATHER_ROW,
     INTERLEAVED,
     ON_CHIP_TRIPS,
+    POOL_ARRAYS,
+    POOL_IMAGE,
+    PREFIX_ROW,
+    PREFIX_WINDOW,
     REDUCE_COLUMNS,
     THREE_D_BATCH,
     TOP_K,
@@ -149,9 +168,12 @@ from roofline_report.observe.ceilings.pattern_programs import (
     interleaved_reduction,
     log_softmax,
     loop_dot,
+    max_pool,
     narrow_product,
     on_chip,
+    pool_argmax,
     power_side,
+    prefix_sums,
     rfft,
     scatter_add,
     scatter_table,
@@ -296,8 +318,9 @@ def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
     """The kinds a CPU runs at rates of their own that an accelerator's plan leaves out: a
     dot with a narrow side by its width (``mat-vec``: matrix elements per second), ``x.T @
     y`` (``transposed-dot``), a cache's block transpose by its run, a real FFT by its
-    length, a row scatter by its width and a scatter of single elements by its table; each a
-    roof, the kernel taking the nearest row (and table)."""
+    length, a row scatter by its width, a scatter of single elements by its table and a
+    reduce-window by the arrays it reduces together; each a roof, the kernel taking the
+    nearest row (and table)."""
     sizes = plan.sizes
     half = sizes[1::2] or sizes
     # One size more, twice the largest, outside quick mode: a 16 MiB operand, whose kernel's
@@ -346,6 +369,27 @@ def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
     out += [Kernel("scatter", f"scatter-add of scattered elements into a table of "
                    f"{_mib(table)}", True, "float32", half, scatter_table("float32", table),
                    row=1, table=table) for table in SCATTER_TABLES]
+    # A reduce-window outside the library, by the arrays it reduces together: a plain window
+    # (ResNet's stem pool: 0.24 ns a window element here, ten times its bytes' time) and a
+    # max pool's gradient's window of the values and their indices (about 0.6 ns an array's
+    # element, whatever the arrays from 4 up: an Equinox CNN's two such windows, of 6
+    # arrays, took 8.8 and 3.7 ms where their bytes priced 3.6 and 0.24). Quick mode too: one
+    # size, well under a second.
+    image = "[B, {}, {}, {}]".format(*POOL_IMAGE)
+    # Sizes of one image or more: a smaller size would repeat one image's point.
+    windows = tuple(n for n in sizes if n >= math.prod(POOL_IMAGE)) or sizes[-1:]
+    windows = windows if plan.variant_sizes else windows[-1:]
+    out.append(Kernel("reduce-window", f"3 x 3 max pool of stride 2, SAME, of {image}", True,
+                      "float32", windows, max_pool("float32"), row=1))
+    out.append(Kernel("reduce-window", f"2 x 2 window of stride 2 over {image} and the "
+                      f"indices of its dimensions ({POOL_ARRAYS} arrays: a max pool's "
+                      "gradient)", True, "float32", windows, pool_argmax("float32"),
+                      row=POOL_ARRAYS))
+    # A window that sums runs two to three times faster than a maximum's: a cumulative sum's
+    # blocks (its form on XLA:CPU), an average pool's gradient, a reduction's partial sums.
+    out.append(Kernel("sum-window", f"a cumulative sum's windows of {PREFIX_WINDOW} along "
+                      f"rows of {PREFIX_ROW}", True, "float32",
+                      sizes if plan.variant_sizes else sizes[-1:], prefix_sums("float32")))
     return out
 
 

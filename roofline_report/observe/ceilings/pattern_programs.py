@@ -562,3 +562,107 @@ def log_softmax(dtype: str, row: int) -> Callable[[int], Point]:
                      2 * count * _itemsize(dtype), (batch, LANE_BLOCK, row))
 
     return build
+
+
+POOL_IMAGE = (32, 32, 32)  # a window roof's image: [B, 32, 32, 32] (height, width, channels)
+POOL_ARRAYS = 5  # a max pool's gradient's window: the values and one index array a dimension
+
+
+def _pool_images(elements: int) -> tuple[int, ...]:
+    """``[B, 16, 16, 32]`` of about the elements asked (at least one image)."""
+    return (max(1, elements // math.prod(POOL_IMAGE)), *POOL_IMAGE)
+
+
+def max_pool(dtype: str) -> Callable[[int], Point]:
+    """The 3 x 3 max pool of stride 2 with SAME padding (ResNet's stem pool) of
+    ``[B, 16, 16, 32]`` (about the elements asked): a ``reduce-window`` XLA:CPU runs in its
+    own loop (a 2 x 2 pool of stride 2 without padding goes to its library); its window
+    elements that land on the input per call
+    (:func:`~roofline_report.hlo.kernel_patterns.visited`)."""
+    from jax import lax
+
+    from roofline_report.hlo.kernel_patterns import visited
+
+    window, strides = (1, 3, 3, 1), (1, 2, 2, 1)
+
+    def build(elements: int) -> Point:
+        shape = _pool_images(elements)
+        pads = tuple(lax.padtype_to_pads(shape, window, strides, "SAME"))
+        out = [(n + lo + hi - w) // s + 1
+               for n, (lo, hi), w, s in zip(shape, pads, window, strides, strict=True)]
+        ops = visited(shape, out, [(w, s, lo, 1, 1) for w, s, (lo, _) in
+                                   zip(window, strides, pads, strict=True)])
+        x = _array(shape, dtype)
+        return Point(lambda a: lax.reduce_window(a, -math.inf, lax.max, window, strides, pads),
+                     (x,), ops, (math.prod(shape) + math.prod(out)) * _itemsize(dtype), shape)
+
+    return build
+
+
+def _keep_larger(lhs: tuple[Any, ...], rhs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """XLA:CPU's chooser of a max pool's gradient: of two (value, indices...) the left where
+    its value is at least the right's and its index set (-1: the initial value), else the
+    right."""
+    import jax.numpy as jnp
+
+    take = ((lhs[0] >= rhs[0]) & (lhs[1] != -1)) | (rhs[1] == -1)
+    return tuple(jnp.where(take, a, b) for a, b in zip(lhs, rhs, strict=True))
+
+
+def pool_argmax(dtype: str) -> Callable[[int], Point]:
+    """The 2 x 2 window of stride 2 over ``[B, 16, 16, 32]`` values and an int32 iota of
+    their indices along each of their 4 dimensions, keeping the largest value and its
+    indices: the reduce-window of :data:`POOL_ARRAYS` arrays XLA:CPU expands a max pool's
+    gradient (a ``select-and-scatter``) into, before the scatter, here alone; its window
+    elements times its arrays per call."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    window = (1, 2, 2, 1)
+
+    def build(elements: int) -> Point:
+        shape = _pool_images(elements)
+        x = _array(shape, dtype)
+        indices = tuple(jax.device_put(lax.broadcasted_iota(jnp.int32, shape, d))
+                        for d in range(len(shape)))
+        starts = (jnp.asarray(-jnp.inf, x.dtype),) + (jnp.asarray(-1, jnp.int32),) * len(shape)
+        outputs = math.prod(shape) // 4
+
+        def argmax_pool(a: Any, *index: Any) -> Any:
+            return lax.reduce_window((a, *index), starts, _keep_larger, window, window,
+                                     "VALID")
+
+        arrays = 1 + len(indices)
+        return Point(argmax_pool, (x, *indices), outputs * 4 * arrays,
+                     (math.prod(shape) + outputs) * 4 * arrays, shape)
+
+    return build
+
+
+PREFIX_WINDOW = 16  # the sum-window roof's window: XLA:CPU's step of a cumulative sum
+PREFIX_ROW = 512  # its rows: [R, 32, 16], a cumulative sum along rows of 512
+
+
+def prefix_sums(dtype: str) -> Callable[[int], Point]:
+    """The sums of each element and the 15 before it within its block of 16 along rows of
+    512 (``[R, 32, 16]``, about the elements asked): the window XLA:CPU rewrites a
+    cumulative sum's scan into (``window={size=1x1x16 pad=0_0x0_0x15_0}``, then sums of those
+    blocks' totals), here alone; its window elements that land on the input per call,
+    136 for each 16."""
+    from jax import lax
+
+    from roofline_report.hlo.kernel_patterns import visited
+
+    width = PREFIX_WINDOW
+    window, strides, pads = (1, 1, width), (1, 1, 1), ((0, 0), (0, 0), (width - 1, 0))
+
+    def build(elements: int) -> Point:
+        shape = (max(1, elements // PREFIX_ROW), PREFIX_ROW // width, width)
+        ops = visited(shape, shape, [(w, 1, lo, 1, 1) for w, (lo, _) in
+                                     zip(window, pads, strict=True)])
+        x = _array(shape, dtype)
+        return Point(lambda a: lax.reduce_window(a, 0.0, lax.add, window, strides, pads),
+                     (x,), ops, 2 * math.prod(shape) * _itemsize(dtype), shape)
+
+    return build
