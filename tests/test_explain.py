@@ -163,6 +163,12 @@ def test_a_kernel_reason_names_its_roof_and_a_kind_without_one() -> None:
                              "pattern": "transpose"})
     assert kernel_reason(transpose).endswith(
         "; no roof measured for this kind (a transposing copy)")
+    # A max pool's gradient's window, priced by its bytes under ceilings measured before the
+    # window roofs were.
+    window = replace(slow, pattern="reduce-window")
+    assert kernel_reason(window).endswith(
+        "; no roof measured for this kind (a windowed maximum outside the library (a max "
+        "pool, or its gradient keeping indices))")
     assert kernel_reason(_row("ok", "elementwise", 1.1e-3, 1e-3)) == ""
     assert kernel_reason(_row("twice", "elementwise", 2e-3, 1e-3)).startswith(
         "2× slower than predicted at its memory: L3 roof")

@@ -1,19 +1,25 @@
 # ruff: noqa: E501
 """A CPU's windowed reductions outside its library (``reduce-window`` and ``sum-window``): how the
 inventory labels and sizes them (hand-written HLO in the forms an Equinox CNN's step compiled
-to, and programs XLA:CPU compiles here) and the roofs the ceilings plan for them."""
+to, and programs XLA:CPU compiles here), the roofs the ceilings plan for them, and how the
+model prices a kernel with and without them."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 
+from roofline_report.analysis import patterns
+from roofline_report.analysis.roofs import ComputeRoof, RateRoof, RoofSet
 from roofline_report.hlo.ir import Instruction, parse_module
 from roofline_report.hlo.kernel_patterns import kernel_pattern, sums, window_elements
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.hlo.taps import window_dims
+from roofline_report.kinds import Kind
 from roofline_report.results.schema import KernelInventory
+from tests.kernel_records import kernel_record
 
 # The CNN's two max pools' gradients, as XLA:CPU expands them: a window of the values and one
 # iota of indices per dimension (an Equinox pool's [64, 1, 32, 32, 32]: 6 arrays), keeping
@@ -335,3 +341,82 @@ def test_the_check_finds_a_window_of_the_loop_emitter_not_the_librarys() -> None
     cumsum = text(lambda a: jnp.cumsum(a, axis=-1), jnp.ones((64, 512), jnp.float32))
     assert pattern_kernel(cumsum, "sum-window")[0] is not None
     assert pattern_kernel(cumsum, "reduce-window")[0] is None
+
+
+# ------------------------------------------------------------------------------ pricing
+
+
+def _rate(op: str, points: tuple[tuple[float, float], ...], row: int = 0) -> RateRoof:
+    return RateRoof(f"{op} {row}", op, "float32", max(r for _, r in points), Kind.MEASURED,
+                    "test", by_size=points, row=row)
+
+
+WINDOW_ROOFS = (
+    _rate("reduce-window", ((1e5, 2e9), (1e7, 4e9)), row=1),
+    _rate("reduce-window", ((1e5, 1.8e9), (1e6, 1.6e9)), row=5),
+    _rate("sum-window", ((1e5, 7e9), (1e7, 12e9))),
+)
+COMPUTE = (ComputeRoof("matmul", 100e9, "float32", Kind.MEASURED, "test"),)
+
+
+def _roofs(*rates: RateRoof) -> RoofSet:
+    from roofline_report.analysis.roofs import BandwidthRoof
+
+    return RoofSet("test", Kind.MEASURED, COMPUTE,
+                   (BandwidthRoof("L3 read-write", 200e9, "L3", Kind.MEASURED, "test"),),
+                   (), rates)
+
+
+def _kernel(pattern: str, size: float, row: int = 0) -> dict[str, Any]:
+    # the CNN's second pool's gradient: 25 MB read, 6 MB written
+    return {"name": "wrapped_reduce-window.1", "category": "reduction", "pattern": pattern,
+            "pattern_size": size, "pattern_row": row, "bytes_read": 25165832,
+            "bytes_written": 6291456, "read_by_dtype": {"f32": 4194312, "s32": 20971520},
+            "written_by_dtype": {"f32": 1048576, "s32": 5242880}}
+
+
+def test_a_window_takes_the_roof_measured_on_the_arrays_nearest_its_own() -> None:
+    roofs = _roofs(*WINDOW_ROOFS)
+    # 6 arrays: the max pool's gradient's roof of 5 (an integer-heavy kernel: no int32 roof,
+    # the float32 one), 1.6 G elements/s at 1e6 and beyond.
+    six = patterns.pattern_time(kernel_record(_kernel("reduce-window", 6291456, 6)),
+                                "float32", roofs)
+    assert six is not None and six.roof == "reduce-window 5"
+    assert six.seconds == pytest.approx(6291456 / 1.6e9)
+    # 2 arrays: nearer 1 than 5 in log; 3: nearer 5.
+    two = patterns.pattern_roof(kernel_record(_kernel("reduce-window", 1e6, 2)), "float32",
+                                roofs)
+    three = patterns.pattern_roof(kernel_record(_kernel("reduce-window", 1e6, 3)), "float32",
+                                  roofs)
+    assert two is not None and two.row == 1 and three is not None and three.row == 5
+    # A plain window at 1e6: halfway in log between 1e5 and 1e7, 3 G elements/s.
+    plain = patterns.pattern_time(kernel_record(_kernel("reduce-window", 1e6, 1)), "float32",
+                                  roofs)
+    assert plain is not None and plain.rate == pytest.approx(3e9)
+    # A sum's window at its own roof, whatever its row.
+    summed = patterns.pattern_time(kernel_record(_kernel("sum-window", 1e7)), "float32", roofs)
+    assert summed is not None and summed.seconds == pytest.approx(1e7 / 12e9)
+    assert summed.unit == "elements"
+
+
+def test_without_the_window_roofs_a_window_is_priced_as_before_and_says_so() -> None:
+    from roofline_report.analysis.predict import predict_kernel
+
+    older = _roofs()  # ceilings measured before the window roofs
+    for pattern in ("reduce-window", "sum-window"):
+        record = kernel_record(_kernel(pattern, 6291456, 6))
+        assert patterns.pattern_time(record, "float32", older) is None
+        assert patterns.missing(record, "float32", older) == patterns.NO_ROOF
+        before = predict_kernel(kernel_record({**_kernel(pattern, 0), "pattern": None}),
+                                "float32", older)
+        now = predict_kernel(record, "float32", older)
+        assert before is not None and now is not None
+        assert now.seconds == pytest.approx(before.seconds)
+        assert not any(t.group == "pattern" for t in now.terms)
+    # With them, the pattern's term binds: 6.3 M elements at 1.6 G/s, 3.9 ms, where the
+    # bytes at the L3's rate took 0.16 ms.
+    priced = predict_kernel(kernel_record(_kernel("reduce-window", 6291456, 6)), "float32",
+                            _roofs(*WINDOW_ROOFS))
+    assert priced is not None and priced.binding.group == "pattern"
+    assert priced.seconds == pytest.approx(6291456 / 1.6e9, rel=1e-3)
+    assert math.isclose(priced.binding.seconds, 6291456 / 1.6e9)

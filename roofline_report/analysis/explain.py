@@ -383,7 +383,11 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
                  "mat-vec": "a matrix-vector product outside the matmul library",
                  "vec-mat": "a few vectors times a matrix outside the matmul library",
                  "transposed-dot": "a dot with a transposed operand outside the matmul "
-                 "library"}
+                 "library",
+                 "reduce-window": "a windowed maximum outside the library (a max pool, or "
+                 "its gradient keeping indices)",
+                 "sum-window": "a windowed sum outside the library (a cumulative sum, an "
+                 "average pool's gradient)"}
 
 
 # Patterns whose roofs are measured on arrays in main memory, read at scattered places: a

@@ -10,11 +10,13 @@ into other work, or a block transpose moving whole runs: output elements; a stri
 variadic reduction: operand elements read; a gather: output elements gathered; a scatter:
 update elements scattered; a sort: its comparisons; a top-k: the elements it searches; a loop
 dot or a transposed dot: its flops; a matrix-vector product: its matrix's elements; an FFT:
-XLA's flops) and, where the rate depends on it, a ``pattern_row`` (a top-k's row, a sort's, a
-gather's or scatter's elements per index, a block transpose's run, a matrix-vector product's
-narrow width, an FFT's length); the ceilings measure each pattern's rate by size, some by row
-too (:mod:`roofline_report.observe.ceilings.pattern_plans`), and a kernel takes the roof of the row
-nearest its own.
+XLA's flops; a reduce-window or a sum-window: the window elements it visits on its operand
+times the arrays it reduces together) and, where the rate depends on it, a ``pattern_row`` (a
+top-k's row, a sort's, a gather's or scatter's elements per index, a block transpose's run, a
+matrix-vector product's narrow width, an FFT's length, a reduce-window's arrays); the
+ceilings measure each pattern's rate by size, some by row too
+(:mod:`roofline_report.observe.ceilings.pattern_plans`), and a kernel takes the roof of the
+row nearest its own.
 :func:`pattern_time` is the one place that turns the two into a time: ``pattern_size`` ÷
 the pattern's rate at that size, the rate interpolated in log size between the sizes measured
 (the nearest end's beyond them), with the dispatch floor already taken off each measured point
@@ -37,7 +39,7 @@ from roofline_report.results import schema
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
             "broadcast-transpose", "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
-            "block-transpose", "update-slice")
+            "block-transpose", "update-slice", "reduce-window", "sum-window")
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, a
 # matrix-vector product's matrix elements, the other patterns' elements.
 UNITS = {"loop-dot": "FLOP", "sort": "comparisons", "fft": "FLOP",
@@ -103,7 +105,8 @@ def pattern_roof(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet) -> Rat
     argmax skips a float's NaN tests), one that reads complex numbers (an FFT, a complex dot)
     the complex64 rate; a kernel whose pattern was measured by row (a top-k, a TPU's
     reduce-window spanning a row, a scatter, a block transpose, a matrix-vector product, a
-    real FFT) the roof measured on the row nearest its own (in log; an FFT's among lengths
+    real FFT, a CPU's reduce-window by the arrays it reduces together) the roof measured on
+    the row nearest its own (in log; an FFT's among lengths
     that are, or are not, powers of two as its own is; a top-k's rate falls
     with shorter rows: more of each row is kept; a matrix-vector product of one column
     streams its matrix thirty times faster than one of 16). None when the kernel has

@@ -32,7 +32,9 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                copy, alone, fused into other work or fused with a broadcast, a block
                transpose moving whole runs, a reduction along a non-minor axis or keeping an
                axis between two it reduces, a gather, a scatter, a sort, a top-k, a dot
-               outside the matmul library, a matrix-vector product, an FFT), its
+               outside the matmul library, a matrix-vector product, an FFT, a windowed
+               maximum outside the library by the arrays it reduces together, a windowed
+               sum), its
                size ÷ that pattern's measured rate at its size, on the roof measured on the
                row nearest its own where the pattern was measured by row
                (:mod:`roofline_report.analysis.patterns`)
