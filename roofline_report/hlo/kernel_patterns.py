@@ -112,9 +112,10 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   :func:`window_elements`) times the arrays it reduces together; a ``reduce-window``'s row:
   those arrays (1 for a plain window). XLA:CPU runs either as a scalar loop over each
   output's window, far below the streaming roofs; on a 2-core CPU the 3 x 3 max pool of
-  stride 2 of a float32 ``[64, 32, 32, 32]`` (ResNet's stem pool) took 0.24 ns a window
-  element (its bytes stream in a tenth of that time), a sum's windows of 16 along rows 0.08
-  to 0.15 ns, and a max pool's gradient's 2 x 2 window 0.53 to 0.63 ns an array's element
+  stride 2 of a float32 ``[64, 32, 32, 32]`` (ResNet's stem pool) took 0.24 to 0.29 ns a
+  window element (its bytes stream in a tenth of that time), a sum's windows of 16 along
+  rows 0.09 to 0.15 ns, and a max pool's gradient's 2 x 2 window 0.5 to 0.66 ns an array's
+  element
   with 5 arrays (the values and the indices of 4 dimensions: 2.7 to 3.2 ns an element),
   0.56 to 0.78 with 6 (an Equinox pool's 5 dimensions) and 0.59 with 4 or 7: from 4 arrays
   up its time goes with them, while 2 ran at 0.32 and 3 at 0.98. A 2 x 2 window of stride 1

@@ -139,6 +139,11 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "charged the rate of their pattern at their size (a sort's in comparisons, "
               "n ⌈log2 n⌉ for n keys; a reduction keeping an axis between reduced ones in the "
               "contiguous runs it reads; a top-k at the roof measured on rows nearest its own; "
+              "a windowed maximum outside the library (a reduce-window) in the window "
+              "elements it visits times the arrays it reduces together, at the roof measured "
+              "on the count of arrays nearest its own: a max pool's, or a max pool's "
+              "gradient's window of the values and their indices; a windowed sum in its "
+              "window elements; "
               "an FFT at the roof measured with its operand as its own comes, a program's "
               "argument or computed by a kernel before it, that kernel's time taken off); "
               "a rate measured beside one, not used as a roof, says so." + _rate_kinds(m.rates)),

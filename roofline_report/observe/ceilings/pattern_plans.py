@@ -119,16 +119,16 @@ last-level cache once read and written):
 * ``reduce-window`` (window elements that land on the input, times the arrays reduced
   together, per second), by those arrays: the 3 x 3 max pool of stride 2 with SAME padding
   of ``[B, 32, 32, 32]`` (row 1: ResNet's stem pool, which XLA:CPU runs in its own loop; a
-  2 x 2 pool of stride 2 without padding goes to its library; 0.24 ns a window element on
-  2 cores) and the 2 x 2 window of stride 2 over such values beside an iota of their
+  2 x 2 pool of stride 2 without padding goes to its library; 0.24 to 0.29 ns a window
+  element on 2 cores) and the 2 x 2 window of stride 2 over such values beside an iota of their
   indices along each of their 4 dimensions, keeping the largest value and its indices
   (row 5: the window XLA:CPU expands a max pool's gradient, a ``select-and-scatter``, into
-  before its scatter; 0.53 to 0.63 ns an array's element), at the roofs' sizes from one
+  before its scatter; 0.5 to 0.66 ns an array's element), at the roofs' sizes from one
   image up (the largest size in quick mode). A window of 6 arrays (an Equinox pool's 5
   dimensions) takes the row of 5: from 4 arrays up the cost goes with the arrays.
 * ``sum-window`` (window elements that land on the input per second): the sums of each
   element and the 15 before it within its block of 16 along rows of 512, the window
-  XLA:CPU rewrites a cumulative sum into (0.08 to 0.15 ns a window element, two to three
+  XLA:CPU rewrites a cumulative sum into (0.09 to 0.15 ns a window element, two to three
   times faster than a maximum's window), at the roofs' sizes (the largest in quick mode).
 """
 
