@@ -218,7 +218,8 @@ ENTRY %main (a: f32[16,128,1024], b: f32[1024], c: f32[1024,2048]) -> f32[1024,2
 
 
 def test_a_root_copy_whose_sources_meet_in_two_orders_is_still_a_transpose() -> None:
-    assert _pattern(ROUND_TRIP, "k") == ("broadcast-transpose", 16 * 128 * 1024, 0)
+    # each run of its output reads one element of 128 rows of 4 KiB
+    assert _pattern(ROUND_TRIP, "k") == ("broadcast-transpose", 16 * 128 * 1024, 128)
 
 
 def test_a_tpu_keeps_its_transposes() -> None:

@@ -56,6 +56,7 @@ def test_a_transpose_fused_with_a_broadcast_is_a_pattern_of_its_own() -> None:
     assert _only(lambda x: (x * 2).T, square)["pattern"] == "broadcast-transpose"
     k = _only(lambda x, v: x.T * v[:, None], square, row)
     assert (k["pattern"], k["pattern_size"]) == ("broadcast-transpose", 256 * 256)
+    assert k["pattern_row"] == 256  # each run of its output reads one element of 256 rows
     # Without a broadcast, or with rows that are not a power of two bytes long, or shorter
     # than 1 KiB: the transposes they were.
     assert _only(lambda x, y: (x + y).T, square, square)["pattern"] == "transpose"
@@ -70,6 +71,7 @@ def test_a_transpose_fused_with_a_broadcast_is_a_pattern_of_its_own() -> None:
     k = _only(lambda a, c: jnp.transpose(a / c[..., None], (0, 1, 3, 2)).reshape(2, 4096, 128),
               weights, total)
     assert (k["pattern"], k["pattern_size"]) == ("broadcast-transpose", 2 * 128 * 4096)
+    assert k["pattern_row"] == 128  # the runs of the output read 128 rows, not 4096
     # A full reversal of a weight-normalised filter (wav2vec's positional convolution's): rows
     # of 512 bytes, but each step along the output's minor axis is 16 x 128 floats (8 KiB) in
     # the source (0.42 G elements/s on a 2-core CPU against 3.8 without the broadcast); with
@@ -77,6 +79,7 @@ def test_a_transpose_fused_with_a_broadcast_is_a_pattern_of_its_own() -> None:
     gain = jnp.ones((128,), jnp.float32)
     k = _only(lambda v, g: jnp.transpose(v * g, (2, 1, 0)), jnp.ones((256, 16, 128)), gain)
     assert (k["pattern"], k["pattern_size"]) == ("broadcast-transpose", 256 * 16 * 128)
+    assert k["pattern_row"] == 256  # the reversal brings the first axis out minor-most
     assert _only(lambda v, g: jnp.transpose(v * g, (2, 1, 0)), jnp.ones((256, 16, 100)),
                  jnp.ones((100,), jnp.float32))["pattern"] == "transpose"
 

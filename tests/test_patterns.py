@@ -77,6 +77,26 @@ def test_each_dtype_has_its_roof_and_float32_stands_in() -> None:
         assert found.seconds == pytest.approx(262144 / (2e9 * 4 / width)), dtype
 
 
+def test_a_broadcast_transpose_reads_its_rate_at_the_square_of_the_rows_it_walks() -> None:
+    """(x * 2).T of [n, n] measured at n = 256 and 1024; a kernel of 1 M elements whose output
+    runs each read 128 rows (the Perceiver's [2, 1, 128, 4096] swap) takes the rate of the
+    square of 128 rows (below the sizes measured: the nearest end's, 1.3e9/s), not its own
+    size's (4e8/s); a record without its rows (written before them) keeps its size's."""
+    walked = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
+        _rate("broadcast-transpose", "float32", ((65536.0, 1.3e9), (1048576.0, 4e8))),))
+    size = 2 * 128 * 4096
+    rows = patterns.pattern_time(kernel_record(_kernel("broadcast-transpose", size,
+                                                       pattern_row=128)), "float32", walked)
+    assert rows is not None and rows.seconds == pytest.approx(size / 1.3e9)  # 0.81 ms
+    assert rows.size == size  # the time is its own elements' at that rate
+    square = patterns.pattern_time(kernel_record(_kernel("broadcast-transpose", size,
+                                                         pattern_row=1024)), "float32", walked)
+    assert square is not None and square.seconds == pytest.approx(size / 4e8)  # 2.6 ms
+    old = patterns.pattern_time(kernel_record(_kernel("broadcast-transpose", size)), "float32",
+                                walked)
+    assert old is not None and old.seconds == pytest.approx(size / 4e8)
+
+
 def test_a_sort_at_its_comparison_rate() -> None:
     # A stable argsort of 2048 int32 keys: 22528 comparisons, between the two sizes measured;
     # the float32 roof stands in for int32. ln(22528/2048) / ln(229376/2048) = ln 11 / ln 112.

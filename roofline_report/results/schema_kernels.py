@@ -93,7 +93,8 @@ class KernelRecord(Record):
     # Elements per row where the pattern's rate depends on it: a top-k's row length (the
     # dimension it searches), a sort's, a gather's slice or a scatter's update window per
     # index, a block transpose's run, a matrix-vector product's narrow width, an FFT's length;
-    # a reduce-window's arrays reduced together (1 for a plain window).
+    # a reduce-window's arrays reduced together (1 for a plain window); a broadcast
+    # transpose's source rows read per run of its output (0 in documents written before it).
     pattern_row: Count = 0
     # A gather's table: the bytes of the operand it gathers from (0: not a gather, or not
     # recorded: documents written before it was).
