@@ -521,3 +521,18 @@ def test_compiled_transposes_fused_into_other_work() -> None:
     assert (k["pattern"], k["pattern_size"]) == ("fused-transpose", 2048 * 256)
     assert k["category"] == "elementwise"
     assert all(k["pattern"] is None for k in _kernels(lambda x, y: x * y, a, a))
+
+
+@pytest.mark.cpu_backend("XLA:CPU's row-major layouts, a TPU's tiles aside")
+def test_a_gathers_row_is_its_slices_contiguous_run() -> None:
+    """jnp.take of rows of 128: runs of 128; the framing of 8 channels by a column index
+    (an audio front end's: slices {8, 1} of [8, 4096]): eight single elements per index,
+    each a row apart, so a row of 1, not 8."""
+    table = jnp.ones((1024, 128), jnp.float32)
+    index = jnp.arange(64, dtype=jnp.int32) * 3
+    rows = _only(lambda t, i: jnp.take(t, i, axis=0), table, index)
+    assert (rows["pattern"], rows["pattern_row"]) == ("gather", 128)
+    signal = jnp.ones((8, 4096), jnp.float32)
+    frames = _only(lambda s, i: s[:, i], signal, index)
+    assert (frames["pattern"], frames["pattern_size"]) == ("gather", 8 * 64)
+    assert frames["pattern_row"] == 1

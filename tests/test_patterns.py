@@ -347,16 +347,17 @@ def test_plans_are_small_and_ascending() -> None:
             assert (pattern, "float32", True) not in names
             continue
         assert (pattern, "complex64" if pattern == "fft" else "float32", True) in names
-    # one roof per pattern and dtype (a top-k's, per row length, a scatter's of single
-    # elements per table, an FFT's per operand, an argument or computed, a transpose's with its
-    # operand in main memory, too: chosen by the kernel's): rate_for must not have to choose
-    # otherwise
+    # one roof per pattern and dtype (a top-k's, per row length, a scatter's and a gather's of
+    # single elements per table, an FFT's per operand, an argument or computed, a
+    # transpose's with its operand in main memory, too: chosen by the kernel's): rate_for
+    # must not have to choose otherwise
     roofs_only = [(k.pattern, k.dtype, k.row, k.table, k.computed, k.from_memory)
                   for k in pattern_plans.kernels(full) if k.roof]
     assert len(roofs_only) == len(set(roofs_only))
     rows = sorted((k.pattern, k.row) for k in pattern_plans.kernels(full) if k.row)
     assert rows == [("block-transpose", 64), ("block-transpose", 1024), ("fft", 256),
                     ("fft", 400), ("fft", 400), ("fft", 512), ("fft", 512), ("fft", 2048),
+                    ("gather", 1), ("gather", 1), ("gather", 1),
                     ("gather", 256), ("mat-vec", 1),
                     ("mat-vec", 16), ("reduce-window", 1), ("reduce-window", 5),
                     ("scatter", 1), ("scatter", 1), ("scatter", 1),

@@ -52,7 +52,7 @@ def test_the_tpu_count_records_the_table_a_gather_reads() -> None:
     assert {k["pattern_table_bytes"] for k in gathers} == {262144 * 256 * 4}
 
 
-def test_a_tpu_plans_gathers_from_fixed_tables_and_a_cpu_only_scatters_into_them() -> None:
+def test_a_tpu_plans_gathers_of_rows_and_elements_from_fixed_tables_a_cpu_of_elements() -> None:
     for quick in (True, False):
         tpu = [k for k in pattern_plans.kernels(pattern_plans.pattern_plan("tpu", quick=quick))
                if k.pattern == "gather" and k.table]
@@ -62,9 +62,14 @@ def test_a_tpu_plans_gathers_from_fixed_tables_and_a_cpu_only_scatters_into_them
             == sorted(pattern_plans.GATHER_ELEMENT_TABLES)
         assert len({k.name for k in tpu}) == len(tpu)  # each its own roof
         cpu = pattern_plans.kernels(pattern_plans.pattern_plan("cpu", quick=quick))
-        assert not [k for k in cpu if k.table and k.pattern == "gather"]
-        # a CPU's tables are its scatters' of single elements
-        assert sorted(k.table for k in cpu if k.table) == sorted(pattern_plans.SCATTER_TABLES)
+        # a CPU gathers single elements from fixed tables (its rows' roof keeps a table as
+        # large as its output), one size in quick mode, and scatters them into its own
+        gathers = [k for k in cpu if k.table and k.pattern == "gather"]
+        assert sorted(k.table for k in gathers) == sorted(pattern_plans.GATHER_ELEMENT_TABLES)
+        assert {k.row for k in gathers} == {1} and all(k.roof for k in gathers)
+        assert {len(k.sizes) for k in gathers} == {1 if quick else 2}
+        assert sorted(k.table for k in cpu if k.table and k.pattern == "scatter") \
+            == sorted(pattern_plans.SCATTER_TABLES)
 
 
 def test_a_table_roof_entry_is_a_valid_ceilings_record() -> None:

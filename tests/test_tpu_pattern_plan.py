@@ -106,7 +106,9 @@ def test_the_integer_roofs_check_finds_the_tpus_integer_product() -> None:
 def test_an_accelerator_measures_sorts_and_gathers_by_their_row() -> None:
     """A TPU sorts rows and gathers single elements at rates of their own: sorts are measured
     by row length and a gather of single elements is a roof (row 1) beside the rows' (256),
-    even in a quick plan; a CPU keeps its vector sort and its rows' gather alone."""
+    even in a quick plan; a CPU keeps its vector sort, and gathers single elements only from
+    tables of a fixed size (its scattered elements from a vector as large as the gather stay
+    a variant)."""
     for quick in (True, False):
         tpu = [(k.pattern, k.row, k.roof) for k in pattern_plans.kernels(
             pattern_plans.pattern_plan("tpu", quick=quick))]
@@ -117,7 +119,9 @@ def test_an_accelerator_measures_sorts_and_gathers_by_their_row() -> None:
     cpu = [(k.pattern, k.row, k.roof) for k in pattern_plans.kernels(
         pattern_plans.pattern_plan("cpu", quick=False))]
     assert [(r, roof) for p, r, roof in cpu if p == "sort"] == [(0, True)]
-    assert ("gather", 1, True) not in cpu
+    kernels = pattern_plans.kernels(pattern_plans.pattern_plan("cpu", quick=False))
+    assert all(k.table for k in kernels if (k.pattern, k.row, k.roof) == ("gather", 1, True))
+    assert ("gather", 0, False) in cpu  # the growing vector's scattered elements
 
 
 def test_a_sort_kernel_says_its_row() -> None:

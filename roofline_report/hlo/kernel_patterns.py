@@ -49,7 +49,9 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   carries each value's index beside it); size: the elements of its first operand. XLA:CPU
   emits it as a scalar loop of its own, not through its library: an argmax over rows of 1024
   float32 ran at about 0.5 G elements/s on a 2-core CPU, against 7 to 14 G for a sum.
-* ``gather``: a kernel holding a gather; size: the elements gathered (its result).
+* ``gather``: a kernel holding a gather; size: the elements gathered (its result); row: the
+  elements it reads in one run per index (:func:`_gather_row`: on a CPU its slice's
+  contiguous run, so that eight elements of a column are eight single elements).
 * ``strided-reduction``: a kernel holding a reduce whose reduced dimensions leave out the
   minor-most dimension (of size above 1) of its operand's layout, as ``x.sum(axis=0)`` of a
   row-major matrix; size: the operand elements read. A library fusion counts too (XLA:CPU hands
@@ -606,6 +608,25 @@ def _scatter_row(scatter: Instruction) -> int:
     return math.prod(shape.array.dims[d] for d in window if d < len(shape.array.dims))
 
 
+def _gather_row(gather: Instruction, tpu: bool) -> int:
+    """The elements a gather reads in one run per index: on a CPU its slice's contiguous run
+    in its operand's layout (the slice's extent along the minor-most axis, times the next
+    axis's while each one before spans its whole axis: a row of 128 of ``[32768, 128]``, 1
+    for the slice ``{8, 1}`` of ``[8, 160400]``, eight single elements 641 KB apart); on a
+    TPU, which stores arrays in tiles, its slice's elements."""
+    sizes = ints_in(gather.attributes.get("slice_sizes"))
+    operand = gather.operand_shapes[0] if gather.operand_shapes else None
+    array = operand.array if operand is not None else None
+    if tpu or array is None or len(sizes) != len(array.dims):
+        return math.prod(sizes)
+    run = 1
+    for d in array.minor_to_major():
+        run *= sizes[d]
+        if sizes[d] != array.dims[d]:
+            break
+    return run
+
+
 def kernel_pattern(instr: Instruction, module: Module, backend: str | None = None) -> Pattern:
     """The kernel's pattern (the first that applies, in this order): ``loop-dot`` (or
     ``mat-vec``, ``transposed-dot``: not on a TPU), ``fft``, ``sort``,
@@ -657,7 +678,7 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         table = first.operand_shapes[0] if first.operand_shapes else None
         return Pattern("gather", size, f"{_plain(first.shape)} gathered from "
                                        f"{_plain(table)}",
-                       math.prod(ints_in(first.attributes.get("slice_sizes"))),
+                       _gather_row(first, tpu),
                        table=(table.nbytes or 0) if table is not None else 0)
     lanes = [(i, found) for i in inside if tpu and (found := lane_reduction(i)) is not None]
     if lanes:

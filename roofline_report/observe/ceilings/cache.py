@@ -78,8 +78,9 @@ from roofline_report.version import __version__
 # in bfloat16 too; 17: a TPU's in-place updates of part of their tiles; 18: the rates of
 # log1p, expm1, power, tan and atan2, and a CPU's FFTs of an operand computed before them;
 # 19: a CPU's 2-D swap with its operand in main memory; 20: a CPU's rates on one thread;
-# 21: a CPU's reduce-windows by the arrays they reduce together)
-CACHE_FORMAT = 21
+# 21: a CPU's reduce-windows by the arrays they reduce together; 22: a CPU's gathers of
+# single elements from tables of a fixed size)
+CACHE_FORMAT = 22
 MAX_FILE_BYTES = 4 << 20  # a cache file is about 50 KB; a larger one is not read
 ENV_VAR = "ROOFLINE_REPORT_CACHE"
 APP = "roofline-report"
