@@ -65,7 +65,7 @@ def cold_arguments(f: Launch, roofs: RoofSet, traffic: float | None, level: str,
     already or is itself past the last cache (it streams from main memory, as
     :meth:`~roofline_report.analysis.roofs.RoofSet.bandwidth_for` prices it: ``3 x + y``
     over 16 MiB arrays, its 32 MiB of arguments at the read roof, read 34 GB/s where it ran
-    at a median 47). On a 2-core CPU the transposing copy of an 8 MiB cache took 390 µs while its
+    at a median 47 to 92 on different days). On a 2-core CPU the transposing copy of an 8 MiB cache took 390 µs while its
     source stayed in the cache and 610 µs when it came from main memory each time, ``x + 1``
     of it 296 and 600 µs."""
     if f.arguments <= 0 or footprint is None:

@@ -145,7 +145,6 @@ FRESH = "write-new"  # the sweep kernel that writes a fresh output once per call
 FRESH_SHARE = 0.25
 READ_STREAM = "reduce"  # the streaming ceiling that only reads (a sum)
 READ_KERNEL = "read"  # the working-set sweep's kernel that only reads
-READ_WRITE_KERNEL = "read-write"  # the working-set sweep's kernel that reads and writes in place
 # A kernel writing less than this share of the bytes it touches reads, as a reduction does.
 READ_MOSTLY = 0.1
 STREAM = " stream"  # the streaming ceilings on huge-page arrays past the last-level cache
@@ -403,16 +402,15 @@ class RoofSet:
                 # alone costs (a layer norm's backward kernels so priced at the last-level
                 # cache's write-new rate ran at main memory's).
                 own = max(r.value for r in level)
-                # Past the last cache, never faster than main memory's read-write roof past
-                # its window either: the sweep's in-place loop finds part of a working set
-                # just past the cache still there, a kernel writing a fresh output does not.
-                # On a 2-core CPU with a 32 MiB last-level cache, 3 x + y over 16 MiB arrays
-                # ran at 33 to 97 GB/s over 17 runs (median 47) where the transition read
-                # 100 and main memory's roof 55; 2 x of 16 MiB at a median 56.
-                main = self._main_read_write(working_set) if passes <= 1 else None
-                if main is not None:
-                    own = min(own, main.value)
-                fresh = [r for r in fresh if r.value < own] or ([main] if main else [])
+                # Past the last cache this is the sweep's rate at the working set's size, as
+                # measured in this run: how much of the shared cache the machine's other work
+                # leaves. On a 2-core CPU with a 32 MiB last-level cache, 2 x of 16 MiB ran at
+                # 73 to 125 GB/s (median 89) and 3 x + y over 16 MiB arrays at 51 to 140
+                # (median 92) over seven runs of two days, where the transition read about
+                # 100 to 137 and main memory's roof 60 to 74; an earlier day's 17 runs of
+                # 3 x + y read a median 47. Main memory's roof past its window priced both at
+                # 1.5 to 2.6 times their time, run after run.
+                fresh = [r for r in fresh if r.value < own]
         else:
             fresh = []
         others = [r for r in level if not r.name.endswith(FRESH)] or level
@@ -422,16 +420,6 @@ class RoofSet:
             # do not get: where the level has a sweep roof, that is the one a program meets.
             others = [r for r in others if not r.name.endswith(STREAM)] or others
         return max(fresh or others, key=lambda r: r.value)
-
-    def _main_read_write(self, working_set: float | None) -> BandwidthRoof | None:
-        """Main memory's read-write roof past its window (the working-set sweep's, without its
-        transition from the last cache) for a working set past the last-level cache
-        (:meth:`past_the_cache`); None where it is not, or main memory has no plausible
-        read-write roof."""
-        if working_set is None or not self.past_the_cache(working_set):
-            return None
-        roof = self._main_sweep(READ_WRITE_KERNEL)
-        return replace(roof, transition=()) if roof is not None else None
 
     def _main_sweep(self, kernel: str) -> BandwidthRoof | None:
         """The fastest plausible roof of the working-set sweep's ``kernel`` at main memory's
