@@ -42,14 +42,17 @@ def passes_in_series(f: Launch, roofs: RoofSet) -> bool:
     """Whether a launch's terms add up rather than overlap: a kernel that reads its input in
     several passes (:func:`~roofline_report.analysis.predict.read_passes`: a softmax's
     maximum, its sum of exponentials, its division) whose bytes are at least the last-level
-    cache's capacity, on a host whose caches were measured (:meth:`RoofSet.last_cache_bytes`; an
-    accelerator's kernels are not known to do so): each pass finds its input gone, and the
-    cores run each pass's loads and arithmetic in turn. On a 2-core CPU a softmax fused into
-    one kernel over [4096, 1024] float32 took 1.8 to 2.3 ms where its exponentials alone were
-    priced at 1.1 ms and its traffic at 0.57 ms, a layer norm 1.0 to 1.1 ms against 0.57 ms of
-    traffic; over [1024, 1024], their data in the cache, their kernels took no more than their
-    largest terms."""
-    return f.passes > 1 and roofs.past_the_cache(f.bytes)
+    cache's capacity and which this run's working-set sweep found gone from the cache
+    (:meth:`RoofSet.spilled`), on a host whose caches were measured
+    (:meth:`RoofSet.last_cache_bytes`; an accelerator's kernels are not known to do so): each
+    pass finds its input gone, and the cores run each pass's loads and arithmetic in turn. On
+    a 2-core CPU a softmax fused into one kernel over [4096, 1024] float32 took 1.8 to 2.3 ms
+    where its exponentials alone were priced at 1.1 ms and its traffic at 0.57 ms, a layer
+    norm 1.0 to 1.1 ms against 0.57 ms of traffic; over [1024, 1024], their data in the
+    cache, their kernels took no more than their largest terms. Where the sweep found the
+    data still cached the passes overlap, each reading the input again
+    (:func:`~roofline_report.analysis.predict._touched`)."""
+    return f.passes > 1 and roofs.spilled(f.bytes)
 
 
 def cold_arguments(f: Launch, roofs: RoofSet, traffic: float | None, level: str,
@@ -65,9 +68,9 @@ def cold_arguments(f: Launch, roofs: RoofSet, traffic: float | None, level: str,
     already or is itself past the last cache (it streams from main memory, as
     :meth:`~roofline_report.analysis.roofs.RoofSet.bandwidth_for` prices it: ``3 x + y``
     over 16 MiB arrays, its 32 MiB of arguments at the read roof, read 34 GB/s where it ran
-    at a median 47 to 92 on different days). On a 2-core CPU the transposing copy of an 8 MiB cache took 390 µs while its
-    source stayed in the cache and 610 µs when it came from main memory each time, ``x + 1``
-    of it 296 and 600 µs."""
+    at a median 47 to 92 on different days). On a 2-core CPU the transposing copy of an 8 MiB
+    cache took 390 µs while its source stayed in the cache and 610 µs when it came from main
+    memory each time, ``x + 1`` of it 296 and 600 µs."""
     if f.arguments <= 0 or footprint is None:
         return None
     cold = roofs.cold_read()
