@@ -14,12 +14,13 @@ import pytest
 from roofline_report.analysis import patterns
 from roofline_report.analysis.roofs import ComputeRoof, RateRoof, RoofSet
 from roofline_report.hlo.ir import Instruction, parse_module
-from roofline_report.hlo.kernel_patterns import kernel_pattern, sums, window_elements
+from roofline_report.hlo.kernel_patterns import sums, window_elements
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.hlo.taps import window_dims
 from roofline_report.kinds import Kind
 from roofline_report.results.schema import KernelInventory
 from tests.kernel_records import kernel_record
+from tests.test_cpu_kinds import _pattern as pattern_in
 
 # The CNN's two max pools' gradients, as XLA:CPU expands them: a window of the values and one
 # iota of indices per dimension (an Equinox pool's [64, 1, 32, 32, 32]: 6 arrays), keeping
@@ -146,13 +147,7 @@ ENTRY %main (v: f32[64,1,32,32,32], i0: s32[64,1,32,32,32], i1: s32[64,1,32,32,3
 
 
 def _pattern(name: str, backend: str | None = None) -> tuple[str | None, int, int]:
-    module = parse_module(WINDOWS)
-    entry = module.entry_computation
-    assert entry is not None
-    instr = entry.instruction(name)
-    assert instr is not None
-    found = kernel_pattern(instr, module, backend)
-    return found.name, found.size, found.row
+    return pattern_in(WINDOWS, name, backend)
 
 
 def _window(name: str) -> Instruction:
