@@ -407,7 +407,11 @@ def test_compiled_programs_are_checked_for_their_pattern() -> None:
 def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     pytest.importorskip("jax")
     from roofline_report.observe.ceilings import patterns as measure
-    from roofline_report.observe.ceilings.pattern_plans import Kernel, PatternPlan
+    from roofline_report.observe.ceilings.pattern_plans import (
+        GATHER_ELEMENT_SIZES,
+        Kernel,
+        PatternPlan,
+    )
 
     plan = PatternPlan(sizes=(1 << 12,), dot_sides=(32,), variant_sizes=(1 << 12,),
                        bfloat16_sizes=(), samples=2, min_sample_s=1e-3, sort_sizes=(256,))
@@ -426,7 +430,17 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     # side, the transposed dot, a block transpose by its run, a real FFT by its length, a row
     # scatter by its width, a scatter of single elements by its table, a reduce-window by the
     # arrays it reduces together.
-    own = entries[18:]
+    own = entries[21:]
+    # Single elements gathered from fixed tables, after the sort (roofs on every backend), at
+    # their own sizes of output whatever the plan's (a random element of a large table is
+    # slow: a call must outlast its launch).
+    tables = entries[9:12]
+    assert [(e["op"], e.get("row"), e.get("table")) for e in tables] == [
+        ("gather", 1, 1 << 14), ("gather", 1, 1 << 20), ("gather", 1, 1 << 26)]
+    for e in tables:
+        assert e["available"] and e["roof"], e["reason"]
+        assert [p["elements"] for p in e["by_size"]] == list(GATHER_ELEMENT_SIZES)
+    del entries[9:12]
     assert [(e["op"], e.get("row")) for e in own] == [
         ("mat-vec", 1), ("mat-vec", 16), ("vec-mat", 16), ("transposed-dot", None),
         ("block-transpose", 64),
