@@ -61,8 +61,11 @@ MODEL_TEXT = (
     "argument, in a program whose data outgrow the last-level cache, at the 2-D swap's rate "
     "measured with its operand in main memory); a kernel that reads its input in "
     "several passes (a fused softmax or layer norm) over bytes at least the last-level "
-    "cache's capacity takes its compute, memory and pattern terms one after another, not the "
-    "largest of them, each pass streaming its input from main memory again. " + _JUDGED)
+    "cache's capacity that the working-set sweep found gone from the cache (its rate at that "
+    "size under 1.5 times main memory's) takes its compute, memory and pattern terms one "
+    "after another, not the largest of them, each pass streaming its input from main memory "
+    "again; where the sweep found them still cached, its passes overlap and its memory term "
+    "reads its input once more for each later pass. " + _JUDGED)
 
 #: The model as it runs on an accelerator (a GPU or TPU): what differs from a CPU's is said.
 ACCELERATOR_MODEL_TEXT = (
