@@ -285,3 +285,76 @@ def test_the_check_times_each_memory_roofs_point_again() -> None:
     # Timed as the sweep times a point: bytes moved per call over the fastest call.
     reps = max(1, (1 << 20) // (2 * 16384))
     assert record["value"] == pytest.approx(2 * 16384 * reps / min(timing["per_call_s"]))
+
+
+# --- the dispatch floor checked again ----------------------------------------------------------
+
+def _dispatch(before: float, now: float) -> dict[str, Any]:
+    return {"available": True, "ceiling_seconds": before, "seconds": now,
+            "timing": {"available": True, "inner_reps": 1024, "method": "jax: test",
+                       "min_sample_s": 0.005, "per_call_s": [now], "resolution_s": 1e-7}}
+
+
+def test_a_dispatch_check_judges_the_programs_bound_by_their_dispatch(
+        saved: dict[str, Any]) -> None:
+    """A run whose smallest programs ran at 11 to 16 µs a call where its ceilings' dispatch
+    read 3.7 µs: the floor timed again after the programs names the drift on their rows, in
+    times, where the matmul's check (1 % off) would not."""
+    from roofline_report.analysis.speed_drift import CALLS, checks_of
+
+    checks = checks_of(results.typed(_with(saved, {**_check(200e9, 198e9),
+                                                   "dispatch": _dispatch(3.7e-6, 11.1e-6)})))
+    assert checks is not None and checks.dispatch is not None
+    floor = checks.dispatch
+    assert floor.unit == CALLS and floor.slower and floor.drifted
+    assert floor.share == pytest.approx(1.0 - 3.7 / 11.1)
+    dispatch = Term("dispatch", "overhead", 3.7e-6, "dispatch enqueued", Kind.MEASURED)
+    launch = Term("launch", "overhead", 0.4e-6, "launch", Kind.MEASURED)
+    assert checks.for_binding(dispatch) is floor
+    assert checks.for_binding(launch) is checks.compute
+    assert checks.notes() == [
+        "timed again after its programs, the dispatch of one call took 11.1 µs against "
+        "3.7 µs: predictions bound by it read short of the programs' times by about as much"]
+    prediction = Prediction(4.1e-6, (dispatch, launch), dispatch, 0.0, 8e3, "test", "L1")
+    measured_slow = miss(prediction.seconds, 11.3e-6)
+    assert measured_slow is not None
+    evidence = Evidence(backend=describe("cpu"), dtype="float32",
+                        drift=checks.for_binding(prediction.binding))
+    assert "drift: the machine ran 67% slower when checked after its programs were timed " \
+           "than when its ceilings were measured (the dispatch of one call: 11.1 µs against " \
+           "3.7 µs)" in program_reason(prediction, measured_slow, evidence)
+    # Checked and steady: nothing said.
+    steady = checks_of(results.typed(_with(saved, {**_check(200e9, 198e9),
+                                                   "dispatch": _dispatch(3.7e-6, 3.8e-6)})))
+    assert steady is not None and steady.dispatch is not None and steady.notes() == []
+    # Not checked (files written before): judged by the matmul's, as before.
+    before = checks_of(results.typed(_with(saved, _check(200e9, 198e9))))
+    assert before is not None and before.dispatch is None
+    assert before.for_binding(dispatch) is before.compute
+
+
+def test_the_check_times_the_ceilings_enqueued_dispatch_again() -> None:
+    pytest.importorskip("jax")
+    from roofline_report.observe.speed_check import dispatch_check
+
+    floor = {"available": True, "value": 9e-6, "enqueued": 4e-6,
+             "timing_enqueued": {"available": True, "inner_reps": 256, "method": "jax: test",
+                                 "min_sample_s": 0.001, "per_call_s": [4e-6],
+                                 "resolution_s": 1e-7}}
+    check = dispatch_check(typed_ceilings({"dispatch": floor}))
+    assert check is not None and check["ceiling_seconds"] == 4e-6
+    assert check["seconds"] == min(check["timing"]["per_call_s"]) > 0
+    # No enqueued dispatch measured: nothing to check against, nothing invented.
+    assert dispatch_check(typed_ceilings({"dispatch": {"available": True, "value": 9e-6}})) \
+        is None
+
+
+def test_the_dispatch_check_is_shown_with_the_ceilings_as_times(saved: dict[str, Any]) -> None:
+    from roofline_report.report import views
+
+    doc = _with(saved, {**_check(200e9, 198e9), "dispatch": _dispatch(3.7e-6, 11.1e-6)})
+    rendered = views.render(doc).markdown
+    assert "| the dispatch of one call | 3.7 µs" in rendered
+    assert "11.1 µs" in rendered and "the enqueued dispatch of one call" in rendered
+    assert "the dispatch of one call took 11.1 µs against 3.7 µs" in rendered
+    assert views.render(doc).markdown == rendered  # the same document, the same page

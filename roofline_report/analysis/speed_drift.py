@@ -14,7 +14,8 @@ whichever way they differ.
 The memory roofs are checked too, each at one point of the working-set sweep timed again
 (``speed_check.memory``): a program whose binding term is priced at a memory roof that was
 checked is judged by that roof's check, the others by the matmul's. A run whose memory-bound
-programs all ran slow can read its matmul 2% off.
+programs all ran slow can read its matmul 2% off. A program bound by its call's dispatch is
+judged by the dispatch floor's check (``speed_check.dispatch``), said in the time of a call.
 """
 
 from __future__ import annotations
@@ -30,12 +31,15 @@ from roofline_report.units import format_binary, format_si
 if TYPE_CHECKING:
     from roofline_report.analysis.predict import Term
 
-__all__ = ["DRIFT", "SHARE_OF_MISS", "Drift", "SpeedChecks", "checks_of", "drift_of"]
+__all__ = ["CALLS", "DISPATCH", "DRIFT", "SHARE_OF_MISS", "Drift", "SpeedChecks", "checks_of",
+           "drift_of"]
 
 DRIFT = 0.10  # a check this share or more off its ceiling's rate is said
 # A drift names a program's miss as its reason when it accounts for at least this share of it
 # (in log terms: of the factor between the predicted and the measured time).
 SHARE_OF_MISS = 0.25
+CALLS = "calls/s"  # the unit of the dispatch check's rates: the page says them as times
+DISPATCH = "dispatch"  # the term a prediction's dispatch floor is charged as
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,12 @@ class Drift:
     value: float
     unit: str = "FLOP/s"
     roof: str = ""
+
+    def shown(self, value: float) -> str:
+        """A rate of this check as the page says it: calls a second as the time of one call."""
+        if self.unit == CALLS:
+            return format_si(1.0 / value, "s")
+        return format_si(value, self.unit)
 
     @property
     def ratio(self) -> float:
@@ -75,8 +85,7 @@ class Drift:
         way = "slower" if self.slower else "faster"
         return (f"the machine ran {percent_text(self.share)} {way} when checked after its "
                 f"programs were timed than when its ceilings were measured ({self.probe}: "
-                f"{format_si(self.value, self.unit)} against "
-                f"{format_si(self.ceiling_value, self.unit)})")
+                f"{self.shown(self.value)} against {self.shown(self.ceiling_value)})")
 
     def note(self) -> str:
         """The run's note: what the drift does to every prediction of the run."""
@@ -104,14 +113,18 @@ class SpeedChecks:
 
     compute: Drift | None
     memory: tuple[Drift, ...] = ()
+    dispatch: Drift | None = None
 
     def for_binding(self, binding: Term) -> Drift | None:
         """The check a prediction bound by ``binding`` is judged by: its memory roof's where
-        that roof was checked, else the matmul's."""
+        that roof was checked, the dispatch floor's for one bound by the dispatch of its call
+        where that was checked, else the matmul's."""
         if binding.group == "memory":
             for d in self.memory:
                 if d.roof == binding.roof:
                     return d
+        if binding.name == DISPATCH and self.dispatch is not None:
+            return self.dispatch
         return self.compute
 
     def notes(self) -> list[str]:
@@ -132,6 +145,12 @@ class SpeedChecks:
                            else ("memory roofs' sweep points", "those roofs"))
             out.append(f"timed again after its programs, {what} ran {listed}: predictions "
                        f"bound by {roofs} read {effect} the programs' times by about as much")
+        d = self.dispatch
+        if d is not None and d.drifted:
+            out.append(f"timed again after its programs, {d.probe} took {d.shown(d.value)} "
+                       f"against {d.shown(d.ceiling_value)}: predictions bound by it read "
+                       f"{'short of' if d.slower else 'long of'} the programs' times by about "
+                       "as much")
         return out
 
 
@@ -152,4 +171,7 @@ def checks_of(results: schema.Results) -> SpeedChecks | None:
     memory = tuple(Drift(f"{m.roof} at {format_binary(m.bytes)}", float(m.ceiling_value),
                          float(m.value), "B/s", m.roof)
                    for m in check.memory or () if isinstance(m, schema.MemoryCheck))
-    return SpeedChecks(drift_of(results), memory)
+    floor = check.dispatch
+    dispatch = Drift("the dispatch of one call", 1.0 / float(floor.ceiling_seconds),
+                     1.0 / float(floor.seconds), CALLS, DISPATCH) if floor is not None else None
+    return SpeedChecks(drift_of(results), memory, dispatch)

@@ -17,6 +17,11 @@ shows first (on the 2-core development machine the write-new point at 4 MiB, hal
 last-level cache, ran at 142, 264 and 292 us a call in three runs of one day); in main memory,
 the smallest. Each point is timed as the sweep timed it (the same kernel, calls per sample and
 sampling), so its rate compares with the sweep's own.
+
+Nor does a matmul say much of a call's dispatch, the floor a small program's time starts
+from: in one run the sweeps' smallest programs ran at 11 to 16 µs a call where the ceilings'
+enqueued dispatch read 3.7 µs and the same programs alone ran at 4.5 to 5. So the enqueued
+dispatch is timed again too, by its ceiling's runner and rule (``speed_check.dispatch``).
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from roofline_report.errors import reason
 from roofline_report.observe import timer as timing
 from roofline_report.results import schema
 
-__all__ = ["MEMORY_KERNELS", "PROBE_SAMPLES", "memory_check", "memory_points", "probe_entry",
-           "speed_check"]
+__all__ = ["MEMORY_KERNELS", "PROBE_SAMPLES", "dispatch_check", "memory_check", "memory_points",
+           "probe_entry", "speed_check"]
 
 PROBE_SAMPLES = 7  # samples of the check's timing (its fastest one counts, as a ceiling's)
 MEMORY_KERNELS = ("read-write", "write-new")  # the sweep kernels whose roofs are checked
@@ -74,7 +79,30 @@ def speed_check(ceilings: schema.Ceilings, *, quick: bool) -> dict[str, Any]:
     return {"available": True, "probe": f"float32 matmul, n={n}", "size": n,
             "ceiling_value": float(entry.value),
             "value": fastest_rate(flops, measured), "timing": measured.to_json(),
-            "memory": memory_check(ceilings, quick=quick)}
+            "memory": memory_check(ceilings, quick=quick),
+            "dispatch": dispatch_check(ceilings)}
+
+
+def dispatch_check(ceilings: schema.Ceilings) -> dict[str, Any] | None:
+    """The ceilings' enqueued dispatch of one call timed again as they timed it (the same
+    runner, sample length and rule: the fastest sample): ``seconds`` against the ceiling's
+    ``ceiling_seconds``; None where the ceilings have no enqueued dispatch or the timing
+    fails (nothing is checked, and nothing said)."""
+    from roofline_report.observe.ceilings.dispatch import _dispatch_runner
+
+    floor = ceilings.dispatch
+    if not isinstance(floor, schema.DispatchCeiling) or not floor.enqueued:
+        return None
+    minimum = floor.timing_enqueued.min_sample_s if floor.timing_enqueued is not None else None
+    try:
+        measured = timing.measure(
+            _dispatch_runner(enqueued=True), samples=PROBE_SAMPLES,
+            min_sample_seconds=float(minimum) if minimum else 0.005,
+            method="jax: scalar add, n calls enqueued, block once on the last")
+    except Exception:
+        return None
+    return {"available": True, "ceiling_seconds": float(floor.enqueued),
+            "seconds": float(measured.per_call.min), "timing": measured.to_json()}
 
 
 def memory_points(ceilings: schema.Ceilings) -> list[tuple[str, str, int, float]]:

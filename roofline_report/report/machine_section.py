@@ -49,11 +49,12 @@ def _timed(vm: VM) -> Section:
 def _speed_checks(rows: list[SpeedCheck]) -> Section:
     drifted = sum(1 for r in rows if r.drifted)
     return Section("The ceilings timed again after the programs", (
-        p("Once the programs were timed, the float32 matmul ceiling at its own size and one "
+        p("Once the programs were timed, the float32 matmul ceiling at its own size, one "
           "point of each memory roof of the working-set sweep (in a cache, the largest working "
-          "set the level holds; in main memory, the smallest) were timed again as they had "
-          "been: a machine slower or faster than at its ceilings moves every prediction made "
-          "from them by about as much. A ratio off 1 by ",
+          "set the level holds; in main memory, the smallest) and the enqueued dispatch of one "
+          "call (shown as its time; its ratio is the ceiling's time over the time after) were "
+          "timed again as they had been: a machine slower or faster than at its ceilings moves "
+          "every prediction made from them by about as much. A ratio off 1 by ",
           percent_text(DRIFT), " or more of the faster rate is said above and named on the "
           "programs it explains; ",
           plural(drifted, "check is", "checks are"), " that far off here."),

@@ -24,6 +24,7 @@ from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import ComputeRoof, RoofSet
 from roofline_report.analysis.seed_records import DoubledTraffic, SeedExercise, SeedModel
 from roofline_report.analysis.sharding_records import ProjectedStep
+from roofline_report.analysis.speed_drift import CALLS, Drift
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.report import comm_figures, meta, page, sections, sharding_view, svg_sharing
 from roofline_report.report import figures as figs
@@ -411,11 +412,19 @@ def _speed_checks(an: Analysis) -> list[SpeedCheck]:
     checks = an.speed_checks
     if checks is None:
         return []
-    drifts = ([checks.compute] if checks.compute is not None else []) + list(checks.memory)
-    return [SpeedCheck(probe=d.probe, before=n(d.ceiling_value, d.unit, Kind.MEASURED),
-                       after=n(d.value, d.unit, Kind.MEASURED),
+    drifts = ([checks.compute] if checks.compute is not None else []) + list(checks.memory) \
+        + ([checks.dispatch] if checks.dispatch is not None else [])
+    return [SpeedCheck(probe=d.probe, before=_checked(d, d.ceiling_value),
+                       after=_checked(d, d.value),
                        ratio=ratio(d.ratio, Kind.MEASURED, 3), drifted=d.drifted)
             for d in drifts]
+
+
+def _checked(d: Drift, value: float) -> Num:
+    """A check's rate as the page shows it: the dispatch floor's as the time of one call."""
+    if d.unit == CALLS:
+        return n(1.0 / value, "s", Kind.MEASURED)
+    return n(value, d.unit, Kind.MEASURED)
 
 
 _RATE_UNITS = {"1/s": "/s", "elements/s": " elements/s", "FLOP/s": "FLOP/s",

@@ -330,6 +330,17 @@ class MemoryCheckFailed(Record):
     reason: str
 
 
+class DispatchCheck(Record):
+    """The enqueued dispatch of one call (the floor a program's predicted time starts from)
+    timed again once the programs were timed, by the ceiling's own rule (its fastest sample):
+    ``seconds`` a call against the ceiling's ``ceiling_seconds``."""
+
+    available: Literal[True] = True
+    ceiling_seconds: Pos
+    seconds: Pos
+    timing: Timing
+
+
 class SpeedCheck(Record):
     """The machine's speed checked once the programs were timed: the float32 matmul ceiling's
     own size (``size``, a square product) timed again by the same rule (its fastest sample),
@@ -348,4 +359,6 @@ class SpeedCheck(Record):
     memory: list[Annotated[Annotated[MemoryCheck, Tag("yes")]
                            | Annotated[MemoryCheckFailed, Tag("no")],
                            Discriminator(available_tag)]] | None = None
+    # The dispatch floor checked the same way (None: not checked, or files written before).
+    dispatch: DispatchCheck | None = None
 
