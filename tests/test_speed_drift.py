@@ -220,13 +220,19 @@ def test_memory_checks_are_read_and_judge_the_programs_bound_by_their_roof(
     # A program bound by that roof, 2.2 times slower than predicted, names it; the matmul's
     # check (1% off) would not.
     prediction = Prediction(1e-3, (memory_bound,), memory_bound, 0.0, 30e6, "test", "L3")
-    measured_slow = miss(prediction.seconds, 2.2e-3)
-    assert measured_slow is not None
-    evidence = Evidence(backend=describe("cpu"), dtype="float32",
-                        drift=checks.for_binding(prediction.binding))
     assert "drift: the machine ran 50% slower when checked after its programs were timed " \
            "than when its ceilings were measured (L3 write-new at 4 MiB: 15 GB/s against " \
-           "30 GB/s)" in program_reason(prediction, measured_slow, evidence)
+           "30 GB/s)" in _reason(checks, prediction, 2.2e-3)
+
+
+def _reason(checks: Any, prediction: Prediction, measured_s: float) -> str:
+    """The reason on a program's row that ran ``measured_s`` against ``prediction``, judged by
+    the run's check for its binding."""
+    measured = miss(prediction.seconds, measured_s)
+    assert measured is not None
+    evidence = Evidence(backend=describe("cpu"), dtype="float32",
+                        drift=checks.for_binding(prediction.binding))
+    return program_reason(prediction, measured, evidence)
 
 
 def test_memory_checks_either_way_in_one_note(saved: dict[str, Any]) -> None:
@@ -316,13 +322,9 @@ def test_a_dispatch_check_judges_the_programs_bound_by_their_dispatch(
         "timed again after its programs, the dispatch of one call took 11.1 µs against "
         "3.7 µs: predictions bound by it read short of the programs' times by about as much"]
     prediction = Prediction(4.1e-6, (dispatch, launch), dispatch, 0.0, 8e3, "test", "L1")
-    measured_slow = miss(prediction.seconds, 11.3e-6)
-    assert measured_slow is not None
-    evidence = Evidence(backend=describe("cpu"), dtype="float32",
-                        drift=checks.for_binding(prediction.binding))
     assert "drift: the machine ran 67% slower when checked after its programs were timed " \
            "than when its ceilings were measured (the dispatch of one call: 11.1 µs against " \
-           "3.7 µs)" in program_reason(prediction, measured_slow, evidence)
+           "3.7 µs)" in _reason(checks, prediction, 11.3e-6)
     # Checked and steady: nothing said.
     steady = checks_of(results.typed(_with(saved, {**_check(200e9, 198e9),
                                                    "dispatch": _dispatch(3.7e-6, 3.8e-6)})))
