@@ -216,6 +216,9 @@ def pattern_time(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
     return PatternTime(pattern, size, unit(pattern), size / rate, rate, roof.name, roof.kind)
 
 
+BROADCAST_TRANSPOSE = "broadcast-transpose"  # read at the square of the rows it walks
+
+
 def _rate_size(kernel: schema.KernelRecord, pattern: str, size: float) -> float:
     """The size at which a kernel's pattern rate is read: its own, but for a broadcast
     transpose whose record gives the source rows each run of its output reads (its row), the
@@ -227,9 +230,6 @@ def _rate_size(kernel: schema.KernelRecord, pattern: str, size: float) -> float:
     if pattern == BROADCAST_TRANSPOSE and kernel.pattern_row > 0:
         return float(kernel.pattern_row) ** 2
     return size
-
-
-BROADCAST_TRANSPOSE = "broadcast-transpose"
 
 
 def _rate_in(dtype: str, roof: RateRoof, rate: float, pattern: str) -> float:

@@ -581,7 +581,7 @@ def max_pool(dtype: str) -> Callable[[int], Point]:
     (:func:`~roofline_report.hlo.kernel_patterns.visited`)."""
     from jax import lax
 
-    from roofline_report.hlo.kernel_patterns import visited
+    from roofline_report.hlo.windows import visited
 
     window, strides = (1, 3, 3, 1), (1, 2, 2, 1)
 
@@ -652,7 +652,7 @@ def prefix_sums(dtype: str) -> Callable[[int], Point]:
     136 for each 16."""
     from jax import lax
 
-    from roofline_report.hlo.kernel_patterns import visited
+    from roofline_report.hlo.windows import visited
 
     width = PREFIX_WINDOW
     window, strides, pads = (1, 1, width), (1, 1, 1), ((0, 0), (0, 0), (width - 1, 0))
