@@ -403,6 +403,28 @@ def test_compiled_programs_are_checked_for_their_pattern() -> None:
     assert pattern_kernel(text(lambda x: x.T, a), "fused-transpose")[0] is None
 
 
+def test_a_top_k_roof_turns_through_operands_of_other_values() -> None:
+    """A branch predictor learns a top-k's operand met again: the roof's calls take operands of
+    other values in turn, TOP_K_DISTINCT elements in all, and one operand once that many."""
+    jax = pytest.importorskip("jax")
+    import numpy as np
+
+    from roofline_report.observe.ceilings import pattern_programs as programs
+
+    small = programs.top_k("float32", 1024)(16 * 1024)
+    operands = [small.args, *small.rotate]
+    assert len(operands) * small.ops == programs.TOP_K_DISTINCT
+    assert {tuple(np.shape(a)) for (a,) in operands} == {(16, 1024)}
+    firsts = {float(np.asarray(a)[0, 0]) for (a,) in operands}
+    assert len(firsts) == len(operands)  # other values, not copies of one array
+    out = jax.jit(small.fn)(*small.rotate[-1])[0]
+    assert out.shape == (16, programs.TOP_K)
+    large = programs.top_k("float32", 1024)(programs.TOP_K_DISTINCT)
+    assert large.rotate == () and large.ops == programs.TOP_K_DISTINCT
+    tiny = programs.top_k("float32", 1024)(1)  # one row: at most TOP_K_TURNS operands
+    assert len(tiny.rotate) + 1 == programs.TOP_K_TURNS
+
+
 @pytest.mark.slow
 def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     pytest.importorskip("jax")

@@ -79,8 +79,9 @@ from roofline_report.version import __version__
 # log1p, expm1, power, tan and atan2, and a CPU's FFTs of an operand computed before them;
 # 19: a CPU's 2-D swap with its operand in main memory; 20: a CPU's rates on one thread;
 # 21: a CPU's reduce-windows by the arrays they reduce together; 22: a CPU's gathers of
-# single elements from tables of a fixed size)
-CACHE_FORMAT = 22
+# single elements from tables of a fixed size; 23: top-k roofs on operands of other values in
+# turn)
+CACHE_FORMAT = 23
 MAX_FILE_BYTES = 4 << 20  # a cache file is about 50 KB; a larger one is not read
 ENV_VAR = "ROOFLINE_REPORT_CACHE"
 APP = "roofline-report"

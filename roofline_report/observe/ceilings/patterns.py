@@ -76,7 +76,7 @@ def _runner(ready: _Ready, baseline: bool = False) -> timing.Runner:
         def run_in_turn(n: int) -> None:
             out = None
             for _ in range(n):
-                out = compiled(*next(turn))  # the next operand, from main memory
+                out = compiled(*next(turn))  # the next operand of the turn
             timing.block(out)
 
         return run_in_turn
