@@ -536,3 +536,23 @@ def test_a_gathers_row_is_its_slices_contiguous_run() -> None:
     frames = _only(lambda s, i: s[:, i], signal, index)
     assert (frames["pattern"], frames["pattern_size"]) == ("gather", 8 * 64)
     assert frames["pattern_row"] == 1
+
+
+@pytest.mark.cpu_backend("a TPU keeps a scatter's window elements (it stores arrays in tiles)")
+def test_a_scatters_row_is_its_windows_contiguous_run() -> None:
+    """An embedding gradient's scatter-add of rows of 64: runs of 64; the gradient of a
+    pairwise interaction's upper triangle (DLRM's: x[:, i, j] of [512, 27, 27]), a window of
+    one element in each of 512 rows per index: single elements 729 apart, a row of 1."""
+    table = jnp.zeros((1024, 64), jnp.float32)
+    index = jnp.arange(96, dtype=jnp.int32) * 5
+
+    def scatter(fn: Any, *args: Any) -> dict[str, Any]:
+        [kernel] = [k for k in _kernels(fn, *args) if k["pattern"] == "scatter"]
+        return kernel
+
+    rows = scatter(lambda t, i, u: t.at[i].add(u), table, index, jnp.ones((96, 64)))
+    assert rows["pattern_row"] == 64
+    upper = jnp.triu_indices(27, 1)
+    pairs = scatter(lambda t, u: t.at[:, upper[0], upper[1]].add(u),
+                    jnp.zeros((512, 27, 27), jnp.float32), jnp.ones((512, 351), jnp.float32))
+    assert (pairs["pattern_size"], pairs["pattern_row"]) == (512 * 351, 1)

@@ -44,7 +44,9 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   times ⌈log2⌉ of the length of the dimension it sorts (XLA:CPU runs a comparator call per
   comparison: a stable argsort of 2048 int32 keys took about 0.5 ms on a 2-core CPU, 40 M
   comparisons/s, 0.3 µs at the multiply-add rate its flops would give).
-* ``scatter``: a kernel holding a scatter; size: the update elements scattered.
+* ``scatter``: a kernel holding a scatter; size: the update elements scattered; row: the
+  elements it writes in one run per index (:func:`_scatter_row`: on a CPU its update
+  window's contiguous run in its table's layout, as a gather's).
 * ``variadic-reduction``: a kernel holding a reduce of several operands (an argmax or argmin
   carries each value's index beside it); size: the elements of its first operand. XLA:CPU
   emits it as a scalar loop of its own, not through its library: an argmax over rows of 1024
@@ -597,21 +599,49 @@ def _top_k(inside: Sequence[Instruction]) -> Pattern | None:
                    if operand is not None else None, row)
 
 
-def _scatter_row(scatter: Instruction) -> int:
-    """The elements a scatter writes per index: the product of its update window's dimensions
-    (1 for scattered single elements); 0 where the update shape is not known."""
+def _scatter_row(scatter: Instruction, tpu: bool) -> int:
+    """The elements a scatter writes in one run per index: on a CPU its update window's
+    contiguous run in its table's layout (a window ``[512, 1, 1]`` into ``[512, 27, 27]``, a
+    column of one element per row, is 512 single elements 729 apart: a row of 1), on a TPU,
+    which stores arrays in tiles, its window's elements (1 for scattered single elements); 0
+    where the update shape is not known."""
     updates = scatter_parts(scatter)[1]
     shape = updates[0] if updates else None
     if shape is None or shape.array is None:
         return 0
     window = ints_in(scatter.attributes.get("update_window_dims"))
-    return math.prod(shape.array.dims[d] for d in window if d < len(shape.array.dims))
+    extents = [shape.array.dims[d] for d in window if d < len(shape.array.dims)]
+    first = scatter.operand_shapes[0] if scatter.operand_shapes else None
+    table = first.array if first is not None else None
+    if tpu or table is None:
+        return math.prod(extents)
+    # The table's dimensions the window spans: those not inserted (nor batching), in order.
+    inserted = set(ints_in(scatter.attributes.get("inserted_window_dims"))) \
+        | set(ints_in(scatter.attributes.get("input_batching_dims")))
+    spanned = [d for d in range(len(table.dims)) if d not in inserted]
+    if len(spanned) != len(extents):
+        return math.prod(extents)
+    sizes = [1] * len(table.dims)
+    for d, extent in zip(spanned, extents, strict=True):
+        sizes[d] = extent
+    return _contiguous_run(sizes, table)
+
+
+def _contiguous_run(sizes: Sequence[int], array: Array) -> int:
+    """The elements of a slice of ``sizes`` of ``array`` that lie in one run in its layout:
+    the slice's extent along the minor-most axis, times the next axis's while each one before
+    spans its whole axis."""
+    run = 1
+    for d in array.minor_to_major():
+        run *= sizes[d]
+        if sizes[d] != array.dims[d]:
+            break
+    return run
 
 
 def _gather_row(gather: Instruction, tpu: bool) -> int:
     """The elements a gather reads in one run per index: on a CPU its slice's contiguous run
-    in its operand's layout (the slice's extent along the minor-most axis, times the next
-    axis's while each one before spans its whole axis: a row of 128 of ``[32768, 128]``, 1
+    in its operand's layout (:func:`_contiguous_run`: a row of 128 of ``[32768, 128]``, 1
     for the slice ``{8, 1}`` of ``[8, 160400]``, eight single elements 641 KB apart); on a
     TPU, which stores arrays in tiles, its slice's elements."""
     sizes = ints_in(gather.attributes.get("slice_sizes"))
@@ -619,12 +649,7 @@ def _gather_row(gather: Instruction, tpu: bool) -> int:
     array = operand.array if operand is not None else None
     if tpu or array is None or len(sizes) != len(array.dims):
         return math.prod(sizes)
-    run = 1
-    for d in array.minor_to_major():
-        run *= sizes[d]
-        if sizes[d] != array.dims[d]:
-            break
-    return run
+    return _contiguous_run(sizes, array)
 
 
 def kernel_pattern(instr: Instruction, module: Module, backend: str | None = None) -> Pattern:
@@ -669,7 +694,7 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         table = first.operand_shapes[0] if first.operand_shapes else None
         return Pattern("scatter", size, f"updates {_plain(updates[0] if updates else None)} "
                                         f"into {_plain(table)}",
-                       _scatter_row(first),
+                       _scatter_row(first, tpu),
                        table=(table.nbytes or 0) if table is not None else 0)
     gathers = [i for i in inside if i.opcode == "gather"]
     if gathers:
