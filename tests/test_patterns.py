@@ -198,6 +198,21 @@ def test_loop_dot_in_flops() -> None:
     assert t.seconds == pytest.approx(flops / 7.5e10)  # 55.9 us
 
 
+def test_a_batched_loop_dot_reads_its_rate_at_one_products_flops() -> None:
+    """64 products of 2·128³ flops: each at the 128³ product's 7.5e10 FLOP/s, not at the
+    rate of one product of their summed flops (2·512³, past the largest measured: 1.2e11)."""
+    flops = 64 * 2 * 128**3
+    batched = patterns.pattern_time(kernel_record(_kernel(
+        "transposed-dot", flops, category="matmul", matmul_products=64)), "float32",
+        RoofSet("hand-made", Kind.MEASURED, (), (), (), (_rate(
+            "transposed-dot", "float32", ((2 * 64.0**3, 3e10), (2 * 256.0**3, 1.2e11))),)))
+    assert batched is not None and batched.rate == pytest.approx(7.5e10)
+    assert batched.seconds == pytest.approx(flops / 7.5e10)  # 3.58 ms
+    single = patterns.pattern_time(kernel_record(_kernel("loop-dot", flops,
+                                                         category="matmul")), "float32", ROOFS)
+    assert single is not None and single.rate == pytest.approx(1.2e11)
+
+
 @pytest.mark.parametrize("kernel", [_kernel(None, 4096), {"name": "fusion"}])
 def test_no_pattern_no_time(kernel: dict[str, Any]) -> None:
     assert patterns.pattern_time(kernel_record(kernel), "float32", ROOFS) is None

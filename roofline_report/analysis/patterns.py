@@ -222,14 +222,25 @@ BROADCAST_TRANSPOSE = "broadcast-transpose"  # read at the square of the rows it
 def _rate_size(kernel: schema.KernelRecord, pattern: str, size: float) -> float:
     """The size at which a kernel's pattern rate is read: its own, but for a broadcast
     transpose whose record gives the source rows each run of its output reads (its row), the
-    roof's square of that many rows. Its misses go with those rows: on a 2-core CPU the swap
+    roof's square of that many rows, and for a dot its loop emitter computes, the flops of
+    one of its products. Its misses go with those rows: on a 2-core CPU the swap
     of the last two axes of a float32 ``[2, 1, 128, 4096]`` (1 M elements, runs of 128 rows)
     ran at 0.78 to 0.84 G elements/s, as the square's 128 to 256 rows did, where the square
     of 1 M ran at 0.42 to 0.54; priced at its size, two such kernels of a Perceiver's and a
     Mamba block's read 2.0 and 2.6 times their time."""
     if pattern == BROADCAST_TRANSPOSE and kernel.pattern_row > 0:
         return float(kernel.pattern_row) ** 2
+    if pattern in BY_PRODUCT:
+        # A batched dot runs at the rate of one of its products, as the matmul's term reads
+        # it (a batch of 512 products [27, 27]ᵀ @ [27, 64] of DLRM's interaction gradient
+        # ran at 59 to 77 GFLOP/s, below the roof's smallest product, not at the 190 of a
+        # product of its summed flops).
+        return size / kernel.matmul_products
     return size
+
+
+#: Patterns whose size is a dot's flops, measured on single products.
+BY_PRODUCT = ("loop-dot", "transposed-dot")
 
 
 def _rate_in(dtype: str, roof: RateRoof, rate: float, pattern: str) -> float:
