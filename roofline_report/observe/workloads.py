@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from roofline_report import tolerances
+from roofline_report.observe import host_arrays
 
 if TYPE_CHECKING:
     from roofline_report.observe.program import Program
@@ -111,9 +112,10 @@ class Workload:
         dtypes = self.arg_dtypes or (self.dtype,) * len(host)
         # Cast on the host (ml_dtypes gives NumPy bfloat16), then transfer: casting with jnp
         # would compile a conversion kernel for every shape.
-        cast = tuple(np.asarray(x).astype(jnp.dtype(t)) for x, t in zip(host, dtypes, strict=True))
+        # An accelerator's large arrays in blocks on every core (host_arrays).
+        cast = tuple(host_arrays.astype(x, jnp.dtype(t)) for x, t in zip(host, dtypes, strict=True))
         device = tuple(jax.device_put(x) for x in cast)
-        rounded = tuple(x.astype(np.complex128 if np.iscomplexobj(x) else np.float64)
+        rounded = tuple(host_arrays.astype(x, np.complex128 if np.iscomplexobj(x) else np.float64)
                         for x in cast)
         return device, rounded
 
@@ -189,7 +191,7 @@ def by_name(name: str) -> Workload:
 # --- the catalog ---------------------------------------------------------------------------
 
 def _rand(seed: int, *shape: int) -> np.ndarray[Any, Any]:
-    return np.random.default_rng(seed).standard_normal(shape)
+    return host_arrays.standard_normal(seed, shape)
 
 
 def _matmul_build(d: Dims) -> tuple[np.ndarray[Any, Any], ...]:
@@ -229,6 +231,11 @@ def _vec_build(d: Dims) -> tuple[np.ndarray[Any, Any], ...]:
     return (_rand(5, d["n"]),)
 
 
+@host_arrays.by_rows
+def _scale_ref(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return 2.0 * x
+
+
 def _scale_analytic(d: Dims, s: int) -> Analytic:
     return {"flops": d["n"], "transcendentals": 0, "minimum_bytes": 2 * s * d["n"]}
 
@@ -239,6 +246,11 @@ def _axpy(x: Any, y: Any) -> Any:
 
 def _axpy_build(d: Dims) -> tuple[np.ndarray[Any, Any], ...]:
     return _rand(6, d["n"]), _rand(7, d["n"])
+
+
+@host_arrays.by_rows
+def _axpy_ref(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return 3.0 * x + y  # type: ignore[no-any-return]
 
 
 def _axpy_analytic(d: Dims, s: int) -> Analytic:
@@ -253,6 +265,11 @@ def _rows_build(d: Dims) -> tuple[np.ndarray[Any, Any], ...]:
     return (_rand(8, d["m"], d["n"]),)
 
 
+@host_arrays.by_rows
+def _sum_ref(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return x.sum(axis=-1)  # type: ignore[no-any-return]
+
+
 def _sum_analytic(d: Dims, s: int) -> Analytic:
     m, n = d["m"], d["n"]
     return {"flops": m * (n - 1), "transcendentals": 0, "minimum_bytes": s * (m * n + m)}
@@ -262,6 +279,7 @@ def _softmax(x: Any) -> Any:
     return jax.nn.softmax(x, axis=-1)
 
 
+@host_arrays.by_rows
 def _softmax_ref(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)  # type: ignore[no-any-return]
@@ -279,6 +297,7 @@ def _layernorm(x: Any) -> Any:
     return (x - mean) * jax.lax.rsqrt(var + 1e-5)
 
 
+@host_arrays.by_rows
 def _layernorm_ref(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
@@ -392,19 +411,19 @@ _CATALOG: list[Workload] = [
              accelerator_dims={"b": 128, "m": 1024, "k": 1024, "n": 1024},
              accelerator_sweep={"m": (128, 256, 512, 1024), "k": (128, 256, 512, 1024),
                                 "n": (128, 256, 512, 1024)}),
-    Workload("scale", "2 x", _scale, _vec_build, lambda x: 2.0 * x, _scale_analytic,
+    Workload("scale", "2 x", _scale, _vec_build, _scale_ref, _scale_analytic,
              {"n": 1 << 20}, required_ops=("stablehlo.multiply",),
              description="Elementwise scale: one flop per element, read once, written once.",
              sweep={"n": (1 << 10, 1 << 14, 1 << 18, 1 << 22)},
              accelerator_dims={"n": 1 << 27},
              accelerator_sweep={"n": (1 << 16, 1 << 20, 1 << 24, 1 << 28)}),
-    Workload("axpy", "3 x + y", _axpy, _axpy_build, lambda x, y: 3.0 * x + y, _axpy_analytic,
+    Workload("axpy", "3 x + y", _axpy, _axpy_build, _axpy_ref, _axpy_analytic,
              {"n": 1 << 20}, required_ops=("stablehlo.multiply", "stablehlo.add"),
              description="a·x + y: two flops per element, two reads and one write.",
              sweep={"n": (1 << 10, 1 << 14, 1 << 18, 1 << 22)},
              accelerator_dims={"n": 1 << 27},
              accelerator_sweep={"n": (1 << 16, 1 << 20, 1 << 24, 1 << 28)}),
-    Workload("row_sum", "sum(x, axis=-1)", _sum, _rows_build, lambda x: x.sum(axis=-1),
+    Workload("row_sum", "sum(x, axis=-1)", _sum, _rows_build, _sum_ref,
              _sum_analytic, {"m": 1024, "n": 1024}, required_ops=("stablehlo.reduce",),
              description="A reduction over rows.", rtol=1e-4, atol=1e-3,
              sweep={"m": (32, 256, 1024, 4096)},
