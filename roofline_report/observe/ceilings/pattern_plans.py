@@ -49,7 +49,8 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
   million elements on a 2-core CPU the top 16 of rows of 1,024 ran at 0.19 G elements/s, of
   rows of 4,096 at 0.39 and of rows of 32,768 at 0.44),
   by rows: XLA:CPU runs it as a ``TopK`` custom call of its own, not as a sort. Half the
-  roofs' sizes (every other one).
+  roofs' sizes (every other one), each on operands of other values in turn
+  (:func:`.pattern_programs.top_k`: a branch predictor learns an operand it meets again).
 * ``update-slice`` (tiles per second; a TPU's only): ``lax.dynamic_update_slice`` of a column
   ``[R, 1]`` into a donated float32 ``[R, 128]``: one lane of each of its R / 8 tiles
   written, each tile read and written whole. On a TPU v5e such updates took 15 to 20 ns a
