@@ -556,3 +556,18 @@ def test_a_scatters_row_is_its_windows_contiguous_run() -> None:
     pairs = scatter(lambda t, u: t.at[:, upper[0], upper[1]].add(u),
                     jnp.zeros((512, 27, 27), jnp.float32), jnp.ones((512, 351), jnp.float32))
     assert (pairs["pattern_size"], pairs["pattern_row"]) == (512 * 351, 1)
+
+
+@pytest.mark.cpu_backend("XLA:CPU's wrapped conversions; a TPU's stream at its memory's rate")
+def test_a_conversion_alone_in_its_kernel_is_a_lone_convert() -> None:
+    """A bfloat16 product: XLA:CPU converts each operand to float32 in a kernel of its own
+    (wrapped_convert) and its product back after: three lone conversions; a conversion fused
+    with a multiply is not one."""
+    a = jnp.ones((64, 32), jnp.bfloat16)
+    found = {k["name"]: k for k in _kernels(lambda x, y: x @ y.T, a, a)}
+    lone = [k for k in found.values() if k["pattern"] == "lone-convert"]
+    assert len(lone) >= 2
+    assert {k["pattern_size"] for k in lone} <= {64 * 32, 64 * 64}
+    assert any(k["pattern_detail"] == "bf16[64,32] to f32[64,32]" for k in lone)
+    fused = _kernels(lambda x: (x.astype(jnp.float32) * 2).astype(jnp.bfloat16), a)
+    assert all(k["pattern"] != "lone-convert" for k in fused)

@@ -198,6 +198,17 @@ def test_loop_dot_in_flops() -> None:
     assert t.seconds == pytest.approx(flops / 7.5e10)  # 55.9 us
 
 
+def test_a_lone_conversion_at_its_own_roof() -> None:
+    """A CPU's conversion alone in its kernel (1 M elements) at the lone-convert roof's
+    5e9 elements/s: 210 us, not the 30 us the conversion rate of a fused loop gives."""
+    lone = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
+        _rate("lone-convert", "float32", ((32768.0, 4e9), (2097152.0, 5e9))),))
+    t = patterns.pattern_time(kernel_record(_kernel("lone-convert", 1 << 20)), "bfloat16",
+                              lone)
+    assert t is not None and (t.unit, t.roof) == ("elements", "lone-convert float32")
+    assert t.seconds == pytest.approx((1 << 20) / (4e9 + (5e9 - 4e9) * 5 / 6))
+
+
 def test_a_batched_loop_dot_reads_its_rate_at_one_products_flops() -> None:
     """64 products of 2·128³ flops: each at the 128³ product's 7.5e10 FLOP/s, not at the
     rate of one product of their summed flops (2·512³, past the largest measured: 1.2e11)."""
@@ -416,6 +427,9 @@ def test_compiled_programs_are_checked_for_their_pattern() -> None:
     assert pattern_kernel(fused, "fused-transpose")[0] is not None
     assert pattern_kernel(fused, "transpose")[0] is None  # its root is the multiply
     assert pattern_kernel(text(lambda x: x.T, a), "fused-transpose")[0] is None
+    assert pattern_kernel(text(lambda x: x.astype(jnp.bfloat16), a), "lone-convert")[0]
+    assert pattern_kernel(text(lambda x: (x * 2).astype(jnp.bfloat16), a),
+                          "lone-convert")[0] is None
 
 
 def test_a_top_k_roof_turns_through_operands_of_other_values() -> None:
@@ -466,7 +480,7 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     # A CPU's own kinds come last, each a roof of its row: a narrow product by its width and
     # side, the transposed dot, a block transpose by its run, a real FFT by its length, a row
     # scatter by its width, a scatter of single elements by its table, a reduce-window by the
-    # arrays it reduces together.
+    # arrays it reduces together, a conversion alone.
     own = entries[21:]
     # Single elements gathered from fixed tables, after the sort (roofs on every backend), at
     # their own sizes of output whatever the plan's (a random element of a large table is
@@ -484,14 +498,15 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         ("block-transpose", 1024), ("fft", 256), ("fft", 400), ("fft", 512), ("fft", 2048),
         ("fft", 400), ("fft", 512), ("fft", None), ("transpose", None),
         ("scatter", 16), ("scatter", 64), ("scatter", 1), ("scatter", 1),
-        ("reduce-window", 1), ("reduce-window", 5), ("sum-window", None)]
+        ("reduce-window", 1), ("reduce-window", 5), ("sum-window", None),
+        ("lone-convert", None)]
     for e in own:
         schema.RateCeiling.model_validate_json(json.dumps(e))
         assert e["roof"]
     # The FFTs of an operand computed before them: each point the call less its baseline (the
     # same call without the FFT), so below the whole call's time.
     computed = own[10:13]
-    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 8
+    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 9
     for e in computed:
         assert e["available"], e["reason"]
         for point in e["by_size"]:
@@ -509,14 +524,18 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert "from_memory" not in entries[0]
     # 64 x 64 is no matrix beside a few vectors (a small product: both sides narrow); the others
     # ran at their smallest sizes
-    assert [e["available"] for e in own] == [False, False, False] + [True] * 14
+    assert [e["available"] for e in own] == [False, False, False] + [True] * 15
     # The pools of one image [1, 32, 32, 32] (the size asked is smaller): a 3 x 3 max pool's
     # 70,688 window elements on the input; 5 arrays' 2 x 2 windows, 5 x 32,768; a cumulative
     # sum's windows of 16 over 8 rows of 512, 136 elements each.
-    windows = own[-3:]
+    windows = own[-4:-1]
     assert [e["by_size"][0]["elements"] for e in windows] == [70688, 5 * 32768, 8 * 32 * 136]
     assert [e["by_size"][0]["shape"] for e in windows] == [[1, 32, 32, 32]] * 2 + [[8, 32, 16]]
-    del own[-3:]
+    # The conversion alone: float32 [R, 256] to bfloat16, its elements and bytes.
+    convert = own[-1]
+    assert convert["by_size"][0]["shape"][1] == 256 and convert["unit"] == "elements/s"
+    assert convert["by_size"][0]["bytes"] == 6 * convert["by_size"][0]["elements"]
+    del own[-4:]
     # single elements scattered into tables of 16 KiB and 1 MiB, each a roof of its table
     assert [e["table"] for e in own[-2:]] == [1 << 14, 1 << 20]
     assert "has no mat-vec kernel" in own[0]["reason"]

@@ -387,7 +387,8 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
                  "reduce-window": "a windowed maximum outside the library (a max pool, or "
                  "its gradient keeping indices)",
                  "sum-window": "a windowed sum outside the library (a cumulative sum, an "
-                 "average pool's gradient)"}
+                 "average pool's gradient)",
+                 "lone-convert": "a conversion of element type alone"}
 
 
 # Patterns whose roofs are measured on arrays in main memory, read at scattered places: a

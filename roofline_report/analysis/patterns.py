@@ -39,7 +39,7 @@ from roofline_report.results import schema
 PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
             "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
             "broadcast-transpose", "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
-            "block-transpose", "update-slice", "reduce-window", "sum-window")
+            "block-transpose", "update-slice", "reduce-window", "sum-window", "lone-convert")
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, a
 # matrix-vector product's matrix elements, the other patterns' elements.
 UNITS = {"loop-dot": "FLOP", "sort": "comparisons", "fft": "FLOP",

@@ -73,6 +73,8 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
             return bool(ops.get("reduce"))
         if pattern in ("fused-transpose", "broadcast-transpose", "block-transpose"):
             return bool(ops.get("transpose") or ops.get("copy")) and not _library(k)
+        if pattern == "lone-convert":
+            return bool(ops.get("convert")) and not _library(k)
         if pattern == "top-k":
             return k.get("opcode") == "custom-call" or bool(ops.get("custom-call"))
         return bool(ops.get(pattern))  # gather, scatter, sort

@@ -198,6 +198,23 @@ def _indices(count: int) -> Any:
     return _permutation(count)
 
 
+CONVERT_ROW = 256  # the lone conversion's [R, 256]
+
+
+def lone_convert(source: str, target: str) -> Callable[[int], Point]:
+    """``x.astype(target)`` of ``source`` ``[R, CONVERT_ROW]`` alone in its kernel (XLA:CPU's
+    ``wrapped_convert``), elements converted per call."""
+    import jax.numpy as jnp
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // CONVERT_ROW)
+        count = rows * CONVERT_ROW
+        return Point(lambda a: a.astype(jnp.dtype(target)), (_array((rows, CONVERT_ROW), source),),
+                     count, count * (_itemsize(source) + _itemsize(target)), (rows, CONVERT_ROW))
+
+    return build
+
+
 def argmax(dtype: str) -> Callable[[int], Point]:
     import jax.numpy as jnp
 
