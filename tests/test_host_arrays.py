@@ -65,3 +65,19 @@ def test_a_failure_in_a_block_is_raised() -> None:
     x = np.arange(100 * 64, dtype=np.float64).reshape(100, 64) // 64
     with pytest.raises(ValueError, match="bad block"):
         host_arrays.by_rows(fails)(x)
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_only_the_leading_arguments_split_are_cut_into_rows() -> None:
+    """A convolution's images in blocks, its filter whole to each."""
+    x = np.random.default_rng(1).standard_normal((40, 8, 8, 3))
+    w = np.random.default_rng(2).standard_normal((3, 3, 3, 4))
+
+    def conv(a: Any, f: Any) -> Any:
+        out = np.zeros((a.shape[0], 6, 6, 4))
+        for i in range(3):
+            for j in range(3):
+                out += a[:, i:i + 6, j:j + 6, :] @ f[i, j]
+        return out
+
+    assert np.array_equal(host_arrays.by_rows(conv, split=1)(x, w), conv(x, w))

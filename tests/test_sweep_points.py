@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("jax")
 
-from roofline_report.observe import run  # noqa: E402
-from roofline_report.observe.workloads import catalog  # noqa: E402
+from roofline_report.observe import run
+from roofline_report.observe.workloads import catalog
 
 
 def test_a_sweep_point_at_the_workloads_dims_takes_its_record(

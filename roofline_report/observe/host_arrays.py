@@ -91,25 +91,33 @@ def astype(x: Array, dtype: Any) -> Array:
     return out
 
 
-def by_rows(fn: Callable[..., Array]) -> Callable[..., Array]:
+def by_rows(fn: Callable[..., Array], split: int | None = None) -> Callable[..., Array]:
     """``fn``, a function of arrays of one first axis that treats each of their rows (each
     index of that axis) apart (an elementwise function, a softmax or a sum over the last
-    axis), applied to blocks of rows at once where its first argument is large; the result is
-    the same, row for row, as ``fn`` of the whole."""
+    axis, a convolution of a batch of images), applied to blocks of rows at once where its
+    first argument is large; the result is the same, row for row, as ``fn`` of the whole.
+    ``split``: how many leading arguments are split into rows (None: all of them); the others
+    (a convolution's filter) are passed whole to every block."""
 
     def blocked(*arrays: Array) -> Array:
         first = np.asarray(arrays[0])
-        if not _large(first.shape) or any(np.shape(a)[:1] != first.shape[:1] for a in arrays):
+        cut = len(arrays) if split is None else split
+        if not _large(first.shape) or any(np.shape(a)[:1] != first.shape[:1]
+                                          for a in arrays[:cut]):
             return fn(*arrays)
         blocks = _blocks(first.shape)
-        head = np.asarray(fn(*(a[blocks[0]] for a in arrays)))
+
+        def part(b: slice) -> Array:
+            return np.asarray(fn(*(a[b] for a in arrays[:cut]), *arrays[cut:]))
+
+        head = part(blocks[0])
         if head.shape[:1] != (blocks[0].stop - blocks[0].start,):
             return fn(*arrays)  # not row for row after all
         out = np.empty((first.shape[0], *head.shape[1:]), dtype=head.dtype)
         out[blocks[0]] = head
 
         def compute(i: int) -> None:
-            out[blocks[i + 1]] = fn(*(a[blocks[i + 1]] for a in arrays))
+            out[blocks[i + 1]] = part(blocks[i + 1])
 
         _each(compute, len(blocks) - 1)
         return out

@@ -347,7 +347,7 @@ def _conv_build(d: Dims) -> tuple[np.ndarray[Any, Any], ...]:
             _rand(13, d["r"], d["r"], d["c"], d["f"]) / math.sqrt(d["r"] * d["r"] * d["c"]))
 
 
-def _conv_ref(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def _conv_taps(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     # A sum over the window's taps of [b, oh, ow, c] @ [c, f] products: matrix products (no
     # copy of every window, no loop over outputs), fast at an accelerator's sizes too.
     r = w.shape[0]
@@ -357,6 +357,10 @@ def _conv_ref(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any]) -> np.ndarray[An
         for j in range(w.shape[1]):
             out += x[:, i:i + oh, j:j + ow, :] @ w[i, j]
     return out
+
+
+# Each image apart, a large batch's images in blocks at once (host_arrays).
+_conv_ref = host_arrays.by_rows(_conv_taps, split=1)
 
 
 def _conv_analytic(d: Dims, s: int) -> Analytic:
