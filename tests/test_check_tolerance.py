@@ -29,12 +29,15 @@ def test_the_excess_is_the_worst_leaf_over_its_tolerance() -> None:
     assert _excess(np.zeros(3), np.zeros(2), 0.1, 0.1) == math.inf  # shapes differ
 
 
-@pytest.mark.parametrize("chunk", [3, 1 << 20])
+@pytest.mark.parametrize(("chunk", "threads"), [(3, False), (3, True), (1 << 20, False)])
 def test_the_check_in_chunks_reads_as_one_over_the_whole_array(
-        chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        chunk: int, threads: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks of 3 over 10 elements: each statistic crosses a chunk's edge and a failure in
-    the last chunk still fails the whole, as np.allclose over the whole array says."""
+    the last chunk still fails the whole, as np.allclose over the whole array says; the
+    same where a large result's chunks run on threads (host_arrays.PARALLEL_ELEMENTS)."""
     monkeypatch.setattr(lower, "CHECK_CHUNK", chunk)
+    if threads:
+        monkeypatch.setattr(lower.host_arrays, "PARALLEL_ELEMENTS", 4)
     want = np.linspace(-1.0, 1.0, 10).reshape(2, 5)
     near = (want + 1e-6).astype(np.float32)
     ok = check_against_reference(near, want, rtol=1e-4, atol=1e-4)

@@ -19,17 +19,18 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["BLOCK_ELEMENTS", "PARALLEL_ELEMENTS", "astype", "by_rows", "standard_normal",
-           "workers"]
+__all__ = ["BLOCK_ELEMENTS", "PARALLEL_ELEMENTS", "astype", "by_rows", "each",
+           "standard_normal", "workers"]
 
 PARALLEL_ELEMENTS = 1 << 23  # arrays from this many elements are split into blocks
 BLOCK_ELEMENTS = 1 << 21  # the elements of one block (whole rows: at least one row)
 
 Array = np.ndarray[Any, Any]
+T = TypeVar("T")
 
 
 def workers() -> int:
@@ -53,9 +54,16 @@ def _large(shape: Sequence[int]) -> bool:
 def _each(task: Callable[[int], None], count: int) -> None:
     """``task(i)`` for each i < count, on up to :func:`workers` threads; the first failure
     raised."""
+    each(task, count)
+
+
+def each(task: Callable[[int], T], count: int) -> list[T]:
+    """``[task(i) for i in range(count)]``, on up to :func:`workers` threads (in one where
+    ``count`` is 1), in that order; the first failure raised."""
+    if count <= 1:
+        return [task(i) for i in range(count)]
     with ThreadPoolExecutor(max(1, min(workers(), count))) as pool:
-        for done in [pool.submit(task, i) for i in range(count)]:
-            done.result()
+        return [done.result() for done in [pool.submit(task, i) for i in range(count)]]
 
 
 def standard_normal(seed: int, shape: Sequence[int]) -> Array:

@@ -24,7 +24,7 @@ from roofline_report import errors
 from roofline_report.errors import InputError
 from roofline_report.hlo.compiled import inspect_compiled
 from roofline_report.hlo.stablehlo_count import count_stablehlo
-from roofline_report.observe import cpu_dispatch
+from roofline_report.observe import cpu_dispatch, host_arrays
 
 # Keys of XLA's cost analysis that the report shows; everything else is kept raw in results.json.
 XLA_COST_KEYS = ("flops", "transcendentals", "bytes accessed", "optimal_seconds")
@@ -142,21 +142,30 @@ def check_against_reference(
             "note": f"shape {list(got.shape)} differs from the reference's {list(want.shape)}",
         }
     flat_got, flat_want = got.reshape(-1), want.reshape(-1)
-    max_abs, max_rel = 0.0, 0.0
-    finite = within = True
-    for start in range(0, flat_got.size, CHECK_CHUNK):
+
+    def chunk(i: int) -> tuple[float, float, bool, bool]:
+        start = i * CHECK_CHUNK
         g = flat_got[start:start + CHECK_CHUNK].astype(np.float64)
         w = flat_want[start:start + CHECK_CHUNK].astype(np.float64)
         diff = np.abs(g - w)
         scale = np.abs(w)
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = np.where(scale > 0, diff / scale, np.where(diff > 0, np.inf, 0.0))
+        return (float(np.max(diff)), float(np.max(rel)), bool(np.all(np.isfinite(g))),
+                bool(np.all(np.isfinite(w))) and bool(np.all(diff <= atol + rtol * scale)))
+
+    count = -(-flat_got.size // CHECK_CHUNK)
+    # A large result's chunks on every core (host_arrays), each chunk's record the same.
+    chunks = host_arrays.each(chunk, count) if flat_got.size >= host_arrays.PARALLEL_ELEMENTS \
+        else [chunk(i) for i in range(count)]
+    max_abs, max_rel = 0.0, 0.0
+    finite = within = True
+    for chunk_abs, chunk_rel, chunk_finite, chunk_within in chunks:
         # max() of chunk maxima: a NaN anywhere stays a NaN, as np.max of the whole would
-        max_abs = max(max_abs, float(np.max(diff)), key=_nan_first)
-        max_rel = max(max_rel, float(np.max(rel)), key=_nan_first)
-        finite = finite and bool(np.all(np.isfinite(g)))
-        within = within and bool(np.all(np.isfinite(w))) and bool(
-            np.all(diff <= atol + rtol * scale))
+        max_abs = max(max_abs, chunk_abs, key=_nan_first)
+        max_rel = max(max_rel, chunk_rel, key=_nan_first)
+        finite = finite and chunk_finite
+        within = within and chunk_within
     return {
         "passed": finite and within,
         "shape": list(got.shape),
