@@ -45,15 +45,15 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
   comparison: a stable argsort of 2048 int32 keys took about 0.5 ms on a 2-core CPU, 40 M
   comparisons/s, 0.3 µs at the multiply-add rate its flops would give).
 * ``scatter``: a kernel holding a scatter; size: the update elements scattered; row: the
-  elements it writes in one run per index (:func:`_scatter_row`: on a CPU its update
-  window's contiguous run in its table's layout, as a gather's).
+  elements it writes in one run per index (on a CPU its update window's contiguous run in
+  its table's layout, as a gather's: :mod:`roofline_report.hlo.index_runs`).
 * ``variadic-reduction``: a kernel holding a reduce of several operands (an argmax or argmin
   carries each value's index beside it); size: the elements of its first operand. XLA:CPU
   emits it as a scalar loop of its own, not through its library: an argmax over rows of 1024
   float32 ran at about 0.5 G elements/s on a 2-core CPU, against 7 to 14 G for a sum.
 * ``gather``: a kernel holding a gather; size: the elements gathered (its result); row: the
-  elements it reads in one run per index (:func:`_gather_row`: on a CPU its slice's
-  contiguous run, so that eight elements of a column are eight single elements).
+  elements it reads in one run per index (on a CPU its slice's contiguous run, so that
+  eight elements of a column are eight single elements: :mod:`roofline_report.hlo.index_runs`).
 * ``strided-reduction``: a kernel holding a reduce whose reduced dimensions leave out the
   minor-most dimension (of size above 1) of its operand's layout, as ``x.sum(axis=0)`` of a
   row-major matrix; size: the operand elements read. A library fusion counts too (XLA:CPU hands
@@ -156,6 +156,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from roofline_report.hlo.dot_patterns import is_float_dot, is_transposed_dot, narrow_side
+from roofline_report.hlo.index_runs import gather_row, scatter_row
 from roofline_report.hlo.ir import Instruction, Module
 from roofline_report.hlo.kernel_bytes import elements_of, scatter_parts
 from roofline_report.hlo.kernel_cost import (
@@ -603,59 +604,6 @@ def _top_k(inside: Sequence[Instruction]) -> Pattern | None:
                    if operand is not None else None, row)
 
 
-def _scatter_row(scatter: Instruction, tpu: bool) -> int:
-    """The elements a scatter writes in one run per index: on a CPU its update window's
-    contiguous run in its table's layout (a window ``[512, 1, 1]`` into ``[512, 27, 27]``, a
-    column of one element per row, is 512 single elements 729 apart: a row of 1), on a TPU,
-    which stores arrays in tiles, its window's elements (1 for scattered single elements); 0
-    where the update shape is not known."""
-    updates = scatter_parts(scatter)[1]
-    shape = updates[0] if updates else None
-    if shape is None or shape.array is None:
-        return 0
-    window = ints_in(scatter.attributes.get("update_window_dims"))
-    extents = [shape.array.dims[d] for d in window if d < len(shape.array.dims)]
-    first = scatter.operand_shapes[0] if scatter.operand_shapes else None
-    table = first.array if first is not None else None
-    if tpu or table is None:
-        return math.prod(extents)
-    # The table's dimensions the window spans: those not inserted (nor batching), in order.
-    inserted = set(ints_in(scatter.attributes.get("inserted_window_dims"))) \
-        | set(ints_in(scatter.attributes.get("input_batching_dims")))
-    spanned = [d for d in range(len(table.dims)) if d not in inserted]
-    if len(spanned) != len(extents):
-        return math.prod(extents)
-    sizes = [1] * len(table.dims)
-    for d, extent in zip(spanned, extents, strict=True):
-        sizes[d] = extent
-    return _contiguous_run(sizes, table)
-
-
-def _contiguous_run(sizes: Sequence[int], array: Array) -> int:
-    """The elements of a slice of ``sizes`` of ``array`` that lie in one run in its layout:
-    the slice's extent along the minor-most axis, times the next axis's while each one before
-    spans its whole axis."""
-    run = 1
-    for d in array.minor_to_major():
-        run *= sizes[d]
-        if sizes[d] != array.dims[d]:
-            break
-    return run
-
-
-def _gather_row(gather: Instruction, tpu: bool) -> int:
-    """The elements a gather reads in one run per index: on a CPU its slice's contiguous run
-    in its operand's layout (:func:`_contiguous_run`: a row of 128 of ``[32768, 128]``, 1
-    for the slice ``{8, 1}`` of ``[8, 160400]``, eight single elements 641 KB apart); on a
-    TPU, which stores arrays in tiles, its slice's elements."""
-    sizes = ints_in(gather.attributes.get("slice_sizes"))
-    operand = gather.operand_shapes[0] if gather.operand_shapes else None
-    array = operand.array if operand is not None else None
-    if tpu or array is None or len(sizes) != len(array.dims):
-        return math.prod(sizes)
-    return _contiguous_run(sizes, array)
-
-
 def kernel_pattern(instr: Instruction, module: Module, backend: str | None = None) -> Pattern:
     """The kernel's pattern (the first that applies, in this order): ``loop-dot`` (or
     ``mat-vec``, ``transposed-dot``: not on a TPU), ``fft``, ``sort``,
@@ -699,7 +647,7 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         table = first.operand_shapes[0] if first.operand_shapes else None
         return Pattern("scatter", size, f"updates {_plain(updates[0] if updates else None)} "
                                         f"into {_plain(table)}",
-                       _scatter_row(first, tpu),
+                       scatter_row(first, tpu),
                        table=(table.nbytes or 0) if table is not None else 0)
     gathers = [i for i in inside if i.opcode == "gather"]
     if gathers:
@@ -708,7 +656,7 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         table = first.operand_shapes[0] if first.operand_shapes else None
         return Pattern("gather", size, f"{_plain(first.shape)} gathered from "
                                        f"{_plain(table)}",
-                       _gather_row(first, tpu),
+                       gather_row(first, tpu),
                        table=(table.nbytes or 0) if table is not None else 0)
     lanes = [(i, found) for i in inside if tpu and (found := lane_reduction(i)) is not None]
     if lanes:
