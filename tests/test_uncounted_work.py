@@ -65,6 +65,40 @@ def test_a_broadcast_along_an_outer_axis_or_another_fusion_kind_repeats_nothing(
     assert uncounted_work(fusion, module).recomputed_transcendentals == 0
 
 
+_PADDED = """HloModule m, entry_computation_layout={(f32[32]{0}, f32[8,32]{1,0})->f32[8,64]{1,0}}
+
+%fused (p0: f32[32], p1: f32[8,32]) -> f32[8,64] {
+  %p0 = f32[32]{0} parameter(0)
+  %s = f32[32]{0} sine(%p0)
+  %b = f32[8,32]{1,0} broadcast(%s), dimensions={1}
+  %p1 = f32[8,32]{1,0} parameter(1)
+  %m = f32[8,32]{1,0} multiply(%b, %p1)
+  %c = f32[8,16]{1,0} cosine(%p1)
+  %cut = f32[8,16]{1,0} slice(%m), slice={[0:8], [0:16]}
+  %joined = f32[8,32]{1,0} concatenate(%cut, %c), dimensions={1}
+  %z = f32[] constant(0)
+  ROOT %r = f32[8,64]{1,0} pad(%joined, %z), padding=0_0x0_1_1
+}
+
+ENTRY %main (a: f32[32], x: f32[8,32]) -> f32[8,64] {
+  %a = f32[32]{0} parameter(0)
+  %x = f32[8,32]{1,0} parameter(1)
+  ROOT %f = f32[8,64]{1,0} fusion(%a, %x), kind=kLoop, calls=%fused
+}
+"""
+
+
+def test_a_pad_and_a_concatenate_evaluate_an_operand_only_where_it_lands() -> None:
+    """A pad interleaving zeros fills half of its [8, 64] output from its operand, and the
+    concatenate's first half comes from the sine's product: the sine under its broadcast is
+    evaluated for 8 x 16 outputs (128, 32 of them counted), not for the pad's 512."""
+    fusion, module = _entry_fusion(_PADDED)
+    again = uncounted_work(fusion, module)
+    assert dict(again.recomputed_transcendentals_by_op) == {"stablehlo.sine": 8 * 16 - 32}
+    # The broadcast's multiply is counted over its own [8, 32]: asked for 8 x 16, no more.
+    assert again.recomputed_flops == 0
+
+
 def test_complex_ops_are_priced_at_their_real_arithmetic() -> None:
     # A complex multiply of the [32] vectors under a minor-axis broadcast: 6 real flops for
     # each of the 8 x 32 evaluations, 1 counted; the complex add at the root 2 per element.

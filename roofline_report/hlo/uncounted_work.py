@@ -30,14 +30,16 @@ Two things the compiled code does differ from that, and both cost time:
 :func:`uncounted_work` gives, for one kernel, the flops and the transcendentals (by op) of
 both beyond our count: ``recomputed_*`` for the repeated evaluations (each elementwise or
 transcendental instruction whose value reaches the root through no broadcast, or only through
-broadcasts along the minor axis, is evaluated once per root element: the root's elements less
-its own), ``complex_flops`` for the real arithmetic of complex ops at the times they are
+broadcasts along the minor axis, is evaluated once per root element it feeds: the root's
+elements, but only those a ``pad`` fills from it or its part of a ``concatenate``, less its
+own), ``complex_flops`` for the real arithmetic of complex ops at the times they are
 evaluated.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from roofline_report.hlo.ir import Instruction, Module
@@ -99,21 +101,31 @@ def _keeps_minor(broadcast: Instruction) -> bool:
     return minor in dims
 
 
-def _repeated(root: Instruction, by_name: dict[str, Instruction]) -> set[str]:
-    """The instructions reached from ``root`` through no broadcast or only through broadcasts
-    along the minor axis: evaluated once per root element."""
-    reached: set[str] = set()
-    stack = [root.name]
-    while stack:
-        name = stack.pop()
-        node = by_name.get(name)
-        if node is None or name in reached:
+def _evaluations(root: Instruction, order: Sequence[Instruction], by_name: dict[str, Instruction],
+                 root_elements: int) -> dict[str, float]:
+    """How many times the loop evaluates each instruction reached from ``root`` through no
+    broadcast or only through broadcasts along the minor axis: once per root element, but an
+    operand of a ``pad`` only for the elements it fills (the rest take the padding value) and
+    each operand of a ``concatenate`` only for its own part of the output; through several
+    users, the most any of them asks (the loop computes a value once per element it needs).
+    ``order``: the computation's instructions, operands before their users."""
+    evaluations: dict[str, float] = {root.name: float(root_elements)}
+    for node in reversed(order):
+        times = evaluations.get(node.name)
+        if times is None:
             continue
-        reached.add(name)
         if node.opcode == "broadcast" and not _keeps_minor(node):
             continue  # fixed across the inner loop: computed once per outer step
-        stack.extend(node.operands)
-    return reached
+        own = _elements(node.shape)
+        for name in node.operands:
+            operand = by_name.get(name)
+            if operand is None:
+                continue
+            share = times
+            if node.opcode in ("pad", "concatenate") and own > 0:
+                share = times * _elements(operand.shape) / own
+            evaluations[name] = max(evaluations.get(name, 0.0), share)
+    return evaluations
 
 
 def _loop_elements(root: Instruction, by_name: dict[str, Instruction]) -> int:
@@ -149,11 +161,11 @@ def uncounted_work(instr: Instruction, module: Module, backend: str | None = Non
         return out
     by_name = {i.name: i for i in comp.instructions}
     root_elements = _loop_elements(comp.root, by_name)
-    repeated = _repeated(comp.root, by_name) \
-        if instr.fusion_kind == "kLoop" and backend in LOOP_EMITTER_BACKENDS else set()
+    repeated = _evaluations(comp.root, comp.instructions, by_name, root_elements) \
+        if instr.fusion_kind == "kLoop" and backend in LOOP_EMITTER_BACKENDS else {}
     for node in comp.instructions:
         own = _elements(node.shape)
-        evaluated = max(own, root_elements) if node.name in repeated else own
+        evaluated = max(own, round(repeated[node.name])) if node.name in repeated else own
         if node.opcode in COMPLEX_FLOPS and _is_complex(node.shape):
             out.complex_flops += (COMPLEX_FLOPS[node.opcode] - 1) * evaluated
         extra = evaluated - own
