@@ -53,11 +53,16 @@ class Drift:
     unit: str = "FLOP/s"
     roof: str = ""
 
-    def shown(self, value: float) -> str:
-        """A rate of this check as the page says it: calls a second as the time of one call."""
+    def as_shown(self, value: float) -> tuple[float, str]:
+        """A rate of this check as the page gives it, (value, unit): calls a second as the
+        time of one call, in seconds."""
         if self.unit == CALLS:
-            return format_si(1.0 / value, "s")
-        return format_si(value, self.unit)
+            return 1.0 / value, "s"
+        return value, self.unit
+
+    def shown(self, value: float) -> str:
+        """A rate of this check as the page says it (:meth:`as_shown`)."""
+        return format_si(*self.as_shown(value))
 
     @property
     def ratio(self) -> float:

@@ -51,16 +51,11 @@ def _large(shape: Sequence[int]) -> bool:
     return len(shape) > 0 and math.prod(shape) >= PARALLEL_ELEMENTS and shape[0] > 1
 
 
-def _each(task: Callable[[int], None], count: int) -> None:
-    """``task(i)`` for each i < count, on up to :func:`workers` threads; the first failure
-    raised."""
-    each(task, count)
-
-
-def each(task: Callable[[int], T], count: int) -> list[T]:
-    """``[task(i) for i in range(count)]``, on up to :func:`workers` threads (in one where
-    ``count`` is 1), in that order; the first failure raised."""
-    if count <= 1:
+def each(task: Callable[[int], T], count: int, elements: int | None = None) -> list[T]:
+    """``[task(i) for i in range(count)]``, on up to :func:`workers` threads, in that order;
+    the first failure raised. In this thread where ``count`` is 1, or where ``elements`` (the
+    array the tasks share out, where given) is under :data:`PARALLEL_ELEMENTS`."""
+    if count <= 1 or (elements is not None and elements < PARALLEL_ELEMENTS):
         return [task(i) for i in range(count)]
     with ThreadPoolExecutor(max(1, min(workers(), count))) as pool:
         return [done.result() for done in [pool.submit(task, i) for i in range(count)]]
@@ -80,7 +75,7 @@ def standard_normal(seed: int, shape: Sequence[int]) -> Array:
     def fill(i: int) -> None:
         np.random.default_rng(streams[i]).standard_normal(out=out[blocks[i]])
 
-    _each(fill, len(blocks))
+    each(fill, len(blocks))
     return out
 
 
@@ -95,7 +90,7 @@ def astype(x: Array, dtype: Any) -> Array:
     def convert(i: int) -> None:
         out[blocks[i]] = x[blocks[i]]
 
-    _each(convert, len(blocks))
+    each(convert, len(blocks))
     return out
 
 
@@ -127,7 +122,7 @@ def by_rows(fn: Callable[..., Array], split: int | None = None) -> Callable[...,
         def compute(i: int) -> None:
             out[blocks[i + 1]] = part(blocks[i + 1])
 
-        _each(compute, len(blocks) - 1)
+        each(compute, len(blocks) - 1)
         return out
 
     blocked.__name__ = getattr(fn, "__name__", "blocked")

@@ -154,10 +154,8 @@ def check_against_reference(
         return (float(np.max(diff)), float(np.max(rel)), bool(np.all(np.isfinite(g))),
                 bool(np.all(np.isfinite(w))) and bool(np.all(diff <= atol + rtol * scale)))
 
-    count = -(-flat_got.size // CHECK_CHUNK)
     # A large result's chunks on every core (host_arrays), each chunk's record the same.
-    chunks = host_arrays.each(chunk, count) if flat_got.size >= host_arrays.PARALLEL_ELEMENTS \
-        else [chunk(i) for i in range(count)]
+    chunks = host_arrays.each(chunk, -(-flat_got.size // CHECK_CHUNK), elements=flat_got.size)
     max_abs, max_rel = 0.0, 0.0
     finite = within = True
     for chunk_abs, chunk_rel, chunk_finite, chunk_within in chunks:

@@ -88,7 +88,7 @@ def dispatch_check(ceilings: schema.Ceilings) -> dict[str, Any] | None:
     runner, sample length and rule: the fastest sample): ``seconds`` against the ceiling's
     ``ceiling_seconds``; None where the ceilings have no enqueued dispatch or the timing
     fails (nothing is checked, and nothing said)."""
-    from roofline_report.observe.ceilings.dispatch import _dispatch_runner
+    from roofline_report.observe.ceilings.dispatch import dispatch_runner
 
     floor = ceilings.dispatch
     if not isinstance(floor, schema.DispatchCeiling) or not floor.enqueued:
@@ -96,7 +96,7 @@ def dispatch_check(ceilings: schema.Ceilings) -> dict[str, Any] | None:
     minimum = floor.timing_enqueued.min_sample_s if floor.timing_enqueued is not None else None
     try:
         measured = timing.measure(
-            _dispatch_runner(enqueued=True), samples=PROBE_SAMPLES,
+            dispatch_runner(enqueued=True), samples=PROBE_SAMPLES,
             min_sample_seconds=float(minimum) if minimum else 0.005,
             method="jax: scalar add, n calls enqueued, block once on the last")
     except Exception:

@@ -24,7 +24,7 @@ from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.roofs import ComputeRoof, RoofSet
 from roofline_report.analysis.seed_records import DoubledTraffic, SeedExercise, SeedModel
 from roofline_report.analysis.sharding_records import ProjectedStep
-from roofline_report.analysis.speed_drift import CALLS, Drift
+from roofline_report.analysis.speed_drift import Drift
 from roofline_report.kinds import Kind, Quantity
 from roofline_report.report import comm_figures, meta, page, sections, sharding_view, svg_sharing
 from roofline_report.report import figures as figs
@@ -421,10 +421,10 @@ def _speed_checks(an: Analysis) -> list[SpeedCheck]:
 
 
 def _checked(d: Drift, value: float) -> Num:
-    """A check's rate as the page shows it: the dispatch floor's as the time of one call."""
-    if d.unit == CALLS:
-        return n(1.0 / value, "s", Kind.MEASURED)
-    return n(value, d.unit, Kind.MEASURED)
+    """A check's rate as the page shows it (:meth:`Drift.as_shown`: the dispatch floor's as
+    the time of one call)."""
+    shown, unit = d.as_shown(value)
+    return n(shown, unit, Kind.MEASURED)
 
 
 _RATE_UNITS = {"1/s": "/s", "elements/s": " elements/s", "FLOP/s": "FLOP/s",

@@ -14,7 +14,7 @@ from roofline_report.observe.ceilings.plan import Plan
 from roofline_report.observe.ceilings.sampling import Progress, failure_reason
 
 
-def _dispatch_runner(*, enqueued: bool = False) -> timing.Runner:
+def dispatch_runner(*, enqueued: bool = False) -> timing.Runner:
     """run(n): n jitted scalar adds, blocking after each (the latency one call pays) or, with
     ``enqueued``, blocking once on the last of n (the cost per call when calls are pipelined,
     as the workloads are timed: each result dropped as the next is made, so its memory is used
@@ -50,7 +50,7 @@ def dispatch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
     }
     try:
         measured = timing.measure(
-            _dispatch_runner(),
+            dispatch_runner(),
             samples=plan.samples,
             min_sample_seconds=plan.min_sample_s,
             budget_seconds=plan.budget_s,
@@ -63,7 +63,7 @@ def dispatch_entry(plan: Plan, say: Progress) -> dict[str, Any]:
     entry.update(value=floor, available=True, timing=measured.to_json())
     try:
         pipelined = timing.measure(
-            _dispatch_runner(enqueued=True), samples=plan.samples,
+            dispatch_runner(enqueued=True), samples=plan.samples,
             min_sample_seconds=plan.min_sample_s, budget_seconds=plan.budget_s,
             method="jax: scalar add, n calls enqueued, block once on the last")
         entry.update(enqueued=pipelined.per_call.min, timing_enqueued=pipelined.to_json())
