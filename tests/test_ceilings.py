@@ -382,7 +382,7 @@ def test_failures_become_unavailable_entries(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(compute_ceilings, "_matmul_operands", operands)
     monkeypatch.setattr(stream_ceilings._Streams, "__init__", _raise_memory_error)
-    monkeypatch.setattr(dispatch_ceilings, "_dispatch_runner", _raise_memory_error)
+    monkeypatch.setattr(dispatch_ceilings, "dispatch_runner", _raise_memory_error)
     plan = Plan(**{**_fields(TINY), "matmul_sizes": (32,)})
     data = ceilings.measure_ceilings(quick=True, plan=plan)
 
