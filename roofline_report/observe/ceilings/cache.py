@@ -80,8 +80,9 @@ from roofline_report.version import __version__
 # 19: a CPU's 2-D swap with its operand in main memory; 20: a CPU's rates on one thread;
 # 21: a CPU's reduce-windows by the arrays they reduce together; 22: a CPU's gathers of
 # single elements from tables of a fixed size; 23: top-k roofs on operands of other values in
-# turn; 24: a CPU's conversions alone in their kernels)
-CACHE_FORMAT = 24
+# turn; 24: a CPU's conversions alone in their kernels; 25: a CPU's row reduction at every
+# doubling of its size)
+CACHE_FORMAT = 25
 MAX_FILE_BYTES = 4 << 20  # a cache file is about 50 KB; a larger one is not read
 ENV_VAR = "ROOFLINE_REPORT_CACHE"
 APP = "roofline-report"
