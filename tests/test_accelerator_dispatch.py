@@ -67,6 +67,23 @@ def test_a_host_bound_call_takes_its_dispatch() -> None:
     assert program.bytes == parts[0].bytes and program.flops == parts[0].flops
 
 
+def test_a_call_read_from_a_trace_is_its_devices_span() -> None:
+    """A trace times a call by its device's span, first kernel to last; on an accelerator the
+    host's dispatch overlaps the device and lies outside it, so the kernels' sum alone is
+    predicted (a TPU v5e trace of a training step: 32.4 us on the device, against a dispatch
+    floor of 198 us for its 101 buffers, which made the step read 6.1 times faster than
+    predicted)."""
+    parts = [_stream(6.5e6)]  # 10 us on the device, and a call passing 203 buffers
+    traced = predict.predict_program(parts, TPU, buffers=203, device_span=True)
+    assert traced is not None and traced.seconds == pytest.approx(parts[0].seconds)
+    assert all(t.name != "dispatch" for t in traced.terms)
+    assert predict.DISPATCH_BOUND not in traced.notes
+    # a CPU's trace times its call on the host that dispatches it: the dispatch stays
+    on_cpu = predict.predict_program(parts, CPU, buffers=203, device_span=True)
+    assert on_cpu is not None
+    assert on_cpu.seconds == pytest.approx(parts[0].seconds + DISPATCH.at_buffers(203))
+
+
 def _ceilings(backend: str) -> dict[str, object]:
     return {"available": True, "backend": backend, "compute": [], "bandwidth": [],
             "dispatch": {"available": True, "value": 400e-6, "enqueued": 120e-6,

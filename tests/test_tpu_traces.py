@@ -392,6 +392,26 @@ def test_a_profile_of_a_tpu_trace_is_measured_per_step(tmp_path: Path) -> None:
     assert t["idle_s"] / t["total_s"] > 0.9
 
 
+def test_a_traced_tpu_step_is_predicted_as_its_devices_span() -> None:
+    """The trace times each step's program by its device's span (about 32 us here, its host
+    taking 1.4 ms between steps): the prediction on the chip's measured ceilings is its
+    kernels' sum, with no host dispatch in it (the floor for its 101 buffers is several times
+    the span, and priced in it the step read over six times faster than predicted)."""
+    from roofline_report.analysis.analyse import analyse
+
+    doc = results_document(read_profile(_trace("transformer_step")))
+    measured = REPO / "tests" / "fixtures" / "tpu_v5e_results" / "heldout_part_a.json.gz"
+    doc["ceilings"] = json.loads(gzip.decompress(measured.read_bytes()))["ceilings"]
+    (program,) = analyse(doc).programs
+    prediction = program.prediction
+    assert prediction is not None and program.kernels is not None
+    assert all(t.name != "dispatch" for t in prediction.terms)
+    kernels = [r.prediction.seconds for r in program.kernels.rows
+               if r.charged and r.prediction is not None]
+    assert prediction.seconds == pytest.approx(sum(kernels))
+    assert program.seconds is not None and 30e-6 < program.seconds < 35e-6
+
+
 # --- reading a trace starts no accelerator runtime -------------------------------------------
 
 _NO_BACKEND = """

@@ -207,7 +207,7 @@ def _program_prediction(w: schema.Workload, table: KernelTable | None, roofs: Ro
             host = w.host_dispatch
             return predict_program([p for p in parts if p is not None], roofs, buffers,
                                    float(host.seconds) if isinstance(host, schema.HostDispatch)
-                                   else None)
+                                   else None, device_span=w.trace is not None)
         return None
     f = facts(w, w.dtype)
     prediction = predict_facts(f, roofs) if f is not None else None

@@ -57,7 +57,10 @@ One launch of a kernel is predicted from its counted work and the bytes it touch
                launch, plus what of its transfer (its largest term) the kernels issued
                between its start and its done leave unhidden
                (:mod:`roofline_report.analysis.async_exposure`)
-    program  = Σ kernels + the dispatch floor of one call (calls enqueued, as programs are timed)
+    program  = Σ kernels + the dispatch floor of one call (calls enqueued, as programs are timed);
+               on an accelerator the longer of the two, and for a call read from a trace
+               there Σ kernels alone (the trace times the device's span of the call, which
+               the host's dispatch overlaps and is outside of)
 
 A kernel computes in the dtype of the bytes it reads (:func:`kernel_dtype`): a bfloat16 program
 on a CPU runs its reductions and matmuls on float32 operands it converted first.
@@ -677,7 +680,8 @@ DISPATCH_BOUND = "the host's dispatch of a call takes longer than the device's w
 
 
 def predict_program(kernels: list[Prediction], roofs: RoofSet, buffers: int | None = None,
-                    host: float | None = None) -> Prediction | None:
+                    host: float | None = None, device_span: bool = False
+                    ) -> Prediction | None:
     """A program's time as the sum of its kernels' and one call's dispatch floor (the kernels
     taken to run one after another): each kernel's time charged to its binding term.
 
@@ -685,10 +689,16 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet, buffers: int | No
     accelerator, its calls enqueued), a call takes the longer of the two: its kernels' sum,
     or the dispatch of a call passing ``buffers`` arguments and results (then the dispatch is
     its one term, and the kernels wait on the host). ``host``: the program's own dispatch,
-    where it was measured (:func:`_dispatch`)."""
+    where it was measured (:func:`_dispatch`). ``device_span``: the call is timed by its
+    device's span, from its first kernel to its last (a call read from a profiler trace):
+    where the dispatch overlaps the device's work it is outside that span, and the kernels'
+    sum is the prediction (a host slower than its device shows as the device idle between
+    calls, which the trace's steps time, not as a longer call)."""
     if not kernels:
         return None
     dispatch = _dispatch(roofs, buffers, host)
+    if roofs.dispatch_overlaps and device_span:
+        dispatch = None
     if roofs.dispatch_overlaps and dispatch is not None:
         device = sum(p.seconds for p in kernels)
         if dispatch.seconds > device:
