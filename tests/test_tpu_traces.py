@@ -412,6 +412,30 @@ def test_a_traced_tpu_step_is_predicted_as_its_devices_span() -> None:
     assert program.seconds is not None and 30e-6 < program.seconds < 35e-6
 
 
+def test_a_traced_step_that_waits_on_its_host_says_so() -> None:
+    """Five steps of about 1.4 ms by their markers around calls of about 32 us on the device:
+    the summary says the steps wait on their host, from those figures."""
+    from roofline_report.analysis.analyse import analyse
+    from roofline_report.analysis.kernel_records import idle_between_steps
+    from roofline_report.report.blocks import Strong
+    from roofline_report.report.trace_view import trace_view
+
+    an = analyse(results_document(read_profile(_trace("transformer_step"))))
+    view = trace_view(an)
+    assert view is not None
+    (said,) = [x for x in view.host_bound if x[0] == Strong("Host-bound between steps")]
+    (program,) = an.programs
+    steps = program.workload.trace.steps_s if program.workload.trace else []
+    assert program.kernels is not None and program.kernels.trace is not None
+    idle = idle_between_steps(steps, program.kernels.trace.program_s)
+    assert idle is not None and idle > 0.9
+    assert "of each step for its host" in "".join(x for x in said if isinstance(x, str))
+    # the rule itself: a call as long as its step leaves no wait; no markers, no figure
+    assert idle_between_steps([1.68e-3] * 5, 32.4e-6) == pytest.approx(1 - 32.4e-6 / 1.68e-3)
+    assert idle_between_steps([30e-6], 32.4e-6) == 0.0
+    assert idle_between_steps([], 32.4e-6) is None
+
+
 # --- reading a trace starts no accelerator runtime -------------------------------------------
 
 _NO_BACKEND = """

@@ -9,6 +9,7 @@ could save a program time, each with the time it could save and the numbers it r
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -255,6 +256,24 @@ Lever = BelowRoof | ExcessTraffic | Overhead
 # the program is host-bound (as TraceLens's and XProf's overviews call a step whose device
 # time is mostly idle).
 HOST_BOUND_IDLE = 0.5
+
+
+def step_seconds(steps: Sequence[float]) -> float | None:
+    """A traced program's step: the median of its step markers' times; None without any."""
+    kept = [float(x) for x in steps if x > 0]
+    return median(kept) if kept else None
+
+
+def idle_between_steps(steps: Sequence[float], program_s: float) -> float | None:
+    """The share of a traced step during which its program's call did not run on the device:
+    the steps' median (by their markers) less the call's device span, over that median;
+    None without step markers or a positive span. Past :data:`HOST_BOUND_IDLE` the step
+    waits on its host between calls (a TPU v5e trace of the shipped training step: steps of
+    1.68 ms around calls of 32.4 µs)."""
+    step = step_seconds(steps)
+    if step is None or step <= 0 or program_s <= 0:
+        return None
+    return max(0.0, step - program_s) / step
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from roofline_report.analysis.kernel_records import TraceSummary
+from roofline_report.analysis.kernel_records import (
+    HOST_BOUND_IDLE,
+    TraceSummary,
+    idle_between_steps,
+    step_seconds,
+)
 from roofline_report.analysis.kernels import kernel_seconds, trace_summary
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.analysis.stats import median
@@ -186,7 +191,8 @@ def _host_rows(programs: Sequence[Program]) -> list[HostRow]:
             rows.append(HostRow(
                 host=tr.host, device=lane.device,
                 calls=plural(s.calls, tr.per, f"{tr.per}s"),
-                step=n(median(steps), "s", M) if steps else Num("—"),
+                step=n(step, "s", M) if (step := step_seconds(steps)) is not None
+                else Num("—"),
                 program=n(s.program_s, "s", M),
                 kernels=n(s.kernel_sum_s, "s", M),
                 busy=n(s.busy_s, "s", M),
@@ -322,6 +328,25 @@ def _host_bound(p: Program) -> tuple[Inline, ...] | None:
             f" of the {per} (no kernel of the program ran). That time went to the host's work "
             "between the kernels (launches, Python, data) or to device events no HLO op "
             "claims, not to the kernels: their roofs below do not bound the program's time.")
+
+
+def _waits_between_steps(p: Program) -> tuple[Inline, ...] | None:
+    """The statement that a traced program's steps wait on their host between its calls: the
+    device ran the call for less than :data:`HOST_BOUND_IDLE` of each step."""
+    t = p.kernels.trace if p.kernels is not None else None
+    tr = _trace_of(p)
+    if t is None or t.source != "device" or tr.per != "step":
+        return None
+    idle = idle_between_steps(tr.steps_s, t.program_s)
+    if idle is None or idle <= HOST_BOUND_IDLE:
+        return None
+    return (Strong("Host-bound between steps"), f": on {tr.device} a step of {p.title} "
+            "took ", n(step_seconds(tr.steps_s), "s", M), " by its step markers, and its "
+            "program's call ran on the device for ", n(t.program_s, "s", M), " of it; the "
+            "device waited ", percent(idle, M), " of each step for its host (the Python "
+            "between calls, the next call's dispatch, its data), time no kernel's roof "
+            "bounds. More work per call (several steps looped inside one, with lax.scan or "
+            "lax.fori_loop) is the lever before any kernel's.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,7 +499,8 @@ def trace_view(an: Analysis) -> TraceView | None:
         predictions=[x for x in (_prediction(p) for p in programs) if x is not None],
         unclaimed=[u for u in (_unclaimed(p) for p in programs) if u is not None],
         timeline=[_timeline_row(t) for t in trace.timeline],
-        host_bound=[x for x in (_host_bound(p) for p in programs) if x is not None],
+        host_bound=[x for p in programs for x in (_host_bound(p), _waits_between_steps(p))
+                    if x is not None],
         several=[SeveralKernels(
             title=p.title, device=_trace_of(p).device,
             ops=sorted(_trace_of(p).device_kernels.items()))
