@@ -391,6 +391,45 @@ def test_rate_plan_sizes_the_reduction_by_backend() -> None:
         1 << b for b in range(20, 31, 2))
 
 
+def test_a_cpus_small_reductions_are_timed_without_their_reduction_too() -> None:
+    cpu = rate_ceilings.rate_plan("cpu", quick=False)
+    assert cpu.reduce_alone_bytes == 1 << 20
+    assert rate_ceilings.rate_plan("gpu", quick=False).reduce_alone_bytes == 0
+    # On this machine: the sizes up to the bound, and only those, have their call without
+    # the reduction timed too
+    plan = replace(cpu, reduce_sizes=(1 << 16, 1 << 21), reduce_alone_bytes=1 << 16,
+                   samples=3, min_sample_s=0.001)
+    entry = rate_ceilings._reduce_entry(plan)
+    small, large = entry["by_size"]
+    assert small["alone"] > 0 and "alone" not in large
+    schema.RateCeiling.model_validate(entry)
+
+
+def test_a_reduction_timed_without_its_kernel_keeps_its_small_sizes() -> None:
+    """A size under one and a half dispatch floors is mostly dispatch and left out, unless the
+    same call was timed without the reduction: that call's time comes off instead (the
+    2-core CPU's row sum of 32 K floats: 5.1 us a call, 3.6 us of dispatch floor)."""
+    def point(elements: int, seconds: float, alone: float | None = None) -> dict[str, Any]:
+        return {"elements": elements, "bytes": 4 * elements, "seconds": seconds,
+                "value": elements / seconds, **({"alone": alone} if alone else {})}
+
+    c = _ceilings()
+    c["dispatch"] = {"available": True, "value": 4.8e-6, "enqueued": 3.6e-6}
+    c["rates"] = [{"name": "row reduction float32", "op": "reduce", "dtype": "float32",
+                   "available": True, "value": 1e10, "elements": 1 << 16, "reps": 1,
+                   "ops_per_call": 1 << 16, "by_size": [
+                       point(1 << 14, 5.2e-6), point(1 << 15, 5.1e-6, alone=3.5e-6),
+                       point(1 << 16, 9.2e-6, alone=3.6e-6)]}]
+    m = roofs.measured(typed_ceilings(c))
+    assert m is not None
+    reduce = m.rate_for("reduce", "float32")
+    assert reduce is not None
+    # 16 K: no call without it, under 5.4 us: left out; 32 K and 64 K: less their own calls
+    assert [e for e, _ in reduce.by_size] == [1 << 15, 1 << 16]
+    assert reduce.rate_at(1 << 15) == pytest.approx((1 << 15) / 1.6e-6)
+    assert reduce.rate_at(1 << 16) == pytest.approx((1 << 16) / 5.6e-6)
+
+
 def test_each_rate_keeps_its_best_round() -> None:
     slow = {"name": "exp float32", "op": "exp", "available": True, "value": 1e9}
     fast = {**slow, "value": 3e9}

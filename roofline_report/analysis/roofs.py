@@ -710,9 +710,16 @@ def _products_net_of_dispatch(points: Sequence[schema.MatmulSize], dispatch: flo
 def _net_of_dispatch(points: Sequence[schema.RateSize], dispatch: float | None,
                      overlaps: bool = False) -> tuple[tuple[float, float], ...]:
     """(elements, elements per second) of a rate measured by size, one call per sample, with
-    the enqueued dispatch floor taken off each call's time (:func:`_net_of_dispatch_times`)."""
-    return _net_of_dispatch_times([(p.elements, p.seconds) for p in points], dispatch,
-                                  overlaps)
+    the enqueued dispatch floor taken off each call's time (:func:`_net_of_dispatch_times`);
+    a size also timed without its kernel (``alone``: the same buffers in and out) takes that
+    call's time off instead, at any size the difference leaves positive: its dispatch is
+    the very call's, not the floor's."""
+    own = [(float(p.elements), float(p.seconds - p.alone)) for p in points
+           if p.alone is not None and p.seconds > p.alone]
+    sized = {e for e, _ in own}
+    rest = _net_of_dispatch_times([(p.elements, p.seconds) for p in points
+                                   if float(p.elements) not in sized], dispatch, overlaps)
+    return tuple(sorted([*rest, *((e, e / t) for e, t in own)]))
 
 
 def _net_of_dispatch_times(points: Sequence[tuple[float, float]], dispatch: float | None,

@@ -181,6 +181,10 @@ class RateSize(Record):
     value: Pos
     shape: list[Count] = []
     kernel: str = ""
+    # The same call without the kernel (the same buffers in and out, a kernel that moves
+    # almost nothing), fastest time per call, where it was timed: the call less it is the
+    # kernel's own time (a small row reduction's, which is mostly dispatch).
+    alone: Pos | None = None
 
 
 class RateCeiling(Record):

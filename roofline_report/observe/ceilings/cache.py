@@ -81,8 +81,9 @@ from roofline_report.version import __version__
 # 21: a CPU's reduce-windows by the arrays they reduce together; 22: a CPU's gathers of
 # single elements from tables of a fixed size; 23: top-k roofs on operands of other values in
 # turn; 24: a CPU's conversions alone in their kernels; 25: a CPU's row reduction at every
-# doubling of its size)
-CACHE_FORMAT = 25
+# doubling of its size; 26: a CPU's small row reductions timed beside the same call without
+# the reduction)
+CACHE_FORMAT = 26
 MAX_FILE_BYTES = 4 << 20  # a cache file is about 50 KB; a larger one is not read
 ENV_VAR = "ROOFLINE_REPORT_CACHE"
 APP = "roofline-report"

@@ -38,6 +38,13 @@ the previous one and none can be hoisted or fused away), so the work per call dw
   fixed cost per kernel dominates small arrays and whose streaming rate differs from a copy's,
   so its rate is measured by size, as a matmul's is. Each point records its time per call
   (dispatch included: the analysis takes the dispatch floor off) and the elements it reduced.
+  On a CPU the sizes up to :data:`REDUCE_ALONE_BYTES` are timed a second way too: the same
+  call with ``x[:, 0]`` in place of the sum (the same buffers in and out, a kernel that
+  moves one element a row), its time ``alone``. A small reduction's call is mostly its
+  dispatch, and under one and a half dispatch floors a point is otherwise left out; the
+  call less ``alone`` is the reduction's own time at any size (on the 2-core CPU this was
+  built on, the row sum of 32 K floats took 5.1 µs a call against 3.6 µs of dispatch, so
+  its point was left out and the 64 K point, split across the cores, priced it).
   Where the plan has bfloat16, the same over bfloat16 rows too (arrays of the same bytes): on a
   CPU XLA fuses the widening of each element into the library reduction's loads, which reads
   half the bytes and converts as it adds. On the 2-core CPU this was built on, a bfloat16 row
@@ -90,6 +97,9 @@ class RatePlan:
     # Measured again in float32 over ONE_THREAD_ELEMENTS, a loop XLA:CPU leaves on one
     # worker thread (a CPU's only; () for none).
     one_thread: tuple[str, ...] = ()
+    # The reduction's sizes (bytes) up to this one are also timed without the reduction
+    # (``alone``: see the module docstring); 0 for none.
+    reduce_alone_bytes: int = 0
 
 
 def rate_plan(backend: str, *, quick: bool) -> RatePlan:
@@ -116,7 +126,13 @@ def rate_plan(backend: str, *, quick: bool) -> RatePlan:
         reduce_sizes=timing.geometric(first, last, 16 if quick else 2 if backend == "cpu" else 4),
         functions=FUNCTIONS,
         one_thread=ONE_THREAD if backend == "cpu" else (),
+        reduce_alone_bytes=REDUCE_ALONE_BYTES if backend == "cpu" else 0,
     )
+
+
+# The reduction's sizes timed without it too (a CPU's): past 1 MiB its call is several
+# dispatches long.
+REDUCE_ALONE_BYTES = 1 << 20
 
 
 # The operations measured on one worker thread too, and the elements of that loop.
@@ -254,19 +270,27 @@ def _reduce_entry(plan: RatePlan, dtype: str = "float32") -> dict[str, Any]:
         "by_size": [],
     }
     compiled_sum = jax.jit(lambda x: jnp.sum(x, axis=-1))
+    first_column = jax.jit(lambda x: x[:, 0])
     for size in plan.reduce_sizes:
         elements = size // kind.itemsize
+        alone = None
         try:
             x = timing.block(jnp.ones((elements // REDUCE_COLUMNS, REDUCE_COLUMNS), kind))
             compiled = compiled_sum.lower(x).compile()
             measured = timing.time_jitted(compiled, (x,), quick=True, samples=plan.samples,
                                           min_sample_seconds=plan.min_sample_s)
+            if size <= plan.reduce_alone_bytes:
+                without = timing.time_jitted(first_column.lower(x).compile(), (x,), quick=True,
+                                             samples=plan.samples,
+                                             min_sample_seconds=plan.min_sample_s)
+                alone = without.per_call.min
         except Exception as exc:
             entry["reason"] = f"{entry['name']} of {size} B failed: {reason(exc)}"
             break
         seconds = measured.per_call.min
         entry["by_size"].append({"elements": elements, "bytes": size, "seconds": seconds,
-                                 "value": elements / seconds})
+                                 "value": elements / seconds,
+                                 **({"alone": alone} if alone is not None else {})})
         if entry["value"] is None or elements / seconds > entry["value"]:
             entry.update(value=elements / seconds, ops_per_call=elements,
                          timing=measured.to_json())
