@@ -398,11 +398,15 @@ def test_a_traced_tpu_step_is_predicted_as_its_devices_span() -> None:
     kernels' sum, with no host dispatch in it (the floor for its 101 buffers is several times
     the span, and priced in it the step read over six times faster than predicted)."""
     from roofline_report.analysis.analyse import analyse
+    from roofline_report.analysis.roof_check_records import Cause
 
     doc = results_document(read_profile(_trace("transformer_step")))
     measured = REPO / "tests" / "fixtures" / "tpu_v5e_results" / "heldout_part_a.json.gz"
     doc["ceilings"] = json.loads(gzip.decompress(measured.read_bytes()))["ceilings"]
-    (program,) = analyse(doc).programs
+    an = analyse(doc)
+    (program,) = an.programs
+    # jax names the chip "TPU v5 lite", its trace's plane "TPU v5 Lite": one device
+    assert an.roof_check is not None and Cause.OTHER_DEVICE not in an.roof_check.causes
     prediction = program.prediction
     assert prediction is not None and program.kernels is not None
     assert all(t.name != "dispatch" for t in prediction.terms)

@@ -41,6 +41,12 @@ from roofline_report.analysis.roof_check_records import (
 from roofline_report.results import schema
 
 
+def _device_name(backend: str | None, kind: str | None) -> str:
+    """A device as a comparison takes it: backend and kind, spaces and case aside (jax names
+    a v5e ``TPU v5 lite`` where its profiler trace's plane says ``TPU v5 Lite``)."""
+    return " ".join(f"{backend or ''} {kind or ''}".split()).casefold()
+
+
 def _on_floors(p: Prediction) -> bool:
     """Whether a prediction is bound by its floors (the dispatch of a call, the launches of
     its kernels): a trivial program faster than them says nothing of the roofs."""
@@ -97,8 +103,8 @@ def roof_check(results: schema.Results, programs: Sequence[Program], measured_ro
     if origin is not None and origin.cached:
         causes.append(Cause.CACHED)
     env = results.environment
-    ceilings_device = f"{ceilings.backend} {ceilings.device_kind}".strip()
-    run_device = f"{env.backend} {env.device_kind}".strip()
+    ceilings_device = _device_name(ceilings.backend, ceilings.device_kind)
+    run_device = _device_name(env.backend, env.device_kind)
     if ceilings_device and run_device and ceilings_device != run_device:
         causes.append(Cause.OTHER_DEVICE)
     return RoofCheck(programs=tuple(found), programs_checked=checked, kernels=tuple(kernels),
