@@ -31,15 +31,12 @@ from dataclasses import dataclass
 
 from roofline_report.analysis.roofs import RateRoof, RoofSet
 from roofline_report.config.spec import DTYPES
+from roofline_report.hlo.kernel_patterns import PATTERNS
 from roofline_report.hlo.product_facts import INTEGER_TYPES
 from roofline_report.hlo.shapes import FLOAT_TYPES
 from roofline_report.kinds import Kind
 from roofline_report.results import schema
 
-PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
-            "broadcast-transpose", "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
-            "block-transpose", "update-slice", "reduce-window", "sum-window", "lone-convert")
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, a
 # matrix-vector product's matrix elements, the other patterns' elements.
 UNITS = {"loop-dot": "FLOP", "sort": "comparisons", "fft": "FLOP",
