@@ -57,12 +57,19 @@ def test_a_transpose_fused_with_a_broadcast_is_a_pattern_of_its_own() -> None:
     k = _only(lambda x, v: x.T * v[:, None], square, row)
     assert (k["pattern"], k["pattern_size"]) == ("broadcast-transpose", 256 * 256)
     assert k["pattern_row"] == 256  # each run of its output reads one element of 256 rows
-    # Without a broadcast, or with rows that are not a power of two bytes long, or shorter
-    # than 1 KiB: the transposes they were.
+    # Without a broadcast: the transpose it was.
     assert _only(lambda x, y: (x + y).T, square, square)["pattern"] == "transpose"
-    assert _only(lambda x: (x * 2).T, jnp.ones((1000, 1000), jnp.float32)
-                 )["pattern"] == "transpose"
-    assert _only(lambda x: (x * 2).T, jnp.ones((128, 128), jnp.float32)
+    # With rows that are not a power of two bytes long, or shorter than 1 KiB: one loop over
+    # the output, as a fused transpose (about half the plain swap's rate here).
+    for shape in ((1000, 1000), (128, 128), (8192, 64)):
+        k = _only(lambda x: (x * 2).T, jnp.ones(shape, jnp.float32))
+        assert (k["pattern"], k["pattern_row"]) == ("fused-transpose", 0)
+        assert k["pattern_detail"].endswith("with a broadcast")
+    bias = _only(lambda x, b: (x + b).T, jnp.ones((8192, 64), jnp.float32),
+                 jnp.ones((64,), jnp.float32))
+    assert (bias["pattern"], bias["pattern_size"]) == ("fused-transpose", 8192 * 64)
+    # A conversion alone is no arithmetic: a bfloat16 copy of a transposed float32 stays one.
+    assert _only(lambda x: x.T.astype(jnp.bfloat16), jnp.ones((1000, 1000), jnp.float32)
                  )["pattern"] == "transpose"
     assert _only(lambda x, y: x.T * y, square, square)["pattern"] == "fused-transpose"
     # A softmax's normaliser fused into the transposing copy of its weights (the Perceiver's).
@@ -81,7 +88,19 @@ def test_a_transpose_fused_with_a_broadcast_is_a_pattern_of_its_own() -> None:
     assert (k["pattern"], k["pattern_size"]) == ("broadcast-transpose", 256 * 16 * 128)
     assert k["pattern_row"] == 256  # the reversal brings the first axis out minor-most
     assert _only(lambda v, g: jnp.transpose(v * g, (2, 1, 0)), jnp.ones((256, 16, 100)),
-                 jnp.ones((100,), jnp.float32))["pattern"] == "transpose"
+                 jnp.ones((100,), jnp.float32))["pattern"] == "fused-transpose"
+
+
+@pytest.mark.cpu_backend("XLA:CPU's transposing copies")
+def test_a_transposing_copy_of_a_slice_is_a_transpose() -> None:
+    # Swin's window attention: one of query, key and value sliced from their joint product
+    # and its heads swapped forward, in one copy fusion.
+    qkv = jnp.ones((64, 49, 3, 3, 32), jnp.float32)
+    k = _only(lambda a: a.transpose(2, 0, 3, 1, 4)[1], qkv)
+    assert (k["pattern"], k["pattern_size"]) == ("block-transpose", 64 * 49 * 3 * 32)
+    assert k["pattern_row"] == 32  # runs of a head's 32 features
+    swapped = _only(lambda a: a[:, :64].T, jnp.ones((512, 128), jnp.float32))
+    assert (swapped["pattern"], swapped["pattern_size"]) == ("transpose", 512 * 64)
 
 
 def test_moving_a_size_one_axis_or_copying_is_no_transpose() -> None:
