@@ -577,6 +577,28 @@ def test_a_scatters_row_is_its_windows_contiguous_run() -> None:
     assert (pairs["pattern_size"], pairs["pattern_row"]) == (512 * 351, 1)
 
 
+def _layer_norm(x: jax.Array) -> jax.Array:
+    mean = x.mean(-1, keepdims=True)
+    var = jnp.square(x - mean).mean(-1, keepdims=True)
+    return (x - mean) * jax.lax.rsqrt(var + 1e-6)
+
+
+@pytest.mark.cpu_backend("XLA:CPU's library fusions")
+def test_a_layer_norm_of_short_rows_in_one_library_kernel_is_a_normalization() -> None:
+    """XLA:CPU fuses a layer norm of rows of 64 whole into one library kernel (mean, variance
+    about it, normalized rows): a normalization of its input's elements by its rows. A single
+    row reduction, or a layer norm of long rows split into several kernels, is none."""
+    k = _only(_layer_norm, jnp.ones((4096, 64), jnp.float32))
+    assert (k["pattern"], k["pattern_size"], k["pattern_row"]) == \
+        ("normalization", 4096 * 64, 64)
+    assert k["kind"] == "__ynn_fusion"
+    assert k["pattern_detail"] == "rows of 64 of f32[4096,64], 2 reductions"
+    assert all(k["pattern"] != "normalization"
+               for k in _kernels(lambda x: x.sum(-1), jnp.ones((4096, 64), jnp.float32)))
+    assert all(k["pattern"] != "normalization"
+               for k in _kernels(_layer_norm, jnp.ones((1024, 1024), jnp.float32)))
+
+
 @pytest.mark.cpu_backend("XLA:CPU's wrapped conversions; a TPU's stream at its memory's rate")
 def test_a_conversion_alone_in_its_kernel_is_a_lone_convert() -> None:
     """A bfloat16 product: XLA:CPU converts each operand to float32 in a kernel of its own

@@ -388,7 +388,8 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
                  "its gradient keeping indices)",
                  "sum-window": "a windowed sum outside the library (a cumulative sum, an "
                  "average pool's gradient)",
-                 "lone-convert": "a conversion of element type alone"}
+                 "lone-convert": "a conversion of element type alone",
+                 "normalization": "a layer norm of short rows in one library kernel"}
 
 
 # Patterns whose roofs are measured on arrays in main memory, read at scattered places: a

@@ -202,7 +202,8 @@ class RateCeiling(Record):
                 "variadic-reduction", "top-k", "fused-transpose", "fft",
                 "interleaved-reduction", "broadcast-transpose", "reduce-window-lane",
                 "on-chip", "mat-vec", "vec-mat", "transposed-dot", "block-transpose",
-                "update-slice", "reduce-window", "sum-window", "lone-convert"]
+                "update-slice", "reduce-window", "sum-window", "lone-convert",
+                "normalization"]
     dtype: str
     unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s", "runs/s", "bytes/s",
                   "tiles/s"] = "1/s"

@@ -87,7 +87,7 @@ class KernelRecord(Record):
                      "interleaved-reduction", "broadcast-transpose",
                      "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
                      "block-transpose", "update-slice", "reduce-window",
-                     "sum-window", "lone-convert"] | None = None
+                     "sum-window", "lone-convert", "normalization"] | None = None
     pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
     # Elements per row where the pattern's rate depends on it: a top-k's row length (the

@@ -73,6 +73,8 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
             return bool(ops.get("reduce"))
         if pattern in ("fused-transpose", "broadcast-transpose", "block-transpose"):
             return bool(ops.get("transpose") or ops.get("copy")) and not _library(k)
+        if pattern == "normalization":  # the library's fusion of a whole layer norm
+            return bool(ops.get("reduce")) and _library(k)
         if pattern == "lone-convert":
             return bool(ops.get("convert")) and not _library(k)
         if pattern == "top-k":

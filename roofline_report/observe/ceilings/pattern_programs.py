@@ -215,6 +215,31 @@ def lone_convert(source: str, target: str) -> Callable[[int], Point]:
     return build
 
 
+NORM_ROW = 64  # the fused layer norm's [R, 64]: a head's or a narrow model's features
+
+
+def layer_norm(dtype: str) -> Callable[[int], Point]:
+    """A layer norm of ``dtype`` ``[R, NORM_ROW]`` (mean, variance about it, normalized rows
+    scaled and shifted), which XLA:CPU fuses whole into one library kernel at such short
+    rows; elements normalized per call."""
+    import jax
+    import jax.numpy as jnp
+
+    def norm(a: Any, scale: Any, shift: Any) -> Any:
+        mean = jnp.mean(a, axis=-1, keepdims=True)
+        var = jnp.mean(jnp.square(a - mean), axis=-1, keepdims=True)
+        return (a - mean) * jax.lax.rsqrt(var + 1e-6) * scale + shift
+
+    def build(elements: int) -> Point:
+        rows = max(2, elements // NORM_ROW)
+        count = rows * NORM_ROW
+        return Point(norm, (_array((rows, NORM_ROW), dtype), _array((NORM_ROW,), dtype, 1),
+                            _array((NORM_ROW,), dtype, 2)),
+                     count, 2 * count * _itemsize(dtype), (rows, NORM_ROW))
+
+    return build
+
+
 def argmax(dtype: str) -> Callable[[int], Point]:
     import jax.numpy as jnp
 
