@@ -121,11 +121,13 @@ for d in build prediction profile_ceilings; do
   [ -f "$out/$d/report.md" ] && cp "$out/$d/report.md" "$out/${d}_report.md"
 done
 echo "failed steps: $failed" | tee -a "$out/summary.txt"
-# written beside the folder, then moved in: an archive growing inside the folder it reads
-# makes tar warn that the folder changed
+# written in a temporary folder, then moved in: an archive growing inside the folder it reads
+# makes tar warn that the folder changed, and the folder's parent may not be writable (a
+# machine's output folder under a home the command cannot write to)
 # (anchored: the trace's own plugins/profile folder is kept)
-tar -czf "$out.check.tar.gz" -C "$out" --anchored --exclude=./check.tar.gz --exclude=./build \
+archive=$(mktemp -d "${TMPDIR:-/tmp}/tpu-check.XXXXXX")/check.tar.gz
+tar -czf "$archive" -C "$out" --anchored --exclude=./check.tar.gz --exclude=./build \
   --exclude=./prediction --exclude=./profile --exclude=./profile_ceilings \
   --exclude=./profile_read_out . \
-  && mv "$out.check.tar.gz" "$out/check.tar.gz"
+  && mv "$archive" "$out/check.tar.gz"
 exit "$failed"

@@ -14,8 +14,9 @@
 # repository root, named in the call's carry) is unpacked first when the cache is empty, and
 # the cache is packed into OUTDIR/ceilings.tar.gz at the end, so that a later call on a fresh
 # machine predicts from the same ceilings. A part is started only while at least 120 s of
-# SECONDS are left, and is cut at what is left. Score the parts of one run together with
-#   python benchmarks/prediction.py --suite heldout --from-json OUTDIR/1_p1.json.gz OUTDIR/1_p2.json.gz
+# SECONDS are left, and is cut at what is left. Score the parts of one run together, once
+# unpacked (gunzip -k OUTDIR/*.json.gz: the scorer reads JSON text), with
+#   python benchmarks/prediction.py --suite heldout --from-json OUTDIR/1_p1.json OUTDIR/1_p2.json
 # The exit code is the number of parts that failed or were skipped.
 set -u
 out=${1:?usage: benchmarks/tpu_heldout.sh OUTDIR SECONDS RUN:K/N ...}
