@@ -597,6 +597,14 @@ def test_a_layer_norm_of_short_rows_in_one_library_kernel_is_a_normalization() -
                for k in _kernels(lambda x: x.sum(-1), jnp.ones((4096, 64), jnp.float32)))
     assert all(k["pattern"] != "normalization"
                for k in _kernels(_layer_norm, jnp.ones((1024, 1024), jnp.float32)))
+    # Fused whole over rows of 1,024 (a softmax's maximum, then its sum of exponentials about
+    # it): long rows run at the rates of the kernel's own terms, no normalization.
+    [whole] = [k for k in _kernels(lambda x: jax.nn.softmax(x, axis=-1),
+                                   jnp.ones((4096, 1024), jnp.float32))
+               if k["kind"] == "__ynn_fusion"]
+    assert whole["ops"]["reduce"] == 2 and whole["pattern"] is None
+    short = _only(lambda x: jax.nn.softmax(x, axis=-1), jnp.ones((4096, 64), jnp.float32))
+    assert (short["pattern"], short["pattern_row"]) == ("normalization", 64)
 
 
 @pytest.mark.cpu_backend("XLA:CPU's wrapped conversions; a TPU's stream at its memory's rate")

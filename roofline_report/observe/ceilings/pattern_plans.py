@@ -135,9 +135,10 @@ last-level cache once read and written):
   times faster than a maximum's window), at the roofs' sizes (the largest in quick mode).
 * ``normalization`` (elements per second): the layer norm of float32 ``[R, 64]`` (mean,
   variance about it, the rows normalized, scaled and shifted), which XLA:CPU fuses whole into
-  one ``__ynn_fusion`` at such short rows, at the roofs' sizes from 256 K elements (fewer
-  rows it splits into several kernels). On a 2-core CPU it ran at 0.25 to 0.38 ns an
-  element, five to eight times its terms at the row reduction's and the streaming roofs.
+  one ``__ynn_fusion`` (from about 4,096 rows: fewer it splits into several kernels), at the
+  roofs' sizes from 256 K elements. On a 2-core CPU it ran at 0.18 to 0.38 ns an element, up
+  to eight times its terms at the row reduction's and the streaming roofs; it prices such
+  kernels over rows shorter than 256 elements.
 * ``lone-convert`` (elements per second): ``x.astype(bfloat16)`` of float32 ``[R, 256]``
   alone, a kernel XLA:CPU names ``wrapped_convert``, at half the roofs' sizes (the largest
   in quick mode). Such a kernel converted 4.5 to 6.5 G elements/s on 2 cores either way,
