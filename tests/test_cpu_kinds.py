@@ -15,9 +15,10 @@ from roofline_report.analysis import patterns
 from roofline_report.analysis.roofs import RateRoof, RoofSet
 from roofline_report.hlo.dot_patterns import NARROW_DOT, contracted_on_major, narrow_side
 from roofline_report.hlo.ir import parse_module
-from roofline_report.hlo.kernel_patterns import kept_run, kernel_pattern
+from roofline_report.hlo.kernel_patterns import kernel_pattern
 from roofline_report.hlo.kernels import kernel_inventory
 from roofline_report.hlo.shapes import parse_shape
+from roofline_report.hlo.transpose_patterns import kept_run
 from roofline_report.kinds import Kind
 from roofline_report.results.schema import KernelInventory
 from tests.kernel_records import kernel_record

@@ -45,10 +45,10 @@ def test_the_check_sees_an_import_inside_a_function(tmp_path: Path) -> None:
 #: the analysis below the report, the report below the outputs; the measuring side (observe)
 #: and the entry points (the command lines, ``profile()``) orchestrate from above.
 LAYERS: dict[str, int] = {
-    # what everything may use: errors, kinds of numbers, plain arithmetic, formats, the version,
-    # interrupts and the child processes they stop
+    # what everything may use: errors, kinds of numbers, the kernel patterns' names, plain
+    # arithmetic, formats, the version, interrupts and the child processes they stop
     "errors": 0, "kinds": 0, "wire": 0, "tolerances": 0, "interrupts": 0, "quantiles": 0,
-    "heap": 0, "version": 0, "children": 0, "progress": 0,
+    "heap": 0, "version": 0, "children": 0, "progress": 0, "pattern_names": 0,
     "roofline": 0, "backends": 0, "units": 1, "text": 2, "preset_records": 2, "presets": 2,
     "networks": 3,
     "device_recognition": 3, "config": 3,

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 
 from roofline_report.analysis.roofs import RateRoof, RoofSet
 from roofline_report.config.spec import DTYPES
-from roofline_report.hlo.kernel_patterns import PATTERNS
 from roofline_report.hlo.product_facts import INTEGER_TYPES
 from roofline_report.hlo.shapes import FLOAT_TYPES
 from roofline_report.kinds import Kind
+from roofline_report.pattern_names import PATTERNS
 from roofline_report.results import schema
 
 # What a pattern's size and rate count: a loop dot's flops, a sort's comparisons, a

@@ -11,7 +11,9 @@ count of the StableHLO.
 * :mod:`roofline_report.hlo.kernels`: the kernel inventory, from
   :mod:`~roofline_report.hlo.kernel_cost` (each instruction's flops),
   :mod:`~roofline_report.hlo.kernel_bytes` (the bytes a launch touches) and
-  :mod:`~roofline_report.hlo.kernel_patterns` (the kinds of kernel).
+  :mod:`~roofline_report.hlo.kernel_patterns` (the kinds of kernel, each a
+  :class:`~roofline_report.hlo.pattern.Pattern`; the transposing ones found by
+  :mod:`~roofline_report.hlo.transpose_patterns`).
 * :mod:`roofline_report.hlo.tpu`: what a TPU's compiler writes that the CPU's and GPU's do not
   (memory spaces, products as convolutions, whole-row reduce-windows, loop trip counts), and
   how a module compiled for a TPU is recognised.

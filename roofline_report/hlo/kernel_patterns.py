@@ -69,6 +69,8 @@ own. A kernel takes the first that applies, in this order, with ``pattern_size``
 * ``top-k``: a kernel holding a ``TopK`` custom call (``__gpu$TopK`` on a GPU; XLA's partial
   sort of the k largest along the last dimension, ``jax.lax.top_k``); size: the elements of
   its operand searched.
+The four transposing patterns below are found by :mod:`~roofline_report.hlo.transpose_patterns`.
+
 * ``transpose``: a copy or transpose kernel, or a loop fusion whose root (bitcasts aside) is a
   copy or transpose, that puts its data in another order in memory: the source's axes (size-1
   axes aside) come out of the root's layout in another order, followed through bitcasts,
@@ -171,71 +173,26 @@ Pure: no jax.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
 
 from roofline_report.hlo.dot_patterns import is_float_dot, is_transposed_dot, narrow_side
 from roofline_report.hlo.index_runs import gather_row, scatter_row
 from roofline_report.hlo.ir import Instruction, Module
 from roofline_report.hlo.kernel_bytes import elements_of, scatter_parts
 from roofline_report.hlo.kernel_cost import (
-    ELEMENTWISE,
-    TRANSCENDENTAL,
     dot_flops,
     fft_instruction_flops,
     ints_in,
 )
-from roofline_report.hlo.shapes import Array, Shape
+from roofline_report.hlo.pattern import Pattern, is_library, plain
 from roofline_report.hlo.tpu import TPU, lane_reduction, updated_tiles
+from roofline_report.hlo.transpose_patterns import transpose_pattern
 from roofline_report.hlo.windows import sums, window_arrays, window_elements
 
-PATTERNS = ("transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-            "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
-            "broadcast-transpose", "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
-            "block-transpose", "update-slice", "reduce-window", "sum-window", "lone-convert",
-            "normalization")
 TOP_K_TARGET = "TopK"  # the custom call XLA emits for jax.lax.top_k
 # XLA's GPU backend names its own: an H200's top-k roof (jax 0.11.2) ran custom-call.1
 # (__gpu$TopK) and found no top-k kernel under the CPU's name.
 TOP_K_TARGETS = (TOP_K_TARGET, "__gpu$TopK")
-
-
-@dataclass(frozen=True, slots=True)
-class Pattern:
-    """A kernel's pattern: its name (one of :data:`PATTERNS`, None for none), its size per
-    launch (elements moved, or flops for ``loop-dot``; 0 with no pattern) and a short text."""
-
-    name: str | None = None
-    size: int = 0
-    detail: str | None = None
-    # Elements per row, where a pattern's rate depends on it: a top-k's row length (the last
-    # dimension of its operand), a gather's slice or a scatter's update window per index, the
-    # length of the dimension a sort sorts, a block transpose's run, a matrix-vector
-    # product's narrow width, an FFT's last transformed length.
-    row: int = 0
-    # A gather's or scatter's table: the bytes of the operand it gathers from or scatters
-    # into (0 for other patterns, or an element type of unknown width). Where it fits a
-    # core's own memory a TPU gathers from it far faster than from a table in HBM; a CPU
-    # scatters into a table its caches hold far faster than into one they do not.
-    table: int = 0
-    # A transpose's bytes between two reads one step along its output's minor axis (the
-    # stride of the source axis that comes out minor-most); 0 for other patterns.
-    walk: int = 0
-    # A transpose's source rows read per run of its output: the length of the source axis
-    # that comes out minor-most (n for ``x.T`` of ``[n, n]``); 0 for other patterns. A
-    # ``broadcast-transpose`` keeps it as its row.
-    reach: int = 0
-
-
-def _plain(shape: Shape | None) -> str:
-    if shape is None or shape.array is None:
-        return "?"
-    return f"{shape.array.dtype}[{','.join(map(str, shape.array.dims))}]"
-
-
-def _is_library(instr: Instruction) -> bool:
-    return instr.opcode == "custom-call" or instr.fusion_kind == "kCustom" \
-        or backend_kind(instr) is not None
 
 
 def _fused_instructions(instr: Instruction, module: Module, nested: bool = False
@@ -297,327 +254,6 @@ def interleaved_runs(reduce: Instruction) -> int | None:
 # ``stride`` elements along the source axis (a whole axis has stride 1; a bitcast or reshape
 # that splits an axis cuts it into atoms of larger strides, major part first). A value's
 # logical dimension is a tuple of atoms (major to minor); None when the walk cannot follow it.
-_Atom = tuple[int, int, int, int]
-_Axes = list[tuple[_Atom, ...]]
-
-
-def _regroup(atoms: list[_Atom], dims: Sequence[int]) -> _Axes | None:
-    """Cut a sequence of atoms (size-1 atoms dropped) into dimensions of these sizes, in
-    order, splitting an atom where a dimension ends inside it (its major part goes first);
-    None where the sizes do not divide."""
-    seq = [a for a in atoms if a[2] != 1]
-    out: _Axes = []
-    position = 0
-    for size in dims:
-        group: list[_Atom] = []
-        product = 1
-        while product < size and position < len(seq):
-            n, axis, length, stride = seq[position]
-            need = size // product
-            if length > need:
-                if size % product or length % need:
-                    return None
-                group.append((n, axis, need, stride * (length // need)))
-                seq[position] = (n, axis, length // need, stride)
-                product = size
-                break
-            group.append(seq[position])
-            product *= length
-            position += 1
-        if product != size:
-            return None
-        out.append(tuple(group))
-    return out if position == len(seq) else None
-
-
-def _physical(axes: _Axes, array: Array) -> list[_Atom]:
-    return [atom for d in reversed(array.minor_to_major()) for atom in axes[d]]
-
-
-def _logical(axes: _Axes) -> list[_Atom]:
-    return [atom for dim in axes for atom in dim]
-
-
-def _follow(instr: Instruction, known: Mapping[str, _Axes]) -> _Axes | None:
-    """The atoms of an instruction's result from those of its operands, for the ops that move
-    elements without combining them; None for any other."""
-    op = instr.opcode
-    array = instr.shape.array
-    if array is None:
-        return None
-    if op == "transpose":
-        source = known.get(instr.operands[0]) if instr.operands else None
-        perm = ints_in(instr.attributes.get("dimensions"))
-        if source is None or sorted(perm) != list(range(len(source))):
-            return None
-        return [source[p] for p in perm]
-    if op == "broadcast":
-        source = known.get(instr.operands[0]) if instr.operands else None
-        if source is None:
-            return None
-        mapped = dict(zip(ints_in(instr.attributes.get("dimensions")), source, strict=False))
-        return [mapped.get(d, ((-1, d, size, 1),) if size != 1 else ())
-                for d, size in enumerate(array.dims)]
-    if op in ("bitcast", "reshape"):
-        source = known.get(instr.operands[0]) if instr.operands else None
-        operand = instr.operand_shapes[0] if instr.operand_shapes else None
-        if source is None or operand is None or operand.array is None:
-            return None
-        if op == "bitcast":
-            order = list(reversed(array.minor_to_major()))
-            groups = _regroup(_physical(source, operand.array), [array.dims[d] for d in order])
-            if groups is None:
-                return None
-            axes: _Axes = [()] * len(array.dims)
-            for d, group in zip(order, groups, strict=True):
-                axes[d] = group
-            return axes
-        return _regroup(_logical(source), list(array.dims))
-    if op in ("slice", "dynamic-slice"):
-        return _sliced(known.get(instr.operands[0]) if instr.operands else None, array)
-    if op in ELEMENTWISE or op in TRANSCENDENTAL or op == "copy":
-        for name in instr.operands:
-            source = known.get(name)
-            if source is not None and len(source) == len(array.dims) \
-                    and any(a[0] >= 0 for a in _logical(source)):
-                return source
-    return None
-
-
-def _sliced(source: _Axes | None, array: Array) -> _Axes | None:
-    """The atoms of a slice (or dynamic slice) of ``source`` whose result is ``array``: its
-    axes in their order, each cut to its new length; None where a cut axis is made of several
-    atoms (a slice across an axis a reshape merged)."""
-    if source is None or len(source) != len(array.dims):
-        return None
-    out: _Axes = []
-    for atoms, size in zip(source, array.dims, strict=True):
-        whole = 1
-        for atom in atoms:
-            whole *= atom[2]
-        if size == whole:
-            out.append(atoms)
-        elif size == 1:
-            out.append(())
-        elif len(atoms) == 1:
-            n, axis, _, stride = atoms[0]
-            out.append(((n, axis, size, stride),))
-        else:
-            return None
-    return out
-
-
-def _whole(n: int, array: Array) -> _Axes:
-    return [((n, d, size, 1),) for d, size in enumerate(array.dims)]
-
-
-def _reordered(out: Sequence[_Atom], n: int, source: Array) -> tuple[int, ...] | None:
-    """The axes of source ``n`` in the order they come out of ``out`` (physical atoms, major
-    to minor), when that order is not the source's own in memory (size-1 axes aside; an axis
-    split into parts counts each part in place); None when the order is the source's."""
-    mine = [a for a in out if a[0] == n and a[2] != 1]
-    rank = {d: i for i, d in enumerate(reversed(source.minor_to_major()))}
-    keys = [(rank[a[1]], -a[3]) for a in mine]
-    if keys == sorted(keys):
-        return None
-    came: list[int] = []
-    for a in mine:
-        if not came or came[-1] != a[1]:
-            came.append(a[1])
-    return tuple(came)
-
-
-def _detail(came: tuple[int, ...], source: Array) -> str:
-    return f"axes {came} of {source.dtype}[{','.join(map(str, source.dims))}]"
-
-
-def _reach(came: tuple[int, ...], source: Array) -> int:
-    """The length of the source axis a transpose brings out minor-most: the source rows each
-    run of its output reads one element of (0 where not known)."""
-    return source.dims[came[-1]] if came and 0 <= came[-1] < len(source.dims) else 0
-
-
-def _walk(came: tuple[int, ...], source: Array) -> int:
-    """The bytes a transpose steps in its source between two reads along its output's minor
-    axis: the stride, in the source's layout, of the source axis that comes out minor-most
-    (a row's bytes for ``x.T``; 8 KiB for the full reversal of a float32 ``[256, 16, 128]``);
-    0 where not known."""
-    if not came or not source.elements or not source.nbytes:
-        return 0
-    stride = 1
-    for d in source.minor_to_major():
-        if d == came[-1]:
-            return stride * (source.nbytes // source.elements)
-        stride *= source.dims[d]
-    return 0
-
-
-def kept_run(out: Sequence[_Atom], n: int, source: Array) -> int:
-    """The elements of source ``n`` that stay contiguous at the minor end of ``out`` (physical
-    atoms, major to minor): the source's minor-most axes, in its layout's order and unbroken
-    (an axis split in parts counts the parts that follow on from its minor end), as far as
-    they come out at the minor end in the same order. 1 when the source's minor axis moves
-    (a swap of the minor axis, ``x.T``); a key-value cache re-laid out from ``[B, S, H, D]``
-    to ``[B, H, S, D]`` keeps runs of D."""
-    order = [d for d in source.minor_to_major() if source.dims[d] != 1]
-    run, axis, stride = 1, 0, 1
-    for atom in reversed(out):
-        if atom[2] == 1:
-            continue
-        if axis >= len(order) or atom[0] != n or atom[1] != order[axis] or atom[3] != stride:
-            break
-        run *= atom[2]
-        stride *= atom[2]
-        if stride == source.dims[order[axis]]:
-            axis, stride = axis + 1, 1
-    return run
-
-
-def _root_transpose(program: Sequence[Instruction], target: Instruction,
-                    unfused: Instruction | None) -> Pattern:
-    """A copy or transpose kernel (``unfused``: its operand 0 is the source), or a fusion's
-    ``program`` whose ``target`` root is one, followed from every source at once."""
-    known: dict[str, _Axes] = {}
-    sources: dict[int, Array] = {}
-    for step in program:
-        if step.opcode == "parameter" and step.shape.array is not None \
-                and step.parameter_number is not None:
-            n = step.parameter_number
-            sources[n] = step.shape.array
-            known[step.name] = _whole(n, step.shape.array)
-            continue
-        if step is unfused:
-            operand = step.operand_shapes[0] if step.operand_shapes else None
-            if operand is None or operand.array is None or not step.operands:
-                return Pattern()
-            sources[0] = operand.array
-            known[step.operands[0]] = _whole(0, operand.array)
-        axes = _follow(step, known)
-        if axes is not None:
-            known[step.name] = axes
-    if target.shape.array is None or target.name not in known:
-        return Pattern()
-    out = _physical(known[target.name], target.shape.array)
-    for n, source in sorted(sources.items()):
-        came = _reordered(out, n, source)
-        if came is not None:
-            return Pattern("transpose", target.shape.array.elements, _detail(came, source),
-                           kept_run(out, n, source), walk=_walk(came, source),
-                           reach=_reach(came, source))
-    return Pattern()
-
-
-def _fused_transpose(program: Sequence[Instruction], target: Instruction) -> Pattern:
-    """A fusion whose transposing copy or transpose feeds other work (its root is not the
-    copy): each source followed alone through the fusion to the root, the first whose axes
-    come out of the root's layout in another order."""
-    if target.shape.array is None:
-        return Pattern()
-    for param in program:
-        array = param.shape.array
-        n = param.parameter_number
-        if param.opcode != "parameter" or array is None or n is None:
-            continue
-        known: dict[str, _Axes] = {param.name: _whole(n, array)}
-        for step in program:
-            if step.opcode != "parameter" and (axes := _follow(step, known)) is not None:
-                known[step.name] = axes
-        if target.name not in known:
-            continue
-        out = _physical(known[target.name], target.shape.array)
-        came = _reordered(out, n, array)
-        if came is not None:
-            return Pattern("fused-transpose", target.shape.array.elements,
-                           _detail(came, array) + f" into {target.opcode}",
-                           kept_run(out, n, array), walk=_walk(came, array),
-                           reach=_reach(came, array))
-    return Pattern()
-
-
-def _transpose(instr: Instruction, module: Module, tpu: bool = False) -> Pattern:
-    """A copy or transpose kernel, or a loop fusion whose root is one, that changes the order
-    of its data in memory: the source's axes (size-1 axes aside) come out in another order
-    (``transpose``); or a loop fusion holding such a copy or transpose that feeds other work
-    (``fused-transpose``); either fusion holding a broadcast as well, and reading a matrix
-    whose rows are a power of two bytes long (1 KiB or more), is a ``broadcast-transpose``
-    (an XLA:CPU fact, its plain loop's cache sets: never on a TPU); a ``transpose`` fusion
-    holding arithmetic with a broadcast operand whose rows do not alias is a
-    ``fused-transpose`` (XLA:CPU runs it as one, not as a plain transposing copy). Either
-    that keeps the source's minor axis minor, moving whole runs (:func:`kept_run`), is a
-    ``block-transpose`` with its run as row (an XLA:CPU fact too: a TPU keeps its
-    transposes)."""
-    found = _any_transpose(instr, module, tpu)
-    if found.name is None or found.name == "broadcast-transpose":
-        return found
-    if found.row > 1 and not tpu:
-        return replace(found, name="block-transpose")
-    return replace(found, row=0)
-
-
-def _any_transpose(instr: Instruction, module: Module, tpu: bool) -> Pattern:
-    if instr.opcode in ("copy", "transpose"):
-        return _root_transpose([instr], instr, instr)
-    if instr.opcode != "fusion" or _is_library(instr):
-        return Pattern()
-    names = instr.called("calls")
-    comp = module.computations.get(names[0]) if names else None
-    if comp is None or comp.root is None:
-        return Pattern()
-    root: Instruction | None = comp.root
-    while root is not None and root.opcode == "bitcast":
-        root = comp.instruction(root.operands[0]) if root.operands else None
-    if root is not None and root.opcode in ("copy", "transpose"):
-        found = _root_transpose(list(comp.instructions), comp.root, None)
-        if found.name is None:
-            # Its sources meet before the root's copy in orders no one layout names (two
-            # transposed streams multiplied, say): each followed alone, as a fused one is.
-            found = _fused_transpose(list(comp.instructions), comp.root)
-    elif any(i.opcode in ("copy", "transpose") for i in comp.instructions):
-        found = _fused_transpose(list(comp.instructions), comp.root)
-    else:
-        return Pattern()
-    if found.name is None or tpu or found.row > 1 \
-            or not any(i.opcode == "broadcast" for i in comp.instructions):
-        return found
-    if _aliasing(found.walk) or any(_aliasing_rows(i) for i in comp.instructions
-                                    if i.opcode == "parameter"):
-        return replace(found, name="broadcast-transpose", row=found.reach)
-    if found.name == "transpose" and any(i.opcode in ARITHMETIC for i in comp.instructions):
-        # A transposing copy of a sum or product with a broadcast operand (a bias, a scale)
-        # is one loop over the output, as a fused transpose is: XLA:CPU's copy of a plain
-        # transpose does not run it.
-        return replace(found, name="fused-transpose", detail=f"{found.detail} with a broadcast")
-    return found
-
-
-# The arithmetic that makes a transposing copy with a broadcast operand a fused transpose.
-ARITHMETIC = (ELEMENTWISE | TRANSCENDENTAL) - {"convert", "real", "imag", "complex"}
-
-
-ALIAS_ROW_BYTES = 1024  # rows of a power of two bytes from this long share cache sets
-
-
-def _aliasing(stride: int) -> bool:
-    """Whether reads that far apart (bytes) share cache sets: a power of two from
-    :data:`ALIAS_ROW_BYTES` up."""
-    return stride >= ALIAS_ROW_BYTES and stride & (stride - 1) == 0
-
-
-def _aliasing_rows(param: Instruction) -> bool:
-    """Whether a fusion parameter is a matrix (two dimensions or more above size 1) whose rows
-    (its minor-most such dimension, in its layout) are a power of two bytes long, at least
-    :data:`ALIAS_ROW_BYTES`: walking it across its rows, every read lands in the same few cache
-    sets."""
-    array = param.shape.array
-    if array is None:
-        return False
-    order = [d for d in array.minor_to_major() if array.dims[d] != 1]
-    nbytes = array.nbytes
-    if len(order) < 2 or not nbytes or not array.elements:
-        return False
-    return _aliasing(array.dims[order[0]] * (nbytes // array.elements))
-
-
 def comparisons(elements: int, length: int) -> int:
     """The comparisons of sorting ``elements`` keys in runs of ``length``: ⌈log2 length⌉ per
     key (0 for runs of one key). The one rule: the inventory's sort size and the sort ceiling's
@@ -658,7 +294,7 @@ def _top_k(inside: Sequence[Instruction]) -> Pattern | None:
     operand = first.operand_shapes[0] if first.operand_shapes else None
     row = operand.array.dims[-1] if operand is not None and operand.array is not None \
         and operand.array.dims else 0
-    return Pattern("top-k", size, f"{_plain(result)} of {_plain(operand)}"
+    return Pattern("top-k", size, f"{plain(result)} of {plain(operand)}"
                    if operand is not None else None, row)
 
 
@@ -675,7 +311,7 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
     tpu = backend == TPU
     inside = _fused_instructions(instr, module, tpu)
     dots = [i for i in inside if i.opcode == "dot"]
-    if dots and not _is_library(instr):
+    if dots and not is_library(instr):
         return _loop_dot(dots, tpu)
     ffts = [i for i in inside if i.opcode == "fft"]
     if ffts:
@@ -683,7 +319,7 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         lengths = tuple(ints_in(first.attributes.get("fft_length")))
         return Pattern("fft", sum(fft_instruction_flops(i) or 0 for i in ffts),
                        f"{first.attributes.get('fft_type', 'FFT')} of "
-                       f"{_plain(first.operand_shapes[0] if first.operand_shapes else None)}, "
+                       f"{plain(first.operand_shapes[0] if first.operand_shapes else None)}, "
                        f"lengths {lengths}", lengths[-1] if lengths else 0)
     sorts = [i for i in inside if i.opcode == "sort"]
     if sorts:
@@ -691,7 +327,7 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         operands = len(first.operands)
         keys = first.operand_shapes[0] if first.operand_shapes else None
         return Pattern("sort", sum(sort_comparisons(i) for i in sorts),
-                       f"sort of {_plain(keys)} along "
+                       f"sort of {plain(keys)} along "
                        f"{tuple(ints_in(first.attributes.get('dimensions')))}"
                        + (f", {operands} operands" if operands > 1 else ""), sort_row(first))
     top_k = _top_k(inside)
@@ -703,8 +339,8 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         first = scatters[0]
         updates = scatter_parts(first)[1]
         table = first.operand_shapes[0] if first.operand_shapes else None
-        return Pattern("scatter", size, f"updates {_plain(updates[0] if updates else None)} "
-                                        f"into {_plain(table)}",
+        return Pattern("scatter", size, f"updates {plain(updates[0] if updates else None)} "
+                                        f"into {plain(table)}",
                        scatter_row(first, tpu),
                        table=(table.nbytes or 0) if table is not None else 0)
     gathers = [i for i in inside if i.opcode == "gather"]
@@ -712,8 +348,8 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         size = sum(elements_of(i.shape) for i in gathers)
         first = gathers[0]
         table = first.operand_shapes[0] if first.operand_shapes else None
-        return Pattern("gather", size, f"{_plain(first.shape)} gathered from "
-                                       f"{_plain(table)}",
+        return Pattern("gather", size, f"{plain(first.shape)} gathered from "
+                                       f"{plain(table)}",
                        gather_row(first, tpu),
                        table=(table.nbytes or 0) if table is not None else 0)
     lanes = [(i, found) for i in inside if tpu and (found := lane_reduction(i)) is not None]
@@ -722,7 +358,7 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         first, (axis, length) = lanes[0]
         return Pattern("reduce-window-lane", size,
                        f"rows of {length} along dimension {axis} of "
-                       f"{_plain(first.operand_shapes[0] if first.operand_shapes else None)}, "
+                       f"{plain(first.operand_shapes[0] if first.operand_shapes else None)}, "
                        "each reduced whole at every position", length)
     partial = [(i, crossed) for i in inside if tpu and i.opcode == "dynamic-update-slice"
                and (crossed := _partial_tiles(i)) is not None]
@@ -731,13 +367,13 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         target = first.shape.array
         given = first.operand_shapes[1] if len(first.operand_shapes) > 1 else None
         return Pattern("update-slice", sum(tiles for _, tiles in partial),
-                       f"{_plain(given)} into {_plain(first.shape)}"
+                       f"{plain(given)} into {plain(first.shape)}"
                        f"{target.layout if target else ''}")
     lone = _lone_convert(instr, inside) if not tpu else None
     if lone is not None:
         return lone
     windows = [i for i in inside if not tpu and i.opcode == "reduce-window"
-               and lane_reduction(i) is None] if not _is_library(instr) else []
+               and lane_reduction(i) is None] if not is_library(instr) else []
     if windows:
         return _window(windows, module)
     norm = _normalization(instr, inside) if not tpu else None
@@ -750,7 +386,7 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         dims = tuple(ints_in(first.attributes.get("dimensions")))
         return Pattern("variadic-reduction", size,
                        f"{len(first.operands) // 2} operands over dimensions {dims} of "
-                       f"{_plain(first.operand_shapes[0] if first.operand_shapes else None)}")
+                       f"{plain(first.operand_shapes[0] if first.operand_shapes else None)}")
     strided = [i for i in inside if i.opcode == "reduce" and _strided(i)]
     if strided:
         size = sum(elements_of(s) for i in strided
@@ -760,7 +396,7 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         operand = first.operand_shapes[0]
         layout = operand.array.layout if operand is not None and operand.array else ""
         return Pattern("strided-reduction", size,
-                       f"dimensions {dims} of {_plain(operand)}{layout}")
+                       f"dimensions {dims} of {plain(operand)}{layout}")
     interleaved = [(i, run) for i in inside if i.opcode == "reduce"
                    and (run := interleaved_runs(i)) is not None]
     if interleaved:
@@ -771,8 +407,8 @@ def kernel_pattern(instr: Instruction, module: Module, backend: str | None = Non
         operand = first.operand_shapes[0]
         layout = operand.array.layout if operand is not None and operand.array else ""
         return Pattern("interleaved-reduction", size,
-                       f"dimensions {dims} of {_plain(operand)}{layout}, runs of {run}")
-    return _transpose(instr, module, tpu)
+                       f"dimensions {dims} of {plain(operand)}{layout}, runs of {run}")
+    return transpose_pattern(instr, module, tpu)
 
 
 # Rows from this long are no ``normalization``: a softmax and a layer norm of float32
@@ -788,7 +424,7 @@ def _normalization(instr: Instruction, inside: Sequence[Instruction]) -> Pattern
     into one kernel) over rows shorter than :data:`NORMALIZATION_ROWS_BELOW`;
     size: the elements of the first reduce's operand; row: the elements it reduces per row.
     None for any other kernel."""
-    if not _is_library(instr) or any(i.opcode in ("dot", "convolution") for i in inside):
+    if not is_library(instr) or any(i.opcode in ("dot", "convolution") for i in inside):
         return None
     reduces = [i for i in inside if i.opcode == "reduce" and len(i.operands) == 2
                and not _strided(i)]
@@ -820,7 +456,7 @@ def _normalization(instr: Instruction, inside: Sequence[Instruction]) -> Pattern
     if row >= NORMALIZATION_ROWS_BELOW:
         return None
     return Pattern("normalization", elements_of(operand),
-                   f"rows of {row} of {_plain(operand)}, {len(reduces)} reductions", row)
+                   f"rows of {row} of {plain(operand)}, {len(reduces)} reductions", row)
 
 
 def _lone_convert(instr: Instruction, inside: Sequence[Instruction]) -> Pattern | None:
@@ -828,13 +464,13 @@ def _lone_convert(instr: Instruction, inside: Sequence[Instruction]) -> Pattern 
     (bitcasts aside: XLA:CPU's ``wrapped_convert``); size: the elements it converts. None
     for any other kernel."""
     ops = {i.opcode for i in inside} - {"parameter", "bitcast"}
-    if ops != {"convert"} or _is_library(instr):
+    if ops != {"convert"} or is_library(instr):
         return None
     converts = [i for i in inside if i.opcode == "convert"]
     first = converts[0]
     source = first.operand_shapes[0] if first.operand_shapes else None
     return Pattern("lone-convert", sum(elements_of(i.shape) for i in converts),
-                   f"{_plain(source)} to {_plain(first.shape)}")
+                   f"{plain(source)} to {plain(first.shape)}")
 
 
 def _window(windows: Sequence[Instruction], module: Module) -> Pattern:
@@ -846,7 +482,7 @@ def _window(windows: Sequence[Instruction], module: Module) -> Pattern:
     arrays = window_arrays(first)
     operand = first.operand_shapes[0] if first.operand_shapes else None
     size = sum(window_elements(i) * window_arrays(i) for i in windows)
-    detail = (f"window {first.attributes.get('window', '').strip('{}')} of {_plain(operand)}"
+    detail = (f"window {first.attributes.get('window', '').strip('{}')} of {plain(operand)}"
               + (f", {arrays} arrays" if arrays > 1 else ""))
     if all(sums(i, module) for i in windows):
         return Pattern("sum-window", size, detail)
@@ -867,8 +503,8 @@ def _loop_dot(dots: Sequence[Instruction], tpu: bool) -> Pattern:
     every dot multiplies floats and has a narrow side, ``transposed-dot`` where every dot is
     ``x.T @ y`` (neither on a TPU), else ``loop-dot`` (integer and complex dots among them)."""
     first = dots[0]
-    detail = "dot " + " x ".join(_plain(s) for s in first.operand_shapes) + " -> " + \
-        _plain(first.shape)
+    detail = "dot " + " x ".join(plain(s) for s in first.operand_shapes) + " -> " + \
+        plain(first.shape)
     flops = sum(dot_flops(d) or 0 for d in dots)
     narrow = [narrow_side(d) for d in dots]
     if not tpu and all(n is not None for n in narrow) and all(is_float_dot(d) for d in dots):
@@ -883,12 +519,3 @@ def _loop_dot(dots: Sequence[Instruction], tpu: bool) -> Pattern:
     if not tpu and all(is_transposed_dot(d) for d in dots):
         return Pattern("transposed-dot", flops, detail)
     return Pattern("loop-dot", flops, detail)
-
-
-def backend_kind(instr: Instruction) -> str | None:
-    config = instr.backend_config or {}
-    for key in ("fusion_backend_config", "fusion_config"):
-        section = config.get(key)
-        if isinstance(section, Mapping) and "kind" in section:
-            return str(section["kind"])
-    return None

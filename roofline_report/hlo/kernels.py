@@ -68,13 +68,14 @@ from roofline_report.hlo.kernel_cost import (
     Coster,
     instruction_cost,
 )
-from roofline_report.hlo.kernel_patterns import backend_kind, kernel_pattern
+from roofline_report.hlo.kernel_patterns import kernel_pattern
 from roofline_report.hlo.kernel_reconciliation import (
     MINOR_REWRITE_SHARE,
     STRENGTH_REDUCTION_RTOL,
     group_rewrites,
     reconcile_kernels,
 )
+from roofline_report.hlo.pattern import backend_kind
 from roofline_report.hlo.product_facts import (
     grouped_conv_flops,
     grouped_conv_taps,

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag
 
+from roofline_report.pattern_names import PatternName
 from roofline_report.results.schema_base import (
     AtLeastOne,
     Count,
@@ -196,14 +197,9 @@ class RateCeiling(Record):
     beside the pattern's roof (shown, not used by the prediction)."""
 
     name: str
+    # An operation's rate, a kernel pattern's, or the on-chip streaming of a TPU's loop.
     op: Literal["exp", "tanh", "log", "sqrt", "rsqrt", "sine", "convert", "multiply-add",
-                "log1p", "expm1", "power", "tan", "atan2", "reduce",
-                "transpose", "loop-dot", "strided-reduction", "gather", "scatter", "sort",
-                "variadic-reduction", "top-k", "fused-transpose", "fft",
-                "interleaved-reduction", "broadcast-transpose", "reduce-window-lane",
-                "on-chip", "mat-vec", "vec-mat", "transposed-dot", "block-transpose",
-                "update-slice", "reduce-window", "sum-window", "lone-convert",
-                "normalization"]
+                "log1p", "expm1", "power", "tan", "atan2", "reduce", "on-chip"] | PatternName
     dtype: str
     unit: Literal["1/s", "elements/s", "FLOP/s", "comparisons/s", "runs/s", "bytes/s",
                   "tiles/s"] = "1/s"

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from roofline_report.pattern_names import PatternName
 from roofline_report.results.schema_base import (
     AtLeastOne,
     Count,
@@ -82,12 +83,7 @@ class KernelRecord(Record):
     # transfer runs beside ([] for none: nothing hides it); None where not recorded (another
     # kernel, or documents written before it was).
     overlapped_by: list[str] | None = None
-    pattern: Literal["transpose", "loop-dot", "strided-reduction", "gather", "scatter",
-                     "sort", "variadic-reduction", "top-k", "fused-transpose", "fft",
-                     "interleaved-reduction", "broadcast-transpose",
-                     "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
-                     "block-transpose", "update-slice", "reduce-window",
-                     "sum-window", "lone-convert", "normalization"] | None = None
+    pattern: PatternName | None = None
     pattern_size: Count = 0  # per launch: the elements the pattern moves (loop-dot: flops)
     pattern_detail: str | None = None  # e.g. "axes (1, 0) of f32[512,1024]"
     # Elements per row where the pattern's rate depends on it: a top-k's row length (the
