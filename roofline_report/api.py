@@ -21,7 +21,13 @@ from typing import Any
 
 from roofline_report.analysis.analyse import analyse
 from roofline_report.analysis.hardware_roof import HardwareRoof
-from roofline_report.analysis.kernel_records import BelowRoof, ExcessTraffic, KernelRow, Lever
+from roofline_report.analysis.kernel_records import (
+    BelowRoof,
+    ExcessTraffic,
+    FreshPages,
+    KernelRow,
+    Lever,
+)
 from roofline_report.analysis.miss import Miss
 from roofline_report.analysis.predict import Prediction
 from roofline_report.analysis.records import Analysis, Program
@@ -76,13 +82,16 @@ def _lever(x: Lever) -> dict[str, Any]:
     if isinstance(x, BelowRoof):
         out.update(kernel=x.kernel, category=x.category, seconds=x.seconds,
                    share_of_roof=x.of_roof, roof=_hardware(x.roof), call_s=x.call,
-                   capped=x.capped)
+                   capped=x.capped, fresh_pages_s=x.faults)
     elif isinstance(x, ExcessTraffic):
         out.update(kernels=list(x.kernels), categories=dict(x.categories), seconds=x.seconds,
                    bytes=x.bytes, total_bytes=x.total_bytes, minimum_bytes=x.minimum_bytes,
                    minimum_basis=x.minimum_basis, excess_bytes=x.excess,
                    bandwidth=x.bandwidth, roof=x.roof, roof_kind=x.roof_kind.value,
                    call_s=x.call)
+    elif isinstance(x, FreshPages):
+        out.update(kernels=list(x.kernels), pages=x.pages, page_fault_s=x.fault,
+                   counted_page_faults=x.counted, temp_bytes=x.temp_bytes, call_s=x.call)
     else:
         out.update(dispatch_s=x.dispatch, launch_s=x.launch, launches=x.launches,
                    one_launch_s=x.floor, seconds=x.seconds, roof_kind=x.roof_kind.value)
@@ -175,8 +184,8 @@ class AnalyzeResult:
     @property
     def levers(self) -> tuple[Lever, ...]:
         """What could save the program the most time, the largest saving first: kernels below
-        their roofs, traffic above the program's minimum, dispatch and launches (each an upper
-        bound; they overlap, so they rank and do not add)."""
+        their roofs, traffic above the program's minimum, fresh pages, dispatch and launches
+        (each an upper bound; they overlap, so they rank and do not add)."""
         return self.program.levers
 
     @property

@@ -26,7 +26,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline_report.analysis.analyse import Assumptions, analyse
-from roofline_report.analysis.kernel_records import BelowRoof, ExcessTraffic, Overhead
+from roofline_report.analysis.kernel_records import (
+    BelowRoof,
+    ExcessTraffic,
+    FreshPages,
+    Overhead,
+)
 from roofline_report.analysis.levers import FUSIBLE, LAUNCH_TERMS
 from roofline_report.analysis.records import Analysis, Program
 from roofline_report.kinds import Kind
@@ -159,9 +164,22 @@ def _check_levers(p: Program) -> None:
         if isinstance(x, BelowRoof):
             r = next(r for r in rows if r.name == x.kernel)
             assert r.hardware is x.roof and r.seconds == x.seconds
-            assert x.saving == pytest.approx(min(x.seconds, seconds) - x.roof.seconds,
-                                             rel=1e-12)
-            assert x.capped == (x.seconds > seconds)
+            assert r.prediction is not None
+            faults = sum(t.seconds for t in r.prediction.terms if t.name == "page faults")
+            assert x.faults == pytest.approx(faults, rel=1e-12)
+            assert x.saving == pytest.approx(
+                min(x.seconds - faults, seconds) - x.roof.seconds, rel=1e-12)
+            assert x.capped == (x.seconds - faults > seconds)
+        elif isinstance(x, FreshPages):
+            assert p.kernels.fresh_pages == x.pages > 0
+            charged = {r.name: sum(t.seconds for t in r.prediction.terms
+                                   if t.name == "page faults")
+                       for r in rows if r.prediction is not None}
+            assert set(x.kernels) == {k for k, v in charged.items() if v > 0}
+            assert [charged[k] for k in x.kernels] == sorted(
+                [charged[k] for k in x.kernels], reverse=True)
+            assert x.saving == pytest.approx(min(seconds, sum(charged.values())), rel=1e-12)
+            assert x.saving <= x.pages * x.fault * (1 + 1e-12)
         elif isinstance(x, ExcessTraffic):
             group = [r for r in rows if r.name in x.kernels]
             assert all(r.category in FUSIBLE for r in group) and group
@@ -184,7 +202,7 @@ def test_each_lever_saves_what_its_numbers_say_largest_first(an: Analysis) -> No
     for p in an.programs:
         _check_levers(p)
         kinds |= {x.what for x in p.levers}
-    assert kinds == {BelowRoof.what, ExcessTraffic.what, Overhead.what}
+    assert kinds == {BelowRoof.what, ExcessTraffic.what, Overhead.what}  # no faults here
 
 
 def test_the_lever_check_catches_a_saving_that_is_not_its_own(an: Analysis) -> None:
@@ -196,6 +214,93 @@ def test_the_lever_check_catches_a_saving_that_is_not_its_own(an: Analysis) -> N
     with pytest.raises(AssertionError):
         _check_levers(replace(p, levers=(replace(first, saving=first.saving / 2),
                                          *p.levers[1:])))
+
+
+def _faulting(doc: dict[str, Any], name: str, share: float) -> dict[str, Any]:
+    """The fixture with a page fault measured at 1 µs and ``name``'s timing counting the
+    faults that take ``share`` of its call, as a process whose allocator hands back its
+    buffers between calls counts them."""
+    out = copy.deepcopy(doc)
+    out["ceilings"]["page_fault"] = {"available": True, "value": 1e-6, "page_bytes": 4096,
+                                     "bytes": 64 << 20, "faults_per_call": 16384.0}
+    w = next(w for w in out["workloads"] if w["name"] == name)
+    seconds = sorted(w["timing"]["per_call_s"])[len(w["timing"]["per_call_s"]) // 2]
+    w["timing"]["page_faults_per_call"] = share * seconds / 1e-6
+    results_io.validate(out)
+    return out
+
+
+def test_fresh_pages_are_a_lever_and_a_kernels_own_headroom_leaves_them_out(
+        doc: dict[str, Any]) -> None:
+    """Page faults the timing counted are charged to the kernels that write first: the fresh
+    pages lever saves what those terms cost, and each of those kernels' below-roof saving is
+    its headroom less its own faults (the two would otherwise count the same time twice)."""
+    before = _program(analyse(doc), "attention")
+    assert not [x for x in before.levers if isinstance(x, FreshPages)]
+    data = _faulting(doc, "attention", 0.6)
+    p = _program(analyse(data), "attention")
+    _check_levers(p)
+    (pages,) = [x for x in p.levers if isinstance(x, FreshPages)]
+    assert p.kernels is not None and p.kernels.counted_pages is not None
+    assert pages.counted == p.kernels.counted_pages and pages.fault == 1e-6
+    assert pages.saving == pytest.approx(p.kernels.fault_seconds, rel=1e-12)
+    after = {x.kernel: x for x in p.levers if isinstance(x, BelowRoof)}
+    old = {x.kernel: x for x in before.levers if isinstance(x, BelowRoof)}
+    netted = [x for x in after.values() if x.faults > 0]
+    assert netted
+    for x in netted:
+        if x.kernel in old and not old[x.kernel].capped and not x.capped:
+            # The same measured time and roof: the saving is smaller by the faults exactly.
+            assert x.saving == pytest.approx(old[x.kernel].saving - x.faults, rel=1e-9)
+    # A kernel whose headroom is all faults is no below-roof lever.
+    dropped = set(old) - set(after)
+    assert dropped
+    for name in dropped:
+        r = next(r for r in p.kernels.rows if r.name == name)
+        assert r.headroom is not None and r.prediction is not None
+        assert sum(t.seconds for t in r.prediction.terms
+                   if t.name == "page faults") >= r.headroom
+    # The API's plain form carries the lever's numbers.
+    from roofline_report.api import AnalyzeResult
+
+    plain = AnalyzeResult(p, analyse(data)).to_dict()["levers"][0]
+    assert plain["kind"] == "fresh pages" and plain["pages"] == pages.pages
+    assert plain["page_fault_s"] == 1e-6 and plain["kernels"] == list(pages.kernels)
+    assert plain["counted_page_faults"] == pages.counted
+
+
+def test_the_fresh_pages_sentence_says_why_the_pages_are_fresh_and_what_keeps_them() -> None:
+    from dataclasses import replace
+
+    from roofline_report.report.lever_words import lever_long, lever_short
+
+    f = FreshPages(pages=51036.0, fault=925e-9, kernels=("a", "b"), counted=55834.2,
+                   temp_bytes=None, saving=47.2e-3, share=0.57, call=82.3e-3)
+    said = _words(lever_long(f))
+    assert said.startswith("Fresh pages: while it was timed, the process took 55834.2 page "
+                           "faults a call: the C allocator gave its buffers back between "
+                           "calls and mapped them anew; the first writes of 2 kernels fault "
+                           "on 51,036 pages a call, 47.2 ms at the measured 925 ns a page, "
+                           "57% of the call.")
+    assert "MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295" in said
+    assert _words(lever_short(f)) == "fresh pages: 47.2 ms (57%)"
+    temp = _words(lever_long(replace(f, counted=None, temp_bytes=40 << 20)))
+    assert "its temporary buffers (41.9 MB) reach 33.6 MB (glibc's largest mmap threshold" \
+        in temp and "while it was timed" not in temp
+    held = _words(lever_long(replace(f, saving=40e-3, share=1.0, call=40e-3)))
+    assert "47.2 ms at the measured 925 ns a page, more than the timed call's 40 ms: up to " \
+        "all of it, 100% of the call." in held
+
+
+@pytest.mark.slow
+def test_a_program_paying_mostly_for_fresh_pages_opens_the_summary_with_them(
+        doc: dict[str, Any]) -> None:
+    data = _users(_faulting(doc, "attention", 0.6), ("attention",))
+    (p,) = analyse(data).programs
+    assert isinstance(p.levers[0], FreshPages)
+    summary = _section(views.render(data).markdown, "summary")
+    assert f"- {_md(p.title)}: the biggest lever (fresh pages). Fresh pages: while it was " \
+           "timed, the process took" in summary
 
 
 @pytest.mark.slow

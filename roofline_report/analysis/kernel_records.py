@@ -3,7 +3,7 @@
 hardware roof and reason), the categories, the trace's summary of a program's calls
 (:class:`TraceSummary`) and the table of them all (:class:`KernelTable`); and the levers, what
 could save a program time, each with the time it could save and the numbers it rests on
-(:class:`BelowRoof`, :class:`ExcessTraffic`, :class:`Overhead`).
+(:class:`BelowRoof`, :class:`ExcessTraffic`, :class:`FreshPages`, :class:`Overhead`).
 """
 
 from __future__ import annotations
@@ -181,6 +181,9 @@ class BelowRoof:
     call: float  # the program's measured time per call
     capped: bool = False
     pattern: str | None = None  # the kernel's pattern (KernelRow.pattern), None for none
+    # The time its first writes to fresh pages are charged (the prediction's page-fault term),
+    # left out of ``saving``: those pages are a lever of their own (FreshPages).
+    faults: float = 0.0
 
     what: ClassVar[str] = "below its roof"
 
@@ -225,6 +228,28 @@ class ExcessTraffic:
 
 
 @dataclass(frozen=True, slots=True)
+class FreshPages:
+    """A lever: first writes to pages the C allocator maps afresh on every call. The kernels
+    that write first (``kernels``, the most pages first) are charged ``pages`` page faults a
+    call at the measured ``fault`` seconds a page (the prediction's page-fault terms:
+    ``saving``, no more than the call's time). The pages are as many as the process took
+    while the call was timed (``counted``) where it counted them, else the temporaries'
+    (``temp_bytes``) past glibc's largest mmap threshold. Memory the allocator keeps between
+    calls faults no page (see :mod:`~roofline_report.analysis.levers`)."""
+
+    pages: float
+    fault: float
+    kernels: tuple[str, ...]
+    counted: float | None
+    temp_bytes: int | None
+    saving: float
+    share: float | None
+    call: float  # the program's measured time per call
+
+    what: ClassVar[str] = "fresh pages"
+
+
+@dataclass(frozen=True, slots=True)
 class Overhead:
     """A lever: the dispatch of a call and its kernels' launches, as the model prices them
     (``dispatch``, and ``launch`` seconds over ``launches`` launches per call, split launches
@@ -249,7 +274,7 @@ class Overhead:
 
 
 #: A lever: what could save a program time, with the time and the numbers it rests on.
-Lever = BelowRoof | ExcessTraffic | Overhead
+Lever = BelowRoof | ExcessTraffic | FreshPages | Overhead
 
 
 # A device idle for more than this share of each call of a traced program waits for its host:
@@ -413,4 +438,5 @@ class KernelTable:
 
 
 __all__ = ["HOST_BOUND_IDLE", "OVERLAP_SAID", "SIGNIFICANT_KERNEL_S", "BelowRoof", "Category",
-           "ExcessTraffic", "KernelRow", "KernelTable", "Lever", "Overhead", "TraceSummary"]
+           "ExcessTraffic", "FreshPages", "KernelRow", "KernelTable", "Lever", "Overhead",
+           "TraceSummary"]

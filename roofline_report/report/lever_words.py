@@ -8,11 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from roofline_report.analysis.fresh_pages import FRESH_ABOVE_BYTES
 from roofline_report.analysis.hardware_roof import HardwareRoof
-from roofline_report.analysis.kernel_records import BelowRoof, ExcessTraffic, Lever, Overhead
+from roofline_report.analysis.kernel_records import (
+    BelowRoof,
+    ExcessTraffic,
+    FreshPages,
+    Lever,
+    Overhead,
+)
 from roofline_report.analysis.records import Program
 from roofline_report.kinds import Kind
-from roofline_report.report.blocks import Inline
+from roofline_report.report.blocks import Code, Inline
 from roofline_report.report.format import Num, count, n, percent, plural, ratio
 from roofline_report.units import format_intensity
 
@@ -37,7 +44,7 @@ _CATEGORY = {"elementwise": ("elementwise", "elementwise"),
 
 def lever_kind(lever: Lever) -> Kind:
     """The kind of a lever's saving: a roof's time for a kernel or the traffic (that roof's
-    kind), the model's terms for dispatch and launches (predicted)."""
+    kind), the model's terms for fresh pages, dispatch and launches (predicted)."""
     if isinstance(lever, BelowRoof):
         return lever.roof.kind
     if isinstance(lever, ExcessTraffic):
@@ -78,6 +85,8 @@ def lever_short(lever: Lever) -> tuple[Inline, ...]:
         head = f"{lever.kernel} below its roof"
     elif isinstance(lever, ExcessTraffic):
         head = f"fusing {plural(len(lever.kernels), 'kernel', 'kernels')}"
+    elif isinstance(lever, FreshPages):
+        head = "fresh pages"
     else:
         head = "dispatch and launches"
     return (f"{head}: ", n(lever.saving, "s", kind), " (", percent(lever.share, kind), ")")
@@ -108,6 +117,8 @@ def lever_long(lever: Lever) -> tuple[Inline, ...]:
                 "): it took ",
                 n(lever.seconds, "s", M), " against ", n(r.seconds, "s", kind),
                 " at that roof, so it could save up to ", n(lever.saving, "s", kind),
+                *((" (besides the ", n(lever.faults, "s", P), " its fresh pages are "
+                   "charged, a lever of their own)") if lever.faults > 0 else ()),
                 *((", the timed call's ", n(lever.call, "s", M),
                    " less its time at the roof (its own time, from the traced calls, is longer "
                    "than the timed call)") if lever.capped else ()),
@@ -134,7 +145,37 @@ def lever_long(lever: Lever) -> tuple[Inline, ...]:
                 n(lever.excess, "B", A), f" less, which at the {lever.roof} roof (",
                 n(lever.bandwidth, "B/s", lever.roof_kind), ", the level of the program's "
                 "traffic per call) take ", *held, *share, ".")
+    if isinstance(lever, FreshPages):
+        return _fresh_pages(lever, kind, share)
     return _overhead(lever, kind, share)
+
+
+#: What keeps glibc's memory between calls (see analysis.levers).
+KEEP_PAGES = "MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295"
+
+
+def _fresh_pages(f: FreshPages, kind: Kind, share: tuple[Inline, ...]) -> tuple[Inline, ...]:
+    if f.counted is not None:
+        why: tuple[Inline, ...] = (
+            "while it was timed, the process took ", count(f.counted, M), " page faults a "
+            "call: the C allocator gave its buffers back between calls and mapped them anew")
+    elif f.temp_bytes:
+        why = ("its temporary buffers (", n(f.temp_bytes, "B", Kind.COMPILER_ESTIMATE),
+               ") reach ", n(FRESH_ABOVE_BYTES, "B", Kind.HYPOTHETICAL),
+               " (glibc's largest mmap threshold, assumed of the C allocator), past which it "
+               "maps them afresh on every call")
+    else:
+        why = ("the C allocator maps its buffers afresh on every call",)
+    at = f.pages * f.fault
+    held: tuple[Inline, ...] = ((", more than the timed call's ", n(f.call, "s", M),
+                                 ": up to all of it") if f.saving >= f.call < at else ())
+    return ("Fresh pages: ", *why, "; the first writes of ",
+            plural(len(f.kernels), "kernel", "kernels"), " fault on ", count(f.pages, P),
+            f" {'page' if f.pages == 1 else 'pages'} a call, ", n(at, "s", kind),
+            " at the measured ", n(f.fault, "s", M), " a page", *held, ", ", *share,
+            ". Memory the allocator keeps between calls faults no page: glibc keeps it with ",
+            Code(KEEP_PAGES), " in the environment before the process starts (one arena, no "
+            "mapping of its own for large blocks, no trimming of its heap).")
 
 
 def _overhead(o: Overhead, kind: Kind, share: tuple[Inline, ...]) -> tuple[Inline, ...]:
