@@ -343,6 +343,33 @@ def test_a_fresh_output_is_priced_at_the_write_new_rate_of_its_own_size() -> Non
     assert all(not lv.by_size for lv in found if lv.kernel != "write-new")
 
 
+def test_a_fresh_output_smaller_than_any_told_apart_from_dispatch_meets_the_levels_roof(
+        ) -> None:
+    """The write-new calls of a 2-core CPU as one run measured them (64 and 128 KiB: their
+    dispatch alone; 256 KiB on: told apart): an output under 256 KiB is priced at its level's
+    other roof, not at the rate of a larger one; from 256 KiB, at the write-new rate."""
+    sweep = _sweep(POINTS)
+    calls = {64 * KiB: 4.85e-6, 128 * KiB: 4.56e-6, 256 * KiB: 12.0e-6, 512 * KiB: 18.14e-6,
+             1 * MiB: 21.13e-6, 2 * MiB: 36.53e-6}
+    sweep["kernels"].append({"name": "write-new", "points": [
+        {"bytes": b, "reps": 1, "bytes_per_call": 2 * b, "available": True, "reason": "",
+         "value": 2 * b / t, "timing": None} for b, t in sorted(calls.items())]})
+    c = _ceilings()
+    c["working_set"] = sweep
+    c["dispatch"] = {"available": True, "value": 6.16e-6}
+    m = roofs.measured(typed_ceilings(c))
+    assert m is not None
+    l2 = next(r for r in m.bandwidth if r.name == "L2 write-new")
+    assert l2.by_size[0][0] == 256 * KiB  # the 64 and 128 KiB calls were left out
+    assert not m.told_apart(128 * KiB) and m.told_apart(256 * KiB)
+    # 3 x + y over 64 KiB arrays: 192 KiB touched, 64 KiB written fresh.
+    small = m.bandwidth_for(192 * KiB, written=64 * KiB)
+    assert small is not None and small.name == "L2 read-write"
+    large = m.bandwidth_for(384 * KiB, written=256 * KiB)
+    assert large is not None and large.name == "L2 write-new"
+    assert large.value == pytest.approx(2 * 256 * KiB / (12.0e-6 - 6.16e-6), rel=1e-9)
+
+
 def test_a_large_fresh_output_past_its_kernels_level_is_priced_at_its_own_size() -> None:
     """A kernel whose reads take it past the last cache (2 x of a 16 MiB array: 32 MiB) but
     whose fresh output a cache level's write-new sweep measured is priced at that rate, not
