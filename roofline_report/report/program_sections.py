@@ -176,7 +176,8 @@ def summary(vm: VM) -> Section | None:
         *((Note(warning),) if warning else ()),
         p(Strong("What to fix first"), f" (on {s.roofs}): each program's levers, ranked by "
           "the time each could save per call: a kernel below the hardware roof at its "
-          "intensity, traffic above the program's minimum, dispatch and launches." + assumed),
+          "intensity, traffic above the program's minimum, pages the C allocator maps afresh "
+          "on every call, dispatch and launches." + assumed),
         BulletList(tuple(text(*x) for x in s.first)),
         p("Every program: its measured time per call, the time the model predicts for it and "
           "the miss between them (the model's accuracy), its achieved rate and its share of "
