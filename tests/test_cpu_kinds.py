@@ -429,6 +429,29 @@ def test_a_scatter_takes_its_own_row_or_the_two_costs_between_two_rows() -> None
     assert found is not None and found.seconds == pytest.approx(1e6 / 2e9)
 
 
+def test_a_gather_of_rows_between_two_rows_measured_takes_the_two_costs() -> None:
+    """A gather's rows of 128 (a mixture of experts' tokens) lie between the CPU's roofs of
+    rows of 64 and 256: a cost an index and a cost an element through both; rows of 64 take
+    their own roof; rows of 3 (a position bias) take the nearest roof, not a line through
+    the scattered elements' (their cost is their table's cache misses)."""
+    roofs = _roofs(
+        _rate("gather", "float32", ((1e4, 2e9), (1e6, 2e9)), row=1),
+        _rate("gather", "float32", ((1e4, 5e9), (1e6, 5e9)), row=64),
+        _rate("gather", "float32", ((1e4, 9.5e9), (1e6, 9.5e9)), row=256))
+
+    def rate(row: int) -> float:
+        found = patterns.pattern_time(kernel_record(_kernel("gather", 1e6, row)), "float32",
+                                      roofs)
+        assert found is not None
+        return 1e6 / found.seconds
+
+    assert rate(64) == pytest.approx(5e9) and rate(256) == pytest.approx(9.5e9)
+    assert rate(128) == pytest.approx(_two_costs(128, (64, 5e9), (256, 9.5e9)))
+    assert 5e9 < rate(128) < 9.5e9
+    assert rate(3) == pytest.approx(2e9)  # the nearest (in log): single elements
+    assert rate(1024) == pytest.approx(9.5e9)  # beyond the rows measured: the nearest
+
+
 def test_a_scatter_of_elements_takes_the_roof_of_the_nearest_table() -> None:
     """A Bloom filter's 1 M updates into a 16 KiB table ran at 2.5 to 3.6 times the speed of
     the scattered elements' roof, whose table grows with its updates: a scatter of single
@@ -470,6 +493,7 @@ def test_a_cpu_plans_its_kinds_by_width_and_an_accelerator_none_of_them() -> Non
         assert {("block-transpose", r) for r in pattern_plans.BLOCK_RUNS} <= rows
         assert {("fft", n) for n in pattern_plans.RFFT_LENGTHS} <= rows
         assert {("scatter", r) for r in (*pattern_plans.SCATTER_ROWS, GATHER_ROW)} <= rows
+        assert {("gather", r) for r in (*pattern_plans.GATHER_ROWS, GATHER_ROW)} <= rows
         assert {k.table for k in cpu if k.pattern == "scatter" and k.row == 1} >= set(
             pattern_plans.SCATTER_TABLES)
         assert ("transposed-dot", 0) in rows

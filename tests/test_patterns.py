@@ -397,7 +397,7 @@ def test_plans_are_small_and_ascending() -> None:
     assert rows == [("block-transpose", 64), ("block-transpose", 1024), ("fft", 256),
                     ("fft", 400), ("fft", 400), ("fft", 512), ("fft", 512), ("fft", 2048),
                     ("gather", 1), ("gather", 1), ("gather", 1),
-                    ("gather", 256), ("mat-vec", 1),
+                    ("gather", 64), ("gather", 256), ("mat-vec", 1),
                     ("mat-vec", 16), ("normalization", 64), ("reduce-window", 1),
                     ("reduce-window", 5),
                     ("scatter", 1), ("scatter", 1), ("scatter", 1),
@@ -499,8 +499,9 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         return
     # A CPU's own kinds come last, each a roof of its row: a narrow product by its width and
     # side, the transposed dot, a block transpose by its run, a real FFT by its length, a row
-    # scatter by its width, a scatter of single elements by its table, a reduce-window by the
-    # arrays it reduces together, a conversion alone, a layer norm of short rows.
+    # gather and a row scatter by their widths, a scatter of single elements by its table, a
+    # reduce-window by the arrays it reduces together, a conversion alone, a layer norm of
+    # short rows.
     own = entries[21:]
     # Single elements gathered from fixed tables, after the sort (roofs on every backend), at
     # their own sizes of output whatever the plan's (a random element of a large table is
@@ -516,7 +517,7 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         ("mat-vec", 1), ("mat-vec", 16), ("vec-mat", 16), ("transposed-dot", None),
         ("block-transpose", 64),
         ("block-transpose", 1024), ("fft", 256), ("fft", 400), ("fft", 512), ("fft", 2048),
-        ("fft", 400), ("fft", 512), ("fft", None), ("transpose", None),
+        ("fft", 400), ("fft", 512), ("fft", None), ("transpose", None), ("gather", 64),
         ("scatter", 16), ("scatter", 64), ("scatter", 1), ("scatter", 1),
         ("reduce-window", 1), ("reduce-window", 5), ("sum-window", None),
         ("lone-convert", None), ("normalization", 64)]
@@ -526,7 +527,7 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     # The FFTs of an operand computed before them: each point the call less its baseline (the
     # same call without the FFT), so below the whole call's time.
     computed = own[10:13]
-    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 10
+    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 11
     for e in computed:
         assert e["available"], e["reason"]
         for point in e["by_size"]:
@@ -544,7 +545,7 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert "from_memory" not in entries[0]
     # 64 x 64 is no matrix beside a few vectors (a small product: both sides narrow); the others
     # ran at their smallest sizes; a layer norm of 64 rows is split into several kernels
-    assert [e["available"] for e in own] == [False, False, False] + [True] * 15 + [False]
+    assert [e["available"] for e in own] == [False, False, False] + [True] * 16 + [False]
     # The pools of one image [1, 32, 32, 32] (the size asked is smaller): a 3 x 3 max pool's
     # 70,688 window elements on the input; 5 arrays' 2 x 2 windows, 5 x 32,768; a cumulative
     # sum's windows of 16 over 8 rows of 512, 136 elements each.

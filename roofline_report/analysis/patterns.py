@@ -198,7 +198,7 @@ def pattern_time(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
     rate = _rate_in(dtype, roof, roof.rate_at(_rate_size(kernel, pattern, size)), pattern)
     if not (math.isfinite(rate) and rate > 0):
         return None
-    between = _between_rows(kernel, roof, roofs, size) if pattern == "scatter" else None
+    between = _between_rows(kernel, roof, roofs, size) if pattern in BY_INDEX else None
     if between is not None:
         rate = _rate_in(dtype, roof, between, pattern)
     cold = roofs.alike(roof, from_memory=True) if from_memory > 0 else None
@@ -255,17 +255,27 @@ def _rate_in(dtype: str, roof: RateRoof, rate: float, pattern: str) -> float:
 BY_BYTES = ("transpose", "fused-transpose", "block-transpose")
 
 
+#: Patterns whose time goes with their indices and their elements (:func:`_between_rows`),
+#: each with the smallest row of the roofs that model spans: a gather's single elements are
+#: priced by their table (cache misses), not as rows of one.
+BY_INDEX = {"scatter": 1, "gather": 2}
+
+
 def _between_rows(kernel: schema.KernelRecord, nearest: RateRoof, roofs: RoofSet,
                   size: float) -> float | None:
-    """The rate of a scatter whose row lies between two rows measured, from a cost of each
-    index and a cost of each element solved from those two roofs at the kernel's size:
-    t(row) = a / row + b per element, through both (a scatter's time goes with its indices
-    where rows are short and with its elements where they are long: on a TPU v5e 11 ns an
-    index, 0.03 ns an element). None beyond the rows measured, at one of them, or where the
-    two do not make both costs positive (the nearest roof then stands)."""
+    """The rate of a scatter or a gather whose row lies between two rows measured, from a
+    cost of each index and a cost of each element solved from those two roofs at the
+    kernel's size: t(row) = a / row + b per element, through both (the time goes with the
+    indices where rows are short and with the elements where they are long: on a TPU v5e a
+    scatter took 11 ns an index, 0.03 ns an element; on a 2-core CPU a gather of rows of 64
+    ran at 5 G elements/s where rows of 256 ran at 9.5, about 8 ns an index and 0.07 ns an
+    element). None beyond the rows measured (a gather's from rows of
+    :data:`BY_INDEX`'s), at one of them, or where the two do not make both costs positive
+    (the nearest roof then stands)."""
     row = kernel.pattern_row
+    least = BY_INDEX.get(nearest.op, 1)
     same = sorted((r for r in roofs.rates if r.op == nearest.op and r.dtype == nearest.dtype
-                   and r.row and not r.table), key=lambda r: r.row)
+                   and r.row >= least and not r.table), key=lambda r: r.row)
     below = [r for r in same if r.row < row]
     above = [r for r in same if r.row > row]
     if row <= 0 or not below or not above or any(r.row == row for r in same):

@@ -262,15 +262,17 @@ def gather_elements(dtype: str) -> Callable[[int], Point]:
     return build
 
 
-def gather_rows(dtype: str) -> Callable[[int], Point]:
+def gather_rows(dtype: str, row: int = GATHER_ROW) -> Callable[[int], Point]:
+    """``jnp.take`` of rows of ``row`` elements from a table as large as its output, the rows
+    in a fixed random order, by output elements."""
     import jax.numpy as jnp
 
     def build(elements: int) -> Point:
-        rows = max(1, elements // GATHER_ROW)
-        x, idx = _array((rows, GATHER_ROW), dtype), _indices(rows)
-        count = rows * GATHER_ROW
+        rows = max(1, elements // row)
+        x, idx = _array((rows, row), dtype), _indices(rows)
+        count = rows * row
         return Point(lambda a, i: jnp.take(a, i, axis=0), (x, idx), count,
-                     2 * count * _itemsize(dtype) + 4 * rows, (rows, GATHER_ROW))
+                     2 * count * _itemsize(dtype) + 4 * rows, (rows, row))
 
     return build
 
