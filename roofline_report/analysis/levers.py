@@ -116,7 +116,7 @@ def _fresh_pages(table: KernelTable | None, rows: Sequence[KernelRow],
         return None
     charged = sorted(((_faults(r), r.name) for r in rows), key=lambda x: (-x[0], x[1]))
     kernels = tuple(name for s, name in charged if s > 0)
-    saving = min(sum(s for s, _ in charged), seconds)
+    saving = min(table.fault_seconds, seconds)
     if saving <= 0:
         return None
     return FreshPages(pages=table.fresh_pages, fault=floor.seconds, kernels=kernels,

@@ -216,7 +216,7 @@ COMPUTED_RFFT_LENGTHS = (400, 512)  # those measured with their operand computed
 FROM_MEMORY_SIZES = (1 << 20,)  # the 2-D swap from main memory: [1024, 1024], 4 MiB
 SCATTER_ROWS = (16, 64)  # a CPU's further row scatter roofs (beside GATHER_ROW's)
 # A CPU's further row gather roof (beside GATHER_ROW's): on a 2-core CPU rows of 64 from a
-# table as large as the gather ran at about 7 G elements/s where rows of 256 ran at 8 to 18,
+# table as large as the gather ran at 5 to 7 G elements/s where rows of 256 ran at 9.5 to 18;
 # priced at the rows of 256, a graph network's gathers of rows of 64 (524,288 elements from a
 # 512 KiB table) read 1.5 to 4 times faster than they ran.
 GATHER_ROWS = (64,)
@@ -344,10 +344,9 @@ def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
     dot with a narrow side by its width (``mat-vec``: matrix elements per second), ``x.T @
     y`` (``transposed-dot``), a cache's block transpose by its run, a real FFT by its
     length, a row gather and a row scatter by their widths, a scatter of single elements by
-    its table, a
-    reduce-window by the arrays it reduces together, a conversion alone and a layer norm of
-    short rows in one library kernel; each a roof, the kernel taking the nearest row (and
-    table)."""
+    its table, a reduce-window by the arrays it reduces together, a conversion alone and a
+    layer norm of short rows in one library kernel; each a roof, the kernel taking the
+    nearest row (and table)."""
     sizes = plan.sizes
     half = sizes[1::2] or sizes
     # One size more, twice the largest, outside quick mode: a 16 MiB operand, whose kernel's
