@@ -622,6 +622,11 @@ def test_a_sequences_dense_convolutions_give_their_flops_and_filter() -> None:
     assert seq["line_conv_flops"] == 2 * 2 * 50 * 48 * 3 * 32
     assert seq["line_conv_filter"] == 3 * 32 * 48
     assert all(k["line_conv_filter"] == 0 for k in convolutions if k is not seq)
+    # The image's convolution keeps its patch matrix (8 x 8 outputs x a 3x3 window x 8
+    # features in); the sequence's and the grouped one keep none.
+    [pic] = [k for k in convolutions if k["image_conv_patch"]]
+    assert pic["image_conv_patch"] == 8 * 8 * 9 * 8
+    assert pic is not seq and not pic["line_conv_flops"]
     # A strided convolution's gradients are dilated convolutions (lhs_dilate, rhs_dilate),
     # another path of XLA:CPU's: none of them counts as one.
     def loss(x: Any, w: Any) -> Any:

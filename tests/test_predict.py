@@ -955,6 +955,41 @@ def test_a_sequences_convolution_runs_at_its_filters_rate() -> None:
     assert any("no 1-D convolution roof measured" in n for n in q.notes)
 
 
+def test_an_image_convolution_reads_its_roof_at_its_patch_matrix() -> None:
+    # The roof's 3x3 kernels of 32 features in and out, measured at patch matrices of 1, 4
+    # and 16 M elements (flops 2 x patch x 32): 200, 190 and 100 GFLOP/s.
+    points = tuple((2.0 * patch * 32, rate) for patch, rate in ((1 << 20, 200e9),
+                                                                (4 << 20, 190e9),
+                                                                (16 << 20, 100e9)))
+    conv = ComputeRoof("convolution float32", 200e9, "float32", M, "", op="convolution",
+                       by_flops=points, channels=32)
+    roofs = RoofSet("this machine", M, (*ROOFS.compute, conv), ROOFS.bandwidth, ROOFS.floors,
+                    ROOFS.rates)
+
+    def kernel(flops: float, patch: int) -> dict[str, Any]:
+        return {"flops": flops, "flops_by_op": {"stablehlo.convolution": flops},
+                "bytes_read": 0, "bytes_written": 0, "trips": 1, "image_conv_patch": patch}
+
+    # 128 features out over a patch matrix of 1 M elements: 2.7e8 flops, past the roof's
+    # 16 M-element size in flops, but its patch matrix is the smallest's: 200 GFLOP/s.
+    flops = 2.0 * (1 << 20) * 128
+    p = predict.predict_kernel(kernel_record(kernel(flops, 1 << 20)), "float32", roofs)
+    assert p is not None and alu(p) == pytest.approx(flops / 200e9)
+    assert p.binding.roof == conv.name
+    # Between two sizes: interpolated in log patch (4 M and 16 M elements: halfway at 8 M).
+    mid = predict.predict_kernel(kernel_record(kernel(flops, 8 << 20)), "float32", roofs)
+    assert mid is not None and alu(mid) == pytest.approx(flops / 145e9)
+    # A record without its patch (written before it was kept) reads the roof at its flops,
+    # as does a roof that did not say its features.
+    old = predict.predict_kernel(kernel_record(kernel(2.0 * (4 << 20) * 32, 0)), "float32",
+                                 roofs)
+    assert old is not None and alu(old) == pytest.approx(2.0 * (4 << 20) * 32 / 190e9)
+    blind = RoofSet("this machine", M, (*ROOFS.compute, replace(conv, channels=0)),
+                    ROOFS.bandwidth, ROOFS.floors, ROOFS.rates)
+    q = predict.predict_kernel(kernel_record(kernel(flops, 1 << 20)), "float32", blind)
+    assert q is not None and alu(q) == pytest.approx(flops / 190e9)
+
+
 def test_a_grouped_convolution_runs_at_the_rate_of_its_taps() -> None:
     # Roofs at 3x3 (0.5 GFLOP/s) and 7x7 (2 GFLOP/s), each flat in size.
     small = ComputeRoof("grouped convolution float32 (3x3 depthwise)", 0.5e9, "float32", M, "",

@@ -74,6 +74,15 @@ class ComputeRoof:
     by_flops: tuple[tuple[float, float], ...] = ()
     window: int = 0  # a grouped convolution roof's window elements (49 for 7x7; 0: not said)
     positions: int = 0  # a 1-D convolution roof's output positions a call (0: not said)
+    channels: int = 0  # an image convolution roof's output features (0: not said)
+
+    def patch_flops(self, patch: int, flops: float) -> float:
+        """The flops at which a convolution whose patch matrix has ``patch`` elements reads
+        this image convolution roof: those its own kernels had with a patch matrix of that
+        size (2 x the patch x its output features), since such a convolution's rate follows
+        its patch matrix (:func:`~roofline_report.hlo.product_facts.image_conv_patch`);
+        ``flops`` where either is not known."""
+        return 2.0 * patch * self.channels if patch > 0 and self.channels > 0 else flops
 
     def rate_at(self, flops: float | None) -> float:
         """The rate of a product of ``flops``: interpolated (in log flops) between the sizes
@@ -610,7 +619,7 @@ def measured(ceilings: schema.Ceilings,
             e.name, value, e.dtype or None,
             Kind.MEASURED, f"measured: {e.name}" + (f" ({e.reason})" if e.reason else ""),
             precision=e.precision, by_flops=by_flops, op=e.op, window=_window_of(e),
-            positions=e.positions or 0))
+            positions=e.positions or 0, channels=e.channels or 0))
     found = measured_levels(ceilings) if levels is None else levels
     bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
                                f"measured: working-set sweep, {lv.rule}",

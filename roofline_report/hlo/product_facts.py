@@ -147,6 +147,37 @@ def line_convolutions(instr: Instruction, module: Module, backend: str | None = 
     return total, best[1]
 
 
+def image_conv_patch(instr: Instruction, module: Module, backend: str | None = None) -> int:
+    """The elements of the patch matrix of the kernel's dense convolution of the most flops
+    that is not a sequence's (:func:`line_convolutions`): its output positions x its window x
+    its input features, the matrix a convolution library multiplies by the filters (its flops
+    over twice its output features). On XLA:CPU a dense image convolution's rate follows that
+    matrix, not its flops: the convolution roof's 3x3 kernels of 32 features in and out ran
+    at 190 to 200 GFLOP/s on a 2-core CPU with a patch matrix of 4 MB (32x32 images, a batch
+    of 4) and fell to 100 to 160 at 18 MB and to 30 at 73 MB, where a VAE's convolutions of
+    128 features, with patch matrices of 5 MB and flops between those two sizes', ran at 220,
+    and a ViT's patch embedding (16x16 windows of three colours into 768 features) at 200.
+    0 without one; on a TPU a convolution that computes a matrix product is not one."""
+    tpu = backend == TPU
+    best = (0, 0)
+    for i in _fused_instructions(instr, module, tpu):
+        if i.opcode != "convolution" or _grouped(i) or (tpu and product_convolution(i)):
+            continue
+        labels = DIM_LABELS.match(i.attributes.get("dim_labels", ""))
+        out = i.shape.array
+        if labels is None or out is None or len(labels["out"]) != len(out.dims) \
+                or "f" not in labels["out"]:
+            continue
+        if sum(c.isdigit() for c in labels["lhs"]) == 1 \
+                and "dilate=" not in i.attributes.get("window", ""):
+            continue  # a sequence's: the 1-D convolution roof reads its filter
+        flops = conv_flops(i) or 0
+        features = out.dims[labels["out"].index("f")]
+        if flops and features:
+            best = max(best, (flops, flops // (2 * features)))
+    return best[1]
+
+
 def grouped_conv_flops(instr: Instruction, module: Module) -> int:
     """The flops of the kernel's grouped convolutions (``feature_group_count`` or
     ``batch_group_count`` above 1; depthwise when the groups are the channels), HLO

@@ -72,6 +72,9 @@ class ComputeCeiling(Record):
     # a 1-D convolution roof's output positions a call (batch x length): each size's flops
     # are 2 x positions x its filter's elements, so a kernel's filter reads the roof's rate
     positions: PosInt | None = None
+    # an image convolution roof's output features: each size's flops are 2 x its patch
+    # matrix's elements x these, so a kernel's patch matrix reads the roof's rate
+    channels: PosInt | None = None
 
 
 class BandwidthCeiling(Record):

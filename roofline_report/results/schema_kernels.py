@@ -114,6 +114,10 @@ class KernelRecord(Record):
     # roof of their own, read at that size; 0 in documents written before they were recorded.
     line_conv_flops: Count = 0
     line_conv_filter: Count = 0
+    # The elements of the patch matrix (output positions x window x input features) of its
+    # dense image convolution of the most flops: the convolution roof is read at that size;
+    # 0 in documents written before it was recorded (the roof then read at its flops).
+    image_conv_patch: Count = 0
     # The integer type its largest dot multiplies ("int8"); None for floats or no dot.
     matmul_dtype: str | None = None
     # The operand precision its largest matrix product asks above the default ("high",

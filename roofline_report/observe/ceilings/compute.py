@@ -286,6 +286,7 @@ def conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
         return jax.device_put(x.astype(kind)), jax.device_put(w.astype(kind))
 
     entry = _compute_entry(f"convolution {dtype}", "convolution", dtype, "default")
+    entry["channels"] = channels
     return _sized_rates(entry, _convolution, plan.conv_sizes, operands,
                         lambda n: conv_flops(n, batch, channels), plan, say,
                         _matmul_caveat(backend, dtype), again, budget)
