@@ -461,6 +461,8 @@ def test_conv_flops_by_hand() -> None:
 
 @pytest.mark.slow
 def test_tiny_convolution_roof_is_measured_apart() -> None:
+    from roofline_report.analysis.roofs import measured
+
     plan = Plan(**{**_fields(TINY), "matmul_sizes": (32,), "matmul_dtypes": ("float32",),
                    "conv_sizes": (6, 10)})
     data = ceilings.measure_ceilings(quick=True, plan=plan)
@@ -470,6 +472,13 @@ def test_tiny_convolution_roof_is_measured_apart() -> None:
     batch, channels = compute_ceilings.conv_shape(data["backend"])  # a TPU's are larger
     assert [s["flops"] for s in conv[0]["by_size"]] == [
         compute_ceilings.conv_flops(n, batch, channels) for n in (6, 10)]
+    # Its output features: a kernel's patch matrix reads the rate where the roof's own had
+    # one of that size (2 x patch x features flops).
+    assert conv[0]["channels"] == channels
+    kept = {k: v for k, v in data.items() if k not in ("peak_compute", "peak_bandwidth")}
+    [roof] = [r for r in measured(typed_ceilings({**kept, "available": True})).compute
+              if r.op == "convolution"]
+    assert roof.channels == channels and roof.patch_flops(100, 1.0) == 2 * 100 * channels
     # The default float32 roof is the matmul's at default precision, never the convolution's.
     assert data["peak_compute"]["name"] == "matmul float32"
 
