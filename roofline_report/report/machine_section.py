@@ -101,7 +101,10 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "a batch of products in one call (one such product alone is mostly dispatch) and "
               "read at the flops of one product. A matrix product of another shape is read at "
               "its own flops (tall, skinny products ran at the rate of square ones of their "
-              "flops); a batched product, as one of its products."),
+              "flops); a batched product, as one of its products; an image convolution, at the "
+              "flops the convolution roof's own kernels had with a patch matrix (output "
+              "positions × window × input features) of its size, its rate following that "
+              "matrix more than its flops."),
             table(("roof", "flops of one product", "rate measured", "rate held to"),
                   [(c(r.name) if i == 0 else c(""), num(f), num(v), num(held))
                    for r in m.by_size for i, (f, v, held) in enumerate(r.points)]),
