@@ -154,9 +154,10 @@ def image_conv_patch(instr: Instruction, module: Module, backend: str | None = N
     over twice its output features). On XLA:CPU a dense image convolution's rate follows that
     matrix, not its flops: the convolution roof's 3x3 kernels of 32 features in and out ran
     at 190 to 200 GFLOP/s on a 2-core CPU with a patch matrix of 4 MB (32x32 images, a batch
-    of 4) and fell to 100 to 160 at 18 MB and to 30 at 73 MB, where a VAE's convolutions of
-    128 features, with patch matrices of 5 MB and flops between those two sizes', ran at 220,
-    and a ViT's patch embedding (16x16 windows of three colours into 768 features) at 200.
+    of 4) and fell to 100 to 160 at 18 MB and to 30 at 73 MB (its im2col temporary then
+    faulted in fresh pages every call), where a VAE's 3x3 convolution into 64 features, with
+    a patch matrix of 9 MB and flops between those two sizes', ran at 216, and a ViT's patch
+    embedding (16x16 windows of three colours into 768 features) at 200.
     0 without one; on a TPU a convolution that computes a matrix product is not one."""
     tpu = backend == TPU
     best = (0, 0)
