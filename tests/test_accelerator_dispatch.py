@@ -11,6 +11,7 @@ import pytest
 
 from roofline_report.analysis import on_chip, predict
 from roofline_report.analysis import roofs as roofs_mod
+from roofline_report.analysis.dispatch_netting import DISPATCH_FLOOR_BUFFERS
 from roofline_report.analysis.roofs import BandwidthRoof, ComputeRoof, Floor, RoofSet
 from roofline_report.kinds import Kind
 from tests.ceilings_records import typed_ceilings
@@ -104,7 +105,7 @@ def test_measured_roofs_of_an_accelerator_keep_the_devices_time() -> None:
     assert tpu is not None and cpu is not None
     assert tpu.dispatch_overlaps and not cpu.dispatch_overlaps
     floor = tpu.floor("dispatch enqueued")
-    assert floor is not None and floor.buffers == roofs_mod.DISPATCH_FLOOR_BUFFERS
+    assert floor is not None and floor.buffers == DISPATCH_FLOOR_BUFFERS
     # the least-squares slope of 118, 242 and 626 us over 2, 33 and 129 buffers
     assert floor.per_buffer == pytest.approx(4.0e-6, rel=1e-3)
     # 130 us is mostly dispatch on both; 1 ms is the device's time on the TPU, and 1 ms less

@@ -18,6 +18,12 @@ from typing import TYPE_CHECKING
 
 from roofline_report import backends
 from roofline_report.analysis import levels as levels_mod
+from roofline_report.analysis.dispatch_netting import (
+    net_of_dispatch,
+    per_buffer,
+    positive,
+    products_net_of_dispatch,
+)
 from roofline_report.kinds import Kind
 from roofline_report.results import schema
 from roofline_report.roofline import attainable, ridge
@@ -580,17 +586,11 @@ def hypothetical(peak: float, bandwidth: float, source: str) -> RoofSet:
     )
 
 
-def _positive(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) and value > 0 else None
-
-
 def measured_levels(ceilings: schema.Ceilings) -> list[levels_mod.Level]:
     """The memory levels of the ceilings' working-set sweep (the dispatch floor taken off the
     write-new calls); [] without a sweep."""
     d = ceilings.dispatch
-    dispatch = _positive(d.value) if d.available else None
+    dispatch = positive(d.value) if d.available else None
     return levels_mod.find_levels(ceilings.working_set, ceilings.caches, ceilings.backend,
                                   dispatch)
 
@@ -608,13 +608,13 @@ def measured(ceilings: schema.Ceilings,
     overlaps = backends.describe(backend).accelerator
     cache_bytes = ceilings.cache_bytes
     d = ceilings.dispatch
-    pipelined = _positive(d.enqueued) if d.available else None
+    pipelined = positive(d.enqueued) if d.available else None
     compute = []
     for e in ceilings.compute:
-        value = _positive(e.value) if e.available else None
+        value = positive(e.value) if e.available else None
         if value is None:
             continue
-        by_flops = _products_net_of_dispatch(e.by_size, pipelined, overlaps)
+        by_flops = products_net_of_dispatch(e.by_size, pipelined, overlaps)
         compute.append(ComputeRoof(
             e.name, value, e.dtype or None,
             Kind.MEASURED, f"measured: {e.name}" + (f" ({e.reason})" if e.reason else ""),
@@ -632,7 +632,7 @@ def measured(ceilings: schema.Ceilings,
     # where the sweep's main-memory level starts (else from the last-level cache's size).
     main_start = next((lv.min_bytes for lv in found if lv.name == level), cache_bytes)
     for b in ceilings.bandwidth:
-        value = _positive(b.value) if b.available else None
+        value = positive(b.value) if b.available else None
         if value is None:
             continue
         array_bytes = "?" if b.array_bytes is None else b.array_bytes
@@ -640,22 +640,22 @@ def measured(ceilings: schema.Ceilings,
             f"{b.name}{STREAM}", value, level, Kind.MEASURED,
             f"measured: {b.name} on {array_bytes} B", min_bytes=main_start))
     floors = []
-    seconds = _positive(d.value) if d.available else None
+    seconds = positive(d.value) if d.available else None
     if seconds is not None:
         floors.append(Floor("dispatch", seconds, Kind.MEASURED,
                             "measured: one tiny call, blocked after every call"))
     if pipelined is not None:
-        per_buffer, buffers = _per_buffer(d.by_buffers)
+        slope, buffers = per_buffer(d.by_buffers)
         floors.append(Floor("dispatch enqueued", pipelined, Kind.MEASURED,
                             "measured: one tiny call among many enqueued, blocked once"
-                            + (", and by the buffers a call passes" if per_buffer else ""),
-                            per_buffer=per_buffer, buffers=buffers))
+                            + (", and by the buffers a call passes" if slope else ""),
+                            per_buffer=slope, buffers=buffers))
     measured_floors: tuple[tuple[schema.LaunchCeiling | schema.SplitLaunchCeiling
                                  | schema.PageFaultCeiling | None, str, str], ...] = (
         (ceilings.launch, *_LAUNCH_FLOOR), (ceilings.split_launch, *_SPLIT_LAUNCH_FLOOR),
         (ceilings.page_fault, *_PAGE_FAULT_FLOOR))
     for entry, name, provenance in measured_floors:
-        seconds = _positive(entry.value) if entry is not None and entry.available else None
+        seconds = positive(entry.value) if entry is not None and entry.available else None
         if seconds is not None:
             floors.append(Floor(name, seconds, Kind.MEASURED, provenance))
     split = ceilings.split_launch
@@ -666,13 +666,13 @@ def measured(ceilings: schema.Ceilings,
                             "measured: as the split launch, with the calls enqueued"))
     rates = []
     for r in ceilings.rates:
-        value = _positive(r.value) if r.available else None
+        value = positive(r.value) if r.available else None
         if value is None or r.roof is False:  # a variant beside a pattern's roof
             continue
         # A computed operand's points are the kernel's own time already: the call less the
         # same call without it, dispatch and all.
         by_size = tuple(sorted((float(p.elements), float(p.value)) for p in r.by_size)) \
-            if r.computed else _net_of_dispatch(r.by_size, pipelined, overlaps)
+            if r.computed else net_of_dispatch(r.by_size, pipelined, overlaps)
         if r.by_size and not by_size:
             continue  # every size was mostly dispatch: no rate of the kernel itself
         taken = ", the call without the kernel taken off" if r.computed else \
@@ -688,25 +688,6 @@ def measured(ceilings: schema.Ceilings,
                    units_overlap=backends.describe(backend).name == "tpu")
 
 
-#: The buffers of the scalar add the enqueued dispatch floor times: two arguments, one result.
-DISPATCH_FLOOR_BUFFERS = 3
-
-
-def _per_buffer(points: Sequence[schema.BufferDispatch]) -> tuple[float, int]:
-    """(seconds per buffer, the buffers of the floor it adds to) of the dispatch measured by
-    buffers: the least-squares slope of the enqueued time over the buffers passed (0 where
-    fewer than two counts were measured or the slope is not positive: below the noise)."""
-    xy = [(float(p.buffers), float(p.enqueued)) for p in points
-          if _positive(p.buffers) and _positive(p.enqueued)]
-    if len({x for x, _ in xy}) < 2:
-        return 0.0, DISPATCH_FLOOR_BUFFERS
-    mx = sum(x for x, _ in xy) / len(xy)
-    my = sum(y for _, y in xy) / len(xy)
-    slope = (sum((x - mx) * (y - my) for x, y in xy)
-             / sum((x - mx) ** 2 for x, _ in xy))
-    return (slope if slope > 0 else 0.0), DISPATCH_FLOOR_BUFFERS
-
-
 def _window_of(entry: schema.ComputeCeiling) -> int:
     """A grouped-convolution ceiling's taps: its window elements (``window``: its side, to the
     power of its ``rank``, 2 where not said: an image's; 1: a sequence's) times its input
@@ -715,60 +696,6 @@ def _window_of(entry: schema.ComputeCeiling) -> int:
     if entry.window is None:
         return 0
     return int(entry.window ** (entry.rank or 2)) * (entry.group or 1)
-
-
-def _products_net_of_dispatch(points: Sequence[schema.MatmulSize], dispatch: float | None,
-                              overlaps: bool = False) -> tuple[tuple[float, float], ...]:
-    """(flops of one product, FLOP/s) of a compute roof's sizes. Each size was timed one call
-    at a time, its dispatch included, so its rate is the one net of the enqueued dispatch floor
-    (as a product inside a program pays none; where the dispatch ``overlaps`` the device's
-    work, a call's time is the device's); a call of ``batch`` small products is read at the
-    flops of one of them."""
-    out: list[tuple[float, float]] = []
-    for x in points:
-        flops, value = _positive(x.flops), _positive(x.value)
-        if flops is None or value is None:
-            continue
-        net = _net_of_dispatch_times([(flops, flops / value)], dispatch, overlaps)
-        out.extend((f / x.batch, rate) for f, rate in net)
-    return tuple(sorted(out))
-
-
-def _net_of_dispatch(points: Sequence[schema.RateSize], dispatch: float | None,
-                     overlaps: bool = False) -> tuple[tuple[float, float], ...]:
-    """(elements, elements per second) of a rate measured by size, one call per sample, with
-    the enqueued dispatch floor taken off each call's time (:func:`_net_of_dispatch_times`);
-    a size also timed without its kernel (``alone``: the same buffers in and out) takes that
-    call's time off instead, at any size the difference leaves positive: its dispatch is
-    the very call's, not the floor's."""
-    own = [(float(p.elements), float(p.seconds - p.alone)) for p in points
-           if p.alone is not None and p.seconds > p.alone]
-    sized = {e for e, _ in own}
-    rest = _net_of_dispatch_times([(p.elements, p.seconds) for p in points
-                                   if float(p.elements) not in sized], dispatch, overlaps)
-    return tuple(sorted([*rest, *((e, e / t) for e, t in own)]))
-
-
-def _net_of_dispatch_times(points: Sequence[tuple[float, float]], dispatch: float | None,
-                           overlaps: bool = False) -> tuple[tuple[float, float], ...]:
-    """(elements, elements per second) of (elements, seconds per call) measured one call per
-    sample, with the enqueued dispatch floor taken off each call's time (where the dispatch
-    ``overlaps`` the device's work, an accelerator's, the call's time is the device's and
-    nothing is taken off); a point under
-    :data:`~roofline_report.analysis.levels.DISPATCH_MARGIN` dispatches is mostly dispatch and
-    left out, as the write-new sweep's are."""
-    out = []
-    for count, time in points:
-        seconds, elements = _positive(time), _positive(count)
-        if seconds is None or elements is None:
-            continue
-        if dispatch:
-            if seconds < levels_mod.DISPATCH_MARGIN * dispatch:
-                continue
-            if not overlaps:
-                seconds -= dispatch
-        out.append((elements, elements / seconds))
-    return tuple(sorted(out))
 
 
 _PRESET_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32",
@@ -781,7 +708,7 @@ def spec_sheet(preset: Preset) -> RoofSet:
     preset's note its provenance). A preset without ``launch`` gives a set without floors."""
     compute = []
     for peak in sorted(preset.peaks, key=lambda p: p.dtype):
-        value = _positive(peak.value)
+        value = positive(peak.value)
         if value is None:
             continue
         key = peak.dtype
@@ -792,12 +719,12 @@ def spec_sheet(preset: Preset) -> RoofSet:
         compute.append(ComputeRoof(f"{preset.name} {key}", value, dtype, Kind.SPEC_SHEET,
                                    peak.note or "spec sheet", precision=precision))
     bandwidth = []
-    hbm = _positive(preset.hbm_bandwidth)
+    hbm = positive(preset.hbm_bandwidth)
     if hbm is not None:
         bandwidth.append(BandwidthRoof(f"{preset.name} HBM", hbm, "HBM", Kind.SPEC_SHEET,
                                        "spec sheet"))
     floors = []
-    seconds = _positive(preset.launch)
+    seconds = positive(preset.launch)
     if seconds is not None:
         floors.append(Floor("launch", seconds, Kind.HYPOTHETICAL,
                             preset.launch_note or "assumed launch floor"))

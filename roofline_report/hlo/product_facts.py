@@ -128,15 +128,10 @@ def line_convolutions(instr: Instruction, module: Module, backend: str | None = 
     strided convolution's gradients: ``lhs_dilate`` for its input's, ``rhs_dilate`` for its
     filter's) is not one: in a plain-JAX audio step they ran at a quarter of that roof. (0, 0)
     without one; on a TPU a convolution that computes a matrix product is not one."""
-    tpu = backend == TPU
     best = (0, 0)
     total = 0
-    for i in _fused_instructions(instr, module, tpu):
-        if i.opcode != "convolution" or _grouped(i) or (tpu and product_convolution(i)) \
-                or "dilate=" in i.attributes.get("window", ""):
-            continue
-        labels = DIM_LABELS.match(i.attributes.get("dim_labels", ""))
-        if labels is None or sum(c.isdigit() for c in labels["lhs"]) != 1:
+    for i in _dense_convolutions(instr, module, backend):
+        if not _sequence_convolution(i):
             continue
         rhs = i.operand_shapes[1] if len(i.operand_shapes) > 1 else None
         flops = conv_flops(i) or 0
@@ -159,24 +154,38 @@ def image_conv_patch(instr: Instruction, module: Module, backend: str | None = N
     a patch matrix of 9 MB and flops between those two sizes', ran at 216, and a ViT's patch
     embedding (16x16 windows of three colours into 768 features) at 200.
     0 without one; on a TPU a convolution that computes a matrix product is not one."""
-    tpu = backend == TPU
     best = (0, 0)
-    for i in _fused_instructions(instr, module, tpu):
-        if i.opcode != "convolution" or _grouped(i) or (tpu and product_convolution(i)):
-            continue
+    for i in _dense_convolutions(instr, module, backend):
         labels = DIM_LABELS.match(i.attributes.get("dim_labels", ""))
         out = i.shape.array
-        if labels is None or out is None or len(labels["out"]) != len(out.dims) \
-                or "f" not in labels["out"]:
-            continue
-        if sum(c.isdigit() for c in labels["lhs"]) == 1 \
-                and "dilate=" not in i.attributes.get("window", ""):
+        if _sequence_convolution(i) or labels is None or out is None \
+                or len(labels["out"]) != len(out.dims) or "f" not in labels["out"]:
             continue  # a sequence's: the 1-D convolution roof reads its filter
         flops = conv_flops(i) or 0
         features = out.dims[labels["out"].index("f")]
         if flops and features:
             best = max(best, (flops, flops // (2 * features)))
     return best[1]
+
+
+def _dense_convolutions(instr: Instruction, module: Module, backend: str | None
+                        ) -> Iterator[Instruction]:
+    """The kernel's convolutions with no feature or batch groups, less, on a TPU, those that
+    compute a matrix product (:func:`~roofline_report.hlo.tpu.product_convolution`)."""
+    tpu = backend == TPU
+    for i in _fused_instructions(instr, module, tpu):
+        if i.opcode == "convolution" and not _grouped(i) \
+                and not (tpu and product_convolution(i)):
+            yield i
+
+
+def _sequence_convolution(conv: Instruction) -> bool:
+    """Whether a dense convolution is a sequence's (:func:`line_convolutions`): one spatial
+    dimension in its input, and no dilation (a strided convolution's gradients run on
+    another path)."""
+    labels = DIM_LABELS.match(conv.attributes.get("dim_labels", ""))
+    return labels is not None and sum(c.isdigit() for c in labels["lhs"]) == 1 \
+        and "dilate=" not in conv.attributes.get("window", "")
 
 
 def grouped_conv_flops(instr: Instruction, module: Module) -> int:
