@@ -457,6 +457,26 @@ def test_conv_flops_by_hand() -> None:
     # each 32 output channels x 32 input channels x 9 taps multiply-adds.
     assert compute_ceilings.conv_flops(10, 4, 32) == 2 * 4 * 8 * 8 * 32 * 32 * 9
     assert compute_ceilings.conv_shape("cpu") == (4, 32)
+    # Padded by one ("same"): 10x10 outputs; along each dimension the taps that land on the
+    # input are 3 x 10 less the two that fall on the padding at either edge.
+    assert compute_ceilings.conv_flops(10, 4, 32, padded=True) == 2 * 4 * 32 * 32 * 28 * 28
+
+
+def test_padded_conv_flops_are_those_the_count_gives_its_kernel() -> None:
+    # The roof's rate is its flops over its time: it must count them as a program's kernel
+    # is counted, or a padded convolution would read it at the wrong rate.
+    import jax
+    import jax.numpy as jnp
+
+    from roofline_report.hlo.kernels import kernel_inventory
+
+    for padded in (False, True):
+        fn = compute_ceilings._padded_convolution if padded else compute_ceilings._convolution
+        text = jax.jit(fn).lower(jnp.ones((2, 10, 10, 8)), jnp.ones((3, 3, 8, 8))) \
+            .compile().as_text()
+        [kernel] = [k for k in kernel_inventory(text)["kernels"] if k["flops"]]
+        assert kernel["flops"] == compute_ceilings.conv_flops(10, 2, 8, padded)
+        assert kernel["image_conv_padded"] is padded
 
 
 @pytest.mark.slow
@@ -472,6 +492,12 @@ def test_tiny_convolution_roof_is_measured_apart() -> None:
     batch, channels = compute_ceilings.conv_shape(data["backend"])  # a TPU's are larger
     assert [s["flops"] for s in conv[0]["by_size"]] == [
         compute_ceilings.conv_flops(n, batch, channels) for n in (6, 10)]
+    # The padded family beside it, at the same sides, its flops those of its n x n outputs.
+    [padded] = [e for e in data["compute"] if e["op"] == "convolution-padded"]
+    assert padded["available"] and padded["name"] == "convolution float32 (padded)"
+    assert [(s["n"], s["flops"]) for s in padded["by_size"]] == [
+        (n, compute_ceilings.conv_flops(n, batch, channels, padded=True)) for n in (6, 10)]
+    assert padded["channels"] == channels
     # Its output features: a kernel's patch matrix reads the rate where the roof's own had
     # one of that size (2 x patch x features flops).
     assert conv[0]["channels"] == channels

@@ -590,6 +590,36 @@ def test_a_pattern_kernel_is_data_movement_only_when_it_computes_nothing(
     assert _category(kernel_record(ops=ops, pattern=pattern, category=inventory)) == shown
 
 
+# ---- padded image convolutions ---------------------------------------------------------------
+
+_PADDED_HLO = """HloModule padded
+
+ENTRY %main (x: f32[4,16,16,32], w: f32[3,3,32,32], y: f32[4,18,18,32]) -> (f32[4,16,16,32], f32[4,15,15,32], f32[4,16,16,32]) {
+  %x = f32[4,16,16,32]{3,2,1,0} parameter(0)
+  %w = f32[3,3,32,32]{3,2,1,0} parameter(1)
+  %y = f32[4,18,18,32]{3,2,1,0} parameter(2)
+  %same = f32[4,16,16,32]{3,2,1,0} convolution(%x, %w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %corner = f32[4,15,15,32]{3,2,1,0} convolution(%x, %w), window={size=3x3 pad=0_1x0_1}, dim_labels=b01f_01io->b01f
+  %valid = f32[4,16,16,32]{3,2,1,0} convolution(%y, %w), window={size=3x3 pad=0_0x0_0}, dim_labels=b01f_01io->b01f
+  ROOT %out = (f32[4,16,16,32]{3,2,1,0}, f32[4,15,15,32]{3,2,1,0}, f32[4,16,16,32]{3,2,1,0}) tuple(%same, %corner, %valid)
+}
+"""
+
+
+def test_an_image_convolution_says_whether_it_pads_its_input() -> None:
+    """Padding on any side of any dimension makes a convolution a padded one (XLA:CPU runs
+    those on a faster path); a window whose padding is all zeros, printed or not, does not."""
+    from roofline_report.hlo.ir import parse_module
+    from roofline_report.hlo.product_facts import image_conv_padded
+
+    module = parse_module(_PADDED_HLO)
+    found = {i.name: i for _c, i in module.instructions()}
+    assert image_conv_padded(found["same"], module)
+    assert image_conv_padded(found["corner"], module)
+    assert not image_conv_padded(found["valid"], module)
+    assert not image_conv_padded(found["x"], module)  # no convolution at all
+
+
 # ---- a sequence's convolutions ---------------------------------------------------------------
 
 

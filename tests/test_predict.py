@@ -990,6 +990,36 @@ def test_an_image_convolution_reads_its_roof_at_its_patch_matrix() -> None:
     assert q is not None and alu(q) == pytest.approx(flops / 190e9)
 
 
+def test_a_padded_convolution_reads_the_padded_roof_where_one_was_measured() -> None:
+    # The unpadded roof at 150 GFLOP/s, the padded one at 220, both flat, 32 features.
+    conv = ComputeRoof("convolution float32", 150e9, "float32", M, "", op="convolution",
+                       channels=32)
+    padded = ComputeRoof("convolution float32 (padded)", 220e9, "float32", M, "",
+                         op="convolution-padded", channels=32)
+    both = RoofSet("this machine", M, (*ROOFS.compute, conv, padded), ROOFS.bandwidth,
+                   ROOFS.floors, ROOFS.rates)
+    flops = 1e9
+
+    def kernel(pads: bool) -> dict[str, Any]:
+        return {"flops": flops, "flops_by_op": {"stablehlo.convolution": flops},
+                "bytes_read": 0, "bytes_written": 0, "trips": 1,
+                "image_conv_patch": 1 << 20, "image_conv_padded": pads}
+
+    same = predict.predict_kernel(kernel_record(kernel(True)), "float32", both)
+    assert same is not None and alu(same) == pytest.approx(flops / 220e9)
+    assert same.binding.roof == padded.name
+    valid = predict.predict_kernel(kernel_record(kernel(False)), "float32", both)
+    assert valid is not None and alu(valid) == pytest.approx(flops / 150e9)
+    assert valid.binding.roof == conv.name
+    # Ceilings without the padded roof (measured before it was): the unpadded roof, said so.
+    older = RoofSet("this machine", M, (*ROOFS.compute, conv), ROOFS.bandwidth, ROOFS.floors,
+                    ROOFS.rates)
+    fallen = predict.predict_kernel(kernel_record(kernel(True)), "float32", older)
+    assert fallen is not None and alu(fallen) == pytest.approx(flops / 150e9)
+    assert any("no padded convolution roof measured" in n for n in fallen.notes)
+    assert not any("padded" in n for n in valid.notes)
+
+
 def test_a_grouped_convolution_runs_at_the_rate_of_its_taps() -> None:
     # Roofs at 3x3 (0.5 GFLOP/s) and 7x7 (2 GFLOP/s), each flat in size.
     small = ComputeRoof("grouped convolution float32 (3x3 depthwise)", 0.5e9, "float32", M, "",

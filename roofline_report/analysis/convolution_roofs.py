@@ -5,15 +5,16 @@ roof's peak (pure; no jax).
 A kernel's convolution flops split three ways: dense 1-D ones (a sequence's) at the 1-D
 convolution roof read at their filter's size, grouped (depthwise) ones at the grouped roof read
 at their taps, the rest at the convolution roof read at their patch matrix's size where it was
-recorded (else at their flops); a part whose roof was not measured falls to the convolution
-roof, and a note says so.
+recorded (else at their flops): the padded convolutions' roof where the largest of them pads
+its input, the unpadded one's otherwise. A part whose roof was not measured falls to the
+convolution roof, and a note says so.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roofline_report.analysis.roofs import ComputeRoof, RoofSet
+from roofline_report.analysis.roofs import PADDED_CONVOLUTION, ComputeRoof, RoofSet
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,14 +30,14 @@ class ConvolutionPart:
 
 def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, *, flops: float,
                       grouped: float = 0.0, taps: int = 0, line: float = 0.0,
-                      line_filter: int = 0, patch: int = 0
+                      line_filter: int = 0, patch: int = 0, padded: bool = False
                       ) -> tuple[list[ConvolutionPart], list[str]]:
     """The parts of ``flops`` of convolutions in ``dtype`` (``grouped`` of them grouped, of
     ``taps`` multiply-adds an output; ``line`` of them dense 1-D ones, whose largest filter has
     ``line_filter`` elements; the largest of the rest with a patch matrix of ``patch``
-    elements, 0 where not recorded), each with its roof (the convolution roof, else
-    ``fallback``, where a part's own was not measured), and the notes saying which fell
-    back."""
+    elements, 0 where not recorded, and ``padded`` where it pads its input), each with its
+    roof (the convolution roof, else ``fallback``, where a part's own was not measured), and
+    the notes saying which fell back."""
     conv = roofs.compute_for(dtype, op="convolution") or fallback
     parts: list[ConvolutionPart] = []
     notes: list[str] = []
@@ -51,7 +52,14 @@ def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, *, flop
             parts.append(ConvolutionPart(line, found[0], found[1], "1-D convolution"))
             dense -= line
     if dense > 0:
-        parts.append(ConvolutionPart(dense, conv, conv.rate_at(conv.patch_flops(patch, dense))))
+        # A padded ("same") image convolution runs on a faster path than an unpadded one.
+        image = roofs.compute_for(dtype, op=PADDED_CONVOLUTION) if padded else conv
+        if image is None:
+            notes.append(f"no padded convolution roof measured: padded convolutions at the "
+                         f"{conv.name} roof")
+            image = conv
+        parts.append(ConvolutionPart(dense, image,
+                                     image.rate_at(image.patch_flops(patch, dense))))
     if grouped:
         # A grouped (depthwise) convolution runs far below a dense one: its own roof.
         at = roofs.grouped_convolution(dtype, grouped, taps)

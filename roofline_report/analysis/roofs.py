@@ -58,6 +58,7 @@ def _rate_by_size(points: Sequence[tuple[float, float]], size: float, default: f
 
 GROUPED_CONVOLUTION = "grouped-convolution"  # the compute roof of grouped convolutions
 LINE_CONVOLUTION = "convolution-1d"  # the compute roof of dense 1-D (a sequence's) convolutions
+PADDED_CONVOLUTION = "convolution-padded"  # the compute roof of padded ("same") convolutions
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,7 @@ class ComputeRoof:
     """A compute ceiling in FLOP/s; ``dtype`` None means it applies to any dtype. ``op``: the
     operation it was measured on, ``matmul`` (the roof of matrix products, and the compute roof
     a roofline draws), ``convolution`` (measured apart: another library path),
+    ``convolution-padded`` (a padded image convolution's: another path again),
     ``convolution-1d`` (a sequence's: its rate follows its filter) or ``grouped-convolution``
     (depthwise: each group a tiny convolution)."""
 

@@ -118,6 +118,9 @@ class KernelRecord(Record):
     # dense image convolution of the most flops: the convolution roof is read at that size;
     # 0 in documents written before it was recorded (the roof then read at its flops).
     image_conv_patch: Count = 0
+    # Whether that convolution pads its input (a "SAME" convolution's): a padded one runs on
+    # another path, under a roof of its own; False in documents written before it was recorded.
+    image_conv_padded: bool = False
     # The integer type its largest dot multiplies ("int8"); None for floats or no dot.
     matmul_dtype: str | None = None
     # The operand precision its largest matrix product asks above the default ("high",

@@ -243,9 +243,13 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
 
 
 # A convolution runs through other library code than a matmul of the same flops, at a rate of
-# its own: 3x3 NHWC convolutions (HWIO filters, "valid" padding) of CONV_CHANNELS channels in
-# and out, a batch of CONV_BATCH images of n x n pixels, by n. Its rate depends on the channel
-# counts too; the prediction of another convolution uses this family's rate at its flops.
+# its own: 3x3 NHWC convolutions (HWIO filters) of CONV_CHANNELS channels in and out, a batch
+# of CONV_BATCH images of n x n pixels, by n; the prediction of another convolution reads this
+# family at its patch matrix's size. Two families: unpadded ("valid": (n - 2)^2 outputs) and
+# padded ("same": n^2 outputs, the form most models use). XLA:CPU runs a padded convolution
+# on another, faster path, the gap growing with the images: on a 2-core CPU 3x3 kernels of 32
+# features over a batch of 4 ran at 190 against 170 GFLOP/s on 16x16 outputs and 230 against
+# 146 on 64x64 (see :func:`~roofline_report.hlo.product_facts.image_conv_padded`).
 CONV_WINDOW = 3
 
 
@@ -254,8 +258,14 @@ def conv_shape(backend: str) -> tuple[int, int]:
     return (4, 32) if backend == "cpu" else (8, 128)
 
 
-def conv_flops(n: int, batch: int, channels: int) -> int:
-    """2 · batch · (n - 2)² · channels² · 3 · 3: the multiply-adds of a valid 3x3 convolution."""
+def conv_flops(n: int, batch: int, channels: int, padded: bool = False) -> int:
+    """The flops XLA counts for the convolution roof's kernel over n x n images: 2 · batch ·
+    channels² · the window taps that land on the input. Unpadded, (n - 2)² outputs of 3 x 3
+    taps each; padded by one on each side ("same"), n² outputs whose taps on the padding do
+    not count, (3n - 2) a dimension."""
+    if padded:
+        taps = CONV_WINDOW * n - (CONV_WINDOW - 1)
+        return 2 * batch * channels * channels * taps * taps
     side = n - CONV_WINDOW + 1
     return 2 * batch * side * side * channels * channels * CONV_WINDOW * CONV_WINDOW
 
@@ -267,10 +277,18 @@ def _convolution(x: Any, w: Any) -> Any:
                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
+def _padded_convolution(x: Any, w: Any) -> Any:
+    import jax
+
+    return jax.lax.conv_general_dilated(x, w, window_strides=(1, 1), padding="SAME",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
 def conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
                 again: Again | None = None,
-                budget: load.Budget | None = None) -> dict[str, Any]:
-    """The convolution roof of ``dtype`` by size (see :data:`CONV_WINDOW`)."""
+                budget: load.Budget | None = None, padded: bool = False) -> dict[str, Any]:
+    """The convolution roof of ``dtype`` by size (see :data:`CONV_WINDOW`): unpadded, or with
+    ``padded`` the padded family's (op ``convolution-padded``)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -285,10 +303,15 @@ def conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
                                 dtype=np.float32) / (3 * channels**0.5)
         return jax.device_put(x.astype(kind)), jax.device_put(w.astype(kind))
 
-    entry = _compute_entry(f"convolution {dtype}", "convolution", dtype, "default")
+    if padded:
+        entry = _compute_entry(f"convolution {dtype} (padded)", "convolution-padded", dtype,
+                               "default")
+    else:
+        entry = _compute_entry(f"convolution {dtype}", "convolution", dtype, "default")
     entry["channels"] = channels
-    return _sized_rates(entry, _convolution, plan.conv_sizes, operands,
-                        lambda n: conv_flops(n, batch, channels), plan, say,
+    return _sized_rates(entry, _padded_convolution if padded else _convolution,
+                        plan.conv_sizes, operands,
+                        lambda n: conv_flops(n, batch, channels, padded), plan, say,
                         _matmul_caveat(backend, dtype), again, budget)
 
 

@@ -98,8 +98,9 @@ def measure_ceilings(
                                                      highest=True, again=again,
                                                      budget=budget))
     if plan.conv_sizes:
-        compute.append(compute_ceilings.conv_entry("float32", backend, plan, say, again=again,
-                                                   budget=budget))
+        compute += [compute_ceilings.conv_entry("float32", backend, plan, say, again=again,
+                                                budget=budget, padded=padded)
+                    for padded in (False, True)]
     if plan.conv_1d_features:
         compute.append(compute_ceilings.line_conv_entry("float32", backend, plan, say,
                                                         again=again, budget=budget))
