@@ -477,6 +477,34 @@ def test_padded_conv_flops_are_those_the_count_gives_its_kernel() -> None:
         [kernel] = [k for k in kernel_inventory(text)["kernels"] if k["flops"]]
         assert kernel["flops"] == compute_ceilings.conv_flops(10, 2, 8, padded)
         assert kernel["image_conv_padded"] is padded
+        assert not kernel["image_conv_weight_gradient"]
+    # The weight gradient of the padded one, as the roof writes it: its flops and patch matrix
+    # are the forward one's, and the count takes it for a weight gradient.
+    text = jax.jit(compute_ceilings._weight_gradient).lower(
+        jnp.ones((8, 10, 10, 2)), jnp.ones((10, 10, 2, 8))).compile().as_text()
+    [kernel] = [k for k in kernel_inventory(text)["kernels"] if k["flops"]]
+    assert kernel["flops"] == compute_ceilings.conv_flops(10, 2, 8, padded=True)
+    assert kernel["image_conv_patch"] == kernel["flops"] // (2 * 8)
+    assert kernel["image_conv_weight_gradient"] and kernel["image_conv_padded"]
+
+
+def test_the_weight_gradient_roof_is_the_one_a_training_step_computes() -> None:
+    # The roof's kernel is the convolution XLA writes for the filter's gradient of the padded
+    # roof's own: the same window, padding and labels, the same flops.
+    import jax
+    import jax.numpy as jnp
+
+    from roofline_report.hlo.kernels import kernel_inventory
+
+    x, w = jnp.ones((2, 10, 10, 8)), jnp.ones((3, 3, 8, 8))
+
+    def filter_gradient(x: Any, w: Any) -> Any:
+        y, back = jax.vjp(compute_ceilings._padded_convolution, x, w)
+        return back(y)[1]
+
+    text = jax.jit(filter_gradient).lower(x, w).compile().as_text()
+    grads = [k for k in kernel_inventory(text)["kernels"] if k["image_conv_weight_gradient"]]
+    assert [k["flops"] for k in grads] == [compute_ceilings.conv_flops(10, 2, 8, padded=True)]
 
 
 @pytest.mark.slow
@@ -498,6 +526,11 @@ def test_tiny_convolution_roof_is_measured_apart() -> None:
     assert [(s["n"], s["flops"]) for s in padded["by_size"]] == [
         (n, compute_ceilings.conv_flops(n, batch, channels, padded=True)) for n in (6, 10)]
     assert padded["channels"] == channels
+    # And the padded one's weight gradient: the same flops at each side.
+    [gradient] = [e for e in data["compute"] if e["op"] == "convolution-weight-gradient"]
+    assert gradient["available"] and gradient["name"] == "convolution float32 (weight gradient)"
+    assert [(s["n"], s["flops"]) for s in gradient["by_size"]] == [
+        (n, s["flops"]) for n, s in zip((6, 10), padded["by_size"], strict=True)]
     # Its output features: a kernel's patch matrix reads the rate where the roof's own had
     # one of that size (2 x patch x features flops).
     assert conv[0]["channels"] == channels

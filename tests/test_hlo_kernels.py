@@ -603,7 +603,7 @@ ENTRY %main (x: f32[4,16,16,32], w: f32[3,3,32,32], y: f32[4,18,18,32]) -> (f32[
   %valid = f32[4,16,16,32]{3,2,1,0} convolution(%y, %w), window={size=3x3 pad=0_0x0_0}, dim_labels=b01f_01io->b01f
   ROOT %out = (f32[4,16,16,32]{3,2,1,0}, f32[4,15,15,32]{3,2,1,0}, f32[4,16,16,32]{3,2,1,0}) tuple(%same, %corner, %valid)
 }
-"""
+"""  # noqa: E501
 
 
 def test_an_image_convolution_says_whether_it_pads_its_input() -> None:
@@ -618,6 +618,37 @@ def test_an_image_convolution_says_whether_it_pads_its_input() -> None:
     assert image_conv_padded(found["corner"], module)
     assert not image_conv_padded(found["valid"], module)
     assert not image_conv_padded(found["x"], module)  # no convolution at all
+
+
+_GRADIENT_HLO = """HloModule gradient
+
+ENTRY %main (x: f32[32,16,16,8], g: f32[16,16,8,32], w: f32[3,3,32,32], s: f32[1,2,2,32]) -> (f32[32,3,3,32], f32[1,2,2,32]) {
+  %x = f32[32,16,16,8]{3,2,1,0} parameter(0)
+  %g = f32[16,16,8,32]{3,2,1,0} parameter(1)
+  %w = f32[3,3,32,32]{3,2,1,0} parameter(2)
+  %s = f32[1,2,2,32]{3,2,1,0} parameter(3)
+  %filter = f32[32,3,3,32]{3,2,1,0} convolution(%x, %g), window={size=16x16 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %tiny = f32[1,2,2,32]{3,2,1,0} convolution(%s, %w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  ROOT %out = (f32[32,3,3,32]{3,2,1,0}, f32[1,2,2,32]{3,2,1,0}) tuple(%filter, %tiny)
+}
+"""  # noqa: E501
+
+
+def test_a_convolution_whose_window_outgrows_its_output_is_a_weight_gradient() -> None:
+    """A ResNet block's filter gradient (its window the 16x16 images, a 3x3 output) is one;
+    a forward 3x3 convolution over 16x16 images is not; one over 2x2 images reads as one
+    (the rule's known limit: its window, 9, exceeds its 4 outputs)."""
+    from roofline_report.hlo.ir import parse_module
+    from roofline_report.hlo.product_facts import image_conv_weight_gradient
+
+    module = parse_module(_GRADIENT_HLO)
+    found = {i.name: i for _c, i in module.instructions()}
+    assert image_conv_weight_gradient(found["filter"], module)
+    assert image_conv_weight_gradient(found["tiny"], module)
+    padded = parse_module(_PADDED_HLO)
+    forward = {i.name: i for _c, i in padded.instructions()}
+    assert not image_conv_weight_gradient(forward["same"], padded)
+    assert not image_conv_weight_gradient(forward["x"], padded)
 
 
 # ---- a sequence's convolutions ---------------------------------------------------------------

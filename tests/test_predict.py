@@ -1020,6 +1020,41 @@ def test_a_padded_convolution_reads_the_padded_roof_where_one_was_measured() -> 
     assert not any("padded" in n for n in valid.notes)
 
 
+def test_a_weight_gradient_reads_its_own_roof_else_its_forward_ones() -> None:
+    # Unpadded 150 GFLOP/s, padded 220, weight gradients 170, all flat, 32 features.
+    conv = ComputeRoof("convolution float32", 150e9, "float32", M, "", op="convolution",
+                       channels=32)
+    padded = ComputeRoof("convolution float32 (padded)", 220e9, "float32", M, "",
+                         op="convolution-padded", channels=32)
+    gradient = ComputeRoof("convolution float32 (weight gradient)", 170e9, "float32", M, "",
+                           op="convolution-weight-gradient", channels=32)
+    flops = 1e9
+
+    def seconds(roofs: tuple[ComputeRoof, ...], pads: bool) -> tuple[float, tuple[str, ...]]:
+        kernel = {"flops": flops, "flops_by_op": {"stablehlo.convolution": flops},
+                  "bytes_read": 0, "bytes_written": 0, "trips": 1,
+                  "image_conv_patch": 1 << 20, "image_conv_padded": pads,
+                  "image_conv_weight_gradient": True}
+        roof_set = RoofSet("this machine", M, (*ROOFS.compute, *roofs), ROOFS.bandwidth,
+                           ROOFS.floors, ROOFS.rates)
+        p = predict.predict_kernel(kernel_record(kernel), "float32", roof_set)
+        assert p is not None
+        return alu(p), p.notes
+
+    assert seconds((conv, padded, gradient), True) == (pytest.approx(flops / 170e9), ())
+    assert seconds((conv, padded, gradient), False)[0] == pytest.approx(flops / 170e9)
+    # Ceilings without the weight gradients' roof: the padded roof for a padded one, the
+    # unpadded roof otherwise, each said.
+    at, notes = seconds((conv, padded), True)
+    assert at == pytest.approx(flops / 220e9)
+    assert notes == ("no weight-gradient convolution roof measured: weight gradients at the "
+                     "padded convolutions' roof",)
+    at, notes = seconds((conv,), False)
+    assert at == pytest.approx(flops / 150e9)
+    assert notes == ("no weight-gradient convolution roof measured: weight gradients at the "
+                     "convolution float32 roof",)
+
+
 def test_a_grouped_convolution_runs_at_the_rate_of_its_taps() -> None:
     # Roofs at 3x3 (0.5 GFLOP/s) and 7x7 (2 GFLOP/s), each flat in size.
     small = ComputeRoof("grouped convolution float32 (3x3 depthwise)", 0.5e9, "float32", M, "",

@@ -5,16 +5,22 @@ roof's peak (pure; no jax).
 A kernel's convolution flops split three ways: dense 1-D ones (a sequence's) at the 1-D
 convolution roof read at their filter's size, grouped (depthwise) ones at the grouped roof read
 at their taps, the rest at the convolution roof read at their patch matrix's size where it was
-recorded (else at their flops): the padded convolutions' roof where the largest of them pads
-its input, the unpadded one's otherwise. A part whose roof was not measured falls to the
-convolution roof, and a note says so.
+recorded (else at their flops): the weight gradients' roof where the largest of them is the
+gradient of a filter, else the padded convolutions' roof where it pads its input, else the
+unpadded one's. A part whose roof was not measured falls to the convolution roof (a weight
+gradient first to the padded one where it pads), and a note says so.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roofline_report.analysis.roofs import PADDED_CONVOLUTION, ComputeRoof, RoofSet
+from roofline_report.analysis.roofs import (
+    PADDED_CONVOLUTION,
+    WEIGHT_GRADIENT,
+    ComputeRoof,
+    RoofSet,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,14 +36,16 @@ class ConvolutionPart:
 
 def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, *, flops: float,
                       grouped: float = 0.0, taps: int = 0, line: float = 0.0,
-                      line_filter: int = 0, patch: int = 0, padded: bool = False
+                      line_filter: int = 0, patch: int = 0, padded: bool = False,
+                      weight_gradient: bool = False
                       ) -> tuple[list[ConvolutionPart], list[str]]:
     """The parts of ``flops`` of convolutions in ``dtype`` (``grouped`` of them grouped, of
     ``taps`` multiply-adds an output; ``line`` of them dense 1-D ones, whose largest filter has
     ``line_filter`` elements; the largest of the rest with a patch matrix of ``patch``
-    elements, 0 where not recorded, and ``padded`` where it pads its input), each with its
-    roof (the convolution roof, else ``fallback``, where a part's own was not measured), and
-    the notes saying which fell back."""
+    elements, 0 where not recorded, ``padded`` where it pads its input, ``weight_gradient``
+    where it is the gradient of a filter), each with its roof (the convolution roof, else
+    ``fallback``, where a part's own was not measured), and the notes saying which fell
+    back."""
     conv = roofs.compute_for(dtype, op="convolution") or fallback
     parts: list[ConvolutionPart] = []
     notes: list[str] = []
@@ -52,12 +60,7 @@ def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, *, flop
             parts.append(ConvolutionPart(line, found[0], found[1], "1-D convolution"))
             dense -= line
     if dense > 0:
-        # A padded ("same") image convolution runs on a faster path than an unpadded one.
-        image = roofs.compute_for(dtype, op=PADDED_CONVOLUTION) if padded else conv
-        if image is None:
-            notes.append(f"no padded convolution roof measured: padded convolutions at the "
-                         f"{conv.name} roof")
-            image = conv
+        image = _image_roof(roofs, dtype, conv, padded, weight_gradient, notes)
         parts.append(ConvolutionPart(dense, image,
                                      image.rate_at(image.patch_flops(patch, dense))))
     if grouped:
@@ -69,6 +72,26 @@ def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, *, flop
             at = (conv, conv.rate_at(grouped))
         parts.append(ConvolutionPart(grouped, at[0], at[1], "grouped convolution"))
     return parts, notes
+
+
+def _image_roof(roofs: RoofSet, dtype: str, conv: ComputeRoof, padded: bool,
+                weight_gradient: bool, notes: list[str]) -> ComputeRoof:
+    """The roof of a dense image convolution: a weight gradient's runs below a forward one,
+    a padded ("same") one on a faster path than an unpadded one; a note for each roof that
+    was not measured."""
+    if weight_gradient:
+        found = roofs.compute_for(dtype, op=WEIGHT_GRADIENT)
+        if found is not None:
+            return found
+        notes.append("no weight-gradient convolution roof measured: weight gradients at the "
+                     + ("padded convolutions' roof" if padded else f"{conv.name} roof"))
+    if padded:
+        found = roofs.compute_for(dtype, op=PADDED_CONVOLUTION)
+        if found is not None:
+            return found
+        notes.append(f"no padded convolution roof measured: padded convolutions at the "
+                     f"{conv.name} roof")
+    return conv
 
 
 __all__ = ["ConvolutionPart", "convolution_parts"]

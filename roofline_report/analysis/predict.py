@@ -181,6 +181,8 @@ class Facts:
     conv_patch: int = 0
     # Whether that convolution pads its input: the padded convolutions' roof prices it.
     conv_padded: bool = False
+    # Whether that convolution is a weight gradient: the weight gradients' roof prices it.
+    conv_weight_gradient: bool = False
     matmul_dtype: str | None = None  # the integer type its matrix products multiply
     # Work a loop fusion repeats per output element beyond the count (priced, not counted in
     # ``flops``): flops, and transcendentals by function name.
@@ -285,6 +287,7 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
                  line_flops=line, line_filter=kernel.line_conv_filter,
                  conv_patch=kernel.image_conv_patch,
                  conv_padded=kernel.image_conv_padded,
+                 conv_weight_gradient=kernel.image_conv_weight_gradient,
                  matmul_dtype=integer or None,
                  recomputed_flops=float(kernel.recomputed_flops), recomputed=again,
                  complex_flops=float(kernel.complex_flops),
@@ -465,7 +468,8 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         convs, said = convolution_parts(roofs, f.dtype, compute, flops=f.conv_flops,
                                         grouped=f.grouped_flops, taps=f.grouped_taps,
                                         line=f.line_flops, line_filter=f.line_filter,
-                                        patch=f.conv_patch, padded=f.conv_padded)
+                                        patch=f.conv_patch, padded=f.conv_padded,
+                                        weight_gradient=f.conv_weight_gradient)
         notes += said
         terms += [Term("convolution", "compute", c.flops / c.rate, c.roof.name, c.roof.kind,
                        c.detail) for c in convs]

@@ -59,6 +59,7 @@ def _rate_by_size(points: Sequence[tuple[float, float]], size: float, default: f
 GROUPED_CONVOLUTION = "grouped-convolution"  # the compute roof of grouped convolutions
 LINE_CONVOLUTION = "convolution-1d"  # the compute roof of dense 1-D (a sequence's) convolutions
 PADDED_CONVOLUTION = "convolution-padded"  # the compute roof of padded ("same") convolutions
+WEIGHT_GRADIENT = "convolution-weight-gradient"  # the compute roof of filters' gradients
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,7 @@ class ComputeRoof:
     operation it was measured on, ``matmul`` (the roof of matrix products, and the compute roof
     a roofline draws), ``convolution`` (measured apart: another library path),
     ``convolution-padded`` (a padded image convolution's: another path again),
+    ``convolution-weight-gradient`` (the gradient of a convolution's filter: below both),
     ``convolution-1d`` (a sequence's: its rate follows its filter) or ``grouped-convolution``
     (depthwise: each group a tiny convolution)."""
 

@@ -105,7 +105,9 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "flops the convolution roof's own kernels had with a patch matrix (output "
               "positions × window × input features) of its size, its rate following that "
               "matrix more than its flops; a padded one (a \"same\" convolution's), on the "
-              "padded convolutions' roof, measured on the same kernels padded by one."),
+              "padded convolutions' roof, measured on the same kernels padded by one, and a "
+              "filter's gradient on the weight gradients' roof, measured on those kernels' "
+              "own."),
             table(("roof", "flops of one product", "rate measured", "rate held to"),
                   [(c(r.name) if i == 0 else c(""), num(f), num(v), num(held))
                    for r in m.by_size for i, (f, v, held) in enumerate(r.points)]),

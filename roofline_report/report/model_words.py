@@ -41,7 +41,7 @@ MODEL_TEXT = (
     "features), other "
     "convolution flops (patch embeddings' among them) to the convolution roof read at their "
     "patch matrix's size (output positions × window × input features; a padded one's to the "
-    "padded convolutions' roof), conversions "
+    "padded convolutions' roof, a filter's gradient to the weight gradients' roof), conversions "
     "to the conversion "
     "rate, other flops to the measured multiply-add rate and each transcendental to its "
     "function's rate (with the work a loop fusion repeats for every output element, under a "

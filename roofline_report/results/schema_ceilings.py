@@ -51,8 +51,8 @@ class LoadReading(Record):
 
 class ComputeCeiling(Record):
     name: str
-    op: Literal["matmul", "convolution", "convolution-padded", "convolution-1d",
-                "grouped-convolution"] = "matmul"
+    op: Literal["matmul", "convolution", "convolution-padded", "convolution-weight-gradient",
+                "convolution-1d", "grouped-convolution"] = "matmul"
     dtype: str
     precision: str = "default"
     available: bool

@@ -121,6 +121,9 @@ class KernelRecord(Record):
     # Whether that convolution pads its input (a "SAME" convolution's): a padded one runs on
     # another path, under a roof of its own; False in documents written before it was recorded.
     image_conv_padded: bool = False
+    # Whether it is a weight gradient (its window larger than its output's images): a roof of
+    # its own; False in documents written before it was recorded.
+    image_conv_weight_gradient: bool = False
     # The integer type its largest dot multiplies ("int8"); None for floats or no dot.
     matmul_dtype: str | None = None
     # The operand precision its largest matrix product asks above the default ("high",

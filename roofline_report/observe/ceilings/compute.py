@@ -245,12 +245,21 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
 # A convolution runs through other library code than a matmul of the same flops, at a rate of
 # its own: 3x3 NHWC convolutions (HWIO filters) of CONV_CHANNELS channels in and out, a batch
 # of CONV_BATCH images of n x n pixels, by n; the prediction of another convolution reads this
-# family at its patch matrix's size. Two families: unpadded ("valid": (n - 2)^2 outputs) and
-# padded ("same": n^2 outputs, the form most models use). XLA:CPU runs a padded convolution
-# on another, faster path, the gap growing with the images: on a 2-core CPU 3x3 kernels of 32
-# features over a batch of 4 ran at 190 against 170 GFLOP/s on 16x16 outputs and 230 against
-# 146 on 64x64 (see :func:`~roofline_report.hlo.product_facts.image_conv_padded`).
+# family at its patch matrix's size. Three forms (CONV_FORMS):
+# * unpadded ("valid": (n - 2)^2 outputs);
+# * padded by one ("same": n^2 outputs, the form most models use). XLA:CPU runs a padded
+#   convolution on another, faster path, the gap growing with the images: on a 2-core CPU 3x3
+#   kernels of 32 features over a batch of 4 ran at 190 against 170 GFLOP/s on 16x16 outputs
+#   and 230 against 146 on 64x64 (see :func:`~roofline_report.hlo.product_facts.image_conv_padded`);
+# * the padded one's weight gradient, as XLA writes it: the input's features as its batch, the
+#   images' batch as its features, the output's gradient as its n x n window, a 3x3 output.
+#   Its flops and patch matrix are the forward one's; it ran at 0.65 to 0.92 of its rate
+#   (see :func:`~roofline_report.hlo.product_facts.image_conv_weight_gradient`).
 CONV_WINDOW = 3
+#: The convolution roof's forms: (form, op, name suffix).
+CONV_FORMS = (("unpadded", "convolution", ""),
+              ("padded", "convolution-padded", " (padded)"),
+              ("weight gradient", "convolution-weight-gradient", " (weight gradient)"))
 
 
 def conv_shape(backend: str) -> tuple[int, int]:
@@ -262,7 +271,7 @@ def conv_flops(n: int, batch: int, channels: int, padded: bool = False) -> int:
     """The flops XLA counts for the convolution roof's kernel over n x n images: 2 · batch ·
     channels² · the window taps that land on the input. Unpadded, (n - 2)² outputs of 3 x 3
     taps each; padded by one on each side ("same"), n² outputs whose taps on the padding do
-    not count, (3n - 2) a dimension."""
+    not count, (3n - 2) a dimension (its weight gradient's too)."""
     if padded:
         taps = CONV_WINDOW * n - (CONV_WINDOW - 1)
         return 2 * batch * channels * channels * taps * taps
@@ -284,34 +293,46 @@ def _padded_convolution(x: Any, w: Any) -> Any:
                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
+def _weight_gradient(x: Any, g: Any) -> Any:
+    """The weight gradient of :func:`_padded_convolution` as XLA writes it for the backward
+    pass: ``x`` the input as [features, n, n, batch], ``g`` the output's gradient as
+    [n, n, batch, features out], padded by one: a 3x3 output of features in x features out."""
+    import jax
+
+    return jax.lax.conv_general_dilated(x, g, window_strides=(1, 1), padding=((1, 1), (1, 1)),
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
 def conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
                 again: Again | None = None,
-                budget: load.Budget | None = None, padded: bool = False) -> dict[str, Any]:
-    """The convolution roof of ``dtype`` by size (see :data:`CONV_WINDOW`): unpadded, or with
-    ``padded`` the padded family's (op ``convolution-padded``)."""
+                budget: load.Budget | None = None, form: str = "unpadded") -> dict[str, Any]:
+    """The convolution roof of ``dtype`` by size in one of its :data:`CONV_FORMS`."""
     import jax
     import jax.numpy as jnp
     import numpy as np
 
     batch, channels = conv_shape(backend)
     kind = jnp.dtype(dtype)
+    [(op, suffix)] = [(o, x) for f, o, x in CONV_FORMS if f == form]
+    gradient = form == "weight gradient"
 
     def operands(n: int) -> tuple[Any, Any]:
         rng = np.random.default_rng(1)
-        x = rng.standard_normal((batch, n, n, channels), dtype=np.float32)
-        w = rng.standard_normal((CONV_WINDOW, CONV_WINDOW, channels, channels),
-                                dtype=np.float32) / (3 * channels**0.5)
+        if gradient:
+            x = rng.standard_normal((channels, n, n, batch), dtype=np.float32)
+            w = rng.standard_normal((n, n, batch, channels), dtype=np.float32) / n
+        else:
+            x = rng.standard_normal((batch, n, n, channels), dtype=np.float32)
+            w = rng.standard_normal((CONV_WINDOW, CONV_WINDOW, channels, channels),
+                                    dtype=np.float32) / (3 * channels**0.5)
         return jax.device_put(x.astype(kind)), jax.device_put(w.astype(kind))
 
-    if padded:
-        entry = _compute_entry(f"convolution {dtype} (padded)", "convolution-padded", dtype,
-                               "default")
-    else:
-        entry = _compute_entry(f"convolution {dtype}", "convolution", dtype, "default")
+    kernel = {"unpadded": _convolution, "padded": _padded_convolution,
+              "weight gradient": _weight_gradient}[form]
+    entry = _compute_entry(f"convolution {dtype}{suffix}", op, dtype, "default")
     entry["channels"] = channels
-    return _sized_rates(entry, _padded_convolution if padded else _convolution,
-                        plan.conv_sizes, operands,
-                        lambda n: conv_flops(n, batch, channels, padded), plan, say,
+    return _sized_rates(entry, kernel, plan.conv_sizes, operands,
+                        lambda n: conv_flops(n, batch, channels, form != "unpadded"), plan, say,
                         _matmul_caveat(backend, dtype), again, budget)
 
 

@@ -99,8 +99,8 @@ def measure_ceilings(
                                                      budget=budget))
     if plan.conv_sizes:
         compute += [compute_ceilings.conv_entry("float32", backend, plan, say, again=again,
-                                                budget=budget, padded=padded)
-                    for padded in (False, True)]
+                                                budget=budget, form=form)
+                    for form, _, _ in compute_ceilings.CONV_FORMS]
     if plan.conv_1d_features:
         compute.append(compute_ceilings.line_conv_entry("float32", backend, plan, say,
                                                         again=again, budget=budget))
