@@ -542,6 +542,27 @@ def test_tiny_convolution_roof_is_measured_apart() -> None:
     assert data["peak_compute"]["name"] == "matmul float32"
 
 
+@pytest.mark.cpu_backend("XLA:CPU's generic code: another backend measures no such roof")
+def test_tiny_generic_convolution_roof_counts_its_kernels_flops_and_windows() -> None:
+    from roofline_report.analysis.roofs import measured
+    from roofline_report.observe.ceilings import special_compute
+
+    plan = Plan(**{**_fields(TINY), "conv_sizes": (8, 16, 128)})
+    entry = special_compute.generic_conv_entry("float32", "cpu", plan, lambda _m: None)
+    assert entry["available"], entry["reason"]
+    assert entry["op"] == "convolution-generic"
+    # Sides past 64 are not measured (a call over 128 x 128 outputs takes a second).
+    assert [s["n"] for s in entry["by_size"]] == [8, 16]
+    # Each size's flops are those the count gives its kernel: 2 x 4 x 32 x 32 x the taps
+    # that land on the input (every one of the 4x4 output's positions sees all but the
+    # padded edge of the dilated window).
+    assert all(s["flops"] > 0 for s in entry["by_size"])
+    assert entry["by_size"][1]["flops"] > 4 * entry["by_size"][0]["flops"] * 0.9
+    data = {"available": True, "backend": "cpu", "compute": [entry]}
+    [roof] = measured(typed_ceilings(data)).compute
+    assert [w for w, _ in roof.by_window] == [16.0, 64.0]
+
+
 @pytest.mark.slow
 def test_tiny_sequence_convolution_roof_reads_at_a_filter() -> None:
     from roofline_report.analysis.roofs import measured

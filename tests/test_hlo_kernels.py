@@ -651,6 +651,38 @@ def test_a_convolution_whose_window_outgrows_its_output_is_a_weight_gradient() -
     assert not image_conv_weight_gradient(forward["x"], padded)
 
 
+_GENERIC_HLO = """HloModule generic
+
+ENTRY %main (x: f32[8,8,128,8], g: f32[64,16,16,8], y: f32[8,4,4,128], w: f32[4,4,128,64]) -> (f32[128,4,4,64], f32[8,8,8,64]) {
+  %x = f32[8,8,128,8]{3,2,1,0} parameter(0)
+  %g = f32[64,16,16,8]{3,2,1,0} parameter(1)
+  %y = f32[8,4,4,128]{3,2,1,0} parameter(2)
+  %w = f32[4,4,128,64]{3,2,1,0} parameter(3)
+  %filter = f32[128,4,4,64]{3,2,1,0} convolution(%x, %g), window={size=4x4 pad=1_1x1_1 rhs_dilate=2x2 rhs_reversal=1x1}, dim_labels=01fb_o01i->f01b
+  %upsampled = f32[8,8,8,64]{3,2,1,0} convolution(%y, %w), window={size=4x4 pad=2_2x2_2 lhs_dilate=2x2}, dim_labels=b01f_01io->b01f
+  ROOT %out = (f32[128,4,4,64]{3,2,1,0}, f32[8,8,8,64]{3,2,1,0}) tuple(%filter, %upsampled)
+}
+"""  # noqa: E501
+
+
+def test_a_bare_convolution_no_library_takes_counts_its_flops_and_window_apart() -> None:
+    """A transposed convolution's filter gradient as XLA:CPU leaves it (features first, batch
+    last, its window dilated and reversed) runs on XLA's generic code: its flops and window
+    are recorded apart. A transposed convolution itself, in the libraries' form, is not; nor
+    is anything on a TPU."""
+    from roofline_report.hlo.ir import parse_module
+    from roofline_report.hlo.kernel_cost import conv_flops
+    from roofline_report.hlo.product_facts import generic_conv_flops, generic_conv_window
+
+    module = parse_module(_GENERIC_HLO)
+    found = {i.name: i for _c, i in module.instructions()}
+    assert generic_conv_flops(found["filter"]) == conv_flops(found["filter"]) > 0
+    assert generic_conv_window(found["filter"]) == 16
+    assert generic_conv_flops(found["upsampled"]) == generic_conv_window(found["upsampled"]) == 0
+    assert generic_conv_flops(found["filter"], "tpu") == 0
+    assert generic_conv_flops(found["x"]) == 0
+
+
 # ---- a sequence's convolutions ---------------------------------------------------------------
 
 

@@ -1055,6 +1055,37 @@ def test_a_weight_gradient_reads_its_own_roof_else_its_forward_ones() -> None:
                      "convolution float32 roof",)
 
 
+def test_a_generic_convolution_reads_its_roof_at_its_window() -> None:
+    # The generic roof: 7 GFLOP/s over a 4x4 window, 4 over 16x16 (the roof's sizes 8 and 32).
+    conv = ComputeRoof("convolution float32", 200e9, "float32", M, "", op="convolution",
+                       channels=32)
+    generic = ComputeRoof("convolution float32 (generic)", 7e9, "float32", M, "",
+                          op="convolution-generic", by_flops=((1e6, 7e9), (3e7, 4e9)),
+                          by_window=((16.0, 7e9), (256.0, 4e9)))
+    flops = 3e7
+
+    def predicted(roofs: tuple[ComputeRoof, ...], window: int) -> tuple[float, tuple[str, ...]]:
+        kernel = {"flops": flops, "flops_by_op": {"stablehlo.convolution": flops},
+                  "bytes_read": 0, "bytes_written": 0, "trips": 1,
+                  "generic_conv_flops": flops, "generic_conv_window": window}
+        roof_set = RoofSet("this machine", M, (*ROOFS.compute, *roofs), ROOFS.bandwidth,
+                           ROOFS.floors, ROOFS.rates)
+        p = predict.predict_kernel(kernel_record(kernel), "float32", roof_set)
+        assert p is not None
+        return alu(p), p.notes
+
+    # Over a 4x4 window at the small size's rate, whatever its flops; halfway in log window
+    # (64 elements) halfway between the rates; without a window, at its flops.
+    assert predicted((conv, generic), 16) == (pytest.approx(flops / 7e9), ())
+    assert predicted((conv, generic), 64)[0] == pytest.approx(flops / 5.5e9)
+    assert predicted((conv, generic), 0)[0] == pytest.approx(flops / 4e9)
+    # Ceilings without it (another backend's, or older): the convolution roof, said so.
+    at, notes = predicted((conv,), 16)
+    assert at == pytest.approx(flops / 200e9)
+    assert notes == ("no generic convolution roof measured: a convolution no library takes "
+                     "at the convolution float32 roof",)
+
+
 def test_a_grouped_convolution_runs_at_the_rate_of_its_taps() -> None:
     # Roofs at 3x3 (0.5 GFLOP/s) and 7x7 (2 GFLOP/s), each flat in size.
     small = ComputeRoof("grouped convolution float32 (3x3 depthwise)", 0.5e9, "float32", M, "",

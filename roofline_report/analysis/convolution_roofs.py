@@ -2,9 +2,10 @@
 prediction prices each part at its roof's rate at the part's size, the hardware roof at that
 roof's peak (pure; no jax).
 
-A kernel's convolution flops split three ways: dense 1-D ones (a sequence's) at the 1-D
+A kernel's convolution flops split four ways: dense 1-D ones (a sequence's) at the 1-D
 convolution roof read at their filter's size, grouped (depthwise) ones at the grouped roof read
-at their taps, the rest at the convolution roof read at their patch matrix's size where it was
+at their taps, a bare one XLA:CPU hands to no library at the generic convolutions' roof read at
+its window's size, the rest at the convolution roof read at their patch matrix's size where it was
 recorded (else at their flops): the weight gradients' roof where the largest of them is the
 gradient of a filter, else the padded convolutions' roof where it pads its input, else the
 unpadded one's. A part whose roof was not measured falls to the convolution roof (a weight
@@ -16,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from roofline_report.analysis.roofs import (
+    GENERIC_CONVOLUTION,
     PADDED_CONVOLUTION,
     WEIGHT_GRADIENT,
     ComputeRoof,
@@ -37,13 +39,15 @@ class ConvolutionPart:
 def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, *, flops: float,
                       grouped: float = 0.0, taps: int = 0, line: float = 0.0,
                       line_filter: int = 0, patch: int = 0, padded: bool = False,
-                      weight_gradient: bool = False
+                      weight_gradient: bool = False, generic: float = 0.0,
+                      generic_window: int = 0
                       ) -> tuple[list[ConvolutionPart], list[str]]:
     """The parts of ``flops`` of convolutions in ``dtype`` (``grouped`` of them grouped, of
     ``taps`` multiply-adds an output; ``line`` of them dense 1-D ones, whose largest filter has
     ``line_filter`` elements; the largest of the rest with a patch matrix of ``patch``
     elements, 0 where not recorded, ``padded`` where it pads its input, ``weight_gradient``
-    where it is the gradient of a filter), each with its roof (the convolution roof, else
+    where it is the gradient of a filter; ``generic`` of them run by XLA:CPU's own code, over
+    a window of ``generic_window`` elements), each with its roof (the convolution roof, else
     ``fallback``, where a part's own was not measured), and the notes saying which fell
     back."""
     conv = roofs.compute_for(dtype, op="convolution") or fallback
@@ -59,6 +63,17 @@ def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, *, flop
         else:
             parts.append(ConvolutionPart(line, found[0], found[1], "1-D convolution"))
             dense -= line
+    if generic:
+        # A convolution no library takes runs on XLA:CPU's generic code, far below them all.
+        own = roofs.compute_for(dtype, op=GENERIC_CONVOLUTION)
+        if own is None:
+            notes.append(f"no generic convolution roof measured: a convolution no library "
+                         f"takes at the {conv.name} roof")
+        else:
+            parts.append(ConvolutionPart(generic, own,
+                                         own.rate_at_window(generic_window, generic),
+                                         "generic convolution"))
+            dense -= generic
     if dense > 0:
         image = _image_roof(roofs, dtype, conv, padded, weight_gradient, notes)
         parts.append(ConvolutionPart(dense, image,

@@ -88,7 +88,8 @@ def facts_roof(f: Facts, roofs: RoofSet, traffic: float | None = None, trips: in
                                  grouped=f.grouped_flops, taps=f.grouped_taps,
                                  line=f.line_flops, line_filter=f.line_filter,
                                  padded=f.conv_padded,
-                                 weight_gradient=f.conv_weight_gradient)
+                                 weight_gradient=f.conv_weight_gradient,
+                                 generic=f.generic_flops)
     for c in convs:  # each at its roof's peak
         add("compute", c.flops, c.roof.name, c.roof.value, "FLOP/s", "matrix")
     arithmetic = "float32" if f.converts else f.dtype

@@ -183,6 +183,9 @@ class Facts:
     conv_padded: bool = False
     # Whether that convolution is a weight gradient: the weight gradients' roof prices it.
     conv_weight_gradient: bool = False
+    # The part of conv_flops done by a convolution XLA:CPU hands to no library.
+    generic_flops: float = 0.0
+    generic_window: int = 0  # the window elements of that convolution (0: not recorded)
     matmul_dtype: str | None = None  # the integer type its matrix products multiply
     # Work a loop fusion repeats per output element beyond the count (priced, not counted in
     # ``flops``): flops, and transcendentals by function name.
@@ -276,6 +279,7 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
     products = max(1, kernel.matmul_products)
     grouped = min(conv, float(kernel.grouped_conv_flops))
     line = min(conv - grouped, float(kernel.line_conv_flops))
+    generic = min(conv - grouped - line, float(kernel.generic_conv_flops))
     integer = kernel.matmul_dtype
     again = {_op_name(op): float(v)
              for op, v in kernel.recomputed_transcendentals_by_op.items() if v}
@@ -288,6 +292,7 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
                  conv_patch=kernel.image_conv_patch,
                  conv_padded=kernel.image_conv_padded,
                  conv_weight_gradient=kernel.image_conv_weight_gradient,
+                 generic_flops=generic, generic_window=kernel.generic_conv_window,
                  matmul_dtype=integer or None,
                  recomputed_flops=float(kernel.recomputed_flops), recomputed=again,
                  complex_flops=float(kernel.complex_flops),
@@ -469,7 +474,9 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
                                         grouped=f.grouped_flops, taps=f.grouped_taps,
                                         line=f.line_flops, line_filter=f.line_filter,
                                         patch=f.conv_patch, padded=f.conv_padded,
-                                        weight_gradient=f.conv_weight_gradient)
+                                        weight_gradient=f.conv_weight_gradient,
+                                        generic=f.generic_flops,
+                                        generic_window=f.generic_window)
         notes += said
         terms += [Term("convolution", "compute", c.flops / c.rate, c.roof.name, c.roof.kind,
                        c.detail) for c in convs]

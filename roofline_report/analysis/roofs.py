@@ -60,6 +60,7 @@ GROUPED_CONVOLUTION = "grouped-convolution"  # the compute roof of grouped convo
 LINE_CONVOLUTION = "convolution-1d"  # the compute roof of dense 1-D (a sequence's) convolutions
 PADDED_CONVOLUTION = "convolution-padded"  # the compute roof of padded ("same") convolutions
 WEIGHT_GRADIENT = "convolution-weight-gradient"  # the compute roof of filters' gradients
+GENERIC_CONVOLUTION = "convolution-generic"  # XLA:CPU's own code for the ones no library takes
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,7 @@ class ComputeRoof:
     a roofline draws), ``convolution`` (measured apart: another library path),
     ``convolution-padded`` (a padded image convolution's: another path again),
     ``convolution-weight-gradient`` (the gradient of a convolution's filter: below both),
+    ``convolution-generic`` (one XLA:CPU hands to no library, run by its own code),
     ``convolution-1d`` (a sequence's: its rate follows its filter) or ``grouped-convolution``
     (depthwise: each group a tiny convolution)."""
 
@@ -85,6 +87,17 @@ class ComputeRoof:
     window: int = 0  # a grouped convolution roof's window elements (49 for 7x7; 0: not said)
     positions: int = 0  # a 1-D convolution roof's output positions a call (0: not said)
     channels: int = 0  # an image convolution roof's output features (0: not said)
+    # (window elements, FLOP/s) of a generic convolution roof's sizes, ascending: its rate
+    # follows the window its kernels slide more than their flops.
+    by_window: tuple[tuple[float, float], ...] = ()
+
+    def rate_at_window(self, window: int, flops: float) -> float:
+        """The rate of a convolution sliding a window of ``window`` elements: interpolated in
+        log window between :attr:`by_window`'s sizes, the nearest end's beyond them; read at
+        ``flops`` (:meth:`rate_at`) where the roof or the kernel says no window."""
+        if window <= 0 or not self.by_window:
+            return self.rate_at(flops)
+        return min(self.value, _rate_by_size(self.by_window, window, self.value))
 
     def patch_flops(self, patch: int, flops: float) -> float:
         """The flops at which a convolution whose patch matrix has ``patch`` elements reads
@@ -599,6 +612,17 @@ def measured_levels(ceilings: schema.Ceilings) -> list[levels_mod.Level]:
                                   dispatch)
 
 
+def _generic_windows(entry: schema.ComputeCeiling, by_flops: Sequence[tuple[float, float]]
+                     ) -> tuple[tuple[float, float], ...]:
+    """(window elements, FLOP/s) of a generic convolution roof's sizes: each size n's kernel,
+    the filter gradient of a transposed convolution onto n x n outputs from (n/2) x (n/2)
+    inputs, slides a window of its input's (n/2)² elements; () for any other roof."""
+    if entry.op != GENERIC_CONVOLUTION:
+        return ()
+    window = {float(s.flops): float((s.n // 2) ** 2) for s in entry.by_size if s.n}
+    return tuple(sorted((window[f], rate) for f, rate in by_flops if f in window))
+
+
 def measured(ceilings: schema.Ceilings,
              levels: Sequence[levels_mod.Level] | None = None) -> RoofSet:
     """This machine's measured roofs from the ceilings record.
@@ -623,7 +647,8 @@ def measured(ceilings: schema.Ceilings,
             e.name, value, e.dtype or None,
             Kind.MEASURED, f"measured: {e.name}" + (f" ({e.reason})" if e.reason else ""),
             precision=e.precision, by_flops=by_flops, op=e.op, window=_window_of(e),
-            positions=e.positions or 0, channels=e.channels or 0))
+            positions=e.positions or 0, channels=e.channels or 0,
+            by_window=_generic_windows(e, by_flops)))
     found = measured_levels(ceilings) if levels is None else levels
     bandwidth = [BandwidthRoof(f"{lv.name} {lv.kernel}", lv.value, lv.name, Kind.MEASURED,
                                f"measured: working-set sweep, {lv.rule}",

@@ -197,6 +197,37 @@ def image_conv_weight_gradient(instr: Instruction, module: Module,
     return window_elements(conv) > positions
 
 
+def generic_conv_flops(instr: Instruction, backend: str | None = None) -> int:
+    """The flops of a kernel that is a bare dense convolution XLA:CPU hands to no library: one
+    whose dimension labels are not the batch-first, features-last form the convolution
+    libraries take (``b01f_01io->b01f``). XLA leaves such a convolution, the filter gradient of
+    a transposed convolution among them (``dim_labels=01fb_o01i->f01b`` with its window dilated
+    and reversed), to generic code of its own, which runs it far below a library's rate: on a
+    2-core CPU the filter gradients of 4x4 transposed convolutions of stride 2 ran at 3.3 to 8
+    GFLOP/s (32 to 128 features, 4x4 to 32x32 inputs), where the convolution roofs run at 150
+    to 230; a DCGAN iteration's three took 1.4 to 6.3 ms against 50 to 180 us read at those
+    roofs. Bare convolutions in the libraries' form (a transposed convolution's own, dilated
+    input and all) ran at the libraries' rates. 0 for any other kernel, and on a TPU or GPU
+    (whose compilers write their convolutions otherwise)."""
+    if backend == TPU or instr.opcode != "convolution" or _grouped(instr):
+        return 0
+    labels = DIM_LABELS.match(instr.attributes.get("dim_labels", ""))
+    if labels is None:
+        return 0
+    lhs, rhs, out = labels["lhs"], labels["rhs"], labels["out"]
+    library = lhs[0] == "b" and lhs[-1] == "f" and out[0] == "b" and out[-1] == "f" \
+        and rhs[-2:] == "io"
+    return 0 if library else conv_flops(instr) or 0
+
+
+def generic_conv_window(instr: Instruction, backend: str | None = None) -> int:
+    """The window elements of the convolution :func:`generic_conv_flops` counts (0 for any
+    other kernel): XLA:CPU's generic code runs it at a rate that falls with the window it
+    slides (on a 2-core CPU 7.4 GFLOP/s over a 4x4 window, 5.6 over 8x8, 4.1 over 16x16 and
+    3.4 over 32x32, and a DCGAN's three at 9.0, 4.7 and 4.2 over 4x4, 8x8 and 16x16)."""
+    return window_elements(instr) if generic_conv_flops(instr, backend) else 0
+
+
 def _image_convolution(instr: Instruction, module: Module, backend: str | None
                        ) -> tuple[Instruction, int] | None:
     """(convolution, patch matrix elements) of the kernel's dense image convolution of the

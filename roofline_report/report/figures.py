@@ -549,16 +549,17 @@ def _xrange(sets: Sequence[RoofSet], points: Sequence[PlotPoint]) -> list[float]
 
 
 #: A roof family's colour, the same in every roofline: matrix products, integer products,
-#: convolutions, padded ones, weight gradients, 1-D (a sequence's) and grouped (depthwise)
-#: ones, each roof of a family drawn in its own shade of it (the fastest first); memory levels
-#: in shades of one colour, the outermost (main memory) darkest. Line styles tell the kinds
-#: (sets) apart.
+#: convolutions, padded ones, weight gradients, generic ones, 1-D (a sequence's) and grouped
+#: (depthwise) ones, each roof of a family drawn in its own shade of it (the fastest first);
+#: memory levels in shades of one colour, the outermost (main memory) darkest. Line styles
+#: tell the kinds (sets) apart.
 FAMILY_COLOURS: dict[str, tuple[str, ...]] = {
     "matmul": ("#1d4ed8", "#60a5fa", "#1e3a8a"),
     "integer matmul": ("#a16207", "#eab308"),
     "convolution": ("#7e22ce", "#c084fc"),
     "convolution-padded": ("#86198f", "#e879f9"),
     "convolution-weight-gradient": ("#9f1239", "#fb7185"),
+    "convolution-generic": ("#57534e", "#a8a29e"),
     "convolution-1d": ("#6d28d9", "#a78bfa"),
     "grouped-convolution": ("#be185d", "#f472b6"),
     "other": ("#475569", "#94a3b8"),

@@ -107,7 +107,8 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "matrix more than its flops; a padded one (a \"same\" convolution's), on the "
               "padded convolutions' roof, measured on the same kernels padded by one, and a "
               "filter's gradient on the weight gradients' roof, measured on those kernels' "
-              "own."),
+              "own; one no convolution library takes, on the generic convolutions' roof, read "
+              "at the elements of the window it slides."),
             table(("roof", "flops of one product", "rate measured", "rate held to"),
                   [(c(r.name) if i == 0 else c(""), num(f), num(v), num(held))
                    for r in m.by_size for i, (f, v, held) in enumerate(r.points)]),

@@ -52,7 +52,7 @@ class LoadReading(Record):
 class ComputeCeiling(Record):
     name: str
     op: Literal["matmul", "convolution", "convolution-padded", "convolution-weight-gradient",
-                "convolution-1d", "grouped-convolution"] = "matmul"
+                "convolution-generic", "convolution-1d", "grouped-convolution"] = "matmul"
     dtype: str
     precision: str = "default"
     available: bool

@@ -124,6 +124,11 @@ class KernelRecord(Record):
     # Whether it is a weight gradient (its window larger than its output's images): a roof of
     # its own; False in documents written before it was recorded.
     image_conv_weight_gradient: bool = False
+    # Flops of a bare convolution XLA:CPU hands to no library (its labels not the libraries'
+    # form): a roof of its own; 0 in documents written before they were recorded.
+    generic_conv_flops: Count = 0
+    # Its window's elements: that roof's rate is read at them (0: none, or not recorded).
+    generic_conv_window: Count = 0
     # The integer type its largest dot multiplies ("int8"); None for floats or no dot.
     matmul_dtype: str | None = None
     # The operand precision its largest matrix product asks above the default ("high",

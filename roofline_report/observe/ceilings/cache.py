@@ -84,8 +84,9 @@ from roofline_report.version import __version__
 # doubling of its size; 26: a CPU's small row reductions timed beside the same call without
 # the reduction; 27: a CPU's layer norm of short rows in one library kernel; 28: a CPU's
 # gather of rows of 64; 29: the convolution roof's output features, its patch matrices' key;
-# 30: the padded convolutions' roof; 31: the weight gradients' roof)
-CACHE_FORMAT = 31
+# 30: the padded convolutions' roof; 31: the weight gradients' roof; 32: XLA:CPU's generic
+# convolutions' roof)
+CACHE_FORMAT = 32
 MAX_FILE_BYTES = 4 << 20  # a cache file is about 50 KB; a larger one is not read
 ENV_VAR = "ROOFLINE_REPORT_CACHE"
 APP = "roofline-report"

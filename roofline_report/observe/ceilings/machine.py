@@ -101,6 +101,9 @@ def measure_ceilings(
         compute += [compute_ceilings.conv_entry("float32", backend, plan, say, again=again,
                                                 budget=budget, form=form)
                     for form, _, _ in compute_ceilings.CONV_FORMS]
+        if backend == "cpu":  # XLA:CPU's own code for the convolutions no library takes
+            compute.append(special_ceilings.generic_conv_entry("float32", backend, plan, say,
+                                                               again=again))
     if plan.conv_1d_features:
         compute.append(compute_ceilings.line_conv_entry("float32", backend, plan, say,
                                                         again=again, budget=budget))

@@ -16,6 +16,13 @@ jax when run).
   quarter of the 7x7 one's FLOP/s (its time goes with its outputs more than with its
   multiply-adds), so the model reads a kernel's rate at its own window between the two.
 
+* ``convolution (generic)``: a convolution XLA:CPU hands to no library, run by generic code of
+  its own: the filter gradient of a 4x4 transposed convolution of stride 2 (what a GAN's
+  generator or a decoder's upsampling trains), of :func:`depthwise_shape`'s batch and 32
+  features in and out, by the side n of its output (its input n/2): XLA writes it with its
+  batch and features swapped and its window dilated and reversed, a form no library takes.
+  On a 2-core CPU it ran at 3.3 to 8 GFLOP/s, against 150 to 230 for the convolution roofs.
+
 Each size is timed roughly (the sweep's few short samples) and timed once more in the second
 round; the roof is the fastest size's rate, and every size stays in ``by_size`` (a prediction
 reads the rate near its kernel's size). No size gets the compute ceilings' long final timing:
@@ -236,3 +243,55 @@ def causal_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
     return _sized(entry, convolution, plan.grouped_conv_sizes, operands,
                   lambda n: 2 * batch * n * n * channels * taps, grouped_convolution, plan,
                   say, again)
+
+
+#: The features in and out of the generic convolution roof's transposed convolutions.
+GENERIC_FEATURES = 32
+
+
+def generic_convolution(instr: Any) -> bool:
+    """A bare convolution XLA:CPU hands to no library
+    (:func:`~roofline_report.hlo.product_facts.generic_conv_flops`)."""
+    from roofline_report.hlo.product_facts import generic_conv_flops
+
+    return generic_conv_flops(instr) > 0
+
+
+def generic_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
+                       again: Again | None = None) -> dict[str, Any]:
+    """The generic convolution roof of ``dtype`` (see the module docstring), at the plan's
+    convolution sides up to 64, each its flops as the HLO count gives them."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from roofline_report.hlo.kernels import kernel_inventory
+
+    batch, _ = depthwise_shape(backend)
+    features = GENERIC_FEATURES
+    kind = jnp.dtype(dtype)
+
+    def transposed(x: Any, w: Any) -> Any:  # 4x4, stride 2, padding 1: twice the input's side
+        return jax.lax.conv_general_dilated(x, w, (1, 1), ((2, 2), (2, 2)), lhs_dilation=(2, 2),
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def filter_gradient(x: Any, g: Any) -> Any:
+        w = jnp.zeros((4, 4, features, features), x.dtype)
+        return jax.grad(lambda w_: jnp.vdot(transposed(x, w_), g))(w)
+
+    def operands(n: int) -> tuple[Any, Any]:
+        rng = np.random.default_rng(5)
+        x = rng.standard_normal((batch, n // 2, n // 2, features), dtype=np.float32)
+        g = rng.standard_normal((batch, n, n, features), dtype=np.float32)
+        return jax.device_put(x.astype(kind)), jax.device_put(g.astype(kind))
+
+    def flops_of(n: int) -> int:
+        text = jax.jit(filter_gradient).lower(*operands(n)).compile().as_text()
+        return sum(k["generic_conv_flops"] for k in kernel_inventory(str(text))["kernels"])
+
+    entry = _compute_entry(f"convolution {dtype} (generic)", "convolution-generic", dtype,
+                           "default")
+    entry["channels"] = features
+    return _sized(entry, filter_gradient, tuple(n for n in plan.conv_sizes if n <= 64),
+                  operands, flops_of, generic_convolution, plan, say, again)
+
