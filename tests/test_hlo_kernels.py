@@ -683,6 +683,28 @@ def test_a_bare_convolution_no_library_takes_counts_its_flops_and_window_apart()
     assert generic_conv_flops(found["x"]) == 0
 
 
+def test_a_padded_depthwise_convolution_counts_its_flops_as_if_every_tap_landed() -> None:
+    """A grouped convolution's time goes with its outputs: besides the flops XLA counts (taps
+    on the padding left out), the kernel records those of every tap (2 x outputs x taps),
+    which equal the count where nothing is padded."""
+    import jax
+    import jax.numpy as jnp
+
+    def depthwise(x: Any, w: Any, pad: Any) -> Any:
+        return jax.lax.conv_general_dilated(x, w, (1, 1), pad, feature_group_count=8,
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    x, w = jnp.ones((2, 12, 12, 8)), jnp.ones((7, 7, 1, 8))
+    [same] = [k for k in _inventory(lambda a, b: depthwise(a, b, "SAME"), x, w)["kernels"]
+              if k["flops"]]
+    assert same["grouped_conv_tap_flops"] == 2 * (2 * 12 * 12 * 8) * 49
+    # Along each dimension 12 outputs see 4 + 5 + 6 + 7 x 6 + 6 + 5 + 4 = 72 of their 84 taps.
+    assert same["grouped_conv_flops"] == 2 * 2 * 8 * 72 * 72
+    [valid] = [k for k in _inventory(lambda a, b: depthwise(a, b, "VALID"), x, w)["kernels"]
+               if k["flops"]]
+    assert valid["grouped_conv_tap_flops"] == valid["grouped_conv_flops"] == 2 * 2 * 6 * 6 * 8 * 49
+
+
 # ---- a sequence's convolutions ---------------------------------------------------------------
 
 

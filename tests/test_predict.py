@@ -1086,6 +1086,28 @@ def test_a_generic_convolution_reads_its_roof_at_its_window() -> None:
                      "at the convolution float32 roof",)
 
 
+def test_a_padded_grouped_convolution_takes_the_time_of_every_tap() -> None:
+    # One 7x7 depthwise roof at 2 GFLOP/s, flat. A padded kernel whose counted flops are 0.7
+    # of its taps' is priced at its taps' flops; its work stays the counted flops.
+    roof = ComputeRoof("grouped convolution float32 (7x7 depthwise)", 2e9, "float32", M, "",
+                       op="grouped-convolution", window=49)
+    roofs = RoofSet("this machine", M, (*ROOFS.compute, roof), ROOFS.bandwidth, ROOFS.floors,
+                    ROOFS.rates)
+
+    def predicted(tap_flops: float) -> Any:
+        kernel = {"flops": 7e6, "flops_by_op": {"stablehlo.convolution": 7e6},
+                  "bytes_read": 0, "bytes_written": 0, "trips": 1, "grouped_conv_flops": 7e6,
+                  "grouped_conv_taps": 49, "grouped_conv_tap_flops": tap_flops}
+        p = predict.predict_kernel(kernel_record(kernel), "float32", roofs)
+        assert p is not None
+        return p
+
+    padded = predicted(1e7)
+    assert alu(padded) == pytest.approx(1e7 / 2e9) and padded.flops == 7e6
+    # Unpadded (taps' flops equal to the count) or recorded before: its counted flops.
+    assert alu(predicted(7e6)) == alu(predicted(0.0)) == pytest.approx(7e6 / 2e9)
+
+
 def test_a_grouped_convolution_runs_at_the_rate_of_its_taps() -> None:
     # Roofs at 3x3 (0.5 GFLOP/s) and 7x7 (2 GFLOP/s), each flat in size.
     small = ComputeRoof("grouped convolution float32 (3x3 depthwise)", 0.5e9, "float32", M, "",

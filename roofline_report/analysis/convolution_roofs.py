@@ -28,26 +28,36 @@ from roofline_report.analysis.roofs import (
 @dataclass(frozen=True, slots=True)
 class ConvolutionPart:
     """``flops`` of a kernel's convolutions priced at ``roof``, at ``rate`` FLOP/s for their
-    size; ``detail`` names the kind ("" for plain convolutions)."""
+    size; ``detail`` names the kind ("" for plain convolutions). ``priced``: the flops their
+    time is priced at where those differ (a padded grouped convolution's, as if its taps on
+    the padding counted); 0: ``flops``."""
 
     flops: float
     roof: ComputeRoof
     rate: float
     detail: str = ""
+    priced: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        """The time the part is priced at."""
+        return (self.priced or self.flops) / self.rate
 
 
 def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, *, flops: float,
                       grouped: float = 0.0, taps: int = 0, line: float = 0.0,
                       line_filter: int = 0, patch: int = 0, padded: bool = False,
                       weight_gradient: bool = False, generic: float = 0.0,
-                      generic_window: int = 0
+                      generic_window: int = 0, grouped_taps_flops: float = 0.0
                       ) -> tuple[list[ConvolutionPart], list[str]]:
     """The parts of ``flops`` of convolutions in ``dtype`` (``grouped`` of them grouped, of
     ``taps`` multiply-adds an output; ``line`` of them dense 1-D ones, whose largest filter has
     ``line_filter`` elements; the largest of the rest with a patch matrix of ``patch``
     elements, 0 where not recorded, ``padded`` where it pads its input, ``weight_gradient``
     where it is the gradient of a filter; ``generic`` of them run by XLA:CPU's own code, over
-    a window of ``generic_window`` elements), each with its roof (the convolution roof, else
+    a window of ``generic_window`` elements; ``grouped_taps_flops``: the grouped ones' flops
+    had every tap landed on the input, which their time goes with), each with its roof (the
+    convolution roof, else
     ``fallback``, where a part's own was not measured), and the notes saying which fell
     back."""
     conv = roofs.compute_for(dtype, op="convolution") or fallback
@@ -79,13 +89,18 @@ def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, *, flop
         parts.append(ConvolutionPart(dense, image,
                                      image.rate_at(image.patch_flops(patch, dense))))
     if grouped:
-        # A grouped (depthwise) convolution runs far below a dense one: its own roof.
-        at = roofs.grouped_convolution(dtype, grouped, taps)
+        # A grouped (depthwise) convolution runs far below a dense one: its own roof, measured
+        # unpadded. Its time goes with its outputs: a padded one is priced at its flops as if
+        # its taps on the padding counted.
+        priced = max(grouped, grouped_taps_flops)
+        at = roofs.grouped_convolution(dtype, priced, taps)
         if at is None:
             notes.append("no grouped-convolution roof measured: grouped convolutions at the "
                          f"{conv.name} roof")
             at = (conv, conv.rate_at(grouped))
-        parts.append(ConvolutionPart(grouped, at[0], at[1], "grouped convolution"))
+            priced = grouped
+        parts.append(ConvolutionPart(grouped, at[0], at[1], "grouped convolution",
+                                     priced if priced > grouped else 0.0))
     return parts, notes
 
 

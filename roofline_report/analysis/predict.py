@@ -172,6 +172,9 @@ class Facts:
     products: int = 1  # independent matrix products the matmul flops are split over
     grouped_flops: float = 0.0  # the part of conv_flops done by grouped (depthwise) ones
     grouped_taps: int = 0  # their multiply-adds per output (9 for 3x3 depthwise; 0: unknown)
+    # Their flops had every tap landed on the input (a padded one's exceed its count; 0: not
+    # recorded): their time goes with their outputs.
+    grouped_tap_flops: float = 0.0
     # The part of conv_flops done by dense 1-D (a sequence's) convolutions, and the filter
     # elements (window x features in x out) of the largest: their roof is read at it.
     line_flops: float = 0.0
@@ -288,6 +291,7 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
                  products=products,
                  grouped_flops=grouped,
                  grouped_taps=kernel.grouped_conv_taps,
+                 grouped_tap_flops=float(kernel.grouped_conv_tap_flops),
                  line_flops=line, line_filter=kernel.line_conv_filter,
                  conv_patch=kernel.image_conv_patch,
                  conv_padded=kernel.image_conv_padded,
@@ -476,9 +480,10 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
                                         patch=f.conv_patch, padded=f.conv_padded,
                                         weight_gradient=f.conv_weight_gradient,
                                         generic=f.generic_flops,
-                                        generic_window=f.generic_window)
+                                        generic_window=f.generic_window,
+                                        grouped_taps_flops=f.grouped_tap_flops)
         notes += said
-        terms += [Term("convolution", "compute", c.flops / c.rate, c.roof.name, c.roof.kind,
+        terms += [Term("convolution", "compute", c.seconds, c.roof.name, c.roof.kind,
                        c.detail) for c in convs]
     reduce, reducing, widened = reduction_work(f, roofs)
     if widened:

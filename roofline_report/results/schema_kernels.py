@@ -109,6 +109,9 @@ class KernelRecord(Record):
     # The multiply-adds per output element of the largest of them (window elements x input
     # features per group: 9 for a 3x3 depthwise one; 0: none): their rate follows it.
     grouped_conv_taps: Count = 0
+    # Their flops as if every tap landed on the input (2 x outputs x taps): a grouped
+    # convolution's time goes with its outputs, padded or not (0: not recorded, its flops).
+    grouped_conv_tap_flops: Count = 0
     # Flops of its dense convolutions over one spatial dimension (a sequence's), and the
     # filter elements (window x input x output features) of the one of the most flops: a
     # roof of their own, read at that size; 0 in documents written before they were recorded.
