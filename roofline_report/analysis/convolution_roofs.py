@@ -44,22 +44,37 @@ class ConvolutionPart:
         return (self.priced or self.flops) / self.rate
 
 
-def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, *, flops: float,
-                      grouped: float = 0.0, taps: int = 0, line: float = 0.0,
-                      line_filter: int = 0, patch: int = 0, padded: bool = False,
-                      weight_gradient: bool = False, generic: float = 0.0,
-                      generic_window: int = 0, grouped_taps_flops: float = 0.0
+@dataclass(frozen=True, slots=True)
+class Convolutions:
+    """A kernel's convolutions as the roofs price them: ``flops`` in all; ``grouped`` of them
+    grouped, of ``taps`` multiply-adds an output, ``grouped_taps_flops`` had every tap landed
+    on the input (their time goes with their outputs; 0: not recorded); ``line`` of them dense
+    1-D ones, whose largest filter has ``line_filter`` elements; ``generic`` of them run by
+    XLA:CPU's own code, over a window of ``generic_window`` elements; the largest of the rest
+    with a patch matrix of ``patch`` elements (0: not recorded), ``padded`` where it pads its
+    input, ``weight_gradient`` where it is the gradient of a filter."""
+
+    flops: float
+    grouped: float = 0.0
+    taps: int = 0
+    grouped_taps_flops: float = 0.0
+    line: float = 0.0
+    line_filter: int = 0
+    generic: float = 0.0
+    generic_window: int = 0
+    patch: int = 0
+    padded: bool = False
+    weight_gradient: bool = False
+
+
+def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, kernel: Convolutions
                       ) -> tuple[list[ConvolutionPart], list[str]]:
-    """The parts of ``flops`` of convolutions in ``dtype`` (``grouped`` of them grouped, of
-    ``taps`` multiply-adds an output; ``line`` of them dense 1-D ones, whose largest filter has
-    ``line_filter`` elements; the largest of the rest with a patch matrix of ``patch``
-    elements, 0 where not recorded, ``padded`` where it pads its input, ``weight_gradient``
-    where it is the gradient of a filter; ``generic`` of them run by XLA:CPU's own code, over
-    a window of ``generic_window`` elements; ``grouped_taps_flops``: the grouped ones' flops
-    had every tap landed on the input, which their time goes with), each with its roof (the
-    convolution roof, else
-    ``fallback``, where a part's own was not measured), and the notes saying which fell
-    back."""
+    """The parts of a ``kernel``'s convolutions in ``dtype``, each with its roof (the
+    convolution roof, else ``fallback``, where a part's own was not measured), and the notes
+    saying which fell back."""
+    flops, grouped, taps = kernel.flops, kernel.grouped, kernel.taps
+    line, line_filter, patch = kernel.line, kernel.line_filter, kernel.patch
+    generic, generic_window = kernel.generic, kernel.generic_window
     conv = roofs.compute_for(dtype, op="convolution") or fallback
     parts: list[ConvolutionPart] = []
     notes: list[str] = []
@@ -85,14 +100,14 @@ def convolution_parts(roofs: RoofSet, dtype: str, fallback: ComputeRoof, *, flop
                                          "generic convolution"))
             dense -= generic
     if dense > 0:
-        image = _image_roof(roofs, dtype, conv, padded, weight_gradient, notes)
+        image = _image_roof(roofs, dtype, conv, kernel.padded, kernel.weight_gradient, notes)
         parts.append(ConvolutionPart(dense, image,
                                      image.rate_at(image.patch_flops(patch, dense))))
     if grouped:
         # A grouped (depthwise) convolution runs far below a dense one: its own roof, measured
         # unpadded. Its time goes with its outputs: a padded one is priced at its flops as if
         # its taps on the padding counted.
-        priced = max(grouped, grouped_taps_flops)
+        priced = max(grouped, kernel.grouped_taps_flops)
         at = roofs.grouped_convolution(dtype, priced, taps)
         if at is None:
             notes.append("no grouped-convolution roof measured: grouped convolutions at the "
@@ -124,4 +139,4 @@ def _image_roof(roofs: RoofSet, dtype: str, conv: ComputeRoof, padded: bool,
     return conv
 
 
-__all__ = ["ConvolutionPart", "convolution_parts"]
+__all__ = ["ConvolutionPart", "Convolutions", "convolution_parts"]

@@ -83,7 +83,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from roofline_report.analysis.async_exposure import expose
-from roofline_report.analysis.convolution_roofs import convolution_parts
+from roofline_report.analysis.convolution_roofs import Convolutions, convolution_parts
 from roofline_report.analysis.inventory_totals import (
     program_buffers,
     program_footprint,
@@ -213,6 +213,13 @@ class Facts:
     @property
     def flops(self) -> float:
         return self.dot_flops + self.other_flops + self.converts
+
+    def convolutions(self) -> Convolutions:
+        """Its convolutions as the roofs price them (:func:`.convolution_parts`)."""
+        return Convolutions(self.conv_flops, self.grouped_flops, self.grouped_taps,
+                            self.grouped_tap_flops, self.line_flops, self.line_filter,
+                            self.generic_flops, self.generic_window, self.conv_patch,
+                            self.conv_padded, self.conv_weight_gradient)
 
 
 def _op_name(key: str) -> str:
@@ -474,14 +481,7 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         terms.append(Term("matmul", "compute", matmul / per_product, products.name,
                           products.kind, f"{f.matmul_dtype} matmul" if f.matmul_dtype else ""))
     if f.conv_flops:
-        convs, said = convolution_parts(roofs, f.dtype, compute, flops=f.conv_flops,
-                                        grouped=f.grouped_flops, taps=f.grouped_taps,
-                                        line=f.line_flops, line_filter=f.line_filter,
-                                        patch=f.conv_patch, padded=f.conv_padded,
-                                        weight_gradient=f.conv_weight_gradient,
-                                        generic=f.generic_flops,
-                                        generic_window=f.generic_window,
-                                        grouped_taps_flops=f.grouped_tap_flops)
+        convs, said = convolution_parts(roofs, f.dtype, compute, f.convolutions())
         notes += said
         terms += [Term("convolution", "compute", c.seconds, c.roof.name, c.roof.kind,
                        c.detail) for c in convs]
