@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from roofline_report import presets
-from roofline_report.analysis import predict, roofs
+from roofline_report.analysis import predict, prediction_facts, roofs
 from roofline_report.analysis import terms as terms_mod
 from roofline_report.results import schema
 from tests.ceilings_records import typed_ceilings
@@ -77,7 +77,7 @@ def test_passes_over_data_no_cache_holds_are_charged_one_after_another(
     assert cache is not None
     rows = int(cache // (8 * 1024)) * 2  # input and output together twice the cache
     big = predict.predict_kernel(_softmax(rows), "float32", machine)
-    assert big is not None and predict.read_passes(_softmax(rows)) == 3
+    assert big is not None and prediction_facts.read_passes(_softmax(rows)) == 3
     overhead = sum(t.seconds for t in big.terms if t.group == "overhead")
     in_series, overlapped = _work(big)
     assert in_series > overlapped

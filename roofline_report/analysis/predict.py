@@ -79,11 +79,11 @@ kernel of their totals, with a launch added for each of their kernels.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 from roofline_report.analysis.async_exposure import expose
-from roofline_report.analysis.convolution_roofs import Convolutions, convolution_parts
+from roofline_report.analysis.convolution_roofs import convolution_parts
 from roofline_report.analysis.inventory_totals import (
     program_buffers,
     program_footprint,
@@ -104,8 +104,15 @@ from roofline_report.analysis.past_the_cache import (
     passes_in_series,
 )
 from roofline_report.analysis.patterns import FFT, pattern_time
+from roofline_report.analysis.prediction_facts import (
+    Facts,
+    elements_of,
+    facts,
+    kernel_dtype,
+    kernel_facts,
+    op_name,
+)
 from roofline_report.analysis.roofs import (
-    ALL_THREADS,
     PAGE_FAULT,
     SPLIT_LAUNCH,
     SPLIT_LAUNCH_ENQUEUED,
@@ -114,8 +121,6 @@ from roofline_report.analysis.roofs import (
     RoofSet,
 )
 from roofline_report.analysis.terms import Group, Prediction, Term, combine
-from roofline_report.hlo.kernels import threads_for
-from roofline_report.hlo.shapes import FLOAT_TYPES, dtype_bits
 from roofline_report.kinds import Kind
 from roofline_report.results import schema
 from roofline_report.text import count as count_of
@@ -127,8 +132,6 @@ __all__ = ["COLD", "IN_SERIES", "Facts", "Prediction", "Term", "cold_arguments",
            "predict_from_kernels", "predict_kernel", "predict_kernels", "predict_program",
            "program_buffers", "program_footprint", "program_traffic", "reduction_work"]
 
-DOT_OPS = ("dot_general", "dot", "convolution")
-CONV_OPS = ("convolution",)
 TRANSCENDENTAL_RATE = {"tanh": "tanh", "exp": "exp", "exponential": "exp", "log": "log",
                        "logistic": "exp", "exponential_minus_one": "expm1",
                        "log_plus_one": "log1p", "rsqrt": "rsqrt", "sqrt": "sqrt",
@@ -151,205 +154,6 @@ def faults_charged(predictions: Iterable[Prediction]) -> float:
     """What fresh pages cost a call in ``predictions``: their page-fault terms summed, 0
     where none is charged. The kernel section and the miss's reason both read it here."""
     return sum(t.seconds for p in predictions for t in p.terms if t.name == FAULT_TERM)
-
-
-@dataclass(frozen=True, slots=True)
-class Facts:
-    """What the model needs of one launch of a kernel (or of a program known by its totals)."""
-
-    dtype: str
-    dot_flops: float
-    other_flops: float
-    transcendentals: Mapping[str, float]  # by function name (tanh, exp, ...)
-    bytes: float
-    bytes_source: str
-    kernels: int = 1
-    converts: float = 0.0  # elements converted between dtypes (counted apart from flops)
-    written: float | None = None  # bytes written to fresh outputs, where known
-    conv_flops: float = 0.0  # the part of dot_flops done by sliding-window convolutions
-    reduced: float = 0.0  # elements a reduction kernel reads (0: not a reduction)
-    reduce_flops: float = 0.0  # the part of other_flops that is its reduce ops' own adds
-    products: int = 1  # independent matrix products the matmul flops are split over
-    grouped_flops: float = 0.0  # the part of conv_flops done by grouped (depthwise) ones
-    grouped_taps: int = 0  # their multiply-adds per output (9 for 3x3 depthwise; 0: unknown)
-    # Their flops had every tap landed on the input (a padded one's exceed its count; 0: not
-    # recorded): their time goes with their outputs.
-    grouped_tap_flops: float = 0.0
-    # The part of conv_flops done by dense 1-D (a sequence's) convolutions, and the filter
-    # elements (window x features in x out) of the largest: their roof is read at it.
-    line_flops: float = 0.0
-    line_filter: int = 0
-    # The patch matrix's elements of its dense image convolution of the most flops: the
-    # convolution roof is read at it (0: not recorded, read at the flops).
-    conv_patch: int = 0
-    # Whether that convolution pads its input: the padded convolutions' roof prices it.
-    conv_padded: bool = False
-    # Whether that convolution is a weight gradient: the weight gradients' roof prices it.
-    conv_weight_gradient: bool = False
-    # The part of conv_flops done by a convolution XLA:CPU hands to no library.
-    generic_flops: float = 0.0
-    generic_window: int = 0  # the window elements of that convolution (0: not recorded)
-    matmul_dtype: str | None = None  # the integer type its matrix products multiply
-    # Work a loop fusion repeats per output element beyond the count (priced, not counted in
-    # ``flops``): flops, and transcendentals by function name.
-    recomputed_flops: float = 0.0
-    recomputed: Mapping[str, float] = field(default_factory=dict)
-    complex_flops: float = 0.0  # complex arithmetic's real flops beyond the count's
-    # The worker threads the kernel keeps busy (its split on a CPU; ALL_THREADS for a library
-    # kernel or a dot run on the thread pool; None: not known, a program known by its totals).
-    threads: int | None = None
-    passes: int = 1  # times it reads its input (:func:`read_passes`)
-    # The precision its products ask for ("highest": full float32, several passes of a TPU's
-    # bfloat16 matrix unit, as its FFT's products do; "high"); "default" otherwise.
-    precision: str = "default"
-    # Bytes it moves to and from a TPU core's own memories (vector memory): no HBM traffic,
-    # but not free either (priced at the on-chip rate where one was measured).
-    on_chip: float = 0.0
-    reads_on_chip: bool = False  # its operands all in those memories (:func:`reads_on_chip`)
-    # Bytes it reads from the program's arguments (:func:`cold_arguments` prices them from
-    # main memory in a program whose bytes per call exceed the last-level cache).
-    arguments: float = 0.0
-
-    @property
-    def flops(self) -> float:
-        return self.dot_flops + self.other_flops + self.converts
-
-    def convolutions(self) -> Convolutions:
-        """Its convolutions as the roofs price them (:func:`.convolution_parts`)."""
-        return Convolutions(self.conv_flops, self.grouped_flops, self.grouped_taps,
-                            self.grouped_tap_flops, self.line_flops, self.line_filter,
-                            self.generic_flops, self.generic_window, self.conv_patch,
-                            self.conv_padded, self.conv_weight_gradient)
-
-
-def _op_name(key: str) -> str:
-    return key.rsplit(".", 1)[-1]
-
-
-
-
-def kernel_dtype(kernel: schema.KernelRecord, program_dtype: str) -> str:
-    """The dtype a kernel computes in: the floating type of most of the bytes it reads (else
-    writes), not the program's. The program's dtype where the kernel moves no float."""
-    for by_dtype in (kernel.read_by_dtype, kernel.written_by_dtype):
-        floats = {FLOAT_TYPES[t]: float(b) for t, b in by_dtype.items() if t in FLOAT_TYPES}
-        if floats:
-            return max(sorted(floats), key=lambda t: floats[t])
-    return program_dtype
-
-
-def elements_of(by_dtype: Mapping[str, float], total: float) -> float:
-    """Elements in bytes given by HLO element type (a sub-byte type stored a byte each); a
-    type of unknown width counts 4 bytes."""
-    if not by_dtype:
-        return total / 4
-    return sum(float(b) / max(1, (dtype_bits(str(t)) or 32) // 8)
-               for t, b in by_dtype.items())
-
-
-def read_passes(kernel: schema.KernelRecord) -> int:
-    """How many times a kernel of the inventory reads its input
-    (:mod:`roofline_report.analysis.read_passes`): 1
-    for anything but a reduction that reduces its input more than once or reduces it and then
-    writes an output as large from it."""
-    if kernel.category != "reduction":
-        return 1
-    read = float(kernel.bytes_read)
-    elements = elements_of(kernel.read_by_dtype, read)
-    reduced = float(kernel.reduced_elements or 0)
-    if elements <= 0 or reduced <= 0:
-        return 1
-    passes = int(reduced / elements + 0.5)
-    if passes >= 1 and float(kernel.bytes_written) >= read:
-        passes += 1  # the output, as large as the input, is made from it: one more read
-    return max(1, passes)
-
-
-def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
-    """The facts of one launch of a kernel of the inventory, in the dtype it computes in
-    (:func:`kernel_dtype`; ``dtype``, the program's, where it moves no float)."""
-    dtype = kernel_dtype(kernel, dtype)
-    by_op = {_op_name(op): float(v) for op, v in kernel.flops_by_op.items()}
-    dot = sum(v for op, v in by_op.items() if op in DOT_OPS)
-    # Every convolution the HLO keeps, those whose windows tile their input (patch
-    # embeddings, 1x1 convolutions) among them, runs through the convolution library.
-    conv = sum(v for op, v in by_op.items() if op in CONV_OPS)
-    converts = by_op.get("convert", 0.0)
-    other = max(0.0, float(kernel.flops) - dot - converts)
-    trans = {_op_name(op): float(v) for op, v in kernel.transcendentals_by_op.items() if v}
-    moved = float(kernel.bytes_read) + float(kernel.bytes_written)
-    # A reduction reads its elements at least once; a fusion of several reduce ops over the
-    # same input (a layer norm's mean and variance in one library kernel) reduces each again.
-    reduced = max(elements_of(kernel.read_by_dtype, float(kernel.bytes_read)),
-                  float(kernel.reduced_elements or 0)) \
-        if kernel.category == "reduction" else 0.0
-    reducing = min(other, by_op.get("reduce", 0.0)) if reduced else 0.0
-    # A kernel writing a donated argument's buffer writes in place: no fresh output.
-    fresh = 0.0 if kernel.in_place else float(kernel.bytes_written)
-    products = max(1, kernel.matmul_products)
-    grouped = min(conv, float(kernel.grouped_conv_flops))
-    line = min(conv - grouped, float(kernel.line_conv_flops))
-    generic = min(conv - grouped - line, float(kernel.generic_conv_flops))
-    integer = kernel.matmul_dtype
-    again = {_op_name(op): float(v)
-             for op, v in kernel.recomputed_transcendentals_by_op.items() if v}
-    return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
-                 written=fresh, conv_flops=conv, reduced=reduced, reduce_flops=reducing,
-                 products=products,
-                 grouped_flops=grouped,
-                 grouped_taps=kernel.grouped_conv_taps,
-                 grouped_tap_flops=float(kernel.grouped_conv_tap_flops),
-                 line_flops=line, line_filter=kernel.line_conv_filter,
-                 conv_patch=kernel.image_conv_patch,
-                 conv_padded=kernel.image_conv_padded,
-                 conv_weight_gradient=kernel.image_conv_weight_gradient,
-                 generic_flops=generic, generic_window=kernel.generic_conv_window,
-                 matmul_dtype=integer or None,
-                 recomputed_flops=float(kernel.recomputed_flops), recomputed=again,
-                 complex_flops=float(kernel.complex_flops),
-                 threads=threads_for(kernel.partitions, kernel.kind, kernel.opcode, ALL_THREADS),
-                 passes=read_passes(kernel),
-                 precision=kernel.matmul_precision or "default",
-                 on_chip=float(kernel.on_chip_bytes_read) + float(kernel.on_chip_bytes_written),
-                 reads_on_chip=reads_on_chip(kernel),
-                 arguments=float(kernel.argument_bytes_read))
-
-
-def facts(record: schema.Workload | schema.SweepPoint, dtype: str) -> Facts | None:
-    """The facts of a program known by its totals (its ``hlo_count``, ``compiled``, ``xla``
-    and ``analytic``): our count's work, and XLA's bytes accessed where it has no loop (XLA
-    costs a loop body once), else the minimum traffic; None without our count or any
-    traffic."""
-    ours = record.hlo_count
-    if not isinstance(ours, schema.HloCount):
-        return None
-    by_op = {_op_name(k): float(v) for k, v in ours.flops_by_op.items()}
-    dot = sum(v for k, v in by_op.items() if k in DOT_OPS)
-    conv = sum(v for k, v in by_op.items() if k in CONV_OPS)
-    other = max(0.0, float(ours.flops) - dot)
-    trans = {_op_name(k): float(v) for k, v in ours.transcendentals_by_op.items() if v}
-    compiled = record.compiled
-    kernels = (compiled.kernels if compiled is not None else 0) or 1
-    moved, source = _total_bytes(record, ours, compiled)
-    if moved is None:
-        return None
-    return Facts(dtype, dot, other, trans, moved, source, max(1, kernels),
-                 written=float(ours.result_bytes), conv_flops=conv)
-
-
-def _total_bytes(record: schema.Workload | schema.SweepPoint, ours: schema.HloCount,
-                 compiled: schema.Compiled | None) -> tuple[float | None, str]:
-    xla = record.xla
-    accessed = xla.raw.get("bytes accessed") if xla is not None and xla.available else None
-    loops = compiled is not None and bool(compiled.while_loops)
-    if accessed is not None and accessed > 0 and not loops:
-        return float(accessed), "XLA's bytes accessed"
-    analytic = record.analytic
-    minimum = (analytic.minimum_bytes if isinstance(analytic, schema.Analytic) else None) \
-        or ours.minimum_bytes
-    if minimum > 0:
-        return float(minimum), "the minimum traffic"
-    return None, ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -600,7 +404,7 @@ def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
         # An FFT's flops are what its pattern's rate prices (a library transform): not
         # elementwise arithmetic as well.
         fft = sum(float(v) for op, v in kernel.flops_by_op.items()
-                  if _op_name(op) == FFT)
+                  if op_name(op) == FFT)
         f = replace(f, other_flops=max(0.0, f.other_flops - fft))
     one = _launch(f, roofs, traffic)
     if one is None:

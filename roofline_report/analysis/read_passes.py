@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from roofline_report.analysis.predict import predict_kernel, read_passes
+from roofline_report.analysis.predict import predict_kernel
+from roofline_report.analysis.prediction_facts import read_passes
 from roofline_report.analysis.roofs import RoofSet
 from roofline_report.results import schema
 
