@@ -592,6 +592,14 @@ def test_a_pattern_kernel_is_data_movement_only_when_it_computes_nothing(
 
 # ---- padded image convolutions ---------------------------------------------------------------
 
+def _named(text: str) -> tuple[Any, dict[str, Any]]:
+    """The parsed module of ``text`` and its instructions by name."""
+    from roofline_report.hlo.ir import parse_module
+
+    module = parse_module(text)
+    return module, {i.name: i for _c, i in module.instructions()}
+
+
 _PADDED_HLO = """HloModule padded
 
 ENTRY %main (x: f32[4,16,16,32], w: f32[3,3,32,32], y: f32[4,18,18,32]) -> (f32[4,16,16,32], f32[4,15,15,32], f32[4,16,16,32]) {
@@ -609,11 +617,9 @@ ENTRY %main (x: f32[4,16,16,32], w: f32[3,3,32,32], y: f32[4,18,18,32]) -> (f32[
 def test_an_image_convolution_says_whether_it_pads_its_input() -> None:
     """Padding on any side of any dimension makes a convolution a padded one (XLA:CPU runs
     those on a faster path); a window whose padding is all zeros, printed or not, does not."""
-    from roofline_report.hlo.ir import parse_module
     from roofline_report.hlo.product_facts import image_conv_padded
 
-    module = parse_module(_PADDED_HLO)
-    found = {i.name: i for _c, i in module.instructions()}
+    module, found = _named(_PADDED_HLO)
     assert image_conv_padded(found["same"], module)
     assert image_conv_padded(found["corner"], module)
     assert not image_conv_padded(found["valid"], module)
@@ -638,15 +644,12 @@ def test_a_convolution_whose_window_outgrows_its_output_is_a_weight_gradient() -
     """A ResNet block's filter gradient (its window the 16x16 images, a 3x3 output) is one;
     a forward 3x3 convolution over 16x16 images is not; one over 2x2 images reads as one
     (the rule's known limit: its window, 9, exceeds its 4 outputs)."""
-    from roofline_report.hlo.ir import parse_module
     from roofline_report.hlo.product_facts import image_conv_weight_gradient
 
-    module = parse_module(_GRADIENT_HLO)
-    found = {i.name: i for _c, i in module.instructions()}
+    module, found = _named(_GRADIENT_HLO)
     assert image_conv_weight_gradient(found["filter"], module)
     assert image_conv_weight_gradient(found["tiny"], module)
-    padded = parse_module(_PADDED_HLO)
-    forward = {i.name: i for _c, i in padded.instructions()}
+    padded, forward = _named(_PADDED_HLO)
     assert not image_conv_weight_gradient(forward["same"], padded)
     assert not image_conv_weight_gradient(forward["x"], padded)
 
@@ -670,12 +673,10 @@ def test_a_bare_convolution_no_library_takes_counts_its_flops_and_window_apart()
     last, its window dilated and reversed) runs on XLA's generic code: its flops and window
     are recorded apart. A transposed convolution itself, in the libraries' form, is not; nor
     is anything on a TPU."""
-    from roofline_report.hlo.ir import parse_module
     from roofline_report.hlo.kernel_cost import conv_flops
     from roofline_report.hlo.product_facts import generic_conv_flops, generic_conv_window
 
-    module = parse_module(_GENERIC_HLO)
-    found = {i.name: i for _c, i in module.instructions()}
+    _module, found = _named(_GENERIC_HLO)
     assert generic_conv_flops(found["filter"]) == conv_flops(found["filter"]) > 0
     assert generic_conv_window(found["filter"]) == 16
     assert generic_conv_flops(found["upsampled"]) == generic_conv_window(found["upsampled"]) == 0

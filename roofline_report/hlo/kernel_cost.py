@@ -118,6 +118,13 @@ def features_per_group(instr: Instruction) -> int:
     return max(1, lhs.array.dims[labels["lhs"].index("f")] // groups)
 
 
+def pads(instr: Instruction) -> bool:
+    """Whether a convolution's ``window`` pads any side of any spatial dimension, negative
+    padding too (:func:`_window` keeps only the low side)."""
+    pad = re.search(r"pad=(\S+)", instr.attributes.get("window", ""))
+    return pad is not None and any(int(v) for v in re.findall(r"-?\d+", pad.group(1)))
+
+
 def tiles_input(instr: Instruction) -> bool:
     """Whether a convolution's windows tile its input: in every spatial dimension a stride
     equal to its window, no padding, no dilation, one feature group and one batch group. Such
@@ -129,11 +136,9 @@ def tiles_input(instr: Instruction) -> bool:
     if instr.attributes.get("feature_group_count", "1") != "1" \
             or instr.attributes.get("batch_group_count", "1") != "1":
         return False
-    text = instr.attributes.get("window", "")
-    # Both sides of every dimension's padding, negative too (:func:`_window` keeps the low side).
-    pad = re.search(r"pad=(\S+)", text)
-    if pad is not None and any(int(v) for v in re.findall(r"-?\d+", pad.group(1))):
+    if pads(instr):
         return False
+    text = instr.attributes.get("window", "")
     size = re.search(r"size=([\dx]+)", text)
     if size is None:
         return False

@@ -82,9 +82,7 @@ from roofline_report.hlo.product_facts import (
     grouped_conv_flops,
     grouped_conv_tap_flops,
     grouped_conv_taps,
-    image_conv_padded,
-    image_conv_patch,
-    image_conv_weight_gradient,
+    image_convolution,
     line_convolutions,
     matmul_dtype,
     matmul_precision,
@@ -364,6 +362,7 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
     branch = site.context.branch
     beyond = uncounted_work(instr, module, backend)
     line_flops, line_filter = line_convolutions(instr, module, backend)
+    image = image_convolution(instr, module, backend)
     return {
         "name": instr.name,
         "opcode": instr.opcode,
@@ -414,9 +413,9 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "grouped_conv_tap_flops": grouped_conv_tap_flops(instr, module),
         "line_conv_flops": line_flops,
         "line_conv_filter": line_filter,
-        "image_conv_patch": image_conv_patch(instr, module, backend),
-        "image_conv_padded": image_conv_padded(instr, module, backend),
-        "image_conv_weight_gradient": image_conv_weight_gradient(instr, module, backend),
+        "image_conv_patch": image.patch,
+        "image_conv_padded": image.padded,
+        "image_conv_weight_gradient": image.weight_gradient,
         "generic_conv_flops": generic_conv_flops(instr, backend),
         "generic_conv_window": generic_conv_window(instr, backend),
         "reduced_elements": reduced_elements(instr, module, backend),

@@ -9,9 +9,9 @@ form), the grouped (depthwise) convolutions and their taps, and the elements its
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
+from typing import NamedTuple
 
 from roofline_report.hlo.ir import Instruction, Module
 from roofline_report.hlo.kernel_cost import (
@@ -19,6 +19,7 @@ from roofline_report.hlo.kernel_cost import (
     dot_flops,
     features_per_group,
     ints_in,
+    pads,
     tiles_input,
     window_elements,
 )
@@ -143,6 +144,28 @@ def line_convolutions(instr: Instruction, module: Module, backend: str | None = 
     return total, best[1]
 
 
+class ImageConvolution(NamedTuple):
+    """A kernel's dense image convolution of the most flops, as the model prices it: the
+    elements of its patch matrix (:func:`image_conv_patch`), whether it pads its input
+    (:func:`image_conv_padded`) and whether it is a weight gradient
+    (:func:`image_conv_weight_gradient`)."""
+
+    patch: int
+    padded: bool
+    weight_gradient: bool
+
+
+def image_convolution(instr: Instruction, module: Module, backend: str | None = None
+                      ) -> ImageConvolution:
+    """The kernel's dense image convolution of the most flops, read once for the three facts
+    the inventory records of it; all 0 and False without one."""
+    found = _image_convolution(instr, module, backend)
+    if found is None:
+        return ImageConvolution(0, False, False)
+    conv, patch = found
+    return ImageConvolution(patch, pads(conv), _weight_gradient(conv))
+
+
 def image_conv_patch(instr: Instruction, module: Module, backend: str | None = None) -> int:
     """The elements of the patch matrix of the kernel's dense convolution of the most flops
     that is not a sequence's (:func:`line_convolutions`): its output positions x its window x
@@ -155,8 +178,7 @@ def image_conv_patch(instr: Instruction, module: Module, backend: str | None = N
     a patch matrix of 9 MB and flops between those two sizes', ran at 216, and a ViT's patch
     embedding (16x16 windows of three colours into 768 features) at 200.
     0 without one; on a TPU a convolution that computes a matrix product is not one."""
-    found = _image_convolution(instr, module, backend)
-    return found[1] if found is not None else 0
+    return image_convolution(instr, module, backend).patch
 
 
 def image_conv_padded(instr: Instruction, module: Module, backend: str | None = None) -> bool:
@@ -169,8 +191,7 @@ def image_conv_padded(instr: Instruction, module: Module, backend: str | None = 
     200 against 165 on 32x32 and 230 against 146 on 64x64; with 64 features on 64x64 outputs,
     236 against 55 (the unpadded one's im2col temporary, 38 MB, faulted in fresh pages every
     call). The padded convolutions have a roof of their own. False without one."""
-    found = _image_convolution(instr, module, backend)
-    return found is not None and _padded(found[0])
+    return image_convolution(instr, module, backend).padded
 
 
 def image_conv_weight_gradient(instr: Instruction, module: Module,
@@ -185,10 +206,12 @@ def image_conv_weight_gradient(instr: Instruction, module: Module,
     128x128; a ResNet block's two in its training step at 0.81 to 0.86 of its forward ones.
     Weight gradients have a roof of their own. A forward convolution whose window is larger
     than its output (a 3x3 window over a 2x2 output) reads as one too. False without one."""
-    found = _image_convolution(instr, module, backend)
-    if found is None:
-        return False
-    conv = found[0]
+    return image_convolution(instr, module, backend).weight_gradient
+
+
+def _weight_gradient(conv: Instruction) -> bool:
+    """Whether a convolution's window holds more elements than an image of its output has
+    positions (:func:`image_conv_weight_gradient`)."""
     labels = DIM_LABELS.match(conv.attributes.get("dim_labels", ""))
     out = conv.shape.array
     if labels is None or out is None or len(labels["out"]) != len(out.dims):
@@ -247,12 +270,6 @@ def _image_convolution(instr: Instruction, module: Module, backend: str | None
     return (best[2], best[1]) if best is not None else None
 
 
-def _padded(conv: Instruction) -> bool:
-    """Whether a convolution's ``window`` pads any side of any spatial dimension."""
-    pad = re.search(r"pad=(\S+)", conv.attributes.get("window", ""))
-    return pad is not None and any(int(v) for v in re.findall(r"-?\d+", pad.group(1)))
-
-
 def _dense_convolutions(instr: Instruction, module: Module, backend: str | None
                         ) -> Iterator[Instruction]:
     """The kernel's convolutions with no feature or batch groups, less, on a TPU, those that
@@ -291,13 +308,9 @@ def grouped_conv_tap_flops(instr: Instruction, module: Module) -> int:
     channels, padded by 3 or not, while the flops XLA counts (the taps that land on the input)
     were 0.74 of those over 12x12 images padded. Equal to :func:`grouped_conv_flops` for
     unpadded ones; the model prices a grouped convolution's time at these."""
-    total = 0
-    for conv, _ in _grouped_convolutions(instr, module):
-        result = next(iter(conv.shape.elements), None) if conv.opcode == "custom-call" \
-            else conv.shape
-        if result is not None and result.array is not None:
-            total += 2 * result.array.elements * window_elements(conv) * features_per_group(conv)
-    return total
+    return sum(2 * conv.shape.array.elements * window_elements(conv) * features_per_group(conv)
+               for conv, _ in _grouped_convolutions(instr, module)
+               if conv.shape.array is not None)
 
 
 def grouped_conv_taps(instr: Instruction, module: Module) -> int:
@@ -315,7 +328,8 @@ def grouped_conv_taps(instr: Instruction, module: Module) -> int:
 
 def _grouped_convolutions(instr: Instruction, module: Module
                           ) -> Iterator[tuple[Instruction, int]]:
-    """(convolution, flops) of each grouped convolution of the kernel, HLO and library ones."""
+    """(convolution, flops) of each grouped convolution of the kernel, HLO and library ones;
+    a library one with its result's shape."""
     for i in _fused_instructions(instr, module):
         if not _grouped(i):
             continue
@@ -326,7 +340,8 @@ def _grouped_convolutions(instr: Instruction, module: Module
             # are those of the convolution its first array is the result of.
             result = next(iter(i.shape.elements), None)
             if result is not None and result.array is not None:
-                yield i, conv_flops(replace(i, shape=result)) or 0
+                conv = replace(i, shape=result)
+                yield conv, conv_flops(conv) or 0
 
 
 def _grouped(conv: Instruction) -> bool:

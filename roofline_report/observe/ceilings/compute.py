@@ -256,7 +256,8 @@ def _sized_rates(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int
 #   Its flops and patch matrix are the forward one's; it ran at 0.65 to 0.92 of its rate
 #   (see :func:`~roofline_report.hlo.product_facts.image_conv_weight_gradient`).
 CONV_WINDOW = 3
-#: The convolution roof's forms: (form, op, name suffix).
+#: The convolution roof's forms: (form, op, name suffix). Each form's kernel is in
+#: :data:`_CONV_KERNELS`.
 CONV_FORMS = (("unpadded", "convolution", ""),
               ("padded", "convolution-padded", " (padded)"),
               ("weight gradient", "convolution-weight-gradient", " (weight gradient)"))
@@ -303,6 +304,10 @@ def _weight_gradient(x: Any, g: Any) -> Any:
                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
+_CONV_KERNELS = {"unpadded": _convolution, "padded": _padded_convolution,
+                 "weight gradient": _weight_gradient}
+
+
 def conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
                 again: Again | None = None,
                 budget: load.Budget | None = None, form: str = "unpadded") -> dict[str, Any]:
@@ -327,11 +332,9 @@ def conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
                                     dtype=np.float32) / (3 * channels**0.5)
         return jax.device_put(x.astype(kind)), jax.device_put(w.astype(kind))
 
-    kernel = {"unpadded": _convolution, "padded": _padded_convolution,
-              "weight gradient": _weight_gradient}[form]
     entry = _compute_entry(f"convolution {dtype}{suffix}", op, dtype, "default")
     entry["channels"] = channels
-    return _sized_rates(entry, kernel, plan.conv_sizes, operands,
+    return _sized_rates(entry, _CONV_KERNELS[form], plan.conv_sizes, operands,
                         lambda n: conv_flops(n, batch, channels, form != "unpadded"), plan, say,
                         _matmul_caveat(backend, dtype), again, budget)
 

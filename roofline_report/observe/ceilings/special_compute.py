@@ -106,11 +106,12 @@ def grouped_convolution(instr: Any) -> bool:
 
 
 def _sized(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int, ...],
-           operands: Callable[[int], tuple[Any, ...]], flops_of: Callable[[int], int],
+           operands: Callable[[int], tuple[Any, ...]], flops_of: Callable[[int, str], int],
            check: Callable[[Any], bool], plan: Plan, say: Progress,
            again: Again | None) -> dict[str, Any]:
     """Fill ``entry`` with the rough rate of ``fn`` at each size whose compiled program
-    ``check`` accepts; the roof is the fastest size's. A size that fails stops the sweep (the
+    ``check`` accepts, at the flops ``flops_of`` gives the size and that program's optimized
+    HLO text; the roof is the fastest size's. A size that fails stops the sweep (the
     larger ones would fail too), with its reason; with no size left the entry is
     unavailable."""
     import jax
@@ -121,14 +122,16 @@ def _sized(entry: dict[str, Any], fn: Callable[..., Any], sizes: tuple[int, ...]
         try:
             args = operands(n)
             compiled = jax.jit(fn).lower(*args).compile()
-            if not _holds(str(compiled.as_text()), check):
+            text = str(compiled.as_text())
+            if not _holds(text, check):
                 why.append(f"n={n}: the compiled program has no {entry['name']} kernel")
                 continue
             rough = _rough(compiled, args, plan)
         except Exception as exc:  # a type the backend lacks, or memory: larger sizes fail too
             why.append(f"n={n} failed ({failure_reason(exc)})")
             break
-        point = {"n": n, "flops": flops_of(n), "value": fastest_rate(flops_of(n), rough)}
+        flops = flops_of(n, text)
+        point = {"n": n, "flops": flops, "value": fastest_rate(flops, rough)}
         say(f"{entry['name']} n={n}: about {point['value'] / 1e9:.3g} GFLOP/s")
         timed.append((point, compiled, args))
     entry["by_size"] = [p for p, _, _ in timed]
@@ -171,7 +174,7 @@ def integer_matmul_entry(dtype: str, plan: Plan, say: Progress,
                      for _ in range(2))  # type: ignore[return-value]
 
     entry = _compute_entry(f"matmul {dtype} ({INTEGER_SUM} sums)", "matmul", dtype, "default")
-    return _sized(entry, product, plan.integer_sizes, operands, lambda n: 2 * n**3,
+    return _sized(entry, product, plan.integer_sizes, operands, lambda n, _text: 2 * n**3,
                   lambda i: integer_dot(i, dtype), plan, say, again)
 
 
@@ -206,7 +209,7 @@ def grouped_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
     if group > 1:
         entry["group"] = group
     return _sized(entry, convolution, plan.grouped_conv_sizes, operands,
-                  lambda n: depthwise_flops(n, batch, channels, window, group),
+                  lambda n, _text: depthwise_flops(n, batch, channels, window, group),
                   grouped_convolution, plan, say, again)
 
 
@@ -241,7 +244,7 @@ def causal_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
     entry["window"] = taps
     entry["rank"] = 1
     return _sized(entry, convolution, plan.grouped_conv_sizes, operands,
-                  lambda n: 2 * batch * n * n * channels * taps, grouped_convolution, plan,
+                  lambda n, _text: 2 * batch * n * n * channels * taps, grouped_convolution, plan,
                   say, again)
 
 
@@ -285,9 +288,8 @@ def generic_conv_entry(dtype: str, backend: str, plan: Plan, say: Progress,
         g = rng.standard_normal((batch, n, n, features), dtype=np.float32)
         return jax.device_put(x.astype(kind)), jax.device_put(g.astype(kind))
 
-    def flops_of(n: int) -> int:
-        text = jax.jit(filter_gradient).lower(*operands(n)).compile().as_text()
-        return sum(k["generic_conv_flops"] for k in kernel_inventory(str(text))["kernels"])
+    def flops_of(_n: int, text: str) -> int:  # as the count gives the compiled kernel
+        return sum(k["generic_conv_flops"] for k in kernel_inventory(text)["kernels"])
 
     entry = _compute_entry(f"convolution {dtype} (generic)", "convolution-generic", dtype,
                            "default")
