@@ -12,7 +12,7 @@ PatternName = Literal[
     "variadic-reduction", "top-k", "fused-transpose", "fft", "interleaved-reduction",
     "broadcast-transpose", "reduce-window-lane", "mat-vec", "vec-mat", "transposed-dot",
     "block-transpose", "update-slice", "reduce-window", "sum-window", "lone-convert",
-    "normalization"]
+    "normalization", "lone-op"]
 
 PATTERNS: tuple[str, ...] = get_args(PatternName)
 

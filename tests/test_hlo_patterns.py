@@ -539,7 +539,8 @@ def test_compiled_transposes_fused_into_other_work() -> None:
     [k] = _kernels(lambda x, y: x.T * y, a, b)
     assert (k["pattern"], k["pattern_size"]) == ("fused-transpose", 2048 * 256)
     assert k["category"] == "elementwise"
-    assert all(k["pattern"] is None for k in _kernels(lambda x, y: x * y, a, a))
+    # A product without the swap: one operation alone in its kernel, no transpose.
+    assert [k["pattern"] for k in _kernels(lambda x, y: x * y, a, a)] == ["lone-op"]
 
 
 @pytest.mark.cpu_backend("XLA:CPU's row-major layouts, a TPU's tiles aside")
@@ -620,3 +621,18 @@ def test_a_conversion_alone_in_its_kernel_is_a_lone_convert() -> None:
     assert any(k["pattern_detail"] == "bf16[64,32] to f32[64,32]" for k in lone)
     fused = _kernels(lambda x: (x.astype(jnp.float32) * 2).astype(jnp.bfloat16), a)
     assert all(k["pattern"] != "lone-convert" for k in fused)
+
+
+@pytest.mark.cpu_backend("XLA:CPU's wrapped single operations")
+def test_one_arithmetic_operation_alone_in_its_kernel_is_a_lone_op() -> None:
+    """A sum, a maximum, a negation alone in their kernels (XLA:CPU's wrapped_add, ...) are
+    lone operations of their result's elements; the same add fused with a product, an
+    exponential fused with one, and a conversion alone are not."""
+    a = jnp.ones((96, 128), jnp.float32)
+    for f in (lambda x, y: x + y, lambda x, y: jnp.maximum(x, y), lambda x, y: -x):
+        k = _only(f, a, a)
+        assert (k["pattern"], k["pattern_size"]) == ("lone-op", 96 * 128), k["name"]
+    assert _only(lambda x, y: x + y, a, a)["pattern_detail"] == "add of f32[96,128]"
+    for f in (lambda x, y: x * 2 + y, lambda x, y: jnp.exp(x) * 2,
+              lambda x, y: x.astype(jnp.bfloat16)):
+        assert all(k["pattern"] != "lone-op" for k in _kernels(f, a, a))

@@ -209,6 +209,17 @@ def test_a_lone_conversion_at_its_own_roof() -> None:
     assert t.seconds == pytest.approx((1 << 20) / (4e9 + (5e9 - 4e9) * 5 / 6))
 
 
+def test_one_operation_alone_at_its_own_roof() -> None:
+    """A CPU's add alone in its kernel (48 K elements a launch, an accumulator's in a loop)
+    at the lone-op roof's rate there: 12.3 us at 4e9 elements/s, where its bytes at a
+    cache's rate give a few microseconds."""
+    lone = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
+        _rate("lone-op", "float32", ((49152.0, 4e9), (2097152.0, 6e9))),))
+    t = patterns.pattern_time(kernel_record(_kernel("lone-op", 49152)), "float32", lone)
+    assert t is not None and (t.unit, t.roof) == ("elements", "lone-op float32")
+    assert t.seconds == pytest.approx(49152 / 4e9)
+
+
 def test_a_layer_norm_in_one_library_kernel_at_its_own_roof() -> None:
     """A CPU's layer norm of 1 M elements fused whole into one library kernel at the
     normalization roof's 3.3e9 elements/s: 318 us, where its terms at the row reduction's
@@ -444,6 +455,8 @@ def test_compiled_programs_are_checked_for_their_pattern() -> None:
     assert pattern_kernel(text(lambda x: x.astype(jnp.bfloat16), a), "lone-convert")[0]
     assert pattern_kernel(text(lambda x: (x * 2).astype(jnp.bfloat16), a),
                           "lone-convert")[0] is None
+    assert pattern_kernel(text(lambda x, y: x + y, a, a), "lone-op")[0]
+    assert pattern_kernel(text(lambda x, y: x * 2 + y, a, a), "lone-op")[0] is None
     rows = jnp.ones((4096, 64), jnp.float32)
     norm = text(lambda x: (x - x.mean(-1, keepdims=True))
                 * jax.lax.rsqrt(jnp.square(x - x.mean(-1, keepdims=True)).mean(-1, keepdims=True)
@@ -520,14 +533,14 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         ("fft", 400), ("fft", 512), ("fft", None), ("transpose", None), ("gather", 64),
         ("scatter", 16), ("scatter", 64), ("scatter", 1), ("scatter", 1),
         ("reduce-window", 1), ("reduce-window", 5), ("sum-window", None),
-        ("lone-convert", None), ("normalization", 64)]
+        ("lone-convert", None), ("lone-op", None), ("normalization", 64)]
     for e in own:
         schema.RateCeiling.model_validate_json(json.dumps(e))
         assert e["roof"]
     # The FFTs of an operand computed before them: each point the call less its baseline (the
     # same call without the FFT), so below the whole call's time.
     computed = own[10:13]
-    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 11
+    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 12
     for e in computed:
         assert e["available"], e["reason"]
         for point in e["by_size"]:
@@ -545,7 +558,7 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert "from_memory" not in entries[0]
     # 64 x 64 is no matrix beside a few vectors (a small product: both sides narrow); the others
     # ran at their smallest sizes; a layer norm of 64 rows is split into several kernels
-    assert [e["available"] for e in own] == [False, False, False] + [True] * 16 + [False]
+    assert [e["available"] for e in own] == [False, False, False] + [True] * 17 + [False]
     # The pools of one image [1, 32, 32, 32] (the size asked is smaller): a 3 x 3 max pool's
     # 70,688 window elements on the input; 5 arrays' 2 x 2 windows, 5 x 32,768; a cumulative
     # sum's windows of 16 over 8 rows of 512, 136 elements each.
@@ -553,6 +566,10 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     # into several kernels: unavailable, with the kernels it ran.
     norm = own.pop()
     assert not norm["available"] and "has no normalization kernel" in norm["reason"]
+    # The add alone: float32 [R, 256] and [R, 256] to their sum, its elements and bytes.
+    lone = own.pop()
+    assert lone["by_size"][0]["shape"][1] == 256 and lone["unit"] == "elements/s"
+    assert lone["by_size"][0]["bytes"] == 12 * lone["by_size"][0]["elements"]
     windows = own[-4:-1]
     assert [e["by_size"][0]["elements"] for e in windows] == [70688, 5 * 32768, 8 * 32 * 136]
     assert [e["by_size"][0]["shape"] for e in windows] == [[1, 32, 32, 32]] * 2 + [[8, 32, 16]]

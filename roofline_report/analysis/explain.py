@@ -389,6 +389,7 @@ PATTERN_WORDS = {"transpose": "a transposing copy", "loop-dot": "a dot outside t
                  "sum-window": "a windowed sum outside the library (a cumulative sum, an "
                  "average pool's gradient)",
                  "lone-convert": "a conversion of element type alone",
+                 "lone-op": "one arithmetic operation alone in its kernel",
                  "normalization": "a layer norm of short rows in one library kernel"}
 
 

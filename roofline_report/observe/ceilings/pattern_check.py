@@ -77,6 +77,8 @@ def pattern_kernel(text: str, pattern: str) -> tuple[str | None, str]:
             return bool(ops.get("reduce")) and _library(k)
         if pattern == "lone-convert":
             return bool(ops.get("convert")) and not _library(k)
+        if pattern == "lone-op":
+            return bool(ops.get("add")) and not _library(k)
         if pattern == "top-k":
             return k.get("opcode") == "custom-call" or bool(ops.get("custom-call"))
         return bool(ops.get(pattern))  # gather, scatter, sort

@@ -215,6 +215,20 @@ def lone_convert(source: str, target: str) -> Callable[[int], Point]:
     return build
 
 
+def lone_op(dtype: str) -> Callable[[int], Point]:
+    """``a + b`` of ``dtype`` ``[R, CONVERT_ROW]`` alone in its kernel (XLA:CPU's
+    ``wrapped_add``), elements of the sum per call."""
+
+    def build(elements: int) -> Point:
+        rows = max(1, elements // CONVERT_ROW)
+        count = rows * CONVERT_ROW
+        a, b = _array((rows, CONVERT_ROW), dtype), _array((rows, CONVERT_ROW), dtype)
+        return Point(lambda x, y: x + y, (a, b), count, 3 * count * _itemsize(dtype),
+                     (rows, CONVERT_ROW))
+
+    return build
+
+
 NORM_ROW = 64  # the fused layer norm's [R, 64]: a head's or a narrow model's features
 
 
