@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -95,6 +96,39 @@ def test_a_broadcast_transpose_reads_its_rate_at_the_square_of_the_rows_it_walks
     old = patterns.pattern_time(kernel_record(_kernel("broadcast-transpose", size)), "float32",
                                 walked)
     assert old is not None and old.seconds == pytest.approx(size / 4e8)
+
+
+def test_a_broadcast_transpose_takes_the_roof_of_its_rows_at_its_own_size() -> None:
+    """With roofs by the rows each output run reads ((x * 2).T of [rows, n]), a kernel
+    takes the one nearest its rows (in log) read at its own size, not the square's at its
+    rows squared: the Perceiver's swap (1 M elements, 128 rows) at the 128 rows' 8e8/s
+    (1.31 ms), where the square's roof would give 1.3e9/s; ResNet's (64 K elements reading 8
+    rows) at the 8 rows' 3.8e9/s; rows of 200 take the 256 rows' roof."""
+    def by_row(row: int, points: tuple[tuple[float, float], ...]) -> RateRoof:
+        return replace(_rate("broadcast-transpose", "float32", points,
+                             f"broadcast-transpose float32 ({row} rows)"), row=row)
+
+    square = _rate("broadcast-transpose", "float32", ((65536.0, 1.3e9), (1048576.0, 4e8)))
+    walked = RoofSet("hand-made", Kind.MEASURED, (), (), (), (
+        square, by_row(8, ((65536.0, 3.8e9), (1048576.0, 1e10))),
+        by_row(128, ((65536.0, 5e8), (1048576.0, 8e8))),
+        by_row(256, ((65536.0, 9e8), (1048576.0, 9e8)))))
+    size = 2 * 128 * 4096
+    perceiver = patterns.pattern_time(kernel_record(_kernel("broadcast-transpose", size,
+                                                            pattern_row=128)), "float32", walked)
+    assert perceiver is not None and perceiver.roof == "broadcast-transpose float32 (128 rows)"
+    assert perceiver.seconds == pytest.approx(size / 8e8)
+    resnet = patterns.pattern_time(kernel_record(_kernel("broadcast-transpose", 65536,
+                                                         pattern_row=8)), "float32", walked)
+    assert resnet is not None and resnet.seconds == pytest.approx(65536 / 3.8e9)
+    between = patterns.pattern_time(kernel_record(_kernel("broadcast-transpose", size,
+                                                          pattern_row=200)), "float32", walked)
+    assert between is not None and between.roof == "broadcast-transpose float32 (256 rows)"
+    # A record without its rows (written before them) keeps the square's roof at its size.
+    old = patterns.pattern_time(kernel_record(_kernel("broadcast-transpose", size)), "float32",
+                                walked)
+    assert old is not None and old.roof == "broadcast-transpose float32"
+    assert old.seconds == pytest.approx(size / 4e8)
 
 
 def test_a_sort_at_its_comparison_rate() -> None:
@@ -405,7 +439,9 @@ def test_plans_are_small_and_ascending() -> None:
                   for k in pattern_plans.kernels(full) if k.roof]
     assert len(roofs_only) == len(set(roofs_only))
     rows = sorted((k.pattern, k.row) for k in pattern_plans.kernels(full) if k.row)
-    assert rows == [("block-transpose", 64), ("block-transpose", 1024), ("fft", 256),
+    assert rows == [("block-transpose", 64), ("block-transpose", 1024),
+                    *[("broadcast-transpose", row) for row in (8, 16, 64, 128, 256, 1024)],
+                    ("fft", 256),
                     ("fft", 400), ("fft", 400), ("fft", 512), ("fft", 512), ("fft", 2048),
                     ("gather", 1), ("gather", 1), ("gather", 1),
                     ("gather", 64), ("gather", 256), ("mat-vec", 1),
@@ -533,14 +569,16 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         ("fft", 400), ("fft", 512), ("fft", None), ("transpose", None), ("gather", 64),
         ("scatter", 16), ("scatter", 64), ("scatter", 1), ("scatter", 1),
         ("reduce-window", 1), ("reduce-window", 5), ("sum-window", None),
-        ("lone-convert", None), ("lone-op", None), ("normalization", 64)]
+        ("lone-convert", None), ("lone-op", None),
+        *[("broadcast-transpose", row) for row in (8, 16, 64, 128, 256, 1024)],
+        ("normalization", 64)]
     for e in own:
         schema.RateCeiling.model_validate_json(json.dumps(e))
         assert e["roof"]
     # The FFTs of an operand computed before them: each point the call less its baseline (the
     # same call without the FFT), so below the whole call's time.
     computed = own[10:13]
-    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 12
+    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 18
     for e in computed:
         assert e["available"], e["reason"]
         for point in e["by_size"]:
@@ -558,7 +596,7 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     assert "from_memory" not in entries[0]
     # 64 x 64 is no matrix beside a few vectors (a small product: both sides narrow); the others
     # ran at their smallest sizes; a layer norm of 64 rows is split into several kernels
-    assert [e["available"] for e in own] == [False, False, False] + [True] * 17 + [False]
+    assert [e["available"] for e in own] == [False, False, False] + [True] * 23 + [False]
     # The pools of one image [1, 32, 32, 32] (the size asked is smaller): a 3 x 3 max pool's
     # 70,688 window elements on the input; 5 arrays' 2 x 2 windows, 5 x 32,768; a cumulative
     # sum's windows of 16 over 8 rows of 512, 136 elements each.
@@ -566,6 +604,14 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     # into several kernels: unavailable, with the kernels it ran.
     norm = own.pop()
     assert not norm["available"] and "has no normalization kernel" in norm["reason"]
+    # The broadcast transposes by the rows each output run reads: [row, n] swapped, n = 4,096
+    # / row columns but at least 256 (rows of 1 KiB, which share cache sets).
+    by_row = own[-6:]
+    del own[-6:]
+    assert [e["by_size"][0]["shape"] for e in by_row] == [
+        [row, max(256, 4096 // row)] for row in (8, 16, 64, 128, 256, 1024)]
+    assert [e["by_size"][0]["elements"] for e in by_row] == [
+        row * max(256, 4096 // row) for row in (8, 16, 64, 128, 256, 1024)]
     # The add alone: float32 [R, 256] and [R, 256] to their sum, its elements and bytes.
     lone = own.pop()
     assert lone["by_size"][0]["shape"][1] == 256 and lone["unit"] == "elements/s"

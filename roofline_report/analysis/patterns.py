@@ -123,6 +123,11 @@ def pattern_roof(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet) -> Rat
     if found is not None:
         found = _as_operand_comes(found, computed, roofs)
     row = kernel.pattern_row
+    if found is not None and not found.row and row > 0 and pattern == BROADCAST_TRANSPOSE:
+        # A broadcast transpose's roofs by the source rows each output run reads, where the
+        # set has them (the square's roof stands in otherwise: :func:`_rate_size`).
+        found = next((r for r in roofs.rates if r.op == found.op and r.dtype == found.dtype
+                      and r.row and not r.from_memory), found)
     if found is not None and found.row and row > 0:
         # A top-k's rate depends on its row length: the roof measured nearest it (in log).
         same = [r for r in roofs.rates if r.op == found.op and r.dtype == found.dtype and r.row
@@ -195,7 +200,8 @@ def pattern_time(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
     roof = pattern_roof(kernel, dtype, roofs)
     if pattern is None or size is None or roof is None:
         return None
-    rate = _rate_in(dtype, roof, roof.rate_at(_rate_size(kernel, pattern, size)), pattern)
+    rate = _rate_in(dtype, roof, roof.rate_at(_rate_size(kernel, pattern, size, roof)),
+                    pattern)
     if not (math.isfinite(rate) and rate > 0):
         return None
     between = _between_rows(kernel, roof, roofs, size) if pattern in BY_INDEX else None
@@ -216,16 +222,19 @@ def pattern_time(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
 BROADCAST_TRANSPOSE = "broadcast-transpose"  # read at the square of the rows it walks
 
 
-def _rate_size(kernel: schema.KernelRecord, pattern: str, size: float) -> float:
-    """The size at which a kernel's pattern rate is read: its own, but for a broadcast
-    transpose whose record gives the source rows each run of its output reads (its row), the
-    roof's square of that many rows, and for a dot its loop emitter computes, the flops of
-    one of its products. Its misses go with those rows: on a 2-core CPU the swap
+def _rate_size(kernel: schema.KernelRecord, pattern: str, size: float,
+               roof: RateRoof) -> float:
+    """The size at which a kernel's pattern rate is read from ``roof``: its own, but for a
+    broadcast transpose whose record gives the source rows each run of its output reads (its
+    row) priced at the square's roof (ceilings measured before the roofs by row), the
+    square of that many rows, and for a dot its loop emitter computes, the flops of one of
+    its products. A broadcast transpose's misses go with those rows: on a 2-core CPU the swap
     of the last two axes of a float32 ``[2, 1, 128, 4096]`` (1 M elements, runs of 128 rows)
     ran at 0.78 to 0.84 G elements/s, as the square's 128 to 256 rows did, where the square
     of 1 M ran at 0.42 to 0.54; priced at its size, two such kernels of a Perceiver's and a
-    Mamba block's read 2.0 and 2.6 times their time."""
-    if pattern == BROADCAST_TRANSPOSE and kernel.pattern_row > 0:
+    Mamba block's read 2.0 and 2.6 times their time. Its roofs by row are read at its own
+    size: the square of its rows is in the cache where its own operand is not."""
+    if pattern == BROADCAST_TRANSPOSE and kernel.pattern_row > 0 and not roof.row:
         return float(kernel.pattern_row) ** 2
     if pattern in BY_PRODUCT:
         # A batched dot runs at the rate of one of its products, as the matmul's term reads

@@ -65,7 +65,8 @@ Kernels (``op`` is the pattern's name, as the kernel inventory names it):
   ``[n, n]``, n a power of two: a transposing copy fused with a broadcast (here of a constant)
   reading rows of a power of two bytes, which XLA:CPU runs several times slower than the plain
   swap (0.48 against 1.9 G elements/s at ``[1024, 1024]`` on a 2-core CPU; at n = 1000 both
-  ran at about 2), at half the roofs' sizes (every other one).
+  ran at about 2), at half the roofs' sizes (every other one). A CPU's also by the source rows
+  each output run reads (:data:`BROADCAST_TRANSPOSE_ROWS`): ``(x * 2).T`` of ``[rows, n]``.
 * ``interleaved-reduction`` (contiguous runs per second): the sum over axes (1, 3) of
   ``[R, 32, 32, 2]``, by R: a reduce over the minor axis and a non-minor one with an axis kept
   between them (a group norm's statistics), whose time goes with the runs of adjacent elements
@@ -183,6 +184,7 @@ from roofline_report.observe.ceilings.pattern_programs import (
     argsort,
     block_transpose,
     broadcast_transpose,
+    broadcast_transpose_rows,
     fft2,
     fused_transpose,
     gather_elements,
@@ -214,6 +216,14 @@ from roofline_report.observe.ceilings.pattern_programs import (
     vector_matrix,
 )
 
+# A CPU's broadcast transposes by the source rows each output run reads: on 2 cores the swap
+# of a product by a constant ran at 3.8 G elements/s reading 8 rows a run over 64 K elements,
+# 10.6 over 1 M, but at 0.5 to 0.9 reading 64 to 1,024 rows, within a factor of two across
+# sizes; read at the square of its rows (a square of 64 K elements for rows of 256, whose
+# operand stays in the cache), a Perceiver's swap of 1 M elements reading 128 rows and
+# wav2vec 2.0's of 512 K reading 256 read 0.5 and 0.3 to 0.5 times their time, and ResNet's
+# reading 8 rows 2.3 to 2.5 times it.
+BROADCAST_TRANSPOSE_ROWS = (8, 16, 64, 128, 256, 1024)
 TOP_K_ROWS = (1024, 4096)  # the top-k roofs: the TOP_K largest of rows of these
 MAT_VEC_WIDTHS = (1, 16)  # the matrix-vector roofs: a vector, and a layer of 16 outputs
 VEC_MAT_WIDTHS = (16,)  # the mirrored product's: a layer of 16 inputs
@@ -352,8 +362,9 @@ def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
     y`` (``transposed-dot``), a cache's block transpose by its run, a real FFT by its
     length, a row gather and a row scatter by their widths, a scatter of single elements by
     its table, a reduce-window by the arrays it reduces together, a conversion alone and a
-    layer norm of short rows in one library kernel; each a roof, the kernel taking the
-    nearest row (and table)."""
+    layer norm of short rows in one library kernel, one arithmetic operation alone, a
+    broadcast transpose by the rows each output run reads; each a roof, the kernel taking
+    the nearest row (and table)."""
     sizes = plan.sizes
     half = sizes[1::2] or sizes
     # One size more, twice the largest, outside quick mode: a 16 MiB operand, whose kernel's
@@ -430,6 +441,10 @@ def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
                       lone_convert("float32", "bfloat16")))
     out.append(Kernel("lone-op", f"float32 [R, {CONVERT_ROW}] added alone", True, "float32",
                       half if plan.variant_sizes else sizes[-1:], lone_op("float32")))
+    out += [Kernel("broadcast-transpose", f"swap of a product by a constant reading {row} rows "
+                   f"a run ((x * 2).T of [{row}, n])", True, "float32", half,
+                   broadcast_transpose_rows("float32", row), row=row)
+            for row in BROADCAST_TRANSPOSE_ROWS]
     # XLA:CPU fuses such a layer norm whole from about 4,096 rows (at 512 it split it in five
     # kernels here): the roofs' sizes from 256 K elements.
     norms = tuple(n for n in sizes if n >= NORM_FUSED_FROM) or sizes[-1:]

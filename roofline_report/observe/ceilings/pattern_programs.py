@@ -131,6 +131,22 @@ def broadcast_transpose(dtype: str) -> Callable[[int], Point]:
     return build
 
 
+def broadcast_transpose_rows(dtype: str, rows: int) -> Callable[[int], Point]:
+    """``(x * 2).T`` of ``[rows, n]``, n a power of two near ``elements / rows`` (at least
+    256: source rows of a power of two bytes from 1 KiB, which share cache sets, as
+    :func:`broadcast_transpose`'s do): the transposing copy of a product by a broadcast
+    constant whose every output run reads ``rows`` source rows (a batch's features moved
+    minor-most reads as many rows as the batch holds), by output elements."""
+    def build(elements: int) -> Point:
+        columns = 1 << max(8, max(1, elements // rows).bit_length() - 1)
+        x = _array((rows, columns), dtype)
+        count = rows * columns
+        return Point(lambda a: (a * 2).T, (x,), count, 2 * count * _itemsize(dtype),
+                     (rows, columns))
+
+    return build
+
+
 def transpose_3d(dtype: str) -> Callable[[int], Point]:
     import jax.numpy as jnp
 
