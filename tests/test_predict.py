@@ -617,7 +617,7 @@ def test_a_product_runs_at_the_rate_of_its_own_flops_whatever_its_shape() -> Non
     assert predict.product_size(batched) == 2 * 64**3
 
 
-def test_a_kernel_split_across_workers_pays_the_split_launch_once_per_call() -> None:
+def test_a_kernel_split_across_workers_pays_the_blocked_split_launch_once_per_call() -> None:
     split_floor = Floor("split launch", 20e-6, M, "")
     roofs = RoofSet("this machine", M, ROOFS.compute, ROOFS.bandwidth,
                     (*ROOFS.floors, split_floor), ROOFS.rates)
@@ -654,6 +654,30 @@ def test_a_kernel_split_across_workers_pays_the_split_launch_once_per_call() -> 
     assert term(once, "split launch") == pytest.approx(20e-6)
     assert term(looped, "split launch") == pytest.approx(20e-6)
     assert looped.binding.name != "split launch"
+
+
+def test_the_enqueued_split_launch_is_paid_on_every_launch() -> None:
+    """Measured with the calls enqueued (the workers awake), the split launch is what each
+    launch of a split kernel pays: a loop's trips each hand their parts over (a GRU's split
+    accumulator add ran 11 us a trip above its work, with this floor 5.4 us); only the
+    blocked floor (workers gone idle) is paid once per call."""
+    from roofline_report.analysis.roofs import SPLIT_LAUNCH_ENQUEUED
+
+    awake = Floor(SPLIT_LAUNCH_ENQUEUED, 5e-6, M, "")
+    idle = Floor("split launch", 30e-6, M, "")
+    roofs = RoofSet("this machine", M, ROOFS.compute, ROOFS.bandwidth,
+                    (*ROOFS.floors, idle, awake), ROOFS.rates)
+    kernel = {"flops": 1000, "flops_by_op": {"stablehlo.add": 1000}, "bytes_read": 64 * KiB,
+              "bytes_written": 64 * KiB, "category": "elementwise", "partitions": 2}
+    looped = predict.predict_kernel(kernel_record(kernel, trips=64), "float32", roofs)
+    once = predict.predict_kernel(kernel_record(kernel, trips=1), "float32", roofs)
+    assert looped is not None and once is not None
+    assert term(looped, "split launch") == pytest.approx(64 * 5e-6)
+    assert term(once, "split launch") == pytest.approx(5e-6)
+    unsplit = predict.predict_kernel(kernel_record({**kernel, "partitions": 1}, trips=64),
+                                     "float32", roofs)
+    assert unsplit is not None
+    assert looped.seconds == pytest.approx(unsplit.seconds + 64 * 5e-6)
 
 
 def test_the_split_launch_floor_is_read_only_where_it_was_measured() -> None:
