@@ -88,6 +88,18 @@ def test_an_unknown_key_in_a_closed_record_is_refused_with_its_path(
     assert key_path in line and "unknown key" in line
 
 
+def test_a_version_2_file_of_the_wrong_shapes_is_refused_in_one_line(
+        v2: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A version-2 trace whose call count is a list (as a fuzzer wrote it) is bad input,
+    not a traceback: one line, exit 2, nothing written."""
+    doc = json.loads(json.dumps(v2))
+    seed = next(w for w in doc["workloads"] if w["name"] == "seed_tanh_matmul")
+    seed["kernel_timing"]["calls"] = [3]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert "a version-2 document that cannot be converted" in _refused(path, tmp_path, capsys)
+
+
 @pytest.mark.parametrize(("version", "fragment"), [
     (1, "schema version 1 stored derived values"),
     (4, "schema version 4 is not supported"),

@@ -80,7 +80,13 @@ def _converted(data: Any, source: str) -> tuple[dict[str, Any], schema.Results]:
             raise InputError(f"{source}: {problem}")
     if isinstance(data, dict) and data.get("schema_version") == 2 \
             and not isinstance(data.get("schema_version"), bool):
-        data = convert.upgrade(data)
+        try:
+            data = convert.upgrade(data)
+        except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+            # A version-2 document of the wrong shapes (a count that is a list, a record that
+            # is a number): the conversion reads what that version wrote, nothing else.
+            raise InputError(f"{source}: a version-2 document that cannot be converted "
+                             f"({type(exc).__name__}: {exc})") from None
     return data, parse(data, source=source)
 
 
