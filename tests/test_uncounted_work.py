@@ -151,6 +151,43 @@ def test_a_compiled_complex_product_records_its_real_arithmetic() -> None:
     assert k["flops"] == 64 * 256 and k["complex_flops"] == 5 * 64 * 256
 
 
+@pytest.mark.cpu_backend("XLA:CPU's one kernel for a power spectrum")
+def test_a_complex_magnitude_records_its_square_root_and_its_flops() -> None:
+    """|z|² of complex64 [64, 256] (a spectrogram's power): the magnitude is a hypotenuse, a
+    square root and ten flops an element (one counted); the square is real arithmetic. A real
+    magnitude is one flop, no root."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    z = jnp.ones((64, 256), jnp.complex64)
+    inv = kernel_inventory(jax.jit(lambda x: jnp.square(jnp.abs(x))).lower(z).compile()
+                           .as_text())
+    KernelInventory.model_validate(inv)
+    [k] = inv["kernels"]
+    assert k["complex_transcendentals_by_op"] == {"stablehlo.sqrt": 64 * 256}
+    assert k["complex_flops"] == 9 * 64 * 256
+    assert k["transcendentals"] == 0  # the count's: XLA's cost analysis charges none
+    real = kernel_inventory(jax.jit(lambda x: jnp.square(jnp.abs(x))).lower(
+        jnp.ones((64, 256), jnp.float32)).compile().as_text())
+    [r] = real["kernels"]
+    assert r["complex_transcendentals_by_op"] == {} and r["complex_flops"] == 0
+
+
+def test_the_model_prices_a_complex_magnitude_at_the_square_root_rate() -> None:
+    """64 K complex magnitudes at a square-root rate of 1e8/s: 655 us of roots, over their
+    bytes' 0.13 us, and the note counts them."""
+    m = _roofs(bandwidth=1e12, rate=("sqrt", "elements/s", 1e8))
+    record = {**_kernel(), "transcendentals": 0, "transcendentals_by_op": {},
+              "flops": 1 << 16, "flops_by_op": {"stablehlo.abs": 1 << 16},
+              "complex_flops": 9 << 16,
+              "complex_transcendentals_by_op": {"stablehlo.sqrt": 1 << 16}}
+    k = predict.predict_kernel(kernel_record(record), "float32", m)
+    assert k is not None
+    [root] = [t for t in k.terms if t.name == "transcendental"]
+    assert root.seconds == pytest.approx((1 << 16) / 1e8)
+    assert k.binding.label == "compute: sqrt"
+    assert any("65,536 square roots of complex magnitudes" in n for n in k.notes), k.notes
+
+
 def _kernel(**extra: Any) -> dict[str, Any]:
     return {"name": "f", "category": "elementwise", "flops": 0, "transcendentals": 256,
             "transcendentals_by_op": {"stablehlo.sine": 256}, "bytes_read": 1 << 16,

@@ -100,10 +100,7 @@ def facts_roof(f: Facts, roofs: RoofSet, traffic: float | None = None, trips: in
         add("compute", other, fma.name, fma.value, "FLOP/s", "vector")
     else:
         add("compute", other, compute.name, compute.value, "FLOP/s", "vector")
-    evaluated = dict(f.transcendentals)
-    for op, n in f.recomputed.items():
-        evaluated[op] = evaluated.get(op, 0.0) + n
-    for op, n in sorted(evaluated.items()):
+    for op, n in sorted(f.evaluated().items()):
         rate = function_rate(op, roofs, arithmetic)[0] or roofs.rate_for("exp", arithmetic)
         if rate is not None:
             add("compute", n, rate.name, rate.value, "op/s", "transcendental")

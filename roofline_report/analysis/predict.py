@@ -327,12 +327,13 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
                               compute.name, compute.kind, what))
             notes.append("no elementwise rate: elementwise flops at the matmul roof")
     if f.complex_flops:
+        roots = count_of(sum(f.complex_transcendentals.values()), Kind.ANALYTIC).text
         notes.append("complex arithmetic: "
                      f"{count_of(f.complex_flops, Kind.ANALYTIC).text} real flops beyond the "
-                     "one a complex op is counted (a complex multiply is six)")
-    evaluated = dict(f.transcendentals)
-    for op, count in f.recomputed.items():
-        evaluated[op] = evaluated.get(op, 0.0) + count
+                     "one a complex op is counted (a complex multiply is six)"
+                     + (f", and {roots} square roots of complex magnitudes (|z| as a "
+                        "hypotenuse)" if f.complex_transcendentals else ""))
+    evaluated = f.evaluated()
     if f.recomputed:
         counted = sum(f.transcendentals.get(op, 0.0) for op in f.recomputed)
         notes.append(f"a loop fusion evaluates {', '.join(sorted(f.recomputed))} under a "

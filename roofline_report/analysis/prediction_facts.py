@@ -67,6 +67,8 @@ class Facts:
     recomputed_flops: float = 0.0
     recomputed: Mapping[str, float] = field(default_factory=dict)
     complex_flops: float = 0.0  # complex arithmetic's real flops beyond the count's
+    # Its complex magnitudes' square roots, by op (``sqrt``), beyond the count's.
+    complex_transcendentals: Mapping[str, float] = field(default_factory=dict)
     # The worker threads the kernel keeps busy (its split on a CPU; ALL_THREADS for a library
     # kernel or a dot run on the thread pool; None: not known, a program known by its totals).
     threads: int | None = None
@@ -85,6 +87,15 @@ class Facts:
     @property
     def flops(self) -> float:
         return self.dot_flops + self.other_flops + self.converts
+
+    def evaluated(self) -> dict[str, float]:
+        """Its transcendental evaluations by op: the count's, those a loop fusion repeats under
+        a broadcast, and its complex magnitudes' square roots. The prediction and the hardware
+        roof both read them here."""
+        out = dict(self.transcendentals)
+        for op, count in (*self.recomputed.items(), *self.complex_transcendentals.items()):
+            out[op] = out.get(op, 0.0) + count
+        return out
 
     def convolutions(self) -> Convolutions:
         """Its convolutions as the roofs price them (:func:`.convolution_parts`)."""
@@ -178,6 +189,9 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
                  matmul_dtype=integer or None,
                  recomputed_flops=float(kernel.recomputed_flops), recomputed=again,
                  complex_flops=float(kernel.complex_flops),
+                 complex_transcendentals={
+                     op_name(op): float(v)
+                     for op, v in kernel.complex_transcendentals_by_op.items() if v},
                  threads=threads_for(kernel.partitions, kernel.kind, kernel.opcode, ALL_THREADS),
                  passes=read_passes(kernel),
                  precision=kernel.matmul_precision or "default",

@@ -427,6 +427,8 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "recomputed_transcendentals_by_op":
             dict(sorted(beyond.recomputed_transcendentals_by_op.items())),
         "complex_flops": beyond.complex_flops,
+        "complex_transcendentals_by_op":
+            dict(sorted(beyond.complex_transcendentals_by_op.items())),
     }
 
 
@@ -551,7 +553,8 @@ def kernel_inventory(hlo: str | Module, cwd: str | None = None,
                       "generic_conv_flops", "generic_conv_window",
                       "matmul_dtype", "matmul_precision",
                       "partitions", "recomputed_flops",
-                      "recomputed_transcendentals_by_op", "complex_flops"}],
+                      "recomputed_transcendentals_by_op", "complex_flops",
+                      "complex_transcendentals_by_op"}],
          "count", "launches", "flops", "transcendentals", "bytes_read", "bytes_written",
          "boundary_bytes_read", "boundary_bytes_written", "flops_by_op",
          "transcendentals_by_op", "by_category": {category: kernels}, "notes"}

@@ -146,6 +146,8 @@ class KernelRecord(Record):
     # The real arithmetic of its complex elementwise ops beyond the one flop each is counted
     # (a complex multiply: 6 real flops).
     complex_flops: Count = 0
+    # The square roots of its complex magnitudes (|z| as a hypotenuse), by StableHLO op.
+    complex_transcendentals_by_op: dict[str, Count] = {}
 
 
 class KernelInventory(Record):
