@@ -84,7 +84,7 @@ def facts_roof(f: Facts, roofs: RoofSet, traffic: float | None = None, trips: in
     elif f.precision == "highest" and compute.precision != "highest":
         products = roofs.compute_at_precision(f.dtype, "highest") or compute
     add("compute", matmul, products.name, products.value, "FLOP/s", "matrix")
-    convs, _ = convolution_parts(roofs, f.dtype, compute, f.convolutions())
+    convs, _ = convolution_parts(roofs, f.dtype, compute, f.convolutions)
     for c in convs:  # each at its roof's peak
         add("compute", c.flops, c.roof.name, c.roof.value, "FLOP/s", "matrix")
     arithmetic = "float32" if f.converts else f.dtype

@@ -287,7 +287,7 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         terms.append(Term("matmul", "compute", matmul / per_product, products.name,
                           products.kind, f"{f.matmul_dtype} matmul" if f.matmul_dtype else ""))
     if f.conv_flops:
-        convs, said = convolution_parts(roofs, f.dtype, compute, f.convolutions())
+        convs, said = convolution_parts(roofs, f.dtype, compute, f.convolutions)
         notes += said
         terms += [Term("convolution", "compute", c.seconds, c.roof.name, c.roof.kind,
                        c.detail) for c in convs]
@@ -327,12 +327,12 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
                               compute.name, compute.kind, what))
             notes.append("no elementwise rate: elementwise flops at the matmul roof")
     if f.complex_flops:
-        roots = count_of(sum(f.complex_transcendentals.values()), Kind.ANALYTIC).text
+        roots = sum(f.complex_transcendentals.values())
         notes.append("complex arithmetic: "
                      f"{count_of(f.complex_flops, Kind.ANALYTIC).text} real flops beyond the "
                      "one a complex op is counted (a complex multiply is six)"
-                     + (f", and {roots} square roots of complex magnitudes (|z| as a "
-                        "hypotenuse)" if f.complex_transcendentals else ""))
+                     + (f", and {count_of(roots, Kind.ANALYTIC).text} square roots of complex "
+                        "magnitudes (|z| as a hypotenuse)" if roots else ""))
     evaluated = f.evaluated()
     if f.recomputed:
         counted = sum(f.transcendentals.get(op, 0.0) for op in f.recomputed)
@@ -443,12 +443,11 @@ def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
         terms.append(Term("launch", "overhead", launch.seconds, "launch", launch.kind))
     split = _split_launch(roofs) if kernel.partitions > 1 else None
     if split is not None:
-        # Per launch here, scaled by trips below: the enqueued floor (workers awake) on every
-        # launch, the blocked one (workers gone idle) once per call of the program.
-        per_launch = split.name == SPLIT_LAUNCH_ENQUEUED
+        floor, per_launch = split
+        # Per launch here, scaled by trips below.
         terms.append(Term(SPLIT_LAUNCH, "overhead",
-                          split.seconds if per_launch else split.seconds / trips, split.name,
-                          split.kind))
+                          floor.seconds if per_launch else floor.seconds / trips, floor.name,
+                          floor.kind))
     fault = roofs.floor(PAGE_FAULT) if fresh_pages > 0 else None
     if fault is not None:
         terms.append(Term(FAULT_TERM, "overhead", fresh_pages * fault.seconds / trips,
@@ -482,11 +481,16 @@ ASYNCHRONOUS = ("asynchronous: its transfer overlaps the kernels issued between 
                 "its done, and is not charged to the call")
 
 
-def _split_launch(roofs: RoofSet) -> Floor | None:
-    """The split launch as programs are timed (their calls enqueued, the workers awake), the
-    blocked one where that was not measured; None where it is not measured or is 0."""
-    floor = roofs.floor(SPLIT_LAUNCH_ENQUEUED) or roofs.floor(SPLIT_LAUNCH)
-    return floor if floor is not None and floor.seconds > 0 else None
+def _split_launch(roofs: RoofSet) -> tuple[Floor, bool] | None:
+    """The split launch as programs are timed (their calls enqueued, the workers awake), paid
+    on every launch (True); the blocked one where that was not measured (the workers gone
+    idle), paid once per call (False: a loop's later trips find the workers awake). None
+    where neither is measured or the one found is 0."""
+    awake = roofs.floor(SPLIT_LAUNCH_ENQUEUED)
+    floor = awake or roofs.floor(SPLIT_LAUNCH)
+    if floor is None or floor.seconds <= 0:
+        return None
+    return floor, awake is not None
 
 
 HOST_DISPATCH = "host dispatch of its arguments"  # the roof of a program's own measured dispatch

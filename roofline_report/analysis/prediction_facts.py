@@ -25,6 +25,9 @@ DOT_OPS = ("dot_general", "dot", "convolution")
 CONV_OPS = ("convolution",)
 
 
+NO_CONVOLUTIONS = Convolutions(0.0)  # a kernel without convolutions
+
+
 @dataclass(frozen=True, slots=True)
 class Facts:
     """What the model needs of one launch of a kernel (or of a program known by its totals)."""
@@ -38,29 +41,11 @@ class Facts:
     kernels: int = 1
     converts: float = 0.0  # elements converted between dtypes (counted apart from flops)
     written: float | None = None  # bytes written to fresh outputs, where known
-    conv_flops: float = 0.0  # the part of dot_flops done by sliding-window convolutions
+    # The part of dot_flops done by sliding-window convolutions, as the roofs price them.
+    convolutions: Convolutions = NO_CONVOLUTIONS
     reduced: float = 0.0  # elements a reduction kernel reads (0: not a reduction)
     reduce_flops: float = 0.0  # the part of other_flops that is its reduce ops' own adds
     products: int = 1  # independent matrix products the matmul flops are split over
-    grouped_flops: float = 0.0  # the part of conv_flops done by grouped (depthwise) ones
-    grouped_taps: int = 0  # their multiply-adds per output (9 for 3x3 depthwise; 0: unknown)
-    # Their flops had every tap landed on the input (a padded one's exceed its count; 0: not
-    # recorded): their time goes with their outputs.
-    grouped_tap_flops: float = 0.0
-    # The part of conv_flops done by dense 1-D (a sequence's) convolutions, and the filter
-    # elements (window x features in x out) of the largest: their roof is read at it.
-    line_flops: float = 0.0
-    line_filter: int = 0
-    # The patch matrix's elements of its dense image convolution of the most flops: the
-    # convolution roof is read at it (0: not recorded, read at the flops).
-    conv_patch: int = 0
-    # Whether that convolution pads its input: the padded convolutions' roof prices it.
-    conv_padded: bool = False
-    # Whether that convolution is a weight gradient: the weight gradients' roof prices it.
-    conv_weight_gradient: bool = False
-    # The part of conv_flops done by a convolution XLA:CPU hands to no library.
-    generic_flops: float = 0.0
-    generic_window: int = 0  # the window elements of that convolution (0: not recorded)
     matmul_dtype: str | None = None  # the integer type its matrix products multiply
     # Work a loop fusion repeats per output element beyond the count (priced, not counted in
     # ``flops``): flops, and transcendentals by function name.
@@ -97,12 +82,10 @@ class Facts:
             out[op] = out.get(op, 0.0) + count
         return out
 
-    def convolutions(self) -> Convolutions:
-        """Its convolutions as the roofs price them (:func:`.convolution_parts`)."""
-        return Convolutions(self.conv_flops, self.grouped_flops, self.grouped_taps,
-                            self.grouped_tap_flops, self.line_flops, self.line_filter,
-                            self.generic_flops, self.generic_window, self.conv_patch,
-                            self.conv_padded, self.conv_weight_gradient)
+    @property
+    def conv_flops(self) -> float:
+        """The part of ``dot_flops`` done by sliding-window convolutions."""
+        return self.convolutions.flops
 
 
 def op_name(key: str) -> str:
@@ -176,16 +159,14 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
     again = {op_name(op): float(v)
              for op, v in kernel.recomputed_transcendentals_by_op.items() if v}
     return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
-                 written=fresh, conv_flops=conv, reduced=reduced, reduce_flops=reducing,
-                 products=products,
-                 grouped_flops=grouped,
-                 grouped_taps=kernel.grouped_conv_taps,
-                 grouped_tap_flops=float(kernel.grouped_conv_tap_flops),
-                 line_flops=line, line_filter=kernel.line_conv_filter,
-                 conv_patch=kernel.image_conv_patch,
-                 conv_padded=kernel.image_conv_padded,
-                 conv_weight_gradient=kernel.image_conv_weight_gradient,
-                 generic_flops=generic, generic_window=kernel.generic_conv_window,
+                 written=fresh, reduced=reduced, reduce_flops=reducing, products=products,
+                 convolutions=Convolutions(
+                     conv, grouped=grouped, taps=kernel.grouped_conv_taps,
+                     grouped_taps_flops=float(kernel.grouped_conv_tap_flops),
+                     line=line, line_filter=kernel.line_conv_filter,
+                     generic=generic, generic_window=kernel.generic_conv_window,
+                     patch=kernel.image_conv_patch, padded=kernel.image_conv_padded,
+                     weight_gradient=kernel.image_conv_weight_gradient),
                  matmul_dtype=integer or None,
                  recomputed_flops=float(kernel.recomputed_flops), recomputed=again,
                  complex_flops=float(kernel.complex_flops),
@@ -219,7 +200,7 @@ def facts(record: schema.Workload | schema.SweepPoint, dtype: str) -> Facts | No
     if moved is None:
         return None
     return Facts(dtype, dot, other, trans, moved, source, max(1, kernels),
-                 written=float(ours.result_bytes), conv_flops=conv)
+                 written=float(ours.result_bytes), convolutions=Convolutions(conv))
 
 
 def _total_bytes(record: schema.Workload | schema.SweepPoint, ours: schema.HloCount,

@@ -77,8 +77,7 @@ from roofline_report.hlo.kernel_reconciliation import (
 )
 from roofline_report.hlo.pattern import backend_kind
 from roofline_report.hlo.product_facts import (
-    generic_conv_flops,
-    generic_conv_window,
+    generic_convolution,
     grouped_conv_flops,
     grouped_conv_tap_flops,
     grouped_conv_taps,
@@ -363,6 +362,7 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
     beyond = uncounted_work(instr, module, backend)
     line_flops, line_filter = line_convolutions(instr, module, backend)
     image = image_convolution(instr, module, backend)
+    generic_flops, generic_window = generic_convolution(instr, backend)
     return {
         "name": instr.name,
         "opcode": instr.opcode,
@@ -416,8 +416,8 @@ def _kernel(program: _Program, site: Site, cwd: str | None,
         "image_conv_patch": image.patch,
         "image_conv_padded": image.padded,
         "image_conv_weight_gradient": image.weight_gradient,
-        "generic_conv_flops": generic_conv_flops(instr, backend),
-        "generic_conv_window": generic_conv_window(instr, backend),
+        "generic_conv_flops": generic_flops,
+        "generic_conv_window": generic_window,
         "reduced_elements": reduced_elements(instr, module, backend),
         "grouped_conv_taps": grouped_conv_taps(instr, module),
         "matmul_dtype": matmul_dtype(instr, module, backend),

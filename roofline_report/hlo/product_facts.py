@@ -230,8 +230,9 @@ def generic_conv_flops(instr: Instruction, backend: str | None = None) -> int:
     GFLOP/s (32 to 128 features, 4x4 to 32x32 inputs), where the convolution roofs run at 150
     to 230; a DCGAN iteration's three took 1.4 to 6.3 ms against 50 to 180 us read at those
     roofs. Bare convolutions in the libraries' form (a transposed convolution's own, dilated
-    input and all) ran at the libraries' rates. 0 for any other kernel, and on a TPU or GPU
-    (whose compilers write their convolutions otherwise)."""
+    input and all) ran at the libraries' rates. 0 for any other kernel, and on a TPU (whose
+    compiler writes its convolutions otherwise; a GPU's hands them to cuDNN custom calls, no
+    bare convolution)."""
     if backend == TPU or instr.opcode != "convolution" or _grouped(instr):
         return 0
     labels = DIM_LABELS.match(instr.attributes.get("dim_labels", ""))
@@ -243,12 +244,20 @@ def generic_conv_flops(instr: Instruction, backend: str | None = None) -> int:
     return 0 if library else conv_flops(instr) or 0
 
 
+def generic_convolution(instr: Instruction, backend: str | None = None) -> tuple[int, int]:
+    """(flops, window elements) of a kernel that is a bare convolution XLA:CPU hands to no
+    library (:func:`generic_conv_flops`, :func:`generic_conv_window`), read once for the
+    inventory; (0, 0) for any other."""
+    flops = generic_conv_flops(instr, backend)
+    return flops, window_elements(instr) if flops else 0
+
+
 def generic_conv_window(instr: Instruction, backend: str | None = None) -> int:
     """The window elements of the convolution :func:`generic_conv_flops` counts (0 for any
     other kernel): XLA:CPU's generic code runs it at a rate that falls with the window it
     slides (on a 2-core CPU 7.4 GFLOP/s over a 4x4 window, 5.6 over 8x8, 4.1 over 16x16 and
     3.4 over 32x32, and a DCGAN's three at 9.0, 4.7 and 4.2 over 4x4, 8x8 and 16x16)."""
-    return window_elements(instr) if generic_conv_flops(instr, backend) else 0
+    return generic_convolution(instr, backend)[1]
 
 
 def _image_convolution(instr: Instruction, module: Module, backend: str | None
