@@ -379,3 +379,45 @@ def test_time_jitted_and_measure_compile_on_a_real_function() -> None:
     assert t.samples == 3 and t.inner_reps >= 1
     assert t.per_call.min > 0
     json.dumps(t.to_json(), allow_nan=False)
+
+
+class _Output:
+    """A call's output, counted while alive."""
+
+    alive = 0
+    most = 0
+
+    def __init__(self) -> None:
+        _Output.alive += 1
+        _Output.most = max(_Output.most, _Output.alive)
+
+    def __del__(self) -> None:
+        _Output.alive -= 1
+
+
+@pytest.mark.parametrize(("n", "held", "most"), [(8, 8 * 16, 8), (512, 64 * 16, 2)])
+def test_enqueue_holds_outputs_only_while_they_fit(
+        n: int, held: int, most: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight outputs of 16 bytes fit in 128 and are all held till the wait; 512 do not fit in
+    1,024, so each is dropped as the next is made (two alive at most: the last and the one
+    being made), and only the last is waited on."""
+    waited: list[object] = []
+
+    def block(tree: object) -> object:
+        waited.append(tree)
+        return tree
+
+    monkeypatch.setattr(timing, "block", block)
+    _Output.alive = _Output.most = 0
+    calls = 0
+
+    def call() -> _Output:
+        nonlocal calls
+        calls += 1
+        return _Output()
+
+    timing.enqueue(call, n, 16, held_bytes=held)
+    assert calls == n
+    assert _Output.most == most
+    assert len(waited) == 1
+    assert isinstance(waited[0], list) == (n * 16 <= held)
