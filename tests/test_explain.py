@@ -228,6 +228,17 @@ def test_a_lower_bound_slower_than_measured_says_its_loop_was_counted_once() -> 
     assert "unknown trip count" not in _why(bound, 110e-6)  # within its bound: nothing said
 
 
+def test_a_prediction_that_left_work_unpriced_says_which_when_slower() -> None:
+    from dataclasses import replace
+
+    short = replace(_prediction(100e-6), unpriced=("elementwise flops (no multiply-add rate)",))
+    assert _why(short, 2.4e-3).startswith(
+        "work not priced: elementwise flops (no multiply-add rate): the ceilings hold no such "
+        "rate (see their section for why), so the prediction leaves that work out")
+    assert "not priced" not in _why(_prediction(100e-6), 2.4e-3)
+    assert "not priced" not in _why(short, 40e-6)  # faster than predicted: not the cause
+
+
 def test_above_its_prediction_names_the_kind_of_the_rate_it_is_held_to() -> None:
     measured = _why(_prediction(100e-6), 90e-6)
     assert "(a rate measured lower than this program met)" in measured

@@ -209,8 +209,13 @@ def test_loops_and_missing_rates_fall_back() -> None:
     bare = RoofSet("bare", M, ROOFS.compute, ROOFS.bandwidth)
     q = predict.predict_facts(f, bare)
     assert q is not None
-    assert alu(q) == pytest.approx(2.5e6 / 50e9)  # tanh not charged, said so
-    assert any("tanh" in n for n in q.notes) and any("elementwise" in n for n in q.notes)
+    # Neither the elementwise flops nor tanh charged, each said so: no stand-in rate (a
+    # matmul roof would price a vector unit's flops far too fast).
+    assert alu(q) == pytest.approx(2e6 / 50e9)
+    assert any("tanh" in n for n in q.notes)
+    assert "no multiply-add rate: its 500,000 elementwise flops not charged" in q.notes
+    assert q.unpriced == ("elementwise flops (no multiply-add rate)", "tanh (no tanh rate)")
+    assert p.unpriced == ()
     assert q.group_seconds("overhead") == 0.0
 
 

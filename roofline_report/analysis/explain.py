@@ -140,6 +140,10 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
     if slower and prediction.lower_bound:  # the most specific cause: said first
         reasons.append("unknown trip count: a while loop that stops on data, counted once "
                        "without a trace, so the prediction is a lower bound")
+    if slower and prediction.unpriced:
+        reasons.append("work not priced: " + ", ".join(prediction.unpriced)
+                       + ": the ceilings hold no such rate (see their section for why), so "
+                       "the prediction leaves that work out")
     if slower:
         reasons += _slow_kernels(e.rows)
     else:

@@ -165,6 +165,7 @@ class _Launch:
     terms: tuple[Term, ...]
     level: str
     notes: tuple[str, ...]
+    unpriced: tuple[str, ...] = ()  # work left out for want of a measured rate
 
 
 def rate_on_threads(f: Facts, roof: RateRoof, roofs: RoofSet) -> tuple[float, RateRoof, bool]:
@@ -263,6 +264,7 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
     if compute is None or memory is None:
         return None
     notes: list[str] = []
+    unpriced: list[str] = []
     terms: list[Term] = []
     matmul = f.dot_flops - f.conv_flops
     if matmul:
@@ -309,6 +311,7 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
                               convert.name, convert.kind))
         else:
             notes.append("no conversion rate: conversions not charged")
+            unpriced.append("conversions (no conversion rate)")
     # A loop fusion computes an operand under a broadcast along its minor axis once per
     # output element, and a complex op does the real arithmetic of its formula: that work is
     # priced as well as the count's.
@@ -323,9 +326,11 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
             terms.append(Term("elementwise", "compute", other / value,
                               fma.name, fma.kind, what))
         else:
-            terms.append(Term("elementwise", "compute", other / compute.value,
-                              compute.name, compute.kind, what))
-            notes.append("no elementwise rate: elementwise flops at the matmul roof")
+            # No stand-in: a matrix unit's roof prices a vector unit's flops far too fast
+            # (on a TPU v5e about 80 times).
+            notes.append(f"no multiply-add rate: its {count_of(other, Kind.ANALYTIC).text} "
+                         "elementwise flops not charged")
+            unpriced.append("elementwise flops (no multiply-add rate)")
     if f.complex_flops:
         roots = sum(f.complex_transcendentals.values())
         notes.append("complex arithmetic: "
@@ -347,6 +352,7 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         if rate is None:
             notes.append(f"no rate for {op}: its {count_of(count, Kind.ANALYTIC).text} evaluations "
                          "not charged")
+            unpriced.append(f"{op} (no {op} rate)")
             continue
         # Named for its repeated evaluations where they are most of it.
         repeated = 2 * f.recomputed.get(op, 0.0) > count
@@ -377,7 +383,8 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         else:
             notes.append("no on-chip rate measured: its bytes in the core's own memory are "
                          "not charged")
-    return _Launch(tuple(terms), memory.level, tuple(notes))
+            unpriced.append("on-chip bytes (no on-chip rate)")
+    return _Launch(tuple(terms), memory.level, tuple(notes), tuple(unpriced))
 
 
 # The note of a reduction whose widening conversions its measured roof holds.
@@ -473,7 +480,8 @@ def predict_kernel(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet,
     binding = scaled[terms.index(binding)]
     unknown = not kernel.trips_known and not trips_observed
     return Prediction(seconds * trips, scaled, binding, f.flops * trips, f.bytes * trips,
-                      f.bytes_source, one.level, notes, lower_bound=unknown, transfer=transfer)
+                      f.bytes_source, one.level, notes, lower_bound=unknown, transfer=transfer,
+                      unpriced=one.unpriced)
 
 
 OVERLAPPED = "overlapped"  # the term of an asynchronous kernel's transfer: off the call's path
@@ -545,7 +553,8 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet, buffers: int | No
                               sum(p.flops for p in kernels), sum(p.bytes for p in kernels),
                               "the kernels' touched bytes", ", ".join(levels),
                               (DISPATCH_BOUND,),
-                              lower_bound=any(p.lower_bound for p in kernels))
+                              lower_bound=any(p.lower_bound for p in kernels),
+                              unpriced=_unpriced(kernels))
         dispatch = None  # hidden behind the device's work
     charged: dict[tuple[str, Group, str, Kind], float] = {}
     details: dict[tuple[str, Group, str, Kind], set[str]] = {}
@@ -568,7 +577,13 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet, buffers: int | No
     return Prediction(sum(t.seconds for t in ordered), ordered, ordered[0],
                       sum(p.flops for p in kernels), sum(p.bytes for p in kernels),
                       "the kernels' touched bytes", ", ".join(levels), notes,
-                      lower_bound=any(p.lower_bound for p in kernels))
+                      lower_bound=any(p.lower_bound for p in kernels),
+                      unpriced=_unpriced(kernels))
+
+
+def _unpriced(kernels: list[Prediction]) -> tuple[str, ...]:
+    """The work some kernel's prediction left out, once each, in the kernels' order."""
+    return tuple(dict.fromkeys(w for p in kernels for w in p.unpriced))
 
 
 def predict_from_kernels(kernels: Iterable[schema.KernelRecord], dtype: str, roofs: RoofSet,
@@ -617,4 +632,4 @@ def predict_facts(f: Facts, roofs: RoofSet) -> Prediction | None:
         terms.append(dispatch)
     total, binding = combine(tuple(terms), roofs.units_overlap)
     return Prediction(total, tuple(terms), binding, f.flops, f.bytes, f.bytes_source,
-                      one.level, tuple(notes))
+                      one.level, tuple(notes), unpriced=one.unpriced)

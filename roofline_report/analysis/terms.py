@@ -109,6 +109,9 @@ class Prediction:
     # the kernels issued between its start and its done hide it
     # (:mod:`roofline_report.analysis.async_exposure`); None for any other kernel.
     transfer: Term | None = None
+    # The work left out for want of a measured rate (the ceilings' entry failed or was never
+    # measured), each as "what (which rate)": the time is then a lower bound of the model's.
+    unpriced: tuple[str, ...] = ()
 
     def group_seconds(self, group: Group) -> float:
         """The summed seconds of one group's terms."""
