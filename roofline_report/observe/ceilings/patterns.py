@@ -38,7 +38,7 @@ from roofline_report.observe.ceilings.pattern_plans import (
     kernels,
     not_measured,
 )
-from roofline_report.observe.ceilings.pattern_programs import Point
+from roofline_report.observe.ceilings.pattern_programs import Point, release
 
 Progress = Callable[[str], None]
 ROUNDS = 2
@@ -207,12 +207,16 @@ def measure_patterns(plan: PatternPlan, say: Progress | None = None) -> list[dic
     tell = say or (lambda _m: None)
     chosen = kernels(plan)
     absent = not_measured(plan)
-    prepared = _prepare(chosen)
-    per_round = max(MIN_ROUND_SAMPLES, -(-plan.samples // ROUNDS))
-    for _ in range(ROUNDS):
-        for kernel, (ready, why) in zip(chosen, prepared, strict=True):
-            _time_round(kernel, ready, per_round, plan.min_sample_s, why)
-    entries = [_entry(k, ready, why) for k, (ready, why) in zip(chosen, prepared, strict=True)]
+    try:
+        prepared = _prepare(chosen)
+        per_round = max(MIN_ROUND_SAMPLES, -(-plan.samples // ROUNDS))
+        for _ in range(ROUNDS):
+            for kernel, (ready, why) in zip(chosen, prepared, strict=True):
+                _time_round(kernel, ready, per_round, plan.min_sample_s, why)
+        entries = [_entry(k, ready, why)
+                   for k, (ready, why) in zip(chosen, prepared, strict=True)]
+    finally:
+        release()
     entries += absent
     for e in entries:
         if e["available"]:
