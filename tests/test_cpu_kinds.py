@@ -306,6 +306,36 @@ def test_a_matrix_vector_product_takes_the_roof_of_the_nearest_width() -> None:
     assert three is not None and three.row == 1
 
 
+def test_a_product_of_one_column_takes_the_roof_measured_as_its_matrix_comes() -> None:
+    import dataclasses
+
+    computed = dataclasses.replace(_rate("mat-vec", "float32", ((1e4, 2e9), (1e6, 10e9)),
+                                         row=1), computed=True)
+    both = _roofs(*ROOFS.rates, computed)
+
+    def seconds(row: int, arguments: int, roofs: RoofSet = both) -> float:
+        kernel = {**_kernel("mat-vec", 1e6, row), "bytes_read": 4 * 10**6 + 4096,
+                  "argument_bytes_read": arguments}
+        found = patterns.pattern_time(kernel_record(kernel), "float32", roofs)
+        assert found is not None
+        return found.seconds
+
+    # Its matrix an argument (its vector computed): the roof of an argument's matrix.
+    assert seconds(1, 4 * 10**6) == pytest.approx(1e6 / 20e9)
+    # Its matrix computed before it (a weight re-laid out, a cache just updated): the roof
+    # measured so, twice the time here.
+    assert seconds(1, 4096) == pytest.approx(1e6 / 10e9)
+    assert seconds(1, 0) == pytest.approx(1e6 / 10e9)
+    # A matrix smaller than any measured computed: the argument's roof (5 G/s at 1e4).
+    small = {**_kernel("mat-vec", 1e3, 1), "bytes_read": 4000, "argument_bytes_read": 0}
+    found = patterns.pattern_time(kernel_record(small), "float32", both)
+    assert found is not None and found.seconds == pytest.approx(1e3 / 5e9)
+    # Sixteen columns have no such roof: their own, as before.
+    assert seconds(16, 0) == pytest.approx(1e6 / 0.5e9)
+    # Ceilings measured before the computed matrix's roof: the argument's.
+    assert seconds(1, 0, ROOFS) == pytest.approx(1e6 / 20e9)
+
+
 def test_a_few_vectors_on_the_left_take_their_own_roof_else_the_matrix_vector_one() -> None:
     own = _roofs(*ROOFS.rates, _rate("vec-mat", "float32", ((1e4, 1e9), (1e6, 2.5e9)), row=16))
     found = patterns.pattern_time(kernel_record(_kernel("vec-mat", 1e6, 16)), "float32", own)
@@ -512,6 +542,7 @@ def test_a_cpu_plans_its_kinds_by_width_and_an_accelerator_none_of_them() -> Non
 
 
 @pytest.mark.parametrize("name", ["mat-vec float32 (v @ W)",
+                                  "mat-vec float32 (v @ W, W computed)",
                                   "mat-vec float32 (x.T @ y, y of 16 columns)",
                                   "vec-mat float32 (x.T @ y, x of 16 columns)",
                                   "transposed-dot float32 (x.T @ y)",
@@ -557,8 +588,13 @@ def test_each_cpu_kind_compiles_to_a_kernel_of_its_pattern_and_row(name: str) ->
         assert record["pattern_table_bytes"] == kernel.table
     if kernel.computed:
         # Its operand computed by a kernel before it, which its baseline runs alone: the
-        # pattern's kernel reads no argument, and the baseline has no such kernel.
-        assert record["argument_bytes_read"] == 0
+        # pattern's kernel reads no argument (a product of one column, only its vector), and
+        # the baseline has no such kernel.
+        if kernel.pattern == "mat-vec":
+            assert record["argument_bytes_read"] == kernel.build(kernel.sizes[0]).args[1].nbytes
+            assert 2 * record["argument_bytes_read"] < record["bytes_read"]
+        else:
+            assert record["argument_bytes_read"] == 0
         assert point.baseline is not None
         alone = jax.jit(point.baseline).lower(*point.args).compile().as_text()
         assert pattern_kernel(alone, kernel.pattern)[0] is None

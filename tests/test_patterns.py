@@ -444,7 +444,7 @@ def test_plans_are_small_and_ascending() -> None:
                     ("fft", 256),
                     ("fft", 400), ("fft", 400), ("fft", 512), ("fft", 512), ("fft", 2048),
                     ("gather", 1), ("gather", 1), ("gather", 1),
-                    ("gather", 64), ("gather", 256), ("mat-vec", 1),
+                    ("gather", 64), ("gather", 256), ("mat-vec", 1), ("mat-vec", 1),
                     ("mat-vec", 16), ("normalization", 64), ("reduce-window", 1),
                     ("reduce-window", 5),
                     ("scatter", 1), ("scatter", 1), ("scatter", 1),
@@ -567,7 +567,8 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
         assert [p["elements"] for p in e["by_size"]] == list(GATHER_ELEMENT_SIZES)
     del entries[9:12]
     assert [(e["op"], e.get("row")) for e in own] == [
-        ("mat-vec", 1), ("mat-vec", 16), ("vec-mat", 16), ("transposed-dot", None),
+        ("mat-vec", 1), ("mat-vec", 16), ("mat-vec", 1), ("vec-mat", 16),
+        ("transposed-dot", None),
         ("block-transpose", 64),
         ("block-transpose", 1024), ("fft", 256), ("fft", 400), ("fft", 512), ("fft", 2048),
         ("fft", 400), ("fft", 512), ("fft", None), ("transpose", None), ("gather", 64),
@@ -579,10 +580,15 @@ def test_tiny_measurement_and_an_unavailable_pattern() -> None:
     for e in own:
         schema.RateCeiling.model_validate_json(json.dumps(e))
         assert e["roof"]
-    # The FFTs of an operand computed before them: each point the call less its baseline (the
-    # same call without the FFT), so below the whole call's time.
-    computed = own[10:13]
-    assert [e.get("computed") for e in own] == [None] * 10 + [True] * 3 + [None] * 18
+    # The product of one column with its matrix computed before it, and the FFTs of an
+    # operand computed before them: each point the call less its baseline (the same call
+    # without the product or the FFT), so below the whole call's time.
+    assert [e.get("computed") for e in own] == [None] * 2 + [True] + [None] * 8 + [True] * 3 \
+        + [None] * 18
+    # (A plan's matrix too small for a matrix-vector product measures neither product.)
+    product = own.pop(2)
+    assert product["available"] == own[0]["available"], product["reason"]
+    computed = [*own[10:13], *([product] if product["available"] else [])]
     for e in computed:
         assert e["available"], e["reason"]
         for point in e["by_size"]:

@@ -159,8 +159,9 @@ def measured(vm: VM, *, figure: bool = True) -> Section:
               "on the count of arrays nearest its own: a max pool's, or a max pool's "
               "gradient's window of the values and their indices; a windowed sum in its "
               "window elements; "
-              "an FFT at the roof measured with its operand as its own comes, a program's "
-              "argument or computed by a kernel before it, that kernel's time taken off); "
+              "an FFT, and a product of one column with its matrix, at the roof measured "
+              "with its operand as its own comes, a program's argument or computed by a "
+              "kernel before it, that kernel's time taken off); "
               "a rate measured beside one, not used as a roof, says so." + _rate_kinds(m.rates)),
             table(("operation", "sizes measured (a call)", "rate"),
                   [(c(r.name, "" if r.roof else " (beside the roof, not used by the "

@@ -86,8 +86,9 @@ from roofline_report.version import __version__
 # gather of rows of 64; 29: the convolution roof's output features, its patch matrices' key;
 # 30: the padded convolutions' roof; 31: the weight gradients' roof; 32: XLA:CPU's generic
 # convolutions' roof; 33: a CPU's single arithmetic operations alone in their kernels; 34: a
-# CPU's broadcast transposes by the rows each output run reads)
-CACHE_FORMAT = 34
+# CPU's broadcast transposes by the rows each output run reads; 35: a CPU's product of one
+# column with its matrix computed before it)
+CACHE_FORMAT = 35
 MAX_FILE_BYTES = 4 << 20  # a cache file is about 50 KB; a larger one is not read
 ENV_VAR = "ROOFLINE_REPORT_CACHE"
 APP = "roofline-report"

@@ -90,7 +90,10 @@ last-level cache once read and written):
   through a projection) and ``x.T @ y`` of a square ``x`` by a ``y`` of 16 columns (row 16: the
   weight gradient of a narrow layer), n a power of two as programs size their layers (a side
   of 1,448 ran up to three times faster than one of 1,024 or 4,096 here); sizes whose matrix
-  is wider than a narrow product's side.
+  is wider than a narrow product's side. ``v @ W`` once more with its matrix computed by a
+  kernel before it (scaled; that kernel alone the baseline): a decode step's products read
+  weights its program re-lays out and caches it has just updated, each a fresh copy, and ran
+  1.5 to 1.9 times the time of the same product of an argument.
 * ``vec-mat`` (matrix elements per second): the mirror, ``x.T @ y`` of an ``x`` of 16 columns
   by a square ``y`` (row 16: the weight gradient of a layer of 16 inputs, the result's rows
   the narrow side), at the same sizes.
@@ -380,6 +383,12 @@ def cpu_kernels(plan: PatternPlan) -> list[Kernel]:
                   vector_matrix("float32") if width == 1
                   else narrow_product("float32", width), row=width)
            for width in MAT_VEC_WIDTHS]
+    # The product of one column with its matrix computed by a kernel before it, as a decode
+    # step's are (its weights re-laid out, its cache just updated, each a fresh copy): here
+    # 1.5 to 1.9 times the time of the same product of an argument (v @ W of 16 MiB, 144 to
+    # 149 µs of an argument, 218 to 278 after a multiply).
+    out.append(Kernel("mat-vec", "v @ W, W computed", True, "float32", matrices,
+                      vector_matrix("float32", computed=True), row=1, computed=True))
     out += [Kernel("vec-mat", f"x.T @ y, x of {width} columns", True, "float32", matrices,
                    narrow_product("float32", width, left=True), row=width)
             for width in VEC_MAT_WIDTHS]

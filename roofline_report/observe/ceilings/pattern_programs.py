@@ -482,15 +482,20 @@ def power_side(elements: int) -> int:
     return 1 << max(1, _side(elements).bit_length() - 1)
 
 
-def vector_matrix(dtype: str) -> Callable[[int], Point]:
+def vector_matrix(dtype: str, computed: bool = False) -> Callable[[int], Point]:
     """``v @ W`` of a square ``[n, n]`` matrix, n a power of two (one token through a
     projection: the vector contracted with the matrix's major axis), its matrix elements
-    per call: a plain ``dot`` on XLA:CPU, outside its matmul library."""
+    per call: a plain ``dot`` on XLA:CPU, outside its matmul library; ``computed``: of the
+    matrix scaled by a kernel before it in the same call (a weight re-laid out, a cache just
+    updated), that kernel's call alone the baseline (:data:`COMPUTED_OPERAND`)."""
     def build(elements: int) -> Point:
         n = power_side(elements)
         w, v = _array((n, n), dtype), _array((n,), dtype)
-        return Point(lambda m, x: x @ m, (w, v), n * n, (n * n + 2 * n) * _itemsize(dtype),
-                     (n, n))
+        nbytes = (n * n + 2 * n) * _itemsize(dtype)
+        if computed:
+            return Point(lambda m, x: x @ (m * COMPUTED_OPERAND), (w, v), n * n, nbytes,
+                         (n, n), baseline=lambda m, x: m * COMPUTED_OPERAND)
+        return Point(lambda m, x: x @ m, (w, v), n * n, nbytes, (n, n))
 
     return build
 
