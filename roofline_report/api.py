@@ -53,6 +53,7 @@ def _prediction(p: Prediction | None) -> dict[str, Any] | None:
         "seconds": p.seconds, "kind": p.kind.value, "binding": p.binding.label,
         "roof": None if rate is None else {"value": rate[0], "unit": rate[1]},
         "level": p.level, "bytes_source": p.bytes_source, "notes": list(p.notes),
+        "lower_bound": p.lower_bound, "unpriced": list(p.unpriced),
         "terms": [{"name": t.name, "group": t.group, "seconds": t.seconds, "roof": t.roof,
                    "roof_kind": t.kind.value, "detail": t.detail} for t in p.terms],
     }

@@ -88,6 +88,10 @@ def test_analyze_answers_in_python_without_a_page() -> None:
     plain = result.to_dict()
     again = json.loads(json.dumps(plain))
     assert again["prediction"]["kind"] == "predicted" and again["roofs_kind"] == "hypothetical"
+    # The assumed budgets are a compute and a bandwidth roof: the layer's tanh has no rate
+    # there, and the answer names it as left out (a loop-free count: not a lower bound).
+    assert again["prediction"]["unpriced"] == ["tanh (no tanh rate)"]
+    assert again["prediction"]["lower_bound"] is False
     assert again["share_of_hardware_roof"] is None
     assert again["hardware_roof"]["kind"] == "hypothetical"
     assert again["share_of_assumed_roof"] == result.share_of_assumed_roof

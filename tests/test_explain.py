@@ -233,8 +233,8 @@ def test_a_prediction_that_left_work_unpriced_says_which_when_slower() -> None:
 
     short = replace(_prediction(100e-6), unpriced=("elementwise flops (no multiply-add rate)",))
     assert _why(short, 2.4e-3).startswith(
-        "work not priced: elementwise flops (no multiply-add rate): the ceilings hold no such "
-        "rate (see their section for why), so the prediction leaves that work out")
+        "work not priced: elementwise flops (no multiply-add rate): the roofs it was priced on "
+        "hold no such rate, so the prediction leaves that work out")
     assert "not priced" not in _why(_prediction(100e-6), 2.4e-3)
     assert "not priced" not in _why(short, 40e-6)  # faster than predicted: not the cause
 

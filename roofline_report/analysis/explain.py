@@ -142,8 +142,8 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
                        "without a trace, so the prediction is a lower bound")
     if slower and prediction.unpriced:
         reasons.append("work not priced: " + ", ".join(prediction.unpriced)
-                       + ": the ceilings hold no such rate (see their section for why), so "
-                       "the prediction leaves that work out")
+                       + ": the roofs it was priced on hold no such rate, so the prediction "
+                       "leaves that work out")
     if slower:
         reasons += _slow_kernels(e.rows)
     else:
