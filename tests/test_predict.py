@@ -216,6 +216,17 @@ def test_loops_and_missing_rates_fall_back() -> None:
     assert "no multiply-add rate: its 500,000 elementwise flops not charged" in q.notes
     assert q.unpriced == ("elementwise flops (no multiply-add rate)", "tanh (no tanh rate)")
     assert p.unpriced == ()
+    # A program of such kernels says it once, not once a kernel with each one's count.
+    kernel = predict.predict_kernel(kernel_record({"flops": 1e5, "bytes_read": 4096,
+                                                   "bytes_written": 4096,
+                                                   "flops_by_op": {"multiply": 1e5}}),
+                                    "float32", bare)
+    assert kernel is not None and kernel.unpriced == ("elementwise flops (no multiply-add rate)",)
+    program = predict.predict_program([kernel, replace(kernel, notes=(
+        "no multiply-add rate: its 7 elementwise flops not charged",))], bare)
+    assert program is not None and program.unpriced == kernel.unpriced
+    assert program.notes == ("left out for want of a rate: elementwise flops (no multiply-add "
+                             "rate)",)
     assert q.group_seconds("overhead") == 0.0
 
 

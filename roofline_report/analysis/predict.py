@@ -158,6 +158,13 @@ def faults_charged(predictions: Iterable[Prediction]) -> float:
     return sum(t.seconds for p in predictions for t in p.terms if t.name == FAULT_TERM)
 
 
+# The kernel notes of work left out for want of a rate begin so; a program's notes give them
+# once, as :data:`LEFT_OUT`, not once a kernel with each kernel's count.
+UNPRICED_NOTES = ("no conversion rate:", "no multiply-add rate:", "no rate for ",
+                  "no on-chip rate measured:")
+LEFT_OUT = "left out for want of a rate: {what}"
+
+
 @dataclass(frozen=True, slots=True)
 class _Launch:
     """One launch priced: its terms (seconds per launch), notes and the level of its bytes."""
@@ -573,12 +580,15 @@ def predict_program(kernels: list[Prediction], roofs: RoofSet, buffers: int | No
         terms.append(dispatch)
     ordered = tuple(sorted(terms, key=lambda t: (-t.seconds, t.name, t.roof)))
     levels = sorted({p.level for p in kernels})
-    notes = tuple(dict.fromkeys(n for p in kernels for n in p.notes))
+    unpriced = _unpriced(kernels)
+    notes = tuple(dict.fromkeys(n for p in kernels for n in p.notes
+                                if not n.startswith(UNPRICED_NOTES)))
+    if unpriced:
+        notes = (*notes, LEFT_OUT.format(what=", ".join(unpriced)))
     return Prediction(sum(t.seconds for t in ordered), ordered, ordered[0],
                       sum(p.flops for p in kernels), sum(p.bytes for p in kernels),
                       "the kernels' touched bytes", ", ".join(levels), notes,
-                      lower_bound=any(p.lower_bound for p in kernels),
-                      unpriced=_unpriced(kernels))
+                      lower_bound=any(p.lower_bound for p in kernels), unpriced=unpriced)
 
 
 def _unpriced(kernels: list[Prediction]) -> tuple[str, ...]:
