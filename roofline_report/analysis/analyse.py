@@ -64,6 +64,7 @@ from roofline_report.analysis.records import (
 from roofline_report.analysis.roof_check import roof_check
 from roofline_report.analysis.roofs import PAGE_FAULT, RoofSet
 from roofline_report.analysis.sharding_records import ShardingStudy
+from roofline_report.analysis.slow_floors import named, slow_floors
 from roofline_report.analysis.speed_drift import SpeedChecks, checks_of
 from roofline_report.analysis.stats import Stats, Timing
 from roofline_report.backends import Backend
@@ -155,6 +156,7 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
     programs = tuple(_program(w, roofs, backend, cache_bytes, checks) for w in typed.workloads)
     sweeps = tuple(_sweep(sw, roofs.kernels, backend, cache_bytes, checks)
                    for sw in typed.sweeps)
+    programs, sweeps = _floors_named(programs, sweeps)
     accuracy = _accuracy(programs, sweeps) if roofs.measured is not None else Accuracy((), ())
     exps, exercises = _lab(typed, a, roofs, skipped)
     sharding = _sharding(typed, a, roofs, skipped)
@@ -172,6 +174,23 @@ def analyse(results: schema.Results | Mapping[str, Any], a: Assumptions | None =
         ceilings_origin=origin,
         roof_check=roof_check(typed, programs, roofs.measured is not None, origin),
         speed_drift=checks.compute if checks is not None else None, speed_checks=checks)
+
+
+def _floors_named(programs: tuple[Program, ...], sweeps: tuple[Sweep, ...]
+                  ) -> tuple[tuple[Program, ...], tuple[Sweep, ...]]:
+    """The run's programs and sweep points, a slow dispatch named where several calls bound by
+    it ran past it with no other cause (:mod:`.slow_floors`)."""
+    found = slow_floors([(p.prediction, p.timing.own, p.why) for p in programs
+                         if p.timing is not None]
+                        + [(pt.prediction, pt.measured, pt.why)
+                           for sw in sweeps for pt in sw.points])
+    if found is None:
+        return programs, sweeps
+    return (tuple(replace(p, why=named(p.why, p.prediction, p.timing.own, found))
+                  if p.timing is not None else p for p in programs),
+            tuple(replace(sw, points=tuple(replace(pt, why=named(pt.why, pt.prediction,
+                                                                 pt.measured, found))
+                                           for pt in sw.points)) for sw in sweeps))
 
 
 # --- programs --------------------------------------------------------------------------------

@@ -116,6 +116,11 @@ class Evidence:
     load: Load | None = None
 
 
+# The reason of a miss with no evidence of a cause begins so, by its direction.
+UNKNOWN_SLOWER = "unknown: slower than predicted"
+UNKNOWN_FASTER = "unknown: faster than predicted"
+
+
 def off(m: Miss) -> bool:
     """Whether the prediction is off by a factor of :data:`OFF` or more, either way: a kernel
     twice as slow as predicted is as far off as one twice as fast (the error relative to the
@@ -195,8 +200,8 @@ def program_reason(prediction: Prediction, m: Miss, e: Evidence) -> str:
         # Nothing more specific: the kernels of one kind behind most of it, where there are.
         reasons += _slow_kind(e.rows)
     if not reasons and off(m):
-        reasons.append(f"unknown: {'slower' if slower else 'faster'} than predicted, with no "
-                       "evidence of a cause here")
+        reasons.append(f"{UNKNOWN_SLOWER if slower else UNKNOWN_FASTER}, with no evidence of "
+                       "a cause here")
     if above:
         # Said first: the program ran faster than the rates its prediction uses, whatever
         # else is off. The rate's own kind: only a measured one was "measured lower". A
