@@ -293,6 +293,13 @@ def _kernel(pattern: str, size: float, row: int = 0, read: dict[str, int] | None
             "read_by_dtype": read or {"f32": 4 * int(size)}}
 
 
+def _priced(kernel: dict[str, Any], roofs: RoofSet) -> float:
+    """A kernel's seconds at its pattern's roof in ``roofs``, which must price it."""
+    found = patterns.pattern_time(kernel_record(kernel), "float32", roofs)
+    assert found is not None
+    return found.seconds
+
+
 def test_a_matrix_vector_product_takes_the_roof_of_the_nearest_width() -> None:
     # one token: the vector's roof, 1e6 matrix elements at 20 G/s
     vector = patterns.pattern_time(kernel_record(_kernel("mat-vec", 1e6, 1)), "float32", ROOFS)
@@ -314,11 +321,8 @@ def test_a_product_of_one_column_takes_the_roof_measured_as_its_matrix_comes() -
     both = _roofs(*ROOFS.rates, computed)
 
     def seconds(row: int, arguments: int, roofs: RoofSet = both) -> float:
-        kernel = {**_kernel("mat-vec", 1e6, row), "bytes_read": 4 * 10**6 + 4096,
-                  "argument_bytes_read": arguments}
-        found = patterns.pattern_time(kernel_record(kernel), "float32", roofs)
-        assert found is not None
-        return found.seconds
+        return _priced({**_kernel("mat-vec", 1e6, row), "bytes_read": 4 * 10**6 + 4096,
+                        "argument_bytes_read": arguments}, roofs)
 
     # Its matrix an argument (its vector computed): the roof of an argument's matrix.
     assert seconds(1, 4 * 10**6) == pytest.approx(1e6 / 20e9)
@@ -410,11 +414,8 @@ def test_an_fft_takes_the_roof_measured_as_its_operand_comes() -> None:
 
     def seconds(length: int, arguments: int, read: dict[str, int] | None = None,
                 roofs: RoofSet = both) -> float:
-        kernel = {**_kernel("fft", 1e8, length, read), "bytes_read": 4 * 10**8,
-                  "argument_bytes_read": arguments}
-        found = patterns.pattern_time(kernel_record(kernel), "float32", roofs)
-        assert found is not None
-        return found.seconds
+        return _priced({**_kernel("fft", 1e8, length, read), "bytes_read": 4 * 10**8,
+                        "argument_bytes_read": arguments}, roofs)
 
     # Its operand a program's argument: the roofs measured of an argument, as before.
     assert seconds(256, 4 * 10**8) == pytest.approx(1e8 / 150e9)
