@@ -111,8 +111,10 @@ def pattern_roof(kernel: schema.KernelRecord, dtype: str, roofs: RoofSet) -> Rat
     pattern = _pattern(kernel)
     if pattern is None:
         return None
+    # A matrix-vector product reads mostly its matrix: computed where under half its reads
+    # are arguments (a decode step's weights re-laid out, its caches just updated).
     computed = _operand_computed(kernel) if pattern == FFT \
-        else _matrix_computed(kernel) if pattern == MAT_VEC and kernel.pattern_row == 1 \
+        else _operand_computed(kernel, 0.5) if pattern == MAT_VEC and kernel.pattern_row == 1 \
         else None
     family = _operand_family(kernel)
     if family is not None:
@@ -157,18 +159,13 @@ FFT = "fft"  # the pattern, and the StableHLO op, of a Fourier transform
 MAT_VEC = "mat-vec"  # the pattern of a product of a matrix with a narrow operand
 
 
-def _operand_computed(kernel: schema.KernelRecord) -> bool:
-    """Whether a kernel's operand is computed in its program (not all its reads are of the
-    program's arguments): on a CPU an FFT then runs after the kernel that computes it, on
-    about one worker thread (:mod:`roofline_report.observe.ceilings.pattern_plans`)."""
-    return kernel.argument_bytes_read < kernel.bytes_read
-
-
-def _matrix_computed(kernel: schema.KernelRecord) -> bool:
-    """Whether a matrix-vector product's matrix is computed in its program: under half its
-    reads (most of them its matrix's) are of the program's arguments. A decode step's
-    products read weights its program re-lays out and caches it has just updated."""
-    return 2 * kernel.argument_bytes_read < kernel.bytes_read
+def _operand_computed(kernel: schema.KernelRecord, share: float = 1.0) -> bool:
+    """Whether a kernel's operand is computed in its program: under ``share`` of its reads
+    are of the program's arguments (all of them: an FFT's one operand; half: a
+    matrix-vector product's matrix, most of its reads). On a CPU an FFT then runs after the
+    kernel that computes it, on about one worker thread, and a product of one column reads
+    a matrix just written (:mod:`roofline_report.observe.ceilings.pattern_plans`)."""
+    return kernel.argument_bytes_read < share * kernel.bytes_read
 
 
 def _as_operand_comes(found: RateRoof, computed: bool | None, roofs: RoofSet) -> RateRoof:

@@ -160,8 +160,11 @@ def faults_charged(predictions: Iterable[Prediction]) -> float:
 
 # The kernel notes of work left out for want of a rate begin so; a program's notes give them
 # once, as :data:`LEFT_OUT`, not once a kernel with each kernel's count.
-UNPRICED_NOTES = ("no conversion rate:", "no multiply-add rate:", "no rate for ",
-                  "no on-chip rate measured:")
+NO_CONVERT = "no conversion rate:"
+NO_FMA = "no multiply-add rate:"
+NO_FUNCTION = "no rate for "
+NO_ON_CHIP = "no on-chip rate measured:"
+UNPRICED_NOTES = (NO_CONVERT, NO_FMA, NO_FUNCTION, NO_ON_CHIP)
 LEFT_OUT = "left out for want of a rate: {what}"
 
 
@@ -317,7 +320,7 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
             terms.append(Term("conversion", "compute", converts / value,
                               convert.name, convert.kind))
         else:
-            notes.append("no conversion rate: conversions not charged")
+            notes.append(f"{NO_CONVERT} conversions not charged")
             unpriced.append("conversions (no conversion rate)")
     # A loop fusion computes an operand under a broadcast along its minor axis once per
     # output element, and a complex op does the real arithmetic of its formula: that work is
@@ -335,7 +338,7 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         else:
             # No stand-in: a matrix unit's roof prices a vector unit's flops far too fast
             # (on a TPU v5e about 80 times).
-            notes.append(f"no multiply-add rate: its {count_of(other, Kind.ANALYTIC).text} "
+            notes.append(f"{NO_FMA} its {count_of(other, Kind.ANALYTIC).text} "
                          "elementwise flops not charged")
             unpriced.append("elementwise flops (no multiply-add rate)")
     if f.complex_flops:
@@ -357,8 +360,8 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
         if stood_in:
             notes.append(stood_in)
         if rate is None:
-            notes.append(f"no rate for {op}: its {count_of(count, Kind.ANALYTIC).text} evaluations "
-                         "not charged")
+            notes.append(f"{NO_FUNCTION}{op}: its {count_of(count, Kind.ANALYTIC).text} "
+                         "evaluations not charged")
             unpriced.append(f"{op} (no {op} rate)")
             continue
         # Named for its repeated evaluations where they are most of it.
@@ -388,8 +391,7 @@ def _launch(f: Facts, roofs: RoofSet, traffic: float | None = None) -> _Launch |
             terms.append(Term("memory", "memory", f.on_chip / chip.rate_at(f.on_chip),
                               chip.name, chip.kind, ON_CHIP_DETAIL))
         else:
-            notes.append("no on-chip rate measured: its bytes in the core's own memory are "
-                         "not charged")
+            notes.append(f"{NO_ON_CHIP} its bytes in the core's own memory are not charged")
             unpriced.append("on-chip bytes (no on-chip rate)")
     return _Launch(tuple(terms), memory.level, tuple(notes), tuple(unpriced))
 

@@ -130,6 +130,11 @@ def read_passes(kernel: schema.KernelRecord) -> int:
     return max(1, passes)
 
 
+def _nonzero_by_op(counts: Mapping[str, float]) -> dict[str, float]:
+    """A kernel record's counts by op, keyed by op name, those that are not 0."""
+    return {op_name(op): float(v) for op, v in counts.items() if v}
+
+
 def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
     """The facts of one launch of a kernel of the inventory, in the dtype it computes in
     (:func:`kernel_dtype`; ``dtype``, the program's, where it moves no float)."""
@@ -141,7 +146,7 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
     conv = sum(v for op, v in by_op.items() if op in CONV_OPS)
     converts = by_op.get("convert", 0.0)
     other = max(0.0, float(kernel.flops) - dot - converts)
-    trans = {op_name(op): float(v) for op, v in kernel.transcendentals_by_op.items() if v}
+    trans = _nonzero_by_op(kernel.transcendentals_by_op)
     moved = float(kernel.bytes_read) + float(kernel.bytes_written)
     # A reduction reads its elements at least once; a fusion of several reduce ops over the
     # same input (a layer norm's mean and variance in one library kernel) reduces each again.
@@ -156,8 +161,7 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
     line = min(conv - grouped, float(kernel.line_conv_flops))
     generic = min(conv - grouped - line, float(kernel.generic_conv_flops))
     integer = kernel.matmul_dtype
-    again = {op_name(op): float(v)
-             for op, v in kernel.recomputed_transcendentals_by_op.items() if v}
+    again = _nonzero_by_op(kernel.recomputed_transcendentals_by_op)
     return Facts(dtype, dot, other, trans, moved, "the bytes the kernel touches", 1, converts,
                  written=fresh, reduced=reduced, reduce_flops=reducing, products=products,
                  convolutions=Convolutions(
@@ -170,9 +174,7 @@ def kernel_facts(kernel: schema.KernelRecord, dtype: str) -> Facts:
                  matmul_dtype=integer or None,
                  recomputed_flops=float(kernel.recomputed_flops), recomputed=again,
                  complex_flops=float(kernel.complex_flops),
-                 complex_transcendentals={
-                     op_name(op): float(v)
-                     for op, v in kernel.complex_transcendentals_by_op.items() if v},
+                 complex_transcendentals=_nonzero_by_op(kernel.complex_transcendentals_by_op),
                  threads=threads_for(kernel.partitions, kernel.kind, kernel.opcode, ALL_THREADS),
                  passes=read_passes(kernel),
                  precision=kernel.matmul_precision or "default",

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from roofline_report.analysis.explain import OFF, UNKNOWN_SLOWER
+from roofline_report.analysis.miss import miss
 from roofline_report.analysis.terms import Prediction
 from roofline_report.text import decimal
 
@@ -45,11 +46,11 @@ class SlowFloors:
 def _factor(prediction: Prediction | None, measured: float, why: str) -> float | None:
     """measured ÷ predicted of a dispatch-bound call whose reason names no cause, where that is
     :data:`~.explain.OFF` or more; else None."""
-    if prediction is None or prediction.binding.group != "overhead" or not why.startswith(
-            UNKNOWN_SLOWER) or prediction.seconds <= 0:
+    if prediction is None or prediction.binding.group != "overhead" \
+            or not why.startswith(UNKNOWN_SLOWER):
         return None
-    factor = measured / prediction.seconds
-    return factor if factor >= OFF else None
+    m = miss(prediction.seconds, measured)
+    return m.ratio if m is not None and m.ratio >= OFF else None
 
 
 def slow_floors(calls: Sequence[tuple[Prediction | None, float, str]]) -> SlowFloors | None:

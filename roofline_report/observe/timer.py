@@ -226,13 +226,7 @@ def time_jitted(
     block(compiled(*args))  # a first call before the harness's own warm-up
 
     def run(n: int) -> None:
-        if keep_outputs:
-            block([compiled(*args) for _ in range(n)])
-            return
-        out = None
-        for _ in range(n):
-            out = compiled(*args)
-        block(out)
+        (enqueue_held if keep_outputs else enqueue_dropped)(lambda: compiled(*args), n)
 
     return measure(
         run,
@@ -294,8 +288,19 @@ def enqueue(call: Callable[[], Any], n: int, output_bytes: int,
     its calls in order, so that waits for all of them), so that n calls never need n outputs'
     memory at once."""
     if n * output_bytes <= held_bytes:
-        block([call() for _ in range(n)])
-        return
+        enqueue_held(call, n)
+    else:
+        enqueue_dropped(call, n)
+
+
+def enqueue_held(call: Callable[[], Any], n: int) -> None:
+    """``n`` calls of ``call`` enqueued, every output held, then waited on all."""
+    block([call() for _ in range(n)])
+
+
+def enqueue_dropped(call: Callable[[], Any], n: int) -> None:
+    """``n`` calls of ``call`` enqueued, each output dropped as the next call is made (as in
+    a loop), then the last waited on: a device runs its calls in order."""
     out = None
     for _ in range(n):
         out = call()  # the previous output is dropped here

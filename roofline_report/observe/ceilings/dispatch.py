@@ -98,7 +98,7 @@ def _by_buffers(plan: Plan) -> list[dict[str, Any]]:
         add = jax.jit(lambda *xs: sum(xs[1:], xs[0]))
 
         def run(n: int, add: Any = add, args: list[Any] = args) -> None:
-            timing.block([add(*args) for _ in range(n)])
+            timing.enqueue_held(lambda: add(*args), n)
 
         measured = timing.measure(run, samples=plan.samples, min_sample_seconds=plan.min_sample_s,
                                   budget_seconds=plan.budget_s,

@@ -105,15 +105,12 @@ def _kernel(kind: str, reps: int) -> Any:
 def _runner(kind: str, compiled: Any, x: Any, c: Any) -> timing.Runner:
     if kind == "read":
         def run_read(n: int) -> None:
-            timing.block([compiled(x, c) for _ in range(n)])
+            timing.enqueue_held(lambda: compiled(x, c), n)
 
         return run_read
     if kind == "write-new":
         def run_write_new(n: int) -> None:
-            out = None
-            for _ in range(n):
-                out = compiled(x, c)  # the previous output is dropped here, as in a loop
-            timing.block(out)
+            timing.enqueue_dropped(lambda: compiled(x, c), n)
 
         return run_write_new
     state = {"x": x}
